@@ -1,0 +1,64 @@
+"""ptoisa: the PTO tile ISA of Ascend NPUs, executable in Python.
+
+Write tile kernels with the C++ intrinsics' names (``pto.TLOAD``, ``pto.TADD``, ...), run them
+on numpy arrays for the cpu, a2a3 or a5 target, and get errors that say what is allowed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import dtypes
+from .dtypes import DType, dtype
+from .enums import (
+    DYNAMIC,
+    AtomicType,
+    BLayout,
+    CmpMode,
+    CompactMode,
+    Layout,
+    PadValue,
+    Pipe,
+    PrintFormat,
+    ReluPreMode,
+    RoundMode,
+    SaturationMode,
+    SLayout,
+    TileType,
+)
+from .errors import (
+    ExecutionError,
+    IllegalInstruction,
+    ParseError,
+    PtoError,
+    PtoMemoryError,
+    RuntimeCheckError,
+    UnsupportedType,
+    VerifyError,
+)
+from .isa import REGISTRY, Event, Instr, lookup
+from .memory import Machine, current, target
+from .tensor import GlobalTensor
+from .tile import Dyn, Tile, TileAcc, TileLeft, TileRight, TileSpec, tile_spec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DYNAMIC", "AtomicType", "BLayout", "CmpMode", "CompactMode", "DType", "Dyn", "Event",
+    "ExecutionError", "GlobalTensor", "IllegalInstruction", "Instr", "Layout", "Machine",
+    "PadValue", "ParseError", "Pipe", "PrintFormat", "PtoError", "PtoMemoryError", "REGISTRY",
+    "ReluPreMode", "RoundMode", "RuntimeCheckError", "SLayout", "SaturationMode", "Tile",
+    "TileAcc", "TileLeft", "TileRight", "TileSpec", "TileType", "UnsupportedType", "VerifyError",
+    "current", "dtype", "dtypes", "lookup", "target", "tile_spec",
+]
+
+# Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
+globals().update(REGISTRY)
+__all__ += sorted(REGISTRY)
+
+
+def __getattr__(name: str) -> Any:
+    ins = REGISTRY.get(name)
+    if ins is not None:
+        return ins
+    raise AttributeError(f"module 'ptoisa' has no attribute {name!r}")

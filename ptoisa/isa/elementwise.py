@@ -1,0 +1,36 @@
+"""Elementwise tile-tile instructions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..enums import Pipe, TileType
+from ..errors import RuntimeCheckError
+from ..memory import Machine
+from ..tile import Tile
+from .registry import Instr, Opnd, instr, locs, same_dtype
+
+
+def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:
+    """Every tile source's valid region covers dst's valid region (the iteration domain)."""
+    vr, vc = dst.valid_shape
+    for i, s in enumerate(srcs):
+        if isinstance(s, Tile) and (s.valid_row < vr or s.valid_col < vc):
+            raise RuntimeCheckError(
+                f"src{i} valid region {s.valid_row}x{s.valid_col} does not cover dst valid "
+                f"region {vr}x{vc}", op=ins.mnemonic)
+
+
+@instr("TADD", family="elementwise", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile")),
+       dtype_key=("dst",),
+       static=(locs(["dst", "src0", "src1"], TileType.Vec), same_dtype("dst", "src0", "src1")),
+       runtime=(srcs_cover_dst,))
+def TADD(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:  # noqa: N802
+    """dst[i, j] = src0[i, j] + src1[i, j] over dst's valid region (integers wrap)."""
+    vr, vc = dst.valid_shape
+    if vr and vc:
+        with np.errstate(over="ignore"):
+            dst.write(np.add(src0.read(vr, vc), src1.read(vr, vc)))

@@ -1,0 +1,101 @@
+"""TFILLPAD, TFILLPAD_INPLACE, TFILLPAD_EXPAND: copy the valid region, pad the rest.
+
+The padded extent differs by target (spec/notes/seeds_check.md section 4):
+
+* cpu pads every row of the tile (all static Rows) and copies src (also for INPLACE);
+* a2a3/a5 pad only rows below dst's valid rows; INPLACE does not copy (dst already holds the
+  data, usually the same buffer as src); on a2a3 the partial 32-byte block right after the
+  source's valid columns is padded by INPLACE only when src and dst carry different pad values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..enums import Pipe, TileType
+from ..memory import Machine
+from ..tile import Tile, TileSpec
+from .registry import Opnd, Param, Sig, instr, locs, same_static_shape
+
+
+def _pad_not_null(sig: Sig) -> None:
+    d = sig["dst"]
+    if isinstance(d, TileSpec) and d.pad.is_null and sig.params.get("PadVal") is None:
+        raise sig.fail("dst PadVal must not be Null (give the dst tile a pad value: Zero, Max, "
+                       "Min or PadValue.custom(x))")
+
+
+def _same_elem_size(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec):
+        if d.dtype.itemsize != s.dtype.itemsize:
+            raise sig.fail(f"dst and src element sizes differ ({d.dtype} vs {s.dtype})")
+        if d.dtype.itemsize not in (1, 2, 4):
+            raise sig.fail(f"element size must be 1, 2 or 4 bytes, got {d.dtype}")
+
+
+def _expand_shape(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec) and (d.rows < s.rows or
+                                                                 d.cols < s.cols):
+        raise sig.fail(f"dst {d.rows}x{d.cols} must be at least src {s.rows}x{s.cols}")
+
+
+def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any = None) -> None:
+    dvr, dvc = dst.valid_shape
+    if dvr == 0 or dvc == 0:
+        return
+    svr, svc = min(src.valid_row, dst.rows), min(src.valid_col, dst.cols)
+    pad_v = pad_override if pad_override is not None else dst.spec.pad
+    pad = pad_v.scalar(dst.dtype)
+    tgt = m.target.name
+    copy = tgt == "cpu" or not inplace
+    if copy and svr and svc:
+        vals = np.asarray(src.read(svr, svc))
+        dst.write(vals.view(dst.dtype.np) if vals.dtype != dst.dtype.np else vals)
+    rows_end = dst.rows if tgt == "cpu" else max(dvr, svr)
+    col_start = svc
+    if tgt == "a2a3" and inplace and src.spec.pad == dst.spec.pad:
+        per_block = 32 // dst.dtype.itemsize
+        col_start = min(-(-svc // per_block) * per_block, dst.cols)
+    if col_start < dst.cols and svr:
+        dst.fill(pad, min(svr, rows_end), dst.cols - col_start, 0, col_start)
+    if rows_end > svr:
+        dst.fill(pad, rows_end - svr, dst.cols, svr, 0)
+
+
+_VEC = locs(["dst", "src"], TileType.Vec)
+_PADVAL = Param("PadVal", None)
+
+
+@instr("TFILLPAD", family="layout", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       params=(_PADVAL,), dtype_key=("dst",),
+       static=(locs(["dst", "src"], TileType.Vec, TileType.Mat), _pad_not_null, _same_elem_size,
+               same_static_shape("dst", "src")))
+def TFILLPAD(m: Machine, dst: Tile, src: Tile, *, PadVal: Any = None) -> None:  # noqa: N802,N803
+    """dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere."""
+    from ..enums import pad_value
+
+    _fill(m, dst, src, inplace=False, pad_override=None if PadVal is None else pad_value(PadVal))
+
+
+@instr("TFILLPAD_INPLACE", family="layout", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       dtype_key=("dst",),
+       static=(_VEC, _pad_not_null, _same_elem_size, same_static_shape("dst", "src")))
+def TFILLPAD_INPLACE(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """In-place fill: write dst's pad value outside src's valid region. The NPU does not copy
+    (dst already holds the data); the cpu target copies src's valid region as well."""
+    _fill(m, dst, src, inplace=True)
+
+
+@instr("TFILLPAD_EXPAND", family="layout", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       dtype_key=("dst",),
+       static=(_VEC, _pad_not_null, _same_elem_size, _expand_shape))
+def TFILLPAD_EXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """Like TFILLPAD into a larger dst: copy src's valid region, pad the rest of dst."""
+    _fill(m, dst, src, inplace=False)

@@ -1,0 +1,224 @@
+"""Memory and data movement: TASSIGN, TLOAD, TSTORE, TSTORE_FP."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
+from ..errors import PtoError, RuntimeCheckError
+from ..memory import Machine
+from ..tensor import GlobalTensor, GMSpec
+from ..tile import Tile, TileSpec
+from .quant import convert, quant_mode, quantize
+from .registry import Instr, Opnd, Param, Sig, instr, locs
+
+# ---- TASSIGN ---------------------------------------------------------------------------------
+
+
+@instr("TASSIGN", family="memory", pipe=Pipe.S, returns_event=False,
+       operands=(Opnd("obj", "tile|gm", "out"), Opnd("addr", "any")))
+def TASSIGN(m: Machine, obj: Any, addr: Any) -> None:  # noqa: N802
+    """Bind a tile to byte address ``addr`` of its role's buffer (UB, L1, L0A/B/C, ...), or a
+    GlobalTensor to a numpy array. Tiles at overlapping addresses share bytes."""
+    if isinstance(obj, Tile):
+        m.assign(obj, addr)
+    else:
+        if not isinstance(addr, np.ndarray):
+            raise PtoError("a GlobalTensor is assigned a numpy array, got "
+                           f"{type(addr).__name__}")
+        obj.rebind(addr)
+
+
+# ---- shape rule shared by TLOAD / TSTORE -------------------------------------------------------
+
+def _gm_covers(op: str, gm: GlobalTensor, rows: int, cols: int, what: str) -> None:
+    gr, gc = gm.spec.rows_cols
+    if (gr, gc) != (rows, cols):
+        raise RuntimeCheckError(
+            f"GlobalTensor {gm.spec.describe()} covers {gr}x{gc} elements as a tile, "
+            f"{what} valid region is {rows}x{cols}", op=op)
+
+
+def _gm_layouts(*allowed: Layout) -> Any:
+    def rule(sig: Sig) -> None:
+        for o in sig.instr.operands:
+            t = sig[o.name]
+            if isinstance(t, GMSpec) and t.layout not in allowed:
+                names = ", ".join(a.name for a in allowed)
+                raise sig.fail(f"{o.name} layout {t.layout.name} is not supported "
+                               f"(supported: {names})")
+    return rule
+
+
+def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
+    def rule(sig: Sig) -> None:
+        t, g = sig[tile_name], sig[gm_name]
+        if t is None or g is None:
+            return
+        if t.loc is TileType.Acc:
+            return  # Acc -> GM converts (fix-pipe)
+        if t.dtype is not g.dtype:
+            raise sig.fail(f"{tile_name} element type {t.dtype} != {gm_name} element type "
+                           f"{g.dtype}")
+    return rule
+
+
+def _gather(gm: GlobalTensor, rows: int, cols: int) -> np.ndarray:
+    return gm.flat[gm.indices(rows, cols)]
+
+
+# ---- TLOAD -------------------------------------------------------------------------------------
+
+def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
+    _gm_covers(ins.mnemonic, src, dst.valid_row, dst.valid_col, "dst")
+
+
+@instr("TLOAD", family="memory", pipe=Pipe.MTE2,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm")),
+       dtype_key=("dst",),
+       static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
+                    TileType.Bias, TileType.Scaling),
+               _gm_layouts(Layout.ND, Layout.DN, Layout.NZ),
+               _gm_dtype_matches("dst", "src")),
+       runtime=(_tload_runtime,))
+def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
+    """Copy the GM view into dst's valid region (any GM layout into any tile layout, e.g.
+    ND -> NZ). With a pad value other than Null the rest of the tile is filled with it; on cpu
+    the whole tile is first filled with the pad value (Null pads 0), as the CPU simulator does.
+    """
+    vr, vc = dst.valid_shape
+    pad = dst.spec.pad
+    if m.target.name == "cpu":
+        dst.fill(pad.scalar(dst.dtype), dst.rows, dst.cols)
+    elif not pad.is_null and (vr, vc) != dst.shape:
+        p = pad.scalar(dst.dtype)
+        dst.fill(p, vr, dst.cols - vc, 0, vc)
+        dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
+    if vr and vc:
+        dst.write(_gather(src, vr, vc))
+
+
+# ---- TSTORE ------------------------------------------------------------------------------------
+
+def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **params: Any) -> None:
+    _gm_covers(ins.mnemonic, dst, src.valid_row, src.valid_col, "src")
+
+
+def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
+    idx = dst.indices(*values.shape)
+    if atomic is AtomicType.AtomicAdd:
+        cur = dst.flat[idx]
+        with np.errstate(over="ignore"):
+            dst.flat[idx] = (cur + values.astype(cur.dtype)).astype(cur.dtype)
+    else:
+        dst.flat[idx] = values
+
+
+def _acc_store_rule(sig: Sig) -> None:
+    src = sig["src"]
+    if not isinstance(src, TileSpec) or src.loc is not TileType.Acc:
+        return
+    tgt = sig.target.name
+    if tgt == "cpu":
+        return
+    if not 1 <= src.cols <= 4095:
+        raise sig.fail(f"Acc src Cols must be in [1, 4095], got {src.cols}")
+    dst = sig["dst"]
+    if isinstance(dst, GMSpec):
+        if dst.layout is Layout.ND and not 1 <= src.rows <= 8192:
+            raise sig.fail(f"Acc src Rows must be in [1, 8192] for an ND store, got {src.rows}")
+        if dst.layout is Layout.NZ and (not 1 <= src.rows <= 65535 or src.cols % 16):
+            raise sig.fail("Acc src to an NZ store needs Rows in [1, 65535] and Cols % 16 == 0, "
+                           f"got {src.rows}x{src.cols}")
+
+
+def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
+                           **params: Any) -> None:
+    from ..memory import current
+
+    if src.loc is TileType.Acc and current().target.name != "cpu" and \
+            not 1 <= src.valid_col <= 4095:
+        raise RuntimeCheckError(f"src valid cols must be in [1, 4095], got {src.valid_col}",
+                                op=ins.mnemonic)
+
+
+@instr("TSTORE", family="memory", pipe=Pipe.MTE3,
+       operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
+                 Opnd("preQuantScalar", "scalar", optional=True)),
+       params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
+               Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),
+       dtype_key=("src",),
+       static=(locs(["src"], TileType.Vec, TileType.Mat, TileType.Acc),
+               _gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0, Layout.NDC1HWC0),
+               _gm_dtype_matches("src", "dst"), _acc_store_rule),
+       runtime=(_tstore_runtime, _acc_valid_col_runtime))
+def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
+           atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
+    """Copy src's valid region to the GM view. Acc sources convert to the GM element type
+    through the fix-pipe (optionally with a scalar quant word ``preQuantScalar`` and ReLU);
+    ``atomicType=AtomicAdd`` adds into GM instead of overwriting."""
+    vr, vc = src.valid_shape
+    if not (vr and vc):
+        return
+    vals = np.asarray(src.read())
+    relu = reluPreMode is ReluPreMode.NormalRelu
+    if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
+        mode = quant_mode(m.target.name, src.dtype, dst.dtype)
+        if preQuantScalar is not None and mode is not None:
+            words = np.full((1, vc), int(preQuantScalar) & 0xFFFFFFFFFFFFFFFF, np.uint64)
+            vals = quantize(vals, words, mode, dst.dtype, vector=False, relu=relu)
+        else:
+            if relu:
+                vals = np.maximum(vals, np.zeros((), vals.dtype))
+            vals = convert(vals, dst.dtype)
+    _store(m, dst, vals, atomicType)
+
+
+# ---- TSTORE_FP ---------------------------------------------------------------------------------
+
+def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **params: Any) -> None:
+    _tstore_runtime(ins, dst, src)
+    _acc_valid_col_runtime(ins, dst, src)
+    from ..memory import current
+
+    if quant_mode(current().target.name, src.dtype, dst.dtype) is not None \
+            and fp.valid_col < src.valid_col:
+        raise RuntimeCheckError(
+            f"fp holds {fp.valid_col} quant words (valid cols) but src has {src.valid_col} "
+            "valid columns (one word per output column)", op=ins.mnemonic)
+
+
+def _fp_words_rule(sig: Sig) -> None:
+    fp = sig["fp"]
+    if isinstance(fp, TileSpec) and fp.dtype.name not in ("ui64", "i64"):
+        raise sig.fail(f"fp must hold 64-bit quant words (ui64), got {fp.dtype}")
+
+
+@instr("TSTORE_FP", family="memory", pipe=Pipe.FIX,
+       operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("fp", "tile")),
+       params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
+               Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),
+       dtype_key=("src", "dst"),
+       static=(_gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0),
+               _acc_store_rule, _fp_words_rule),
+       runtime=(_tstore_fp_runtime,))
+def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N802
+              atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
+    """Store an accumulator tile to GM, converting each element through the fix-pipe with the
+    quant word of its *output column* taken from row 0 of the Scaling tile ``fp`` (64-bit words:
+    scale, offset, sign). Pairs without a quant mode are a plain conversion (fp unused)."""
+    vr, vc = src.valid_shape
+    if not (vr and vc):
+        return
+    mode = quant_mode(m.target.name, src.dtype, dst.dtype)
+    vals = np.asarray(src.read())
+    relu = reluPreMode is ReluPreMode.NormalRelu
+    if mode is None:
+        out = quantize(vals, np.zeros((1, vc), np.uint64), None, dst.dtype, vector=True,
+                       relu=relu)
+    else:
+        words = np.asarray(fp.read(1, vc)).view(np.uint64)
+        out = quantize(vals, words, mode, dst.dtype, vector=True, relu=relu)
+    _store(m, dst, out, atomicType)

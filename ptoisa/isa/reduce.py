@@ -1,0 +1,81 @@
+"""Row/column reductions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..enums import Pipe, TileType
+from ..errors import RuntimeCheckError
+from ..memory import Machine, current
+from ..tile import Tile, TileSpec
+from .registry import Instr, Opnd, Sig, instr, locs, nd
+
+
+def row_reduce_dst(sig: Sig) -> None:
+    """dst is ND, or DN with exactly one column."""
+    d = sig["dst"]
+    if isinstance(d, TileSpec) and not (d.is_nd or (d.is_dn and d.cols == 1)):
+        raise sig.fail(f"dst must be ND or DN with Cols == 1, got {d.layout_name} "
+                       f"{d.rows}x{d.cols}")
+
+
+def _cpu_same_rows(sig: Sig) -> None:
+    s, d = sig["src"], sig["dst"]
+    if sig.target.name == "cpu" and isinstance(s, TileSpec) and isinstance(d, TileSpec) \
+            and s.rows != d.rows:
+        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the cpu target requires "
+                       "equal static rows)")
+
+
+def row_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
+    """The NPU's run-time checks (the cpu simulator checks nothing)."""
+    if current().target.name == "cpu":
+        return
+    if src.valid_row == 0 or src.valid_col == 0:
+        raise RuntimeCheckError(f"src valid region {src.valid_row}x{src.valid_col} is empty",
+                                op=ins.mnemonic)
+    if src.valid_row != dst.valid_row:
+        raise RuntimeCheckError(
+            f"src valid rows {src.valid_row} != dst valid rows {dst.valid_row}", op=ins.mnemonic)
+
+
+def tree_sum(x: np.ndarray) -> np.ndarray:
+    """Row sums by halving (pairwise tree), every partial sum in x's element type: the order
+    of the NPU's vcadd/vcgadd reduction tree."""
+    n = x.shape[1]
+    width = 1
+    while width < n:
+        width *= 2
+    if width != n:
+        x = np.concatenate([x, np.zeros((x.shape[0], width - n), x.dtype)], axis=1)
+    with np.errstate(over="ignore"):
+        while x.shape[1] > 1:
+            h = x.shape[1] // 2
+            x = x[:, :h] + x[:, h:]
+    return x[:, 0]
+
+
+@instr("TROWSUM", family="reduce", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
+       dtype_key=("src", "dst"),
+       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst, _cpu_same_rows),
+       runtime=(row_reduce_runtime,))
+def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
+    """dst[i, 0] = sum_j src[i, j] over src's valid region (only column 0 of dst is written).
+
+    cpu: sequential sum, accumulating in f32 for f16/bf16 destinations and in the destination
+    type otherwise (integers wrap). a2a3/a5: a pairwise tree in the element type, as the NPU's
+    reduction instructions; integers wrap."""
+    vr, vc = src.valid_shape
+    if vr == 0 or vc == 0:
+        return
+    x = np.asarray(src.read())
+    if m.target.name == "cpu":
+        acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
+        with np.errstate(over="ignore"):
+            s = np.cumsum(x.astype(acc), axis=1, dtype=acc)[:, -1]
+    else:
+        s = tree_sum(x)
+    dst.write(s.astype(dst.dtype.np)[:, None])

@@ -1,0 +1,382 @@
+"""THE registry: every instruction is declared here once.
+
+An :class:`Instr` holds the instruction's operands (name, kind, role), its template
+parameters (keyword arguments with defaults), its pipe, the operand whose element type the
+per-target legality tables key on, static rules (pure functions over operand *types*, shared
+by the eager API and the IR verifier), run-time rules (over operand values), and its numpy
+semantics. The eager intrinsic ``pto.TROWSUM(dst, src, tmp)`` is the Instr object itself.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import DType
+from ..dtypes import names as dt_names
+from ..enums import Pipe, TileType, coerce_enum
+from ..errors import IllegalInstruction, PtoError, UnsupportedType
+from ..memory import current
+from ..targets import Target, get_target
+from ..tensor import GlobalTensor, GMSpec
+from ..tile import Tile, TileSpec
+
+
+@dataclass(frozen=True)
+class Opnd:
+    """One operand: ``kind`` is 'tile', 'gm', 'tile|gm' or 'scalar'; ``role`` in/out/inout/
+    scratch. Optional operands may be omitted (``None``)."""
+
+    name: str
+    kind: str = "tile"
+    role: str = "in"
+    optional: bool = False
+
+
+@dataclass(frozen=True)
+class Param:
+    """A template parameter: keyword argument with a default; enums are coerced."""
+
+    name: str
+    default: Any
+    type: type | None = None
+
+
+class Event:
+    """What every intrinsic returns (C++ RecordEvent): the producing op and its pipe.
+
+    Pass events as trailing arguments to later intrinsics to wait on them. Synchronisation is
+    sequential program order for now; events are kept so a checker can use them later.
+    """
+
+    __slots__ = ("op", "pipe")
+
+    def __init__(self, op: str, pipe: Pipe) -> None:
+        self.op = op
+        self.pipe = pipe
+
+    def __repr__(self) -> str:
+        return f"<Event {self.op} on {self.pipe.value}>"
+
+
+class Sig:
+    """Operand types of one use of an instruction: what static rules look at."""
+
+    __slots__ = ("instr", "target", "types", "params")
+
+    def __init__(self, instr: Instr, target: Target, types: dict[str, Any],
+                 params: dict[str, Any]) -> None:
+        self.instr = instr
+        self.target = target
+        self.types = types
+        self.params = params
+
+    def __getitem__(self, name: str) -> Any:
+        return self.types.get(name)
+
+    def fail(self, msg: str) -> IllegalInstruction:
+        return IllegalInstruction(msg, op=self.instr.mnemonic)
+
+
+StaticRule = Callable[[Sig], None]
+RuntimeRule = Callable[..., None]
+
+
+@dataclass(eq=False)
+class Instr:
+    name: str
+    family: str
+    pipe: Pipe
+    operands: tuple[Opnd, ...]
+    params: tuple[Param, ...]
+    impl: Callable[..., Any]
+    dtype_key: tuple[str, ...] = ()
+    static: tuple[StaticRule, ...] = ()
+    runtime: tuple[RuntimeRule, ...] = ()
+    returns_event: bool = True
+    doc: str = ""
+    _n_required: int = field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        self._n_required = sum(1 for o in self.operands if not o.optional)
+        self.__doc__ = self.doc
+
+    @property
+    def mnemonic(self) -> str:
+        return self.name.lower()
+
+    # ---- eager call ------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Event | Any:
+        m = current()
+        vals, params = self.bind(args, kwargs)
+        self.check(m.target, vals, params)
+        try:
+            result = self.impl(m, *vals, **params)
+        except PtoError as e:
+            if e.op is None:
+                e.op = self.mnemonic
+                e.args = (e.render(),)
+            raise
+        if self.returns_event:
+            return Event(self.name, self.pipe)
+        return result
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
+        """Split positional args into operand values (trailing Events are waits), coerce
+        template parameters."""
+        args_l = list(args)
+        while args_l and isinstance(args_l[-1], Event):
+            args_l.pop()
+        ops = self.operands
+        if len(args_l) < self._n_required or len(args_l) > len(ops):
+            need = ", ".join(o.name + ("?" if o.optional else "") for o in ops)
+            raise PtoError(f"takes operands ({need}); got {len(args_l)}", op=self.mnemonic)
+        vals = args_l + [None] * (len(ops) - len(args_l))
+        if len(args_l) < len(ops):
+            # allow operands by keyword too
+            for i, o in enumerate(ops):
+                if o.name in kwargs:
+                    vals[i] = kwargs.pop(o.name)
+        for o, v in zip(ops, vals, strict=True):
+            _check_kind(self.mnemonic, o, v)
+        params = {}
+        for p in self.params:
+            v = kwargs.pop(p.name, p.default)
+            if p.type is not None and isinstance(p.type, type) and issubclass(p.type, enum.Enum):
+                v = coerce_enum(p.type, v, f"{self.mnemonic}: {p.name}")
+            params[p.name] = v
+        if kwargs:
+            allowed = ", ".join(p.name for p in self.params) or "none"
+            raise PtoError(f"unexpected argument(s) {', '.join(kwargs)} "
+                           f"(template parameters: {allowed})", op=self.mnemonic)
+        return vals, params
+
+    def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
+        types = tuple(_type_of(v) for v in vals)
+        key = (target.name, types, tuple(_hashable(v) for v in params.values()))
+        _check_static_cached(self, key, target, types, params)
+        for r in self.runtime:
+            r(self, *vals, **params)
+
+    def check_types(self, target: Target | str, types: dict[str, Any],
+                    params: dict[str, Any] | None = None) -> None:
+        """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
+        point of the IR verifier."""
+        tgt = get_target(target) if isinstance(target, str) else target
+        full = {p.name: p.default for p in self.params}
+        full.update(params or {})
+        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full)
+        check_legality(sig)
+        for r in self.static:
+            r(sig)
+
+    def __repr__(self) -> str:
+        return f"<instruction {self.name}>"
+
+
+def _hashable(v: Any) -> Any:
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+_static_cache: dict[Any, None] = {}
+
+
+def _check_static_cached(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
+                         params: dict[str, Any]) -> None:
+    ck = (instr.name, key)
+    if ck in _static_cache:
+        return
+    instr.check_types(target, {o.name: t for o, t in zip(instr.operands, types, strict=True)},
+                      params)
+    if len(_static_cache) > 100_000:
+        _static_cache.clear()
+    _static_cache[ck] = None
+
+
+def _type_of(v: Any) -> Any:
+    if isinstance(v, Tile):
+        return v.spec
+    if isinstance(v, GlobalTensor):
+        return v.spec
+    if v is None:
+        return None
+    if isinstance(v, (bool, int, float, np.generic)):
+        return type(v).__name__
+    return type(v).__name__
+
+
+def _check_kind(op: str, o: Opnd, v: Any) -> None:
+    if v is None:
+        if not o.optional:
+            raise PtoError(f"operand '{o.name}' is missing", op=op)
+        return
+    k = o.kind
+    ok = (
+        (k == "tile" and isinstance(v, Tile))
+        or (k == "gm" and isinstance(v, GlobalTensor))
+        or (k == "tile|gm" and isinstance(v, (Tile, GlobalTensor)))
+        or (k == "scalar" and isinstance(v, (bool, int, float, np.generic)))
+        or k == "any"
+    )
+    if not ok:
+        want = {"tile": "a Tile", "gm": "a GlobalTensor", "tile|gm": "a Tile or GlobalTensor",
+                "scalar": "a number"}[k]
+        raise PtoError(f"operand '{o.name}' must be {want}, got {type(v).__name__}", op=op)
+
+
+# ---- legality -------------------------------------------------------------------------------
+
+def elem_type(t: Any) -> DType | None:
+    if isinstance(t, (TileSpec, GMSpec)):
+        return t.dtype
+    if isinstance(t, DType):
+        return t
+    return None
+
+
+def check_legality(sig: Sig) -> None:
+    """Apply the target's legality table for this instruction (the uniform error messages)."""
+    instr, tgt = sig.instr, sig.target
+    rule = tgt.legality.get(instr.name)
+    if rule is None:
+        raise IllegalInstruction(f"not supported on target {tgt.name}", op=instr.mnemonic)
+    key = [n for n in instr.dtype_key if sig[n] is not None]
+    if rule.dtypes is not None and key:
+        got = tuple(elem_type(sig[n]) for n in key)
+        sample = next(iter(rule.dtypes)) if rule.dtypes else None
+        homogeneous = isinstance(sample, tuple) and all(len(set(p)) == 1 for p in rule.dtypes)
+        if homogeneous and len(set(got)) == 1:
+            if got not in rule.dtypes:
+                allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
+                raise UnsupportedType(
+                    f"element type {got[0]} is not supported on {tgt.name} "
+                    f"(supported: {dt_names(allowed)})", op=instr.mnemonic)
+        elif isinstance(sample, tuple):
+            if got not in rule.dtypes:
+                pairs = sorted("->".join(d.name for d in p) for p in rule.dtypes)
+                what = " -> ".join(f"{n} {d}" for n, d in zip(key, got, strict=True))
+                raise UnsupportedType(
+                    f"type combination {what} is not supported on {tgt.name} "
+                    f"(supported: {', '.join(pairs)})", op=instr.mnemonic)
+        else:
+            for d in got:
+                if d not in rule.dtypes:
+                    raise UnsupportedType(
+                        f"element type {d} is not supported on {tgt.name} "
+                        f"(supported: {dt_names(sorted(rule.dtypes, key=_order))})",
+                        op=instr.mnemonic)
+    if rule.locs is not None:
+        for n in key:
+            t = sig[n]
+            if isinstance(t, TileSpec) and t.loc not in rule.locs:
+                allowed = ", ".join(sorted(x.name for x in rule.locs))
+                raise IllegalInstruction(
+                    f"{n} must be a {allowed} tile on {tgt.name}, got {t.loc.name}",
+                    op=instr.mnemonic)
+    if rule.row_major:
+        for o in instr.operands:
+            t = sig[o.name]
+            if isinstance(t, TileSpec) and not t.is_row_major:
+                raise IllegalInstruction(
+                    f"{o.name} must be row-major on {tgt.name} (got {t.layout_name})",
+                    op=instr.mnemonic)
+
+
+_ORDER = ["f32", "f16", "bf16", "f8E4M3", "f8E5M2", "f8E8M0", "i8", "ui8", "i16", "ui16", "i32",
+          "ui32", "i64", "ui64", "f64", "i1"]
+
+
+def _order(d: DType) -> int:
+    return _ORDER.index(d.name) if d.name in _ORDER else 99
+
+
+# ---- declaration ----------------------------------------------------------------------------
+
+REGISTRY: dict[str, Instr] = {}
+
+
+def instr(
+    name: str,
+    *,
+    family: str,
+    pipe: Pipe,
+    operands: Iterable[Opnd],
+    params: Iterable[Param] = (),
+    dtype_key: Iterable[str] = (),
+    static: Iterable[StaticRule] = (),
+    runtime: Iterable[RuntimeRule] = (),
+    returns_event: bool = True,
+) -> Callable[[Callable[..., Any]], Instr]:
+    """Declare an instruction; the decorated function is its semantics
+    ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc."""
+
+    def deco(fn: Callable[..., Any]) -> Instr:
+        if name in REGISTRY:
+            raise RuntimeError(f"instruction {name} declared twice")
+        ins = Instr(
+            name=name, family=family, pipe=pipe, operands=tuple(operands),
+            params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
+            runtime=tuple(runtime), returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
+        )
+        REGISTRY[name] = ins
+        return ins
+
+    return deco
+
+
+def lookup(name: str) -> Instr | None:
+    """Instruction by C++ name (TADD), mnemonic (tadd) or PTOAS op name (pto.tadd)."""
+    n = name.split(".", 1)[1] if name.startswith("pto.") else name
+    return REGISTRY.get(n.upper())
+
+
+# ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------
+
+def same_dtype(*names: str) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        present = [(n, elem_type(sig[n])) for n in names if sig[n] is not None]
+        if len({d for _, d in present}) > 1:
+            desc = ", ".join(f"{n} {d}" for n, d in present)
+            raise sig.fail(f"operands must have the same element type ({desc})")
+    rule.__name__ = f"same_dtype({', '.join(names)})"
+    return rule
+
+
+def locs(names: Iterable[str], *allowed: TileType) -> StaticRule:
+    names = tuple(names)
+
+    def rule(sig: Sig) -> None:
+        for n in names:
+            t = sig[n]
+            if isinstance(t, TileSpec) and t.loc not in allowed:
+                want = " or ".join(a.name for a in allowed)
+                raise sig.fail(f"{n} must be a {want} tile, got {t.loc.name}")
+    return rule
+
+
+def nd(*names: str) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        for n in names:
+            t = sig[n]
+            if isinstance(t, TileSpec) and not t.is_nd:
+                raise sig.fail(f"{n} must be ND (row-major, no boxes), got {t.layout_name}")
+    return rule
+
+
+def same_static_shape(*names: str) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        shapes = [(n, (sig[n].rows, sig[n].cols)) for n in names
+                  if isinstance(sig[n], TileSpec)]
+        if len({s for _, s in shapes}) > 1:
+            desc = ", ".join(f"{n} {r}x{c}" for n, (r, c) in shapes)
+            raise sig.fail(f"operands must have the same static shape ({desc})")
+    return rule
+

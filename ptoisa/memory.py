@@ -1,0 +1,151 @@
+"""The machine: one target's on-chip buffers, placement (TASSIGN / auto), and run settings.
+
+``pto.target("a5")`` makes a :class:`Machine` current (as a plain call, or scoped in a
+``with`` block). Tiles placed with TASSIGN view the bytes of the buffer of their role, so
+overlapping placements share bytes. In ``auto`` mode (the default) an unplaced tile gets
+private storage on first use; in ``manual`` mode that is an error naming the tile.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+import numpy as np
+
+from .errors import PtoError, PtoMemoryError
+from .targets import LOC_SPACE, Target, get_target
+from .tile import ALIGN
+
+if TYPE_CHECKING:
+    from .tile import Tile
+
+DEFAULT_PRINT_BUFFER = 16 * 1024
+
+
+class Machine:
+    """One core of a target: buffers + settings. Use :func:`target` to make one current."""
+
+    def __init__(
+        self,
+        target: str | Target = "cpu",
+        *,
+        mode: str = "auto",
+        stdout: TextIO | None = None,
+        print_buffer: int = DEFAULT_PRINT_BUFFER,
+        block_idx: int = 0,
+        block_num: int = 1,
+    ) -> None:
+        self.target = target if isinstance(target, Target) else get_target(target)
+        if mode not in ("auto", "manual"):
+            raise PtoError(f"mode must be 'auto' or 'manual', got {mode!r}")
+        self.mode = mode
+        self.stdout = stdout
+        if print_buffer <= 0:
+            raise PtoError(f"print_buffer must be positive, got {print_buffer}")
+        self.print_buffer = print_buffer
+        self.print_used = 0
+        self.block_idx = block_idx
+        self.block_num = block_num
+        self._regions: dict[str, np.ndarray] = {}
+        self._prev: list[Machine] = []
+
+    # ---- buffers ---------------------------------------------------------------------------
+    def region(self, space: str) -> np.ndarray:
+        reg = self._regions.get(space)
+        if reg is None:
+            size = self.target.buffer_size(space)
+            if size <= 0:
+                raise PtoMemoryError(f"target {self.target.name} has no {space} buffer")
+            reg = self._regions[space] = np.zeros(size, np.uint8)
+        return reg
+
+    def space_of(self, tile: Tile) -> str:
+        space = LOC_SPACE[tile.loc]
+        # The CPU simulator keeps Bias/Scaling tiles in UB (NPUMemoryModel::GetPointer).
+        if self.target.buffer_size(space) <= 0 and space in ("BIAS", "FB"):
+            return "UB"
+        return space
+
+    def assign(self, tile: Tile, addr: int) -> None:
+        """TASSIGN: place ``tile`` at byte address ``addr`` of its role's buffer."""
+        if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
+            raise PtoMemoryError(f"address must be an integer, got {addr!r}", op="tassign")
+        addr = int(addr)
+        space = self.space_of(tile)
+        cap = self.target.buffer_size(space)
+        what = tile._label()
+        if cap <= 0:
+            raise PtoMemoryError(
+                f"{what}: target {self.target.name} has no {space} buffer for "
+                f"{tile.loc.name} tiles", op="tassign")
+        if addr < 0 or addr % ALIGN:
+            raise PtoMemoryError(
+                f"{what}: address {addr:#x} is not {ALIGN}-byte aligned", op="tassign")
+        end = addr + tile.spec.nbytes
+        if end > cap:
+            raise PtoMemoryError(
+                f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of "
+                f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
+        raw = self.region(space)[addr:end]
+        tile._buf = raw.view(tile.dtype.np)
+        tile._machine = self
+        tile.addr = addr
+
+    def auto_storage(self, tile: Tile) -> np.ndarray:
+        if self.mode == "manual":
+            space = self.space_of(tile)
+            raise PtoMemoryError(
+                f"{tile._label()} has no storage: TASSIGN it to an address in "
+                f"{space} (0..{self.target.buffer_size(space)} bytes) first, or use auto mode"
+            )
+        buf = np.zeros(tile.spec.numel, tile.dtype.np)
+        tile._buf = buf
+        tile._machine = self
+        return buf
+
+    # ---- printing --------------------------------------------------------------------------
+    @property
+    def out(self) -> TextIO:
+        return self.stdout if self.stdout is not None else sys.stdout
+
+    def reset_print_buffer(self) -> None:
+        self.print_used = 0
+
+    # ---- context ---------------------------------------------------------------------------
+    def __enter__(self) -> Machine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        pop(self)
+
+    def __repr__(self) -> str:
+        return f"<Machine target={self.target.name} mode={self.mode}>"
+
+
+_stack: list[Machine] = []
+
+
+def current() -> Machine:
+    """The machine instructions run on (a cpu machine in auto mode unless set)."""
+    if not _stack:
+        _stack.append(Machine("cpu"))
+    return _stack[-1]
+
+
+def target(name: str | Target = "cpu", **settings: Any) -> Machine:
+    """Make a fresh machine of target ``name`` current and return it.
+
+    As a plain call it switches the current target; as ``with pto.target("a5"):`` the previous
+    machine comes back at the end of the block. ``settings``: mode ("auto"|"manual"), stdout,
+    print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB).
+    """
+    m = Machine(name, **settings)
+    _stack.append(m)
+    return m
+
+
+def pop(m: Machine) -> None:
+    if m in _stack:
+        # drop m and anything pushed after it inside its scope
+        del _stack[_stack.index(m):]

@@ -1,0 +1,31 @@
+"""Ascend A2/A3 (include/pto/npu/a2a3, buffer_limits.hpp)."""
+
+from ..dtypes import ALL
+from ..enums import TileType
+from . import Rule, Target, pairs, rule
+
+KiB = 1024
+ANY_1_2_4 = [d for d in ALL if d.itemsize in (1, 2, 4) and d.name != "i1"]
+
+BUFFERS = {"UB": 192 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 128 * KiB,
+           "BIAS": 1 * KiB, "FB": 2 * KiB}
+
+LEGALITY: dict[str, Rule] = {
+    "TASSIGN": rule(),
+    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 i32->i8 i32->ui8 i32->f16 i32->i16"),
+                      locs=[TileType.Acc]),
+    "TPRINT": rule("f32 f16 i8 i16 i32 ui8 ui16 ui32"),
+    "TROWSUM": rule(pairs("f16->f16 f32->f32 i32->i32 i16->i16")),
+    "TFILLPAD": rule(ANY_1_2_4),
+    "TFILLPAD_INPLACE": rule(ANY_1_2_4),
+    "TFILLPAD_EXPAND": rule(ANY_1_2_4),
+    "TPARTADD": rule("i32 i16 f16 f32", row_major=True),
+    "TPARTMUL": rule("i32 i16 f16 f32", row_major=True),
+    "TPARTMAX": rule("i32 i16 f16 f32", row_major=True),
+    "TPARTMIN": rule("i32 i16 f16 f32", row_major=True),
+    "TADD": rule("i32 i16 f16 bf16 f32"),
+}
+
+TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "")

@@ -1,0 +1,225 @@
+"""GlobalTensor: a 5-D strided view of global memory (a numpy array), as in the C++ API.
+
+``GlobalTensor(array, shape=(1,1,1,16,16), stride=(256,256,256,16,1), layout=Layout.ND)``.
+Strides are in elements. Shorter shape/stride tuples are left-padded to 5-D. The array is the
+memory: stores write into it. A tile (r, c) maps to a GM element by the layout's rule
+(spec/notes/model.md section 4, ``MapTileIndicesToGlobalOffset``).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as dt_mod
+from .dtypes import DType
+from .enums import Layout, coerce_enum
+from .errors import PtoError, PtoMemoryError
+
+
+@dataclass(frozen=True)
+class GMSpec:
+    """Static type of a GlobalTensor view: element type, 5-D shape and stride, layout."""
+
+    dtype: DType
+    shape: tuple[int, int, int, int, int]
+    stride: tuple[int, int, int, int, int]
+    layout: Layout
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def rows_cols(self) -> tuple[int, int]:
+        """The 2-D (rows, cols) extent this view covers as a tile, by layout."""
+        s0, s1, s2, s3, s4 = self.shape
+        if self.layout is Layout.DN:
+            return s3, s0 * s1 * s2 * s4
+        if self.layout is Layout.NZ:
+            return s2 * s3, s0 * s1 * s4
+        if self.layout is Layout.NC1HWC0:
+            return s0 * s2 * s3, s1 * s4
+        return s0 * s1 * s2 * s3, s4
+
+    def describe(self) -> str:
+        shp = "x".join(map(str, self.shape))
+        return f"{self.layout.name} {self.dtype.name} {shp} stride {list(self.stride)}"
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - specs are interned and few
+    def offsets(self, rows: int, cols: int) -> np.ndarray:
+        """Element offsets (rows, cols) of tile positions (r, c) relative to the view start."""
+        s0, s1, s2, s3, s4 = self.shape
+        t = self.stride
+        r = np.arange(rows, dtype=np.int64)[:, None]
+        c = np.arange(cols, dtype=np.int64)[None, :]
+        lay = self.layout
+        if lay is Layout.DN:
+            i3 = r
+            i4 = c % s4
+            i2 = (c // s4) % s2
+            i1 = (c // (s4 * s2)) % s1
+            i0 = c // (s1 * s2 * s4)
+        elif lay is Layout.NZ:
+            oc = c // s4
+            i0, i1 = oc // s1, oc % s1
+            i2, i3, i4 = r // s3, r % s3, c % s4
+        elif lay is Layout.NC1HWC0:
+            i3 = r % s3
+            i2 = (r // s3) % s2
+            i0 = r // (s2 * s3)
+            i4 = c % s4
+            i1 = c // s4
+        else:
+            i4 = c
+            i3 = r % s3
+            i2 = (r // s3) % s2
+            i1 = (r // (s3 * s2)) % s1
+            i0 = r // (s1 * s2 * s3)
+        off = i0 * t[0] + i1 * t[1] + i2 * t[2] + i3 * t[3] + i4 * t[4]
+        off = np.ascontiguousarray(np.broadcast_to(off, (rows, cols)))
+        off.setflags(write=False)
+        return off
+
+
+@functools.lru_cache(maxsize=4096)
+def gm_spec(dtype: DType, shape: tuple[int, ...], stride: tuple[int, ...], layout: Layout
+            ) -> GMSpec:
+    return GMSpec(dtype, shape, stride, layout)  # type: ignore[arg-type]
+
+
+def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
+    try:
+        vals = [int(x) for x in t]
+    except (TypeError, ValueError):
+        raise PtoError(f"GlobalTensor {what} must be a sequence of integers, got {t!r}") from None
+    if not 1 <= len(vals) <= 5:
+        raise PtoError(f"GlobalTensor {what} has {len(vals)} dims; 1 to 5 are allowed")
+    return tuple([fill] * (5 - len(vals)) + vals)  # type: ignore[return-value]
+
+
+def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, int, int, int, int]:
+    st = [1] * 5
+    for k in range(3, -1, -1):
+        st[k] = st[k + 1] * shape[k + 1]
+    return tuple(st)  # type: ignore[return-value]
+
+
+class GlobalTensor:
+    """A view over global memory: ``GlobalTensor(array, shape, stride, layout, offset=0)``.
+
+    ``array`` is any contiguous numpy array; it is treated as flat memory of its dtype (or of
+    ``dtype`` if given, reinterpreting the bytes). ``offset`` is in elements.
+    """
+
+    __slots__ = ("spec", "flat", "offset", "name", "_array")
+
+    def __init__(
+        self,
+        array: Any,
+        shape: Any = None,
+        stride: Any = None,
+        layout: Any = Layout.ND,
+        *,
+        dtype: Any = None,
+        offset: int = 0,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(array, np.ndarray):
+            raise PtoError(f"GlobalTensor needs a numpy array, got {type(array).__name__}")
+        if not array.flags.c_contiguous:
+            raise PtoError("GlobalTensor needs a C-contiguous array (global memory is flat); "
+                           "pass np.ascontiguousarray(a) and read results from that copy")
+        flat = array.reshape(-1)
+        if dtype is not None:
+            dt = dt_mod.dtype(dtype)
+            if dt.np != flat.dtype:
+                if flat.nbytes % dt.itemsize:
+                    raise PtoError(f"GlobalTensor: {flat.nbytes} bytes are not a whole number "
+                                   f"of {dt.name} elements")
+                flat = flat.view(dt.np)
+        else:
+            dt = dt_mod.dtype(flat.dtype)
+        if shape is None:
+            shape = array.shape if array.ndim else (1,)
+            if dtype is not None and dt.np != array.dtype:
+                shape = (flat.size,)
+        shp = _pad5(shape, 1, "shape")
+        if any(s < 0 for s in shp):
+            raise PtoError(f"GlobalTensor shape {shp} has a negative dimension")
+        std = _contiguous_stride(shp) if stride is None else _pad5(stride, 0, "stride")
+        lay = coerce_enum(Layout, layout, "GlobalTensor layout")
+        self.spec = gm_spec(dt, shp, std, lay)
+        self.flat = flat
+        self._array = array
+        self.offset = int(offset)
+        self.name = name
+        self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        if self.spec.numel == 0:
+            return
+        lo = self.offset + sum(min(0, (s - 1) * t) for s, t in zip(self.spec.shape, self.spec.stride, strict=True))
+        hi = self.offset + sum(max(0, (s - 1) * t) for s, t in zip(self.spec.shape, self.spec.stride, strict=True))
+        if lo < 0 or hi >= self.flat.size:
+            raise PtoMemoryError(
+                f"GlobalTensor {self.spec.describe()} at offset {self.offset} reaches elements "
+                f"[{lo}, {hi}] but the array has {self.flat.size}"
+            )
+
+    @property
+    def dtype(self) -> DType:
+        return self.spec.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.spec.shape
+
+    @property
+    def stride(self) -> tuple[int, ...]:
+        return self.spec.stride
+
+    @property
+    def layout(self) -> Layout:
+        return self.spec.layout
+
+    def GetShape(self, dim: int) -> int:  # noqa: N802 - C++ name
+        return self.spec.shape[dim]
+
+    def GetStride(self, dim: int) -> int:  # noqa: N802
+        return self.spec.stride[dim]
+
+    def data(self) -> np.ndarray:
+        return self._array
+
+    def rebind(self, array: np.ndarray) -> None:
+        """TASSIGN(gt, ptr): point the view at another array of the same element type."""
+        if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+            raise PtoError("TASSIGN of a GlobalTensor needs a C-contiguous numpy array")
+        if dt_mod.dtype(array.dtype) is not self.dtype:
+            raise PtoError(f"TASSIGN: GlobalTensor of {self.dtype.name} cannot point at an "
+                           f"array of {array.dtype}")
+        self.flat = array.reshape(-1)
+        self._array = array
+        self._check_bounds()
+
+    def indices(self, rows: int, cols: int) -> np.ndarray:
+        """Absolute flat indices of tile positions (r, c) for r < rows, c < cols."""
+        return self.spec.offsets(rows, cols) + self.offset
+
+    def numpy(self) -> np.ndarray:
+        """The logical 5-D contents of the view (a copy)."""
+        idx = self.offset + sum(
+            np.arange(s, dtype=np.int64).reshape([-1 if k == d else 1 for k in range(5)]) * t
+            for d, (s, t) in enumerate(zip(self.spec.shape, self.spec.stride, strict=True))
+        )
+        return self.flat[idx]
+
+    def __repr__(self) -> str:
+        return f"<GlobalTensor {self.name or ''} {self.spec.describe()} offset={self.offset}>"

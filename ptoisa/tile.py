@@ -1,0 +1,466 @@
+"""Tiles: typed 2-D windows onto on-chip storage.
+
+A :class:`TileSpec` is the static type of a tile (the C++ template arguments) and is interned.
+A :class:`Tile` is a spec plus storage plus the run-time valid region. Storage is the tile's
+elements in their *physical* order (ND, DN or fractal boxes, as in spec/notes/model.md 2.4),
+viewed from the bytes of the on-chip buffer the tile was TASSIGNed to, so tiles placed at
+overlapping addresses share bytes exactly as on hardware. The logical ``rows x cols`` view is
+derived from storage.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import dtypes as dt_mod
+from .dtypes import DType
+from .enums import (
+    DYNAMIC,
+    BLayout,
+    CompactMode,
+    PadValue,
+    SLayout,
+    TileType,
+    coerce_enum,
+    pad_value,
+)
+from .errors import PtoError, RuntimeCheckError
+
+if TYPE_CHECKING:
+    from .memory import Machine
+
+ALIGN = 32
+FRACTAL_AB = 512
+FRACTAL_C = 1024
+FRACTAL_MX = 32
+
+
+@dataclass(frozen=True)
+class Dyn:
+    """A dynamic valid extent with its initial run-time value: ``valid=(Dyn(8), 16)``."""
+
+    value: int
+
+
+@dataclass(frozen=True, eq=True)
+class TileSpec:
+    """Static type of a tile: ``Tile<Loc, T, Rows, Cols, BLayout, VR, VC, SLayout, Fractal, Pad>``.
+
+    ``valid_row``/``valid_col`` are ints for static valid extents, ``None`` for dynamic ones.
+    Build with :func:`tile_spec` (validated and interned), not directly.
+    """
+
+    loc: TileType
+    dtype: DType
+    rows: int
+    cols: int
+    blayout: BLayout = BLayout.RowMajor
+    valid_row: int | None = None
+    valid_col: int | None = None
+    slayout: SLayout = SLayout.NoneBox
+    fractal: int = FRACTAL_AB
+    pad: PadValue = PadValue.Null
+    compact: CompactMode = CompactMode.Null
+
+    # ---- derived -------------------------------------------------------------------------
+    @property
+    def numel(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    @property
+    def is_row_major(self) -> bool:
+        return self.blayout is BLayout.RowMajor
+
+    @property
+    def is_boxed(self) -> bool:
+        return self.slayout is not SLayout.NoneBox
+
+    @functools.cached_property
+    def inner(self) -> tuple[int, int]:
+        """(InnerRows, InnerCols) of the fractal box; (1, 1) when not boxed."""
+        return _inner_box(self.slayout, self.fractal, self.dtype.itemsize)
+
+    @property
+    def layout_name(self) -> str:
+        """ND, DN, NZ, ZN, ZZ or NN (the names used in the manual and in TPRINT headers)."""
+        if not self.is_boxed:
+            return "ND" if self.is_row_major else "DN"
+        outer = "Z" if self.is_row_major else "N"
+        inner = "Z" if self.slayout is SLayout.RowMajor else "N"
+        return outer + inner
+
+    @property
+    def is_nd(self) -> bool:
+        return self.is_row_major and not self.is_boxed
+
+    @property
+    def is_dn(self) -> bool:
+        return not self.is_row_major and not self.is_boxed
+
+    def describe(self) -> str:
+        vr = "?" if self.valid_row is None else self.valid_row
+        vc = "?" if self.valid_col is None else self.valid_col
+        extra = "" if (vr, vc) == (self.rows, self.cols) else f" valid {vr}x{vc}"
+        shape = f"{self.rows}x{self.cols}"
+        return f"{self.loc.name} {self.dtype.name} {shape} {self.layout_name}{extra}"
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        """offsets[r, c] = physical element index of logical element (r, c) (read-only)."""
+        r = np.arange(self.rows, dtype=np.int64)[:, None]
+        c = np.arange(self.cols, dtype=np.int64)[None, :]
+        ir, ic = self.inner
+        name = self.layout_name
+        if name == "ND":
+            off = r * self.cols + c
+        elif name == "DN":
+            off = c * self.rows + r
+        else:
+            n = ir * ic
+            sr, rr, sc, cc = r // ir, r % ir, c // ic, c % ic
+            if name == "NZ":
+                off = sc * self.rows * ic + sr * n + rr * ic + cc
+            elif name == "ZN":
+                off = sr * self.cols * ir + sc * n + cc * ir + rr
+            elif name == "ZZ":
+                off = sr * self.cols * ir + sc * n + rr * ic + cc
+            else:  # NN
+                off = sc * self.rows * ic + sr * n + cc * ir + rr
+        off = np.ascontiguousarray(np.broadcast_to(off, (self.rows, self.cols)))
+        off.setflags(write=False)
+        return off
+
+
+def _inner_box(slayout: SLayout, fractal: int, itemsize: int) -> tuple[int, int]:
+    if slayout is SLayout.NoneBox:
+        return (1, 1)
+    if fractal == FRACTAL_C:
+        return (16, 16)
+    if fractal == FRACTAL_MX:
+        return (16, 2) if slayout is SLayout.RowMajor else (2, 16)
+    per32 = max(ALIGN // itemsize, 1)
+    return (16, per32) if slayout is SLayout.RowMajor else (per32, 16)
+
+
+@functools.lru_cache(maxsize=4096)
+def _interned(*args: Any) -> TileSpec:
+    spec = TileSpec(*args)
+    _validate(spec)
+    return spec
+
+
+def tile_spec(
+    loc: Any,
+    dtype: Any,
+    rows: int,
+    cols: int,
+    blayout: Any = BLayout.RowMajor,
+    valid_row: int | None = None,
+    valid_col: int | None = None,
+    slayout: Any = SLayout.NoneBox,
+    fractal: int = FRACTAL_AB,
+    pad: Any = PadValue.Null,
+    compact: Any = CompactMode.Null,
+) -> TileSpec:
+    """Build (validate, intern) a tile type. ``valid_*=None`` means dynamic."""
+    return _interned(
+        coerce_enum(TileType, loc, "tile role"),
+        dt_mod.dtype(dtype),
+        _as_int(rows, "rows"),
+        _as_int(cols, "cols"),
+        coerce_enum(BLayout, blayout, "blayout"),
+        None if valid_row is None else _as_int(valid_row, "valid rows"),
+        None if valid_col is None else _as_int(valid_col, "valid cols"),
+        coerce_enum(SLayout, slayout, "slayout"),
+        _as_int(fractal, "fractal size"),
+        pad_value(pad),
+        coerce_enum(CompactMode, compact, "compact mode"),
+    )
+
+
+def _as_int(x: Any, what: str) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise PtoError(f"tile {what} must be an integer, got {x!r}")
+    return int(x)
+
+
+def _validate(s: TileSpec) -> None:
+    """The static_asserts of pto::Tile (model.md 2.2)."""
+    what = f"Tile<{s.loc.name}, {s.dtype.name}, {s.rows}, {s.cols}>"
+    if s.rows <= 0 or s.cols <= 0:
+        raise PtoError(f"{what}: Rows and Cols must be positive")
+    for v, cap, n in ((s.valid_row, s.rows, "valid rows"), (s.valid_col, s.cols, "valid cols")):
+        if v is not None and not 0 <= v <= cap:
+            raise PtoError(f"{what}: {n} {v} outside [0, {cap}]")
+    if s.fractal not in (FRACTAL_AB, FRACTAL_C, FRACTAL_MX):
+        raise PtoError(f"{what}: fractal size {s.fractal} not one of 512, 1024, 32")
+    ir, ic = s.inner
+    esz = s.dtype.itemsize
+    if not s.is_boxed:
+        if s.is_row_major and (s.cols * esz) % ALIGN:
+            raise PtoError(
+                f"{what}: a row-major tile row must be a multiple of 32 bytes "
+                f"(Cols*sizeof(T) = {s.cols * esz})"
+            )
+        if not s.is_row_major and (s.rows * esz) % ALIGN:
+            raise PtoError(
+                f"{what}: a col-major tile column must be a multiple of 32 bytes "
+                f"(Rows*sizeof(T) = {s.rows * esz})"
+            )
+        return
+    row_exempt = s.loc is TileType.Vec or s.fractal == FRACTAL_MX or s.rows == 1
+    if s.rows % ir and not row_exempt:
+        raise PtoError(f"{what}: Rows must be a multiple of the box height {ir} ({s.layout_name})")
+    if s.cols % ic:
+        raise PtoError(f"{what}: Cols must be a multiple of the box width {ic} ({s.layout_name})")
+
+
+def _split_valid(valid: Any, rows: int, cols: int) -> tuple[int | None, int | None, int, int]:
+    """-> (static vr or None, static vc or None, initial vr, initial vc)."""
+    if valid is None:
+        return rows, cols, rows, cols
+    if not isinstance(valid, (tuple, list)) or len(valid) != 2:
+        raise PtoError(f"valid must be a (rows, cols) pair, got {valid!r}")
+    out: list[Any] = []
+    for v, full in zip(valid, (rows, cols), strict=True):
+        if isinstance(v, Dyn):
+            out.append((None, v.value))
+        elif v is None or (isinstance(v, (int, np.integer)) and int(v) == DYNAMIC):
+            out.append((None, full))
+        else:
+            out.append((v, v))
+    (svr, ivr), (svc, ivc) = out
+    return svr, svc, ivr, ivc
+
+
+class Tile:
+    """A tile: ``Tile(TileType.Vec, np.float32, 16, 16, valid=(16, 10))``.
+
+    Arguments mirror ``pto::Tile<Loc, T, Rows, Cols, BLayout, RowValid, ColValid, SLayout,
+    SFractalSize, PadVal, Compact>``. ``valid`` entries are ints (static), ``DYNAMIC``
+    (dynamic, initially full) or ``Dyn(n)`` (dynamic, initially n).
+    """
+
+    __slots__ = ("spec", "_vr", "_vc", "_buf", "_machine", "addr", "name", "__weakref__")
+
+    def __init__(
+        self,
+        loc: Any,
+        dtype: Any,
+        rows: int,
+        cols: int,
+        blayout: Any = BLayout.RowMajor,
+        valid: Any = None,
+        slayout: Any = SLayout.NoneBox,
+        fractal: int = FRACTAL_AB,
+        pad: Any = PadValue.Null,
+        compact: Any = CompactMode.Null,
+        *,
+        name: str | None = None,
+    ) -> None:
+        svr, svc, ivr, ivc = _split_valid(valid, rows, cols)
+        spec = tile_spec(loc, dtype, rows, cols, blayout, svr, svc, slayout, fractal, pad, compact)
+        self._init(spec, ivr, ivc, name)
+
+    def _init(self, spec: TileSpec, vr: int, vc: int, name: str | None) -> None:
+        self.spec = spec
+        self._vr = 0
+        self._vc = 0
+        self._buf: np.ndarray | None = None
+        self._machine: Machine | None = None
+        self.addr: int | None = None
+        self.name = name
+        self._set_valid(vr, vc)
+
+    @classmethod
+    def of(cls, spec: TileSpec, valid: tuple[int, int] | None = None, name: str | None = None
+           ) -> Tile:
+        """A tile of an existing spec (used by the interpreter and the conformance runner)."""
+        t = cls.__new__(cls)
+        vr = spec.valid_row if spec.valid_row is not None else spec.rows
+        vc = spec.valid_col if spec.valid_col is not None else spec.cols
+        if valid is not None:
+            vr, vc = valid
+        t._init(spec, vr, vc, name)
+        return t
+
+    # ---- static info -----------------------------------------------------------------------
+    @property
+    def loc(self) -> TileType:
+        return self.spec.loc
+
+    @property
+    def dtype(self) -> DType:
+        return self.spec.dtype
+
+    @property
+    def rows(self) -> int:
+        return self.spec.rows
+
+    @property
+    def cols(self) -> int:
+        return self.spec.cols
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.spec.rows, self.spec.cols)
+
+    # ---- valid region ----------------------------------------------------------------------
+    @property
+    def valid_row(self) -> int:
+        return self._vr
+
+    @property
+    def valid_col(self) -> int:
+        return self._vc
+
+    @property
+    def valid_shape(self) -> tuple[int, int]:
+        return (self._vr, self._vc)
+
+    def GetValidRow(self) -> int:  # noqa: N802 - C++ name
+        return self._vr
+
+    def GetValidCol(self) -> int:  # noqa: N802
+        return self._vc
+
+    def _set_valid(self, vr: int, vc: int) -> None:
+        for v, cap, n in ((vr, self.spec.rows, "rows"), (vc, self.spec.cols, "cols")):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise RuntimeCheckError(f"{self._label()}: valid {n} must be an integer, got {v!r}")
+            if not 0 <= int(v) <= cap:
+                raise RuntimeCheckError(f"{self._label()}: valid {n} {v} outside [0, {cap}]")
+        self._vr, self._vc = int(vr), int(vc)
+
+    def set_valid(self, rows: int | None = None, cols: int | None = None) -> None:
+        """Change the dynamic valid extents (SetValidRow/SetValidCol/SetValidShape)."""
+        if rows is not None and self.spec.valid_row is not None and rows != self.spec.valid_row:
+            raise RuntimeCheckError(
+                f"{self._label()}: valid rows are static ({self.spec.valid_row})")
+        if cols is not None and self.spec.valid_col is not None and cols != self.spec.valid_col:
+            raise RuntimeCheckError(
+                f"{self._label()}: valid cols are static ({self.spec.valid_col})")
+        self._set_valid(self._vr if rows is None else rows, self._vc if cols is None else cols)
+
+    def SetValidRow(self, rows: int) -> None:  # noqa: N802
+        self.set_valid(rows=rows)
+
+    def SetValidCol(self, cols: int) -> None:  # noqa: N802
+        self.set_valid(cols=cols)
+
+    def SetValidShape(self, rows: int, cols: int) -> None:  # noqa: N802
+        self.set_valid(rows, cols)
+
+    # ---- storage ---------------------------------------------------------------------------
+    @property
+    def assigned(self) -> bool:
+        return self._buf is not None
+
+    @property
+    def storage(self) -> np.ndarray:
+        """Elements in physical order (1-D view of the bytes the tile occupies)."""
+        buf = self._buf
+        if buf is None:
+            from .memory import current
+
+            buf = current().auto_storage(self)
+        return buf
+
+    def _label(self) -> str:
+        n = f"'{self.name}' " if self.name else ""
+        return f"tile {n}({self.spec.describe()})"
+
+    def view2d(self) -> np.ndarray | None:
+        """Writable logical (rows, cols) view of storage for ND/DN tiles; None if boxed."""
+        s = self.spec
+        if s.is_boxed:
+            return None
+        if s.is_row_major:
+            return self.storage.reshape(s.rows, s.cols)
+        return self.storage.reshape(s.cols, s.rows).T
+
+    def read(self, rows: int | None = None, cols: int | None = None, r0: int = 0, c0: int = 0
+             ) -> np.ndarray:
+        """Logical block [r0:r0+rows, c0:c0+cols] (default: the valid region). May be a view."""
+        rows = self._vr if rows is None else rows
+        cols = self._vc if cols is None else cols
+        v = self.view2d()
+        if v is not None:
+            return v[r0:r0 + rows, c0:c0 + cols]
+        return self.storage[self.spec.offsets[r0:r0 + rows, c0:c0 + cols]]
+
+    def write(self, values: Any, r0: int = 0, c0: int = 0) -> None:
+        """Write a logical block at (r0, c0); ``values`` is broadcast to its 2-D shape."""
+        values = np.asarray(values)
+        if values.ndim != 2:
+            values = np.broadcast_to(values, (1, 1) if values.ndim == 0 else values.shape)
+        h, w = values.shape
+        v = self.view2d()
+        if v is not None:
+            v[r0:r0 + h, c0:c0 + w] = values
+        else:
+            self.storage[self.spec.offsets[r0:r0 + h, c0:c0 + w]] = values
+
+    def fill(self, value: Any, rows: int, cols: int, r0: int = 0, c0: int = 0) -> None:
+        v = self.view2d()
+        if v is not None:
+            v[r0:r0 + rows, c0:c0 + cols] = value
+        else:
+            self.storage[self.spec.offsets[r0:r0 + rows, c0:c0 + cols]] = value
+
+    # ---- numpy interop (testing / debugging) -----------------------------------------------
+    def numpy(self, valid_only: bool = False) -> np.ndarray:
+        """A copy of the logical contents: the whole ``rows x cols`` tile, or its valid region."""
+        if valid_only:
+            return np.array(self.read(), copy=True)
+        return np.array(self.read(self.rows, self.cols), copy=True)
+
+    def load_numpy(self, array: Any) -> Tile:
+        """Fill the tile from a logical array of shape ``rows x cols`` or the valid shape."""
+        a = np.asarray(array)
+        if a.shape not in (self.shape, self.valid_shape):
+            raise PtoError(
+                f"{self._label()}: array of shape {a.shape} fits neither the tile "
+                f"{self.shape} nor its valid region {self.valid_shape}"
+            )
+        try:
+            conv = a.astype(self.dtype.np, casting="same_kind" if a.dtype.kind == "f"
+                            and self.dtype.is_float else "unsafe")
+        except TypeError as e:
+            raise PtoError(f"{self._label()}: cannot convert {a.dtype} data: {e}") from None
+        self.write(conv)
+        return self
+
+    def __repr__(self) -> str:
+        where = f" @{self.addr:#x}" if self.addr is not None else ""
+        vr, vc = self.valid_shape
+        return f"<Tile {self.name or ''}{' ' if self.name else ''}{self.spec.describe()}" \
+               f" valid={vr}x{vc}{where}>"
+
+
+def TileAcc(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) -> Tile:  # noqa: N802
+    """``pto::TileAcc``: an Acc tile in NZ layout with 16x16 boxes (fractal 1024)."""
+    return Tile(TileType.Acc, dtype, rows, cols, BLayout.ColMajor, valid, SLayout.RowMajor,
+                FRACTAL_C, **kw)
+
+
+def TileRight(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) -> Tile:  # noqa: N802
+    """``pto::TileRight``: a Right (L0B) tile in ZN layout."""
+    return Tile(TileType.Right, dtype, rows, cols, BLayout.RowMajor, valid, SLayout.ColMajor,
+                FRACTAL_AB, **kw)
+
+
+def TileLeft(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) -> Tile:  # noqa: N802
+    """``pto::TileLeft``: ZZ on a2a3, NZ on a5 and cpu (the C++ alias differs per target)."""
+    from .memory import current
+
+    bl = BLayout.RowMajor if current().target.name == "a2a3" else BLayout.ColMajor
+    return Tile(TileType.Left, dtype, rows, cols, bl, valid, SLayout.RowMajor, FRACTAL_AB, **kw)
