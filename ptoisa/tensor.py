@@ -165,8 +165,9 @@ class GlobalTensor:
     def _check_bounds(self) -> None:
         if self.spec.numel == 0:
             return
-        lo = self.offset + sum(min(0, (s - 1) * t) for s, t in zip(self.spec.shape, self.spec.stride, strict=True))
-        hi = self.offset + sum(max(0, (s - 1) * t) for s, t in zip(self.spec.shape, self.spec.stride, strict=True))
+        ext = [(s - 1) * t for s, t in zip(self.spec.shape, self.spec.stride, strict=True)]
+        lo = self.offset + sum(min(0, e) for e in ext)
+        hi = self.offset + sum(max(0, e) for e in ext)
         if lo < 0 or hi >= self.flat.size:
             raise PtoMemoryError(
                 f"GlobalTensor {self.spec.describe()} at offset {self.offset} reaches elements "
