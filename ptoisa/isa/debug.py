@@ -7,7 +7,7 @@ Two output styles, by target (spec/notes/seeds_check.md section 1 and the seed p
 * ``a2a3``/``a5`` follow the NPU: a header with type, layout and role, the shapes, then the
   whole tile with ``|`` after the last valid column and a dashed row after the last valid row.
   Default format per the seed page: floats ``%6.2f``, integers ``%6d`` (unsigned ``%6u``);
-  ``format=PrintFormat.Width8_Precision4`` etc. select the newer formats. Output goes through
+  ``Format=PrintFormat.Width8_Precision4`` etc. select the newer formats. Output goes through
   the NPU's print buffer (16 KiB by default, ``pto.target(..., print_buffer=N)``): when it
   overflows, the warning ``Warning: out of bound! try best to print`` is printed and the rest
   of the output is dropped.
@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from ..enums import Layout, Pipe, PrintFormat, TileType
-from ..errors import PtoError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
@@ -151,12 +150,12 @@ def _tprint_rule(sig: Sig) -> None:
 
 @instr("TPRINT", family="irregular", pipe=Pipe.ALL, returns_event=False,
        operands=(Opnd("src", "tile|gm"), Opnd("tmp", "tile|gm", "scratch", optional=True)),
-       params=(Param("format", None),),
+       params=(Param("Format", None),),
        dtype_key=("src",),
        static=(_tprint_rule,))
-def TPRINT(m: Machine, src: Any, tmp: Any = None, *, format: Any = None) -> None:  # noqa: N802,A002
+def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None:  # noqa: N802,N803
     """Print a tile (or GlobalTensor) for debugging; the data is not modified."""
-    fmt = _resolve_format(m, format)
+    fmt = _resolve_format(m, Format)
     if isinstance(src, GlobalTensor):
         _emit(m, _gm_text(src, fmt))
         return
@@ -182,9 +181,6 @@ def _resolve_format(m: Machine, fmt: Any) -> PrintFormat:
             else PrintFormat.Width6_Precision2
     from ..enums import coerce_enum
 
-    try:
-        return coerce_enum(PrintFormat, fmt, "tprint: format")
-    except PtoError:
-        raise
+    return coerce_enum(PrintFormat, fmt, "tprint: Format")
 
 

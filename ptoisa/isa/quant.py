@@ -33,10 +33,14 @@ QUANT_PAIRS = {
 }
 
 
-def quant_mode(target: str, src: DType, dst: DType) -> str | None:
+#: the scalar quant word (TSTORE's preQuantScalar) also scales f32 -> f16/bf16 (QF322F16 ...).
+SCALAR_EXTRA_PAIRS = {("f32", "f16"), ("f32", "bf16")}
+
+
+def quant_mode(target: str, src: DType, dst: DType, *, scalar: bool = False) -> str | None:
     """'B8', 'DEQF16', 'SHIFT16', 'FLOAT' (scale then convert), or None (plain conversion)."""
     pair = (src.name, dst.name)
-    if pair not in QUANT_PAIRS.get(target, set()):
+    if pair not in QUANT_PAIRS.get(target, set()) and not (scalar and pair in SCALAR_EXTRA_PAIRS):
         return None
     if dst.name in ("i8", "ui8"):
         return "B8"

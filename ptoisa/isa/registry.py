@@ -35,6 +35,7 @@ class Opnd:
     kind: str = "tile"
     role: str = "in"
     optional: bool = False
+    enum: type[enum.Enum] | None = None  # for kind "enum": runtime enum arguments (CmpMode)
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,9 @@ class Instr:
             for i, o in enumerate(ops):
                 if o.name in kwargs:
                     vals[i] = kwargs.pop(o.name)
-        for o, v in zip(ops, vals, strict=True):
+        for i, (o, v) in enumerate(zip(ops, vals, strict=True)):
+            if o.enum is not None and v is not None:
+                vals[i] = v = coerce_enum(o.enum, v, f"{self.mnemonic}: {o.name}")
             _check_kind(self.mnemonic, o, v)
         params = {}
         for p in self.params:
@@ -224,11 +227,12 @@ def _check_kind(op: str, o: Opnd, v: Any) -> None:
         or (k == "gm" and isinstance(v, GlobalTensor))
         or (k == "tile|gm" and isinstance(v, (Tile, GlobalTensor)))
         or (k == "scalar" and isinstance(v, (bool, int, float, np.generic)))
+        or (k == "enum" and isinstance(v, enum.Enum))
         or k == "any"
     )
     if not ok:
         want = {"tile": "a Tile", "gm": "a GlobalTensor", "tile|gm": "a Tile or GlobalTensor",
-                "scalar": "a number"}[k]
+                "scalar": "a number", "enum": "an enum value"}.get(k, k)
         raise PtoError(f"operand '{o.name}' must be {want}, got {type(v).__name__}", op=op)
 
 

@@ -1,13 +1,17 @@
 """Target profiles: on-chip buffer sizes and per-instruction legality, as data.
 
-Each target module (cpu, a2a3, a5) defines ``BUFFERS`` (bytes per on-chip buffer) and
-``LEGALITY`` (instruction name -> :class:`Rule`). An instruction missing from a target's table is
-not available there. One checker (``ptoisa.isa.registry.check_legality``) turns a miss into the
-uniform error ``trowsum: element type i64 is not supported on a2a3 (supported: f16, f32, ...)``.
+Each target package (cpu, a2a3, a5) defines ``BUFFERS`` (bytes per on-chip buffer); each module
+inside it defines a ``LEGALITY`` dict (instruction name -> :class:`Rule`) for one instruction
+family, and the package merges them (an instruction in two modules is an error). An
+instruction missing from a target's table is not available there. One checker
+(``ptoisa.isa.registry.check_legality``) turns a miss into the uniform error
+``trowsum: element type i64 is not supported on a2a3 (supported: f16, f32, ...)``.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +95,18 @@ def get_target(name: str) -> Target:
     if key not in mods:
         raise PtoError(f"unknown target {name!r} (choose from: {', '.join(TARGET_NAMES)})")
     return mods[key].TARGET
+
+
+def collect_legality(package: str, path: Iterable[str]) -> dict[str, Rule]:
+    """Merge the ``LEGALITY`` tables of every module of a target package."""
+    merged: dict[str, Rule] = {}
+    for info in sorted(pkgutil.iter_modules(list(path)), key=lambda i: i.name):
+        mod = importlib.import_module(f"{package}.{info.name}")
+        for name, r in getattr(mod, "LEGALITY", {}).items():
+            if name in merged:
+                raise RuntimeError(f"{package}: legality of {name} declared twice")
+            merged[name] = r
+    return merged
 
 
 def dtype_set(names: str) -> frozenset[DType]:

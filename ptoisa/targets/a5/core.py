@@ -1,14 +1,11 @@
-"""Ascend A5 (include/pto/npu/a5, buffer_limits.hpp)."""
+"""Legality on a5 of the foundation instructions (memory, seeds, TADD)."""
 
-from ..dtypes import ALL
-from ..enums import TileType
-from . import Rule, Target, pairs, rule
+from ...dtypes import ALL
+from ...enums import TileType
+from .. import Rule, pairs, rule
 
-KiB = 1024
 ANY_1_2_4 = [d for d in ALL if d.itemsize in (1, 2, 4) and d.name != "i1"]
 
-BUFFERS = {"UB": 256 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 256 * KiB,
-           "BIAS": 4 * KiB, "FB": 4 * KiB, "L0A_MX": 4 * KiB, "L0B_MX": 4 * KiB}
 
 LEGALITY: dict[str, Rule] = {
     "TASSIGN": rule(),
@@ -27,5 +24,3 @@ LEGALITY: dict[str, Rule] = {
     "TPARTMIN": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
     "TADD": rule("i32 ui32 i64 ui64 f32 i16 ui16 f16 bf16 ui8 i8 f8E4M3 f8E5M2"),
 }
-
-TARGET = Target("a5", BUFFERS, LEGALITY, __doc__ or "")

@@ -1,14 +1,11 @@
-"""Ascend A2/A3 (include/pto/npu/a2a3, buffer_limits.hpp)."""
+"""Legality on a2a3 of the foundation instructions (memory, seeds, TADD)."""
 
-from ..dtypes import ALL
-from ..enums import TileType
-from . import Rule, Target, pairs, rule
+from ...dtypes import ALL
+from ...enums import TileType
+from .. import Rule, pairs, rule
 
-KiB = 1024
 ANY_1_2_4 = [d for d in ALL if d.itemsize in (1, 2, 4) and d.name != "i1"]
 
-BUFFERS = {"UB": 192 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 128 * KiB,
-           "BIAS": 1 * KiB, "FB": 2 * KiB}
 
 LEGALITY: dict[str, Rule] = {
     "TASSIGN": rule(),
@@ -27,5 +24,3 @@ LEGALITY: dict[str, Rule] = {
     "TPARTMIN": rule("i32 i16 f16 f32", row_major=True),
     "TADD": rule("i32 i16 f16 bf16 f32"),
 }
-
-TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "")

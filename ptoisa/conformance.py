@@ -1,0 +1,357 @@
+"""Run the upstream conformance pack (../shared/conformance, schema ptoisa-conformance/1).
+
+Each case is a small kernel recorded from the upstream C++ CPU simulator's own tests: tiles
+and GM buffers with their initial contents, a program of intrinsic calls, and checks. Every
+case whose instructions ptoisa has is run through the eager API (the same registry entries a
+user calls) and compared with the recorded expectation.
+
+Verdicts: PASS; FAIL (first mismatch); SKIP (an instruction or element type ptoisa does not
+have yet); QUIRK (the case is marked ``cpu_sim_quirk``, i.e. the upstream simulator departs
+from the hardware there, ptoisa follows the hardware and so differs; reported with the reason).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from . import enums
+from .errors import PtoError
+from .isa.registry import REGISTRY, Instr
+from .memory import Machine, pop
+from .memory import target as make_target
+from .tensor import GlobalTensor
+from .tile import Tile, tile_spec
+
+_NP_TYPES: dict[str, Any] = {
+    "float32": np.float32, "float16": np.float16, "bfloat16": ml_dtypes.bfloat16,
+    "int8": np.int8, "uint8": np.uint8, "int16": np.int16, "uint16": np.uint16,
+    "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
+    "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
+    "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
+}
+
+#: C++ calls recorded under another name (TFILLPAD<TFillPadMode::InPlace> is TFILLPAD_INPLACE)
+_MODE_ALIASES = {("TFILLPAD", "TFillPadMode::InPlace"): "TFILLPAD_INPLACE",
+                 ("TFILLPAD", "TFillPadMode::Expand"): "TFILLPAD_EXPAND"}
+
+
+class Skip(Exception):
+    """The case needs something ptoisa does not have yet."""
+
+
+@dataclass
+class Verdict:
+    case_id: str
+    status: str  # PASS | FAIL | SKIP | QUIRK
+    detail: str = ""
+
+
+@dataclass
+class Summary:
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def count(self, status: str) -> int:
+        return sum(1 for v in self.verdicts if v.status == status)
+
+
+def np_type(name: str) -> Any:
+    t = _NP_TYPES.get(name)
+    if t is None:
+        raise Skip(f"element type {name} is not supported yet")
+    return t
+
+
+def load_array(case_dir: Path, desc: dict[str, Any]) -> np.ndarray:
+    logical = np_type(desc["dtype"])
+    shape = tuple(desc.get("shape", ()))
+    if "fill" in desc:
+        return np.zeros(shape, logical)
+    a = np.load(case_dir / desc["file"], allow_pickle=False)
+    if a.dtype != np.dtype(logical):
+        a = a.view(logical) if a.dtype.itemsize == np.dtype(logical).itemsize else \
+            a.astype(logical)
+    return a.reshape(shape)
+
+
+def _pad(p: Any, dtype_name: str) -> enums.PadValue:
+    if isinstance(p, dict):
+        if "value" in p and p["value"] is not None:
+            return enums.PadValue.custom(float(p["value"]) if isinstance(p["value"], str)
+                                         else p["value"])
+        return enums.PadValue.custom_bits(int(p["custom_bits"], 16))
+    return enums.pad_value(p)
+
+
+def op_name(step: dict[str, Any]) -> str:
+    op = step["op"]
+    ta = step.get("template_args") or {}
+    return _MODE_ALIASES.get((op, ta.get("mode", "")), op)
+
+
+def _scalar(o: dict[str, Any]) -> Any:
+    dt = o.get("dtype")
+    bits = o.get("bits")
+    if bits is not None and dt in _NP_TYPES:
+        npdt = np.dtype(_NP_TYPES[dt])
+        raw = np.array([int(bits, 16)], dtype=f"u{npdt.itemsize}")
+        v = raw.view(npdt)[0]
+        return v.item() if npdt.kind in "iub" else v
+    v = o["scalar"]
+    return float(v) if isinstance(v, str) else v
+
+
+def _param_value(instr: Instr, name: str, text: str) -> Any:
+    """Template argument text ('AtomicType::AtomicAdd', 'true', '3') -> python value."""
+    for p in instr.params:
+        if p.name == name and p.type is not None:
+            return text
+    if "::" in text:
+        return text  # enum, coerced by the instruction (e.g. PadValue::Zero)
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(text, 0)
+    except ValueError:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+
+
+class CaseRun:
+    def __init__(self, case_dir: Path, case: dict[str, Any], machine: Machine) -> None:
+        self.dir = case_dir
+        self.case = case
+        self.m = machine
+        self.tiles: dict[str, Tile] = {}
+        self.gm: dict[str, np.ndarray] = {}
+
+    def setup(self) -> None:
+        c = self.case
+        for gid, g in c["gm"].items():
+            buf = np.zeros(g["nbytes"], np.uint8)
+            init = g.get("init")
+            if init and "fill" not in init:
+                raw = np.ascontiguousarray(load_array(self.dir, init)).reshape(-1).view(np.uint8)
+                buf[: raw.size] = raw[: buf.size]
+            self.gm[gid] = buf
+        inits = []
+        for tid, t in c["tiles"].items():
+            if t.get("kind", "Tile") != "Tile":
+                raise Skip(f"{t.get('kind')} operands are not supported yet")
+            np_type(t["dtype"])
+            vr, vc = t["valid_row"], t["valid_col"]
+            spec = tile_spec(t["loc"], np.dtype(_NP_TYPES[t["dtype"]]), t["rows"], t["cols"],
+                             t["blayout"], vr["static"], vc["static"], t["slayout"],
+                             t["fractal_size"], _pad(t["pad_value"], t["dtype"]),
+                             t.get("compact", "Null"))
+            tile = Tile.of(spec, (vr["value"], vc["value"]), name=tid)
+            mem = t.get("memory") or {}
+            if mem.get("offset") is not None:
+                self.m.assign(tile, mem["offset"])
+            self.tiles[tid] = tile
+            init = t.get("init")
+            if init and "same_storage_as" not in init:
+                inits.append((tile, init))
+        for tile, init in inits:
+            tile.write(load_array(self.dir, init).astype(tile.dtype.np, copy=False))
+
+    def operand(self, o: dict[str, Any]) -> Any:
+        if "tile" in o:
+            t = self.tiles[o["tile"]]
+            vr, vc = o.get("valid", t.valid_shape)
+            t.set_valid(None if t.spec.valid_row is not None else vr,
+                        None if t.spec.valid_col is not None else vc)
+            return t
+        if "gm" in o:
+            buf = self.gm[o["gm"]]
+            npdt = np.dtype(np_type(o["dtype"]))
+            usable = buf[: buf.size - buf.size % npdt.itemsize]
+            return GlobalTensor(usable, o["shape"], o["stride"], o["layout"], dtype=npdt,
+                                offset=o["offset_bytes"] // npdt.itemsize, name=o["gm"])
+        if "scalar" in o:
+            return _scalar(o)
+        if "enum" in o:
+            return o["name"]
+        if "struct" in o:
+            raise Skip(f"struct operand {o['struct']} is not supported yet")
+        return None  # events and other non-data operands
+
+    def run(self) -> dict[int, Any]:
+        outputs: dict[int, Any] = {}
+        for step in self.case["program"]:
+            name = op_name(step)
+            ins = REGISTRY[name]
+            args = [a for a in (self.operand(o) for o in step["operands"]) if a is not None]
+            kwargs = {}
+            for k, v in (step.get("template_args") or {}).items():
+                if k == "mode" and name.startswith("TFILLPAD"):
+                    continue
+                kwargs[k] = _param_value(ins, k, v)
+            buf = io.StringIO()
+            self.m.stdout = buf
+            res = ins(*args, **kwargs)
+            outputs[step["step"]] = (buf.getvalue(), res)
+        return outputs
+
+
+def _compare(expected: np.ndarray, actual: np.ndarray, cmp: dict[str, Any]) -> str | None:
+    """None if equal under the case's comparison, else a description of the first mismatch."""
+    e = expected.reshape(-1)
+    a = actual.reshape(-1)
+    if e.shape != a.shape:
+        return f"size {a.size} != expected {e.size}"
+    if cmp["kind"] == "exact":
+        eb = e.view(f"u{e.dtype.itemsize}") if e.dtype.kind not in "iub" else e
+        ab = a.view(f"u{a.dtype.itemsize}") if a.dtype.kind not in "iub" else a
+        bad = np.flatnonzero(eb != ab)
+        if e.dtype.kind == "f" or e.dtype.kind == "V":
+            both_nan = np.isnan(e.astype(np.float64)) & np.isnan(a.astype(np.float64))
+            bad = np.array([i for i in bad if not both_nan[i]], dtype=np.int64)
+        if bad.size == 0:
+            return None
+        i = int(bad[0])
+        return f"{bad.size} of {e.size} elements differ; first at [{i}]: expected {e[i]!r}, " \
+               f"got {a[i]!r}"
+    ef = e.astype(np.float64).astype(np.float32).astype(np.float64)
+    af = a.astype(np.float64).astype(np.float32).astype(np.float64)
+    eps = float(cmp.get("eps", 0.0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.abs(ef - af)
+        rel = diff / np.abs(ef)
+        err = ((diff > eps) & (rel > eps)) | (np.isnan(ef) != np.isnan(af))
+        err &= ~(np.isnan(ef) & np.isnan(af))
+    zeros = (np.abs(af) <= 1e-6) & (np.abs(ef) > 1e-6)
+    n_err, n_zero = int(err.sum()), int(zeros.sum())
+    if n_err <= int(cmp.get("max_error_count", 0)) and \
+            n_zero <= int(cmp.get("zero_count_threshold", 1 << 62)):
+        return None
+    idx = np.flatnonzero(err | zeros)
+    i = int(idx[0]) if idx.size else 0
+    return (f"{n_err} elements outside eps={eps} (allowed {cmp.get('max_error_count', 0)}), "
+            f"{n_zero} unexpected zeros; first at [{i}]: expected {e[i]!r}, got {a[i]!r}")
+
+
+def check_case(run: CaseRun, outputs: dict[int, Any]) -> list[str]:
+    problems = []
+    for chk in run.case["checks"]:
+        kind = chk.get("kind")
+        cid = chk.get("id", "?")
+        if kind == "stdout":
+            got = outputs.get(chk["step"], ("", None))[0]
+            if got != chk["expected_text"]:
+                problems.append(f"{cid}: printed {got!r}, expected {chk['expected_text']!r}")
+            continue
+        if kind == "result":
+            got = outputs.get(chk["step"], ("", None))[1]
+            if bool(got) != bool(chk["expected_value"]):
+                problems.append(f"{cid}: returned {got!r}, expected {chk['expected_value']!r}")
+            continue
+        expected = load_array(run.dir, chk["expected"])
+        if "gm" in chk:
+            buf = run.gm[chk["gm"]]
+            npdt = np.dtype(np_type(chk["dtype"]))
+            start = chk.get("gm_offset_bytes", 0)
+            raw = buf[start: start + expected.size * npdt.itemsize]
+            actual = raw.view(npdt)
+            where = f"gm {chk['gm']}"
+        elif "tile" in chk:
+            actual = run.tiles[chk["tile"]].numpy()
+            where = f"tile {chk['tile']}"
+        else:
+            # "output vs golden" checks of in-code tests: the destination tile of the last step
+            # (a 2-D expectation is its logical top-left block; a 1-D one its storage in
+            # physical order, zero-extended as the upstream comparison buffer was).
+            tile = run.tiles[_last_out_tile(run.case)]
+            where = f"tile {tile.name}"
+            if expected.ndim == 2:
+                actual = tile.numpy()[: expected.shape[0], : expected.shape[1]]
+            else:
+                flat = tile.storage
+                actual = np.zeros(expected.size, flat.dtype)
+                n = min(flat.size, expected.size)
+                actual[:n] = flat[:n]
+            if actual.dtype != expected.dtype:
+                actual = actual.view(expected.dtype) if actual.dtype.itemsize == \
+                    expected.dtype.itemsize else actual.astype(expected.dtype)
+        msg = _compare(expected, actual, chk["compare"])
+        if msg:
+            problems.append(f"{cid} ({where}): {msg}")
+    return problems
+
+
+def _last_out_tile(case: dict[str, Any]) -> str:
+    for step in reversed(case["program"]):
+        for o in step["operands"]:
+            if o.get("role") == "out" and "tile" in o:
+                return str(o["tile"])
+    raise Skip("check without a target: no output tile in the program")
+
+
+def run_case(case_dir: Path, target_name: str = "cpu") -> Verdict:
+    case = json.loads((case_dir / "case.json").read_text())
+    cid = case["case_id"]
+    missing = sorted({op_name(s) for s in case["program"]} - set(REGISTRY))
+    if missing:
+        return Verdict(cid, "SKIP", "missing " + ", ".join(missing))
+    m = make_target(target_name)
+    try:
+        run = CaseRun(case_dir, case, m)
+        try:
+            run.setup()
+            outputs = run.run()
+        except Skip as e:
+            return Verdict(cid, "SKIP", str(e))
+        except PtoError as e:
+            problems = [f"error: {e}"]
+        else:
+            problems = check_case(run, outputs)
+    finally:
+        pop(m)
+    if not problems:
+        return Verdict(cid, "PASS")
+    if case.get("cpu_sim_quirk"):
+        notes = "; ".join(case.get("cpu_sim_quirk_notes") or ["cpu simulator quirk"])
+        return Verdict(cid, "QUIRK", f"{notes} [{problems[0]}]")
+    return Verdict(cid, "FAIL", problems[0])
+
+
+def case_dirs(root: Path) -> list[Path]:
+    root = Path(root)
+    if (root / "case.json").is_file():
+        return [root]
+    return sorted(p.parent for p in root.glob("**/case.json"))
+
+
+def run_pack(root: Path, target_name: str = "cpu", *, out: Any = None,
+             only: Iterable[str] = ()) -> Summary:
+    out = out or sys.stdout
+    summary = Summary()
+    wanted = {w.lower() for w in only}
+    for d in case_dirs(root):
+        if wanted and d.parent.name.lower() not in wanted and d.name not in wanted:
+            continue
+        try:
+            v = run_case(d, target_name)
+        except Exception as e:  # noqa: BLE001 - a crash in one case must not hide the others
+            v = Verdict(d.name, "FAIL", f"internal error: {type(e).__name__}: {e}")
+        summary.verdicts.append(v)
+        line = f"{v.status} {v.case_id}" + (f": {v.detail}" if v.detail else "")
+        print(line, file=out)
+    q = summary.count("QUIRK")
+    if q:
+        print(f"{q} cpu_sim_quirk cases differ where ptoisa follows the hardware "
+              "(listed as QUIRK above, each with its reason)", file=out)
+    print(f"{summary.count('PASS')} passed, {summary.count('FAIL')} failed, "
+          f"{summary.count('SKIP')} skipped", file=out)
+    return summary
