@@ -1,0 +1,196 @@
+"""IR containers: values, ops, blocks, regions, modules.
+
+Ops are immutable records. A pto op keeps the form it was written in (``form``):
+
+* ``"dps"``: ``pto.X ins(<ins> : ...) outs(<outs> : ...)``; ``op.ins``/``op.outs`` split
+  ``op.operands`` (``n_ins``/``n_outs``), and any operands after them come from a trailing
+  custom part (``syntax``, e.g. ``pad_value = %v : f32`` of ``tload``).
+* ``"ssa"``: ``%r = pto.X %a, %b : (Ta, Tb) -> Tr``; all operands are ins, ``op.results``.
+* ``"generic"``: ``"pto.X"(%a) <{props}> {attrs} : (Ta) -> Tr``.
+* ``"custom"``: any other op-specific spelling (``pto.make_tensor_view %p, shape = [...]``,
+  ``arith.constant 0 : index``, ``scf.if``...). ``syntax`` is the written sequence of pieces
+  (see :class:`Piece`), which the printer replays; operands appear in it by index.
+* ``"asm"``: the PTO-AS statement form (``%d = tadd %a, %b : !pto.tile<...>``); ``syntax``
+  holds the pieces after the mnemonic.
+
+``func.func``, ``scf.for`` and ``scf.while`` have their own structured spellings (form
+``"func"``, ``"for"``, ``"while"``); their region arguments are the block arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ptoisa.errors import SourceLoc
+from ptoisa.ir.attrs import Attribute, DictAttr, StringAttr, SymbolRefAttr
+from ptoisa.ir.types import Type
+
+EMPTY_ATTRS = DictAttr(())
+
+
+@dataclass(eq=False, slots=True)
+class Value:
+    """An SSA value. Identity matters (``eq`` is ``is``); ``name`` is the text name without ``%``.
+
+    ``loc`` is where it is defined; ``owner`` is ``"op"``, ``"arg"`` or ``"free"`` (a use of a
+    name never defined, kept only when parsing with ``verify=False``).
+    """
+
+    name: str
+    type: Type
+    loc: SourceLoc | None = None
+    owner: str = "op"
+
+    def __repr__(self) -> str:
+        return f"%{self.name}: {self.type}"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One item of a custom spelling.
+
+    ``kind`` is one of: ``"v"`` operand (``value`` = operand index), ``"t"`` a written type,
+    ``"a"`` an attribute literal (``7``, ``"s"``, ``#pto.pipe<PIPE_V>``, ``<PIPE_V>``, ``@f``),
+    ``"k"`` a keyword (``offsets``, ``to``, ``else``), ``"p"`` punctuation (``, = : -> ( ) [ ]``),
+    ``"d"`` an attribute dictionary (``value`` = tuple of keys into ``op.attributes``),
+    ``"r"`` a region (``value`` = region index).
+    """
+
+    kind: str
+    value: object
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Op:
+    name: str
+    operands: tuple[Value, ...] = ()
+    results: tuple[Value, ...] = ()
+    attributes: DictAttr = EMPTY_ATTRS
+    regions: tuple[Region, ...] = ()
+    loc: SourceLoc | None = None
+    form: str = "custom"
+    n_ins: int = 0
+    n_outs: int = 0
+    attr_place: str = "after"
+    operand_types: tuple[Type | None, ...] = ()
+    syntax: tuple[Piece, ...] = ()
+    result_types_written: bool = True
+
+    @property
+    def ins(self) -> tuple[Value, ...]:
+        """The input operands (``ins(...)`` in DPS form; all operands in SSA form)."""
+        if self.form in ("dps", "ssa"):
+            return self.operands[: self.n_ins]
+        return self.operands
+
+    @property
+    def outs(self) -> tuple[Value, ...]:
+        """The destination operands of a DPS op (empty for other forms)."""
+        if self.form == "dps":
+            return self.operands[self.n_ins : self.n_ins + self.n_outs]
+        return ()
+
+    @property
+    def extra_operands(self) -> tuple[Value, ...]:
+        """Operands of a DPS op written after ``outs(...)`` (keyword operands)."""
+        if self.form == "dps":
+            return self.operands[self.n_ins + self.n_outs :]
+        return ()
+
+    def attr(self, key: str) -> Attribute | None:
+        return self.attributes.get(key)
+
+    @property
+    def literals(self) -> tuple[Attribute, ...]:
+        """Attribute literals of a custom spelling in written order (``<PIPE_V>``, ``0``...)."""
+        return tuple(p.value for p in self.syntax if p.kind == "a")  # type: ignore[misc]
+
+    @property
+    def keyword_operands(self) -> dict[str, Value]:
+        """``key = %v`` operands of a custom spelling (``valid_row = %c32``, ``addr = %a``)."""
+        out: dict[str, Value] = {}
+        s = self.syntax
+        for i in range(len(s) - 2):
+            if s[i].kind == "k" and s[i + 1] == _EQ and s[i + 2].kind == "v":
+                out[str(s[i].value)] = self.operands[int(s[i + 2].value)]  # type: ignore[call-overload]
+        return out
+
+    @property
+    def sym_name(self) -> str | None:
+        a = self.attributes.get("sym_name")
+        return a.value if isinstance(a, StringAttr) else None
+
+    @property
+    def callee(self) -> str | None:
+        for p in self.syntax:
+            if p.kind == "a" and isinstance(p.value, SymbolRefAttr):
+                return p.value.name
+        return None
+
+    def walk(self) -> Iterator[Op]:
+        """This op and every op nested in its regions, in pre-order."""
+        yield self
+        for region in self.regions:
+            for block in region.blocks:
+                for op in block.ops:
+                    yield from op.walk()
+
+    def __repr__(self) -> str:
+        return f"<Op {self.name} form={self.form} at {self.loc}>"
+
+
+_EQ = Piece("p", "=")
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Block:
+    ops: tuple[Op, ...] = ()
+    args: tuple[Value, ...] = ()
+    label: str | None = None
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Region:
+    blocks: tuple[Block, ...] = ()
+
+    @property
+    def block(self) -> Block:
+        """The single block of the region (every corpus region has one)."""
+        return self.blocks[0]
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class Module:
+    """A ``module { ... }`` (``implicit`` when the text had no ``module`` wrapper)."""
+
+    ops: tuple[Op, ...] = ()
+    attributes: DictAttr = EMPTY_ATTRS
+    name: str | None = None
+    loc: SourceLoc | None = None
+    implicit: bool = False
+    filename: str = "<string>"
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def functions(self) -> list[Op]:
+        """The ``func.func`` ops, in order (including nested ``module``s)."""
+        return [op for top in self.ops for op in top.walk() if op.name == "func.func"]
+
+    def lookup(self, name: str) -> Op | None:
+        for f in self.functions():
+            if f.sym_name == name:
+                return f
+        return None
+
+    def walk(self) -> Iterator[Op]:
+        for op in self.ops:
+            yield from op.walk()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Module):
+            return NotImplemented
+        from ptoisa.ir.equality import structurally_equal
+
+        return structurally_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]

@@ -1,0 +1,96 @@
+"""SSA well-formedness checks that need no instruction knowledge.
+
+* every operand is defined, and its definition is visible at the use (defined earlier in the
+  same block or in an enclosing block; a value defined inside a region is not visible after
+  it; ``func.func`` bodies see nothing from outside);
+* no name is defined twice where both definitions are visible;
+* the type written at a use (``ins(%a : T)``, ``(T) -> ...``) equals the value's type.
+
+Errors are :class:`~ptoisa.errors.VerifyError` located at the op (or the redefinition).
+"""
+
+from __future__ import annotations
+
+from ptoisa.errors import VerifyError
+from ptoisa.ir.core import Module, Op, Region, Value
+from ptoisa.ir.types import UnknownType
+
+
+class _Checker:
+    def __init__(self) -> None:
+        self.visible: list[dict[str, Value]] = [{}]
+        self.visible_ids: list[set[int]] = [set()]
+        self.defined: dict[int, Value] = {}
+
+    def define(self, v: Value) -> None:
+        for scope in self.visible:
+            prev = scope.get(v.name)
+            if prev is not None:
+                raise VerifyError(
+                    f"redefinition of value '%{v.name}' (first defined at {prev.loc})",
+                    loc=v.loc,
+                )
+        self.visible[-1][v.name] = v
+        self.visible_ids[-1].add(id(v))
+        self.defined[id(v)] = v
+
+    def is_visible(self, v: Value) -> bool:
+        return any(id(v) in ids for ids in self.visible_ids)
+
+    def op(self, op: Op) -> None:
+        for k, v in enumerate(op.operands):
+            if not self.is_visible(v):
+                if v.owner == "free":
+                    msg = f"use of undefined value '%{v.name}'"
+                elif id(v) in self.defined:
+                    msg = (
+                        f"value '%{v.name}' is not visible here (defined at {v.loc} inside a "
+                        "region that does not enclose this use)"
+                    )
+                else:
+                    msg = f"value '%{v.name}' is used before its definition at {v.loc}"
+                raise VerifyError(msg, op=op.name, loc=op.loc)
+            written = op.operand_types[k] if k < len(op.operand_types) else None
+            if (
+                written is not None
+                and written != v.type
+                and not isinstance(v.type, UnknownType)
+                and not isinstance(written, UnknownType)
+            ):
+                raise VerifyError(
+                    f"type mismatch for operand #{k} '%{v.name}': defined as {v.type}, "
+                    f"used as {written}",
+                    op=op.name,
+                    loc=op.loc,
+                )
+        if op.name == "func.func":
+            saved = (self.visible, self.visible_ids)
+            self.visible, self.visible_ids = [{}], [set()]
+            try:
+                for r in op.regions:
+                    self.region(r)
+            finally:
+                self.visible, self.visible_ids = saved
+        else:
+            for r in op.regions:
+                self.region(r)
+        for v in op.results:
+            self.define(v)
+
+    def region(self, region: Region) -> None:
+        for block in region.blocks:
+            self.visible.append({})
+            self.visible_ids.append(set())
+            for a in block.args:
+                self.define(a)
+            for op in block.ops:
+                self.op(op)
+            self.visible.pop()
+            self.visible_ids.pop()
+
+
+def verify_ssa(module: Module) -> None:
+    """Raise VerifyError on the first SSA violation in ``module`` (see module docstring)."""
+    checker = _Checker()
+    for op in module.ops:
+        checker.op(op)

@@ -1,0 +1,101 @@
+"""Tokenizer for .pto text (MLIR syntax subset plus PTO-AS statements).
+
+One compiled regex turns the whole text into three parallel lists (kinds, texts, offsets);
+line/column are computed only when an error or a location is needed.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from ptoisa.errors import ParseError, SourceLoc
+
+# Token kinds (single characters keep comparisons cheap).
+VALUE = "%"  # %name
+SYMBOL = "@"  # @name or @"name"
+HASH = "#"  # #pto.pipe, #map
+BANG = "!"  # !pto.tile_buf
+CARET = "^"  # ^bb0
+STRING = "s"
+INT = "i"
+FLOAT = "f"
+IDENT = "w"  # bare identifier, may contain dots (pto.tadd, f8E4M3FN)
+PUNCT = "p"
+EOF = "$"
+
+_TOKEN_RE = re.compile(
+    r"""
+    (?P<ws>(?:\s+|//[^\n]*)+)
+  | (?P<value>%[A-Za-z0-9_$.]+(?:\#\d+)?)
+  | (?P<symbol>@(?:[A-Za-z_$.][\w$.\-]*|"(?:[^"\\\n]|\\.)*"))
+  | (?P<hash>\#[A-Za-z_$.][\w$.\-]*)
+  | (?P<bang>![A-Za-z_$.][\w$.]*)
+  | (?P<caret>\^[\w$.\-]+)
+  | (?P<string>"(?:[^"\\\n]|\\.)*")
+  | (?P<float>-?\d+\.\d*(?:[eE][+-]?\d+)?|-?\d+[eE][+-]?\d+)
+  | (?P<int>-?0x[0-9a-fA-F]+|-?\d+)
+  | (?P<ident>[A-Za-z_][\w$.]*)
+  | (?P<punct>->|\.\.\.|::|[()\[\]{}<>,:=?*+|\-])
+    """,
+    re.VERBOSE,
+)
+
+_KIND = {
+    "value": VALUE,
+    "symbol": SYMBOL,
+    "hash": HASH,
+    "bang": BANG,
+    "caret": CARET,
+    "string": STRING,
+    "float": FLOAT,
+    "int": INT,
+    "ident": IDENT,
+    "punct": PUNCT,
+}
+
+
+class Source:
+    """A text with its line table, to turn offsets into :class:`SourceLoc`."""
+
+    def __init__(self, text: str, filename: str) -> None:
+        self.text = text
+        self.filename = filename
+        self.line_starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
+
+    def loc(self, offset: int) -> SourceLoc:
+        line = bisect.bisect_right(self.line_starts, offset) - 1
+        start = self.line_starts[line]
+        end = self.text.find("\n", start)
+        if end < 0:
+            end = len(self.text)
+        return SourceLoc(self.filename, line + 1, offset - start + 1, self.text[start:end])
+
+
+def tokenize(src: Source) -> tuple[list[str], list[str], list[int]]:
+    """(kinds, texts, offsets); the last token is EOF. Raises ParseError on a stray character."""
+    text = src.text
+    kinds: list[str] = []
+    texts: list[str] = []
+    offs: list[int] = []
+    pos = 0
+    n = len(text)
+    match = _TOKEN_RE.match
+    while pos < n:
+        m = match(text, pos)
+        if m is None:
+            ch = text[pos]
+            if ch == '"':
+                raise ParseError("unterminated string literal", loc=src.loc(pos))
+            raise ParseError(f"unexpected character {ch!r}", loc=src.loc(pos))
+        group = m.lastgroup
+        end = m.end()
+        if group != "ws":
+            kinds.append(_KIND[group])  # type: ignore[index]
+            texts.append(m.group())
+            offs.append(pos)
+        pos = end
+    kinds.append(EOF)
+    texts.append("")
+    offs.append(n)
+    return kinds, texts, offs
