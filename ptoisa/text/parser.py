@@ -125,6 +125,7 @@ class Parser:
         self.known_ops = known_ops
         self.scopes: list[_Scope] = [_Scope()]
         self.free: dict[str, Value] = {}
+        self.closed: dict[str, Value] = {}  # defined in a region that has ended
         self.type_cache: dict[str, T.Type] = {}
         self.aliases: dict[str, A.Attribute] = {}
         self.type_aliases: dict[str, T.Type] = {}
@@ -165,7 +166,7 @@ class Parser:
             v = scope.names.get(name)
             if v is not None:
                 return v
-        v = self.free.get(name)
+        v = self.closed.get(name) or self.free.get(name)
         if v is None:
             v = Value(name, T.UNKNOWN, self.loc(i), "free")
             self.free[name] = v
@@ -245,7 +246,7 @@ class Parser:
                 continue
             break
         self.expect("}")
-        self.scopes.pop()
+        self.closed.update(self.scopes.pop().names)
         return Region(tuple(blocks))
 
     def parse_block_label(self) -> tuple[str, list[Value]]:
@@ -687,6 +688,16 @@ class Parser:
                     pieces.append(P_COLON)
                     self.parse_type_pieces(pieces)
                     continue
+                if (
+                    t == ":"
+                    and texts[i + 1] in (")", ",", "}", "]", "")
+                    and kinds[i + 1]
+                    in (
+                        PUNCT,
+                        EOF,
+                    )
+                ):
+                    raise self.error(f"expected a type, found {self.describe(i + 1)}", i + 1)
                 if t == "->":
                     self.i += 1
                     pieces.append(P_ARROW)
