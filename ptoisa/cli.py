@@ -20,6 +20,19 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
     return 1 if summary.count("FAIL") else 0
 
 
+def _cmd_ops(ns: argparse.Namespace) -> int:
+    from .support import render_matrix, support_matrix
+
+    rows = support_matrix(ns.target)
+    if ns.json:
+        import json
+
+        print(json.dumps(rows, indent=1))
+    else:
+        print(render_matrix(rows, ns.target))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ptoisa", description="The PTO tile ISA, executable.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -28,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
     c.set_defaults(fn=_cmd_conformance)
+    o = sub.add_parser("ops", help="the instruction support matrix, from the registry")
+    o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
+                   help="one target (default: all three)")
+    o.add_argument("--json", action="store_true", help="machine-readable output")
+    o.set_defaults(fn=_cmd_ops)
     return p
 
 

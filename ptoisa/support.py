@@ -1,0 +1,65 @@
+"""The support matrix (``ptoisa ops``), generated from the registry and the target tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtypes import DType
+from .isa.registry import REGISTRY, _order
+from .targets import TARGET_NAMES, Rule, get_target
+
+
+def _dtypes_text(r: Rule) -> str:
+    if r.dtypes is None:
+        return "any"
+    items = list(r.dtypes)
+    if items and isinstance(items[0], tuple):
+        if all(len(set(p)) == 1 for p in items):
+            return " ".join(d.name for d in sorted({p[0] for p in items}, key=_order))
+        return " ".join(sorted("->".join(d.name for d in p) for p in items))
+    return " ".join(d.name for d in sorted(items, key=_order))
+
+
+def support_matrix(target: str | None = None) -> list[dict[str, Any]]:
+    """One row per instruction: name, family, pipe, operands, and per target the element
+    types (or None when the instruction is not available there)."""
+    names = (target,) if target else TARGET_NAMES
+    tgts = [get_target(n) for n in names]
+    rows = []
+    for name in sorted(REGISTRY):
+        ins = REGISTRY[name]
+        row: dict[str, Any] = {
+            "name": name,
+            "mnemonic": f"pto.{ins.mnemonic}",
+            "family": ins.family,
+            "pipe": ins.pipe.value,
+            "operands": [f"{o.name}:{o.kind}:{o.role}" for o in ins.operands],
+            "params": [p.name for p in ins.params],
+            "dtype_key": list(ins.dtype_key),
+        }
+        for t in tgts:
+            r = t.legality.get(name)
+            row[t.name] = None if r is None else _dtypes_text(r)
+        rows.append(row)
+    return rows
+
+
+def render_matrix(rows: list[dict[str, Any]], target: str | None = None) -> str:
+    names = (target,) if target else TARGET_NAMES
+    head = ["instruction", "family"] + list(names)
+    table = [[r["name"], r["family"]] + [r[n] if r[n] is not None else "-" for n in names]
+             for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *table, strict=True)]
+    widths = [min(w, 60) for w in widths]
+
+    def fmt(cells: list[Any]) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    lines = [fmt(head), fmt(["-" * w for w in widths])]
+    lines += [fmt(t) for t in table]
+    counts = [f"{n}: {sum(1 for r in rows if r[n] is not None)}" for n in names]
+    lines.append(f"\n{len(rows)} instructions; available per target: {', '.join(counts)}")
+    return "\n".join(lines)
+
+
+__all__ = ["DType", "render_matrix", "support_matrix"]
