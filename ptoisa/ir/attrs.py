@@ -26,7 +26,7 @@ class IntegerAttr(Attribute):
     hex: bool = False
 
     def __str__(self) -> str:
-        text = hex(self.value) if self.hex and self.value >= 0 else str(self.value)
+        text = hex(self.value) if self.hex else str(self.value)
         return text if self.type is None else f"{text} : {self.type}"
 
 

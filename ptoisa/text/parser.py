@@ -48,6 +48,7 @@ ASM_TO_IR = {"tmov.fp": "pto.tmov.fp"}
 
 _BUILTIN_TYPE_RE = re.compile(r"(?:[su]?i\d+|f\d+\w*|bf16|tf32|index|none)$")
 _INT_TYPE_RE = re.compile(r"([su]?)i(\d+)$")
+_WORD_RE = re.compile(r"[A-Za-z_]\w*$")
 _SHAPE_RE = re.compile(r"((?:(?:\?|-?\d+)x)*)(.+)$")
 _CONT_START = frozenset(
     [
@@ -299,7 +300,7 @@ class Parser:
                 name, loc = self.parse_value_def()
                 count = 1
                 if texts[self.i] == ":" and kinds[self.i + 1] == INT:
-                    count = int(texts[self.i + 1], 0)
+                    count = _int(texts[self.i + 1])
                     if count < 1:
                         raise self.error("result group size must be positive", self.i + 1)
                     self.i += 2
@@ -943,7 +944,7 @@ class Parser:
         t = self.texts[i]
         if k == INT:
             self.i += 1
-            value = int(t, 0)
+            value = _int(t)
             ty = self.parse_opt_colon_type() if allow_type else None
             return A.IntegerAttr(value, ty, "0x" in t.lower())
         if k == FLOAT:
@@ -1247,6 +1248,9 @@ class Parser:
         for key in ("loc", "dtype", "rows", "cols"):
             if key not in fields:
                 raise fail(f"missing '{key}'")
+        for key in ("loc", "blayout", "slayout"):
+            if key in fields and not _WORD_RE.match(fields[key]):
+                raise fail(f"'{key}' must be a name, found '{fields[key]}'")
         dtype = _builtin_scalar(fields["dtype"])
         if dtype is None:
             raise fail(f"unknown element type '{fields['dtype']}'")
@@ -1258,7 +1262,7 @@ class Parser:
             if dyn and val in ("?", "-1"):
                 return None
             try:
-                return int(val, 0)
+                return _int(val)
             except ValueError:
                 raise fail(f"'{key}' must be an integer, found '{val}'") from None
 
@@ -1280,6 +1284,13 @@ class Parser:
                 integer("compact"),
             )
         )
+
+
+def _int(t: str) -> int:
+    """Integer literal: decimal (leading zeros allowed, as in MLIR) or 0x hexadecimal."""
+    if t.lstrip("-")[:2].lower() == "0x":
+        return int(t, 16)
+    return int(t, 10)
 
 
 def _builtin_scalar(t: str) -> T.Type | None:

@@ -208,9 +208,18 @@ def test_type_mismatch_at_use():
         "module { func.func @f() { %a = arith.constant 1 : } }",
         "module { } }",
         "%",
+        "module { func.func @f() { %t = pto.alloc_tile : "
+        "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=1, slayout=a]b,c=d> } }",
         "module { func.func @f() { pto.tadd ins(%a : !pto.tile_buf<vec, 16x16xf32) } }",
     ],
 )
 def test_malformed_inputs_raise_parse_error(text):
     with pytest.raises(ParseError):
         parse(text, verify=False)
+
+
+def test_integer_literals():
+    mod = parse(wrap("    %a = arith.constant 007 : i32\n    %b = arith.constant -0x10 : i32"))
+    vals = [op.literals[0] for op in mod.walk() if op.name == "arith.constant"]
+    assert [v.value for v in vals] == [7, -16]
+    assert structurally_equal(parse(print_module(mod)), mod)
