@@ -43,6 +43,8 @@ MLIR_DIALECTS = frozenset(
     "pto func scf arith memref builtin math cf tensor vector llvm emitc affine index gpu "
     "linalg bufferization ub".split()
 )
+# ops of the default dialect inside func.func bodies, written without prefix
+_FUNC_DEFAULT = {"return": "func.return", "call": "func.call"}
 # PTO-AS mnemonics whose IR name is not "pto." + mnemonic.
 ASM_TO_IR = {"tmov.fp": "pto.tmov.fp"}
 
@@ -322,9 +324,9 @@ class Parser:
         if "." in t:
             if t.split(".", 1)[0] not in MLIR_DIALECTS:
                 asm = True
-        elif t not in ("return", "module"):
+        elif t not in _FUNC_DEFAULT and t != "module":
             asm = True
-        name = asm_to_ir_name(t) if asm else t
+        name = asm_to_ir_name(t) if asm else _FUNC_DEFAULT.get(t, t)
         if self.known_ops is not None and name.startswith("pto.") and not self.known_ops(name):
             raise self.error(f"unknown operation '{name}'", head)
         if name == "func.func":
@@ -670,7 +672,7 @@ class Parser:
                         break
                 if k == VALUE and self.starts_result_list(i):
                     break
-                if k == IDENT and (("." in t and not first) or t == "return"):
+                if k == IDENT and (("." in t and not first) or t in _FUNC_DEFAULT):
                     break
                 if k in (HASH, BANG) and texts[i + 1] == "=" and not asm:
                     break
