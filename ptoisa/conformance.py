@@ -37,7 +37,12 @@ _NP_TYPES: dict[str, Any] = {
     "int32": np.int32, "uint32": np.uint32, "int64": np.int64, "uint64": np.uint64,
     "float8_e4m3fn": ml_dtypes.float8_e4m3fn, "float8_e5m2": ml_dtypes.float8_e5m2,
     "float8_e8m0fnu": ml_dtypes.float8_e8m0fnu,
+    # packed fp4 (two per byte): numpy sees the raw bytes, tiles the 4-bit codes
+    "float4_e2m1fn_x2": np.uint8, "float4_e1m2_x2": np.uint8,
 }
+
+#: pack types whose numpy type does not name the PTO element type
+_PTO_TYPES: dict[str, str] = {"float4_e2m1fn_x2": "f4E2M1x2", "float4_e1m2_x2": "f4E1M2x2"}
 
 #: C++ calls recorded under another name (TFILLPAD<TFillPadMode::InPlace> is TFILLPAD_INPLACE)
 _MODE_ALIASES = {("TFILLPAD", "TFillPadMode::InPlace"): "TFILLPAD_INPLACE",
@@ -151,7 +156,8 @@ class CaseRun:
                 raise Skip(f"{t.get('kind')} operands are not supported yet")
             np_type(t["dtype"])
             vr, vc = t["valid_row"], t["valid_col"]
-            spec = tile_spec(t["loc"], np.dtype(_NP_TYPES[t["dtype"]]), t["rows"], t["cols"],
+            elem = _PTO_TYPES.get(t["dtype"]) or np.dtype(_NP_TYPES[t["dtype"]])
+            spec = tile_spec(t["loc"], elem, t["rows"], t["cols"],
                              t["blayout"], vr["static"], vc["static"], t["slayout"],
                              t["fractal_size"], _pad(t["pad_value"], t["dtype"]),
                              t.get("compact", "Null"))

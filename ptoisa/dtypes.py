@@ -24,6 +24,9 @@ class DType:
     np: np.dtype
     kind: str  # "float" | "int" | "uint" | "bool"
     cpp: str
+    #: 4-bit types stored two per byte (even element in the low nibble, model.md 2.5); their
+    #: logical values are the 4-bit codes as uint8 (decode with :func:`fp4_decode`).
+    packed: bool = False
 
     @property
     def itemsize(self) -> int:
@@ -31,7 +34,11 @@ class DType:
 
     @property
     def bits(self) -> int:
-        return self.np.itemsize * 8
+        return 4 if self.packed else self.np.itemsize * 8
+
+    def storage_bytes(self, numel: int) -> int:
+        """Bytes that ``numel`` elements occupy (two per byte for packed 4-bit types)."""
+        return (numel + 1) // 2 if self.packed else numel * self.np.itemsize
 
     @property
     def is_float(self) -> bool:
@@ -74,9 +81,12 @@ u32 = _mk("ui32", np.uint32, "uint", "uint32_t")
 i64 = _mk("i64", np.int64, "int", "int64_t")
 u64 = _mk("ui64", np.uint64, "uint", "uint64_t")
 i1 = _mk("i1", np.bool_, "bool", "bool")
+f4e2m1 = DType("f4E2M1x2", np.dtype(np.uint8), "float", "float4_e2m1x2_t", packed=True)
+f4e1m2 = DType("f4E1M2x2", np.dtype(np.uint8), "float", "float4_e1m2x2_t", packed=True)
 
 ALL: tuple[DType, ...] = (
     f32, f16, bf16, f8e4m3, f8e5m2, f8e8m0, f64, i8, u8, i16, u16, i32, u32, i64, u64, i1,
+    f4e2m1, f4e1m2,
 )
 
 _ALIASES: dict[str, DType] = {}
@@ -104,8 +114,10 @@ _alias(u32, "ui32", "u32", "uint32", "uint32_t")
 _alias(i64, "i64", "int64", "int64_t", "si64", "s64")
 _alias(u64, "ui64", "u64", "uint64", "uint64_t")
 _alias(i1, "i1", "bool")
+_alias(f4e2m1, "f4E2M1x2", "float4_e2m1fn_x2", "float4_e2m1x2_t", "float4_e2m1x2", "e2m1x2")
+_alias(f4e1m2, "f4E1M2x2", "float4_e1m2_x2", "float4_e1m2x2_t", "float4_e1m2x2", "e1m2x2")
 
-_BY_NP: dict[np.dtype, DType] = {dt.np: dt for dt in ALL}
+_BY_NP: dict[np.dtype, DType] = {dt.np: dt for dt in ALL if not dt.packed}
 
 
 def dtype(x: Any) -> DType:
@@ -143,3 +155,47 @@ def finfo_limits(dt: DType) -> tuple[float, float]:
 def int_limits(dt: DType) -> tuple[int, int]:
     ii = np.iinfo(dt.np)
     return int(ii.min), int(ii.max)
+
+
+# ---- packed 4-bit floats (MX fp4) ----------------------------------------------------------
+
+def _fp4_table(exp_bits: int, man_bits: int, bias: int) -> np.ndarray:
+    """Values of the 16 codes of a 1-sign/exp/mantissa 4-bit float without inf/NaN."""
+    out = np.zeros(16, np.float32)
+    for code in range(16):
+        sign = -1.0 if code & 8 else 1.0
+        e = (code >> man_bits) & ((1 << exp_bits) - 1)
+        m = code & ((1 << man_bits) - 1)
+        if e == 0:
+            v = m / (1 << man_bits) * 2.0 ** (1 - bias)
+        else:
+            v = (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)
+        out[code] = sign * v
+    return out
+
+
+#: code -> value (e2m1: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}; e1m2 (bias 0): +-{0, 0.5, .., 3.5})
+FP4_VALUES = {"f4E2M1x2": _fp4_table(2, 1, 1), "f4E1M2x2": _fp4_table(1, 2, 0)}
+
+
+def fp4_decode(codes: Any, dt: DType) -> np.ndarray:
+    """4-bit codes (low nibble of each uint8) -> float32 values."""
+    return FP4_VALUES[dt.name][np.asarray(codes, np.uint8) & 0xF]
+
+
+def fp4_encode(values: Any, dt: DType) -> np.ndarray:
+    """float values -> 4-bit codes (uint8): round to nearest, ties to an even code, saturate to
+    the largest finite magnitude (the formats have no inf/NaN; NaN encodes as +0; the sign of
+    values that round to zero is kept, as ml_dtypes does)."""
+    table = FP4_VALUES[dt.name]
+    mags = table[:8].astype(np.float64)
+    x = np.nan_to_num(np.asarray(values, np.float64), nan=0.0)
+    a = np.minimum(np.abs(x), mags[-1])
+    idx = np.searchsorted(mags, a)  # mags[idx-1] < a <= mags[idx]
+    idx = np.clip(idx, 1, 7)
+    lo, hi = mags[idx - 1], mags[idx]
+    pick_hi = (a - lo > hi - a) | ((a - lo == hi - a) & (idx % 2 == 0))
+    code = np.where(a <= 0, 0, np.where(pick_hi, idx, idx - 1)).astype(np.uint8)
+    neg = np.signbit(x)
+    return (code | np.where(neg, 8, 0).astype(np.uint8)).astype(np.uint8)
+

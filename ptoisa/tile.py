@@ -73,7 +73,7 @@ class TileSpec:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * self.dtype.itemsize
+        return self.dtype.storage_bytes(self.numel)
 
     @property
     def is_row_major(self) -> bool:
@@ -381,7 +381,7 @@ class Tile:
     def view2d(self) -> np.ndarray | None:
         """Writable logical (rows, cols) view of storage for ND/DN tiles; None if boxed."""
         s = self.spec
-        if s.is_boxed:
+        if s.is_boxed or s.dtype.packed:
             return None
         if s.is_row_major:
             return self.storage.reshape(s.rows, s.cols)
@@ -395,7 +395,10 @@ class Tile:
         v = self.view2d()
         if v is not None:
             return v[r0:r0 + rows, c0:c0 + cols]
-        return self.storage[self.spec.offsets[r0:r0 + rows, c0:c0 + cols]]
+        offs = self.spec.offsets[r0:r0 + rows, c0:c0 + cols]
+        if self.spec.dtype.packed:
+            return _unpack4(self.storage, offs)
+        return self.storage[offs]
 
     def write(self, values: Any, r0: int = 0, c0: int = 0) -> None:
         """Write a logical block at (r0, c0); ``values`` is broadcast to its 2-D shape."""
@@ -406,6 +409,8 @@ class Tile:
         v = self.view2d()
         if v is not None:
             v[r0:r0 + h, c0:c0 + w] = values
+        elif self.spec.dtype.packed:
+            _pack4(self.storage, self.spec.offsets[r0:r0 + h, c0:c0 + w], values)
         else:
             self.storage[self.spec.offsets[r0:r0 + h, c0:c0 + w]] = values
 
@@ -413,6 +418,9 @@ class Tile:
         v = self.view2d()
         if v is not None:
             v[r0:r0 + rows, c0:c0 + cols] = value
+        elif self.spec.dtype.packed:
+            offs = self.spec.offsets[r0:r0 + rows, c0:c0 + cols]
+            _pack4(self.storage, offs, np.broadcast_to(np.asarray(value), offs.shape))
         else:
             self.storage[self.spec.offsets[r0:r0 + rows, c0:c0 + cols]] = value
 
@@ -444,6 +452,22 @@ class Tile:
         vr, vc = self.valid_shape
         return f"<Tile {self.name or ''}{' ' if self.name else ''}{self.spec.describe()}" \
                f" valid={vr}x{vc}{where}>"
+
+
+def _unpack4(storage: np.ndarray, offs: np.ndarray) -> np.ndarray:
+    """4-bit codes at element offsets ``offs`` of packed storage (even element = low nibble)."""
+    b = storage.view(np.uint8)[offs >> 1]
+    return np.where(offs & 1, b >> 4, b & 0xF).astype(np.uint8)
+
+
+def _pack4(storage: np.ndarray, offs: np.ndarray, codes: Any) -> None:
+    """Write 4-bit codes into packed storage at element offsets ``offs`` (other nibbles kept)."""
+    raw = storage.view(np.uint8)
+    o = offs.reshape(-1)
+    c = np.broadcast_to(np.asarray(codes), offs.shape).reshape(-1).astype(np.uint8) & 0xF
+    lo, hi = (o & 1) == 0, (o & 1) == 1
+    raw[o[lo] >> 1] = (raw[o[lo] >> 1] & 0xF0) | c[lo]
+    raw[o[hi] >> 1] = (raw[o[hi] >> 1] & 0x0F) | (c[hi] << 4)
 
 
 def TileAcc(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) -> Tile:  # noqa: N802
