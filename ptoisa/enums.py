@@ -91,6 +91,23 @@ class ReluPreMode(enum.Enum):
     NormalRelu = 1
 
 
+class AccToVecMode(enum.Enum):
+    """TMOV Acc -> Vec destination mode (which vector core(s) receive the tile)."""
+
+    SingleModeVec0 = 0
+    SingleModeVec1 = 1
+    DualModeSplitM = 2
+    DualModeSplitN = 3
+
+
+class AccPhase(enum.Enum):
+    """Matmul unit-flag phase (multi-pass accumulation hint; no effect on values)."""
+
+    Unspecified = 0
+    Partial = 1
+    Final = 2
+
+
 class RoundMode(enum.Enum):
     CAST_NONE = 0
     CAST_RINT = 1
