@@ -140,6 +140,7 @@ class CaseRun:
         self.m = machine
         self.tiles: dict[str, Tile] = {}
         self.gm: dict[str, np.ndarray] = {}
+        self.structs: list[tuple[dict[str, Any], Any]] = []
 
     def setup(self) -> None:
         c = self.case
@@ -192,7 +193,9 @@ class CaseRun:
         if "enum" in o:
             return o["name"]
         if "struct" in o:
-            raise Skip(f"struct operand {o['struct']} is not supported yet")
+            obj = make_struct(o)
+            self.structs.append((o, obj))
+            return obj
         return None  # events and other non-data operands
 
     def run(self) -> dict[int, Any]:
@@ -250,8 +253,31 @@ def _compare(expected: np.ndarray, actual: np.ndarray, cmp: dict[str, Any]) -> s
             f"{n_zero} unexpected zeros; first at [{i}]: expected {e[i]!r}, got {a[i]!r}")
 
 
+def make_struct(o: dict[str, Any]) -> Any:
+    """A struct operand (by C++ type name) from its recorded bytes: ``unsigned int[N]`` is a
+    uint32 array, ``pto::MrgSortExecutedNumList`` the Python object of that name."""
+    raw = bytes.fromhex(o.get("bytes_before") or "00" * int(o.get("size", 0)))
+    name = str(o["struct"])
+    if name.endswith("MrgSortExecutedNumList"):
+        from .isa.irregular import MrgSortExecutedNumList
+
+        return MrgSortExecutedNumList.from_bytes(raw)
+    if name.startswith("unsigned int["):
+        return np.frombuffer(raw, np.uint32).copy()
+    raise Skip(f"struct operand {name} is not supported yet")
+
+
+def struct_bytes(obj: Any) -> bytes:
+    return obj.tobytes() if isinstance(obj, np.ndarray) else obj.to_bytes()
+
+
 def check_case(run: CaseRun, outputs: dict[int, Any]) -> list[str]:
     problems = []
+    for o, obj in run.structs:
+        after = o.get("bytes_after")
+        if after is not None and struct_bytes(obj).hex() != after:
+            problems.append(f"struct {o.get('param')}: bytes {struct_bytes(obj).hex()}, "
+                            f"expected {after}")
     for chk in run.case["checks"]:
         kind = chk.get("kind")
         cid = chk.get("id", "?")
