@@ -1,0 +1,570 @@
+"""Layout and rearrangement: TEXTRACT, TEXTRACT_FP, TINSERT, TINSERT_FP, TTRANS, TCONCAT, TPACK,
+and the view instructions TRESHAPE, TSUBVIEW, TGET_SCALE_ADDR, TALIAS.
+
+Window moves (TEXTRACT/TINSERT) convert element types through the fix-pipe when the source is
+an accumulator (or, on ``cpu``, whenever the types differ, as the CPU simulator does): a scalar
+quant word (the ``preQuantScalar`` overload) or a Scaling tile of uint64 words, one per output
+column (the ``*_FP`` forms), see :mod:`ptoisa.isa.quant`. ReLU is applied after quantisation.
+
+Views make the destination tile *share bytes* with the source: a later write through either
+tile is seen by the other, in auto mode as in manual (TASSIGN) mode.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from ..enums import Pipe, ReluPreMode, TileType
+from ..errors import RuntimeCheckError
+from ..memory import Machine, current
+from ..tile import Tile, TileSpec
+from .quant import quant_mode, quantize
+from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+
+# ---- shared rules ------------------------------------------------------------------------------
+
+
+def _rule_extra(sig: Sig, key: str) -> Any:
+    r = sig.target.legality.get(sig.instr.name)
+    return None if r is None else r.extra.get(key)
+
+
+def _moves(sig: Sig) -> None:
+    """(src role, dst role) must be one of the target's data paths (legality ``moves``)."""
+    moves = _rule_extra(sig, "moves")
+    s, d = sig["src"], sig["dst"]
+    if moves is None or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+        return
+    if (s.loc, d.loc) not in moves:
+        allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in moves))
+        raise sig.fail(f"{s.loc.name} -> {d.loc.name} is not a data path on {sig.target.name} "
+                       f"(supported: {allowed})")
+
+
+def _conversion(sig: Sig) -> None:
+    """Element types may differ only where the target converts (legality ``convert``)."""
+    s, d = sig["src"], sig["dst"]
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec) or s.dtype is d.dtype:
+        return
+    conv = _rule_extra(sig, "convert")
+    if conv == "any":
+        return
+    pair = (s.dtype.name, d.dtype.name)
+    if s.loc is TileType.Acc and conv and pair in conv:
+        return
+    what = "an Acc source" if s.loc is TileType.Acc else f"a {s.loc.name} source"
+    raise sig.fail(f"dst element type {d.dtype} != src element type {s.dtype} "
+                   f"({what} is not converted on {sig.target.name})")
+
+
+def _npu_mat_src_fractal(sig: Sig) -> None:
+    """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement)."""
+    s, d = sig["src"], sig["dst"]
+    if sig.target.name == "cpu" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+        return
+    if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
+            s.layout_name not in ("NZ", "ZN"):
+        raise sig.fail(f"a Mat source of a {d.loc.name} tile must be NZ or ZN on "
+                       f"{sig.target.name}, got {s.layout_name}")
+
+
+def _fp_words(sig: Sig) -> None:
+    fp = sig["fp"]
+    if not isinstance(fp, TileSpec):
+        return
+    if fp.dtype.name not in ("ui64", "i64"):
+        raise sig.fail(f"fp must hold 64-bit quant words (ui64), got {fp.dtype}")
+    if sig.target.name != "cpu" and fp.loc is not TileType.Scaling:
+        raise sig.fail(f"fp must be a Scaling tile on {sig.target.name}, got {fp.loc.name}")
+
+
+def _index(ins: Instr, name: str, v: Any) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise RuntimeCheckError(f"{name} must be an integer, got {v!r}", op=ins.mnemonic)
+    v = int(v)
+    if not 0 <= v <= 0xFFFF:
+        raise RuntimeCheckError(f"{name} {v} outside the uint16 range [0, 65535]",
+                                op=ins.mnemonic)
+    return v
+
+
+def _window_fits(ins: Instr, what: str, big: Tile, r0: int, c0: int, rows: int, cols: int,
+                 extent: str) -> None:
+    if r0 + rows > big.rows or c0 + cols > big.cols:
+        raise RuntimeCheckError(
+            f"window of {rows}x{cols} ({extent}) at ({r0}, {c0}) exceeds {what} "
+            f"{big.rows}x{big.cols}", op=ins.mnemonic)
+
+
+def _convert(m: Machine, vals: np.ndarray, src: Tile, dst: Tile, relu: bool,
+             scalar_word: Any = None, words: np.ndarray | None = None) -> np.ndarray:
+    """The fix-pipe conversion of a block of src values to dst's element type."""
+    tgt = m.target.name
+    mode = None
+    if words is not None:
+        mode = quant_mode(tgt, src.dtype, dst.dtype)
+    elif scalar_word is not None:
+        mode = quant_mode(tgt, src.dtype, dst.dtype, scalar=True)
+        words = np.full((1, vals.shape[1]), int(scalar_word) & 0xFFFFFFFFFFFFFFFF, np.uint64)
+    same_shape = src.shape == dst.shape
+    if mode == "FLOAT" and dst.dtype is D.f16 and not (tgt == "cpu" and same_shape):
+        # (the CPU simulator converts a window of an equally shaped tile without saturation:
+        # inf and NaN pass through there, as its recorded goldens show)
+        # the fix-pipe saturates a scaled f32 to the finite f16 range (as for i32 -> f16) and
+        # turns NaN into 0 (the upstream golden; the CPU simulator agrees)
+        with np.errstate(invalid="ignore", over="ignore"):
+            prod = quantize(vals, words, mode, D.f32, vector=scalar_word is None, relu=relu)
+        prod = np.nan_to_num(prod, nan=0.0, posinf=65504.0, neginf=-65504.0)
+        return np.clip(prod, -65504.0, 65504.0).astype(np.float16)
+    if mode is not None:
+        return quantize(vals, words, mode, dst.dtype, vector=scalar_word is None, relu=relu)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return quantize(vals, np.zeros((1, vals.shape[1]), np.uint64), None, dst.dtype,
+                        vector=True, relu=relu)
+
+
+def _split_args(ins: Instr, a: Any, b: Any, c: Any) -> tuple[Any, int, int]:
+    """C++ overloads: (indexRow=0, indexCol=0) or (preQuantScalar, indexRow, indexCol)."""
+    if c is not None:
+        return a, _index(ins, "indexRow", b), _index(ins, "indexCol", c)
+    return None, _index(ins, "indexRow", 0 if a is None else a), \
+        _index(ins, "indexCol", 0 if b is None else b)
+
+
+_RELU = Param("reluMode", ReluPreMode.NoRelu, ReluPreMode)
+_IDX_OPNDS = (Opnd("indexRow", "scalar", optional=True), Opnd("indexCol", "scalar", optional=True),
+              Opnd("indexColQuant", "scalar", optional=True))
+
+
+# ---- TEXTRACT / TEXTRACT_FP --------------------------------------------------------------------
+
+def _extract_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
+    if current().target.name == "cpu":
+        # the CPU simulator walks dst's valid region
+        _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
+    else:
+        _window_fits(ins, "src", src, r0, c0, dst.rows, dst.cols, "dst Rows x Cols")
+
+
+def _textract_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,
+                      c: Any = None, **params: Any) -> None:
+    _, r0, c0 = _split_args(ins, a, b, c)
+    _extract_bounds(ins, dst, src, r0, c0)
+
+
+def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
+             scalar_word: Any = None, words: np.ndarray | None = None) -> None:
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    vals = np.asarray(src.read(vr, vc, r0, c0))
+    dst.write(_convert(m, vals, src, dst, relu, scalar_word, words))
+
+
+@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
+       params=(_RELU,), dtype_key=("dst",),
+       static=(_moves, _conversion, _npu_mat_src_fractal),
+       runtime=(_textract_runtime,))
+def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
+             indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
+    """dst[i, j] = src[indexRow + i, indexCol + j] over dst's valid region.
+
+    C++ overloads: ``TEXTRACT(dst, src, indexRow=0, indexCol=0)`` and
+    ``TEXTRACT(dst, src, preQuantScalar, indexRow, indexCol)`` (a scalar quant word for the
+    fix-pipe). Element types convert through the fix-pipe (Acc sources; any source on cpu);
+    ``reluMode=NormalRelu`` applies ReLU. On cpu the window is dst's valid region, on the NPUs
+    dst's static Rows x Cols must fit inside src (the manual's bound).
+    """
+    q, r0, c0 = _split_args(TEXTRACT, indexRow, indexCol, indexColQuant)
+    _extract(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, scalar_word=q)
+
+
+def _fp_cols(ins: Instr, fp: Tile, first: int, n: int) -> None:
+    if first + n > fp.valid_col:
+        raise RuntimeCheckError(
+            f"fp holds {fp.valid_col} quant words (valid cols) but columns {first}..{first + n - 1}"
+            " need one each", op=ins.mnemonic)
+
+
+def _textract_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: Any,
+                         indexCol: Any, **params: Any) -> None:
+    r0, c0 = _index(ins, "indexRow", indexRow), _index(ins, "indexCol", indexCol)
+    _extract_bounds(ins, dst, src, r0, c0)
+    if quant_mode(current().target.name, src.dtype, dst.dtype) is not None and dst.valid_col:
+        _fp_cols(ins, fp, c0, dst.valid_col)
+
+
+def _words(fp: Tile, first: int, n: int) -> np.ndarray:
+    return np.asarray(fp.read(1, n, 0, first)).view(np.uint64)
+
+
+@instr("TEXTRACT_FP", family="layout", pipe=Pipe.FIX,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile"),
+                 Opnd("indexRow", "scalar"), Opnd("indexCol", "scalar")),
+       params=(_RELU,), dtype_key=("dst",),
+       static=(_moves, _conversion, _fp_words),
+       runtime=(_textract_fp_runtime,))
+def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexCol: int, *,  # noqa: N802,N803
+                reluMode: ReluPreMode) -> None:
+    """TEXTRACT through the fix-pipe with per-column quant words: dst[i, j] =
+    quant(src[indexRow + i, indexCol + j]; fp[0, indexCol + j]) (the backend offsets the quant
+    parameter address by indexCol). Pairs without a quant mode are a plain conversion."""
+    r0, c0 = int(indexRow), int(indexCol)
+    vc = dst.valid_col
+    words = None
+    if vc and quant_mode(m.target.name, src.dtype, dst.dtype) is not None:
+        words = _words(fp, c0, vc)
+    _extract(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, words=words)
+
+
+# ---- TINSERT / TINSERT_FP ----------------------------------------------------------------------
+
+def _insert_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
+    if current().target.name == "cpu":
+        _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
+    else:
+        _window_fits(ins, "dst", dst, r0, c0, src.rows, src.cols, "src Rows x Cols")
+
+
+def _tinsert_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,
+                     c: Any = None, **params: Any) -> None:
+    _, r0, c0 = _split_args(ins, a, b, c)
+    _insert_bounds(ins, dst, src, r0, c0)
+
+
+def _insert(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
+            scalar_word: Any = None, words: np.ndarray | None = None) -> None:
+    vr, vc = src.valid_shape
+    if not (vr and vc):
+        return
+    vals = np.asarray(src.read(vr, vc))
+    dst.write(_convert(m, vals, src, dst, relu, scalar_word, words), r0, c0)
+
+
+def _npu_insert_dst(sig: Sig) -> None:
+    """a2a3: an Acc -> Mat insert writes NZ boxes of 512 bytes."""
+    s, d = sig["src"], sig["dst"]
+    if sig.target.name != "a2a3" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+        return
+    if d.layout_name != "NZ" or d.fractal != 512 or (d.cols * d.dtype.itemsize) % 32:
+        raise sig.fail(f"dst must be an NZ Mat tile with 512-byte boxes on a2a3, got "
+                       f"{d.layout_name} (fractal {d.fractal})")
+
+
+@instr("TINSERT", family="layout", pipe=Pipe.FIX,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
+       params=(_RELU,), dtype_key=("dst",),
+       static=(_moves, _conversion, _npu_insert_dst),
+       runtime=(_tinsert_runtime,))
+def TINSERT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
+            indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
+    """dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
+    untouched. Overloads, conversion and ReLU as TEXTRACT (``TINSERT(dst, src, indexRow,
+    indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow, indexCol)``)."""
+    q, r0, c0 = _split_args(TINSERT, indexRow, indexCol, indexColQuant)
+    _insert(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, scalar_word=q)
+
+
+def _tinsert_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: Any,
+                        indexCol: Any, **params: Any) -> None:
+    r0, c0 = _index(ins, "indexRow", indexRow), _index(ins, "indexCol", indexCol)
+    _insert_bounds(ins, dst, src, r0, c0)
+    if quant_mode(current().target.name, src.dtype, dst.dtype) is not None and src.valid_col:
+        _fp_cols(ins, fp, 0, src.valid_col)
+
+
+@instr("TINSERT_FP", family="layout", pipe=Pipe.FIX,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile"),
+                 Opnd("indexRow", "scalar"), Opnd("indexCol", "scalar")),
+       params=(_RELU,), dtype_key=("dst",),
+       static=(_moves, _conversion, _fp_words, _npu_insert_dst),
+       runtime=(_tinsert_fp_runtime,))
+def TINSERT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexCol: int, *,  # noqa: N802,N803
+               reluMode: ReluPreMode) -> None:
+    """TINSERT through the fix-pipe with per-column quant words: dst[indexRow + i,
+    indexCol + j] = quant(src[i, j]; fp[0, j]) (one word per source column)."""
+    vc = src.valid_col
+    words = None
+    if vc and quant_mode(m.target.name, src.dtype, dst.dtype) is not None:
+        words = _words(fp, 0, vc)
+    _insert(m, dst, src, int(indexRow), int(indexCol), reluMode is ReluPreMode.NormalRelu,
+            words=words)
+
+
+# ---- TCONCAT -----------------------------------------------------------------------------------
+
+def _idx_tiles(sig: Sig) -> None:
+    for n in ("dstIdx", "src0Idx", "src1Idx"):
+        t = sig[n]
+        if isinstance(t, TileSpec) and not t.dtype.is_int:
+            raise sig.fail(f"{n} must hold integers, got {t.dtype}")
+
+
+def _tconcat_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | None = None,
+                     b: Tile | None = None, c: Tile | None = None) -> None:
+    rows = {dst.valid_row, src0.valid_row, src1.valid_row}
+    if len(rows) != 1:
+        raise RuntimeCheckError(
+            f"valid rows must be equal (dst {dst.valid_row}, src0 {src0.valid_row}, src1 "
+            f"{src1.valid_row})", op=ins.mnemonic)
+    idx = [t for t in (a, b, c) if t is not None]
+    if len(idx) == 1:
+        raise RuntimeCheckError("the indexed forms take src0Idx and src1Idx (and optionally "
+                                "dstIdx first)", op=ins.mnemonic)
+    for t in idx:
+        if t.valid_col < 1 or t.valid_row < dst.valid_row:
+            raise RuntimeCheckError(
+                f"index tile {t._label()} must hold one entry per row ({dst.valid_row} rows)",
+                op=ins.mnemonic)
+    if idx:
+        return
+    n = src0.valid_col + src1.valid_col
+    tgt = current().target.name
+    if (tgt == "a2a3" and n > dst.cols) or (tgt != "a2a3" and dst.valid_col != n):
+        want = f"at most dst Cols {dst.cols}" if tgt == "a2a3" else \
+            f"dst valid cols {dst.valid_col}"
+        raise RuntimeCheckError(
+            f"src0 valid cols {src0.valid_col} + src1 valid cols {src1.valid_col} = {n} must be "
+            f"{want} on {tgt}", op=ins.mnemonic)
+
+
+@instr("TCONCAT", family="layout", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
+                 Opnd("idx0", "tile", "inout", optional=True),
+                 Opnd("idx1", "tile", optional=True), Opnd("idx2", "tile", optional=True)),
+       dtype_key=("dst",),
+       static=(locs(["dst", "src0", "src1", "idx0", "idx1", "idx2"], TileType.Vec),
+               same_dtype("dst", "src0", "src1"), _idx_tiles),
+       runtime=(_tconcat_runtime,))
+def TCONCAT(m: Machine, dst: Tile, src0: Tile, src1: Tile, idx0: Tile | None = None,  # noqa: N802
+            idx1: Tile | None = None, idx2: Tile | None = None) -> None:
+    """Row-wise concatenation: dst[i, :] = src0[i, :n0] ++ src1[i, :n1] for i < dst valid rows.
+
+    ``TCONCAT(dst, src0, src1)``: n0, n1 are the sources' valid cols. Indexed forms
+    ``TCONCAT(dst, src0, src1, src0Idx, src1Idx)`` and ``TCONCAT(dst, src0, src1, dstIdx,
+    src0Idx, src1Idx)``: column 0 of the index tiles holds per-row *byte* lengths counted in
+    units of the index element (n = idx // sizeof(idx element), at most the source's valid
+    cols); the 6-operand form also writes dstIdx[i, 0] = src0Idx[i, 0] + src1Idx[i, 0]. Columns
+    of dst past n0 + n1 are left untouched.
+    """
+    if idx2 is not None:
+        dst_idx, i0, i1 = idx0, idx1, idx2
+    else:
+        dst_idx, i0, i1 = None, idx0, idx1
+    vr = dst.valid_row
+    if not vr:
+        return
+    if i0 is None or i1 is None:
+        n0, n1 = src0.valid_col, src1.valid_col
+        if n0:
+            dst.write(src0.read(vr, n0))
+        if n1:
+            dst.write(src1.read(vr, n1), 0, n0)
+        return
+    raw0 = np.asarray(i0.read(vr, 1)).astype(np.int64)[:, 0]
+    raw1 = np.asarray(i1.read(vr, 1)).astype(np.int64)[:, 0]
+    c0 = np.clip(raw0 // i0.dtype.itemsize, 0, src0.valid_col)
+    c1 = np.clip(raw1 // i1.dtype.itemsize, 0, src1.valid_col)
+    for r in range(vr):
+        a, b = int(c0[r]), int(c1[r])
+        b = min(b, dst.cols - a)
+        if a:
+            dst.write(src0.read(1, a, r, 0), r, 0)
+        if b > 0:
+            dst.write(src1.read(1, b, r, 0), r, a)
+    if dst_idx is not None:
+        with np.errstate(over="ignore"):
+            tot = (raw0 + raw1).astype(dst_idx.dtype.np)
+        dst_idx.write(tot[:, None])
+
+
+# ---- TTRANS ------------------------------------------------------------------------------------
+
+def _same_elem_size(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec) and \
+            d.dtype.itemsize != s.dtype.itemsize:
+        raise sig.fail(f"dst and src element sizes differ ({d.dtype} vs {s.dtype})")
+
+
+def _ttrans_static(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if not isinstance(d, TileSpec) or not isinstance(s, TileSpec):
+        return
+    if sig.target.name == "a2a3" and not s.is_row_major:
+        raise sig.fail(f"src must be row-major on a2a3, got {s.layout_name}")
+    if s.is_boxed or d.is_boxed:
+        raise sig.fail(f"src and dst must be ND or DN tiles, got {s.layout_name} -> "
+                       f"{d.layout_name}")
+    if sig.target.name == "a5" and (d.rows < s.cols or d.cols < s.rows):
+        raise sig.fail(f"dst {d.rows}x{d.cols} cannot hold the transpose of src "
+                       f"{s.rows}x{s.cols} (a5 transposes the static shape)")
+
+
+def _ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
+    tgt = current().target.name
+    vr, vc = src.valid_shape
+    if tgt == "cpu" and (dst.valid_row, dst.valid_col) != (vc, vr):
+        raise RuntimeCheckError(
+            f"dst valid region {dst.valid_row}x{dst.valid_col} must be the transpose of src's "
+            f"{vr}x{vc}", op=ins.mnemonic)
+    if tgt == "a2a3" and (dst.rows < vc or dst.cols < vr):
+        raise RuntimeCheckError(
+            f"dst {dst.rows}x{dst.cols} cannot hold the transpose of src's valid region "
+            f"{vr}x{vc}", op=ins.mnemonic)
+
+
+@instr("TTRANS", family="layout", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
+       dtype_key=("src",),
+       static=(locs(["dst", "src"], TileType.Vec), _same_elem_size, _ttrans_static),
+       runtime=(_ttrans_runtime,))
+def TTRANS(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
+    """dst[i, j] = src[j, i] (bit copy). cpu and a2a3 transpose src's valid region; a5 the
+    static Rows x Cols (it does not consult the valid region). tmp is scratch."""
+    if m.target.name == "a5":
+        vr, vc = src.rows, src.cols
+    else:
+        vr, vc = src.valid_shape
+    if not (vr and vc):
+        return
+    vals = np.asarray(src.read(vr, vc)).T
+    dst.write(vals.view(dst.dtype.np) if vals.dtype != dst.dtype.np else vals)
+
+
+# ---- views: TRESHAPE, TSUBVIEW, TGET_SCALE_ADDR, TALIAS ------------------------------------------
+
+def _same_loc(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec) and d.loc is not s.loc:
+        raise sig.fail(f"dst and src must have the same tile role ({d.loc.name} vs "
+                       f"{s.loc.name})")
+
+
+def _treshape_static(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if not isinstance(d, TileSpec) or not isinstance(s, TileSpec):
+        return
+    if d.nbytes != s.nbytes:
+        raise sig.fail(f"dst and src must have the same byte size ({d.describe()}: {d.nbytes} "
+                       f"bytes, {s.describe()}: {s.nbytes} bytes)")
+    if d.is_boxed != s.is_boxed:
+        raise sig.fail(f"cannot reshape between boxed and non-boxed layouts ({s.layout_name} "
+                       f"-> {d.layout_name})")
+    if sig.target.name == "cpu" and d.dtype.is_float != s.dtype.is_float:
+        raise sig.fail(f"element types must both be floating point or both integer on cpu "
+                       f"({s.dtype} -> {d.dtype})")
+
+
+@instr("TRESHAPE", family="layout", pipe=Pipe.S,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       static=(_same_loc, _treshape_static))
+def TRESHAPE(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """Reinterpret src's bytes as dst's tile type: afterwards dst *is* a view of src's storage
+    (no copy; later writes through either tile are seen by both). dst keeps its valid region."""
+    m.alias(dst, src, 0, op="treshape")
+
+
+def _tsubview_static(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if not isinstance(d, TileSpec) or not isinstance(s, TileSpec):
+        return
+    if d.dtype is not s.dtype:
+        raise sig.fail(f"dst element type {d.dtype} != src element type {s.dtype}")
+    if (d.blayout, d.slayout, d.fractal) != (s.blayout, s.slayout, s.fractal):
+        raise sig.fail(f"dst layout {d.layout_name} must be src's layout {s.layout_name}")
+    if d.rows > s.rows or d.cols > s.cols:
+        raise sig.fail(f"dst {d.rows}x{d.cols} is larger than src {s.rows}x{s.cols}")
+    # a view shares src's pitch: the outer stride of both layouts must agree
+    if s.layout_name in ("ND", "ZZ", "ZN") and d.cols != s.cols:
+        raise sig.fail(f"a {s.layout_name} view must have src's Cols ({s.cols}) to share its row "
+                       f"pitch, got {d.cols}")
+    if s.layout_name in ("DN", "NZ", "NN") and d.rows != s.rows:
+        raise sig.fail(f"a {s.layout_name} view must have src's Rows ({s.rows}) to share its "
+                       f"column pitch, got {d.rows}")
+
+
+def _tsubview_runtime(ins: Instr, dst: Tile, src: Tile, rowIdx: Any, colIdx: Any) -> None:  # noqa: N803
+    r0, c0 = _index(ins, "rowIdx", rowIdx), _index(ins, "colIdx", colIdx)
+    ir, ic = src.spec.inner
+    if r0 % ir or c0 % ic:
+        raise RuntimeCheckError(f"offset ({r0}, {c0}) must be a multiple of the {ir}x{ic} box "
+                                f"of a {src.spec.layout_name} tile", op=ins.mnemonic)
+    _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
+
+
+@instr("TSUBVIEW", family="layout", pipe=Pipe.S,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("rowIdx", "scalar"),
+                 Opnd("colIdx", "scalar")),
+       static=(_same_loc, _tsubview_static),
+       runtime=(_tsubview_runtime,))
+def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None:  # noqa: N802,N803
+    """Make dst a view of src starting at logical element (rowIdx, colIdx): dst[i, j] *is*
+    src[rowIdx + i, colIdx + j] (same bytes) for every (i, j) of dst's valid region. Like the
+    C++ tile pointer it is, the view covers dst's whole static shape from that element on, so
+    its last row may run past src (into the following bytes of the buffer)."""
+    off = int(src.spec.offsets[int(rowIdx), int(colIdx)]) * src.dtype.itemsize
+    m.alias(dst, src, off, op="tsubview")
+
+
+SHIFT_MX_ADDR = 2
+
+
+@instr("TGET_SCALE_ADDR", family="layout", pipe=Pipe.S,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")))
+def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
+    dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the
+    simulator's descriptor aliases src's storage, so dst views src's bytes."""
+    if m.target.name == "cpu":
+        m.alias(dst, src, 0, op="tget_scale_addr")
+    elif src.addr is not None:
+        m.assign(dst, src.addr >> SHIFT_MX_ADDR)
+
+
+@instr("TALIAS", family="layout", pipe=Pipe.S,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       static=(_same_loc,))
+def TALIAS(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """dst becomes an alias of src's storage (the manual's TALIAS: a tile view sharing the
+    original storage); dst's type may differ but its bytes must fit inside src's."""
+    if dst.spec.nbytes > src.spec.nbytes:
+        raise RuntimeCheckError(f"dst ({dst.spec.nbytes} bytes) does not fit in src "
+                                f"({src.spec.nbytes} bytes)", op="talias")
+    m.alias(dst, src, 0, op="talias")
+
+
+# ---- TPACK -------------------------------------------------------------------------------------
+
+def _tpack_static(sig: Sig) -> None:
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec):
+        pair = (s.dtype.itemsize, d.dtype.itemsize)
+        if pair not in ((4, 2), (4, 1), (2, 1)):
+            raise sig.fail(f"packs 4->2, 4->1 or 2->1 byte elements, got {s.dtype} -> {d.dtype}")
+
+
+def _tpack_runtime(ins: Instr, dst: Tile, src: Tile) -> None:
+    if dst.valid_shape != src.valid_shape:
+        raise RuntimeCheckError(f"dst valid region {dst.valid_row}x{dst.valid_col} != src "
+                                f"{src.valid_row}x{src.valid_col}", op=ins.mnemonic)
+
+
+@instr("TPACK", family="layout", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       dtype_key=("src", "dst"),
+       static=(locs(["dst", "src"], TileType.Vec), _tpack_static),
+       runtime=(_tpack_runtime,))
+def TPACK(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """Narrow each element to dst's width by keeping its low-order bytes (the vector pack:
+    b32 -> b16, b32 -> b8, b16 -> b8), over the common valid region."""
+    vr, vc = src.valid_shape
+    if not (vr and vc):
+        return
+    bits = np.asarray(src.read()).view(f"u{src.dtype.itemsize}")
+    low = bits.astype(f"u{dst.dtype.itemsize}")  # unsigned narrowing keeps the low bytes
+    dst.write(low.view(dst.dtype.np))
