@@ -230,9 +230,10 @@ def coerce_enum(enum_cls: type[enum.Enum], x: Any, what: str) -> Any:
     if isinstance(x, enum_cls):
         return x
     if isinstance(x, str):
-        key = x.split("::")[-1]
+        key = x.split("::")[-1].replace("_", "").lower()
         for m in enum_cls:
-            if m.name.lower() == key.lower() or str(m.value).lower() == key.lower():
+            if m.name.replace("_", "").lower() == key or \
+                    str(m.value).replace("_", "").lower() == key:
                 return m
     else:
         for m in enum_cls:

@@ -153,7 +153,7 @@ def _inner_box(slayout: SLayout, fractal: int, itemsize: int) -> tuple[int, int]
 @functools.lru_cache(maxsize=4096)
 def _interned(*args: Any) -> TileSpec:
     spec = TileSpec(*args)
-    _validate(spec)
+    _validate(spec, alignment=False)
     return spec
 
 
@@ -169,9 +169,14 @@ def tile_spec(
     fractal: int = FRACTAL_AB,
     pad: Any = PadValue.Null,
     compact: Any = CompactMode.Null,
+    *,
+    check_alignment: bool = True,
 ) -> TileSpec:
-    """Build (validate, intern) a tile type. ``valid_*=None`` means dynamic."""
-    return _interned(
+    """Build (validate, intern) a tile type. ``valid_*=None`` means dynamic.
+
+    ``check_alignment=False`` skips the C++ ``pto::Tile`` 32-byte alignment static_asserts,
+    which the PTOAS verifier does not apply to ``.pto`` programs."""
+    spec = _interned(
         coerce_enum(TileType, loc, "tile role"),
         dt_mod.dtype(dtype),
         _as_int(rows, "rows"),
@@ -184,6 +189,9 @@ def tile_spec(
         pad_value(pad),
         coerce_enum(CompactMode, compact, "compact mode"),
     )
+    if check_alignment:
+        _check_alignment(spec)
+    return spec
 
 
 def _as_int(x: Any, what: str) -> int:
@@ -192,7 +200,7 @@ def _as_int(x: Any, what: str) -> int:
     return int(x)
 
 
-def _validate(s: TileSpec) -> None:
+def _validate(s: TileSpec, alignment: bool = True) -> None:
     """The static_asserts of pto::Tile (model.md 2.2)."""
     what = f"Tile<{s.loc.name}, {s.dtype.name}, {s.rows}, {s.cols}>"
     if s.rows <= 0 or s.cols <= 0:
@@ -202,6 +210,13 @@ def _validate(s: TileSpec) -> None:
             raise PtoError(f"{what}: {n} {v} outside [0, {cap}]")
     if s.fractal not in (FRACTAL_AB, FRACTAL_C, FRACTAL_MX):
         raise PtoError(f"{what}: fractal size {s.fractal} not one of 512, 1024, 32")
+    if alignment:
+        _check_alignment(s)
+
+
+def _check_alignment(s: TileSpec) -> None:
+    """32-byte row/column alignment and box divisibility (pto::Tile static_asserts)."""
+    what = f"Tile<{s.loc.name}, {s.dtype.name}, {s.rows}, {s.cols}>"
     ir, ic = s.inner
     esz = s.dtype.itemsize
     if not s.is_boxed:

@@ -146,17 +146,23 @@ class Instr:
             if o.enum is not None and v is not None:
                 vals[i] = v = coerce_enum(o.enum, v, f"{self.mnemonic}: {o.name}")
             _check_kind(self.mnemonic, o, v)
-        params = {}
-        for p in self.params:
-            v = kwargs.pop(p.name, p.default)
-            if p.type is not None and isinstance(p.type, type) and issubclass(p.type, enum.Enum):
-                v = coerce_enum(p.type, v, f"{self.mnemonic}: {p.name}")
-            params[p.name] = v
+        params = self.resolve_params(kwargs)
         if kwargs:
             allowed = ", ".join(p.name for p in self.params) or "none"
             raise PtoError(f"unexpected argument(s) {', '.join(kwargs)} "
                            f"(template parameters: {allowed})", op=self.mnemonic)
         return vals, params
+
+    def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
+        """Template parameters with defaults filled in and enums coerced; the used keys are
+        removed from ``given``."""
+        params = {}
+        for p in self.params:
+            v = given.pop(p.name, p.default)
+            if p.type is not None and isinstance(p.type, type) and issubclass(p.type, enum.Enum):
+                v = coerce_enum(p.type, v, f"{self.mnemonic}: {p.name}")
+            params[p.name] = v
+        return params
 
     def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
         types = tuple(_type_of(v) for v in vals)

@@ -1,0 +1,137 @@
+"""Run PTO programs: ``ptoisa.load(path_or_text)`` then ``mod.<func>(*arrays, blocks=N)``.
+
+The module is parsed, checked for the target (SSA + every instruction's legality from the
+registry), compiled once per (function, target) to closures, and run on numpy arrays: pointer
+arguments bind to arrays (results are written into them), scalar arguments to numbers. A
+launch over N blocks runs every block with its own ``get_block_idx``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import memory
+from ..errors import ExecutionError, PtoError
+from ..ir import types as T
+from ..ir.core import Module
+from . import bridge
+from .compiler import CompiledFunc, Compiler, Context
+
+
+def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
+    where = f"argument {i} (%{name}: {t}) of @{fn.name}"
+    if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
+                                   and bridge.memref_space(t) == "gm"):
+        if not isinstance(v, np.ndarray):
+            raise PtoError(f"{where} must be a numpy array, got {type(v).__name__}")
+        want = bridge.elem_dtype(t.dtype)
+        if v.dtype != want.np:
+            raise PtoError(f"{where} must have dtype {want.name} ({want.np}), got {v.dtype}")
+        if not v.flags.c_contiguous:
+            raise PtoError(f"{where} must be C-contiguous")
+        return v.reshape(-1)
+    if isinstance(t, (T.IntegerType, T.IndexType)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise PtoError(f"{where} must be an integer, got {v!r}")
+        return int(v)
+    if isinstance(t, T.FloatType):
+        if not isinstance(v, (int, float, np.floating, np.integer)):
+            raise PtoError(f"{where} must be a number, got {v!r}")
+        return bridge.elem_dtype(t).np.type(v)
+    return v
+
+
+class Kernel:
+    """A callable function of a loaded module."""
+
+    def __init__(self, program: Program, name: str) -> None:
+        self.program = program
+        self.name = name
+
+    def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
+                 machine: memory.Machine | None = None) -> tuple[Any, ...]:
+        return self.program.run(self.name, *args, blocks=blocks, target=target,
+                                machine=machine)
+
+    def __repr__(self) -> str:
+        return f"<kernel @{self.name}>"
+
+
+class Program:
+    """A parsed ``.pto`` module, runnable for any target."""
+
+    def __init__(self, module: Module, target: str = "cpu") -> None:
+        self.module = module
+        self.target = target
+        self._compilers: dict[str, Compiler] = {}
+
+    def compiler(self, target: str) -> Compiler:
+        c = self._compilers.get(target)
+        if c is None:
+            c = self._compilers[target] = Compiler(self.module, target)
+        return c
+
+    def check(self, target: str | None = None) -> None:
+        """Compile every function for the target (raises VerifyError with location)."""
+        c = self.compiler(target or self.target)
+        for f in self.module.functions():
+            if f.sym_name:
+                c.function(f.sym_name)
+
+    @property
+    def functions(self) -> list[str]:
+        return [f.sym_name for f in self.module.functions() if f.sym_name]
+
+    def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
+            machine: memory.Machine | None = None) -> tuple[Any, ...]:
+        tgt = target or (machine.target.name if machine else self.target)
+        fn = self.compiler(tgt).function(name)
+        if len(args) != len(fn.args):
+            sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
+            raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
+        bound = [_bind_arg(fn, i, t, n, v) for i, ((_, t, n), v) in
+                 enumerate(zip(fn.args, args, strict=True))]
+        if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
+            raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
+        m = machine or memory.Machine(tgt)
+        out: tuple[Any, ...] = ()
+        for b in range(blocks):
+            m.block_idx, m.block_num = b, blocks
+            m.reset_print_buffer()
+            out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
+        return out
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self.module.lookup(name) is None:
+            raise AttributeError(f"module has no function '{name}' "
+                                 f"(functions: {', '.join(self.functions)})")
+        return Kernel(self, name)
+
+
+def load(source: str | Path, *, target: str = "cpu", filename: str | None = None) -> Program:
+    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program."""
+    from ..text import parse
+
+    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
+                                    and source.endswith(".pto")):
+        path = Path(source)
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise PtoError(f"cannot read {path}: {e.strerror}") from None
+        fname = filename or str(path)
+    else:
+        text = str(source)
+        fname = filename or "<string>"
+    prog = Program(parse(text, fname), target)
+    prog.check()
+    return prog
+
+
+__all__ = ["ExecutionError", "Kernel", "Program", "load"]

@@ -1,0 +1,716 @@
+"""Compile a verified ``func.func`` to a list of closures over a slot array, then run it.
+
+Every SSA value gets a slot index at compile time; each op becomes one Python closure that
+reads its operand slots and writes its result slots. Tile instructions are bound to their
+registry entry once (static legality is checked here, at compile time, for the chosen
+target); at run time a closure only runs the instruction's run-time rules and semantics.
+Tiles from ``pto.alloc_tile`` are created once per compiled function and reused by every
+execution of the op, as the hardware reuses a buffer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from ..enums import Layout
+from ..errors import ExecutionError, PtoError, VerifyError
+from ..ir import attrs as A
+from ..ir import types as T
+from ..ir.core import Op, Region
+from ..isa.registry import Instr
+from ..memory import Machine
+from ..tensor import GlobalTensor
+from ..tile import Tile
+from . import bridge
+
+Env = list[Any]
+Step = Callable[[Env], None]
+
+
+class TensorView:
+    """Run-time value of ``pto.make_tensor_view``: flat GM array, shape, strides, layout."""
+
+    __slots__ = ("array", "shape", "strides", "layout", "dtype")
+
+    def __init__(self, array: np.ndarray, shape: list[int], strides: list[int],
+                 layout: Layout | None, dtype: D.DType) -> None:
+        self.array = array
+        self.shape = shape
+        self.strides = strides
+        self.layout = layout
+        self.dtype = dtype
+
+
+class _Return(Exception):
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.values = values
+
+
+def infer_layout(shape: list[int], strides: list[int]) -> Layout:
+    """PTOAS layout inference from strides: ND when the innermost stride is 1 (row-major),
+    DN when the first of the last two strides is 1 (column-major), ND otherwise."""
+    if len(strides) >= 2 and strides[-1] != 1 and strides[-2] == 1:
+        return Layout.DN
+    return Layout.ND
+
+
+def _wrap_int(v: int, t: T.Type) -> int:
+    if isinstance(t, T.IntegerType) and t.width < 64 and t.width > 1:
+        w = t.width
+        v &= (1 << w) - 1
+        if t.signedness != "u" and v >= 1 << (w - 1):
+            v -= 1 << w
+    elif isinstance(t, T.IntegerType) and t.width == 1:
+        v &= 1
+    return v
+
+
+def _float(v: Any, t: T.Type) -> Any:
+    if isinstance(t, T.FloatType):
+        return bridge.elem_dtype(t).np.type(v)
+    return v
+
+
+_CMP = {
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+    "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
+    "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
+    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
+    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
+    "oeq": lambda a, b: a == b, "one": lambda a, b: a != b, "olt": lambda a, b: a < b,
+    "ole": lambda a, b: a <= b, "ogt": lambda a, b: a > b, "oge": lambda a, b: a >= b,
+    "ueq": lambda a, b: a == b, "une": lambda a, b: a != b,
+}
+
+_BIN: dict[str, Callable[[Any, Any], Any]] = {
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
+    "arith.muli": lambda a, b: a * b,
+    "arith.divsi": lambda a, b: int(a / b) if b else _div0(),
+    "arith.divui": lambda a, b: a // b if b else _div0(),
+    "arith.remsi": lambda a, b: int(np.fmod(a, b)) if b else _div0(),
+    "arith.remui": lambda a, b: a % b if b else _div0(),
+    "arith.ceildivsi": lambda a, b: -((-a) // b) if b else _div0(),
+    "arith.ceildivui": lambda a, b: -((-a) // b) if b else _div0(),
+    "arith.floordivsi": lambda a, b: a // b if b else _div0(),
+    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b,
+    "arith.xori": lambda a, b: a ^ b, "arith.shli": lambda a, b: a << b,
+    "arith.shrsi": lambda a, b: a >> b, "arith.shrui": lambda a, b: a >> b,
+    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
+    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
+    "arith.mulf": lambda a, b: a * b, "arith.divf": lambda a, b: a / b,
+    "arith.maximumf": max, "arith.minimumf": min, "arith.maxnumf": max, "arith.minnumf": min,
+    "arith.remf": lambda a, b: np.fmod(a, b),
+}
+
+
+def _div0() -> int:
+    raise ExecutionError("integer division by zero")
+
+
+_NOOP_PREFIXES = (
+    "pto.barrier", "pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
+    "pto.sync.", "pto.get_buf", "pto.rls_buf", "pto.tsync", "pto.set_ffts",
+    "pto.auto_sync_tail_hint", "pto.section.", "memref.dealloc", "pto.tfree",
+)
+
+
+class Compiler:
+    """Compiles the functions of one module for one target."""
+
+    def __init__(self, module: Any, target: str) -> None:
+        self.module = module
+        self.target = target
+        self.funcs: dict[str, CompiledFunc] = {}
+
+    def function(self, name: str) -> CompiledFunc:
+        cf = self.funcs.get(name)
+        if cf is None:
+            op = self.module.lookup(name)
+            if op is None:
+                names = ", ".join(f.sym_name for f in self.module.functions())
+                raise PtoError(f"no function '{name}' in the module (functions: {names})")
+            cf = CompiledFunc(self, op)
+            self.funcs[name] = cf
+            cf.build()
+        return cf
+
+
+class CompiledFunc:
+    def __init__(self, compiler: Compiler, op: Op) -> None:
+        self.c = compiler
+        self.op = op
+        self.name = op.sym_name or "?"
+        self.slots: dict[int, int] = {}
+        self.n = 1  # slot 0 holds the launch Context
+        self.steps: list[Step] = []
+        self.args: list[tuple[int, T.Type, str]] = []
+        fty = op.attributes.get("function_type")
+        self.result_types = fty.type.results if isinstance(fty, A.TypeAttr) else ()
+        self.tiles: list[Tile] = []
+
+    # ---- slots -------------------------------------------------------------------------------
+    def slot(self, v: Any) -> int:
+        k = self.slots.get(id(v))
+        if k is None:
+            k = self.slots[id(v)] = self.n
+            self.n += 1
+        return k
+
+    def build(self) -> None:
+        body = self.op.regions[0].block if self.op.regions and self.op.regions[0].blocks \
+            else None
+        if body is None:
+            return
+        for a in body.args:
+            self.args.append((self.slot(a), a.type, a.name))
+        self.steps = self.block(self.op.regions[0])
+
+    def block(self, region: Region) -> list[Step]:
+        steps: list[Step] = []
+        for op in region.block.ops:
+            st = self.compile_op(op)
+            if st is not None:
+                steps.append(st)
+        return steps
+
+    # ---- ops ---------------------------------------------------------------------------------
+    def compile_op(self, op: Op) -> Step | None:
+        name = op.name
+        try:
+            h = _HANDLERS.get(name)
+            if h is not None:
+                return h(self, op)
+            b = bridge.check_op(op, self.c.target)
+            if b is not None:
+                return self.instr_step(op, b)
+            if name.startswith(_NOOP_PREFIXES):
+                return None
+        except VerifyError:
+            raise
+        except PtoError as e:
+            raise VerifyError(e.message, op=e.op or name, loc=op.loc) from None
+        return self.unsupported(op)
+
+    def unsupported(self, op: Op) -> Step:
+        loc = op.loc
+
+        def step(env: Env) -> None:
+            raise ExecutionError(f"operation '{op.name}' cannot be executed by ptoisa yet",
+                                 loc=loc)
+        return step
+
+    def instr_step(self, op: Op, b: bridge.Binding) -> Step:
+        """One tile instruction. SSA results become tiles created here, once."""
+        instr: Instr = b.instr
+        slots: list[int | None] = []
+        results: list[tuple[int, Tile]] = []
+        for v, from_res in zip(b.values, b.from_result, strict=True):
+            if v is None:
+                slots.append(None)
+                continue
+            k = self.slot(v)
+            slots.append(k)
+            if from_res:
+                spec = bridge.tile_spec_of(v.type)
+                if spec is None:
+                    raise VerifyError(f"result type {v.type} is not a tile", op=op.name,
+                                      loc=op.loc)
+                tile = Tile.of(spec, name=v.name)
+                self.tiles.append(tile)
+                results.append((k, tile))
+        params = b.params
+        runtime = instr.runtime
+        impl = instr.impl
+        loc = op.loc
+        opname = instr.mnemonic
+        fixed = tuple(slots)
+        res = tuple(results)
+
+        def step(env: Env) -> None:
+            for k, t in res:
+                env[k] = t
+            vals = [None if s is None else env[s] for s in fixed]
+            try:
+                for r in runtime:
+                    r(instr, *vals, **params)
+                impl(env[0].machine, *vals, **params)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = opname
+                raise e.with_loc(loc) from None
+        return step
+
+    def value_of(self, v: Any) -> Callable[[Env], Any]:
+        k = self.slot(v)
+        return lambda env: env[k]
+
+
+# ---- handlers ----------------------------------------------------------------------------------
+
+_HANDLERS: dict[str, Callable[[CompiledFunc, Op], Step | None]] = {}
+
+
+def handler(*names: str) -> Callable[[Callable[[CompiledFunc, Op], Step | None]], Any]:
+    def deco(fn: Callable[[CompiledFunc, Op], Step | None]) -> Any:
+        for n in names:
+            _HANDLERS[n] = fn
+        return fn
+    return deco
+
+
+def _literal(op: Op) -> Any:
+    for p in op.syntax:
+        if p.kind == "a":
+            return p.value
+    return op.attributes.get("value")
+
+
+def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
+    """``dense<[1, 2]>`` / ``dense<0.5>`` of a vector/tensor type as a numpy array."""
+    import re
+
+    body = text[len("dense<"):-1].strip()
+    nums = [float(x) if any(c in x for c in ".eE") and not x.startswith("0x") else int(x, 0)
+            for x in re.findall(r"[-+]?(?:0x[0-9a-fA-F]+|\d+\.?\d*(?:[eE][-+]?\d+)?)", body)]
+    m = re.match(r"(?:vector|tensor)<([\dx]+)x(\w+)>", str(t))
+    if m is None:
+        raise VerifyError(f"dense constant of type {t} is not supported", op=op.name, loc=op.loc)
+    shape = tuple(int(d) for d in m.group(1).split("x"))
+    from ..dtypes import dtype as _dt
+
+    arr = np.asarray(nums, dtype=_dt(m.group(2)).np)
+    return np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
+
+
+@handler("arith.constant")
+def _constant(cf: CompiledFunc, op: Op) -> Step:
+    a = _literal(op)
+    rt = op.results[0].type
+    if isinstance(a, A.IntegerAttr):
+        val: Any = _wrap_int(a.value, rt)
+    elif isinstance(a, A.FloatAttr):
+        val = _float(a.value, rt)
+    elif isinstance(a, A.BoolAttr):
+        val = int(a.value)
+    elif isinstance(a, A.OpaqueAttr) and a.text.startswith("dense<"):
+        val = _dense(a.text, rt, op)
+    else:
+        raise VerifyError(f"unsupported constant {a}", op=op.name, loc=op.loc)
+    k = cf.slot(op.results[0])
+
+    def step(env: Env) -> None:
+        env[k] = val
+    return step
+
+
+def _binary(cf: CompiledFunc, op: Op) -> Step:
+    fn = _BIN[op.name]
+    a, b = (cf.slot(v) for v in op.operands[:2])
+    k = cf.slot(op.results[0])
+    rt = op.results[0].type
+    is_int = isinstance(rt, (T.IntegerType, T.IndexType))
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            r = fn(env[a], env[b])
+        except ExecutionError as e:
+            raise e.with_loc(loc) from None
+        env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
+    return step
+
+
+for _n in _BIN:
+    _HANDLERS[_n] = _binary
+
+
+@handler("arith.cmpi", "arith.cmpf")
+def _cmp(cf: CompiledFunc, op: Op) -> Step:
+    pred = None
+    for p in op.syntax:
+        if p.kind in ("k", "a"):
+            pred = str(p.value.value if isinstance(p.value, A.StringAttr) else p.value)
+            break
+    pa = op.attributes.get("predicate")
+    if pred is None and pa is not None:
+        pred = str(bridge.attr_value(pa))
+    fn = _CMP.get((pred or "").strip('"'))
+    if fn is None:
+        raise VerifyError(f"unknown comparison predicate {pred!r}", op=op.name, loc=op.loc)
+    a, b = (cf.slot(v) for v in op.operands[:2])
+    k = cf.slot(op.results[0])
+
+    def step(env: Env) -> None:
+        env[k] = int(bool(fn(env[a], env[b])))
+    return step
+
+
+@handler("arith.select")
+def _select(cf: CompiledFunc, op: Op) -> Step:
+    c, a, b = (cf.slot(v) for v in op.operands[:3])
+    k = cf.slot(op.results[0])
+
+    def step(env: Env) -> None:
+        env[k] = env[a] if env[c] else env[b]
+    return step
+
+
+@handler("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
+         "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
+         "arith.extf", "arith.truncf", "arith.bitcast")
+def _cast(cf: CompiledFunc, op: Op) -> Step:
+    a = cf.slot(op.operands[0])
+    k = cf.slot(op.results[0])
+    rt = op.results[0].type
+    to_int = isinstance(rt, (T.IntegerType, T.IndexType))
+
+    def step(env: Env) -> None:
+        v = env[a]
+        env[k] = _wrap_int(int(v), rt) if to_int else _float(v, rt)
+    return step
+
+
+@handler("arith.negf")
+def _negf(cf: CompiledFunc, op: Op) -> Step:
+    a = cf.slot(op.operands[0])
+    k = cf.slot(op.results[0])
+
+    def step(env: Env) -> None:
+        env[k] = -env[a]
+    return step
+
+
+@handler("scf.for")
+def _for(cf: CompiledFunc, op: Op) -> Step:
+    lb, ub, stp = (cf.slot(v) for v in op.operands[:3])
+    inits = [cf.slot(v) for v in op.operands[3:]]
+    body_blk = op.regions[0].block
+    iv = cf.slot(body_blk.args[0])
+    iters = [cf.slot(a) for a in body_blk.args[1:]]
+    results = [cf.slot(r) for r in op.results]
+    body = cf.block(op.regions[0])
+    yield_slots = _yield_slots(cf, op.regions[0])
+
+    def step(env: Env) -> None:
+        for d, s in zip(iters, inits, strict=True):
+            env[d] = env[s]
+        i, end, st = env[lb], env[ub], env[stp]
+        if st <= 0:
+            raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
+        while i < end:
+            env[iv] = i
+            for s in body:
+                s(env)
+            if yield_slots:
+                vals = [env[y] for y in yield_slots]
+                for d, v in zip(iters, vals, strict=True):
+                    env[d] = v
+            i += st
+        for r, d in zip(results, iters, strict=True):
+            env[r] = env[d]
+    return step
+
+
+def _yield_slots(cf: CompiledFunc, region: Region) -> list[int]:
+    ops = region.block.ops
+    if ops and ops[-1].name == "scf.yield":
+        return [cf.slot(v) for v in ops[-1].operands]
+    return []
+
+
+@handler("scf.yield", "scf.condition")
+def _yield(cf: CompiledFunc, op: Op) -> None:
+    return None
+
+
+@handler("scf.if")
+def _if(cf: CompiledFunc, op: Op) -> Step:
+    c = cf.slot(op.operands[0])
+    then = cf.block(op.regions[0])
+    then_y = _yield_slots(cf, op.regions[0])
+    has_else = len(op.regions) > 1 and op.regions[1].blocks
+    other = cf.block(op.regions[1]) if has_else else []
+    other_y = _yield_slots(cf, op.regions[1]) if has_else else []
+    results = [cf.slot(r) for r in op.results]
+
+    def step(env: Env) -> None:
+        if env[c]:
+            for s in then:
+                s(env)
+            ys = then_y
+        else:
+            for s in other:
+                s(env)
+            ys = other_y
+        for r, y in zip(results, ys, strict=False):
+            env[r] = env[y]
+    return step
+
+
+@handler("scf.while")
+def _while(cf: CompiledFunc, op: Op) -> Step:
+    inits = [cf.slot(v) for v in op.operands]
+    before, after = op.regions[0], op.regions[1]
+    b_args = [cf.slot(a) for a in before.block.args]
+    a_args = [cf.slot(a) for a in after.block.args]
+    b_steps = cf.block(before)
+    a_steps = cf.block(after)
+    cond_op = before.block.ops[-1]
+    cond = cf.slot(cond_op.operands[0])
+    passed = [cf.slot(v) for v in cond_op.operands[1:]]
+    a_yield = _yield_slots(cf, after)
+    results = [cf.slot(r) for r in op.results]
+
+    def step(env: Env) -> None:
+        vals = [env[s] for s in inits]
+        guard = 0
+        while True:
+            for d, v in zip(b_args, vals, strict=True):
+                env[d] = v
+            for s in b_steps:
+                s(env)
+            out = [env[p] for p in passed]
+            if not env[cond]:
+                break
+            for d, v in zip(a_args, out, strict=True):
+                env[d] = v
+            for s in a_steps:
+                s(env)
+            vals = [env[y] for y in a_yield]
+            guard += 1
+        for r, v in zip(results, out, strict=False):
+            env[r] = v
+    return step
+
+
+@handler("func.return", "return")
+def _return(cf: CompiledFunc, op: Op) -> Step:
+    slots = [cf.slot(v) for v in op.operands]
+
+    def step(env: Env) -> None:
+        raise _Return(tuple(env[s] for s in slots))
+    return step
+
+
+@handler("func.call", "call")
+def _call(cf: CompiledFunc, op: Op) -> Step:
+    callee_name = op.callee
+    if callee_name is None:
+        raise VerifyError("call without a callee", op=op.name, loc=op.loc)
+    args = [cf.slot(v) for v in op.operands]
+    results = [cf.slot(r) for r in op.results]
+    compiler = cf.c
+
+    def step(env: Env) -> None:
+        callee = compiler.function(callee_name)
+        out = callee.invoke(env[0], [env[a] for a in args])
+        for r, v in zip(results, out, strict=False):
+            env[r] = v
+    return step
+
+
+def _kw_list(op: Op, key: str) -> list[int] | None:
+    """Operand indices inside ``key = [ ... ]`` of a custom spelling."""
+    s = op.syntax
+    for i in range(len(s) - 2):
+        if s[i].kind == "k" and s[i].value == key and s[i + 1].value == "=":
+            out = []
+            j = i + 2
+            if s[j].value != "[":
+                return [int(s[j].value)] if s[j].kind == "v" else []  # type: ignore[arg-type]
+            j += 1
+            while j < len(s) and s[j].value != "]":
+                if s[j].kind == "v":
+                    out.append(int(s[j].value))  # type: ignore[arg-type]
+                j += 1
+            return out
+    return None
+
+
+def _layout_attr(op: Op) -> Layout | None:
+    a = op.attributes.get("layout")
+    if a is None:
+        return None
+    v = str(bridge.attr_value(a)).lower()
+    for lay in Layout:
+        if lay.value == v or lay.name.lower() == v:
+            return lay
+    return None
+
+
+@handler("pto.make_tensor_view")
+def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
+    ptr = cf.slot(op.operands[0])
+    shape = [cf.slot(op.operands[i]) for i in (_kw_list(op, "shape") or [])]
+    strides = [cf.slot(op.operands[i]) for i in (_kw_list(op, "strides") or [])]
+    k = cf.slot(op.results[0])
+    rt = op.results[0].type
+    dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
+    layout = _layout_attr(op)
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        arr = env[ptr]
+        if not isinstance(arr, np.ndarray):
+            raise ExecutionError("make_tensor_view needs a pointer argument bound to a numpy "
+                                 f"array, got {type(arr).__name__}", loc=loc)
+        env[k] = TensorView(arr, [int(env[s]) for s in shape], [int(env[s]) for s in strides],
+                            layout, dt or D.dtype(arr.dtype))
+    return step
+
+
+@handler("pto.partition_view")
+def _partition_view(cf: CompiledFunc, op: Op) -> Step:
+    tv = cf.slot(op.operands[0])
+    offs = [cf.slot(op.operands[i]) for i in (_kw_list(op, "offsets") or [])]
+    sizes = [cf.slot(op.operands[i]) for i in (_kw_list(op, "sizes") or [])]
+    k = cf.slot(op.results[0])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        view: TensorView = env[tv]
+        o = [int(env[s]) for s in offs]
+        sz = [int(env[s]) for s in sizes]
+        st = view.strides
+        if not (len(o) == len(sz) == len(st)):
+            raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
+                                 f"rank-{len(st)} view", loc=loc)
+        for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
+            if a < 0 or n < 0 or a + n > full:
+                raise ExecutionError(
+                    f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}",
+                    loc=loc)
+        offset = sum(a * s for a, s in zip(o, st, strict=True))
+        layout = view.layout or infer_layout(sz, st)
+        try:
+            env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
+                                  offset=offset)
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+@handler("pto.alloc_tile")
+def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
+    res = op.results[0]
+    spec = bridge.tile_spec_of(res.type)
+    if spec is None:
+        raise VerifyError(f"alloc_tile result type {res.type} is not a tile_buf", op=op.name,
+                          loc=op.loc)
+    tile = Tile.of(spec, name=res.name)
+    cf.tiles.append(tile)
+    k = cf.slot(res)
+    kw = op.keyword_operands
+    addr = cf.slot(kw["addr"]) if "addr" in kw else None
+    vr = cf.slot(kw["valid_row"]) if "valid_row" in kw else None
+    vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            if addr is not None:
+                env[0].machine.assign(tile, int(env[addr]))
+            if vr is not None or vc is not None:
+                tile.set_valid(None if vr is None else int(env[vr]),
+                               None if vc is None else int(env[vc]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+        env[k] = tile
+    return step
+
+
+@handler("memref.alloc")
+def _memref_alloc(cf: CompiledFunc, op: Op) -> Step:
+    res = op.results[0]
+    spec = bridge.tile_spec_of(res.type)
+    k = cf.slot(res)
+    if spec is not None:
+        tile = Tile.of(spec, name=res.name)
+        cf.tiles.append(tile)
+
+        def step(env: Env) -> None:
+            env[k] = tile
+        return step
+    t = res.type
+    if not isinstance(t, T.MemRefType) or None in t.shape:
+        raise VerifyError(f"cannot allocate {t}", op=op.name, loc=op.loc)
+    arr = np.zeros(t.shape, bridge.elem_dtype(t.dtype).np)
+
+    def step2(env: Env) -> None:
+        env[k] = arr
+    return step2
+
+
+@handler("pto.set_validshape")
+def _set_validshape(cf: CompiledFunc, op: Op) -> Step:
+    t, r, c = (cf.slot(v) for v in op.operands[:3])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            env[t].set_valid(int(env[r]), int(env[c]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+@handler("pto.tassign")
+def _tassign(cf: CompiledFunc, op: Op) -> Step:
+    t, a = (cf.slot(v) for v in op.operands[:2])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            env[0].machine.assign(env[t], int(env[a]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+def _block_query(attr: str) -> Callable[[CompiledFunc, Op], Step]:
+    def h(cf: CompiledFunc, op: Op) -> Step:
+        k = cf.slot(op.results[0])
+
+        def step(env: Env) -> None:
+            env[k] = getattr(env[0], attr)
+        return step
+    return h
+
+
+_HANDLERS["pto.get_block_idx"] = _block_query("block_idx")
+_HANDLERS["pto.get_block_num"] = _block_query("block_num")
+_HANDLERS["pto.get_subblock_idx"] = _block_query("subblock_idx")
+_HANDLERS["pto.get_subblock_num"] = _block_query("subblock_num")
+
+
+class Context:
+    """Slot 0 of every frame: the machine and the launch coordinates."""
+
+    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num")
+
+    def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
+        self.machine = machine
+        self.block_idx = block_idx
+        self.block_num = block_num
+        self.subblock_idx = 0
+        self.subblock_num = 1
+
+
+def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...]:
+    env: Env = [None] * max(self.n, 1)
+    env[0] = ctx
+    for (k, _t, _n), v in zip(self.args, args, strict=True):
+        env[k] = v
+    try:
+        for s in self.steps:
+            s(env)
+    except _Return as r:
+        return r.values
+    return ()
+
+
+CompiledFunc.invoke = _invoke  # type: ignore[attr-defined]
