@@ -45,7 +45,8 @@ def format_values(vals: np.ndarray, is_float: bool, fmt: PrintFormat) -> list[li
     if is_float:
         f = vals.astype(np.float64)
         return [[f"{x:{w}.{p}f}" for x in row] for row in f.tolist()]
-    return [[f"{x:{w}d}" for x in row] for row in vals.astype(np.int64).tolist()]
+    # tolist() gives exact Python ints (u64 above 2**63 must not wrap through int64)
+    return [[f"{int(x):{w}d}" for x in row] for row in vals.tolist()]
 
 
 def _cpu_tile_text(tile: Tile, fmt: PrintFormat) -> str:
