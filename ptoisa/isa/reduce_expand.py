@@ -1,0 +1,777 @@
+"""Reductions (row/column, value and arg), broadcasts (row/column expand and the fused
+expand-and-operate instructions), pair reduction, interleave/deinterleave and the partial
+arg-reductions.
+
+TROWSUM and the shared row-reduction rules live in :mod:`ptoisa.isa.reduce`. Every
+semantics function here is one vectorised numpy expression over the iteration domain (no
+Python loop over rows or columns): row softmax (TROWMAX, TROWEXPANDSUB, TEXP, TROWSUM,
+TROWEXPANDDIV) runs on these.
+
+Iteration domains: row/column reductions iterate over *src*'s valid region; expand and
+expand-op instructions over *dst*'s. Run-time checks documented as the NPU's are made on
+a2a3/a5; the cpu target (the upstream CPU simulator) only rejects what would leave the tiles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import dtype as to_dtype
+from ..enums import Pipe, TileType
+from ..errors import PtoError, RuntimeCheckError
+from ..memory import Machine, current
+from ..tile import Tile, TileSpec
+from .reduce import row_reduce_dst, row_reduce_runtime
+from .registry import (
+    Event,
+    Instr,
+    Opnd,
+    Param,
+    Sig,
+    StaticRule,
+    elem_type,
+    instr,
+    locs,
+    nd,
+    same_dtype,
+)
+
+Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+
+# ---- shared helpers ----------------------------------------------------------------------------
+
+def _npu() -> bool:
+    return current().target.name != "cpu"
+
+
+def _fit(t: Tile, rows: int, cols: int, what: str) -> None:
+    """The result block rows x cols must fit in tile ``t`` (its static capacity)."""
+    if rows > t.rows or cols > t.cols:
+        raise RuntimeCheckError(f"{what} needs {rows}x{cols} elements but the tile holds "
+                                f"{t.rows}x{t.cols}")
+
+
+def _need(t: Tile, rows: int, cols: int, what: str, purpose: str) -> None:
+    """Tile ``t``'s valid region must cover rows x cols."""
+    if t.valid_row < rows or t.valid_col < cols:
+        raise RuntimeCheckError(f"{what} valid region {t.valid_row}x{t.valid_col} does not "
+                                f"cover {rows}x{cols} ({purpose})")
+
+
+def _cmp_view(x: np.ndarray) -> np.ndarray:
+    """Values for comparisons: f16/bf16 widened to f32 (exact), everything else as is."""
+    return x.astype(np.float32) if x.dtype.kind == "V" or x.dtype == np.float16 else x
+
+
+def _tree(x: np.ndarray, fn: Ufunc, identity: Any) -> np.ndarray:
+    """Reduce along axis 1 by halving (pairwise tree), every partial result in x's type: the
+    order of the NPU's reduction instructions."""
+    n = x.shape[1]
+    width = 1 << max(n - 1, 0).bit_length()
+    if width != n:
+        x = np.concatenate([x, np.full((x.shape[0], width - n), identity, x.dtype)], axis=1)
+    with np.errstate(all="ignore"):
+        while x.shape[1] > 1:
+            h = x.shape[1] // 2
+            x = fn(x[:, :h], x[:, h:])
+    return x[:, 0]
+
+
+def _cpu_acc(dt: Any) -> Any:
+    """Accumulator type of the CPU simulator's sequential reductions (as TROWSUM): f32 for
+    f16/bf16, the element type otherwise."""
+    return np.float32 if dt.name in ("f16", "bf16") else dt.np
+
+
+def _idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C integer division (truncation toward zero) in a's type; wraps (INT_MIN / -1); x / 0
+    is target-defined: ptoisa gives 0 (as the elementwise TDIV family)."""
+    dt = a.dtype
+    work = np.uint64 if dt == np.uint64 else np.int64
+    aw, bw = a.astype(work), b.astype(work)
+    zero = bw == 0
+    bs = np.where(zero, 1, bw).astype(work)
+    with np.errstate(all="ignore"):
+        q = aw // bs
+        if work is np.int64:
+            r = aw - q * bs
+            q = q + ((r != 0) & ((aw < 0) != (bs < 0))).astype(np.int64)
+        q = np.where(zero, 0, q)
+        u = q.astype(np.uint64) & np.uint64((1 << (8 * dt.itemsize)) - 1)
+    return u.astype(f"u{dt.itemsize}").view(dt)
+
+
+def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        a, b = np.broadcast_arrays(a, b)
+        return _idiv(a, b)
+    return np.divide(a, b)
+
+
+def _expdif(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """exp(a - b): the subtraction rounded to the element type, then exp (the NPU runs
+    T*EXPANDSUB followed by TEXP)."""
+    d = np.subtract(a, b)
+    return np.exp(d).astype(d.dtype)
+
+
+def _max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.maximum(a, b)
+
+
+def _min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.minimum(a, b)
+
+
+BINOPS: dict[str, tuple[Ufunc, str]] = {
+    "ADD": (np.add, "+"),
+    "SUB": (np.subtract, "-"),
+    "MUL": (np.multiply, "*"),
+    "DIV": (_div, "/"),
+    "MAX": (_max, "max"),
+    "MIN": (_min, "min"),
+    "EXPDIF": (_expdif, "expdif"),
+}
+
+
+class PrecisionType:
+    """Values of the ``PrecisionType`` template argument (``DivAlgorithm::DEFAULT`` or
+    ``DivAlgorithm::HIGH_PRECISION``); both give the correctly rounded quotient here."""
+
+    NAMES = ("DEFAULT", "HIGH_PRECISION")
+
+    @classmethod
+    def check(cls, ins: Instr, *vals: Any, PrecisionType: Any = "DEFAULT",  # noqa: N803
+              **kw: Any) -> None:
+        name = getattr(PrecisionType, "name", str(PrecisionType)).split("::")[-1].upper()
+        if name not in cls.NAMES:
+            raise PtoError(f"PrecisionType {PrecisionType!r} is not a DivAlgorithm (allowed: "
+                           f"{', '.join(cls.NAMES)})", op=ins.mnemonic)
+
+
+def _none_box(*names: str) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        for n in names:
+            t = sig[n]
+            if isinstance(t, TileSpec) and t.is_boxed:
+                raise sig.fail(f"{n} must be ND or DN (no fractal boxes), got {t.layout_name}")
+    return rule
+
+
+def _row_major(*names: str) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        for n in names:
+            t = sig[n]
+            if isinstance(t, TileSpec) and not t.is_row_major:
+                raise sig.fail(f"{n} must be row-major, got {t.layout_name}")
+    return rule
+
+
+def _cpu_same_rows(sig: Sig) -> None:
+    s, d = sig["src"], sig["dst"]
+    if sig.target.name == "cpu" and isinstance(s, TileSpec) and isinstance(d, TileSpec) \
+            and s.rows != d.rows:
+        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the cpu target requires "
+                       "equal static rows)")
+
+
+# ---- row reductions: TROWPROD TROWMAX TROWMIN ---------------------------------------------
+
+def _declare_row_reduce(name: str, what: str) -> Instr:
+    def impl(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:
+        vr, vc = src.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        _fit(dst, vr, 1, "dst")
+        x = np.asarray(src.read())
+        with np.errstate(all="ignore"):
+            if name == "TROWMAX":
+                r = np.max(x, axis=1)
+            elif name == "TROWMIN":
+                r = np.min(x, axis=1)
+            elif m.target.name == "cpu":
+                acc = _cpu_acc(src.dtype)
+                r = np.multiply.accumulate(x.astype(acc), axis=1, dtype=acc)[:, -1]
+            else:
+                r = _tree(x, np.multiply, 1)
+        dst.write(np.asarray(r).astype(dst.dtype.np)[:, None])
+
+    impl.__doc__ = (
+        f"dst[i, 0] = {what}_j src[i, j] over src's valid region (only column 0 of dst is "
+        "written; tmp is not modified)."
+        + ("\n\ncpu: sequential product (f32 accumulator for f16/bf16); a2a3/a5: a pairwise "
+           "tree in the element type. Integers wrap." if name == "TROWPROD" else ""))
+    return instr(name, family="reduce", pipe=Pipe.V,
+                 operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
+                           Opnd("tmp", "tile", "scratch")),
+                 dtype_key=("src",),
+                 static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
+                         same_dtype("dst", "src"), _cpu_same_rows),
+                 runtime=(row_reduce_runtime,))(impl)
+
+
+TROWPROD = _declare_row_reduce("TROWPROD", "prod")
+TROWMAX = _declare_row_reduce("TROWMAX", "max")
+TROWMIN = _declare_row_reduce("TROWMIN", "min")
+
+
+# ---- column reductions: TCOLSUM TCOLPROD TCOLMAX TCOLMIN --------------------------------------
+
+def _col_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
+    if not _npu() or src.valid_row == 0 or src.valid_col == 0:
+        return  # returns early on an empty source (documented); the cpu checks nothing
+    if src.valid_col != dst.valid_col:
+        raise RuntimeCheckError(
+            f"src valid cols {src.valid_col} != dst valid cols {dst.valid_col}", op=ins.mnemonic)
+
+
+def _col_sum(m: Machine, x: np.ndarray, binary: bool) -> np.ndarray:
+    if m.target.name == "cpu":
+        acc = _cpu_acc(to_dtype(x.dtype))
+        return np.add.accumulate(x.astype(acc), axis=0, dtype=acc)[-1]
+    if not binary:
+        return np.add.accumulate(x, axis=0)[-1]
+    # binary tree: adjacent row pairs summed, halving until one row is left (an odd last row
+    # is carried to the next level)
+    while x.shape[0] > 1:
+        n = x.shape[0]
+        s = x[0:n - 1:2] + x[1:n:2]
+        x = np.concatenate([s, x[n - 1:]], axis=0) if n % 2 else s
+    return x[0]
+
+
+def _declare_col_reduce(name: str, what: str, with_tmp: bool) -> Instr:
+    def impl(m: Machine, dst: Tile, src: Tile, tmp: Tile | None = None,
+             isBinary: Any = False) -> None:  # noqa: N803
+        vr, vc = src.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        _fit(dst, 1, vc, "dst")
+        x = np.asarray(src.read())
+        with np.errstate(all="ignore"):
+            if name == "TCOLMAX":
+                r = np.max(x, axis=0)
+            elif name == "TCOLMIN":
+                r = np.min(x, axis=0)
+            elif name == "TCOLSUM":
+                r = _col_sum(m, x, bool(isBinary) and tmp is not None)
+            else:
+                acc = _cpu_acc(src.dtype) if m.target.name == "cpu" else x.dtype
+                r = np.multiply.accumulate(x.astype(acc), axis=0, dtype=acc)[-1]
+            dst.write(np.asarray(r).astype(dst.dtype.np)[None, :])
+
+    impl.__doc__ = (f"dst[0, j] = {what}_i src[i, j] over src's valid region (only row 0 of "
+                    "dst is written).")
+    if name == "TCOLSUM":
+        impl.__doc__ += (
+            "\n\nTCOLSUM(dst, src) and TCOLSUM(dst, src, tmp, isBinary). cpu: sequential, "
+            "f32 accumulator for f16/bf16 sources. a2a3/a5: row by row in the element type, "
+            "or with isBinary a tree over adjacent row pairs (tmp, the NPU's scratch, is not "
+            "modelled). Integers wrap.")
+    elif name == "TCOLPROD":
+        impl.__doc__ += ("\n\nRow by row (cpu: f32 accumulator for f16/bf16); integers wrap.")
+    ops: tuple[Opnd, ...] = (Opnd("dst", "tile", "out"), Opnd("src", "tile"))
+    if with_tmp:
+        ops += (Opnd("tmp", "tile", "scratch", optional=True),
+                Opnd("isBinary", "scalar", optional=True))
+    return instr(name, family="reduce", pipe=Pipe.V, operands=ops,
+                 dtype_key=("src", "dst"),
+                 static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src")),
+                 runtime=(_col_reduce_runtime,))(impl)
+
+
+TCOLSUM = _declare_col_reduce("TCOLSUM", "sum", True)
+TCOLPROD = _declare_col_reduce("TCOLPROD", "prod", False)
+TCOLMAX = _declare_col_reduce("TCOLMAX", "max", False)
+TCOLMIN = _declare_col_reduce("TCOLMIN", "min", False)
+
+
+# ---- arg reductions: TROWARGMAX TROWARGMIN TCOLARGMAX TCOLARGMIN -----------------------------
+
+class ValIdxInstr(Instr):
+    """An instruction with the two C++ overloads ``OP(dst, src, tmp)`` (index only) and
+    ``OP(dstVal, dstIdx, src, tmp)`` (value and index). Operands are declared as
+    ``(dst, src, tmp, dstVal?)``; a four-operand call is rebound to that order."""
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
+        a = list(args)
+        waits: list[Any] = []
+        while a and isinstance(a[-1], Event):
+            waits.insert(0, a.pop())
+        if len(a) == 4:
+            a = [a[1], a[2], a[3], a[0]]
+        return super().bind(tuple(a + waits), kwargs)
+
+
+def _argreduce_runtime(axis: int) -> Callable[..., None]:
+    def rule(ins: Instr, dst: Tile, src: Tile, tmp: Tile, dstVal: Tile | None = None,  # noqa: N803
+             **kw: Any) -> None:
+        if not _npu():
+            return
+        name = ins.mnemonic
+        if src.valid_row == 0 or src.valid_col == 0:
+            raise RuntimeCheckError(
+                f"src valid region {src.valid_row}x{src.valid_col} is empty", op=name)
+        for label, t in (("dst", dst), ("dstVal", dstVal)):
+            if t is None:
+                continue
+            if axis == 1:
+                if t.valid_row != src.valid_row:
+                    raise RuntimeCheckError(f"src valid rows {src.valid_row} != {label} valid "
+                                            f"rows {t.valid_row}", op=name)
+                if t.spec.is_nd and t.valid_col != 1:
+                    raise RuntimeCheckError(f"{label} is ND, its valid cols must be 1 (got "
+                                            f"{t.valid_col})", op=name)
+            else:
+                if t.valid_row != 1:
+                    raise RuntimeCheckError(f"{label} valid rows must be 1 (got "
+                                            f"{t.valid_row})", op=name)
+                if t.valid_col != src.valid_col:
+                    raise RuntimeCheckError(f"src valid cols {src.valid_col} != {label} valid "
+                                            f"cols {t.valid_col}", op=name)
+    return rule
+
+
+def _row_arg_dst(sig: Sig) -> None:
+    for n in ("dst", "dstVal"):
+        d = sig[n]
+        if isinstance(d, TileSpec) and not (d.is_nd or (d.is_dn and d.cols == 1)):
+            raise sig.fail(f"{n} must be ND (valid cols 1) or DN with Cols == 1, got "
+                           f"{d.layout_name} {d.rows}x{d.cols}")
+
+
+def _npu_idx_width(sig: Sig) -> None:
+    """a2a3/a5 value+index column form: 2-byte sources take 16-bit indices, 4-byte sources
+    32-bit ones; the index-only form always takes 32-bit indices."""
+    if sig.target.name == "cpu":
+        return
+    s, i = elem_type(sig["src"]), elem_type(sig["dst"])
+    if s is None or i is None:
+        return
+    want = (s.itemsize if s.itemsize in (2, 4) else 4) if sig["dstVal"] is not None else 4
+    if i.itemsize != want:
+        form = "value+index" if sig["dstVal"] is not None else "index-only"
+        raise sig.fail(f"{form} form with src {s} needs a {8 * want}-bit index type on "
+                       f"{sig.target.name}, got dst {i}")
+
+
+def _npu_no_8bit_validx(sig: Sig) -> None:
+    s = elem_type(sig["src"])
+    if sig["dstVal"] is not None and s is not None and s.itemsize == 1:
+        raise sig.fail(f"the value+index form does not take 8-bit sources (src {s})")
+
+
+def _declare_arg(name: str, axis: int) -> Instr:
+    is_max = name.endswith("MAX")
+    word = "argmax" if is_max else "argmin"
+    over = "j" if axis == 1 else "i"
+
+    def impl(m: Machine, dst: Tile, src: Tile, tmp: Tile, dstVal: Tile | None = None  # noqa: N803
+             ) -> None:
+        vr, vc = src.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        shape = (vr, 1) if axis == 1 else (1, vc)
+        _fit(dst, *shape, "dst")
+        if dstVal is not None:
+            _fit(dstVal, *shape, "dstVal")
+        x = np.asarray(src.read())
+        c = _cmp_view(x)
+        idx = np.argmax(c, axis=axis) if is_max else np.argmin(c, axis=axis)
+        val = np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis)
+        dst.write(idx.astype(dst.dtype.np).reshape(shape))
+        if dstVal is not None:
+            dstVal.write(val.astype(dstVal.dtype.np).reshape(shape))
+
+    if axis == 1:
+        doc = (f"dst[i, 0] = {word}_j src[i, j] (column index) over src's valid region; with "
+               f"dstVal also dstVal[i, 0] = {'max' if is_max else 'min'}_j src[i, j].")
+    else:
+        doc = (f"dst[0, j] = {word}_i src[i, j] (row index) over src's valid region; with "
+               f"dstVal also dstVal[0, j] = {'max' if is_max else 'min'}_i src[i, j].")
+    impl.__doc__ = doc + (
+        f"\n\nThe first {over} among equal extreme values is returned. C++ overloads "
+        f"{name}(dst, src, tmp) and {name}(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) "
+        "is not modified.")
+    static: list[StaticRule] = [locs(["dst", "src", "dstVal"], TileType.Vec),
+                                same_dtype("dstVal", "src")]
+    if axis == 1:
+        static += [nd("src"), _row_arg_dst]
+    else:
+        static += [_none_box("src"), nd("dst", "dstVal"), _npu_idx_width, _npu_no_8bit_validx]
+    ins = instr(name, family="reduce", pipe=Pipe.V,
+                operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
+                          Opnd("tmp", "tile", "scratch"),
+                          Opnd("dstVal", "tile", "out", optional=True)),
+                dtype_key=("src", "dst"), static=static,
+                runtime=(_argreduce_runtime(axis),))(impl)
+    ins.__class__ = ValIdxInstr  # the two C++ overloads (see ValIdxInstr)
+    return ins
+
+
+TROWARGMAX = _declare_arg("TROWARGMAX", 1)
+TROWARGMIN = _declare_arg("TROWARGMIN", 1)
+TCOLARGMAX = _declare_arg("TCOLARGMAX", 0)
+TCOLARGMIN = _declare_arg("TCOLARGMIN", 0)
+
+
+# ---- plain broadcasts: TROWEXPAND TCOLEXPAND ------------------------------------------------
+
+def _rowexpand_runtime(ins: Instr, dst: Tile, src: Tile, **kw: Any) -> None:
+    tgt = current().target.name
+    if tgt == "a5":
+        if src.valid_row == 0 or src.valid_col == 0:
+            raise RuntimeCheckError(
+                f"src valid region {src.valid_row}x{src.valid_col} is empty", op=ins.mnemonic)
+        if src.valid_row != dst.valid_row:
+            raise RuntimeCheckError(f"src valid rows {src.valid_row} != dst valid rows "
+                                    f"{dst.valid_row}", op=ins.mnemonic)
+
+
+@instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       dtype_key=("dst",),
+       static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src"), same_dtype("dst", "src")),
+       runtime=(_rowexpand_runtime,))
+def TROWEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """dst[i, j] = src[i, 0] over dst's valid region.
+
+    a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
+    and a non-empty src."""
+    vr, vc = dst.valid_shape
+    if vr == 0 or vc == 0 or (m.target.name == "a2a3" and 0 in src.valid_shape):
+        return
+    _need(src, vr, 1, "src", "one value per dst row")
+    dst.write(np.broadcast_to(np.asarray(src.read(vr, 1)), (vr, vc)))
+
+
+@instr("TCOLEXPAND", family="reduce", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       dtype_key=("dst",),
+       static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src"), same_dtype("dst", "src")))
+def TCOLEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
+    """dst[i, j] = src[0, j] over dst's valid region."""
+    vr, vc = dst.valid_shape
+    if vr == 0 or vc == 0:
+        return
+    _need(src, 1, vc, "src", "one value per dst column")
+    dst.write(np.broadcast_to(np.asarray(src.read(1, vc)), (vr, vc)))
+
+
+# ---- expand-and-operate: TROWEXPAND{ADD,...} TCOLEXPAND{ADD,...} ------------------------------
+
+def _row_operands(dst: Tile, src0: Tile, src1: Tile) -> tuple[Tile, Tile, bool]:
+    """(full operand, expanded operand, expanded-is-src0). The full operand has dst's valid
+    shape (src0 when both do)."""
+    d = dst.valid_shape
+    if src0.valid_shape == d:
+        return src0, src1, False
+    if src1.valid_shape == d:
+        return src1, src0, True
+    raise RuntimeCheckError(
+        f"one of src0 (valid {src0.valid_row}x{src0.valid_col}) and src1 (valid "
+        f"{src1.valid_row}x{src1.valid_col}) must have dst's valid shape {d[0]}x{d[1]}")
+
+
+def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
+    """The expanded operand's values for a vr x vc domain: Mode 1 (ColMajor, valid cols 1) a
+    scalar per row; Mode 2 (RowMajor, valid cols 32/sizeof(T)) a 32-byte block per row,
+    repeated across the row."""
+    block = 32 // exp.dtype.itemsize
+    if exp.valid_row != vr:
+        raise RuntimeCheckError(f"expanded operand {label} has valid rows {exp.valid_row}, "
+                                f"dst has {vr}")
+    if not exp.spec.is_row_major:
+        if exp.valid_col != 1:
+            raise RuntimeCheckError(f"expanded operand {label} is ColMajor (mode 1): its valid "
+                                    f"cols must be 1, got {exp.valid_col}")
+        return np.asarray(exp.read(vr, 1))
+    if exp.valid_col != block:
+        raise RuntimeCheckError(
+            f"expanded operand {label} is RowMajor (mode 2): its valid cols must be "
+            f"32/sizeof({exp.dtype}) = {block}, got {exp.valid_col} (a per-row scalar needs "
+            "a ColMajor tile with one column)")
+    b = np.asarray(exp.read(vr, block))
+    reps = -(-vc // block)
+    return np.tile(b, (1, reps))[:, :vc]
+
+
+def _declare_row_op(suffix: str) -> Instr:
+    fn, sym = BINOPS[suffix]
+    name = f"TROWEXPAND{suffix}"
+
+    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, tmp: Tile | None = None,
+             **params: Any) -> None:
+        vr, vc = dst.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        full, exp, swapped = _row_operands(dst, src0, src1)
+        if not full.spec.is_row_major:
+            raise RuntimeCheckError(f"the full-sized operand {'src1' if swapped else 'src0'} "
+                                    f"must be row-major, got {full.spec.layout_name}")
+        if tmp is not None and exp.spec.is_row_major:
+            raise RuntimeCheckError("the overload with tmp supports only mode 1 (a ColMajor "
+                                    "expanded operand)")
+        b = _row_expanded(exp, "src0" if swapped else "src1", vr, vc)
+        a = np.asarray(full.read(vr, vc))
+        with np.errstate(all="ignore"):
+            r = fn(b, a) if swapped else fn(a, b)
+        dst.write(np.asarray(r).astype(dst.dtype.np, copy=False))
+
+    what = {"MAX": "max(src0, s)", "MIN": "min(src0, s)",
+            "EXPDIF": "exp(src0 - s)"}.get(suffix, f"src0 {sym} s")
+    impl.__doc__ = (
+        f"dst[i, j] = {what} over dst's valid region, s the expanded operand's value for row i "
+        "(mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor "
+        "tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded "
+        "operand is whichever of src0/src1 does not have dst's valid shape (operand order is "
+        "kept: with src0 expanded, dst = s op src1).")
+    if suffix == "DIV":
+        impl.__doc__ += " Integers: C division (toward zero), x / 0 gives 0."
+    params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
+    runtime = (PrecisionType.check,) if suffix == "DIV" else ()
+    return instr(name, family="reduce", pipe=Pipe.V,
+                 operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
+                           Opnd("src1", "tile"),
+                           Opnd("tmp", "tile", "scratch", optional=True)),
+                 params=params, dtype_key=("dst",),
+                 static=(locs(["dst", "src0", "src1"], TileType.Vec),
+                         _row_major("dst"), _none_box("dst", "src0", "src1"),
+                         same_dtype("dst", "src0", "src1")),
+                 runtime=runtime)(impl)
+
+
+def _col_op_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Tile, **kw: Any) -> None:
+    vr, vc = dst.valid_shape
+    if vr == 0 or vc == 0:
+        return
+    if src0.valid_row < vr or src0.valid_col < vc:
+        raise RuntimeCheckError(f"src0 valid region {src0.valid_row}x{src0.valid_col} does not "
+                                f"cover dst valid region {vr}x{vc}", op=ins.mnemonic)
+    if src1.valid_row < 1 or src1.valid_col < vc:
+        raise RuntimeCheckError(f"src1 valid region {src1.valid_row}x{src1.valid_col} does not "
+                                f"provide one value per dst column ({vc})", op=ins.mnemonic)
+
+
+def _declare_col_op(suffix: str) -> Instr:
+    fn, sym = BINOPS[suffix]
+    name = f"TCOLEXPAND{suffix}"
+
+    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, **params: Any) -> None:
+        vr, vc = dst.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        a = np.asarray(src0.read(vr, vc))
+        b = np.asarray(src1.read(1, vc))
+        with np.errstate(all="ignore"):
+            r = fn(a, b)
+        dst.write(np.asarray(r).astype(dst.dtype.np, copy=False))
+
+    what = {"MAX": "max(src0[i, j], src1[0, j])", "MIN": "min(src0[i, j], src1[0, j])",
+            "EXPDIF": "exp(src0[i, j] - src1[0, j])"}.get(suffix, f"src0[i, j] {sym} src1[0, j]")
+    impl.__doc__ = f"dst[i, j] = {what} over dst's valid region."
+    if suffix == "DIV":
+        impl.__doc__ += " Integers: C division (toward zero), x / 0 gives 0."
+    params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
+    runtime: tuple[Any, ...] = (_col_op_runtime,)
+    if suffix == "DIV":
+        runtime += (PrecisionType.check,)
+    return instr(name, family="reduce", pipe=Pipe.V,
+                 operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
+                           Opnd("src1", "tile")),
+                 params=params, dtype_key=("dst",),
+                 static=(locs(["dst", "src0", "src1"], TileType.Vec),
+                         nd("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
+                 runtime=runtime)(impl)
+
+
+TROWEXPANDADD = _declare_row_op("ADD")
+TROWEXPANDSUB = _declare_row_op("SUB")
+TROWEXPANDMUL = _declare_row_op("MUL")
+TROWEXPANDDIV = _declare_row_op("DIV")
+TROWEXPANDMAX = _declare_row_op("MAX")
+TROWEXPANDMIN = _declare_row_op("MIN")
+TROWEXPANDEXPDIF = _declare_row_op("EXPDIF")
+TCOLEXPANDADD = _declare_col_op("ADD")
+TCOLEXPANDSUB = _declare_col_op("SUB")
+TCOLEXPANDMUL = _declare_col_op("MUL")
+TCOLEXPANDDIV = _declare_col_op("DIV")
+TCOLEXPANDMAX = _declare_col_op("MAX")
+TCOLEXPANDMIN = _declare_col_op("MIN")
+TCOLEXPANDEXPDIF = _declare_col_op("EXPDIF")
+
+
+# ---- pair reduction, interleave, deinterleave -----------------------------------------------
+
+def _same_valid(*names: str) -> Callable[..., None]:
+    def rule(ins: Instr, *vals: Any, **kw: Any) -> None:
+        by = {o.name: v for o, v in zip(ins.operands, vals, strict=False) if v is not None}
+        shapes = [(n, by[n].valid_shape) for n in names if n in by]
+        if len({s for _, s in shapes}) > 1:
+            desc = ", ".join(f"{n} {r}x{c}" for n, (r, c) in shapes)
+            raise RuntimeCheckError(f"operands must have the same valid shape ({desc})",
+                                    op=ins.mnemonic)
+    return rule
+
+
+@instr("TPAIRREDUCESUM", family="reduce", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile")),
+       dtype_key=("dst",),
+       static=(locs(["dst", "src0"], TileType.Vec), nd("dst", "src0"),
+               same_dtype("dst", "src0")),
+       runtime=(_same_valid("dst", "src0"),))
+def TPAIRREDUCESUM(m: Machine, dst: Tile, src0: Tile) -> None:  # noqa: N802
+    """dst[i, k] = src0[i, 2k] + src0[i, 2k+1] for k < ceil(C/2) (a missing odd partner is 0),
+    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows."""
+    vr, vc = dst.valid_shape
+    if vr == 0 or vc == 0:
+        return
+    x = np.asarray(src0.read(vr, vc))
+    h = -(-vc // 2)
+    if vc % 2:
+        x = np.concatenate([x, np.zeros((vr, 1), x.dtype)], axis=1)
+    out = np.zeros((vr, vc), dst.dtype.np)
+    with np.errstate(all="ignore"):
+        out[:, :h] = x[:, 0::2] + x[:, 1::2]
+    dst.write(out)
+
+
+def _even_cols(ins: Instr, dst1: Tile, dst0: Tile, src1: Tile, src0: Tile | None = None,
+               **kw: Any) -> None:
+    c = (src1 if src0 is None else dst0).valid_col
+    if c % 2:
+        what = "src" if src0 is None else "dst0"
+        raise RuntimeCheckError(f"{what} valid cols must be even, got {c}", op=ins.mnemonic)
+    if src0 is None and (dst0.valid_row != src1.valid_row or dst1.valid_shape
+                         != dst0.valid_shape or dst0.valid_col * 2 != src1.valid_col):
+        raise RuntimeCheckError(
+            f"single-source form: dst0/dst1 valid shapes ({dst0.valid_row}x{dst0.valid_col}, "
+            f"{dst1.valid_row}x{dst1.valid_col}) must be {src1.valid_row}x{src1.valid_col // 2}"
+            f" (half of src's valid cols)", op=ins.mnemonic)
+
+
+_INTERLEAVE_OPS = (Opnd("dst1", "tile", "out"), Opnd("dst0", "tile", "out"),
+                   Opnd("src1", "tile"), Opnd("src0", "tile"))
+_INTERLEAVE_STATIC = (locs(["dst1", "dst0", "src1", "src0"], TileType.Vec),
+                      nd("dst1", "dst0", "src1", "src0"),
+                      same_dtype("dst1", "dst0", "src1", "src0"))
+
+
+@instr("TINTERLEAVE", family="reduce", pipe=Pipe.V, operands=_INTERLEAVE_OPS,
+       dtype_key=("dst0",), static=_INTERLEAVE_STATIC,
+       runtime=(_same_valid("dst1", "dst0", "src1", "src0"), _even_cols))
+def TINTERLEAVE(m: Machine, dst1: Tile, dst0: Tile, src1: Tile, src0: Tile) -> None:  # noqa: N802
+    """Per row, the stream s[2k] = src0[i, k], s[2k+1] = src1[i, k] (k < C); dst0[i, :C] =
+    s[:C], dst1[i, :C] = s[C:]. C = dst0's valid cols (even). Note the C++ operand order."""
+    vr, vc = dst0.valid_shape
+    if vr == 0 or vc == 0:
+        return
+    s = np.empty((vr, 2 * vc), dst0.dtype.np)
+    s[:, 0::2] = src0.read(vr, vc)
+    s[:, 1::2] = src1.read(vr, vc)
+    dst0.write(s[:, :vc])
+    dst1.write(s[:, vc:])
+
+
+@instr("TDEINTERLEAVE", family="reduce", pipe=Pipe.V,
+       operands=_INTERLEAVE_OPS[:3] + (Opnd("src0", "tile", optional=True),),
+       dtype_key=("dst0",), static=_INTERLEAVE_STATIC,
+       runtime=(_same_valid("dst1", "dst0", "src1", "src0"), _even_cols))
+def TDEINTERLEAVE(m: Machine, dst1: Tile, dst0: Tile, src1: Tile,  # noqa: N802
+                  src0: Tile | None = None) -> None:
+    """Two-source form (dst1, dst0, src1, src0): per row the stream s = src0[i, :C] ++
+    src1[i, :C]; dst0[i, k] = s[2k], dst1[i, k] = s[2k+1] (k < C, C = dst0's valid cols).
+    Single-source form (dst1, dst0, src): dst0[i, k] = src[i, 2k], dst1[i, k] = src[i, 2k+1]
+    for k < src's valid cols / 2 (src takes the third operand slot)."""
+    if src0 is None:
+        vr, vc = src1.valid_row, src1.valid_col // 2
+        s = np.asarray(src1.read(vr, 2 * vc))
+    else:
+        vr, vc = dst0.valid_shape
+        s = np.concatenate([src0.read(vr, vc), src1.read(vr, vc)], axis=1)
+    if vr == 0 or vc == 0:
+        return
+    even, odd = s[:, 0::2].copy(), s[:, 1::2].copy()
+    dst0.write(even)
+    dst1.write(odd)
+
+
+# ---- partial arg-reductions: TPARTARGMAX TPARTARGMIN ----------------------------------------
+
+def _part_arg_runtime(ins: Instr, dstVal: Tile, src0Val: Tile, src1Val: Tile,  # noqa: N803
+                      dstIdx: Tile, src0Idx: Tile, src1Idx: Tile, **kw: Any) -> None:
+    for v, i, nv, ni in ((dstVal, dstIdx, "dstVal", "dstIdx"),
+                         (src0Val, src0Idx, "src0Val", "src0Idx"),
+                         (src1Val, src1Idx, "src1Val", "src1Idx")):
+        if v.valid_shape != i.valid_shape:
+            raise RuntimeCheckError(
+                f"{nv} valid {v.valid_row}x{v.valid_col} != {ni} valid "
+                f"{i.valid_row}x{i.valid_col}", op=ins.mnemonic)
+    if not _npu():
+        return
+    d = dstVal.valid_shape
+    if d[0] == 0 or d[1] == 0:
+        return
+    a, b = src0Val.valid_shape, src1Val.valid_shape
+    ok = (a == d and b[0] <= d[0] and b[1] <= d[1]) or (b == d and a[0] <= d[0] and a[1] <= d[1])
+    if not ok:
+        raise RuntimeCheckError(
+            f"unsupported partial-validity pattern: dst valid {d[0]}x{d[1]}, src0 {a[0]}x{a[1]}, "
+            f"src1 {b[0]}x{b[1]} (one source must equal dst, the other must not exceed it)",
+            op=ins.mnemonic)
+
+
+def _declare_part_arg(name: str) -> Instr:
+    is_max = name.endswith("MAX")
+
+    def impl(m: Machine, dstVal: Tile, src0Val: Tile, src1Val: Tile,  # noqa: N803
+             dstIdx: Tile, src0Idx: Tile, src1Idx: Tile) -> None:  # noqa: N803
+        vr, vc = dstVal.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        _fit(dstIdx, vr, vc, "dstIdx")
+        a_r, a_c = min(src0Val.valid_row, vr), min(src0Val.valid_col, vc)
+        b_r, b_c = min(src1Val.valid_row, vr), min(src1Val.valid_col, vc)
+        val = np.zeros((vr, vc), dstVal.dtype.np)
+        idx = np.zeros((vr, vc), dstIdx.dtype.np)
+        if a_r and a_c:
+            val[:a_r, :a_c] = src0Val.read(a_r, a_c)
+            idx[:a_r, :a_c] = src0Idx.read(a_r, a_c)
+        if b_r and b_c:
+            val[:b_r, :b_c] = src1Val.read(b_r, b_c)
+            idx[:b_r, :b_c] = src1Idx.read(b_r, b_c)
+        o_r, o_c = min(a_r, b_r), min(a_c, b_c)
+        if o_r and o_c:
+            av, bv = np.asarray(src0Val.read(o_r, o_c)), np.asarray(src1Val.read(o_r, o_c))
+            ca, cb = _cmp_view(av), _cmp_view(bv)
+            take0 = ca > cb if is_max else ca < cb
+            val[:o_r, :o_c] = np.where(take0, av, bv)
+            idx[:o_r, :o_c] = np.where(take0, src0Idx.read(o_r, o_c), src1Idx.read(o_r, o_c))
+        dstVal.write(val)
+        dstIdx.write(idx)
+
+    op, tie = (">", "src1 on ties") if is_max else ("<", "src1 on ties")
+    impl.__doc__ = (
+        f"(dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val {op} "
+        f"src1Val, else (src1Val, src1Idx) ({tie}); a copy of the valid source's pair where "
+        "only one is valid; over dst's valid region. The NPUs support only patterns where one "
+        "source's valid region equals dst's and the other's does not exceed it; the cpu "
+        "target writes 0 where neither source is valid (as the TPART* instructions).")
+    return instr(name, family="reduce", pipe=Pipe.V,
+                 operands=(Opnd("dstVal", "tile", "out"), Opnd("src0Val", "tile"),
+                           Opnd("src1Val", "tile"), Opnd("dstIdx", "tile", "out"),
+                           Opnd("src0Idx", "tile"), Opnd("src1Idx", "tile")),
+                 dtype_key=("dstVal", "dstIdx"),
+                 static=(locs(["dstVal", "src0Val", "src1Val", "dstIdx", "src0Idx", "src1Idx"],
+                              TileType.Vec),
+                         same_dtype("dstVal", "src0Val", "src1Val"),
+                         same_dtype("dstIdx", "src0Idx", "src1Idx")),
+                 runtime=(_part_arg_runtime,))(impl)
+
+
+TPARTARGMAX = _declare_part_arg("TPARTARGMAX")
+TPARTARGMIN = _declare_part_arg("TPARTARGMIN")
