@@ -1,0 +1,360 @@
+"""Cube (matrix) instructions: TMATMUL / TGEMV (+ _ACC, _BIAS, _MX) and the HF32/TF32 modes.
+
+Data path: Mat -> (TMOV/TEXTRACT) -> Left (A) / Right (B) -> cube -> Acc (C). With
+``M = a.valid_row``, ``K = a.valid_col``, ``N = b.valid_col``:
+``C[i, j] = sum_k A[i, k] * B[k, j]`` for ``i < M, j < N``; the rest of C is untouched.
+
+Numerics (what the cube computes): products of f16/bf16/fp8/fp4 inputs are exact in f32 and the
+accumulation is in f32 (i32 for i8 inputs, exact: |sum| < 2^31 for K <= 4095). We form the
+sum in f64 (exact products, one rounding to f32 at the end) with a single numpy matmul; integer
+results wrap to i32 where an accumulator input is added (TMATMUL_ACC). f32 inputs are used as
+they are unless a HF32 / TF32 mode is set (SETHF32MODE / SETTF32MODE): then the inputs are first
+rounded to 11 (HF32) or 10 (TF32) mantissa bits.
+
+MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 32 consecutive
+``k``: ``A'[i, k] = A[i, k] * 2^(sa[i, k // 32] - 127)``, ``B'[k, j] = B[k, j] * 2^(sb[k // 32, j]
+- 127)`` (ScaleLeft ``M x ceil(K/32)``, ScaleRight ``ceil(K/32) x N``); C is f32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from ..enums import AccPhase, Pipe, RoundMode, SLayout, TileType
+from ..errors import RuntimeCheckError
+from ..memory import Machine
+from ..tile import FRACTAL_MX, Tile, TileSpec
+from .registry import Instr, Opnd, Param, Sig, elem_type, instr
+
+MAX_MKN = 4095
+MX_GROUP = 32
+
+# ---- operand roles (the C++ overloads share a name) -------------------------------------------
+
+_PLAIN = ("c", "a", "b")
+_ACC = ("c", "cin", "a", "b")
+_BIAS = ("c", "a", "b", "bias")
+
+
+def _loc(x: Any) -> TileType | None:
+    return x.loc if isinstance(x, (Tile, TileSpec)) else None
+
+
+def roles(kind: str, ops: list[Any]) -> dict[str, Any]:
+    """Map positional operands (tiles or tile types) to roles c, cin, a, b, bias, sa, sb.
+
+    ``acc``: (cOut, cIn, a, b) or the in-place (c, a, b). ``mx``: (c, a, sa, b, sb[, bias]) or
+    (cOut, cIn, a, sa, b, sb), told apart by the role of the second operand (Acc = cIn)."""
+    if kind == "plain":
+        return dict(zip(_PLAIN, ops, strict=False))
+    if kind == "bias":
+        return dict(zip(_BIAS, ops, strict=False))
+    if kind == "acc":
+        if len(ops) < 4 or ops[3] is None:
+            return {"c": ops[0], "cin": ops[0], "a": ops[1], "b": ops[2]}
+        return dict(zip(_ACC, ops, strict=False))
+    # mx
+    if len(ops) == 6 and _loc(ops[1]) is TileType.Acc:
+        return dict(zip(("c", "cin", "a", "sa", "b", "sb"), ops, strict=False))
+    return dict(zip(("c", "a", "sa", "b", "sb", "bias"), ops, strict=False))
+
+
+_ROLE_NAMES = {"c": "cMatrix", "cin": "cInMatrix", "a": "aMatrix", "b": "bMatrix",
+               "bias": "biasData", "sa": "aScaleMatrix", "sb": "bScaleMatrix"}
+_ROLE_LOC = {"c": TileType.Acc, "cin": TileType.Acc, "a": TileType.Left, "b": TileType.Right,
+             "bias": TileType.Bias, "sa": TileType.ScaleLeft, "sb": TileType.ScaleRight}
+
+
+def _sig_roles(sig: Sig, kind: str) -> dict[str, Any]:
+    return {k: v for k, v in roles(kind, [sig[o.name] for o in sig.instr.operands]).items()
+            if v is not None}
+
+
+# ---- static rules ----------------------------------------------------------------------------
+
+def _layout_ok(role: str, t: TileSpec, target: str) -> str | None:
+    """None if tile type ``t`` has the fractal layout the cube needs for ``role``."""
+    if role == "a":
+        if t.slayout is not SLayout.RowMajor:
+            return "a Left tile with row-major boxes (NZ or ZZ)"
+        if target == "a2a3" and not t.is_row_major:
+            return "ZZ (TileLeft on a2a3: RowMajor + RowMajor boxes)"
+        if target == "a5" and t.is_row_major:
+            return "NZ (TileLeft on a5: ColMajor + RowMajor boxes)"
+    elif role == "b":
+        if t.layout_name != "ZN":
+            return "ZN (TileRight: RowMajor + ColMajor boxes)"
+    elif role in ("c", "cin"):
+        if t.layout_name != "NZ":
+            return "NZ (TileAcc: ColMajor + RowMajor boxes)"
+    elif role == "sa":
+        if t.layout_name != "ZZ" or t.fractal != FRACTAL_MX:
+            return "ZZ with 32-byte boxes (TileLeftScale)"
+    elif role == "sb":
+        if t.layout_name != "NN" or t.fractal != FRACTAL_MX:
+            return "NN with 32-byte boxes (TileRightScale)"
+    elif role == "bias" and t.rows != 1:
+        return "a single row"
+    return None
+
+
+def _matmul_rule(kind: str) -> Any:
+    def rule(sig: Sig) -> None:
+        r = _sig_roles(sig, kind)
+        tgt = sig.target.name
+        for role, t in r.items():
+            if not isinstance(t, TileSpec):
+                continue
+            name = _ROLE_NAMES[role]
+            if t.loc is not _ROLE_LOC[role]:
+                raise sig.fail(f"{name} must be a {_ROLE_LOC[role].name} tile, got {t.loc.name}")
+            want = _layout_ok(role, t, tgt)
+            if want is not None:
+                raise sig.fail(f"{name} must be {want}, got {t.layout_name} {t.rows}x{t.cols}")
+        c, a, b = r.get("c"), r.get("a"), r.get("b")
+        if not all(isinstance(x, TileSpec) for x in (c, a, b)):
+            return
+        _check_types(sig, c, a, b)
+        cin = r.get("cin")
+        if isinstance(cin, TileSpec) and cin.dtype is not c.dtype:
+            raise sig.fail(f"cInMatrix element type {cin.dtype} != cMatrix element type "
+                           f"{c.dtype}")
+        bias = r.get("bias")
+        if isinstance(bias, TileSpec):
+            want_bias = D.f32 if kind == "mx" else c.dtype
+            if bias.dtype is not want_bias:
+                raise sig.fail(f"biasData element type must be {want_bias} (the accumulator "
+                               f"type), got {bias.dtype}")
+        for role in ("sa", "sb"):
+            s = r.get(role)
+            if isinstance(s, TileSpec) and s.dtype is not D.f8e8m0:
+                raise sig.fail(f"{_ROLE_NAMES[role]} must hold f8E8M0 scales, got {s.dtype}")
+        if tgt == "a2a3" and (a.rows != c.rows or a.cols != b.rows or b.cols != c.cols):
+            raise sig.fail(
+                f"static shapes must chain on a2a3: Left {a.rows}x{a.cols}, Right "
+                f"{b.rows}x{b.cols}, Acc {c.rows}x{c.cols} (Left.Rows == Acc.Rows, "
+                "Left.Cols == Right.Rows, Right.Cols == Acc.Cols)")
+        if tgt != "cpu" and c.numel * c.dtype.itemsize > sig.target.buffer_size("L0C"):
+            raise sig.fail(f"cMatrix {c.rows}x{c.cols} exceeds L0C")
+    return rule
+
+
+def _check_types(sig: Sig, c: TileSpec, a: TileSpec, b: TileSpec) -> None:
+    """(C, A, B) element types against the target table (the uniform legality message)."""
+    rule = sig.target.legality.get(sig.instr.name)
+    if rule is None or rule.dtypes is None:
+        return
+    got = (c.dtype, a.dtype, b.dtype)
+    if got not in rule.dtypes:
+        allowed = sorted("(" + ", ".join(d.name for d in p) + ")" for p in rule.dtypes)
+        raise sig.fail(f"type combination (cMatrix, aMatrix, bMatrix) = ({c.dtype}, {a.dtype}, "
+                       f"{b.dtype}) is not supported on {sig.target.name} "
+                       f"(supported: {', '.join(allowed)})")
+
+
+# ---- run-time rules --------------------------------------------------------------------------
+
+def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
+    a, b, c = r["a"], r["b"], r["c"]
+    m, k, n = a.valid_row, a.valid_col, b.valid_col
+    op = ins.mnemonic
+    for what, v in (("m (aMatrix valid rows)", m), ("k (aMatrix valid cols)", k),
+                    ("n (bMatrix valid cols)", n)):
+        if not 1 <= v <= MAX_MKN:
+            raise RuntimeCheckError(f"{what} = {v} is outside [1, {MAX_MKN}]", op=op)
+    if gemv and m != 1:
+        raise RuntimeCheckError(f"a GEMV has one row: aMatrix valid rows must be 1, got {m}",
+                                op=op)
+    if b.valid_row != k:
+        raise RuntimeCheckError(
+            f"k mismatch: aMatrix valid cols {k} != bMatrix valid rows {b.valid_row}", op=op)
+    if c.valid_shape != (m, n):
+        raise RuntimeCheckError(
+            f"cMatrix valid region {c.valid_row}x{c.valid_col} must be m x n = {m}x{n}", op=op)
+    bias = r.get("bias")
+    if bias is not None and bias.cols < n:
+        raise RuntimeCheckError(f"biasData has {bias.cols} columns, n = {n}", op=op)
+    cin = r.get("cin")
+    if cin is not None and (cin.rows < m or cin.cols < n):
+        raise RuntimeCheckError(f"cInMatrix {cin.rows}x{cin.cols} is smaller than m x n = "
+                                f"{m}x{n}", op=op)
+    groups = -(-k // MX_GROUP)
+    sa, sb = r.get("sa"), r.get("sb")
+    if sa is not None and (sa.rows < m or sa.cols < groups):
+        raise RuntimeCheckError(
+            f"aScaleMatrix {sa.rows}x{sa.cols} cannot hold m x ceil(k/32) = {m}x{groups} "
+            "scales", op=op)
+    if sb is not None and (sb.rows < groups or sb.cols < n):
+        raise RuntimeCheckError(
+            f"bScaleMatrix {sb.rows}x{sb.cols} cannot hold ceil(k/32) x n = {groups}x{n} "
+            "scales", op=op)
+    if a.dtype.packed and k % 2:
+        raise RuntimeCheckError(f"k must be even for packed fp4 operands, got {k}", op=op)
+    return m, k, n
+
+
+def _runtime(kind: str, gemv: bool) -> Any:
+    def rule(ins: Instr, *vals: Any, **params: Any) -> None:
+        _mkn(ins, roles(kind, list(vals)), gemv)
+    return rule
+
+
+# ---- semantics -------------------------------------------------------------------------------
+
+_MODES_ATTR = "_ptoisa_mad_modes"
+
+
+def mad_modes(m: Machine) -> dict[str, tuple[bool, RoundMode]]:
+    """The HF32/TF32 transform modes recorded on machine ``m`` by SETHF32MODE / SETTF32MODE."""
+    modes = getattr(m, _MODES_ATTR, None)
+    if modes is None:
+        modes = {"hf32": (False, RoundMode.CAST_ROUND), "tf32": (False, RoundMode.CAST_ROUND)}
+        setattr(m, _MODES_ATTR, modes)
+    return modes
+
+
+def round_mantissa(x: np.ndarray, bits: int, mode: RoundMode) -> np.ndarray:
+    """Round f32 values to ``bits`` mantissa bits (CAST_RINT: ties to even; otherwise ties away
+    from zero, CAST_ROUND); inf/NaN pass through."""
+    u = np.ascontiguousarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    drop = 23 - bits
+    half = np.uint64(1 << (drop - 1))
+    if mode is RoundMode.CAST_RINT:
+        u2 = u + half - np.uint64(1) + ((u >> np.uint64(drop)) & np.uint64(1))
+    else:
+        u2 = u + half
+    u2 &= ~np.uint64((1 << drop) - 1)
+    special = (u & np.uint64(0x7F800000)) == np.uint64(0x7F800000)
+    out = np.where(special, u, u2).astype(np.uint32)
+    return out.view(np.float32)
+
+
+def _f32_input_transform(m: Machine, v: np.ndarray) -> np.ndarray:
+    modes = mad_modes(m)
+    hf_on, hf_mode = modes["hf32"]
+    tf_on, tf_mode = modes["tf32"]
+    if m.target.name == "a5" and tf_on:
+        return round_mantissa(v, 10, tf_mode)
+    if m.target.name in ("a2a3", "a5") and hf_on:
+        return round_mantissa(v, 11, hf_mode)
+    return v
+
+
+def _operand(m: Machine, t: Tile, rows: int, cols: int) -> np.ndarray:
+    """Logical block of an input tile as float64 values (fp4 codes decoded)."""
+    v = np.asarray(t.read(rows, cols))
+    if t.dtype.packed:
+        return D.fp4_decode(v, t.dtype).astype(np.float64)
+    if t.dtype is D.f32:
+        v = _f32_input_transform(m, v)
+    return v.astype(np.float64)
+
+
+def _scales(t: Tile, rows: int, cols: int) -> np.ndarray:
+    """E8M0 scale codes -> 2^(e - 127) (code 255 is NaN)."""
+    e = np.asarray(t.read(rows, cols)).view(np.uint8).astype(np.float64)
+    return np.where(e == 255, np.nan, np.exp2(e - 127.0))
+
+
+def _run(m: Machine, kind: str, vals: tuple[Any, ...]) -> None:
+    r = roles(kind, list(vals))
+    a, b, c = r["a"], r["b"], r["c"]
+    mm, k, n = a.valid_row, a.valid_col, b.valid_col
+    av = _operand(m, a, mm, k)
+    bv = _operand(m, b, k, n)
+    if "sa" in r:
+        groups = -(-k // MX_GROUP)
+        grp = np.arange(k) // MX_GROUP
+        av = av * _scales(r["sa"], mm, groups)[:, grp]
+        bv = bv * _scales(r["sb"], groups, n)[grp, :]
+    with np.errstate(all="ignore"):
+        acc = av @ bv
+        bias = r.get("bias")
+        if bias is not None:
+            acc = acc + np.asarray(bias.read(1, n)).astype(np.float64)
+        cin = r.get("cin")
+        if c.dtype.is_int:
+            out = np.rint(acc).astype(np.int64)
+            if cin is not None:
+                out = out + np.asarray(cin.read(mm, n)).astype(np.int64)
+            res = out.astype(c.dtype.np)  # wraps modulo 2^32 like the i32 accumulator
+        else:
+            if cin is not None:
+                acc = acc + np.asarray(cin.read(mm, n)).astype(np.float64)
+            res = acc.astype(np.float32).astype(c.dtype.np)
+    c.write(res)
+
+
+_PHASE = (Param("Phase", AccPhase.Unspecified, AccPhase),)
+_C = Opnd("cMatrix", "tile", "out")
+_A = Opnd("aMatrix", "tile")
+_B = Opnd("bMatrix", "tile")
+
+
+def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: str) -> Instr:
+    def impl(m: Machine, *vals: Any, Phase: AccPhase) -> None:  # noqa: N803
+        _run(m, kind, vals)
+
+    impl.__doc__ = doc
+    return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
+                 static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),))(impl)
+
+
+TMATMUL = _declare(
+    "TMATMUL", "plain", False, (_C, _A, _B),
+    "C[i, j] = sum_k A[i, k] * B[k, j] for i < M = a.valid_row, j < N = b.valid_col, k < K = "
+    "a.valid_col (overwrites C's m x n block; f32 accumulation, i32 for i8).")
+TMATMUL_ACC = _declare(
+    "TMATMUL_ACC", "acc", False,
+    (Opnd("cOutMatrix", "tile", "out"), Opnd("cInMatrix", "tile"), _A,
+     Opnd("bMatrix", "tile", optional=True)),
+    "C_out = C_in + A @ B over m x n; TMATMUL_ACC(c, a, b) accumulates in place.")
+TMATMUL_BIAS = _declare(
+    "TMATMUL_BIAS", "bias", False, (_C, _A, _B, Opnd("biasData", "tile")),
+    "C = A @ B + bias[0, j] (the single bias row broadcast down the rows).")
+TGEMV = _declare(
+    "TGEMV", "plain", True, (_C, _A, _B),
+    "C[0, j] = sum_k A[0, k] * B[k, j]: TMATMUL with m = 1.")
+TGEMV_ACC = _declare(
+    "TGEMV_ACC", "acc", True,
+    (Opnd("cOutMatrix", "tile", "out"), Opnd("cInMatrix", "tile"), _A,
+     Opnd("bMatrix", "tile", optional=True)),
+    "C_out = C_in + A @ B with m = 1.")
+TGEMV_BIAS = _declare(
+    "TGEMV_BIAS", "bias", True, (_C, _A, _B, Opnd("biasData", "tile")),
+    "C = A @ B + bias with m = 1.")
+
+_MX_OPS = (_C, Opnd("aMatrix", "tile"), Opnd("aScaleMatrix", "tile"), Opnd("bMatrix", "tile"),
+           Opnd("bScaleMatrix", "tile"), Opnd("biasData", "tile", optional=True))
+TMATMUL_MX = _declare(
+    "TMATMUL_MX", "mx", False, _MX_OPS,
+    "Microscaled GEMM: C = (A * 2^(sa-127)) @ (B * 2^(sb-127)) with one E8M0 scale per 32 k; "
+    "forms (c, a, sa, b, sb), (c, a, sa, b, sb, bias) and (cOut, cIn, a, sa, b, sb).")
+TGEMV_MX = _declare(
+    "TGEMV_MX", "mx", True, _MX_OPS,
+    "Microscaled GEMV (TMATMUL_MX with m = 1); same three forms.")
+
+
+# ---- HF32 / TF32 modes -----------------------------------------------------------------------
+
+@instr("SETTF32MODE", family="matrix", pipe=Pipe.S, operands=(),
+       params=(Param("isEnable", False), Param("tf32TransMode", RoundMode.CAST_ROUND, RoundMode)))
+def SETTF32MODE(m: Machine, *, isEnable: bool, tf32TransMode: RoundMode) -> None:  # noqa: N802,N803
+    """Record the TF32 mode: on a5 later f32 matmuls round their inputs to 10 mantissa bits
+    (e8m10) with ``tf32TransMode``; a2a3 and cpu record it only (no-op, as documented)."""
+    mad_modes(m)["tf32"] = (bool(isEnable), tf32TransMode)
+
+
+@instr("SETHF32MODE", family="matrix", pipe=Pipe.S, operands=(),
+       params=(Param("isEnable", False), Param("hf32TransMode", RoundMode.CAST_ROUND, RoundMode)))
+def SETHF32MODE(m: Machine, *, isEnable: bool, hf32TransMode: RoundMode) -> None:  # noqa: N802,N803
+    """Record the HF32 mode: on a2a3/a5 later f32 matmuls round their inputs to 11 mantissa bits
+    (e8m11) with ``hf32TransMode`` (TF32 wins on a5 when both are on); cpu records it only."""
+    mad_modes(m)["hf32"] = (bool(isEnable), hf32TransMode)
+
+
+__all__ = ["TGEMV", "TGEMV_ACC", "TGEMV_BIAS", "TGEMV_MX", "TMATMUL", "TMATMUL_ACC",
+           "TMATMUL_BIAS", "TMATMUL_MX", "SETHF32MODE", "SETTF32MODE", "elem_type", "roles"]
