@@ -219,8 +219,9 @@ def pad_value(x: Any) -> PadValue:
     if isinstance(x, (int, np.integer)) and not isinstance(x, bool) and 0 <= int(x) <= 3:
         return (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)[int(x)]
     if isinstance(x, str):
+        key = x.split("::")[-1]  # the C++ spelling PadValue::Zero too
         for pv in (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min):
-            if pv.kind.lower() == x.lower():
+            if pv.kind.lower() == key.lower():
                 return pv
     raise PtoError(f"not a pad value: {x!r} (use PadValue.Null/Zero/Max/Min or PadValue.custom)")
 

@@ -87,6 +87,15 @@ def _gather(gm: GlobalTensor, rows: int, cols: int) -> np.ndarray:
 
 # ---- TLOAD -------------------------------------------------------------------------------------
 
+def _acc_tload_cpu_only(sig: Sig) -> None:
+    """GM -> Acc has no data path on the NPUs; the CPU simulator's TLOAD fills Acc tiles (its
+    TMOV Acc -> Vec tests rely on it)."""
+    dst = sig["dst"]
+    if isinstance(dst, TileSpec) and dst.loc is TileType.Acc and sig.target.name != "cpu":
+        raise sig.fail(f"dst must be a Vec, Mat, Left, Right, Bias or Scaling tile on "
+                       f"{sig.target.name}, got Acc")
+
+
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
     _gm_covers(ins.mnemonic, src, dst, "dst")
 
@@ -95,7 +104,8 @@ def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm")),
        dtype_key=("dst",),
        static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
-                    TileType.Bias, TileType.Scaling),
+                    TileType.Bias, TileType.Scaling, TileType.Acc),
+               _acc_tload_cpu_only,
                _gm_layouts(Layout.ND, Layout.DN, Layout.NZ),
                _gm_dtype_matches("dst", "src")),
        runtime=(_tload_runtime,))
