@@ -1,0 +1,344 @@
+"""Irregular family: independent numpy references from the manual pages, over dtypes x targets
+x partial valid regions, plus rejected illegal uses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ptoisa.isa.comm as C
+import ptoisa.isa.irregular as I
+from ptoisa.errors import ExecutionError, IllegalInstruction, PtoError, RuntimeCheckError
+from ptoisa.memory import pop
+from ptoisa.memory import target as make_target
+from ptoisa.tensor import GlobalTensor
+from ptoisa.tile import Dyn, Tile
+
+TARGETS = ["cpu", "a2a3", "a5"]
+RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(params=TARGETS)
+def tgt(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    m = make_target(request.param)
+    yield request.param
+    pop(m)
+
+
+def vec(dtype, rows, cols, valid=None, data=None) -> Tile:  # type: ignore[no-untyped-def]
+    t = Tile("Vec", dtype, rows, cols, valid=valid)
+    if data is not None:
+        t.load_numpy(np.asarray(data))
+    return t
+
+
+# ---- TCI / TTRI ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["i16", "ui16", "i32", "ui32"])
+@pytest.mark.parametrize("desc", [0, 1])
+def test_tci(tgt, dtype, desc):  # type: ignore[no-untyped-def]
+    t = vec(dtype, 1, 32, valid=(1, Dyn(20)))
+    I.TCI(t, 5, descending=desc)
+    k = np.arange(20)
+    ref = (5 - k if desc else 5 + k).astype(np.int64).astype(t.dtype.np)
+    np.testing.assert_array_equal(t.numpy()[0, :20], ref)
+    assert (t.numpy()[0, 20:] == 0).all()
+
+
+def test_tci_rejects_rows(tgt):  # type: ignore[no-untyped-def]
+    with pytest.raises(IllegalInstruction, match="Rows == 1"):
+        I.TCI(vec("i32", 2, 8), 0)
+    with pytest.raises(IllegalInstruction, match="not supported"):
+        I.TCI(vec("f32", 1, 8), 0)
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+@pytest.mark.parametrize("diag", [-2, 0, 3])
+@pytest.mark.parametrize("dtype", ["f32", "i16", "f16"])
+def test_ttri(tgt, upper, diag, dtype):  # type: ignore[no-untyped-def]
+    t = vec(dtype, 16, 16, valid=(Dyn(12), Dyn(10)))
+    I.TTRI(t, diag, isUpperOrLower=upper)
+    ref = np.zeros((16, 16))
+    for i in range(12):
+        for j in range(10):
+            ref[i, j] = (j <= i + diag) if upper == 0 else not (j < i + diag)
+    np.testing.assert_array_equal(t.numpy().astype(np.float64), ref)
+
+
+def test_ttri_rejects_mode(tgt):  # type: ignore[no-untyped-def]
+    with pytest.raises(PtoError, match="isUpperOrLower"):
+        I.TTRI(vec("f32", 8, 8), 0, isUpperOrLower=2)
+
+
+# ---- TGATHER / TSCATTER --------------------------------------------------------------------------
+
+PATTERNS = {"P0101": (2, 0), "P1010": (2, 1), "P0001": (4, 0), "P0010": (4, 1),
+            "P0100": (4, 2), "P1000": (4, 3), "P1111": (1, 0)}
+
+
+@pytest.mark.parametrize("pat", list(PATTERNS))
+@pytest.mark.parametrize("axis", ["GATHER_ROW", "GATHER_COL"])
+@pytest.mark.parametrize("dtype", ["f32", "i16", "ui32"])
+def test_tgather_mask(tgt, pat, axis, dtype):  # type: ignore[no-untyped-def]
+    src = vec(dtype, 8, 32, valid=(Dyn(8), Dyn(16)),
+              data=RNG.integers(0, 100, (8, 32)))
+    dst = vec(dtype, 8, 32)
+    I.TGATHER(dst, src, maskPattern=pat, gatherType=axis)
+    f, p = PATTERNS[pat]
+    s = src.numpy()[:8, :16]
+    sel = s[:, p::f] if axis == "GATHER_ROW" else s[p::f, :]
+    np.testing.assert_array_equal(dst.numpy().reshape(-1)[:sel.size], sel.reshape(-1))
+
+
+@pytest.mark.parametrize("dtype,itype", [("f32", "i32"), ("i16", "i32"), ("f16", "ui32")])
+def test_tgather_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
+    src = vec(dtype, 4, 32, data=RNG.integers(0, 1000, (4, 32)))
+    idx = vec(itype, 4, 16, data=RNG.integers(0, 128, (4, 16)))
+    dst = vec(dtype, 4, 16)
+    tmp = vec(itype, 4, 16)
+    I.TGATHER(dst, src, idx, tmp)
+    ref = src.numpy().reshape(-1)[idx.numpy().astype(np.int64)]
+    np.testing.assert_array_equal(dst.numpy(), ref)
+
+
+def test_tgather_rejects(tgt):  # type: ignore[no-untyped-def]
+    with pytest.raises(IllegalInstruction, match="same element size"):
+        I.TGATHER(vec("f32", 4, 16), vec("f16", 4, 16), maskPattern="P0101")
+
+
+@pytest.mark.parametrize("dtype", ["f32", "i8", "i16"])
+def test_tgatherb(tgt, dtype):  # type: ignore[no-untyped-def]
+    esz = np.dtype({"f32": np.float32, "i8": np.int8, "i16": np.int16}[dtype]).itemsize
+    per = 32 // esz
+    src = vec(dtype, 2, 4 * per, data=RNG.integers(0, 100, (2, 4 * per)))
+    blocks = RNG.integers(0, 8, (2, 8))
+    off = vec("ui32", 2, 8, data=blocks * 32)
+    dst = vec(dtype, 2, 4 * per, valid=(2, Dyn(2 * per)))
+    I.TGATHERB(dst, src, off)
+    flat = src.numpy().reshape(-1)
+    for i in range(2):
+        for b in range(2):
+            np.testing.assert_array_equal(dst.numpy()[i, b * per:(b + 1) * per],
+                                          flat[blocks[i, b] * per:(blocks[i, b] + 1) * per])
+
+
+@pytest.mark.parametrize("dtype,itype", [("f32", "i32"), ("i16", "i16"), ("f16", "ui16")])
+def test_tscatter_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
+    src = vec(dtype, 4, 16, valid=(Dyn(3), Dyn(16)), data=RNG.integers(0, 100, (4, 16)))
+    perm = RNG.permutation(64)[:64].reshape(4, 16)
+    idx = vec(itype, 4, 16, data=perm)
+    dst = vec(dtype, 4, 16)
+    I.TSCATTER(dst, src, idx)
+    ref = np.zeros(64)
+    ref[perm[:3].reshape(-1)] = src.numpy()[:3].reshape(-1)
+    np.testing.assert_array_equal(dst.numpy().reshape(-1).astype(np.float64), ref)
+
+
+def test_tscatter_mask_and_rejects(tgt):  # type: ignore[no-untyped-def]
+    src = vec("f32", 4, 8, data=RNG.integers(1, 9, (4, 8)))
+    dst = vec("f32", 4, 32, data=np.full((4, 32), 7.0))
+    if tgt == "a2a3":
+        with pytest.raises(IllegalInstruction, match="mask form"):
+            I.TSCATTER(dst, src, maskPattern="P0100")
+        return
+    I.TSCATTER(dst, src, maskPattern="P0100")
+    ref = np.zeros((4, 32), np.float32)
+    ref[:, 2::4] = src.numpy()
+    np.testing.assert_array_equal(dst.numpy(), ref)
+    with pytest.raises(RuntimeCheckError, match="expanded"):
+        I.TSCATTER(vec("f32", 4, 16), src, maskPattern="P0100")
+
+
+# ---- MGATHER / MSCATTER --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("oob", ["Clamp", "Wrap", "Zero"])
+@pytest.mark.parametrize("dtype", ["f32", "i16", "ui8"])
+def test_mgather_elem(tgt, oob, dtype):  # type: ignore[no-untyped-def]
+    table_np = RNG.integers(1, 100, 40).astype(vec(dtype, 1, 32).dtype.np)
+    table = GlobalTensor(table_np)
+    raw = RNG.integers(0, 60, (2, 32))
+    idx = vec("i32", 2, 32, valid=(2, Dyn(5)), data=raw)
+    dst = vec(dtype, 2, 32, valid=(2, Dyn(5)))
+    I.MGATHER(dst, table, idx, CMode="Elem", Mode=oob)
+    ix = raw[:, :5]
+    if oob == "Clamp":
+        ref = table_np[np.minimum(ix, 39)]
+    elif oob == "Wrap":
+        ref = table_np[ix % 40]
+    else:
+        ref = np.where(ix < 40, table_np[np.minimum(ix, 39)], 0)
+    np.testing.assert_array_equal(dst.numpy()[:, :5], ref)
+
+
+def test_mgather_row_and_mscatter_row(tgt):  # type: ignore[no-untyped-def]
+    table_np = RNG.normal(size=(10, 8)).astype(np.float32)
+    table = GlobalTensor(table_np)
+    idx = vec("i32", 1, 8, valid=(1, Dyn(4)), data=[[3, 9, 0, 3, 0, 0, 0, 0]])
+    dst = vec("f32", 4, 8)
+    I.MGATHER(dst, table, idx)
+    np.testing.assert_array_equal(dst.numpy(), table_np[[3, 9, 0, 3]])
+    out_np = np.zeros((10, 8), np.float32)
+    I.MSCATTER(GlobalTensor(out_np), dst, idx, Mode="Row", Atomic="Add")
+    ref = np.zeros((10, 8), np.float32)
+    np.add.at(ref, [3, 9, 0, 3], table_np[[3, 9, 0, 3]])
+    np.testing.assert_allclose(out_np, ref, rtol=1e-6)
+
+
+@pytest.mark.parametrize("atomic", ["None", "Max", "Min"])
+def test_mscatter_elem(tgt, atomic):  # type: ignore[no-untyped-def]
+    out_np = np.full(16, 50, np.int32)
+    src = vec("i32", 2, 8, data=RNG.integers(0, 100, (2, 8)))
+    raw = RNG.integers(0, 20, (2, 8))
+    idx = vec("i32", 2, 8, data=raw)
+    I.MSCATTER(GlobalTensor(out_np), src, idx, Mode="Elem", Atomic=atomic, Oob="Skip")
+    ref = np.full(16, 50, np.int32)
+    for v, k in zip(src.numpy().reshape(-1), raw.reshape(-1), strict=True):
+        if k >= 16:
+            continue
+        ref[k] = v if atomic == "None" else (max(ref[k], v) if atomic == "Max" else
+                                             min(ref[k], v))
+    np.testing.assert_array_equal(out_np, ref)
+
+
+def test_mscatter_rejects_last_with_atomic(tgt):  # type: ignore[no-untyped-def]
+    with pytest.raises(IllegalInstruction, match="Conflict=Last"):
+        I.MSCATTER(GlobalTensor(np.zeros(16, np.float32)), vec("f32", 1, 8), vec("i32", 1, 8),
+                   Mode="Elem", Atomic="Add", Conflict="Last")
+
+
+# ---- TSORT32 / TMRGSORT -------------------------------------------------------------------------
+
+def _records(vals, idx, npdt):  # type: ignore[no-untyped-def]
+    out = []
+    for v, i in zip(vals, idx, strict=True):
+        b = np.zeros(8, np.uint8)
+        vb = np.array([v], npdt).view(np.uint8)
+        b[:vb.size] = vb
+        b[4:] = np.array([i], np.uint32).view(np.uint8)
+        out.append(b)
+    return np.concatenate(out).view(npdt)
+
+
+@pytest.mark.parametrize("dtype,npdt", [("f32", np.float32), ("f16", np.float16)])
+def test_tsort32(tgt, dtype, npdt):  # type: ignore[no-untyped-def]
+    vals = RNG.permutation(64).astype(npdt).reshape(1, 64)
+    src = vec(dtype, 1, 64, data=vals)
+    idx = vec("ui32", 1, 64, data=np.arange(64).reshape(1, 64))
+    per = 8 // np.dtype(npdt).itemsize
+    dst = vec(dtype, 1, 64 * per)
+    I.TSORT32(dst, src, idx)
+    exp = []
+    for b in range(2):
+        blk = vals[0, b * 32:(b + 1) * 32]
+        order = sorted(range(32), key=lambda k, blk=blk: -float(blk[k]))
+        exp.append(_records(blk[order], [b * 32 + k for k in order], npdt))
+    np.testing.assert_array_equal(dst.numpy().reshape(-1).view(np.uint8),
+                                  np.concatenate(exp).view(np.uint8))
+
+
+def test_tsort32_rejects_partial_block(tgt):  # type: ignore[no-untyped-def]
+    with pytest.raises(RuntimeCheckError, match="multiple of 32"):
+        I.TSORT32(vec("f32", 1, 128), vec("f32", 1, 64, valid=(1, Dyn(40))), vec("ui32", 1, 64))
+
+
+def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
+    a = np.sort(RNG.normal(size=8).astype(np.float32))[::-1]
+    b = np.sort(RNG.normal(size=8).astype(np.float32))[::-1]
+    s0 = vec("f32", 1, 16, data=_records(a, range(8), np.float32)[None, :])
+    s1 = vec("f32", 1, 16, data=_records(b, range(8, 16), np.float32)[None, :])
+    dst, tmp = vec("f32", 1, 32), vec("f32", 1, 32)
+    ex = I.MrgSortExecutedNumList()
+    I.TMRGSORT(dst, ex, tmp, s0, s1, exhausted=True)
+    merged = sorted([(v, i) for i, v in enumerate(a)] + [(v, 8 + i) for i, v in enumerate(b)],
+                    key=lambda t: -t[0])
+    # the merge stops once a list is exhausted: the first list to run out
+    n = next(k + 1 for k in range(16)
+             if sum(1 for t in merged[:k + 1] if t[1] < 8) == 8
+             or sum(1 for t in merged[:k + 1] if t[1] >= 8) == 8)
+    got = dst.numpy().reshape(-1)[: 2 * n].view(np.uint32).reshape(-1, 2)[:, 1]
+    assert got.tolist() == [t[1] for t in merged[:n]]
+    assert ex.mrgSortList0 + ex.mrgSortList1 == n
+
+
+def test_tmrgsort_rejects(tgt):  # type: ignore[no-untyped-def]
+    with pytest.raises(RuntimeCheckError, match="multiple of 64"):
+        I.TMRGSORT(vec("f32", 1, 256), vec("f32", 1, 256), 32)
+    with pytest.raises(IllegalInstruction, match="Rows == 1"):
+        I.TMRGSORT(vec("f32", 2, 256), vec("f32", 2, 256), 64)
+
+
+# ---- TDEQUANT / THISTOGRAM / TRANDOM / TPREFETCH -------------------------------------------------
+
+@pytest.mark.parametrize("stype", ["i8", "i16"])
+def test_tdequant(tgt, stype):  # type: ignore[no-untyped-def]
+    x = RNG.integers(-100, 100, (4, 32))
+    src = vec(stype, 4, 32, valid=(Dyn(3), Dyn(20)), data=x)
+    sc = vec("f32", 4, 8, data=RNG.normal(size=(4, 8)))
+    of = vec("f32", 4, 8, data=RNG.normal(size=(4, 8)))
+    dst = vec("f32", 4, 32, valid=(Dyn(3), Dyn(20)))
+    I.TDEQUANT(dst, src, sc, of)
+    ref = (x[:3, :20].astype(np.float32) - of.numpy()[:3, :1]) * sc.numpy()[:3, :1]
+    np.testing.assert_array_equal(dst.numpy()[:3, :20], ref)
+    with pytest.raises(RuntimeCheckError, match="src valid region"):
+        I.TDEQUANT(vec("f32", 4, 32), src, sc, of)
+
+
+def test_thistogram(tgt):  # type: ignore[no-untyped-def]
+    x = RNG.integers(0, 1 << 16, (2, 16)).astype(np.uint16)
+    x[:, :6] = (0x12 << 8) | RNG.integers(0, 256, 6)
+    src = vec("ui16", 2, 16, data=x)
+    idx = Tile("Vec", "ui8", 32, 1, "col_major", valid=(2, 1))
+    idx.load_numpy(np.full((32, 1), 0x12))
+    dst = vec("ui32", 2, 256)
+    if tgt == "a2a3":
+        with pytest.raises(IllegalInstruction, match="not supported on target a2a3"):
+            I.THISTOGRAM(dst, src, idx, byte="BYTE_0")
+        return
+    I.THISTOGRAM(dst, src, idx, byte="BYTE_0")
+    for r in range(2):
+        keep = x[r][(x[r] >> 8) == 0x12] & 0xFF
+        ref = np.array([np.sum(keep <= b) for b in range(256)])
+        np.testing.assert_array_equal(dst.numpy()[r], ref)
+
+
+def test_trandom_philox_vector(tgt):  # type: ignore[no-untyped-def]
+    # Random123's published Philox4x32-10 known-answer vector (counter 0, key 0)
+    out = I.philox4x32(np.zeros((1, 4), np.uint64), (0, 0), 10)[0]
+    assert [hex(v) for v in out] == ["0x6627e8d5", "0xe169c58d", "0xbc57ac4c", "0x9b00dbd8"]
+    if tgt == "a2a3":
+        return
+    dst = vec("ui32", 1, 8)
+    I.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32))
+    assert dst.numpy()[0, 0] == 0x6627E8D5 and dst.numpy()[0, 2] == 0xE169C58D
+    with pytest.raises(PtoError, match="Rounds"):
+        I.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32), Rounds=8)
+
+
+def test_tprefetch(tgt):  # type: ignore[no-untyped-def]
+    a = RNG.normal(size=(8, 16)).astype(np.float32)
+    dst = vec("f32", 8, 16)
+    I.TPREFETCH(dst, GlobalTensor(a))
+    np.testing.assert_array_equal(dst.numpy(), a)
+
+
+# ---- communication -------------------------------------------------------------------------------
+
+def test_comm_single_process(tgt):  # type: ignore[no-untyped-def]
+    src = RNG.integers(0, 100, (8, 16)).astype(np.int32)
+    dst = np.ones((8, 16), np.int32)
+    C.TPUT(GlobalTensor(dst), GlobalTensor(src), vec("i32", 8, 16), atomicType="AtomicAdd")
+    np.testing.assert_array_equal(dst, src + 1)
+    C.TGET(GlobalTensor(dst), GlobalTensor(src), vec("i32", 8, 16))
+    np.testing.assert_array_equal(dst, src)
+    sig = np.zeros(1, np.int32)
+    C.TNOTIFY(GlobalTensor(sig), 5, "AtomicAdd")
+    C.TNOTIFY(GlobalTensor(sig), 2, "AtomicAdd")
+    assert sig[0] == 7
+    assert C.TTEST(GlobalTensor(sig), 7, "EQ") is True
+    assert C.TTEST(GlobalTensor(sig), 8, "GE") is False
+    C.TWAIT(GlobalTensor(sig), 3, "GT")
+    with pytest.raises(ExecutionError, match="deadlock"):
+        C.TWAIT(GlobalTensor(sig), 9, "EQ")
+    with pytest.raises(IllegalInstruction, match="same element type"):
+        C.TGET(GlobalTensor(np.zeros(4, np.float32)), GlobalTensor(np.zeros(4, np.int32)),
+               vec("f32", 1, 8))
