@@ -174,8 +174,8 @@ def _fp4_table(exp_bits: int, man_bits: int, bias: int) -> np.ndarray:
     return out
 
 
-#: code -> value (e2m1: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}; e1m2 (bias 0): +-{0, 0.5, .., 3.5})
-FP4_VALUES = {"f4E2M1x2": _fp4_table(2, 1, 1), "f4E1M2x2": _fp4_table(1, 2, 0)}
+#: code -> value (e2m1: +-{0, 0.5, 1, 1.5, 2, 3, 4, 6}; e1m2: +-{0, 0.25, .., 1.75})
+FP4_VALUES = {"f4E2M1x2": _fp4_table(2, 1, 1), "f4E1M2x2": _fp4_table(1, 2, 1)}
 
 
 def fp4_decode(codes: Any, dt: DType) -> np.ndarray:

@@ -191,6 +191,13 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
         raise RuntimeCheckError(
             f"bScaleMatrix {sb.rows}x{sb.cols} cannot hold ceil(k/32) x n = {groups}x{n} "
             "scales", op=op)
+    for s in (sa, sb):
+        if s is not None and s.spec.is_boxed:
+            ir, ic = s.spec.inner
+            if s.rows % ir or s.cols % ic:
+                raise RuntimeCheckError(
+                    f"scale tile {s.rows}x{s.cols} is not a whole number of {ir}x{ic} boxes: its "
+                    "boxes would reach beyond the tile's storage (not supported)", op=op)
     if a.dtype.packed and k % 2:
         raise RuntimeCheckError(f"k must be even for packed fp4 operands, got {k}", op=op)
     return m, k, n
