@@ -15,7 +15,7 @@ LEGALITY: dict[str, Rule] = {
     "MSCATTER": rule(GATHER),
     "TSORT32": rule("f16 f32 i16 i32 bf16"),
     "TMRGSORT": rule("f16 f32"),
-    "TDEQUANT": rule(pairs("i8->f32 i16->f32")),
+    "TDEQUANT": rule(pairs("i8->f32 i16->f32 i32->f32")),  # TDeQuant.hpp converts any int
     "TPREFETCH": rule(),
     "THISTOGRAM": rule("ui16 ui32"),
     "TRANDOM": rule("i32 ui32"),
