@@ -1,0 +1,269 @@
+"""Elementwise tile-tile instructions (besides TADD, in elementwise.py) and the fused ones.
+
+Every instruction iterates dst's valid region; sources are read at the same (i, j) and their
+valid regions must cover it. Integers wrap (two's complement) where the arithmetic overflows.
+Floating-point results are rounded once to the element type (f16/bf16 compute in f32, f32 in
+f64, which is exact for + - * / sqrt and correctly rounded for the fused forms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..enums import Pipe, TileType
+from ..memory import Machine
+from ..tile import Tile
+from .elementwise_common import Algorithm, cover, idiv, irem_trunc, kinds, to_float, wrap_to
+from .registry import Instr, Opnd, Param, instr, locs, same_dtype
+
+ALGO = (Param("PrecisionType", Algorithm.DEFAULT, Algorithm),)
+
+_DST = Opnd("dst", "tile", "out")
+
+
+def _vec(*names: str) -> Any:
+    return locs(names, TileType.Vec)
+
+
+def _pow(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    """pow in the element type: integers by repeated multiplication (wrapping; a negative
+    exponent gives 1/base^-e truncated: 1 for base 1, +-1 for base -1, else 0); floats by
+    std::pow."""
+    if dt.is_float:
+        with np.errstate(all="ignore"):
+            return np.power(to_float(a, dt), to_float(b, dt)).astype(dt.np)
+    a = np.asarray(a)
+    b = np.broadcast_to(np.asarray(b, dtype=dt.np), a.shape)
+    work = np.uint64 if dt.name == "ui64" else np.int64
+    base = a.astype(work)
+    e = b.astype(work)
+    neg = e < 0 if work is np.int64 else np.zeros(e.shape, bool)
+    e = np.where(neg, 0, e)
+    out = np.ones(a.shape, work)
+    with np.errstate(all="ignore"):
+        cur = base.copy()
+        ee = e.copy()
+        for _ in range(int(e.max(initial=0)).bit_length()):
+            odd = (ee & 1).astype(bool)
+            out = np.where(odd, out * cur, out)
+            cur = cur * cur
+            ee = ee >> 1
+    if neg.any():
+        odd_e = (b.astype(np.int64) % 2) != 0
+        inv = np.where(base == 1, 1, np.where(base == -1, np.where(odd_e, -1, 1), 0))
+        out = np.where(neg, inv, out)
+    return wrap_to(out, dt)
+
+
+def _rem_floor(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    """a - floor(a / b) * b (result has the sign of the divisor)."""
+    if dt.is_float:
+        with np.errstate(all="ignore"):
+            return np.mod(to_float(a, dt), to_float(b, dt)).astype(dt.np)
+    b = np.broadcast_to(np.asarray(b, dtype=dt.np), np.shape(a))
+    r = irem_trunc(a, b, dt)
+    fix = (r != 0) & ((r < 0) != (b < 0)) if dt.is_signed else np.zeros(r.shape, bool)
+    with np.errstate(all="ignore"):
+        return np.where(fix, r + b, r).astype(dt.np)
+
+
+def _fmod(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    if dt.is_float:
+        with np.errstate(all="ignore"):
+            return np.fmod(to_float(a, dt), to_float(b, dt)).astype(dt.np)
+    return irem_trunc(a, b, dt)
+
+
+def _div(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    if dt.is_float:
+        with np.errstate(all="ignore"):
+            return (to_float(a, dt) / to_float(b, dt)).astype(dt.np)
+    return idiv(a, b, dt)
+
+
+def _shift(a: np.ndarray, s: np.ndarray, dt: Any, left: bool) -> np.ndarray:
+    """Shift by s bits; s >= bit width shifts everything out (0, or the sign for an
+    arithmetic right shift), as the vector shifter does."""
+    a = np.asarray(a)
+    s = np.broadcast_to(np.asarray(s), a.shape).astype(np.int64)
+    big = (s >= dt.bits) | (s < 0)
+    sc = np.where(big, 0, s).astype(a.dtype)
+    with np.errstate(all="ignore"):
+        if left:
+            return np.where(big, 0, np.left_shift(a, sc)).astype(dt.np)
+        out = np.right_shift(a, sc)
+        fill = np.where(a < 0, -1, 0) if dt.is_signed else 0
+        return np.where(big, fill, out).astype(dt.np)
+
+
+def _relu(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x, np.zeros((), x.dtype))
+
+
+# ---- declaration helpers -------------------------------------------------------------------
+
+Fn = Callable[..., Any]
+
+
+def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
+           tmp: bool = False, static: tuple[Any, ...] = ()) -> Instr:
+    ops = [_DST, Opnd("src", "tile")]
+    if tmp:
+        ops.append(Opnd("tmp", "tile", "scratch", optional=True))
+
+    def impl(m: Machine, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
+        vr, vc = dst.valid_shape
+        if vr and vc:
+            with np.errstate(all="ignore"):
+                dst.write(fn(np.asarray(src.read(vr, vc)), dst.dtype))
+
+    impl.__doc__ = doc
+    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, params=params,
+                 dtype_key=("dst",),
+                 static=(_vec("dst", "src"), same_dtype("dst", "src"), *static),
+                 runtime=(cover("src"),))(impl)
+
+
+def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
+            tmp: bool | str = False, static: tuple[Any, ...] = ()) -> Instr:
+    ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile")]
+    if tmp:
+        ops.append(Opnd("tmp", "tile", "scratch", optional=tmp == "optional"))
+
+    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, *rest: Any, **kw: Any) -> None:
+        vr, vc = dst.valid_shape
+        if vr and vc:
+            a = np.asarray(src0.read(vr, vc))
+            b = np.asarray(src1.read(vr, vc))
+            with np.errstate(all="ignore"):
+                dst.write(fn(a, b, dst.dtype))
+
+    impl.__doc__ = doc
+    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, params=params,
+                 dtype_key=("dst",),
+                 static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
+                         *static),
+                 runtime=(cover("src0", "src1"),))(impl)
+
+
+def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = ()) -> Instr:
+    ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile"), Opnd("src2", "tile")]
+
+    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, src2: Tile) -> None:
+        vr, vc = dst.valid_shape
+        if vr and vc:
+            with np.errstate(all="ignore"):
+                dst.write(fn(np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)),
+                             np.asarray(src2.read(vr, vc)), dst.dtype))
+
+    impl.__doc__ = doc
+    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, dtype_key=("dst",),
+                 static=(_vec("dst", "src0", "src1", "src2"),
+                         same_dtype("dst", "src0", "src1", "src2"), *static),
+                 runtime=(cover("src0", "src1", "src2"),))(impl)
+
+
+def _fused(name: str, fn: Fn, doc: str, *, single: bool = False) -> Instr:
+    """dst is read as well as written: dst = fn(src0, src1, dst), each operation rounded to
+    the element type, or (``single``) computed wide and rounded once like an FMA."""
+    ops = [Opnd("dst", "tile", "inout"), Opnd("src0", "tile"), Opnd("src1", "tile")]
+
+    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
+        vr, vc = dst.valid_shape
+        if vr and vc:
+            dt = dst.dtype
+            a, b, d = (np.asarray(t.read(vr, vc)) for t in (src0, src1, dst))
+            if single:
+                a, b, d = (to_float(x, dt) for x in (a, b, d))
+            with np.errstate(all="ignore"):
+                dst.write(fn(a, b, d).astype(dt.np))
+
+    impl.__doc__ = doc
+    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, dtype_key=("dst",),
+                 static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
+                 runtime=(cover("src0", "src1"),))(impl)
+
+
+_INT = (kinds(("dst", "int")),)
+_FLOAT = (kinds(("dst", "float")),)
+
+# ---- tile-tile -----------------------------------------------------------------------------
+
+TABS = _unary("TABS", lambda a, dt: np.abs(a),
+              "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).")
+TNEG = _unary("TNEG", lambda a, dt: np.negative(a), "dst = -src (integers wrap).")
+TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", static=_INT)
+TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
+TEXP = _unary("TEXP", lambda a, dt: np.exp(to_float(a, dt)).astype(dt.np),
+              "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
+              params=ALGO)
+TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),
+              "dst = ln(src); ln(0) = -inf, ln(<0) = NaN. Integer tiles (cpu only) compute "
+              "std::log in double and truncate toward zero (a non-finite result gives 0).",
+              params=ALGO)
+TSQRT = _unary("TSQRT", lambda a, dt: np.sqrt(to_float(a, dt)).astype(dt.np),
+               "dst = sqrt(src) (NaN for negative inputs).", params=ALGO, static=_FLOAT)
+TRSQRT = _unary("TRSQRT", lambda a, dt: (1.0 / np.sqrt(to_float(a, dt))).astype(dt.np),
+                "dst = 1 / sqrt(src); the optional tmp tile is accepted and unused.",
+                params=ALGO, tmp=True, static=_FLOAT)
+TRECIP = _unary("TRECIP", lambda a, dt: _div(np.ones((), dt.np), a, dt),
+                "dst = 1 / src (TDIVS(dst, 1, src)); integers divide truncating toward zero.",
+                params=ALGO)
+
+
+def _int_or_float(f: Fn, a: np.ndarray, dt: Any) -> np.ndarray:
+    if dt.is_float:
+        return f(to_float(a, dt)).astype(dt.np)
+    r = f(a.astype(np.float64))
+    r = np.where(np.isfinite(r), np.trunc(r), 0)
+    return wrap_to(r.astype(np.int64), dt)
+
+
+TSUB = _binary("TSUB", lambda a, b, dt: np.subtract(a, b), "dst = src0 - src1 (integers wrap).")
+TMUL = _binary("TMUL", lambda a, b, dt: np.multiply(a, b), "dst = src0 * src1 (integers wrap).")
+TDIV = _binary("TDIV", _div,
+               "dst = src0 / src1. Integers divide truncating toward zero and wrap "
+               "(INT_MIN / -1); integer division by zero is target-defined (ptoisa: 0); float "
+               "division by zero follows IEEE (inf/NaN).", params=ALGO)
+TMAX = _binary("TMAX", lambda a, b, dt: np.maximum(a, b), "dst = max(src0, src1) (NaN wins).")
+TMIN = _binary("TMIN", lambda a, b, dt: np.minimum(a, b), "dst = min(src0, src1) (NaN wins).")
+TAND = _binary("TAND", lambda a, b, dt: np.bitwise_and(a, b), "dst = src0 & src1.", static=_INT)
+TOR = _binary("TOR", lambda a, b, dt: np.bitwise_or(a, b), "dst = src0 | src1.", static=_INT)
+TXOR = _binary("TXOR", lambda a, b, dt: np.bitwise_xor(a, b),
+               "dst = src0 ^ src1; tmp is scratch (used on a2a3, where XOR is built from "
+               "AND/OR/NOT), its contents afterwards are unspecified.", tmp=True, static=_INT)
+TSHL = _binary("TSHL", lambda a, b, dt: _shift(a, b, dt, True),
+               "dst = src0 << src1 (shift counts >= the bit width give 0).", static=_INT)
+TSHR = _binary("TSHR", lambda a, b, dt: _shift(a, b, dt, False),
+               "dst = src0 >> src1, arithmetic for signed types (shift counts >= the bit width "
+               "give 0 or -1).", static=_INT)
+TFMOD = _binary("TFMOD", _fmod,
+                "dst = fmod(src0, src1): the remainder with the sign of the dividend (C fmod / "
+                "integer %); x fmod 0 is NaN for floats, 0 for integers.", params=ALGO)
+TREM = _binary("TREM", _rem_floor,
+               "dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the "
+               "divisor; tmp is scratch.", params=ALGO, tmp=True)
+TPOW = _binary("TPOW", _pow,
+               "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
+               "for integers; tmp is scratch.", params=ALGO, tmp=True)
+TPRELU = _binary("TPRELU", lambda a, b, dt: np.where(a > 0, a, a * b),
+                 "dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.",
+                 tmp=True, static=_FLOAT)
+TSUBRELU = _binary("TSUBRELU", lambda a, b, dt: _relu(np.subtract(a, b)),
+                   "dst = max(src0 - src1, 0).", static=_FLOAT)
+
+TADDC = _ternary("TADDC", lambda a, b, c, dt: a + b + c,
+                 "dst = src0 + src1 + src2 (a ternary add, rounded after each add; integers "
+                 "wrap).")
+TSUBC = _ternary("TSUBC", lambda a, b, c, dt: a - b + c,
+                 "dst = src0 - src1 + src2 (rounded after each operation; integers wrap).")
+
+TMULADDDST = _fused("TMULADDDST", lambda a, b, d: a * b + d,
+                    "dst = src0 * src1 + dst (product rounded, then the sum).")
+TFUSEDMULADD = _fused("TFUSEDMULADD", lambda a, b, d: a * d + b,
+                      "dst = src0 * dst + src1, fused: rounded once.", single=True)
+TFUSEDMULADDRELU = _fused("TFUSEDMULADDRELU", lambda a, b, d: _relu(a * d + b),
+                          "dst = max(src0 * dst + src1, 0) (product rounded, then the sum).")

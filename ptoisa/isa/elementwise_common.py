@@ -1,0 +1,133 @@
+"""Shared pieces of the elementwise families (tile-tile, tile-scalar, fused, TCVT, masks).
+
+Run-time rules keyed on operand *names*, the C++ conversion of a scalar argument to the tile's
+element type, C-style integer division, and the precision-algorithm template enum.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import DType
+from ..errors import PtoError, RuntimeCheckError
+from ..tile import Tile
+from .registry import Instr, Sig, StaticRule, elem_type
+
+
+class Algorithm(enum.Enum):
+    """``DivAlgorithm``/``ExpAlgorithm``/... ``{DEFAULT, HIGH_PRECISION}`` (one enum: the C++
+    spellings ``DivAlgorithm::DEFAULT`` etc. are all accepted). Only A5 distinguishes them."""
+
+    DEFAULT = 0
+    HIGH_PRECISION = 1
+
+
+def cover(*names: str) -> Callable[..., None]:
+    """Run-time rule: the valid region of every named tile operand covers dst's valid region
+    (the iteration domain). Scratch operands are not named and so not checked."""
+
+    def rule(ins: Instr, *vals: Any, **kw: Any) -> None:
+        by_name = {o.name: v for o, v in zip(ins.operands, vals, strict=False)}
+        dst = by_name["dst"]
+        vr, vc = dst.valid_shape
+        for n in names:
+            s = by_name.get(n)
+            if isinstance(s, Tile) and (s.valid_row < vr or s.valid_col < vc):
+                raise RuntimeCheckError(
+                    f"{n} valid region {s.valid_row}x{s.valid_col} does not cover dst valid "
+                    f"region {vr}x{vc}", op=ins.mnemonic)
+    rule.__name__ = f"cover({', '.join(names)})"
+    return rule
+
+
+def kinds(*spec: tuple[str, str]) -> StaticRule:
+    """Static rule: named operands are of an element kind ('float' / 'int')."""
+
+    def rule(sig: Sig) -> None:
+        for n, kind in spec:
+            d = elem_type(sig[n])
+            if d is None:
+                continue
+            ok = d.is_float if kind == "float" else d.is_int
+            if not ok:
+                raise sig.fail(f"{n} must have a{'n' if kind == 'int' else ''} {kind} element "
+                               f"type, got {d}")
+    return rule
+
+
+def as_elem(v: Any, dt: DType, what: str = "scalar") -> Any:
+    """A Python/numpy number converted to ``dt`` as the C++ implicit conversion does:
+    float -> int truncates toward zero (and wraps modulo 2^bits, the usual two's-complement
+    result), int -> float rounds to nearest even."""
+    if isinstance(v, np.generic) and v.dtype == dt.np:
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        v = int(v)
+    if dt.is_float:
+        if isinstance(v, (int, np.integer)):
+            return np.array(int(v), dtype=np.float64).astype(dt.np)[()]
+        return np.array(v).astype(np.float64).astype(dt.np)[()]
+    if isinstance(v, (float, np.floating)) or (isinstance(v, np.generic) and v.dtype.kind == "V"):
+        f = float(v)
+        if not np.isfinite(f):
+            raise PtoError(f"{what} {f} cannot be converted to {dt}")
+        v = int(f)  # truncation toward zero
+    bits = dt.bits
+    raw = int(v) & ((1 << bits) - 1)
+    return np.array([raw], dtype=f"u{dt.itemsize}").view(dt.np)[0]
+
+
+def wide(dt: DType) -> np.dtype:
+    """Computation type of a float element type (f16/bf16/fp8 compute in f32)."""
+    return np.dtype(np.float64) if dt.name == "f32" else np.dtype(np.float32)
+
+
+def to_float(a: Any, dt: DType) -> np.ndarray:
+    return np.asarray(a).astype(wide(dt))
+
+
+def idiv(a: np.ndarray, b: np.ndarray | Any, dt: DType) -> np.ndarray:
+    """C integer division (truncation toward zero) in ``dt``, wrapping (INT_MIN / -1);
+    division by zero is target-defined: ptoisa returns 0."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=dt.np), np.asarray(b, dtype=dt.np))
+    work = np.uint64 if dt.name == "ui64" else np.int64
+    aw = a.astype(work)
+    bw = b.astype(work)
+    zero = bw == 0
+    bs = np.where(zero, 1, bw).astype(work)
+    with np.errstate(all="ignore"):
+        q = aw // bs
+        if work is np.int64:
+            r = aw - q * bs
+            q = q + ((r != 0) & ((aw < 0) != (bs < 0))).astype(np.int64)
+    q = np.where(zero, 0, q)
+    return q.astype(dt.np)
+
+
+def irem_trunc(a: np.ndarray, b: np.ndarray | Any, dt: DType) -> np.ndarray:
+    """C ``%`` (sign of the dividend); x % 0 -> 0 (target-defined)."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=dt.np), np.asarray(b, dtype=dt.np))
+    with np.errstate(all="ignore"):
+        q = idiv(a, b, dt)
+        return (a - q * b).astype(dt.np) * (b != 0)
+
+
+def wrap_to(x: np.ndarray, dt: DType) -> np.ndarray:
+    """Integers (any width, as int64/uint64 or object) reduced modulo 2^bits into ``dt``."""
+    u = np.asarray(x).astype(np.int64).astype(np.uint64) & np.uint64((1 << dt.bits) - 1)
+    return u.astype(f"u{dt.itemsize}").view(dt.np)
+
+
+def same_tile_dtype(*names: str) -> StaticRule:
+    """Like ``same_dtype`` but ignores operands that are not tiles (scalars)."""
+
+    def rule(sig: Sig) -> None:
+        present = [(n, elem_type(sig[n])) for n in names if elem_type(sig[n]) is not None]
+        if len({d for _, d in present}) > 1:
+            desc = ", ".join(f"{n} {d}" for n, d in present)
+            raise sig.fail(f"operands must have the same element type ({desc})")
+    return rule

@@ -1,0 +1,221 @@
+"""TCVT: elementwise type conversion with a rounding mode and a saturation mode.
+
+Rounding (RoundMode): RINT nearest-even, ROUND nearest ties-away, FLOOR, CEIL, TRUNC, ODD,
+NONE. They apply to float -> int, float -> narrower float and int -> float conversions, as
+the NPU's vconv does (the upstream CPU simulator applies them to float -> int only and
+rounds float narrowing to nearest-even: ptoisa follows the hardware on every target, see
+docs/cpu_sim_differences.md). ODD is round-to-odd (von Neumann) for float results; for
+float -> int it resolves ties to the odd integer (the simulator's rule; the NPU has no
+round-to-odd integer conversion). NONE is nearest-even for float results and truncation
+(the C cast) for float -> int. f32 -> f32 is the identity on cpu and rounds to an integral
+value on a2a3/a5 (the NPU's "round-only" f32 -> f32 path).
+
+Saturation (SaturationMode): ON clamps to the destination's finite range (NaN -> 0 for
+integer results). OFF lets floats overflow to inf and makes integer results wrap: a float is
+first converted saturating to 32 (64 for 64-bit destinations) bits and then truncated to the
+destination width (the NPU's non-saturating, PyTorch-compatible path). Without a SaturationMode
+operand the cpu target uses OFF (as the simulator does) and a2a3/a5 use ON (the NPU default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ..dtypes import DType
+from ..enums import Pipe, RoundMode, SaturationMode, TileType
+from ..memory import Machine
+from ..tile import Tile
+from .elementwise_common import cover, wrap_to
+from .registry import Instr, Opnd, Param, instr, locs
+
+
+def _finfo_max(dt: DType) -> float:
+    fi = np.finfo(dt.np) if dt.np.kind == "f" else ml_dtypes.finfo(dt.np)
+    return float(fi.max)
+
+
+def _step(y: np.ndarray, up: bool) -> np.ndarray:
+    """Next representable value of y's float type toward +inf (up) or -inf."""
+    n = y.dtype.itemsize * 8
+    u = y.view(f"u{y.dtype.itemsize}").astype(np.uint64)
+    sign = (u >> np.uint64(n - 1)) & np.uint64(1)
+    mag = u & np.uint64((1 << (n - 1)) - 1)
+    grow = (sign == 0) == up  # moving away from zero
+    zero = mag == 0
+    new_mag = np.where(grow, mag + np.uint64(1), np.where(zero, np.uint64(1), mag - np.uint64(1)))
+    new_sign = np.where(zero, np.uint64(0 if up else 1), sign)
+    out = (new_sign << np.uint64(n - 1)) | new_mag
+    return out.astype(f"u{y.dtype.itemsize}").view(y.dtype)
+
+
+def round_float(x: np.ndarray, dt: DType, mode: RoundMode) -> np.ndarray:
+    """Float64 values rounded to the float type ``dt`` under ``mode`` (overflow: as IEEE)."""
+    with np.errstate(all="ignore"):
+        y = x.astype(dt.np)
+        if mode in (RoundMode.CAST_RINT, RoundMode.CAST_NONE):
+            return y
+        back = y.astype(np.float64)
+        inexact = (back != x) & ~np.isnan(x)
+        down = np.where(inexact & (back > x), _step(y, False), y)
+        up = np.where(inexact & (back < x), _step(y, True), y)
+        if mode is RoundMode.CAST_FLOOR:
+            return down
+        if mode is RoundMode.CAST_CEIL:
+            return up
+        if mode is RoundMode.CAST_TRUNC:
+            return np.where(x >= 0, down, up)
+        d_lo = x - down.astype(np.float64)
+        d_hi = up.astype(np.float64) - x
+        if mode is RoundMode.CAST_ROUND:
+            return np.where(d_lo < d_hi, down, np.where(d_hi < d_lo, up,
+                                                        np.where(x >= 0, up, down)))
+        # CAST_ODD: an inexact result takes the neighbour with an odd last significand bit
+        lsb = (down.view(f"u{dt.itemsize}") & 1).astype(bool)
+        return np.where(inexact, np.where(lsb, down, up), y)
+
+
+def round_int(x: np.ndarray, mode: RoundMode) -> np.ndarray:
+    """Float64 values rounded to integral float64 values under ``mode``."""
+    if mode is RoundMode.CAST_RINT:
+        return np.rint(x)
+    if mode is RoundMode.CAST_ROUND:
+        return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    if mode is RoundMode.CAST_FLOOR:
+        return np.floor(x)
+    if mode is RoundMode.CAST_CEIL:
+        return np.ceil(x)
+    if mode is RoundMode.CAST_ODD:
+        fl = np.floor(x)
+        tie = (x - fl) == 0.5
+        return np.where(tie, np.where(np.fmod(fl, 2) != 0, fl, fl + 1), np.rint(x))
+    return np.trunc(x)  # CAST_TRUNC and CAST_NONE (the C cast)
+
+
+def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
+            target: str = "a5") -> np.ndarray:
+    """The TCVT conversion of an array of ``src`` elements to ``dst``."""
+    with np.errstate(all="ignore"):
+        if dst.is_float:
+            x64 = x.astype(np.float64)
+            if src is dst:
+                if target == "cpu" or not src.is_float or mode is RoundMode.CAST_NONE:
+                    return x.copy()
+                return round_int(x64, mode).astype(dst.np)
+            if sat:
+                hi = _finfo_max(dst)
+                x64 = np.where(np.isnan(x64), x64, np.clip(x64, -hi, hi))
+            if src.is_float and src.itemsize < dst.itemsize and src.name != "bf16" \
+                    or (src.name == "bf16" and dst.name == "f32"):
+                return x64.astype(dst.np)  # widening: exact
+            if src.is_int and src.itemsize == 8:
+                # 64-bit integers are not exact in float64: round from the exact integer
+                return np.array([_round_big(int(v), dst, mode) for v in x.reshape(-1)],
+                                dtype=dst.np).reshape(x.shape)
+            return round_float(x64, dst, mode)
+        lo, hi = (int(v) for v in (np.iinfo(dst.np).min, np.iinfo(dst.np).max))
+        if src.is_float:
+            x64 = x.astype(np.float64)
+            r = round_int(x64, mode)
+            r = np.where(np.isnan(r), 0.0, r)
+            if sat:
+                return np.clip(r, lo, hi).astype(dst.np)
+            if target == "cpu":
+                return _x86_cast(r, dst)
+            wide = 64 if dst.itemsize == 8 else 32
+            signed = dst.is_signed or wide == 32
+            wl, wh = (-(1 << (wide - 1)), (1 << (wide - 1)) - 1) if signed else (0, (1 << wide) - 1)
+            if wide == 64:
+                r = np.clip(r, -2.0 ** 63, np.nextafter(2.0 ** 63, 0))
+                return wrap_to(r.astype(np.int64), dst) if dst.is_signed else \
+                    np.clip(r, 0, np.nextafter(2.0 ** 64, 0)).astype(np.uint64)
+            return wrap_to(np.clip(r, wl, wh).astype(np.int64), dst)
+        # int -> int
+        if sat:
+            if src.name == "ui64":
+                return np.minimum(x, np.uint64(hi)).astype(dst.np)
+            xi = x.astype(np.int64)
+            if dst.name == "ui64":
+                return np.maximum(xi, 0).astype(np.uint64)
+            return np.clip(xi, lo, hi).astype(dst.np)
+        return x.astype(dst.np)  # two's-complement truncation / extension
+
+
+def _x86_cast(r: np.ndarray, dst: DType) -> np.ndarray:
+    """static_cast<D>(double) as the CPU simulator's x86-64 build executes it: cvttsd2si to
+    32 bits (64 bits for i64/ui32/ui64 destinations), whose out-of-range or NaN result is the
+    "integer indefinite" INT_MIN, then truncation to D's width."""
+    w = 64 if dst.name in ("i64", "ui32", "ui64") else 32
+    lo, hi = -(2.0 ** (w - 1)), 2.0 ** (w - 1)
+    if dst.name == "ui64":  # converted by halves: [2^63, 2^64) is in range too
+        hi = 2.0 ** 64
+    bad = np.isnan(r) | (r < lo) | (r >= hi)
+    big = r >= 2.0 ** 63
+    safe = np.where(bad | big, 0.0, r).astype(np.int64)
+    if dst.name == "ui64":
+        top = np.where(big & ~bad, r - 2.0 ** 63, 0.0).astype(np.int64).astype(np.uint64)
+        out = np.where(big & ~bad, top + np.uint64(1 << 63), safe.astype(np.uint64))
+        return np.where(bad, np.uint64(1 << 63), out)
+    out = np.where(bad, np.int64(-(1 << (w - 1))), safe)
+    return wrap_to(out, dst)
+
+
+def _round_big(v: int, dt: DType, mode: RoundMode) -> Any:
+    """One 64-bit integer rounded to a float type of at most 24 significand bits. The two
+    float64 neighbours lo <= v <= hi bracket v, and no rounding boundary of ``dt`` lies
+    strictly between them, so the directed modes round lo or hi and the nearest modes f."""
+    f = float(v)
+    if int(f) == v:
+        return round_float(np.array([f]), dt, mode)[0]
+    lo = f if int(f) < v else float(np.nextafter(f, -np.inf))
+    hi = float(np.nextafter(lo, np.inf))
+    pick = {RoundMode.CAST_FLOOR: lo, RoundMode.CAST_CEIL: hi,
+            RoundMode.CAST_TRUNC: lo if v > 0 else hi}.get(mode, f)
+    return round_float(np.array([pick]), dt, mode)[0]
+
+
+class _TcvtInstr(Instr):
+    """TCVT(dst, src, [tmp,] mode[, satMode]): a missing tmp tile shifts the enum operands."""
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
+        if len(args) >= 3 and not isinstance(args[2], Tile) and "tmp" not in kwargs:
+            from .registry import Event
+
+            if not isinstance(args[2], Event):
+                args = (*args[:2], None, *args[2:])
+        return super().bind(args, kwargs)
+
+
+def _cvt_shapes(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
+    cover("src")(ins, dst, src)
+
+
+@instr("TCVT", family="elementwise", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
+                 Opnd("tmp", "tile", "scratch", optional=True),
+                 Opnd("mode", "enum", enum=RoundMode, optional=True),
+                 Opnd("satMode", "enum", enum=SaturationMode, optional=True)),
+       params=(Param("NeedSetCtrl", True),),
+       dtype_key=("src", "dst"),
+       static=(locs(["dst", "src"], TileType.Vec),),
+       runtime=(_cvt_shapes,))
+def TCVT(m: Machine, dst: Tile, src: Tile, tmp: Tile | None = None,  # noqa: N802
+         mode: RoundMode | None = None, satMode: SaturationMode | None = None,  # noqa: N803
+         NeedSetCtrl: bool = True) -> None:  # noqa: N803
+    """dst = cast_{mode, satMode}(src) over dst's valid region (see the module doc for the
+    rounding and saturation rules). ``mode`` defaults to CAST_RINT; tmp is scratch."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    rm = mode or RoundMode.CAST_RINT
+    if satMode is None:
+        sat = m.target.name != "cpu"
+    else:
+        sat = satMode is SaturationMode.ON
+    x = np.asarray(src.read(vr, vc))
+    dst.write(convert(x, src.dtype, dst.dtype, rm, sat, m.target.name))
+
+
+TCVT.__class__ = _TcvtInstr

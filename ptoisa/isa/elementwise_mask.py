@@ -1,0 +1,219 @@
+"""Predicate masks: TCMP / TCMPS produce them, TSEL / TSELS consume them.
+
+Encoding (model.md section 8; the predicate dtype is target-defined: u8 on a2a3, u32 on a5,
+either on cpu): one bit per compared element, row by row; the bits of row r are packed
+LSB-first into the bytes of mask row r (so a u32 word w holds columns 32w..32w+31 and a u8
+byte w columns 8w..8w+7).
+
+TSELS reads that layout on every target. TSEL does on a2a3/a5; the cpu target reproduces the
+upstream CPU simulator, which reads the mask as one continuous LSB-first bit stream over dst's
+valid region, taking 8 bits from each mask element (even a u32 one) and moving to the next
+mask row after ``mask.validCol`` elements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..enums import CmpMode, Pipe, TileType
+from ..errors import RuntimeCheckError
+from ..memory import Machine
+from ..tile import Tile
+from .elementwise_common import as_elem, cover, same_tile_dtype
+from .registry import Instr, Opnd, Sig, instr, locs, same_dtype
+
+_CMP = {
+    CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
+    CmpMode.LE: np.less_equal, CmpMode.GT: np.greater, CmpMode.GE: np.greater_equal,
+}
+
+
+def _vec(*names: str) -> Any:
+    return locs(names, TileType.Vec)
+
+
+def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
+    """Write a (rows, cols) boolean predicate into dst, packed per row."""
+    if m.target.name == "cpu":  # the simulator zeroes the whole predicate tile first
+        dst.fill(0, dst.rows, dst.cols)
+    rows, cols = bits.shape
+    if rows == 0 or cols == 0:
+        return
+    per = dst.dtype.bits
+    words = -(-cols // per)
+    nbytes = words * dst.dtype.itemsize
+    packed = np.packbits(bits, axis=1, bitorder="little")
+    buf = np.zeros((rows, nbytes), np.uint8)
+    buf[:, : packed.shape[1]] = packed
+    vals = np.ascontiguousarray(buf).view(dst.dtype.np)
+    n = min(words, dst.valid_col)
+    dst.write(vals[:, :n])
+
+
+def _pack_stream(ins: Instr, dst: Tile, bits: np.ndarray) -> None:
+    """The CPU simulator's TCMPS: dst zeroed, then the predicate bits of the whole compared
+    region as one LSB-first stream, 8 bits per dst element, in dst's row-major element
+    order (ignoring dst's row length)."""
+    dst.fill(0, dst.rows, dst.cols)
+    packed = np.packbits(bits.reshape(-1), bitorder="little")
+    if packed.size > dst.rows * dst.cols:
+        raise RuntimeCheckError(
+            f"dst ({dst.rows}x{dst.cols}) cannot hold {packed.size} predicate bytes",
+            op=ins.mnemonic)
+    full, rest = divmod(packed.size, dst.cols)
+    vals = packed.astype(dst.dtype.np)
+    if full:
+        dst.write(vals[: full * dst.cols].reshape(full, dst.cols))
+    if rest:
+        dst.write(vals[full * dst.cols:].reshape(1, rest), full, 0)
+
+
+def _mask_words(ins: Instr, dst: Tile, src: Tile) -> None:
+    vr = dst.valid_row
+    if src.valid_row != vr:
+        raise RuntimeCheckError(f"src0 valid rows {src.valid_row} != dst valid rows {vr}",
+                                op=ins.mnemonic)
+    need = -(-src.valid_col // dst.dtype.bits)
+    if dst.valid_col < need:
+        raise RuntimeCheckError(
+            f"dst valid cols {dst.valid_col} cannot hold {src.valid_col} predicate bits "
+            f"({need} {dst.dtype} elements per row needed)", op=ins.mnemonic)
+
+
+def _tcmp_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any, *rest: Any, **kw: Any) -> None:
+    from ..memory import current
+
+    if not (ins.name == "TCMPS" and current().target.name == "cpu"):
+        _mask_words(ins, dst, src0)
+    if isinstance(src1, Tile) and (src1.valid_row < src0.valid_row
+                                   or src1.valid_col < src0.valid_col):
+        raise RuntimeCheckError(
+            f"src1 valid region {src1.valid_row}x{src1.valid_col} does not cover src0 valid "
+            f"region {src0.valid_row}x{src0.valid_col}", op=ins.mnemonic)
+
+
+def _pred_dst(sig: Sig) -> None:
+    d = sig["dst"]
+    if d is not None and d.dtype.name not in ("ui8", "ui32"):
+        raise sig.fail(f"dst is a predicate tile and must be ui8 or ui32, got {d.dtype}")
+
+
+def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
+    # A2/A3 compares int32 only for equality: cmpMode is ignored there (tcmp.md).
+    if m.target.name == "a2a3" and src.dtype.name == "i32":
+        return CmpMode.EQ
+    return mode
+
+
+@instr("TCMP", family="elementwise", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
+                 Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
+       dtype_key=("src0", "dst"),
+       static=(_vec("dst", "src0", "src1"), same_dtype("src0", "src1"), _pred_dst),
+       runtime=(_tcmp_runtime,))
+def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
+         cmpMode: CmpMode | None = None) -> None:  # noqa: N803
+    """dst = packed predicate (src0 cmpMode src1) over src0's valid region (default EQ). On
+    a2a3 int32 sources are compared for equality whatever cmpMode says (hardware)."""
+    vr, vc = src0.valid_shape
+    mode = _mode(m, src0, cmpMode or CmpMode.EQ)
+    with np.errstate(invalid="ignore"):
+        bits = _CMP[mode](np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)))
+    _pack(m, dst, bits)
+
+
+@instr("TCMPS", family="tile-scalar", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "any"),
+                 Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
+       dtype_key=("src0", "dst"),
+       static=(_vec("dst", "src0"), same_tile_dtype("src0", "src1"), _pred_dst),
+       runtime=(_tcmp_runtime,))
+def TCMPS(m: Machine, dst: Tile, src0: Tile, src1: Any,  # noqa: N802
+          cmpMode: CmpMode | None = None) -> None:  # noqa: N803
+    """dst = packed predicate (src0 cmpMode scalar); ``src1`` is a number (converted to src0's
+    element type) or a tile whose element [0, 0] is the scalar (the C++ tile overload). On
+    a2a3/a5 the bits are packed per row like TCMP; the cpu target writes them as the CPU
+    simulator does, one continuous stream over dst (8 bits per dst element), which is what
+    its TSEL reads."""
+    vr, vc = src0.valid_shape
+    s = src1.read(1, 1)[0, 0] if isinstance(src1, Tile) else as_elem(src1, src0.dtype)
+    mode = _mode(m, src0, cmpMode or CmpMode.EQ)
+    with np.errstate(invalid="ignore"):
+        bits = _CMP[mode](np.asarray(src0.read(vr, vc)), s)
+    if m.target.name == "cpu":
+        _pack_stream(TCMPS, dst, bits)
+    else:
+        _pack(m, dst, bits)
+
+
+# ---- selection ---------------------------------------------------------------------------------
+
+def _row_bits(ins: Instr, mask: Tile, vr: int, vc: int) -> np.ndarray:
+    """(vr, vc) selection bits in the per-row packed layout."""
+    per = mask.dtype.bits
+    need = -(-vc // per)
+    if mask.valid_row < vr or mask.valid_col < need:
+        raise RuntimeCheckError(
+            f"mask valid region {mask.valid_row}x{mask.valid_col} holds fewer than {vr} rows "
+            f"of {vc} predicate bits ({need} {mask.dtype} elements per row)", op=ins.mnemonic)
+    words = np.ascontiguousarray(mask.read(vr, need))
+    raw = words.view(np.uint8).reshape(vr, -1)
+    return np.unpackbits(raw, axis=1, bitorder="little")[:, :vc].astype(bool)
+
+
+def _stream_bits(ins: Instr, mask: Tile, vr: int, vc: int) -> np.ndarray:
+    """The CPU simulator's TSEL reading: 8 bits per mask element, continuous over rows."""
+    mr, mc = mask.valid_shape
+    need = -(-(vr * vc) // 8)
+    if mr * mc < need:
+        raise RuntimeCheckError(
+            f"mask valid region {mr}x{mc} provides {mr * mc * 8} predicate bits, dst valid "
+            f"region {vr}x{vc} needs {vr * vc}", op=ins.mnemonic)
+    elems = np.asarray(mask.read(mr, mc)).reshape(-1)[:need]
+    low = (elems.astype(np.uint64) & np.uint64(0xFF)).astype(np.uint8)
+    return np.unpackbits(low, bitorder="little")[: vr * vc].reshape(vr, vc).astype(bool)
+
+
+def _pred_mask(sig: Sig) -> None:
+    mk = sig["mask"]
+    if mk is not None and not mk.dtype.is_int:
+        raise sig.fail(f"mask must be an integer predicate tile, got {mk.dtype}")
+
+
+@instr("TSEL", family="elementwise", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("mask", "tile"), Opnd("src0", "tile"),
+                 Opnd("src1", "tile"), Opnd("tmp", "tile", "scratch", optional=True)),
+       dtype_key=("dst",),
+       static=(_vec("dst", "mask", "src0", "src1"), same_dtype("dst", "src0", "src1"),
+               _pred_mask),
+       runtime=(cover("src0", "src1"),))
+def TSEL(m: Machine, dst: Tile, mask: Tile, src0: Tile, src1: Tile,  # noqa: N802
+         tmp: Tile | None = None) -> None:
+    """dst = mask bit ? src0 : src1 over dst's valid region (mask layout: module doc; the cpu
+    target reads it as the CPU simulator does). tmp is scratch (a2a3)."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    read = _stream_bits if m.target.name == "cpu" else _row_bits
+    bits = read(TSEL, mask, vr, vc)
+    dst.write(np.where(bits, np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))))
+
+
+@instr("TSELS", family="tile-scalar", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("mask", "tile"), Opnd("src", "tile"),
+                 Opnd("tmp", "tile", "scratch"), Opnd("scalar", "scalar")),
+       dtype_key=("dst",),
+       static=(_vec("dst", "mask", "src"), same_dtype("dst", "src"), _pred_mask),
+       runtime=(cover("src"),))
+def TSELS(m: Machine, dst: Tile, mask: Tile, src: Tile, tmp: Tile,  # noqa: N802
+          scalar: Any) -> None:
+    """dst = mask bit ? src : scalar over dst's valid region (per-row packed mask on every
+    target); tmp is scratch (a2a3 keeps the scalar there)."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    bits = _row_bits(TSELS, mask, vr, vc)
+    dst.write(np.where(bits, np.asarray(src.read(vr, vc)), as_elem(scalar, dst.dtype)))
+

@@ -1,0 +1,256 @@
+"""Tile-scalar elementwise instructions (TADDS ... TSUBSC) and the scalar-taking fused ones.
+
+The scalar is a plain Python/numpy number; it is converted to the tile's element type as the
+C++ template parameter ``typename TileData::DType scalar`` would be (see ``as_elem``).
+Iteration domain: dst's valid region; tile sources must cover it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import DType, dtype
+from ..enums import Pipe, TileType
+from ..errors import RuntimeCheckError
+from ..memory import Machine
+from ..tile import Tile
+from .elementwise2 import ALGO, _div, _fmod, _pow, _relu, _rem_floor, _shift
+from .elementwise_common import as_elem, cover, kinds
+from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+
+_DST = Opnd("dst", "tile", "out")
+Fn = Callable[..., Any]
+_INT = (kinds(("dst", "int")),)
+_FLOAT = (kinds(("dst", "float")),)
+
+
+def _vec(*names: str) -> Any:
+    return locs(names, TileType.Vec)
+
+
+def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any) -> None:
+    if scalar < 0:
+        raise RuntimeCheckError(f"shift count must be >= 0, got {scalar}", op=ins.mnemonic)
+
+
+def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
+               tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
+               src: str = "src") -> Instr:
+    ops = [_DST, Opnd(src, "tile"), Opnd("scalar", "scalar")]
+    if tmp:
+        ops.append(Opnd("tmp", "tile", "scratch"))
+
+    def impl(m: Machine, dst: Tile, s: Tile, scalar: Any, *rest: Any, **kw: Any) -> None:
+        vr, vc = dst.valid_shape
+        sc = as_elem(scalar, dst.dtype)
+        if vr and vc:
+            with np.errstate(all="ignore"):
+                dst.write(fn(np.asarray(s.read(vr, vc)), sc, dst.dtype))
+
+    impl.__doc__ = doc
+    return instr(name, family="tile-scalar", pipe=Pipe.V, operands=ops, params=params,
+                 dtype_key=("dst",),
+                 static=(_vec("dst", src), same_dtype("dst", src), *static),
+                 runtime=(cover(src), *runtime))(impl)
+
+
+TADDS = _scalar_op("TADDS", lambda a, s, dt: a + s, "dst = src + scalar (integers wrap).",
+                   src="src0")
+TSUBS = _scalar_op("TSUBS", lambda a, s, dt: a - s, "dst = src - scalar (integers wrap).",
+                   src="src0")
+TMULS = _scalar_op("TMULS", lambda a, s, dt: a * s, "dst = src * scalar (integers wrap).",
+                   src="src0")
+TMAXS = _scalar_op("TMAXS", lambda a, s, dt: np.maximum(a, s), "dst = max(src, scalar).")
+TMINS = _scalar_op("TMINS", lambda a, s, dt: np.minimum(a, s), "dst = min(src, scalar).")
+TANDS = _scalar_op("TANDS", lambda a, s, dt: a & s, "dst = src & scalar.", static=_INT)
+TORS = _scalar_op("TORS", lambda a, s, dt: a | s, "dst = src | scalar.", static=_INT)
+TXORS = _scalar_op("TXORS", lambda a, s, dt: a ^ s,
+                   "dst = src ^ scalar; tmp is scratch (used on a2a3).", tmp=True,
+                   static=_INT, src="src0")
+TSHLS = _scalar_op("TSHLS", lambda a, s, dt: _shift(a, s, dt, True),
+                   "dst = src << scalar (scalar >= 0; counts >= the bit width give 0).",
+                   static=_INT, runtime=(_nonneg,))
+TSHRS = _scalar_op("TSHRS", lambda a, s, dt: _shift(a, s, dt, False),
+                   "dst = src >> scalar, arithmetic for signed types (scalar >= 0).",
+                   static=_INT, runtime=(_nonneg,))
+TLRELU = _scalar_op("TLRELU", lambda a, s, dt: np.where(a > 0, a, a * s),
+                    "dst = src > 0 ? src : src * slope (slope in the tile's element type).",
+                    static=_FLOAT)
+TFMODS = _scalar_op("TFMODS", lambda a, s, dt: _fmod(a, s, dt),
+                    "dst = fmod(src, scalar) (sign of the dividend; integers: C %, x % 0 = 0).",
+                    params=ALGO)
+TREMS = _scalar_op("TREMS", lambda a, s, dt: _rem_floor(a, s, dt),
+                   "dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is "
+                   "scratch.", params=ALGO, tmp=True)
+TPOWS = _scalar_op("TPOWS", lambda a, s, dt: _pow(a, s, dt),
+                   "dst = pow(base, exp) with a scalar exponent (integers: repeated "
+                   "multiplication, wrapping); tmp is scratch.", params=ALGO, tmp=True,
+                   src="base")
+
+
+# ---- TDIVS: either operand order -------------------------------------------------------------
+
+def _divs_operands(ins: Instr, dst: Tile, a: Any, b: Any, **kw: Any) -> None:
+    if isinstance(a, Tile) == isinstance(b, Tile):
+        raise RuntimeCheckError("takes one tile and one scalar: TDIVS(dst, src, scalar) or "
+                                "TDIVS(dst, scalar, src)", op=ins.mnemonic)
+    src = a if isinstance(a, Tile) else b
+    vr, vc = dst.valid_shape
+    if src.valid_row < vr or src.valid_col < vc:
+        raise RuntimeCheckError(f"src valid region {src.valid_row}x{src.valid_col} does not "
+                                f"cover dst valid region {vr}x{vc}", op=ins.mnemonic)
+
+
+def _divs_types(sig: Sig) -> None:
+    for n in ("src0", "scalar"):
+        t = sig[n]
+        if hasattr(t, "dtype") and hasattr(t, "loc"):
+            if t.loc is not TileType.Vec:
+                raise sig.fail(f"src must be a Vec tile, got {t.loc.name}")
+            if t.dtype is not sig["dst"].dtype:
+                raise sig.fail(f"operands must have the same element type (dst "
+                               f"{sig['dst'].dtype}, src {t.dtype})")
+
+
+@instr("TDIVS", family="tile-scalar", pipe=Pipe.V,
+       operands=(_DST, Opnd("src0", "any"), Opnd("scalar", "any")), params=ALGO,
+       dtype_key=("dst",), static=(_vec("dst"), _divs_types), runtime=(_divs_operands,))
+def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N802
+    """dst = src / scalar, or dst = scalar / src when the scalar comes first. Integers divide
+    truncating toward zero (division by zero is target-defined; ptoisa gives 0)."""
+    vr, vc = dst.valid_shape
+    dt = dst.dtype
+    if not (vr and vc):
+        return
+    if isinstance(a, Tile):
+        x, y = np.asarray(a.read(vr, vc)), np.full((vr, vc), as_elem(b, dt))
+    else:
+        x, y = np.full((vr, vc), as_elem(a, dt)), np.asarray(b.read(vr, vc))
+    dst.write(_div(x, y, dt))
+
+
+# ---- TEXPANDS --------------------------------------------------------------------------------
+
+@instr("TEXPANDS", family="tile-scalar", pipe=Pipe.V,
+       operands=(_DST, Opnd("scalar", "scalar")), dtype_key=("dst",),
+       static=(locs(["dst"], TileType.Vec, TileType.Mat),))
+def TEXPANDS(m: Machine, dst: Tile, scalar: Any) -> None:  # noqa: N802
+    """dst[i, j] = scalar over dst's valid region (Vec); a Mat tile is filled entirely."""
+    sc = as_elem(scalar, dst.dtype)
+    if dst.loc is TileType.Mat:
+        dst.fill(sc, dst.rows, dst.cols)
+        return
+    vr, vc = dst.valid_shape
+    if vr and vc:
+        dst.fill(sc, vr, vc)
+
+
+# ---- scalar with two tiles ---------------------------------------------------------------------
+
+def _sc2(name: str, fn: Fn, doc: str) -> Instr:
+    def impl(m: Machine, dst: Tile, src0: Tile, scalar: Any, src1: Tile) -> None:
+        vr, vc = dst.valid_shape
+        sc = as_elem(scalar, dst.dtype)
+        if vr and vc:
+            with np.errstate(all="ignore"):
+                dst.write(fn(np.asarray(src0.read(vr, vc)), sc, np.asarray(src1.read(vr, vc))))
+
+    impl.__doc__ = doc
+    return instr(name, family="tile-scalar", pipe=Pipe.V,
+                 operands=(_DST, Opnd("src0", "tile"), Opnd("scalar", "scalar"),
+                           Opnd("src1", "tile")),
+                 dtype_key=("dst",),
+                 static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
+                 runtime=(cover("src0", "src1"),))(impl)
+
+
+TADDSC = _sc2("TADDSC", lambda a, s, b: a + s + b,
+              "dst = src0 + scalar + src1 (rounded after each add; integers wrap).")
+TSUBSC = _sc2("TSUBSC", lambda a, s, b: a - s + b,
+              "dst = src0 - scalar + src1 (rounded after each operation; integers wrap).")
+
+
+@instr("TAXPY", family="tile-scalar", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "inout"), Opnd("src0", "tile"), Opnd("scalar", "scalar")),
+       dtype_key=("dst", "src0"), static=(_vec("dst", "src0"),), runtime=(cover("src0"),))
+def TAXPY(m: Machine, dst: Tile, src0: Tile, scalar: Any) -> None:  # noqa: N802
+    """dst = scalar * src0 + dst (dst is read): the product is rounded to dst's element type,
+    then the sum. The scalar has src0's element type; an f16 source accumulates into an f32
+    dst (source and scalar widened exactly first)."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    dt = dst.dtype.np
+    s = as_elem(scalar, src0.dtype).astype(dt)
+    x = np.asarray(src0.read(vr, vc)).astype(dt)
+    with np.errstate(all="ignore"):
+        dst.write(x * s + np.asarray(dst.read(vr, vc)))
+
+
+# ---- fused add + convert ---------------------------------------------------------------------
+
+_F16 = dtype("f16")
+
+
+def _sat_convert(x: np.ndarray, dt: DType) -> np.ndarray:
+    """Saturating narrowing with round-to-nearest-even."""
+    if dt.is_float:
+        hi = float(np.finfo(dt.np).max) if dt.np.kind == "f" else float(dt.np.type(1e38))
+        return np.clip(x, -hi, hi).astype(dt.np)
+    ii = np.iinfo(dt.np)
+    return np.clip(np.rint(np.nan_to_num(x.astype(np.float64))), ii.min, ii.max).astype(dt.np)
+
+
+@instr("TADDDEQRELU", family="elementwise", pipe=Pipe.V,
+       operands=(_DST, Opnd("src0", "tile"), Opnd("src1", "tile"), Opnd("deqScale", "scalar"),
+                 Opnd("tmp", "tile", "scratch")),
+       dtype_key=("dst", "src0"),
+       static=(_vec("dst", "src0", "src1", "tmp"), same_dtype("src0", "src1")),
+       runtime=(cover("src0", "src1"),))
+def TADDDEQRELU(m: Machine, dst: Tile, src0: Tile, src1: Tile, deqScale: Any,  # noqa: N802, N803
+                tmp: Tile) -> None:
+    """dst = half(max(0, (src0 + src1) * deqScale)): the i32 sum (wrapping) goes to f32 and is
+    scaled as ((x * 2^-17) * deqScale) * 2^17 in f32, then ReLU and a saturating RNE
+    conversion to f16."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    with np.errstate(all="ignore"):
+        x = np.add(np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)))
+        f = x.astype(np.float32) * np.float32(2.0 ** -17)
+        f = f * np.float32(deqScale)
+        f = f * np.float32(2.0 ** 17)
+        f = np.maximum(f, np.float32(0))
+        dst.write(_sat_convert(f, _F16))
+
+
+def _relu_conv(name: str, sign: int) -> Instr:
+    what = "+" if sign > 0 else "-"
+
+    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
+        vr, vc = dst.valid_shape
+        if not (vr and vc):
+            return
+        st = src0.dtype
+        with np.errstate(all="ignore"):
+            a, b = np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))
+            y = a + b if sign > 0 else a - b
+            y = _relu(y)
+            dst.write(_sat_convert(y.astype(np.float64) if st.is_int else
+                                   y.astype(np.float32), dst.dtype))
+
+    impl.__doc__ = (f"dst = convert(max(0, src0 {what} src1)): the operation in the source type "
+                    "(integers wrap), ReLU, then a saturating round-to-nearest-even narrowing "
+                    "to dst's type.")
+    return instr(name, family="elementwise", pipe=Pipe.V,
+                 operands=(_DST, Opnd("src0", "tile"), Opnd("src1", "tile")),
+                 dtype_key=("src0", "dst"),
+                 static=(_vec("dst", "src0", "src1"), same_dtype("src0", "src1")),
+                 runtime=(cover("src0", "src1"),))(impl)
+
+
+TADDRELUCONV = _relu_conv("TADDRELUCONV", 1)
+TSUBRELUCONV = _relu_conv("TSUBRELUCONV", -1)
