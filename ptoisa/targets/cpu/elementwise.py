@@ -11,6 +11,7 @@ from .. import Rule, pairs, rule
 STD = "i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"
 INTS = "i8 ui8 i16 ui16 i32 ui32 i64 ui64"
 FLOATS = "f16 bf16 f32"
+FP4 = ("f4E2M1x2", "f4E1M2x2")
 
 _CMP_U8 = "i32 f16 f32"
 _CMP_U32 = "ui32 i32 ui16 i16 ui8 i8 f32 f16 bf16"
@@ -21,7 +22,9 @@ LEGALITY: dict[str, Rule] = {
     "TADDC": rule(STD),
     "TAND": rule(INTS),
     "TCMP": rule([(s, "ui8") for s in _CMP_U8.split()] + [(s, "ui32") for s in _CMP_U32.split()]),
-    "TCVT": rule(list(product(STD.split(), STD.split()))),
+    "TCVT": rule(list(product(STD.split(), STD.split()))
+                 + [(f, q) for f in FLOATS.split() for q in FP4]
+                 + [(q, f) for f in FLOATS.split() for q in FP4]),
     "TDIV": rule(STD),
     "TEXP": rule(STD),
     "TFMOD": rule(STD),
