@@ -216,6 +216,15 @@ def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **par
             "valid columns (one word per output column)", op=ins.mnemonic)
 
 
+def _fp_dst_layout_rule(sig: Sig) -> None:
+    """The NPUs store through the fix-pipe to ND or NZ only (seed page; DN is not handled by
+    the NPU code); the CPU simulator also takes DN, NC1HWC0 and NDC1HWC0."""
+    if sig.target.name == "cpu":
+        _gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0)(sig)
+    else:
+        _gm_layouts(Layout.ND, Layout.NZ)(sig)
+
+
 def _fp_words_rule(sig: Sig) -> None:
     fp = sig["fp"]
     if isinstance(fp, TileSpec) and fp.dtype.name not in ("ui64", "i64"):
@@ -227,8 +236,7 @@ def _fp_words_rule(sig: Sig) -> None:
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
                Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),
        dtype_key=("src", "dst"),
-       static=(_gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0),
-               _acc_store_rule, _fp_words_rule),
+       static=(_fp_dst_layout_rule, _acc_store_rule, _fp_words_rule),
        runtime=(_tstore_fp_runtime,))
 def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N802
               atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
