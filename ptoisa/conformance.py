@@ -153,6 +153,9 @@ class CaseRun:
             self.gm[gid] = buf
         inits = []
         for tid, t in c["tiles"].items():
+            if t.get("kind", "Tile") == "ConvTile":
+                inits += self._conv_tile(tid, t)
+                continue
             if t.get("kind", "Tile") != "Tile":
                 raise Skip(f"{t.get('kind')} operands are not supported yet")
             np_type(t["dtype"])
@@ -171,7 +174,23 @@ class CaseRun:
             if init and "same_storage_as" not in init:
                 inits.append((tile, init))
         for tile, init in inits:
-            tile.write(load_array(self.dir, init).astype(tile.dtype.np, copy=False))
+            data = load_array(self.dir, init).astype(tile.dtype.np, copy=False)
+            if data.ndim == 1:  # ConvTile storage, raw
+                tile.storage[: data.size] = data
+            else:
+                tile.write(data)
+
+    def _conv_tile(self, tid: str, t: dict[str, Any]) -> list[Any]:
+        from .conv import ConvTile
+
+        tile = ConvTile(t["loc"], np.dtype(np_type(t["dtype"])), t["buffer_bytes"], t["layout"],
+                        tuple(t["shape"]), name=tid)
+        mem = t.get("memory") or {}
+        if mem.get("offset") is not None:
+            self.m.assign(tile, mem["offset"])
+        self.tiles[tid] = tile
+        init = t.get("init")
+        return [(tile, init)] if init and "same_storage_as" not in init else []
 
     def operand(self, o: dict[str, Any]) -> Any:
         if "tile" in o:
@@ -319,7 +338,8 @@ def check_case(run: CaseRun, outputs: dict[int, Any]) -> list[str]:
             tile = run.tiles[_last_out_tile(run.case)]
             where = f"tile {tile.name}"
             if expected.ndim == 2:
-                actual = tile.numpy()[: expected.shape[0], : expected.shape[1]]
+                r0, c0 = _window_origin(run.case)
+                actual = tile.numpy()[r0: r0 + expected.shape[0], c0: c0 + expected.shape[1]]
             else:
                 flat = tile.storage
                 actual = np.zeros(expected.size, flat.dtype)
@@ -332,6 +352,18 @@ def check_case(run: CaseRun, outputs: dict[int, Any]) -> list[str]:
         if msg:
             problems.append(f"{cid} ({where}): {msg}")
     return problems
+
+
+def _window_origin(case: dict[str, Any]) -> tuple[int, int]:
+    """Where a golden block sits in the output tile: TINSERT goldens are the inserted block at
+    (indexRow, indexCol); every other golden is the top-left block."""
+    for step in reversed(case["program"]):
+        if any(o.get("role") == "out" and "tile" in o for o in step["operands"]):
+            if step["op"] in ("TINSERT", "TINSERT_FP"):
+                idx = {o.get("param"): o.get("scalar") for o in step["operands"]}
+                return int(idx.get("indexRow") or 0), int(idx.get("indexCol") or 0)
+            break
+    return 0, 0
 
 
 def _last_out_tile(case: dict[str, Any]) -> str:

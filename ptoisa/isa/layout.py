@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
+from ..conv import ConvTile, transform
 from ..enums import Pipe, ReluPreMode, TileType
 from ..errors import RuntimeCheckError
 from ..memory import Machine, current
@@ -400,13 +401,19 @@ def _ttrans_static(sig: Sig) -> None:
     if s.is_boxed or d.is_boxed:
         raise sig.fail(f"src and dst must be ND or DN tiles, got {s.layout_name} -> "
                        f"{d.layout_name}")
-    if sig.target.name == "a5" and (d.rows < s.cols or d.cols < s.rows):
-        raise sig.fail(f"dst {d.rows}x{d.cols} cannot hold the transpose of src "
-                       f"{s.rows}x{s.cols} (a5 transposes the static shape)")
 
 
 def _ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
+    if isinstance(src, ConvTile) or isinstance(dst, ConvTile):
+        if not (isinstance(src, ConvTile) and isinstance(dst, ConvTile)):
+            raise RuntimeCheckError("a ConvTile transform needs ConvTile src and dst",
+                                    op=ins.mnemonic)
+        return
     tgt = current().target.name
+    if tgt == "a5" and (dst.rows < src.cols or dst.cols < src.rows):
+        raise RuntimeCheckError(f"dst {dst.rows}x{dst.cols} cannot hold the transpose of src "
+                                f"{src.rows}x{src.cols} (a5 transposes the static shape)",
+                                op=ins.mnemonic)
     vr, vc = src.valid_shape
     if tgt == "cpu" and (dst.valid_row, dst.valid_col) != (vc, vr):
         raise RuntimeCheckError(
@@ -425,7 +432,13 @@ def _ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
        runtime=(_ttrans_runtime,))
 def TTRANS(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, j] = src[j, i] (bit copy). cpu and a2a3 transpose src's valid region; a5 the
-    static Rows x Cols (it does not consult the valid region). tmp is scratch."""
+    static Rows x Cols (it does not consult the valid region). tmp is scratch.
+
+    ConvTile operands transform between convolution layouts (NCHW <-> NC1HWC0, GNCHW <->
+    GNC1HWC0, (G)NC1HWC0 -> FRACTAL_Z), see :func:`ptoisa.conv.transform`."""
+    if isinstance(src, ConvTile):
+        transform(dst, src)  # type: ignore[arg-type]
+        return
     if m.target.name == "a5":
         vr, vc = src.rows, src.cols
     else:
