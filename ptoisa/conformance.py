@@ -169,6 +169,7 @@ class CaseRun:
             mem = t.get("memory") or {}
             if mem.get("offset") is not None:
                 self.m.assign(tile, mem["offset"])
+                self._shared_bytes(tile, t)
             self.tiles[tid] = tile
             init = t.get("init")
             if init and "same_storage_as" not in init:
@@ -180,6 +181,19 @@ class CaseRun:
             else:
                 tile.write(data)
 
+    def _shared_bytes(self, tile: Tile, t: dict[str, Any]) -> None:
+        """The CPU simulator's buffers share one address space: a tile recorded as aliasing a
+        tile of another role at the same offset views that tile's bytes (the conv tests load a
+        Vec tile and read it as a Mat ConvTile)."""
+        mem = t["memory"]
+        for other_id in t.get("aliases") or []:
+            other = self.tiles.get(other_id)
+            om = (self.case["tiles"][other_id].get("memory") or {})
+            if other is not None and om.get("offset") == mem["offset"] and \
+                    om.get("space") != mem.get("space"):
+                self.m.alias(tile, other)
+                return
+
     def _conv_tile(self, tid: str, t: dict[str, Any]) -> list[Any]:
         from .conv import ConvTile
 
@@ -188,6 +202,7 @@ class CaseRun:
         mem = t.get("memory") or {}
         if mem.get("offset") is not None:
             self.m.assign(tile, mem["offset"])
+            self._shared_bytes(tile, t)
         self.tiles[tid] = tile
         init = t.get("init")
         return [(tile, init)] if init and "same_storage_as" not in init else []

@@ -143,6 +143,16 @@ _IDX_OPNDS = (Opnd("indexRow", "scalar", optional=True), Opnd("indexCol", "scala
 # ---- TEXTRACT / TEXTRACT_FP --------------------------------------------------------------------
 
 def _extract_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
+    if isinstance(src, ConvTile):
+        if src.layout != "FRACTAL_Z":
+            raise RuntimeCheckError(f"can extract from a FRACTAL_Z ConvTile only, got "
+                                    f"{src.layout}", op=ins.mnemonic)
+        k, n = src.matrix_shape()
+        if r0 + dst.rows > k or c0 + dst.cols > n:
+            raise RuntimeCheckError(
+                f"window of {dst.rows}x{dst.cols} at ({r0}, {c0}) exceeds the {k}x{n} matrix of "
+                f"the FRACTAL_Z src", op=ins.mnemonic)
+        return
     if current().target.name == "cpu":
         # the CPU simulator walks dst's valid region
         _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
@@ -161,7 +171,10 @@ def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
     vr, vc = dst.valid_shape
     if not (vr and vc):
         return
-    vals = np.asarray(src.read(vr, vc, r0, c0))
+    if isinstance(src, ConvTile):  # a FRACTAL_Z weight tile read as its (K, N) matrix
+        vals = src.matrix_read(vr, vc, r0, c0)
+    else:
+        vals = np.asarray(src.read(vr, vc, r0, c0))
     dst.write(_convert(m, vals, src, dst, relu, scalar_word, words))
 
 
