@@ -49,6 +49,10 @@ _MODE_ALIASES = {("TFILLPAD", "TFillPadMode::InPlace"): "TFILLPAD_INPLACE",
                  ("TFILLPAD", "TFillPadMode::Expand"): "TFILLPAD_EXPAND"}
 
 
+#: instructions that take ConvTile operands (convolution-layout tiles)
+_CONV_OPS = {"TTRANS", "TEXTRACT"}
+
+
 class Skip(Exception):
     """The case needs something ptoisa does not have yet."""
 
@@ -197,6 +201,11 @@ class CaseRun:
     def _conv_tile(self, tid: str, t: dict[str, Any]) -> list[Any]:
         from .conv import ConvTile
 
+        users = {st["op"] for st in self.case["program"]
+                 if any(o.get("tile") == tid for o in st["operands"])}
+        unsupported = sorted(users - _CONV_OPS)
+        if unsupported:
+            raise Skip(f"ConvTile operands of {', '.join(unsupported)} are not supported yet")
         tile = ConvTile(t["loc"], np.dtype(np_type(t["dtype"])), t["buffer_bytes"], t["layout"],
                         tuple(t["shape"]), name=tid)
         mem = t.get("memory") or {}
