@@ -467,9 +467,9 @@ def TCOLEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
 
 def _row_operands(dst: Tile, src0: Tile, src1: Tile) -> tuple[Tile, Tile, bool]:
     """(full operand, expanded operand, expanded-is-src0). The full operand has dst's valid
-    shape (src0 when both do)."""
+    shape (when both do: the row-major one, src0 if both are)."""
     d = dst.valid_shape
-    if src0.valid_shape == d:
+    if src0.valid_shape == d and (src0.spec.is_row_major or src1.valid_shape != d):
         return src0, src1, False
     if src1.valid_shape == d:
         return src1, src0, True
@@ -655,6 +655,15 @@ def _even_cols(ins: Instr, dst1: Tile, dst0: Tile, src1: Tile, src0: Tile | None
             f" (half of src's valid cols)", op=ins.mnemonic)
 
 
+_SAME4 = _same_valid("dst1", "dst0", "src1", "src0")
+
+
+def _two_source_same_valid(ins: Instr, dst1: Tile, dst0: Tile, src1: Tile,
+                           src0: Tile | None = None, **kw: Any) -> None:
+    if src0 is not None:
+        _SAME4(ins, dst1, dst0, src1, src0)
+
+
 _INTERLEAVE_OPS = (Opnd("dst1", "tile", "out"), Opnd("dst0", "tile", "out"),
                    Opnd("src1", "tile"), Opnd("src0", "tile"))
 _INTERLEAVE_STATIC = (locs(["dst1", "dst0", "src1", "src0"], TileType.Vec),
@@ -664,7 +673,7 @@ _INTERLEAVE_STATIC = (locs(["dst1", "dst0", "src1", "src0"], TileType.Vec),
 
 @instr("TINTERLEAVE", family="reduce", pipe=Pipe.V, operands=_INTERLEAVE_OPS,
        dtype_key=("dst0",), static=_INTERLEAVE_STATIC,
-       runtime=(_same_valid("dst1", "dst0", "src1", "src0"), _even_cols))
+       runtime=(_SAME4, _even_cols))
 def TINTERLEAVE(m: Machine, dst1: Tile, dst0: Tile, src1: Tile, src0: Tile) -> None:  # noqa: N802
     """Per row, the stream s[2k] = src0[i, k], s[2k+1] = src1[i, k] (k < C); dst0[i, :C] =
     s[:C], dst1[i, :C] = s[C:]. C = dst0's valid cols (even). Note the C++ operand order."""
@@ -681,7 +690,7 @@ def TINTERLEAVE(m: Machine, dst1: Tile, dst0: Tile, src1: Tile, src0: Tile) -> N
 @instr("TDEINTERLEAVE", family="reduce", pipe=Pipe.V,
        operands=_INTERLEAVE_OPS[:3] + (Opnd("src0", "tile", optional=True),),
        dtype_key=("dst0",), static=_INTERLEAVE_STATIC,
-       runtime=(_same_valid("dst1", "dst0", "src1", "src0"), _even_cols))
+       runtime=(_two_source_same_valid, _even_cols))
 def TDEINTERLEAVE(m: Machine, dst1: Tile, dst0: Tile, src1: Tile,  # noqa: N802
                   src0: Tile | None = None) -> None:
     """Two-source form (dst1, dst0, src1, src0): per row the stream s = src0[i, :C] ++
