@@ -1,12 +1,153 @@
-"""The ``ptoisa`` command line."""
+"""The ``ptoisa`` command line: ``check``, ``fmt`` and ``run`` for .pto programs; ``ops`` and
+``conformance`` for the registry.
+
+User mistakes (bad text, illegal programs, bad arguments) are diagnostics on stderr and exit
+status 1, never a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from .errors import PtoError
+
+TARGETS = ["cpu", "a2a3", "a5"]
+
+
+def _read(path: str) -> tuple[str, str]:
+    """(text, filename) of FILE or of stdin for ``-``."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(path).read_text(), path
+    except (OSError, UnicodeDecodeError) as e:
+        raise PtoError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+
+
+def _load(path: str, target: str) -> Any:
+    from .interp import Program
+    from .ir import verify_ssa
+    from .text import parse
+
+    text, name = _read(path)
+    mod = parse(text, name)
+    verify_ssa(mod)
+    prog = Program(mod, target)
+    prog.check()
+    return prog
+
+
+def _cmd_check(ns: argparse.Namespace) -> int:
+    try:
+        prog = _load(ns.file, ns.target)
+    except PtoError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
+    except RecursionError:
+        print(f"{ns.file}: error: program nested too deeply", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in ptoisa, not in the program: say so, still exit 1
+        print(f"{ns.file}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    n = len(prog.functions)
+    print(f"{ns.file}: ok ({n} function{'s' * (n != 1)}, target {ns.target})")
+    return 0
+
+
+def _cmd_fmt(ns: argparse.Namespace) -> int:
+    from .text import parse, print_module
+
+    text, name = _read(ns.file)
+    try:
+        out = print_module(parse(text, name), ns.form)
+    except PtoError as e:
+        print(e.render(), file=sys.stderr)
+        return 1
+    if ns.output and ns.output != "-":
+        try:
+            Path(ns.output).write_text(out)
+        except OSError as e:
+            raise PtoError(f"cannot write {ns.output}: {e.strerror}") from None
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
+_ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")
+
+
+def _arg_value(spec: str, name: str, t: Any) -> Any:
+    """``--arg`` value: FILE.npy, ``zeros:SHAPE[:DTYPE]`` or a number."""
+    from . import dtypes
+    from .interp import bridge
+    from .ir import types as T
+
+    is_ptr = isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
+                                          and bridge.memref_space(t) == "gm")
+    m = _ZEROS.match(spec)
+    if m:
+        shape = tuple(int(d) for d in m.group(1).split("x"))
+        try:
+            dt = dtypes.dtype(m.group(2)) if m.group(2) else bridge.elem_dtype(t.dtype)
+        except (PtoError, KeyError, TypeError, ValueError, AttributeError):
+            raise PtoError(f"argument %{name}: unknown element type {m.group(2)!r} "
+                           "(use f32, f16, bf16, i32, ui8, ...)") from None
+        return np.zeros(shape, dt.np)
+    if spec.endswith(".npy"):
+        try:
+            return np.load(spec, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise PtoError(f"argument %{name}: cannot read {spec}: {e}") from None
+    if is_ptr:
+        raise PtoError(f"argument %{name} ({t}) is a pointer: give FILE.npy or "
+                       f"zeros:SHAPE:DTYPE, got {spec!r}")
+    try:
+        if isinstance(t, T.FloatType):
+            return float(spec)
+        return int(spec, 0)
+    except ValueError:
+        raise PtoError(f"argument %{name} ({t}) takes a number, got {spec!r}") from None
+
+
+def _cmd_run(ns: argparse.Namespace) -> int:
+    prog = _load(ns.file, ns.target)
+    entry = ns.entry or prog.entry
+    fn = prog.compiler(ns.target).function(entry)
+    given: dict[str, str] = {}
+    for a in ns.arg or ():
+        key, sep, val = a.partition("=")
+        if not sep or not key:
+            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {a!r}")
+        given[key.lstrip("%")] = val
+    names = [n for _, _, n in fn.args]
+    for key in given:
+        if key not in names and not (key.isdigit() and int(key) < len(names)):
+            raise PtoError(f"@{entry} has no argument {key!r} (arguments: "
+                           + ", ".join(f"%{n}" for n in names) + ")")
+    values = []
+    for i, (_, t, n) in enumerate(fn.args):
+        spec = given.get(n, given.get(str(i)))
+        if spec is None:
+            raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
+        values.append(_arg_value(spec, n, t))
+    prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
+    sys.stdout.flush()
+    if ns.out:
+        out = Path(ns.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for (_, _, n), v in zip(fn.args, values, strict=True):
+                if isinstance(v, np.ndarray):
+                    np.save(out / f"{n}.npy", v, allow_pickle=False)
+        except OSError as e:
+            raise PtoError(f"cannot write to {out}: {e.strerror}") from None
+    return 0
 
 
 def _cmd_conformance(ns: argparse.Namespace) -> int:
@@ -46,6 +187,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one target (default: all three)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
     o.set_defaults(fn=_cmd_ops)
+    k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
+    k.add_argument("file", help="FILE.pto, or - for stdin")
+    k.add_argument("--target", default="a2a3", choices=TARGETS)
+    k.set_defaults(fn=_cmd_check)
+    f = sub.add_parser("fmt", help="print a .pto file in one form")
+    f.add_argument("file", help="FILE.pto, or - for stdin")
+    f.add_argument("--form", default="dps", choices=["dps", "ssa", "asm"])
+    f.add_argument("-o", "--output", help="output file (default: stdout)")
+    f.set_defaults(fn=_cmd_fmt)
+    r = sub.add_parser("run", help="run a function of a .pto file on numpy buffers")
+    r.add_argument("file", help="FILE.pto, or - for stdin")
+    r.add_argument("--entry", help="function to run (default: the entry function)")
+    r.add_argument("--target", default="a2a3", choices=TARGETS)
+    r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
+    r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
+                   help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
+    r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
+    r.set_defaults(fn=_cmd_run)
     return p
 
 
@@ -54,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(ns.fn(ns))
     except PtoError as e:
-        print(f"ptoisa: {e}", file=sys.stderr)
+        print(e.render() if e.loc else f"ptoisa: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 
 from .. import memory
-from ..errors import ExecutionError, PtoError
+from ..errors import ExecutionError, PtoError, VerifyError
+from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Module
+from ..ir.core import Module, Op
 from . import bridge
 from .compiler import CompiledFunc, Compiler, Context
 
@@ -76,11 +77,22 @@ class Program:
         return c
 
     def check(self, target: str | None = None) -> None:
-        """Compile every function for the target (raises VerifyError with location)."""
+        """Module rules (entry functions return nothing, no recursion), then compile every
+        function for the target (raises VerifyError with location)."""
+        check_module(self.module)
         c = self.compiler(target or self.target)
         for f in self.module.functions():
-            if f.sym_name:
+            if f.sym_name and f.regions and f.regions[0].blocks:
                 c.function(f.sym_name)
+
+    @property
+    def entry(self) -> str:
+        """The function a launch runs by default: the one marked ``pto.entry`` (or with a
+        ``pto.kernel_kind``), else the only public function with a body."""
+        names = entry_functions(self.module)
+        if len(names) == 1:
+            return names[0]
+        raise PtoError("no single entry function; choose one of: " + ", ".join(self.functions))
 
     @property
     def functions(self) -> list[str]:
@@ -114,6 +126,53 @@ class Program:
         return Kernel(self, name)
 
 
+def _defined(module: Module) -> list[Op]:
+    return [f for f in module.functions() if f.sym_name and f.regions and f.regions[0].blocks]
+
+
+def entry_functions(module: Module) -> list[str]:
+    """Functions marked as entries or kernels; else the only public defined function."""
+    funcs = _defined(module)
+    marked = [f.sym_name for f in funcs if f.attributes.get("pto.entry") is not None]
+    if not marked:
+        marked = [f.sym_name for f in funcs if f.attributes.get("pto.kernel_kind") is not None]
+    if not marked:
+        public = [f for f in funcs if bridge.attr_value(f.attributes.get("sym_visibility")
+                                                         or A.StringAttr("public")) != "private"]
+        marked = [f.sym_name for f in public] if len(public) == 1 else []
+    return [m for m in marked if m]
+
+
+def check_module(module: Module) -> None:
+    """PTOAS module rules: entry functions return void; the call graph has no cycle."""
+    by_name = {f.sym_name: f for f in _defined(module)}
+    for name in entry_functions(module):
+        f = by_name[name]
+        fty = f.attributes.get("function_type")
+        if isinstance(fty, A.TypeAttr) and getattr(fty.type, "results", ()):
+            raise VerifyError(f"PTO entry functions must return void (@{name} returns "
+                              f"{', '.join(map(str, fty.type.results))})", loc=f.loc)
+    calls: dict[str, list[tuple[str, Op]]] = {}
+    for name, f in by_name.items():
+        calls[name] = [(op.callee, op) for op in f.walk()
+                       if op.name in ("func.call", "call") and op.callee]
+    state: dict[str, int] = {}
+
+    def visit(n: str) -> None:
+        state[n] = 1
+        for callee, op in calls.get(n, ()):
+            if state.get(callee) == 1:
+                raise VerifyError("recursive function calls are not supported for EmitC C++ "
+                                  f"emission (@{n} calls @{callee})", loc=op.loc)
+            if callee in calls and callee not in state:
+                visit(callee)
+        state[n] = 2
+
+    for n in calls:
+        if n not in state:
+            visit(n)
+
+
 def load(source: str | Path, *, target: str = "cpu", filename: str | None = None) -> Program:
     """Parse a ``.pto`` file (a path) or program text, check it, and return a Program."""
     from ..text import parse
@@ -134,4 +193,4 @@ def load(source: str | Path, *, target: str = "cpu", filename: str | None = None
     return prog
 
 
-__all__ = ["ExecutionError", "Kernel", "Program", "load"]
+__all__ = ["ExecutionError", "Kernel", "Program", "check_module", "entry_functions", "load"]

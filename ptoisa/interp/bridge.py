@@ -9,20 +9,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtypes as D
 from ..dtypes import DType
-from ..enums import Layout, PadValue, TileType
+from ..enums import BLayout, Layout, PadValue, SLayout, TileType
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Value
 from ..isa.registry import REGISTRY, Instr
 from ..tensor import GMSpec, gm_spec
-from ..tile import TileSpec, tile_spec
+from ..tile import FRACTAL_AB, FRACTAL_C, TileSpec, tile_spec
+from . import forms
 
 _PAD = (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)
 _LOC = {"vec": TileType.Vec, "mat": TileType.Mat, "left": TileType.Left, "right": TileType.Right,
@@ -44,8 +46,17 @@ def elem_dtype(t: T.Type) -> DType:
     raise PtoError(f"{t} is not an element type")
 
 
-def tile_spec_of(t: T.Type) -> TileSpec | None:
-    """The tile type of a ``!pto.tile_buf`` (or an on-chip ``memref``), else None."""
+# Layout of an on-chip ``memref`` per location: the C++ aliases (TileLeft is ZZ on a2a3).
+_MEMREF_LAYOUT = {
+    TileType.Left: (BLayout.ColMajor, SLayout.RowMajor, FRACTAL_AB),
+    TileType.Right: (BLayout.RowMajor, SLayout.ColMajor, FRACTAL_AB),
+    TileType.Acc: (BLayout.ColMajor, SLayout.RowMajor, FRACTAL_C),
+}
+
+
+def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
+    """The tile type of a ``!pto.tile_buf`` (or an on-chip ``memref``, which takes the
+    target's default layout for its location), else None."""
     if isinstance(t, T.TileBufType):
         loc = _LOC.get(t.loc)
         if loc is None:
@@ -61,7 +72,11 @@ def tile_spec_of(t: T.Type) -> TileSpec | None:
         if loc is None:
             return None
         rows, cols = t.shape  # type: ignore[misc]
-        return tile_spec(loc, elem_dtype(t.dtype), rows, cols, check_alignment=False)
+        bl, sl, fr = _MEMREF_LAYOUT.get(loc, (BLayout.RowMajor, SLayout.NoneBox, FRACTAL_AB))
+        if loc is TileType.Left and target == "a2a3":
+            bl = BLayout.RowMajor
+        return tile_spec(loc, elem_dtype(t.dtype), rows, cols, bl, None, None, sl, fr,
+                         check_alignment=False)
     return None
 
 
@@ -88,9 +103,9 @@ def gm_spec_of(t: T.Type) -> GMSpec | None:
     return None
 
 
-def operand_type(t: T.Type) -> Any:
+def operand_type(t: T.Type, target: str | None = None) -> Any:
     """What the registry's static rules see for a value of IR type ``t``."""
-    ts = tile_spec_of(t)
+    ts = tile_spec_of(t, target)
     if ts is not None:
         return ts
     gs = gm_spec_of(t)
@@ -105,7 +120,19 @@ def instr_of(op_name: str) -> Instr | None:
     """``pto.tmatmul.acc`` -> TMATMUL_ACC; None for ops that are not tile instructions."""
     if not op_name.startswith("pto."):
         return None
-    return REGISTRY.get(op_name[4:].upper().replace(".", "_"))
+    alias = forms.INSTR_ALIASES.get(op_name)
+    return REGISTRY.get(alias or op_name[4:].upper().replace(".", "_"))
+
+
+@dataclass(frozen=True)
+class Const:
+    """An operand the text writes as an attribute (``{offset = 7 : i32}`` of ``tgather``)."""
+
+    value: Any
+    type: T.Type
+
+
+Bound = Value | Const | tuple[Value, ...] | None
 
 
 @dataclass(frozen=True)
@@ -113,9 +140,10 @@ class Binding:
     """How an op's written values map onto an instruction's operands (C++ order)."""
 
     instr: Instr
-    values: tuple[Value | None, ...]  # per instruction operand (None: omitted optional)
+    values: tuple[Bound, ...]  # per instruction operand (None: omitted optional)
     from_result: tuple[bool, ...]  # operand is an SSA result of the op (a new tile)
     params: dict[str, Any]
+    retype: dict[str, TileType] = field(default_factory=dict)
 
 
 def _norm(name: str) -> str:
@@ -138,49 +166,145 @@ def attr_value(a: A.Attribute) -> Any:
     return str(a)
 
 
-def bind(op: Op, instr: Instr) -> Binding:
-    """Map the op's operands/results onto ``instr``'s operands; VerifyError when they do not
-    fit. Outputs (role out) take the DPS ``outs`` (or the SSA results) in order; every other
-    operand takes the next ``ins`` value."""
-    outs_written: list[tuple[Value, bool]]
+def _segment_sizes(op: Op) -> list[int] | None:
+    a = op.attributes.get("operandSegmentSizes")
+    if a is None:
+        return None
+    return [int(x) for x in re.findall(r"-?\d+", str(a).split(":", 1)[-1])]
+
+
+def written(op: Op) -> tuple[list[Value], list[tuple[Value, bool]]]:
+    """The op's written ins and outs (an out is (value, is_ssa_result)), whatever its form:
+    DPS ``ins(...) outs(...)``, SSA operands -> results, or a custom spelling that still
+    writes ``ins(`` / ``outs(`` (abbreviated types make the parser keep it custom)."""
     if op.form == "dps":
-        ins = list(op.ins) + list(op.extra_operands)
-        outs_written = [(v, False) for v in op.outs]
-    else:
-        ins = list(op.operands)
-        outs_written = [(v, True) for v in op.results]
-    out_ops = [o for o in instr.operands if o.role == "out"]
-    in_ops = [o for o in instr.operands if o.role != "out"]
+        return list(op.ins) + list(op.extra_operands), [(v, False) for v in op.outs]
+    if op.form == "custom":
+        keys = [(i, p.value) for i, p in enumerate(op.syntax) if p.kind == "k"]
+        if any(k == "ins" for _, k in keys) and any(k == "outs" for _, k in keys):
+            where = "pre"
+            ins: list[Value] = []
+            outs: list[tuple[Value, bool]] = []
+            for p in op.syntax:
+                if p.kind == "k" and p.value in ("ins", "outs"):
+                    where = str(p.value)
+                elif p.kind == "v":
+                    v = op.operands[int(p.value)]  # type: ignore[call-overload]
+                    if where == "outs":
+                        outs.append((v, False))
+                    else:
+                        ins.append(v)
+            return ins, outs + [(r, True) for r in op.results]
+    return list(op.operands), [(v, True) for v in op.results]
+
+
+def _fail(op: Op, instr: Instr, n_in: int, n_out: int) -> VerifyError:
+    in_ops = [o for o in instr.operands if o.role not in ("out",)]
+    out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+    want_in = ", ".join(o.name + ("?" if o.optional else "") for o in in_ops
+                        if o.role != "inout") or "none"
+    want_out = ", ".join(o.name + ("?" if o.optional else "") for o in out_ops) or "none"
+    return VerifyError(f"expects ins ({want_in}) and outs ({want_out}); got {n_in} ins and "
+                       f"{n_out} outs", op=op.name, loc=op.loc)
+
+
+def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]]
+                 ) -> dict[str, tuple[Bound, bool]]:
+    """C++ order: written outs fill the out (and, in DPS, inout) operands in order, optional
+    trailing outs may be left out; the ins fill every other operand in order."""
+    dps_like = not any(r for _, r in outs)
+    out_ops = [o for o in instr.operands
+               if o.role == "out" or (o.role == "inout" and dps_like)]
+    in_ops = [o for o in instr.operands if o not in out_ops]
+    need_out = sum(1 for o in out_ops if not o.optional)
     need_in = sum(1 for o in in_ops if not o.optional)
-    if len(outs_written) != len(out_ops) or not need_in <= len(ins) <= len(in_ops):
-        want_in = ", ".join(o.name + ("?" if o.optional else "") for o in in_ops) or "none"
-        want_out = ", ".join(o.name for o in out_ops) or "none"
-        raise VerifyError(
-            f"expects ins ({want_in}) and outs ({want_out}); got {len(ins)} ins and "
-            f"{len(outs_written)} outs", op=op.name, loc=op.loc)
-    vals: list[Value | None] = []
-    from_res: list[bool] = []
-    it_in = iter(ins)
-    it_out = iter(outs_written)
-    for o in instr.operands:
-        if o.role == "out":
-            v, r = next(it_out)
-            vals.append(v)
-            from_res.append(r)
+    if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(ins) <= len(in_ops):
+        raise _fail(op, instr, len(ins), len(outs))
+    got: dict[str, tuple[Bound, bool]] = {}
+    for o, (v, r) in zip(out_ops, outs, strict=False):
+        got[o.name] = (v, r)
+    for o, v in zip(in_ops, ins, strict=False):
+        got[o.name] = (v, False)
+    return got
+
+
+def _form_map(op: Op, form: forms.Form, ins: list[Value], outs: list[tuple[Value, bool]]
+              ) -> dict[str, tuple[Bound, bool]] | None:
+    if form.segments:
+        sizes = _segment_sizes(op)
+        if op.form != "generic" or sizes is None or len(sizes) != len(form.segments):
+            return None
+        got: dict[str, tuple[Bound, bool]] = {}
+        k = 0
+        for name, n in zip(form.segments, sizes, strict=True):
+            for v in op.operands[k:k + n]:
+                got[name] = (v, False)
+            k += n
+        return got
+    if not form.fits(len(ins)) or len(form.outs) != len(outs):
+        return None
+    got = {}
+    it = iter(ins)
+    for name in form.ins:
+        if name.endswith("*"):
+            got[name[:-1]] = (tuple(it), False)
+        elif "*" in name:
+            base, n = name.split("*")
+            got[base] = (tuple(next(it) for _ in range(int(n))), False)
         else:
-            vals.append(next(it_in, None))
-            from_res.append(False)
+            v = next(it)
+            if name != "-":
+                got[name] = (v, False)
+    for name, (v, r) in zip(form.outs, outs, strict=True):
+        if name != "-":
+            got[name] = (v, r)
+    for key, name in form.attr_operands.items():
+        a = op.attributes.get(key)
+        if a is not None:
+            got[name] = (Const(attr_value(a), getattr(a, "type", T.IntegerType(32))), False)
+    return got
+
+
+def bind(op: Op, instr: Instr) -> Binding:
+    """Map the op's written values onto ``instr``'s operands (C++ order, dst first), through
+    the op's entry in :mod:`ptoisa.interp.forms` when PTOAS spells it differently;
+    VerifyError when they do not fit."""
+    ins, outs = written(op)
+    got = None
+    form = None
+    for f in forms.forms_of(op.name):
+        got = _form_map(op, f, ins, outs)
+        if got is not None:
+            form = f
+            break
+    if got is None:
+        got = _default_map(op, instr, ins, outs)
+    missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
+    if missing:
+        raise _fail(op, instr, len(ins), len(outs))
+    vals = tuple(got.get(o.name, (None, False))[0] for o in instr.operands)
+    from_res = tuple(got.get(o.name, (None, False))[1] for o in instr.operands)
     params: dict[str, Any] = {}
     by_norm = {_norm(p.name): p.name for p in instr.params}
+    aliases = dict(form.attrs) if form else {}
     for key, a in op.attributes.items:
-        name = by_norm.get(_norm(key))
+        name = aliases.get(key) or by_norm.get(_norm(key))
         if name is not None:
             params[name] = attr_value(a)
     try:
         full = instr.resolve_params(params)
     except PtoError as e:
         raise VerifyError(e.message, op=op.name, loc=op.loc) from None
-    return Binding(instr, tuple(vals), tuple(from_res), full)
+    return Binding(instr, vals, from_res, full, dict(form.retype) if form else {})
+
+
+def bound_type(v: Bound, target: str | None = None) -> Any:
+    """What the static rules see for a bound operand."""
+    if v is None or isinstance(v, tuple):
+        return None
+    if isinstance(v, Const):
+        return elem_dtype(v.type) if isinstance(v.type, (T.IntegerType, T.FloatType)) else None
+    return operand_type(v.type, target)
 
 
 def check_op(op: Op, target: str) -> Binding | None:
@@ -190,8 +314,11 @@ def check_op(op: Op, target: str) -> Binding | None:
     if instr is None:
         return None
     b = bind(op, instr)
-    types = {o.name: (operand_type(v.type) if v is not None else None)
-             for o, v in zip(instr.operands, b.values, strict=True)}
+    types = {o.name: bound_type(v, target) for o, v in zip(instr.operands, b.values, strict=True)}
+    for name, loc in b.retype.items():
+        ts = types.get(name)
+        if isinstance(ts, TileSpec) and ts.loc is TileType.Scaling:
+            types[name] = dataclasses.replace(ts, loc=loc)
     try:
         instr.check_types(target, types, b.params)
     except PtoError as e:

@@ -206,16 +206,19 @@ class CompiledFunc:
     def instr_step(self, op: Op, b: bridge.Binding) -> Step:
         """One tile instruction. SSA results become tiles created here, once."""
         instr: Instr = b.instr
-        slots: list[int | None] = []
+        slots: list[Any] = []  # slot | None | Const | tuple of slots (packed operand)
         results: list[tuple[int, Tile]] = []
         for v, from_res in zip(b.values, b.from_result, strict=True):
-            if v is None:
-                slots.append(None)
+            if v is None or isinstance(v, bridge.Const):
+                slots.append(v)
+                continue
+            if isinstance(v, tuple):
+                slots.append(tuple(self.slot(x) for x in v))
                 continue
             k = self.slot(v)
             slots.append(k)
             if from_res:
-                spec = bridge.tile_spec_of(v.type)
+                spec = bridge.tile_spec_of(v.type, self.c.target)
                 if spec is None:
                     raise VerifyError(f"result type {v.type} is not a tile", op=op.name,
                                       loc=op.loc)
@@ -229,11 +232,22 @@ class CompiledFunc:
         opname = instr.mnemonic
         fixed = tuple(slots)
         res = tuple(results)
+        simple = all(isinstance(s, int) or s is None for s in fixed)
+
+        def get(env: Env, s: Any) -> Any:
+            if s is None:
+                return None
+            if isinstance(s, int):
+                return env[s]
+            if isinstance(s, bridge.Const):
+                return s.value
+            return tuple(env[x] for x in s)
 
         def step(env: Env) -> None:
             for k, t in res:
                 env[k] = t
-            vals = [None if s is None else env[s] for s in fixed]
+            vals = ([None if s is None else env[s] for s in fixed] if simple
+                    else [get(env, s) for s in fixed])
             try:
                 for r in runtime:
                     r(instr, *vals, **params)
@@ -282,7 +296,10 @@ def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
     shape = tuple(int(d) for d in m.group(1).split("x"))
     from ..dtypes import dtype as _dt
 
-    arr = np.asarray(nums, dtype=_dt(m.group(2)).np)
+    dt = _dt(m.group(2)).np
+    # integer literals are bit patterns of the element width (dense<65535> : vector<4xi16>)
+    arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
+           else np.asarray(nums, dtype=dt))
     return np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
 
 
@@ -597,7 +614,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
 @handler("pto.alloc_tile")
 def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
-    spec = bridge.tile_spec_of(res.type)
+    spec = bridge.tile_spec_of(res.type, cf.c.target)
     if spec is None:
         raise VerifyError(f"alloc_tile result type {res.type} is not a tile_buf", op=op.name,
                           loc=op.loc)
@@ -626,7 +643,7 @@ def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
 @handler("memref.alloc")
 def _memref_alloc(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
-    spec = bridge.tile_spec_of(res.type)
+    spec = bridge.tile_spec_of(res.type, cf.c.target)
     k = cf.slot(res)
     if spec is not None:
         tile = Tile.of(spec, name=res.name)
