@@ -36,6 +36,7 @@ from .errors import (
     UnsupportedType,
     VerifyError,
 )
+from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
 from .memory import Machine, current, target
 from .tensor import GlobalTensor
@@ -51,6 +52,8 @@ __all__ = [
     "TileAcc", "TileLeft", "TileRight", "TileSpec", "TileType", "UnsupportedType", "VerifyError",
     "current", "dtype", "dtypes", "lookup", "target", "tile_spec",
 ]
+
+__all__ += ["Program", "load"]
 
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)
