@@ -36,6 +36,7 @@ from .errors import (
     UnsupportedType,
     VerifyError,
 )
+from .grid import BlockDivergence, Lanes, get_block_idx, get_block_num, launch
 from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
 from .memory import Machine, current, target
@@ -51,6 +52,7 @@ __all__ = [
     "ReluPreMode", "RoundMode", "RuntimeCheckError", "SLayout", "SaturationMode", "Tile",
     "TileAcc", "TileLeft", "TileRight", "TileSpec", "TileType", "UnsupportedType", "VerifyError",
     "current", "dtype", "dtypes", "lookup", "target", "tile_spec",
+    "BlockDivergence", "Lanes", "get_block_idx", "get_block_num", "launch",
 ]
 
 __all__ += ["Program", "load"]

@@ -35,6 +35,7 @@ class Machine:
         print_buffer: int = DEFAULT_PRINT_BUFFER,
         block_idx: int = 0,
         block_num: int = 1,
+        lanes: int = 1,
     ) -> None:
         self.target = target if isinstance(target, Target) else get_target(target)
         if mode not in ("auto", "manual"):
@@ -45,8 +46,12 @@ class Machine:
             raise PtoError(f"print_buffer must be positive, got {print_buffer}")
         self.print_buffer = print_buffer
         self.print_used = 0
-        self.block_idx = block_idx
+        self.block_idx: Any = block_idx
         self.block_num = block_num
+        #: blocks run in lockstep: every buffer and tile gets a leading dimension of this size
+        self.lanes = lanes
+        #: GM stores so far (a lockstep launch may only fall back per block before the first)
+        self.gm_writes = 0
         self._regions: dict[str, np.ndarray] = {}
         self._prev: list[Machine] = []
 
@@ -57,7 +62,8 @@ class Machine:
             size = self.target.buffer_size(space)
             if size <= 0:
                 raise PtoMemoryError(f"target {self.target.name} has no {space} buffer")
-            reg = self._regions[space] = np.zeros(size, np.uint8)
+            shape = (self.lanes, size) if self.lanes > 1 else (size,)
+            reg = self._regions[space] = np.zeros(shape, np.uint8)
         return reg
 
     def space_of(self, tile: Tile) -> str:
@@ -87,7 +93,7 @@ class Machine:
             raise PtoMemoryError(
                 f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of "
                 f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
-        raw = self.region(space)[addr:end]
+        raw = self.region(space)[..., addr:end]
         tile._buf = raw.view(tile.dtype.np)
         tile._machine = self
         tile.addr = addr
@@ -99,10 +105,39 @@ class Machine:
                 f"{tile._label()} has no storage: TASSIGN it to an address in "
                 f"{space} (0..{self.target.buffer_size(space)} bytes) first, or use auto mode"
             )
-        buf = np.zeros(tile.spec.numel, tile.dtype.np)
+        n = tile.spec.numel
+        buf = np.zeros((self.lanes, n) if self.lanes > 1 else n, tile.dtype.np)
         tile._buf = buf
         tile._machine = self
         return buf
+
+    def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None) -> None:
+        """Make ``tile`` view the bytes of ``base`` from ``byte_offset`` on (TRESHAPE, TSUBVIEW,
+        TGET_SCALE_ADDR): a placed base lends bytes of its buffer (a view may run past the base
+        tile, as on hardware); an auto-mode base lends its private storage, which must hold the
+        whole view."""
+        nbytes = tile.spec.nbytes
+        if base.addr is not None and base._machine is not None:
+            space = base._machine.space_of(base)
+            region = base._machine.region(space)
+            start = base.addr + byte_offset
+            if start < 0 or start + nbytes > region.size:
+                raise PtoMemoryError(
+                    f"{tile._label()}: a view of {nbytes} bytes at {start:#x} exceeds the {space} "
+                    f"buffer ({region.size} bytes)", op=op)
+            raw = region[start:start + nbytes]
+            tile.addr = start
+            tile._machine = base._machine
+        else:
+            src = base.storage.view(np.uint8)
+            if byte_offset < 0 or byte_offset + nbytes > src.size:
+                raise PtoMemoryError(
+                    f"{tile._label()}: a view of {nbytes} bytes at byte {byte_offset} does not fit "
+                    f"in {base._label()} ({src.size} bytes)", op=op)
+            raw = src[byte_offset:byte_offset + nbytes]
+            tile.addr = None
+            tile._machine = self
+        tile._buf = raw.view(tile.dtype.np)
 
     # ---- printing --------------------------------------------------------------------------
     @property

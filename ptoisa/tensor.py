@@ -158,7 +158,8 @@ class GlobalTensor:
         self.spec = gm_spec(dt, shp, std, lay)
         self.flat = flat
         self._array = array
-        self.offset = int(offset)
+        # an int, or one offset per block in a lockstep launch (an int array)
+        self.offset: Any = offset if isinstance(offset, np.ndarray) else int(offset)
         self.name = name
         self._check_bounds()
 
@@ -166,8 +167,9 @@ class GlobalTensor:
         if self.spec.numel == 0:
             return
         ext = [(s - 1) * t for s, t in zip(self.spec.shape, self.spec.stride, strict=True)]
-        lo = self.offset + sum(min(0, e) for e in ext)
-        hi = self.offset + sum(max(0, e) for e in ext)
+        off = self.offset
+        lo = (off if isinstance(off, int) else int(off.min())) + sum(min(0, e) for e in ext)
+        hi = (off if isinstance(off, int) else int(off.max())) + sum(max(0, e) for e in ext)
         if lo < 0 or hi >= self.flat.size:
             raise PtoMemoryError(
                 f"GlobalTensor {self.spec.describe()} at offset {self.offset} reaches elements "
@@ -212,7 +214,58 @@ class GlobalTensor:
 
     def indices(self, rows: int, cols: int) -> np.ndarray:
         """Absolute flat indices of tile positions (r, c) for r < rows, c < cols."""
-        return self.spec.offsets(rows, cols) + self.offset
+        off = self.offset
+        if isinstance(off, np.ndarray):
+            return self.spec.offsets(rows, cols) + off[:, None, None]
+        return self.spec.offsets(rows, cols) + off
+
+    def window(self, rows: int, cols: int) -> np.ndarray | None:
+        """A writable strided view ``(..., rows, cols)`` of GM at tile positions (r, c), or
+        None when the layout's index map is not a plain 2-D stride pattern (then use
+        :meth:`indices`). In a lockstep launch the per-block offsets must be evenly spaced."""
+        if rows <= 0 or cols <= 0:
+            return None
+        s0, s1, s2, s3, s4 = self.spec.shape
+        t0, t1, t2, t3, t4 = self.spec.stride
+        lay = self.spec.layout
+        if lay is Layout.ND:
+            if cols > s4:
+                return None
+            rs, cs = t3, t4
+            if rows > s3 and not (t2 == s3 * t3 and t1 == s2 * t2 and t0 == s1 * t1):
+                return None
+        elif lay is Layout.DN:
+            if rows > s3:
+                return None
+            rs, cs = t3, t4
+            if cols > s4 and not (t2 == s4 * t4 and t1 == s2 * t2 and t0 == s1 * t1):
+                return None
+        else:
+            return None
+        it = self.flat.itemsize
+        off = self.offset
+        if isinstance(off, np.ndarray):
+            if off.ndim != 1 or off.size == 0:
+                return None
+            d = int(off[1] - off[0]) if off.size > 1 else 0
+            if off.size > 1 and not (np.diff(off) == d).all():
+                return None
+            base = int(off[0])
+            shape: tuple[int, ...] = (off.size, rows, cols)
+            strides: tuple[int, ...] = (d * it, rs * it, cs * it)
+        else:
+            base = off
+            shape, strides = (rows, cols), (rs * it, cs * it)
+        return np.lib.stride_tricks.as_strided(self.flat[base:], shape, strides)
+
+    def block(self, b: int) -> GlobalTensor:
+        """The view of block ``b`` of a lockstep launch (offsets per block)."""
+        if not isinstance(self.offset, np.ndarray):
+            return self
+        g = GlobalTensor.__new__(GlobalTensor)
+        g.spec, g.flat, g._array, g.name = self.spec, self.flat, self._array, self.name
+        g.offset = int(self.offset[b])
+        return g
 
     def numpy(self) -> np.ndarray:
         """The logical 5-D contents of the view (a copy)."""

@@ -348,6 +348,9 @@ class Tile:
         return self._vc
 
     def _set_valid(self, vr: int, vc: int) -> None:
+        if isinstance(vr, np.ndarray) or isinstance(vc, np.ndarray):
+            self._set_valid_lanes(vr, vc)
+            return
         for v, cap, n in ((vr, self.spec.rows, "rows"), (vc, self.spec.cols, "cols")):
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
                 raise RuntimeCheckError(f"{self._label()}: valid {n} must be an integer, got {v!r}")
@@ -355,12 +358,27 @@ class Tile:
                 raise RuntimeCheckError(f"{self._label()}: valid {n} {v} outside [0, {cap}]")
         self._vr, self._vc = int(vr), int(vc)
 
+    def _set_valid_lanes(self, vr: Any, vc: Any) -> None:
+        """Per-block valid extents of a lockstep launch (kept as ints when all agree)."""
+        out = []
+        for v, cap, n in ((vr, self.spec.rows, "rows"), (vc, self.spec.cols, "cols")):
+            a = np.asarray(v)
+            if a.dtype.kind not in "iu" or (a < 0).any() or (a > cap).any():
+                raise RuntimeCheckError(
+                    f"{self._label()}: valid {n} {a.tolist()} outside [0, {cap}]")
+            flat = a.reshape(-1)
+            out.append(int(flat[0]) if a.ndim == 0 or (flat == flat[0]).all()
+                       else np.asarray(a, np.int64))
+        self._vr, self._vc = out
+
     def set_valid(self, rows: int | None = None, cols: int | None = None) -> None:
         """Change the dynamic valid extents (SetValidRow/SetValidCol/SetValidShape)."""
-        if rows is not None and self.spec.valid_row is not None and rows != self.spec.valid_row:
+        if rows is not None and self.spec.valid_row is not None and \
+                np.any(np.asarray(rows) != self.spec.valid_row):
             raise RuntimeCheckError(
                 f"{self._label()}: valid rows are static ({self.spec.valid_row})")
-        if cols is not None and self.spec.valid_col is not None and cols != self.spec.valid_col:
+        if cols is not None and self.spec.valid_col is not None and \
+                np.any(np.asarray(cols) != self.spec.valid_col):
             raise RuntimeCheckError(
                 f"{self._label()}: valid cols are static ({self.spec.valid_col})")
         self._set_valid(self._vr if rows is None else rows, self._vc if cols is None else cols)
@@ -373,6 +391,21 @@ class Tile:
 
     def SetValidShape(self, rows: int, cols: int) -> None:  # noqa: N802
         self.set_valid(rows, cols)
+
+    def block(self, b: int) -> Tile:
+        """Block ``b``'s part of a tile of a lockstep launch (a view sharing its storage)."""
+        buf = self._buf
+        if buf is None:
+            buf = self.storage
+        if buf.ndim == 1:
+            return self
+        t = Tile.__new__(Tile)
+        t.spec, t.name, t.addr, t._machine = self.spec, self.name, self.addr, self._machine
+        t._buf = buf[b]
+        vr, vc = self._vr, self._vc
+        t._vr = int(vr[b]) if isinstance(vr, np.ndarray) else vr
+        t._vc = int(vc[b]) if isinstance(vc, np.ndarray) else vc
+        return t
 
     # ---- storage ---------------------------------------------------------------------------
     @property
@@ -394,13 +427,22 @@ class Tile:
         return f"tile {n}({self.spec.describe()})"
 
     def view2d(self) -> np.ndarray | None:
-        """Writable logical (rows, cols) view of storage for ND/DN tiles; None if boxed."""
+        """Writable logical (rows, cols) view of storage for ND/DN tiles; None if boxed.
+
+        In a lockstep launch (see :mod:`ptoisa.grid`) storage has a leading block dimension
+        and the view is (blocks, rows, cols); every accessor below indexes the trailing two
+        dimensions, so instruction semantics written with ``[..., r, c]`` serve both."""
         s = self.spec
         if s.is_boxed or s.dtype.packed:
             return None
+        buf = self.storage
+        if buf.ndim == 1:
+            if s.is_row_major:
+                return buf.reshape(s.rows, s.cols)
+            return buf.reshape(s.cols, s.rows).T
         if s.is_row_major:
-            return self.storage.reshape(s.rows, s.cols)
-        return self.storage.reshape(s.cols, s.rows).T
+            return buf.reshape(buf.shape[0], s.rows, s.cols)
+        return buf.reshape(buf.shape[0], s.cols, s.rows).transpose(0, 2, 1)
 
     def read(self, rows: int | None = None, cols: int | None = None, r0: int = 0, c0: int = 0
              ) -> np.ndarray:
@@ -409,35 +451,35 @@ class Tile:
         cols = self._vc if cols is None else cols
         v = self.view2d()
         if v is not None:
-            return v[r0:r0 + rows, c0:c0 + cols]
+            return v[..., r0:r0 + rows, c0:c0 + cols]
         offs = self.spec.offsets[r0:r0 + rows, c0:c0 + cols]
         if self.spec.dtype.packed:
             return _unpack4(self.storage, offs)
-        return self.storage[offs]
+        return self.storage[..., offs]
 
     def write(self, values: Any, r0: int = 0, c0: int = 0) -> None:
         """Write a logical block at (r0, c0); ``values`` is broadcast to its 2-D shape."""
         values = np.asarray(values)
-        if values.ndim != 2:
-            values = np.broadcast_to(values, (1, 1) if values.ndim == 0 else values.shape)
-        h, w = values.shape
+        if values.ndim < 2:
+            values = np.broadcast_to(values, (1, 1) if values.ndim == 0 else (1, values.size))
+        h, w = values.shape[-2:]
         v = self.view2d()
         if v is not None:
-            v[r0:r0 + h, c0:c0 + w] = values
+            v[..., r0:r0 + h, c0:c0 + w] = values
         elif self.spec.dtype.packed:
             _pack4(self.storage, self.spec.offsets[r0:r0 + h, c0:c0 + w], values)
         else:
-            self.storage[self.spec.offsets[r0:r0 + h, c0:c0 + w]] = values
+            self.storage[..., self.spec.offsets[r0:r0 + h, c0:c0 + w]] = values
 
     def fill(self, value: Any, rows: int, cols: int, r0: int = 0, c0: int = 0) -> None:
         v = self.view2d()
         if v is not None:
-            v[r0:r0 + rows, c0:c0 + cols] = value
+            v[..., r0:r0 + rows, c0:c0 + cols] = value
         elif self.spec.dtype.packed:
             offs = self.spec.offsets[r0:r0 + rows, c0:c0 + cols]
             _pack4(self.storage, offs, np.broadcast_to(np.asarray(value), offs.shape))
         else:
-            self.storage[self.spec.offsets[r0:r0 + rows, c0:c0 + cols]] = value
+            self.storage[..., self.spec.offsets[r0:r0 + rows, c0:c0 + cols]] = value
 
     # ---- numpy interop (testing / debugging) -----------------------------------------------
     def numpy(self, valid_only: bool = False) -> np.ndarray:

@@ -17,7 +17,7 @@ from .registry import Instr, Opnd, Param, Sig, instr, locs
 # ---- TASSIGN ---------------------------------------------------------------------------------
 
 
-@instr("TASSIGN", family="memory", pipe=Pipe.S, returns_event=False,
+@instr("TASSIGN", family="memory", pipe=Pipe.S, returns_event=False, batched=True,
        operands=(Opnd("obj", "tile|gm", "out"), Opnd("addr", "any")))
 def TASSIGN(m: Machine, obj: Any, addr: Any) -> None:  # noqa: N802
     """Bind a tile to byte address ``addr`` of its role's buffer (UB, L1, L0A/B/C, ...), or a
@@ -82,7 +82,8 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
 
 
 def _gather(gm: GlobalTensor, rows: int, cols: int) -> np.ndarray:
-    return gm.flat[gm.indices(rows, cols)]
+    w = gm.window(rows, cols)
+    return w if w is not None else gm.flat[gm.indices(rows, cols)]
 
 
 # ---- TLOAD -------------------------------------------------------------------------------------
@@ -100,7 +101,7 @@ def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
     _gm_covers(ins.mnemonic, src, dst, "dst")
 
 
-@instr("TLOAD", family="memory", pipe=Pipe.MTE2,
+@instr("TLOAD", family="memory", pipe=Pipe.MTE2, batched=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm")),
        dtype_key=("dst",),
        static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
@@ -116,9 +117,8 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
     """
     vr, vc = dst.valid_shape
     pad = dst.spec.pad
-    if m.target.name == "cpu":
-        dst.fill(pad.scalar(dst.dtype), dst.rows, dst.cols)
-    elif not pad.is_null and (vr, vc) != dst.shape:
+    if (vr, vc) != dst.shape and (m.target.name == "cpu" or not pad.is_null):
+        # cpu: the whole tile outside the valid region gets the pad value (Null pads 0)
         p = pad.scalar(dst.dtype)
         dst.fill(p, vr, dst.cols - vc, 0, vc)
         dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
@@ -133,13 +133,33 @@ def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **para
 
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
-    idx = dst.indices(*values.shape)
+    m.gm_writes += 1
+    w = dst.window(*values.shape[-2:])
+    if w is not None and not _lanes_overlap(dst, w):
+        if atomic is AtomicType.AtomicAdd:
+            with np.errstate(over="ignore"):
+                w[...] = (w + values.astype(w.dtype)).astype(w.dtype)
+        else:
+            w[...] = values
+        return
+    idx = dst.indices(*values.shape[-2:])
+    if atomic is AtomicType.AtomicAdd and idx.ndim > 2:
+        with np.errstate(over="ignore"):  # blocks may add into the same elements
+            np.add.at(dst.flat, idx, values.astype(dst.flat.dtype))
+        return
     if atomic is AtomicType.AtomicAdd:
         cur = dst.flat[idx]
         with np.errstate(over="ignore"):
             dst.flat[idx] = (cur + values.astype(cur.dtype)).astype(cur.dtype)
     else:
         dst.flat[idx] = values
+
+
+def _lanes_overlap(gm: GlobalTensor, w: np.ndarray) -> bool:
+    """Blocks of a lockstep store whose GM windows overlap must write in block order."""
+    if w.ndim < 3 or w.shape[0] < 2:
+        return False
+    return bool(np.shares_memory(w[0], w[1]))
 
 
 def _acc_store_rule(sig: Sig) -> None:
@@ -170,7 +190,7 @@ def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                                 op=ins.mnemonic)
 
 
-@instr("TSTORE", family="memory", pipe=Pipe.MTE3,
+@instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
                  Opnd("preQuantScalar", "scalar", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),

@@ -44,20 +44,20 @@ def row_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) 
 def tree_sum(x: np.ndarray) -> np.ndarray:
     """Row sums by halving (pairwise tree), every partial sum in x's element type: the order
     of the NPU's vcadd/vcgadd reduction tree."""
-    n = x.shape[1]
+    n = x.shape[-1]
     width = 1
     while width < n:
         width *= 2
     if width != n:
-        x = np.concatenate([x, np.zeros((x.shape[0], width - n), x.dtype)], axis=1)
+        x = np.concatenate([x, np.zeros((*x.shape[:-1], width - n), x.dtype)], axis=-1)
     with np.errstate(over="ignore"):
-        while x.shape[1] > 1:
-            h = x.shape[1] // 2
-            x = x[:, :h] + x[:, h:]
-    return x[:, 0]
+        while x.shape[-1] > 1:
+            h = x.shape[-1] // 2
+            x = x[..., :h] + x[..., h:]
+    return x[..., 0]
 
 
-@instr("TROWSUM", family="reduce", pipe=Pipe.V,
+@instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst, _cpu_same_rows),
@@ -75,7 +75,7 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     if m.target.name == "cpu":
         acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
         with np.errstate(over="ignore"):
-            s = np.cumsum(x.astype(acc), axis=1, dtype=acc)[:, -1]
+            s = np.cumsum(x.astype(acc), axis=-1, dtype=acc)[..., -1]
     else:
         s = tree_sum(x)
-    dst.write(s.astype(dst.dtype.np)[:, None])
+    dst.write(s.astype(dst.dtype.np)[..., None])

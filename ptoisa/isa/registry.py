@@ -100,6 +100,9 @@ class Instr:
     runtime: tuple[RuntimeRule, ...] = ()
     returns_event: bool = True
     doc: str = ""
+    #: the semantics index tiles as ``[..., r, c]`` and so run all blocks of a lockstep launch
+    #: in one call; other instructions run once per block there (see ptoisa.grid)
+    batched: bool = False
     _n_required: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -114,6 +117,11 @@ class Instr:
     def __call__(self, *args: Any, **kwargs: Any) -> Event | Any:
         m = current()
         vals, params = self.bind(args, kwargs)
+        if m.lanes > 1:
+            from ..grid import run_lockstep
+
+            result = run_lockstep(self, m, vals, params)
+            return Event(self.name, self.pipe) if self.returns_event else result
         self.check(m.target, vals, params)
         try:
             result = self.impl(m, *vals, **params)
@@ -324,6 +332,7 @@ def instr(
     static: Iterable[StaticRule] = (),
     runtime: Iterable[RuntimeRule] = (),
     returns_event: bool = True,
+    batched: bool = False,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc."""
@@ -335,6 +344,7 @@ def instr(
             name=name, family=family, pipe=pipe, operands=tuple(operands),
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
             runtime=tuple(runtime), returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
+            batched=batched,
         )
         REGISTRY[name] = ins
         return ins
