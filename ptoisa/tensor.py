@@ -256,7 +256,11 @@ class GlobalTensor:
         else:
             base = off
             shape, strides = (rows, cols), (rs * it, cs * it)
-        return np.lib.stride_tricks.as_strided(self.flat[base:], shape, strides)
+        flat = self.flat
+        if flat.dtype.isbuiltin == 1:
+            return np.lib.stride_tricks.as_strided(flat[base:], shape, strides)
+        raw = flat.view(f"u{it}")  # as_strided cannot build ml_dtypes arrays directly
+        return np.lib.stride_tricks.as_strided(raw[base:], shape, strides).view(flat.dtype)
 
     def block(self, b: int) -> GlobalTensor:
         """The view of block ``b`` of a lockstep launch (offsets per block)."""
