@@ -14,7 +14,9 @@ CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 i32->f16 i32->i8 i32->ui8 i
                 "f16->f32 bf16->f32")
 PATHS = {(T.Vec, T.Vec), (T.Vec, T.Mat), (T.Mat, T.Left), (T.Mat, T.Right), (T.Mat, T.Bias),
          (T.Mat, T.Scaling), (T.Mat, T.ScaleLeft), (T.Mat, T.ScaleRight), (T.Acc, T.Vec),
-         (T.Acc, T.Mat)}
+         (T.Acc, T.Mat),
+         # the CPU simulator's TMOV copies between any of these too (recorded cases use them)
+         (T.Mat, T.Vec), (T.Vec, T.Left), (T.Vec, T.Right)}
 
 LEGALITY: dict[str, Rule] = {
     "TMATMUL": rule(MM),
