@@ -145,6 +145,7 @@ class CaseRun:
         self.tiles: dict[str, Tile] = {}
         self.gm: dict[str, np.ndarray] = {}
         self.structs: list[tuple[dict[str, Any], Any]] = []
+        self.groups: list[_UnboundGroup] = []
 
     def setup(self) -> None:
         c = self.case
@@ -224,9 +225,11 @@ class CaseRun:
                         None if t.spec.valid_col is not None else vc)
             return t
         if "gm" in o:
-            if o["dtype"] in _PTO_TYPES:
-                raise Skip(f"GM views of packed {o['dtype']} elements are not supported yet")
             buf = self.gm[o["gm"]]
+            if o["dtype"] in _PTO_TYPES:  # packed fp4: two elements per byte
+                return GlobalTensor(buf, o["shape"], o["stride"], o["layout"],
+                                    dtype=_PTO_TYPES[o["dtype"]],
+                                    offset=o["offset_bytes"] * 2, name=o["gm"])
             npdt = np.dtype(np_type(o["dtype"]))
             usable = buf[: buf.size - buf.size % npdt.itemsize]
             return GlobalTensor(usable, o["shape"], o["stride"], o["layout"], dtype=npdt,
@@ -241,12 +244,45 @@ class CaseRun:
             return obj
         return None  # events and other non-data operands
 
+    def add_recorded_peers(self) -> None:
+        """The other threads of an upstream TWAIT test are not traced; what they did is the
+        recorded final content (``sim_final``) of the signal buffers. One peer stores it."""
+        waited = {o["gm"] for st in self.case["program"] if st["op"] == "TWAIT"
+                  for o in st["operands"] if "gm" in o}
+        finals = [(g, self.case["gm"][g].get("sim_final")) for g in sorted(waited)]
+        finals = [(g, f) for g, f in finals if f]
+        if not finals:
+            return
+        from .isa.comm import add_peer
+
+        done: list[bool] = []
+
+        def peer() -> bool:
+            if done:
+                return False
+            done.append(True)
+            for g, f in finals:
+                raw = np.ascontiguousarray(load_array(self.dir, f)).reshape(-1).view(np.uint8)
+                self.gm[g][: raw.size] = raw[: self.gm[g].size]
+            return True
+
+        add_peer(self.m, peer)
+
     def run(self) -> dict[int, Any]:
         outputs: dict[int, Any] = {}
+        self.add_recorded_peers()
         for step in self.case["program"]:
             name = op_name(step)
             ins = REGISTRY[name]
             args = [a for a in (self.operand(o) for o in step["operands"]) if a is not None]
+            if name == "TWAIT" and getattr(args[0], "unrecorded", False):
+                _peer_for_unrecorded_signal(self.m, args)
+            if args and isinstance(args[0], _UnboundGroup):
+                if name != "TBROADCAST":
+                    raise Skip(f"{name} reads the ranks' tensors of its ParallelGroup, host "
+                               "memory the pack does not record")
+                self.groups.append(args[0])
+                args[0] = args[0].bind(args[1])
             kwargs = {}
             for k, v in (step.get("template_args") or {}).items():
                 if k == "mode" and name.startswith("TFILLPAD"):
@@ -305,9 +341,74 @@ def make_struct(o: dict[str, Any]) -> Any:
         from .isa.irregular import MrgSortExecutedNumList
 
         return MrgSortExecutedNumList.from_bytes(raw)
+    if "ParallelGroup<" in name:
+        return _parallel_group(raw)
+    if "Signal2D<" in name:
+        return _signal2d(name, raw)
     if name.startswith("unsigned int["):
         return np.frombuffer(raw, np.uint32).copy()
     return OpaqueStruct(name, raw)
+
+
+def _signal2d(name: str, raw: bytes) -> Any:
+    """``comm::Signal2D<R, C>``: a host pointer, then 5 shape and 5 stride words (int64); the
+    row stride is stride[3]. The words behind the host pointer are not recorded (``unrecorded``
+    marks that)."""
+    from .isa.comm import Signal2D
+
+    rows, cols = (int(x) for x in name.split("<", 1)[1].rstrip(">").split(","))
+    words = np.frombuffer(raw[8:88], np.int64) if len(raw) >= 88 else np.zeros(10, np.int64)
+    stride = int(words[8]) or cols
+    sig = Signal2D(np.zeros(max(rows * stride, 1), np.int32), rows, cols, stride)
+    sig.unrecorded = True  # type: ignore[attr-defined]
+    return sig
+
+
+class _UnboundGroup:
+    """``comm::ParallelGroup`` as recorded: a host pointer to the ranks' tensors (their memory
+    is not in the pack), the number of ranks and the root index."""
+
+    unrecorded = True
+
+    def __init__(self, size: int, root: int) -> None:
+        self.size, self.root = size, root
+        self.buffers: list[np.ndarray] = []
+
+    def bind(self, like: GlobalTensor) -> Any:
+        """Each rank's destination tensor: a fresh zeroed GM buffer shaped like ``like``."""
+        from .isa.comm import ParallelGroup
+
+        n = int(np.prod(like.spec.shape))
+        self.buffers = [np.zeros(n, like.flat.dtype) for _ in range(self.size)]
+        return ParallelGroup([GlobalTensor(b, like.spec.shape, dtype=b.dtype)
+                              for b in self.buffers], self.root)
+
+
+def _parallel_group(raw: bytes) -> Any:
+    size, root = (int(x) for x in np.frombuffer(raw[8:16], np.int32)) if len(raw) >= 16 \
+        else (1, 0)
+    return _UnboundGroup(size, root)
+
+
+def _peer_for_unrecorded_signal(m: Machine, args: list[Any]) -> None:
+    """A TWAIT ``EQ v`` on signal words the pack did not record returned upstream: the other
+    thread left every word equal to ``v`` (the only state that returns). Other comparisons do
+    not determine the words, so they stay unsatisfiable (reported as a deadlock)."""
+    from .isa.comm import WaitCmp, add_peer
+
+    sig, value = args[0], args[1]
+    cmp = args[2] if len(args) > 2 else "EQ"
+    if str(getattr(cmp, "name", cmp)).rsplit(":", 1)[-1] != WaitCmp.EQ.name:
+        return
+
+    def peer() -> bool:
+        idx = sig.index()
+        if np.all(sig.flat[idx] == int(value)):
+            return False
+        sig.flat[idx] = int(value)
+        return True
+
+    add_peer(m, peer)
 
 
 class OpaqueStruct:
@@ -320,7 +421,7 @@ class OpaqueStruct:
 
 
 def struct_bytes(obj: Any) -> bytes | None:
-    if isinstance(obj, OpaqueStruct):
+    if isinstance(obj, OpaqueStruct) or getattr(obj, "unrecorded", False):
         return None
     return obj.tobytes() if isinstance(obj, np.ndarray) else obj.to_bytes()
 
@@ -355,6 +456,10 @@ def check_case(run: CaseRun, outputs: dict[int, Any]) -> list[str]:
         elif "tile" in chk:
             actual = run.tiles[chk["tile"]].numpy()
             where = f"tile {chk['tile']}"
+        elif run.groups:
+            # a collective's output: the ranks' destination tensors, one after the other
+            actual = np.concatenate([b for g in run.groups for b in g.buffers])
+            where = "the ParallelGroup's tensors"
         else:
             # "output vs golden" checks of in-code tests: the destination tile of the last step
             # (a 2-D expectation is its logical top-left block; a 1-D one its storage in

@@ -852,6 +852,12 @@ def _tdequant_runtime(ins: Instr, dst: Tile, src: Tile, scale: Tile, offset: Til
                         f"per dst valid row ({dst.valid_row})")
 
 
+def _param_cols(m: Machine, para: Tile, vc: int) -> int:
+    """Columns of a TDEQUANT parameter tile that are read: 1 (per-row broadcast), or all of
+    dst's on cpu when the parameter tile's valid region is as wide as dst's."""
+    return vc if m.target.name == "cpu" and para.valid_col >= vc > 1 else 1
+
+
 @instr("TDEQUANT", family="irregular", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("scale", "tile"),
                  Opnd("offset", "tile")),
@@ -861,13 +867,17 @@ def _tdequant_runtime(ins: Instr, dst: Tile, src: Tile, scale: Tile, offset: Til
        runtime=(_tdequant_runtime,))
 def TDEQUANT(m: Machine, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> None:  # noqa: N802
     """dst[r, c] = (f32(src[r, c]) - offset[r, 0]) * scale[r, 0] over dst's valid region, in
-    f32 arithmetic (each step rounded)."""
+    f32 arithmetic (each step rounded).
+
+    On cpu a parameter tile whose valid region covers dst's (rather than one column) is read
+    element-wise, ``offset[r, c]`` / ``scale[r, c]``, as the CPU simulator does (the manual only
+    defines the per-row form; see docs/cpu_sim_differences.md)."""
     vr, vc = dst.valid_shape
     if not (vr and vc):
         return
     x = np.asarray(src.read(vr, vc)).astype(np.float32)
-    off = np.asarray(offset.read(vr, 1)).astype(np.float32)
-    sc = np.asarray(scale.read(vr, 1)).astype(np.float32)
+    off = np.asarray(offset.read(vr, _param_cols(m, offset, vc))).astype(np.float32)
+    sc = np.asarray(scale.read(vr, _param_cols(m, scale, vc))).astype(np.float32)
     with np.errstate(all="ignore"):
         dst.write(((x - off) * sc).astype(dst.dtype.np))
 

@@ -11,4 +11,6 @@ LEGALITY: dict[str, Rule] = {
     "TNOTIFY": rule(),
     "TWAIT": rule(),
     "TTEST": rule(),
+    "TBROADCAST": rule(),
+    "TREDUCE": rule(),
 }
