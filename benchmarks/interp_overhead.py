@@ -1,0 +1,92 @@
+"""Interpreter overhead per tile instruction: a .pto scf.for loop of N 16x16 f32 tadd, against
+the same number of plain ``np.add(a, b, out=c)`` calls in the same run; then the parse time of
+the largest corpus file (benchmarks/parse_speed.py).
+
+Usage: python benchmarks/interp_overhead.py [N] [target]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ptoisa import load
+
+T = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, "
+     "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+PV = "!pto.partition_tensor_view<16x16xf32>"
+TV = "!pto.tensor_view<?x?xf32>"
+
+
+def program() -> str:
+    lines = [
+        "module {",
+        "  func.func @loop(%a: !pto.ptr<f32>, %c: !pto.ptr<f32>, %n: index) {",
+        "    %c0 = arith.constant 0 : index",
+        "    %c1 = arith.constant 1 : index",
+        "    %c16 = arith.constant 16 : index",
+    ]
+    for name in ("a", "c"):
+        lines += [
+            f"    %v{name} = pto.make_tensor_view %{name}, shape = [%c16, %c16], "
+            f"strides = [%c16, %c1] : {TV}",
+            f"    %p{name} = pto.partition_view %v{name}, offsets = [%c0, %c0], "
+            f"sizes = [%c16, %c16] : {TV} -> {PV}",
+            f"    %t{name} = pto.alloc_tile : {T}",
+        ]
+    lines += [
+        f"    pto.tload ins(%pa : {PV}) outs(%ta : {T})",
+        "    scf.for %i = %c0 to %n step %c1 {",
+        f"      pto.tadd ins(%ta, %ta : {T}, {T}) outs(%tc : {T})",
+        "    }",
+        f"    pto.tstore ins(%tc : {T}) outs(%pc : {PV})",
+        "    return",
+        "  }",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def best(fn, reps: int = 3) -> float:
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+    target = sys.argv[2] if len(sys.argv) > 2 else "a2a3"
+    prog = load(program(), target=target)
+    a = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
+    c = np.zeros_like(a)
+    prog.loop(a, c, 1)  # compile + warm up
+    t_pto = best(lambda: prog.loop(a, c, n))
+    t_empty = best(lambda: prog.loop(a, c, 0))
+    np.testing.assert_array_equal(c, a + a)
+    b = a.copy()
+    out = np.empty_like(a)
+
+    def plain() -> None:
+        for _ in range(n):
+            np.add(a, b, out=out)
+
+    t_np = best(plain)
+    per_pto = (t_pto - t_empty) / n * 1e6
+    per_np = t_np / n * 1e6
+    print(f"{n} x tadd 16x16 f32 on {target}: {per_pto:.2f} us/instr (loop included); "
+          f"numpy np.add(out=): {per_np:.2f} us/call; overhead {per_pto - per_np:.2f} us/instr")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import parse_speed
+
+    sys.argv = sys.argv[:1]
+    parse_speed.main()
+
+
+if __name__ == "__main__":
+    main()
