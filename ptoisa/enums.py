@@ -52,6 +52,12 @@ class Layout(enum.Enum):
     NHWC = "nhwc"
     NCDHW = "ncdhw"
     FRACTAL_Z = "fractal_z"
+    MX_A_ZZ = "mx_a_zz"
+    MX_A_ND = "mx_a_nd"
+    MX_A_DN = "mx_a_dn"
+    MX_B_NN = "mx_b_nn"
+    MX_B_ND = "mx_b_nd"
+    MX_B_DN = "mx_b_dn"
 
 
 class CompactMode(enum.Enum):
@@ -195,6 +201,10 @@ class PadValue:
             if dt.itemsize == 1:
                 return np.array([bits & 0xFF], np.uint8).view(npdt)[0]
             return np.zeros((), npdt)[()]
+        if getattr(dt, "packed", False):
+            # packed fp4 codes: Max/Min are the largest magnitudes (0b0111 / 0b1111), as the
+            # CPU simulator pads (recorded TLOAD cases)
+            return npdt.type(0x7 if self.kind == "Max" else 0xF)
         if dt.itemsize == 8 or dt.name.startswith("f8"):
             return np.zeros((), npdt)[()]
         high = self.kind == "Max"

@@ -46,6 +46,13 @@ class GMSpec:
             return s2 * s3, s0 * s1 * s4
         if self.layout is Layout.NC1HWC0:
             return s0 * s2 * s3, s1 * s4
+        if self.layout is Layout.MX_A_ZZ:
+            return s1 * s3, s2 * s4
+        if self.layout is Layout.MX_B_NN:
+            return s2 * s4, s1 * s3
+        if self.layout in (Layout.MX_B_ND, Layout.MX_A_DN):
+            rc = (s2 * s4, s1 * s3)
+            return rc if self.layout is Layout.MX_B_ND else (rc[1], rc[0])
         return s0 * s1 * s2 * s3, s4
 
     def describe(self) -> str:
@@ -70,6 +77,18 @@ class GMSpec:
             oc = c // s4
             i0, i1 = oc // s1, oc % s1
             i2, i3, i4 = r // s3, r % s3, c % s4
+        elif lay is Layout.MX_A_ZZ:  # scale boxes of 16 rows x 2 columns, row of boxes
+            i0 = r * 0
+            i1, i2, i3, i4 = r // 16, c // 2, r % 16, c % 2
+        elif lay is Layout.MX_B_NN:  # the transposed pattern for B's scales
+            i0 = r * 0
+            i1, i2, i3, i4 = c // 16, r // 2, c % 16, r % 2
+        elif lay is Layout.MX_B_ND:  # pairs of K along the innermost axis, N rows
+            i0 = r * 0
+            i1, i2, i3, i4 = c // s3, r // 2, c % s3, r % 2
+        elif lay is Layout.MX_A_DN:
+            i0 = r * 0
+            i1, i2, i3, i4 = r // s3, c // 2, r % s3, c % 2
         elif lay is Layout.NC1HWC0:
             i3 = r % s3
             i2 = (r // s3) % s2
@@ -166,14 +185,15 @@ class GlobalTensor:
     def _check_bounds(self) -> None:
         if self.spec.numel == 0:
             return
+        size = self.flat.size * (2 if self.spec.dtype.packed else 1)
         ext = [(s - 1) * t for s, t in zip(self.spec.shape, self.spec.stride, strict=True)]
         off = self.offset
         lo = (off if isinstance(off, int) else int(off.min())) + sum(min(0, e) for e in ext)
         hi = (off if isinstance(off, int) else int(off.max())) + sum(max(0, e) for e in ext)
-        if lo < 0 or hi >= self.flat.size:
+        if lo < 0 or hi >= size:
             raise PtoMemoryError(
                 f"GlobalTensor {self.spec.describe()} at offset {self.offset} reaches elements "
-                f"[{lo}, {hi}] but the array has {self.flat.size}"
+                f"[{lo}, {hi}] but the array has {size}"
             )
 
     @property
@@ -223,7 +243,7 @@ class GlobalTensor:
         """A writable strided view ``(..., rows, cols)`` of GM at tile positions (r, c), or
         None when the layout's index map is not a plain 2-D stride pattern (then use
         :meth:`indices`). In a lockstep launch the per-block offsets must be evenly spaced."""
-        if rows <= 0 or cols <= 0:
+        if rows <= 0 or cols <= 0 or self.spec.dtype.packed:
             return None
         s0, s1, s2, s3, s4 = self.spec.shape
         t0, t1, t2, t3, t4 = self.spec.stride

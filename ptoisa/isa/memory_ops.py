@@ -10,7 +10,7 @@ from ..enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
-from ..tile import Tile, TileSpec
+from ..tile import Tile, TileSpec, _pack4, _unpack4
 from .quant import convert, quant_mode, quantize
 from .registry import Instr, Opnd, Param, Sig, instr, locs
 
@@ -40,7 +40,7 @@ def _gm_covers(op: str, gm: GlobalTensor, tile: Tile, what: str) -> None:
     or as the NZ box grid for an NZ view; elements are addressed by the view's layout tag."""
     rows, cols = tile.valid_shape
     s0, s1, s2, s3, s4 = gm.spec.shape
-    if gm.spec.layout is Layout.NZ or gm.spec.layout is Layout.NC1HWC0:
+    if gm.spec.layout not in (Layout.ND, Layout.DN):
         gr, gc = gm.spec.rows_cols
     elif tile.spec.is_row_major:
         gr, gc = s0 * s1 * s2 * s3, s4
@@ -82,6 +82,8 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
 
 
 def _gather(gm: GlobalTensor, rows: int, cols: int) -> np.ndarray:
+    if gm.dtype.packed:  # 4-bit codes at nibble offsets (even element = low nibble)
+        return _unpack4(gm.flat, gm.indices(rows, cols))
     w = gm.window(rows, cols)
     return w if w is not None else gm.flat[gm.indices(rows, cols)]
 
@@ -107,7 +109,8 @@ def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
        static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
                     TileType.Bias, TileType.Scaling, TileType.Acc),
                _acc_tload_cpu_only,
-               _gm_layouts(Layout.ND, Layout.DN, Layout.NZ),
+               _gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.MX_A_ZZ, Layout.MX_A_ND,
+                           Layout.MX_A_DN, Layout.MX_B_NN, Layout.MX_B_ND, Layout.MX_B_DN),
                _gm_dtype_matches("dst", "src")),
        runtime=(_tload_runtime,))
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
@@ -134,6 +137,10 @@ def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **para
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
     m.gm_writes += 1
+    if dst.dtype.packed:
+        idx = dst.indices(*values.shape[-2:])
+        _pack4(dst.flat, idx, values)
+        return
     w = dst.window(*values.shape[-2:])
     if w is not None and not _lanes_overlap(dst, w):
         if atomic is AtomicType.AtomicAdd:

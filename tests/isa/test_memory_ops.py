@@ -207,7 +207,7 @@ def test_tload_gm_layouts(machine):
     g = GlobalTensor(np.zeros(64, np.float32), (1, 1, 1, 8, 8), layout=Layout.NC1HWC0)
     with pytest.raises(pto.IllegalInstruction,
                        match=r"tload: src layout NC1HWC0 is not supported \(supported: ND, DN, "
-                             r"NZ\)"):
+                             r"NZ, MX_A_ZZ, MX_A_ND, MX_A_DN, MX_B_NN, MX_B_ND, MX_B_DN\)"):
         pto.TLOAD(t, g)
 
 
