@@ -455,6 +455,8 @@ def check_case(run: CaseRun, outputs: dict[int, Any]) -> list[str]:
             where = f"gm {chk['gm']}"
         elif "tile" in chk:
             actual = run.tiles[chk["tile"]].numpy()
+            if chk["expected"].get("layout_of_npy") == "raw storage":
+                actual = run.tiles[chk["tile"]].storage  # packed fp4: the bytes
             where = f"tile {chk['tile']}"
         elif run.groups:
             # a collective's output: the ranks' destination tensors, one after the other

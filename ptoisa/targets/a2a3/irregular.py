@@ -17,4 +17,5 @@ LEGALITY: dict[str, Rule] = {
     "TMRGSORT": rule("f16 f32"),
     "TDEQUANT": rule(pairs("i8->f32 i16->f32")),
     "TPREFETCH": rule(),
+    "TQUANT": rule(pairs("f32->i8 f32->ui8")),  # INT8 path only (tquant.md)
 }

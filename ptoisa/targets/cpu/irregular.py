@@ -19,4 +19,6 @@ LEGALITY: dict[str, Rule] = {
     "TPREFETCH": rule(),
     "THISTOGRAM": rule("ui16 ui32"),
     "TRANDOM": rule("i32 ui32"),
+    # MXFP8 (f32/f16/bf16 -> e4m3 bytes), MXFP4 (f16/bf16 -> packed e2m1), INT8 sym/asym (f32)
+    "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8")),
 }
