@@ -25,7 +25,7 @@ import numpy as np
 
 from .errors import PtoError
 from .memory import Machine, current, pop
-from .memory import target as make_machine
+from .memory import push as _push
 from .tensor import GlobalTensor
 from .tile import Tile
 
@@ -112,7 +112,7 @@ def run_lockstep(instr: Instr, m: Machine, vals: list[Any], params: dict[str, An
     the instruction is batched and its operands agree in shape across blocks, else once per
     block on per-block views."""
     if instr.batched and all(_uniform(v) for v in vals):
-        instr.check(m.target, [block_of(v, 0) for v in vals], params)
+        instr.check(m.target, vals, params)  # types and (uniform) valid regions
         return _impl(instr, m, vals, params)
     result = None
     for b in range(m.lanes):
@@ -145,8 +145,8 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     if lockstep not in (True, False, "auto"):
         raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
     if lockstep and blocks > 1:
-        m = make_machine(target, lanes=blocks, block_num=blocks, **settings)
-        m.block_idx = Lanes(np.arange(blocks))
+        m = _launch_machine(target, blocks, settings)
+        m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
         try:
             kernel(*args)
             return
@@ -154,10 +154,35 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
             if lockstep is True or m.gm_writes:
                 raise
         finally:
-            pop(m)
-    for b in range(blocks):
-        m = make_machine(target, block_idx=b, block_num=blocks, **settings)
-        try:
+            _done(m)
+    m = _launch_machine(target, 1, settings)
+    try:
+        for b in range(blocks):
+            m.reset_for_launch()
+            m.block_idx, m.block_num = b, blocks
             kernel(*args)
-        finally:
-            pop(m)
+    finally:
+        _done(m)
+
+
+_MACHINES: dict[Any, Machine] = {}
+
+
+def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machine:
+    """A machine for a launch, reused across launches with the same target and lane count so
+    its buffers and arena are not allocated (and page-faulted in) again every time."""
+    key = (target, lanes, tuple(sorted((k, id(v)) for k, v in settings.items())))
+    m = _MACHINES.get(key)
+    if m is None:
+        if len(_MACHINES) > 8:
+            _MACHINES.clear()
+        m = _MACHINES[key] = Machine(target, lanes=lanes, **settings)
+    m.reset_for_launch()
+    m.lazy_loads = True
+    _push(m)
+    return m
+
+
+def _done(m: Machine) -> None:
+    m._lazy.clear()
+    pop(m)

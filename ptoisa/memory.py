@@ -52,6 +52,13 @@ class Machine:
         self.lanes = lanes
         #: GM stores so far (a lockstep launch may only fall back per block before the first)
         self.gm_writes = 0
+        #: TLOAD may let tiles read GM in place (copy-on-write); on for launches and .pto runs
+        self.lazy_loads = False
+        self._lazy: list[Tile] = []
+        self._arena: list[np.ndarray] = []
+        self._arena_cur: np.ndarray | None = None
+        self._arena_pos = 0
+        self._arena_next = 0
         self._regions: dict[str, np.ndarray] = {}
         self._prev: list[Machine] = []
 
@@ -93,6 +100,8 @@ class Machine:
             raise PtoMemoryError(
                 f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of "
                 f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
+        if tile._lazy is not None:
+            tile._materialize()  # the loaded data stays at the old address
         raw = self.region(space)[..., addr:end]
         tile._buf = raw.view(tile.dtype.np)
         tile._machine = self
@@ -105,11 +114,73 @@ class Machine:
                 f"{tile._label()} has no storage: TASSIGN it to an address in "
                 f"{space} (0..{self.target.buffer_size(space)} bytes) first, or use auto mode"
             )
-        n = tile.spec.numel
-        buf = np.zeros((self.lanes, n) if self.lanes > 1 else n, tile.dtype.np)
+        buf = self._arena_alloc(tile.spec.numel, tile.dtype.np)
         tile._buf = buf
         tile._machine = self
         return buf
+
+    # ---- auto-mode storage: a bump arena, reused by every launch of a cached machine --------
+    _ARENA_CHUNK = 1 << 19  # bytes per lane
+
+    def _arena_alloc(self, n: int, npdt: np.dtype) -> np.ndarray:
+        """``n`` elements per lane, contiguous for all lanes together ((lanes, n) C-order)."""
+        lanes = self.lanes
+        shape = (lanes, n) if lanes > 1 else (n,)
+        nbytes = lanes * (-(-n * npdt.itemsize // 32) * 32)
+        chunk = self._ARENA_CHUNK * lanes
+        if nbytes > chunk // 4:
+            return np.zeros(shape, npdt)
+        if self._arena_cur is None or self._arena_pos + nbytes > chunk:
+            if self._arena_next < len(self._arena):
+                self._arena_cur = self._arena[self._arena_next]
+            else:
+                self._arena_cur = np.zeros(chunk, np.uint8)
+                self._arena.append(self._arena_cur)
+            self._arena_next += 1
+            self._arena_pos = 0
+        raw = self._arena_cur[self._arena_pos:self._arena_pos + nbytes]
+        self._arena_pos += nbytes
+        return raw.view(npdt)[: lanes * n].reshape(shape) if lanes > 1 \
+            else raw.view(npdt)[:n]
+
+    def reset_for_launch(self) -> None:
+        """Start a new kernel launch on this (cached) machine: auto storage is handed out
+        again from the start of the arena, and leftover lazy loads are dropped."""
+        self._arena_next = 0
+        self._arena_pos = 0
+        self._arena_cur = None
+        self._lazy.clear()
+        self.gm_writes = 0
+        self.print_used = 0
+
+    # ---- lazy loads: a tile that reads GM in place until either side is written ------------
+    def add_lazy(self, tile: Tile) -> None:
+        if tile not in self._lazy:
+            self._lazy.append(tile)
+
+    def gm_barrier(self, flat: np.ndarray) -> None:
+        """Before GM bytes of ``flat`` are written: tiles still reading them in place take
+        their copy now (the load happened before the store)."""
+        if not self._lazy:
+            return
+        for t in list(self._lazy):
+            if _depends(t, flat):
+                t._materialize()
+        self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
+
+    def storage_barrier(self, tile: Tile) -> None:
+        """Before ``tile``'s bytes are read or written: lazily loaded tiles that share those
+        bytes (TASSIGN aliasing) take their copy first."""
+        buf = tile._buf
+        if buf is None:
+            return
+        for t in list(self._lazy):
+            if t is tile:
+                continue
+            if (t._lazy is not None and t._buf is not None
+                    and np.may_share_memory(t._buf, buf)) or _depends(t, buf):
+                t._materialize()
+        self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
 
     def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None) -> None:
         """Make ``tile`` view the bytes of ``base`` from ``byte_offset`` on (TRESHAPE, TSUBVIEW,
@@ -176,6 +247,22 @@ def target(name: str | Target = "cpu", **settings: Any) -> Machine:
     print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB).
     """
     m = Machine(name, **settings)
+    _stack.append(m)
+    return m
+
+
+def _depends(t: Tile, mem: np.ndarray) -> bool:
+    """Does lazily loaded or deferred tile ``t`` read bytes of ``mem``?"""
+    if t._lazy is not None:
+        return bool(np.may_share_memory(t._lazy, mem))
+    if t._pending is not None:
+        return any(np.may_share_memory(a, mem) for a in t._pending[1]
+                   if isinstance(a, np.ndarray))
+    return False
+
+
+def push(m: Machine) -> Machine:
+    """Make an existing machine current (see :func:`target`)."""
     _stack.append(m)
     return m
 

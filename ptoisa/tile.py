@@ -264,7 +264,8 @@ class Tile:
     (dynamic, initially full) or ``Dyn(n)`` (dynamic, initially n).
     """
 
-    __slots__ = ("spec", "_vr", "_vc", "_buf", "_machine", "addr", "name", "__weakref__")
+    __slots__ = ("spec", "_vr", "_vc", "_buf", "_machine", "addr", "name", "_lazy",
+                 "_pending", "__weakref__")
 
     def __init__(
         self,
@@ -290,6 +291,10 @@ class Tile:
         self._vr = 0
         self._vc = 0
         self._buf: np.ndarray | None = None
+        self._lazy: np.ndarray | None = None  # GM window this tile reads in place (see TLOAD)
+        #: a deferred elementwise result (ufunc, inputs): computed into storage when needed,
+        #: or by TSTORE straight into GM (load -> compute -> store without the extra copy)
+        self._pending: tuple[Any, tuple[np.ndarray, ...]] | None = None
         self._machine: Machine | None = None
         self.addr: int | None = None
         self.name = name
@@ -394,12 +399,12 @@ class Tile:
 
     def block(self, b: int) -> Tile:
         """Block ``b``'s part of a tile of a lockstep launch (a view sharing its storage)."""
-        buf = self._buf
-        if buf is None:
-            buf = self.storage
+        buf = self.storage
         if buf.ndim == 1:
             return self
         t = Tile.__new__(Tile)
+        t._lazy = None
+        t._pending = None
         t.spec, t.name, t.addr, t._machine = self.spec, self.name, self.addr, self._machine
         t._buf = buf[b]
         vr, vc = self._vr, self._vc
@@ -420,7 +425,44 @@ class Tile:
             from .memory import current
 
             buf = current().auto_storage(self)
+        m = self._machine
+        if m is not None and m._lazy:
+            # tiles that read these bytes lazily, or alias them, settle first; then this one
+            m.storage_barrier(self)
+            if self._lazy is not None or self._pending is not None:
+                self._materialize()
         return buf
+
+    def _materialize(self) -> None:
+        """Give a lazily loaded or deferred tile its contents in its own storage."""
+        w, p = self._lazy, self._pending
+        self._lazy = self._pending = None
+        v = self.view2d()
+        if v is None:
+            return
+        if w is not None:
+            v[...] = w
+        elif p is not None:
+            fn, args = p
+            with np.errstate(all="ignore"):
+                fn(*args, out=v)
+
+    def set_pending(self, fn: Any, args: tuple[np.ndarray, ...], machine: Machine) -> None:
+        """Defer ``fn(*args, out=<whole tile>)``; inputs are views, so any write to them (or
+        to this tile) computes it first (see Machine.storage_barrier / gm_barrier)."""
+        self._lazy = None
+        self._pending = (fn, args)
+        machine.add_lazy(self)
+
+    def take_pending(self) -> tuple[Any, tuple[np.ndarray, ...]] | None:
+        p = self._pending
+        self._pending = None
+        return p
+
+    def set_lazy(self, window: np.ndarray, machine: Machine) -> None:
+        """TLOAD without a copy: until this tile or that GM is written, reads see ``window``."""
+        self._lazy = window
+        machine.add_lazy(self)
 
     def _label(self) -> str:
         n = f"'{self.name}' " if self.name else ""
@@ -449,6 +491,11 @@ class Tile:
         """Logical block [r0:r0+rows, c0:c0+cols] (default: the valid region). May be a view."""
         rows = self._vr if rows is None else rows
         cols = self._vc if cols is None else cols
+        lz = self._lazy
+        if lz is not None:
+            return lz[..., r0:r0 + rows, c0:c0 + cols]
+        if self._pending is not None:
+            self._materialize()
         v = self.view2d()
         if v is not None:
             return v[..., r0:r0 + rows, c0:c0 + cols]

@@ -125,8 +125,17 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
         p = pad.scalar(dst.dtype)
         dst.fill(p, vr, dst.cols - vc, 0, vc)
         dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
-    if vr and vc:
-        dst.write(_gather(src, vr, vc))
+    if not (vr and vc):
+        return
+    if m.lazy_loads and (vr, vc) == dst.shape and not dst.spec.is_boxed \
+            and not dst.dtype.packed and src.dtype is dst.dtype:
+        w = src.window(vr, vc)
+        if w is not None:  # read GM in place until the tile or that GM is written
+            dst._lazy = None
+            dst.set_lazy(w, m)
+            return
+    dst._lazy = None
+    dst.write(_gather(src, vr, vc))
 
 
 # ---- TSTORE ------------------------------------------------------------------------------------
@@ -137,6 +146,7 @@ def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **para
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
     m.gm_writes += 1
+    m.gm_barrier(dst.flat)
     if dst.dtype.packed:
         idx = dst.indices(*values.shape[-2:])
         _pack4(dst.flat, idx, values)
@@ -215,8 +225,22 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
     vr, vc = src.valid_shape
     if not (vr and vc):
         return
-    vals = np.asarray(src.read())
     relu = reluPreMode is ReluPreMode.NormalRelu
+    if src._pending is not None and preQuantScalar is None and not relu \
+            and src.dtype is dst.dtype and atomicType is AtomicType.AtomicNone \
+            and (vr, vc) == src.shape:
+        w = dst.window(vr, vc)
+        if w is not None and not _lanes_overlap(dst, w):
+            # compute the deferred result straight into GM; the tile then reads it in place
+            m.gm_writes += 1
+            m.gm_barrier(dst.flat)
+            p = src.take_pending()
+            if p is not None:
+                with np.errstate(all="ignore"):
+                    p[0](*p[1], out=w)
+                src.set_lazy(w, m)
+                return
+    vals = np.asarray(src.read())
     if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
         mode = quant_mode(m.target.name, src.dtype, dst.dtype, scalar=True)
         if preQuantScalar is not None and mode is not None:

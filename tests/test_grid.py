@@ -1,0 +1,220 @@
+"""Grid launches: lockstep execution must give exactly what running the blocks one by one
+gives, including the copy-on-write loads and deferred results that make it fast."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ptoisa as pto
+from ptoisa import TileType
+
+R, C = 16, 32
+
+
+def _views(arr: np.ndarray, b, rows: int = R, cols: int = C) -> pto.GlobalTensor:
+    n = rows * cols
+    return pto.GlobalTensor(arr, (1, 1, 1, rows, cols), (n, n, n, cols, 1), offset=b * n)
+
+
+def _tile(**kw) -> pto.Tile:
+    return pto.Tile(TileType.Vec, np.float32, R, C, **kw)
+
+
+def vec_add(x, y, z):
+    b = pto.get_block_idx()
+    tx, ty, tz = _tile(), _tile(), _tile()
+    pto.TLOAD(tx, _views(x, b))
+    pto.TLOAD(ty, _views(y, b))
+    pto.TADD(tz, tx, ty)
+    pto.TSTORE(_views(z, b), tz)
+
+
+@pytest.mark.parametrize("blocks", [1, 2, 7])
+@pytest.mark.parametrize("lockstep", [True, False])
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+def test_vec_add_matches_numpy(blocks, lockstep, target):
+    rng = np.random.default_rng(blocks)
+    n = blocks * R * C
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    z = np.zeros(n, np.float32)
+    pto.launch(vec_add, x, y, z, blocks=blocks, lockstep=lockstep, target=target)
+    np.testing.assert_array_equal(z, x + y)
+
+
+def test_block_idx_is_per_block_vector_in_lockstep():
+    seen = []
+
+    def k():
+        seen.append(np.asarray(pto.get_block_idx()).tolist())
+    pto.launch(k, blocks=4)
+    assert seen == [[0, 1, 2, 3]]
+    seen.clear()
+    pto.launch(k, blocks=3, lockstep=False)
+    assert seen == [0, 1, 2]
+
+
+def test_divergent_control_flow_falls_back_or_raises():
+    n = 4 * R * C
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros(n, np.float32)
+
+    def k(x, z):
+        b = pto.get_block_idx()
+        t = _tile()
+        pto.TLOAD(t, _views(x, b))
+        if b == 2:  # Python branch on the block index: only per-block execution can do this
+            pto.TADD(t, t, t)
+        pto.TSTORE(_views(z, b), t)
+
+    pto.launch(k, x, z, blocks=4)  # auto: falls back (nothing written to GM yet)
+    exp = x.copy()
+    exp[2 * R * C:3 * R * C] *= 2
+    np.testing.assert_array_equal(z, exp)
+    with pytest.raises(pto.BlockDivergence, match="differs between blocks"):
+        pto.launch(k, x, z, blocks=4, lockstep=True)
+
+
+def test_ragged_last_block_written_naturally_falls_back_per_block():
+    """A kernel that sizes its last tile with Python min() (block-dependent control flow) runs
+    correctly: lockstep detects the divergence before any GM write and reruns per block."""
+    cols_total = 3 * C - 5
+    x = np.arange(R * cols_total, dtype=np.float32).reshape(R, cols_total)
+    z = np.zeros_like(x)
+
+    def k(x, z):
+        b = pto.get_block_idx()
+        width = min(C, cols_total - b * C)
+        t = pto.Tile(TileType.Vec, np.float32, R, C, valid=(R, pto.Dyn(width)))
+        view = (1, 1, 1, R, width), (0, 0, 0, cols_total, 1)
+        pto.TLOAD(t, pto.GlobalTensor(x, *view, offset=b * C))
+        pto.TADD(t, t, t)
+        pto.TSTORE(pto.GlobalTensor(z, *view, offset=b * C), t)
+
+    pto.launch(k, x, z, blocks=3)
+    np.testing.assert_array_equal(z, 2 * x)
+
+
+def test_per_block_valid_regions_in_lockstep():
+    """Valid extents computed with numpy from the block index differ per block; TROWSUM then
+    runs per block on per-block views, still in one lockstep launch."""
+    n = 3 * R * C
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros(n, np.float32)
+
+    def k(x, z):
+        b = pto.get_block_idx()
+        t = _tile(valid=(R, pto.Dyn(C)))
+        s = pto.Tile(TileType.Vec, np.float32, R, 8, valid=(R, 1))
+        tmp = _tile()
+        pto.TLOAD(t, _views(x, b))
+        t.set_valid(cols=np.minimum(C, 8 * (b + 1)))   # 8, 16, 24 valid columns
+        pto.TROWSUM(s, t, tmp)
+        pto.TSTORE(pto.GlobalTensor(z, (1, 1, 1, R, 1), (0, 0, 0, C, 1), offset=b * R * C), s)
+
+    pto.launch(k, x, z, blocks=3, lockstep=True)
+    xs = x.reshape(3, R, C)
+    for b in range(3):
+        np.testing.assert_array_equal(z.reshape(3, R, C)[b, :, 0], xs[b, :, :8 * (b + 1)].sum(1))
+
+
+# ---- copy-on-write loads and deferred results keep the ISA's copy semantics ----------------------
+
+def test_load_then_store_over_the_source_keeps_the_loaded_values():
+    n = 2 * R * C
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+
+    def k(x, out):
+        b = pto.get_block_idx()
+        t, u = _tile(), _tile()
+        pto.TLOAD(t, _views(x, b))      # t reads x in place ...
+        pto.TADD(u, t, t)
+        pto.TSTORE(_views(x, b), u)     # ... until x is overwritten: t must keep the old x
+        pto.TSTORE(_views(out, b), t)
+    orig = x.copy()
+    pto.launch(k, x, out, blocks=2)
+    np.testing.assert_array_equal(out, orig)
+    np.testing.assert_array_equal(x, 2 * orig)
+
+
+def test_deferred_result_survives_overwriting_its_inputs():
+    n = R * C
+    x = np.arange(n, dtype=np.float32)
+    y = np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+
+    def k(x, y, out):
+        tx, ty, tz = _tile(), _tile(), _tile()
+        pto.TLOAD(tx, _views(x, 0))
+        pto.TLOAD(ty, _views(y, 0))
+        pto.TADD(tz, tx, ty)            # deferred: reads tx and ty
+        pto.TADD(tx, ty, ty)            # overwrites an input of tz before tz is used
+        pto.TSTORE(_views(out, 0), tz)
+    pto.launch(k, x, y, out, blocks=1)
+    np.testing.assert_array_equal(out, x + 1)
+
+
+def test_aliased_tiles_see_a_lazy_load():
+    n = R * C
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+
+    def k(x, out):
+        a, b = _tile(), _tile()
+        pto.TASSIGN(a, 0x1000)
+        pto.TASSIGN(b, 0x1000)          # same bytes
+        pto.TLOAD(a, _views(x, 0))
+        pto.TSTORE(_views(out, 0), b)
+    pto.launch(k, x, out, blocks=1, mode="manual")
+    np.testing.assert_array_equal(out, x)
+
+
+def test_in_place_gm_update():
+    n = 3 * R * C
+    x = np.arange(n, dtype=np.float32)
+
+    def k(x):
+        b = pto.get_block_idx()
+        t = _tile()
+        pto.TLOAD(t, _views(x, b))
+        pto.TADD(t, t, t)
+        pto.TSTORE(_views(x, b), t)
+    orig = x.copy()
+    pto.launch(k, x, blocks=3)
+    np.testing.assert_array_equal(x, 2 * orig)
+
+
+@settings(max_examples=25, deadline=None)
+@given(blocks=st.integers(1, 6), rows=st.sampled_from([1, 8, 16]),
+       cols=st.sampled_from([8, 16, 64]), seed=st.integers(0, 2**16))
+def test_lockstep_equals_per_block_for_a_softmax_like_chain(blocks, rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    n = blocks * rows * cols
+    x = rng.standard_normal(n, dtype=np.float32)
+    outs = []
+    for ls in (True, False):
+        z = np.zeros(n, np.float32)
+
+        def k(x, z):
+            b = pto.get_block_idx()
+            t = pto.Tile(TileType.Vec, np.float32, rows, cols)
+            s = pto.Tile(TileType.Vec, np.float32, rows, 8, valid=(rows, 1))
+            tmp = pto.Tile(TileType.Vec, np.float32, rows, cols)
+            pto.TLOAD(t, _views(x, b, rows, cols))
+            pto.TADD(t, t, t)
+            pto.TROWSUM(s, t, tmp)
+            pto.TSTORE(_views(z, b, rows, cols), t)
+        pto.launch(k, x, z, blocks=blocks, lockstep=ls)
+        outs.append(z)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], 2 * x)
+
+
+def test_launch_rejects_bad_arguments():
+    with pytest.raises(pto.PtoError, match="blocks must be a positive integer"):
+        pto.launch(lambda: None, blocks=0)
+    with pytest.raises(pto.PtoError, match="lockstep must be"):
+        pto.launch(lambda: None, blocks=2, lockstep="sometimes")
