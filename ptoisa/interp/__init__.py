@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import memory
+from .. import grid, memory
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
@@ -99,7 +99,11 @@ class Program:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
-            machine: memory.Machine | None = None) -> tuple[Any, ...]:
+            machine: memory.Machine | None = None, lockstep: bool | str = "auto"
+            ) -> tuple[Any, ...]:
+        """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
+        instruction once for all blocks) unless the program's control flow depends on the
+        block index, in which case (lockstep="auto") they run one after another."""
         tgt = target or (machine.target.name if machine else self.target)
         fn = self.compiler(tgt).function(name)
         if len(args) != len(fn.args):
@@ -109,12 +113,36 @@ class Program:
                  enumerate(zip(fn.args, args, strict=True))]
         if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
-        m = machine or memory.Machine(tgt)
+        if lockstep not in (True, False, "auto"):
+            raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
+        if machine is None and lockstep and blocks > 1:
+            m = grid._launch_machine(tgt, blocks, {})
+            try:
+                m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
+                ctx = Context(m, m.block_idx, blocks)
+                return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
+            except grid.BlockDivergence:
+                if lockstep is True or m.gm_writes:
+                    raise
+            finally:
+                grid._done(m)
+        if machine is not None:
+            m = memory.push(machine)
+        else:
+            m = grid._launch_machine(tgt, 1, {})
         out: tuple[Any, ...] = ()
-        for b in range(blocks):
-            m.block_idx, m.block_num = b, blocks
-            m.reset_print_buffer()
-            out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
+        try:
+            for b in range(blocks):
+                if machine is None:
+                    m.reset_for_launch()
+                m.block_idx, m.block_num = b, blocks
+                m.reset_print_buffer()
+                out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
+        finally:
+            if machine is None:
+                grid._done(m)
+            else:
+                memory.pop(m)
         return out
 
     def __getattr__(self, name: str) -> Callable[..., Any]:

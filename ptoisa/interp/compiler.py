@@ -18,6 +18,7 @@ import numpy as np
 from .. import dtypes as D
 from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
+from ..grid import Lanes, run_lockstep
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
@@ -248,10 +249,14 @@ class CompiledFunc:
                 env[k] = t
             vals = ([None if s is None else env[s] for s in fixed] if simple
                     else [get(env, s) for s in fixed])
+            m = env[0].machine
             try:
+                if m.lanes > 1:
+                    run_lockstep(instr, m, vals, params)
+                    return
                 for r in runtime:
                     r(instr, *vals, **params)
-                impl(env[0].machine, *vals, **params)
+                impl(m, *vals, **params)
             except PtoError as e:
                 if e.op is None:
                     e.op = opname
@@ -337,8 +342,21 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
             r = fn(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
-        env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
+        if isinstance(r, np.ndarray):  # per-block values of a lockstep run
+            env[k] = _wrap_lanes(r, rt) if is_int else r
+        else:
+            env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
     return step
+
+
+def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:
+    v = np.asarray(r).astype(np.int64)
+    if isinstance(t, T.IntegerType) and 1 < t.width < 64:
+        w = t.width
+        v = v & ((1 << w) - 1)
+        if t.signedness != "u":
+            v = np.where(v >= 1 << (w - 1), v - (1 << w), v)
+    return v.view(Lanes)
 
 
 for _n in _BIN:
@@ -362,7 +380,9 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     k = cf.slot(op.results[0])
 
     def step(env: Env) -> None:
-        env[k] = int(bool(fn(env[a], env[b])))
+        r = fn(env[a], env[b])
+        env[k] = np.asarray(r).astype(np.int64).view(Lanes) if isinstance(r, np.ndarray) \
+            else int(bool(r))
     return step
 
 
@@ -372,7 +392,12 @@ def _select(cf: CompiledFunc, op: Op) -> Step:
     k = cf.slot(op.results[0])
 
     def step(env: Env) -> None:
-        env[k] = env[a] if env[c] else env[b]
+        cond = env[c]
+        if isinstance(cond, np.ndarray):
+            r = np.where(np.asarray(cond) != 0, env[a], env[b])
+            env[k] = r.view(Lanes) if r.dtype.kind in "iu" else r
+        else:
+            env[k] = env[a] if cond else env[b]
     return step
 
 
@@ -590,18 +615,20 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
 
     def step(env: Env) -> None:
         view: TensorView = env[tv]
-        o = [int(env[s]) for s in offs]
+        o = [_index(env[s]) for s in offs]
         sz = [int(env[s]) for s in sizes]
         st = view.strides
         if not (len(o) == len(sz) == len(st)):
             raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
                                  f"rank-{len(st)} view", loc=loc)
         for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
-            if a < 0 or n < 0 or a + n > full:
+            if np.any(a < 0) or n < 0 or np.any(a + n > full):
                 raise ExecutionError(
                     f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}",
                     loc=loc)
         offset = sum(a * s for a, s in zip(o, st, strict=True))
+        if isinstance(offset, np.ndarray):
+            offset = np.asarray(offset, np.int64)
         layout = view.layout or infer_layout(sz, st)
         try:
             env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
@@ -632,8 +659,8 @@ def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
             if addr is not None:
                 env[0].machine.assign(tile, int(env[addr]))
             if vr is not None or vc is not None:
-                tile.set_valid(None if vr is None else int(env[vr]),
-                               None if vc is None else int(env[vc]))
+                tile.set_valid(None if vr is None else _index(env[vr]),
+                               None if vc is None else _index(env[vc]))
         except PtoError as e:
             raise e.with_loc(loc) from None
         env[k] = tile
@@ -669,7 +696,7 @@ def _set_validshape(cf: CompiledFunc, op: Op) -> Step:
 
     def step(env: Env) -> None:
         try:
-            env[t].set_valid(int(env[r]), int(env[c]))
+            env[t].set_valid(_index(env[r]), _index(env[c]))
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step
@@ -702,6 +729,11 @@ _HANDLERS["pto.get_block_idx"] = _block_query("block_idx")
 _HANDLERS["pto.get_block_num"] = _block_query("block_num")
 _HANDLERS["pto.get_subblock_idx"] = _block_query("subblock_idx")
 _HANDLERS["pto.get_subblock_num"] = _block_query("subblock_num")
+
+
+def _index(v: Any) -> Any:
+    """An index operand: an int, or per-block values (Lanes) in a lockstep run."""
+    return v if isinstance(v, np.ndarray) else int(v)
 
 
 class Context:

@@ -34,10 +34,11 @@ def TASSIGN(m: Machine, obj: Any, addr: Any) -> None:  # noqa: N802
 # ---- shape rule shared by TLOAD / TSTORE -------------------------------------------------------
 
 def _gm_covers(op: str, gm: GlobalTensor, tile: Tile, what: str) -> None:
-    """The view must match the tile's valid region (a2a3/a5) or cover it (cpu, whose
-    simulator transfers the valid region of any large-enough view). Rows/cols of the view are
-    counted by the *tile's* major order (row-major: rows = s0*s1*s2*s3; col-major: rows = s3),
-    or as the NZ box grid for an NZ view; elements are addressed by the view's layout tag."""
+    """The view must cover the tile's valid region; the valid region is what is transferred
+    (dynamic-shape kernels load a partial valid region from a full-size partition view; the
+    CPU simulator does the same). Rows/cols of the view are counted by the *tile's* major
+    order (row-major: rows = s0*s1*s2*s3; col-major: rows = s3), or as the NZ box grid for an
+    NZ view; elements are addressed by the view's layout tag."""
     rows, cols = tile.valid_shape
     s0, s1, s2, s3, s4 = gm.spec.shape
     if gm.spec.layout not in (Layout.ND, Layout.DN):
@@ -46,10 +47,7 @@ def _gm_covers(op: str, gm: GlobalTensor, tile: Tile, what: str) -> None:
         gr, gc = s0 * s1 * s2 * s3, s4
     else:
         gr, gc = s3, s0 * s1 * s2 * s4
-    from ..memory import current
-
-    lenient = current().target.name == "cpu"
-    if (gr < rows or gc < cols) if lenient else (gr, gc) != (rows, cols):
+    if gr < rows or gc < cols:
         raise RuntimeCheckError(
             f"GlobalTensor {gm.spec.describe()} covers {gr}x{gc} elements as a tile, "
             f"{what} valid region is {rows}x{cols}", op=op)

@@ -193,13 +193,11 @@ def test_tload_view_must_match_the_valid_region(machine):
                        match=r"tload: GlobalTensor ND f32 1x1x1x2x8 .* covers 2x8 elements as a "
                              r"tile, dst valid region is 3x8"):
         pto.TLOAD(t, GlobalTensor(np.zeros((2, 8), np.float32)))
+    # a larger view is fine: the valid region is transferred (dynamic-shape kernels such as
+    # the corpus's ffn_act_dynamic load a 20x24 valid region from a 32x32 partition view)
     big = GlobalTensor(np.arange(32, dtype=np.float32).reshape(4, 8))
-    if machine.target.name == "cpu":  # the simulator takes the valid region of a larger view
-        pto.TLOAD(t, big)
-        np.testing.assert_array_equal(t.numpy()[:3], np.arange(24).reshape(3, 8))
-    else:
-        with pytest.raises(pto.RuntimeCheckError, match="covers 4x8 elements"):
-            pto.TLOAD(t, big)
+    pto.TLOAD(t, big)
+    np.testing.assert_array_equal(t.numpy()[:3], np.arange(24).reshape(3, 8))
 
 
 def test_tload_gm_layouts(machine):
