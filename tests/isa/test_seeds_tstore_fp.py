@@ -375,9 +375,9 @@ def test_fp_needs_one_word_per_column(tgt):
 
 
 @pytest.mark.parametrize("tgt", ["cpu", "a2a3", "a5"])
-def test_gm_view_must_match_the_valid_region(tgt):
-    """a2a3/a5: the view is exactly the valid region; cpu: at least the valid region (the
-    simulator transfers the valid region of any large-enough view)."""
+def test_gm_view_must_cover_the_valid_region(tgt):
+    """The view must hold the valid region; a larger view receives just the valid region
+    (every target: dynamic-shape kernels store a partial region into a full-size view)."""
     pto.target(tgt)
     acc = pto.TileAcc("f32", 16, 16, valid=(8, 16))
     acc.load_numpy(np.ones((16, 16)))
@@ -388,10 +388,7 @@ def test_gm_view_must_match_the_valid_region(tgt):
                              r"valid region is 8x16"):
         pto.TSTORE_FP(small, acc, fp)
     mem = np.zeros((16, 16), np.int8)
-    if tgt == "cpu":
-        pto.TSTORE_FP(GlobalTensor(mem), acc, fp)
-        assert mem[:8].sum() == 128 and mem[8:].sum() == 0
-        return
-    with pytest.raises(pto.RuntimeCheckError, match=r"covers 16x16 elements as a tile, src "
-                                                    r"valid region is 8x16"):
-        pto.TSTORE_FP(GlobalTensor(mem), acc, fp)
+    pto.TSTORE_FP(GlobalTensor(mem), acc, fp)
+    assert mem[:8].sum() == 128 and mem[8:].sum() == 0
+
+
