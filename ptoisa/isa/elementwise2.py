@@ -16,7 +16,16 @@ import numpy as np
 from ..enums import Pipe, TileType
 from ..memory import Machine
 from ..tile import Tile
-from .elementwise_common import Algorithm, cover, idiv, irem_trunc, kinds, to_float, wrap_to
+from .elementwise_common import (
+    Algorithm,
+    cover,
+    idiv,
+    irem_trunc,
+    kinds,
+    to_float,
+    wide_apply,
+    wrap_to,
+)
 from .registry import Instr, Opnd, Param, instr, locs, same_dtype
 
 ALGO = (Param("PrecisionType", Algorithm.DEFAULT, Algorithm),)
@@ -121,7 +130,7 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                 dst.write(fn(np.asarray(src.read(vr, vc)), dst.dtype))
 
     impl.__doc__ = doc
-    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, params=params,
+    return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
                  static=(_vec("dst", "src"), same_dtype("dst", "src"), *static),
                  runtime=(cover("src"),))(impl)
@@ -142,7 +151,7 @@ def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                 dst.write(fn(a, b, dst.dtype))
 
     impl.__doc__ = doc
-    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, params=params,
+    return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
                  static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
@@ -160,7 +169,8 @@ def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = ()) -> In
                              np.asarray(src2.read(vr, vc)), dst.dtype))
 
     impl.__doc__ = doc
-    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, dtype_key=("dst",),
+    return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops,
+                 dtype_key=("dst",),
                  static=(_vec("dst", "src0", "src1", "src2"),
                          same_dtype("dst", "src0", "src1", "src2"), *static),
                  runtime=(cover("src0", "src1", "src2"),))(impl)
@@ -182,7 +192,8 @@ def _fused(name: str, fn: Fn, doc: str, *, single: bool = False) -> Instr:
                 dst.write(fn(a, b, d).astype(dt.np))
 
     impl.__doc__ = doc
-    return instr(name, family="elementwise", pipe=Pipe.V, operands=ops, dtype_key=("dst",),
+    return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops,
+                 dtype_key=("dst",),
                  static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
                  runtime=(cover("src0", "src1"),))(impl)
 
@@ -197,7 +208,7 @@ TABS = _unary("TABS", lambda a, dt: np.abs(a),
 TNEG = _unary("TNEG", lambda a, dt: np.negative(a), "dst = -src (integers wrap).")
 TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", static=_INT)
 TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
-TEXP = _unary("TEXP", lambda a, dt: np.exp(to_float(a, dt)).astype(dt.np),
+TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
               params=ALGO)
 TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),

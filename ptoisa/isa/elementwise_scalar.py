@@ -51,7 +51,8 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                 dst.write(fn(np.asarray(s.read(vr, vc)), sc, dst.dtype))
 
     impl.__doc__ = doc
-    return instr(name, family="tile-scalar", pipe=Pipe.V, operands=ops, params=params,
+    return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True, operands=ops,
+                 params=params,
                  dtype_key=("dst",),
                  static=(_vec("dst", src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime))(impl)
@@ -159,7 +160,7 @@ def _sc2(name: str, fn: Fn, doc: str) -> Instr:
                 dst.write(fn(np.asarray(src0.read(vr, vc)), sc, np.asarray(src1.read(vr, vc))))
 
     impl.__doc__ = doc
-    return instr(name, family="tile-scalar", pipe=Pipe.V,
+    return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True,
                  operands=(_DST, Opnd("src0", "tile"), Opnd("scalar", "scalar"),
                            Opnd("src1", "tile")),
                  dtype_key=("dst",),

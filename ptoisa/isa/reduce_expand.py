@@ -70,15 +70,16 @@ def _cmp_view(x: np.ndarray) -> np.ndarray:
 def _tree(x: np.ndarray, fn: Ufunc, identity: Any) -> np.ndarray:
     """Reduce along axis 1 by halving (pairwise tree), every partial result in x's type: the
     order of the NPU's reduction instructions."""
-    n = x.shape[1]
+    n = x.shape[-1]
     width = 1 << max(n - 1, 0).bit_length()
     if width != n:
-        x = np.concatenate([x, np.full((x.shape[0], width - n), identity, x.dtype)], axis=1)
+        pad = np.full((*x.shape[:-1], width - n), identity, x.dtype)
+        x = np.concatenate([x, pad], axis=-1)
     with np.errstate(all="ignore"):
-        while x.shape[1] > 1:
-            h = x.shape[1] // 2
-            x = fn(x[:, :h], x[:, h:])
-    return x[:, 0]
+        while x.shape[-1] > 1:
+            h = x.shape[-1] // 2
+            x = fn(x[..., :h], x[..., h:])
+    return x[..., 0]
 
 
 def _cpu_acc(dt: Any) -> Any:
@@ -117,6 +118,12 @@ def _expdif(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     followed by TEXP), then exp correctly rounded from f64 (numpy's own f32 exp is off by an
     ulp in places; the CPU simulator's results are matched bit for bit)."""
     d = np.subtract(a, b)
+    if d.dtype == np.float32 and d.size > 1 << 16:  # same values, in cache-sized chunks
+        flat = np.ascontiguousarray(d).reshape(-1)
+        out = np.empty_like(flat)
+        for i in range(0, flat.size, 1 << 16):
+            out[i:i + (1 << 16)] = np.exp(flat[i:i + (1 << 16)].astype(np.float64))
+        return out.reshape(d.shape)
     return np.exp(d.astype(np.float64)).astype(d.dtype)
 
 
@@ -191,22 +198,22 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
         x = np.asarray(src.read())
         with np.errstate(all="ignore"):
             if name == "TROWMAX":
-                r = np.max(x, axis=1)
+                r = np.max(x, axis=-1)
             elif name == "TROWMIN":
-                r = np.min(x, axis=1)
+                r = np.min(x, axis=-1)
             elif m.target.name == "cpu":
                 acc = _cpu_acc(src.dtype)
-                r = np.multiply.accumulate(x.astype(acc), axis=1, dtype=acc)[:, -1]
+                r = np.multiply.accumulate(x.astype(acc), axis=-1, dtype=acc)[..., -1]
             else:
                 r = _tree(x, np.multiply, 1)
-        dst.write(np.asarray(r).astype(dst.dtype.np)[:, None])
+        dst.write(np.asarray(r).astype(dst.dtype.np)[..., None])
 
     impl.__doc__ = (
         f"dst[i, 0] = {what}_j src[i, j] over src's valid region (only column 0 of dst is "
         "written; tmp is not modified)."
         + ("\n\ncpu: sequential product (f32 accumulator for f16/bf16); a2a3/a5: a pairwise "
            "tree in the element type. Integers wrap." if name == "TROWPROD" else ""))
-    return instr(name, family="reduce", pipe=Pipe.V,
+    return instr(name, family="reduce", pipe=Pipe.V, batched=True,
                  operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                            Opnd("tmp", "tile", "scratch")),
                  dtype_key=("src",),
@@ -498,7 +505,7 @@ def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
             "a ColMajor tile with one column)")
     b = np.asarray(exp.read(vr, block))
     reps = -(-vc // block)
-    return np.tile(b, (1, reps))[:, :vc]
+    return np.tile(b, (1, reps))[..., :vc]
 
 
 def _declare_row_op(suffix: str) -> Instr:
@@ -535,7 +542,7 @@ def _declare_row_op(suffix: str) -> Instr:
         impl.__doc__ += " Integers: C division (toward zero), x / 0 gives 0."
     params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
     runtime = (PrecisionType.check,) if suffix == "DIV" else ()
-    return instr(name, family="reduce", pipe=Pipe.V,
+    return instr(name, family="reduce", pipe=Pipe.V, batched=True,
                  operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
                            Opnd("src1", "tile"),
                            Opnd("tmp", "tile", "scratch", optional=True)),
