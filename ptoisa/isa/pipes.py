@@ -1,0 +1,462 @@
+"""Cube <-> vector FIFOs: TPUSH, TPOP, TFREE, and the fix-pipe registers of a pushed Acc tile
+(SET_QUANT_SCALAR, SET_QUANT_VECTOR).
+
+A :class:`TPipe` is the C++ ``TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum,
+IsNoSplit>`` type: a ring of ``SlotNum`` slots between the cube core (AIC) and its two vector
+sub-blocks (AIV0, AIV1). The machine keeps one :class:`Fifo` per pipe type and direction, so
+every TPipe object of the same type names the same FIFO (the GM slot buffer and flag IDs are
+shared by the producer's and the consumer's objects).
+
+* ``TPUSH(pipe, tile)`` waits for a free slot (``SlotNum`` slots not yet released), stores the
+  tile's valid region into it and marks it ready. A cube push (C2V) stores the whole tile; a
+  vector push (V2C) with a split stores sub-block ``k``'s half (rows for TILE_UP_DOWN, columns
+  for TILE_LEFT_RIGHT) and the slot is ready once both halves are in.
+* ``TPOP(pipe, tile)`` takes the oldest ready slot: with a split, sub-block ``k`` of a C2V pipe
+  receives half ``k`` of it; a V2C pop (cube) receives the whole slot. When both vector
+  sub-blocks consume a C2V slot (a split, or ``IsNoSplit=true`` where each lane gets the whole
+  tile), the slot is released only after both have popped and freed it.
+* ``TFREE(pipe)`` releases the slot the sub-block popped last. On the CPU simulator a TFREE with
+  nothing popped releases (discards) the oldest queued slot; ptoisa does the same on every
+  target (the consumer's free notification is what recycles a slot; without a pop it recycles
+  the head of the ring).
+* With ``TILE_NO_SPLIT`` on a pipe whose ``IsNoSplit`` is false only AIV0 takes part; AIV1's
+  TPUSH/TPOP/TFREE are no-ops ("inactive lane skips the protocol").
+
+Program order is execution order here, so a TPOP of an empty FIFO or a TPUSH into a full one
+can never be satisfied: both are reported as deadlocks. The sub-block running an instruction is
+the optional ``subBlockId`` operand (C++ ``TPUSH<Pipe, Tile, Split>(pipe, tile, subBlockId)``),
+else ``machine.sub_block_id`` (0).
+
+``TPUSH<Pipe, Tile, TConfig>`` pushes an Acc tile through the fix-pipe: ``TConfig`` is the
+C++ ``FixpipeParams<LayoutMode, QuantPre, ...>`` (text or :class:`FixpipeParams`); a quantising
+``QuantPre`` reads the quant word(s) programmed by SET_QUANT_SCALAR / SET_QUANT_VECTOR.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from ..enums import Pipe, TileType
+from ..errors import ExecutionError, IllegalInstruction, RuntimeCheckError
+from ..memory import Machine
+from ..tile import Tile
+from .quant import quantize
+from .registry import Opnd, Param, Sig, instr
+
+
+class Direction(enum.IntEnum):
+    """``DirType`` of a TPipe (include/pto/common/fifo.hpp)."""
+
+    DIR_C2V = 1
+    DIR_V2C = 2
+    DIR_BOTH = 3
+    DIR_V2C_CTRL = 4
+    DIR_C2V_GM = 5
+    DIR_V2C_GM = 6
+    DIR_BOTH_GM = 7
+
+
+class TileSplitAxis(enum.Enum):
+    TILE_NO_SPLIT = 0
+    TILE_UP_DOWN = 1
+    TILE_LEFT_RIGHT = 2
+
+
+_C2V = {Direction.DIR_C2V, Direction.DIR_C2V_GM}
+_V2C = {Direction.DIR_V2C, Direction.DIR_V2C_GM, Direction.DIR_V2C_CTRL}
+
+
+@dataclass(frozen=True)
+class TPipe:
+    """``TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum=2, IsNoSplit=false>``."""
+
+    flag_id: int
+    direction: Direction
+    slot_size: int
+    slot_num: int
+    local_slot_num: int = 2
+    is_no_split: bool = False
+
+    def __post_init__(self) -> None:
+        if self.slot_num < 1:
+            raise IllegalInstruction(f"TPipe: SlotNum must be >= 1, got {self.slot_num}")
+        if self.slot_size < 1:
+            raise IllegalInstruction(f"TPipe: SlotSize must be >= 1, got {self.slot_size}")
+        object.__setattr__(self, "direction", Direction(int(self.direction)))
+
+    @classmethod
+    def parse(cls, text: str) -> TPipe:
+        """From the C++ type text, e.g. ``pto::TPipe<'\\x00', '\\x01', 32768, 8>`` (char
+        template arguments are printed as character literals)."""
+        m = re.search(r"TPipe<(.*)>\s*$", text.strip())
+        if not m:
+            raise IllegalInstruction(f"not a TPipe type: {text!r}")
+        args = []
+        for a in _split_args(m.group(1)):
+            if a.startswith("'"):
+                args.append(ord(ast.literal_eval(a)))
+            elif a in ("true", "false"):
+                args.append(a == "true")
+            else:
+                args.append(int(a, 0))
+        if len(args) < 4:
+            raise IllegalInstruction(f"TPipe needs FlagID, DirType, SlotSize, SlotNum: {text!r}")
+        return cls(args[0], Direction(args[1]), args[2], args[3],
+                   *(args[4:6]))  # EN_UNIT_FLAG (7th) does not change the data path
+
+    def __str__(self) -> str:
+        return (f"TPipe<{self.flag_id}, {self.direction.name}, {self.slot_size}, "
+                f"{self.slot_num}, {self.local_slot_num}, {str(self.is_no_split).lower()}>")
+
+
+def _split_args(s: str) -> list[str]:
+    out, cur, q = [], "", False
+    for i, ch in enumerate(s):
+        if ch == "'" and (i == 0 or s[i - 1] != "\\" or s[i - 2:i] == "\\\\"):
+            q = not q
+        if ch == "," and not q:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+@dataclass(frozen=True)
+class FixpipeParams:
+    """``FixpipeParams<LayoutMode, QuantPre, ReluMode, ...>`` (the TConfig of TPUSH)."""
+
+    layout_mode: str = "NZ2ND"
+    quant_pre: str = "NoQuant"
+    relu: bool = False
+
+    @classmethod
+    def parse(cls, text: Any) -> FixpipeParams:
+        if isinstance(text, FixpipeParams):
+            return text
+        m = re.search(r"FixpipeParams<(.*)>", str(text))
+        args = [a.strip().rsplit("::", 1)[-1] for a in (m.group(1).split(",") if m else [])]
+        layout = args[0] if args else "NZ2ND"
+        quant = args[1] if len(args) > 1 else "NoQuant"
+        relu = len(args) > 2 and args[2] == "NormalRelu"
+        return cls(layout, quant, relu)
+
+
+#: QuantPre mode -> (destination element type, vector (per column) words?)
+_QUANT_OUT: dict[str, tuple[str, bool]] = {
+    "DEQF16": ("f16", False), "VDEQF16": ("f16", True),
+    "QF322F16_PRE": ("f16", False), "VQF322F16_PRE": ("f16", True),
+    "QF322BF16_PRE": ("bf16", False), "VQF322BF16_PRE": ("bf16", True),
+    "REQ8": ("i8", False), "VREQ8": ("i8", True), "QF322B8_PRE": ("i8", False),
+    "VQF322B8_PRE": ("i8", True), "DEQS16": ("i16", False), "VDEQS16": ("i16", True),
+}
+
+
+@dataclass
+class _Slot:
+    data: np.ndarray | None = None  # logical rows x cols of the pushed tile(s)
+    parts: set[int] = field(default_factory=set)  # producer halves written (V2C split)
+    readers: int = 1  # consumer sub-blocks that pop this slot
+    popped: set[int] = field(default_factory=set)
+    freed: set[int] = field(default_factory=set)
+
+
+@dataclass
+class Fifo:
+    """The state of one pipe direction: slots in use, oldest first."""
+
+    pipe: TPipe
+    direction: Direction
+    slots: deque[_Slot] = field(default_factory=deque)
+    pushes: int = 0
+    pops: int = 0
+
+    def in_use(self) -> int:
+        return len(self.slots)
+
+
+def fifo(m: Machine, pipe: TPipe, direction: Direction) -> Fifo:
+    """The machine's FIFO for ``pipe`` in one direction (created on first use)."""
+    table: dict[tuple[TPipe, Direction], Fifo] | None = getattr(m, "fifos", None)
+    if table is None:
+        table = {}
+        m.fifos = table  # type: ignore[attr-defined]
+    key = (pipe, direction)
+    f = table.get(key)
+    if f is None:
+        f = table[key] = Fifo(pipe, direction)
+    return f
+
+
+def _push_direction(pipe: TPipe, tile: Tile) -> Direction:
+    d = pipe.direction
+    if d in (Direction.DIR_BOTH, Direction.DIR_BOTH_GM):
+        return Direction.DIR_V2C if tile.spec.loc is TileType.Vec else Direction.DIR_C2V
+    return Direction.DIR_V2C if d in _V2C else Direction.DIR_C2V
+
+
+def _pop_direction(pipe: TPipe, tile: Tile) -> Direction:
+    d = pipe.direction
+    if d in (Direction.DIR_BOTH, Direction.DIR_BOTH_GM):
+        return Direction.DIR_C2V if tile.spec.loc is TileType.Vec else Direction.DIR_V2C
+    return Direction.DIR_V2C if d in _V2C else Direction.DIR_C2V
+
+
+def _lane(m: Machine, sub_block: Any) -> int:
+    lane = int(getattr(m, "sub_block_id", 0) if sub_block is None else sub_block)
+    if lane not in (0, 1):
+        raise RuntimeCheckError(f"subBlockId must be 0 or 1 (AIV0/AIV1), got {lane}")
+    return lane
+
+
+def _split(v: Any) -> TileSplitAxis:
+    if isinstance(v, TileSplitAxis):
+        return v
+    return TileSplitAxis[str(v).rsplit("::", 1)[-1]]
+
+
+def _lanes_active(pipe: TPipe, split: TileSplitAxis) -> int:
+    """How many vector sub-blocks take part: both for a split or an IsNoSplit pipe."""
+    return 2 if split is not TileSplitAxis.TILE_NO_SPLIT or pipe.is_no_split else 1
+
+
+def _half(split: TileSplitAxis, lane: int, rows: int, cols: int) -> tuple[int, int, int, int]:
+    """(r0, c0, rows, cols) of sub-block ``lane``'s part of a rows x cols slot."""
+    if split is TileSplitAxis.TILE_UP_DOWN:
+        h = rows // 2
+        return lane * h, 0, h, cols
+    if split is TileSplitAxis.TILE_LEFT_RIGHT:
+        w = cols // 2
+        return 0, lane * w, rows, w
+    return 0, 0, rows, cols
+
+
+def _tile_pipe_rule(sig: Sig) -> None:
+    t = sig["tile"]
+    if t is not None and t.loc not in _PIPE_LOCS:
+        allowed = ", ".join(sorted(x.name for x in _PIPE_LOCS))
+        raise sig.fail(f"tile must be a {allowed} tile, got {t.loc.name}")
+
+
+_PIPE_LOCS = {TileType.Acc, TileType.Vec, TileType.Mat}
+
+
+def _pipe_operand(ins: Any, pipe: Any, *rest: Any, **params: Any) -> None:
+    """The operand is a TPipe and, when the ``Pipe`` template argument is given, that type."""
+    if not isinstance(pipe, TPipe):
+        raise RuntimeCheckError(f"pipe must be a TPipe, got {type(pipe).__name__}",
+                                op=ins.mnemonic)
+    given = params.get("Pipe")
+    if given is not None and (TPipe.parse(given) if isinstance(given, str) else given) != pipe:
+        raise RuntimeCheckError(f"template argument Pipe={given} differs from the pipe "
+                                f"operand {pipe}", op=ins.mnemonic)
+
+
+def _quant_register(m: Machine) -> tuple[str, np.ndarray] | None:
+    return getattr(m, "fixpipe_quant", None)
+
+
+def _fixpipe(m: Machine, tile: Tile, cfg: FixpipeParams) -> np.ndarray:
+    """The values a TConfig push stores: the Acc tile's valid region through the fix-pipe."""
+    vals = tile.read()
+    out = _QUANT_OUT.get(cfg.quant_pre)
+    if out is None:
+        if cfg.quant_pre != "NoQuant":
+            raise IllegalInstruction(f"TConfig QuantPre {cfg.quant_pre} is not supported")
+        return np.maximum(vals, 0) if cfg.relu else np.array(vals, copy=True)
+    dst_name, vector = out
+    reg = _quant_register(m)
+    want = "vector" if vector else "scalar"
+    if reg is None or reg[0] != want:
+        setter = "SET_QUANT_VECTOR" if vector else "SET_QUANT_SCALAR"
+        raise RuntimeCheckError(f"TConfig QuantPre {cfg.quant_pre} needs the {want} quant "
+                                f"register; call {setter} before TPUSH")
+    words = reg[1]
+    dst = D.dtype(dst_name)
+    mode = "B8" if dst_name in ("i8", "ui8") else ("DEQF16" if cfg.quant_pre.endswith("DEQF16")
+                                                 else "SHIFT16" if dst_name == "i16"
+                                                 else "FLOAT")
+    if vector:
+        vc = vals.shape[-1]
+        if words.size < vc:
+            raise RuntimeCheckError(f"quant vector holds {words.size} words, the Acc tile has "
+                                    f"{vc} valid columns (one word per column)")
+        words = words.reshape(-1)[:vc].reshape(1, vc)
+    with np.errstate(all="ignore"):
+        return quantize(vals, words, mode, dst, vector=vector, relu=cfg.relu)
+
+
+_OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
+             Opnd("subBlockId", "scalar", optional=True))
+
+
+@instr("TPUSH", family="pipes", pipe=Pipe.FIX, operands=_OPERANDS,
+       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
+       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,))
+def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
+          Pipe: Any, Split: Any, TConfig: Any) -> None:  # noqa: N803
+    """Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
+    mark it ready. A vector push with a split stores sub-block ``subBlockId``'s half; with
+    ``TConfig`` (FixpipeParams) the Acc tile goes through the fix-pipe conversion."""
+    split = _split(Split)
+    lane = _lane(m, subBlockId)
+    direction = _push_direction(pipe, tile)
+    f = fifo(m, pipe, direction)
+    vector_producer = direction is Direction.DIR_V2C
+    if vector_producer and lane >= _lanes_active(pipe, split):
+        return  # AIV1 does not take part in a single-lane NO_SPLIT pipe
+    values = _fixpipe(m, tile, FixpipeParams.parse(TConfig)) if TConfig is not None \
+        else np.array(tile.read(), copy=True)
+    nbytes = values.size * values.dtype.itemsize
+    if vector_producer and split is not TileSplitAxis.TILE_NO_SPLIT:
+        # two halves into one slot: the open slot is the newest one still missing this half
+        slot = next((s for s in f.slots if s.parts and lane not in s.parts
+                     and len(s.parts) < 2), None)
+        if slot is None:
+            slot = _new_slot(f, pipe, nbytes, readers=1)
+            h, w = values.shape
+            full = (2 * h, w) if split is TileSplitAxis.TILE_UP_DOWN else (h, 2 * w)
+            slot.data = np.zeros(full, values.dtype)
+        r0, c0, h, w = _half(split, lane, *slot.data.shape)
+        if (h, w) != values.shape:
+            raise RuntimeCheckError(f"sub-block {lane} pushes a {values.shape[0]}x"
+                                    f"{values.shape[1]} tile into a {h}x{w} half slot")
+        slot.data[r0:r0 + h, c0:c0 + w] = values
+        slot.parts.add(lane)
+    else:
+        readers = _lanes_active(pipe, split) if direction is Direction.DIR_C2V else 1
+        slot = _new_slot(f, pipe, nbytes, readers=readers)
+        slot.data = values
+        slot.parts = {0, 1}
+    f.pushes += 1
+
+
+def _new_slot(f: Fifo, pipe: TPipe, nbytes: int, readers: int) -> _Slot:
+    """A new slot for ``nbytes`` of data read by ``readers`` sub-blocks (a split slot holds one
+    ``SlotSize`` part per sub-block)."""
+    per_part = nbytes // 2 if readers == 2 and not pipe.is_no_split else nbytes
+    if per_part > pipe.slot_size:
+        raise RuntimeCheckError(f"the pushed data is {per_part} bytes per consumer, a slot of "
+                                f"{pipe} holds {pipe.slot_size}")
+    if f.in_use() >= pipe.slot_num:
+        raise ExecutionError(f"deadlock: all {pipe.slot_num} slots of {pipe} "
+                             f"({f.direction.name}) are in use and no consumer can free one",
+                             op="tpush")
+    slot = _Slot(readers=readers)
+    f.slots.append(slot)
+    return slot
+
+
+@instr("TPOP", family="pipes", pipe=Pipe.MTE2,
+       operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
+                 Opnd("subBlockId", "scalar", optional=True)),
+       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
+       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,))
+def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
+         Pipe: Any, Split: Any) -> None:  # noqa: N803
+    """Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
+    split C2V pipe) into the tile's valid region."""
+    split = _split(Split)
+    lane = _lane(m, subBlockId)
+    direction = _pop_direction(pipe, tile)
+    f = fifo(m, pipe, direction)
+    vector_consumer = direction is Direction.DIR_C2V
+    if vector_consumer and lane >= _lanes_active(pipe, split):
+        return  # AIV1 does not take part in a single-lane NO_SPLIT pipe
+    slot = next((s for s in f.slots if lane not in s.popped and len(s.parts) == 2), None) \
+        if vector_consumer else next((s for s in f.slots if not s.popped and len(s.parts) == 2),
+                                     None)
+    if slot is None or slot.data is None:
+        raise ExecutionError(f"deadlock: {pipe} ({f.direction.name}) has no ready slot "
+                             f"for sub-block {lane} and nothing else runs to fill it",
+                             op="tpop")
+    data = slot.data
+    if vector_consumer:
+        r0, c0, h, w = _half(split, lane, *data.shape)
+        data = data[r0:r0 + h, c0:c0 + w]
+    vr, vc = tile.valid_shape
+    if data.shape[0] < vr or data.shape[1] < vc:
+        raise RuntimeCheckError(f"the slot holds {data.shape[0]}x{data.shape[1]}, the tile's "
+                                f"valid region is {vr}x{vc}")
+    if data.dtype != tile.dtype.np:
+        raise RuntimeCheckError(f"the slot holds {data.dtype} data, the tile is {tile.dtype}")
+    tile.write(data[:vr, :vc])
+    slot.popped.add(lane if vector_consumer else 0)
+    f.pops += 1
+
+
+@instr("TFREE", family="pipes", pipe=Pipe.S,
+       operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),
+       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), runtime=(_pipe_operand,))
+def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
+          Pipe: Any, Split: Any) -> None:  # noqa: N803
+    """Release the slot this sub-block popped last (the slot is recycled once every consumer
+    sub-block has freed it). With nothing popped, the oldest queued slot is released and its
+    data discarded (what the CPU simulator does)."""
+    split = _split(Split)
+    lane = _lane(m, subBlockId)
+    for direction in _free_directions(pipe):
+        f = fifo(m, pipe, direction)
+        vector_consumer = direction is Direction.DIR_C2V
+        if vector_consumer and lane >= _lanes_active(pipe, split):
+            return  # AIV1 does not take part in a single-lane NO_SPLIT pipe
+        who = lane if vector_consumer else 0
+        slot = next((s for s in f.slots if who in s.popped and who not in s.freed), None)
+        if slot is not None:
+            slot.freed.add(who)
+            if len(slot.freed) >= slot.readers:
+                f.slots.remove(slot)
+            return
+    for direction in _free_directions(pipe):
+        f = fifo(m, pipe, direction)
+        if f.slots and not f.slots[0].popped:
+            f.slots.popleft()
+            return
+
+
+def _free_directions(pipe: TPipe) -> list[Direction]:
+    if pipe.direction in (Direction.DIR_BOTH, Direction.DIR_BOTH_GM):
+        return [Direction.DIR_C2V, Direction.DIR_V2C]
+    return [Direction.DIR_V2C if pipe.direction in _V2C else Direction.DIR_C2V]
+
+
+#: SET_QUANT_SCALAR's OutType -> whether the 8-bit sign flag (bit 46) is set
+_SIGNED_8 = {"int8_t": True, "signed char": True, "i8": True, "uint8_t": False,
+             "unsigned char": False, "ui8": False}
+
+
+@instr("SET_QUANT_SCALAR", family="pipes", pipe=Pipe.S,
+       operands=(Opnd("preQuantScalar", "scalar"),), params=(Param("OutType", "_Float16"),))
+def SET_QUANT_SCALAR(m: Machine, preQuantScalar: Any, *,  # noqa: N802,N803
+                     OutType: Any) -> None:  # noqa: N803
+    """Program the scalar quant register read by the next fix-pipe TPUSH: the f32 bits of
+    ``preQuantScalar``, with the sign flag (bit 46) for a signed 8-bit ``OutType``."""
+    word = int(np.array([preQuantScalar], np.float32).view(np.uint32)[0])
+    if _SIGNED_8.get(str(OutType).replace("std::", ""), False):
+        word |= 1 << 46
+    m.fixpipe_quant = ("scalar", np.array([[word]], np.uint64))  # type: ignore[attr-defined]
+
+
+def _scaling_tile(sig: Sig) -> None:
+    t = sig["fpTile"]
+    if t is not None and t.loc is not TileType.Scaling:
+        raise sig.fail(f"fpTile must be a Scaling tile, got {t.loc.name}")
+
+
+@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S,
+       operands=(Opnd("fpTile", "tile"),), dtype_key=("fpTile",), static=(_scaling_tile,))
+def SET_QUANT_VECTOR(m: Machine, fpTile: Tile) -> None:  # noqa: N802,N803
+    """Program the vector quant register (one uint64 word per output column) from a Scaling
+    tile, read by the next fix-pipe TPUSH."""
+    words = np.array(fpTile.read(), copy=True).astype(np.uint64).reshape(1, -1)
+    m.fixpipe_quant = ("vector", words)  # type: ignore[attr-defined]
