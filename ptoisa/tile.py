@@ -118,6 +118,11 @@ class TileSpec:
         r = np.arange(self.rows, dtype=np.int64)[:, None]
         c = np.arange(self.cols, dtype=np.int64)[None, :]
         ir, ic = self.inner
+        # A tile smaller than one box (a 1xN MX scale tile with 16x2 boxes) holds a partial box:
+        # the box is clipped to the tile so every element stays inside its Rows*Cols storage.
+        # The CPU simulator's formula puts such elements past the storage (offset 32 of a 4-byte
+        # tile); it reads them back with the same formula, so logical contents agree.
+        ir, ic = min(ir, self.rows), min(ic, self.cols)
         name = self.layout_name
         if name == "ND":
             off = r * self.cols + c
@@ -499,6 +504,9 @@ class Tile:
         v = self.view2d()
         if v is not None:
             return v[..., r0:r0 + rows, c0:c0 + cols]
+        b = self._box_block(rows, cols, r0, c0)
+        if b is not None:
+            return b.reshape(*b.shape[:-4], rows, cols)
         offs = self.spec.offsets[r0:r0 + rows, c0:c0 + cols]
         if self.spec.dtype.packed:
             return _unpack4(self.storage, offs)
@@ -513,6 +521,11 @@ class Tile:
         v = self.view2d()
         if v is not None:
             v[..., r0:r0 + h, c0:c0 + w] = values
+            return
+        b = self._box_block(h, w, r0, c0)
+        if b is not None:
+            ir, ic = self.spec.inner
+            b[...] = values.reshape(*values.shape[:-2], h // ir, ir, w // ic, ic)
         elif self.spec.dtype.packed:
             _pack4(self.storage, self.spec.offsets[r0:r0 + h, c0:c0 + w], values)
         else:
@@ -522,11 +535,39 @@ class Tile:
         v = self.view2d()
         if v is not None:
             v[..., r0:r0 + rows, c0:c0 + cols] = value
+            return
+        b = self._box_block(rows, cols, r0, c0)
+        if b is not None:
+            b[...] = value
         elif self.spec.dtype.packed:
             offs = self.spec.offsets[r0:r0 + rows, c0:c0 + cols]
             _pack4(self.storage, offs, np.broadcast_to(np.asarray(value), offs.shape))
         else:
             self.storage[..., self.spec.offsets[r0:r0 + rows, c0:c0 + cols]] = value
+
+    _BOX_PERM = {"NZ": (1, 2, 0, 3), "ZN": (0, 3, 1, 2), "ZZ": (0, 2, 1, 3), "NN": (1, 3, 0, 2)}
+
+    def _box_block(self, rows: int, cols: int, r0: int, c0: int) -> np.ndarray | None:
+        """A writable view (..., rows/IR, IR, cols/IC, IC) of a box-aligned block of a boxed
+        tile, or None (unaligned block, partial boxes, packed types: use index arrays).
+
+        Every boxed layout is a permutation of (box row, row in box, box col, col in box):
+        NZ stores [box col][box row][row][col], ZN [box row][box col][col][row], and so on."""
+        s = self.spec
+        if not s.is_boxed or s.dtype.packed or rows <= 0 or cols <= 0:
+            return None
+        ir, ic = s.inner
+        if s.rows % ir or s.cols % ic or r0 % ir or c0 % ic or rows % ir or cols % ic:
+            return None
+        nr, nc = s.rows // ir, s.cols // ic
+        name = s.layout_name
+        dims = {"NZ": (nc, nr, ir, ic), "ZN": (nr, nc, ic, ir), "ZZ": (nr, nc, ir, ic),
+                "NN": (nc, nr, ic, ir)}[name]
+        buf = self.storage
+        lead = buf.shape[:-1]
+        k = len(lead)
+        v = buf.reshape(*lead, *dims).transpose(*range(k), *(k + p for p in self._BOX_PERM[name]))
+        return v[..., r0 // ir:(r0 + rows) // ir, :, c0 // ic:(c0 + cols) // ic, :]
 
     # ---- numpy interop (testing / debugging) -----------------------------------------------
     def numpy(self, valid_only: bool = False) -> np.ndarray:

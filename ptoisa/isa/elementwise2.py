@@ -118,7 +118,8 @@ Fn = Callable[..., Any]
 
 
 def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
-           tmp: bool = False, static: tuple[Any, ...] = ()) -> Instr:
+           tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None) -> Instr:
+    """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass)."""
     ops = [_DST, Opnd("src", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=True))
@@ -126,8 +127,13 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     def impl(m: Machine, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
         vr, vc = dst.valid_shape
         if vr and vc:
+            a = np.asarray(src.read(vr, vc))
             with np.errstate(all="ignore"):
-                dst.write(fn(np.asarray(src.read(vr, vc)), dst.dtype))
+                out = dst.view2d() if into is not None else None
+                if out is not None:
+                    into(a, dst.dtype, out[..., :vr, :vc])
+                else:
+                    dst.write(fn(a, dst.dtype))
 
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
@@ -210,7 +216,7 @@ TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", stati
 TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
 TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
-              params=ALGO)
+              params=ALGO, into=lambda a, dt, out: wide_apply(np.exp, a, dt, out))
 TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),
               "dst = ln(src); ln(0) = -inf, ln(<0) = NaN. Integer tiles (cpu only) compute "
               "std::log in double and truncate toward zero (a non-finite result gives 0).",

@@ -93,19 +93,35 @@ def to_float(a: Any, dt: DType) -> np.ndarray:
 _CHUNK = 1 << 16
 
 
-def wide_apply(fn: Callable[[np.ndarray], np.ndarray], a: Any, dt: DType) -> np.ndarray:
+def wide_apply(fn: Callable[..., np.ndarray], a: Any, dt: DType,
+               out: np.ndarray | None = None) -> np.ndarray:
     """``fn`` computed in the wide type (f64 for f32, f32 for f16/bf16) and rounded once to
     ``dt``; large arrays go through in cache-sized chunks (same values, far less memory
-    traffic than widening the whole array)."""
+    traffic than widening the whole array). ``out``: where to put the result (same shape)."""
     a = np.asarray(a)
     w = wide(dt)
-    if a.size <= _CHUNK:
-        return fn(a.astype(w)).astype(dt.np)
-    src = np.ascontiguousarray(a).reshape(-1)
-    out = np.empty(src.size, dt.np)
-    for i in range(0, src.size, _CHUNK):
-        out[i:i + _CHUNK] = fn(src[i:i + _CHUNK].astype(w))
-    return out.reshape(a.shape)
+    if a.size <= _CHUNK or a.ndim < 2:
+        r = fn(a.astype(w)).astype(dt.np)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+    if out is None:
+        out = np.empty(a.shape, dt.np)
+    # chunks of whole rows (the trailing axis), so any strided in/out views work
+    rows_a = a.reshape(-1, a.shape[-1])
+    rows_o = out.reshape(-1, a.shape[-1]) if out.flags.c_contiguous or out.ndim == 2 else None
+    step = max(1, _CHUNK // max(a.shape[-1], 1))
+    buf = np.empty((step, a.shape[-1]), w)
+    if rows_o is None or not np.shares_memory(rows_o, out):
+        out[...] = fn(a.astype(w)).astype(dt.np)
+        return out
+    for i in range(0, rows_a.shape[0], step):
+        n = min(step, rows_a.shape[0] - i)
+        blk = buf[:n]
+        blk[...] = rows_a[i:i + n]
+        rows_o[i:i + n] = fn(blk, out=blk)
+    return out
 
 
 def idiv(a: np.ndarray, b: np.ndarray | Any, dt: DType) -> np.ndarray:

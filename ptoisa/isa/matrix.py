@@ -194,7 +194,9 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
     for s in (sa, sb):
         if s is not None and s.spec.is_boxed:
             ir, ic = s.spec.inner
-            if s.rows % ir or s.cols % ic:
+            # a tile smaller than one box holds a clipped box (TileSpec.offsets); a tile larger
+            # than a box must hold whole boxes
+            if (s.rows > ir and s.rows % ir) or (s.cols > ic and s.cols % ic):
                 raise RuntimeCheckError(
                     f"scale tile {s.rows}x{s.cols} is not a whole number of {ir}x{ic} boxes: its "
                     "boxes would reach beyond the tile's storage (not supported)", op=op)
@@ -306,7 +308,9 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
         _run(m, kind, vals)
 
     impl.__doc__ = doc
+    # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)
     return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
+                 batched=not name.endswith("_MX"),
                  static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),))(impl)
 
 

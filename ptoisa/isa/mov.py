@@ -52,9 +52,8 @@ def _fix_pipe_rule(sig: Sig) -> None:
         raise sig.fail("reluMode applies to Acc sources (the fix-pipe) only")
     if isinstance(extra, TileSpec) and acc and extra.loc is not TileType.Scaling:
         raise sig.fail(f"fp must be a Scaling tile (quant words), got {extra.loc.name}")
-    if isinstance(extra, TileSpec) and acc and name != "cpu" and \
-            extra.dtype.name not in ("ui64", "i64"):
-        raise sig.fail(f"fp must hold 64-bit quant words (ui64), got {extra.dtype}")
+    # an fp tile of another element type (PTOAS programs write f32/f16 scaling tiles) is
+    # read by numeric cast to uint64, as the CPU simulator does (docs/cpu_sim_differences.md)
     if extra is not None and not acc and not isinstance(extra, TileSpec):
         raise sig.fail("a quant scalar applies to Acc sources only")
     mode = sig.params.get("mode")
@@ -111,7 +110,7 @@ def _words(m: Machine, fp: Tile, vc: int) -> np.ndarray:
     w = np.asarray(fp.read(1, vc))
     if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
         return w.view(np.uint64)
-    # the CPU simulator casts non-64-bit fp tiles numerically to uint64
+    # the CPU simulator casts non-64-bit fp tiles numerically to uint64 (all targets)
     return w.astype(np.float64).astype(np.int64).view(np.uint64)
 
 
@@ -122,7 +121,8 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
         return
     if isinstance(extra, Tile) and src.loc is not TileType.Acc:
         # MX exponent repack (tmp operand): DN -> ZZ transposes, ND -> ZZ copies
-        vals = np.asarray(src.read(vc, vr)).T if grp_axis == 0 else src.read(vr, vc)
+        vals = np.asarray(src.read(vc, vr)).swapaxes(-1, -2) if grp_axis == 0 \
+            else src.read(vr, vc)
         dst.write(np.array(vals, copy=True))
         return
     vals = np.asarray(src.read(vr, vc))
@@ -146,7 +146,7 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
     dst.write(np.array(vals, copy=True))
 
 
-@instr("TMOV", family="matrix", pipe=Pipe.MTE1,
+@instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("fp", "any", optional=True)),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),

@@ -75,7 +75,7 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     if m.target.name == "cpu":
         acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
         with np.errstate(over="ignore"):
-            s = np.cumsum(x.astype(acc), axis=-1, dtype=acc)[..., -1]
+            s = np.cumsum(x, axis=-1, dtype=acc)[..., -1]
     else:
         s = tree_sum(x)
     dst.write(s.astype(dst.dtype.np)[..., None])

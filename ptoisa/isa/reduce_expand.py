@@ -508,6 +508,11 @@ def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
     return np.tile(b, (1, reps))[..., :vc]
 
 
+#: float forms of the expand ops that are plain numpy ufuncs (and so can be deferred)
+_FLOAT_UFUNCS = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide,
+                 "MAX": np.maximum, "MIN": np.minimum}
+
+
 def _declare_row_op(suffix: str) -> Instr:
     fn, sym = BINOPS[suffix]
     name = f"TROWEXPAND{suffix}"
@@ -526,6 +531,12 @@ def _declare_row_op(suffix: str) -> Instr:
                                     "expanded operand)")
         b = _row_expanded(exp, "src0" if swapped else "src1", vr, vc)
         a = np.asarray(full.read(vr, vc))
+        uf = _FLOAT_UFUNCS.get(suffix)
+        if uf is not None and dst.dtype.is_float and a.dtype == dst.dtype.np \
+                and m.lazy_loads and (vr, vc) == dst.shape and dst.spec.is_nd:
+            # deferred: computed when dst is read, or by TSTORE straight into GM
+            dst.set_pending(uf, (b, a) if swapped else (a, b), m)
+            return
         with np.errstate(all="ignore"):
             r = fn(b, a) if swapped else fn(a, b)
         dst.write(np.asarray(r).astype(dst.dtype.np, copy=False))
