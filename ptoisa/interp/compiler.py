@@ -412,7 +412,11 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
 
     def step(env: Env) -> None:
         v = env[a]
-        env[k] = _wrap_int(int(v), rt) if to_int else _float(v, rt)
+        if isinstance(v, np.ndarray):  # per-block values of a lockstep run
+            env[k] = _wrap_lanes(v, rt) if to_int else np.asarray(v).astype(
+                bridge.elem_dtype(rt).np)
+        else:
+            env[k] = _wrap_int(int(v), rt) if to_int else _float(v, rt)
     return step
 
 
