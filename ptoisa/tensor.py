@@ -239,10 +239,9 @@ class GlobalTensor:
             return self.spec.offsets(rows, cols) + off[:, None, None]
         return self.spec.offsets(rows, cols) + off
 
-    def window(self, rows: int, cols: int) -> np.ndarray | None:
-        """A writable strided view ``(..., rows, cols)`` of GM at tile positions (r, c), or
-        None when the layout's index map is not a plain 2-D stride pattern (then use
-        :meth:`indices`). In a lockstep launch the per-block offsets must be evenly spaced."""
+    def _strides2d(self, rows: int, cols: int) -> tuple[int, int] | None:
+        """(row stride, col stride) in elements when the view's index map for a rows x cols
+        block is a plain 2-D stride pattern, else None."""
         if rows <= 0 or cols <= 0 or self.spec.dtype.packed:
             return None
         s0, s1, s2, s3, s4 = self.spec.shape
@@ -251,18 +250,36 @@ class GlobalTensor:
         if lay is Layout.ND:
             if cols > s4:
                 return None
-            rs, cs = t3, t4
             if rows > s3 and not (t2 == s3 * t3 and t1 == s2 * t2 and t0 == s1 * t1):
                 return None
-        elif lay is Layout.DN:
+            return t3, t4
+        if lay is Layout.DN:
             if rows > s3:
                 return None
-            rs, cs = t3, t4
             if cols > s4 and not (t2 == s4 * t4 and t1 == s2 * t2 and t0 == s1 * t1):
                 return None
-        else:
+            return t3, t4
+        return None
+
+    def _strided(self, base: int, shape: tuple[int, ...], strides: tuple[int, ...]
+                 ) -> np.ndarray:
+        flat = self.flat
+        it = flat.itemsize
+        st = tuple(x * it for x in strides)
+        if flat.dtype.isbuiltin == 1:
+            return np.lib.stride_tricks.as_strided(flat[base:], shape, st)
+        raw = flat.view(f"u{it}")  # as_strided cannot build ml_dtypes arrays directly
+        return np.lib.stride_tricks.as_strided(raw[base:], shape, st).view(flat.dtype)
+
+    def window(self, rows: int, cols: int) -> np.ndarray | None:
+        """A writable strided view ``(..., rows, cols)`` of GM at tile positions (r, c), or
+        None when the layout's index map is not a plain 2-D stride pattern (then use
+        :meth:`indices`). In a lockstep launch the per-block offsets must be evenly spaced
+        (otherwise see :meth:`lane_blocks`)."""
+        rc = self._strides2d(rows, cols)
+        if rc is None:
             return None
-        it = self.flat.itemsize
+        rs, cs = rc
         off = self.offset
         if isinstance(off, np.ndarray):
             if off.ndim != 1 or off.size == 0:
@@ -270,17 +287,20 @@ class GlobalTensor:
             d = int(off[1] - off[0]) if off.size > 1 else 0
             if off.size > 1 and not (np.diff(off) == d).all():
                 return None
-            base = int(off[0])
-            shape: tuple[int, ...] = (off.size, rows, cols)
-            strides: tuple[int, ...] = (d * it, rs * it, cs * it)
-        else:
-            base = off
-            shape, strides = (rows, cols), (rs * it, cs * it)
-        flat = self.flat
-        if flat.dtype.isbuiltin == 1:
-            return np.lib.stride_tricks.as_strided(flat[base:], shape, strides)
-        raw = flat.view(f"u{it}")  # as_strided cannot build ml_dtypes arrays directly
-        return np.lib.stride_tricks.as_strided(raw[base:], shape, strides).view(flat.dtype)
+            return self._strided(int(off[0]), (off.size, rows, cols), (d, rs, cs))
+        return self._strided(off, (rows, cols), (rs, cs))
+
+    def lane_blocks(self, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """For per-block offsets that are not evenly spaced: ``(sliding, idx)`` such that
+        ``sliding[idx]`` is the (blocks, rows, cols) data (a strided block copy, no element
+        index arrays) and ``sliding[idx] = values`` stores it."""
+        off = self.offset
+        rc = self._strides2d(rows, cols)
+        if rc is None or not isinstance(off, np.ndarray) or off.ndim != 1 or off.size == 0:
+            return None
+        lo = int(off.min())
+        span = int(off.max()) - lo + 1
+        return self._strided(lo, (span, rows, cols), (1, *rc)), off - lo
 
     def block(self, b: int) -> GlobalTensor:
         """The view of block ``b`` of a lockstep launch (offsets per block)."""

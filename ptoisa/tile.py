@@ -444,6 +444,8 @@ class Tile:
         self._lazy = self._pending = None
         v = self.view2d()
         if v is None:
+            if w is not None:  # boxed layouts: through the box views
+                self.write(w)
             return
         if w is not None:
             v[...] = w

@@ -83,7 +83,12 @@ def _gather(gm: GlobalTensor, rows: int, cols: int) -> np.ndarray:
     if gm.dtype.packed:  # 4-bit codes at nibble offsets (even element = low nibble)
         return _unpack4(gm.flat, gm.indices(rows, cols))
     w = gm.window(rows, cols)
-    return w if w is not None else gm.flat[gm.indices(rows, cols)]
+    if w is not None:
+        return w
+    lb = gm.lane_blocks(rows, cols)
+    if lb is not None:
+        return lb[0][lb[1]]
+    return gm.flat[gm.indices(rows, cols)]
 
 
 # ---- TLOAD -------------------------------------------------------------------------------------
@@ -125,9 +130,14 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
         dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
     if not (vr and vc):
         return
-    if m.lazy_loads and (vr, vc) == dst.shape and not dst.spec.is_boxed \
-            and not dst.dtype.packed and src.dtype is dst.dtype:
+    if m.lazy_loads and (vr, vc) == dst.shape and not dst.dtype.packed \
+            and src.dtype is dst.dtype:
         w = src.window(vr, vc)
+        if w is None and dst.spec.is_boxed:
+            # blocks at uneven offsets: one strided block copy, kept in logical order until
+            # the tile is read in its own layout or written
+            lb = src.lane_blocks(vr, vc)
+            w = lb[0][lb[1]] if lb is not None else None
         if w is not None:  # read GM in place until the tile or that GM is written
             dst._lazy = None
             dst.set_lazy(w, m)
@@ -156,6 +166,10 @@ def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType
                 w[...] = (w + values.astype(w.dtype)).astype(w.dtype)
         else:
             w[...] = values
+        return
+    lb = dst.lane_blocks(*values.shape[-2:]) if atomic is AtomicType.AtomicNone else None
+    if lb is not None:
+        lb[0][lb[1]] = values  # blocks in block order: the last writer wins, as sequentially
         return
     idx = dst.indices(*values.shape[-2:])
     if atomic is AtomicType.AtomicAdd and idx.ndim > 2:
