@@ -65,9 +65,10 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu") -> None:
+    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None) -> None:
         self.module = module
         self.target = target
+        self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
         self._compilers: dict[str, Compiler] = {}
 
     def compiler(self, target: str) -> Compiler:
@@ -77,9 +78,13 @@ class Program:
         return c
 
     def check(self, target: str | None = None) -> None:
-        """Module rules (entry functions return nothing, no recursion), then compile every
-        function for the target (raises VerifyError with location)."""
+        """Module rules (entry functions return nothing, no recursion, the cross-op rules of
+        :mod:`ptoisa.interp.verify`), then compile every function for the target (raises
+        VerifyError with location)."""
+        from .verify import check_module_rules
+
         check_module(self.module)
+        check_module_rules(self.module, self.level)
         c = self.compiler(target or self.target)
         for f in self.module.functions():
             if f.sym_name and f.regions and f.regions[0].blocks:

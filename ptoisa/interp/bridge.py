@@ -23,7 +23,7 @@ from ..ir import types as T
 from ..ir.core import Op, Value
 from ..isa.registry import REGISTRY, Instr
 from ..tensor import GMSpec, gm_spec
-from ..tile import FRACTAL_AB, FRACTAL_C, TileSpec, tile_spec
+from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
 from . import forms
 
 _PAD = (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)
@@ -51,7 +51,13 @@ _MEMREF_LAYOUT = {
     TileType.Left: (BLayout.ColMajor, SLayout.RowMajor, FRACTAL_AB),
     TileType.Right: (BLayout.RowMajor, SLayout.ColMajor, FRACTAL_AB),
     TileType.Acc: (BLayout.ColMajor, SLayout.RowMajor, FRACTAL_C),
+    # L1 holds cube operands as NZ (TLOAD ND -> NZ; the TMOV/TEXTRACT Mat -> Left/Right and
+    # the A2/A3 TINSERT Acc -> Mat paths read/write NZ boxes)
+    TileType.Mat: (BLayout.ColMajor, SLayout.RowMajor, FRACTAL_AB),
 }
+
+
+_LEFT_BLAYOUT = {"a2a3": BLayout.RowMajor, "a5": BLayout.ColMajor}
 
 
 def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
@@ -61,7 +67,12 @@ def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
         loc = _LOC.get(t.loc)
         if loc is None:
             raise PtoError(f"unknown tile location '{t.loc}'")
-        return tile_spec(loc, elem_dtype(t.dtype), t.rows, t.cols, t.blayout, t.v_row, t.v_col,
+        blayout = t.blayout
+        if loc is TileType.Left and target in _LEFT_BLAYOUT:
+            # PTOAS forces the blayout of ``loc=left`` by arch when it parses the type (the
+            # C++ TileLeft: ZZ on A2/A3, NZ on A5), whatever the text writes
+            blayout = _LEFT_BLAYOUT[target]
+        return tile_spec(loc, elem_dtype(t.dtype), t.rows, t.cols, blayout, t.v_row, t.v_col,
                          t.slayout, t.fractal, _PAD[t.pad] if 0 <= t.pad < 4 else PadValue.Null,
                          t.compact or 0, check_alignment=False)
     if isinstance(t, T.MemRefType) and len(t.shape) == 2 and None not in t.shape:
@@ -143,7 +154,7 @@ class Binding:
     values: tuple[Bound, ...]  # per instruction operand (None: omitted optional)
     from_result: tuple[bool, ...]  # operand is an SSA result of the op (a new tile)
     params: dict[str, Any]
-    retype: dict[str, TileType] = field(default_factory=dict)
+    retype: dict[str, TileType | str] = field(default_factory=dict)
 
 
 def _norm(name: str) -> str:
@@ -307,6 +318,25 @@ def bound_type(v: Bound, target: str | None = None) -> Any:
     return operand_type(v.type, target)
 
 
+# the C++ MX scale tiles: TileLeftScale (ZZ) and TileRightScale (NN), 32-byte boxes
+_SCALE_LAYOUT = {TileType.ScaleLeft: (BLayout.RowMajor, SLayout.RowMajor),
+                 TileType.ScaleRight: (BLayout.ColMajor, SLayout.ColMajor)}
+
+
+def _scale_tile(ts: TileSpec, loc: TileType) -> TileSpec:
+    """A ``loc=scaling`` tile used as an MX scale operand, seen as the C++ scale tile over the
+    same bytes: PTOAS has no scale-tile types and leaves the layout and element type of the
+    scaling buffer to the target (its tests write f16 scaling tiles in any layout), while the
+    C++ TileLeftScale / TileRightScale hold one E8M0 byte per scale in 32-byte boxes."""
+    if loc not in _SCALE_LAYOUT:
+        return dataclasses.replace(ts, loc=loc)
+    bl, sl = _SCALE_LAYOUT[loc]
+    k = ts.dtype.itemsize if not ts.dtype.packed else 1
+    vc = None if ts.valid_col is None else ts.valid_col * k
+    return tile_spec(loc, D.f8e8m0, ts.rows, ts.cols * k, bl, ts.valid_row, vc, sl, FRACTAL_MX,
+                     check_alignment=False)
+
+
 def check_op(op: Op, target: str) -> Binding | None:
     """Static legality of one ``pto.*`` op for ``target`` (VerifyError with the op's
     location). Returns the binding, or None when the op is not a tile instruction."""
@@ -318,7 +348,13 @@ def check_op(op: Op, target: str) -> Binding | None:
     for name, loc in b.retype.items():
         ts = types.get(name)
         if isinstance(ts, TileSpec) and ts.loc is TileType.Scaling:
-            types[name] = dataclasses.replace(ts, loc=loc)
+            if loc == forms.SCALE:
+                # an MX scale window (textract mat -> scaling): Left/Right by the box order
+                nn = ts.blayout is BLayout.ColMajor and ts.slayout is SLayout.ColMajor
+                types[name] = dataclasses.replace(
+                    ts, loc=TileType.ScaleRight if nn else TileType.ScaleLeft)
+            else:
+                types[name] = _scale_tile(ts, loc)
     try:
         instr.check_types(target, types, b.params)
     except PtoError as e:

@@ -16,7 +16,9 @@ tile last in ``ins``, ``pto.tmov`` names its template arguments ``reluPreMode``.
 * ``attrs``: written attribute name -> registry template parameter (when the names differ);
   ``attr_operands``: written attribute -> registry *operand* (an integer passed as a value).
 * ``retype``: operand -> tile location the instruction sees (PTOAS writes every scale tile as
-  ``loc=scaling``; the C++ MX matmul takes ScaleLeft / ScaleRight tiles).
+  ``loc=scaling``; the C++ MX matmul takes ScaleLeft / ScaleRight tiles, which the bridge
+  builds over the scaling tile's bytes); :data:`SCALE` keeps the tile and picks ScaleLeft or
+  ScaleRight by its box order (A5 ``textract`` Mat -> scaling, an MX scale window).
 
 The variant is chosen by the written counts (first match); an op whose counts match no
 variant falls back to the default mapping, which reports what the instruction expects.
@@ -37,7 +39,7 @@ class Form:
     segments: tuple[str, ...] = ()
     attrs: Mapping[str, str] = field(default_factory=dict)
     attr_operands: Mapping[str, str] = field(default_factory=dict)
-    retype: Mapping[str, TileType] = field(default_factory=dict)
+    retype: Mapping[str, TileType | str] = field(default_factory=dict)
 
     def fits(self, n: int) -> bool:
         """Whether ``n`` written ins fit ``self.ins`` (``"x*"`` packs all remaining values)."""
@@ -45,6 +47,9 @@ class Form:
                     for k in self.ins if not k.endswith("*"))
         return n >= fixed if any(k.endswith("*") for k in self.ins) else n == fixed
 
+
+#: retype value: an MX scale tile, ScaleLeft (row-major boxes) or ScaleRight (NN)
+SCALE = "scale"
 
 _TMOV_ATTRS = {"reluPreMode": "reluMode", "accToVecMode": "mode"}
 _MX_SCALES = {"aScaleMatrix": TileType.ScaleLeft, "bScaleMatrix": TileType.ScaleRight}
@@ -87,8 +92,18 @@ FORMS: dict[str, tuple[Form, ...]] = {
                        Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
     "pto.tget_async": (Form(ins=("dst", "src", "session"), outs=("-",)),
                        Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+    # pto.tpush(%tile, %pipe) / pto.tpop(%tile, %pipe) / pto.tfree(%pipe) {split = 0|1|2};
+    # C++ TPUSH/TPOP<Pipe, Tile, Split>(pipe, tile), TFREE<Pipe, Split>(pipe)
+    "pto.tpush": (Form(ins=("tile", "pipe"), outs=()),),
+    "pto.tpop": (Form(ins=("tile", "pipe"), outs=()),),
+    "pto.tfree": (Form(ins=("pipe",), outs=()),),
     # tsync ins(%a, %b, ...): the C++ TSYNC(events...) is variadic
     "pto.tsync": (Form(ins=("events*",), outs=()),),
+    # INT8 only: ins(src, fp[, offset]) {quant_type}; the registry's TQUANT takes the C++
+    # INT8 operands (dst, src, scale, tmp?, offset?): fp is the scale, offset the last one
+    "pto.tquant": (Form(ins=("src", "exp")), Form(ins=("src", "exp", "scaling"))),
+    # A5 textract mat -> scaling extracts an MX scale window (the TEXTRACT Mat -> Scale path)
+    "pto.textract": (Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),),
     "pto.tmatmul.mx": _MX,
     "pto.tmatmul.mx.bias": _MX,
     "pto.tgemv.mx": _MX,
@@ -100,4 +115,4 @@ def forms_of(op_name: str) -> tuple[Form, ...]:
     return FORMS.get(op_name, ())
 
 
-__all__ = ["FORMS", "INSTR_ALIASES", "Form", "forms_of"]
+__all__ = ["FORMS", "INSTR_ALIASES", "SCALE", "Form", "forms_of"]

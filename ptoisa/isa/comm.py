@@ -69,6 +69,16 @@ def _same_view(sig: Sig) -> None:
             raise sig.fail(f"dst holds {d.numel} elements, src {s.numel}")
 
 
+def _flat_1d(sig: Sig) -> None:
+    """The async DMA engines move flat contiguous logical 1-D tensors only (TPUT_ASYNC /
+    TGET_ASYNC pages: shape (1, 1, 1, 1, N), unit innermost stride)."""
+    for n in ("dst", "src"):
+        t = sig[n]
+        if isinstance(t, GMSpec) and (t.shape[:4] != (1, 1, 1, 1) or t.stride[4] != 1):
+            raise sig.fail(f"expects {n} to be a static flat contiguous logical 1D GM memref, "
+                           f"got shape {'x'.join(map(str, t.shape))}")
+
+
 def _copy(dst: GlobalTensor, src: GlobalTensor, staging: Tile | None, add: bool) -> None:
     di, si = flat_index(dst).reshape(-1), flat_index(src).reshape(-1)
     if si.size and (si.max() >= src.flat.size or di.max() >= dst.flat.size):
@@ -128,7 +138,7 @@ class AsyncEvent:
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
-       dtype_key=("dst",), static=(_same_view,))
+       dtype_key=("dst",), static=(_flat_1d, _same_view))
 def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  # noqa: N802
                peer: Any = None, *, engine: DmaEngine) -> AsyncEvent:
     """Asynchronous remote read through a DMA engine; completes at once, returns an
@@ -141,7 +151,7 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
-       dtype_key=("dst",), static=(_same_view,))
+       dtype_key=("dst",), static=(_flat_1d, _same_view))
 def TPUT_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  # noqa: N802
                peer: Any = None, *, engine: DmaEngine) -> AsyncEvent:
     """Asynchronous remote write through a DMA engine; completes at once."""

@@ -27,9 +27,9 @@ import numpy as np
 from ..dtypes import FP4_VALUES, DType, dtype, fp4_decode
 from ..enums import Pipe, RoundMode, SaturationMode, TileType
 from ..memory import Machine
-from ..tile import Tile
+from ..tile import Tile, TileSpec
 from .elementwise_common import cover, wrap_to
-from .registry import Instr, Opnd, Param, instr, locs
+from .registry import Instr, Opnd, Param, Sig, instr, locs
 
 
 def _finfo_max(dt: DType) -> float:
@@ -232,6 +232,21 @@ def _cvt_shapes(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None
     cover("src")(ins, dst, src)
 
 
+def _cvt_static_shapes(sig: Sig) -> None:
+    """src and dst have compatible shapes: the same declared shape and, where both are static,
+    the same valid region (manual; the PTOAS verifier's wording)."""
+    d, s = sig["dst"], sig["src"]
+    if not (isinstance(d, TileSpec) and isinstance(s, TileSpec)):
+        return
+    if (d.rows, d.cols) != (s.rows, s.cols):
+        raise sig.fail(f"expects src and dst to have compatible shapes (src {s.rows}x{s.cols}, "
+                       f"dst {d.rows}x{d.cols})")
+    vs, vd = (s.valid_row, s.valid_col), (d.valid_row, d.valid_col)
+    if None not in vs + vd and vs != vd:
+        raise sig.fail(f"expects src and dst to have the same valid_shape (src {vs[0]}x{vs[1]}, "
+                       f"dst {vd[0]}x{vd[1]})")
+
+
 @instr("TCVT", family="elementwise", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("tmp", "tile", "scratch", optional=True),
@@ -239,7 +254,7 @@ def _cvt_shapes(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None
                  Opnd("satMode", "enum", enum=SaturationMode, optional=True)),
        params=(Param("NeedSetCtrl", True),),
        dtype_key=("src", "dst"),
-       static=(locs(["dst", "src"], TileType.Vec),),
+       static=(locs(["dst", "src"], TileType.Vec), _cvt_static_shapes),
        runtime=(_cvt_shapes,))
 def TCVT(m: Machine, dst: Tile, src: Tile, tmp: Tile | None = None,  # noqa: N802
          mode: RoundMode | None = None, satMode: SaturationMode | None = None,  # noqa: N803

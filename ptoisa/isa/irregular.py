@@ -227,10 +227,15 @@ def _tgather_static(sig: Sig) -> None:
     dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
     if not isinstance(src0, TileSpec) or not isinstance(dst, TileSpec):
         return
-    if isinstance(src1, TileSpec) and sig["tmp"] is not None and sig["tmp2"] is not None:
-        # compare form: dst i32/u32 indices
+    if src1 is not None and sig["tmp"] is not None and sig["tmp2"] is not None:
+        # compare form (kValue a tile, or a scalar as PTOAS writes it): dst i32/u32 indices
         if dst.dtype.name not in ("i32", "ui32"):
             raise sig.fail(f"compare-form dst must be i32 or ui32, got {dst.dtype}")
+        eq = sig.params.get("cmpMode", CmpMode.EQ) is CmpMode.EQ
+        if sig.target.name == "a2a3" and not (
+                src0.dtype.name in ("f16", "f32") or (eq and src0.dtype.name == "i32")):
+            raise sig.fail("expects A2/A3 compare-form tgather src element type to be f16/f32, "
+                           f"or i32 when cmpMode=eq, got {src0.dtype}")
         return
     if dst.dtype.itemsize != src0.dtype.itemsize:
         raise sig.fail(f"dst ({dst.dtype}) and src0 ({src0.dtype}) must have the same element "
@@ -321,13 +326,14 @@ def _mask_gather(dst: Tile, src: Tile, pat: MaskPattern, axis: GatherAxis) -> No
     store[:n] = out[:n]
 
 
-def _cmp_gather(dst: Tile, src: Tile, kval: Tile, cdst: Tile, tmp: Tile, offset: int,
+def _cmp_gather(dst: Tile, src: Tile, kval: Any, cdst: Tile, tmp: Tile, offset: int,
                 mode: CmpMode) -> None:
     if mode not in (CmpMode.GT, CmpMode.EQ):
         raise PtoError(f"cmpMode must be GT or EQ, got {mode.name}")
     vr, vc = src.valid_shape
     x = np.asarray(src.read())
-    k = np.asarray(kval.read(vr, 1)).astype(x.dtype)
+    k = (np.asarray(kval.read(vr, 1)) if isinstance(kval, Tile) else np.full((vr, 1), kval)
+         ).astype(x.dtype)
     hit = x > k if mode is CmpMode.GT else x == k
     counts = np.zeros((vr, 1), np.int64)
     for r in range(vr):
@@ -1165,6 +1171,16 @@ def _tquant_static(sig: Sig) -> None:
         return
     want = {"fp8": ("i8",), "fp4": ("f4E2M1x2",), "int8": ("ui8",) if alg == "ASYM"
             else ("i8",)}[fmt]
+    if fmt == "int8":
+        # PTOAS writes the offset after the scale (bound to ``scaling``); the eager
+        # ``(dst, src, scale, offset)`` call binds it to ``max``
+        if alg == "ASYM" and sig["max"] is None and sig["scaling"] is None:
+            raise sig.fail("INT8_ASYM quantization requires an offset operand")
+        if alg == "SYM" and sig["scaling"] is not None:
+            raise sig.fail("INT8_SYM quantization must not have an offset operand")
+        if d.dtype.name not in want:
+            raise sig.fail(f"expects dst element type {want[0]} for INT8_{alg} quantization, "
+                           f"got {d.dtype}")
     if d.dtype.name not in want:
         raise sig.fail(f"{fmt} {alg} quantisation writes a {want[0]} dst, got {d.dtype}")
     if fmt == "int8" and s.dtype.name != "f32":

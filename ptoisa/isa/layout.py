@@ -76,8 +76,8 @@ def _fp_words(sig: Sig) -> None:
     fp = sig["fp"]
     if not isinstance(fp, TileSpec):
         return
-    if fp.dtype.name not in ("ui64", "i64"):
-        raise sig.fail(f"fp must hold 64-bit quant words (ui64), got {fp.dtype}")
+    # fp holds 64-bit quant words; a tile of another element type (PTOAS programs write
+    # f32/f16 scaling tiles) is read by numeric cast to uint64, as the CPU simulator does
     if sig.target.name != "cpu" and fp.loc is not TileType.Scaling:
         raise sig.fail(f"fp must be a Scaling tile on {sig.target.name}, got {fp.loc.name}")
 
@@ -178,10 +178,20 @@ def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
     dst.write(_convert(m, vals, src, dst, relu, scalar_word, words))
 
 
+def _a5_vec_vec_nd(sig: Sig) -> None:
+    """a5: a Vec -> Vec extract copies rows of ND tiles (the PTOAS verifier's A5 rule)."""
+    s, d = sig["src"], sig["dst"]
+    if sig.target.name != "a5" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+        return
+    if s.loc is TileType.Vec and d.loc is TileType.Vec and not (s.is_nd and d.is_nd):
+        raise sig.fail("expects A5 vec->vec textract src/dst to use ND layout (blayout=row_major, "
+                       f"slayout=none_box), got src {s.layout_name}, dst {d.layout_name}")
+
+
 @instr("TEXTRACT", family="layout", pipe=Pipe.MTE1,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
-       static=(_moves, _conversion, _npu_mat_src_fractal),
+       static=(_moves, _conversion, _npu_mat_src_fractal, _a5_vec_vec_nd),
        runtime=(_textract_runtime,))
 def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
              indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
@@ -213,7 +223,10 @@ def _textract_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: A
 
 
 def _words(fp: Tile, first: int, n: int) -> np.ndarray:
-    return np.asarray(fp.read(1, n, 0, first)).view(np.uint64)
+    w = np.asarray(fp.read(1, n, 0, first))
+    if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
+        return w.view(np.uint64)
+    return w.astype(np.float64).astype(np.int64).view(np.uint64)  # numeric cast (see _fp_words)
 
 
 @instr("TEXTRACT_FP", family="layout", pipe=Pipe.FIX,
@@ -269,10 +282,21 @@ def _npu_insert_dst(sig: Sig) -> None:
                        f"{d.layout_name} (fractal {d.fractal})")
 
 
+def _a2a3_insert_dtypes(sig: Sig) -> None:
+    """a2a3: TINSERT (Acc -> Mat) writes f32 accumulators as f16/bf16 (the PTOAS verifier's
+    A2/A3 rule; quantised inserts go through TINSERT_FP)."""
+    s, d = sig["src"], sig["dst"]
+    if sig.target.name != "a2a3" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+        return
+    if s.dtype.name != "f32" or d.dtype.name not in ("f16", "bf16"):
+        raise sig.fail("expects A2/A3 tinsert element types to be src=f32, dst=f16/bf16, got "
+                       f"src={s.dtype}, dst={d.dtype}")
+
+
 @instr("TINSERT", family="layout", pipe=Pipe.FIX,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
-       static=(_moves, _conversion, _npu_insert_dst),
+       static=(_moves, _conversion, _npu_insert_dst, _a2a3_insert_dtypes),
        runtime=(_tinsert_runtime,))
 def TINSERT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
             indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
@@ -540,8 +564,19 @@ def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None
 SHIFT_MX_ADDR = 2
 
 
+def _scale_dst(sig: Sig) -> None:
+    """On the NPU the scale address lives in the scaling buffer (L0A_MX / L0B_MX): dst is a
+    Scaling / ScaleLeft / ScaleRight tile (PTOAS: ``loc=scaling``); the CPU simulator's
+    descriptor takes any tile."""
+    d = sig["dst"]
+    if sig.target.name == "cpu" or not isinstance(d, TileSpec):
+        return
+    if d.loc not in (TileType.Scaling, TileType.ScaleLeft, TileType.ScaleRight):
+        raise sig.fail(f"expects dst to be in the scaling address space, got {d.loc.name}")
+
+
 @instr("TGET_SCALE_ADDR", family="layout", pipe=Pipe.S,
-       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")))
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")), static=(_scale_dst,))
 def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
     dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the

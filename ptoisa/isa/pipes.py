@@ -222,6 +222,8 @@ def _lane(m: Machine, sub_block: Any) -> int:
 def _split(v: Any) -> TileSplitAxis:
     if isinstance(v, TileSplitAxis):
         return v
+    if isinstance(v, int):  # PTOAS writes {split = 0/1/2}
+        return TileSplitAxis(v)
     return TileSplitAxis[str(v).rsplit("::", 1)[-1]]
 
 

@@ -1,5 +1,10 @@
 """The PTOAS corpus as verifier cases: per file, the targets of its ``// RUN:`` lines, whether
-PTOAS rejects it (``not ptoas``) and the diagnostic its ``CHECK`` lines expect."""
+PTOAS rejects it and the diagnostics its ``CHECK`` lines expect.
+
+PTOAS rejects a program for a RUN line when the line says ``not ptoas`` or when the line's
+FileCheck prefix checks an ``error:`` (some files pipe the failing compiler into FileCheck
+without ``not``: ``tquant_verify_invalid.pto`` states four errors, one per function).
+"""
 
 from __future__ import annotations
 
@@ -22,30 +27,45 @@ class Case:
     path: Path
     target: str
     expect_fail: bool
-    diagnostic: str | None  # the expected error text (after ``error:``), if the file states one
+    diagnostics: tuple[str, ...]  # the expected error texts (after ``error:``), in file order
+    level: str | None = None  # ``--pto-level=levelN`` of the RUN line
+
+    @property
+    def diagnostic(self) -> str | None:
+        return self.diagnostics[0] if self.diagnostics else None
 
     @property
     def id(self) -> str:
         return f"{self.path.relative_to(CORPUS)}[{self.target}]"
 
 
+def _prefixes(run: str) -> list[str]:
+    m = re.search(r"--check-prefix(?:es)?[= ]([\w,-]+)", run)
+    return m.group(1).split(",") if m else ["CHECK"]
+
+
+def _errors(lines: list[str], prefixes: list[str]) -> list[str]:
+    """The ``error:`` texts checked under ``prefixes`` (``-NOT`` lines excluded)."""
+    pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
+                     + r")(-(?!NOT)[\w]+)?:.*?error:\s*(.*)$")
+    return [m.group(3).strip() for line in lines if (m := pat.search(line))]
+
+
 def cases(path: Path) -> list[Case]:
-    text = path.read_text()
-    runs = [line for line in text.splitlines() if "RUN:" in line]
-    diag = None
-    for line in text.splitlines():
-        m = re.search(r"//\s*[\w-]*:.*?error:\s*(.*)$", line)
-        if m:
-            diag = m.group(1).strip()
-            break
-        m = re.search(r"//\s*CHECK[\w-]*:\s*(.*)$", line)
-        if m and diag is None and any("not ptoas" in r for r in runs):
-            diag = m.group(1).strip()
+    lines = path.read_text().splitlines()
+    runs = [line for line in lines if "RUN:" in line]
     out: dict[str, Case] = {}
     for r in runs or ["ptoas"]:
         m = re.search(r"--pto-arch[= ](\w+)", r)
         tgt = ARCH.get(m.group(1), "a2a3") if m else "a2a3"
-        out.setdefault(tgt, Case(path, tgt, "not ptoas" in r, diag))
+        diags = _errors(lines, _prefixes(r))
+        fail = "not ptoas" in r or bool(diags)
+        if fail and not diags:
+            checks = [m.group(1).strip() for line in lines
+                      if (m := re.search(r"//\s*CHECK[\w-]*:\s*(.*)$", line))]
+            diags = checks[:1]
+        lv = re.search(r"--pto-level[= ](\w+)", r)
+        out.setdefault(tgt, Case(path, tgt, fail, tuple(diags), lv.group(1) if lv else None))
     return list(out.values())
 
 

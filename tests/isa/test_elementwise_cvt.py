@@ -176,8 +176,14 @@ def test_tcvt_rejects(tgt):  # type: ignore[no-untyped-def]
     if tgt == "a2a3":
         with pytest.raises(UnsupportedType, match="type combination src f32 -> dst f8E4M3"):
             TCVT(vec("f8E4M3", 8, 32), vec("f32", 8, 32), RoundMode.CAST_RINT)
-    with pytest.raises(RuntimeCheckError, match="src valid region 2x32 does not cover"):
+    # static valid regions must agree (the manual's "compatible shapes", the PTOAS verifier);
+    # dynamic ones are checked at run time
+    with pytest.raises(PtoError, match="same valid_shape"):
         TCVT(vec("f32", 8, 32), vec("f16", 8, 32, valid=(2, 32)), RoundMode.CAST_RINT)
+    with pytest.raises(PtoError, match="compatible shapes"):
+        TCVT(vec("f32", 8, 32), vec("f16", 8, 64), RoundMode.CAST_RINT)
+    with pytest.raises(RuntimeCheckError, match="src valid region 2x32 does not cover"):
+        TCVT(vec("f32", 8, 32), vec("f16", 8, 32, valid=(Dyn(2), Dyn(32))), RoundMode.CAST_RINT)
     with pytest.raises(PtoError, match="not a RoundMode"):
         TCVT(vec("f32", 8, 32), vec("f16", 8, 32), "CAST_SIDEWAYS")
 

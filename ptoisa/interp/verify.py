@@ -1,0 +1,231 @@
+"""PTOAS verifier rules that are not instruction rules: they look across ops, functions or
+compiler options, so they cannot live in a registry entry.
+
+* frontend pipes (``pto.reserve_buffer`` / ``pto.import_reserved_buffer`` and the
+  ``initialize_l2l_pipe`` / ``aic_initialize_pipe`` / ``aiv_initialize_pipe`` ops): where a
+  pipe's local address comes from, complete peer pairs, one split per direction across the
+  peers, explicit ``nosplit`` against the users' split;
+* ``tpop_from_aic`` / ``tpop_from_aiv`` with run-time valid rows/cols return a tile whose valid
+  shape is dynamic;
+* ``--pto-level=level3`` (addresses are the program's: every ``alloc_tile`` has ``addr``);
+* a ``reserve_buffer`` with ``auto = false`` (no PlanMemory) next to a ``memref.alloc`` (which
+  needs PlanMemory);
+* ``tload`` / ``tstore`` between a static partition view and a tile with a static valid shape
+  move the same number of elements (the eager API checks the view covers the valid region, at
+  run time: a larger view is fine there).
+
+:func:`diagnose` collects every error of a module the way PTOAS reports them (the module
+rules, then each function on its own); :func:`check_module_rules` raises the first one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import PtoError, VerifyError
+from ..ir import attrs as A
+from ..ir import types as T
+from ..ir.core import Module, Op
+from . import bridge
+
+_INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
+_BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
+#: frontend pipe ops -> direction (C2V: cube to vector, V2C: vector to cube)
+_FRONTEND = {"pto.tpush_to_aiv": "C2V", "pto.tpop_from_aic": "C2V", "pto.tfree_from_aic": "C2V",
+             "pto.tpush_to_aic": "V2C", "pto.tpop_from_aiv": "V2C", "pto.tfree_from_aiv": "V2C"}
+
+
+def _attr(op: Op, key: str) -> Any:
+    a = op.attributes.get(key)
+    return None if a is None else bridge.attr_value(a)
+
+
+def _functions(module: Module) -> list[Op]:
+    return [f for f in module.functions() if f.sym_name and f.regions and f.regions[0].blocks]
+
+
+def _defs(f: Op) -> dict[int, Op]:
+    """id(value) -> the op of ``f`` that defines it."""
+    return {id(r): op for op in f.walk() for r in op.results}
+
+
+def _peer_name(op: Op) -> str | None:
+    p = op.attributes.get("peer_func")
+    if p is None:
+        return None
+    return p.name if isinstance(p, A.SymbolRefAttr) else str(p).lstrip("@")
+
+
+class _Pipes:
+    """The reserved buffers, pipe inits and frontend pipe ops of every function."""
+
+    def __init__(self, funcs: list[Op]) -> None:
+        self.funcs = {f.sym_name: f for f in funcs}
+        self.ops = {f.sym_name: list(f.walk()) for f in funcs}
+        self.defs = {f.sym_name: _defs(f) for f in funcs}
+
+    def inits(self, fn: str | None) -> list[Op]:
+        return [op for op in self.ops.get(fn, ()) if op.name in _INITS]
+
+    def peers(self, fn: str | None, buf: Op) -> list[str]:
+        """The functions on the other side of reserved buffer op ``buf`` of function ``fn``."""
+        name = _attr(buf, "name")
+        if buf.name == "pto.import_reserved_buffer":
+            p = _peer_name(buf)
+            return [p] if p else []
+        return [g for g, ops in self.ops.items() if g != fn and any(
+            op.name == "pto.import_reserved_buffer" and _attr(op, "name") == name
+            and _peer_name(op) == fn for op in ops)]
+
+    def buffers_of(self, fn: str | None, init: Op) -> list[Op]:
+        d = self.defs[fn]
+        return [d[id(v)] for v in init.operands if id(v) in d and d[id(v)].name in _BUFFERS]
+
+    def group(self, fn: str | None) -> list[str | None]:
+        """``fn`` and every function linked to it through reserved buffers."""
+        seen: list[str | None] = [fn]
+        k = 0
+        while k < len(seen):
+            g = seen[k]
+            for op in self.ops.get(g, ()):
+                if op.name in _BUFFERS:
+                    for p in self.peers(g, op):
+                        if p in self.funcs and p not in seen:
+                            seen.append(p)
+            k += 1
+        return seen
+
+
+def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
+    pipes = _Pipes(funcs)
+    reported: set[str | None] = set()
+    for f in funcs:
+        fn = f.sym_name
+        for init in pipes.inits(fn):
+            bufs = pipes.buffers_of(fn, init)
+            if init.name == "pto.initialize_l2l_pipe" and init.attributes.get("flag_base") is None \
+                    and not bufs:
+                yield VerifyError("requires local_addr to come from pto.reserve_buffer or "
+                                  "pto.import_reserved_buffer when 'flag_base' is not explicit",
+                                  op=init.name, loc=init.loc)
+                continue
+            if any(not pipes.inits(p) for b in bufs for p in pipes.peers(fn, b)):
+                yield VerifyError("requires a complete peer init pair when local_addr comes from "
+                                  "pto.reserve_buffer or pto.import_reserved_buffer",
+                                  op=init.name, loc=init.loc)
+                continue
+            users = [op for op in pipes.ops[fn] if op.name in _FRONTEND]
+            nosplit = _attr(init, "nosplit")
+            for u in users:
+                split = _attr(u, "split")
+                if nosplit is False and split == 0 or nosplit is True and split not in (0, None):
+                    yield VerifyError(
+                        f"explicit 'nosplit = {str(nosplit).lower()}' conflicts with downstream "
+                        f"users that require split = {split}", op=init.name, loc=init.loc)
+                    break
+            else:
+                group = pipes.group(fn)
+                if fn in reported or not bufs:
+                    continue
+                for direction in ("C2V", "V2C"):
+                    splits = {_attr(op, "split") for g in group for op in pipes.ops.get(g, ())
+                              if _FRONTEND.get(op.name) == direction}
+                    if len(splits - {None}) > 1:
+                        reported.update(group)
+                        yield VerifyError(
+                            "conflicting pipe split usage across peer pipe init ops "
+                            f"({direction} split values {sorted(splits - {None})})",
+                            op=init.name, loc=init.loc)
+                        break
+
+
+def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
+    manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
+              and _attr(op, "auto") is False]
+    for op in f.walk():
+        if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
+            t = op.results[0].type if op.results else None
+            if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
+                yield VerifyError("expects tile result to have dynamic validShape (?, ?) when "
+                                  "valid_row/valid_col operands are provided",
+                                  op=op.name, loc=op.loc)
+        elif op.name == "pto.alloc_tile" and level == "level3" and \
+                "addr" not in op.keyword_operands:
+            yield VerifyError("requires 'addr' operand when --pto-level=level3", op=op.name,
+                              loc=op.loc)
+        elif op.name == "memref.alloc" and manual:
+            yield VerifyError("cannot use pto.reserve_buffer with auto = false when local "
+                              "memref.alloc still requires PlanMemory allocation",
+                              op=op.name, loc=op.loc)
+        elif op.name in ("pto.tload", "pto.tstore"):
+            e = _view_count(op)
+            if e is not None:
+                yield e
+
+
+def _view_count(op: Op) -> VerifyError | None:
+    ins, outs = bridge.written(op)
+    if len(ins) != 1 or len(outs) != 1:
+        return None
+    view, tile = (outs[0][0], ins[0]) if op.name == "pto.tstore" else (ins[0], outs[0][0])
+    vt = view.type
+    spec = bridge.tile_spec_of(tile.type)
+    if not isinstance(vt, T.PartitionTensorViewType) or None in vt.shape or spec is None \
+            or spec.valid_row is None or spec.valid_col is None:
+        return None
+    n = 1
+    for d in vt.shape:
+        n *= d  # type: ignore[operator]
+    valid = spec.valid_row * spec.valid_col
+    if n == valid:
+        return None
+    side = "dst" if op.name == "pto.tstore" else "src"
+    return VerifyError(f"expects {side} static element count ({n}) to match the tile's valid "
+                       f"element count ({spec.valid_row}x{spec.valid_col} = {valid})",
+                       op=op.name, loc=op.loc)
+
+
+def module_rule_errors(module: Module, level: str | None = None) -> Iterator[VerifyError]:
+    """The cross-op PTOAS rules of this module, in file order per kind."""
+    funcs = _functions(module)
+    yield from _pipe_errors(funcs)
+    for f in funcs:
+        yield from _op_errors(f, level)
+
+
+def check_module_rules(module: Module, level: str | None = None) -> None:
+    for e in module_rule_errors(module, level):
+        raise e
+
+
+def diagnose(module: Module, target: str, *, level: str | None = None) -> list[PtoError]:
+    """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
+    rules (entry signatures, calls, pipes, options), then each function compiled on its own
+    (the first error of each), ordered by location."""
+    from . import Program, check_module
+
+    errors: list[PtoError] = []
+    try:
+        check_module(module)
+    except VerifyError as e:
+        errors.append(e)
+    errors.extend(module_rule_errors(module, level))
+    comp = Program(module, target).compiler(target)
+    for f in _functions(module):
+        try:
+            comp.function(f.sym_name or "")
+        except PtoError as e:
+            errors.append(e)
+    seen: set[tuple[Any, str]] = set()
+    out: list[PtoError] = []
+    for e in errors:
+        key = (None if e.loc is None else (e.loc.line, e.loc.col), e.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    out.sort(key=lambda e: (0, 0) if e.loc is None else (e.loc.line, e.loc.col))
+    return out
+
+
+__all__ = ["check_module_rules", "diagnose", "module_rule_errors"]
