@@ -609,18 +609,37 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+def _kw_sizes(cf: CompiledFunc, op: Op) -> list[tuple[bool, int]]:
+    """``sizes = [...]`` items as (is_constant, value or slot): ``pto.subview`` writes
+    integer literals, ``pto.partition_view`` SSA values."""
+    s = op.syntax
+    for i in range(len(s) - 3):
+        if s[i].kind == "k" and s[i].value == "sizes" and s[i + 2].value == "[":
+            out: list[tuple[bool, int]] = []
+            for p in s[i + 3:]:
+                if p.value == "]":
+                    break
+                if p.kind == "v":
+                    out.append((False, cf.slot(op.operands[int(p.value)])))  # type: ignore[arg-type]
+                elif p.kind == "a":
+                    out.append((True, int(bridge.attr_value(p.value))))  # type: ignore[arg-type]
+            return out
+    return []
+
+
+@handler("pto.subview")  # tensor_view -> tile_view window with static sizes
 @handler("pto.partition_view")
 def _partition_view(cf: CompiledFunc, op: Op) -> Step:
     tv = cf.slot(op.operands[0])
     offs = [cf.slot(op.operands[i]) for i in (_kw_list(op, "offsets") or [])]
-    sizes = [cf.slot(op.operands[i]) for i in (_kw_list(op, "sizes") or [])]
+    sizes = _kw_sizes(cf, op)
     k = cf.slot(op.results[0])
     loc = op.loc
 
     def step(env: Env) -> None:
         view: TensorView = env[tv]
         o = [_index(env[s]) for s in offs]
-        sz = [int(env[s]) for s in sizes]
+        sz = [v if const else int(env[v]) for const, v in sizes]
         st = view.strides
         if not (len(o) == len(sz) == len(st)):
             raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
