@@ -144,25 +144,26 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):
         raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-    if lockstep and blocks > 1:
-        m = _launch_machine(target, blocks, settings)
-        m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
+    with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
+        if lockstep and blocks > 1:
+            m = _launch_machine(target, blocks, settings)
+            m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
+            try:
+                kernel(*args)
+                return
+            except BlockDivergence:
+                if lockstep is True or m.gm_writes:
+                    raise
+            finally:
+                _done(m)
+        m = _launch_machine(target, 1, settings)
         try:
-            kernel(*args)
-            return
-        except BlockDivergence:
-            if lockstep is True or m.gm_writes:
-                raise
+            for b in range(blocks):
+                m.reset_for_launch()
+                m.block_idx, m.block_num = b, blocks
+                kernel(*args)
         finally:
             _done(m)
-    m = _launch_machine(target, 1, settings)
-    try:
-        for b in range(blocks):
-            m.reset_for_launch()
-            m.block_idx, m.block_num = b, blocks
-            kernel(*args)
-    finally:
-        _done(m)
 
 
 _MACHINES: dict[Any, Machine] = {}
@@ -179,10 +180,12 @@ def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machin
         m = _MACHINES[key] = Machine(target, lanes=lanes, **settings)
     m.reset_for_launch()
     m.lazy_loads = True
+    m.quiet = True
     _push(m)
     return m
 
 
 def _done(m: Machine) -> None:
     m._lazy.clear()
+    m.quiet = False
     pop(m)

@@ -54,6 +54,9 @@ class Machine:
         self.gm_writes = 0
         #: TLOAD may let tiles read GM in place (copy-on-write); on for launches and .pto runs
         self.lazy_loads = False
+        #: numpy floating-point warnings are already off (inside a launch or a .pto run):
+        #: instructions may skip their own np.errstate
+        self.quiet = False
         self._lazy: list[Tile] = []
         self._arena: list[np.ndarray] = []
         self._arena_cur: np.ndarray | None = None
@@ -154,6 +157,13 @@ class Machine:
         self.print_used = 0
 
     # ---- lazy loads: a tile that reads GM in place until either side is written ------------
+    #: below this many elements (all blocks together) a copy is cheaper than the bookkeeping
+    LAZY_MIN_ELEMENTS = 1 << 14
+
+    def lazy_ok(self, tile: Tile) -> bool:
+        """May ``tile`` be loaded copy-on-write / get a deferred result here?"""
+        return self.lazy_loads and tile.spec.numel * self.lanes >= self.LAZY_MIN_ELEMENTS
+
     def add_lazy(self, tile: Tile) -> None:
         if tile not in self._lazy:
             self._lazy.append(tile)

@@ -270,7 +270,7 @@ class Tile:
     """
 
     __slots__ = ("spec", "_vr", "_vc", "_buf", "_machine", "addr", "name", "_lazy",
-                 "_pending", "__weakref__")
+                 "_pending", "_v2d", "__weakref__")
 
     def __init__(
         self,
@@ -296,6 +296,7 @@ class Tile:
         self._vr = 0
         self._vc = 0
         self._buf: np.ndarray | None = None
+        self._v2d: tuple[np.ndarray, np.ndarray | None] | None = None  # (storage, its 2-D view)
         self._lazy: np.ndarray | None = None  # GM window this tile reads in place (see TLOAD)
         #: a deferred elementwise result (ufunc, inputs): computed into storage when needed,
         #: or by TSTORE straight into GM (load -> compute -> store without the extra copy)
@@ -410,6 +411,7 @@ class Tile:
         t = Tile.__new__(Tile)
         t._lazy = None
         t._pending = None
+        t._v2d = None
         t.spec, t.name, t.addr, t._machine = self.spec, self.name, self.addr, self._machine
         t._buf = buf[b]
         vr, vc = self._vr, self._vc
@@ -481,17 +483,22 @@ class Tile:
         In a lockstep launch (see :mod:`ptoisa.grid`) storage has a leading block dimension
         and the view is (blocks, rows, cols); every accessor below indexes the trailing two
         dimensions, so instruction semantics written with ``[..., r, c]`` serve both."""
-        s = self.spec
-        if s.is_boxed or s.dtype.packed:
-            return None
         buf = self.storage
-        if buf.ndim == 1:
-            if s.is_row_major:
-                return buf.reshape(s.rows, s.cols)
-            return buf.reshape(s.cols, s.rows).T
-        if s.is_row_major:
-            return buf.reshape(buf.shape[0], s.rows, s.cols)
-        return buf.reshape(buf.shape[0], s.cols, s.rows).transpose(0, 2, 1)
+        c = self._v2d
+        if c is not None and c[0] is buf:  # cached for this storage (re-derived on TASSIGN)
+            return c[1]
+        s = self.spec
+        v: np.ndarray | None
+        if s.is_boxed or s.dtype.packed:
+            v = None
+        elif buf.ndim == 1:
+            v = buf.reshape(s.rows, s.cols) if s.is_row_major else buf.reshape(s.cols, s.rows).T
+        elif s.is_row_major:
+            v = buf.reshape(buf.shape[0], s.rows, s.cols)
+        else:
+            v = buf.reshape(buf.shape[0], s.cols, s.rows).transpose(0, 2, 1)
+        self._v2d = (buf, v)
+        return v
 
     def read(self, rows: int | None = None, cols: int | None = None, r0: int = 0, c0: int = 0
              ) -> np.ndarray:
@@ -505,6 +512,8 @@ class Tile:
             self._materialize()
         v = self.view2d()
         if v is not None:
+            if r0 == 0 and c0 == 0 and rows == self.spec.rows and cols == self.spec.cols:
+                return v
             return v[..., r0:r0 + rows, c0:c0 + cols]
         b = self._box_block(rows, cols, r0, c0)
         if b is not None:

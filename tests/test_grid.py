@@ -14,6 +14,13 @@ from ptoisa import TileType
 R, C = 16, 32
 
 
+@pytest.fixture(autouse=True)
+def copy_on_write_everywhere(monkeypatch):
+    """Small tiles normally skip copy-on-write loads and deferred results (a copy is cheaper
+    than the bookkeeping); these tests force that path so its copy semantics are proven."""
+    monkeypatch.setattr(pto.Machine, "LAZY_MIN_ELEMENTS", 0)
+
+
 def _views(arr: np.ndarray, b, rows: int = R, cols: int = C) -> pto.GlobalTensor:
     n = rows * cols
     return pto.GlobalTensor(arr, (1, 1, 1, rows, cols), (n, n, n, cols, 1), offset=b * n)

@@ -120,6 +120,12 @@ class Program:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
+        self.compiler(tgt).reset_tiles()
+        with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
+            return self._run(fn, bound, blocks, tgt, machine, lockstep)
+
+    def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
+             machine: memory.Machine | None, lockstep: bool | str) -> tuple[Any, ...]:
         if machine is None and lockstep and blocks > 1:
             m = grid._launch_machine(tgt, blocks, {})
             try:
@@ -129,10 +135,12 @@ class Program:
             except grid.BlockDivergence:
                 if lockstep is True or m.gm_writes:
                     raise
+                self.compiler(tgt).reset_tiles()
             finally:
                 grid._done(m)
         if machine is not None:
             m = memory.push(machine)
+            m.quiet = True
         else:
             m = grid._launch_machine(tgt, 1, {})
         out: tuple[Any, ...] = ()
@@ -147,6 +155,7 @@ class Program:
             if machine is None:
                 grid._done(m)
             else:
+                m.quiet = False
                 memory.pop(m)
         return out
 

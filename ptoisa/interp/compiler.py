@@ -127,6 +127,10 @@ class Compiler:
         self.target = target
         self.funcs: dict[str, CompiledFunc] = {}
 
+    def reset_tiles(self) -> None:
+        for f in self.funcs.values():
+            _unbind(f.tiles)
+
     def function(self, name: str) -> CompiledFunc:
         cf = self.funcs.get(name)
         if cf is None:
@@ -138,6 +142,18 @@ class Compiler:
             self.funcs[name] = cf
             cf.build()
         return cf
+
+
+def _unbind(tiles: list[Tile]) -> None:
+    """Forget the storage of compiled tiles: a new run (maybe on another machine, or with
+    another number of lockstep blocks) places them afresh."""
+    for t in tiles:
+        t._buf = None
+        t._machine = None
+        t.addr = None
+        t._lazy = None
+        t._pending = None
+        t._v2d = None
 
 
 class CompiledFunc:
@@ -646,9 +662,13 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                                  f"rank-{len(st)} view", loc=loc)
         for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
             if np.any(a < 0) or n < 0 or np.any(a + n > full):
+                where = ""
+                if isinstance(a, np.ndarray):  # lockstep: name the first offending block
+                    bad = int(np.flatnonzero((a < 0) | (a + n > full))[0])
+                    a, where = int(a[bad]), f" (block {bad})"
                 raise ExecutionError(
-                    f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}",
-                    loc=loc)
+                    f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}"
+                    f"{where}", loc=loc)
         offset = sum(a * s for a, s in zip(o, st, strict=True))
         if isinstance(offset, np.ndarray):
             offset = np.asarray(offset, np.int64)

@@ -15,9 +15,9 @@ from .registry import Instr, Opnd, instr, locs, same_dtype
 
 def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:
     """Every tile source's valid region covers dst's valid region (the iteration domain)."""
-    vr, vc = dst.valid_shape
+    vr, vc = dst._vr, dst._vc
     for i, s in enumerate(srcs):
-        if isinstance(s, Tile) and (s.valid_row < vr or s.valid_col < vc):
+        if isinstance(s, Tile) and (s._vr < vr or s._vc < vc):
             raise RuntimeCheckError(
                 f"src{i} valid region {s.valid_row}x{s.valid_col} does not cover dst valid "
                 f"region {vr}x{vc}", op=ins.mnemonic)
@@ -33,12 +33,18 @@ def TADD(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:  # noqa: N802
     vr, vc = dst.valid_shape
     if vr and vc:
         a, b = src0.read(vr, vc), src1.read(vr, vc)
-        if m.lazy_loads and (vr, vc) == dst.shape and not dst.spec.is_boxed:
+        if m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.spec.is_boxed:
             dst.set_pending(np.add, (a, b), m)  # computed when read, or by TSTORE into GM
             return
         out = dst.view2d()
-        with np.errstate(over="ignore"):
-            if out is not None:  # straight into dst's storage (numpy handles overlap)
-                np.add(a, b, out=out[..., :vr, :vc])
+        if out is not None:  # straight into dst's storage (numpy handles overlap)
+            if (vr, vc) != dst.shape:
+                out = out[..., :vr, :vc]
+            if m.quiet:
+                np.add(a, b, out=out)
             else:
+                with np.errstate(over="ignore"):
+                    np.add(a, b, out=out)
+        else:
+            with np.errstate(over="ignore"):
                 dst.write(np.add(a, b))

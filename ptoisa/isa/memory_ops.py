@@ -130,7 +130,7 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
         dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
     if not (vr and vc):
         return
-    if m.lazy_loads and (vr, vc) == dst.shape and not dst.dtype.packed \
+    if m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.dtype.packed \
             and src.dtype is dst.dtype:
         w = src.window(vr, vc)
         if w is None and dst.spec.is_boxed:

@@ -126,7 +126,7 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
         dst.write(np.array(vals, copy=True))
         return
     if extra is None and src.loc is not TileType.Acc and src.dtype is dst.dtype \
-            and m.lazy_loads and (vr, vc) == dst.shape and not dst.dtype.packed:
+            and m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.dtype.packed:
         # the moved values stay where they are until either tile is written (copy-on-write)
         dst.set_lazy(src.read(vr, vc), m)
         return

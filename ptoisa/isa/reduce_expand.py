@@ -533,7 +533,7 @@ def _declare_row_op(suffix: str) -> Instr:
         a = np.asarray(full.read(vr, vc))
         uf = _FLOAT_UFUNCS.get(suffix)
         if uf is not None and dst.dtype.is_float and a.dtype == dst.dtype.np \
-                and m.lazy_loads and (vr, vc) == dst.shape and dst.spec.is_nd:
+                and m.lazy_ok(dst) and (vr, vc) == dst.shape and dst.spec.is_nd:
             # deferred: computed when dst is read, or by TSTORE straight into GM
             dst.set_pending(uf, (b, a) if swapped else (a, b), m)
             return
