@@ -50,7 +50,7 @@ def tree_sum(x: np.ndarray) -> np.ndarray:
         width *= 2
     if width != n:
         x = np.concatenate([x, np.zeros((*x.shape[:-1], width - n), x.dtype)], axis=-1)
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):
         while x.shape[-1] > 1:
             h = x.shape[-1] // 2
             x = x[..., :h] + x[..., h:]
@@ -74,8 +74,9 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     x = np.asarray(src.read())
     if m.target.name == "cpu":
         acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
-        with np.errstate(over="ignore"):
+        with np.errstate(all="ignore"):
             s = np.cumsum(x, axis=-1, dtype=acc)[..., -1]
     else:
-        s = tree_sum(x)
+        with np.errstate(all="ignore"):
+            s = tree_sum(x)
     dst.write(s.astype(dst.dtype.np)[..., None])
