@@ -294,6 +294,11 @@ def _run(m: Machine, kind: str, vals: tuple[Any, ...]) -> None:
             if cin is not None:
                 acc = acc + np.asarray(cin.read(mm, n)).astype(np.float64)
             res = acc.astype(np.float32).astype(c.dtype.np)
+    if m.lazy_ok(c) and (mm, n) == c.shape and not c.dtype.packed:
+        # keep the result in logical order (copy-on-write) until the accumulator is read in
+        # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking
+        c.set_lazy(res, m)
+        return
     c.write(res)
 
 
