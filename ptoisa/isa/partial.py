@@ -20,19 +20,24 @@ from ..tile import Tile
 from .registry import Instr, Opnd, instr, locs, same_dtype
 
 
-def _pattern(ins: Instr, dst: Tile, src0: Tile, src1: Tile) -> None:
-    if current().target.name == "cpu":
-        return
-    d = dst.valid_shape
+def check_partial_pattern(op: str, d: tuple[int, int], a: tuple[int, int],
+                          b: tuple[int, int]) -> None:
+    """The NPUs' supported partial-validity patterns (shared by TPART* and TPARTARG*): one
+    source's valid region equals dst's, the other's does not exceed it."""
     if d[0] == 0 or d[1] == 0:
         return
-    a, b = src0.valid_shape, src1.valid_shape
     ok = (a == d and b[0] <= d[0] and b[1] <= d[1]) or (b == d and a[0] <= d[0] and a[1] <= d[1])
     if not ok:
         raise RuntimeCheckError(
             f"unsupported partial-validity pattern: dst valid {d[0]}x{d[1]}, src0 {a[0]}x{a[1]}, "
             f"src1 {b[0]}x{b[1]} (one source must equal dst, the other must not exceed it)",
-            op=ins.mnemonic)
+            op=op)
+
+
+def _pattern(ins: Instr, dst: Tile, src0: Tile, src1: Tile) -> None:
+    if current().target.name == "cpu":
+        return
+    check_partial_pattern(ins.mnemonic, dst.valid_shape, src0.valid_shape, src1.valid_shape)
 
 
 def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarray], Any]) -> None:

@@ -24,6 +24,8 @@ from ..enums import Pipe, TileType
 from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine, current
 from ..tile import Tile, TileSpec
+from .elementwise_common import idiv
+from .partial import check_partial_pattern
 from .reduce import row_reduce_dst, row_reduce_runtime
 from .registry import (
     Event,
@@ -88,28 +90,9 @@ def _cpu_acc(dt: Any) -> Any:
     return np.float32 if dt.name in ("f16", "bf16") else dt.np
 
 
-def _idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """C integer division (truncation toward zero) in a's type; wraps (INT_MIN / -1); x / 0
-    is target-defined: ptoisa gives 0 (as the elementwise TDIV family)."""
-    dt = a.dtype
-    work = np.uint64 if dt == np.uint64 else np.int64
-    aw, bw = a.astype(work), b.astype(work)
-    zero = bw == 0
-    bs = np.where(zero, 1, bw).astype(work)
-    with np.errstate(all="ignore"):
-        q = aw // bs
-        if work is np.int64:
-            r = aw - q * bs
-            q = q + ((r != 0) & ((aw < 0) != (bs < 0))).astype(np.int64)
-        q = np.where(zero, 0, q)
-        u = q.astype(np.uint64) & np.uint64((1 << (8 * dt.itemsize)) - 1)
-    return u.astype(f"u{dt.itemsize}").view(dt)
-
-
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu":
-        a, b = np.broadcast_arrays(a, b)
-        return _idiv(a, b)
+    if a.dtype.kind in "iu":  # C division toward zero, x / 0 gives 0 (as the TDIV family)
+        return idiv(a, b, to_dtype(a.dtype))
     return np.divide(a, b)
 
 
@@ -741,16 +724,8 @@ def _part_arg_runtime(ins: Instr, dstVal: Tile, src0Val: Tile, src1Val: Tile,  #
                 f"{i.valid_row}x{i.valid_col}", op=ins.mnemonic)
     if not _npu():
         return
-    d = dstVal.valid_shape
-    if d[0] == 0 or d[1] == 0:
-        return
-    a, b = src0Val.valid_shape, src1Val.valid_shape
-    ok = (a == d and b[0] <= d[0] and b[1] <= d[1]) or (b == d and a[0] <= d[0] and a[1] <= d[1])
-    if not ok:
-        raise RuntimeCheckError(
-            f"unsupported partial-validity pattern: dst valid {d[0]}x{d[1]}, src0 {a[0]}x{a[1]}, "
-            f"src1 {b[0]}x{b[1]} (one source must equal dst, the other must not exceed it)",
-            op=ins.mnemonic)
+    check_partial_pattern(ins.mnemonic, dstVal.valid_shape, src0Val.valid_shape,
+                          src1Val.valid_shape)
 
 
 def _declare_part_arg(name: str) -> Instr:
