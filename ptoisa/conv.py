@@ -9,12 +9,22 @@ storage and aliasing work as for any tile; instructions that understand convolut
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 
 from .errors import PtoError
-from .tile import Tile, tile_spec
+from .tile import Tile, TileSpec, tile_spec
+
+
+@dataclass(frozen=True, eq=True)
+class ConvSpec(TileSpec):
+    """Static type of a ConvTile: its flat 1 x N tile spec plus the convolution layout and
+    shape (static rules tell ConvTile operands from plain tiles by this type)."""
+
+    conv_layout: str = ""
+    conv_shape: tuple[int, ...] = ()
 
 #: layouts and their number of dimensions
 CONV_LAYOUTS = {"NCHW": 4, "NHWC": 4, "NC1HWC0": 5, "GNCHW": 5, "GNC1HWC0": 6, "FRACTAL_Z": 4,
@@ -24,7 +34,7 @@ CONV_LAYOUTS = {"NCHW": 4, "NHWC": 4, "NC1HWC0": 5, "GNCHW": 5, "GNC1HWC0": 6, "
 class ConvTile(Tile):
     """``ConvTile(TileType.Vec, np.float32, 76800, "NC1HWC0", (2, 25, 4, 3, 8))``."""
 
-    __slots__ = ("layout", "conv_shape")
+    __slots__ = ("layout", "conv_shape", "img2col")
 
     def __init__(self, loc: Any, dtype: Any, buffer_bytes: int, layout: str,
                  shape: tuple[int, ...], *, name: str | None = None) -> None:
@@ -44,10 +54,15 @@ class ConvTile(Tile):
         if numel * esz > buffer_bytes:
             raise PtoError(f"ConvTile {key}{list(shape)} needs {numel * esz} bytes, the buffer "
                            f"has {buffer_bytes}")
-        spec = tile_spec(loc, dtype, 1, buffer_bytes // esz)
+        flat = tile_spec(loc, dtype, 1, buffer_bytes // esz)
+        spec = ConvSpec(**{f.name: getattr(flat, f.name) for f in fields(TileSpec)},
+                        conv_layout=key, conv_shape=shape)
         self._init(spec, 1, spec.cols, name)
         self.layout = key
         self.conv_shape = shape
+        #: the Img2colTileConfig fields of a feature-map tile (TIMG2COL / SETFMATRIX ...);
+        #: None = derived from the shape (see ptoisa.isa.img2col.Img2colConfig)
+        self.img2col: Any = None
 
     def array(self) -> np.ndarray:
         """Writable N-D view of the storage in the tile's convolution layout."""
@@ -121,3 +136,48 @@ def _need(dst: ConvTile, shape: tuple[int, ...], grouped: bool, ok: bool) -> Non
     if dst.conv_shape != want or not ok:
         raise PtoError(f"{dst.layout} dst {list(dst.conv_shape)} does not match the source "
                        f"(want {list(want)})")
+
+
+# ---- TLOAD / TSTORE of ConvTiles (GM layouts NC1HWC0, NDC1HWC0, FRACTAL_Z, ...) ----------------
+
+def gm_indices(gm: Any, tile: ConvTile) -> np.ndarray:
+    """Flat GM element indices of the ConvTile's elements, in the tile's storage order.
+
+    The GM view's elements are taken in row-major order of its 5-D shape (the convolution
+    layout is the order of its dimensions: a FRACTAL_Z view ``[., ., C1HW, N0, C0]`` is the
+    ``[C1HW, N1, N0, C0]`` tile). An NDC1HWC0 view is 5-D ``[N, D, C1, H, W]`` with an implicit
+    innermost C0 (contiguous, the tile's last dimension), as the C++ GlobalTensor has no
+    sixth dimension."""
+    shape = [int(s) for s in gm.spec.shape]
+    stride = [int(s) for s in gm.spec.stride]
+    numel = int(np.prod(shape))
+    tnum = int(np.prod(tile.conv_shape))
+    layout = gm.spec.layout.name
+    if layout == "NDC1HWC0" and numel * tile.conv_shape[-1] == tnum:
+        if list(tile.conv_shape[:-1]) != shape[-len(tile.conv_shape) + 1:]:
+            raise PtoError(f"NDC1HWC0 view {shape} does not match the ConvTile "
+                           f"{list(tile.conv_shape)} (want [N, D, C1, H, W] + C0)")
+        shape, stride = shape + [tile.conv_shape[-1]], stride + [1]
+    elif numel != tnum:
+        raise PtoError(f"GM view {gm.spec.describe()} holds {numel} elements, the "
+                       f"{tile.layout} ConvTile {list(tile.conv_shape)} {tnum}")
+    idx = np.zeros((), np.int64)
+    for s, t in zip(shape, stride, strict=True):
+        idx = idx[..., None] + np.arange(s, dtype=np.int64) * t
+    idx = idx.reshape(-1) + int(gm.offset)
+    if idx.size and (idx.min() < 0 or idx.max() >= gm.flat.size):
+        raise PtoError(f"GM view {gm.spec.describe()} at offset {gm.offset} reaches elements "
+                       f"[{idx.min()}, {idx.max()}] but the array has {gm.flat.size}")
+    return idx
+
+
+def load(dst: ConvTile, src: Any) -> None:
+    """TLOAD into a ConvTile: the GM view's elements, in order, into the tile's storage."""
+    n = int(np.prod(dst.conv_shape))
+    dst.storage[:n] = src.flat[gm_indices(src, dst)].view(dst.storage.dtype)
+
+
+def store(dst: Any, src: ConvTile) -> None:
+    """TSTORE of a ConvTile: its storage, in order, to the GM view's elements."""
+    n = int(np.prod(src.conv_shape))
+    dst.flat[gm_indices(dst, src)] = src.storage[:n].view(dst.flat.dtype)

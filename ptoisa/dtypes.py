@@ -27,6 +27,9 @@ class DType:
     #: 4-bit types stored two per byte (even element in the low nibble, model.md 2.5); their
     #: logical values are the 4-bit codes as uint8 (decode with :func:`fp4_decode`).
     packed: bool = False
+    #: 8-bit storage whose logical values are codes, not numpy numbers (s4, hif8): tiles and GM
+    #: hold the code bytes; arithmetic decodes with :func:`decode` / encodes with :func:`encode`
+    coded: bool = False
 
     @property
     def itemsize(self) -> int:
@@ -83,10 +86,15 @@ u64 = _mk("ui64", np.uint64, "uint", "uint64_t")
 i1 = _mk("i1", np.bool_, "bool", "bool")
 f4e2m1 = DType("f4E2M1x2", np.dtype(np.uint8), "float", "float4_e2m1x2_t", packed=True)
 f4e1m2 = DType("f4E1M2x2", np.dtype(np.uint8), "float", "float4_e1m2x2_t", packed=True)
+#: pto::int4b_t: one signed 4-bit value per byte (``storage & 0x0F``, sign-extended; model.md
+#: section 7, the conformance pack's ``int4x2``); the byte holds the code in its low nibble
+s4 = DType("s4", np.dtype(np.uint8), "int", "int4b_t", coded=True)
+#: hifloat8_t, Huawei HiF8 (sign, dot, exponent, mantissa; see :func:`hif8_decode`)
+hif8 = DType("hif8", np.dtype(np.uint8), "float", "hifloat8_t", coded=True)
 
 ALL: tuple[DType, ...] = (
     f32, f16, bf16, f8e4m3, f8e5m2, f8e8m0, f64, i8, u8, i16, u16, i32, u32, i64, u64, i1,
-    f4e2m1, f4e1m2,
+    f4e2m1, f4e1m2, s4, hif8,
 )
 
 _ALIASES: dict[str, DType] = {}
@@ -116,8 +124,10 @@ _alias(u64, "ui64", "u64", "uint64", "uint64_t")
 _alias(i1, "i1", "bool")
 _alias(f4e2m1, "f4E2M1x2", "float4_e2m1fn_x2", "float4_e2m1x2_t", "float4_e2m1x2", "e2m1x2")
 _alias(f4e1m2, "f4E1M2x2", "float4_e1m2_x2", "float4_e1m2x2_t", "float4_e1m2x2", "e1m2x2")
+_alias(s4, "s4", "i4", "int4", "int4b_t", "int4x2")
+_alias(hif8, "hif8", "hifloat8", "hifloat8_t", "HiF8")
 
-_BY_NP: dict[np.dtype, DType] = {dt.np: dt for dt in ALL if not dt.packed}
+_BY_NP: dict[np.dtype, DType] = {dt.np: dt for dt in ALL if not (dt.packed or dt.coded)}
 
 
 def dtype(x: Any) -> DType:
@@ -199,3 +209,119 @@ def fp4_encode(values: Any, dt: DType) -> np.ndarray:
     neg = np.signbit(x)
     return (code | np.where(neg, 8, 0).astype(np.uint8)).astype(np.uint8)
 
+
+
+# ---- coded 8-bit types: int4b_t (s4) and HiFloat8 -------------------------------------------
+
+def s4_decode(codes: Any) -> np.ndarray:
+    """s4 storage bytes -> int8 values in [-8, 7] (low nibble, sign-extended)."""
+    c = (np.asarray(codes).astype(np.uint8) & 0xF).astype(np.int8)
+    return np.where(c >= 8, c - 16, c).astype(np.int8)
+
+
+def s4_encode(values: Any) -> np.ndarray:
+    """Integers in [-8, 7] -> s4 storage bytes (the code in the low nibble, high nibble 0)."""
+    return (np.asarray(values).astype(np.int64) & 0xF).astype(np.uint8)
+
+
+def _hif8_value(code: int) -> float:
+    """HiF8 (Huawei HiFloat8, arXiv:2409.16626): sign bit, then a prefix-coded *dot* field
+    giving the exponent width D, a D-bit sign-magnitude exponent with an implicit leading 1
+    (first bit = exponent sign, 1 negative), and the mantissa:
+
+    ====== == ======== ==============
+    dot    D mantissa exponent
+    ====== == ======== ==============
+    11     4  1        +-[8, 15]
+    10     3  2        +-[4, 7]
+    01     2  3        +-[2, 3]
+    001    1  3        +-1
+    0001   0  3        0
+    0000   -  3        denormal: 2^(M-23) (M = 0 is zero)
+    ====== == ======== ==============
+
+    Specials: 0x00 = 0, 0x80 = NaN, S 11 0111 1 (0x6F / 0xEF) = +-inf (the code above
+    +-2^15, the largest finite magnitude)."""
+    sign = -1.0 if code & 0x80 else 1.0
+    b = code & 0x7F
+    if code == 0x80:
+        return float("nan")
+    if b == 0x6F:
+        return sign * float("inf")
+    if b >> 5 == 0b11:
+        d, mbits = 4, 1
+    elif b >> 5 == 0b10:
+        d, mbits = 3, 2
+    elif b >> 5 == 0b01:
+        d, mbits = 2, 3
+    elif b >> 4 == 0b001:
+        d, mbits = 1, 3
+    elif b >> 3 == 0b0001:
+        d, mbits = 0, 3
+    else:  # 0000 MMM: denormal
+        m = b & 7
+        return sign * (2.0 ** (m - 23)) if m else sign * 0.0
+    man = b & ((1 << mbits) - 1)
+    ebits = (b >> mbits) & ((1 << d) - 1)
+    if d == 0:
+        e = 0
+    else:
+        mag = (1 << (d - 1)) | (ebits & ((1 << (d - 1)) - 1))
+        e = -mag if ebits >> (d - 1) else mag
+    return sign * (1.0 + man / (1 << mbits)) * 2.0 ** e
+
+
+#: code -> value of all 256 HiF8 codes (float64)
+HIF8_VALUES = np.array([_hif8_value(c) for c in range(256)], np.float64)
+HIF8_MAX = 2.0 ** 15
+
+# finite non-negative magnitudes in ascending order and their (positive) codes, for encoding
+_HIF8_POS = [c for c in range(0x80) if np.isfinite(HIF8_VALUES[c])]
+_HIF8_ORDER = np.array(sorted(_HIF8_POS, key=lambda c: HIF8_VALUES[c]), np.uint8)
+_HIF8_MAGS = HIF8_VALUES[_HIF8_ORDER]
+
+
+def hif8_decode(codes: Any) -> np.ndarray:
+    """HiF8 codes (uint8) -> float32 values (every HiF8 value is exact in f32)."""
+    return HIF8_VALUES[np.asarray(codes).astype(np.uint8)].astype(np.float32)
+
+
+def hif8_encode(values: Any, mode: str = "rint", *, saturate: bool = False) -> np.ndarray:
+    """Float values -> HiF8 codes, correctly rounded from the exact (float64) value.
+
+    ``mode``: ``rint`` nearest, ties to the even code (last mantissa bit 0); ``round``
+    nearest, ties away from zero; ``floor``/``ceil``/``trunc`` directed. NaN -> 0x80.
+    Magnitudes above 2^15 round to +-inf (code 0x6F/0xEF) when the rounding would leave the
+    finite range, or to +-2^15 with ``saturate``; a result of zero keeps the input's sign
+    bit only for +0 (the code 0x80 is NaN, so -0 encodes as 0x00)."""
+    x = np.asarray(values, np.float64)
+    nan = np.isnan(x)
+    a = np.abs(np.where(nan, 0.0, x))
+    neg = (x < 0) & ~nan
+    mags = _HIF8_MAGS
+    n = len(mags)
+    hi_i = np.clip(np.searchsorted(mags, a, side="left"), 0, n - 1)
+    lo_i = np.clip(np.searchsorted(mags, a, side="right") - 1, 0, n - 1)
+    lo, hi = mags[lo_i], mags[hi_i]
+    lo_c, hi_c = _HIF8_ORDER[lo_i], _HIF8_ORDER[hi_i]
+    over = a > HIF8_MAX
+    # above the largest finite value the next step up is the (virtual) 1.5 * 2^15 = inf code
+    hi = np.where(over, 1.5 * HIF8_MAX, hi)
+    hi_c = np.where(over, np.uint8(0x6F), hi_c)
+    away = {"floor": neg, "ceil": ~neg, "trunc": np.zeros(a.shape, bool)}.get(mode)
+    if away is None:
+        d_lo, d_hi = a - lo, hi - a
+        tie_hi = np.ones(a.shape, bool) if mode == "round" else (hi_c & 1) == 0
+        away = (d_hi < d_lo) | ((d_hi == d_lo) & tie_hi)
+    exact = a == lo
+    code = np.where(exact, lo_c, np.where(away, hi_c, lo_c)).astype(np.uint8)
+    code = np.where(np.isinf(a), np.uint8(0x6F), code)
+    if saturate:
+        code = np.where(code == 0x6F, np.uint8(0x6E), code)
+    code = np.where(neg & (code != 0), code | np.uint8(0x80), code)
+    return np.where(nan, np.uint8(0x80), code).astype(np.uint8)
+
+
+def decode(codes: Any, dt: DType) -> np.ndarray:
+    """Logical numbers of a coded type's storage: s4 -> int8, hif8 -> float32."""
+    return s4_decode(codes) if dt is s4 else hif8_decode(codes)

@@ -24,7 +24,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..dtypes import FP4_VALUES, DType, dtype, fp4_decode
+from ..dtypes import FP4_VALUES, DType, decode, dtype, fp4_decode, hif8_encode, s4_encode
 from ..enums import Pipe, RoundMode, SaturationMode, TileType
 from ..memory import Machine
 from ..tile import Tile, TileSpec
@@ -137,6 +137,8 @@ def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
     if dst.packed:
         with np.errstate(all="ignore"):
             return round_fp4(x.astype(np.float64), dst, mode)
+    if src.coded or dst.coded:
+        return _convert_coded(x, src, dst, mode, sat, target)
     with np.errstate(all="ignore"):
         if dst.is_float:
             x64 = x.astype(np.float64)
@@ -181,6 +183,27 @@ def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
                 return np.maximum(xi, 0).astype(np.uint64)
             return np.clip(xi, lo, hi).astype(dst.np)
         return x.astype(dst.np)  # two's-complement truncation / extension
+
+
+def _convert_coded(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
+                   target: str) -> np.ndarray:
+    """Conversions from and to the coded 8-bit types. s4 sources and HiF8 sources decode
+    exactly (to i8 / f32). To s4: rounded with ``mode`` and always clamped to [-8, 7] (the
+    simulator's and the NPU's f16 -> s4 results saturate whatever the saturation mode; NaN
+    -> 0). To HiF8: correctly rounded with ``mode`` (RINT/NONE/ODD ties to the even code,
+    ROUND ties away); out of range -> +-inf, or +-2^15 with saturation; NaN -> 0x80."""
+    if src.coded:
+        x, src = decode(x, src), dtype("i8" if src.name == "s4" else "f32")
+        if not dst.coded:
+            return convert(x, src, dst, mode, sat, target)
+    with np.errstate(all="ignore"):
+        x64 = x.astype(np.float64)
+        if dst.name == "s4":
+            r = round_int(x64, mode)
+            return s4_encode(np.clip(np.nan_to_num(r, nan=0.0), -8, 7))
+        rm = {RoundMode.CAST_ROUND: "round", RoundMode.CAST_FLOOR: "floor",
+              RoundMode.CAST_CEIL: "ceil", RoundMode.CAST_TRUNC: "trunc"}.get(mode, "rint")
+        return hif8_encode(x64, rm, saturate=sat)
 
 
 def _x86_cast(r: np.ndarray, dst: DType) -> np.ndarray:

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import conv
+from ..conv import ConvSpec, ConvTile
 from ..enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine
@@ -103,7 +105,55 @@ def _acc_tload_cpu_only(sig: Sig) -> None:
 
 
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
+    if _conv_path(ins, src, dst):
+        return
     _gm_covers(ins.mnemonic, src, dst, "dst")
+
+
+# ---- ConvTile operands (the convolution layouts; see ptoisa.conv) ---------------------------
+
+#: GM layouts only a ConvTile is transferred with (NC1HWC0 also stores plain tiles)
+_CONV_ONLY = (Layout.FRACTAL_Z, Layout.NDC1HWC0)
+_CONV_LAYOUTS = (Layout.NCHW, Layout.NHWC, Layout.NC1HWC0, Layout.NCDHW, Layout.NDC1HWC0,
+                 Layout.FRACTAL_Z)
+
+
+def _conv_or(plain_rule: Any) -> Any:
+    """Static layout rule: a ConvTile operand takes the convolution GM layouts, a plain tile
+    what ``plain_rule`` allows."""
+    def rule(sig: Sig) -> None:
+        if not any(isinstance(sig[o.name], ConvSpec) for o in sig.instr.operands):
+            plain_rule(sig)
+            return
+        for o in sig.instr.operands:
+            t = sig[o.name]
+            if isinstance(t, GMSpec) and t.layout not in _CONV_LAYOUTS:
+                names = ", ".join(a.name for a in _CONV_LAYOUTS)
+                raise sig.fail(f"{o.name} layout {t.layout.name} is not a convolution layout "
+                               f"(a ConvTile takes {names})")
+    return rule
+
+
+def _conv_path(ins: Instr, gm: GlobalTensor, tile: Tile) -> bool:
+    """Run-time rule of the ConvTile branch: True when ``tile`` is a ConvTile (checked here:
+    same element type, GM view in a convolution layout holding the tile's elements)."""
+    if not isinstance(tile, ConvTile):
+        if gm.spec.layout in _CONV_ONLY:
+            raise RuntimeCheckError(f"a {gm.spec.layout.name} GM view is transferred with a "
+                                    "ConvTile, got a plain tile", op=ins.mnemonic)
+        return False
+    if gm.spec.layout.name != tile.layout and not (
+            tile.layout == "FRACTAL_Z" and gm.spec.layout is Layout.FRACTAL_Z):
+        raise RuntimeCheckError(f"GM layout {gm.spec.layout.name} != ConvTile layout "
+                                f"{tile.layout}", op=ins.mnemonic)
+    if gm.dtype is not tile.dtype:
+        raise RuntimeCheckError(f"GM element type {gm.dtype} != ConvTile element type "
+                                f"{tile.dtype}", op=ins.mnemonic)
+    try:
+        conv.gm_indices(gm, tile)
+    except PtoError as e:
+        raise RuntimeCheckError(str(e), op=ins.mnemonic) from None
+    return True
 
 
 @instr("TLOAD", family="memory", pipe=Pipe.MTE2, batched=True,
@@ -112,15 +162,20 @@ def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
        static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
                     TileType.Bias, TileType.Scaling, TileType.Acc),
                _acc_tload_cpu_only,
-               _gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.MX_A_ZZ, Layout.MX_A_ND,
-                           Layout.MX_A_DN, Layout.MX_B_NN, Layout.MX_B_ND, Layout.MX_B_DN),
+               _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.MX_A_ZZ,
+                                    Layout.MX_A_ND, Layout.MX_A_DN, Layout.MX_B_NN,
+                                    Layout.MX_B_ND, Layout.MX_B_DN)),
                _gm_dtype_matches("dst", "src")),
        runtime=(_tload_runtime,))
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
     """Copy the GM view into dst's valid region (any GM layout into any tile layout, e.g.
     ND -> NZ). With a pad value other than Null the rest of the tile is filled with it; on cpu
     the whole tile is first filled with the pad value (Null pads 0), as the CPU simulator does.
+    A ConvTile dst takes the view's elements in order (NC1HWC0, NDC1HWC0, FRACTAL_Z ...).
     """
+    if isinstance(dst, ConvTile):
+        conv.load(dst, src)
+        return
     vr, vc = dst.valid_shape
     pad = dst.spec.pad
     if (vr, vc) != dst.shape and (m.target.name == "cpu" or not pad.is_null):
@@ -149,7 +204,10 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
 # ---- TSTORE ------------------------------------------------------------------------------------
 
 def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **params: Any) -> None:
+    if _conv_path(ins, dst, src):
+        return
     _gm_covers(ins.mnemonic, dst, src, "src")
+
 
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
@@ -226,14 +284,21 @@ def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),
        dtype_key=("src",),
        static=(locs(["src"], TileType.Vec, TileType.Mat, TileType.Acc),
-               _gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0, Layout.NDC1HWC0),
+               _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
+                                    Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
        runtime=(_tstore_runtime, _acc_valid_col_runtime))
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
     """Copy src's valid region to the GM view. Acc sources convert to the GM element type
     through the fix-pipe (optionally with a scalar quant word ``preQuantScalar`` and ReLU);
-    ``atomicType=AtomicAdd`` adds into GM instead of overwriting."""
+    ``atomicType=AtomicAdd`` adds into GM instead of overwriting. A ConvTile src stores its
+    elements in order to the view (convolution layouts, no conversion)."""
+    if isinstance(src, ConvTile):
+        m.gm_writes += 1
+        m.gm_barrier(dst.flat)
+        conv.store(dst, src)
+        return
     vr, vc = src.valid_shape
     if not (vr and vc):
         return

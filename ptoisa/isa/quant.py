@@ -29,6 +29,7 @@ QUANT_PAIRS = {
     "a2a3": {("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
              ("i32", "i16")},
     "a5": {("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"), ("f32", "f8E4M3"),
+           ("f32", "hif8"),
            ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"), ("i32", "bf16")},
 }
 
@@ -112,7 +113,9 @@ def quantize(x: np.ndarray, words: np.ndarray, mode: str | None, dst: DType, *,
 
 def convert(y: np.ndarray, dst: DType) -> np.ndarray:
     """Plain conversion to ``dst``: round to nearest even for floats, saturating to the finite
-    range for fp8 (which has no infinity), truncation toward zero for float -> int."""
+    range for fp8 (which has no infinity) and HiF8, truncation toward zero for float -> int."""
+    if dst.name == "hif8":  # nearest (ties to the even code), saturating like fp8 e4m3
+        return D.hif8_encode(y.astype(np.float64), "rint", saturate=True)
     if y.dtype == dst.np:
         return y
     if dst.name == "f8E4M3":

@@ -18,7 +18,7 @@ LEGALITY: dict[str, Rule] = {
         "f32->f16 f32->f32 f32->bf16 f32->i16 f32->i32 f32->i64 "
         "f16->f32 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->f32 bf16->i32 "
         "i16->f16 i16->f32 i32->f32 i32->i16 i32->i64 i32->f16 i64->f32 i64->i32 "
-        "ui8->f16 i8->f16")),
+        "ui8->f16 i8->f16 f16->s4 s4->f16")),
     "TDIV": rule("f16 f32"),
     "TEXP": rule("f32 f16"),
     "TFMOD": rule("f32 f16"),

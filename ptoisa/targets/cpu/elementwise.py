@@ -24,7 +24,9 @@ LEGALITY: dict[str, Rule] = {
     "TCMP": rule([(s, "ui8") for s in _CMP_U8.split()] + [(s, "ui32") for s in _CMP_U32.split()]),
     "TCVT": rule(list(product(STD.split(), STD.split()))
                  + [(f, q) for f in FLOATS.split() for q in FP4]
-                 + [(q, f) for f in FLOATS.split() for q in FP4]),
+                 + [(q, f) for f in FLOATS.split() for q in FP4]
+                 + [(f, q) for f in FLOATS.split() for q in ("s4", "hif8")]
+                 + [(q, f) for f in FLOATS.split() for q in ("s4", "hif8")]),
     "TDIV": rule(STD),
     "TEXP": rule(STD),
     "TFMOD": rule(STD),
