@@ -154,6 +154,20 @@ def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
                 "addr" not in op.keyword_operands:
             yield VerifyError("requires 'addr' operand when --pto-level=level3", op=op.name,
                               loc=op.loc)
+        elif op.name == "pto.alloc_tile" and op.results:
+            t = op.results[0].type
+            kw = op.keyword_operands
+            for key, dim in (("valid_row", "v_row"), ("valid_col", "v_col")):
+                if key in kw and isinstance(t, T.TileBufType) and getattr(t, dim) is not None:
+                    yield VerifyError(
+                        f"'{key}' operand given for a static valid dimension "
+                        f"({dim}={getattr(t, dim)}); only dynamic ({dim}=?) dimensions take one",
+                        op=op.name, loc=op.loc)
+        elif op.name == "pto.set_validshape" and op.operands:
+            t = op.operands[0].type
+            if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
+                yield VerifyError("expects a tile with a dynamic valid shape (v_row=?, v_col=?)",
+                                  op=op.name, loc=op.loc)
         elif op.name == "memref.alloc" and manual:
             yield VerifyError("cannot use pto.reserve_buffer with auto = false when local "
                               "memref.alloc still requires PlanMemory allocation",

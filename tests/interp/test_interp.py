@@ -177,3 +177,19 @@ def test_module_rules():
             "private @f()", "@f()"))
     with pytest.raises(VerifyError, match="recursive function calls"):
         load("module {\n  func.func @f() {\n    func.call @f() : () -> ()\n    return\n  }\n}\n")
+
+
+def test_valid_operands_only_for_dynamic_dimensions():
+    """PTOAS: alloc_tile takes valid_row/valid_col only for dynamic (?) dimensions, and
+    set_validshape needs a fully dynamic valid shape."""
+    t16 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, "
+           "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    text = ("module {\n  func.func @k() {\n    %c4 = arith.constant 4 : index\n"
+            f"    %t = pto.alloc_tile valid_row = %c4 : {t16}\n    return\n  }}\n}}\n")
+    with pytest.raises(PtoError, match="'valid_row' operand given for a static valid dimension"):
+        load(text)
+    text2 = ("module {\n  func.func @k() {\n    %c4 = arith.constant 4 : index\n"
+             f"    %t = pto.alloc_tile : {t16}\n"
+             f"    pto.set_validshape %t, %c4, %c4 : {t16}\n    return\n  }}\n}}\n")
+    with pytest.raises(PtoError, match="expects a tile with a dynamic valid shape"):
+        load(text2)
