@@ -20,6 +20,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
 from . import bridge
+from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
 from .compiler import CompiledFunc, Compiler, Context
 
 

@@ -58,9 +58,24 @@ _MX_INS = ("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix")
 _MX = (Form(ins=_MX_INS, outs=("cMatrix",), retype=_MX_SCALES),
        Form(ins=(*_MX_INS, "biasData"), outs=("cMatrix",), retype=_MX_SCALES))
 
+_MX_ACC = (Form(ins=("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix", "biasData"),
+                outs=("cMatrix",),
+                retype={"bMatrix": TileType.ScaleLeft, "biasData": TileType.ScaleRight}),)
+
 # ``pto.X.bias`` spellings of instructions whose bias is an optional operand in C++
 INSTR_ALIASES: dict[str, str] = {"pto.tmatmul.mx.bias": "TMATMUL_MX",
-                                 "pto.tgemv.mx.bias": "TGEMV_MX"}
+                                 "pto.tgemv.mx.bias": "TGEMV_MX",
+                                 # (cOut, cIn, a, sa, b, sb): the C++ TMATMUL_MX overload
+                                 "pto.tmatmul.mx.acc": "TMATMUL_MX",
+                                 "pto.tgemv.mx.acc": "TGEMV_MX"}
+
+#: frontend pipe ops and the registry instruction each one is. Their pipe is implicit (the
+#: function's initialize_*_pipe; interp/verify.py pairs them), so they are not bound through
+#: ``instr_of``, which would ask for the C++ pipe operand.
+FRONTEND_PIPE_OPS: dict[str, str] = {
+    "pto.tpush_to_aiv": "TPUSH", "pto.tpush_to_aic": "TPUSH",
+    "pto.tpop_from_aic": "TPOP", "pto.tpop_from_aiv": "TPOP",
+    "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE"}
 
 FORMS: dict[str, tuple[Form, ...]] = {
     # PTOAS: trandom ins(k0, k1, c0, c1, c2, c3) outs(dst) {rounds}; C++: TRANDOM(dst, key, ctr)
@@ -108,6 +123,9 @@ FORMS: dict[str, tuple[Form, ...]] = {
     "pto.tmatmul.mx.bias": _MX,
     "pto.tgemv.mx": _MX,
     "pto.tgemv.mx.bias": _MX,
+    # ins(cIn, a, sa, b, sb) outs(cOut): the registry's positional (cOut, cIn, a, sa, b, sb)
+    "pto.tmatmul.mx.acc": _MX_ACC,
+    "pto.tgemv.mx.acc": _MX_ACC,
 }
 
 
@@ -115,4 +133,4 @@ def forms_of(op_name: str) -> tuple[Form, ...]:
     return FORMS.get(op_name, ())
 
 
-__all__ = ["FORMS", "INSTR_ALIASES", "SCALE", "Form", "forms_of"]
+__all__ = ["FORMS", "FRONTEND_PIPE_OPS", "INSTR_ALIASES", "SCALE", "Form", "forms_of"]
