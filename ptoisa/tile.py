@@ -469,8 +469,10 @@ class Tile:
         return p
 
     def set_lazy(self, window: np.ndarray, machine: Machine) -> None:
-        """TLOAD without a copy: until this tile or that GM is written, reads see ``window``."""
+        """TLOAD without a copy: until this tile or that GM is written, reads see ``window``
+        (the whole tile: any earlier deferred result is superseded)."""
         self._lazy = window
+        self._pending = None
         machine.add_lazy(self)
 
     def _label(self) -> str:

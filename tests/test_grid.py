@@ -225,3 +225,25 @@ def test_launch_rejects_bad_arguments():
         pto.launch(lambda: None, blocks=0)
     with pytest.raises(pto.PtoError, match="lockstep must be"):
         pto.launch(lambda: None, blocks=2, lockstep="sometimes")
+
+
+def test_partial_reload_keeps_a_lazy_tiles_other_elements_on_the_npu():
+    """A full load read in place, then a load of a smaller valid region: on a2a3/a5 (Null pad)
+    the elements outside the new valid region keep the first load's values."""
+    n = R * C
+    x = np.arange(n, dtype=np.float32)
+    y = -np.ones(n, np.float32)
+    out = np.zeros(n, np.float32)
+
+    def k(x, y, out):
+        t = _tile(valid=(pto.Dyn(R), pto.Dyn(C)))
+        pto.TLOAD(t, _views(x, 0))                       # lazy: reads x in place
+        t.set_valid(R // 2, C // 2)
+        pto.TLOAD(t, pto.GlobalTensor(y, (1, 1, 1, R // 2, C // 2), (n, n, n, C, 1)))
+        t.set_valid(R, C)
+        pto.TSTORE(_views(out, 0), t)
+
+    pto.launch(k, x, y, out, blocks=1, target="a5")
+    exp = x.reshape(R, C).copy()
+    exp[:R // 2, :C // 2] = -1
+    np.testing.assert_array_equal(out.reshape(R, C), exp)

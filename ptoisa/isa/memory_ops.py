@@ -194,10 +194,10 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
             lb = src.lane_blocks(vr, vc)
             w = lb[0][lb[1]] if lb is not None else None
         if w is not None:  # read GM in place until the tile or that GM is written
-            dst._lazy = None
             dst.set_lazy(w, m)
             return
-    dst._lazy = None
+    # a partial load writes through storage, which first settles any earlier lazy contents:
+    # what lies outside the valid region is kept (the NPU does not touch it)
     dst.write(_gather(src, vr, vc))
 
 
@@ -218,7 +218,7 @@ def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType
         _pack4(dst.flat, idx, values)
         return
     w = dst.window(*values.shape[-2:])
-    if w is not None and not _lanes_overlap(dst, w):
+    if w is not None and not _lanes_overlap(w):
         if atomic is AtomicType.AtomicAdd:
             with np.errstate(over="ignore"):
                 w[...] = (w + values.astype(w.dtype)).astype(w.dtype)
@@ -242,7 +242,7 @@ def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType
         dst.flat[idx] = values
 
 
-def _lanes_overlap(gm: GlobalTensor, w: np.ndarray) -> bool:
+def _lanes_overlap(w: np.ndarray) -> bool:
     """Blocks of a lockstep store whose GM windows overlap must write in block order."""
     if w.ndim < 3 or w.shape[0] < 2:
         return False
@@ -307,7 +307,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
             and src.dtype is dst.dtype and atomicType is AtomicType.AtomicNone \
             and (vr, vc) == src.shape:
         w = dst.window(vr, vc)
-        if w is not None and not _lanes_overlap(dst, w):
+        if w is not None and not _lanes_overlap(w):
             # compute the deferred result straight into GM; the tile then reads it in place
             m.gm_writes += 1
             m.gm_barrier(dst.flat)
