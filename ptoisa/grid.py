@@ -112,24 +112,11 @@ def run_lockstep(instr: Instr, m: Machine, vals: list[Any], params: dict[str, An
     the instruction is batched and its operands agree in shape across blocks, else once per
     block on per-block views."""
     if instr.batched and all(_uniform(v) for v in vals):
-        instr.check(m.target, vals, params)  # types and (uniform) valid regions
-        return _impl(instr, m, vals, params)
+        return instr.execute(m, vals, params)  # types and (uniform) valid regions agree
     result = None
     for b in range(m.lanes):
-        vb = [block_of(v, b) for v in vals]
-        instr.check(m.target, vb, params)
-        result = _impl(instr, m, vb, params)
+        result = instr.execute(m, [block_of(v, b) for v in vals], params)
     return result
-
-
-def _impl(instr: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
-    try:
-        return instr.impl(m, *vals, **params)
-    except PtoError as e:
-        if e.op is None:
-            e.op = instr.mnemonic
-            e.args = (e.render(),)
-        raise
 
 
 # ---- launching ------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
 from ..errors import IllegalInstruction, PtoError, UnsupportedType
-from ..memory import current
+from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
@@ -121,18 +121,21 @@ class Instr:
             from ..grid import run_lockstep
 
             result = run_lockstep(self, m, vals, params)
-            return Event(self.name, self.pipe) if self.returns_event else result
+        else:
+            result = self.execute(m, vals, params)
+        return Event(self.name, self.pipe) if self.returns_event else result
+
+    def execute(self, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+        """Check (static, cached; then run-time) and run the semantics; errors name the
+        instruction."""
         self.check(m.target, vals, params)
         try:
-            result = self.impl(m, *vals, **params)
+            return self.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
                 e.op = self.mnemonic
                 e.args = (e.render(),)
             raise
-        if self.returns_event:
-            return Event(self.name, self.pipe)
-        return result
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
         """Split positional args into operand values (trailing Events are waits), coerce
