@@ -355,8 +355,32 @@ def check_op(op: Op, target: str) -> Binding | None:
                     ts, loc=TileType.ScaleRight if nn else TileType.ScaleLeft)
             else:
                 types[name] = _scale_tile(ts, loc)
+    for o in instr.operands:
+        t = types.get(o.name)
+        want = _KIND_TYPES.get(o.kind)
+        if want is not None and t is not None and not isinstance(t, want):
+            raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
+                              f"{_describe(t)}", op=instr.mnemonic, loc=op.loc)
     try:
         instr.check_types(target, types, b.params)
     except PtoError as e:
         raise VerifyError(e.message, op=e.op or instr.mnemonic, loc=op.loc) from None
     return b
+
+
+# operand kinds of the registry against the types IR values bind to (what the eager API's
+# bind() checks on values); the static rules may then rely on them
+_KIND_TYPES: dict[str, tuple[type, ...]] = {"tile": (TileSpec,), "gm": (GMSpec,),
+                                            "tile|gm": (TileSpec, GMSpec), "scalar": (DType,)}
+_KIND_WORDS = {"tile": "a tile", "gm": "a GM view", "tile|gm": "a tile or a GM view",
+               "scalar": "a scalar"}
+
+
+def _describe(t: Any) -> str:
+    if isinstance(t, TileSpec):
+        return f"a {t.loc.name} tile"
+    if isinstance(t, GMSpec):
+        return "a GM view"
+    if isinstance(t, DType):
+        return f"a {t.name} scalar"
+    return type(t).__name__

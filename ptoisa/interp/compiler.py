@@ -210,6 +210,13 @@ class CompiledFunc:
             raise
         except PtoError as e:
             raise VerifyError(e.message, op=e.op or name, loc=op.loc) from None
+        except (IndexError, KeyError, ValueError):
+            # a handler met an op without the operands/results/regions its spelling has
+            # (text the parser accepts generically): a diagnostic, not a traceback
+            raise VerifyError(
+                f"malformed op: {len(op.operands)} operand(s), {len(op.results)} result(s), "
+                f"{len(op.regions)} region(s) do not fit '{name}'", op=name, loc=op.loc
+            ) from None
         return self.unsupported(op)
 
     def unsupported(self, op: Op) -> Step:

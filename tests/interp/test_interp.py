@@ -193,3 +193,26 @@ def test_valid_operands_only_for_dynamic_dimensions():
              f"    pto.set_validshape %t, %c4, %c4 : {t16}\n    return\n  }}\n}}\n")
     with pytest.raises(PtoError, match="expects a tile with a dynamic valid shape"):
         load(text2)
+
+
+def test_malformed_ops_are_diagnostics_not_crashes():
+    """Found by fuzzing ptoisa check: an op spelled without the result its handler needs, and a
+    GM view bound where the instruction takes a tile, are located errors."""
+    pv = "!pto.partition_tensor_view<16x16xf32>"
+    tv = "!pto.tensor_view<?x?xf32>"
+    head = ("module {\n  func.func @k(%a: !pto.ptr<f32>) {\n"
+            "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+            "    %c16 = arith.constant 16 : index\n")
+    no_result = head + (f"    pto.make_tensor_view %a, shape = [%c16, %c16], strides = [%c16, %c1]"
+                        f" : {tv}\n    return\n  }}\n}}\n")
+    with pytest.raises(VerifyError, match="malformed op: .* do not fit 'pto.make_tensor_view'"):
+        load(no_result)
+    swapped = head + (
+        f"    %v = pto.make_tensor_view %a, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}\n"
+        f"    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} "
+        f"-> {pv}\n"
+        f"    %q = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} "
+        f"-> {pv}\n"
+        f"    pto.tload ins(%p : {pv}) outs(%q : {pv})\n    return\n  }}\n}}\n")
+    with pytest.raises(VerifyError, match="tload: operand 'dst' must be a tile, got a GM view"):
+        load(swapped)
