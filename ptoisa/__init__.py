@@ -39,6 +39,7 @@ from .errors import (
 from .grid import BlockDivergence, Lanes, get_block_idx, get_block_num, launch
 from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
+from .isa.matrix import set_matmul_accumulation
 from .memory import Machine, current, target
 from .tensor import GlobalTensor
 from .tile import Dyn, Tile, TileAcc, TileLeft, TileRight, TileSpec, tile_spec
@@ -55,7 +56,7 @@ __all__ = [
     "BlockDivergence", "Lanes", "get_block_idx", "get_block_num", "launch",
 ]
 
-__all__ += ["Program", "load"]
+__all__ += ["Program", "load", "set_matmul_accumulation"]
 
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)

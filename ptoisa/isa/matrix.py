@@ -4,12 +4,13 @@ Data path: Mat -> (TMOV/TEXTRACT) -> Left (A) / Right (B) -> cube -> Acc (C). Wi
 ``M = a.valid_row``, ``K = a.valid_col``, ``N = b.valid_col``:
 ``C[i, j] = sum_k A[i, k] * B[k, j]`` for ``i < M, j < N``; the rest of C is untouched.
 
-Numerics (what the cube computes): products of f16/bf16/fp8/fp4 inputs are exact in f32 and the
-accumulation is in f32 (i32 for i8 inputs, exact: |sum| < 2^31 for K <= 4095). We form the
-sum in f64 (exact products, one rounding to f32 at the end) with a single numpy matmul; integer
-results wrap to i32 where an accumulator input is added (TMATMUL_ACC). f32 inputs are used as
-they are unless a HF32 / TF32 mode is set (SETHF32MODE / SETTF32MODE): then the inputs are first
-rounded to 11 (HF32) or 10 (TF32) mantissa bits.
+Numerics: products of f16/bf16/fp8/fp4 inputs are exact in f32 and, as the ISA specifies,
+accumulation is in the accumulator's type: f32 (i32 for i8 inputs, exact: |sum| < 2^31 for
+K <= 4095; integer results wrap to i32 where an accumulator input is added). By default the f32
+sum runs as f32 BLAS (its order is the BLAS's); ``set_matmul_accumulation("exact")`` forms it in
+f64 instead and rounds once per instruction. f32 inputs are used as they are unless a HF32 / TF32
+mode is set (SETHF32MODE / SETTF32MODE): then the inputs are first rounded to 11 (HF32) or 10
+(TF32) mantissa bits.
 
 MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 32 consecutive
 ``k``: ``A'[i, k] = A[i, k] * 2^(sa[i, k // 32] - 127)``, ``B'[k, j] = B[k, j] * 2^(sb[k // 32, j]
@@ -31,6 +32,30 @@ from .registry import Instr, Opnd, Param, Sig, elem_type, instr
 
 MAX_MKN = 4095
 MX_GROUP = 32
+
+#: how TMATMUL / TGEMV form a float accumulation (see :func:`set_matmul_accumulation`)
+ACCUMULATIONS = ("f32", "exact")
+_ACCUMULATION = ["f32"]
+
+
+def set_matmul_accumulation(mode: str) -> str:
+    """Choose how the float forms of TMATMUL / TGEMV (not _MX) accumulate; returns the previous
+    mode. Integer accumulation is always exact.
+
+    * ``"f32"`` (default): in f32, as the ISA specifies for the cube ("accumulation uses the
+      accumulator tile's native datatype"): products are exact, the running sum is rounded to
+      f32 in the order of the host's f32 BLAS, and the accumulator input / bias is then added in
+      f32. As fast as numpy's own matmul; the last bit may differ between BLAS builds.
+    * ``"exact"``: the k-sum of exact products is formed in f64 and rounded to f32 once per
+      instruction (together with the accumulator input): order-independent, reproducible on any
+      machine, about 3x slower.
+    """
+    if mode not in ACCUMULATIONS:
+        raise ValueError(f"matmul accumulation must be one of {', '.join(ACCUMULATIONS)}, "
+                         f"got {mode!r}")
+    prev = _ACCUMULATION[0]
+    _ACCUMULATION[0] = mode
+    return prev
 
 # ---- operand roles (the C++ overloads share a name) -------------------------------------------
 
@@ -252,14 +277,46 @@ def _f32_input_transform(m: Machine, v: np.ndarray) -> np.ndarray:
     return v
 
 
-def _operand(m: Machine, t: Tile, rows: int, cols: int) -> np.ndarray:
-    """Logical block of an input tile as float64 values (fp4 codes decoded)."""
-    v = np.asarray(t.read(rows, cols))
+def _convert(m: Machine, t: Tile, v: np.ndarray, ct: type) -> np.ndarray:
+    """Input values as ``ct`` (exact: every input type is a subset of f32), C-ordered so a
+    block gives the same BLAS call whether it runs alone or in a lockstep batch."""
     if t.dtype.packed:
-        return D.fp4_decode(v, t.dtype).astype(np.float64)
+        return D.fp4_decode(v, t.dtype).astype(ct, order="C")
     if t.dtype is D.f32:
         v = _f32_input_transform(m, v)
-    return v.astype(np.float64)
+    return np.asarray(v).astype(ct, order="C", copy=False)
+
+
+def _operand(m: Machine, t: Tile, rows: int, cols: int, ct: type
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Logical block of an input tile as ``ct`` values, plus ``inv`` when the lanes of a
+    lockstep launch share blocks (lane ``l`` then uses ``values[inv[l]]``): the GEMM blocks of
+    one row read the same A panel, so each distinct panel is converted once."""
+    lanes = t.shared_lanes()
+    if lanes is not None:
+        blocks, inv = lanes.unique()
+        return _convert(m, t, blocks[..., :rows, :cols], ct), inv
+    return _convert(m, t, np.asarray(t.read(rows, cols)), ct), None
+
+
+def _product(av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray, ib: np.ndarray | None
+             ) -> np.ndarray:
+    """Per lane ``A @ B``. Shared operand blocks (``ia`` / ``ib``, see :func:`_operand`) that
+    pair up as a grid (lane = i * nb + j, or j * na + i) are multiplied by broadcasting, without
+    gathering a copy per lane; every lane's product is the same BLAS call either way."""
+    if ia is not None and ib is not None and len(av) * len(bv) == len(ia):
+        na, nb, lanes = len(av), len(bv), len(ia)
+        order = np.arange(lanes)
+        shape = (lanes, av.shape[-2], bv.shape[-1])
+        if np.array_equal(ia * nb + ib, order):
+            return np.matmul(av[:, None], bv[None, :]).reshape(shape)
+        if np.array_equal(ib * na + ia, order):
+            return np.matmul(av[None, :], bv[:, None]).reshape(shape)
+    if ia is not None:
+        av = av[ia]
+    if ib is not None:
+        bv = bv[ib]
+    return av @ bv
 
 
 def _scales(t: Tile, rows: int, cols: int) -> np.ndarray:
@@ -272,18 +329,26 @@ def _run(m: Machine, kind: str, vals: tuple[Any, ...]) -> None:
     r = roles(kind, list(vals))
     a, b, c = r["a"], r["b"], r["c"]
     mm, k, n = a.valid_row, a.valid_col, b.valid_col
-    av = _operand(m, a, mm, k)
-    bv = _operand(m, b, k, n)
+    # f32 accumulation runs as f32 BLAS; integer sums and "exact" mode use f64, where the
+    # products of every input type are exact and their sum is rounded once, at the end
+    ct: type = np.float32 if _ACCUMULATION[0] == "f32" and not c.dtype.is_int \
+        and "sa" not in r else np.float64
+    av, ia = _operand(m, a, mm, k, ct)
+    bv, ib = _operand(m, b, k, n, ct)
     if "sa" in r:
+        if ia is not None:
+            av, ia = av[ia], None
+        if ib is not None:
+            bv, ib = bv[ib], None
         groups = -(-k // MX_GROUP)
         grp = np.arange(k) // MX_GROUP
-        av = av * _scales(r["sa"], mm, groups)[:, grp]
-        bv = bv * _scales(r["sb"], groups, n)[grp, :]
+        av = av * _scales(r["sa"], mm, groups)[..., grp]
+        bv = bv * _scales(r["sb"], groups, n)[..., grp, :]
     with np.errstate(all="ignore"):
-        acc = av @ bv
+        acc = _product(av, ia, bv, ib)
         bias = r.get("bias")
         if bias is not None:
-            acc = acc + np.asarray(bias.read(1, n)).astype(np.float64)
+            np.add(acc, np.asarray(bias.read(1, n)).astype(ct), out=acc)
         cin = r.get("cin")
         if c.dtype.is_int:
             out = np.rint(acc).astype(np.int64)
@@ -292,8 +357,8 @@ def _run(m: Machine, kind: str, vals: tuple[Any, ...]) -> None:
             res = out.astype(c.dtype.np)  # wraps modulo 2^32 like the i32 accumulator
         else:
             if cin is not None:
-                acc = acc + np.asarray(cin.read(mm, n)).astype(np.float64)
-            res = acc.astype(np.float32).astype(c.dtype.np)
+                np.add(acc, np.asarray(cin.read(mm, n)).astype(ct, copy=False), out=acc)
+            res = acc.astype(np.float32, copy=False).astype(c.dtype.np, copy=False)
     if m.lazy_ok(c) and (mm, n) == c.shape and not c.dtype.packed:
         # keep the result in logical order (copy-on-write) until the accumulator is read in
         # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking

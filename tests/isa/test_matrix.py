@@ -29,6 +29,15 @@ PAIRS = {"cpu": [("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("i8", "i32")]
 CASES = [(t, ab, c) for t in TARGETS for ab, c in PAIRS[t]]
 
 
+@pytest.fixture(autouse=True)
+def _exact_accumulation():  # type: ignore[no-untyped-def]
+    """The bit-exact references below are the "exact" accumulation (f64 sum of exact products,
+    one rounding); the default f32 accumulation is tested in test_matmul_accumulation.py."""
+    prev = pto.set_matmul_accumulation("exact")
+    yield
+    pto.set_matmul_accumulation(prev)
+
+
 @pytest.fixture
 def machine(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
     m = pto.target(request.param)
