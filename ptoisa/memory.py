@@ -263,8 +263,9 @@ def target(name: str | Target = "cpu", **settings: Any) -> Machine:
 
 def _depends(t: Tile, mem: np.ndarray) -> bool:
     """Does lazily loaded or deferred tile ``t`` read bytes of ``mem``?"""
-    if t._lazy is not None:
-        return bool(np.may_share_memory(t._lazy, mem))
+    lz = t._lazy
+    if lz is not None:
+        return bool(np.may_share_memory(lz if isinstance(lz, np.ndarray) else lz.base, mem))
     if t._pending is not None:
         return any(np.may_share_memory(a, mem) for a in t._pending[1]
                    if isinstance(a, np.ndarray))

@@ -66,6 +66,15 @@ class TileSpec:
     pad: PadValue = PadValue.Null
     compact: CompactMode = CompactMode.Null
 
+    def __hash__(self) -> int:
+        # computed once: specs key every instruction's cached static check
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.loc, self.dtype, self.rows, self.cols, self.blayout, self.valid_row,
+                      self.valid_col, self.slayout, self.fractal, self.pad, self.compact))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     # ---- derived -------------------------------------------------------------------------
     @property
     def numel(self) -> int:
@@ -261,6 +270,62 @@ def _split_valid(valid: Any, rows: int, cols: int) -> tuple[int | None, int | No
     return svr, svc, ivr, ivc
 
 
+class LaneBlocks:
+    """The (lanes, rows, cols) contents of a lockstep tile loaded from blocks at uneven GM
+    offsets, kept without a copy: lane ``l`` holds ``base[idx[l]]``, ``base`` being a strided
+    view of GM. Lanes that load the same block (the A panel shared by a row of GEMM blocks)
+    share one entry, so consumers such as TMATMUL convert each distinct block once."""
+
+    __slots__ = ("base", "idx", "_dense", "_unique")
+
+    def __init__(self, base: np.ndarray, idx: np.ndarray) -> None:
+        self.base = base
+        self.idx = idx
+        self._dense: np.ndarray | None = None
+        self._unique: tuple[np.ndarray, np.ndarray] | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.idx), *self.base.shape[1:])
+
+    def dense(self) -> np.ndarray:
+        """The lanes' contents as one (lanes, rows, cols) array (one strided gather, cached)."""
+        d = self._dense
+        if d is None:
+            d = self._dense = self.base[self.idx]
+        return d
+
+    def unique(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(blocks, inv)``: the distinct blocks (n, rows, cols), a view of GM where they are
+        evenly spaced, and each lane's index into them."""
+        u = self._unique
+        if u is None:
+            first, step, n, inv = _distinct(self.idx)
+            if step is not None:
+                blocks = self.base[first::step][:n]
+            else:
+                blocks = self.base[np.unique(self.idx)]
+            u = self._unique = (blocks, inv)
+        return u
+
+
+@functools.lru_cache(maxsize=256)
+def _distinct_cached(key: bytes) -> tuple[int, int | None, int, np.ndarray]:
+    idx = np.frombuffer(key, np.int64)
+    uniq, inv = np.unique(idx, return_inverse=True)
+    inv = inv.reshape(-1)
+    inv.flags.writeable = False
+    d = int(uniq[1] - uniq[0]) if len(uniq) > 1 else 1
+    even = len(uniq) < 3 or bool((uniq[1:] - uniq[:-1] == d).all())
+    return int(uniq[0]), (d if even else None), len(uniq), inv
+
+
+def _distinct(idx: np.ndarray) -> tuple[int, int | None, int, np.ndarray]:
+    """(first, even step or None, count, inverse) of the distinct values of ``idx``; a kernel
+    loop loads with the same lane pattern every step, so the answer is cached by value."""
+    return _distinct_cached(np.ascontiguousarray(idx, np.int64).tobytes())
+
+
 class Tile:
     """A tile: ``Tile(TileType.Vec, np.float32, 16, 16, valid=(16, 10))``.
 
@@ -297,7 +362,8 @@ class Tile:
         self._vc = 0
         self._buf: np.ndarray | None = None
         self._v2d: tuple[np.ndarray, np.ndarray | None] | None = None  # (storage, its 2-D view)
-        self._lazy: np.ndarray | None = None  # GM window this tile reads in place (see TLOAD)
+        #: GM window this tile reads in place (see TLOAD); LaneBlocks for uneven lane offsets
+        self._lazy: np.ndarray | LaneBlocks | None = None
         #: a deferred elementwise result (ufunc, inputs): computed into storage when needed,
         #: or by TSTORE straight into GM (load -> compute -> store without the extra copy)
         self._pending: tuple[Any, tuple[np.ndarray, ...]] | None = None
@@ -447,10 +513,10 @@ class Tile:
         v = self.view2d()
         if v is None:
             if w is not None:  # boxed layouts: through the box views
-                self.write(w)
+                self.write(w.dense() if isinstance(w, LaneBlocks) else w)
             return
         if w is not None:
-            v[...] = w
+            v[...] = w.dense() if isinstance(w, LaneBlocks) else w
         elif p is not None:
             fn, args = p
             with np.errstate(all="ignore"):
@@ -468,12 +534,17 @@ class Tile:
         self._pending = None
         return p
 
-    def set_lazy(self, window: np.ndarray, machine: Machine) -> None:
+    def set_lazy(self, window: np.ndarray | LaneBlocks, machine: Machine) -> None:
         """TLOAD without a copy: until this tile or that GM is written, reads see ``window``
         (the whole tile: any earlier deferred result is superseded)."""
         self._lazy = window
         self._pending = None
         machine.add_lazy(self)
+
+    def shared_lanes(self) -> LaneBlocks | None:
+        """The tile's contents as :class:`LaneBlocks` while it still reads GM that way."""
+        lz = self._lazy
+        return lz if isinstance(lz, LaneBlocks) else None
 
     def _label(self) -> str:
         n = f"'{self.name}' " if self.name else ""
@@ -509,6 +580,8 @@ class Tile:
         cols = self._vc if cols is None else cols
         lz = self._lazy
         if lz is not None:
+            if isinstance(lz, LaneBlocks):
+                lz = lz.dense()
             return lz[..., r0:r0 + rows, c0:c0 + cols]
         if self._pending is not None:
             self._materialize()

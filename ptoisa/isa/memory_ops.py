@@ -12,7 +12,7 @@ from ..enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
-from ..tile import Tile, TileSpec, _pack4, _unpack4
+from ..tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from .quant import convert, quant_mode, quantize
 from .registry import Instr, Opnd, Param, Sig, instr, locs
 
@@ -189,10 +189,12 @@ def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
             and src.dtype is dst.dtype:
         w = src.window(vr, vc)
         if w is None and dst.spec.is_boxed:
-            # blocks at uneven offsets: one strided block copy, kept in logical order until
-            # the tile is read in its own layout or written
+            # blocks at uneven offsets: kept as (strided GM view, block per lane) in logical
+            # order until the tile is read in its own layout or written
             lb = src.lane_blocks(vr, vc)
-            w = lb[0][lb[1]] if lb is not None else None
+            if lb is not None:
+                dst.set_lazy(LaneBlocks(*lb), m)
+                return
         if w is not None:  # read GM in place until the tile or that GM is written
             dst.set_lazy(w, m)
             return

@@ -128,7 +128,9 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
     if extra is None and src.loc is not TileType.Acc and src.dtype is dst.dtype \
             and m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.dtype.packed:
         # the moved values stay where they are until either tile is written (copy-on-write)
-        dst.set_lazy(src.read(vr, vc), m)
+        shared = src.shared_lanes()
+        dst.set_lazy(shared if shared is not None and (vr, vc) == shared.shape[1:]
+                     else src.read(vr, vc), m)
         return
     vals = np.asarray(src.read(vr, vc))
     if src.loc is TileType.Acc:
