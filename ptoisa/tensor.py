@@ -29,6 +29,19 @@ class GMSpec:
     stride: tuple[int, int, int, int, int]
     layout: Layout
 
+    def __hash__(self) -> int:
+        h = self.__dict__.get("_hash")  # computed once (see TileSpec.__hash__)
+        if h is None:
+            h = hash((self.dtype, self.shape, self.stride, self.layout))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    @functools.cached_property
+    def extent(self) -> tuple[int, int]:
+        """Lowest and highest element offset of the view relative to its start."""
+        ext = [(s - 1) * t for s, t in zip(self.shape, self.stride, strict=True)]
+        return sum(min(0, e) for e in ext), sum(max(0, e) for e in ext)
+
     @property
     def numel(self) -> int:
         n = 1
@@ -114,6 +127,8 @@ def gm_spec(dtype: DType, shape: tuple[int, ...], stride: tuple[int, ...], layou
 
 
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
+    if type(t) is tuple and len(t) == 5 and all(type(x) is int for x in t):
+        return t  # type: ignore[return-value]
     try:
         vals = [int(x) for x in t]
     except (TypeError, ValueError):
@@ -137,7 +152,7 @@ class GlobalTensor:
     ``dtype`` if given, reinterpreting the bytes). ``offset`` is in elements.
     """
 
-    __slots__ = ("spec", "flat", "offset", "name", "_array")
+    __slots__ = ("spec", "flat", "offset", "name", "_array", "_span")
 
     def __init__(
         self,
@@ -178,7 +193,18 @@ class GlobalTensor:
         self.flat = flat
         self._array = array
         # an int, or one offset per block in a lockstep launch (an int array)
-        self.offset: Any = offset if isinstance(offset, np.ndarray) else int(offset)
+        self.offset: Any = offset
+        self._span: tuple[int, int, int | None] | None = None
+        if isinstance(offset, np.ndarray):
+            off = self.offset = np.asarray(offset, np.int64).view(np.ndarray)
+            if off.ndim == 1 and off.size:
+                # (lowest, highest, even spacing or None) of the per-block offsets
+                lo, hi = int(off.min()), int(off.max())
+                d = int(off[1] - off[0]) if off.size > 1 else 0
+                even = off.size < 3 or bool((off[1:] - off[:-1] == d).all())
+                self._span = (lo, hi, d if even else None)
+        else:
+            self.offset = int(offset)
         self.name = name
         self._check_bounds()
 
@@ -186,10 +212,16 @@ class GlobalTensor:
         if self.spec.numel == 0:
             return
         size = self.flat.size * (2 if self.spec.dtype.packed else 1)
-        ext = [(s - 1) * t for s, t in zip(self.spec.shape, self.spec.stride, strict=True)]
-        off = self.offset
-        lo = (off if isinstance(off, int) else int(off.min())) + sum(min(0, e) for e in ext)
-        hi = (off if isinstance(off, int) else int(off.max())) + sum(max(0, e) for e in ext)
+        ext_lo, ext_hi = self.spec.extent
+        off, span = self.offset, self._span
+        if span is not None:
+            lo, hi = span[0], span[1]
+        elif isinstance(off, int):
+            lo = hi = off
+        else:
+            lo, hi = int(off.min()), int(off.max())
+        lo += ext_lo
+        hi += ext_hi
         if lo < 0 or hi >= size:
             raise PtoMemoryError(
                 f"GlobalTensor {self.spec.describe()} at offset {self.offset} reaches elements "
@@ -282,25 +314,24 @@ class GlobalTensor:
         rs, cs = rc
         off = self.offset
         if isinstance(off, np.ndarray):
-            if off.ndim != 1 or off.size == 0:
+            span = self._span
+            if span is None or span[2] is None:
                 return None
-            d = int(off[1] - off[0]) if off.size > 1 else 0
-            if off.size > 1 and not (np.diff(off) == d).all():
-                return None
-            return self._strided(int(off[0]), (off.size, rows, cols), (d, rs, cs))
+            return self._strided(int(off[0]), (off.size, rows, cols), (span[2], rs, cs))
         return self._strided(off, (rows, cols), (rs, cs))
 
     def lane_blocks(self, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray] | None:
         """For per-block offsets that are not evenly spaced: ``(sliding, idx)`` such that
         ``sliding[idx]`` is the (blocks, rows, cols) data (a strided block copy, no element
         index arrays) and ``sliding[idx] = values`` stores it."""
-        off = self.offset
-        rc = self._strides2d(rows, cols)
-        if rc is None or not isinstance(off, np.ndarray) or off.ndim != 1 or off.size == 0:
+        span = self._span
+        if span is None:
             return None
-        lo = int(off.min())
-        span = int(off.max()) - lo + 1
-        return self._strided(lo, (span, rows, cols), (1, *rc)), off - lo
+        rc = self._strides2d(rows, cols)
+        if rc is None:
+            return None
+        lo, hi = span[0], span[1]
+        return self._strided(lo, (hi - lo + 1, rows, cols), (1, *rc)), self.offset - lo
 
     def block(self, b: int) -> GlobalTensor:
         """The view of block ``b`` of a lockstep launch (offsets per block)."""
@@ -309,6 +340,7 @@ class GlobalTensor:
         g = GlobalTensor.__new__(GlobalTensor)
         g.spec, g.flat, g._array, g.name = self.spec, self.flat, self._array, self.name
         g.offset = int(self.offset[b])
+        g._span = None
         return g
 
     def numpy(self) -> np.ndarray:

@@ -118,9 +118,7 @@ class Instr:
         m = current()
         vals, params = self.bind(args, kwargs)
         if m.lanes > 1:
-            from ..grid import run_lockstep
-
-            result = run_lockstep(self, m, vals, params)
+            result = _run_lockstep()(self, m, vals, params)
         else:
             result = self.execute(m, vals, params)
         return Event(self.name, self.pipe) if self.returns_event else result
@@ -154,9 +152,9 @@ class Instr:
                 if o.name in kwargs:
                     vals[i] = kwargs.pop(o.name)
         for i, (o, v) in enumerate(zip(ops, vals, strict=True)):
-            if o.enum is not None and v is not None:
+            if o.enum is not None and v is not None and not isinstance(v, o.enum):
                 vals[i] = v = coerce_enum(o.enum, v, f"{self.mnemonic}: {o.name}")
-            _check_kind(self.mnemonic, o, v)
+            _check_kind(self, o, v)
         params = self.resolve_params(kwargs)
         if kwargs:
             allowed = ", ".join(p.name for p in self.params) or "none"
@@ -169,16 +167,24 @@ class Instr:
         removed from ``given``."""
         params = {}
         for p in self.params:
-            v = given.pop(p.name, p.default)
-            if p.type is not None and isinstance(p.type, type) and issubclass(p.type, enum.Enum):
-                v = coerce_enum(p.type, v, f"{self.mnemonic}: {p.name}")
+            v = given.pop(p.name, p.default) if given else p.default
+            t = p.type
+            if t is not None and not isinstance(v, t) and isinstance(t, type) \
+                    and issubclass(t, enum.Enum):
+                v = coerce_enum(t, v, f"{self.mnemonic}: {p.name}")
             params[p.name] = v
         return params
 
     def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
-        types = tuple(_type_of(v) for v in vals)
-        key = (target.name, types, tuple(_hashable(v) for v in params.values()))
-        _check_static_cached(self, key, target, types, params)
+        types = tuple([_type_of(v) for v in vals])
+        key = (self.name, target.name, types, tuple(params.values()))
+        try:
+            known = key in _static_cache
+        except TypeError:  # an unhashable parameter value
+            key = (self.name, target.name, types, tuple(_hashable(v) for v in params.values()))
+            known = key in _static_cache
+        if not known:
+            _check_static(self, key, target, types, params)
         for r in self.runtime:
             r(self, *vals, **params)
 
@@ -209,22 +215,34 @@ def _hashable(v: Any) -> Any:
 _static_cache: dict[Any, None] = {}
 
 
-def _check_static_cached(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
-                         params: dict[str, Any]) -> None:
-    ck = (instr.name, key)
-    if ck in _static_cache:
-        return
+def _check_static(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
+                  params: dict[str, Any]) -> None:
+    """Run the static rules for one combination of operand types and parameters; remember
+    that it passed."""
     instr.check_types(target, {o.name: t for o, t in zip(instr.operands, types, strict=True)},
                       params)
     if len(_static_cache) > 100_000:
         _static_cache.clear()
-    _static_cache[ck] = None
+    _static_cache[key] = None
+
+
+_lockstep_runner: list[Callable[..., Any]] = []
+
+
+def _run_lockstep() -> Callable[..., Any]:
+    """grid.run_lockstep (imported on first use: grid imports this module)."""
+    if not _lockstep_runner:
+        from ..grid import run_lockstep
+
+        _lockstep_runner.append(run_lockstep)
+    return _lockstep_runner[0]
 
 
 def _type_of(v: Any) -> Any:
-    if isinstance(v, Tile):
+    t = type(v)
+    if t is Tile or t is GlobalTensor:
         return v.spec
-    if isinstance(v, GlobalTensor):
+    if isinstance(v, (Tile, GlobalTensor)):
         return v.spec
     if v is None:
         return None
@@ -233,12 +251,15 @@ def _type_of(v: Any) -> Any:
     return type(v).__name__
 
 
-def _check_kind(op: str, o: Opnd, v: Any) -> None:
+def _check_kind(ins: Instr, o: Opnd, v: Any) -> None:
     if v is None:
         if not o.optional:
-            raise PtoError(f"operand '{o.name}' is missing", op=op)
+            raise PtoError(f"operand '{o.name}' is missing", op=ins.mnemonic)
         return
     k = o.kind
+    if k == "tile" and type(v) is Tile:
+        return
+    op = ins.mnemonic
     ok = (
         (k == "tile" and isinstance(v, Tile))
         or (k == "gm" and isinstance(v, GlobalTensor))
