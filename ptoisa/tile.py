@@ -518,9 +518,10 @@ class Tile:
         if w is not None:
             v[...] = w.dense() if isinstance(w, LaneBlocks) else w
         elif p is not None:
-            fn, args = p
+            from . import parallel
+
             with np.errstate(all="ignore"):
-                fn(*args, out=v)
+                parallel.into(p[0], p[1], v)
 
     def set_pending(self, fn: Any, args: tuple[np.ndarray, ...], machine: Machine) -> None:
         """Defer ``fn(*args, out=<whole tile>)``; inputs are views, so any write to them (or

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import parallel
 from ..dtypes import DType
 from ..errors import PtoError, RuntimeCheckError
 from ..tile import Tile
@@ -112,15 +113,22 @@ def wide_apply(fn: Callable[..., np.ndarray], a: Any, dt: DType,
     rows_a = a.reshape(-1, a.shape[-1])
     rows_o = out.reshape(-1, a.shape[-1]) if out.flags.c_contiguous or out.ndim == 2 else None
     step = max(1, _CHUNK // max(a.shape[-1], 1))
-    buf = np.empty((step, a.shape[-1]), w)
     if rows_o is None or not np.shares_memory(rows_o, out):
         out[...] = fn(a.astype(w)).astype(dt.np)
         return out
-    for i in range(0, rows_a.shape[0], step):
-        n = min(step, rows_a.shape[0] - i)
-        blk = buf[:n]
-        blk[...] = rows_a[i:i + n]
-        rows_o[i:i + n] = fn(blk, out=blk)
+
+    def part(lo: int, hi: int) -> None:  # rows [lo, hi), in chunks; one buffer per part
+        buf = np.empty((min(step, hi - lo), a.shape[-1]), w)
+        with np.errstate(all="ignore"):
+            for i in range(lo, hi, step):
+                blk = buf[:min(step, hi - i)]
+                blk[...] = rows_a[i:i + len(blk)]
+                rows_o[i:i + len(blk)] = fn(blk, out=blk)
+
+    if parallel.disjoint_rows((rows_a,), rows_o):
+        parallel.over_rows(part, rows_a.shape[0], a.size)
+    else:
+        part(0, rows_a.shape[0])
     return out
 
 

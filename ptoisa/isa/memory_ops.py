@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import conv
+from .. import conv, parallel
 from ..conv import ConvSpec, ConvTile
 from ..enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ..errors import PtoError, RuntimeCheckError
@@ -315,8 +315,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
             m.gm_barrier(dst.flat)
             p = src.take_pending()
             if p is not None:
-                with np.errstate(all="ignore"):
-                    p[0](*p[1], out=w)
+                parallel.into(p[0], p[1], w)
                 src.set_lazy(w, m)
                 return
     vals = np.asarray(src.read())

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import parallel
 from ..enums import Pipe, TileType
 from ..errors import RuntimeCheckError
 from ..memory import Machine, current
@@ -41,6 +42,23 @@ def row_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) 
             f"src valid rows {src.valid_row} != dst valid rows {dst.valid_row}", op=ins.mnemonic)
 
 
+def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
+    """Row sums added strictly left to right in ``acc`` (the CPU simulator's loop); rows are
+    independent, so large inputs are split over the cores."""
+    if x.ndim < 2:
+        x = x.reshape(1, -1)
+    out = np.empty(x.shape[:-1], acc)
+    lead = x if x.ndim > 2 else x.reshape(1, *x.shape)
+    res = out if x.ndim > 2 else out.reshape(1, -1)
+
+    def part(lo: int, hi: int) -> None:
+        with np.errstate(all="ignore"):
+            res[lo:hi] = np.cumsum(lead[lo:hi], axis=-1, dtype=acc)[..., -1]
+
+    parallel.over_rows(part, lead.shape[0], x.size)
+    return out
+
+
 def tree_sum(x: np.ndarray) -> np.ndarray:
     """Row sums by halving (pairwise tree), every partial sum in x's element type: the order
     of the NPU's vcadd/vcgadd reduction tree."""
@@ -73,9 +91,8 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
         return
     x = np.asarray(src.read())
     if m.target.name == "cpu":
-        acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
-        with np.errstate(all="ignore"):
-            s = np.cumsum(x, axis=-1, dtype=acc)[..., -1]
+        s = sequential_sum(x, np.float32 if dst.dtype.name in ("f16", "bf16")
+                           else dst.dtype.np)
     else:
         with np.errstate(all="ignore"):
             s = tree_sum(x)
