@@ -298,6 +298,11 @@ class GlobalTensor:
         flat = self.flat
         it = flat.itemsize
         st = tuple(x * it for x in strides)
+        if flat.flags.writeable and all(x >= 0 for x in st):
+            try:  # a direct view (numpy checks it stays inside the buffer)
+                return np.ndarray(shape, flat.dtype, flat, base * it, st)
+            except (ValueError, TypeError):
+                pass
         if flat.dtype.isbuiltin == 1:
             return np.lib.stride_tricks.as_strided(flat[base:], shape, st)
         raw = flat.view(f"u{it}")  # as_strided cannot build ml_dtypes arrays directly

@@ -668,7 +668,11 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
                                  f"rank-{len(st)} view", loc=loc)
         for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
-            if np.any(a < 0) or n < 0 or np.any(a + n > full):
+            if isinstance(a, np.ndarray):  # lockstep: one offset per block
+                lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+            else:
+                lo = hi = a
+            if lo < 0 or n < 0 or hi + n > full:
                 where = ""
                 if isinstance(a, np.ndarray):  # lockstep: name the first offending block
                     bad = int(np.flatnonzero((a < 0) | (a + n > full))[0])
