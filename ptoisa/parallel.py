@@ -18,7 +18,7 @@ import numpy as np
 #: below this many elements an operation runs in the calling thread
 MIN_ELEMENTS = 1 << 20
 
-_pool: list[ThreadPoolExecutor] = []
+_pool: list[tuple[int, ThreadPoolExecutor]] = []  # (owning process id, pool)
 
 
 def workers() -> int:
@@ -30,9 +30,11 @@ def workers() -> int:
 
 
 def _executor() -> ThreadPoolExecutor:
-    if not _pool:
-        _pool.append(ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="ptoisa"))
-    return _pool[0]
+    pid = os.getpid()
+    if not _pool or _pool[0][0] != pid:  # a forked child does not inherit the pool's threads
+        _pool[:] = [(pid, ThreadPoolExecutor(max_workers=workers(),
+                                             thread_name_prefix="ptoisa"))]
+    return _pool[0][1]
 
 
 def over_rows(fn: Callable[[int, int], None], n: int, elements: int) -> None:

@@ -99,3 +99,25 @@ def test_split_lockstep_softmax_equals_block_by_block(target, monkeypatch):
     np.testing.assert_array_equal(outs[0], outs[1])
     e = np.exp(x.astype(np.float64) - x.max(-1, keepdims=True))
     np.testing.assert_allclose(outs[0], e / e.sum(-1, keepdims=True), rtol=1e-5)
+
+
+def _child_sum(q) -> None:  # type: ignore[no-untyped-def]
+    x = np.arange(40, dtype=np.float32).reshape(4, 10)
+    q.put(sequential_sum(x, np.float32).tolist())
+
+
+def test_a_forked_child_gets_its_own_pool():
+    import multiprocessing as mp
+
+    x = np.ones((4, 10), np.float32)
+    sequential_sum(x, np.float32)  # the parent's pool exists now
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child_sum, args=(q,))
+    p.start()
+    p.join(timeout=30)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive, "the forked child hung on the parent's thread pool"
+    assert q.get(timeout=5) == [45.0, 145.0, 245.0, 345.0]
