@@ -116,6 +116,16 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
 
 
 def _cmd_run(ns: argparse.Namespace) -> int:
+    from .isa.matrix import set_matmul_accumulation
+
+    prev = set_matmul_accumulation(ns.matmul_accumulation)
+    try:
+        return _run(ns)
+    finally:
+        set_matmul_accumulation(prev)
+
+
+def _run(ns: argparse.Namespace) -> int:
     prog = _load(ns.file, ns.target)
     entry = ns.entry or prog.entry
     fn = prog.compiler(ns.target).function(entry)
@@ -204,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
+    r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
+                   help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
+                        "(f64 sum of the exact products, rounded once per instruction)")
     r.set_defaults(fn=_cmd_run)
     return p
 

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ptoisa.cli import main
+from ptoisa.isa.matrix import set_matmul_accumulation
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 VADD = SHARED / "corpus" / "ptoas" / "test" / "samples" / "VectorAddition" / "vadd.pto"
@@ -97,3 +98,34 @@ def test_fuzz_check_never_raises(tmp_path, capsys, text, data):
     if rc == 1:
         assert "error:" in out.err
         assert "internal error" not in out.err, out.err
+
+
+@pytest.mark.parametrize("mode", ["exact", "f32"])
+def test_run_matmul_accumulation_flag(mode, tmp_path, capsys):
+    """A dot product whose f32 sum can lose a small term between two large ones: exact mode
+    keeps it; f32 accumulation gives it or 0 depending on the summation order."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(  # the benchmark's 512^3 GEMM as .pto
+        "bench_kernels", Path(__file__).parents[2] / "benchmarks" / "kernels.py")
+    assert spec is not None and spec.loader is not None
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+
+    src = tmp_path / "gemm.pto"
+    src.write_text(kernels.gemm_pto())
+    a = np.zeros((512, 512), np.float16)
+    b = np.zeros((512, 512), np.float16)
+    a[0, :3] = [2048, 1, -2048]
+    b[:3, 0] = [2048, 2.0 ** -4, 2048]
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    rc = main(["run", str(src), "--target", "cpu", "--blocks", "64", "--arg",
+               f"a={tmp_path / 'a.npy'}", "--arg", f"b={tmp_path / 'b.npy'}", "--arg",
+               "c=zeros:512x512:f32", "--out", str(tmp_path / "o"),
+               "--matmul-accumulation", mode])
+    assert rc == 0, capsys.readouterr().err
+    c = np.load(tmp_path / "o" / "c.npy")
+    assert c[0, 0] == 2.0 ** -4 if mode == "exact" else c[0, 0] in (0.0, 2.0 ** -4)
+    assert not c.ravel()[1:].any()
+    assert set_matmul_accumulation("f32") == "f32"  # the run restored the default
