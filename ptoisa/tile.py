@@ -300,28 +300,28 @@ class LaneBlocks:
         evenly spaced, and each lane's index into them."""
         u = self._unique
         if u is None:
-            first, step, n, inv = _distinct(self.idx)
+            uniq, step, inv = _distinct(self.idx)
             if step is not None:
-                blocks = self.base[first::step][:n]
+                blocks = self.base[int(uniq[0])::step][:len(uniq)]
             else:
-                blocks = self.base[np.unique(self.idx)]
+                blocks = self.base[uniq]
             u = self._unique = (blocks, inv)
         return u
 
 
 @functools.lru_cache(maxsize=256)
-def _distinct_cached(key: bytes) -> tuple[int, int | None, int, np.ndarray]:
+def _distinct_cached(key: bytes) -> tuple[np.ndarray, int | None, np.ndarray]:
     idx = np.frombuffer(key, np.int64)
     uniq, inv = np.unique(idx, return_inverse=True)
     inv = inv.reshape(-1)
     inv.flags.writeable = False
     d = int(uniq[1] - uniq[0]) if len(uniq) > 1 else 1
     even = len(uniq) < 3 or bool((uniq[1:] - uniq[:-1] == d).all())
-    return int(uniq[0]), (d if even else None), len(uniq), inv
+    return uniq, (d if even else None), inv
 
 
-def _distinct(idx: np.ndarray) -> tuple[int, int | None, int, np.ndarray]:
-    """(first, even step or None, count, inverse) of the distinct values of ``idx``; a kernel
+def _distinct(idx: np.ndarray) -> tuple[np.ndarray, int | None, np.ndarray]:
+    """(distinct values, their even step or None, inverse) of ``idx``; a kernel
     loop loads with the same lane pattern every step, so the answer is cached by value."""
     return _distinct_cached(np.ascontiguousarray(idx, np.int64).tobytes())
 
@@ -510,13 +510,15 @@ class Tile:
         """Give a lazily loaded or deferred tile its contents in its own storage."""
         w, p = self._lazy, self._pending
         self._lazy = self._pending = None
+        if isinstance(w, LaneBlocks):
+            w = w.dense()
         v = self.view2d()
         if v is None:
             if w is not None:  # boxed layouts: through the box views
-                self.write(w.dense() if isinstance(w, LaneBlocks) else w)
+                self.write(w)
             return
         if w is not None:
-            v[...] = w.dense() if isinstance(w, LaneBlocks) else w
+            v[...] = w
         elif p is not None:
             from . import parallel
 

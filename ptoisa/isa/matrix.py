@@ -48,7 +48,7 @@ def set_matmul_accumulation(mode: str) -> str:
       f32. As fast as numpy's own matmul; the last bit may differ between BLAS builds.
     * ``"exact"``: the k-sum of exact products is formed in f64 and rounded to f32 once per
       instruction (together with the accumulator input): order-independent, reproducible on any
-      machine, about 3x slower.
+      machine, about 2x slower.
     """
     if mode not in ACCUMULATIONS:
         raise ValueError(f"matmul accumulation must be one of {', '.join(ACCUMULATIONS)}, "

@@ -45,11 +45,8 @@ def row_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) 
 def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
     """Row sums added strictly left to right in ``acc`` (the CPU simulator's loop); rows are
     independent, so large inputs are split over the cores."""
-    if x.ndim < 2:
-        x = x.reshape(1, -1)
     out = np.empty(x.shape[:-1], acc)
-    lead = x if x.ndim > 2 else x.reshape(1, *x.shape)
-    res = out if x.ndim > 2 else out.reshape(1, -1)
+    lead, res = (x, out) if x.ndim > 2 else (x[None], out[None])  # split a leading axis
 
     def part(lo: int, hi: int) -> None:
         with np.errstate(all="ignore"):

@@ -154,7 +154,7 @@ class Instr:
         for i, (o, v) in enumerate(zip(ops, vals, strict=True)):
             if o.enum is not None and v is not None and not isinstance(v, o.enum):
                 vals[i] = v = coerce_enum(o.enum, v, f"{self.mnemonic}: {o.name}")
-            _check_kind(self, o, v)
+            _check_kind(self.mnemonic, o, v)
         params = self.resolve_params(kwargs)
         if kwargs:
             allowed = ", ".join(p.name for p in self.params) or "none"
@@ -239,9 +239,6 @@ def _run_lockstep() -> Callable[..., Any]:
 
 
 def _type_of(v: Any) -> Any:
-    t = type(v)
-    if t is Tile or t is GlobalTensor:
-        return v.spec
     if isinstance(v, (Tile, GlobalTensor)):
         return v.spec
     if v is None:
@@ -251,15 +248,12 @@ def _type_of(v: Any) -> Any:
     return type(v).__name__
 
 
-def _check_kind(ins: Instr, o: Opnd, v: Any) -> None:
+def _check_kind(op: str, o: Opnd, v: Any) -> None:
     if v is None:
         if not o.optional:
-            raise PtoError(f"operand '{o.name}' is missing", op=ins.mnemonic)
+            raise PtoError(f"operand '{o.name}' is missing", op=op)
         return
     k = o.kind
-    if k == "tile" and type(v) is Tile:
-        return
-    op = ins.mnemonic
     ok = (
         (k == "tile" and isinstance(v, Tile))
         or (k == "gm" and isinstance(v, GlobalTensor))
