@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from ptoisa.errors import ParseError, SourceLoc
 from ptoisa.ir import attrs as A
@@ -1157,27 +1158,23 @@ class Parser:
         text = f"{head}<{self.normalize(a, b)}>"
         return T.intern(T.OpaqueType(text))
 
-    def sub_type(self, a: int, b: int) -> T.Type:
+    def _sub(self, a: int, b: int, parse: Callable[[], Any], what: str) -> Any:
+        """``parse()`` over exactly the tokens [a, b), then back where we were."""
         saved = self.i
         self.i = a
         try:
-            ty = self.parse_type()
+            r = parse()
             if self.i != b:
-                raise self.error(f"unexpected {self.describe(self.i)} in type")
-            return ty
+                raise self.error(f"unexpected {self.describe(self.i)} in {what}")
+            return r
         finally:
             self.i = saved
 
+    def sub_type(self, a: int, b: int) -> T.Type:
+        return self._sub(a, b, self.parse_type, "type")  # type: ignore[no-any-return]
+
     def sub_attr(self, a: int, b: int) -> A.Attribute:
-        saved = self.i
-        self.i = a
-        try:
-            at = self.parse_attr()
-            if self.i != b:
-                raise self.error(f"unexpected {self.describe(self.i)} in attribute")
-            return at
-        finally:
-            self.i = saved
+        return self._sub(a, b, self.parse_attr, "attribute")  # type: ignore[no-any-return]
 
     def parse_shape(
         self, a: int, b: int, required: bool
