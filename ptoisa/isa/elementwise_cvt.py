@@ -243,7 +243,9 @@ class _TcvtInstr(Instr):
     """TCVT(dst, src, [tmp,] mode[, satMode]): a missing tmp tile shifts the enum operands."""
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
-        if len(args) >= 3 and not isinstance(args[2], Tile) and "tmp" not in kwargs:
+        # an explicit None is the omitted tmp itself, not a shifted mode
+        if len(args) >= 3 and args[2] is not None and not isinstance(args[2], Tile) \
+                and "tmp" not in kwargs:
             from .registry import Event
 
             if not isinstance(args[2], Event):

@@ -10,6 +10,7 @@ semantics. The eager intrinsic ``pto.TROWSUM(dst, src, tmp)`` is the Instr objec
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +109,13 @@ class Instr:
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
         self.__doc__ = self.doc
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The intrinsic's Python signature (help(), IDEs, notebooks): see ptoisa.stubgen."""
+        from ..stubgen import signature
+
+        return signature(self)
 
     @property
     def mnemonic(self) -> str:
