@@ -338,8 +338,10 @@ _ORDER = ["f32", "f16", "bf16", "f8E4M3", "f8E5M2", "f8E8M0", "i8", "ui8", "i16"
           "ui32", "i64", "ui64", "f64", "i1"]
 
 
-def _order(d: DType) -> int:
-    return _ORDER.index(d.name) if d.name in _ORDER else 99
+def _order(d: DType) -> tuple[int, str]:
+    """Display order of element types in messages and the support matrix (total: types
+    outside the list sort by name, so the output does not depend on set order)."""
+    return (_ORDER.index(d.name) if d.name in _ORDER else 99, d.name)
 
 
 # ---- declaration ----------------------------------------------------------------------------

@@ -1,19 +1,20 @@
 """Target profiles: on-chip buffer sizes and per-instruction legality, as data.
 
-Each target package (cpu, a2a3, a5) defines ``BUFFERS`` (bytes per on-chip buffer); each module
-inside it defines a ``LEGALITY`` dict (instruction name -> :class:`Rule`) for one instruction
-family, and the package merges them (an instruction in two modules is an error). An
-instruction missing from a target's table is not available there. One checker
+Each target is one module: ``a2a3.py`` states its buffers (bytes per on-chip buffer), its
+traits (:class:`Traits`) and its ``LEGALITY`` table (instruction name -> :class:`Rule`, in
+sections by family); ``a5.py`` and ``cpu.py`` derive from it with :meth:`Target.derive`,
+listing only the entries that differ. An instruction missing from a target's table is not
+available there. A new target is one such module (see docs/developing.md). One checker
 (``ptoisa.isa.registry.check_legality``) turns a miss into the uniform error
 ``trowsum: element type i64 is not supported on a2a3 (supported: f16, f32, ...)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import pkgutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..dtypes import DType, dtype
@@ -61,14 +62,71 @@ def pairs(spec: str) -> list[tuple[str, str]]:
 
 
 @dataclass(frozen=True)
+class Traits:
+    """Named behaviours of a target that instruction semantics and rules read (an instruction
+    asks ``m.target.traits.reduce_order``, never the target's name). A new target states its
+    traits once; :meth:`Target.derive` copies a parent's and changes the ones given."""
+
+    #: run-time checks the NPU performs (valid-region limits, pattern checks ...); the upstream
+    #: CPU simulator has none of them
+    npu_runtime_checks: bool = True
+    #: how TPRINT writes: "cpu" (the simulator's header and format) or "npu" (whole tile, the
+    #: print buffer)
+    print_style: str = "npu"
+
+    def replace(self, **changes: Any) -> Traits:
+        unknown = sorted(set(changes) - {f.name for f in fields(self)})
+        if unknown:
+            raise PtoError(f"unknown target trait(s): {', '.join(unknown)} (traits: "
+                           f"{', '.join(f.name for f in fields(self))})")
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
 class Target:
+    """A target profile: on-chip buffer sizes, the legality table and the traits.
+
+    ``lineage`` is the target's name followed by the names of the targets it was derived from
+    for *behaviour* (``("a5x", "a5")`` for a variant of a5): a registry entry that declares a
+    per-target override (``impl_for={"a5": ...}``) applies it to every target whose lineage
+    names that key, so a variant inherits its parent's semantics.
+    """
+
     name: str
     buffers: dict[str, int]
     legality: dict[str, Rule]
     doc: str = ""
+    traits: Traits = field(default_factory=Traits)
+    lineage: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.lineage or self.lineage[0] != self.name:
+            object.__setattr__(self, "lineage", (self.name, *self.lineage))
 
     def buffer_size(self, space: str) -> int:
         return self.buffers.get(space, 0)
+
+    def derive(self, name: str, *, buffers: dict[str, int] | None = None,
+               legality: dict[str, Rule] | None = None, removed: Iterable[str] = (),
+               traits: dict[str, Any] | None = None, doc: str = "",
+               inherit_behaviour: bool = True) -> Target:
+        """A new target from this one: its legality table merged with ``legality`` (entries
+        that differ or are new) less ``removed``, buffers and traits changed where given.
+        ``inherit_behaviour`` puts this target in the new one's lineage (per-target
+        overrides of the registry entries then apply to it too)."""
+        table = dict(self.legality)
+        table.update(legality or {})
+        for n in removed:
+            if n not in table:
+                raise PtoError(f"target {name}: cannot remove {n}: {self.name} does not have it")
+            del table[n]
+        bufs = dict(self.buffers) if buffers is None else dict(buffers)
+        return Target(name, bufs, table, doc or self.doc,
+                      self.traits.replace(**(traits or {})),
+                      (name, *self.lineage) if inherit_behaviour else (name,))
+
+    def __repr__(self) -> str:
+        return f"<target {self.name}>"
 
 
 LOC_SPACE = {
@@ -83,30 +141,35 @@ LOC_SPACE = {
     TileType.ScaleRight: "L0B_MX",
 }
 
+#: the built-in targets, each one module of this package (``targets/<name>.py``)
 TARGET_NAMES = ("cpu", "a2a3", "a5")
+_ALIASES = {"a2": "a2a3", "a3": "a2a3", "A2A3": "a2a3", "A5": "a5", "CPU": "cpu"}
+_EXTRA: dict[str, Target] = {}
 
 
 def get_target(name: str) -> Target:
-    """The target profile called ``name`` (cpu, a2a3, a5)."""
-    from . import a2a3, a5, cpu
+    """The target profile called ``name`` (cpu, a2a3, a5, or one added by
+    :func:`register_target`)."""
+    key = _ALIASES.get(name, name)
+    if key in _EXTRA:
+        return _EXTRA[key]
+    if key not in TARGET_NAMES:
+        known = ", ".join((*TARGET_NAMES, *_EXTRA))
+        raise PtoError(f"unknown target {name!r} (choose from: {known})")
+    return importlib.import_module(f"{__name__}.{key}").TARGET  # type: ignore[no-any-return]
 
-    mods = {"cpu": cpu, "a2a3": a2a3, "a5": a5}
-    key = {"a2": "a2a3", "a3": "a2a3", "A2A3": "a2a3", "A5": "a5", "CPU": "cpu"}.get(name, name)
-    if key not in mods:
-        raise PtoError(f"unknown target {name!r} (choose from: {', '.join(TARGET_NAMES)})")
-    return mods[key].TARGET
+
+def register_target(t: Target) -> Target:
+    """Make a target (usually ``get_target("a5").derive(...)``) known by name to
+    ``pto.target``, ``pto.launch`` and ``.pto`` runs."""
+    if t.name in TARGET_NAMES:
+        raise PtoError(f"target {t.name} is built in")
+    _EXTRA[t.name] = t
+    return t
 
 
-def collect_legality(package: str, path: Iterable[str]) -> dict[str, Rule]:
-    """Merge the ``LEGALITY`` tables of every module of a target package."""
-    merged: dict[str, Rule] = {}
-    for info in sorted(pkgutil.iter_modules(list(path)), key=lambda i: i.name):
-        mod = importlib.import_module(f"{package}.{info.name}")
-        for name, r in getattr(mod, "LEGALITY", {}).items():
-            if name in merged:
-                raise RuntimeError(f"{package}: legality of {name} declared twice")
-            merged[name] = r
-    return merged
+def unregister_target(name: str) -> None:
+    _EXTRA.pop(name, None)
 
 
 def dtype_set(names: str) -> frozenset[DType]:

@@ -1,0 +1,236 @@
+"""Ascend A2/A3 (include/pto/npu/a2a3, buffer_limits.hpp)."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from ..dtypes import ALL
+from ..enums import TileType
+from ..enums import TileType as T
+from . import Rule, Target, Traits, pairs, rule
+
+KiB = 1024
+
+BUFFERS = {"UB": 192 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 128 * KiB,
+           "BIAS": 1 * KiB, "FB": 2 * KiB}
+
+ANY_1_2_4 = [d for d in ALL if d.itemsize in (1, 2, 4) and d.name != "i1"]
+B12 = "i8 ui8 i16 ui16"
+I124 = "i8 ui8 i16 ui16 i32 ui32"
+BASIC = "i32 i16 f16 f32"
+B124 = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
+MOVE_TYPES = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
+#: Acc -> Mat conversions (plain f32 -> f16/bf16, quantised f32 -> i8, i32 -> i8/ui8/f16/i16)
+ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("i32", "i8"),
+                         ("i32", "ui8"), ("i32", "f16"), ("i32", "i16")})
+EXTRACT_MOVES = frozenset({(T.Mat, T.Left), (T.Mat, T.Right), (T.Acc, T.Mat), (T.Vec, T.Vec)})
+ACC_MOVES = frozenset({(T.Acc, T.Mat)})
+MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"), ("i32", "i8", "i8")]
+SAME = [(d, d) for d in "i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32".split()]
+CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 i32->f16 i32->i8 i32->ui8 i32->i16 "
+                "f16->f32")
+# Acc -> Vec: the PTOAS verifier's A2A3 pairs include it (PTO_IR_manual, pto.tmov, and the
+# corpus's tmov_acc_to_vec_mode_a5_emitc.pto lowers it for a3), the C++ A2A3 page does not
+PATHS = {(T.Mat, T.Left), (T.Mat, T.Right), (T.Mat, T.Bias), (T.Mat, T.Scaling),
+         (T.Vec, T.Vec), (T.Acc, T.Mat), (T.Acc, T.Vec)}
+SAME4 = "f16 f32 i16 i32"
+EXPAND_OP = "f16 f32 i16 i32"
+PART = rule(pairs("f16->i16 f16->ui16 f16->i32 f16->ui32 f32->i32 f32->ui32"))
+ROW_ARG = rule(list(product(("f16", "f32"), ("i32", "ui32"))))
+# index-only: 32-bit indices; value+index: 16-bit for 2-byte sources (rule _npu_idx_width)
+COL_ARG = rule(pairs("f16->i32 f16->ui32 f16->i16 f16->ui16 ui16->i32 ui16->ui32 ui16->i16 "
+                     "ui16->ui16 f32->i32 f32->ui32 ui32->i32 ui32->ui32"))
+
+
+LEGALITY: dict[str, Rule] = {
+    # ---- comm ------------------------------------------------------------------------------------
+    # the communication instructions (single-process semantics; any element type the GM views
+    # carry).
+    "TGET": rule(),
+    "TPUT": rule(),
+    "TGET_ASYNC": rule(),
+    "TPUT_ASYNC": rule(),
+    "TNOTIFY": rule(),
+    "TWAIT": rule(),
+    "TTEST": rule(),
+    "TBROADCAST": rule(),
+    "TREDUCE": rule(),
+
+    # ---- core ------------------------------------------------------------------------------------
+    # the foundation instructions (memory, seeds, TADD).
+    "TASSIGN": rule(),
+    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 i32->i8 i32->ui8 i32->f16 i32->i16"),
+                      locs=[TileType.Acc]),
+    "TPRINT": rule("f32 f16 i8 i16 i32 ui8 ui16 ui32"),
+    "TROWSUM": rule(pairs("f16->f16 f32->f32 i32->i32 i16->i16")),
+    "TFILLPAD": rule(ANY_1_2_4),
+    "TFILLPAD_INPLACE": rule(ANY_1_2_4),
+    "TFILLPAD_EXPAND": rule(ANY_1_2_4),
+    "TPARTADD": rule("i32 i16 f16 f32", row_major=True),
+    "TPARTMUL": rule("i32 i16 f16 f32", row_major=True),
+    "TPARTMAX": rule("i32 i16 f16 f32", row_major=True),
+    "TPARTMIN": rule("i32 i16 f16 f32", row_major=True),
+    "TADD": rule("i32 i16 f16 bf16 f32"),
+
+    # ---- elementwise -----------------------------------------------------------------------------
+    # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
+    # dtypes_A2A3 and the manual pages). TADDC, TSUBC, TADDSC and TSUBSC have no NPU
+    # implementation. The predicate tile of TCMP/TCMPS is ui8.
+    # tile-tile
+    "TABS": rule("f32 f16"),
+    "TAND": rule(B12),
+    "TCMP": rule(pairs("i32->ui8 f16->ui8 f32->ui8")),
+    "TCVT": rule(pairs(
+        "f32->f16 f32->f32 f32->bf16 f32->i16 f32->i32 f32->i64 "
+        "f16->f32 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->f32 bf16->i32 "
+        "i16->f16 i16->f32 i32->f32 i32->i16 i32->i64 i32->f16 i64->f32 i64->i32 "
+        "ui8->f16 i8->f16 f16->s4 s4->f16")),
+    "TDIV": rule("f16 f32"),
+    "TEXP": rule("f32 f16"),
+    "TFMOD": rule("f32 f16"),
+    "TLOG": rule("f32 f16"),
+    "TMAX": rule(BASIC),
+    "TMIN": rule(BASIC),
+    "TMUL": rule(BASIC),
+    "TNEG": rule(BASIC),
+    "TNOT": rule(I124),
+    "TOR": rule(B12),
+    "TPOW": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
+    "TPRELU": rule("f16 f32"),
+    "TRECIP": rule("f32 f16 i32 i16"),
+    "TRELU": rule("f16 f32 i32"),
+    "TREM": rule("f32 i32"),
+    "TRSQRT": rule("f32 f16"),
+    "TSEL": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "TSHL": rule(I124),
+    "TSHR": rule(I124),
+    "TSQRT": rule("f32 f16"),
+    "TSUB": rule(BASIC),
+    "TXOR": rule(I124),
+    # tile-scalar
+    "TADDS": rule(BASIC),
+    "TSUBS": rule(BASIC),
+    "TMULS": rule(BASIC),
+    "TDIVS": rule(BASIC),
+    "TMAXS": rule(BASIC),
+    "TMINS": rule(BASIC),
+    "TANDS": rule(I124),
+    "TORS": rule(I124),
+    "TXORS": rule(I124),
+    "TSHLS": rule("i32 i16 ui32 ui16"),
+    "TSHRS": rule("i32 i16 ui32 ui16"),
+    "TLRELU": rule("f16 f32"),
+    "TFMODS": rule("f32"),
+    "TREMS": rule("f32 i32"),
+    "TPOWS": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
+    "TEXPANDS": rule("ui8 i8 ui16 i16 ui32 i32 f16 bf16 f32"),
+    "TCMPS": rule(pairs("i32->ui8 f32->ui8 f16->ui8 ui16->ui8 i16->ui8")),
+    "TSELS": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "TAXPY": rule(pairs("f16->f16 f32->f32 f32->f16")),
+    # fused (flat-only)
+    "TADDDEQRELU": rule(pairs("f16->i32")),
+    "TADDRELUCONV": rule(pairs("f32->f16 f16->i8 i16->i8")),
+    "TSUBRELUCONV": rule(pairs("f32->f16 f16->i8 i16->i8")),
+    "TSUBRELU": rule("f16 f32"),
+    "TMULADDDST": rule("f16 f32"),
+    "TFUSEDMULADD": rule("f16 f32"),
+    "TFUSEDMULADDRELU": rule("f16 f32"),
+
+    # ---- img2col ---------------------------------------------------------------------------------
+    # TIMG2COL (TIMG2COL.md implementation checks) and its configuration instructions.
+    "TIMG2COL": rule("i8 f16 bf16 f32"),
+    "SETFMATRIX": rule(),
+    "SET_IMG2COL_RPT": rule(),
+    "SET_IMG2COL_PADDING": rule(),
+
+    # ---- irregular -------------------------------------------------------------------------------
+    # the irregular family (ops.tsv dtypes_A2A3 and the manual pages). THISTOGRAM and TRANDOM
+    # are not implemented on a2a3.
+    "TCI": rule("i16 ui16 i32 ui32"),
+    "TTRI": rule("i32 i16 ui32 ui16 f16 f32"),
+    "TGATHER": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "TGATHERB": rule(B124),
+    "TSCATTER": rule(B124),
+    "MGATHER": rule(B124),
+    "MSCATTER": rule(B124),
+    "TSORT32": rule("f16 f32"),
+    "TMRGSORT": rule("f16 f32"),
+    "TDEQUANT": rule(pairs("i8->f32 i16->f32")),
+    "TPREFETCH": rule(),
+    "TQUANT": rule(pairs("f32->i8 f32->ui8")),
+
+    # ---- layout ----------------------------------------------------------------------------------
+    # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat -> Left/Right and
+    # Acc -> Mat window moves, Acc conversions through the fix-pipe).
+    "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
+    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TINSERT": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TCONCAT": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32", row_major=True),
+    "TTRANS": rule("ui32 i32 f32 ui16 i16 f16 bf16 ui8 i8"),
+    "TRESHAPE": rule(),
+    "TSUBVIEW": rule(),
+    "TALIAS": rule(),
+
+    # ---- matrix ----------------------------------------------------------------------------------
+    # the cube instructions and TMOV (no MX, no TF32).
+    "TMATMUL": rule(MM),
+    "TMATMUL_ACC": rule(MM),
+    "TMATMUL_BIAS": rule(MM),
+    "TGEMV": rule(MM),
+    "TGEMV_ACC": rule(MM),
+    "TGEMV_BIAS": rule(MM),
+    "TMOV": rule(SAME + CONVERT, paths=frozenset(PATHS)),
+    "TMOV_FP": rule(SAME + CONVERT, paths=frozenset({(T.Acc, T.Mat)})),
+    "SETTF32MODE": rule(),
+    "SETHF32MODE": rule(),
+
+    # ---- pipes -----------------------------------------------------------------------------------
+    # the cube <-> vector FIFO instructions and the fix-pipe quant registers (any element type
+    # moves through a FIFO; producers Acc/Vec/Mat, consumers Vec/Mat).
+    "TPUSH": rule(locs=[TileType.Acc, TileType.Vec, TileType.Mat]),
+    "TPOP": rule(locs=[TileType.Vec, TileType.Mat]),
+    "TFREE": rule(),
+    "SET_QUANT_SCALAR": rule(),
+    "SET_QUANT_VECTOR": rule("ui64", locs=[TileType.Scaling]),
+
+    # ---- prefetch_hif4 ---------------------------------------------------------------------------
+    # TPREFETCH_ASYNC (any element type: a cache hint). TMATMUL_MX_HIF4 is an A6 instruction: no
+    # target here has it (see ptoisa/isa/hif4.py).
+    "TPREFETCH_ASYNC": rule(),
+
+    # ---- reduce_expand ---------------------------------------------------------------------------
+    # the reduce-and-expand family (ops.tsv dtypes_A2A3, the manual pages).
+    "TROWPROD": rule(SAME4),
+    "TROWMAX": rule(SAME4),
+    "TROWMIN": rule(SAME4),
+    "TROWARGMAX": ROW_ARG,
+    "TROWARGMIN": ROW_ARG,
+    "TCOLSUM": rule([(d, d) for d in SAME4.split()]),
+    "TCOLPROD": rule([(d, d) for d in SAME4.split()]),
+    "TCOLMAX": rule([(d, d) for d in SAME4.split()]),
+    "TCOLMIN": rule([(d, d) for d in SAME4.split()]),
+    "TCOLARGMAX": COL_ARG,
+    "TCOLARGMIN": COL_ARG,
+    "TROWEXPAND": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"),
+    "TCOLEXPAND": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0"),
+    **{f"TROWEXPAND{op}": rule(EXPAND_OP) for op in ("ADD", "SUB", "MUL", "MAX", "MIN")},
+    **{f"TCOLEXPAND{op}": rule(EXPAND_OP) for op in ("ADD", "SUB", "MUL", "MAX", "MIN")},
+    "TROWEXPANDDIV": rule("f16 f32"),
+    "TCOLEXPANDDIV": rule("f16 f32"),
+    "TROWEXPANDEXPDIF": rule("f16 f32"),
+    "TCOLEXPANDEXPDIF": rule("f16 f32"),
+    "TPAIRREDUCESUM": rule("f16 f32"),
+    "TPARTARGMAX": PART,
+    "TPARTARGMIN": PART,
+
+    # ---- sync ------------------------------------------------------------------------------------
+    # the synchronisation instructions (no element types involved).
+    "TSYNC": rule(),
+    "SYNCALL": rule(),
+}
+
+
+TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", Traits())

@@ -1,0 +1,177 @@
+"""Ascend A5 (include/pto/npu/a5, buffer_limits.hpp)."""
+
+from __future__ import annotations
+
+from itertools import product
+
+from ..enums import TileType
+from ..enums import TileType as T
+from . import Rule, pairs, rule
+from .a2a3 import TARGET as A2A3
+
+KiB = 1024
+
+BUFFERS = {"UB": 256 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 256 * KiB,
+           "BIAS": 4 * KiB, "FB": 4 * KiB, "L0A_MX": 4 * KiB, "L0B_MX": 4 * KiB}
+
+I124 = "i8 ui8 i16 ui16 i32 ui32"
+I1248 = I124 + " i64 ui64"
+ALLNUM = I1248 + " f16 bf16 f32"
+_CMP = "ui32 i32 i64 ui64 ui16 i16 ui8 i8 f32 f16 bf16"
+B124 = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
+GATHER = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32 f8E4M3 f8E5M2"
+MOVE_TYPES = "i8 ui8 f8E5M2 f8E4M3 f8E8M0 f16 bf16 f32 i32"
+#: Acc conversions: plain f32 -> f16/bf16; quantised f32 -> i8/ui8/f16/bf16/f8E4M3 and
+#: i32 -> i8/ui8/f16/bf16
+ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("f32", "ui8"),
+                         ("f32", "f8E4M3"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
+                         ("i32", "bf16")})
+EXTRACT_MOVES = frozenset({(T.Mat, T.Left), (T.Mat, T.Right), (T.Mat, T.ScaleLeft),
+                           (T.Mat, T.ScaleRight), (T.Acc, T.Mat), (T.Acc, T.Vec),
+                           (T.Vec, T.Vec), (T.Vec, T.Mat)})
+INSERT_MOVES = frozenset({(T.Acc, T.Mat), (T.Acc, T.Vec), (T.Vec, T.Vec), (T.Vec, T.Mat)})
+ACC_MOVES = frozenset({(T.Acc, T.Mat), (T.Acc, T.Vec)})
+FP8 = ("f8E4M3", "f8E5M2")
+FP4 = ("f4E2M1x2", "f4E1M2x2")
+MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"),
+      ("i32", "i8", "i8")] + [("f32", a, b) for a in FP8 for b in FP8]
+MX = [("f32", a, b) for a in FP8 for b in FP8] + [("f32", a, b) for a in FP4 for b in FP4]
+SAME = [(d, d) for d in ("i8 ui8 f8E4M3 f8E5M2 f8E8M0 f16 bf16 f32 i32 i64 ui64 "
+                         "f4E2M1x2 f4E1M2x2").split()]
+CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 f32->f8E4M3 i32->f16 i32->bf16 i32->i8 "
+                "i32->ui8 f16->f32 bf16->f32")
+PATHS = {(T.Mat, T.Left), (T.Mat, T.Right), (T.Mat, T.Bias), (T.Mat, T.Scaling),
+         (T.Mat, T.ScaleLeft), (T.Mat, T.ScaleRight), (T.Vec, T.Vec), (T.Vec, T.Mat),
+         (T.Acc, T.Vec), (T.Acc, T.Mat)}
+EXPAND_OP = "f16 f32 i16 i32 ui16 ui32"
+COL_RED = "f16 f32 i8 ui8 i16 ui16 i32 ui32 bf16"
+ROW_ARG = rule(list(product("f16 bf16 i16 ui16 f32 i32 ui32".split(), ("i32", "ui32"))))
+# index-only: 32-bit indices; value+index: 16-bit for 2-byte sources (rule _npu_idx_width)
+COL_ARG = rule(list(product("i8 ui8 i16 ui16 i32 ui32 f16 f32".split(),
+                            ("i16", "ui16", "i32", "ui32"))))
+
+
+#: entries that differ from a2a3 (the rest are a2a3's)
+LEGALITY: dict[str, Rule] = {
+    # ---- core ------------------------------------------------------------------------------------
+    # the foundation instructions (memory, seeds, TADD).
+    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
+    "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
+    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 f32->f16 f32->bf16 f32->f8E4M3 f32->f32 "
+                            "f32->hif8 i32->i8 i32->ui8 i32->f16 i32->bf16"), locs=[TileType.Acc]),
+    "TROWSUM": rule(pairs("f16->f16 f32->f32 i32->i32 i16->i16 i64->i64 ui64->ui64")),
+    "TPARTADD": rule("ui8 i8 ui16 i16 ui32 i32 i64 ui64 f16 f32 bf16"),
+    "TPARTMUL": rule("ui8 i8 ui16 i16 ui32 i32 f16 f32 bf16"),
+    "TPARTMAX": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TPARTMIN": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TADD": rule("i32 ui32 i64 ui64 f32 i16 ui16 f16 bf16 ui8 i8 f8E4M3 f8E5M2"),
+
+    # ---- elementwise -----------------------------------------------------------------------------
+    # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
+    # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). TADDC,
+    # TSUBC, TADDSC and TSUBSC have no NPU implementation. The predicate tile of TCMP/TCMPS is
+    # ui32.
+    # tile-tile
+    "TABS": rule("f32 f16 i32 i16 i8"),
+    "TAND": rule(I124),
+    "TCMP": rule([(s, "ui32") for s in _CMP.split()]),
+    "TCVT": rule(pairs(
+        "f32->f32 f32->f16 f32->bf16 f32->i16 f32->i32 f32->i64 f32->f8E4M3 f32->f8E5M2 "
+        "f16->f32 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->f32 bf16->i32 bf16->f16 "
+        "i16->ui8 i16->f16 i16->f32 i16->ui32 i16->i32 i32->f32 i32->i16 i32->ui16 i32->i64 "
+        "bf16->f4E1M2x2 bf16->f4E2M1x2 "
+        "i32->ui8 i64->f32 i64->i32 ui8->f16 ui8->ui16 i8->f16 i8->i16 i8->i32 "
+        "ui32->ui8 ui32->ui16 ui32->i16 f8E4M3->f32 f8E5M2->f32 f32->hif8 f16->hif8")),
+    "TDIV": rule("i32 ui32 f32 i16 ui16 f16 i64 ui64"),
+    "TFMOD": rule("f16 f32 ui16 i16 ui32 i32"),
+    "TMAX": rule(ALLNUM),
+    "TMIN": rule(ALLNUM),
+    "TMUL": rule("i32 ui32 f32 i16 ui16 f16 bf16 i64 ui64"),
+    "TNEG": rule("i32 i16 ui32 ui16 f16 f32 bf16"),
+    "TOR": rule(I124),
+    "TPOW": rule(I124 + " f16 f32 bf16"),
+    "TRECIP": rule("f32 f16"),
+    "TREM": rule("f32 i32 ui32 f16 i16 ui16 i64 ui64"),
+    "TSEL": rule(ALLNUM),
+    "TSHL": rule(I1248),
+    "TSHR": rule(I1248),
+    "TSUB": rule(ALLNUM),
+    # tile-scalar
+    "TADDS": rule(ALLNUM),
+    "TSUBS": rule(ALLNUM),
+    "TMULS": rule("ui16 i16 ui32 i32 f16 f32 bf16 i64 ui64"),
+    "TDIVS": rule(I1248 + " f16 f32"),
+    "TMAXS": rule(ALLNUM),
+    "TMINS": rule(ALLNUM),
+    "TSHLS": rule(I1248),
+    "TSHRS": rule(I1248),
+    "TFMODS": rule("i16 ui16 i32 ui32 f16 f32"),
+    "TREMS": rule("f32 i32 ui32 f16 i16 ui16 i64 ui64"),
+    "TPOWS": rule(I124 + " f16 f32 bf16"),
+    "TEXPANDS": rule(I1248 + " f16 f32"),
+    "TCMPS": rule([(s, "ui32") for s in _CMP.split()]),
+    "TSELS": rule(ALLNUM),
+
+    # ---- img2col ---------------------------------------------------------------------------------
+    # TIMG2COL (TIMG2COL.md implementation checks) and its configuration instructions.
+    "TIMG2COL": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"),
+
+    # ---- irregular -------------------------------------------------------------------------------
+    # the irregular family (ops.tsv dtypes_A5 and the manual pages).
+    "TTRI": rule("i64 ui64 i32 i16 i8 ui32 ui16 ui8 f16 f32 bf16"),
+    "TGATHER": rule(GATHER),
+    "TSCATTER": rule(B124 + " i64 ui64"),
+    "MGATHER": rule(GATHER),
+    "MSCATTER": rule(GATHER),
+    "THISTOGRAM": rule("ui16 ui32"),
+    "TRANDOM": rule("i32 ui32"),
+    # MXFP8 (f32/f16/bf16 -> e4m3 bytes), MXFP4 (f16/bf16 -> packed e2m1), INT8 sym/asym (f32)
+    "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8")),
+
+    # ---- layout ----------------------------------------------------------------------------------
+    # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat ->
+    # Left/Right/ScaleLeft/ScaleRight, Acc -> Mat/Vec, Vec -> Vec/Mat; TPACK and TGET_SCALE_ADDR
+    # are a5-only).
+    "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
+    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
+    "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TGET_SCALE_ADDR": rule(),
+    "TPACK": rule(),
+
+    # ---- matrix ----------------------------------------------------------------------------------
+    # the cube instructions (incl. fp8 and MX) and TMOV.
+    "TMATMUL": rule(MM),
+    "TMATMUL_ACC": rule(MM),
+    "TMATMUL_BIAS": rule(MM),
+    "TGEMV": rule(MM),
+    "TGEMV_ACC": rule(MM),
+    "TGEMV_BIAS": rule(MM),
+    "TMATMUL_MX": rule(MX),
+    "TGEMV_MX": rule(MX),
+    "TMOV": rule(SAME + CONVERT, paths=frozenset(PATHS)),
+    "TMOV_FP": rule(SAME + CONVERT, paths=frozenset({(T.Acc, T.Vec), (T.Acc, T.Mat)})),
+
+    # ---- reduce_expand ---------------------------------------------------------------------------
+    # the reduce-and-expand family (ops.tsv dtypes_A5, the manual pages).
+    "TROWMAX": rule("f16 f32 i32 i64 ui64 i16 i8 ui8"),
+    "TROWMIN": rule("f16 f32 i32 i64 ui64 i16 i8 ui8"),
+    "TROWARGMAX": ROW_ARG,
+    "TROWARGMIN": ROW_ARG,
+    "TCOLSUM": rule([(d, d) for d in (COL_RED + " i64 ui64").split()]),
+    "TCOLPROD": rule([(d, d) for d in "f32 f16 bf16 i16 ui16 i32 ui32".split()]),
+    "TCOLMAX": rule([(d, d) for d in COL_RED.split()]),
+    "TCOLMIN": rule([(d, d) for d in COL_RED.split()]),
+    "TCOLARGMAX": COL_ARG,
+    "TCOLARGMIN": COL_ARG,
+    "TROWEXPAND": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
+    "TCOLEXPAND": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0"),
+    **{f"TROWEXPAND{op}": rule(EXPAND_OP) for op in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")},
+    **{f"TCOLEXPAND{op}": rule(EXPAND_OP) for op in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")},
+    "TINTERLEAVE": rule("i32 ui32 f32 i16 ui16 f16 bf16 ui8 i8"),
+    "TDEINTERLEAVE": rule("i32 ui32 f32 i16 ui16 f16 bf16 ui8 i8"),
+}
+
+
+TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "",
+                     inherit_behaviour=False)
