@@ -104,11 +104,32 @@ class Instr:
     #: the semantics index tiles as ``[..., r, c]`` and so run all blocks of a lockstep launch
     #: in one call; other instructions run once per block there (see ptoisa.grid)
     batched: bool = False
+    #: per-target declarations (JAX's ``platform=`` lowering rules): a key names a target of
+    #: the lineage (``Target.lineage``); ``impl_for`` replaces the semantics there,
+    #: ``static_for`` / ``runtime_for`` add rules that hold there only
+    impl_for: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
+    runtime_for: dict[str, tuple[RuntimeRule, ...]] = field(default_factory=dict)
     _n_required: int = field(default=0, init=False)
+    _on: dict[str, Resolved] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
         self.__doc__ = self.doc
+
+    def on(self, target: Target) -> Resolved:
+        """The semantics and rules of this instruction on ``target`` (the common ones, with
+        the per-target declarations of the first key of the target's lineage that has one)."""
+        r = self._on.get(target.name)
+        if r is None or r.target is not target:
+            impl = next((self.impl_for[k] for k in target.lineage if k in self.impl_for),
+                        self.impl)
+            static = self.static + tuple(x for k in target.lineage
+                                         for x in self.static_for.get(k, ()))
+            runtime = self.runtime + tuple(x for k in target.lineage
+                                           for x in self.runtime_for.get(k, ()))
+            r = self._on[target.name] = Resolved(target, impl, static, runtime)
+        return r
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -136,7 +157,7 @@ class Instr:
         instruction."""
         self.check(m.target, vals, params)
         try:
-            return self.impl(m, *vals, **params)
+            return self.on(m.target).impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
                 e.op = self.mnemonic
@@ -185,15 +206,15 @@ class Instr:
 
     def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
         types = tuple([_type_of(v) for v in vals])
-        key = (self.name, target.name, types, tuple(params.values()))
+        key = (self.name, target, types, tuple(params.values()))
         try:
             known = key in _static_cache
         except TypeError:  # an unhashable parameter value
-            key = (self.name, target.name, types, tuple(_hashable(v) for v in params.values()))
+            key = (self.name, target, types, tuple(_hashable(v) for v in params.values()))
             known = key in _static_cache
         if not known:
             _check_static(self, key, target, types, params)
-        for r in self.runtime:
+        for r in self.on(target).runtime:
             r(self, *vals, **params)
 
     def check_types(self, target: Target | str, types: dict[str, Any],
@@ -205,11 +226,24 @@ class Instr:
         full.update(params or {})
         sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full)
         check_legality(sig)
-        for r in self.static:
+        for r in self.on(tgt).static:
             r(sig)
 
     def __repr__(self) -> str:
         return f"<instruction {self.name}>"
+
+
+class Resolved:
+    """An instruction's semantics and rules on one target (see :meth:`Instr.on`)."""
+
+    __slots__ = ("target", "impl", "static", "runtime")
+
+    def __init__(self, target: Target, impl: Callable[..., Any],
+                 static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...]) -> None:
+        self.target = target
+        self.impl = impl
+        self.static = static
+        self.runtime = runtime
 
 
 def _hashable(v: Any) -> Any:
@@ -361,9 +395,14 @@ def instr(
     runtime: Iterable[RuntimeRule] = (),
     returns_event: bool = True,
     batched: bool = False,
+    impl_for: dict[str, Callable[..., Any]] | None = None,
+    static_for: dict[str, Iterable[StaticRule]] | None = None,
+    runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
-    ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc."""
+    ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
+    ``impl_for={"cpu": fn}`` replaces the semantics on a target (and the targets derived from
+    it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only."""
 
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
@@ -372,7 +411,9 @@ def instr(
             name=name, family=family, pipe=pipe, operands=tuple(operands),
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
             runtime=tuple(runtime), returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
-            batched=batched,
+            batched=batched, impl_for=dict(impl_for or {}),
+            static_for={k: tuple(v) for k, v in (static_for or {}).items()},
+            runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
         )
         REGISTRY[name] = ins
         return ins

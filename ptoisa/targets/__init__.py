@@ -82,7 +82,7 @@ class Traits:
         return dataclasses.replace(self, **changes)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed by identity: caches key on the object
 class Target:
     """A target profile: on-chip buffer sizes, the legality table and the traits.
 
