@@ -111,7 +111,7 @@ class Instr:
     static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
     runtime_for: dict[str, tuple[RuntimeRule, ...]] = field(default_factory=dict)
     _n_required: int = field(default=0, init=False)
-    _on: dict[str, Resolved] = field(default_factory=dict, init=False, repr=False)
+    _on: dict[Target, Resolved] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
@@ -120,15 +120,15 @@ class Instr:
     def on(self, target: Target) -> Resolved:
         """The semantics and rules of this instruction on ``target`` (the common ones, with
         the per-target declarations of the first key of the target's lineage that has one)."""
-        r = self._on.get(target.name)
-        if r is None or r.target is not target:
+        r = self._on.get(target)
+        if r is None:
             impl = next((self.impl_for[k] for k in target.lineage if k in self.impl_for),
                         self.impl)
             static = self.static + tuple(x for k in target.lineage
                                          for x in self.static_for.get(k, ()))
             runtime = self.runtime + tuple(x for k in target.lineage
                                            for x in self.runtime_for.get(k, ()))
-            r = self._on[target.name] = Resolved(target, impl, static, runtime)
+            r = self._on[target] = Resolved(target, impl, static, runtime)
         return r
 
     @property
