@@ -19,63 +19,16 @@ is always correct as long as nothing was written to GM yet.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from .errors import PtoError
+from .lanes import BlockDivergence, Lanes, block_of
 from .memory import Machine, current, pop
 from .memory import push as _push
-from .tensor import GlobalTensor
-from .tile import Tile
 
-if TYPE_CHECKING:
-    from .isa.registry import Instr
-
-
-class BlockDivergence(PtoError):
-    """Python control flow depends on a value that differs between blocks of a lockstep run."""
-
-
-class Lanes(np.ndarray):
-    """Per-block integer values of a lockstep launch (``get_block_idx()`` and what is computed
-    from it). Arithmetic works elementwise; turning it into one Python value works only when
-    every block has the same value."""
-
-    def __new__(cls, values: Any) -> Lanes:
-        return np.asarray(values, dtype=np.int64).view(cls)
-
-    def _uniform(self, what: str) -> Any:
-        flat = np.asarray(self).reshape(-1)
-        if flat.size and (flat == flat[0]).all():
-            return flat[0].item()
-        raise BlockDivergence(
-            f"{what} of a value that differs between blocks ({_short(flat)}): Python control "
-            "flow on the block index cannot run the blocks in lockstep; launch with "
-            "lockstep=False, or compute with numpy (np.minimum, np.where) instead of if/min")
-
-    def __bool__(self) -> bool:
-        return bool(self._uniform("truth value"))
-
-    def __int__(self) -> int:
-        return int(self._uniform("int()"))
-
-    def __index__(self) -> int:
-        return int(self._uniform("index"))
-
-    def __float__(self) -> float:
-        return float(self._uniform("float()"))
-
-    def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
-        out = np.asarray(arr)
-        if out.ndim == 0:
-            return out[()]
-        return out.view(Lanes) if out.dtype.kind in "iub" else out
-
-
-def _short(flat: np.ndarray) -> str:
-    vals = ", ".join(str(x) for x in flat[:4].tolist())
-    return f"[{vals}{', ...' if flat.size > 4 else ''}]"
+__all__ = ["BlockDivergence", "Lanes", "block_of", "get_block_idx", "get_block_num", "launch"]
 
 
 def get_block_idx() -> Any:
@@ -86,37 +39,6 @@ def get_block_idx() -> Any:
 def get_block_num() -> int:
     """How many blocks the kernel was launched on."""
     return current().block_num
-
-
-# ---- running one instruction for all lanes -------------------------------------------------------
-
-def _uniform(v: Any) -> bool:
-    if isinstance(v, Tile):
-        return not isinstance(v._vr, np.ndarray) and not isinstance(v._vc, np.ndarray)
-    return not isinstance(v, np.ndarray) or not isinstance(v, Lanes)
-
-
-def block_of(v: Any, b: int) -> Any:
-    """The part of an operand that belongs to block ``b``."""
-    if isinstance(v, Tile):
-        return v.block(b)
-    if isinstance(v, GlobalTensor):
-        return v.block(b)
-    if isinstance(v, Lanes):
-        return v[b].item() if v.ndim == 1 else np.asarray(v)[b]
-    return v
-
-
-def run_lockstep(instr: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
-    """Run one instruction for every block of a lockstep machine: once for all blocks when
-    the instruction is batched and its operands agree in shape across blocks, else once per
-    block on per-block views."""
-    if instr.batched and all(_uniform(v) for v in vals):
-        return instr.execute(m, vals, params)  # types and (uniform) valid regions agree
-    result = None
-    for b in range(m.lanes):
-        result = instr.execute(m, [block_of(v, b) for v in vals], params)
-    return result
 
 
 # ---- launching ------------------------------------------------------------------------------

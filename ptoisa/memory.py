@@ -9,6 +9,7 @@ private storage on first use; in ``manual`` mode that is an error naming the til
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
@@ -57,6 +58,9 @@ class Machine:
         #: numpy floating-point warnings are already off (inside a launch or a .pto run):
         #: instructions may skip their own np.errstate
         self.quiet = False
+        #: called with an InstrRecord before every instruction runs (sanitizer, cycle model,
+        #: trace): see ptoisa.isa.registry.Instr.run
+        self.observers: list[Callable[[Any], None]] = []
         self._lazy: list[Tile] = []
         self._arena: list[np.ndarray] = []
         self._arena_cur: np.ndarray | None = None

@@ -18,11 +18,11 @@ import numpy as np
 from .. import dtypes as D
 from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
-from ..grid import Lanes, run_lockstep
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
 from ..isa.registry import Instr
+from ..lanes import Lanes
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
@@ -250,8 +250,7 @@ class CompiledFunc:
                 self.tiles.append(tile)
                 results.append((k, tile))
         params = b.params
-        runtime = instr.runtime
-        impl = instr.impl
+        run = instr.run
         loc = op.loc
         opname = instr.mnemonic
         fixed = tuple(slots)
@@ -272,14 +271,8 @@ class CompiledFunc:
                 env[k] = t
             vals = ([None if s is None else env[s] for s in fixed] if simple
                     else [get(env, s) for s in fixed])
-            m = env[0].machine
             try:
-                if m.lanes > 1:
-                    run_lockstep(instr, m, vals, params)
-                    return
-                for r in runtime:
-                    r(instr, *vals, **params)
-                impl(m, *vals, **params)
+                run(env[0].machine, vals, params, checked=True, loc=loc)
             except PtoError as e:
                 if e.op is None:
                     e.op = opname

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
 from ..errors import IllegalInstruction, PtoError, UnsupportedType
+from ..lanes import block_of, uniform
 from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
@@ -145,24 +147,56 @@ class Instr:
     # ---- eager call ------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Event | Any:
         m = current()
+        n = len(args)
+        while n and isinstance(args[n - 1], Event):
+            n -= 1
         vals, params = self.bind(args, kwargs)
-        if m.lanes > 1:
-            result = _run_lockstep()(self, m, vals, params)
-        else:
-            result = self.execute(m, vals, params)
+        loc = _caller_loc() if m.observers else None
+        result = self.run(m, vals, params, loc=loc, waits=args[n:])
         return Event(self.name, self.pipe) if self.returns_event else result
 
-    def execute(self, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
-        """Check (static, cached; then run-time) and run the semantics; errors name the
-        instruction."""
-        self.check(m.target, vals, params)
+    # ---- THE dispatch point ----------------------------------------------------------------
+    def run(self, m: Machine, vals: list[Any], params: dict[str, Any], *,
+            checked: bool = False, loc: Any = None, waits: tuple[Any, ...] = ()) -> Any:
+        """Run this instruction on machine ``m``: the one place every instruction passes, from
+        an eager call, a compiled ``.pto`` step or a lockstep launch.
+
+        Observers of the machine (``m.observers``: sanitizer, cycle model, trace) see an
+        :class:`InstrRecord` first; then the static rules (unless ``checked``: the compiler
+        ran them for the program's types), the run-time rules and the semantics of the
+        machine's target run, once for all blocks of a lockstep machine when the entry is
+        ``batched`` and the operands agree in shape across blocks, else once per block."""
+        if m.observers:
+            rec = InstrRecord(self, m, vals, params, loc, waits)
+            for obs in m.observers:
+                obs(rec)
+        if m.lanes > 1 and not (self.batched and all(uniform(v) for v in vals)):
+            result = None
+            for b in range(m.lanes):
+                result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
+            return result
+        return self._run_one(m, vals, params, checked)
+
+    def _run_one(self, m: Machine, vals: list[Any], params: dict[str, Any],
+                 checked: bool) -> Any:
+        on = self._on.get(m.target) or self.on(m.target)
         try:
-            return self.on(m.target).impl(m, *vals, **params)
+            if checked:
+                for r in on.runtime:
+                    r(self, *vals, **params)
+            else:
+                self.check(m.target, vals, params)
+            return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
                 e.op = self.mnemonic
                 e.args = (e.render(),)
             raise
+
+    def execute(self, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+        """Check and run on one block's operands, without observers (a helper for
+        instructions built from others)."""
+        return self._run_one(m, vals, params, False)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
         """Split positional args into operand values (trailing Events are waits), coerce
@@ -268,16 +302,40 @@ def _check_static(instr: Instr, key: Any, target: Target, types: tuple[Any, ...]
     _static_cache[key] = None
 
 
-_lockstep_runner: list[Callable[..., Any]] = []
+class InstrRecord:
+    """What an observer of the machine sees of one executed instruction (before it runs):
+    the entry, the machine (target, lanes, block index), the operand values in C++ order,
+    the template parameters, the source location (``Loc`` for ``.pto``, ``(file, line)`` of
+    the caller for eager code, None when unknown) and the Events passed as waits."""
+
+    __slots__ = ("instr", "machine", "values", "params", "loc", "waits")
+
+    def __init__(self, instr: Instr, machine: Machine, values: list[Any],
+                 params: dict[str, Any], loc: Any, waits: tuple[Any, ...]) -> None:
+        self.instr = instr
+        self.machine = machine
+        self.values = values
+        self.params = params
+        self.loc = loc
+        self.waits = waits
+
+    @property
+    def pipe(self) -> Pipe:
+        return self.instr.pipe
+
+    def __repr__(self) -> str:
+        return f"<{self.instr.name} at {self.loc}>"
 
 
-def _run_lockstep() -> Callable[..., Any]:
-    """grid.run_lockstep (imported on first use: grid imports this module)."""
-    if not _lockstep_runner:
-        from ..grid import run_lockstep
+_PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
 
-        _lockstep_runner.append(run_lockstep)
-    return _lockstep_runner[0]
+
+def _caller_loc() -> tuple[str, int] | None:
+    """(file, line) of the first frame outside the ptoisa package: the user's call."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
+        f = f.f_back  # type: ignore[assignment]
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
 
 
 def _type_of(v: Any) -> Any:
