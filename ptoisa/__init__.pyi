@@ -115,6 +115,14 @@ def MSCATTER(
     ...
 
 
+def PIPE_BARRIER(pipe: Pipe, *events: Event) -> Any:
+    """
+    ``pipe_barrier(PIPE_X)``: the pipe's later instructions start after its earlier ones
+    are done (PIPE_ALL: every pipe of the core).
+    """
+    ...
+
+
 def SETFMATRIX(
     src: Tile,
     *events: Event,
@@ -147,6 +155,13 @@ def SETTF32MODE(
     """
     Record the TF32 mode: on a5 later f32 matmuls round their inputs to 10 mantissa bits
     (e8m10) with ``tf32TransMode``; a2a3 and cpu record it only (no-op, as documented).
+    """
+    ...
+
+
+def SET_FLAG(srcPipe: Pipe, dstPipe: Pipe, eventId: Any, *events: Event) -> Any:
+    """
+    ``set_flag(src, dst, EVENT_IDn)``: issued on pipe ``src``; fires when src's earlier instructions are done.
     """
     ...
 
@@ -1959,5 +1974,12 @@ def TXORS(
 ) -> Event:
     """
     dst = src ^ scalar; tmp is scratch (used on a2a3).
+    """
+    ...
+
+
+def WAIT_FLAG(srcPipe: Pipe, dstPipe: Pipe, eventId: Any, *events: Event) -> Any:
+    """
+    ``wait_flag(src, dst, EVENT_IDn)``: pipe ``dst`` waits until the matching set_flag fired (each set is consumed by one wait).
     """
     ...

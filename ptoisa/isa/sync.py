@@ -1,8 +1,12 @@
-"""Synchronisation: TSYNC and SYNCALL.
+"""Synchronisation: flags between pipes (SET_FLAG / WAIT_FLAG), PIPE_BARRIER, TSYNC, SYNCALL.
 
-Execution is sequential program order, so these are ordering no-ops; they are accepted and
-*recorded* on the machine (``machine.sync_log``) so a later synchronisation checker can see
-which waits and barriers a program issued.
+A core runs its instructions in program order here, so the results need none of these; they
+are executed as instructions all the same (each passes the dispatch point, where the
+sanitizer and the cycle model see them) and recorded on the machine (``machine.sync_log``).
+``SET_FLAG(src, dst, id)`` is issued on the ``src`` pipe and fires when that pipe's earlier
+work is done; ``WAIT_FLAG(src, dst, id)`` holds the ``dst`` pipe until the matching flag
+fired; ``PIPE_BARRIER(pipe)`` orders a pipe's work before its later work (PIPE_ALL: every
+pipe).
 """
 
 from __future__ import annotations
@@ -10,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..enums import Pipe
+from ..errors import PtoError
 from ..memory import Machine
-from .registry import Event, Opnd, Param, instr
+from .registry import Event, Instr, Opnd, Param, instr
 
 
 def _record(m: Machine, entry: tuple[Any, ...]) -> None:
@@ -20,6 +25,55 @@ def _record(m: Machine, entry: tuple[Any, ...]) -> None:
         log = []
         m.sync_log = log  # type: ignore[attr-defined]
     log.append(entry)
+
+
+_EVENT_IDS = 8  # EVENT_ID0..EVENT_ID7 per (src, dst) pipe pair
+
+
+def _event_id(ins: Instr, m: Machine, eventId: Any) -> int:  # noqa: N803
+    if isinstance(eventId, str) and eventId.upper().startswith("EVENT_ID"):
+        eventId = eventId[8:]
+    try:
+        eid = int(eventId)
+    except (TypeError, ValueError):
+        raise PtoError(f"eventId must be an integer or EVENT_IDn, got {eventId!r}",
+                       op=ins.mnemonic) from None
+    if not 0 <= eid < _EVENT_IDS:
+        raise PtoError(f"eventId {eid} out of range (EVENT_ID0..EVENT_ID{_EVENT_IDS - 1})",
+                       op=ins.mnemonic)
+    return eid
+
+
+def _flag(kind: str) -> Any:
+    def impl(m: Machine, srcPipe: Pipe, dstPipe: Pipe, eventId: Any) -> None:  # noqa: N803
+        _record(m, (kind, srcPipe, dstPipe, _event_id(_FLAGS[kind], m, eventId)))
+    impl.__name__ = kind
+    impl.__doc__ = {
+        "SET_FLAG": "``set_flag(src, dst, EVENT_IDn)``: issued on pipe ``src``; fires when "
+                    "src's earlier instructions are done.",
+        "WAIT_FLAG": "``wait_flag(src, dst, EVENT_IDn)``: pipe ``dst`` waits until the "
+                     "matching set_flag fired (each set is consumed by one wait).",
+    }[kind]
+    return impl
+
+
+_FLAG_OPERANDS = (Opnd("srcPipe", "enum", enum=Pipe), Opnd("dstPipe", "enum", enum=Pipe),
+                  Opnd("eventId", "any"))
+_FLAGS: dict[str, Instr] = {
+    k: instr(k, family="sync", pipe=Pipe.S, operands=_FLAG_OPERANDS,
+             returns_event=False)(_flag(k))
+    for k in ("SET_FLAG", "WAIT_FLAG")
+}
+SET_FLAG = _FLAGS["SET_FLAG"]
+WAIT_FLAG = _FLAGS["WAIT_FLAG"]
+
+
+@instr("PIPE_BARRIER", family="sync", pipe=Pipe.S,
+       operands=(Opnd("pipe", "enum", enum=Pipe),), returns_event=False)
+def PIPE_BARRIER(m: Machine, pipe: Pipe) -> None:  # noqa: N802
+    """``pipe_barrier(PIPE_X)``: the pipe's later instructions start after its earlier ones
+    are done (PIPE_ALL: every pipe of the core)."""
+    _record(m, ("PIPE_BARRIER", pipe))
 
 
 @instr("TSYNC", family="sync", pipe=Pipe.S,

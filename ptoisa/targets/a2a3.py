@@ -230,6 +230,9 @@ LEGALITY: dict[str, Rule] = {
     # the synchronisation instructions (no element types involved).
     "TSYNC": rule(),
     "SYNCALL": rule(),
+    "SET_FLAG": rule(),
+    "WAIT_FLAG": rule(),
+    "PIPE_BARRIER": rule(),
 }
 
 
