@@ -113,7 +113,7 @@ def _div0() -> int:
 
 
 _NOOP_PREFIXES = (
-    "pto.barrier", "pto.set_flag", "pto.wait_flag", "pto.record_event", "pto.wait_event",
+    "pto.record_event", "pto.wait_event",
     "pto.sync.", "pto.get_buf", "pto.rls_buf", "pto.tsync", "pto.set_ffts",
     "pto.auto_sync_tail_hint", "pto.section.", "memref.dealloc", "pto.tfree",
 )
@@ -760,6 +760,58 @@ def _tassign(cf: CompiledFunc, op: Op) -> Step:
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step
+
+
+def _bracket_args(op: Op) -> list[Any]:
+    """The items of ``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``-style spellings (and
+    ``pto.barrier <PIPE_ALL>``): attribute bodies as strings, SSA operands as slot markers."""
+    out: list[Any] = []
+    for p in op.syntax:
+        if p.kind == "a":
+            v = p.value
+            out.append(v.body if isinstance(v, A.DialectAttr) else str(bridge.attr_value(v)))
+        elif p.kind == "v":
+            out.append(op.operands[int(p.value)])  # type: ignore[call-overload]
+    return out
+
+
+def _sync_step(instr_name: str, n_args: int) -> Callable[[CompiledFunc, Op], Step]:
+    """``pto.set_flag`` / ``pto.wait_flag`` (and their ``_dyn`` forms with an SSA event id),
+    ``pto.barrier``: the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions of the registry, so
+    they pass the dispatch point like every instruction."""
+    from ..isa.registry import REGISTRY
+
+    def h(cf: CompiledFunc, op: Op) -> Step:
+        ins = REGISTRY[instr_name]
+        items = _bracket_args(op)
+        if len(items) != n_args:
+            raise VerifyError(f"expects {n_args} bracketed operand(s) "
+                              f"({', '.join(o.name for o in ins.operands)}), got {len(items)}",
+                              op=op.name, loc=op.loc)
+        slots = [cf.slot(v) if not isinstance(v, str) else None for v in items]
+        try:
+            fixed, _ = ins.bind(tuple(v if isinstance(v, str) else 0 for v in items), {})
+        except PtoError as e:
+            raise VerifyError(e.message, op=op.name, loc=op.loc) from None
+        run = ins.run
+        loc = op.loc
+
+        def step(env: Env) -> None:
+            vals = [fixed[i] if s is None else int(env[s]) for i, s in enumerate(slots)]
+            try:
+                run(env[0].machine, vals, {}, checked=True, loc=loc)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = ins.mnemonic
+                raise e.with_loc(loc) from None
+        return step
+    return h
+
+
+for _n, (_i, _k) in {"pto.set_flag": ("SET_FLAG", 3), "pto.set_flag_dyn": ("SET_FLAG", 3),
+                     "pto.wait_flag": ("WAIT_FLAG", 3), "pto.wait_flag_dyn": ("WAIT_FLAG", 3),
+                     "pto.barrier": ("PIPE_BARRIER", 1)}.items():
+    _HANDLERS[_n] = _sync_step(_i, _k)
 
 
 def _block_query(attr: str) -> Callable[[CompiledFunc, Op], Step]:
