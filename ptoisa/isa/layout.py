@@ -23,7 +23,7 @@ from ..errors import RuntimeCheckError
 from ..memory import Machine, current
 from ..tile import Tile, TileSpec
 from .quant import quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe, same_dtype
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -188,7 +188,7 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
                        f"slayout=none_box), got src {s.layout_name}, dst {d.layout_name}")
 
 
-@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1,
+@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=move_pipe(),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal, _a5_vec_vec_nd),
@@ -293,7 +293,7 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
                        f"src={s.dtype}, dst={d.dtype}")
 
 
-@instr("TINSERT", family="layout", pipe=Pipe.FIX,
+@instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=move_pipe(),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_insert_dst, _a2a3_insert_dtypes),

@@ -14,7 +14,7 @@ from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from .quant import convert, quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr, locs
+from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe
 
 # ---- TASSIGN ---------------------------------------------------------------------------------
 
@@ -279,7 +279,7 @@ def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                                 op=ins.mnemonic)
 
 
-@instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
+@instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True, pipe_of=move_pipe(),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
                  Opnd("preQuantScalar", "scalar", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),

@@ -27,7 +27,7 @@ from ..errors import RuntimeCheckError
 from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .quant import quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr
+from .registry import Instr, Opnd, Param, Sig, instr, move_pipe
 
 
 def _fix_pipe_rule(sig: Sig) -> None:
@@ -153,7 +153,7 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
     dst.write(np.array(vals, copy=True))
 
 
-@instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True,
+@instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True, pipe_of=move_pipe(),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("fp", "any", optional=True)),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),

@@ -112,6 +112,9 @@ class Instr:
     impl_for: dict[str, Callable[..., Any]] = field(default_factory=dict)
     static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
     runtime_for: dict[str, tuple[RuntimeRule, ...]] = field(default_factory=dict)
+    #: the pipe, when it depends on the operands (TMOV/TEXTRACT/TINSERT by the source and
+    #: destination roles, TSTORE from an Acc tile): ``fn(operand values by name) -> Pipe``
+    pipe_of: Callable[[dict[str, Any]], Pipe] | None = None
     _n_required: int = field(default=0, init=False)
     _on: dict[Target, Resolved] = field(default_factory=dict, init=False, repr=False)
 
@@ -132,6 +135,13 @@ class Instr:
                                            for x in self.runtime_for.get(k, ()))
             r = self._on[target] = Resolved(target, impl, static, runtime)
         return r
+
+    def pipe_on(self, values: list[Any]) -> Pipe:
+        """The pipe this use of the instruction runs on (``pipe``, unless the entry says it
+        depends on the operands)."""
+        if self.pipe_of is None:
+            return self.pipe
+        return self.pipe_of({o.name: v for o, v in zip(self.operands, values, strict=False)})
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -321,7 +331,8 @@ class InstrRecord:
 
     @property
     def pipe(self) -> Pipe:
-        return self.instr.pipe
+        """The pipe this instruction runs on (operand-dependent for moves and Acc stores)."""
+        return self.instr.pipe_on(self.values)
 
     def __repr__(self) -> str:
         return f"<{self.instr.name} at {self.loc}>"
@@ -456,6 +467,7 @@ def instr(
     impl_for: dict[str, Callable[..., Any]] | None = None,
     static_for: dict[str, Iterable[StaticRule]] | None = None,
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
+    pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -472,6 +484,7 @@ def instr(
             batched=batched, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
+            pipe_of=pipe_of,
         )
         REGISTRY[name] = ins
         return ins
@@ -483,6 +496,29 @@ def lookup(name: str) -> Instr | None:
     """Instruction by C++ name (TADD), mnemonic (tadd) or PTOAS op name (pto.tadd)."""
     n = name.split(".", 1)[1] if name.startswith("pto.") else name
     return REGISTRY.get(n.upper())
+
+
+# ---- operand-dependent pipes -----------------------------------------------------------------
+
+def _loc(v: Any) -> TileType | None:
+    return v.loc if isinstance(v, Tile) else None
+
+
+def move_pipe(src: str = "src", dst: str = "dst") -> Callable[[dict[str, Any]], Pipe]:
+    """The pipe of a move between tile roles (PTOAS's sync-insertion pipe selection): an Acc
+    source leaves through the fix-pipe (FIX); L1 -> L0/bias/scaling is MTE1; UB -> UB is the
+    vector pipe (V); UB -> L1 is MTE3; into GM from UB or L1 is MTE3."""
+
+    def pipe_of(vals: dict[str, Any]) -> Pipe:
+        s, d = _loc(vals.get(src)), _loc(vals.get(dst))
+        if s is TileType.Acc:
+            return Pipe.FIX
+        if s is TileType.Mat and d is not TileType.Vec and d is not None:
+            return Pipe.MTE1
+        if s is TileType.Vec and d is TileType.Vec:
+            return Pipe.V
+        return Pipe.MTE3 if s in (TileType.Vec, TileType.Mat) else Pipe.V
+    return pipe_of
 
 
 # ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------
