@@ -668,8 +668,12 @@ def _same_valid(*names: str) -> Callable[..., None]:
        runtime=(_same_valid("dst", "src0"),))
 def TPAIRREDUCESUM(m: Machine, dst: Tile, src0: Tile) -> None:  # noqa: N802
     """dst[i, k] = src0[i, 2k] + src0[i, 2k+1] for k < ceil(C/2) (a missing odd partner is 0),
-    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows."""
+    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows. Sums
+    round once to the element type. On cpu the rest of dst is zeroed too (the simulator fills
+    the whole Rows x Cols tile with 0 first); a2a3/a5 leave it as it was."""
     vr, vc = dst.valid_shape
+    if m.target.name == "cpu":
+        dst.fill(0, dst.rows, dst.cols)
     if vr == 0 or vc == 0:
         return
     x = np.asarray(src0.read(vr, vc))

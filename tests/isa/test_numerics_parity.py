@@ -321,3 +321,17 @@ def test_tcmps_cpu_layout_matches_simulator_loop(rows, cols8, data):  # type: ig
         np.testing.assert_array_equal(dst.numpy(), want)
     finally:
         pop(m)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tpairreducesum_outside_valid_region(on, target):  # type: ignore[no-untyped-def]
+    on(target)
+    src = vec("f16", np.arange(1, 6, dtype=np.float16)[None, :], valid=(1, 5))
+    dst = Tile(TileType.Vec, "f16", 16, 16, valid=(1, 5)).load_numpy(
+        np.full((16, 16), 9, np.float16))
+    pto.TPAIRREDUCESUM(dst, src)
+    out = dst.numpy()
+    np.testing.assert_array_equal(out[0, :5], [3, 7, 5, 0, 0])  # 1+2, 3+4, 5+0, then zeros
+    rest = np.delete(out.reshape(-1), range(5))
+    # cpu: the simulator zeroes the whole tile first; the NPUs write the valid region only
+    assert (rest == (0 if target == "cpu" else 9)).all()
