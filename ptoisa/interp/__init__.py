@@ -36,6 +36,8 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
         if not v.flags.c_contiguous:
             raise PtoError(f"{where} must be C-contiguous")
         return v.reshape(-1)
+    if isinstance(t, T.IntegerType) and t.width == 1 and isinstance(v, (bool, np.bool_)):
+        return int(v)  # an i1 is a truth value: True/False as PTOAS's Python bindings take it
     if isinstance(t, (T.IntegerType, T.IndexType)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise PtoError(f"{where} must be an integer, got {v!r}")
