@@ -234,3 +234,9 @@ def test_i1_argument_takes_a_bool() -> None:
     wide = load(fn("    return %a : i32", "%a: i32"))
     with pytest.raises(PtoError, match="must be an integer, got True"):
         wide.f(True)  # a bool for an i32 stays an error: only i1 is a truth value
+
+
+def test_bf16_argument_rounds_once() -> None:
+    prog = load(fn("    return %a : bf16", "%a: bf16", "bf16"))
+    (r,) = prog.f(1.0039062500000009)  # above the tie 1 + 2^-8: rounds up to 1 + 2^-7
+    assert r == ml_dtypes.bfloat16(1.0078125)

@@ -348,11 +348,14 @@ def _mode_names(instr: Any) -> set[str]:
 #: eagerly and as .pto over every value
 RUN_HERE = {("TCVT", "mode"), ("TCVT", "satMode"), ("TCMP", "cmpMode"), ("TCMPS", "cmpMode"),
             ("TTRI", "isUpperOrLower"), ("TCI", "descending"), ("TCOLSUM", "isBinary"),
-            ("TRANDOM", "Rounds"), ("TGATHER", "maskPattern"), ("TMRGSORT", "exhausted")}
+            ("TRANDOM", "Rounds"), ("TGATHER", "maskPattern"), ("TMRGSORT", "exhausted"),
+            ("TSTORE", "atomicType")}
 
-#: mapped attributes whose instructions need cube/GM/multi-core set-ups: their own test
-#: files run them (tests/isa/...), and the mapping is pinned by a located .pto check below
-RUN_ELSEWHERE = {("TSTORE", "atomicType"), ("TSTORE", "reluPreMode"), ("TMOV", "mode"),
+#: mapped attributes whose instructions need cube, GM, A5-only or pipe set-ups: the tests
+#: below check that the written value reaches the binding
+#: (test_mapped_attributes_elsewhere_reach_the_registry, test_corpus_attributes_reach_the_binding);
+#: tests/isa/ runs their semantics eagerly
+RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  ("TMOV", "reluMode"), ("THISTOGRAM", "byte"), ("MSCATTER", "Atomic"),
                  ("MSCATTER", "Oob"), ("TGATHER", "cmpMode"), ("TGATHER", "offset"),
                  ("TQUANT", "quant_type"), ("TPUSH", "Split"), ("TPOP", "Split"),
@@ -439,6 +442,30 @@ def test_mapped_attributes_elsewhere_reach_the_registry() -> None:
     op = next(o for o in parse(text, "s.pto").ops[0].walk() if o.name == "pto.tstore")
     p = bridge.bind(op, REGISTRY["TSTORE"]).params
     assert p["atomicType"] is AtomicType.AtomicAdd and p["reluPreMode"] is ReluPreMode.NormalRelu
+    from ptoisa.isa.irregular import ScatterAtomicOp, ScatterOOB
+
+    f32, i32 = tile_t("f32", 1, 16), tile_t("i32", 1, 16)
+    text = f"""module {{
+  func.func @k(%m: memref<1x16xf32>) {{
+    %s = pto.alloc_tile : {f32}
+    %i = pto.alloc_tile : {i32}
+    %t = pto.alloc_tile : {f32}
+    %d = pto.alloc_tile : {f32}
+    %c = pto.alloc_tile : {i32}
+    %k = arith.constant 1.0 : f32
+    pto.mscatter ins(%s, %i : {f32}, {i32}) outs(%m : memref<1x16xf32>)
+    pto.mscatter ins(%s, %i : {f32}, {i32}) outs(%m : memref<1x16xf32>) {{scatterAtomicOp = #pto<scatter_atomic_op add>, scatterOob = #pto<scatter_oob skip>}}
+    pto.tgather ins(%s, %k, %t {{cmpMode = #pto<cmp gt>}} : {f32}, f32, {f32}) outs(%d, %c : {f32}, {i32})
+    return
+  }}
+}}
+"""  # noqa: E501
+    ops = [o for o in parse(text, "m.pto").ops[0].walk() if o.name in ("pto.mscatter",
+                                                                        "pto.tgather")]
+    p0, p1, p2 = (bridge.bind(o, bridge.instr_of(o.name)).params for o in ops)  # type: ignore
+    assert (p0["Atomic"], p0["Oob"]) == (ScatterAtomicOp.NoOp, ScatterOOB.Undefined)
+    assert (p1["Atomic"], p1["Oob"]) == (ScatterAtomicOp.Add, ScatterOOB.Skip)
+    assert p2["cmpMode"] is CmpMode.GT
 
 
 def test_enum_values_all_spellable() -> None:
@@ -568,3 +595,76 @@ def test_registry_sweep_every_instruction_with_modes(target: str) -> None:
                   any(p.name for p in i.params)}
     unaccounted = with_modes - SWEPT - here - set(NOT_SWEPT)
     assert not unaccounted, unaccounted
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_tstore_atomic_type(target: str) -> None:
+    """tstore {atomicType} adds into GM as the eager TSTORE<AtomicAdd> does (or stores)."""
+    from ptoisa.enums import AtomicType
+    from ptoisa.tensor import GlobalTensor
+
+    x = np.array([[1.5, -2.0, 0.25, 3.0] * 4], np.float32)
+    y0 = np.array([[10.0, 20.0, -30.0, 0.5] * 4], np.float32)
+    tiles = {"src": ("f32", 1, 16), "dst": ("f32", 1, 16)}
+    base = program(tiles, ["src"], ["dst"], "pto.tmov ins(%src : {src}) outs(%dst : {dst})")
+    for atomic, text in ((AtomicType.AtomicNone, "atomic_none"),
+                         (AtomicType.AtomicAdd, "atomic_add")):
+        m = make_target(target)
+        try:
+            t = Tile("Vec", "f32", 1, 16).load_numpy(x)
+            want = y0.copy()
+            REGISTRY["TSTORE"](GlobalTensor(want), t, atomicType=atomic)
+        finally:
+            pop(m)
+        prog_text = base.replace(
+            "pto.tstore ins(%dst", "pto.tstore ins(%dst {atomicType = #pto<atomic_type "
+            + text + ">}")
+        got = y0.copy()
+        load(prog_text, target=target).k(x, got)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (target, text)
+        assert np.array_equal(want, x + y0 if atomic is AtomicType.AtomicAdd else x)
+
+
+def _norm_value(v: Any) -> str:
+    s = v.name if isinstance(v, enum.Enum) else str(v)
+    return s.replace("_", "").lower()
+
+
+def test_corpus_attributes_reach_the_binding() -> None:
+    """Every mapped attribute the PTOAS corpus writes (tmov accToVecMode/reluPreMode, tgather
+    offset, tquant quant_type, tpush/tpop/tfree split, ...) arrives in the binding with the
+    written value."""
+    from interp_corpus import FILES, SKIP_REASON
+
+    from ptoisa.text import parse
+
+    if not FILES:
+        pytest.skip(SKIP_REASON)
+    seen: set[tuple[str, str]] = set()
+    for path in FILES:
+        try:
+            module = parse(path.read_text(), str(path))
+        except PtoError:
+            continue
+        for op in (o for top in module.ops for o in top.walk()):
+            table = forms.ATTRS.get(op.name)
+            instr = bridge.instr_of(op.name)
+            if not table or instr is None:
+                continue
+            try:
+                b = bridge.bind(op, instr)
+            except PtoError:
+                continue  # files PTOAS rejects
+            for key, a in op.attributes.items:
+                spec = table.get(key)
+                if spec is None or spec.to is None:
+                    continue
+                raw = bridge.attr_value(a)
+                want = spec.values.get(raw.lower() if isinstance(raw, str) else raw, raw)
+                names = [o.name for o in instr.operands]
+                got = (b.params[spec.to] if spec.to in b.params
+                       else b.values[names.index(spec.to)].value)  # type: ignore[union-attr]
+                assert _norm_value(got).endswith(_norm_value(want)), (path, key, got, want)
+                seen.add((instr.name, spec.to))
+    assert {("TCVT", "mode"), ("TMOV", "mode"), ("TMOV", "reluMode"), ("TGATHER", "offset"),
+            ("TQUANT", "quant_type"), ("TPUSH", "Split"), ("TSTORE", "reluPreMode")} <= seen
