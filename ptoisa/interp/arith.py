@@ -51,12 +51,26 @@ def unsigned(v: int, w: int) -> int:
 
 def wrap(v: int, t: T.Type) -> int:
     """An exact integer result as a value of type ``t`` (wraps to the width)."""
+    return wrapper(t)(v)
+
+
+def wrapper(t: T.Type) -> Callable[[int], int]:
+    """:func:`wrap` for one type, with its constants computed once (the interpreter's ops call
+    it per execution)."""
     w = width(t)
     if w is None:
-        return v
+        return lambda v: v
+    mask = (1 << w) - 1
     if w == 1 or (isinstance(t, T.IntegerType) and t.signedness == "u"):
-        return unsigned(v, w)
-    return signed(v, w)
+        return lambda v: v & mask
+    top, full = 1 << (w - 1), 1 << w
+
+    def signed_wrap(v: int) -> int:
+        if -top <= v < top:
+            return v
+        v &= mask
+        return v - full if v >= top else v
+    return signed_wrap
 
 
 # ---- integer binary ops: f(a, b, w) -> exact result (wrapped by the caller) -------------------
@@ -285,29 +299,40 @@ def _float_dtype(t: T.Type) -> DType:
 
 def cast(name: str, v: Any, src: T.Type, dst: T.Type) -> Any:
     """One scalar through the cast op ``name`` from type ``src`` to ``dst``."""
-    ws, wd = width(src), width(dst)
+    return caster(name, src, dst)(v)
+
+
+def caster(name: str, src: T.Type, dst: T.Type) -> Callable[[Any], Any]:
+    """The cast op ``name`` from ``src`` to ``dst`` as a function of one scalar."""
+    ws, wd = width(src) or 64, width(dst)
+    wr = wrapper(dst)
     if name in ("arith.index_cast", "arith.extsi"):
-        return wrap(signed(int(v), ws or 64), dst)
+        return lambda v: wr(signed(int(v), ws))
     if name in ("arith.index_castui", "arith.extui"):
-        return wrap(unsigned(int(v), ws or 64), dst)
+        return lambda v: wr(unsigned(int(v), ws))
     if name == "arith.trunci":
-        return wrap(int(v), dst)
-    if name == "arith.sitofp":
-        return int_to_float(signed(int(v), ws or 64), _float_dtype(dst))
-    if name == "arith.uitofp":
-        return int_to_float(unsigned(int(v), ws or 64), _float_dtype(dst))
+        return lambda v: wr(int(v))
+    if name in ("arith.sitofp", "arith.uitofp"):
+        dt = _float_dtype(dst)
+        read = signed if name == "arith.sitofp" else unsigned
+        return lambda v: int_to_float(read(int(v), ws), dt)
     if name in ("arith.fptosi", "arith.fptoui"):
-        f = float(v)
-        lo, hi = ((-(1 << (wd - 1)), (1 << (wd - 1)) - 1) if name == "arith.fptosi"
-                  else (0, (1 << wd) - 1)) if wd else (0, 0)
-        if not math.isfinite(f) or not lo <= math.trunc(f) <= hi:
-            raise ExecutionError(f"{name[6:]} of {f} to {dst}: out of range (the result is "
-                                 "poison in MLIR)")
-        return wrap(math.trunc(f), dst)
+        bits = wd or 0
+        lo, hi = ((-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if name == "arith.fptosi"
+                  else (0, (1 << bits) - 1))
+
+        def to_int(v: Any) -> int:
+            f = float(v)
+            if not math.isfinite(f) or not lo <= math.trunc(f) <= hi:
+                raise ExecutionError(f"{name[6:]} of {f} to {dst}: out of range (the result "
+                                     "is poison in MLIR)")
+            return wr(math.trunc(f))
+        return to_int
     if name in ("arith.extf", "arith.truncf"):
-        return to_float(v, _float_dtype(dst))
+        dt = _float_dtype(dst)
+        return lambda v: to_float(v, dt)
     if name == "arith.bitcast":
-        return bitcast(v, src, dst)
+        return lambda v: bitcast(v, src, dst)
     raise ExecutionError(f"cast {name} is not supported")
 
 
@@ -325,5 +350,5 @@ def bitcast(v: Any, src: T.Type, dst: T.Type) -> Any:
     return bits.view(_float_dtype(dst).np)[()]
 
 
-__all__ = ["FLOAT_BINARY", "INT_BINARY", "NUMPY_EXACT", "bitcast", "cast", "cmpf", "cmpi",
-           "int_to_float", "signed", "to_float", "unsigned", "width", "wrap"]
+__all__ = ["FLOAT_BINARY", "INT_BINARY", "NUMPY_EXACT", "bitcast", "cast", "caster", "cmpf",
+           "cmpi", "int_to_float", "signed", "to_float", "unsigned", "width", "wrap", "wrapper"]

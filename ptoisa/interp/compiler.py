@@ -320,10 +320,11 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
             raise VerifyError(f"result type {rt} is not an integer type", op=op.name, loc=loc)
         fn = arith.INT_BINARY[op.name]
         fast = arith.NUMPY_EXACT.get(op.name)
+        wr = arith.wrapper(rt)
 
         def run(x: Any, y: Any) -> Any:
             if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
-                return _wrap_int(fn(int(x), int(y), w), rt)
+                return wr(fn(int(x), int(y), w))
             if fast is not None:  # exact modulo 2^64, then wrapped to the width
                 return _wrap_lanes(fast(np.asarray(x, np.int64), np.asarray(y, np.int64)), rt)
             xs, ys = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
@@ -334,11 +335,13 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
         ffn = arith.FLOAT_BINARY[op.name]
         dt = bridge.elem_dtype(rt) if isinstance(rt, T.FloatType) else None
 
+        tf = arith.to_float
+
         def run(x: Any, y: Any) -> Any:
             if dt is None:
                 return ffn(x, y)
             if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
-                return arith.to_float(ffn(_float(x, rt), _float(y, rt)), dt)
+                return tf(ffn(tf(x, dt), tf(y, dt)), dt)
             xs, ys = np.broadcast_arrays(np.asarray(x, dt.np), np.asarray(y, dt.np))
             return np.array([arith.to_float(ffn(p, q), dt) for p, q in zip(
                 xs.flat, ys.flat, strict=True)], dt.np).reshape(xs.shape)
@@ -417,17 +420,18 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
     name = op.name
     loc = op.loc
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
+    conv = arith.caster(name, st, rt)
 
     def step(env: Env) -> None:
         v = env[a]
         try:
             if isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
-                out = [arith.cast(name, x, st, rt) for x in v.flat]
+                out = [conv(x) for x in v.flat]
                 env[k] = (_wrap_lanes(np.array([arith.signed(int(x), 64) for x in out],
                                                np.int64).reshape(v.shape), rt) if to_int
                           else np.array(out, bridge.elem_dtype(rt).np).reshape(v.shape))
             else:
-                env[k] = arith.cast(name, v, st, rt)
+                env[k] = conv(v)
         except ExecutionError as e:
             raise e.with_loc(loc) from None
     return step
