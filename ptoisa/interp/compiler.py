@@ -421,11 +421,22 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
     loc = op.loc
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
     conv = arith.caster(name, st, rt)
+    ws = arith.width(st)
+    # lanes fast path: integer -> integer casts of int64 lanes holding signed values
+    lanes_mask: int | None = None
+    if to_int and ws is not None and ws > 1 and not (isinstance(st, T.IntegerType)
+                                                     and st.signedness == "u"):
+        if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            lanes_mask = -1
+        elif name in ("arith.index_castui", "arith.extui") and ws < 64:
+            lanes_mask = (1 << ws) - 1
 
     def step(env: Env) -> None:
         v = env[a]
         try:
-            if isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
+            if isinstance(v, np.ndarray) and v.ndim and lanes_mask is not None:
+                env[k] = _wrap_lanes(np.asarray(v, np.int64) & np.int64(lanes_mask), rt)
+            elif isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
                 out = [conv(x) for x in v.flat]
                 env[k] = (_wrap_lanes(np.array([arith.signed(int(x), 64) for x in out],
                                                np.int64).reshape(v.shape), rt) if to_int
