@@ -384,3 +384,29 @@ def test_pto_store_into_a_read_only_argument_is_located():
             prog.k(src, dst, blocks=blocks)
         assert ei.value.render().startswith(
             "ro.pto:13:5: error: tstore: operand 'dst' (GlobalTensor '%dst' ND f32")
+
+
+# ---- lockstep blocks storing to one shared GM view (found while testing item 6) ----------------
+
+@pytest.mark.parametrize("size", [16, 128])  # small: copied tiles; large: deferred results
+def test_lockstep_blocks_storing_to_the_same_view(size):
+    """Every block stores to the same GM tile (its offset does not depend on the block): as
+    when the blocks run one after another, the last block's values remain, and AtomicAdd adds
+    every block's values."""
+    x = np.arange(4 * size * 128, dtype=np.float32).reshape(4, size, 128)
+
+    def kernel(x: np.ndarray, out: np.ndarray, atomic: str) -> None:
+        b = pto.get_block_idx()
+        t, u = _vec(size), _vec(size)
+        pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, size, 128), (0, 0, 0, 128, 1),
+                                  offset=b * size * 128))
+        pto.TADD(u, t, t)
+        pto.TSTORE(GlobalTensor(out), u, atomicType=atomic)
+
+    for lockstep in (True, False):
+        out = np.zeros((size, 128), np.float32)
+        pto.launch(kernel, x, out, "AtomicNone", blocks=4, lockstep=lockstep)
+        np.testing.assert_array_equal(out, 2 * x[3])
+        out = np.ones((size, 128), np.float32)
+        pto.launch(kernel, x, out, "AtomicAdd", blocks=4, lockstep=lockstep)
+        np.testing.assert_array_equal(out, 1 + 2 * x.sum(axis=0))
