@@ -351,6 +351,9 @@ def test_tstore_into_a_read_only_array_names_instruction_and_tensor():
     from_bytes = np.frombuffer(bytes(16 * 128 * 4), np.float32).reshape(16, 128)  # read-only
     with pytest.raises(PtoMemoryError, match="tstore: operand 'dst' .* read-only"):
         pto.TSTORE(GlobalTensor(from_bytes), t)
+    signal = np.frombuffer(bytes(4), np.int32)  # any instruction writing GM: TNOTIFY too
+    with pytest.raises(PtoMemoryError, match="tnotify: operand 'signal' .* read-only"):
+        pto.TNOTIFY(GlobalTensor(signal), 1)
 
 
 def test_pto_store_into_a_read_only_argument_is_located():

@@ -361,7 +361,8 @@ def instr(
         opnds = tuple(operands)
         rt = tuple(runtime)
         written = tuple((i, o.name) for i, o in enumerate(opnds)
-                        if o.kind in ("gm", "tile|gm") and o.role in ("out", "inout", "scratch"))
+                        if o.kind in ("gm", "tile|gm", "any")
+                        and o.role in ("out", "inout", "scratch"))
         if written:
             rt = (_gm_writable(written), *rt)
         ins = Instr(
