@@ -326,6 +326,32 @@ def test_pto_run_reads_poison_after_an_earlier_run():
         assert is_poison(x).all()
 
 
+def test_pto_blocks_run_one_by_one_do_not_see_each_others_tiles():
+    """Control flow on the block index makes the blocks run one after another; block 1 must
+    not read what block 0 left in a tile (each block has its own buffers)."""
+    t = _tb(16)
+    pv = "!pto.partition_tensor_view<16x128xf32>"
+    tv = "!pto.tensor_view<?x?xf32>"
+    prog = pto.load(
+        "module {\n  func.func @k(%x: !pto.ptr<f32>, %n: index) {\n"
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %c128 = arith.constant 128 : index\n"
+        "    %f = arith.constant 6.0 : f32\n"
+        "    %bid = pto.get_block_idx\n    %b = arith.index_cast %bid : i64 to index\n"
+        "    %row = arith.muli %b, %c16 : index\n"
+        f"    %v = pto.make_tensor_view %x, shape = [%n, %c128], strides = [%c128, %c1] : {tv}\n"
+        f"    %p = pto.partition_view %v, offsets = [%row, %c0], sizes = [%c16, %c128] : {tv} "
+        f"-> {pv}\n"
+        f"    %t = pto.alloc_tile : {t}\n"
+        "    %first = arith.cmpi eq, %b, %c0 : index\n"
+        f"    scf.if %first {{\n      pto.texpands ins(%f : f32) outs(%t : {t})\n    }}\n"
+        f"    pto.tstore ins(%t : {t}) outs(%p : {pv})\n    return\n  }}\n}}\n")
+    for machine in (None, pto.memory.Machine("a5")):
+        x = np.zeros((48, 128), np.float32)
+        prog.k(x, 48, blocks=3, machine=machine)
+        assert (x[:16] == 6.0).all() and is_poison(x[16:]).all()
+
+
 def test_fresh_target_machine_starts_poisoned():
     for _ in range(2):
         with pto.target("a5", mode="manual"):

@@ -152,6 +152,10 @@ class Program:
         out: tuple[Any, ...] = ()
         try:
             for b in range(blocks):
+                if b:  # each block has its own buffers: nothing of the previous block's tiles
+                    self.compiler(tgt).reset_tiles()
+                    if machine is not None:
+                        m.repoison()
                 if machine is None:
                     m.reset_for_launch()
                 m.block_idx, m.block_num = b, blocks
