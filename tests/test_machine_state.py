@@ -165,13 +165,20 @@ def _use(name: str, rows: int = 128) -> str:
     return f"    pto.texpands ins(%f : f32) outs(%{name} : {_tb(rows)})\n"
 
 
-def test_pto_tiles_live_together_overflow_at_their_alloc():
-    text = _program(_alloc("a") + _alloc("b") + _alloc("c") + _alloc("d")
-                    + "".join(_use(n) for n in "abcd"))
+def _add(dst: str, a: str, b: str) -> str:
+    t = _tb(128)
+    return f"    pto.tadd ins(%{a}, %{b} : {t}, {t}) outs(%{dst} : {t})\n"
+
+
+def test_pto_tiles_live_together_overflow_where_the_last_becomes_live():
+    # a..d are written one after another and all read at the end: four 64 KiB tiles live
+    text = _program("".join(_alloc(n) for n in "abcd") + "".join(_use(n) for n in "abcd")
+                    + _add("a", "a", "b") + _add("c", "c", "d"))
     with pytest.raises(VerifyError) as ei:
         pto.load(text, target="a2a3", filename="cap.pto")
     msg = ei.value.render()
-    assert msg.startswith("cap.pto:10:10: error: pto.alloc_tile: UB overflow on a2a3: the tiles "
+    # located at the texpands that first writes %d (line 14)
+    assert msg.startswith("cap.pto:14:5: error: pto.texpands: UB overflow on a2a3: the tiles "
                           "live here need 262144 bytes of UB, which holds 196608 bytes")
     assert all(f"%{n} (Vec f32 128x128 ND) 65536 B" in msg for n in "abcd")
     pto.load(text, target="cpu")  # 256 KiB fit in cpu's 512 KiB UB
@@ -182,33 +189,50 @@ def test_pto_tiles_live_together_overflow_at_their_alloc():
 
 
 def test_pto_tiles_not_live_together_fit():
-    # each tile's last use comes before the next allocation: never more than one live
-    body = "".join(_alloc(n) + _use(n) for n in "abcdeghk")
-    prog = pto.load(_program(body), target="a2a3")
+    # allocated up front, but each is used once before the next one's first use: an
+    # alloc_tile alone takes no space (PlanMemory starts a buffer's life at its first use)
+    text = _program("".join(_alloc(n) for n in "abcdeghk") + "".join(_use(n) for n in "abcdeghk"))
+    prog = pto.load(text, target="a2a3")
     prog.k(np.zeros(16, np.float32), target="a2a3")
 
 
-def test_pto_a_loop_keeps_a_tile_it_uses_live_to_its_end():
-    # %a is allocated before the loop and read first thing in its body, then %b, %c, %d are
-    # allocated: straight-line, %a is dead by then (3 x 64 KiB fit in 192 KiB); in the loop
-    # the next iteration reads %a again, so it is live throughout: 4 x 64 KiB
-    body = _use("a") + "".join(_alloc(n) for n in "bcd") + "".join(_use(n) for n in "bcd")
-    pto.load(_program(_alloc("a") + body), target="a2a3")
+def test_pto_a_tile_first_used_where_another_dies_may_take_its_place():
+    # at the tadd, %a and %b are read for the last time and %d first written: %d can take
+    # %a's place (in-place reuse), so 3 x 64 KiB are live, not 4
+    text = _program("".join(_alloc(n) for n in "abcd") + "".join(_use(n) for n in "abc")
+                    + _add("d", "a", "b") + _add("c", "c", "d"))
+    pto.load(text, target="a2a3")
+    # a larger new tile cannot take a smaller dying one's place
+    big = _tb(256)
+    text2 = _program("".join(_alloc(n) for n in "ab") + _alloc("d", 256)
+                     + "".join(_use(n) for n in "ab")
+                     + f"    pto.tadd ins(%a, %b : {_tb(128)}, {_tb(128)}) outs(%d : {big})\n")
+    with pytest.raises(VerifyError, match="need 262144 bytes of UB"):
+        pto.load(text2, target="a2a3")
+
+
+def test_pto_a_loop_keeps_a_tile_it_uses_live_over_the_whole_loop():
+    # %a is written before the loop and read first thing in its body, then %b, %c, %d are
+    # written and read: straight-line, %a is dead by then (3 x 64 KiB fit in 192 KiB); in the
+    # loop the next iteration reads %a again, so it is live throughout: 4 x 64 KiB
+    body = (_add("a", "a", "a") + "".join(_use(n) for n in "bcd") + _add("b", "b", "c")
+            + _add("b", "b", "d"))
+    head = "".join(_alloc(n) for n in "abcd") + _use("a")
+    pto.load(_program(head + body), target="a2a3")
     loop = "    scf.for %i = %c0 to %c4 step %c1 {\n" + body + "    }\n"
     with pytest.raises(VerifyError, match=r"UB overflow on a2a3: the tiles live here need "
                                           r"262144 bytes .*%a \(Vec"):
-        pto.load(_program(_alloc("a") + loop), target="a2a3")
+        pto.load(_program(head + loop), target="a2a3")
     # a tile allocated inside the loop body and used only there is not kept across it
     inner = "    scf.for %i = %c0 to %c4 step %c1 {\n" + _alloc("e") + _use("e") + "    }\n"
-    pto.load(_program(inner + "".join(_alloc(n) for n in "bcd")
-                      + "".join(_use(n) for n in "bcd")), target="a2a3")
+    pto.load(_program(inner + head + body), target="a2a3")
 
 
 def test_pto_addressed_tiles_are_not_counted():
     body = "".join(f"    %a{i} = arith.constant 0 : i64\n"
                    f"    %t{i} = pto.alloc_tile addr = %a{i} : {_tb(128)}\n" + _use(f"t{i}")
                    for i in range(4))
-    pto.load(_program(body), target="a2a3")
+    pto.load(_program(body + _add("t0", "t1", "t2") + _add("t0", "t0", "t3")), target="a2a3")
 
 
 def test_cli_check_reports_capacity(tmp_path):
@@ -217,7 +241,7 @@ def test_cli_check_reports_capacity(tmp_path):
     r = subprocess.run([sys.executable, "-m", "ptoisa", "check", str(f), "--target", "a2a3"],
                        capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode != 0
-    assert "cap.pto:7:10: error: pto.alloc_tile: UB overflow on a2a3" in r.stderr + r.stdout
+    assert "cap.pto:8:5: error: pto.texpands: UB overflow on a2a3" in r.stderr + r.stdout
     assert "Traceback" not in r.stderr
 
 

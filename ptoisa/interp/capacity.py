@@ -7,9 +7,11 @@ plans Bias and Scaling tiles in far larger spaces, and A5's UB as 248 KiB), each
 up to the buffer's alignment. Tiles placed automatically are counted: results of
 ``pto.alloc_tile`` without ``addr`` and on-chip ``memref.alloc`` (a tile given an address, by
 ``addr`` or ``pto.tassign``, is the program's own placement and is checked against its buffer
-when placed). A tile is live from its allocation to its last use; a use inside a loop
-(``scf.for`` / ``scf.while``) that the allocation is outside of keeps the tile live to the end
-of that loop (the next iteration uses it again). Values derived from a tile
+when placed). As in PlanMemory, a tile is live from its first use (an ``alloc_tile`` alone
+takes no space) to its last use; a use inside a loop (``scf.for`` / ``scf.while``) that the
+allocation is outside of keeps the tile live over the whole loop (every iteration uses it);
+a tile first used by the op that uses another, at least as large, for the last time may take
+its place (PlanMemory's in-place reuse; ptoisa allows it for every op). Values derived from a tile
 (``pto.treshape``, ``pto.subset``, ``scf.if`` results, ...) are uses of it. Each function is
 checked on its own (a callee's tiles are not added to the caller's at the call).
 
@@ -126,42 +128,61 @@ def check_function(func: Op, target: str) -> None:
         roots[k] = out
         return out
 
-    last: dict[int, int] = {k: pos[id(defs[k])] for k in fresh}
+    # a tile occupies its buffer from its first use (PlanMemory's "gen": an alloc_tile alone
+    # takes no space) to its last; a use inside a loop the tile was allocated outside of
+    # stretches over the whole loop (every iteration uses it)
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
     for op in order:
         for x in op.operands:
             if spec_of(x.type) is None:
                 continue
             for k in roots_of(x):
-                d = defs[k]
-                u = pos[id(op)]
+                d = pos[id(defs[k])]
+                lo = hi = pos[id(op)]
                 a = parent.get(id(op))
-                while a is not None and not pos[id(a)] <= pos[id(d)] <= end[id(a)]:
+                while a is not None and not pos[id(a)] <= d <= end[id(a)]:
                     if a.name in _LOOPS:
-                        u = max(u, end[id(a)])
+                        lo, hi = min(lo, pos[id(a)]), max(hi, end[id(a)])
                     a = parent.get(id(a))
-                if u > last[k]:
-                    last[k] = u
+                first[k] = min(first.get(k, lo), lo)
+                last[k] = max(last.get(k, hi), hi)
 
-    # sweep: the totals only grow at an allocation, so that is where an overflow shows
-    starts = sorted(fresh, key=lambda k: pos[id(defs[k])])
-    for k in starts:
-        p = pos[id(defs[k])]
-        v, spec, space, nb = fresh[k]
-        live = [j for j in starts if fresh[j][2] == space
-                and pos[id(defs[j])] <= p <= last[j]]
-        total = sum(fresh[j][3] for j in live)
-        cap = tgt.plan_size(space)[0]
-        if total > cap:
-            raise VerifyError(_message(space, tgt, total, cap, [fresh[j] for j in live], v),
-                              op=defs[k].name, loc=defs[k].loc)
+    # the totals only grow where a tile becomes live, so that is where an overflow shows
+    for p in sorted(set(first.values())):
+        for space in {fresh[k][2] for k in first if first[k] == p}:
+            live = [k for k in first if fresh[k][2] == space and first[k] <= p <= last[k]]
+            total = sum(fresh[k][3] for k in live) - _reused(
+                [fresh[k][3] for k in live if first[k] == p],
+                [fresh[k][3] for k in live if last[k] == p and first[k] < p])
+            cap = tgt.plan_size(space)[0]
+            if total > cap:
+                new = [fresh[k][0] for k in live if first[k] == p]
+                raise VerifyError(_message(space, tgt, total, cap, [fresh[k] for k in live],
+                                           new), op=order[p].name, loc=order[p].loc)
+
+
+def _reused(gens: list[int], kills: list[int]) -> int:
+    """Bytes that tiles becoming live at an op take over from tiles used there for the last
+    time (PlanMemory's in-place reuse: a new tile may take the place of one dying at the same
+    op that is at least as large; each dying tile serves one)."""
+    free = sorted(kills)
+    saved = 0
+    for g in sorted(gens, reverse=True):
+        for i, k in enumerate(free):
+            if k >= g:
+                saved += g
+                del free[i]
+                break
+    return saved
 
 
 def _message(space: str, tgt: Target, total: int, cap: int,
-             live: list[tuple[Value, TileSpec, str, int]], this: Value) -> str:
-    live = sorted(live, key=lambda e: (e[0] is not this, -e[3]))
+             live: list[tuple[Value, TileSpec, str, int]], new: list[Value]) -> str:
+    live = sorted(live, key=lambda e: (e[0] not in new, -e[3]))
     names = [f"%{v.name} ({spec.describe()}) {nb} B" for v, spec, _s, nb in live[:8]]
     if len(live) > 8:
         names.append(f"... {len(live) - 8} more")
     return (f"{space} overflow on {tgt.name}: the tiles live here need {total} bytes of {space}, "
             f"which holds {cap} bytes ({cap // 1024} KiB) [{'; '.join(names)}] (a tile is "
-            "live from its allocation to its last use; loops count as a whole)")
+            "live from its first use to its last; a loop that uses it counts as a whole)")
