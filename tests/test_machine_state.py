@@ -247,9 +247,6 @@ def test_cli_check_reports_capacity(tmp_path):
 
 # ---- item 6: every launch starts from the poison state -----------------------------------------
 
-POISON_F32 = np.frombuffer(bytes([POISON_BYTE] * 4), np.float32)[0]
-
-
 def _write_kernel(out: np.ndarray, value: float) -> None:
     t = _vec(16)
     pto.TEXPANDS(t, value)
