@@ -228,6 +228,28 @@ def test_pto_a_loop_keeps_a_tile_it_uses_live_over_the_whole_loop():
     pto.load(_program(inner + head + body), target="a2a3")
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=14),
+       st.lists(st.sampled_from([32, 64, 128]), min_size=6, max_size=6))
+def test_pto_capacity_matches_straight_line_liveness(uses, rows):
+    """Straight-line programs of texpands (one tile per op, so no in-place reuse): tile t is
+    live from its first to its last use; the check must fail exactly when some op has more
+    than 192 KiB live, and report that op's total."""
+    names = sorted(set(uses))
+    text = _program("".join(_alloc(f"t{t}", rows[t]) for t in names)
+                    + "".join(_use(f"t{t}", rows[t]) for t in uses))
+    first = {t: uses.index(t) for t in names}
+    last = {t: len(uses) - 1 - uses[::-1].index(t) for t in names}
+    totals = [sum(rows[t] * 128 * 4 for t in names if first[t] <= p <= last[t])
+              for p in range(len(uses))]
+    over = [p for p, tot in enumerate(totals) if tot > 192 * KiB]
+    if not over:
+        pto.load(text, target="a2a3")
+        return
+    with pytest.raises(VerifyError, match=f"need {totals[over[0]]} bytes of UB"):
+        pto.load(text, target="a2a3")
+
+
 def test_pto_addressed_tiles_are_not_counted():
     body = "".join(f"    %a{i} = arith.constant 0 : i64\n"
                    f"    %t{i} = pto.alloc_tile addr = %a{i} : {_tb(128)}\n" + _use(f"t{i}")
