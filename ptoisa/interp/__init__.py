@@ -134,6 +134,7 @@ class Program:
         if machine is None and lockstep and blocks > 1:
             m = grid._launch_machine(tgt, blocks, {})
             try:
+                m.planned = True  # tile capacity was checked over the program (capacity.py)
                 m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
                 ctx = Context(m, m.block_idx, blocks)
                 return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
@@ -142,21 +143,30 @@ class Program:
                     raise
                 self.compiler(tgt).reset_tiles()
             finally:
+                m.planned = False
                 grid._done(m)
         if machine is not None:
             m = memory.push(machine)
             m.quiet = True
+            m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
         else:
             m = grid._launch_machine(tgt, 1, {})
+        planned = m.planned
+        m.planned = True
         out: tuple[Any, ...] = ()
         try:
             for b in range(blocks):
+                if b:  # each block has its own buffers: nothing of the previous block's tiles
+                    self.compiler(tgt).reset_tiles()
+                    if machine is not None:
+                        m.repoison()
                 if machine is None:
                     m.reset_for_launch()
                 m.block_idx, m.block_num = b, blocks
                 m.reset_print_buffer()
                 out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
         finally:
+            m.planned = planned
             if machine is None:
                 grid._done(m)
             else:

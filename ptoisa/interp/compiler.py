@@ -27,6 +27,7 @@ from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import arith, bridge
+from .capacity import check_function
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -35,11 +36,12 @@ Step = Callable[[Env], None]
 class TensorView:
     """Run-time value of ``pto.make_tensor_view``: flat GM array, shape, strides, layout."""
 
-    __slots__ = ("array", "shape", "strides", "layout", "dtype")
+    __slots__ = ("array", "shape", "strides", "layout", "dtype", "name")
 
     def __init__(self, array: np.ndarray, shape: list[int], strides: list[int],
-                 layout: Layout | None, dtype: D.DType) -> None:
+                 layout: Layout | None, dtype: D.DType, name: str | None = None) -> None:
         self.array = array
+        self.name = name  # the pointer's SSA name (``%arg0``), for diagnostics
         self.shape = shape
         self.strides = strides
         self.layout = layout
@@ -142,6 +144,7 @@ class CompiledFunc:
         for a in body.args:
             self.args.append((self.slot(a), a.type, a.name))
         self.steps = self.block(self.op.regions[0])
+        check_function(self.op, self.c.target)  # the tiles live at once fit their buffers
 
     def block(self, region: Region) -> list[Step]:
         steps: list[Step] = []
@@ -626,6 +629,7 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
     layout = _layout_attr(op)
     loc = op.loc
+    pname = f"%{op.operands[0].name}"
 
     def step(env: Env) -> None:
         arr = env[ptr]
@@ -633,7 +637,7 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError("make_tensor_view needs a pointer argument bound to a numpy "
                                  f"array, got {type(arr).__name__}", loc=loc)
         env[k] = TensorView(arr, [int(env[s]) for s in shape], [int(env[s]) for s in strides],
-                            layout, dt or D.dtype(arr.dtype))
+                            layout, dt or D.dtype(arr.dtype), pname)
     return step
 
 
@@ -691,7 +695,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
         layout = view.layout or infer_layout(sz, st)
         try:
             env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
-                                  offset=offset)
+                                  offset=offset, name=view.name)
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step

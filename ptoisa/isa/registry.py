@@ -19,7 +19,7 @@ import numpy as np
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
-from ..errors import IllegalInstruction, PtoError, UnsupportedType
+from ..errors import IllegalInstruction, PtoError, PtoMemoryError, UnsupportedType
 from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
@@ -358,10 +358,17 @@ def instr(
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
             raise RuntimeError(f"instruction {name} declared twice")
+        opnds = tuple(operands)
+        rt = tuple(runtime)
+        written = tuple((i, o.name) for i, o in enumerate(opnds)
+                        if o.kind in ("gm", "tile|gm", "any")
+                        and o.role in ("out", "inout", "scratch"))
+        if written:
+            rt = (_gm_writable(written), *rt)
         ins = Instr(
-            name=name, family=family, pipe=pipe, operands=tuple(operands),
+            name=name, family=family, pipe=pipe, operands=opnds,
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
-            runtime=tuple(runtime), returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
+            runtime=rt, returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
             batched=batched,
         )
         REGISTRY[name] = ins
@@ -418,3 +425,19 @@ def same_static_shape(*names: str) -> StaticRule:
             raise sig.fail(f"operands must have the same static shape ({desc})")
     return rule
 
+
+def _gm_writable(written: tuple[tuple[int, str], ...]) -> RuntimeRule:
+    """Run-time rule of every instruction that writes a GM operand: the array behind it must
+    be writable (a read-only numpy array, e.g. ``np.broadcast_to`` or ``flags.writeable =
+    False``, is fine to load from but cannot take a store)."""
+
+    def rule(ins: Instr, *vals: Any, **params: Any) -> None:
+        for i, oname in written:
+            v = vals[i] if i < len(vals) else None
+            if isinstance(v, GlobalTensor) and not v.flat.flags.writeable:
+                who = f"GlobalTensor '{v.name}'" if v.name else "GlobalTensor"
+                raise PtoMemoryError(
+                    f"operand '{oname}' ({who} {v.spec.describe()}) views a read-only numpy "
+                    "array: it cannot be written; pass a writable array (np.array(a) copies "
+                    "one)", op=ins.mnemonic)
+    return rule

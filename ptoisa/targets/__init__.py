@@ -66,9 +66,16 @@ class Target:
     buffers: dict[str, int]
     legality: dict[str, Rule]
     doc: str = ""
+    #: what PTOAS's memory planning (PlanMemory) allows per buffer for a ``.pto`` program:
+    #: space -> (bytes, alignment of each tile in bytes); a buffer not listed: its size above
+    plan: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def buffer_size(self, space: str) -> int:
         return self.buffers.get(space, 0)
+
+    def plan_size(self, space: str) -> tuple[int, int]:
+        """(bytes, tile alignment) the ``.pto`` capacity check plans ``space`` with."""
+        return self.plan.get(space) or (self.buffers.get(space, 0), 32)
 
 
 LOC_SPACE = {
