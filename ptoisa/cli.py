@@ -146,7 +146,8 @@ def _run(ns: argparse.Namespace) -> int:
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
-    prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
+    prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
+             permissive=True if ns.permissive else None)
     sys.stdout.flush()
     if ns.out:
         out = Path(ns.out)
@@ -211,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--entry", help="function to run (default: the entry function)")
     r.add_argument("--target", default="a2a3", choices=TARGETS)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
+    r.add_argument("--permissive", action="store_true",
+                   help="skip the documented run-time checks the upstream CPU simulator does "
+                        "not make, reproducing its results (docs/cpu_sim_differences.md)")
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")

@@ -72,6 +72,11 @@ class RuntimeCheckError(PtoError):
     """A run-time check failed (valid regions, shapes known only when running)."""
 
 
+class ConstraintError(RuntimeCheckError):
+    """A documented run-time constraint failed that the upstream CPU simulator does not check
+    (a permissive machine skips it; see ``ptoisa.isa.registry.sim_unchecked``)."""
+
+
 class PtoMemoryError(PtoError):
     """Tile storage problems: unassigned tile, out of capacity, misaligned, GM out of bounds."""
 

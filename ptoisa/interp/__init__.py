@@ -55,9 +55,10 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, permissive: bool | None = None
+                 ) -> tuple[Any, ...]:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine)
+                                machine=machine, permissive=permissive)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -105,12 +106,20 @@ class Program:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
-            machine: memory.Machine | None = None, lockstep: bool | str = "auto"
-            ) -> tuple[Any, ...]:
+            machine: memory.Machine | None = None, lockstep: bool | str = "auto",
+            permissive: bool | None = None) -> tuple[Any, ...]:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
-        block index, in which case (lockstep="auto") they run one after another."""
+        block index, in which case (lockstep="auto") they run one after another.
+        ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
+        does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds."""
         tgt = target or (machine.target.name if machine else self.target)
+        if permissive is not None and not isinstance(permissive, bool):
+            raise PtoError(f"permissive must be True or False, got {permissive!r}")
+        if machine is not None and permissive is not None and permissive != machine.permissive:
+            raise PtoError(f"permissive={permissive} contradicts the machine passed "
+                           f"(permissive={machine.permissive})")
+        settings = {"permissive": True} if permissive else {}
         fn = self.compiler(tgt).function(name)
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
@@ -123,12 +132,13 @@ class Program:
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
         self.compiler(tgt).reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            return self._run(fn, bound, blocks, tgt, machine, lockstep)
+            return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
-             machine: memory.Machine | None, lockstep: bool | str) -> tuple[Any, ...]:
+             machine: memory.Machine | None, lockstep: bool | str,
+             settings: dict[str, Any]) -> tuple[Any, ...]:
         if machine is None and lockstep and blocks > 1:
-            m = grid._launch_machine(tgt, blocks, {})
+            m = grid._launch_machine(tgt, blocks, settings)
             try:
                 m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
                 ctx = Context(m, m.block_idx, blocks)
@@ -143,7 +153,7 @@ class Program:
             m = memory.push(machine)
             m.quiet = True
         else:
-            m = grid._launch_machine(tgt, 1, {})
+            m = grid._launch_machine(tgt, 1, settings)
         out: tuple[Any, ...] = ()
         try:
             for b in range(blocks):

@@ -19,7 +19,13 @@ import numpy as np
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
-from ..errors import IllegalInstruction, PtoError, UnsupportedType
+from ..errors import (
+    ConstraintError,
+    IllegalInstruction,
+    PtoError,
+    RuntimeCheckError,
+    UnsupportedType,
+)
 from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
@@ -374,6 +380,42 @@ def lookup(name: str) -> Instr | None:
     """Instruction by C++ name (TADD), mnemonic (tadd) or PTOAS op name (pto.tadd)."""
     n = name.split(".", 1)[1] if name.startswith("pto.") else name
     return REGISTRY.get(n.upper())
+
+
+# ---- documented checks the CPU simulator lacks ---------------------------------------------------
+
+PERMISSIVE_HINT = "the CPU simulator does not check this; permissive=True skips it"
+
+
+def sim_unchecked(rule: RuntimeRule) -> RuntimeRule:
+    """Mark a run-time rule as a documented constraint (an ISA page's general constraints /
+    run-time checks) that the upstream C++ CPU simulator does not make.
+
+    It holds on every target, cpu included: a user develops on cpu to learn what the NPU
+    rejects. A permissive machine (``pto.target(..., permissive=True)``, ``launch(...,
+    permissive=True)``, ``Program.run(..., permissive=True)``, ``ptoisa run --permissive``)
+    skips it and so reproduces the simulator. A failure is a :class:`ConstraintError`."""
+
+    def checked(ins: Instr, *vals: Any, **kw: Any) -> None:
+        if current().permissive:
+            return
+        try:
+            rule(ins, *vals, **kw)
+        except ConstraintError:
+            raise
+        except RuntimeCheckError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or ins.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.__doc__ = rule.__doc__
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_rules(ins: Instr) -> list[RuntimeRule]:
+    """The instruction's run-time rules that a permissive machine skips."""
+    return [r for r in ins.runtime if getattr(r, "sim_unchecked", False)]
 
 
 # ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------
