@@ -30,7 +30,7 @@ def _read(path: str) -> tuple[str, str]:
         raise PtoError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _load(path: str, target: str) -> Any:
+def _load(path: str, target: str, permissive: bool = False) -> Any:
     from .interp import Program
     from .ir import verify_ssa
     from .text import parse
@@ -38,7 +38,7 @@ def _load(path: str, target: str) -> Any:
     text, name = _read(path)
     mod = parse(text, name)
     verify_ssa(mod)
-    prog = Program(mod, target)
+    prog = Program(mod, target, permissive=permissive)
     prog.check()
     return prog
 
@@ -126,7 +126,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    prog = _load(ns.file, ns.target)
+    prog = _load(ns.file, ns.target, ns.permissive)
     entry = ns.entry or prog.entry
     fn = prog.compiler(ns.target).function(entry)
     given: dict[str, str] = {}
@@ -146,8 +146,7 @@ def _run(ns: argparse.Namespace) -> int:
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
-    prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
-             permissive=True if ns.permissive else None)
+    prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
     sys.stdout.flush()
     if ns.out:
         out = Path(ns.out)

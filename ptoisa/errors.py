@@ -72,9 +72,10 @@ class RuntimeCheckError(PtoError):
     """A run-time check failed (valid regions, shapes known only when running)."""
 
 
-class ConstraintError(RuntimeCheckError):
-    """A documented run-time constraint failed that the upstream CPU simulator does not check
-    (a permissive machine skips it; see ``ptoisa.isa.registry.sim_unchecked``)."""
+class ConstraintError(IllegalInstruction, RuntimeCheckError):
+    """A documented constraint failed that the upstream CPU simulator does not check: at run
+    time (valid regions) or on the operand types. A permissive machine skips it (see
+    ``ptoisa.isa.registry.sim_unchecked``)."""
 
 
 class PtoMemoryError(PtoError):

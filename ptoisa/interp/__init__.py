@@ -67,16 +67,21 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None) -> None:
+    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None,
+                 permissive: bool = False) -> None:
         self.module = module
         self.target = target
         self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
-        self._compilers: dict[str, Compiler] = {}
+        #: the default of run(permissive=...): skip the documented checks (types and run
+        #: time) the upstream CPU simulator does not make
+        self.permissive = permissive
+        self._compilers: dict[tuple[str, bool], Compiler] = {}
 
-    def compiler(self, target: str) -> Compiler:
-        c = self._compilers.get(target)
+    def compiler(self, target: str, permissive: bool | None = None) -> Compiler:
+        p = self.permissive if permissive is None else permissive
+        c = self._compilers.get((target, p))
         if c is None:
-            c = self._compilers[target] = Compiler(self.module, target)
+            c = self._compilers[(target, p)] = Compiler(self.module, target, p)
         return c
 
     def check(self, target: str | None = None) -> None:
@@ -119,8 +124,11 @@ class Program:
         if machine is not None and permissive is not None and permissive != machine.permissive:
             raise PtoError(f"permissive={permissive} contradicts the machine passed "
                            f"(permissive={machine.permissive})")
+        if permissive is None:
+            permissive = machine.permissive if machine is not None else self.permissive
         settings = {"permissive": True} if permissive else {}
-        fn = self.compiler(tgt).function(name)
+        comp = self.compiler(tgt, permissive)
+        fn = comp.function(name)
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
             raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
@@ -130,7 +138,7 @@ class Program:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-        self.compiler(tgt).reset_tiles()
+        comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
             return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
 
@@ -146,7 +154,7 @@ class Program:
             except grid.BlockDivergence:
                 if lockstep is True or m.gm_writes:
                     raise
-                self.compiler(tgt).reset_tiles()
+                self.compiler(tgt, bool(settings)).reset_tiles()
             finally:
                 grid._done(m)
         if machine is not None:
@@ -226,8 +234,11 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
-def load(source: str | Path, *, target: str = "cpu", filename: str | None = None) -> Program:
-    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program."""
+def load(source: str | Path, *, target: str = "cpu", filename: str | None = None,
+         permissive: bool = False) -> Program:
+    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
+    ``permissive``: check and (by default) run it skipping the documented checks the upstream
+    CPU simulator does not make (see :func:`ptoisa.target`)."""
     from ..text import parse
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
@@ -241,7 +252,7 @@ def load(source: str | Path, *, target: str = "cpu", filename: str | None = None
     else:
         text = str(source)
         fname = filename or "<string>"
-    prog = Program(parse(text, fname), target)
+    prog = Program(parse(text, fname), target, permissive=permissive)
     prog.check()
     return prog
 

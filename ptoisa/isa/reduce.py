@@ -11,7 +11,17 @@ from ..enums import Pipe, TileType
 from ..errors import RuntimeCheckError
 from ..memory import Machine
 from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Sig, instr, locs, nd, sim_unchecked
+from .registry import (
+    Instr,
+    Opnd,
+    Sig,
+    instr,
+    locs,
+    nd,
+    same_dtype,
+    sim_unchecked,
+    sim_unchecked_type,
+)
 
 
 def row_reduce_dst(sig: Sig) -> None:
@@ -75,7 +85,8 @@ def tree_sum(x: np.ndarray) -> np.ndarray:
 @instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src", "dst"),
-       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst, _cpu_same_rows),
+       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst, _cpu_same_rows,
+               sim_unchecked_type(same_dtype("dst", "src"))),
        runtime=(row_reduce_runtime,))
 def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, 0] = sum_j src[i, j] over src's valid region (only column 0 of dst is written).

@@ -462,3 +462,92 @@ def test_conformance_quirk_for_a_case_that_needs_permissive(shared_dir, tmp_path
     v = run_case(d, "cpu")
     assert v.status == "QUIRK", v
     assert v.detail.startswith("needs permissive mode: textract: window of")
+
+
+# ---- type rules the simulator does not check ---------------------------------------------------
+
+def test_trowsum_same_element_type_on_cpu():
+    """The seed page: dst and src use the same element type. cpu rejects the simulator's
+    widening pairs by default; a permissive cpu machine sums f16 -> f32 in f32."""
+    m = pto.target("cpu")
+    try:
+        x = np.array([[2048] + [1] * 15], np.float16)
+        src = Tile(TileType.Vec, "f16", 1, 16).load_numpy(x)
+        dst = Tile(TileType.Vec, "f32", 1, 8, valid=(1, 1))
+        with pytest.raises(ConstraintError, match=r"trowsum: operands must have the same "
+                                                  r"element type \(dst f32, src f16\)"):
+            pto.TROWSUM(dst, src, src)
+        m.permissive = True
+        pto.TROWSUM(dst, src, src)
+        assert dst.numpy()[0, 0] == 2063.0
+    finally:
+        pop(m)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_trowsum_widening_is_never_an_npu_type(target):
+    m = pto.target(target, permissive=True)
+    try:
+        src = Tile(TileType.Vec, "f16", 1, 16)
+        dst = Tile(TileType.Vec, "f32", 1, 8, valid=(1, 1))
+        if target == "cpu":
+            pto.TROWSUM(dst, src, src)
+        else:  # the NPU type tables are not the simulator's missing checks
+            with pytest.raises(UnsupportedType, match=r"src f16 -> dst f32 is not supported"):
+                pto.TROWSUM(dst, src, src)
+    finally:
+        pop(m)
+
+
+def test_tprint_documented_types(capsys):
+    m = pto.target("cpu")
+    try:
+        t = Tile(TileType.Vec, "bf16", 1, 16).load_numpy(np.ones((1, 16)))
+        with pytest.raises(ConstraintError, match=r"tprint: src element type bf16 is not "
+                                                  r"supported \(supported: f32, f16, i8, ui8"):
+            pto.TPRINT(t)
+        m.permissive = True
+        pto.TPRINT(t)
+        assert capsys.readouterr().out.startswith("TPRINT 1x16\n  1.0000")
+    finally:
+        pop(m)
+
+
+WIDEN_PTO = """module {
+  func.func @k(%x: !pto.ptr<f16>, %y: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %vx = pto.make_tensor_view %x, shape = [%c1, %c16], strides = [%c16, %c1] : TVH
+    %vy = pto.make_tensor_view %y, shape = [%c1, %c8], strides = [%c8, %c1] : TVF
+    %px = pto.partition_view %vx, offsets = [%c0, %c0], sizes = [%c1, %c16] : TVH -> PH
+    %py = pto.partition_view %vy, offsets = [%c0, %c0], sizes = [%c1, %c8] : TVF -> PF
+    %s = pto.alloc_tile : SH
+    %d = pto.alloc_tile : DF
+    pto.tload ins(%px : PH) outs(%s : SH)
+    pto.trowsum ins(%s, %s : SH, SH) outs(%d : DF)
+    pto.tstore ins(%d : DF) outs(%py : PF)
+    return
+  }
+}
+"""
+for _k, _v in {"TVH": "!pto.tensor_view<?x?xf16>", "TVF": "!pto.tensor_view<?x?xf32>",
+               "PH": "!pto.partition_tensor_view<1x16xf16>",
+               "PF": "!pto.partition_tensor_view<1x8xf32>",
+               "SH": "!pto.tile_buf<loc=vec, dtype=f16, rows=1, cols=16, v_row=1, v_col=16, "
+                     "blayout=row_major, slayout=none_box, fractal=512, pad=0>",
+               "DF": "!pto.tile_buf<loc=vec, dtype=f32, rows=1, cols=8, v_row=1, v_col=8, "
+                     "blayout=row_major, slayout=none_box, fractal=512, pad=0>"}.items():
+    WIDEN_PTO = WIDEN_PTO.replace(_k, _v)
+
+
+def test_pto_type_rule_strict_and_permissive():
+    with pytest.raises(pto.VerifyError, match=r"w\.pto:14:5: error: trowsum: operands must have "
+                                              r"the same element type"):
+        pto.load(WIDEN_PTO, filename="w.pto")
+    prog = pto.load(WIDEN_PTO, filename="w.pto", permissive=True)
+    x = np.array([[2048] + [1] * 15], np.float16)
+    y = np.full((1, 8), SENTINEL, np.float32)
+    prog.k(x, y)
+    assert y[0, 0] == 2063.0  # f32 accumulation: 2048 + 15
