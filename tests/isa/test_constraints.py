@@ -551,3 +551,20 @@ def test_pto_type_rule_strict_and_permissive():
     y = np.full((1, 8), SENTINEL, np.float32)
     prog.k(x, y)
     assert y[0, 0] == 2063.0  # f32 accumulation: 2048 + 15
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["TPUT_ASYNC", "TGET_ASYNC", "TPREFETCH_ASYNC"])
+def test_async_dma_flat_1d(target, name):
+    """The async DMA pages: flat contiguous logical 1-D GM tensors only; the simulator takes
+    any view. Checked on the types (what the verifier runs for .pto)."""
+    from ptoisa.tensor import GlobalTensor
+
+    two_d = GlobalTensor(np.zeros((4, 16), np.float32)).spec
+    flat = GlobalTensor(np.zeros(64, np.float32)).spec
+    ins = REGISTRY[name]
+    gms = [o.name for o in ins.operands if o.kind == "gm"]
+    with pytest.raises(ConstraintError, match=rf"{name.lower()}: .*flat contiguous .*1x1x1x4x16"):
+        ins.check_types(target, dict.fromkeys(gms, two_d))
+    ins.check_types(target, dict.fromkeys(gms, two_d), permissive=True)
+    ins.check_types(target, dict.fromkeys(gms, flat))
