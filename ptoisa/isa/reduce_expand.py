@@ -410,6 +410,7 @@ TCOLARGMIN = _declare_arg("TCOLARGMIN", 0)
 
 # ---- plain broadcasts: TROWEXPAND TCOLEXPAND ------------------------------------------------
 
+@sim_unchecked  # an A5 implementation check; the CPU simulator makes none
 def _rowexpand_runtime(ins: Instr, dst: Tile, src: Tile, **kw: Any) -> None:
     tgt = current().target.name
     if tgt == "a5":
