@@ -102,29 +102,42 @@ SAME_VALID: dict[str, SameValid] = {
 }
 
 
-def same_valid(spec: SameValid) -> RuntimeRule:
-    """The run-time rule of one SAME_VALID line."""
+def same_valid(spec: SameValid, ins: Instr) -> RuntimeRule:
+    """The run-time rule of one SAME_VALID line (operand positions resolved once: it runs on
+    every call of the instruction)."""
+    pos = {o.name: i for i, o in enumerate(ins.operands)}
+    di = pos["dst"]
+    srcs = [(n, pos[n]) for n in spec.names if n in pos]
+    everywhere = spec.rows == spec.cols == ALL
+
+    def fail(n: str, s: Tile, dst: Tile, rows: bool, tgt: str) -> RuntimeCheckError:
+        if rows:
+            what, got, want = ("valid region", f"{s.valid_row}x{s.valid_col}",
+                               f"{dst.valid_row}x{dst.valid_col}")
+        else:
+            what, got, want = "valid cols", str(s.valid_col), str(dst.valid_col)
+        where = "" if everywhere else f" on {tgt}"
+        return RuntimeCheckError(f"{n} {what} {got} must equal dst {what} {want}{where}",
+                                 op=ins.mnemonic)
 
     @sim_unchecked
     def rule(ins: Instr, *vals: Any, **kw: Any) -> None:
+        dst = vals[di]
+        if everywhere:
+            shape = dst.valid_shape
+            for n, i in srcs:
+                s = vals[i] if i < len(vals) else None
+                if isinstance(s, Tile) and s.valid_shape != shape:
+                    raise fail(n, s, dst, True, "")
+            return
         tgt = current().target.name
         rows, cols = tgt in spec.rows, tgt in spec.cols
-        if not (rows or cols):
-            return
-        by_name = {o.name: v for o, v in zip(ins.operands, vals, strict=False)}
-        dst = by_name["dst"]
-        for n in spec.names:
-            s = by_name.get(n)
+        for n, i in srcs:
+            s = vals[i] if i < len(vals) else None
             if not isinstance(s, Tile):
                 continue
             if (rows and s.valid_row != dst.valid_row) or (cols and s.valid_col != dst.valid_col):
-                what = "valid region" if rows and cols else "valid cols"
-                got = (f"{s.valid_row}x{s.valid_col}", f"{dst.valid_row}x{dst.valid_col}") \
-                    if rows and cols else (str(s.valid_col), str(dst.valid_col))
-                where = "" if spec.rows == spec.cols == ALL else f" on {tgt}"
-                raise RuntimeCheckError(
-                    f"{n} {what} {got[0]} must equal dst {what} {got[1]}{where}",
-                    op=ins.mnemonic)
+                raise fail(n, s, dst, rows, tgt)
 
     rule.__name__ = f"same_valid({', '.join(spec.names)})"
     return rule
@@ -133,7 +146,7 @@ def same_valid(spec: SameValid) -> RuntimeRule:
 def _apply() -> None:
     for name, spec in SAME_VALID.items():
         ins = REGISTRY[name]
-        ins.runtime = (*ins.runtime, same_valid(spec))
+        ins.runtime = (*ins.runtime, same_valid(spec, ins))
 
 
 _apply()
