@@ -568,3 +568,64 @@ def test_async_dma_flat_1d(target, name):
         ins.check_types(target, dict.fromkeys(gms, two_d))
     ins.check_types(target, dict.fromkeys(gms, two_d), permissive=True)
     ins.check_types(target, dict.fromkeys(gms, flat))
+
+
+# ---- random valid regions ------------------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(target=st.sampled_from(TARGETS), sv=st.tuples(st.integers(0, 8), st.integers(0, 16)),
+       dvr=st.integers(0, 8), permissive=st.booleans())
+def test_random_trowsum_regions(target, sv, dvr, permissive):
+    """Strict: an error exactly when src is empty or the valid rows differ. Permissive: the
+    simulator's result, dst[i, 0] = sum of src row i over src's valid region, i < src rows."""
+    m = pto.target(target, permissive=permissive)
+    try:
+        src = vec("f32", 8, 16, (pto.Dyn(sv[0]), pto.Dyn(sv[1])), X[:8])
+        dst = vec("f32", 8, 8, (pto.Dyn(dvr), pto.Dyn(1)))
+        bad = 0 in sv or sv[0] != dvr
+        if bad and not permissive:
+            with pytest.raises(ConstraintError, match=r"trowsum: src valid (rows|region)"):
+                pto.TROWSUM(dst, src, vec("f32", 8, 16))
+            assert (dst.numpy() == SENTINEL).all()
+            return
+        pto.TROWSUM(dst, src, vec("f32", 8, 16))
+        want = np.full((8, 8), SENTINEL)
+        if sv[1]:
+            want[:sv[0], 0] = X[:sv[0], :sv[1]].sum(axis=1)
+        np.testing.assert_array_equal(dst.numpy(), want)
+    finally:
+        pop(m)
+
+
+@settings(max_examples=40, deadline=None)
+@given(target=st.sampled_from(TARGETS), a=st.tuples(st.integers(1, 8), st.integers(1, 16)),
+       b=st.tuples(st.integers(1, 8), st.integers(1, 16)), permissive=st.booleans())
+def test_random_tsub_regions(target, a, b, permissive):
+    """src0 with valid region a, dst and src1 with b: strict rejects a != b (a ConstraintError,
+    or first ptoisa's own cover rule when a does not cover b); a permissive machine rejects
+    only what it cannot read (a not covering b) and otherwise computes dst's valid region."""
+    m = pto.target(target, permissive=permissive)
+    try:
+        s0 = vec("f32", 8, 16, a, X[:8])
+        s1 = vec("f32", 8, 16, b, X[8:])
+        dst = vec("f32", 8, 16, b)
+        covers = a[0] >= b[0] and a[1] >= b[1]
+        if a != b and not permissive:
+            err = ConstraintError if covers else pto.RuntimeCheckError
+            with pytest.raises(err, match=r"tsub: src0 valid region"):
+                pto.TSUB(dst, s0, s1)
+            return
+        if not covers:
+            with pytest.raises(pto.RuntimeCheckError, match=r"does not cover dst"):
+                pto.TSUB(dst, s0, s1)
+            return
+        pto.TSUB(dst, s0, s1)
+        want = np.full((8, 16), SENTINEL)
+        want[:b[0], :b[1]] = X[:b[0], :b[1]] - X[8:8 + b[0], :b[1]]
+        np.testing.assert_array_equal(dst.numpy(), want)
+    finally:
+        pop(m)
