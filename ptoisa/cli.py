@@ -45,7 +45,7 @@ def _load(path: str, target: str, permissive: bool = False) -> Any:
 
 def _cmd_check(ns: argparse.Namespace) -> int:
     try:
-        prog = _load(ns.file, ns.target)
+        prog = _load(ns.file, ns.target, ns.permissive)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
     k.add_argument("--target", default="a2a3", choices=TARGETS)
+    k.add_argument("--permissive", action="store_true",
+                   help="skip the documented type checks the upstream CPU simulator does not "
+                        "make (as `run --permissive`)")
     k.set_defaults(fn=_cmd_check)
     f = sub.add_parser("fmt", help="print a .pto file in one form")
     f.add_argument("file", help="FILE.pto, or - for stdin")

@@ -629,3 +629,11 @@ def test_random_tsub_regions(target, a, b, permissive):
         np.testing.assert_array_equal(dst.numpy(), want)
     finally:
         pop(m)
+
+
+def test_cli_check_permissive(tmp_path, capsys):
+    f = tmp_path / "w.pto"
+    f.write_text(WIDEN_PTO)
+    assert main(["check", str(f), "--target", "cpu"]) == 1
+    assert "trowsum: operands must have the same element type" in capsys.readouterr().err
+    assert main(["check", str(f), "--target", "cpu", "--permissive"]) == 0
