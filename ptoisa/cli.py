@@ -30,7 +30,7 @@ def _read(path: str) -> tuple[str, str]:
         raise PtoError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _load(path: str, target: str) -> Any:
+def _load(path: str, target: str, permissive: bool = False) -> Any:
     from .interp import Program
     from .ir import verify_ssa
     from .text import parse
@@ -38,14 +38,14 @@ def _load(path: str, target: str) -> Any:
     text, name = _read(path)
     mod = parse(text, name)
     verify_ssa(mod)
-    prog = Program(mod, target)
+    prog = Program(mod, target, permissive=permissive)
     prog.check()
     return prog
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
     try:
-        prog = _load(ns.file, ns.target)
+        prog = _load(ns.file, ns.target, ns.permissive)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
@@ -126,7 +126,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    prog = _load(ns.file, ns.target)
+    prog = _load(ns.file, ns.target, ns.permissive)
     entry = ns.entry or prog.entry
     fn = prog.compiler(ns.target).function(entry)
     given: dict[str, str] = {}
@@ -200,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
     k.add_argument("--target", default="a2a3", choices=TARGETS)
+    k.add_argument("--permissive", action="store_true",
+                   help="skip the documented type checks the upstream CPU simulator does not "
+                        "make (as `run --permissive`)")
     k.set_defaults(fn=_cmd_check)
     f = sub.add_parser("fmt", help="print a .pto file in one form")
     f.add_argument("file", help="FILE.pto, or - for stdin")
@@ -211,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--entry", help="function to run (default: the entry function)")
     r.add_argument("--target", default="a2a3", choices=TARGETS)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
+    r.add_argument("--permissive", action="store_true",
+                   help="skip the documented run-time checks the upstream CPU simulator does "
+                        "not make, reproducing its results (docs/cpu_sim_differences.md)")
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")

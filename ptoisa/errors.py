@@ -72,6 +72,12 @@ class RuntimeCheckError(PtoError):
     """A run-time check failed (valid regions, shapes known only when running)."""
 
 
+class ConstraintError(IllegalInstruction, RuntimeCheckError):
+    """A documented constraint failed that the upstream CPU simulator does not check: at run
+    time (valid regions) or on the operand types. A permissive machine skips it (see
+    ``ptoisa.isa.registry.sim_unchecked``)."""
+
+
 class PtoMemoryError(PtoError):
     """Tile storage problems: unassigned tile, out of capacity, misaligned, GM out of bounds."""
 

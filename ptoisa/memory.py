@@ -63,8 +63,14 @@ class Machine:
         block_idx: int = 0,
         block_num: int = 1,
         lanes: int = 1,
+        permissive: bool = False,
     ) -> None:
         self.target = target if isinstance(target, Target) else get_target(target)
+        if not isinstance(permissive, bool):
+            raise PtoError(f"permissive must be True or False, got {permissive!r}")
+        #: skip the documented run-time checks the upstream CPU simulator does not make
+        #: (``registry.sim_unchecked`` rules; docs/cpu_sim_differences.md lists them)
+        self.permissive = permissive
         if mode not in ("auto", "manual"):
             raise PtoError(f"mode must be 'auto' or 'manual', got {mode!r}")
         self.mode = mode
@@ -373,7 +379,8 @@ class Machine:
         pop(self)
 
     def __repr__(self) -> str:
-        return f"<Machine target={self.target.name} mode={self.mode}>"
+        extra = " permissive" if self.permissive else ""
+        return f"<Machine target={self.target.name} mode={self.mode}{extra}>"
 
 
 _stack: list[Machine] = []
@@ -391,7 +398,9 @@ def target(name: str | Target = "cpu", **settings: Any) -> Machine:
 
     As a plain call it switches the current target; as ``with pto.target("a5"):`` the previous
     machine comes back at the end of the block. ``settings``: mode ("auto"|"manual"), stdout,
-    print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB).
+    print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB), permissive (True: skip
+    the documented run-time checks the upstream CPU simulator does not make, to reproduce its
+    results; every target checks them by default).
 
     The fresh machine's buffers hold the poison pattern (:data:`POISON_BYTE`) wherever a tile
     is placed before it is written, and auto-placed tiles that are live together must fit in

@@ -59,9 +59,10 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, permissive: bool | None = None
+                 ) -> tuple[Any, ...]:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine)
+                                machine=machine, permissive=permissive)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -70,16 +71,21 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None) -> None:
+    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None,
+                 permissive: bool = False) -> None:
         self.module = module
         self.target = target
         self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
-        self._compilers: dict[str, Compiler] = {}
+        #: the default of run(permissive=...): skip the documented checks (types and run
+        #: time) the upstream CPU simulator does not make
+        self.permissive = permissive
+        self._compilers: dict[tuple[str, bool], Compiler] = {}
 
-    def compiler(self, target: str) -> Compiler:
-        c = self._compilers.get(target)
+    def compiler(self, target: str, permissive: bool | None = None) -> Compiler:
+        p = self.permissive if permissive is None else permissive
+        c = self._compilers.get((target, p))
         if c is None:
-            c = self._compilers[target] = Compiler(self.module, target)
+            c = self._compilers[(target, p)] = Compiler(self.module, target, p)
         return c
 
     def check(self, target: str | None = None) -> None:
@@ -109,13 +115,24 @@ class Program:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
-            machine: memory.Machine | None = None, lockstep: bool | str = "auto"
-            ) -> tuple[Any, ...]:
+            machine: memory.Machine | None = None, lockstep: bool | str = "auto",
+            permissive: bool | None = None) -> tuple[Any, ...]:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
-        block index, in which case (lockstep="auto") they run one after another."""
+        block index, in which case (lockstep="auto") they run one after another.
+        ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
+        does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds."""
         tgt = target or (machine.target.name if machine else self.target)
-        fn = self.compiler(tgt).function(name)
+        if permissive is not None and not isinstance(permissive, bool):
+            raise PtoError(f"permissive must be True or False, got {permissive!r}")
+        if machine is not None and permissive is not None and permissive != machine.permissive:
+            raise PtoError(f"permissive={permissive} contradicts the machine passed "
+                           f"(permissive={machine.permissive})")
+        if permissive is None:
+            permissive = machine.permissive if machine is not None else self.permissive
+        settings = {"permissive": True} if permissive else {}
+        comp = self.compiler(tgt, permissive)
+        fn = comp.function(name)
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
             raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
@@ -125,14 +142,15 @@ class Program:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-        self.compiler(tgt).reset_tiles()
+        comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            return self._run(fn, bound, blocks, tgt, machine, lockstep)
+            return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
-             machine: memory.Machine | None, lockstep: bool | str) -> tuple[Any, ...]:
+             machine: memory.Machine | None, lockstep: bool | str,
+             settings: dict[str, Any]) -> tuple[Any, ...]:
         if machine is None and lockstep and blocks > 1:
-            m = grid._launch_machine(tgt, blocks, {})
+            m = grid._launch_machine(tgt, blocks, settings)
             try:
                 m.planned = True  # tile capacity was checked over the program (capacity.py)
                 m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
@@ -141,7 +159,7 @@ class Program:
             except grid.BlockDivergence:
                 if lockstep is True or m.gm_writes:
                     raise
-                self.compiler(tgt).reset_tiles()
+                self.compiler(tgt, bool(settings)).reset_tiles()
             finally:
                 m.planned = False
                 grid._done(m)
@@ -150,7 +168,7 @@ class Program:
             m.quiet = True
             m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
         else:
-            m = grid._launch_machine(tgt, 1, {})
+            m = grid._launch_machine(tgt, 1, settings)
         planned = m.planned
         m.planned = True
         out: tuple[Any, ...] = ()
@@ -230,8 +248,11 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
-def load(source: str | Path, *, target: str = "cpu", filename: str | None = None) -> Program:
-    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program."""
+def load(source: str | Path, *, target: str = "cpu", filename: str | None = None,
+         permissive: bool = False) -> Program:
+    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
+    ``permissive``: check and (by default) run it skipping the documented checks the upstream
+    CPU simulator does not make (see :func:`ptoisa.target`)."""
     from ..text import parse
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
@@ -245,7 +266,7 @@ def load(source: str | Path, *, target: str = "cpu", filename: str | None = None
     else:
         text = str(source)
         fname = filename or "<string>"
-    prog = Program(parse(text, fname), target)
+    prog = Program(parse(text, fname), target, permissive=permissive)
     prog.check()
     return prog
 

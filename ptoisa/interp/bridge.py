@@ -422,9 +422,10 @@ def _scale_tile(ts: TileSpec, loc: TileType) -> TileSpec:
                      check_alignment=False)
 
 
-def check_op(op: Op, target: str) -> Binding | None:
+def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
     """Static legality of one ``pto.*`` op for ``target`` (VerifyError with the op's
-    location). Returns the binding, or None when the op is not a tile instruction."""
+    location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
+    the binding, or None when the op is not a tile instruction."""
     instr = instr_of(op.name)
     if instr is None:
         return None
@@ -447,7 +448,7 @@ def check_op(op: Op, target: str) -> Binding | None:
             raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
                               f"{_describe(t)}", op=instr.mnemonic, loc=op.loc)
     try:
-        instr.check_types(target, types, b.params)
+        instr.check_types(target, types, b.params, permissive)
     except PtoError as e:
         raise VerifyError(e.message, op=e.op or instr.mnemonic, loc=op.loc) from None
     return b

@@ -25,7 +25,7 @@ from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
 
 # ---- enums of the C++ API (pto/common/type.hpp) --------------------------------------------------
 
@@ -253,20 +253,22 @@ def _tgather_static(sig: Sig) -> None:
                            f"got {dst.dtype}")
 
 
+@sim_unchecked
+def _tgather_contiguous(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
+                        tmp2: Any = None, offset: Any = None, **params: Any) -> None:
+    """Mask and index gathers write dst contiguously: dst valid cols == Cols (both NPUs'
+    implementation checks; the CPU simulator writes any valid region)."""
+    if src1 is None and dst.valid_col != dst.cols:
+        raise _fail(ins, f"mask gather writes dst contiguously: dst valid cols "
+                    f"{dst.valid_col} must equal Cols {dst.cols}")
+    if isinstance(src1, Tile) and tmp2 is None and dst.valid_col != dst.cols:
+        raise _fail(ins, f"dst valid cols {dst.valid_col} must equal Cols {dst.cols} "
+                    "(continuous dst)")
+
+
 def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
                      tmp2: Any = None, offset: Any = None, **params: Any) -> None:
-    from ..memory import current
-
-    tgt = current().target.name
-    if src1 is None:
-        if tgt != "cpu" and dst.valid_col != dst.cols:
-            raise _fail(ins, f"mask gather writes dst contiguously: dst valid cols "
-                        f"{dst.valid_col} must equal Cols {dst.cols}")
-        return
     if isinstance(src1, Tile) and tmp2 is None:
-        if tgt != "cpu" and dst.valid_col != dst.cols:
-            raise _fail(ins, f"dst valid cols {dst.valid_col} must equal Cols {dst.cols} "
-                        "(continuous dst)")
         if src1.valid_row < dst.valid_row or src1.valid_col < dst.valid_col:
             raise _fail(ins, f"indices valid region {src1.valid_row}x{src1.valid_col} does not "
                         f"cover dst valid region {dst.valid_row}x{dst.valid_col}")
@@ -282,7 +284,7 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
        dtype_key=("src0",),
        static=(locs(["dst", "src0"], TileType.Vec), _row_major("dst", "src0"),
                _tgather_static),
-       runtime=(_tgather_runtime,))
+       runtime=(_tgather_runtime, _tgather_contiguous))
 def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,  # noqa: N802
             tmp2: Any = None, offset: Any = None, *, maskPattern: MaskPattern,  # noqa: N803
             gatherType: GatherAxis, cmpMode: CmpMode) -> None:  # noqa: N803

@@ -8,8 +8,9 @@ Python loop over rows or columns): row softmax (TROWMAX, TROWEXPANDSUB, TEXP, TR
 TROWEXPANDDIV) runs on these.
 
 Iteration domains: row/column reductions iterate over *src*'s valid region; expand and
-expand-op instructions over *dst*'s. Run-time checks documented as the NPU's are made on
-a2a3/a5; the cpu target (the upstream CPU simulator) only rejects what would leave the tiles.
+expand-op instructions over *dst*'s. Run-time checks a page lists among its general
+constraints hold on every target (``sim_unchecked``: a permissive machine skips them, as the
+upstream CPU simulator does); checks listed for one NPU only are made on that target.
 """
 
 from __future__ import annotations
@@ -39,16 +40,13 @@ from .registry import (
     locs,
     nd,
     same_dtype,
+    sim_unchecked,
 )
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 # ---- shared helpers ----------------------------------------------------------------------------
-
-def _npu() -> bool:
-    return current().target.name != "cpu"
-
 
 def _fit(t: Tile, rows: int, cols: int, what: str) -> None:
     """The result block rows x cols must fit in tile ``t`` (its static capacity)."""
@@ -241,9 +239,10 @@ TROWMIN = _declare_row_reduce("TROWMIN", "min")
 
 # ---- column reductions: TCOLSUM TCOLPROD TCOLMAX TCOLMIN --------------------------------------
 
+@sim_unchecked
 def _col_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
-    if not _npu() or src.valid_row == 0 or src.valid_col == 0:
-        return  # returns early on an empty source (documented); the cpu checks nothing
+    if src.valid_row == 0 or src.valid_col == 0:
+        return  # returns early on an empty source (documented); the CPU simulator checks nothing
     if src.valid_col != dst.valid_col:
         raise RuntimeCheckError(
             f"src valid cols {src.valid_col} != dst valid cols {dst.valid_col}", op=ins.mnemonic)
@@ -333,10 +332,9 @@ class ValIdxInstr(Instr):
 
 
 def _argreduce_runtime(axis: int) -> Callable[..., None]:
+    @sim_unchecked
     def rule(ins: Instr, dst: Tile, src: Tile, tmp: Tile, dstVal: Tile | None = None,  # noqa: N803
              **kw: Any) -> None:
-        if not _npu():
-            return
         name = ins.mnemonic
         if src.valid_row == 0 or src.valid_col == 0:
             raise RuntimeCheckError(
@@ -452,6 +450,7 @@ TCOLARGMIN = _declare_arg("TCOLARGMIN", 0)
 
 # ---- plain broadcasts: TROWEXPAND TCOLEXPAND ------------------------------------------------
 
+@sim_unchecked  # an A5 implementation check; the CPU simulator makes none
 def _rowexpand_runtime(ins: Instr, dst: Tile, src: Tile, **kw: Any) -> None:
     tgt = current().target.name
     if tgt == "a5":
@@ -766,8 +765,11 @@ def _part_arg_runtime(ins: Instr, dstVal: Tile, src0Val: Tile, src1Val: Tile,  #
             raise RuntimeCheckError(
                 f"{nv} valid {v.valid_row}x{v.valid_col} != {ni} valid "
                 f"{i.valid_row}x{i.valid_col}", op=ins.mnemonic)
-    if not _npu():
-        return
+
+
+@sim_unchecked
+def _part_arg_pattern(ins: Instr, dstVal: Tile, src0Val: Tile, src1Val: Tile,  # noqa: N803
+                      *rest: Any, **kw: Any) -> None:
     check_partial_pattern(ins.mnemonic, dstVal.valid_shape, src0Val.valid_shape,
                           src1Val.valid_shape)
 
@@ -805,9 +807,10 @@ def _declare_part_arg(name: str) -> Instr:
     impl.__doc__ = (
         f"(dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val {op} "
         f"src1Val, else (src1Val, src1Idx) ({tie}); a copy of the valid source's pair where "
-        "only one is valid; over dst's valid region. The NPUs support only patterns where one "
-        "source's valid region equals dst's and the other's does not exceed it; the cpu "
-        "target writes 0 where neither source is valid (as the TPART* instructions).")
+        "only one is valid; over dst's valid region. Only patterns where one source's valid "
+        "region equals dst's and the other's does not exceed it are supported; a permissive "
+        "machine accepts any and writes 0 where neither source is valid (the CPU simulator, "
+        "as the TPART* instructions).")
     return instr(name, family="reduce", pipe=Pipe.V,
                  operands=(Opnd("dstVal", "tile", "out"), Opnd("src0Val", "tile"),
                            Opnd("src1Val", "tile"), Opnd("dstIdx", "tile", "out"),
@@ -817,7 +820,7 @@ def _declare_part_arg(name: str) -> Instr:
                               TileType.Vec),
                          same_dtype("dstVal", "src0Val", "src1Val"),
                          same_dtype("dstIdx", "src0Idx", "src1Idx")),
-                 runtime=(_part_arg_runtime,))(impl)
+                 runtime=(_part_arg_runtime, _part_arg_pattern))(impl)
 
 
 TPARTARGMAX = _declare_part_arg("TPARTARGMAX")

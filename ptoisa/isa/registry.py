@@ -19,7 +19,14 @@ import numpy as np
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
-from ..errors import IllegalInstruction, PtoError, PtoMemoryError, UnsupportedType
+from ..errors import (
+    ConstraintError,
+    IllegalInstruction,
+    PtoError,
+    PtoMemoryError,
+    RuntimeCheckError,
+    UnsupportedType,
+)
 from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
@@ -67,14 +74,16 @@ class Event:
 class Sig:
     """Operand types of one use of an instruction: what static rules look at."""
 
-    __slots__ = ("instr", "target", "types", "params")
+    __slots__ = ("instr", "target", "types", "params", "permissive")
 
     def __init__(self, instr: Instr, target: Target, types: dict[str, Any],
-                 params: dict[str, Any]) -> None:
+                 params: dict[str, Any], permissive: bool = False) -> None:
         self.instr = instr
         self.target = target
         self.types = types
         self.params = params
+        #: the machine skips the documented checks the CPU simulator does not make
+        self.permissive = permissive
 
     def __getitem__(self, name: str) -> Any:
         return self.types.get(name)
@@ -126,7 +135,7 @@ class Instr:
     def execute(self, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
         """Check (static, cached; then run-time) and run the semantics; errors name the
         instruction."""
-        self.check(m.target, vals, params)
+        self.check(m.target, vals, params, m.permissive)
         try:
             return self.impl(m, *vals, **params)
         except PtoError as e:
@@ -175,27 +184,30 @@ class Instr:
             params[p.name] = v
         return params
 
-    def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
+    def check(self, target: Target, vals: list[Any], params: dict[str, Any],
+              permissive: bool = False) -> None:
         types = tuple([_type_of(v) for v in vals])
-        key = (self.name, target.name, types, tuple(params.values()))
+        key = (self.name, target.name, permissive, types, tuple(params.values()))
         try:
             known = key in _static_cache
         except TypeError:  # an unhashable parameter value
-            key = (self.name, target.name, types, tuple(_hashable(v) for v in params.values()))
+            key = (self.name, target.name, permissive, types,
+                   tuple(_hashable(v) for v in params.values()))
             known = key in _static_cache
         if not known:
-            _check_static(self, key, target, types, params)
+            _check_static(self, key, target, types, params, permissive)
         for r in self.runtime:
             r(self, *vals, **params)
 
     def check_types(self, target: Target | str, types: dict[str, Any],
-                    params: dict[str, Any] | None = None) -> None:
+                    params: dict[str, Any] | None = None, permissive: bool = False) -> None:
         """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
-        point of the IR verifier."""
+        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules."""
         tgt = get_target(target) if isinstance(target, str) else target
         full = {p.name: p.default for p in self.params}
         full.update(params or {})
-        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full)
+        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full,
+                  permissive)
         check_legality(sig)
         for r in self.static:
             r(sig)
@@ -216,11 +228,11 @@ _static_cache: dict[Any, None] = {}
 
 
 def _check_static(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
-                  params: dict[str, Any]) -> None:
+                  params: dict[str, Any], permissive: bool = False) -> None:
     """Run the static rules for one combination of operand types and parameters; remember
     that it passed."""
     instr.check_types(target, {o.name: t for o, t in zip(instr.operands, types, strict=True)},
-                      params)
+                      params, permissive)
     if len(_static_cache) > 100_000:
         _static_cache.clear()
     _static_cache[key] = None
@@ -381,6 +393,77 @@ def lookup(name: str) -> Instr | None:
     """Instruction by C++ name (TADD), mnemonic (tadd) or PTOAS op name (pto.tadd)."""
     n = name.split(".", 1)[1] if name.startswith("pto.") else name
     return REGISTRY.get(n.upper())
+
+
+# ---- documented checks the CPU simulator lacks ---------------------------------------------------
+
+PERMISSIVE_HINT = "the CPU simulator does not check this; permissive=True skips it"
+
+
+def sim_unchecked(rule: RuntimeRule) -> RuntimeRule:
+    """Mark a run-time rule as a documented constraint (an ISA page's general constraints /
+    run-time checks) that the upstream C++ CPU simulator does not make.
+
+    It holds on every target, cpu included: a user develops on cpu to learn what the NPU
+    rejects. A permissive machine (``pto.target(..., permissive=True)``, ``launch(...,
+    permissive=True)``, ``Program.run(..., permissive=True)``, ``ptoisa run --permissive``)
+    skips it and so reproduces the simulator. A failure is a :class:`ConstraintError`."""
+
+    def checked(ins: Instr, *vals: Any, **kw: Any) -> None:
+        if current().permissive:
+            return
+        try:
+            rule(ins, *vals, **kw)
+        except ConstraintError:
+            raise
+        except RuntimeCheckError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or ins.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.__doc__ = rule.__doc__
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_type(rule: StaticRule) -> StaticRule:
+    """:func:`sim_unchecked` for a static rule (operand types; the verifier runs it too):
+    skipped when the check is for a permissive machine (``Sig.permissive``)."""
+
+    def checked(sig: Sig) -> None:
+        if sig.permissive:
+            return
+        try:
+            rule(sig)
+        except ConstraintError:
+            raise
+        except PtoError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or sig.instr.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_rules(ins: Instr) -> list[Any]:
+    """The instruction's rules (static and run-time) that a permissive machine skips."""
+    return [r for r in (*ins.static, *ins.runtime) if getattr(r, "sim_unchecked", False)]
+
+
+def dtype_in(name: str, allowed: str) -> StaticRule:
+    """Operand ``name``'s element type is one of ``allowed`` (PTOAS names)."""
+    from ..dtypes import dtype as to_dtype
+
+    ok = frozenset(to_dtype(a) for a in allowed.split())
+
+    def rule(sig: Sig) -> None:
+        d = elem_type(sig[name])
+        if d is not None and d not in ok:
+            raise UnsupportedType(f"{name} element type {d} is not supported (supported: "
+                                  f"{dt_names(sorted(ok, key=_order))})", op=sig.instr.mnemonic)
+    rule.__name__ = f"dtype_in({name})"
+    return rule
 
 
 # ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------

@@ -124,7 +124,8 @@ def test_binary(tgt, name):  # type: ignore[no-untyped-def]
         dst = tile(dt, valid=(Dyn(VR), Dyn(VC)))
         dst.load_numpy(np.zeros((8, 32), d.np))
         dst.set_valid(VR, VC)
-        s0, s1 = tile(dt, a), tile(dt, b)
+        # sources share dst's valid region (a documented run-time check of most of them)
+        s0, s1 = tile(dt, a, valid=(VR, VC)), tile(dt, b, valid=(VR, VC))
         args = [dst, s0, s1]
         if name in ("TXOR", "TREM", "TPOW", "TPRELU"):
             args.append(tile(dt))
@@ -158,7 +159,7 @@ def test_unary(tgt, name):  # type: ignore[no-untyped-def]
         dst = tile(dt, valid=(Dyn(VR), Dyn(VC)))
         dst.load_numpy(np.zeros((8, 32), d.np))
         dst.set_valid(VR, VC)
-        getattr(E, name)(dst, tile(dt, a))
+        getattr(E, name)(dst, tile(dt, a, valid=(VR, VC)))
         x = a[:VR, :VC]
         if d.is_float:
             ref = UNARY[name](x.astype(np.float64)).astype(d.np)
@@ -246,7 +247,7 @@ def test_scalar(tgt, name):  # type: ignore[no-untyped-def]
         dst = tile(dt, valid=(Dyn(VR), Dyn(VC)))
         dst.load_numpy(np.zeros((8, 32), d.np))
         dst.set_valid(VR, VC)
-        args = [dst, tile(dt, a), s]
+        args = [dst, tile(dt, a, valid=(VR, VC)), s]
         if name in ("TXORS", "TREMS", "TPOWS"):
             args.append(tile(dt))
         getattr(S, name)(*args)
