@@ -26,7 +26,7 @@ from ..isa.registry import Instr
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
-from . import bridge
+from . import bridge, op_names
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -220,6 +220,9 @@ class CompiledFunc:
         return self.unsupported(op)
 
     def unsupported(self, op: Op) -> Step:
+        err = op_names.unknown_op_error(op)
+        if err is not None:  # a misspelt op is an error at check, not when it runs
+            raise err
         loc = op.loc
 
         def step(env: Env) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from ptoisa.errors import ParseError, SourceLoc
+from ptoisa.errors import EXCERPT_WIDTH, ParseError, SourceLoc
 
 # Token kinds (single characters keep comparisons cheap).
 VALUE = "%"  # %name
@@ -66,10 +66,19 @@ class Source:
     def loc(self, offset: int) -> SourceLoc:
         line = bisect.bisect_right(self.line_starts, offset) - 1
         start = self.line_starts[line]
-        end = self.text.find("\n", start)
-        if end < 0:
-            end = len(self.text)
-        return SourceLoc(self.filename, line + 1, offset - start + 1, self.text[start:end])
+        end = (self.line_starts[line + 1] - 1 if line + 1 < len(self.line_starts)
+               else len(self.text))
+        col = offset - start + 1
+        if end - start <= EXCERPT_WIDTH:
+            return SourceLoc(self.filename, line + 1, col, self.text[start:end])
+        # a long line: keep only the excerpt (every op records a location; copying a
+        # megabyte line into each would make parsing quadratic)
+        a = max(start, min(offset - EXCERPT_WIDTH // 2, end - EXCERPT_WIDTH))
+        b = min(end, a + EXCERPT_WIDTH)
+        head = "..." if a > start else ""
+        text = head + self.text[a:b] + ("..." if b < end else "")
+        caret = offset - a + len(head)
+        return SourceLoc(self.filename, line + 1, col, text, caret)
 
 
 def tokenize(src: Source) -> tuple[list[str], list[str], list[int]]:

@@ -650,10 +650,12 @@ class Parser:
         regions: list[Region] = []
         depth = 0
         first = True
+        piece_tok: dict[int, int] = {}  # first piece of each step -> its token (for errors)
         while True:
             i = self.i
             k = kinds[i]
             t = texts[i]
+            piece_tok.setdefault(len(pieces), i)
             if k == EOF:
                 break
             if depth == 0:
@@ -776,7 +778,12 @@ class Parser:
         if depth:
             raise self.error(f"unbalanced brackets in '{name}'")
         self.check_unique_keys(items, loc)
-        return self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
+        op = self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
+        if op.form == "dps" and op.syntax:
+            # nothing but an attribute dictionary follows 'outs(...)' in PTOAS: a stray token
+            at = piece_tok.get(len(pieces) - len(op.syntax), self.i)
+            raise self.error(f"unexpected {self.describe(at)} after 'outs(...)' of '{name}'", at)
+        return op
 
     def parse_type_pieces(self, pieces: list[Piece]) -> None:
         """A comma-separated type list after ':' (stops before a ',' not followed by a type)."""
