@@ -61,14 +61,18 @@ def _cmd_check(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fmt(ns: argparse.Namespace) -> int:
+    from .interp.op_names import has_ssa_form
     from .text import parse, print_module
 
     text, name = _read(ns.file)
+    kept: list[Any] = []
     try:
-        out = print_module(parse(text, name), ns.form)
+        # only ops whose SSA spelling check accepts change form (taxpy's inout dst does not)
+        out = print_module(parse(text, name), ns.form, has_ssa_form, kept)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
+    _fmt_notes(kept, ns.form)
     if ns.output and ns.output != "-":
         try:
             Path(ns.output).write_text(out)
@@ -77,6 +81,19 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out)
     return 0
+
+
+def _fmt_notes(kept: list[Any], form: str) -> None:
+    """One located note per (op, reason) that ``--form ssa|asm`` printed in DPS form (with
+    how many more there are), on stderr: the output is still a program, but not all in the
+    form asked for."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for op, why in kept:
+        groups.setdefault((op.name, why), []).append(op)
+    for (opname, why), ops in groups.items():
+        more = f" ({len(ops) - 1} more like it)" if len(ops) > 1 else ""
+        print(f"{ops[0].loc}: note: {opname} printed in DPS form: it {why}{more}",
+              file=sys.stderr)
 
 
 _ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")

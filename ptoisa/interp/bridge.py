@@ -209,14 +209,32 @@ def written(op: Op) -> tuple[list[Value], list[tuple[Value, bool]]]:
     return list(op.operands), [(v, True) for v in op.results]
 
 
-def _fail(op: Op, instr: Instr, n_in: int, n_out: int) -> VerifyError:
-    in_ops = [o for o in instr.operands if o.role not in ("out",)]
-    out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
-    want_in = ", ".join(o.name + ("?" if o.optional else "") for o in in_ops
-                        if o.role != "inout") or "none"
-    want_out = ", ".join(o.name + ("?" if o.optional else "") for o in out_ops) or "none"
-    return VerifyError(f"expects ins ({want_in}) and outs ({want_out}); got {n_in} ins and "
-                       f"{n_out} outs", op=op.name, loc=op.loc)
+def _fail(op: Op, instr: Instr, n_in: int, n_out: int, results: bool = False) -> VerifyError:
+    """What the instruction takes, in the spelling the op used (DPS ``ins``/``outs``, or SSA
+    operands/results), against what it has. An operand that is read and written (``inout``)
+    is an ``outs`` operand in DPS form and has no SSA spelling: say so, and name the DPS
+    spelling to use, instead of listing counts that look like they fit."""
+    def names(ops: list[Any]) -> str:
+        return ", ".join(o.name + ("?" if o.optional else "") for o in ops) or "none"
+
+    if not results:
+        in_ops = [o for o in instr.operands if o.role not in ("out", "inout")]
+        out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+        return VerifyError(f"expects ins ({names(in_ops)}) and outs ({names(out_ops)}); got "
+                           f"{n_in} ins and {n_out} outs", op=op.name, loc=op.loc)
+    inout = [o for o in instr.operands if o.role == "inout" and not o.optional]
+    if inout:
+        in_ops = [o for o in instr.operands if o.role not in ("out", "inout")]
+        out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+        return VerifyError(
+            f"{names(inout)} is read and written (inout), which the SSA form (operands -> "
+            f"results) cannot express: write it in DPS form, '{op.name} ins("
+            f"{', '.join('%' + o.name for o in in_ops)} : ...) outs("
+            f"{', '.join('%' + o.name for o in out_ops)} : ...)'", op=op.name, loc=op.loc)
+    in_ops = [o for o in instr.operands if o.role != "out"]
+    out_ops = [o for o in instr.operands if o.role == "out"]
+    return VerifyError(f"expects operands ({names(in_ops)}) and results ({names(out_ops)}); "
+                       f"got {n_in} operands and {n_out} results", op=op.name, loc=op.loc)
 
 
 def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]]
@@ -230,7 +248,7 @@ def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value,
     need_out = sum(1 for o in out_ops if not o.optional)
     need_in = sum(1 for o in in_ops if not o.optional)
     if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(ins) <= len(in_ops):
-        raise _fail(op, instr, len(ins), len(outs))
+        raise _fail(op, instr, len(ins), len(outs), not dps_like)
     got: dict[str, tuple[Bound, bool]] = {}
     for o, (v, r) in zip(out_ops, outs, strict=False):
         got[o.name] = (v, r)
@@ -292,7 +310,7 @@ def bind(op: Op, instr: Instr) -> Binding:
         got = _default_map(op, instr, ins, outs)
     missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
     if missing:
-        raise _fail(op, instr, len(ins), len(outs))
+        raise _fail(op, instr, len(ins), len(outs), any(r for _, r in outs))
     vals = tuple(got.get(o.name, (None, False))[0] for o in instr.operands)
     from_res = tuple(got.get(o.name, (None, False))[1] for o in instr.operands)
     params: dict[str, Any] = {}

@@ -115,3 +115,20 @@ def check_top_level(module: Module) -> None:
         what = "a module" if module.implicit else "'func.func'"
         raise VerifyError(f"expected {what} at the top level, found '{_shown(op)}' (a .pto "
                           "program is 'module { func.func @name(...) { ... } }')", loc=op.loc)
+
+
+def has_ssa_form(name: str) -> bool:
+    """Whether a DPS ``pto`` op may be printed as ``%dst = pto.X %ins : (...) -> T`` (and an
+    SSA one as DPS) so that ``check`` accepts it: a registry instruction with exactly one
+    required ``out`` operand, a tile, and no operand that is read and written (``taxpy``'s
+    dst is an accumulator: its SSA spelling would lose the value it reads)."""
+    from . import bridge
+
+    instr = bridge.instr_of(name)
+    if instr is None:
+        return False
+    outs = [o for o in instr.operands if o.role == "out" and not o.optional]
+    if any(o.role == "inout" for o in instr.operands) or len(outs) != 1:
+        return False
+    return "tile" in outs[0].kind
+

@@ -83,6 +83,8 @@ class Printer:
         self.lines: list[str] = []
         self.skip: set[int] = set()  # ids of alloc_tile ops folded into their writer
         self.to_ssa: dict[int, Value] = {}  # id(dps op) -> buffer value that becomes its result
+        #: (op, why) for each pto DPS op printed in DPS form although ``form`` is ssa/asm
+        self.kept: list[tuple[Op, str]] = []
 
     # ------------------------------------------------------------- analysis
     def analyse(self, mod: Module) -> None:
@@ -140,6 +142,17 @@ class Printer:
                 continue
             self.skip.add(id(alloc))
             self.to_ssa[id(w)] = v
+        for op in mod.walk():
+            if op.form != "dps" or not op.name.startswith("pto.") or id(op) in self.to_ssa:
+                continue
+            if not self._ssa_ok(op):
+                why = f"has no {self.form.upper()} form"
+            elif op.n_outs != 1:
+                why = f"has {op.n_outs} outs (the {self.form.upper()} form has one result)"
+            else:
+                why = (f"writes %{op.outs[0].name}, which is not a fresh tile (an alloc_tile of "
+                       "the same block that this op writes first and alone)")
+            self.kept.append((op, why))
 
     def _ssa_ok(self, op: Op) -> bool:
         if not op.name.startswith("pto.") or op.name in NON_DPS_OPS:
@@ -447,11 +460,19 @@ class Printer:
 
 
 def print_module(
-    mod: Module, form: str = "dps", dps_ops: Callable[[str], bool] | None = None
+    mod: Module,
+    form: str = "dps",
+    dps_ops: Callable[[str], bool] | None = None,
+    kept: list[tuple[Op, str]] | None = None,
 ) -> str:
     """Canonical text of ``mod`` (see the module docstring for ``form``).
 
     ``dps_ops(name)``, if given, says whether a pto op may be converted between DPS and SSA
-    form (default: every pto op not in :data:`NON_DPS_OPS`).
+    form (default: every pto op not in :data:`NON_DPS_OPS`). ``kept``, if given, receives
+    ``(op, reason)`` for every pto op that ``form`` ssa/asm had to leave in DPS form.
     """
-    return Printer(form, dps_ops).module(mod)
+    p = Printer(form, dps_ops)
+    text = p.module(mod)
+    if kept is not None:
+        kept.extend(p.kept)
+    return text
