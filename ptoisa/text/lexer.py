@@ -26,7 +26,8 @@ EOF = "$"
 
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>(?:\s+|//[^\n]*)+)
+    (?P<ws>\s+)
+  | (?P<comment>//[^\n]*)
   | (?P<value>%[A-Za-z0-9_$.]+(?:\#\d+)?)
   | (?P<symbol>@(?:[A-Za-z_$.][\w$.\-]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<hash>\#[A-Za-z_$.][\w$.\-]*)
@@ -81,8 +82,13 @@ class Source:
         return SourceLoc(self.filename, line + 1, col, text, caret)
 
 
-def tokenize(src: Source) -> tuple[list[str], list[str], list[int]]:
-    """(kinds, texts, offsets); the last token is EOF. Raises ParseError on a stray character."""
+def tokenize(
+    src: Source, comments: list[tuple[int, str]] | None = None
+) -> tuple[list[str], list[str], list[int]]:
+    """(kinds, texts, offsets); the last token is EOF. Raises ParseError on a stray character.
+
+    ``//`` comments are not tokens; ``comments``, if given, receives each as (offset, text)
+    (the printer puts them back next to the ops they belong to)."""
     text = src.text
     kinds: list[str] = []
     texts: list[str] = []
@@ -99,7 +105,10 @@ def tokenize(src: Source) -> tuple[list[str], list[str], list[int]]:
             raise ParseError(f"unexpected character {ch!r}", loc=src.loc(pos))
         group = m.lastgroup
         end = m.end()
-        if group != "ws":
+        if group == "comment":
+            if comments is not None:
+                comments.append((pos, m.group()))
+        elif group != "ws":
             kinds.append(_KIND[group])  # type: ignore[index]
             texts.append(m.group())
             offs.append(pos)

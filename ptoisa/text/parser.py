@@ -24,6 +24,7 @@ from ptoisa.errors import ParseError, SourceLoc
 from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import EMPTY_ATTRS, Block, Module, Op, Piece, Region, Value
+from ptoisa.text.comments import Collector
 from ptoisa.text.lexer import (
     BANG,
     CARET,
@@ -124,7 +125,10 @@ class Parser:
     ) -> None:
         self.src = Source(text, filename)
         self.text = text
-        self.kinds, self.texts, self.offs = tokenize(self.src)
+        comments: list[tuple[int, str]] = []
+        self.kinds, self.texts, self.offs = tokenize(self.src, comments)
+        self.comments = Collector(text, comments)
+        self.last_op: Op | None = None  # the op a comment on its line belongs to
         self.i = 0
         self.known_ops = known_ops
         self.scopes: list[_Scope] = [_Scope()]
@@ -164,6 +168,14 @@ class Parser:
         """Token i directly follows token i-1 (no whitespace)."""
         return self.offs[i - 1] + len(self.texts[i - 1]) == self.offs[i]
 
+    def take_comments(self, last_op: Op | None = None) -> list[str]:
+        """The comments before the current token (see :mod:`ptoisa.text.comments`)."""
+        i = self.i
+        if not self.comments.pending(self.offs[i]):
+            return []
+        prev_end = self.offs[i - 1] + len(self.texts[i - 1]) if i > 0 else 0
+        return self.comments.take(prev_end, self.offs[i], last_op)
+
     # ------------------------------------------------------------------ values
     def lookup(self, name: str, i: int) -> Value:
         for scope in reversed(self.scopes):
@@ -183,6 +195,13 @@ class Parser:
 
     # ----------------------------------------------------------------- module
     def parse_module(self) -> Module:
+        mod = self.parse_module_body()
+        if self.comments.out:
+            mod.extra["comments"] = self.comments.out
+        return mod
+
+    def parse_module_body(self) -> Module:
+        self.comments.out.head.extend(self.take_comments())
         self.skip_aliases()
         kinds, texts = self.kinds, self.texts
         if kinds[self.i] == IDENT and texts[self.i] in ("module", "builtin.module"):
@@ -196,9 +215,12 @@ class Parser:
             if self.accept("attributes"):
                 attributes = self.parse_attr_dict()
             self.expect("{")
+            self.last_op = None
             ops = self.parse_ops(("}",))
+            self.comments.out.module_end.extend(self.take_comments(self.last_op))
             self.expect("}")
             self.skip_aliases()
+            self.comments.out.tail.extend(self.take_comments())
             if kinds[self.i] != EOF:
                 raise self.error(
                     f"expected end of input after module, found {self.describe(self.i)}"
@@ -207,6 +229,7 @@ class Parser:
         ops = self.parse_ops(())
         if kinds[self.i] != EOF:
             raise self.error(f"unexpected {self.describe(self.i)}")
+        self.comments.out.tail.extend(self.take_comments(self.last_op))
         return Module(tuple(ops), EMPTY_ATTRS, None, self.loc(0), True, self.src.filename)
 
     def skip_aliases(self) -> None:
@@ -234,6 +257,7 @@ class Parser:
 
     def parse_region(self, args: list[tuple[str, T.Type, SourceLoc]] | None = None) -> Region:
         self.expect("{")
+        self.last_op = None  # a comment after '{' goes with the first op of the region
         self.scopes.append(_Scope())
         blocks: list[Block] = []
         block_args = [self.define(n, t, loc, "arg") for n, t, loc in (args or [])]
@@ -249,6 +273,9 @@ class Parser:
                 label, block_args = self.parse_block_label()
                 continue
             break
+        end = self.take_comments(self.last_op)
+        if end:
+            self.comments.out.end[blocks[-1]] = end
         self.expect("}")
         self.closed.update(self.scopes.pop().names)
         return Region(tuple(blocks))
@@ -291,6 +318,14 @@ class Parser:
         return False
 
     def parse_op(self) -> Op:
+        lead = self.take_comments(self.last_op)
+        op = self.parse_op_body()
+        if lead:
+            self.comments.out.before[op] = lead + self.comments.out.before.get(op, [])
+        self.last_op = op
+        return op
+
+    def parse_op_body(self) -> Op:
         kinds, texts = self.kinds, self.texts
         start = self.i
         results: list[tuple[str, int, SourceLoc]] = []

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import Block, Module, Op, Piece, Region, Value
+from ptoisa.text.comments import Comments, comments_of
 
 # pto ops with an SSA result that are not destination-passing compute ops.
 NON_DPS_OPS = frozenset(
@@ -83,6 +84,8 @@ class Printer:
         self.lines: list[str] = []
         self.skip: set[int] = set()  # ids of alloc_tile ops folded into their writer
         self.to_ssa: dict[int, Value] = {}  # id(dps op) -> buffer value that becomes its result
+        self.comments = Comments()
+        self.folded: dict[int, Op] = {}  # id(writer) -> the alloc_tile folded into it
         #: (op, why) for each pto DPS op printed in DPS form although ``form`` is ssa/asm
         self.kept: list[tuple[Op, str]] = []
 
@@ -142,6 +145,7 @@ class Printer:
                 continue
             self.skip.add(id(alloc))
             self.to_ssa[id(w)] = v
+            self.folded[id(w)] = alloc
         for op in mod.walk():
             if op.form != "dps" or not op.name.startswith("pto.") or id(op) in self.to_ssa:
                 continue
@@ -169,7 +173,9 @@ class Printer:
 
     # -------------------------------------------------------------- printing
     def module(self, mod: Module) -> str:
+        self.comments = comments_of(mod) or Comments()
         self.analyse(mod)
+        self.comment_lines(self.comments.head, "")
         if mod.implicit:
             for op in mod.ops:
                 self.op(op, 0)
@@ -182,8 +188,13 @@ class Printer:
             self.lines.append(head + " {")
             for op in mod.ops:
                 self.op(op, 1)
+            self.comment_lines(self.comments.module_end, "  ")
             self.lines.append("}")
+        self.comment_lines(self.comments.tail, "")
         return "\n".join(self.lines) + "\n"
+
+    def comment_lines(self, group: list[str], ind: str) -> None:
+        self.lines.extend(ind + c if c else "" for c in group)
 
     def types_of(self, op: Op, idx: range) -> list[str]:
         out: list[str] = []
@@ -193,8 +204,22 @@ class Printer:
         return out
 
     def op(self, op: Op, depth: int) -> None:
+        """``op`` with its comments: the lines before it, the one at the end of its line."""
         if id(op) in self.skip:
             return
+        c = self.comments
+        ind = "  " * depth
+        alloc = self.folded.get(id(op))
+        if alloc is not None:  # the folded alloc_tile's comments go with the op it became
+            self.comment_lines(c.before.get(alloc, []), ind)
+            if alloc in c.eol:
+                self.lines.append(ind + c.eol[alloc])
+        self.comment_lines(c.before.get(op, []), ind)
+        self.op_text(op, depth)
+        if op in c.eol:
+            self.lines[-1] += "  " + c.eol[op]
+
+    def op_text(self, op: Op, depth: int) -> None:
         ind = "  " * depth
         form = op.form
         if form == "func":
@@ -344,6 +369,7 @@ class Printer:
                 )
             for op in block.ops:
                 self.op(op, depth)
+            self.comment_lines(self.comments.end.get(block, []), "  " * depth)
 
     def func(self, op: Op, depth: int) -> None:
         ind = "  " * depth

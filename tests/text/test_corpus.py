@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from text_corpus import FILES, SKIP_REASON, ids
+from text_corpus import FILES, SKIP_REASON, comment_lines, ids
 
 from ptoisa.errors import PtoError
 from ptoisa.interp import Program
@@ -35,11 +35,13 @@ def test_corpus_round_trip(path):
     mod = parse(text, str(path))
     # DPS printing keeps every op in its written form: structurally identical program.
     dps = print_module(mod, "dps")
+    assert comment_lines(dps) == comment_lines(text), "dps print lost comments"
     again = parse(dps, str(path) + ".dps")
     assert structurally_equal(mod, again), first_difference(mod, again)
     assert print_module(again, "dps") == dps
     for form in ("ssa", "asm"):
         out = print_module(mod, form)
+        assert comment_lines(out) == comment_lines(text), f"{form} print lost comments"
         back = parse(out, f"{path}.{form}")
         assert print_module(back, form) == out, f"{form} print is not a fixed point"
         # SSA -> DPS -> SSA is exact
