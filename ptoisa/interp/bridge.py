@@ -75,6 +75,13 @@ def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
         return tile_spec(loc, elem_dtype(t.dtype), t.rows, t.cols, blayout, t.v_row, t.v_col,
                          t.slayout, t.fractal, _PAD[t.pad] if 0 <= t.pad < 4 else PadValue.Null,
                          t.compact or 0, check_alignment=False)
+    if isinstance(t, T.TileType) and len(t.shape) == 2 and None not in t.shape:
+        # the ISA pages' SSA tile type ``!pto.tile<16x16xf32>``: a Vec tile with the
+        # documented tile_buf defaults (row_major, none_box, fractal 512, pad null, valid =
+        # the whole shape; spec/notes/syntax.md 2.1)
+        rows, cols = t.shape  # type: ignore[misc]
+        return tile_spec(TileType.Vec, elem_dtype(t.dtype), rows, cols, BLayout.RowMajor,
+                         rows, cols, check_alignment=False)
     if isinstance(t, T.MemRefType) and len(t.shape) == 2 and None not in t.shape:
         space = memref_space(t)
         if space is None or space == "gm":
@@ -299,6 +306,12 @@ def bind(op: Op, instr: Instr) -> Binding:
     the op's entry in :mod:`ptoisa.interp.forms` when PTOAS spells it differently;
     VerifyError when they do not fit."""
     ins, outs = written(op)
+    if op.form == "ssa" and not op.results and not outs:
+        # the ISA pages' SSA spelling of an op without a result writes its destination as
+        # the last operand(s): 'pto.tstore %src, %mem : (T, V) -> ()'
+        k = sum(1 for o in instr.operands if o.role in ("out", "inout") and not o.optional)
+        if 0 < k < len(ins):
+            ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
     got = None
     form = None
     for f in forms.forms_of(op.name):

@@ -1089,7 +1089,11 @@ class Parser:
             if not self.accept("->"):
                 if len(inputs) == 1:
                     return inputs[0]  # a parenthesised type
-                raise self.error(f"expected '->' after type list, found {self.describe(self.i)}")
+                raise self.error(
+                    f"expected '->' after type list, found {self.describe(self.i)}: a function "
+                    "type is '(operand types) -> (result types)', '-> ()' without results; "
+                    "in ins(...) / outs(...) write the types without parentheses"
+                )
             outputs = self.parse_type_list_maybe_paren()
             return T.intern(T.FunctionType(tuple(inputs), tuple(outputs)))
         if k == BANG or k == IDENT:
@@ -1163,6 +1167,8 @@ class Parser:
         if head == "!pto.tile_buf":
             return self.parse_tile_buf(i, a, b)
         if head in ("!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile"):
+            if head == "!pto.tile":
+                self.reject_positional(head, i, a, b)
             parsed = self.parse_shape(a, b, required=head != "!pto.tile")
             if parsed is not None:
                 shape, dtype = parsed
@@ -1231,7 +1237,17 @@ class Parser:
         dims = tuple(None if d in ("?", "-1") else int(d) for d in m.group(1).split("x")[:-1])
         return dims, dtype
 
+    def reject_positional(self, head: str, i: int, a: int, b: int) -> None:
+        """The pages' positional spelling (``!pto.tile<f32, 16, 16>``, ``!pto.tile_buf<loc=vec,
+        f32, 16, 16, RowMajor, NoneBox, None, Zero>``) is not PTOAS syntax: say what to write."""
+        els = [self.raw(x, y).replace(" ", "") for x, y in self.elements(a, b)]
+        hint = _positional_hint(head, els)
+        if hint is not None:
+            raise self.error(f"{head}<{', '.join(els)}> is the ISA pages' positional spelling, "
+                             f"which PTOAS does not parse: write {hint}", a)
+
     def parse_tile_buf(self, i: int, a: int, b: int) -> T.Type:
+        self.reject_positional("!pto.tile_buf", i, a, b)
         els = [self.raw(x, y).replace(" ", "").replace("\n", "") for x, y in self.elements(a, b)]
         fields: dict[str, str] = {}
         pos = self.elements(a, b)
@@ -1325,6 +1341,36 @@ class Parser:
                 integer("compact"),
             )
         )
+
+
+_POS_LAYOUT = {"rowmajor": "row_major", "colmajor": "col_major", "nonebox": "none_box"}
+_POS_PAD = {"null": 0, "none": 0, "zero": 1, "max": 2, "min": 3}
+
+
+def _positional_hint(head: str, els: list[str]) -> str | None:
+    """The keyed/shaped spelling of a positional ``<[loc=L,] dtype, R, C[, BLayout[, SLayout[,
+    _[, Pad]]]]>`` type, or None when ``els`` is not that."""
+    loc = "vec"
+    rest = list(els)
+    if rest and rest[0].startswith("loc="):
+        loc = rest.pop(0)[4:]
+    if len(rest) < 3 or _builtin_scalar(rest[0]) is None or not all(
+        x.isdigit() for x in rest[1:3]
+    ):
+        return None
+    dtype, rows, cols = rest[:3]
+    if head == "!pto.tile":
+        shape = f"{rows}x{cols}x{dtype}"
+        return f"'!pto.tile<{shape}>' (or '!pto.tile_buf<{loc}, {shape}>')"
+    extra = []
+    names = rest[3:]
+    if names and _POS_LAYOUT.get(names[0].lower(), "row_major") != "row_major":
+        extra.append(f"blayout={_POS_LAYOUT[names[0].lower()]}")
+    if len(names) > 1 and _POS_LAYOUT.get(names[1].lower(), "none_box") != "none_box":
+        extra.append(f"slayout={_POS_LAYOUT[names[1].lower()]}")
+    if len(names) > 3 and _POS_PAD.get(names[3].lower(), 0):
+        extra.append(f"pad={_POS_PAD[names[3].lower()]}")
+    return f"'!pto.tile_buf<{', '.join([loc, f'{rows}x{cols}x{dtype}', *extra])}>'"
 
 
 def _int(t: str) -> int:
