@@ -814,10 +814,10 @@ class Parser:
             raise self.error(f"unbalanced brackets in '{name}'")
         self.check_unique_keys(items, loc)
         op = self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
-        if op.form == "dps" and op.syntax:
-            # nothing but an attribute dictionary follows 'outs(...)' in PTOAS: a stray token
-            at = piece_tok.get(len(pieces) - len(op.syntax), self.i)
-            raise self.error(f"unexpected {self.describe(at)} after 'outs(...)' of '{name}'", at)
+        stray = _stray_piece(op, pieces)
+        if stray is not None:
+            at = piece_tok.get(stray, self.i)
+            raise self.error(f"unexpected {self.describe(at)} in '{name}'", at)
         return op
 
     def parse_type_pieces(self, pieces: list[Piece]) -> None:
@@ -1341,6 +1341,34 @@ class Parser:
                 integer("compact"),
             )
         )
+
+
+# custom spellings whose only bare word is 'to' (casts): any other word is a stray token
+_NO_WORDS = ("func.return", "scf.yield", "scf.condition", "func.call")
+_WORDS_OK = frozenset(["to", "overflow", "fastmath", "exact"])  # casts, MLIR flags
+
+
+def _stray_piece(op: Op, pieces: list[Piece]) -> int | None:
+    """Index of a piece that no spelling of ``op`` has (a stray word), else None: anything
+    after ``outs(...)`` of a DPS op but an attribute dictionary; a word before ``ins(`` of
+    an op that writes one; a bare word in an arith op (other than a comparison predicate and
+    'to') or in return / yield / call."""
+    if op.form == "dps":
+        return len(pieces) - len(op.syntax) if op.syntax else None
+    if op.form == "generic":
+        return None
+    words = [(j, p.value) for j, p in enumerate(pieces) if p.kind == "k"]
+    if op.name.startswith("pto.") and any(w == "ins" for _, w in words):
+        first = next((j for j, p in enumerate(pieces) if p.kind not in ("v", "p")), None)
+        if first is not None and pieces[first] != Piece("k", "ins"):
+            return first
+        return None
+    if op.name in _NO_WORDS or (op.name.startswith("arith.")
+                                and op.name not in ("arith.cmpi", "arith.cmpf")):
+        for j, w in words:
+            if w not in _WORDS_OK:
+                return j
+    return None
 
 
 _POS_LAYOUT = {"rowmajor": "row_major", "colmajor": "col_major", "nonebox": "none_box"}

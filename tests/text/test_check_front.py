@@ -43,7 +43,14 @@ def check(tmp_path, capsys, text: str) -> tuple[int, list[str]]:
     (program(f"    %1 = tadds_typo %0 : {T}\n"), (4, 10), "unknown operation 'tadds_typo'"),
     # a stray token after outs(...)
     (program(f"    pto.tabs ins(%0 : {T}) outs(%0 : {T}) garbage\n"), (4, 95),
-     "unexpected 'garbage' after 'outs(...)' of 'pto.tabs'"),
+     "unexpected 'garbage' in 'pto.tabs'"),
+    (program(f"    pto.tabs junk ins(%0 : {T}) outs(%0 : {T})\n"), (4, 14),
+     "unexpected 'junk' in 'pto.tabs'"),
+    (program("    %c = arith.constant 1 : index junk\n"), (4, 35),
+     "unexpected 'junk' in 'arith.constant'"),
+    (program("    %c = arith.constant 1 : index\n    %d = arith.addi %c, %c junk : index\n"),
+     (5, 28), "unexpected 'junk' in 'arith.addi'"),
+    (program("    return junk\n"), (4, 12), "unexpected 'junk' in 'func.return'"),
 ])
 def test_check_rejects_what_is_not_a_program(tmp_path, capsys, text, where, message):
     rc, err = check(tmp_path, capsys, text)
