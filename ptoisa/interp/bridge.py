@@ -306,12 +306,18 @@ def bind(op: Op, instr: Instr) -> Binding:
     the op's entry in :mod:`ptoisa.interp.forms` when PTOAS spells it differently;
     VerifyError when they do not fit."""
     ins, outs = written(op)
-    if op.form == "ssa" and not op.results and not outs:
-        # the ISA pages' SSA spelling of an op without a result writes its destination as
-        # the last operand(s): 'pto.tstore %src, %mem : (T, V) -> ()'
-        k = sum(1 for o in instr.operands if o.role in ("out", "inout") and not o.optional)
+    if op.form in ("ssa", "asm") and not op.results and not outs:
+        # the ISA pages' spellings of an op without a result: SSA writes the destination as
+        # the last operand(s) ('pto.tstore %src, %mem : (T, V) -> ()'); PTO-AS writes a
+        # destination tile first, as the C++ intrinsic does ('tadds %dst, %src, 0x3F800000'),
+        # and a GM destination last ('tstore %t, %view')
+        dst = [o for o in instr.operands if o.role in ("out", "inout") and not o.optional]
+        k = len(dst)
         if 0 < k < len(ins):
-            ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
+            if op.form == "asm" and all("tile" in o.kind and o.kind != "tile|gm" for o in dst):
+                ins, outs = ins[k:], [(v, False) for v in ins[:k]]
+            else:
+                ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
     got = None
     form = None
     for f in forms.forms_of(op.name):

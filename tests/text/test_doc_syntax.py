@@ -235,3 +235,34 @@ def test_program_in_the_pages_spellings_runs():
     o = np.zeros_like(a)
     prog.run("k", a, o)
     np.testing.assert_allclose(o, np.exp(a + a), rtol=1e-6)
+
+
+def test_asm_statements_without_results_run():
+    """PTO-AS as the syntax page writes it: a destination tile first (the C++ order), a GM
+    destination last (``tstore %t, %view``): dst = a + 2 (numpy)."""
+    import numpy as np
+
+    from ptoisa.interp import Program
+
+    v = "!pto.partition_tensor_view<16x16xf32>"
+    t = "!pto.tile_buf<vec, 16x16xf32>"
+    views = "".join(
+        f"    %t{x} = pto.make_tensor_view %{x}, shape = [%c16, %c16], strides = [%c16, %c1] : "
+        f"!pto.tensor_view<?x?xf32>\n"
+        f"    %p{x} = pto.partition_view %t{x}, offsets = [%c0, %c0], sizes = [%c16, %c16] : "
+        f"!pto.tensor_view<?x?xf32> -> {v}\n" for x in "ao")
+    text = (
+        "module {\n  func.func @k(%a: !pto.ptr<f32>, %o: !pto.ptr<f32>) {\n"
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %s = arith.constant 2.0 : f32\n" + views +
+        f"    %t = pto.alloc_tile : {t}\n    %d = pto.alloc_tile : {t}\n"
+        f"    tload %t, %pa : {t}, {v}\n"
+        f"    tadds %d, %t, %s : {t}, {t}, f32\n"
+        f"    tstore %d, %po : {t}, {v}\n"
+        "    return\n  }\n}\n")
+    prog = Program(parse(text, "asm.pto"), "cpu")
+    prog.check()
+    a = np.random.default_rng(1).random((16, 16), dtype=np.float32)
+    o = np.zeros_like(a)
+    prog.run("k", a, o)
+    np.testing.assert_array_equal(o, a + np.float32(2))
