@@ -84,15 +84,16 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
 
 
 def _fmt_notes(kept: list[Any], form: str) -> None:
-    """One located note per (op, reason) that ``--form ssa|asm`` printed in DPS form (with
-    how many more there are), on stderr: the output is still a program, but not all in the
-    form asked for."""
+    """One located note per (op, reason) that ``--form`` could not print in the form asked
+    for (DPS ops under ssa/asm, SSA ops under dps; with how many more there are), on stderr:
+    the output is still a program, but not all in that form."""
     groups: dict[tuple[str, str], list[Any]] = {}
     for op, why in kept:
         groups.setdefault((op.name, why), []).append(op)
     for (opname, why), ops in groups.items():
         more = f" ({len(ops) - 1} more like it)" if len(ops) > 1 else ""
-        print(f"{ops[0].loc}: note: {opname} printed in DPS form: it {why}{more}",
+        kept_form = "SSA" if ops[0].form == "ssa" else "DPS"
+        print(f"{ops[0].loc}: note: {opname} printed in {kept_form} form: it {why}{more}",
               file=sys.stderr)
 
 

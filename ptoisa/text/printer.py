@@ -92,6 +92,10 @@ class Printer:
     # ------------------------------------------------------------- analysis
     def analyse(self, mod: Module) -> None:
         if self.form == "dps":
+            for op in mod.walk():
+                if (op.form == "ssa" and op.name.startswith("pto.")
+                        and op.name not in NON_DPS_OPS and not self._dps_ok(op)):
+                    self.kept.append((op, self._why_not_dps(op)))
             return
         uses: dict[int, list[tuple[Op, int, int]]] = {}  # id(value) -> (op, operand idx, block)
         allocs: dict[int, tuple[Op, int]] = {}  # id(value) -> (alloc op, block id)
@@ -157,6 +161,14 @@ class Printer:
                 why = (f"writes %{op.outs[0].name}, which is not a fresh tile (an alloc_tile of "
                        "the same block that this op writes first and alone)")
             self.kept.append((op, why))
+
+    def _why_not_dps(self, op: Op) -> str:
+        if len(op.results) != 1:
+            return f"has {len(op.results)} results (the DPS form writes one outs buffer)"
+        t = op.results[0].type
+        if not isinstance(t, T.TileBufType):
+            return f"returns {t}, not a !pto.tile_buf (DPS writes into a buffer)"
+        return "has no DPS form"
 
     def _ssa_ok(self, op: Op) -> bool:
         if not op.name.startswith("pto.") or op.name in NON_DPS_OPS:
@@ -495,7 +507,8 @@ def print_module(
 
     ``dps_ops(name)``, if given, says whether a pto op may be converted between DPS and SSA
     form (default: every pto op not in :data:`NON_DPS_OPS`). ``kept``, if given, receives
-    ``(op, reason)`` for every pto op that ``form`` ssa/asm had to leave in DPS form.
+    ``(op, reason)`` for every pto op that ``form`` ssa/asm had to leave in DPS form (and,
+    for ``form`` dps, every SSA compute op it had to leave in SSA form).
     """
     p = Printer(form, dps_ops)
     text = p.module(mod)

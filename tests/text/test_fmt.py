@@ -101,3 +101,15 @@ def test_fmt_notes_ops_left_in_dps_form(capsys):
     assert notes == [f"{path}:18:5: note: pto.tstore printed in DPS form: it has no ASM form"]
     assert main(["fmt", str(path)]) == 0  # dps: nothing to say
     assert capsys.readouterr().err == ""
+
+
+def test_fmt_dps_notes_ssa_ops_it_cannot_convert(tmp_path, capsys):
+    t = "!pto.tile<16x16xf32>"
+    f = tmp_path / "s.pto"
+    f.write_text(f"func.func @f(%a: {t}) {{\n  %b = pto.texp %a : {t} -> {t}\n  return\n}}\n")
+    assert main(["fmt", str(f)]) == 0
+    captured = capsys.readouterr()
+    assert "%b = pto.texp %a : (" in captured.out
+    assert captured.err.splitlines() == [
+        f"{f}:2:8: note: pto.texp printed in SSA form: it returns {t}, not a "
+        "!pto.tile_buf (DPS writes into a buffer)"]
