@@ -158,7 +158,7 @@ class Printer:
             elif op.n_outs != 1:
                 why = f"has {op.n_outs} outs (the {self.form.upper()} form has one result)"
             else:
-                why = (f"writes %{op.outs[0].name}, which is not a fresh tile (an alloc_tile of "
+                why = ("writes a buffer that is not fresh (the SSA form needs an alloc_tile of "
                        "the same block that this op writes first and alone)")
             self.kept.append((op, why))
 
