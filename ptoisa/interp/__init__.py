@@ -36,6 +36,8 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
         if not v.flags.c_contiguous:
             raise PtoError(f"{where} must be C-contiguous")
         return v.reshape(-1)
+    if isinstance(t, T.IntegerType) and t.width == 1 and isinstance(v, (bool, np.bool_)):
+        return int(v)  # an i1 is a truth value: Python's True/False are its two values
     if isinstance(t, (T.IntegerType, T.IndexType)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise PtoError(f"{where} must be an integer, got {v!r}")
@@ -43,7 +45,9 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
     if isinstance(t, T.FloatType):
         if not isinstance(v, (int, float, np.floating, np.integer)):
             raise PtoError(f"{where} must be a number, got {v!r}")
-        return bridge.elem_dtype(t).np.type(v)
+        from .arith import to_float
+
+        return to_float(v, bridge.elem_dtype(t))  # rounded once (bf16 too)
     return v
 
 

@@ -10,13 +10,15 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtypes as D
 from ..dtypes import DType
-from ..enums import BLayout, Layout, PadValue, SLayout, TileType
+from ..enums import BLayout, Layout, PadValue, SLayout, TileType, coerce_enum
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
@@ -147,7 +149,7 @@ class Const:
     """An operand the text writes as an attribute (``{offset = 7 : i32}`` of ``tgather``)."""
 
     value: Any
-    type: T.Type
+    type: T.Type | None
 
 
 Bound = Value | Const | tuple[Value, ...] | None
@@ -330,20 +332,103 @@ def bind(op: Op, instr: Instr) -> Binding:
     missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
     if missing:
         raise _fail(op, instr, len(ins), len(outs), any(r for _, r in outs))
+    params = _attributes(op, instr, form, got)
     vals = tuple(got.get(o.name, (None, False))[0] for o in instr.operands)
     from_res = tuple(got.get(o.name, (None, False))[1] for o in instr.operands)
-    params: dict[str, Any] = {}
-    by_norm = {_norm(p.name): p.name for p in instr.params}
-    aliases = dict(form.attrs) if form else {}
-    for key, a in op.attributes.items:
-        name = aliases.get(key) or by_norm.get(_norm(key))
-        if name is not None:
-            params[name] = attr_value(a)
     try:
         full = instr.resolve_params(params)
     except PtoError as e:
         raise VerifyError(e.message, op=op.name, loc=op.loc) from None
     return Binding(instr, vals, from_res, full, dict(form.retype) if form else {})
+
+
+def _attributes(op: Op, instr: Instr, form: forms.Form | None,
+                got: dict[str, tuple[Bound, bool]]) -> dict[str, Any]:
+    """Every attribute of ``op`` onto ``instr``'s template parameters (returned) or operands
+    (added to ``got``), by :data:`forms.ATTRS` or else by name; an attribute that maps nowhere,
+    or to a value the registry does not take, is a VerifyError at the op: none is dropped."""
+    table = forms.ATTRS.get(op.name, {})
+    consumed = set(form.attr_operands) if form else set()
+    params: dict[str, Any] = {}
+    by_norm = {_norm(p.name): p.name for p in instr.params}
+    by_norm.update({_norm(o.name): o.name for o in instr.operands
+                    if o.kind in ("enum", "scalar", "any") and o.name not in got})
+    written = {k for k, _ in op.attributes.items}
+    todo = list(op.attributes.items)
+    for key, spec in table.items():  # PTOAS defaults that differ from the registry's
+        if key not in written and spec.default is not None:
+            todo.append((key, A.BoolAttr(spec.default) if isinstance(spec.default, bool)
+                         else A.IntegerAttr(spec.default)))
+    for key, a in todo:
+        if key in consumed or key in forms.STRUCTURAL_ATTRS or "." in key:
+            # consumed by the variant; structure; a dialect's discardable attribute
+            continue
+        spec = table.get(key)
+        raw = attr_value(a)
+        if spec is not None and spec.to is None:
+            if spec.only is None or raw in spec.only:
+                continue
+            raise VerifyError(f"attribute '{key}' = {a} is not supported: {spec.why}",
+                              op=op.name, loc=op.loc)
+        name = spec.to if spec is not None else by_norm.get(_norm(key))
+        if name is None:
+            have = ", ".join(table) or "none"
+            raise VerifyError(f"unknown attribute '{key}' (PTOAS attributes of {op.name}: "
+                              f"{have})", op=op.name, loc=op.loc)
+        if spec is not None:
+            key_v = raw.lower() if isinstance(raw, str) else raw
+            raw = spec.values.get(key_v, raw)
+        param = next((p for p in instr.params if p.name == name), None)
+        opnd = next((o for o in instr.operands if o.name == name), None)
+        cls = _enum_class(param.type if param else opnd.enum if opnd else None,
+                          param.default if param else None)
+        value = raw if cls is None else _to_enum(cls, raw, op, key)
+        if param is not None:
+            params[name] = value
+        elif opnd is not None:
+            if name in got:
+                raise VerifyError(f"operand '{name}' is given both as a value and as attribute "
+                                  f"'{key}'", op=op.name, loc=op.loc)
+            got[name] = (Const(value, getattr(a, "type", None) or _attr_type(raw)), False)
+        else:  # a table entry naming neither: a bug of forms.ATTRS, said plainly
+            raise VerifyError(f"attribute '{key}' maps to '{name}', which {instr.name} does "
+                              f"not have", op=op.name, loc=op.loc)
+    return params
+
+
+def _attr_type(raw: Any) -> T.Type | None:
+    if isinstance(raw, bool):
+        return T.IntegerType(1)
+    if isinstance(raw, int):
+        return T.IntegerType(32)
+    return None
+
+
+def _enum_class(t: Any, default: Any) -> type[enum.Enum] | None:
+    if isinstance(t, type) and issubclass(t, enum.Enum):
+        return t
+    if isinstance(default, enum.Enum):
+        return type(default)
+    return None
+
+
+def _to_enum(cls: type[enum.Enum], raw: Any, op: Op, key: str) -> enum.Enum:
+    """A written enum value as ``cls``'s member: by name or value (``coerce_enum``), or by name
+    without the prefix all of ``cls``'s names share (PTOAS ``ROUND`` is ``CAST_ROUND``)."""
+    if isinstance(raw, cls):
+        return raw
+    names = [m.name for m in cls]
+    prefix = os.path.commonprefix(names)
+    prefix = prefix[:prefix.rfind("_") + 1] if len(names) > 1 else ""
+    tries = [raw] + ([prefix + raw] if isinstance(raw, str) and prefix else [])
+    for x in tries:
+        try:
+            return coerce_enum(cls, x, key)  # type: ignore[no-any-return]
+        except PtoError:
+            pass
+    allowed = ", ".join(n[len(prefix):] for n in names)
+    raise VerifyError(f"attribute '{key}': {raw!r} is not a {cls.__name__} (allowed: "
+                      f"{allowed})", op=op.name, loc=op.loc)
 
 
 def bound_type(v: Bound, target: str | None = None) -> Any:

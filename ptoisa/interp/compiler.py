@@ -26,7 +26,7 @@ from ..isa.registry import Instr
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
-from . import bridge, op_names
+from . import arith, bridge, op_names
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -60,56 +60,13 @@ def infer_layout(shape: list[int], strides: list[int]) -> Layout:
 
 
 def _wrap_int(v: int, t: T.Type) -> int:
-    if isinstance(t, T.IntegerType) and t.width < 64 and t.width > 1:
-        w = t.width
-        v &= (1 << w) - 1
-        if t.signedness != "u" and v >= 1 << (w - 1):
-            v -= 1 << w
-    elif isinstance(t, T.IntegerType) and t.width == 1:
-        v &= 1
-    return v
+    return arith.wrap(v, t)
 
 
 def _float(v: Any, t: T.Type) -> Any:
     if isinstance(t, T.FloatType):
-        return bridge.elem_dtype(t).np.type(v)
+        return arith.to_float(v, bridge.elem_dtype(t))
     return v
-
-
-_CMP = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
-    "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
-    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
-    "oeq": lambda a, b: a == b, "one": lambda a, b: a != b, "olt": lambda a, b: a < b,
-    "ole": lambda a, b: a <= b, "ogt": lambda a, b: a > b, "oge": lambda a, b: a >= b,
-    "ueq": lambda a, b: a == b, "une": lambda a, b: a != b,
-}
-
-_BIN: dict[str, Callable[[Any, Any], Any]] = {
-    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b,
-    "arith.divsi": lambda a, b: int(a / b) if b else _div0(),
-    "arith.divui": lambda a, b: a // b if b else _div0(),
-    "arith.remsi": lambda a, b: int(np.fmod(a, b)) if b else _div0(),
-    "arith.remui": lambda a, b: a % b if b else _div0(),
-    "arith.ceildivsi": lambda a, b: -((-a) // b) if b else _div0(),
-    "arith.ceildivui": lambda a, b: -((-a) // b) if b else _div0(),
-    "arith.floordivsi": lambda a, b: a // b if b else _div0(),
-    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b,
-    "arith.xori": lambda a, b: a ^ b, "arith.shli": lambda a, b: a << b,
-    "arith.shrsi": lambda a, b: a >> b, "arith.shrui": lambda a, b: a >> b,
-    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
-    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
-    "arith.mulf": lambda a, b: a * b, "arith.divf": lambda a, b: a / b,
-    "arith.maximumf": max, "arith.minimumf": min, "arith.maxnumf": max, "arith.minnumf": min,
-    "arith.remf": lambda a, b: np.fmod(a, b),
-}
-
-
-def _div0() -> int:
-    raise ExecutionError("integer division by zero")
 
 
 _NOOP_PREFIXES = (
@@ -356,22 +313,47 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
 
 
 def _binary(cf: CompiledFunc, op: Op) -> Step:
-    fn = _BIN[op.name]
     a, b = (cf.slot(v) for v in op.operands[:2])
     k = cf.slot(op.results[0])
     rt = op.results[0].type
-    is_int = isinstance(rt, (T.IntegerType, T.IndexType))
     loc = op.loc
+    w = arith.width(rt)
+    if op.name in arith.INT_BINARY:
+        if w is None:
+            raise VerifyError(f"result type {rt} is not an integer type", op=op.name, loc=loc)
+        fn = arith.INT_BINARY[op.name]
+        fast = arith.NUMPY_EXACT.get(op.name)
+        wr = arith.wrapper(rt)
+
+        def run(x: Any, y: Any) -> Any:
+            if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                return wr(fn(int(x), int(y), w))
+            if fast is not None:  # exact modulo 2^64, then wrapped to the width
+                return _wrap_lanes(fast(np.asarray(x, np.int64), np.asarray(y, np.int64)), rt)
+            xs, ys = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
+            out = [arith.signed(fn(int(p), int(q), w), 64) for p, q in zip(xs.flat, ys.flat,
+                                                                          strict=True)]
+            return _wrap_lanes(np.array(out, np.int64).reshape(xs.shape), rt)
+    else:
+        ffn = arith.FLOAT_BINARY[op.name]
+        dt = bridge.elem_dtype(rt) if isinstance(rt, T.FloatType) else None
+
+        tf = arith.to_float
+
+        def run(x: Any, y: Any) -> Any:
+            if dt is None:
+                return ffn(x, y)
+            if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                return tf(ffn(tf(x, dt), tf(y, dt)), dt)
+            xs, ys = np.broadcast_arrays(np.asarray(x, dt.np), np.asarray(y, dt.np))
+            return np.array([arith.to_float(ffn(p, q), dt) for p, q in zip(
+                xs.flat, ys.flat, strict=True)], dt.np).reshape(xs.shape)
 
     def step(env: Env) -> None:
         try:
-            r = fn(env[a], env[b])
+            env[k] = run(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
-        if isinstance(r, np.ndarray):  # per-block values of a lockstep run
-            env[k] = _wrap_lanes(r, rt) if is_int else r
-        else:
-            env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
     return step
 
 
@@ -385,7 +367,7 @@ def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:
     return v.view(Lanes)
 
 
-for _n in _BIN:
+for _n in (*arith.INT_BINARY, *arith.FLOAT_BINARY):
     _HANDLERS[_n] = _binary
 
 
@@ -399,7 +381,10 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     pa = op.attributes.get("predicate")
     if pred is None and pa is not None:
         pred = str(bridge.attr_value(pa))
-    fn = _CMP.get((pred or "").strip('"'))
+    pred = (pred or "").strip('"')
+    w = arith.width(op.operands[0].type) if op.operands else None
+    fn = (arith.cmpi(pred, w) if w is not None and op.name == "arith.cmpi" else
+          arith.cmpf(pred) if op.name == "arith.cmpf" else None)
     if fn is None:
         raise VerifyError(f"unknown comparison predicate {pred!r}", op=op.name, loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
@@ -408,7 +393,7 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         r = fn(env[a], env[b])
         env[k] = np.asarray(r).astype(np.int64).view(Lanes) if isinstance(r, np.ndarray) \
-            else int(bool(r))
+            and r.ndim else int(bool(r))
     return step
 
 
@@ -433,16 +418,36 @@ def _select(cf: CompiledFunc, op: Op) -> Step:
 def _cast(cf: CompiledFunc, op: Op) -> Step:
     a = cf.slot(op.operands[0])
     k = cf.slot(op.results[0])
+    st = op.operands[0].type
     rt = op.results[0].type
+    name = op.name
+    loc = op.loc
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
+    conv = arith.caster(name, st, rt)
+    ws = arith.width(st)
+    # lanes fast path: integer -> integer casts of int64 lanes holding signed values
+    lanes_mask: int | None = None
+    if to_int and ws is not None and ws > 1 and not (isinstance(st, T.IntegerType)
+                                                     and st.signedness == "u"):
+        if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            lanes_mask = -1
+        elif name in ("arith.index_castui", "arith.extui") and ws < 64:
+            lanes_mask = (1 << ws) - 1
 
     def step(env: Env) -> None:
         v = env[a]
-        if isinstance(v, np.ndarray):  # per-block values of a lockstep run
-            env[k] = _wrap_lanes(v, rt) if to_int else np.asarray(v).astype(
-                bridge.elem_dtype(rt).np)
-        else:
-            env[k] = _wrap_int(int(v), rt) if to_int else _float(v, rt)
+        try:
+            if isinstance(v, np.ndarray) and v.ndim and lanes_mask is not None:
+                env[k] = _wrap_lanes(np.asarray(v, np.int64) & np.int64(lanes_mask), rt)
+            elif isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
+                out = [conv(x) for x in v.flat]
+                env[k] = (_wrap_lanes(np.array([arith.signed(int(x), 64) for x in out],
+                                               np.int64).reshape(v.shape), rt) if to_int
+                          else np.array(out, bridge.elem_dtype(rt).np).reshape(v.shape))
+            else:
+                env[k] = conv(v)
+        except ExecutionError as e:
+            raise e.with_loc(loc) from None
     return step
 
 

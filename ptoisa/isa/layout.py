@@ -251,10 +251,13 @@ def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, index
 # ---- TINSERT / TINSERT_FP ----------------------------------------------------------------------
 
 def _insert_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
-    if current().target.name == "cpu":
-        _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
-    else:
+    """The ISA's bound (TINSERT page: indexRow + src.ValidRow <= dst.Rows, likewise for
+    columns), which a5 checks on every path; a2a3's Acc -> Mat path asserts the stricter
+    static bound (indexRow + src.Rows <= dst.Rows)."""
+    if current().target.name == "a2a3" and src.loc is TileType.Acc:
         _window_fits(ins, "dst", dst, r0, c0, src.rows, src.cols, "src Rows x Cols")
+    else:
+        _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
 
 
 def _tinsert_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,

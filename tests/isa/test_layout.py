@@ -82,6 +82,27 @@ def test_tinsert_window(tgt, dt, valid):
     np.testing.assert_array_equal(dst.numpy().view(np.uint8), want.view(np.uint8))
 
 
+@pytest.mark.parametrize("tgt", ["cpu", "a5"])
+def test_tinsert_bound_is_src_valid_region(tgt):
+    """TINSERT page: indexRow + src.ValidRow <= dst.Rows (and columns); a5 checks exactly
+    that. A 128x96 src with 8x16 valid rows/cols fits at (120, 80) of a 128x96 dst (the
+    conformance case tinsert__..._DST_8_16_L_0_4), one row or column further does not."""
+    pto.target(tgt)
+    src = Tile(TileType.Vec, "f32", 128, 96, valid=(Dyn(8), Dyn(16)))
+    b = np.arange(128 * 96, dtype=np.float32).reshape(128, 96)
+    src.load_numpy(b)
+    dst = Tile(TileType.Vec, "f32", 128, 96)
+    dst.load_numpy(np.zeros((128, 96), np.float32))
+    pto.TINSERT(dst, src, 120, 80)
+    want = np.zeros((128, 96), np.float32)
+    want[120:, 80:] = b[:8, :16]
+    np.testing.assert_array_equal(dst.numpy(), want)
+    with pytest.raises(PtoError, match=r"window of 8x16 \(src valid region\) at \(121, 80\)"):
+        pto.TINSERT(dst, src, 121, 80)
+    with pytest.raises(PtoError, match=r"at \(120, 81\) exceeds dst 128x96"):
+        pto.TINSERT(dst, src, 120, 81)
+
+
 @pytest.mark.parametrize("layout", ["NZ", "ZN", "ND", "DN"])
 def test_textract_between_layouts_cpu(layout):
     """The window is logical: the same (r, c) elements whatever the physical layouts."""

@@ -269,7 +269,8 @@ def test_pair_reduce_sum(on, target, dt, vr, vc):
     before = np.full(dst.shape, 4, NP[dt])
     dst.load_numpy(before)
     pto.TPAIRREDUCESUM(dst, src)
-    ref = before.copy()
+    # the CPU simulator zeroes the whole dst tile first; the NPUs write the valid region only
+    ref = np.zeros_like(before) if target == "cpu" else before.copy()
     for i in range(vr):
         for k in range(vc):
             if k < (vc + 1) // 2:

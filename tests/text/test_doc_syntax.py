@@ -97,8 +97,9 @@ def instantiate(text: str) -> str:
 
 
 def names_the_spelling(e: PtoError) -> bool:
-    """An error that says what to write: the spelling to use, or the operands expected."""
-    return bool(re.search(r"\bwrite\b|expects (?:ins|operands) \(", e.message))
+    """An error that says what to write: the spelling to use, the operands expected, or the
+    values an attribute takes (the pages write placeholders such as '#pto<cmp xx>')."""
+    return bool(re.search(r"\bwrite\b|expects (?:ins|operands) \(|\(allowed: ", e.message))
 
 
 def outcome(text: str) -> str | PtoError:
