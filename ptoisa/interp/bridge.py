@@ -22,7 +22,7 @@ from ..enums import BLayout, Layout, PadValue, SLayout, TileType, coerce_enum
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Op, Value
+from ..ir.core import Op, Piece, Value
 from ..isa.registry import REGISTRY, Instr
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
@@ -303,10 +303,33 @@ def _form_map(op: Op, form: forms.Form, ins: list[Value], outs: list[tuple[Value
     return got
 
 
+def _reject_offset_operands(op: Op) -> None:
+    """PTO-AS writes a GM operand with a base offset as ``%view[%r, %c]``; ptoisa takes the
+    offset through the view (``pto.partition_view ... offsets = [...]``): say so instead of
+    counting the offsets as operands."""
+    s = op.syntax
+    for j in range(len(s) - 1):
+        if s[j].kind == "v" and s[j + 1] == Piece("p", "["):
+            k = next((m for m in range(j + 1, len(s)) if s[m] == Piece("p", "]")), len(s) - 1)
+            parts = []
+            for p in s[j:k + 1]:
+                if p.kind == "v":
+                    parts.append("%" + op.operands[int(p.value)].name)  # type: ignore[call-overload]
+                else:
+                    parts.append(", " if p.value == "," else str(p.value))
+            text = "".join(parts)
+            raise VerifyError(f"'{text}' (an operand with a base offset) is PTO-AS notation "
+                              "ptoisa does not take: write the offset into a view, "
+                              "'pto.partition_view %view, offsets = [...], sizes = [...]', and "
+                              "pass that view", op=op.name, loc=op.loc)
+
+
 def bind(op: Op, instr: Instr) -> Binding:
     """Map the op's written values onto ``instr``'s operands (C++ order, dst first), through
     the op's entry in :mod:`ptoisa.interp.forms` when PTOAS spells it differently;
     VerifyError when they do not fit."""
+    if op.form == "asm":
+        _reject_offset_operands(op)
     ins, outs = written(op)
     if op.form in ("ssa", "asm") and not op.results and not outs:
         # the ISA pages' spellings of an op without a result: SSA writes the destination as

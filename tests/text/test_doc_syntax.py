@@ -201,6 +201,8 @@ def test_asm_form_without_scratch_names_the_operands():
      "!pto.tile<f32, 16, 16>", "write '!pto.tile<16x16xf32>'"),
     ("pto.tgemv.mx ins(%a, %b : (!pto.tile<16x16xf32>, !pto.tile<16x16xf32>)) outs(%c : "
      "!pto.tile<16x16xf32>)", "write the types without parentheses"),
+    ("tstore %t1, %sv_out[%c0, %c0]", "'%sv_out[%c0, %c0]' (an operand with a base offset) is "
+     "PTO-AS notation ptoisa does not take: write the offset into a view"),
 ])
 def test_documented_spellings_ptoas_rejects_name_the_one_to_use(text, hint):
     r = outcome(text)
