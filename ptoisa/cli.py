@@ -61,14 +61,18 @@ def _cmd_check(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fmt(ns: argparse.Namespace) -> int:
+    from .interp.op_names import has_ssa_form
     from .text import parse, print_module
 
     text, name = _read(ns.file)
+    kept: list[Any] = []
     try:
-        out = print_module(parse(text, name), ns.form)
+        # only ops whose SSA spelling check accepts change form (taxpy's inout dst does not)
+        out = print_module(parse(text, name), ns.form, has_ssa_form, kept)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
+    _fmt_notes(kept, ns.form)
     if ns.output and ns.output != "-":
         try:
             Path(ns.output).write_text(out)
@@ -77,6 +81,20 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out)
     return 0
+
+
+def _fmt_notes(kept: list[Any], form: str) -> None:
+    """One located note per (op, reason) that ``--form`` could not print in the form asked
+    for (DPS ops under ssa/asm, SSA ops under dps; with how many more there are), on stderr:
+    the output is still a program, but not all in that form."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for op, why in kept:
+        groups.setdefault((op.name, why), []).append(op)
+    for (opname, why), ops in groups.items():
+        more = f" ({len(ops) - 1} more like it)" if len(ops) > 1 else ""
+        kept_form = "SSA" if ops[0].form == "ssa" else "DPS"
+        print(f"{ops[0].loc}: note: {opname} printed in {kept_form} form: it {why}{more}",
+              file=sys.stderr)
 
 
 _ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")

@@ -19,7 +19,7 @@ from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from . import bridge
+from . import bridge, op_names
 from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
 from .compiler import CompiledFunc, Compiler, Context
 
@@ -219,7 +219,9 @@ def entry_functions(module: Module) -> list[str]:
 
 
 def check_module(module: Module) -> None:
-    """PTOAS module rules: entry functions return void; the call graph has no cycle."""
+    """PTOAS module rules: a module of functions, entry functions return void; the call graph
+    has no cycle."""
+    op_names.check_top_level(module)
     by_name = {f.sym_name: f for f in _defined(module)}
     for name in entry_functions(module):
         f = by_name[name]

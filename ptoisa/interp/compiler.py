@@ -26,7 +26,7 @@ from ..isa.registry import Instr
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
-from . import arith, bridge
+from . import arith, bridge, op_names
 from .capacity import check_function
 
 Env = list[Any]
@@ -181,6 +181,9 @@ class CompiledFunc:
         return self.unsupported(op)
 
     def unsupported(self, op: Op) -> Step:
+        err = op_names.unknown_op_error(op)
+        if err is not None:  # a misspelt op is an error at check, not when it runs
+            raise err
         loc = op.loc
 
         def step(env: Env) -> None:
