@@ -27,6 +27,7 @@ from .enums import (
     TileType,
 )
 from .errors import (
+    ConstraintError,
     ExecutionError,
     IllegalInstruction,
     ParseError,
@@ -56,7 +57,7 @@ __all__ = [
     "BlockDivergence", "Lanes", "get_block_idx", "get_block_num", "launch",
 ]
 
-__all__ += ["Program", "load", "set_matmul_accumulation"]
+__all__ += ["ConstraintError", "Program", "load", "set_matmul_accumulation"]
 
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)

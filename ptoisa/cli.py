@@ -30,7 +30,7 @@ def _read(path: str) -> tuple[str, str]:
         raise PtoError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _load(path: str, target: str) -> Any:
+def _load(path: str, target: str, permissive: bool = False) -> Any:
     from .interp import Program
     from .ir import verify_ssa
     from .text import parse
@@ -38,14 +38,14 @@ def _load(path: str, target: str) -> Any:
     text, name = _read(path)
     mod = parse(text, name)
     verify_ssa(mod)
-    prog = Program(mod, target)
+    prog = Program(mod, target, permissive=permissive)
     prog.check()
     return prog
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
     try:
-        prog = _load(ns.file, ns.target)
+        prog = _load(ns.file, ns.target, ns.permissive)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
@@ -61,14 +61,18 @@ def _cmd_check(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fmt(ns: argparse.Namespace) -> int:
+    from .interp.op_names import has_ssa_form
     from .text import parse, print_module
 
     text, name = _read(ns.file)
+    kept: list[Any] = []
     try:
-        out = print_module(parse(text, name), ns.form)
+        # only ops whose SSA spelling check accepts change form (taxpy's inout dst does not)
+        out = print_module(parse(text, name), ns.form, has_ssa_form, kept)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
+    _fmt_notes(kept, ns.form)
     if ns.output and ns.output != "-":
         try:
             Path(ns.output).write_text(out)
@@ -77,6 +81,20 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
     else:
         sys.stdout.write(out)
     return 0
+
+
+def _fmt_notes(kept: list[Any], form: str) -> None:
+    """One located note per (op, reason) that ``--form`` could not print in the form asked
+    for (DPS ops under ssa/asm, SSA ops under dps; with how many more there are), on stderr:
+    the output is still a program, but not all in that form."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for op, why in kept:
+        groups.setdefault((op.name, why), []).append(op)
+    for (opname, why), ops in groups.items():
+        more = f" ({len(ops) - 1} more like it)" if len(ops) > 1 else ""
+        kept_form = "SSA" if ops[0].form == "ssa" else "DPS"
+        print(f"{ops[0].loc}: note: {opname} printed in {kept_form} form: it {why}{more}",
+              file=sys.stderr)
 
 
 _ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")
@@ -126,7 +144,7 @@ def _cmd_run(ns: argparse.Namespace) -> int:
 
 
 def _run(ns: argparse.Namespace) -> int:
-    prog = _load(ns.file, ns.target)
+    prog = _load(ns.file, ns.target, ns.permissive)
     entry = ns.entry or prog.entry
     fn = prog.compiler(ns.target).function(entry)
     given: dict[str, str] = {}
@@ -200,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
     k.add_argument("--target", default="a2a3", choices=TARGETS)
+    k.add_argument("--permissive", action="store_true",
+                   help="skip the documented type checks the upstream CPU simulator does not "
+                        "make (as `run --permissive`)")
     k.set_defaults(fn=_cmd_check)
     f = sub.add_parser("fmt", help="print a .pto file in one form")
     f.add_argument("file", help="FILE.pto, or - for stdin")
@@ -211,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--entry", help="function to run (default: the entry function)")
     r.add_argument("--target", default="a2a3", choices=TARGETS)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
+    r.add_argument("--permissive", action="store_true",
+                   help="skip the documented run-time checks the upstream CPU simulator does "
+                        "not make, reproducing its results (docs/cpu_sim_differences.md)")
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")

@@ -497,7 +497,8 @@ class Tile:
         if buf is None:
             from .memory import current
 
-            buf = current().auto_storage(self)
+            # a lazily loaded or deferred tile is written in full just below: no poison
+            buf = current().auto_storage(self, self._lazy is None and self._pending is None)
         m = self._machine
         if m is not None and m._lazy:
             # tiles that read these bytes lazily, or alias them, settle first; then this one
@@ -509,6 +510,10 @@ class Tile:
     def _materialize(self) -> None:
         """Give a lazily loaded or deferred tile its contents in its own storage."""
         w, p = self._lazy, self._pending
+        if self._buf is None and (w is not None or p is not None):
+            from .memory import current
+
+            current().auto_storage(self, False)  # written in full below: no poison needed
         self._lazy = self._pending = None
         if isinstance(w, LaneBlocks):
             w = w.dense()

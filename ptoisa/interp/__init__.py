@@ -19,7 +19,7 @@ from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from . import bridge
+from . import bridge, op_names
 from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
 from .compiler import CompiledFunc, Compiler, Context
 
@@ -36,6 +36,8 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
         if not v.flags.c_contiguous:
             raise PtoError(f"{where} must be C-contiguous")
         return v.reshape(-1)
+    if isinstance(t, T.IntegerType) and t.width == 1 and isinstance(v, (bool, np.bool_)):
+        return int(v)  # an i1 is a truth value: Python's True/False are its two values
     if isinstance(t, (T.IntegerType, T.IndexType)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise PtoError(f"{where} must be an integer, got {v!r}")
@@ -43,7 +45,9 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
     if isinstance(t, T.FloatType):
         if not isinstance(v, (int, float, np.floating, np.integer)):
             raise PtoError(f"{where} must be a number, got {v!r}")
-        return bridge.elem_dtype(t).np.type(v)
+        from .arith import to_float
+
+        return to_float(v, bridge.elem_dtype(t))  # rounded once (bf16 too)
     return v
 
 
@@ -55,9 +59,10 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, permissive: bool | None = None
+                 ) -> tuple[Any, ...]:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine)
+                                machine=machine, permissive=permissive)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -66,16 +71,21 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None) -> None:
+    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None,
+                 permissive: bool = False) -> None:
         self.module = module
         self.target = target
         self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
-        self._compilers: dict[str, Compiler] = {}
+        #: the default of run(permissive=...): skip the documented checks (types and run
+        #: time) the upstream CPU simulator does not make
+        self.permissive = permissive
+        self._compilers: dict[tuple[str, bool], Compiler] = {}
 
-    def compiler(self, target: str) -> Compiler:
-        c = self._compilers.get(target)
+    def compiler(self, target: str, permissive: bool | None = None) -> Compiler:
+        p = self.permissive if permissive is None else permissive
+        c = self._compilers.get((target, p))
         if c is None:
-            c = self._compilers[target] = Compiler(self.module, target)
+            c = self._compilers[(target, p)] = Compiler(self.module, target, p)
         return c
 
     def check(self, target: str | None = None) -> None:
@@ -105,13 +115,24 @@ class Program:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
-            machine: memory.Machine | None = None, lockstep: bool | str = "auto"
-            ) -> tuple[Any, ...]:
+            machine: memory.Machine | None = None, lockstep: bool | str = "auto",
+            permissive: bool | None = None) -> tuple[Any, ...]:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
-        block index, in which case (lockstep="auto") they run one after another."""
+        block index, in which case (lockstep="auto") they run one after another.
+        ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
+        does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds."""
         tgt = target or (machine.target.name if machine else self.target)
-        fn = self.compiler(tgt).function(name)
+        if permissive is not None and not isinstance(permissive, bool):
+            raise PtoError(f"permissive must be True or False, got {permissive!r}")
+        if machine is not None and permissive is not None and permissive != machine.permissive:
+            raise PtoError(f"permissive={permissive} contradicts the machine passed "
+                           f"(permissive={machine.permissive})")
+        if permissive is None:
+            permissive = machine.permissive if machine is not None else self.permissive
+        settings = {"permissive": True} if permissive else {}
+        comp = self.compiler(tgt, permissive)
+        fn = comp.function(name)
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
             raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
@@ -121,38 +142,49 @@ class Program:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-        self.compiler(tgt).reset_tiles()
+        comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            return self._run(fn, bound, blocks, tgt, machine, lockstep)
+            return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
-             machine: memory.Machine | None, lockstep: bool | str) -> tuple[Any, ...]:
+             machine: memory.Machine | None, lockstep: bool | str,
+             settings: dict[str, Any]) -> tuple[Any, ...]:
         if machine is None and lockstep and blocks > 1:
-            m = grid._launch_machine(tgt, blocks, {})
+            m = grid._launch_machine(tgt, blocks, settings)
             try:
+                m.planned = True  # tile capacity was checked over the program (capacity.py)
                 m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
                 ctx = Context(m, m.block_idx, blocks)
                 return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
             except grid.BlockDivergence:
                 if lockstep is True or m.gm_writes:
                     raise
-                self.compiler(tgt).reset_tiles()
+                self.compiler(tgt, bool(settings)).reset_tiles()
             finally:
+                m.planned = False
                 grid._done(m)
         if machine is not None:
             m = memory.push(machine)
             m.quiet = True
+            m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
         else:
-            m = grid._launch_machine(tgt, 1, {})
+            m = grid._launch_machine(tgt, 1, settings)
+        planned = m.planned
+        m.planned = True
         out: tuple[Any, ...] = ()
         try:
             for b in range(blocks):
+                if b:  # each block has its own buffers: nothing of the previous block's tiles
+                    self.compiler(tgt).reset_tiles()
+                    if machine is not None:
+                        m.repoison()
                 if machine is None:
                     m.reset_for_launch()
                 m.block_idx, m.block_num = b, blocks
                 m.reset_print_buffer()
                 out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
         finally:
+            m.planned = planned
             if machine is None:
                 grid._done(m)
             else:
@@ -187,7 +219,9 @@ def entry_functions(module: Module) -> list[str]:
 
 
 def check_module(module: Module) -> None:
-    """PTOAS module rules: entry functions return void; the call graph has no cycle."""
+    """PTOAS module rules: a module of functions, entry functions return void; the call graph
+    has no cycle."""
+    op_names.check_top_level(module)
     by_name = {f.sym_name: f for f in _defined(module)}
     for name in entry_functions(module):
         f = by_name[name]
@@ -216,8 +250,11 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
-def load(source: str | Path, *, target: str = "cpu", filename: str | None = None) -> Program:
-    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program."""
+def load(source: str | Path, *, target: str = "cpu", filename: str | None = None,
+         permissive: bool = False) -> Program:
+    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
+    ``permissive``: check and (by default) run it skipping the documented checks the upstream
+    CPU simulator does not make (see :func:`ptoisa.target`)."""
     from ..text import parse
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
@@ -231,7 +268,7 @@ def load(source: str | Path, *, target: str = "cpu", filename: str | None = None
     else:
         text = str(source)
         fname = filename or "<string>"
-    prog = Program(parse(text, fname), target)
+    prog = Program(parse(text, fname), target, permissive=permissive)
     prog.check()
     return prog
 

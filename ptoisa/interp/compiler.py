@@ -26,7 +26,8 @@ from ..lanes import Lanes
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
-from . import bridge
+from . import arith, bridge, op_names
+from .capacity import check_function
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -35,11 +36,12 @@ Step = Callable[[Env], None]
 class TensorView:
     """Run-time value of ``pto.make_tensor_view``: flat GM array, shape, strides, layout."""
 
-    __slots__ = ("array", "shape", "strides", "layout", "dtype")
+    __slots__ = ("array", "shape", "strides", "layout", "dtype", "name")
 
     def __init__(self, array: np.ndarray, shape: list[int], strides: list[int],
-                 layout: Layout | None, dtype: D.DType) -> None:
+                 layout: Layout | None, dtype: D.DType, name: str | None = None) -> None:
         self.array = array
+        self.name = name  # the pointer's SSA name (``%arg0``), for diagnostics
         self.shape = shape
         self.strides = strides
         self.layout = layout
@@ -60,56 +62,13 @@ def infer_layout(shape: list[int], strides: list[int]) -> Layout:
 
 
 def _wrap_int(v: int, t: T.Type) -> int:
-    if isinstance(t, T.IntegerType) and t.width < 64 and t.width > 1:
-        w = t.width
-        v &= (1 << w) - 1
-        if t.signedness != "u" and v >= 1 << (w - 1):
-            v -= 1 << w
-    elif isinstance(t, T.IntegerType) and t.width == 1:
-        v &= 1
-    return v
+    return arith.wrap(v, t)
 
 
 def _float(v: Any, t: T.Type) -> Any:
     if isinstance(t, T.FloatType):
-        return bridge.elem_dtype(t).np.type(v)
+        return arith.to_float(v, bridge.elem_dtype(t))
     return v
-
-
-_CMP = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
-    "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
-    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
-    "oeq": lambda a, b: a == b, "one": lambda a, b: a != b, "olt": lambda a, b: a < b,
-    "ole": lambda a, b: a <= b, "ogt": lambda a, b: a > b, "oge": lambda a, b: a >= b,
-    "ueq": lambda a, b: a == b, "une": lambda a, b: a != b,
-}
-
-_BIN: dict[str, Callable[[Any, Any], Any]] = {
-    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b,
-    "arith.divsi": lambda a, b: int(a / b) if b else _div0(),
-    "arith.divui": lambda a, b: a // b if b else _div0(),
-    "arith.remsi": lambda a, b: int(np.fmod(a, b)) if b else _div0(),
-    "arith.remui": lambda a, b: a % b if b else _div0(),
-    "arith.ceildivsi": lambda a, b: -((-a) // b) if b else _div0(),
-    "arith.ceildivui": lambda a, b: -((-a) // b) if b else _div0(),
-    "arith.floordivsi": lambda a, b: a // b if b else _div0(),
-    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b,
-    "arith.xori": lambda a, b: a ^ b, "arith.shli": lambda a, b: a << b,
-    "arith.shrsi": lambda a, b: a >> b, "arith.shrui": lambda a, b: a >> b,
-    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
-    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
-    "arith.mulf": lambda a, b: a * b, "arith.divf": lambda a, b: a / b,
-    "arith.maximumf": max, "arith.minimumf": min, "arith.maxnumf": max, "arith.minnumf": min,
-    "arith.remf": lambda a, b: np.fmod(a, b),
-}
-
-
-def _div0() -> int:
-    raise ExecutionError("integer division by zero")
 
 
 _NOOP_PREFIXES = (
@@ -122,9 +81,10 @@ _NOOP_PREFIXES = (
 class Compiler:
     """Compiles the functions of one module for one target."""
 
-    def __init__(self, module: Any, target: str) -> None:
+    def __init__(self, module: Any, target: str, permissive: bool = False) -> None:
         self.module = module
         self.target = target
+        self.permissive = permissive  # skip the type rules the CPU simulator does not check
         self.funcs: dict[str, CompiledFunc] = {}
 
     def reset_tiles(self) -> None:
@@ -185,6 +145,7 @@ class CompiledFunc:
         for a in body.args:
             self.args.append((self.slot(a), a.type, a.name))
         self.steps = self.block(self.op.regions[0])
+        check_function(self.op, self.c.target)  # the tiles live at once fit their buffers
 
     def block(self, region: Region) -> list[Step]:
         steps: list[Step] = []
@@ -201,7 +162,7 @@ class CompiledFunc:
             h = _HANDLERS.get(name)
             if h is not None:
                 return h(self, op)
-            b = bridge.check_op(op, self.c.target)
+            b = bridge.check_op(op, self.c.target, self.c.permissive)
             if b is not None:
                 return self.instr_step(op, b)
             if name.startswith(_NOOP_PREFIXES):
@@ -220,6 +181,9 @@ class CompiledFunc:
         return self.unsupported(op)
 
     def unsupported(self, op: Op) -> Step:
+        err = op_names.unknown_op_error(op)
+        if err is not None:  # a misspelt op is an error at check, not when it runs
+            raise err
         loc = op.loc
 
         def step(env: Env) -> None:
@@ -346,22 +310,47 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
 
 
 def _binary(cf: CompiledFunc, op: Op) -> Step:
-    fn = _BIN[op.name]
     a, b = (cf.slot(v) for v in op.operands[:2])
     k = cf.slot(op.results[0])
     rt = op.results[0].type
-    is_int = isinstance(rt, (T.IntegerType, T.IndexType))
     loc = op.loc
+    w = arith.width(rt)
+    if op.name in arith.INT_BINARY:
+        if w is None:
+            raise VerifyError(f"result type {rt} is not an integer type", op=op.name, loc=loc)
+        fn = arith.INT_BINARY[op.name]
+        fast = arith.NUMPY_EXACT.get(op.name)
+        wr = arith.wrapper(rt)
+
+        def run(x: Any, y: Any) -> Any:
+            if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                return wr(fn(int(x), int(y), w))
+            if fast is not None:  # exact modulo 2^64, then wrapped to the width
+                return _wrap_lanes(fast(np.asarray(x, np.int64), np.asarray(y, np.int64)), rt)
+            xs, ys = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
+            out = [arith.signed(fn(int(p), int(q), w), 64) for p, q in zip(xs.flat, ys.flat,
+                                                                          strict=True)]
+            return _wrap_lanes(np.array(out, np.int64).reshape(xs.shape), rt)
+    else:
+        ffn = arith.FLOAT_BINARY[op.name]
+        dt = bridge.elem_dtype(rt) if isinstance(rt, T.FloatType) else None
+
+        tf = arith.to_float
+
+        def run(x: Any, y: Any) -> Any:
+            if dt is None:
+                return ffn(x, y)
+            if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                return tf(ffn(tf(x, dt), tf(y, dt)), dt)
+            xs, ys = np.broadcast_arrays(np.asarray(x, dt.np), np.asarray(y, dt.np))
+            return np.array([arith.to_float(ffn(p, q), dt) for p, q in zip(
+                xs.flat, ys.flat, strict=True)], dt.np).reshape(xs.shape)
 
     def step(env: Env) -> None:
         try:
-            r = fn(env[a], env[b])
+            env[k] = run(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
-        if isinstance(r, np.ndarray):  # per-block values of a lockstep run
-            env[k] = _wrap_lanes(r, rt) if is_int else r
-        else:
-            env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
     return step
 
 
@@ -375,7 +364,7 @@ def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:
     return v.view(Lanes)
 
 
-for _n in _BIN:
+for _n in (*arith.INT_BINARY, *arith.FLOAT_BINARY):
     _HANDLERS[_n] = _binary
 
 
@@ -389,7 +378,10 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     pa = op.attributes.get("predicate")
     if pred is None and pa is not None:
         pred = str(bridge.attr_value(pa))
-    fn = _CMP.get((pred or "").strip('"'))
+    pred = (pred or "").strip('"')
+    w = arith.width(op.operands[0].type) if op.operands else None
+    fn = (arith.cmpi(pred, w) if w is not None and op.name == "arith.cmpi" else
+          arith.cmpf(pred) if op.name == "arith.cmpf" else None)
     if fn is None:
         raise VerifyError(f"unknown comparison predicate {pred!r}", op=op.name, loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
@@ -398,7 +390,7 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         r = fn(env[a], env[b])
         env[k] = np.asarray(r).astype(np.int64).view(Lanes) if isinstance(r, np.ndarray) \
-            else int(bool(r))
+            and r.ndim else int(bool(r))
     return step
 
 
@@ -423,16 +415,36 @@ def _select(cf: CompiledFunc, op: Op) -> Step:
 def _cast(cf: CompiledFunc, op: Op) -> Step:
     a = cf.slot(op.operands[0])
     k = cf.slot(op.results[0])
+    st = op.operands[0].type
     rt = op.results[0].type
+    name = op.name
+    loc = op.loc
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
+    conv = arith.caster(name, st, rt)
+    ws = arith.width(st)
+    # lanes fast path: integer -> integer casts of int64 lanes holding signed values
+    lanes_mask: int | None = None
+    if to_int and ws is not None and ws > 1 and not (isinstance(st, T.IntegerType)
+                                                     and st.signedness == "u"):
+        if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            lanes_mask = -1
+        elif name in ("arith.index_castui", "arith.extui") and ws < 64:
+            lanes_mask = (1 << ws) - 1
 
     def step(env: Env) -> None:
         v = env[a]
-        if isinstance(v, np.ndarray):  # per-block values of a lockstep run
-            env[k] = _wrap_lanes(v, rt) if to_int else np.asarray(v).astype(
-                bridge.elem_dtype(rt).np)
-        else:
-            env[k] = _wrap_int(int(v), rt) if to_int else _float(v, rt)
+        try:
+            if isinstance(v, np.ndarray) and v.ndim and lanes_mask is not None:
+                env[k] = _wrap_lanes(np.asarray(v, np.int64) & np.int64(lanes_mask), rt)
+            elif isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
+                out = [conv(x) for x in v.flat]
+                env[k] = (_wrap_lanes(np.array([arith.signed(int(x), 64) for x in out],
+                                               np.int64).reshape(v.shape), rt) if to_int
+                          else np.array(out, bridge.elem_dtype(rt).np).reshape(v.shape))
+            else:
+                env[k] = conv(v)
+        except ExecutionError as e:
+            raise e.with_loc(loc) from None
     return step
 
 
@@ -614,6 +626,7 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
     layout = _layout_attr(op)
     loc = op.loc
+    pname = f"%{op.operands[0].name}"
 
     def step(env: Env) -> None:
         arr = env[ptr]
@@ -621,7 +634,7 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError("make_tensor_view needs a pointer argument bound to a numpy "
                                  f"array, got {type(arr).__name__}", loc=loc)
         env[k] = TensorView(arr, [int(env[s]) for s in shape], [int(env[s]) for s in strides],
-                            layout, dt or D.dtype(arr.dtype))
+                            layout, dt or D.dtype(arr.dtype), pname)
     return step
 
 
@@ -679,7 +692,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
         layout = view.layout or infer_layout(sz, st)
         try:
             env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
-                                  offset=offset)
+                                  offset=offset, name=view.name)
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step

@@ -23,7 +23,7 @@ from ..enums import Layout, Pipe, PrintFormat, TileType
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
-from .registry import Opnd, Param, Sig, instr
+from .registry import Opnd, Param, Sig, dtype_in, instr, sim_unchecked_type
 
 _FMT = {
     PrintFormat.Width8_Precision4: (8, 4),
@@ -153,7 +153,9 @@ def _tprint_rule(sig: Sig) -> None:
        operands=(Opnd("src", "tile|gm"), Opnd("tmp", "tile|gm", "scratch", optional=True)),
        params=(Param("Format", None),),
        dtype_key=("src",),
-       static=(_tprint_rule,))
+       # the seed page's supported element types; the simulator prints any type
+       static=(_tprint_rule,
+               sim_unchecked_type(dtype_in("src", "f32 f16 i8 i16 i32 ui8 ui16 ui32"))))
 def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None:  # noqa: N802,N803
     """Print a tile (or GlobalTensor) for debugging; the data is not modified."""
     fmt = _resolve_format(m, Format)

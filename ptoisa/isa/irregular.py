@@ -25,7 +25,7 @@ from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
 
 # ---- enums of the C++ API (pto/common/type.hpp) --------------------------------------------------
 
@@ -253,20 +253,22 @@ def _tgather_static(sig: Sig) -> None:
                            f"got {dst.dtype}")
 
 
+@sim_unchecked
+def _tgather_contiguous(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
+                        tmp2: Any = None, offset: Any = None, **params: Any) -> None:
+    """Mask and index gathers write dst contiguously: dst valid cols == Cols (both NPUs'
+    implementation checks; the CPU simulator writes any valid region)."""
+    if src1 is None and dst.valid_col != dst.cols:
+        raise _fail(ins, f"mask gather writes dst contiguously: dst valid cols "
+                    f"{dst.valid_col} must equal Cols {dst.cols}")
+    if isinstance(src1, Tile) and tmp2 is None and dst.valid_col != dst.cols:
+        raise _fail(ins, f"dst valid cols {dst.valid_col} must equal Cols {dst.cols} "
+                    "(continuous dst)")
+
+
 def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
                      tmp2: Any = None, offset: Any = None, **params: Any) -> None:
-    from ..memory import current
-
-    tgt = current().target.name
-    if src1 is None:
-        if tgt != "cpu" and dst.valid_col != dst.cols:
-            raise _fail(ins, f"mask gather writes dst contiguously: dst valid cols "
-                        f"{dst.valid_col} must equal Cols {dst.cols}")
-        return
     if isinstance(src1, Tile) and tmp2 is None:
-        if tgt != "cpu" and dst.valid_col != dst.cols:
-            raise _fail(ins, f"dst valid cols {dst.valid_col} must equal Cols {dst.cols} "
-                        "(continuous dst)")
         if src1.valid_row < dst.valid_row or src1.valid_col < dst.valid_col:
             raise _fail(ins, f"indices valid region {src1.valid_row}x{src1.valid_col} does not "
                         f"cover dst valid region {dst.valid_row}x{dst.valid_col}")
@@ -282,7 +284,7 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
        dtype_key=("src0",),
        static=(locs(["dst", "src0"], TileType.Vec), _row_major("dst", "src0"),
                _tgather_static),
-       runtime=(_tgather_runtime,))
+       runtime=(_tgather_runtime, _tgather_contiguous))
 def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,  # noqa: N802
             tmp2: Any = None, offset: Any = None, *, maskPattern: MaskPattern,  # noqa: N803
             gatherType: GatherAxis, cmpMode: CmpMode) -> None:  # noqa: N803
@@ -660,11 +662,17 @@ def _unpack_records(elems: np.ndarray, dt: DType) -> tuple[np.ndarray, np.ndarra
     return vals, idx
 
 
-def _desc_order(vals: np.ndarray) -> np.ndarray:
-    """Stable descending order (ties keep their original order); NaN sorts first."""
+def _desc_order(vals: np.ndarray, idx: np.ndarray | None = None, n_real: int = 32
+                ) -> np.ndarray:
+    """Descending order of ``vals``; NaN sorts first; padding (positions >= n_real) after
+    every real element. Equal values keep their position order (stable), or with ``idx``
+    are ordered by ascending index value (the CPU simulator's comparator)."""
     key = vals.astype(np.float64)
     key = np.where(np.isnan(key), np.inf, key)
-    return np.argsort(-key, kind="stable")
+    if idx is None:
+        return np.argsort(-key, kind="stable")
+    pad = np.arange(vals.size) >= n_real
+    return np.lexsort((idx, -key, pad))  # last key is the primary one
 
 
 def _sort_dtypes(sig: Sig) -> None:
@@ -698,10 +706,16 @@ def _tsort32_runtime(ins: Instr, dst: Tile, src: Tile, idx: Tile, tmp: Any = Non
        runtime=(_tsort32_runtime,))
 def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> None:  # noqa: N802
     """Per row, each block of 32 elements of src's valid region is sorted in descending order
-    of value (stable), together with its u32 index from ``idx``; dst row r receives the blocks'
+    of value, together with its u32 index from ``idx``; dst row r receives the blocks'
     8-byte (value, index) records in order (f32: 2 elements per record, f16: 4, the value in
     the low bytes). With ``tmp`` a partial last block is padded with -inf (records keep the
-    index 0; they sort last and only the first validCol records are written)."""
+    index 0; they sort last and only the first validCol records are written).
+
+    Equal values: on a2a3/a5 they keep their position order (VBS32 sorts stably, the ISA's
+    vbitsort page; the TSORT32 page's "ties broken by smaller index first" agrees whenever
+    idx ascends with position, as the usual iota does); on cpu they are ordered by ascending
+    idx value, as the simulator's comparator does (values [5, 5] with idx [7, 3] give the
+    records (5, 3), (5, 7) on cpu and (5, 7), (5, 3) on the NPUs)."""
     vr, vc = src.valid_shape
     if not (vr and vc):
         return
@@ -718,8 +732,8 @@ def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None
                 pad = 32 - v.size
                 v = np.concatenate([v, np.full(pad, -np.inf, src.dtype.np)])
                 i = np.concatenate([i, np.zeros(pad, np.uint32)])
-            o = _desc_order(v)
             n_real = min(32, vc - b * 32)
+            o = _desc_order(v, i if m.target.name == "cpu" else None, n_real)
             o = [k for k in o if k < n_real] if tmp is None else o
             out.append(_pack_records(v[o], i[o], src.dtype))
         row = np.concatenate(out)

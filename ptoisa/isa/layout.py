@@ -23,7 +23,17 @@ from ..errors import RuntimeCheckError
 from ..memory import Machine, current
 from ..tile import Tile, TileSpec
 from .quant import quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe, same_dtype
+from .registry import (
+    Instr,
+    Opnd,
+    Param,
+    Sig,
+    instr,
+    locs,
+    move_pipe,
+    same_dtype,
+    sim_unchecked,
+)
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -153,11 +163,15 @@ def _extract_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
                 f"window of {dst.rows}x{dst.cols} at ({r0}, {c0}) exceeds the {k}x{n} matrix of "
                 f"the FRACTAL_Z src", op=ins.mnemonic)
         return
-    if current().target.name == "cpu":
-        # the CPU simulator walks dst's valid region
-        _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
-    else:
-        _window_fits(ins, "src", src, r0, c0, dst.rows, dst.cols, "dst Rows x Cols")
+    _extract_static_window(ins, dst, src, r0, c0)
+    # a permissive machine (the CPU simulator) walks dst's valid region only
+    _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
+
+
+@sim_unchecked
+def _extract_static_window(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
+    """The page's general run-time bounds: indexRow + dst Rows <= src Rows, likewise cols."""
+    _window_fits(ins, "src", src, r0, c0, dst.rows, dst.cols, "dst Rows x Cols")
 
 
 def _textract_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,
@@ -251,10 +265,13 @@ def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, index
 # ---- TINSERT / TINSERT_FP ----------------------------------------------------------------------
 
 def _insert_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
-    if current().target.name == "cpu":
-        _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
-    else:
+    """The ISA's bound (TINSERT page: indexRow + src.ValidRow <= dst.Rows, likewise for
+    columns), which a5 checks on every path; a2a3's Acc -> Mat path asserts the stricter
+    static bound (indexRow + src.Rows <= dst.Rows)."""
+    if current().target.name == "a2a3" and src.loc is TileType.Acc:
         _window_fits(ins, "dst", dst, r0, c0, src.rows, src.cols, "src Rows x Cols")
+    else:
+        _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
 
 
 def _tinsert_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,

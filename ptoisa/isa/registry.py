@@ -21,7 +21,14 @@ import numpy as np
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
-from ..errors import IllegalInstruction, PtoError, UnsupportedType
+from ..errors import (
+    ConstraintError,
+    IllegalInstruction,
+    PtoError,
+    PtoMemoryError,
+    RuntimeCheckError,
+    UnsupportedType,
+)
 from ..lanes import block_of, uniform
 from ..memory import Machine, current
 from ..targets import Target, get_target
@@ -70,14 +77,16 @@ class Event:
 class Sig:
     """Operand types of one use of an instruction: what static rules look at."""
 
-    __slots__ = ("instr", "target", "types", "params")
+    __slots__ = ("instr", "target", "types", "params", "permissive")
 
     def __init__(self, instr: Instr, target: Target, types: dict[str, Any],
-                 params: dict[str, Any]) -> None:
+                 params: dict[str, Any], permissive: bool = False) -> None:
         self.instr = instr
         self.target = target
         self.types = types
         self.params = params
+        #: the machine skips the documented checks the CPU simulator does not make
+        self.permissive = permissive
 
     def __getitem__(self, name: str) -> Any:
         return self.types.get(name)
@@ -195,7 +204,7 @@ class Instr:
                 for r in on.runtime:
                     r(self, *vals, **params)
             else:
-                self.check(m.target, vals, params)
+                self.check(m.target, vals, params, m.permissive)
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -248,27 +257,30 @@ class Instr:
             params[p.name] = v
         return params
 
-    def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
+    def check(self, target: Target, vals: list[Any], params: dict[str, Any],
+              permissive: bool = False) -> None:
         types = tuple([_type_of(v) for v in vals])
-        key = (self.name, target, types, tuple(params.values()))
+        key = (self.name, target, permissive, types, tuple(params.values()))
         try:
             known = key in _static_cache
         except TypeError:  # an unhashable parameter value
-            key = (self.name, target, types, tuple(_hashable(v) for v in params.values()))
+            key = (self.name, target, permissive, types,
+                   tuple(_hashable(v) for v in params.values()))
             known = key in _static_cache
         if not known:
-            _check_static(self, key, target, types, params)
+            _check_static(self, key, target, types, params, permissive)
         for r in self.on(target).runtime:
             r(self, *vals, **params)
 
     def check_types(self, target: Target | str, types: dict[str, Any],
-                    params: dict[str, Any] | None = None) -> None:
+                    params: dict[str, Any] | None = None, permissive: bool = False) -> None:
         """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
-        point of the IR verifier."""
+        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules."""
         tgt = get_target(target) if isinstance(target, str) else target
         full = {p.name: p.default for p in self.params}
         full.update(params or {})
-        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full)
+        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full,
+                  permissive)
         check_legality(sig)
         for r in self.on(tgt).static:
             r(sig)
@@ -302,11 +314,11 @@ _static_cache: dict[Any, None] = {}
 
 
 def _check_static(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
-                  params: dict[str, Any]) -> None:
+                  params: dict[str, Any], permissive: bool = False) -> None:
     """Run the static rules for one combination of operand types and parameters; remember
     that it passed."""
     instr.check_types(target, {o.name: t for o, t in zip(instr.operands, types, strict=True)},
-                      params)
+                      params, permissive)
     if len(_static_cache) > 100_000:
         _static_cache.clear()
     _static_cache[key] = None
@@ -477,10 +489,17 @@ def instr(
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
             raise RuntimeError(f"instruction {name} declared twice")
+        opnds = tuple(operands)
+        rt = tuple(runtime)
+        written = tuple((i, o.name) for i, o in enumerate(opnds)
+                        if o.kind in ("gm", "tile|gm", "any")
+                        and o.role in ("out", "inout", "scratch"))
+        if written:
+            rt = (_gm_writable(written), *rt)
         ins = Instr(
-            name=name, family=family, pipe=pipe, operands=tuple(operands),
+            name=name, family=family, pipe=pipe, operands=opnds,
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
-            runtime=tuple(runtime), returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
+            runtime=rt, returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
             batched=batched, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
@@ -519,6 +538,77 @@ def move_pipe(src: str = "src", dst: str = "dst") -> Callable[[dict[str, Any]], 
             return Pipe.V
         return Pipe.MTE3 if s in (TileType.Vec, TileType.Mat) else Pipe.V
     return pipe_of
+
+
+# ---- documented checks the CPU simulator lacks ---------------------------------------------------
+
+PERMISSIVE_HINT = "the CPU simulator does not check this; permissive=True skips it"
+
+
+def sim_unchecked(rule: RuntimeRule) -> RuntimeRule:
+    """Mark a run-time rule as a documented constraint (an ISA page's general constraints /
+    run-time checks) that the upstream C++ CPU simulator does not make.
+
+    It holds on every target, cpu included: a user develops on cpu to learn what the NPU
+    rejects. A permissive machine (``pto.target(..., permissive=True)``, ``launch(...,
+    permissive=True)``, ``Program.run(..., permissive=True)``, ``ptoisa run --permissive``)
+    skips it and so reproduces the simulator. A failure is a :class:`ConstraintError`."""
+
+    def checked(ins: Instr, *vals: Any, **kw: Any) -> None:
+        if current().permissive:
+            return
+        try:
+            rule(ins, *vals, **kw)
+        except ConstraintError:
+            raise
+        except RuntimeCheckError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or ins.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.__doc__ = rule.__doc__
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_type(rule: StaticRule) -> StaticRule:
+    """:func:`sim_unchecked` for a static rule (operand types; the verifier runs it too):
+    skipped when the check is for a permissive machine (``Sig.permissive``)."""
+
+    def checked(sig: Sig) -> None:
+        if sig.permissive:
+            return
+        try:
+            rule(sig)
+        except ConstraintError:
+            raise
+        except PtoError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or sig.instr.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_rules(ins: Instr) -> list[Any]:
+    """The instruction's rules (static and run-time) that a permissive machine skips."""
+    return [r for r in (*ins.static, *ins.runtime) if getattr(r, "sim_unchecked", False)]
+
+
+def dtype_in(name: str, allowed: str) -> StaticRule:
+    """Operand ``name``'s element type is one of ``allowed`` (PTOAS names)."""
+    from ..dtypes import dtype as to_dtype
+
+    ok = frozenset(to_dtype(a) for a in allowed.split())
+
+    def rule(sig: Sig) -> None:
+        d = elem_type(sig[name])
+        if d is not None and d not in ok:
+            raise UnsupportedType(f"{name} element type {d} is not supported (supported: "
+                                  f"{dt_names(sorted(ok, key=_order))})", op=sig.instr.mnemonic)
+    rule.__name__ = f"dtype_in({name})"
+    return rule
 
 
 # ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------
@@ -563,3 +653,19 @@ def same_static_shape(*names: str) -> StaticRule:
             raise sig.fail(f"operands must have the same static shape ({desc})")
     return rule
 
+
+def _gm_writable(written: tuple[tuple[int, str], ...]) -> RuntimeRule:
+    """Run-time rule of every instruction that writes a GM operand: the array behind it must
+    be writable (a read-only numpy array, e.g. ``np.broadcast_to`` or ``flags.writeable =
+    False``, is fine to load from but cannot take a store)."""
+
+    def rule(ins: Instr, *vals: Any, **params: Any) -> None:
+        for i, oname in written:
+            v = vals[i] if i < len(vals) else None
+            if isinstance(v, GlobalTensor) and not v.flat.flags.writeable:
+                who = f"GlobalTensor '{v.name}'" if v.name else "GlobalTensor"
+                raise PtoMemoryError(
+                    f"operand '{oname}' ({who} {v.spec.describe()}) views a read-only numpy "
+                    "array: it cannot be written; pass a writable array (np.array(a) copies "
+                    "one)", op=ins.mnemonic)
+    return rule

@@ -96,6 +96,9 @@ class Target:
     buffers: dict[str, int]
     legality: dict[str, Rule]
     doc: str = ""
+    #: what PTOAS's memory planning (PlanMemory) allows per buffer for a ``.pto`` program:
+    #: space -> (bytes, alignment of each tile in bytes); a buffer not listed: its size above
+    plan: dict[str, tuple[int, int]] = field(default_factory=dict)
     traits: Traits = field(default_factory=Traits)
     lineage: tuple[str, ...] = ()
 
@@ -106,13 +109,18 @@ class Target:
     def buffer_size(self, space: str) -> int:
         return self.buffers.get(space, 0)
 
+    def plan_size(self, space: str) -> tuple[int, int]:
+        """(bytes, tile alignment) the ``.pto`` capacity check plans ``space`` with."""
+        return self.plan.get(space) or (self.buffers.get(space, 0), 32)
+
     def derive(self, name: str, *, buffers: dict[str, int] | None = None,
                legality: dict[str, Rule] | None = None, removed: Iterable[str] = (),
                traits: dict[str, Any] | None = None, doc: str = "",
+               plan: dict[str, tuple[int, int]] | None = None,
                inherit_behaviour: bool = True) -> Target:
         """A new target from this one: its legality table merged with ``legality`` (entries
-        that differ or are new) less ``removed``, buffers and traits changed where given.
-        ``inherit_behaviour`` puts this target in the new one's lineage (per-target
+        that differ or are new) less ``removed``; buffers, memory plan and traits changed where
+        given. ``inherit_behaviour`` puts this target in the new one's lineage (per-target
         overrides of the registry entries then apply to it too)."""
         table = dict(self.legality)
         table.update(legality or {})
@@ -122,8 +130,9 @@ class Target:
             del table[n]
         bufs = dict(self.buffers) if buffers is None else dict(buffers)
         return Target(name, bufs, table, doc or self.doc,
-                      self.traits.replace(**(traits or {})),
-                      (name, *self.lineage) if inherit_behaviour else (name,))
+                      plan=dict(self.plan if plan is None else plan),
+                      traits=self.traits.replace(**(traits or {})),
+                      lineage=(name, *self.lineage) if inherit_behaviour else (name,))
 
     def __repr__(self) -> str:
         return f"<target {self.name}>"

@@ -14,6 +14,12 @@ KiB = 1024
 BUFFERS = {"UB": 192 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 128 * KiB,
            "BIAS": 1 * KiB, "FB": 2 * KiB}
 
+#: PTOAS PlanMemory's A3 memory spec (lib/PTO/Transforms/PTOPlanMemory.cpp, kA3, given there in
+#: bits): the hardware sizes, except that Bias is planned as 64 KiB and Scaling as large as UB
+PLAN = {"UB": (192 * KiB, 32), "L1": (512 * KiB, 32), "L0A": (64 * KiB, 512),
+        "L0B": (64 * KiB, 512), "L0C": (128 * KiB, 512), "BIAS": (64 * KiB, 32),
+        "FB": (192 * KiB, 32)}
+
 ANY_1_2_4 = [d for d in ALL if d.itemsize in (1, 2, 4) and d.name != "i1"]
 B12 = "i8 ui8 i16 ui16"
 I124 = "i8 ui8 i16 ui16 i32 ui32"
@@ -236,4 +242,4 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
-TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", Traits())
+TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits())

@@ -190,4 +190,4 @@ REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
 
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                      traits={"npu_runtime_checks": False, "print_style": "cpu"},
-                     doc=__doc__ or "", inherit_behaviour=False)
+                     doc=__doc__ or "", plan={}, inherit_behaviour=False)

@@ -24,6 +24,7 @@ from ptoisa.errors import ParseError, SourceLoc
 from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import EMPTY_ATTRS, Block, Module, Op, Piece, Region, Value
+from ptoisa.text.comments import Collector
 from ptoisa.text.lexer import (
     BANG,
     CARET,
@@ -124,7 +125,10 @@ class Parser:
     ) -> None:
         self.src = Source(text, filename)
         self.text = text
-        self.kinds, self.texts, self.offs = tokenize(self.src)
+        comments: list[tuple[int, str]] = []
+        self.kinds, self.texts, self.offs = tokenize(self.src, comments)
+        self.comments = Collector(text, comments)
+        self.last_op: Op | None = None  # the op a comment on its line belongs to
         self.i = 0
         self.known_ops = known_ops
         self.scopes: list[_Scope] = [_Scope()]
@@ -164,6 +168,14 @@ class Parser:
         """Token i directly follows token i-1 (no whitespace)."""
         return self.offs[i - 1] + len(self.texts[i - 1]) == self.offs[i]
 
+    def take_comments(self, last_op: Op | None = None) -> list[str]:
+        """The comments before the current token (see :mod:`ptoisa.text.comments`)."""
+        i = self.i
+        if not self.comments.pending(self.offs[i]):
+            return []
+        prev_end = self.offs[i - 1] + len(self.texts[i - 1]) if i > 0 else 0
+        return self.comments.take(prev_end, self.offs[i], last_op)
+
     # ------------------------------------------------------------------ values
     def lookup(self, name: str, i: int) -> Value:
         for scope in reversed(self.scopes):
@@ -183,6 +195,13 @@ class Parser:
 
     # ----------------------------------------------------------------- module
     def parse_module(self) -> Module:
+        mod = self.parse_module_body()
+        if self.comments.out:
+            mod.extra["comments"] = self.comments.out
+        return mod
+
+    def parse_module_body(self) -> Module:
+        self.comments.out.head.extend(self.take_comments())
         self.skip_aliases()
         kinds, texts = self.kinds, self.texts
         if kinds[self.i] == IDENT and texts[self.i] in ("module", "builtin.module"):
@@ -196,9 +215,12 @@ class Parser:
             if self.accept("attributes"):
                 attributes = self.parse_attr_dict()
             self.expect("{")
+            self.last_op = None
             ops = self.parse_ops(("}",))
+            self.comments.out.module_end.extend(self.take_comments(self.last_op))
             self.expect("}")
             self.skip_aliases()
+            self.comments.out.tail.extend(self.take_comments())
             if kinds[self.i] != EOF:
                 raise self.error(
                     f"expected end of input after module, found {self.describe(self.i)}"
@@ -207,6 +229,7 @@ class Parser:
         ops = self.parse_ops(())
         if kinds[self.i] != EOF:
             raise self.error(f"unexpected {self.describe(self.i)}")
+        self.comments.out.tail.extend(self.take_comments(self.last_op))
         return Module(tuple(ops), EMPTY_ATTRS, None, self.loc(0), True, self.src.filename)
 
     def skip_aliases(self) -> None:
@@ -234,6 +257,7 @@ class Parser:
 
     def parse_region(self, args: list[tuple[str, T.Type, SourceLoc]] | None = None) -> Region:
         self.expect("{")
+        self.last_op = None  # a comment after '{' goes with the first op of the region
         self.scopes.append(_Scope())
         blocks: list[Block] = []
         block_args = [self.define(n, t, loc, "arg") for n, t, loc in (args or [])]
@@ -249,6 +273,9 @@ class Parser:
                 label, block_args = self.parse_block_label()
                 continue
             break
+        end = self.take_comments(self.last_op)
+        if end:
+            self.comments.out.end[blocks[-1]] = end
         self.expect("}")
         self.closed.update(self.scopes.pop().names)
         return Region(tuple(blocks))
@@ -291,6 +318,14 @@ class Parser:
         return False
 
     def parse_op(self) -> Op:
+        lead = self.take_comments(self.last_op)
+        op = self.parse_op_body()
+        if lead:
+            self.comments.out.before[op] = lead + self.comments.out.before.get(op, [])
+        self.last_op = op
+        return op
+
+    def parse_op_body(self) -> Op:
         kinds, texts = self.kinds, self.texts
         start = self.i
         results: list[tuple[str, int, SourceLoc]] = []
@@ -650,10 +685,12 @@ class Parser:
         regions: list[Region] = []
         depth = 0
         first = True
+        piece_tok: dict[int, int] = {}  # first piece of each step -> its token (for errors)
         while True:
             i = self.i
             k = kinds[i]
             t = texts[i]
+            piece_tok.setdefault(len(pieces), i)
             if k == EOF:
                 break
             if depth == 0:
@@ -776,7 +813,12 @@ class Parser:
         if depth:
             raise self.error(f"unbalanced brackets in '{name}'")
         self.check_unique_keys(items, loc)
-        return self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
+        op = self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
+        stray = _stray_piece(op, pieces)
+        if stray is not None:
+            at = piece_tok.get(stray, self.i)
+            raise self.error(f"unexpected {self.describe(at)} in '{name}'", at)
+        return op
 
     def parse_type_pieces(self, pieces: list[Piece]) -> None:
         """A comma-separated type list after ':' (stops before a ',' not followed by a type)."""
@@ -1047,7 +1089,11 @@ class Parser:
             if not self.accept("->"):
                 if len(inputs) == 1:
                     return inputs[0]  # a parenthesised type
-                raise self.error(f"expected '->' after type list, found {self.describe(self.i)}")
+                raise self.error(
+                    f"expected '->' after type list, found {self.describe(self.i)}: a function "
+                    "type is '(operand types) -> (result types)', '-> ()' without results; "
+                    "in ins(...) / outs(...) write the types without parentheses"
+                )
             outputs = self.parse_type_list_maybe_paren()
             return T.intern(T.FunctionType(tuple(inputs), tuple(outputs)))
         if k == BANG or k == IDENT:
@@ -1121,6 +1167,8 @@ class Parser:
         if head == "!pto.tile_buf":
             return self.parse_tile_buf(i, a, b)
         if head in ("!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile"):
+            if head == "!pto.tile":
+                self.reject_positional(head, i, a, b)
             parsed = self.parse_shape(a, b, required=head != "!pto.tile")
             if parsed is not None:
                 shape, dtype = parsed
@@ -1189,7 +1237,17 @@ class Parser:
         dims = tuple(None if d in ("?", "-1") else int(d) for d in m.group(1).split("x")[:-1])
         return dims, dtype
 
+    def reject_positional(self, head: str, i: int, a: int, b: int) -> None:
+        """The pages' positional spelling (``!pto.tile<f32, 16, 16>``, ``!pto.tile_buf<loc=vec,
+        f32, 16, 16, RowMajor, NoneBox, None, Zero>``) is not PTOAS syntax: say what to write."""
+        els = [self.raw(x, y).replace(" ", "") for x, y in self.elements(a, b)]
+        hint = _positional_hint(head, els)
+        if hint is not None:
+            raise self.error(f"{head}<{', '.join(els)}> is the ISA pages' positional spelling, "
+                             f"which PTOAS does not parse: write {hint}", a)
+
     def parse_tile_buf(self, i: int, a: int, b: int) -> T.Type:
+        self.reject_positional("!pto.tile_buf", i, a, b)
         els = [self.raw(x, y).replace(" ", "").replace("\n", "") for x, y in self.elements(a, b)]
         fields: dict[str, str] = {}
         pos = self.elements(a, b)
@@ -1283,6 +1341,64 @@ class Parser:
                 integer("compact"),
             )
         )
+
+
+# custom spellings whose only bare word is 'to' (casts): any other word is a stray token
+_NO_WORDS = ("func.return", "scf.yield", "scf.condition", "func.call")
+_WORDS_OK = frozenset(["to", "overflow", "fastmath", "exact"])  # casts, MLIR flags
+
+
+def _stray_piece(op: Op, pieces: list[Piece]) -> int | None:
+    """Index of a piece that no spelling of ``op`` has (a stray word), else None: anything
+    after ``outs(...)`` of a DPS op but an attribute dictionary; a word before ``ins(`` of
+    an op that writes one; a bare word in an arith op (other than a comparison predicate and
+    'to') or in return / yield / call."""
+    if op.form == "dps":
+        return len(pieces) - len(op.syntax) if op.syntax else None
+    if op.form == "generic":
+        return None
+    words = [(j, p.value) for j, p in enumerate(pieces) if p.kind == "k"]
+    if op.name.startswith("pto.") and any(w == "ins" for _, w in words):
+        first = next((j for j, p in enumerate(pieces) if p.kind not in ("v", "p")), None)
+        if first is not None and pieces[first] != Piece("k", "ins"):
+            return first
+        return None
+    if op.name in _NO_WORDS or (op.name.startswith("arith.")
+                                and op.name not in ("arith.cmpi", "arith.cmpf")):
+        for j, w in words:
+            if w not in _WORDS_OK:
+                return j
+    return None
+
+
+_POS_LAYOUT = {"rowmajor": "row_major", "colmajor": "col_major", "nonebox": "none_box"}
+_POS_PAD = {"null": 0, "none": 0, "zero": 1, "max": 2, "min": 3}
+
+
+def _positional_hint(head: str, els: list[str]) -> str | None:
+    """The keyed/shaped spelling of a positional ``<[loc=L,] dtype, R, C[, BLayout[, SLayout[,
+    _[, Pad]]]]>`` type, or None when ``els`` is not that."""
+    loc = "vec"
+    rest = list(els)
+    if rest and rest[0].startswith("loc="):
+        loc = rest.pop(0)[4:]
+    if len(rest) < 3 or _builtin_scalar(rest[0]) is None or not all(
+        x.isdigit() for x in rest[1:3]
+    ):
+        return None
+    dtype, rows, cols = rest[:3]
+    if head == "!pto.tile":
+        shape = f"{rows}x{cols}x{dtype}"
+        return f"'!pto.tile<{shape}>' (or '!pto.tile_buf<{loc}, {shape}>')"
+    extra = []
+    names = rest[3:]
+    if names and _POS_LAYOUT.get(names[0].lower(), "row_major") != "row_major":
+        extra.append(f"blayout={_POS_LAYOUT[names[0].lower()]}")
+    if len(names) > 1 and _POS_LAYOUT.get(names[1].lower(), "none_box") != "none_box":
+        extra.append(f"slayout={_POS_LAYOUT[names[1].lower()]}")
+    if len(names) > 3 and _POS_PAD.get(names[3].lower(), 0):
+        extra.append(f"pad={_POS_PAD[names[3].lower()]}")
+    return f"'!pto.tile_buf<{', '.join([loc, f'{rows}x{cols}x{dtype}', *extra])}>'"
 
 
 def _int(t: str) -> int:
