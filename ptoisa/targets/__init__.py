@@ -74,6 +74,10 @@ class Traits:
     #: print buffer)
     print_style: str = "npu"
 
+    # ---- elementwise, reduce, irregular, debug families ----------------------------------------
+
+    # ---- layout, memory, matrix, img2col, comm families ----------------------------------------
+
     def replace(self, **changes: Any) -> Traits:
         unknown = sorted(set(changes) - {f.name for f in fields(self)})
         if unknown:
@@ -136,6 +140,9 @@ class Target:
 
     def __repr__(self) -> str:
         return f"<target {self.name}>"
+
+    def __str__(self) -> str:
+        return self.name
 
 
 LOC_SPACE = {
