@@ -28,10 +28,12 @@ import numpy as np
 
 from .errors import PtoError, PtoMemoryError
 from .targets import LOC_SPACE, Target, get_target
-from .tile import ALIGN
 
 if TYPE_CHECKING:
     from .tile import Tile
+
+#: byte alignment of tile addresses and rows (the NPU's 32-byte blocks)
+ALIGN = 32
 
 DEFAULT_PRINT_BUFFER = 16 * 1024
 
