@@ -9,6 +9,7 @@ private storage on first use; in ``manual`` mode that is an error naming the til
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -243,14 +244,23 @@ class Machine:
         return f"<Machine target={self.target.name} mode={self.mode}>"
 
 
-_stack: list[Machine] = []
+class _Stack(threading.local):
+    """The current-machine stack, one per thread: each core (stream) of a mixed launch runs in
+    its own thread with its own machine (see :mod:`ptoisa.streams`)."""
+
+    def __init__(self) -> None:
+        self.items: list[Machine] = []
+
+
+_tls = _Stack()
 
 
 def current() -> Machine:
     """The machine instructions run on (a cpu machine in auto mode unless set)."""
-    if not _stack:
-        _stack.append(Machine("cpu"))
-    return _stack[-1]
+    st = _tls.items
+    if not st:
+        st.append(Machine("cpu"))
+    return st[-1]
 
 
 def target(name: str | Target = "cpu", **settings: Any) -> Machine:
@@ -261,7 +271,7 @@ def target(name: str | Target = "cpu", **settings: Any) -> Machine:
     print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB).
     """
     m = Machine(name, **settings)
-    _stack.append(m)
+    _tls.items.append(m)
     return m
 
 
@@ -278,11 +288,18 @@ def _depends(t: Tile, mem: np.ndarray) -> bool:
 
 def push(m: Machine) -> Machine:
     """Make an existing machine current (see :func:`target`)."""
-    _stack.append(m)
+    _tls.items.append(m)
     return m
 
 
 def pop(m: Machine) -> None:
-    if m in _stack:
+    st = _tls.items
+    if m in st:
         # drop m and anything pushed after it inside its scope
-        del _stack[_stack.index(m):]
+        del st[st.index(m):]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_stack":  # the calling thread's machine stack (older code names it so)
+        return _tls.items
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
