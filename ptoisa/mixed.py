@@ -34,8 +34,8 @@ __all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
 
 
 def core_type() -> str:
-    """The kind of core running this code: "AIC" (cube) or "AIV" (vector); outside a mixed
-    launch, "AIV" on a vector-only machine is not assumed: the answer is "ANY"."""
+    """The kind of core running this code in a mixed launch: "AIC" (cube) or "AIV" (vector);
+    "ANY" outside one (a single core that runs every instruction)."""
     core = getattr(current(), "core", None)
     return core[0] if core else "ANY"
 
