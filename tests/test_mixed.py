@@ -348,3 +348,36 @@ def test_tprint_from_each_vector_core_in_stream_order():
     text = out.getvalue()
     assert text.count("TPRINT") == 2
     assert text.index("7.00") < text.index("8.00")
+
+
+def test_block_dependent_pipe_shapes_fall_back_to_block_by_block():
+    # block b pushes 2 (b + 1) valid rows: a lockstep FIFO cannot hold differently shaped
+    # tiles, so the launch reruns block by block (nothing was stored yet) with the same result
+    x = RNG.standard_normal((3, 8, C)).astype(np.float32)
+    out = np.zeros_like(x)
+    pipe = TPipe(0, Direction.DIR_C2V, 8 * C * 4, 4)
+
+    calls: list[object] = []
+
+    def cube(x, out):
+        b = pto.get_block_idx()
+        calls.append(b)
+        t = Tile("Mat", "f32", 8, C, valid=(pto.Dyn(8), C))
+        pto.TLOAD(t, _gm(x, 8, C, b * 8 * C))
+        t.set_valid(2 * (b + 1), C)  # per-block valid rows (a lockstep Lanes value)
+        pto.TPUSH(pipe, t)
+
+    def vector(x, out):
+        if pto.get_subblock_idx() == 0:
+            b = pto.get_block_idx()
+            h = Tile("Vec", "f32", 8, C, valid=(pto.Dyn(8), C))
+            h.set_valid(2 * (b + 1), C)
+            pto.TPOP(pipe, h)
+            h.set_valid(8, C)
+            pto.TSTORE(_gm(out, 8, C, b * 8 * C), h)
+
+    pto.launch_mixed(cube, vector, x, out, blocks=3, target="a2a3")
+    assert len(calls) == 4 and calls[1:] == [0, 1, 2]  # lockstep once, then per block
+    for b in range(3):
+        np.testing.assert_array_equal(out[b, : 2 * (b + 1)], x[b, : 2 * (b + 1)])
+        assert not out[b, 2 * (b + 1):].any()

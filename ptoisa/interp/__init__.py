@@ -136,6 +136,12 @@ class Program:
     # ---- mixed cube + vector kernels ---------------------------------------------------------
     def _is_mixed(self, name: str) -> bool:
         """Does ``name`` call (directly or not) both a cube and a vector function?"""
+        cache = self.__dict__.setdefault("_mixed", {})
+        if name not in cache:
+            cache[name] = self._calls_both_kinds(name)
+        return bool(cache[name])
+
+    def _calls_both_kinds(self, name: str) -> bool:
         kinds, seen, todo = set(), {name}, [name]
         while todo:
             f = self.module.lookup(todo.pop())
@@ -245,16 +251,21 @@ class Program:
 class _Core:
     """The core a frame runs on in a mixed launch: which kernel-kind functions it runs."""
 
-    __slots__ = ("module", "target", "kind", "sub")
+    __slots__ = ("module", "target", "kind", "sub", "_runs")
 
     def __init__(self, module: Module, target: str, kind: str, sub: int) -> None:
         self.module, self.target, self.kind, self.sub = module, target, kind, sub
+        self._runs: dict[str, bool] = {}
 
     def runs(self, kind: str, name: str) -> bool:
         if kind != self.kind:
             return False
-        f = self.module.lookup(name)
-        return f is None or _pipe_ops.runs_on_subblock(self.module, f, self.target, self.sub)
+        r = self._runs.get(name)
+        if r is None:
+            f = self.module.lookup(name)
+            r = self._runs[name] = f is None or _pipe_ops.runs_on_subblock(
+                self.module, f, self.target, self.sub)
+        return r
 
 
 def _defined(module: Module) -> list[Op]:
