@@ -52,11 +52,14 @@ def get_subblock_num() -> int:
 
 def launch_mixed(cube: Callable[..., Any], vector: Callable[..., Any], *args: Any,
                  blocks: int = 1, target: str = "a2a3", lockstep: bool | str = "auto",
-                 **settings: Any) -> None:
+                 on_machine: Callable[[Any], None] | None = None, **settings: Any) -> None:
     """Run ``cube(*args)`` on the AIC and ``vector(*args)`` on both AIVs of each of ``blocks``
-    clusters (blocks in lockstep where possible); results land in the numpy arrays passed in."""
+    clusters (blocks in lockstep where possible); results land in the numpy arrays passed in.
+    ``settings`` go to every core's machine (stdout, mode...); ``on_machine(machine)`` is
+    called for each core's machine before it runs (to attach observers)."""
 
     def body(m: Any) -> None:
         (cube if m.core[0] == "AIC" else vector)(*args)
 
-    run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings)
+    run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings,
+                on_machine=on_machine)

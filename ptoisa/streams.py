@@ -210,13 +210,21 @@ def core_name(kind: str, sub: int | None) -> str:
     return kind if sub is None else f"{kind}{sub}"
 
 
+#: called with every core's machine of a mixed launch before it runs (after ``machine.core``
+#: is set): where a sanitizer or a cycle model attaches its per-core observers
+MACHINE_HOOKS: list[Callable[[Machine], None]] = []
+
+
 def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
                 lockstep: bool | str = "auto", settings: dict[str, Any] | None = None,
-                cores: tuple[tuple[str, int | None], ...] = CORES) -> None:
+                cores: tuple[tuple[str, int | None], ...] = CORES,
+                on_machine: Callable[[Machine], None] | None = None) -> None:
     """Run ``body(machine)`` once per core of a cluster (AIC, AIV0, AIV1), interleaved, for
     ``blocks`` blocks: in lockstep (each machine covers all blocks) unless control flow depends
     on the block index, then (lockstep="auto", nothing written to GM yet) block by block.
-    ``machine.core`` says which core a body runs on, ``machine.sub_block_id`` its sub-block."""
+    ``machine.core`` says which core a body runs on, ``machine.sub_block_id`` its sub-block.
+    ``on_machine`` (and every hook in :data:`MACHINE_HOOKS`) sees each core's machine before
+    it runs (a per-block rerun makes new machines)."""
     import numpy as np
 
     from .lanes import BlockDivergence, Lanes
@@ -235,6 +243,8 @@ def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
             m.core = (kind, blk) if sub is None else (kind, blk, sub)  # type: ignore[attr-defined]
             m.lazy_loads = True
             m.quiet = True
+            for hook in (*MACHINE_HOOKS, *((on_machine,) if on_machine else ())):
+                hook(m)
             out.append(m)
         return out
 

@@ -381,3 +381,19 @@ def test_block_dependent_pipe_shapes_fall_back_to_block_by_block():
     for b in range(3):
         np.testing.assert_array_equal(out[b, : 2 * (b + 1)], x[b, : 2 * (b + 1)])
         assert not out[b, 2 * (b + 1):].any()
+
+
+def test_machine_hooks_see_every_core_before_it_runs():
+    from ptoisa import streams
+
+    seen: list[tuple] = []
+    recs: list[tuple] = []
+
+    def hook(m):
+        seen.append(m.core)
+        m.observers.append(lambda rec: recs.append((rec.machine.core[0], rec.instr.name)))
+
+    streams.run_cluster(lambda m: pto.SYNCALL(CoreType="Mix"), target="a2a3",
+                        on_machine=hook)
+    assert seen == [("AIC", 0), ("AIV", 0, 0), ("AIV", 0, 1)]
+    assert sorted(recs) == [("AIC", "SYNCALL"), ("AIV", "SYNCALL"), ("AIV", "SYNCALL")]
