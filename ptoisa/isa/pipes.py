@@ -27,7 +27,10 @@ so a TPOP of an empty FIFO or a TPUSH into a full one can never be satisfied: bo
 as deadlocks. In a mixed launch (:mod:`ptoisa.streams`) the three cores of a cluster share
 their FIFOs and such a TPOP / TPUSH blocks its core until another one frees or fills a slot.
 A FIFO is named by the pipe's FlagID and direction (the producer's and the consumer's TPipe
-objects name the same one). In a lockstep launch a slot holds every block's tile at once. The
+objects name the same one). The FIFO's slots are kept apart from the machine's memory: the
+consumer's reserved buffer (L1 / UB) and the A2/A3 GM slot buffer are not written, so tiles a
+program places there do not see pushed data (on the NPU they would share those bytes). In a
+lockstep launch a slot holds every block's tile at once. The
 sub-block running an instruction is the optional ``subBlockId`` operand (C++
 ``TPUSH<Pipe, Tile, Split>(pipe, tile, subBlockId)``), else ``machine.sub_block_id`` (0).
 

@@ -347,3 +347,22 @@ def test_sync_set_wait_in_pto():
     assert "AIC finished" in msg
     assert "AIV0 blocked in sync_wait at sync.pto:16" in msg
     assert "AIV1 blocked in sync_wait at sync.pto:16" in msg
+
+
+@corpus
+def test_cli_runs_a_cube_vector_pair(tmp_path, capsys):
+    from ptoisa import cli
+
+    # no entry: the module's one cube and one vector function run together
+    assert cli.main(["run", str(BASIC / "tpush_tpop_frontend_lowering_a5.pto"),
+                     "--target", "a5"]) == 0
+    rc = cli.main(["run", str(BASIC / "tpush_tpop_dynamic_validshape_a5.pto"), "--target", "a5",
+                   "--arg", "vr=16", "--arg", "vc=32"])
+    err = capsys.readouterr().err
+    assert rc != 0 and "deadlock" in err and "AIV1 blocked in tpop" in err
+    # --entry CUBE+VECTOR, one --arg per name, shared by both functions
+    assert cli.main(["run", str(BASIC / "tpush_tpop_dir_both.pto"), "--target", "a2a3",
+                     "--entry", "cube_bidir+vector_bidir", "--arg", "gm_a=zeros:16x32:f32",
+                     "--arg", "gm_b=zeros:16x32:f32", "--out", str(tmp_path)]) == 0
+    assert len(tprints(capsys.readouterr().out)) == 2
+    assert (tmp_path / "gm_a.npy").exists()
