@@ -170,12 +170,21 @@ class Cluster:
             return
         for s in self.streams:
             s.thread.start()
-        with self.cv:
-            self.running = self.streams[0]
-            self.cv.notify_all()
-            while self.failure is None and not all(s.done for s in self.streams):
-                self.cv.wait()
-            self.cv.notify_all()
+        try:
+            with self.cv:
+                self.running = self.streams[0]
+                self.cv.notify_all()
+                while self.failure is None and not all(s.done for s in self.streams):
+                    self.cv.wait()
+                self.cv.notify_all()
+        except BaseException as e:  # e.g. KeyboardInterrupt: end every stream, then re-raise
+            with self.cv:
+                if self.failure is None:
+                    self.failure = (None, e)
+                self.cv.notify_all()
+            for s in self.streams:
+                s.thread.join()
+            raise
         for s in self.streams:
             s.thread.join()
         for s in self.streams:
