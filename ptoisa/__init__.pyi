@@ -44,6 +44,16 @@ from .interp import Program as Program, load as load
 from .isa import REGISTRY as REGISTRY, Event as Event, Instr as Instr, lookup as lookup
 from .isa.matrix import set_matmul_accumulation as set_matmul_accumulation
 from .memory import Machine as Machine, current as current, target as target
+from .mixed import (
+    DeadlockError as DeadlockError,
+    Direction as Direction,
+    TileSplitAxis as TileSplitAxis,
+    TPipe as TPipe,
+    core_type as core_type,
+    get_subblock_idx as get_subblock_idx,
+    get_subblock_num as get_subblock_num,
+    launch_mixed as launch_mixed,
+)
 from .tensor import GlobalTensor as GlobalTensor
 from .tile import (
     Dyn as Dyn,
@@ -217,8 +227,25 @@ def SYNCALL(
     Mode: Any = None,
 ) -> Event:
     """
-    Barrier across all cores of the launch. One core runs at a time here, so it is a
-    recorded no-op.
+    Barrier across all cores of the launch (CoreType: AIVOnly, AICOnly, Mix): in a mixed
+    launch a core waits here until every core of the set has arrived; on a single core it is
+    a recorded no-op.
+    """
+    ...
+
+
+def SYNC_SET(pipe: Pipe, eventId: Any, *events: Event, FftsMode: int = 2) -> Any:
+    """
+    Set cross-core flag ``eventId`` for the other cores of the cluster (``pto.sync.set``;
+    FFTS ``FftsMode`` 0/1/2 on A2/A3, per-AIV intra-block flags on A5).
+    """
+    ...
+
+
+def SYNC_WAIT(pipe: Pipe, eventId: Any, *events: Event) -> Any:
+    """
+    Wait until cross-core flag ``eventId`` of this core was set, and consume it
+    (``pto.sync.wait``; blocks this core of a mixed launch while other cores run).
     """
     ...
 

@@ -143,8 +143,28 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         set_matmul_accumulation(prev)
 
 
+def _pair(prog: Any, entry: str | None) -> tuple[str, str] | None:
+    """``--entry CUBE+VECTOR``, or with no entry a module of one cube and one vector function
+    (``pto.kernel_kind``) and nothing that calls them: run them as a mixed pair."""
+    if entry:
+        return tuple(entry.split("+", 1)) if "+" in entry else None  # type: ignore[return-value]
+    from .interp import entry_functions
+    from .interp.pipe_ops import kernel_kind
+
+    names = entry_functions(prog.module)
+    kinds = {n: kernel_kind(prog.module.lookup(n)) for n in names}
+    cubes = [n for n, k in kinds.items() if k == "cube"]
+    vectors = [n for n, k in kinds.items() if k == "vector"]
+    if len(names) == 2 and len(cubes) == 1 and len(vectors) == 1:
+        return cubes[0], vectors[0]
+    return None
+
+
 def _run(ns: argparse.Namespace) -> int:
     prog = _load(ns.file, ns.target, ns.permissive)
+    pair = _pair(prog, ns.entry)
+    if pair is not None:
+        return _run_pair(ns, prog, pair)
     entry = ns.entry or prog.entry
     fn = prog.compiler(ns.target).function(entry)
     given: dict[str, str] = {}
@@ -171,6 +191,48 @@ def _run(ns: argparse.Namespace) -> int:
         try:
             out.mkdir(parents=True, exist_ok=True)
             for (_, _, n), v in zip(fn.args, values, strict=True):
+                if isinstance(v, np.ndarray):
+                    np.save(out / f"{n}.npy", v, allow_pickle=False)
+        except OSError as e:
+            raise PtoError(f"cannot write to {out}: {e.strerror}") from None
+    return 0
+
+
+def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
+    """A cube function and a vector function launched together; ``--arg NAME=VALUE`` binds
+    every argument of that name in either function (one array for both)."""
+    fns = [prog.compiler(ns.target).function(n) for n in pair]
+    given: dict[str, str] = {}
+    for a in ns.arg or ():
+        key, sep, val = a.partition("=")
+        if not sep or not key:
+            raise PtoError(f"--arg takes NAME=VALUE, got {a!r}")
+        given[key.lstrip("%")] = val
+    values: dict[str, Any] = {}
+    args: list[list[Any]] = []
+    for fn in fns:
+        vals = []
+        for _, t, n in fn.args:
+            if n not in values:
+                spec = given.get(n)
+                if spec is None:
+                    raise PtoError(f"missing argument %{n} ({t}) of @{fn.name}: pass "
+                                   f"--arg {n}=VALUE")
+                values[n] = _arg_value(spec, n, t)
+            vals.append(values[n])
+        args.append(vals)
+    unknown = set(given) - set(values)
+    if unknown:
+        raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
+                       + ", ".join(sorted(unknown)))
+    prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]), vector_args=tuple(args[1]),
+                   blocks=ns.blocks, target=ns.target)
+    sys.stdout.flush()
+    if ns.out:
+        out = Path(ns.out)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            for n, v in values.items():
                 if isinstance(v, np.ndarray):
                     np.save(out / f"{n}.npy", v, allow_pickle=False)
         except OSError as e:
@@ -229,7 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(fn=_cmd_fmt)
     r = sub.add_parser("run", help="run a function of a .pto file on numpy buffers")
     r.add_argument("file", help="FILE.pto, or - for stdin")
-    r.add_argument("--entry", help="function to run (default: the entry function)")
+    r.add_argument("--entry", help="function to run (default: the entry function); CUBE+VECTOR "
+                   "runs a cube and a vector function together (a mixed launch)")
     r.add_argument("--target", default="a2a3", choices=TARGETS)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
     r.add_argument("--permissive", action="store_true",

@@ -44,11 +44,19 @@ def get_block_num() -> int:
 # ---- launching ------------------------------------------------------------------------------
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
-           lockstep: bool | str = "auto", **settings: Any) -> None:
+           lockstep: bool | str = "auto", mixed: bool = False, **settings: Any) -> None:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
-    on the block index before writing GM). ``settings`` go to the machine (mode, stdout...)."""
+    on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
+    ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
+    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`)."""
+    if mixed:
+        from .streams import run_cluster
+
+        run_cluster(lambda m: kernel(*args), target=target, blocks=blocks, lockstep=lockstep,
+                    settings=settings)
+        return
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):

@@ -20,6 +20,7 @@ earlier launch left there; a kernel that reads a tile it never wrote gets these 
 from __future__ import annotations
 
 import sys
+import threading
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
@@ -389,14 +390,23 @@ class Machine:
         return f"<Machine target={self.target.name} mode={self.mode}{extra}>"
 
 
-_stack: list[Machine] = []
+class _Stack(threading.local):
+    """The current-machine stack, one per thread: each core (stream) of a mixed launch runs in
+    its own thread with its own machine (see :mod:`ptoisa.streams`)."""
+
+    def __init__(self) -> None:
+        self.items: list[Machine] = []
+
+
+_tls = _Stack()
 
 
 def current() -> Machine:
     """The machine instructions run on (a cpu machine in auto mode unless set)."""
-    if not _stack:
-        _stack.append(Machine("cpu"))
-    return _stack[-1]
+    st = _tls.items
+    if not st:
+        st.append(Machine("cpu"))
+    return st[-1]
 
 
 def target(name: str | Target = "cpu", **settings: Any) -> Machine:
@@ -413,7 +423,7 @@ def target(name: str | Target = "cpu", **settings: Any) -> Machine:
     their buffer (see the module doc).
     """
     m = Machine(name, **settings)
-    _stack.append(m)
+    _tls.items.append(m)
     return m
 
 
@@ -430,11 +440,18 @@ def _depends(t: Tile, mem: np.ndarray) -> bool:
 
 def push(m: Machine) -> Machine:
     """Make an existing machine current (see :func:`target`)."""
-    _stack.append(m)
+    _tls.items.append(m)
     return m
 
 
 def pop(m: Machine) -> None:
-    if m in _stack:
+    st = _tls.items
+    if m in st:
         # drop m and anything pushed after it inside its scope
-        del _stack[_stack.index(m):]
+        del st[st.index(m):]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_stack":  # the calling thread's machine stack (older code names it so)
+        return _tls.items
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

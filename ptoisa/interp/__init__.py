@@ -20,6 +20,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
 from . import bridge, op_names
+from . import pipe_ops as _pipe_ops
 from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
 from .compiler import CompiledFunc, Compiler, Context
 
@@ -80,6 +81,7 @@ class Program:
         #: time) the upstream CPU simulator does not make
         self.permissive = permissive
         self._compilers: dict[tuple[str, bool], Compiler] = {}
+        self._core_compilers: dict[tuple[str, int, bool], Compiler] = {}
 
     def compiler(self, target: str, permissive: bool | None = None) -> Compiler:
         p = self.permissive if permissive is None else permissive
@@ -142,9 +144,87 @@ class Program:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
+        if self._is_mixed(name):
+            if machine is not None:
+                raise PtoError(f"@{name} is a mixed cube + vector kernel: it runs on a machine "
+                               "per core; machine= is not supported")
+            self._run_mixed({"any": (name, bound)}, blocks, tgt, lockstep)
+            return ()
         comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
             return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
+
+    # ---- mixed cube + vector kernels ---------------------------------------------------------
+    def _is_mixed(self, name: str) -> bool:
+        """Does ``name`` call (directly or not) both a cube and a vector function?"""
+        cache = self.__dict__.setdefault("_mixed", {})
+        if name not in cache:
+            cache[name] = self._calls_both_kinds(name)
+        return bool(cache[name])
+
+    def _calls_both_kinds(self, name: str) -> bool:
+        kinds, seen, todo = set(), {name}, [name]
+        while todo:
+            f = self.module.lookup(todo.pop())
+            if f is None:
+                continue
+            k = _pipe_ops.kernel_kind(f)
+            if k:
+                kinds.add(k)
+            for op in f.walk():
+                if op.name in ("func.call", "call") and op.callee and op.callee not in seen:
+                    seen.add(op.callee)
+                    todo.append(op.callee)
+        return kinds == {"cube", "vector"}
+
+    def run_mixed(self, cube: str, vector: str, *, cube_args: tuple[Any, ...] = (),
+                  vector_args: tuple[Any, ...] = (), blocks: int = 1, target: str | None = None,
+                  lockstep: bool | str = "auto") -> None:
+        """Launch cube function ``cube`` on the AIC and vector function ``vector`` on both AIVs
+        of ``blocks`` clusters, joined by their pipes (for modules without an entry that
+        calls both)."""
+        tgt = target or self.target
+        calls: dict[str, tuple[str, list[Any]]] = {}
+        for kind, name, args in (("cube", cube, cube_args), ("vector", vector, vector_args)):
+            fn = self.compiler(tgt).function(name)
+            if len(args) != len(fn.args):
+                sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
+                raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
+            calls[kind] = (name, [_bind_arg(fn, i, t, n, v) for i, ((_, t, n), v) in
+                                  enumerate(zip(fn.args, args, strict=True))])
+        self._run_mixed(calls, blocks, tgt, lockstep)
+
+    def _core_compiler(self, tgt: str, core: int) -> Compiler:
+        """A compiler per core: each core's functions get their own tiles."""
+        key = (tgt, core, self.permissive)
+        c = self._core_compilers.get(key)
+        if c is None:
+            c = self._core_compilers[key] = Compiler(self.module, tgt, self.permissive)
+        return c
+
+    def _run_mixed(self, calls: dict[str, tuple[str, list[Any]]], blocks: int, tgt: str,
+                   lockstep: bool | str) -> None:
+        from ..streams import run_cluster
+
+        module = self.module
+
+        def body(m: memory.Machine) -> None:
+            kind = "cube" if m.core[0] == "AIC" else "vector"  # type: ignore[attr-defined]
+            sub = int(m.sub_block_id)  # type: ignore[attr-defined]
+            comp = self._core_compiler(tgt, 0 if kind == "cube" else 1 + sub)
+            comp.reset_tiles()
+            ctx = Context(m, m.block_idx, blocks)
+            ctx.subblock_idx, ctx.subblock_num = sub, 2
+            ctx.core = _Core(module, tgt, kind, sub)
+            entry = calls.get("any") or calls.get(kind)
+            if entry is None:
+                return
+            name, bound = entry
+            if "any" not in calls and not ctx.core.runs(kind, name):
+                return
+            comp.function(name).invoke(ctx, bound)  # type: ignore[attr-defined]
+
+        run_cluster(body, target=tgt, blocks=blocks, lockstep=lockstep)
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
              machine: memory.Machine | None, lockstep: bool | str,
@@ -175,7 +255,7 @@ class Program:
         try:
             for b in range(blocks):
                 if b:  # each block has its own buffers: nothing of the previous block's tiles
-                    self.compiler(tgt).reset_tiles()
+                    self.compiler(tgt, bool(settings)).reset_tiles()
                     if machine is not None:
                         m.repoison()
                 if machine is None:
@@ -199,6 +279,26 @@ class Program:
             raise AttributeError(f"module has no function '{name}' "
                                  f"(functions: {', '.join(self.functions)})")
         return Kernel(self, name)
+
+
+class _Core:
+    """The core a frame runs on in a mixed launch: which kernel-kind functions it runs."""
+
+    __slots__ = ("module", "target", "kind", "sub", "_runs")
+
+    def __init__(self, module: Module, target: str, kind: str, sub: int) -> None:
+        self.module, self.target, self.kind, self.sub = module, target, kind, sub
+        self._runs: dict[str, bool] = {}
+
+    def runs(self, kind: str, name: str) -> bool:
+        if kind != self.kind:
+            return False
+        r = self._runs.get(name)
+        if r is None:
+            f = self.module.lookup(name)
+            r = self._runs[name] = f is None or _pipe_ops.runs_on_subblock(
+                self.module, f, self.target, self.sub)
+        return r
 
 
 def _defined(module: Module) -> list[Op]:

@@ -578,10 +578,14 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
     args = [cf.slot(v) for v in op.operands]
     results = [cf.slot(r) for r in op.results]
     compiler = cf.c
+    kind = _kernel_kind(compiler.module.lookup(callee_name))
 
     def step(env: Env) -> None:
+        ctx = env[0]
+        if kind is not None and ctx.core is not None and not ctx.core.runs(kind, callee_name):
+            return  # a cube function on a vector core or the reverse (#if __DAV_CUBE__ ...)
         callee = compiler.function(callee_name)
-        out = callee.invoke(env[0], [env[a] for a in args])
+        out = callee.invoke(ctx, [env[a] for a in args])
         for r, v in zip(results, out, strict=False):
             env[r] = v
     return step
@@ -848,10 +852,17 @@ def _index(v: Any) -> Any:
     return v if isinstance(v, np.ndarray) else int(v)
 
 
-class Context:
-    """Slot 0 of every frame: the machine and the launch coordinates."""
+def _kernel_kind(fn: Any) -> str | None:
+    from .pipe_ops import kernel_kind
 
-    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num")
+    return kernel_kind(fn)
+
+
+class Context:
+    """Slot 0 of every frame: the machine and the launch coordinates (``core``: the core of a
+    mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
+
+    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core")
 
     def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
         self.machine = machine
@@ -859,6 +870,7 @@ class Context:
         self.block_num = block_num
         self.subblock_idx = 0
         self.subblock_num = 1
+        self.core: Any = None
 
 
 def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...]:

@@ -237,6 +237,8 @@ LEGALITY: dict[str, Rule] = {
     "TSYNC": rule(),
     "SYNCALL": rule(),
     "SET_FLAG": rule(),
+    "SYNC_SET": rule(),
+    "SYNC_WAIT": rule(),
     "WAIT_FLAG": rule(),
     "PIPE_BARRIER": rule(),
 }
