@@ -1,6 +1,7 @@
 """TPRINT: print a tile or a GlobalTensor.
 
-Two output styles, by target (spec/notes/seeds_check.md section 1 and the seed page):
+Two output styles, by the target's ``print_style`` trait (spec/notes/seeds_check.md section 1
+and the seed page):
 
 * ``cpu`` reproduces the upstream CPU simulator byte for byte: ``TPRINT <vr>x<vc>`` then the
   valid region only, each element right-aligned in the format's width, one space apart.

@@ -15,6 +15,8 @@ integer results). OFF lets floats overflow to inf and makes integer results wrap
 first converted saturating to 32 (64 for 64-bit destinations) bits and then truncated to the
 destination width (the NPU's non-saturating, PyTorch-compatible path). Without a SaturationMode
 operand the cpu target uses OFF (as the simulator does) and a2a3/a5 use ON (the NPU default).
+The targets' traits ``cvt_saturate_default`` and ``cvt_casts`` ("npu" / "x86") carry these
+differences.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ upstream CPU simulator, which reads the mask as one continuous LSB-first bit str
 valid region, taking 8 bits from each mask element (even a u32 one) and moving to the next
 mask row after ``mask.validCol`` elements. TCMP writes the per-row layout on every target;
 TCMPS does on a2a3/a5, and on cpu writes the simulator's stream (see :func:`_pack_stream`).
+The target's ``predicate_layout`` trait chooses ("rows" or "cpu_sim"); ``cmp_i32_eq_only``
+says whether int32 sources compare for equality only (a2a3).
 """
 
 from __future__ import annotations

@@ -223,11 +223,23 @@ def TTRI(m: Machine, dst: Tile, diagonal: Any, *, isUpperOrLower: Any) -> None: 
 
 # ==== TGATHER =====================================================================================
 
-def _tgather_static(sig: Sig) -> None:
+def _gather_form(sig: Sig) -> str | None:
+    """TGATHER's form by its operand types: "compare" (src1, tmp and tmp2 given), "index" (an
+    index tile), "mask", or None while dst/src0 are not known tiles."""
     dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
     if not isinstance(src0, TileSpec) or not isinstance(dst, TileSpec):
-        return
+        return None
     if src1 is not None and sig["tmp"] is not None and sig["tmp2"] is not None:
+        return "compare"
+    return "index" if isinstance(src1, TileSpec) else "mask"
+
+
+def _tgather_static(sig: Sig) -> None:
+    dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
+    form = _gather_form(sig)
+    if form is None:
+        return
+    if form == "compare":
         # compare form (kValue a tile, or a scalar as PTOAS writes it): dst i32/u32 indices
         if dst.dtype.name not in ("i32", "ui32"):
             raise sig.fail(f"compare-form dst must be i32 or ui32, got {dst.dtype}")
@@ -235,7 +247,7 @@ def _tgather_static(sig: Sig) -> None:
     if dst.dtype.itemsize != src0.dtype.itemsize:
         raise sig.fail(f"dst ({dst.dtype}) and src0 ({src0.dtype}) must have the same element "
                        "size")
-    if isinstance(src1, TileSpec):
+    if form == "index":
         if dst.dtype is not src0.dtype:
             raise sig.fail(f"dst ({dst.dtype}) and src0 ({src0.dtype}) must have the same "
                            "element type")
@@ -248,10 +260,8 @@ def _tgather_static(sig: Sig) -> None:
 
 def _tgather_compare_a2a3(sig: Sig) -> None:
     """A2/A3's compare form takes f16/f32 sources, or i32 ones for cmpMode EQ."""
-    dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
-    if not isinstance(src0, TileSpec) or not isinstance(dst, TileSpec):
-        return
-    if src1 is not None and sig["tmp"] is not None and sig["tmp2"] is not None:
+    src0 = sig["src0"]
+    if _gather_form(sig) == "compare":
         eq = sig.params.get("cmpMode", CmpMode.EQ) is CmpMode.EQ
         if not (src0.dtype.name in ("f16", "f32") or (eq and src0.dtype.name == "i32")):
             raise sig.fail("expects A2/A3 compare-form tgather src element type to be f16/f32, "
@@ -260,12 +270,8 @@ def _tgather_compare_a2a3(sig: Sig) -> None:
 
 def _tgather_index32(sig: Sig) -> None:
     """The index form's indices are 32-bit (a5 takes 16-bit ones too)."""
-    dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
-    if not isinstance(src0, TileSpec) or not isinstance(dst, TileSpec):
-        return
-    if src1 is not None and sig["tmp"] is not None and sig["tmp2"] is not None:
-        return  # the compare form
-    if isinstance(src1, TileSpec) and src1.dtype.itemsize != 4:
+    src1 = sig["src1"]
+    if _gather_form(sig) == "index" and src1.dtype.itemsize != 4:
         raise sig.fail(f"indices must be 32-bit on {sig.target}, got {src1.dtype}")
 
 
