@@ -10,6 +10,8 @@ upstream CPU simulator, which reads the mask as one continuous LSB-first bit str
 valid region, taking 8 bits from each mask element (even a u32 one) and moving to the next
 mask row after ``mask.validCol`` elements. TCMP writes the per-row layout on every target;
 TCMPS does on a2a3/a5, and on cpu writes the simulator's stream (see :func:`_pack_stream`).
+The target's ``predicate_layout`` trait chooses ("rows" or "cpu_sim"); ``cmp_i32_eq_only``
+says whether int32 sources compare for equality only (a2a3).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def _vec(*names: str) -> Any:
 
 def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
     """Write a (rows, cols) boolean predicate into dst, packed per row."""
-    if m.target.name == "cpu":  # the simulator zeroes the whole predicate tile first
+    if m.target.traits.predicate_layout == "cpu_sim":  # the simulator zeroes the whole tile
         dst.fill(0, dst.rows, dst.cols)
     rows, cols = bits.shape
     if rows == 0 or cols == 0:
@@ -93,7 +95,7 @@ def _mask_words(ins: Instr, dst: Tile, src: Tile) -> None:
 def _tcmp_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any, *rest: Any, **kw: Any) -> None:
     from ..memory import current
 
-    if not (ins.name == "TCMPS" and current().target.name == "cpu"):
+    if not (ins.name == "TCMPS" and current().target.traits.predicate_layout == "cpu_sim"):
         _mask_words(ins, dst, src0)
     if isinstance(src1, Tile) and (src1.valid_row < src0.valid_row
                                    or src1.valid_col < src0.valid_col):
@@ -112,7 +114,7 @@ def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
     # A2/A3 compares int32 only for equality (tcmp.md: other modes fall back to EQ). NE stays
     # NE: the a2a3 implementation computes every NE as EQ and then inverts the mask (vnot), for
     # int32 too, so only LT/GT/LE/GE become EQ.
-    if m.target.name == "a2a3" and src.dtype.name == "i32" and mode is not CmpMode.NE:
+    if m.target.traits.cmp_i32_eq_only and src.dtype.name == "i32" and mode is not CmpMode.NE:
         return CmpMode.EQ
     return mode
 
@@ -157,7 +159,7 @@ def TCMPS(m: Machine, dst: Tile, src0: Tile, src1: Any,  # noqa: N802
     mode = _mode(m, src0, cmpMode or CmpMode.EQ)
     with np.errstate(invalid="ignore"):
         bits = _CMP[mode](np.asarray(src0.read(vr, vc)), s)
-    if m.target.name == "cpu":
+    if m.target.traits.predicate_layout == "cpu_sim":
         _pack_stream(dst, src0, bits)
     else:
         _pack(m, dst, bits)
@@ -211,7 +213,7 @@ def TSEL(m: Machine, dst: Tile, mask: Tile, src0: Tile, src1: Tile,  # noqa: N80
     vr, vc = dst.valid_shape
     if not (vr and vc):
         return
-    read = _stream_bits if m.target.name == "cpu" else _row_bits
+    read = _stream_bits if m.target.traits.predicate_layout == "cpu_sim" else _row_bits
     bits = read(TSEL, mask, vr, vc)
     dst.write(np.where(bits, np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))))
 

@@ -125,9 +125,22 @@ def _same_storage(a: Tile, b: Tile) -> bool:
     return bool(a._buf.__array_interface__["data"][0] == b._buf.__array_interface__["data"][0])
 
 
+def _tdivs_a2a3(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:
+    """a2a3's in-place path (dst and src the same storage): multiply by the reciprocal."""
+    vr, vc = dst.valid_shape
+    dt = dst.dtype
+    if vr and vc and isinstance(a, Tile) and dt.is_float and _same_storage(dst, a):
+        with np.errstate(all="ignore"):
+            inv = (np.float32(1) / np.float32(as_elem(b, dt))).astype(dt.np)
+            dst.write((np.asarray(a.read(vr, vc)) * inv).astype(dt.np))
+        return
+    TDIVS.impl(m, dst, a, b, **kw)
+
+
 @instr("TDIVS", family="tile-scalar", pipe=Pipe.V,
        operands=(_DST, Opnd("src0", "any"), Opnd("scalar", "any")), params=ALGO,
-       dtype_key=("dst",), static=(_vec("dst"), _divs_types), runtime=(_divs_operands,))
+       dtype_key=("dst",), static=(_vec("dst"), _divs_types), runtime=(_divs_operands,),
+       impl_for={"a2a3": _tdivs_a2a3})
 def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N802
     """dst = src / scalar, or dst = scalar / src when the scalar comes first. Integers divide
     truncating toward zero (division by zero is target-defined; ptoisa gives 0).
@@ -142,11 +155,6 @@ def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N8
     if not (vr and vc):
         return
     if isinstance(a, Tile):
-        if dt.is_float and m.target.name == "a2a3" and _same_storage(dst, a):
-            with np.errstate(all="ignore"):
-                inv = (np.float32(1) / np.float32(as_elem(b, dt))).astype(dt.np)
-                dst.write((np.asarray(a.read(vr, vc)) * inv).astype(dt.np))
-            return
         x, y = np.asarray(a.read(vr, vc)), np.full((vr, vc), as_elem(b, dt))
     else:
         x, y = np.full((vr, vc), as_elem(a, dt)), np.asarray(b.read(vr, vc))

@@ -32,12 +32,13 @@ def row_reduce_dst(sig: Sig) -> None:
                        f"{d.rows}x{d.cols}")
 
 
-def _cpu_same_rows(sig: Sig) -> None:
+def same_static_rows(sig: Sig) -> None:
+    """The CPU simulator's row reductions static_assert equal src and dst Rows (declared for
+    cpu with ``static_for``)."""
     s, d = sig["src"], sig["dst"]
-    if sig.target.name == "cpu" and isinstance(s, TileSpec) and isinstance(d, TileSpec) \
-            and s.rows != d.rows:
-        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the cpu target requires "
-                       "equal static rows)")
+    if isinstance(s, TileSpec) and isinstance(d, TileSpec) and s.rows != d.rows:
+        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the {sig.target} target "
+                       "requires equal static rows)")
 
 
 @sim_unchecked
@@ -85,8 +86,9 @@ def tree_sum(x: np.ndarray) -> np.ndarray:
 @instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src", "dst"),
-       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst, _cpu_same_rows,
+       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
                sim_unchecked_type(same_dtype("dst", "src"))),
+       static_for={"cpu": (same_static_rows,)},
        runtime=(row_reduce_runtime,))
 def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, 0] = sum_j src[i, j] over src's valid region (only column 0 of dst is written).
@@ -98,7 +100,7 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     if vr == 0 or vc == 0:
         return
     x = np.asarray(src.read())
-    if m.target.name == "cpu":
+    if m.target.traits.reduce_order == "sequential":
         s = sequential_sum(x, np.float32 if dst.dtype.name in ("f16", "bf16")
                            else dst.dtype.np)
     else:

@@ -23,11 +23,11 @@ import numpy as np
 from ..dtypes import dtype as to_dtype
 from ..enums import Pipe, TileType
 from ..errors import PtoError, RuntimeCheckError
-from ..memory import Machine, current
+from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .elementwise_common import idiv
 from .partial import check_partial_pattern
-from .reduce import row_reduce_dst, row_reduce_runtime
+from .reduce import row_reduce_dst, row_reduce_runtime, same_static_rows
 from .registry import (
     Event,
     Instr,
@@ -107,8 +107,8 @@ def _first_extreme(x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
 def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
     """max/min along ``axis``. cpu: the simulator's fold (:func:`_first_extreme`); a2a3/a5:
     NaN anywhere gives NaN (the vector max/min of the ISA, vmax/vmin, propagate NaN; the
-    TROW*/TCOL* pages leave NaN open)."""
-    if m.target.name == "cpu":
+    TROW*/TCOL* pages leave NaN open). The target's ``reduce_nan`` trait chooses."""
+    if m.target.traits.reduce_nan == "fold":
         idx = _first_extreme(x, axis, is_max)
         return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
     return np.max(x, axis=axis) if is_max else np.min(x, axis=axis)
@@ -186,14 +186,6 @@ def _row_major(*names: str) -> StaticRule:
     return rule
 
 
-def _cpu_same_rows(sig: Sig) -> None:
-    s, d = sig["src"], sig["dst"]
-    if sig.target.name == "cpu" and isinstance(s, TileSpec) and isinstance(d, TileSpec) \
-            and s.rows != d.rows:
-        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the cpu target requires "
-                       "equal static rows)")
-
-
 # ---- row reductions: TROWPROD TROWMAX TROWMIN ---------------------------------------------
 
 def _declare_row_reduce(name: str, what: str) -> Instr:
@@ -206,7 +198,7 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
         with np.errstate(all="ignore"):
             if name in ("TROWMAX", "TROWMIN"):
                 r = _extreme(m, x, -1, name == "TROWMAX")
-            elif m.target.name == "cpu":
+            elif m.target.traits.reduce_order == "sequential":
                 r = _seq_fold(np.multiply, x, -1, dst.dtype.np)
             else:
                 r = _tree(x, np.multiply, 1)
@@ -228,7 +220,8 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
                            Opnd("tmp", "tile", "scratch")),
                  dtype_key=("src",),
                  static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
-                         same_dtype("dst", "src"), _cpu_same_rows),
+                         same_dtype("dst", "src")),
+                 static_for={"cpu": (same_static_rows,)},
                  runtime=(row_reduce_runtime,))(impl)
 
 
@@ -249,7 +242,7 @@ def _col_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any)
 
 
 def _col_sum(m: Machine, x: np.ndarray, binary: bool, acc: Any) -> np.ndarray:
-    if m.target.name == "cpu":
+    if m.target.traits.reduce_order == "sequential":
         return _seq_fold(np.add, x, 0, acc)
     if not binary:
         return np.add.accumulate(x, axis=0)[-1]
@@ -277,7 +270,8 @@ def _declare_col_reduce(name: str, what: str, with_tmp: bool) -> Instr:
                 r = _col_sum(m, x, bool(isBinary) and tmp is not None, dst.dtype.np)
             else:
                 r = _seq_fold(np.multiply, x, 0,
-                              dst.dtype.np if m.target.name == "cpu" else x.dtype)
+                              dst.dtype.np if m.target.traits.reduce_order == "sequential"
+                              else x.dtype)
             dst.write(np.asarray(r).astype(dst.dtype.np)[None, :])
 
     impl.__doc__ = (f"dst[0, j] = {what}_i src[i, j] over src's valid region (only row 0 of "
@@ -370,7 +364,7 @@ def _row_arg_dst(sig: Sig) -> None:
 def _npu_idx_width(sig: Sig) -> None:
     """a2a3/a5 value+index column form: 2-byte sources take 16-bit indices, 4-byte sources
     32-bit ones; the index-only form always takes 32-bit indices."""
-    if sig.target.name == "cpu":
+    if not sig.target.traits.npu_static_checks:
         return
     s, i = elem_type(sig["src"]), elem_type(sig["dst"])
     if s is None or i is None:
@@ -379,7 +373,7 @@ def _npu_idx_width(sig: Sig) -> None:
     if i.itemsize != want:
         form = "value+index" if sig["dstVal"] is not None else "index-only"
         raise sig.fail(f"{form} form with src {s} needs a {8 * want}-bit index type on "
-                       f"{sig.target.name}, got dst {i}")
+                       f"{sig.target}, got dst {i}")
 
 
 def _npu_no_8bit_validx(sig: Sig) -> None:
@@ -403,7 +397,7 @@ def _declare_arg(name: str, axis: int) -> Instr:
         if dstVal is not None:
             _fit(dstVal, *shape, "dstVal")
         x = np.asarray(src.read())
-        if m.target.name == "cpu":
+        if m.target.traits.reduce_nan == "fold":
             idx = _first_extreme(x, axis, is_max)
         else:
             c = _cmp_view(x)
@@ -450,30 +444,35 @@ TCOLARGMIN = _declare_arg("TCOLARGMIN", 0)
 
 # ---- plain broadcasts: TROWEXPAND TCOLEXPAND ------------------------------------------------
 
-@sim_unchecked  # an A5 implementation check; the CPU simulator makes none
+@sim_unchecked  # an A5 implementation check (runtime_for a5); the CPU simulator makes none
 def _rowexpand_runtime(ins: Instr, dst: Tile, src: Tile, **kw: Any) -> None:
-    tgt = current().target.name
-    if tgt == "a5":
-        if src.valid_row == 0 or src.valid_col == 0:
-            raise RuntimeCheckError(
-                f"src valid region {src.valid_row}x{src.valid_col} is empty", op=ins.mnemonic)
-        if src.valid_row != dst.valid_row:
-            raise RuntimeCheckError(f"src valid rows {src.valid_row} != dst valid rows "
-                                    f"{dst.valid_row}", op=ins.mnemonic)
+    if src.valid_row == 0 or src.valid_col == 0:
+        raise RuntimeCheckError(
+            f"src valid region {src.valid_row}x{src.valid_col} is empty", op=ins.mnemonic)
+    if src.valid_row != dst.valid_row:
+        raise RuntimeCheckError(f"src valid rows {src.valid_row} != dst valid rows "
+                                f"{dst.valid_row}", op=ins.mnemonic)
+
+
+def _trowexpand_a2a3(m: Machine, dst: Tile, src: Tile) -> None:
+    """a2a3 does nothing when any valid extent of src is 0."""
+    if 0 in src.valid_shape:
+        return
+    TROWEXPAND.impl(m, dst, src)
 
 
 @instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src"), same_dtype("dst", "src")),
-       runtime=(_rowexpand_runtime,))
+       runtime_for={"a5": (_rowexpand_runtime,)}, impl_for={"a2a3": _trowexpand_a2a3})
 def TROWEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """dst[i, j] = src[i, 0] over dst's valid region.
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src."""
     vr, vc = dst.valid_shape
-    if vr == 0 or vc == 0 or (m.target.name == "a2a3" and 0 in src.valid_shape):
+    if vr == 0 or vc == 0:
         return
     _need(src, vr, 1, "src", "one value per dst row")
     dst.write(np.broadcast_to(np.asarray(src.read(vr, 1)), (vr, vc)))
@@ -659,20 +658,24 @@ def _same_valid(*names: str) -> Callable[..., None]:
     return rule
 
 
+def _tpairreducesum_cpu(m: Machine, dst: Tile, src0: Tile) -> None:
+    """The CPU simulator fills the whole Rows x Cols dst with 0 first."""
+    dst.fill(0, dst.rows, dst.cols)
+    TPAIRREDUCESUM.impl(m, dst, src0)
+
+
 @instr("TPAIRREDUCESUM", family="reduce", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src0"], TileType.Vec), nd("dst", "src0"),
                same_dtype("dst", "src0")),
-       runtime=(_same_valid("dst", "src0"),))
+       runtime=(_same_valid("dst", "src0"),), impl_for={"cpu": _tpairreducesum_cpu})
 def TPAIRREDUCESUM(m: Machine, dst: Tile, src0: Tile) -> None:  # noqa: N802
     """dst[i, k] = src0[i, 2k] + src0[i, 2k+1] for k < ceil(C/2) (a missing odd partner is 0),
     dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows. Sums
     round once to the element type. On cpu the rest of dst is zeroed too (the simulator fills
     the whole Rows x Cols tile with 0 first); a2a3/a5 leave it as it was."""
     vr, vc = dst.valid_shape
-    if m.target.name == "cpu":
-        dst.fill(0, dst.rows, dst.cols)
     if vr == 0 or vc == 0:
         return
     x = np.asarray(src0.read(vr, vc))

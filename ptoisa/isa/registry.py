@@ -406,7 +406,7 @@ def check_legality(sig: Sig) -> None:
     instr, tgt = sig.instr, sig.target
     rule = tgt.legality.get(instr.name)
     if rule is None:
-        raise IllegalInstruction(f"not supported on target {tgt.name}", op=instr.mnemonic)
+        raise IllegalInstruction(f"not supported on target {tgt}", op=instr.mnemonic)
     key = [n for n in instr.dtype_key if sig[n] is not None]
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
@@ -416,20 +416,20 @@ def check_legality(sig: Sig) -> None:
             if got not in rule.dtypes:
                 allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
                 raise UnsupportedType(
-                    f"element type {got[0]} is not supported on {tgt.name} "
+                    f"element type {got[0]} is not supported on {tgt} "
                     f"(supported: {dt_names(allowed)})", op=instr.mnemonic)
         elif isinstance(sample, tuple):
             if got not in rule.dtypes:
                 pairs = sorted("->".join(d.name for d in p) for p in rule.dtypes)
                 what = " -> ".join(f"{n} {d}" for n, d in zip(key, got, strict=True))
                 raise UnsupportedType(
-                    f"type combination {what} is not supported on {tgt.name} "
+                    f"type combination {what} is not supported on {tgt} "
                     f"(supported: {', '.join(pairs)})", op=instr.mnemonic)
         else:
             for d in got:
                 if d not in rule.dtypes:
                     raise UnsupportedType(
-                        f"element type {d} is not supported on {tgt.name} "
+                        f"element type {d} is not supported on {tgt} "
                         f"(supported: {dt_names(sorted(rule.dtypes, key=_order))})",
                         op=instr.mnemonic)
     if rule.locs is not None:
@@ -438,14 +438,14 @@ def check_legality(sig: Sig) -> None:
             if isinstance(t, TileSpec) and t.loc not in rule.locs:
                 allowed = ", ".join(sorted(x.name for x in rule.locs))
                 raise IllegalInstruction(
-                    f"{n} must be a {allowed} tile on {tgt.name}, got {t.loc.name}",
+                    f"{n} must be a {allowed} tile on {tgt}, got {t.loc.name}",
                     op=instr.mnemonic)
     if rule.row_major:
         for o in instr.operands:
             t = sig[o.name]
             if isinstance(t, TileSpec) and not t.is_row_major:
                 raise IllegalInstruction(
-                    f"{o.name} must be row-major on {tgt.name} (got {t.layout_name})",
+                    f"{o.name} must be row-major on {tgt} (got {t.layout_name})",
                     op=instr.mnemonic)
 
 
@@ -592,8 +592,12 @@ def sim_unchecked_type(rule: StaticRule) -> StaticRule:
 
 
 def sim_unchecked_rules(ins: Instr) -> list[Any]:
-    """The instruction's rules (static and run-time) that a permissive machine skips."""
-    return [r for r in (*ins.static, *ins.runtime) if getattr(r, "sim_unchecked", False)]
+    """The instruction's rules (static and run-time, the per-target declarations included)
+    that a permissive machine skips."""
+    per_target = [r for rules in (*ins.static_for.values(), *ins.runtime_for.values())
+                  for r in rules]
+    return [r for r in (*ins.static, *ins.runtime, *per_target)
+            if getattr(r, "sim_unchecked", False)]
 
 
 def dtype_in(name: str, allowed: str) -> StaticRule:

@@ -15,7 +15,9 @@ valid region is read) is ptoisa's own and stays. TCMP/TCMPS (packed predicate ds
 are left to their family module.
 
 One line per instruction: the operands compared with dst, the page's words, and (when the
-NPUs differ) the targets that compare rows / cols. Applied to the registry entries at import.
+NPUs differ) the targets that compare rows / cols. Applied to the registry entries at import:
+a check on every target joins the entry's run-time rules, a per-target one its ``runtime_for``
+declarations (so a target derived from a5 makes a5's checks).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ ALL = frozenset(TARGET_NAMES)
 
 @dataclass(frozen=True)
 class SameValid:
-    """``names`` must have dst's valid rows (on targets ``rows``) and cols (on ``cols``)."""
+    """``names`` must have dst's valid rows (on targets ``rows``) and cols (on ``cols``); the
+    targets are keys of a target's lineage (``Target.lineage``)."""
 
     names: tuple[str, ...]
     page: str
@@ -102,15 +105,16 @@ SAME_VALID: dict[str, SameValid] = {
 }
 
 
-def same_valid(spec: SameValid, ins: Instr) -> RuntimeRule:
+def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True,
+               everywhere: bool = True) -> RuntimeRule:
     """The run-time rule of one SAME_VALID line (operand positions resolved once: it runs on
-    every call of the instruction)."""
+    every call of the instruction): on every target, or (``everywhere`` False) the rule one
+    target declares, comparing ``rows`` and/or ``cols``."""
     pos = {o.name: i for i, o in enumerate(ins.operands)}
     di = pos["dst"]
     srcs = [(n, pos[n]) for n in spec.names if n in pos]
-    everywhere = spec.rows == spec.cols == ALL
 
-    def fail(n: str, s: Tile, dst: Tile, rows: bool, tgt: str) -> RuntimeCheckError:
+    def fail(n: str, s: Tile, dst: Tile, rows: bool, tgt: object) -> RuntimeCheckError:
         if rows:
             what, got, want = ("valid region", f"{s.valid_row}x{s.valid_col}",
                                f"{dst.valid_row}x{dst.valid_col}")
@@ -130,14 +134,12 @@ def same_valid(spec: SameValid, ins: Instr) -> RuntimeRule:
                 if isinstance(s, Tile) and s.valid_shape != shape:
                     raise fail(n, s, dst, True, "")
             return
-        tgt = current().target.name
-        rows, cols = tgt in spec.rows, tgt in spec.cols
         for n, i in srcs:
             s = vals[i] if i < len(vals) else None
             if not isinstance(s, Tile):
                 continue
             if (rows and s.valid_row != dst.valid_row) or (cols and s.valid_col != dst.valid_col):
-                raise fail(n, s, dst, rows, tgt)
+                raise fail(n, s, dst, rows, current().target)
 
     rule.__name__ = f"same_valid({', '.join(spec.names)})"
     return rule
@@ -146,7 +148,14 @@ def same_valid(spec: SameValid, ins: Instr) -> RuntimeRule:
 def _apply() -> None:
     for name, spec in SAME_VALID.items():
         ins = REGISTRY[name]
-        ins.runtime = (*ins.runtime, same_valid(spec, ins))
+        if spec.rows == spec.cols == ALL:
+            ins.runtime = (*ins.runtime, same_valid(spec, ins))
+        else:
+            for key in ALL:
+                rows, cols = key in spec.rows, key in spec.cols
+                if rows or cols:
+                    ins.runtime_for[key] = (*ins.runtime_for.get(key, ()),
+                                            same_valid(spec, ins, rows, cols, everywhere=False))
 
 
 _apply()

@@ -75,6 +75,40 @@ class Traits:
     print_style: str = "npu"
 
     # ---- elementwise, reduce, irregular, debug families ----------------------------------------
+    #: the NPU implementation's compile-time checks of operand types that the upstream CPU
+    #: simulator lacks (index and element widths of TGATHER/TSCATTER/TCOLARG*, 1-byte atomic
+    #: MSCATTER, the tile roles TPRINT takes); False: the simulator's looser typing
+    npu_static_checks: bool = True
+    #: summation/product order of the reductions: "tree" (the NPU's reduction instructions:
+    #: TROWSUM/TROWPROD a pairwise tree in the element type; TCOLSUM/TCOLPROD row by row in the
+    #: source's element type, TCOLSUM isBinary a tree over row pairs) or "sequential" (the CPU
+    #: simulator's loops, left to right / top to bottom, accumulating in dst's type; TROWSUM
+    #: of f16/bf16 in f32)
+    reduce_order: str = "tree"
+    #: NaN in TROW*/TCOL* MAX/MIN and ARGMAX/ARGMIN: "propagate" (vmax/vmin: a NaN anywhere
+    #: gives NaN, the first NaN is the arg extreme) or "fold" (the CPU simulator's strict
+    #: comparison fold from the first element: a NaN counts only as the first element)
+    reduce_nan: str = "propagate"
+    #: the predicate-mask convention of TCMP/TCMPS/TSEL: "rows" (each row's bits packed
+    #: LSB-first into its own mask row; dst outside the bits untouched) or "cpu_sim" (the CPU
+    #: simulator's: the predicate tile is zeroed whole first, TCMPS writes one byte stream of
+    #: whole src rows and TSEL reads 8 bits per mask element as one stream)
+    predicate_layout: str = "rows"
+    #: the vector compare of int32 sources tests equality only: TCMP/TCMPS compare LT/GT/LE/GE
+    #: as EQ (NE is the inverted EQ mask, so it stays NE)
+    cmp_i32_eq_only: bool = False
+    #: TCVT without a SaturationMode operand saturates (the NPU default) or not (the simulator)
+    cvt_saturate_default: bool = True
+    #: TCVT arithmetic where vconv and a host C++ cast differ: "npu" (f32 -> f32 rounds to an
+    #: integral value; non-saturating float -> int converts saturating to 32/64 bits, then
+    #: wraps) or "x86" (the CPU simulator's static_cast on x86-64: same-type identity,
+    #: cvttsd2si's INT_MIN for out-of-range values)
+    cvt_casts: str = "npu"
+    #: (src, dst) element-type name pairs the fix-pipe quantises (TSTORE_FP, TMOV_FP,
+    #: TEXTRACT_FP, TINSERT_FP, quant words); other pairs are plain conversions
+    quant_pairs: frozenset[tuple[str, str]] = frozenset({
+        ("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
+        ("i32", "i16")})
 
     # ---- layout, memory, matrix, img2col, comm families ----------------------------------------
 

@@ -244,4 +244,14 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
-TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits())
+TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits(
+    npu_static_checks=True,
+    reduce_order="tree",
+    reduce_nan="propagate",
+    predicate_layout="rows",
+    cmp_i32_eq_only=True,
+    cvt_saturate_default=True,
+    cvt_casts="npu",
+    quant_pairs=frozenset({("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"),
+                           ("i32", "f16"), ("i32", "i16")}),
+))

@@ -189,5 +189,15 @@ LEGALITY: dict[str, Rule] = {
 REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
 
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
-                     traits={"npu_runtime_checks": False, "print_style": "cpu"},
+                     traits={
+                         "npu_runtime_checks": False,
+                         "print_style": "cpu",
+                         "npu_static_checks": False,
+                         "reduce_order": "sequential",
+                         "reduce_nan": "fold",
+                         "predicate_layout": "cpu_sim",
+                         "cmp_i32_eq_only": False,
+                         "cvt_saturate_default": False,
+                         "cvt_casts": "x86",
+                     },
                      doc=__doc__ or "", plan={}, inherit_behaviour=False)
