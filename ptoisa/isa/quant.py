@@ -17,10 +17,15 @@ order of the fix-pipe's pre-stage (quant, then relu) which the CPU simulator als
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import dtypes as D
 from ..dtypes import DType
+
+if TYPE_CHECKING:
+    from ..targets import Target
 
 #: (src, dst) pairs that have a fix-pipe quantisation mode, per target family.
 QUANT_PAIRS = {
@@ -38,10 +43,15 @@ QUANT_PAIRS = {
 SCALAR_EXTRA_PAIRS = {("f32", "f16"), ("f32", "bf16")}
 
 
-def quant_mode(target: str, src: DType, dst: DType, *, scalar: bool = False) -> str | None:
-    """'B8', 'DEQF16', 'SHIFT16', 'FLOAT' (scale then convert), or None (plain conversion)."""
+def quant_mode(target: Target | str, src: DType, dst: DType, *,
+               scalar: bool = False) -> str | None:
+    """'B8', 'DEQF16', 'SHIFT16', 'FLOAT' (scale then convert), or None (plain conversion).
+    ``target``: a Target (its pairs are those of the first of its lineage listed in
+    QUANT_PAIRS) or a name."""
+    keys = (target,) if isinstance(target, str) else target.lineage
+    pairs = next((QUANT_PAIRS[k] for k in keys if k in QUANT_PAIRS), set())
     pair = (src.name, dst.name)
-    if pair not in QUANT_PAIRS.get(target, set()) and not (scalar and pair in SCALAR_EXTRA_PAIRS):
+    if pair not in pairs and not (scalar and pair in SCALAR_EXTRA_PAIRS):
         return None
     if dst.name in ("i8", "ui8"):
         return "B8"

@@ -242,4 +242,9 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
-TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits())
+TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits(
+    # ---- layout, memory, matrix, img2col, comm families
+    left_blayout="row_major",
+    cube_static_shapes_chain=True,
+    mad_f32_modes=frozenset({"hf32"}),
+))

@@ -180,4 +180,10 @@ LEGALITY: dict[str, Rule] = {
 
 
 TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "", plan=PLAN,
+                     traits={
+                         # ---- layout, memory, matrix, img2col, comm families
+                         "left_blayout": "col_major",
+                         "cube_static_shapes_chain": False,
+                         "mad_f32_modes": frozenset({"hf32", "tf32"}),
+                     },
                      inherit_behaviour=False)

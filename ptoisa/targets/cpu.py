@@ -189,5 +189,14 @@ LEGALITY: dict[str, Rule] = {
 REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
 
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
-                     traits={"npu_runtime_checks": False, "print_style": "cpu"},
+                     traits={"npu_runtime_checks": False, "print_style": "cpu",
+                             # ---- layout, memory, matrix, img2col, comm families
+                             "npu_operand_checks": False,
+                             "left_blayout": "col_major",
+                             "left_blayout_fixed": False,
+                             "cube_static_shapes_chain": False,
+                             "mad_f32_modes": frozenset(),
+                             "fixpipe_f16_saturation": "window",
+                             "fillpad_whole_tile": True,
+                             },
                      doc=__doc__ or "", plan={}, inherit_behaviour=False)
