@@ -6,6 +6,9 @@ The padded extent differs by target (spec/notes/seeds_check.md section 4):
 * a2a3/a5 pad only rows below dst's valid rows; INPLACE does not copy (dst already holds the
   data, usually the same buffer as src); on a2a3 the partial 32-byte block right after the
   source's valid columns is padded by INPLACE only when src and dst carry different pad values.
+
+The first difference is the target trait ``fillpad_whole_tile``; the a2a3 block rule is
+TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def _conversion(sig: Sig) -> None:
 def _npu_mat_src_fractal(sig: Sig) -> None:
     """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement)."""
     s, d = sig["src"], sig["dst"]
-    if not sig.target.traits.npu_operand_checks or not isinstance(s, TileSpec) \
+    if not sig.target.traits.npu_static_checks or not isinstance(s, TileSpec) \
             or not isinstance(d, TileSpec):
         return
     if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
@@ -89,7 +89,7 @@ def _fp_words(sig: Sig) -> None:
         return
     # fp holds 64-bit quant words; a tile of another element type (PTOAS programs write
     # f32/f16 scaling tiles) is read by numeric cast to uint64, as the CPU simulator does
-    if sig.target.traits.npu_operand_checks and fp.loc is not TileType.Scaling:
+    if sig.target.traits.npu_static_checks and fp.loc is not TileType.Scaling:
         raise sig.fail(f"fp must be a Scaling tile on {sig.target}, got {fp.loc.name}")
 
 
@@ -663,7 +663,7 @@ def _scale_dst(sig: Sig) -> None:
     Scaling / ScaleLeft / ScaleRight tile (PTOAS: ``loc=scaling``); the CPU simulator's
     descriptor takes any tile."""
     d = sig["dst"]
-    if not sig.target.traits.npu_operand_checks or not isinstance(d, TileSpec):
+    if not sig.target.traits.npu_static_checks or not isinstance(d, TileSpec):
         return
     if d.loc not in (TileType.Scaling, TileType.ScaleLeft, TileType.ScaleRight):
         raise sig.fail(f"expects dst to be in the scaling address space, got {d.loc.name}")

@@ -167,7 +167,7 @@ def _matmul_rule(kind: str) -> Any:
                 f"static shapes must chain on {tgt}: Left {a.rows}x{a.cols}, Right "
                 f"{b.rows}x{b.cols}, Acc {c.rows}x{c.cols} (Left.Rows == Acc.Rows, "
                 "Left.Cols == Right.Rows, Right.Cols == Acc.Cols)")
-        if tgt.traits.npu_operand_checks and \
+        if tgt.traits.npu_static_checks and \
                 c.numel * c.dtype.itemsize > tgt.buffer_size("L0C"):
             raise sig.fail(f"cMatrix {c.rows}x{c.cols} exceeds L0C")
     return rule

@@ -73,7 +73,7 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
             return
         if t.loc is TileType.Acc:
             return  # Acc -> GM converts (fix-pipe)
-        if not sig.target.traits.npu_operand_checks and sig["preQuantScalar"] is not None:
+        if not sig.target.traits.npu_static_checks and sig["preQuantScalar"] is not None:
             return  # the CPU simulator converts any tile given a quant scalar
         if t.dtype is not g.dtype:
             raise sig.fail(f"{tile_name} element type {t.dtype} != {gm_name} element type "
@@ -100,7 +100,7 @@ def _acc_tload_cpu_only(sig: Sig) -> None:
     TMOV Acc -> Vec tests rely on it)."""
     dst = sig["dst"]
     if isinstance(dst, TileSpec) and dst.loc is TileType.Acc and \
-            sig.target.traits.npu_operand_checks:
+            sig.target.traits.npu_static_checks:
         raise sig.fail(f"dst must be a Vec, Mat, Left, Right, Bias or Scaling tile on "
                        f"{sig.target}, got Acc")
 
@@ -275,7 +275,7 @@ def _acc_store_rule(sig: Sig) -> None:
     src = sig["src"]
     if not isinstance(src, TileSpec) or src.loc is not TileType.Acc:
         return
-    if not sig.target.traits.npu_operand_checks:
+    if not sig.target.traits.npu_static_checks:
         return
     if not 1 <= src.cols <= 4095:
         raise sig.fail(f"Acc src Cols must be in [1, 4095], got {src.cols}")
@@ -367,7 +367,7 @@ def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **par
 def _fp_dst_layout_rule(sig: Sig) -> None:
     """The NPUs store through the fix-pipe to ND or NZ only (seed page; DN is not handled by
     the NPU code); the CPU simulator also takes DN, NC1HWC0 and NDC1HWC0."""
-    if sig.target.traits.npu_operand_checks:
+    if sig.target.traits.npu_static_checks:
         _gm_layouts(Layout.ND, Layout.NZ)(sig)
     else:
         _gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0)(sig)

@@ -77,13 +77,14 @@ class Traits:
     # ---- elementwise, reduce, irregular, debug families ----------------------------------------
 
     # ---- layout, memory, matrix, img2col, comm families ----------------------------------------
-    #: the NPU's operand rules that the upstream CPU simulator does not make (the Mat source of
-    #: a Mat -> Left/Right extract is NZ/ZN, fp quant words live in a Scaling tile, the
-    #: fix-pipe's Acc store limits and its ND/NZ-only GM layouts, TGET_SCALE_ADDR into the
-    #: scaling space, TIMG2COL into an NZ tile, the accumulator fits L0C, no GM -> Acc load,
-    #: a quant scalar converts Acc tiles only); the cpu target, which reproduces the simulator,
-    #: accepts those programs
-    npu_operand_checks: bool = True
+    #: the NPU's static operand rules that the upstream CPU simulator does not make, in these
+    #: families: the Mat source of a Mat -> Left/Right extract is NZ/ZN, fp quant words live in
+    #: a Scaling tile, the fix-pipe's Acc store limits and its ND/NZ-only GM layouts,
+    #: TGET_SCALE_ADDR into the scaling space, TIMG2COL into an NZ tile, the accumulator fits
+    #: L0C, no GM -> Acc load, a quant scalar converts Acc tiles only; False (cpu): the
+    #: simulator accepts those programs. (Helper A's section declares the same field for its
+    #: families: one field, both comments, on merge.)
+    npu_static_checks: bool = True
     #: the box layout of a Left (L0A) tile: "col_major" (NZ, the C++ TileLeft on a5 and cpu) or
     #: "row_major" (ZZ, TileLeft on a2a3); TileLeft and an on-chip ``memref`` of L0A take it
     left_blayout: str = "col_major"

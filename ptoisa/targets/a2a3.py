@@ -244,7 +244,11 @@ LEGALITY: dict[str, Rule] = {
 
 TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits(
     # ---- layout, memory, matrix, img2col, comm families
+    npu_static_checks=True,
     left_blayout="row_major",
+    left_blayout_fixed=True,
     cube_static_shapes_chain=True,
     mad_f32_modes=frozenset({"hf32"}),
+    fixpipe_f16_saturation="always",
+    fillpad_whole_tile=False,
 ))

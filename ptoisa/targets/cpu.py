@@ -191,7 +191,7 @@ REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                      traits={"npu_runtime_checks": False, "print_style": "cpu",
                              # ---- layout, memory, matrix, img2col, comm families
-                             "npu_operand_checks": False,
+                             "npu_static_checks": False,
                              "left_blayout": "col_major",
                              "left_blayout_fixed": False,
                              "cube_static_shapes_chain": False,
