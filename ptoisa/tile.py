@@ -715,6 +715,7 @@ def TileRight(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) ->
 
 
 def TileLeft(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) -> Tile:  # noqa: N802
-    """``pto::TileLeft``: ZZ on a2a3, NZ on a5 and cpu (the C++ alias differs per target)."""
-    bl = BLayout.RowMajor if current().target.name == "a2a3" else BLayout.ColMajor
+    """``pto::TileLeft``: ZZ on a2a3, NZ on a5 and cpu (the C++ alias differs per target: the
+    target's ``left_blayout`` trait)."""
+    bl = BLayout(current().target.traits.left_blayout)
     return Tile(TileType.Left, dtype, rows, cols, bl, valid, SLayout.RowMajor, FRACTAL_AB, **kw)

@@ -24,6 +24,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Piece, Value
 from ..isa.registry import REGISTRY, Instr
+from ..targets import Target, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
 from . import forms
@@ -59,21 +60,20 @@ _MEMREF_LAYOUT = {
 }
 
 
-_LEFT_BLAYOUT = {"a2a3": BLayout.RowMajor, "a5": BLayout.ColMajor}
-
-
-def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
+def tile_spec_of(t: T.Type, target: str | Target | None = None) -> TileSpec | None:
     """The tile type of a ``!pto.tile_buf`` (or an on-chip ``memref``, which takes the
     target's default layout for its location), else None."""
+    traits = None if target is None else \
+        (get_target(target) if isinstance(target, str) else target).traits
     if isinstance(t, T.TileBufType):
         loc = _LOC.get(t.loc)
         if loc is None:
             raise PtoError(f"unknown tile location '{t.loc}'")
         blayout = t.blayout
-        if loc is TileType.Left and target in _LEFT_BLAYOUT:
+        if loc is TileType.Left and traits is not None and traits.left_blayout_fixed:
             # PTOAS forces the blayout of ``loc=left`` by arch when it parses the type (the
             # C++ TileLeft: ZZ on A2/A3, NZ on A5), whatever the text writes
-            blayout = _LEFT_BLAYOUT[target]
+            blayout = BLayout(traits.left_blayout)
         return tile_spec(loc, elem_dtype(t.dtype), t.rows, t.cols, blayout, t.v_row, t.v_col,
                          t.slayout, t.fractal, _PAD[t.pad] if 0 <= t.pad < 4 else PadValue.Null,
                          t.compact or 0, check_alignment=False)
@@ -93,8 +93,8 @@ def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
             return None
         rows, cols = t.shape  # type: ignore[misc]
         bl, sl, fr = _MEMREF_LAYOUT.get(loc, (BLayout.RowMajor, SLayout.NoneBox, FRACTAL_AB))
-        if loc is TileType.Left and target == "a2a3":
-            bl = BLayout.RowMajor
+        if loc is TileType.Left and traits is not None:
+            bl = BLayout(traits.left_blayout)
         return tile_spec(loc, elem_dtype(t.dtype), rows, cols, bl, None, None, sl, fr,
                          check_alignment=False)
     return None

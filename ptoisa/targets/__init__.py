@@ -73,12 +73,16 @@ class Traits:
     #: how TPRINT writes: "cpu" (the simulator's header and format) or "npu" (whole tile, the
     #: print buffer)
     print_style: str = "npu"
+    #: the NPU implementation's static operand rules that the upstream CPU simulator does not
+    #: make: index and element widths of TGATHER/TSCATTER/TCOLARG*, 1-byte atomic MSCATTER,
+    #: the tile roles TPRINT takes, the Mat source of a Mat -> Left/Right extract is NZ/ZN, fp
+    #: quant words live in a Scaling tile, the fix-pipe's Acc store limits and its ND/NZ-only
+    #: GM layouts, TGET_SCALE_ADDR into the scaling space, TIMG2COL into an NZ tile, the
+    #: accumulator fits L0C, no GM -> Acc load, a quant scalar converts Acc tiles only;
+    #: False (cpu): the simulator's looser typing accepts those programs
+    npu_static_checks: bool = True
 
     # ---- elementwise, reduce, irregular, debug families ----------------------------------------
-    #: the NPU implementation's compile-time checks of operand types that the upstream CPU
-    #: simulator lacks (index and element widths of TGATHER/TSCATTER/TCOLARG*, 1-byte atomic
-    #: MSCATTER, the tile roles TPRINT takes); False: the simulator's looser typing
-    npu_static_checks: bool = True
     #: summation/product order of the reductions: "tree" (the NPU's reduction instructions:
     #: TROWSUM/TROWPROD a pairwise tree in the element type; TCOLSUM/TCOLPROD row by row in the
     #: source's element type, TCOLSUM isBinary a tree over row pairs) or "sequential" (the CPU
@@ -111,6 +115,26 @@ class Traits:
         ("i32", "i16")})
 
     # ---- layout, memory, matrix, img2col, comm families ----------------------------------------
+    #: the box layout of a Left (L0A) tile: "col_major" (NZ, the C++ TileLeft on a5 and cpu) or
+    #: "row_major" (ZZ, TileLeft on a2a3); TileLeft and an on-chip ``memref`` of L0A take it
+    left_blayout: str = "col_major"
+    #: Left tiles must use ``left_blayout``: TMATMUL/TGEMV reject the other one, and a ``.pto``
+    #: ``loc=left`` tile type takes it whatever the text writes (PTOAS fixes it per arch); the
+    #: CPU simulator takes either
+    left_blayout_fixed: bool = True
+    #: the cube's static tile shapes must chain (Left Rows == Acc Rows, Left Cols == Right Rows,
+    #: Right Cols == Acc Cols), not only the valid regions (a2a3)
+    cube_static_shapes_chain: bool = False
+    #: the f32 input transforms of the cube that SETHF32MODE / SETTF32MODE switch on
+    #: ("hf32": round to 11 mantissa bits, "tf32": to 10); a mode not listed is ignored
+    mad_f32_modes: frozenset[str] = frozenset({"hf32", "tf32"})
+    #: when the fix-pipe's scaled f32 -> f16 conversion of TEXTRACT/TINSERT saturates to the
+    #: finite f16 range (NaN -> 0): "always" (the NPU) or "window" (the CPU simulator: only
+    #: when src and dst shapes differ; an equally shaped move keeps inf and NaN)
+    fixpipe_f16_saturation: str = "always"
+    #: TFILLPAD* pad every row of the tile and TFILLPAD_INPLACE copies src as well (the CPU
+    #: simulator); else they pad the rows below the valid rows only and INPLACE does not copy
+    fillpad_whole_tile: bool = False
 
     def replace(self, **changes: Any) -> Traits:
         unknown = sorted(set(changes) - {f.name for f in fields(self)})

@@ -254,4 +254,11 @@ TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Trai
     cvt_casts="npu",
     quant_pairs=frozenset({("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"),
                            ("i32", "f16"), ("i32", "i16")}),
+    # ---- layout, memory, matrix, img2col, comm families
+    left_blayout="row_major",
+    left_blayout_fixed=True,
+    cube_static_shapes_chain=True,
+    mad_f32_modes=frozenset({"hf32"}),
+    fixpipe_f16_saturation="always",
+    fillpad_whole_tile=False,
 ))

@@ -186,5 +186,9 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),
                              ("f32", "f8E4M3"), ("f32", "hif8"), ("i32", "i8"), ("i32", "ui8"),
                              ("i32", "f16"), ("i32", "bf16")}),
+                         # ---- layout, memory, matrix, img2col, comm families
+                         "left_blayout": "col_major",
+                         "cube_static_shapes_chain": False,
+                         "mad_f32_modes": frozenset({"hf32", "tf32"}),
                      },
                      inherit_behaviour=False)

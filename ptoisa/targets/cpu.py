@@ -199,5 +199,12 @@ TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                          "cmp_i32_eq_only": False,
                          "cvt_saturate_default": False,
                          "cvt_casts": "x86",
-                     },
+                         # ---- layout, memory, matrix, img2col, comm families
+                         "left_blayout": "col_major",
+                         "left_blayout_fixed": False,
+                         "cube_static_shapes_chain": False,
+                         "mad_f32_modes": frozenset(),
+                         "fixpipe_f16_saturation": "window",
+                         "fillpad_whole_tile": True,
+                         },
                      doc=__doc__ or "", plan={}, inherit_behaviour=False)
