@@ -22,12 +22,12 @@ from ..enums import BLayout, Layout, PadValue, SLayout, TileType, coerce_enum
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Op, Piece, Value
-from ..isa.registry import REGISTRY, Instr
+from ..ir.core import Op, Value
+from ..isa.registry import Instr, lookup, ptoas_attrs, ptoas_forms
+from ..isa.spelling import SCALE, STRUCTURAL_ATTRS, Form
 from ..targets import Target, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
-from . import forms
 
 _PAD = (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)
 _LOC = {"vec": TileType.Vec, "mat": TileType.Mat, "left": TileType.Left, "right": TileType.Right,
@@ -137,11 +137,11 @@ def operand_type(t: T.Type, target: str | None = None) -> Any:
 
 
 def instr_of(op_name: str) -> Instr | None:
-    """``pto.tmatmul.acc`` -> TMATMUL_ACC; None for ops that are not tile instructions."""
+    """The tile instruction a ``pto.*`` op is (``pto.tmatmul.acc`` -> TMATMUL_ACC), by the
+    registry's one lookup; None for ops that are not tile instructions."""
     if not op_name.startswith("pto."):
         return None
-    alias = forms.INSTR_ALIASES.get(op_name)
-    return REGISTRY.get(alias or op_name[4:].upper().replace(".", "_"))
+    return lookup(op_name)
 
 
 @dataclass(frozen=True)
@@ -194,28 +194,8 @@ def _segment_sizes(op: Op) -> list[int] | None:
 
 
 def written(op: Op) -> tuple[list[Value], list[tuple[Value, bool]]]:
-    """The op's written ins and outs (an out is (value, is_ssa_result)), whatever its form:
-    DPS ``ins(...) outs(...)``, SSA operands -> results, or a custom spelling that still
-    writes ``ins(`` / ``outs(`` (abbreviated types make the parser keep it custom)."""
-    if op.form == "dps":
-        return list(op.ins) + list(op.extra_operands), [(v, False) for v in op.outs]
-    if op.form == "custom":
-        keys = [(i, p.value) for i, p in enumerate(op.syntax) if p.kind == "k"]
-        if any(k == "ins" for _, k in keys) and any(k == "outs" for _, k in keys):
-            where = "pre"
-            ins: list[Value] = []
-            outs: list[tuple[Value, bool]] = []
-            for p in op.syntax:
-                if p.kind == "k" and p.value in ("ins", "outs"):
-                    where = str(p.value)
-                elif p.kind == "v":
-                    v = op.operands[int(p.value)]  # type: ignore[call-overload]
-                    if where == "outs":
-                        outs.append((v, False))
-                    else:
-                        ins.append(v)
-            return ins, outs + [(r, True) for r in op.results]
-    return list(op.operands), [(v, True) for v in op.results]
+    """The op's written ins and outs, normalised by the IR (:meth:`Op.written`)."""
+    return op.written()
 
 
 def _fail(op: Op, instr: Instr, n_in: int, n_out: int, results: bool = False) -> VerifyError:
@@ -266,7 +246,7 @@ def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value,
     return got
 
 
-def _form_map(op: Op, form: forms.Form, ins: list[Value], outs: list[tuple[Value, bool]]
+def _form_map(op: Op, form: Form, ins: list[Value], outs: list[tuple[Value, bool]]
               ) -> dict[str, tuple[Bound, bool]] | None:
     if form.segments:
         sizes = _segment_sizes(op)
@@ -307,26 +287,17 @@ def _reject_offset_operands(op: Op) -> None:
     """PTO-AS writes a GM operand with a base offset as ``%view[%r, %c]``; ptoisa takes the
     offset through the view (``pto.partition_view ... offsets = [...]``): say so instead of
     counting the offsets as operands."""
-    s = op.syntax
-    for j in range(len(s) - 1):
-        if s[j].kind == "v" and s[j + 1] == Piece("p", "["):
-            k = next((m for m in range(j + 1, len(s)) if s[m] == Piece("p", "]")), len(s) - 1)
-            parts = []
-            for p in s[j:k + 1]:
-                if p.kind == "v":
-                    parts.append("%" + op.operands[int(p.value)].name)  # type: ignore[call-overload]
-                else:
-                    parts.append(", " if p.value == "," else str(p.value))
-            text = "".join(parts)
-            raise VerifyError(f"'{text}' (an operand with a base offset) is PTO-AS notation "
-                              "ptoisa does not take: write the offset into a view, "
-                              "'pto.partition_view %view, offsets = [...], sizes = [...]', and "
-                              "pass that view", op=op.name, loc=op.loc)
+    text = op.indexed_operand()
+    if text is not None:
+        raise VerifyError(f"'{text}' (an operand with a base offset) is PTO-AS notation "
+                          "ptoisa does not take: write the offset into a view, "
+                          "'pto.partition_view %view, offsets = [...], sizes = [...]', and "
+                          "pass that view", op=op.name, loc=op.loc)
 
 
 def bind(op: Op, instr: Instr) -> Binding:
     """Map the op's written values onto ``instr``'s operands (C++ order, dst first), through
-    the op's entry in :mod:`ptoisa.interp.forms` when PTOAS spells it differently;
+    the entry's ``ptoas`` forms when PTOAS spells it differently;
     VerifyError when they do not fit."""
     if op.form == "asm":
         _reject_offset_operands(op)
@@ -345,7 +316,7 @@ def bind(op: Op, instr: Instr) -> Binding:
                 ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
     got = None
     form = None
-    for f in forms.forms_of(op.name):
+    for f in ptoas_forms(op.name):
         got = _form_map(op, f, ins, outs)
         if got is not None:
             form = f
@@ -365,12 +336,13 @@ def bind(op: Op, instr: Instr) -> Binding:
     return Binding(instr, vals, from_res, full, dict(form.retype) if form else {})
 
 
-def _attributes(op: Op, instr: Instr, form: forms.Form | None,
+def _attributes(op: Op, instr: Instr, form: Form | None,
                 got: dict[str, tuple[Bound, bool]]) -> dict[str, Any]:
     """Every attribute of ``op`` onto ``instr``'s template parameters (returned) or operands
-    (added to ``got``), by :data:`forms.ATTRS` or else by name; an attribute that maps nowhere,
-    or to a value the registry does not take, is a VerifyError at the op: none is dropped."""
-    table = forms.ATTRS.get(op.name, {})
+    (added to ``got``), by the entry's ``ptoas.attrs`` or else by name; an attribute that maps
+    nowhere, or to a value the registry does not take, is a VerifyError at the op: none is
+    dropped."""
+    table = ptoas_attrs(op.name)
     consumed = set(form.attr_operands) if form else set()
     params: dict[str, Any] = {}
     by_norm = {_norm(p.name): p.name for p in instr.params}
@@ -383,7 +355,7 @@ def _attributes(op: Op, instr: Instr, form: forms.Form | None,
             todo.append((key, A.BoolAttr(spec.default) if isinstance(spec.default, bool)
                          else A.IntegerAttr(spec.default)))
     for key, a in todo:
-        if key in consumed or key in forms.STRUCTURAL_ATTRS or "." in key:
+        if key in consumed or key in STRUCTURAL_ATTRS or "." in key:
             # consumed by the variant; structure; a dialect's discardable attribute
             continue
         spec = table.get(key)
@@ -413,7 +385,7 @@ def _attributes(op: Op, instr: Instr, form: forms.Form | None,
                 raise VerifyError(f"operand '{name}' is given both as a value and as attribute "
                                   f"'{key}'", op=op.name, loc=op.loc)
             got[name] = (Const(value, getattr(a, "type", None) or _attr_type(raw)), False)
-        else:  # a table entry naming neither: a bug of forms.ATTRS, said plainly
+        else:  # a table entry naming neither: a bug of the entry's ptoas.attrs, said plainly
             raise VerifyError(f"attribute '{key}' maps to '{name}', which {instr.name} does "
                               f"not have", op=op.name, loc=op.loc)
     return params
@@ -494,7 +466,7 @@ def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
     for name, loc in b.retype.items():
         ts = types.get(name)
         if isinstance(ts, TileSpec) and ts.loc is TileType.Scaling:
-            if loc == forms.SCALE:
+            if loc == SCALE:
                 # an MX scale window (textract mat -> scaling): Left/Right by the box order
                 nn = ts.blayout is BLayout.ColMajor and ts.slayout is SLayout.ColMajor
                 types[name] = dataclasses.replace(

@@ -61,12 +61,12 @@ KNOWN: frozenset[str] = frozenset((_PTOAS_NOT_RUN + _MLIR).split())
 
 @functools.cache
 def _all_known() -> frozenset[str]:
-    from ..isa.registry import REGISTRY
+    from ..isa.registry import _OP_NAMES, FRONTEND_OPS, REGISTRY
     from ..text import NON_DPS_OPS
-    from . import compiler, forms
+    from . import compiler
 
-    names = set(KNOWN) | set(NON_DPS_OPS) | set(forms.FRONTEND_PIPE_OPS)
-    names |= set(forms.INSTR_ALIASES) | set(compiler._HANDLERS)
+    names = set(KNOWN) | set(NON_DPS_OPS) | set(FRONTEND_OPS)
+    names |= set(_OP_NAMES) | set(compiler._HANDLERS)
     names |= {"pto." + k.lower() for k in REGISTRY}
     return frozenset(names)
 

@@ -26,6 +26,7 @@ from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile
 from .registry import Opnd, Param, Sig, instr, locs, sim_unchecked_type
+from .spelling import Form, Ptoas
 
 
 class NotifyOp(enum.Enum):
@@ -138,6 +139,9 @@ class AsyncEvent:
 
 
 @instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False,
+       ptoas=Ptoas(forms={"pto.tget_async": (
+           Form(ins=("dst", "src", "session"), outs=("-",)),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
@@ -151,6 +155,10 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
 
 
 @instr("TPUT_ASYNC", family="comm", pipe=Pipe.MTE3, returns_event=False,
+       ptoas=Ptoas(forms={"pto.tput_async": (
+           # %ev = pto.tput_async(%dst, %src, %session) -> !pto.async_event: dst written
+           Form(ins=("dst", "src", "session"), outs=("-",)),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),

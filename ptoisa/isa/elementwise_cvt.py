@@ -32,6 +32,7 @@ from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .elementwise_common import cover, wrap_to
 from .registry import Instr, Opnd, Param, Sig, instr, locs
+from .spelling import Attr, Ptoas
 
 
 def _finfo_max(dt: DType) -> float:
@@ -275,6 +276,7 @@ def _cvt_static_shapes(sig: Sig) -> None:
 
 
 @instr("TCVT", family="elementwise", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"rmode": Attr("mode"), "sat_mode": Attr("satMode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("tmp", "tile", "scratch", optional=True),
                  Opnd("mode", "enum", enum=RoundMode, optional=True),

@@ -26,6 +26,7 @@ from ..memory import Machine
 from ..tile import Tile
 from .elementwise_common import as_elem, cover, same_tile_dtype
 from .registry import Instr, Opnd, Sig, instr, locs, same_dtype
+from .spelling import CMP_MODE, Ptoas
 
 _CMP = {
     CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
@@ -120,6 +121,7 @@ def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
 
 
 @instr("TCMP", family="elementwise", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"cmpMode": CMP_MODE}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
                  Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
        dtype_key=("src0", "dst"),
@@ -138,6 +140,7 @@ def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
 
 
 @instr("TCMPS", family="tile-scalar", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"cmpMode": CMP_MODE}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "any"),
                  Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
        dtype_key=("src0", "dst"),

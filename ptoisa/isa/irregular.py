@@ -26,6 +26,7 @@ from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
+from .spelling import CMP_MODE, Attr, Form, Ptoas
 
 # ---- enums of the C++ API (pto/common/type.hpp) --------------------------------------------------
 
@@ -173,6 +174,7 @@ def _tci_rows(sig: Sig) -> None:
 
 
 @instr("TCI", family="irregular", pipe=Pipe.S,
+       ptoas=Ptoas(attrs={"descending": Attr("descending")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("start", "scalar"),
                  Opnd("tmp", "tile", "scratch", optional=True)),
        params=(Param("descending", False), Param("T", None)),
@@ -201,6 +203,7 @@ def _wrap_to(x: np.ndarray, dt: DType) -> np.ndarray:
 # ==== TTRI ========================================================================================
 
 @instr("TTRI", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"upperOrLower": Attr("isUpperOrLower")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("diagonal", "scalar")),
        params=(Param("isUpperOrLower", 0),),
        dtype_key=("dst",),
@@ -297,6 +300,16 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
 
 
 @instr("TGATHER", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # mask form ins(src) {maskPattern}; index form ins(src, indices, tmp); compare form
+           # ins(src, kValue, tmp) outs(dst, cdst) {offset}
+           forms={"pto.tgather": (
+               Form(ins=("src0",)),
+               Form(ins=("src0", "src1", "tmp")),
+               Form(ins=("src0", "src1", "tmp2"), outs=("dst", "tmp"),
+                    attr_operands={"offset": "offset"}))},
+           attrs={"maskPattern": Attr("maskPattern"), "cmpMode": CMP_MODE,
+                  "offset": Attr("offset")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
                  Opnd("src1", "any", optional=True), Opnd("tmp", "any", optional=True),
                  Opnd("tmp2", "any", optional=True), Opnd("offset", "any", optional=True)),
@@ -611,6 +624,9 @@ def _mscatter_static(sig: Sig) -> None:
 
 
 @instr("MSCATTER", family="irregular", pipe=Pipe.MTE3,
+       ptoas=Ptoas(attrs={
+           "scatterAtomicOp": Attr("Atomic", values={"none": ScatterAtomicOp.NoOp}),
+           "scatterOob": Attr("Oob")}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("indexes", "tile")),
        params=(Param("Mode", Coalesce.Row, Coalesce),
                Param("Atomic", ScatterAtomicOp.NoOp, None),
@@ -848,6 +864,18 @@ def _mrg_static(sig: Sig) -> None:
 
 
 @instr("TMRGSORT", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # PTOAS: ins(src0, src1[, src2[, src3]], tmp) outs(dst, executed: vector<4xi16>);
+           # the manual's format2 writes tmp in outs: ins(src0..srcN) outs(dst, tmp, executed)
+           forms={"pto.tmrgsort": (
+               Form(ins=("a1", "a2")),
+               Form(ins=("src0", "src1", "a2"), outs=("dst", "a1")),
+               Form(ins=("src0", "src1", "src2", "a2"), outs=("dst", "a1")),
+               Form(ins=("src0", "src1", "src2", "src3", "a2"), outs=("dst", "a1")),
+               Form(ins=("src0", "src1"), outs=("dst", "a2", "a1")),
+               Form(ins=("src0", "src1", "src2"), outs=("dst", "a2", "a1")),
+               Form(ins=("src0", "src1", "src2", "src3"), outs=("dst", "a2", "a1")))},
+           attrs={"exhausted": Attr("exhausted")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("a1", "any"), Opnd("a2", "any", optional=True),
                  Opnd("src0", "tile", optional=True), Opnd("src1", "tile", optional=True),
                  Opnd("src2", "tile", optional=True), Opnd("src3", "tile", optional=True)),
@@ -1004,6 +1032,10 @@ def _hist_static(sig: Sig) -> None:
 
 
 @instr("THISTOGRAM", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={
+           # C++ A5: THISTOGRAM<..., isMSB> is HistByte BYTE_1 (the high byte of a ui16)
+           "isMSB": Attr("byte", values={True: HistByte.BYTE_1, False: HistByte.BYTE_0},
+                         default=True)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile")),
        params=(Param("byte", HistByte.BYTE_0, HistByte),),
        dtype_key=("src",),
@@ -1075,6 +1107,8 @@ def _rounds(x: Any) -> int:
 
 
 @instr("TRANDOM", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(forms={"pto.trandom": (Form(ins=("key*2", "counter*4")),)},
+                    attrs={"rounds": Attr("Rounds")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("key", "any"), Opnd("counter", "any")),
        params=(Param("Rounds", 10),),
        dtype_key=("dst",),
@@ -1266,6 +1300,10 @@ def _tquant_static(sig: Sig) -> None:
 
 
 @instr("TQUANT", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last
+           forms={"pto.tquant": (Form(ins=("src", "exp")), Form(ins=("src", "exp", "scaling")))},
+           attrs={"quant_type": Attr("quant_type")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
                  Opnd("max", "tile", "inout", optional=True),
                  Opnd("scaling", "tile", "inout", optional=True),

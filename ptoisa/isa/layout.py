@@ -34,6 +34,7 @@ from .registry import (
     same_dtype,
     sim_unchecked,
 )
+from .spelling import SCALE, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -203,6 +204,9 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
 
 
 @instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=move_pipe(),
+       ptoas=Ptoas(forms={"pto.textract": (
+           # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
+           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),

@@ -29,6 +29,7 @@ from ..errors import RuntimeCheckError
 from ..memory import Machine
 from ..tile import FRACTAL_MX, Tile, TileSpec
 from .registry import Instr, Opnd, Param, Sig, elem_type, instr
+from .spelling import Form, Ptoas
 
 if TYPE_CHECKING:
     from ..targets import Target
@@ -380,7 +381,8 @@ _A = Opnd("aMatrix", "tile")
 _B = Opnd("bMatrix", "tile")
 
 
-def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: str) -> Instr:
+def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: str,
+             ptoas: Ptoas | None = None) -> Instr:
     def impl(m: Machine, *vals: Any, Phase: AccPhase) -> None:  # noqa: N803
         _run(m, kind, vals)
 
@@ -388,7 +390,8 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
     # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)
     return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
                  batched=not name.endswith("_MX"),
-                 static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),))(impl)
+                 static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),),
+                 ptoas=ptoas)(impl)
 
 
 TMATMUL = _declare(
@@ -417,13 +420,33 @@ TGEMV_BIAS = _declare(
 
 _MX_OPS = (_C, Opnd("aMatrix", "tile"), Opnd("aScaleMatrix", "tile"), Opnd("bMatrix", "tile"),
            Opnd("bScaleMatrix", "tile"), Opnd("biasData", "tile", optional=True))
+#: PTOAS writes every scale tile as ``loc=scaling``; the C++ MX matmul takes ScaleLeft /
+#: ScaleRight tiles, which the bridge builds over the scaling tile's bytes
+_MX_SCALES = {"aScaleMatrix": TileType.ScaleLeft, "bScaleMatrix": TileType.ScaleRight}
+_MX_INS = ("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix")
+_MX_FORMS = (Form(ins=_MX_INS, outs=("cMatrix",), retype=_MX_SCALES),
+             Form(ins=(*_MX_INS, "biasData"), outs=("cMatrix",), retype=_MX_SCALES))
+# ins(cIn, a, sa, b, sb) outs(cOut): the registry's positional (cOut, cIn, a, sa, b, sb)
+_MX_ACC_FORMS = (Form(ins=("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix", "biasData"),
+                      outs=("cMatrix",),
+                      retype={"bMatrix": TileType.ScaleLeft, "biasData": TileType.ScaleRight}),)
+
+
+def _mx_spelling(base: str) -> Ptoas:
+    """``pto.<base>``, ``pto.<base>.bias`` (the optional bias operand) and ``pto.<base>.acc``
+    (the C++ overload with an input accumulator)."""
+    return Ptoas(forms={f"pto.{base}": _MX_FORMS, f"pto.{base}.bias": _MX_FORMS,
+                        f"pto.{base}.acc": _MX_ACC_FORMS})
+
+
 TMATMUL_MX = _declare(
     "TMATMUL_MX", "mx", False, _MX_OPS,
     "Microscaled GEMM: C = (A * 2^(sa-127)) @ (B * 2^(sb-127)) with one E8M0 scale per 32 k; "
-    "forms (c, a, sa, b, sb), (c, a, sa, b, sb, bias) and (cOut, cIn, a, sa, b, sb).")
+    "forms (c, a, sa, b, sb), (c, a, sa, b, sb, bias) and (cOut, cIn, a, sa, b, sb).",
+    _mx_spelling("tmatmul.mx"))
 TGEMV_MX = _declare(
     "TGEMV_MX", "mx", True, _MX_OPS,
-    "Microscaled GEMV (TMATMUL_MX with m = 1); same three forms.")
+    "Microscaled GEMV (TMATMUL_MX with m = 1); same three forms.", _mx_spelling("tgemv.mx"))
 
 
 # ---- HF32 / TF32 modes -----------------------------------------------------------------------

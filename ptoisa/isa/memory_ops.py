@@ -15,6 +15,7 @@ from ..tensor import GlobalTensor, GMSpec
 from ..tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from .quant import convert, quant_mode, quantize
 from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe
+from .spelling import LAYOUT_HINT, Attr, Ptoas
 
 # ---- TASSIGN ---------------------------------------------------------------------------------
 
@@ -164,6 +165,12 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
 
 
 @instr("TLOAD", family="memory", pipe=Pipe.MTE2, batched=True,
+       ptoas=Ptoas(attrs={
+           "pad_mode": Attr(why="PTOAS lowers pto.tload to a TLOAD without padding; write "
+                                "pto.tfillpad for padding"),
+           "init_out_buffer": Attr(only=(False,), why="PTOAS lowers pto.tload to a TLOAD that "
+                                                     "does not initialise the tile"),
+           "layout": LAYOUT_HINT}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm")),
        dtype_key=("dst",),
        static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
@@ -299,6 +306,11 @@ def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
 
 
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True, pipe_of=move_pipe(),
+       ptoas=Ptoas(attrs={
+           "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
+                                          "with the cube; the functional model runs in order"),
+           "atomicType": Attr("atomicType"), "reluPreMode": Attr("reluPreMode"),
+           "layout": LAYOUT_HINT}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
                  Opnd("preQuantScalar", "scalar", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),

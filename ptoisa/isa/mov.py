@@ -28,6 +28,7 @@ from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .quant import quant_mode, quantize
 from .registry import Instr, Opnd, Param, Sig, instr, move_pipe
+from .spelling import Attr, Form, Ptoas
 
 
 def _fix_pipe_rule(sig: Sig) -> None:
@@ -168,6 +169,11 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
 
 
 @instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True, pipe_of=move_pipe(),
+       ptoas=Ptoas(
+           # the generic spelling: operandSegmentSizes over (src, dst, fp, preQuantScalar)
+           forms={"pto.tmov": (Form(ins=("src",)), Form(ins=("src", "fp")),
+                               Form(segments=("src", "dst", "fp", "fp")))},
+           attrs={"accToVecMode": Attr("mode"), "reluPreMode": Attr("reluMode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("fp", "any", optional=True)),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),

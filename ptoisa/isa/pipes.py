@@ -57,6 +57,7 @@ from ..memory import Machine
 from ..tile import Tile
 from .quant import quantize
 from .registry import Opnd, Param, Sig, instr
+from .spelling import SPLIT, Form, Ptoas
 
 
 class Direction(enum.IntEnum):
@@ -330,6 +331,8 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
 
 
 @instr("TPUSH", family="pipes", pipe=Pipe.FIX, operands=_OPERANDS,
+       ptoas=Ptoas(forms={"pto.tpush": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
+                   frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
        dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,), batched=True)
 def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
@@ -401,6 +404,8 @@ def _new_slot(m: Machine, f: Fifo, pipe: TPipe, nbytes: int, readers: int,
 
 
 @instr("TPOP", family="pipes", pipe=Pipe.MTE2,
+       ptoas=Ptoas(forms={"pto.tpop": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
+                   frontend=("pto.tpop_from_aic", "pto.tpop_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
@@ -453,6 +458,8 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
 
 
 @instr("TFREE", family="pipes", pipe=Pipe.S,
+       ptoas=Ptoas(forms={"pto.tfree": (Form(ins=("pipe",), outs=()),)}, attrs=SPLIT,
+                   frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), runtime=(_pipe_operand,),
        batched=True)

@@ -42,6 +42,7 @@ from .registry import (
     same_dtype,
     sim_unchecked,
 )
+from .spelling import Attr, Ptoas
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -299,7 +300,8 @@ def _declare_col_reduce(name: str, what: str, with_tmp: bool) -> Instr:
     return instr(name, family="reduce", pipe=Pipe.V, operands=ops,
                  dtype_key=("src", "dst"),
                  static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src")),
-                 runtime=(_col_reduce_runtime,))(impl)
+                 runtime=(_col_reduce_runtime,),
+                 ptoas=Ptoas(attrs={"isBinary": Attr("isBinary")}) if with_tmp else None)(impl)
 
 
 TCOLSUM = _declare_col_reduce("TCOLSUM", "sum", True)

@@ -34,6 +34,7 @@ from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
+from .spelling import Attr, Form, Ptoas
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,9 @@ class Instr:
     #: the pipe, when it depends on the operands (TMOV/TEXTRACT/TINSERT by the source and
     #: destination roles, TSTORE from an Acc tile): ``fn(operand values by name) -> Pipe``
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None
+    #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
+    #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
+    ptoas: Ptoas | None = None
     _n_required: int = field(default=0, init=False)
     _on: dict[Target, Resolved] = field(default_factory=dict, init=False, repr=False)
 
@@ -480,6 +484,7 @@ def instr(
     static_for: dict[str, Iterable[StaticRule]] | None = None,
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
+    ptoas: Ptoas | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -503,18 +508,69 @@ def instr(
             batched=batched, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
-            pipe_of=pipe_of,
+            pipe_of=pipe_of, ptoas=ptoas,
         )
         REGISTRY[name] = ins
+        _index_op_names(ins)
         return ins
 
     return deco
 
 
+#: PTOAS op names declared on entries (``ptoas=``) -> instruction name
+_OP_NAMES: dict[str, str] = {}
+#: frontend pipe ops of mixed kernels -> instruction name (bound by their own handlers)
+FRONTEND_OPS: dict[str, str] = {}
+
+
+def _index_op_names(ins: Instr) -> None:
+    sp = ins.ptoas
+    if sp is None:
+        return
+    for table, names in ((_OP_NAMES, (*sp.forms, *sp.names)), (FRONTEND_OPS, sp.frontend)):
+        for n in names:
+            if table.get(n, ins.name) != ins.name:
+                raise RuntimeError(f"op name {n} declared by {table[n]} and {ins.name}")
+            table[n] = ins.name
+
+
 def lookup(name: str) -> Instr | None:
-    """Instruction by C++ name (TADD), mnemonic (tadd) or PTOAS op name (pto.tadd)."""
-    n = name.split(".", 1)[1] if name.startswith("pto.") else name
-    return REGISTRY.get(n.upper())
+    """THE lookup of an instruction: by C++ name (``TMATMUL_ACC``), mnemonic (``tmatmul_acc``)
+    or PTOAS op name (``pto.tmatmul.acc``, ``pto.tmatmul.mx.bias``: the names entries declare);
+    None for anything else (frontend pipe ops included: see :data:`FRONTEND_OPS`)."""
+    declared = _OP_NAMES.get(name)
+    if declared is not None:
+        return REGISTRY[declared]
+    n = name[4:] if name.startswith("pto.") else name
+    return REGISTRY.get(n.upper().replace(".", "_"))
+
+
+def ptoas_forms(op_name: str) -> tuple[Form, ...]:
+    """The written variants an op name is declared with (none: the default mapping)."""
+    ins = lookup(op_name)
+    if ins is None or ins.ptoas is None:
+        return ()
+    return tuple(ins.ptoas.forms.get(op_name, ()))
+
+
+def ptoas_attr_tables() -> dict[str, dict[str, Attr]]:
+    """Every declared attribute table, by op name (``pto.<mnemonic>``, or each op name the
+    entry declares forms for)."""
+    out: dict[str, dict[str, Attr]] = {}
+    for ins in REGISTRY.values():
+        if ins.ptoas is None or not ins.ptoas.attrs:
+            continue
+        for n in (*ins.ptoas.forms, *ins.ptoas.names) or (f"pto.{ins.mnemonic}",):
+            out[n] = dict(ins.ptoas.attrs)
+    return out
+
+
+def ptoas_attrs(op_name: str) -> dict[str, Attr]:
+    """The attributes of an op's PTOAS definition and what each becomes."""
+    ins = lookup(op_name) if op_name not in FRONTEND_OPS else REGISTRY[FRONTEND_OPS[op_name]]
+    if ins is None or ins.ptoas is None:
+        return {}
+    return dict(ins.ptoas.attrs)
 
 
 # ---- operand-dependent pipes -----------------------------------------------------------------

@@ -17,6 +17,7 @@ from ..enums import Pipe
 from ..errors import PtoError
 from ..memory import Machine
 from .registry import Event, Instr, Opnd, Param, instr
+from .spelling import Form, Ptoas
 
 
 def _record(m: Machine, entry: tuple[Any, ...]) -> None:
@@ -77,6 +78,7 @@ def PIPE_BARRIER(m: Machine, pipe: Pipe) -> None:  # noqa: N802
 
 
 @instr("TSYNC", family="sync", pipe=Pipe.S,
+       ptoas=Ptoas(forms={"pto.tsync": (Form(ins=("events*",), outs=()),)}),
        operands=(Opnd("events", "any", optional=True),),
        params=(Param("OpCode", None),))
 def TSYNC(m: Machine, events: Any = None, *, OpCode: Any) -> None:  # noqa: N802,N803

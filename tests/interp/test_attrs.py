@@ -23,8 +23,8 @@ from ptoisa import load
 from ptoisa.dtypes import dtype
 from ptoisa.enums import CmpMode, RoundMode, SaturationMode
 from ptoisa.errors import PtoError, VerifyError
-from ptoisa.interp import bridge, forms
-from ptoisa.isa.registry import REGISTRY
+from ptoisa.interp import bridge
+from ptoisa.isa.registry import REGISTRY, ptoas_attr_tables, ptoas_attrs
 from ptoisa.memory import pop
 from ptoisa.memory import target as make_target
 from ptoisa.tile import Tile
@@ -329,7 +329,7 @@ def test_tmrgsort_format2_tmp_in_outs_merges() -> None:
 # ---- the mechanism: every attribute maps or is a located error -------------------------------
 
 def test_every_ptoas_attribute_maps_onto_its_instruction() -> None:
-    for op, table in forms.ATTRS.items():
+    for op, table in ptoas_attr_tables().items():
         instr = bridge.instr_of(op)
         assert instr is not None, op
         names = {p.name for p in instr.params} | {o.name for o in instr.operands}
@@ -367,7 +367,7 @@ def test_every_mode_is_accounted_for() -> None:
     a mode PTOAS has no attribute for keeps the registry default in .pto, which is the eager
     default too (nothing to drop)."""
     mapped = {(bridge.instr_of(op).name, spec.to)  # type: ignore[union-attr]
-              for op, table in forms.ATTRS.items() for spec in table.values() if spec.to}
+              for op, table in ptoas_attr_tables().items() for spec in table.values() if spec.to}
     assert mapped == RUN_HERE | RUN_ELSEWHERE
     for name, mode in mapped:
         assert mode in {p.name for p in REGISTRY[name].params} | \
@@ -471,7 +471,7 @@ def test_mapped_attributes_elsewhere_reach_the_registry() -> None:
 def test_enum_values_all_spellable() -> None:
     """Every member of each enum an attribute maps to can be written in PTOAS's spelling (the
     member name, or without the common prefix)."""
-    for op, table in forms.ATTRS.items():
+    for op, table in ptoas_attr_tables().items():
         instr = bridge.instr_of(op)
         assert instr is not None
         for spec in table.values():
@@ -649,7 +649,7 @@ def test_corpus_attributes_reach_the_binding() -> None:
         except PtoError:
             continue
         for op in (o for top in module.ops for o in top.walk()):
-            table = forms.ATTRS.get(op.name)
+            table = ptoas_attrs(op.name)
             instr = bridge.instr_of(op.name)
             if not table or instr is None:
                 continue
