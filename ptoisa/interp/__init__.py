@@ -55,9 +55,9 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, cycles: bool = False) -> Any:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine)
+                                machine=machine, cycles=cycles)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -105,11 +105,18 @@ class Program:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
-            machine: memory.Machine | None = None, lockstep: bool | str = "auto"
-            ) -> tuple[Any, ...]:
+            machine: memory.Machine | None = None, lockstep: bool | str = "auto",
+            cycles: bool = False) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
-        block index, in which case (lockstep="auto") they run one after another."""
+        block index, in which case (lockstep="auto") they run one after another.
+        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results)."""
+        if cycles:
+            from ..cycles import timed
+
+            return timed(lambda: self.run(name, *args, blocks=blocks, target=target,
+                                          machine=machine, lockstep=lockstep),
+                         target or (machine.target.name if machine else self.target), machine)
         tgt = target or (machine.target.name if machine else self.target)
         fn = self.compiler(tgt).function(name)
         if len(args) != len(fn.args):

@@ -1,0 +1,36 @@
+"""The cycle model: per-instruction costs (a per-target table fitted to hardware), an in-order
+pipe schedule per core with flags or data dependences, reports, Chrome traces and plots.
+
+``pto.launch(kernel, ..., cycles=True)`` and ``prog.fn(..., cycles=True)`` return a
+:class:`CycleReport`; ``ptoisa run FILE.pto --cycles [--trace out.json]`` prints it;
+``ptoisa cycles PACK`` compares the model with the hardware measurements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .report import CycleReport, Row
+from .schedule import CycleModel
+
+__all__ = ["CycleModel", "CycleReport", "Row", "timed"]
+
+
+def timed(run: Any, target: str | None = None, machine: Any = None) -> CycleReport:
+    """Run ``run()`` with a cycle model observing every launch machine (and ``machine``);
+    return its report, the run's return value in ``report.outputs``."""
+    from .. import grid
+
+    model = CycleModel(target)
+    grid.launch_observers.append(model)
+    if machine is not None:
+        machine.observers.append(model)
+    try:
+        out = run()
+    finally:
+        grid.launch_observers.remove(model)
+        if machine is not None and model in machine.observers:
+            machine.observers.remove(model)
+    rep = model.report()
+    rep.outputs = out
+    return rep

@@ -1,0 +1,236 @@
+"""The pipeline schedule: an observer of the machine that times every executed instruction.
+
+Each core has one in-order queue per pipe (AIC: MTE2, MTE1, M, FIX; AIV: MTE2, V, MTE3; and
+the scalar pipe S). An instruction starts when its pipe's queue is free and its dependences
+are met, and takes the cycles of the cost table (:mod:`ptoisa.cycles.costs`):
+
+* **manual mode** (the program has sync instructions): the dependences are the program's
+  flags. ``SET_FLAG(src, dst, id)`` fires when pipe ``src``'s earlier work is done;
+  ``WAIT_FLAG(src, dst, id)`` holds pipe ``dst`` until the matching set fired (one set feeds
+  one wait); ``PIPE_BARRIER(p)`` waits for pipe ``p`` (PIPE_ALL: every pipe). A wait that no
+  earlier set can satisfy is a deadlock, reported with the instruction.
+* **auto-sync mode** (no sync instruction at all): the dependences are the data dependences
+  (read-after-write, write-after-read, write-after-write between pipes) of the shared access
+  model :func:`ptoisa.access.accesses`, as the compiler inserts them.
+
+The observer only records (a cheap step per instruction); the schedule is computed when the
+report is asked for, once the mode is known.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from ..access import accesses
+from ..enums import Pipe
+from ..tile import Tile
+from . import costs
+
+SYNC_OPS = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER"})
+#: pipes of the two core kinds (for reports)
+AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
+AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
+
+
+@dataclass
+class Step:
+    """One recorded instruction (schedule fields filled by :func:`schedule`)."""
+
+    index: int
+    op: str
+    pipe: Pipe
+    cycles: int
+    core: str
+    block: int
+    loc: Any
+    sync: tuple[Any, ...] | None = None  # (kind, src, dst, id) / ("PIPE_BARRIER", pipe)
+    reads: tuple[Any, ...] = ()
+    writes: tuple[Any, ...] = ()
+    start: int = 0
+    end: int = 0
+
+
+@dataclass
+class Flow:
+    """A flag from its set (pipe ``src`` at ``t_set``) to its wait (pipe ``dst``, released at
+    ``t_wait``), for the trace."""
+
+    core: str
+    block: int
+    src: Pipe
+    dst: Pipe
+    event: int
+    t_set: int
+    t_wait: int
+
+
+@dataclass
+class Deadlock:
+    step: Step
+    message: str
+
+
+class CycleModel:
+    """Observer: ``machine.observers.append(model)``; ``model.report()`` after the run."""
+
+    def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None
+                 ) -> None:
+        self.target = target
+        self.table = table if table is not None else costs.load_table()
+        self.steps: list[Step] = []
+        self.has_sync = False
+        #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
+        self.blocks = 1
+        self.lockstep = False
+        self._cost_cache: dict[Any, tuple[int, Pipe]] = {}
+
+    # ---- recording (the observer) ---------------------------------------------------------
+    def __call__(self, rec: Any) -> None:
+        ins = rec.instr
+        m = rec.machine
+        if self.target is None:
+            self.target = m.target.name
+        core = str(getattr(m, "core", None) or "core0")
+        blk = m.block_idx if isinstance(m.block_idx, int) else 0
+        if m.lanes > 1:
+            self.lockstep = True
+        self.blocks = max(self.blocks, int(getattr(m, "block_num", 1) or 1))
+        name = ins.name
+        if name in SYNC_OPS:
+            self.has_sync = True
+            v = rec.values
+            if name == "PIPE_BARRIER":
+                sync: tuple[Any, ...] = ("PIPE_BARRIER", v[0])
+                pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
+            else:
+                from ..isa.sync import _event_id
+
+                eid = _event_id(ins, m, v[2])
+                sync = (name, v[0], v[1], eid)
+                pipe = v[0] if name == "SET_FLAG" else v[1]
+            self.steps.append(Step(len(self.steps), name, pipe, 0, core, blk, rec.loc, sync))
+            return
+        cycles, pipe = self._cost(rec)
+        reads, writes = accesses(rec)
+        self.steps.append(Step(len(self.steps), name, pipe, cycles, core, blk, rec.loc, None,
+                               tuple(reads), tuple(writes)))
+
+    def _cost(self, rec: Any) -> tuple[int, Pipe]:
+        vals = rec.values
+        key = (rec.instr.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
+               *[(k, _sig(v)) for k, v in rec.params.items()])
+        try:
+            hit = self._cost_cache.get(key)
+        except TypeError:
+            hit, key = None, None
+        if hit is None:
+            pipe = rec.instr.pipe_on(rec.values)
+            f = costs.features(rec.instr, rec.values, rec.params)
+            hit = (costs.predict(self.table, f, pipe), pipe)
+            if key is not None:
+                self._cost_cache[key] = hit
+        return hit
+
+    # ---- the schedule ---------------------------------------------------------------------
+    def report(self) -> Any:
+        from .report import CycleReport
+
+        flows, deadlocks = schedule(self.steps, manual=self.has_sync)
+        rep = CycleReport(self.steps, flows, deadlocks, target=self.target or "?",
+                          mode="manual" if self.has_sync else "auto")
+        rep.blocks, rep.lockstep = self.blocks, self.lockstep
+        return rep
+
+
+def _sig(v: Any) -> Any:
+    """What a cost depends on, hashable: a tile's type and valid shape, a GM view's type."""
+    if isinstance(v, Tile):
+        return (v.spec, v.valid_row, v.valid_col, v.addr)
+    spec = getattr(v, "spec", None)
+    if spec is not None:
+        return spec
+    if isinstance(v, (list, tuple)):
+        return tuple(_sig(x) for x in v)
+    return v
+
+
+def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadlock]]:
+    """Fill ``start``/``end`` of every step; returns the flag flows and the deadlocks."""
+    free: dict[tuple[str, int, Pipe], int] = {}
+    pending: dict[tuple[str, int, Pipe, Pipe, int], deque[int]] = {}
+    flows: list[Flow] = []
+    dead: list[Deadlock] = []
+    # auto mode: the last accesses of each memory, (span, end, pipe)
+    last_w: dict[Any, list[tuple[Any, int, Pipe]]] = {}
+    last_r: dict[Any, list[tuple[Any, int, Pipe]]] = {}
+    for s in steps:
+        q = (s.core, s.block, s.pipe)
+        t = free.get(q, 0)
+        if s.sync is not None:
+            kind = s.sync[0]
+            if kind == "SET_FLAG":
+                _, src, dst, eid = s.sync
+                pending.setdefault((s.core, s.block, src, dst, eid), deque()).append(t)
+                s.start = s.end = t
+            elif kind == "WAIT_FLAG":
+                _, src, dst, eid = s.sync
+                fired = pending.get((s.core, s.block, src, dst, eid))
+                if not fired:
+                    dead.append(Deadlock(s, f"wait_flag({src.name}, {dst.name}, EVENT_ID{eid}) "
+                                            f"has no earlier set_flag to match: pipe "
+                                            f"{dst.name} would wait forever"))
+                    s.start = s.end = t
+                    continue
+                t_set = fired.popleft()
+                s.start = s.end = max(t, t_set)
+                free[q] = s.end
+                flows.append(Flow(s.core, s.block, src, dst, eid, t_set, s.end))
+            else:  # PIPE_BARRIER
+                p = s.sync[1]
+                if p is Pipe.ALL:
+                    keys = [k for k in free if k[0] == s.core and k[1] == s.block]
+                    t_all = max((free[k] for k in keys), default=0)
+                    for k in keys:
+                        free[k] = t_all
+                    s.start = s.end = t_all
+                else:
+                    s.start = s.end = t
+            continue
+        if not manual:
+            # each block runs on its own core: the compiler orders its own accesses only
+            cb = (s.core, s.block)
+            for sp in s.reads:
+                t = _after(t, last_w.get((cb, sp.key)), sp, s.pipe)
+            for sp in s.writes:
+                t = _after(t, last_w.get((cb, sp.key)), sp, s.pipe)
+                t = _after(t, last_r.get((cb, sp.key)), sp, s.pipe)
+        s.start = t
+        s.end = t + s.cycles
+        free[q] = s.end
+        if not manual:
+            for sp in s.reads:
+                _remember(last_r, cb, sp, s.end, s.pipe)
+            for sp in s.writes:
+                _remember(last_w, cb, sp, s.end, s.pipe)
+    return flows, dead
+
+
+_KEEP = 32  # accesses remembered per memory (older ones are long done in any real kernel)
+
+
+def _after(t: int, prior: list[tuple[Any, int, Pipe]] | None, sp: Any, pipe: Pipe) -> int:
+    if prior:
+        for other, end, p in prior:
+            if p is not pipe and end > t and sp.overlaps(other):
+                t = end
+    return t
+
+
+def _remember(d: dict[Any, list[tuple[Any, int, Pipe]]], cb: Any, sp: Any, end: int,
+              pipe: Pipe) -> None:
+    lst = d.setdefault((cb, sp.key), [])
+    lst.append((sp, end, pipe))
+    if len(lst) > _KEEP:
+        del lst[0]
