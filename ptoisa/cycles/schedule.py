@@ -165,9 +165,10 @@ def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadl
     # auto mode: the last accesses of each memory, (span, end, pipe)
     last_w: dict[Any, list[tuple[Any, int, Pipe]]] = {}
     last_r: dict[Any, list[tuple[Any, int, Pipe]]] = {}
+    floor: dict[tuple[str, int], int] = {}  # PIPE_ALL barriers: nothing starts earlier
     for s in steps:
         q = (s.core, s.block, s.pipe)
-        t = free.get(q, 0)
+        t = max(free.get(q, 0), floor.get((s.core, s.block), 0))
         if s.sync is not None:
             kind = s.sync[0]
             if kind == "SET_FLAG":
@@ -192,8 +193,8 @@ def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadl
                 if p is Pipe.ALL:
                     keys = [k for k in free if k[0] == s.core and k[1] == s.block]
                     t_all = max((free[k] for k in keys), default=0)
-                    for k in keys:
-                        free[k] = t_all
+                    t_all = max(t_all, floor.get((s.core, s.block), 0))
+                    floor[(s.core, s.block)] = t_all
                     s.start = s.end = t_all
                 else:
                     s.start = s.end = t
