@@ -249,6 +249,17 @@ def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
     return table
 
 
+_DEFAULT: dict[str, list[Variant]] | None = None
+
+
+def default_table() -> dict[str, list[Variant]]:
+    """The a2a3 table with the committed fit, loaded once (shared: do not modify it)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_table()
+    return _DEFAULT
+
+
 def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:
     for op, by_variant in fit.get("coef", {}).items():
         for idx, by_dtype in by_variant.items():

@@ -56,19 +56,27 @@ class CycleReport:
         busy: dict[str, int] = {}
         lanes: dict[str, set[tuple[str, int]]] = {}
         for s in work:
-            busy[s.pipe.name] = busy.get(s.pipe.name, 0) + s.cycles
-            lanes.setdefault(s.pipe.name, set()).add((s.core, s.block))
+            busy[s.pn] = busy.get(s.pn, 0) + s.cycles
+            lanes.setdefault(s.pn, set()).add((s.core, s.block))
         #: timelines (core, block) each pipe appears on: utilisation is per timeline
         self.timelines = {p: len(v) for p, v in lanes.items()}
         order = {p.name: i for i, p in enumerate(_PIPE_ORDER)}
         self.busy = dict(sorted(busy.items(), key=lambda kv: order.get(kv[0], 99)))
-        agg: dict[tuple[str, str, str], list[int]] = {}
-        for s in work:
-            a = agg.setdefault((s.op, _where(s.loc), s.pipe.name), [0, 0])
-            a[0] += 1
-            a[1] += s.cycles
-        self.rows = sorted((Row(k[0], k[1], k[2], v[0], v[1]) for k, v in agg.items()),
-                           key=lambda r: -r.cycles)
+        self._work = work
+        self._rows: list[Row] | None = None
+
+    @property
+    def rows(self) -> list[Row]:
+        """Per instruction (op at a source location, pipe): runs and cycles, costliest first."""
+        if self._rows is None:
+            agg: dict[tuple[str, Any, str], list[int]] = {}
+            for s in self._work:
+                a = agg.setdefault((s.op, s.loc, s.pn), [0, 0])
+                a[0] += 1
+                a[1] += s.cycles
+            self._rows = sorted((Row(k[0], _where(k[1]), k[2], v[0], v[1])
+                                 for k, v in agg.items()), key=lambda r: -r.cycles)
+        return self._rows
 
     # ---- figures --------------------------------------------------------------------------
     def utilisation(self) -> dict[str, float]:
@@ -91,7 +99,7 @@ class CycleReport:
         def spans(p: str) -> dict[tuple[str, int], list[tuple[int, int]]]:
             d: dict[tuple[str, int], list[tuple[int, int]]] = {}
             for s in self.steps:
-                if s.sync is None and s.pipe.name == p and s.end > s.start:
+                if s.sync is None and s.pn == p and s.end > s.start:
                     d.setdefault((s.core, s.block), []).append((s.start, s.end))
             return d
         sa, sb = spans(a), spans(b)
@@ -143,10 +151,10 @@ class CycleReport:
         used: set[tuple[int, int]] = set()
         for s in self.steps:
             pid = procs.setdefault((s.core, s.block), len(procs) + 1)
-            tid = tids[s.pipe.name]
+            tid = tids[s.pn]
             used.add((pid, tid))
             if s.sync is None:
-                ev.append({"name": s.op, "cat": s.pipe.name, "ph": "X", "ts": s.start,
+                ev.append({"name": s.op, "cat": s.pn, "ph": "X", "ts": s.start,
                            "dur": s.cycles, "pid": pid, "tid": tid,
                            "args": {"at": _where(s.loc), "index": s.index}})
         for i, f in enumerate(self.flows):
@@ -193,7 +201,7 @@ class CycleReport:
         order = {p.name: i for i, p in enumerate(_PIPE_ORDER)}
         for s in self.steps:
             if s.sync is None and s.cycles:
-                k = (s.core, s.block, s.pipe.name)
+                k = (s.core, s.block, s.pn)
                 lanes.setdefault(k, []).append((s.start, s.cycles))
         keys = sorted(lanes, key=lambda k: (k[0], k[1], order.get(k[2], 99)))
         multi = len({(k[0], k[1]) for k in keys}) > 1

@@ -25,6 +25,7 @@ from typing import Any
 
 from ..access import accesses
 from ..enums import Pipe
+from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
 
@@ -34,7 +35,7 @@ AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
 AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
     """One recorded instruction (schedule fields filled by :func:`schedule`)."""
 
@@ -50,9 +51,11 @@ class Step:
     writes: tuple[Any, ...] = ()
     start: int = 0
     end: int = 0
+    #: the pipe's name (queue keys: str hashing is cheaper than Enum's)
+    pn: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Flow:
     """A flag from its set (pipe ``src`` at ``t_set``) to its wait (pipe ``dst``, released at
     ``t_wait``), for the trace."""
@@ -78,13 +81,15 @@ class CycleModel:
     def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None
                  ) -> None:
         self.target = target
-        self.table = table if table is not None else costs.load_table()
+        self.table = table if table is not None else costs.default_table()
         self.steps: list[Step] = []
         self.has_sync = False
         #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
         self.blocks = 1
         self.lockstep = False
-        self._cost_cache: dict[Any, tuple[int, Pipe]] = {}
+        # memos shared by the models that use the same table (launch after launch)
+        self._cost_cache, self._rec_cache = _MEMOS.setdefault(id(self.table), ({}, {}))
+        _TABLES[id(self.table)] = self.table  # keeps the id taken
 
     # ---- recording (the observer) ---------------------------------------------------------
     def __call__(self, rec: Any) -> None:
@@ -92,11 +97,15 @@ class CycleModel:
         m = rec.machine
         if self.target is None:
             self.target = m.target.name
-        core = str(getattr(m, "core", None) or "core0")
-        blk = m.block_idx if isinstance(m.block_idx, int) else 0
-        if m.lanes > 1:
+        core = getattr(m, "core", None) or "core0"
+        if not isinstance(core, str):
+            core = str(core)
+        blk = m.block_idx
+        if not isinstance(blk, int):
+            blk = 0
             self.lockstep = True
-        self.blocks = max(self.blocks, int(getattr(m, "block_num", 1) or 1))
+        if m.block_num > self.blocks:
+            self.blocks = int(m.block_num)
         name = ins.name
         if name in SYNC_OPS:
             self.has_sync = True
@@ -110,12 +119,26 @@ class CycleModel:
                 eid = _event_id(ins, m, v[2])
                 sync = (name, v[0], v[1], eid)
                 pipe = v[0] if name == "SET_FLAG" else v[1]
-            self.steps.append(Step(len(self.steps), name, pipe, 0, core, blk, rec.loc, sync))
+            self.steps.append(Step(len(self.steps), name, pipe, 0, core, blk, rec.loc, sync,
+                                   pn=pipe.name))
             return
-        cycles, pipe = self._cost(rec)
-        reads, writes = accesses(rec)
-        self.steps.append(Step(len(self.steps), name, pipe, cycles, core, blk, rec.loc, None,
-                               tuple(reads), tuple(writes)))
+        vals = rec.values
+        try:
+            key: Any = (ins, *[_ident(v) for v in vals], *rec.params.values())
+            hit = self._rec_cache.get(key)
+        except TypeError:  # an unhashable operand or parameter: no memo
+            key, hit = None, None
+        if hit is None:
+            cycles, pipe = self._cost(rec)
+            reads, writes = accesses(rec)
+            # the values are kept with the entry so that the ids in the key stay theirs
+            hit = (cycles, pipe, tuple(reads), tuple(writes), list(vals), pipe.name)
+            if key is not None:
+                if len(self._rec_cache) > 2048:
+                    self._rec_cache.clear()
+                self._rec_cache[key] = hit
+        self.steps.append(Step(len(self.steps), name, hit[1], hit[0], core, blk, rec.loc, None,
+                               hit[2], hit[3], pn=hit[5]))
 
     def _cost(self, rec: Any) -> tuple[int, Pipe]:
         vals = rec.values
@@ -130,6 +153,8 @@ class CycleModel:
             f = costs.features(rec.instr, rec.values, rec.params)
             hit = (costs.predict(self.table, f, pipe), pipe)
             if key is not None:
+                if len(self._cost_cache) > 8192:
+                    self._cost_cache.clear()
                 self._cost_cache[key] = hit
         return hit
 
@@ -142,6 +167,28 @@ class CycleModel:
                           mode="manual" if self.has_sync else "auto")
         rep.blocks, rep.lockstep = self.blocks, self.lockstep
         return rep
+
+
+#: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
+#: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
+_MEMOS: dict[int, tuple[dict[Any, tuple[int, Pipe]],
+                        dict[Any, tuple[int, Pipe, Any, Any, Any, str]]]] = {}
+_TABLES: dict[int, Any] = {}
+
+
+def _ident(v: Any) -> Any:
+    """An operand object with the fields its cost and byte spans depend on (hashable)."""
+    if isinstance(v, Tile):
+        return (id(v), v.addr, v._vr, v._vc)
+    if isinstance(v, GlobalTensor):
+        # a view is its memory start, type and offset(s): views rebuilt launch after launch on
+        # the same arrays hit (the memo entry keeps the memory alive, so the address is its)
+        off = v.offset
+        if not isinstance(off, int):
+            sp = v._span
+            off = (off.size, *sp) if sp is not None and sp[2] is not None else off.tobytes()
+        return ("gm", v.flat.__array_interface__["data"][0], v.flat.size, v.spec, off)
+    return v
 
 
 def _sig(v: Any) -> Any:
@@ -158,16 +205,16 @@ def _sig(v: Any) -> Any:
 
 def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadlock]]:
     """Fill ``start``/``end`` of every step; returns the flag flows and the deadlocks."""
-    free: dict[tuple[str, int, Pipe], int] = {}
+    free: dict[tuple[str, int, str], int] = {}
     pending: dict[tuple[str, int, Pipe, Pipe, int], deque[int]] = {}
     flows: list[Flow] = []
     dead: list[Deadlock] = []
     # auto mode: the last accesses of each memory, (span, end, pipe)
-    last_w: dict[Any, list[tuple[Any, int, Pipe]]] = {}
-    last_r: dict[Any, list[tuple[Any, int, Pipe]]] = {}
+    last_w: _Recent = {}
+    last_r: _Recent = {}
     floor: dict[tuple[str, int], int] = {}  # PIPE_ALL barriers: nothing starts earlier
     for s in steps:
-        q = (s.core, s.block, s.pipe)
+        q = (s.core, s.block, s.pn)
         t = max(free.get(q, 0), floor.get((s.core, s.block), 0))
         if s.sync is not None:
             kind = s.sync[0]
@@ -203,35 +250,43 @@ def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadl
             # each block runs on its own core: the compiler orders its own accesses only
             cb = (s.core, s.block)
             for sp in s.reads:
-                t = _after(t, last_w.get((cb, sp.key)), sp, s.pipe)
+                t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
             for sp in s.writes:
-                t = _after(t, last_w.get((cb, sp.key)), sp, s.pipe)
-                t = _after(t, last_r.get((cb, sp.key)), sp, s.pipe)
+                t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
+                t = _after(t, last_r.get((cb, sp.key)), sp, s.pn)
         s.start = t
         s.end = t + s.cycles
         free[q] = s.end
         if not manual:
             for sp in s.reads:
-                _remember(last_r, cb, sp, s.end, s.pipe)
+                _remember(last_r, cb, sp, s.end, s.pn)
             for sp in s.writes:
-                _remember(last_w, cb, sp, s.end, s.pipe)
+                _remember(last_w, cb, sp, s.end, s.pn)
     return flows, dead
 
 
-_KEEP = 32  # accesses remembered per memory (older ones are long done in any real kernel)
+_KEEP = 32  # access ranges remembered per memory (older ones are long done in any real kernel)
+
+_Recent = dict[Any, dict[tuple[int, int, str], tuple[Any, int]]]
 
 
-def _after(t: int, prior: list[tuple[Any, int, Pipe]] | None, sp: Any, pipe: Pipe) -> int:
+def _after(t: int, prior: dict[tuple[int, int, str], tuple[Any, int]] | None, sp: Any,
+           pipe: str) -> int:
     if prior:
-        for other, end, p in prior:
-            if p is not pipe and end > t and sp.overlaps(other):
+        for (_, _, p), (other, end) in prior.items():
+            if end > t and p != pipe and sp.overlaps(other):
                 t = end
     return t
 
 
-def _remember(d: dict[Any, list[tuple[Any, int, Pipe]]], cb: Any, sp: Any, end: int,
-              pipe: Pipe) -> None:
-    lst = d.setdefault((cb, sp.key), [])
-    lst.append((sp, end, pipe))
+def _remember(d: _Recent, cb: Any, sp: Any, end: int, pipe: str) -> None:
+    """The latest access of each byte range and pipe (a later one of the same range and
+    pipe implies the earlier)."""
+    lst = d.get((cb, sp.key))
+    if lst is None:
+        lst = d[(cb, sp.key)] = {}
+    k = (sp.lo, sp.hi, pipe)
+    lst.pop(k, None)
+    lst[k] = (sp, end)
     if len(lst) > _KEEP:
-        del lst[0]
+        del lst[next(iter(lst))]
