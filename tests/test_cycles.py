@@ -364,3 +364,11 @@ def test_hardware_pack_passes(shared_dir):
     buf = io.StringIO()
     assert run_pack(pack, out=buf) == 0
     assert buf.getvalue().splitlines()[-1].endswith(" passed, 0 failed")
+
+
+def test_matmul_acc_counts_the_a_and_b_operands():
+    a = pto.TileLeft(np.float16, 32, 64)
+    b = pto.TileRight(np.float16, 64, 48)
+    c = pto.TileAcc(np.float32, 32, 48)
+    f = _features("TMATMUL_ACC", c, c, a, b)
+    assert (f["dtype"], f["fractals"]) == ("f16", 2 * 4 * 3)   # ceil(64*2/32) = 4

@@ -92,8 +92,9 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
         f["bytes"] = g.spec.numel * g.dtype.itemsize
     elif tiles:
         f["bytes"] = sum(_tile_bytes(t) for _, t in tiles[:1])
-    if instr.family == "matrix" and len(tiles) >= 3:
-        a, bt = tiles[1][1], tiles[2][1]
+    named = dict(tiles)
+    if "aMatrix" in named and "bMatrix" in named:
+        a, bt = named["aMatrix"], named["bMatrix"]
         m, k, n = a.valid_row, a.valid_col, bt.valid_col
         f["dtype"] = a.dtype.name
         f["fractals"] = math.ceil(m / 16) * math.ceil(k * a.dtype.itemsize / 32) * \
@@ -194,7 +195,10 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
     "TSORT32": [_v("row", 0, 1)],
     **{op: [_v("rowred", 14, 7, 1, group="rowred")] for op in (
         "TROWSUM", "TROWMAX", "TROWMIN", "TROWPROD", "TROWARGMAX", "TROWARGMIN")},
-    "TCOLSUM": [_v("colred", 17, 0.3, is_binary=True), _v("colred", 17, 0.6, group="colred")],
+    # TCOLSUM: one class whatever the mode (upstream's formula table gives the binary-mode
+    # measurement for the default mode too)
+    "TCOLSUM": [_v("colred", 17, 0.3, is_binary=True, group="colsum"),
+                _v("colred", 17, 0.3, group="colsum")],
     **{op: [_v("colred", 17, 0.6, group="colred")] for op in (
         "TCOLMAX", "TCOLMIN", "TCOLPROD", "TCOLARGMAX", "TCOLARGMIN")},
     **{op: [_v("row", 18, 14, group="rowexpand")] for op in (
@@ -214,7 +218,7 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
               _v("dma", 0, 265, 1 / 128)],
     "TSTORE": [_v("dma", 0, 265, 1 / 128)],
     "TPREFETCH": [_v("dma", 0, 265, 1 / 128)],
-    **{op: [_v("mad", 6, 1, by_dtype=True)] for op in (
+    **{op: [_v("mad", 6, 1, by_dtype=True, group="mad")] for op in (
         "TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS",
         "TMATMUL_MX", "TGEMV_MX")},
 }
@@ -349,13 +353,15 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]]) -> dict[str, Any]
         if idx < 0:
             continue
         x = BASES[v.basis](f)
-        for dt in ("any", f.get("dtype") or "any") if v.by_dtype else ("any",):
+        # by_dtype: each element type on its own (rates differ: f32 cubes at half rate);
+        # the "any" fallback keeps its prior
+        for dt in (f.get("dtype") or "any",) if v.by_dtype else ("any",):
             groups.setdefault((v.group or f"{f['op']}/{idx}", dt), []).append((x, y))
     fitted: dict[tuple[str, str], Coef] = {}
     for (g, dt), pts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "any")):
         op, idx = members[g][0]
         v = table[op][idx]
-        prior = fitted.get((g, "any")) or v.coef.get(dt, v.coef.get("any", v.prior))
+        prior = v.coef.get(dt) or fitted.get((g, "any")) or v.coef.get("any", v.prior)
         fitted[(g, dt)] = _fit_group([p[0] for p in pts], [p[1] for p in pts], prior,
                                      signed2=v.basis == "vec")
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
