@@ -5,6 +5,8 @@
 * fits the coefficients on every non-suspect case of PACK (default ../shared/costmodel) and,
   with ``--write``, stores them in ptoisa/cycles/a2a3_fit.json (the table the model uses);
 * leave-one-out: each case predicted by a table fitted without it;
+* leave-op-out: all cases of one instruction predicted by a table fitted without any of them
+  (priors and the coefficients its hardware class shares with other instructions);
 * random 60/40 splits (the hidden share of the pack is 40%): fit on 60%, predict the 40%.
 
 For each: median precision, cases at or above upstream's precision (the pass bar), failures.
@@ -67,6 +69,11 @@ def main(argv: list[str]) -> int:
     for i, (c, f, p) in enumerate(main_smp):
         t = table_from(main_smp[:i] + main_smp[i + 1:])
         loo_rows.append((c, costs.predict(t, f, p)))
+    # leave one instruction out: every case of the op predicted without any of them
+    lopo_rows = []
+    for op in sorted({c["op"] for c, _, _ in main_smp}):
+        t = table_from([x for x in main_smp if x[0]["op"] != op])
+        lopo_rows += [(c, costs.predict(t, f, p)) for c, f, p in main_smp if c["op"] == op]
     # random 60/40 splits
     split_scores = []
     for seed in range(20):
@@ -79,7 +86,8 @@ def main(argv: list[str]) -> int:
         t = table_from(train)
         split_scores.append(score([(c, costs.predict(t, f, p)) for c, f, p in test]))
     print(f"pack: {pack} ({len(main_smp)} cases, {len(smp) - len(main_smp)} suspect left out)")
-    for name, rows in (("fitted on all", fit_rows), ("leave-one-out", loo_rows)):
+    for name, rows in (("fitted on all", fit_rows), ("leave-one-out", loo_rows),
+                       ("leave-op-out", lopo_rows)):
         s = score(rows)
         print(f"{name:>14}: median precision {s['median']:.3f}; >= upstream on "
               f"{s['at_least_upstream']}/{s['n']} ({100 * s['at_least_upstream'] / s['n']:.0f}%)"
