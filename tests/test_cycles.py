@@ -372,3 +372,24 @@ def test_matmul_acc_counts_the_a_and_b_operands():
     c = pto.TileAcc(np.float32, 32, 48)
     f = _features("TMATMUL_ACC", c, c, a, b)
     assert (f["dtype"], f["fractals"]) == ("f16", 2 * 4 * 3)   # ceil(64*2/32) = 4
+
+
+def test_lockstep_blocks_with_different_valid_rows_cost_the_slowest():
+    def kernel():
+        b = pto.get_block_idx()
+        t = Tile(TileType.Vec, np.float32, 16, 64, valid=(pto.DYNAMIC, 64))
+        u = Tile(TileType.Vec, np.float32, 16, 64, valid=(pto.DYNAMIC, 64))
+        t.set_valid(rows=16 - b * 4)            # 16, 12, 8, 4 rows
+        u.set_valid(rows=16 - b * 4)
+        pto.TADD(u, t, t)
+
+    rep = pto.launch(kernel, blocks=4, target="a2a3", lockstep=True, cycles=True)
+    assert rep.lockstep and not rep.errors
+
+    def one(rows):
+        def k():
+            t = Tile(TileType.Vec, np.float32, 16, 64, valid=(rows, 64))
+            pto.TADD(t, t, t)
+        return pto.launch(k, target="a2a3", cycles=True).total
+
+    assert rep.total == one(16) > one(4)

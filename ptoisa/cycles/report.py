@@ -51,6 +51,8 @@ class CycleReport:
         self.outputs: Any = None
         self.blocks = 1
         self.lockstep = False
+        #: instructions the cost table could not price (counted as 1 cycle)
+        self.errors: list[str] = []
         work = [s for s in steps if s.sync is None]
         self.total = max((s.end for s in steps), default=0)
         busy: dict[str, int] = {}
@@ -132,6 +134,8 @@ class CycleReport:
                 lines.append(f"  {r.cycles:>10}  {r.op:<14} x{r.count:<5} {r.pipe:<5} {r.where}")
         for d in self.deadlocks:
             lines.append(f"deadlock: {_where(d.step.loc)}: {d.message}")
+        for e in self.errors[:5]:
+            lines.append(f"cost model: {e}")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -168,8 +172,10 @@ class CycleReport:
                        "ts": f.t_wait, "pid": pid, "tid": dst})
         meta: list[dict[str, Any]] = []
         for (core, blk), pid in procs.items():
+            label = (f"{core} blocks 0-{self.blocks - 1} (lockstep: one timeline for all)"
+                     if self.lockstep and self.blocks > 1 else f"{core} block {blk}")
             meta.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                         "args": {"name": f"{core} block {blk}"}})
+                         "args": {"name": label}})
         for pid, tid in sorted(used):
             pname = next(p for p, t in tids.items() if t == tid)
             meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,

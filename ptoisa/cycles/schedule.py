@@ -23,8 +23,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..access import accesses
 from ..enums import Pipe
+from ..lanes import block_of
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
@@ -84,6 +87,8 @@ class CycleModel:
         self.table = table if table is not None else costs.default_table()
         self.steps: list[Step] = []
         self.has_sync = False
+        #: instructions the cost table could not price (they count 1 cycle)
+        self.errors: list[str] = []
         #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
         self.blocks = 1
         self.lockstep = False
@@ -146,17 +151,29 @@ class CycleModel:
                *[(k, _sig(v)) for k, v in rec.params.items()])
         try:
             hit = self._cost_cache.get(key)
-        except TypeError:
+        except TypeError:  # per-block valid extents (arrays) or unhashable parameters
             hit, key = None, None
         if hit is None:
-            pipe = rec.instr.pipe_on(rec.values)
-            f = costs.features(rec.instr, rec.values, rec.params)
-            hit = (costs.predict(self.table, f, pipe), pipe)
+            pipe = rec.instr.pipe_on(vals)
+            try:
+                if rec.machine.lanes > 1 and any(_varies(v) for v in vals):
+                    # a lockstep step stands for every block: it costs what the slowest takes
+                    cyc = max(self._predict(rec, [block_of(v, b) for v in vals], pipe)
+                              for b in range(rec.machine.lanes))
+                else:
+                    cyc = self._predict(rec, vals, pipe)
+            except Exception as e:  # noqa: BLE001 - the model must never break a run
+                self.errors.append(f"{rec.instr.name}: no cost ({type(e).__name__}: {e})")
+                cyc = 1
+            hit = (cyc, pipe)
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
                 self._cost_cache[key] = hit
         return hit
+
+    def _predict(self, rec: Any, vals: list[Any], pipe: Pipe) -> int:
+        return costs.predict(self.table, costs.features(rec.instr, vals, rec.params), pipe)
 
     # ---- the schedule ---------------------------------------------------------------------
     def report(self) -> Any:
@@ -166,6 +183,7 @@ class CycleModel:
         rep = CycleReport(self.steps, flows, deadlocks, target=self.target or "?",
                           mode="manual" if self.has_sync else "auto")
         rep.blocks, rep.lockstep = self.blocks, self.lockstep
+        rep.errors = list(self.errors)
         return rep
 
 
@@ -174,6 +192,12 @@ class CycleModel:
 _MEMOS: dict[int, tuple[dict[Any, tuple[int, Pipe]],
                         dict[Any, tuple[int, Pipe, Any, Any, Any, str]]]] = {}
 _TABLES: dict[int, Any] = {}
+
+
+def _varies(v: Any) -> bool:
+    """Does this operand differ between the blocks of a lockstep launch (valid extents)?"""
+    return isinstance(v, Tile) and (isinstance(v._vr, np.ndarray) or
+                                    isinstance(v._vc, np.ndarray))
 
 
 def _ident(v: Any) -> Any:
