@@ -393,3 +393,17 @@ def test_lockstep_blocks_with_different_valid_rows_cost_the_slowest():
         return pto.launch(k, target="a2a3", cycles=True).total
 
     assert rep.total == one(16) > one(4)
+
+
+def test_tprint_drains_the_core_without_switching_to_manual_mode():
+    x = np.ones(16 * 64, np.float32)
+
+    def kernel(x):
+        a, b, c = _tiles()
+        pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 64)))
+        pto.TPRINT(b)
+        pto.TADD(c, b, b)                   # independent of the load, but after the print
+
+    rep = _run(kernel, x)
+    assert rep.mode == "auto"
+    assert _steps(rep, "TADD")[0].start == _steps(rep, "TLOAD")[0].end

@@ -50,7 +50,10 @@ def load_pack(path: str | Path) -> list[dict[str, Any]]:
 def _operand(o: dict[str, Any], built: dict[str, Any]) -> Any:
     kind = o.get("kind")
     if kind == "scalar":
-        return np.dtype(_NP.get(o["dtype"], o["dtype"])).type(o.get("value", 1))
+        try:
+            return np.dtype(_NP.get(o["dtype"], o["dtype"])).type(o.get("value", 1))
+        except TypeError:  # an element type numpy does not name (bf16...): a Python number
+            return o.get("value", 1)
     if kind == "gm":
         shape = [int(x) for x in o["shape"]]
         stride = [int(x) for x in o["stride"]]
@@ -60,9 +63,14 @@ def _operand(o: dict[str, Any], built: dict[str, Any]) -> Any:
     if o.get("conv_tile"):
         return _conv_tile(o, built)
     dt = _NP.get(o["dtype"], o["dtype"])
-    return Tile(o["loc"], dt, int(o["rows"]), int(o["cols"]), o.get("blayout", "RowMajor"),
-                (int(o["valid_row"]), int(o["valid_col"])), o.get("slayout", "NoneBox"),
-                int(o.get("fractal_bytes", 512)), o.get("pad", "Null"), name=o["name"])
+    valid = (int(o.get("valid_row", o["rows"])), int(o.get("valid_col", o["cols"])))
+    try:
+        return Tile(o["loc"], dt, int(o["rows"]), int(o["cols"]), o.get("blayout", "RowMajor"),
+                    valid, o.get("slayout", "NoneBox"), int(o.get("fractal_bytes", 512)),
+                    o.get("pad", "Null"), name=o["name"])
+    except PtoError:
+        # a layout this target rejects for the role: the cost only needs the shape and type
+        return Tile(o["loc"], dt, int(o["rows"]), int(o["cols"]), valid=valid, name=o["name"])
 
 
 def _conv_tile(o: dict[str, Any], case_ops: dict[str, Any]) -> Any:
@@ -122,7 +130,7 @@ def run_case(case: dict[str, Any], table: dict[str, Any] | None = None
         for name, o in ops.items():
             try:
                 built[name] = _operand(o, built)
-            except PtoError as e:
+            except (PtoError, KeyError, TypeError, ValueError) as e:
                 note = f"operand {name}: {e}"
         in_place = bool(case.get("params", {}).get("in_place"))
         for call in case["program"]:

@@ -127,6 +127,10 @@ class CycleModel:
             self.steps.append(Step(len(self.steps), name, pipe, 0, core, blk, rec.loc, sync,
                                    pn=pipe.name))
             return
+        if ins.pipe is Pipe.ALL:  # SYNCALL, TPRINT: the whole core drains first
+            self.steps.append(Step(len(self.steps), name, Pipe.S, 0, core, blk, rec.loc,
+                                   ("PIPE_BARRIER", Pipe.ALL), pn="S"))
+            return
         vals = rec.values
         try:
             key: Any = (ins, *[_ident(v) for v in vals], *rec.params.values())
