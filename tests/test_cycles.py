@@ -253,12 +253,17 @@ def test_chrome_trace_structure(tmp_path):
     for e in xs:
         assert {"name", "ts", "dur", "pid", "tid"} <= set(e)
         assert isinstance(e["ts"], int) and e["dur"] >= 0 and (e["pid"], e["tid"]) in names
-    assert len(xs) == sum(1 for s in rep.steps if s.sync is None)
+    work = [e for e in xs if e["cat"] != "flag"]
+    assert len(work) == sum(1 for s in rep.steps if s.sync is None)
     starts = {e["id"]: e for e in ev if e["ph"] == "s"}
     ends = {e["id"]: e for e in ev if e["ph"] == "f"}
     assert starts and starts.keys() == ends.keys()
+    flags = {(e["pid"], e["tid"], e["ts"]) for e in xs if e["cat"] == "flag"}
     for i, s in starts.items():
         assert ends[i]["ts"] >= s["ts"] and ends[i]["bp"] == "e"
+        # each end of an arrow sits on a set/wait slice of its pipe, which it binds to
+        assert (s["pid"], s["tid"], s["ts"]) in flags
+        assert (ends[i]["pid"], ends[i]["tid"], ends[i]["ts"]) in flags
     assert doc["otherData"]["total_cycles"] == rep.total
 
 

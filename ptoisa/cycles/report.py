@@ -147,8 +147,8 @@ class CycleReport:
     # ---- Chrome trace ---------------------------------------------------------------------
     def trace_events(self) -> dict[str, Any]:
         """Chrome Trace Event JSON: one process per (core, block), one thread per pipe,
-        complete ("X") events per instruction, flags as flow ("s"/"f") events. ``ts`` is in
-        cycles (shown as microseconds by the viewers)."""
+        complete ("X") events per instruction, set/wait flags as zero-length slices joined by
+        flow ("s"/"f") events. ``ts`` is in cycles (shown as microseconds by the viewers)."""
         procs: dict[tuple[str, int], int] = {}
         tids: dict[str, int] = {p.name: i + 1 for i, p in enumerate(_PIPE_ORDER)}
         ev: list[dict[str, Any]] = []
@@ -161,6 +161,12 @@ class CycleReport:
                 ev.append({"name": s.op, "cat": s.pn, "ph": "X", "ts": s.start,
                            "dur": s.cycles, "pid": pid, "tid": tid,
                            "args": {"at": _where(s.loc), "index": s.index}})
+            elif s.sync[0] in ("SET_FLAG", "WAIT_FLAG"):
+                # a zero-length slice on the pipe it holds: the flow arrows bind to these
+                _, src, dst, eid = s.sync
+                ev.append({"name": f"{s.op.lower()} {src.name}->{dst.name} #{eid}",
+                           "cat": "flag", "ph": "X", "ts": s.start, "dur": 0, "pid": pid,
+                           "tid": tid, "args": {"at": _where(s.loc), "index": s.index}})
         for i, f in enumerate(self.flows):
             pid = procs.setdefault((f.core, f.block), len(procs) + 1)
             src, dst = tids[f.src.name], tids[f.dst.name]
