@@ -119,7 +119,9 @@ class CycleReport:
             where = f"; {self.blocks} blocks {how}"
         else:
             where = ""
-        lines = [f"cycles: {self.total} (target {self.target}, {self.mode}-sync schedule"
+        est = "" if self.target == "a2a3" else \
+            " with the a2a3 costs: estimates, no measurements for this target"
+        lines = [f"cycles: {self.total} (target {self.target}{est}, {self.mode}-sync schedule"
                  f"{where})"]
         util = self.utilisation()
         for p, b in self.busy.items():
