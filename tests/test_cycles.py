@@ -412,3 +412,18 @@ def test_tprint_drains_the_core_without_switching_to_manual_mode():
     rep = _run(kernel, x)
     assert rep.mode == "auto"
     assert _steps(rep, "TADD")[0].start == _steps(rep, "TLOAD")[0].end
+
+
+def test_observe_times_eager_code_on_the_current_machine():
+    from ptoisa.cycles import observe
+
+    with pto.target("a2a3"):
+        a, b, c = _tiles()
+        with observe() as model:
+            pto.TADD(c, a, b)
+            pto.TMUL(a, c, c)
+        pto.TADD(c, a, b)                    # after the block: not recorded
+        assert not pto.current().observers
+    rep = model.report()
+    add, mul = rep.steps
+    assert (add.op, mul.op) == ("TADD", "TMUL") and mul.start == add.end == add.cycles

@@ -8,12 +8,14 @@ pipe schedule per core with flags or data dependences, reports, Chrome traces an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .report import CycleReport, Row
 from .schedule import CycleModel
 
-__all__ = ["CycleModel", "CycleReport", "Row", "timed"]
+__all__ = ["CycleModel", "CycleReport", "Row", "observe", "timed"]
 
 
 def timed(run: Any, target: str | None = None, machine: Any = None) -> CycleReport:
@@ -34,3 +36,23 @@ def timed(run: Any, target: str | None = None, machine: Any = None) -> CycleRepo
     rep = model.report()
     rep.outputs = out
     return rep
+
+
+@contextmanager
+def observe(target: str | None = None) -> Iterator[CycleModel]:
+    """Time eager code outside a launch: ``with observe() as model: ...`` attaches a cycle
+    model to the current machine (and to launches inside the block); ``model.report()``
+    afterwards."""
+    from .. import grid
+    from ..memory import current
+
+    model = CycleModel(target)
+    m = current()
+    m.observers.append(model)
+    grid.launch_observers.append(model)
+    try:
+        yield model
+    finally:
+        grid.launch_observers.remove(model)
+        if model in m.observers:
+            m.observers.remove(model)

@@ -131,6 +131,11 @@ class CycleModel:
             self.steps.append(Step(len(self.steps), name, Pipe.S, 0, core, blk, rec.loc,
                                    ("PIPE_BARRIER", Pipe.ALL), pn="S"))
             return
+        if self.has_sync:  # manual mode: the flags order the pipes, byte spans are not needed
+            cyc, pipe = self._cost(rec)
+            self.steps.append(Step(len(self.steps), name, pipe, cyc, core, blk, rec.loc, None,
+                                   pn=pipe.name))
+            return
         vals = rec.values
         try:
             key: Any = (ins, *[_ident(v) for v in vals], *rec.params.values())
