@@ -3,7 +3,9 @@
     PYTHONPATH=. python benchmarks/cycles_fit.py [PACK] [--write]
 
 * fits the coefficients on every non-suspect case of PACK (default ../shared/costmodel) and,
-  with ``--write``, stores them in ptoisa/cycles/a2a3_fit.json (the table the model uses);
+  with ``--write``, stores them in ptoisa/cycles/a2a3_fit.json (the table the model uses), and
+  upstream's A5 vector-function formulas (PACK/a5_formula_params.csv) converted to our
+  coefficients in ptoisa/cycles/a5_vf.json (a5 estimates: no A5 measurements);
 * leave-one-out: each case predicted by a table fitted without it;
 * leave-op-out: all cases of one instruction predicted by a table fitted without any of them
   (priors and the coefficients its hardware class shares with other instructions);
@@ -101,6 +103,11 @@ def main(argv: list[str]) -> int:
         fit = costs.fit_table((f, p, float(c["hardware_cycles"])) for c, f, p in main_smp)
         costs.FIT_FILE.write_text(json.dumps(fit, indent=1, sort_keys=True) + "\n")
         print(f"wrote {costs.FIT_FILE}")
+        csv = Path(pack) / "a5_formula_params.csv"
+        if csv.exists():  # upstream's A5 vector-function formulas, converted (estimates)
+            a5 = costs.a5_from_csv(csv.read_text())
+            costs.A5_FILE.write_text(json.dumps(a5, indent=1, sort_keys=True) + "\n")
+            print(f"wrote {costs.A5_FILE}")
     if "--verbose" in argv:
         for (c, p), (_, q) in zip(fit_rows, loo_rows, strict=True):
             print(f"  {c['case_id']:<50} hw {c['hardware_cycles']:>7} fit {p:>7} loo {q:>7} "

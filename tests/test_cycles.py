@@ -427,3 +427,25 @@ def test_observe_times_eager_code_on_the_current_machine():
     rep = model.report()
     add, mul = rep.steps
     assert (add.op, mul.op) == ("TADD", "TMUL") and mul.start == add.end == add.cycles
+
+
+def test_a5_uses_upstreams_vector_function_formulas():
+    # a5_formula_params.csv, TADD fp32: 1D linear 1.2469671*loops + 55.073657; 2D nested
+    # (1.8749443*inner + 2.8762808)*rows + 44.344619, 64 f32 per 256-byte vector
+    def cost(valid, target):
+        def k():
+            t = Tile(TileType.Vec, np.float32, 64, 64, valid=valid)
+            pto.TADD(t, t, t)
+        return pto.launch(k, target=target, cycles=True).total
+
+    assert cost((64, 64), "a5") == round(1.2469671 * 64 + 55.073657)
+    assert cost((64, 60), "a5") == round((1.8749443 + 2.8762808) * 64 + 44.344619)
+    assert cost((64, 64), "a2a3") != cost((64, 64), "a5")
+
+    def i32(target):
+        def k():
+            t = Tile(TileType.Vec, np.int32, 64, 64)
+            pto.TADD(t, t, t)
+        return pto.launch(k, target=target, cycles=True).total
+
+    assert i32("a5") == round(1.2469671 * 64 + 55.073657)   # no i32 row: the f32 formula

@@ -71,6 +71,9 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
         r, c = p.valid_row, p.valid_col
         rowrep = max(1, math.ceil(c * b / 256))
         whole_p = r == p.rows and c == p.cols
+        # a5 vector functions: one loop over the tile when rows are whole (1D), else a loop
+        # per row (2D)
+        f["path"] = "1D" if c == p.cols or p.rows == 1 else "2D"
         f.update(dtype=p.dtype.name, R=r, C=c, b=b, rowrep=rowrep, rep=r * rowrep,
                  loc=p.loc.name, partial=1 if (c * b) % 256 else 0,
                  flat=math.ceil(r * c * b / 256) if whole_p else r * rowrep)
@@ -136,6 +139,10 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     # GM transfers: DMA instructions (x1), bytes (x2)
     "dma": lambda f: (_g(f, "n_dma"), _g(f, "bytes")),
     "bytes": lambda f: (0.0, _g(f, "bytes")),
+    # a5 vector functions (upstream's VF formulas): 1D loop over 256-byte vectors; 2D
+    # vectors per row (x1) and rows (x2)
+    "vf1": lambda f: (float(math.ceil(_g(f, "R") * _g(f, "C") * _g(f, "b") / 256)), 0.0),
+    "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
     # cube fractal steps
     "mad": lambda f: (_g(f, "fractals"), 0.0),
     "const": lambda f: (0.0, 0.0),
@@ -241,6 +248,7 @@ PIPE_DEFAULT: dict[Pipe, Variant] = {
 }
 
 FIT_FILE = Path(__file__).with_name("a2a3_fit.json")
+A5_FILE = Path(__file__).with_name("a5_vf.json")
 
 
 def _fresh(priors: dict[str, list[Variant]]) -> dict[str, list[Variant]]:
@@ -256,15 +264,72 @@ def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
     return table
 
 
-_DEFAULT: dict[str, list[Variant]] | None = None
+_DEFAULT: dict[str, dict[str, list[Variant]]] = {}
 
 
-def default_table() -> dict[str, list[Variant]]:
-    """The a2a3 table with the committed fit, loaded once (shared: do not modify it)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = load_table()
-    return _DEFAULT
+def default_table(target: Any = None) -> dict[str, list[Variant]]:
+    """The table of a target (a Target or a name), loaded once (shared: do not modify it):
+    a2a3's fitted table; for a5, the same with upstream's A5 vector-function formulas for the
+    instructions they cover (estimates: no A5 measurements)."""
+    if isinstance(target, str):
+        from ..targets import get_target
+
+        try:
+            target = get_target(target)
+        except Exception:  # noqa: BLE001 - an unknown name: the a2a3 table
+            target = None
+    lineage = getattr(target, "lineage", None) or ()
+    key = "a5" if "a5" in lineage else "a2a3"
+    t = _DEFAULT.get(key)
+    if t is None:
+        t = load_table()
+        if key == "a5" and A5_FILE.exists():
+            apply_a5(t, json.loads(A5_FILE.read_text()))
+        _DEFAULT[key] = t
+    return t
+
+
+def apply_a5(table: dict[str, list[Variant]], vf: dict[str, Any]) -> None:
+    """Replace the variants of the instructions ``vf`` covers by its 1D/2D loop formulas."""
+    for op, by_path in vf.get("coef", {}).items():
+        vs = []
+        for path, basis in (("1D", "vf1"), ("2D", "vf2")):
+            if path in by_path:
+                v = _v(basis, 0, 0, 0, by_dtype=True, path=path)
+                for dt, c in by_path[path].items():
+                    v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
+                # other element types: the f32 formula (an estimate of an estimate)
+                v.coef["any"] = v.coef.get("f32") or next(iter(v.coef.values()))
+                vs.append(v)
+        table[op] = vs + table.get(op, [])
+
+
+_A5_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "int32": "i32", "int16": "i16",
+             "int8": "i8", "uint8": "ui8"}
+
+
+def a5_from_csv(text: str) -> dict[str, Any]:
+    """upstream's A5 VF formula table (a5_formula_params.csv) as our coefficients: ``linear``
+    (1D) ``p0*loops + p1`` -> (p1, p0, 0); ``nested_loop`` (2D) ``(p0*inner + p1)*rows + p2``
+    -> (p2, p0, p1). The default implementation kind per path, as upstream selects it;
+    instructions whose formula needs more keys (TCVT by destination type, TSEL) are left out."""
+    import csv
+    import io
+
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        op, path, kind = row["op"], row["shape_path"], row["formula_kind"]
+        if op in ("TCVT", "TSEL") or row["tail_kind"] != "full" or row["op_params"]:
+            continue
+        want = "POST_UPDATE" if path == "1D" else "NO_POST_UPDATE"
+        if row["vf_impl_kind"] != want:
+            continue
+        p = [float(row[f"param{i}"]) for i in range(4)]
+        c = [p[1], p[0], 0.0] if kind == "linear" else [p[2], p[0], p[1]]
+        dt = _A5_TYPES.get(row["src_dtype"], row["src_dtype"])
+        out.setdefault(op, {}).setdefault(path, {})[dt] = c
+    return {"schema": "ptoisa-cycle-a5vf/1", "source": "upstream a5_formula_params.csv",
+            "coef": out}
 
 
 def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:

@@ -119,8 +119,9 @@ class CycleReport:
             where = f"; {self.blocks} blocks {how}"
         else:
             where = ""
-        est = "" if self.target == "a2a3" else \
-            " with the a2a3 costs: estimates, no measurements for this target"
+        est = {"a2a3": "", "a5": " (estimates: upstream's A5 vector-function formulas, else "
+                                 "a2a3 costs)"}.get(self.target,
+                                                    " (estimates: the a2a3 costs)")
         lines = [f"cycles: {self.total} (target {self.target}{est}, {self.mode}-sync schedule"
                  f"{where})"]
         util = self.utilisation()

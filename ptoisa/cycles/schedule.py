@@ -84,7 +84,8 @@ class CycleModel:
     def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None
                  ) -> None:
         self.target = target
-        self.table = table if table is not None else costs.default_table()
+        self._own_table = table is None
+        self._bind(table if table is not None else costs.default_table(target))
         self.steps: list[Step] = []
         self.has_sync = False
         #: instructions the cost table could not price (they count 1 cycle)
@@ -92,9 +93,12 @@ class CycleModel:
         #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
         self.blocks = 1
         self.lockstep = False
+
+    def _bind(self, table: dict[str, Any]) -> None:
+        self.table = table
         # memos shared by the models that use the same table (launch after launch)
-        self._cost_cache, self._rec_cache = _MEMOS.setdefault(id(self.table), ({}, {}))
-        _TABLES[id(self.table)] = self.table  # keeps the id taken
+        self._cost_cache, self._rec_cache = _MEMOS.setdefault(id(table), ({}, {}))
+        _TABLES[id(table)] = table  # keeps the id taken
 
     # ---- recording (the observer) ---------------------------------------------------------
     def __call__(self, rec: Any) -> None:
@@ -102,6 +106,8 @@ class CycleModel:
         m = rec.machine
         if self.target is None:
             self.target = m.target.name
+            if self._own_table:
+                self._bind(costs.default_table(m.target))
         core = getattr(m, "core", None) or "core0"
         if not isinstance(core, str):
             core = str(core)
