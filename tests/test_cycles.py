@@ -449,3 +449,23 @@ def test_a5_uses_upstreams_vector_function_formulas():
         return pto.launch(k, target=target, cycles=True).total
 
     assert i32("a5") == round(1.2469671 * 64 + 55.073657)   # no i32 row: the f32 formula
+
+
+def test_core_identity_names_the_queues():
+    from ptoisa.cycles.schedule import _core_name
+
+    assert _core_name(("AIC", 3), 0) == ("AIC", 3)
+    assert _core_name(("AIV", (0, 1, 2), 1), 0) == ("AIV1", 0)   # lockstep: one timeline
+    assert _core_name("core7", 2) == ("core7", 2)
+    m = CycleModel("a2a3")
+    mach = pto.Machine("a2a3")
+    mach.core = ("AIV", 2, 0)
+    mach.observers.append(m)
+    pto.memory.push(mach)
+    try:
+        a, b, c = _tiles()
+        pto.TADD(c, a, b)
+    finally:
+        pto.memory.pop(mach)
+    (s,) = m.report().steps
+    assert (s.core, s.block) == ("AIV0", 2)

@@ -27,15 +27,34 @@ def timed(run: Any, target: str | None = None, machine: Any = None) -> CycleRepo
     grid.launch_observers.append(model)
     if machine is not None:
         machine.observers.append(model)
+    hooks = _core_hooks()
+
+    def attach(m: Any) -> None:  # every core's machine of a mixed launch
+        m.observers.append(model)
+
+    if hooks is not None:
+        hooks.append(attach)
     try:
         out = run()
     finally:
         grid.launch_observers.remove(model)
         if machine is not None and model in machine.observers:
             machine.observers.remove(model)
+        if hooks is not None:
+            hooks.remove(attach)
     rep = model.report()
     rep.outputs = out
     return rep
+
+
+def _core_hooks() -> list[Any] | None:
+    """The hooks a mixed (cube + vector) launch calls with each core's machine, where that
+    launcher exists (ptoisa.streams)."""
+    try:
+        from .. import streams  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return getattr(streams, "MACHINE_HOOKS", None)
 
 
 @contextmanager

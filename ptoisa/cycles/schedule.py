@@ -108,13 +108,13 @@ class CycleModel:
             self.target = m.target.name
             if self._own_table:
                 self._bind(costs.default_table(m.target))
-        core = getattr(m, "core", None) or "core0"
-        if not isinstance(core, str):
-            core = str(core)
         blk = m.block_idx
         if not isinstance(blk, int):
             blk = 0
             self.lockstep = True
+        core = getattr(m, "core", None) or "core0"
+        if not isinstance(core, str):
+            core, blk = _core_name(core, blk)
         if m.block_num > self.blocks:
             self.blocks = int(m.block_num)
         name = ins.name
@@ -207,6 +207,17 @@ class CycleModel:
 _MEMOS: dict[int, tuple[dict[Any, tuple[int, Pipe]],
                         dict[Any, tuple[int, Pipe, Any, Any, Any, str]]]] = {}
 _TABLES: dict[int, Any] = {}
+
+
+def _core_name(core: Any, blk: int) -> tuple[str, int]:
+    """A mixed launch's core identity, ``("AIC", block)`` or ``("AIV", block, sub)`` (block:
+    an int, or the tuple of all blocks in lockstep), as a queue name and block: AIC / AIV0 /
+    AIV1."""
+    if isinstance(core, tuple) and core and isinstance(core[0], str):
+        name = core[0] + (str(core[2]) if len(core) > 2 else "")
+        b = core[1] if len(core) > 1 and isinstance(core[1], int) else blk
+        return name, b
+    return str(core), blk
 
 
 def _varies(v: Any) -> bool:
