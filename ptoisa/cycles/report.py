@@ -127,7 +127,7 @@ class CycleReport:
         util = self.utilisation()
         for p, b in self.busy.items():
             n = self.timelines[p]
-            per = f" (over {n} blocks)" if n > 1 else ""
+            per = f" (over {n} core/block timelines)" if n > 1 else ""
             lines.append(f"  {p:<5} busy {b:>10}  {100 * util[p]:5.1f}%{per}")
         if self.critical_pipe:
             lines.append(f"critical pipe: {self.critical_pipe}")
