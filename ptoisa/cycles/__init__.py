@@ -47,14 +47,19 @@ def timed(run: Any, target: str | None = None, machine: Any = None) -> CycleRepo
     return rep
 
 
+_HOOKS: list[Any] = []
+
+
 def _core_hooks() -> list[Any] | None:
     """The hooks a mixed (cube + vector) launch calls with each core's machine, where that
-    launcher exists (ptoisa.streams)."""
-    try:
-        from .. import streams  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return getattr(streams, "MACHINE_HOOKS", None)
+    launcher exists (ptoisa.streams); looked up once (a failed import is slow)."""
+    if not _HOOKS:
+        try:
+            from .. import streams  # type: ignore[attr-defined]
+            _HOOKS.append(getattr(streams, "MACHINE_HOOKS", None))
+        except ImportError:
+            _HOOKS.append(None)
+    return _HOOKS[0]  # type: ignore[no-any-return]
 
 
 @contextmanager
