@@ -13,12 +13,14 @@ The hardware structure lives in the bases:
   dimensions, each paying a latency, plus bytes over the pipe bandwidth;
 * the cube works on fractals (16 x 32 bytes x 16) per cycle, f32 at half rate, after a head.
 
-The table (``TABLE``: op -> variants; a variant chooses a basis and holds coefficients per
-element type, with ``any`` as the fallback) says which basis each instruction uses. The
-coefficients marked *fitted* come from the hardware pack (``ptoisa/cycles/a2a3_fit.json``,
-written by :func:`fit_table`); the priors (upstream's per-intrinsic head/slope numbers, or a
-pipe default) fill what the pack does not measure: those are estimates. a5 has no hardware
-measurements: it uses the a2a3 numbers (estimates).
+The table (:data:`A2A3_PRIORS`: op -> variants; a variant has a condition on the features, a
+basis, a hardware class whose members share coefficients, and coefficients per element type
+with ``any`` as the fallback) says which basis each instruction uses. The fitted coefficients
+come from the hardware pack (``ptoisa/cycles/a2a3_fit.json``, written by :func:`fit_table`
+through benchmarks/cycles_fit.py); the priors (upstream's per-intrinsic head/slope numbers, or
+a pipe default, :data:`PIPE_DEFAULT`) fill what the pack does not measure: those are
+estimates. a5 has no measurements: upstream's A5 vector-function formulas where they exist
+(``a5_vf.json``, :func:`apply_a5`), else the a2a3 numbers (estimates). See docs/cycles.md.
 """
 
 from __future__ import annotations
