@@ -227,9 +227,10 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
     # convolution layouts stream without the per-transfer latency
     "TLOAD": [_v("bytes", 20, 0, 1 / 134, gm_layout="NC1HWC0"),
               _v("bytes", 20, 0, 1 / 256, gm_layout="FRACTAL_Z"),
-              _v("dma", 0, 265, 1 / 128)],
-    "TSTORE": [_v("dma", 0, 265, 1 / 128)],
-    "TPREFETCH": [_v("dma", 0, 265, 1 / 128)],
+              _v("dma", 0, 265, 1 / 128, group="dma")],
+    # the other GM transfers: as TLOAD's (estimates: the pack measures loads only)
+    "TSTORE": [_v("dma", 0, 265, 1 / 128, group="dma")],
+    "TPREFETCH": [_v("dma", 0, 265, 1 / 128, group="dma")],
     **{op: [_v("mad", 6, 1, by_dtype=True, group="mad")] for op in (
         "TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS",
         "TMATMUL_MX", "TGEMV_MX")},
