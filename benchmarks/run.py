@@ -39,13 +39,29 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def paired_ratio(base: Callable[[], Any], timed: Callable[[], Any], repeat: int) -> float:
+    """Median over alternating runs of time(timed) / time(base): the extra cost of the cycle
+    model, measured so that the machine's load drifts affect both sides alike."""
+    base()
+    timed()
+    ratios = []
+    for _ in range(max(repeat, 15)):
+        t0 = time.perf_counter()
+        base()
+        t1 = time.perf_counter()
+        timed()
+        t2 = time.perf_counter()
+        ratios.append((t2 - t1) / (t1 - t0))
+    return statistics.median(ratios)
+
+
 def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> None:
     if not np.allclose(got, want, rtol=rtol, atol=atol):
         err = np.abs(got.astype(np.float64) - want).max()
         raise SystemExit(f"{name}: WRONG RESULT (max abs error {err:.3g})")
 
 
-def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float]]:
+def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
     n = 1 << 20
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
@@ -59,7 +75,13 @@ def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float]]:
     z[:] = 0
     t_pto = median_ms(lambda: prog.vec_add(x, y, z, blocks=blocks), repeat)
     check("vec-add .pto", z, x + y, 0, 0)
-    return [("vec-add 1M f32, 256 blocks", t_np, t_eager), ("", t_np, t_pto)]
+    c_eager = paired_ratio(
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target, cycles=True).total,
+        repeat)
+    c_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
+                         lambda: prog.vec_add(x, y, z, blocks=blocks, cycles=True).total, repeat)
+    return [("vec-add 1M f32, 256 blocks", t_np, t_eager, c_eager), ("", t_np, t_pto, c_pto)]
 
 
 def _softmax_ref(x: np.ndarray) -> np.ndarray:
@@ -67,7 +89,7 @@ def _softmax_ref(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float]]:
+def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
     rows, cols = 4096, 1024
     x = np.random.default_rng(1).standard_normal((rows, cols), dtype=np.float32)
     out = np.zeros_like(x)
@@ -81,10 +103,17 @@ def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float]]:
     out[:] = 0
     t_pto = median_ms(lambda: prog.softmax(x, out, blocks=blocks), repeat)
     check("softmax .pto", out, ref, 1e-5, 1e-7)
-    return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager), ("", t_np, t_pto)]
+    c_eager = paired_ratio(
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target, cycles=True).total,
+        repeat)
+    c_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
+                         lambda: prog.softmax(x, out, blocks=blocks, cycles=True).total, repeat)
+    return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager, c_eager),
+            ("", t_np, t_pto, c_pto)]
 
 
-def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float]]:
+def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
     n = K.GM_N
     rng = np.random.default_rng(2)
     a = rng.standard_normal((n, n)).astype(np.float16)
@@ -100,10 +129,17 @@ def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float]]:
     c[:] = 0
     t_pto = median_ms(lambda: prog.gemm(a, b, c, blocks=blocks), repeat)
     check("gemm .pto", c, ref, 1e-4, 1e-3)
-    return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager), ("", t_np, t_pto)]
+    c_eager = paired_ratio(
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target, cycles=True).total,
+        repeat)
+    c_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
+                         lambda: prog.gemm(a, b, c, blocks=blocks, cycles=True).total, repeat)
+    return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager, c_eager),
+            ("", t_np, t_pto, c_pto)]
 
 
-def bench_overhead(target: str) -> tuple[float, float]:
+def bench_overhead(target: str, cycles: bool = False) -> tuple[float, float]:
     import interp_overhead as io
 
     prog = pto.load(io.program(), target=target)
@@ -115,7 +151,7 @@ def bench_overhead(target: str) -> tuple[float, float]:
     def run(count: int) -> Callable[[], None]:
         def f() -> None:
             c[...] = 0
-            prog.loop(a, c, count)
+            prog.loop(a, c, count, cycles=cycles)
         return f
 
     t_loop = min(median_ms(run(n), 3), median_ms(run(n), 3))
@@ -179,21 +215,26 @@ def main() -> None:
         return
     targets = ["cpu", "a5"] if args.target == "all" else [args.target]
     print(f"median of {args.repeat} runs; ratio = ptoisa / numpy (goals: vec-add and softmax "
-          "<= 2, GEMM <= 3)")
+          "<= 2, GEMM <= 3)\ncycles=True: extra time of the cycle model, median of paired runs "
+          "(goal <= 20%)")
     print(f"{'kernel':44s} {'target':6s} {'path':6s} {'numpy ms':>9s} {'ptoisa ms':>10s} "
-          f"{'ratio':>6s}")
+          f"{'ratio':>6s} {'cycles=True':>11s}")
     for tgt in targets:
-        rows: list[tuple[str, float, float]] = []
+        rows: list[tuple[str, float, float, float]] = []
         rows += bench_vec_add(tgt, args.repeat)
         rows += bench_softmax(tgt, args.repeat)
         rows += bench_gemm(tgt, args.repeat)
-        for (name, t_np, t), path in zip(rows, ["eager", ".pto"] * 3, strict=True):
-            print(f"{name:44s} {tgt:6s} {path:6s} {t_np:9.2f} {t:10.2f} {t / t_np:6.2f}")
+        for (name, t_np, t, t_c), path in zip(rows, ["eager", ".pto"] * 3, strict=True):
+            print(f"{name:44s} {tgt:6s} {path:6s} {t_np:9.2f} {t:10.2f} {t / t_np:6.2f} "
+                  f"{100 * (t_c - 1):+10.0f}%")
     for tgt in targets:
         per, per_np = bench_overhead(tgt)
         print(f"interpreter ({tgt}): 10,000 x 16x16 f32 tadd in a .pto loop: {per:.2f} "
               f"us/instr, numpy call {per_np:.2f} us, overhead {per - per_np:.2f} us/instr "
               "(goal <= 3)")
+        per_c, _ = bench_overhead(tgt, cycles=True)
+        print(f"  with cycles=True: {per_c:.2f} us/instr (+{per_c - per:.2f} us/instr for the "
+              "cycle model)")
     if args.rss:
         kib = {}
         for which in ("numpy", "ptoisa"):

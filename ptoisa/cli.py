@@ -1,5 +1,5 @@
 """The ``ptoisa`` command line: ``check``, ``fmt`` and ``run`` for .pto programs; ``ops`` and
-``conformance`` for the registry.
+``conformance`` for the registry; ``cycles`` for the cycle model against hardware.
 
 User mistakes (bad text, illegal programs, bad arguments) are diagnostics on stderr and exit
 status 1, never a traceback.
@@ -184,8 +184,17 @@ def _run(ns: argparse.Namespace) -> int:
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
-    prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
+    timed = ns.cycles or ns.trace
+    rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target, cycles=bool(timed))
     sys.stdout.flush()
+    if timed:
+        if ns.cycles:
+            print(rep.summary())
+        if ns.trace:
+            rep.write_trace(ns.trace)
+            print(f"trace: {ns.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+        for d in rep.deadlocks:
+            print(f"{_where(d.step.loc)}: error: deadlock: {d.message}", file=sys.stderr)
     if ns.out:
         out = Path(ns.out)
         try:
@@ -195,7 +204,19 @@ def _run(ns: argparse.Namespace) -> int:
                     np.save(out / f"{n}.npy", v, allow_pickle=False)
         except OSError as e:
             raise PtoError(f"cannot write to {out}: {e.strerror}") from None
-    return 0
+    return 1 if timed and rep.deadlocks else 0
+
+
+def _where(loc: Any) -> str:
+    from .cycles.report import _where as where
+
+    return where(loc)
+
+
+def _cmd_cycles(ns: argparse.Namespace) -> int:
+    from .cycles.pack import run_pack
+
+    return 1 if run_pack(ns.pack, as_json=ns.json) else 0
 
 
 def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
@@ -304,7 +325,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")
+    r.add_argument("--cycles", action="store_true",
+                   help="time the run with the cycle model: total cycles, per-pipe busy time, "
+                        "the critical pipe, the costliest instructions")
+    r.add_argument("--trace", metavar="OUT.json",
+                   help="write the pipe timeline as Chrome Trace Event JSON (Perfetto)")
     r.set_defaults(fn=_cmd_run)
+    y = sub.add_parser("cycles", help="compare the cycle model with hardware measurements")
+    y.add_argument("pack", help="cycles pack: a directory with cycles.json (e.g. "
+                                "../shared/costmodel) or the JSON file")
+    y.add_argument("--json", action="store_true",
+                   help="a JSON array of {case_id, predicted_cycles, hardware_cycles, "
+                        "precision}")
+    y.set_defaults(fn=_cmd_cycles)
     return p
 
 

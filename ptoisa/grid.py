@@ -44,19 +44,27 @@ def get_block_num() -> int:
 # ---- launching ------------------------------------------------------------------------------
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
-           lockstep: bool | str = "auto", mixed: bool = False, **settings: Any) -> None:
+           lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
+           **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
     on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
     ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
-    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`)."""
+    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`).
+    ``cycles=True`` times the run with the cycle model and returns its
+    :class:`~ptoisa.cycles.CycleReport` (else None)."""
+    if cycles:
+        from .cycles import timed
+
+        return timed(lambda: launch(kernel, *args, blocks=blocks, target=target,
+                                    lockstep=lockstep, mixed=mixed, **settings), target)
     if mixed:
         from .streams import run_cluster
 
         run_cluster(lambda m: kernel(*args), target=target, blocks=blocks, lockstep=lockstep,
                     settings=settings)
-        return
+        return None
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):
@@ -84,6 +92,9 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
 
 
 _MACHINES: dict[Any, Machine] = {}
+#: observers attached to every launch machine while a launch runs (the cycle model of a
+#: ``cycles=True`` launch: see ptoisa.cycles.timed)
+launch_observers: list[Callable[[Any], None]] = []
 
 
 def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machine:
@@ -98,11 +109,15 @@ def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machin
     m.reset_for_launch()
     m.lazy_loads = True
     m.quiet = True
+    m.observers.extend(launch_observers)
     _push(m)
     return m
 
 
 def _done(m: Machine) -> None:
+    for obs in launch_observers:
+        if obs in m.observers:
+            m.observers.remove(obs)
     m._lazy.clear()
     m.quiet = False
     pop(m)

@@ -60,10 +60,10 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None, permissive: bool | None = None
-                 ) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, permissive: bool | None = None,
+                 cycles: bool = False) -> Any:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine, permissive=permissive)
+                                machine=machine, permissive=permissive, cycles=cycles)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -118,12 +118,20 @@ class Program:
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
-            permissive: bool | None = None) -> tuple[Any, ...]:
+            permissive: bool | None = None, cycles: bool = False) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
         block index, in which case (lockstep="auto") they run one after another.
         ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
-        does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds."""
+        does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds.
+        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results)."""
+        if cycles:
+            from ..cycles import timed
+
+            return timed(lambda: self.run(name, *args, blocks=blocks, target=target,
+                                          machine=machine, lockstep=lockstep,
+                                          permissive=permissive),
+                         target or (machine.target.name if machine else self.target), machine)
         tgt = target or (machine.target.name if machine else self.target)
         if permissive is not None and not isinstance(permissive, bool):
             raise PtoError(f"permissive must be True or False, got {permissive!r}")
