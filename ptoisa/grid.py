@@ -65,30 +65,91 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         run_cluster(lambda m: kernel(*args), target=target, blocks=blocks, lockstep=lockstep,
                     settings=settings)
         return None
+    return run_blocks(lambda m: kernel(*args), blocks=blocks, target=target,
+                      lockstep=lockstep, settings=settings)
+
+
+def check_launch(blocks: Any, lockstep: Any) -> None:
+    """The arguments every launcher takes: a positive block count and a lockstep policy."""
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):
         raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-    with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
-        if lockstep and blocks > 1:
-            m = _launch_machine(target, blocks, settings)
-            m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
-            try:
-                kernel(*args)
-                return
-            except BlockDivergence:
-                if lockstep is True or m.gm_writes:
-                    raise
-            finally:
-                _done(m)
-        m = _launch_machine(target, 1, settings)
+
+
+def lockstep_or_each(blocks: int, lockstep: bool | str, together: Callable[[], Any],
+                     each: Callable[[int], Any], wrote_gm: Callable[[], bool],
+                     fresh: Callable[[], None] | None = None) -> Any:
+    """THE launch policy, shared by every launcher (:func:`run_blocks`, the mixed-kernel
+    clusters): run all blocks at once (``together``) unless the kernel's control flow depends
+    on the block index (:class:`BlockDivergence`); then, with lockstep="auto" and nothing
+    written to GM yet (``wrote_gm``), run ``each(b)`` block by block. ``fresh`` forgets state
+    one run leaves for the next (a compiled program's tiles). Returns the last run's result."""
+    if lockstep and blocks > 1:
         try:
-            for b in range(blocks):
-                m.reset_for_launch()
-                m.block_idx, m.block_num = b, blocks
-                kernel(*args)
+            return together()
+        except BlockDivergence:
+            if lockstep is True or wrote_gm():
+                raise
+            if fresh is not None:
+                fresh()
+    out = None
+    for b in range(blocks):
+        if b and fresh is not None:
+            fresh()  # each block has its own buffers: nothing of the previous block's tiles
+        out = each(b)
+    return out
+
+
+def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
+               lockstep: bool | str = "auto", settings: dict[str, Any] | None = None,
+               machine: Machine | None = None, fresh: Callable[[], None] | None = None,
+               planned: bool = False) -> Any:
+    """Run ``body(machine)`` for ``blocks`` blocks of ``target``: the one launcher behind
+    ``pto.launch`` and ``Program.run``. In lockstep ``body`` runs once on a machine whose
+    lanes are the blocks; block by block it runs once per block on a one-lane machine (or on
+    ``machine``, when given: its own settings hold), each block starting from poisoned
+    buffers and an empty print buffer. ``planned``: tile capacity was already checked over
+    the whole program (the ``.pto`` memory plan), not per live tile."""
+    check_launch(blocks, lockstep)
+    settings = settings or {}
+    last: list[Machine] = []
+
+    def together() -> Any:
+        m = _launch_machine(target, blocks, settings)
+        last.append(m)
+        try:
+            m.planned = planned
+            m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
+            return body(m)
         finally:
+            m.planned = False
             _done(m)
+
+    def each(b: int) -> Any:
+        if machine is not None:
+            m = _push(machine)
+            m.quiet = True
+            m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
+        else:
+            m = _launch_machine(target, 1, settings)
+        saved = m.planned
+        m.planned = planned or saved
+        try:
+            m.block_idx, m.block_num = b, blocks
+            m.reset_print_buffer()
+            return body(m)
+        finally:
+            m.planned = saved
+            if machine is None:
+                _done(m)
+            else:
+                m.quiet = False
+                pop(m)
+
+    with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
+        return lockstep_or_each(blocks, lockstep if machine is None else False, together,
+                                each, lambda: bool(last and last[-1].gm_writes), fresh)
 
 
 _MACHINES: dict[Any, Machine] = {}

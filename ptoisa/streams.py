@@ -236,12 +236,10 @@ def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
     it runs (a per-block rerun makes new machines)."""
     import numpy as np
 
-    from .lanes import BlockDivergence, Lanes
+    from .grid import check_launch, lockstep_or_each
+    from .lanes import Lanes
 
-    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
-        raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
-    if lockstep not in (True, False, "auto"):
-        raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
+    check_launch(blocks, lockstep)
 
     def machines(lanes: int, block: Any, blk: Any) -> list[Machine]:
         out = []
@@ -263,14 +261,12 @@ def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
             cl.add(core_name(kind, sub), m, lambda m=m: body(m))
         cl.run()
 
+    made: list[list[Machine]] = []
+
+    def together() -> None:
+        made.append(machines(blocks, Lanes(np.arange(blocks)), tuple(range(blocks))))
+        once(made[-1])
+
     with np.errstate(all="ignore"):
-        if lockstep and blocks > 1:
-            ms = machines(blocks, Lanes(np.arange(blocks)), tuple(range(blocks)))
-            try:
-                once(ms)
-                return
-            except BlockDivergence:
-                if lockstep is True or any(m.gm_writes for m in ms):
-                    raise
-        for b in range(blocks):
-            once(machines(1, b, b))
+        lockstep_or_each(blocks, lockstep, together, lambda b: once(machines(1, b, b)),
+                         lambda: any(m.gm_writes for m in made[-1]) if made else False)

@@ -483,6 +483,17 @@ class Tile:
         return t
 
     # ---- storage ---------------------------------------------------------------------------
+    def unbind(self) -> None:
+        """Forget this tile's storage and placement: a new run (maybe on another machine, or
+        with another number of lockstep blocks) places it afresh (the interpreter reuses the
+        tiles of a compiled function across runs)."""
+        self._buf = None
+        self._machine = None
+        self.addr = None
+        self._lazy = None
+        self._pending = None
+        self._v2d = None
+
     @property
     def assigned(self) -> bool:
         return self._buf is not None

@@ -237,48 +237,15 @@ class Program:
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
              machine: memory.Machine | None, lockstep: bool | str,
              settings: dict[str, Any]) -> tuple[Any, ...]:
-        if machine is None and lockstep and blocks > 1:
-            m = grid._launch_machine(tgt, blocks, settings)
-            try:
-                m.planned = True  # tile capacity was checked over the program (capacity.py)
-                m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
-                ctx = Context(m, m.block_idx, blocks)
-                return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
-            except grid.BlockDivergence:
-                if lockstep is True or m.gm_writes:
-                    raise
-                self.compiler(tgt, bool(settings)).reset_tiles()
-            finally:
-                m.planned = False
-                grid._done(m)
-        if machine is not None:
-            m = memory.push(machine)
-            m.quiet = True
-            m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
-        else:
-            m = grid._launch_machine(tgt, 1, settings)
-        planned = m.planned
-        m.planned = True
-        out: tuple[Any, ...] = ()
-        try:
-            for b in range(blocks):
-                if b:  # each block has its own buffers: nothing of the previous block's tiles
-                    self.compiler(tgt, bool(settings)).reset_tiles()
-                    if machine is not None:
-                        m.repoison()
-                if machine is None:
-                    m.reset_for_launch()
-                m.block_idx, m.block_num = b, blocks
-                m.reset_print_buffer()
-                out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
-        finally:
-            m.planned = planned
-            if machine is None:
-                grid._done(m)
-            else:
-                m.quiet = False
-                memory.pop(m)
-        return out
+        comp = self.compiler(tgt, bool(settings))
+
+        def body(m: memory.Machine) -> tuple[Any, ...]:
+            return fn.invoke(Context(m, m.block_idx, blocks), bound)  # type: ignore[attr-defined,no-any-return]
+
+        out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
+                              settings=settings, machine=machine, fresh=comp.reset_tiles,
+                              planned=True)
+        return out if out is not None else ()
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):

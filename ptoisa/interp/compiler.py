@@ -89,7 +89,8 @@ class Compiler:
 
     def reset_tiles(self) -> None:
         for f in self.funcs.values():
-            _unbind(f.tiles)
+            for t in f.tiles:
+                t.unbind()
 
     def function(self, name: str) -> CompiledFunc:
         cf = self.funcs.get(name)
@@ -102,18 +103,6 @@ class Compiler:
             self.funcs[name] = cf
             cf.build()
         return cf
-
-
-def _unbind(tiles: list[Tile]) -> None:
-    """Forget the storage of compiled tiles: a new run (maybe on another machine, or with
-    another number of lockstep blocks) places them afresh."""
-    for t in tiles:
-        t._buf = None
-        t._machine = None
-        t.addr = None
-        t._lazy = None
-        t._pending = None
-        t._v2d = None
 
 
 class CompiledFunc:
