@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes as D
 from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
-from ..grid import Lanes, run_lockstep
+from ..grid import BlockDivergence, Lanes, run_lockstep
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
@@ -168,6 +168,8 @@ class CompiledFunc:
         fty = op.attributes.get("function_type")
         self.result_types = fty.type.results if isinstance(fty, A.TypeAttr) else ()
         self.tiles: list[Tile] = []
+        #: the op of each step (by id), to locate a block divergence raised inside a step
+        self.op_of: dict[int, Op] = {}
 
     # ---- slots -------------------------------------------------------------------------------
     def slot(self, v: Any) -> int:
@@ -192,6 +194,7 @@ class CompiledFunc:
             st = self.compile_op(op)
             if st is not None:
                 steps.append(st)
+                self.op_of[id(st)] = op
         return steps
 
     # ---- ops ---------------------------------------------------------------------------------
@@ -468,12 +471,17 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         for d, s in zip(iters, inits, strict=True):
             env[d] = env[s]
         i, end, st = env[lb], env[ub], env[stp]
+        if isinstance(i, Lanes) or isinstance(end, Lanes) or isinstance(st, Lanes):
+            i, end, st = (_same_for_all_blocks(x, op, "the loop bounds") for x in (i, end, st))
         if st <= 0:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
         while i < end:
             env[iv] = i
-            for s in body:
-                s(env)
+            try:
+                for s in body:
+                    s(env)
+            except BlockDivergence as e:
+                raise cf.locate(e, s) from None
             if yield_slots:
                 vals = [env[y] for y in yield_slots]
                 for d, v in zip(iters, vals, strict=True):
@@ -507,7 +515,10 @@ def _if(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
 
     def step(env: Env) -> None:
-        if env[c]:
+        cv = env[c]
+        if isinstance(cv, Lanes):
+            cv = _same_for_all_blocks(cv, op, "the condition")
+        if cv:
             for s in then:
                 s(env)
             ys = then_y
@@ -543,7 +554,10 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
             for s in b_steps:
                 s(env)
             out = [env[p] for p in passed]
-            if not env[cond]:
+            cv = env[cond]
+            if isinstance(cv, Lanes):
+                cv = _same_for_all_blocks(cv, op, "the condition")
+            if not cv:
                 break
             for d, v in zip(a_args, out, strict=True):
                 env[d] = v
@@ -813,7 +827,36 @@ def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...
             s(env)
     except _Return as r:
         return r.values
+    except BlockDivergence as e:
+        raise self.locate(e, s) from None
     return ()
+
+
+def _locate(self: CompiledFunc, e: BlockDivergence, step: Step) -> BlockDivergence:
+    """A divergence raised inside ``step`` without a location: located at its op."""
+    op = self.op_of.get(id(step))
+    if e.loc is not None or op is None or op.loc is None:
+        return e
+    located = e.with_loc(op.loc)
+    located.op = located.op or op.name
+    return located  # type: ignore[return-value]
+
+
+def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
+    """The one value of ``v`` when every block of a lockstep run has it; else a located
+    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
+    flat = np.asarray(v).reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return int(flat[0])
+    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
+    raise BlockDivergence(
+        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
+        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
+        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
+        op=op.name, loc=op.loc)
+
+
+CompiledFunc.locate = _locate  # type: ignore[attr-defined]
 
 
 CompiledFunc.invoke = _invoke  # type: ignore[attr-defined]

@@ -213,6 +213,12 @@ def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **para
 
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
+    if values.ndim == 3 and not isinstance(dst.offset, np.ndarray):
+        # every block of a lockstep launch stores to the same GM window: in block order, as
+        # the blocks of a sequential launch (the last writer wins; atomic adds accumulate)
+        for v in values:
+            _store(m, dst, v, atomic)
+        return
     m.gm_writes += 1
     m.gm_barrier(dst.flat)
     if dst.dtype.packed:
@@ -309,7 +315,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
             and src.dtype is dst.dtype and atomicType is AtomicType.AtomicNone \
             and (vr, vc) == src.shape:
         w = dst.window(vr, vc)
-        if w is not None and not _lanes_overlap(w):
+        if w is not None and not _lanes_overlap(w) and (m.lanes == 1 or w.ndim == 3):
             # compute the deferred result straight into GM; the tile then reads it in place
             m.gm_writes += 1
             m.gm_barrier(dst.flat)
