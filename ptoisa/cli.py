@@ -167,7 +167,7 @@ _LOCKSTEP = {"auto": "auto", "on": True, "off": False}
 
 def _run(ns: argparse.Namespace) -> int:
     prog = _load(ns.file, ns.target)
-    entry = ns.entry or prog.entry
+    entry = (ns.entry or "").lstrip("@") or prog.entry  # @name as the program spells it
     fn = prog.compiler(ns.target).function(entry)
     names = [n for _, _, n in fn.args]
     given: dict[int, str] = {}

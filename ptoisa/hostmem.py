@@ -35,7 +35,7 @@ def available_bytes() -> int | None:
 def fmt_bytes(n: int) -> str:
     for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
-            return f"{n / size:.1f} {unit}"
+            return f"{n / size:.1f} {unit}" if n < 1 << 60 else f"{n / size:.3g} {unit}"
     return f"{n} bytes"
 
 

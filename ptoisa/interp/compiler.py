@@ -630,6 +630,9 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     ptr = cf.slot(op.operands[0])
     shape = [cf.slot(op.operands[i]) for i in (_kw_list(op, "shape") or [])]
     strides = [cf.slot(op.operands[i]) for i in (_kw_list(op, "strides") or [])]
+    if len(shape) != len(strides):
+        raise VerifyError(f"{len(shape)} sizes in shape but {len(strides)} strides",
+                          op=op.name, loc=op.loc)
     k = cf.slot(op.results[0])
     rt = op.results[0].type
     dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
