@@ -102,19 +102,27 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
         try:
             dt = dtypes.dtype(m.group(2)) if m.group(2) else bridge.elem_dtype(t.dtype)
         except (PtoError, KeyError, TypeError, ValueError, AttributeError):
-            raise PtoError(f"argument %{name}: unknown element type {m.group(2)!r} "
+            raise PtoError(f"argument %{name}: unknown element type {_clip(m.group(2))!r} "
                            "(use f32, f16, bf16, i32, ui8, ...)") from None
-        check_host_memory(math.prod(shape) * dt.np.itemsize, f"argument %{name} ({spec})")
-        return np.zeros(shape, dt.np)
+        check_host_memory(math.prod(shape) * dt.np.itemsize, f"argument %{name} ({_clip(spec)})")
+        try:
+            return np.zeros(shape, dt.np)
+        except ValueError as e:  # more dimensions than numpy takes
+            raise PtoError(f"argument %{name}: {_clip(spec)}: {e}") from None
     if spec.startswith("zeros:"):
         raise PtoError(f"argument %{name}: zeros takes zeros:SHAPE[:DTYPE] with SHAPE like "
-                       f"32x32, got {spec!r}")
+                       f"32x32, got {_clip(spec)!r}")
     if spec.endswith(".npy"):
         return _load_npy(spec, name)
     if is_ptr:
         raise PtoError(f"argument %{name} ({t}) is a pointer: give FILE.npy or "
-                       f"zeros:SHAPE:DTYPE, got {spec!r}")
+                       f"zeros:SHAPE:DTYPE, got {_clip(spec)!r}")
     raise PtoError(f"argument %{name} ({t}) cannot be given on the command line")
+
+
+def _clip(text: str, n: int = 60) -> str:
+    """User text quoted in a diagnostic, cut to a readable length."""
+    return text if len(text) <= n else text[:n - 3] + "..."
 
 
 def _scalar_value(spec: str, name: str, t: Any) -> int | float:
@@ -122,17 +130,18 @@ def _scalar_value(spec: str, name: str, t: Any) -> int | float:
     from .ir import types as T
 
     if spec.endswith(".npy") or spec.startswith("zeros:"):
-        raise PtoError(f"argument %{name} ({t}) is a scalar: give a number, got {spec!r}")
+        raise PtoError(f"argument %{name} ({t}) is a scalar: give a number, "
+                       f"got {_clip(spec)!r}")
     try:
         if isinstance(t, T.FloatType):
             x = float(spec)
             if math.isinf(x) and "inf" not in spec.lower():
-                raise PtoError(f"argument %{name} ({t}): {spec} overflows {t}")
+                raise PtoError(f"argument %{name} ({t}): {_clip(spec)} overflows {t}")
             return x
         return int(spec, 0)
     except ValueError:
         kind = "a number" if isinstance(t, T.FloatType) else "an integer"
-        raise PtoError(f"argument %{name} ({t}) takes {kind}, got {spec[:40]!r}") from None
+        raise PtoError(f"argument %{name} ({t}) takes {kind}, got {_clip(spec)!r}") from None
 
 
 def _load_npy(spec: str, name: str) -> Any:
@@ -175,13 +184,13 @@ def _run(ns: argparse.Namespace) -> int:
         key, sep, val = a.partition("=")
         key = key.lstrip("%")
         if not sep or not key:
-            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {a[:60]!r}")
+            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {_clip(a)!r}")
         if key in names:
             i = names.index(key)
-        elif key.isdigit() and int(key) < len(names):
+        elif key.isascii() and key.isdigit() and len(key) < 10 and int(key) < len(names):
             i = int(key)
         else:
-            raise PtoError(f"@{entry} has no argument {key[:60]!r} (arguments: "
+            raise PtoError(f"@{entry} has no argument {_clip(key)!r} (arguments: "
                            + ", ".join(f"%{n}" for n in names) + ")")
         if i in given:
             raise PtoError(f"argument %{names[i]} given twice (--arg {names[i]}=...)")

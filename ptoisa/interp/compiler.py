@@ -689,7 +689,9 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                 lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
             else:
                 lo = hi = a
-            if lo < 0 or n < 0 or hi + n > full:
+            if n < 0:
+                raise ExecutionError(f"partition_view: dim {d} size {n} is negative", loc=loc)
+            if lo < 0 or hi + n > full:
                 where = ""
                 if isinstance(a, np.ndarray):  # lockstep: name the first offending block
                     bad = int(np.flatnonzero((a < 0) | (a + n > full))[0])

@@ -51,7 +51,8 @@ BAD_SPECS = ["zeros:100000000x100000000:f32", "zeros:0:f32", "zeros:2x2:f32", "z
              "zeros:3x:f32", "zeros:32x32:f99",
              "zeros:32x32:bool", "zeros:1:i1", "nope.npy", "-1", "3.5", "1e999", "0x7fffffff",
              "99999999999999999999", "", "=", "zeros", "zeros:-1:f32", "nan", "True", "é",
-             "zeros:4294967296x4294967296x4294967296:f32"]
+             "zeros:4294967296x4294967296x4294967296:f32", "zeros:" + "1x" * 70 + "1:f32",
+             "zeros:4:" + "f" * 5000, "9" * 5000]
 SLICE = 2.0  # seconds one command may run
 # more iterations / other seeds for a longer hunt: PTOISA_FUZZ=N,SEED
 _N, _SEED = (int(x) for x in os.environ.get("PTOISA_FUZZ", "0,9").split(","))
@@ -204,7 +205,8 @@ def test_fuzz_argument_specs(tmp_path):
                 key = pairs[p][1].partition("=")[0]
                 pairs[p] = ["--arg", f"{key}={rng.choice([*BAD_SPECS, str(wrong), str(small)])}"]
             elif k == 3:
-                pairs.append(["--arg", rng.choice(["zz=1", "99=1", "=3", "noequals", "%=1"])])
+                pairs.append(["--arg", rng.choice(["zz=1", "99=1", "=3", "noequals", "%=1", "²=1",
+                                                   "9" * 5000 + "=1"])])
             elif k == 4:
                 argv += ["--blocks", rng.choice(["0", "-1", "1000000000", "99999999999999",
                                                  "x", str(blocks * 3)])]

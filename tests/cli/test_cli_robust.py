@@ -259,3 +259,49 @@ def test_lockstep_blocks_storing_one_window(lockstep):
     z[:] = 1
     pto.launch(_same_window, x, z, "AtomicAdd", blocks=5, lockstep=lockstep)
     np.testing.assert_array_equal(z, 1 + x[0] + x[1] + x[2] + x[3] + x[4])
+
+
+# ---- what the CLI fuzz (test_cli_fuzz.py) found -----------------------------------------------
+
+def test_tensor_view_with_fewer_strides_than_sizes(kfile, capsys):
+    bad = KERNEL.replace("shape = [%c16, %c16], strides = [%c16, %c1] : {TV}\n    %vo".replace(
+        "{TV}", TV), f"shape = [%c16, %c16], strides = [%c1] : {TV}\n    %vo")
+    assert bad != KERNEL
+    (kfile / "k.pto").write_text(bad)
+    rc = main(run(kfile))
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err and "internal error" not in err, err
+    assert f"{kfile / 'k.pto'}:6:" in err and "2 sizes in shape but 1 strides" in err
+
+
+def test_auto_tile_beyond_host_memory(kfile, capsys):
+    (kfile / "k.pto").write_text(KERNEL.replace("rows=16,", "rows=4611686018427387904,"))
+    rc = main(run(kfile))
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err and "internal error" not in err, err
+    # 2^62 rows x 16 cols x 4 bytes = 2^68 bytes = 2^28 TiB
+    assert "needs 2.68e+08 TiB of host memory" in err
+
+
+def test_per_block_offsets_in_one_line():
+    x = np.zeros(100 * 128, np.float32)
+
+    def k():
+        t = pto.Tile(TileType.Vec, np.float32, 8, 16)
+        g = pto.GlobalTensor(x, (1, 1, 1, 8, 16), (128, 128, 128, 16, 1),
+                             offset=pto.get_block_idx() * 256)
+        pto.TLOAD(t, g)
+    with pytest.raises(pto.PtoError) as e:
+        pto.launch(k, blocks=100, lockstep=True)
+    msg = str(e.value)
+    assert "\n" not in msg and "offsets [0, 256, 512, 768, ...] (per block)" in msg, msg
+
+
+def test_negative_partition_size(kfile, capsys):
+    (kfile / "k.pto").write_text(KERNEL.replace(
+        "%pa = pto.partition_view %va, offsets = [%c0, %c0], sizes = [%c16, %c16]",
+        "%pa = pto.partition_view %va, offsets = [%c0, %c0], sizes = [-1, %c16]"))
+    rc = main(run(kfile, "--blocks", "2"))
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert f"{kfile / 'k.pto'}:8:11: error: partition_view: dim 0 size -1 is negative" in err
