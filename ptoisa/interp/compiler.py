@@ -60,13 +60,15 @@ def infer_layout(shape: list[int], strides: list[int]) -> Layout:
 
 
 def _wrap_int(v: int, t: T.Type) -> int:
-    if isinstance(t, T.IntegerType) and t.width < 64 and t.width > 1:
+    if isinstance(t, T.IntegerType) and t.width <= 64 and t.width > 1:
         w = t.width
         v &= (1 << w) - 1
         if t.signedness != "u" and v >= 1 << (w - 1):
             v -= 1 << w
     elif isinstance(t, T.IntegerType) and t.width == 1:
         v &= 1
+    elif isinstance(t, T.IndexType) and not -(1 << 63) <= v < 1 << 63:
+        v = (v + (1 << 63)) % (1 << 64) - (1 << 63)  # index is 64-bit: wrap like i64
     return v
 
 
@@ -329,8 +331,12 @@ def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
 
     dt = _dt(m.group(2)).np
     # integer literals are bit patterns of the element width (dense<65535> : vector<4xi16>)
-    arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
-           else np.asarray(nums, dtype=dt))
+    try:
+        arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
+               else np.asarray(nums, dtype=dt))
+    except OverflowError:
+        raise VerifyError(f"dense literal out of range for {m.group(2)}", op=op.name,
+                          loc=op.loc) from None
     return np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
 
 
@@ -472,7 +478,7 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
             env[d] = env[s]
         i, end, st = env[lb], env[ub], env[stp]
         if isinstance(i, Lanes) or isinstance(end, Lanes) or isinstance(st, Lanes):
-            i, end, st = (_same_for_all_blocks(x, op, "the loop bounds") for x in (i, end, st))
+            i, end, st = (_same_for_all_blocks(x, op, "a loop bound") for x in (i, end, st))
         if st <= 0:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
         while i < end:

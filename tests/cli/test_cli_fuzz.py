@@ -70,7 +70,7 @@ def _programs() -> list[tuple[str, str, int, dict[str, object]]]:
 PROGRAMS = _programs()
 
 
-KEYED = re.compile(r"\b(\w+ ?= ?)([\w?.-]+)|(arith\.constant )(-?[\w.]+)")
+KEYED = re.compile(r"\b(\w+=)([\w?.-]+)|(arith\.constant )(-?[\w.]+)")
 
 
 def mutate(text: str, rng: random.Random) -> str:
@@ -175,7 +175,9 @@ def test_fuzz_programs(tmp_path):
         target = rng.choice(["cpu", "a2a3", "a5"])
         for argv in (["check", str(src), "--target", target],
                      ["fmt", str(src), "--form", rng.choice(["dps", "ssa", "asm"])],
-                     ["run", str(src), "--target", target, "--blocks", str(blocks),
+                     ["run", str(src), "--target", target,
+                      "--blocks", str(rng.choice([1, blocks, blocks + 3])),
+                      "--lockstep", rng.choice(["auto", "on", "off"]),
                       *_inputs(tmp_path, args), "--out", str(tmp_path / "o")]):
             rc, err = cli(argv)
             check_outcome(argv, rc, err)

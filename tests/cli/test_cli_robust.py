@@ -305,3 +305,37 @@ def test_negative_partition_size(kfile, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err, err
     assert f"{kfile / 'k.pto'}:8:11: error: partition_view: dim 0 size -1 is negative" in err
+
+
+def test_divergent_loop_bound_is_located():
+    """scf.for up to the block index after a GM store: the trip count differs per block."""
+    loop = KERNEL.replace(
+        """    %first = arith.cmpi eq, %bid, %z : i64
+    scf.if %first {""",
+        """    %ub = arith.index_cast %bid : i64 to index
+    scf.for %iv = %c0 to %ub step %c1 {""")
+    assert loop != KERNEL
+    prog = Program(parse(loop, "loop.pto"), "cpu")
+    out = np.zeros((16, 16), np.float32)
+    with pytest.raises(pto.BlockDivergence) as e:
+        prog.run("k", A, out, 1, 1.0, 1, 1, blocks=3)
+    assert str(e.value).startswith(
+        "loop.pto:17:5: error: scf.for: a loop bound differs between blocks ([0, 1, 2])")
+    prog.run("k", A, out, 1, 1.0, 1, 1, blocks=3, lockstep=False)
+    np.testing.assert_array_equal(out, 2 * A)
+
+
+def test_index_beyond_64_bits_with_lockstep_blocks(kfile, capsys):
+    """An index constant past 2^64 times the per-block index (numpy int64) overflowed inside
+    numpy; index values wrap to 64 bits like i64 (2^64 + 1 -> 1), so block 1's row offset is 1."""
+    (kfile / "k.pto").write_text(KERNEL.replace(
+        "    %po = pto.partition_view %vo, offsets = [%c0, %c0]",
+        "    %bi = pto.get_block_idx\n"
+        "    %b = arith.index_cast %bi : i64 to index\n"
+        "    %big = arith.constant 18446744073709551617 : index\n"
+        "    %row = arith.muli %b, %big : index\n"
+        "    %po = pto.partition_view %vo, offsets = [%row, %c0]"))
+    rc = main(run(kfile, "--blocks", "2", "--lockstep", "on"))
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert "partition_view: dim 0 [1, 17) outside the view's extent 16 (block 1)" in err, err
