@@ -684,6 +684,9 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
 
     def step(env: Env) -> None:
         view: TensorView = env[tv]
+        if not isinstance(view, TensorView):  # the text named something else as the source
+            raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
+                                 f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
         o = [_index(env[s]) for s in offs]
         sz = [v if const else int(env[v]) for const, v in sizes]
         st = view.strides

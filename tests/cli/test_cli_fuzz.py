@@ -39,6 +39,10 @@ CORPUS_FILES = {  # a few real PTOAS programs (when the corpus is there) with th
                                             "arg2": "zeros:32x32:f32"}),
     "samples/ControlFlow/control_flow-pto-new.pto": (1, {"0": ((32, 32), "f32"),
                                                          "1": "zeros:32x32:f32"}),
+    # check and fmt only (no arguments given: run stops at the first missing one)
+    "basic/kernel_kind_vector_scf_while_emitc.pto": (1, {}),
+    "basic/plan_memory_if_in_loop.pto": (1, {}),
+    "basic/taxpy_emitc.pto": (1, {}),
 }
 NP = {"f32": np.float32, "f16": np.float16, "ui64": np.uint64, "ui32": np.uint32}
 TOKEN = re.compile(r"\s+|%[\w.]+|@\w+|-?\d+(?:\.\d+)?(?:e[+-]?\d+)?|[A-Za-z_][\w.]*|.", re.S)

@@ -339,3 +339,15 @@ def test_index_beyond_64_bits_with_lockstep_blocks(kfile, capsys):
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err, err
     assert "partition_view: dim 0 [1, 17) outside the view's extent 16 (block 1)" in err, err
+
+
+def test_partition_view_of_something_else(kfile, capsys):
+    """The parser takes ``pto.partition_view scf.if, ...`` (a stray word where the source
+    belongs); running it crashed on an int where a tensor view was expected."""
+    (kfile / "k.pto").write_text(KERNEL.replace("%po = pto.partition_view %vo,",
+                                                "%po = pto.partition_view scf.if,"))
+    rc = main(run(kfile))
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert f"{kfile / 'k.pto'}:9:11: error: pto.partition_view: the source must be a tensor " \
+           "view" in err, err
