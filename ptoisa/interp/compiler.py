@@ -347,6 +347,9 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
     if isinstance(a, A.IntegerAttr):
         val: Any = _wrap_int(a.value, rt)
     elif isinstance(a, A.FloatAttr):
+        if isinstance(rt, (T.IntegerType, T.IndexType)):
+            raise VerifyError(f"a float literal ({a.value}) for an integer type ({rt})",
+                              op=op.name, loc=op.loc)
         val = _float(a.value, rt)
     elif isinstance(a, A.BoolAttr):
         val = int(a.value)
@@ -374,11 +377,22 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
             r = fn(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
+        except OverflowError:  # per-block values (int64) meet an operand past 64 bits
+            raise ExecutionError(f"{op.name}: operands {_short_val(env[a])} and "
+                                 f"{_short_val(env[b])} leave the 64-bit range",
+                                 loc=loc) from None
         if isinstance(r, np.ndarray):  # per-block values of a lockstep run
             env[k] = _wrap_lanes(r, rt) if is_int else r
         else:
             env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
     return step
+
+
+def _short_val(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        flat = np.asarray(v).reshape(-1)
+        return "[" + ", ".join(map(str, flat[:4].tolist())) + (", ...]" if flat.size > 4 else "]")
+    return str(v)
 
 
 def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:

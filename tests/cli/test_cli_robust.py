@@ -351,3 +351,32 @@ def test_partition_view_of_something_else(kfile, capsys):
     assert rc == 1 and "internal error" not in err, err
     assert f"{kfile / 'k.pto'}:9:11: error: pto.partition_view: the source must be a tensor " \
            "view" in err, err
+
+
+def test_float_literal_for_index_is_refused(kfile, capsys):
+    (kfile / "k.pto").write_text(KERNEL.replace("%c16 = arith.constant 16 : index",
+                                                "%c16 = arith.constant 1e308 : index"))
+    assert main(["check", str(kfile / "k.pto"), "--target", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert f"{kfile / 'k.pto'}:5:12: error: arith.constant: a float literal (1e+308) for an " \
+           "integer type (index)" in err, err
+
+
+def test_ui64_past_int64_in_lockstep_is_an_error_not_a_crash(tmp_path, capsys):
+    src = tmp_path / "u.pto"
+    src.write_text("""module {
+  func.func @k(%u: ui64) {
+    %bid = pto.get_block_idx
+    %b = arith.index_cast %bid : i64 to index
+    %bu = arith.index_cast %b : index to ui64
+    %r = arith.muli %bu, %u : ui64
+    return
+  }
+}
+""")
+    rc = main(["run", str(src), "--target", "cpu", "--blocks", "2", "--lockstep", "on",
+               "--arg", f"u={2**64 - 1}"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert "u.pto:6:10: error: arith.muli: operands [0, 1] and 18446744073709551615 leave the " \
+           "64-bit range" in err, err
