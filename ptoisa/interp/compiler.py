@@ -366,6 +366,11 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
 
 def _binary(cf: CompiledFunc, op: Op) -> Step:
     fn = _BIN[op.name]
+    ta, tb = (getattr(v, "type", None) for v in op.operands[:2])
+    known = not any(t is None or isinstance(t, T.UnknownType) for t in (ta, tb))
+    if known and ta != tb:  # MLIR: one type for both operands
+        raise VerifyError(f"operands have different types ({ta} and {tb})", op=op.name,
+                          loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
     k = cf.slot(op.results[0])
     rt = op.results[0].type
@@ -377,6 +382,9 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
             r = fn(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
+        except TypeError:  # e.g. an untyped float constant where an integer belongs
+            raise ExecutionError(f"{op.name}: cannot combine {_short_val(env[a])} and "
+                                 f"{_short_val(env[b])}", loc=loc) from None
         except OverflowError:  # per-block values (int64) meet an operand past 64 bits
             raise ExecutionError(f"{op.name}: operands {_short_val(env[a])} and "
                                  f"{_short_val(env[b])} leave the 64-bit range",

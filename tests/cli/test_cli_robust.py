@@ -380,3 +380,19 @@ def test_ui64_past_int64_in_lockstep_is_an_error_not_a_crash(tmp_path, capsys):
     assert rc == 1 and "internal error" not in err, err
     assert "u.pto:6:10: error: arith.muli: operands [0, 1] and 18446744073709551615 leave the " \
            "64-bit range" in err, err
+
+
+@pytest.mark.parametrize(("body", "msg"), [
+    ("%a = arith.constant 1 : i32\n    %b = arith.constant 2 : i64\n"
+     "    %c = arith.addi %a, %b : i32", "5:10: error: arith.addi: operands have different "
+                                         "types (i32 and i64)"),
+    ("%t = arith.constant true\n    %f = arith.constant -0.0\n"
+     "    %c = arith.andi %t, %f : i1", "5:10: error: arith.andi: cannot combine 1 and -0.0"),
+])
+def test_mixed_operand_types_are_located(tmp_path, capsys, body, msg):
+    src = tmp_path / "m.pto"
+    src.write_text("module {\n  func.func @k() {\n    " + body + "\n    return\n  }\n}\n")
+    rc = main(["run", str(src), "--target", "cpu"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert f"{src}:{msg}" in err, err
