@@ -494,6 +494,11 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
     body = cf.block(op.regions[0])
     yield_slots = _yield_slots(cf, op.regions[0])
+    _counts_agree(op, ("initial values", len(inits)), ("loop-carried block arguments",
+                                                       len(iters)))
+    if yield_slots:
+        _counts_agree(op, ("yielded values", len(yield_slots)),
+                      ("loop-carried block arguments", len(iters)))
 
     def step(env: Env) -> None:
         for d, s in zip(iters, inits, strict=True):
@@ -518,6 +523,12 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         for r, d in zip(results, iters, strict=True):
             env[r] = env[d]
     return step
+
+
+def _counts_agree(op: Op, a: tuple[str, int], b: tuple[str, int]) -> None:
+    """Loop values pass between regions one for one (the parser does not check it)."""
+    if a[1] != b[1]:
+        raise VerifyError(f"{a[1]} {a[0]} but {b[1]} {b[0]}", op=op.name, loc=op.loc)
 
 
 def _yield_slots(cf: CompiledFunc, region: Region) -> list[int]:
@@ -572,6 +583,12 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
     passed = [cf.slot(v) for v in cond_op.operands[1:]]
     a_yield = _yield_slots(cf, after)
     results = [cf.slot(r) for r in op.results]
+    _counts_agree(op, ("initial values", len(inits)), ("'before' block arguments", len(b_args)))
+    _counts_agree(op, ("values scf.condition passes", len(passed)),
+                  ("'after' block arguments", len(a_args)))
+    if a_yield:
+        _counts_agree(op, ("values the 'after' region yields", len(a_yield)),
+                      ("'before' block arguments", len(b_args)))
 
     def step(env: Env) -> None:
         vals = [env[s] for s in inits]

@@ -396,3 +396,25 @@ def test_mixed_operand_types_are_located(tmp_path, capsys, body, msg):
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err, err
     assert f"{src}:{msg}" in err, err
+
+
+def test_loop_yield_count_mismatch_is_located(tmp_path, capsys):
+    src = tmp_path / "y.pto"
+    src.write_text("""module {
+  func.func @k() {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %c0) -> (index) {
+      %n = arith.addi %acc, %c1 : index
+      scf.yield %n, %n : index, index
+    }
+    return
+  }
+}
+""")
+    rc = main(["run", str(src), "--target", "cpu"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "internal error" not in err, err
+    assert f"{src}:6:10: error: scf.for: 2 yielded values but 1 loop-carried block " \
+           "arguments" in err, err
