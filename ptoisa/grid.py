@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .errors import PtoError
+from .hostmem import check_lockstep
 from .memory import Machine, current, pop
 from .memory import push as _push
 from .tensor import GlobalTensor
@@ -131,6 +132,8 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):
         raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
+    if lockstep and blocks > 1:
+        check_lockstep(blocks)
     with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
         if lockstep and blocks > 1:
             m = _launch_machine(target, blocks, settings)
