@@ -8,14 +8,18 @@ status 1, never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .errors import PtoError
+from .hostmem import check_host_memory
 
 TARGETS = ["cpu", "a2a3", "a5"]
 
@@ -97,7 +101,7 @@ def _fmt_notes(kept: list[Any], form: str) -> None:
               file=sys.stderr)
 
 
-_ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")
+_ZEROS = re.compile(r"zeros:(\d{1,18}(?:x\d{1,18})*)(?::(\w+))?$")
 
 
 def _arg_value(spec: str, name: str, t: Any) -> Any:
@@ -106,6 +110,8 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
     from .interp import bridge
     from .ir import types as T
 
+    if isinstance(t, (T.IntegerType, T.IndexType, T.FloatType)):
+        return _scalar_value(spec, name, t)
     is_ptr = isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                           and bridge.memref_space(t) == "gm")
     m = _ZEROS.match(spec)
@@ -114,23 +120,63 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
         try:
             dt = dtypes.dtype(m.group(2)) if m.group(2) else bridge.elem_dtype(t.dtype)
         except (PtoError, KeyError, TypeError, ValueError, AttributeError):
-            raise PtoError(f"argument %{name}: unknown element type {m.group(2)!r} "
+            raise PtoError(f"argument %{name}: unknown element type {_clip(m.group(2))!r} "
                            "(use f32, f16, bf16, i32, ui8, ...)") from None
-        return np.zeros(shape, dt.np)
-    if spec.endswith(".npy"):
+        check_host_memory(math.prod(shape) * dt.np.itemsize, f"argument %{name} ({_clip(spec)})")
         try:
-            return np.load(spec, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise PtoError(f"argument %{name}: cannot read {spec}: {e}") from None
+            return np.zeros(shape, dt.np)
+        except ValueError as e:  # more dimensions than numpy takes
+            raise PtoError(f"argument %{name}: {_clip(spec)}: {e}") from None
+    if spec.startswith("zeros:"):
+        raise PtoError(f"argument %{name}: zeros takes zeros:SHAPE[:DTYPE] with SHAPE like "
+                       f"32x32, got {_clip(spec)!r}")
+    if spec.endswith(".npy"):
+        return _load_npy(spec, name)
     if is_ptr:
         raise PtoError(f"argument %{name} ({t}) is a pointer: give FILE.npy or "
-                       f"zeros:SHAPE:DTYPE, got {spec!r}")
+                       f"zeros:SHAPE:DTYPE, got {_clip(spec)!r}")
+    raise PtoError(f"argument %{name} ({t}) cannot be given on the command line")
+
+
+def _clip(text: str, n: int = 60) -> str:
+    """User text quoted in a diagnostic, cut to a readable length."""
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def _scalar_value(spec: str, name: str, t: Any) -> int | float:
+    """A number for a scalar argument (its range for the type is checked when binding)."""
+    from .ir import types as T
+
+    if spec.endswith(".npy") or spec.startswith("zeros:"):
+        raise PtoError(f"argument %{name} ({t}) is a scalar: give a number, "
+                       f"got {_clip(spec)!r}")
     try:
         if isinstance(t, T.FloatType):
-            return float(spec)
+            x = float(spec)
+            if math.isinf(x) and "inf" not in spec.lower():
+                raise PtoError(f"argument %{name} ({t}): {_clip(spec)} overflows {t}")
+            return x
         return int(spec, 0)
     except ValueError:
-        raise PtoError(f"argument %{name} ({t}) takes a number, got {spec!r}") from None
+        kind = "a number" if isinstance(t, T.FloatType) else "an integer"
+        raise PtoError(f"argument %{name} ({t}) takes {kind}, got {_clip(spec)!r}") from None
+
+
+def _load_npy(spec: str, name: str) -> Any:
+    """np.load, after checking the size its header declares against host memory."""
+    fmt = np.lib.format
+    try:
+        with open(spec, "rb") as f:
+            version = fmt.read_magic(f)
+            header = {(1, 0): fmt.read_array_header_1_0,
+                      (2, 0): fmt.read_array_header_2_0}.get(version)
+            if header is not None:
+                shape, _, dt = header(f)
+                check_host_memory(math.prod(shape) * dt.itemsize, f"argument %{name} ({spec})")
+        return np.load(spec, allow_pickle=False)
+    except (OSError, ValueError, EOFError, TypeError) as e:
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0][:200]
+        raise PtoError(f"argument %{name}: cannot read {spec}: {why}") from None
 
 
 def _cmd_run(ns: argparse.Namespace) -> int:
@@ -160,32 +206,42 @@ def _pair(prog: Any, entry: str | None) -> tuple[str, str] | None:
     return None
 
 
+_LOCKSTEP = {"auto": "auto", "on": True, "off": False}
+
+
 def _run(ns: argparse.Namespace) -> int:
     prog = _load(ns.file, ns.target, ns.permissive)
     pair = _pair(prog, ns.entry)
     if pair is not None:
         return _run_pair(ns, prog, pair)
-    entry = ns.entry or prog.entry
+    entry = (ns.entry or "").lstrip("@") or prog.entry  # @name as the program spells it
     fn = prog.compiler(ns.target).function(entry)
-    given: dict[str, str] = {}
+    names = [n for _, _, n in fn.args]
+    given: dict[int, str] = {}
     for a in ns.arg or ():
         key, sep, val = a.partition("=")
+        key = key.lstrip("%")
         if not sep or not key:
-            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {a!r}")
-        given[key.lstrip("%")] = val
-    names = [n for _, _, n in fn.args]
-    for key in given:
-        if key not in names and not (key.isdigit() and int(key) < len(names)):
-            raise PtoError(f"@{entry} has no argument {key!r} (arguments: "
+            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {_clip(a)!r}")
+        if key in names:
+            i = names.index(key)
+        elif key.isascii() and key.isdigit() and len(key) < 10 and int(key) < len(names):
+            i = int(key)
+        else:
+            raise PtoError(f"@{entry} has no argument {_clip(key)!r} (arguments: "
                            + ", ".join(f"%{n}" for n in names) + ")")
+        if i in given:
+            raise PtoError(f"argument %{names[i]} given twice (--arg {names[i]}=...)")
+        given[i] = val
     values = []
     for i, (_, t, n) in enumerate(fn.args):
-        spec = given.get(n, given.get(str(i)))
+        spec = given.get(i)
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
     timed = ns.cycles or ns.trace
-    rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target, cycles=bool(timed))
+    rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
+                   lockstep=_LOCKSTEP[ns.lockstep], cycles=bool(timed))
     sys.stdout.flush()
     if timed:
         if ns.cycles:
@@ -196,14 +252,8 @@ def _run(ns: argparse.Namespace) -> int:
         for d in rep.deadlocks:
             print(f"{_where(d.step.loc)}: error: deadlock: {d.message}", file=sys.stderr)
     if ns.out:
-        out = Path(ns.out)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            for (_, _, n), v in zip(fn.args, values, strict=True):
-                if isinstance(v, np.ndarray):
-                    np.save(out / f"{n}.npy", v, allow_pickle=False)
-        except OSError as e:
-            raise PtoError(f"cannot write to {out}: {e.strerror}") from None
+        _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
+                                 if isinstance(v, np.ndarray)])
     return 1 if timed and rep.deadlocks else 0
 
 
@@ -250,15 +300,32 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
                    blocks=ns.blocks, target=ns.target)
     sys.stdout.flush()
     if ns.out:
-        out = Path(ns.out)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            for n, v in values.items():
-                if isinstance(v, np.ndarray):
-                    np.save(out / f"{n}.npy", v, allow_pickle=False)
-        except OSError as e:
-            raise PtoError(f"cannot write to {out}: {e.strerror}") from None
+        _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
     return 0
+
+
+def _save_all(out: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
+    """Write every array to OUT/NAME.npy, all or nothing: each goes to a temporary file in OUT
+    first, and only when all are written do they replace earlier results (a full disk leaves
+    the previous results intact and no partial file behind)."""
+    done: list[tuple[Path, Path]] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for n, v in arrays:
+            fd, tmp = tempfile.mkstemp(prefix=f".{n}.", suffix=".npy.tmp", dir=out)
+            done.append((Path(tmp), out / f"{n}.npy"))
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, v, allow_pickle=False)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, final in done:
+            os.replace(tmp, final)
+    except OSError as e:
+        raise PtoError(f"cannot write results to {out}: {e.strerror or e} "
+                       "(earlier results there are unchanged)") from None
+    finally:
+        for tmp, _ in done:
+            tmp.unlink(missing_ok=True)
 
 
 def _cmd_conformance(ns: argparse.Namespace) -> int:
@@ -269,6 +336,10 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
         print(f"ptoisa conformance: {root}: no such directory", file=sys.stderr)
         return 2
     summary = run_pack(root, ns.target, only=ns.only or ())
+    if not summary.verdicts:  # nothing was checked: that is not a pass
+        what = "no case matches --only" if ns.only else "no conformance cases (case.json)"
+        print(f"ptoisa conformance: {root}: {what}", file=sys.stderr)
+        return 2
     return 1 if summary.count("FAIL") else 0
 
 
@@ -330,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "the critical pipe, the costliest instructions")
     r.add_argument("--trace", metavar="OUT.json",
                    help="write the pipe timeline as Chrome Trace Event JSON (Perfetto)")
+    r.add_argument("--lockstep", choices=list(_LOCKSTEP), default="auto",
+                   help="run the blocks in lockstep (on), one by one (off), or in lockstep "
+                        "unless control flow depends on the block index (auto, the default)")
     r.set_defaults(fn=_cmd_run)
     y = sub.add_parser("cycles", help="compare the cycle model with hardware measurements")
     y.add_argument("pack", help="cycles pack: a directory with cycles.json (e.g. "
@@ -341,15 +415,40 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: exit status of an error inside ptoisa itself (user errors exit 1, usage errors 2)
+EXIT_INTERNAL = 3
+
+
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    """Run one command. Whatever happens, the user gets one diagnostic, never a traceback:
+    exit 1 for bad input, 2 for bad usage, 130 on Ctrl-C, 3 for a bug in ptoisa."""
     try:
+        ns = build_parser().parse_args(argv)
         return int(ns.fn(ns))
     except PtoError as e:
         print(e.render() if e.loc else f"ptoisa: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("ptoisa: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("ptoisa: error: out of host memory", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("ptoisa: error: program nested too deeply", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug in ptoisa: one line, not a traceback
+        msg = " ".join(str(e).split())[:300]
+        print(f"ptoisa: internal error: {type(e).__name__}: {msg} (a bug in ptoisa: please "
+              "report it with the command line; PTOISA_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)
+        if os.environ.get("PTOISA_TRACEBACK"):
+            import traceback
+
+            traceback.print_exc()
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PtoError
+from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
 from .memory import Machine, current, pop
 from .memory import push as _push
@@ -116,6 +117,7 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
     last: list[Machine] = []
 
     def together() -> Any:
+        check_lockstep(blocks)
         m = _launch_machine(target, blocks, settings)
         last.append(m)
         try:

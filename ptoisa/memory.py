@@ -266,6 +266,9 @@ class Machine:
         nbytes = lanes * (-(-n * npdt.itemsize // 32) * 32)
         chunk = self._ARENA_CHUNK * lanes
         if nbytes > chunk // 4:
+            from .hostmem import check_host_memory
+
+            check_host_memory(nbytes, f"auto storage of a {n}-element {npdt} tile")
             return np.zeros(shape, npdt)
         if self._arena_cur is None or self._arena_pos + nbytes > chunk:
             if self._arena_next < len(self._arena):

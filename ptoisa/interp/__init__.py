@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import grid, memory
@@ -42,14 +43,45 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
     if isinstance(t, (T.IntegerType, T.IndexType)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise PtoError(f"{where} must be an integer, got {v!r}")
+        lo, hi = int_range(t)
+        if not lo <= int(v) <= hi:  # the interpreter would wrap it silently
+            raise PtoError(f"{where}: {_num(int(v))} is out of range for {t} [{lo}, {hi}]")
         return int(v)
     if isinstance(t, T.FloatType):
         if not isinstance(v, (int, float, np.floating, np.integer)):
             raise PtoError(f"{where} must be a number, got {v!r}")
         from .arith import to_float
 
-        return to_float(v, bridge.elem_dtype(t))  # rounded once (bf16 too)
+        dt = bridge.elem_dtype(t)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                x = to_float(v, dt)  # rounded once (bf16 too)
+            finite_in = bool(np.isfinite(float(v)))
+        except OverflowError:  # an int beyond even f64
+            x, finite_in = dt.np.type("inf"), True
+        if finite_in and not np.isfinite(float(x)):
+            raise PtoError(f"{where}: {_num(v)} overflows {t} (largest finite "
+                           f"{float(ml_dtypes.finfo(dt.np).max)})")
+        return x
     return v
+
+
+def _num(v: Any) -> str:
+    """A number for a message: huge integers by their size, not thousands of digits."""
+    if isinstance(v, int) and v.bit_length() > 128:
+        return f"a {v.bit_length()}-bit integer"
+    return str(v)
+
+
+def int_range(t: T.Type) -> tuple[int, int]:
+    """The values an integer argument of type ``t`` holds: signless and signed iN as two's
+    complement (as the interpreter computes them), uiN unsigned, i1 as 0/1, index as i64."""
+    w = t.width if isinstance(t, T.IntegerType) else 64
+    if w == 1:
+        return 0, 1
+    if isinstance(t, T.IntegerType) and t.signedness == "u":
+        return 0, (1 << w) - 1
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1
 
 
 class Kernel:

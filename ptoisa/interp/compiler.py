@@ -22,7 +22,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
 from ..isa.registry import Instr
-from ..lanes import Lanes
+from ..lanes import BlockDivergence, Lanes
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
@@ -117,6 +117,8 @@ class CompiledFunc:
         fty = op.attributes.get("function_type")
         self.result_types = fty.type.results if isinstance(fty, A.TypeAttr) else ()
         self.tiles: list[Tile] = []
+        #: the op of each step (by id), to locate a block divergence raised inside a step
+        self.op_of: dict[int, Op] = {}
 
     # ---- slots -------------------------------------------------------------------------------
     def slot(self, v: Any) -> int:
@@ -142,6 +144,7 @@ class CompiledFunc:
             st = self.compile_op(op)
             if st is not None:
                 steps.append(st)
+                self.op_of[id(st)] = op
         return steps
 
     # ---- ops ---------------------------------------------------------------------------------
@@ -272,8 +275,12 @@ def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
 
     dt = _dt(m.group(2)).np
     # integer literals are bit patterns of the element width (dense<65535> : vector<4xi16>)
-    arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
-           else np.asarray(nums, dtype=dt))
+    try:
+        arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
+               else np.asarray(nums, dtype=dt))
+    except OverflowError:
+        raise VerifyError(f"dense literal out of range for {m.group(2)}", op=op.name,
+                          loc=op.loc) from None
     return np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
 
 
@@ -284,6 +291,9 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
     if isinstance(a, A.IntegerAttr):
         val: Any = _wrap_int(a.value, rt)
     elif isinstance(a, A.FloatAttr):
+        if isinstance(rt, (T.IntegerType, T.IndexType)):
+            raise VerifyError(f"a float literal ({a.value}) for an integer type ({rt})",
+                              op=op.name, loc=op.loc)
         val = _float(a.value, rt)
     elif isinstance(a, A.BoolAttr):
         val = int(a.value)
@@ -299,6 +309,11 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
 
 
 def _binary(cf: CompiledFunc, op: Op) -> Step:
+    ta, tb = (getattr(v, "type", None) for v in op.operands[:2])
+    known = not any(t is None or isinstance(t, T.UnknownType) for t in (ta, tb))
+    if known and ta != tb:  # MLIR: one type for both operands
+        raise VerifyError(f"operands have different types ({ta} and {tb})", op=op.name,
+                          loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
     k = cf.slot(op.results[0])
     rt = op.results[0].type
@@ -313,6 +328,8 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
 
         def run(x: Any, y: Any) -> Any:
             if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                if isinstance(x, (float, np.floating)) or isinstance(y, (float, np.floating)):
+                    raise TypeError("a float operand of an integer op")
                 return wr(fn(int(x), int(y), w))
             if fast is not None:  # exact modulo 2^64, then wrapped to the width
                 return _wrap_lanes(fast(np.asarray(x, np.int64), np.asarray(y, np.int64)), rt)
@@ -340,7 +357,21 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
             env[k] = run(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
+        except TypeError:  # e.g. an untyped float constant where an integer belongs
+            raise ExecutionError(f"{op.name}: cannot combine {_short_val(env[a])} and "
+                                 f"{_short_val(env[b])}", loc=loc) from None
+        except OverflowError:  # per-block values (int64) meet an operand past 64 bits
+            raise ExecutionError(f"{op.name}: operands {_short_val(env[a])} and "
+                                 f"{_short_val(env[b])} leave the 64-bit range",
+                                 loc=loc) from None
     return step
+
+
+def _short_val(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        flat = np.asarray(v).reshape(-1)
+        return "[" + ", ".join(map(str, flat[:4].tolist())) + (", ...]" if flat.size > 4 else "]")
+    return str(v)
 
 
 def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:
@@ -457,17 +488,27 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
     body = cf.block(op.regions[0])
     yield_slots = _yield_slots(cf, op.regions[0])
+    _counts_agree(op, ("initial values", len(inits)), ("loop-carried block arguments",
+                                                       len(iters)))
+    if yield_slots:
+        _counts_agree(op, ("yielded values", len(yield_slots)),
+                      ("loop-carried block arguments", len(iters)))
 
     def step(env: Env) -> None:
         for d, s in zip(iters, inits, strict=True):
             env[d] = env[s]
         i, end, st = env[lb], env[ub], env[stp]
+        if isinstance(i, Lanes) or isinstance(end, Lanes) or isinstance(st, Lanes):
+            i, end, st = (_same_for_all_blocks(x, op, "a loop bound") for x in (i, end, st))
         if st <= 0:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
         while i < end:
             env[iv] = i
-            for s in body:
-                s(env)
+            try:
+                for s in body:
+                    s(env)
+            except BlockDivergence as e:
+                raise cf.locate(e, s) from None
             if yield_slots:
                 vals = [env[y] for y in yield_slots]
                 for d, v in zip(iters, vals, strict=True):
@@ -476,6 +517,12 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         for r, d in zip(results, iters, strict=True):
             env[r] = env[d]
     return step
+
+
+def _counts_agree(op: Op, a: tuple[str, int], b: tuple[str, int]) -> None:
+    """Loop values pass between regions one for one (the parser does not check it)."""
+    if a[1] != b[1]:
+        raise VerifyError(f"{a[1]} {a[0]} but {b[1]} {b[0]}", op=op.name, loc=op.loc)
 
 
 def _yield_slots(cf: CompiledFunc, region: Region) -> list[int]:
@@ -501,7 +548,10 @@ def _if(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
 
     def step(env: Env) -> None:
-        if env[c]:
+        cv = env[c]
+        if isinstance(cv, Lanes):
+            cv = _same_for_all_blocks(cv, op, "the condition")
+        if cv:
             for s in then:
                 s(env)
             ys = then_y
@@ -527,6 +577,12 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
     passed = [cf.slot(v) for v in cond_op.operands[1:]]
     a_yield = _yield_slots(cf, after)
     results = [cf.slot(r) for r in op.results]
+    _counts_agree(op, ("initial values", len(inits)), ("'before' block arguments", len(b_args)))
+    _counts_agree(op, ("values scf.condition passes", len(passed)),
+                  ("'after' block arguments", len(a_args)))
+    if a_yield:
+        _counts_agree(op, ("values the 'after' region yields", len(a_yield)),
+                      ("'before' block arguments", len(b_args)))
 
     def step(env: Env) -> None:
         vals = [env[s] for s in inits]
@@ -537,7 +593,10 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
             for s in b_steps:
                 s(env)
             out = [env[p] for p in passed]
-            if not env[cond]:
+            cv = env[cond]
+            if isinstance(cv, Lanes):
+                cv = _same_for_all_blocks(cv, op, "the condition")
+            if not cv:
                 break
             for d, v in zip(a_args, out, strict=True):
                 env[d] = v
@@ -614,6 +673,9 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     ptr = cf.slot(op.operands[0])
     shape = [cf.slot(op.operands[i]) for i in (_kw_list(op, "shape") or [])]
     strides = [cf.slot(op.operands[i]) for i in (_kw_list(op, "strides") or [])]
+    if len(shape) != len(strides):
+        raise VerifyError(f"{len(shape)} sizes in shape but {len(strides)} strides",
+                          op=op.name, loc=op.loc)
     k = cf.slot(op.results[0])
     rt = op.results[0].type
     dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
@@ -660,6 +722,9 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
 
     def step(env: Env) -> None:
         view: TensorView = env[tv]
+        if not isinstance(view, TensorView):  # the text named something else as the source
+            raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
+                                 f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
         o = [_index(env[s]) for s in offs]
         sz = [v if const else int(env[v]) for const, v in sizes]
         st = view.strides
@@ -671,7 +736,9 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                 lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
             else:
                 lo = hi = a
-            if lo < 0 or n < 0 or hi + n > full:
+            if n < 0:
+                raise ExecutionError(f"partition_view: dim {d} size {n} is negative", loc=loc)
+            if lo < 0 or hi + n > full:
                 where = ""
                 if isinstance(a, np.ndarray):  # lockstep: name the first offending block
                     bad = int(np.flatnonzero((a < 0) | (a + n > full))[0])
@@ -872,7 +939,36 @@ def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...
             s(env)
     except _Return as r:
         return r.values
+    except BlockDivergence as e:
+        raise self.locate(e, s) from None
     return ()
+
+
+def _locate(self: CompiledFunc, e: BlockDivergence, step: Step) -> BlockDivergence:
+    """A divergence raised inside ``step`` without a location: located at its op."""
+    op = self.op_of.get(id(step))
+    if e.loc is not None or op is None or op.loc is None:
+        return e
+    located = e.with_loc(op.loc)
+    located.op = located.op or op.name
+    return located  # type: ignore[return-value]
+
+
+def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
+    """The one value of ``v`` when every block of a lockstep run has it; else a located
+    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
+    flat = np.asarray(v).reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return int(flat[0])
+    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
+    raise BlockDivergence(
+        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
+        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
+        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
+        op=op.name, loc=op.loc)
+
+
+CompiledFunc.locate = _locate  # type: ignore[attr-defined]
 
 
 CompiledFunc.invoke = _invoke  # type: ignore[attr-defined]

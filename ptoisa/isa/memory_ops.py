@@ -234,9 +234,9 @@ def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **para
 
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
-    if values.ndim > 2 and not isinstance(dst.offset, np.ndarray):
-        # every block of a lockstep launch stores to the same GM view (its offset does not
-        # depend on the block): one after another, as when the blocks run one by one
+    if values.ndim == 3 and not isinstance(dst.offset, np.ndarray):
+        # every block of a lockstep launch stores to the same GM window: in block order, as
+        # the blocks of a sequential launch (the last writer wins; atomic adds accumulate)
         for v in values:
             _store(m, dst, v, atomic)
         return
