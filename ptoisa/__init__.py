@@ -40,7 +40,7 @@ from .errors import (
 from .grid import BlockDivergence, Lanes, get_block_idx, get_block_num, launch
 from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
-from .isa.matrix import set_matmul_accumulation
+from .isa.matrix.matmul import set_matmul_accumulation
 from .memory import Machine, current, target
 from .mixed import (
     DeadlockError,

@@ -42,7 +42,7 @@ from .grid import (
 )
 from .interp import Program as Program, load as load
 from .isa import REGISTRY as REGISTRY, Event as Event, Instr as Instr, lookup as lookup
-from .isa.matrix import set_matmul_accumulation as set_matmul_accumulation
+from .isa.matrix.matmul import set_matmul_accumulation as set_matmul_accumulation
 from .memory import Machine as Machine, current as current, target as target
 from .mixed import (
     DeadlockError as DeadlockError,
@@ -66,21 +66,21 @@ from .tile import (
 )
 from .enums import AccPhase
 from .enums import AccToVecMode
-from .isa.elementwise_common import Algorithm
-from .isa.irregular import Coalesce
+from .isa.elementwise.common import Algorithm
+from .isa.irregular.ops import Coalesce
 from .isa.comm import CollEngine
 from .isa.comm import DmaEngine
-from .isa.irregular import GatherAxis
-from .isa.irregular import GatherOOB
-from .isa.irregular import HistByte
-from .isa.irregular import MaskPattern
+from .isa.irregular.ops import GatherAxis
+from .isa.irregular.ops import GatherOOB
+from .isa.irregular.ops import HistByte
+from .isa.irregular.ops import MaskPattern
 from .isa.comm import NotifyOp
 from .isa.comm import ReduceOp
-from .isa.irregular import ScatterAtomicOp
-from .isa.irregular import ScatterAxis
-from .isa.irregular import ScatterConflict
-from .isa.irregular import ScatterOOB
-from .isa.img2col import SetFmatrixMode
+from .isa.irregular.ops import ScatterAtomicOp
+from .isa.irregular.ops import ScatterAxis
+from .isa.irregular.ops import ScatterConflict
+from .isa.irregular.ops import ScatterOOB
+from .isa.layout.img2col import SetFmatrixMode
 from .isa.comm import WaitCmp
 
 __version__: str

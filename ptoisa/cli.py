@@ -180,7 +180,7 @@ def _load_npy(spec: str, name: str) -> Any:
 
 
 def _cmd_run(ns: argparse.Namespace) -> int:
-    from .isa.matrix import set_matmul_accumulation
+    from .isa.matrix.matmul import set_matmul_accumulation
 
     prev = set_matmul_accumulation(ns.matmul_accumulation)
     try:

@@ -420,7 +420,7 @@ def make_struct(o: dict[str, Any]) -> Any:
     raw = bytes.fromhex(o.get("bytes_before") or "00" * int(o.get("size", 0)))
     name = str(o["struct"])
     if name.endswith("MrgSortExecutedNumList"):
-        from .isa.irregular import MrgSortExecutedNumList
+        from .isa.irregular.ops import MrgSortExecutedNumList
 
         return MrgSortExecutedNumList.from_bytes(raw)
     if "ParallelGroup<" in name:
@@ -786,7 +786,7 @@ NOT_REPRODUCIBLE: dict[str, str] = {
 }
 
 def _timg2col_padding_case(tile: Any) -> None:
-    from .isa.img2col import Img2colConfig
+    from .isa.layout.img2col import Img2colConfig
 
     a = tile.array()  # [1, 1, 3, 4, 8]: pixel (h, w) channel c holds (h*4 + w)*10 + c
     h, w, c = np.meshgrid(np.arange(3), np.arange(4), np.arange(8), indexing="ij")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import ptoisa as pto
 from ptoisa import TileType, dtypes, parallel
-from ptoisa.isa.elementwise_common import wide_apply
-from ptoisa.isa.reduce import sequential_sum
+from ptoisa.isa.elementwise.common import wide_apply
+from ptoisa.isa.reduce.rowsum import sequential_sum
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +41,7 @@ def test_sequential_sum_is_left_to_right_when_split(lead, rows, cols, seed):
 
 
 def test_wide_exp_split_equals_exp_in_f64_rounded_once(monkeypatch):
-    from ptoisa.isa import elementwise_common
+    from ptoisa.isa.elementwise import common as elementwise_common
 
     monkeypatch.setattr(elementwise_common, "_CHUNK", 64)  # several chunks per part
     x = np.random.default_rng(1).standard_normal((7, 9, 33)).astype(np.float32) * 20

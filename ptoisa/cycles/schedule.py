@@ -125,7 +125,7 @@ class CycleModel:
                 sync: tuple[Any, ...] = ("PIPE_BARRIER", v[0])
                 pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
             else:
-                from ..isa.sync import _event_id
+                from ..isa.sync.flags import _event_id
 
                 eid = _event_id(ins, m, v[2])
                 sync = (name, v[0], v[1], eid)

@@ -1,5 +1,7 @@
 """The instruction registry and its families. Importing this package declares every
-instruction: each module of this package is one family and is imported here automatically.
+instruction: each family is a subpackage (``elementwise/``, ``reduce/``, ...) or module
+(``comm.py``, ``pipes.py``) named after it, imported here automatically; ``registry.py``,
+``spelling.py``, ``rules.py``, ``quant.py`` and ``valid_region.py`` are what families share.
 ``REGISTRY`` maps C++ names (TADD) to :class:`~ptoisa.isa.registry.Instr`."""
 
 import importlib

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ptoisa.cli import main
-from ptoisa.isa.matrix import set_matmul_accumulation
+from ptoisa.isa.matrix.matmul import set_matmul_accumulation
 
 SHARED = Path(os.environ.get("PTOISA_SHARED") or Path(__file__).resolve().parents[3] / "shared")
 VADD = SHARED / "corpus" / "ptoas" / "test" / "samples" / "VectorAddition" / "vadd.pto"

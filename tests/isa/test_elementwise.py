@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ptoisa.isa.elementwise2 as E
-import ptoisa.isa.elementwise_scalar as S
+import ptoisa.isa.elementwise.unary_binary as E
+import ptoisa.isa.tile_scalar.scalar as S
 from ptoisa.dtypes import dtype
 from ptoisa.errors import IllegalInstruction, PtoError, RuntimeCheckError, UnsupportedType
 from ptoisa.isa.registry import REGISTRY

@@ -12,8 +12,8 @@ import pytest
 
 from ptoisa.enums import CmpMode, RoundMode, SaturationMode
 from ptoisa.errors import IllegalInstruction, PtoError, RuntimeCheckError, UnsupportedType
-from ptoisa.isa.elementwise_cvt import TCVT
-from ptoisa.isa.elementwise_mask import TCMP, TCMPS, TSEL, TSELS
+from ptoisa.isa.elementwise.compare import TCMP, TCMPS, TSEL, TSELS
+from ptoisa.isa.elementwise.cvt import TCVT
 from ptoisa.memory import is_poison, pop
 from ptoisa.memory import target as make_target
 from ptoisa.tile import Dyn, Tile

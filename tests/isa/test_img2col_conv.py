@@ -9,7 +9,7 @@ import pytest
 import ptoisa as pto
 from ptoisa import BLayout, GlobalTensor, Layout, SLayout, Tile, TileType
 from ptoisa.conv import ConvTile
-from ptoisa.isa.img2col import Img2colConfig
+from ptoisa.isa.layout.img2col import Img2colConfig
 
 
 def _fmap(n, c1, h, w, c0, dtype=np.float32):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptoisa.isa.comm as C
-import ptoisa.isa.irregular as I
+import ptoisa.isa.irregular.ops as I
 from ptoisa.errors import ExecutionError, IllegalInstruction, PtoError, RuntimeCheckError
 from ptoisa.memory import is_poison, pop
 from ptoisa.memory import target as make_target

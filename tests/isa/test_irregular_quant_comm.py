@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ptoisa.isa.comm as C
-import ptoisa.isa.irregular as I
+import ptoisa.isa.irregular.ops as I
 from ptoisa.dtypes import fp4_decode
 from ptoisa.errors import ExecutionError, IllegalInstruction, PtoError, UnsupportedType
 from ptoisa.memory import pop

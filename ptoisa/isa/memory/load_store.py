@@ -6,16 +6,16 @@ from typing import Any
 
 import numpy as np
 
-from .. import conv, parallel
-from ..conv import ConvSpec, ConvTile
-from ..enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
-from ..errors import PtoError, RuntimeCheckError
-from ..memory import Machine
-from ..tensor import GlobalTensor, GMSpec
-from ..tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
-from .quant import convert, quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe
-from .spelling import LAYOUT_HINT, Attr, Ptoas
+from ... import conv, parallel
+from ...conv import ConvSpec, ConvTile
+from ...enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
+from ...errors import PtoError, RuntimeCheckError
+from ...memory import Machine
+from ...tensor import GlobalTensor, GMSpec
+from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
+from ..quant import convert, quant_mode, quantize
+from ..registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe
+from ..spelling import LAYOUT_HINT, Attr, Ptoas
 
 # ---- TASSIGN ---------------------------------------------------------------------------------
 
@@ -297,7 +297,7 @@ def _acc_store_rule(sig: Sig) -> None:
 
 def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                            **params: Any) -> None:
-    from ..memory import current
+    from ...memory import current
 
     if src.loc is TileType.Acc and current().target.traits.npu_runtime_checks and \
             not 1 <= src.valid_col <= 4095:
@@ -367,7 +367,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
 def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **params: Any) -> None:
     _tstore_runtime(ins, dst, src)
     _acc_valid_col_runtime(ins, dst, src)
-    from ..memory import current
+    from ...memory import current
 
     if quant_mode(current().target, src.dtype, dst.dtype) is not None \
             and fp.valid_col < src.valid_col:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..enums import Pipe
-from ..memory import Machine
-from ..tensor import GlobalTensor, GMSpec
-from .comm import AsyncEvent
-from .registry import Opnd, Sig, instr, sim_unchecked_type
+from ...enums import Pipe
+from ...memory import Machine
+from ...tensor import GlobalTensor, GMSpec
+from ..comm import AsyncEvent
+from ..registry import Opnd, Sig, instr, sim_unchecked_type
 
 
 @sim_unchecked_type

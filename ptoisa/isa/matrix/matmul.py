@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import dtypes as D
-from ..enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import FRACTAL_MX, Tile, TileSpec
-from .registry import Instr, Opnd, Param, Sig, elem_type, instr
-from .spelling import Form, Ptoas
+from ... import dtypes as D
+from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import FRACTAL_MX, Tile, TileSpec
+from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
+from ..spelling import Form, Ptoas
 
 if TYPE_CHECKING:
-    from ..targets import Target
+    from ...targets import Target
 
 MAX_MKN = 4095
 MX_GROUP = 32

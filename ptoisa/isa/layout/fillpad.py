@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Pipe, TileType
-from ..memory import Machine
-from ..tile import Tile, TileSpec
-from .registry import Opnd, Param, Sig, instr, locs, same_static_shape
+from ...enums import Pipe, TileType
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..registry import Opnd, Param, Sig, instr, locs, same_static_shape
 
 
 def _pad_not_null(sig: Sig) -> None:
@@ -84,7 +84,7 @@ _PADVAL = Param("PadVal", None)
                same_static_shape("dst", "src")))
 def TFILLPAD(m: Machine, dst: Tile, src: Tile, *, PadVal: Any = None) -> None:  # noqa: N802,N803
     """dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere."""
-    from ..enums import pad_value
+    from ...enums import pad_value
 
     _fill(m, dst, src, inplace=False, pad_override=None if PadVal is None else pad_value(PadVal))
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes as D
-from ..conv import ConvTile, transform
-from ..enums import Pipe, ReluPreMode, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine, current
-from ..tile import Tile, TileSpec
-from .quant import quant_mode, quantize
-from .registry import (
+from ... import dtypes as D
+from ...conv import ConvTile, transform
+from ...enums import Pipe, ReluPreMode, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine, current
+from ...tile import Tile, TileSpec
+from ..quant import quant_mode, quantize
+from ..registry import (
     Instr,
     Opnd,
     Param,
@@ -34,7 +34,7 @@ from .registry import (
     same_dtype,
     sim_unchecked,
 )
-from .spelling import SCALE, Form, Ptoas
+from ..spelling import SCALE, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 

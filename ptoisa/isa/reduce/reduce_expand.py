@@ -2,7 +2,7 @@
 expand-and-operate instructions), pair reduction, interleave/deinterleave and the partial
 arg-reductions.
 
-TROWSUM and the shared row-reduction rules live in :mod:`ptoisa.isa.reduce`. Every
+TROWSUM and the shared row-reduction rules live in :mod:`ptoisa.isa.reduce.rowsum`. Every
 semantics function here is one vectorised numpy expression over the iteration domain (no
 Python loop over rows or columns): row softmax (TROWMAX, TROWEXPANDSUB, TEXP, TROWSUM,
 TROWEXPANDDIV) runs on these.
@@ -20,15 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import dtype as to_dtype
-from ..enums import Pipe, TileType
-from ..errors import PtoError, RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile, TileSpec
-from .elementwise_common import idiv
-from .partial import check_partial_pattern
-from .reduce import row_reduce_dst, row_reduce_runtime, same_static_rows
-from .registry import (
+from ...dtypes import dtype as to_dtype
+from ...enums import Pipe, TileType
+from ...errors import PtoError, RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..elementwise.common import idiv
+from ..irregular.partial import check_partial_pattern
+from ..registry import (
     Event,
     Instr,
     Opnd,
@@ -42,7 +41,8 @@ from .registry import (
     same_dtype,
     sim_unchecked,
 )
-from .spelling import Attr, Ptoas
+from ..spelling import Attr, Ptoas
+from .rowsum import row_reduce_dst, row_reduce_runtime, same_static_rows
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import CmpMode, Pipe, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile
-from .elementwise_common import as_elem, cover, same_tile_dtype
-from .registry import Instr, Opnd, Sig, instr, locs, same_dtype
-from .spelling import CMP_MODE, Ptoas
+from ...enums import CmpMode, Pipe, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile
+from ..registry import Instr, Opnd, Sig, instr, locs, same_dtype
+from ..spelling import CMP_MODE, Ptoas
+from .common import as_elem, cover, same_tile_dtype
 
 _CMP = {
     CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
@@ -94,7 +94,7 @@ def _mask_words(ins: Instr, dst: Tile, src: Tile) -> None:
 
 
 def _tcmp_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any, *rest: Any, **kw: Any) -> None:
-    from ..memory import current
+    from ...memory import current
 
     if not (ins.name == "TCMPS" and current().target.traits.predicate_layout == "cpu_sim"):
         _mask_words(ins, dst, src0)

@@ -21,14 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes as D
-from ..enums import AccToVecMode, Pipe, ReluPreMode, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile, TileSpec
-from .quant import quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr, move_pipe
-from .spelling import Attr, Form, Ptoas
+from ... import dtypes as D
+from ...enums import AccToVecMode, Pipe, ReluPreMode, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..quant import quant_mode, quantize
+from ..registry import Instr, Opnd, Param, Sig, instr, move_pipe
+from ..spelling import Attr, Form, Ptoas
 
 
 def _fix_pipe_rule(sig: Sig) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Layout, Pipe, PrintFormat, TileType
-from ..memory import Machine
-from ..tensor import GlobalTensor, GMSpec
-from ..tile import Tile, TileSpec
-from .registry import Opnd, Param, Sig, dtype_in, instr, sim_unchecked_type
+from ...enums import Layout, Pipe, PrintFormat, TileType
+from ...memory import Machine
+from ...tensor import GlobalTensor, GMSpec
+from ...tile import Tile, TileSpec
+from ..registry import Opnd, Param, Sig, dtype_in, instr, sim_unchecked_type
 
 _FMT = {
     PrintFormat.Width8_Precision4: (8, 4),
@@ -188,7 +188,7 @@ def _resolve_format(m: Machine, fmt: Any) -> PrintFormat:
     if fmt is None:
         return PrintFormat.Width8_Precision4 if m.target.traits.print_style == "cpu" \
             else PrintFormat.Width6_Precision2
-    from ..enums import coerce_enum
+    from ...enums import coerce_enum
 
     return coerce_enum(PrintFormat, fmt, "tprint: Format")
 

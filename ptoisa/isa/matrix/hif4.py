@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..enums import AccPhase, Pipe
-from ..errors import PtoError
-from ..memory import Machine
-from .registry import Opnd, Param, Sig, instr
+from ...enums import AccPhase, Pipe
+from ...errors import PtoError
+from ...memory import Machine
+from ..registry import Opnd, Param, Sig, instr
 
 _HIF4_WHY = (
     "TMATMUL_MX_HIF4 (TMATMUL_MX with hifloat4x2_t operands) is not modelled: it is an A6 "

@@ -26,13 +26,13 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..dtypes import FP4_VALUES, DType, decode, dtype, fp4_decode, hif8_encode, s4_encode
-from ..enums import Pipe, RoundMode, SaturationMode, TileType
-from ..memory import Machine
-from ..tile import Tile, TileSpec
-from .elementwise_common import cover, wrap_to
-from .registry import Instr, Opnd, Param, Sig, instr, locs
-from .spelling import Attr, Ptoas
+from ...dtypes import FP4_VALUES, DType, decode, dtype, fp4_decode, hif8_encode, s4_encode
+from ...enums import Pipe, RoundMode, SaturationMode, TileType
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..registry import Instr, Opnd, Param, Sig, instr, locs
+from ..spelling import Attr, Ptoas
+from .common import cover, wrap_to
 
 
 def _finfo_max(dt: DType) -> float:
@@ -249,7 +249,7 @@ class _TcvtInstr(Instr):
         # an explicit None is the omitted tmp itself, not a shifted mode
         if len(args) >= 3 and args[2] is not None and not isinstance(args[2], Tile) \
                 and "tmp" not in kwargs:
-            from .registry import Event
+            from ..registry import Event
 
             if not isinstance(args[2], Event):
                 args = (*args[:2], None, *args[2:])

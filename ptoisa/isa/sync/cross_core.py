@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..enums import Pipe
-from ..errors import ExecutionError, PtoError
-from ..memory import Machine
-from .registry import Opnd, Param, instr
-from .sync import _record
+from ...enums import Pipe
+from ...errors import ExecutionError, PtoError
+from ...memory import Machine
+from ..registry import Opnd, Param, instr
+from .flags import _record
 
 _FLAG_IDS = 32
 

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Pipe, TileType
-from ..memory import Machine
-from ..tile import Tile
-from .elementwise_common import (
+from ...enums import Pipe, TileType
+from ...memory import Machine
+from ...tile import Tile
+from ..registry import Instr, Opnd, Param, instr, locs, same_dtype
+from .common import (
     Algorithm,
     cover,
     idiv,
@@ -26,7 +27,6 @@ from .elementwise_common import (
     wide_apply,
     wrap_to,
 )
-from .registry import Instr, Opnd, Param, instr, locs, same_dtype
 
 ALGO = (Param("PrecisionType", Algorithm.DEFAULT, Algorithm),)
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import parallel
-from ..enums import Pipe, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile, TileSpec
-from .registry import (
+from ... import parallel
+from ...enums import Pipe, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..registry import (
     Instr,
     Opnd,
     Sig,

@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import DType, dtype
-from ..enums import Pipe, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile
-from .elementwise2 import ALGO, _div, _fmod, _pow, _relu, _rem_floor, _shift
-from .elementwise_common import as_elem, cover, kinds
-from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from ...dtypes import DType, dtype
+from ...enums import Pipe, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile
+from ..elementwise.common import as_elem, cover, kinds
+from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _relu, _rem_floor, _shift
+from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
 
 _DST = Opnd("dst", "tile", "out")
 Fn = Callable[..., Any]

@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Pipe, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile
-from .registry import Instr, Opnd, instr, locs, same_dtype, sim_unchecked
+from ...enums import Pipe, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile
+from ..registry import Instr, Opnd, instr, locs, same_dtype, sim_unchecked
 
 
 def check_partial_pattern(op: str, d: tuple[int, int], a: tuple[int, int],

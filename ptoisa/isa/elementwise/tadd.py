@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Pipe, TileType
-from ..errors import RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile
-from .registry import Instr, Opnd, instr, locs, same_dtype
+from ...enums import Pipe, TileType
+from ...errors import RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile
+from ..registry import Instr, Opnd, instr, locs, same_dtype
 
 
 def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:

@@ -19,14 +19,14 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..dtypes import DType, fp4_encode
-from ..enums import CmpMode, Layout, Pipe, TileType
-from ..errors import PtoError, RuntimeCheckError
-from ..memory import Machine
-from ..tensor import GlobalTensor, GMSpec
-from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
-from .spelling import CMP_MODE, Attr, Form, Ptoas
+from ...dtypes import DType, fp4_encode
+from ...enums import CmpMode, Layout, Pipe, TileType
+from ...errors import PtoError, RuntimeCheckError
+from ...memory import Machine
+from ...tensor import GlobalTensor, GMSpec
+from ...tile import Tile, TileSpec
+from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
+from ..spelling import CMP_MODE, Attr, Form, Ptoas
 
 # ---- enums of the C++ API (pto/common/type.hpp) --------------------------------------------------
 
@@ -101,7 +101,7 @@ def _atomic(x: Any) -> ScatterAtomicOp:
         return ScatterAtomicOp.NoOp
     if x is None:
         return ScatterAtomicOp.NoOp
-    from ..enums import coerce_enum
+    from ...enums import coerce_enum
 
     return coerce_enum(ScatterAtomicOp, x, "mscatter: Atomic")  # type: ignore[no-any-return]
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import parallel
-from ..dtypes import DType
-from ..errors import PtoError, RuntimeCheckError
-from ..tile import Tile
-from .registry import Instr, Sig, StaticRule, elem_type
+from ... import parallel
+from ...dtypes import DType
+from ...errors import PtoError, RuntimeCheckError
+from ...tile import Tile
+from ..registry import Instr, Sig, StaticRule, elem_type
 
 
 class Algorithm(enum.Enum):

@@ -33,12 +33,12 @@ from typing import Any
 
 import numpy as np
 
-from ..conv import ConvTile
-from ..enums import Pipe, TileType
-from ..errors import PtoError, RuntimeCheckError
-from ..memory import Machine
-from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Param, Sig, instr, locs
+from ...conv import ConvTile
+from ...enums import Pipe, TileType
+from ...errors import PtoError, RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..registry import Instr, Opnd, Param, Sig, instr, locs
 
 
 class SetFmatrixMode(enum.Enum):

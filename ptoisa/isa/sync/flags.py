@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..enums import Pipe
-from ..errors import PtoError
-from ..memory import Machine
-from .registry import Event, Instr, Opnd, Param, instr
-from .spelling import Form, Ptoas
+from ...enums import Pipe
+from ...errors import PtoError
+from ...memory import Machine
+from ..registry import Event, Instr, Opnd, Param, instr
+from ..spelling import Form, Ptoas
 
 
 def _record(m: Machine, entry: tuple[Any, ...]) -> None:
