@@ -420,7 +420,7 @@ def make_struct(o: dict[str, Any]) -> Any:
     raw = bytes.fromhex(o.get("bytes_before") or "00" * int(o.get("size", 0)))
     name = str(o["struct"])
     if name.endswith("MrgSortExecutedNumList"):
-        from .isa.irregular.ops import MrgSortExecutedNumList
+        from .isa.irregular import MrgSortExecutedNumList
 
         return MrgSortExecutedNumList.from_bytes(raw)
     if "ParallelGroup<" in name:

@@ -468,10 +468,20 @@ def _order(d: DType) -> tuple[int, str]:
 REGISTRY: dict[str, Instr] = {}
 
 
+def family_of_module(module: str) -> str | None:
+    """The family an instruction declared in ``module`` belongs to: its subpackage (or
+    module) of ``ptoisa.isa``, ``_`` read as ``-`` (``ptoisa.isa.tile_scalar.scalar`` ->
+    ``tile-scalar``); None outside the families."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[:2] != ["ptoisa", "isa"]:
+        return None
+    return parts[2].replace("_", "-")
+
+
 def instr(
     name: str,
     *,
-    family: str,
+    family: str | None = None,
     pipe: Pipe,
     operands: Iterable[Opnd],
     params: Iterable[Param] = (),
@@ -494,6 +504,14 @@ def instr(
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
             raise RuntimeError(f"instruction {name} declared twice")
+        where = family_of_module(fn.__module__)
+        fam = family or where
+        if fam is None:
+            raise RuntimeError(f"instruction {name}: no family (declare it in "
+                               "ptoisa/isa/<family>/)")
+        if where is not None and fam != where:
+            raise RuntimeError(f"instruction {name} says family {fam!r} but is declared in "
+                               f"{fn.__module__} (family {where!r}): the family is the module")
         opnds = tuple(operands)
         rt = tuple(runtime)
         written = tuple((i, o.name) for i, o in enumerate(opnds)
@@ -502,7 +520,7 @@ def instr(
         if written:
             rt = (_gm_writable(written), *rt)
         ins = Instr(
-            name=name, family=family, pipe=pipe, operands=opnds,
+            name=name, family=fam, pipe=pipe, operands=opnds,
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
             runtime=rt, returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
             batched=batched, impl_for=dict(impl_for or {}),

@@ -204,7 +204,7 @@ LEGALITY: dict[str, Rule] = {
 
     # ---- prefetch_hif4 ---------------------------------------------------------------------------
     # TPREFETCH_ASYNC (any element type: a cache hint). TMATMUL_MX_HIF4 is an A6 instruction: no
-    # target here has it (see ptoisa/isa/hif4.py).
+    # target here has it (see ptoisa/isa/matrix/hif4.py).
     "TPREFETCH_ASYNC": rule(),
 
     # ---- reduce_expand ---------------------------------------------------------------------------

@@ -265,7 +265,7 @@ def test_ttri_tci_tcolsum_trandom(target: str) -> None:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_tgather_mask_pattern(target: str) -> None:
-    from ptoisa.isa.irregular.ops import MaskPattern
+    from ptoisa.isa.irregular import MaskPattern
 
     x = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
     tiles = {"src": ("f32", 8, 32), "dst": ("f32", 8, 32)}
@@ -288,7 +288,7 @@ def _sorted_records(values: list[float], base: int) -> np.ndarray:
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("tmp_in_outs", [False, True])
 def test_tmrgsort_exhausted_and_format2(target: str, tmp_in_outs: bool) -> None:
-    from ptoisa.isa.irregular.ops import MrgSortExecutedNumList
+    from ptoisa.isa.irregular import MrgSortExecutedNumList
 
     s0 = _sorted_records([9, 7, 5, 3, 1, 0.5, 0.25, 0.125] * 4, 0)
     s1 = _sorted_records([8, 8, 6, 2] * 8, 100)
@@ -415,7 +415,7 @@ def test_attributes_without_counterpart() -> None:
 def test_mapped_attributes_elsewhere_reach_the_registry() -> None:
     """The RUN_ELSEWHERE attributes bind to the registry values (checked on the binding)."""
     from ptoisa.enums import AtomicType, ReluPreMode
-    from ptoisa.isa.irregular.ops import HistByte
+    from ptoisa.isa.irregular import HistByte
     from ptoisa.text import parse
 
     u16 = tile_t("ui16", 8, 32)
@@ -442,7 +442,7 @@ def test_mapped_attributes_elsewhere_reach_the_registry() -> None:
     op = next(o for o in parse(text, "s.pto").ops[0].walk() if o.name == "pto.tstore")
     p = bridge.bind(op, REGISTRY["TSTORE"]).params
     assert p["atomicType"] is AtomicType.AtomicAdd and p["reluPreMode"] is ReluPreMode.NormalRelu
-    from ptoisa.isa.irregular.ops import ScatterAtomicOp, ScatterOOB
+    from ptoisa.isa.irregular import ScatterAtomicOp, ScatterOOB
 
     f32, i32 = tile_t("f32", 1, 16), tile_t("i32", 1, 16)
     text = f"""module {{

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ptoisa.isa.elementwise.relu_conv as RC
 import ptoisa.isa.elementwise.unary_binary as E
 import ptoisa.isa.tile_scalar.scalar as S
 from ptoisa.dtypes import dtype
@@ -314,22 +315,22 @@ def test_tadddeqrelu_and_reluconv(tgt):  # type: ignore[no-untyped-def]
     a = RNG.integers(-2**20, 2**20, (8, 32)).astype(np.int32)
     b = RNG.integers(-2**20, 2**20, (8, 32)).astype(np.int32)
     dst = tile("f16")
-    S.TADDDEQRELU(dst, tile("i32", a), tile("i32", b), 0.01, tile("i32"))
+    RC.TADDDEQRELU(dst, tile("i32", a), tile("i32", b), 0.01, tile("i32"))
     x = (a.astype(np.float64) + b).astype(np.float32)
     f = ((x * np.float32(2 ** -17)) * np.float32(0.01)) * np.float32(2 ** 17)
     np.testing.assert_array_equal(dst.numpy(), np.minimum(np.maximum(f, 0), 65504)
                                   .astype(np.float16))
     if tgt == "cpu":
         with pytest.raises(IllegalInstruction, match="not supported on target cpu"):
-            S.TADDRELUCONV(tile("i8"), Tile("Vec", "i16", 8, 32), Tile("Vec", "i16", 8, 32))
+            RC.TADDRELUCONV(tile("i8"), Tile("Vec", "i16", 8, 32), Tile("Vec", "i16", 8, 32))
         return
     p = RNG.integers(-200, 200, (8, 32)).astype(np.int16)
     q = RNG.integers(-200, 200, (8, 32)).astype(np.int16)
     d8 = tile("i8")
-    S.TADDRELUCONV(d8, Tile("Vec", "i16", 8, 32).load_numpy(p),
+    RC.TADDRELUCONV(d8, Tile("Vec", "i16", 8, 32).load_numpy(p),
                    Tile("Vec", "i16", 8, 32).load_numpy(q))
     np.testing.assert_array_equal(d8.numpy(), np.clip(p.astype(int) + q, 0, 127))
-    S.TSUBRELUCONV(d8, Tile("Vec", "i16", 8, 32).load_numpy(p),
+    RC.TSUBRELUCONV(d8, Tile("Vec", "i16", 8, 32).load_numpy(p),
                    Tile("Vec", "i16", 8, 32).load_numpy(q))
     np.testing.assert_array_equal(d8.numpy(), np.clip(p.astype(int) - q, 0, 127))
 

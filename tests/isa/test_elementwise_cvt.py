@@ -12,8 +12,9 @@ import pytest
 
 from ptoisa.enums import CmpMode, RoundMode, SaturationMode
 from ptoisa.errors import IllegalInstruction, PtoError, RuntimeCheckError, UnsupportedType
-from ptoisa.isa.elementwise.compare import TCMP, TCMPS, TSEL, TSELS
+from ptoisa.isa.elementwise.compare import TCMP, TSEL
 from ptoisa.isa.elementwise.cvt import TCVT
+from ptoisa.isa.tile_scalar.compare import TCMPS, TSELS
 from ptoisa.memory import is_poison, pop
 from ptoisa.memory import target as make_target
 from ptoisa.tile import Dyn, Tile

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import ptoisa as pto
 import ptoisa.isa.comm as C
-import ptoisa.isa.irregular.ops as I
+import ptoisa.isa.irregular as I
 from ptoisa.errors import ExecutionError, IllegalInstruction, PtoError, RuntimeCheckError
 from ptoisa.memory import is_poison, pop
 from ptoisa.memory import target as make_target
@@ -38,7 +39,7 @@ def vec(dtype, rows, cols, valid=None, data=None) -> Tile:  # type: ignore[no-un
 @pytest.mark.parametrize("desc", [0, 1])
 def test_tci(tgt, dtype, desc):  # type: ignore[no-untyped-def]
     t = vec(dtype, 1, 32, valid=(1, Dyn(20)))
-    I.TCI(t, 5, descending=desc)
+    pto.TCI(t, 5, descending=desc)
     k = np.arange(20)
     ref = (5 - k if desc else 5 + k).astype(np.int64).astype(t.dtype.np)
     np.testing.assert_array_equal(t.numpy()[0, :20], ref)
@@ -47,9 +48,9 @@ def test_tci(tgt, dtype, desc):  # type: ignore[no-untyped-def]
 
 def test_tci_rejects_rows(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="Rows == 1"):
-        I.TCI(vec("i32", 2, 8), 0)
+        pto.TCI(vec("i32", 2, 8), 0)
     with pytest.raises(IllegalInstruction, match="not supported"):
-        I.TCI(vec("f32", 1, 8), 0)
+        pto.TCI(vec("f32", 1, 8), 0)
 
 
 @pytest.mark.parametrize("upper", [0, 1])
@@ -57,7 +58,7 @@ def test_tci_rejects_rows(tgt):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("dtype", ["f32", "i16", "f16"])
 def test_ttri(tgt, upper, diag, dtype):  # type: ignore[no-untyped-def]
     t = vec(dtype, 16, 16, valid=(Dyn(12), Dyn(10)))
-    I.TTRI(t, diag, isUpperOrLower=upper)
+    pto.TTRI(t, diag, isUpperOrLower=upper)
     ref = np.zeros((12, 10))
     for i in range(12):
         for j in range(10):
@@ -69,7 +70,7 @@ def test_ttri(tgt, upper, diag, dtype):  # type: ignore[no-untyped-def]
 
 def test_ttri_rejects_mode(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(PtoError, match="isUpperOrLower"):
-        I.TTRI(vec("f32", 8, 8), 0, isUpperOrLower=2)
+        pto.TTRI(vec("f32", 8, 8), 0, isUpperOrLower=2)
 
 
 # ---- TGATHER / TSCATTER --------------------------------------------------------------------------
@@ -85,7 +86,7 @@ def test_tgather_mask(tgt, pat, axis, dtype):  # type: ignore[no-untyped-def]
     src = vec(dtype, 8, 32, valid=(Dyn(8), Dyn(16)),
               data=RNG.integers(0, 100, (8, 32)))
     dst = vec(dtype, 8, 32)
-    I.TGATHER(dst, src, maskPattern=pat, gatherType=axis)
+    pto.TGATHER(dst, src, maskPattern=pat, gatherType=axis)
     f, p = PATTERNS[pat]
     s = src.numpy()[:8, :16]
     sel = s[:, p::f] if axis == "GATHER_ROW" else s[p::f, :]
@@ -98,14 +99,14 @@ def test_tgather_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
     idx = vec(itype, 4, 16, data=RNG.integers(0, 128, (4, 16)))
     dst = vec(dtype, 4, 16)
     tmp = vec(itype, 4, 16)
-    I.TGATHER(dst, src, idx, tmp)
+    pto.TGATHER(dst, src, idx, tmp)
     ref = src.numpy().reshape(-1)[idx.numpy().astype(np.int64)]
     np.testing.assert_array_equal(dst.numpy(), ref)
 
 
 def test_tgather_rejects(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="same element size"):
-        I.TGATHER(vec("f32", 4, 16), vec("f16", 4, 16), maskPattern="P0101")
+        pto.TGATHER(vec("f32", 4, 16), vec("f16", 4, 16), maskPattern="P0101")
 
 
 @pytest.mark.parametrize("dtype", ["f32", "i8", "i16"])
@@ -116,7 +117,7 @@ def test_tgatherb(tgt, dtype):  # type: ignore[no-untyped-def]
     blocks = RNG.integers(0, 8, (2, 8))
     off = vec("ui32", 2, 8, data=blocks * 32)
     dst = vec(dtype, 2, 4 * per, valid=(2, Dyn(2 * per)))
-    I.TGATHERB(dst, src, off)
+    pto.TGATHERB(dst, src, off)
     flat = src.numpy().reshape(-1)
     for i in range(2):
         for b in range(2):
@@ -130,7 +131,7 @@ def test_tscatter_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
     perm = RNG.permutation(64)[:64].reshape(4, 16)
     idx = vec(itype, 4, 16, data=perm)
     dst = vec(dtype, 4, 16, data=np.zeros((4, 16)))
-    I.TSCATTER(dst, src, idx)
+    pto.TSCATTER(dst, src, idx)
     ref = np.zeros(64)
     ref[perm[:3].reshape(-1)] = src.numpy()[:3].reshape(-1)
     np.testing.assert_array_equal(dst.numpy().reshape(-1).astype(np.float64), ref)
@@ -141,14 +142,14 @@ def test_tscatter_mask_and_rejects(tgt):  # type: ignore[no-untyped-def]
     dst = vec("f32", 4, 32, data=np.full((4, 32), 7.0))
     if tgt == "a2a3":
         with pytest.raises(IllegalInstruction, match="mask form"):
-            I.TSCATTER(dst, src, maskPattern="P0100")
+            pto.TSCATTER(dst, src, maskPattern="P0100")
         return
-    I.TSCATTER(dst, src, maskPattern="P0100")
+    pto.TSCATTER(dst, src, maskPattern="P0100")
     ref = np.zeros((4, 32), np.float32)
     ref[:, 2::4] = src.numpy()
     np.testing.assert_array_equal(dst.numpy(), ref)
     with pytest.raises(RuntimeCheckError, match="expanded"):
-        I.TSCATTER(vec("f32", 4, 16), src, maskPattern="P0100")
+        pto.TSCATTER(vec("f32", 4, 16), src, maskPattern="P0100")
 
 
 # ---- MGATHER / MSCATTER --------------------------------------------------------------------------
@@ -161,7 +162,7 @@ def test_mgather_elem(tgt, oob, dtype):  # type: ignore[no-untyped-def]
     raw = RNG.integers(0, 60, (2, 32))
     idx = vec("i32", 2, 32, valid=(2, Dyn(5)), data=raw)
     dst = vec(dtype, 2, 32, valid=(2, Dyn(5)))
-    I.MGATHER(dst, table, idx, CMode="Elem", Mode=oob)
+    pto.MGATHER(dst, table, idx, CMode="Elem", Mode=oob)
     ix = raw[:, :5]
     if oob == "Clamp":
         ref = table_np[np.minimum(ix, 39)]
@@ -177,10 +178,10 @@ def test_mgather_row_and_mscatter_row(tgt):  # type: ignore[no-untyped-def]
     table = GlobalTensor(table_np)
     idx = vec("i32", 1, 8, valid=(1, Dyn(4)), data=[[3, 9, 0, 3, 0, 0, 0, 0]])
     dst = vec("f32", 4, 8)
-    I.MGATHER(dst, table, idx)
+    pto.MGATHER(dst, table, idx)
     np.testing.assert_array_equal(dst.numpy(), table_np[[3, 9, 0, 3]])
     out_np = np.zeros((10, 8), np.float32)
-    I.MSCATTER(GlobalTensor(out_np), dst, idx, Mode="Row", Atomic="Add")
+    pto.MSCATTER(GlobalTensor(out_np), dst, idx, Mode="Row", Atomic="Add")
     ref = np.zeros((10, 8), np.float32)
     np.add.at(ref, [3, 9, 0, 3], table_np[[3, 9, 0, 3]])
     np.testing.assert_allclose(out_np, ref, rtol=1e-6)
@@ -192,7 +193,7 @@ def test_mscatter_elem(tgt, atomic):  # type: ignore[no-untyped-def]
     src = vec("i32", 2, 8, data=RNG.integers(0, 100, (2, 8)))
     raw = RNG.integers(0, 20, (2, 8))
     idx = vec("i32", 2, 8, data=raw)
-    I.MSCATTER(GlobalTensor(out_np), src, idx, Mode="Elem", Atomic=atomic, Oob="Skip")
+    pto.MSCATTER(GlobalTensor(out_np), src, idx, Mode="Elem", Atomic=atomic, Oob="Skip")
     ref = np.full(16, 50, np.int32)
     for v, k in zip(src.numpy().reshape(-1), raw.reshape(-1), strict=True):
         if k >= 16:
@@ -204,7 +205,7 @@ def test_mscatter_elem(tgt, atomic):  # type: ignore[no-untyped-def]
 
 def test_mscatter_rejects_last_with_atomic(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="Conflict=Last"):
-        I.MSCATTER(GlobalTensor(np.zeros(16, np.float32)), vec("f32", 1, 8), vec("i32", 1, 8),
+        pto.MSCATTER(GlobalTensor(np.zeros(16, np.float32)), vec("f32", 1, 8), vec("i32", 1, 8),
                    Mode="Elem", Atomic="Add", Conflict="Last")
 
 
@@ -228,7 +229,7 @@ def test_tsort32(tgt, dtype, npdt):  # type: ignore[no-untyped-def]
     idx = vec("ui32", 1, 64, data=np.arange(64).reshape(1, 64))
     per = 8 // np.dtype(npdt).itemsize
     dst = vec(dtype, 1, 64 * per)
-    I.TSORT32(dst, src, idx)
+    pto.TSORT32(dst, src, idx)
     exp = []
     for b in range(2):
         blk = vals[0, b * 32:(b + 1) * 32]
@@ -240,7 +241,7 @@ def test_tsort32(tgt, dtype, npdt):  # type: ignore[no-untyped-def]
 
 def test_tsort32_rejects_partial_block(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(RuntimeCheckError, match="multiple of 32"):
-        I.TSORT32(vec("f32", 1, 128), vec("f32", 1, 64, valid=(1, Dyn(40))), vec("ui32", 1, 64))
+        pto.TSORT32(vec("f32", 1, 128), vec("f32", 1, 64, valid=(1, Dyn(40))), vec("ui32", 1, 64))
 
 
 def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
@@ -250,7 +251,7 @@ def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
     s1 = vec("f32", 1, 16, data=_records(b, range(8, 16), np.float32)[None, :])
     dst, tmp = vec("f32", 1, 32), vec("f32", 1, 32)
     ex = I.MrgSortExecutedNumList()
-    I.TMRGSORT(dst, ex, tmp, s0, s1, exhausted=True)
+    pto.TMRGSORT(dst, ex, tmp, s0, s1, exhausted=True)
     merged = sorted([(v, i) for i, v in enumerate(a)] + [(v, 8 + i) for i, v in enumerate(b)],
                     key=lambda t: -t[0])
     # the merge stops once a list is exhausted: the first list to run out
@@ -264,9 +265,9 @@ def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
 
 def test_tmrgsort_rejects(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(RuntimeCheckError, match="multiple of 64"):
-        I.TMRGSORT(vec("f32", 1, 256), vec("f32", 1, 256), 32)
+        pto.TMRGSORT(vec("f32", 1, 256), vec("f32", 1, 256), 32)
     with pytest.raises(IllegalInstruction, match="Rows == 1"):
-        I.TMRGSORT(vec("f32", 2, 256), vec("f32", 2, 256), 64)
+        pto.TMRGSORT(vec("f32", 2, 256), vec("f32", 2, 256), 64)
 
 
 # ---- TDEQUANT / THISTOGRAM / TRANDOM / TPREFETCH -------------------------------------------------
@@ -278,11 +279,11 @@ def test_tdequant(tgt, stype):  # type: ignore[no-untyped-def]
     sc = vec("f32", 4, 8, data=RNG.normal(size=(4, 8)))
     of = vec("f32", 4, 8, data=RNG.normal(size=(4, 8)))
     dst = vec("f32", 4, 32, valid=(Dyn(3), Dyn(20)))
-    I.TDEQUANT(dst, src, sc, of)
+    pto.TDEQUANT(dst, src, sc, of)
     ref = (x[:3, :20].astype(np.float32) - of.numpy()[:3, :1]) * sc.numpy()[:3, :1]
     np.testing.assert_array_equal(dst.numpy()[:3, :20], ref)
     with pytest.raises(RuntimeCheckError, match="src valid region"):
-        I.TDEQUANT(vec("f32", 4, 32), src, sc, of)
+        pto.TDEQUANT(vec("f32", 4, 32), src, sc, of)
 
 
 def test_thistogram(tgt):  # type: ignore[no-untyped-def]
@@ -294,9 +295,9 @@ def test_thistogram(tgt):  # type: ignore[no-untyped-def]
     dst = vec("ui32", 2, 256)
     if tgt == "a2a3":
         with pytest.raises(IllegalInstruction, match="not supported on target a2a3"):
-            I.THISTOGRAM(dst, src, idx, byte="BYTE_0")
+            pto.THISTOGRAM(dst, src, idx, byte="BYTE_0")
         return
-    I.THISTOGRAM(dst, src, idx, byte="BYTE_0")
+    pto.THISTOGRAM(dst, src, idx, byte="BYTE_0")
     for r in range(2):
         keep = x[r][(x[r] >> 8) == 0x12] & 0xFF
         ref = np.array([np.sum(keep <= b) for b in range(256)])
@@ -310,16 +311,16 @@ def test_trandom_philox_vector(tgt):  # type: ignore[no-untyped-def]
     if tgt == "a2a3":
         return
     dst = vec("ui32", 1, 8)
-    I.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32))
+    pto.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32))
     assert dst.numpy()[0, 0] == 0x6627E8D5 and dst.numpy()[0, 2] == 0xE169C58D
     with pytest.raises(PtoError, match="Rounds"):
-        I.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32), Rounds=8)
+        pto.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32), Rounds=8)
 
 
 def test_tprefetch(tgt):  # type: ignore[no-untyped-def]
     a = RNG.normal(size=(8, 16)).astype(np.float32)
     dst = vec("f32", 8, 16)
-    I.TPREFETCH(dst, GlobalTensor(a))
+    pto.TPREFETCH(dst, GlobalTensor(a))
     np.testing.assert_array_equal(dst.numpy(), a)
 
 

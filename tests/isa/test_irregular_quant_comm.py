@@ -9,8 +9,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import ptoisa as pto
 import ptoisa.isa.comm as C
-import ptoisa.isa.irregular.ops as I
 from ptoisa.dtypes import fp4_decode
 from ptoisa.errors import ExecutionError, IllegalInstruction, PtoError, UnsupportedType
 from ptoisa.memory import pop
@@ -59,10 +59,10 @@ def test_tquant_int8(tgt, asym):  # type: ignore[no-untyped-def]
     off = np.array([[120], [3], [128], [250]], np.float32)
     dst = vec("ui8" if asym else "i8", 4, 32)
     if asym:
-        I.TQUANT(dst, vec("f32", 4, 32, x), col("f32", sc), col("f32", off),
+        pto.TQUANT(dst, vec("f32", 4, 32, x), col("f32", sc), col("f32", off),
                  quant_type="QuantType::INT8_ASYM")
     else:
-        I.TQUANT(dst, vec("f32", 4, 32, x), col("f32", sc), quant_type="INT8_SYM")
+        pto.TQUANT(dst, vec("f32", 4, 32, x), col("f32", sc), quant_type="INT8_SYM")
     ref = [[x[r, c] * sc[r, 0] + (off[r, 0] if asym else 0) for c in range(32)]
            for r in range(4)]
     lo, hi = (0, 255) if asym else (-128, 127)
@@ -73,7 +73,7 @@ def test_tquant_int8(tgt, asym):  # type: ignore[no-untyped-def]
 
 def test_tquant_int8_rejects_f16_src(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises((IllegalInstruction, UnsupportedType), match="f16|not supported"):
-        I.TQUANT(vec("i8", 4, 32), vec("f16", 4, 32), col("f16", np.ones(4)),
+        pto.TQUANT(vec("i8", 4, 32), vec("f16", 4, 32), col("f16", np.ones(4)),
                  quant_type="INT8_SYM")
 
 
@@ -92,7 +92,7 @@ def test_tquant_mxfp8_ocp_nd(mx_tgt, src_dtype):  # type: ignore[no-untyped-def]
     x = x.astype(np.float16).astype(np.float32)
     dst, e8 = vec("i8", 2, 64), vec("ui8", 2, 32)
     mx, scl = vec("f32", 1, 8), vec("f32", 1, 8)
-    I.TQUANT(dst, vec(src_dtype, 2, 64, x), e8, mx, scl, quant_type="MXFP8")
+    pto.TQUANT(dst, vec(src_dtype, 2, 64, x), e8, mx, scl, quant_type="MXFP8")
     for r in range(2):
         for g in range(2):
             blk = x[r, 32 * g: 32 * g + 32]
@@ -110,7 +110,7 @@ def test_tquant_mxfp8_ocp_nd(mx_tgt, src_dtype):  # type: ignore[no-untyped-def]
 def test_tquant_mxfp4_dn(mx_tgt):  # type: ignore[no-untyped-def]
     x = (RNG.standard_normal((64, 32)) * 3).astype(np.float16)
     dst, e8 = vec("f4E2M1x2", 64, 32), vec("ui8", 2, 32)
-    I.TQUANT(dst, vec("f16", 64, 32, x), e8, vec("f32", 1, 64), vec("f32", 1, 64),
+    pto.TQUANT(dst, vec("f16", 64, 32, x), e8, vec("f32", 1, 64), vec("f32", 1, 64),
              grp_axis=0, mx_alg="MxQuantAlg::OcpMxFp4E2M1")
     grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6])
     for gr in range(2):
@@ -127,13 +127,13 @@ def test_tquant_mxfp4_dn(mx_tgt):  # type: ignore[no-untyped-def]
 
 def test_tquant_mxfp4_rejects_f32_src(mx_tgt):  # type: ignore[no-untyped-def]
     with pytest.raises((IllegalInstruction, UnsupportedType), match="f16 or bf16|not supported"):
-        I.TQUANT(vec("f4E2M1x2", 2, 64), vec("f32", 2, 64), vec("ui8", 2, 32),
+        pto.TQUANT(vec("f4E2M1x2", 2, 64), vec("f32", 2, 64), vec("ui8", 2, 32),
                  vec("f32", 1, 8), vec("f32", 1, 8), quant_type="MXFP4_E2M1")
 
 
 def test_tquant_mx_needs_whole_groups(mx_tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(PtoError, match="32 columns"):
-        I.TQUANT(vec("i8", 2, 64, valid=(2, 48)), vec("f32", 2, 64, valid=(2, 48)),
+        pto.TQUANT(vec("i8", 2, 64, valid=(2, 48)), vec("f32", 2, 64, valid=(2, 48)),
                  vec("ui8", 2, 32), vec("f32", 1, 8), vec("f32", 1, 8), quant_type="MXFP8")
 
 
@@ -147,7 +147,7 @@ def test_tdequant_full_width_params(name):  # type: ignore[no-untyped-def]
         sc = RNG.random((2, 16)).astype(np.float32)
         off = RNG.integers(-5, 5, (2, 16)).astype(np.float32)
         dst = vec("f32", 2, 16)
-        I.TDEQUANT(dst, vec("i16", 2, 16, src), vec("f32", 2, 16, sc), vec("f32", 2, 16, off))
+        pto.TDEQUANT(dst, vec("i16", 2, 16, src), vec("f32", 2, 16, sc), vec("f32", 2, 16, off))
         if name == "cpu":  # the simulator reads full-width parameter tiles element-wise
             want = (src.astype(np.float32) - off) * sc
         else:

@@ -20,13 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from ...enums import CmpMode, Pipe, TileType
+from ...enums import CmpMode, Pipe
 from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile
-from ..registry import Instr, Opnd, Sig, instr, locs, same_dtype
+from ..registry import Instr, Opnd, Sig, instr, same_dtype
+from ..rules import vec
 from ..spelling import CMP_MODE, Ptoas
-from .common import as_elem, cover, same_tile_dtype
+from .common import cover
 
 _CMP = {
     CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
@@ -34,8 +35,6 @@ _CMP = {
 }
 
 
-def _vec(*names: str) -> Any:
-    return locs(names, TileType.Vec)
 
 
 def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
@@ -125,7 +124,7 @@ def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
                  Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
        dtype_key=("src0", "dst"),
-       static=(_vec("dst", "src0", "src1"), same_dtype("src0", "src1"), _pred_dst),
+       static=(vec("dst", "src0", "src1"), same_dtype("src0", "src1"), _pred_dst),
        runtime=(_tcmp_runtime,))
 def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
          cmpMode: CmpMode | None = None) -> None:  # noqa: N803
@@ -137,35 +136,6 @@ def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
     with np.errstate(invalid="ignore"):
         bits = _CMP[mode](np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)))
     _pack(m, dst, bits)
-
-
-@instr("TCMPS", family="tile-scalar", pipe=Pipe.V,
-       ptoas=Ptoas(attrs={"cmpMode": CMP_MODE}),
-       operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "any"),
-                 Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
-       dtype_key=("src0", "dst"),
-       static=(_vec("dst", "src0"), same_tile_dtype("src0", "src1"), _pred_dst),
-       runtime=(_tcmp_runtime,))
-def TCMPS(m: Machine, dst: Tile, src0: Tile, src1: Any,  # noqa: N802
-          cmpMode: CmpMode | None = None) -> None:  # noqa: N803
-    """dst = packed predicate (src0 cmpMode scalar); ``src1`` is a number (converted to src0's
-    element type) or a tile whose element [0, 0] is the scalar (the C++ tile overload).
-
-    Layout. a2a3/a5 (the ISA page's example and the NPU code): row r's bits are packed
-    LSB-first into dst row r (row length dst.Cols), like TCMP. cpu (the CPU simulator):
-    whole src rows (src.Cols bits each, 0 outside the valid region) as one byte stream laid
-    out with row length dst.validCol, see :func:`_pack_stream`; this is what its TSEL reads.
-    The two agree for a u8 dst when src's valid region is the whole tile and
-    dst.validCol == src.Cols / 8 (each dst row then holds exactly one src row)."""
-    vr, vc = src0.valid_shape
-    s = src1.read(1, 1)[0, 0] if isinstance(src1, Tile) else as_elem(src1, src0.dtype)
-    mode = _mode(m, src0, cmpMode or CmpMode.EQ)
-    with np.errstate(invalid="ignore"):
-        bits = _CMP[mode](np.asarray(src0.read(vr, vc)), s)
-    if m.target.traits.predicate_layout == "cpu_sim":
-        _pack_stream(dst, src0, bits)
-    else:
-        _pack(m, dst, bits)
 
 
 # ---- selection ---------------------------------------------------------------------------------
@@ -206,7 +176,7 @@ def _pred_mask(sig: Sig) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("mask", "tile"), Opnd("src0", "tile"),
                  Opnd("src1", "tile"), Opnd("tmp", "tile", "scratch", optional=True)),
        dtype_key=("dst",),
-       static=(_vec("dst", "mask", "src0", "src1"), same_dtype("dst", "src0", "src1"),
+       static=(vec("dst", "mask", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                _pred_mask),
        runtime=(cover("src0", "src1"),))
 def TSEL(m: Machine, dst: Tile, mask: Tile, src0: Tile, src1: Tile,  # noqa: N802
@@ -220,20 +190,4 @@ def TSEL(m: Machine, dst: Tile, mask: Tile, src0: Tile, src1: Tile,  # noqa: N80
     bits = read(TSEL, mask, vr, vc)
     dst.write(np.where(bits, np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))))
 
-
-@instr("TSELS", family="tile-scalar", pipe=Pipe.V,
-       operands=(Opnd("dst", "tile", "out"), Opnd("mask", "tile"), Opnd("src", "tile"),
-                 Opnd("tmp", "tile", "scratch"), Opnd("scalar", "scalar")),
-       dtype_key=("dst",),
-       static=(_vec("dst", "mask", "src"), same_dtype("dst", "src"), _pred_mask),
-       runtime=(cover("src"),))
-def TSELS(m: Machine, dst: Tile, mask: Tile, src: Tile, tmp: Tile,  # noqa: N802
-          scalar: Any) -> None:
-    """dst = mask bit ? src : scalar over dst's valid region (per-row packed mask on every
-    target); tmp is scratch (a2a3 keeps the scalar there)."""
-    vr, vc = dst.valid_shape
-    if not (vr and vc):
-        return
-    bits = _row_bits(TSELS, mask, vr, vc)
-    dst.write(np.where(bits, np.asarray(src.read(vr, vc)), as_elem(scalar, dst.dtype)))
 

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from ...enums import Pipe, TileType
+from ...enums import Pipe
 from ...memory import Machine
 from ...tile import Tile
-from ..registry import Instr, Opnd, Param, instr, locs, same_dtype
+from ..registry import Instr, Opnd, Param, instr, same_dtype
+from ..rules import vec
 from .common import (
     Algorithm,
     cover,
@@ -33,8 +34,6 @@ ALGO = (Param("PrecisionType", Algorithm.DEFAULT, Algorithm),)
 _DST = Opnd("dst", "tile", "out")
 
 
-def _vec(*names: str) -> Any:
-    return locs(names, TileType.Vec)
 
 
 def _pow(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
@@ -138,7 +137,7 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
-                 static=(_vec("dst", "src"), same_dtype("dst", "src"), *static),
+                 static=(vec("dst", "src"), same_dtype("dst", "src"), *static),
                  runtime=(cover("src"),))(impl)
 
 
@@ -159,7 +158,7 @@ def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
-                 static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
+                 static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
                  runtime=(cover("src0", "src1"),))(impl)
 
@@ -177,7 +176,7 @@ def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = ()) -> In
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops,
                  dtype_key=("dst",),
-                 static=(_vec("dst", "src0", "src1", "src2"),
+                 static=(vec("dst", "src0", "src1", "src2"),
                          same_dtype("dst", "src0", "src1", "src2"), *static),
                  runtime=(cover("src0", "src1", "src2"),))(impl)
 
@@ -200,7 +199,7 @@ def _fused(name: str, fn: Fn, doc: str, *, single: bool = False) -> Instr:
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops,
                  dtype_key=("dst",),
-                 static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
+                 static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
                  runtime=(cover("src0", "src1"),))(impl)
 
 

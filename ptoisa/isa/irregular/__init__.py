@@ -4,4 +4,21 @@ numbers, partial ops, TPRINT.
 The family is this package (its name, ``_`` read as ``-``); each module below holds a few of its
 instructions (importing the package declares them all)."""
 
-from . import ops, partial, tprint  # noqa: F401 - declare the instructions
+from . import gather_scatter, misc, partial, quant_ops, sort, tprint  # noqa: F401 - declare
+from .enums import (
+    Coalesce,
+    GatherAxis,
+    GatherOOB,
+    HistByte,
+    MaskPattern,
+    ScatterAtomicOp,
+    ScatterAxis,
+    ScatterConflict,
+    ScatterOOB,
+)
+from .misc import philox4x32
+from .sort import MrgSortExecutedNumList
+
+__all__ = ["Coalesce", "GatherAxis", "GatherOOB", "HistByte", "MaskPattern",
+           "MrgSortExecutedNumList", "ScatterAtomicOp", "ScatterAxis", "ScatterConflict",
+           "ScatterOOB", "philox4x32"]

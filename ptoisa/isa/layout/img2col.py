@@ -150,6 +150,12 @@ def fmatrix(m: Machine) -> dict[str, dict[str, Any]]:
     return st
 
 
+def _mat_src(sig: Sig) -> None:
+    s = sig["src"]
+    if isinstance(s, TileSpec) and s.loc is not TileType.Mat:
+        raise sig.fail(f"src must be a Mat (L1) ConvTile, got {s.loc.name}")
+
+
 _GEOMETRY = ("fmapH", "fmapW", "padList")
 _PADDING = ("padValue",)
 _REPEAT = ("repeatTime", "repeatStride", "repeatMode")
@@ -168,40 +174,7 @@ def _feature_map(ins: Instr, *vals: Any, **params: Any) -> None:
                                 op=ins.mnemonic)
 
 
-def _mat_src(sig: Sig) -> None:
-    s = sig["src"]
-    if isinstance(s, TileSpec) and s.loc is not TileType.Mat:
-        raise sig.fail(f"src must be a Mat (L1) ConvTile, got {s.loc.name}")
-
-
 _MODE = Param("FmatrixMode", SetFmatrixMode.FMATRIX_A_MANUAL, SetFmatrixMode)
-
-
-@instr("SETFMATRIX", family="sync", pipe=Pipe.S, batched=False,
-       operands=(Opnd("src", "tile"),), params=(_MODE,), dtype_key=("src",),
-       static=(_mat_src,), runtime=(_feature_map,))
-def SETFMATRIX(m: Machine, src: ConvTile, *, FmatrixMode: SetFmatrixMode) -> None:  # noqa: N802,N803
-    """Set the FMATRIX slot of ``FmatrixMode`` (A or B) from the feature-map ConvTile: map
-    height/width and padding list."""
-    _set(m, src, FmatrixMode, _GEOMETRY)
-
-
-@instr("SET_IMG2COL_PADDING", family="sync", pipe=Pipe.S, batched=False,
-       operands=(Opnd("src", "tile"),), params=(_MODE,), dtype_key=("src",),
-       static=(_mat_src,), runtime=(_feature_map,))
-def SET_IMG2COL_PADDING(m: Machine, src: ConvTile, *,  # noqa: N802
-                        FmatrixMode: SetFmatrixMode) -> None:  # noqa: N803
-    """Set the padding value of the FMATRIX slot from the ConvTile's config."""
-    _set(m, src, FmatrixMode, _PADDING)
-
-
-@instr("SET_IMG2COL_RPT", family="sync", pipe=Pipe.S, batched=False,
-       operands=(Opnd("src", "tile"),), params=(_MODE,), dtype_key=("src",),
-       static=(_mat_src,), runtime=(_feature_map,))
-def SET_IMG2COL_RPT(m: Machine, src: ConvTile, *,  # noqa: N802
-                    FmatrixMode: SetFmatrixMode) -> None:  # noqa: N803
-    """Set the repeat fields (count, stride, mode) of the FMATRIX slot from the ConvTile."""
-    _set(m, src, FmatrixMode, _REPEAT)
 
 
 def _timg2col_static(sig: Sig) -> None:

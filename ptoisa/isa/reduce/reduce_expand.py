@@ -41,8 +41,9 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
+from ..rules import row_major, same_static_rows, tree_reduce
 from ..spelling import Attr, Ptoas
-from .rowsum import row_reduce_dst, row_reduce_runtime, same_static_rows
+from .rowsum import row_reduce_dst, row_reduce_runtime
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -68,19 +69,6 @@ def _cmp_view(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if x.dtype.kind == "V" or x.dtype == np.float16 else x
 
 
-def _tree(x: np.ndarray, fn: Ufunc, identity: Any) -> np.ndarray:
-    """Reduce along axis 1 by halving (pairwise tree), every partial result in x's type: the
-    order of the NPU's reduction instructions."""
-    n = x.shape[-1]
-    width = 1 << max(n - 1, 0).bit_length()
-    if width != n:
-        pad = np.full((*x.shape[:-1], width - n), identity, x.dtype)
-        x = np.concatenate([x, pad], axis=-1)
-    with np.errstate(all="ignore"):
-        while x.shape[-1] > 1:
-            h = x.shape[-1] // 2
-            x = fn(x[..., :h], x[..., h:])
-    return x[..., 0]
 
 
 def _seq_fold(fn: Any, x: np.ndarray, axis: int, acc: Any) -> np.ndarray:
@@ -178,13 +166,6 @@ def _none_box(*names: str) -> StaticRule:
     return rule
 
 
-def _row_major(*names: str) -> StaticRule:
-    def rule(sig: Sig) -> None:
-        for n in names:
-            t = sig[n]
-            if isinstance(t, TileSpec) and not t.is_row_major:
-                raise sig.fail(f"{n} must be row-major, got {t.layout_name}")
-    return rule
 
 
 # ---- row reductions: TROWPROD TROWMAX TROWMIN ---------------------------------------------
@@ -202,7 +183,7 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
             elif m.target.traits.reduce_order == "sequential":
                 r = _seq_fold(np.multiply, x, -1, dst.dtype.np)
             else:
-                r = _tree(x, np.multiply, 1)
+                r = tree_reduce(x, np.multiply, 1)
         dst.write(np.asarray(r).astype(dst.dtype.np)[..., None])
 
     impl.__doc__ = (
@@ -582,7 +563,7 @@ def _declare_row_op(suffix: str) -> Instr:
                            Opnd("tmp", "tile", "scratch", optional=True)),
                  params=params, dtype_key=("dst",),
                  static=(locs(["dst", "src0", "src1"], TileType.Vec),
-                         _row_major("dst"), _none_box("dst", "src0", "src1"),
+                         row_major("dst"), _none_box("dst", "src0", "src1"),
                          same_dtype("dst", "src0", "src1")),
                  runtime=runtime)(impl)
 

@@ -22,6 +22,7 @@ from ..registry import (
     sim_unchecked,
     sim_unchecked_type,
 )
+from ..rules import same_static_rows, tree_reduce
 
 
 def row_reduce_dst(sig: Sig) -> None:
@@ -32,13 +33,6 @@ def row_reduce_dst(sig: Sig) -> None:
                        f"{d.rows}x{d.cols}")
 
 
-def same_static_rows(sig: Sig) -> None:
-    """The CPU simulator's row reductions static_assert equal src and dst Rows (declared for
-    cpu with ``static_for``)."""
-    s, d = sig["src"], sig["dst"]
-    if isinstance(s, TileSpec) and isinstance(d, TileSpec) and s.rows != d.rows:
-        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the {sig.target} target "
-                       "requires equal static rows)")
 
 
 @sim_unchecked
@@ -67,20 +61,6 @@ def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
     return out
 
 
-def tree_sum(x: np.ndarray) -> np.ndarray:
-    """Row sums by halving (pairwise tree), every partial sum in x's element type: the order
-    of the NPU's vcadd/vcgadd reduction tree."""
-    n = x.shape[-1]
-    width = 1
-    while width < n:
-        width *= 2
-    if width != n:
-        x = np.concatenate([x, np.zeros((*x.shape[:-1], width - n), x.dtype)], axis=-1)
-    with np.errstate(all="ignore"):
-        while x.shape[-1] > 1:
-            h = x.shape[-1] // 2
-            x = x[..., :h] + x[..., h:]
-    return x[..., 0]
 
 
 @instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
@@ -105,5 +85,5 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
                            else dst.dtype.np)
     else:
         with np.errstate(all="ignore"):
-            s = tree_sum(x)
+            s = tree_reduce(x, np.add, 0)
     dst.write(s.astype(dst.dtype.np)[..., None])

@@ -3,4 +3,4 @@
 The family is this package (its name, ``_`` read as ``-``); each module below holds a few of its
 instructions (importing the package declares them all)."""
 
-from . import scalar  # noqa: F401 - declare the instructions
+from . import compare, scalar  # noqa: F401 - declare the instructions

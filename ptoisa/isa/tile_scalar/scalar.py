@@ -12,14 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from ...dtypes import DType, dtype
+from ...dtypes import dtype
 from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile
 from ..elementwise.common import as_elem, cover, kinds
-from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _relu, _rem_floor, _shift
+from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _shift
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from ..rules import vec
 
 _DST = Opnd("dst", "tile", "out")
 Fn = Callable[..., Any]
@@ -27,8 +28,6 @@ _INT = (kinds(("dst", "int")),)
 _FLOAT = (kinds(("dst", "float")),)
 
 
-def _vec(*names: str) -> Any:
-    return locs(names, TileType.Vec)
 
 
 def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any) -> None:
@@ -54,7 +53,7 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True, operands=ops,
                  params=params,
                  dtype_key=("dst",),
-                 static=(_vec("dst", src), same_dtype("dst", src), *static),
+                 static=(vec("dst", src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime))(impl)
 
 
@@ -139,7 +138,7 @@ def _tdivs_a2a3(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:
 
 @instr("TDIVS", family="tile-scalar", pipe=Pipe.V,
        operands=(_DST, Opnd("src0", "any"), Opnd("scalar", "any")), params=ALGO,
-       dtype_key=("dst",), static=(_vec("dst"), _divs_types), runtime=(_divs_operands,),
+       dtype_key=("dst",), static=(vec("dst"), _divs_types), runtime=(_divs_operands,),
        impl_for={"a2a3": _tdivs_a2a3})
 def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N802
     """dst = src / scalar, or dst = scalar / src when the scalar comes first. Integers divide
@@ -192,7 +191,7 @@ def _sc2(name: str, fn: Fn, doc: str) -> Instr:
                  operands=(_DST, Opnd("src0", "tile"), Opnd("scalar", "scalar"),
                            Opnd("src1", "tile")),
                  dtype_key=("dst",),
-                 static=(_vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
+                 static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
                  runtime=(cover("src0", "src1"),))(impl)
 
 
@@ -204,7 +203,7 @@ TSUBSC = _sc2("TSUBSC", lambda a, s, b: a - s + b,
 
 @instr("TAXPY", family="tile-scalar", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "inout"), Opnd("src0", "tile"), Opnd("scalar", "scalar")),
-       dtype_key=("dst", "src0"), static=(_vec("dst", "src0"),), runtime=(cover("src0"),))
+       dtype_key=("dst", "src0"), static=(vec("dst", "src0"),), runtime=(cover("src0"),))
 def TAXPY(m: Machine, dst: Tile, src0: Tile, scalar: Any) -> None:  # noqa: N802
     """dst = scalar * src0 + dst (dst is read): the product is rounded to dst's element type,
     then the sum. The scalar has src0's element type; an f16 source accumulates into an f32
@@ -224,62 +223,3 @@ def TAXPY(m: Machine, dst: Tile, src0: Tile, scalar: Any) -> None:  # noqa: N802
 _F16 = dtype("f16")
 
 
-def _sat_convert(x: np.ndarray, dt: DType) -> np.ndarray:
-    """Saturating narrowing with round-to-nearest-even."""
-    if dt.is_float:
-        hi = float(np.finfo(dt.np).max) if dt.np.kind == "f" else float(dt.np.type(1e38))
-        return np.clip(x, -hi, hi).astype(dt.np)
-    ii = np.iinfo(dt.np)
-    return np.clip(np.rint(np.nan_to_num(x.astype(np.float64))), ii.min, ii.max).astype(dt.np)
-
-
-@instr("TADDDEQRELU", family="elementwise", pipe=Pipe.V,
-       operands=(_DST, Opnd("src0", "tile"), Opnd("src1", "tile"), Opnd("deqScale", "scalar"),
-                 Opnd("tmp", "tile", "scratch")),
-       dtype_key=("dst", "src0"),
-       static=(_vec("dst", "src0", "src1", "tmp"), same_dtype("src0", "src1")),
-       runtime=(cover("src0", "src1"),))
-def TADDDEQRELU(m: Machine, dst: Tile, src0: Tile, src1: Tile, deqScale: Any,  # noqa: N802, N803
-                tmp: Tile) -> None:
-    """dst = half(max(0, (src0 + src1) * deqScale)): the i32 sum (wrapping) goes to f32 and is
-    scaled as ((x * 2^-17) * deqScale) * 2^17 in f32, then ReLU and a saturating RNE
-    conversion to f16."""
-    vr, vc = dst.valid_shape
-    if not (vr and vc):
-        return
-    with np.errstate(all="ignore"):
-        x = np.add(np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)))
-        f = x.astype(np.float32) * np.float32(2.0 ** -17)
-        f = f * np.float32(deqScale)
-        f = f * np.float32(2.0 ** 17)
-        f = np.maximum(f, np.float32(0))
-        dst.write(_sat_convert(f, _F16))
-
-
-def _relu_conv(name: str, sign: int) -> Instr:
-    what = "+" if sign > 0 else "-"
-
-    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
-        vr, vc = dst.valid_shape
-        if not (vr and vc):
-            return
-        st = src0.dtype
-        with np.errstate(all="ignore"):
-            a, b = np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))
-            y = a + b if sign > 0 else a - b
-            y = _relu(y)
-            dst.write(_sat_convert(y.astype(np.float64) if st.is_int else
-                                   y.astype(np.float32), dst.dtype))
-
-    impl.__doc__ = (f"dst = convert(max(0, src0 {what} src1)): the operation in the source type "
-                    "(integers wrap), ReLU, then a saturating round-to-nearest-even narrowing "
-                    "to dst's type.")
-    return instr(name, family="elementwise", pipe=Pipe.V,
-                 operands=(_DST, Opnd("src0", "tile"), Opnd("src1", "tile")),
-                 dtype_key=("src0", "dst"),
-                 static=(_vec("dst", "src0", "src1"), same_dtype("src0", "src1")),
-                 runtime=(cover("src0", "src1"),))(impl)
-
-
-TADDRELUCONV = _relu_conv("TADDRELUCONV", 1)
-TSUBRELUCONV = _relu_conv("TSUBRELUCONV", -1)

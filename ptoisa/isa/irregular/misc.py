@@ -1,0 +1,204 @@
+"""Index and mask generators (TCI, TTRI), TPREFETCH, THISTOGRAM and TRANDOM (Philox4x32)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...enums import Pipe, TileType
+from ...errors import PtoError, RuntimeCheckError
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..registry import Opnd, Param, Sig, instr, locs, same_dtype
+from ..rules import row_major_nd
+from ..spelling import Attr, Form, Ptoas
+from .common import _tci_rows, _wrap_to
+from .enums import HistByte
+
+
+@instr("TCI", family="irregular", pipe=Pipe.S,
+       ptoas=Ptoas(attrs={"descending": Attr("descending")}),
+       operands=(Opnd("dst", "tile", "out"), Opnd("start", "scalar"),
+                 Opnd("tmp", "tile", "scratch", optional=True)),
+       params=(Param("descending", False), Param("T", None)),
+       dtype_key=("dst",),
+       static=(locs(["dst"], TileType.Vec), row_major_nd("dst"), _tci_rows))
+def TCI(m: Machine, dst: Tile, start: Any, tmp: Tile | None = None, *,  # noqa: N802
+        descending: Any, T: Any) -> None:  # noqa: N803
+    """dst[0, k] = start + k (descending: start - k) for k < dst's valid cols; integers wrap.
+    ``tmp`` (the a2a3 vector path's scratch) is accepted and not needed."""
+    vc = dst.valid_col
+    if not vc or not dst.valid_row:
+        return
+    k = np.arange(vc, dtype=np.int64)
+    seq = int(start) - k if bool(int(descending)) else int(start) + k
+    dst.write(_wrap_to(seq, dst.dtype)[None, :])
+
+
+# ==== TTRI ========================================================================================
+
+@instr("TTRI", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"upperOrLower": Attr("isUpperOrLower")}),
+       operands=(Opnd("dst", "tile", "out"), Opnd("diagonal", "scalar")),
+       params=(Param("isUpperOrLower", 0),),
+       dtype_key=("dst",),
+       static=(locs(["dst"], TileType.Vec), row_major_nd("dst")))
+def TTRI(m: Machine, dst: Tile, diagonal: Any, *, isUpperOrLower: Any) -> None:  # noqa: N802,N803
+    """Triangular mask over dst's valid region. Lower (isUpperOrLower=0): dst[i, j] = 1 if
+    j <= i + diagonal else 0. Upper (1): dst[i, j] = 0 if j < i + diagonal else 1."""
+    mode = int(isUpperOrLower)
+    if mode not in (0, 1):
+        raise PtoError(f"isUpperOrLower must be 0 (lower) or 1 (upper), got {mode}")
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    i = np.arange(vr, dtype=np.int64)[:, None]
+    j = np.arange(vc, dtype=np.int64)[None, :]
+    d = int(diagonal)
+    mask = (j <= i + d) if mode == 0 else ~(j < i + d)
+    dst.write(mask.astype(dst.dtype.np))
+
+
+# ==== TGATHER =====================================================================================
+
+
+@instr("TPREFETCH", family="irregular", pipe=Pipe.MTE2,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile|gm")),
+       dtype_key=("dst",),
+       static=(same_dtype("dst", "src"),))
+def TPREFETCH(m: Machine, dst: Tile, src: Any) -> None:  # noqa: N802
+    """A prefetch hint; like the CPU simulator we perform it as a blocking copy of src (a tile's
+    valid region, or a GM view in row-major order) into dst's valid region."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+    if isinstance(src, Tile):
+        if src.valid_row < vr or src.valid_col < vc:
+            raise RuntimeCheckError(f"src valid region {src.valid_row}x{src.valid_col} does "
+                                    f"not cover dst valid region {vr}x{vc}")
+        dst.write(np.asarray(src.read(vr, vc)))
+    else:
+        r, c = src.spec.rows_cols
+        if r * c < vr * vc:
+            raise RuntimeCheckError(f"GM view holds {r * c} elements, dst valid region "
+                                    f"{vr}x{vc}")
+        dst.write(src.flat[src.indices(r, c)].reshape(-1)[: vr * vc].reshape(vr, vc))
+
+
+# ==== THISTOGRAM ==================================================================================
+
+def _hist_static(sig: Sig) -> None:
+    s, i, d = sig["src"], sig["idx"], sig["dst"]
+    byte = sig.params.get("byte")
+    if isinstance(d, TileSpec) and d.dtype.name != "ui32":
+        raise sig.fail(f"dst must be ui32, got {d.dtype}")
+    if isinstance(i, TileSpec) and i.dtype.name != "ui8":
+        raise sig.fail(f"idx must be ui8, got {i.dtype}")
+    if isinstance(s, TileSpec) and s.dtype.name == "ui16" and byte not in (HistByte.BYTE_0,
+                                                                           HistByte.BYTE_1):
+        raise sig.fail(f"a ui16 src has bytes BYTE_0 and BYTE_1 only, got {byte.name}")
+    if isinstance(d, TileSpec) and d.cols < 256:
+        raise sig.fail(f"dst needs 256 columns (one bin per byte value), has {d.cols}")
+
+
+@instr("THISTOGRAM", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={
+           # C++ A5: THISTOGRAM<..., isMSB> is HistByte BYTE_1 (the high byte of a ui16)
+           "isMSB": Attr("byte", values={True: HistByte.BYTE_1, False: HistByte.BYTE_0},
+                         default=True)}),
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile")),
+       params=(Param("byte", HistByte.BYTE_0, HistByte),),
+       dtype_key=("src",),
+       static=(locs(["dst", "src", "idx"], TileType.Vec), _hist_static))
+def THISTOGRAM(m: Machine, dst: Tile, src: Tile, idx: Tile, *, byte: HistByte) -> None:  # noqa: N802
+    """dst[r, b] = number of j < src valid cols whose byte ``byte`` is <= b (a cumulative
+    histogram, what the CPU simulator and its tests produce; the manual's formula shows the
+    per-bin counts, whose running sum this is) and whose higher
+    bytes match the filter: ui16 BYTE_0 counts elements with high byte == idx[r, 0]; ui32
+    BYTE_k (k < 3) requires byte 3 == idx[0, r], byte 2 == idx[1, r], ... down to byte k+1
+    (one filter row per already-processed byte). The whole 256-bin row is overwritten."""
+    vr, vc = src.valid_shape
+    if not vr:
+        return
+    x = np.asarray(src.read()).astype(np.uint64)
+    k = byte.value
+    sel = ((x >> np.uint64(8 * k)) & np.uint64(0xFF)).astype(np.int64)
+    mask = np.ones(x.shape, bool)
+    if src.dtype.itemsize == 2:
+        if k == 0:
+            f = np.asarray(idx.read(vr, 1)).astype(np.uint64)
+            mask &= ((x >> np.uint64(8)) & np.uint64(0xFF)) == f
+    else:
+        for level, b in enumerate(range(3, k, -1)):
+            f = np.asarray(idx.read(level + 1, vr)).astype(np.uint64)[level][:, None]
+            mask &= ((x >> np.uint64(8 * b)) & np.uint64(0xFF)) == f
+    out = np.zeros((vr, 256), np.uint32)
+    for r in range(vr):
+        out[r] = np.cumsum(np.bincount(sel[r][mask[r]], minlength=256)[:256])
+    dst.write(out)
+
+
+# ==== TRANDOM =====================================================================================
+
+_PHILOX_M0, _PHILOX_M1 = 0xD2511F53, 0xCD9E8D57
+_PHILOX_W0, _PHILOX_W1 = 0x9E3779B9, 0xBB67AE85
+
+
+def philox4x32(counter: np.ndarray, key: tuple[int, int], rounds: int) -> np.ndarray:
+    """Philox4x32-``rounds`` of counters (n, 4) uint64 (holding u32) -> (n, 4) u32 words."""
+    c = [counter[:, k].astype(np.uint64) for k in range(4)]
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    mask = np.uint64(0xFFFFFFFF)
+    for _ in range(rounds):
+        p0 = c[0] * np.uint64(_PHILOX_M0)
+        p1 = c[2] * np.uint64(_PHILOX_M1)
+        hi0, lo0 = p0 >> np.uint64(32), p0 & mask
+        hi1, lo1 = p1 >> np.uint64(32), p1 & mask
+        c = [(hi1 ^ c[1] ^ k0) & mask, lo1, (hi0 ^ c[3] ^ k1) & mask, lo0]
+        k0 = (k0 + np.uint64(_PHILOX_W0)) & mask
+        k1 = (k1 + np.uint64(_PHILOX_W1)) & mask
+    return np.stack(c, axis=1).astype(np.uint32)
+
+
+def _as_words(x: Any, n: int, what: str) -> list[int]:
+    a = np.asarray(x).reshape(-1)
+    if a.size != n:
+        raise PtoError(f"{what} must hold {n} 32-bit words, got {a.size}")
+    return [int(v) & 0xFFFFFFFF for v in a.tolist()]
+
+
+def _rounds(x: Any) -> int:
+    if isinstance(x, str):
+        x = x.rsplit(")", 1)[-1]
+    r = int(x)
+    if r not in (7, 10):
+        raise PtoError(f"Rounds must be 7 or 10, got {r}")
+    return r
+
+
+@instr("TRANDOM", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(forms={"pto.trandom": (Form(ins=("key*2", "counter*4")),)},
+                    attrs={"rounds": Attr("Rounds")}),
+       operands=(Opnd("dst", "tile", "out"), Opnd("key", "any"), Opnd("counter", "any")),
+       params=(Param("Rounds", 10),),
+       dtype_key=("dst",),
+       static=(locs(["dst"], TileType.Vec), row_major_nd("dst")))
+def TRANDOM(m: Machine, dst: Tile, key: Any, counter: Any, *, Rounds: Any) -> None:  # noqa: N802,N803
+    """Counter-based random numbers (Philox4x32 with ``Rounds`` = 7 or 10 rounds, key = 2 u32
+    words, counter = 4 u32 words): the valid region, in row-major order, receives the words of
+    blocks counter, counter+1, ... (128-bit increment): with n = valid elements and q =
+    ceil(n / 4), element w*q + b is word w of block b (the CPU simulator's layout)."""
+    rounds = _rounds(Rounds)
+    k = _as_words(key, 2, "key")
+    c = _as_words(counter, 4, "counter")
+    vr, vc = dst.valid_shape
+    n = vr * vc
+    if not n:
+        return
+    nblk = -(-n // 4)
+    base = c[0] | c[1] << 32 | c[2] << 64 | c[3] << 96
+    ctr = np.array([[(base + b) >> (32 * w) & 0xFFFFFFFF for w in range(4)]
+                    for b in range(nblk)], np.uint64)
+    words = philox4x32(ctr, (k[0], k[1]), rounds).T.reshape(-1)[:n]
+    dst.write(words.view(np.uint32).reshape(vr, vc).view(dst.dtype.np))

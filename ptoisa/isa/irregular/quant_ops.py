@@ -1,0 +1,264 @@
+"""Quantisation in the vector unit: TDEQUANT and TQUANT (MX fp8/fp4 with E8M0 scales, INT8
+symmetric/asymmetric)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from ...dtypes import fp4_encode
+from ...enums import Pipe, TileType
+from ...errors import PtoError
+from ...memory import Machine
+from ...tile import Tile, TileSpec
+from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from ..rules import row_major_nd
+from ..spelling import Attr, Form, Ptoas
+from .common import _fail
+
+
+def _tdequant_runtime(ins: Instr, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> None:
+    if src.valid_shape != dst.valid_shape:
+        raise _fail(ins, f"src valid region {src.valid_row}x{src.valid_col} != dst valid "
+                    f"region {dst.valid_row}x{dst.valid_col}")
+    for n, t in (("scale", scale), ("offset", offset)):
+        if t.valid_row < dst.valid_row or t.valid_col < 1:
+            raise _fail(ins, f"{n} valid region {t.valid_row}x{t.valid_col} must give one value "
+                        f"per dst valid row ({dst.valid_row})")
+
+
+def _dequant(dst: Tile, src: Tile, scale: Tile, offset: Tile, elementwise: bool) -> None:
+    """TDEQUANT's semantics. A parameter tile is read per row (one column broadcast), or with
+    ``elementwise`` (the CPU simulator) element by element when its valid region is as wide as
+    dst's."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+
+    def cols(para: Tile) -> int:
+        return vc if elementwise and para.valid_col >= vc > 1 else 1
+
+    x = np.asarray(src.read(vr, vc)).astype(np.float32)
+    off = np.asarray(offset.read(vr, cols(offset))).astype(np.float32)
+    sc = np.asarray(scale.read(vr, cols(scale))).astype(np.float32)
+    with np.errstate(all="ignore"):
+        dst.write(((x - off) * sc).astype(dst.dtype.np))
+
+
+def _tdequant_cpu(m: Machine, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> None:
+    _dequant(dst, src, scale, offset, elementwise=True)
+
+
+@instr("TDEQUANT", family="irregular", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("scale", "tile"),
+                 Opnd("offset", "tile")),
+       dtype_key=("src", "dst"),
+       static=(locs(["dst", "src", "scale", "offset"], TileType.Vec),
+               row_major_nd("dst", "src"), same_dtype("dst", "scale", "offset")),
+       runtime=(_tdequant_runtime,), impl_for={"cpu": _tdequant_cpu})
+def TDEQUANT(m: Machine, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> None:  # noqa: N802
+    """dst[r, c] = (f32(src[r, c]) - offset[r, 0]) * scale[r, 0] over dst's valid region, in
+    f32 arithmetic (each step rounded).
+
+    On cpu a parameter tile whose valid region covers dst's (rather than one column) is read
+    element-wise, ``offset[r, c]`` / ``scale[r, c]``, as the CPU simulator does (the manual only
+    defines the per-row form; see docs/cpu_sim_differences.md)."""
+    _dequant(dst, src, scale, offset, elementwise=False)
+
+
+# ==== TPREFETCH ===================================================================================
+
+
+_MX_FMT = {"fp8": (8, 448.0), "fp4": (2, 6.0)}
+_MX_ALG = {"OcpMxFp8E4M3": ("fp8", "OCP"), "NvMxFp8E4M3": ("fp8", "NV"),
+           "OcpMxFp4E2M1": ("fp4", "OCP"), "NvMxFp4E2M1": ("fp4", "NV")}
+
+
+def _enum_name(v: Any) -> str:
+    return str(getattr(v, "name", v)).rsplit(":", 1)[-1]
+
+
+def _quant_mode(quant_type: Any, scale_alg: Any, mx_alg: Any) -> tuple[str, str]:
+    """(format, algorithm): ('fp8'|'fp4', 'OCP'|'NV') or ('int8', 'SYM'|'ASYM')."""
+    if mx_alg is not None:
+        name = _enum_name(mx_alg)
+        if name not in _MX_ALG:
+            raise PtoError(f"unknown mx_alg {name} (expected one of {', '.join(_MX_ALG)})")
+        return _MX_ALG[name]
+    qt = _enum_name(quant_type)
+    alg = _enum_name(scale_alg or "OCP")
+    table = {"MXFP8": ("fp8", alg), "MXFP4_E2M1": ("fp4", alg), "INT8_SYM": ("int8", "SYM"),
+             "INT8_ASYM": ("int8", "ASYM")}
+    if qt not in table:
+        raise PtoError(f"unknown quant_type {qt} (expected one of {', '.join(table)})")
+    return table[qt]
+
+
+def _e8m0(mx: np.ndarray, fmt: str, alg: str) -> np.ndarray:
+    """Shared exponents (biased, 0..254; 255 = NaN group) of the group maxima ``mx`` (f32).
+    OCP: exponent field of the max minus the format's emax (0 for zero/subnormal maxima);
+    NV: ceil(log2(max / Vmax)), the quotient rounded to f32 first."""
+    emax, vmax = _MX_FMT[fmt]
+    with np.errstate(all="ignore"):
+        if alg == "OCP":
+            ef = ((mx.view(np.uint32) >> 23) & 0xFF).astype(np.int64)
+            e = np.where(ef == 0, 0, ef - emax)
+        else:
+            r = (mx / np.float32(vmax)).astype(np.float32)
+            lg = np.ceil(np.log2(np.where(r > 0, r, 1).astype(np.float64)))
+            e = np.where(r == 0, -127, np.where(np.isinf(r), 127, lg)) + 127
+        e = np.clip(np.nan_to_num(e), 0, 254).astype(np.int64)
+    return np.where(np.isnan(mx), 255, e)
+
+
+def _write_flat(tile: Tile, values: np.ndarray) -> None:
+    """Write values in row-major order over the tile's whole static shape (the simulator
+    addresses the max/scaling scratch tiles as flat arrays)."""
+    full = np.array(tile.read(tile.rows, tile.cols), copy=True).reshape(-1)
+    if values.size > full.size:
+        raise PtoError(f"{tile.name or 'tile'}: {values.size} groups do not fit a "
+                       f"{tile.rows}x{tile.cols} tile")
+    full[: values.size] = values.astype(full.dtype, copy=False)
+    tile.write(full.reshape(tile.rows, tile.cols))
+
+
+def _tquant_mx(m: Machine, dst: Tile, src: Tile, exp: Tile, mxt: Tile | None,
+               scaling: Tile | None, exp_zz: Tile | None, fmt: str, alg: str, axis: int) -> None:
+    vr, vc = src.valid_shape
+    x = np.asarray(src.read(vr, vc)).astype(np.float32)
+    if axis == 1:
+        if vc % 32:
+            raise PtoError(f"MX groups are 32 columns; src has {vc} valid columns")
+        g = x.reshape(vr, vc // 32, 32)
+        ax = 2
+    else:
+        if vr % 32:
+            raise PtoError(f"MX groups along axis 0 are 32 rows; src has {vr} valid rows")
+        g = x.reshape(vr // 32, 32, vc)
+        ax = 1
+    with np.errstate(all="ignore"):
+        if fmt == "fp8":
+            # the fp8 path's max skips NaN elements (an all-NaN group has max 0)
+            mx = np.nan_to_num(np.nanmax(np.abs(g), axis=ax), nan=0.0, posinf=np.inf)
+        else:
+            mx = np.abs(g).max(axis=ax)
+    mx = mx.astype(np.float32)
+    e = _e8m0(mx, fmt, alg)
+    nan = e == 255
+    scale = np.where(nan, np.float32(np.nan),
+                     np.ldexp(np.float32(1), 127 - np.where(nan, 127, e))).astype(np.float32)
+    with np.errstate(all="ignore"):
+        y = (g * (scale[:, :, None] if axis == 1 else scale[:, None, :])).astype(np.float32)
+    y = y.reshape(vr, vc)
+    if fmt == "fp8":
+        q = np.clip(y, -448, 448).astype(ml_dtypes.float8_e4m3fn).view(np.int8)
+        if alg == "OCP":
+            q = np.where(q == -128, 0, q).astype(np.int8)  # the OCP cast drops the sign of 0
+        dst.write(q.astype(dst.dtype.np, copy=False) if not dst.dtype.packed else q)
+    else:
+        dst.write(fp4_encode(np.nan_to_num(y, nan=6.0), dst.dtype))
+    # exponents land at (row, group) (axis 1) or (row group, column) (axis 0), as far as the
+    # exp tile reaches
+    ex = e.astype(np.uint8)[: exp.rows, : exp.cols]
+    exp.write(ex.astype(exp.dtype.np, copy=False))
+    mflat = mx.reshape(-1)
+    if fmt == "fp4" and alg == "OCP":
+        # the OCP fp4 path keeps its group maxima as bf16 (truncated)
+        mflat = (mflat.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+    if mxt is not None:
+        _write_flat(mxt, mflat)
+    if scaling is not None:
+        _write_flat(scaling, scale.reshape(-1))
+    if exp_zz is not None:
+        # the ZZ copy is made from the exp tile's storage, read as the row-major exponent matrix
+        ez = np.asarray(exp.read(exp.rows, exp.cols)).reshape(-1)[: e.size]
+        if ez.size < e.size:
+            ez = np.concatenate([ez, np.zeros(e.size - ez.size, ez.dtype)])
+        ez = ez.reshape(e.shape).astype(np.uint8)
+        if ez.shape[0] % 16 or ez.shape[1] % 2:
+            raise PtoError(f"the ZZ exponent layout needs 16x2 exponent boxes; got "
+                           f"{ez.shape[0]}x{ez.shape[1]} exponents")
+        zz = ez.reshape(ez.shape[0] // 16, 16, ez.shape[1] // 2, 2).transpose(0, 2, 1, 3)
+        _write_flat(exp_zz, zz.reshape(-1))
+
+
+def _tquant_int8(dst: Tile, src: Tile, scale: Tile, offset: Tile | None, alg: str) -> None:
+    vr, vc = dst.valid_shape
+    x = np.asarray(src.read(vr, vc)).astype(np.float32)
+    sc = np.asarray(scale.read(vr, 1)).astype(np.float32)
+    with np.errstate(all="ignore"):
+        y = (x * sc).astype(np.float32)
+        if alg == "ASYM":
+            if offset is None:
+                raise PtoError("INT8_ASYM needs an offset tile")
+            y = (y + np.asarray(offset.read(vr, 1)).astype(np.float32)).astype(np.float32)
+        lo, hi = (0, 255) if alg == "ASYM" else (-128, 127)
+        q = np.clip(np.nan_to_num(np.rint(y), nan=0.0), lo, hi)
+    dst.write(q.astype(dst.dtype.np))
+
+
+def _tquant_static(sig: Sig) -> None:
+    fmt, alg = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                           sig.params.get("mx_alg"))
+    d, s = sig["dst"], sig["src"]
+    if not (isinstance(d, TileSpec) and isinstance(s, TileSpec)):
+        return
+    want = {"fp8": ("i8",), "fp4": ("f4E2M1x2",), "int8": ("ui8",) if alg == "ASYM"
+            else ("i8",)}[fmt]
+    if fmt == "int8":
+        # PTOAS writes the offset after the scale (bound to ``scaling``); the eager
+        # ``(dst, src, scale, offset)`` call binds it to ``max``
+        if alg == "ASYM" and sig["max"] is None and sig["scaling"] is None:
+            raise sig.fail("INT8_ASYM quantization requires an offset operand")
+        if alg == "SYM" and sig["scaling"] is not None:
+            raise sig.fail("INT8_SYM quantization must not have an offset operand")
+        if d.dtype.name not in want:
+            raise sig.fail(f"expects dst element type {want[0]} for INT8_{alg} quantization, "
+                           f"got {d.dtype}")
+    if d.dtype.name not in want:
+        raise sig.fail(f"{fmt} {alg} quantisation writes a {want[0]} dst, got {d.dtype}")
+    if fmt == "int8" and s.dtype.name != "f32":
+        raise sig.fail(f"INT8 quantisation takes an f32 src, got {s.dtype}")
+    if fmt == "fp4" and s.dtype.name not in ("f16", "bf16"):
+        raise sig.fail(f"MXFP4 quantisation takes an f16 or bf16 src, got {s.dtype}")
+    e = sig["exp"]
+    if fmt != "int8" and isinstance(e, TileSpec) and e.dtype.name not in ("ui8", "f8E8M0"):
+        raise sig.fail(f"exp holds E8M0 exponents (ui8), got {e.dtype}")
+
+
+@instr("TQUANT", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last
+           forms={"pto.tquant": (Form(ins=("src", "exp")), Form(ins=("src", "exp", "scaling")))},
+           attrs={"quant_type": Attr("quant_type")}),
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
+                 Opnd("max", "tile", "inout", optional=True),
+                 Opnd("scaling", "tile", "inout", optional=True),
+                 Opnd("exp_zz", "tile", "inout", optional=True)),
+       params=(Param("quant_type", None), Param("scale_alg", None), Param("store_mode", None),
+               Param("grp_axis", 1), Param("mx_alg", None)),
+       dtype_key=("src", "dst"),
+       static=(locs(["dst", "src", "exp", "max", "scaling", "exp_zz"], TileType.Vec),
+               row_major_nd("dst", "src"), _tquant_static))
+def TQUANT(m: Machine, dst: Tile, src: Tile, exp: Tile, max: Tile | None = None,  # noqa: A002,N802
+           scaling: Tile | None = None, exp_zz: Tile | None = None, *, quant_type: Any,
+           scale_alg: Any, store_mode: Any, grp_axis: Any, mx_alg: Any) -> None:
+    """Quantise src. MX (MXFP8 e4m3 / MXFP4 e2m1, groups of 32 along columns, or rows with
+    ``grp_axis=0``): operands ``(dst, src, exp, max, scaling[, exp_zz])``; per group the
+    maximum magnitude (``max``, flat), the E8M0 shared exponent (``exp``, per row and group, or
+    per row group and column) from it (OCP: exponent of the max minus emax; NV: ceil(log2(max /
+    Vmax))), ``scaling = 2**(127 - exp)`` (flat) and ``dst = cast(src * scaling)`` (round to
+    nearest even, saturating; NaN groups have exponent 255). ``exp_zz`` (store_mode NZ) gets the
+    exponents in 16x2 ZZ boxes. INT8: operands ``(dst, src, scale[, offset])`` or ``(dst, src,
+    scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r] (+ offset[r])))``, i8 for
+    INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is not needed here."""
+    fmt, alg = _quant_mode(quant_type, scale_alg, mx_alg)
+    if fmt == "int8":
+        offset = scaling if scaling is not None else max
+        _tquant_int8(dst, src, exp, offset if alg == "ASYM" else None, alg)
+        return
+    if exp_zz is None and _enum_name(store_mode or "ND") == "NZ":
+        raise PtoError("store_mode NZ needs the exp_zz operand")
+    _tquant_mx(m, dst, src, exp, max, scaling, exp_zz, fmt, alg, int(grp_axis))
