@@ -37,6 +37,7 @@ from .errors import (
     UnsupportedType,
     VerifyError,
 )
+from .exporter import export
 from .grid import BlockDivergence, Lanes, get_block_idx, get_block_num, launch
 from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
@@ -52,6 +53,7 @@ from .mixed import (
     get_subblock_num,
     launch_mixed,
 )
+from .symbolic import ExportError, max, min, range
 from .tensor import GlobalTensor
 from .tile import Dyn, Tile, TileAcc, TileLeft, TileRight, TileSpec, tile_spec
 
@@ -68,6 +70,7 @@ __all__ = [
 ]
 
 __all__ += ["ConstraintError", "Program", "load", "set_matmul_accumulation"]
+__all__ += ["ExportError", "export", "max", "min", "range"]
 __all__ += ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
             "get_subblock_idx", "get_subblock_num", "launch_mixed"]
 

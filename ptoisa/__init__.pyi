@@ -33,6 +33,7 @@ from .errors import (
     UnsupportedType as UnsupportedType,
     VerifyError as VerifyError,
 )
+from .exporter import export as export
 from .grid import (
     BlockDivergence as BlockDivergence,
     Lanes as Lanes,
@@ -54,6 +55,7 @@ from .mixed import (
     get_subblock_num as get_subblock_num,
     launch_mixed as launch_mixed,
 )
+from .symbolic import ExportError as ExportError, max as max, min as min, range as range
 from .tensor import GlobalTensor as GlobalTensor
 from .tile import (
     Dyn as Dyn,
