@@ -70,8 +70,22 @@ _LOC_NAMES = {TileType.Vec: "vec", TileType.Mat: "mat", TileType.Left: "left",
               TileType.Scaling: "scaling"}
 _PADS = ("Null", "Zero", "Max", "Min")
 #: PTOAS spellings of enum attributes (PTOOps.td; the corpus), else a string attribute
+_CMP_WORDS = {"EQ": "equal", "NE": "not_equal", "LT": "less_than", "LE": "less_equal",
+              "GT": "greater_than", "GE": "greater_equal"}
+
+
+def _snake(name: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() and k else c.lower()
+                   for k, c in enumerate(name))
+
+
 _ENUM_ATTR: dict[str, Callable[[Any], A.Attribute]] = {
     "maskPattern": lambda v: A.DialectAttr("pto.mask_pattern", v.name),
+    "rmode": lambda v: A.DialectAttr("pto", f"round_mode {v.name.removeprefix('CAST_')}"),
+    "sat_mode": lambda v: A.DialectAttr("pto", f"saturation_mode {v.name}"),
+    "cmpMode": lambda v: A.DialectAttr("pto", f"cmp {_CMP_WORDS[v.name]}"),
+    "reluPreMode": lambda v: A.DialectAttr("pto", f"relu_pre_mode {_snake(v.name)}"),
+    "atomicType": lambda v: A.DialectAttr("pto", f"atomic_type {_snake(v.name)}"),
 }
 _ARITH = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "min": "arith.minsi",
           "max": "arith.maxsi"}
@@ -174,6 +188,7 @@ class _Loop:
 
     def __init__(self, iv: Value) -> None:
         self.iv = iv
+        self.named = False
 
 
 class Tracer:
@@ -265,6 +280,9 @@ class Tracer:
                                   Piece("t", T.INDEX))))
         elif n[0] == "iv":
             v = n[1].iv
+            if not n[1].named:  # the loop variable's name, at its first use
+                n[1].named = True
+                v.name = self._name(S.user_name(x) or "k")
         else:
             a, b = self.index(n[1]), self.index(n[2])
             op = n[0]
@@ -280,7 +298,7 @@ class Tracer:
                 name = "arith.remsi"
             else:
                 name = _ARITH[op]
-            v = Value(self._name(S.user_name(x) or "i"), T.INDEX)
+            v = Value(self._name(S.user_name(x) or "idx"), T.INDEX)
             ops.append(Op(name, operands=(a, b), results=(v,), n_ins=2,
                           syntax=(Piece("v", 0), _COMMA, Piece("v", 1), _COLON,
                                   Piece("t", T.INDEX))))
@@ -298,7 +316,7 @@ class Tracer:
                 int(start) >= int(stop):
             return  # an empty loop: nothing to trace
         lb, ub, st = self.index(start), self.index(stop), self.index(step)
-        iv = Value(self._name("k"), T.INDEX, owner="arg")
+        iv = Value("k?", T.INDEX, owner="arg")
         lp = _Loop(iv)
         sym = SymInt(S.concrete(start), ("iv", lp), None, S._nonneg(start))
         self.loops.append(lp)
@@ -310,7 +328,9 @@ class Tracer:
         finally:
             body = self.scopes.pop()
             self.loops.pop()
-            body.ops.append(Op("scf.yield"))
+            if not lp.named:
+                lp.named = True
+                iv.name = self._name("k")
             self.scopes[-1].ops.append(Op(
                 "scf.for", operands=(lb, ub, st), form="for",
                 regions=(Region((Block(tuple(body.ops), (iv,)),)),)))
@@ -611,7 +631,8 @@ class Tracer:
                 expect.append(None)
                 continue
             if o.kind == "enum":
-                attrs.append((o.name, self.enum_attr(o.name, v)))
+                key = self.attr_name(ins, o.name)
+                attrs.append((key, self.enum_attr(key, v)))
                 expect.append(("const", v))
                 continue
             val, t = self.operand(ins, v, values, o.name)
@@ -630,7 +651,8 @@ class Tracer:
         for k, v in params.items():
             if k in defaults and _same(defaults[k], v):
                 continue
-            attrs.append((self.attr_name(ins, k), self.enum_attr(k, v)))
+            key = self.attr_name(ins, k)
+            attrs.append((key, self.enum_attr(key, v)))
         name = op_name(ins)
         op = Op(name, operands=tuple(ins_v + outs_v), attributes=A.DictAttr(tuple(attrs)),
                 form="dps", n_ins=len(ins_v), n_outs=len(outs_v),

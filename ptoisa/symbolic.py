@@ -322,10 +322,8 @@ def range(*args: Any) -> Iterator[Any]:  # noqa: A001 - the kernel-facing name: 
     is the built-in ``range``."""
     tracer = TRACER
     if tracer is None:
-        for a in args:
-            if isinstance(a, np.ndarray):
-                raise PtoError("pto.range bounds must be the same in every block (got "
-                               "per-block values); use range with a uniform bound")
-        yield from builtins.range(*args)
+        # per-block bounds in a lockstep launch: __index__ raises BlockDivergence, and the
+        # launch reruns the kernel block by block
+        yield from builtins.range(*(a.__index__() for a in args))
         return
     yield from tracer.loop(args)

@@ -199,6 +199,51 @@ def test_pto_range_is_one_scf_for(target: str) -> None:
     assert "arith.muli %k, %c64" in body and "pto.partition_view" in body
 
 
+def triangle(x: np.ndarray, out: np.ndarray) -> None:
+    """Block b adds rows 0..b of x (nested loops; a trip count from the block index)."""
+    b = pto.get_block_idx()
+    acc = Tile(TileType.Vec, np.float32, 1, C)
+    t = Tile(TileType.Vec, np.float32, 1, C)
+    pto.TEXPANDS(acc, np.float32(0))
+    for i in pto.range(b + 1):
+        for j in pto.range(2):
+            pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, 1, C), offset=i * 2 * C + j * C))
+            pto.TADD(acc, acc, t)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 1, C), offset=b * C), acc)
+
+
+@pytest.mark.parametrize("target", ("cpu", "a5"))
+def test_nested_pto_range_with_a_block_dependent_bound(target: str) -> None:
+    x = np.random.default_rng(6).integers(-9, 9, (4, 2 * C)).astype(np.float32)
+    text, eager, got = _roundtrip(triangle, [x, np.zeros((4, C), np.float32)], 4, target)
+    _same_bits(eager, got)
+    want = np.cumsum(x.reshape(4, 2, C).sum(axis=1), axis=0)
+    assert np.array_equal(got[1], want)
+    assert text.count("scf.for") == 2 and "arith.addi %b, %c1" in text
+
+
+def enums(x: np.ndarray, out: np.ndarray, mask: np.ndarray) -> None:
+    a = Tile(TileType.Vec, np.float32, 8, 8)
+    c = Tile(TileType.Vec, np.int32, 8, 8)
+    m = Tile(TileType.Vec, np.uint8, 8, 32)
+    pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 8, 8)))
+    pto.TCVT(c, a, pto.RoundMode.CAST_FLOOR)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 8, 8)), c)
+    pto.TCMPS(m, a, np.float32(0.5), pto.CmpMode.LT)
+    pto.TSTORE(GlobalTensor(mask, (1, 1, 1, 8, 32)), m)
+
+
+@pytest.mark.parametrize("target", ("cpu", "a2a3"))
+def test_enum_operands_in_ptoas_spelling(target: str) -> None:
+    x = np.random.default_rng(7).uniform(-3, 3, 64).astype(np.float32)
+    text, eager, got = _roundtrip(enums, [x, np.zeros(64, np.int32), np.zeros(256, np.uint8)],
+                                  1, target)
+    _same_bits(eager, got)
+    assert np.array_equal(got[1], np.floor(x).astype(np.int32))
+    assert "{rmode = #pto<round_mode FLOOR>}" in text
+    assert "{cmpMode = #pto<cmp less_than>}" in text
+
+
 def test_pto_range_outside_export_is_range() -> None:
     assert list(pto.range(2, 8, 3)) == [2, 5]
     assert pto.min(3, 5) == 3 and pto.max(3, 5) == 5
