@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from . import symbolic as S
-from .enums import PadValue, TileType
+from .enums import Layout, PadValue, TileType
 from .errors import PtoError
 from .ir import attrs as A
 from .ir import types as T
@@ -486,14 +486,12 @@ class Tracer:
         dt = ir_elem_type(gt.dtype.name)
         total = self._arg_size(arg) - base
         ext: list[int] = []
-        for k, d in enumerate(used):
-            prev = used[k - 1] if k else None
-            if prev is not None and stride[d] and stride[prev] % stride[d] == 0 and \
-                    stride[prev] // stride[d] > 1:
-                ext.append(stride[prev] // stride[d])
-            else:
-                ext.append(-(-max(total, 1) // max(stride[d], 1)))
-        vkey = (arg.name, base, tuple(stride[d] for d in used), tuple(ext), dt)
+        for d in used:  # up to the next larger stride that it divides, else the whole array
+            outer = [stride[e] // stride[d] for e in used
+                     if stride[d] and stride[e] > stride[d] and stride[e] % stride[d] == 0]
+            ext.append(min(outer) if outer else -(-max(total, 1) // max(stride[d], 1)))
+        layout = gt.spec.layout
+        vkey = (arg.name, base, tuple(stride[d] for d in used), tuple(ext), dt, layout)
         tv = self.views.get(vkey)
         tv_type = T.intern(T.TensorViewType((None,) * len(used), dt))
         if tv is None:
@@ -505,9 +503,14 @@ class Tracer:
             pieces += [Piece("p", "]"), _COMMA, Piece("k", "strides"), _EQ, Piece("p", "[")]
             pieces += _list(range(n + 1, 2 * n + 1))
             pieces += [Piece("p", "]"), _COLON, Piece("t", tv_type)]
+            attrs = A.DictAttr(()) if layout is Layout.ND else A.DictAttr(
+                (("layout", A.DialectAttr("pto.layout", layout.name.lower())),))
+            if attrs.items:
+                pieces.insert(-2, Piece("d", ("layout",)))
             tv = Value(self._name("v" + arg.name), tv_type)
             self.h_views.append(Op("pto.make_tensor_view", operands=tuple(operands),
-                                  results=(tv,), n_ins=len(operands), syntax=tuple(pieces)))
+                                  results=(tv,), n_ins=len(operands), syntax=tuple(pieces),
+                                  attributes=attrs))
             self.views[vkey] = tv
         sizes = [shape[d] for d in used]
         pkey = ("pv", id(tv), tuple(_key(offs[d]) for d in used), tuple(_key(s) for s in sizes))

@@ -127,6 +127,40 @@ def test_mixed_kernel_is_a_located_error() -> None:
         pto.export(ex.cube, q, k, v, out, blocks=2, target="a2a3")
 
 
+def _qk_kernel() -> Any:
+    """The cube half of mixed_attention up to S = Q K^T (K^T through a DN view), stored."""
+    ex = _example("mixed_attention")
+    m, d, n = ex.M, ex.D, ex.N
+
+    def qk(q: np.ndarray, k: np.ndarray, s_out: np.ndarray) -> None:
+        h = pto.get_block_idx()
+        q_mat, left = ex._nz(m, d), pto.TileLeft(np.float32, m, d)
+        pto.TLOAD(q_mat, ex._view(q, m, d, h * m * d))
+        pto.TMOV(left, q_mat)
+        kt = GlobalTensor(k, (1, 1, 1, d, n), (k.size,) * 3 + (1, d), pto.Layout.DN,
+                          offset=h * n * d)
+        kt_mat = Tile(TileType.Mat, np.float32, d, n, BLayout.RowMajor, None, SLayout.ColMajor)
+        right = pto.TileRight(np.float32, d, n)
+        pto.TLOAD(kt_mat, kt)
+        pto.TMOV(right, kt_mat)
+        s = pto.TileAcc(np.float32, m, n)
+        pto.TMATMUL(s, left, right)
+        pto.TSTORE(ex._view(s_out, m, n, h * m * n), s)
+    return ex, qk
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_dn_view_of_the_attention_cube_half(target: str) -> None:
+    ex, qk = _qk_kernel()
+    q, k, _ = ex.make_inputs(2)
+    s = np.zeros((2, ex.M, ex.N), np.float32)
+    text, eager, got = _roundtrip(qk, [q, k, s], 2, target)
+    _same_bits(eager, got)
+    want = np.einsum("hmd,hnd->hmn", q.astype(np.float64), k.astype(np.float64))
+    assert np.allclose(got[2], want, rtol=1e-5, atol=1e-5)
+    assert "strides = [%c1, %c32] {layout = #pto.layout<dn>}" in text
+
+
 # ---- the benchmark kernels ------------------------------------------------------------------
 
 @pytest.mark.parametrize("target", TARGETS)
