@@ -14,9 +14,14 @@ by :func:`ptoisa.text.print_module` in DPS form. How the Python kernel maps onto
   known to be non-negative, else ``floordivsi``). ``pto.get_block_num()`` is the constant
   ``blocks``.
 * **loops**: a loop over ``pto.range(...)`` becomes one ``scf.for``: its body is traced once
-  with a symbolic loop index. A loop over the built-in ``range`` is unrolled (its index is a
-  plain int, so the body may branch on it, e.g. ``if k == 0`` to start an accumulation).
-  The rule: **``pto.range`` is a loop in the program, ``range`` is Python unrolling it.**
+  with a symbolic loop index (so it must not branch on it). A loop over the built-in ``range``
+  is unrolled by the trace (its index is a plain int: the body may branch on it, e.g.
+  ``if k == 0`` to start an accumulation), and the exporter then rolls repeated code back:
+  **a run of three or more repetitions of the same op sequence (same ops, tiles, attributes
+  and view sizes) whose GM views differ only by a constant offset step per repetition becomes
+  one ``scf.for``** over the repetitions, the views' offsets ``o + k * step``. Iterations that
+  differ (the ``k == 0`` one) stay before the loop; offsets without a constant step stay
+  unrolled.
 * **tiles**: each Tile the kernel uses is a ``pto.alloc_tile`` at the top of the function
   (with ``addr`` when the kernel placed it with TASSIGN, ``valid_row``/``valid_col`` for
   dynamic valid extents, which may depend on the block index: ``Dyn(pto.min(8, n - row0))``).
@@ -92,6 +97,11 @@ _ARITH = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "min": 
 
 #: scalar operands that are values of the tile's element type (the others are counts)
 _VALUE_SCALARS = frozenset({"scalar", "deqScale", "preQuantScalar", "cmpValue"})
+
+#: longest op sequence the rerolling looks for as a loop body
+_MAX_PERIOD = 32
+#: fewest repetitions that become a loop (two stay as written: a loop would not be shorter)
+_MIN_TRIPS = 3
 
 _COLON = Piece("p", ":")
 _COMMA = Piece("p", ",")
@@ -216,6 +226,8 @@ class Tracer:
         self.tile_valid: dict[int, tuple[Tile, Any, Any]] = {}
         self.tile_addr: dict[int, int] = {}
         self.cur_valid: dict[int, tuple[Any, Any]] = {}
+        #: id(partition value) -> how it was built (for rerolling repeated code into loops)
+        self.pv_info: dict[int, tuple[Any, ...]] = {}
         self.gm_sym: dict[int, tuple[GlobalTensor, Any, Any, Any]] = {}
         self.views: dict[Any, Value] = {}
         self.loops: list[_Loop] = []
@@ -326,6 +338,8 @@ class Tracer:
             yield sym
             done = True
         finally:
+            if done:
+                self.scopes[-1].ops[:] = self.reroll(self.scopes[-1].ops)
             body = self.scopes.pop()
             self.loops.pop()
             if not lp.named:
@@ -512,28 +526,35 @@ class Tracer:
                                   results=(tv,), n_ins=len(operands), syntax=tuple(pieces),
                                   attributes=attrs))
             self.views[vkey] = tv
-        sizes = [shape[d] for d in used]
-        pkey = ("pv", id(tv), tuple(_key(offs[d]) for d in used), tuple(_key(s) for s in sizes))
-        scope_ops, cache = self._scope_for([offs[d] for d in used] + sizes)
+        return self.partition(tv, tv_type, [offs[d] for d in used],
+                              [shape[d] for d in used], dt,
+                              S.user_name(gt) or "p" + arg.name)
+
+    def partition(self, tv: Value, tv_type: T.Type, offs: list[Any], sizes: list[Any],
+                  dt: T.Type, hint: str) -> Value:
+        """A ``pto.partition_view`` of ``tv`` (shared when the same one exists in scope)."""
+        pkey = ("pv", id(tv), tuple(_key(o) for o in offs), tuple(_key(x) for x in sizes))
+        scope_ops, cache = self._scope_for(offs + sizes)
         if scope_ops is self.header:
             scope_ops = self.h_parts
         got = cache.get(pkey)
         if got is not None:
             return got
-        operands = [tv] + [self.index(offs[d]) for d in used] + [self.index(s) for s in sizes]
-        n = len(used)
+        operands = [tv] + [self.index(o) for o in offs] + [self.index(x) for x in sizes]
+        n = len(offs)
         pt = T.intern(T.PartitionTensorViewType(
-            tuple(None if isinstance(s, SymInt) else int(s) for s in sizes), dt))
+            tuple(None if isinstance(x, SymInt) else int(x) for x in sizes), dt))
         pieces = [Piece("v", 0), _COMMA, Piece("k", "offsets"), _EQ, Piece("p", "[")]
         pieces += _list(range(1, n + 1))
         pieces += [Piece("p", "]"), _COMMA, Piece("k", "sizes"), _EQ, Piece("p", "[")]
         pieces += _list(range(n + 1, 2 * n + 1))
         pieces += [Piece("p", "]"), _COLON, Piece("t", tv_type), Piece("p", "->"),
                    Piece("t", pt)]
-        pv = Value(self._name(S.user_name(gt) or "p" + arg.name), pt)
+        pv = Value(self._name(hint), pt)
         scope_ops.append(Op("pto.partition_view", operands=tuple(operands), results=(pv,),
                             n_ins=len(operands), syntax=tuple(pieces)))
         cache[pkey] = pv
+        self.pv_info[id(pv)] = (pv, tv, tv_type, offs, sizes, dt, hint)
         return pv
 
     def _scope_for(self, xs: list[Any]) -> tuple[list[Op], dict[Any, Value]]:
@@ -718,11 +739,130 @@ class Tracer:
             return A.FloatAttr(float(v))
         raise S.fail(f"template parameter {name} = {v!r} has no attribute spelling")
 
+    # ---- rerolling: repeated code back into loops ---------------------------------------------
+    def reroll(self, ops: list[Op]) -> list[Op]:
+        """Each run of >= 3 repetitions of the same op sequence whose GM views differ by a
+        constant offset step per repetition (a Python ``range`` loop the trace unrolled)
+        becomes one ``scf.for``; at each position the run covering the most ops wins."""
+        out: list[Op] = []
+        i, total = 0, len(ops)
+        while i < total:
+            best: tuple[int, int, int, list[Any]] | None = None
+            for p in range(1, min(_MAX_PERIOD, (total - i) // 2) + 1):
+                n, steps = self._repeats(ops, i, p)
+                if n >= _MIN_TRIPS and (best is None or p * n > best[0]):
+                    best = (p * n, p, n, steps)
+            if best is None:
+                out.append(ops[i])
+                i += 1
+                continue
+            _, p, n, steps = best
+            out.append(self._loop_of(ops[i:i + p], n, steps))
+            i += p * n
+        return out
+
+    def _repeats(self, ops: list[Op], i: int, p: int) -> tuple[int, list[Any]]:
+        """How many times ops[i:i+p] repeats from i with a constant step, and the steps."""
+        first = ops[i:i + p]
+        steps: list[Any] = []
+        for a, b in zip(first, ops[i + p:i + 2 * p], strict=False):
+            d = self._delta(a, b)
+            if d is None:
+                return 1, []
+            steps.append(d)
+        if len(steps) < p or not any(x for st in steps for x in st if x):
+            return 1, []
+        n = 2
+        while i + (n + 1) * p <= len(ops):
+            rep = ops[i + n * p:i + (n + 1) * p]
+            ok = True
+            for a, b, st in zip(first, rep, steps, strict=True):
+                d = self._delta(a, b)
+                if d is None or any((x or 0) * n != (y or 0) for x, y in zip(st, d, strict=True)
+                                    if not isinstance(x, tuple)) or any(
+                        tuple(n * c for c in x) != y for x, y in zip(st, d, strict=True)
+                        if isinstance(x, tuple)):
+                    ok = False
+                    break
+            if not ok:
+                break
+            n += 1
+        return n, steps
+
+    def _delta(self, a: Op, b: Op) -> list[Any] | None:
+        """Per operand of two ops of the same shape: 0 when it is the same value, the offset
+        step per dimension when both are partition views of one tensor view differing by
+        constants; None when the ops differ otherwise."""
+        if a.name != b.name or a.form != b.form or a.regions or b.regions or \
+                len(a.operands) != len(b.operands) or a.attributes != b.attributes or \
+                a.operand_types != b.operand_types or a.syntax != b.syntax or a.results:
+            return None
+        if a.form != "dps" and a.name != "pto.set_validshape":
+            return None
+        out: list[Any] = []
+        for x, y in zip(a.operands, b.operands, strict=True):
+            if x is y:
+                out.append(0)
+                continue
+            ix, iy = self.pv_info.get(id(x)), self.pv_info.get(id(y))
+            if ix is None or iy is None or ix[1] is not iy[1] or \
+                    [_key(s) for s in ix[4]] != [_key(s) for s in iy[4]]:
+                return None
+            d: list[int] = []
+            for ox, oy in zip(ix[3], iy[3], strict=True):
+                (tx, cx), (ty, cy) = _linear(ox), _linear(oy)
+                if {k: v[0] for k, v in tx.items()} != {k: v[0] for k, v in ty.items()}:
+                    return None
+                d.append(cy - cx)
+            out.append(tuple(d))
+        return out
+
+    def _loop_of(self, body: list[Op], n: int, steps: list[Any]) -> Op:
+        import dataclasses
+
+        iv = Value("k?", T.INDEX, owner="arg")
+        lp = _Loop(iv)
+        k = SymInt(0, ("iv", lp), None, True)
+        self.scopes.append(_Scope())
+        try:
+            for op, st in zip(body, steps, strict=True):
+                operands = list(op.operands)
+                for j, d in enumerate(st):
+                    if not isinstance(d, tuple):
+                        continue
+                    _, tv, tv_type, offs, sizes, dt, hint = self.pv_info[id(operands[j])]
+                    new = [o + k * c if c else o for o, c in zip(offs, d, strict=True)]
+                    operands[j] = self.partition(tv, tv_type, new, sizes, dt, hint)
+                self.scopes[-1].ops.append(dataclasses.replace(op, operands=tuple(operands)))
+        finally:
+            scope = self.scopes.pop()
+        if not lp.named:
+            iv.name = self._name("k")
+        return Op("scf.for", operands=(self.const(0), self.const(n), self.const(1)), form="for",
+                  regions=(Region((Block(tuple(scope.ops), (iv,)),)),))
+
+    def _dead_code(self, prologue: list[Op], rest: list[Op]) -> list[Op]:
+        """``prologue`` without the ops whose results nothing uses (views and index
+        arithmetic left over from unrolled iterations)."""
+        keep = list(prologue)
+        while True:
+            used: set[int] = set()
+            for op in keep + rest:
+                for o in op.walk():
+                    used.update(id(v) for v in o.operands)
+            kept = [op for op in keep if not op.results
+                    or any(id(r) in used for r in op.results)
+                    or op.name == "pto.alloc_tile"]
+            if len(kept) == len(keep):
+                return kept
+            keep = kept
+
     # ---- the module -------------------------------------------------------------------------
     def module(self) -> Module:
+        main = self.reroll(self.scopes[0].ops) + [Op("func.return")]
         consts = sorted(self.const_ops, key=_const_order)
-        body = (consts + self.header + self.h_views + self.h_parts + self.h_tiles
-                + self.scopes[0].ops + [Op("func.return")])
+        body = self._dead_code(consts + self.header + self.h_views + self.h_parts
+                               + self.h_tiles, main) + main
         ftype = T.FunctionType(tuple(v.type for v, _ in self.args), ())
         fn = Op("func.func", form="func",
                 attributes=A.DictAttr((("sym_name", A.StringAttr(self.fn_name)),

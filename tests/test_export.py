@@ -196,8 +196,10 @@ def test_benchmark_gemm(target: str) -> None:
     # blocks 0..3 are C tiles (0, 0..3): exact sums (k/8 products, at most 512 terms)
     ref = a.astype(np.float64)[:k.GM_T] @ b.astype(np.float64)[:, :4 * k.GM_T]
     assert np.array_equal(got[2][:k.GM_T, :4 * k.GM_T], ref.astype(np.float32))
-    # the Python range loop (with `if k == 0`) is unrolled: one tmatmul, 7 tmatmul.acc
-    assert text.count("pto.tmatmul ins") == 1 and text.count("pto.tmatmul.acc") == 7
+    # the Python range loop (with `if k == 0`): the trace unrolls it, the exporter rolls the
+    # 7 identical steps back into a loop: one tmatmul, then scf.for over tmatmul.acc
+    assert text.count("pto.tmatmul ins") == 1 and text.count("pto.tmatmul.acc") == 1
+    assert text.count("scf.for %k = %c0 to %c7 step %c1 {") == 1
 
 
 # ---- pto.range: a loop in the program ----------------------------------------------------------
@@ -276,6 +278,38 @@ def test_enum_operands_in_ptoas_spelling(target: str) -> None:
     assert np.array_equal(got[1], np.floor(x).astype(np.int32))
     assert "{rmode = #pto<round_mode FLOOR>}" in text
     assert "{cmpMode = #pto<cmp less_than>}" in text
+
+
+def chunk_sum_range(x: np.ndarray, out: np.ndarray, squares: bool = False) -> None:
+    """chunk_sum with Python's range (``squares``: chunk offsets k*k, not a constant step)."""
+    b = pto.get_block_idx()
+    w = (CHUNKS * CHUNKS if squares else CHUNKS) * C
+    acc = Tile(TileType.Vec, np.float32, R, C)
+    t = Tile(TileType.Vec, np.float32, R, C)
+    pto.TLOAD(acc, GlobalTensor(x, (1, 1, 1, R, C), (x.size,) * 3 + (w, 1), offset=b * R * w))
+    for k in range(1, CHUNKS):
+        col = k * k * C if squares else k * C
+        pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, R, C), (x.size,) * 3 + (w, 1),
+                                  offset=b * R * w + col))
+        pto.TADD(acc, acc, t)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, R, C), (out.size,) * 3 + (C, 1), offset=b * R * C),
+               acc)
+
+
+@pytest.mark.parametrize("squares", [False, True])
+def test_python_range_is_rolled_back_when_the_step_is_constant(squares: bool) -> None:
+    w = (CHUNKS * CHUNKS if squares else CHUNKS) * C
+    x = np.random.default_rng(8).integers(-50, 50, (2 * R, w)).astype(np.float32)
+    out = np.zeros((2 * R, C), np.float32)
+    text, eager, got = _roundtrip(chunk_sum_range, [x, out, squares], 2, "cpu")
+    _same_bits(eager, got)
+    cols = [k * k if squares else k for k in range(CHUNKS)]
+    assert np.array_equal(got[1], sum(x[:, c * C:(c + 1) * C] for c in cols))
+    if squares:  # offsets 64, 256, 576: no constant step, stays unrolled
+        assert "scf.for" not in text and text.count("pto.tadd") == CHUNKS - 1
+    else:
+        assert text.count("scf.for %k = %c0 to %c3 step %c1 {") == 1
+        assert text.count("pto.tadd") == 1
 
 
 def test_pto_range_outside_export_is_range() -> None:
