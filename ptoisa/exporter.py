@@ -187,6 +187,15 @@ def _linear(x: Any) -> tuple[dict[Any, tuple[int, Any]], int]:
     return {_key(x): (1, x)}, 0
 
 
+def _rebuild(x: Any, add: int) -> Any:
+    """``x + add`` written from ``x``'s linear form (the constants folded into one)."""
+    terms, c = _linear(x)
+    out: Any = 0
+    for coef, atom in terms.values():
+        out = out + atom * coef
+    return out + (c + add)
+
+
 class _Scope:
     def __init__(self) -> None:
         self.ops: list[Op] = []
@@ -820,9 +829,21 @@ class Tracer:
     def _loop_of(self, body: list[Op], n: int, steps: list[Any]) -> Op:
         import dataclasses
 
+        # start the loop at m when every stepped offset is m * step + rest (then the views'
+        # offsets are rest + k * step: the loop index is the written one, e.g. 1 to 8)
+        starts = set()
+        for op, st in zip(body, steps, strict=True):
+            for v, d in zip(op.operands, st, strict=True):
+                if isinstance(d, tuple):
+                    for o, c in zip(self.pv_info[id(v)][3], d, strict=True):
+                        if c:
+                            c0 = _linear(o)[1]
+                            starts.add(c0 // c if c0 % c == 0 else None)
+        m = starts.pop() if len(starts) == 1 and None not in starts else 0
+        m = m if m >= 0 else 0
         iv = Value("k?", T.INDEX, owner="arg")
         lp = _Loop(iv)
-        k = SymInt(0, ("iv", lp), None, True)
+        k = SymInt(m, ("iv", lp), None, True)
         self.scopes.append(_Scope())
         try:
             for op, st in zip(body, steps, strict=True):
@@ -831,14 +852,16 @@ class Tracer:
                     if not isinstance(d, tuple):
                         continue
                     _, tv, tv_type, offs, sizes, dt, hint = self.pv_info[id(operands[j])]
-                    new = [o + k * c if c else o for o, c in zip(offs, d, strict=True)]
+                    new = [_rebuild(o, -m * c) + k * c if c else o
+                           for o, c in zip(offs, d, strict=True)]
                     operands[j] = self.partition(tv, tv_type, new, sizes, dt, hint)
                 self.scopes[-1].ops.append(dataclasses.replace(op, operands=tuple(operands)))
         finally:
             scope = self.scopes.pop()
         if not lp.named:
             iv.name = self._name("k")
-        return Op("scf.for", operands=(self.const(0), self.const(n), self.const(1)), form="for",
+        return Op("scf.for", operands=(self.const(m), self.const(m + n), self.const(1)),
+                  form="for",
                   regions=(Region((Block(tuple(scope.ops), (iv,)),)),))
 
     def _dead_code(self, prologue: list[Op], rest: list[Op]) -> list[Op]:

@@ -199,7 +199,7 @@ def test_benchmark_gemm(target: str) -> None:
     # the Python range loop (with `if k == 0`): the trace unrolls it, the exporter rolls the
     # 7 identical steps back into a loop: one tmatmul, then scf.for over tmatmul.acc
     assert text.count("pto.tmatmul ins") == 1 and text.count("pto.tmatmul.acc") == 1
-    assert text.count("scf.for %k = %c0 to %c7 step %c1 {") == 1
+    assert text.count("scf.for %k = %c1 to %c8 step %c1 {") == 1
 
 
 # ---- pto.range: a loop in the program ----------------------------------------------------------
@@ -308,7 +308,7 @@ def test_python_range_is_rolled_back_when_the_step_is_constant(squares: bool) ->
     if squares:  # offsets 64, 256, 576: no constant step, stays unrolled
         assert "scf.for" not in text and text.count("pto.tadd") == CHUNKS - 1
     else:
-        assert text.count("scf.for %k = %c0 to %c3 step %c1 {") == 1
+        assert text.count("scf.for %k = %c1 to %c4 step %c1 {") == 1
         assert text.count("pto.tadd") == 1
 
 
