@@ -326,7 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_export(ns: argparse.Namespace) -> int:
-    from .exporter import cli_export
+    from .exporter.cli import cli_export
 
     return cli_export(ns)
 

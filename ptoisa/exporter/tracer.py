@@ -1,216 +1,46 @@
-"""Export an eager kernel to the ``.pto`` program PTOAS compiles: ``pto.export(kernel, *args)``.
-
-The kernel runs once, as block 0 of a ``blocks``-block launch, on copies of its arguments,
-with an observer on the machine's one dispatch point (:meth:`ptoisa.isa.registry.Instr.run`):
-every instruction it executes becomes an op of a ``func.func`` in :mod:`ptoisa.ir`, printed
-by :func:`ptoisa.text.print_module` in DPS form. How the Python kernel maps onto the program:
-
-* **arguments**: every numpy array argument becomes a ``!pto.ptr<dtype>`` parameter named as
-  the kernel's parameter; every other argument (ints, floats, options) is a Python value the
-  trace specialises on: it is baked into the program and is not a parameter.
-* **block index**: ``pto.get_block_idx()`` is a symbolic integer (:class:`ptoisa.symbolic.SymInt`)
-  that becomes ``pto.get_block_idx`` + ``arith.index_cast``; ``+ - * // %`` with ints and
-  ``pto.min`` / ``pto.max`` become ``arith`` ops (``divsi``/``remsi`` where the operands are
-  known to be non-negative, else ``floordivsi``). ``pto.get_block_num()`` is the constant
-  ``blocks``.
-* **loops**: a loop over ``pto.range(...)`` becomes one ``scf.for``: its body is traced once
-  with a symbolic loop index (so it must not branch on it). A loop over the built-in ``range``
-  is unrolled by the trace (its index is a plain int: the body may branch on it, e.g.
-  ``if k == 0`` to start an accumulation), and the exporter then rolls repeated code back:
-  **a run of three or more repetitions of the same op sequence (same ops, tiles, attributes
-  and view sizes) whose GM views differ only by a constant offset step per repetition becomes
-  one ``scf.for``** over the repetitions, the views' offsets ``o + k * step``. Iterations that
-  differ (the ``k == 0`` one) stay before the loop; offsets without a constant step stay
-  unrolled.
-* **tiles**: each Tile the kernel uses is a ``pto.alloc_tile`` at the top of the function
-  (with ``addr`` when the kernel placed it with TASSIGN, ``valid_row``/``valid_col`` for
-  dynamic valid extents, which may depend on the block index: ``Dyn(pto.min(8, n - row0))``).
-* **GM views**: each GlobalTensor is a ``pto.partition_view`` of a ``pto.make_tensor_view``
-  over its argument: its element offset (a sum of multiples of the block index, loop indices
-  and constants) is split over the view's dimensions by their strides, and dimensions of
-  extent 1 that take no offset are dropped (a ``(1, 1, 1, R, C)`` view is 2-D).
-* **instructions** are written in DPS form (``ins(...) outs(...)``, C++ operand order,
-  template parameters as attributes); every op is bound back through the same bridge the
-  interpreter uses, so an instruction whose PTOAS spelling the exporter cannot produce is an
-  error rather than a wrong program. Events and sync instructions (set/wait flags, barriers)
-  are left out: PTOAS inserts the synchronisation.
-
-What cannot be expressed is a located :class:`~ptoisa.symbolic.ExportError` at the kernel's
-line: Python control flow on the block index or a ``pto.range`` index (``if``, ``min()``,
-comparisons that differ between blocks), using them as Python ints, instructions that return
-values to Python, GM views over arrays that are not kernel arguments, mixed cube/vector
-kernels. Types are written once as aliases (``!T0 = !pto.tile_buf<...>``) at the top.
-
-By default (``verify=True``) the exported program is checked for the target and run on the
-example arguments, and its results must equal the eager kernel's bit for bit.
-"""
+"""The tracer: an observer of the dispatch point that builds the ``func.func`` while the
+kernel runs (see :mod:`ptoisa.exporter` for what maps to what)."""
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from . import symbolic as S
-from .enums import Layout, PadValue, TileType
-from .errors import PtoError
-from .ir import attrs as A
-from .ir import types as T
-from .ir.core import Block, Module, Op, Piece, Region, Value
-from .isa.registry import Event, Instr, InstrRecord
-from .memory import Machine, pop, push
-from .symbolic import ExportError, SymInt
-from .tensor import GlobalTensor
-from .tile import Dyn, Tile
-
-__all__ = ["ExportError", "export"]
-
-#: instructions the program leaves to PTOAS (synchronisation) or has no op for
-_SKIP = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER", "TSYNC"})
-_MIXED = frozenset({"TPUSH", "TPOP", "TFREE", "TNOTIFY", "TWAIT", "TTEST", "SYNCALL"})
-_LOC_NAMES = {TileType.Vec: "vec", TileType.Mat: "mat", TileType.Left: "left",
-              TileType.Right: "right", TileType.Acc: "acc", TileType.Bias: "bias",
-              TileType.Scaling: "scaling"}
-_PADS = ("Null", "Zero", "Max", "Min")
-#: PTOAS spellings of enum attributes (PTOOps.td; the corpus), else a string attribute
-_CMP_WORDS = {"EQ": "equal", "NE": "not_equal", "LT": "less_than", "LE": "less_equal",
-              "GT": "greater_than", "GE": "greater_equal"}
-
-
-def _snake(name: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() and k else c.lower()
-                   for k, c in enumerate(name))
-
-
-_ENUM_ATTR: dict[str, Callable[[Any], A.Attribute]] = {
-    "maskPattern": lambda v: A.DialectAttr("pto.mask_pattern", v.name),
-    "rmode": lambda v: A.DialectAttr("pto", f"round_mode {v.name.removeprefix('CAST_')}"),
-    "sat_mode": lambda v: A.DialectAttr("pto", f"saturation_mode {v.name}"),
-    "cmpMode": lambda v: A.DialectAttr("pto", f"cmp {_CMP_WORDS[v.name]}"),
-    "reluPreMode": lambda v: A.DialectAttr("pto", f"relu_pre_mode {_snake(v.name)}"),
-    "atomicType": lambda v: A.DialectAttr("pto", f"atomic_type {_snake(v.name)}"),
-}
-_ARITH = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli", "min": "arith.minsi",
-          "max": "arith.maxsi"}
-
-#: scalar operands that are values of the tile's element type (the others are counts)
-_VALUE_SCALARS = frozenset({"scalar", "deqScale", "preQuantScalar", "cmpValue"})
-
-#: longest op sequence the rerolling looks for as a loop body
-_MAX_PERIOD = 32
-#: fewest repetitions that become a loop (two stay as written: a loop would not be shorter)
-_MIN_TRIPS = 3
-
-_COLON = Piece("p", ":")
-_COMMA = Piece("p", ",")
-_EQ = Piece("p", "=")
+from .. import symbolic as S
+from ..enums import Layout
+from ..errors import PtoError
+from ..ir import attrs as A
+from ..ir import types as T
+from ..ir.core import Block, Module, Op, Piece, Region, Value
+from ..isa.registry import Event, Instr, InstrRecord
+from ..symbolic import SymInt
+from ..tensor import GlobalTensor
+from ..tile import Dyn, Tile
+from .reroll import Rerolling, _Loop, _Scope
+from .spelling import (
+    _ARITH,
+    _COLON,
+    _COMMA,
+    _ENUM_ATTR,
+    _EQ,
+    _MIXED,
+    _SKIP,
+    _VALUE_SCALARS,
+    _const_order,
+    _has_iv,
+    _key,
+    _linear,
+    _list,
+    _same,
+    ir_elem_type,
+    op_name,
+    tile_type,
+)
 
 
-def op_name(ins: Instr) -> str:
-    """The PTOAS op of an instruction: ``pto.tadd``; the matmul/gemv variants and TMOV_FP are
-    dotted (``pto.tmatmul.acc``, ``pto.tmov.fp``)."""
-    m = ins.mnemonic
-    if m.startswith(("tmatmul_", "tgemv_")) or m == "tmov_fp":
-        m = m.replace("_", ".")
-    return "pto." + m
-
-
-def ir_elem_type(name: str) -> T.Type:
-    """The IR element type of a ptoisa dtype name (f32, ui8, i1, f8E4M3, ...)."""
-    if name.startswith("ui") and name[2:].isdigit():
-        return T.intern(T.IntegerType(int(name[2:]), "u"))
-    if name.startswith("i") and name[1:].isdigit():
-        return T.intern(T.IntegerType(int(name[1:])))
-    return T.intern(T.FloatType(name))
-
-
-def tile_type(tile: Tile) -> T.TileBufType:
-    s = tile.spec
-    pad = next((k for k, n in enumerate(_PADS) if s.pad == getattr(PadValue, n)), None)
-    if pad is None:
-        raise S.fail(f"tile pad {s.pad} has no tile_buf spelling (null, zero, max, min)")
-    compact = None if s.compact.value == 0 else int(s.compact.value)
-    return T.intern(T.TileBufType(
-        _LOC_NAMES.get(s.loc) or _no_loc(s.loc), ir_elem_type(s.dtype.name), s.rows, s.cols,
-        s.valid_row, s.valid_col, s.blayout.value, s.slayout.value, s.fractal, pad, compact))
-
-
-def _no_loc(loc: TileType) -> str:
-    raise S.fail(f"a {loc.name} tile has no tile_buf location in PTOAS")
-
-
-def _key(x: Any) -> Any:
-    """A structural key of an index expression (equal expressions share one SSA value)."""
-    if isinstance(x, SymInt):
-        n = x.node
-        if n[0] == "block":
-            return ("block",)
-        if n[0] == "iv":
-            return ("iv", id(n[1]))
-        return (n[0], _key(n[1]), _key(n[2]))
-    return ("c", int(x))
-
-
-def _has_iv(x: Any) -> bool:
-    if not isinstance(x, SymInt):
-        return False
-    n = x.node
-    if n[0] == "iv":
-        return True
-    return n[0] != "block" and (_has_iv(n[1]) or _has_iv(n[2]))
-
-
-def _linear(x: Any) -> tuple[dict[Any, tuple[int, Any]], int]:
-    """``x`` as sum(coef * atom) + const (atoms: the block index, loop indices and any
-    non-linear sub-expression)."""
-    if not isinstance(x, SymInt):
-        return {}, int(x)
-    n = x.node
-    if n[0] in ("add", "sub"):
-        (ta, ca), (tb, cb) = _linear(n[1]), _linear(n[2])
-        sign = 1 if n[0] == "add" else -1
-        out = dict(ta)
-        for k, (c, atom) in tb.items():
-            c0 = out.get(k, (0, atom))[0]
-            out[k] = (c0 + sign * c, atom)
-        return {k: v for k, v in out.items() if v[0]}, ca + sign * cb
-    if n[0] == "mul" and not isinstance(n[2], SymInt):
-        t, c = _linear(n[1])
-        f = int(n[2])
-        return {k: (v * f, a) for k, (v, a) in t.items()}, c * f
-    if n[0] == "mul" and not isinstance(n[1], SymInt):
-        t, c = _linear(n[2])
-        f = int(n[1])
-        return {k: (v * f, a) for k, (v, a) in t.items()}, c * f
-    return {_key(x): (1, x)}, 0
-
-
-def _rebuild(x: Any, add: int) -> Any:
-    """``x + add`` written from ``x``'s linear form (the constants folded into one)."""
-    terms, c = _linear(x)
-    out: Any = 0
-    for coef, atom in terms.values():
-        out = out + atom * coef
-    return out + (c + add)
-
-
-class _Scope:
-    def __init__(self) -> None:
-        self.ops: list[Op] = []
-        self.cache: dict[Any, Value] = {}
-
-
-class _Loop:
-    """One ``pto.range`` loop being traced."""
-
-    def __init__(self, iv: Value) -> None:
-        self.iv = iv
-        self.named = False
-
-
-class Tracer:
+class Tracer(Rerolling):
     """Builds the function while the kernel runs (see the module docstring)."""
 
     def __init__(self, fn_name: str, params: list[tuple[str, np.ndarray]], blocks: int) -> None:
@@ -219,7 +49,7 @@ class Tracer:
         self.names: set[str] = set()
         self.args: list[tuple[Value, np.ndarray]] = []
         for name, arr in params:
-            from .dtypes import dtype as to_dtype
+            from ..dtypes import dtype as to_dtype
 
             t = T.intern(T.PtrType(ir_elem_type(to_dtype(arr.dtype).name)))
             self.args.append((Value(self._name(name), t, owner="arg"), arr))
@@ -239,7 +69,6 @@ class Tracer:
         self.pv_info: dict[int, tuple[Any, ...]] = {}
         self.gm_sym: dict[int, tuple[GlobalTensor, Any, Any, Any]] = {}
         self.views: dict[Any, Value] = {}
-        self.loops: list[_Loop] = []
         self.error: PtoError | None = None
 
     # ---- names and constants --------------------------------------------------------------
@@ -340,7 +169,6 @@ class Tracer:
         iv = Value("k?", T.INDEX, owner="arg")
         lp = _Loop(iv)
         sym = SymInt(S.concrete(start), ("iv", lp), None, S._nonneg(start))
-        self.loops.append(lp)
         self.scopes.append(_Scope())
         done = False
         try:
@@ -350,7 +178,6 @@ class Tracer:
             if done:
                 self.scopes[-1].ops[:] = self.reroll(self.scopes[-1].ops)
             body = self.scopes.pop()
-            self.loops.pop()
             if not lp.named:
                 lp.named = True
                 iv.name = self._name("k")
@@ -634,7 +461,7 @@ class Tracer:
         if isinstance(v, (int, float, np.integer, np.floating)):
             ref = next((x for x in tiles if isinstance(x, (Tile, GlobalTensor))), None)
             if isinstance(v, np.generic):
-                from .dtypes import dtype as to_dtype
+                from ..dtypes import dtype as to_dtype
 
                 et = ir_elem_type(to_dtype(v.dtype).name)
             elif ref is not None and (oname in _VALUE_SCALARS or isinstance(v, float)):
@@ -651,7 +478,7 @@ class Tracer:
         raise S.fail(f"{ins.mnemonic}: operand of type {type(v).__name__} is not exported")
 
     def instr_op(self, ins: Instr, values: list[Any], params: dict[str, Any]) -> Op:
-        from .interp import bridge
+        from ..interp import bridge
 
         ins_v: list[Value] = []
         ins_t: list[T.Type] = []
@@ -712,7 +539,7 @@ class Tracer:
     def written_order(self, ins: Instr, values: list[Any], expect: list[Any]) -> Any:
         """ins/outs in the order of the op's PTOAS spelling (:mod:`ptoisa.interp.forms`) when
         it lists one for exactly the operands given, else None (C++ order)."""
-        from .interp import forms
+        from ..interp import forms
 
         have = {o.name: (v, v.type) for o, v in zip(ins.operands, expect, strict=True)
                 if isinstance(v, Value)}
@@ -727,7 +554,7 @@ class Tracer:
         return None
 
     def attr_name(self, ins: Instr, param: str) -> str:
-        from .interp import forms
+        from ..interp import forms
 
         for key, spec in forms.ATTRS.get("pto." + ins.mnemonic, {}).items():
             if spec.to == param:
@@ -748,138 +575,6 @@ class Tracer:
             return A.FloatAttr(float(v))
         raise S.fail(f"template parameter {name} = {v!r} has no attribute spelling")
 
-    # ---- rerolling: repeated code back into loops ---------------------------------------------
-    def reroll(self, ops: list[Op]) -> list[Op]:
-        """Each run of >= 3 repetitions of the same op sequence whose GM views differ by a
-        constant offset step per repetition (a Python ``range`` loop the trace unrolled)
-        becomes one ``scf.for``; at each position the run covering the most ops wins."""
-        out: list[Op] = []
-        i, total = 0, len(ops)
-        while i < total:
-            best: tuple[int, int, int, list[Any]] | None = None
-            for p in range(1, min(_MAX_PERIOD, (total - i) // 2) + 1):
-                n, steps = self._repeats(ops, i, p)
-                if n >= _MIN_TRIPS and (best is None or p * n > best[0]):
-                    best = (p * n, p, n, steps)
-            if best is None:
-                out.append(ops[i])
-                i += 1
-                continue
-            _, p, n, steps = best
-            out.append(self._loop_of(ops[i:i + p], n, steps))
-            i += p * n
-        return out
-
-    def _repeats(self, ops: list[Op], i: int, p: int) -> tuple[int, list[Any]]:
-        """How many times ops[i:i+p] repeats from i with a constant step, and the steps."""
-        first = ops[i:i + p]
-        steps: list[Any] = []
-        for a, b in zip(first, ops[i + p:i + 2 * p], strict=False):
-            d = self._delta(a, b)
-            if d is None:
-                return 1, []
-            steps.append(d)
-        if len(steps) < p or not any(x for st in steps for x in st if x):
-            return 1, []
-        n = 2
-        while i + (n + 1) * p <= len(ops):
-            rep = ops[i + n * p:i + (n + 1) * p]
-            ok = True
-            for a, b, st in zip(first, rep, steps, strict=True):
-                d = self._delta(a, b)
-                if d is None or any((x or 0) * n != (y or 0) for x, y in zip(st, d, strict=True)
-                                    if not isinstance(x, tuple)) or any(
-                        tuple(n * c for c in x) != y for x, y in zip(st, d, strict=True)
-                        if isinstance(x, tuple)):
-                    ok = False
-                    break
-            if not ok:
-                break
-            n += 1
-        return n, steps
-
-    def _delta(self, a: Op, b: Op) -> list[Any] | None:
-        """Per operand of two ops of the same shape: 0 when it is the same value, the offset
-        step per dimension when both are partition views of one tensor view differing by
-        constants; None when the ops differ otherwise."""
-        if a.name != b.name or a.form != b.form or a.regions or b.regions or \
-                len(a.operands) != len(b.operands) or a.attributes != b.attributes or \
-                a.operand_types != b.operand_types or a.syntax != b.syntax or a.results:
-            return None
-        if a.form != "dps" and a.name != "pto.set_validshape":
-            return None
-        out: list[Any] = []
-        for x, y in zip(a.operands, b.operands, strict=True):
-            if x is y:
-                out.append(0)
-                continue
-            ix, iy = self.pv_info.get(id(x)), self.pv_info.get(id(y))
-            if ix is None or iy is None or ix[1] is not iy[1] or \
-                    [_key(s) for s in ix[4]] != [_key(s) for s in iy[4]]:
-                return None
-            d: list[int] = []
-            for ox, oy in zip(ix[3], iy[3], strict=True):
-                (tx, cx), (ty, cy) = _linear(ox), _linear(oy)
-                if {k: v[0] for k, v in tx.items()} != {k: v[0] for k, v in ty.items()}:
-                    return None
-                d.append(cy - cx)
-            out.append(tuple(d))
-        return out
-
-    def _loop_of(self, body: list[Op], n: int, steps: list[Any]) -> Op:
-        import dataclasses
-
-        # start the loop at m when every stepped offset is m * step + rest (then the views'
-        # offsets are rest + k * step: the loop index is the written one, e.g. 1 to 8)
-        starts = set()
-        for op, st in zip(body, steps, strict=True):
-            for v, d in zip(op.operands, st, strict=True):
-                if isinstance(d, tuple):
-                    for o, c in zip(self.pv_info[id(v)][3], d, strict=True):
-                        if c:
-                            c0 = _linear(o)[1]
-                            starts.add(c0 // c if c0 % c == 0 else None)
-        m = starts.pop() if len(starts) == 1 and None not in starts else 0
-        m = m if m >= 0 else 0
-        iv = Value("k?", T.INDEX, owner="arg")
-        lp = _Loop(iv)
-        k = SymInt(m, ("iv", lp), None, True)
-        self.scopes.append(_Scope())
-        try:
-            for op, st in zip(body, steps, strict=True):
-                operands = list(op.operands)
-                for j, d in enumerate(st):
-                    if not isinstance(d, tuple):
-                        continue
-                    _, tv, tv_type, offs, sizes, dt, hint = self.pv_info[id(operands[j])]
-                    new = [_rebuild(o, -m * c) + k * c if c else o
-                           for o, c in zip(offs, d, strict=True)]
-                    operands[j] = self.partition(tv, tv_type, new, sizes, dt, hint)
-                self.scopes[-1].ops.append(dataclasses.replace(op, operands=tuple(operands)))
-        finally:
-            scope = self.scopes.pop()
-        if not lp.named:
-            iv.name = self._name("k")
-        return Op("scf.for", operands=(self.const(m), self.const(m + n), self.const(1)),
-                  form="for",
-                  regions=(Region((Block(tuple(scope.ops), (iv,)),)),))
-
-    def _dead_code(self, prologue: list[Op], rest: list[Op]) -> list[Op]:
-        """``prologue`` without the ops whose results nothing uses (views and index
-        arithmetic left over from unrolled iterations)."""
-        keep = list(prologue)
-        while True:
-            used: set[int] = set()
-            for op in keep + rest:
-                for o in op.walk():
-                    used.update(id(v) for v in o.operands)
-            kept = [op for op in keep if not op.results
-                    or any(id(r) in used for r in op.results)
-                    or op.name == "pto.alloc_tile"]
-            if len(kept) == len(keep):
-                return kept
-            keep = kept
-
     # ---- the module -------------------------------------------------------------------------
     def module(self) -> Module:
         main = self.reroll(self.scopes[0].ops) + [Op("func.return")]
@@ -892,245 +587,3 @@ class Tracer:
                                        ("function_type", A.TypeAttr(ftype)))),
                 regions=(Region((Block(tuple(body), tuple(v for v, _ in self.args)),)),))
         return Module((fn,))
-
-
-def _const_order(op: Op) -> tuple[str, float]:
-    t = op.results[0].type
-    a = op.syntax[0].value
-    return (str(t) if t != T.INDEX else "", getattr(a, "value", 0))
-
-
-def _list(idx: Any) -> list[Piece]:
-    out: list[Piece] = []
-    for k, i in enumerate(idx):
-        if k:
-            out.append(_COMMA)
-        out.append(Piece("v", i))
-    return out
-
-
-def _vid(x: Any) -> Any:
-    return id(x) if isinstance(x, Value) else x
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a == b) and type(a) is type(b) or a is b
-    except Exception:  # noqa: BLE001 - numpy arrays etc.
-        return a is b
-
-
-# ---- aliases ---------------------------------------------------------------------------------
-
-def with_aliases(text: str, types: list[T.Type]) -> str:
-    """``text`` with every tile_buf type written once as ``!T0 = ...`` at the top (the parser
-    reads type aliases; see docs)."""
-    order: list[str] = []
-    for t in types:
-        s = str(t)
-        if s not in order:
-            order.append(s)
-    if not order:
-        return text
-    head = []
-    for k, s in enumerate(order):
-        head.append(f"!T{k} = {s}")
-        text = text.replace(s, f"!T{k}")
-    return "\n".join(head) + "\n" + text
-
-
-# ---- the entry point ---------------------------------------------------------------------------
-
-def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
-           name: str | None = None, verify: bool = True, aliases: bool = True) -> str:
-    """The ``.pto`` program of the eager ``kernel`` for ``kernel(*args)`` launched on
-    ``blocks`` blocks of ``target`` (see :mod:`ptoisa.export` for what maps to what and what
-    raises :class:`ExportError`). ``name``: the function name (default: the kernel's).
-    ``verify``: check the program for ``target`` and compare a run of it with
-    ``pto.launch(kernel, ...)`` on copies of ``args``, bit for bit. ``aliases``: write
-    tile types once as ``!Tn = ...`` aliases."""
-    from .text import parse, print_module
-
-    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
-        raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
-    fname = name or getattr(kernel, "__name__", "kernel")
-    try:
-        sig_names = list(inspect.signature(kernel).parameters)
-    except (TypeError, ValueError):
-        sig_names = []
-    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    params = [(sig_names[k] if k < len(sig_names) else f"arg{k}", a)
-              for k, a in enumerate(copies) if isinstance(a, np.ndarray)]
-    tracer = Tracer(fname, params, blocks)
-    m = Machine(target, lanes=1)
-    m.block_idx = S.block_index(blocks)
-    m.block_num = blocks
-    m.quiet = True
-    m.observers.append(tracer.observe)
-    prev = S.TRACER
-    S.TRACER = tracer
-    push(m)
-    try:
-        with np.errstate(all="ignore"):
-            kernel(*copies)
-    except PtoError as e:
-        if tracer.error is None or isinstance(e, ExportError):
-            raise
-    finally:
-        pop(m)
-        S.TRACER = prev
-    if tracer.error is not None:
-        raise tracer.error
-    mod = tracer.module()
-    text = print_module(mod, "dps")
-    if aliases:
-        tile_types = [v.type for _, v in tracer.tiles.values()]
-        text = with_aliases(text, tile_types)
-    parse(text, f"<export of {fname}>")  # the printed program reads back
-    if verify:
-        _verify(kernel, args, text, fname, blocks, target)
-    return text
-
-
-def _verify(kernel: Callable[..., Any], args: tuple[Any, ...], text: str, fname: str,
-            blocks: int, target: str) -> None:
-    from . import grid, interp
-
-    eager = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
-    grid.launch(kernel, *eager, blocks=blocks, target=target)
-    prog = interp.load(text, target=target)
-    arrays = [np.array(a, copy=True) for a in args if isinstance(a, np.ndarray)]
-    getattr(prog, fname)(*arrays, blocks=blocks)
-    got = iter(arrays)
-    for k, a in enumerate(eager):
-        if not isinstance(a, np.ndarray):
-            continue
-        b = next(got)
-        if a.tobytes() != b.tobytes():
-            raise ExportError(f"the exported program's argument {k} differs from the eager "
-                              f"kernel's after a run on {blocks} blocks of {target}: the kernel "
-                              "uses something the trace did not see (a Python value computed "
-                              "from tile data or from the block index outside + - * // %)")
-
-
-# ---- command line: ptoisa export module.py:fn ---------------------------------------------------
-
-def load_kernel(ref: str) -> Callable[..., Any]:
-    """``path/to/module.py:fn`` (or ``package.module:fn``) -> the function."""
-    import importlib
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path, sep, fn = ref.rpartition(":")
-    if not sep or not path or not fn:
-        raise PtoError(f"expected MODULE.py:FUNCTION, got {ref!r}")
-    if path.endswith(".py") or "/" in path:
-        p = Path(path)
-        if not p.is_file():
-            raise PtoError(f"cannot read {path}: no such file")
-        spec = importlib.util.spec_from_file_location(p.stem, p)
-        if spec is None or spec.loader is None:
-            raise PtoError(f"cannot import {path}")
-        mod = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, str(p.resolve().parent))
-        sys.modules.setdefault(p.stem, mod)
-        try:
-            spec.loader.exec_module(mod)
-        finally:
-            sys.path.pop(0)
-    else:
-        mod = importlib.import_module(path)
-    kernel = getattr(mod, fn, None)
-    if not callable(kernel):
-        have = ", ".join(n for n, v in vars(mod).items()
-                         if inspect.isfunction(v) and v.__module__ == mod.__name__)
-        raise PtoError(f"{path} has no function {fn!r} (functions: {have or 'none'})")
-    return kernel  # type: ignore[no-any-return]
-
-
-def arg_value(spec: str, name: str) -> Any:
-    """A ``--arg`` value: FILE.npy, ``zeros:SHAPE[:DTYPE]``, ``rand:SHAPE[:DTYPE]`` (seeded
-    uniform values in [-4, 4), integers for integer types), or a number."""
-    from . import dtypes
-
-    kind, _, rest = spec.partition(":")
-    if kind in ("zeros", "rand") and rest:
-        shape_s, _, dt_s = rest.partition(":")
-        try:
-            shape = tuple(int(d) for d in shape_s.split("x"))
-            dt = dtypes.dtype(dt_s or "f32")
-        except (PtoError, KeyError, TypeError, ValueError):
-            raise PtoError(f"argument {name}: expected {kind}:SHAPE[:DTYPE] (e.g. "
-                           f"{kind}:45x64:f32), got {spec!r}") from None
-        if kind == "zeros":
-            return np.zeros(shape, dt.np)
-        rng = np.random.default_rng(0)
-        if np.issubdtype(dt.np, np.integer):
-            info = np.iinfo(dt.np)
-            return rng.integers(max(info.min, -4), min(info.max, 4) + 1, shape).astype(dt.np)
-        return rng.uniform(-4, 4, shape).astype(dt.np)
-    if spec.endswith(".npy"):
-        try:
-            return np.load(spec, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise PtoError(f"argument {name}: cannot read {spec}: {e}") from None
-    for conv in (lambda s: int(s, 0), float):
-        try:
-            return conv(spec)
-        except ValueError:
-            pass
-    raise PtoError(f"argument {name}: expected FILE.npy, zeros:SHAPE:DTYPE, rand:SHAPE:DTYPE or "
-                   f"a number, got {spec!r}")
-
-
-def kernel_args(kernel: Callable[..., Any], specs: list[str]) -> list[Any]:
-    """The kernel's arguments from ``NAME=VALUE`` / ``INDEX=VALUE`` specs (parameters with
-    defaults may be left out)."""
-    params = list(inspect.signature(kernel).parameters.values())
-    given: dict[int, Any] = {}
-    for s in specs:
-        key, eq, val = s.partition("=")
-        if not eq:
-            raise PtoError(f"--arg takes NAME=VALUE, got {s!r}")
-        idx = next((k for k, p in enumerate(params) if p.name == key), None)
-        if idx is None and key.isdigit() and int(key) < len(params):
-            idx = int(key)
-        if idx is None:
-            names = ", ".join(p.name for p in params)
-            raise PtoError(f"--arg {key}: the kernel has no such parameter ({names})")
-        given[idx] = arg_value(val, params[idx].name)
-    out: list[Any] = []
-    for k, p in enumerate(params):
-        if k in given:
-            out.append(given[k])
-        elif p.default is not inspect.Parameter.empty:
-            out.append(p.default)
-        elif p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            break
-        else:
-            missing = [q.name for j, q in enumerate(params) if j not in given
-                       and q.default is inspect.Parameter.empty
-                       and q.kind not in (q.VAR_POSITIONAL, q.VAR_KEYWORD)]
-            raise PtoError(f"missing --arg for {', '.join(missing)} (FILE.npy, "
-                           "zeros:SHAPE:DTYPE, rand:SHAPE:DTYPE or a number)")
-    return out
-
-
-def cli_export(ns: Any) -> int:
-    """``ptoisa export MODULE.py:FN [--blocks N] [--target T] [--arg NAME=VALUE] [-o OUT]``."""
-    import sys
-    from pathlib import Path
-
-    kernel = load_kernel(ns.kernel)
-    args = kernel_args(kernel, ns.arg or [])
-    text = export(kernel, *args, blocks=ns.blocks, target=ns.target, name=ns.name,
-                  verify=not ns.no_verify)
-    if ns.output:
-        Path(ns.output).write_text(text)
-        print(f"{ns.output}: {len(text.splitlines())} lines, {ns.blocks} block(s), target "
-              f"{ns.target}" + ("" if ns.no_verify else ", same bits as the eager kernel"),
-              file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
