@@ -72,7 +72,12 @@ def called_from_user() -> bool:
 
 
 def fail(message: str) -> ExportError:
-    return ExportError(message, loc=user_loc())
+    """A located ExportError; the exporter also remembers it, in case the code that called
+    ``__index__`` (numpy indexing, ...) replaces it with an error of its own."""
+    err = ExportError(message, loc=user_loc())
+    if TRACER is not None:
+        TRACER.last_failure = err
+    return err
 
 
 Operand = "int | SymInt"

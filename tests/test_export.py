@@ -358,6 +358,11 @@ def not_an_argument(x: np.ndarray) -> None:
     pto.TLOAD(Tile(TileType.Vec, np.float32, 8, 8), GlobalTensor(other, (1, 1, 1, 8, 8)))
 
 
+def index_by_block(x: np.ndarray) -> None:
+    b = pto.get_block_idx()
+    pto.TLOAD(Tile(TileType.Vec, np.float32, 8, 8), GlobalTensor(x[b], (1, 1, 1, 8, 8)))
+
+
 def branch_on_loop_index(x: np.ndarray) -> None:
     t = Tile(TileType.Vec, np.float32, 8, 8)
     for k in pto.range(3):
@@ -370,14 +375,29 @@ def branch_on_loop_index(x: np.ndarray) -> None:
     (builtin_min, "n = min(", r"comparison .* \(use pto.min / pto.max"),
     (range_over_block, "for _ in range(b)", r"use as a Python integer of a value that differs"),
     (not_an_argument, "pto.TLOAD", r"GlobalTensor over an array that is not an argument"),
+    (index_by_block, "x[b]", r"use as a Python integer of a value that differs"),
     (branch_on_loop_index, "if k == 0", r"depends on a pto.range loop index"),
 ])
 def test_located_errors(kernel: Any, needle: str, message: str) -> None:
-    x = np.zeros(64 * 3, np.float32)
+    x = np.zeros((3, 64), np.float32)
     with pytest.raises(ExportError, match=message) as ei:
         pto.export(kernel, x, blocks=3)
     loc = ei.value.loc
     assert loc is not None and loc.file == __file__ and loc.line == _line_of(kernel, needle)
+
+
+def row_one(x: np.ndarray, out: np.ndarray) -> None:
+    t = Tile(TileType.Vec, np.float32, 8, 8)
+    pto.TLOAD(t, GlobalTensor(x[1], (1, 1, 1, 8, 8)))  # a view into an argument
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 8, 8)), t)
+
+
+def test_a_view_into_an_argument_is_an_offset() -> None:
+    x = np.arange(128, dtype=np.float32).reshape(2, 64)
+    text, eager, got = _roundtrip(row_one, [x, np.zeros(64, np.float32)], 1, "cpu")
+    _same_bits(eager, got)
+    assert np.array_equal(got[1], x[1])
+    assert "offsets = [%c8, %c0]" in text
 
 
 def reads_tile(x: np.ndarray, out: np.ndarray) -> None:

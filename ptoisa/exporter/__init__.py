@@ -119,6 +119,10 @@ def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     except PtoError as e:
         if tracer.error is None or isinstance(e, ExportError):
             raise
+    except (TypeError, IndexError, ValueError):
+        if tracer.last_failure is None:
+            raise
+        raise tracer.last_failure from None  # numpy turned our error into its own
     finally:
         pop(m)
         S.TRACER = prev
@@ -141,9 +145,14 @@ def _verify(kernel: Callable[..., Any], args: tuple[Any, ...], text: str, fname:
 
     eager = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     grid.launch(kernel, *eager, blocks=blocks, target=target)
-    prog = interp.load(text, target=target)
     arrays = [np.array(a, copy=True) for a in args if isinstance(a, np.ndarray)]
-    getattr(prog, fname)(*arrays, blocks=blocks)
+    try:
+        prog = interp.load(text, target=target)
+        getattr(prog, fname)(*arrays, blocks=blocks)
+    except PtoError as e:  # a program the exporter should not have written: say so
+        raise ExportError(f"the exported program fails on {blocks} blocks of {target} where "
+                          f"the eager kernel runs (an exporter bug, please report it): "
+                          f"{e}") from None
     got = iter(arrays)
     for k, a in enumerate(eager):
         if not isinstance(a, np.ndarray):

@@ -70,6 +70,7 @@ class Tracer(Rerolling):
         self.gm_sym: dict[int, tuple[GlobalTensor, Any, Any, Any]] = {}
         self.views: dict[Any, Value] = {}
         self.error: PtoError | None = None
+        self.last_failure: PtoError | None = None  # see symbolic.fail
 
     # ---- names and constants --------------------------------------------------------------
     def _name(self, base: str) -> str:
@@ -289,7 +290,7 @@ class Tracer(Rerolling):
     def _arg_of(self, gt: GlobalTensor) -> tuple[Value, int]:
         flat = gt.flat
         for v, arr in self.args:
-            if np.shares_memory(arr, flat):
+            if np.may_share_memory(arr, flat):
                 if arr.dtype != flat.dtype:
                     raise S.fail(f"GlobalTensor reads argument %{v.name} ({arr.dtype}) as "
                                  f"{flat.dtype}: reinterpreting a GM argument is not exported")
@@ -334,14 +335,14 @@ class Tracer(Rerolling):
         used = [d for d in range(5) if d in kept or
                 isinstance(offs[d], SymInt) or offs[d] != 0] or [4]
         dt = ir_elem_type(gt.dtype.name)
-        total = self._arg_size(arg) - base
+        total = self._arg_size(arg)
         ext: list[int] = []
         for d in used:  # up to the next larger stride that it divides, else the whole array
             outer = [stride[e] // stride[d] for e in used
                      if stride[d] and stride[e] > stride[d] and stride[e] % stride[d] == 0]
             ext.append(min(outer) if outer else -(-max(total, 1) // max(stride[d], 1)))
         layout = gt.spec.layout
-        vkey = (arg.name, base, tuple(stride[d] for d in used), tuple(ext), dt, layout)
+        vkey = (arg.name, tuple(stride[d] for d in used), tuple(ext), dt, layout)
         tv = self.views.get(vkey)
         tv_type = T.intern(T.TensorViewType((None,) * len(used), dt))
         if tv is None:
