@@ -312,6 +312,37 @@ def test_python_range_is_rolled_back_when_the_step_is_constant(squares: bool) ->
         assert text.count("pto.tadd") == 1
 
 
+def scalars(x: np.ndarray, o1: np.ndarray, o2: np.ndarray, o3: np.ndarray) -> None:
+    a = Tile(TileType.Vec, np.float32, 16, 16)
+    b = Tile(TileType.Vec, np.float32, 16, 16)
+    pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 16)))
+    pto.TMULS(b, a, np.float32(2.5))
+    pto.TADDS(b, b, np.float32(-1))
+    pto.TMAXS(b, b, np.float32(0))
+    pto.TSTORE(GlobalTensor(o1, (1, 1, 1, 16, 16)), b)
+    t = Tile(TileType.Vec, np.float32, 16, 16)
+    pto.TTRANS(t, a, b)
+    pto.TSTORE(GlobalTensor(o2, (1, 1, 1, 16, 16)), t)
+    cs = Tile(TileType.Vec, np.float32, 1, 16)
+    pto.TCOLSUM(cs, a, b, True)
+    pto.TSTORE(GlobalTensor(o3, (1, 1, 1, 1, 16)), cs)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_scalar_operands_and_attribute_operands(target: str) -> None:
+    x = (np.random.default_rng(9).integers(-16, 16, 256) / 4).astype(np.float32)
+    args = [x, np.zeros(256, np.float32), np.zeros(256, np.float32), np.zeros(16, np.float32)]
+    text, eager, got = _roundtrip(scalars, args, 1, target)
+    _same_bits(eager, got)
+    m = x.reshape(16, 16)
+    assert np.array_equal(got[1].reshape(16, 16), np.maximum(m * 2.5 - 1, 0))
+    assert np.array_equal(got[2].reshape(16, 16), m.T)
+    assert np.array_equal(got[3], m.sum(axis=0))
+    assert "pto.tmuls ins(%a, %cst : !T0, f32)" in text
+    assert "arith.constant 2.5 : f32" in text and "arith.constant -1.0 : f32" in text
+    assert "{isBinary = true}" in text  # an attribute in PTOAS, an operand in C++
+
+
 def test_pto_range_outside_export_is_range() -> None:
     assert list(pto.range(2, 8, 3)) == [2, 5]
     assert pto.min(3, 5) == 3 and pto.max(3, 5) == 5

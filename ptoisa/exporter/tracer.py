@@ -491,8 +491,10 @@ class Tracer(Rerolling):
             if v is None or isinstance(v, Event):
                 expect.append(None)
                 continue
-            if o.kind == "enum":
-                key = self.attr_name(ins, o.name)
+            key = self.attr_name(ins, o.name)
+            if o.kind == "enum" or (self.is_attr(ins, o.name)
+                                    and not isinstance(v, (Tile, GlobalTensor))):
+                # an attribute in PTOAS (``{isBinary = true}``, ``{rmode = ...}``)
                 attrs.append((key, self.enum_attr(key, v)))
                 expect.append(("const", v))
                 continue
@@ -554,11 +556,20 @@ class Tracer(Rerolling):
                     [have[n][0] for n in f.outs], [have[n][1] for n in f.outs])
         return None
 
-    def attr_name(self, ins: Instr, param: str) -> str:
+    def is_attr(self, ins: Instr, name: str) -> bool:
+        """Whether PTOAS writes operand ``name`` as an attribute (forms.ATTRS)."""
         from ..interp import forms
 
-        for key, spec in forms.ATTRS.get("pto." + ins.mnemonic, {}).items():
-            if spec.to == param:
+        return any(spec.to == name and not spec.values
+                   for spec in forms.ATTRS.get(op_name(ins), {}).values())
+
+    def attr_name(self, ins: Instr, param: str) -> str:
+        """The PTOAS attribute that sets template parameter / operand ``param`` (``param``
+        itself when PTOAS has no attribute of another name for it)."""
+        from ..interp import forms
+
+        for key, spec in forms.ATTRS.get(op_name(ins), {}).items():
+            if spec.to == param and not spec.values:
                 return key
         return param
 
