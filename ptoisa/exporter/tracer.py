@@ -84,14 +84,14 @@ class Tracer(Rerolling):
         self.names.add(name)
         return name
 
-    def const(self, v: Any, t: T.Type = T.INDEX) -> Value:
+    def const(self, v: Any, t: T.Type = T.INDEX, hint: str | None = None) -> Value:
         key = (v, t)
         got = self.consts.get(key)
         if got is not None:
             return got
         if isinstance(v, str):  # an attribute written as is (dense<0>)
             attr: A.Attribute = A.OpaqueAttr(v)
-            base = "cst"
+            base = hint or "cst"
         elif isinstance(t, T.FloatType):
             attr = A.FloatAttr(float(v))
             base = "cst"
@@ -455,7 +455,7 @@ class Tracer(Rerolling):
             vals = v.as_tuple()
             dense = f"dense<{vals[0]}>" if len(set(vals)) == 1 else \
                 f"dense<[{', '.join(map(str, vals))}]>"
-            return self.const(dense, t), t
+            return self.const(dense, t, S.user_name(v)), t
         if isinstance(v, (bool, np.bool_)):
             t = T.I1
             return self.const(int(v), t), t
