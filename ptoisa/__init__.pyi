@@ -55,7 +55,10 @@ from .mixed import (
     get_subblock_num as get_subblock_num,
     launch_mixed as launch_mixed,
 )
-from .symbolic import ExportError as ExportError, max as max, min as min, range as range
+from .symbolic import ExportError as ExportError
+from .symbolic import max as max
+from .symbolic import min as min
+from .symbolic import range as range
 from .tensor import GlobalTensor as GlobalTensor
 from .tile import (
     Dyn as Dyn,
