@@ -28,7 +28,7 @@ def softmax_kernel(x: np.ndarray, out: np.ndarray, n_rows: int) -> None:
     """One block: rows [b*ROWS, b*ROWS + valid) of x -> out, valid = min(ROWS, n_rows - b*ROWS)."""
     b = pto.get_block_idx()
     row0 = b * ROWS
-    valid = min(ROWS, n_rows - row0)   # block-dependent: the launch runs the blocks one by one
+    valid = pto.min(ROWS, n_rows - row0)  # per block; pto.min keeps it exportable (arith.minsi)
     shape, stride = (1, 1, 1, valid, COLS), (n_rows * COLS,) * 3 + (COLS, 1)
     gx = GlobalTensor(x, shape, stride, offset=row0 * COLS)
     go = GlobalTensor(out, shape, stride, offset=row0 * COLS)

@@ -37,6 +37,7 @@ from .errors import (
     UnsupportedType,
     VerifyError,
 )
+from .exporter import export
 from .grid import BlockDivergence, Lanes, get_block_idx, get_block_num, launch
 from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
@@ -52,6 +53,10 @@ from .mixed import (
     get_subblock_num,
     launch_mixed,
 )
+from .symbolic import ExportError
+from .symbolic import max as max  # noqa: A004 - pto.max (not in __all__)
+from .symbolic import min as min  # noqa: A004 - pto.min
+from .symbolic import range as range  # noqa: A004 - pto.range
 from .tensor import GlobalTensor
 from .tile import Dyn, Tile, TileAcc, TileLeft, TileRight, TileSpec, tile_spec
 
@@ -68,6 +73,8 @@ __all__ = [
 ]
 
 __all__ += ["ConstraintError", "Program", "load", "set_matmul_accumulation"]
+# pto.min / pto.max / pto.range are attributes only: a star import must not shadow builtins
+__all__ += ["ExportError", "export"]
 __all__ += ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
             "get_subblock_idx", "get_subblock_num", "launch_mixed"]
 

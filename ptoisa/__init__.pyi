@@ -33,6 +33,7 @@ from .errors import (
     UnsupportedType as UnsupportedType,
     VerifyError as VerifyError,
 )
+from .exporter import export as export
 from .grid import (
     BlockDivergence as BlockDivergence,
     Lanes as Lanes,
@@ -54,6 +55,10 @@ from .mixed import (
     get_subblock_num as get_subblock_num,
     launch_mixed as launch_mixed,
 )
+from .symbolic import ExportError as ExportError
+from .symbolic import max as max
+from .symbolic import min as min
+from .symbolic import range as range
 from .tensor import GlobalTensor as GlobalTensor
 from .tile import (
     Dyn as Dyn,

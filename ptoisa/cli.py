@@ -412,11 +412,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a JSON array of {case_id, predicted_cycles, hardware_cycles, "
                         "precision}")
     y.set_defaults(fn=_cmd_cycles)
+
+    x = sub.add_parser(
+        "export", help="trace an eager Python kernel into the .pto program PTOAS compiles",
+        epilog="example: ptoisa export examples/softmax.py:softmax_kernel --blocks 6 "
+               "--arg x=rand:45x64:f32 --arg out=zeros:45x64:f32 --arg n_rows=45 "
+               "-o softmax_export.pto")
+    x.add_argument("kernel", help="MODULE.py:FUNCTION (or package.module:FUNCTION)")
+    x.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
+    x.add_argument("--target", default="a2a3", choices=TARGETS)
+    x.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
+                   help="a kernel argument: FILE.npy, zeros:SHAPE[:DTYPE], rand:SHAPE[:DTYPE] "
+                        "or a number (non-array arguments are baked into the program)")
+    x.add_argument("--name", help="function name in the program (default: the kernel's)")
+    x.add_argument("--no-verify", action="store_true",
+                   help="skip running the program against the eager kernel")
+    x.add_argument("-o", "--output", help="output file (default: stdout)")
+    x.set_defaults(fn=_cmd_export)
     return p
 
 
 #: exit status of an error inside ptoisa itself (user errors exit 1, usage errors 2)
 EXIT_INTERNAL = 3
+
+
+def _cmd_export(ns: argparse.Namespace) -> int:
+    from .exporter.cli import cli_export
+
+    return cli_export(ns)
 
 
 def main(argv: list[str] | None = None) -> int:

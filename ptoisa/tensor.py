@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt_mod
+from . import symbolic as _sym
 from .dtypes import DType
 from .enums import Layout, coerce_enum
 from .errors import PtoError, PtoMemoryError
@@ -165,6 +166,8 @@ class GlobalTensor:
         offset: int = 0,
         name: str | None = None,
     ) -> None:
+        if _sym.TRACER is not None:  # pto.export: symbolic shape and offset
+            shape, stride, offset = _sym.TRACER.note_gm(self, shape, stride, offset)
         if not isinstance(array, np.ndarray):
             raise PtoError(f"GlobalTensor needs a numpy array, got {type(array).__name__}")
         if not array.flags.c_contiguous:

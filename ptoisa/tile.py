@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt_mod
+from . import symbolic as _sym
 from .dtypes import DType
 from .enums import (
     DYNAMIC,
@@ -349,6 +350,8 @@ class Tile:
         *,
         name: str | None = None,
     ) -> None:
+        if _sym.TRACER is not None:  # pto.export: symbolic valid extents
+            valid = _sym.TRACER.note_tile(self, valid)
         svr, svc, ivr, ivc = _split_valid(valid, rows, cols)
         spec = tile_spec(loc, dtype, rows, cols, blayout, svr, svc, slayout, fractal, pad, compact)
         self._init(spec, ivr, ivc, name)
@@ -447,6 +450,8 @@ class Tile:
 
     def set_valid(self, rows: int | None = None, cols: int | None = None) -> None:
         """Change the dynamic valid extents (SetValidRow/SetValidCol/SetValidShape)."""
+        if _sym.TRACER is not None:  # pto.export: becomes pto.set_validshape
+            rows, cols = _sym.TRACER.note_set_valid(self, rows, cols)
         if rows is not None and self.spec.valid_row is not None and \
                 np.any(np.asarray(rows) != self.spec.valid_row):
             raise RuntimeCheckError(
@@ -670,12 +675,17 @@ class Tile:
     # ---- numpy interop (testing / debugging) -----------------------------------------------
     def numpy(self, valid_only: bool = False) -> np.ndarray:
         """A copy of the logical contents: the whole ``rows x cols`` tile, or its valid region."""
+        if _sym.TRACER is not None:  # pto.export: tile data cannot flow into Python
+            _sym.TRACER.note_tile_access(self, "reads tile values into Python (tile.numpy())")
         if valid_only:
             return np.array(self.read(), copy=True)
         return np.array(self.read(self.rows, self.cols), copy=True)
 
     def load_numpy(self, array: Any) -> Tile:
         """Fill the tile from a logical array of shape ``rows x cols`` or the valid shape."""
+        if _sym.TRACER is not None:  # pto.export: Python data into a tile
+            _sym.TRACER.note_tile_access(self, "writes Python values into a tile "
+                                               "(tile.load_numpy())")
         a = np.asarray(array)
         if a.shape not in (self.shape, self.valid_shape):
             raise PtoError(
