@@ -13,8 +13,12 @@ the memory they live in, so two spans can only overlap when their keys are equal
   element the view reaches (every block's offset included in a lockstep launch).
 
 Operand roles decide the direction: ``in`` reads, ``out`` writes, ``inout`` and ``scratch``
-both. This is deliberately conservative (a tile's whole storage, a GM view's whole extent):
-a checker built on it may report an overlap that a finer model would not, never miss one.
+both. The view instructions (TRESHAPE, TSUBVIEW, TALIAS, TGET_SCALE_ADDR) move no data: they
+access nothing; a view of an auto tile is placed inside its base's span through ``aliases``
+(``{id(view): (base, byte_offset)}``, kept by the observer that watches the view instructions,
+see :func:`view_alias`). This is deliberately conservative (a tile's whole storage, a GM
+view's whole extent): a checker built on it may report an overlap that a finer model would
+not, never miss one.
 """
 
 from __future__ import annotations
@@ -50,10 +54,18 @@ class Span:
         return f"{self.space} [{self.lo:#x}, {self.hi:#x}) ({self.label})"
 
 
-def tile_span(t: Tile, machine: Any = None) -> Span:
+#: instructions that make one tile a view of another's bytes (no data moves)
+VIEW_OPS = frozenset({"TRESHAPE", "TSUBVIEW", "TALIAS", "TGET_SCALE_ADDR"})
+
+
+def tile_span(t: Tile, machine: Any = None, aliases: dict[int, Any] | None = None) -> Span:
     nbytes = t.spec.nbytes
-    name = t.name or "tile"
+    name = t.name or f"tile {t.spec.describe()}"
     space = LOC_SPACE.get(t.loc, t.loc.name)
+    if aliases and t.addr is None and id(t) in aliases:
+        base, off = aliases[id(t)]
+        b = tile_span(base, machine, aliases)
+        return Span(b.space, b.key, b.lo + off, b.lo + off + nbytes, f"{name} (view of {b.label})")
     if t.addr is not None:
         return Span(space, (space, id(t._machine or machine)), t.addr, t.addr + nbytes,
                     f"{name} @{t.addr:#x}")
@@ -83,29 +95,58 @@ def _root_address(a: np.ndarray) -> int:
     return int(a.__array_interface__["data"][0])
 
 
-def operand_span(v: Any, machine: Any = None) -> Span | None:
+def operand_span(v: Any, machine: Any = None,
+                 aliases: dict[int, Any] | None = None) -> Span | None:
     if isinstance(v, Tile):
-        return tile_span(v, machine)
+        return tile_span(v, machine, aliases)
     if isinstance(v, GlobalTensor):
         return gm_span(v)
     return None
 
 
-def accesses(rec: InstrRecord) -> tuple[list[Span], list[Span]]:
+def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
+    """(view, base, byte offset) of a view instruction (TRESHAPE/TSUBVIEW/TALIAS/
+    TGET_SCALE_ADDR), computed before it runs, as it will place the view; None otherwise."""
+    name = rec.instr.name
+    if name not in VIEW_OPS or len(rec.values) < 2:
+        return None
+    dst, src = rec.values[0], rec.values[1]
+    if not isinstance(dst, Tile) or not isinstance(src, Tile):
+        return None
+    off = 0
+    if name == "TSUBVIEW":
+        try:
+            r, c = int(rec.values[2]), int(rec.values[3])
+            off = int(src.spec.offsets[r, c]) * src.dtype.itemsize
+        except (TypeError, ValueError, IndexError):
+            off = 0
+    return dst, src, off
+
+
+def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
+                     ) -> list[tuple[str, Any, Span]]:
+    """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
+    ``in``, ``out``, ``inout``, ``scratch``); nothing for the view instructions."""
+    if rec.instr.name in VIEW_OPS:
+        return []
+    out: list[tuple[str, Any, Span]] = []
+    for o, v in zip(rec.instr.operands, rec.values, strict=False):
+        items = list(v) if isinstance(v, (tuple, list)) else [v]
+        for x in items:
+            s = operand_span(x, rec.machine, aliases)
+            if s is not None:
+                out.append((o.role, x, s))
+    return out
+
+
+def accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
+             ) -> tuple[list[Span], list[Span]]:
     """(reads, writes) of one executed instruction, by its operands' roles."""
     reads: list[Span] = []
     writes: list[Span] = []
-    for o, v in zip(rec.instr.operands, rec.values, strict=False):
-        if isinstance(v, (tuple, list)):
-            items = list(v)
-        else:
-            items = [v]
-        for x in items:
-            s = operand_span(x, rec.machine)
-            if s is None:
-                continue
-            if o.role in ("in", "inout", "scratch"):
-                reads.append(s)
-            if o.role in ("out", "inout", "scratch"):
-                writes.append(s)
+    for role, _, s in operand_accesses(rec, aliases):
+        if role in ("in", "inout", "scratch"):
+            reads.append(s)
+        if role in ("out", "inout", "scratch"):
+            writes.append(s)
     return reads, writes

@@ -146,7 +146,15 @@ def _run(ns: argparse.Namespace) -> int:
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
-    prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
+    report = None
+    if ns.sanitize or ns.sanitize_checks or ns.sync:
+        from .sanitizer import Sanitizer
+
+        san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
+        prog.run(entry, *values, blocks=ns.blocks, target=ns.target, sanitize=san)
+        report = san.report
+    else:
+        prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
     sys.stdout.flush()
     if ns.out:
         out = Path(ns.out)
@@ -157,6 +165,9 @@ def _run(ns: argparse.Namespace) -> int:
                     np.save(out / f"{n}.npy", v, allow_pickle=False)
         except OSError as e:
             raise PtoError(f"cannot write to {out}: {e.strerror}") from None
+    if report:
+        print(report, file=sys.stderr)
+        return 1
     return 0
 
 
@@ -217,6 +228,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")
+    r.add_argument("--sanitize", action="store_true",
+                   help="find races between pipes, uninitialised reads, out-of-bounds and "
+                        "placement errors (diagnostics on stderr, exit 1 when any)")
+    r.add_argument("--sanitize-checks", metavar="CHECKS",
+                   help="comma-separated: races,oob,uninit,placement,nan (implies --sanitize; "
+                        "default all but nan)")
+    r.add_argument("--sync", choices=["auto", "manual", "strict"],
+                   help="how the program is synchronised (implies --sanitize): manual (flags "
+                        "in the program), strict (same-pipe dependences need a barrier too), "
+                        "auto (the compiler inserts them: no race reports); default manual "
+                        "when the function has a set_flag/wait_flag/barrier/event op, else auto")
     r.set_defaults(fn=_cmd_run)
     return p
 

@@ -44,11 +44,22 @@ def get_block_num() -> int:
 # ---- launching ------------------------------------------------------------------------------
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
-           lockstep: bool | str = "auto", **settings: Any) -> None:
+           lockstep: bool | str = "auto", sanitize: Any = False, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
-    on the block index before writing GM). ``settings`` go to the machine (mode, stdout...)."""
+    on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
+    ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
+    the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
+    findings without raising. Returns the report when sanitizing."""
+    if sanitize is not False and sanitize is not None:
+        from .sanitizer import SanitizerError, sanitized
+
+        _, report, strict = sanitized(sanitize, "manual", lambda: launch(
+            kernel, *args, blocks=blocks, target=target, lockstep=lockstep, **settings))
+        if report and strict:
+            raise SanitizerError(report)
+        return report
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):
@@ -76,6 +87,8 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
 
 
 _MACHINES: dict[Any, Machine] = {}
+#: observers every launch machine gets while it runs (a sanitized launch puts itself here)
+LAUNCH_OBSERVERS: list[Callable[[Any], None]] = []
 
 
 def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machine:
@@ -90,11 +103,15 @@ def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machin
     m.reset_for_launch()
     m.lazy_loads = True
     m.quiet = True
+    if LAUNCH_OBSERVERS:
+        m.observers.extend(o for o in LAUNCH_OBSERVERS if o not in m.observers)
     _push(m)
     return m
 
 
 def _done(m: Machine) -> None:
+    if LAUNCH_OBSERVERS:
+        m.observers[:] = [o for o in m.observers if o not in LAUNCH_OBSERVERS]
     m._lazy.clear()
     m.quiet = False
     pop(m)

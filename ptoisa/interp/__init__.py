@@ -55,9 +55,10 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, sanitize: Any = False
+                 ) -> tuple[Any, ...]:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine)
+                                machine=machine, sanitize=sanitize)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -105,11 +106,23 @@ class Program:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
-            machine: memory.Machine | None = None, lockstep: bool | str = "auto"
-            ) -> tuple[Any, ...]:
+            machine: memory.Machine | None = None, lockstep: bool | str = "auto",
+            sanitize: Any = False) -> tuple[Any, ...]:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
-        block index, in which case (lockstep="auto") they run one after another."""
+        block index, in which case (lockstep="auto") they run one after another.
+        ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
+        a Sanitizer object was passed: then its ``report`` has them)."""
+        if sanitize is not False and sanitize is not None:
+            from ..sanitizer import SanitizerError, sanitized, sync_mode_of
+
+            out, report, strict = sanitized(
+                sanitize, sync_mode_of(self.module), lambda: self.run(
+                    name, *args, blocks=blocks, target=target, machine=machine,
+                    lockstep=lockstep), machine)
+            if report and strict:
+                raise SanitizerError(report)
+            return out  # type: ignore[no-any-return]
         tgt = target or (machine.target.name if machine else self.target)
         fn = self.compiler(tgt).function(name)
         if len(args) != len(fn.args):
