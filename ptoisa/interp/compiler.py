@@ -650,6 +650,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
     sizes = _kw_sizes(cf, op)
     k = cf.slot(op.results[0])
     loc = op.loc
+    name = op.results[0].name
 
     def step(env: Env) -> None:
         view: TensorView = env[tv]
@@ -678,7 +679,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
         layout = view.layout or infer_layout(sz, st)
         try:
             env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
-                                  offset=offset)
+                                  offset=offset, name=name)
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step

@@ -20,6 +20,7 @@ pruned, so the state does not grow with a loop's trip count.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 
 _SYNC = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER", "TSYNC", "SYNCALL"})
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
+_SSA = re.compile(r"(?!tile |gm\[)[A-Za-z0-9_]+(\[|$| )")
 _PRUNE_AT = 48  # cells per memory before dominated ones are dropped
 
 
@@ -117,6 +119,7 @@ class Core:
         self.mem: dict[Any, dict[tuple[int, int], Cell]] = {}
         self.written: dict[Any, list[list[int]]] = {}
         self.aliases: dict[int, tuple[Any, int]] = {}
+        self.limit: dict[Any, int] = {}
 
     # ---- one instruction ---------------------------------------------------------------------
     def observe(self, rec: Any) -> None:
@@ -269,6 +272,9 @@ class Core:
                 k = (s.lo, s.hi)
                 cell = cells.get(k)
                 if cell is None:
+                    if len(cells) >= self.limit.get(s.key, _PRUNE_AT):
+                        self._prune(cells)
+                        self.limit[s.key] = max(_PRUNE_AT, 2 * len(cells))
                     cell = cells[k] = Cell()
                 cell.readers[acc.thread] = acc
         for role, _, s in accs:
@@ -280,8 +286,9 @@ class Core:
                     for k in [k for k in cells if s.lo <= k[0] and k[1] <= s.hi]:
                         del cells[k]
                 cells[(s.lo, s.hi)] = Cell(acc)
-                if len(cells) > _PRUNE_AT:
+                if len(cells) > self.limit.get(s.key, _PRUNE_AT):
                     self._prune(cells)
+                    self.limit[s.key] = max(_PRUNE_AT, 2 * len(cells))
 
     def _known(self, a: Acc) -> bool:
         """Whether every active pipe already has ``a`` ordered before its next instruction."""
@@ -294,11 +301,27 @@ class Core:
         return True
 
     def _prune(self, cells: dict[tuple[int, int], Cell]) -> None:
+        """Drop the cells every pipe already knows about; merge neighbouring cells last touched
+        by the same instructions on the same pipes (one instruction walking a tensor in a
+        loop), keeping the latest epoch per thread."""
         for k in list(cells):
             c = cells[k]
             if (c.writer is None or self._known(c.writer)) and \
                     all(self._known(r) for r in c.readers.values()):
                 del cells[k]
+        if len(cells) <= _PRUNE_AT:
+            return
+        items = sorted(cells.items())
+        cells.clear()
+        (lo, hi), cur = items[0]
+        for (a, b), c in items[1:]:
+            if a <= hi and _same_sites(cur, c):
+                hi = max(hi, b)
+                cur = _merge(cur, c)
+            else:
+                cells[(lo, hi)] = cur
+                (lo, hi), cur = (a, b), c
+        cells[(lo, hi)] = cur
 
     def race(self, hz: str, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
         a, b = prev.site, cur.site
@@ -310,7 +333,10 @@ class Core:
                 "WAW": ("writes", "wrote")}[hz]
         same = prev.thread == cur.thread
         by = "no pipe_barrier" if same else "no set_flag/wait_flag"
-        msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({s.label}): {b} {verb[0]} what "
+        label = s.label
+        if isinstance(b.loc, SourceLoc) and _SSA.match(label):
+            label = "%" + label  # an SSA value's name
+        msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} {verb[0]} what "
                f"{a} at {where(a.loc)} {verb[1]}; {by} orders them")
         pto = isinstance(b.loc, SourceLoc)
         p, q = prev.thread[1], cur.thread[1]
@@ -343,13 +369,16 @@ class Core:
                 key = ("uninit", site.loc, site.op, s.label)
                 if key in self.san._seen:
                     continue
-                name = getattr(v, "name", None) or s.label
+                name = getattr(v, "name", None)
+                name = (("%" if isinstance(site.loc, SourceLoc) else "") + name) if name \
+                    else s.label
+                what = name if name.startswith("tile ") else f"tile {name}"
                 self.san.add(Finding(
                     "uninit",
-                    f"{site.op} reads tile {name} ({s.space} [{s.lo:#x}, {s.hi:#x})) but bytes "
+                    f"{site.op} reads {what} ({s.space} [{s.lo:#x}, {s.hi:#x})) but bytes "
                     f"[{gap[0]:#x}, {gap[1]:#x}) were not written in this launch",
                     site, space=s.space, lo=gap[0], hi=gap[1],
-                    fix=f"write {name} (a tload, texpands...) before {site.op} reads it",
+                    fix=f"write {what} (a tload, texpands...) before {site.op} reads it",
                     extra={"tile": name}), key)
         for role, _, s in accs:
             if role != "in" and s.space != "GM":
@@ -358,6 +387,29 @@ class Core:
                     written[s.key] = [[s.lo, s.hi]]
                 else:
                     _add_interval(ivs, s.lo, s.hi)
+
+
+def _ident(a: Acc | None) -> Any:
+    return None if a is None else (a.thread, a.rec.instr.name, a.rec.loc)
+
+
+def _same_sites(c: Cell, d: Cell) -> bool:
+    if _ident(c.writer) != _ident(d.writer) or c.readers.keys() != d.readers.keys():
+        return False
+    return all(_ident(r) == _ident(d.readers[t]) for t, r in c.readers.items())
+
+
+def _later(a: Acc | None, b: Acc | None) -> Acc | None:
+    if a is None or b is None:
+        return a or b
+    return a if a.epoch >= b.epoch else b
+
+
+def _merge(c: Cell, d: Cell) -> Cell:
+    m = Cell(_later(c.writer, d.writer))
+    for t, r in c.readers.items():
+        m.readers[t] = _later(r, d.readers[t])  # type: ignore[assignment]
+    return m
 
 
 def _eid(v: Any) -> int:
