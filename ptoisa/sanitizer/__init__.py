@@ -76,6 +76,7 @@ class Sanitizer:
         self._cur_m: Any = None
         self._cur_b: Any = None
         self._default_sync = "manual"
+        self._core_ids: dict[Any, int] = {}
 
     # ---- launcher hooks ----------------------------------------------------------------------
     def begin(self, default_sync: str = "manual") -> None:
@@ -128,6 +129,11 @@ class Sanitizer:
                 self._finish_core(self._cores.pop(k))
             core = self._cores[key] = Core(self, key, self.mode)
         self._cur, self._cur_key, self._cur_m, self._cur_b = core, key, m, b
+
+    def core_index(self, cid: Any) -> int:
+        """A small integer per core identity (``machine.core``): thread ids are
+        ``8 * core_index + pipe``, unique across the cores of a launch."""
+        return self._core_ids.setdefault(cid, len(self._core_ids))
 
     def _finish_core(self, c: Core) -> None:
         c.finish()

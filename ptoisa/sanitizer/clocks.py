@@ -24,9 +24,11 @@ import re
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..access import Span, operand_accesses, view_alias
+from ..access import Span, gm_span, tile_span, view_alias
 from ..enums import Pipe
 from ..errors import SourceLoc
+from ..tensor import GlobalTensor
+from ..tile import Tile
 from .report import Finding, Site, where
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 
 _SYNC = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER", "TSYNC", "SYNCALL"})
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
+_PIDX = {p: i for i, p in enumerate(_PIPES)}
 _SSA = re.compile(r"(?!tile |gm\[)[A-Za-z0-9_]+(\[|$| )")
 _PRUNE_AT = 48  # cells per memory before dominated ones are dropped
 
@@ -110,16 +113,20 @@ class Core:
         self.uninit = "uninit" in san.checks
         self.oob = "oob" in san.checks
         self.nan = "nan" in san.checks
-        self.th = {p: (self.cid, p) for p in _PIPES}
-        self.vc: dict[Pipe, dict[Any, int]] = {p: {} for p in _PIPES}
-        self.count: dict[Pipe, int] = dict.fromkeys(_PIPES, 0)
-        self.active: set[Pipe] = set()
-        self.pending: dict[tuple[Pipe, Pipe, int], deque[tuple[dict[Any, int], Any]]] = {}
+        base = 8 * san.core_index(self.cid)
+        #: thread ids (ints: cheap to hash) of this core's pipes, by pipe index
+        self.th = [base + i for i in range(len(_PIPES))]
+        self.vc: list[dict[int, int]] = [{} for _ in _PIPES]
+        self.count = [0] * len(_PIPES)
+        self.active: set[int] = set()
+        self.pending: dict[tuple[Pipe, Pipe, int], deque[tuple[dict[int, int], Any]]] = {}
         self.used_ids: dict[tuple[Pipe, Pipe], set[int]] = {}
         self.mem: dict[Any, dict[tuple[int, int], Cell]] = {}
         self.written: dict[Any, list[list[int]]] = {}
         self.aliases: dict[int, tuple[Any, int]] = {}
         self.limit: dict[Any, int] = {}
+        self.pipe_cache: dict[str, int] = {}
+        self.span_cache: dict[int, tuple[Any, Any, Span, Tile]] = {}
 
     # ---- one instruction ---------------------------------------------------------------------
     def observe(self, rec: Any) -> None:
@@ -135,34 +142,72 @@ class Core:
             else:
                 self.aliases.pop(id(view), None)
             return
-        p = rec.instr.pipe
-        if p is Pipe.ALL:
-            self.barrier_all()
-            p = Pipe.S
-        elif rec.instr.pipe_of is not None:
-            p = rec.pipe
-        n = self.count[p] + 1
-        self.count[p] = n
-        self.active.add(p)
-        vc = self.vc[p]
+        ins = rec.instr
+        pi = self.pipe_cache.get(name)
+        if pi is None:
+            if ins.pipe is Pipe.ALL:
+                self.barrier_all()
+                pi = _PIDX[Pipe.S]
+            elif ins.pipe_of is not None:
+                pi = _PIDX[rec.pipe]
+            else:
+                pi = self.pipe_cache[name] = _PIDX[ins.pipe]
+        n = self.count[pi] + 1
+        self.count[pi] = n
+        self.active.add(pi)
+        t = self.th[pi]
+        vc = self.vc[pi]
         if not self.strict:
-            vc[self.th[p]] = n
+            vc[t] = n
         if rec.waits:
             for ev in rec.waits:
                 tok = getattr(getattr(ev, "src", None), "tag", None)
                 if isinstance(tok, tuple) and tok[0] is self:
                     _join(vc, tok[1])
-        accs = operand_accesses(rec, self.aliases)
-        acc = Acc(self.th[p], n, rec)
-        if self.races and accs:
-            self.check_races(acc, accs, vc)
-        if self.uninit and accs:
-            self.check_uninit(acc, accs)
-        rec.tag = (self, self._snapshot(p))
+        accs = self.operand_spans(rec)
+        if accs:
+            acc = Acc(t, n, rec)
+            if self.races:
+                self.check_races(acc, accs, vc)
+            if self.uninit:
+                self.check_uninit(acc, accs)
+        if not isinstance(rec.loc, SourceLoc):  # eager: the Event it returns may be waited on
+            rec.tag = (self, self._snapshot(pi))
 
-    def _snapshot(self, p: Pipe) -> dict[Any, int]:
-        s = dict(self.vc[p])
-        s[self.th[p]] = self.count[p]
+    def operand_spans(self, rec: Any) -> list[tuple[str, Any, Span]]:
+        """:func:`ptoisa.access.operand_accesses`, with each tile's span cached while its
+        placement stays the same."""
+        out: list[tuple[str, Any, Span]] = []
+        cache = self.span_cache
+        aliases = self.aliases
+        m = rec.machine
+        for o, v in zip(rec.instr.operands, rec.values, strict=False):
+            if isinstance(v, Tile):
+                items: Any = (v,)
+            elif isinstance(v, (tuple, list)):
+                items = v
+            elif isinstance(v, GlobalTensor):
+                out.append((o.role, v, gm_span(v)))
+                continue
+            else:
+                continue
+            for x in items:
+                if isinstance(x, Tile):
+                    c = cache.get(id(x))
+                    al = aliases.get(id(x)) if aliases else None
+                    if c is not None and c[0] == x.addr and c[1] is al and c[3] is x:
+                        out.append((o.role, x, c[2]))
+                        continue
+                    sp = tile_span(x, m, aliases)
+                    cache[id(x)] = (x.addr, al, sp, x)
+                    out.append((o.role, x, sp))
+                elif isinstance(x, GlobalTensor):
+                    out.append((o.role, x, gm_span(x)))
+        return out
+
+    def _snapshot(self, pi: int) -> dict[int, int]:
+        s = dict(self.vc[pi])
+        s[self.th[pi]] = self.count[pi]
         return s
 
     # ---- synchronisation ---------------------------------------------------------------------
@@ -172,12 +217,12 @@ class Core:
             src, dst, eid = v[0], v[1], _eid(v[2])
             self.used_ids.setdefault((src, dst), set()).add(eid)
             self.pending.setdefault((src, dst, eid), deque()).append(
-                (self._snapshot(src), rec))
+                (self._snapshot(_PIDX[src]), rec))
         elif name == "WAIT_FLAG":
             src, dst, eid = v[0], v[1], _eid(v[2])
             q = self.pending.get((src, dst, eid))
             if q:
-                _join(self.vc[dst], q.popleft()[0])
+                _join(self.vc[_PIDX[dst]], q.popleft()[0])
             else:
                 s = site_of(rec)
                 self.san.add(Finding(
@@ -192,7 +237,8 @@ class Core:
             if p is Pipe.ALL:
                 self.barrier_all()
             else:
-                self.vc[p][self.th[p]] = self.count[p]
+                i = _PIDX[p]
+                self.vc[i][self.th[i]] = self.count[i]
         elif name == "TSYNC":
             op = rec.params.get("OpCode")
             waited = [e for e in rec.waits]
@@ -204,26 +250,26 @@ class Core:
                 for ev in waited:
                     tok = getattr(getattr(ev, "src", None), "tag", None)
                     if isinstance(tok, tuple) and tok[0] is self:
-                        for q in _PIPES:
-                            _join(self.vc[q], tok[1])
+                        for vq in self.vc:
+                            _join(vq, tok[1])
             elif op is not None:
                 from ..isa.registry import lookup
 
                 ins = lookup(str(getattr(op, "name", op)))
-                if ins is not None and ins.pipe in self.th:
-                    self.vc[ins.pipe][self.th[ins.pipe]] = self.count[ins.pipe]
+                if ins is not None and ins.pipe in _PIDX:
+                    i = _PIDX[ins.pipe]
+                    self.vc[i][self.th[i]] = self.count[i]
                 else:
                     self.barrier_all()
         else:  # SYNCALL
             self.barrier_all()
 
     def barrier_all(self) -> None:
-        j: dict[Any, int] = {}
-        for q in _PIPES:
-            _join(j, self.vc[q])
-            j[self.th[q]] = self.count[q]
-        for q in _PIPES:
-            self.vc[q] = dict(j)
+        j: dict[int, int] = {}
+        for i, vq in enumerate(self.vc):
+            _join(j, vq)
+            j[self.th[i]] = self.count[i]
+        self.vc = [dict(j) for _ in _PIPES]
 
     def finish(self) -> None:
         for (src, dst, eid), q in self.pending.items():
@@ -293,8 +339,7 @@ class Core:
     def _known(self, a: Acc) -> bool:
         """Whether every active pipe already has ``a`` ordered before its next instruction."""
         for q in self.active:
-            t = self.th[q]
-            if t == a.thread and not self.strict:
+            if self.th[q] == a.thread and not self.strict:
                 continue
             if self.vc[q].get(a.thread, 0) < a.epoch:
                 return False
@@ -324,10 +369,11 @@ class Core:
         cells[(lo, hi)] = cur
 
     def race(self, hz: str, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
-        a, b = prev.site, cur.site
-        key = ("race", hz, a.loc, a.op, b.loc, b.op)
+        pr, cr = prev.rec, cur.rec
+        key = ("race", hz, pr.loc, pr.instr.name, cr.loc, cr.instr.name)
         if key in self.san._seen:
             return
+        a, b = prev.site, cur.site
         lo, hi = max(lo, s.lo), min(hi, s.hi)
         verb = {"RAW": ("reads", "wrote"), "WAR": ("writes", "read"),
                 "WAW": ("writes", "wrote")}[hz]
@@ -339,7 +385,7 @@ class Core:
         msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} {verb[0]} what "
                f"{a} at {where(a.loc)} {verb[1]}; {by} orders them")
         pto = isinstance(b.loc, SourceLoc)
-        p, q = prev.thread[1], cur.thread[1]
+        p, q = _PIPES[prev.thread % 8], _PIPES[cur.thread % 8]
         if same:
             fix = (f"insert {_barrier_text(pto, p)} after {a.op} at {where(a.loc)} "
                    f"(before {b.op} at {where(b.loc)})")
