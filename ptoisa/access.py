@@ -13,12 +13,12 @@ the memory they live in, so two spans can only overlap when their keys are equal
   element the view reaches (every block's offset included in a lockstep launch).
 
 Operand roles decide the direction: ``in`` reads, ``out`` writes, ``inout`` and ``scratch``
-both. The view instructions (TRESHAPE, TSUBVIEW, TALIAS, TGET_SCALE_ADDR) move no data: they
-access nothing; a view of an auto tile is placed inside its base's span through ``aliases``
-(``{id(view): (base, byte_offset)}``, kept by the observer that watches the view instructions,
-see :func:`view_alias`). This is deliberately conservative (a tile's whole storage, a GM
-view's whole extent): a checker built on it may report an overlap that a finer model would
-not, never miss one.
+both. The view instructions (TRESHAPE, TSUBVIEW, TALIAS, TGET_SCALE_ADDR) and TASSIGN move
+no data: they access nothing; a view of an auto tile is placed inside its base's span
+through ``aliases`` (``{id(view): (base, byte_offset)}``, kept by the observer that watches
+the view instructions, see :func:`view_alias`). This is deliberately conservative (a tile's
+whole storage, a GM view's whole extent): a checker built on it may report an overlap that a
+finer model would not, never miss one.
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ class Span:
 
 #: instructions that make one tile a view of another's bytes (no data moves)
 VIEW_OPS = frozenset({"TRESHAPE", "TSUBVIEW", "TALIAS", "TGET_SCALE_ADDR"})
+#: instructions that move no data at all: views, and placing a tile or binding a GM view
+NO_DATA_OPS = VIEW_OPS | {"TASSIGN"}
 
 
 def tile_span(t: Tile, machine: Any = None, aliases: dict[int, Any] | None = None) -> Span:
@@ -126,8 +128,8 @@ def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
 def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
                      ) -> list[tuple[str, Any, Span]]:
     """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
-    ``in``, ``out``, ``inout``, ``scratch``); nothing for the view instructions."""
-    if rec.instr.name in VIEW_OPS:
+    ``in``, ``out``, ``inout``, ``scratch``); nothing for the view instructions and TASSIGN."""
+    if rec.instr.name in NO_DATA_OPS:
         return []
     out: list[tuple[str, Any, Span]] = []
     for o, v in zip(rec.instr.operands, rec.values, strict=False):

@@ -24,11 +24,14 @@ import re
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from ..access import Span, gm_span, tile_span, view_alias
+import numpy as np
+
+from ..access import NO_DATA_OPS, Span, gm_span, tile_span, view_alias
 from ..enums import Pipe
 from ..errors import SourceLoc
 from ..tensor import GlobalTensor
 from ..tile import Tile
+from . import bounds
 from .report import Finding, Site, where
 
 if TYPE_CHECKING:
@@ -102,7 +105,117 @@ def _after(a: Any, b: Any) -> bool:
     return False
 
 
-class Core:
+class _Checks:
+    """Placement and NaN-origin checks (mixed into Core)."""
+
+    # ---- placement: a placed tile read after another tile overwrote its bytes -------------
+    def check_placement(self: Any, acc: Acc, accs: list[tuple[str, Any, Span]]) -> None:
+        for role, v, s in accs:
+            if role not in ("in", "inout") or not isinstance(v, Tile) or v.addr is None:
+                continue
+            own = self.owners.get(s.key)
+            if not own:
+                continue
+            me = self.roots.get(id(v), id(v))
+            for (lo, hi), (tid, wrec, wtile, wlo, whi) in own.items():
+                # the same tile, a view of it, or a tile placed on exactly the same bytes (a
+                # reinterpretation of one buffer, as address-reusing code does) is no clobber
+                if lo >= s.hi or s.lo >= hi or tid == me or (wlo, whi) == (s.lo, s.hi):
+                    continue
+                site, other = acc.site, site_of(wrec)
+                key = ("placement", site.loc, site.op, other.loc, other.op)
+                if key in self.san._seen:
+                    continue
+                a, b = max(lo, s.lo), min(hi, s.hi)
+                mine = _tile_name(v, site)
+                theirs = _tile_name(wtile, other)
+                self.san.add(Finding(
+                    "placement",
+                    f"overlapping placement: {site.op} reads {mine} ({s.space} [{s.lo:#x}, "
+                    f"{s.hi:#x})), but {other.op} at {where(other.loc)} wrote {theirs} over "
+                    f"[{a:#x}, {b:#x}) while {mine} was live",
+                    site, other, space=s.space, lo=a, hi=b,
+                    fix=f"place {theirs} at an address outside [{s.lo:#x}, {s.hi:#x}), or "
+                        f"finish using {mine} before writing {theirs}"), key)
+        for role, v, s in accs:
+            if role == "in" or not isinstance(v, Tile) or v.addr is None:
+                continue
+            own = self.owners.setdefault(s.key, {})
+            for k in [k for k in own if k[0] < s.hi and s.lo < k[1]]:
+                old = own.pop(k)
+                if k[0] < s.lo:
+                    own[(k[0], s.lo)] = old  # the parts of an older write left standing
+                if s.hi < k[1]:
+                    own[(s.hi, k[1])] = old
+            if len(own) > 256:  # bounded: forget the oldest writers
+                for k in list(own)[:128]:
+                    del own[k]
+            own[(s.lo, s.hi)] = (self.roots.get(id(v), id(v)), acc.rec, v, s.lo, s.hi)
+
+    # ---- NaN origin: finite inputs, non-finite outputs --------------------------------------
+    def nan_before(self: Any, rec: Any, accs: list[tuple[str, Any, Span]]) -> None:
+        outs = []
+        for role, v, _ in accs:
+            if role in ("in", "inout"):
+                if not isinstance(v, Tile):
+                    return  # data from GM: a load copies, it does not create NaN
+                if not _finite(v):
+                    return
+            if role in ("out", "inout") and isinstance(v, Tile) and \
+                    v.dtype.np.kind in "fV":
+                outs.append(v)
+        for x in rec.values:
+            if isinstance(x, (float, np.floating)) and not np.isfinite(x):
+                return
+        if outs:
+            self.pending_nan = (rec, outs)
+
+    def nan_after(self: Any, rec: Any, outs: list[Tile]) -> None:
+        for t in outs:
+            try:
+                a = np.asarray(t.read(), dtype=np.float64)
+            except (TypeError, ValueError):
+                continue
+            bad = np.argwhere(~np.isfinite(a))
+            if bad.size:
+                site = site_of(rec)
+                key = ("nan", site.loc, site.op)
+                if key in self.san._seen:
+                    return
+                pos = tuple(int(i) for i in bad[0])
+                val = a[pos]
+                self.san.add(Finding(
+                    "nan",
+                    f"{site.op} turned finite inputs into {val} at element {pos} of "
+                    f"{_tile_name(t, site)} ({len(bad)} non-finite element(s))", site,
+                    extra={"element": pos, "value": float(val), "count": len(bad)}), key)
+                return
+
+
+def _finite(t: Tile) -> bool:
+    try:
+        a = np.asarray(t.read())
+    except Exception:  # noqa: BLE001 - unreadable (unplaced) tiles: nothing to say
+        return True
+    if a.dtype.kind not in "fc":
+        try:
+            a = a.astype(np.float64)
+        except (TypeError, ValueError):
+            return True
+        if a.dtype.kind != "f":
+            return True
+    return bool(np.isfinite(a).all())
+
+
+def _tile_name(t: Any, site: Site) -> str:
+    n = getattr(t, "name", None)
+    at = f" @{t.addr:#x}" if getattr(t, "addr", None) is not None else ""
+    if n:
+        return ("%" if isinstance(site.loc, SourceLoc) else "") + n + at
+    return f"tile {t.spec.describe()}{at}"
+
+
+class Core(_Checks):
     """Happens-before and shadow state of one core (one block; later one AIC/AIV of it)."""
 
     def __init__(self, san: Sanitizer, key: Any, mode: str) -> None:
@@ -113,6 +226,12 @@ class Core:
         self.uninit = "uninit" in san.checks
         self.oob = "oob" in san.checks
         self.nan = "nan" in san.checks
+        self.placement = "placement" in san.checks
+        self.pending_nan: tuple[Any, list[Tile]] | None = None
+        #: view -> the tile whose bytes it views (placement: a view is not another tile)
+        self.roots: dict[int, int] = {}
+        #: placed bytes -> the tile that last wrote them, and the instruction
+        self.owners: dict[Any, dict[tuple[int, int], tuple[int, Any, Any, int, int]]] = {}
         base = 8 * san.core_index(self.cid)
         #: thread ids (ints: cheap to hash) of this core's pipes, by pipe index
         self.th = [base + i for i in range(len(_PIPES))]
@@ -141,7 +260,19 @@ class Core:
                 self.aliases[id(view)] = (base, off)
             else:
                 self.aliases.pop(id(view), None)
+            self.roots[id(view)] = self.roots.get(id(base), id(base))
             return
+        if name in NO_DATA_OPS:
+            if rec.values and isinstance(rec.values[0], Tile):
+                self.roots.pop(id(rec.values[0]), None)  # placed anew: its own bytes
+            return
+        if self.pending_nan is not None:
+            self.nan_after(*self.pending_nan)
+            self.pending_nan = None
+        if self.oob and name in ("MGATHER", "MSCATTER"):
+            hit = bounds.check(rec, site_of)
+            if hit is not None:
+                self.san.add(*hit)
         ins = rec.instr
         pi = self.pipe_cache.get(name)
         if pi is None:
@@ -171,6 +302,10 @@ class Core:
                 self.check_races(acc, accs, vc)
             if self.uninit:
                 self.check_uninit(acc, accs)
+            if self.placement:
+                self.check_placement(acc, accs)
+            if self.nan:
+                self.nan_before(rec, accs)
         if not isinstance(rec.loc, SourceLoc):  # eager: the Event it returns may be waited on
             rec.tag = (self, self._snapshot(pi))
 
@@ -272,6 +407,9 @@ class Core:
         self.vc = [dict(j) for _ in _PIPES]
 
     def finish(self) -> None:
+        if self.pending_nan is not None:
+            self.nan_after(*self.pending_nan)
+            self.pending_nan = None
         for (src, dst, eid), q in self.pending.items():
             for _, rec in q:
                 s = site_of(rec)
