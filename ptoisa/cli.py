@@ -79,6 +79,21 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sync(ns: argparse.Namespace) -> int:
+    from .sanitizer.syncgen import insert_sync
+
+    text, name = _read(ns.file)
+    out = insert_sync(text, name, ns.target)
+    if ns.output and ns.output != "-":
+        try:
+            Path(ns.output).write_text(out)
+        except OSError as e:
+            raise PtoError(f"cannot write {ns.output}: {e.strerror}") from None
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
 _ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")
 
 
@@ -217,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--form", default="dps", choices=["dps", "ssa", "asm"])
     f.add_argument("-o", "--output", help="output file (default: stdout)")
     f.set_defaults(fn=_cmd_fmt)
+    y = sub.add_parser("sync", help="insert the set_flag/wait_flag/barrier a .pto program "
+                                    "needs (as PTOAS's InsertSync)")
+    y.add_argument("file", help="FILE.pto, or - for stdin")
+    y.add_argument("-o", "--output", help="output file (default: stdout)")
+    y.add_argument("--target", default="a2a3", choices=TARGETS)
+    y.set_defaults(fn=_cmd_sync)
     r = sub.add_parser("run", help="run a function of a .pto file on numpy buffers")
     r.add_argument("file", help="FILE.pto, or - for stdin")
     r.add_argument("--entry", help="function to run (default: the entry function)")
