@@ -432,6 +432,14 @@ class Core(_Checks):
     def check_races(self, acc: Acc, accs: list[tuple[str, Any, Span]],
                     vc: dict[Any, int]) -> None:
         mem = self.mem
+        found: dict[int, tuple[int, str, Acc, Span, int, int]] = {}
+
+        def hit(rank: int, hz: str, a: Acc, s: Span, lo: int, hi: int) -> None:
+            # one finding per pair of instructions: RAW before WAR before WAW
+            k = id(a.rec)
+            if k not in found or found[k][0] > rank:
+                found[k] = (rank, hz, a, s, lo, hi)
+
         for role, _, s in accs:
             cells = mem.get(s.key)
             if not cells:
@@ -443,11 +451,13 @@ class Core(_Checks):
                     continue
                 w = cell.writer
                 if w is not None and w.rec is not acc.rec and not self._ordered(w, acc, vc):
-                    self.race("RAW" if reads else "WAW", w, acc, s, lo, hi)
+                    hit(0 if reads else 2, "RAW" if reads else "WAW", w, s, lo, hi)
                 if writes:
                     for r in cell.readers.values():
                         if r.rec is not acc.rec and not self._ordered(r, acc, vc):
-                            self.race("WAR", r, acc, s, lo, hi)
+                            hit(1, "WAR", r, s, lo, hi)
+        for _, hz, a, s, lo, hi in found.values():
+            self.race(hz, a, acc, s, lo, hi)
         for role, _, s in accs:
             if role in ("in", "inout"):
                 cells = mem.get(s.key)
@@ -508,7 +518,7 @@ class Core(_Checks):
 
     def race(self, hz: str, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
         pr, cr = prev.rec, cur.rec
-        key = ("race", hz, pr.loc, pr.instr.name, cr.loc, cr.instr.name)
+        key = ("race", pr.loc, pr.instr.name, cr.loc, cr.instr.name)
         if key in self.san._seen:
             return
         a, b = prev.site, cur.site
