@@ -325,3 +325,56 @@ def test_auto_sync_programs_report_races_only_when_asked():
     assert not run_loop(auto)  # no sync op at all: PTOAS inserts the flags
     r = run_loop(auto, sync="manual")
     assert r and {f.kind for f in r} == {"race"}
+
+
+# ---- the other edges ---------------------------------------------------------------------------
+
+def _load_add_store(x, z, order):
+    """TLOAD -> TADD -> TSTORE with the two dependences ordered by ``order(src, dst, ev)``."""
+    a, c = Tile(TileType.Vec, np.float32, 16, 16), Tile(TileType.Vec, np.float32, 16, 16)
+    ev = pto.TLOAD(a, _g(x, 0))
+    ev = order(P.MTE2, P.V, ev)
+    ev = pto.TADD(c, a, a, *([ev] if ev is not None else []))
+    ev = order(P.V, P.MTE3, ev)
+    pto.TSTORE(_g(z, 0), c, *([ev] if ev is not None else []))
+
+
+@pytest.mark.parametrize("how", ["barrier_all", "syncall", "tsync_events", "event_token"])
+def test_barriers_syncall_tsync_and_events_order(how):
+    def order(src, dst, ev):
+        if how == "barrier_all":
+            pto.PIPE_BARRIER(P.ALL)
+        elif how == "syncall":
+            pto.SYNCALL()
+        elif how == "tsync_events":
+            pto.TSYNC(ev)
+        else:
+            return ev
+        return None
+
+    x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+    assert not pto.launch(_load_add_store, x, z, order, sanitize=Sanitizer())
+    np.testing.assert_array_equal(z, 2 * x)
+    # a barrier on one pipe orders nothing across pipes
+    r = pto.launch(_load_add_store, x, z, lambda s, d, e: pto.PIPE_BARRIER(s),
+                   sanitize=Sanitizer())
+    assert [f.hazard for f in r] == ["RAW", "RAW"]
+
+
+def test_lockstep_fallback_reports_once_and_no_stale_events():
+    def k(x, z):
+        b = pto.get_block_idx()
+        a = Tile(TileType.Vec, np.float32, 16, 16)
+        pto.SET_FLAG(P.V, P.MTE2, 0)  # waited below, on every block
+        pto.WAIT_FLAG(P.V, P.MTE2, 0)
+        pto.TLOAD(a, _g(x, b))
+        if b == 1:  # block-dependent control flow: lockstep falls back to one block at a time
+            pto.SET_FLAG(P.MTE2, P.MTE3, 0)
+            pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+        pto.TSTORE(_g(z, b), a)
+
+    x = np.arange(2 * 256, dtype=np.float32)
+    z = np.zeros_like(x)
+    r = pto.launch(k, x, z, blocks=2, sanitize=Sanitizer())
+    np.testing.assert_array_equal(z, x)
+    assert [(f.kind, f.hazard, f.site.op) for f in r] == [("race", "RAW", "TSTORE")]
