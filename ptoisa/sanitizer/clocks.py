@@ -424,40 +424,44 @@ class Core(_Checks):
         self.pending.clear()
 
     # ---- races -------------------------------------------------------------------------------
-    def _ordered(self, a: Acc, cur: Acc, vc: dict[Any, int]) -> bool:
-        if a.thread == cur.thread and (not self.strict or a.epoch == cur.epoch):
-            return True
-        return vc.get(a.thread, 0) >= a.epoch
-
     def check_races(self, acc: Acc, accs: list[tuple[str, Any, Span]],
                     vc: dict[Any, int]) -> None:
         mem = self.mem
-        found: dict[int, tuple[int, str, Acc, Span, int, int]] = {}
-
-        def hit(rank: int, hz: str, a: Acc, s: Span, lo: int, hi: int) -> None:
-            # one finding per pair of instructions: RAW before WAR before WAW
-            k = id(a.rec)
-            if k not in found or found[k][0] > rank:
-                found[k] = (rank, hz, a, s, lo, hi)
-
+        found: dict[int, tuple[int, str, Acc, Span, int, int]] | None = None
+        me, rec, strict = acc.thread, acc.rec, self.strict
         for role, _, s in accs:
             cells = mem.get(s.key)
             if not cells:
                 continue
-            reads = role in ("in", "inout")
+            reads = role == "in" or role == "inout"
             writes = role != "in"
+            slo, shi = s.lo, s.hi
             for (lo, hi), cell in cells.items():
-                if lo >= s.hi or s.lo >= hi:
+                if lo >= shi or slo >= hi:
                     continue
                 w = cell.writer
-                if w is not None and w.rec is not acc.rec and not self._ordered(w, acc, vc):
-                    hit(0 if reads else 2, "RAW" if reads else "WAW", w, s, lo, hi)
-                if writes:
+                if w is not None and w.rec is not rec:
+                    # ordered: the same pipe in program order (unless strict), or known done
+                    t = w.thread
+                    if not ((t == me and not strict) or vc.get(t, 0) >= w.epoch):
+                        rank = 0 if reads else 2
+                        found = found if found is not None else {}
+                        k = id(w.rec)
+                        if k not in found or found[k][0] > rank:
+                            found[k] = (rank, "RAW" if reads else "WAW", w, s, lo, hi)
+                if writes and cell.readers:
                     for r in cell.readers.values():
-                        if r.rec is not acc.rec and not self._ordered(r, acc, vc):
-                            hit(1, "WAR", r, s, lo, hi)
-        for _, hz, a, s, lo, hi in found.values():
-            self.race(hz, a, acc, s, lo, hi)
+                        t = r.thread
+                        if r.rec is rec or (t == me and not strict) or \
+                                vc.get(t, 0) >= r.epoch:
+                            continue
+                        found = found if found is not None else {}
+                        k = id(r.rec)
+                        if k not in found or found[k][0] > 1:
+                            found[k] = (1, "WAR", r, s, lo, hi)
+        if found:  # one finding per pair of instructions: RAW before WAR before WAW
+            for _, hz, a, s, lo, hi in found.values():
+                self.race(hz, a, acc, s, lo, hi)
         for role, _, s in accs:
             if role in ("in", "inout"):
                 cells = mem.get(s.key)
@@ -579,7 +583,7 @@ class Core(_Checks):
                 ivs = written.get(s.key)
                 if ivs is None:
                     written[s.key] = [[s.lo, s.hi]]
-                else:
+                elif _first_gap(ivs, s.lo, s.hi) is not None:
                     _add_interval(ivs, s.lo, s.hi)
 
 
