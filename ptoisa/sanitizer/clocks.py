@@ -242,6 +242,7 @@ class Core(_Checks):
         self.used_ids: dict[tuple[Pipe, Pipe], set[int]] = {}
         self.mem: dict[Any, dict[tuple[int, int], Cell]] = {}
         self.written: dict[Any, list[list[int]]] = {}
+        self.full: set[Span] = set()
         self.aliases: dict[int, tuple[Any, int]] = {}
         self.limit: dict[Any, int] = {}
         self.pipe_cache: dict[str, int] = {}
@@ -556,9 +557,9 @@ class Core(_Checks):
 
     # ---- uninitialised reads -----------------------------------------------------------------
     def check_uninit(self, acc: Acc, accs: list[tuple[str, Any, Span]]) -> None:
-        written = self.written
+        written, full = self.written, self.full
         for role, v, s in accs:
-            if role not in ("in", "inout") or s.space == "GM":
+            if role not in ("in", "inout") or s.space == "GM" or s in full:
                 continue
             ivs = written.get(s.key)
             gap = _first_gap(ivs, s.lo, s.hi)
@@ -579,12 +580,13 @@ class Core(_Checks):
                     fix=f"write {what} (a tload, texpands...) before {site.op} reads it",
                     extra={"tile": name}), key)
         for role, _, s in accs:
-            if role != "in" and s.space != "GM":
+            if role != "in" and s.space != "GM" and s not in full:
                 ivs = written.get(s.key)
                 if ivs is None:
                     written[s.key] = [[s.lo, s.hi]]
                 elif _first_gap(ivs, s.lo, s.hi) is not None:
                     _add_interval(ivs, s.lo, s.hi)
+                full.add(s)  # written in full: later reads of exactly these bytes are fine
 
 
 def _ident(a: Acc | None) -> Any:
