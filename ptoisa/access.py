@@ -125,6 +125,26 @@ def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
     return dst, src, off
 
 
+def _tmrgsort_a2(values: list[Any]) -> str:
+    # TMRGSORT(dst, executed, tmp, src0, ...): with an executed-list first, a2 is the tmp tile
+    return "scratch" if len(values) > 2 and not isinstance(values[1], Tile) else "in"
+
+
+#: roles the registry leaves generic (``any`` operands that may be a tile): what they are
+ROLES: dict[tuple[str, str], Any] = {
+    ("TGATHER", "tmp"): "scratch", ("TGATHER", "tmp2"): "scratch",
+    ("TMRGSORT", "a2"): _tmrgsort_a2,
+}
+
+
+def role_of(rec: InstrRecord, opnd: Any) -> str:
+    """An operand's role in this use: its declared role unless :data:`ROLES` says better."""
+    r = ROLES.get((rec.instr.name, opnd.name))
+    if r is None:
+        return str(opnd.role)
+    return r(rec.values) if callable(r) else str(r)
+
+
 def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
                      ) -> list[tuple[str, Any, Span]]:
     """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
@@ -137,7 +157,7 @@ def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
         for x in items:
             s = operand_span(x, rec.machine, aliases)
             if s is not None:
-                out.append((o.role, x, s))
+                out.append((role_of(rec, o), x, s))
     return out
 
 

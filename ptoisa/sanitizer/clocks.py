@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..access import NO_DATA_OPS, Span, gm_span, tile_span, view_alias
+from ..access import NO_DATA_OPS, ROLES, Span, gm_span, role_of, tile_span, view_alias
 from ..enums import Pipe
 from ..errors import SourceLoc
 from ..tensor import GlobalTensor
@@ -317,13 +317,18 @@ class Core(_Checks):
         cache = self.span_cache
         aliases = self.aliases
         m = rec.machine
+        name = rec.instr.name
         for o, v in zip(rec.instr.operands, rec.values, strict=False):
+            if (name, o.name) in ROLES:
+                role = role_of(rec, o)
+            else:
+                role = o.role
             if isinstance(v, Tile):
                 items: Any = (v,)
             elif isinstance(v, (tuple, list)):
                 items = v
             elif isinstance(v, GlobalTensor):
-                out.append((o.role, v, gm_span(v)))
+                out.append((role, v, gm_span(v)))
                 continue
             else:
                 continue
@@ -332,13 +337,13 @@ class Core(_Checks):
                     c = cache.get(id(x))
                     al = aliases.get(id(x)) if aliases else None
                     if c is not None and c[0] == x.addr and c[1] is al and c[3] is x:
-                        out.append((o.role, x, c[2]))
+                        out.append((role, x, c[2]))
                         continue
                     sp = tile_span(x, m, aliases)
                     cache[id(x)] = (x.addr, al, sp, x)
-                    out.append((o.role, x, sp))
+                    out.append((role, x, sp))
                 elif isinstance(x, GlobalTensor):
-                    out.append((o.role, x, gm_span(x)))
+                    out.append((role, x, gm_span(x)))
         return out
 
     def _snapshot(self, pi: int) -> dict[int, int]:

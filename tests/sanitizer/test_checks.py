@@ -4,6 +4,7 @@ placement of live tiles, NaN origin (opt-in). Each clean kernel reports nothing.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import ptoisa as pto
 from ptoisa import GlobalTensor, Tile, TileType
@@ -95,3 +96,29 @@ def test_nan_origin_is_the_first_instruction_with_finite_inputs():
     assert f.kind == "nan" and f.site.op == "TDIV"
     assert f.extra["element"] == (2, 5) and f.extra["value"] == np.inf
     assert not pto.launch(divide, x, y, z, sanitize=Sanitizer())  # opt-in
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize("name", ["softmax", "gemm_int8", "topk"])
+@pytest.mark.parametrize("form", [[], ["--pto"]])
+def test_examples_read_nothing_uninitialised(name, form, monkeypatch, capsys):
+    """The examples are auto-synchronised (no flags): with races off, nothing to report —
+    scratch operands the registry leaves generic (TMRGSORT's tmp) are not reads."""
+    import runpy
+
+    from ptoisa import grid
+
+    san = Sanitizer(sync="auto")
+    san.begin("auto")
+    monkeypatch.setattr(grid, "LAUNCH_OBSERVERS", [san])
+    monkeypatch.setattr("sys.argv", [f"{name}.py", *form])
+    try:
+        runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")
+    except SystemExit as e:
+        assert not e.code
+    capsys.readouterr()
+    assert san._core_ids  # it watched the launches
+    r = san.finish()
+    assert not r, r.render()
