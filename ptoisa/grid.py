@@ -112,6 +112,7 @@ def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machin
 def _done(m: Machine) -> None:
     if LAUNCH_OBSERVERS:
         m.observers[:] = [o for o in m.observers if o not in LAUNCH_OBSERVERS]
+        m.last_record = None
     m._lazy.clear()
     m.quiet = False
     pop(m)

@@ -38,6 +38,7 @@ from ..tile import Tile
 
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
 _BY_VALUE = {p.value: p for p in Pipe}
+_EVENT_IDS = 8  # EVENT_ID0..7 per (src, dst) pipe pair
 
 
 @dataclass
@@ -325,9 +326,13 @@ class SyncGen:
         # after the producer only over a straight stretch (no loop or branch in between: a
         # flag held across a region would share its event ids with the region's own pairs)
         after = ablk == blk and i < j and not any(o.regions for o in ops[i + 1:j])
+        held = self.ids.get((blk, q, p), ())
         start = i + 1 if after else j
-        used = {e for s, t, e in self.ids.get((blk, q, p), ()) if s <= j and start <= t}
-        eid = next((k for k in range(8) if k not in used), 0)
+        used = {e for s, t, e in held if s <= j and start <= t}
+        if len(used) >= _EVENT_IDS:  # every id held over the stretch: pair at the consumer
+            after, start = False, j
+            used = {e for s, t, e in held if s <= j <= t}
+        eid = next((k for k in range(_EVENT_IDS) if k not in used), 0)
         self.ids.setdefault((blk, q, p), []).append((start, j, eid))
         self._insert(ops[start], f"pto.set_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
         self._insert(op, f"pto.wait_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")

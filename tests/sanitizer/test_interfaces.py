@@ -109,3 +109,22 @@ def test_sanitizer_off_leaves_no_observer():
         assert m.observers == []
     finally:
         pto.grid._done(m)
+
+
+def test_pto_sanitize_true_raises_and_fail_fast_is_located(tmp_path):
+    racy = "\n".join(ln for ln in LOOP.read_text().splitlines()
+                     if "<PIPE_MTE2>, <PIPE_V>, <EVENT_ID2>" not in ln)
+    prog = pto.load(racy, target="a2a3", filename="racy.pto")
+    x = np.ones((64, 16), np.float32)
+    z = np.zeros_like(x)
+    with pytest.raises(SanitizerError) as e:
+        prog.loop(x, z, sanitize=True)
+    assert [f.hazard for f in e.value.report] == ["RAW"]
+    np.testing.assert_array_equal(z, 2 * x)  # completed
+    z[:] = 0
+    with pytest.raises(SanitizerError) as e:
+        prog.loop(x, z, sanitize=Sanitizer(fail_fast=True))
+    assert str(e.value).startswith("racy.pto:") and "race (RAW)" in str(e.value)
+    assert not z.any()
+    # a clean run returns the function's results as usual
+    assert pto.load(LOOP.read_text(), target="a2a3").loop(x, z, sanitize=True) == ()
