@@ -117,7 +117,7 @@ class Program:
             from ..sanitizer import SanitizerError, sanitized, sync_mode_of
 
             out, report, strict = sanitized(
-                sanitize, sync_mode_of(self.module), lambda: self.run(
+                sanitize, sync_mode_of(self.module, name), lambda: self.run(
                     name, *args, blocks=blocks, target=target, machine=machine,
                     lockstep=lockstep), machine)
             if report and strict:

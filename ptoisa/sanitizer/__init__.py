@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..enums import Pipe
+from ..errors import PtoMemoryError
 from .clocks import Core
 from .report import Finding, Report, SanitizerError, Site, where
 
@@ -77,6 +78,8 @@ class Sanitizer:
         self._cur_b: Any = None
         self._default_sync = "manual"
         self._core_ids: dict[Any, int] = {}
+        #: the latest instruction observed (locates an error its run raises)
+        self.last: Any = None
 
     # ---- launcher hooks ----------------------------------------------------------------------
     def begin(self, default_sync: str = "manual") -> None:
@@ -107,6 +110,7 @@ class Sanitizer:
 
     # ---- the observer ------------------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
+        self.last = rec
         m = rec.machine
         b = m.block_idx
         if m is not self._cur_m or b is not self._cur_b:
@@ -176,13 +180,27 @@ SYNC_OPS = frozenset({"pto.set_flag", "pto.wait_flag", "pto.set_flag_dyn", "pto.
                       "pto.barrier", "pto.barrier_sync", "pto.record_event", "pto.wait_event"})
 
 
-def sync_mode_of(module: Any) -> str:
-    """``manual`` when the module has any intra-core synchronisation op, else ``auto`` (PTOAS
-    inserts the flags of such a program)."""
-    for top in module.ops:
+def sync_mode_of(module: Any, function: str | None = None) -> str:
+    """``manual`` when the function (and what it calls), or the whole module when no function
+    is named, has an intra-core synchronisation op; else ``auto`` (PTOAS inserts the flags of
+    such a program)."""
+    if function is None:
+        roots = list(module.ops)
+    else:
+        f = module.lookup(function)
+        roots = [f] if f is not None else list(module.ops)
+    seen: set[str] = set()
+    while roots:
+        top = roots.pop()
         for op in top.walk():
             if op.name in SYNC_OPS:
                 return "manual"
+            callee = op.callee if op.name in ("func.call", "call") else None
+            if callee and callee not in seen:
+                seen.add(callee)
+                f = module.lookup(callee)
+                if f is not None:
+                    roots.append(f)
     return "auto"
 
 
@@ -201,9 +219,22 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
         machine.observers.append(san)
     try:
         result = run()
+    except PtoMemoryError as e:
+        # a placement the target refuses (capacity, alignment): one more finding, and the
+        # run cannot go on
+        if "placement" not in san.checks or e.loc is None and e.op != "tassign":
+            raise
+        san.fail_fast = False
+        loc, last = e.loc, san.last
+        if loc is None and last is not None:  # eager: the TASSIGN call it was observed at
+            loc = last.loc
+        san.add(Finding("placement", e.message if e.op is None else f"{e.op}: {e.message}",
+                        Site(e.op or "?", "PIPE_S", loc)), ("placement-error", str(e)))
+        raise SanitizerError(san.finish()) from None
     finally:
-        grid.LAUNCH_OBSERVERS.remove(san)
-        if machine is not None:
+        if san in grid.LAUNCH_OBSERVERS:
+            grid.LAUNCH_OBSERVERS.remove(san)
+        if machine is not None and san in machine.observers:
             machine.observers.remove(san)
     report = san.finish()
     return result, report, not isinstance(sanitize, Sanitizer)

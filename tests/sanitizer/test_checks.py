@@ -122,3 +122,18 @@ def test_examples_read_nothing_uninitialised(name, form, monkeypatch, capsys):
     assert san._core_ids  # it watched the launches
     r = san.finish()
     assert not r, r.render()
+
+
+def test_capacity_and_alignment_join_the_report():
+    def k(x, z):
+        a = Tile(TileType.Vec, np.float32, 16, 16)
+        pto.TLOAD(a, _g(x))  # no flag before the store below: a race, found first
+        pto.TSTORE(_g(z), a)
+        pto.TASSIGN(Tile(TileType.Vec, np.float32, 16, 16), 0x10)  # misaligned
+
+    x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+    with pytest.raises(pto.sanitizer.SanitizerError) as e:
+        pto.launch(k, x, z, target="a2a3", sanitize=Sanitizer())
+    assert [f.kind for f in e.value.report] == ["race", "placement"]
+    f = e.value.report.findings[1]
+    assert "not 32-byte aligned" in f.message and f.loc[0] == __file__
