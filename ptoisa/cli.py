@@ -163,10 +163,14 @@ def _run(ns: argparse.Namespace) -> int:
         values.append(_arg_value(spec, n, t))
     report = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
-        from .sanitizer import Sanitizer
+        from .sanitizer import Sanitizer, SanitizerError
 
         san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
-        prog.run(entry, *values, blocks=ns.blocks, target=ns.target, sanitize=san)
+        try:
+            prog.run(entry, *values, blocks=ns.blocks, target=ns.target, sanitize=san)
+        except SanitizerError as e:  # the run could not go on (a refused placement)
+            print(e.report, file=sys.stderr)
+            return 1
         report = san.report
     else:
         prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
