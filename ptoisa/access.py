@@ -39,19 +39,46 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Span:
     """A byte range ``[lo, hi)`` of one memory (``key``); ``space`` and ``label`` are for
-    reports (``UB``, ``GM``; the tile or array name with its element range)."""
+    reports (``UB``, ``GM``; the tile or array name with its element range).
+
+    ``rect``, when known, is the exact footprint of a 2-D strided GM view inside that range:
+    ``(row_stride, r0, r1, c0, c1)`` in bytes — rows ``r0 <= r < r1`` of ``row_stride`` bytes,
+    bytes ``[c0, c1)`` of each — so column blocks of one array do not overlap."""
 
     space: str
     key: Any
     lo: int
     hi: int
     label: str
+    rect: tuple[int, int, int, int, int] | None = None
 
     def overlaps(self, other: Span) -> bool:
-        return self.key == other.key and self.lo < other.hi and other.lo < self.hi
+        if self.key != other.key or self.lo >= other.hi or other.lo >= self.hi:
+            return False
+        return rects_meet(self.rect, other.rect)
+
+    def covers(self, other: Span) -> bool:
+        """Whether every byte of ``other`` is a byte of this span."""
+        if self.key != other.key or other.lo < self.lo or other.hi > self.hi:
+            return False
+        if self.rect is None:
+            return True
+        o = other.rect
+        if o is None or o[0] != self.rect[0]:
+            return False
+        _, r0, r1, c0, c1 = self.rect
+        return r0 <= o[1] and o[2] <= r1 and c0 <= o[3] and o[4] <= c1
 
     def __str__(self) -> str:
         return f"{self.space} [{self.lo:#x}, {self.hi:#x}) ({self.label})"
+
+
+def rects_meet(a: tuple[int, int, int, int, int] | None,
+               b: tuple[int, int, int, int, int] | None) -> bool:
+    """Whether two footprints (see :class:`Span`) share a byte; unknown ones may."""
+    if a is None or b is None or a[0] != b[0]:
+        return True
+    return a[1] < b[2] and b[1] < a[2] and a[3] < b[4] and b[3] < a[4]
 
 
 #: instructions that make one tile a view of another's bytes (no data moves)
@@ -86,8 +113,16 @@ def gm_span(g: GlobalTensor) -> Span:
     root = _root_address(g.flat)
     start = int(g.flat.__array_interface__["data"][0]) - root  # the flat view inside its memory
     lo_i, hi_i = lo_o + lo_e, hi_o + hi_e + 1
-    return Span("GM", ("gm", root), start + lo_i * isz, start + hi_i * isz,
-                f"{g.name or 'gm'}[{lo_i}:{hi_i}]")
+    lo_b, hi_b = start + lo_i * isz, start + hi_i * isz
+    rect = None
+    sh, st = g.spec.shape, g.spec.stride
+    if lo_o == hi_o and st[4] == 1 and sh[0] == sh[1] == sh[2] == 1 and sh[3] > 1 \
+            and 0 < sh[4] <= st[3] and not g.spec.dtype.packed:
+        row = st[3] * isz  # one row of the view's 2-D footprint, in bytes
+        r0, c0 = divmod(lo_b, row)
+        if c0 + sh[4] * isz <= row:
+            rect = (row, r0, r0 + sh[3], c0, c0 + sh[4] * isz)
+    return Span("GM", ("gm", root), lo_b, hi_b, f"{g.name or 'gm'}[{lo_i}:{hi_i}]", rect)
 
 
 def _root_address(a: np.ndarray) -> int:

@@ -26,7 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..access import NO_DATA_OPS, ROLES, Span, gm_span, role_of, tile_span, view_alias
+from ..access import (
+    NO_DATA_OPS,
+    ROLES,
+    Span,
+    gm_span,
+    rects_meet,
+    role_of,
+    tile_span,
+    view_alias,
+)
 from ..enums import Pipe
 from ..errors import SourceLoc
 from ..tensor import GlobalTensor
@@ -63,11 +72,15 @@ class Acc:
 
 
 class Cell:
-    __slots__ = ("writer", "readers")
+    """Last writer and last reader per thread of one byte range (and its exact footprint,
+    ``rect``, when it is a 2-D strided GM view: see :class:`ptoisa.access.Span`)."""
 
-    def __init__(self, writer: Acc | None = None) -> None:
+    __slots__ = ("writer", "readers", "rect")
+
+    def __init__(self, writer: Acc | None = None, rect: Any = None) -> None:
         self.writer = writer
         self.readers: dict[Any, Acc] = {}
+        self.rect = rect
 
 
 def site_of(rec: Any) -> Site:
@@ -441,10 +454,13 @@ class Core(_Checks):
                 continue
             reads = role == "in" or role == "inout"
             writes = role != "in"
-            slo, shi = s.lo, s.hi
+            slo, shi, srect = s.lo, s.hi, s.rect
             for (lo, hi), cell in cells.items():
                 if lo >= shi or slo >= hi:
                     continue
+                if srect is not None and cell.rect is not None and \
+                        not rects_meet(srect, cell.rect):
+                    continue  # column blocks of one array: no byte in common
                 w = cell.writer
                 if w is not None and w.rec is not rec:
                     # ordered: the same pipe in program order (unless strict), or known done
@@ -479,7 +495,9 @@ class Core(_Checks):
                     if len(cells) >= self.limit.get(s.key, _PRUNE_AT):
                         self._prune(cells)
                         self.limit[s.key] = max(_PRUNE_AT, 2 * len(cells))
-                    cell = cells[k] = Cell()
+                    cell = cells[k] = Cell(rect=s.rect)
+                elif cell.rect != s.rect:
+                    cell.rect = None  # two footprints under one range: the range stands
                 cell.readers[acc.thread] = acc
         for role, _, s in accs:
             if role != "in":
@@ -487,9 +505,15 @@ class Core(_Checks):
                 if cells is None:
                     cells = mem[s.key] = {}
                 else:
-                    for k in [k for k in cells if s.lo <= k[0] and k[1] <= s.hi]:
+                    for k in [k for k, c in cells.items() if s.lo <= k[0] and k[1] <= s.hi
+                              and (s.rect is None or (c.rect is not None and _inside(
+                                  c.rect, s.rect)))]:
                         del cells[k]
-                cells[(s.lo, s.hi)] = Cell(acc)
+                old = cells.get((s.lo, s.hi))
+                new = cells[(s.lo, s.hi)] = Cell(acc, s.rect)
+                if old is not None:  # same range, other footprint: keep what it knew
+                    new.readers.update(old.readers)
+                    new.rect = None
                 if len(cells) > self.limit.get(s.key, _PRUNE_AT):
                     self._prune(cells)
                     self.limit[s.key] = max(_PRUNE_AT, 2 * len(cells))
@@ -608,6 +632,11 @@ def _later(a: Acc | None, b: Acc | None) -> Acc | None:
     if a is None or b is None:
         return a or b
     return a if a.epoch >= b.epoch else b
+
+
+def _inside(a: Any, b: Any) -> bool:
+    """Whether footprint ``a`` lies within footprint ``b``."""
+    return a[0] == b[0] and b[1] <= a[1] and a[2] <= b[2] and b[3] <= a[3] and a[4] <= b[4]
 
 
 def _merge(c: Cell, d: Cell) -> Cell:

@@ -378,3 +378,39 @@ def test_lockstep_fallback_reports_once_and_no_stale_events():
     r = pto.launch(k, x, z, blocks=2, sanitize=Sanitizer())
     np.testing.assert_array_equal(z, x)
     assert [(f.kind, f.hazard, f.site.op) for f in r] == [("race", "RAW", "TSTORE")]
+
+
+def column_blocks(x, iters, same_column):
+    """In place, one 16-column block of a 16x64 array per iteration: load, double, store.
+    Iteration j+1 loads the next block while the store of block j may still run: no byte in
+    common (``same_column``: it loads block 0 again, which the store of block 0 wrote)."""
+    def g(j):
+        return GlobalTensor(x, (1, 1, 1, 16, 16), (1024, 1024, 1024, 64, 1), offset=16 * j)
+
+    t, u = Tile(TileType.Vec, np.float32, 16, 16), Tile(TileType.Vec, np.float32, 16, 16)
+    pto.SET_FLAG(P.V, P.MTE2, 0)
+    pto.SET_FLAG(P.MTE3, P.V, 1)
+    for j in range(iters):
+        pto.WAIT_FLAG(P.V, P.MTE2, 0)
+        pto.TLOAD(t, g(0 if same_column and j else j))
+        pto.SET_FLAG(P.MTE2, P.V, 2)
+        pto.WAIT_FLAG(P.MTE2, P.V, 2)
+        pto.WAIT_FLAG(P.MTE3, P.V, 1)
+        pto.TADD(u, t, t)
+        pto.SET_FLAG(P.V, P.MTE2, 0)
+        pto.SET_FLAG(P.V, P.MTE3, 3)
+        pto.WAIT_FLAG(P.V, P.MTE3, 3)
+        pto.TSTORE(g(j), u)
+        pto.SET_FLAG(P.MTE3, P.V, 1)
+    pto.WAIT_FLAG(P.V, P.MTE2, 0)
+    pto.WAIT_FLAG(P.MTE3, P.V, 1)
+
+
+def test_column_blocks_of_one_array_do_not_overlap():
+    x = np.arange(16 * 64, dtype=np.float32).reshape(16, 64)
+    ref = x.copy()
+    assert not pto.launch(column_blocks, x, 4, False, sanitize=Sanitizer())
+    np.testing.assert_array_equal(x, 2 * ref)
+    r = pto.launch(column_blocks, x, 2, True, sanitize=Sanitizer())
+    assert [(f.hazard, f.site.op, f.other.op, f.space) for f in r] == [
+        ("RAW", "TLOAD", "TSTORE", "GM")]
