@@ -28,6 +28,7 @@ from typing import Any
 
 from ..enums import Pipe
 from ..errors import PtoMemoryError
+from .blocks import BlockRaces
 from .clocks import Core
 from .report import Finding, Report, SanitizerError, Site, where
 
@@ -78,6 +79,7 @@ class Sanitizer:
         self._cur_b: Any = None
         self._default_sync = "manual"
         self._core_ids: dict[Any, int] = {}
+        self.blocks = BlockRaces()
         #: the latest instruction observed (locates an error its run raises)
         self.last: Any = None
 
@@ -94,6 +96,7 @@ class Sanitizer:
         deduplicated)."""
         self._cores.clear()
         self._cur = self._cur_key = self._cur_m = self._cur_b = None
+        self.blocks = BlockRaces()
 
     def finish(self) -> Report:
         """The launch is over: report what is still pending (events never waited) and return
@@ -126,8 +129,11 @@ class Sanitizer:
         if core is None:
             if bk != "lanes":
                 # a lockstep run fell back to one block at a time: it is run again
-                for k in [k for k in self._cores if k[1] == "lanes"]:
+                stale = [k for k in self._cores if k[1] == "lanes"]
+                for k in stale:
                     del self._cores[k]
+                if stale:
+                    self.blocks = BlockRaces()
             # a new block on this machine: the previous block of the same core is over
             for k in [k for k in self._cores if k[0] == key[0] and k[2] == key[2]]:
                 self._finish_core(self._cores.pop(k))

@@ -259,6 +259,8 @@ class Core(_Checks):
         self.aliases: dict[int, tuple[Any, int]] = {}
         self.limit: dict[Any, int] = {}
         self.pipe_cache: dict[str, int] = {}
+        #: SYNCALLs passed: accesses of different blocks are ordered iff their phases differ
+        self.phase = 0
         self.span_cache: dict[int, tuple[Any, Any, Span, Tile]] = {}
 
     # ---- one instruction ---------------------------------------------------------------------
@@ -314,6 +316,10 @@ class Core(_Checks):
             acc = Acc(t, n, rec)
             if self.races:
                 self.check_races(acc, accs, vc)
+                xb = self.san.blocks
+                for role, v, s in accs:
+                    if s.space == "GM" and isinstance(v, GlobalTensor):
+                        xb.access(self.san, rec, role, v, s, self.phase, site_of)
             if self.uninit:
                 self.check_uninit(acc, accs)
             if self.placement:
@@ -415,8 +421,9 @@ class Core(_Checks):
                     self.vc[i][self.th[i]] = self.count[i]
                 else:
                     self.barrier_all()
-        else:  # SYNCALL
+        else:  # SYNCALL: every pipe of every block
             self.barrier_all()
+            self.phase += 1
 
     def barrier_all(self) -> None:
         j: dict[int, int] = {}

@@ -414,3 +414,46 @@ def test_column_blocks_of_one_array_do_not_overlap():
     r = pto.launch(column_blocks, x, 2, True, sanitize=Sanitizer())
     assert [(f.hazard, f.site.op, f.other.op, f.space) for f in r] == [
         ("RAW", "TLOAD", "TSTORE", "GM")]
+
+
+# ---- between blocks ----------------------------------------------------------------------------
+
+def shared_tile(x, z, mode):
+    """Each block loads its tile of x and stores it to z: at its own offset ("own"), all at
+    offset 0 ("same": a race between blocks), or all at 0 with an atomic add ("atomic");
+    "syncall": block 0 writes, SYNCALL, then every block reads what it wrote."""
+    b = pto.get_block_idx()
+    t = Tile(TileType.Vec, np.float32, 16, 16)
+    if mode == "syncall":
+        pto.TLOAD(t, _g(x, 0))
+        pto.SET_FLAG(P.MTE2, P.MTE3, 0)
+        pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+        pto.TSTORE(_g(z, b), t)  # own slot
+        pto.SYNCALL()
+        pto.TLOAD(t, _g(z, (b + 1) % 4))  # a neighbour's slot, written before the SYNCALL
+        return
+    pto.TLOAD(t, _g(x, b))
+    pto.SET_FLAG(P.MTE2, P.MTE3, 0)
+    pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+    if mode == "atomic":
+        pto.TSTORE(_g(z, 0), t, atomicType=pto.AtomicType.AtomicAdd)
+    else:
+        pto.TSTORE(_g(z, b if mode == "own" else 0 * b), t)
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_races_between_blocks(lockstep):
+    x = np.arange(4 * 256, dtype=np.float32)
+
+    def run(mode):
+        z = np.zeros_like(x)
+        return pto.launch(shared_tile, x, z, mode, blocks=4, lockstep=lockstep,
+                          target="a2a3", sanitize=Sanitizer())
+
+    assert not run("own")
+    if not lockstep:  # (a lockstep atomic add of every block into one tile fails today)
+        assert not run("atomic")
+    assert not run("syncall")
+    (f,) = run("same")
+    assert (f.hazard, f.site.op, f.other.op) == ("WAW", "TSTORE", "TSTORE")
+    assert "between blocks" in f.message and f.extra["blocks"][0] != f.extra["blocks"][1]
