@@ -26,11 +26,13 @@ _MAX_RECORDS = 512  # per array: older reads are dropped beyond this (writes are
 
 class _Rec:
     __slots__ = ("blocks", "lo", "hi", "r0", "r1", "c0", "c1", "row", "write", "atomic",
-                 "phase", "site")
+                 "phase", "site", "min", "max", "one")
 
     def __init__(self, blocks: np.ndarray, lo: np.ndarray, hi: np.ndarray, rect: Any,
                  write: bool, atomic: bool, phase: int, site: Site) -> None:
         self.blocks, self.lo, self.hi = blocks, lo, hi
+        self.min, self.max = int(lo.min()), int(hi.max())  # the hull: a cheap first test
+        self.one = int(blocks[0]) if blocks.size == 1 else None
         self.row = None if rect is None else rect[0]
         if rect is not None:
             self.r0, self.r1, self.c0, self.c1 = rect[1:]
@@ -102,6 +104,9 @@ class BlockRaces:
         for r in (*lst, *((new,) if write and not atomic and blocks.size > 1 else ())):
             if r.phase != phase or not (write or r.write) or (atomic and r.atomic):
                 continue
+            if r.min >= new.max or new.min >= r.max or \
+                    (r.one is not None and r.one == new.one):
+                continue  # hulls apart, or the same block
             hit = _pairs(r, blocks, lo, hi, rect)
             if hit is None:
                 continue
