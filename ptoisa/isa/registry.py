@@ -53,8 +53,9 @@ class Param:
 class Event:
     """What every intrinsic returns (C++ RecordEvent): the producing op and its pipe.
 
-    Pass events as trailing arguments to later intrinsics to wait on them. Synchronisation is
-    sequential program order for now; events are kept so a checker can use them later.
+    Pass events as trailing arguments to later intrinsics to wait on them. Results are computed
+    in program order; the sanitizer (``sanitize=True``) checks that the waits order what the
+    NPU's concurrent pipes need (``src``: the producer's record, when it was observed).
     """
 
     __slots__ = ("op", "pipe", "src")
@@ -168,7 +169,9 @@ class Instr:
         result = self.run(m, vals, params, loc=loc, waits=args[n:])
         if not self.returns_event:
             return result
-        return Event(self.name, self.pipe_on(vals), m.last_record if m.observers else None)
+        if not m.observers:
+            return Event(self.name, self.pipe if self.pipe_of is None else self.pipe_on(vals))
+        return Event(self.name, self.pipe_on(vals), m.last_record)
 
     # ---- THE dispatch point ----------------------------------------------------------------
     def run(self, m: Machine, vals: list[Any], params: dict[str, Any], *,
