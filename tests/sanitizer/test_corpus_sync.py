@@ -71,3 +71,30 @@ def test_deleting_any_flag_pair_is_found(rel):
         races = r.of("race")
         assert races, f"deleting {key} went unnoticed"
         assert len(races) == len(r)
+
+
+BARRIERS = "test/samples/Sync/test_tmov_col_major_16x1_align_a5.pto"
+
+
+def test_barrier_synced_sample_clean_and_each_barrier_needed():
+    """load -> barrier(ALL) -> tmov -> barrier(ALL) -> store (a5): clean as it is; without
+    either barrier the next op reads what the previous pipe wrote."""
+    text = (CORPUS / BARRIERS).read_text()
+    lines = text.splitlines()
+
+    def run(t):
+        prog = pto.load(t, target="a5", filename="s.pto")
+        x = np.arange(16, dtype=np.float32)
+        z = np.zeros(16, np.float32)
+        san = Sanitizer()
+        prog.test_tmov_col_major_16x1_align_a5(x, z, sanitize=san)
+        np.testing.assert_array_equal(z, x)
+        return san.report
+
+    assert not run(text)
+    where = [i for i, ln in enumerate(lines) if "pto.barrier <PIPE_ALL>" in ln]
+    assert len(where) == 2
+    for i, (later, earlier) in zip(where, [("pto.tmov", "pto.tload"),
+                                           ("pto.tstore", "pto.tmov")], strict=True):
+        r = run("\n".join(ln for k, ln in enumerate(lines) if k != i))
+        assert [(f.hazard, f.site.op, f.other.op) for f in r] == [("RAW", later, earlier)]
