@@ -120,7 +120,7 @@ def gm_span(g: GlobalTensor) -> Span:
             and 0 < sh[4] <= st[3] and not g.spec.dtype.packed:
         row = st[3] * isz  # one row of the view's 2-D footprint, in bytes
         r0, c0 = divmod(lo_b, row)
-        if c0 + sh[4] * isz <= row:
+        if sh[4] * isz < row and c0 + sh[4] * isz <= row:  # (full rows: the range is exact)
             rect = (row, r0, r0 + sh[3], c0, c0 + sh[4] * isz)
     return Span("GM", ("gm", root), lo_b, hi_b, f"{g.name or 'gm'}[{lo_i}:{hi_i}]", rect)
 

@@ -69,7 +69,7 @@ def _footprint(g: GlobalTensor, span: Any, lanes: int, block: Any
         row = st[3] * isz
         r0, c0 = np.divmod(lo, row)
         cw = sh[4] * isz
-        if bool((c0 + cw <= row).all()):
+        if cw < row and bool((c0 + cw <= row).all()):  # (full rows: the range is exact)
             rect = (row, r0, r0 + sh[3], c0, c0 + cw)
     return blocks, lo, hi, rect
 
@@ -135,6 +135,14 @@ def _pairs(r: _Rec, blocks: np.ndarray, lo: np.ndarray, hi: np.ndarray,
            rect: Any) -> tuple[int, int] | None:
     """The first (block of r, block of the new access) pair of different blocks whose
     footprints meet, or None."""
+    if r.lo is lo and rect is None:  # one lockstep access against itself: sort, not square
+        order = np.argsort(lo, kind="stable")
+        clash = np.flatnonzero(lo[order][1:] < np.maximum.accumulate(hi[order])[:-1])
+        if clash.size == 0:
+            return None
+        j = int(order[clash[0] + 1])
+        i = int(order[int(np.flatnonzero(hi[order][:clash[0] + 1] > lo[j])[0])])
+        return int(blocks[i]), int(blocks[j])
     meet = (r.lo[:, None] < hi[None, :]) & (lo[None, :] < r.hi[:, None])
     meet &= r.blocks[:, None] != blocks[None, :]
     if not meet.any():
