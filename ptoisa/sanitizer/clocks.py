@@ -236,6 +236,7 @@ class Core(_Checks):
         self.cid = key[2] if key[2] is not None else 0
         self.strict = mode == "strict"
         self.races = "races" in san.checks and mode != "auto"
+        self.xblock = "races" in san.checks
         self.uninit = "uninit" in san.checks
         self.oob = "oob" in san.checks
         self.nan = "nan" in san.checks
@@ -316,6 +317,7 @@ class Core(_Checks):
             acc = Acc(t, n, rec)
             if self.races:
                 self.check_races(acc, accs, vc)
+            if self.xblock:  # (auto-sync programs too: InsertSync orders one core only)
                 xb = self.san.blocks
                 for role, v, s in accs:
                     if s.space == "GM" and isinstance(v, GlobalTensor):

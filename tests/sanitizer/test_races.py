@@ -457,3 +457,18 @@ def test_races_between_blocks(lockstep):
     (f,) = run("same")
     assert (f.hazard, f.site.op, f.other.op) == ("WAW", "TSTORE", "TSTORE")
     assert "between blocks" in f.message and f.extra["blocks"][0] != f.extra["blocks"][1]
+
+
+def test_auto_sync_programs_still_get_races_between_blocks(tmp_path):
+    """No flags in the program (PTOAS inserts them) — but every block storing to the same
+    rows is a bug InsertSync does not fix."""
+    text = "\n".join(ln for ln in LOOP.splitlines() if not FLAG.search(ln))
+    prog = pto.load(text, target="a2a3", filename="auto.pto")
+    x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    z = np.zeros_like(x)
+    san = Sanitizer()
+    # (one block at a time: a lockstep store of every block into one tile fails today)
+    prog.run("loop", x, z, blocks=2, lockstep=False, sanitize=san)
+    (f,) = san.report
+    assert "between blocks" in f.message and (f.site.op, f.other.op) == ("pto.tstore",
+                                                                          "pto.tstore")
