@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..enums import Pipe
-from ..errors import PtoMemoryError
+from ..errors import ExecutionError, PtoError, PtoMemoryError
 from .blocks import BlockRaces
 from .clocks import Core
 from .report import Finding, Report, SanitizerError, Site, where
@@ -210,6 +210,30 @@ def sync_mode_of(module: Any, function: str | None = None) -> str:
     return "auto"
 
 
+def _stop_kind(e: PtoError) -> str | None:
+    """``placement`` / ``oob`` for the errors that stop a sanitized run and belong in its
+    report; None for the rest (they stay errors)."""
+    m = e.message
+    if isinstance(e, PtoMemoryError) and (e.op == "tassign" or "aligned" in m
+                                          or "exceeds the" in m):
+        return "placement"
+    if "reaches elements" in m or "outside the view's extent" in m:
+        return "oob"
+    return None
+
+
+def _user_loc(tb: Any) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame of a traceback outside the ptoisa package."""
+    pkg = __file__.rsplit("/sanitizer/", 1)[0]
+    loc = None
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not f.startswith(pkg):
+            loc = (f, tb.tb_lineno)
+        tb = tb.tb_next
+    return loc
+
+
 def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
               ) -> tuple[Any, Report, bool]:
     """Run ``run()`` with the sanitizer of ``sanitize`` watching every launch machine (and
@@ -225,17 +249,18 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
         machine.observers.append(san)
     try:
         result = run()
-    except PtoMemoryError as e:
-        # a placement the target refuses (capacity, alignment): one more finding, and the
-        # run cannot go on
-        if "placement" not in san.checks or e.loc is None and e.op != "tassign":
+    except (PtoMemoryError, ExecutionError) as e:
+        # a run the machine refuses to go on with — a placement the target cannot hold, a GM
+        # view reaching outside its array: one more finding, the last
+        kind = _stop_kind(e)
+        if kind is None or kind not in san.checks:
             raise
         san.fail_fast = False
-        loc, last = e.loc, san.last
-        if loc is None and last is not None:  # eager: the TASSIGN call it was observed at
-            loc = last.loc
-        san.add(Finding("placement", e.message if e.op is None else f"{e.op}: {e.message}",
-                        Site(e.op or "?", "PIPE_S", loc)), ("placement-error", str(e)))
+        loc = e.loc or _user_loc(e.__traceback__)
+        if loc is None and san.last is not None:
+            loc = san.last.loc
+        san.add(Finding(kind, e.message if e.op is None else f"{e.op}: {e.message}",
+                        Site(e.op or "?", "PIPE_S", loc)), (kind, str(e)))
         raise SanitizerError(san.finish()) from None
     finally:
         if san in grid.LAUNCH_OBSERVERS:

@@ -137,3 +137,16 @@ def test_capacity_and_alignment_join_the_report():
     assert [f.kind for f in e.value.report] == ["race", "placement"]
     f = e.value.report.findings[1]
     assert "not 32-byte aligned" in f.message and f.loc[0] == __file__
+
+
+def test_a_view_outside_its_array_joins_the_report():
+    def k(x):
+        t = Tile(TileType.Vec, np.float32, 16, 16)
+        pto.TLOAD(t, _g(x))
+        pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1), offset=8))
+
+    with pytest.raises(pto.sanitizer.SanitizerError) as e:
+        pto.launch(k, np.ones(256, np.float32), sanitize=Sanitizer())
+    (f,) = e.value.report
+    assert f.kind == "oob" and f.loc == (__file__, f.loc[1]) and f.loc[1] > 0
+    assert "reaches elements [8, 263] but the array has 256" in f.message
