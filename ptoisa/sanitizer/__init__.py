@@ -11,10 +11,13 @@ checks (``checks``):
   race (RAW / WAR / WAW). Same-pipe accesses are ordered by program order unless ``sync`` is
   ``strict`` (then a same-pipe dependence needs a ``pipe_barrier``, as PTOAS's InsertSync
   requires). A wait no earlier set can satisfy, and a set nothing waits for (a leaked event),
-  are reported too.
+  are reported too; and GM accesses of different blocks with no SYNCALL between them
+  (:mod:`.blocks`).
 * ``uninit``: a read of tile bytes nothing wrote in this launch.
-* ``oob``: gathers/scatters whose indices leave the table.
-* ``placement``: TASSIGN of tiles whose bytes overlap a live tile of other contents.
+* ``oob``: gathers/scatters whose indices leave the table; a GM view reaching outside its
+  array (which stops the run) joins the report.
+* ``placement``: a placed tile read after a tile on partly the same bytes wrote over it; a
+  placement the target refuses (alignment, capacity) joins the report.
 * ``nan`` (opt-in): the first instruction that turns finite inputs into NaN/Inf.
 
 Use it through ``pto.launch(..., sanitize=True)``, ``prog.fn(..., sanitize=True)`` or
@@ -26,14 +29,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..enums import Pipe
 from ..errors import ExecutionError, PtoError, PtoMemoryError
 from .blocks import BlockRaces
 from .clocks import Core
 from .report import Finding, Report, SanitizerError, Site, where
 
-__all__ = ["CHECKS", "Finding", "Report", "Sanitizer", "SanitizerError", "Site", "where",
-           "make"]
+__all__ = ["CHECKS", "Finding", "Report", "Sanitizer", "SanitizerError", "Site", "make",
+           "sanitized", "sync_mode_of", "where"]
 
 CHECKS = ("races", "oob", "uninit", "placement", "nan")
 DEFAULT_CHECKS = ("races", "oob", "uninit", "placement")
@@ -59,13 +61,9 @@ class Sanitizer:
             cs = {c.strip() for c in checks}
             bad = sorted(cs - set(CHECKS))
             if bad:
-                from ..errors import PtoError
-
                 raise PtoError(f"unknown sanitizer check(s) {', '.join(bad)} "
                                f"(choose from {', '.join(CHECKS)})")
         if sync is not None and sync not in SYNC_MODES:
-            from ..errors import PtoError
-
             raise PtoError(f"sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
         self.checks = frozenset(cs)
         self.sync = sync
@@ -169,13 +167,7 @@ def make(sanitize: Any) -> Sanitizer | None:
         return Sanitizer()
     if isinstance(sanitize, (str, list, tuple, set, frozenset)):
         return Sanitizer(sanitize)
-    from ..errors import PtoError
-
     raise PtoError(f"sanitize must be True/False, a check list or a Sanitizer, got {sanitize!r}")
-
-
-def pipe_name(p: Pipe) -> str:
-    return p.value
 
 
 
