@@ -105,8 +105,9 @@ class SyncGen:
         self.blocks: dict[int, Any] = {}
         #: event ids in use per (block, src, dst): (from index, to index, id)
         self.ids: dict[tuple[int, Pipe, Pipe], list[tuple[int, int, int]]] = {}
-        #: (id(consumer op), source pipe) -> whether its set sits after the producer
-        self.decided: dict[tuple[int, Pipe], bool] = {}
+        #: (id(consumer op), source pipe) -> the index (in the consumer's block) of the op its
+        #: set_flag sits before (the consumer's own index: right before it); a barrier: -1
+        self.decided: dict[tuple[int, Pipe], int] = {}
         self.defs: dict[int, Any] = {}
         self.keys: dict[int, tuple[Any, int, int]] = {}
         self.tiles: dict[int, Tile] = {}
@@ -304,28 +305,37 @@ class SyncGen:
             if q is p:
                 if done is None:
                     self._insert(op, f"pto.barrier <{p.value}>")
-                    self.decided[(id(op), q)] = False
+                    self.decided[(id(op), q)] = -1
                 st.vc[p][p] = st.count[p]
             elif done is None:
                 self.decided[(id(op), q)] = self._pair(need[q], op, q, p, st)
             else:
-                st.join(p, need[q].clk if done else st.snapshot(q))
+                blk, j = self.where[id(op)]
+                nblk, ni = self.where.get(id(need[q].op), (None, -1))
+                if done == j:  # the set sits right before the consumer: all of q's work
+                    st.join(p, st.snapshot(q))
+                elif nblk == blk and done <= ni < j:  # a producer after that set: pair again
+                    self.decided[(id(op), q)] = self._pair(need[q], op, q, p, st, True)
+                else:
+                    st.join(p, need[q].clk)
         st.count[p] += 1
         e = st.count[p]
         clk = st.snapshot(p)
         for write, (key, lo, hi) in accs:
             st.accs.append(_Acc(op, p, e, write, key, lo, hi, clk))
 
-    def _pair(self, a: _Acc, op: Any, q: Pipe, p: Pipe, st: _State) -> bool:
+    def _pair(self, a: _Acc, op: Any, q: Pipe, p: Pipe, st: _State,
+              adjacent: bool = False) -> int:
         """set_flag right after the producer when it is earlier in the same block (else right
         before the consumer), wait_flag right before the consumer; the lowest event id free
-        over that stretch of the block."""
+        over that stretch of the block. Returns where the set went (its op's index)."""
         blk, j = self.where[id(op)]
         ablk, i = self.where.get(id(a.op), (None, -1))
         ops = self.blocks[blk]
         # after the producer only over a straight stretch (no loop or branch in between: a
         # flag held across a region would share its event ids with the region's own pairs)
-        after = ablk == blk and i < j and not any(o.regions for o in ops[i + 1:j])
+        after = not adjacent and ablk == blk and i < j and \
+            not any(o.regions for o in ops[i + 1:j])
         held = self.ids.get((blk, q, p), ())
         start = i + 1 if after else j
         used = {e for s, t, e in held if s <= j and start <= t}
@@ -337,7 +347,7 @@ class SyncGen:
         self._insert(ops[start], f"pto.set_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
         self._insert(op, f"pto.wait_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
         st.join(p, a.clk if after else st.snapshot(q))
-        return after
+        return start
 
     def _insert(self, op: Any, line: str) -> None:
         lines = self.before.setdefault(id(op), [])
