@@ -40,13 +40,29 @@ def median_ms(fn: Callable[[], Any], repeat: int) -> float:
     return statistics.median(times) * 1e3
 
 
+def paired_ratio(base: Callable[[], Any], timed: Callable[[], Any], repeat: int) -> float:
+    """Median over alternating runs of time(timed) / time(base): the extra cost of the cycle
+    model, measured so that the machine's load drifts affect both sides alike."""
+    base()
+    timed()
+    ratios = []
+    for _ in range(max(repeat, 15)):
+        t0 = time.perf_counter()
+        base()
+        t1 = time.perf_counter()
+        timed()
+        t2 = time.perf_counter()
+        ratios.append((t2 - t1) / (t1 - t0))
+    return statistics.median(ratios)
+
+
 def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> None:
     if not np.allclose(got, want, rtol=rtol, atol=atol):
         err = np.abs(got.astype(np.float64) - want).max()
         raise SystemExit(f"{name}: WRONG RESULT (max abs error {err:.3g})")
 
 
-def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, float, float]]:
     n = 1 << 20
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
@@ -55,15 +71,26 @@ def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, flo
     t_np = median_ms(lambda: x + y, repeat)
     t_eager = median_ms(lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
                         repeat)
-    s_eager = median_ms(lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target,
-                                           sanitize=Sanitizer()), repeat)
     check("vec-add eager", z, x + y, 0, 0)
     prog = pto.load(K.vec_add_pto(n // K.VA_C), target=target)
     z[:] = 0
     t_pto = median_ms(lambda: prog.vec_add(x, y, z, blocks=blocks), repeat)
-    s_pto = median_ms(lambda: prog.vec_add(x, y, z, blocks=blocks, sanitize=Sanitizer()), repeat)
     check("vec-add .pto", z, x + y, 0, 0)
-    return [("vec-add 1M f32, 256 blocks", t_np, t_eager, s_eager), ("", t_np, t_pto, s_pto)]
+    c_eager = paired_ratio(
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target, cycles=True).total,
+        repeat)
+    c_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
+                         lambda: prog.vec_add(x, y, z, blocks=blocks, cycles=True).total, repeat)
+    s_eager = paired_ratio(
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target,
+                           sanitize=Sanitizer()), repeat)
+    s_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
+                         lambda: prog.vec_add(x, y, z, blocks=blocks, sanitize=Sanitizer()),
+                         repeat)
+    return [("vec-add 1M f32, 256 blocks", t_np, t_eager, c_eager, s_eager),
+            ("", t_np, t_pto, c_pto, s_pto)]
 
 
 def _softmax_ref(x: np.ndarray) -> np.ndarray:
@@ -71,7 +98,7 @@ def _softmax_ref(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, float, float]]:
     rows, cols = 4096, 1024
     x = np.random.default_rng(1).standard_normal((rows, cols), dtype=np.float32)
     out = np.zeros_like(x)
@@ -80,19 +107,29 @@ def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, flo
     ref = _softmax_ref(x)
     t_eager = median_ms(lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
                         repeat)
-    s_eager = median_ms(lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target,
-                                           sanitize=Sanitizer()), repeat)
     check("softmax eager", out, ref, 1e-5, 1e-7)
     prog = pto.load(K.softmax_pto(rows), target=target)
     out[:] = 0
     t_pto = median_ms(lambda: prog.softmax(x, out, blocks=blocks), repeat)
-    s_pto = median_ms(lambda: prog.softmax(x, out, blocks=blocks, sanitize=Sanitizer()), repeat)
     check("softmax .pto", out, ref, 1e-5, 1e-7)
-    return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager, s_eager),
-            ("", t_np, t_pto, s_pto)]
+    c_eager = paired_ratio(
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target, cycles=True).total,
+        repeat)
+    c_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
+                         lambda: prog.softmax(x, out, blocks=blocks, cycles=True).total, repeat)
+    s_eager = paired_ratio(
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target,
+                           sanitize=Sanitizer()), repeat)
+    s_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
+                         lambda: prog.softmax(x, out, blocks=blocks, sanitize=Sanitizer()),
+                         repeat)
+    return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager, c_eager, s_eager),
+            ("", t_np, t_pto, c_pto, s_pto)]
 
 
-def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float, float]]:
     n = K.GM_N
     rng = np.random.default_rng(2)
     a = rng.standard_normal((n, n)).astype(np.float16)
@@ -103,19 +140,29 @@ def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float]
     ref = a.astype(np.float64) @ b.astype(np.float64)
     t_eager = median_ms(lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
                         repeat)
-    s_eager = median_ms(lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target,
-                                           sanitize=Sanitizer()), repeat)
     check("gemm eager", c, ref, 1e-4, 1e-3)
     prog = pto.load(K.gemm_pto(), target=target)
     c[:] = 0
     t_pto = median_ms(lambda: prog.gemm(a, b, c, blocks=blocks), repeat)
-    s_pto = median_ms(lambda: prog.gemm(a, b, c, blocks=blocks, sanitize=Sanitizer()), repeat)
     check("gemm .pto", c, ref, 1e-4, 1e-3)
-    return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager, s_eager),
-            ("", t_np, t_pto, s_pto)]
+    c_eager = paired_ratio(
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target, cycles=True).total,
+        repeat)
+    c_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
+                         lambda: prog.gemm(a, b, c, blocks=blocks, cycles=True).total, repeat)
+    s_eager = paired_ratio(
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target,
+                           sanitize=Sanitizer()), repeat)
+    s_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
+                         lambda: prog.gemm(a, b, c, blocks=blocks, sanitize=Sanitizer()), repeat)
+    return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager, c_eager, s_eager),
+            ("", t_np, t_pto, c_pto, s_pto)]
 
 
-def bench_overhead(target: str) -> tuple[float, float, float]:
+def bench_overhead(target: str, cycles: bool = False,
+                   sanitize: bool = False) -> tuple[float, float]:
     import interp_overhead as io
 
     prog = pto.load(io.program(), target=target)
@@ -124,15 +171,15 @@ def bench_overhead(target: str) -> tuple[float, float, float]:
     n = 10_000
     prog.loop(a, c, 1)
 
-    def run(count: int, sanitize: bool = False) -> Callable[[], None]:
+    def run(count: int) -> Callable[[], None]:
         def f() -> None:
             c[...] = 0
-            prog.loop(a, c, count, sanitize=Sanitizer(sync="manual") if sanitize else False)
+            prog.loop(a, c, count, cycles=cycles,
+                      sanitize=Sanitizer(sync="manual") if sanitize else False)
         return f
 
     t_loop = min(median_ms(run(n), 3), median_ms(run(n), 3))
     t_empty = median_ms(run(0), 3)
-    t_san = median_ms(run(n, True), 3) - median_ms(run(0, True), 3)
     ref = np.zeros_like(a)
 
     def plain() -> None:
@@ -140,7 +187,7 @@ def bench_overhead(target: str) -> tuple[float, float, float]:
         for _ in range(n):
             np.add(ref, a, out=ref)
     t_np = median_ms(plain, 3)
-    return (t_loop - t_empty) / n * 1e3, t_np / n * 1e3, t_san / n * 1e3
+    return (t_loop - t_empty) / n * 1e3, t_np / n * 1e3
 
 
 def rss_child(which: str) -> None:
@@ -192,24 +239,30 @@ def main() -> None:
         return
     targets = ["cpu", "a5"] if args.target == "all" else [args.target]
     print(f"median of {args.repeat} runs; ratio = ptoisa / numpy (goals: vec-add and softmax "
-          "<= 2, GEMM <= 3); sanitizer = the same run with sanitize=Sanitizer(), as a ratio to "
-          "the plain ptoisa run (goal <= 5)")
+          "<= 2, GEMM <= 3)\ncycles=True: extra time of the cycle model, median of paired runs "
+          "(goal <= 20%)\nsanitize: time with sanitize=Sanitizer() / plain time, median of "
+          "paired runs (goal <= 5)")
     print(f"{'kernel':44s} {'target':6s} {'path':6s} {'numpy ms':>9s} {'ptoisa ms':>10s} "
-          f"{'ratio':>6s} {'sanitizer':>9s}")
+          f"{'ratio':>6s} {'cycles=True':>11s} {'sanitize':>8s}")
     for tgt in targets:
-        rows: list[tuple[str, float, float, float]] = []
+        rows: list[tuple[str, float, float, float, float]] = []
         rows += bench_vec_add(tgt, args.repeat)
         rows += bench_softmax(tgt, args.repeat)
         rows += bench_gemm(tgt, args.repeat)
-        for (name, t_np, t, t_san), path in zip(rows, ["eager", ".pto"] * 3, strict=True):
+        for (name, t_np, t, t_c, t_s), path in zip(rows, ["eager", ".pto"] * 3, strict=True):
             print(f"{name:44s} {tgt:6s} {path:6s} {t_np:9.2f} {t:10.2f} {t / t_np:6.2f} "
-                  f"{t_san / t:9.2f}")
+                  f"{100 * (t_c - 1):+10.0f}% {t_s:7.2f}x")
     for tgt in targets:
-        per, per_np, per_san = bench_overhead(tgt)
+        per, per_np = bench_overhead(tgt)
         print(f"interpreter ({tgt}): 10,000 x 16x16 f32 tadd in a .pto loop: {per:.2f} "
               f"us/instr, numpy call {per_np:.2f} us, overhead {per - per_np:.2f} us/instr "
-              f"(goal <= 3); sanitizer on (races checked): {per_san:.2f} us/instr "
-              f"({per_san / per:.2f}x)")
+              "(goal <= 3)")
+        per_c, _ = bench_overhead(tgt, cycles=True)
+        print(f"  with cycles=True: {per_c:.2f} us/instr (+{per_c - per:.2f} us/instr for the "
+              "cycle model)")
+        per_s, _ = bench_overhead(tgt, sanitize=True)
+        print(f"  with the sanitizer (races checked): {per_s:.2f} us/instr "
+              f"({per_s / per:.2f}x)")
     if args.rss:
         kib = {}
         for which in ("numpy", "ptoisa"):

@@ -27,6 +27,7 @@ from .enums import (
     TileType,
 )
 from .errors import (
+    ConstraintError,
     ExecutionError,
     IllegalInstruction,
     ParseError,
@@ -41,6 +42,16 @@ from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
 from .isa.matrix import set_matmul_accumulation
 from .memory import Machine, current, target
+from .mixed import (
+    DeadlockError,
+    Direction,
+    TileSplitAxis,
+    TPipe,
+    core_type,
+    get_subblock_idx,
+    get_subblock_num,
+    launch_mixed,
+)
 from .tensor import GlobalTensor
 from .tile import Dyn, Tile, TileAcc, TileLeft, TileRight, TileSpec, tile_spec
 
@@ -56,7 +67,9 @@ __all__ = [
     "BlockDivergence", "Lanes", "get_block_idx", "get_block_num", "launch",
 ]
 
-__all__ += ["Program", "load", "set_matmul_accumulation"]
+__all__ += ["ConstraintError", "Program", "load", "set_matmul_accumulation"]
+__all__ += ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
+            "get_subblock_idx", "get_subblock_num", "launch_mixed"]
 
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)

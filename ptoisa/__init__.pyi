@@ -23,6 +23,7 @@ from .enums import (
     TileType as TileType,
 )
 from .errors import (
+    ConstraintError as ConstraintError,
     ExecutionError as ExecutionError,
     IllegalInstruction as IllegalInstruction,
     ParseError as ParseError,
@@ -43,6 +44,16 @@ from .interp import Program as Program, load as load
 from .isa import REGISTRY as REGISTRY, Event as Event, Instr as Instr, lookup as lookup
 from .isa.matrix import set_matmul_accumulation as set_matmul_accumulation
 from .memory import Machine as Machine, current as current, target as target
+from .mixed import (
+    DeadlockError as DeadlockError,
+    Direction as Direction,
+    TileSplitAxis as TileSplitAxis,
+    TPipe as TPipe,
+    core_type as core_type,
+    get_subblock_idx as get_subblock_idx,
+    get_subblock_num as get_subblock_num,
+    launch_mixed as launch_mixed,
+)
 from .tensor import GlobalTensor as GlobalTensor
 from .tile import (
     Dyn as Dyn,
@@ -216,8 +227,25 @@ def SYNCALL(
     Mode: Any = None,
 ) -> Event:
     """
-    Barrier across all cores of the launch. One core runs at a time here, so it is a
-    recorded no-op.
+    Barrier across all cores of the launch (CoreType: AIVOnly, AICOnly, Mix): in a mixed
+    launch a core waits here until every core of the set has arrived; on a single core it is
+    a recorded no-op.
+    """
+    ...
+
+
+def SYNC_SET(pipe: Pipe, eventId: Any, *events: Event, FftsMode: int = 2) -> Any:
+    """
+    Set cross-core flag ``eventId`` for the other cores of the cluster (``pto.sync.set``;
+    FFTS ``FftsMode`` 0/1/2 on A2/A3, per-AIV intra-block flags on A5).
+    """
+    ...
+
+
+def SYNC_WAIT(pipe: Pipe, eventId: Any, *events: Event) -> Any:
+    """
+    Wait until cross-core flag ``eventId`` of this core was set, and consume it
+    (``pto.sync.wait``; blocks this core of a mixed launch while other cores run).
     """
     ...
 
@@ -365,7 +393,8 @@ def TCMP(
 ) -> Event:
     """
     dst = packed predicate (src0 cmpMode src1) over src0's valid region (default EQ). On
-    a2a3 int32 sources are compared for equality whatever cmpMode says (hardware).
+    a2a3 int32 sources are compared for equality when cmpMode is LT/GT/LE/GE (hardware; NE
+    is the inverted EQ mask there, so it stays NE).
     """
     ...
 
@@ -379,10 +408,14 @@ def TCMPS(
 ) -> Event:
     """
     dst = packed predicate (src0 cmpMode scalar); ``src1`` is a number (converted to src0's
-    element type) or a tile whose element [0, 0] is the scalar (the C++ tile overload). On
-    a2a3/a5 the bits are packed per row like TCMP; the cpu target writes them as the CPU
-    simulator does, one continuous stream over dst (8 bits per dst element), which is what
-    its TSEL reads.
+    element type) or a tile whose element [0, 0] is the scalar (the C++ tile overload).
+
+    Layout. a2a3/a5 (the ISA page's example and the NPU code): row r's bits are packed
+    LSB-first into dst row r (row length dst.Cols), like TCMP. cpu (the CPU simulator):
+    whole src rows (src.Cols bits each, 0 outside the valid region) as one byte stream laid
+    out with row length dst.validCol, see :func:`_pack_stream`; this is what its TSEL reads.
+    The two agree for a u8 dst when src's valid region is the whole tile and
+    dst.validCol == src.Cols / 8 (each dst row then holds exactly one src row).
     """
     ...
 
@@ -397,7 +430,7 @@ def TCOLARGMAX(
     """
     dst[0, j] = argmax_i src[i, j] (row index) over src's valid region; with dstVal also dstVal[0, j] = max_i src[i, j].
 
-    The first i among equal extreme values is returned. C++ overloads TCOLARGMAX(dst, src, tmp) and TCOLARGMAX(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
+    The first i among equal extreme values is returned. NaN: on cpu the simulator's strict-comparison fold from the first element, so a NaN is chosen only when it is the first element (index 0); on a2a3/a5 the first NaN counts as the extreme value. C++ overloads TCOLARGMAX(dst, src, tmp) and TCOLARGMAX(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
     """
     ...
 
@@ -412,7 +445,7 @@ def TCOLARGMIN(
     """
     dst[0, j] = argmin_i src[i, j] (row index) over src's valid region; with dstVal also dstVal[0, j] = min_i src[i, j].
 
-    The first i among equal extreme values is returned. C++ overloads TCOLARGMIN(dst, src, tmp) and TCOLARGMIN(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
+    The first i among equal extreme values is returned. NaN: on cpu the simulator's strict-comparison fold from the first element, so a NaN is chosen only when it is the first element (index 0); on a2a3/a5 the first NaN counts as the extreme value. C++ overloads TCOLARGMIN(dst, src, tmp) and TCOLARGMIN(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
     """
     ...
 
@@ -482,6 +515,8 @@ def TCOLEXPANDSUB(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 def TCOLMAX(dst: Tile, src: Tile, *events: Event) -> Event:
     """
     dst[0, j] = max_i src[i, j] over src's valid region (only row 0 of dst is written).
+
+    NaN: on cpu the simulator's fold (``if (x > acc) acc = x`` from row 0), so a NaN counts only in row 0; on a2a3/a5 a NaN anywhere in the column gives NaN.
     """
     ...
 
@@ -489,6 +524,8 @@ def TCOLMAX(dst: Tile, src: Tile, *events: Event) -> Event:
 def TCOLMIN(dst: Tile, src: Tile, *events: Event) -> Event:
     """
     dst[0, j] = min_i src[i, j] over src's valid region (only row 0 of dst is written).
+
+    NaN: on cpu the simulator's fold (``if (x < acc) acc = x`` from row 0), so a NaN counts only in row 0; on a2a3/a5 a NaN anywhere in the column gives NaN.
     """
     ...
 
@@ -497,7 +534,7 @@ def TCOLPROD(dst: Tile, src: Tile, *events: Event) -> Event:
     """
     dst[0, j] = prod_i src[i, j] over src's valid region (only row 0 of dst is written).
 
-    Row by row (cpu: f32 accumulator for f16/bf16); integers wrap.
+    Row by row in dst's element type, rounded at every row (cpu: the simulator's ``TileDst::DType prod``); integers wrap.
     """
     ...
 
@@ -512,7 +549,7 @@ def TCOLSUM(
     """
     dst[0, j] = sum_i src[i, j] over src's valid region (only row 0 of dst is written).
 
-    TCOLSUM(dst, src) and TCOLSUM(dst, src, tmp, isBinary). cpu: sequential, f32 accumulator for f16/bf16 sources. a2a3/a5: row by row in the element type, or with isBinary a tree over adjacent row pairs (tmp, the NPU's scratch, is not modelled). Integers wrap.
+    TCOLSUM(dst, src) and TCOLSUM(dst, src, tmp, isBinary). cpu: sequential in dst's element type, rounded at every row (the simulator's ``TileDst::DType sum``: an f16 -> f16 column [2048, 1, 1] gives 2048; f16 -> f32 accumulates in f32). a2a3/a5: row by row in the element type, or with isBinary a tree over adjacent row pairs (tmp, the NPU's scratch, is not modelled). Integers wrap.
     """
     ...
 
@@ -606,6 +643,12 @@ def TDIVS(
     """
     dst = src / scalar, or dst = scalar / src when the scalar comes first. Integers divide
     truncating toward zero (division by zero is target-defined; ptoisa gives 0).
+
+    Float division is IEEE (correctly rounded) on every target, except in place on ``a2a3``:
+    when dst and src are the same storage (the NPU tests ``dst == src``), TDIVS(dst, src, s)
+    multiplies by the reciprocal, ``dst = src * T(f32(1) / f32(s))`` (a2a3's TDivS.hpp in-place
+    path: vmuls, one rounding of the reciprocal and one of the product), which can differ from
+    src / s by an ulp. ``cpu`` (the simulator) and ``a5`` (vdiv in registers) divide.
     """
     ...
 
@@ -1219,7 +1262,9 @@ def TPACK(dst: Tile, src: Tile, *events: Event) -> Event:
 def TPAIRREDUCESUM(dst: Tile, src0: Tile, *events: Event) -> Event:
     """
     dst[i, k] = src0[i, 2k] + src0[i, 2k+1] for k < ceil(C/2) (a missing odd partner is 0),
-    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows.
+    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows. Sums
+    round once to the element type. On cpu the rest of dst is zeroed too (the simulator fills
+    the whole Rows x Cols tile with 0 first); a2a3/a5 leave it as it was.
     """
     ...
 
@@ -1241,7 +1286,7 @@ def TPARTARGMAX(
     *events: Event,
 ) -> Event:
     """
-    (dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val > src1Val, else (src1Val, src1Idx) (src1 on ties); a copy of the valid source's pair where only one is valid; over dst's valid region. The NPUs support only patterns where one source's valid region equals dst's and the other's does not exceed it; the cpu target writes 0 where neither source is valid (as the TPART* instructions).
+    (dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val > src1Val, else (src1Val, src1Idx) (src1 on ties); a copy of the valid source's pair where only one is valid; over dst's valid region. Only patterns where one source's valid region equals dst's and the other's does not exceed it are supported; a permissive machine accepts any and writes 0 where neither source is valid (the CPU simulator, as the TPART* instructions).
     """
     ...
 
@@ -1256,7 +1301,7 @@ def TPARTARGMIN(
     *events: Event,
 ) -> Event:
     """
-    (dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val < src1Val, else (src1Val, src1Idx) (src1 on ties); a copy of the valid source's pair where only one is valid; over dst's valid region. The NPUs support only patterns where one source's valid region equals dst's and the other's does not exceed it; the cpu target writes 0 where neither source is valid (as the TPART* instructions).
+    (dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val < src1Val, else (src1Val, src1Idx) (src1 on ties); a copy of the valid source's pair where only one is valid; over dst's valid region. Only patterns where one source's valid region equals dst's and the other's does not exceed it are supported; a permissive machine accepts any and writes 0 where neither source is valid (the CPU simulator, as the TPART* instructions).
     """
     ...
 
@@ -1530,7 +1575,7 @@ def TROWARGMAX(
     """
     dst[i, 0] = argmax_j src[i, j] (column index) over src's valid region; with dstVal also dstVal[i, 0] = max_j src[i, j].
 
-    The first j among equal extreme values is returned. C++ overloads TROWARGMAX(dst, src, tmp) and TROWARGMAX(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
+    The first j among equal extreme values is returned. NaN: on cpu the simulator's strict-comparison fold from the first element, so a NaN is chosen only when it is the first element (index 0); on a2a3/a5 the first NaN counts as the extreme value. C++ overloads TROWARGMAX(dst, src, tmp) and TROWARGMAX(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
     """
     ...
 
@@ -1545,7 +1590,7 @@ def TROWARGMIN(
     """
     dst[i, 0] = argmin_j src[i, j] (column index) over src's valid region; with dstVal also dstVal[i, 0] = min_j src[i, j].
 
-    The first j among equal extreme values is returned. C++ overloads TROWARGMIN(dst, src, tmp) and TROWARGMIN(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
+    The first j among equal extreme values is returned. NaN: on cpu the simulator's strict-comparison fold from the first element, so a NaN is chosen only when it is the first element (index 0); on a2a3/a5 the first NaN counts as the extreme value. C++ overloads TROWARGMIN(dst, src, tmp) and TROWARGMIN(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) is not modified.
     """
     ...
 
@@ -1655,6 +1700,8 @@ def TROWEXPANDSUB(
 def TROWMAX(dst: Tile, src: Tile, tmp: Tile, *events: Event) -> Event:
     """
     dst[i, 0] = max_j src[i, j] over src's valid region (only column 0 of dst is written; tmp is not modified).
+
+    NaN: on cpu the simulator's fold ``acc = std::max(acc, x)`` from the first element, so a NaN counts only as a row's first element (rows [1, nan, 3] and [nan, 1, 3] give 3 and nan); on a2a3/a5 a NaN anywhere gives NaN (vmax/vmin propagate NaN).
     """
     ...
 
@@ -1662,6 +1709,8 @@ def TROWMAX(dst: Tile, src: Tile, tmp: Tile, *events: Event) -> Event:
 def TROWMIN(dst: Tile, src: Tile, tmp: Tile, *events: Event) -> Event:
     """
     dst[i, 0] = min_j src[i, j] over src's valid region (only column 0 of dst is written; tmp is not modified).
+
+    NaN: on cpu the simulator's fold ``acc = std::min(acc, x)`` from the first element, so a NaN counts only as a row's first element (rows [1, nan, 3] and [nan, 1, 3] give 3 and nan); on a2a3/a5 a NaN anywhere gives NaN (vmax/vmin propagate NaN).
     """
     ...
 
@@ -1670,7 +1719,7 @@ def TROWPROD(dst: Tile, src: Tile, tmp: Tile, *events: Event) -> Event:
     """
     dst[i, 0] = prod_j src[i, j] over src's valid region (only column 0 of dst is written; tmp is not modified).
 
-    cpu: sequential product (f32 accumulator for f16/bf16); a2a3/a5: a pairwise tree in the element type. Integers wrap.
+    cpu: sequential product in the element type, rounded at every step (the simulator's ``TileDst::DType prod``; f16 [3, 683, 3] gives 6144); a2a3/a5: a pairwise tree in the element type (the same row gives 6148). Integers wrap.
     """
     ...
 
@@ -1780,10 +1829,16 @@ def TSHRS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event
 def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None, *events: Event) -> Event:
     """
     Per row, each block of 32 elements of src's valid region is sorted in descending order
-    of value (stable), together with its u32 index from ``idx``; dst row r receives the blocks'
+    of value, together with its u32 index from ``idx``; dst row r receives the blocks'
     8-byte (value, index) records in order (f32: 2 elements per record, f16: 4, the value in
     the low bytes). With ``tmp`` a partial last block is padded with -inf (records keep the
     index 0; they sort last and only the first validCol records are written).
+
+    Equal values: on a2a3/a5 they keep their position order (VBS32 sorts stably, the ISA's
+    vbitsort page; the TSORT32 page's "ties broken by smaller index first" agrees whenever
+    idx ascends with position, as the usual iota does); on cpu they are ordered by ascending
+    idx value, as the simulator's comparator does (values [5, 5] with idx [7, 3] give the
+    records (5, 3), (5, 7) on cpu and (5, 7), (5, 3) on the NPUs).
     """
     ...
 

@@ -1,5 +1,5 @@
 """The ``ptoisa`` command line: ``check``, ``fmt`` and ``run`` for .pto programs; ``ops`` and
-``conformance`` for the registry.
+``conformance`` for the registry; ``cycles`` for the cycle model against hardware.
 
 User mistakes (bad text, illegal programs, bad arguments) are diagnostics on stderr and exit
 status 1, never a traceback.
@@ -8,14 +8,18 @@ status 1, never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import re
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .errors import PtoError
+from .hostmem import check_host_memory
 
 TARGETS = ["cpu", "a2a3", "a5"]
 
@@ -30,7 +34,7 @@ def _read(path: str) -> tuple[str, str]:
         raise PtoError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _load(path: str, target: str) -> Any:
+def _load(path: str, target: str, permissive: bool = False) -> Any:
     from .interp import Program
     from .ir import verify_ssa
     from .text import parse
@@ -38,14 +42,14 @@ def _load(path: str, target: str) -> Any:
     text, name = _read(path)
     mod = parse(text, name)
     verify_ssa(mod)
-    prog = Program(mod, target)
+    prog = Program(mod, target, permissive=permissive)
     prog.check()
     return prog
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
     try:
-        prog = _load(ns.file, ns.target)
+        prog = _load(ns.file, ns.target, ns.permissive)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
@@ -61,14 +65,18 @@ def _cmd_check(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fmt(ns: argparse.Namespace) -> int:
+    from .interp.op_names import has_ssa_form
     from .text import parse, print_module
 
     text, name = _read(ns.file)
+    kept: list[Any] = []
     try:
-        out = print_module(parse(text, name), ns.form)
+        # only ops whose SSA spelling check accepts change form (taxpy's inout dst does not)
+        out = print_module(parse(text, name), ns.form, has_ssa_form, kept)
     except PtoError as e:
         print(e.render(), file=sys.stderr)
         return 1
+    _fmt_notes(kept, ns.form)
     if ns.output and ns.output != "-":
         try:
             Path(ns.output).write_text(out)
@@ -94,7 +102,21 @@ def _cmd_sync(ns: argparse.Namespace) -> int:
     return 0
 
 
-_ZEROS = re.compile(r"zeros:(\d+(?:x\d+)*)(?::(\w+))?$")
+def _fmt_notes(kept: list[Any], form: str) -> None:
+    """One located note per (op, reason) that ``--form`` could not print in the form asked
+    for (DPS ops under ssa/asm, SSA ops under dps; with how many more there are), on stderr:
+    the output is still a program, but not all in that form."""
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for op, why in kept:
+        groups.setdefault((op.name, why), []).append(op)
+    for (opname, why), ops in groups.items():
+        more = f" ({len(ops) - 1} more like it)" if len(ops) > 1 else ""
+        kept_form = "SSA" if ops[0].form == "ssa" else "DPS"
+        print(f"{ops[0].loc}: note: {opname} printed in {kept_form} form: it {why}{more}",
+              file=sys.stderr)
+
+
+_ZEROS = re.compile(r"zeros:(\d{1,18}(?:x\d{1,18})*)(?::(\w+))?$")
 
 
 def _arg_value(spec: str, name: str, t: Any) -> Any:
@@ -103,6 +125,8 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
     from .interp import bridge
     from .ir import types as T
 
+    if isinstance(t, (T.IntegerType, T.IndexType, T.FloatType)):
+        return _scalar_value(spec, name, t)
     is_ptr = isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                           and bridge.memref_space(t) == "gm")
     m = _ZEROS.match(spec)
@@ -111,23 +135,63 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
         try:
             dt = dtypes.dtype(m.group(2)) if m.group(2) else bridge.elem_dtype(t.dtype)
         except (PtoError, KeyError, TypeError, ValueError, AttributeError):
-            raise PtoError(f"argument %{name}: unknown element type {m.group(2)!r} "
+            raise PtoError(f"argument %{name}: unknown element type {_clip(m.group(2))!r} "
                            "(use f32, f16, bf16, i32, ui8, ...)") from None
-        return np.zeros(shape, dt.np)
-    if spec.endswith(".npy"):
+        check_host_memory(math.prod(shape) * dt.np.itemsize, f"argument %{name} ({_clip(spec)})")
         try:
-            return np.load(spec, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise PtoError(f"argument %{name}: cannot read {spec}: {e}") from None
+            return np.zeros(shape, dt.np)
+        except ValueError as e:  # more dimensions than numpy takes
+            raise PtoError(f"argument %{name}: {_clip(spec)}: {e}") from None
+    if spec.startswith("zeros:"):
+        raise PtoError(f"argument %{name}: zeros takes zeros:SHAPE[:DTYPE] with SHAPE like "
+                       f"32x32, got {_clip(spec)!r}")
+    if spec.endswith(".npy"):
+        return _load_npy(spec, name)
     if is_ptr:
         raise PtoError(f"argument %{name} ({t}) is a pointer: give FILE.npy or "
-                       f"zeros:SHAPE:DTYPE, got {spec!r}")
+                       f"zeros:SHAPE:DTYPE, got {_clip(spec)!r}")
+    raise PtoError(f"argument %{name} ({t}) cannot be given on the command line")
+
+
+def _clip(text: str, n: int = 60) -> str:
+    """User text quoted in a diagnostic, cut to a readable length."""
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def _scalar_value(spec: str, name: str, t: Any) -> int | float:
+    """A number for a scalar argument (its range for the type is checked when binding)."""
+    from .ir import types as T
+
+    if spec.endswith(".npy") or spec.startswith("zeros:"):
+        raise PtoError(f"argument %{name} ({t}) is a scalar: give a number, "
+                       f"got {_clip(spec)!r}")
     try:
         if isinstance(t, T.FloatType):
-            return float(spec)
+            x = float(spec)
+            if math.isinf(x) and "inf" not in spec.lower():
+                raise PtoError(f"argument %{name} ({t}): {_clip(spec)} overflows {t}")
+            return x
         return int(spec, 0)
     except ValueError:
-        raise PtoError(f"argument %{name} ({t}) takes a number, got {spec!r}") from None
+        kind = "a number" if isinstance(t, T.FloatType) else "an integer"
+        raise PtoError(f"argument %{name} ({t}) takes {kind}, got {_clip(spec)!r}") from None
+
+
+def _load_npy(spec: str, name: str) -> Any:
+    """np.load, after checking the size its header declares against host memory."""
+    fmt = np.lib.format
+    try:
+        with open(spec, "rb") as f:
+            version = fmt.read_magic(f)
+            header = {(1, 0): fmt.read_array_header_1_0,
+                      (2, 0): fmt.read_array_header_2_0}.get(version)
+            if header is not None:
+                shape, _, dt = header(f)
+                check_host_memory(math.prod(shape) * dt.itemsize, f"argument %{name} ({spec})")
+        return np.load(spec, allow_pickle=False)
+    except (OSError, ValueError, EOFError, TypeError) as e:
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0][:200]
+        raise PtoError(f"argument %{name}: cannot read {spec}: {why}") from None
 
 
 def _cmd_run(ns: argparse.Namespace) -> int:
@@ -140,54 +204,158 @@ def _cmd_run(ns: argparse.Namespace) -> int:
         set_matmul_accumulation(prev)
 
 
+def _pair(prog: Any, entry: str | None) -> tuple[str, str] | None:
+    """``--entry CUBE+VECTOR``, or with no entry a module of one cube and one vector function
+    (``pto.kernel_kind``) and nothing that calls them: run them as a mixed pair."""
+    if entry:
+        return tuple(entry.split("+", 1)) if "+" in entry else None  # type: ignore[return-value]
+    from .interp import entry_functions
+    from .interp.pipe_ops import kernel_kind
+
+    names = entry_functions(prog.module)
+    kinds = {n: kernel_kind(prog.module.lookup(n)) for n in names}
+    cubes = [n for n, k in kinds.items() if k == "cube"]
+    vectors = [n for n, k in kinds.items() if k == "vector"]
+    if len(names) == 2 and len(cubes) == 1 and len(vectors) == 1:
+        return cubes[0], vectors[0]
+    return None
+
+
+_LOCKSTEP = {"auto": "auto", "on": True, "off": False}
+
+
 def _run(ns: argparse.Namespace) -> int:
-    prog = _load(ns.file, ns.target)
-    entry = ns.entry or prog.entry
+    prog = _load(ns.file, ns.target, ns.permissive)
+    pair = _pair(prog, ns.entry)
+    if pair is not None:
+        return _run_pair(ns, prog, pair)
+    entry = (ns.entry or "").lstrip("@") or prog.entry  # @name as the program spells it
     fn = prog.compiler(ns.target).function(entry)
-    given: dict[str, str] = {}
+    names = [n for _, _, n in fn.args]
+    given: dict[int, str] = {}
     for a in ns.arg or ():
         key, sep, val = a.partition("=")
+        key = key.lstrip("%")
         if not sep or not key:
-            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {a!r}")
-        given[key.lstrip("%")] = val
-    names = [n for _, _, n in fn.args]
-    for key in given:
-        if key not in names and not (key.isdigit() and int(key) < len(names)):
-            raise PtoError(f"@{entry} has no argument {key!r} (arguments: "
+            raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {_clip(a)!r}")
+        if key in names:
+            i = names.index(key)
+        elif key.isascii() and key.isdigit() and len(key) < 10 and int(key) < len(names):
+            i = int(key)
+        else:
+            raise PtoError(f"@{entry} has no argument {_clip(key)!r} (arguments: "
                            + ", ".join(f"%{n}" for n in names) + ")")
+        if i in given:
+            raise PtoError(f"argument %{names[i]} given twice (--arg {names[i]}=...)")
+        given[i] = val
     values = []
     for i, (_, t, n) in enumerate(fn.args):
-        spec = given.get(n, given.get(str(i)))
+        spec = given.get(i)
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
-    report = None
+    timed = ns.cycles or ns.trace
+    san = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
         from .sanitizer import Sanitizer, SanitizerError
 
         san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
-        try:
-            prog.run(entry, *values, blocks=ns.blocks, target=ns.target, sanitize=san)
-        except SanitizerError as e:  # the run could not go on (a refused placement)
-            print(e.report, file=sys.stderr)
-            return 1
-        report = san.report
-    else:
-        prog.run(entry, *values, blocks=ns.blocks, target=ns.target)
+    try:
+        rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
+                       lockstep=_LOCKSTEP[ns.lockstep], cycles=bool(timed),
+                       sanitize=san if san is not None else False)
+    except PtoError as e:
+        if san is None or not isinstance(e, SanitizerError):
+            raise
+        print(e.report, file=sys.stderr)  # the run could not go on (a refused placement)
+        return 1
+    sys.stdout.flush()
+    if timed:
+        if ns.cycles:
+            print(rep.summary())
+        if ns.trace:
+            rep.write_trace(ns.trace)
+            print(f"trace: {ns.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
+        for d in rep.deadlocks:
+            print(f"{_where(d.step.loc)}: error: deadlock: {d.message}", file=sys.stderr)
+    if ns.out:
+        _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
+                                 if isinstance(v, np.ndarray)])
+    if san is not None and san.report:
+        print(san.report, file=sys.stderr)
+        return 1
+    return 1 if timed and rep.deadlocks else 0
+
+
+def _where(loc: Any) -> str:
+    from .cycles.report import _where as where
+
+    return where(loc)
+
+
+def _cmd_cycles(ns: argparse.Namespace) -> int:
+    from .cycles.pack import run_pack
+
+    return 1 if run_pack(ns.pack, as_json=ns.json) else 0
+
+
+def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
+    """A cube function and a vector function launched together; ``--arg NAME=VALUE`` binds
+    every argument of that name in either function (one array for both)."""
+    fns = [prog.compiler(ns.target).function(n) for n in pair]
+    given: dict[str, str] = {}
+    for a in ns.arg or ():
+        key, sep, val = a.partition("=")
+        if not sep or not key:
+            raise PtoError(f"--arg takes NAME=VALUE, got {a!r}")
+        given[key.lstrip("%")] = val
+    values: dict[str, Any] = {}
+    args: list[list[Any]] = []
+    for fn in fns:
+        vals = []
+        for _, t, n in fn.args:
+            if n not in values:
+                spec = given.get(n)
+                if spec is None:
+                    raise PtoError(f"missing argument %{n} ({t}) of @{fn.name}: pass "
+                                   f"--arg {n}=VALUE")
+                values[n] = _arg_value(spec, n, t)
+            vals.append(values[n])
+        args.append(vals)
+    unknown = set(given) - set(values)
+    if unknown:
+        raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
+                       + ", ".join(sorted(unknown)))
+    prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]), vector_args=tuple(args[1]),
+                   blocks=ns.blocks, target=ns.target)
     sys.stdout.flush()
     if ns.out:
-        out = Path(ns.out)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            for (_, _, n), v in zip(fn.args, values, strict=True):
-                if isinstance(v, np.ndarray):
-                    np.save(out / f"{n}.npy", v, allow_pickle=False)
-        except OSError as e:
-            raise PtoError(f"cannot write to {out}: {e.strerror}") from None
-    if report:
-        print(report, file=sys.stderr)
-        return 1
+        _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
     return 0
+
+
+def _save_all(out: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
+    """Write every array to OUT/NAME.npy, all or nothing: each goes to a temporary file in OUT
+    first, and only when all are written do they replace earlier results (a full disk leaves
+    the previous results intact and no partial file behind)."""
+    done: list[tuple[Path, Path]] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for n, v in arrays:
+            fd, tmp = tempfile.mkstemp(prefix=f".{n}.", suffix=".npy.tmp", dir=out)
+            done.append((Path(tmp), out / f"{n}.npy"))
+            with os.fdopen(fd, "wb") as f:
+                np.save(f, v, allow_pickle=False)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, final in done:
+            os.replace(tmp, final)
+    except OSError as e:
+        raise PtoError(f"cannot write results to {out}: {e.strerror or e} "
+                       "(earlier results there are unchanged)") from None
+    finally:
+        for tmp, _ in done:
+            tmp.unlink(missing_ok=True)
 
 
 def _cmd_conformance(ns: argparse.Namespace) -> int:
@@ -198,6 +366,10 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
         print(f"ptoisa conformance: {root}: no such directory", file=sys.stderr)
         return 2
     summary = run_pack(root, ns.target, only=ns.only or ())
+    if not summary.verdicts:  # nothing was checked: that is not a pass
+        what = "no case matches --only" if ns.only else "no conformance cases (case.json)"
+        print(f"ptoisa conformance: {root}: {what}", file=sys.stderr)
+        return 2
     return 1 if summary.count("FAIL") else 0
 
 
@@ -230,23 +402,24 @@ def build_parser() -> argparse.ArgumentParser:
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
     k.add_argument("--target", default="a2a3", choices=TARGETS)
+    k.add_argument("--permissive", action="store_true",
+                   help="skip the documented type checks the upstream CPU simulator does not "
+                        "make (as `run --permissive`)")
     k.set_defaults(fn=_cmd_check)
     f = sub.add_parser("fmt", help="print a .pto file in one form")
     f.add_argument("file", help="FILE.pto, or - for stdin")
     f.add_argument("--form", default="dps", choices=["dps", "ssa", "asm"])
     f.add_argument("-o", "--output", help="output file (default: stdout)")
     f.set_defaults(fn=_cmd_fmt)
-    y = sub.add_parser("sync", help="insert the set_flag/wait_flag/barrier a .pto program "
-                                    "needs (as PTOAS's InsertSync)")
-    y.add_argument("file", help="FILE.pto, or - for stdin")
-    y.add_argument("-o", "--output", help="output file (default: stdout)")
-    y.add_argument("--target", default="a2a3", choices=TARGETS)
-    y.set_defaults(fn=_cmd_sync)
     r = sub.add_parser("run", help="run a function of a .pto file on numpy buffers")
     r.add_argument("file", help="FILE.pto, or - for stdin")
-    r.add_argument("--entry", help="function to run (default: the entry function)")
+    r.add_argument("--entry", help="function to run (default: the entry function); CUBE+VECTOR "
+                   "runs a cube and a vector function together (a mixed launch)")
     r.add_argument("--target", default="a2a3", choices=TARGETS)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
+    r.add_argument("--permissive", action="store_true",
+                   help="skip the documented run-time checks the upstream CPU simulator does "
+                        "not make, reproducing its results (docs/cpu_sim_differences.md)")
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
@@ -264,19 +437,65 @@ def build_parser() -> argparse.ArgumentParser:
                         "in the program), strict (same-pipe dependences need a barrier too), "
                         "auto (the compiler inserts them: no race reports); default manual "
                         "when the function has a set_flag/wait_flag/barrier/event op, else auto")
+    r.add_argument("--cycles", action="store_true",
+                   help="time the run with the cycle model: total cycles, per-pipe busy time, "
+                        "the critical pipe, the costliest instructions")
+    r.add_argument("--trace", metavar="OUT.json",
+                   help="write the pipe timeline as Chrome Trace Event JSON (Perfetto)")
+    r.add_argument("--lockstep", choices=list(_LOCKSTEP), default="auto",
+                   help="run the blocks in lockstep (on), one by one (off), or in lockstep "
+                        "unless control flow depends on the block index (auto, the default)")
     r.set_defaults(fn=_cmd_run)
+    sy = sub.add_parser("sync", help="insert the set_flag/wait_flag/barrier a .pto program "
+                                     "needs (as PTOAS's InsertSync)")
+    sy.add_argument("file", help="FILE.pto, or - for stdin")
+    sy.add_argument("-o", "--output", help="output file (default: stdout)")
+    sy.add_argument("--target", default="a2a3", choices=TARGETS)
+    sy.set_defaults(fn=_cmd_sync)
+    y = sub.add_parser("cycles", help="compare the cycle model with hardware measurements")
+    y.add_argument("pack", help="cycles pack: a directory with cycles.json (e.g. "
+                                "../shared/costmodel) or the JSON file")
+    y.add_argument("--json", action="store_true",
+                   help="a JSON array of {case_id, predicted_cycles, hardware_cycles, "
+                        "precision}")
+    y.set_defaults(fn=_cmd_cycles)
     return p
 
 
+#: exit status of an error inside ptoisa itself (user errors exit 1, usage errors 2)
+EXIT_INTERNAL = 3
+
+
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    """Run one command. Whatever happens, the user gets one diagnostic, never a traceback:
+    exit 1 for bad input, 2 for bad usage, 130 on Ctrl-C, 3 for a bug in ptoisa."""
     try:
+        ns = build_parser().parse_args(argv)
         return int(ns.fn(ns))
     except PtoError as e:
         print(e.render() if e.loc else f"ptoisa: {e}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("ptoisa: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("ptoisa: error: out of host memory", file=sys.stderr)
+        return 1
+    except RecursionError:
+        print("ptoisa: error: program nested too deeply", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug in ptoisa: one line, not a traceback
+        msg = " ".join(str(e).split())[:300]
+        print(f"ptoisa: internal error: {type(e).__name__}: {msg} (a bug in ptoisa: please "
+              "report it with the command line; PTOISA_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)
+        if os.environ.get("PTOISA_TRACEBACK"):
+            import traceback
+
+            traceback.print_exc()
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -18,9 +18,28 @@ class SourceLoc:
     line: int
     col: int
     source_line: str = ""
+    #: index of the caret in ``source_line`` when that is an excerpt of a long line (see
+    #: :func:`excerpt`); None: the whole line, caret under ``col``
+    caret: int | None = None
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col}"
+
+
+#: most characters of a source line a diagnostic shows (a generated one-line program can be
+#: megabytes long: the excerpt around the column is what the reader needs)
+EXCERPT_WIDTH = 200
+
+
+def excerpt(line: str, col0: int, width: int = EXCERPT_WIDTH) -> tuple[str, int]:
+    """(at most ``width`` characters of ``line`` around index ``col0``, with ``...`` where it
+    is cut, and the caret's index in that text)."""
+    if len(line) <= width:
+        return line, col0
+    a = max(0, min(col0 - width // 2, len(line) - width))
+    b = a + width
+    head = "..." if a > 0 else ""
+    return head + line[a:b] + ("..." if b < len(line) else ""), col0 - a + len(head)
 
 
 class PtoError(Exception):
@@ -39,7 +58,10 @@ class PtoError(Exception):
         out = f"{self.loc}: error: {text}"
         if self.loc.source_line:
             line = self.loc.source_line.rstrip("\n")
-            out += f"\n{line}\n{' ' * max(self.loc.col - 1, 0)}^"
+            caret = self.loc.caret
+            if caret is None:
+                line, caret = excerpt(line, max(self.loc.col - 1, 0))
+            out += f"\n{line}\n{' ' * caret}^"
         return out
 
     def with_loc(self, loc: SourceLoc) -> PtoError:
@@ -70,6 +92,12 @@ class UnsupportedType(IllegalInstruction):
 
 class RuntimeCheckError(PtoError):
     """A run-time check failed (valid regions, shapes known only when running)."""
+
+
+class ConstraintError(IllegalInstruction, RuntimeCheckError):
+    """A documented constraint failed that the upstream CPU simulator does not check: at run
+    time (valid regions) or on the operand types. A permissive machine skips it (see
+    ``ptoisa.isa.registry.sim_unchecked``)."""
 
 
 class PtoMemoryError(PtoError):

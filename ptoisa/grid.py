@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PtoError
+from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
 from .memory import Machine, current, pop
 from .memory import push as _push
@@ -44,11 +45,16 @@ def get_block_num() -> int:
 # ---- launching ------------------------------------------------------------------------------
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
-           lockstep: bool | str = "auto", sanitize: Any = False, **settings: Any) -> Any:
+           lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
+           sanitize: Any = False, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
     on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
+    ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
+    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`).
+    ``cycles=True`` times the run with the cycle model and returns its
+    :class:`~ptoisa.cycles.CycleReport` (else None).
     ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
     the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
     findings without raising. Returns the report when sanitizing."""
@@ -56,39 +62,114 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         from .sanitizer import SanitizerError, sanitized
 
         _, report, strict = sanitized(sanitize, "manual", lambda: launch(
-            kernel, *args, blocks=blocks, target=target, lockstep=lockstep, **settings))
+            kernel, *args, blocks=blocks, target=target, lockstep=lockstep, mixed=mixed,
+            cycles=cycles, **settings))
         if report and strict:
             raise SanitizerError(report)
         return report
+    if cycles:
+        from .cycles import timed
+
+        return timed(lambda: launch(kernel, *args, blocks=blocks, target=target,
+                                    lockstep=lockstep, mixed=mixed, **settings), target)
+    if mixed:
+        from .streams import run_cluster
+
+        run_cluster(lambda m: kernel(*args), target=target, blocks=blocks, lockstep=lockstep,
+                    settings=settings)
+        return None
+    return run_blocks(lambda m: kernel(*args), blocks=blocks, target=target,
+                      lockstep=lockstep, settings=settings)
+
+
+def check_launch(blocks: Any, lockstep: Any) -> None:
+    """The arguments every launcher takes: a positive block count and a lockstep policy."""
     if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
         raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
     if lockstep not in (True, False, "auto"):
         raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-    with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
-        if lockstep and blocks > 1:
-            m = _launch_machine(target, blocks, settings)
-            m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
-            try:
-                kernel(*args)
-                return
-            except BlockDivergence:
-                if lockstep is True or m.gm_writes:
-                    raise
-            finally:
-                _done(m)
-        m = _launch_machine(target, 1, settings)
+
+
+def lockstep_or_each(blocks: int, lockstep: bool | str, together: Callable[[], Any],
+                     each: Callable[[int], Any], wrote_gm: Callable[[], bool],
+                     fresh: Callable[[], None] | None = None) -> Any:
+    """THE launch policy, shared by every launcher (:func:`run_blocks`, the mixed-kernel
+    clusters): run all blocks at once (``together``) unless the kernel's control flow depends
+    on the block index (:class:`BlockDivergence`); then, with lockstep="auto" and nothing
+    written to GM yet (``wrote_gm``), run ``each(b)`` block by block. ``fresh`` forgets state
+    one run leaves for the next (a compiled program's tiles). Returns the last run's result."""
+    if lockstep and blocks > 1:
         try:
-            for b in range(blocks):
-                m.reset_for_launch()
-                m.block_idx, m.block_num = b, blocks
-                kernel(*args)
+            return together()
+        except BlockDivergence:
+            if lockstep is True or wrote_gm():
+                raise
+            if fresh is not None:
+                fresh()
+    out = None
+    for b in range(blocks):
+        if b and fresh is not None:
+            fresh()  # each block has its own buffers: nothing of the previous block's tiles
+        out = each(b)
+    return out
+
+
+def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
+               lockstep: bool | str = "auto", settings: dict[str, Any] | None = None,
+               machine: Machine | None = None, fresh: Callable[[], None] | None = None,
+               planned: bool = False) -> Any:
+    """Run ``body(machine)`` for ``blocks`` blocks of ``target``: the one launcher behind
+    ``pto.launch`` and ``Program.run``. In lockstep ``body`` runs once on a machine whose
+    lanes are the blocks; block by block it runs once per block on a one-lane machine (or on
+    ``machine``, when given: its own settings hold), each block starting from poisoned
+    buffers and an empty print buffer. ``planned``: tile capacity was already checked over
+    the whole program (the ``.pto`` memory plan), not per live tile."""
+    check_launch(blocks, lockstep)
+    settings = settings or {}
+    last: list[Machine] = []
+
+    def together() -> Any:
+        check_lockstep(blocks)
+        m = _launch_machine(target, blocks, settings)
+        last.append(m)
+        try:
+            m.planned = planned
+            m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
+            return body(m)
         finally:
+            m.planned = False
             _done(m)
+
+    def each(b: int) -> Any:
+        if machine is not None:
+            m = _push(machine)
+            m.quiet = True
+            m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
+        else:
+            m = _launch_machine(target, 1, settings)
+        saved = m.planned
+        m.planned = planned or saved
+        try:
+            m.block_idx, m.block_num = b, blocks
+            m.reset_print_buffer()
+            return body(m)
+        finally:
+            m.planned = saved
+            if machine is None:
+                _done(m)
+            else:
+                m.quiet = False
+                pop(m)
+
+    with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
+        return lockstep_or_each(blocks, lockstep if machine is None else False, together,
+                                each, lambda: bool(last and last[-1].gm_writes), fresh)
 
 
 _MACHINES: dict[Any, Machine] = {}
-#: observers every launch machine gets while it runs (a sanitized launch puts itself here)
-LAUNCH_OBSERVERS: list[Callable[[Any], None]] = []
+#: observers attached to every launch machine while a launch runs (the cycle model of a
+#: ``cycles=True`` launch: see ptoisa.cycles.timed)
+launch_observers: list[Callable[[Any], None]] = []
 
 
 def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machine:
@@ -103,16 +184,15 @@ def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machin
     m.reset_for_launch()
     m.lazy_loads = True
     m.quiet = True
-    if LAUNCH_OBSERVERS:
-        m.observers.extend(o for o in LAUNCH_OBSERVERS if o not in m.observers)
+    m.observers.extend(launch_observers)
     _push(m)
     return m
 
 
 def _done(m: Machine) -> None:
-    if LAUNCH_OBSERVERS:
-        m.observers[:] = [o for o in m.observers if o not in LAUNCH_OBSERVERS]
-        m.last_record = None
+    for obs in launch_observers:
+        if obs in m.observers:
+            m.observers.remove(obs)
     m._lazy.clear()
     m.quiet = False
     pop(m)

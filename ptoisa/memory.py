@@ -4,11 +4,24 @@
 ``with`` block). Tiles placed with TASSIGN view the bytes of the buffer of their role, so
 overlapping placements share bytes. In ``auto`` mode (the default) an unplaced tile gets
 private storage on first use; in ``manual`` mode that is an error naming the tile.
+
+Capacity: in auto mode the tiles that are live at one time (placed and still referenced from
+Python) must fit in their buffer together, as the NPU compiler's memory planning requires; the
+placement that would overflow raises :class:`PtoMemoryError` naming the buffer, its size, the
+total and the live tiles. ``.pto`` programs get the same check statically, over the program
+(:mod:`ptoisa.interp.capacity`).
+
+Defined start state: fresh tile storage (auto mode) and the bytes of a buffer that a launch
+places its first tile on (TASSIGN) hold the poison pattern :data:`POISON_BYTE` (every byte
+0xFF: floats read as NaN, signed integers as -1, unsigned ones as their maximum), never what an
+earlier launch left there; a kernel that reads a tile it never wrote gets these bytes.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -16,12 +29,29 @@ import numpy as np
 
 from .errors import PtoError, PtoMemoryError
 from .targets import LOC_SPACE, Target, get_target
-from .tile import ALIGN
 
 if TYPE_CHECKING:
     from .tile import Tile
 
+#: byte alignment of tile addresses and rows (the NPU's 32-byte blocks)
+ALIGN = 32
+
 DEFAULT_PRINT_BUFFER = 16 * 1024
+
+#: Every byte of on-chip storage a launch has not written yet (see the module doc): 0xFF makes
+#: every float type NaN (f32 0xFFFFFFFF, f16 0xFFFF, bf16, the f8 types), every signed integer -1
+#: and every unsigned integer its maximum (as ``torch.use_deterministic_algorithms`` fills
+#: uninitialised memory: NaN for floats, the maximum for integers).
+POISON_BYTE = 0xFF
+
+
+def is_poison(values: np.ndarray) -> np.ndarray:
+    """Which elements of ``values`` (a tile's contents, e.g. ``tile.numpy()``) still hold the
+    poison pattern, i.e. were never written in this launch (not for the packed 4-bit types,
+    whose ``numpy()`` gives codes)."""
+    a = np.ascontiguousarray(values)
+    raw = a.view(np.uint8).reshape(*a.shape, a.dtype.itemsize)
+    return np.asarray((raw == POISON_BYTE).all(axis=-1))
 
 
 class Machine:
@@ -37,8 +67,14 @@ class Machine:
         block_idx: int = 0,
         block_num: int = 1,
         lanes: int = 1,
+        permissive: bool = False,
     ) -> None:
         self.target = target if isinstance(target, Target) else get_target(target)
+        if not isinstance(permissive, bool):
+            raise PtoError(f"permissive must be True or False, got {permissive!r}")
+        #: skip the documented run-time checks the upstream CPU simulator does not make
+        #: (``registry.sim_unchecked`` rules; docs/cpu_sim_differences.md lists them)
+        self.permissive = permissive
         if mode not in ("auto", "manual"):
             raise PtoError(f"mode must be 'auto' or 'manual', got {mode!r}")
         self.mode = mode
@@ -70,6 +106,20 @@ class Machine:
         self._arena_next = 0
         self._regions: dict[str, np.ndarray] = {}
         self._prev: list[Machine] = []
+        self._init_state()
+
+    def _init_state(self) -> None:
+        """Launch-state bookkeeping (capacity and poison; kept apart from the settings)."""
+        #: per buffer: bytes [0, n) were poisoned (or written) since the launch began
+        self._clean: dict[str, int] = {}
+        #: auto-placed tiles still referenced: id -> (weakref, buffer, bytes); bytes per buffer
+        self._live: dict[int, tuple[weakref.ref[Tile], str, int]] = {}
+        self._live_bytes: dict[str, int] = {}
+        #: a ``.pto`` run: its tiles' capacity was checked statically over the program (they
+        #: stay referenced by the compiled function, so counting them here would be wrong)
+        self.planned = False
+        #: bytes of tile storage poisoned so far (to see what defined start state costs)
+        self.poisoned = 0
 
     # ---- buffers ---------------------------------------------------------------------------
     def region(self, space: str) -> np.ndarray:
@@ -79,7 +129,21 @@ class Machine:
             if size <= 0:
                 raise PtoMemoryError(f"target {self.target.name} has no {space} buffer")
             shape = (self.lanes, size) if self.lanes > 1 else (size,)
-            reg = self._regions[space] = np.zeros(shape, np.uint8)
+            # poisoned lazily, up to the highest byte placed so far (_poison_to): a full fill
+            # of every block's buffers would cost more than most kernels
+            reg = self._regions[space] = np.empty(shape, np.uint8)
+            self._clean[space] = 0
+        return reg
+
+    def _poison_to(self, space: str, end: int) -> np.ndarray:
+        """Make bytes [0, end) of ``space`` defined for this launch: what was not poisoned or
+        placed since the launch began gets :data:`POISON_BYTE` (earlier placements of this
+        launch keep their bytes: overlapping tiles share them)."""
+        reg = self.region(space)
+        lo = self._clean.get(space, 0)
+        if end > lo:
+            reg[..., lo:end].fill(POISON_BYTE)
+            self._clean[space] = end
         return reg
 
     def space_of(self, tile: Tile) -> str:
@@ -91,17 +155,28 @@ class Machine:
 
     def assign(self, tile: Tile, addr: int) -> None:
         """TASSIGN: place ``tile`` at byte address ``addr`` of its role's buffer."""
+        what = tile._label()
         if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
-            raise PtoMemoryError(f"address must be an integer, got {addr!r}", op="tassign")
+            raise PtoMemoryError(f"{what}: address must be an integer byte offset, got "
+                                 f"{addr!r} ({type(addr).__name__})", op="tassign")
         addr = int(addr)
         space = self.space_of(tile)
         cap = self.target.buffer_size(space)
-        what = tile._label()
         if cap <= 0:
             raise PtoMemoryError(
                 f"{what}: target {self.target.name} has no {space} buffer for "
                 f"{tile.loc.name} tiles", op="tassign")
-        if addr < 0 or addr % ALIGN:
+        # the most basic fault first: a negative or out-of-buffer address is not an
+        # alignment problem, whatever its low bits are
+        if addr < 0:
+            raise PtoMemoryError(
+                f"{what}: address {addr} is negative (a byte offset into the {space} buffer, "
+                f"0..{cap - 1})", op="tassign")
+        if addr >= cap:
+            raise PtoMemoryError(
+                f"{what}: address {addr:#x} is beyond the {space} buffer of "
+                f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
+        if addr % ALIGN:
             raise PtoMemoryError(
                 f"{what}: address {addr:#x} is not {ALIGN}-byte aligned", op="tassign")
         end = addr + tile.spec.nbytes
@@ -111,22 +186,77 @@ class Machine:
                 f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
         if tile._lazy is not None:
             tile._materialize()  # the loaded data stays at the old address
-        raw = self.region(space)[..., addr:end]
+        if self._live:
+            self._untrack(tile)  # it leaves auto placement
+        raw = self._poison_to(space, end)[..., addr:end]
         tile._buf = raw.view(tile.dtype.np)
         tile._machine = self
         tile.addr = addr
 
-    def auto_storage(self, tile: Tile) -> np.ndarray:
+    def auto_storage(self, tile: Tile, poison: bool = True) -> np.ndarray:
+        """Private storage for an unplaced ``tile`` (auto mode), filled with the poison
+        pattern unless the caller writes all of it at once (``poison=False``)."""
         if self.mode == "manual":
             space = self.space_of(tile)
             raise PtoMemoryError(
                 f"{tile._label()} has no storage: TASSIGN it to an address in "
                 f"{space} (0..{self.target.buffer_size(space)} bytes) first, or use auto mode"
             )
+        if not self.planned and id(tile) not in self._live:
+            self._track(tile)
         buf = self._arena_alloc(tile.spec.numel, tile.dtype.np)
+        if poison:  # fresh storage: never an earlier tile's bytes
+            buf.view(np.uint8).fill(POISON_BYTE)
+            self.poisoned += buf.nbytes
         tile._buf = buf
         tile._machine = self
         return buf
+
+    # ---- auto-mode capacity: the live tiles of a buffer fit in it together ----------------
+    def _track(self, tile: Tile) -> None:
+        """Count ``tile`` (being placed automatically) against its buffer until it is freed;
+        raise if the live tiles of that buffer no longer fit."""
+        space = self.space_of(tile)
+        nb = tile.spec.nbytes
+        total = self._live_bytes.get(space, 0) + nb
+        cap = self.target.buffer_size(space)
+        if total > cap:
+            raise PtoMemoryError(self._overflow(tile, space, total, cap))
+        key = id(tile)
+        live = self._live
+        sizes = self._live_bytes
+
+        def dead(ref: weakref.ref[Tile], key: int = key) -> None:
+            ent = live.get(key)
+            if ent is not None and ent[0] is ref:
+                del live[key]
+                sizes[ent[1]] -= ent[2]
+
+        live[key] = (weakref.ref(tile, dead), space, nb)
+        sizes[space] = total
+
+    def _untrack(self, tile: Tile) -> None:
+        ent = self._live.pop(id(tile), None)
+        if ent is not None:
+            self._live_bytes[ent[1]] -= ent[2]
+
+    def _overflow(self, tile: Tile, space: str, total: int, cap: int) -> str:
+        others = [(t, nb) for ref, sp, nb in self._live.values()
+                  if sp == space and (t := ref()) is not None]
+        others.sort(key=lambda x: -x[1])
+        names = [f"{tile._label()} {tile.spec.nbytes} B (this one)"]
+        names += [f"{t._label()} {nb} B" for t, nb in others[:7]]
+        if len(others) > 7:
+            names.append(f"... {len(others) - 7} more")
+        return (f"{space} overflow on {self.target.name}: the tiles live at this point need "
+                f"{total} bytes of {space}, which holds {cap} bytes ({cap // 1024} KiB) "
+                f"[{'; '.join(names)}]. Auto placement keeps a tile's storage while Python "
+                "references it: drop tiles you no longer need (del), reuse one, or use "
+                "smaller tiles")
+
+    def live_bytes(self, space: str) -> int:
+        """Bytes of ``space`` held by the automatically placed tiles that are live now."""
+        return self._live_bytes.get(space, 0)
 
     # ---- auto-mode storage: a bump arena, reused by every launch of a cached machine --------
     _ARENA_CHUNK = 1 << 19  # bytes per lane
@@ -138,6 +268,9 @@ class Machine:
         nbytes = lanes * (-(-n * npdt.itemsize // 32) * 32)
         chunk = self._ARENA_CHUNK * lanes
         if nbytes > chunk // 4:
+            from .hostmem import check_host_memory
+
+            check_host_memory(nbytes, f"auto storage of a {n}-element {npdt} tile")
             return np.zeros(shape, npdt)
         if self._arena_cur is None or self._arena_pos + nbytes > chunk:
             if self._arena_next < len(self._arena):
@@ -161,6 +294,19 @@ class Machine:
         self._lazy.clear()
         self.gm_writes = 0
         self.print_used = 0
+        self.reset_placement()
+
+    def reset_placement(self) -> None:
+        """A new launch: tiles of earlier launches no longer count against the buffers, and
+        the buffers' bytes are poisoned again as tiles are placed on them."""
+        self.repoison()
+        self._live.clear()
+        self._live_bytes.clear()
+
+    def repoison(self) -> None:
+        """The buffers' bytes are poisoned again as tiles are placed on them (a new run on a
+        machine that keeps its tiles)."""
+        self._clean = dict.fromkeys(self._clean, 0)
 
     # ---- lazy loads: a tile that reads GM in place until either side is written ------------
     #: below this many elements (all blocks together) a copy is cheaper than the bookkeeping
@@ -171,6 +317,9 @@ class Machine:
         return self.lazy_loads and tile.spec.numel * self.lanes >= self.LAZY_MIN_ELEMENTS
 
     def add_lazy(self, tile: Tile) -> None:
+        if tile._buf is None and not self.planned and id(tile) not in self._live:
+            self._track(tile)  # loaded (or computed) without storage yet: it is on chip all
+            #                    the same
         if tile not in self._lazy:
             self._lazy.append(tile)
 
@@ -208,11 +357,11 @@ class Machine:
             space = base._machine.space_of(base)
             region = base._machine.region(space)
             start = base.addr + byte_offset
-            if start < 0 or start + nbytes > region.size:
+            if start < 0 or start + nbytes > region.shape[-1]:
                 raise PtoMemoryError(
                     f"{tile._label()}: a view of {nbytes} bytes at {start:#x} exceeds the {space} "
-                    f"buffer ({region.size} bytes)", op=op)
-            raw = region[start:start + nbytes]
+                    f"buffer ({region.shape[-1]} bytes)", op=op)
+            raw = base._machine._poison_to(space, start + nbytes)[..., start:start + nbytes]
             tile.addr = start
             tile._machine = base._machine
         else:
@@ -242,17 +391,27 @@ class Machine:
         pop(self)
 
     def __repr__(self) -> str:
-        return f"<Machine target={self.target.name} mode={self.mode}>"
+        extra = " permissive" if self.permissive else ""
+        return f"<Machine target={self.target.name} mode={self.mode}{extra}>"
 
 
-_stack: list[Machine] = []
+class _Stack(threading.local):
+    """The current-machine stack, one per thread: each core (stream) of a mixed launch runs in
+    its own thread with its own machine (see :mod:`ptoisa.streams`)."""
+
+    def __init__(self) -> None:
+        self.items: list[Machine] = []
+
+
+_tls = _Stack()
 
 
 def current() -> Machine:
     """The machine instructions run on (a cpu machine in auto mode unless set)."""
-    if not _stack:
-        _stack.append(Machine("cpu"))
-    return _stack[-1]
+    st = _tls.items
+    if not st:
+        st.append(Machine("cpu"))
+    return st[-1]
 
 
 def target(name: str | Target = "cpu", **settings: Any) -> Machine:
@@ -260,10 +419,16 @@ def target(name: str | Target = "cpu", **settings: Any) -> Machine:
 
     As a plain call it switches the current target; as ``with pto.target("a5"):`` the previous
     machine comes back at the end of the block. ``settings``: mode ("auto"|"manual"), stdout,
-    print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB).
+    print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB), permissive (True: skip
+    the documented run-time checks the upstream CPU simulator does not make, to reproduce its
+    results; every target checks them by default).
+
+    The fresh machine's buffers hold the poison pattern (:data:`POISON_BYTE`) wherever a tile
+    is placed before it is written, and auto-placed tiles that are live together must fit in
+    their buffer (see the module doc).
     """
     m = Machine(name, **settings)
-    _stack.append(m)
+    _tls.items.append(m)
     return m
 
 
@@ -280,11 +445,18 @@ def _depends(t: Tile, mem: np.ndarray) -> bool:
 
 def push(m: Machine) -> Machine:
     """Make an existing machine current (see :func:`target`)."""
-    _stack.append(m)
+    _tls.items.append(m)
     return m
 
 
 def pop(m: Machine) -> None:
-    if m in _stack:
+    st = _tls.items
+    if m in st:
         # drop m and anything pushed after it inside its scope
-        del _stack[_stack.index(m):]
+        del st[st.index(m):]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_stack":  # the calling thread's machine stack (older code names it so)
+        return _tls.items
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

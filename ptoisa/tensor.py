@@ -223,8 +223,14 @@ class GlobalTensor:
         lo += ext_lo
         hi += ext_hi
         if lo < 0 or hi >= size:
+            if isinstance(off, int):
+                at = f"offset {off}"
+            else:  # one offset per block of a lockstep launch: a short list, on one line
+                o = np.asarray(off).reshape(-1)
+                at = "offsets [" + ", ".join(map(str, o[:4].tolist())) \
+                    + (", ...]" if o.size > 4 else "]") + " (per block)"
             raise PtoMemoryError(
-                f"GlobalTensor {self.spec.describe()} at offset {self.offset} reaches elements "
+                f"GlobalTensor {self.spec.describe()} at {at} reaches elements "
                 f"[{lo}, {hi}] but the array has {size}"
             )
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -29,11 +29,8 @@ from .enums import (
     pad_value,
 )
 from .errors import PtoError, RuntimeCheckError
+from .memory import ALIGN, Machine, current
 
-if TYPE_CHECKING:
-    from .memory import Machine
-
-ALIGN = 32
 FRACTAL_AB = 512
 FRACTAL_C = 1024
 FRACTAL_MX = 32
@@ -486,6 +483,17 @@ class Tile:
         return t
 
     # ---- storage ---------------------------------------------------------------------------
+    def unbind(self) -> None:
+        """Forget this tile's storage and placement: a new run (maybe on another machine, or
+        with another number of lockstep blocks) places it afresh (the interpreter reuses the
+        tiles of a compiled function across runs)."""
+        self._buf = None
+        self._machine = None
+        self.addr = None
+        self._lazy = None
+        self._pending = None
+        self._v2d = None
+
     @property
     def assigned(self) -> bool:
         return self._buf is not None
@@ -495,9 +503,8 @@ class Tile:
         """Elements in physical order (1-D view of the bytes the tile occupies)."""
         buf = self._buf
         if buf is None:
-            from .memory import current
-
-            buf = current().auto_storage(self)
+            # a lazily loaded or deferred tile is written in full just below: no poison
+            buf = current().auto_storage(self, self._lazy is None and self._pending is None)
         m = self._machine
         if m is not None and m._lazy:
             # tiles that read these bytes lazily, or alias them, settle first; then this one
@@ -509,6 +516,8 @@ class Tile:
     def _materialize(self) -> None:
         """Give a lazily loaded or deferred tile its contents in its own storage."""
         w, p = self._lazy, self._pending
+        if self._buf is None and (w is not None or p is not None):
+            current().auto_storage(self, False)  # written in full below: no poison needed
         self._lazy = self._pending = None
         if isinstance(w, LaneBlocks):
             w = w.dense()
@@ -717,8 +726,7 @@ def TileRight(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) ->
 
 
 def TileLeft(dtype: Any, rows: int, cols: int, valid: Any = None, **kw: Any) -> Tile:  # noqa: N802
-    """``pto::TileLeft``: ZZ on a2a3, NZ on a5 and cpu (the C++ alias differs per target)."""
-    from .memory import current
-
-    bl = BLayout.RowMajor if current().target.name == "a2a3" else BLayout.ColMajor
+    """``pto::TileLeft``: ZZ on a2a3, NZ on a5 and cpu (the C++ alias differs per target: the
+    target's ``left_blayout`` trait)."""
+    bl = BLayout(current().target.traits.left_blayout)
     return Tile(TileType.Left, dtype, rows, cols, bl, valid, SLayout.RowMajor, FRACTAL_AB, **kw)

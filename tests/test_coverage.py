@@ -1,7 +1,7 @@
 """Every instruction of the ISA has an entry: the tile instructions of
 spec/notes/ops.tsv and every ``pto.t*`` op the PTOAS corpus uses resolve to a registry entry
 (``ptoisa.interp.bridge.instr_of``, PTOAS spellings and the frontend pipe ops of
-``ptoisa/interp/forms.py``) or, for the
+the registry entries' ``ptoas`` declarations) or, for the
 view and tile-buffer ops, to a handler of the interpreter (``compiler._HANDLERS``)."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ptoisa.interp import compiler, forms
+from ptoisa.interp import compiler
 from ptoisa.interp.bridge import instr_of
 from ptoisa.isa import REGISTRY
+from ptoisa.isa.registry import FRONTEND_OPS
 
 #: ops.tsv names that the manual spells differently from the registry
 _RENAMED = {"SUBVIEW": "TSUBVIEW", "GET_SCALE_ADDR": "TGET_SCALE_ADDR"}
@@ -49,7 +50,7 @@ def _corpus_ops(shared: Path) -> set[str]:
 
 def _handled(op: str) -> bool:
     return (instr_of(op) is not None or op in compiler._HANDLERS
-            or forms.FRONTEND_PIPE_OPS.get(op) in REGISTRY)
+            or FRONTEND_OPS.get(op) in REGISTRY)
 
 
 def test_every_ops_tsv_instruction_has_an_entry(shared_dir):

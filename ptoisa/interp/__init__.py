@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import grid, memory
@@ -19,7 +20,8 @@ from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from . import bridge
+from . import bridge, op_names
+from . import pipe_ops as _pipe_ops
 from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
 from .compiler import CompiledFunc, Compiler, Context
 
@@ -36,15 +38,50 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
         if not v.flags.c_contiguous:
             raise PtoError(f"{where} must be C-contiguous")
         return v.reshape(-1)
+    if isinstance(t, T.IntegerType) and t.width == 1 and isinstance(v, (bool, np.bool_)):
+        return int(v)  # an i1 is a truth value: Python's True/False are its two values
     if isinstance(t, (T.IntegerType, T.IndexType)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise PtoError(f"{where} must be an integer, got {v!r}")
+        lo, hi = int_range(t)
+        if not lo <= int(v) <= hi:  # the interpreter would wrap it silently
+            raise PtoError(f"{where}: {_num(int(v))} is out of range for {t} [{lo}, {hi}]")
         return int(v)
     if isinstance(t, T.FloatType):
         if not isinstance(v, (int, float, np.floating, np.integer)):
             raise PtoError(f"{where} must be a number, got {v!r}")
-        return bridge.elem_dtype(t).np.type(v)
+        from .arith import to_float
+
+        dt = bridge.elem_dtype(t)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                x = to_float(v, dt)  # rounded once (bf16 too)
+            finite_in = bool(np.isfinite(float(v)))
+        except OverflowError:  # an int beyond even f64
+            x, finite_in = dt.np.type("inf"), True
+        if finite_in and not np.isfinite(float(x)):
+            raise PtoError(f"{where}: {_num(v)} overflows {t} (largest finite "
+                           f"{float(ml_dtypes.finfo(dt.np).max)})")
+        return x
     return v
+
+
+def _num(v: Any) -> str:
+    """A number for a message: huge integers by their size, not thousands of digits."""
+    if isinstance(v, int) and v.bit_length() > 128:
+        return f"a {v.bit_length()}-bit integer"
+    return str(v)
+
+
+def int_range(t: T.Type) -> tuple[int, int]:
+    """The values an integer argument of type ``t`` holds: signless and signed iN as two's
+    complement (as the interpreter computes them), uiN unsigned, i1 as 0/1, index as i64."""
+    w = t.width if isinstance(t, T.IntegerType) else 64
+    if w == 1:
+        return 0, 1
+    if isinstance(t, T.IntegerType) and t.signedness == "u":
+        return 0, (1 << w) - 1
+    return -(1 << (w - 1)), (1 << (w - 1)) - 1
 
 
 class Kernel:
@@ -55,10 +92,11 @@ class Kernel:
         self.name = name
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
-                 machine: memory.Machine | None = None, sanitize: Any = False
-                 ) -> tuple[Any, ...]:
+                 machine: memory.Machine | None = None, permissive: bool | None = None,
+                 cycles: bool = False, sanitize: Any = False) -> Any:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine, sanitize=sanitize)
+                                machine=machine, permissive=permissive, cycles=cycles,
+                                sanitize=sanitize)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -67,16 +105,22 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None) -> None:
+    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None,
+                 permissive: bool = False) -> None:
         self.module = module
         self.target = target
         self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
-        self._compilers: dict[str, Compiler] = {}
+        #: the default of run(permissive=...): skip the documented checks (types and run
+        #: time) the upstream CPU simulator does not make
+        self.permissive = permissive
+        self._compilers: dict[tuple[str, bool], Compiler] = {}
+        self._core_compilers: dict[tuple[str, int, bool], Compiler] = {}
 
-    def compiler(self, target: str) -> Compiler:
-        c = self._compilers.get(target)
+    def compiler(self, target: str, permissive: bool | None = None) -> Compiler:
+        p = self.permissive if permissive is None else permissive
+        c = self._compilers.get((target, p))
         if c is None:
-            c = self._compilers[target] = Compiler(self.module, target)
+            c = self._compilers[(target, p)] = Compiler(self.module, target, p)
         return c
 
     def check(self, target: str | None = None) -> None:
@@ -107,10 +151,14 @@ class Program:
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
-            sanitize: Any = False) -> tuple[Any, ...]:
+            permissive: bool | None = None, cycles: bool = False,
+            sanitize: Any = False) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
         block index, in which case (lockstep="auto") they run one after another.
+        ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
+        does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds.
+        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results).
         ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
         a Sanitizer object was passed: then its ``report`` has them)."""
         if sanitize is not False and sanitize is not None:
@@ -119,12 +167,28 @@ class Program:
             out, report, strict = sanitized(
                 sanitize, sync_mode_of(self.module, name), lambda: self.run(
                     name, *args, blocks=blocks, target=target, machine=machine,
-                    lockstep=lockstep), machine)
+                    lockstep=lockstep, permissive=permissive, cycles=cycles), machine)
             if report and strict:
                 raise SanitizerError(report)
-            return out  # type: ignore[no-any-return]
+            return out
+        if cycles:
+            from ..cycles import timed
+
+            return timed(lambda: self.run(name, *args, blocks=blocks, target=target,
+                                          machine=machine, lockstep=lockstep,
+                                          permissive=permissive),
+                         target or (machine.target.name if machine else self.target), machine)
         tgt = target or (machine.target.name if machine else self.target)
-        fn = self.compiler(tgt).function(name)
+        if permissive is not None and not isinstance(permissive, bool):
+            raise PtoError(f"permissive must be True or False, got {permissive!r}")
+        if machine is not None and permissive is not None and permissive != machine.permissive:
+            raise PtoError(f"permissive={permissive} contradicts the machine passed "
+                           f"(permissive={machine.permissive})")
+        if permissive is None:
+            permissive = machine.permissive if machine is not None else self.permissive
+        settings = {"permissive": True} if permissive else {}
+        comp = self.compiler(tgt, permissive)
+        fn = comp.function(name)
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
             raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
@@ -134,44 +198,100 @@ class Program:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-        self.compiler(tgt).reset_tiles()
+        if self._is_mixed(name):
+            if machine is not None:
+                raise PtoError(f"@{name} is a mixed cube + vector kernel: it runs on a machine "
+                               "per core; machine= is not supported")
+            self._run_mixed({"any": (name, bound)}, blocks, tgt, lockstep)
+            return ()
+        comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            return self._run(fn, bound, blocks, tgt, machine, lockstep)
+            return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
+
+    # ---- mixed cube + vector kernels ---------------------------------------------------------
+    def _is_mixed(self, name: str) -> bool:
+        """Does ``name`` call (directly or not) both a cube and a vector function?"""
+        cache = self.__dict__.setdefault("_mixed", {})
+        if name not in cache:
+            cache[name] = self._calls_both_kinds(name)
+        return bool(cache[name])
+
+    def _calls_both_kinds(self, name: str) -> bool:
+        kinds, seen, todo = set(), {name}, [name]
+        while todo:
+            f = self.module.lookup(todo.pop())
+            if f is None:
+                continue
+            k = _pipe_ops.kernel_kind(f)
+            if k:
+                kinds.add(k)
+            for op in f.walk():
+                if op.name in ("func.call", "call") and op.callee and op.callee not in seen:
+                    seen.add(op.callee)
+                    todo.append(op.callee)
+        return kinds == {"cube", "vector"}
+
+    def run_mixed(self, cube: str, vector: str, *, cube_args: tuple[Any, ...] = (),
+                  vector_args: tuple[Any, ...] = (), blocks: int = 1, target: str | None = None,
+                  lockstep: bool | str = "auto") -> None:
+        """Launch cube function ``cube`` on the AIC and vector function ``vector`` on both AIVs
+        of ``blocks`` clusters, joined by their pipes (for modules without an entry that
+        calls both)."""
+        tgt = target or self.target
+        calls: dict[str, tuple[str, list[Any]]] = {}
+        for kind, name, args in (("cube", cube, cube_args), ("vector", vector, vector_args)):
+            fn = self.compiler(tgt).function(name)
+            if len(args) != len(fn.args):
+                sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
+                raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
+            calls[kind] = (name, [_bind_arg(fn, i, t, n, v) for i, ((_, t, n), v) in
+                                  enumerate(zip(fn.args, args, strict=True))])
+        self._run_mixed(calls, blocks, tgt, lockstep)
+
+    def _core_compiler(self, tgt: str, core: int) -> Compiler:
+        """A compiler per core: each core's functions get their own tiles."""
+        key = (tgt, core, self.permissive)
+        c = self._core_compilers.get(key)
+        if c is None:
+            c = self._core_compilers[key] = Compiler(self.module, tgt, self.permissive)
+        return c
+
+    def _run_mixed(self, calls: dict[str, tuple[str, list[Any]]], blocks: int, tgt: str,
+                   lockstep: bool | str) -> None:
+        from ..streams import run_cluster
+
+        module = self.module
+
+        def body(m: memory.Machine) -> None:
+            kind = "cube" if m.core[0] == "AIC" else "vector"  # type: ignore[attr-defined]
+            sub = int(m.sub_block_id)  # type: ignore[attr-defined]
+            comp = self._core_compiler(tgt, 0 if kind == "cube" else 1 + sub)
+            comp.reset_tiles()
+            ctx = Context(m, m.block_idx, blocks)
+            ctx.subblock_idx, ctx.subblock_num = sub, 2
+            ctx.core = _Core(module, tgt, kind, sub)
+            entry = calls.get("any") or calls.get(kind)
+            if entry is None:
+                return
+            name, bound = entry
+            if "any" not in calls and not ctx.core.runs(kind, name):
+                return
+            comp.function(name).invoke(ctx, bound)  # type: ignore[attr-defined]
+
+        run_cluster(body, target=tgt, blocks=blocks, lockstep=lockstep)
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
-             machine: memory.Machine | None, lockstep: bool | str) -> tuple[Any, ...]:
-        if machine is None and lockstep and blocks > 1:
-            m = grid._launch_machine(tgt, blocks, {})
-            try:
-                m.block_idx, m.block_num = grid.Lanes(np.arange(blocks)), blocks
-                ctx = Context(m, m.block_idx, blocks)
-                return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
-            except grid.BlockDivergence:
-                if lockstep is True or m.gm_writes:
-                    raise
-                self.compiler(tgt).reset_tiles()
-            finally:
-                grid._done(m)
-        if machine is not None:
-            m = memory.push(machine)
-            m.quiet = True
-        else:
-            m = grid._launch_machine(tgt, 1, {})
-        out: tuple[Any, ...] = ()
-        try:
-            for b in range(blocks):
-                if machine is None:
-                    m.reset_for_launch()
-                m.block_idx, m.block_num = b, blocks
-                m.reset_print_buffer()
-                out = fn.invoke(Context(m, b, blocks), bound)  # type: ignore[attr-defined]
-        finally:
-            if machine is None:
-                grid._done(m)
-            else:
-                m.quiet = False
-                memory.pop(m)
-        return out
+             machine: memory.Machine | None, lockstep: bool | str,
+             settings: dict[str, Any]) -> tuple[Any, ...]:
+        comp = self.compiler(tgt, bool(settings))
+
+        def body(m: memory.Machine) -> tuple[Any, ...]:
+            return fn.invoke(Context(m, m.block_idx, blocks), bound)  # type: ignore[attr-defined,no-any-return]
+
+        out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
+                              settings=settings, machine=machine, fresh=comp.reset_tiles,
+                              planned=True)
+        return out if out is not None else ()
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
@@ -180,6 +300,26 @@ class Program:
             raise AttributeError(f"module has no function '{name}' "
                                  f"(functions: {', '.join(self.functions)})")
         return Kernel(self, name)
+
+
+class _Core:
+    """The core a frame runs on in a mixed launch: which kernel-kind functions it runs."""
+
+    __slots__ = ("module", "target", "kind", "sub", "_runs")
+
+    def __init__(self, module: Module, target: str, kind: str, sub: int) -> None:
+        self.module, self.target, self.kind, self.sub = module, target, kind, sub
+        self._runs: dict[str, bool] = {}
+
+    def runs(self, kind: str, name: str) -> bool:
+        if kind != self.kind:
+            return False
+        r = self._runs.get(name)
+        if r is None:
+            f = self.module.lookup(name)
+            r = self._runs[name] = f is None or _pipe_ops.runs_on_subblock(
+                self.module, f, self.target, self.sub)
+        return r
 
 
 def _defined(module: Module) -> list[Op]:
@@ -200,7 +340,9 @@ def entry_functions(module: Module) -> list[str]:
 
 
 def check_module(module: Module) -> None:
-    """PTOAS module rules: entry functions return void; the call graph has no cycle."""
+    """PTOAS module rules: a module of functions, entry functions return void; the call graph
+    has no cycle."""
+    op_names.check_top_level(module)
     by_name = {f.sym_name: f for f in _defined(module)}
     for name in entry_functions(module):
         f = by_name[name]
@@ -229,8 +371,11 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
-def load(source: str | Path, *, target: str = "cpu", filename: str | None = None) -> Program:
-    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program."""
+def load(source: str | Path, *, target: str = "cpu", filename: str | None = None,
+         permissive: bool = False) -> Program:
+    """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
+    ``permissive``: check and (by default) run it skipping the documented checks the upstream
+    CPU simulator does not make (see :func:`ptoisa.target`)."""
     from ..text import parse
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source
@@ -244,7 +389,7 @@ def load(source: str | Path, *, target: str = "cpu", filename: str | None = None
     else:
         text = str(source)
         fname = filename or "<string>"
-    prog = Program(parse(text, fname), target)
+    prog = Program(parse(text, fname), target, permissive=permissive)
     prog.check()
     return prog
 

@@ -10,21 +10,24 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import dtypes as D
 from ..dtypes import DType
-from ..enums import BLayout, Layout, PadValue, SLayout, TileType
+from ..enums import BLayout, Layout, PadValue, SLayout, TileType, coerce_enum
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..isa.registry import REGISTRY, Instr
+from ..isa.registry import Instr, lookup, ptoas_attrs, ptoas_forms
+from ..isa.spelling import SCALE, STRUCTURAL_ATTRS, Form
+from ..targets import Target, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
-from . import forms
 
 _PAD = (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)
 _LOC = {"vec": TileType.Vec, "mat": TileType.Mat, "left": TileType.Left, "right": TileType.Right,
@@ -57,24 +60,30 @@ _MEMREF_LAYOUT = {
 }
 
 
-_LEFT_BLAYOUT = {"a2a3": BLayout.RowMajor, "a5": BLayout.ColMajor}
-
-
-def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
+def tile_spec_of(t: T.Type, target: str | Target | None = None) -> TileSpec | None:
     """The tile type of a ``!pto.tile_buf`` (or an on-chip ``memref``, which takes the
     target's default layout for its location), else None."""
+    traits = None if target is None else \
+        (get_target(target) if isinstance(target, str) else target).traits
     if isinstance(t, T.TileBufType):
         loc = _LOC.get(t.loc)
         if loc is None:
             raise PtoError(f"unknown tile location '{t.loc}'")
         blayout = t.blayout
-        if loc is TileType.Left and target in _LEFT_BLAYOUT:
+        if loc is TileType.Left and traits is not None and traits.left_blayout_fixed:
             # PTOAS forces the blayout of ``loc=left`` by arch when it parses the type (the
             # C++ TileLeft: ZZ on A2/A3, NZ on A5), whatever the text writes
-            blayout = _LEFT_BLAYOUT[target]
+            blayout = BLayout(traits.left_blayout)
         return tile_spec(loc, elem_dtype(t.dtype), t.rows, t.cols, blayout, t.v_row, t.v_col,
                          t.slayout, t.fractal, _PAD[t.pad] if 0 <= t.pad < 4 else PadValue.Null,
                          t.compact or 0, check_alignment=False)
+    if isinstance(t, T.TileType) and len(t.shape) == 2 and None not in t.shape:
+        # the ISA pages' SSA tile type ``!pto.tile<16x16xf32>``: a Vec tile with the
+        # documented tile_buf defaults (row_major, none_box, fractal 512, pad null, valid =
+        # the whole shape; spec/notes/syntax.md 2.1)
+        rows, cols = t.shape  # type: ignore[misc]
+        return tile_spec(TileType.Vec, elem_dtype(t.dtype), rows, cols, BLayout.RowMajor,
+                         rows, cols, check_alignment=False)
     if isinstance(t, T.MemRefType) and len(t.shape) == 2 and None not in t.shape:
         space = memref_space(t)
         if space is None or space == "gm":
@@ -84,8 +93,8 @@ def tile_spec_of(t: T.Type, target: str | None = None) -> TileSpec | None:
             return None
         rows, cols = t.shape  # type: ignore[misc]
         bl, sl, fr = _MEMREF_LAYOUT.get(loc, (BLayout.RowMajor, SLayout.NoneBox, FRACTAL_AB))
-        if loc is TileType.Left and target == "a2a3":
-            bl = BLayout.RowMajor
+        if loc is TileType.Left and traits is not None:
+            bl = BLayout(traits.left_blayout)
         return tile_spec(loc, elem_dtype(t.dtype), rows, cols, bl, None, None, sl, fr,
                          check_alignment=False)
     return None
@@ -128,11 +137,11 @@ def operand_type(t: T.Type, target: str | None = None) -> Any:
 
 
 def instr_of(op_name: str) -> Instr | None:
-    """``pto.tmatmul.acc`` -> TMATMUL_ACC; None for ops that are not tile instructions."""
+    """The tile instruction a ``pto.*`` op is (``pto.tmatmul.acc`` -> TMATMUL_ACC), by the
+    registry's one lookup; None for ops that are not tile instructions."""
     if not op_name.startswith("pto."):
         return None
-    alias = forms.INSTR_ALIASES.get(op_name)
-    return REGISTRY.get(alias or op_name[4:].upper().replace(".", "_"))
+    return lookup(op_name)
 
 
 @dataclass(frozen=True)
@@ -140,7 +149,7 @@ class Const:
     """An operand the text writes as an attribute (``{offset = 7 : i32}`` of ``tgather``)."""
 
     value: Any
-    type: T.Type
+    type: T.Type | None
 
 
 Bound = Value | Const | tuple[Value, ...] | None
@@ -185,38 +194,36 @@ def _segment_sizes(op: Op) -> list[int] | None:
 
 
 def written(op: Op) -> tuple[list[Value], list[tuple[Value, bool]]]:
-    """The op's written ins and outs (an out is (value, is_ssa_result)), whatever its form:
-    DPS ``ins(...) outs(...)``, SSA operands -> results, or a custom spelling that still
-    writes ``ins(`` / ``outs(`` (abbreviated types make the parser keep it custom)."""
-    if op.form == "dps":
-        return list(op.ins) + list(op.extra_operands), [(v, False) for v in op.outs]
-    if op.form == "custom":
-        keys = [(i, p.value) for i, p in enumerate(op.syntax) if p.kind == "k"]
-        if any(k == "ins" for _, k in keys) and any(k == "outs" for _, k in keys):
-            where = "pre"
-            ins: list[Value] = []
-            outs: list[tuple[Value, bool]] = []
-            for p in op.syntax:
-                if p.kind == "k" and p.value in ("ins", "outs"):
-                    where = str(p.value)
-                elif p.kind == "v":
-                    v = op.operands[int(p.value)]  # type: ignore[call-overload]
-                    if where == "outs":
-                        outs.append((v, False))
-                    else:
-                        ins.append(v)
-            return ins, outs + [(r, True) for r in op.results]
-    return list(op.operands), [(v, True) for v in op.results]
+    """The op's written ins and outs, normalised by the IR (:meth:`Op.written`)."""
+    return op.written()
 
 
-def _fail(op: Op, instr: Instr, n_in: int, n_out: int) -> VerifyError:
-    in_ops = [o for o in instr.operands if o.role not in ("out",)]
-    out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
-    want_in = ", ".join(o.name + ("?" if o.optional else "") for o in in_ops
-                        if o.role != "inout") or "none"
-    want_out = ", ".join(o.name + ("?" if o.optional else "") for o in out_ops) or "none"
-    return VerifyError(f"expects ins ({want_in}) and outs ({want_out}); got {n_in} ins and "
-                       f"{n_out} outs", op=op.name, loc=op.loc)
+def _fail(op: Op, instr: Instr, n_in: int, n_out: int, results: bool = False) -> VerifyError:
+    """What the instruction takes, in the spelling the op used (DPS ``ins``/``outs``, or SSA
+    operands/results), against what it has. An operand that is read and written (``inout``)
+    is an ``outs`` operand in DPS form and has no SSA spelling: say so, and name the DPS
+    spelling to use, instead of listing counts that look like they fit."""
+    def names(ops: list[Any]) -> str:
+        return ", ".join(o.name + ("?" if o.optional else "") for o in ops) or "none"
+
+    if not results:
+        in_ops = [o for o in instr.operands if o.role not in ("out", "inout")]
+        out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+        return VerifyError(f"expects ins ({names(in_ops)}) and outs ({names(out_ops)}); got "
+                           f"{n_in} ins and {n_out} outs", op=op.name, loc=op.loc)
+    inout = [o for o in instr.operands if o.role == "inout" and not o.optional]
+    if inout:
+        in_ops = [o for o in instr.operands if o.role not in ("out", "inout")]
+        out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+        return VerifyError(
+            f"{names(inout)} is read and written (inout), which the SSA form (operands -> "
+            f"results) cannot express: write it in DPS form, '{op.name} ins("
+            f"{', '.join('%' + o.name for o in in_ops)} : ...) outs("
+            f"{', '.join('%' + o.name for o in out_ops)} : ...)'", op=op.name, loc=op.loc)
+    in_ops = [o for o in instr.operands if o.role != "out"]
+    out_ops = [o for o in instr.operands if o.role == "out"]
+    return VerifyError(f"expects operands ({names(in_ops)}) and results ({names(out_ops)}); "
+                       f"got {n_in} operands and {n_out} results", op=op.name, loc=op.loc)
 
 
 def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]]
@@ -230,7 +237,7 @@ def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value,
     need_out = sum(1 for o in out_ops if not o.optional)
     need_in = sum(1 for o in in_ops if not o.optional)
     if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(ins) <= len(in_ops):
-        raise _fail(op, instr, len(ins), len(outs))
+        raise _fail(op, instr, len(ins), len(outs), not dps_like)
     got: dict[str, tuple[Bound, bool]] = {}
     for o, (v, r) in zip(out_ops, outs, strict=False):
         got[o.name] = (v, r)
@@ -239,7 +246,7 @@ def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value,
     return got
 
 
-def _form_map(op: Op, form: forms.Form, ins: list[Value], outs: list[tuple[Value, bool]]
+def _form_map(op: Op, form: Form, ins: list[Value], outs: list[tuple[Value, bool]]
               ) -> dict[str, tuple[Bound, bool]] | None:
     if form.segments:
         sizes = _segment_sizes(op)
@@ -276,14 +283,40 @@ def _form_map(op: Op, form: forms.Form, ins: list[Value], outs: list[tuple[Value
     return got
 
 
+def _reject_offset_operands(op: Op) -> None:
+    """PTO-AS writes a GM operand with a base offset as ``%view[%r, %c]``; ptoisa takes the
+    offset through the view (``pto.partition_view ... offsets = [...]``): say so instead of
+    counting the offsets as operands."""
+    text = op.indexed_operand()
+    if text is not None:
+        raise VerifyError(f"'{text}' (an operand with a base offset) is PTO-AS notation "
+                          "ptoisa does not take: write the offset into a view, "
+                          "'pto.partition_view %view, offsets = [...], sizes = [...]', and "
+                          "pass that view", op=op.name, loc=op.loc)
+
+
 def bind(op: Op, instr: Instr) -> Binding:
     """Map the op's written values onto ``instr``'s operands (C++ order, dst first), through
-    the op's entry in :mod:`ptoisa.interp.forms` when PTOAS spells it differently;
+    the entry's ``ptoas`` forms when PTOAS spells it differently;
     VerifyError when they do not fit."""
+    if op.form == "asm":
+        _reject_offset_operands(op)
     ins, outs = written(op)
+    if op.form in ("ssa", "asm") and not op.results and not outs:
+        # the ISA pages' spellings of an op without a result: SSA writes the destination as
+        # the last operand(s) ('pto.tstore %src, %mem : (T, V) -> ()'); PTO-AS writes a
+        # destination tile first, as the C++ intrinsic does ('tadds %dst, %src, 0x3F800000'),
+        # and a GM destination last ('tstore %t, %view')
+        dst = [o for o in instr.operands if o.role in ("out", "inout") and not o.optional]
+        k = len(dst)
+        if 0 < k < len(ins):
+            if op.form == "asm" and all("tile" in o.kind and o.kind != "tile|gm" for o in dst):
+                ins, outs = ins[k:], [(v, False) for v in ins[:k]]
+            else:
+                ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
     got = None
     form = None
-    for f in forms.forms_of(op.name):
+    for f in ptoas_forms(op.name):
         got = _form_map(op, f, ins, outs)
         if got is not None:
             form = f
@@ -292,21 +325,105 @@ def bind(op: Op, instr: Instr) -> Binding:
         got = _default_map(op, instr, ins, outs)
     missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
     if missing:
-        raise _fail(op, instr, len(ins), len(outs))
+        raise _fail(op, instr, len(ins), len(outs), any(r for _, r in outs))
+    params = _attributes(op, instr, form, got)
     vals = tuple(got.get(o.name, (None, False))[0] for o in instr.operands)
     from_res = tuple(got.get(o.name, (None, False))[1] for o in instr.operands)
-    params: dict[str, Any] = {}
-    by_norm = {_norm(p.name): p.name for p in instr.params}
-    aliases = dict(form.attrs) if form else {}
-    for key, a in op.attributes.items:
-        name = aliases.get(key) or by_norm.get(_norm(key))
-        if name is not None:
-            params[name] = attr_value(a)
     try:
         full = instr.resolve_params(params)
     except PtoError as e:
         raise VerifyError(e.message, op=op.name, loc=op.loc) from None
     return Binding(instr, vals, from_res, full, dict(form.retype) if form else {})
+
+
+def _attributes(op: Op, instr: Instr, form: Form | None,
+                got: dict[str, tuple[Bound, bool]]) -> dict[str, Any]:
+    """Every attribute of ``op`` onto ``instr``'s template parameters (returned) or operands
+    (added to ``got``), by the entry's ``ptoas.attrs`` or else by name; an attribute that maps
+    nowhere, or to a value the registry does not take, is a VerifyError at the op: none is
+    dropped."""
+    table = ptoas_attrs(op.name)
+    consumed = set(form.attr_operands) if form else set()
+    params: dict[str, Any] = {}
+    by_norm = {_norm(p.name): p.name for p in instr.params}
+    by_norm.update({_norm(o.name): o.name for o in instr.operands
+                    if o.kind in ("enum", "scalar", "any") and o.name not in got})
+    written = {k for k, _ in op.attributes.items}
+    todo = list(op.attributes.items)
+    for key, spec in table.items():  # PTOAS defaults that differ from the registry's
+        if key not in written and spec.default is not None:
+            todo.append((key, A.BoolAttr(spec.default) if isinstance(spec.default, bool)
+                         else A.IntegerAttr(spec.default)))
+    for key, a in todo:
+        if key in consumed or key in STRUCTURAL_ATTRS or "." in key:
+            # consumed by the variant; structure; a dialect's discardable attribute
+            continue
+        spec = table.get(key)
+        raw = attr_value(a)
+        if spec is not None and spec.to is None:
+            if spec.only is None or raw in spec.only:
+                continue
+            raise VerifyError(f"attribute '{key}' = {a} is not supported: {spec.why}",
+                              op=op.name, loc=op.loc)
+        name = spec.to if spec is not None else by_norm.get(_norm(key))
+        if name is None:
+            have = ", ".join(table) or "none"
+            raise VerifyError(f"unknown attribute '{key}' (PTOAS attributes of {op.name}: "
+                              f"{have})", op=op.name, loc=op.loc)
+        if spec is not None:
+            key_v = raw.lower() if isinstance(raw, str) else raw
+            raw = spec.values.get(key_v, raw)
+        param = next((p for p in instr.params if p.name == name), None)
+        opnd = next((o for o in instr.operands if o.name == name), None)
+        cls = _enum_class(param.type if param else opnd.enum if opnd else None,
+                          param.default if param else None)
+        value = raw if cls is None else _to_enum(cls, raw, op, key)
+        if param is not None:
+            params[name] = value
+        elif opnd is not None:
+            if name in got:
+                raise VerifyError(f"operand '{name}' is given both as a value and as attribute "
+                                  f"'{key}'", op=op.name, loc=op.loc)
+            got[name] = (Const(value, getattr(a, "type", None) or _attr_type(raw)), False)
+        else:  # a table entry naming neither: a bug of the entry's ptoas.attrs, said plainly
+            raise VerifyError(f"attribute '{key}' maps to '{name}', which {instr.name} does "
+                              f"not have", op=op.name, loc=op.loc)
+    return params
+
+
+def _attr_type(raw: Any) -> T.Type | None:
+    if isinstance(raw, bool):
+        return T.IntegerType(1)
+    if isinstance(raw, int):
+        return T.IntegerType(32)
+    return None
+
+
+def _enum_class(t: Any, default: Any) -> type[enum.Enum] | None:
+    if isinstance(t, type) and issubclass(t, enum.Enum):
+        return t
+    if isinstance(default, enum.Enum):
+        return type(default)
+    return None
+
+
+def _to_enum(cls: type[enum.Enum], raw: Any, op: Op, key: str) -> enum.Enum:
+    """A written enum value as ``cls``'s member: by name or value (``coerce_enum``), or by name
+    without the prefix all of ``cls``'s names share (PTOAS ``ROUND`` is ``CAST_ROUND``)."""
+    if isinstance(raw, cls):
+        return raw
+    names = [m.name for m in cls]
+    prefix = os.path.commonprefix(names)
+    prefix = prefix[:prefix.rfind("_") + 1] if len(names) > 1 else ""
+    tries = [raw] + ([prefix + raw] if isinstance(raw, str) and prefix else [])
+    for x in tries:
+        try:
+            return coerce_enum(cls, x, key)  # type: ignore[no-any-return]
+        except PtoError:
+            pass
+    allowed = ", ".join(n[len(prefix):] for n in names)
+    raise VerifyError(f"attribute '{key}': {raw!r} is not a {cls.__name__} (allowed: "
+                      f"{allowed})", op=op.name, loc=op.loc)
 
 
 def bound_type(v: Bound, target: str | None = None) -> Any:
@@ -337,9 +454,10 @@ def _scale_tile(ts: TileSpec, loc: TileType) -> TileSpec:
                      check_alignment=False)
 
 
-def check_op(op: Op, target: str) -> Binding | None:
+def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
     """Static legality of one ``pto.*`` op for ``target`` (VerifyError with the op's
-    location). Returns the binding, or None when the op is not a tile instruction."""
+    location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
+    the binding, or None when the op is not a tile instruction."""
     instr = instr_of(op.name)
     if instr is None:
         return None
@@ -348,7 +466,7 @@ def check_op(op: Op, target: str) -> Binding | None:
     for name, loc in b.retype.items():
         ts = types.get(name)
         if isinstance(ts, TileSpec) and ts.loc is TileType.Scaling:
-            if loc == forms.SCALE:
+            if loc == SCALE:
                 # an MX scale window (textract mat -> scaling): Left/Right by the box order
                 nn = ts.blayout is BLayout.ColMajor and ts.slayout is SLayout.ColMajor
                 types[name] = dataclasses.replace(
@@ -362,7 +480,7 @@ def check_op(op: Op, target: str) -> Binding | None:
             raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
                               f"{_describe(t)}", op=instr.mnemonic, loc=op.loc)
     try:
-        instr.check_types(target, types, b.params)
+        instr.check_types(target, types, b.params, permissive)
     except PtoError as e:
         raise VerifyError(e.message, op=e.op or instr.mnemonic, loc=op.loc) from None
     return b

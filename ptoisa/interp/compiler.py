@@ -22,11 +22,12 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
 from ..isa.registry import Instr
-from ..lanes import Lanes
+from ..lanes import BlockDivergence, Lanes
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
-from . import bridge
+from . import arith, bridge, op_names
+from .capacity import check_function
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -35,11 +36,12 @@ Step = Callable[[Env], None]
 class TensorView:
     """Run-time value of ``pto.make_tensor_view``: flat GM array, shape, strides, layout."""
 
-    __slots__ = ("array", "shape", "strides", "layout", "dtype")
+    __slots__ = ("array", "shape", "strides", "layout", "dtype", "name")
 
     def __init__(self, array: np.ndarray, shape: list[int], strides: list[int],
-                 layout: Layout | None, dtype: D.DType) -> None:
+                 layout: Layout | None, dtype: D.DType, name: str | None = None) -> None:
         self.array = array
+        self.name = name  # the pointer's SSA name (``%arg0``), for diagnostics
         self.shape = shape
         self.strides = strides
         self.layout = layout
@@ -60,56 +62,13 @@ def infer_layout(shape: list[int], strides: list[int]) -> Layout:
 
 
 def _wrap_int(v: int, t: T.Type) -> int:
-    if isinstance(t, T.IntegerType) and t.width < 64 and t.width > 1:
-        w = t.width
-        v &= (1 << w) - 1
-        if t.signedness != "u" and v >= 1 << (w - 1):
-            v -= 1 << w
-    elif isinstance(t, T.IntegerType) and t.width == 1:
-        v &= 1
-    return v
+    return arith.wrap(v, t)
 
 
 def _float(v: Any, t: T.Type) -> Any:
     if isinstance(t, T.FloatType):
-        return bridge.elem_dtype(t).np.type(v)
+        return arith.to_float(v, bridge.elem_dtype(t))
     return v
-
-
-_CMP = {
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
-    "slt": lambda a, b: a < b, "sle": lambda a, b: a <= b,
-    "sgt": lambda a, b: a > b, "sge": lambda a, b: a >= b,
-    "ult": lambda a, b: a < b, "ule": lambda a, b: a <= b,
-    "ugt": lambda a, b: a > b, "uge": lambda a, b: a >= b,
-    "oeq": lambda a, b: a == b, "one": lambda a, b: a != b, "olt": lambda a, b: a < b,
-    "ole": lambda a, b: a <= b, "ogt": lambda a, b: a > b, "oge": lambda a, b: a >= b,
-    "ueq": lambda a, b: a == b, "une": lambda a, b: a != b,
-}
-
-_BIN: dict[str, Callable[[Any, Any], Any]] = {
-    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b,
-    "arith.muli": lambda a, b: a * b,
-    "arith.divsi": lambda a, b: int(a / b) if b else _div0(),
-    "arith.divui": lambda a, b: a // b if b else _div0(),
-    "arith.remsi": lambda a, b: int(np.fmod(a, b)) if b else _div0(),
-    "arith.remui": lambda a, b: a % b if b else _div0(),
-    "arith.ceildivsi": lambda a, b: -((-a) // b) if b else _div0(),
-    "arith.ceildivui": lambda a, b: -((-a) // b) if b else _div0(),
-    "arith.floordivsi": lambda a, b: a // b if b else _div0(),
-    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b,
-    "arith.xori": lambda a, b: a ^ b, "arith.shli": lambda a, b: a << b,
-    "arith.shrsi": lambda a, b: a >> b, "arith.shrui": lambda a, b: a >> b,
-    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
-    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
-    "arith.mulf": lambda a, b: a * b, "arith.divf": lambda a, b: a / b,
-    "arith.maximumf": max, "arith.minimumf": min, "arith.maxnumf": max, "arith.minnumf": min,
-    "arith.remf": lambda a, b: np.fmod(a, b),
-}
-
-
-def _div0() -> int:
-    raise ExecutionError("integer division by zero")
 
 
 _NOOP_PREFIXES = (
@@ -121,14 +80,16 @@ _NOOP_PREFIXES = (
 class Compiler:
     """Compiles the functions of one module for one target."""
 
-    def __init__(self, module: Any, target: str) -> None:
+    def __init__(self, module: Any, target: str, permissive: bool = False) -> None:
         self.module = module
         self.target = target
+        self.permissive = permissive  # skip the type rules the CPU simulator does not check
         self.funcs: dict[str, CompiledFunc] = {}
 
     def reset_tiles(self) -> None:
         for f in self.funcs.values():
-            _unbind(f.tiles)
+            for t in f.tiles:
+                t.unbind()
 
     def function(self, name: str) -> CompiledFunc:
         cf = self.funcs.get(name)
@@ -143,18 +104,6 @@ class Compiler:
         return cf
 
 
-def _unbind(tiles: list[Tile]) -> None:
-    """Forget the storage of compiled tiles: a new run (maybe on another machine, or with
-    another number of lockstep blocks) places them afresh."""
-    for t in tiles:
-        t._buf = None
-        t._machine = None
-        t.addr = None
-        t._lazy = None
-        t._pending = None
-        t._v2d = None
-
-
 class CompiledFunc:
     def __init__(self, compiler: Compiler, op: Op) -> None:
         self.c = compiler
@@ -167,6 +116,8 @@ class CompiledFunc:
         fty = op.attributes.get("function_type")
         self.result_types = fty.type.results if isinstance(fty, A.TypeAttr) else ()
         self.tiles: list[Tile] = []
+        #: the op of each step (by id), to locate a block divergence raised inside a step
+        self.op_of: dict[int, Op] = {}
 
     # ---- slots -------------------------------------------------------------------------------
     def slot(self, v: Any) -> int:
@@ -184,6 +135,7 @@ class CompiledFunc:
         for a in body.args:
             self.args.append((self.slot(a), a.type, a.name))
         self.steps = self.block(self.op.regions[0])
+        check_function(self.op, self.c.target)  # the tiles live at once fit their buffers
 
     def block(self, region: Region) -> list[Step]:
         steps: list[Step] = []
@@ -191,6 +143,7 @@ class CompiledFunc:
             st = self.compile_op(op)
             if st is not None:
                 steps.append(st)
+                self.op_of[id(st)] = op
         return steps
 
     # ---- ops ---------------------------------------------------------------------------------
@@ -200,7 +153,7 @@ class CompiledFunc:
             h = _HANDLERS.get(name)
             if h is not None:
                 return h(self, op)
-            b = bridge.check_op(op, self.c.target)
+            b = bridge.check_op(op, self.c.target, self.c.permissive)
             if b is not None:
                 return self.instr_step(op, b)
             if name.startswith(_NOOP_PREFIXES):
@@ -219,6 +172,9 @@ class CompiledFunc:
         return self.unsupported(op)
 
     def unsupported(self, op: Op) -> Step:
+        err = op_names.unknown_op_error(op)
+        if err is not None:  # a misspelt op is an error at check, not when it runs
+            raise err
         loc = op.loc
 
         def step(env: Env) -> None:
@@ -318,8 +274,12 @@ def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
 
     dt = _dt(m.group(2)).np
     # integer literals are bit patterns of the element width (dense<65535> : vector<4xi16>)
-    arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
-           else np.asarray(nums, dtype=dt))
+    try:
+        arr = (np.asarray(nums, dtype=np.int64).astype(dt) if np.issubdtype(dt, np.integer)
+               else np.asarray(nums, dtype=dt))
+    except OverflowError:
+        raise VerifyError(f"dense literal out of range for {m.group(2)}", op=op.name,
+                          loc=op.loc) from None
     return np.broadcast_to(arr, shape).copy() if arr.size == 1 else arr.reshape(shape)
 
 
@@ -330,6 +290,9 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
     if isinstance(a, A.IntegerAttr):
         val: Any = _wrap_int(a.value, rt)
     elif isinstance(a, A.FloatAttr):
+        if isinstance(rt, (T.IntegerType, T.IndexType)):
+            raise VerifyError(f"a float literal ({a.value}) for an integer type ({rt})",
+                              op=op.name, loc=op.loc)
         val = _float(a.value, rt)
     elif isinstance(a, A.BoolAttr):
         val = int(a.value)
@@ -345,23 +308,69 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
 
 
 def _binary(cf: CompiledFunc, op: Op) -> Step:
-    fn = _BIN[op.name]
+    ta, tb = (getattr(v, "type", None) for v in op.operands[:2])
+    known = not any(t is None or isinstance(t, T.UnknownType) for t in (ta, tb))
+    if known and ta != tb:  # MLIR: one type for both operands
+        raise VerifyError(f"operands have different types ({ta} and {tb})", op=op.name,
+                          loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
     k = cf.slot(op.results[0])
     rt = op.results[0].type
-    is_int = isinstance(rt, (T.IntegerType, T.IndexType))
     loc = op.loc
+    w = arith.width(rt)
+    if op.name in arith.INT_BINARY:
+        if w is None:
+            raise VerifyError(f"result type {rt} is not an integer type", op=op.name, loc=loc)
+        fn = arith.INT_BINARY[op.name]
+        fast = arith.NUMPY_EXACT.get(op.name)
+        wr = arith.wrapper(rt)
+
+        def run(x: Any, y: Any) -> Any:
+            if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                if isinstance(x, (float, np.floating)) or isinstance(y, (float, np.floating)):
+                    raise TypeError("a float operand of an integer op")
+                return wr(fn(int(x), int(y), w))
+            if fast is not None:  # exact modulo 2^64, then wrapped to the width
+                return _wrap_lanes(fast(np.asarray(x, np.int64), np.asarray(y, np.int64)), rt)
+            xs, ys = np.broadcast_arrays(np.asarray(x, np.int64), np.asarray(y, np.int64))
+            out = [arith.signed(fn(int(p), int(q), w), 64) for p, q in zip(xs.flat, ys.flat,
+                                                                          strict=True)]
+            return _wrap_lanes(np.array(out, np.int64).reshape(xs.shape), rt)
+    else:
+        ffn = arith.FLOAT_BINARY[op.name]
+        dt = bridge.elem_dtype(rt) if isinstance(rt, T.FloatType) else None
+
+        tf = arith.to_float
+
+        def run(x: Any, y: Any) -> Any:
+            if dt is None:
+                return ffn(x, y)
+            if not isinstance(x, np.ndarray) and not isinstance(y, np.ndarray):
+                return tf(ffn(tf(x, dt), tf(y, dt)), dt)
+            xs, ys = np.broadcast_arrays(np.asarray(x, dt.np), np.asarray(y, dt.np))
+            return np.array([arith.to_float(ffn(p, q), dt) for p, q in zip(
+                xs.flat, ys.flat, strict=True)], dt.np).reshape(xs.shape)
 
     def step(env: Env) -> None:
         try:
-            r = fn(env[a], env[b])
+            env[k] = run(env[a], env[b])
         except ExecutionError as e:
             raise e.with_loc(loc) from None
-        if isinstance(r, np.ndarray):  # per-block values of a lockstep run
-            env[k] = _wrap_lanes(r, rt) if is_int else r
-        else:
-            env[k] = _wrap_int(int(r), rt) if is_int else _float(r, rt)
+        except TypeError:  # e.g. an untyped float constant where an integer belongs
+            raise ExecutionError(f"{op.name}: cannot combine {_short_val(env[a])} and "
+                                 f"{_short_val(env[b])}", loc=loc) from None
+        except OverflowError:  # per-block values (int64) meet an operand past 64 bits
+            raise ExecutionError(f"{op.name}: operands {_short_val(env[a])} and "
+                                 f"{_short_val(env[b])} leave the 64-bit range",
+                                 loc=loc) from None
     return step
+
+
+def _short_val(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        flat = np.asarray(v).reshape(-1)
+        return "[" + ", ".join(map(str, flat[:4].tolist())) + (", ...]" if flat.size > 4 else "]")
+    return str(v)
 
 
 def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:
@@ -374,7 +383,7 @@ def _wrap_lanes(r: np.ndarray, t: T.Type) -> Lanes:
     return v.view(Lanes)
 
 
-for _n in _BIN:
+for _n in (*arith.INT_BINARY, *arith.FLOAT_BINARY):
     _HANDLERS[_n] = _binary
 
 
@@ -388,7 +397,10 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     pa = op.attributes.get("predicate")
     if pred is None and pa is not None:
         pred = str(bridge.attr_value(pa))
-    fn = _CMP.get((pred or "").strip('"'))
+    pred = (pred or "").strip('"')
+    w = arith.width(op.operands[0].type) if op.operands else None
+    fn = (arith.cmpi(pred, w) if w is not None and op.name == "arith.cmpi" else
+          arith.cmpf(pred) if op.name == "arith.cmpf" else None)
     if fn is None:
         raise VerifyError(f"unknown comparison predicate {pred!r}", op=op.name, loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
@@ -397,7 +409,7 @@ def _cmp(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         r = fn(env[a], env[b])
         env[k] = np.asarray(r).astype(np.int64).view(Lanes) if isinstance(r, np.ndarray) \
-            else int(bool(r))
+            and r.ndim else int(bool(r))
     return step
 
 
@@ -422,16 +434,36 @@ def _select(cf: CompiledFunc, op: Op) -> Step:
 def _cast(cf: CompiledFunc, op: Op) -> Step:
     a = cf.slot(op.operands[0])
     k = cf.slot(op.results[0])
+    st = op.operands[0].type
     rt = op.results[0].type
+    name = op.name
+    loc = op.loc
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
+    conv = arith.caster(name, st, rt)
+    ws = arith.width(st)
+    # lanes fast path: integer -> integer casts of int64 lanes holding signed values
+    lanes_mask: int | None = None
+    if to_int and ws is not None and ws > 1 and not (isinstance(st, T.IntegerType)
+                                                     and st.signedness == "u"):
+        if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            lanes_mask = -1
+        elif name in ("arith.index_castui", "arith.extui") and ws < 64:
+            lanes_mask = (1 << ws) - 1
 
     def step(env: Env) -> None:
         v = env[a]
-        if isinstance(v, np.ndarray):  # per-block values of a lockstep run
-            env[k] = _wrap_lanes(v, rt) if to_int else np.asarray(v).astype(
-                bridge.elem_dtype(rt).np)
-        else:
-            env[k] = _wrap_int(int(v), rt) if to_int else _float(v, rt)
+        try:
+            if isinstance(v, np.ndarray) and v.ndim and lanes_mask is not None:
+                env[k] = _wrap_lanes(np.asarray(v, np.int64) & np.int64(lanes_mask), rt)
+            elif isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
+                out = [conv(x) for x in v.flat]
+                env[k] = (_wrap_lanes(np.array([arith.signed(int(x), 64) for x in out],
+                                               np.int64).reshape(v.shape), rt) if to_int
+                          else np.array(out, bridge.elem_dtype(rt).np).reshape(v.shape))
+            else:
+                env[k] = conv(v)
+        except ExecutionError as e:
+            raise e.with_loc(loc) from None
     return step
 
 
@@ -455,17 +487,27 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
     body = cf.block(op.regions[0])
     yield_slots = _yield_slots(cf, op.regions[0])
+    _counts_agree(op, ("initial values", len(inits)), ("loop-carried block arguments",
+                                                       len(iters)))
+    if yield_slots:
+        _counts_agree(op, ("yielded values", len(yield_slots)),
+                      ("loop-carried block arguments", len(iters)))
 
     def step(env: Env) -> None:
         for d, s in zip(iters, inits, strict=True):
             env[d] = env[s]
         i, end, st = env[lb], env[ub], env[stp]
+        if isinstance(i, Lanes) or isinstance(end, Lanes) or isinstance(st, Lanes):
+            i, end, st = (_same_for_all_blocks(x, op, "a loop bound") for x in (i, end, st))
         if st <= 0:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
         while i < end:
             env[iv] = i
-            for s in body:
-                s(env)
+            try:
+                for s in body:
+                    s(env)
+            except BlockDivergence as e:
+                raise cf.locate(e, s) from None
             if yield_slots:
                 vals = [env[y] for y in yield_slots]
                 for d, v in zip(iters, vals, strict=True):
@@ -474,6 +516,12 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         for r, d in zip(results, iters, strict=True):
             env[r] = env[d]
     return step
+
+
+def _counts_agree(op: Op, a: tuple[str, int], b: tuple[str, int]) -> None:
+    """Loop values pass between regions one for one (the parser does not check it)."""
+    if a[1] != b[1]:
+        raise VerifyError(f"{a[1]} {a[0]} but {b[1]} {b[0]}", op=op.name, loc=op.loc)
 
 
 def _yield_slots(cf: CompiledFunc, region: Region) -> list[int]:
@@ -499,7 +547,10 @@ def _if(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
 
     def step(env: Env) -> None:
-        if env[c]:
+        cv = env[c]
+        if isinstance(cv, Lanes):
+            cv = _same_for_all_blocks(cv, op, "the condition")
+        if cv:
             for s in then:
                 s(env)
             ys = then_y
@@ -525,6 +576,12 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
     passed = [cf.slot(v) for v in cond_op.operands[1:]]
     a_yield = _yield_slots(cf, after)
     results = [cf.slot(r) for r in op.results]
+    _counts_agree(op, ("initial values", len(inits)), ("'before' block arguments", len(b_args)))
+    _counts_agree(op, ("values scf.condition passes", len(passed)),
+                  ("'after' block arguments", len(a_args)))
+    if a_yield:
+        _counts_agree(op, ("values the 'after' region yields", len(a_yield)),
+                      ("'before' block arguments", len(b_args)))
 
     def step(env: Env) -> None:
         vals = [env[s] for s in inits]
@@ -535,7 +592,10 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
             for s in b_steps:
                 s(env)
             out = [env[p] for p in passed]
-            if not env[cond]:
+            cv = env[cond]
+            if isinstance(cv, Lanes):
+                cv = _same_for_all_blocks(cv, op, "the condition")
+            if not cv:
                 break
             for d, v in zip(a_args, out, strict=True):
                 env[d] = v
@@ -565,10 +625,14 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
     args = [cf.slot(v) for v in op.operands]
     results = [cf.slot(r) for r in op.results]
     compiler = cf.c
+    kind = _kernel_kind(compiler.module.lookup(callee_name))
 
     def step(env: Env) -> None:
+        ctx = env[0]
+        if kind is not None and ctx.core is not None and not ctx.core.runs(kind, callee_name):
+            return  # a cube function on a vector core or the reverse (#if __DAV_CUBE__ ...)
         callee = compiler.function(callee_name)
-        out = callee.invoke(env[0], [env[a] for a in args])
+        out = callee.invoke(ctx, [env[a] for a in args])
         for r, v in zip(results, out, strict=False):
             env[r] = v
     return step
@@ -608,11 +672,15 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     ptr = cf.slot(op.operands[0])
     shape = [cf.slot(op.operands[i]) for i in (_kw_list(op, "shape") or [])]
     strides = [cf.slot(op.operands[i]) for i in (_kw_list(op, "strides") or [])]
+    if len(shape) != len(strides):
+        raise VerifyError(f"{len(shape)} sizes in shape but {len(strides)} strides",
+                          op=op.name, loc=op.loc)
     k = cf.slot(op.results[0])
     rt = op.results[0].type
     dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
     layout = _layout_attr(op)
     loc = op.loc
+    pname = f"%{op.operands[0].name}"
 
     def step(env: Env) -> None:
         arr = env[ptr]
@@ -620,7 +688,7 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError("make_tensor_view needs a pointer argument bound to a numpy "
                                  f"array, got {type(arr).__name__}", loc=loc)
         env[k] = TensorView(arr, [int(env[s]) for s in shape], [int(env[s]) for s in strides],
-                            layout, dt or D.dtype(arr.dtype))
+                            layout, dt or D.dtype(arr.dtype), pname)
     return step
 
 
@@ -650,10 +718,12 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
     sizes = _kw_sizes(cf, op)
     k = cf.slot(op.results[0])
     loc = op.loc
-    name = op.results[0].name
 
     def step(env: Env) -> None:
         view: TensorView = env[tv]
+        if not isinstance(view, TensorView):  # the text named something else as the source
+            raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
+                                 f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
         o = [_index(env[s]) for s in offs]
         sz = [v if const else int(env[v]) for const, v in sizes]
         st = view.strides
@@ -665,7 +735,9 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                 lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
             else:
                 lo = hi = a
-            if lo < 0 or n < 0 or hi + n > full:
+            if n < 0:
+                raise ExecutionError(f"partition_view: dim {d} size {n} is negative", loc=loc)
+            if lo < 0 or hi + n > full:
                 where = ""
                 if isinstance(a, np.ndarray):  # lockstep: name the first offending block
                     bad = int(np.flatnonzero((a < 0) | (a + n > full))[0])
@@ -679,7 +751,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
         layout = view.layout or infer_layout(sz, st)
         try:
             env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
-                                  offset=offset, name=name)
+                                  offset=offset, name=view.name)
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step
@@ -869,10 +941,17 @@ def _index(v: Any) -> Any:
     return v if isinstance(v, np.ndarray) else int(v)
 
 
-class Context:
-    """Slot 0 of every frame: the machine and the launch coordinates."""
+def _kernel_kind(fn: Any) -> str | None:
+    from .pipe_ops import kernel_kind
 
-    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num")
+    return kernel_kind(fn)
+
+
+class Context:
+    """Slot 0 of every frame: the machine and the launch coordinates (``core``: the core of a
+    mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
+
+    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core")
 
     def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
         self.machine = machine
@@ -880,6 +959,7 @@ class Context:
         self.block_num = block_num
         self.subblock_idx = 0
         self.subblock_num = 1
+        self.core: Any = None
 
 
 def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...]:
@@ -892,7 +972,36 @@ def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...
             s(env)
     except _Return as r:
         return r.values
+    except BlockDivergence as e:
+        raise self.locate(e, s) from None
     return ()
+
+
+def _locate(self: CompiledFunc, e: BlockDivergence, step: Step) -> BlockDivergence:
+    """A divergence raised inside ``step`` without a location: located at its op."""
+    op = self.op_of.get(id(step))
+    if e.loc is not None or op is None or op.loc is None:
+        return e
+    located = e.with_loc(op.loc)
+    located.op = located.op or op.name
+    return located  # type: ignore[return-value]
+
+
+def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
+    """The one value of ``v`` when every block of a lockstep run has it; else a located
+    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
+    flat = np.asarray(v).reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return int(flat[0])
+    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
+    raise BlockDivergence(
+        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
+        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
+        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
+        op=op.name, loc=op.loc)
+
+
+CompiledFunc.locate = _locate  # type: ignore[attr-defined]
 
 
 CompiledFunc.invoke = _invoke  # type: ignore[attr-defined]

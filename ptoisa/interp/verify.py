@@ -27,13 +27,14 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
+from ..isa.registry import FRONTEND_OPS
 from . import bridge
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
-#: frontend pipe ops -> direction (C2V: cube to vector, V2C: vector to cube)
-_FRONTEND = {"pto.tpush_to_aiv": "C2V", "pto.tpop_from_aic": "C2V", "pto.tfree_from_aic": "C2V",
-             "pto.tpush_to_aic": "V2C", "pto.tpop_from_aiv": "V2C", "pto.tfree_from_aiv": "V2C"}
+#: frontend pipe ops (declared on the TPUSH/TPOP/TFREE entries) -> direction (C2V: cube to
+#: vector: pushed to the AIV, popped/freed from the AIC; V2C the reverse)
+_FRONTEND = {n: "C2V" if n.endswith(("_to_aiv", "_from_aic")) else "V2C" for n in FRONTEND_OPS}
 
 
 def _attr(op: Op, key: str) -> Any:

@@ -106,6 +106,48 @@ class Op:
         """Attribute literals of a custom spelling in written order (``<PIPE_V>``, ``0``...)."""
         return tuple(p.value for p in self.syntax if p.kind == "a")  # type: ignore[misc]
 
+    def written(self) -> tuple[list[Value], list[tuple[Value, bool]]]:
+        """The written ins and outs (an out is (value, is_ssa_result)), whatever the form:
+        DPS ``ins(...) outs(...)`` (keyword operands after ``outs`` count as ins), SSA operands
+        -> results, or a custom spelling that still writes ``ins(`` / ``outs(`` (abbreviated
+        types make the parser keep it custom)."""
+        if self.form == "dps":
+            return list(self.ins) + list(self.extra_operands), [(v, False) for v in self.outs]
+        if self.form == "custom":
+            keys = {p.value for p in self.syntax if p.kind == "k"}
+            if "ins" in keys and "outs" in keys:
+                where = "pre"
+                ins: list[Value] = []
+                outs: list[tuple[Value, bool]] = []
+                for p in self.syntax:
+                    if p.kind == "k" and p.value in ("ins", "outs"):
+                        where = str(p.value)
+                    elif p.kind == "v":
+                        v = self.operands[int(p.value)]  # type: ignore[call-overload]
+                        if where == "outs":
+                            outs.append((v, False))
+                        else:
+                            ins.append(v)
+                return ins, outs + [(r, True) for r in self.results]
+        return list(self.operands), [(v, True) for v in self.results]
+
+    def indexed_operand(self) -> str | None:
+        """The text of a PTO-AS operand written with a base offset (``%view[%r, %c]``), if
+        the op has one."""
+        s = self.syntax
+        for j in range(len(s) - 1):
+            if s[j].kind == "v" and s[j + 1] == Piece("p", "["):
+                k = next((m for m in range(j + 1, len(s)) if s[m] == Piece("p", "]")),
+                         len(s) - 1)
+                parts = []
+                for p in s[j:k + 1]:
+                    if p.kind == "v":
+                        parts.append("%" + self.operands[int(p.value)].name)  # type: ignore
+                    else:
+                        parts.append(", " if p.value == "," else str(p.value))
+                return "".join(parts)
+        return None
+
     @property
     def keyword_operands(self) -> dict[str, Value]:
         """``key = %v`` operands of a custom spelling (``valid_row = %c32``, ``addr = %a``)."""

@@ -25,7 +25,8 @@ from ..errors import ExecutionError, RuntimeCheckError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile
-from .registry import Opnd, Param, Sig, instr, locs
+from .registry import Opnd, Param, Sig, instr, locs, sim_unchecked_type
+from .spelling import Form, Ptoas
 
 
 class NotifyOp(enum.Enum):
@@ -69,12 +70,12 @@ def _same_view(sig: Sig) -> None:
             raise sig.fail(f"dst holds {d.numel} elements, src {s.numel}")
 
 
+@sim_unchecked_type
 def _flat_1d(sig: Sig) -> None:
-    """The NPU async DMA engines move flat contiguous logical 1-D tensors only (TPUT_ASYNC /
-    TGET_ASYNC pages: shape (1, 1, 1, 1, N), unit innermost stride); the CPU simulator copies
-    any view (its recorded cases use 64x64 tensors)."""
-    if sig.target.name == "cpu":
-        return
+    """The async DMA engines move flat contiguous logical 1-D tensors only (TPUT_ASYNC /
+    TGET_ASYNC pages' constraints: shape (1, 1, 1, 1, N), unit innermost stride), on every
+    target; the CPU simulator copies any view (its recorded cases use 64x64 tensors), which a
+    permissive machine reproduces."""
     for n in ("dst", "src"):
         t = sig[n]
         if isinstance(t, GMSpec) and (t.shape[:4] != (1, 1, 1, 1) or t.stride[4] != 1):
@@ -138,6 +139,9 @@ class AsyncEvent:
 
 
 @instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False,
+       ptoas=Ptoas(forms={"pto.tget_async": (
+           Form(ins=("dst", "src", "session"), outs=("-",)),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
@@ -151,6 +155,10 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
 
 
 @instr("TPUT_ASYNC", family="comm", pipe=Pipe.MTE3, returns_event=False,
+       ptoas=Ptoas(forms={"pto.tput_async": (
+           # %ev = pto.tput_async(%dst, %src, %session) -> !pto.async_event: dst written
+           Form(ins=("dst", "src", "session"), outs=("-",)),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),

@@ -1,6 +1,7 @@
 """TPRINT: print a tile or a GlobalTensor.
 
-Two output styles, by target (spec/notes/seeds_check.md section 1 and the seed page):
+Two output styles, by the target's ``print_style`` trait (spec/notes/seeds_check.md section 1
+and the seed page):
 
 * ``cpu`` reproduces the upstream CPU simulator byte for byte: ``TPRINT <vr>x<vc>`` then the
   valid region only, each element right-aligned in the format's width, one space apart.
@@ -23,7 +24,7 @@ from ..enums import Layout, Pipe, PrintFormat, TileType
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
-from .registry import Opnd, Param, Sig, instr
+from .registry import Opnd, Param, Sig, dtype_in, instr, sim_unchecked_type
 
 _FMT = {
     PrintFormat.Width8_Precision4: (8, 4),
@@ -112,7 +113,7 @@ def _gm_text(gm: GlobalTensor, fmt: PrintFormat) -> str:
 
 
 def _emit(m: Machine, text: str) -> None:
-    if m.target.name == "cpu":
+    if m.target.traits.print_style == "cpu":  # the simulator prints directly
         m.out.write(text)
         return
     room = m.print_buffer - m.print_used
@@ -131,36 +132,43 @@ def _emit(m: Machine, text: str) -> None:
 
 def _tprint_rule(sig: Sig) -> None:
     src, tmp = sig["src"], sig["tmp"]
-    tgt = sig.target.name
     if isinstance(src, TileSpec):
         if src.loc in (TileType.Acc, TileType.Mat):
             if tmp is None:
                 raise sig.fail(f"printing a {src.loc.name} tile needs the GM tmp operand "
                                "(TPRINT(src, tmp), tmp of at least Numel*sizeof(T) bytes)")
-            if src.loc is TileType.Mat and tgt == "a5":
-                raise sig.fail("printing Mat tiles is not supported on a5")
             if isinstance(tmp, GMSpec) and tmp.numel * tmp.dtype.itemsize < src.nbytes:
                 raise sig.fail(f"tmp holds {tmp.numel * tmp.dtype.itemsize} bytes, "
                                f"printing needs {src.nbytes} (Numel*sizeof(T))")
-        elif src.loc is not TileType.Vec and tgt != "cpu":
+        elif src.loc is not TileType.Vec and sig.target.traits.npu_static_checks:
             raise sig.fail(f"cannot print a {src.loc.name} tile (Vec, Acc or Mat only)")
     elif isinstance(src, GMSpec) and src.layout not in (Layout.ND, Layout.DN, Layout.NZ):
         raise sig.fail(f"GlobalTensor layout {src.layout.name} cannot be printed "
                        "(ND, DN or NZ only)")
 
 
+def _no_mat_print(sig: Sig) -> None:
+    """a5 cannot print Mat tiles."""
+    src = sig["src"]
+    if isinstance(src, TileSpec) and src.loc is TileType.Mat:
+        raise sig.fail(f"printing Mat tiles is not supported on {sig.target}")
+
+
 @instr("TPRINT", family="irregular", pipe=Pipe.ALL, returns_event=False,
        operands=(Opnd("src", "tile|gm"), Opnd("tmp", "tile|gm", "scratch", optional=True)),
        params=(Param("Format", None),),
        dtype_key=("src",),
-       static=(_tprint_rule,))
+       # the seed page's supported element types; the simulator prints any type
+       static=(_tprint_rule,
+               sim_unchecked_type(dtype_in("src", "f32 f16 i8 i16 i32 ui8 ui16 ui32"))),
+       static_for={"a5": (_no_mat_print,)})
 def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None:  # noqa: N802,N803
     """Print a tile (or GlobalTensor) for debugging; the data is not modified."""
     fmt = _resolve_format(m, Format)
     if isinstance(src, GlobalTensor):
         _emit(m, _gm_text(src, fmt))
         return
-    if m.target.name == "cpu":
+    if m.target.traits.print_style == "cpu":
         _emit(m, _cpu_tile_text(src, fmt))
         return
     data = None
@@ -178,7 +186,7 @@ def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None
 
 def _resolve_format(m: Machine, fmt: Any) -> PrintFormat:
     if fmt is None:
-        return PrintFormat.Width8_Precision4 if m.target.name == "cpu" \
+        return PrintFormat.Width8_Precision4 if m.target.traits.print_style == "cpu" \
             else PrintFormat.Width6_Precision2
     from ..enums import coerce_enum
 

@@ -15,6 +15,8 @@ integer results). OFF lets floats overflow to inf and makes integer results wrap
 first converted saturating to 32 (64 for 64-bit destinations) bits and then truncated to the
 destination width (the NPU's non-saturating, PyTorch-compatible path). Without a SaturationMode
 operand the cpu target uses OFF (as the simulator does) and a2a3/a5 use ON (the NPU default).
+The targets' traits ``cvt_saturate_default`` and ``cvt_casts`` ("npu" / "x86") carry these
+differences.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .elementwise_common import cover, wrap_to
 from .registry import Instr, Opnd, Param, Sig, instr, locs
+from .spelling import Attr, Ptoas
 
 
 def _finfo_max(dt: DType) -> float:
@@ -129,21 +132,21 @@ def round_int(x: np.ndarray, mode: RoundMode) -> np.ndarray:
 
 
 def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
-            target: str = "a5") -> np.ndarray:
+            casts: str = "npu") -> np.ndarray:
     """The TCVT conversion of an array of ``src`` elements to ``dst`` (packed 4-bit types are
-    arrays of 4-bit codes)."""
+    arrays of 4-bit codes); ``casts`` is the target's ``cvt_casts`` trait ("npu" or "x86")."""
     if src.packed:
         x, src = fp4_decode(x, src), dtype("f32")
     if dst.packed:
         with np.errstate(all="ignore"):
             return round_fp4(x.astype(np.float64), dst, mode)
     if src.coded or dst.coded:
-        return _convert_coded(x, src, dst, mode, sat, target)
+        return _convert_coded(x, src, dst, mode, sat, casts)
     with np.errstate(all="ignore"):
         if dst.is_float:
             x64 = x.astype(np.float64)
             if src is dst:
-                if target == "cpu" or not src.is_float or mode is RoundMode.CAST_NONE:
+                if casts == "x86" or not src.is_float or mode is RoundMode.CAST_NONE:
                     return x.copy()
                 return round_int(x64, mode).astype(dst.np)
             if sat:
@@ -164,7 +167,7 @@ def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
             r = np.where(np.isnan(r), 0.0, r)
             if sat:
                 return np.clip(r, lo, hi).astype(dst.np)
-            if target == "cpu":
+            if casts == "x86":
                 return _x86_cast(r, dst)
             wide = 64 if dst.itemsize == 8 else 32
             signed = dst.is_signed or wide == 32
@@ -186,7 +189,7 @@ def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
 
 
 def _convert_coded(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
-                   target: str) -> np.ndarray:
+                   casts: str) -> np.ndarray:
     """Conversions from and to the coded 8-bit types. s4 sources and HiF8 sources decode
     exactly (to i8 / f32). To s4: rounded with ``mode`` and always clamped to [-8, 7] (the
     simulator's and the NPU's f16 -> s4 results saturate whatever the saturation mode; NaN
@@ -195,7 +198,7 @@ def _convert_coded(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: 
     if src.coded:
         x, src = decode(x, src), dtype("i8" if src.name == "s4" else "f32")
         if not dst.coded:
-            return convert(x, src, dst, mode, sat, target)
+            return convert(x, src, dst, mode, sat, casts)
     with np.errstate(all="ignore"):
         x64 = x.astype(np.float64)
         if dst.name == "s4":
@@ -273,6 +276,7 @@ def _cvt_static_shapes(sig: Sig) -> None:
 
 
 @instr("TCVT", family="elementwise", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"rmode": Attr("mode"), "sat_mode": Attr("satMode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("tmp", "tile", "scratch", optional=True),
                  Opnd("mode", "enum", enum=RoundMode, optional=True),
@@ -291,11 +295,11 @@ def TCVT(m: Machine, dst: Tile, src: Tile, tmp: Tile | None = None,  # noqa: N80
         return
     rm = mode or RoundMode.CAST_RINT
     if satMode is None:
-        sat = m.target.name != "cpu"
+        sat = m.target.traits.cvt_saturate_default
     else:
         sat = satMode is SaturationMode.ON
     x = np.asarray(src.read(vr, vc))
-    dst.write(convert(x, src.dtype, dst.dtype, rm, sat, m.target.name))
+    dst.write(convert(x, src.dtype, dst.dtype, rm, sat, m.target.traits.cvt_casts))
 
 
 TCVT.__class__ = _TcvtInstr

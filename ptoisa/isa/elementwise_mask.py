@@ -8,7 +8,10 @@ byte w columns 8w..8w+7).
 TSELS reads that layout on every target. TSEL does on a2a3/a5; the cpu target reproduces the
 upstream CPU simulator, which reads the mask as one continuous LSB-first bit stream over dst's
 valid region, taking 8 bits from each mask element (even a u32 one) and moving to the next
-mask row after ``mask.validCol`` elements.
+mask row after ``mask.validCol`` elements. TCMP writes the per-row layout on every target;
+TCMPS does on a2a3/a5, and on cpu writes the simulator's stream (see :func:`_pack_stream`).
+The target's ``predicate_layout`` trait chooses ("rows" or "cpu_sim"); ``cmp_i32_eq_only``
+says whether int32 sources compare for equality only (a2a3).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..memory import Machine
 from ..tile import Tile
 from .elementwise_common import as_elem, cover, same_tile_dtype
 from .registry import Instr, Opnd, Sig, instr, locs, same_dtype
+from .spelling import CMP_MODE, Ptoas
 
 _CMP = {
     CmpMode.EQ: np.equal, CmpMode.NE: np.not_equal, CmpMode.LT: np.less,
@@ -36,7 +40,7 @@ def _vec(*names: str) -> Any:
 
 def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
     """Write a (rows, cols) boolean predicate into dst, packed per row."""
-    if m.target.name == "cpu":  # the simulator zeroes the whole predicate tile first
+    if m.target.traits.predicate_layout == "cpu_sim":  # the simulator zeroes the whole tile
         dst.fill(0, dst.rows, dst.cols)
     rows, cols = bits.shape
     if rows == 0 or cols == 0:
@@ -52,22 +56,29 @@ def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
     dst.write(vals[:, :n])
 
 
-def _pack_stream(ins: Instr, dst: Tile, bits: np.ndarray) -> None:
-    """The CPU simulator's TCMPS: dst zeroed, then the predicate bits of the whole compared
-    region as one LSB-first stream, 8 bits per dst element, in dst's row-major element
-    order (ignoring dst's row length)."""
+def _pack_stream(dst: Tile, src: Tile, bits: np.ndarray) -> None:
+    """The CPU simulator's TCMPS layout: the predicate of src's valid region is placed in a
+    src.Rows x src.Cols bit matrix (0 elsewhere), whose rows are packed whole (Cols // 8
+    bytes each, LSB-first) into one byte stream; byte c goes to dst element
+    (c // dst.validCol, c % dst.validCol) when that lies in dst's valid region (bytes past it
+    are dropped), one byte per dst element; the rest of dst is zero."""
     dst.fill(0, dst.rows, dst.cols)
-    packed = np.packbits(bits.reshape(-1), bitorder="little")
-    if packed.size > dst.rows * dst.cols:
-        raise RuntimeCheckError(
-            f"dst ({dst.rows}x{dst.cols}) cannot hold {packed.size} predicate bytes",
-            op=ins.mnemonic)
-    full, rest = divmod(packed.size, dst.cols)
-    vals = packed.astype(dst.dtype.np)
-    if full:
-        dst.write(vals[: full * dst.cols].reshape(full, dst.cols))
+    dr, dc = dst.valid_shape
+    if dr == 0 or dc == 0:
+        return
+    full = np.zeros((src.rows, src.cols), bool)
+    full[: bits.shape[0], : bits.shape[1]] = bits
+    per_row = src.cols // 8  # the simulator's bits_per_row = W / 8 (a remainder is dropped)
+    stream = np.packbits(full[:, : per_row * 8], axis=1, bitorder="little").reshape(-1)
+    n = min(stream.size, dr * dc)
+    if n == 0:
+        return
+    vals = stream[:n].astype(dst.dtype.np)
+    whole, rest = divmod(n, dc)
+    if whole:
+        dst.write(vals[: whole * dc].reshape(whole, dc))
     if rest:
-        dst.write(vals[full * dst.cols:].reshape(1, rest), full, 0)
+        dst.write(vals[whole * dc:].reshape(1, rest), whole, 0)
 
 
 def _mask_words(ins: Instr, dst: Tile, src: Tile) -> None:
@@ -85,7 +96,7 @@ def _mask_words(ins: Instr, dst: Tile, src: Tile) -> None:
 def _tcmp_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any, *rest: Any, **kw: Any) -> None:
     from ..memory import current
 
-    if not (ins.name == "TCMPS" and current().target.name == "cpu"):
+    if not (ins.name == "TCMPS" and current().target.traits.predicate_layout == "cpu_sim"):
         _mask_words(ins, dst, src0)
     if isinstance(src1, Tile) and (src1.valid_row < src0.valid_row
                                    or src1.valid_col < src0.valid_col):
@@ -101,13 +112,16 @@ def _pred_dst(sig: Sig) -> None:
 
 
 def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
-    # A2/A3 compares int32 only for equality: cmpMode is ignored there (tcmp.md).
-    if m.target.name == "a2a3" and src.dtype.name == "i32":
+    # A2/A3 compares int32 only for equality (tcmp.md: other modes fall back to EQ). NE stays
+    # NE: the a2a3 implementation computes every NE as EQ and then inverts the mask (vnot), for
+    # int32 too, so only LT/GT/LE/GE become EQ.
+    if m.target.traits.cmp_i32_eq_only and src.dtype.name == "i32" and mode is not CmpMode.NE:
         return CmpMode.EQ
     return mode
 
 
 @instr("TCMP", family="elementwise", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"cmpMode": CMP_MODE}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
                  Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
        dtype_key=("src0", "dst"),
@@ -116,7 +130,8 @@ def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
 def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
          cmpMode: CmpMode | None = None) -> None:  # noqa: N803
     """dst = packed predicate (src0 cmpMode src1) over src0's valid region (default EQ). On
-    a2a3 int32 sources are compared for equality whatever cmpMode says (hardware)."""
+    a2a3 int32 sources are compared for equality when cmpMode is LT/GT/LE/GE (hardware; NE
+    is the inverted EQ mask there, so it stays NE)."""
     vr, vc = src0.valid_shape
     mode = _mode(m, src0, cmpMode or CmpMode.EQ)
     with np.errstate(invalid="ignore"):
@@ -125,6 +140,7 @@ def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
 
 
 @instr("TCMPS", family="tile-scalar", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"cmpMode": CMP_MODE}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "any"),
                  Opnd("cmpMode", "enum", enum=CmpMode, optional=True)),
        dtype_key=("src0", "dst"),
@@ -133,17 +149,21 @@ def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
 def TCMPS(m: Machine, dst: Tile, src0: Tile, src1: Any,  # noqa: N802
           cmpMode: CmpMode | None = None) -> None:  # noqa: N803
     """dst = packed predicate (src0 cmpMode scalar); ``src1`` is a number (converted to src0's
-    element type) or a tile whose element [0, 0] is the scalar (the C++ tile overload). On
-    a2a3/a5 the bits are packed per row like TCMP; the cpu target writes them as the CPU
-    simulator does, one continuous stream over dst (8 bits per dst element), which is what
-    its TSEL reads."""
+    element type) or a tile whose element [0, 0] is the scalar (the C++ tile overload).
+
+    Layout. a2a3/a5 (the ISA page's example and the NPU code): row r's bits are packed
+    LSB-first into dst row r (row length dst.Cols), like TCMP. cpu (the CPU simulator):
+    whole src rows (src.Cols bits each, 0 outside the valid region) as one byte stream laid
+    out with row length dst.validCol, see :func:`_pack_stream`; this is what its TSEL reads.
+    The two agree for a u8 dst when src's valid region is the whole tile and
+    dst.validCol == src.Cols / 8 (each dst row then holds exactly one src row)."""
     vr, vc = src0.valid_shape
     s = src1.read(1, 1)[0, 0] if isinstance(src1, Tile) else as_elem(src1, src0.dtype)
     mode = _mode(m, src0, cmpMode or CmpMode.EQ)
     with np.errstate(invalid="ignore"):
         bits = _CMP[mode](np.asarray(src0.read(vr, vc)), s)
-    if m.target.name == "cpu":
-        _pack_stream(TCMPS, dst, bits)
+    if m.target.traits.predicate_layout == "cpu_sim":
+        _pack_stream(dst, src0, bits)
     else:
         _pack(m, dst, bits)
 
@@ -196,7 +216,7 @@ def TSEL(m: Machine, dst: Tile, mask: Tile, src0: Tile, src1: Tile,  # noqa: N80
     vr, vc = dst.valid_shape
     if not (vr and vc):
         return
-    read = _stream_bits if m.target.name == "cpu" else _row_bits
+    read = _stream_bits if m.target.traits.predicate_layout == "cpu_sim" else _row_bits
     bits = read(TSEL, mask, vr, vc)
     dst.write(np.where(bits, np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))))
 

@@ -116,12 +116,40 @@ def _divs_types(sig: Sig) -> None:
                                f"{sig['dst'].dtype}, src {t.dtype})")
 
 
+def _same_storage(a: Tile, b: Tile) -> bool:
+    """Whether two tiles start at the same byte (the NPU's pointer test ``dst == src``)."""
+    if a is b:
+        return True
+    if a._buf is None or b._buf is None:  # an unplaced tile has no storage to share yet
+        return False
+    return bool(a._buf.__array_interface__["data"][0] == b._buf.__array_interface__["data"][0])
+
+
+def _tdivs_a2a3(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:
+    """a2a3's in-place path (dst and src the same storage): multiply by the reciprocal."""
+    vr, vc = dst.valid_shape
+    dt = dst.dtype
+    if vr and vc and isinstance(a, Tile) and dt.is_float and _same_storage(dst, a):
+        with np.errstate(all="ignore"):
+            inv = (np.float32(1) / np.float32(as_elem(b, dt))).astype(dt.np)
+            dst.write((np.asarray(a.read(vr, vc)) * inv).astype(dt.np))
+        return
+    TDIVS.impl(m, dst, a, b, **kw)
+
+
 @instr("TDIVS", family="tile-scalar", pipe=Pipe.V,
        operands=(_DST, Opnd("src0", "any"), Opnd("scalar", "any")), params=ALGO,
-       dtype_key=("dst",), static=(_vec("dst"), _divs_types), runtime=(_divs_operands,))
+       dtype_key=("dst",), static=(_vec("dst"), _divs_types), runtime=(_divs_operands,),
+       impl_for={"a2a3": _tdivs_a2a3})
 def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N802
     """dst = src / scalar, or dst = scalar / src when the scalar comes first. Integers divide
-    truncating toward zero (division by zero is target-defined; ptoisa gives 0)."""
+    truncating toward zero (division by zero is target-defined; ptoisa gives 0).
+
+    Float division is IEEE (correctly rounded) on every target, except in place on ``a2a3``:
+    when dst and src are the same storage (the NPU tests ``dst == src``), TDIVS(dst, src, s)
+    multiplies by the reciprocal, ``dst = src * T(f32(1) / f32(s))`` (a2a3's TDivS.hpp in-place
+    path: vmuls, one rounding of the reciprocal and one of the product), which can differ from
+    src / s by an ulp. ``cpu`` (the simulator) and ``a5`` (vdiv in registers) divide."""
     vr, vc = dst.valid_shape
     dt = dst.dtype
     if not (vr and vc):

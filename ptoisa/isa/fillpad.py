@@ -6,6 +6,9 @@ The padded extent differs by target (spec/notes/seeds_check.md section 4):
 * a2a3/a5 pad only rows below dst's valid rows; INPLACE does not copy (dst already holds the
   data, usually the same buffer as src); on a2a3 the partial 32-byte block right after the
   source's valid columns is padded by INPLACE only when src and dst carry different pad values.
+
+The first difference is the target trait ``fillpad_whole_tile``; the a2a3 block rule is
+TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``.
 """
 
 from __future__ import annotations
@@ -43,21 +46,25 @@ def _expand_shape(sig: Sig) -> None:
         raise sig.fail(f"dst {d.rows}x{d.cols} must be at least src {s.rows}x{s.cols}")
 
 
-def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any = None) -> None:
+def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any = None,
+          block_aligned: bool = False) -> None:
+    """Copy src's valid region into dst (unless an NPU INPLACE fill) and pad the rest.
+    ``block_aligned`` (a2a3 INPLACE with equal pad values) leaves the partial 32-byte block
+    right after src's valid columns unpadded."""
     dvr, dvc = dst.valid_shape
     if dvr == 0 or dvc == 0:
         return
     svr, svc = min(src.valid_row, dst.rows), min(src.valid_col, dst.cols)
     pad_v = pad_override if pad_override is not None else dst.spec.pad
     pad = pad_v.scalar(dst.dtype)
-    tgt = m.target.name
-    copy = tgt == "cpu" or not inplace
+    whole = m.target.traits.fillpad_whole_tile
+    copy = whole or not inplace
     if copy and svr and svc:
         vals = np.asarray(src.read(svr, svc))
         dst.write(vals.view(dst.dtype.np) if vals.dtype != dst.dtype.np else vals)
-    rows_end = dst.rows if tgt == "cpu" else max(dvr, svr)
+    rows_end = dst.rows if whole else max(dvr, svr)
     col_start = svc
-    if tgt == "a2a3" and inplace and src.spec.pad == dst.spec.pad:
+    if block_aligned and inplace and src.spec.pad == dst.spec.pad:
         per_block = 32 // dst.dtype.itemsize
         col_start = min(-(-svc // per_block) * per_block, dst.cols)
     if col_start < dst.cols and svr:
@@ -82,10 +89,17 @@ def TFILLPAD(m: Machine, dst: Tile, src: Tile, *, PadVal: Any = None) -> None:  
     _fill(m, dst, src, inplace=False, pad_override=None if PadVal is None else pad_value(PadVal))
 
 
+def _a2a3_fill_inplace(m: Machine, dst: Tile, src: Tile) -> None:
+    """a2a3 TFILLPAD_INPLACE: with equal pad values on src and dst, the partial 32-byte block
+    right after src's valid columns keeps its contents."""
+    _fill(m, dst, src, inplace=True, block_aligned=True)
+
+
 @instr("TFILLPAD_INPLACE", family="layout", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        dtype_key=("dst",),
-       static=(_VEC, _pad_not_null, _same_elem_size, same_static_shape("dst", "src")))
+       static=(_VEC, _pad_not_null, _same_elem_size, same_static_shape("dst", "src")),
+       impl_for={"a2a3": _a2a3_fill_inplace})
 def TFILLPAD_INPLACE(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """In-place fill: write dst's pad value outside src's valid region. The NPU does not copy
     (dst already holds the data); the cpu target copies src's valid region as well."""

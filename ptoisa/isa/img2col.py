@@ -208,7 +208,8 @@ def _timg2col_static(sig: Sig) -> None:
     d, s = sig["dst"], sig["src"]
     if isinstance(d, TileSpec) and isinstance(s, TileSpec) and d.dtype is not s.dtype:
         raise sig.fail(f"dst element type {d.dtype} != src element type {s.dtype}")
-    if isinstance(d, TileSpec) and sig.target.name != "cpu" and d.layout_name != "NZ":
+    if isinstance(d, TileSpec) and sig.target.traits.npu_static_checks and \
+            d.layout_name != "NZ":
         raise sig.fail(f"dst must be an NZ Left tile (BLayout ColMajor, SLayout RowMajor), got "
                        f"{d.layout_name}")
 

@@ -25,7 +25,8 @@ from ..errors import PtoError, RuntimeCheckError
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from .registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
+from .spelling import CMP_MODE, Attr, Form, Ptoas
 
 # ---- enums of the C++ API (pto/common/type.hpp) --------------------------------------------------
 
@@ -173,6 +174,7 @@ def _tci_rows(sig: Sig) -> None:
 
 
 @instr("TCI", family="irregular", pipe=Pipe.S,
+       ptoas=Ptoas(attrs={"descending": Attr("descending")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("start", "scalar"),
                  Opnd("tmp", "tile", "scratch", optional=True)),
        params=(Param("descending", False), Param("T", None)),
@@ -201,6 +203,7 @@ def _wrap_to(x: np.ndarray, dt: DType) -> np.ndarray:
 # ==== TTRI ========================================================================================
 
 @instr("TTRI", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={"upperOrLower": Attr("isUpperOrLower")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("diagonal", "scalar")),
        params=(Param("isUpperOrLower", 0),),
        dtype_key=("dst",),
@@ -223,56 +226,90 @@ def TTRI(m: Machine, dst: Tile, diagonal: Any, *, isUpperOrLower: Any) -> None: 
 
 # ==== TGATHER =====================================================================================
 
-def _tgather_static(sig: Sig) -> None:
+def _gather_form(sig: Sig) -> str | None:
+    """TGATHER's form by its operand types: "compare" (src1, tmp and tmp2 given), "index" (an
+    index tile), "mask", or None while dst/src0 are not known tiles."""
     dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
     if not isinstance(src0, TileSpec) or not isinstance(dst, TileSpec):
-        return
+        return None
     if src1 is not None and sig["tmp"] is not None and sig["tmp2"] is not None:
+        return "compare"
+    return "index" if isinstance(src1, TileSpec) else "mask"
+
+
+def _tgather_static(sig: Sig) -> None:
+    dst, src0, src1 = sig["dst"], sig["src0"], sig["src1"]
+    form = _gather_form(sig)
+    if form is None:
+        return
+    if form == "compare":
         # compare form (kValue a tile, or a scalar as PTOAS writes it): dst i32/u32 indices
         if dst.dtype.name not in ("i32", "ui32"):
             raise sig.fail(f"compare-form dst must be i32 or ui32, got {dst.dtype}")
-        eq = sig.params.get("cmpMode", CmpMode.EQ) is CmpMode.EQ
-        if sig.target.name == "a2a3" and not (
-                src0.dtype.name in ("f16", "f32") or (eq and src0.dtype.name == "i32")):
-            raise sig.fail("expects A2/A3 compare-form tgather src element type to be f16/f32, "
-                           f"or i32 when cmpMode=eq, got {src0.dtype}")
         return
     if dst.dtype.itemsize != src0.dtype.itemsize:
         raise sig.fail(f"dst ({dst.dtype}) and src0 ({src0.dtype}) must have the same element "
                        "size")
-    if isinstance(src1, TileSpec):
+    if form == "index":
         if dst.dtype is not src0.dtype:
             raise sig.fail(f"dst ({dst.dtype}) and src0 ({src0.dtype}) must have the same "
                            "element type")
         if not src1.dtype.is_int:
             raise sig.fail(f"indices must be integers, got {src1.dtype}")
-        if sig.target.name in ("cpu", "a2a3") and src1.dtype.itemsize != 4:
-            raise sig.fail(f"indices must be 32-bit on {sig.target.name}, got {src1.dtype}")
-        if dst.dtype.itemsize not in (2, 4) and sig.target.name != "cpu":
-            raise sig.fail(f"index gather needs 2- or 4-byte elements on {sig.target.name}, "
+        if dst.dtype.itemsize not in (2, 4) and sig.target.traits.npu_static_checks:
+            raise sig.fail(f"index gather needs 2- or 4-byte elements on {sig.target}, "
                            f"got {dst.dtype}")
+
+
+def _tgather_compare_a2a3(sig: Sig) -> None:
+    """A2/A3's compare form takes f16/f32 sources, or i32 ones for cmpMode EQ."""
+    src0 = sig["src0"]
+    if _gather_form(sig) == "compare":
+        eq = sig.params.get("cmpMode", CmpMode.EQ) is CmpMode.EQ
+        if not (src0.dtype.name in ("f16", "f32") or (eq and src0.dtype.name == "i32")):
+            raise sig.fail("expects A2/A3 compare-form tgather src element type to be f16/f32, "
+                           f"or i32 when cmpMode=eq, got {src0.dtype}")
+
+
+def _tgather_index32(sig: Sig) -> None:
+    """The index form's indices are 32-bit (a5 takes 16-bit ones too)."""
+    src1 = sig["src1"]
+    if _gather_form(sig) == "index" and src1.dtype.itemsize != 4:
+        raise sig.fail(f"indices must be 32-bit on {sig.target}, got {src1.dtype}")
+
+
+@sim_unchecked
+def _tgather_contiguous(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
+                        tmp2: Any = None, offset: Any = None, **params: Any) -> None:
+    """Mask and index gathers write dst contiguously: dst valid cols == Cols (both NPUs'
+    implementation checks; the CPU simulator writes any valid region)."""
+    if src1 is None and dst.valid_col != dst.cols:
+        raise _fail(ins, f"mask gather writes dst contiguously: dst valid cols "
+                    f"{dst.valid_col} must equal Cols {dst.cols}")
+    if isinstance(src1, Tile) and tmp2 is None and dst.valid_col != dst.cols:
+        raise _fail(ins, f"dst valid cols {dst.valid_col} must equal Cols {dst.cols} "
+                    "(continuous dst)")
 
 
 def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
                      tmp2: Any = None, offset: Any = None, **params: Any) -> None:
-    from ..memory import current
-
-    tgt = current().target.name
-    if src1 is None:
-        if tgt != "cpu" and dst.valid_col != dst.cols:
-            raise _fail(ins, f"mask gather writes dst contiguously: dst valid cols "
-                        f"{dst.valid_col} must equal Cols {dst.cols}")
-        return
     if isinstance(src1, Tile) and tmp2 is None:
-        if tgt != "cpu" and dst.valid_col != dst.cols:
-            raise _fail(ins, f"dst valid cols {dst.valid_col} must equal Cols {dst.cols} "
-                        "(continuous dst)")
         if src1.valid_row < dst.valid_row or src1.valid_col < dst.valid_col:
             raise _fail(ins, f"indices valid region {src1.valid_row}x{src1.valid_col} does not "
                         f"cover dst valid region {dst.valid_row}x{dst.valid_col}")
 
 
 @instr("TGATHER", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # mask form ins(src) {maskPattern}; index form ins(src, indices, tmp); compare form
+           # ins(src, kValue, tmp) outs(dst, cdst) {offset}
+           forms={"pto.tgather": (
+               Form(ins=("src0",)),
+               Form(ins=("src0", "src1", "tmp")),
+               Form(ins=("src0", "src1", "tmp2"), outs=("dst", "tmp"),
+                    attr_operands={"offset": "offset"}))},
+           attrs={"maskPattern": Attr("maskPattern"), "cmpMode": CMP_MODE,
+                  "offset": Attr("offset")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
                  Opnd("src1", "any", optional=True), Opnd("tmp", "any", optional=True),
                  Opnd("tmp2", "any", optional=True), Opnd("offset", "any", optional=True)),
@@ -282,7 +319,9 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
        dtype_key=("src0",),
        static=(locs(["dst", "src0"], TileType.Vec), _row_major("dst", "src0"),
                _tgather_static),
-       runtime=(_tgather_runtime,))
+       static_for={"a2a3": (_tgather_compare_a2a3, _tgather_index32),
+                   "cpu": (_tgather_index32,)},
+       runtime=(_tgather_runtime, _tgather_contiguous))
 def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,  # noqa: N802
             tmp2: Any = None, offset: Any = None, *, maskPattern: MaskPattern,  # noqa: N803
             gatherType: GatherAxis, cmpMode: CmpMode) -> None:  # noqa: N803
@@ -386,10 +425,14 @@ def _tscatter_static(sig: Sig) -> None:
         if not idx.dtype.is_int:
             raise sig.fail(f"indexes must be integers, got {idx.dtype}")
         want = 4 if dst.dtype.itemsize == 4 else 2
-        if sig.target.name != "cpu" and idx.dtype.itemsize != want:
+        if sig.target.traits.npu_static_checks and idx.dtype.itemsize != want:
             raise sig.fail(f"{dst.dtype.itemsize}-byte data needs {8 * want}-bit indexes, "
                            f"got {idx.dtype}")
-    elif sig.target.name == "a2a3":
+
+
+def _tscatter_no_mask_form(sig: Sig) -> None:
+    dst, src, idx = sig["dst"], sig["src"], sig["indexes"]
+    if isinstance(dst, TileSpec) and isinstance(src, TileSpec) and not isinstance(idx, TileSpec):
         raise sig.fail("the mask form is supported on a5 and cpu only")
 
 
@@ -417,6 +460,7 @@ def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p
        dtype_key=("dst",),
        static=(locs(["dst", "src", "indexes"], TileType.Vec), _row_major("dst", "src"),
                _tscatter_static),
+       static_for={"a2a3": (_tscatter_no_mask_form,)},
        runtime=(_tscatter_runtime,))
 def TSCATTER(m: Machine, dst: Tile, src: Tile, indexes: Tile | None = None, *,  # noqa: N802
              maskPattern: MaskPattern, ScatterType: ScatterAxis) -> None:  # noqa: N803
@@ -464,12 +508,20 @@ def _m_static(tile_name: str, gm_name: str) -> Any:
                 raise sig.fail(f"the GM table must be ND, got {g.layout.name}")
             if t.loc is TileType.Mat and t.layout_name != "NZ":
                 raise sig.fail(f"a Mat {tile_name} must be NZ, got {t.layout_name}")
-            if t.loc is TileType.Vec and sig.target.name != "a5" and not t.is_nd:
-                raise sig.fail(f"{tile_name} must be row-major ND, got {t.layout_name}")
         if isinstance(ix, (TileSpec, GMSpec)) and (not ix.dtype.is_int or ix.dtype.itemsize != 4):
             raise sig.fail(f"indexes must be i32 or ui32, got {ix.dtype}")
         if isinstance(t, TileSpec) and t.loc is TileType.Mat and isinstance(ix, TileSpec):
             raise sig.fail("a Mat destination takes its indexes from GM (a GlobalTensor)")
+    return rule
+
+
+def _vec_nd(tile_name: str, gm_name: str) -> Any:
+    """A Vec tile of MGATHER/MSCATTER is row-major ND (a5 takes other layouts too)."""
+    def rule(sig: Sig) -> None:
+        t, g = sig[tile_name], sig[gm_name]
+        if isinstance(t, TileSpec) and isinstance(g, GMSpec) and t.loc is TileType.Vec \
+                and not t.is_nd:
+            raise sig.fail(f"{tile_name} must be row-major ND, got {t.layout_name}")
     return rule
 
 
@@ -514,7 +566,8 @@ def _table_rows(g: GlobalTensor) -> tuple[int, int]:
        params=(Param("CMode", Coalesce.Row, Coalesce), Param("Mode", GatherOOB.Undefined,
                                                                GatherOOB)),
        dtype_key=("dst",),
-       static=(locs(["dst"], TileType.Vec, TileType.Mat), _m_static("dst", "src")))
+       static=(locs(["dst"], TileType.Vec, TileType.Mat), _m_static("dst", "src")),
+       static_for={k: (_vec_nd("dst", "src"),) for k in ("cpu", "a2a3")})
 def MGATHER(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,  # noqa: N802
             scratch: GlobalTensor | None = None, *, CMode: Coalesce,  # noqa: N803
             Mode: GatherOOB) -> None:  # noqa: N803
@@ -565,11 +618,15 @@ def _mscatter_static(sig: Sig) -> None:
         raise sig.fail("Conflict=Last cannot be combined with an atomic scatter")
     src = sig["src"]
     if atomic in (ScatterAtomicOp.Max, ScatterAtomicOp.Min, ScatterAtomicOp.Add) and \
-            isinstance(src, TileSpec) and src.dtype.itemsize == 1 and sig.target.name != "cpu":
+            isinstance(src, TileSpec) and src.dtype.itemsize == 1 \
+            and sig.target.traits.npu_static_checks:
         raise sig.fail(f"atomic {atomic.name} does not support {src.dtype}")
 
 
 @instr("MSCATTER", family="irregular", pipe=Pipe.MTE3,
+       ptoas=Ptoas(attrs={
+           "scatterAtomicOp": Attr("Atomic", values={"none": ScatterAtomicOp.NoOp}),
+           "scatterOob": Attr("Oob")}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("indexes", "tile")),
        params=(Param("Mode", Coalesce.Row, Coalesce),
                Param("Atomic", ScatterAtomicOp.NoOp, None),
@@ -577,7 +634,8 @@ def _mscatter_static(sig: Sig) -> None:
                Param("Conflict", ScatterConflict.Default, ScatterConflict)),
        dtype_key=("src",),
        static=(locs(["src", "indexes"], TileType.Vec), _m_static("src", "dst"),
-               _mscatter_static))
+               _mscatter_static),
+       static_for={k: (_vec_nd("src", "dst"),) for k in ("cpu", "a2a3")})
 def MSCATTER(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,  # noqa: N802
              Mode: Coalesce, Atomic: Any, Oob: ScatterOOB,  # noqa: N803
              Conflict: ScatterConflict) -> None:  # noqa: N803
@@ -660,11 +718,17 @@ def _unpack_records(elems: np.ndarray, dt: DType) -> tuple[np.ndarray, np.ndarra
     return vals, idx
 
 
-def _desc_order(vals: np.ndarray) -> np.ndarray:
-    """Stable descending order (ties keep their original order); NaN sorts first."""
+def _desc_order(vals: np.ndarray, idx: np.ndarray | None = None, n_real: int = 32
+                ) -> np.ndarray:
+    """Descending order of ``vals``; NaN sorts first; padding (positions >= n_real) after
+    every real element. Equal values keep their position order (stable), or with ``idx``
+    are ordered by ascending index value (the CPU simulator's comparator)."""
     key = vals.astype(np.float64)
     key = np.where(np.isnan(key), np.inf, key)
-    return np.argsort(-key, kind="stable")
+    if idx is None:
+        return np.argsort(-key, kind="stable")
+    pad = np.arange(vals.size) >= n_real
+    return np.lexsort((idx, -key, pad))  # last key is the primary one
 
 
 def _sort_dtypes(sig: Sig) -> None:
@@ -689,19 +753,9 @@ def _tsort32_runtime(ins: Instr, dst: Tile, src: Tile, idx: Tile, tmp: Any = Non
                     f"valid region {vr}x{vc}")
 
 
-@instr("TSORT32", family="irregular", pipe=Pipe.V,
-       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile"),
-                 Opnd("tmp", "tile", "scratch", optional=True)),
-       dtype_key=("src",),
-       static=(locs(["dst", "src", "idx"], TileType.Vec), _row_major("dst", "src", "idx"),
-               _sort_dtypes),
-       runtime=(_tsort32_runtime,))
-def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> None:  # noqa: N802
-    """Per row, each block of 32 elements of src's valid region is sorted in descending order
-    of value (stable), together with its u32 index from ``idx``; dst row r receives the blocks'
-    8-byte (value, index) records in order (f32: 2 elements per record, f16: 4, the value in
-    the low bytes). With ``tmp`` a partial last block is padded with -inf (records keep the
-    index 0; they sort last and only the first validCol records are written)."""
+def _sort_blocks(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None, ties_by_idx: bool) -> None:
+    """TSORT32's semantics; ``ties_by_idx`` orders equal values by ascending idx value (the
+    CPU simulator's comparator) instead of by position."""
     vr, vc = src.valid_shape
     if not (vr and vc):
         return
@@ -718,12 +772,38 @@ def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None
                 pad = 32 - v.size
                 v = np.concatenate([v, np.full(pad, -np.inf, src.dtype.np)])
                 i = np.concatenate([i, np.zeros(pad, np.uint32)])
-            o = _desc_order(v)
             n_real = min(32, vc - b * 32)
+            o = _desc_order(v, i if ties_by_idx else None, n_real)
             o = [k for k in o if k < n_real] if tmp is None else o
             out.append(_pack_records(v[o], i[o], src.dtype))
         row = np.concatenate(out)
         dst.write(row[None, : vc * per], r, 0)
+
+
+def _tsort32_cpu(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> None:
+    _sort_blocks(dst, src, idx, tmp, ties_by_idx=True)
+
+
+@instr("TSORT32", family="irregular", pipe=Pipe.V,
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile"),
+                 Opnd("tmp", "tile", "scratch", optional=True)),
+       dtype_key=("src",),
+       static=(locs(["dst", "src", "idx"], TileType.Vec), _row_major("dst", "src", "idx"),
+               _sort_dtypes),
+       runtime=(_tsort32_runtime,), impl_for={"cpu": _tsort32_cpu})
+def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> None:  # noqa: N802
+    """Per row, each block of 32 elements of src's valid region is sorted in descending order
+    of value, together with its u32 index from ``idx``; dst row r receives the blocks'
+    8-byte (value, index) records in order (f32: 2 elements per record, f16: 4, the value in
+    the low bytes). With ``tmp`` a partial last block is padded with -inf (records keep the
+    index 0; they sort last and only the first validCol records are written).
+
+    Equal values: on a2a3/a5 they keep their position order (VBS32 sorts stably, the ISA's
+    vbitsort page; the TSORT32 page's "ties broken by smaller index first" agrees whenever
+    idx ascends with position, as the usual iota does); on cpu they are ordered by ascending
+    idx value, as the simulator's comparator does (values [5, 5] with idx [7, 3] give the
+    records (5, 3), (5, 7) on cpu and (5, 7), (5, 3) on the NPUs)."""
+    _sort_blocks(dst, src, idx, tmp, ties_by_idx=False)
 
 
 class MrgSortExecutedNumList:
@@ -784,6 +864,18 @@ def _mrg_static(sig: Sig) -> None:
 
 
 @instr("TMRGSORT", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # PTOAS: ins(src0, src1[, src2[, src3]], tmp) outs(dst, executed: vector<4xi16>);
+           # the manual's format2 writes tmp in outs: ins(src0..srcN) outs(dst, tmp, executed)
+           forms={"pto.tmrgsort": (
+               Form(ins=("a1", "a2")),
+               Form(ins=("src0", "src1", "a2"), outs=("dst", "a1")),
+               Form(ins=("src0", "src1", "src2", "a2"), outs=("dst", "a1")),
+               Form(ins=("src0", "src1", "src2", "src3", "a2"), outs=("dst", "a1")),
+               Form(ins=("src0", "src1"), outs=("dst", "a2", "a1")),
+               Form(ins=("src0", "src1", "src2"), outs=("dst", "a2", "a1")),
+               Form(ins=("src0", "src1", "src2", "src3"), outs=("dst", "a2", "a1")))},
+           attrs={"exhausted": Attr("exhausted")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("a1", "any"), Opnd("a2", "any", optional=True),
                  Opnd("src0", "tile", optional=True), Opnd("src1", "tile", optional=True),
                  Opnd("src2", "tile", optional=True), Opnd("src3", "tile", optional=True)),
@@ -859,10 +951,26 @@ def _tdequant_runtime(ins: Instr, dst: Tile, src: Tile, scale: Tile, offset: Til
                         f"per dst valid row ({dst.valid_row})")
 
 
-def _param_cols(m: Machine, para: Tile, vc: int) -> int:
-    """Columns of a TDEQUANT parameter tile that are read: 1 (per-row broadcast), or all of
-    dst's on cpu when the parameter tile's valid region is as wide as dst's."""
-    return vc if m.target.name == "cpu" and para.valid_col >= vc > 1 else 1
+def _dequant(dst: Tile, src: Tile, scale: Tile, offset: Tile, elementwise: bool) -> None:
+    """TDEQUANT's semantics. A parameter tile is read per row (one column broadcast), or with
+    ``elementwise`` (the CPU simulator) element by element when its valid region is as wide as
+    dst's."""
+    vr, vc = dst.valid_shape
+    if not (vr and vc):
+        return
+
+    def cols(para: Tile) -> int:
+        return vc if elementwise and para.valid_col >= vc > 1 else 1
+
+    x = np.asarray(src.read(vr, vc)).astype(np.float32)
+    off = np.asarray(offset.read(vr, cols(offset))).astype(np.float32)
+    sc = np.asarray(scale.read(vr, cols(scale))).astype(np.float32)
+    with np.errstate(all="ignore"):
+        dst.write(((x - off) * sc).astype(dst.dtype.np))
+
+
+def _tdequant_cpu(m: Machine, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> None:
+    _dequant(dst, src, scale, offset, elementwise=True)
 
 
 @instr("TDEQUANT", family="irregular", pipe=Pipe.V,
@@ -871,7 +979,7 @@ def _param_cols(m: Machine, para: Tile, vc: int) -> int:
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src", "scale", "offset"], TileType.Vec),
                _row_major("dst", "src"), same_dtype("dst", "scale", "offset")),
-       runtime=(_tdequant_runtime,))
+       runtime=(_tdequant_runtime,), impl_for={"cpu": _tdequant_cpu})
 def TDEQUANT(m: Machine, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> None:  # noqa: N802
     """dst[r, c] = (f32(src[r, c]) - offset[r, 0]) * scale[r, 0] over dst's valid region, in
     f32 arithmetic (each step rounded).
@@ -879,14 +987,7 @@ def TDEQUANT(m: Machine, dst: Tile, src: Tile, scale: Tile, offset: Tile) -> Non
     On cpu a parameter tile whose valid region covers dst's (rather than one column) is read
     element-wise, ``offset[r, c]`` / ``scale[r, c]``, as the CPU simulator does (the manual only
     defines the per-row form; see docs/cpu_sim_differences.md)."""
-    vr, vc = dst.valid_shape
-    if not (vr and vc):
-        return
-    x = np.asarray(src.read(vr, vc)).astype(np.float32)
-    off = np.asarray(offset.read(vr, _param_cols(m, offset, vc))).astype(np.float32)
-    sc = np.asarray(scale.read(vr, _param_cols(m, scale, vc))).astype(np.float32)
-    with np.errstate(all="ignore"):
-        dst.write(((x - off) * sc).astype(dst.dtype.np))
+    _dequant(dst, src, scale, offset, elementwise=False)
 
 
 # ==== TPREFETCH ===================================================================================
@@ -931,6 +1032,10 @@ def _hist_static(sig: Sig) -> None:
 
 
 @instr("THISTOGRAM", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(attrs={
+           # C++ A5: THISTOGRAM<..., isMSB> is HistByte BYTE_1 (the high byte of a ui16)
+           "isMSB": Attr("byte", values={True: HistByte.BYTE_1, False: HistByte.BYTE_0},
+                         default=True)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile")),
        params=(Param("byte", HistByte.BYTE_0, HistByte),),
        dtype_key=("src",),
@@ -1002,6 +1107,8 @@ def _rounds(x: Any) -> int:
 
 
 @instr("TRANDOM", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(forms={"pto.trandom": (Form(ins=("key*2", "counter*4")),)},
+                    attrs={"rounds": Attr("Rounds")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("key", "any"), Opnd("counter", "any")),
        params=(Param("Rounds", 10),),
        dtype_key=("dst",),
@@ -1193,6 +1300,10 @@ def _tquant_static(sig: Sig) -> None:
 
 
 @instr("TQUANT", family="irregular", pipe=Pipe.V,
+       ptoas=Ptoas(
+           # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last
+           forms={"pto.tquant": (Form(ins=("src", "exp")), Form(ins=("src", "exp", "scaling")))},
+           attrs={"quant_type": Attr("quant_type")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
                  Opnd("max", "tile", "inout", optional=True),
                  Opnd("scaling", "tile", "inout", optional=True),

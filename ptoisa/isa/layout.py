@@ -23,7 +23,18 @@ from ..errors import RuntimeCheckError
 from ..memory import Machine, current
 from ..tile import Tile, TileSpec
 from .quant import quant_mode, quantize
-from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe, same_dtype
+from .registry import (
+    Instr,
+    Opnd,
+    Param,
+    Sig,
+    instr,
+    locs,
+    move_pipe,
+    same_dtype,
+    sim_unchecked,
+)
+from .spelling import SCALE, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -41,7 +52,7 @@ def _moves(sig: Sig) -> None:
         return
     if (s.loc, d.loc) not in moves:
         allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in moves))
-        raise sig.fail(f"{s.loc.name} -> {d.loc.name} is not a data path on {sig.target.name} "
+        raise sig.fail(f"{s.loc.name} -> {d.loc.name} is not a data path on {sig.target} "
                        f"(supported: {allowed})")
 
 
@@ -58,18 +69,19 @@ def _conversion(sig: Sig) -> None:
         return
     what = "an Acc source" if s.loc is TileType.Acc else f"a {s.loc.name} source"
     raise sig.fail(f"dst element type {d.dtype} != src element type {s.dtype} "
-                   f"({what} is not converted on {sig.target.name})")
+                   f"({what} is not converted on {sig.target})")
 
 
 def _npu_mat_src_fractal(sig: Sig) -> None:
     """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement)."""
     s, d = sig["src"], sig["dst"]
-    if sig.target.name == "cpu" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not sig.target.traits.npu_static_checks or not isinstance(s, TileSpec) \
+            or not isinstance(d, TileSpec):
         return
     if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
             s.layout_name not in ("NZ", "ZN"):
         raise sig.fail(f"a Mat source of a {d.loc.name} tile must be NZ or ZN on "
-                       f"{sig.target.name}, got {s.layout_name}")
+                       f"{sig.target}, got {s.layout_name}")
 
 
 def _fp_words(sig: Sig) -> None:
@@ -78,8 +90,8 @@ def _fp_words(sig: Sig) -> None:
         return
     # fp holds 64-bit quant words; a tile of another element type (PTOAS programs write
     # f32/f16 scaling tiles) is read by numeric cast to uint64, as the CPU simulator does
-    if sig.target.name != "cpu" and fp.loc is not TileType.Scaling:
-        raise sig.fail(f"fp must be a Scaling tile on {sig.target.name}, got {fp.loc.name}")
+    if sig.target.traits.npu_static_checks and fp.loc is not TileType.Scaling:
+        raise sig.fail(f"fp must be a Scaling tile on {sig.target}, got {fp.loc.name}")
 
 
 def _index(ins: Instr, name: str, v: Any) -> int:
@@ -103,15 +115,14 @@ def _window_fits(ins: Instr, what: str, big: Tile, r0: int, c0: int, rows: int, 
 def _convert(m: Machine, vals: np.ndarray, src: Tile, dst: Tile, relu: bool,
              scalar_word: Any = None, words: np.ndarray | None = None) -> np.ndarray:
     """The fix-pipe conversion of a block of src values to dst's element type."""
-    tgt = m.target.name
     mode = None
     if words is not None:
-        mode = quant_mode(tgt, src.dtype, dst.dtype)
+        mode = quant_mode(m.target, src.dtype, dst.dtype)
     elif scalar_word is not None:
-        mode = quant_mode(tgt, src.dtype, dst.dtype, scalar=True)
+        mode = quant_mode(m.target, src.dtype, dst.dtype, scalar=True)
         words = np.full((1, vals.shape[1]), int(scalar_word) & 0xFFFFFFFFFFFFFFFF, np.uint64)
-    same_shape = src.shape == dst.shape
-    if mode == "FLOAT" and dst.dtype is D.f16 and not (tgt == "cpu" and same_shape):
+    keeps_inf = m.target.traits.fixpipe_f16_saturation == "window" and src.shape == dst.shape
+    if mode == "FLOAT" and dst.dtype is D.f16 and not keeps_inf:
         # (the CPU simulator converts a window of an equally shaped tile without saturation:
         # inf and NaN pass through there, as its recorded goldens show)
         # the fix-pipe saturates a scaled f32 to the finite f16 range (as for i32 -> f16) and
@@ -153,11 +164,15 @@ def _extract_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
                 f"window of {dst.rows}x{dst.cols} at ({r0}, {c0}) exceeds the {k}x{n} matrix of "
                 f"the FRACTAL_Z src", op=ins.mnemonic)
         return
-    if current().target.name == "cpu":
-        # the CPU simulator walks dst's valid region
-        _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
-    else:
-        _window_fits(ins, "src", src, r0, c0, dst.rows, dst.cols, "dst Rows x Cols")
+    _extract_static_window(ins, dst, src, r0, c0)
+    # a permissive machine (the CPU simulator) walks dst's valid region only
+    _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
+
+
+@sim_unchecked
+def _extract_static_window(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
+    """The page's general run-time bounds: indexRow + dst Rows <= src Rows, likewise cols."""
+    _window_fits(ins, "src", src, r0, c0, dst.rows, dst.cols, "dst Rows x Cols")
 
 
 def _textract_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,
@@ -181,7 +196,7 @@ def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
 def _a5_vec_vec_nd(sig: Sig) -> None:
     """a5: a Vec -> Vec extract copies rows of ND tiles (the PTOAS verifier's A5 rule)."""
     s, d = sig["src"], sig["dst"]
-    if sig.target.name != "a5" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
         return
     if s.loc is TileType.Vec and d.loc is TileType.Vec and not (s.is_nd and d.is_nd):
         raise sig.fail("expects A5 vec->vec textract src/dst to use ND layout (blayout=row_major, "
@@ -189,9 +204,13 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
 
 
 @instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=move_pipe(),
+       ptoas=Ptoas(forms={"pto.textract": (
+           # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
+           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
-       static=(_moves, _conversion, _npu_mat_src_fractal, _a5_vec_vec_nd),
+       static=(_moves, _conversion, _npu_mat_src_fractal),
+       static_for={"a5": (_a5_vec_vec_nd,)},
        runtime=(_textract_runtime,))
 def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
              indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
@@ -218,7 +237,7 @@ def _textract_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: A
                          indexCol: Any, **params: Any) -> None:
     r0, c0 = _index(ins, "indexRow", indexRow), _index(ins, "indexCol", indexCol)
     _extract_bounds(ins, dst, src, r0, c0)
-    if quant_mode(current().target.name, src.dtype, dst.dtype) is not None and dst.valid_col:
+    if quant_mode(current().target, src.dtype, dst.dtype) is not None and dst.valid_col:
         _fp_cols(ins, fp, c0, dst.valid_col)
 
 
@@ -243,7 +262,7 @@ def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, index
     r0, c0 = int(indexRow), int(indexCol)
     vc = dst.valid_col
     words = None
-    if vc and quant_mode(m.target.name, src.dtype, dst.dtype) is not None:
+    if vc and quant_mode(m.target, src.dtype, dst.dtype) is not None:
         words = _words(fp, c0, vc)
     _extract(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, words=words)
 
@@ -251,9 +270,15 @@ def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, index
 # ---- TINSERT / TINSERT_FP ----------------------------------------------------------------------
 
 def _insert_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
-    if current().target.name == "cpu":
-        _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
-    else:
+    """The ISA's bound (TINSERT page: indexRow + src.ValidRow <= dst.Rows, likewise for
+    columns), which a5 checks on every path (a2a3 adds a stricter one for Acc sources)."""
+    _window_fits(ins, "dst", dst, r0, c0, src.valid_row, src.valid_col, "src valid region")
+
+
+def _a2a3_acc_insert_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
+    """a2a3: the Acc -> Mat path asserts the static bound indexRow + src.Rows <= dst.Rows
+    (likewise for columns)."""
+    if src.loc is TileType.Acc:
         _window_fits(ins, "dst", dst, r0, c0, src.rows, src.cols, "src Rows x Cols")
 
 
@@ -261,6 +286,12 @@ def _tinsert_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = N
                      c: Any = None, **params: Any) -> None:
     _, r0, c0 = _split_args(ins, a, b, c)
     _insert_bounds(ins, dst, src, r0, c0)
+
+
+def _a2a3_tinsert_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,
+                          c: Any = None, **params: Any) -> None:
+    _, r0, c0 = _split_args(ins, a, b, c)
+    _a2a3_acc_insert_bounds(ins, dst, src, r0, c0)
 
 
 def _insert(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
@@ -275,7 +306,7 @@ def _insert(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
 def _npu_insert_dst(sig: Sig) -> None:
     """a2a3: an Acc -> Mat insert writes NZ boxes of 512 bytes."""
     s, d = sig["src"], sig["dst"]
-    if sig.target.name != "a2a3" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
         return
     if d.layout_name != "NZ" or d.fractal != 512 or (d.cols * d.dtype.itemsize) % 32:
         raise sig.fail(f"dst must be an NZ Mat tile with 512-byte boxes on a2a3, got "
@@ -286,7 +317,7 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
     """a2a3: TINSERT (Acc -> Mat) writes f32 accumulators as f16/bf16 (the PTOAS verifier's
     A2/A3 rule; quantised inserts go through TINSERT_FP)."""
     s, d = sig["src"], sig["dst"]
-    if sig.target.name != "a2a3" or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
         return
     if s.dtype.name != "f32" or d.dtype.name not in ("f16", "bf16"):
         raise sig.fail("expects A2/A3 tinsert element types to be src=f32, dst=f16/bf16, got "
@@ -296,8 +327,9 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
 @instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=move_pipe(),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
-       static=(_moves, _conversion, _npu_insert_dst, _a2a3_insert_dtypes),
-       runtime=(_tinsert_runtime,))
+       static=(_moves, _conversion),
+       static_for={"a2a3": (_npu_insert_dst, _a2a3_insert_dtypes)},
+       runtime=(_tinsert_runtime,), runtime_for={"a2a3": (_a2a3_tinsert_runtime,)})
 def TINSERT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
             indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
     """dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
@@ -311,23 +343,30 @@ def _tinsert_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: An
                         indexCol: Any, **params: Any) -> None:
     r0, c0 = _index(ins, "indexRow", indexRow), _index(ins, "indexCol", indexCol)
     _insert_bounds(ins, dst, src, r0, c0)
-    if quant_mode(current().target.name, src.dtype, dst.dtype) is not None and src.valid_col:
+    if quant_mode(current().target, src.dtype, dst.dtype) is not None and src.valid_col:
         _fp_cols(ins, fp, 0, src.valid_col)
+
+
+def _a2a3_tinsert_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: Any,
+                             indexCol: Any, **params: Any) -> None:
+    r0, c0 = _index(ins, "indexRow", indexRow), _index(ins, "indexCol", indexCol)
+    _a2a3_acc_insert_bounds(ins, dst, src, r0, c0)
 
 
 @instr("TINSERT_FP", family="layout", pipe=Pipe.FIX,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile"),
                  Opnd("indexRow", "scalar"), Opnd("indexCol", "scalar")),
        params=(_RELU,), dtype_key=("dst",),
-       static=(_moves, _conversion, _fp_words, _npu_insert_dst),
-       runtime=(_tinsert_fp_runtime,))
+       static=(_moves, _conversion, _fp_words),
+       static_for={"a2a3": (_npu_insert_dst,)},
+       runtime=(_tinsert_fp_runtime,), runtime_for={"a2a3": (_a2a3_tinsert_fp_runtime,)})
 def TINSERT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexCol: int, *,  # noqa: N802,N803
                reluMode: ReluPreMode) -> None:
     """TINSERT through the fix-pipe with per-column quant words: dst[indexRow + i,
     indexCol + j] = quant(src[i, j]; fp[0, j]) (one word per source column)."""
     vc = src.valid_col
     words = None
-    if vc and quant_mode(m.target.name, src.dtype, dst.dtype) is not None:
+    if vc and quant_mode(m.target, src.dtype, dst.dtype) is not None:
         words = _words(fp, 0, vc)
     _insert(m, dst, src, int(indexRow), int(indexCol), reluMode is ReluPreMode.NormalRelu,
             words=words)
@@ -358,16 +397,32 @@ def _tconcat_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | No
             raise RuntimeCheckError(
                 f"index tile {t._label()} must hold one entry per row ({dst.valid_row} rows)",
                 op=ins.mnemonic)
-    if idx:
+
+
+def _concat_cols(ins: Instr, dst: Tile, src0: Tile, src1: Tile, idx: tuple[Any, ...],
+                 exact: bool) -> None:
+    """The plain form's column count: n0 + n1 == dst valid cols (``exact``), or at most dst's
+    static Cols (a2a3)."""
+    if any(t is not None for t in idx):
         return
     n = src0.valid_col + src1.valid_col
-    tgt = current().target.name
-    if (tgt == "a2a3" and n > dst.cols) or (tgt != "a2a3" and dst.valid_col != n):
-        want = f"at most dst Cols {dst.cols}" if tgt == "a2a3" else \
-            f"dst valid cols {dst.valid_col}"
+    if (not exact and n > dst.cols) or (exact and dst.valid_col != n):
+        want = f"dst valid cols {dst.valid_col}" if exact else f"at most dst Cols {dst.cols}"
         raise RuntimeCheckError(
             f"src0 valid cols {src0.valid_col} + src1 valid cols {src1.valid_col} = {n} must be "
-            f"{want} on {tgt}", op=ins.mnemonic)
+            f"{want} on {current().target}", op=ins.mnemonic)
+
+
+def _tconcat_cols_valid(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | None = None,
+                        b: Tile | None = None, c: Tile | None = None) -> None:
+    """a5 and cpu: the sources' valid cols add up to dst's valid cols."""
+    _concat_cols(ins, dst, src0, src1, (a, b, c), exact=True)
+
+
+def _a2a3_tconcat_cols(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | None = None,
+                       b: Tile | None = None, c: Tile | None = None) -> None:
+    """a2a3: the sources' valid cols fit dst's static Cols."""
+    _concat_cols(ins, dst, src0, src1, (a, b, c), exact=False)
 
 
 @instr("TCONCAT", family="layout", pipe=Pipe.V,
@@ -377,7 +432,9 @@ def _tconcat_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | No
        dtype_key=("dst",),
        static=(locs(["dst", "src0", "src1", "idx0", "idx1", "idx2"], TileType.Vec),
                same_dtype("dst", "src0", "src1"), _idx_tiles),
-       runtime=(_tconcat_runtime,))
+       runtime=(_tconcat_runtime,),
+       runtime_for={"a2a3": (_a2a3_tconcat_cols,), "a5": (_tconcat_cols_valid,),
+                    "cpu": (_tconcat_cols_valid,)})
 def TCONCAT(m: Machine, dst: Tile, src0: Tile, src1: Tile, idx0: Tile | None = None,  # noqa: N802
             idx1: Tile | None = None, idx2: Tile | None = None) -> None:
     """Row-wise concatenation: dst[i, :] = src0[i, :n0] ++ src1[i, :n1] for i < dst valid rows.
@@ -433,11 +490,16 @@ def _ttrans_static(sig: Sig) -> None:
     d, s = sig["dst"], sig["src"]
     if not isinstance(d, TileSpec) or not isinstance(s, TileSpec):
         return
-    if sig.target.name == "a2a3" and not s.is_row_major:
-        raise sig.fail(f"src must be row-major on a2a3, got {s.layout_name}")
     if s.is_boxed or d.is_boxed:
         raise sig.fail(f"src and dst must be ND or DN tiles, got {s.layout_name} -> "
                        f"{d.layout_name}")
+
+
+def _a2a3_ttrans_src(sig: Sig) -> None:
+    """a2a3: TTRANS reads a row-major src."""
+    s = sig["src"]
+    if isinstance(s, TileSpec) and isinstance(sig["dst"], TileSpec) and not s.is_row_major:
+        raise sig.fail(f"src must be row-major on a2a3, got {s.layout_name}")
 
 
 def _ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
@@ -445,18 +507,43 @@ def _ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
         if not (isinstance(src, ConvTile) and isinstance(dst, ConvTile)):
             raise RuntimeCheckError("a ConvTile transform needs ConvTile src and dst",
                                     op=ins.mnemonic)
+
+
+def _a5_ttrans(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:
+    """a5 TTRANS transposes the static Rows x Cols (it does not consult the valid region)."""
+    if isinstance(src, ConvTile):
+        transform(dst, src)  # type: ignore[arg-type]
         return
-    tgt = current().target.name
-    if tgt == "a5" and (dst.rows < src.cols or dst.cols < src.rows):
+    _transpose(dst, src, src.rows, src.cols)
+
+
+def _a5_ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
+    """a5 transposes the static shape: dst must hold src's Cols x Rows."""
+    if isinstance(src, ConvTile) or isinstance(dst, ConvTile):
+        return
+    if dst.rows < src.cols or dst.cols < src.rows:
         raise RuntimeCheckError(f"dst {dst.rows}x{dst.cols} cannot hold the transpose of src "
                                 f"{src.rows}x{src.cols} (a5 transposes the static shape)",
                                 op=ins.mnemonic)
+
+
+def _cpu_ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
+    """cpu (the CPU simulator): dst's valid region is the transpose of src's."""
+    if isinstance(src, ConvTile) or isinstance(dst, ConvTile):
+        return
     vr, vc = src.valid_shape
-    if tgt == "cpu" and (dst.valid_row, dst.valid_col) != (vc, vr):
+    if (dst.valid_row, dst.valid_col) != (vc, vr):
         raise RuntimeCheckError(
             f"dst valid region {dst.valid_row}x{dst.valid_col} must be the transpose of src's "
             f"{vr}x{vc}", op=ins.mnemonic)
-    if tgt == "a2a3" and (dst.rows < vc or dst.cols < vr):
+
+
+def _a2a3_ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
+    """a2a3: dst's static shape holds the transpose of src's valid region."""
+    if isinstance(src, ConvTile) or isinstance(dst, ConvTile):
+        return
+    vr, vc = src.valid_shape
+    if dst.rows < vc or dst.cols < vr:
         raise RuntimeCheckError(
             f"dst {dst.rows}x{dst.cols} cannot hold the transpose of src's valid region "
             f"{vr}x{vc}", op=ins.mnemonic)
@@ -466,7 +553,11 @@ def _ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src",),
        static=(locs(["dst", "src"], TileType.Vec), _same_elem_size, _ttrans_static),
-       runtime=(_ttrans_runtime,))
+       static_for={"a2a3": (_a2a3_ttrans_src,)},
+       runtime=(_ttrans_runtime,),
+       runtime_for={"a2a3": (_a2a3_ttrans_runtime,), "a5": (_a5_ttrans_runtime,),
+                    "cpu": (_cpu_ttrans_runtime,)},
+       impl_for={"a5": _a5_ttrans})
 def TTRANS(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, j] = src[j, i] (bit copy). cpu and a2a3 transpose src's valid region; a5 the
     static Rows x Cols (it does not consult the valid region). tmp is scratch.
@@ -476,10 +567,11 @@ def TTRANS(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     if isinstance(src, ConvTile):
         transform(dst, src)  # type: ignore[arg-type]
         return
-    if m.target.name == "a5":
-        vr, vc = src.rows, src.cols
-    else:
-        vr, vc = src.valid_shape
+    _transpose(dst, src, *src.valid_shape)
+
+
+def _transpose(dst: Tile, src: Tile, vr: int, vc: int) -> None:
+    """dst[i, j] = src[j, i] over src's first vr x vc elements."""
     if not (vr and vc):
         return
     vals = np.asarray(src.read(vr, vc)).T
@@ -505,14 +597,20 @@ def _treshape_static(sig: Sig) -> None:
     if d.is_boxed != s.is_boxed:
         raise sig.fail(f"cannot reshape between boxed and non-boxed layouts ({s.layout_name} "
                        f"-> {d.layout_name})")
-    if sig.target.name == "cpu" and d.dtype.is_float != s.dtype.is_float:
+
+
+def _cpu_treshape_kind(sig: Sig) -> None:
+    """cpu (the CPU simulator): reshape keeps floats floats and integers integers."""
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec) and \
+            d.dtype.is_float != s.dtype.is_float:
         raise sig.fail(f"element types must both be floating point or both integer on cpu "
                        f"({s.dtype} -> {d.dtype})")
 
 
 @instr("TRESHAPE", family="layout", pipe=Pipe.S,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
-       static=(_same_loc, _treshape_static))
+       static=(_same_loc, _treshape_static), static_for={"cpu": (_cpu_treshape_kind,)})
 def TRESHAPE(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """Reinterpret src's bytes as dst's tile type: afterwards dst *is* a view of src's storage
     (no copy; later writes through either tile are seen by both). dst keeps its valid region."""
@@ -569,21 +667,25 @@ def _scale_dst(sig: Sig) -> None:
     Scaling / ScaleLeft / ScaleRight tile (PTOAS: ``loc=scaling``); the CPU simulator's
     descriptor takes any tile."""
     d = sig["dst"]
-    if sig.target.name == "cpu" or not isinstance(d, TileSpec):
+    if not sig.target.traits.npu_static_checks or not isinstance(d, TileSpec):
         return
     if d.loc not in (TileType.Scaling, TileType.ScaleLeft, TileType.ScaleRight):
         raise sig.fail(f"expects dst to be in the scaling address space, got {d.loc.name}")
 
 
+def _cpu_scale_addr(m: Machine, dst: Tile, src: Tile) -> None:
+    """cpu: the simulator's descriptor aliases src's storage, so dst views src's bytes."""
+    m.alias(dst, src, 0, op="tget_scale_addr")
+
+
 @instr("TGET_SCALE_ADDR", family="layout", pipe=Pipe.S,
-       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")), static=(_scale_dst,))
+       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")), static=(_scale_dst,),
+       impl_for={"cpu": _cpu_scale_addr})
 def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
     dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the
     simulator's descriptor aliases src's storage, so dst views src's bytes."""
-    if m.target.name == "cpu":
-        m.alias(dst, src, 0, op="tget_scale_addr")
-    elif src.addr is not None:
+    if src.addr is not None:
         m.assign(dst, src.addr >> SHIFT_MX_ADDR)
 
 

@@ -19,16 +19,20 @@ MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 3
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import dtypes as D
-from ..enums import AccPhase, Pipe, RoundMode, SLayout, TileType
+from ..enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ..errors import RuntimeCheckError
 from ..memory import Machine
 from ..tile import FRACTAL_MX, Tile, TileSpec
 from .registry import Instr, Opnd, Param, Sig, elem_type, instr
+from .spelling import Form, Ptoas
+
+if TYPE_CHECKING:
+    from ..targets import Target
 
 MAX_MKN = 4095
 MX_GROUP = 32
@@ -100,15 +104,16 @@ def _sig_roles(sig: Sig, kind: str) -> dict[str, Any]:
 
 # ---- static rules ----------------------------------------------------------------------------
 
-def _layout_ok(role: str, t: TileSpec, target: str) -> str | None:
+def _layout_ok(role: str, t: TileSpec, target: Target) -> str | None:
     """None if tile type ``t`` has the fractal layout the cube needs for ``role``."""
     if role == "a":
         if t.slayout is not SLayout.RowMajor:
             return "a Left tile with row-major boxes (NZ or ZZ)"
-        if target == "a2a3" and not t.is_row_major:
-            return "ZZ (TileLeft on a2a3: RowMajor + RowMajor boxes)"
-        if target == "a5" and t.is_row_major:
-            return "NZ (TileLeft on a5: ColMajor + RowMajor boxes)"
+        left = BLayout(target.traits.left_blayout)
+        if target.traits.left_blayout_fixed and t.blayout is not left:
+            box = "ZZ" if left is BLayout.RowMajor else "NZ"
+            major = "RowMajor" if left is BLayout.RowMajor else "ColMajor"
+            return f"{box} (TileLeft on {target}: {major} + RowMajor boxes)"
     elif role == "b":
         if t.layout_name != "ZN":
             return "ZN (TileRight: RowMajor + ColMajor boxes)"
@@ -129,7 +134,7 @@ def _layout_ok(role: str, t: TileSpec, target: str) -> str | None:
 def _matmul_rule(kind: str) -> Any:
     def rule(sig: Sig) -> None:
         r = _sig_roles(sig, kind)
-        tgt = sig.target.name
+        tgt = sig.target
         for role, t in r.items():
             if not isinstance(t, TileSpec):
                 continue
@@ -157,12 +162,14 @@ def _matmul_rule(kind: str) -> Any:
             s = r.get(role)
             if isinstance(s, TileSpec) and s.dtype is not D.f8e8m0:
                 raise sig.fail(f"{_ROLE_NAMES[role]} must hold f8E8M0 scales, got {s.dtype}")
-        if tgt == "a2a3" and (a.rows != c.rows or a.cols != b.rows or b.cols != c.cols):
+        if tgt.traits.cube_static_shapes_chain and \
+                (a.rows != c.rows or a.cols != b.rows or b.cols != c.cols):
             raise sig.fail(
-                f"static shapes must chain on a2a3: Left {a.rows}x{a.cols}, Right "
+                f"static shapes must chain on {tgt}: Left {a.rows}x{a.cols}, Right "
                 f"{b.rows}x{b.cols}, Acc {c.rows}x{c.cols} (Left.Rows == Acc.Rows, "
                 "Left.Cols == Right.Rows, Right.Cols == Acc.Cols)")
-        if tgt != "cpu" and c.numel * c.dtype.itemsize > sig.target.buffer_size("L0C"):
+        if tgt.traits.npu_static_checks and \
+                c.numel * c.dtype.itemsize > tgt.buffer_size("L0C"):
             raise sig.fail(f"cMatrix {c.rows}x{c.cols} exceeds L0C")
     return rule
 
@@ -176,7 +183,7 @@ def _check_types(sig: Sig, c: TileSpec, a: TileSpec, b: TileSpec) -> None:
     if got not in rule.dtypes:
         allowed = sorted("(" + ", ".join(d.name for d in p) + ")" for p in rule.dtypes)
         raise sig.fail(f"type combination (cMatrix, aMatrix, bMatrix) = ({c.dtype}, {a.dtype}, "
-                       f"{b.dtype}) is not supported on {sig.target.name} "
+                       f"{b.dtype}) is not supported on {sig.target} "
                        f"(supported: {', '.join(allowed)})")
 
 
@@ -270,9 +277,10 @@ def _f32_input_transform(m: Machine, v: np.ndarray) -> np.ndarray:
     modes = mad_modes(m)
     hf_on, hf_mode = modes["hf32"]
     tf_on, tf_mode = modes["tf32"]
-    if m.target.name == "a5" and tf_on:
+    modes_on = m.target.traits.mad_f32_modes
+    if tf_on and "tf32" in modes_on:
         return round_mantissa(v, 10, tf_mode)
-    if m.target.name in ("a2a3", "a5") and hf_on:
+    if hf_on and "hf32" in modes_on:
         return round_mantissa(v, 11, hf_mode)
     return v
 
@@ -373,7 +381,8 @@ _A = Opnd("aMatrix", "tile")
 _B = Opnd("bMatrix", "tile")
 
 
-def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: str) -> Instr:
+def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: str,
+             ptoas: Ptoas | None = None) -> Instr:
     def impl(m: Machine, *vals: Any, Phase: AccPhase) -> None:  # noqa: N803
         _run(m, kind, vals)
 
@@ -381,7 +390,8 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
     # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)
     return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
                  batched=not name.endswith("_MX"),
-                 static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),))(impl)
+                 static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),),
+                 ptoas=ptoas)(impl)
 
 
 TMATMUL = _declare(
@@ -410,13 +420,33 @@ TGEMV_BIAS = _declare(
 
 _MX_OPS = (_C, Opnd("aMatrix", "tile"), Opnd("aScaleMatrix", "tile"), Opnd("bMatrix", "tile"),
            Opnd("bScaleMatrix", "tile"), Opnd("biasData", "tile", optional=True))
+#: PTOAS writes every scale tile as ``loc=scaling``; the C++ MX matmul takes ScaleLeft /
+#: ScaleRight tiles, which the bridge builds over the scaling tile's bytes
+_MX_SCALES = {"aScaleMatrix": TileType.ScaleLeft, "bScaleMatrix": TileType.ScaleRight}
+_MX_INS = ("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix")
+_MX_FORMS = (Form(ins=_MX_INS, outs=("cMatrix",), retype=_MX_SCALES),
+             Form(ins=(*_MX_INS, "biasData"), outs=("cMatrix",), retype=_MX_SCALES))
+# ins(cIn, a, sa, b, sb) outs(cOut): the registry's positional (cOut, cIn, a, sa, b, sb)
+_MX_ACC_FORMS = (Form(ins=("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix", "biasData"),
+                      outs=("cMatrix",),
+                      retype={"bMatrix": TileType.ScaleLeft, "biasData": TileType.ScaleRight}),)
+
+
+def _mx_spelling(base: str) -> Ptoas:
+    """``pto.<base>``, ``pto.<base>.bias`` (the optional bias operand) and ``pto.<base>.acc``
+    (the C++ overload with an input accumulator)."""
+    return Ptoas(forms={f"pto.{base}": _MX_FORMS, f"pto.{base}.bias": _MX_FORMS,
+                        f"pto.{base}.acc": _MX_ACC_FORMS})
+
+
 TMATMUL_MX = _declare(
     "TMATMUL_MX", "mx", False, _MX_OPS,
     "Microscaled GEMM: C = (A * 2^(sa-127)) @ (B * 2^(sb-127)) with one E8M0 scale per 32 k; "
-    "forms (c, a, sa, b, sb), (c, a, sa, b, sb, bias) and (cOut, cIn, a, sa, b, sb).")
+    "forms (c, a, sa, b, sb), (c, a, sa, b, sb, bias) and (cOut, cIn, a, sa, b, sb).",
+    _mx_spelling("tmatmul.mx"))
 TGEMV_MX = _declare(
     "TGEMV_MX", "mx", True, _MX_OPS,
-    "Microscaled GEMV (TMATMUL_MX with m = 1); same three forms.")
+    "Microscaled GEMV (TMATMUL_MX with m = 1); same three forms.", _mx_spelling("tgemv.mx"))
 
 
 # ---- HF32 / TF32 modes -----------------------------------------------------------------------

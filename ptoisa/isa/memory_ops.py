@@ -15,6 +15,7 @@ from ..tensor import GlobalTensor, GMSpec
 from ..tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from .quant import convert, quant_mode, quantize
 from .registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe
+from .spelling import LAYOUT_HINT, Attr, Ptoas
 
 # ---- TASSIGN ---------------------------------------------------------------------------------
 
@@ -73,7 +74,7 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
             return
         if t.loc is TileType.Acc:
             return  # Acc -> GM converts (fix-pipe)
-        if sig.target.name == "cpu" and sig["preQuantScalar"] is not None:
+        if not sig.target.traits.npu_static_checks and sig["preQuantScalar"] is not None:
             return  # the CPU simulator converts any tile given a quant scalar
         if t.dtype is not g.dtype:
             raise sig.fail(f"{tile_name} element type {t.dtype} != {gm_name} element type "
@@ -99,9 +100,10 @@ def _acc_tload_cpu_only(sig: Sig) -> None:
     """GM -> Acc has no data path on the NPUs; the CPU simulator's TLOAD fills Acc tiles (its
     TMOV Acc -> Vec tests rely on it)."""
     dst = sig["dst"]
-    if isinstance(dst, TileSpec) and dst.loc is TileType.Acc and sig.target.name != "cpu":
+    if isinstance(dst, TileSpec) and dst.loc is TileType.Acc and \
+            sig.target.traits.npu_static_checks:
         raise sig.fail(f"dst must be a Vec, Mat, Left, Right, Bias or Scaling tile on "
-                       f"{sig.target.name}, got Acc")
+                       f"{sig.target}, got Acc")
 
 
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
@@ -156,7 +158,19 @@ def _conv_path(ins: Instr, gm: GlobalTensor, tile: Tile) -> bool:
     return True
 
 
+def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
+    """cpu: TLOAD as the CPU simulator, which fills the whole tile with the pad value first
+    (Null pads 0)."""
+    _tload(m, dst, src, null_pads=True)
+
+
 @instr("TLOAD", family="memory", pipe=Pipe.MTE2, batched=True,
+       ptoas=Ptoas(attrs={
+           "pad_mode": Attr(why="PTOAS lowers pto.tload to a TLOAD without padding; write "
+                                "pto.tfillpad for padding"),
+           "init_out_buffer": Attr(only=(False,), why="PTOAS lowers pto.tload to a TLOAD that "
+                                                     "does not initialise the tile"),
+           "layout": LAYOUT_HINT}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm")),
        dtype_key=("dst",),
        static=(locs(["dst"], TileType.Vec, TileType.Mat, TileType.Left, TileType.Right,
@@ -166,20 +180,27 @@ def _conv_path(ins: Instr, gm: GlobalTensor, tile: Tile) -> bool:
                                     Layout.MX_A_ND, Layout.MX_A_DN, Layout.MX_B_NN,
                                     Layout.MX_B_ND, Layout.MX_B_DN)),
                _gm_dtype_matches("dst", "src")),
-       runtime=(_tload_runtime,))
+       runtime=(_tload_runtime,),
+       impl_for={"cpu": _cpu_tload})
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
     """Copy the GM view into dst's valid region (any GM layout into any tile layout, e.g.
     ND -> NZ). With a pad value other than Null the rest of the tile is filled with it; on cpu
     the whole tile is first filled with the pad value (Null pads 0), as the CPU simulator does.
     A ConvTile dst takes the view's elements in order (NC1HWC0, NDC1HWC0, FRACTAL_Z ...).
     """
+    _tload(m, dst, src, null_pads=False)
+
+
+def _tload(m: Machine, dst: Tile, src: GlobalTensor, *, null_pads: bool) -> None:
+    """TLOAD's semantics; ``null_pads``: a Null pad value pads with 0 (the cpu target's
+    declaration: the CPU simulator fills the whole tile first), else it leaves the rest of the
+    tile untouched (the NPU)."""
     if isinstance(dst, ConvTile):
         conv.load(dst, src)
         return
     vr, vc = dst.valid_shape
     pad = dst.spec.pad
-    if (vr, vc) != dst.shape and (m.target.name == "cpu" or not pad.is_null):
-        # cpu: the whole tile outside the valid region gets the pad value (Null pads 0)
+    if (vr, vc) != dst.shape and (null_pads or not pad.is_null):
         p = pad.scalar(dst.dtype)
         dst.fill(p, vr, dst.cols - vc, 0, vc)
         dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
@@ -213,6 +234,12 @@ def _tstore_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any, **para
 
 
 def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType) -> None:
+    if values.ndim == 3 and not isinstance(dst.offset, np.ndarray):
+        # every block of a lockstep launch stores to the same GM window: in block order, as
+        # the blocks of a sequential launch (the last writer wins; atomic adds accumulate)
+        for v in values:
+            _store(m, dst, v, atomic)
+        return
     m.gm_writes += 1
     m.gm_barrier(dst.flat)
     if dst.dtype.packed:
@@ -255,8 +282,7 @@ def _acc_store_rule(sig: Sig) -> None:
     src = sig["src"]
     if not isinstance(src, TileSpec) or src.loc is not TileType.Acc:
         return
-    tgt = sig.target.name
-    if tgt == "cpu":
+    if not sig.target.traits.npu_static_checks:
         return
     if not 1 <= src.cols <= 4095:
         raise sig.fail(f"Acc src Cols must be in [1, 4095], got {src.cols}")
@@ -273,13 +299,18 @@ def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                            **params: Any) -> None:
     from ..memory import current
 
-    if src.loc is TileType.Acc and current().target.name != "cpu" and \
+    if src.loc is TileType.Acc and current().target.traits.npu_runtime_checks and \
             not 1 <= src.valid_col <= 4095:
         raise RuntimeCheckError(f"src valid cols must be in [1, 4095], got {src.valid_col}",
                                 op=ins.mnemonic)
 
 
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True, pipe_of=move_pipe(),
+       ptoas=Ptoas(attrs={
+           "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
+                                          "with the cube; the functional model runs in order"),
+           "atomicType": Attr("atomicType"), "reluPreMode": Attr("reluPreMode"),
+           "layout": LAYOUT_HINT}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
                  Opnd("preQuantScalar", "scalar", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
@@ -309,7 +340,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
             and src.dtype is dst.dtype and atomicType is AtomicType.AtomicNone \
             and (vr, vc) == src.shape:
         w = dst.window(vr, vc)
-        if w is not None and not _lanes_overlap(w):
+        if w is not None and not _lanes_overlap(w) and (m.lanes == 1 or w.ndim == 3):
             # compute the deferred result straight into GM; the tile then reads it in place
             m.gm_writes += 1
             m.gm_barrier(dst.flat)
@@ -320,7 +351,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
                 return
     vals = np.asarray(src.read())
     if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
-        mode = quant_mode(m.target.name, src.dtype, dst.dtype, scalar=True)
+        mode = quant_mode(m.target, src.dtype, dst.dtype, scalar=True)
         if preQuantScalar is not None and mode is not None:
             words = np.full((1, vc), int(preQuantScalar) & 0xFFFFFFFFFFFFFFFF, np.uint64)
             vals = quantize(vals, words, mode, dst.dtype, vector=False, relu=relu)
@@ -338,7 +369,7 @@ def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **par
     _acc_valid_col_runtime(ins, dst, src)
     from ..memory import current
 
-    if quant_mode(current().target.name, src.dtype, dst.dtype) is not None \
+    if quant_mode(current().target, src.dtype, dst.dtype) is not None \
             and fp.valid_col < src.valid_col:
         raise RuntimeCheckError(
             f"fp holds {fp.valid_col} quant words (valid cols) but src has {src.valid_col} "
@@ -348,10 +379,10 @@ def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **par
 def _fp_dst_layout_rule(sig: Sig) -> None:
     """The NPUs store through the fix-pipe to ND or NZ only (seed page; DN is not handled by
     the NPU code); the CPU simulator also takes DN, NC1HWC0 and NDC1HWC0."""
-    if sig.target.name == "cpu":
-        _gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0)(sig)
-    else:
+    if sig.target.traits.npu_static_checks:
         _gm_layouts(Layout.ND, Layout.NZ)(sig)
+    else:
+        _gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0)(sig)
 
 
 def _fp_words_rule(sig: Sig) -> None:
@@ -375,7 +406,7 @@ def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N8
     vr, vc = src.valid_shape
     if not (vr and vc):
         return
-    mode = quant_mode(m.target.name, src.dtype, dst.dtype)
+    mode = quant_mode(m.target, src.dtype, dst.dtype)
     vals = np.asarray(src.read())
     relu = reluPreMode is ReluPreMode.NormalRelu
     if mode is None:

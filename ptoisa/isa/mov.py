@@ -28,6 +28,7 @@ from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .quant import quant_mode, quantize
 from .registry import Instr, Opnd, Param, Sig, instr, move_pipe
+from .spelling import Attr, Form, Ptoas
 
 
 def _fix_pipe_rule(sig: Sig) -> None:
@@ -39,9 +40,8 @@ def _fix_pipe_rule(sig: Sig) -> None:
     paths = rule.extra.get("paths") if rule is not None else None
     if paths is not None and (src.loc, dst.loc) not in paths:
         allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in paths))
-        raise sig.fail(f"move {src.loc.name} -> {dst.loc.name} is not supported on {tgt.name} "
+        raise sig.fail(f"move {src.loc.name} -> {dst.loc.name} is not supported on {tgt} "
                        f"(supported: {allowed})")
-    name = tgt.name
     acc = src.loc is TileType.Acc
     if src.dtype is not dst.dtype:
         widen = dst.loc is TileType.Bias and dst.dtype is D.f32 and src.dtype in (D.f16, D.bf16)
@@ -60,29 +60,44 @@ def _fix_pipe_rule(sig: Sig) -> None:
     if acc and mode in (AccToVecMode.DualModeSplitM, AccToVecMode.DualModeSplitN):
         if dst.loc is not TileType.Vec:
             raise sig.fail(f"{mode.name} moves Acc -> Vec only")
-        if extra is not None and quant_mode(name, src.dtype, dst.dtype,
+        if extra is not None and quant_mode(tgt, src.dtype, dst.dtype,
                                             scalar=not isinstance(extra, TileSpec)) is not None:
             raise sig.fail(f"{mode.name} needs NoQuant (no quant word for "
                            f"{src.dtype} -> {dst.dtype})")
-    if name == "a2a3" and (src.rows, src.cols) != (dst.rows, dst.cols):
-        raise sig.fail(f"src and dst must have the same static shape on a2a3 "
-                       f"({src.rows}x{src.cols} vs {dst.rows}x{dst.cols})")
     if dst.loc is TileType.Bias:
         nbytes = dst.cols * dst.dtype.itemsize
         if src.rows != 1:
             raise sig.fail(f"a Bias move takes one source row, got {src.rows}")
         if nbytes % 64:
             raise sig.fail(f"Bias row must be a multiple of 64 bytes, got {nbytes}")
-        if name == "a5" and nbytes > 4096:
-            raise sig.fail(f"Bias row of {nbytes} bytes exceeds the 4096-byte bias table")
     if dst.loc is TileType.Scaling:
         nbytes = dst.cols * dst.dtype.itemsize
         if src.rows != 1:
             raise sig.fail(f"a Scaling move takes one source row, got {src.rows}")
         if nbytes % 128:
             raise sig.fail(f"Scaling row must be a multiple of 128 bytes, got {nbytes}")
-        if name == "a5" and nbytes > 4096:
-            raise sig.fail(f"Scaling row of {nbytes} bytes exceeds the 4096-byte fix-pipe buffer")
+
+
+def _a2a3_same_shape(sig: Sig) -> None:
+    """a2a3: TMOV keeps the static shape."""
+    dst, src = sig["dst"], sig["src"]
+    if isinstance(dst, TileSpec) and isinstance(src, TileSpec) and \
+            (src.rows, src.cols) != (dst.rows, dst.cols):
+        raise sig.fail(f"src and dst must have the same static shape on a2a3 "
+                       f"({src.rows}x{src.cols} vs {dst.rows}x{dst.cols})")
+
+
+def _a5_table_rows(sig: Sig) -> None:
+    """a5: a Bias row fits the 4096-byte bias table, a Scaling row the 4096-byte fix-pipe
+    buffer."""
+    dst, src = sig["dst"], sig["src"]
+    if not (isinstance(dst, TileSpec) and isinstance(src, TileSpec)):
+        return
+    nbytes = dst.cols * dst.dtype.itemsize
+    if dst.loc is TileType.Bias and nbytes > 4096:
+        raise sig.fail(f"Bias row of {nbytes} bytes exceeds the 4096-byte bias table")
+    if dst.loc is TileType.Scaling and nbytes > 4096:
+        raise sig.fail(f"Scaling row of {nbytes} bytes exceeds the 4096-byte fix-pipe buffer")
 
 
 def _shape_runtime(ins: Instr, dst: Tile, src: Tile, fp: Any = None, **params: Any) -> None:
@@ -136,11 +151,11 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
     if src.loc is TileType.Acc:
         on = relu is ReluPreMode.NormalRelu
         if isinstance(extra, Tile):
-            mode = quant_mode(m.target.name, src.dtype, dst.dtype)
+            mode = quant_mode(m.target, src.dtype, dst.dtype)
             words = _words(m, extra, vc) if mode is not None else np.zeros((1, vc), np.uint64)
             out = quantize(vals, words, mode, dst.dtype, vector=True, relu=on)
         elif extra is not None:
-            mode = quant_mode(m.target.name, src.dtype, dst.dtype, scalar=True)
+            mode = quant_mode(m.target, src.dtype, dst.dtype, scalar=True)
             words = np.full((1, vc), int(extra) & 0xFFFFFFFFFFFFFFFF, np.uint64)
             out = quantize(vals, words, mode, dst.dtype, vector=False, relu=on)
         else:
@@ -154,13 +169,20 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
 
 
 @instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True, pipe_of=move_pipe(),
+       ptoas=Ptoas(
+           # the generic spelling: operandSegmentSizes over (src, dst, fp, preQuantScalar)
+           forms={"pto.tmov": (Form(ins=("src",)), Form(ins=("src", "fp")),
+                               Form(segments=("src", "dst", "fp", "fp")))},
+           attrs={"accToVecMode": Attr("mode"), "reluPreMode": Attr("reluMode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("fp", "any", optional=True)),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),
                Param("mode", AccToVecMode.SingleModeVec0, AccToVecMode),
                Param("grp_axis", 1)),
        dtype_key=("src", "dst"),
-       static=(_fix_pipe_rule,), runtime=(_shape_runtime,))
+       static=(_fix_pipe_rule,),
+       static_for={"a2a3": (_a2a3_same_shape,), "a5": (_a5_table_rows,)},
+       runtime=(_shape_runtime,))
 def TMOV(m: Machine, dst: Tile, src: Tile, fp: Any = None, *,  # noqa: N802
          reluMode: ReluPreMode, mode: AccToVecMode, grp_axis: int) -> None:  # noqa: N803
     """dst = src over dst's valid region, repacked into dst's layout. The optional third operand
@@ -175,7 +197,9 @@ def TMOV(m: Machine, dst: Tile, src: Tile, fp: Any = None, *,  # noqa: N802
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile")),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),),
        dtype_key=("src", "dst"),
-       static=(_fix_pipe_rule,), runtime=(_shape_runtime,))
+       static=(_fix_pipe_rule,),
+       static_for={"a2a3": (_a2a3_same_shape,), "a5": (_a5_table_rows,)},
+       runtime=(_shape_runtime,))
 def TMOV_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, *,  # noqa: N802
             reluMode: ReluPreMode) -> None:  # noqa: N803
     """Acc -> Vec/Mat through the fix-pipe with one vector quant word per output column taken

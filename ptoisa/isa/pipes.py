@@ -22,10 +22,17 @@ shared by the producer's and the consumer's objects).
 * With ``TILE_NO_SPLIT`` on a pipe whose ``IsNoSplit`` is false only AIV0 takes part; AIV1's
   TPUSH/TPOP/TFREE are no-ops ("inactive lane skips the protocol").
 
-Program order is execution order here, so a TPOP of an empty FIFO or a TPUSH into a full one
-can never be satisfied: both are reported as deadlocks. The sub-block running an instruction is
-the optional ``subBlockId`` operand (C++ ``TPUSH<Pipe, Tile, Split>(pipe, tile, subBlockId)``),
-else ``machine.sub_block_id`` (0).
+On a single core (eager code, a one-function ``.pto`` run) program order is execution order,
+so a TPOP of an empty FIFO or a TPUSH into a full one can never be satisfied: both are reported
+as deadlocks. In a mixed launch (:mod:`ptoisa.streams`) the three cores of a cluster share
+their FIFOs and such a TPOP / TPUSH blocks its core until another one frees or fills a slot.
+A FIFO is named by the pipe's FlagID and direction (the producer's and the consumer's TPipe
+objects name the same one). The FIFO's slots are kept apart from the machine's memory: the
+consumer's reserved buffer (L1 / UB) and the A2/A3 GM slot buffer are not written, so tiles a
+program places there do not see pushed data (on the NPU they would share those bytes). In a
+lockstep launch a slot holds every block's tile at once. The
+sub-block running an instruction is the optional ``subBlockId`` operand (C++
+``TPUSH<Pipe, Tile, Split>(pipe, tile, subBlockId)``), else ``machine.sub_block_id`` (0).
 
 ``TPUSH<Pipe, Tile, TConfig>`` pushes an Acc tile through the fix-pipe: ``TConfig`` is the
 C++ ``FixpipeParams<LayoutMode, QuantPre, ...>`` (text or :class:`FixpipeParams`); a quantising
@@ -50,6 +57,7 @@ from ..memory import Machine
 from ..tile import Tile
 from .quant import quantize
 from .registry import Opnd, Param, Sig, instr
+from .spelling import SPLIT, Form, Ptoas
 
 
 class Direction(enum.IntEnum):
@@ -167,6 +175,7 @@ class _Slot:
     data: np.ndarray | None = None  # logical rows x cols of the pushed tile(s)
     parts: set[int] = field(default_factory=set)  # producer halves written (V2C split)
     readers: int = 1  # consumer sub-blocks that pop this slot
+    from_acc: bool = False  # pushed from an Acc tile (converted to the consumer's type on pop)
     popped: set[int] = field(default_factory=set)
     freed: set[int] = field(default_factory=set)
 
@@ -191,11 +200,30 @@ def fifo(m: Machine, pipe: TPipe, direction: Direction) -> Fifo:
     if table is None:
         table = {}
         m.fifos = table  # type: ignore[attr-defined]
-    key = (pipe, direction)
+    key = (pipe.flag_id, direction)
     f = table.get(key)
     if f is None:
         f = table[key] = Fifo(pipe, direction)
     return f
+
+
+def _wait(m: Machine, ready: Any, why: str) -> bool:
+    """Block the calling core until ``ready()`` when it runs in a mixed launch (another core
+    can fill or free a slot); False on a single core, where nothing else can."""
+    stream = getattr(m, "stream", None)
+    if stream is None:
+        return False
+    stream.wait_until(ready, why)
+    return True
+
+
+def _whole(m: Machine, tile: Tile) -> None:
+    """A lockstep FIFO holds every block's tile in one slot: pipe operands must agree in shape
+    across blocks (else the launch runs block by block)."""
+    if m.lanes > 1 and tile.storage.ndim == 1:
+        from ..lanes import BlockDivergence
+
+        raise BlockDivergence("a pipe operand differs in shape between blocks")
 
 
 def _push_direction(pipe: TPipe, tile: Tile) -> Direction:
@@ -303,8 +331,10 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
 
 
 @instr("TPUSH", family="pipes", pipe=Pipe.FIX, operands=_OPERANDS,
+       ptoas=Ptoas(forms={"pto.tpush": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
+                   frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
-       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,))
+       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,), batched=True)
 def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any, TConfig: Any) -> None:  # noqa: N803
     """Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
@@ -317,53 +347,69 @@ def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noq
     vector_producer = direction is Direction.DIR_V2C
     if vector_producer and lane >= _lanes_active(pipe, split):
         return  # AIV1 does not take part in a single-lane NO_SPLIT pipe
+    _whole(m, tile)
     values = _fixpipe(m, tile, FixpipeParams.parse(TConfig)) if TConfig is not None \
         else np.array(tile.read(), copy=True)
-    nbytes = values.size * values.dtype.itemsize
+    nbytes = values.size * values.dtype.itemsize // max(m.lanes, 1)
     if vector_producer and split is not TileSplitAxis.TILE_NO_SPLIT:
-        # two halves into one slot: the open slot is the newest one still missing this half
-        slot = next((s for s in f.slots if s.parts and lane not in s.parts
-                     and len(s.parts) < 2), None)
+        # two halves into one slot: the open slot is the oldest one still missing this half
+        def open_slot() -> _Slot | None:
+            return next((s for s in f.slots if s.parts and lane not in s.parts
+                         and len(s.parts) < 2), None)
+        slot = open_slot()
         if slot is None:
-            slot = _new_slot(f, pipe, nbytes, readers=1)
-            h, w = values.shape
+            slot = _new_slot(m, f, pipe, nbytes, readers=1, opened=open_slot)
+        if slot.data is None:
+            *lead, h, w = values.shape
             full = (2 * h, w) if split is TileSplitAxis.TILE_UP_DOWN else (h, 2 * w)
-            slot.data = np.zeros(full, values.dtype)
-        r0, c0, h, w = _half(split, lane, *slot.data.shape)
-        if (h, w) != values.shape:
-            raise RuntimeCheckError(f"sub-block {lane} pushes a {values.shape[0]}x"
-                                    f"{values.shape[1]} tile into a {h}x{w} half slot")
-        slot.data[r0:r0 + h, c0:c0 + w] = values
+            slot.data = np.zeros((*lead, *full), values.dtype)
+        r0, c0, h, w = _half(split, lane, *slot.data.shape[-2:])
+        if (h, w) != values.shape[-2:]:
+            raise RuntimeCheckError(f"sub-block {lane} pushes a {values.shape[-2]}x"
+                                    f"{values.shape[-1]} tile into a {h}x{w} half slot")
+        slot.data[..., r0:r0 + h, c0:c0 + w] = values
         slot.parts.add(lane)
     else:
         readers = _lanes_active(pipe, split) if direction is Direction.DIR_C2V else 1
-        slot = _new_slot(f, pipe, nbytes, readers=readers)
+        slot = _new_slot(m, f, pipe, nbytes, readers=readers)
         slot.data = values
         slot.parts = {0, 1}
+    slot.from_acc = tile.loc is TileType.Acc
     f.pushes += 1
 
 
-def _new_slot(f: Fifo, pipe: TPipe, nbytes: int, readers: int) -> _Slot:
+def _new_slot(m: Machine, f: Fifo, pipe: TPipe, nbytes: int, readers: int,
+              opened: Any = None) -> _Slot:
     """A new slot for ``nbytes`` of data read by ``readers`` sub-blocks (a split slot holds one
-    ``SlotSize`` part per sub-block)."""
+    ``SlotSize`` part per sub-block). With all slots in use, a core of a mixed launch waits
+    for a consumer to free one (or, for a split push, for the other sub-block to open the slot
+    this half belongs to: ``opened()``)."""
     per_part = nbytes // 2 if readers == 2 and not pipe.is_no_split else nbytes
     if per_part > pipe.slot_size:
         raise RuntimeCheckError(f"the pushed data is {per_part} bytes per consumer, a slot of "
                                 f"{pipe} holds {pipe.slot_size}")
     if f.in_use() >= pipe.slot_num:
-        raise ExecutionError(f"deadlock: all {pipe.slot_num} slots of {pipe} "
-                             f"({f.direction.name}) are in use and no consumer can free one",
-                             op="tpush")
+        def ready() -> bool:
+            return f.in_use() < pipe.slot_num or (opened is not None and opened() is not None)
+        if not _wait(m, ready, f"all {pipe.slot_num} slots of the {f.direction.name[4:]} "
+                               f"FIFO (flag {pipe.flag_id}) are in use"):
+            raise ExecutionError(f"deadlock: all {pipe.slot_num} slots of {pipe} "
+                                 f"({f.direction.name}) are in use and no consumer can free "
+                                 "one", op="tpush")
+        if opened is not None and (s := opened()) is not None:
+            return s
     slot = _Slot(readers=readers)
     f.slots.append(slot)
     return slot
 
 
 @instr("TPOP", family="pipes", pipe=Pipe.MTE2,
+       ptoas=Ptoas(forms={"pto.tpop": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
+                   frontend=("pto.tpop_from_aic", "pto.tpop_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
-       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,))
+       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,), batched=True)
 def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
          Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
@@ -375,31 +421,48 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
     vector_consumer = direction is Direction.DIR_C2V
     if vector_consumer and lane >= _lanes_active(pipe, split):
         return  # AIV1 does not take part in a single-lane NO_SPLIT pipe
-    slot = next((s for s in f.slots if lane not in s.popped and len(s.parts) == 2), None) \
-        if vector_consumer else next((s for s in f.slots if not s.popped and len(s.parts) == 2),
-                                     None)
+    _whole(m, tile)
+
+    def ready_slot() -> _Slot | None:
+        if vector_consumer:
+            return next((s for s in f.slots if lane not in s.popped and len(s.parts) == 2),
+                        None)
+        return next((s for s in f.slots if not s.popped and len(s.parts) == 2), None)
+    slot = ready_slot()
+    if slot is None and _wait(m, lambda: ready_slot() is not None,
+                              f"the {f.direction.name[4:]} FIFO (flag {pipe.flag_id}) has no "
+                              f"ready slot for sub-block {lane}"):
+        slot = ready_slot()
     if slot is None or slot.data is None:
         raise ExecutionError(f"deadlock: {pipe} ({f.direction.name}) has no ready slot "
                              f"for sub-block {lane} and nothing else runs to fill it",
                              op="tpop")
     data = slot.data
     if vector_consumer:
-        r0, c0, h, w = _half(split, lane, *data.shape)
-        data = data[r0:r0 + h, c0:c0 + w]
+        r0, c0, h, w = _half(split, lane, *data.shape[-2:])
+        data = data[..., r0:r0 + h, c0:c0 + w]
     vr, vc = tile.valid_shape
-    if data.shape[0] < vr or data.shape[1] < vc:
-        raise RuntimeCheckError(f"the slot holds {data.shape[0]}x{data.shape[1]}, the tile's "
-                                f"valid region is {vr}x{vc}")
+    if data.shape[-2] < vr or data.shape[-1] < vc:
+        raise RuntimeCheckError(f"the slot holds {data.shape[-2]}x{data.shape[-1]}, the "
+                                f"tile's valid region is {vr}x{vc}")
     if data.dtype != tile.dtype.np:
-        raise RuntimeCheckError(f"the slot holds {data.dtype} data, the tile is {tile.dtype}")
-    tile.write(data[:vr, :vc])
+        if not slot.from_acc:
+            raise RuntimeCheckError(f"the slot holds {data.dtype} data, the tile is "
+                                    f"{tile.dtype}")
+        # an Acc tile leaves the cube through the fix-pipe, which converts to the consumer's
+        # element type (round to nearest even; saturating for integers)
+        data = _convert(data, tile.dtype.np)
+    tile.write(data[..., :vr, :vc])
     slot.popped.add(lane if vector_consumer else 0)
     f.pops += 1
 
 
 @instr("TFREE", family="pipes", pipe=Pipe.S,
+       ptoas=Ptoas(forms={"pto.tfree": (Form(ins=("pipe",), outs=()),)}, attrs=SPLIT,
+                   frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),
-       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), runtime=(_pipe_operand,))
+       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), runtime=(_pipe_operand,),
+       batched=True)
 def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Release the slot this sub-block popped last (the slot is recycled once every consumer
@@ -424,6 +487,13 @@ def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
         if f.slots and not f.slots[0].popped:
             f.slots.popleft()
             return
+
+
+def _convert(data: np.ndarray, to: np.dtype) -> np.ndarray:
+    if np.issubdtype(to, np.integer):
+        info = np.iinfo(to)
+        return np.clip(np.rint(data), info.min, info.max).astype(to)
+    return data.astype(to)
 
 
 def _free_directions(pipe: TPipe) -> list[Direction]:

@@ -8,14 +8,15 @@ from ..enums import Pipe
 from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from .comm import AsyncEvent
-from .registry import Opnd, Sig, instr
+from .registry import Opnd, Sig, instr, sim_unchecked_type
 
 
+@sim_unchecked_type
 def _flat_contiguous(sig: Sig) -> None:
     """The SDMA CMO prefetch takes a flat contiguous (packed 1-D) GlobalTensor (page
-    constraint); the CPU simulator's no-op takes any view."""
+    constraint, every target); the CPU simulator's no-op takes any view (permissive)."""
     t = sig["src"]
-    if sig.target.name == "cpu" or not isinstance(t, GMSpec):
+    if not isinstance(t, GMSpec):
         return
     if t.shape[:4] != (1, 1, 1, 1) or t.stride[4] != 1:
         raise sig.fail(f"src must be a flat contiguous 1-D GlobalTensor (shape 1x1x1x1xN, unit "

@@ -21,27 +21,31 @@ import numpy as np
 
 from .. import dtypes as D
 from ..dtypes import DType
-
-#: (src, dst) pairs that have a fix-pipe quantisation mode, per target family.
-QUANT_PAIRS = {
-    "cpu": {("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
-            ("i32", "i16")},
-    "a2a3": {("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
-             ("i32", "i16")},
-    "a5": {("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"), ("f32", "f8E4M3"),
-           ("f32", "hif8"),
-           ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"), ("i32", "bf16")},
-}
-
+from ..errors import PtoError
+from ..targets import Target, Traits, get_target
 
 #: the scalar quant word (TSTORE's preQuantScalar) also scales f32 -> f16/bf16 (QF322F16 ...).
 SCALAR_EXTRA_PAIRS = {("f32", "f16"), ("f32", "bf16")}
 
 
-def quant_mode(target: str, src: DType, dst: DType, *, scalar: bool = False) -> str | None:
-    """'B8', 'DEQF16', 'SHIFT16', 'FLOAT' (scale then convert), or None (plain conversion)."""
+def _quant_pairs(target: Target | Traits | str) -> frozenset[tuple[str, str]]:
+    if isinstance(target, Traits):
+        return target.quant_pairs
+    if isinstance(target, Target):
+        return target.traits.quant_pairs
+    try:  # a target's name (the older call sites)
+        return get_target(target).traits.quant_pairs
+    except PtoError:
+        return frozenset()
+
+
+def quant_mode(target: Target | Traits | str, src: DType, dst: DType, *,
+               scalar: bool = False) -> str | None:
+    """'B8', 'DEQF16', 'SHIFT16', 'FLOAT' (scale then convert), or None (plain conversion).
+    The pairs that quantise are the target's ``quant_pairs`` trait (``target`` is a Target,
+    its traits, or its name)."""
     pair = (src.name, dst.name)
-    if pair not in QUANT_PAIRS.get(target, set()) and not (scalar and pair in SCALAR_EXTRA_PAIRS):
+    if pair not in _quant_pairs(target) and not (scalar and pair in SCALAR_EXTRA_PAIRS):
         return None
     if dst.name in ("i8", "ui8"):
         return "B8"

@@ -9,9 +9,19 @@ import numpy as np
 from .. import parallel
 from ..enums import Pipe, TileType
 from ..errors import RuntimeCheckError
-from ..memory import Machine, current
+from ..memory import Machine
 from ..tile import Tile, TileSpec
-from .registry import Instr, Opnd, Sig, instr, locs, nd
+from .registry import (
+    Instr,
+    Opnd,
+    Sig,
+    instr,
+    locs,
+    nd,
+    same_dtype,
+    sim_unchecked,
+    sim_unchecked_type,
+)
 
 
 def row_reduce_dst(sig: Sig) -> None:
@@ -22,18 +32,19 @@ def row_reduce_dst(sig: Sig) -> None:
                        f"{d.rows}x{d.cols}")
 
 
-def _cpu_same_rows(sig: Sig) -> None:
+def same_static_rows(sig: Sig) -> None:
+    """The CPU simulator's row reductions static_assert equal src and dst Rows (declared for
+    cpu with ``static_for``)."""
     s, d = sig["src"], sig["dst"]
-    if sig.target.name == "cpu" and isinstance(s, TileSpec) and isinstance(d, TileSpec) \
-            and s.rows != d.rows:
-        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the cpu target requires "
-                       "equal static rows)")
+    if isinstance(s, TileSpec) and isinstance(d, TileSpec) and s.rows != d.rows:
+        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the {sig.target} target "
+                       "requires equal static rows)")
 
 
+@sim_unchecked
 def row_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
-    """The NPU's run-time checks (the cpu simulator checks nothing)."""
-    if current().target.name == "cpu":
-        return
+    """The page's run-time valid-region checks, on every target (the CPU simulator makes none:
+    it writes src's valid rows of dst and leaves the rest)."""
     if src.valid_row == 0 or src.valid_col == 0:
         raise RuntimeCheckError(f"src valid region {src.valid_row}x{src.valid_col} is empty",
                                 op=ins.mnemonic)
@@ -75,7 +86,9 @@ def tree_sum(x: np.ndarray) -> np.ndarray:
 @instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src", "dst"),
-       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst, _cpu_same_rows),
+       static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
+               sim_unchecked_type(same_dtype("dst", "src"))),
+       static_for={"cpu": (same_static_rows,)},
        runtime=(row_reduce_runtime,))
 def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, 0] = sum_j src[i, j] over src's valid region (only column 0 of dst is written).
@@ -87,7 +100,7 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     if vr == 0 or vc == 0:
         return
     x = np.asarray(src.read())
-    if m.target.name == "cpu":
+    if m.target.traits.reduce_order == "sequential":
         s = sequential_sum(x, np.float32 if dst.dtype.name in ("f16", "bf16")
                            else dst.dtype.np)
     else:

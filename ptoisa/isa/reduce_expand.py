@@ -8,8 +8,9 @@ Python loop over rows or columns): row softmax (TROWMAX, TROWEXPANDSUB, TEXP, TR
 TROWEXPANDDIV) runs on these.
 
 Iteration domains: row/column reductions iterate over *src*'s valid region; expand and
-expand-op instructions over *dst*'s. Run-time checks documented as the NPU's are made on
-a2a3/a5; the cpu target (the upstream CPU simulator) only rejects what would leave the tiles.
+expand-op instructions over *dst*'s. Run-time checks a page lists among its general
+constraints hold on every target (``sim_unchecked``: a permissive machine skips them, as the
+upstream CPU simulator does); checks listed for one NPU only are made on that target.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import numpy as np
 from ..dtypes import dtype as to_dtype
 from ..enums import Pipe, TileType
 from ..errors import PtoError, RuntimeCheckError
-from ..memory import Machine, current
+from ..memory import Machine
 from ..tile import Tile, TileSpec
 from .elementwise_common import idiv
 from .partial import check_partial_pattern
-from .reduce import row_reduce_dst, row_reduce_runtime
+from .reduce import row_reduce_dst, row_reduce_runtime, same_static_rows
 from .registry import (
     Event,
     Instr,
@@ -39,16 +40,14 @@ from .registry import (
     locs,
     nd,
     same_dtype,
+    sim_unchecked,
 )
+from .spelling import Attr, Ptoas
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 # ---- shared helpers ----------------------------------------------------------------------------
-
-def _npu() -> bool:
-    return current().target.name != "cpu"
-
 
 def _fit(t: Tile, rows: int, cols: int, what: str) -> None:
     """The result block rows x cols must fit in tile ``t`` (its static capacity)."""
@@ -84,10 +83,36 @@ def _tree(x: np.ndarray, fn: Ufunc, identity: Any) -> np.ndarray:
     return x[..., 0]
 
 
-def _cpu_acc(dt: Any) -> Any:
-    """Accumulator type of the CPU simulator's sequential reductions (as TROWSUM): f32 for
-    f16/bf16, the element type otherwise."""
-    return np.float32 if dt.name in ("f16", "bf16") else dt.np
+def _seq_fold(fn: Any, x: np.ndarray, axis: int, acc: Any) -> np.ndarray:
+    """The CPU simulator's sequential fold (``acc = acc op x``) along ``axis``, every partial
+    result rounded to ``acc``: TCOLSUM/TCOLPROD/TROWPROD declare their accumulator as
+    ``TileDst::DType``, so an f16 destination accumulates in f16 (unlike TROWSUM, whose
+    ``TypeSum`` widens f16/bf16 to f32)."""
+    return fn.accumulate(x.astype(acc), axis=axis, dtype=acc).take(-1, axis=axis)
+
+
+def _first_extreme(x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
+    """Index along ``axis`` chosen by the CPU simulator's max/min folds: the accumulator
+    starts at the first element and is replaced only by a strictly greater (smaller) later
+    element (``std::max(acc, x)``, ``if (x > acc)``). So equal values keep the earliest, and a
+    NaN wins only as the first element (a later NaN never compares greater)."""
+    c = _cmp_view(x)
+    if c.dtype.kind != "f":
+        return np.argmax(c, axis=axis) if is_max else np.argmin(c, axis=axis)
+    nan = np.isnan(c)
+    c = np.where(nan, -np.inf if is_max else np.inf, c)
+    idx = np.argmax(c, axis=axis) if is_max else np.argmin(c, axis=axis)
+    return np.where(nan.take(0, axis=axis), 0, idx)
+
+
+def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
+    """max/min along ``axis``. cpu: the simulator's fold (:func:`_first_extreme`); a2a3/a5:
+    NaN anywhere gives NaN (the vector max/min of the ISA, vmax/vmin, propagate NaN; the
+    TROW*/TCOL* pages leave NaN open). The target's ``reduce_nan`` trait chooses."""
+    if m.target.traits.reduce_nan == "fold":
+        idx = _first_extreme(x, axis, is_max)
+        return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
+    return np.max(x, axis=axis) if is_max else np.min(x, axis=axis)
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -162,14 +187,6 @@ def _row_major(*names: str) -> StaticRule:
     return rule
 
 
-def _cpu_same_rows(sig: Sig) -> None:
-    s, d = sig["src"], sig["dst"]
-    if sig.target.name == "cpu" and isinstance(s, TileSpec) and isinstance(d, TileSpec) \
-            and s.rows != d.rows:
-        raise sig.fail(f"src Rows {s.rows} != dst Rows {d.rows} (the cpu target requires "
-                       "equal static rows)")
-
-
 # ---- row reductions: TROWPROD TROWMAX TROWMIN ---------------------------------------------
 
 def _declare_row_reduce(name: str, what: str) -> Instr:
@@ -180,13 +197,10 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
         _fit(dst, vr, 1, "dst")
         x = np.asarray(src.read())
         with np.errstate(all="ignore"):
-            if name == "TROWMAX":
-                r = np.max(x, axis=-1)
-            elif name == "TROWMIN":
-                r = np.min(x, axis=-1)
-            elif m.target.name == "cpu":
-                acc = _cpu_acc(src.dtype)
-                r = np.multiply.accumulate(x.astype(acc), axis=-1, dtype=acc)[..., -1]
+            if name in ("TROWMAX", "TROWMIN"):
+                r = _extreme(m, x, -1, name == "TROWMAX")
+            elif m.target.traits.reduce_order == "sequential":
+                r = _seq_fold(np.multiply, x, -1, dst.dtype.np)
             else:
                 r = _tree(x, np.multiply, 1)
         dst.write(np.asarray(r).astype(dst.dtype.np)[..., None])
@@ -194,14 +208,21 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
     impl.__doc__ = (
         f"dst[i, 0] = {what}_j src[i, j] over src's valid region (only column 0 of dst is "
         "written; tmp is not modified)."
-        + ("\n\ncpu: sequential product (f32 accumulator for f16/bf16); a2a3/a5: a pairwise "
-           "tree in the element type. Integers wrap." if name == "TROWPROD" else ""))
+        + ("\n\ncpu: sequential product in the element type, rounded at every step (the "
+           "simulator's ``TileDst::DType prod``; f16 [3, 683, 3] gives 6144); a2a3/a5: a "
+           "pairwise tree in the element type (the same row gives 6148). Integers wrap."
+           if name == "TROWPROD" else
+           "\n\nNaN: on cpu the simulator's fold ``acc = std::"
+           + what + "(acc, x)`` from the first element, so a NaN counts only as a row's "
+           "first element (rows [1, nan, 3] and [nan, 1, 3] give 3 and nan); on a2a3/a5 a "
+           "NaN anywhere gives NaN (vmax/vmin propagate NaN)."))
     return instr(name, family="reduce", pipe=Pipe.V, batched=True,
                  operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                            Opnd("tmp", "tile", "scratch")),
                  dtype_key=("src",),
                  static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
-                         same_dtype("dst", "src"), _cpu_same_rows),
+                         same_dtype("dst", "src")),
+                 static_for={"cpu": (same_static_rows,)},
                  runtime=(row_reduce_runtime,))(impl)
 
 
@@ -212,18 +233,18 @@ TROWMIN = _declare_row_reduce("TROWMIN", "min")
 
 # ---- column reductions: TCOLSUM TCOLPROD TCOLMAX TCOLMIN --------------------------------------
 
+@sim_unchecked
 def _col_reduce_runtime(ins: Instr, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
-    if not _npu() or src.valid_row == 0 or src.valid_col == 0:
-        return  # returns early on an empty source (documented); the cpu checks nothing
+    if src.valid_row == 0 or src.valid_col == 0:
+        return  # returns early on an empty source (documented); the CPU simulator checks nothing
     if src.valid_col != dst.valid_col:
         raise RuntimeCheckError(
             f"src valid cols {src.valid_col} != dst valid cols {dst.valid_col}", op=ins.mnemonic)
 
 
-def _col_sum(m: Machine, x: np.ndarray, binary: bool) -> np.ndarray:
-    if m.target.name == "cpu":
-        acc = _cpu_acc(to_dtype(x.dtype))
-        return np.add.accumulate(x.astype(acc), axis=0, dtype=acc)[-1]
+def _col_sum(m: Machine, x: np.ndarray, binary: bool, acc: Any) -> np.ndarray:
+    if m.target.traits.reduce_order == "sequential":
+        return _seq_fold(np.add, x, 0, acc)
     if not binary:
         return np.add.accumulate(x, axis=0)[-1]
     # binary tree: adjacent row pairs summed, halving until one row is left (an odd last row
@@ -244,27 +265,34 @@ def _declare_col_reduce(name: str, what: str, with_tmp: bool) -> Instr:
         _fit(dst, 1, vc, "dst")
         x = np.asarray(src.read())
         with np.errstate(all="ignore"):
-            if name == "TCOLMAX":
-                r = np.max(x, axis=0)
-            elif name == "TCOLMIN":
-                r = np.min(x, axis=0)
+            if name in ("TCOLMAX", "TCOLMIN"):
+                r = _extreme(m, x, 0, name == "TCOLMAX")
             elif name == "TCOLSUM":
-                r = _col_sum(m, x, bool(isBinary) and tmp is not None)
+                r = _col_sum(m, x, bool(isBinary) and tmp is not None, dst.dtype.np)
             else:
-                acc = _cpu_acc(src.dtype) if m.target.name == "cpu" else x.dtype
-                r = np.multiply.accumulate(x.astype(acc), axis=0, dtype=acc)[-1]
+                r = _seq_fold(np.multiply, x, 0,
+                              dst.dtype.np if m.target.traits.reduce_order == "sequential"
+                              else x.dtype)
             dst.write(np.asarray(r).astype(dst.dtype.np)[None, :])
 
     impl.__doc__ = (f"dst[0, j] = {what}_i src[i, j] over src's valid region (only row 0 of "
                     "dst is written).")
     if name == "TCOLSUM":
         impl.__doc__ += (
-            "\n\nTCOLSUM(dst, src) and TCOLSUM(dst, src, tmp, isBinary). cpu: sequential, "
-            "f32 accumulator for f16/bf16 sources. a2a3/a5: row by row in the element type, "
-            "or with isBinary a tree over adjacent row pairs (tmp, the NPU's scratch, is not "
-            "modelled). Integers wrap.")
+            "\n\nTCOLSUM(dst, src) and TCOLSUM(dst, src, tmp, isBinary). cpu: sequential in "
+            "dst's element type, rounded at every row (the simulator's ``TileDst::DType sum``: "
+            "an f16 -> f16 column [2048, 1, 1] gives 2048; f16 -> f32 accumulates in f32). "
+            "a2a3/a5: row by row in the element type, or with isBinary a tree over adjacent "
+            "row pairs (tmp, the NPU's scratch, is not modelled). Integers wrap.")
     elif name == "TCOLPROD":
-        impl.__doc__ += ("\n\nRow by row (cpu: f32 accumulator for f16/bf16); integers wrap.")
+        impl.__doc__ += ("\n\nRow by row in dst's element type, rounded at every row (cpu: the "
+                         "simulator's ``TileDst::DType prod``); integers wrap.")
+    else:
+        impl.__doc__ += (
+            "\n\nNaN: on cpu the simulator's fold (``if (x " + (">" if name == "TCOLMAX"
+                                                               else "<")
+            + " acc) acc = x`` from row 0), so a NaN counts only in row 0; on a2a3/a5 a NaN "
+            "anywhere in the column gives NaN.")
     ops: tuple[Opnd, ...] = (Opnd("dst", "tile", "out"), Opnd("src", "tile"))
     if with_tmp:
         ops += (Opnd("tmp", "tile", "scratch", optional=True),
@@ -272,7 +300,8 @@ def _declare_col_reduce(name: str, what: str, with_tmp: bool) -> Instr:
     return instr(name, family="reduce", pipe=Pipe.V, operands=ops,
                  dtype_key=("src", "dst"),
                  static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src")),
-                 runtime=(_col_reduce_runtime,))(impl)
+                 runtime=(_col_reduce_runtime,),
+                 ptoas=Ptoas(attrs={"isBinary": Attr("isBinary")}) if with_tmp else None)(impl)
 
 
 TCOLSUM = _declare_col_reduce("TCOLSUM", "sum", True)
@@ -299,10 +328,9 @@ class ValIdxInstr(Instr):
 
 
 def _argreduce_runtime(axis: int) -> Callable[..., None]:
+    @sim_unchecked
     def rule(ins: Instr, dst: Tile, src: Tile, tmp: Tile, dstVal: Tile | None = None,  # noqa: N803
              **kw: Any) -> None:
-        if not _npu():
-            return
         name = ins.mnemonic
         if src.valid_row == 0 or src.valid_col == 0:
             raise RuntimeCheckError(
@@ -338,7 +366,7 @@ def _row_arg_dst(sig: Sig) -> None:
 def _npu_idx_width(sig: Sig) -> None:
     """a2a3/a5 value+index column form: 2-byte sources take 16-bit indices, 4-byte sources
     32-bit ones; the index-only form always takes 32-bit indices."""
-    if sig.target.name == "cpu":
+    if not sig.target.traits.npu_static_checks:
         return
     s, i = elem_type(sig["src"]), elem_type(sig["dst"])
     if s is None or i is None:
@@ -347,7 +375,7 @@ def _npu_idx_width(sig: Sig) -> None:
     if i.itemsize != want:
         form = "value+index" if sig["dstVal"] is not None else "index-only"
         raise sig.fail(f"{form} form with src {s} needs a {8 * want}-bit index type on "
-                       f"{sig.target.name}, got dst {i}")
+                       f"{sig.target}, got dst {i}")
 
 
 def _npu_no_8bit_validx(sig: Sig) -> None:
@@ -371,8 +399,11 @@ def _declare_arg(name: str, axis: int) -> Instr:
         if dstVal is not None:
             _fit(dstVal, *shape, "dstVal")
         x = np.asarray(src.read())
-        c = _cmp_view(x)
-        idx = np.argmax(c, axis=axis) if is_max else np.argmin(c, axis=axis)
+        if m.target.traits.reduce_nan == "fold":
+            idx = _first_extreme(x, axis, is_max)
+        else:
+            c = _cmp_view(x)
+            idx = np.argmax(c, axis=axis) if is_max else np.argmin(c, axis=axis)
         val = np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis)
         dst.write(idx.astype(dst.dtype.np).reshape(shape))
         if dstVal is not None:
@@ -385,7 +416,10 @@ def _declare_arg(name: str, axis: int) -> Instr:
         doc = (f"dst[0, j] = {word}_i src[i, j] (row index) over src's valid region; with "
                f"dstVal also dstVal[0, j] = {'max' if is_max else 'min'}_i src[i, j].")
     impl.__doc__ = doc + (
-        f"\n\nThe first {over} among equal extreme values is returned. C++ overloads "
+        f"\n\nThe first {over} among equal extreme values is returned. NaN: on cpu the "
+        "simulator's strict-comparison fold from the first element, so a NaN is chosen only "
+        f"when it is the first element (index 0); on a2a3/a5 the first NaN counts as the "
+        f"extreme value. C++ overloads "
         f"{name}(dst, src, tmp) and {name}(dstVal, dstIdx, src, tmp); tmp (scratch of a2a3) "
         "is not modified.")
     static: list[StaticRule] = [locs(["dst", "src", "dstVal"], TileType.Vec),
@@ -412,29 +446,35 @@ TCOLARGMIN = _declare_arg("TCOLARGMIN", 0)
 
 # ---- plain broadcasts: TROWEXPAND TCOLEXPAND ------------------------------------------------
 
+@sim_unchecked  # an A5 implementation check (runtime_for a5); the CPU simulator makes none
 def _rowexpand_runtime(ins: Instr, dst: Tile, src: Tile, **kw: Any) -> None:
-    tgt = current().target.name
-    if tgt == "a5":
-        if src.valid_row == 0 or src.valid_col == 0:
-            raise RuntimeCheckError(
-                f"src valid region {src.valid_row}x{src.valid_col} is empty", op=ins.mnemonic)
-        if src.valid_row != dst.valid_row:
-            raise RuntimeCheckError(f"src valid rows {src.valid_row} != dst valid rows "
-                                    f"{dst.valid_row}", op=ins.mnemonic)
+    if src.valid_row == 0 or src.valid_col == 0:
+        raise RuntimeCheckError(
+            f"src valid region {src.valid_row}x{src.valid_col} is empty", op=ins.mnemonic)
+    if src.valid_row != dst.valid_row:
+        raise RuntimeCheckError(f"src valid rows {src.valid_row} != dst valid rows "
+                                f"{dst.valid_row}", op=ins.mnemonic)
+
+
+def _trowexpand_a2a3(m: Machine, dst: Tile, src: Tile) -> None:
+    """a2a3 does nothing when any valid extent of src is 0."""
+    if 0 in src.valid_shape:
+        return
+    TROWEXPAND.impl(m, dst, src)
 
 
 @instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src"), same_dtype("dst", "src")),
-       runtime=(_rowexpand_runtime,))
+       runtime_for={"a5": (_rowexpand_runtime,)}, impl_for={"a2a3": _trowexpand_a2a3})
 def TROWEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """dst[i, j] = src[i, 0] over dst's valid region.
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src."""
     vr, vc = dst.valid_shape
-    if vr == 0 or vc == 0 or (m.target.name == "a2a3" and 0 in src.valid_shape):
+    if vr == 0 or vc == 0:
         return
     _need(src, vr, 1, "src", "one value per dst row")
     dst.write(np.broadcast_to(np.asarray(src.read(vr, 1)), (vr, vc)))
@@ -620,15 +660,23 @@ def _same_valid(*names: str) -> Callable[..., None]:
     return rule
 
 
+def _tpairreducesum_cpu(m: Machine, dst: Tile, src0: Tile) -> None:
+    """The CPU simulator fills the whole Rows x Cols dst with 0 first."""
+    dst.fill(0, dst.rows, dst.cols)
+    TPAIRREDUCESUM.impl(m, dst, src0)
+
+
 @instr("TPAIRREDUCESUM", family="reduce", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src0"], TileType.Vec), nd("dst", "src0"),
                same_dtype("dst", "src0")),
-       runtime=(_same_valid("dst", "src0"),))
+       runtime=(_same_valid("dst", "src0"),), impl_for={"cpu": _tpairreducesum_cpu})
 def TPAIRREDUCESUM(m: Machine, dst: Tile, src0: Tile) -> None:  # noqa: N802
     """dst[i, k] = src0[i, 2k] + src0[i, 2k+1] for k < ceil(C/2) (a missing odd partner is 0),
-    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows."""
+    dst[i, k] = 0 for ceil(C/2) <= k < C; C = dst's valid cols, over dst's valid rows. Sums
+    round once to the element type. On cpu the rest of dst is zeroed too (the simulator fills
+    the whole Rows x Cols tile with 0 first); a2a3/a5 leave it as it was."""
     vr, vc = dst.valid_shape
     if vr == 0 or vc == 0:
         return
@@ -722,8 +770,11 @@ def _part_arg_runtime(ins: Instr, dstVal: Tile, src0Val: Tile, src1Val: Tile,  #
             raise RuntimeCheckError(
                 f"{nv} valid {v.valid_row}x{v.valid_col} != {ni} valid "
                 f"{i.valid_row}x{i.valid_col}", op=ins.mnemonic)
-    if not _npu():
-        return
+
+
+@sim_unchecked
+def _part_arg_pattern(ins: Instr, dstVal: Tile, src0Val: Tile, src1Val: Tile,  # noqa: N803
+                      *rest: Any, **kw: Any) -> None:
     check_partial_pattern(ins.mnemonic, dstVal.valid_shape, src0Val.valid_shape,
                           src1Val.valid_shape)
 
@@ -761,9 +812,10 @@ def _declare_part_arg(name: str) -> Instr:
     impl.__doc__ = (
         f"(dstVal, dstIdx) = (src0Val, src0Idx) where both sources are valid and src0Val {op} "
         f"src1Val, else (src1Val, src1Idx) ({tie}); a copy of the valid source's pair where "
-        "only one is valid; over dst's valid region. The NPUs support only patterns where one "
-        "source's valid region equals dst's and the other's does not exceed it; the cpu "
-        "target writes 0 where neither source is valid (as the TPART* instructions).")
+        "only one is valid; over dst's valid region. Only patterns where one source's valid "
+        "region equals dst's and the other's does not exceed it are supported; a permissive "
+        "machine accepts any and writes 0 where neither source is valid (the CPU simulator, "
+        "as the TPART* instructions).")
     return instr(name, family="reduce", pipe=Pipe.V,
                  operands=(Opnd("dstVal", "tile", "out"), Opnd("src0Val", "tile"),
                            Opnd("src1Val", "tile"), Opnd("dstIdx", "tile", "out"),
@@ -773,7 +825,7 @@ def _declare_part_arg(name: str) -> Instr:
                               TileType.Vec),
                          same_dtype("dstVal", "src0Val", "src1Val"),
                          same_dtype("dstIdx", "src0Idx", "src1Idx")),
-                 runtime=(_part_arg_runtime,))(impl)
+                 runtime=(_part_arg_runtime, _part_arg_pattern))(impl)
 
 
 TPARTARGMAX = _declare_part_arg("TPARTARGMAX")

@@ -21,12 +21,20 @@ import numpy as np
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
-from ..errors import IllegalInstruction, PtoError, UnsupportedType
+from ..errors import (
+    ConstraintError,
+    IllegalInstruction,
+    PtoError,
+    PtoMemoryError,
+    RuntimeCheckError,
+    UnsupportedType,
+)
 from ..lanes import block_of, uniform
 from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
+from .spelling import Attr, Form, Ptoas
 
 
 @dataclass(frozen=True)
@@ -74,14 +82,16 @@ class Event:
 class Sig:
     """Operand types of one use of an instruction: what static rules look at."""
 
-    __slots__ = ("instr", "target", "types", "params")
+    __slots__ = ("instr", "target", "types", "params", "permissive")
 
     def __init__(self, instr: Instr, target: Target, types: dict[str, Any],
-                 params: dict[str, Any]) -> None:
+                 params: dict[str, Any], permissive: bool = False) -> None:
         self.instr = instr
         self.target = target
         self.types = types
         self.params = params
+        #: the machine skips the documented checks the CPU simulator does not make
+        self.permissive = permissive
 
     def __getitem__(self, name: str) -> Any:
         return self.types.get(name)
@@ -119,6 +129,9 @@ class Instr:
     #: the pipe, when it depends on the operands (TMOV/TEXTRACT/TINSERT by the source and
     #: destination roles, TSTORE from an Acc tile): ``fn(operand values by name) -> Pipe``
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None
+    #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
+    #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
+    ptoas: Ptoas | None = None
     _n_required: int = field(default=0, init=False)
     _on: dict[Target, Resolved] = field(default_factory=dict, init=False, repr=False)
 
@@ -203,7 +216,7 @@ class Instr:
                 for r in on.runtime:
                     r(self, *vals, **params)
             else:
-                self.check(m.target, vals, params)
+                self.check(m.target, vals, params, m.permissive)
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -256,27 +269,30 @@ class Instr:
             params[p.name] = v
         return params
 
-    def check(self, target: Target, vals: list[Any], params: dict[str, Any]) -> None:
+    def check(self, target: Target, vals: list[Any], params: dict[str, Any],
+              permissive: bool = False) -> None:
         types = tuple([_type_of(v) for v in vals])
-        key = (self.name, target, types, tuple(params.values()))
+        key = (self.name, target, permissive, types, tuple(params.values()))
         try:
             known = key in _static_cache
         except TypeError:  # an unhashable parameter value
-            key = (self.name, target, types, tuple(_hashable(v) for v in params.values()))
+            key = (self.name, target, permissive, types,
+                   tuple(_hashable(v) for v in params.values()))
             known = key in _static_cache
         if not known:
-            _check_static(self, key, target, types, params)
+            _check_static(self, key, target, types, params, permissive)
         for r in self.on(target).runtime:
             r(self, *vals, **params)
 
     def check_types(self, target: Target | str, types: dict[str, Any],
-                    params: dict[str, Any] | None = None) -> None:
+                    params: dict[str, Any] | None = None, permissive: bool = False) -> None:
         """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
-        point of the IR verifier."""
+        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules."""
         tgt = get_target(target) if isinstance(target, str) else target
         full = {p.name: p.default for p in self.params}
         full.update(params or {})
-        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full)
+        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full,
+                  permissive)
         check_legality(sig)
         for r in self.on(tgt).static:
             r(sig)
@@ -310,11 +326,11 @@ _static_cache: dict[Any, None] = {}
 
 
 def _check_static(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
-                  params: dict[str, Any]) -> None:
+                  params: dict[str, Any], permissive: bool = False) -> None:
     """Run the static rules for one combination of operand types and parameters; remember
     that it passed."""
     instr.check_types(target, {o.name: t for o, t in zip(instr.operands, types, strict=True)},
-                      params)
+                      params, permissive)
     if len(_static_cache) > 100_000:
         _static_cache.clear()
     _static_cache[key] = None
@@ -405,7 +421,7 @@ def check_legality(sig: Sig) -> None:
     instr, tgt = sig.instr, sig.target
     rule = tgt.legality.get(instr.name)
     if rule is None:
-        raise IllegalInstruction(f"not supported on target {tgt.name}", op=instr.mnemonic)
+        raise IllegalInstruction(f"not supported on target {tgt}", op=instr.mnemonic)
     key = [n for n in instr.dtype_key if sig[n] is not None]
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
@@ -415,20 +431,20 @@ def check_legality(sig: Sig) -> None:
             if got not in rule.dtypes:
                 allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
                 raise UnsupportedType(
-                    f"element type {got[0]} is not supported on {tgt.name} "
+                    f"element type {got[0]} is not supported on {tgt} "
                     f"(supported: {dt_names(allowed)})", op=instr.mnemonic)
         elif isinstance(sample, tuple):
             if got not in rule.dtypes:
                 pairs = sorted("->".join(d.name for d in p) for p in rule.dtypes)
                 what = " -> ".join(f"{n} {d}" for n, d in zip(key, got, strict=True))
                 raise UnsupportedType(
-                    f"type combination {what} is not supported on {tgt.name} "
+                    f"type combination {what} is not supported on {tgt} "
                     f"(supported: {', '.join(pairs)})", op=instr.mnemonic)
         else:
             for d in got:
                 if d not in rule.dtypes:
                     raise UnsupportedType(
-                        f"element type {d} is not supported on {tgt.name} "
+                        f"element type {d} is not supported on {tgt} "
                         f"(supported: {dt_names(sorted(rule.dtypes, key=_order))})",
                         op=instr.mnemonic)
     if rule.locs is not None:
@@ -437,14 +453,14 @@ def check_legality(sig: Sig) -> None:
             if isinstance(t, TileSpec) and t.loc not in rule.locs:
                 allowed = ", ".join(sorted(x.name for x in rule.locs))
                 raise IllegalInstruction(
-                    f"{n} must be a {allowed} tile on {tgt.name}, got {t.loc.name}",
+                    f"{n} must be a {allowed} tile on {tgt}, got {t.loc.name}",
                     op=instr.mnemonic)
     if rule.row_major:
         for o in instr.operands:
             t = sig[o.name]
             if isinstance(t, TileSpec) and not t.is_row_major:
                 raise IllegalInstruction(
-                    f"{o.name} must be row-major on {tgt.name} (got {t.layout_name})",
+                    f"{o.name} must be row-major on {tgt} (got {t.layout_name})",
                     op=instr.mnemonic)
 
 
@@ -479,6 +495,7 @@ def instr(
     static_for: dict[str, Iterable[StaticRule]] | None = None,
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
+    ptoas: Ptoas | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -488,25 +505,83 @@ def instr(
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
             raise RuntimeError(f"instruction {name} declared twice")
+        opnds = tuple(operands)
+        rt = tuple(runtime)
+        written = tuple((i, o.name) for i, o in enumerate(opnds)
+                        if o.kind in ("gm", "tile|gm", "any")
+                        and o.role in ("out", "inout", "scratch"))
+        if written:
+            rt = (_gm_writable(written), *rt)
         ins = Instr(
-            name=name, family=family, pipe=pipe, operands=tuple(operands),
+            name=name, family=family, pipe=pipe, operands=opnds,
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
-            runtime=tuple(runtime), returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
+            runtime=rt, returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
             batched=batched, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
-            pipe_of=pipe_of,
+            pipe_of=pipe_of, ptoas=ptoas,
         )
         REGISTRY[name] = ins
+        _index_op_names(ins)
         return ins
 
     return deco
 
 
+#: PTOAS op names declared on entries (``ptoas=``) -> instruction name
+_OP_NAMES: dict[str, str] = {}
+#: frontend pipe ops of mixed kernels -> instruction name (bound by their own handlers)
+FRONTEND_OPS: dict[str, str] = {}
+
+
+def _index_op_names(ins: Instr) -> None:
+    sp = ins.ptoas
+    if sp is None:
+        return
+    for table, names in ((_OP_NAMES, (*sp.forms, *sp.names)), (FRONTEND_OPS, sp.frontend)):
+        for n in names:
+            if table.get(n, ins.name) != ins.name:
+                raise RuntimeError(f"op name {n} declared by {table[n]} and {ins.name}")
+            table[n] = ins.name
+
+
 def lookup(name: str) -> Instr | None:
-    """Instruction by C++ name (TADD), mnemonic (tadd) or PTOAS op name (pto.tadd)."""
-    n = name.split(".", 1)[1] if name.startswith("pto.") else name
-    return REGISTRY.get(n.upper())
+    """THE lookup of an instruction: by C++ name (``TMATMUL_ACC``), mnemonic (``tmatmul_acc``)
+    or PTOAS op name (``pto.tmatmul.acc``, ``pto.tmatmul.mx.bias``: the names entries declare);
+    None for anything else (frontend pipe ops included: see :data:`FRONTEND_OPS`)."""
+    declared = _OP_NAMES.get(name)
+    if declared is not None:
+        return REGISTRY[declared]
+    n = name[4:] if name.startswith("pto.") else name
+    return REGISTRY.get(n.upper().replace(".", "_"))
+
+
+def ptoas_forms(op_name: str) -> tuple[Form, ...]:
+    """The written variants an op name is declared with (none: the default mapping)."""
+    ins = lookup(op_name)
+    if ins is None or ins.ptoas is None:
+        return ()
+    return tuple(ins.ptoas.forms.get(op_name, ()))
+
+
+def ptoas_attr_tables() -> dict[str, dict[str, Attr]]:
+    """Every declared attribute table, by op name (``pto.<mnemonic>``, or each op name the
+    entry declares forms for)."""
+    out: dict[str, dict[str, Attr]] = {}
+    for ins in REGISTRY.values():
+        if ins.ptoas is None or not ins.ptoas.attrs:
+            continue
+        for n in (*ins.ptoas.forms, *ins.ptoas.names) or (f"pto.{ins.mnemonic}",):
+            out[n] = dict(ins.ptoas.attrs)
+    return out
+
+
+def ptoas_attrs(op_name: str) -> dict[str, Attr]:
+    """The attributes of an op's PTOAS definition and what each becomes."""
+    ins = lookup(op_name) if op_name not in FRONTEND_OPS else REGISTRY[FRONTEND_OPS[op_name]]
+    if ins is None or ins.ptoas is None:
+        return {}
+    return dict(ins.ptoas.attrs)
 
 
 # ---- operand-dependent pipes -----------------------------------------------------------------
@@ -530,6 +605,81 @@ def move_pipe(src: str = "src", dst: str = "dst") -> Callable[[dict[str, Any]], 
             return Pipe.V
         return Pipe.MTE3 if s in (TileType.Vec, TileType.Mat) else Pipe.V
     return pipe_of
+
+
+# ---- documented checks the CPU simulator lacks ---------------------------------------------------
+
+PERMISSIVE_HINT = "the CPU simulator does not check this; permissive=True skips it"
+
+
+def sim_unchecked(rule: RuntimeRule) -> RuntimeRule:
+    """Mark a run-time rule as a documented constraint (an ISA page's general constraints /
+    run-time checks) that the upstream C++ CPU simulator does not make.
+
+    It holds on every target, cpu included: a user develops on cpu to learn what the NPU
+    rejects. A permissive machine (``pto.target(..., permissive=True)``, ``launch(...,
+    permissive=True)``, ``Program.run(..., permissive=True)``, ``ptoisa run --permissive``)
+    skips it and so reproduces the simulator. A failure is a :class:`ConstraintError`."""
+
+    def checked(ins: Instr, *vals: Any, **kw: Any) -> None:
+        if current().permissive:
+            return
+        try:
+            rule(ins, *vals, **kw)
+        except ConstraintError:
+            raise
+        except RuntimeCheckError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or ins.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.__doc__ = rule.__doc__
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_type(rule: StaticRule) -> StaticRule:
+    """:func:`sim_unchecked` for a static rule (operand types; the verifier runs it too):
+    skipped when the check is for a permissive machine (``Sig.permissive``)."""
+
+    def checked(sig: Sig) -> None:
+        if sig.permissive:
+            return
+        try:
+            rule(sig)
+        except ConstraintError:
+            raise
+        except PtoError as e:
+            raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
+                                  op=e.op or sig.instr.mnemonic) from None
+
+    checked.__name__ = getattr(rule, "__name__", "rule")
+    checked.sim_unchecked = True  # type: ignore[attr-defined]
+    return checked
+
+
+def sim_unchecked_rules(ins: Instr) -> list[Any]:
+    """The instruction's rules (static and run-time, the per-target declarations included)
+    that a permissive machine skips."""
+    per_target = [r for rules in (*ins.static_for.values(), *ins.runtime_for.values())
+                  for r in rules]
+    return [r for r in (*ins.static, *ins.runtime, *per_target)
+            if getattr(r, "sim_unchecked", False)]
+
+
+def dtype_in(name: str, allowed: str) -> StaticRule:
+    """Operand ``name``'s element type is one of ``allowed`` (PTOAS names)."""
+    from ..dtypes import dtype as to_dtype
+
+    ok = frozenset(to_dtype(a) for a in allowed.split())
+
+    def rule(sig: Sig) -> None:
+        d = elem_type(sig[name])
+        if d is not None and d not in ok:
+            raise UnsupportedType(f"{name} element type {d} is not supported (supported: "
+                                  f"{dt_names(sorted(ok, key=_order))})", op=sig.instr.mnemonic)
+    rule.__name__ = f"dtype_in({name})"
+    return rule
 
 
 # ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------
@@ -574,3 +724,19 @@ def same_static_shape(*names: str) -> StaticRule:
             raise sig.fail(f"operands must have the same static shape ({desc})")
     return rule
 
+
+def _gm_writable(written: tuple[tuple[int, str], ...]) -> RuntimeRule:
+    """Run-time rule of every instruction that writes a GM operand: the array behind it must
+    be writable (a read-only numpy array, e.g. ``np.broadcast_to`` or ``flags.writeable =
+    False``, is fine to load from but cannot take a store)."""
+
+    def rule(ins: Instr, *vals: Any, **params: Any) -> None:
+        for i, oname in written:
+            v = vals[i] if i < len(vals) else None
+            if isinstance(v, GlobalTensor) and not v.flat.flags.writeable:
+                who = f"GlobalTensor '{v.name}'" if v.name else "GlobalTensor"
+                raise PtoMemoryError(
+                    f"operand '{oname}' ({who} {v.spec.describe()}) views a read-only numpy "
+                    "array: it cannot be written; pass a writable array (np.array(a) copies "
+                    "one)", op=ins.mnemonic)
+    return rule

@@ -17,6 +17,7 @@ from ..enums import Pipe
 from ..errors import PtoError
 from ..memory import Machine
 from .registry import Event, Instr, Opnd, Param, instr
+from .spelling import Form, Ptoas
 
 
 def _record(m: Machine, entry: tuple[Any, ...]) -> None:
@@ -77,6 +78,7 @@ def PIPE_BARRIER(m: Machine, pipe: Pipe) -> None:  # noqa: N802
 
 
 @instr("TSYNC", family="sync", pipe=Pipe.S,
+       ptoas=Ptoas(forms={"pto.tsync": (Form(ins=("events*",), outs=()),)}),
        operands=(Opnd("events", "any", optional=True),),
        params=(Param("OpCode", None),))
 def TSYNC(m: Machine, events: Any = None, *, OpCode: Any) -> None:  # noqa: N802,N803
@@ -94,6 +96,11 @@ def TSYNC(m: Machine, events: Any = None, *, OpCode: Any) -> None:  # noqa: N802
        params=(Param("CoreType", "AIVOnly"), Param("Mode", None)))
 def SYNCALL(m: Machine, gmWorkspace: Any = None, usedCores: Any = None, *,  # noqa: N802,N803
             CoreType: Any, Mode: Any) -> None:  # noqa: N803
-    """Barrier across all cores of the launch. One core runs at a time here, so it is a
-    recorded no-op."""
+    """Barrier across all cores of the launch (CoreType: AIVOnly, AICOnly, Mix): in a mixed
+    launch a core waits here until every core of the set has arrived; on a single core it is
+    a recorded no-op."""
     _record(m, ("SYNCALL", CoreType, usedCores))
+    if getattr(m, "cluster", None) is not None:
+        from .cross_core import syncall_barrier
+
+        syncall_barrier(m, CoreType)

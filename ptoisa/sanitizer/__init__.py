@@ -231,14 +231,20 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
     """Run ``run()`` with the sanitizer of ``sanitize`` watching every launch machine (and
     ``machine``, when the caller brings its own); returns (result, report, whether the caller
     should raise on findings: ``sanitize=True`` or a check list, not a Sanitizer object)."""
-    from .. import grid
+    from .. import grid, streams
 
     san = make(sanitize)
     assert san is not None
     san.begin(default_sync)
-    grid.LAUNCH_OBSERVERS.append(san)
+    grid.launch_observers.append(san)
     if machine is not None:
         machine.observers.append(san)
+
+    def attach(m: Any) -> None:  # every core's machine of a mixed (cube + vector) launch
+        if san not in m.observers:
+            m.observers.append(san)
+
+    streams.MACHINE_HOOKS.append(attach)
     try:
         result = run()
     except (PtoMemoryError, ExecutionError) as e:
@@ -255,8 +261,9 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
                         Site(e.op or "?", "PIPE_S", loc)), (kind, str(e)))
         raise SanitizerError(san.finish()) from None
     finally:
-        if san in grid.LAUNCH_OBSERVERS:
-            grid.LAUNCH_OBSERVERS.remove(san)
+        if san in grid.launch_observers:
+            grid.launch_observers.remove(san)
+        streams.MACHINE_HOOKS.remove(attach)
         if machine is not None and san in machine.observers:
             machine.observers.remove(san)
     report = san.finish()

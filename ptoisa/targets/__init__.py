@@ -73,6 +73,68 @@ class Traits:
     #: how TPRINT writes: "cpu" (the simulator's header and format) or "npu" (whole tile, the
     #: print buffer)
     print_style: str = "npu"
+    #: the NPU implementation's static operand rules that the upstream CPU simulator does not
+    #: make: index and element widths of TGATHER/TSCATTER/TCOLARG*, 1-byte atomic MSCATTER,
+    #: the tile roles TPRINT takes, the Mat source of a Mat -> Left/Right extract is NZ/ZN, fp
+    #: quant words live in a Scaling tile, the fix-pipe's Acc store limits and its ND/NZ-only
+    #: GM layouts, TGET_SCALE_ADDR into the scaling space, TIMG2COL into an NZ tile, the
+    #: accumulator fits L0C, no GM -> Acc load, a quant scalar converts Acc tiles only;
+    #: False (cpu): the simulator's looser typing accepts those programs
+    npu_static_checks: bool = True
+
+    # ---- elementwise, reduce, irregular, debug families ----------------------------------------
+    #: summation/product order of the reductions: "tree" (the NPU's reduction instructions:
+    #: TROWSUM/TROWPROD a pairwise tree in the element type; TCOLSUM/TCOLPROD row by row in the
+    #: source's element type, TCOLSUM isBinary a tree over row pairs) or "sequential" (the CPU
+    #: simulator's loops, left to right / top to bottom, accumulating in dst's type; TROWSUM
+    #: of f16/bf16 in f32)
+    reduce_order: str = "tree"
+    #: NaN in TROW*/TCOL* MAX/MIN and ARGMAX/ARGMIN: "propagate" (vmax/vmin: a NaN anywhere
+    #: gives NaN, the first NaN is the arg extreme) or "fold" (the CPU simulator's strict
+    #: comparison fold from the first element: a NaN counts only as the first element)
+    reduce_nan: str = "propagate"
+    #: the predicate-mask convention of TCMP/TCMPS/TSEL: "rows" (each row's bits packed
+    #: LSB-first into its own mask row; dst outside the bits untouched) or "cpu_sim" (the CPU
+    #: simulator's: the predicate tile is zeroed whole first, TCMPS writes one byte stream of
+    #: whole src rows and TSEL reads 8 bits per mask element as one stream)
+    predicate_layout: str = "rows"
+    #: the vector compare of int32 sources tests equality only: TCMP/TCMPS compare LT/GT/LE/GE
+    #: as EQ (NE is the inverted EQ mask, so it stays NE)
+    cmp_i32_eq_only: bool = False
+    #: TCVT without a SaturationMode operand saturates (the NPU default) or not (the simulator)
+    cvt_saturate_default: bool = True
+    #: TCVT arithmetic where vconv and a host C++ cast differ: "npu" (f32 -> f32 rounds to an
+    #: integral value; non-saturating float -> int converts saturating to 32/64 bits, then
+    #: wraps) or "x86" (the CPU simulator's static_cast on x86-64: same-type identity,
+    #: cvttsd2si's INT_MIN for out-of-range values)
+    cvt_casts: str = "npu"
+    #: (src, dst) element-type name pairs the fix-pipe quantises (TSTORE_FP, TMOV_FP,
+    #: TEXTRACT_FP, TINSERT_FP, quant words); other pairs are plain conversions
+    quant_pairs: frozenset[tuple[str, str]] = frozenset({
+        ("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
+        ("i32", "i16")})
+
+    # ---- layout, memory, matrix, img2col, comm families ----------------------------------------
+    #: the box layout of a Left (L0A) tile: "col_major" (NZ, the C++ TileLeft on a5 and cpu) or
+    #: "row_major" (ZZ, TileLeft on a2a3); TileLeft and an on-chip ``memref`` of L0A take it
+    left_blayout: str = "col_major"
+    #: Left tiles must use ``left_blayout``: TMATMUL/TGEMV reject the other one, and a ``.pto``
+    #: ``loc=left`` tile type takes it whatever the text writes (PTOAS fixes it per arch); the
+    #: CPU simulator takes either
+    left_blayout_fixed: bool = True
+    #: the cube's static tile shapes must chain (Left Rows == Acc Rows, Left Cols == Right Rows,
+    #: Right Cols == Acc Cols), not only the valid regions (a2a3)
+    cube_static_shapes_chain: bool = False
+    #: the f32 input transforms of the cube that SETHF32MODE / SETTF32MODE switch on
+    #: ("hf32": round to 11 mantissa bits, "tf32": to 10); a mode not listed is ignored
+    mad_f32_modes: frozenset[str] = frozenset({"hf32", "tf32"})
+    #: when the fix-pipe's scaled f32 -> f16 conversion of TEXTRACT/TINSERT saturates to the
+    #: finite f16 range (NaN -> 0): "always" (the NPU) or "window" (the CPU simulator: only
+    #: when src and dst shapes differ; an equally shaped move keeps inf and NaN)
+    fixpipe_f16_saturation: str = "always"
+    #: TFILLPAD* pad every row of the tile and TFILLPAD_INPLACE copies src as well (the CPU
+    #: simulator); else they pad the rows below the valid rows only and INPLACE does not copy
+    fillpad_whole_tile: bool = False
 
     def replace(self, **changes: Any) -> Traits:
         unknown = sorted(set(changes) - {f.name for f in fields(self)})
@@ -96,6 +158,9 @@ class Target:
     buffers: dict[str, int]
     legality: dict[str, Rule]
     doc: str = ""
+    #: what PTOAS's memory planning (PlanMemory) allows per buffer for a ``.pto`` program:
+    #: space -> (bytes, alignment of each tile in bytes); a buffer not listed: its size above
+    plan: dict[str, tuple[int, int]] = field(default_factory=dict)
     traits: Traits = field(default_factory=Traits)
     lineage: tuple[str, ...] = ()
 
@@ -106,13 +171,18 @@ class Target:
     def buffer_size(self, space: str) -> int:
         return self.buffers.get(space, 0)
 
+    def plan_size(self, space: str) -> tuple[int, int]:
+        """(bytes, tile alignment) the ``.pto`` capacity check plans ``space`` with."""
+        return self.plan.get(space) or (self.buffers.get(space, 0), 32)
+
     def derive(self, name: str, *, buffers: dict[str, int] | None = None,
                legality: dict[str, Rule] | None = None, removed: Iterable[str] = (),
                traits: dict[str, Any] | None = None, doc: str = "",
+               plan: dict[str, tuple[int, int]] | None = None,
                inherit_behaviour: bool = True) -> Target:
         """A new target from this one: its legality table merged with ``legality`` (entries
-        that differ or are new) less ``removed``, buffers and traits changed where given.
-        ``inherit_behaviour`` puts this target in the new one's lineage (per-target
+        that differ or are new) less ``removed``; buffers, memory plan and traits changed where
+        given. ``inherit_behaviour`` puts this target in the new one's lineage (per-target
         overrides of the registry entries then apply to it too)."""
         table = dict(self.legality)
         table.update(legality or {})
@@ -122,11 +192,15 @@ class Target:
             del table[n]
         bufs = dict(self.buffers) if buffers is None else dict(buffers)
         return Target(name, bufs, table, doc or self.doc,
-                      self.traits.replace(**(traits or {})),
-                      (name, *self.lineage) if inherit_behaviour else (name,))
+                      plan=dict(self.plan if plan is None else plan),
+                      traits=self.traits.replace(**(traits or {})),
+                      lineage=(name, *self.lineage) if inherit_behaviour else (name,))
 
     def __repr__(self) -> str:
         return f"<target {self.name}>"
+
+    def __str__(self) -> str:
+        return self.name
 
 
 LOC_SPACE = {

@@ -14,6 +14,12 @@ KiB = 1024
 BUFFERS = {"UB": 192 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 128 * KiB,
            "BIAS": 1 * KiB, "FB": 2 * KiB}
 
+#: PTOAS PlanMemory's A3 memory spec (lib/PTO/Transforms/PTOPlanMemory.cpp, kA3, given there in
+#: bits): the hardware sizes, except that Bias is planned as 64 KiB and Scaling as large as UB
+PLAN = {"UB": (192 * KiB, 32), "L1": (512 * KiB, 32), "L0A": (64 * KiB, 512),
+        "L0B": (64 * KiB, 512), "L0C": (128 * KiB, 512), "BIAS": (64 * KiB, 32),
+        "FB": (192 * KiB, 32)}
+
 ANY_1_2_4 = [d for d in ALL if d.itemsize in (1, 2, 4) and d.name != "i1"]
 B12 = "i8 ui8 i16 ui16"
 I124 = "i8 ui8 i16 ui16 i32 ui32"
@@ -231,9 +237,28 @@ LEGALITY: dict[str, Rule] = {
     "TSYNC": rule(),
     "SYNCALL": rule(),
     "SET_FLAG": rule(),
+    "SYNC_SET": rule(),
+    "SYNC_WAIT": rule(),
     "WAIT_FLAG": rule(),
     "PIPE_BARRIER": rule(),
 }
 
 
-TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", Traits())
+TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Traits(
+    npu_static_checks=True,
+    reduce_order="tree",
+    reduce_nan="propagate",
+    predicate_layout="rows",
+    cmp_i32_eq_only=True,
+    cvt_saturate_default=True,
+    cvt_casts="npu",
+    quant_pairs=frozenset({("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"),
+                           ("i32", "f16"), ("i32", "i16")}),
+    # ---- layout, memory, matrix, img2col, comm families
+    left_blayout="row_major",
+    left_blayout_fixed=True,
+    cube_static_shapes_chain=True,
+    mad_f32_modes=frozenset({"hf32"}),
+    fixpipe_f16_saturation="always",
+    fillpad_whole_tile=False,
+))

@@ -14,6 +14,12 @@ KiB = 1024
 BUFFERS = {"UB": 256 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 256 * KiB,
            "BIAS": 4 * KiB, "FB": 4 * KiB, "L0A_MX": 4 * KiB, "L0B_MX": 4 * KiB}
 
+#: PTOAS PlanMemory's A5 memory spec (lib/PTO/Transforms/PTOPlanMemory.cpp, kA5, given there in
+#: bits): UB and Scaling planned as 248 KiB, Bias as 64 KiB
+PLAN = {"UB": (248 * KiB, 32), "L1": (512 * KiB, 32), "L0A": (64 * KiB, 512),
+        "L0B": (64 * KiB, 512), "L0C": (256 * KiB, 512), "BIAS": (64 * KiB, 32),
+        "FB": (248 * KiB, 32)}
+
 I124 = "i8 ui8 i16 ui16 i32 ui32"
 I1248 = I124 + " i64 ui64"
 ALLNUM = I1248 + " f16 bf16 f32"
@@ -173,5 +179,16 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
-TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "",
+TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "", plan=PLAN,
+                     traits={
+                         "cmp_i32_eq_only": False,
+                         "quant_pairs": frozenset({
+                             ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),
+                             ("f32", "f8E4M3"), ("f32", "hif8"), ("i32", "i8"), ("i32", "ui8"),
+                             ("i32", "f16"), ("i32", "bf16")}),
+                         # ---- layout, memory, matrix, img2col, comm families
+                         "left_blayout": "col_major",
+                         "cube_static_shapes_chain": False,
+                         "mad_f32_modes": frozenset({"hf32", "tf32"}),
+                     },
                      inherit_behaviour=False)

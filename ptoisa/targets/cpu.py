@@ -189,5 +189,22 @@ LEGALITY: dict[str, Rule] = {
 REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
 
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
-                     traits={"npu_runtime_checks": False, "print_style": "cpu"},
-                     doc=__doc__ or "", inherit_behaviour=False)
+                     traits={
+                         "npu_runtime_checks": False,
+                         "print_style": "cpu",
+                         "npu_static_checks": False,
+                         "reduce_order": "sequential",
+                         "reduce_nan": "fold",
+                         "predicate_layout": "cpu_sim",
+                         "cmp_i32_eq_only": False,
+                         "cvt_saturate_default": False,
+                         "cvt_casts": "x86",
+                         # ---- layout, memory, matrix, img2col, comm families
+                         "left_blayout": "col_major",
+                         "left_blayout_fixed": False,
+                         "cube_static_shapes_chain": False,
+                         "mad_f32_modes": frozenset(),
+                         "fixpipe_f16_saturation": "window",
+                         "fillpad_whole_tile": True,
+                         },
+                     doc=__doc__ or "", plan={}, inherit_behaviour=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from ptoisa.errors import ParseError, SourceLoc
+from ptoisa.errors import EXCERPT_WIDTH, ParseError, SourceLoc
 
 # Token kinds (single characters keep comparisons cheap).
 VALUE = "%"  # %name
@@ -26,7 +26,8 @@ EOF = "$"
 
 _TOKEN_RE = re.compile(
     r"""
-    (?P<ws>(?:\s+|//[^\n]*)+)
+    (?P<ws>\s+)
+  | (?P<comment>//[^\n]*)
   | (?P<value>%[A-Za-z0-9_$.]+(?:\#\d+)?)
   | (?P<symbol>@(?:[A-Za-z_$.][\w$.\-]*|"(?:[^"\\\n]|\\.)*"))
   | (?P<hash>\#[A-Za-z_$.][\w$.\-]*)
@@ -66,14 +67,28 @@ class Source:
     def loc(self, offset: int) -> SourceLoc:
         line = bisect.bisect_right(self.line_starts, offset) - 1
         start = self.line_starts[line]
-        end = self.text.find("\n", start)
-        if end < 0:
-            end = len(self.text)
-        return SourceLoc(self.filename, line + 1, offset - start + 1, self.text[start:end])
+        end = (self.line_starts[line + 1] - 1 if line + 1 < len(self.line_starts)
+               else len(self.text))
+        col = offset - start + 1
+        if end - start <= EXCERPT_WIDTH:
+            return SourceLoc(self.filename, line + 1, col, self.text[start:end])
+        # a long line: keep only the excerpt (every op records a location; copying a
+        # megabyte line into each would make parsing quadratic)
+        a = max(start, min(offset - EXCERPT_WIDTH // 2, end - EXCERPT_WIDTH))
+        b = min(end, a + EXCERPT_WIDTH)
+        head = "..." if a > start else ""
+        text = head + self.text[a:b] + ("..." if b < end else "")
+        caret = offset - a + len(head)
+        return SourceLoc(self.filename, line + 1, col, text, caret)
 
 
-def tokenize(src: Source) -> tuple[list[str], list[str], list[int]]:
-    """(kinds, texts, offsets); the last token is EOF. Raises ParseError on a stray character."""
+def tokenize(
+    src: Source, comments: list[tuple[int, str]] | None = None
+) -> tuple[list[str], list[str], list[int]]:
+    """(kinds, texts, offsets); the last token is EOF. Raises ParseError on a stray character.
+
+    ``//`` comments are not tokens; ``comments``, if given, receives each as (offset, text)
+    (the printer puts them back next to the ops they belong to)."""
     text = src.text
     kinds: list[str] = []
     texts: list[str] = []
@@ -90,7 +105,10 @@ def tokenize(src: Source) -> tuple[list[str], list[str], list[int]]:
             raise ParseError(f"unexpected character {ch!r}", loc=src.loc(pos))
         group = m.lastgroup
         end = m.end()
-        if group != "ws":
+        if group == "comment":
+            if comments is not None:
+                comments.append((pos, m.group()))
+        elif group != "ws":
             kinds.append(_KIND[group])  # type: ignore[index]
             texts.append(m.group())
             offs.append(pos)

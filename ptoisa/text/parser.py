@@ -16,14 +16,29 @@ Inside a custom body a new line ends the op unless the line continues it (it sta
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from typing import Any
 
 from ptoisa.errors import ParseError, SourceLoc
 from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import EMPTY_ATTRS, Block, Module, Op, Piece, Region, Value
+from ptoisa.text.attributes import AttributeParser, _int, _unescape
+from ptoisa.text.base import (
+    _BUILTIN_TYPE_RE,
+    _CONT_END,
+    _CONT_START,
+    _FUNC_DEFAULT,
+    _OPAQUE_ATTR_HEADS,
+    MLIR_DIALECTS,
+    P_ARROW,
+    P_COLON,
+    P_COMMA,
+    P_LPAREN,
+    P_RPAREN,
+    _Scope,
+    asm_to_ir_name,
+)
+from ptoisa.text.forms import _infer_result_types, _match_dps, _match_ssa, _stray_piece
 from ptoisa.text.lexer import (
     BANG,
     CARET,
@@ -36,153 +51,18 @@ from ptoisa.text.lexer import (
     STRING,
     SYMBOL,
     VALUE,
-    Source,
-    tokenize,
 )
 
-MLIR_DIALECTS = frozenset(
-    "pto func scf arith memref builtin math cf tensor vector llvm emitc affine index gpu "
-    "linalg bufferization ub".split()
-)
-# ops of the default dialect inside func.func bodies, written without prefix
-_FUNC_DEFAULT = {"return": "func.return", "call": "func.call"}
-# PTO-AS mnemonics whose IR name is not "pto." + mnemonic.
-ASM_TO_IR = {"tmov.fp": "pto.tmov.fp"}
 
-_BUILTIN_TYPE_RE = re.compile(r"(?:[su]?i\d+|f\d+\w*|bf16|tf32|index|none)$")
-_INT_TYPE_RE = re.compile(r"([su]?)i(\d+)$")
-_WORD_RE = re.compile(r"[A-Za-z_]\w*$")
-_SHAPE_RE = re.compile(r"((?:(?:\?|-?\d+)x)*)(.+)$")
-_CONT_START = frozenset(
-    [
-        ":",
-        "->",
-        ",",
-        "{",
-        "outs",
-        "ins",
-        "to",
-        "step",
-        "iter_args",
-        "else",
-        "do",
-        "attributes",
-        ")",
-        "]",
-        "=",
-        "<",
-    ]
-)
-_CONT_END = frozenset([",", ":", "->", "=", "(", "[", "ins", "outs", "<"])
-_OPAQUE_ATTR_HEADS = frozenset(
-    [
-        "dense",
-        "array",
-        "strided",
-        "affine_map",
-        "affine_set",
-        "sparse",
-        "dense_resource",
-        "opaque",
-        "distinct",
-    ]
-)
-_NO_SPACE_AFTER = frozenset("([<")
-_NO_SPACE_BEFORE = frozenset(",)]>")
-
-P_COMMA = Piece("p", ",")
-P_COLON = Piece("p", ":")
-P_ARROW = Piece("p", "->")
-P_LPAREN = Piece("p", "(")
-P_RPAREN = Piece("p", ")")
-
-
-def asm_to_ir_name(mnemonic: str) -> str:
-    """PTO-AS mnemonic to IR op name: ``tstore.fp`` -> ``pto.tstore_fp``."""
-    if mnemonic.startswith("pto."):
-        return mnemonic
-    if mnemonic in ASM_TO_IR:
-        return ASM_TO_IR[mnemonic]
-    if mnemonic.endswith(".fp"):
-        mnemonic = mnemonic[:-3] + "_fp"
-    return "pto." + mnemonic
-
-
-class _Scope:
-    __slots__ = ("names",)
-
-    def __init__(self) -> None:
-        self.names: dict[str, Value] = {}
-
-
-class Parser:
-    def __init__(
-        self,
-        text: str,
-        filename: str = "<string>",
-        known_ops: Callable[[str], bool] | None = None,
-    ) -> None:
-        self.src = Source(text, filename)
-        self.text = text
-        self.kinds, self.texts, self.offs = tokenize(self.src)
-        self.i = 0
-        self.known_ops = known_ops
-        self.scopes: list[_Scope] = [_Scope()]
-        self.free: dict[str, Value] = {}
-        self.closed: dict[str, Value] = {}  # defined in a region that has ended
-        self.type_cache: dict[str, T.Type] = {}
-        self.aliases: dict[str, A.Attribute] = {}
-        self.type_aliases: dict[str, T.Type] = {}
-
-    # ----------------------------------------------------------------- helpers
-    def loc(self, i: int | None = None) -> SourceLoc:
-        return self.src.loc(self.offs[self.i if i is None else i])
-
-    def error(self, msg: str, i: int | None = None) -> ParseError:
-        return ParseError(msg, loc=self.loc(i))
-
-    def describe(self, i: int) -> str:
-        return "end of input" if self.kinds[i] == EOF else repr(self.texts[i])
-
-    def expect(self, text: str) -> int:
-        i = self.i
-        if self.texts[i] != text or self.kinds[i] in (STRING, EOF):
-            raise self.error(f"expected '{text}', found {self.describe(i)}")
-        self.i = i + 1
-        return i
-
-    def accept(self, text: str) -> bool:
-        if self.texts[self.i] == text and self.kinds[self.i] not in (STRING, EOF):
-            self.i += 1
-            return True
-        return False
-
-    def newline_before(self, i: int) -> bool:
-        return i > 0 and "\n" in self.text[self.offs[i - 1] : self.offs[i]]
-
-    def adjacent(self, i: int) -> bool:
-        """Token i directly follows token i-1 (no whitespace)."""
-        return self.offs[i - 1] + len(self.texts[i - 1]) == self.offs[i]
-
-    # ------------------------------------------------------------------ values
-    def lookup(self, name: str, i: int) -> Value:
-        for scope in reversed(self.scopes):
-            v = scope.names.get(name)
-            if v is not None:
-                return v
-        v = self.closed.get(name) or self.free.get(name)
-        if v is None:
-            v = Value(name, T.UNKNOWN, self.loc(i), "free")
-            self.free[name] = v
-        return v
-
-    def define(self, name: str, type_: T.Type, loc: SourceLoc, owner: str = "op") -> Value:
-        v = Value(name, type_, loc, owner)
-        self.scopes[-1].names[name] = v
-        return v
-
-    # ----------------------------------------------------------------- module
+class Parser(AttributeParser):
     def parse_module(self) -> Module:
+        mod = self.parse_module_body()
+        if self.comments.out:
+            mod.extra["comments"] = self.comments.out
+        return mod
+
+    def parse_module_body(self) -> Module:
+        self.comments.out.head.extend(self.take_comments())
         self.skip_aliases()
         kinds, texts = self.kinds, self.texts
         if kinds[self.i] == IDENT and texts[self.i] in ("module", "builtin.module"):
@@ -196,9 +76,12 @@ class Parser:
             if self.accept("attributes"):
                 attributes = self.parse_attr_dict()
             self.expect("{")
+            self.last_op = None
             ops = self.parse_ops(("}",))
+            self.comments.out.module_end.extend(self.take_comments(self.last_op))
             self.expect("}")
             self.skip_aliases()
+            self.comments.out.tail.extend(self.take_comments())
             if kinds[self.i] != EOF:
                 raise self.error(
                     f"expected end of input after module, found {self.describe(self.i)}"
@@ -207,6 +90,7 @@ class Parser:
         ops = self.parse_ops(())
         if kinds[self.i] != EOF:
             raise self.error(f"unexpected {self.describe(self.i)}")
+        self.comments.out.tail.extend(self.take_comments(self.last_op))
         return Module(tuple(ops), EMPTY_ATTRS, None, self.loc(0), True, self.src.filename)
 
     def skip_aliases(self) -> None:
@@ -234,6 +118,7 @@ class Parser:
 
     def parse_region(self, args: list[tuple[str, T.Type, SourceLoc]] | None = None) -> Region:
         self.expect("{")
+        self.last_op = None  # a comment after '{' goes with the first op of the region
         self.scopes.append(_Scope())
         blocks: list[Block] = []
         block_args = [self.define(n, t, loc, "arg") for n, t, loc in (args or [])]
@@ -249,6 +134,9 @@ class Parser:
                 label, block_args = self.parse_block_label()
                 continue
             break
+        end = self.take_comments(self.last_op)
+        if end:
+            self.comments.out.end[blocks[-1]] = end
         self.expect("}")
         self.closed.update(self.scopes.pop().names)
         return Region(tuple(blocks))
@@ -291,6 +179,14 @@ class Parser:
         return False
 
     def parse_op(self) -> Op:
+        lead = self.take_comments(self.last_op)
+        op = self.parse_op_body()
+        if lead:
+            self.comments.out.before[op] = lead + self.comments.out.before.get(op, [])
+        self.last_op = op
+        return op
+
+    def parse_op_body(self) -> Op:
         kinds, texts = self.kinds, self.texts
         start = self.i
         results: list[tuple[str, int, SourceLoc]] = []
@@ -650,10 +546,12 @@ class Parser:
         regions: list[Region] = []
         depth = 0
         first = True
+        piece_tok: dict[int, int] = {}  # first piece of each step -> its token (for errors)
         while True:
             i = self.i
             k = kinds[i]
             t = texts[i]
+            piece_tok.setdefault(len(pieces), i)
             if k == EOF:
                 break
             if depth == 0:
@@ -776,7 +674,12 @@ class Parser:
         if depth:
             raise self.error(f"unbalanced brackets in '{name}'")
         self.check_unique_keys(items, loc)
-        return self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
+        op = self.classify(name, results, nres, loc, asm, pieces, operands, items, regions)
+        stray = _stray_piece(op, pieces)
+        if stray is not None:
+            at = piece_tok.get(stray, self.i)
+            raise self.error(f"unexpected {self.describe(at)} in '{name}'", at)
+        return op
 
     def parse_type_pieces(self, pieces: list[Piece]) -> None:
         """A comma-separated type list after ':' (stops before a ',' not followed by a type)."""
@@ -878,642 +781,6 @@ class Parser:
         )
 
     # ------------------------------------------------------------- attributes
-    def angle_body(self) -> str:
-        """Consume a balanced ``<...>`` and return its normalised inner text."""
-        start = self.i
-        self.expect("<")
-        depth = 1
-        kinds, texts = self.kinds, self.texts
-        while True:
-            k = kinds[self.i]
-            if k == EOF:
-                raise self.error("unterminated '<'", start)
-            if k == PUNCT:
-                t = texts[self.i]
-                if t == "<":
-                    depth += 1
-                elif t == ">":
-                    depth -= 1
-                    if depth == 0:
-                        break
-            self.i += 1
-        body = self.normalize(start + 1, self.i)
-        self.i += 1
-        return body
-
-    def normalize(self, a: int, b: int) -> str:
-        """Canonical text of tokens a..b-1: single spaces where the source had any, none after
-        an opening bracket or before a closing one, one after each comma."""
-        texts, offs = self.texts, self.offs
-        out: list[str] = []
-        for j in range(a, b):
-            t = texts[j]
-            if j > a:
-                prev = texts[j - 1]
-                gap = offs[j - 1] + len(prev) != offs[j]
-                if prev == ",":
-                    out.append(" ")
-                elif gap and prev not in _NO_SPACE_AFTER and t not in _NO_SPACE_BEFORE:
-                    out.append(" ")
-            out.append(t)
-        return "".join(out)
-
-    def parse_attr_dict(self) -> A.DictAttr:
-        self.expect("{")
-        items: list[tuple[str, A.Attribute]] = []
-        if self.accept("}"):
-            return EMPTY_ATTRS
-        while True:
-            i = self.i
-            k = self.kinds[i]
-            if k == STRING:
-                key = self.parse_string_token()
-            elif k == IDENT:
-                key = self.texts[i]
-                self.i += 1
-            else:
-                raise self.error(f"expected attribute name, found {self.describe(i)}")
-            if self.accept("="):
-                items.append((key, self.parse_attr()))
-            else:
-                items.append((key, A.UnitAttr()))
-            if self.accept("}"):
-                return A.DictAttr(tuple(items))
-            self.expect(",")
-
-    def parse_attr(self, allow_type: bool = True) -> A.Attribute:
-        i = self.i
-        k = self.kinds[i]
-        t = self.texts[i]
-        if k == INT:
-            self.i += 1
-            value = _int(t)
-            ty = self.parse_opt_colon_type() if allow_type else None
-            return A.IntegerAttr(value, ty, "0x" in t.lower())
-        if k == FLOAT:
-            self.i += 1
-            ty = self.parse_opt_colon_type() if allow_type else None
-            return A.FloatAttr(float(t), ty)
-        if k == STRING:
-            return A.StringAttr(self.parse_string_token())
-        if k == SYMBOL:
-            self.i += 1
-            name = t[1:]
-            if name.startswith('"'):
-                name = _unescape(name, self, i)
-            return A.SymbolRefAttr(name)
-        if k == HASH:
-            self.i += 1
-            if self.texts[self.i] == "<" and self.adjacent(self.i):
-                return A.DialectAttr(t[1:], self.angle_body())
-            if t in self.aliases:
-                return self.aliases[t]
-            return A.DialectAttr(t[1:], None)
-        if k == PUNCT:
-            if t == "[":
-                self.i += 1
-                elems: list[A.Attribute] = []
-                if self.accept("]"):
-                    return A.ArrayAttr(())
-                while True:
-                    elems.append(self.parse_attr())
-                    if self.accept("]"):
-                        return A.ArrayAttr(tuple(elems))
-                    self.expect(",")
-            if t == "{":
-                return self.parse_attr_dict()
-            if t == "<":
-                return A.DialectAttr("", self.angle_body())
-            if t == "(":
-                return A.TypeAttr(self.parse_type())
-        if k == IDENT:
-            if t in ("true", "false"):
-                self.i += 1
-                return A.BoolAttr(t == "true")
-            if t == "unit":
-                self.i += 1
-                return A.UnitAttr()
-            if t in _OPAQUE_ATTR_HEADS and self.texts[i + 1] == "<":
-                self.i += 1
-                body = self.angle_body()
-                text = f"{t}<{body}>"
-                if allow_type and t == "dense":
-                    ty = self.parse_opt_colon_type()
-                    if ty is not None:
-                        text += f" : {ty}"
-                return A.OpaqueAttr(text)
-            if self.is_type_start(i):
-                return A.TypeAttr(self.parse_type())
-        if k == BANG:
-            return A.TypeAttr(self.parse_type())
-        raise self.error(f"expected attribute value, found {self.describe(i)}")
-
-    def parse_opt_colon_type(self) -> T.Type | None:
-        if (
-            self.texts[self.i] == ":"
-            and self.kinds[self.i] == PUNCT
-            and self.is_type_start(self.i + 1)
-        ):
-            self.i += 1
-            return self.parse_type()
-        return None
-
-    # ------------------------------------------------------------------ types
-    def parse_type(self) -> T.Type:
-        i = self.i
-        k = self.kinds[i]
-        t = self.texts[i]
-        texts = self.texts
-        if k == PUNCT and t == "<":
-            # dialect type with its '!pto.xxx' prefix elided by the op's format
-            at = self.i
-            body = self.angle_body()
-            if body.startswith("loc="):
-                end = self.i
-                self.i = at
-                ty = self.parse_tile_buf(at, at + 1, end - 1)
-                self.i = end
-                return ty
-            return T.intern(T.OpaqueType(f"<{body}>"))
-        if k == PUNCT and t == "(":
-            self.i += 1
-            inputs: list[T.Type] = []
-            if not self.accept(")"):
-                while True:
-                    inputs.append(self.parse_type())
-                    if self.accept(")"):
-                        break
-                    self.expect(",")
-            if not self.accept("->"):
-                if len(inputs) == 1:
-                    return inputs[0]  # a parenthesised type
-                raise self.error(f"expected '->' after type list, found {self.describe(self.i)}")
-            outputs = self.parse_type_list_maybe_paren()
-            return T.intern(T.FunctionType(tuple(inputs), tuple(outputs)))
-        if k == BANG or k == IDENT:
-            if texts[i + 1] == "<" and self.adjacent(i + 1):
-                # find the matching '>' and use the raw text as cache key
-                j = i + 2
-                depth = 1
-                kinds = self.kinds
-                while True:
-                    kj = kinds[j]
-                    if kj == EOF:
-                        raise self.error("unterminated '<' in type", i + 1)
-                    if kj == PUNCT:
-                        tj = texts[j]
-                        if tj == "<":
-                            depth += 1
-                        elif tj == ">":
-                            depth -= 1
-                            if depth == 0:
-                                break
-                    j += 1
-                raw = self.text[self.offs[i] : self.offs[j] + 1]
-                cached = self.type_cache.get(raw)
-                if cached is not None:
-                    self.i = j + 1
-                    return cached
-                ty = self.parse_parametric_type(i, j)
-                self.type_cache[raw] = ty
-                self.i = j + 1
-                return ty
-            if k == BANG:
-                self.i += 1
-                if t in self.type_aliases:
-                    return self.type_aliases[t]
-                return T.intern(T.OpaqueType(t))
-            ty = _builtin_scalar(t)
-            if ty is not None:
-                self.i += 1
-                return ty
-        raise self.error(f"expected a type, found {self.describe(i)}")
-
-    def elements(self, a: int, b: int) -> list[tuple[int, int]]:
-        """Top-level comma-separated token ranges of tokens a..b-1."""
-        out: list[tuple[int, int]] = []
-        depth = 0
-        start = a
-        kinds, texts = self.kinds, self.texts
-        for j in range(a, b):
-            if kinds[j] != PUNCT:
-                continue
-            tj = texts[j]
-            if tj in "<([{":
-                depth += 1
-            elif tj in ">)]}":
-                depth -= 1
-            elif tj == "," and depth == 0:
-                out.append((start, j))
-                start = j + 1
-        out.append((start, b))
-        return out
-
-    def raw(self, a: int, b: int) -> str:
-        if a >= b:
-            return ""
-        return self.text[self.offs[a] : self.offs[b - 1] + len(self.texts[b - 1])]
-
-    def parse_parametric_type(self, i: int, j: int) -> T.Type:
-        """Type ``head<...>`` spanning tokens i..j (j is the closing '>')."""
-        head = self.texts[i]
-        a, b = i + 2, j
-        if head == "!pto.tile_buf":
-            return self.parse_tile_buf(i, a, b)
-        if head in ("!pto.tensor_view", "!pto.partition_tensor_view", "!pto.tile"):
-            parsed = self.parse_shape(a, b, required=head != "!pto.tile")
-            if parsed is not None:
-                shape, dtype = parsed
-                cls = {
-                    "!pto.tensor_view": T.TensorViewType,
-                    "!pto.partition_tensor_view": T.PartitionTensorViewType,
-                    "!pto.tile": T.TileType,
-                }[head]
-                return T.intern(cls(shape, dtype))  # type: ignore[abstract]
-        elif head == "!pto.ptr":
-            els = self.elements(a, b)
-            if 1 <= len(els) <= 2:
-                dtype = self.sub_type(*els[0])
-                space = self.raw(*els[1]).strip() if len(els) == 2 else None
-                return T.intern(T.PtrType(dtype, space))
-        elif head == "memref":
-            els = self.elements(a, b)
-            parsed = self.parse_shape(*els[0], required=True)
-            assert parsed is not None
-            shape, dtype = parsed
-            rest = [self.sub_attr(x, y) for x, y in els[1:]]
-            if len(rest) > 2:
-                raise self.error("memref type takes at most a layout and a memory space", i)
-            layout = memspace = None
-            if len(rest) == 2:
-                layout, memspace = rest
-            elif len(rest) == 1:
-                if isinstance(rest[0], A.OpaqueAttr) and rest[0].text.startswith(
-                    ("strided", "affine_map")
-                ):
-                    layout = rest[0]
-                else:
-                    memspace = rest[0]
-            return T.intern(T.MemRefType(shape, dtype, layout, memspace))
-        text = f"{head}<{self.normalize(a, b)}>"
-        return T.intern(T.OpaqueType(text))
-
-    def _sub(self, a: int, b: int, parse: Callable[[], Any], what: str) -> Any:
-        """``parse()`` over exactly the tokens [a, b), then back where we were."""
-        saved = self.i
-        self.i = a
-        try:
-            r = parse()
-            if self.i != b:
-                raise self.error(f"unexpected {self.describe(self.i)} in {what}")
-            return r
-        finally:
-            self.i = saved
-
-    def sub_type(self, a: int, b: int) -> T.Type:
-        return self._sub(a, b, self.parse_type, "type")  # type: ignore[no-any-return]
-
-    def sub_attr(self, a: int, b: int) -> A.Attribute:
-        return self._sub(a, b, self.parse_attr, "attribute")  # type: ignore[no-any-return]
-
-    def parse_shape(
-        self, a: int, b: int, required: bool
-    ) -> tuple[tuple[int | None, ...], T.Type] | None:
-        text = "".join(self.texts[a:b])
-        m = _SHAPE_RE.match(text)
-        dtype = _builtin_scalar(m.group(2)) if m else None
-        if m is None or dtype is None:
-            if required:
-                raise self.error(f"expected a shape like '32x32xf32', found '{self.raw(a, b)}'", a)
-            return None
-        dims = tuple(None if d in ("?", "-1") else int(d) for d in m.group(1).split("x")[:-1])
-        return dims, dtype
-
-    def parse_tile_buf(self, i: int, a: int, b: int) -> T.Type:
-        els = [self.raw(x, y).replace(" ", "").replace("\n", "") for x, y in self.elements(a, b)]
-        fields: dict[str, str] = {}
-        pos = self.elements(a, b)
-
-        def fail(msg: str, k: int = 0) -> ParseError:
-            return self.error(f"!pto.tile_buf: {msg}", pos[k][0] if k < len(pos) else i)
-
-        if els and "=" not in els[0] and _SHAPE_RE.match(els[0]) and "x" in els[0]:
-            # pre-release spelling '!pto.tile_buf<32x64xf32, #pto.address_space<vec>>'
-            return T.intern(T.OpaqueType(f"!pto.tile_buf<{self.normalize(a, b)}>"))
-        if els and "=" in els[0]:
-            for k, el in enumerate(els):
-                key, sep, val = el.partition("=")
-                if not sep or not val:
-                    raise fail(f"expected 'key=value', found '{el}'", k)
-                if key in fields:
-                    raise fail(f"duplicate key '{key}'", k)
-                fields[key] = val
-        else:
-            if len(els) < 2:
-                raise fail("expected '<loc, RxCxdtype, ...>' or '<loc=..., dtype=..., ...>'")
-            fields["loc"] = els[0]
-            m = _SHAPE_RE.match(els[1])
-            if m is None or len(m.group(1).split("x")) != 3:
-                raise fail(f"expected a shape like '32x32xf32', found '{els[1]}'", 1)
-            r, c = m.group(1).split("x")[:2]
-            fields["rows"], fields["cols"], fields["dtype"] = r, c, m.group(2)
-            for k, el in enumerate(els[2:], 2):
-                key, sep, val = el.partition("=")
-                if not sep or not val or key in fields:
-                    raise fail(f"unexpected '{el}'", k)
-                if key == "valid":
-                    vr, x, vc = val.partition("x")
-                    if not x:
-                        raise fail(f"expected 'valid=RxC', found '{el}'", k)
-                    fields["v_row"], fields["v_col"] = vr, vc
-                else:
-                    fields[key] = val
-        allowed = {
-            "loc",
-            "dtype",
-            "rows",
-            "cols",
-            "v_row",
-            "v_col",
-            "blayout",
-            "slayout",
-            "fractal",
-            "pad",
-            "compact",
-        }
-        unknown = set(fields) - allowed
-        if unknown:
-            raise fail(f"unknown key '{sorted(unknown)[0]}'")
-        for key in ("loc", "dtype", "rows", "cols"):
-            if key not in fields:
-                raise fail(f"missing '{key}'")
-        for key in ("loc", "blayout", "slayout"):
-            if key in fields and not _WORD_RE.match(fields[key]):
-                raise fail(f"'{key}' must be a name, found '{fields[key]}'")
-        dtype = _builtin_scalar(fields["dtype"])
-        if dtype is None:
-            raise fail(f"unknown element type '{fields['dtype']}'")
-
-        def integer(key: str, default: int | None = None, dyn: bool = False) -> int | None:
-            val = fields.get(key)
-            if val is None:
-                return default
-            if dyn and val in ("?", "-1"):
-                return None
-            try:
-                return _int(val)
-            except ValueError:
-                raise fail(f"'{key}' must be an integer, found '{val}'") from None
-
-        rows = integer("rows")
-        cols = integer("cols")
-        assert rows is not None and cols is not None
-        return T.intern(
-            T.TileBufType(
-                fields["loc"],
-                dtype,
-                rows,
-                cols,
-                integer("v_row", rows, dyn=True),
-                integer("v_col", cols, dyn=True),
-                fields.get("blayout", "row_major"),
-                fields.get("slayout", "none_box"),
-                integer("fractal", 512) or 0,
-                integer("pad", 0) or 0,
-                integer("compact"),
-            )
-        )
-
-
-def _int(t: str) -> int:
-    """Integer literal: decimal (leading zeros allowed, as in MLIR) or 0x hexadecimal."""
-    if t.lstrip("-")[:2].lower() == "0x":
-        return int(t, 16)
-    return int(t, 10)
-
-
-def _builtin_scalar(t: str) -> T.Type | None:
-    if t == "index":
-        return T.INDEX
-    if t == "none":
-        return T.intern(T.NoneType())
-    m = _INT_TYPE_RE.match(t)
-    if m:
-        return T.intern(T.IntegerType(int(m.group(2)), m.group(1)))
-    if _BUILTIN_TYPE_RE.match(t):
-        return T.intern(T.FloatType(t))
-    return None
-
-
-_ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}
-
-
-def _unescape(tok: str, parser: Parser, i: int) -> str:
-    body = tok[1:-1]
-    if "\\" not in body:
-        return body
-    out: list[str] = []
-    j = 0
-    while j < len(body):
-        ch = body[j]
-        if ch == "\\":
-            nxt = body[j + 1 : j + 2]
-            if nxt in _ESCAPES:
-                out.append(_ESCAPES[nxt])
-                j += 2
-                continue
-            hx = body[j + 1 : j + 3]
-            if len(hx) == 2 and all(c in "0123456789abcdefABCDEF" for c in hx):
-                out.append(chr(int(hx, 16)))
-                j += 3
-                continue
-            raise parser.error("invalid escape in string", i)
-        out.append(ch)
-        j += 1
-    return "".join(out)
-
-
-def _match_group(
-    pieces: list[Piece], j: int
-) -> tuple[int, list[int], list[T.Type], tuple[str, ...] | None] | None:
-    """Match ``( v, v [{d}] : t, t )`` starting at pieces[j] == '('. Returns the index after
-    ')', operand indices, types and the dict keys (or None)."""
-    n = len(pieces)
-    if j >= n or pieces[j] != P_LPAREN:
-        return None
-    j += 1
-    vals: list[int] = []
-    types: list[T.Type] = []
-    keys = None
-    # per-operand spelling: ( v : t, v : t )
-    k = j
-    while k + 2 < n and pieces[k].kind == "v" and pieces[k + 1] == P_COLON:
-        if pieces[k + 2].kind != "t":
-            break
-        vals.append(pieces[k].value)  # type: ignore[arg-type]
-        types.append(pieces[k + 2].value)  # type: ignore[arg-type]
-        k += 3
-        if k < n and pieces[k] == P_COMMA:
-            k += 1
-            continue
-        if k < n and pieces[k] == P_RPAREN and len(vals) > 1:
-            return k + 1, vals, types, None
-        break
-    vals, types = [], []
-    while j < n and pieces[j].kind == "v":
-        vals.append(pieces[j].value)  # type: ignore[arg-type]
-        j += 1
-        if j < n and pieces[j] == P_COMMA:
-            j += 1
-            if j < n and pieces[j].kind != "v":
-                return None
-    if j < n and pieces[j].kind == "d":
-        keys = pieces[j].value  # type: ignore[assignment]
-        j += 1
-    if vals:
-        if j >= n or pieces[j] != P_COLON:
-            return None
-        j += 1
-        while j < n and pieces[j].kind == "t":
-            types.append(pieces[j].value)  # type: ignore[arg-type]
-            j += 1
-            if j < n and pieces[j] == P_COMMA:
-                j += 1
-    if j >= n or pieces[j] != P_RPAREN or len(types) != len(vals):
-        return None
-    return j + 1, vals, types, keys
-
-
-def _match_dps(
-    pieces: list[Piece], nops: int
-) -> tuple[int, int, str, tuple[T.Type | None, ...], list[Piece]] | None:
-    if len(pieces) < 3 or pieces[0] != Piece("k", "ins") and pieces[0] != Piece("k", "outs"):
-        return None
-    j = 0
-    ins: list[int] = []
-    outs: list[int] = []
-    types: list[T.Type] = []
-    place = "after"
-    if pieces[0] == Piece("k", "ins"):
-        m = _match_group(pieces, 1)
-        if m is None:
-            return None
-        j, ins, types, keys = m
-        if keys is not None:
-            place = "ins"
-    if j < len(pieces) and pieces[j] == Piece("k", "outs"):
-        m = _match_group(pieces, j + 1)
-        if m is None or m[3] is not None:
-            return None
-        j, outs, out_types, _ = m
-        types += out_types
-    if ins + outs != list(range(len(ins) + len(outs))):
-        return None
-    tail = pieces[j:]
-    if tail and tail[0].kind == "d":
-        if place == "ins":
-            return None
-        tail = tail[1:]
-    if any(p.kind == "d" for p in tail):
-        return None
-    return len(ins), len(outs), place, tuple(types) + (None,) * (nops - len(types)), tail
-
-
-def _match_ssa(pieces: list[Piece], nops: int, nres: int) -> tuple[T.FunctionType, str] | None:
-    """``v, v [{d}] : (t, t) -> t [{d}]`` or ``v : t -> t``."""
-    n = len(pieces)
-    j = 0
-    k = 0
-    while j < n and pieces[j].kind == "v":
-        if pieces[j].value != k:
-            return None
-        k += 1
-        j += 1
-        if j < n and pieces[j] == P_COMMA:
-            j += 1
-            if j >= n or pieces[j].kind != "v":
-                return None
-    if k != nops:
-        return None
-    place = "after"
-    if j < n and pieces[j].kind == "d":
-        place = "ins"
-        j += 1
-    if j >= n or pieces[j] != P_COLON:
-        return None
-    j += 1
-    if j < n and pieces[j].kind == "t" and isinstance(pieces[j].value, T.FunctionType):
-        ftype: T.FunctionType = pieces[j].value  # type: ignore[assignment]
-        j += 1
-    elif (
-        nops == 1
-        and j + 2 < n
-        and pieces[j].kind == "t"
-        and pieces[j + 1] == P_ARROW
-        and pieces[j + 2].kind == "t"
-    ):
-        ftype = T.intern(T.FunctionType((pieces[j].value,), (pieces[j + 2].value,)))  # type: ignore[arg-type]
-        j += 3
-    else:
-        return None
-    if j < n and pieces[j].kind == "d" and place == "after" and pieces[j].value:
-        j += 1
-    if j != n or len(ftype.inputs) != nops or len(ftype.results) != nres:
-        return None
-    return ftype, place
-
-
-_I64_RESULT_OPS = frozenset(
-    ["pto.get_block_idx", "pto.get_block_num", "pto.get_subblock_idx", "pto.get_subblock_num"]
-)
-
-
-def _infer_result_types(name: str, pieces: list[Piece], nres: int) -> list[T.Type]:
-    """Result types of a custom spelling, from where MLIR custom formats put them.
-
-    Order of evidence: a function type after ':'; the types after the last '->'; a type after
-    'to'; then the types after the last ':'. Returns [] when the text states no type.
-    """
-    if nres == 0:
-        return []
-    if name in ("arith.cmpi", "arith.cmpf"):
-        return [T.I1] * nres
-    if name in _I64_RESULT_OPS:
-        return [T.I64] * nres
-    if name == "pto.eventid_array_get":
-        return [T.INDEX] * nres
-    if name == "pto.subset":  # the written type is the source's; the result's is derived
-        return []
-    last_arrow = last_colon = last_to = -1
-    for j, p in enumerate(pieces):
-        if p.kind == "p":
-            if p.value == "->":
-                last_arrow = j
-            elif p.value == ":":
-                last_colon = j
-        elif p.kind == "k" and p.value == "to":
-            last_to = j
-    if last_colon >= 0 and last_colon + 1 < len(pieces):
-        p = pieces[last_colon + 1]
-        if p.kind == "t" and isinstance(p.value, T.FunctionType) and last_arrow < last_colon:
-            return list(p.value.results)
-    for start in (last_arrow, last_to, last_colon):
-        if start < 0:
-            continue
-        types: list[T.Type] = []
-        for p in pieces[start + 1 :]:
-            if p.kind == "t":
-                types.append(p.value)  # type: ignore[arg-type]
-            elif p.kind == "p" and p.value in ",()":
-                continue
-            else:
-                break
-        if types:
-            if len(types) > nres:
-                types = types[-nres:]
-            return types
-    return []
-
 
 def parse(
     text: str,
@@ -1522,3 +789,4 @@ def parse(
 ) -> Module:
     """Parse without the SSA checks (see :func:`ptoisa.text.parse`)."""
     return Parser(text, filename, known_ops).parse_module()
+

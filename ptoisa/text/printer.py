@@ -35,6 +35,7 @@ from collections.abc import Callable
 from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import Block, Module, Op, Piece, Region, Value
+from ptoisa.text.comments import Comments, comments_of
 
 # pto ops with an SSA result that are not destination-passing compute ops.
 NON_DPS_OPS = frozenset(
@@ -83,10 +84,18 @@ class Printer:
         self.lines: list[str] = []
         self.skip: set[int] = set()  # ids of alloc_tile ops folded into their writer
         self.to_ssa: dict[int, Value] = {}  # id(dps op) -> buffer value that becomes its result
+        self.comments = Comments()
+        self.folded: dict[int, Op] = {}  # id(writer) -> the alloc_tile folded into it
+        #: (op, why) for each pto DPS op printed in DPS form although ``form`` is ssa/asm
+        self.kept: list[tuple[Op, str]] = []
 
     # ------------------------------------------------------------- analysis
     def analyse(self, mod: Module) -> None:
         if self.form == "dps":
+            for op in mod.walk():
+                if (op.form == "ssa" and op.name.startswith("pto.")
+                        and op.name not in NON_DPS_OPS and not self._dps_ok(op)):
+                    self.kept.append((op, self._why_not_dps(op)))
             return
         uses: dict[int, list[tuple[Op, int, int]]] = {}  # id(value) -> (op, operand idx, block)
         allocs: dict[int, tuple[Op, int]] = {}  # id(value) -> (alloc op, block id)
@@ -140,6 +149,26 @@ class Printer:
                 continue
             self.skip.add(id(alloc))
             self.to_ssa[id(w)] = v
+            self.folded[id(w)] = alloc
+        for op in mod.walk():
+            if op.form != "dps" or not op.name.startswith("pto.") or id(op) in self.to_ssa:
+                continue
+            if not self._ssa_ok(op):
+                why = f"has no {self.form.upper()} form"
+            elif op.n_outs != 1:
+                why = f"has {op.n_outs} outs (the {self.form.upper()} form has one result)"
+            else:
+                why = ("writes a buffer that is not fresh (the SSA form needs an alloc_tile of "
+                       "the same block that this op writes first and alone)")
+            self.kept.append((op, why))
+
+    def _why_not_dps(self, op: Op) -> str:
+        if len(op.results) != 1:
+            return f"has {len(op.results)} results (the DPS form writes one outs buffer)"
+        t = op.results[0].type
+        if not isinstance(t, T.TileBufType):
+            return f"returns {t}, not a !pto.tile_buf (DPS writes into a buffer)"
+        return "has no DPS form"
 
     def _ssa_ok(self, op: Op) -> bool:
         if not op.name.startswith("pto.") or op.name in NON_DPS_OPS:
@@ -156,7 +185,9 @@ class Printer:
 
     # -------------------------------------------------------------- printing
     def module(self, mod: Module) -> str:
+        self.comments = comments_of(mod) or Comments()
         self.analyse(mod)
+        self.comment_lines(self.comments.head, "")
         if mod.implicit:
             for op in mod.ops:
                 self.op(op, 0)
@@ -169,8 +200,13 @@ class Printer:
             self.lines.append(head + " {")
             for op in mod.ops:
                 self.op(op, 1)
+            self.comment_lines(self.comments.module_end, "  ")
             self.lines.append("}")
+        self.comment_lines(self.comments.tail, "")
         return "\n".join(self.lines) + "\n"
+
+    def comment_lines(self, group: list[str], ind: str) -> None:
+        self.lines.extend(ind + c if c else "" for c in group)
 
     def types_of(self, op: Op, idx: range) -> list[str]:
         out: list[str] = []
@@ -180,8 +216,22 @@ class Printer:
         return out
 
     def op(self, op: Op, depth: int) -> None:
+        """``op`` with its comments: the lines before it, the one at the end of its line."""
         if id(op) in self.skip:
             return
+        c = self.comments
+        ind = "  " * depth
+        alloc = self.folded.get(id(op))
+        if alloc is not None:  # the folded alloc_tile's comments go with the op it became
+            self.comment_lines(c.before.get(alloc, []), ind)
+            if alloc in c.eol:
+                self.lines.append(ind + c.eol[alloc])
+        self.comment_lines(c.before.get(op, []), ind)
+        self.op_text(op, depth)
+        if op in c.eol:
+            self.lines[-1] += "  " + c.eol[op]
+
+    def op_text(self, op: Op, depth: int) -> None:
         ind = "  " * depth
         form = op.form
         if form == "func":
@@ -331,6 +381,7 @@ class Printer:
                 )
             for op in block.ops:
                 self.op(op, depth)
+            self.comment_lines(self.comments.end.get(block, []), "  " * depth)
 
     def func(self, op: Op, depth: int) -> None:
         ind = "  " * depth
@@ -447,11 +498,20 @@ class Printer:
 
 
 def print_module(
-    mod: Module, form: str = "dps", dps_ops: Callable[[str], bool] | None = None
+    mod: Module,
+    form: str = "dps",
+    dps_ops: Callable[[str], bool] | None = None,
+    kept: list[tuple[Op, str]] | None = None,
 ) -> str:
     """Canonical text of ``mod`` (see the module docstring for ``form``).
 
     ``dps_ops(name)``, if given, says whether a pto op may be converted between DPS and SSA
-    form (default: every pto op not in :data:`NON_DPS_OPS`).
+    form (default: every pto op not in :data:`NON_DPS_OPS`). ``kept``, if given, receives
+    ``(op, reason)`` for every pto op that ``form`` ssa/asm had to leave in DPS form (and,
+    for ``form`` dps, every SSA compute op it had to leave in SSA form).
     """
-    return Printer(form, dps_ops).module(mod)
+    p = Printer(form, dps_ops)
+    text = p.module(mod)
+    if kept is not None:
+        kept.extend(p.kept)
+    return text

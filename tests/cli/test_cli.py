@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from ptoisa.cli import main
 from ptoisa.isa.matrix import set_matmul_accumulation
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
+SHARED = Path(os.environ.get("PTOISA_SHARED") or Path(__file__).resolve().parents[3] / "shared")
 VADD = SHARED / "corpus" / "ptoas" / "test" / "samples" / "VectorAddition" / "vadd.pto"
 pytestmark = pytest.mark.skipif(not VADD.exists(), reason="PTOAS corpus not found")
 

@@ -98,6 +98,8 @@ def _args(prog: Program, name: str) -> list:
             args.append(np.zeros(1 << 20, bridge.elem_dtype(t.dtype).np))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
+        elif isinstance(t, T.IntegerType) and t.width == 1:
+            args.append(0)  # i1 holds 0 or 1 (16 was refused as out of range; it wrapped to 0)
         else:
             args.append(16)
     return args

@@ -12,7 +12,7 @@ import ptoisa.isa.elementwise_scalar as S
 from ptoisa.dtypes import dtype
 from ptoisa.errors import IllegalInstruction, PtoError, RuntimeCheckError, UnsupportedType
 from ptoisa.isa.registry import REGISTRY
-from ptoisa.memory import pop
+from ptoisa.memory import is_poison, pop
 from ptoisa.memory import target as make_target
 from ptoisa.targets import get_target
 from ptoisa.tile import Dyn, Tile
@@ -124,7 +124,8 @@ def test_binary(tgt, name):  # type: ignore[no-untyped-def]
         dst = tile(dt, valid=(Dyn(VR), Dyn(VC)))
         dst.load_numpy(np.zeros((8, 32), d.np))
         dst.set_valid(VR, VC)
-        s0, s1 = tile(dt, a), tile(dt, b)
+        # sources share dst's valid region (a documented run-time check of most of them)
+        s0, s1 = tile(dt, a, valid=(VR, VC)), tile(dt, b, valid=(VR, VC))
         args = [dst, s0, s1]
         if name in ("TXOR", "TREM", "TPOW", "TPRELU"):
             args.append(tile(dt))
@@ -158,7 +159,7 @@ def test_unary(tgt, name):  # type: ignore[no-untyped-def]
         dst = tile(dt, valid=(Dyn(VR), Dyn(VC)))
         dst.load_numpy(np.zeros((8, 32), d.np))
         dst.set_valid(VR, VC)
-        getattr(E, name)(dst, tile(dt, a))
+        getattr(E, name)(dst, tile(dt, a, valid=(VR, VC)))
         x = a[:VR, :VC]
         if d.is_float:
             ref = UNARY[name](x.astype(np.float64)).astype(d.np)
@@ -246,7 +247,7 @@ def test_scalar(tgt, name):  # type: ignore[no-untyped-def]
         dst = tile(dt, valid=(Dyn(VR), Dyn(VC)))
         dst.load_numpy(np.zeros((8, 32), d.np))
         dst.set_valid(VR, VC)
-        args = [dst, tile(dt, a), s]
+        args = [dst, tile(dt, a, valid=(VR, VC)), s]
         if name in ("TXORS", "TREMS", "TPOWS"):
             args.append(tile(dt))
         getattr(S, name)(*args)
@@ -292,7 +293,8 @@ def test_texpands_taxpy_sc(tgt):  # type: ignore[no-untyped-def]
     t = Tile("Vec", "i32", 8, 32, valid=(VR, VC))
     S.TEXPANDS(t, -7)
     out = t.numpy()
-    assert (out[:VR, :VC] == -7).all() and (out[VR:] == 0).all()
+    # outside the valid region the fresh tile keeps its poison bytes (untouched)
+    assert (out[:VR, :VC] == -7).all() and is_poison(out[VR:]).all()
     y = rand("f32", -3, 3)
     x = rand("f16", -3, 3)
     dst = tile("f32", y)

@@ -9,7 +9,7 @@ import pytest
 import ptoisa.isa.comm as C
 import ptoisa.isa.irregular as I
 from ptoisa.errors import ExecutionError, IllegalInstruction, PtoError, RuntimeCheckError
-from ptoisa.memory import pop
+from ptoisa.memory import is_poison, pop
 from ptoisa.memory import target as make_target
 from ptoisa.tensor import GlobalTensor
 from ptoisa.tile import Dyn, Tile
@@ -42,7 +42,7 @@ def test_tci(tgt, dtype, desc):  # type: ignore[no-untyped-def]
     k = np.arange(20)
     ref = (5 - k if desc else 5 + k).astype(np.int64).astype(t.dtype.np)
     np.testing.assert_array_equal(t.numpy()[0, :20], ref)
-    assert (t.numpy()[0, 20:] == 0).all()
+    assert is_poison(t.numpy()[0, 20:]).all()  # beyond the valid region: untouched
 
 
 def test_tci_rejects_rows(tgt):  # type: ignore[no-untyped-def]
@@ -58,11 +58,13 @@ def test_tci_rejects_rows(tgt):  # type: ignore[no-untyped-def]
 def test_ttri(tgt, upper, diag, dtype):  # type: ignore[no-untyped-def]
     t = vec(dtype, 16, 16, valid=(Dyn(12), Dyn(10)))
     I.TTRI(t, diag, isUpperOrLower=upper)
-    ref = np.zeros((16, 16))
+    ref = np.zeros((12, 10))
     for i in range(12):
         for j in range(10):
             ref[i, j] = (j <= i + diag) if upper == 0 else not (j < i + diag)
-    np.testing.assert_array_equal(t.numpy().astype(np.float64), ref)
+    np.testing.assert_array_equal(t.numpy(True).astype(np.float64), ref)
+    out = t.numpy()
+    assert is_poison(out[12:]).all() and is_poison(out[:, 10:]).all()  # untouched
 
 
 def test_ttri_rejects_mode(tgt):  # type: ignore[no-untyped-def]
@@ -127,7 +129,7 @@ def test_tscatter_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
     src = vec(dtype, 4, 16, valid=(Dyn(3), Dyn(16)), data=RNG.integers(0, 100, (4, 16)))
     perm = RNG.permutation(64)[:64].reshape(4, 16)
     idx = vec(itype, 4, 16, data=perm)
-    dst = vec(dtype, 4, 16)
+    dst = vec(dtype, 4, 16, data=np.zeros((4, 16)))
     I.TSCATTER(dst, src, idx)
     ref = np.zeros(64)
     ref[perm[:3].reshape(-1)] = src.numpy()[:3].reshape(-1)

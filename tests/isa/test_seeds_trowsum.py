@@ -10,15 +10,18 @@ from hypothesis import strategies as st
 
 import ptoisa as pto
 from ptoisa import BLayout, Dyn, Tile, TileType
+from ptoisa.memory import is_poison
 
 # (src, dst) element types, written from the docs (not read from the legality tables):
-# A2A3 f16/f32/i32/i16 (same type); A5 adds i64/u64; the CPU simulator's own pairs.
+# A2A3 f16/f32/i32/i16 (same type); A5 adds i64/u64; the CPU simulator's own same-type pairs.
+# The simulator also widens (CPU_WIDENING): the seed page's "dst and src must use the same
+# element type" rejects those on every target; a permissive cpu machine takes them.
+CPU_WIDENING = [("f16", "f32"), ("bf16", "f32"), ("i16", "i32")]
 PAIRS = {
     "a2a3": [("f16", "f16"), ("f32", "f32"), ("i32", "i32"), ("i16", "i16")],
     "a5": [("f16", "f16"), ("f32", "f32"), ("i32", "i32"), ("i16", "i16"), ("i64", "i64"),
            ("ui64", "ui64")],
-    "cpu": [("f16", "f16"), ("bf16", "bf16"), ("f16", "f32"), ("bf16", "f32"), ("f32", "f32"),
-            ("i16", "i16"), ("i16", "i32"), ("i32", "i32")],
+    "cpu": [("f16", "f16"), ("bf16", "bf16"), ("f32", "f32"), ("i16", "i16"), ("i32", "i32")],
 }
 ALL_PAIRS = sorted({p for v in PAIRS.values() for p in v} | {("i64", "i64"), ("i8", "i8"),
                                                              ("f32", "f16"), ("ui32", "ui32")})
@@ -70,6 +73,14 @@ def test_dtype_legality_per_target(machine, pair):
         _run(16, 64 // np.dtype(NP[s]).itemsize, 16, 5, s, d)
         return
     tgt = machine.target.name
+    if tgt == "cpu" and pair in CPU_WIDENING:
+        with pytest.raises(pto.ConstraintError,
+                           match=rf"trowsum: operands must have the same element type \(dst "
+                                 rf"{d}, src {s}\) \(the CPU simulator does not check this"):
+            _run(16, 64 // np.dtype(NP[s]).itemsize, 16, 5, s, d)
+        machine.permissive = True
+        _run(16, 64 // np.dtype(NP[s]).itemsize, 16, 5, s, d)
+        return
     if tgt != "cpu" and s == d:
         listed = {"a2a3": "f32, f16, i16, i32", "a5": "f32, f16, i16, i32, i64, ui64"}[tgt]
         msg = rf"trowsum: element type {s} is not supported on {tgt} \(supported: {listed}\)"
@@ -127,7 +138,7 @@ def test_integer_overflow_wraps_in_the_destination_width(machine):
 
 
 def test_cpu_widening_pairs_accumulate_in_the_wide_type():
-    pto.target("cpu")
+    pto.target("cpu", permissive=True)  # widening pairs: the simulator's, not the seed page's
     src = Tile(TileType.Vec, "i16", 2, 16)
     dst = Tile(TileType.Vec, "i32", 2, 8, valid=(2, 1))
     src.load_numpy(np.full((2, 16), 20000, np.int16))
@@ -199,32 +210,33 @@ def test_same_element_type_on_npu():
 
 
 @pytest.mark.parametrize("src_valid", [(0, 16), (16, 0), (0, 0)])
-def test_empty_src_is_an_error_on_npu_but_not_on_cpu(machine, src_valid):
+def test_empty_src_is_an_error_on_every_target(machine, src_valid):
+    """A documented run-time check: every target makes it (cpu included); a permissive
+    machine skips it as the CPU simulator does (which then writes nothing)."""
     src = Tile(TileType.Vec, "f32", 16, 16, valid=(Dyn(src_valid[0]), Dyn(src_valid[1])))
     dst = Tile(TileType.Vec, "f32", 16, 8, valid=(Dyn(src_valid[0]), 1))
     before = np.full((16, 8), 3.0, np.float32)
     dst.load_numpy(before)
-    if machine.target.name == "cpu":
-        pto.TROWSUM(dst, src, src)  # the CPU simulator checks nothing and writes nothing
-        np.testing.assert_array_equal(dst.numpy(), before)
-        return
     with pytest.raises(pto.RuntimeCheckError,
                        match=rf"trowsum: src valid region {src_valid[0]}x{src_valid[1]} is empty"):
         pto.TROWSUM(dst, src, src)
+    machine.permissive = True
+    pto.TROWSUM(dst, src, src)
+    np.testing.assert_array_equal(dst.numpy(), before)
 
 
-def test_valid_row_mismatch_is_an_error_on_npu_but_not_on_cpu(machine):
+def test_valid_row_mismatch_is_an_error_on_every_target(machine):
     src = Tile(TileType.Vec, "f32", 16, 16, valid=(12, 16))
     dst = Tile(TileType.Vec, "f32", 16, 8, valid=(16, 1))
     x = np.ones((16, 16), np.float32)
     src.load_numpy(x)
-    if machine.target.name == "cpu":
-        pto.TROWSUM(dst, src, src)  # writes src valid rows (12), ignores dst's valid region
-        np.testing.assert_array_equal(dst.numpy()[:, 0], [16.0] * 12 + [0.0] * 4)
-        return
     with pytest.raises(pto.RuntimeCheckError,
                        match="trowsum: src valid rows 12 != dst valid rows 16"):
         pto.TROWSUM(dst, src, src)
+    machine.permissive = True
+    pto.TROWSUM(dst, src, src)  # writes src valid rows (12), ignores dst's valid region
+    np.testing.assert_array_equal(dst.numpy()[:12, 0], [16.0] * 12)
+    assert is_poison(dst.numpy()[12:, 0]).all()  # rows 12-15 untouched
 
 
 def test_cpu_requires_equal_static_rows_npu_does_not(machine):

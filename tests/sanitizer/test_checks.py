@@ -112,7 +112,7 @@ def test_examples_read_nothing_uninitialised(name, form, monkeypatch, capsys):
 
     san = Sanitizer(sync="auto")
     san.begin("auto")
-    monkeypatch.setattr(grid, "LAUNCH_OBSERVERS", [san])
+    monkeypatch.setattr(grid, "launch_observers", [san])
     monkeypatch.setattr("sys.argv", [f"{name}.py", *form])
     try:
         runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")

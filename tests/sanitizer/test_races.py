@@ -277,7 +277,7 @@ def test_pto_gm_store_then_load():
     r = run(drop_pair(GM_STORE_LOAD, "<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>"))
     assert [(f.hazard, f.space, f.site.op, f.other.op) for f in r] == [
         ("RAW", "GM", "pto.tload", "pto.tstore")]
-    assert "on GM [0x0, 0x400) (%pz[0:256])" in r.findings[0].message
+    assert "on GM [0x0, 0x400) (%z[0:256])" in r.findings[0].message
 
 
 STRICT = (HERE / "strict_barrier.pto").read_text()

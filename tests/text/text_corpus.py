@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 from pathlib import Path
 
 SHARED = Path(
@@ -15,3 +17,8 @@ SKIP_REASON = f"PTOAS corpus not found at {CORPUS} (set PTOISA_SHARED to the sha
 
 def ids(files: list[Path]) -> list[str]:
     return [str(f.relative_to(CORPUS)) for f in files]
+
+
+def comment_lines(text: str) -> Counter[str]:
+    """The ``//`` comments of a text (what ``fmt`` must keep, in any form)."""
+    return Counter(m.group().rstrip() for m in re.finditer(r"//[^\n]*", text))

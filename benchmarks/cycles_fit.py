@@ -1,0 +1,119 @@
+"""Fit the a2a3 cost table to the hardware pack and measure how well it generalises.
+
+    PYTHONPATH=. python benchmarks/cycles_fit.py [PACK] [--write]
+
+* fits the coefficients on every non-suspect case of PACK (default ../shared/costmodel) and,
+  with ``--write``, stores them in ptoisa/cycles/a2a3_fit.json (the table the model uses), and
+  upstream's A5 vector-function formulas (PACK/a5_formula_params.csv) converted to our
+  coefficients in ptoisa/cycles/a5_vf.json (a5 estimates: no A5 measurements);
+* leave-one-out: each case predicted by a table fitted without it;
+* leave-op-out: all cases of one instruction predicted by a table fitted without any of them
+  (priors and the coefficients its hardware class shares with other instructions);
+* random 60/40 splits (the hidden share of the pack is 40%): fit on 60%, predict the 40%.
+
+For each: median precision, cases at or above upstream's precision (the pass bar), failures.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from ptoisa.cycles import costs
+from ptoisa.cycles.pack import load_pack, run_case
+
+
+def precision(pred: float, hw: float) -> float:
+    return max(0.0, 1.0 - abs(pred - hw) / hw)
+
+
+def samples(cases: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]]:
+    out = []
+    for c in cases:
+        _, _, feats = run_case(c)
+        f, pipe = feats[int(c.get("measured_call", len(c["program"]) - 1))]
+        out.append((c, f, pipe))
+    return out
+
+
+def table_from(train: list[tuple[dict[str, Any], Any, Any]]) -> dict[str, Any]:
+    fit = costs.fit_table((f, p, float(c["hardware_cycles"])) for c, f, p in train
+                          if not c.get("suspect"))
+    t = costs.load_table(None)
+    costs.apply_fit(t, fit)
+    return t
+
+
+def score(rows: list[tuple[dict[str, Any], float]]) -> dict[str, Any]:
+    ps = [precision(p, c["hardware_cycles"]) for c, p in rows]
+    ok = [precision(p, c["hardware_cycles"]) >= (c.get("upstream_accuracy") or 0) - 1e-9
+          for c, p in rows]
+    return {"n": len(rows), "median": statistics.median(ps) if ps else 0.0,
+            "at_least_upstream": sum(ok), "failed": [c["case_id"] for (c, _), k
+                                                     in zip(rows, ok, strict=True) if not k]}
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    pack = args[0] if args else str(Path(__file__).resolve().parents[2] / "shared/costmodel")
+    cases = load_pack(pack)
+    smp = samples(cases)
+    main_smp = [s for s in smp if not s[0].get("suspect")]
+    # fitted on everything
+    full = table_from(main_smp)
+    fit_rows = [(c, costs.predict(full, f, p)) for c, f, p in main_smp]
+    # leave one out
+    loo_rows = []
+    for i, (c, f, p) in enumerate(main_smp):
+        t = table_from(main_smp[:i] + main_smp[i + 1:])
+        loo_rows.append((c, costs.predict(t, f, p)))
+    # leave one instruction out: every case of the op predicted without any of them
+    lopo_rows = []
+    for op in sorted({c["op"] for c, _, _ in main_smp}):
+        t = table_from([x for x in main_smp if x[0]["op"] != op])
+        lopo_rows += [(c, costs.predict(t, f, p)) for c, f, p in main_smp if c["op"] == op]
+    # random 60/40 splits
+    split_scores = []
+    for seed in range(20):
+        rnd = random.Random(seed)
+        idx = list(range(len(main_smp)))
+        rnd.shuffle(idx)
+        cut = int(0.6 * len(idx))
+        train = [main_smp[i] for i in idx[:cut]]
+        test = [main_smp[i] for i in idx[cut:]]
+        t = table_from(train)
+        split_scores.append(score([(c, costs.predict(t, f, p)) for c, f, p in test]))
+    print(f"pack: {pack} ({len(main_smp)} cases, {len(smp) - len(main_smp)} suspect left out)")
+    for name, rows in (("fitted on all", fit_rows), ("leave-one-out", loo_rows),
+                       ("leave-op-out", lopo_rows)):
+        s = score(rows)
+        print(f"{name:>14}: median precision {s['median']:.3f}; >= upstream on "
+              f"{s['at_least_upstream']}/{s['n']} ({100 * s['at_least_upstream'] / s['n']:.0f}%)"
+              f"; below: {', '.join(s['failed']) or 'none'}")
+    meds = [s["median"] for s in split_scores]
+    fr = [s["at_least_upstream"] / s["n"] for s in split_scores]
+    print(f"  60/40 splits: median precision on the 40% {statistics.median(meds):.3f} "
+          f"(min {min(meds):.3f}); >= upstream on {100 * statistics.median(fr):.0f}% "
+          f"(min {100 * min(fr):.0f}%) over {len(split_scores)} splits")
+    if "--write" in argv:
+        fit = costs.fit_table((f, p, float(c["hardware_cycles"])) for c, f, p in main_smp)
+        costs.FIT_FILE.write_text(json.dumps(fit, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {costs.FIT_FILE}")
+        csv = Path(pack) / "a5_formula_params.csv"
+        if csv.exists():  # upstream's A5 vector-function formulas, converted (estimates)
+            a5 = costs.a5_from_csv(csv.read_text())
+            costs.A5_FILE.write_text(json.dumps(a5, indent=1, sort_keys=True) + "\n")
+            print(f"wrote {costs.A5_FILE}")
+    if "--verbose" in argv:
+        for (c, p), (_, q) in zip(fit_rows, loo_rows, strict=True):
+            print(f"  {c['case_id']:<50} hw {c['hardware_cycles']:>7} fit {p:>7} loo {q:>7} "
+                  f"bar {c.get('upstream_accuracy')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,442 @@
+"""What one instruction costs: features of its operands, a per-target table of linear cost
+rules (data), and the fitter that sets the table's coefficients from hardware measurements.
+
+A rule is ``cycles = c0 + c1 * x1 + c2 * x2`` where ``(x1, x2)`` come from a named *basis*
+computed from the operands (vector repeats, rows, DMA transfers and bytes, cube fractals...).
+The hardware structure lives in the bases:
+
+* the vector unit works on 256-byte repeats, one row after another (a row of ``C`` elements of
+  ``b`` bytes takes ``ceil(C*b/256)`` repeats, so ``rep = rows * that``);
+* UB-to-UB copies (TMOV Vec->Vec) move 32-byte blocks in bursts, one burst for a whole tile and
+  one burst per row otherwise, each burst paying a fixed overhead;
+* a GM transfer (TLOAD/TSTORE) is one DMA instruction per step of the GM view's three outer
+  dimensions, each paying a latency, plus bytes over the pipe bandwidth;
+* the cube works on fractals (16 x 32 bytes x 16) per cycle, f32 at half rate, after a head.
+
+The table (:data:`A2A3_PRIORS`: op -> variants; a variant has a condition on the features, a
+basis, a hardware class whose members share coefficients, and coefficients per element type
+with ``any`` as the fallback) says which basis each instruction uses. The fitted coefficients
+come from the hardware pack (``ptoisa/cycles/a2a3_fit.json``, written by :func:`fit_table`
+through benchmarks/cycles_fit.py); the priors (upstream's per-intrinsic head/slope numbers, or
+a pipe default, :data:`PIPE_DEFAULT`) fill what the pack does not measure: those are
+estimates. a5 has no measurements: upstream's A5 vector-function formulas where they exist
+(``a5_vf.json``, :func:`apply_a5`), else the a2a3 numbers (estimates). See docs/cycles.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..enums import Pipe
+from ..tensor import GlobalTensor
+from ..tile import Tile
+
+Features = dict[str, Any]
+Coef = tuple[float, float, float]
+
+
+# ---- features of one executed instruction ---------------------------------------------------
+
+def _tile_bytes(t: Tile) -> int:
+    return t.valid_row * t.valid_col * t.dtype.itemsize
+
+
+def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
+    """The operand facts the cost rules look at (plain numbers and names)."""
+    tiles: list[tuple[str, Tile]] = []
+    gms: list[GlobalTensor] = []
+    scalar_first = False
+    first_data: str | None = None
+    for o, v in zip(instr.operands, values, strict=False):
+        if isinstance(v, Tile):
+            tiles.append((o.name, v))
+            if o.role == "in" and first_data is None:
+                first_data = "tile"
+        elif isinstance(v, GlobalTensor):
+            gms.append(v)
+        elif o.kind == "scalar" or isinstance(v, (int, float, np.number)):
+            if o.role == "in" and first_data is None:
+                first_data = "scalar"
+                scalar_first = True
+    f: Features = {"op": instr.name, "family": instr.family}
+    if tiles:
+        # the tile the instruction sweeps: the one with the most valid bytes (dst on ties)
+        _, p = max(tiles, key=lambda nt: _tile_bytes(nt[1]))
+        b = p.dtype.itemsize
+        r, c = p.valid_row, p.valid_col
+        rowrep = max(1, math.ceil(c * b / 256))
+        whole_p = r == p.rows and c == p.cols
+        # a5 vector functions: one loop over the tile when rows are whole (1D), else a loop
+        # per row (2D)
+        f["path"] = "1D" if c == p.cols or p.rows == 1 else "2D"
+        f.update(dtype=p.dtype.name, R=r, C=c, b=b, rowrep=rowrep, rep=r * rowrep,
+                 loc=p.loc.name, partial=1 if (c * b) % 256 else 0,
+                 flat=math.ceil(r * c * b / 256) if whole_p else r * rowrep)
+        dst = tiles[0][1]
+        src = tiles[1][1] if len(tiles) > 1 else dst
+        f["dst_loc"], f["src_loc"] = dst.loc.name, src.loc.name
+        f["in_place"] = dst is src or (dst.addr is not None and dst.addr == src.addr
+                                      and dst.loc == src.loc and len(tiles) > 1)
+        whole = all(t.valid_row == t.rows and t.valid_col == t.cols for _, t in tiles[:2])
+        blocks_row = max(1, math.ceil(c * b / 32))
+        f["bursts"], f["blocks"] = (1, math.ceil(r * c * b / 32)) if whole else \
+            (r, r * blocks_row)
+    if gms:
+        g = gms[0]
+        s = g.spec.shape
+        f["gm_layout"] = g.spec.layout.name
+        f["dtype"] = f.get("dtype") if tiles and not _is_conv(tiles) else g.dtype.name
+        f["n_dma"] = s[0] * s[1] * s[2]
+        f["bytes"] = g.spec.numel * g.dtype.itemsize
+    elif tiles:
+        f["bytes"] = sum(_tile_bytes(t) for _, t in tiles[:1])
+    named = dict(tiles)
+    if "aMatrix" in named and "bMatrix" in named:
+        a, bt = named["aMatrix"], named["bMatrix"]
+        m, k, n = a.valid_row, a.valid_col, bt.valid_col
+        f["dtype"] = a.dtype.name
+        f["fractals"] = math.ceil(m / 16) * math.ceil(k * a.dtype.itemsize / 32) * \
+            math.ceil(n / 16)
+    f["operand_order"] = "scalar_tile" if scalar_first else "tile_scalar"
+    f["is_binary"] = bool(params.get("isBinary", False)) or any(
+        o.name == "isBinary" and bool(v) for o, v in zip(instr.operands, values, strict=False))
+    return f
+
+
+def _is_conv(tiles: list[tuple[str, Tile]]) -> bool:
+    return any(hasattr(t, "conv_shape") for _, t in tiles)
+
+
+# ---- bases: (x1, x2) from the features ------------------------------------------------------
+
+def _g(f: Features, k: str) -> float:
+    return float(f.get(k, 0) or 0)
+
+
+BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
+    # vector repeats (256 B, row by row); rows that are not whole repeats run masked (x2)
+    "vec": lambda f: (_g(f, "rep"), _g(f, "partial")),
+    # tile-scalar ops: repeats row by row; 32-bit rows of whole repeats pay a floor (x2): an
+    # empirical term (the measured f32 heads are ~15 cycles above the 16-bit and masked ones)
+    "vecs": lambda f: (_g(f, "rep"), 1.0 if f.get("b") == 4 and not f.get("partial") else 0.0),
+    # vector repeats over the tile as one contiguous range when the valid region is the whole
+    # tile (the unary math functions), else row by row
+    "flat": lambda f: (_g(f, "flat"), 0.0),
+    # per-row work (x1) plus repeats (x2)
+    "row": lambda f: (_g(f, "R"), 0.0),
+    # row reductions: rows of one repeat reduce one per row (x1); wider rows fold first (x2)
+    "rowred": lambda f: ((_g(f, "R"), 0.0) if f.get("rowrep", 1) == 1
+                         else (0.0, _g(f, "rep"))),
+    # column reductions (empirical): rows^2 per repeat of a row
+    "colred": lambda f: (_g(f, "R") ** 2 / max(1.0, _g(f, "rowrep")), 0.0),
+    # UB copies: bursts (x1), 32-byte blocks (x2)
+    "copy": lambda f: (_g(f, "bursts"), _g(f, "blocks")),
+    # GM transfers: DMA instructions (x1), bytes (x2)
+    "dma": lambda f: (_g(f, "n_dma"), _g(f, "bytes")),
+    "bytes": lambda f: (0.0, _g(f, "bytes")),
+    # a5 vector functions (upstream's VF formulas): 1D loop over 256-byte vectors; 2D
+    # vectors per row (x1) and rows (x2)
+    "vf1": lambda f: (float(math.ceil(_g(f, "R") * _g(f, "C") * _g(f, "b") / 256)), 0.0),
+    "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
+    # cube fractal steps
+    "mad": lambda f: (_g(f, "fractals"), 0.0),
+    "const": lambda f: (0.0, 0.0),
+}
+
+
+# ---- the table ------------------------------------------------------------------------------
+
+@dataclass
+class Variant:
+    """One way an instruction runs: a condition on the features (``when``), a basis and the
+    coefficients per element type (``coef[dtype]``; ``any`` is the fallback). ``prior`` is the
+    starting point (and the estimate where no measurement exists)."""
+
+    basis: str
+    prior: Coef
+    when: dict[str, Any] = field(default_factory=dict)
+    coef: dict[str, Coef] = field(default_factory=dict)
+    fitted: set[str] = field(default_factory=set)
+    #: fit one coefficient set per element type (else one for all types)
+    by_dtype: bool = False
+    #: instructions of one hardware class share their coefficients (fitted together)
+    group: str | None = None
+
+    def matches(self, f: Features) -> bool:
+        return all(f.get(k) == v for k, v in self.when.items())
+
+    def coefficients(self, dtype: str | None) -> Coef:
+        if dtype is not None and dtype in self.coef:
+            return self.coef[dtype]
+        return self.coef.get("any", self.prior)
+
+
+def _v(basis: str, c0: float, c1: float = 0.0, c2: float = 0.0, *, by_dtype: bool = False,
+       group: str | None = None, **when: Any) -> Variant:
+    return Variant(basis, (c0, c1, c2), dict(when), by_dtype=by_dtype, group=group)
+
+
+# Priors: upstream's per-intrinsic head+tail / slope (cce_costmodel) where it has them, else a
+# pipe default. Fitted coefficients replace them where the pack measures the instruction.
+A2A3_PRIORS: dict[str, list[Variant]] = {
+    # vadd/vsub/vmul/vmax/vmin: 2 cycles per repeat, masked rows pay a count-mode floor
+    **{op: [_v("vec", 24, 2, 16, group="binary")] for op in (
+        "TADD", "TSUB", "TMUL", "TMAX", "TMIN", "TAND", "TOR", "TXOR", "TPRELU", "TADDC",
+        "TSUBC", "TMULADDDST", "TFUSEDMULADD", "TFUSEDMULADDRELU", "TCMP", "TSHL", "TSHR")},
+    # vabs/vrelu/vadds/vmuls/vmaxs...: 1 cycle per repeat
+    **{op: [_v("vec", 20, 1, group="unary")] for op in ("TABS", "TNEG", "TNOT", "TRELU")},
+    **{op: [_v("vecs", 8, 1, 16, group="scalar")] for op in (
+        "TADDS", "TSUBS", "TMULS", "TMAXS", "TMINS", "TANDS", "TORS", "TXORS", "TSHLS",
+        "TSHRS", "TLRELU", "TEXPANDS", "TCMPS", "TAXPY", "TADDSC", "TSUBSC")},
+    # vexp/vln/vsqrt...: transcendental head, over the tile as one range
+    **{op: [_v("flat", 31, 2, group="exp")] for op in ("TEXP", "TLOG", "TPOW", "TPOWS")},
+    **{op: [_v("flat", 31, 2)] for op in ("TRSQRT", "TRECIP")},
+    "TSQRT": [_v("flat", 31, 2, in_place=True), _v("flat", 31, 2, in_place=False)],
+    **{op: [_v("vec", 31, 4, 16)] for op in ("TDIV", "TFMOD", "TREM", "TFMODS", "TREMS")},
+    "TDIVS": [_v("vec", 31, 4)],
+    "TCVT": [_v("vec", 32, 1)],
+    "TSEL": [_v("row", 4, 16)],
+    "TSELS": [_v("row", 4, 16)],
+    "TSORT32": [_v("row", 0, 1)],
+    **{op: [_v("rowred", 14, 7, 1, group="rowred")] for op in (
+        "TROWSUM", "TROWMAX", "TROWMIN", "TROWPROD", "TROWARGMAX", "TROWARGMIN")},
+    # TCOLSUM: one class whatever the mode (upstream's formula table gives the binary-mode
+    # measurement for the default mode too)
+    "TCOLSUM": [_v("colred", 17, 0.3, is_binary=True, group="colsum"),
+                _v("colred", 17, 0.3, group="colsum")],
+    **{op: [_v("colred", 17, 0.6, group="colred")] for op in (
+        "TCOLMAX", "TCOLMIN", "TCOLPROD", "TCOLARGMAX", "TCOLARGMIN")},
+    **{op: [_v("row", 18, 14, group="rowexpand")] for op in (
+        "TROWEXPAND", "TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDDIV",
+        "TROWEXPANDMAX", "TROWEXPANDMIN", "TROWEXPANDEXPDIF")},
+    # TMOV: UB -> UB copy in bursts; L1 -> L0 (MTE1) and L0C -> UB/L1 (FIX) by bandwidth
+    "TMOV": [_v("copy", 0, 5, 1, src_loc="Vec", dst_loc="Vec"),
+             _v("bytes", 10, 0, 1 / 256, src_loc="Mat"),
+             _v("bytes", 20, 0, 1 / 128, src_loc="Acc"),
+             _v("copy", 0, 5, 1)],
+    "TEXTRACT": [_v("bytes", 10, 0, 1 / 256)],
+    "TINSERT": [_v("bytes", 20, 0, 1 / 128)],
+    # GM transfers: one DMA instruction per outer step (latency), bytes over the bandwidth;
+    # convolution layouts stream without the per-transfer latency
+    "TLOAD": [_v("bytes", 20, 0, 1 / 134, gm_layout="NC1HWC0"),
+              _v("bytes", 20, 0, 1 / 256, gm_layout="FRACTAL_Z"),
+              _v("dma", 0, 265, 1 / 128, group="dma")],
+    # the other GM transfers: as TLOAD's (estimates: the pack measures loads only)
+    "TSTORE": [_v("dma", 0, 265, 1 / 128, group="dma")],
+    "TPREFETCH": [_v("dma", 0, 265, 1 / 128, group="dma")],
+    **{op: [_v("mad", 6, 1, by_dtype=True, group="mad")] for op in (
+        "TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS",
+        "TMATMUL_MX", "TGEMV_MX")},
+}
+# per-dtype priors that upstream states (f32 cube at half rate)
+for _op in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS"):
+    A2A3_PRIORS[_op][0].coef["f32"] = (6, 2, 0)
+# defaults by pipe for instructions the table does not name (estimates)
+PIPE_DEFAULT: dict[Pipe, Variant] = {
+    Pipe.V: _v("vec", 20, 1),
+    Pipe.M: _v("mad", 6, 1),
+    Pipe.MTE2: _v("dma", 0, 265, 1 / 128),
+    Pipe.MTE3: _v("dma", 0, 265, 1 / 128),
+    Pipe.MTE1: _v("bytes", 10, 0, 1 / 256),
+    Pipe.FIX: _v("bytes", 20, 0, 1 / 128),
+    Pipe.S: _v("const", 1),
+    Pipe.ALL: _v("const", 1),
+}
+
+FIT_FILE = Path(__file__).with_name("a2a3_fit.json")
+A5_FILE = Path(__file__).with_name("a5_vf.json")
+
+
+def _fresh(priors: dict[str, list[Variant]]) -> dict[str, list[Variant]]:
+    return {op: [replace(v, when=dict(v.when), coef=dict(v.coef), fitted=set()) for v in vs]
+            for op, vs in priors.items()}
+
+
+def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
+    """The a2a3 table: priors with the fitted coefficients of ``path`` applied."""
+    table = _fresh(A2A3_PRIORS)
+    if path is not None and path.exists():
+        apply_fit(table, json.loads(path.read_text()))
+    return table
+
+
+_DEFAULT: dict[str, dict[str, list[Variant]]] = {}
+
+
+def default_table(target: Any = None) -> dict[str, list[Variant]]:
+    """The table of a target (a Target or a name), loaded once (shared: do not modify it):
+    a2a3's fitted table; for a5, the same with upstream's A5 vector-function formulas for the
+    instructions they cover (estimates: no A5 measurements)."""
+    if isinstance(target, str):
+        from ..targets import get_target
+
+        try:
+            target = get_target(target)
+        except Exception:  # noqa: BLE001 - an unknown name: the a2a3 table
+            target = None
+    lineage = getattr(target, "lineage", None) or ()
+    key = "a5" if "a5" in lineage else "a2a3"
+    t = _DEFAULT.get(key)
+    if t is None:
+        t = load_table()
+        if key == "a5" and A5_FILE.exists():
+            apply_a5(t, json.loads(A5_FILE.read_text()))
+        _DEFAULT[key] = t
+    return t
+
+
+def apply_a5(table: dict[str, list[Variant]], vf: dict[str, Any]) -> None:
+    """Replace the variants of the instructions ``vf`` covers by its 1D/2D loop formulas."""
+    for op, by_path in vf.get("coef", {}).items():
+        vs = []
+        for path, basis in (("1D", "vf1"), ("2D", "vf2")):
+            if path in by_path:
+                v = _v(basis, 0, 0, 0, by_dtype=True, path=path)
+                for dt, c in by_path[path].items():
+                    v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
+                # other element types: the f32 formula (an estimate of an estimate)
+                v.coef["any"] = v.coef.get("f32") or next(iter(v.coef.values()))
+                vs.append(v)
+        table[op] = vs + table.get(op, [])
+
+
+_A5_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "int32": "i32", "int16": "i16",
+             "int8": "i8", "uint8": "ui8"}
+
+
+def a5_from_csv(text: str) -> dict[str, Any]:
+    """upstream's A5 VF formula table (a5_formula_params.csv) as our coefficients: ``linear``
+    (1D) ``p0*loops + p1`` -> (p1, p0, 0); ``nested_loop`` (2D) ``(p0*inner + p1)*rows + p2``
+    -> (p2, p0, p1). The default implementation kind per path, as upstream selects it;
+    instructions whose formula needs more keys (TCVT by destination type, TSEL) are left out."""
+    import csv
+    import io
+
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for row in csv.DictReader(io.StringIO(text)):
+        op, path, kind = row["op"], row["shape_path"], row["formula_kind"]
+        if op in ("TCVT", "TSEL") or row["tail_kind"] != "full" or row["op_params"]:
+            continue
+        want = "POST_UPDATE" if path == "1D" else "NO_POST_UPDATE"
+        if row["vf_impl_kind"] != want:
+            continue
+        p = [float(row[f"param{i}"]) for i in range(4)]
+        c = [p[1], p[0], 0.0] if kind == "linear" else [p[2], p[0], p[1]]
+        dt = _A5_TYPES.get(row["src_dtype"], row["src_dtype"])
+        out.setdefault(op, {}).setdefault(path, {})[dt] = c
+    return {"schema": "ptoisa-cycle-a5vf/1", "source": "upstream a5_formula_params.csv",
+            "coef": out}
+
+
+def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:
+    for op, by_variant in fit.get("coef", {}).items():
+        for idx, by_dtype in by_variant.items():
+            v = table[op][int(idx)]
+            for dt, c in by_dtype.items():
+                v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
+                v.fitted.add(dt)
+
+
+def variant_of(table: dict[str, list[Variant]], f: Features, pipe: Pipe
+               ) -> tuple[int, Variant]:
+    for i, v in enumerate(table.get(f["op"], ())):
+        if v.matches(f):
+            return i, v
+    return -1, PIPE_DEFAULT.get(pipe, PIPE_DEFAULT[Pipe.V])
+
+
+def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
+    _, v = variant_of(table, f, pipe)
+    c0, c1, c2 = v.coefficients(f.get("dtype"))
+    x1, x2 = BASES[v.basis](f)
+    return max(1, int(round(c0 + c1 * x1 + c2 * x2)))
+
+
+# ---- fitting --------------------------------------------------------------------------------
+
+def _fit_group(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
+               signed2: bool = False) -> Coef:
+    """Coefficients minimising the sum of relative errors (L1: the pass rule counts cases,
+    so one odd measurement must not drag the others) over the points: c0 always, c1/c2 only
+    when their feature varies among the points (else the prior's); non-negative, except the
+    masked-row correction c2 of the vector bases (``signed2``)."""
+    x = np.array(xs, float).reshape(-1, 2)
+    y = np.array(ys, float)
+    free = [0] + [i + 1 for i in range(2) if len(set(x[:, i])) > 1]
+    free = free[:len(y)]
+    coef = list(prior)
+    cols = np.column_stack([np.ones(len(y)), x])
+    while True:
+        fixed = sum(coef[j] * cols[:, j] for j in range(3) if j not in free)
+        a = cols[:, free] / y[:, None]
+        rhs = (y - fixed) / y
+        sol = _l1(a, rhs)
+        neg = [j for j, s in zip(free, sol, strict=True) if s < 0 and not (j == 2 and signed2)]
+        if not neg:
+            for j, s in zip(free, sol, strict=True):
+                coef[j] = float(s)
+            return (coef[0], coef[1], coef[2])
+        # a negative coefficient: pin it at 0 (a head; its slope is then free) or keep the
+        # prior (a slope) and refit
+        for j in neg:
+            coef[j] = 0.0 if j == 0 else coef[j]
+            free.remove(j)
+            if j == 0:
+                slope = next((i + 1 for i in range(2) if x[:, i].any() and i + 1 not in free),
+                             None)
+                if slope is not None and len(free) < len(y):
+                    free.append(slope)
+        if not free:
+            return (coef[0], coef[1], coef[2])
+
+
+def _l1(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmin_s sum |a s - b| by iteratively reweighted least squares."""
+    sol = np.linalg.lstsq(a, b, rcond=None)[0]
+    for _ in range(100):
+        w = 1.0 / np.sqrt(np.maximum(np.abs(a @ sol - b), 1e-6))
+        new = np.linalg.lstsq(a * w[:, None], b * w, rcond=None)[0]
+        if np.allclose(new, sol, rtol=0, atol=1e-10):
+            break
+        sol = new
+    return sol
+
+
+def fit_table(samples: Iterable[tuple[Features, Pipe, float]]) -> dict[str, Any]:
+    """Fit the table's coefficients to measured ``(features, pipe, cycles)`` samples: per
+    (instruction, variant) one ``any`` group over all element types and one group per element
+    type that has measurements. Returns the JSON-able fit (see :func:`apply_fit`)."""
+    table = _fresh(A2A3_PRIORS)
+    members: dict[str, list[tuple[str, int]]] = {}
+    for op, vs in table.items():
+        for i, v in enumerate(vs):
+            members.setdefault(v.group or f"{op}/{i}", []).append((op, i))
+    groups: dict[tuple[str, str], list[tuple[tuple[float, float], float]]] = {}
+    for f, pipe, y in samples:
+        idx, v = variant_of(table, f, pipe)
+        if idx < 0:
+            continue
+        x = BASES[v.basis](f)
+        # by_dtype: each element type on its own (rates differ: f32 cubes at half rate);
+        # the "any" fallback keeps its prior
+        for dt in (f.get("dtype") or "any",) if v.by_dtype else ("any",):
+            groups.setdefault((v.group or f"{f['op']}/{idx}", dt), []).append((x, y))
+    fitted: dict[tuple[str, str], Coef] = {}
+    for (g, dt), pts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "any")):
+        op, idx = members[g][0]
+        v = table[op][idx]
+        prior = v.coef.get(dt) or fitted.get((g, "any")) or v.coef.get("any", v.prior)
+        fitted[(g, dt)] = _fit_group([p[0] for p in pts], [p[1] for p in pts], prior,
+                                     signed2=v.basis in ("vec", "vecs"))
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    for (g, dt), c in sorted(fitted.items()):
+        for op, idx in members[g]:
+            out.setdefault(op, {}).setdefault(str(idx), {})[dt] = [round(z, 6) for z in c]
+    return {"schema": "ptoisa-cycle-fit/1", "target": "a2a3", "coef": out}

@@ -1,0 +1,342 @@
+"""The pipeline schedule: an observer of the machine that times every executed instruction.
+
+Each core has one in-order queue per pipe (AIC: MTE2, MTE1, M, FIX; AIV: MTE2, V, MTE3; and
+the scalar pipe S). An instruction starts when its pipe's queue is free and its dependences
+are met, and takes the cycles of the cost table (:mod:`ptoisa.cycles.costs`):
+
+* **manual mode** (the program has sync instructions): the dependences are the program's
+  flags. ``SET_FLAG(src, dst, id)`` fires when pipe ``src``'s earlier work is done;
+  ``WAIT_FLAG(src, dst, id)`` holds pipe ``dst`` until the matching set fired (one set feeds
+  one wait); ``PIPE_BARRIER(p)`` waits for pipe ``p`` (PIPE_ALL: every pipe). A wait that no
+  earlier set can satisfy is a deadlock, reported with the instruction.
+* **auto-sync mode** (no sync instruction at all): the dependences are the data dependences
+  (read-after-write, write-after-read, write-after-write between pipes) of the shared access
+  model :func:`ptoisa.access.accesses`, as the compiler inserts them.
+
+The observer only records (a cheap step per instruction); the schedule is computed when the
+report is asked for, once the mode is known.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..access import accesses
+from ..enums import Pipe
+from ..lanes import block_of
+from ..tensor import GlobalTensor
+from ..tile import Tile
+from . import costs
+
+SYNC_OPS = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER"})
+#: pipes of the two core kinds (for reports)
+AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
+AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
+
+
+@dataclass(slots=True)
+class Step:
+    """One recorded instruction (schedule fields filled by :func:`schedule`)."""
+
+    index: int
+    op: str
+    pipe: Pipe
+    cycles: int
+    core: str
+    block: int
+    loc: Any
+    sync: tuple[Any, ...] | None = None  # (kind, src, dst, id) / ("PIPE_BARRIER", pipe)
+    reads: tuple[Any, ...] = ()
+    writes: tuple[Any, ...] = ()
+    start: int = 0
+    end: int = 0
+    #: the pipe's name (queue keys: str hashing is cheaper than Enum's)
+    pn: str = ""
+
+
+@dataclass(slots=True)
+class Flow:
+    """A flag from its set (pipe ``src`` at ``t_set``) to its wait (pipe ``dst``, released at
+    ``t_wait``), for the trace."""
+
+    core: str
+    block: int
+    src: Pipe
+    dst: Pipe
+    event: int
+    t_set: int
+    t_wait: int
+
+
+@dataclass
+class Deadlock:
+    step: Step
+    message: str
+
+
+class CycleModel:
+    """Observer: ``machine.observers.append(model)``; ``model.report()`` after the run."""
+
+    def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None
+                 ) -> None:
+        self.target = target
+        self._own_table = table is None
+        self._bind(table if table is not None else costs.default_table(target))
+        self.steps: list[Step] = []
+        self.has_sync = False
+        #: instructions the cost table could not price (they count 1 cycle)
+        self.errors: list[str] = []
+        #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
+        self.blocks = 1
+        self.lockstep = False
+
+    def _bind(self, table: dict[str, Any]) -> None:
+        self.table = table
+        # memos shared by the models that use the same table (launch after launch)
+        self._cost_cache, self._rec_cache = _MEMOS.setdefault(id(table), ({}, {}))
+        _TABLES[id(table)] = table  # keeps the id taken
+
+    # ---- recording (the observer) ---------------------------------------------------------
+    def __call__(self, rec: Any) -> None:
+        ins = rec.instr
+        m = rec.machine
+        if self.target is None:
+            self.target = m.target.name
+            if self._own_table:
+                self._bind(costs.default_table(m.target))
+        blk = m.block_idx
+        if not isinstance(blk, int):
+            blk = 0
+            self.lockstep = True
+        core = getattr(m, "core", None) or "core0"
+        if not isinstance(core, str):
+            core, blk = _core_name(core, blk)
+        if m.block_num > self.blocks:
+            self.blocks = int(m.block_num)
+        name = ins.name
+        if name in SYNC_OPS:
+            self.has_sync = True
+            v = rec.values
+            if name == "PIPE_BARRIER":
+                sync: tuple[Any, ...] = ("PIPE_BARRIER", v[0])
+                pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
+            else:
+                from ..isa.sync import _event_id
+
+                eid = _event_id(ins, m, v[2])
+                sync = (name, v[0], v[1], eid)
+                pipe = v[0] if name == "SET_FLAG" else v[1]
+            self.steps.append(Step(len(self.steps), name, pipe, 0, core, blk, rec.loc, sync,
+                                   pn=pipe.name))
+            return
+        if ins.pipe is Pipe.ALL:  # SYNCALL, TPRINT: the whole core drains first
+            self.steps.append(Step(len(self.steps), name, Pipe.S, 0, core, blk, rec.loc,
+                                   ("PIPE_BARRIER", Pipe.ALL), pn="S"))
+            return
+        if self.has_sync:  # manual mode: the flags order the pipes, byte spans are not needed
+            cyc, pipe = self._cost(rec)
+            self.steps.append(Step(len(self.steps), name, pipe, cyc, core, blk, rec.loc, None,
+                                   pn=pipe.name))
+            return
+        vals = rec.values
+        try:
+            key: Any = (ins, *[_ident(v) for v in vals], *rec.params.values())
+            hit = self._rec_cache.get(key)
+        except TypeError:  # an unhashable operand or parameter: no memo
+            key, hit = None, None
+        if hit is None:
+            cycles, pipe = self._cost(rec)
+            reads, writes = accesses(rec)
+            # the values are kept with the entry so that the ids in the key stay theirs
+            hit = (cycles, pipe, tuple(reads), tuple(writes), list(vals), pipe.name)
+            if key is not None:
+                if len(self._rec_cache) > 2048:
+                    self._rec_cache.clear()
+                self._rec_cache[key] = hit
+        self.steps.append(Step(len(self.steps), name, hit[1], hit[0], core, blk, rec.loc, None,
+                               hit[2], hit[3], pn=hit[5]))
+
+    def _cost(self, rec: Any) -> tuple[int, Pipe]:
+        vals = rec.values
+        key = (rec.instr.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
+               *[(k, _sig(v)) for k, v in rec.params.items()])
+        try:
+            hit = self._cost_cache.get(key)
+        except TypeError:  # per-block valid extents (arrays) or unhashable parameters
+            hit, key = None, None
+        if hit is None:
+            pipe = rec.instr.pipe_on(vals)
+            try:
+                if rec.machine.lanes > 1 and any(_varies(v) for v in vals):
+                    # a lockstep step stands for every block: it costs what the slowest takes
+                    cyc = max(self._predict(rec, [block_of(v, b) for v in vals], pipe)
+                              for b in range(rec.machine.lanes))
+                else:
+                    cyc = self._predict(rec, vals, pipe)
+            except Exception as e:  # noqa: BLE001 - the model must never break a run
+                self.errors.append(f"{rec.instr.name}: no cost ({type(e).__name__}: {e})")
+                cyc = 1
+            hit = (cyc, pipe)
+            if key is not None:
+                if len(self._cost_cache) > 8192:
+                    self._cost_cache.clear()
+                self._cost_cache[key] = hit
+        return hit
+
+    def _predict(self, rec: Any, vals: list[Any], pipe: Pipe) -> int:
+        return costs.predict(self.table, costs.features(rec.instr, vals, rec.params), pipe)
+
+    # ---- the schedule ---------------------------------------------------------------------
+    def report(self) -> Any:
+        from .report import CycleReport
+
+        flows, deadlocks = schedule(self.steps, manual=self.has_sync)
+        rep = CycleReport(self.steps, flows, deadlocks, target=self.target or "?",
+                          mode="manual" if self.has_sync else "auto")
+        rep.blocks, rep.lockstep = self.blocks, self.lockstep
+        rep.errors = list(self.errors)
+        return rep
+
+
+#: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
+#: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
+_MEMOS: dict[int, tuple[dict[Any, tuple[int, Pipe]],
+                        dict[Any, tuple[int, Pipe, Any, Any, Any, str]]]] = {}
+_TABLES: dict[int, Any] = {}
+
+
+def _core_name(core: Any, blk: int) -> tuple[str, int]:
+    """A mixed launch's core identity, ``("AIC", block)`` or ``("AIV", block, sub)`` (block:
+    an int, or the tuple of all blocks in lockstep), as a queue name and block: AIC / AIV0 /
+    AIV1."""
+    if isinstance(core, tuple) and core and isinstance(core[0], str):
+        name = core[0] + (str(core[2]) if len(core) > 2 else "")
+        b = core[1] if len(core) > 1 and isinstance(core[1], int) else blk
+        return name, b
+    return str(core), blk
+
+
+def _varies(v: Any) -> bool:
+    """Does this operand differ between the blocks of a lockstep launch (valid extents)?"""
+    return isinstance(v, Tile) and (isinstance(v._vr, np.ndarray) or
+                                    isinstance(v._vc, np.ndarray))
+
+
+def _ident(v: Any) -> Any:
+    """An operand object with the fields its cost and byte spans depend on (hashable)."""
+    if isinstance(v, Tile):
+        return (id(v), v.addr, v._vr, v._vc)
+    if isinstance(v, GlobalTensor):
+        # a view is its memory start, type and offset(s): views rebuilt launch after launch on
+        # the same arrays hit (the memo entry keeps the memory alive, so the address is its)
+        off = v.offset
+        if not isinstance(off, int):
+            sp = v._span
+            off = (off.size, *sp) if sp is not None and sp[2] is not None else off.tobytes()
+        return ("gm", v.flat.__array_interface__["data"][0], v.flat.size, v.spec, off)
+    return v
+
+
+def _sig(v: Any) -> Any:
+    """What a cost depends on, hashable: a tile's type and valid shape, a GM view's type."""
+    if isinstance(v, Tile):
+        return (v.spec, v.valid_row, v.valid_col, v.addr)
+    spec = getattr(v, "spec", None)
+    if spec is not None:
+        return spec
+    if isinstance(v, (list, tuple)):
+        return tuple(_sig(x) for x in v)
+    return v
+
+
+def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadlock]]:
+    """Fill ``start``/``end`` of every step; returns the flag flows and the deadlocks."""
+    free: dict[tuple[str, int, str], int] = {}
+    pending: dict[tuple[str, int, Pipe, Pipe, int], deque[int]] = {}
+    flows: list[Flow] = []
+    dead: list[Deadlock] = []
+    # auto mode: the last accesses of each memory, (span, end, pipe)
+    last_w: _Recent = {}
+    last_r: _Recent = {}
+    floor: dict[tuple[str, int], int] = {}  # PIPE_ALL barriers: nothing starts earlier
+    for s in steps:
+        q = (s.core, s.block, s.pn)
+        t = max(free.get(q, 0), floor.get((s.core, s.block), 0))
+        if s.sync is not None:
+            kind = s.sync[0]
+            if kind == "SET_FLAG":
+                _, src, dst, eid = s.sync
+                pending.setdefault((s.core, s.block, src, dst, eid), deque()).append(t)
+                s.start = s.end = t
+            elif kind == "WAIT_FLAG":
+                _, src, dst, eid = s.sync
+                fired = pending.get((s.core, s.block, src, dst, eid))
+                if not fired:
+                    dead.append(Deadlock(s, f"wait_flag({src.name}, {dst.name}, EVENT_ID{eid}) "
+                                            f"has no earlier set_flag to match: pipe "
+                                            f"{dst.name} would wait forever"))
+                    s.start = s.end = t
+                    continue
+                t_set = fired.popleft()
+                s.start = s.end = max(t, t_set)
+                free[q] = s.end
+                flows.append(Flow(s.core, s.block, src, dst, eid, t_set, s.end))
+            else:  # PIPE_BARRIER
+                p = s.sync[1]
+                if p is Pipe.ALL:
+                    keys = [k for k in free if k[0] == s.core and k[1] == s.block]
+                    t_all = max((free[k] for k in keys), default=0)
+                    t_all = max(t_all, floor.get((s.core, s.block), 0))
+                    floor[(s.core, s.block)] = t_all
+                    s.start = s.end = t_all
+                else:
+                    s.start = s.end = t
+            continue
+        if not manual:
+            # each block runs on its own core: the compiler orders its own accesses only
+            cb = (s.core, s.block)
+            for sp in s.reads:
+                t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
+            for sp in s.writes:
+                t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
+                t = _after(t, last_r.get((cb, sp.key)), sp, s.pn)
+        s.start = t
+        s.end = t + s.cycles
+        free[q] = s.end
+        if not manual:
+            for sp in s.reads:
+                _remember(last_r, cb, sp, s.end, s.pn)
+            for sp in s.writes:
+                _remember(last_w, cb, sp, s.end, s.pn)
+    return flows, dead
+
+
+_KEEP = 32  # access ranges remembered per memory (older ones are long done in any real kernel)
+
+_Recent = dict[Any, dict[tuple[int, int, str], tuple[Any, int]]]
+
+
+def _after(t: int, prior: dict[tuple[int, int, str], tuple[Any, int]] | None, sp: Any,
+           pipe: str) -> int:
+    if prior:
+        for (_, _, p), (other, end) in prior.items():
+            if end > t and p != pipe and sp.overlaps(other):
+                t = end
+    return t
+
+
+def _remember(d: _Recent, cb: Any, sp: Any, end: int, pipe: str) -> None:
+    """The latest access of each byte range and pipe (a later one of the same range and
+    pipe implies the earlier)."""
+    lst = d.get((cb, sp.key))
+    if lst is None:
+        lst = d[(cb, sp.key)] = {}
+    k = (sp.lo, sp.hi, pipe)
+    lst.pop(k, None)
+    lst[k] = (sp, end)
+    if len(lst) > _KEEP:
+        del lst[next(iter(lst))]

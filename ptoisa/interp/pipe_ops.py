@@ -1,0 +1,286 @@
+"""Interpreter handlers of the frontend pipe ops of mixed cube + vector kernels.
+
+* ``pto.reserve_buffer`` / ``pto.import_reserved_buffer`` give the consumer FIFO's local base
+  address (``base`` when written, else 0: ptoisa keeps a FIFO's slots outside the tile buffers).
+* ``pto.aic_initialize_pipe`` / ``pto.aiv_initialize_pipe {dir_mask, slot_size[, nosplit]}``
+  make the function's pipe, a :class:`~ptoisa.isa.pipes.TPipe` as PTOAS lowers it: FlagID 0,
+  ``dir_mask`` 1 / 2 / 3 -> DIR_C2V / DIR_V2C / DIR_BOTH, SlotNum 8 for one direction and 4
+  for both (ptoas-tpush-tpop-design.md), IsNoSplit from ``nosplit`` or, when absent, true
+  when every frontend op of the function and its peers uses ``split = 0``.
+* ``pto.tpush_to_aiv`` / ``pto.tpush_to_aic`` / ``pto.tpop_from_aic`` / ``pto.tpop_from_aiv`` /
+  ``pto.tfree_from_aic`` / ``pto.tfree_from_aiv {split}`` run TPUSH / TPOP / TFREE on that pipe
+  (a pop's result is a tile of the written type; ``(%vr, %vc)`` operands set its valid shape).
+* ``pto.initialize_l2g2l_pipe`` / ``pto.initialize_l2l_pipe {dir_mask, slot_size, slot_num,
+  local_slot_num, flag_base}`` return the pipe value that ``pto.tpush`` / ``pto.tpop`` /
+  ``pto.tfree`` take.
+* ``pto.declare_tile`` declares a tile (a pop's destination) without storage of its own.
+
+On A5, PTOAS wraps a vector function whose pipes are all no-split in
+``if (get_subblockid() == 0)``: only sub-block 0 runs it (:func:`runs_on_subblock`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import PtoError, VerifyError
+from ..ir import attrs as A
+from ..ir.core import Op
+from ..isa.pipes import Direction, TPipe
+from ..isa.registry import REGISTRY
+from ..targets import get_target
+from ..tile import Tile
+from . import bridge
+from .compiler import CompiledFunc, Env, Step, _index, handler
+
+#: frontend op -> (instruction, does it produce a tile)
+_FRONTEND = {"pto.tpush_to_aiv": "TPUSH", "pto.tpush_to_aic": "TPUSH",
+             "pto.tpop_from_aic": "TPOP", "pto.tpop_from_aiv": "TPOP",
+             "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE"}
+_INITS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
+_SPLITS = ("TILE_NO_SPLIT", "TILE_UP_DOWN", "TILE_LEFT_RIGHT")
+
+
+def _attr(op: Op, key: str, default: Any = None) -> Any:
+    a = op.attributes.get(key)
+    return default if a is None else bridge.attr_value(a)
+
+
+def _split(op: Op) -> str:
+    s = _attr(op, "split", 0)
+    try:
+        return _SPLITS[int(s)]
+    except (ValueError, IndexError, TypeError):
+        raise VerifyError(f"split must be 0, 1 or 2, got {s}", op=op.name, loc=op.loc) from None
+
+
+def _peer(op: Op) -> str | None:
+    p = op.attributes.get("peer_func")
+    if p is None:
+        return None
+    return p.name if isinstance(p, A.SymbolRefAttr) else str(p).lstrip("@")
+
+
+def _group(module: Any, fn: Op) -> list[Op]:
+    """``fn`` and the functions linked to it by reserved buffers (either direction)."""
+    funcs = {f.sym_name: f for f in module.functions() if f.sym_name}
+    out, k = [fn], 0
+    while k < len(out):
+        f = out[k]
+        k += 1
+        for op in f.walk():
+            if op.name == "pto.import_reserved_buffer":
+                p = funcs.get(_peer(op) or "")
+                if p is not None and p not in out:
+                    out.append(p)
+        for g in funcs.values():
+            if g not in out and any(op.name == "pto.import_reserved_buffer"
+                                    and _peer(op) == f.sym_name for op in g.walk()):
+                out.append(g)
+    return out
+
+
+def _no_split(module: Any, fn: Op, init: Op) -> bool:
+    explicit = _attr(init, "nosplit")
+    if explicit is not None:
+        return bool(explicit)
+    splits = {_split(op) for f in _group(module, fn) for op in f.walk() if op.name in _FRONTEND}
+    return splits == {"TILE_NO_SPLIT"}
+
+
+def _direction(op: Op) -> Direction:
+    mask = int(_attr(op, "dir_mask", 1))
+    if mask not in (1, 2, 3):
+        raise VerifyError(f"dir_mask must be 1 (C2V), 2 (V2C) or 3 (both), got {mask}",
+                          op=op.name, loc=op.loc)
+    return {1: Direction.DIR_C2V, 2: Direction.DIR_V2C, 3: Direction.DIR_BOTH}[mask]
+
+
+def _pipe_key(cf: CompiledFunc) -> int:
+    """The frame slot that holds the function's frontend pipe."""
+    key = getattr(cf, "_frontend_pipe", None)
+    if key is None:
+        key = cf._frontend_pipe = object()  # type: ignore[attr-defined]
+    return cf.slot(key)
+
+
+@handler("pto.reserve_buffer", "pto.import_reserved_buffer")
+def _buffer(cf: CompiledFunc, op: Op) -> Step:
+    k = cf.slot(op.results[0])
+    base = int(_attr(op, "base", 0) or 0)
+
+    def step(env: Env) -> None:
+        env[k] = base
+    return step
+
+
+@handler(*_INITS)
+def _init(cf: CompiledFunc, op: Op) -> Step:
+    d = _direction(op)
+    slot_num = 4 if d is Direction.DIR_BOTH else 8
+    pipe = TPipe(0, d, int(_attr(op, "slot_size", 1024)), slot_num, slot_num,
+                 _no_split(cf.c.module, cf.op, op))
+    k = _pipe_key(cf)
+
+    def step(env: Env) -> None:
+        env[k] = pipe
+    return step
+
+
+@handler("pto.initialize_l2g2l_pipe", "pto.initialize_l2l_pipe")
+def _init_value(cf: CompiledFunc, op: Op) -> Step:
+    d = _direction(op)
+    slot_num = int(_attr(op, "slot_num", 4 if d is Direction.DIR_BOTH else 8))
+    local = int(_attr(op, "local_slot_num", slot_num))
+    res = op.results[0]
+    users = [u for u in cf.op.walk() if u.name in ("pto.tpush", "pto.tpop", "pto.tfree")
+             and any(v is res for v in u.operands)]
+    explicit = _attr(op, "nosplit")
+    no_split = bool(explicit) if explicit is not None else \
+        {_split(u) for u in users} == {"TILE_NO_SPLIT"}
+    pipe = TPipe(int(_attr(op, "flag_base", 0)), d, int(_attr(op, "slot_size", 1024)), slot_num,
+                 local, no_split)
+    k = cf.slot(res)
+
+    def step(env: Env) -> None:
+        env[k] = pipe
+    return step
+
+
+@handler("pto.declare_tile")
+def _declare_tile(cf: CompiledFunc, op: Op) -> Step:
+    res = op.results[0]
+    spec = bridge.tile_spec_of(res.type, cf.c.target)
+    if spec is None:
+        raise VerifyError(f"declare_tile result type {res.type} is not a tile_buf", op=op.name,
+                          loc=op.loc)
+    tile = Tile.of(spec, name=res.name)
+    cf.tiles.append(tile)
+    k = cf.slot(res)
+
+    def step(env: Env) -> None:
+        env[k] = tile
+    return step
+
+
+@handler(*_FRONTEND)
+def _frontend(cf: CompiledFunc, op: Op) -> Step:
+    ins = REGISTRY[_FRONTEND[op.name]]
+    params = {"Pipe": None, "Split": _split(op)}
+    if ins.name == "TPUSH":
+        params["TConfig"] = None
+    pk = _pipe_key(cf)
+    loc = op.loc
+    tile: Tile | None = None
+    src: int | None = None
+    valid: list[int] = []
+    k: int | None = None
+    if ins.name == "TPUSH":
+        if not op.operands:
+            raise VerifyError("expects the tile to push", op=op.name, loc=loc)
+        src = cf.slot(op.operands[0])
+    elif ins.name == "TPOP":
+        if not op.results:
+            raise VerifyError("expects a tile result", op=op.name, loc=loc)
+        res = op.results[0]
+        spec = bridge.tile_spec_of(res.type, cf.c.target)
+        if spec is None:
+            raise VerifyError(f"result type {res.type} is not a tile", op=op.name, loc=loc)
+        tile = Tile.of(spec, name=res.name)
+        cf.tiles.append(tile)
+        k = cf.slot(res)
+        valid = [cf.slot(v) for v in op.operands[:2]]
+    try:
+        ins.check_types(cf.c.target, {"tile": tile.spec} if tile is not None else {}, params)
+    except PtoError as e:
+        raise VerifyError(e.message, op=op.name, loc=loc) from None
+    run = ins.run
+    mnemonic = ins.mnemonic
+
+    def step(env: Env) -> None:
+        pipe = env[pk]
+        try:
+            if pipe is None:
+                raise PtoError(f"no pipe: {op.name} needs pto.aic_initialize_pipe / "
+                               "pto.aiv_initialize_pipe earlier in the function")
+            if ins.name == "TPUSH":
+                vals = [pipe, env[src], None]
+            elif ins.name == "TPOP":
+                if valid:
+                    tile.set_valid(_index(env[valid[0]]),  # type: ignore[union-attr]
+                                   _index(env[valid[1]]) if len(valid) > 1 else None)
+                env[k] = tile  # type: ignore[index]
+                vals = [pipe, tile, None]
+            else:
+                vals = [pipe, None]
+            run(env[0].machine, vals, params, checked=True, loc=loc)
+        except PtoError as e:
+            if e.op is None:
+                e.op = mnemonic
+            raise e.with_loc(loc) from None
+    return step
+
+
+def kernel_kind(fn: Op | None) -> str | None:
+    """``cube`` / ``vector`` for a function with ``pto.kernel_kind``, else None."""
+    if fn is None:
+        return None
+    a = fn.attributes.get("pto.kernel_kind")
+    if a is None:
+        return None
+    text = str(bridge.attr_value(a))
+    return "cube" if "cube" in text else "vector" if "vector" in text else None
+
+
+def runs_on_subblock(module: Any, fn: Op, target: str, sub: int) -> bool:
+    """Whether vector function ``fn`` runs on sub-block ``sub``: on A5, PTOAS guards a vector
+    function that uses a no-split pipe (and does not read its sub-block index itself) with
+    ``if (get_subblockid() == 0)``."""
+    if sub == 0 or kernel_kind(fn) != "vector" or "a5" not in get_target(target).lineage:
+        return True
+    ops = list(fn.walk())
+    if any(op.name == "pto.get_subblock_idx" for op in ops):
+        return True
+    for op in ops:
+        if op.name in _INITS and _no_split(module, fn, op):
+            return False
+    return True
+
+
+def _cross_core(instr_name: str) -> Any:
+    """``pto.sync.set #pto.pipe<PIPE_X>, id [{ffts_mode = n}]`` / ``pto.sync.wait`` (static id
+    or an SSA id): the SYNC_SET / SYNC_WAIT instructions."""
+    from .compiler import _bracket_args
+
+    def build(cf: CompiledFunc, op: Op) -> Step:
+        ins = REGISTRY[instr_name]
+        items = _bracket_args(op)
+        if len(items) != 2:
+            raise VerifyError(f"expects a pipe and an event id, got {len(items)} operand(s)",
+                              op=op.name, loc=op.loc)
+        params: dict[str, Any] = {}
+        if instr_name == "SYNC_SET":
+            params["FftsMode"] = int(_attr(op, "ffts_mode", 2))
+        pipe_item, id_item = items
+        slot = None if isinstance(id_item, str) else cf.slot(id_item)
+        try:
+            fixed, _ = ins.bind((pipe_item, 0 if slot is not None else id_item), {})
+        except PtoError as e:
+            raise VerifyError(e.message, op=op.name, loc=op.loc) from None
+        run = ins.run
+        loc = op.loc
+
+        def step(env: Env) -> None:
+            vals = [fixed[0], fixed[1] if slot is None else int(env[slot])]
+            try:
+                run(env[0].machine, vals, params, checked=True, loc=loc)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = ins.mnemonic
+                raise e.with_loc(loc) from None
+        return step
+    return build
+
+
+handler("pto.sync.set")(_cross_core("SYNC_SET"))
+handler("pto.sync.wait")(_cross_core("SYNC_WAIT"))

@@ -1,0 +1,141 @@
+"""Cross-core flags between the cube core (AIC) and the vector cores (AIV0, AIV1) of a cluster:
+SYNC_SET / SYNC_WAIT (``pto.sync.set`` / ``pto.sync.wait``), and the barrier of SYNCALL.
+
+Each core has one counter per flag id. ``SYNC_WAIT(pipe, id)`` (A2/A3 ``wait_flag_dev(id)``,
+A5 ``wait_intra_block(pipe, id)``) waits until this core's counter ``id`` is positive and takes
+one from it. ``SYNC_SET(pipe, id)`` (A2/A3 ``ffts_cross_core_sync(pipe, getFFTSMsg(mode, id))``,
+A5 ``set_intra_block(pipe, id)``) adds to other cores' counters:
+
+* A2/A3 FFTS mode 2 (the default, cube <-> vector of one cluster): a set on the AIC signals both
+  AIVs; the AIC is signalled once *both* AIVs have set the id.
+* A2/A3 mode 1 (the vector cores of a cluster) and mode 0 (all cores of one kind in the launch):
+  both AIVs are signalled once both have set the id; an AIC's mode-0 set signals itself (all
+  cubes of a lockstep launch are one stream). Mode 0 across blocks needs a lockstep launch.
+* A5 (intra-block flags, one per AIV): an AIC set of id < 16 signals AIV0's id, of id >= 16
+  AIV1's id - 16; AIV ``k``'s set of id signals the AIC's id + 16 k.
+
+Outside a mixed launch (one core) they are recorded no-ops, as SET_FLAG / WAIT_FLAG are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..enums import Pipe
+from ..errors import ExecutionError, PtoError
+from ..memory import Machine
+from .registry import Opnd, Param, instr
+from .sync import _record
+
+_FLAG_IDS = 32
+
+
+def _eid(eventId: Any, op: str) -> int:  # noqa: N803
+    if isinstance(eventId, str) and eventId.upper().startswith("EVENT_ID"):
+        eventId = eventId[8:]
+    try:
+        eid = int(eventId)
+    except (TypeError, ValueError):
+        raise PtoError(f"eventId must be an integer, got {eventId!r}", op=op) from None
+    if not 0 <= eid < _FLAG_IDS:
+        raise PtoError(f"flag id {eid} out of range (0..{_FLAG_IDS - 1})", op=op)
+    return eid
+
+
+def _me(m: Machine) -> str:
+    core = m.core  # type: ignore[attr-defined]
+    return "AIC" if core[0] == "AIC" else f"AIV{core[2]}"
+
+
+def _bump(counts: dict[Any, int], key: Any, n: int = 1) -> None:
+    counts[key] = counts.get(key, 0) + n
+
+
+def _both(cl: Any, key: Any, sub: int, signal: list[str], eid: int) -> None:
+    """One AIV's arrival at a both-AIVs flag: when both have arrived, signal ``signal``."""
+    pend = cl.flags
+    _bump(pend, (key, sub))
+    if pend.get((key, 0), 0) > 0 and pend.get((key, 1), 0) > 0:
+        pend[(key, 0)] -= 1
+        pend[(key, 1)] -= 1
+        for c in signal:
+            _bump(pend, (c, eid))
+
+
+@instr("SYNC_SET", family="sync", pipe=Pipe.S,
+       operands=(Opnd("pipe", "enum", enum=Pipe), Opnd("eventId", "any")),
+       params=(Param("FftsMode", 2),), returns_event=False)
+def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  # noqa: N802,N803
+    """Set cross-core flag ``eventId`` for the other cores of the cluster (``pto.sync.set``;
+    FFTS ``FftsMode`` 0/1/2 on A2/A3, per-AIV intra-block flags on A5)."""
+    eid = _eid(eventId, "sync_set")
+    mode = int(FftsMode)
+    _record(m, ("SYNC_SET", pipe, eid, mode))
+    cl = getattr(m, "cluster", None)
+    if cl is None:
+        return
+    me = _me(m)
+    flags = cl.flags
+    if "a5" in m.target.lineage:
+        if me == "AIC":
+            _bump(flags, ("AIV1" if eid >= 16 else "AIV0", eid % 16))
+        else:
+            _bump(flags, ("AIC", eid + 16 * int(me[3])))
+        return
+    if mode not in (0, 1, 2):
+        raise PtoError(f"FFTS mode must be 0, 1 or 2, got {mode}", op="sync_set")
+    if mode == 0 and m.lanes == 1 and m.block_num > 1:
+        raise ExecutionError("FFTS mode 0 synchronises every core of the launch: the blocks "
+                             "must run in lockstep (this launch runs them one by one)",
+                             op="sync_set")
+    if me == "AIC":
+        for c in (("AIC",) if mode == 0 else ("AIV0", "AIV1")):
+            _bump(flags, (c, eid))
+    elif mode == 2:
+        _both(cl, ("to-AIC", eid), int(me[3]), ["AIC"], eid)
+    else:
+        _both(cl, ("AIVs", eid), int(me[3]), ["AIV0", "AIV1"], eid)
+
+
+@instr("SYNC_WAIT", family="sync", pipe=Pipe.S,
+       operands=(Opnd("pipe", "enum", enum=Pipe), Opnd("eventId", "any")), returns_event=False)
+def SYNC_WAIT(m: Machine, pipe: Pipe, eventId: Any) -> None:  # noqa: N802,N803
+    """Wait until cross-core flag ``eventId`` of this core was set, and consume it
+    (``pto.sync.wait``; blocks this core of a mixed launch while other cores run)."""
+    eid = _eid(eventId, "sync_wait")
+    _record(m, ("SYNC_WAIT", pipe, eid))
+    cl = getattr(m, "cluster", None)
+    if cl is None:
+        return
+    key = (_me(m), eid)
+    m.stream.wait_until(lambda: cl.flags.get(key, 0) > 0,  # type: ignore[attr-defined]
+                        f"cross-core flag {eid} of {key[0]} is not set")
+    cl.flags[key] -= 1
+
+
+_SYNCALL_SETS = {"AIVOnly": ("AIV",), "AICOnly": ("AIC",), "Mix": ("AIC", "AIV"),
+                 "Mixed": ("AIC", "AIV")}
+
+
+def syncall_barrier(m: Machine, core_type: Any) -> None:
+    """SYNCALL in a mixed launch: wait until every core of the participant set (AIVOnly,
+    AICOnly, Mix) has reached its same-numbered SYNCALL."""
+    cl = getattr(m, "cluster", None)
+    if cl is None:
+        return
+    kinds = _SYNCALL_SETS.get(str(core_type).rsplit("::", 1)[-1])
+    if kinds is None:
+        raise PtoError(f"CoreType must be AIVOnly, AICOnly or Mix, got {core_type}",
+                       op="syncall")
+    if m.lanes == 1 and m.block_num > 1:
+        raise ExecutionError("SYNCALL synchronises every block of the launch: the blocks must "
+                             "run in lockstep (this launch runs them one by one)", op="syncall")
+    me = m.stream  # type: ignore[attr-defined]
+    if me.machine.core[0] not in kinds:
+        return
+    arrived = cl.barriers.setdefault(kinds, {})
+    n = arrived[me.name] = arrived.get(me.name, 0) + 1
+    parts = [s for s in cl.streams if s.machine.core[0] in kinds]
+    me.wait_until(lambda: all(arrived.get(s.name, 0) >= n for s in parts),
+                  f"SYNCALL<{'/'.join(kinds)}> #{n}: waiting for "
+                  + ", ".join(s.name for s in parts if arrived.get(s.name, 0) < n))

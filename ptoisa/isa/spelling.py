@@ -1,0 +1,99 @@
+"""How PTOAS spells an instruction: declared on its registry entry (``@instr(..., ptoas=...)``).
+
+Most ``pto.*`` ops are named ``pto.<mnemonic>`` (``pto.tmatmul.acc`` for TMATMUL_ACC) and write
+their operands in the instruction's C++ order (dst in ``outs``, the rest in ``ins``); they need
+no declaration. An entry whose PTOAS op spells things differently says so with a :class:`Ptoas`:
+
+* ``forms``: op name -> the written variants (:class:`Form`): which registry operand each
+  written value is (``pto.trandom`` writes the 2 key and 4 counter words as six scalars,
+  ``pto.tmrgsort`` puts the executed-count vector in ``outs`` ...); an op name listed here that
+  is not ``pto.<mnemonic>`` is another name of the instruction (``pto.tmatmul.mx.bias``);
+* ``names``: further op names of the instruction, with the default operand mapping;
+* ``attrs``: every attribute of the op's PTOAS definition (``PTOOps.td``) and what it becomes
+  (:class:`Attr`); the bridge never drops an attribute: one that maps nowhere is an error;
+* ``frontend``: the frontend pipe ops of mixed kernels that are this instruction
+  (``pto.tpush_to_aiv`` is TPUSH); their pipe is implicit, so they are bound by their own
+  handlers (ptoisa/interp/pipe_ops.py), not by the generic operand mapping.
+
+Form fields: ``ins``/``outs``: registry operand names for the written ``ins``/``outs`` (SSA
+operands / results) in order; ``"key*2"`` packs the next two written values into one tuple
+operand, ``"events*"`` all the remaining ones; ``"-"`` drops a written value the instruction
+does not take. ``segments``: for the generic spelling ``"pto.X"(...) <{operandSegmentSizes =
+...}>``, the ODS operand groups in order. ``attr_operands``: written attribute -> registry
+operand for this variant only. ``retype``: operand -> tile location the instruction sees
+(PTOAS writes every scale tile as ``loc=scaling``; :data:`SCALE` picks ScaleLeft/ScaleRight by
+the tile's box order). The variant is chosen by the written counts (first match); an op whose
+counts match no variant falls back to the default mapping, which says what is expected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..enums import CmpMode, TileType
+
+
+@dataclass(frozen=True)
+class Form:
+    ins: tuple[str, ...] = ()
+    outs: tuple[str, ...] = ("dst",)
+    segments: tuple[str, ...] = ()
+    attr_operands: Mapping[str, str] = field(default_factory=dict)
+    retype: Mapping[str, TileType | str] = field(default_factory=dict)
+
+    def fits(self, n: int) -> bool:
+        """Whether ``n`` written ins fit ``self.ins`` (``"x*"`` packs all remaining values)."""
+        fixed = sum(int(k.split("*")[1]) if k.split("*")[-1].isdigit() and "*" in k else 1
+                    for k in self.ins if not k.endswith("*"))
+        return n >= fixed if any(k.endswith("*") for k in self.ins) else n == fixed
+
+
+#: retype value: an MX scale tile, ScaleLeft (row-major boxes) or ScaleRight (NN)
+SCALE = "scale"
+
+
+@dataclass(frozen=True)
+class Attr:
+    """One attribute of a PTOAS op and what the registry makes of it.
+
+    * ``to``: the registry template parameter or operand it sets (None: no counterpart);
+    * ``values``: written value (enum spellings lower-cased) -> registry value, where the two
+      spell them differently (PTOAS ``isMSB = true`` is ``HistByte.BYTE_1``); enum spellings
+      that only lack the registry's common prefix (``ROUND`` for ``CAST_ROUND``) need no entry;
+    * ``default``: the PTOAS default, applied when the attribute is absent, where it differs
+      from the registry's default (None: the registry's default holds);
+    * ``to=None``: ``only`` lists the written values accepted (they change nothing, e.g. the
+      default); ``only=None`` accepts every value because the attribute has no effect on what
+      the program computes, for the reason ``why`` (also the message of a rejection).
+    """
+
+    to: str | None = None
+    values: Mapping[Any, Any] = field(default_factory=dict)
+    default: Any = None
+    only: tuple[Any, ...] | None = ()
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Ptoas:
+    """The PTOAS spelling of one instruction (see the module doc)."""
+
+    forms: Mapping[str, tuple[Form, ...]] = field(default_factory=dict)
+    attrs: Mapping[str, Attr] = field(default_factory=dict)
+    names: tuple[str, ...] = ()
+    frontend: tuple[str, ...] = ()
+
+
+# ---- pieces several entries share ----------------------------------------------------------
+
+LAYOUT_HINT = Attr(only=None, why="a layout hint: the GM layout is the view's")
+SPLIT = {"split": Attr("Split")}
+# the manual's mnemonics (``#pto<cmp less_than>``); PTOAS's own parser spells them ``lt``...
+CMP_MODE = Attr("cmpMode", values={"equal": CmpMode.EQ, "not_equal": CmpMode.NE,
+                                   "less_than": CmpMode.LT, "less_equal": CmpMode.LE,
+                                   "greater_than": CmpMode.GT, "greater_equal": CmpMode.GE})
+
+#: attributes that describe the op's structure, not its semantics
+STRUCTURAL_ATTRS = frozenset({"operandSegmentSizes"})

@@ -1,0 +1,65 @@
+"""Mixed cube + vector kernels in Python, as they are written in C++.
+
+A C++ mixed kernel is one ``__global__`` function compiled twice, for the cube core (AIC,
+``__DAV_CUBE__``) and for the vector cores (AIV, ``__DAV_VEC__``); each cluster runs it on one
+AIC and two AIVs (sub-blocks 0 and 1), which exchange tiles through TPUSH / TPOP pipes::
+
+    def kernel(a, out):
+        pipe = pto.TPipe(0, pto.Direction.DIR_C2V, 16 * 16 * 4, 8)
+        if pto.core_type() == "AIC":
+            ...; pto.TPUSH(pipe, acc, Split="TILE_UP_DOWN")
+        else:
+            pto.TPOP(pipe, half, Split="TILE_UP_DOWN"); pto.TFREE(pipe, Split="TILE_UP_DOWN")
+            ...  # pto.get_subblock_idx() picks this sub-block's rows
+
+    pto.launch(kernel, a, out, blocks=4, target="a2a3", mixed=True)
+    pto.launch_mixed(cube_fn, vector_fn, a, out, blocks=4, target="a2a3")  # two functions
+
+Each core has its own machine (its own L1/L0 or UB); the cores interleave at pipe operations
+(see :mod:`ptoisa.streams`); a pop that nothing will ever fill is a :class:`DeadlockError`
+naming each core's blocked instruction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .isa.pipes import Direction, TileSplitAxis, TPipe
+from .memory import current
+from .streams import DeadlockError, run_cluster
+
+__all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
+           "get_subblock_idx", "get_subblock_num", "launch_mixed"]
+
+
+def core_type() -> str:
+    """The kind of core running this code in a mixed launch: "AIC" (cube) or "AIV" (vector);
+    "ANY" outside one (a single core that runs every instruction)."""
+    core = getattr(current(), "core", None)
+    return core[0] if core else "ANY"
+
+
+def get_subblock_idx() -> int:
+    """This vector core's sub-block index in its cluster (0 or 1; 0 on the cube core)."""
+    return int(getattr(current(), "sub_block_id", 0))
+
+
+def get_subblock_num() -> int:
+    """Vector cores per cluster: 2 in a mixed launch, else 1."""
+    return 2 if getattr(current(), "core", None) else 1
+
+
+def launch_mixed(cube: Callable[..., Any], vector: Callable[..., Any], *args: Any,
+                 blocks: int = 1, target: str = "a2a3", lockstep: bool | str = "auto",
+                 on_machine: Callable[[Any], None] | None = None, **settings: Any) -> None:
+    """Run ``cube(*args)`` on the AIC and ``vector(*args)`` on both AIVs of each of ``blocks``
+    clusters (blocks in lockstep where possible); results land in the numpy arrays passed in.
+    ``settings`` go to every core's machine (stdout, mode...); ``on_machine(machine)`` is
+    called for each core's machine before it runs (to attach observers)."""
+
+    def body(m: Any) -> None:
+        (cube if m.core[0] == "AIC" else vector)(*args)
+
+    run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings,
+                on_machine=on_machine)

@@ -1,0 +1,471 @@
+"""The cycle model: operand features (hand-counted), the fitter (synthetic data), the pipe
+schedule (flags, barriers, data dependences, deadlocks), reports, Chrome traces, plots, the
+CLI and the cycles pack runner."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ptoisa as pto
+from ptoisa import GlobalTensor, Pipe, Tile, TileType
+from ptoisa.cli import main
+from ptoisa.cycles import CycleModel, CycleReport, costs
+from ptoisa.cycles.pack import run_pack
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _features(op, *vals, **params):
+    ins = pto.REGISTRY[op]
+    return costs.features(ins, list(vals) + [None] * (len(ins.operands) - len(vals)), params)
+
+
+def _vec(dt, r, c, valid=None):
+    return Tile(TileType.Vec, dt, r, c, valid=valid)
+
+
+# ---- features: counted by hand ------------------------------------------------------------
+
+def test_vector_repeats_are_256_byte_blocks_per_row():
+    # 64 f32 = 256 B per row: 1 repeat per row; 16 f32 = 64 B: still one (masked) repeat
+    f = _features("TADD", _vec(np.float32, 64, 64), _vec(np.float32, 64, 64),
+                  _vec(np.float32, 64, 64))
+    assert (f["rep"], f["partial"], f["flat"]) == (64, 0, 64)
+    f = _features("TADDS", _vec(np.float32, 256, 16), _vec(np.float32, 256, 16), 1.0)
+    assert (f["rep"], f["partial"]) == (256, 1)
+    # 192 i16 = 384 B: 2 repeats per row; 15 rows
+    f = _features("TMULS", _vec(np.int16, 15, 192), _vec(np.int16, 15, 192), 2)
+    assert f["rep"] == 30
+    # a whole 64x64 f16 tile is 8 KiB = 32 repeats as one range
+    f = _features("TEXP", _vec(np.float16, 64, 64), _vec(np.float16, 64, 64))
+    assert (f["rep"], f["flat"]) == (64, 32)
+    # a reduction sweeps its source (the largest operand), not the 1-column destination
+    f = _features("TROWSUM", Tile(TileType.Vec, np.float32, 16, 1, pto.BLayout.ColMajor),
+                  _vec(np.float32, 16, 256), _vec(np.float32, 16, 256))
+    assert (f["R"], f["rowrep"]) == (16, 4)
+
+
+def test_copy_bursts_and_dma_transfers():
+    whole = _features("TMOV", _vec(np.float32, 64, 128), _vec(np.float32, 64, 128))
+    assert (whole["bursts"], whole["blocks"]) == (1, 64 * 128 * 4 // 32)
+    part = _features("TMOV", _vec(np.float32, 64, 128, (63, 125)),
+                     _vec(np.float32, 64, 128, (63, 125)))
+    assert (part["bursts"], part["blocks"]) == (63, 63 * 16)   # 500 B -> 16 blocks per row
+    g = GlobalTensor(np.zeros(8192 * 2, np.float32), (2, 2, 2, 32, 64),
+                     (8192, 4096, 2048, 64, 1))
+    f = _features("TLOAD", _vec(np.float32, 256, 64), g)
+    assert (f["n_dma"], f["bytes"]) == (8, 256 * 64 * 4)
+
+
+def test_matmul_fractals():
+    a = pto.TileLeft(np.float32, 128, 112, valid=(120, 110))
+    b = pto.TileRight(np.float32, 112, 64, valid=(110, 50))
+    c = pto.TileAcc(np.float32, 128, 64, valid=(120, 50))
+    f = _features("TMATMUL", c, a, b)
+    # ceil(120/16) * ceil(110*4/32) * ceil(50/16)
+    assert f["fractals"] == 8 * 14 * 4
+
+
+# ---- the fitter ---------------------------------------------------------------------------
+
+def test_fit_recovers_a_line_and_ignores_one_outlier():
+    xs = [(x, 0.0) for x in (8, 16, 32, 64, 128)]
+    ys = [10 + 3 * x for x, _ in xs]
+    c = costs._fit_group(xs, ys, (0, 1, 0))
+    assert c[0] == pytest.approx(10, abs=1e-3) and c[1] == pytest.approx(3, abs=1e-4)
+    ys[2] = 500  # one broken measurement
+    c = costs._fit_group(xs, ys, (0, 1, 0))
+    assert c[1] == pytest.approx(3, abs=1e-2)
+
+
+def test_fit_single_point_keeps_prior_slope_and_never_goes_negative():
+    assert costs._fit_group([(10, 0)], [50], (0, 2, 0)) == pytest.approx((30, 2, 0))
+    c0, c1, _ = costs._fit_group([(10, 0)], [5], (0, 2, 0))   # would need a negative head
+    assert c0 == 0 and c1 == pytest.approx(0.5)
+
+
+# ---- the schedule -------------------------------------------------------------------------
+
+def _tiles(n=3):
+    return [_vec(np.float32, 16, 64) for _ in range(n)]
+
+
+def _run(kernel, *args):
+    return pto.launch(kernel, *args, target="a2a3", cycles=True)
+
+
+def _steps(rep, op):
+    return [s for s in rep.steps if s.op == op]
+
+
+def test_flags_order_pipes_in_manual_mode():
+    x = np.ones(16 * 64, np.float32)
+
+    def kernel(x):
+        a, b, c = _tiles()
+        pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 64)))
+        pto.SET_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.TADD(c, a, b)
+
+    rep = _run(kernel, x)
+    load, add = _steps(rep, "TLOAD")[0], _steps(rep, "TADD")[0]
+    assert rep.mode == "manual"
+    assert add.start == load.end and rep.total == add.end
+    assert len(rep.flows) == 1 and rep.flows[0].t_set == load.end
+
+
+def test_missing_flag_lets_pipes_overlap_in_manual_mode():
+    x = np.ones(16 * 64, np.float32)
+
+    def kernel(x):
+        a, b, c = _tiles()
+        pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 64)))
+        pto.PIPE_BARRIER(Pipe.V)            # a sync op: the program synchronises itself
+        pto.TADD(c, a, b)                   # ... but forgot the MTE2 -> V flag
+
+    rep = _run(kernel, x)
+    assert _steps(rep, "TADD")[0].start == 0
+
+
+def test_auto_mode_follows_data_dependences():
+    x = np.ones(16 * 64, np.float32)
+
+    def kernel(x):
+        a, b, c, d = _tiles(4)
+        pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 64)))
+        pto.TADD(d, b, c)                   # independent of the load: runs at once
+        pto.TADD(c, a, b)                   # reads a: after the load
+
+    rep = _run(kernel, x)
+    load = _steps(rep, "TLOAD")[0]
+    first, second = _steps(rep, "TADD")
+    assert rep.mode == "auto"
+    assert first.start == 0
+    assert second.start == max(load.end, first.end)
+
+
+def test_pipe_barrier_all_and_in_order_queues():
+    x = np.ones(16 * 64, np.float32)
+
+    def kernel(x):
+        a, b, c = _tiles()
+        pto.TADD(c, a, b)
+        pto.TADD(c, a, b)                   # same pipe: after the first
+        pto.PIPE_BARRIER(Pipe.ALL)
+        pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 64)))
+
+    rep = _run(kernel, x)
+    a1, a2 = _steps(rep, "TADD")
+    assert a2.start == a1.end
+    assert _steps(rep, "TLOAD")[0].start == a2.end
+
+
+def test_wait_without_set_is_a_deadlock_with_its_location():
+    def kernel():
+        a, b, c = _tiles()
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 3)
+        pto.TADD(c, a, b)
+
+    rep = _run(kernel)
+    assert len(rep.deadlocks) == 1
+    d = rep.deadlocks[0]
+    assert d.step.op == "WAIT_FLAG" and "EVENT_ID3" in d.message
+    assert d.step.loc[0].endswith("test_cycles.py")
+    assert "deadlock" in rep.summary()
+
+
+def test_one_set_feeds_one_wait():
+    def kernel():
+        a, b, c = _tiles()
+        pto.SET_FLAG(Pipe.V, Pipe.MTE3, 0)
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE3, 0)
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE3, 0)   # the set was consumed
+
+    assert len(_run(kernel).deadlocks) == 1
+
+
+def test_cycles_do_not_change_results():
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(4 * 1024, dtype=np.float32), rng.standard_normal(
+        4 * 1024, dtype=np.float32)
+
+    def kernel(x, y, z):
+        b = pto.get_block_idx()
+        a, t, c = _tiles()
+        shape = (1, 1, 1, 16, 64)
+        pto.TLOAD(a, GlobalTensor(x, shape, offset=b * 1024))
+        pto.TLOAD(t, GlobalTensor(y, shape, offset=b * 1024))
+        pto.TMUL(c, a, t)
+        pto.TSTORE(GlobalTensor(z, shape, offset=b * 1024), c)
+
+    z1, z2 = np.zeros_like(x), np.zeros_like(x)
+    assert pto.launch(kernel, x, y, z1, blocks=4, target="a2a3") is None
+    rep = pto.launch(kernel, x, y, z2, blocks=4, target="a2a3", cycles=True)
+    np.testing.assert_array_equal(z1, x * y)
+    np.testing.assert_array_equal(z2, z1)
+    assert isinstance(rep, CycleReport) and rep.blocks == 4 and rep.lockstep
+    assert [r.op for r in rep.rows][:1] in (["TLOAD"], ["TSTORE"])
+    assert sum(r.count for r in rep.rows) == 4   # one timeline stands for the 4 blocks
+    assert not pto.current().observers
+
+
+# ---- report, trace, plot ------------------------------------------------------------------
+
+def _flash():
+    spec = importlib.util.spec_from_file_location("flash_softmax",
+                                                  ROOT / "examples" / "flash_softmax.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_double_buffering_overlaps_mte2_and_v():
+    fs = _flash()
+    single, p1, s1 = fs.run(3, double=False)
+    double, p2, s2 = fs.run(3, double=True)
+    np.testing.assert_allclose(p1, fs.reference(s1), rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(p1, p2)
+    assert single.overlap("MTE2", "V") == 0
+    assert double.overlap("MTE2", "V") > 0
+    assert double.total < single.total
+    assert single.critical_pipe == "V"
+    assert not single.deadlocks and not double.deadlocks
+
+
+def test_chrome_trace_structure(tmp_path):
+    fs = _flash()
+    rep, _, _ = fs.run(2, double=True)
+    path = tmp_path / "t.json"
+    rep.write_trace(path)
+    doc = json.loads(path.read_text())
+    ev = doc["traceEvents"]
+    assert isinstance(ev, list) and ev
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert set(names.values()) == {"MTE2", "V", "MTE3"}
+    xs = [e for e in ev if e["ph"] == "X"]
+    for e in xs:
+        assert {"name", "ts", "dur", "pid", "tid"} <= set(e)
+        assert isinstance(e["ts"], int) and e["dur"] >= 0 and (e["pid"], e["tid"]) in names
+    work = [e for e in xs if e["cat"] != "flag"]
+    assert len(work) == sum(1 for s in rep.steps if s.sync is None)
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+    assert starts and starts.keys() == ends.keys()
+    flags = {(e["pid"], e["tid"], e["ts"]) for e in xs if e["cat"] == "flag"}
+    for i, s in starts.items():
+        assert ends[i]["ts"] >= s["ts"] and ends[i]["bp"] == "e"
+        # each end of an arrow sits on a set/wait slice of its pipe, which it binds to
+        assert (s["pid"], s["tid"], s["ts"]) in flags
+        assert (ends[i]["pid"], ends[i]["tid"], ends[i]["ts"]) in flags
+    assert doc["otherData"]["total_cycles"] == rep.total
+
+
+def test_plot_draws_one_row_per_pipe():
+    mpl = pytest.importorskip("matplotlib")
+    mpl.use("Agg")
+    fs = _flash()
+    rep, _, _ = fs.run(2, double=True)
+    ax = rep.plot()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["MTE2", "V", "MTE3"]
+    assert ax.get_xlim()[1] == rep.total
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+# ---- .pto: prog.fn(cycles=True), ptoisa run --cycles --trace --------------------------------
+
+SOFTMAX = ROOT / "examples" / "softmax.pto"
+
+
+def test_program_cycles_report_and_outputs():
+    prog = pto.load(SOFTMAX, target="a2a3")
+    x = np.random.default_rng(0).standard_normal((20, 64), dtype=np.float32)
+    out = np.zeros_like(x)
+    rep = prog.softmax(x, out, 20, blocks=3, cycles=True)
+    assert isinstance(rep, CycleReport) and rep.mode == "auto" and rep.blocks == 3
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(out, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+    # within a block every instruction depends on the one before: no overlap at all
+    blk = [s for s in rep.steps if s.block == 0 and s.sync is None]
+    assert all(b.start == a.end for a, b in zip(blk, blk[1:], strict=False))
+    assert rep.rows[0].where.startswith(str(SOFTMAX))
+
+
+def test_cli_run_cycles_and_trace(tmp_path, capsys):
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones((16, 64), np.float32))
+    trace = tmp_path / "t.json"
+    rc = main(["run", str(SOFTMAX), "--blocks", "2", "--arg", f"x={x}",
+               "--arg", "out=zeros:16x64:f32", "--arg", "n_rows=16", "--cycles",
+               "--trace", str(trace)])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert out.startswith("cycles: ") and "critical pipe: V" in out
+    assert "  V     busy" in out and "top instructions by time:" in out
+    assert json.loads(trace.read_text())["traceEvents"]
+
+
+# ---- the pack runner ----------------------------------------------------------------------
+
+def _case(cid, hw, bar, suspect=None):
+    t = {"kind": "tile", "loc": "Vec", "dtype": "float32", "rows": 64, "cols": 64,
+         "valid_row": 64, "valid_col": 64, "blayout": "RowMajor", "slayout": "NoneBox",
+         "fractal_bytes": 512, "pad": "Null", "valid_is_dynamic": False}
+    return {"case_id": cid, "suite": "st", "target": "a2a3", "op": "TADD",
+            "operands": [dict(t, name=n) for n in ("dst", "src0", "src1")], "params": {},
+            "program": [{"op": "TADD", "args": ["dst", "src0", "src1"]}], "measured_call": 0,
+            "hardware_cycles": hw, "upstream_accuracy": bar, "source": "x", "suspect": suspect}
+
+
+def test_pack_runner_text_and_json(tmp_path, capsys):
+    model = CycleModel("a2a3")
+    m = pto.Machine("a2a3")
+    m.observers.append(model)
+    pto.memory.push(m)
+    try:
+        pto.TADD(*[_vec(np.float32, 64, 64) for _ in range(3)])
+    finally:
+        pto.memory.pop(m)
+    pred = model.report().cycles_of(0)
+    pack = tmp_path / "cycles.json"
+    pack.write_text(json.dumps({"schema": "ptoisa-cycles/1", "cases": [
+        _case("exact", pred, 0.99), _case("far", pred * 4, 0.9),
+        _case("odd", 4, 1.0, suspect="implausible")]}))
+    assert main(["cycles", str(tmp_path)]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "1 passed, 1 failed"
+    assert any(ln.startswith("exact") and ln.endswith("PASS") for ln in out)
+    assert any(ln.startswith("far") and "0.250" in ln and "FAIL" in ln for ln in out)
+    sus = out.index(next(ln for ln in out if ln.startswith("suspect")))
+    assert out[sus + 1].startswith("odd")
+    main(["cycles", str(pack), "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["case_id"] for r in rows] == ["exact", "far", "odd"]
+    assert set(rows[0]) == {"case_id", "predicted_cycles", "hardware_cycles", "precision"}
+    assert rows[0]["precision"] == 1.0 and rows[1]["precision"] == 0.25
+
+
+def test_pack_runner_rejects_other_files(tmp_path, capsys):
+    bad = tmp_path / "x.json"
+    bad.write_text("{}")
+    assert main(["cycles", str(bad)]) == 1
+    assert "not a cycles pack" in capsys.readouterr().err
+
+
+def test_hardware_pack_passes(shared_dir):
+    pack = shared_dir / "costmodel"
+    if not (pack / "cycles.json").exists():
+        pytest.skip("cycles pack not found (../shared/costmodel)")
+    import io
+
+    buf = io.StringIO()
+    assert run_pack(pack, out=buf) == 0
+    assert buf.getvalue().splitlines()[-1].endswith(" passed, 0 failed")
+
+
+def test_matmul_acc_counts_the_a_and_b_operands():
+    a = pto.TileLeft(np.float16, 32, 64)
+    b = pto.TileRight(np.float16, 64, 48)
+    c = pto.TileAcc(np.float32, 32, 48)
+    f = _features("TMATMUL_ACC", c, c, a, b)
+    assert (f["dtype"], f["fractals"]) == ("f16", 2 * 4 * 3)   # ceil(64*2/32) = 4
+
+
+def test_lockstep_blocks_with_different_valid_rows_cost_the_slowest():
+    def kernel():
+        b = pto.get_block_idx()
+        t = Tile(TileType.Vec, np.float32, 16, 64, valid=(pto.DYNAMIC, 64))
+        u = Tile(TileType.Vec, np.float32, 16, 64, valid=(pto.DYNAMIC, 64))
+        t.set_valid(rows=16 - b * 4)            # 16, 12, 8, 4 rows
+        u.set_valid(rows=16 - b * 4)
+        pto.TADD(u, t, t)
+
+    rep = pto.launch(kernel, blocks=4, target="a2a3", lockstep=True, cycles=True)
+    assert rep.lockstep and not rep.errors
+
+    def one(rows):
+        def k():
+            t = Tile(TileType.Vec, np.float32, 16, 64, valid=(rows, 64))
+            pto.TADD(t, t, t)
+        return pto.launch(k, target="a2a3", cycles=True).total
+
+    assert rep.total == one(16) > one(4)
+
+
+def test_tprint_drains_the_core_without_switching_to_manual_mode():
+    x = np.ones(16 * 64, np.float32)
+
+    def kernel(x):
+        a, b, c = _tiles()
+        pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 16, 64)))
+        pto.TPRINT(b)
+        pto.TADD(c, b, b)                   # independent of the load, but after the print
+
+    rep = _run(kernel, x)
+    assert rep.mode == "auto"
+    assert _steps(rep, "TADD")[0].start == _steps(rep, "TLOAD")[0].end
+
+
+def test_observe_times_eager_code_on_the_current_machine():
+    from ptoisa.cycles import observe
+
+    with pto.target("a2a3"):
+        a, b, c = _tiles()
+        with observe() as model:
+            pto.TADD(c, a, b)
+            pto.TMUL(a, c, c)
+        pto.TADD(c, a, b)                    # after the block: not recorded
+        assert not pto.current().observers
+    rep = model.report()
+    add, mul = rep.steps
+    assert (add.op, mul.op) == ("TADD", "TMUL") and mul.start == add.end == add.cycles
+
+
+def test_a5_uses_upstreams_vector_function_formulas():
+    # a5_formula_params.csv, TADD fp32: 1D linear 1.2469671*loops + 55.073657; 2D nested
+    # (1.8749443*inner + 2.8762808)*rows + 44.344619, 64 f32 per 256-byte vector
+    def cost(valid, target):
+        def k():
+            t = Tile(TileType.Vec, np.float32, 64, 64, valid=valid)
+            pto.TADD(t, t, t)
+        return pto.launch(k, target=target, cycles=True).total
+
+    assert cost((64, 64), "a5") == round(1.2469671 * 64 + 55.073657)
+    assert cost((64, 60), "a5") == round((1.8749443 + 2.8762808) * 64 + 44.344619)
+    assert cost((64, 64), "a2a3") != cost((64, 64), "a5")
+
+    def i32(target):
+        def k():
+            t = Tile(TileType.Vec, np.int32, 64, 64)
+            pto.TADD(t, t, t)
+        return pto.launch(k, target=target, cycles=True).total
+
+    assert i32("a5") == round(1.2469671 * 64 + 55.073657)   # no i32 row: the f32 formula
+
+
+def test_core_identity_names_the_queues():
+    from ptoisa.cycles.schedule import _core_name
+
+    assert _core_name(("AIC", 3), 0) == ("AIC", 3)
+    assert _core_name(("AIV", (0, 1, 2), 1), 0) == ("AIV1", 0)   # lockstep: one timeline
+    assert _core_name("core7", 2) == ("core7", 2)
+    m = CycleModel("a2a3")
+    mach = pto.Machine("a2a3")
+    mach.core = ("AIV", 2, 0)
+    mach.observers.append(m)
+    pto.memory.push(mach)
+    try:
+        a, b, c = _tiles()
+        pto.TADD(c, a, b)
+    finally:
+        pto.memory.pop(mach)
+    (s,) = m.report().steps
+    assert (s.core, s.block) == ("AIV0", 2)
