@@ -22,7 +22,10 @@ def check(rec: Any, site_of: Any) -> tuple[Finding, Any] | None:
     name = rec.instr.name
     if name not in ("MGATHER", "MSCATTER"):
         return None
-    from ..isa import irregular as ir
+    try:  # the irregular family as a package (arch after 08e185f) or as one module
+        from ..isa.irregular import ops as ir
+    except ImportError:
+        from ..isa import irregular as ir  # type: ignore[no-redef]
 
     p = rec.params
     if name == "MGATHER":
