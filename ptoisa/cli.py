@@ -326,11 +326,29 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if unknown:
         raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
                        + ", ".join(sorted(unknown)))
-    prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]), vector_args=tuple(args[1]),
-                   blocks=ns.blocks, target=ns.target)
+    def run() -> Any:
+        return prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]),
+                              vector_args=tuple(args[1]), blocks=ns.blocks, target=ns.target)
+
+    san = None
+    if ns.sanitize or ns.sanitize_checks or ns.sync:
+        from .sanitizer import Sanitizer, SanitizerError, sanitized, sync_mode_of
+
+        san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
+        mode = "manual" if "manual" in (sync_mode_of(prog.module, n) for n in pair) else "auto"
+        try:
+            sanitized(san, mode, run)
+        except SanitizerError as e:  # the run could not go on (a refused placement)
+            print(e.report, file=sys.stderr)
+            return 1
+    else:
+        run()
     sys.stdout.flush()
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
+    if san is not None and san.report:
+        print(san.report, file=sys.stderr)
+        return 1
     return 0
 
 

@@ -128,3 +128,21 @@ def test_pto_sanitize_true_raises_and_fail_fast_is_located(tmp_path):
     assert not z.any()
     # a clean run returns the function's results as usual
     assert pto.load(LOOP.read_text(), target="a2a3").loop(x, z, sanitize=True) == ()
+
+
+def test_cli_sanitizes_a_mixed_pair(tmp_path, capsys):
+    """A cube + vector module (each core its own sanitizer core): auto-synchronised, clean;
+    with --sync manual the flags it leaves to the compiler are reported per core."""
+    rng = np.random.default_rng(0)
+    for n, shape in (("q", (64, 32)), ("k", (256, 32)), ("v", (256, 32))):
+        np.save(tmp_path / f"{n}.npy", rng.random(shape).astype(np.float32))
+    src = Path(__file__).resolve().parents[2] / "examples" / "mixed_attention.pto"
+    args = ["run", str(src), "--target", "a2a3", "--blocks", "2",
+            *(a for n in "qkv" for a in ("--arg", f"{n}={tmp_path / n}.npy")),
+            "--arg", "out=zeros:64x32:f32"]
+    assert main([*args, "--sanitize"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--sync", "manual"]) == 1
+    err = capsys.readouterr().err
+    assert "pto.tmatmul (PIPE_M) reads what pto.tmov (PIPE_MTE1)" in err  # the cube core
+    assert "pto.tmuls (PIPE_V) reads what pto.tpop (PIPE_MTE2)" in err  # a vector core
