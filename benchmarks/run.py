@@ -27,6 +27,7 @@ sys.path.insert(0, str(HERE))
 import kernels as K  # noqa: E402
 
 import ptoisa as pto  # noqa: E402
+from ptoisa.sanitizer import Sanitizer  # noqa: E402
 
 
 def median_ms(fn: Callable[[], Any], repeat: int) -> float:
@@ -61,7 +62,7 @@ def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float, atol: float
         raise SystemExit(f"{name}: WRONG RESULT (max abs error {err:.3g})")
 
 
-def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, float, float]]:
     n = 1 << 20
     rng = np.random.default_rng(0)
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
@@ -81,7 +82,15 @@ def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, flo
         repeat)
     c_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
                          lambda: prog.vec_add(x, y, z, blocks=blocks, cycles=True).total, repeat)
-    return [("vec-add 1M f32, 256 blocks", t_np, t_eager, c_eager), ("", t_np, t_pto, c_pto)]
+    s_eager = paired_ratio(
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
+        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target,
+                           sanitize=Sanitizer()), repeat)
+    s_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
+                         lambda: prog.vec_add(x, y, z, blocks=blocks, sanitize=Sanitizer()),
+                         repeat)
+    return [("vec-add 1M f32, 256 blocks", t_np, t_eager, c_eager, s_eager),
+            ("", t_np, t_pto, c_pto, s_pto)]
 
 
 def _softmax_ref(x: np.ndarray) -> np.ndarray:
@@ -89,7 +98,7 @@ def _softmax_ref(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
-def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, float, float]]:
     rows, cols = 4096, 1024
     x = np.random.default_rng(1).standard_normal((rows, cols), dtype=np.float32)
     out = np.zeros_like(x)
@@ -109,11 +118,18 @@ def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, flo
         repeat)
     c_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
                          lambda: prog.softmax(x, out, blocks=blocks, cycles=True).total, repeat)
-    return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager, c_eager),
-            ("", t_np, t_pto, c_pto)]
+    s_eager = paired_ratio(
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
+        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target,
+                           sanitize=Sanitizer()), repeat)
+    s_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
+                         lambda: prog.softmax(x, out, blocks=blocks, sanitize=Sanitizer()),
+                         repeat)
+    return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager, c_eager, s_eager),
+            ("", t_np, t_pto, c_pto, s_pto)]
 
 
-def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float]]:
+def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float, float]]:
     n = K.GM_N
     rng = np.random.default_rng(2)
     a = rng.standard_normal((n, n)).astype(np.float16)
@@ -135,11 +151,18 @@ def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float]
         repeat)
     c_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
                          lambda: prog.gemm(a, b, c, blocks=blocks, cycles=True).total, repeat)
-    return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager, c_eager),
-            ("", t_np, t_pto, c_pto)]
+    s_eager = paired_ratio(
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
+        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target,
+                           sanitize=Sanitizer()), repeat)
+    s_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
+                         lambda: prog.gemm(a, b, c, blocks=blocks, sanitize=Sanitizer()), repeat)
+    return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager, c_eager, s_eager),
+            ("", t_np, t_pto, c_pto, s_pto)]
 
 
-def bench_overhead(target: str, cycles: bool = False) -> tuple[float, float]:
+def bench_overhead(target: str, cycles: bool = False,
+                   sanitize: bool = False) -> tuple[float, float]:
     import interp_overhead as io
 
     prog = pto.load(io.program(), target=target)
@@ -151,7 +174,8 @@ def bench_overhead(target: str, cycles: bool = False) -> tuple[float, float]:
     def run(count: int) -> Callable[[], None]:
         def f() -> None:
             c[...] = 0
-            prog.loop(a, c, count, cycles=cycles)
+            prog.loop(a, c, count, cycles=cycles,
+                      sanitize=Sanitizer(sync="manual") if sanitize else False)
         return f
 
     t_loop = min(median_ms(run(n), 3), median_ms(run(n), 3))
@@ -216,17 +240,18 @@ def main() -> None:
     targets = ["cpu", "a5"] if args.target == "all" else [args.target]
     print(f"median of {args.repeat} runs; ratio = ptoisa / numpy (goals: vec-add and softmax "
           "<= 2, GEMM <= 3)\ncycles=True: extra time of the cycle model, median of paired runs "
-          "(goal <= 20%)")
+          "(goal <= 20%)\nsanitize: time with sanitize=Sanitizer() / plain time, median of "
+          "paired runs (goal <= 5)")
     print(f"{'kernel':44s} {'target':6s} {'path':6s} {'numpy ms':>9s} {'ptoisa ms':>10s} "
-          f"{'ratio':>6s} {'cycles=True':>11s}")
+          f"{'ratio':>6s} {'cycles=True':>11s} {'sanitize':>8s}")
     for tgt in targets:
-        rows: list[tuple[str, float, float, float]] = []
+        rows: list[tuple[str, float, float, float, float]] = []
         rows += bench_vec_add(tgt, args.repeat)
         rows += bench_softmax(tgt, args.repeat)
         rows += bench_gemm(tgt, args.repeat)
-        for (name, t_np, t, t_c), path in zip(rows, ["eager", ".pto"] * 3, strict=True):
+        for (name, t_np, t, t_c, t_s), path in zip(rows, ["eager", ".pto"] * 3, strict=True):
             print(f"{name:44s} {tgt:6s} {path:6s} {t_np:9.2f} {t:10.2f} {t / t_np:6.2f} "
-                  f"{100 * (t_c - 1):+10.0f}%")
+                  f"{100 * (t_c - 1):+10.0f}% {t_s:7.2f}x")
     for tgt in targets:
         per, per_np = bench_overhead(tgt)
         print(f"interpreter ({tgt}): 10,000 x 16x16 f32 tadd in a .pto loop: {per:.2f} "
@@ -235,6 +260,9 @@ def main() -> None:
         per_c, _ = bench_overhead(tgt, cycles=True)
         print(f"  with cycles=True: {per_c:.2f} us/instr (+{per_c - per:.2f} us/instr for the "
               "cycle model)")
+        per_s, _ = bench_overhead(tgt, sanitize=True)
+        print(f"  with the sanitizer (races checked): {per_s:.2f} us/instr "
+              f"({per_s / per:.2f}x)")
     if args.rss:
         kib = {}
         for which in ("numpy", "ptoisa"):

@@ -13,8 +13,12 @@ the memory they live in, so two spans can only overlap when their keys are equal
   element the view reaches (every block's offset included in a lockstep launch).
 
 Operand roles decide the direction: ``in`` reads, ``out`` writes, ``inout`` and ``scratch``
-both. This is deliberately conservative (a tile's whole storage, a GM view's whole extent):
-a checker built on it may report an overlap that a finer model would not, never miss one.
+both. The view instructions (TRESHAPE, TSUBVIEW, TALIAS, TGET_SCALE_ADDR) and TASSIGN move
+no data: they access nothing; a view of an auto tile is placed inside its base's span
+through ``aliases`` (``{id(view): (base, byte_offset)}``, kept by the observer that watches
+the view instructions, see :func:`view_alias`). This is deliberately conservative (a tile's
+whole storage, a GM view's whole extent): a checker built on it may report an overlap that a
+finer model would not, never miss one.
 """
 
 from __future__ import annotations
@@ -35,25 +39,62 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Span:
     """A byte range ``[lo, hi)`` of one memory (``key``); ``space`` and ``label`` are for
-    reports (``UB``, ``GM``; the tile or array name with its element range)."""
+    reports (``UB``, ``GM``; the tile or array name with its element range).
+
+    ``rect``, when known, is the exact footprint of a 2-D strided GM view inside that range:
+    ``(row_stride, r0, r1, c0, c1)`` in bytes — rows ``r0 <= r < r1`` of ``row_stride`` bytes,
+    bytes ``[c0, c1)`` of each — so column blocks of one array do not overlap."""
 
     space: str
     key: Any
     lo: int
     hi: int
     label: str
+    rect: tuple[int, int, int, int, int] | None = None
 
     def overlaps(self, other: Span) -> bool:
-        return self.key == other.key and self.lo < other.hi and other.lo < self.hi
+        if self.key != other.key or self.lo >= other.hi or other.lo >= self.hi:
+            return False
+        return rects_meet(self.rect, other.rect)
+
+    def covers(self, other: Span) -> bool:
+        """Whether every byte of ``other`` is a byte of this span."""
+        if self.key != other.key or other.lo < self.lo or other.hi > self.hi:
+            return False
+        if self.rect is None:
+            return True
+        o = other.rect
+        if o is None or o[0] != self.rect[0]:
+            return False
+        _, r0, r1, c0, c1 = self.rect
+        return r0 <= o[1] and o[2] <= r1 and c0 <= o[3] and o[4] <= c1
 
     def __str__(self) -> str:
         return f"{self.space} [{self.lo:#x}, {self.hi:#x}) ({self.label})"
 
 
-def tile_span(t: Tile, machine: Any = None) -> Span:
+def rects_meet(a: tuple[int, int, int, int, int] | None,
+               b: tuple[int, int, int, int, int] | None) -> bool:
+    """Whether two footprints (see :class:`Span`) share a byte; unknown ones may."""
+    if a is None or b is None or a[0] != b[0]:
+        return True
+    return a[1] < b[2] and b[1] < a[2] and a[3] < b[4] and b[3] < a[4]
+
+
+#: instructions that make one tile a view of another's bytes (no data moves)
+VIEW_OPS = frozenset({"TRESHAPE", "TSUBVIEW", "TALIAS", "TGET_SCALE_ADDR"})
+#: instructions that move no data at all: views, and placing a tile or binding a GM view
+NO_DATA_OPS = VIEW_OPS | {"TASSIGN"}
+
+
+def tile_span(t: Tile, machine: Any = None, aliases: dict[int, Any] | None = None) -> Span:
     nbytes = t.spec.nbytes
-    name = t.name or "tile"
+    name = t.name or f"tile {t.spec.describe()}"
     space = LOC_SPACE.get(t.loc, t.loc.name)
+    if aliases and t.addr is None and id(t) in aliases:
+        base, off = aliases[id(t)]
+        b = tile_span(base, machine, aliases)
+        return Span(b.space, b.key, b.lo + off, b.lo + off + nbytes, f"{name} (view of {b.label})")
     if t.addr is not None:
         return Span(space, (space, id(t._machine or machine)), t.addr, t.addr + nbytes,
                     f"{name} @{t.addr:#x}")
@@ -72,8 +113,16 @@ def gm_span(g: GlobalTensor) -> Span:
     root = _root_address(g.flat)
     start = int(g.flat.__array_interface__["data"][0]) - root  # the flat view inside its memory
     lo_i, hi_i = lo_o + lo_e, hi_o + hi_e + 1
-    return Span("GM", ("gm", root), start + lo_i * isz, start + hi_i * isz,
-                f"{g.name or 'gm'}[{lo_i}:{hi_i}]")
+    lo_b, hi_b = start + lo_i * isz, start + hi_i * isz
+    rect = None
+    sh, st = g.spec.shape, g.spec.stride
+    if lo_o == hi_o and st[4] == 1 and sh[0] == sh[1] == sh[2] == 1 and sh[3] > 1 \
+            and 0 < sh[4] <= st[3] and not g.spec.dtype.packed:
+        row = st[3] * isz  # one row of the view's 2-D footprint, in bytes
+        r0, c0 = divmod(lo_b, row)
+        if sh[4] * isz < row and c0 + sh[4] * isz <= row:  # (full rows: the range is exact)
+            rect = (row, r0, r0 + sh[3], c0, c0 + sh[4] * isz)
+    return Span("GM", ("gm", root), lo_b, hi_b, f"{g.name or 'gm'}[{lo_i}:{hi_i}]", rect)
 
 
 def _root_address(a: np.ndarray) -> int:
@@ -83,29 +132,78 @@ def _root_address(a: np.ndarray) -> int:
     return int(a.__array_interface__["data"][0])
 
 
-def operand_span(v: Any, machine: Any = None) -> Span | None:
+def operand_span(v: Any, machine: Any = None,
+                 aliases: dict[int, Any] | None = None) -> Span | None:
     if isinstance(v, Tile):
-        return tile_span(v, machine)
+        return tile_span(v, machine, aliases)
     if isinstance(v, GlobalTensor):
         return gm_span(v)
     return None
 
 
-def accesses(rec: InstrRecord) -> tuple[list[Span], list[Span]]:
+def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
+    """(view, base, byte offset) of a view instruction (TRESHAPE/TSUBVIEW/TALIAS/
+    TGET_SCALE_ADDR), computed before it runs, as it will place the view; None otherwise."""
+    name = rec.instr.name
+    if name not in VIEW_OPS or len(rec.values) < 2:
+        return None
+    dst, src = rec.values[0], rec.values[1]
+    if not isinstance(dst, Tile) or not isinstance(src, Tile):
+        return None
+    off = 0
+    if name == "TSUBVIEW":
+        try:
+            r, c = int(rec.values[2]), int(rec.values[3])
+            off = int(src.spec.offsets[r, c]) * src.dtype.itemsize
+        except (TypeError, ValueError, IndexError):
+            off = 0
+    return dst, src, off
+
+
+def _tmrgsort_a2(values: list[Any]) -> str:
+    # TMRGSORT(dst, executed, tmp, src0, ...): with an executed-list first, a2 is the tmp tile
+    return "scratch" if len(values) > 2 and not isinstance(values[1], Tile) else "in"
+
+
+#: roles the registry leaves generic (``any`` operands that may be a tile): what they are
+ROLES: dict[tuple[str, str], Any] = {
+    ("TGATHER", "tmp"): "scratch", ("TGATHER", "tmp2"): "scratch",
+    ("TMRGSORT", "a2"): _tmrgsort_a2,
+}
+
+
+def role_of(rec: InstrRecord, opnd: Any) -> str:
+    """An operand's role in this use: its declared role unless :data:`ROLES` says better."""
+    r = ROLES.get((rec.instr.name, opnd.name))
+    if r is None:
+        return str(opnd.role)
+    return r(rec.values) if callable(r) else str(r)
+
+
+def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
+                     ) -> list[tuple[str, Any, Span]]:
+    """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
+    ``in``, ``out``, ``inout``, ``scratch``); nothing for the view instructions and TASSIGN."""
+    if rec.instr.name in NO_DATA_OPS:
+        return []
+    out: list[tuple[str, Any, Span]] = []
+    for o, v in zip(rec.instr.operands, rec.values, strict=False):
+        items = list(v) if isinstance(v, (tuple, list)) else [v]
+        for x in items:
+            s = operand_span(x, rec.machine, aliases)
+            if s is not None:
+                out.append((role_of(rec, o), x, s))
+    return out
+
+
+def accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
+             ) -> tuple[list[Span], list[Span]]:
     """(reads, writes) of one executed instruction, by its operands' roles."""
     reads: list[Span] = []
     writes: list[Span] = []
-    for o, v in zip(rec.instr.operands, rec.values, strict=False):
-        if isinstance(v, (tuple, list)):
-            items = list(v)
-        else:
-            items = [v]
-        for x in items:
-            s = operand_span(x, rec.machine)
-            if s is None:
-                continue
-            if o.role in ("in", "inout", "scratch"):
-                reads.append(s)
-            if o.role in ("out", "inout", "scratch"):
-                writes.append(s)
+    for role, _, s in operand_accesses(rec, aliases):
+        if role in ("in", "inout", "scratch"):
+            reads.append(s)
+        if role in ("out", "inout", "scratch"):
+            writes.append(s)
     return reads, writes

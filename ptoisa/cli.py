@@ -87,6 +87,21 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sync(ns: argparse.Namespace) -> int:
+    from .sanitizer.syncgen import insert_sync
+
+    text, name = _read(ns.file)
+    out = insert_sync(text, name, ns.target)
+    if ns.output and ns.output != "-":
+        try:
+            Path(ns.output).write_text(out)
+        except OSError as e:
+            raise PtoError(f"cannot write {ns.output}: {e.strerror}") from None
+    else:
+        sys.stdout.write(out)
+    return 0
+
+
 def _fmt_notes(kept: list[Any], form: str) -> None:
     """One located note per (op, reason) that ``--form`` could not print in the form asked
     for (DPS ops under ssa/asm, SSA ops under dps; with how many more there are), on stderr:
@@ -240,8 +255,20 @@ def _run(ns: argparse.Namespace) -> int:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
     timed = ns.cycles or ns.trace
-    rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
-                   lockstep=_LOCKSTEP[ns.lockstep], cycles=bool(timed))
+    san = None
+    if ns.sanitize or ns.sanitize_checks or ns.sync:
+        from .sanitizer import Sanitizer, SanitizerError
+
+        san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
+    try:
+        rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
+                       lockstep=_LOCKSTEP[ns.lockstep], cycles=bool(timed),
+                       sanitize=san if san is not None else False)
+    except PtoError as e:
+        if san is None or not isinstance(e, SanitizerError):
+            raise
+        print(e.report, file=sys.stderr)  # the run could not go on (a refused placement)
+        return 1
     sys.stdout.flush()
     if timed:
         if ns.cycles:
@@ -254,6 +281,9 @@ def _run(ns: argparse.Namespace) -> int:
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
                                  if isinstance(v, np.ndarray)])
+    if san is not None and san.report:
+        print(san.report, file=sys.stderr)
+        return 1
     return 1 if timed and rep.deadlocks else 0
 
 
@@ -296,11 +326,29 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if unknown:
         raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
                        + ", ".join(sorted(unknown)))
-    prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]), vector_args=tuple(args[1]),
-                   blocks=ns.blocks, target=ns.target)
+    def run() -> Any:
+        return prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]),
+                              vector_args=tuple(args[1]), blocks=ns.blocks, target=ns.target)
+
+    san = None
+    if ns.sanitize or ns.sanitize_checks or ns.sync:
+        from .sanitizer import Sanitizer, SanitizerError, sanitized, sync_mode_of
+
+        san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
+        mode = "manual" if "manual" in (sync_mode_of(prog.module, n) for n in pair) else "auto"
+        try:
+            sanitized(san, mode, run)
+        except SanitizerError as e:  # the run could not go on (a refused placement)
+            print(e.report, file=sys.stderr)
+            return 1
+    else:
+        run()
     sys.stdout.flush()
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
+    if san is not None and san.report:
+        print(san.report, file=sys.stderr)
+        return 1
     return 0
 
 
@@ -396,6 +444,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")
+    r.add_argument("--sanitize", action="store_true",
+                   help="find races between pipes, uninitialised reads, out-of-bounds and "
+                        "placement errors (diagnostics on stderr, exit 1 when any)")
+    r.add_argument("--sanitize-checks", metavar="CHECKS",
+                   help="comma-separated: races,oob,uninit,placement,nan (implies --sanitize; "
+                        "default all but nan)")
+    r.add_argument("--sync", choices=["auto", "manual", "strict"],
+                   help="how the program is synchronised (implies --sanitize): manual (flags "
+                        "in the program), strict (same-pipe dependences need a barrier too), "
+                        "auto (the compiler inserts them: no race reports); default manual "
+                        "when the function has a set_flag/wait_flag/barrier/event op, else auto")
     r.add_argument("--cycles", action="store_true",
                    help="time the run with the cycle model: total cycles, per-pipe busy time, "
                         "the critical pipe, the costliest instructions")
@@ -405,6 +464,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the blocks in lockstep (on), one by one (off), or in lockstep "
                         "unless control flow depends on the block index (auto, the default)")
     r.set_defaults(fn=_cmd_run)
+    sy = sub.add_parser("sync", help="insert the set_flag/wait_flag/barrier a .pto program "
+                                     "needs (as PTOAS's InsertSync)")
+    sy.add_argument("file", help="FILE.pto, or - for stdin")
+    sy.add_argument("-o", "--output", help="output file (default: stdout)")
+    sy.add_argument("--target", default="a2a3", choices=TARGETS)
+    sy.set_defaults(fn=_cmd_sync)
     y = sub.add_parser("cycles", help="compare the cycle model with hardware measurements")
     y.add_argument("pack", help="cycles pack: a directory with cycles.json (e.g. "
                                 "../shared/costmodel) or the JSON file")

@@ -46,7 +46,7 @@ def get_block_num() -> int:
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
            lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
-           **settings: Any) -> Any:
+           sanitize: Any = False, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
@@ -54,7 +54,19 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
     (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`).
     ``cycles=True`` times the run with the cycle model and returns its
-    :class:`~ptoisa.cycles.CycleReport` (else None)."""
+    :class:`~ptoisa.cycles.CycleReport` (else None).
+    ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
+    the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
+    findings without raising. Returns the report when sanitizing."""
+    if sanitize is not False and sanitize is not None:
+        from .sanitizer import SanitizerError, sanitized
+
+        _, report, strict = sanitized(sanitize, "manual", lambda: launch(
+            kernel, *args, blocks=blocks, target=target, lockstep=lockstep, mixed=mixed,
+            cycles=cycles, **settings))
+        if report and strict:
+            raise SanitizerError(report)
+        return report
     if cycles:
         from .cycles import timed
 

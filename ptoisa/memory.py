@@ -97,6 +97,8 @@ class Machine:
         #: called with an InstrRecord before every instruction runs (sanitizer, cycle model,
         #: trace): see ptoisa.isa.registry.Instr.run
         self.observers: list[Callable[[Any], None]] = []
+        #: the InstrRecord of the latest observed instruction (its Event points to it)
+        self.last_record: Any = None
         self._lazy: list[Tile] = []
         self._arena: list[np.ndarray] = []
         self._arena_cur: np.ndarray | None = None

@@ -74,3 +74,16 @@ def test_acc_store_runs_on_fix() -> None:
     z = np.zeros(256, np.float32)
     recs = _records(lambda: pto.TSTORE(pto.GlobalTensor(z, (1, 1, 1, 16, 16)), acc))
     assert recs[0].pipe is pto.Pipe.FIX
+
+
+def test_column_blocks_of_one_array_are_disjoint_footprints():
+    a = np.zeros((16, 64), np.float32)
+    views = [pto.GlobalTensor(a, (1, 1, 1, 16, 16), (1024, 1024, 1024, 64, 1), offset=16 * j)
+             for j in range(4)]
+    spans = [gm_span(v) for v in views]
+    # the hulls overlap (each spans 15 full rows), the footprints do not
+    assert spans[0].lo < spans[1].hi and spans[1].lo < spans[0].hi
+    assert not spans[0].overlaps(spans[1]) and spans[1].overlaps(spans[1])
+    whole = gm_span(pto.GlobalTensor(a, (1, 1, 1, 16, 64), (1024, 1024, 1024, 64, 1)))
+    assert all(whole.overlaps(s) and whole.covers(s) for s in spans)
+    assert not spans[0].covers(whole)

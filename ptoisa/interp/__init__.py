@@ -93,9 +93,10 @@ class Kernel:
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
                  machine: memory.Machine | None = None, permissive: bool | None = None,
-                 cycles: bool = False) -> Any:
+                 cycles: bool = False, sanitize: Any = False) -> Any:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
-                                machine=machine, permissive=permissive, cycles=cycles)
+                                machine=machine, permissive=permissive, cycles=cycles,
+                                sanitize=sanitize)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -150,13 +151,26 @@ class Program:
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
-            permissive: bool | None = None, cycles: bool = False) -> Any:
+            permissive: bool | None = None, cycles: bool = False,
+            sanitize: Any = False) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
         block index, in which case (lockstep="auto") they run one after another.
         ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
         does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds.
-        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results)."""
+        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results).
+        ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
+        a Sanitizer object was passed: then its ``report`` has them)."""
+        if sanitize is not False and sanitize is not None:
+            from ..sanitizer import SanitizerError, sanitized, sync_mode_of
+
+            out, report, strict = sanitized(
+                sanitize, sync_mode_of(self.module, name), lambda: self.run(
+                    name, *args, blocks=blocks, target=target, machine=machine,
+                    lockstep=lockstep, permissive=permissive, cycles=cycles), machine)
+            if report and strict:
+                raise SanitizerError(report)
+            return out
         if cycles:
             from ..cycles import timed
 

@@ -72,7 +72,6 @@ def _float(v: Any, t: T.Type) -> Any:
 
 
 _NOOP_PREFIXES = (
-    "pto.record_event", "pto.wait_event",
     "pto.sync.", "pto.get_buf", "pto.rls_buf", "pto.tsync", "pto.set_ffts",
     "pto.auto_sync_tail_hint", "pto.section.", "memref.dealloc", "pto.tfree",
 )
@@ -848,7 +847,36 @@ def _bracket_args(op: Op) -> list[Any]:
     return out
 
 
-def _sync_step(instr_name: str, n_args: int) -> Callable[[CompiledFunc, Op], Step]:
+#: PTOAS's sync endpoints (``#pto.pipe_event_type<TLOAD>``, legacy ``EVENT_LOAD_FROM_GM``)
+#: and the pipe its lowering maps each to (mapSyncOpTypeToPipe)
+SYNC_OP_PIPES = {
+    "TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
+    "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
+    "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
+    "TVECWAIT_EVENT": "PIPE_V",
+    "EVENT_LOAD_FROM_GM": "PIPE_MTE2", "EVENT_STORE_FROM_ACC": "PIPE_FIX",
+    "EVENT_STORE_FROM_VEC": "PIPE_MTE3", "EVENT_MOVE_MAT_TO_LEFT": "PIPE_MTE1",
+    "EVENT_MOVE_MAT_TO_SCALAR": "PIPE_FIX", "EVENT_MOVE_MAT_TO_BIAS": "PIPE_MTE1",
+    "EVENT_MOVE_MAT_TO_VEC": "PIPE_V", "EVENT_MOVE_VEC_TO_MAT": "PIPE_FIX",
+    "EVENT_COMPUTE_MATMUL": "PIPE_M", "EVENT_COMPUTE_VEC": "PIPE_V",
+    "EVENT_VEC_WAITPOINT": "PIPE_V",
+}
+
+
+def _sync_pipe(item: Any, op: Op) -> Any:
+    """An endpoint item of record_event / wait_event / barrier_sync as its pipe."""
+    if not isinstance(item, str):
+        return item
+    key = item.rsplit("<", 1)[-1].rstrip(">").strip()
+    pipe = SYNC_OP_PIPES.get(key)
+    if pipe is None:
+        raise VerifyError(f"unknown sync endpoint '{item}' (one of {', '.join(SYNC_OP_PIPES)})",
+                          op=op.name, loc=op.loc)
+    return pipe
+
+
+def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
+               ) -> Callable[[CompiledFunc, Op], Step]:
     """``pto.set_flag`` / ``pto.wait_flag`` (and their ``_dyn`` forms with an SSA event id),
     ``pto.barrier``: the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions of the registry, so
     they pass the dispatch point like every instruction."""
@@ -857,6 +885,7 @@ def _sync_step(instr_name: str, n_args: int) -> Callable[[CompiledFunc, Op], Ste
     def h(cf: CompiledFunc, op: Op) -> Step:
         ins = REGISTRY[instr_name]
         items = _bracket_args(op)
+        items[:endpoints] = [_sync_pipe(x, op) for x in items[:endpoints]]
         if len(items) != n_args:
             raise VerifyError(f"expects {n_args} bracketed operand(s) "
                               f"({', '.join(o.name for o in ins.operands)}), got {len(items)}",
@@ -885,6 +914,10 @@ for _n, (_i, _k) in {"pto.set_flag": ("SET_FLAG", 3), "pto.set_flag_dyn": ("SET_
                      "pto.wait_flag": ("WAIT_FLAG", 3), "pto.wait_flag_dyn": ("WAIT_FLAG", 3),
                      "pto.barrier": ("PIPE_BARRIER", 1)}.items():
     _HANDLERS[_n] = _sync_step(_i, _k)
+# record/wait events and barrier_sync name op kinds: lowered to the flags of their pipes
+_HANDLERS["pto.record_event"] = _sync_step("SET_FLAG", 3, endpoints=2)
+_HANDLERS["pto.wait_event"] = _sync_step("WAIT_FLAG", 3, endpoints=2)
+_HANDLERS["pto.barrier_sync"] = _sync_step("PIPE_BARRIER", 1, endpoints=1)
 
 
 def _block_query(attr: str) -> Callable[[CompiledFunc, Op], Step]:

@@ -61,15 +61,19 @@ class Param:
 class Event:
     """What every intrinsic returns (C++ RecordEvent): the producing op and its pipe.
 
-    Pass events as trailing arguments to later intrinsics to wait on them. Synchronisation is
-    sequential program order for now; events are kept so a checker can use them later.
+    Pass events as trailing arguments to later intrinsics to wait on them. Results are computed
+    in program order; the sanitizer (``sanitize=True``) checks that the waits order what the
+    NPU's concurrent pipes need (``src``: the producer's record, when it was observed).
     """
 
-    __slots__ = ("op", "pipe")
+    __slots__ = ("op", "pipe", "src")
 
-    def __init__(self, op: str, pipe: Pipe) -> None:
+    def __init__(self, op: str, pipe: Pipe, src: InstrRecord | None = None) -> None:
         self.op = op
         self.pipe = pipe
+        #: the producer's record when observers watched it (the sanitizer finds the
+        #: producer's clock there, ``src.tag``)
+        self.src = src
 
     def __repr__(self) -> str:
         return f"<Event {self.op} on {self.pipe.value}>"
@@ -176,7 +180,11 @@ class Instr:
         vals, params = self.bind(args, kwargs)
         loc = _caller_loc() if m.observers else None
         result = self.run(m, vals, params, loc=loc, waits=args[n:])
-        return Event(self.name, self.pipe) if self.returns_event else result
+        if not self.returns_event:
+            return result
+        if not m.observers:
+            return Event(self.name, self.pipe if self.pipe_of is None else self.pipe_on(vals))
+        return Event(self.name, self.pipe_on(vals), m.last_record)
 
     # ---- THE dispatch point ----------------------------------------------------------------
     def run(self, m: Machine, vals: list[Any], params: dict[str, Any], *,
@@ -190,7 +198,7 @@ class Instr:
         machine's target run, once for all blocks of a lockstep machine when the entry is
         ``batched`` and the operands agree in shape across blocks, else once per block."""
         if m.observers:
-            rec = InstrRecord(self, m, vals, params, loc, waits)
+            rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
                 obs(rec)
         if m.lanes > 1 and not (self.batched and all(uniform(v) for v in vals)):
@@ -334,7 +342,7 @@ class InstrRecord:
     the template parameters, the source location (``Loc`` for ``.pto``, ``(file, line)`` of
     the caller for eager code, None when unknown) and the Events passed as waits."""
 
-    __slots__ = ("instr", "machine", "values", "params", "loc", "waits")
+    __slots__ = ("instr", "machine", "values", "params", "loc", "waits", "tag")
 
     def __init__(self, instr: Instr, machine: Machine, values: list[Any],
                  params: dict[str, Any], loc: Any, waits: tuple[Any, ...]) -> None:
@@ -344,6 +352,9 @@ class InstrRecord:
         self.params = params
         self.loc = loc
         self.waits = waits
+        #: free for an observer to note what it knows of this instruction (the sanitizer: the
+        #: producer's clock, found again through an Event passed to a later intrinsic)
+        self.tag: Any = None
 
     @property
     def pipe(self) -> Pipe:

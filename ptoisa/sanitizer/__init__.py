@@ -1,0 +1,270 @@
+"""The sanitizer: finds the kernel bugs that only show on the NPU.
+
+It is an observer of the machine (see :meth:`ptoisa.isa.registry.Instr.run`): it sees every
+executed instruction, eager or ``.pto``, before it runs, and never changes a result. What it
+checks (``checks``):
+
+* ``races``: happens-before between pipes. Each core keeps one vector clock per pipe; the edges
+  are set_flag -> wait_flag (matched by source pipe, destination pipe and event id, in issue
+  order), pipe_barrier, Events passed to a later intrinsic, TSYNC and SYNCALL. Two accesses to
+  the same bytes (:mod:`ptoisa.access`), at least one a write, whose clocks are unordered are a
+  race (RAW / WAR / WAW). Same-pipe accesses are ordered by program order unless ``sync`` is
+  ``strict`` (then a same-pipe dependence needs a ``pipe_barrier``, as PTOAS's InsertSync
+  requires). A wait no earlier set can satisfy, and a set nothing waits for (a leaked event),
+  are reported too; and GM accesses of different blocks with no SYNCALL between them
+  (:mod:`.blocks`).
+* ``uninit``: a read of tile bytes nothing wrote in this launch.
+* ``oob``: gathers/scatters whose indices leave the table; a GM view reaching outside its
+  array (which stops the run) joins the report.
+* ``placement``: a placed tile read after a tile on partly the same bytes wrote over it; a
+  placement the target refuses (alignment, capacity) joins the report.
+* ``nan`` (opt-in): the first instruction that turns finite inputs into NaN/Inf.
+
+Use it through ``pto.launch(..., sanitize=True)``, ``prog.fn(..., sanitize=True)`` or
+``ptoisa run FILE.pto --sanitize``; see docs/sanitizer.md for the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import ExecutionError, PtoError, PtoMemoryError
+from .blocks import BlockRaces
+from .clocks import Core
+from .report import Finding, Report, SanitizerError, Site, where
+
+__all__ = ["CHECKS", "Finding", "Report", "Sanitizer", "SanitizerError", "Site", "make",
+           "sanitized", "sync_mode_of", "where"]
+
+CHECKS = ("races", "oob", "uninit", "placement", "nan")
+DEFAULT_CHECKS = ("races", "oob", "uninit", "placement")
+SYNC_MODES = ("auto", "manual", "strict")
+
+
+class Sanitizer:
+    """Observe runs and collect findings (``report``).
+
+    ``checks``: a subset of :data:`CHECKS` (default: all but ``nan``). ``sync``: ``manual``
+    (report races; same-pipe accesses in program order), ``strict`` (same-pipe dependences
+    need a barrier too), ``auto`` (the program is synchronised by the compiler: no race
+    reports) or None (``.pto`` functions without any synchronisation op are ``auto``, the rest
+    ``manual``). ``fail_fast``: raise :class:`SanitizerError` at the first finding."""
+
+    def __init__(self, checks: Iterable[str] | str | None = None, *, sync: str | None = None,
+                 fail_fast: bool = False) -> None:
+        if checks is None:
+            cs = set(DEFAULT_CHECKS)
+        else:
+            if isinstance(checks, str):
+                checks = [c for c in checks.split(",") if c.strip()]
+            cs = {c.strip() for c in checks}
+            bad = sorted(cs - set(CHECKS))
+            if bad:
+                raise PtoError(f"unknown sanitizer check(s) {', '.join(bad)} "
+                               f"(choose from {', '.join(CHECKS)})")
+        if sync is not None and sync not in SYNC_MODES:
+            raise PtoError(f"sync must be one of {', '.join(SYNC_MODES)}, got {sync!r}")
+        self.checks = frozenset(cs)
+        self.sync = sync
+        self.fail_fast = fail_fast
+        self.report = Report()
+        self._seen: set[Any] = set()
+        self._cores: dict[Any, Core] = {}
+        self._cur_key: Any = None
+        self._cur: Core | None = None
+        self._cur_m: Any = None
+        self._cur_b: Any = None
+        self._default_sync = "manual"
+        self._core_ids: dict[Any, int] = {}
+        self.blocks = BlockRaces()
+        #: the latest instruction observed (locates an error its run raises)
+        self.last: Any = None
+
+    # ---- launcher hooks ----------------------------------------------------------------------
+    def begin(self, default_sync: str = "manual") -> None:
+        """A launch starts: its sync mode when none was chosen (``auto`` for a .pto function
+        without synchronisation ops)."""
+        self._default_sync = default_sync
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget the per-core state of a run that is being run again (a lockstep launch that
+        falls back to one block at a time); findings so far stay (they are found again and
+        deduplicated)."""
+        self._cores.clear()
+        self._cur = self._cur_key = self._cur_m = self._cur_b = None
+        self.blocks = BlockRaces()
+
+    def finish(self) -> Report:
+        """The launch is over: report what is still pending (events never waited) and return
+        the report."""
+        for c in list(self._cores.values()):
+            self._finish_core(c)
+        self._cores.clear()
+        self._cur = self._cur_key = self._cur_m = self._cur_b = None
+        return self.report
+
+    @property
+    def mode(self) -> str:
+        return self.sync or self._default_sync
+
+    # ---- the observer ------------------------------------------------------------------------
+    def __call__(self, rec: Any) -> None:
+        self.last = rec
+        m = rec.machine
+        b = m.block_idx
+        if m is not self._cur_m or b is not self._cur_b:
+            self._switch(m, b)
+        core = self._cur
+        assert core is not None
+        core.observe(rec)
+
+    def _switch(self, m: Any, b: Any) -> None:
+        bk = b if isinstance(b, int) else "lanes"
+        key = (id(m), bk, getattr(m, "core", None))
+        core = self._cores.get(key)
+        if core is None:
+            if bk != "lanes":
+                # a lockstep run fell back to one block at a time: it is run again
+                stale = [k for k in self._cores if k[1] == "lanes"]
+                for k in stale:
+                    del self._cores[k]
+                if stale:
+                    self.blocks = BlockRaces()
+            # a new block on this machine: the previous block of the same core is over
+            for k in [k for k in self._cores if k[0] == key[0] and k[2] == key[2]]:
+                self._finish_core(self._cores.pop(k))
+            core = self._cores[key] = Core(self, key, self.mode)
+        self._cur, self._cur_key, self._cur_m, self._cur_b = core, key, m, b
+
+    def core_index(self, cid: Any) -> int:
+        """A small integer per core identity (``machine.core``): thread ids are
+        ``8 * core_index + pipe``, unique across the cores of a launch."""
+        return self._core_ids.setdefault(cid, len(self._core_ids))
+
+    def _finish_core(self, c: Core) -> None:
+        c.finish()
+
+    # ---- findings ----------------------------------------------------------------------------
+    def add(self, f: Finding, dedup: Any) -> None:
+        if dedup in self._seen:
+            return
+        self._seen.add(dedup)
+        self.report.findings.append(f)
+        if self.fail_fast:
+            raise SanitizerError(Report([f]))
+
+
+def make(sanitize: Any) -> Sanitizer | None:
+    """The sanitizer of a launch's ``sanitize=`` argument: False/None (off), True (default
+    checks), a comma-separated check list, or a :class:`Sanitizer`."""
+    if sanitize is None or sanitize is False:
+        return None
+    if isinstance(sanitize, Sanitizer):
+        return sanitize
+    if sanitize is True:
+        return Sanitizer()
+    if isinstance(sanitize, (str, list, tuple, set, frozenset)):
+        return Sanitizer(sanitize)
+    raise PtoError(f"sanitize must be True/False, a check list or a Sanitizer, got {sanitize!r}")
+
+
+
+
+
+#: ops that make a .pto function manually synchronised
+SYNC_OPS = frozenset({"pto.set_flag", "pto.wait_flag", "pto.set_flag_dyn", "pto.wait_flag_dyn",
+                      "pto.barrier", "pto.barrier_sync", "pto.record_event", "pto.wait_event"})
+
+
+def sync_mode_of(module: Any, function: str | None = None) -> str:
+    """``manual`` when the function (and what it calls), or the whole module when no function
+    is named, has an intra-core synchronisation op; else ``auto`` (PTOAS inserts the flags of
+    such a program)."""
+    if function is None:
+        roots = list(module.ops)
+    else:
+        f = module.lookup(function)
+        roots = [f] if f is not None else list(module.ops)
+    seen: set[str] = set()
+    while roots:
+        top = roots.pop()
+        for op in top.walk():
+            if op.name in SYNC_OPS:
+                return "manual"
+            callee = op.callee if op.name in ("func.call", "call") else None
+            if callee and callee not in seen:
+                seen.add(callee)
+                f = module.lookup(callee)
+                if f is not None:
+                    roots.append(f)
+    return "auto"
+
+
+def _stop_kind(e: PtoError) -> str | None:
+    """``placement`` / ``oob`` for the errors that stop a sanitized run and belong in its
+    report; None for the rest (they stay errors)."""
+    m = e.message
+    if isinstance(e, PtoMemoryError) and (e.op == "tassign" or "aligned" in m
+                                          or "exceeds the" in m):
+        return "placement"
+    if "reaches elements" in m or "outside the view's extent" in m:
+        return "oob"
+    return None
+
+
+def _user_loc(tb: Any) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame of a traceback outside the ptoisa package."""
+    pkg = __file__.rsplit("/sanitizer/", 1)[0]
+    loc = None
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not f.startswith(pkg):
+            loc = (f, tb.tb_lineno)
+        tb = tb.tb_next
+    return loc
+
+
+def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
+              ) -> tuple[Any, Report, bool]:
+    """Run ``run()`` with the sanitizer of ``sanitize`` watching every launch machine (and
+    ``machine``, when the caller brings its own); returns (result, report, whether the caller
+    should raise on findings: ``sanitize=True`` or a check list, not a Sanitizer object)."""
+    from .. import grid, streams
+
+    san = make(sanitize)
+    assert san is not None
+    san.begin(default_sync)
+    grid.launch_observers.append(san)
+    if machine is not None:
+        machine.observers.append(san)
+
+    def attach(m: Any) -> None:  # every core's machine of a mixed (cube + vector) launch
+        if san not in m.observers:
+            m.observers.append(san)
+
+    streams.MACHINE_HOOKS.append(attach)
+    try:
+        result = run()
+    except (PtoMemoryError, ExecutionError) as e:
+        # a run the machine refuses to go on with — a placement the target cannot hold, a GM
+        # view reaching outside its array: one more finding, the last
+        kind = _stop_kind(e)
+        if kind is None or kind not in san.checks:
+            raise
+        san.fail_fast = False
+        loc = e.loc or _user_loc(e.__traceback__)
+        if loc is None and san.last is not None:
+            loc = san.last.loc
+        san.add(Finding(kind, e.message if e.op is None else f"{e.op}: {e.message}",
+                        Site(e.op or "?", "PIPE_S", loc)), (kind, str(e)))
+        raise SanitizerError(san.finish()) from None
+    finally:
+        if san in grid.launch_observers:
+            grid.launch_observers.remove(san)
+        streams.MACHINE_HOOKS.remove(attach)
+        if machine is not None and san in machine.observers:
+            machine.observers.remove(san)
+    report = san.finish()
+    return result, report, not isinstance(sanitize, Sanitizer)

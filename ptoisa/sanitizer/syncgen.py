@@ -1,0 +1,436 @@
+"""``ptoisa sync``: insert the set_flag / wait_flag / barrier a correct schedule needs (what
+PTOAS's InsertSync does), by the sanitizer's model applied to the program text.
+
+The analysis walks each function in program order with one vector clock per pipe, exactly as
+the sanitizer does at run time, over a static access model: a tile is its ``alloc_tile`` (by
+byte range when it has a constant ``addr``, else by identity; views are their base), a GM
+operand is its whole pointer argument. Before an instruction that depends on an unordered
+earlier access it inserts, as PTOAS does:
+
+* for the latest such access on another pipe P: ``pto.set_flag[<P>, <Q>, <EVENT_IDn>]``
+  right after that access when it is earlier in the same block (else right before the
+  consumer: the set fires when all of P's earlier work is done, the previous iteration's
+  included) and ``pto.wait_flag[...]`` right before the consumer; one pair per source pipe
+  covers every dependence from that pipe; ``n`` is the lowest id no other pair of the same
+  pipes holds over that stretch;
+* ``pto.barrier <Q>`` for an earlier access on the same pipe (PTOAS's intra-pipe rule).
+
+Loops are walked twice (the second pass sees the back-edge dependences: the pair inserted
+before the consumer orders the previous iteration's producer) and joined with the state before
+the loop (zero trips); both branches of an ``scf.if`` are walked from the same state and
+joined. Pairs the clocks already imply (through earlier flags, existing or inserted) are not
+inserted: redundant pairs are pruned. A ``pto.barrier <PIPE_ALL>`` ends each function that
+needed any synchronisation. Flags already in the program are edges like inserted ones, so a
+partly synchronised program gets only what is missing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..access import VIEW_OPS
+from ..enums import Pipe
+from ..errors import PtoError
+from ..interp import bridge
+from ..interp.compiler import SYNC_OP_PIPES, _bracket_args, _literal
+from ..tile import Tile
+
+_PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
+_BY_VALUE = {p.value: p for p in Pipe}
+_EVENT_IDS = 8  # EVENT_ID0..7 per (src, dst) pipe pair
+
+
+@dataclass
+class _Acc:
+    op: Any
+    pipe: Pipe
+    epoch: int
+    write: bool
+    key: Any
+    lo: int
+    hi: int
+    clk: dict[Pipe, int]  # the pipe's clock right after the access was issued
+
+
+@dataclass
+class _State:
+    vc: dict[Pipe, dict[Pipe, int]] = field(default_factory=lambda: {p: {} for p in _PIPES})
+    count: dict[Pipe, int] = field(default_factory=lambda: dict.fromkeys(_PIPES, 0))
+    accs: list[_Acc] = field(default_factory=list)
+    pending: dict[tuple[Pipe, Pipe, int], list[dict[Pipe, int]]] = field(default_factory=dict)
+
+    def copy(self) -> _State:
+        return _State({p: dict(v) for p, v in self.vc.items()}, dict(self.count),
+                      list(self.accs), {k: list(v) for k, v in self.pending.items()})
+
+    def merge(self, other: _State) -> None:
+        """Join at a control-flow merge: ordered only where both paths order it."""
+        for p in _PIPES:
+            a, b = self.vc[p], other.vc[p]
+            self.vc[p] = {q: min(a.get(q, 0), b.get(q, 0)) for q in set(a) | set(b)}
+            self.count[p] = max(self.count[p], other.count[p])
+        seen = {id(a) for a in self.accs}
+        self.accs += [a for a in other.accs if id(a) not in seen]
+
+    def snapshot(self, p: Pipe) -> dict[Pipe, int]:
+        s = dict(self.vc[p])
+        s[p] = self.count[p]
+        return s
+
+    def join(self, p: Pipe, clk: dict[Pipe, int]) -> None:
+        v = self.vc[p]
+        for q, e in clk.items():
+            if e > v.get(q, 0):
+                v[q] = e
+
+    def barrier_all(self) -> None:
+        j: dict[Pipe, int] = {}
+        for p in _PIPES:
+            for q, e in self.snapshot(p).items():
+                j[q] = max(j.get(q, 0), e)
+        self.vc = {p: dict(j) for p in _PIPES}
+
+
+class SyncGen:
+    """Synchronise the functions of one module for one target."""
+
+    def __init__(self, module: Any, target: str = "a2a3") -> None:
+        self.module = module
+        self.target = target
+        self.before: dict[int, list[str]] = {}  # id(op) -> lines to insert before it
+        self.ops: dict[int, Any] = {}
+        #: id(op) -> (id of its block, index in it); id(block) -> its ops
+        self.where: dict[int, tuple[int, int]] = {}
+        self.blocks: dict[int, Any] = {}
+        #: event ids in use per (block, src, dst): (from index, to index, id)
+        self.ids: dict[tuple[int, Pipe, Pipe], list[tuple[int, int, int]]] = {}
+        #: (id(consumer op), source pipe) -> the index (in the consumer's block) of the op its
+        #: set_flag sits before (the consumer's own index: right before it); a barrier: -1
+        self.decided: dict[tuple[int, Pipe], int] = {}
+        self.defs: dict[int, Any] = {}
+        self.keys: dict[int, tuple[Any, int, int]] = {}
+        self.tiles: dict[int, Tile] = {}
+        self.alias_of: dict[int, list[Any]] = {}
+
+    # ---- driver ----------------------------------------------------------------------------
+    def run(self) -> None:
+        for f in self.module.functions():
+            if not (f.regions and f.regions[0].blocks):
+                continue
+            for op in f.walk():
+                for r in op.results:
+                    self.defs[id(r)] = op
+                if op.name in ("scf.if", "scf.for"):
+                    self._flow(op)
+            st = _State()
+            body = f.regions[0].block.ops
+            n = sum(len(v) for v in self.before.values())
+            self.block(body, st)
+            if sum(len(v) for v in self.before.values()) > n:
+                ret = next((op for op in reversed(body) if op.name in ("func.return", "return")),
+                           None)
+                if ret is not None:
+                    self._insert(ret, "pto.barrier <PIPE_ALL>")
+
+    def block(self, ops: Any, st: _State) -> None:
+        self.blocks[id(ops)] = ops
+        for i, op in enumerate(ops):
+            self.where[id(op)] = (id(ops), i)
+            name = op.name
+            if name in ("scf.for", "scf.while"):
+                entry = st.copy()
+                for _ in range(2):
+                    for r in op.regions:
+                        for blk in r.blocks:
+                            self.block(blk.ops, st)
+                st.merge(entry)
+            elif name == "scf.if":
+                other = st.copy()
+                regions = list(op.regions)
+                for blk in regions[0].blocks if regions else ():
+                    self.block(blk.ops, st)
+                for r in regions[1:]:
+                    for blk in r.blocks:
+                        self.block(blk.ops, other)
+                st.merge(other)
+            elif name in _SYNC_HANDLERS:
+                _SYNC_HANDLERS[name](self, op, st)
+            elif op.regions:
+                for r in op.regions:
+                    for blk in r.blocks:
+                        self.block(blk.ops, st)
+            elif name == "pto.alloc_tile" or name == "pto.tassign":
+                self._place(op)
+            else:
+                try:
+                    b = bridge.check_op(op, self.target)
+                except PtoError:
+                    b = None
+                if b is not None:
+                    self.instr(op, b, st)
+
+    # ---- memory of operands ------------------------------------------------------------------
+    def _const(self, v: Any) -> int | None:
+        d = self.defs.get(id(v))
+        if d is not None and d.name == "arith.constant":
+            a = _literal(d)
+            try:
+                return int(bridge.attr_value(a) if not isinstance(a, (int, float)) else a)
+            except (TypeError, ValueError):
+                return None
+        return None
+
+    def _place(self, op: Any) -> None:
+        if op.name == "pto.alloc_tile":
+            res = op.results[0]
+            addr = op.keyword_operands.get("addr")
+        else:
+            res, addr = op.operands[0], op.operands[1] if len(op.operands) > 1 else None
+        a = self._const(addr) if addr is not None else None
+        spec = bridge.tile_spec_of(res.type, self.target)
+        if a is None or spec is None:
+            self.keys.pop(id(res), None)
+            return
+        from ..targets import LOC_SPACE
+
+        space = LOC_SPACE.get(spec.loc, spec.loc.name)
+        self.keys[id(res)] = (("placed", space), a, a + spec.nbytes)
+
+    def _gm_root(self, v: Any) -> Any:
+        seen = 0
+        while seen < 64:
+            d = self.defs.get(id(v))
+            if d is None or not d.operands:
+                return v
+            v = d.operands[0]
+            seen += 1
+        return v
+
+    def _flow(self, op: Any) -> None:
+        """Tiles flowing through scf.if / scf.for results and loop-carried arguments: each is
+        any of the values that may reach it."""
+        def yields(r: Any) -> tuple[Any, ...]:
+            if not r.blocks or not r.blocks[0].ops:
+                return ()
+            last = r.blocks[0].ops[-1]
+            return tuple(last.operands) if last.name == "scf.yield" else ()
+        if op.name == "scf.if":
+            for r in op.regions:
+                for res, y in zip(op.results, yields(r), strict=False):
+                    self.alias_of.setdefault(id(res), []).append(y)
+        elif op.name == "scf.for" and op.regions:
+            inits = op.operands[3:]
+            body = op.regions[0]
+            ys = yields(body)
+            args = body.blocks[0].args[1:] if body.blocks else ()
+            for k, init in enumerate(inits):
+                srcs = [init] + ([ys[k]] if k < len(ys) else [])
+                if k < len(op.results):
+                    self.alias_of.setdefault(id(op.results[k]), []).extend(srcs)
+                if k < len(args):
+                    self.alias_of.setdefault(id(args[k]), []).extend(srcs)
+
+    def _keys(self, v: Any, seen: set[int] | None = None) -> list[tuple[Any, int, int]]:
+        src = self.alias_of.get(id(v))
+        if not src:
+            return [self._key(v)]
+        seen = seen if seen is not None else set()
+        if id(v) in seen:
+            return []
+        seen.add(id(v))
+        out: list[tuple[Any, int, int]] = []
+        for x in src:
+            out += self._keys(x, seen)
+        return out or [self._key(v)]
+
+    def _key(self, v: Any) -> tuple[Any, int, int]:
+        k = self.keys.get(id(v))
+        if k is not None:
+            return k
+        t = getattr(v, "type", None)
+        if bridge.tile_spec_of(t, self.target) is None:  # GM (views of a pointer argument)
+            return (("gm", id(self._gm_root(v))), 0, 1 << 62)
+        return (("tile", id(v)), 0, 1 << 62)
+
+    def _tile(self, v: Any) -> Any:
+        t = self.tiles.get(id(v))
+        if t is None:
+            spec = bridge.tile_spec_of(getattr(v, "type", None), self.target)
+            if spec is None:
+                return None
+            t = self.tiles[id(v)] = Tile.of(spec, name=getattr(v, "name", None))
+        return t
+
+    # ---- one instruction ---------------------------------------------------------------------
+    def instr(self, op: Any, b: Any, st: _State) -> None:
+        ins = b.instr
+        vals = b.values
+        if ins.name in VIEW_OPS and len(vals) >= 2 and vals[0] is not None:
+            self.keys[id(vals[0])] = self._key(vals[1])
+            return
+        if ins.name == "TASSIGN":
+            return
+        dummies = [self._tile(v) if v is not None and not isinstance(v, (tuple, bridge.Const))
+                   else None for v in vals]
+        p = ins.pipe_on(dummies) if ins.pipe_of is not None else ins.pipe
+        if p is Pipe.ALL:
+            st.barrier_all()
+            p = Pipe.S
+        accs: list[tuple[bool, tuple[Any, int, int]]] = []
+        for o, v in zip(ins.operands, vals, strict=False):
+            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "enum", "any"):
+                continue
+            items = v if isinstance(v, tuple) else (v,)
+            for x in items:
+                if isinstance(x, bridge.Const):
+                    continue
+                for k in self._keys(x):
+                    if o.role in ("in", "inout"):
+                        accs.append((False, k))
+                    if o.role != "in":
+                        accs.append((True, k))
+        need: dict[Pipe, _Acc] = {}  # source pipe -> its latest unordered access
+        vc = st.vc[p]
+        for write, (key, lo, hi) in accs:
+            for a in st.accs:
+                if a.key != key or a.lo >= hi or lo >= a.hi or not (write or a.write):
+                    continue
+                if vc.get(a.pipe, 0) >= a.epoch:
+                    continue
+                if a.pipe not in need or need[a.pipe].epoch < a.epoch:
+                    need[a.pipe] = a
+        for q in sorted(need, key=_PIPES.index):
+            done = self.decided.get((id(op), q))  # inserted in an earlier pass: replay it
+            if q is p:
+                if done is None:
+                    self._insert(op, f"pto.barrier <{p.value}>")
+                    self.decided[(id(op), q)] = -1
+                st.vc[p][p] = st.count[p]
+            elif done is None:
+                self.decided[(id(op), q)] = self._pair(need[q], op, q, p, st)
+            else:
+                blk, j = self.where[id(op)]
+                nblk, ni = self.where.get(id(need[q].op), (None, -1))
+                if done == j:  # the set sits right before the consumer: all of q's work
+                    st.join(p, st.snapshot(q))
+                elif nblk == blk and done <= ni < j:  # a producer after that set: pair again
+                    self.decided[(id(op), q)] = self._pair(need[q], op, q, p, st, True)
+                else:
+                    st.join(p, need[q].clk)
+        st.count[p] += 1
+        e = st.count[p]
+        clk = st.snapshot(p)
+        for write, (key, lo, hi) in accs:
+            st.accs.append(_Acc(op, p, e, write, key, lo, hi, clk))
+
+    def _pair(self, a: _Acc, op: Any, q: Pipe, p: Pipe, st: _State,
+              adjacent: bool = False) -> int:
+        """set_flag right after the producer when it is earlier in the same block (else right
+        before the consumer), wait_flag right before the consumer; the lowest event id free
+        over that stretch of the block. Returns where the set went (its op's index)."""
+        blk, j = self.where[id(op)]
+        ablk, i = self.where.get(id(a.op), (None, -1))
+        ops = self.blocks[blk]
+        # after the producer only over a straight stretch (no loop or branch in between: a
+        # flag held across a region would share its event ids with the region's own pairs)
+        after = not adjacent and ablk == blk and i < j and \
+            not any(o.regions for o in ops[i + 1:j])
+        held = self.ids.get((blk, q, p), ())
+        start = i + 1 if after else j
+        used = {e for s, t, e in held if s <= j and start <= t}
+        if len(used) >= _EVENT_IDS:  # every id held over the stretch: pair at the consumer
+            after, start = False, j
+            used = {e for s, t, e in held if s <= j <= t}
+        eid = next((k for k in range(_EVENT_IDS) if k not in used), 0)
+        self.ids.setdefault((blk, q, p), []).append((start, j, eid))
+        self._insert(ops[start], f"pto.set_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
+        self._insert(op, f"pto.wait_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
+        st.join(p, a.clk if after else st.snapshot(q))
+        return start
+
+    def _insert(self, op: Any, line: str) -> None:
+        lines = self.before.setdefault(id(op), [])
+        self.ops[id(op)] = op
+        if line not in lines:
+            lines.append(line)
+
+    # ---- output ------------------------------------------------------------------------------
+    def render(self, text: str) -> str:
+        """``text`` with the inserted lines, each before its op's line, at its indentation."""
+        src = text.splitlines()
+        at: dict[int, list[str]] = {}
+        for k, lines in self.before.items():
+            op = self.ops[k]
+            if op.loc is None:
+                raise PtoError(f"{op.name}: no source location to insert synchronisation at")
+            ln = op.loc.line - 1
+            indent = src[ln][:len(src[ln]) - len(src[ln].lstrip())]
+            at.setdefault(ln, [])
+            for line in lines:
+                if indent + line not in at[ln]:
+                    at[ln].append(indent + line)
+        out: list[str] = []
+        for i, line in enumerate(src):
+            out += at.get(i, [])
+            out.append(line)
+        return "\n".join(out) + ("\n" if text.endswith("\n") else "")
+
+
+def _pipes_of(gen: SyncGen, op: Any, n_end: int) -> list[Any]:
+    items = _bracket_args(op)
+    out: list[Any] = []
+    for i, x in enumerate(items):
+        if isinstance(x, str):
+            if i < n_end:
+                key = x.rsplit("<", 1)[-1].rstrip(">").strip()
+                x = SYNC_OP_PIPES.get(key, x)
+            pipe = _BY_VALUE.get(x)
+            if pipe is not None:
+                out.append(pipe)
+                continue
+            if x.upper().startswith("EVENT_ID"):
+                out.append(int(x[8:]))
+                continue
+        out.append(gen._const(x) if not isinstance(x, str) else x)
+    return out
+
+
+def _set(gen: SyncGen, op: Any, st: _State, ends: int = 0) -> None:
+    src, dst, eid = _pipes_of(gen, op, ends)[:3]
+    if isinstance(src, Pipe) and isinstance(dst, Pipe):
+        st.pending.setdefault((src, dst, eid), []).append(st.snapshot(src))
+
+
+def _wait(gen: SyncGen, op: Any, st: _State, ends: int = 0) -> None:
+    src, dst, eid = _pipes_of(gen, op, ends)[:3]
+    q = st.pending.get((src, dst, eid))
+    if q and isinstance(dst, Pipe):
+        st.join(dst, q.pop(0))
+
+
+def _barrier(gen: SyncGen, op: Any, st: _State, ends: int = 0) -> None:
+    (p,) = _pipes_of(gen, op, ends)[:1]
+    if p is Pipe.ALL:
+        st.barrier_all()
+    elif isinstance(p, Pipe):
+        st.vc[p][p] = st.count[p]
+
+
+_SYNC_HANDLERS: dict[str, Any] = {
+    "pto.set_flag": _set, "pto.set_flag_dyn": _set,
+    "pto.wait_flag": _wait, "pto.wait_flag_dyn": _wait,
+    "pto.record_event": lambda g, o, s: _set(g, o, s, 2),
+    "pto.wait_event": lambda g, o, s: _wait(g, o, s, 2),
+    "pto.barrier": _barrier, "pto.barrier_sync": lambda g, o, s: _barrier(g, o, s, 1),
+}
+
+
+def insert_sync(text: str, filename: str = "<stdin>", target: str = "a2a3") -> str:
+    """The program ``text`` with the synchronisation it needs inserted."""
+    from ..text import parse
+
+    module = parse(text, filename)
+    gen = SyncGen(module, target)
+    gen.run()
+    return gen.render(text)
