@@ -22,7 +22,8 @@ from ..ir import types as T
 from ..ir.core import Module, Op
 from . import bridge, op_names
 from . import pipe_ops as _pipe_ops
-from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
+from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
+from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
 from .compiler import CompiledFunc, Compiler, Context
 
 

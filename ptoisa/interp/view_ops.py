@@ -1,4 +1,8 @@
-"""Interpreter handlers of the remaining view and tile-buffer ops (not tile instructions):
+"""Interpreter handlers of the ``pto`` ops that are not tile instructions: tensor views
+(``make_tensor_view``, ``partition_view`` / ``subview``), tile buffers (``alloc_tile``,
+``memref.alloc``, ``set_validshape``, ``tassign``), block queries (``get_block_idx`` ...), the
+flags between pipes (``set_flag`` / ``wait_flag`` / ``barrier`` / ``record_event`` ..., run as
+the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions), and the remaining view ops:
 ``pto.get_tensor_view_dim`` / ``pto.get_tensor_view_stride`` (a dimension's size / stride of a
 tensor view), ``pto.tensor_view_addr`` (the view's GM base: its array), ``pto.tile_buf_addr``
 (a placed tile's byte address in its buffer), ``pto.subset`` (a window of a tile: the result
@@ -7,14 +11,30 @@ tile views the source's bytes from element ``[i, j]`` on, as TSUBVIEW) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ExecutionError, PtoError
+import numpy as np
+
+from .. import dtypes as D
+from ..enums import Layout
+from ..errors import ExecutionError, PtoError, VerifyError
+from ..ir import types as T
 from ..ir.core import Op
+from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import bridge
-from .compiler import CompiledFunc, Env, Step, TensorView, _index, handler
+from .compiler import (
+    _HANDLERS,
+    CompiledFunc,
+    Env,
+    Step,
+    TensorView,
+    _bracket_args,
+    _index,
+    handler,
+)
 
 
 def _view_query(field: str) -> Any:
@@ -115,3 +135,296 @@ def _test_async_event(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         env[k] = True
     return step
+
+
+def infer_layout(shape: list[int], strides: list[int]) -> Layout:
+    """PTOAS layout inference from strides: ND when the innermost stride is 1 (row-major),
+    DN when the first of the last two strides is 1 (column-major), ND otherwise."""
+    if len(strides) >= 2 and strides[-1] != 1 and strides[-2] == 1:
+        return Layout.DN
+    return Layout.ND
+
+
+def _kw_list(op: Op, key: str) -> list[int] | None:
+    """Operand indices inside ``key = [ ... ]`` of a custom spelling."""
+    s = op.syntax
+    for i in range(len(s) - 2):
+        if s[i].kind == "k" and s[i].value == key and s[i + 1].value == "=":
+            out = []
+            j = i + 2
+            if s[j].value != "[":
+                return [int(s[j].value)] if s[j].kind == "v" else []  # type: ignore[arg-type]
+            j += 1
+            while j < len(s) and s[j].value != "]":
+                if s[j].kind == "v":
+                    out.append(int(s[j].value))  # type: ignore[arg-type]
+                j += 1
+            return out
+    return None
+
+
+def _layout_attr(op: Op) -> Layout | None:
+    a = op.attributes.get("layout")
+    if a is None:
+        return None
+    v = str(bridge.attr_value(a)).lower()
+    for lay in Layout:
+        if lay.value == v or lay.name.lower() == v:
+            return lay
+    return None
+
+
+@handler("pto.make_tensor_view")
+def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
+    ptr = cf.slot(op.operands[0])
+    shape = [cf.slot(op.operands[i]) for i in (_kw_list(op, "shape") or [])]
+    strides = [cf.slot(op.operands[i]) for i in (_kw_list(op, "strides") or [])]
+    if len(shape) != len(strides):
+        raise VerifyError(f"{len(shape)} sizes in shape but {len(strides)} strides",
+                          op=op.name, loc=op.loc)
+    k = cf.slot(op.results[0])
+    rt = op.results[0].type
+    dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
+    layout = _layout_attr(op)
+    loc = op.loc
+    pname = f"%{op.operands[0].name}"
+
+    def step(env: Env) -> None:
+        arr = env[ptr]
+        if not isinstance(arr, np.ndarray):
+            raise ExecutionError("make_tensor_view needs a pointer argument bound to a numpy "
+                                 f"array, got {type(arr).__name__}", loc=loc)
+        env[k] = TensorView(arr, [int(env[s]) for s in shape], [int(env[s]) for s in strides],
+                            layout, dt or D.dtype(arr.dtype), pname)
+    return step
+
+
+def _kw_sizes(cf: CompiledFunc, op: Op) -> list[tuple[bool, int]]:
+    """``sizes = [...]`` items as (is_constant, value or slot): ``pto.subview`` writes
+    integer literals, ``pto.partition_view`` SSA values."""
+    s = op.syntax
+    for i in range(len(s) - 3):
+        if s[i].kind == "k" and s[i].value == "sizes" and s[i + 2].value == "[":
+            out: list[tuple[bool, int]] = []
+            for p in s[i + 3:]:
+                if p.value == "]":
+                    break
+                if p.kind == "v":
+                    out.append((False, cf.slot(op.operands[int(p.value)])))  # type: ignore[arg-type]
+                elif p.kind == "a":
+                    out.append((True, int(bridge.attr_value(p.value))))  # type: ignore[arg-type]
+            return out
+    return []
+
+
+@handler("pto.subview")  # tensor_view -> tile_view window with static sizes
+@handler("pto.partition_view")
+def _partition_view(cf: CompiledFunc, op: Op) -> Step:
+    tv = cf.slot(op.operands[0])
+    offs = [cf.slot(op.operands[i]) for i in (_kw_list(op, "offsets") or [])]
+    sizes = _kw_sizes(cf, op)
+    k = cf.slot(op.results[0])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        view: TensorView = env[tv]
+        if not isinstance(view, TensorView):  # the text named something else as the source
+            raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
+                                 f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
+        o = [_index(env[s]) for s in offs]
+        sz = [v if const else int(env[v]) for const, v in sizes]
+        st = view.strides
+        if not (len(o) == len(sz) == len(st)):
+            raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
+                                 f"rank-{len(st)} view", loc=loc)
+        for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
+            if isinstance(a, np.ndarray):  # lockstep: one offset per block
+                lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+            else:
+                lo = hi = a
+            if n < 0:
+                raise ExecutionError(f"partition_view: dim {d} size {n} is negative", loc=loc)
+            if lo < 0 or hi + n > full:
+                where = ""
+                if isinstance(a, np.ndarray):  # lockstep: name the first offending block
+                    bad = int(np.flatnonzero((a < 0) | (a + n > full))[0])
+                    a, where = int(a[bad]), f" (block {bad})"
+                raise ExecutionError(
+                    f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}"
+                    f"{where}", loc=loc)
+        offset = sum(a * s for a, s in zip(o, st, strict=True))
+        if isinstance(offset, np.ndarray):
+            offset = np.asarray(offset, np.int64)
+        layout = view.layout or infer_layout(sz, st)
+        try:
+            env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
+                                  offset=offset, name=view.name)
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+@handler("pto.alloc_tile")
+def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
+    res = op.results[0]
+    spec = bridge.tile_spec_of(res.type, cf.c.target)
+    if spec is None:
+        raise VerifyError(f"alloc_tile result type {res.type} is not a tile_buf", op=op.name,
+                          loc=op.loc)
+    tile = Tile.of(spec, name=res.name)
+    cf.tiles.append(tile)
+    k = cf.slot(res)
+    kw = op.keyword_operands
+    addr = cf.slot(kw["addr"]) if "addr" in kw else None
+    vr = cf.slot(kw["valid_row"]) if "valid_row" in kw else None
+    vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            if addr is not None:
+                env[0].machine.assign(tile, int(env[addr]))
+            if vr is not None or vc is not None:
+                tile.set_valid(None if vr is None else _index(env[vr]),
+                               None if vc is None else _index(env[vc]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+        env[k] = tile
+    return step
+
+
+@handler("memref.alloc")
+def _memref_alloc(cf: CompiledFunc, op: Op) -> Step:
+    res = op.results[0]
+    spec = bridge.tile_spec_of(res.type, cf.c.target)
+    k = cf.slot(res)
+    if spec is not None:
+        tile = Tile.of(spec, name=res.name)
+        cf.tiles.append(tile)
+
+        def step(env: Env) -> None:
+            env[k] = tile
+        return step
+    t = res.type
+    if not isinstance(t, T.MemRefType) or None in t.shape:
+        raise VerifyError(f"cannot allocate {t}", op=op.name, loc=op.loc)
+    arr = np.zeros(t.shape, bridge.elem_dtype(t.dtype).np)
+
+    def step2(env: Env) -> None:
+        env[k] = arr
+    return step2
+
+
+@handler("pto.set_validshape")
+def _set_validshape(cf: CompiledFunc, op: Op) -> Step:
+    t, r, c = (cf.slot(v) for v in op.operands[:3])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            env[t].set_valid(_index(env[r]), _index(env[c]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+@handler("pto.tassign")
+def _tassign(cf: CompiledFunc, op: Op) -> Step:
+    t, a = (cf.slot(v) for v in op.operands[:2])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        try:
+            env[0].machine.assign(env[t], int(env[a]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+#: PTOAS's sync endpoints (``#pto.pipe_event_type<TLOAD>``, legacy ``EVENT_LOAD_FROM_GM``)
+#: and the pipe its lowering maps each to (mapSyncOpTypeToPipe)
+SYNC_OP_PIPES = {
+    "TLOAD": "PIPE_MTE2", "TSTORE_VEC": "PIPE_MTE3", "TSTORE_ACC": "PIPE_FIX",
+    "TMOV_M2L": "PIPE_MTE1", "TMOV_M2B": "PIPE_MTE1", "TMOV_M2S": "PIPE_FIX",
+    "TMOV_M2V": "PIPE_V", "TMOV_V2M": "PIPE_FIX", "TMATMUL": "PIPE_M", "TVEC": "PIPE_V",
+    "TVECWAIT_EVENT": "PIPE_V",
+    "EVENT_LOAD_FROM_GM": "PIPE_MTE2", "EVENT_STORE_FROM_ACC": "PIPE_FIX",
+    "EVENT_STORE_FROM_VEC": "PIPE_MTE3", "EVENT_MOVE_MAT_TO_LEFT": "PIPE_MTE1",
+    "EVENT_MOVE_MAT_TO_SCALAR": "PIPE_FIX", "EVENT_MOVE_MAT_TO_BIAS": "PIPE_MTE1",
+    "EVENT_MOVE_MAT_TO_VEC": "PIPE_V", "EVENT_MOVE_VEC_TO_MAT": "PIPE_FIX",
+    "EVENT_COMPUTE_MATMUL": "PIPE_M", "EVENT_COMPUTE_VEC": "PIPE_V",
+    "EVENT_VEC_WAITPOINT": "PIPE_V",
+}
+
+
+def _sync_pipe(item: Any, op: Op) -> Any:
+    """An endpoint item of record_event / wait_event / barrier_sync as its pipe."""
+    if not isinstance(item, str):
+        return item
+    key = item.rsplit("<", 1)[-1].rstrip(">").strip()
+    pipe = SYNC_OP_PIPES.get(key)
+    if pipe is None:
+        raise VerifyError(f"unknown sync endpoint '{item}' (one of {', '.join(SYNC_OP_PIPES)})",
+                          op=op.name, loc=op.loc)
+    return pipe
+
+
+def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
+               ) -> Callable[[CompiledFunc, Op], Step]:
+    """``pto.set_flag`` / ``pto.wait_flag`` (and their ``_dyn`` forms with an SSA event id),
+    ``pto.barrier``: the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions of the registry, so
+    they pass the dispatch point like every instruction."""
+    from ..isa.registry import REGISTRY
+
+    def h(cf: CompiledFunc, op: Op) -> Step:
+        ins = REGISTRY[instr_name]
+        items = _bracket_args(op)
+        items[:endpoints] = [_sync_pipe(x, op) for x in items[:endpoints]]
+        if len(items) != n_args:
+            raise VerifyError(f"expects {n_args} bracketed operand(s) "
+                              f"({', '.join(o.name for o in ins.operands)}), got {len(items)}",
+                              op=op.name, loc=op.loc)
+        slots = [cf.slot(v) if not isinstance(v, str) else None for v in items]
+        try:
+            fixed, _ = ins.bind(tuple(v if isinstance(v, str) else 0 for v in items), {})
+        except PtoError as e:
+            raise VerifyError(e.message, op=op.name, loc=op.loc) from None
+        run = ins.run
+        loc = op.loc
+
+        def step(env: Env) -> None:
+            vals = [fixed[i] if s is None else int(env[s]) for i, s in enumerate(slots)]
+            try:
+                run(env[0].machine, vals, {}, checked=True, loc=loc)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = ins.mnemonic
+                raise e.with_loc(loc) from None
+        return step
+    return h
+
+
+def _block_query(attr: str) -> Callable[[CompiledFunc, Op], Step]:
+    def h(cf: CompiledFunc, op: Op) -> Step:
+        k = cf.slot(op.results[0])
+
+        def step(env: Env) -> None:
+            env[k] = getattr(env[0], attr)
+        return step
+    return h
+
+
+for _n, (_i, _k) in {"pto.set_flag": ("SET_FLAG", 3), "pto.set_flag_dyn": ("SET_FLAG", 3),
+                     "pto.wait_flag": ("WAIT_FLAG", 3), "pto.wait_flag_dyn": ("WAIT_FLAG", 3),
+                     "pto.barrier": ("PIPE_BARRIER", 1)}.items():
+    _HANDLERS[_n] = _sync_step(_i, _k)
+# record/wait events and barrier_sync name op kinds: lowered to the flags of their pipes
+_HANDLERS["pto.record_event"] = _sync_step("SET_FLAG", 3, endpoints=2)
+_HANDLERS["pto.wait_event"] = _sync_step("WAIT_FLAG", 3, endpoints=2)
+_HANDLERS["pto.barrier_sync"] = _sync_step("PIPE_BARRIER", 1, endpoints=1)
+
+
+_HANDLERS["pto.get_block_idx"] = _block_query("block_idx")
+_HANDLERS["pto.get_block_num"] = _block_query("block_num")
+_HANDLERS["pto.get_subblock_idx"] = _block_query("subblock_idx")
+_HANDLERS["pto.get_subblock_num"] = _block_query("subblock_num")

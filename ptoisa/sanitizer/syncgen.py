@@ -33,7 +33,8 @@ from ..access import VIEW_OPS
 from ..enums import Pipe
 from ..errors import PtoError
 from ..interp import bridge
-from ..interp.compiler import SYNC_OP_PIPES, _bracket_args, _literal
+from ..interp.compiler import _bracket_args, _literal
+from ..interp.view_ops import SYNC_OP_PIPES
 from ..tile import Tile
 
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
