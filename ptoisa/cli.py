@@ -77,28 +77,26 @@ def _cmd_fmt(ns: argparse.Namespace) -> int:
         print(e.render(), file=sys.stderr)
         return 1
     _fmt_notes(kept, ns.form)
-    if ns.output and ns.output != "-":
-        try:
-            Path(ns.output).write_text(out)
-        except OSError as e:
-            raise PtoError(f"cannot write {ns.output}: {e.strerror}") from None
-    else:
-        sys.stdout.write(out)
+    _write_text(ns.output, out)
     return 0
+
+
+def _write_text(output: str | None, text: str) -> None:
+    """A command's text output: to the file ``-o`` names, else (or ``-o -``) to stdout."""
+    if output and output != "-":
+        try:
+            Path(output).write_text(text)
+        except OSError as e:
+            raise PtoError(f"cannot write {output}: {e.strerror}") from None
+    else:
+        sys.stdout.write(text)
 
 
 def _cmd_sync(ns: argparse.Namespace) -> int:
     from .sanitizer.syncgen import insert_sync
 
     text, name = _read(ns.file)
-    out = insert_sync(text, name, ns.target)
-    if ns.output and ns.output != "-":
-        try:
-            Path(ns.output).write_text(out)
-        except OSError as e:
-            raise PtoError(f"cannot write {ns.output}: {e.strerror}") from None
-    else:
-        sys.stdout.write(out)
+    _write_text(ns.output, insert_sync(text, name, ns.target))
     return 0
 
 

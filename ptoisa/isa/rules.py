@@ -26,24 +26,24 @@ def vec(*names: str) -> StaticRule:
     return locs(names, TileType.Vec)
 
 
-def row_major(*names: str) -> StaticRule:
-    """Operands ``names`` are row-major tiles (BLayout RowMajor, boxes allowed)."""
+def _layout_rule(names: tuple[str, ...], ok: Callable[[TileSpec], bool],
+                 what: str) -> StaticRule:
     def rule(sig: Sig) -> None:
         for n in names:
             t = sig[n]
-            if isinstance(t, TileSpec) and not t.is_row_major:
-                raise sig.fail(f"{n} must be row-major, got {t.layout_name}")
+            if isinstance(t, TileSpec) and not ok(t):
+                raise sig.fail(f"{n} must be {what}, got {t.layout_name}")
     return rule
+
+
+def row_major(*names: str) -> StaticRule:
+    """Operands ``names`` are row-major tiles (BLayout RowMajor, boxes allowed)."""
+    return _layout_rule(names, lambda t: t.is_row_major, "row-major")
 
 
 def row_major_nd(*names: str) -> StaticRule:
     """Operands ``names`` are row-major ND tiles (no boxes)."""
-    def rule(sig: Sig) -> None:
-        for n in names:
-            t = sig[n]
-            if isinstance(t, TileSpec) and not t.is_nd:
-                raise sig.fail(f"{n} must be row-major ND, got {t.layout_name}")
-    return rule
+    return _layout_rule(names, lambda t: t.is_nd, "row-major ND")
 
 
 def same_static_rows(sig: Sig) -> None:
