@@ -44,13 +44,20 @@ def get_block_num() -> int:
 # ---- launching ------------------------------------------------------------------------------
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
-           lockstep: bool | str = "auto", mixed: bool = False, **settings: Any) -> None:
+           lockstep: bool | str = "auto", mixed: bool = False, ranks: Any = None,
+           **settings: Any) -> None:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
     on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
     ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
-    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`)."""
+    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`).
+    ``ranks=N`` / ``ranks=comm``: a multi-rank launch (see :func:`ptoisa.ranks.launch_ranks`)."""
+    if ranks is not None:
+        from .ranks import launch_ranks
+
+        launch_ranks(kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings)
+        return
     if mixed:
         from .streams import run_cluster
 
