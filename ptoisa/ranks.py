@@ -176,7 +176,7 @@ class Ranks:
         loc = rec.loc
         if isinstance(loc, tuple) and len(loc) == 2:
             loc = f"{loc[0]}:{loc[1]}"
-        return f"{rec.instr.mnemonic}" + (f" at {loc}" if loc else "")
+        return f"at {rec.instr.mnemonic}" + (f" ({loc})" if loc else "")
 
     def locate(self, flat: np.ndarray) -> tuple[Window, int] | None:
         """(window, byte offset of ``flat[0]`` in it) when ``flat`` lies in one of this rank's
@@ -246,7 +246,7 @@ class Ranks:
 
     def timed_out(self, why: str, since: float) -> None:
         if time.monotonic() - since > self.timeout:
-            raise RankTimeout(f"rank {self.rank} waited {self.timeout:g} s at {self.where()}: "
+            raise RankTimeout(f"rank {self.rank} waited {self.timeout:g} s {self.where()}: "
                               f"{why}")
 
 
@@ -325,7 +325,7 @@ class LocalRanks(Ranks):
                         raise _Aborted()
                     if ready():
                         return
-                    w.waiting[self.rank] = (w.version, f"rank {self.rank} at {self.where()}: "
+                    w.waiting[self.rank] = (w.version, f"rank {self.rank} {self.where()}: "
                                             f"{why()}")
                     live = [r for r in range(w.size) if r not in w.done]
                     if all(r in w.waiting and w.waiting[r][0] == w.version for r in live):
@@ -398,11 +398,18 @@ def remote(view: Any, rank: int) -> Any:
                            "arguments of the launch are the windows)")
         win, base = found
     dt = view.flat.dtype
-    if base + view.flat.nbytes > win.sizes[rank]:
+    if isinstance(view, Signal2D):
+        idx = view.index()
+        lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, -1)
+    else:
+        ext_lo, ext_hi = view.spec.extent
+        off = view.offset if isinstance(view.offset, int) else int(np.max(view.offset))
+        lo, hi = off + ext_lo, off + ext_hi
+    if hi >= lo and base + (hi + 1) * dt.itemsize > win.sizes[rank]:
         raise RuntimeCheckError(
-            f"rank {b.rank}'s view of window {win.name!r} ends at byte "
-            f"{base + view.flat.nbytes}, beyond rank {rank}'s copy ({win.sizes[rank]} bytes)",
-            op="remote")
+            f"rank {b.rank}'s view of window {win.name!r} reaches bytes "
+            f"[{base + lo * dt.itemsize}, {base + (hi + 1) * dt.itemsize}), beyond rank "
+            f"{rank}'s copy ({win.sizes[rank]} bytes)", op="remote")
     new = RemoteRef(b, win, rank, base)
     flat = b.proxy(win, rank, base, dt)[: view.flat.size]
     if isinstance(view, Signal2D):
@@ -614,6 +621,6 @@ def failure_error(r: int, b: Ranks, e: BaseException) -> RankError:
     if isinstance(e, RankError):
         return e
     if isinstance(e, SystemExit):
-        return RankError(f"rank {r} exited (code {e.code}) at {b.where()}")
+        return RankError(f"rank {r} exited (code {e.code}) {b.where()}")
     what = str(e) if isinstance(e, PtoError) else f"{type(e).__name__}: {e}"
-    return RankError(f"rank {r} failed at {b.where()}: {what}")
+    return RankError(f"rank {r} failed {b.where()}: {what}")

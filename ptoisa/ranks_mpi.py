@@ -16,14 +16,17 @@ window over the rank's own array (``MPI.Win.Create``; all windows are opened wit
   as on the NPU: only the root calls them, so MPI's own collectives (which every rank calls)
   do not match their semantics.
 
-A rank that fails prints ``ptoisa: rank R failed at INSTR at FILE:LINE: ...`` on stderr and
+A rank that fails prints ``ptoisa: rank R failed at INSTR (FILE:LINE): ...`` on stderr and
 calls ``MPI_Abort``, which ends every rank of the job.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -198,14 +201,26 @@ class MpiRanks(Ranks):
         time.sleep(min(0.001, max(0.0, time.monotonic() - since) / 10))
 
     def barrier(self, why: str) -> None:
-        """Every rank reaches this point; polled, so the timeout holds and RMA progresses."""
+        """Every rank reaches this point; polled, so RMA aimed at this rank progresses and a
+        timeout holds: twice the wait timeout (and 5 s more), so that a rank stuck in a wait
+        reports first, naming what it waits on."""
         req = self.comm.Ibarrier()
         since = time.monotonic()
+        limit = 2 * self.timeout + 5
         while not req.Test():
-            if time.monotonic() - since > self.timeout:
-                raise RankTimeout(f"rank {self.rank} waited {self.timeout:g} s for the other "
+            if time.monotonic() - since > limit:
+                raise RankTimeout(f"rank {self.rank} waited {limit:g} s for the other "
                                   f"ranks {why}")
             time.sleep(0.0005)
+
+
+def mpiexec() -> str | None:
+    """The ``mpiexec`` of this Python's environment (the mpich wheel installs one beside the
+    interpreter), else the one on PATH, else None."""
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.exists():
+        return str(here)
+    return shutil.which("mpiexec")
 
 
 def _mpi_type(MPI: Any, dt: np.dtype) -> Any:
@@ -237,5 +252,9 @@ def abort(b: MpiRanks, e: BaseException, stream: Any = None) -> None:
     err = failure_error(b.rank, b, e)
     out = stream or sys.stderr
     print(f"ptoisa: {err}", file=out, flush=True)
-    b.comm.Abort(1)
+    time.sleep(0.3)  # MPI_Abort kills the job's output forwarding too: let the message pass
+    try:
+        b.comm.Abort(1)
+    finally:  # MPI_Abort may return before the launcher ends the job: this rank ends here
+        os._exit(1)
 
