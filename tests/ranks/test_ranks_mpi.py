@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from mpirun import run
 
 HERE = Path(__file__).resolve().parent
