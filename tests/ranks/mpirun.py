@@ -24,8 +24,8 @@ def mpiexec_or_skip() -> str:
     return exe
 
 
-def run(n: int, *argv: str, timeout: float = 60, env: dict[str, str] | None = None
-        ) -> subprocess.CompletedProcess[str]:
+def start(n: int, *argv: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """Start ``mpiexec -n N`` on a script (``.py``: with this interpreter) in its own session."""
     exe = mpiexec_or_skip()
     e = dict(os.environ)
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT), e.get("PYTHONPATH", "")]).rstrip(os.pathsep)
@@ -33,18 +33,26 @@ def run(n: int, *argv: str, timeout: float = 60, env: dict[str, str] | None = No
     cmd = [exe, "-n", str(n), *argv]
     if argv and argv[0].endswith(".py"):
         cmd = [exe, "-n", str(n), sys.executable, *argv]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=e, cwd=ROOT, start_new_session=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=e, cwd=ROOT, start_new_session=True)
+
+
+def finish(p: subprocess.Popen[str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Wait for a job started by :func:`start`; then end whatever is left of its session."""
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         out, err = p.communicate()
-        pytest.fail(f"mpiexec -n {n} {' '.join(argv)} did not end within {timeout} s:\n"
-                    f"{out}\n{err}")
+        pytest.fail(f"{' '.join(p.args)} did not end within {timeout} s:\n{out}\n{err}")
     finally:
-        try:  # whatever the job left behind in its session
+        try:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
+
+
+def run(n: int, *argv: str, timeout: float = 60, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    return finish(start(n, *argv, env=env), timeout)
