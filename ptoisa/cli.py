@@ -161,6 +161,10 @@ def _pair(prog: Any, entry: str | None) -> tuple[str, str] | None:
 
 
 def _run(ns: argparse.Namespace) -> int:
+    if ns.ranks is not None:  # a multi-rank launch (ptoisa.ranks_cli)
+        from .ranks_cli import run as run_ranks
+
+        return run_ranks(ns, _arg_value, lambda: _load(ns.file, ns.target, ns.permissive))
     prog = _load(ns.file, ns.target, ns.permissive)
     pair = _pair(prog, ns.entry)
     if pair is not None:
@@ -301,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
+    r.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+                   help="multi-rank: --ranks under mpiexec (this process is one rank), "
+                        "--ranks N starts N ranks; {rank} {size} {next} {prev} in --arg/--out, "
+                        "--arg NAME=peer:RANK:ARG binds another rank's ARG")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")

@@ -439,6 +439,44 @@ class RemoteTensor(GlobalTensor):
         return f"<GlobalTensor on rank {self.rank} of {self.remote_ref.window!r}>"
 
 
+class RemoteArray(np.ndarray):
+    """Another rank's copy of a window as an *array* (made by :func:`remote_array`): what a
+    ``.pto`` program's pointer argument binds to (``ptoisa run --arg NAME=peer:R:ARG``). Views
+    and GlobalTensors over it reach rank R's memory."""
+
+    remote_ref: RemoteRef | None
+    origin: int
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self.remote_ref = getattr(obj, "remote_ref", None)
+        self.origin = getattr(obj, "origin", 0)
+
+
+def remote_array(array: np.ndarray, rank: int) -> RemoteArray:
+    """Rank ``rank``'s copy of the window ``array`` (an array argument of this rank), as an
+    array of the same shape and type."""
+    b = _ctx.ranks
+    if b is None:
+        raise PtoError("remote_array(): not inside a multi-rank launch")
+    if not 0 <= rank < b.size:
+        raise RuntimeCheckError(f"rank {b.rank} addresses rank {rank}, outside the {b.size} "
+                                "ranks of the launch", op="remote")
+    found = b.locate(array.reshape(-1))
+    if found is None:
+        raise PtoError(f"remote_array(): rank {b.rank}'s array is not a window")
+    win, base = found
+    if base + array.nbytes > win.sizes[rank]:
+        raise RuntimeCheckError(
+            f"rank {b.rank}'s array of {array.nbytes} bytes at byte {base} of window "
+            f"{win.name!r} reaches beyond rank {rank}'s copy ({win.sizes[rank]} bytes)",
+            op="remote")
+    flat = b.proxy(win, rank, base, array.dtype)[: array.size]
+    ra = flat.reshape(array.shape).view(RemoteArray)
+    ra.remote_ref = RemoteRef(b, win, rank, base)
+    ra.origin = _addr(ra)
+    return ra
+
+
 def ref_of(view: Any) -> RemoteRef | None:
     """Where a view lives when a multi-rank launch runs: its RemoteRef (remote views, and
     local views over a window), or None (memory of this rank outside every window, or no
@@ -446,6 +484,10 @@ def ref_of(view: Any) -> RemoteRef | None:
     ref = getattr(view, "remote_ref", None)
     if ref is not None:
         return ref
+    flat = view.flat
+    if isinstance(flat, RemoteArray) and flat.remote_ref is not None:
+        r = flat.remote_ref
+        return RemoteRef(r.backend, r.window, r.rank, r.base + _addr(flat) - flat.origin)
     b = _ctx.ranks
     if b is None:
         return None
@@ -534,7 +576,8 @@ Binder = Callable[[int, int], tuple[Callable[[Machine], None], list[np.ndarray],
 def run_on_ranks(bind: Binder, *, ranks: Any, target: str = "cpu",
                  timeout: float | None = None, settings: dict[str, Any] | None = None) -> None:
     """The launcher both front ends share: ``bind(rank, size)`` -> (body, window arrays, window
-    names) of that rank; the body runs on the rank's machine."""
+    names) of that rank; the body runs on the rank's machine, then ``body.after()`` (when the
+    body has one) once every rank is done."""
     settings = dict(settings or {})
     if isinstance(ranks, bool):
         raise PtoError(f"ranks must be a number of ranks or an MPI communicator, got {ranks!r}")
@@ -614,6 +657,10 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
     if world.failure is not None:
         r, e = world.failure
         raise failure_error(r, backends[r], e) from e
+    for body, _, _ in bound:  # every rank is done: e.g. write the outputs
+        after = getattr(body, "after", None)
+        if after is not None:
+            after()
 
 
 def failure_error(r: int, b: Ranks, e: BaseException) -> RankError:

@@ -242,6 +242,9 @@ def run_mpi(bind: Binder, ranks: Any, target: str, timeout: float | None,
         b.barrier("to open the windows")
         run_rank(b, body, target, settings)
         b.barrier("to finish the kernel")
+        after = getattr(body, "after", None)  # e.g. writing the outputs
+        if after is not None:
+            after()
         b.close()
     except BaseException as e:  # noqa: BLE001 - every failure ends the whole job
         abort(b, e)
