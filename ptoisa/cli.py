@@ -251,6 +251,11 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
     if not root.exists():
         print(f"ptoisa conformance: {root}: no such directory", file=sys.stderr)
         return 2
+    if ns.ranks is not None:  # the comm cases across ranks (ptoisa.conformance_ranks)
+        from .conformance_ranks import main as across_ranks
+
+        return across_ranks([str(root), *(["--ranks", str(ns.ranks)] if ns.ranks else []),
+                             *[a for w in ns.only or () for a in ("--only", w)]])
     summary = run_pack(root, ns.target, only=ns.only or ())
     return 1 if summary.count("FAIL") else 0
 
@@ -275,6 +280,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
     c.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
+    c.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+                   help="the communication cases across two ranks: --ranks under mpiexec -n 2, "
+                        "--ranks 2 in this process")
     c.set_defaults(fn=_cmd_conformance)
     o = sub.add_parser("ops", help="the instruction support matrix, from the registry")
     o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,

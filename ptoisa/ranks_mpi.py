@@ -34,6 +34,7 @@ import numpy as np
 from .errors import PtoError
 from .ranks import (
     Binder,
+    RankDeadlock,
     Ranks,
     RankTimeout,
     Window,
@@ -77,6 +78,10 @@ class MpiRanks(Ranks):
         self._lockbuf = np.zeros(1, np.int32)
         self.lockwin = self.MPI.Win.Create(self._lockbuf, disp_unit=4, comm=comm)
         self.lockwin.Lock_all()
+        # how many other ranks have finished their kernel (each adds 1 here when it does)
+        self._donebuf = np.zeros(1, np.int32)
+        self.donewin = self.MPI.Win.Create(self._donebuf, disp_unit=4, comm=comm)
+        self.donewin.Lock_all()
 
     def open(self, arrays: list[np.ndarray], names: list[str]) -> None:
         MPI = self.MPI
@@ -96,9 +101,26 @@ class MpiRanks(Ranks):
         for w in self.wins:
             w.Unlock_all()
             w.Free()
-        self.lockwin.Unlock_all()
-        self.lockwin.Free()
+        for w in (self.lockwin, self.donewin):
+            w.Unlock_all()
+            w.Free()
         self.wins = []
+
+    def mark_done(self) -> None:
+        """Tell every other rank that this one has finished its kernel."""
+        MPI, one = self.MPI, np.ones(1, np.int32)
+        for r in range(self.size):
+            if r != self.rank:
+                self.donewin.Accumulate([one, MPI.INT32_T], r, target=(0, 1, MPI.INT32_T),
+                                        op=MPI.SUM)
+        self.donewin.Flush_all()
+
+    def others_done(self) -> bool:
+        MPI, got = self.MPI, np.zeros(1, np.int32)
+        self.donewin.Get_accumulate([np.zeros(1, np.int32), MPI.INT32_T], [got, MPI.INT32_T],
+                                    self.rank, target=(0, 1, MPI.INT32_T), op=MPI.NO_OP)
+        self.donewin.Flush(self.rank)
+        return int(got[0]) == self.size - 1
 
     def proxy(self, win: Window, rank: int, base: int, dtype: np.dtype) -> np.ndarray:
         if rank == self.rank:
@@ -194,6 +216,16 @@ class MpiRanks(Ranks):
         self.dirty.clear()
         self.in_flight.clear()
 
+    def wait_until(self, ready: Any, why: Any) -> None:
+        """Poll until ``ready()``; a wait that is still not satisfied once every other rank has
+        finished its kernel can never be (a deadlock, reported at once); else the timeout."""
+        since = time.monotonic()
+        while not ready():
+            if self.size > 1 and self.others_done() and not ready():
+                raise RankDeadlock(f"deadlock: rank {self.rank} waits {self.where()} and every "
+                                   f"other rank has finished: {why()}")
+            self._idle(why(), since)
+
     def _idle(self, why: str, since: float) -> None:
         self.timed_out(why, since)
         # a short sleep, then the next poll (an MPI call: it also progresses the RMA that
@@ -241,6 +273,7 @@ def run_mpi(bind: Binder, ranks: Any, target: str, timeout: float | None,
         b.open(arrays, names)
         b.barrier("to open the windows")
         run_rank(b, body, target, settings)
+        b.mark_done()
         b.barrier("to finish the kernel")
         after = getattr(body, "after", None)  # e.g. writing the outputs
         if after is not None:

@@ -303,12 +303,13 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
     """Block until every signal word satisfies ``word <cmp> cmpValue``: while it does not, the
     peers registered with :func:`add_peer` run; when none of them changes anything any more the
     wait can never return, which is reported as a deadlock (an error)."""
+    peers: list[Peer] = getattr(m, "comm_peers", None) or []
     backend = _ranks.active()
-    if backend is not None:
-        backend.wait_until(lambda: _holds(signal, cmpValue, cmp),
+    if backend is not None:  # other ranks (and this process's peers) may satisfy it
+        backend.wait_until(lambda: _holds(signal, cmpValue, cmp) or (
+                               any([p() for p in peers]) and _holds(signal, cmpValue, cmp)),
                            lambda: _awaited(signal, cmpValue, cmp))
         return
-    peers: list[Peer] = getattr(m, "comm_peers", None) or []
     while not _holds(signal, cmpValue, cmp):
         if any([p() for p in peers]):
             continue

@@ -4,6 +4,7 @@ must end on every rank with a message naming the failing rank and its instructio
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -24,8 +25,10 @@ def kernel(mode: str, x: np.ndarray, flag: np.ndarray) -> None:
     if mode == "exit" and r == 1:
         comm.TNOTIFY(comm.remote(GlobalTensor(flag), 0), 1, "Set")
         sys.exit(3)
-    if mode == "deadlock" and r == 0:
+    if mode in ("deadlock", "timeout") and r == 0:
         comm.TWAIT(GlobalTensor(flag), 1, "EQ")
+    if mode == "timeout" and r == 1:
+        time.sleep(4)  # still running: rank 0's wait ends by its timeout
     if mode == "bad_peer" and r == 0:
         comm.TPUT(comm.remote(g, n), g, st)
     if mode == "bad_window" and r == 0:

@@ -31,7 +31,7 @@ def start(n: int, *argv: str, env: dict[str, str] | None = None) -> subprocess.P
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT), e.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     e.update(env or {})
     cmd = [exe, "-n", str(n), *argv]
-    if argv and argv[0].endswith(".py"):
+    if argv and (argv[0].endswith(".py") or argv[0] == "-m"):
         cmd = [exe, "-n", str(n), sys.executable, *argv]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=e, cwd=ROOT, start_new_session=True)

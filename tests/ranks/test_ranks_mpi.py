@@ -31,8 +31,11 @@ def test_every_comm_case_under_mpi_matches_in_process(n, tmp_path):
 FAULTS = {
     "raise": r"ptoisa: rank 1 failed at tput \(.*mpi_fault.py:\d+\): ValueError: boom",
     "exit": r"ptoisa: rank 1 exited \(code 3\) at tnotify",
-    "deadlock": r"rank 0 waited 1 s at twait \(.*mpi_fault.py:\d+\): signal words of window "
-                r"'flag' on rank 0 are \[0\], waiting for EQ 1",
+    "deadlock": r"deadlock: rank 0 waits at twait \(.*mpi_fault.py:\d+\) and every other rank "
+                r"has finished: signal words of window 'flag' on rank 0 are \[0\], waiting for "
+                r"EQ 1",
+    "timeout": r"rank 0 waited 1 s at twait \(.*mpi_fault.py:\d+\): signal words of window "
+               r"'flag' on rank 0 are \[0\], waiting for EQ 1",
     "bad_window": r"rank 0's view of window 'x' reaches bytes \[0, 32\), beyond rank 1's copy "
                   r"\(16 bytes\)",
 }
