@@ -497,6 +497,27 @@ def ref_of(view: Any) -> RemoteRef | None:
     return RemoteRef(b, found[0], b.rank, found[1])
 
 
+def gm_location(view: Any) -> tuple[int, int, int, int] | None:
+    """Where a GM view's bytes are in the whole job: (rank, window index, first byte, end
+    byte) of the window copy it reaches, or None outside the windows of a multi-rank launch.
+    The same bytes have the same location on every rank, whichever rank reaches them (what a
+    sanitizer extended to ranks compares)."""
+    ref = ref_of(view)
+    if ref is None:
+        return None
+    if hasattr(view, "index") and not isinstance(view, GlobalTensor):  # Signal2D
+        idx = view.index()
+    else:
+        ext_lo, ext_hi = view.spec.extent
+        off = view.offset if isinstance(view.offset, int) else int(np.min(view.offset))
+        idx = np.array([off + ext_lo, off + ext_hi], np.int64)
+    isz = view.flat.dtype.itemsize
+    if not idx.size:
+        return (ref.rank, ref.window.index, ref.base, ref.base)
+    return (ref.rank, ref.window.index, ref.base + int(idx.min()) * isz,
+            ref.base + (int(idx.max()) + 1) * isz)
+
+
 def _window_names(kernel: Any, n: int) -> list[str]:
     try:
         names = list(inspect.signature(kernel).parameters)
@@ -553,12 +574,11 @@ def launch_ranks(kernel: Callable[..., Any], *args: Any, ranks: Any, blocks: int
 
     def bind(r: int, n: int) -> tuple[Callable[[Machine], None], list[np.ndarray], list[str]]:
         mine = []
+        in_process = isinstance(ranks, int)
         for k, a in enumerate(args):
-            if isinstance(a, (list, tuple)) and len(a) == n and n > 1 or \
-                    (isinstance(a, (list, tuple)) and n == 1 and len(a) == 1
-                     and isinstance(a[0], np.ndarray)):
+            if in_process and isinstance(a, (list, tuple)) and len(a) == n:
                 a = a[r]
-            elif isinstance(a, np.ndarray) and isinstance(ranks, int) and n > 1:
+            elif in_process and isinstance(a, np.ndarray) and n > 1:
                 raise PtoError(f"argument {k} of an in-process launch of {n} ranks is one "
                                f"array; pass a list of {n} arrays, one per rank")
             mine.append(a)

@@ -149,3 +149,24 @@ def test_single_process_semantics_unchanged_outside_a_launch():
     comm.TPUT(GlobalTensor(y), GlobalTensor(x), Tile("Vec", np.float32, 1, 8))
     assert np.array_equal(y, x)
     assert comm.TPUT_ASYNC(GlobalTensor(y), GlobalTensor(x), "session").Wait()
+
+
+def test_gm_location_is_the_same_bytes_on_every_rank():
+    """A rank's local view and another rank's remote view of the same bytes have the same
+    location (rank, window, byte range): what a sanitizer extended to ranks compares."""
+    from ptoisa.ranks import gm_location
+
+    got = {}
+
+    def k(a, b):
+        r = comm.get_rank()
+        g = GlobalTensor(b, (1, 1, 1, 2, 4), (8, 8, 8, 8, 1), offset=2)  # rows 2 apart
+        got[r] = (gm_location(g), gm_location(comm.remote(g, 1 - r)),
+                  gm_location(comm.Signal2D(b, 1, 2, offset=3)))
+
+    pto.launch(k, [np.zeros(4, np.int32)] * 1 + [np.zeros(4, np.int32)],
+               [np.zeros(16, np.int32), np.zeros(16, np.int32)], ranks=2)
+    assert got[0][0] == got[1][1] == (0, 1, 8, 56)   # elements 2 .. 13 of rank 0's window b
+    assert got[1][0] == got[0][1] == (1, 1, 8, 56)
+    assert got[0][2] == (0, 1, 12, 20)
+    assert gm_location(GlobalTensor(np.zeros(4, np.float32))) is None
