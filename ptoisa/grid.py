@@ -56,6 +56,8 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     if ranks is not None:
         from .ranks import launch_ranks
 
+        if mixed:
+            raise PtoError("a mixed (cube + vector) launch across ranks is not supported yet")
         launch_ranks(kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings)
         return
     if mixed:
