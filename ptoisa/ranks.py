@@ -160,7 +160,7 @@ class Ranks:
     def flush(self) -> None:
         """Complete every write this rank issued (the async transfers)."""
 
-    def _idle(self, why: str, since: float) -> None:
+    def _idle(self, why: Callable[[], str], since: float) -> None:
         raise NotImplementedError
 
     def proxy(self, win: Window, rank: int, base: int, dtype: np.dtype) -> np.ndarray:
@@ -238,16 +238,13 @@ class Ranks:
         and deadlock messages)."""
         since = time.monotonic()
         while not ready():
-            self._idle(why(), since)
-        self._done_waiting()
+            self._idle(why, since)
 
-    def _done_waiting(self) -> None:
-        pass
-
-    def timed_out(self, why: str, since: float) -> None:
+    def timed_out(self, why: Callable[[], str], since: float) -> None:
+        """Raise RankTimeout when the wait that began at ``since`` has lasted too long."""
         if time.monotonic() - since > self.timeout:
             raise RankTimeout(f"rank {self.rank} waited {self.timeout:g} s {self.where()}: "
-                              f"{why}")
+                              f"{why()}")
 
 
 # ---- the in-process backend: one thread per rank --------------------------------------------
@@ -333,14 +330,13 @@ class LocalRanks(Ranks):
                                            "condition no rank can make true any more: " +
                                            "; ".join(w.waiting[r][1] for r in live))
                     w.cond.wait(0.05)
-                self.timed_out(why(), since)
+                self.timed_out(why, since)
         finally:
             with w.cond:
                 w.waiting.pop(self.rank, None)
 
-    def _idle(self, why: str, since: float) -> None:  # pragma: no cover - wait_until overrides
-        time.sleep(0.001)
-        self.timed_out(why, since)
+    def _idle(self, why: Callable[[], str], since: float) -> None:  # pragma: no cover
+        raise AssertionError("LocalRanks.wait_until does not idle")
 
 
 # ---- the launch -------------------------------------------------------------------------------

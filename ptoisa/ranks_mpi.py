@@ -177,7 +177,7 @@ class MpiRanks(Ranks):
             self.lockwin.Flush(rank)
             if got[0] == 0:
                 break
-            self.timed_out(f"the add lock of rank {rank}", since)
+            self.timed_out(lambda: f"the add lock of rank {rank}", since)
             time.sleep(0.0005)
         try:
             cur = self._get(win, rank, base, idx, vals.dtype)
@@ -224,9 +224,9 @@ class MpiRanks(Ranks):
             if self.size > 1 and self.others_done() and not ready():
                 raise RankDeadlock(f"deadlock: rank {self.rank} waits {self.where()} and every "
                                    f"other rank has finished: {why()}")
-            self._idle(why(), since)
+            self._idle(why, since)
 
-    def _idle(self, why: str, since: float) -> None:
+    def _idle(self, why: Any, since: float) -> None:
         self.timed_out(why, since)
         # a short sleep, then the next poll (an MPI call: it also progresses the RMA that
         # other ranks aim at this one)
