@@ -637,6 +637,12 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
     bound = [bind(r, n) for r in range(n)]
     check_symmetric([len(b[1]) for b in bound], bound[0][2])
     nw = len(bound[0][1])
+    for k in range(nw):
+        for r in range(1, n):
+            for q in range(r):
+                if np.may_share_memory(bound[r][1][k], bound[q][1][k]):
+                    raise PtoError(f"ranks {q} and {r} pass the same memory as window "
+                                   f"{bound[0][2][k]!r}: every rank needs its own array")
     sizes = [tuple(bound[r][1][k].nbytes for r in range(n)) for k in range(nw)]
     world.arrays = [[bound[r][1][k].reshape(-1).view(np.uint8) for r in range(n)]
                     for k in range(nw)]
@@ -679,11 +685,37 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
             after()
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def _user_line(e: BaseException) -> str | None:
+    """file:line of the innermost frame of ``e``'s traceback outside the ptoisa package."""
+    tb, found = e.__traceback__, None
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not os.path.abspath(f).startswith(_PACKAGE_DIR) and not f.startswith("<"):
+            found = f"{f}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
 def failure_error(r: int, b: Ranks, e: BaseException) -> RankError:
-    """The error that ends a launch when rank ``r`` failed with ``e``."""
+    """The error that ends a launch when rank ``r`` failed with ``e``: it names the rank, the
+    instruction it ran last (with its location) and, when the failure came from the rank's
+    own Python code after that, the line."""
     if isinstance(e, RankError):
         return e
+    where = b.where()
+    by_instr = isinstance(e, PtoError) and b.last is not None and \
+        e.op == b.last.instr.mnemonic  # located by the instruction already
+    line = None if by_instr else _user_line(e)
+    last_loc = getattr(b.last, "loc", None)
+    if isinstance(last_loc, tuple) and len(last_loc) == 2:
+        last_loc = f"{last_loc[0]}:{last_loc[1]}"
+    if line is not None and line != str(last_loc):
+        where = f"at {line}" + (f", after {where.removeprefix('at ')}" if b.last else
+                                ", before its first instruction")
     if isinstance(e, SystemExit):
-        return RankError(f"rank {r} exited (code {e.code}) {b.where()}")
+        return RankError(f"rank {r} exited (code {e.code}) {where}")
     what = str(e) if isinstance(e, PtoError) else f"{type(e).__name__}: {e}"
-    return RankError(f"rank {r} failed {b.where()}: {what}")
+    return RankError(f"rank {r} failed {where}: {what}")

@@ -29,8 +29,9 @@ def test_every_comm_case_under_mpi_matches_in_process(n, tmp_path):
 
 # (a bad peer rank fails in remote() before any MPI call, as in-process: test_ranks_local.py)
 FAULTS = {
-    "raise": r"ptoisa: rank 1 failed at tput \(.*mpi_fault.py:\d+\): ValueError: boom",
-    "exit": r"ptoisa: rank 1 exited \(code 3\) at tnotify",
+    "raise": r"ptoisa: rank 1 failed at .*mpi_fault.py:\d+, after tput \(.*mpi_fault.py:\d+\): "
+             r"ValueError: boom",
+    "exit": r"ptoisa: rank 1 exited \(code 3\) at .*mpi_fault.py:\d+, after tnotify",
     "deadlock": r"deadlock: rank 0 waits at twait \(.*mpi_fault.py:\d+\) and every other rank "
                 r"has finished: signal words of window 'flag' on rank 0 are \[0\], waiting for "
                 r"EQ 1",
