@@ -127,6 +127,12 @@ def k_tput_async(x: np.ndarray, y: np.ndarray) -> None:
     assert ev.Wait("session")
 
 
+def k_tput_async_nowait(x: np.ndarray, y: np.ndarray) -> None:
+    """No Wait: the transfer completes at the end of the launch all the same."""
+    comm.TPUT_ASYNC(comm.remote(GlobalTensor(y, (1, 1, 1, 1, y.size)), _prv()),
+                    GlobalTensor(x, (1, 1, 1, 1, x.size)), "session")
+
+
 def k_tget_async(x: np.ndarray, y: np.ndarray) -> None:
     ev = comm.TGET_ASYNC(GlobalTensor(y, (1, 1, 1, 1, y.size)),
                          comm.remote(GlobalTensor(x, (1, 1, 1, 1, x.size)), _nxt()), "session")
@@ -353,6 +359,7 @@ CASES = [
     Case("tput_add_f16", k_tput_add, in_tput_add_f16, ex_tput_add),
     Case("tget", k_tget, in_tget, ex_tget),
     Case("tput_async", k_tput_async, in_async, ex_tput_async),
+    Case("tput_async_nowait", k_tput_async_nowait, in_async, ex_tput_async),
     Case("tget_async", k_tget_async, in_async, ex_tget),
     Case("notify_wait", k_notify_wait, in_notify_wait, ex_notify_wait),
     Case("counter_ttest", k_counter, in_counter, ex_counter),
