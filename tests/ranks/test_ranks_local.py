@@ -174,3 +174,29 @@ def test_gm_location_is_the_same_bytes_on_every_rank():
     assert got[1][0] == got[0][1] == (1, 1, 8, 56)
     assert got[0][2] == (0, 1, 12, 20)
     assert gm_location(GlobalTensor(np.zeros(4, np.float32))) is None
+
+
+def test_access_spans_of_remote_views_are_keyed_by_rank_and_window():
+    """The shared access model (ptoisa.access) sees a TPUT's remote destination as bytes of
+    the target rank's window copy, the same key the target's own views have."""
+    from ptoisa.access import accesses
+
+    spans = {}
+
+    def k(x, y):
+        r = comm.get_rank()
+        m = pto.current()
+        m.observers.append(lambda rec: spans.setdefault((r, rec.instr.name), accesses(rec)))
+        g, h = GlobalTensor(x, (1, 1, 1, 1, 8)), GlobalTensor(y, (1, 1, 1, 1, 8))
+        if r == 0:
+            comm.TPUT(comm.remote(h, 1), g, Tile("Vec", np.float32, 1, 8))
+        else:
+            pto.TLOAD(Tile("Vec", np.float32, 1, 8), h)
+
+    pto.launch(k, [np.ones(8, np.float32), np.ones(8, np.float32)],
+               [np.zeros(8, np.float32), np.zeros(8, np.float32)], ranks=2)
+    reads, writes = spans[(0, "TPUT")]
+    put_dst = next(s for s in writes if s.space == "GM")
+    load_src = next(s for s in spans[(1, "TLOAD")][0] if s.space == "GM")
+    assert put_dst.key == load_src.key == ("rank", 1, 1) and put_dst.overlaps(load_src)
+    assert any(s.key == ("rank", 0, 0) for s in reads)  # the local source, window x of rank 0
