@@ -607,12 +607,21 @@ def run_on_ranks(bind: Binder, *, ranks: Any, target: str = "cpu",
     run_mpi(bind, ranks, target, timeout, settings)
 
 
+def check_window_array(a: np.ndarray, name: str, rank: int) -> None:
+    """A window is flat memory other ranks may write: C-contiguous and writable."""
+    if not a.flags.c_contiguous:
+        raise PtoError(f"rank {rank}'s window {name!r} must be a C-contiguous array "
+                       "(np.ascontiguousarray(a) copies one)")
+    if not a.flags.writeable:
+        raise PtoError(f"rank {rank}'s window {name!r} is a read-only array: pass a writable "
+                       "one (np.array(a) copies one)")
+
+
 def _windows_for(arrays: list[np.ndarray], names: list[str], sizes: list[tuple[int, ...]],
-                 ) -> list[Window]:
+                 rank: int) -> list[Window]:
     out = []
     for k, a in enumerate(arrays):
-        if not a.flags.c_contiguous:
-            raise PtoError(f"window {names[k]!r} must be a C-contiguous array")
+        check_window_array(a, names[k], rank)
         out.append(Window(k, names[k], a, sizes[k]))
     return out
 
@@ -649,7 +658,7 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
     backends = []
     for r in range(n):
         b = LocalRanks(world, r, timeout)
-        b.windows = _windows_for(bound[r][1], bound[r][2], sizes)
+        b.windows = _windows_for(bound[r][1], bound[r][2], sizes, r)
         backends.append(b)
     out = _Outcome()
 
@@ -688,12 +697,21 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+def _library_dirs() -> tuple[str, ...]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple(os.path.abspath(paths[k]) for k in ("stdlib", "purelib", "platlib")
+                 if k in paths) + (_PACKAGE_DIR,)
+
+
 def _user_line(e: BaseException) -> str | None:
-    """file:line of the innermost frame of ``e``'s traceback outside the ptoisa package."""
-    tb, found = e.__traceback__, None
+    """file:line of the innermost frame of ``e``'s traceback in the user's own code (not
+    ptoisa, the standard library or installed packages)."""
+    tb, found, libs = e.__traceback__, None, _library_dirs()
     while tb is not None:
         f = tb.tb_frame.f_code.co_filename
-        if not os.path.abspath(f).startswith(_PACKAGE_DIR) and not f.startswith("<"):
+        if os.path.isfile(f) and not os.path.abspath(f).startswith(libs):
             found = f"{f}:{tb.tb_lineno}"
         tb = tb.tb_next
     return found

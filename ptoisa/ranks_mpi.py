@@ -40,6 +40,7 @@ from .ranks import (
     Window,
     _runs,
     check_symmetric,
+    check_window_array,
     failure_error,
     run_rank,
 )
@@ -89,8 +90,7 @@ class MpiRanks(Ranks):
         check_symmetric(counts, names)
         sizes = self.comm.allgather([a.nbytes for a in arrays])
         for k, a in enumerate(arrays):
-            if not a.flags.c_contiguous:
-                raise PtoError(f"window {names[k]!r} must be a C-contiguous array")
+            check_window_array(a, names[k], self.rank)
             win = MPI.Win.Create(a.reshape(-1).view(np.uint8) if a.nbytes else None,
                                  disp_unit=1, comm=self.comm)
             win.Lock_all()

@@ -112,6 +112,10 @@ def test_remote_view_offsets_past_the_peer_window_name_both_ranks():
 def test_launch_argument_errors():
     with pytest.raises(pto.PtoError, match="list of 2 arrays"):
         pto.launch(lambda x: None, np.zeros(4), ranks=2)
+    ro = np.zeros(4)
+    ro.flags.writeable = False
+    with pytest.raises(pto.PtoError, match="rank 1's window 'x' is a read-only array"):
+        pto.launch(lambda x: None, [np.zeros(4), ro], ranks=2)
     a = np.zeros(4)
     with pytest.raises(pto.PtoError, match="ranks 0 and 1 pass the same memory as window 'x'"):
         pto.launch(lambda x: None, [a, a], ranks=2)
