@@ -133,15 +133,33 @@ class MpiRanks(Ranks):
     # ---- memory operations -------------------------------------------------------------
     def _get(self, win: Window, rank: int, base: int, idx: np.ndarray,
              dtype: np.dtype) -> np.ndarray:
-        MPI, w = self.MPI, self.wins[win.index]
-        isz = dtype.itemsize
+        w = self.wins[win.index]
         out = np.empty(idx.size, dtype)
-        raw = out.view(np.uint8)
-        for first, n, pos in _runs(idx):
-            w.Get([raw[pos * isz:(pos + n) * isz], MPI.BYTE], rank,
-                  target=(base + first * isz, n * isz, MPI.BYTE))
+        self._move(w.Get, rank, base, idx, out.view(np.uint8), dtype.itemsize)
         w.Flush(rank)
         return out
+
+    #: above this many contiguous runs a view moves as one transfer of an indexed datatype
+    MANY_RUNS = 8
+
+    def _move(self, op: Any, rank: int, base: int, idx: np.ndarray, raw: np.ndarray,
+              isz: int) -> None:
+        """Put or Get (``op``) the bytes ``raw`` (the elements in order) at element indices
+        ``idx`` of the target copy from byte ``base``: one call per contiguous run, or one
+        call with an hindexed target datatype when the view has many runs (strided rows)."""
+        MPI = self.MPI
+        runs = _runs(idx)
+        if len(runs) <= self.MANY_RUNS:
+            for first, n, pos in runs:
+                op([raw[pos * isz:(pos + n) * isz], MPI.BYTE], rank,
+                   target=(base + first * isz, n * isz, MPI.BYTE))
+            return
+        dt = MPI.BYTE.Create_hindexed([n * isz for _, n, _ in runs],
+                                      [base + first * isz for first, _, _ in runs]).Commit()
+        try:
+            op([raw, MPI.BYTE], rank, target=(0, 1, dt))
+        finally:
+            dt.Free()  # the transfer in flight keeps what it needs
 
     def _put(self, win: Window, rank: int, base: int, idx: np.ndarray, vals: np.ndarray,
              add: bool, sync: bool) -> None:
@@ -157,10 +175,7 @@ class MpiRanks(Ranks):
                 w.Accumulate([vals[pos:pos + n], mt], rank,
                              target=(base + first * isz, n, mt), op=MPI.SUM)
         else:
-            raw = vals.view(np.uint8)
-            for first, n, pos in _runs(idx):
-                w.Put([raw[pos * isz:(pos + n) * isz], MPI.BYTE], rank,
-                      target=(base + first * isz, n * isz, MPI.BYTE))
+            self._move(w.Put, rank, base, idx, vals.view(np.uint8), isz)
         if sync:
             w.Flush(rank)
         else:

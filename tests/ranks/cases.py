@@ -73,6 +73,29 @@ def ex_tput_ring(n: int, ins: list[Args]) -> list[Args]:
     return out
 
 
+def k_strided_many(x: np.ndarray, y: np.ndarray) -> None:
+    """64 rows of 8 out of 64 x 16 arrays (64 runs: one transfer of an indexed type under
+    MPI): TPUT my columns 0..7 into the next rank's columns 8..15, then TGET the previous
+    rank's columns 0..7 into my columns 0..7 of y."""
+    comm.TPUT(comm.remote(gt(y, 64, 8, 16, 8), _nxt()), gt(x, 64, 8, 16), vec(np.int32, 64, 8))
+    comm.TGET(gt(y, 64, 8, 16), comm.remote(gt(x, 64, 8, 16), _prv()), vec(np.int32, 64, 8))
+
+
+def in_strided_many(n: int) -> list[Args]:
+    return [[np.arange(64 * 16, dtype=np.int32).reshape(64, 16) * (r + 1),
+             np.zeros((64, 16), np.int32)] for r in range(n)]
+
+
+def ex_strided_many(n: int, ins: list[Args]) -> list[Args]:
+    out = []
+    for r in range(n):
+        y = np.zeros((64, 16), np.int32)
+        y[:, 8:] = ins[(r - 1) % n][0][:, :8]
+        y[:, :8] = ins[(r - 1) % n][0][:, :8]
+        out.append([ins[r][0], y])
+    return out
+
+
 def k_tput_add(x: np.ndarray, y: np.ndarray) -> None:
     # every rank adds its x into rank 0's y (AtomicAdd, in the element type)
     rows, cols = x.shape
@@ -355,6 +378,7 @@ def ex_pc(n: int, ins: list[Args]) -> list[Args]:
 
 CASES = [
     Case("tput_ring", k_tput_ring, in_tput_ring, ex_tput_ring),
+    Case("strided_many_runs", k_strided_many, in_strided_many, ex_strided_many),
     Case("tput_add_i32", k_tput_add, in_tput_add_i32, ex_tput_add),
     Case("tput_add_f16", k_tput_add, in_tput_add_f16, ex_tput_add),
     Case("tget", k_tget, in_tget, ex_tget),
