@@ -78,6 +78,10 @@ __all__ += ["ExportError", "export"]
 __all__ += ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
             "get_subblock_idx", "get_subblock_num", "launch_mixed"]
 
+from . import comm  # noqa: E402 - the pto::comm namespace (multi-rank kernels)
+
+__all__ += ["comm"]
+
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)
 __all__ += sorted(REGISTRY)

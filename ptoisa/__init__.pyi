@@ -69,6 +69,7 @@ from .tile import (
     TileSpec as TileSpec,
     tile_spec as tile_spec,
 )
+from . import comm as comm
 from .enums import AccPhase
 from .enums import AccToVecMode
 from .isa.elementwise.common import Algorithm
@@ -89,6 +90,40 @@ from .isa.layout.img2col import SetFmatrixMode
 from .isa.comm import WaitCmp
 
 __version__: str
+
+
+def COMM_TGATHER(
+    parallelGroup: Any,
+    dstGlobalData: GlobalTensor,
+    stagingTileData: Tile,
+    pongTile: Tile | None = None,
+    *events: Event,
+    engine: CollEngine = CollEngine.AIV,
+    Args: Any = None,
+) -> Event:
+    """
+    ``comm::TGATHER``: the root concatenates the ranks' tensors along DIM_3 into its dst
+    view, ``dst[..., r*H + i, j] = tensors[r][..., i, j]``; rows past N x H are left as they
+    are. (Python name ``ptoisa.comm.TGATHER``; ``pto.TGATHER`` is the tile gather.)
+    """
+    ...
+
+
+def COMM_TSCATTER(
+    parallelGroup: Any,
+    srcGlobalData: GlobalTensor,
+    stagingTileData: Tile,
+    pongTile: Tile | None = None,
+    *events: Event,
+    engine: CollEngine = CollEngine.AIV,
+    Args: Any = None,
+) -> Event:
+    """
+    ``comm::TSCATTER``: the root splits its src view along DIM_3 over the ranks,
+    ``tensors[r][..., i, j] = src[..., r*H + i, j]``; rows past N x H are not read. (Python
+    name ``ptoisa.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)
+    """
+    ...
 
 
 def MGATHER(
@@ -1453,7 +1488,8 @@ def TPUT_ASYNC(
     engine: DmaEngine = DmaEngine.SDMA,
 ) -> Any:
     """
-    Asynchronous remote write through a DMA engine; completes at once.
+    Asynchronous remote write through a DMA engine; completes at once in one process, at
+    the event's Wait/Test (or the end of the launch) in a multi-rank launch.
     """
     ...
 

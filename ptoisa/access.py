@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import ranks
 from .targets import LOC_SPACE
 from .tensor import GlobalTensor
 from .tile import Tile
@@ -102,7 +103,14 @@ def tile_span(t: Tile, machine: Any = None, aliases: dict[int, Any] | None = Non
 
 
 def gm_span(g: GlobalTensor) -> Span:
-    """The bytes of the GM array a view reaches (lowest to highest element, all blocks)."""
+    """The bytes of the GM array a view reaches (lowest to highest element, all blocks). In a
+    multi-rank launch a view of a window (this rank's or another's) is keyed by the window
+    copy it reaches, ``("rank", rank, window)``: the same bytes have the same key on every
+    rank (see :func:`ptoisa.ranks.gm_location`)."""
+    where = ranks.gm_location(g)
+    if where is not None:
+        rank, win, lo, hi = where
+        return Span("GM", ("rank", rank, win), lo, hi, f"rank {rank} window {win} [{lo}:{hi}]")
     lo_e, hi_e = g.spec.extent
     off = g.offset
     if isinstance(off, np.ndarray):

@@ -223,6 +223,10 @@ _LOCKSTEP = {"auto": "auto", "on": True, "off": False}
 
 
 def _run(ns: argparse.Namespace) -> int:
+    if ns.ranks is not None:  # a multi-rank launch (ptoisa.ranks_cli)
+        from .ranks_cli import run as run_ranks
+
+        return run_ranks(ns, _arg_value, lambda: _load(ns.file, ns.target, ns.permissive))
     prog = _load(ns.file, ns.target, ns.permissive)
     pair = _pair(prog, ns.entry)
     if pair is not None:
@@ -381,6 +385,11 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
     if not root.exists():
         print(f"ptoisa conformance: {root}: no such directory", file=sys.stderr)
         return 2
+    if ns.ranks is not None:  # the comm cases across ranks (ptoisa.conformance_ranks)
+        from .conformance_ranks import main as across_ranks
+
+        return across_ranks([str(root), *(["--ranks", str(ns.ranks)] if ns.ranks else []),
+                             *[a for w in ns.only or () for a in ("--only", w)]])
     summary = run_pack(root, ns.target, only=ns.only or ())
     if not summary.verdicts:  # nothing was checked: that is not a pass
         what = "no case matches --only" if ns.only else "no conformance cases (case.json)"
@@ -409,6 +418,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
     c.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
+    c.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+                   help="the communication cases across two ranks: --ranks under mpiexec -n 2, "
+                        "--ranks 2 in this process")
     c.set_defaults(fn=_cmd_conformance)
     o = sub.add_parser("ops", help="the instruction support matrix, from the registry")
     o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
@@ -439,6 +451,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
+    r.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+                   help="multi-rank: --ranks under mpiexec (this process is one rank), "
+                        "--ranks N starts N ranks; {rank} {size} {next} {prev} in --arg/--out, "
+                        "--arg NAME=peer:RANK:ARG binds another rank's ARG")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")

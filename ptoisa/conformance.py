@@ -642,6 +642,13 @@ def _run_case(case_dir: Path, target_name: str, permissive: bool = False) -> Ver
             problems = check_case(run, outputs)
     finally:
         pop(m)
+    return verdict_of(case, case_dir, target_name, problems)
+
+
+def verdict_of(case: dict[str, Any], case_dir: Path, target_name: str,
+               problems: list[str]) -> Verdict:
+    """The verdict of a case that ran, from the problems its checks found."""
+    cid = case["case_id"]
     if not problems:
         notes = [n for (c, _), (n, _) in RECONSTRUCTED_CONV.items() if c == cid]
         return Verdict(cid, "PASS", "; ".join(notes))

@@ -46,18 +46,26 @@ def get_block_num() -> int:
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
            lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
-           sanitize: Any = False, **settings: Any) -> Any:
+           sanitize: Any = False, ranks: Any = None, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
     on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
     ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
     (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`).
+    ``ranks=N`` / ``ranks=comm``: a multi-rank launch (see :func:`ptoisa.ranks.launch_ranks`).
     ``cycles=True`` times the run with the cycle model and returns its
     :class:`~ptoisa.cycles.CycleReport` (else None).
     ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
     the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
     findings without raising. Returns the report when sanitizing."""
+    if ranks is not None:
+        from .ranks import launch_ranks
+
+        if mixed:
+            raise PtoError("a mixed (cube + vector) launch across ranks is not supported yet")
+        launch_ranks(kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings)
+        return None
     if sanitize is not False and sanitize is not None:
         from .sanitizer import SanitizerError, sanitized
 

@@ -24,6 +24,7 @@ from ..ir.core import Op, Region
 from ..isa.registry import Instr
 from ..lanes import BlockDivergence
 from ..memory import Machine
+from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import bridge, op_names
 from .capacity import check_function
@@ -192,6 +193,11 @@ class CompiledFunc:
         fixed = tuple(slots)
         res = tuple(results)
         simple = all(isinstance(s, int) or s is None for s in fixed)
+        # a GM memref operand (a function argument) arrives as its array: view it whole
+        as_gm = tuple((i, gs) for i, v in enumerate(b.values)
+                      if v is not None and not isinstance(v, (bridge.Const, tuple))
+                      and isinstance(v.type, T.MemRefType) and None not in v.type.shape
+                      and (gs := bridge.gm_spec_of(v.type)) is not None)
 
         def get(env: Env, s: Any) -> Any:
             if s is None:
@@ -207,6 +213,9 @@ class CompiledFunc:
                 env[k] = t
             vals = ([None if s is None else env[s] for s in fixed] if simple
                     else [get(env, s) for s in fixed])
+            for i, gs in as_gm:
+                if isinstance(vals[i], np.ndarray):
+                    vals[i] = GlobalTensor(vals[i], gs.shape, gs.stride, dtype=gs.dtype.np)
             try:
                 run(env[0].machine, vals, params, checked=True, loc=loc)
             except PtoError as e:

@@ -10,6 +10,12 @@ Other actors (the peer rank or thread that notifies) are modelled as *peers*: ca
 registered on the machine with :func:`add_peer` that perform their next action and return
 whether they changed anything. TWAIT runs them, in order, while its condition does not hold.
 Signals are i32 GM views or :class:`Signal2D` blocks (``comm::Signal2D<Rows, Cols>``).
+
+In a multi-rank launch (:mod:`ptoisa.ranks`: ``pto.launch(..., ranks=...)``) every access to a
+window -- the rank's own or another rank's (``ptoisa.comm.remote``) -- goes through the
+launch's backend (threads in-process, or MPI RMA): the semantics below are the same, the
+bytes move through the backend, TWAIT polls until another rank satisfies it (or the launch's
+timeout / a deadlock ends the launch) and the async forms complete at the next flush.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import ranks as _ranks
 from ..enums import AtomicType, Pipe, TileType
 from ..errors import ExecutionError, RuntimeCheckError
 from ..memory import Machine
@@ -83,23 +90,36 @@ def _flat_1d(sig: Sig) -> None:
                            f"got shape {'x'.join(map(str, t.shape))}")
 
 
-def _copy(dst: GlobalTensor, src: GlobalTensor, staging: Tile | None, add: bool) -> None:
+def _read(view: Any, idx: np.ndarray, op: str) -> np.ndarray:
+    """The elements ``idx`` of ``view.flat``: local memory, or through the rank backend when
+    the view lies in a window of a multi-rank launch."""
+    ref = _ranks.ref_of(view)
+    if ref is None:
+        return view.flat[idx]
+    return ref.backend.get(ref, idx, view.flat.dtype, op)
+
+
+def _write(view: Any, idx: np.ndarray, vals: np.ndarray, op: str, add: bool = False,
+           sync: bool = True) -> None:
+    """``view.flat[idx] = vals`` (``+= vals`` in the element type with ``add``; integers
+    wrap), locally or through the rank backend."""
+    vals = np.asarray(vals).astype(view.flat.dtype, copy=False)
+    ref = _ranks.ref_of(view)
+    if ref is not None:
+        ref.backend.put(ref, idx, vals, op, add, sync)
+    elif add:
+        with np.errstate(all="ignore"):
+            view.flat[idx] = (view.flat[idx] + vals).astype(view.flat.dtype)
+    else:
+        view.flat[idx] = vals
+
+
+def _copy(dst: GlobalTensor, src: GlobalTensor, op: str, add: bool,
+          sync: bool = True) -> None:
     di, si = flat_index(dst).reshape(-1), flat_index(src).reshape(-1)
     if si.size and (si.max() >= src.flat.size or di.max() >= dst.flat.size):
         raise RuntimeCheckError("GM view reaches outside its array")
-    vals = src.flat[si]
-    if add:
-        with np.errstate(over="ignore"):
-            dst.flat[di] = (dst.flat[di] + vals).astype(dst.flat.dtype)
-    else:
-        dst.flat[di] = vals
-    if staging is not None and vals.size:
-        # the staging tile holds the last chunk that passed through it
-        n = staging.valid_row * staging.valid_col
-        if n:
-            last = vals[-n:] if vals.size >= n else vals
-            if last.size == n and staging.dtype.np == vals.dtype:
-                staging.write(last.reshape(staging.valid_row, staging.valid_col))
+    _write(dst, di, _read(src, si, op), op, add, sync)
 
 
 @instr("TGET", family="comm", pipe=Pipe.MTE2,
@@ -111,7 +131,7 @@ def TGET(m: Machine, dst: GlobalTensor, src: GlobalTensor, staging: Tile,  # noq
          pong: Tile | None = None) -> None:
     """Remote read: copy the (remote) src view into the local dst view through the UB staging
     tile (ping/pong tiles alternate on hardware; the result is the same)."""
-    _copy(dst, src, None, False)
+    _copy(dst, src, "tget", False)
 
 
 @instr("TPUT", family="comm", pipe=Pipe.MTE3,
@@ -125,17 +145,24 @@ def TPUT(m: Machine, dst: GlobalTensor, src: GlobalTensor, staging: Tile,  # noq
     tile; atomicType=AtomicAdd adds into dst (integers wrap)."""
     if isinstance(pong, AtomicType):
         atomicType = pong
-    _copy(dst, src, None, atomicType is AtomicType.AtomicAdd)
+    _copy(dst, src, "tput", atomicType is AtomicType.AtomicAdd)
 
 
 class AsyncEvent:
-    """What TGET_ASYNC / TPUT_ASYNC return: already complete in a single process."""
+    """What TGET_ASYNC / TPUT_ASYNC return: already complete in a single process; in a
+    multi-rank launch the transfer completes at the next flush of the rank's backend, which
+    ``Wait`` and ``Test`` make (so both return True)."""
+
+    def __init__(self, backend: Any = None) -> None:
+        self.backend = backend
 
     def Wait(self, session: Any = None) -> bool:  # noqa: N802 - C++ name
+        if self.backend is not None:
+            self.backend.flush()
         return True
 
     def Test(self, session: Any = None) -> bool:  # noqa: N802
-        return True
+        return self.Wait(session)
 
 
 @instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False,
@@ -150,8 +177,8 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
                peer: Any = None, *, engine: DmaEngine) -> AsyncEvent:
     """Asynchronous remote read through a DMA engine; completes at once, returns an
     :class:`AsyncEvent`."""
-    _copy(dst, src, None, False)
-    return AsyncEvent()
+    _copy(dst, src, "tget_async", False)
+    return AsyncEvent(_ranks.active())
 
 
 @instr("TPUT_ASYNC", family="comm", pipe=Pipe.MTE3, returns_event=False,
@@ -165,9 +192,10 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
        dtype_key=("dst",), static=(_flat_1d, _same_view))
 def TPUT_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  # noqa: N802
                peer: Any = None, *, engine: DmaEngine) -> AsyncEvent:
-    """Asynchronous remote write through a DMA engine; completes at once."""
-    _copy(dst, src, None, False)
-    return AsyncEvent()
+    """Asynchronous remote write through a DMA engine; completes at once in one process, at
+    the event's Wait/Test (or the end of the launch) in a multi-rank launch."""
+    _copy(dst, src, "tput_async", False, sync=False)
+    return AsyncEvent(_ranks.active())
 
 
 class Signal2D:
@@ -239,6 +267,10 @@ def TNOTIFY(m: Machine, signal: Signal, value: Any,  # noqa: N802
     """signal += value (NotifyOp.AtomicAdd, the default; wraps) or signal = value (Set), on
     every word of the signal view."""
     flat, idx = _words(signal)
+    ref = _ranks.ref_of(signal)
+    if ref is not None:
+        ref.backend.notify(ref, idx, int(value), op is NotifyOp.Set, "tnotify")
+        return
     v = np.int64(int(value))
     if op is NotifyOp.Set:
         flat[idx] = np.array(v).astype(np.int64).astype(np.uint32).view(np.int32)
@@ -247,10 +279,26 @@ def TNOTIFY(m: Machine, signal: Signal, value: Any,  # noqa: N802
         flat[idx] = (cur & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
-def _holds(signal: Signal, value: Any, cmp: WaitCmp | None) -> bool:
+def _signal_values(signal: Signal, op: str) -> np.ndarray:
+    """The signal words now (atomic reads through the rank backend in a multi-rank launch)."""
     flat, idx = _words(signal)
-    vals = flat[idx].astype(np.int64)
+    ref = _ranks.ref_of(signal)
+    if ref is None:
+        return flat[idx]
+    return ref.backend.read_signal(ref, idx, op)
+
+
+def _holds(signal: Signal, value: Any, cmp: WaitCmp | None, op: str = "twait") -> bool:
+    vals = _signal_values(signal, op).astype(np.int64)
     return bool(np.all(_CMP[cmp or WaitCmp.EQ](vals, np.int64(int(value)))))
+
+
+def _awaited(signal: Signal, value: Any, cmp: WaitCmp | None) -> str:
+    ref = _ranks.ref_of(signal)
+    where = "" if ref is None else f" of window {ref.window.name!r} on rank {ref.rank}"
+    cur = _signal_values(signal, "twait")[:8].tolist()
+    return (f"signal words{where} are {cur}, waiting for {(cmp or WaitCmp.EQ).name} "
+            f"{int(value)}")
 
 
 @instr("TWAIT", family="comm", pipe=Pipe.S,
@@ -264,6 +312,12 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
     peers registered with :func:`add_peer` run; when none of them changes anything any more the
     wait can never return, which is reported as a deadlock (an error)."""
     peers: list[Peer] = getattr(m, "comm_peers", None) or []
+    backend = _ranks.active()
+    if backend is not None:  # other ranks (and this process's peers) may satisfy it
+        backend.wait_until(lambda: _holds(signal, cmpValue, cmp) or (
+                               any([p() for p in peers]) and _holds(signal, cmpValue, cmp)),
+                           lambda: _awaited(signal, cmpValue, cmp))
+        return
     while not _holds(signal, cmpValue, cmp):
         if any([p() for p in peers]):
             continue
@@ -282,7 +336,7 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
 def TTEST(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
           cmp: WaitCmp | None = None, *, GlobalSignalData: Any = None) -> bool:  # noqa: N803
     """True when every signal word satisfies ``word <cmp> cmpValue`` (non-blocking)."""
-    return _holds(signal, cmpValue, cmp)
+    return _holds(signal, cmpValue, cmp, "ttest")
 
 
 # ==== collectives over a ParallelGroup (single process: the group's GM tensors are local) =====
@@ -371,9 +425,9 @@ def TBROADCAST(m: Machine, parallelGroup: Any, srcGlobalData: GlobalTensor,  # n
     """The root copies its src view into every rank's tensor of the group (its own included),
     chunk by chunk through the UB staging tile(s)."""
     group = _group_of(TBROADCAST, parallelGroup, srcGlobalData)
-    vals = srcGlobalData.flat[flat_index(srcGlobalData).reshape(-1)]
+    vals = _read(srcGlobalData, flat_index(srcGlobalData).reshape(-1), "tbroadcast")
     for t in group.tensors:
-        t.flat[flat_index(t).reshape(-1)] = vals
+        _write(t, flat_index(t).reshape(-1), vals, "tbroadcast")
     _last_chunk(pongTile if pongTile is not None else stagingTileData, vals)
 
 
@@ -395,11 +449,79 @@ def TREDUCE(m: Machine, parallelGroup: Any, dstGlobalData: GlobalTensor,  # noqa
     accumulator and receive tiles (which end holding the last chunk's result and the last
     rank's last chunk). ``op`` is ReduceOp Sum, Max or Min."""
     group = _group_of(TREDUCE, parallelGroup, dstGlobalData)
-    parts = [t.flat[flat_index(t).reshape(-1)] for t in group.tensors]
+    parts = [_read(t, flat_index(t).reshape(-1), "treduce") for t in group.tensors]
     acc = parts[0].copy()
     with np.errstate(all="ignore"):
         for p in parts[1:]:
             acc = _REDUCE[op](acc, p).astype(acc.dtype, copy=False)
-    dstGlobalData.flat[flat_index(dstGlobalData).reshape(-1)] = acc
+    _write(dstGlobalData, flat_index(dstGlobalData).reshape(-1), acc, "treduce")
     _last_chunk(accTileData, acc)
     _last_chunk(recvTileData, parts[-1])
+
+
+def _row_group(ins: Any, group: Any, big: GlobalTensor) -> tuple[ParallelGroup, int]:
+    """The group of a gather/scatter and the rows H of each rank's tensor: the ranks' tensors
+    match ``big`` in element type, outer dimensions and width, and ``big`` has at least
+    N x H rows (DIM_3)."""
+    if not isinstance(group, ParallelGroup):
+        raise RuntimeCheckError(f"operand 'parallelGroup' must be a ParallelGroup, got "
+                                f"{type(group).__name__}", op=ins.mnemonic)
+    g0 = group.tensors[0]
+    if g0.flat.dtype != big.flat.dtype:
+        raise RuntimeCheckError(f"the group's tensors hold {g0.flat.dtype}, the GM view "
+                                f"{big.flat.dtype}", op=ins.mnemonic)
+    s, b = g0.spec.shape, big.spec.shape
+    if s[:3] != b[:3] or s[4] != b[4]:
+        raise RuntimeCheckError(f"the group's tensors have shape {'x'.join(map(str, s))}, the "
+                                f"GM view {'x'.join(map(str, b))}: they must agree except in "
+                                "DIM_3", op=ins.mnemonic)
+    if b[3] < group.size * s[3]:
+        raise RuntimeCheckError(f"the GM view has {b[3]} rows (DIM_3), the {group.size} ranks "
+                                f"need {group.size} x {s[3]}", op=ins.mnemonic)
+    return group, s[3]
+
+
+_COLL_OPERANDS = (Opnd("stagingTileData", "tile", "scratch"),
+                  Opnd("pongTile", "tile", "scratch", optional=True))
+_COLL_PARAMS = (Param("engine", CollEngine.AIV, CollEngine), Param("Args", None))
+
+
+@instr("COMM_TGATHER", family="comm", pipe=Pipe.MTE2,
+       operands=(Opnd("parallelGroup", "any"), Opnd("dstGlobalData", "gm", "out"),
+                 *_COLL_OPERANDS),
+       params=_COLL_PARAMS, dtype_key=("dstGlobalData",),
+       static=(locs(["stagingTileData", "pongTile"], TileType.Vec), _staging_dtype))
+def COMM_TGATHER(m: Machine, parallelGroup: Any, dstGlobalData: GlobalTensor,  # noqa: N802,N803
+                 stagingTileData: Tile, pongTile: Tile | None = None, *,  # noqa: N803
+                 engine: CollEngine, Args: Any) -> None:  # noqa: N803
+    """``comm::TGATHER``: the root concatenates the ranks' tensors along DIM_3 into its dst
+    view, ``dst[..., r*H + i, j] = tensors[r][..., i, j]``; rows past N x H are left as they
+    are. (Python name ``ptoisa.comm.TGATHER``; ``pto.TGATHER`` is the tile gather.)"""
+    group, h = _row_group(COMM_TGATHER, parallelGroup, dstGlobalData)
+    idx = flat_index(dstGlobalData)
+    vals = np.zeros(0, dstGlobalData.flat.dtype)
+    for r, t in enumerate(group.tensors):
+        vals = _read(t, flat_index(t).reshape(-1), "comm_tgather")
+        _write(dstGlobalData, idx[:, :, :, r * h:(r + 1) * h, :].reshape(-1), vals,
+               "comm_tgather")
+    _last_chunk(pongTile if pongTile is not None else stagingTileData, vals)
+
+
+@instr("COMM_TSCATTER", family="comm", pipe=Pipe.MTE3,
+       operands=(Opnd("parallelGroup", "any"), Opnd("srcGlobalData", "gm"), *_COLL_OPERANDS),
+       params=_COLL_PARAMS, dtype_key=("srcGlobalData",),
+       static=(locs(["stagingTileData", "pongTile"], TileType.Vec), _staging_dtype))
+def COMM_TSCATTER(m: Machine, parallelGroup: Any, srcGlobalData: GlobalTensor,  # noqa: N802,N803
+                  stagingTileData: Tile, pongTile: Tile | None = None, *,  # noqa: N803
+                  engine: CollEngine, Args: Any) -> None:  # noqa: N803
+    """``comm::TSCATTER``: the root splits its src view along DIM_3 over the ranks,
+    ``tensors[r][..., i, j] = src[..., r*H + i, j]``; rows past N x H are not read. (Python
+    name ``ptoisa.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)"""
+    group, h = _row_group(COMM_TSCATTER, parallelGroup, srcGlobalData)
+    idx = flat_index(srcGlobalData)
+    vals = np.zeros(0, srcGlobalData.flat.dtype)
+    for r, t in enumerate(group.tensors):
+        vals = _read(srcGlobalData, idx[:, :, :, r * h:(r + 1) * h, :].reshape(-1),
+                     "comm_tscatter")
+        _write(t, flat_index(t).reshape(-1), vals, "comm_tscatter")
+    _last_chunk(pongTile if pongTile is not None else stagingTileData, vals)

@@ -61,6 +61,8 @@ LEGALITY: dict[str, Rule] = {
     "TTEST": rule(),
     "TBROADCAST": rule(),
     "TREDUCE": rule(),
+    "COMM_TGATHER": rule(),
+    "COMM_TSCATTER": rule(),
 
     # ---- core ------------------------------------------------------------------------------------
     # the foundation instructions (memory, seeds, TADD).

@@ -569,7 +569,7 @@ SWEPT = {"TEXP", "TLOG", "TSQRT", "TRSQRT", "TRECIP", "TDIV", "TFMOD", "TREM", "
 NOT_SWEPT = {
     **{n: "GM / multi-rank communication" for n in
        ("TPUT", "TGET_ASYNC", "TPUT_ASYNC", "TNOTIFY", "TWAIT", "TTEST", "TBROADCAST",
-        "TREDUCE", "MGATHER", "MSCATTER")},
+        "TREDUCE", "MGATHER", "MSCATTER", "COMM_TGATHER", "COMM_TSCATTER")},
     **{n: "cube (Left/Right/Acc tiles), fix-pipe or img2col state" for n in
        ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS",
         "TMATMUL_MX", "TGEMV_MX", "TMATMUL_MX_HIF4", "SETFMATRIX", "SET_IMG2COL_PADDING",

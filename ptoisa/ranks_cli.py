@@ -1,0 +1,148 @@
+"""``ptoisa run FILE.pto --ranks [N]``: a ``.pto`` kernel on every rank of a multi-rank launch.
+
+* ``mpiexec -n 4 ptoisa run k.pto --ranks --arg ...``: this process is one rank of the MPI job;
+* ``ptoisa run k.pto --ranks 4 --arg ...``: start that job (``mpiexec -n 4`` of this Python,
+  from the ``ptoisa[mpi]`` extra); without mpi4py, 4 ranks as threads of this process.
+
+Each rank binds its own arguments: ``{rank}``, ``{size}``, ``{next}`` and ``{prev}`` in an
+``--arg`` value or ``--out`` are replaced by its rank, the number of ranks and its neighbours
+on the ring (``--arg x=x{rank}.npy --out out{rank}``). ``--arg NAME=peer:R:ARG`` binds the
+pointer argument NAME to rank R's copy of argument ARG (``--arg dst=peer:{next}:y``): the
+remote address the communication instructions write through. The other array arguments are
+the windows (symmetric memory: argument k on every rank).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import PtoError
+from .memory import Machine
+
+
+def _under_mpi() -> int | None:
+    """The size of the MPI job this process was started in by a launcher, else None."""
+    for k in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"):
+        v = os.environ.get(k)
+        if v and v.isdigit():
+            return int(v)
+    return None
+
+
+def _have_mpi() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _argv(ns: argparse.Namespace) -> list[str]:
+    """The ``run`` command line again, for each rank (``--ranks`` without a count)."""
+    out = ["run", ns.file, "--target", ns.target, "--blocks", str(ns.blocks), "--ranks",
+           "--matmul-accumulation", ns.matmul_accumulation]
+    if ns.entry:
+        out += ["--entry", ns.entry]
+    if ns.permissive:
+        out.append("--permissive")
+    for a in ns.arg or ():
+        out += ["--arg", a]
+    if ns.out:
+        out += ["--out", ns.out]
+    return out
+
+
+def run(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
+        load: Callable[[], Any]) -> int:
+    """The ``run`` command with ``--ranks``; ``arg_value`` and ``load`` are the CLI's own."""
+    n = ns.ranks
+    size = _under_mpi()
+    if n and size is None:
+        if _have_mpi():
+            from .ranks_mpi import mpiexec
+
+            exe = mpiexec()
+            if exe is not None:
+                cmd = [exe, "-n", str(n), sys.executable, "-m", "ptoisa", *_argv(ns)]
+                return subprocess.call(cmd)
+        from .ranks import run_on_ranks
+
+        run_on_ranks(_binder(ns, arg_value, load), ranks=n, target=ns.target)
+        return 0
+    if n and size is not None and n != size:
+        raise PtoError(f"--ranks {n}, but this MPI job has {size} ranks")
+    from .ranks import run_on_ranks
+
+    run_on_ranks(_binder(ns, arg_value, load), ranks="mpi", target=ns.target)
+    return 0
+
+
+def _binder(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
+            load: Callable[[], Any]) -> Callable[[int, int], Any]:
+    def bind(r: int, n: int) -> tuple[Callable[[Machine], None], list[np.ndarray], list[str]]:
+        subst = {"rank": r, "size": n, "next": (r + 1) % n, "prev": (r - 1) % n}
+        prog = load()  # one program per rank: its compiled steps hold the rank's tiles
+        entry = ns.entry or prog.entry
+        fn = prog.compiler(ns.target).function(entry)
+        given: dict[str, str] = {}
+        for a in ns.arg or ():
+            key, sep, val = a.partition("=")
+            if not sep or not key:
+                raise PtoError(f"--arg takes NAME_OR_INDEX=VALUE, got {a!r}")
+            try:
+                given[key.lstrip("%")] = val.format(**subst)
+            except (KeyError, IndexError, ValueError) as e:
+                raise PtoError(f"--arg {a}: unknown placeholder {e} (use {{rank}}, {{size}}, "
+                               "{next}, {prev})") from None
+        names = [nm for _, _, nm in fn.args]
+        values: list[Any] = []
+        peers: dict[int, tuple[int, int]] = {}
+        for i, (_, t, nm) in enumerate(fn.args):
+            spec = given.get(nm, given.get(str(i)))
+            if spec is None:
+                raise PtoError(f"missing argument %{nm} ({t}) of @{entry}: pass --arg "
+                               f"{nm}=VALUE")
+            if spec.startswith("peer:"):
+                _, rank_s, other = (spec.split(":", 2) + ["", ""])[:3]
+                if not rank_s.lstrip("-").isdigit() or other.lstrip("%") not in names:
+                    raise PtoError(f"argument %{nm}: peer:RANK:ARG names a rank and another "
+                                   f"argument (arguments: {', '.join(names)}), got {spec!r}")
+                peers[i] = (int(rank_s), names.index(other.lstrip("%")))
+                values.append(None)
+            else:
+                values.append(arg_value(spec, nm, t))
+        for i, (_, j) in peers.items():
+            if not isinstance(values[j], np.ndarray):
+                raise PtoError(f"argument %{names[i]}: %{names[j]} is not an array")
+        wins = [k for k, v in enumerate(values) if isinstance(v, np.ndarray)]
+
+        def body(m: Machine) -> None:
+            from .ranks import remote_array
+
+            for i, (rank, j) in peers.items():
+                values[i] = remote_array(values[j], rank)
+            prog.run(entry, *values, blocks=ns.blocks, target=ns.target, machine=m)
+            sys.stdout.flush()
+
+        def after() -> None:  # every rank is done: nothing writes this rank's windows now
+            if ns.out:
+                out = Path(ns.out.format(**subst))
+                try:
+                    out.mkdir(parents=True, exist_ok=True)
+                    for k in wins:
+                        np.save(out / f"{names[k]}.npy", values[k], allow_pickle=False)
+                except OSError as e:
+                    raise PtoError(f"cannot write to {out}: {e.strerror}") from None
+
+        body.after = after  # type: ignore[attr-defined]
+        return body, [values[k] for k in wins], [names[k] for k in wins]
+
+    return bind

@@ -1,0 +1,106 @@
+"""``ptoisa run FILE.pto --ranks``: per-rank arguments ({rank}, {next}, peer:R:ARG), in-process
+without MPI and as an MPI job started by ``--ranks N``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from mpirun import ROOT, mpiexec_or_skip
+
+from ptoisa import cli, ranks_cli
+
+PTO = str(ROOT / "examples" / "ring_put.pto")
+
+
+def _inputs(tmp_path, n):
+    for r in range(n):
+        np.save(tmp_path / f"x{r}.npy", np.arange(64, dtype=np.float32) + 100 * r)
+
+
+def _args(tmp_path, n, peer="{next}"):
+    return ["run", PTO, "--target", "cpu", "--ranks", str(n),
+            "--arg", f"x={tmp_path}/x{{rank}}.npy", "--arg", "y=zeros:64:f32",
+            "--arg", f"dst=peer:{peer}:y", "--out", f"{tmp_path}/out{{rank}}"]
+
+
+def _check(tmp_path, n, shift):
+    for r in range(n):
+        y = np.load(tmp_path / f"out{r}" / "y.npy")
+        src = (r - shift) % n  # rank src put its x into rank r's y
+        np.testing.assert_array_equal(y, np.arange(64, dtype=np.float32) + 100 * src)
+
+
+def test_ranks_in_process_without_mpi(tmp_path, monkeypatch):
+    monkeypatch.setattr(ranks_cli, "_have_mpi", lambda: False)
+    monkeypatch.delenv("PMI_SIZE", raising=False)
+    _inputs(tmp_path, 3)
+    assert cli.main(_args(tmp_path, 3, "{prev}")) == 0
+    _check(tmp_path, 3, -1)
+
+
+def test_bad_peer_argument(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ranks_cli, "_have_mpi", lambda: False)
+    _inputs(tmp_path, 2)
+    args = _args(tmp_path, 2)
+    args[args.index("dst=peer:{next}:y")] = "dst=peer:{next}:nope"
+    assert cli.main(args) == 1
+    assert "peer:RANK:ARG names a rank and another argument" in capsys.readouterr().err
+
+
+def test_ranks_n_starts_an_mpi_job(tmp_path):
+    """``--ranks 2`` outside a launcher starts ``mpiexec -n 2`` of ``ptoisa run ... --ranks``."""
+    mpiexec_or_skip()
+    _inputs(tmp_path, 2)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PMI_SIZE", None)
+    p = subprocess.Popen([sys.executable, "-m", "ptoisa", *_nw_args(tmp_path, 2)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert p.returncode == 0, err
+    for r in range(2):  # examples/notify_wait.pto: z = the left neighbour's x + 1
+        z = np.load(tmp_path / f"out{r}" / "z.npy")
+        np.testing.assert_array_equal(z, np.arange(64, dtype=np.float32) + 100 * (1 - r) + 1)
+
+
+def _nw_args(tmp_path, n):
+    return ["run", str(ROOT / "examples" / "notify_wait.pto"), "--target", "cpu", "--ranks",
+            str(n), "--arg", f"x={tmp_path}/x{{rank}}.npy", "--arg", "y=zeros:64:f32",
+            "--arg", "z=zeros:64:f32", "--arg", "flag=zeros:1:i32",
+            "--arg", "dst=peer:{next}:y", "--arg", "peer_flag=peer:{next}:flag",
+            "--out", f"{tmp_path}/out{{rank}}"]
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_pto_notify_wait_in_process(tmp_path, monkeypatch, n):
+    """TPUT, TNOTIFY and TWAIT of a .pto program: each rank's z is its left neighbour's x + 1,
+    so the wait ordered the put before the load."""
+    monkeypatch.setattr(ranks_cli, "_have_mpi", lambda: False)
+    _inputs(tmp_path, n)
+    assert cli.main(_nw_args(tmp_path, n)) == 0
+    for r in range(n):
+        z = np.load(tmp_path / f"out{r}" / "z.npy")
+        np.testing.assert_array_equal(z, np.arange(64, dtype=np.float32) + 100 * ((r - 1) % n)
+                                      + 1)
+        assert np.load(tmp_path / f"out{r}" / "flag.npy")[0] == 1
+
+
+def test_pto_waiting_for_a_flag_no_rank_sets_is_a_deadlock(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(ranks_cli, "_have_mpi", lambda: False)
+    _inputs(tmp_path, 2)
+    args = _nw_args(tmp_path, 2)
+    args[args.index("peer_flag=peer:{next}:flag")] = "peer_flag=zeros:1:i32"  # not the peer's
+    assert cli.main(args) == 1
+    err = capsys.readouterr().err
+    assert "deadlock" in err and "at twait (" in err and "notify_wait.pto:" in err
