@@ -23,7 +23,8 @@ finer model would not, never miss one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,8 +51,14 @@ class Span:
     key: Any
     lo: int
     hi: int
-    label: str
+    #: the label, or a function making it (most spans are never reported: build it late)
+    _label: str | Callable[[], str] = field(compare=False)
     rect: tuple[int, int, int, int, int] | None = None
+
+    @property
+    def label(self) -> str:
+        lab = self._label
+        return lab if isinstance(lab, str) else lab()
 
     def overlaps(self, other: Span) -> bool:
         if self.key != other.key or self.lo >= other.hi or other.lo >= self.hi:
@@ -88,18 +95,23 @@ VIEW_OPS = frozenset({"TRESHAPE", "TSUBVIEW", "TALIAS", "TGET_SCALE_ADDR"})
 NO_DATA_OPS = VIEW_OPS | {"TASSIGN"}
 
 
+def _tile_name(t: Tile) -> str:
+    return t.name or f"tile {t.spec.describe()}"
+
+
 def tile_span(t: Tile, machine: Any = None, aliases: dict[int, Any] | None = None) -> Span:
     nbytes = t.spec.nbytes
-    name = t.name or f"tile {t.spec.describe()}"
     space = LOC_SPACE.get(t.loc, t.loc.name)
     if aliases and t.addr is None and id(t) in aliases:
         base, off = aliases[id(t)]
         b = tile_span(base, machine, aliases)
-        return Span(b.space, b.key, b.lo + off, b.lo + off + nbytes, f"{name} (view of {b.label})")
-    if t.addr is not None:
-        return Span(space, (space, id(t._machine or machine)), t.addr, t.addr + nbytes,
-                    f"{name} @{t.addr:#x}")
-    return Span(space, ("tile", id(t)), 0, nbytes, name)
+        return Span(b.space, b.key, b.lo + off, b.lo + off + nbytes,
+                    lambda: f"{_tile_name(t)} (view of {b.label})")
+    addr = t.addr
+    if addr is not None:
+        return Span(space, (space, id(t._machine or machine)), addr, addr + nbytes,
+                    lambda: f"{_tile_name(t)} @{addr:#x}")
+    return Span(space, ("tile", id(t)), 0, nbytes, lambda: _tile_name(t))
 
 
 def gm_span(g: GlobalTensor) -> Span:
@@ -114,7 +126,9 @@ def gm_span(g: GlobalTensor) -> Span:
     lo_e, hi_e = g.spec.extent
     off = g.offset
     if isinstance(off, np.ndarray):
-        lo_o, hi_o = (int(off.min()), int(off.max())) if off.size else (0, 0)
+        span = g._span  # (lowest, highest, spacing) of the per-block offsets, kept by the view
+        lo_o, hi_o = (span[0], span[1]) if span is not None else \
+            ((int(off.min()), int(off.max())) if off.size else (0, 0))
     else:
         lo_o = hi_o = int(off)
     isz = g.flat.dtype.itemsize
@@ -130,7 +144,8 @@ def gm_span(g: GlobalTensor) -> Span:
         r0, c0 = divmod(lo_b, row)
         if sh[4] * isz < row and c0 + sh[4] * isz <= row:  # (full rows: the range is exact)
             rect = (row, r0, r0 + sh[3], c0, c0 + sh[4] * isz)
-    return Span("GM", ("gm", root), lo_b, hi_b, f"{g.name or 'gm'}[{lo_i}:{hi_i}]", rect)
+    return Span("GM", ("gm", root), lo_b, hi_b, lambda: f"{g.name or 'gm'}[{lo_i}:{hi_i}]",
+                rect)
 
 
 def _root_address(a: np.ndarray) -> int:
