@@ -254,6 +254,8 @@ def _run(ns: argparse.Namespace) -> int:
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
+    shows = _shows(ns, dict(zip(names, values, strict=True)), fn.tiles
+                   + [t for f in prog.compiler(ns.target).funcs.values() for t in f.tiles])
     timed = ns.cycles or ns.trace
     san = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
@@ -281,6 +283,7 @@ def _run(ns: argparse.Namespace) -> int:
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
                                  if isinstance(v, np.ndarray)])
+    _write_shows(shows, ns.out)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
@@ -326,6 +329,8 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if unknown:
         raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
                        + ", ".join(sorted(unknown)))
+    shows = _shows(ns, values, [])  # arrays only: each core has its own tiles
+
     def run() -> Any:
         return prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]),
                               vector_args=tuple(args[1]), blocks=ns.blocks, target=ns.target)
@@ -346,10 +351,28 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     sys.stdout.flush()
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
+    _write_shows(shows, ns.out)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
     return 0
+
+
+def _shows(ns: argparse.Namespace, arrays: dict[str, Any], tiles: list[Any]) -> list[Any]:
+    """``--show NAME``: the arrays and tiles to draw after the run (checked before it)."""
+    if not ns.show:
+        return []
+    from .display import resolve
+
+    return resolve(ns.show, arrays, tiles)
+
+
+def _write_shows(items: list[Any], out: str | None) -> None:
+    if items:
+        from .display import cli_show
+
+        for p in cli_show(items, out):
+            print(f"show: {p}")
 
 
 def _save_all(out: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
@@ -441,6 +464,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
+    r.add_argument("--show", action="append", metavar="NAME",
+                   help="after the run, draw a pointer argument's array (--show z) or the last "
+                        "value of a tile (--show %%t; with --blocks N, the last block's) as a "
+                        "heat map NAME.png in --out DIR or the current directory (needs "
+                        "matplotlib: pip install 'ptoisa[plot]')")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")
