@@ -417,6 +417,15 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
 def _cmd_ops(ns: argparse.Namespace) -> int:
     from .support import render_matrix, support_matrix
 
+    if ns.markdown:
+        from .reference import write
+
+        try:
+            files = write(ns.markdown)
+        except OSError as e:
+            raise PtoError(f"cannot write {ns.markdown}: {e.strerror or e}") from None
+        print(f"wrote {len(files)} pages to {ns.markdown} (index: README.md)")
+        return 0
     rows = support_matrix(ns.target)
     if ns.json:
         import json
@@ -439,6 +448,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
                    help="one target (default: all three)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    o.add_argument("--markdown", metavar="DIR",
+                   help="write the instruction reference: one page per instruction and an "
+                        "index by family, DIR/README.md (as docs/reference/)")
     o.set_defaults(fn=_cmd_ops)
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
