@@ -262,6 +262,7 @@ def show(x: Any, *, block: int | None = None, path: str | Path | None = None,
     require_matplotlib()
     from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
+    from matplotlib.ticker import MaxNLocator
     vals, (vr, vc), auto = _picture_data(x, block)
     rows, cols = vals.shape
     mask = np.ones(vals.shape, bool)
@@ -272,15 +273,17 @@ def show(x: Any, *, block: int | None = None, path: str | Path | None = None,
     import matplotlib
 
     cm = matplotlib.colormaps[cmap].with_extremes(bad="#d9d9d9")
-    aspect = "equal" if max(rows, cols) <= 8 * min(rows, cols) else "auto"
+    aspect = "equal" if max(rows, cols) <= 4 * min(rows, cols) else "auto"
     im = ax.imshow(data, cmap=cm, interpolation="nearest", aspect=aspect)
     if (vr, vc) != (rows, cols) and vr and vc:
         ax.add_patch(Rectangle((-0.5, -0.5), vc, vr, fill=False, edgecolor=_EDGE_COLOR,
                                linewidth=1.5))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("col")
     ax.set_ylabel("row")
     ax.set_title(title if title is not None else _wrap(auto), fontsize=8)
-    fig.colorbar(im, ax=ax)
+    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     if path is not None:
         try:
             fig.savefig(path, dpi=DPI, format="png")
@@ -342,7 +345,10 @@ def cli_show(items: list[tuple[str, Any]], out_dir: str | None) -> list[Path]:
     written = []
     for name, x in items:
         p = d / f"{name}.png"
-        show(x, block=-1, path=p)
+        title = None
+        if isinstance(x, np.ndarray):
+            title = f"%{name}: {x.dtype} {'x'.join(map(str, x.shape))} after the run"
+        show(x, block=-1, path=p, title=title)
         written.append(p)
     return written
 

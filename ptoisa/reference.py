@@ -305,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
                   "run python -m ptoisa.reference", file=sys.stderr)
             return 1
         return 0
+    if not (DOCS.parent.parent / "pyproject.toml").exists():
+        print("python -m ptoisa.reference works in a source checkout (it rewrites "
+              "docs/reference/); elsewhere use: ptoisa ops --markdown DIR", file=sys.stderr)
+        return 2
     files = write(DOCS)
     print(f"wrote {len(files)} pages to {DOCS}")
     return 0
