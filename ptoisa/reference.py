@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .interp.compiler import _HANDLERS
 from .isa.registry import REGISTRY, Instr
 from .isa.spelling import Attr, Form
 from .stubgen import _def, _param_annotation
@@ -114,7 +115,8 @@ def _ptoas_default(ins: Instr) -> list[str]:
         return ", ".join(f"%{o.name}" + ("?" if o.optional else "") for o in ops)
 
     op = f"pto.{ins.mnemonic}"
-    lines = [f"{op} ins({names(in_ops)} : ...) outs({names(out_ops)} : ...)"]
+    outs = f" outs({names(out_ops)} : ...)" if out_ops else ""
+    lines = [f"{op} ins({names(in_ops)} : ...){outs}"]
     res = [o for o in ins.operands if o.role == "out"]
     if res and all(o.kind == "tile" for o in res) and not any(
             o.role == "inout" and not o.optional for o in ins.operands):
@@ -154,8 +156,20 @@ def _attr_text(a: Attr) -> str:
     return f"only {vals} accepted" + (f": {a.why}" if a.why else "")
 
 
+def _handled_ops(ins: Instr) -> list[str]:
+    """The ops the compiler binds to this instruction with a handler of its own (the sync
+    ops: ``pto.set_flag[...]``, ``pto.barrier``...)."""
+    return sorted(op for op, h in _HANDLERS.items()
+                  if getattr(h, "instr_name", None) == ins.name)
+
+
 def ptoas_section(ins: Instr) -> list[str]:
     sp = ins.ptoas
+    handled = _handled_ops(ins)
+    if handled:
+        args = ", ".join(f"<{o.name}>" for o in ins.operands)
+        return ["Operands in brackets, in C++ order:", "", "```",
+                *(f"{op}[{args}]" for op in handled), "```", ""]
     lines = []
     if sp is None or not sp.forms:
         lines += ["```", *_ptoas_default(ins), "```", ""]

@@ -90,3 +90,12 @@ def test_ops_markdown_reports_an_unwritable_directory(tmp_path: Path,
     f.write_text("")
     assert main(["ops", "--markdown", str(f / "sub")]) == 1
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_sync_ops_are_spelled_as_the_compiler_binds_them() -> None:
+    """set_flag / wait_flag / barrier take bracketed operands, not ins/outs."""
+    pages = reference.render()
+    assert "pto.set_flag[<srcPipe>, <dstPipe>, <eventId>]" in pages["SET_FLAG.md"]
+    assert "pto.wait_flag_dyn[<srcPipe>, <dstPipe>, <eventId>]" in pages["WAIT_FLAG.md"]
+    assert "pto.barrier[<pipe>]" in pages["PIPE_BARRIER.md"]
+    assert "ins(" not in pages["SET_FLAG.md"]
