@@ -277,3 +277,14 @@ def test_run_show_rejects_unknown_names_before_running(
     assert rc == 1
     assert message in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # nothing ran, nothing written
+
+
+def test_coded_types_show_their_numbers() -> None:
+    """fp4 E2M1 codes 0..7 are 0, 0.5, 1, 1.5, 2, 3, 4, 6 (the OCP MX table)."""
+    codes = (np.arange(128, dtype=np.uint8) % 16).reshape(2, 64)
+    with pto.target("a5"):
+        t = pto.Tile(pto.TileType.Vec, "f4E2M1x2", 2, 64)
+        t.load_numpy(codes)
+        doc = Table(tile_html(t))
+    assert [c[2] for c in doc.rows[0][1:9]] == ["0", "0.5", "1", "1.5", "2", "3", "4", "6"]
+    assert "f4E2M1x2" in doc.caption
