@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtypes
+from .display import show
 from .dtypes import DType, dtype
 from .enums import (
     DYNAMIC,
@@ -75,6 +76,7 @@ __all__ = [
 __all__ += ["ConstraintError", "Program", "load", "set_matmul_accumulation"]
 # pto.min / pto.max / pto.range are attributes only: a star import must not shadow builtins
 __all__ += ["ExportError", "export"]
+__all__ += ["show"]
 __all__ += ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
             "get_subblock_idx", "get_subblock_num", "launch_mixed"]
 

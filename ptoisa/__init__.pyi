@@ -5,6 +5,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dtypes
+from .display import show as show
 from .dtypes import DType as DType, dtype as dtype
 from .enums import (
     DYNAMIC as DYNAMIC,

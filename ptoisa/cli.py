@@ -256,6 +256,8 @@ def _run(ns: argparse.Namespace) -> int:
         if spec is None:
             raise PtoError(f"missing argument %{n} ({t}) of @{entry}: pass --arg {n}=VALUE")
         values.append(_arg_value(spec, n, t))
+    shows = _shows(ns, dict(zip(names, values, strict=True)), fn.tiles
+                   + [t for f in prog.compiler(ns.target).funcs.values() for t in f.tiles])
     timed = ns.cycles or ns.trace
     san = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
@@ -283,6 +285,7 @@ def _run(ns: argparse.Namespace) -> int:
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
                                  if isinstance(v, np.ndarray)])
+    _write_shows(shows, ns.out)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
@@ -328,6 +331,8 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if unknown:
         raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
                        + ", ".join(sorted(unknown)))
+    shows = _shows(ns, values, [])  # arrays only: each core has its own tiles
+
     def run() -> Any:
         return prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]),
                               vector_args=tuple(args[1]), blocks=ns.blocks, target=ns.target)
@@ -348,10 +353,28 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     sys.stdout.flush()
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
+    _write_shows(shows, ns.out)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
     return 0
+
+
+def _shows(ns: argparse.Namespace, arrays: dict[str, Any], tiles: list[Any]) -> list[Any]:
+    """``--show NAME``: the arrays and tiles to draw after the run (checked before it)."""
+    if not ns.show:
+        return []
+    from .display import resolve
+
+    return resolve(ns.show, arrays, tiles)
+
+
+def _write_shows(items: list[Any], out: str | None) -> None:
+    if items:
+        from .display import cli_show
+
+        for p in cli_show(items, out):
+            print(f"show: {p}")
 
 
 def _save_all(out: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
@@ -401,6 +424,15 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
 def _cmd_ops(ns: argparse.Namespace) -> int:
     from .support import render_matrix, support_matrix
 
+    if ns.markdown:
+        from .reference import write
+
+        try:
+            files = write(ns.markdown)
+        except OSError as e:
+            raise PtoError(f"cannot write {ns.markdown}: {e.strerror or e}") from None
+        print(f"wrote {len(files)} pages to {ns.markdown} (index: README.md)")
+        return 0
     rows = support_matrix(ns.target)
     if ns.json:
         import json
@@ -426,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
                    help="one target (default: all three)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    o.add_argument("--markdown", metavar="DIR",
+                   help="write the instruction reference: one page per instruction and an "
+                        "index by family, DIR/README.md (as docs/reference/)")
     o.set_defaults(fn=_cmd_ops)
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
@@ -455,6 +490,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="multi-rank: --ranks under mpiexec (this process is one rank), "
                         "--ranks N starts N ranks; {rank} {size} {next} {prev} in --arg/--out, "
                         "--arg NAME=peer:RANK:ARG binds another rank's ARG")
+    r.add_argument("--show", action="append", metavar="NAME",
+                   help="after the run, draw a pointer argument's array (--show z) or the last "
+                        "value of a tile (--show %%t; with --blocks N, the last block's) as a "
+                        "heat map NAME.png in --out DIR or the current directory (needs "
+                        "matplotlib: pip install 'ptoisa[plot]')")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")

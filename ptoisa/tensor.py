@@ -76,10 +76,17 @@ class GMSpec:
     @functools.lru_cache(maxsize=256)  # noqa: B019 - specs are interned and few
     def offsets(self, rows: int, cols: int) -> np.ndarray:
         """Element offsets (rows, cols) of tile positions (r, c) relative to the view start."""
+        off = self.offsets_at(np.arange(rows, dtype=np.int64)[:, None],
+                              np.arange(cols, dtype=np.int64)[None, :])
+        off = np.ascontiguousarray(np.broadcast_to(off, (rows, cols)))
+        off.setflags(write=False)
+        return off
+
+    def offsets_at(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """Element offsets of tile positions ``(r, c)`` (int64 arrays that broadcast: a
+        column of rows and a row of columns) relative to the view start."""
         s0, s1, s2, s3, s4 = self.shape
         t = self.stride
-        r = np.arange(rows, dtype=np.int64)[:, None]
-        c = np.arange(cols, dtype=np.int64)[None, :]
         lay = self.layout
         if lay is Layout.DN:
             i3 = r
@@ -115,10 +122,7 @@ class GMSpec:
             i2 = (r // s3) % s2
             i1 = (r // (s3 * s2)) % s1
             i0 = r // (s1 * s2 * s3)
-        off = i0 * t[0] + i1 * t[1] + i2 * t[2] + i3 * t[3] + i4 * t[4]
-        off = np.ascontiguousarray(np.broadcast_to(off, (rows, cols)))
-        off.setflags(write=False)
-        return off
+        return i0 * t[0] + i1 * t[1] + i2 * t[2] + i3 * t[3] + i4 * t[4]  # type: ignore
 
 
 @functools.lru_cache(maxsize=4096)
@@ -367,3 +371,10 @@ class GlobalTensor:
 
     def __repr__(self) -> str:
         return f"<GlobalTensor {self.name or ''} {self.spec.describe()} offset={self.offset}>"
+
+    def _repr_html_(self) -> str:
+        """Jupyter: the 2-D view's values as a table (ptoisa.display, which imports this
+        module, so the import is made here)."""
+        from .display import gm_html
+
+        return gm_html(self)

@@ -706,6 +706,13 @@ class Tile:
         return f"<Tile {self.name or ''}{' ' if self.name else ''}{self.spec.describe()}" \
                f" valid={vr}x{vc}{where}>"
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the values as a table, valid region outlined, pads greyed
+        (ptoisa.display, which imports this module, so the import is made here)."""
+        from .display import tile_html
+
+        return tile_html(self)
+
 
 def _unpack4(storage: np.ndarray, offs: np.ndarray) -> np.ndarray:
     """4-bit codes at element offsets ``offs`` of packed storage (even element = low nibble)."""

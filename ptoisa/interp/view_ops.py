@@ -401,6 +401,7 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
                     e.op = ins.mnemonic
                 raise e.with_loc(loc) from None
         return step
+    h.instr_name = instr_name  # type: ignore[attr-defined]  # read by ptoisa.reference
     return h
 
 
