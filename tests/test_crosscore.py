@@ -352,6 +352,16 @@ def test_mixed_attention_is_clean_and_its_pops_wait_for_the_pushes():
     assert len(cube_pop.after) == 2  # both vector cores' halves fill the slot it pops
 
 
+@pytest.mark.parametrize("pto_file", [False, True])
+def test_mixed_attention_script_sanitize_and_cycles(pto_file, capsys):
+    ma = _attention()
+    argv = ["--heads", "2", "--sanitize", "--cycles"] + (["--pto"] if pto_file else [])
+    assert ma.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "sanitizer: no findings" in out and "matches numpy" in out
+    assert "cycles: " in out and "critical pipe" in out
+
+
 # ---- the cycle model -------------------------------------------------------------------------
 
 def test_push_pop_pipeline_total_hand_computed():
