@@ -223,6 +223,54 @@ def test_syncall_orders_the_cores():
     assert _findings(kernel, x, y, out, True, target="a2a3") == []
 
 
+@pytest.mark.parametrize("flag", [False, True])
+def test_ffts_mode1_orders_the_vector_cores(flag):
+    # AIV0 stores rows 0-7 of y; AIV1 loads them (mode 1: each AIV waits for both AIVs' sets)
+    def kernel(x, y):
+        if pto.core_type() == "AIV":
+            sb = pto.get_subblock_idx()
+            v = Tile("Vec", "f32", R // 2, C)
+            if sb == 0:
+                pto.TLOAD(v, _gm(x, R // 2, C))
+                pto.TSTORE(_gm(y, R // 2, C), v)
+            if flag:
+                pto.SYNC_SET(P.MTE3, 1, FftsMode=1)
+                pto.SYNC_WAIT(P.MTE2, 1)
+            if sb == 1:
+                pto.TLOAD(v, _gm(y, R // 2, C))
+
+    x, y, _ = _xy()
+    found = _findings(kernel, x, y, target="a2a3", sync="manual")
+    assert [(f.hazard, f.extra["cores"]) for f in found] == \
+        ([] if flag else [("RAW", ("AIV0", "AIV1"))])
+
+
+def test_vector_push_orders_its_earlier_stores_for_the_cube():
+    # V2C: the vector core's push signals from MTE3, after its store of y; the cube pops the
+    # slot, then loads y
+    pipe = TPipe(4, Direction.DIR_V2C, R * C * 4, 2)
+
+    def kernel(x, y):
+        if pto.core_type() == "AIC":
+            pto.TPOP(pipe, Tile("Mat", "f32", R, C), Split="TILE_UP_DOWN")
+            pto.TFREE(pipe, Split="TILE_UP_DOWN")
+            pto.TLOAD(Tile("Mat", "f32", R, C), _gm(y, R, C))
+        else:
+            off = pto.get_subblock_idx() * (R // 2) * C
+            v = Tile("Vec", "f32", R // 2, C)
+            pto.TLOAD(v, _gm(x, R // 2, C, off))
+            pto.SET_FLAG(P.MTE2, P.MTE3, 0)
+            pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+            pto.TSTORE(_gm(y, R // 2, C, off), v)
+            pto.SET_FLAG(P.MTE2, P.FIX, 0)
+            pto.WAIT_FLAG(P.MTE2, P.FIX, 0)
+            pto.TPUSH(pipe, v, Split="TILE_UP_DOWN")
+
+    x, y, _ = _xy()
+    assert _findings(kernel, x, y, target="a2a3", sync="manual") == []
+    np.testing.assert_array_equal(y, x)
+
+
 @pytest.mark.parametrize("own_rows", [False, True])
 def test_vector_cores_storing_the_same_rows(own_rows):
     def kernel(x, out):

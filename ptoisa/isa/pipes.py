@@ -83,6 +83,8 @@ _C2V = {Direction.DIR_C2V, Direction.DIR_C2V_GM}
 #: a consumer's free fires once its pop's copy out of the slot is done (ffts_cross_core_sync
 #: on PIPE_MTE2, TPOP page); named here because the instructions' ``Pipe`` parameter shadows
 _FREE_PIPE = Pipe.MTE2
+#: a vector core's push signals the cube from MTE3 (the cube's from the fix-pipe: TPUSH's pipe)
+_VEC_PUSH_PIPE = Pipe.MTE3
 _V2C = {Direction.DIR_V2C, Direction.DIR_V2C_GM, Direction.DIR_V2C_CTRL}
 
 
@@ -393,7 +395,7 @@ def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noq
     # cross-core edges: this push writes the ring position a consumer's free released; the
     # consumer's pop of this slot is ordered after it
     edges.acquire(m, slot.reuse, pipe=edges.wait_scope(m))
-    slot.pushed.append(edges.release(m))
+    slot.pushed.append(edges.release(m, _VEC_PUSH_PIPE if vector_producer else None))
 
 
 def _new_slot(m: Machine, f: Fifo, pipe: TPipe, nbytes: int, readers: int,
