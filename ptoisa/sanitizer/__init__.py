@@ -151,8 +151,7 @@ class Sanitizer:
             gk = (id(cl if cl is not None else m), bk)
             group = self._groups.get(gk)
             if group is None:
-                group = self._groups[gk] = Group(len(cl.streams) if cl is not None else 1,
-                                                 cl if cl is not None else m)
+                group = self._groups[gk] = Group(cl if cl is not None else m)
             core = self._cores[key] = Core(self, key, self.mode, group)
         self._cur, self._cur_key, self._cur_m, self._cur_b = core, key, m, b
 

@@ -240,18 +240,27 @@ def _tile_name(t: Any, site: Site) -> str:
 class Group:
     """The cores of one block (one cluster of a mixed launch: AIC, AIV0, AIV1; else the one
     core): their shared GM shadow state. A cell is dropped only when every pipe of every core
-    knows it, so nothing is pruned before all ``expected`` cores have started."""
+    knows it, so nothing is pruned while a core of the cluster that has not started yet may
+    still run (a stream that finished without an instruction never will)."""
 
-    __slots__ = ("cores", "mem", "expected", "anchor")
+    __slots__ = ("cores", "mem", "anchor", "machines")
 
-    def __init__(self, expected: int = 1, anchor: Any = None) -> None:
+    def __init__(self, anchor: Any = None) -> None:
         self.cores: list[Core] = []
         self.mem: dict[Any, dict[tuple[int, int], Cell]] = {}
-        self.expected = expected
         self.anchor = anchor  # the cluster (or machine) it stands for: keeps its id taken
+        self.machines: set[int] = set()  # ids of the machines of its cores
+
+    @property
+    def shared(self) -> bool:
+        """Whether cores of a mixed launch's cluster share this state."""
+        return len(getattr(self.anchor, "streams", ())) > 1
 
     def known(self, a: Acc) -> bool:
-        return len(self.cores) >= self.expected and all(c._known(a) for c in self.cores)
+        for st in getattr(self.anchor, "streams", ()):
+            if id(st.machine) not in self.machines and not st.done:
+                return False  # a core yet to start
+        return all(c._known(a) for c in self.cores)
 
 
 def core_label(cid: Any) -> str:
@@ -271,9 +280,10 @@ class Core(_Checks):
         self.strict = mode == "strict"
         self.races = "races" in san.checks and mode != "auto"
         #: races with the other cores of the block (a mixed launch), also in auto mode
-        self.xcore = "races" in san.checks and group is not None and group.expected > 1
+        self.xcore = "races" in san.checks and group is not None and group.shared
         self.group = group if group is not None else Group()
         self.group.cores.append(self)
+        self.group.machines.add(key[0])
         self.gmem = self.group.mem
         self.xblock = "races" in san.checks
         self.uninit = "uninit" in san.checks
