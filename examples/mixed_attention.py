@@ -17,6 +17,12 @@ cores); the blocks run in lockstep. The same kernel as a .pto program is
 ``examples/mixed_attention.pto``. Run it:
 
     python examples/mixed_attention.py [--target a2a3|a5] [--heads H] [--pto]
+                                       [--sanitize] [--cycles]
+
+``--sanitize`` checks the run with the sanitizer (like the .pto program, the kernel leaves each
+core's own flags to the compiler, so only the races between the cores are in question: the
+pipes order them); ``--cycles`` prints the cycle model's report (the vector cores' pops wait
+for the cube's push, the cube's pop for both vector cores').
 """
 
 from __future__ import annotations
@@ -24,11 +30,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import ptoisa as pto
 from ptoisa import BLayout, Direction, GlobalTensor, Layout, SLayout, Tile, TileType, TPipe
+from ptoisa.sanitizer import Sanitizer, SanitizerError
 
 M, N, D = 16, 64, 32          # query rows, keys, head dim
 HALF = M // 2                 # the rows of S (and P) each vector core handles
@@ -113,18 +121,35 @@ def make_inputs(heads: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def run_eager(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = "a2a3",
-              lockstep: bool | str = "auto") -> np.ndarray:
+              lockstep: bool | str = "auto", **check: Any) -> np.ndarray:
+    """``check``: ``sanitize=`` (a Sanitizer: raises SanitizerError on findings) or
+    ``cycles=True`` (its report is printed), as for :func:`ptoisa.launch`."""
     out = np.zeros((q.shape[0], M, D), np.float32)
-    pto.launch_mixed(cube, vector, q, k, v, out, blocks=q.shape[0], target=target,
-                     lockstep=lockstep)
+    if not check:
+        pto.launch_mixed(cube, vector, q, k, v, out, blocks=q.shape[0], target=target,
+                         lockstep=lockstep)
+        return out
+
+    def kernel(*a: np.ndarray) -> None:  # the two functions as one C++-style mixed kernel
+        (cube if pto.core_type() == "AIC" else vector)(*a)
+
+    rep = pto.launch(kernel, q, k, v, out, blocks=q.shape[0], target=target,
+                     lockstep=lockstep, mixed=True, **check)
+    if check.get("cycles"):
+        print(rep.summary())
+    elif rep is not None and rep.findings:
+        raise SanitizerError(rep)
     return out
 
 
 def run_pto(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = "a2a3",
-            path: Path = PTO_FILE) -> np.ndarray:
+            path: Path = PTO_FILE, **check: Any) -> np.ndarray:
     """Run examples/mixed_attention.pto: @attention(%q, %k, %v, %out), one block per head."""
     out = np.zeros((q.shape[0], M, D), np.float32)
-    pto.load(path, target=target).attention(q, k, v, out, blocks=q.shape[0])
+    rep = pto.load(path, target=target).attention(q, k, v, out, blocks=q.shape[0],
+                                                  **check)
+    if check.get("cycles"):
+        print(rep.summary())
     return out
 
 
@@ -138,9 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="a2a3", choices=["a2a3", "a5"])
     ap.add_argument("--heads", type=int, default=4, help="heads = blocks (clusters)")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
+    ap.add_argument("--sanitize", action="store_true",
+                    help="check the run with the sanitizer (exits 1 on findings)")
+    ap.add_argument("--cycles", action="store_true", help="print the cycle model's report")
     args = ap.parse_args(argv)
     q, k, v = make_inputs(args.heads)
-    out = run_pto(q, k, v, args.target) if args.pto else run_eager(q, k, v, args.target)
+    run = run_pto if args.pto else run_eager
+    try:
+        if args.sanitize:  # auto-sync, as the .pto program (which has no flags) is checked
+            run(q, k, v, args.target, sanitize=True if args.pto else Sanitizer(sync="auto"))
+            print("sanitizer: no findings")
+        out = run(q, k, v, args.target, **({"cycles": True} if args.cycles else {}))
+    except SanitizerError as e:
+        print(e, file=sys.stderr)
+        return 1
     kind = PTO_FILE.name if args.pto else "eager"
     print(f"mixed attention ({kind}) on {args.target}: {args.heads} heads, Q {M}x{D}, "
           f"K/V {N}x{D}; per cluster 1 AIC (QK^T, PV) + 2 AIVs (softmax, {HALF} rows each)")

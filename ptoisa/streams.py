@@ -134,6 +134,8 @@ class Cluster:
         self.failure: tuple[Stream | None, BaseException] | None = None
         self.fifos: dict[Any, Any] = {}
         self.flags: dict[Any, int] = {}
+        #: per flag counter, the tokens (ptoisa.edges) of the sets behind its counts
+        self.flag_tokens: dict[Any, Any] = {}
         self.barriers: dict[Any, Any] = {}
 
     def add(self, name: str, machine: Machine, body: Callable[[], Any]) -> Stream:

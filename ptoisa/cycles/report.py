@@ -172,13 +172,18 @@ class CycleReport:
                            "tid": tid, "args": {"at": _where(s.loc), "index": s.index}})
         for i, f in enumerate(self.flows):
             pid = procs.setdefault((f.core, f.block), len(procs) + 1)
+            # a cross-core edge (TPUSH->TPOP, SYNC_SET->SYNC_WAIT...) ends on the other core
+            pid2 = pid if f.core2 is None else procs.setdefault((f.core2, f.block2),
+                                                                 len(procs) + 1)
             src, dst = tids[f.src.name], tids[f.dst.name]
-            used.update({(pid, src), (pid, dst)})
-            name = f"flag {f.src.name}->{f.dst.name} #{f.event}"
-            ev.append({"name": name, "cat": "flag", "ph": "s", "id": i + 1, "ts": f.t_set,
+            used.update({(pid, src), (pid2, dst)})
+            name = f"flag {f.src.name}->{f.dst.name} #{f.event}" if f.core2 is None \
+                else f"{f.label} {f.core}->{f.core2}"
+            cat = "flag" if f.core2 is None else "cross-core"
+            ev.append({"name": name, "cat": cat, "ph": "s", "id": i + 1, "ts": f.t_set,
                        "pid": pid, "tid": src})
-            ev.append({"name": name, "cat": "flag", "ph": "f", "bp": "e", "id": i + 1,
-                       "ts": f.t_wait, "pid": pid, "tid": dst})
+            ev.append({"name": name, "cat": cat, "ph": "f", "bp": "e", "id": i + 1,
+                       "ts": f.t_wait, "pid": pid2, "tid": dst})
         meta: list[dict[str, Any]] = []
         for (core, blk), pid in procs.items():
             label = (f"{core} blocks 0-{self.blocks - 1} (lockstep: one timeline for all)"

@@ -13,6 +13,15 @@ are met, and takes the cycles of the cost table (:mod:`ptoisa.cycles.costs`):
   (read-after-write, write-after-read, write-after-write between pipes) of the shared access
   model :func:`ptoisa.access.accesses`, as the compiler inserts them.
 
+Between the cores of a mixed launch's cluster, the streams code's matching (a TPUSH's slot
+popped by a TPOP, a TFREE's slot reused by a TPUSH, SYNC_SET -> SYNC_WAIT, the arrivals at a
+SYNCALL) reaches the model through :mod:`ptoisa.edges`: the consumer starts no earlier than
+its producer fired (a TPUSH when it completes, a SYNC_SET or TFREE once the pipe it names has
+drained, a SYNCALL arrival once its core drained). On A2/A3 the wait (``wait_flag_dev``)
+stalls the waiting core's issue, so nothing after it in program order starts earlier; A5's
+``wait_intra_block`` holds one pipe. The cores are then scheduled as a dataflow: each core in
+program order, a consumer waiting for its producer's step on another core.
+
 The observer only records (a cheap step per instruction); the schedule is computed when the
 report is asked for, once the mode is known.
 """
@@ -56,12 +65,21 @@ class Step:
     end: int = 0
     #: the pipe's name (queue keys: str hashing is cheaper than Enum's)
     pn: str = ""
+    #: cross-core edges (ptoisa.edges): a release fires when ``rel`` drained ("own": this
+    #: step's end; a Pipe: that pipe of the core too; Pipe.ALL: every pipe), at ``fire``;
+    #: an acquire waits for the steps ``after`` fired and holds ``hold`` (None: this step;
+    #: a Pipe: that pipe's queue; Pipe.ALL: the whole core) until then
+    rel: Any = None
+    fire: int | None = None
+    after: list[Any] | None = None
+    hold: Any = None
 
 
 @dataclass(slots=True)
 class Flow:
     """A flag from its set (pipe ``src`` at ``t_set``) to its wait (pipe ``dst``, released at
-    ``t_wait``), for the trace."""
+    ``t_wait``), for the trace. A cross-core edge names the waiting core too (``core2``,
+    ``block2``) and what it is (``label``: "TPUSH->TPOP", ...)."""
 
     core: str
     block: int
@@ -70,6 +88,9 @@ class Flow:
     event: int
     t_set: int
     t_wait: int
+    core2: str | None = None
+    block2: int = 0
+    label: str = ""
 
 
 @dataclass
@@ -190,6 +211,39 @@ class CycleModel:
     def _predict(self, rec: Any, vals: list[Any], pipe: Pipe) -> int:
         return costs.predict(self.table, costs.features(rec.instr, vals, rec.params), pipe)
 
+    # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) ----------
+    def _step_of(self, rec: Any) -> Step | None:
+        """The step recorded for ``rec`` (the latest of its core: a core records nothing
+        else between an instruction's observation and its semantics)."""
+        m = rec.machine
+        blk = m.block_idx if isinstance(m.block_idx, int) else 0
+        core = getattr(m, "core", None) or "core0"
+        if not isinstance(core, str):
+            core, blk = _core_name(core, blk)
+        name = rec.instr.name
+        for s in reversed(self.steps):
+            if s.core == core and s.block == blk:
+                return s if s.op == name else None
+        return None
+
+    def edge_release(self, rec: Any, pipe: Any) -> Step | None:
+        """A release (TPUSH, TFREE, SYNC_SET, arriving at SYNCALL): its step fires when
+        ``pipe`` (None: the step itself) has drained."""
+        s = self._step_of(rec) if rec is not None else None
+        if s is not None:
+            s.rel = "own" if pipe is None else pipe
+        return s
+
+    def edge_acquire(self, rec: Any, steps: list[Step], pipe: Any) -> None:
+        """The matching acquire (TPOP, a TPUSH reusing a slot, SYNC_WAIT, leaving SYNCALL):
+        its step waits for ``steps`` to fire; ``pipe`` is what the wait holds."""
+        s = self._step_of(rec) if rec is not None else None
+        if s is None:
+            return
+        s.after = [*(s.after or ()), *steps]
+        if pipe is Pipe.ALL or s.hold is None:
+            s.hold = pipe
+
     # ---- the schedule ---------------------------------------------------------------------
     def report(self) -> Any:
         from .report import CycleReport
@@ -255,64 +309,147 @@ def _sig(v: Any) -> Any:
 
 def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadlock]]:
     """Fill ``start``/``end`` of every step; returns the flag flows and the deadlocks."""
-    free: dict[tuple[str, int, str], int] = {}
-    pending: dict[tuple[str, int, Pipe, Pipe, int], deque[int]] = {}
-    flows: list[Flow] = []
-    dead: list[Deadlock] = []
-    # auto mode: the last accesses of each memory, (span, end, pipe)
-    last_w: _Recent = {}
-    last_r: _Recent = {}
-    floor: dict[tuple[str, int], int] = {}  # PIPE_ALL barriers: nothing starts earlier
+    sch = _Schedule(manual)
+    if not any(s.after for s in steps):
+        for s in steps:
+            sch.run(s)
+        return sch.flows, sch.dead
+    # cross-core edges: a dataflow over the cores, each in program order (a consumer can be
+    # recorded before its producer: it is observed before it blocks)
+    queues: dict[tuple[str, int], deque[Step]] = {}
     for s in steps:
-        q = (s.core, s.block, s.pn)
-        t = max(free.get(q, 0), floor.get((s.core, s.block), 0))
-        if s.sync is not None:
-            kind = s.sync[0]
-            if kind == "SET_FLAG":
-                _, src, dst, eid = s.sync
-                pending.setdefault((s.core, s.block, src, dst, eid), deque()).append(t)
-                s.start = s.end = t
-            elif kind == "WAIT_FLAG":
-                _, src, dst, eid = s.sync
-                fired = pending.get((s.core, s.block, src, dst, eid))
-                if not fired:
-                    dead.append(Deadlock(s, f"wait_flag({src.name}, {dst.name}, EVENT_ID{eid}) "
-                                            f"has no earlier set_flag to match: pipe "
-                                            f"{dst.name} would wait forever"))
-                    s.start = s.end = t
-                    continue
-                t_set = fired.popleft()
-                s.start = s.end = max(t, t_set)
-                free[q] = s.end
-                flows.append(Flow(s.core, s.block, src, dst, eid, t_set, s.end))
-            else:  # PIPE_BARRIER
-                p = s.sync[1]
-                if p is Pipe.ALL:
-                    keys = [k for k in free if k[0] == s.core and k[1] == s.block]
-                    t_all = max((free[k] for k in keys), default=0)
-                    t_all = max(t_all, floor.get((s.core, s.block), 0))
-                    floor[(s.core, s.block)] = t_all
-                    s.start = s.end = t_all
-                else:
-                    s.start = s.end = t
-            continue
-        if not manual:
-            # each block runs on its own core: the compiler orders its own accesses only
+        s.fire = None
+        queues.setdefault((s.core, s.block), deque()).append(s)
+    live = [q for q in queues.values() if q]
+    while live:
+        progress = False
+        for q in live:
+            while q:
+                s = q[0]
+                if s.rel is Pipe.ALL and s.fire is None and s.sync is not None:
+                    s.fire = sch.drained(s)  # a barrier arrival: before the others arrive
+                if s.after and any(p.fire is None and p is not s for p in s.after):
+                    break
+                sch.run(s)
+                q.popleft()
+                progress = True
+        live = [q for q in live if q]
+        if live and not progress:  # (cannot happen for a run that completed) go on
+            q = live[0]
+            s = q[0]
+            s.after = [p for p in s.after or () if p.fire is not None]
+    return sch.flows, sch.dead
+
+
+class _Schedule:
+    """The state of one schedule: pipe queues, flags, barriers and (auto mode) the recent
+    accesses of every core; :meth:`run` times one step after its core's earlier ones."""
+
+    def __init__(self, manual: bool) -> None:
+        self.manual = manual
+        self.free: dict[tuple[str, int, str], int] = {}
+        self.pending: dict[tuple[str, int, Pipe, Pipe, int], deque[int]] = {}
+        self.flows: list[Flow] = []
+        self.dead: list[Deadlock] = []
+        # auto mode: the last accesses of each memory, (span, end, pipe)
+        self.last_w: _Recent = {}
+        self.last_r: _Recent = {}
+        self.floor: dict[tuple[str, int], int] = {}  # PIPE_ALL barriers: nothing starts earlier
+
+    def drained(self, s: Step) -> int:
+        """When every pipe of ``s``'s core is done with what was issued before it."""
+        keys = [k for k in self.free if k[0] == s.core and k[1] == s.block]
+        t_all = max((self.free[k] for k in keys), default=0)
+        return max(t_all, self.floor.get((s.core, s.block), 0))
+
+    def _acquire(self, s: Step) -> int:
+        """A cross-core wait: when its producers fired; it holds what it holds until then."""
+        dep = max((p.fire for p in s.after or () if p.fire is not None and p is not s),
+                  default=0)
+        if s.hold is Pipe.ALL:
             cb = (s.core, s.block)
-            for sp in s.reads:
-                t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
-            for sp in s.writes:
-                t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
-                t = _after(t, last_r.get((cb, sp.key)), sp, s.pn)
-        s.start = t
-        s.end = t + s.cycles
-        free[q] = s.end
-        if not manual:
-            for sp in s.reads:
-                _remember(last_r, cb, sp, s.end, s.pn)
-            for sp in s.writes:
-                _remember(last_w, cb, sp, s.end, s.pn)
-    return flows, dead
+            self.floor[cb] = max(self.floor.get(cb, 0), dep)
+        elif isinstance(s.hold, Pipe):
+            q = (s.core, s.block, s.hold.name)
+            self.free[q] = max(self.free.get(q, 0), dep)
+        return dep
+
+    def _fire(self, s: Step) -> None:
+        """A release: when it fires (after the pipe it names drained)."""
+        if s.fire is not None:
+            return
+        r = s.rel
+        if r is Pipe.ALL:
+            s.fire = max(s.end, self.drained(s))
+        elif isinstance(r, Pipe):
+            s.fire = max(s.end, self.free.get((s.core, s.block, r.name), 0))
+        else:
+            s.fire = s.end
+
+    def run(self, s: Step) -> None:
+        free, floor = self.free, self.floor
+        q = (s.core, s.block, s.pn)
+        cb = (s.core, s.block)
+        if s.rel is Pipe.ALL and s.sync is not None and s.fire is None:
+            s.fire = self.drained(s)  # a barrier arrival: before waiting for the others
+        dep = self._acquire(s) if s.after else 0
+        t = max(free.get(q, 0), floor.get(cb, 0), dep)
+        if s.sync is not None:
+            self._sync(s, q, t)
+        else:
+            if not self.manual:
+                # each block runs on its own core: the compiler orders its own accesses only
+                last_w, last_r = self.last_w, self.last_r
+                for sp in s.reads:
+                    t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
+                for sp in s.writes:
+                    t = _after(t, last_w.get((cb, sp.key)), sp, s.pn)
+                    t = _after(t, last_r.get((cb, sp.key)), sp, s.pn)
+            s.start = t
+            s.end = t + s.cycles
+            free[q] = s.end
+            if not self.manual:
+                for sp in s.reads:
+                    _remember(self.last_r, cb, sp, s.end, s.pn)
+                for sp in s.writes:
+                    _remember(self.last_w, cb, sp, s.end, s.pn)
+        if s.after:
+            for p in s.after:
+                if p.fire is not None and p is not s:
+                    self.flows.append(Flow(p.core, p.block, p.pipe, s.pipe, -1, p.fire,
+                                           s.start, s.core, s.block, f"{p.op}->{s.op}"))
+        if s.rel is not None:
+            self._fire(s)
+
+    def _sync(self, s: Step, q: tuple[str, int, str], t: int) -> None:
+        free, floor = self.free, self.floor
+        kind = s.sync[0]  # type: ignore[index]
+        if kind == "SET_FLAG":
+            _, src, dst, eid = s.sync  # type: ignore[misc]
+            self.pending.setdefault((s.core, s.block, src, dst, eid), deque()).append(t)
+            s.start = s.end = t
+        elif kind == "WAIT_FLAG":
+            _, src, dst, eid = s.sync  # type: ignore[misc]
+            fired = self.pending.get((s.core, s.block, src, dst, eid))
+            if not fired:
+                self.dead.append(Deadlock(s, f"wait_flag({src.name}, {dst.name}, "
+                                             f"EVENT_ID{eid}) has no earlier set_flag to "
+                                             f"match: pipe {dst.name} would wait forever"))
+                s.start = s.end = t
+                return
+            t_set = fired.popleft()
+            s.start = s.end = max(t, t_set)
+            free[q] = s.end
+            self.flows.append(Flow(s.core, s.block, src, dst, eid, t_set, s.end))
+        else:  # PIPE_BARRIER
+            p = s.sync[1]  # type: ignore[index]
+            if p is Pipe.ALL:
+                # (a SYNCALL leaves when every participant has arrived: ``t`` holds that)
+                t_all = max(self.drained(s), t)
+                floor[(s.core, s.block)] = t_all
+                s.start = s.end = t_all
+            else:
+                s.start = s.end = t
 
 
 _KEEP = 32  # access ranges remembered per memory (older ones are long done in any real kernel)

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
+from .. import edges
 from ..enums import Pipe, TileType
 from ..errors import ExecutionError, IllegalInstruction, RuntimeCheckError
 from ..memory import Machine
@@ -79,6 +80,11 @@ class TileSplitAxis(enum.Enum):
 
 
 _C2V = {Direction.DIR_C2V, Direction.DIR_C2V_GM}
+#: a consumer's free fires once its pop's copy out of the slot is done (ffts_cross_core_sync
+#: on PIPE_MTE2, TPOP page); named here because the instructions' ``Pipe`` parameter shadows
+_FREE_PIPE = Pipe.MTE2
+#: a vector core's push signals the cube from MTE3 (the cube's from the fix-pipe: TPUSH's pipe)
+_VEC_PUSH_PIPE = Pipe.MTE3
 _V2C = {Direction.DIR_V2C, Direction.DIR_V2C_GM, Direction.DIR_V2C_CTRL}
 
 
@@ -178,6 +184,13 @@ class _Slot:
     from_acc: bool = False  # pushed from an Acc tile (converted to the consumer's type on pop)
     popped: set[int] = field(default_factory=set)
     freed: set[int] = field(default_factory=set)
+    #: ring position: the slot made ``slot_num`` slots earlier must be freed before this one
+    seq: int = 0
+    #: cross-core edges (ptoisa.edges): the producers' pushes, the consumers' frees, and the
+    #: free of the slot this one reuses
+    pushed: list[Any] = field(default_factory=list)
+    frees: list[Any] = field(default_factory=list)
+    reuse: Any = None
 
 
 @dataclass
@@ -189,6 +202,9 @@ class Fifo:
     slots: deque[_Slot] = field(default_factory=deque)
     pushes: int = 0
     pops: int = 0
+    made: int = 0  # slots made so far (the next slot's ``seq``)
+    #: the release tokens of freed slots by ``seq``, until the slot reusing them is made
+    freed: dict[int, Any] = field(default_factory=dict)
 
     def in_use(self) -> int:
         return len(self.slots)
@@ -376,6 +392,10 @@ def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noq
         slot.parts = {0, 1}
     slot.from_acc = tile.loc is TileType.Acc
     f.pushes += 1
+    # cross-core edges: this push writes the ring position a consumer's free released; the
+    # consumer's pop of this slot is ordered after it
+    edges.acquire(m, slot.reuse, pipe=edges.wait_scope(m))
+    slot.pushed.append(edges.release(m, _VEC_PUSH_PIPE if vector_producer else None))
 
 
 def _new_slot(m: Machine, f: Fifo, pipe: TPipe, nbytes: int, readers: int,
@@ -398,9 +418,20 @@ def _new_slot(m: Machine, f: Fifo, pipe: TPipe, nbytes: int, readers: int,
                                  "one", op="tpush")
         if opened is not None and (s := opened()) is not None:
             return s
-    slot = _Slot(readers=readers)
+    slot = _Slot(readers=readers, seq=f.made)
+    slot.reuse = f.freed.pop(f.made - pipe.slot_num, None)
+    f.made += 1
     f.slots.append(slot)
     return slot
+
+
+def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
+    """Recycle ``slot`` (every consumer freed it): the push that reuses its ring position
+    picks up the consumers' free tokens."""
+    f.slots.remove(slot)
+    tok = edges.merged(*slot.frees)
+    if tok is not None:
+        f.freed[slot.seq] = tok
 
 
 @instr("TPOP", family="pipes", pipe=Pipe.MTE2,
@@ -455,6 +486,8 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
     tile.write(data[..., :vr, :vc])
     slot.popped.add(lane if vector_consumer else 0)
     f.pops += 1
+    # cross-core edge: what the producer(s) did before the push is done before this pop
+    edges.acquire(m, *slot.pushed, pipe=edges.wait_scope(m))
 
 
 @instr("TFREE", family="pipes", pipe=Pipe.S,
@@ -479,13 +512,17 @@ def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
         slot = next((s for s in f.slots if who in s.popped and who not in s.freed), None)
         if slot is not None:
             slot.freed.add(who)
+            # the free fires once the pop's copy out of the slot (MTE2) is done
+            slot.frees.append(edges.release(m, _FREE_PIPE))
             if len(slot.freed) >= slot.readers:
-                f.slots.remove(slot)
+                _release_slot(m, f, slot)
             return
     for direction in _free_directions(pipe):
         f = fifo(m, pipe, direction)
         if f.slots and not f.slots[0].popped:
-            f.slots.popleft()
+            slot = f.slots[0]
+            slot.frees.append(edges.release(m, _FREE_PIPE))
+            _release_slot(m, f, slot)
             return
 
 

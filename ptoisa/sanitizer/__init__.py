@@ -12,7 +12,9 @@ checks (``checks``):
   ``strict`` (then a same-pipe dependence needs a ``pipe_barrier``, as PTOAS's InsertSync
   requires). A wait no earlier set can satisfy, and a set nothing waits for (a leaked event),
   are reported too; and GM accesses of different blocks with no SYNCALL between them
-  (:mod:`.blocks`).
+  (:mod:`.blocks`). The cores of a mixed launch's block (AIC, AIV0, AIV1) share their GM
+  state; the edges between them (TPUSH -> TPOP, TFREE -> the push reusing the slot,
+  SYNC_SET -> SYNC_WAIT, SYNCALL) come from the launcher through :mod:`ptoisa.edges`.
 * ``uninit``: a read of tile bytes nothing wrote in this launch.
 * ``oob``: gathers/scatters whose indices leave the table; a GM view reaching outside its
   array (which stops the run) joins the report.
@@ -31,7 +33,7 @@ from typing import Any
 
 from ..errors import ExecutionError, PtoError, PtoMemoryError
 from .blocks import BlockRaces
-from .clocks import Core
+from .clocks import Core, Group
 from .report import Finding, Report, SanitizerError, Site, where
 
 __all__ = ["CHECKS", "Finding", "Report", "Sanitizer", "SanitizerError", "Site", "make",
@@ -77,6 +79,10 @@ class Sanitizer:
         self._cur_b: Any = None
         self._default_sync = "manual"
         self._core_ids: dict[Any, int] = {}
+        #: the cores of each block (shared GM state across a mixed launch's cluster)
+        self._groups: dict[Any, Group] = {}
+        #: cross-core flag ids the program sets (a fix picks a free one)
+        self.xids: set[int] = set()
         self.blocks = BlockRaces()
         #: the latest instruction observed (locates an error its run raises)
         self.last: Any = None
@@ -93,6 +99,7 @@ class Sanitizer:
         falls back to one block at a time); findings so far stay (they are found again and
         deduplicated)."""
         self._cores.clear()
+        self._groups.clear()
         self._cur = self._cur_key = self._cur_m = self._cur_b = None
         self.blocks = BlockRaces()
 
@@ -102,6 +109,7 @@ class Sanitizer:
         for c in list(self._cores.values()):
             self._finish_core(c)
         self._cores.clear()
+        self._groups.clear()
         self._cur = self._cur_key = self._cur_m = self._cur_b = None
         return self.report
 
@@ -132,10 +140,19 @@ class Sanitizer:
                     del self._cores[k]
                 if stale:
                     self.blocks = BlockRaces()
+                    for k in [k for k in self._groups if k[1] == "lanes"]:
+                        del self._groups[k]
             # a new block on this machine: the previous block of the same core is over
             for k in [k for k in self._cores if k[0] == key[0] and k[2] == key[2]]:
                 self._finish_core(self._cores.pop(k))
-            core = self._cores[key] = Core(self, key, self.mode)
+            # the cores of one block of one cluster share their GM state (a core outside a
+            # mixed launch is a group of one)
+            cl = getattr(m, "cluster", None)
+            gk = (id(cl if cl is not None else m), bk)
+            group = self._groups.get(gk)
+            if group is None:
+                group = self._groups[gk] = Group(cl if cl is not None else m)
+            core = self._cores[key] = Core(self, key, self.mode, group)
         self._cur, self._cur_key, self._cur_m, self._cur_b = core, key, m, b
 
     def core_index(self, cid: Any) -> int:
@@ -145,6 +162,40 @@ class Sanitizer:
 
     def _finish_core(self, c: Core) -> None:
         c.finish()
+        g = c.group
+        if c in g.cores:
+            g.cores.remove(c)
+            if not g.cores:
+                for k in [k for k, v in self._groups.items() if v is g]:
+                    del self._groups[k]
+
+    # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) -------------
+    def _core_of(self, m: Any) -> Core:
+        b = m.block_idx
+        if m is not self._cur_m or b is not self._cur_b:
+            self._switch(m, b)
+        assert self._cur is not None
+        return self._cur
+
+    def edge_release(self, rec: Any, pipe: Any) -> Any:
+        """A release (TPUSH, TFREE, SYNC_SET, arriving at SYNCALL): the releasing pipe's clock."""
+        if rec is None:
+            return None
+        return self._core_of(rec.machine).release(rec, pipe)
+
+    def edge_acquire(self, rec: Any, clocks: list[Any], pipe: Any) -> None:
+        """The matching acquire (TPOP, a TPUSH reusing a slot, SYNC_WAIT, leaving SYNCALL):
+        join the released clocks into the waiting pipe(s)."""
+        if rec is not None:
+            self._core_of(rec.machine).acquire(rec, clocks, pipe)
+
+    def core_name(self, thread: int) -> str:
+        """AIC / AIV0 / AIV1 (or ``core``) of a thread id (``8 * core_index + pipe``)."""
+        from .clocks import core_label
+
+        idx = thread >> 3
+        cid = next((c for c, i in self._core_ids.items() if i == idx), None)
+        return core_label(cid)
 
     # ---- findings ----------------------------------------------------------------------------
     def add(self, f: Finding, dedup: Any) -> None:

@@ -16,6 +16,15 @@ instruction of thread ``t`` is ordered before ``p``'s next instruction. Edges:
 The shadow state is keyed by span (memory key, byte range); a write replaces the cells it
 covers, reads keep the last read per thread, and cells every pipe already knows about are
 pruned, so the state does not grow with a loop's trip count.
+
+The cores of one block (the AIC and AIVs of a mixed launch's cluster) share their GM shadow
+state (:class:`Group`): thread ids are unique across cores, so an AIV's access is checked
+against the AIC's as against its own pipes'. The cross-core edges come from the streams code
+through :mod:`ptoisa.edges`: a release (TPUSH, TFREE, SYNC_SET, arriving at SYNCALL) snapshots
+the clock of the pipe that must have drained (:meth:`Core.release`), the matching acquire
+(TPOP, SYNC_WAIT, leaving SYNCALL) joins it into the waiting pipe(s) (:meth:`Core.acquire`).
+Programs left to the compiler's intra-core sync (``auto``) are still checked across cores:
+their own pipes count as ordered, a release carries the whole core, an acquire holds it.
 """
 
 from __future__ import annotations
@@ -228,14 +237,54 @@ def _tile_name(t: Any, site: Site) -> str:
     return f"tile {t.spec.describe()}{at}"
 
 
-class Core(_Checks):
-    """Happens-before and shadow state of one core (one block; later one AIC/AIV of it)."""
+class Group:
+    """The cores of one block (one cluster of a mixed launch: AIC, AIV0, AIV1; else the one
+    core): their shared GM shadow state. A cell is dropped only when every pipe of every core
+    knows it, so nothing is pruned while a core of the cluster that has not started yet may
+    still run (a stream that finished without an instruction never will)."""
 
-    def __init__(self, san: Sanitizer, key: Any, mode: str) -> None:
+    __slots__ = ("cores", "mem", "anchor", "machines")
+
+    def __init__(self, anchor: Any = None) -> None:
+        self.cores: list[Core] = []
+        self.mem: dict[Any, dict[tuple[int, int], Cell]] = {}
+        self.anchor = anchor  # the cluster (or machine) it stands for: keeps its id taken
+        self.machines: set[int] = set()  # ids of the machines of its cores
+
+    @property
+    def shared(self) -> bool:
+        """Whether cores of a mixed launch's cluster share this state."""
+        return len(getattr(self.anchor, "streams", ())) > 1
+
+    def known(self, a: Acc) -> bool:
+        for st in getattr(self.anchor, "streams", ()):
+            if id(st.machine) not in self.machines and not st.done:
+                return False  # a core yet to start
+        return all(c._known(a) for c in self.cores)
+
+
+def core_label(cid: Any) -> str:
+    """AIC / AIV0 / AIV1 for a mixed launch's ``machine.core``, else ``core``."""
+    if isinstance(cid, tuple) and cid and isinstance(cid[0], str):
+        return cid[0] + (str(cid[2]) if len(cid) > 2 else "")
+    return "core"
+
+
+class Core(_Checks):
+    """Happens-before and shadow state of one core (one block, or one AIC/AIV of it)."""
+
+    def __init__(self, san: Sanitizer, key: Any, mode: str, group: Group | None = None,
+                 ) -> None:
         self.san = san
         self.cid = key[2] if key[2] is not None else 0
         self.strict = mode == "strict"
         self.races = "races" in san.checks and mode != "auto"
+        #: races with the other cores of the block (a mixed launch), also in auto mode
+        self.xcore = "races" in san.checks and group is not None and group.shared
+        self.group = group if group is not None else Group()
+        self.group.cores.append(self)
+        self.group.machines.add(key[0])
+        self.gmem = self.group.mem
         self.xblock = "races" in san.checks
         self.uninit = "uninit" in san.checks
         self.oob = "oob" in san.checks
@@ -315,8 +364,9 @@ class Core(_Checks):
         accs = self.operand_spans(rec)
         if accs:
             acc = Acc(t, n, rec)
-            if self.races:
-                self.check_races(acc, accs, vc)
+            if self.races or self.xcore:
+                self.check_races(acc, _per_block(accs, rec.machine.lanes)
+                                 if self.xcore and rec.machine.lanes > 1 else accs, vc)
             if self.xblock:  # (auto-sync programs too: InsertSync orders one core only)
                 xb = self.san.blocks
                 for role, v, s in accs:
@@ -371,6 +421,43 @@ class Core(_Checks):
         s = dict(self.vc[pi])
         s[self.th[pi]] = self.count[pi]
         return s
+
+    # ---- cross-core edges (ptoisa.edges) -----------------------------------------------------
+    def release(self, rec: Any, pipe: Pipe | None) -> dict[int, int]:
+        """The clock a release carries: what ``pipe`` (None: the instruction's own pipe; ALL:
+        every pipe) has done and knows, now that the releasing instruction was issued. In
+        auto mode the compiler drains the core before a cross-core signal: every pipe."""
+        if rec is not None and rec.instr.name == "SYNC_SET":
+            self.san.xids.add(_eid(rec.values[1]))
+        if pipe is None and rec is not None:
+            try:
+                pipe = rec.pipe
+            except Exception:  # noqa: BLE001 - a pipe_of that cannot decide: every pipe
+                pipe = Pipe.ALL
+        if not self.races or pipe not in _PIDX:
+            j: dict[int, int] = {}
+            for i, vq in enumerate(self.vc):
+                _join(j, vq)
+                if self.count[i]:
+                    j[self.th[i]] = self.count[i]
+            return j
+        return self._snapshot(_PIDX[pipe])
+
+    def acquire(self, rec: Any, clocks: list[dict[int, int]], pipe: Pipe | None) -> None:
+        """Join released clocks into the pipe(s) that waited: ``pipe`` (None: the waiting
+        instruction's own; ALL, and any pipe in auto mode: every pipe of the core)."""
+        if pipe is None and rec is not None:
+            try:
+                pipe = rec.pipe
+            except Exception:  # noqa: BLE001
+                pipe = Pipe.ALL
+        if not self.races or pipe not in _PIDX:
+            targets = self.vc
+        else:
+            targets = [self.vc[_PIDX[pipe]]]
+        for c in clocks:
+            for vq in targets:
+                _join(vq, c)
 
     # ---- synchronisation ---------------------------------------------------------------------
     def sync(self, name: str, rec: Any) -> None:
@@ -454,11 +541,16 @@ class Core(_Checks):
     # ---- races -------------------------------------------------------------------------------
     def check_races(self, acc: Acc, accs: list[tuple[str, Any, Span]],
                     vc: dict[Any, int]) -> None:
-        mem = self.mem
+        mem, gmem = self.mem, self.gmem
         found: dict[int, tuple[int, str, Acc, Span, int, int]] | None = None
         me, rec, strict = acc.thread, acc.rec, self.strict
+        # auto mode (xcore only): the compiler orders this core's own pipes; other cores'
+        # GM accesses are still checked
+        own = None if self.races else me >> 3
+        if own is not None:
+            accs = [a for a in accs if a[2].space == "GM"]
         for role, _, s in accs:
-            cells = mem.get(s.key)
+            cells = (gmem if s.space == "GM" else mem).get(s.key)
             if not cells:
                 continue
             reads = role == "in" or role == "inout"
@@ -474,7 +566,8 @@ class Core(_Checks):
                 if w is not None and w.rec is not rec:
                     # ordered: the same pipe in program order (unless strict), or known done
                     t = w.thread
-                    if not ((t == me and not strict) or vc.get(t, 0) >= w.epoch):
+                    if not ((t == me and not strict) or vc.get(t, 0) >= w.epoch
+                            or t >> 3 == own):
                         rank = 0 if reads else 2
                         found = found if found is not None else {}
                         k = id(w.rec)
@@ -484,7 +577,7 @@ class Core(_Checks):
                     for r in cell.readers.values():
                         t = r.thread
                         if r.rec is rec or (t == me and not strict) or \
-                                vc.get(t, 0) >= r.epoch:
+                                vc.get(t, 0) >= r.epoch or t >> 3 == own:
                             continue
                         found = found if found is not None else {}
                         k = id(r.rec)
@@ -495,14 +588,16 @@ class Core(_Checks):
                 self.race(hz, a, acc, s, lo, hi)
         for role, _, s in accs:
             if role in ("in", "inout"):
-                cells = mem.get(s.key)
+                gm = s.space == "GM"
+                where_ = gmem if gm else mem
+                cells = where_.get(s.key)
                 if cells is None:
-                    cells = mem[s.key] = {}
+                    cells = where_[s.key] = {}
                 k = (s.lo, s.hi)
                 cell = cells.get(k)
                 if cell is None:
                     if len(cells) >= self.limit.get(s.key, _PRUNE_AT):
-                        self._prune(cells)
+                        self._prune(cells, gm)
                         self.limit[s.key] = max(_PRUNE_AT, 2 * len(cells))
                     cell = cells[k] = Cell(rect=s.rect)
                 elif cell.rect != s.rect:
@@ -510,9 +605,11 @@ class Core(_Checks):
                 cell.readers[acc.thread] = acc
         for role, _, s in accs:
             if role != "in":
-                cells = mem.get(s.key)
+                gm = s.space == "GM"
+                where_ = gmem if gm else mem
+                cells = where_.get(s.key)
                 if cells is None:
-                    cells = mem[s.key] = {}
+                    cells = where_[s.key] = {}
                 else:
                     for k in [k for k, c in cells.items() if s.lo <= k[0] and k[1] <= s.hi
                               and (s.rect is None or (c.rect is not None and _inside(
@@ -524,7 +621,7 @@ class Core(_Checks):
                     new.readers.update(old.readers)
                     new.rect = None
                 if len(cells) > self.limit.get(s.key, _PRUNE_AT):
-                    self._prune(cells)
+                    self._prune(cells, gm)
                     self.limit[s.key] = max(_PRUNE_AT, 2 * len(cells))
 
     def _known(self, a: Acc) -> bool:
@@ -536,14 +633,16 @@ class Core(_Checks):
                 return False
         return True
 
-    def _prune(self, cells: dict[tuple[int, int], Cell]) -> None:
-        """Drop the cells every pipe already knows about; merge neighbouring cells last touched
-        by the same instructions on the same pipes (one instruction walking a tensor in a
-        loop), keeping the latest epoch per thread."""
+    def _prune(self, cells: dict[tuple[int, int], Cell], gm: bool = False) -> None:
+        """Drop the cells every pipe already knows about (GM: every pipe of every core of the
+        block); merge neighbouring cells last touched by the same instructions on the same
+        pipes (one instruction walking a tensor in a loop), keeping the latest epoch per
+        thread."""
+        known = self.group.known if gm else self._known
         for k in list(cells):
             c = cells[k]
-            if (c.writer is None or self._known(c.writer)) and \
-                    all(self._known(r) for r in c.readers.values()):
+            if (c.writer is None or known(c.writer)) and \
+                    all(known(r) for r in c.readers.values()):
                 del cells[k]
         if len(cells) <= _PRUNE_AT:
             return
@@ -573,10 +672,13 @@ class Core(_Checks):
         label = s.label
         if isinstance(b.loc, SourceLoc) and _SSA.match(label):
             label = "%" + label  # an SSA value's name
-        msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} {verb[0]} what "
-               f"{a} at {where(a.loc)} {verb[1]}; {by} orders them")
         pto = isinstance(b.loc, SourceLoc)
         p, q = _PIPES[prev.thread % 8], _PIPES[cur.thread % 8]
+        if prev.thread >> 3 != cur.thread >> 3:  # another core of this block (mixed launch)
+            self.cross_race(hz, verb, prev, cur, s, lo, hi, label, key)
+            return
+        msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} {verb[0]} what "
+               f"{a} at {where(a.loc)} {verb[1]}; {by} orders them")
         if same:
             fix = (f"insert {_barrier_text(pto, p)} after {a.op} at {where(a.loc)} "
                    f"(before {b.op} at {where(b.loc)})")
@@ -592,6 +694,35 @@ class Core(_Checks):
                     "after it" if not same else "; the two meet across loop iterations")
         self.san.add(Finding("race", msg, b, a, hz, s.space, lo, hi, fix,
                              {"label": s.label}), key)
+
+    def cross_race(self, hz: str, verb: tuple[str, str], prev: Acc, cur: Acc, s: Span,
+                   lo: int, hi: int, label: str, key: Any) -> None:
+        """A race between two cores of one cluster: the fix is a cross-core flag."""
+        a, b = prev.site, cur.site
+        pa, pb = self.san.core_name(prev.thread), self.san.core_name(cur.thread)
+        p, q = _PIPES[prev.thread % 8], _PIPES[cur.thread % 8]
+        pto = isinstance(b.loc, SourceLoc)
+        eid = next((i for i in range(16) if i not in self.san.xids), 0)
+        msg = (f"race ({hz}) between cores on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} on "
+               f"{pb} {verb[0]} what {a} on {pa} at {where(a.loc)} {verb[1]}; no cross-core "
+               f"flag (sync.set/sync.wait) or TPUSH/TPOP orders them")
+        if pto:
+            mode = " {ffts_mode = 1}" if pa.startswith("AIV") and pb.startswith("AIV") else ""
+            st = f"pto.sync.set #pto.pipe<{p.value}>, {eid}{mode}"
+            wt = f"pto.sync.wait #pto.pipe<{q.value}>, {eid}"
+        else:
+            mode = ", FftsMode=1" if pa.startswith("AIV") and pb.startswith("AIV") else ""
+            st = f"pto.SYNC_SET(pto.Pipe.{p.name}, {eid}{mode})"
+            wt = f"pto.SYNC_WAIT(pto.Pipe.{q.name}, {eid})"
+        fix = (f"insert {st} after {a.op} at {where(a.loc)} on {pa} and {wt} before {b.op} at "
+               f"{where(b.loc)} on {pb}")
+        if pa.startswith("AIV") and pb.startswith("AIV"):
+            fix = ("give each vector core its own part of the array (offsets from "
+                   f"get_subblock_idx), or {fix}")
+        elif pa.startswith("AIV") and pb == "AIC":
+            fix += " (in the default FFTS mode 2 the AIC's wait needs the set on both AIVs)"
+        self.san.add(Finding("race", msg, b, a, hz, s.space, lo, hi, fix,
+                             {"label": s.label, "cores": (pa, pb)}), key)
 
     # ---- uninitialised reads -----------------------------------------------------------------
     def check_uninit(self, acc: Acc, accs: list[tuple[str, Any, Span]]) -> None:
@@ -625,6 +756,24 @@ class Core(_Checks):
                 elif _first_gap(ivs, s.lo, s.hi) is not None:
                     _add_interval(ivs, s.lo, s.hi)
                 full.add(s)  # written in full: later reads of exactly these bytes are fine
+
+
+def _per_block(accs: list[tuple[str, Any, Span]], lanes: int
+               ) -> list[tuple[str, Any, Span]]:
+    """A lockstep core of a mixed launch: each GM access as one span per block, keyed by the
+    block (the cores of one block race with each other; blocks are :mod:`.blocks`' concern).
+    The hull of every block's view would make AIV0's rows of one block meet AIV1's of the
+    next."""
+    out: list[tuple[str, Any, Span]] = []
+    for role, v, s in accs:
+        if s.space != "GM" or not isinstance(v, GlobalTensor):
+            out.append((role, v, s))
+            continue
+        uniform = not isinstance(v.offset, np.ndarray)
+        for b in range(lanes):
+            sb = s if uniform else gm_span(v.block(b))
+            out.append((role, v, Span(sb.space, (sb.key, b), sb.lo, sb.hi, sb.label, sb.rect)))
+    return out
 
 
 def _ident(a: Acc | None) -> Any:

@@ -15,12 +15,19 @@ A5 ``set_intra_block(pipe, id)``) adds to other cores' counters:
   AIV1's id - 16; AIV ``k``'s set of id signals the AIC's id + 16 k.
 
 Outside a mixed launch (one core) they are recorded no-ops, as SET_FLAG / WAIT_FLAG are.
+
+Every count a set adds carries a token (:mod:`ptoisa.edges`) of the set(s) behind it (both
+AIVs' for a both-AIVs flag); the wait that takes the count picks it up, and so does each core
+leaving a SYNCALL for every participant's arrival of that generation: the sanitizer and the
+cycle model see the cross-core edges as this code matches them.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
+from ... import edges
 from ...enums import Pipe
 from ...errors import ExecutionError, PtoError
 from ...memory import Machine
@@ -47,19 +54,28 @@ def _me(m: Machine) -> str:
     return "AIC" if core[0] == "AIC" else f"AIV{core[2]}"
 
 
-def _bump(counts: dict[Any, int], key: Any, n: int = 1) -> None:
-    counts[key] = counts.get(key, 0) + n
+def _bump(cl: Any, key: Any, tok: edges.Token | None) -> None:
+    """Add one to counter ``key``, with the token of the set(s) behind it."""
+    cl.flags[key] = cl.flags.get(key, 0) + 1
+    cl.flag_tokens.setdefault(key, deque()).append(tok)
 
 
-def _both(cl: Any, key: Any, sub: int, signal: list[str], eid: int) -> None:
+def _take(cl: Any, key: Any) -> edges.Token | None:
+    """Take one from counter ``key`` (it is positive): the token of the set(s) behind it."""
+    cl.flags[key] -= 1
+    q = cl.flag_tokens.get(key)
+    return q.popleft() if q else None
+
+
+def _both(cl: Any, key: Any, sub: int, signal: list[str], eid: int,
+          tok: edges.Token | None) -> None:
     """One AIV's arrival at a both-AIVs flag: when both have arrived, signal ``signal``."""
     pend = cl.flags
-    _bump(pend, (key, sub))
+    _bump(cl, (key, sub), tok)
     if pend.get((key, 0), 0) > 0 and pend.get((key, 1), 0) > 0:
-        pend[(key, 0)] -= 1
-        pend[(key, 1)] -= 1
+        both = edges.merged(_take(cl, (key, 0)), _take(cl, (key, 1)))
         for c in signal:
-            _bump(pend, (c, eid))
+            _bump(cl, (c, eid), both)
 
 
 @instr("SYNC_SET", family="sync", pipe=Pipe.S,
@@ -75,12 +91,13 @@ def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  #
     if cl is None:
         return
     me = _me(m)
-    flags = cl.flags
+    # the flag fires when ``pipe``'s earlier work is done (ffts_cross_core_sync(pipe, ...))
+    tok = edges.release(m, pipe)
     if "a5" in m.target.lineage:
         if me == "AIC":
-            _bump(flags, ("AIV1" if eid >= 16 else "AIV0", eid % 16))
+            _bump(cl, ("AIV1" if eid >= 16 else "AIV0", eid % 16), tok)
         else:
-            _bump(flags, ("AIC", eid + 16 * int(me[3])))
+            _bump(cl, ("AIC", eid + 16 * int(me[3])), tok)
         return
     if mode not in (0, 1, 2):
         raise PtoError(f"FFTS mode must be 0, 1 or 2, got {mode}", op="sync_set")
@@ -90,11 +107,11 @@ def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  #
                              op="sync_set")
     if me == "AIC":
         for c in (("AIC",) if mode == 0 else ("AIV0", "AIV1")):
-            _bump(flags, (c, eid))
+            _bump(cl, (c, eid), tok)
     elif mode == 2:
-        _both(cl, ("to-AIC", eid), int(me[3]), ["AIC"], eid)
+        _both(cl, ("to-AIC", eid), int(me[3]), ["AIC"], eid, tok)
     else:
-        _both(cl, ("AIVs", eid), int(me[3]), ["AIV0", "AIV1"], eid)
+        _both(cl, ("AIVs", eid), int(me[3]), ["AIV0", "AIV1"], eid, tok)
 
 
 @instr("SYNC_WAIT", family="sync", pipe=Pipe.S,
@@ -110,7 +127,7 @@ def SYNC_WAIT(m: Machine, pipe: Pipe, eventId: Any) -> None:  # noqa: N802,N803
     key = (_me(m), eid)
     m.stream.wait_until(lambda: cl.flags.get(key, 0) > 0,  # type: ignore[attr-defined]
                         f"cross-core flag {eid} of {key[0]} is not set")
-    cl.flags[key] -= 1
+    edges.acquire(m, _take(cl, key), pipe=edges.wait_scope(m, pipe))
 
 
 _SYNCALL_SETS = {"AIVOnly": ("AIV",), "AICOnly": ("AIC",), "Mix": ("AIC", "AIV"),
@@ -135,7 +152,11 @@ def syncall_barrier(m: Machine, core_type: Any) -> None:
         return
     arrived = cl.barriers.setdefault(kinds, {})
     n = arrived[me.name] = arrived.get(me.name, 0) + 1
+    # the arrival of generation n (every pipe of this core drained) for every participant
+    toks = cl.barriers.setdefault(("tokens", kinds), {})
+    toks[(me.name, n)] = edges.release(m, Pipe.ALL)
     parts = [s for s in cl.streams if s.machine.core[0] in kinds]
     me.wait_until(lambda: all(arrived.get(s.name, 0) >= n for s in parts),
                   f"SYNCALL<{'/'.join(kinds)}> #{n}: waiting for "
                   + ", ".join(s.name for s in parts if arrived.get(s.name, 0) < n))
+    edges.acquire(m, *(toks.get((s.name, n)) for s in parts), pipe=Pipe.ALL)
