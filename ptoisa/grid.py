@@ -28,6 +28,7 @@ from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
 from .memory import Machine, current, pop
 from .memory import push as _push
+from .targets import DEFAULT_TARGET
 
 __all__ = ["BlockDivergence", "Lanes", "block_of", "get_block_idx", "get_block_num", "launch"]
 
@@ -44,7 +45,7 @@ def get_block_num() -> int:
 
 # ---- launching ------------------------------------------------------------------------------
 
-def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
+def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
            lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
            sanitize: Any = False, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy

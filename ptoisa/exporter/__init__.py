@@ -58,6 +58,7 @@ from ..errors import PtoError
 from ..ir import types as T
 from ..memory import Machine, pop, push
 from ..symbolic import ExportError
+from ..targets import DEFAULT_TARGET
 from .tracer import Tracer
 
 __all__ = ["ExportError", "Tracer", "export", "with_aliases"]
@@ -84,7 +85,7 @@ def with_aliases(text: str, types: list[T.Type]) -> str:
 
 # ---- the entry point ---------------------------------------------------------------------------
 
-def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
+def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
            name: str | None = None, verify: bool = True, aliases: bool = True) -> str:
     """The ``.pto`` program of the eager ``kernel`` for ``kernel(*args)`` launched on
     ``blocks`` blocks of ``target`` (see :mod:`ptoisa.export` for what maps to what and what

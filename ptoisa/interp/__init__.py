@@ -20,6 +20,7 @@ from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
+from ..targets import DEFAULT_TARGET
 from . import bridge, op_names
 from . import pipe_ops as _pipe_ops
 from . import view_ops as _view_ops  # noqa: F401 - registers the view / tile-buffer handlers
@@ -105,7 +106,7 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None,
+    def __init__(self, module: Module, target: str = DEFAULT_TARGET, *, level: str | None = None,
                  permissive: bool = False) -> None:
         self.module = module
         self.target = target
@@ -371,7 +372,7 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
-def load(source: str | Path, *, target: str = "cpu", filename: str | None = None,
+def load(source: str | Path, *, target: str = DEFAULT_TARGET, filename: str | None = None,
          permissive: bool = False) -> Program:
     """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
     ``permissive``: check and (by default) run it skipping the documented checks the upstream
