@@ -459,6 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
     c.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
+    c.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line on the terminal (the results are printed still)")
     c.set_defaults(fn=_cmd_conformance)
     o = sub.add_parser("ops", help="the instruction support matrix, from the registry")
     o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
@@ -492,7 +494,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy "
                    "(without it: print each one's shape, type, min/max/mean and NaN count)")
     r.add_argument("-q", "--quiet", action="store_true",
-                   help="print no summary of the results (TPRINT output still appears)")
+                   help="print no summary of the results and no progress line (TPRINT output "
+                        "still appears)")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")
@@ -528,6 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     y.add_argument("--json", action="store_true",
                    help="a JSON array of {case_id, predicted_cycles, hardware_cycles, "
                         "precision}")
+    y.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line on the terminal")
     y.set_defaults(fn=_cmd_cycles)
 
     x = sub.add_parser(
@@ -581,7 +586,15 @@ def main(argv: list[str] | None = None) -> int:
     exit 1 for bad input, 2 for bad usage, 130 on Ctrl-C, 3 for a bug in ptoisa."""
     try:
         ns = build_parser().parse_args(argv)
-        return int(ns.fn(ns))
+        from .progress import set_quiet
+
+        # long work draws a progress line on a terminal (ptoisa/progress.py) unless --quiet
+        prev = set_quiet(True) if getattr(ns, "quiet", False) else None
+        try:
+            return int(ns.fn(ns))
+        finally:
+            if prev is not None:
+                set_quiet(prev)
     except PtoError as e:
         print(e.render() if e.loc else f"ptoisa: {e}", file=sys.stderr)
         return 1
