@@ -884,5 +884,5 @@ def run_pack(root: Path, target_name: str = "cpu", *, out: Any = None,
     d = summary.count("DIFF")
     diffs = f", {d} documented target differences (DIFF)" if d else ""
     print(f"{summary.count('PASS')} passed, {summary.count('FAIL')} failed, "
-          f"{summary.count('SKIP')} skipped{diffs}", file=out)
+          f"{summary.count('SKIP')} skipped{diffs} (target {target_name})", file=out)
     return summary

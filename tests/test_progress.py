@@ -171,3 +171,4 @@ def test_conformance_progress(terminal: FakeTTY, monkeypatch: pytest.MonkeyPatch
     drawn = terminal.getvalue()
     n = out.getvalue().count("\n") - 1
     assert f"\rconformance (cpu): {n}/{n} (100%)" in drawn and drawn.endswith("\r")
+    assert out.getvalue().splitlines()[-1].endswith(" skipped (target cpu)")
