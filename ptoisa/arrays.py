@@ -66,7 +66,11 @@ def type_name(obj: Any) -> str:
 
 
 def is_array_like(obj: Any) -> bool:
-    return isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__") or hasattr(obj, "__array__")
+    """An array (numpy's or another library's), not a scalar (numpy scalars have __array__)."""
+    if isinstance(obj, np.ndarray):
+        return True
+    return not isinstance(obj, np.generic) and (hasattr(obj, "__dlpack__")
+                                                or hasattr(obj, "__array__"))
 
 
 def to_numpy(obj: Any, what: str) -> tuple[np.ndarray, Foreign | None]:

@@ -563,7 +563,7 @@ EXAMPLES = {
     "check": "ptoisa check examples/softmax.pto --target a5",
     "fmt": "ptoisa fmt examples/softmax.pto --form ssa -o softmax_ssa.pto",
     "run": "ptoisa run examples/vec_add.pto --blocks 4 --arg x=rand:16384:f32 "
-           "--arg y=rand:16384:f32 --arg z=zeros:16384:f32 [--out results/]",
+           "--arg y=rand:16384:f32 --arg z=zeros:16384:f32 --out results/",
     "sync": "ptoisa sync racy.pto -o synced.pto",
     "ops": "ptoisa ops --target a5",
     "conformance": "ptoisa conformance ../shared/conformance --only TADD TROWSUM",

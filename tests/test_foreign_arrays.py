@@ -178,6 +178,23 @@ def test_global_tensor_over_a_copy_refuses_a_store() -> None:
         _store_eager(x, Copying([0.0] * N))
 
 
+def test_export_takes_other_libraries_arrays() -> None:
+    x, y, z = _xyz()
+
+    def k(a: Any, b: Any, c: Any, s: Any) -> None:
+        t = Tile(TileType.Vec, np.float32, 64, 64)
+        u = Tile(TileType.Vec, np.float32, 64, 64)
+        pto.TLOAD(t, GlobalTensor(a, (64, 64), (64, 1)))
+        pto.TLOAD(u, GlobalTensor(b, (64, 64), (64, 1)))
+        pto.TADD(t, t, u)
+        pto.TMULS(t, t, s)                  # a numpy scalar: baked in, not an array argument
+        pto.TSTORE(GlobalTensor(c, (64, 64), (64, 1)), t)
+
+    text = pto.export(k, DL(x), Shared(y), DL(z), np.float32(2.0))
+    assert "func.func @k(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %c: !pto.ptr<f32>)" in text
+    assert not z.any()                                   # export runs on copies
+
+
 def test_not_an_array() -> None:
     with pytest.raises(PtoError, match=r"must be an array: numpy, or anything with __dlpack__ "
                        r"or __array__ .* got builtins\.list"):

@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from .. import symbolic as S
+from ..arrays import is_array_like, to_numpy
 from ..errors import PtoError
 from ..ir import types as T
 from ..memory import Machine, pop, push
@@ -102,6 +103,8 @@ def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         sig_names = list(inspect.signature(kernel).parameters)
     except (TypeError, ValueError):
         sig_names = []
+    args = tuple(to_numpy(a, f"argument {k}")[0] if is_array_like(a) else a
+                 for k, a in enumerate(args))  # torch / jax / ... arrays (ptoisa/arrays.py)
     copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     params = [(sig_names[k] if k < len(sig_names) else f"arg{k}", a)
               for k, a in enumerate(copies) if isinstance(a, np.ndarray)]

@@ -110,6 +110,23 @@ def test_run_rand_arguments_differ_per_name(tmp_path: Path) -> None:
     np.testing.assert_array_equal(z, x + y)
 
 
+@pytest.mark.parametrize(("entry", "title"), [
+    (None, "@attention"), ("attention_cube+attention_vector",
+                           "@attention_cube + @attention_vector")])
+def test_run_mixed_kernel_summarises_every_array(entry: str | None, title: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    pto_file = VEC_ADD.with_name("mixed_attention.pto")
+    assert cli.main(["run", str(pto_file), "--blocks", "1", "--arg", "q=rand:16x32:f32",
+                     "--arg", "k=rand:64x32:f32", "--arg", "v=rand:64x32:f32",
+                     "--arg", "out=zeros:16x32:f32"] + (["--entry", entry] if entry else [])
+                    ) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines.index(f"{title} on {pto.DEFAULT_TARGET}, 1 block:")  # cube + vector
+    got = [ln.split()[0] for ln in lines[head + 1:]]
+    assert got == ["%q", "%k", "%v", "%out"]
+    assert lines[-1].startswith("  %out  16x32 f32  min ") and "(unchanged)" not in lines[-1]
+
+
 def test_summarize_types() -> None:
     assert runreport.summarize(np.array([[1, -3], [5, 7]], np.int8)) == \
         "2x2 i8  min -3  max 7  mean 2.5"
