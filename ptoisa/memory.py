@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from . import progress
 from .errors import PtoError, PtoMemoryError
 from .targets import DEFAULT_TARGET, LOC_SPACE, Target, get_target
 
@@ -378,7 +379,10 @@ class Machine:
     # ---- printing --------------------------------------------------------------------------
     @property
     def out(self) -> TextIO:
-        return self.stdout if self.stdout is not None else sys.stdout
+        out = self.stdout if self.stdout is not None else sys.stdout
+        if progress._active:  # a progress line on the terminal: erased before TPRINT writes
+            progress.before_output(out)
+        return out
 
     def reset_print_buffer(self) -> None:
         self.print_used = 0

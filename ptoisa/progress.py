@@ -38,6 +38,13 @@ def set_quiet(quiet: bool) -> bool:
     return prev
 
 
+def before_output(stream: Any) -> None:
+    """Someone is about to write to ``stream`` (TPRINT to stdout): erase the progress line
+    first if it shares the terminal (it comes back at the next update)."""
+    for bar in _active:
+        bar.before_output(stream)
+
+
 def _fmt_eta(seconds: float) -> str:
     s = int(seconds + 0.5)
     h, rem = divmod(s, 3600)

@@ -172,3 +172,22 @@ def test_conformance_progress(terminal: FakeTTY, monkeypatch: pytest.MonkeyPatch
     n = out.getvalue().count("\n") - 1
     assert f"\rconformance (cpu): {n}/{n} (100%)" in drawn and drawn.endswith("\r")
     assert out.getvalue().splitlines()[-1].endswith(" skipped (target cpu)")
+
+
+def test_tprint_on_the_same_terminal_erases_the_line(terminal: FakeTTY,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """TPRINT writes to stdout; when that is the terminal too, the line goes first."""
+    _on(terminal, monkeypatch)
+    monkeypatch.setattr("sys.stdout", terminal)
+
+    def k() -> None:
+        t = pto.Tile(pto.TileType.Vec, np.float32, 1, 8)
+        pto.TEXPANDS(t, 1.0)
+        pto.TPRINT(t)
+
+    pto.launch(k, blocks=2, lockstep=False)
+    text = terminal.getvalue()
+    first = text.index("a2a3: blocks: 1/2")
+    # after the line was drawn, it is erased (spaces, then \r) before the next TPRINT
+    assert "\r=== [TPRINT" in text[first:] or " \r===" in text[first:]
+    assert "blocks: 1/2 (50%)" not in text[text.rindex("TPRINT"):]
