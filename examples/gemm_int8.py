@@ -90,13 +90,14 @@ def reference(a: np.ndarray, b: np.ndarray, scale: np.ndarray, offset: np.ndarra
     return np.clip(np.rint(acc * scale + offset), -128, 127).astype(np.int8)
 
 
-def run_eager(a: np.ndarray, b: np.ndarray, words: np.ndarray, target: str = "cpu") -> np.ndarray:
+def run_eager(a: np.ndarray, b: np.ndarray, words: np.ndarray,
+              target: str = pto.DEFAULT_TARGET) -> np.ndarray:
     c = np.zeros((M, N), np.int8)
     pto.launch(gemm_int8_kernel, a, b, words, c, blocks=(M // T) * (N // T), target=target)
     return c
 
 
-def run_pto(a: np.ndarray, b: np.ndarray, words: np.ndarray, target: str = "cpu",
+def run_pto(a: np.ndarray, b: np.ndarray, words: np.ndarray, target: str = pto.DEFAULT_TARGET,
             path: Path = PTO_FILE) -> np.ndarray:
     """Run examples/gemm_int8.pto: @gemm_int8(%a, %b, %words, %c) over 4 blocks."""
     c = np.zeros((M, N), np.int8)
@@ -106,7 +107,8 @@ def run_pto(a: np.ndarray, b: np.ndarray, words: np.ndarray, target: str = "cpu"
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
+    ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"],
+                    help=f"target profile (default {pto.DEFAULT_TARGET})")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
     args = ap.parse_args(argv)
 

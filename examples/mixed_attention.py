@@ -16,7 +16,7 @@ The cores interleave at the pipe operations (a TPOP of an empty pipe yields to t
 cores); the blocks run in lockstep. The same kernel as a .pto program is
 ``examples/mixed_attention.pto``. Run it:
 
-    python examples/mixed_attention.py [--target a2a3|a5] [--heads H] [--pto]
+    python examples/mixed_attention.py [--target cpu|a2a3|a5] [--heads H] [--pto]
                                        [--sanitize] [--cycles]
 
 ``--sanitize`` checks the run with the sanitizer (like the .pto program, the kernel leaves each
@@ -120,7 +120,7 @@ def make_inputs(heads: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.n
                  for r in (M, N, N))
 
 
-def run_eager(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = "a2a3",
+def run_eager(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = pto.DEFAULT_TARGET,
               lockstep: bool | str = "auto", **check: Any) -> np.ndarray:
     """``check``: ``sanitize=`` (a Sanitizer: raises SanitizerError on findings) or
     ``cycles=True`` (its report is printed), as for :func:`ptoisa.launch`."""
@@ -142,7 +142,7 @@ def run_eager(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = "a2a3",
     return out
 
 
-def run_pto(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = "a2a3",
+def run_pto(q: np.ndarray, k: np.ndarray, v: np.ndarray, target: str = pto.DEFAULT_TARGET,
             path: Path = PTO_FILE, **check: Any) -> np.ndarray:
     """Run examples/mixed_attention.pto: @attention(%q, %k, %v, %out), one block per head."""
     out = np.zeros((q.shape[0], M, D), np.float32)
@@ -160,7 +160,8 @@ def check(out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="a2a3", choices=["a2a3", "a5"])
+    ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"],
+                    help=f"target profile (default {pto.DEFAULT_TARGET})")
     ap.add_argument("--heads", type=int, default=4, help="heads = blocks (clusters)")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
     ap.add_argument("--sanitize", action="store_true",

@@ -5,8 +5,11 @@ one of two slots of the next rank's buffer, then bumps that rank's ``ready`` cou
 consumer waits for the counter, computes y = tile + 1 into its result and bumps the producer's
 ``free`` counter, so the producer never overwrites a slot that is still being read.
 
-    python examples/notify_wait.py [--ranks 2]
+    python examples/notify_wait.py [--target cpu|a2a3|a5] [--ranks 2]
     mpiexec -n 2 python examples/notify_wait.py --mpi
+
+There is no ``--pto``: the multi-rank ``.pto`` programs are ``examples/notify_put.pto`` and
+``examples/ring_put.pto`` (run with ``ptoisa run ... --ranks N``, see their headers).
 """
 
 from __future__ import annotations
@@ -63,32 +66,34 @@ def inputs(r: int) -> list[np.ndarray]:
             np.zeros(2, np.int32)]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=2, help="in-process ranks (default 2)")
     ap.add_argument("--mpi", action="store_true", help="this process is one rank of an MPI job")
-    a = ap.parse_args()
+    ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"])
+    a = ap.parse_args(argv)
     if a.mpi:
         from mpi4py import MPI
 
         world = MPI.COMM_WORLD
         n, r = world.Get_size(), world.Get_rank()
         mine = inputs(r)
-        pto.launch(producer_consumer, *mine, ranks=world)
+        pto.launch(producer_consumer, *mine, ranks=world, target=a.target)
         ys = world.gather(mine[2], root=0)
         if r:
-            return
+            return 0
     else:
         n = a.ranks
         args = [inputs(r) for r in range(n)]
         pto.launch(producer_consumer, *([args[r][k] for r in range(n)] for k in range(4)),
-                   ranks=n)
+                   ranks=n, target=a.target)
         ys = [args[r][2] for r in range(n)]
     ok = all(np.array_equal(ys[c], inputs(c - 1)[0] * np.float32(2) + np.float32(1))
              for c in range(1, n - n % 2, 2))
-    print(f"producer-consumer on {n} ranks ({'MPI' if a.mpi else 'in-process'}): "
+    print(f"producer-consumer on {n} ranks ({'MPI' if a.mpi else 'in-process'}) on {a.target}: "
           f"{n // 2} pair(s), {K} tiles of {R}x{C} f32 each, results equal x * 2 + 1: {ok}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

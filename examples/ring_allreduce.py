@@ -9,8 +9,11 @@ the right neighbour's vector. Every rank ends with the sum of all vectors, the s
 
 Run it on 4 ranks in this process (threads), or as 4 MPI processes (pip install 'ptoisa[mpi]'):
 
-    python examples/ring_allreduce.py [--ranks 4]
+    python examples/ring_allreduce.py [--target cpu|a2a3|a5] [--ranks 4]
     mpiexec -n 4 python examples/ring_allreduce.py --mpi
+
+There is no ``--pto``: the multi-rank ``.pto`` programs are ``examples/notify_put.pto`` and
+``examples/ring_put.pto`` (run with ``ptoisa run ... --ranks N``, see their headers).
 """
 
 from __future__ import annotations
@@ -65,33 +68,35 @@ def inputs(n: int, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x, np.zeros((max(n - 1, 1)) * C, np.float32), np.zeros(3, np.int32)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=4, help="in-process ranks (default 4)")
     ap.add_argument("--mpi", action="store_true", help="this process is one rank of an MPI job")
-    a = ap.parse_args()
+    ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"])
+    a = ap.parse_args(argv)
     if a.mpi:
         from mpi4py import MPI
 
         world = MPI.COMM_WORLD
         n, r = world.Get_size(), world.Get_rank()
         x, recv, steps = inputs(n, r)
-        pto.launch(ring_allreduce, x, recv, steps, ranks=world)
+        pto.launch(ring_allreduce, x, recv, steps, ranks=world, target=a.target)
         results = world.gather(x, root=0)
         if r:
-            return
+            return 0
     else:
         n = a.ranks
         args = [inputs(n, r) for r in range(n)]
         pto.launch(ring_allreduce, *([args[r][k] for r in range(n)] for k in range(3)),
-                   ranks=n)
+                   ranks=n, target=a.target)
         results = [args[r][0] for r in range(n)]
     want = sum(inputs(n, r)[0].astype(np.float64) for r in range(n))
     err = max(float(np.abs(x - want).max()) for x in results)
     same = all(np.array_equal(results[0], x) for x in results)
-    print(f"ring all-reduce on {n} ranks ({'MPI' if a.mpi else 'in-process'}): {n * C} f32 per "
-          f"rank, max |error| vs f64 sum {err:.2e}, every rank identical: {same}")
+    print(f"ring all-reduce on {n} ranks ({'MPI' if a.mpi else 'in-process'}) on {a.target}: "
+          f"{n * C} f32 per rank, max |error| vs f64 sum {err:.2e}, every rank identical: {same}")
+    return 0 if same and err < 1e-3 else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

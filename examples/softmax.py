@@ -59,13 +59,13 @@ def blocks_for(n_rows: int) -> int:
     return -(-n_rows // ROWS)
 
 
-def run_eager(x: np.ndarray, target: str = "cpu") -> np.ndarray:
+def run_eager(x: np.ndarray, target: str = pto.DEFAULT_TARGET) -> np.ndarray:
     out = np.zeros_like(x)
     pto.launch(softmax_kernel, x, out, x.shape[0], blocks=blocks_for(x.shape[0]), target=target)
     return out
 
 
-def run_pto(x: np.ndarray, target: str = "cpu", path: Path = PTO_FILE) -> np.ndarray:
+def run_pto(x: np.ndarray, target: str = pto.DEFAULT_TARGET, path: Path = PTO_FILE) -> np.ndarray:
     """Run examples/softmax.pto: @softmax(%x, %out, %n_rows : i32) over ceil(N/ROWS) blocks."""
     out = np.zeros_like(x)
     prog = pto.load(path, target=target)
@@ -80,7 +80,8 @@ def check(out: np.ndarray, x: np.ndarray) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
+    ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"],
+                    help=f"target profile (default {pto.DEFAULT_TARGET})")
     ap.add_argument("--rows", type=int, default=45, help="matrix rows N (any N >= 1)")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
     args = ap.parse_args(argv)

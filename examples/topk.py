@@ -98,14 +98,14 @@ def make_input(rows: int, seed: int = 0) -> np.ndarray:
     return (rng.integers(-32, 33, (rows, L)) / 4).astype(np.float32)
 
 
-def run_eager(x: np.ndarray, target: str = "cpu") -> tuple[np.ndarray, np.ndarray]:
+def run_eager(x: np.ndarray, target: str = pto.DEFAULT_TARGET) -> tuple[np.ndarray, np.ndarray]:
     vals = np.zeros((x.shape[0], K), np.float32)
     idx = np.zeros((x.shape[0], K), np.uint32)
     pto.launch(topk_kernel, x, vals, idx, blocks=x.shape[0], target=target)
     return vals, idx
 
 
-def run_pto(x: np.ndarray, target: str = "cpu", path: Path = PTO_FILE
+def run_pto(x: np.ndarray, target: str = pto.DEFAULT_TARGET, path: Path = PTO_FILE
             ) -> tuple[np.ndarray, np.ndarray]:
     """Run examples/topk.pto: @topk(%x, %top_vals, %top_idx), one block per row."""
     vals = np.zeros((x.shape[0], K), np.float32)
@@ -116,7 +116,8 @@ def run_pto(x: np.ndarray, target: str = "cpu", path: Path = PTO_FILE
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
+    ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"],
+                    help=f"target profile (default {pto.DEFAULT_TARGET})")
     ap.add_argument("--rows", type=int, default=4, help="rows B (one block each)")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
     args = ap.parse_args(argv)

@@ -58,6 +58,7 @@ from .symbolic import ExportError
 from .symbolic import max as max  # noqa: A004 - pto.max (not in __all__)
 from .symbolic import min as min  # noqa: A004 - pto.min
 from .symbolic import range as range  # noqa: A004 - pto.range
+from .targets import DEFAULT_TARGET
 from .tensor import GlobalTensor
 from .tile import Dyn, Tile, TileAcc, TileLeft, TileRight, TileSpec, tile_spec
 
@@ -74,6 +75,7 @@ __all__ = [
 ]
 
 __all__ += ["ConstraintError", "Program", "load", "set_matmul_accumulation"]
+__all__ += ["DEFAULT_TARGET"]
 # pto.min / pto.max / pto.range are attributes only: a star import must not shadow builtins
 __all__ += ["ExportError", "export"]
 __all__ += ["show"]

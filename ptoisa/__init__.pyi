@@ -60,6 +60,7 @@ from .symbolic import ExportError as ExportError
 from .symbolic import max as max
 from .symbolic import min as min
 from .symbolic import range as range
+from .targets import DEFAULT_TARGET as DEFAULT_TARGET
 from .tensor import GlobalTensor as GlobalTensor
 from .tile import (
     Dyn as Dyn,

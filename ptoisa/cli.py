@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import PtoError
 from .hostmem import check_host_memory
+from .targets import DEFAULT_TARGET
 
 TARGETS = ["cpu", "a2a3", "a5"]
 
@@ -114,11 +115,12 @@ def _fmt_notes(kept: list[Any], form: str) -> None:
               file=sys.stderr)
 
 
-_ZEROS = re.compile(r"zeros:(\d{1,18}(?:x\d{1,18})*)(?::(\w+))?$")
+_ZEROS = re.compile(r"(zeros|rand):(\d{1,18}(?:x\d{1,18})*)(?::(\w+))?$")
 
 
 def _arg_value(spec: str, name: str, t: Any) -> Any:
-    """``--arg`` value: FILE.npy, ``zeros:SHAPE[:DTYPE]`` or a number."""
+    """``--arg`` value: FILE.npy, ``zeros:SHAPE[:DTYPE]``, ``rand:SHAPE[:DTYPE]`` (uniform
+    values in [-4, 4), seeded by the argument's name) or a number."""
     from . import dtypes
     from .interp import bridge
     from .ir import types as T
@@ -129,14 +131,20 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
                                           and bridge.memref_space(t) == "gm")
     m = _ZEROS.match(spec)
     if m:
-        shape = tuple(int(d) for d in m.group(1).split("x"))
+        shape = tuple(int(d) for d in m.group(2).split("x"))
         try:
-            dt = dtypes.dtype(m.group(2)) if m.group(2) else bridge.elem_dtype(t.dtype)
+            dt = dtypes.dtype(m.group(3)) if m.group(3) else bridge.elem_dtype(t.dtype)
         except (PtoError, KeyError, TypeError, ValueError, AttributeError):
-            raise PtoError(f"argument %{name}: unknown element type {_clip(m.group(2))!r} "
+            raise PtoError(f"argument %{name}: unknown element type {_clip(m.group(3))!r} "
                            "(use f32, f16, bf16, i32, ui8, ...)") from None
         check_host_memory(math.prod(shape) * dt.np.itemsize, f"argument %{name} ({_clip(spec)})")
         try:
+            if m.group(1) == "rand":
+                import zlib
+
+                from .exporter.cli import random_array
+
+                return random_array(shape, dt.np, zlib.crc32(name.encode()))  # seed: the name
             return np.zeros(shape, dt.np)
         except ValueError as e:  # more dimensions than numpy takes
             raise PtoError(f"argument %{name}: {_clip(spec)}: {e}") from None
@@ -259,6 +267,7 @@ def _run(ns: argparse.Namespace) -> int:
     shows = _shows(ns, dict(zip(names, values, strict=True)), fn.tiles
                    + [t for f in prog.compiler(ns.target).funcs.values() for t in f.tiles])
     timed = ns.cycles or ns.trace
+    before = _fingerprints(ns, zip(names, values, strict=True))
     san = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
         from .sanitizer import Sanitizer, SanitizerError
@@ -286,6 +295,7 @@ def _run(ns: argparse.Namespace) -> int:
         _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
                                  if isinstance(v, np.ndarray)])
     _write_shows(shows, ns.out)
+    _report(ns, f"@{entry}", zip(names, values, strict=True), before)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
@@ -332,6 +342,7 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
         raise PtoError(f"@{pair[0]} and @{pair[1]} have no argument "
                        + ", ".join(sorted(unknown)))
     shows = _shows(ns, values, [])  # arrays only: each core has its own tiles
+    before = _fingerprints(ns, values.items())
 
     def run() -> Any:
         return prog.run_mixed(pair[0], pair[1], cube_args=tuple(args[0]),
@@ -354,6 +365,7 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if ns.out:
         _save_all(Path(ns.out), [(n, v) for n, v in values.items() if isinstance(v, np.ndarray)])
     _write_shows(shows, ns.out)
+    _report(ns, f"@{pair[0]} + @{pair[1]}", values.items(), before)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
@@ -375,6 +387,34 @@ def _write_shows(items: list[Any], out: str | None) -> None:
 
         for p in cli_show(items, out):
             print(f"show: {p}")
+
+
+def _fingerprints(ns: argparse.Namespace, pairs: Any) -> dict[str, bytes] | None:
+    """Digests of the array arguments before a run whose results are reported (``_report``)."""
+    if ns.out or ns.quiet:
+        return None
+    from .runreport import fingerprint, pointer_arrays
+
+    return {n: fingerprint(v) for n, v in pointer_arrays(pairs)}
+
+
+def _report(ns: argparse.Namespace, what: str, pairs: Any, before: dict[str, bytes] | None
+            ) -> None:
+    """Unless ``--quiet``: the target and block count the run used, then (without ``--out``)
+    each array argument's shape, type, min / max / mean and NaN count, or (with it) where the
+    arrays went."""
+    if ns.quiet:
+        return
+    from .runreport import pointer_arrays, render
+
+    n = ns.blocks
+    title = f"{what} on {ns.target}, {n} block{'s' * (n != 1)}"
+    arrays = pointer_arrays(pairs)
+    if before is None:
+        print(f"{title}: wrote " + ", ".join(f"{name}.npy" for name, _ in arrays)
+              + f" to {ns.out}")
+    else:
+        print(render(f"{title}:", arrays, before))
 
 
 def _save_all(out: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
@@ -444,7 +484,14 @@ def _cmd_ops(ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ptoisa", description="The PTO tile ISA, executable.")
+    from . import __version__
+
+    p = argparse.ArgumentParser(
+        prog="ptoisa", description=f"The PTO tile ISA, executable. Default target: "
+        f"{DEFAULT_TARGET} (every command but conformance, whose pack is the cpu simulator's).",
+        epilog="example: ptoisa run examples/vec_add.pto --blocks 4 --arg x=rand:16384:f32 "
+               "--arg y=rand:16384:f32 --arg z=zeros:16384:f32")
+    p.add_argument("--version", action="version", version=f"ptoisa {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("conformance", help="run the upstream conformance pack")
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
@@ -453,6 +500,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
                    help="the communication cases across two ranks: --ranks under mpiexec -n 2, "
                         "--ranks 2 in this process")
+    c.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line on the terminal (the results are printed still)")
     c.set_defaults(fn=_cmd_conformance)
     o = sub.add_parser("ops", help="the instruction support matrix, from the registry")
     o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
@@ -464,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.set_defaults(fn=_cmd_ops)
     k = sub.add_parser("check", help="parse, verify and compile a .pto file for a target")
     k.add_argument("file", help="FILE.pto, or - for stdin")
-    k.add_argument("--target", default="a2a3", choices=TARGETS)
+    k.add_argument("--target", default=DEFAULT_TARGET, choices=TARGETS)
     k.add_argument("--permissive", action="store_true",
                    help="skip the documented type checks the upstream CPU simulator does not "
                         "make (as `run --permissive`)")
@@ -478,14 +527,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", help="FILE.pto, or - for stdin")
     r.add_argument("--entry", help="function to run (default: the entry function); CUBE+VECTOR "
                    "runs a cube and a vector function together (a mixed launch)")
-    r.add_argument("--target", default="a2a3", choices=TARGETS)
+    r.add_argument("--target", default=DEFAULT_TARGET, choices=TARGETS)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
     r.add_argument("--permissive", action="store_true",
                    help="skip the documented run-time checks the upstream CPU simulator does "
                         "not make, reproducing its results (docs/cpu_sim_differences.md)")
     r.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
-                   help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32) or a number")
-    r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy")
+                   help="FILE.npy, zeros:SHAPE:DTYPE (e.g. zeros:32x32:f32), rand:SHAPE:DTYPE "
+                        "(seeded uniform in [-4, 4)) or a number")
+    r.add_argument("--out", metavar="DIR", help="write every pointer argument to DIR/NAME.npy "
+                   "(without it: print each one's shape, type, min/max/mean and NaN count)")
+    r.add_argument("-q", "--quiet", action="store_true",
+                   help="print no summary of the results and no progress line (TPRINT output "
+                        "still appears)")
     r.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
                    help="multi-rank: --ranks under mpiexec (this process is one rank), "
                         "--ranks N starts N ranks; {rank} {size} {next} {prev} in --arg/--out, "
@@ -522,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "needs (as PTOAS's InsertSync)")
     sy.add_argument("file", help="FILE.pto, or - for stdin")
     sy.add_argument("-o", "--output", help="output file (default: stdout)")
-    sy.add_argument("--target", default="a2a3", choices=TARGETS)
+    sy.add_argument("--target", default=DEFAULT_TARGET, choices=TARGETS)
     sy.set_defaults(fn=_cmd_sync)
     y = sub.add_parser("cycles", help="compare the cycle model with hardware measurements")
     y.add_argument("pack", help="cycles pack: a directory with cycles.json (e.g. "
@@ -530,6 +584,8 @@ def build_parser() -> argparse.ArgumentParser:
     y.add_argument("--json", action="store_true",
                    help="a JSON array of {case_id, predicted_cycles, hardware_cycles, "
                         "precision}")
+    y.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress line on the terminal")
     y.set_defaults(fn=_cmd_cycles)
 
     x = sub.add_parser(
@@ -539,7 +595,7 @@ def build_parser() -> argparse.ArgumentParser:
                "-o softmax_export.pto")
     x.add_argument("kernel", help="MODULE.py:FUNCTION (or package.module:FUNCTION)")
     x.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
-    x.add_argument("--target", default="a2a3", choices=TARGETS)
+    x.add_argument("--target", default=DEFAULT_TARGET, choices=TARGETS)
     x.add_argument("--arg", action="append", metavar="NAME_OR_INDEX=VALUE",
                    help="a kernel argument: FILE.npy, zeros:SHAPE[:DTYPE], rand:SHAPE[:DTYPE] "
                         "or a number (non-array arguments are baked into the program)")
@@ -548,7 +604,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip running the program against the eager kernel")
     x.add_argument("-o", "--output", help="output file (default: stdout)")
     x.set_defaults(fn=_cmd_export)
+    for name, sp in sub.choices.items():  # every --help ends with a command line to copy
+        if name in EXAMPLES and not sp.epilog:
+            sp.epilog = "example:\n  " + EXAMPLES[name]
+            sp.formatter_class = argparse.RawDescriptionHelpFormatter
     return p
+
+
+#: one command line per subcommand, shown at the end of its --help (from a checkout's root)
+EXAMPLES = {
+    "check": "ptoisa check examples/softmax.pto --target a5",
+    "fmt": "ptoisa fmt examples/softmax.pto --form ssa -o softmax_ssa.pto",
+    "run": "ptoisa run examples/vec_add.pto --blocks 4 --arg x=rand:16384:f32 "
+           "--arg y=rand:16384:f32 --arg z=zeros:16384:f32 --out results/",
+    "sync": "ptoisa sync racy.pto -o synced.pto",
+    "ops": "ptoisa ops --target a5",
+    "conformance": "ptoisa conformance ../shared/conformance --only TADD TROWSUM",
+    "cycles": "ptoisa cycles ../shared/costmodel",
+}
 
 
 #: exit status of an error inside ptoisa itself (user errors exit 1, usage errors 2)
@@ -566,7 +639,15 @@ def main(argv: list[str] | None = None) -> int:
     exit 1 for bad input, 2 for bad usage, 130 on Ctrl-C, 3 for a bug in ptoisa."""
     try:
         ns = build_parser().parse_args(argv)
-        return int(ns.fn(ns))
+        from .progress import set_quiet
+
+        # long work draws a progress line on a terminal (ptoisa/progress.py) unless --quiet
+        prev = set_quiet(True) if getattr(ns, "quiet", False) else None
+        try:
+            return int(ns.fn(ns))
+        finally:
+            if prev is not None:
+                set_quiet(prev)
     except PtoError as e:
         print(e.render() if e.loc else f"ptoisa: {e}", file=sys.stderr)
         return 1

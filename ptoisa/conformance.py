@@ -30,6 +30,7 @@ from .errors import ConstraintError, IllegalInstruction, PtoError, PtoMemoryErro
 from .isa.registry import REGISTRY, Instr
 from .memory import Machine, pop
 from .memory import target as make_target
+from .progress import Progress
 from .tensor import GlobalTensor
 from .tile import Tile, tile_spec
 
@@ -870,16 +871,19 @@ def run_pack(root: Path, target_name: str = "cpu", *, out: Any = None,
     out = out or sys.stdout
     summary = Summary()
     wanted = {w.lower() for w in only}
-    for d in case_dirs(root):
-        if wanted and d.parent.name.lower() not in wanted and d.name not in wanted:
-            continue
-        try:
-            v = run_case(d, target_name)
-        except Exception as e:  # noqa: BLE001 - a crash in one case must not hide the others
-            v = Verdict(d.name, "FAIL", f"internal error: {type(e).__name__}: {e}")
-        summary.verdicts.append(v)
-        line = f"{v.status} {v.case_id}" + (f": {v.detail}" if v.detail else "")
-        print(line, file=out)
+    dirs = [d for d in case_dirs(root) if not wanted or d.parent.name.lower() in wanted
+            or d.name in wanted]
+    with Progress(len(dirs), f"conformance ({target_name})") as bar:
+        for d in dirs:
+            try:
+                v = run_case(d, target_name)
+            except Exception as e:  # noqa: BLE001 - a crash in one case must not hide others
+                v = Verdict(d.name, "FAIL", f"internal error: {type(e).__name__}: {e}")
+            summary.verdicts.append(v)
+            line = f"{v.status} {v.case_id}" + (f": {v.detail}" if v.detail else "")
+            bar.before_output(out)
+            print(line, file=out)
+            bar.update()
     q = summary.count("QUIRK")
     if q:
         print(f"{q} cpu_sim_quirk cases differ where ptoisa follows the hardware "
@@ -887,5 +891,5 @@ def run_pack(root: Path, target_name: str = "cpu", *, out: Any = None,
     d = summary.count("DIFF")
     diffs = f", {d} documented target differences (DIFF)" if d else ""
     print(f"{summary.count('PASS')} passed, {summary.count('FAIL')} failed, "
-          f"{summary.count('SKIP')} skipped{diffs}", file=out)
+          f"{summary.count('SKIP')} skipped{diffs} (target {target_name})", file=out)
     return summary

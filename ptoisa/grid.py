@@ -28,6 +28,8 @@ from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
 from .memory import Machine, current, pop
 from .memory import push as _push
+from .progress import Progress
+from .targets import DEFAULT_TARGET
 
 __all__ = ["BlockDivergence", "Lanes", "block_of", "get_block_idx", "get_block_num", "launch"]
 
@@ -44,7 +46,7 @@ def get_block_num() -> int:
 
 # ---- launching ------------------------------------------------------------------------------
 
-def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
+def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
            lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
            sanitize: Any = False, ranks: Any = None, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
@@ -169,9 +171,15 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
                 m.quiet = False
                 pop(m)
 
-    with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap; no numpy warnings
+    def each_shown(b: int) -> Any:  # block by block: a progress line on a terminal
+        try:
+            return each(b)
+        finally:
+            bar.update()
+
+    with np.errstate(all="ignore"), Progress(blocks, f"{target}: blocks") as bar:
         return lockstep_or_each(blocks, lockstep if machine is None else False, together,
-                                each, lambda: bool(last and last[-1].gm_writes), fresh)
+                                each_shown, lambda: bool(last and last[-1].gm_writes), fresh)
 
 
 _MACHINES: dict[Any, Machine] = {}

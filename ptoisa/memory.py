@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
+from . import progress
 from .errors import PtoError, PtoMemoryError
-from .targets import LOC_SPACE, Target, get_target
+from .targets import DEFAULT_TARGET, LOC_SPACE, Target, get_target
 
 if TYPE_CHECKING:
     from .tile import Tile
@@ -59,7 +60,7 @@ class Machine:
 
     def __init__(
         self,
-        target: str | Target = "cpu",
+        target: str | Target = DEFAULT_TARGET,
         *,
         mode: str = "auto",
         stdout: TextIO | None = None,
@@ -378,7 +379,10 @@ class Machine:
     # ---- printing --------------------------------------------------------------------------
     @property
     def out(self) -> TextIO:
-        return self.stdout if self.stdout is not None else sys.stdout
+        out = self.stdout if self.stdout is not None else sys.stdout
+        if progress._active:  # a progress line on the terminal: erased before TPRINT writes
+            progress.before_output(out)
+        return out
 
     def reset_print_buffer(self) -> None:
         self.print_used = 0
@@ -407,14 +411,15 @@ _tls = _Stack()
 
 
 def current() -> Machine:
-    """The machine instructions run on (a cpu machine in auto mode unless set)."""
+    """The machine instructions run on (a machine of the default target, ``DEFAULT_TARGET``,
+    in auto mode unless set)."""
     st = _tls.items
     if not st:
-        st.append(Machine("cpu"))
+        st.append(Machine(DEFAULT_TARGET))
     return st[-1]
 
 
-def target(name: str | Target = "cpu", **settings: Any) -> Machine:
+def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     """Make a fresh machine of target ``name`` current and return it.
 
     As a plain call it switches the current target; as ``with pto.target("a5"):`` the previous

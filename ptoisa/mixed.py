@@ -28,6 +28,7 @@ from typing import Any
 from .isa.pipes import Direction, TileSplitAxis, TPipe
 from .memory import current
 from .streams import DeadlockError, run_cluster
+from .targets import DEFAULT_TARGET
 
 __all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
            "get_subblock_idx", "get_subblock_num", "launch_mixed"]
@@ -51,7 +52,7 @@ def get_subblock_num() -> int:
 
 
 def launch_mixed(cube: Callable[..., Any], vector: Callable[..., Any], *args: Any,
-                 blocks: int = 1, target: str = "a2a3", lockstep: bool | str = "auto",
+                 blocks: int = 1, target: str = DEFAULT_TARGET, lockstep: bool | str = "auto",
                  on_machine: Callable[[Any], None] | None = None, **settings: Any) -> None:
     """Run ``cube(*args)`` on the AIC and ``vector(*args)`` on both AIVs of each of ``blocks``
     clusters (blocks in lockstep where possible); results land in the numpy arrays passed in.

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import dtypes as dt_mod
 from . import symbolic as _sym
+from .arrays import for_global_tensor
 from .dtypes import DType
 from .enums import Layout, coerce_enum
 from .errors import PtoError, PtoMemoryError
@@ -153,11 +154,13 @@ def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, int, int, int, int]
 class GlobalTensor:
     """A view over global memory: ``GlobalTensor(array, shape, stride, layout, offset=0)``.
 
-    ``array`` is any contiguous numpy array; it is treated as flat memory of its dtype (or of
-    ``dtype`` if given, reinterpreting the bytes). ``offset`` is in elements.
+    ``array`` is any contiguous numpy array, or another library's (``__dlpack__`` /
+    ``__array__``: torch CPU tensors, jax arrays; see :mod:`ptoisa.arrays`); it is treated as
+    flat memory of its dtype (or of ``dtype`` if given, reinterpreting the bytes). ``offset``
+    is in elements.
     """
 
-    __slots__ = ("spec", "flat", "offset", "name", "_array", "_span")
+    __slots__ = ("spec", "flat", "offset", "name", "_array", "_span", "origin")
 
     def __init__(
         self,
@@ -172,8 +175,10 @@ class GlobalTensor:
     ) -> None:
         if _sym.TRACER is not None:  # pto.export: symbolic shape and offset
             shape, stride, offset = _sym.TRACER.note_gm(self, shape, stride, offset)
-        if not isinstance(array, np.ndarray):
-            raise PtoError(f"GlobalTensor needs a numpy array, got {type(array).__name__}")
+        #: another library's array this views (None for numpy): "a torch.Tensor (shared ...)"
+        self.origin: str | None = None
+        if not isinstance(array, np.ndarray):  # torch / jax / ... (ptoisa/arrays.py)
+            array, self.origin = for_global_tensor(array)
         if not array.flags.c_contiguous:
             raise PtoError("GlobalTensor needs a C-contiguous array (global memory is flat); "
                            "pass np.ascontiguousarray(a) and read results from that copy")
@@ -357,6 +362,7 @@ class GlobalTensor:
             return self
         g = GlobalTensor.__new__(GlobalTensor)
         g.spec, g.flat, g._array, g.name = self.spec, self.flat, self._array, self.name
+        g.origin = self.origin
         g.offset = int(self.offset[b])
         g._span = None
         return g

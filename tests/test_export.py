@@ -66,14 +66,10 @@ def _same_bits(xs: list[np.ndarray], ys: list[np.ndarray]) -> None:
 @pytest.mark.parametrize("target", TARGETS)
 def test_vec_add_example(target: str) -> None:
     ex = _example("vec_add")
-
-    def vec_add(x: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
-        ex.vec_add_block(x, y, out, pto.get_block_idx())
-
     rng = np.random.default_rng(1)
     n = 3 * ex.ROWS * ex.COLS
     x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
-    text, eager, got = _roundtrip(vec_add, [x, y, np.zeros(n, np.float32)], 3, target)
+    text, eager, got = _roundtrip(ex.vec_add_kernel, [x, y, np.zeros(n, np.float32)], 3, target)
     _same_bits(eager, got)
     assert np.array_equal(got[2], x + y)
     assert "pto.alloc_tile addr = %c16384 : !T0" in text  # TASSIGN(ty, 0x4000)

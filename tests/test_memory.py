@@ -204,7 +204,7 @@ def test_target_stack():
     assert pto.target("A2A3").target.name == "a2a3"  # aliases of target names
 
 
-def test_default_machine_is_cpu_auto():
+def test_default_machine_is_a2a3_auto():
     mem._stack.clear()
     m = pto.current()
-    assert (m.target.name, m.mode) == ("cpu", "auto")
+    assert (m.target.name, m.mode) == ("a2a3", "auto")

@@ -22,6 +22,7 @@ from .. import memory
 from ..enums import Pipe
 from ..errors import PtoError
 from ..isa.registry import REGISTRY
+from ..progress import Progress
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
@@ -175,14 +176,16 @@ def _params(ins: Any, params: dict[str, Any]) -> dict[str, Any]:
 def evaluate(cases: list[dict[str, Any]], table: dict[str, Any] | None = None
              ) -> list[CaseResult]:
     res = []
-    for c in cases:
-        try:
-            pred, note, _ = run_case(c, table)
-        except Exception as e:  # noqa: BLE001 - one broken case must not stop the pack
-            pred, note = 0, f"error: {type(e).__name__}: {e}"
-        res.append(CaseResult(c["case_id"], c.get("op", "?"), int(pred),
-                              float(c["hardware_cycles"]), float(c.get("upstream_accuracy") or 0),
-                              c.get("suspect"), note))
+    with Progress(len(cases), "cycles") as bar:
+        for c in cases:
+            try:
+                pred, note, _ = run_case(c, table)
+            except Exception as e:  # noqa: BLE001 - one broken case must not stop the pack
+                pred, note = 0, f"error: {type(e).__name__}: {e}"
+            res.append(CaseResult(c["case_id"], c.get("op", "?"), int(pred),
+                                  float(c["hardware_cycles"]),
+                                  float(c.get("upstream_accuracy") or 0), c.get("suspect"), note))
+            bar.update()
     return res
 
 

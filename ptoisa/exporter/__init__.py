@@ -54,10 +54,12 @@ from typing import Any
 import numpy as np
 
 from .. import symbolic as S
+from ..arrays import is_array_like, to_numpy
 from ..errors import PtoError
 from ..ir import types as T
 from ..memory import Machine, pop, push
 from ..symbolic import ExportError
+from ..targets import DEFAULT_TARGET
 from .tracer import Tracer
 
 __all__ = ["ExportError", "Tracer", "export", "with_aliases"]
@@ -84,7 +86,7 @@ def with_aliases(text: str, types: list[T.Type]) -> str:
 
 # ---- the entry point ---------------------------------------------------------------------------
 
-def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = "cpu",
+def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
            name: str | None = None, verify: bool = True, aliases: bool = True) -> str:
     """The ``.pto`` program of the eager ``kernel`` for ``kernel(*args)`` launched on
     ``blocks`` blocks of ``target`` (see :mod:`ptoisa.export` for what maps to what and what
@@ -101,6 +103,8 @@ def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         sig_names = list(inspect.signature(kernel).parameters)
     except (TypeError, ValueError):
         sig_names = []
+    args = tuple(to_numpy(a, f"argument {k}")[0] if is_array_like(a) else a
+                 for k, a in enumerate(args))  # torch / jax / ... arrays (ptoisa/arrays.py)
     copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     params = [(sig_names[k] if k < len(sig_names) else f"arg{k}", a)
               for k, a in enumerate(copies) if isinstance(a, np.ndarray)]

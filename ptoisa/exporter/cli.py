@@ -46,6 +46,16 @@ def load_kernel(ref: str) -> Callable[..., Any]:
     return kernel  # type: ignore[no-any-return]
 
 
+def random_array(shape: tuple[int, ...], dt: np.dtype[Any], seed: int = 0) -> np.ndarray:
+    """``rand:SHAPE:DTYPE``: seeded uniform values in [-4, 4), integers for integer types (the
+    same array for the same shape, type and seed)."""
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        return rng.integers(max(info.min, -4), min(info.max, 4) + 1, shape).astype(dt)
+    return rng.uniform(-4, 4, shape).astype(dt)
+
+
 def arg_value(spec: str, name: str) -> Any:
     """A ``--arg`` value: FILE.npy, ``zeros:SHAPE[:DTYPE]``, ``rand:SHAPE[:DTYPE]`` (seeded
     uniform values in [-4, 4), integers for integer types), or a number."""
@@ -62,11 +72,7 @@ def arg_value(spec: str, name: str) -> Any:
                            f"{kind}:45x64:f32), got {spec!r}") from None
         if kind == "zeros":
             return np.zeros(shape, dt.np)
-        rng = np.random.default_rng(0)
-        if np.issubdtype(dt.np, np.integer):
-            info = np.iinfo(dt.np)
-            return rng.integers(max(info.min, -4), min(info.max, 4) + 1, shape).astype(dt.np)
-        return rng.uniform(-4, 4, shape).astype(dt.np)
+        return random_array(shape, dt.np)
     if spec.endswith(".npy"):
         try:
             return np.load(spec, allow_pickle=False)

@@ -16,10 +16,12 @@ import ml_dtypes
 import numpy as np
 
 from .. import grid, memory
+from ..arrays import Foreign, to_numpy, type_name, write_back
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
+from ..targets import DEFAULT_TARGET
 from . import bridge, op_names
 from . import pipe_ops as _pipe_ops
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
@@ -27,15 +29,21 @@ from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/
 from .compiler import CompiledFunc, Compiler, Context
 
 
-def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any) -> Any:
+def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
+              foreign: list[Foreign] | None = None) -> Any:
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
     if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                    and bridge.memref_space(t) == "gm"):
-        if not isinstance(v, np.ndarray):
-            raise PtoError(f"{where} must be a numpy array, got {type(v).__name__}")
+        origin = ""
+        if not isinstance(v, np.ndarray):  # torch / jax / ... arrays (ptoisa/arrays.py)
+            v, f = to_numpy(v, where)
+            if f is not None and foreign is not None:
+                foreign.append(f)
+            origin = f" (from {type_name(f.obj)})" if f is not None else ""
         want = bridge.elem_dtype(t.dtype)
         if v.dtype != want.np:
-            raise PtoError(f"{where} must have dtype {want.name} ({want.np}), got {v.dtype}")
+            raise PtoError(f"{where} must have dtype {want.name} ({want.np}), got {v.dtype}"
+                           + origin)
         if not v.flags.c_contiguous:
             raise PtoError(f"{where} must be C-contiguous")
         return v.reshape(-1)
@@ -106,7 +114,7 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = "cpu", *, level: str | None = None,
+    def __init__(self, module: Module, target: str = DEFAULT_TARGET, *, level: str | None = None,
                  permissive: bool = False) -> None:
         self.module = module
         self.target = target
@@ -193,7 +201,8 @@ class Program:
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
             raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
-        bound = [_bind_arg(fn, i, t, n, v) for i, ((_, t, n), v) in
+        foreign: list[Foreign] = []  # other libraries' arrays
+        bound = [_bind_arg(fn, i, t, n, v, foreign) for i, ((_, t, n), v) in
                  enumerate(zip(fn.args, args, strict=True))]
         if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
@@ -204,10 +213,13 @@ class Program:
                 raise PtoError(f"@{name} is a mixed cube + vector kernel: it runs on a machine "
                                "per core; machine= is not supported")
             self._run_mixed({"any": (name, bound)}, blocks, tgt, lockstep)
+            write_back(foreign)
             return ()
         comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            return self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
+            out = self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
+        write_back(foreign)
+        return out
 
     # ---- mixed cube + vector kernels ---------------------------------------------------------
     def _is_mixed(self, name: str) -> bool:
@@ -240,14 +252,16 @@ class Program:
         calls both)."""
         tgt = target or self.target
         calls: dict[str, tuple[str, list[Any]]] = {}
+        foreign: list[Foreign] = []
         for kind, name, args in (("cube", cube, cube_args), ("vector", vector, vector_args)):
             fn = self.compiler(tgt).function(name)
             if len(args) != len(fn.args):
                 sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
                 raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
-            calls[kind] = (name, [_bind_arg(fn, i, t, n, v) for i, ((_, t, n), v) in
+            calls[kind] = (name, [_bind_arg(fn, i, t, n, v, foreign) for i, ((_, t, n), v) in
                                   enumerate(zip(fn.args, args, strict=True))])
         self._run_mixed(calls, blocks, tgt, lockstep)
+        write_back(foreign)
 
     def _core_compiler(self, tgt: str, core: int) -> Compiler:
         """A compiler per core: each core's functions get their own tiles."""
@@ -372,7 +386,7 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
-def load(source: str | Path, *, target: str = "cpu", filename: str | None = None,
+def load(source: str | Path, *, target: str = DEFAULT_TARGET, filename: str | None = None,
          permissive: bool = False) -> Program:
     """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
     ``permissive``: check and (by default) run it skipping the documented checks the upstream

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import read_only_origin
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
@@ -753,8 +754,10 @@ def _gm_writable(written: tuple[tuple[int, str], ...]) -> RuntimeRule:
             v = vals[i] if i < len(vals) else None
             if isinstance(v, GlobalTensor) and not v.flat.flags.writeable:
                 who = f"GlobalTensor '{v.name}'" if v.name else "GlobalTensor"
+                what = (getattr(v, "origin", None) or read_only_origin(v.flat)
+                        or "a read-only numpy array")
                 raise PtoMemoryError(
-                    f"operand '{oname}' ({who} {v.spec.describe()}) views a read-only numpy "
-                    "array: it cannot be written; pass a writable array (np.array(a) copies "
-                    "one)", op=ins.mnemonic)
+                    f"operand '{oname}' ({who} {v.spec.describe()}) views {what}: it cannot "
+                    "be written; pass a writable array (np.array(a) copies one)",
+                    op=ins.mnemonic)
     return rule

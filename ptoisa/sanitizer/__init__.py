@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ExecutionError, PtoError, PtoMemoryError
+from ..progress import Progress
 from .blocks import BlockRaces
 from .clocks import Core, Group
 from .report import Finding, Report, SanitizerError, Site, where
@@ -86,6 +87,8 @@ class Sanitizer:
         self.blocks = BlockRaces()
         #: the latest instruction observed (locates an error its run raises)
         self.last: Any = None
+        #: the terminal's progress line while a sanitized run goes on (ptoisa/progress.py)
+        self.progress: Any = None
 
     # ---- launcher hooks ----------------------------------------------------------------------
     def begin(self, default_sync: str = "manual") -> None:
@@ -120,6 +123,8 @@ class Sanitizer:
     # ---- the observer ------------------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
         self.last = rec
+        if self.progress is not None:
+            self.progress.update()
         m = rec.machine
         b = m.block_idx
         if m is not self._cur_m or b is not self._cur_b:
@@ -296,6 +301,8 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
             m.observers.append(san)
 
     streams.MACHINE_HOOKS.append(attach)
+    bar = Progress(None, "sanitize: instructions").__enter__()
+    san.progress = bar if bar.enabled else None
     try:
         result = run()
     except (PtoMemoryError, ExecutionError) as e:
@@ -312,6 +319,8 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
                         Site(e.op or "?", "PIPE_S", loc)), (kind, str(e)))
         raise SanitizerError(san.finish()) from None
     finally:
+        bar.close()
+        san.progress = None
         if san in grid.launch_observers:
             grid.launch_observers.remove(san)
         streams.MACHINE_HOOKS.remove(attach)

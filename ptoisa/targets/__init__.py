@@ -217,6 +217,10 @@ LOC_SPACE = {
 
 #: the built-in targets, each one module of this package (``targets/<name>.py``)
 TARGET_NAMES = ("cpu", "a2a3", "a5")
+#: the target every entry point uses when none is named: eager code, ``pto.launch``,
+#: ``pto.load``, ``pto.export`` and the command line (the hardware most users have, the one
+#: the cycle model is fitted on, and the one whose limits a program must meet to run there)
+DEFAULT_TARGET = "a2a3"
 _ALIASES = {"a2": "a2a3", "a3": "a2a3", "A2A3": "a2a3", "A5": "a5", "CPU": "cpu"}
 _EXTRA: dict[str, Target] = {}
 

@@ -4,6 +4,9 @@ every target where they are legal, against numpy references written here from th
 from __future__ import annotations
 
 import importlib.util
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -117,11 +120,98 @@ def test_topk(run: str, target: str) -> None:
 
 # ---- the scripts and the command line ----------------------------------------------------------
 
-@pytest.mark.parametrize("mod", [softmax, gemm, topk], ids=["softmax", "gemm_int8", "topk"])
-@pytest.mark.parametrize("pto", [False, True])
-def test_script_main(mod: ModuleType, pto: bool, capsys: pytest.CaptureFixture[str]) -> None:
-    assert mod.main(["--target", "a5"] + (["--pto"] if pto else [])) == 0
-    assert "matches numpy" in capsys.readouterr().out
+ALL_EXAMPLES = sorted(p.stem for p in EXAMPLES.glob("*.py"))
+
+
+def _usage(name: str) -> str:
+    """The ``python examples/NAME.py [...]`` line(s) of the example's docstring."""
+    doc = _example(name).__doc__ or ""
+    m = re.search(rf"python examples/{name}\.py(.*?)(\n\n|$)", doc, re.S)
+    assert m, f"examples/{name}.py: its docstring has no 'python examples/{name}.py' line"
+    return " ".join(m.group(1).split())
+
+
+def _documented_runs() -> list[tuple[str, list[str]]]:
+    """Every (example, flags) combination its usage line documents: each target of
+    ``[--target cpu|a2a3|a5]``, with and without ``[--pto]``; small sizes where it takes them."""
+    runs = []
+    for name in ALL_EXAMPLES:
+        usage = _usage(name)
+        targets = re.search(r"--target ([\w|]+)", usage)
+        small = {"--heads": ["--heads", "1"], "--blocks-kv": ["--blocks-kv", "2"],
+                 "--blocks": ["--blocks", "2"]}
+        extra = [a for flag, a in small.items() if re.search(rf"{flag}\b", usage)][:1]
+        for t in (targets.group(1).split("|") if targets else [None]):
+            for pto in ([False, True] if "--pto" in usage else [False]):
+                runs.append((name, (["--target", t] if t else []) + (["--pto"] if pto else [])
+                             + (extra[0] if extra else [])))
+    return runs
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_example_documents_every_target_and_its_pto(name: str) -> None:
+    """What the README promises: ``--target cpu|a2a3|a5`` everywhere, ``--pto`` where a .pto
+    program sits beside the script (flash_softmax says why it has none)."""
+    usage = _usage(name)
+    assert "--target cpu|a2a3|a5" in usage
+    if (EXAMPLES / f"{name}.pto").exists():
+        assert "--pto" in usage
+    else:
+        assert "no ``--pto``" in (_example(name).__doc__ or "")
+
+
+@pytest.mark.parametrize(("name", "flags"), _documented_runs(),
+                         ids=lambda v: " ".join(v) if isinstance(v, list) else v)
+def test_example_runs_with_documented_flags(name: str, flags: list[str],
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    assert _example(name).main(flags) == 0
+    out = capsys.readouterr().out
+    target = flags[flags.index("--target") + 1] if "--target" in flags else ptoisa.DEFAULT_TARGET
+    assert f"on {target}" in out                     # the target it ran on is reported
+    assert "MISMATCH" not in out and "WRONG" not in out
+
+
+def test_example_default_target_is_the_default() -> None:
+    for name in ALL_EXAMPLES:
+        ap_default = re.search(r'"--target", default=([\w."]+)', (EXAMPLES / f"{name}.py")
+                               .read_text())
+        assert ap_default and ap_default.group(1) == "pto.DEFAULT_TARGET", name
+
+
+def test_vec_add_script_as_the_readme_runs_it() -> None:
+    """``python examples/vec_add.py --pto`` as a process (the README's first command)."""
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLES.parent)}
+    r = subprocess.run([sys.executable, str(EXAMPLES / "vec_add.py"), "--pto", "--blocks", "2"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"vec_add (vec_add.pto) on {ptoisa.DEFAULT_TARGET}" in r.stdout
+    assert "Valid Shape: [3, 6]" in r.stdout                       # the TPRINT of a corner
+
+
+@pytest.mark.parametrize("pto_file", sorted(p.name for p in EXAMPLES.glob("*.pto")))
+def test_pto_header_command_runs(pto_file: str, tmp_path: Path,
+                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each .pto file's header has its command line, and it runs from the checkout's root
+    (FILE.npy inputs made here from the example's make_inputs; --out into a scratch dir)."""
+    text = (EXAMPLES / pto_file).read_text()
+    m = re.search(r"//\s+(ptoisa run (?:.*\\\n//)*.*)", text)
+    assert m, f"{pto_file}: no 'ptoisa run' line in its header"
+    argv = m.group(1).replace("\\\n//", " ").split()[1:]
+    if "--ranks" in argv:
+        pytest.skip("a multi-rank program: tests/ranks/test_ranks_cli.py runs its header command")
+    a, b, words, _, _ = gemm.make_inputs()
+    npy = {"a.npy": a, "b.npy": b, "words.npy": words}
+    for i, arg in enumerate(argv):
+        if arg == "--out":
+            argv[i + 1] = str(tmp_path / "out")
+        elif arg.endswith(".npy"):
+            name, _, file = arg.partition("=")
+            np.save(tmp_path / file, npy[file])
+            argv[i] = f"{name}={tmp_path / file}"
+    monkeypatch.chdir(EXAMPLES.parent)
+    assert cli.main(argv) == 0
+    if "--out" in argv:
+        assert list((tmp_path / "out").glob("*.npy"))
 
 
 def test_cli_run_topk(tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ def test_wrong_argument_dtype_and_count():
         prog.k(x, np.zeros((64, 16)))
     with pytest.raises(PtoError, match="@k takes 2 arguments"):
         prog.k(x)
-    with pytest.raises(PtoError, match="must be a numpy array"):
+    with pytest.raises(PtoError, match="must be an array: numpy, or anything with __dlpack__"):
         prog.k(x, [1.0])
 
 

@@ -545,8 +545,8 @@ for _k, _v in {"TVH": "!pto.tensor_view<?x?xf16>", "TVF": "!pto.tensor_view<?x?x
 def test_pto_type_rule_strict_and_permissive():
     with pytest.raises(pto.VerifyError, match=r"w\.pto:14:5: error: trowsum: operands must have "
                                               r"the same element type"):
-        pto.load(WIDEN_PTO, filename="w.pto")
-    prog = pto.load(WIDEN_PTO, filename="w.pto", permissive=True)
+        pto.load(WIDEN_PTO, filename="w.pto", target="cpu")
+    prog = pto.load(WIDEN_PTO, filename="w.pto", target="cpu", permissive=True)
     x = np.array([[2048] + [1] * 15], np.float16)
     y = np.full((1, 8), SENTINEL, np.float32)
     prog.k(x, y)

@@ -69,13 +69,13 @@ def test_ranks_n_starts_an_mpi_job(tmp_path):
         except ProcessLookupError:
             pass
     assert p.returncode == 0, err
-    for r in range(2):  # examples/notify_wait.pto: z = the left neighbour's x + 1
+    for r in range(2):  # examples/notify_put.pto: z = the left neighbour's x + 1
         z = np.load(tmp_path / f"out{r}" / "z.npy")
         np.testing.assert_array_equal(z, np.arange(64, dtype=np.float32) + 100 * (1 - r) + 1)
 
 
 def _nw_args(tmp_path, n):
-    return ["run", str(ROOT / "examples" / "notify_wait.pto"), "--target", "cpu", "--ranks",
+    return ["run", str(ROOT / "examples" / "notify_put.pto"), "--target", "cpu", "--ranks",
             str(n), "--arg", f"x={tmp_path}/x{{rank}}.npy", "--arg", "y=zeros:64:f32",
             "--arg", "z=zeros:64:f32", "--arg", "flag=zeros:1:i32",
             "--arg", "dst=peer:{next}:y", "--arg", "peer_flag=peer:{next}:flag",
@@ -103,4 +103,4 @@ def test_pto_waiting_for_a_flag_no_rank_sets_is_a_deadlock(tmp_path, monkeypatch
     args[args.index("peer_flag=peer:{next}:flag")] = "peer_flag=zeros:1:i32"  # not the peer's
     assert cli.main(args) == 1
     err = capsys.readouterr().err
-    assert "deadlock" in err and "at twait (" in err and "notify_wait.pto:" in err
+    assert "deadlock" in err and "at twait (" in err and "notify_put.pto:" in err
