@@ -56,9 +56,17 @@ def lockstep_bytes(blocks: int) -> int:
     return blocks * (Machine._ARENA_CHUNK + 64)
 
 
+#: lockstep launches needing less host memory than this are not checked
+LOCKSTEP_UNCHECKED = 256 << 20
+
+
 def check_lockstep(blocks: int) -> None:
     """A lockstep launch keeps every block's on-chip storage at once: refuse block counts
-    whose storage alone exceeds the host's memory (before allocating anything)."""
+    whose storage alone exceeds the host's memory (before allocating anything). Launches
+    needing less than :data:`LOCKSTEP_UNCHECKED` are not checked: reading the host's free
+    memory costs tens of microseconds, a large part of a small launch."""
+    if lockstep_bytes(blocks) < LOCKSTEP_UNCHECKED:
+        return
     try:
         check_host_memory(lockstep_bytes(blocks), f"a lockstep launch of {blocks} blocks "
                           "(each block holds its own on-chip storage)")

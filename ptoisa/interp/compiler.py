@@ -10,6 +10,7 @@ execution of the op, as the hardware reuses a buffer.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -192,6 +193,9 @@ class CompiledFunc:
         fixed = tuple(slots)
         res = tuple(results)
         simple = all(isinstance(s, int) or s is None for s in fixed)
+        # the operand values in one C call when every operand is a plain slot
+        fetch = operator.itemgetter(*fixed) if simple and len(fixed) > 1 \
+            and None not in fixed else None
 
         def get(env: Env, s: Any) -> Any:
             if s is None:
@@ -205,7 +209,8 @@ class CompiledFunc:
         def step(env: Env) -> None:
             for k, t in res:
                 env[k] = t
-            vals = ([None if s is None else env[s] for s in fixed] if simple
+            vals = (list(fetch(env)) if fetch is not None
+                    else [None if s is None else env[s] for s in fixed] if simple
                     else [get(env, s) for s in fixed])
             try:
                 run(env[0].machine, vals, params, checked=True, loc=loc)
