@@ -14,7 +14,10 @@ Kernels (eager intrinsics, ``pto.launch``):
 * row softmax f32, 8x1024 tiles: 8 to 1024 blocks (64 to 8192 rows);
 * GEMM f16 / bf16 -> f32, 64x64x64 tiles: 128^3 to 1024^3 (4 to 256 blocks);
 * bf16 decode projections (Qwen3 decode shapes): a chain of 8 x (16x512 @ 512x64), and
-  16x25600 @ 25600x128 in 256-deep K-steps, one block.
+  16x25600 @ 25600x128 in 256-deep K-steps, one block;
+* flash attention forward f32 (``kernels.flash_attention``), head 128, 64-row blocks, seq 256
+  to 2048 (4 to 32 blocks), against the same blocked algorithm in numpy over all query blocks
+  at once (``kernels.flash_attention_numpy``).
 
 The numpy side of a bf16 product is ``a.astype(f32) @ b.astype(f32)`` (ml_dtypes' casts).
 """
@@ -243,6 +246,30 @@ def decode_cases(target: str) -> list[Case]:
     ]
 
 
+def flash_cases(target: str, seqs: list[int]) -> list[Case]:
+    import kernels as K
+
+    out = []
+    for seq in seqs:
+        rng = np.random.default_rng(5)
+        q, k, v = (rng.standard_normal((seq, K.FA_D), dtype=np.float32) for _ in range(3))
+        o = np.zeros_like(q)
+        nb = seq // K.FA_B
+        s_gm, p_gm = np.zeros(nb * K.FA_B * K.FA_B, np.float32), np.zeros(nb * K.FA_B ** 2,
+                                                                             np.float32)
+        pv_gm = np.zeros(nb * K.FA_B * K.FA_D, np.float32)
+
+        def check(q=q, k=k, v=v, o=o) -> None:
+            ref = K.flash_attention_numpy(q, k, v)
+            assert np.allclose(o, ref, rtol=1e-5, atol=1e-6), "flash attention: wrong result"
+        out.append(("flash attention fwd f32", f"seq {seq}, head 128, {nb} blocks",
+                    lambda q=q, k=k, v=v: K.flash_attention_numpy(q, k, v),
+                    lambda q=q, k=k, v=v, o=o, a=s_gm, b=p_gm, c=pv_gm, nb=nb: pto.launch(
+                        K.flash_attention, q, k, v, o, a, b, c, blocks=nb, target=target),
+                    check))
+    return out
+
+
 def launch_cost(target: str, repeat: int) -> tuple[float, float, float]:
     """Fixed cost of a launch (us): an empty kernel; a 1-block vec-add (4 instructions) minus
     numpy's add of the same 4096 elements; and the same at 256 blocks minus numpy's 1M add."""
@@ -278,6 +305,7 @@ def main() -> None:
         cases += gemm_cases(tgt, np.float16, "f16", [128, 256, 512, 1024])
         cases += gemm_cases(tgt, BF16, "bf16", [128, 256, 512, 1024])
     cases += decode_cases(tgt)
+    cases += flash_cases(tgt, [2048] if args.quick else [256, 512, 1024, 2048])
     if args.only:
         cases = [c for c in cases if args.only in c[0]]
     print(f"CPU: {cpu_name()}, {len(__import__('os').sched_getaffinity(0))} cores; "
