@@ -377,7 +377,9 @@ class Tile:
         self._vr = 0
         self._vc = 0
         self._buf: np.ndarray | None = None
-        self._v2d: tuple[np.ndarray, np.ndarray | None] | None = None  # (storage, its 2-D view)
+        #: (storage, its 2-D view or None when boxed, the whole box view or None): see
+        #: view2d and _box_block; re-derived when the storage changes (TASSIGN)
+        self._v2d: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None
         #: GM window this tile reads in place (see TLOAD); LaneBlocks for uneven lane offsets
         self._lazy: np.ndarray | LaneBlocks | None = None
         #: a deferred elementwise result (ufunc, inputs): computed into storage when needed,
@@ -608,7 +610,7 @@ class Tile:
             v = buf.reshape(buf.shape[0], s.rows, s.cols)
         else:
             v = buf.reshape(buf.shape[0], s.cols, s.rows).transpose(0, 2, 1)
-        self._v2d = (buf, v)
+        self._v2d = (buf, v, None)
         return v
 
     def read(self, rows: int | None = None, cols: int | None = None, r0: int = 0, c0: int = 0
@@ -691,14 +693,22 @@ class Tile:
         ir, ic = s.inner
         if s.rows % ir or s.cols % ic or r0 % ir or c0 % ic or rows % ir or cols % ic:
             return None
-        nr, nc = s.rows // ir, s.cols // ic
-        name = s.layout_name
-        dims = {"NZ": (nc, nr, ir, ic), "ZN": (nr, nc, ic, ir), "ZZ": (nr, nc, ir, ic),
-                "NN": (nc, nr, ic, ir)}[name]
         buf = self.storage
-        lead = buf.shape[:-1]
-        k = len(lead)
-        v = buf.reshape(*lead, *dims).transpose(*range(k), *(k + p for p in self._BOX_PERM[name]))
+        c = self._v2d
+        if c is not None and c[0] is buf and c[2] is not None:
+            v = c[2]
+        else:
+            nr, nc = s.rows // ir, s.cols // ic
+            name = s.layout_name
+            dims = {"NZ": (nc, nr, ir, ic), "ZN": (nr, nc, ic, ir), "ZZ": (nr, nc, ir, ic),
+                    "NN": (nc, nr, ic, ir)}[name]
+            lead = buf.shape[:-1]
+            k = len(lead)
+            v = buf.reshape(*lead, *dims).transpose(*range(k),
+                                                     *(k + p for p in self._BOX_PERM[name]))
+            self._v2d = (buf, None, v)  # a boxed tile has no 2-D view
+        if r0 == 0 and c0 == 0 and rows == s.rows and cols == s.cols:
+            return v
         return v[..., r0 // ir:(r0 + rows) // ir, :, c0 // ic:(c0 + cols) // ic, :]
 
     # ---- numpy interop (testing / debugging) -----------------------------------------------
