@@ -149,9 +149,9 @@ def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, int, int, int, int]
 _SPANS: dict[bytes, tuple[int, int, int | None]] = {}
 
 
-def _lane_span(off: np.ndarray) -> tuple[int, int, int | None]:
-    """(lowest, highest, even spacing or None) of a lockstep launch's per-block offsets;
-    remembered by value (a kernel computes the same offsets for every view it makes)."""
+def lane_span(off: np.ndarray) -> tuple[int, int, int | None]:
+    """(lowest, highest, even spacing or None) of a lockstep launch's per-block offsets (1-D,
+    int64); remembered by value (a kernel computes the same offsets for every view it makes)."""
     key = off.tobytes()
     span = _SPANS.get(key)
     if span is None:
@@ -220,7 +220,7 @@ class GlobalTensor:
         if isinstance(offset, np.ndarray):
             off = self.offset = np.asarray(offset, np.int64).view(np.ndarray)
             if off.ndim == 1 and off.size:
-                self._span = _lane_span(off)
+                self._span = lane_span(off)
         else:
             self.offset = int(offset)
         self.name = name
