@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ptoisa as pto
-from ptoisa import BLayout, GlobalTensor, Tile, TileType
+from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
 from ptoisa.errors import PtoError
 from ptoisa.isa.reduce.rowsum import sequential_sum
 from ptoisa.tile import tile_spec
@@ -107,3 +107,46 @@ def test_eager_bind_cache_keeps_every_check():
     np.testing.assert_array_equal(out, a + a)
     with pytest.raises(PtoError, match="must be a Tile"):
         pto.launch(kernel, True)
+
+
+def test_f16_panels_convert_by_table_to_numpys_cast():
+    from ptoisa.isa.matrix import matmul as mm
+
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    table = mm._f16_to_f32()
+    want = bits.view(np.float16).astype(np.float32)  # every f16, NaN payloads included
+    np.testing.assert_array_equal(_bits(table), _bits(want))
+    a = np.random.default_rng(2).standard_normal((128, 128)).astype(np.float16)
+    b = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float16)
+    got = np.zeros((128, 128), np.float32)
+
+    def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:  # 2x2 blocks, 2 K-steps
+        blk = pto.get_block_idx()
+        bi, bj = blk // 2, blk % 2
+        st = (1 << 14, 1 << 14, 1 << 14, 128, 1)
+        ta = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        tb = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        left, right = pto.TileLeft(np.float16, 64, 64), pto.TileRight(np.float16, 64, 64)
+        acc = pto.TileAcc(np.float32, 64, 64)
+        for k in range(2):
+            pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + k * 64))
+            pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, 64, 64), st, offset=k * 64 * 128 + bj * 64))
+            pto.TMOV(left, ta)
+            pto.TMOV(right, tb)
+            if k == 0:
+                pto.TMATMUL(acc, left, right)
+            else:
+                pto.TMATMUL_ACC(acc, acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + bj * 64), acc)
+
+    pto.launch(gemm, a, b, got, blocks=4)
+    want_c = np.zeros_like(got)
+    for i in range(2):  # by hand: f32 products of each 64-deep K-step, accumulated in f32
+        for j in range(2):
+            s = None
+            for k in range(2):
+                p = a[i * 64:(i + 1) * 64, k * 64:(k + 1) * 64].astype(np.float32) @ \
+                    b[k * 64:(k + 1) * 64, j * 64:(j + 1) * 64].astype(np.float32)
+                s = p if s is None else np.float32(1) * (p + s)
+            want_c[i * 64:(i + 1) * 64, j * 64:(j + 1) * 64] = s
+    np.testing.assert_array_equal(_bits(got), _bits(want_c))
