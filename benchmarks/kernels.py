@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
+from ptoisa import BLayout, GlobalTensor, Layout, SLayout, Tile, TileType
 
 # ---- vec-add: 1,048,576 f32, 64x64 tiles, one tile per block (256 blocks) ---------------------
 
@@ -214,3 +214,109 @@ def gemm_pto() -> str:
         "  }",
         "}",
     ]) + "\n"
+
+
+# ---- flash attention forward: seq 2048, head 128, 64-row blocks, f32 ---------------------------
+# One block per 64 query rows; each walks the 64-row K/V blocks with the online softmax
+# (running row max m, row sum l, rescaled output O). S = Q K^T and P V run on the cube (Acc
+# tiles), the softmax on the vector core; S, P and P V pass through GM scratch (one region per
+# block), as a single-stream kernel without TPUSH/TPOP does.
+
+FA_B, FA_D = 64, 128
+
+
+def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, out: np.ndarray,
+                    s_gm: np.ndarray, p_gm: np.ndarray, pv_gm: np.ndarray) -> None:
+    b = pto.get_block_idx()
+    B, D = FA_B, FA_D
+    n_kv = k.shape[0] // B
+    scale = np.float32(1.0 / np.sqrt(D))
+
+    def view(arr: np.ndarray, rows: int, cols: int, offset: object) -> GlobalTensor:
+        n = arr.size
+        return GlobalTensor(arr, (1, 1, 1, rows, cols), (n, n, n, cols, 1), offset=offset)
+
+    def nz(rows: int, cols: int) -> Tile:
+        return Tile(TileType.Mat, np.float32, rows, cols, BLayout.ColMajor, None,
+                    SLayout.RowMajor)
+
+    def vec(rows: int, cols: int) -> Tile:
+        return Tile(TileType.Vec, np.float32, rows, cols)
+
+    def col() -> Tile:
+        return Tile(TileType.Vec, np.float32, B, 1, BLayout.ColMajor)
+
+    q_mat, q_left = nz(B, D), pto.TileLeft(np.float32, B, D)
+    kt_mat = Tile(TileType.Mat, np.float32, D, B, BLayout.RowMajor, None, SLayout.ColMajor)
+    k_right = pto.TileRight(np.float32, D, B)
+    p_mat, p_left = nz(B, B), pto.TileLeft(np.float32, B, B)
+    v_mat, v_right = nz(B, D), pto.TileRight(np.float32, B, D)
+    s_acc, pv_acc = pto.TileAcc(np.float32, B, B), pto.TileAcc(np.float32, B, D)
+    s, tmp, o, pv = vec(B, B), vec(B, B), vec(B, D), vec(B, D)
+    m_old, m_new, m_j, alpha, l_sum, l_j = col(), col(), col(), col(), col(), col()
+
+    pto.TLOAD(q_mat, view(q, B, D, b * B * D))
+    pto.TMOV(q_left, q_mat)
+    for j in range(n_kv):
+        kt = GlobalTensor(k, (1, 1, 1, D, B), (k.size,) * 3 + (1, D), Layout.DN,
+                          offset=j * B * D)
+        pto.TLOAD(kt_mat, kt)
+        pto.TMOV(k_right, kt_mat)
+        pto.TMATMUL(s_acc, q_left, k_right)                 # S = Q K_j^T
+        pto.TSTORE(view(s_gm, B, B, b * B * B), s_acc)
+        pto.TLOAD(s, view(s_gm, B, B, b * B * B))
+        pto.TMULS(s, s, scale)
+        if j == 0:
+            pto.TROWMAX(m_new, s, tmp)
+        else:
+            pto.TROWMAX(m_j, s, tmp)
+            pto.TMAX(m_new, m_old, m_j)
+        pto.TROWEXPANDSUB(s, s, m_new)
+        pto.TEXP(s, s)                                      # P = exp(S - m_new)
+        if j == 0:
+            pto.TROWSUM(l_sum, s, tmp)
+        else:
+            pto.TSUB(alpha, m_old, m_new)
+            pto.TEXP(alpha, alpha)                          # alpha = exp(m_old - m_new)
+            pto.TROWSUM(l_j, s, tmp)
+            pto.TMUL(l_sum, l_sum, alpha)
+            pto.TADD(l_sum, l_sum, l_j)
+        pto.TSTORE(view(p_gm, B, B, b * B * B), s)
+        pto.TLOAD(p_mat, view(p_gm, B, B, b * B * B))
+        pto.TMOV(p_left, p_mat)
+        pto.TLOAD(v_mat, view(v, B, D, j * B * D))
+        pto.TMOV(v_right, v_mat)
+        pto.TMATMUL(pv_acc, p_left, v_right)                # P V_j
+        pto.TSTORE(view(pv_gm, B, D, b * B * D), pv_acc)
+        if j == 0:
+            pto.TLOAD(o, view(pv_gm, B, D, b * B * D))
+        else:
+            pto.TLOAD(pv, view(pv_gm, B, D, b * B * D))
+            pto.TROWEXPANDMUL(o, o, alpha)
+            pto.TADD(o, o, pv)
+        m_old, m_new = m_new, m_old
+    pto.TROWEXPANDDIV(o, o, l_sum)
+    pto.TSTORE(view(out, B, D, b * B * D), o)
+
+
+def flash_attention_numpy(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The same blocked algorithm in numpy, all query blocks at once (a loop over K/V
+    blocks only), in f32 like the kernel."""
+    B, D = FA_B, FA_D
+    scale = np.float32(1.0 / np.sqrt(D))
+    qb = q.reshape(-1, B, D)
+    o = m = l_sum = None
+    for j in range(k.shape[0] // B):
+        kj, vj = k[j * B:(j + 1) * B], v[j * B:(j + 1) * B]
+        s = (qb @ kj.T) * scale
+        mj = s.max(axis=-1)
+        m_new = mj if m is None else np.maximum(m, mj)
+        p = np.exp(s - m_new[..., None])
+        if m is None:
+            l_sum, o = p.sum(axis=-1), p @ vj
+        else:
+            alpha = np.exp(m - m_new)
+            l_sum = l_sum * alpha + p.sum(axis=-1)
+            o = o * alpha[..., None] + p @ vj
+        m = m_new
+    return (o / l_sum[..., None]).reshape(q.shape)

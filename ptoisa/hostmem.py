@@ -39,11 +39,6 @@ def fmt_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-#: lockstep launches needing less than this are not checked: reading /proc/meminfo costs
-#: ~50 us, as much as a small launch, and every host that runs Python has 64 MiB
-SMALL = 64 << 20
-
-
 def check_host_memory(nbytes: int, what: str) -> None:
     """Raise HostMemoryError when ``what`` (needing ``nbytes``) exceeds the available host
     memory. Platforms that do not report available memory are not checked."""
@@ -61,10 +56,16 @@ def lockstep_bytes(blocks: int) -> int:
     return blocks * (Machine._ARENA_CHUNK + 64)
 
 
+#: lockstep launches needing less host memory than this are not checked
+LOCKSTEP_UNCHECKED = 256 << 20
+
+
 def check_lockstep(blocks: int) -> None:
     """A lockstep launch keeps every block's on-chip storage at once: refuse block counts
-    whose storage alone exceeds the host's memory (before allocating anything)."""
-    if lockstep_bytes(blocks) < SMALL:
+    whose storage alone exceeds the host's memory (before allocating anything). Launches
+    needing less than :data:`LOCKSTEP_UNCHECKED` are not checked: reading the host's free
+    memory costs tens of microseconds, a large part of a small launch."""
+    if lockstep_bytes(blocks) < LOCKSTEP_UNCHECKED:
         return
     try:
         check_host_memory(lockstep_bytes(blocks), f"a lockstep launch of {blocks} blocks "

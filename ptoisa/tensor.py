@@ -151,6 +151,25 @@ def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, int, int, int, int]
     return tuple(st)  # type: ignore[return-value]
 
 
+_SPANS: dict[bytes, tuple[int, int, int | None]] = {}
+
+
+def lane_span(off: np.ndarray) -> tuple[int, int, int | None]:
+    """(lowest, highest, even spacing or None) of a lockstep launch's per-block offsets (1-D,
+    int64); remembered by value (a kernel computes the same offsets for every view it makes)."""
+    key = off.tobytes()
+    span = _SPANS.get(key)
+    if span is None:
+        lo, hi = int(off.min()), int(off.max())
+        d = int(off[1] - off[0]) if off.size > 1 else 0
+        even = off.size < 3 or bool((off[1:] - off[:-1] == d).all())
+        span = (lo, hi, d if even else None)
+        if len(_SPANS) > 64:
+            _SPANS.clear()
+        _SPANS[key] = span
+    return span
+
+
 class GlobalTensor:
     """A view over global memory: ``GlobalTensor(array, shape, stride, layout, offset=0)``.
 
@@ -210,11 +229,7 @@ class GlobalTensor:
         if isinstance(offset, np.ndarray):
             off = self.offset = np.asarray(offset, np.int64).view(np.ndarray)
             if off.ndim == 1 and off.size:
-                # (lowest, highest, even spacing or None) of the per-block offsets
-                lo, hi = int(off.min()), int(off.max())
-                d = int(off[1] - off[0]) if off.size > 1 else 0
-                even = off.size < 3 or bool((off[1:] - off[:-1] == d).all())
-                self._span = (lo, hi, d if even else None)
+                self._span = lane_span(off)
         else:
             self.offset = int(offset)
         self.name = name

@@ -74,19 +74,19 @@ class TileSpec:
         return h
 
     # ---- derived -------------------------------------------------------------------------
-    @property
+    @functools.cached_property  # a spec is immutable; read per instruction
     def numel(self) -> int:
         return self.rows * self.cols
 
-    @property
+    @functools.cached_property  # a spec is immutable; read per instruction
     def nbytes(self) -> int:
         return self.dtype.storage_bytes(self.numel)
 
-    @property
+    @functools.cached_property  # a spec is immutable; read per instruction
     def is_row_major(self) -> bool:
         return self.blayout is BLayout.RowMajor
 
-    @property
+    @functools.cached_property  # a spec is immutable; read per instruction
     def is_boxed(self) -> bool:
         return self.slayout is not SLayout.NoneBox
 
@@ -188,6 +188,15 @@ def tile_spec(
 
     ``check_alignment=False`` skips the C++ ``pto::Tile`` 32-byte alignment static_asserts,
     which the PTOAS verifier does not apply to ``.pto`` programs."""
+    raw = (loc, dtype, rows, cols, blayout, valid_row, valid_col, slayout, fractal, pad,
+           compact, check_alignment)
+    try:  # the same arguments (of the same types) give the same spec: eager kernels ask often
+        key: Any = (raw, tuple(map(type, raw)))
+        hit = _SPEC_MEMO.get(key)
+    except TypeError:  # an unhashable argument
+        key = hit = None
+    if hit is not None:
+        return hit
     spec = _interned(
         coerce_enum(TileType, loc, "tile role"),
         dt_mod.dtype(dtype),
@@ -203,7 +212,14 @@ def tile_spec(
     )
     if check_alignment:
         _check_alignment(spec)
+    if key is not None:
+        if len(_SPEC_MEMO) > 4096:
+            _SPEC_MEMO.clear()
+        _SPEC_MEMO[key] = spec
     return spec
+
+
+_SPEC_MEMO: dict[Any, TileSpec] = {}
 
 
 def _as_int(x: Any, what: str) -> int:
@@ -361,7 +377,9 @@ class Tile:
         self._vr = 0
         self._vc = 0
         self._buf: np.ndarray | None = None
-        self._v2d: tuple[np.ndarray, np.ndarray | None] | None = None  # (storage, its 2-D view)
+        #: (storage, its 2-D view or None when boxed, the whole box view or None): see
+        #: view2d and _box_block; re-derived when the storage changes (TASSIGN)
+        self._v2d: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None
         #: GM window this tile reads in place (see TLOAD); LaneBlocks for uneven lane offsets
         self._lazy: np.ndarray | LaneBlocks | None = None
         #: a deferred elementwise result (ufunc, inputs): computed into storage when needed,
@@ -573,9 +591,14 @@ class Tile:
         In a lockstep launch (see :mod:`ptoisa.grid`) storage has a leading block dimension
         and the view is (blocks, rows, cols); every accessor below indexes the trailing two
         dimensions, so instruction semantics written with ``[..., r, c]`` serve both."""
-        buf = self.storage
         c = self._v2d
+        buf = self._buf
         if c is not None and c[0] is buf:  # cached for this storage (re-derived on TASSIGN)
+            m = self._machine
+            if m is None or not m._lazy:  # nothing to settle first (see storage)
+                return c[1]
+        buf = self.storage
+        if c is not None and c[0] is buf:
             return c[1]
         s = self.spec
         v: np.ndarray | None
@@ -587,7 +610,7 @@ class Tile:
             v = buf.reshape(buf.shape[0], s.rows, s.cols)
         else:
             v = buf.reshape(buf.shape[0], s.cols, s.rows).transpose(0, 2, 1)
-        self._v2d = (buf, v)
+        self._v2d = (buf, v, None)
         return v
 
     def read(self, rows: int | None = None, cols: int | None = None, r0: int = 0, c0: int = 0
@@ -595,6 +618,14 @@ class Tile:
         """Logical block [r0:r0+rows, c0:c0+cols] (default: the valid region). May be a view."""
         rows = self._vr if rows is None else rows
         cols = self._vc if cols is None else cols
+        c = self._v2d
+        if c is not None and c[0] is self._buf and r0 == 0 and c0 == 0 and self._lazy is None \
+                and self._pending is None:  # the common case, as below without the detours
+            m = self._machine
+            v = c[1]
+            if v is not None and (m is None or not m._lazy):
+                s = self.spec
+                return v if rows == s.rows and cols == s.cols else v[..., :rows, :cols]
         lz = self._lazy
         if lz is not None:
             if isinstance(lz, LaneBlocks):
@@ -662,14 +693,22 @@ class Tile:
         ir, ic = s.inner
         if s.rows % ir or s.cols % ic or r0 % ir or c0 % ic or rows % ir or cols % ic:
             return None
-        nr, nc = s.rows // ir, s.cols // ic
-        name = s.layout_name
-        dims = {"NZ": (nc, nr, ir, ic), "ZN": (nr, nc, ic, ir), "ZZ": (nr, nc, ir, ic),
-                "NN": (nc, nr, ic, ir)}[name]
         buf = self.storage
-        lead = buf.shape[:-1]
-        k = len(lead)
-        v = buf.reshape(*lead, *dims).transpose(*range(k), *(k + p for p in self._BOX_PERM[name]))
+        c = self._v2d
+        if c is not None and c[0] is buf and c[2] is not None:
+            v = c[2]
+        else:
+            nr, nc = s.rows // ir, s.cols // ic
+            name = s.layout_name
+            dims = {"NZ": (nc, nr, ir, ic), "ZN": (nr, nc, ic, ir), "ZZ": (nr, nc, ir, ic),
+                    "NN": (nc, nr, ic, ir)}[name]
+            lead = buf.shape[:-1]
+            k = len(lead)
+            v = buf.reshape(*lead, *dims).transpose(*range(k),
+                                                     *(k + p for p in self._BOX_PERM[name]))
+            self._v2d = (buf, None, v)  # a boxed tile has no 2-D view
+        if r0 == 0 and c0 == 0 and rows == s.rows and cols == s.cols:
+            return v
         return v[..., r0 // ir:(r0 + rows) // ir, :, c0 // ic:(c0 + cols) // ic, :]
 
     # ---- numpy interop (testing / debugging) -----------------------------------------------

@@ -311,9 +311,12 @@ class Program:
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
             raise AttributeError(name)
-        if self.module.lookup(name) is None:
-            raise AttributeError(f"module has no function '{name}' "
-                                 f"(functions: {', '.join(self.functions)})")
+        known = self.__dict__.setdefault("_known", set())  # lookup walks the module
+        if name not in known:
+            if self.module.lookup(name) is None:
+                raise AttributeError(f"module has no function '{name}' "
+                                     f"(functions: {', '.join(self.functions)})")
+            known.add(name)
         return Kernel(self, name)
 
 

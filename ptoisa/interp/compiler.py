@@ -10,6 +10,7 @@ execution of the op, as the hardware reuses a buffer.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -198,6 +199,9 @@ class CompiledFunc:
                       if v is not None and not isinstance(v, (bridge.Const, tuple))
                       and isinstance(v.type, T.MemRefType) and None not in v.type.shape
                       and (gs := bridge.gm_spec_of(v.type)) is not None)
+        # the operand values in one C call when every operand is a plain slot
+        fetch = operator.itemgetter(*fixed) if simple and len(fixed) > 1 \
+            and None not in fixed else None
 
         def get(env: Env, s: Any) -> Any:
             if s is None:
@@ -211,7 +215,8 @@ class CompiledFunc:
         def step(env: Env) -> None:
             for k, t in res:
                 env[k] = t
-            vals = ([None if s is None else env[s] for s in fixed] if simple
+            vals = (list(fetch(env)) if fetch is not None
+                    else [None if s is None else env[s] for s in fixed] if simple
                     else [get(env, s) for s in fixed])
             for i, gs in as_gm:
                 if isinstance(vals[i], np.ndarray):

@@ -22,7 +22,7 @@ from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
-from ..tensor import GlobalTensor
+from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
 from .compiler import (
@@ -239,7 +239,8 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                                  f"rank-{len(st)} view", loc=loc)
         for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
             if isinstance(a, np.ndarray):  # lockstep: one offset per block
-                lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+                lo, hi = lane_span(np.asarray(a, np.int64).reshape(-1))[:2] if a.size \
+                    else (0, 0)
             else:
                 lo = hi = a
             if n < 0:

@@ -135,6 +135,10 @@ class Instr:
     ptoas: Ptoas | None = None
     _n_required: int = field(default=0, init=False)
     _on: dict[Target, Resolved] = field(default_factory=dict, init=False, repr=False)
+    #: eager calls without keywords whose operand types bound cleanly before (no Events, no
+    #: coercion): argument types -> (padding, default parameters); see bind
+    _bound: dict[tuple[type, ...], tuple[int, dict[str, Any]]] = field(
+        default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
@@ -207,7 +211,20 @@ class Instr:
             for b in range(m.lanes):
                 result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
             return result
-        return self._run_one(m, vals, params, checked)
+        # _run_one, inlined: this line is paid by every instruction of every program
+        on = self._on.get(m.target) or self.on(m.target)
+        try:
+            if checked:
+                for r in on.runtime:
+                    r(self, *vals, **params)
+            else:
+                self.check(m.target, vals, params, m.permissive)
+            return on.impl(m, *vals, **params)
+        except PtoError as e:
+            if e.op is None:
+                e.op = self.mnemonic
+                e.args = (e.render(),)
+            raise
 
     def _run_one(self, m: Machine, vals: list[Any], params: dict[str, Any],
                  checked: bool) -> Any:
@@ -233,6 +250,13 @@ class Instr:
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
         """Split positional args into operand values (trailing Events are waits), coerce
         template parameters."""
+        if not kwargs:
+            key = tuple(map(type, args))
+            hit = self._bound.get(key)
+            if hit is not None:  # these operand types passed every check below before
+                return list(args) + [None] * hit[0], dict(hit[1])
+        else:
+            key = None
         args_l = list(args)
         while args_l and isinstance(args_l[-1], Event):
             args_l.pop()
@@ -255,6 +279,11 @@ class Instr:
             allowed = ", ".join(p.name for p in self.params) or "none"
             raise PtoError(f"unexpected argument(s) {', '.join(kwargs)} "
                            f"(template parameters: {allowed})", op=self.mnemonic)
+        if key is not None and len(args_l) == len(args) \
+                and all(a is v for a, v in zip(args, vals, strict=False)):
+            if len(self._bound) > 64:
+                self._bound.clear()
+            self._bound[key] = (len(vals) - len(args), dict(params))
         return vals, params
 
     def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:

@@ -16,8 +16,9 @@ from ..registry import Instr, Opnd, instr, locs, same_dtype
 def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:
     """Every tile source's valid region covers dst's valid region (the iteration domain)."""
     vr, vc = dst._vr, dst._vc
-    for i, s in enumerate(srcs):
+    for s in srcs:
         if isinstance(s, Tile) and (s._vr < vr or s._vc < vc):
+            i = srcs.index(s)
             raise RuntimeCheckError(
                 f"src{i} valid region {s.valid_row}x{s.valid_col} does not cover dst valid "
                 f"region {vr}x{vc}", op=ins.mnemonic)
@@ -30,15 +31,17 @@ def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:
        runtime=(srcs_cover_dst,))
 def TADD(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:  # noqa: N802
     """dst[i, j] = src0[i, j] + src1[i, j] over dst's valid region (integers wrap)."""
-    vr, vc = dst.valid_shape
+    vr, vc = dst._vr, dst._vc
     if vr and vc:
         a, b = src0.read(vr, vc), src1.read(vr, vc)
-        if m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.spec.is_boxed:
+        s = dst.spec
+        whole = vr == s.rows and vc == s.cols
+        if whole and m.lazy_ok(dst) and not s.is_boxed:
             dst.set_pending(np.add, (a, b), m)  # computed when read, or by TSTORE into GM
             return
         out = dst.view2d()
         if out is not None:  # straight into dst's storage (numpy handles overlap)
-            if (vr, vc) != dst.shape:
+            if not whole:
                 out = out[..., :vr, :vc]
             if m.quiet:
                 np.add(a, b, out=out)

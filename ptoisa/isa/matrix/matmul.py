@@ -292,7 +292,24 @@ def _convert(m: Machine, t: Tile, v: np.ndarray, ct: type) -> np.ndarray:
         return D.fp4_decode(v, t.dtype).astype(ct, order="C")
     if t.dtype is D.f32:
         v = _f32_input_transform(m, v)
-    return np.asarray(v).astype(ct, order="C", copy=False)
+    v = np.asarray(v)
+    if v.dtype == np.float16 and ct is np.float32 and v.size <= _F16_TABLE_MAX:
+        # numpy's own f16 -> f32 cast of every bit pattern, looked up: the same values, ~3x
+        # faster than the cast on a strided panel (numpy's half cast is not vectorised)
+        return _f16_to_f32().take(v.view(np.uint16))
+    return v.astype(ct, order="C", copy=False)
+
+
+#: panels up to this many f16 elements convert by table (larger ones: the cast streams better)
+_F16_TABLE_MAX = 1 << 18
+_F16_TABLE: list[np.ndarray] = []
+
+
+def _f16_to_f32() -> np.ndarray:
+    if not _F16_TABLE:
+        bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+        _F16_TABLE.append(bits.view(np.float16).astype(np.float32))
+    return _F16_TABLE[0]
 
 
 def _operand(m: Machine, t: Tile, rows: int, cols: int, ct: type

@@ -98,6 +98,13 @@ def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
     NaN anywhere gives NaN (the vector max/min of the ISA, vmax/vmin, propagate NaN; the
     TROW*/TCOL* pages leave NaN open). The target's ``reduce_nan`` trait chooses."""
     if m.target.traits.reduce_nan == "fold":
+        if x.dtype.kind == "f" and x.size:
+            # the fold's value is numpy's max/min wherever the two cannot differ: no NaN (the
+            # fold keeps a NaN only as the first element, numpy spreads any) and no zero (the
+            # fold keeps the first of -0.0 / +0.0); else the fold below
+            r = np.max(x, axis=axis) if is_max else np.min(x, axis=axis)
+            if not np.any((r == 0) | (r != r)):
+                return r
         idx = _first_extreme(x, axis, is_max)
         return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
     return np.max(x, axis=axis) if is_max else np.min(x, axis=axis)

@@ -53,9 +53,21 @@ def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
     out = np.empty(x.shape[:-1], acc)
     lead, res = (x, out) if x.ndim > 2 else (x[None], out[None])  # split a leading axis
 
+    cols = x.shape[-1]
+    # short rows, many of them: one vectorised add per column (the same additions in the same
+    # order as cumsum's, which runs one row at a time)
+    by_column = 1 < cols <= 256 and x.size >= 256 * cols
+
     def part(lo: int, hi: int) -> None:
         with np.errstate(all="ignore"):
-            res[lo:hi] = np.cumsum(lead[lo:hi], axis=-1, dtype=acc)[..., -1]
+            if by_column:
+                r = res[lo:hi]
+                blk = lead[lo:hi]
+                r[...] = blk[..., 0]
+                for j in range(1, cols):
+                    np.add(r, blk[..., j], out=r, dtype=acc)
+            else:
+                res[lo:hi] = np.cumsum(lead[lo:hi], axis=-1, dtype=acc)[..., -1]
 
     parallel.over_rows(part, lead.shape[0], x.size)
     return out

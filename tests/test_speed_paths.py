@@ -1,0 +1,152 @@
+"""The shortcuts taken for speed give exactly the results (and the errors) of the long way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ptoisa as pto
+from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
+from ptoisa.errors import PtoError
+from ptoisa.isa.reduce.rowsum import sequential_sum
+from ptoisa.tile import tile_spec
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+@pytest.mark.parametrize("dt,acc", [(np.float32, np.float32), (np.float16, np.float32),
+                                    (np.int16, np.int16), (np.float64, np.float64)])
+@pytest.mark.parametrize("shape", [(8, 64, 64), (600, 100), (3, 300, 7)])
+def test_sequential_sum_by_column_is_cumsum(dt, acc, shape):
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal(shape) * 3e3).astype(dt)
+    if dt == np.float32:
+        flat = x.reshape(-1)
+        flat[::97], flat[::89], flat[::101] = np.inf, -np.inf, np.nan
+    with np.errstate(all="ignore"):
+        want = np.add.accumulate(x.astype(acc), axis=-1, dtype=acc)[..., -1]  # left to right
+    got = sequential_sum(x, acc)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+def _specials(x: np.ndarray) -> None:
+    x[3, :] = 0.0
+    x[3, 5] = -0.0           # a zero row: which zero is kept depends on the order
+    x[4, :] = -0.0
+    x[4, 7] = 0.0
+    x[5, 9] = np.nan         # a NaN inside a row (not first): the fold ignores it
+    x[6, 0] = np.nan         # a NaN first: the fold keeps it
+
+
+def _fold(x: np.ndarray, is_max: bool) -> np.ndarray:
+    """The CPU simulator's row fold, by hand: keep the first, replace on strictly greater."""
+    out = x[:, 0].copy()
+    for r in range(x.shape[0]):
+        for v in x[r, 1:]:
+            if (v > out[r]) if is_max else (v < out[r]):
+                out[r] = v
+    return out
+
+
+@pytest.mark.parametrize("special", [False, True])
+@pytest.mark.parametrize("name", ["TROWMAX", "TROWMIN"])
+def test_cpu_row_max_min_equal_the_fold(name, special):
+    rows, cols = 64, 256  # large enough for the lockstep/deferred paths
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    x[7, 3] = x[7, 200] = x[7].max() + 1  # ties of equal values
+    x[8, 3] = x[8, 200] = x[8].min() - 1
+    if special:  # zeros and NaNs: numpy's max/min may differ from the fold there
+        _specials(x)
+
+    for blocks, data in ((1, x), (2, np.concatenate([x, x[::-1]]))):
+        out = np.zeros((blocks * rows,), np.float32)
+
+        def kernel(src: np.ndarray, dst: np.ndarray) -> None:
+            b = pto.get_block_idx()
+            t = Tile(TileType.Vec, np.float32, rows, cols)
+            tmp = Tile(TileType.Vec, np.float32, rows, cols)
+            r = Tile(TileType.Vec, np.float32, rows, 1, BLayout.ColMajor)
+            pto.TLOAD(t, GlobalTensor(src, (1, 1, 1, rows, cols), (0, 0, 0, cols, 1),
+                                      offset=b * rows * cols))
+            getattr(pto, name)(r, t, tmp)
+            pto.TSTORE(GlobalTensor(dst, (1, 1, 1, rows, 1), (0, 0, 0, 1, 1),
+                                    offset=b * rows), r)
+
+        pto.launch(kernel, data, out, blocks=blocks, target="cpu")
+        np.testing.assert_array_equal(_bits(out), _bits(_fold(data, name == "TROWMAX")))
+
+
+def test_tile_spec_memo_keeps_every_check():
+    tile_spec(TileType.Vec, np.float32, 16, 16)
+    with pytest.raises(PtoError, match="rows must be an integer"):
+        tile_spec(TileType.Vec, np.float32, True, 16)  # == 1 and hashes as 1: still refused
+    with pytest.raises(PtoError, match="32 bytes"):
+        tile_spec(TileType.Vec, np.float32, 16, 4)
+    with pytest.raises(PtoError, match="32 bytes"):
+        tile_spec(TileType.Vec, np.float32, 16, 4)  # failures are not remembered
+
+
+def test_eager_bind_cache_keeps_every_check():
+    a = np.arange(256, dtype=np.float32)
+    out = np.zeros(256, np.float32)
+    shape, stride = (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)
+
+    def kernel(bad: bool) -> None:
+        t = Tile(TileType.Vec, np.float32, 16, 16)
+        u = Tile(TileType.Vec, np.float32, 16, 16)
+        pto.TLOAD(t, GlobalTensor(a, shape, stride))
+        pto.TADD(u, t, t)
+        pto.TADD(u, t, 3.0 if bad else t)  # same instruction, a scalar where a tile goes
+        pto.TSTORE(GlobalTensor(out, shape, stride), u)
+
+    pto.launch(kernel, False)
+    np.testing.assert_array_equal(out, a + a)
+    with pytest.raises(PtoError, match="must be a Tile"):
+        pto.launch(kernel, True)
+
+
+def test_f16_panels_convert_by_table_to_numpys_cast():
+    from ptoisa.isa.matrix import matmul as mm
+
+    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    table = mm._f16_to_f32()
+    want = bits.view(np.float16).astype(np.float32)  # every f16, NaN payloads included
+    np.testing.assert_array_equal(_bits(table), _bits(want))
+    a = np.random.default_rng(2).standard_normal((128, 128)).astype(np.float16)
+    b = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float16)
+    got = np.zeros((128, 128), np.float32)
+
+    def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:  # 2x2 blocks, 2 K-steps
+        blk = pto.get_block_idx()
+        bi, bj = blk // 2, blk % 2
+        st = (1 << 14, 1 << 14, 1 << 14, 128, 1)
+        ta = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        tb = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        left, right = pto.TileLeft(np.float16, 64, 64), pto.TileRight(np.float16, 64, 64)
+        acc = pto.TileAcc(np.float32, 64, 64)
+        for k in range(2):
+            pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + k * 64))
+            pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, 64, 64), st, offset=k * 64 * 128 + bj * 64))
+            pto.TMOV(left, ta)
+            pto.TMOV(right, tb)
+            if k == 0:
+                pto.TMATMUL(acc, left, right)
+            else:
+                pto.TMATMUL_ACC(acc, acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + bj * 64), acc)
+
+    pto.launch(gemm, a, b, got, blocks=4)
+    want_c = np.zeros_like(got)
+    for i in range(2):  # by hand: f32 products of each 64-deep K-step, accumulated in f32
+        for j in range(2):
+            s = None
+            for k in range(2):
+                p = a[i * 64:(i + 1) * 64, k * 64:(k + 1) * 64].astype(np.float32) @ \
+                    b[k * 64:(k + 1) * 64, j * 64:(j + 1) * 64].astype(np.float32)
+                s = p if s is None else np.float32(1) * (p + s)
+            want_c[i * 64:(i + 1) * 64, j * 64:(j + 1) * 64] = s
+    np.testing.assert_array_equal(_bits(got), _bits(want_c))
