@@ -203,8 +203,8 @@ def role_of(rec: InstrRecord, opnd: Any) -> str:
     return r(rec.values) if callable(r) else str(r)
 
 
-def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
-                     ) -> list[tuple[str, Any, Span]]:
+def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,
+                     memo: dict[Any, Any] | None = None) -> list[tuple[str, Any, Span]]:
     """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
     ``in``, ``out``, ``inout``, ``scratch``); nothing for the view instructions and TASSIGN."""
     if rec.instr.name in NO_DATA_OPS:
@@ -213,18 +213,26 @@ def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
     for o, v in zip(rec.instr.operands, rec.values, strict=False):
         items = list(v) if isinstance(v, (tuple, list)) else [v]
         for x in items:
-            s = operand_span(x, rec.machine, aliases)
+            if memo is None:
+                s = operand_span(x, rec.machine, aliases)
+            else:  # one span per operand object (and placement) for the memo's lifetime
+                key = (id(x), getattr(x, "addr", None))
+                hit = memo.get(key)
+                if hit is None or hit[0] is not x:
+                    hit = memo[key] = (x, operand_span(x, rec.machine, aliases))
+                s = hit[1]
             if s is not None:
                 out.append((role_of(rec, o), x, s))
     return out
 
 
-def accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None
-             ) -> tuple[list[Span], list[Span]]:
-    """(reads, writes) of one executed instruction, by its operands' roles."""
+def accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,
+             memo: dict[Any, Any] | None = None) -> tuple[list[Span], list[Span]]:
+    """(reads, writes) of one executed instruction, by its operands' roles; ``memo`` (a dict
+    the caller keeps) remembers each operand object's span (tiles by their placement)."""
     reads: list[Span] = []
     writes: list[Span] = []
-    for role, _, s in operand_accesses(rec, aliases):
+    for role, _, s in operand_accesses(rec, aliases, memo):
         if role in ("in", "inout", "scratch"):
             reads.append(s)
         if role in ("out", "inout", "scratch"):

@@ -108,6 +108,7 @@ class CycleModel:
         self._own_table = table is None
         self._bind(table if table is not None else costs.default_table(target))
         self.steps: list[Step] = []
+        self._spans: dict[Any, Any] = {}  # operand object -> its span (access.accesses memo)
         self.has_sync = False
         #: instructions the cost table could not price (they count 1 cycle)
         self.errors: list[str] = []
@@ -171,7 +172,7 @@ class CycleModel:
             key, hit = None, None
         if hit is None:
             cycles, pipe = self._cost(rec)
-            reads, writes = accesses(rec)
+            reads, writes = accesses(rec, memo=self._spans)
             # the values are kept with the entry so that the ids in the key stay theirs
             hit = (cycles, pipe, tuple(reads), tuple(writes), list(vals), pipe.name)
             if key is not None:
