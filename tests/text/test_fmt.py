@@ -93,7 +93,9 @@ def test_comments_of_a_folded_alloc_go_with_its_writer():
 
 
 def test_fmt_notes_ops_left_in_dps_form(capsys):
-    path = next(f for f in FILES if f.name == "vadd.pto")
+    path = next((f for f in FILES if f.name == "vadd.pto"), None)
+    if path is None:
+        pytest.skip("the PTOAS corpus is not beside the checkout (set PTOISA_SHARED)")
     assert main(["fmt", str(path), "--form", "asm"]) == 0
     captured = capsys.readouterr()
     assert "= tadd %5, %6 :" in captured.out
