@@ -230,16 +230,19 @@ class RankRaces:
 
 # ---- the launch ----------------------------------------------------------------------------
 
-def sanitized_ranks(sanitize: Any, run: Any, ranks: Any) -> tuple[Report, bool]:
+def sanitized_ranks(sanitize: Any, run: Any, ranks: Any, default_sync: str = "manual"
+                    ) -> tuple[Report, bool]:
     """Run ``run()`` (a multi-rank launch) with a sanitizer on every rank, and the checks
-    between ranks when the ranks are threads of this process (``ranks`` an int). Returns
-    (report, whether the caller should raise on findings)."""
+    between ranks when the ranks are threads of this process (``ranks`` an int).
+    ``default_sync``: the ranks' sync mode when the sanitizer has none (``auto`` for a .pto
+    function without synchronisation ops). Returns (report, whether the caller should raise
+    on findings)."""
     from .. import ranks as _ranks
     from . import Sanitizer, make
 
     san = make(sanitize)
     assert san is not None
-    san.begin("manual")
+    san.begin(default_sync)
     in_process = isinstance(ranks, int) and not isinstance(ranks, bool)
     between = RankRaces(ranks) if in_process and "races" in san.checks else None
     per_rank: dict[int, Sanitizer] = {}
@@ -247,7 +250,7 @@ def sanitized_ranks(sanitize: Any, run: Any, ranks: Any) -> tuple[Report, bool]:
 
     def hook(b: Any, m: Any) -> None:
         mine = Sanitizer(san.checks, sync=san.sync, fail_fast=san.fail_fast)
-        mine.begin("manual")
+        mine.begin(default_sync)
         with lock:
             per_rank[b.rank] = mine
         m.observers.append(mine)

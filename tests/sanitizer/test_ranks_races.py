@@ -195,3 +195,30 @@ def test_missing_free_counter_in_producer_consumer_is_reported() -> None:
     races = san.report.of("race")
     assert races and all("between ranks" in f.message for f in races)
     assert {f.other.op for f in races} == {"TPUT"} and {f.site.op for f in races} == {"TLOAD"}
+
+
+def _run_pto(path: Path, tmp_path: Path) -> int:
+    from ptoisa.cli import main
+
+    for r in range(2):
+        np.save(tmp_path / f"x{r}.npy", np.full(64, r, np.float32))
+    return main(["run", str(path), "--target", "cpu", "--ranks", "2", "--sanitize",
+                 "--arg", f"x={tmp_path}/x{{rank}}.npy", "--arg", "y=zeros:64:f32",
+                 "--arg", "z=zeros:64:f32", "--arg", "flag=zeros:1:i32",
+                 "--arg", "dst=peer:{next}:y", "--arg", "peer_flag=peer:{next}:flag"])
+
+
+def test_cli_pto_ranks_sanitize(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = ROOT / "examples" / "notify_put.pto"
+    assert _run_pto(src, tmp_path) == 0
+    assert "error" not in capsys.readouterr().err
+    lines = src.read_text().splitlines(keepends=True)
+    racy = tmp_path / "racy.pto"  # without its TWAIT: the load of y races the peer's put
+    racy.write_text("".join(ln for ln in lines if "pto.twait" not in ln))
+    put = next(i for i, ln in enumerate(lines) if "pto.tput" in ln) + 1
+    load = next(i for i, ln in enumerate(lines) if "pto.tload" in ln)  # one line less
+    assert _run_pto(racy, tmp_path) == 1
+    err = capsys.readouterr().err
+    assert f"racy.pto:{load}:5: error: race (RAW) between ranks" in err
+    assert "pto.tnotify (on a signal word of rank" in err
+    assert f"after pto.tput at {racy}:{put}:5" in err
