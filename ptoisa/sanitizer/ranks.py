@@ -63,6 +63,7 @@ def _site(op: str, rec: Any, loc: Any) -> Site:
 
 
 _HISTORY = 256  # notifies kept per signal word
+_PRUNE_AT = 64  # cells per window copy before the ones every rank knows are dropped
 
 
 def _i32(v: int) -> int:
@@ -91,6 +92,7 @@ class RankRaces:
         self.mem: dict[tuple[int, int], dict[tuple[int, int], _Cell]] = {}
         self.findings: list[tuple[Finding, Any]] = []
         self.names: dict[tuple[int, int], str] = {}
+        self.limit: dict[tuple[int, int], int] = {}
 
     # ---- observers ---------------------------------------------------------------------------
     def machine_observer(self, rank: int) -> Any:
@@ -194,9 +196,22 @@ class RankRaces:
                         self.race("WAR", r, rank, site, target, win, a, b)
         cell = cells.get((lo, hi))
         if cell is None:
+            if len(cells) >= self.limit.get((target, win), _PRUNE_AT):
+                self._prune(cells)
+                self.limit[(target, win)] = max(_PRUNE_AT, 2 * len(cells))
             cell = cells[(lo, hi)] = _Cell()
         acc = _Acc(rank, vc[rank], site, atomic)
         (cell.writers if write else cell.readers)[rank] = acc
+
+    def _prune(self, cells: dict[tuple[int, int], _Cell]) -> None:
+        """Drop the cells every rank already knows about (nothing later can race with them):
+        the state follows what is unordered, not the size of the windows."""
+        vcs = self.vc
+        for k in list(cells):
+            c = cells[k]
+            if all(all(vc.get(a.rank, 0) >= a.epoch for vc in vcs)
+                   for a in (*c.writers.values(), *c.readers.values())):
+                del cells[k]
 
     def race(self, hz: str, prev: _Acc, rank: int, site: Site, target: int, win: int,
              lo: int, hi: int) -> None:
@@ -261,6 +276,10 @@ def sanitized_ranks(sanitize: Any, run: Any, ranks: Any, default_sync: str = "ma
     _ranks.RANK_HOOKS.append(hook)
     try:
         run()
+    except _ranks.RankError as e:  # fail_fast: a rank's sanitizer stopped it
+        if isinstance(e.__cause__, SanitizerError):
+            raise e.__cause__ from None
+        raise
     finally:
         _ranks.RANK_HOOKS.remove(hook)
         for r in sorted(per_rank):

@@ -222,3 +222,40 @@ def test_cli_pto_ranks_sanitize(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert f"racy.pto:{load}:5: error: race (RAW) between ranks" in err
     assert "pto.tnotify (on a signal word of rank" in err
     assert f"after pto.tput at {racy}:{put}:5" in err
+
+
+def test_fail_fast_raises_the_finding() -> None:
+    def intra(x, slot, y, flags):  # a rank's own race (no flag between load and store)
+        if comm.get_rank() == 1:
+            t = pto.Tile(pto.TileType.Vec, np.float32, R, C)
+            pto.TLOAD(t, g(slot))
+            pto.TSTORE(g(y), t)
+
+    with pytest.raises(SanitizerError) as ei:
+        pto.launch(intra, *arrays(), ranks=2, sanitize=Sanitizer(fail_fast=True))
+    (f,) = ei.value.report.findings
+    assert f.hazard == "RAW" and (f.other.op, f.site.op) == ("TLOAD", "TSTORE")
+
+
+def test_many_tiles_stay_clean_and_small() -> None:
+    n = 64  # tiles of one row each, put one by one, each announced by a counter
+
+    def stream(x, slot, y, flags):
+        row = lambda a, i: pto.GlobalTensor(a, (1, 1, 1, 1, C), offset=i * C)  # noqa: E731
+        t = pto.Tile(pto.TileType.Vec, np.float32, 1, C)
+        if comm.get_rank() == 0:
+            for i in range(n):
+                comm.TPUT(comm.remote(row(slot, i), 1), row(x, i), t)
+                comm.TNOTIFY(comm.remote(flag(flags), 1), 1, comm.NotifyOp.AtomicAdd)
+        else:
+            for i in range(n):
+                comm.TWAIT(flag(flags), i + 1, comm.WaitCmp.GE)
+                pto.TLOAD(t, row(slot, i))
+
+    a = [[np.full(n * C, r + 1, np.float32) for r in range(2)],
+         [np.zeros(n * C, np.float32) for _ in range(2)],
+         [np.zeros(C, np.float32) for _ in range(2)], [np.zeros(1, np.int32) for _ in range(2)]]
+    san = Sanitizer("races")
+    pto.launch(stream, *a, ranks=2, sanitize=san)
+    assert not san.report
+    np.testing.assert_array_equal(a[1][1], np.ones(n * C, np.float32))
