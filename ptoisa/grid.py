@@ -66,6 +66,11 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
 
         if mixed:
             raise PtoError("a mixed (cube + vector) launch across ranks is not supported yet")
+        if sanitize is not False and sanitize is not None:  # every rank, and between ranks
+            from .sanitizer.ranks import check_report, sanitized_ranks
+
+            return check_report(*sanitized_ranks(sanitize, lambda: launch_ranks(
+                kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings), ranks))
         launch_ranks(kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings)
         return None
     if sanitize is not False and sanitize is not None:

@@ -88,7 +88,8 @@ class Window:
 class RemoteAccess:
     """What the observers of a rank backend (``Ranks.observers``) see of one access to a
     window through the backend, on the rank that makes it: ``kind`` get | put | add | notify |
-    read (a signal poll); ``origin`` and ``target`` ranks; the window; byte ranges
+    read (a signal poll) | acquire (a TWAIT / TTEST found the words satisfying it);
+    ``origin`` and ``target`` ranks; the window; byte ranges
     ``(start, nbytes)`` in the target's copy; the instruction (mnemonic) and its location."""
 
     kind: str
@@ -98,6 +99,10 @@ class RemoteAccess:
     ranges: list[tuple[int, int]]
     op: str | None = None
     loc: Any = None
+    #: acquire: the wait's condition on the words (``cond(values) -> bool array``)
+    cond: Any = None
+    #: notify: (value, whether it sets the words rather than adds to them)
+    value: tuple[int, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,10 +210,10 @@ class Ranks:
         return [(base + s * itemsize, n * itemsize) for s, n, _ in _runs(idx)]
 
     def _record(self, kind: str, win: Window, rank: int, ranges: list[tuple[int, int]],
-                op: str) -> None:
+                op: str, value: tuple[int, bool] | None = None) -> None:
         if self.observers:
             rec = RemoteAccess(kind, self.rank, rank, win, ranges, op,
-                               getattr(self.last, "loc", None))
+                               getattr(self.last, "loc", None), value=value)
             for o in self.observers:
                 o(rec)
 
@@ -225,8 +230,20 @@ class Ranks:
 
     def notify(self, ref: RemoteRef, idx: np.ndarray, value: int, set_: bool, op: str) -> None:
         ranges = self._check(op, ref.window, ref.rank, ref.base, idx, 4)
-        self._record("notify", ref.window, ref.rank, ranges, op)
+        self._record("notify", ref.window, ref.rank, ranges, op, (int(value), set_))
         self._notify(ref.window, ref.rank, ref.base, idx, value, set_)
+
+    def observed(self, ref: RemoteRef, idx: np.ndarray, op: str,
+                 cond: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        """A TWAIT / TTEST found the signal words ``idx`` satisfying its condition ``cond``
+        (values -> which hold): observers see an ``acquire`` access (after the read that
+        satisfied it)."""
+        if self.observers:
+            rec = RemoteAccess("acquire", self.rank, ref.rank, ref.window,
+                               self._check(op, ref.window, ref.rank, ref.base, idx, 4), op,
+                               getattr(self.last, "loc", None), cond)
+            for o in self.observers:
+                o(rec)
 
     def read_signal(self, ref: RemoteRef, idx: np.ndarray, op: str) -> np.ndarray:
         ranges = self._check(op, ref.window, ref.rank, ref.base, idx, 4)
@@ -522,6 +539,11 @@ def _window_names(kernel: Any, n: int) -> list[str]:
     return names + [f"arg{k}" for k in range(len(names), n)]
 
 
+#: called as ``hook(backend, machine)`` when a rank's machine is made, before its body runs
+#: (where a sanitizer attaches its per-rank observers: ptoisa/sanitizer/ranks.py)
+RANK_HOOKS: list[Callable[[Ranks, Machine], None]] = []
+
+
 def _tracker(b: Ranks) -> Callable[[Any], None]:
     def obs(rec: Any) -> None:
         b.last = rec
@@ -534,6 +556,8 @@ def run_rank(b: Ranks, body: Callable[[Machine], None], target: str,
     rank may write this rank's GM at any time)."""
     m = Machine(target, **settings)
     m.observers.append(_tracker(b))
+    for hook in list(RANK_HOOKS):
+        hook(b, m)
     push(m)
     _ctx.ranks = b
     try:

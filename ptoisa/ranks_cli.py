@@ -65,6 +65,9 @@ def run(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
     """The ``run`` command with ``--ranks``; ``arg_value`` and ``load`` are the CLI's own."""
     n = ns.ranks
     size = _under_mpi()
+    if getattr(ns, "sanitize", False) or getattr(ns, "sanitize_checks", None) or \
+            getattr(ns, "sync", None):
+        return _sanitized(ns, arg_value, load, n if n and size is None else "mpi")
     if n and size is None:
         if _have_mpi():
             from .ranks_mpi import mpiexec
@@ -82,6 +85,28 @@ def run(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
     from .ranks import run_on_ranks
 
     run_on_ranks(_binder(ns, arg_value, load), ranks="mpi", target=ns.target)
+    return 0
+
+
+def _sanitized(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
+               load: Callable[[], Any], ranks: Any) -> int:
+    """``--sanitize`` with ``--ranks``: ``--ranks N`` runs the ranks as threads of this
+    process, where races between ranks are checked too; under mpiexec each rank is checked on
+    its own (docs/sanitizer.md). Findings on stderr, exit 1."""
+    from .ranks import run_on_ranks
+    from .sanitizer import Sanitizer, sync_mode_of
+    from .sanitizer.ranks import sanitized_ranks
+
+    if ns.ranks and _under_mpi() is not None and ns.ranks != _under_mpi():
+        raise PtoError(f"--ranks {ns.ranks}, but this MPI job has {_under_mpi()} ranks")
+    prog = load()
+    mode = sync_mode_of(prog.module, (ns.entry or "").lstrip("@") or prog.entry)
+    san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
+    report, _ = sanitized_ranks(san, lambda: run_on_ranks(
+        _binder(ns, arg_value, load), ranks=ranks, target=ns.target), ranks, mode)
+    if report:
+        print(report, file=sys.stderr)
+        return 1
     return 0
 
 

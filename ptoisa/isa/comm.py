@@ -290,7 +290,13 @@ def _signal_values(signal: Signal, op: str) -> np.ndarray:
 
 def _holds(signal: Signal, value: Any, cmp: WaitCmp | None, op: str = "twait") -> bool:
     vals = _signal_values(signal, op).astype(np.int64)
-    return bool(np.all(_CMP[cmp or WaitCmp.EQ](vals, np.int64(int(value)))))
+    ok = bool(np.all(_CMP[cmp or WaitCmp.EQ](vals, np.int64(int(value)))))
+    if ok:
+        ref = _ranks.ref_of(signal)
+        if ref is not None and ref.backend.observers:  # the sanitizer's acquire edge
+            ref.backend.observed(ref, _words(signal)[1], op, lambda v: _CMP[
+                cmp or WaitCmp.EQ](np.asarray(v, np.int64), np.int64(int(value))))
+    return ok
 
 
 def _awaited(signal: Signal, value: Any, cmp: WaitCmp | None) -> str:
