@@ -28,6 +28,7 @@ report is asked for, once the mode is known.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -109,6 +110,9 @@ class CycleModel:
         self._bind(table if table is not None else costs.default_table(target))
         self.steps: list[Step] = []
         self._spans: dict[Any, Any] = {}  # operand object -> its span (access.accesses memo)
+        #: auto-placed tiles numbered in order of first use: an eager kernel makes new tiles
+        #: every launch, and the same numbers let its records hit the memo launch after launch
+        self._tiles: dict[int, tuple[int, Any]] = {}
         self.has_sync = False
         #: instructions the cost table could not price (they count 1 cycle)
         self.errors: list[str] = []
@@ -166,13 +170,14 @@ class CycleModel:
             return
         vals = rec.values
         try:
-            key: Any = (ins, *[_ident(v) for v in vals], *rec.params.values())
+            key: Any = (ins, *[self._ident(v) for v in vals], *rec.params.values())
             hit = self._rec_cache.get(key)
         except TypeError:  # an unhashable operand or parameter: no memo
             key, hit = None, None
         if hit is None:
             cycles, pipe = self._cost(rec)
             reads, writes = accesses(rec, memo=self._spans)
+            reads, writes = self._canonical(reads), self._canonical(writes)
             # the values are kept with the entry so that the ids in the key stay theirs
             hit = (cycles, pipe, tuple(reads), tuple(writes), list(vals), pipe.name)
             if key is not None:
@@ -181,6 +186,30 @@ class CycleModel:
                 self._rec_cache[key] = hit
         self.steps.append(Step(len(self.steps), name, hit[1], hit[0], core, blk, rec.loc, None,
                                hit[2], hit[3], pn=hit[5]))
+
+    def _tile_no(self, t: Any) -> int:
+        hit = self._tiles.get(id(t))
+        if hit is None or hit[1] is not t:
+            hit = self._tiles[id(t)] = (len(self._tiles), t)
+        return hit[0]
+
+    def _ident(self, v: Any) -> Any:
+        """:func:`_ident`, with auto-placed tiles named by their number in this run."""
+        if isinstance(v, Tile) and v.addr is None:
+            return ("tile", self._tile_no(v), v.spec, v._vr, v._vc)
+        return _ident(v)
+
+    def _canonical(self, spans: list[Any]) -> list[Any]:
+        """Spans of auto-placed tiles keyed by the tile's number in this run, not its id."""
+        out = []
+        for sp in spans:
+            k = sp.key
+            if k[0] == "tile":
+                hit = self._tiles.get(k[1])
+                if hit is not None:
+                    sp = dataclasses.replace(sp, key=("tile#", hit[0]))
+            out.append(sp)
+        return out
 
     def _cost(self, rec: Any) -> tuple[int, Pipe]:
         vals = rec.values
@@ -292,7 +321,9 @@ def _ident(v: Any) -> Any:
         if not isinstance(off, int):
             sp = v._span
             off = (off.size, *sp) if sp is not None and sp[2] is not None else off.tobytes()
-        return ("gm", v.flat.__array_interface__["data"][0], v.flat.size, v.spec, off)
+        # the caller's array (kept alive by the memo entry, so its id stays its) and the flat
+        # view's size: reading the data address through __array_interface__ costs more
+        return ("gm", id(v._array), v.flat.size, v.flat.dtype, v.spec, off)
     return v
 
 
