@@ -270,17 +270,27 @@ def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
 _DEFAULT: dict[str, dict[str, list[Variant]]] = {}
 
 
+_BY_NAME: dict[str, dict[str, list[Variant]]] = {}
+
+
 def default_table(target: Any = None) -> dict[str, list[Variant]]:
     """The table of a target (a Target or a name), loaded once (shared: do not modify it):
     a2a3's fitted table; for a5, the same with upstream's A5 vector-function formulas for the
     instructions they cover (estimates: no A5 measurements)."""
     if isinstance(target, str):
-        from ..targets import get_target
+        hit = _BY_NAME.get(target)
+        if hit is not None:
+            return hit
+        from ..targets import TARGET_NAMES, get_target
 
+        name = target
         try:
             target = get_target(target)
         except Exception:  # noqa: BLE001 - an unknown name: the a2a3 table
             target = None
+        if name in TARGET_NAMES:  # built-in names never change meaning: remember them
+            _BY_NAME[name] = default_table(target)
+            return _BY_NAME[name]
     lineage = getattr(target, "lineage", None) or ()
     key = "a5" if "a5" in lineage else "a2a3"
     t = _DEFAULT.get(key)
