@@ -211,20 +211,7 @@ class Instr:
             for b in range(m.lanes):
                 result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
             return result
-        # _run_one, inlined: this line is paid by every instruction of every program
-        on = self._on.get(m.target) or self.on(m.target)
-        try:
-            if checked:
-                for r in on.runtime:
-                    r(self, *vals, **params)
-            else:
-                self.check(m.target, vals, params, m.permissive)
-            return on.impl(m, *vals, **params)
-        except PtoError as e:
-            if e.op is None:
-                e.op = self.mnemonic
-                e.args = (e.render(),)
-            raise
+        return self._run_one(m, vals, params, checked)
 
     def _run_one(self, m: Machine, vals: list[Any], params: dict[str, Any],
                  checked: bool) -> Any:
