@@ -180,13 +180,7 @@ class CompiledFunc:
             k = self.slot(v)
             slots.append(k)
             if from_res:
-                spec = bridge.tile_spec_of(v.type, self.c.target)
-                if spec is None:
-                    raise VerifyError(f"result type {v.type} is not a tile", op=op.name,
-                                      loc=op.loc)
-                tile = Tile.of(spec, name=v.name)
-                self.tiles.append(tile)
-                results.append((k, tile))
+                results.append((k, self.result_tile(op, v)))
         params = b.params
         run = instr.run
         loc = op.loc
@@ -228,6 +222,18 @@ class CompiledFunc:
                     e.op = opname
                 raise e.with_loc(loc) from None
         return step
+
+    def result_tile(self, op: Op, v: Any, what: str = "result type", kind: str = "a tile"
+               ) -> Tile:
+        """The tile an op's SSA result is: made once, at compile time, from its tile_buf type
+        (reused by every execution of the op, as the hardware reuses a buffer, and forgotten
+        by :meth:`Compiler.reset_tiles`); VerifyError at the op when the type is not a tile."""
+        spec = bridge.tile_spec_of(v.type, self.c.target)
+        if spec is None:
+            raise VerifyError(f"{what} {v.type} is not {kind}", op=op.name, loc=op.loc)
+        tile = Tile.of(spec, name=v.name)
+        self.tiles.append(tile)
+        return tile
 
     def value_of(self, v: Any) -> Callable[[Env], Any]:
         k = self.slot(v)

@@ -150,12 +150,7 @@ def _init_value(cf: CompiledFunc, op: Op) -> Step:
 @handler("pto.declare_tile")
 def _declare_tile(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
-    spec = bridge.tile_spec_of(res.type, cf.c.target)
-    if spec is None:
-        raise VerifyError(f"declare_tile result type {res.type} is not a tile_buf", op=op.name,
-                          loc=op.loc)
-    tile = Tile.of(spec, name=res.name)
-    cf.tiles.append(tile)
+    tile = cf.result_tile(op, res, "declare_tile result type", "a tile_buf")
     k = cf.slot(res)
 
     def step(env: Env) -> None:
@@ -183,11 +178,7 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
         if not op.results:
             raise VerifyError("expects a tile result", op=op.name, loc=loc)
         res = op.results[0]
-        spec = bridge.tile_spec_of(res.type, cf.c.target)
-        if spec is None:
-            raise VerifyError(f"result type {res.type} is not a tile", op=op.name, loc=loc)
-        tile = Tile.of(spec, name=res.name)
-        cf.tiles.append(tile)
+        tile = cf.result_tile(op, res)
         k = cf.slot(res)
         valid = [cf.slot(v) for v in op.operands[:2]]
     try:

@@ -268,12 +268,7 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
 @handler("pto.alloc_tile")
 def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
-    spec = bridge.tile_spec_of(res.type, cf.c.target)
-    if spec is None:
-        raise VerifyError(f"alloc_tile result type {res.type} is not a tile_buf", op=op.name,
-                          loc=op.loc)
-    tile = Tile.of(spec, name=res.name)
-    cf.tiles.append(tile)
+    tile = cf.result_tile(op, res, "alloc_tile result type", "a tile_buf")
     k = cf.slot(res)
     kw = op.keyword_operands
     addr = cf.slot(kw["addr"]) if "addr" in kw else None
@@ -297,11 +292,9 @@ def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
 @handler("memref.alloc")
 def _memref_alloc(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
-    spec = bridge.tile_spec_of(res.type, cf.c.target)
     k = cf.slot(res)
-    if spec is not None:
-        tile = Tile.of(spec, name=res.name)
-        cf.tiles.append(tile)
+    if bridge.tile_spec_of(res.type, cf.c.target) is not None:
+        tile = cf.result_tile(op, res)
 
         def step(env: Env) -> None:
             env[k] = tile
