@@ -76,21 +76,24 @@ def bench_vec_add(target: str, repeat: int) -> list[tuple[str, float, float, flo
     z[:] = 0
     t_pto = median_ms(lambda: prog.vec_add(x, y, z, blocks=blocks), repeat)
     check("vec-add .pto", z, x + y, 0, 0)
-    c_eager = paired_ratio(
-        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
-        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target, cycles=True).total,
-        repeat)
-    c_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
-                         lambda: prog.vec_add(x, y, z, blocks=blocks, cycles=True).total, repeat)
-    s_eager = paired_ratio(
-        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target),
-        lambda: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target,
-                           sanitize=Sanitizer()), repeat)
-    s_pto = paired_ratio(lambda: prog.vec_add(x, y, z, blocks=blocks),
-                         lambda: prog.vec_add(x, y, z, blocks=blocks, sanitize=Sanitizer()),
-                         repeat)
+    c_eager, c_pto, s_eager, s_pto = observer_ratios(
+        lambda **kw: pto.launch(K.vec_add, x, y, z, blocks=blocks, target=target, **kw),
+        lambda **kw: prog.vec_add(x, y, z, blocks=blocks, **kw), repeat)
     return [("vec-add 1M f32, 256 blocks", t_np, t_eager, c_eager, s_eager),
             ("", t_np, t_pto, c_pto, s_pto)]
+
+
+def observer_ratios(eager: Any, pto_run: Any, repeat: int
+                    ) -> tuple[float, float, float, float]:
+    """Extra run time of the cycle model and of the sanitizer, eager and .pto: paired ratios of
+    ``run(cycles=True)`` / ``run(sanitize=...)`` to ``run()``."""
+    def timed(run: Any) -> Any:
+        return lambda: run(cycles=True).total
+
+    return (paired_ratio(eager, timed(eager), repeat),
+            paired_ratio(pto_run, timed(pto_run), repeat),
+            paired_ratio(eager, lambda: eager(sanitize=Sanitizer()), repeat),
+            paired_ratio(pto_run, lambda: pto_run(sanitize=Sanitizer()), repeat))
 
 
 def _softmax_ref(x: np.ndarray) -> np.ndarray:
@@ -112,19 +115,9 @@ def bench_softmax(target: str, repeat: int) -> list[tuple[str, float, float, flo
     out[:] = 0
     t_pto = median_ms(lambda: prog.softmax(x, out, blocks=blocks), repeat)
     check("softmax .pto", out, ref, 1e-5, 1e-7)
-    c_eager = paired_ratio(
-        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
-        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target, cycles=True).total,
-        repeat)
-    c_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
-                         lambda: prog.softmax(x, out, blocks=blocks, cycles=True).total, repeat)
-    s_eager = paired_ratio(
-        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target),
-        lambda: pto.launch(K.softmax, x, out, blocks=blocks, target=target,
-                           sanitize=Sanitizer()), repeat)
-    s_pto = paired_ratio(lambda: prog.softmax(x, out, blocks=blocks),
-                         lambda: prog.softmax(x, out, blocks=blocks, sanitize=Sanitizer()),
-                         repeat)
+    c_eager, c_pto, s_eager, s_pto = observer_ratios(
+        lambda **kw: pto.launch(K.softmax, x, out, blocks=blocks, target=target, **kw),
+        lambda **kw: prog.softmax(x, out, blocks=blocks, **kw), repeat)
     return [("row softmax 4096x1024 f32, 512 blocks", t_np, t_eager, c_eager, s_eager),
             ("", t_np, t_pto, c_pto, s_pto)]
 
@@ -145,18 +138,9 @@ def bench_gemm(target: str, repeat: int) -> list[tuple[str, float, float, float,
     c[:] = 0
     t_pto = median_ms(lambda: prog.gemm(a, b, c, blocks=blocks), repeat)
     check("gemm .pto", c, ref, 1e-4, 1e-3)
-    c_eager = paired_ratio(
-        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
-        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target, cycles=True).total,
-        repeat)
-    c_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
-                         lambda: prog.gemm(a, b, c, blocks=blocks, cycles=True).total, repeat)
-    s_eager = paired_ratio(
-        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target),
-        lambda: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target,
-                           sanitize=Sanitizer()), repeat)
-    s_pto = paired_ratio(lambda: prog.gemm(a, b, c, blocks=blocks),
-                         lambda: prog.gemm(a, b, c, blocks=blocks, sanitize=Sanitizer()), repeat)
+    c_eager, c_pto, s_eager, s_pto = observer_ratios(
+        lambda **kw: pto.launch(K.gemm, a, b, c, blocks=blocks, target=target, **kw),
+        lambda **kw: prog.gemm(a, b, c, blocks=blocks, **kw), repeat)
     return [("GEMM 512^3 f16->f32, 64 blocks x 8 K-steps", t_np, t_eager, c_eager, s_eager),
             ("", t_np, t_pto, c_pto, s_pto)]
 
