@@ -383,7 +383,9 @@ class ParallelGroup:
         return f"<ParallelGroup of {self.size} ranks, root {self.root_idx}>"
 
 
-def _group_of(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
+def _same_type_group(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
+    """The ``parallelGroup`` operand, checked to be a group whose tensors hold ``view``'s
+    element type."""
     if not isinstance(group, ParallelGroup):
         raise RuntimeCheckError(f"operand 'parallelGroup' must be a ParallelGroup, got "
                                 f"{type(group).__name__}", op=ins.mnemonic)
@@ -391,6 +393,11 @@ def _group_of(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
     if g0.flat.dtype != view.flat.dtype:
         raise RuntimeCheckError(f"the group's tensors hold {g0.flat.dtype}, the GM view "
                                 f"{view.flat.dtype}", op=ins.mnemonic)
+    return group
+
+
+def _group_of(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
+    g0 = _same_type_group(ins, group, view).tensors[0]
     if int(np.prod(g0.spec.shape)) != int(np.prod(view.spec.shape)):
         raise RuntimeCheckError(f"the group's tensors hold {int(np.prod(g0.spec.shape))} "
                                 f"elements, the GM view {int(np.prod(view.spec.shape))}",
@@ -469,13 +476,7 @@ def _row_group(ins: Any, group: Any, big: GlobalTensor) -> tuple[ParallelGroup, 
     """The group of a gather/scatter and the rows H of each rank's tensor: the ranks' tensors
     match ``big`` in element type, outer dimensions and width, and ``big`` has at least
     N x H rows (DIM_3)."""
-    if not isinstance(group, ParallelGroup):
-        raise RuntimeCheckError(f"operand 'parallelGroup' must be a ParallelGroup, got "
-                                f"{type(group).__name__}", op=ins.mnemonic)
-    g0 = group.tensors[0]
-    if g0.flat.dtype != big.flat.dtype:
-        raise RuntimeCheckError(f"the group's tensors hold {g0.flat.dtype}, the GM view "
-                                f"{big.flat.dtype}", op=ins.mnemonic)
+    g0 = _same_type_group(ins, group, big).tensors[0]
     s, b = g0.spec.shape, big.spec.shape
     if s[:3] != b[:3] or s[4] != b[4]:
         raise RuntimeCheckError(f"the group's tensors have shape {'x'.join(map(str, s))}, the "
