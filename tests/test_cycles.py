@@ -215,6 +215,45 @@ def test_cycles_do_not_change_results():
     assert not pto.current().observers
 
 
+def test_a_repeated_run_reuses_its_schedule_and_a_changed_one_does_not():
+    from ptoisa.cycles import schedule as sch
+
+    x = np.ones(4 * 16 * 64, np.float32)
+
+    def kernel(x, rows):
+        b = pto.get_block_idx()
+        a, t, c = (_vec(np.float32, rows, 64) for _ in range(3))
+        g = GlobalTensor(x, (1, 1, 1, rows, 64), offset=b * 1024)
+        pto.TLOAD(a, g)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.TADD(c, a, t)
+        pto.TEXP(t, c)
+
+    def figures(rep):
+        return (rep.total, rep.busy, rep.mode, rep.blocks,
+                [(s.op, s.pn, s.start, s.end, s.loc) for s in rep.steps],
+                [(f.src, f.dst, f.t_set, f.t_wait) for f in rep.flows],
+                [(r.op, r.where, r.count, r.cycles) for r in rep.rows])
+
+    sch._SCHEDULES.clear()
+    first = pto.launch(kernel, x, 16, blocks=4, target="a2a3", cycles=True)
+    again = pto.launch(kernel, x, 16, blocks=4, target="a2a3", cycles=True)
+    assert again.steps is first.steps              # served from the memo ...
+    sch._SCHEDULES.clear()
+    fresh = pto.launch(kernel, x, 16, blocks=4, target="a2a3", cycles=True)
+    assert fresh.steps is not first.steps          # ... and equal to a schedule made anew
+    assert figures(again) == figures(fresh) == figures(first)
+    # another shape, block count or target is another run
+    smaller = pto.launch(kernel, x, 8, blocks=4, target="a2a3", cycles=True)
+    assert smaller.total < first.total
+    assert pto.launch(kernel, x, 16, blocks=2, target="a2a3", cycles=True).blocks == 2
+    assert pto.launch(kernel, x, 16, blocks=4, target="a5", cycles=True).target == "a5"
+    # a report's own fields are its own
+    again.errors.append("x")
+    assert first.errors == []
+
+
 # ---- report, trace, plot ------------------------------------------------------------------
 
 def _flash():

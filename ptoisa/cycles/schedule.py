@@ -38,6 +38,7 @@ import numpy as np
 from ..access import accesses
 from ..enums import Pipe
 from ..lanes import block_of
+from ..targets import LOC_SPACE
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
@@ -108,7 +109,13 @@ class CycleModel:
         self.target = target
         self._own_table = table is None
         self._bind(table if table is not None else costs.default_table(target))
-        self.steps: list[Step] = []
+        #: what was recorded, in order: ``(_Rec, core, block, loc)`` per instruction (the same
+        #: _Rec launch after launch, so a repeated run is recognised and its schedule reused);
+        #: a Step where a cross-core edge was attached to it (:meth:`_step_of`)
+        self.steps: list[Any] = []
+        self._m: Any = None  # the last machine seen, its block index, (core, block)
+        self._m_bidx: Any = None
+        self._m_core: tuple[str, int] = ("core0", 0)
         self._spans: dict[Any, Any] = {}  # operand object -> its span (access.accesses memo)
         #: auto-placed tiles numbered in order of first use: an eager kernel makes new tiles
         #: every launch, and the same numbers let its records hit the memo launch after launch
@@ -130,19 +137,10 @@ class CycleModel:
     def __call__(self, rec: Any) -> None:
         ins = rec.instr
         m = rec.machine
-        if self.target is None:
-            self.target = m.target.name
-            if self._own_table:
-                self._bind(costs.default_table(m.target))
-        blk = m.block_idx
-        if not isinstance(blk, int):
-            blk = 0
-            self.lockstep = True
-        core = getattr(m, "core", None) or "core0"
-        if not isinstance(core, str):
-            core, blk = _core_name(core, blk)
-        if m.block_num > self.blocks:
-            self.blocks = int(m.block_num)
+        if m is self._m and m.block_idx is self._m_bidx:
+            core, blk = self._m_core
+        else:
+            core, blk = self._machine(m)
         name = ins.name
         if name in SYNC_OPS:
             self.has_sync = True
@@ -156,17 +154,14 @@ class CycleModel:
                 eid = _event_id(ins, m, v[2])
                 sync = (name, v[0], v[1], eid)
                 pipe = v[0] if name == "SET_FLAG" else v[1]
-            self.steps.append(Step(len(self.steps), name, pipe, 0, core, blk, rec.loc, sync,
-                                   pn=pipe.name))
+            self.steps.append((_rec_of(name, pipe, 0, sync), core, blk, rec.loc))
             return
         if ins.pipe is Pipe.ALL:  # SYNCALL, TPRINT: the whole core drains first
-            self.steps.append(Step(len(self.steps), name, Pipe.S, 0, core, blk, rec.loc,
-                                   ("PIPE_BARRIER", Pipe.ALL), pn="S"))
+            self.steps.append((_rec_of(name, Pipe.S, 0, ("PIPE_BARRIER", Pipe.ALL)), core, blk,
+                               rec.loc))
             return
         if self.has_sync:  # manual mode: the flags order the pipes, byte spans are not needed
-            cyc, pipe = self._cost(rec)
-            self.steps.append(Step(len(self.steps), name, pipe, cyc, core, blk, rec.loc, None,
-                                   pn=pipe.name))
+            self.steps.append((self._cost(rec), core, blk, rec.loc))
             return
         vals = rec.values
         try:
@@ -175,17 +170,35 @@ class CycleModel:
         except TypeError:  # an unhashable operand or parameter: no memo
             key, hit = None, None
         if hit is None:
-            cycles, pipe = self._cost(rec)
+            c = self._cost(rec)
             reads, writes = accesses(rec, memo=self._spans)
-            reads, writes = self._canonical(reads), self._canonical(writes)
             # the values are kept with the entry so that the ids in the key stay theirs
-            hit = (cycles, pipe, tuple(reads), tuple(writes), list(vals), pipe.name)
+            hit = _Rec(name, c.pipe, c.cycles, None, tuple(self._canonical(reads)),
+                       tuple(self._canonical(writes)), list(vals))
             if key is not None:
                 if len(self._rec_cache) > 2048:
                     self._rec_cache.clear()
                 self._rec_cache[key] = hit
-        self.steps.append(Step(len(self.steps), name, hit[1], hit[0], core, blk, rec.loc, None,
-                               hit[2], hit[3], pn=hit[5]))
+        self.steps.append((hit, core, blk, rec.loc))
+
+    def _machine(self, m: Any) -> tuple[str, int]:
+        """The queue name and block of machine ``m``'s records (remembered for the next)."""
+        if self.target is None:
+            self.target = m.target.name
+            if self._own_table:
+                self._bind(costs.default_table(m.target))
+        blk = m.block_idx
+        if not isinstance(blk, int):
+            blk = 0
+            self.lockstep = True
+        core = getattr(m, "core", None) or "core0"
+        if not isinstance(core, str):
+            core, blk = _core_name(core, blk)
+        if m.block_num > self.blocks:
+            self.blocks = int(m.block_num)
+        # (a machine's block index changes between the blocks of a per-block launch)
+        self._m, self._m_bidx, self._m_core = m, m.block_idx, (core, blk)
+        return core, blk
 
     def _tile_no(self, t: Any) -> int:
         hit = self._tiles.get(id(t))
@@ -194,13 +207,18 @@ class CycleModel:
         return hit[0]
 
     def _ident(self, v: Any) -> Any:
-        """:func:`_ident`, with auto-placed tiles named by their number in this run."""
-        if isinstance(v, Tile) and v.addr is None:
-            return ("tile", self._tile_no(v), v.spec, v._vr, v._vc)
+        """:func:`_ident`, with auto-placed tiles named by their number in this run and placed
+        ones by their address (a compiled program makes new tile objects every run)."""
+        if isinstance(v, Tile):
+            if v.addr is None:
+                return ("tile", self._tile_no(v), v.spec, v._vr, v._vc)
+            return ("at", v.addr, v.spec, v._vr, v._vc)
         return _ident(v)
 
     def _canonical(self, spans: list[Any]) -> list[Any]:
-        """Spans of auto-placed tiles keyed by the tile's number in this run, not its id."""
+        """Spans of auto-placed tiles keyed by the tile's number in this run, not its id, and
+        of placed ones by their buffer alone, not the id of this run's machine (the schedule
+        compares the accesses of one core and block: one machine)."""
         out = []
         for sp in spans:
             k = sp.key
@@ -208,10 +226,12 @@ class CycleModel:
                 hit = self._tiles.get(k[1])
                 if hit is not None:
                     sp = dataclasses.replace(sp, key=("tile#", hit[0]))
+            elif k[0] in _SPACES and len(k) == 2:
+                sp = dataclasses.replace(sp, key=(k[0], "buffer"))
             out.append(sp)
         return out
 
-    def _cost(self, rec: Any) -> tuple[int, Pipe]:
+    def _cost(self, rec: Any) -> _Rec:
         vals = rec.values
         key = (rec.instr.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
                *[(k, _sig(v)) for k, v in rec.params.items()])
@@ -231,7 +251,7 @@ class CycleModel:
             except Exception as e:  # noqa: BLE001 - the model must never break a run
                 self.errors.append(f"{rec.instr.name}: no cost ({type(e).__name__}: {e})")
                 cyc = 1
-            hit = (cyc, pipe)
+            hit = _Rec(rec.instr.name, pipe, cyc)
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
@@ -244,16 +264,20 @@ class CycleModel:
     # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) ----------
     def _step_of(self, rec: Any) -> Step | None:
         """The step recorded for ``rec`` (the latest of its core: a core records nothing
-        else between an instruction's observation and its semantics)."""
-        m = rec.machine
-        blk = m.block_idx if isinstance(m.block_idx, int) else 0
-        core = getattr(m, "core", None) or "core0"
-        if not isinstance(core, str):
-            core, blk = _core_name(core, blk)
+        else between an instruction's observation and its semantics), made a Step in place."""
+        core, blk = self._machine(rec.machine)
         name = rec.instr.name
-        for s in reversed(self.steps):
-            if s.core == core and s.block == blk:
-                return s if s.op == name else None
+        steps = self.steps
+        for i in range(len(steps) - 1, -1, -1):
+            s = steps[i]
+            if isinstance(s, Step):
+                if s.core == core and s.block == blk:
+                    return s if s.op == name else None
+            elif s[1] == core and s[2] == blk:
+                if s[0].op != name:
+                    return None
+                s = steps[i] = _step(i, s)
+                return s
         return None
 
     def edge_release(self, rec: Any, pipe: Any) -> Step | None:
@@ -276,20 +300,81 @@ class CycleModel:
 
     # ---- the schedule ---------------------------------------------------------------------
     def report(self) -> Any:
+        """The schedule of what was recorded. A run that recorded the very entries of an
+        earlier one (the same instructions on the same operands, e.g. a kernel launched
+        again) has the same schedule: its report is copied, not recomputed."""
+        import copy
+
         from .report import CycleReport
 
-        flows, deadlocks = schedule(self.steps, manual=self.has_sync)
-        rep = CycleReport(self.steps, flows, deadlocks, target=self.target or "?",
-                          mode="manual" if self.has_sync else "auto")
-        rep.blocks, rep.lockstep = self.blocks, self.lockstep
+        mode = "manual" if self.has_sync else "auto"
+        target = self.target or "?"
+        try:
+            key: Any = (mode, target, self.blocks, self.lockstep, tuple(self.steps))
+            done = _SCHEDULES.get(key)
+        except TypeError:  # a Step with cross-core edges: schedule it
+            key, done = None, None
+        if done is None:
+            steps = [s if isinstance(s, Step) else _step(i, s) for i, s in
+                     enumerate(self.steps)]
+            flows, deadlocks = schedule(steps, manual=self.has_sync)
+            done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
+            done.blocks, done.lockstep = self.blocks, self.lockstep
+            if key is not None and len(steps) <= _SCHEDULE_MEMO_STEPS:
+                if len(_SCHEDULES) >= 64:
+                    _SCHEDULES.clear()
+                _SCHEDULES[key] = done
+        rep = copy.copy(done)
         rep.errors = list(self.errors)
         return rep
 
 
+@dataclass(slots=True, eq=False)
+class _Rec:
+    """What one recorded instruction costs and touches (shared by every record of the same
+    instruction on the same operands; compared by identity)."""
+
+    op: str
+    pipe: Pipe
+    cycles: int
+    sync: tuple[Any, ...] | None = None
+    reads: tuple[Any, ...] = ()
+    writes: tuple[Any, ...] = ()
+    #: the operands (kept so that the ids in the memo key stay theirs)
+    vals: Any = None
+
+
+def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
+    """The i-th recorded entry as a Step to schedule."""
+    r = e[0]
+    return Step(i, r.op, r.pipe, r.cycles, e[1], e[2], e[3], r.sync, r.reads, r.writes,
+                pn=r.pipe.name)
+
+
+_SYNC_RECS: dict[Any, _Rec] = {}
+
+
+def _rec_of(op: str, pipe: Pipe, cycles: int, sync: tuple[Any, ...]) -> _Rec:
+    """The shared entry of a sync instruction (or a drain of the whole core)."""
+    key = (op, pipe, sync)
+    r = _SYNC_RECS.get(key)
+    if r is None:
+        if len(_SYNC_RECS) > 4096:
+            _SYNC_RECS.clear()
+        r = _SYNC_RECS[key] = _Rec(op, pipe, cycles, sync)
+    return r
+
+
+#: the on-chip buffers a placed tile's span names (``(space, id(machine))``)
+_SPACES = frozenset(LOC_SPACE.values())
+
+#: schedules of earlier runs by what they recorded (runs of at most this many steps)
+_SCHEDULES: dict[Any, Any] = {}
+_SCHEDULE_MEMO_STEPS = 200_000
+
 #: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
 #: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
-_MEMOS: dict[int, tuple[dict[Any, tuple[int, Pipe]],
-                        dict[Any, tuple[int, Pipe, Any, Any, Any, str]]]] = {}
+_MEMOS: dict[int, tuple[dict[Any, _Rec], dict[Any, _Rec]]] = {}
 _TABLES: dict[int, Any] = {}
 
 
@@ -322,8 +407,11 @@ def _ident(v: Any) -> Any:
             sp = v._span
             off = (off.size, *sp) if sp is not None and sp[2] is not None else off.tobytes()
         # the caller's array (kept alive by the memo entry, so its id stays its) and the flat
-        # view's size: reading the data address through __array_interface__ costs more
-        return ("gm", id(v._array), v.flat.size, v.flat.dtype, v.spec, off)
+        # view's size; a view made anew each run (a .pto argument) is its memory's owner and
+        # where it starts in it (reading the data address costs more: only then)
+        a = v._array
+        mem: Any = id(a) if a.base is None else (id(a.base), a.__array_interface__["data"][0])
+        return ("gm", mem, v.flat.size, v.flat.dtype, v.spec, off)
     return v
 
 
