@@ -150,3 +150,44 @@ def test_f16_panels_convert_by_table_to_numpys_cast():
                 s = p if s is None else np.float32(1) * (p + s)
             want_c[i * 64:(i + 1) * 64, j * 64:(j + 1) * 64] = s
     np.testing.assert_array_equal(_bits(got), _bits(want_c))
+
+
+def _pairwise(row, fn, identity, dt):
+    """The NPU's halving tree by hand: pad to a power of two, then a[j] op a[j + half]."""
+    vals = list(row) + [identity] * ((1 << max(len(row) - 1, 0).bit_length()) - len(row))
+    vals = [dt(v) for v in vals]
+    while len(vals) > 1:
+        h = len(vals) // 2
+        vals = [dt(fn(dt(vals[j]), dt(vals[j + h]))) for j in range(h)]
+    return vals[0]
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float16, np.int16])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (2, 7, 24), (40, 1000)])
+def test_tree_reduce_in_chunks_is_the_halving_tree(dt, shape, monkeypatch):
+    from ptoisa.isa import rules
+
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(shape) * 50).astype(dt)
+    want = np.array([_pairwise(r, np.add, 0, dt) for r in x.reshape(-1, shape[-1])],
+                    dt).reshape(shape[:-1])
+    with np.errstate(all="ignore"):
+        got = rules.tree_reduce(x, np.add, 0)
+        monkeypatch.setattr(rules, "_TREE_CHUNK", 64)  # many chunks (and parts, when large)
+        small = rules.tree_reduce(x, np.add, 0)
+    assert got.dtype == x.dtype and got.shape == shape[:-1]
+    assert got.tobytes() == want.tobytes() == small.tobytes()
+
+
+def test_tree_reduce_over_the_cores_is_the_same_tree(monkeypatch):
+    from ptoisa import parallel
+    from ptoisa.isa import rules
+
+    x = np.random.default_rng(8).standard_normal((64, 8, 1024)).astype(np.float32)
+    monkeypatch.setattr(parallel, "MIN_ELEMENTS", 1)  # split into parts even on one core
+    monkeypatch.setattr(parallel, "workers", lambda: 2)
+    lvl = x
+    while lvl.shape[-1] > 1:  # one level at a time over the whole array
+        h = lvl.shape[-1] // 2
+        lvl = lvl[..., :h] + lvl[..., h:]
+    assert rules.tree_reduce(x, np.add, 0).tobytes() == lvl[..., 0].tobytes()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import parallel
 from ..enums import TileType
 from ..tile import TileSpec
 from .registry import locs
@@ -55,17 +56,44 @@ def same_static_rows(sig: Sig) -> None:
                        "requires equal static rows)")
 
 
-def tree_reduce(x: np.ndarray, fn: Callable[[Any, Any], Any], identity: Any) -> np.ndarray:
-    """Reduce along the last axis by halving (pairwise tree), every partial result in x's
-    element type: the order of the NPU's reduction instructions (vcadd, vcgadd ...); a row
-    whose length is not a power of two is padded with ``identity``."""
+def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
+    """Reduce along the last axis by halving (pairwise tree: element j meets j + width/2,
+    then j + width/4 ...), every partial result in x's element type: the order of the NPU's
+    reduction instructions (vcadd, vcgadd ...); a row whose length is not a power of two is
+    padded with ``identity``. Rows go through in chunks that stay in cache, each level into a
+    preallocated buffer, over the cores for large inputs: the same additions of the same
+    operands as one level at a time over the whole array, so the same bits."""
     n = x.shape[-1]
     width = 1 << max(n - 1, 0).bit_length()
     if width != n:
         pad = np.full((*x.shape[:-1], width - n), identity, x.dtype)
         x = np.concatenate([x, pad], axis=-1)
-    with np.errstate(all="ignore"):
-        while x.shape[-1] > 1:
-            h = x.shape[-1] // 2
-            x = fn(x[..., :h], x[..., h:])
-    return x[..., 0]
+    if width == 1:
+        return x[..., 0]
+    lead = x.reshape(-1, width)
+    rows = lead.shape[0]
+    out = np.empty(rows, x.dtype)
+    chunk = max(1, min(rows, _TREE_CHUNK // width))  # rows per chunk
+
+    def part(lo: int, hi: int) -> None:
+        rr = min(chunk, hi - lo)
+        a = np.empty((rr, width // 2), x.dtype)  # levels alternate between a and b: an
+        b = np.empty((rr, max(width // 4, 1)), x.dtype)  # in-place level would be copied
+        with np.errstate(all="ignore"):
+            for i in range(lo, hi, rr):
+                j = min(hi, i + rr)
+                h = width // 2
+                src, dst = a[:j - i], b[:j - i]
+                fn(lead[i:j, :h], lead[i:j, h:], out=src)
+                while h > 1:
+                    h //= 2
+                    fn(src[:, :h], src[:, h:2 * h], out=dst[:, :h])
+                    src, dst = dst, src
+                out[i:j] = src[:, 0]
+
+    parallel.over_rows(part, rows, lead.size)
+    return out.reshape(x.shape[:-1])
+
+
+#: input elements per chunk of :func:`tree_reduce` (its first level's buffer: half of that)
+_TREE_CHUNK = 1 << 20
