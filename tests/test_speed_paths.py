@@ -191,3 +191,32 @@ def test_tree_reduce_over_the_cores_is_the_same_tree(monkeypatch):
         h = lvl.shape[-1] // 2
         lvl = lvl[..., :h] + lvl[..., h:]
     assert rules.tree_reduce(x, np.add, 0).tobytes() == lvl[..., 0].tobytes()
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+def test_exp_of_a_deferred_difference_is_exp_of_the_rounded_difference(target):
+    """TEXP(t, t) on TROWEXPANDSUB's deferred result computes it chunk by chunk: the values
+    are those of the f32 difference, exp taken in f64 and rounded once."""
+    rows, cols, blocks = 8, 1024, 16
+    rng = np.random.default_rng(9)
+    x = (rng.standard_normal((rows * blocks, cols)) * 30).astype(np.float32)
+    x[3, :5] = [np.inf, -np.inf, np.nan, 88.5, -104.0]
+    out = np.zeros_like(x)
+
+    def kernel(x, out):
+        b = pto.get_block_idx()
+        n = rows * cols
+        shape, stride = (1, 1, 1, rows, cols), (n, n, n, cols, 1)
+        t = Tile(TileType.Vec, np.float32, rows, cols)
+        mx = Tile(TileType.Vec, np.float32, rows, 1, BLayout.ColMajor)
+        pto.TLOAD(t, GlobalTensor(x, shape, stride, offset=b * n))
+        pto.TLOAD(mx, GlobalTensor(x, (1, 1, 1, rows, 1), (n, n, n, cols, 1), offset=b * n))
+        pto.TROWEXPANDSUB(t, t, mx)
+        pto.TEXP(t, t)
+        pto.TSTORE(GlobalTensor(out, shape, stride, offset=b * n), t)
+
+    pto.launch(kernel, x, out, blocks=blocks, target=target)
+    with np.errstate(all="ignore"):
+        d = x - x[:, :1]
+        want = np.exp(d.astype(np.float64)).astype(np.float32)
+    assert out.tobytes() == want.tobytes()

@@ -132,6 +132,41 @@ def wide_apply(fn: Callable[..., np.ndarray], a: Any, dt: DType,
     return out
 
 
+def wide_apply_pending(fn: Callable[..., np.ndarray], pending: tuple[Any, tuple[Any, ...]],
+                       dt: DType, out: np.ndarray) -> None:
+    """``wide_apply(fn, a, dt, out)`` where ``a`` is a deferred result ``pf(*args)`` (a tile's
+    pending elementwise op, rounded to ``out``'s type) that is never stored: each chunk of
+    rows computes ``a`` into a small buffer and ``fn`` from it, in cache (the same values as
+    materialising ``a`` first, one pass over memory fewer). ``out`` may be the storage an
+    argument reads, element for element (each chunk is read before it is written)."""
+    pf, args = pending
+    n = out.shape[0]
+    per = max(1, out[0].size) if out.ndim > 1 else 1
+    if out.ndim < 2 or n < 2 or not parallel.disjoint_rows(args, out):
+        a = np.empty(out.shape, out.dtype)
+        pf(*args, out=a)
+        wide_apply(fn, a, dt, out)
+        return
+    step = max(1, _CHUNK // per)
+    w = wide(dt)
+
+    def part(lo: int, hi: int) -> None:
+        rows = min(step, hi - lo)
+        tmp = np.empty((rows, *out.shape[1:]), out.dtype)
+        buf = np.empty((rows, *out.shape[1:]), w)
+        for i in range(lo, hi, rows):
+            j = min(hi, i + rows)
+            sub = [x[i:j] if isinstance(x, np.ndarray) and x.ndim == out.ndim
+                   and x.shape[0] == n else x for x in args]
+            t, b = tmp[:j - i], buf[:j - i]
+            pf(*sub, out=t)
+            b[...] = t
+            out[i:j] = fn(b, out=b)
+
+    with np.errstate(all="ignore"):
+        parallel.over_rows(part, n, out.size)
+
+
 def idiv(a: np.ndarray, b: np.ndarray | Any, dt: DType) -> np.ndarray:
     """C integer division (truncation toward zero) in ``dt``, wrapping (INT_MIN / -1);
     division by zero is target-defined: ptoisa returns 0."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe
-from ...memory import Machine
+from ...memory import Machine, current
 from ...tile import Tile
 from ..registry import Instr, Opnd, Param, instr, same_dtype
 from ..rules import vec
@@ -26,6 +26,7 @@ from .common import (
     kinds,
     to_float,
     wide_apply,
+    wide_apply_pending,
     wrap_to,
 )
 
@@ -117,8 +118,10 @@ Fn = Callable[..., Any]
 
 
 def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
-           tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None) -> Instr:
-    """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass)."""
+           tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None,
+           pending: Fn | None = None) -> Instr:
+    """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass);
+    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``."""
     ops = [_DST, Opnd("src", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=True))
@@ -126,6 +129,18 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     def impl(m: Machine, dst: Tile, src: Tile, *rest: Any, **kw: Any) -> None:
         vr, vc = dst.valid_shape
         if vr and vc:
+            if pending is not None and src is dst and dst._pending is not None \
+                    and (vr, vc) == dst.shape:
+                # in place on a deferred result (TEXP(t, t) after TROWEXPANDSUB(t, ...)):
+                # computed from it chunk by chunk, never stored on its own
+                p, dst._pending = dst._pending, None
+                if dst._buf is None:
+                    current().auto_storage(dst, False)  # written in full below
+                out = dst.view2d()
+                if out is not None:
+                    pending(p, dst.dtype, out)
+                    return
+                dst._pending = p  # (boxed: no deferred results; as below)
             a = np.asarray(src.read(vr, vc))
             with np.errstate(all="ignore"):
                 out = dst.view2d() if into is not None else None
@@ -215,7 +230,8 @@ TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", stati
 TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
 TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
-              params=ALGO, into=lambda a, dt, out: wide_apply(np.exp, a, dt, out))
+              params=ALGO, into=lambda a, dt, out: wide_apply(np.exp, a, dt, out),
+              pending=lambda p, dt, out: wide_apply_pending(np.exp, p, dt, out))
 TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),
               "dst = ln(src); ln(0) = -inf, ln(<0) = NaN. Integer tiles (cpu only) compute "
               "std::log in double and truncate toward zero (a non-finite result gives 0).",
