@@ -220,3 +220,45 @@ def test_exp_of_a_deferred_difference_is_exp_of_the_rounded_difference(target):
         d = x - x[:, :1]
         want = np.exp(d.astype(np.float64)).astype(np.float32)
     assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_lanes_sharing_b_stack_their_a_rows_and_keep_block_by_block_bits(target, monkeypatch):
+    """Every block multiplies its own A by the same B (attention's K / V blocks): lockstep
+    runs one product of the stacked A rows when this machine's BLAS gives it the same bits,
+    which the block-by-block run (one product per block) must reproduce byte for byte."""
+    from ptoisa.isa.matrix import matmul as mm
+
+    blocks, m, k, n = 8, 64, 128, 64
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((blocks * m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+
+    def kernel(a, b, c):
+        i = pto.get_block_idx()
+        ta = Tile(TileType.Mat, np.float32, m, k, BLayout.ColMajor, None, SLayout.RowMajor)
+        tb = Tile(TileType.Mat, np.float32, k, n, BLayout.ColMajor, None, SLayout.RowMajor)
+        left, right = pto.TileLeft(np.float32, m, k), pto.TileRight(np.float32, k, n)
+        acc = pto.TileAcc(np.float32, m, n)
+        pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, m, k), offset=i * m * k))
+        pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, k, n)))
+        pto.TMOV(left, ta)
+        pto.TMOV(right, tb)
+        pto.TMATMUL(acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, m, n), offset=i * m * n), acc)
+
+    runs = {}
+    mm._STACKING.clear()
+    for lockstep in (True, False):
+        c = np.zeros((blocks * m, n), np.float32)
+        pto.launch(kernel, a, b, c, blocks=blocks, target=target, lockstep=lockstep)
+        runs[lockstep] = c
+    assert ((blocks, m, k), (k, n), "<f4") in mm._STACKING      # the stacked product was asked
+    assert runs[True].tobytes() == runs[False].tobytes()
+    want = (a.astype(np.float64).reshape(blocks, m, k) @ b).reshape(blocks * m, n)
+    np.testing.assert_allclose(runs[True], want, rtol=1e-5, atol=1e-4)
+    # a BLAS that would sum differently for a taller A keeps one product per lane
+    monkeypatch.setattr(mm, "_stacking_keeps_bits", lambda *args: False)
+    c = np.zeros((blocks * m, n), np.float32)
+    pto.launch(kernel, a, b, c, blocks=blocks, target=target)
+    assert c.tobytes() == runs[False].tobytes()

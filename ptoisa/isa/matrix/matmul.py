@@ -337,11 +337,40 @@ def _product(av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray, ib: np.ndarr
             return np.matmul(av[:, None], bv[None, :]).reshape(shape)
         if np.array_equal(ib * na + ia, order):
             return np.matmul(av[None, :], bv[:, None]).reshape(shape)
+    one_b = bv if ib is None and bv.ndim == 2 else \
+        bv[0] if ib is not None and len(bv) == 1 and bv.ndim == 3 else None
+    if ia is None and one_b is not None and av.ndim == 3 and av.flags.c_contiguous \
+            and av.dtype == one_b.dtype and _stacking_keeps_bits(av.shape, one_b.shape, av.dtype):
+        # every lane multiplies by the same B (attention's K and V blocks): one product of the
+        # lanes' A rows stacked, which BLAS runs on all cores
+        lanes, mm, k = av.shape
+        return (av.reshape(lanes * mm, k) @ one_b).reshape(lanes, mm, one_b.shape[-1])
     if ia is not None:
         av = av[ia]
     if ib is not None:
         bv = bv[ib]
     return av @ bv
+
+
+_STACKING: dict[tuple[Any, ...], bool] = {}
+
+
+def _stacking_keeps_bits(ashape: tuple[int, ...], bshape: tuple[int, ...], dt: Any) -> bool:
+    """Does this machine's BLAS give every lane of ``A_l @ B`` (``ashape`` = (lanes, m, k)) the
+    same bits as one product of the stacked A rows? (Each element is the same k-sum; whether
+    the BLAS kernel forms it in the same order for a taller A is its business.) Asked once per
+    shape per process, on random values: lockstep must equal block by block."""
+    key = (ashape, bshape, np.dtype(dt).str)
+    ok = _STACKING.get(key)
+    if ok is None:
+        rng = np.random.default_rng(0)
+        a = rng.standard_normal(ashape).astype(dt)
+        b = rng.standard_normal(bshape[-2:]).astype(dt)
+        lanes, mm, k = ashape
+        per_lane = np.stack([a[i] @ b for i in range(lanes)])
+        stacked = (a.reshape(lanes * mm, k) @ b).reshape(per_lane.shape)
+        ok = _STACKING[key] = per_lane.tobytes() == stacked.tobytes()
+    return ok
 
 
 def _scales(t: Tile, rows: int, cols: int) -> np.ndarray:
