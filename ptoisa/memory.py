@@ -315,7 +315,8 @@ class Machine:
 
     def lazy_ok(self, tile: Tile) -> bool:
         """May ``tile`` be loaded copy-on-write / get a deferred result here?"""
-        return self.lazy_loads and tile.spec.numel * self.lanes >= self.LAZY_MIN_ELEMENTS
+        return self.lazy_loads and (tile.spec.is_boxed
+                                    or tile.spec.numel * self.lanes >= self.LAZY_MIN_ELEMENTS)
 
     def add_lazy(self, tile: Tile) -> None:
         if tile._buf is None and not self.planned and id(tile) not in self._live:

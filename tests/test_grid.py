@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ptoisa as pto
-from ptoisa import TileType
+from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
 
 R, C = 16, 32
 
@@ -247,3 +247,43 @@ def test_partial_reload_keeps_a_lazy_tiles_other_elements_on_the_npu():
     exp = x.reshape(R, C).copy()
     exp[:R // 2, :C // 2] = -1
     np.testing.assert_array_equal(out.reshape(R, C), exp)
+
+
+def test_small_boxed_tiles_keep_copy_semantics():
+    """Boxed (NZ/ZN) tiles load, move and take matmul results copy-on-write at any size: a
+    load, a move and an accumulator still hold their values when what they were taken from
+    is overwritten afterwards."""
+    m = 16
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((m, m)).astype(np.float16)
+    y = rng.standard_normal((m, m)).astype(np.float16)
+    out = np.zeros((m, m), np.float32)
+    want = x.astype(np.float64) @ y.astype(np.float64)
+    want = want + x.astype(np.float64) @ y.astype(np.float64)
+
+    def k(x, y, out):
+        g = (1, 1, 1, m, m)
+        mat = Tile(TileType.Mat, np.float16, m, m, BLayout.ColMajor, None, SLayout.RowMajor)
+        mb = Tile(TileType.Mat, np.float16, m, m, BLayout.ColMajor, None, SLayout.RowMajor)
+        left, right = pto.TileLeft(np.float16, m, m), pto.TileRight(np.float16, m, m)
+        acc = pto.TileAcc(np.float32, m, m)
+        pto.TLOAD(mat, GlobalTensor(x, g))
+        pto.TLOAD(mb, GlobalTensor(y, g))
+        pto.TMOV(left, mat)
+        pto.TMOV(right, mb)
+        pto.TLOAD(mat, GlobalTensor(y, g))      # left keeps x
+        v = Tile(TileType.Vec, np.float16, m, m)
+        pto.TLOAD(v, GlobalTensor(x, g))
+        pto.TADDS(v, v, 1.0)
+        pto.TSTORE(GlobalTensor(y, g), v)       # right (and mb) keep the old y
+        pto.TMATMUL(acc, left, right)
+        pto.TMATMUL_ACC(acc, acc, left, right)  # reads the first product back
+        pto.TSTORE(GlobalTensor(out, g), acc)
+
+    y0 = y.copy()
+    for lockstep in (True, False):
+        y[...] = y0
+        out[...] = 0
+        pto.launch(k, x, y, out, blocks=1, lockstep=lockstep)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(y, (x.astype(np.float32) + 1).astype(np.float16))
