@@ -332,7 +332,7 @@ class Machine:
             return
         for t in list(self._lazy):
             if _depends(t, flat):
-                t._materialize()
+                t.detach()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
 
     def storage_barrier(self, tile: Tile) -> None:

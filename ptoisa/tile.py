@@ -557,6 +557,29 @@ class Tile:
             with np.errstate(all="ignore"):
                 parallel.into(p[0], p[1], v)
 
+    def detach(self) -> None:
+        """What this lazily loaded or deferred tile reads is about to be overwritten: take
+        the values now. A boxed tile keeps reading lazily, from a private copy in logical
+        order (a plain copy; its own storage is a relayout, done only if it is read in its
+        layout or written: a tile reloaded first never pays it)."""
+        lz = self._lazy
+        if lz is not None and self.spec.is_boxed:
+            if isinstance(lz, LaneBlocks):
+                blocks, inv = lz.unique()
+                self._lazy = LaneBlocks(np.array(blocks), inv)
+            else:
+                self._lazy = np.array(lz)
+            return
+        self._materialize()
+
+    def _overwrite(self) -> None:
+        """Every element is written next (from values the caller already holds): what the
+        tile held lazily or deferred is dropped instead of computed."""
+        if self._lazy is not None or self._pending is not None:
+            self._lazy = self._pending = None
+            if self._buf is None:
+                current().auto_storage(self, False)
+
     def set_pending(self, fn: Any, args: tuple[np.ndarray, ...], machine: Machine) -> None:
         """Defer ``fn(*args, out=<whole tile>)``; inputs are views, so any write to them (or
         to this tile) computes it first (see Machine.storage_barrier / gm_barrier)."""
@@ -652,6 +675,9 @@ class Tile:
         if values.ndim < 2:
             values = np.broadcast_to(values, (1, 1) if values.ndim == 0 else (1, values.size))
         h, w = values.shape[-2:]
+        if (self._lazy is not None or self._pending is not None) and r0 == 0 and c0 == 0 \
+                and h == self.spec.rows and w == self.spec.cols:
+            self._overwrite()
         v = self.view2d()
         if v is not None:
             v[..., r0:r0 + h, c0:c0 + w] = values

@@ -287,3 +287,68 @@ def test_small_boxed_tiles_keep_copy_semantics():
         pto.launch(k, x, y, out, blocks=1, lockstep=lockstep)
         np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(y, (x.astype(np.float32) + 1).astype(np.float16))
+
+
+def test_a_shared_boxed_load_is_copied_when_its_gm_array_is_written():
+    """Blocks that load the same A panel share it (LaneBlocks); a later store into the same
+    GM array (each block its own scratch rows) makes the loaded tiles take their values first
+    (a private copy of the distinct panels), in lockstep and block by block alike."""
+    m = 16
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6 * m, m)).astype(np.float16)   # 2 panels, then 4 scratch rows
+    b = rng.standard_normal((m, m)).astype(np.float16)
+    a0 = a.copy()
+    want = np.concatenate([np.repeat((a0[i * m:(i + 1) * m].astype(np.float64)
+                                      @ b.astype(np.float64))[None], 2, 0) for i in range(2)])
+
+    def k(a, b, out):
+        blk = pto.get_block_idx()
+        bi = blk // 2
+        g = (1, 1, 1, m, m)
+        ta = Tile(TileType.Mat, np.float16, m, m, BLayout.ColMajor, None, SLayout.RowMajor)
+        tb = Tile(TileType.Mat, np.float16, m, m, BLayout.ColMajor, None, SLayout.RowMajor)
+        left, right = pto.TileLeft(np.float16, m, m), pto.TileRight(np.float16, m, m)
+        acc = pto.TileAcc(np.float32, m, m)
+        pto.TLOAD(ta, GlobalTensor(a, g, offset=bi * m * m))
+        pto.TLOAD(tb, GlobalTensor(b, g))
+        z = Tile(TileType.Vec, np.float16, m, m)
+        pto.TEXPANDS(z, 0.0)
+        pto.TSTORE(GlobalTensor(a, g, offset=(2 + blk) * m * m), z)
+        pto.TMOV(left, ta)
+        pto.TMOV(right, tb)
+        pto.TMATMUL(acc, left, right)
+        pto.TSTORE(GlobalTensor(out, g, offset=blk * m * m), acc)
+
+    for lockstep in (True, False):
+        a[...] = a0
+        out = np.zeros((4, m, m), np.float32)
+        pto.launch(k, a, b, out, blocks=4, lockstep=lockstep)
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(a[:2 * m], a0[:2 * m])
+        assert not a[2 * m:].any()
+
+
+def test_an_instruction_overwriting_a_loaded_tile_in_full_reads_it_first():
+    """TMULS(t, t, s) / TEXP(t, t) right after TLOAD(t): the result replaces the loaded values
+    (never copied in first), and a tile aliasing t's bytes sees the result."""
+    n = R * C
+    x = np.arange(n, dtype=np.float32) / n
+    out = np.zeros((3, n), np.float32)
+
+    def k(x, out):
+        t, u = _tile(), _tile()
+        pto.TASSIGN(t, 0x0)
+        pto.TASSIGN(u, 0x0)             # u aliases t
+        pto.TLOAD(t, _views(x, 0))
+        pto.TMULS(t, t, 2.0)
+        pto.TSTORE(_views(out[0], 0), u)
+        pto.TLOAD(t, _views(x, 0))
+        pto.TEXP(t, t)
+        pto.TSTORE(_views(out[1], 0), u)
+        pto.TSTORE(_views(out[2], 0), t)
+    pto.launch(k, x, out, blocks=1, mode="manual")
+    np.testing.assert_array_equal(out[0], 2 * x)
+    want = np.exp(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(out[1], want)
+    np.testing.assert_array_equal(out[2], want)
+    np.testing.assert_array_equal(x, np.arange(n, dtype=np.float32) / n)

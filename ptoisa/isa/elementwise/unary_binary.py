@@ -142,6 +142,8 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                     return
                 dst._pending = p  # (boxed: no deferred results; as below)
             a = np.asarray(src.read(vr, vc))
+            if (vr, vc) == dst.shape:
+                dst._overwrite()  # (a TLOAD's window read in place: not copied in first)
             with np.errstate(all="ignore"):
                 out = dst.view2d() if into is not None else None
                 if out is not None:
