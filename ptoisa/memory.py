@@ -101,6 +101,9 @@ class Machine:
         #: the InstrRecord of the latest observed instruction (its Event points to it)
         self.last_record: Any = None
         self._lazy: list[Tile] = []
+        #: bumped whenever a tile starts reading lazily or gets storage: a storage barrier
+        #: that found nothing to settle need not look again until it changes
+        self._lazy_gen = 0
         self._arena: list[np.ndarray] = []
         self._arena_cur: np.ndarray | None = None
         self._arena_pos = 0
@@ -193,6 +196,7 @@ class Machine:
         tile._buf = raw.view(tile.dtype.np)
         tile._machine = self
         tile.addr = addr
+        self._lazy_gen += 1
 
     def auto_storage(self, tile: Tile, poison: bool = True) -> np.ndarray:
         """Private storage for an unplaced ``tile`` (auto mode), filled with the poison
@@ -211,6 +215,7 @@ class Machine:
             self.poisoned += buf.nbytes
         tile._buf = buf
         tile._machine = self
+        self._lazy_gen += 1
         return buf
 
     # ---- auto-mode capacity: the live tiles of a buffer fit in it together ----------------
@@ -319,6 +324,7 @@ class Machine:
                                     or tile.spec.numel * self.lanes >= self.LAZY_MIN_ELEMENTS)
 
     def add_lazy(self, tile: Tile) -> None:
+        self._lazy_gen += 1
         if tile._buf is None and not self.planned and id(tile) not in self._live:
             self._track(tile)  # loaded (or computed) without storage yet: it is on chip all
             #                    the same
@@ -341,6 +347,11 @@ class Machine:
         buf = tile._buf
         if buf is None:
             return
+        st = tile._settled
+        if st is not None and st[0] is self and st[1] == self._lazy_gen and st[2] is buf:
+            # nothing started reading lazily, and no tile got storage, since this found
+            # nothing reading these bytes (lazy tiles only ever stop depending on memory)
+            return
         for t in list(self._lazy):
             if t is tile:
                 continue
@@ -348,6 +359,7 @@ class Machine:
                     and np.may_share_memory(t._buf, buf)) or _depends(t, buf):
                 t._materialize()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
+        tile._settled = (self, self._lazy_gen, buf)
 
     def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None) -> None:
         """Make ``tile`` view the bytes of ``base`` from ``byte_offset`` on (TRESHAPE, TSUBVIEW,
@@ -376,6 +388,9 @@ class Machine:
             tile.addr = None
             tile._machine = self
         tile._buf = raw.view(tile.dtype.np)
+        self._lazy_gen += 1
+        if base._machine is not None and base._machine is not self:
+            base._machine._lazy_gen += 1
 
     # ---- printing --------------------------------------------------------------------------
     @property

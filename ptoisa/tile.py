@@ -349,7 +349,7 @@ class Tile:
     """
 
     __slots__ = ("spec", "_vr", "_vc", "_buf", "_machine", "addr", "name", "_lazy",
-                 "_pending", "_v2d", "__weakref__")
+                 "_pending", "_v2d", "_settled", "__weakref__")
 
     def __init__(
         self,
@@ -388,6 +388,9 @@ class Tile:
         self._machine: Machine | None = None
         self.addr: int | None = None
         self.name = name
+        #: (machine, its lazy generation, storage) when no lazy tile of that machine read
+        #: this storage: see Machine.storage_barrier
+        self._settled: tuple[Machine, int, np.ndarray] | None = None
         self._set_valid(vr, vc)
 
     @classmethod
@@ -498,6 +501,7 @@ class Tile:
         t._lazy = None
         t._pending = None
         t._v2d = None
+        t._settled = None
         t.spec, t.name, t.addr, t._machine = self.spec, self.name, self.addr, self._machine
         t._buf = buf[b]
         vr, vc = self._vr, self._vc

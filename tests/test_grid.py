@@ -352,3 +352,26 @@ def test_an_instruction_overwriting_a_loaded_tile_in_full_reads_it_first():
     np.testing.assert_array_equal(out[1], want)
     np.testing.assert_array_equal(out[2], want)
     np.testing.assert_array_equal(x, np.arange(n, dtype=np.float32) / n)
+
+
+def test_a_tile_written_after_a_new_lazy_reader_appeared_settles_it_first():
+    """A tile whose storage was already checked (nothing read it lazily) gets a lazy reader
+    (TMOV without a copy); writing the tile afterwards must give the reader its copy first."""
+    n = R * C
+    x = np.arange(n, dtype=np.float32)
+    out = np.zeros((3, n), np.float32)
+
+    def k(x, out):
+        a, b, c = _tile(), _tile(), _tile()
+        pto.TLOAD(a, _views(x, 0))
+        pto.TADDS(a, a, 1.0)            # a has its own storage now
+        pto.TSTORE(_views(out[0], 0), a)
+        pto.TMOV(b, a)                  # b reads a's storage in place
+        pto.TMOV(c, a)
+        pto.TADDS(a, a, 1.0)            # ... until a is written: b and c keep x + 1
+        pto.TSTORE(_views(out[1], 0), b)
+        pto.TADDS(a, a, 1.0)
+        pto.TSTORE(_views(out[2], 0), c)
+    pto.launch(k, x, out, blocks=1)
+    for row in out:
+        np.testing.assert_array_equal(row, x + 1)

@@ -130,17 +130,16 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
         vr, vc = dst.valid_shape
         if vr and vc:
             if pending is not None and src is dst and dst._pending is not None \
-                    and (vr, vc) == dst.shape:
+                    and (vr, vc) == dst.shape and not dst.spec.is_boxed:
                 # in place on a deferred result (TEXP(t, t) after TROWEXPANDSUB(t, ...)):
                 # computed from it chunk by chunk, never stored on its own
                 p, dst._pending = dst._pending, None
                 if dst._buf is None:
                     current().auto_storage(dst, False)  # written in full below
                 out = dst.view2d()
-                if out is not None:
-                    pending(p, dst.dtype, out)
-                    return
-                dst._pending = p  # (boxed: no deferred results; as below)
+                assert out is not None  # (not boxed)
+                pending(p, dst.dtype, out)
+                return
             a = np.asarray(src.read(vr, vc))
             if (vr, vc) == dst.shape:
                 dst._overwrite()  # (a TLOAD's window read in place: not copied in first)
