@@ -1,7 +1,7 @@
 """Speed at scale: each benchmark at several sizes and block counts against the plain-numpy
 version of the same maths, in one process, plus the fixed cost of a launch.
 
-    python benchmarks/scale.py [--repeat N] [--target cpu] [--quick] [--json FILE]
+    python benchmarks/scale.py [--repeat N] [--target a2a3|cpu|a5] [--quick] [--json FILE]
 
 Every size runs numpy and ptoisa alternately, ``--repeat`` rounds; the ratio printed is the
 median of the per-round ratios (load drifts on a shared machine hit both sides of a round
@@ -286,7 +286,7 @@ def launch_cost(target: str, repeat: int) -> tuple[float, float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="cpu")
+    ap.add_argument("--target", default="a2a3", help="default: a2a3, as everywhere")
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--quick", action="store_true", help="the goal sizes only")
     ap.add_argument("--json", help="also write the rows to this file")
