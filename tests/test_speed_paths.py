@@ -173,7 +173,8 @@ def test_tree_reduce_in_chunks_is_the_halving_tree(dt, shape, monkeypatch):
                     dt).reshape(shape[:-1])
     with np.errstate(all="ignore"):
         got = rules.tree_reduce(x, np.add, 0)
-        monkeypatch.setattr(rules, "_TREE_CHUNK", 64)  # many chunks (and parts, when large)
+        monkeypatch.setattr(rules, "_TREE_SMALL", 0)  # the chunked path at any size ...
+        monkeypatch.setattr(rules, "_TREE_CHUNK", 64)  # ... in many chunks
         small = rules.tree_reduce(x, np.add, 0)
     assert got.dtype == x.dtype and got.shape == shape[:-1]
     assert got.tobytes() == want.tobytes() == small.tobytes()
@@ -185,6 +186,7 @@ def test_tree_reduce_over_the_cores_is_the_same_tree(monkeypatch):
 
     x = np.random.default_rng(8).standard_normal((64, 8, 1024)).astype(np.float32)
     monkeypatch.setattr(parallel, "MIN_ELEMENTS", 1)  # split into parts even on one core
+    monkeypatch.setattr(rules, "_TREE_SMALL", 0)
     monkeypatch.setattr(parallel, "workers", lambda: 2)
     lvl = x
     while lvl.shape[-1] > 1:  # one level at a time over the whole array

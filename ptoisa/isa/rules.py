@@ -70,6 +70,12 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
         x = np.concatenate([x, pad], axis=-1)
     if width == 1:
         return x[..., 0]
+    if x.size < _TREE_SMALL:  # in cache anyway: one level at a time over everything
+        with np.errstate(all="ignore"):
+            while x.shape[-1] > 1:
+                h = x.shape[-1] // 2
+                x = fn(x[..., :h], x[..., h:])
+        return x[..., 0]
     lead = x.reshape(-1, width)
     rows = lead.shape[0]
     out = np.empty(rows, x.dtype)
@@ -97,3 +103,5 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
 
 #: input elements per chunk of :func:`tree_reduce` (its first level's buffer: half of that)
 _TREE_CHUNK = 1 << 20
+#: smaller inputs go one level at a time (faster while the whole tree stays in cache)
+_TREE_SMALL = 1 << 21
