@@ -12,17 +12,19 @@ Synchronisation is manual, with flags as in a hand-written PTO kernel:
 
 Run it (prints both cycle reports; ``--plot FILE.png`` draws the two timelines):
 
-    python examples/flash_softmax.py [--target cpu|a2a3|a5] [--blocks-kv 8]
+    python examples/flash_softmax.py [--target cpu|a2a3|a5] [--blocks-kv 8] [--pto]
         [--plot docs/cycles_flash_softmax.png]
 
-(no ``--pto``: ``pto.export`` does not carry the set_flag/wait_flag yet, and the flags are
-what this example is about)
+``--pto`` runs ``examples/flash_softmax.pto`` instead: the two kernels exported by
+``pto.export`` (``pto_text()``), flags included, for 8 K/V blocks (other ``--blocks-kv``
+export them afresh).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +33,8 @@ from ptoisa import BLayout, GlobalTensor, Pipe, Tile, TileType
 from ptoisa.cycles import CycleReport
 
 ROWS, BC = 16, 128   # one score block: 16 query rows x 128 keys, f32 (8 KiB of UB)
+PTO_FILE = Path(__file__).with_suffix(".pto")
+PTO_NKV = 8          # the K/V blocks the .pto programs were exported for
 
 
 def flash_softmax(s: np.ndarray, p: np.ndarray, nkv: int, double: bool) -> None:
@@ -70,31 +74,69 @@ def reference(s: np.ndarray) -> np.ndarray:
     return (e / e.sum(axis=1, keepdims=True)).astype(np.float32).reshape(s.shape)
 
 
-def run(nkv: int, double: bool, target: str = pto.DEFAULT_TARGET
+def run(nkv: int, double: bool, target: str = pto.DEFAULT_TARGET, use_pto: bool = False
         ) -> tuple[CycleReport, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     s = rng.standard_normal(nkv * ROWS * BC, dtype=np.float32)
     p = np.zeros_like(s)
+    if use_pto:
+        # the file holds the programs for PTO_NKV blocks; other counts are exported afresh
+        prog = pto.load(PTO_FILE if nkv == PTO_NKV else pto_text(nkv), target=target)
+        fn = getattr(prog, "flash_softmax_" + ("double" if double else "single"))
+        return fn(s, p, cycles=True), p, s
     rep = pto.launch(flash_softmax, s, p, nkv, double, target=target, cycles=True)
     return rep, p, s
+
+
+def pto_text(nkv: int = PTO_NKV) -> str:
+    """examples/flash_softmax.pto: both kernels exported (``pto.export``, which checks each
+    against the eager run bit for bit) into one module, with the file's header."""
+    s = np.zeros(nkv * ROWS * BC, np.float32)
+    aliases: list[str] = []
+    funcs: list[str] = []
+    for double in (False, True):
+        text = pto.export(flash_softmax, s, np.zeros_like(s), nkv, double,
+                          name="flash_softmax_" + ("double" if double else "single"))
+        lines = text.splitlines()
+        start = lines.index("module {")
+        aliases += [ln for ln in lines[:start] if ln not in aliases]
+        funcs.append("\n".join(lines[start + 1:-1]))
+    n = nkv * ROWS * BC
+    header = [
+        "// The vector side of a flash-attention step (examples/flash_softmax.py), exported with",
+        "// pto.export for 8 K/V blocks of 16 x 128 f32 scores: flash_softmax_single (one tile;",
+        "// load and compute take turns) and flash_softmax_double (two tiles, one event id each;",
+        "// MTE2 and V overlap). The set_flag / wait_flag pairs are the kernel's own. Run it:",
+        "//",
+        "//   ptoisa run examples/flash_softmax.pto --entry flash_softmax_double \\",
+        f"//       --arg s=rand:{n}:f32 --arg p=zeros:{n}:f32 --cycles",
+        "//",
+        "// or: python examples/flash_softmax.py --pto",
+    ]
+    return "\n".join(header + aliases + ["module {"] + funcs + ["}"]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default=pto.DEFAULT_TARGET, choices=["cpu", "a2a3", "a5"],
                     help=f"target profile and cycle table (default {pto.DEFAULT_TARGET})")
-    ap.add_argument("--blocks-kv", type=int, default=8)
+    ap.add_argument("--blocks-kv", type=int, default=PTO_NKV)
+    ap.add_argument("--pto", action="store_true",
+                    help=f"run {PTO_FILE.name} (exported for {PTO_NKV} K/V blocks; other "
+                         "counts are exported afresh)")
     ap.add_argument("--plot", metavar="FILE.png")
     ns = ap.parse_args(argv)
     reps = {}
     for double in (False, True):
-        rep, p, s = run(ns.blocks_kv, double, ns.target)
+        rep, p, s = run(ns.blocks_kv, double, ns.target, ns.pto)
         if not np.allclose(p, reference(s), rtol=2e-6, atol=1e-7):
             print("WRONG RESULT", file=sys.stderr)
             return 1
         name = "double buffer" if double else "single buffer"
         reps[name] = rep
-        print(f"== {name} on {ns.target}: MTE2/V overlap {rep.overlap('MTE2', 'V')} cycles")
+        src = f" ({PTO_FILE.name})" if ns.pto else ""
+        print(f"== {name}{src} on {ns.target}: MTE2/V overlap {rep.overlap('MTE2', 'V')} "
+              "cycles")
         print(rep.summary(top=5))
     if ns.plot:
         import matplotlib

@@ -32,8 +32,10 @@ by :func:`ptoisa.text.print_module` in DPS form. How the Python kernel maps onto
 * **instructions** are written in DPS form (``ins(...) outs(...)``, C++ operand order,
   template parameters as attributes); every op is bound back through the same bridge the
   interpreter uses, so an instruction whose PTOAS spelling the exporter cannot produce is an
-  error rather than a wrong program. Events and sync instructions (set/wait flags, barriers)
-  are left out: PTOAS inserts the synchronisation.
+  error rather than a wrong program. Flags and barriers (SET_FLAG / WAIT_FLAG /
+  PIPE_BARRIER) are written as ``pto.set_flag`` / ``pto.wait_flag`` / ``pto.barrier``: the
+  program synchronises as the kernel did. Events passed to intrinsics are left out (PTOAS
+  inserts what they order); a kernel using both is refused.
 
 What cannot be expressed is a located :class:`~ptoisa.symbolic.ExportError` at the kernel's
 line: Python control flow on the block index or a ``pto.range`` index (``if``, ``min()``,

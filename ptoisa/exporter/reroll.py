@@ -9,7 +9,10 @@ from typing import Any
 from ..ir import types as T
 from ..ir.core import Block, Op, Region, Value
 from ..symbolic import SymInt
-from .spelling import _MAX_PERIOD, _MIN_TRIPS, _key, _linear, _rebuild
+from .spelling import _MAX_PERIOD, _MIN_TRIPS, _SYNC_OPS, _key, _linear, _rebuild
+
+#: the sync ops (operand-free custom syntax: equal when their brackets are)
+_SYNC_NAMES = frozenset(_SYNC_OPS.values())
 
 
 class _Scope:
@@ -90,7 +93,7 @@ class Rerolling:
                 len(a.operands) != len(b.operands) or a.attributes != b.attributes or \
                 a.operand_types != b.operand_types or a.syntax != b.syntax or a.results:
             return None
-        if a.form != "dps" and a.name != "pto.set_validshape":
+        if a.form != "dps" and a.name != "pto.set_validshape" and a.name not in _SYNC_NAMES:
             return None
         out: list[Any] = []
         for x, y in zip(a.operands, b.operands, strict=True):

@@ -16,8 +16,11 @@ from ..isa.registry import Instr
 from ..symbolic import SymInt
 from ..tile import Tile
 
-#: instructions the program leaves to PTOAS (synchronisation) or has no op for
-_SKIP = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER", "TSYNC"})
+#: instructions the program has no op for (TSYNC waits for Events, which are not exported)
+_SKIP = frozenset({"TSYNC"})
+#: the flags between pipes and the barriers, exported as written (manual synchronisation)
+_SYNC_OPS = {"SET_FLAG": "pto.set_flag", "WAIT_FLAG": "pto.wait_flag",
+             "PIPE_BARRIER": "pto.barrier"}
 _MIXED = frozenset({"TPUSH", "TPOP", "TFREE", "TNOTIFY", "TWAIT", "TTEST", "SYNCALL"})
 _LOC_NAMES = {TileType.Vec: "vec", TileType.Mat: "mat", TileType.Left: "left",
               TileType.Right: "right", TileType.Acc: "acc", TileType.Bias: "bias",
@@ -55,6 +58,29 @@ _MIN_TRIPS = 3
 _COLON = Piece("p", ":")
 _COMMA = Piece("p", ",")
 _EQ = Piece("p", "=")
+
+
+def sync_op(ins: Instr, values: list[Any]) -> Op:
+    """``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]`` / ``pto.wait_flag[...]`` /
+    ``pto.barrier <PIPE_V>`` for SET_FLAG / WAIT_FLAG / PIPE_BARRIER."""
+    from ..isa.sync.flags import _event_id
+    from ..memory import current
+
+    if ins.name == "PIPE_BARRIER":
+        return Op("pto.barrier", form="custom",
+                  syntax=(Piece("a", A.DialectAttr("", values[0].value)),))
+    src, dst, eid = values[:3]
+    if isinstance(eid, SymInt):
+        raise S.fail(f"{ins.mnemonic}: an event id that depends on the block index or a "
+                     "pto.range index is not exported yet")
+    items = (src.value, dst.value, f"EVENT_ID{_event_id(ins, current(), eid)}")
+    syntax: list[Piece] = [Piece("p", "[")]
+    for k, item in enumerate(items):
+        if k:
+            syntax.append(_COMMA)
+        syntax.append(Piece("a", A.DialectAttr("", item)))
+    syntax.append(Piece("p", "]"))
+    return Op(_SYNC_OPS[ins.name], form="custom", syntax=tuple(syntax))
 
 
 def op_name(ins: Instr) -> str:

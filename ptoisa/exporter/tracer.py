@@ -27,6 +27,7 @@ from .spelling import (
     _EQ,
     _MIXED,
     _SKIP,
+    _SYNC_OPS,
     _VALUE_SCALARS,
     _const_order,
     _has_iv,
@@ -36,6 +37,7 @@ from .spelling import (
     _same,
     ir_elem_type,
     op_name,
+    sync_op,
     tile_type,
 )
 
@@ -71,6 +73,10 @@ class Tracer(Rerolling):
         self.views: dict[Any, Value] = {}
         self.error: PtoError | None = None
         self.last_failure: PtoError | None = None  # see symbolic.fail
+        #: the kernel's synchronisation: flags and barriers are exported as written; Events
+        #: passed to intrinsics are not (PTOAS inserts what they order)
+        self.used_flags = False
+        self.used_events = False
 
     # ---- names and constants --------------------------------------------------------------
     def _name(self, base: str) -> str:
@@ -413,6 +419,12 @@ class Tracer(Rerolling):
 
     def _observe(self, rec: InstrRecord) -> None:
         ins = rec.instr
+        if rec.waits:
+            self.used_events = True
+        if ins.name in _SYNC_OPS:
+            self.used_flags = True
+            self.scopes[-1].ops.append(sync_op(ins, rec.values))
+            return
         if ins.name in _SKIP:
             return
         if ins.name in _MIXED:
@@ -583,6 +595,10 @@ class Tracer(Rerolling):
 
     # ---- the module -------------------------------------------------------------------------
     def module(self) -> Module:
+        if self.used_flags and self.used_events:
+            raise PtoError("a kernel that synchronises with both flags (SET_FLAG / WAIT_FLAG) "
+                           "and Events is not exported yet: the program would keep the flags "
+                           "and lose what the Events order (use flags only, or Events only)")
         main = self.reroll(self.scopes[0].ops) + [Op("func.return")]
         consts = sorted(self.const_ops, key=_const_order)
         body = self._dead_code(consts + self.header + self.h_views + self.h_parts

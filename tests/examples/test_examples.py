@@ -224,3 +224,11 @@ def test_cli_run_topk(tmp_path: Path) -> None:
     want_v, want_i = topk_ref(x, topk.K)
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "top_vals.npy"), want_v)
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "top_idx.npy"), want_i)
+
+
+def test_flash_softmax_pto_is_what_export_writes_today() -> None:
+    """examples/flash_softmax.pto is pto.export's output for the eager kernel (checked in, so
+    it reads like any .pto example): regenerate it with ``pto_text()`` when the kernel or the
+    exporter changes."""
+    fs = _example("flash_softmax")
+    assert (EXAMPLES / "flash_softmax.pto").read_text() == fs.pto_text()
