@@ -309,18 +309,21 @@ class CycleModel:
 
         mode = "manual" if self.has_sync else "auto"
         target = self.target or "?"
-        try:
-            key: Any = (mode, target, self.blocks, self.lockstep, tuple(self.steps))
-            done = _SCHEDULES.get(key)
-        except TypeError:  # a Step with cross-core edges: schedule it
-            key, done = None, None
+        key: Any = None
+        done = None
+        if len(self.steps) <= _SCHEDULE_MEMO_STEPS:
+            try:
+                key = (mode, target, self.blocks, self.lockstep, tuple(self.steps))
+                done = _SCHEDULES.get(key)
+            except TypeError:  # a Step with cross-core edges: schedule it
+                key = None
         if done is None:
             steps = [s if isinstance(s, Step) else _step(i, s) for i, s in
                      enumerate(self.steps)]
             flows, deadlocks = schedule(steps, manual=self.has_sync)
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
             done.blocks, done.lockstep = self.blocks, self.lockstep
-            if key is not None and len(steps) <= _SCHEDULE_MEMO_STEPS:
+            if key is not None:
                 if len(_SCHEDULES) >= 64:
                     _SCHEDULES.clear()
                 _SCHEDULES[key] = done
@@ -370,7 +373,7 @@ _SPACES = frozenset(LOC_SPACE.values())
 
 #: schedules of earlier runs by what they recorded (runs of at most this many steps)
 _SCHEDULES: dict[Any, Any] = {}
-_SCHEDULE_MEMO_STEPS = 200_000
+_SCHEDULE_MEMO_STEPS = 4096  # (64 of them at most: a bounded amount of memory)
 
 #: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
 #: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
