@@ -1,0 +1,133 @@
+"""Random programs over overlapping GM regions: a launch (loads read GM in place, results are
+deferred, boxed tiles keep logical copies: the copy-on-write machinery of ptoisa/tile.py and
+ptoisa/memory.py) must leave every GM byte as a plain machine does, which copies at every
+TLOAD / TMOV and computes every result at once (the ISA's copy semantics, no laziness)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ptoisa as pto
+from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
+
+R, C = 16, 64   # Vec f32 tiles
+M = 16          # the cube's f16 tiles (M x M), NZ / ZZ / ZN / NZ
+ROWS = 4 * R    # GM: V, O are ROWS x C f32; A is 4M x M f16
+OFFSETS = (0, 4, 8, 16, 40)  # row offsets: regions overlap
+
+
+def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    vec = st.integers(0, 2)
+    mat = st.integers(0, 1)
+    off = st.sampled_from(OFFSETS)
+    op = st.one_of(
+        st.tuples(st.just("load_v"), vec, off),
+        st.tuples(st.just("store_v"), vec, off),
+        st.tuples(st.just("add"), vec, vec, vec),
+        st.tuples(st.just("muls"), vec, vec),
+        st.tuples(st.just("exp"), vec),
+        st.tuples(st.just("mov_v"), vec, vec),
+        st.tuples(st.just("load_m"), mat, off),
+        st.tuples(st.just("store_a"), off),
+        st.tuples(st.just("mov_left"), mat),
+        st.tuples(st.just("mov_right"), mat),
+        st.tuples(st.just("matmul"), st.booleans()),
+        st.tuples(st.just("store_acc"), off),
+    )
+    return st.lists(op, min_size=1, max_size=25)
+
+
+def _program(ops: list[tuple[Any, ...]]) -> Any:
+    def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
+        vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
+        ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
+              for _ in range(2)]
+        half = Tile(TileType.Vec, np.float16, M, M)
+        left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
+        acc = pto.TileAcc(np.float32, M, M)
+
+        def gv(arr: np.ndarray, row: int, rows: int, cols: int) -> GlobalTensor:
+            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
+                                offset=row * cols)
+
+        # every tile starts defined (a poisoned read would compare equal anyway, but a
+        # deferred result over poison is not what this is about)
+        for k, t in enumerate(vs):
+            pto.TLOAD(t, gv(v, 8 * k, R, C))
+        for k, t in enumerate(ms):
+            pto.TLOAD(t, gv(a, 8 * k, M, M))
+        pto.TMOV(left, ms[0])
+        pto.TMOV(right, ms[1])
+        pto.TMATMUL(acc, left, right)
+        for op in ops:
+            kind = op[0]
+            if kind == "load_v":
+                pto.TLOAD(vs[op[1]], gv(v, op[2], R, C))
+            elif kind == "store_v":
+                pto.TSTORE(gv(v, op[2], R, C), vs[op[1]])
+            elif kind == "add":
+                pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
+            elif kind == "muls":
+                pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
+            elif kind == "exp":
+                pto.TEXP(vs[op[1]], vs[op[1]])
+            elif kind == "mov_v":
+                pto.TMOV(vs[op[1]], vs[op[2]])
+            elif kind == "load_m":
+                pto.TLOAD(ms[op[1]], gv(a, op[2], M, M))
+            elif kind == "store_a":  # rewrite part of A while Mat tiles may read it
+                pto.TLOAD(half, gv(a, op[1], M, M))
+                pto.TADDS(half, half, 1.0)
+                pto.TSTORE(gv(a, op[1], M, M), half)
+            elif kind == "mov_left":
+                pto.TMOV(left, ms[op[1]])
+            elif kind == "mov_right":
+                pto.TMOV(right, ms[op[1]])
+            elif kind == "matmul":
+                if op[1]:
+                    pto.TMATMUL_ACC(acc, acc, left, right)
+                else:
+                    pto.TMATMUL(acc, left, right)
+            else:  # store_acc
+                pto.TSTORE(gv(o, op[1], M, M), acc)
+        pto.TSTORE(gv(o, 0, M, M), acc)
+    return kernel
+
+
+def _inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(12)
+    v = (rng.standard_normal((ROWS, C)) * 2).astype(np.float32)
+    a = rng.standard_normal((4 * M, M)).astype(np.float16)
+    o = np.zeros((ROWS, C), np.float32)
+    return v, a, o
+
+
+@pytest.mark.parametrize("lazy_min", [None, 0], ids=["boxed", "every-tile"])
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@settings(max_examples=500, deadline=None)
+@given(ops=_ops())
+def test_launch_equals_a_machine_that_copies_at_once(target: str, lazy_min: int | None,
+                                                      ops: list[tuple[Any, ...]]) -> None:
+    """``lazy_min``: launches read boxed tiles lazily at any size and ND tiles from 16K
+    elements (None); 0 makes every tile lazy, so the ND paths (deferred results, loads read in
+    place, in-place overwrites) run here too."""
+    kernel = _program(ops)
+    lazy = _inputs()
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    if lazy_min is not None:
+        pto.Machine.LAZY_MIN_ELEMENTS = lazy_min
+    try:
+        pto.launch(kernel, *lazy, target=target)
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
+    plain = _inputs()
+    with pto.target(target) as m:
+        assert not m.lazy_loads
+        kernel(*plain)
+    for x, y in zip(lazy, plain, strict=True):
+        assert x.tobytes() == y.tobytes()
