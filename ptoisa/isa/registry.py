@@ -67,14 +67,27 @@ class Event:
     NPU's concurrent pipes need (``src``: the producer's record, when it was observed).
     """
 
-    __slots__ = ("op", "pipe", "src")
+    __slots__ = ("op", "_pipe", "src", "_of")
 
-    def __init__(self, op: str, pipe: Pipe, src: InstrRecord | None = None) -> None:
+    def __init__(self, op: str, pipe: Pipe | None, src: InstrRecord | None = None,
+                 of: tuple[Instr, list[Any]] | None = None) -> None:
         self.op = op
-        self.pipe = pipe
+        #: the pipe, or None while it is still to be found from the operands (``of``:
+        #: an operand-dependent pipe is looked up only if someone asks)
+        self._pipe = pipe
+        self._of = of
         #: the producer's record when observers watched it (the sanitizer finds the
         #: producer's clock there, ``src.tag``)
         self.src = src
+
+    @property
+    def pipe(self) -> Pipe:
+        p = self._pipe
+        if p is None:
+            ins, vals = self._of  # type: ignore[misc]
+            p = self._pipe = ins.pipe_on(vals)
+            self._of = None
+        return p
 
     def __repr__(self) -> str:
         return f"<Event {self.op} on {self.pipe.value}>"
@@ -188,7 +201,9 @@ class Instr:
         if not self.returns_event:
             return result
         if not m.observers:
-            return Event(self.name, self.pipe if self.pipe_of is None else self.pipe_on(vals))
+            if self.pipe_of is None:
+                return Event(self.name, self.pipe)
+            return Event(self.name, None, None, (self, vals))
         return Event(self.name, self.pipe_on(vals), m.last_record)
 
     # ---- THE dispatch point ----------------------------------------------------------------
@@ -383,6 +398,7 @@ class InstrRecord:
 
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
+_SPEC_TYPES = frozenset({Tile, GlobalTensor})  # (subclasses: the isinstance below)
 
 
 def _caller_loc() -> tuple[str, int] | None:
@@ -394,6 +410,8 @@ def _caller_loc() -> tuple[str, int] | None:
 
 
 def _type_of(v: Any) -> Any:
+    if type(v) in _SPEC_TYPES:
+        return v.spec
     if isinstance(v, (Tile, GlobalTensor)):
         return v.spec
     if v is None:
