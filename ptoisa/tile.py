@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt_mod
+from . import parallel
 from . import symbolic as _sym
 from .dtypes import DType
 from .enums import (
@@ -556,8 +557,6 @@ class Tile:
         if w is not None:
             v[...] = w
         elif p is not None:
-            from . import parallel
-
             with np.errstate(all="ignore"):
                 parallel.into(p[0], p[1], v)
 

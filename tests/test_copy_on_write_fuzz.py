@@ -38,6 +38,9 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
         st.tuples(st.just("mov_right"), mat),
         st.tuples(st.just("matmul"), st.booleans()),
         st.tuples(st.just("store_acc"), off),
+        st.tuples(st.just("rowmax"), vec),
+        st.tuples(st.just("rowsum"), vec),
+        st.tuples(st.just("rowsub"), vec, vec),
     )
     return st.lists(op, min_size=1, max_size=25)
 
@@ -50,6 +53,8 @@ def _program(ops: list[tuple[Any, ...]]) -> Any:
         half = Tile(TileType.Vec, np.float16, M, M)
         left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
         acc = pto.TileAcc(np.float32, M, M)
+        col = Tile(TileType.Vec, np.float32, R, 1, BLayout.ColMajor)
+        tmp = Tile(TileType.Vec, np.float32, R, C)
 
         def gv(arr: np.ndarray, row: int, rows: int, cols: int) -> GlobalTensor:
             return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
@@ -64,6 +69,7 @@ def _program(ops: list[tuple[Any, ...]]) -> Any:
         pto.TMOV(left, ms[0])
         pto.TMOV(right, ms[1])
         pto.TMATMUL(acc, left, right)
+        pto.TROWMAX(col, vs[0], tmp)
         for op in ops:
             kind = op[0]
             if kind == "load_v":
@@ -93,6 +99,12 @@ def _program(ops: list[tuple[Any, ...]]) -> Any:
                     pto.TMATMUL_ACC(acc, acc, left, right)
                 else:
                     pto.TMATMUL(acc, left, right)
+            elif kind == "rowmax":
+                pto.TROWMAX(col, vs[op[1]], tmp)
+            elif kind == "rowsum":
+                pto.TROWSUM(col, vs[op[1]], tmp)
+            elif kind == "rowsub":  # deferred in a launch: reads col's storage in place
+                pto.TROWEXPANDSUB(vs[op[1]], vs[op[2]], col)
             else:  # store_acc
                 pto.TSTORE(gv(o, op[1], M, M), acc)
         pto.TSTORE(gv(o, 0, M, M), acc)

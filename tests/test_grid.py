@@ -375,3 +375,26 @@ def test_a_tile_written_after_a_new_lazy_reader_appeared_settles_it_first():
     pto.launch(k, x, out, blocks=1)
     for row in out:
         np.testing.assert_array_equal(row, x + 1)
+
+
+def test_a_store_of_a_tile_moved_from_one_reloaded_since_stores_the_moved_values():
+    """Found by tests/test_copy_on_write_fuzz.py: b = TMOV(a) reads a's storage in place; a is
+    then reloaded from GM (in place too), and b is stored over that GM. The store read b's
+    values as a view of a's storage before the GM barrier refilled that storage from GM, so it
+    stored a's new values. Barriers now run before an instruction reads its sources."""
+    n = R * C
+    x = np.arange(3 * n, dtype=np.float32)
+    want = x.copy()
+
+    def k(x):
+        a, b = _tile(), _tile()
+        pto.TLOAD(a, _views(x, 0))
+        pto.TSTORE(pto.GlobalTensor(x, (1, 1, 1, R, C), offset=C), a)  # overlaps a's rows
+        pto.TMOV(b, a)                  # b reads a's storage in place
+        pto.TLOAD(a, _views(x, 0))      # a reads GM in place (its storage keeps b's values)
+        pto.TSTORE(_views(x, 0), b)     # GM barrier: a takes GM into its storage
+    pto.launch(k, x, blocks=1)
+    # the plain sequence: rows 1.. get a (= rows 0..), then rows 0.. get b (= the old rows 0..)
+    want[C:C + n] = want[:n].copy()
+    want[:n] = np.arange(n, dtype=np.float32)
+    np.testing.assert_array_equal(x, want)

@@ -147,6 +147,8 @@ class Instr:
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
     _n_required: int = field(default=0, init=False)
+    #: positions of the operands the instruction writes (out, inout, scratch)
+    _written: tuple[int, ...] = field(default=(), init=False)
     _on: dict[Target, Resolved] = field(default_factory=dict, init=False, repr=False)
     #: eager calls without keywords whose operand types bound cleanly before (no Events, no
     #: coercion): argument types -> (padding, default parameters); see bind
@@ -155,6 +157,8 @@ class Instr:
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
+        self._written = tuple(i for i, o in enumerate(self.operands)
+                              if o.role in ("out", "inout", "scratch"))
         self.__doc__ = self.doc
 
     def on(self, target: Target) -> Resolved:
@@ -231,6 +235,8 @@ class Instr:
     def _run_one(self, m: Machine, vals: list[Any], params: dict[str, Any],
                  checked: bool) -> Any:
         on = self._on.get(m.target) or self.on(m.target)
+        if m._lazy and self._written:
+            _settle_written(m, self._written, vals)
         try:
             if checked:
                 for r in on.runtime:
@@ -399,6 +405,21 @@ class InstrRecord:
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
 _SPEC_TYPES = frozenset({Tile, GlobalTensor})  # (subclasses: the isinstance below)
+
+
+def _settle_written(m: Machine, written: tuple[int, ...], vals: list[Any]) -> None:
+    """Before an instruction reads its sources: the tiles that still read what it is about to
+    write (lazily loaded or deferred, see ptoisa/tile.py) take their values now. The semantics
+    read sources as views; settling later, from inside the write, would copy into buffers
+    those views already point at (a tile moved in place from another, whose buffer a barrier
+    then fills)."""
+    for i in written:
+        v = vals[i] if i < len(vals) else None
+        if isinstance(v, Tile):
+            if v._buf is not None:
+                m.storage_barrier(v)
+        elif isinstance(v, GlobalTensor):
+            m.gm_barrier(v.flat)
 
 
 def _caller_loc() -> tuple[str, int] | None:

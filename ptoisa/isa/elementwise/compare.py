@@ -22,7 +22,7 @@ import numpy as np
 
 from ...enums import CmpMode, Pipe
 from ...errors import RuntimeCheckError
-from ...memory import Machine
+from ...memory import Machine, current
 from ...tile import Tile
 from ..registry import Instr, Opnd, Sig, instr, same_dtype
 from ..rules import vec
@@ -93,8 +93,6 @@ def _mask_words(ins: Instr, dst: Tile, src: Tile) -> None:
 
 
 def _tcmp_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any, *rest: Any, **kw: Any) -> None:
-    from ...memory import current
-
     if not (ins.name == "TCMPS" and current().target.traits.predicate_layout == "cpu_sim"):
         _mask_words(ins, dst, src0)
     if isinstance(src1, Tile) and (src1.valid_row < src0.valid_row

@@ -10,7 +10,7 @@ from ... import conv, parallel
 from ...conv import ConvSpec, ConvTile
 from ...enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ...errors import PtoError, RuntimeCheckError
-from ...memory import Machine
+from ...memory import Machine, current
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from ..quant import convert, quant_mode, quantize
@@ -297,8 +297,6 @@ def _acc_store_rule(sig: Sig) -> None:
 
 def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                            **params: Any) -> None:
-    from ...memory import current
-
     if src.loc is TileType.Acc and current().target.traits.npu_runtime_checks and \
             not 1 <= src.valid_col <= 4095:
         raise RuntimeCheckError(f"src valid cols must be in [1, 4095], got {src.valid_col}",
@@ -367,8 +365,6 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
 def _tstore_fp_runtime(ins: Instr, dst: GlobalTensor, src: Tile, fp: Tile, **params: Any) -> None:
     _tstore_runtime(ins, dst, src)
     _acc_valid_col_runtime(ins, dst, src)
-    from ...memory import current
-
     if quant_mode(current().target, src.dtype, dst.dtype) is not None \
             and fp.valid_col < src.valid_col:
         raise RuntimeCheckError(
