@@ -143,3 +143,108 @@ def test_launch_equals_a_machine_that_copies_at_once(target: str, lazy_min: int 
         kernel(*plain)
     for x, y in zip(lazy, plain, strict=True):
         assert x.tobytes() == y.tobytes()
+
+
+BLOCKS = 3
+VB = 64  # V / O rows per block
+
+
+def _blocked_program(ops: list[tuple[Any, ...]]) -> Any:
+    """The same instructions over a grid of blocks: each block reads and writes its own rows
+    of V and O and its own scratch rows of A, and loads A panels that blocks share (at offsets
+    that differ between neighbours, so a lockstep launch keeps them as shared LaneBlocks)."""
+    def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
+        b = pto.get_block_idx()
+        vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
+        ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
+              for _ in range(2)]
+        half = Tile(TileType.Vec, np.float16, M, M)
+        left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
+        acc = pto.TileAcc(np.float32, M, M)
+
+        def gv(arr: np.ndarray, row: Any, rows: int, cols: int) -> GlobalTensor:
+            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
+                                offset=row * cols)
+
+        def shared(k: int) -> Any:  # an A panel: block b reads panel (b + k) % 2
+            return ((b + k) % 2) * M
+
+        for k, t in enumerate(vs):
+            pto.TLOAD(t, gv(v, b * VB + 8 * k, R, C))
+        for k, t in enumerate(ms):
+            pto.TLOAD(t, gv(a, shared(k), M, M))
+        pto.TMOV(left, ms[0])
+        pto.TMOV(right, ms[1])
+        pto.TMATMUL(acc, left, right)
+        for op in ops:
+            kind = op[0]
+            if kind == "load_v":
+                pto.TLOAD(vs[op[1]], gv(v, b * VB + op[2], R, C))
+            elif kind == "store_v":
+                pto.TSTORE(gv(v, b * VB + op[2], R, C), vs[op[1]])
+            elif kind == "add":
+                pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
+            elif kind == "muls":
+                pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
+            elif kind == "exp":
+                pto.TEXP(vs[op[1]], vs[op[1]])
+            elif kind == "mov_v":
+                pto.TMOV(vs[op[1]], vs[op[2]])
+            elif kind == "load_m":
+                pto.TLOAD(ms[op[1]], gv(a, shared(op[2] // 4), M, M))
+            elif kind == "store_a":  # the block's own scratch rows of A
+                pto.TLOAD(half, gv(a, shared(0), M, M))
+                pto.TADDS(half, half, 1.0)
+                pto.TSTORE(gv(a, 2 * M + b * M, M, M), half)
+            elif kind == "mov_left":
+                pto.TMOV(left, ms[op[1]])
+            elif kind == "mov_right":
+                pto.TMOV(right, ms[op[1]])
+            elif kind == "matmul":
+                if op[1]:
+                    pto.TMATMUL_ACC(acc, acc, left, right)
+                else:
+                    pto.TMATMUL(acc, left, right)
+            elif kind == "store_acc":
+                pto.TSTORE(gv(o, b * VB + op[1], M, M), acc)
+        pto.TSTORE(gv(o, b * VB, M, M), acc)
+    return kernel
+
+
+def _blocked_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(13)
+    v = (rng.standard_normal((BLOCKS * VB, C)) * 2).astype(np.float32)
+    a = rng.standard_normal(((2 + BLOCKS) * M, M)).astype(np.float16)
+    o = np.zeros((BLOCKS * VB, C), np.float32)
+    return v, a, o
+
+
+_BLOCK_OPS = {"load_v", "store_v", "add", "muls", "exp", "mov_v", "load_m", "store_a",
+              "mov_left", "mov_right", "matmul", "store_acc"}
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@settings(max_examples=300, deadline=None)
+@given(ops=_ops())
+def test_blocks_in_lockstep_and_one_by_one_equal_machines_that_copy(
+        target: str, ops: list[tuple[Any, ...]]) -> None:
+    """Per block, a plain machine (block index set by hand) is the reference; a lockstep
+    launch (every tile lazy: boxed ones at any size, ND ones here too) and a block-by-block
+    launch must leave the same bytes."""
+    ops = [op for op in ops if op[0] in _BLOCK_OPS]
+    kernel = _blocked_program(ops)
+    plain = _blocked_inputs()
+    for blk in range(BLOCKS):
+        with pto.target(target) as m:
+            m.block_idx, m.block_num = blk, BLOCKS
+            kernel(*plain)
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    pto.Machine.LAZY_MIN_ELEMENTS = 0
+    try:
+        for lockstep in (True, False):
+            got = _blocked_inputs()
+            pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep)
+            for x, y in zip(got, plain, strict=True):
+                assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
