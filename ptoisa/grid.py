@@ -215,5 +215,6 @@ def _done(m: Machine) -> None:
         if obs in m.observers:
             m.observers.remove(obs)
     m._lazy.clear()
+    m._gm_settled = None  # (holds a view of a caller's array)
     m.quiet = False
     pop(m)

@@ -104,6 +104,8 @@ class Machine:
         #: bumped whenever a tile starts reading lazily or gets storage: a storage barrier
         #: that found nothing to settle need not look again until it changes
         self._lazy_gen = 0
+        #: (GM flat view, generation) of the last gm_barrier that settled it
+        self._gm_settled: tuple[np.ndarray, int] | None = None
         self._arena: list[np.ndarray] = []
         self._arena_cur: np.ndarray | None = None
         self._arena_pos = 0
@@ -298,6 +300,7 @@ class Machine:
         self._arena_pos = 0
         self._arena_cur = None
         self._lazy.clear()
+        self._gm_settled = None
         self.gm_writes = 0
         self.print_used = 0
         self.reset_placement()
@@ -336,10 +339,14 @@ class Machine:
         their copy now (the load happened before the store)."""
         if not self._lazy:
             return
+        done = self._gm_settled
+        if done is not None and done[0] is flat and done[1] == self._lazy_gen:
+            return  # (as storage_barrier: nothing new reads lazily since this flat was settled)
         for t in list(self._lazy):
             if _depends(t, flat):
                 t.detach()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
+        self._gm_settled = (flat, self._lazy_gen)
 
     def storage_barrier(self, tile: Tile) -> None:
         """Before ``tile``'s bytes are read or written: lazily loaded tiles that share those
