@@ -248,3 +248,25 @@ def test_blocks_in_lockstep_and_one_by_one_equal_machines_that_copy(
                 assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
     finally:
         pto.Machine.LAZY_MIN_ELEMENTS = old
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_ops())
+def test_the_exported_program_leaves_the_same_bytes(ops: list[tuple[Any, ...]]) -> None:
+    """The same random programs through ``pto.export`` (whose check runs the ``.pto`` program
+    and the eager launch on copies and compares every array bit for bit): the interpreter's
+    steps meet the copy-on-write machinery in their own order."""
+    kernel = _program(ops)
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    pto.Machine.LAZY_MIN_ELEMENTS = 0
+    try:
+        text = pto.export(kernel, *_inputs(), target="a2a3")
+        got = _inputs()
+        pto.load(text, target="a2a3").kernel(*got)
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
+    plain = _inputs()
+    with pto.target("a2a3"):
+        kernel(*plain)
+    for x, y in zip(got, plain, strict=True):
+        assert x.tobytes() == y.tobytes()
