@@ -303,8 +303,6 @@ class CycleModel:
         """The schedule of what was recorded. A run that recorded the very entries of an
         earlier one (the same instructions on the same operands, e.g. a kernel launched
         again) has the same schedule: its report is copied, not recomputed."""
-        import copy
-
         from .report import CycleReport
 
         mode = "manual" if self.has_sync else "auto"
@@ -327,7 +325,8 @@ class CycleModel:
                 if len(_SCHEDULES) >= 64:
                     _SCHEDULES.clear()
                 _SCHEDULES[key] = done
-        rep = copy.copy(done)
+        rep = CycleReport.__new__(CycleReport)  # a copy: its own errors and outputs
+        rep.__dict__.update(done.__dict__)
         rep.errors = list(self.errors)
         return rep
 
