@@ -322,7 +322,8 @@ class CycleModel:
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
             done.blocks, done.lockstep = self.blocks, self.lockstep
             if key is not None:
-                if len(_SCHEDULES) >= 64:
+                held = sum(len(k[4]) for k in _SCHEDULES)
+                if len(_SCHEDULES) >= 64 or held + len(steps) > _SCHEDULE_MEMO_TOTAL:
                     _SCHEDULES.clear()
                 _SCHEDULES[key] = done
         rep = CycleReport.__new__(CycleReport)  # a copy: its own errors and outputs
@@ -372,7 +373,9 @@ _SPACES = frozenset(LOC_SPACE.values())
 
 #: schedules of earlier runs by what they recorded (runs of at most this many steps)
 _SCHEDULES: dict[Any, Any] = {}
-_SCHEDULE_MEMO_STEPS = 4096  # (64 of them at most: a bounded amount of memory)
+_SCHEDULE_MEMO_STEPS = 1 << 16
+#: steps all kept schedules hold together (at most 64 of them): a bounded amount of memory
+_SCHEDULE_MEMO_TOTAL = 1 << 18
 
 #: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
 #: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
