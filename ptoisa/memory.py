@@ -349,8 +349,9 @@ class Machine:
         self._gm_settled = (flat, self._lazy_gen)
 
     def storage_barrier(self, tile: Tile) -> None:
-        """Before ``tile``'s bytes are read or written: lazily loaded tiles that share those
-        bytes (TASSIGN aliasing) take their copy first."""
+        """Before ``tile``'s bytes are read or written: lazily loaded or deferred tiles whose
+        own bytes overlap them (TASSIGN aliasing) write their values there first, and tiles
+        that read them in place take their copy."""
         buf = tile._buf
         if buf is None:
             return
@@ -362,7 +363,9 @@ class Machine:
         for t in list(self._lazy):
             if t is tile:
                 continue
-            if (t._lazy is not None and t._buf is not None
+            # t's own bytes are these (placed at an overlapping address, a view): its loaded
+            # or deferred values land there first, as they were due before this access
+            if ((t._lazy is not None or t._pending is not None) and t._buf is not None
                     and np.may_share_memory(t._buf, buf)) or _depends(t, buf):
                 t._materialize()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]

@@ -45,7 +45,10 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
     return st.lists(op, min_size=1, max_size=25)
 
 
-def _program(ops: list[tuple[Any, ...]]) -> Any:
+def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
+             l1: list[int] | None = None) -> Any:
+    """The kernel of ``ops``; with ``ub`` / ``l1`` (manual mode) the three Vec tiles and the
+    two Mat tiles are TASSIGNed there (the other tiles clear of them)."""
     def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
         vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
         ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
@@ -55,6 +58,11 @@ def _program(ops: list[tuple[Any, ...]]) -> Any:
         acc = pto.TileAcc(np.float32, M, M)
         col = Tile(TileType.Vec, np.float32, R, 1, BLayout.ColMajor)
         tmp = Tile(TileType.Vec, np.float32, R, C)
+        if ub is not None and l1 is not None:
+            for t, addr in [*zip(vs, ub, strict=True), *zip(ms, l1, strict=True),
+                            (half, 0x8000), (col, 0x9000), (tmp, 0xA000), (left, 0),
+                            (right, 0), (acc, 0)]:
+                pto.TASSIGN(t, addr)
 
         def gv(arr: np.ndarray, row: int, rows: int, cols: int) -> GlobalTensor:
             return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
@@ -268,5 +276,35 @@ def test_the_exported_program_leaves_the_same_bytes(ops: list[tuple[Any, ...]]) 
     plain = _inputs()
     with pto.target("a2a3"):
         kernel(*plain)
+    for x, y in zip(got, plain, strict=True):
+        assert x.tobytes() == y.tobytes()
+
+
+# ---- placed tiles that share bytes (TASSIGN): the barriers' aliasing paths ------------------
+
+_UB = (0x0, 0x800, 0x1000, 0x2000, 0x3000)  # the Vec f32 16x64 tiles are 4 KiB: these overlap
+_L1 = (0x0, 0x100, 0x200)                   # the Mat f16 16x16 tiles are 512 bytes
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@settings(max_examples=400, deadline=None)
+@given(ops=_ops(), ub=st.lists(st.sampled_from(_UB), min_size=3, max_size=3),
+       l1=st.lists(st.sampled_from(_L1), min_size=2, max_size=2))
+def test_placed_tiles_sharing_bytes(target: str, ops: list[tuple[Any, ...]], ub: list[int],
+                                    l1: list[int]) -> None:
+    """Manual mode: the Vec and Mat tiles sit at addresses that overlap (drawn per example),
+    so one tile's load, move or result is another's bytes; a launch (every tile lazy) must
+    leave every GM byte as a plain machine does."""
+    kernel = _program(ops, ub, l1)
+    plain = _inputs()
+    with pto.target(target, mode="manual"):
+        kernel(*plain)
+    got = _inputs()
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    pto.Machine.LAZY_MIN_ELEMENTS = 0
+    try:
+        pto.launch(kernel, *got, target=target, mode="manual")
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
     for x, y in zip(got, plain, strict=True):
         assert x.tobytes() == y.tobytes()

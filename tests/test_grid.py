@@ -398,3 +398,29 @@ def test_a_store_of_a_tile_moved_from_one_reloaded_since_stores_the_moved_values
     want[C:C + n] = want[:n].copy()
     want[:n] = np.arange(n, dtype=np.float32)
     np.testing.assert_array_equal(x, want)
+
+
+def test_a_deferred_result_lands_before_a_later_load_into_the_same_bytes():
+    """Found by tests/test_copy_on_write_fuzz.py: two tiles at one address (manual mode); the
+    first gets a deferred result, the second is then loaded in place. The deferred result was
+    written to the shared bytes only later (when its inputs' GM was overwritten), over the
+    loaded values. A tile's bytes now take an aliased tile's deferred values before anything
+    else writes them."""
+    n = R * C
+    x = np.arange(2 * n, dtype=np.float32)
+    out = np.zeros(n, np.float32)
+
+    def k(x, out):
+        a, b, c = _tile(), _tile(), _tile()
+        pto.TASSIGN(a, 0x0)
+        pto.TASSIGN(b, 0x0)             # b shares a's bytes
+        pto.TASSIGN(c, 0x4000)
+        pto.TLOAD(c, _views(x, 1))
+        pto.TADD(a, c, c)               # deferred: a = 2 * x[n:]
+        pto.TLOAD(b, _views(x, 0))      # b (= a's bytes) = x[:n], read in place
+        pto.TSTORE(_views(x, 1), b)     # x[n:] written: a's inputs change, so a is computed
+        pto.TSTORE(_views(out, 0), b)   # b must still hold x[:n]
+    x0 = x.copy()
+    pto.launch(k, x, out, blocks=1, mode="manual")
+    np.testing.assert_array_equal(out, x0[:n])
+    np.testing.assert_array_equal(x[n:], x0[:n])
