@@ -157,7 +157,7 @@ BLOCKS = 3
 VB = 64  # V / O rows per block
 
 
-def _blocked_program(ops: list[tuple[Any, ...]]) -> Any:
+def _blocked_program(ops: list[tuple[Any, ...]], ub: list[int] | None = None) -> Any:
     """The same instructions over a grid of blocks: each block reads and writes its own rows
     of V and O and its own scratch rows of A, and loads A panels that blocks share (at offsets
     that differ between neighbours, so a lockstep launch keeps them as shared LaneBlocks)."""
@@ -169,6 +169,10 @@ def _blocked_program(ops: list[tuple[Any, ...]]) -> Any:
         half = Tile(TileType.Vec, np.float16, M, M)
         left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
         acc = pto.TileAcc(np.float32, M, M)
+        if ub is not None:  # manual mode: the Vec tiles at the drawn (overlapping) addresses
+            for t, addr in [*zip(vs, ub, strict=True), (half, 0x8000), (ms[0], 0),
+                            (ms[1], 0x200), (left, 0), (right, 0), (acc, 0)]:
+                pto.TASSIGN(t, addr)
 
         def gv(arr: np.ndarray, row: Any, rows: int, cols: int) -> GlobalTensor:
             return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
@@ -306,5 +310,56 @@ def test_placed_tiles_sharing_bytes(target: str, ops: list[tuple[Any, ...]], ub:
         pto.launch(kernel, *got, target=target, mode="manual")
     finally:
         pto.Machine.LAZY_MIN_ELEMENTS = old
+    for x, y in zip(got, plain, strict=True):
+        assert x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@settings(max_examples=200, deadline=None)
+@given(ops=_ops(), ub=st.lists(st.sampled_from(_UB), min_size=3, max_size=3))
+def test_placed_tiles_over_a_grid_of_blocks(target: str, ops: list[tuple[Any, ...]],
+                                            ub: list[int]) -> None:
+    """The grid program in manual mode with overlapping Vec tiles: lockstep and block by
+    block against plain machines per block."""
+    ops = [op for op in ops if op[0] in _BLOCK_OPS]
+    kernel = _blocked_program(ops, ub)
+    plain = _blocked_inputs()
+    for blk in range(BLOCKS):
+        with pto.target(target, mode="manual") as m:
+            m.block_idx, m.block_num = blk, BLOCKS
+            kernel(*plain)
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    pto.Machine.LAZY_MIN_ELEMENTS = 0
+    try:
+        for lockstep in (True, False):
+            got = _blocked_inputs()
+            pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep,
+                       mode="manual")
+            for x, y in zip(got, plain, strict=True):
+                assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_ops(), ub=st.lists(st.sampled_from(_UB), min_size=3, max_size=3),
+       l1=st.lists(st.sampled_from(_L1), min_size=2, max_size=2))
+def test_placed_programs_exported(ops: list[tuple[Any, ...]], ub: list[int], l1: list[int]
+                                  ) -> None:
+    """The placed programs through ``pto.export`` (``alloc_tile addr = ...``; the export's
+    own check compares the .pto run with the eager launch bit for bit), and the program's
+    run against a plain machine."""
+    kernel = _program(ops, ub, l1)
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    pto.Machine.LAZY_MIN_ELEMENTS = 0
+    try:
+        text = pto.export(kernel, *_inputs(), target="a2a3")
+        got = _inputs()
+        pto.load(text, target="a2a3").kernel(*got)
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
+    plain = _inputs()
+    with pto.target("a2a3", mode="manual"):
+        kernel(*plain)
     for x, y in zip(got, plain, strict=True):
         assert x.tobytes() == y.tobytes()
