@@ -41,6 +41,10 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
         st.tuples(st.just("rowmax"), vec),
         st.tuples(st.just("rowsum"), vec),
         st.tuples(st.just("rowsub"), vec, vec),
+        st.tuples(st.just("rv_adds")),
+        st.tuples(st.just("rv_load"), off),
+        st.tuples(st.just("sv_store"), off),
+        st.tuples(st.just("sv_muls")),
     )
     return st.lists(op, min_size=1, max_size=25)
 
@@ -63,6 +67,9 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
                             (half, 0x8000), (col, 0x9000), (tmp, 0xA000), (left, 0),
                             (right, 0), (acc, 0)]:
                 pto.TASSIGN(t, addr)
+        # views of the Vec tiles' bytes: another shape of vs[0], rows 8.. of vs[1]
+        rv = Tile(TileType.Vec, np.float32, 32, 32)
+        sv = Tile(TileType.Vec, np.float32, 8, C)
 
         def gv(arr: np.ndarray, row: int, rows: int, cols: int) -> GlobalTensor:
             return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
@@ -78,6 +85,8 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
         pto.TMOV(right, ms[1])
         pto.TMATMUL(acc, left, right)
         pto.TROWMAX(col, vs[0], tmp)
+        pto.TRESHAPE(rv, vs[0])
+        pto.TSUBVIEW(sv, vs[1], 8, 0)
         for op in ops:
             kind = op[0]
             if kind == "load_v":
@@ -113,6 +122,15 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
                 pto.TROWSUM(col, vs[op[1]], tmp)
             elif kind == "rowsub":  # deferred in a launch: reads col's storage in place
                 pto.TROWEXPANDSUB(vs[op[1]], vs[op[2]], col)
+            elif kind == "rv_adds":
+                pto.TADDS(rv, rv, 1.0)
+            elif kind == "rv_load":  # 32 x 32 of V (row stride C)
+                pto.TLOAD(rv, GlobalTensor(v, (1, 1, 1, 32, 32), (v.size,) * 3 + (C, 1),
+                                           offset=min(op[1], ROWS - 32) * C))
+            elif kind == "sv_store":
+                pto.TSTORE(gv(v, op[1], 8, C), sv)
+            elif kind == "sv_muls":
+                pto.TMULS(sv, sv, 0.5)
             else:  # store_acc
                 pto.TSTORE(gv(o, op[1], M, M), acc)
         pto.TSTORE(gv(o, 0, M, M), acc)
