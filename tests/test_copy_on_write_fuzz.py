@@ -45,6 +45,10 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
         st.tuples(st.just("rv_load"), off),
         st.tuples(st.just("sv_store"), off),
         st.tuples(st.just("sv_muls")),
+        st.tuples(st.just("pv_load"), off),
+        st.tuples(st.just("pv_add"), vec),
+        st.tuples(st.just("pv_store"), off),
+        st.tuples(st.just("pv_exp")),
     )
     return st.lists(op, min_size=1, max_size=25)
 
@@ -70,6 +74,10 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
         # views of the Vec tiles' bytes: another shape of vs[0], rows 8.. of vs[1]
         rv = Tile(TileType.Vec, np.float32, 32, 32)
         sv = Tile(TileType.Vec, np.float32, 8, C)
+        # 10 valid rows of 16: loads, results and stores cover part of the tile
+        pv = Tile(TileType.Vec, np.float32, R, C, valid=(pto.Dyn(10), C))
+        if ub is not None:
+            pto.TASSIGN(pv, 0xB000)
 
         def gv(arr: np.ndarray, row: int, rows: int, cols: int) -> GlobalTensor:
             return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
@@ -87,6 +95,7 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
         pto.TROWMAX(col, vs[0], tmp)
         pto.TRESHAPE(rv, vs[0])
         pto.TSUBVIEW(sv, vs[1], 8, 0)
+        pto.TLOAD(pv, gv(v, 20, R, C))
         for op in ops:
             kind = op[0]
             if kind == "load_v":
@@ -131,6 +140,14 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
                 pto.TSTORE(gv(v, op[1], 8, C), sv)
             elif kind == "sv_muls":
                 pto.TMULS(sv, sv, 0.5)
+            elif kind == "pv_load":
+                pto.TLOAD(pv, gv(v, op[1], R, C))
+            elif kind == "pv_add":
+                pto.TADD(pv, pv, vs[op[1]])
+            elif kind == "pv_store":
+                pto.TSTORE(gv(v, op[1], R, C), pv)
+            elif kind == "pv_exp":
+                pto.TEXP(pv, pv)
             else:  # store_acc
                 pto.TSTORE(gv(o, op[1], M, M), acc)
         pto.TSTORE(gv(o, 0, M, M), acc)
