@@ -377,6 +377,12 @@ class Machine:
         tile, as on hardware); an auto-mode base lends its private storage, which must hold the
         whole view."""
         nbytes = tile.spec.nbytes
+        if self.lanes > 1 and any(t._buf is not None and t._buf.ndim == 1 for t in (tile, base)):
+            # one block's part of a lockstep tile (the instruction runs block by block: its
+            # offset differs between blocks): a view of it would not be the tile's
+            from .lanes import BlockDivergence
+
+            raise BlockDivergence(f"{op or 'a view'}: the view's offset differs between blocks")
         if base.addr is not None and base._machine is not None:
             space = base._machine.space_of(base)
             region = base._machine.region(space)
@@ -389,12 +395,12 @@ class Machine:
             tile.addr = start
             tile._machine = base._machine
         else:
-            src = base.storage.view(np.uint8)
-            if byte_offset < 0 or byte_offset + nbytes > src.size:
+            src = base.storage.view(np.uint8)  # (lanes, bytes) in a lockstep launch
+            if byte_offset < 0 or byte_offset + nbytes > src.shape[-1]:
                 raise PtoMemoryError(
                     f"{tile._label()}: a view of {nbytes} bytes at byte {byte_offset} does not fit "
-                    f"in {base._label()} ({src.size} bytes)", op=op)
-            raw = src[byte_offset:byte_offset + nbytes]
+                    f"in {base._label()} ({src.shape[-1]} bytes)", op=op)
+            raw = src[..., byte_offset:byte_offset + nbytes]
             tile.addr = None
             tile._machine = self
         tile._buf = raw.view(tile.dtype.np)

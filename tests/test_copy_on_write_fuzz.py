@@ -17,7 +17,7 @@ from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
 
 R, C = 16, 64   # Vec f32 tiles
 M = 16          # the cube's f16 tiles (M x M), NZ / ZZ / ZN / NZ
-ROWS = 4 * R    # GM: V, O are ROWS x C f32; A is 4M x M f16
+VB = 4 * R      # GM: V, O are VB x C f32 per block; A is (4 + blocks) M x M f16
 OFFSETS = (0, 4, 8, 16, 40)  # row offsets: regions overlap
 
 
@@ -54,10 +54,14 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
 
 
 def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
-             l1: list[int] | None = None) -> Any:
-    """The kernel of ``ops``; with ``ub`` / ``l1`` (manual mode) the three Vec tiles and the
-    two Mat tiles are TASSIGNed there (the other tiles clear of them)."""
+             l1: list[int] | None = None, grid: bool = False) -> Any:
+    """The kernel of ``ops``. With ``ub`` / ``l1`` (manual mode) the three Vec tiles and the
+    two Mat tiles are TASSIGNed there (the other tiles clear of them). With ``grid`` it runs
+    over BLOCKS blocks: each reads and writes its own VB rows of V and O and its own scratch
+    rows of A, and loads A panels that blocks share at offsets that differ between
+    neighbours (a lockstep launch keeps them as shared LaneBlocks)."""
     def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
+        b = pto.get_block_idx() if grid else 0
         vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
         ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
               for _ in range(2)]
@@ -66,42 +70,49 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
         acc = pto.TileAcc(np.float32, M, M)
         col = Tile(TileType.Vec, np.float32, R, 1, BLayout.ColMajor)
         tmp = Tile(TileType.Vec, np.float32, R, C)
-        if ub is not None and l1 is not None:
-            for t, addr in [*zip(vs, ub, strict=True), *zip(ms, l1, strict=True),
-                            (half, 0x8000), (col, 0x9000), (tmp, 0xA000), (left, 0),
-                            (right, 0), (acc, 0)]:
-                pto.TASSIGN(t, addr)
         # views of the Vec tiles' bytes: another shape of vs[0], rows 8.. of vs[1]
         rv = Tile(TileType.Vec, np.float32, 32, 32)
         sv = Tile(TileType.Vec, np.float32, 8, C)
         # 10 valid rows of 16: loads, results and stores cover part of the tile
         pv = Tile(TileType.Vec, np.float32, R, C, valid=(pto.Dyn(10), C))
-        if ub is not None:
-            pto.TASSIGN(pv, 0xB000)
+        if ub is not None and l1 is not None:
+            for t, addr in [*zip(vs, ub, strict=True), *zip(ms, l1, strict=True),
+                            (half, 0x8000), (col, 0x9000), (tmp, 0xA000), (pv, 0xB000),
+                            (left, 0), (right, 0), (acc, 0)]:
+                pto.TASSIGN(t, addr)
 
-        def gv(arr: np.ndarray, row: int, rows: int, cols: int) -> GlobalTensor:
-            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
-                                offset=row * cols)
+        def gv(arr: np.ndarray, row: Any, rows: int, cols: int, stride: int = 0
+               ) -> GlobalTensor:
+            st = stride or cols
+            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (st, 1),
+                                offset=row * st)
 
-        # every tile starts defined (a poisoned read would compare equal anyway, but a
-        # deferred result over poison is not what this is about)
+        def vrow(off: int) -> Any:  # rows of V and O
+            return b * VB + off
+
+        def mrow(off: int) -> Any:  # an A panel (grid: block b reads panel (b + off//4) % 2)
+            return ((b + off // 4) % 2) * M if grid else off
+
+        def scratch(off: int) -> Any:  # the A rows store_a rewrites
+            return 4 * M + b * M if grid else off
+
         for k, t in enumerate(vs):
-            pto.TLOAD(t, gv(v, 8 * k, R, C))
+            pto.TLOAD(t, gv(v, vrow(8 * k), R, C))
         for k, t in enumerate(ms):
-            pto.TLOAD(t, gv(a, 8 * k, M, M))
+            pto.TLOAD(t, gv(a, mrow(4 * k), M, M))
         pto.TMOV(left, ms[0])
         pto.TMOV(right, ms[1])
         pto.TMATMUL(acc, left, right)
         pto.TROWMAX(col, vs[0], tmp)
         pto.TRESHAPE(rv, vs[0])
         pto.TSUBVIEW(sv, vs[1], 8, 0)
-        pto.TLOAD(pv, gv(v, 20, R, C))
+        pto.TLOAD(pv, gv(v, vrow(20), R, C))
         for op in ops:
             kind = op[0]
             if kind == "load_v":
-                pto.TLOAD(vs[op[1]], gv(v, op[2], R, C))
+                pto.TLOAD(vs[op[1]], gv(v, vrow(op[2]), R, C))
             elif kind == "store_v":
-                pto.TSTORE(gv(v, op[2], R, C), vs[op[1]])
+                pto.TSTORE(gv(v, vrow(op[2]), R, C), vs[op[1]])
             elif kind == "add":
                 pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
             elif kind == "muls":
@@ -111,11 +122,11 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
             elif kind == "mov_v":
                 pto.TMOV(vs[op[1]], vs[op[2]])
             elif kind == "load_m":
-                pto.TLOAD(ms[op[1]], gv(a, op[2], M, M))
-            elif kind == "store_a":  # rewrite part of A while Mat tiles may read it
-                pto.TLOAD(half, gv(a, op[1], M, M))
+                pto.TLOAD(ms[op[1]], gv(a, mrow(op[2]), M, M))
+            elif kind == "store_a":  # rewrite rows of A while Mat tiles may read them
+                pto.TLOAD(half, gv(a, mrow(op[1]), M, M))
                 pto.TADDS(half, half, 1.0)
-                pto.TSTORE(gv(a, op[1], M, M), half)
+                pto.TSTORE(gv(a, scratch(op[1]), M, M), half)
             elif kind == "mov_left":
                 pto.TMOV(left, ms[op[1]])
             elif kind == "mov_right":
@@ -134,31 +145,30 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
             elif kind == "rv_adds":
                 pto.TADDS(rv, rv, 1.0)
             elif kind == "rv_load":  # 32 x 32 of V (row stride C)
-                pto.TLOAD(rv, GlobalTensor(v, (1, 1, 1, 32, 32), (v.size,) * 3 + (C, 1),
-                                           offset=min(op[1], ROWS - 32) * C))
+                pto.TLOAD(rv, gv(v, vrow(min(op[1], VB - 32)), 32, 32, C))
             elif kind == "sv_store":
-                pto.TSTORE(gv(v, op[1], 8, C), sv)
+                pto.TSTORE(gv(v, vrow(op[1]), 8, C), sv)
             elif kind == "sv_muls":
                 pto.TMULS(sv, sv, 0.5)
             elif kind == "pv_load":
-                pto.TLOAD(pv, gv(v, op[1], R, C))
+                pto.TLOAD(pv, gv(v, vrow(op[1]), R, C))
             elif kind == "pv_add":
                 pto.TADD(pv, pv, vs[op[1]])
             elif kind == "pv_store":
-                pto.TSTORE(gv(v, op[1], R, C), pv)
+                pto.TSTORE(gv(v, vrow(op[1]), R, C), pv)
             elif kind == "pv_exp":
                 pto.TEXP(pv, pv)
             else:  # store_acc
-                pto.TSTORE(gv(o, op[1], M, M), acc)
-        pto.TSTORE(gv(o, 0, M, M), acc)
+                pto.TSTORE(gv(o, vrow(op[1]), M, M), acc)
+        pto.TSTORE(gv(o, vrow(0), M, M), acc)
     return kernel
 
 
-def _inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _inputs(blocks: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(12)
-    v = (rng.standard_normal((ROWS, C)) * 2).astype(np.float32)
-    a = rng.standard_normal((4 * M, M)).astype(np.float16)
-    o = np.zeros((ROWS, C), np.float32)
+    v = (rng.standard_normal((blocks * VB, C)) * 2).astype(np.float32)
+    a = rng.standard_normal(((4 + blocks) * M, M)).astype(np.float16)
+    o = np.zeros((blocks * VB, C), np.float32)
     return v, a, o
 
 
@@ -189,85 +199,6 @@ def test_launch_equals_a_machine_that_copies_at_once(target: str, lazy_min: int 
 
 
 BLOCKS = 3
-VB = 64  # V / O rows per block
-
-
-def _blocked_program(ops: list[tuple[Any, ...]], ub: list[int] | None = None) -> Any:
-    """The same instructions over a grid of blocks: each block reads and writes its own rows
-    of V and O and its own scratch rows of A, and loads A panels that blocks share (at offsets
-    that differ between neighbours, so a lockstep launch keeps them as shared LaneBlocks)."""
-    def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
-        b = pto.get_block_idx()
-        vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
-        ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
-              for _ in range(2)]
-        half = Tile(TileType.Vec, np.float16, M, M)
-        left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
-        acc = pto.TileAcc(np.float32, M, M)
-        if ub is not None:  # manual mode: the Vec tiles at the drawn (overlapping) addresses
-            for t, addr in [*zip(vs, ub, strict=True), (half, 0x8000), (ms[0], 0),
-                            (ms[1], 0x200), (left, 0), (right, 0), (acc, 0)]:
-                pto.TASSIGN(t, addr)
-
-        def gv(arr: np.ndarray, row: Any, rows: int, cols: int) -> GlobalTensor:
-            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
-                                offset=row * cols)
-
-        def shared(k: int) -> Any:  # an A panel: block b reads panel (b + k) % 2
-            return ((b + k) % 2) * M
-
-        for k, t in enumerate(vs):
-            pto.TLOAD(t, gv(v, b * VB + 8 * k, R, C))
-        for k, t in enumerate(ms):
-            pto.TLOAD(t, gv(a, shared(k), M, M))
-        pto.TMOV(left, ms[0])
-        pto.TMOV(right, ms[1])
-        pto.TMATMUL(acc, left, right)
-        for op in ops:
-            kind = op[0]
-            if kind == "load_v":
-                pto.TLOAD(vs[op[1]], gv(v, b * VB + op[2], R, C))
-            elif kind == "store_v":
-                pto.TSTORE(gv(v, b * VB + op[2], R, C), vs[op[1]])
-            elif kind == "add":
-                pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
-            elif kind == "muls":
-                pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
-            elif kind == "exp":
-                pto.TEXP(vs[op[1]], vs[op[1]])
-            elif kind == "mov_v":
-                pto.TMOV(vs[op[1]], vs[op[2]])
-            elif kind == "load_m":
-                pto.TLOAD(ms[op[1]], gv(a, shared(op[2] // 4), M, M))
-            elif kind == "store_a":  # the block's own scratch rows of A
-                pto.TLOAD(half, gv(a, shared(0), M, M))
-                pto.TADDS(half, half, 1.0)
-                pto.TSTORE(gv(a, 2 * M + b * M, M, M), half)
-            elif kind == "mov_left":
-                pto.TMOV(left, ms[op[1]])
-            elif kind == "mov_right":
-                pto.TMOV(right, ms[op[1]])
-            elif kind == "matmul":
-                if op[1]:
-                    pto.TMATMUL_ACC(acc, acc, left, right)
-                else:
-                    pto.TMATMUL(acc, left, right)
-            elif kind == "store_acc":
-                pto.TSTORE(gv(o, b * VB + op[1], M, M), acc)
-        pto.TSTORE(gv(o, b * VB, M, M), acc)
-    return kernel
-
-
-def _blocked_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(13)
-    v = (rng.standard_normal((BLOCKS * VB, C)) * 2).astype(np.float32)
-    a = rng.standard_normal(((2 + BLOCKS) * M, M)).astype(np.float16)
-    o = np.zeros((BLOCKS * VB, C), np.float32)
-    return v, a, o
-
-
-_BLOCK_OPS = {"load_v", "store_v", "add", "muls", "exp", "mov_v", "load_m", "store_a",
-              "mov_left", "mov_right", "matmul", "store_acc"}
 
 
 @pytest.mark.parametrize("target", ["cpu", "a2a3"])
@@ -278,9 +209,8 @@ def test_blocks_in_lockstep_and_one_by_one_equal_machines_that_copy(
     """Per block, a plain machine (block index set by hand) is the reference; a lockstep
     launch (every tile lazy: boxed ones at any size, ND ones here too) and a block-by-block
     launch must leave the same bytes."""
-    ops = [op for op in ops if op[0] in _BLOCK_OPS]
-    kernel = _blocked_program(ops)
-    plain = _blocked_inputs()
+    kernel = _program(ops, grid=True)
+    plain = _inputs(BLOCKS)
     for blk in range(BLOCKS):
         with pto.target(target) as m:
             m.block_idx, m.block_num = blk, BLOCKS
@@ -289,7 +219,7 @@ def test_blocks_in_lockstep_and_one_by_one_equal_machines_that_copy(
     pto.Machine.LAZY_MIN_ELEMENTS = 0
     try:
         for lockstep in (True, False):
-            got = _blocked_inputs()
+            got = _inputs(BLOCKS)
             pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep)
             for x, y in zip(got, plain, strict=True):
                 assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
@@ -356,9 +286,8 @@ def test_placed_tiles_over_a_grid_of_blocks(target: str, ops: list[tuple[Any, ..
                                             ub: list[int]) -> None:
     """The grid program in manual mode with overlapping Vec tiles: lockstep and block by
     block against plain machines per block."""
-    ops = [op for op in ops if op[0] in _BLOCK_OPS]
-    kernel = _blocked_program(ops, ub)
-    plain = _blocked_inputs()
+    kernel = _program(ops, ub, [0, 0x200], grid=True)
+    plain = _inputs(BLOCKS)
     for blk in range(BLOCKS):
         with pto.target(target, mode="manual") as m:
             m.block_idx, m.block_num = blk, BLOCKS
@@ -367,7 +296,7 @@ def test_placed_tiles_over_a_grid_of_blocks(target: str, ops: list[tuple[Any, ..
     pto.Machine.LAZY_MIN_ELEMENTS = 0
     try:
         for lockstep in (True, False):
-            got = _blocked_inputs()
+            got = _inputs(BLOCKS)
             pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep,
                        mode="manual")
             for x, y in zip(got, plain, strict=True):

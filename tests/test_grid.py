@@ -424,3 +424,44 @@ def test_a_deferred_result_lands_before_a_later_load_into_the_same_bytes():
     pto.launch(k, x, out, blocks=1, mode="manual")
     np.testing.assert_array_equal(out, x0[:n])
     np.testing.assert_array_equal(x[n:], x0[:n])
+
+
+def test_views_of_tiles_in_lockstep():
+    """Found by tests/test_copy_on_write_fuzz.py: TRESHAPE / TSUBVIEW ran once per block on
+    that block's part of the tile, so the real view tile never got the bytes (a launch of more
+    than one block stored poison). Now they run once for all blocks; a view whose offset
+    differs between blocks falls back to block-by-block execution (or says so with
+    lockstep=True)."""
+    n = R * C
+    blocks = 3
+    x = np.arange(blocks * n, dtype=np.float32)
+    out = np.zeros((2, blocks * n), np.float32)
+
+    def k(x, out, per_block_row):
+        b = pto.get_block_idx()
+        t = _tile()
+        pto.TLOAD(t, _views(x, b))
+        sub = pto.Tile(TileType.Vec, np.float32, R // 2, C)
+        pto.TSUBVIEW(sub, t, (b % 2) * 4 if per_block_row else 4, 0)
+        flat = pto.Tile(TileType.Vec, np.float32, R * 2, C // 2)
+        pto.TRESHAPE(flat, t)
+        pto.TADDS(sub, sub, 1000.0)                      # through the view: t changes too
+        pto.TSTORE(_views(out[0], b), t)
+        pto.TSTORE(_views(out[1], b, R * 2, C // 2), flat)
+
+    for per_block_row in (False, True):
+        want = np.zeros_like(out)
+        for b in range(blocks):
+            rows = x[b * n:(b + 1) * n].reshape(R, C).copy()
+            r0 = (b % 2) * 4 if per_block_row else 4
+            rows[r0:r0 + R // 2] += 1000.0
+            want[0, b * n:(b + 1) * n] = rows.reshape(-1)
+            want[1, b * n:(b + 1) * n] = rows.reshape(-1)
+        for lockstep in (True, "auto", False):
+            out[...] = 0
+            if per_block_row and lockstep is True:
+                with pytest.raises(pto.PtoError, match="differs between blocks"):
+                    pto.launch(k, x, out, per_block_row, blocks=blocks, lockstep=lockstep)
+                continue
+            pto.launch(k, x, out, per_block_row, blocks=blocks, lockstep=lockstep)
+            np.testing.assert_array_equal(out, want)

@@ -30,7 +30,7 @@ from ..errors import (
     RuntimeCheckError,
     UnsupportedType,
 )
-from ..lanes import block_of, uniform
+from ..lanes import Lanes, block_of, uniform
 from ..memory import Machine, current
 from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
@@ -279,6 +279,10 @@ class Instr:
                 if o.name in kwargs:
                     vals[i] = kwargs.pop(o.name)
         for i, (o, v) in enumerate(zip(ops, vals, strict=True)):
+            if o.kind == "scalar" and isinstance(v, Lanes):
+                # per-block values of a lockstep launch: one number when every block has it,
+                # else BlockDivergence (the launch runs the blocks one by one)
+                vals[i] = v = v._uniform(f"{self.mnemonic}: operand '{o.name}'")
             if o.enum is not None and v is not None and not isinstance(v, o.enum):
                 vals[i] = v = coerce_enum(o.enum, v, f"{self.mnemonic}: {o.name}")
             _check_kind(self.mnemonic, o, v)
