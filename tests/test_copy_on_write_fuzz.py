@@ -73,8 +73,10 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
         # views of the Vec tiles' bytes: another shape of vs[0], rows 8.. of vs[1]
         rv = Tile(TileType.Vec, np.float32, 32, 32)
         sv = Tile(TileType.Vec, np.float32, 8, C)
-        # 10 valid rows of 16: loads, results and stores cover part of the tile
-        pv = Tile(TileType.Vec, np.float32, R, C, valid=(pto.Dyn(10), C))
+        # 10 valid rows of 16 (over a grid: 9 to 11, by block): loads, results and stores
+        # cover part of the tile
+        pv = Tile(TileType.Vec, np.float32, R, C,
+                  valid=(pto.Dyn(9 + b % 3 if grid else 10), C))
         if ub is not None and l1 is not None:
             for t, addr in [*zip(vs, ub, strict=True), *zip(ms, l1, strict=True),
                             (half, 0x8000), (col, 0x9000), (tmp, 0xA000), (pv, 0xB000),

@@ -465,3 +465,29 @@ def test_views_of_tiles_in_lockstep():
                 continue
             pto.launch(k, x, out, per_block_row, blocks=blocks, lockstep=lockstep)
             np.testing.assert_array_equal(out, want)
+
+
+def test_placing_a_tile_whose_valid_rows_differ_by_block():
+    """Found by the fuzz: in manual mode, TASSIGN of a tile whose valid rows depend on the
+    block index ran once per block on that block's part, so the tile itself was never placed
+    ("has no storage"). Placement and views ignore valid regions: one call for all blocks."""
+    n = R * C
+    blocks = 3
+    x = np.arange(blocks * n, dtype=np.float32)
+    out = np.zeros(blocks * n, np.float32)
+
+    def k(x, out):
+        b = pto.get_block_idx()
+        t = _tile(valid=(pto.Dyn(R - b), C))
+        pto.TASSIGN(t, 0x1000)
+        pto.TLOAD(t, _views(x, b))
+        pto.TADDS(t, t, 1.0)
+        pto.TSTORE(_views(out, b), t)
+    for lockstep in (True, False):
+        out[...] = 0
+        pto.launch(k, x, out, blocks=blocks, mode="manual", lockstep=lockstep)
+        for b in range(blocks):
+            rows = out[b * n:(b + 1) * n].reshape(R, C)
+            want = x[b * n:(b + 1) * n].reshape(R, C) + 1
+            np.testing.assert_array_equal(rows[:R - b], want[:R - b])
+            assert not rows[R - b:].any()

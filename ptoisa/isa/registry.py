@@ -134,6 +134,9 @@ class Instr:
     #: the semantics index tiles as ``[..., r, c]`` and so run all blocks of a lockstep launch
     #: in one call; other instructions run once per block there (see ptoisa.grid)
     batched: bool = False
+    #: (batched) the semantics never look at the tiles' valid regions (placement and views:
+    #: TASSIGN, TRESHAPE, TSUBVIEW ...): one call for all blocks even when they differ by block
+    any_valid: bool = False
     #: per-target declarations (JAX's ``platform=`` lowering rules): a key names a target of
     #: the lineage (``Target.lineage``); ``impl_for`` replaces the semantics there,
     #: ``static_for`` / ``runtime_for`` add rules that hold there only
@@ -225,7 +228,8 @@ class Instr:
             rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
                 obs(rec)
-        if m.lanes > 1 and not (self.batched and all(uniform(v) for v in vals)):
+        if m.lanes > 1 and not (self.batched and all(
+                uniform(v) or (self.any_valid and isinstance(v, Tile)) for v in vals)):
             result = None
             for b in range(m.lanes):
                 result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
@@ -561,6 +565,7 @@ def instr(
     runtime: Iterable[RuntimeRule] = (),
     returns_event: bool = True,
     batched: bool = False,
+    any_valid: bool = False,
     impl_for: dict[str, Callable[..., Any]] | None = None,
     static_for: dict[str, Iterable[StaticRule]] | None = None,
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
@@ -594,7 +599,7 @@ def instr(
             name=name, family=fam, pipe=pipe, operands=opnds,
             params=tuple(params), impl=fn, dtype_key=tuple(dtype_key), static=tuple(static),
             runtime=rt, returns_event=returns_event, doc=(fn.__doc__ or "").strip(),
-            batched=batched, impl_for=dict(impl_for or {}),
+            batched=batched, any_valid=any_valid, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
             pipe_of=pipe_of, ptoas=ptoas,

@@ -608,7 +608,7 @@ def _cpu_treshape_kind(sig: Sig) -> None:
                        f"({s.dtype} -> {d.dtype})")
 
 
-@instr("TRESHAPE", family="layout", pipe=Pipe.S, batched=True,
+@instr("TRESHAPE", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        static=(_same_loc, _treshape_static), static_for={"cpu": (_cpu_treshape_kind,)})
 def TRESHAPE(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
@@ -645,7 +645,7 @@ def _tsubview_runtime(ins: Instr, dst: Tile, src: Tile, rowIdx: Any, colIdx: Any
     _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
 
 
-@instr("TSUBVIEW", family="layout", pipe=Pipe.S, batched=True,
+@instr("TSUBVIEW", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("rowIdx", "scalar"),
                  Opnd("colIdx", "scalar")),
        static=(_same_loc, _tsubview_static),
@@ -678,7 +678,7 @@ def _cpu_scale_addr(m: Machine, dst: Tile, src: Tile) -> None:
     m.alias(dst, src, 0, op="tget_scale_addr")
 
 
-@instr("TGET_SCALE_ADDR", family="layout", pipe=Pipe.S, batched=True,
+@instr("TGET_SCALE_ADDR", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")), static=(_scale_dst,),
        impl_for={"cpu": _cpu_scale_addr})
 def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
@@ -689,7 +689,7 @@ def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
         m.assign(dst, src.addr >> SHIFT_MX_ADDR)
 
 
-@instr("TALIAS", family="layout", pipe=Pipe.S, batched=True,
+@instr("TALIAS", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        static=(_same_loc,))
 def TALIAS(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
