@@ -329,3 +329,25 @@ def test_placed_programs_exported(ops: list[tuple[Any, ...]], ub: list[int], l1:
         kernel(*plain)
     for x, y in zip(got, plain, strict=True):
         assert x.tobytes() == y.tobytes()
+
+
+@settings(max_examples=80, deadline=None)
+@given(ops=_ops())
+def test_observers_change_nothing(ops: list[tuple[Any, ...]]) -> None:
+    """The same programs with the sanitizer (``sync="auto"``: the programs have no flags, so
+    the compiler's synchronisation is assumed; everything is initialised and in bounds) and
+    with the cycle model watching: the same bytes, and nothing found."""
+    from ptoisa.sanitizer import Sanitizer
+
+    kernel = _program(ops, grid=True)
+    plain = _inputs(BLOCKS)
+    pto.launch(kernel, *plain, blocks=BLOCKS, target="a2a3")
+    san = Sanitizer(sync="auto")
+    watched = _inputs(BLOCKS)
+    pto.launch(kernel, *watched, blocks=BLOCKS, target="a2a3", sanitize=san)
+    assert not san.report.findings, san.report
+    timed = _inputs(BLOCKS)
+    rep = pto.launch(kernel, *timed, blocks=BLOCKS, target="a2a3", cycles=True)
+    assert rep.total > 0 and not rep.errors
+    for x, y, z in zip(plain, watched, timed, strict=True):
+        assert x.tobytes() == y.tobytes() == z.tobytes()
