@@ -235,20 +235,27 @@ def test_the_exported_program_leaves_the_same_bytes(ops: list[tuple[Any, ...]]) 
     """The same random programs through ``pto.export`` (whose check runs the ``.pto`` program
     and the eager launch on copies and compares every array bit for bit): the interpreter's
     steps meet the copy-on-write machinery in their own order."""
+    from ptoisa.text import parse, print_module
+
     kernel = _program(ops)
+    plain = _inputs()
+    with pto.target("a2a3"):
+        kernel(*plain)
     old = pto.Machine.LAZY_MIN_ELEMENTS
     pto.Machine.LAZY_MIN_ELEMENTS = 0
     try:
         text = pto.export(kernel, *_inputs(), target="a2a3")
-        got = _inputs()
-        pto.load(text, target="a2a3").kernel(*got)
+        # and the program in the three textual forms (SSA and PTO-AS convert the ops that
+        # can be written either way), each printed again from its own parse
+        for form in ("dps", "ssa", "asm"):
+            printed = print_module(parse(text), form)
+            assert print_module(parse(printed), form) == printed
+            got = _inputs()
+            pto.load(printed, target="a2a3").kernel(*got)
+            for x, y in zip(got, plain, strict=True):
+                assert x.tobytes() == y.tobytes(), form
     finally:
         pto.Machine.LAZY_MIN_ELEMENTS = old
-    plain = _inputs()
-    with pto.target("a2a3"):
-        kernel(*plain)
-    for x, y in zip(got, plain, strict=True):
-        assert x.tobytes() == y.tobytes()
 
 
 # ---- placed tiles that share bytes (TASSIGN): the barriers' aliasing paths ------------------
