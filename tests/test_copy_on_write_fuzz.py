@@ -5,6 +5,8 @@ TLOAD / TMOV and computes every result at once (the ISA's copy semantics, no laz
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -166,6 +168,36 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
     return kernel
 
 
+@contextmanager
+def _lazy_from(elements: int | None = 0) -> Iterator[None]:
+    """Launches read ND tiles lazily from ``elements`` elements (None: the default 16K);
+    boxed ones always."""
+    old = pto.Machine.LAZY_MIN_ELEMENTS
+    if elements is not None:
+        pto.Machine.LAZY_MIN_ELEMENTS = elements
+    try:
+        yield
+    finally:
+        pto.Machine.LAZY_MIN_ELEMENTS = old
+
+
+def _grid_equals_plain_machines(kernel: Any, target: str, **settings: Any) -> None:
+    """Per block, a plain machine (block index set by hand) is the reference; a lockstep
+    launch and a block-by-block launch (every tile lazy) must leave the same bytes."""
+    plain = _inputs(BLOCKS)
+    for blk in range(BLOCKS):
+        with pto.target(target, **settings) as m:
+            m.block_idx, m.block_num = blk, BLOCKS
+            kernel(*plain)
+    with _lazy_from(0):
+        for lockstep in (True, False):
+            got = _inputs(BLOCKS)
+            pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep,
+                       **settings)
+            for x, y in zip(got, plain, strict=True):
+                assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
+
+
 def _inputs(blocks: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(12)
     v = (rng.standard_normal((blocks * VB, C)) * 2).astype(np.float32)
@@ -185,13 +217,8 @@ def test_launch_equals_a_machine_that_copies_at_once(target: str, lazy_min: int 
     place, in-place overwrites) run here too."""
     kernel = _program(ops)
     lazy = _inputs()
-    old = pto.Machine.LAZY_MIN_ELEMENTS
-    if lazy_min is not None:
-        pto.Machine.LAZY_MIN_ELEMENTS = lazy_min
-    try:
+    with _lazy_from(lazy_min):
         pto.launch(kernel, *lazy, target=target)
-    finally:
-        pto.Machine.LAZY_MIN_ELEMENTS = old
     plain = _inputs()
     with pto.target(target) as m:
         assert not m.lazy_loads
@@ -208,25 +235,8 @@ BLOCKS = 3
 @given(ops=_ops())
 def test_blocks_in_lockstep_and_one_by_one_equal_machines_that_copy(
         target: str, ops: list[tuple[Any, ...]]) -> None:
-    """Per block, a plain machine (block index set by hand) is the reference; a lockstep
-    launch (every tile lazy: boxed ones at any size, ND ones here too) and a block-by-block
-    launch must leave the same bytes."""
-    kernel = _program(ops, grid=True)
-    plain = _inputs(BLOCKS)
-    for blk in range(BLOCKS):
-        with pto.target(target) as m:
-            m.block_idx, m.block_num = blk, BLOCKS
-            kernel(*plain)
-    old = pto.Machine.LAZY_MIN_ELEMENTS
-    pto.Machine.LAZY_MIN_ELEMENTS = 0
-    try:
-        for lockstep in (True, False):
-            got = _inputs(BLOCKS)
-            pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep)
-            for x, y in zip(got, plain, strict=True):
-                assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
-    finally:
-        pto.Machine.LAZY_MIN_ELEMENTS = old
+    """The grid program (see _program), lockstep and block by block."""
+    _grid_equals_plain_machines(_program(ops, grid=True), target)
 
 
 @settings(max_examples=60, deadline=None)
@@ -241,9 +251,7 @@ def test_the_exported_program_leaves_the_same_bytes(ops: list[tuple[Any, ...]]) 
     plain = _inputs()
     with pto.target("a2a3"):
         kernel(*plain)
-    old = pto.Machine.LAZY_MIN_ELEMENTS
-    pto.Machine.LAZY_MIN_ELEMENTS = 0
-    try:
+    with _lazy_from(0):
         text = pto.export(kernel, *_inputs(), target="a2a3")
         # and the program in the three textual forms (SSA and PTO-AS convert the ops that
         # can be written either way), each printed again from its own parse
@@ -254,8 +262,6 @@ def test_the_exported_program_leaves_the_same_bytes(ops: list[tuple[Any, ...]]) 
             pto.load(printed, target="a2a3").kernel(*got)
             for x, y in zip(got, plain, strict=True):
                 assert x.tobytes() == y.tobytes(), form
-    finally:
-        pto.Machine.LAZY_MIN_ELEMENTS = old
 
 
 # ---- placed tiles that share bytes (TASSIGN): the barriers' aliasing paths ------------------
@@ -278,12 +284,8 @@ def test_placed_tiles_sharing_bytes(target: str, ops: list[tuple[Any, ...]], ub:
     with pto.target(target, mode="manual"):
         kernel(*plain)
     got = _inputs()
-    old = pto.Machine.LAZY_MIN_ELEMENTS
-    pto.Machine.LAZY_MIN_ELEMENTS = 0
-    try:
+    with _lazy_from(0):
         pto.launch(kernel, *got, target=target, mode="manual")
-    finally:
-        pto.Machine.LAZY_MIN_ELEMENTS = old
     for x, y in zip(got, plain, strict=True):
         assert x.tobytes() == y.tobytes()
 
@@ -295,23 +297,8 @@ def test_placed_tiles_over_a_grid_of_blocks(target: str, ops: list[tuple[Any, ..
                                             ub: list[int]) -> None:
     """The grid program in manual mode with overlapping Vec tiles: lockstep and block by
     block against plain machines per block."""
-    kernel = _program(ops, ub, [0, 0x200], grid=True)
-    plain = _inputs(BLOCKS)
-    for blk in range(BLOCKS):
-        with pto.target(target, mode="manual") as m:
-            m.block_idx, m.block_num = blk, BLOCKS
-            kernel(*plain)
-    old = pto.Machine.LAZY_MIN_ELEMENTS
-    pto.Machine.LAZY_MIN_ELEMENTS = 0
-    try:
-        for lockstep in (True, False):
-            got = _inputs(BLOCKS)
-            pto.launch(kernel, *got, blocks=BLOCKS, target=target, lockstep=lockstep,
-                       mode="manual")
-            for x, y in zip(got, plain, strict=True):
-                assert x.tobytes() == y.tobytes(), f"lockstep={lockstep}"
-    finally:
-        pto.Machine.LAZY_MIN_ELEMENTS = old
+    _grid_equals_plain_machines(_program(ops, ub, [0, 0x200], grid=True), target,
+                                mode="manual")
 
 
 @settings(max_examples=60, deadline=None)
@@ -323,14 +310,10 @@ def test_placed_programs_exported(ops: list[tuple[Any, ...]], ub: list[int], l1:
     own check compares the .pto run with the eager launch bit for bit), and the program's
     run against a plain machine."""
     kernel = _program(ops, ub, l1)
-    old = pto.Machine.LAZY_MIN_ELEMENTS
-    pto.Machine.LAZY_MIN_ELEMENTS = 0
-    try:
+    with _lazy_from(0):
         text = pto.export(kernel, *_inputs(), target="a2a3")
         got = _inputs()
         pto.load(text, target="a2a3").kernel(*got)
-    finally:
-        pto.Machine.LAZY_MIN_ELEMENTS = old
     plain = _inputs()
     with pto.target("a2a3", mode="manual"):
         kernel(*plain)
