@@ -491,3 +491,32 @@ def test_placing_a_tile_whose_valid_rows_differ_by_block():
             want = x[b * n:(b + 1) * n].reshape(R, C) + 1
             np.testing.assert_array_equal(rows[:R - b], want[:R - b])
             assert not rows[R - b:].any()
+
+
+def test_a_deferred_result_of_one_blocks_part_is_kept():
+    """Found by tests/test_lockstep_fuzz.py: tiles whose valid columns differ by block make a
+    lockstep launch run TADD per block, on each block's part of the tiles; where a block's part
+    was whole, its result was deferred on that temporary part and then lost (the tile kept
+    its old values). The storage barrier now settles deferred tiles that own the bytes (as it
+    did lazily loaded ones)."""
+    n = R * C
+    blocks = 3
+    x = (np.arange(blocks * n, dtype=np.float32) % 17) - 8
+    out = np.zeros(blocks * n, np.float32)
+
+    def k(x, out):
+        b = pto.get_block_idx()
+        vc = pto.Dyn(C - (b % 2) * (C - 1))  # C, 1, C valid columns
+        t, u = _tile(valid=(R, vc)), _tile(valid=(R, vc))
+        pto.TLOAD(t, _views(x, b))
+        pto.TADD(u, t, t)                     # whole in blocks 0 and 2: deferred there
+        pto.TABS(u, u)
+        pto.TSTORE(_views(out, b), u)
+    for lockstep in (True, False):
+        out[...] = 0
+        pto.launch(k, x, out, blocks=blocks, lockstep=lockstep)
+        for b in range(blocks):
+            cols = C if b % 2 == 0 else 1
+            got = out[b * n:(b + 1) * n].reshape(R, C)
+            want = np.abs(2 * x[b * n:(b + 1) * n].reshape(R, C))
+            np.testing.assert_array_equal(got[:, :cols], want[:, :cols])
