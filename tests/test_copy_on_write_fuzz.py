@@ -341,3 +341,91 @@ def test_observers_change_nothing(ops: list[tuple[Any, ...]]) -> None:
     assert rep.total > 0 and not rep.errors
     for x, y, z in zip(plain, watched, timed, strict=True):
         assert x.tobytes() == y.tobytes() == z.tobytes()
+
+
+# ---- the same ops inside a loop: state carried from one iteration to the next ---------------
+
+_LOOP_OPS = ("load_v", "store_v", "add", "muls", "exp", "mov_v", "rowmax", "rowsum", "rowsub",
+             "load_m", "mov_left", "mov_right", "matmul", "store_acc")
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_ops(), trips=st.integers(1, 3))
+def test_ops_in_a_pto_range_loop(ops: list[tuple[Any, ...]], trips: int) -> None:
+    """The ops (GM rows shifted by 4 per iteration) in ``pto.range``: an ``scf.for`` when
+    exported, whose steps meet the lazy state the previous iteration left; eager launch and
+    the exported program against a plain machine."""
+    ops = [op for op in ops if op[0] in _LOOP_OPS]
+
+    def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
+        vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
+        ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
+              for _ in range(2)]
+        left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
+        acc = pto.TileAcc(np.float32, M, M)
+        col = Tile(TileType.Vec, np.float32, R, 1, BLayout.ColMajor)
+        tmp = Tile(TileType.Vec, np.float32, R, C)
+
+        def gv(arr: np.ndarray, row: Any, rows: int, cols: int) -> GlobalTensor:
+            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
+                                offset=row * cols)
+
+        for k, t in enumerate(vs):
+            pto.TLOAD(t, gv(v, 8 * k, R, C))
+        for k, t in enumerate(ms):
+            pto.TLOAD(t, gv(a, 8 * k, M, M))
+        pto.TMOV(left, ms[0])
+        pto.TMOV(right, ms[1])
+        pto.TMATMUL(acc, left, right)
+        pto.TROWMAX(col, vs[0], tmp)
+        for i in pto.range(0, trips):
+            for op in ops:
+                kind = op[0]
+                sh = 4 * i
+                if kind == "load_v":
+                    pto.TLOAD(vs[op[1]], gv(v, op[2] + sh, R, C))
+                elif kind == "store_v":
+                    pto.TSTORE(gv(v, op[2] + sh, R, C), vs[op[1]])
+                elif kind == "add":
+                    pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
+                elif kind == "muls":
+                    pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
+                elif kind == "exp":
+                    pto.TEXP(vs[op[1]], vs[op[1]])
+                elif kind == "mov_v":
+                    pto.TMOV(vs[op[1]], vs[op[2]])
+                elif kind == "rowmax":
+                    pto.TROWMAX(col, vs[op[1]], tmp)
+                elif kind == "rowsum":
+                    pto.TROWSUM(col, vs[op[1]], tmp)
+                elif kind == "rowsub":
+                    pto.TROWEXPANDSUB(vs[op[1]], vs[op[2]], col)
+                elif kind == "load_m":
+                    pto.TLOAD(ms[op[1]], gv(a, op[2] + sh, M, M))
+                elif kind == "mov_left":
+                    pto.TMOV(left, ms[op[1]])
+                elif kind == "mov_right":
+                    pto.TMOV(right, ms[op[1]])
+                elif kind == "matmul":
+                    if op[1]:
+                        pto.TMATMUL_ACC(acc, acc, left, right)
+                    else:
+                        pto.TMATMUL(acc, left, right)
+                else:  # store_acc
+                    pto.TSTORE(gv(o, op[1] + sh, M, M), acc)
+        pto.TSTORE(gv(o, 0, M, M), acc)
+
+    plain = _inputs()
+    with pto.target("a2a3"):
+        kernel(*plain)
+    with _lazy_from(0):
+        got = _inputs()
+        pto.launch(kernel, *got, target="a2a3")
+        for x, y in zip(got, plain, strict=True):
+            assert x.tobytes() == y.tobytes(), "eager launch"
+        text = pto.export(kernel, *_inputs(), target="a2a3")
+        assert "scf.for" in text or trips == 1 or not ops
+        got = _inputs()
+        pto.load(text, target="a2a3").kernel(*got)
+    for x, y in zip(got, plain, strict=True):
+        assert x.tobytes() == y.tobytes(), ".pto"
