@@ -56,12 +56,13 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
 
 
 def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
-             l1: list[int] | None = None, grid: bool = False) -> Any:
+             l1: list[int] | None = None, grid: bool = False, trips: int = 0) -> Any:
     """The kernel of ``ops``. With ``ub`` / ``l1`` (manual mode) the three Vec tiles and the
     two Mat tiles are TASSIGNed there (the other tiles clear of them). With ``grid`` it runs
     over BLOCKS blocks: each reads and writes its own VB rows of V and O and its own scratch
     rows of A, and loads A panels that blocks share at offsets that differ between
-    neighbours (a lockstep launch keeps them as shared LaneBlocks)."""
+    neighbours (a lockstep launch keeps them as shared LaneBlocks). With ``trips`` the ops
+    run in ``pto.range(0, trips)``, their GM rows shifted by 4 per iteration."""
     def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
         b = pto.get_block_idx() if grid else 0
         vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
@@ -111,59 +112,66 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
         pto.TRESHAPE(rv, vs[0])
         pto.TSUBVIEW(sv, vs[1], 8, 0)
         pto.TLOAD(pv, gv(v, vrow(20), R, C))
-        for op in ops:
-            kind = op[0]
-            if kind == "load_v":
-                pto.TLOAD(vs[op[1]], gv(v, vrow(op[2]), R, C))
-            elif kind == "store_v":
-                pto.TSTORE(gv(v, vrow(op[2]), R, C), vs[op[1]])
-            elif kind == "add":
-                pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
-            elif kind == "muls":
-                pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
-            elif kind == "exp":
-                pto.TEXP(vs[op[1]], vs[op[1]])
-            elif kind == "mov_v":
-                pto.TMOV(vs[op[1]], vs[op[2]])
-            elif kind == "load_m":
-                pto.TLOAD(ms[op[1]], gv(a, mrow(op[2]), M, M))
-            elif kind == "store_a":  # rewrite rows of A while Mat tiles may read them
-                pto.TLOAD(half, gv(a, mrow(op[1]), M, M))
-                pto.TADDS(half, half, 1.0)
-                pto.TSTORE(gv(a, scratch(op[1]), M, M), half)
-            elif kind == "mov_left":
-                pto.TMOV(left, ms[op[1]])
-            elif kind == "mov_right":
-                pto.TMOV(right, ms[op[1]])
-            elif kind == "matmul":
-                if op[1]:
-                    pto.TMATMUL_ACC(acc, acc, left, right)
-                else:
-                    pto.TMATMUL(acc, left, right)
-            elif kind == "rowmax":
-                pto.TROWMAX(col, vs[op[1]], tmp)
-            elif kind == "rowsum":
-                pto.TROWSUM(col, vs[op[1]], tmp)
-            elif kind == "rowsub":  # deferred in a launch: reads col's storage in place
-                pto.TROWEXPANDSUB(vs[op[1]], vs[op[2]], col)
-            elif kind == "rv_adds":
-                pto.TADDS(rv, rv, 1.0)
-            elif kind == "rv_load":  # 32 x 32 of V (row stride C)
-                pto.TLOAD(rv, gv(v, vrow(min(op[1], VB - 32)), 32, 32, C))
-            elif kind == "sv_store":
-                pto.TSTORE(gv(v, vrow(op[1]), 8, C), sv)
-            elif kind == "sv_muls":
-                pto.TMULS(sv, sv, 0.5)
-            elif kind == "pv_load":
-                pto.TLOAD(pv, gv(v, vrow(op[1]), R, C))
-            elif kind == "pv_add":
-                pto.TADD(pv, pv, vs[op[1]])
-            elif kind == "pv_store":
-                pto.TSTORE(gv(v, vrow(op[1]), R, C), pv)
-            elif kind == "pv_exp":
-                pto.TEXP(pv, pv)
-            else:  # store_acc
-                pto.TSTORE(gv(o, vrow(op[1]), M, M), acc)
+
+        def run_ops(sh: Any) -> None:  # sh: the rows every GM offset moves by
+            for op in ops:
+                kind = op[0]
+                if kind == "load_v":
+                    pto.TLOAD(vs[op[1]], gv(v, vrow(op[2] + sh), R, C))
+                elif kind == "store_v":
+                    pto.TSTORE(gv(v, vrow(op[2] + sh), R, C), vs[op[1]])
+                elif kind == "add":
+                    pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
+                elif kind == "muls":
+                    pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
+                elif kind == "exp":
+                    pto.TEXP(vs[op[1]], vs[op[1]])
+                elif kind == "mov_v":
+                    pto.TMOV(vs[op[1]], vs[op[2]])
+                elif kind == "load_m":
+                    pto.TLOAD(ms[op[1]], gv(a, mrow(op[2] + sh), M, M))
+                elif kind == "store_a":  # rewrite rows of A while Mat tiles may read them
+                    pto.TLOAD(half, gv(a, mrow(op[1] + sh), M, M))
+                    pto.TADDS(half, half, 1.0)
+                    pto.TSTORE(gv(a, scratch(op[1] + sh), M, M), half)
+                elif kind == "mov_left":
+                    pto.TMOV(left, ms[op[1]])
+                elif kind == "mov_right":
+                    pto.TMOV(right, ms[op[1]])
+                elif kind == "matmul":
+                    if op[1]:
+                        pto.TMATMUL_ACC(acc, acc, left, right)
+                    else:
+                        pto.TMATMUL(acc, left, right)
+                elif kind == "rowmax":
+                    pto.TROWMAX(col, vs[op[1]], tmp)
+                elif kind == "rowsum":
+                    pto.TROWSUM(col, vs[op[1]], tmp)
+                elif kind == "rowsub":  # deferred in a launch: reads col's storage in place
+                    pto.TROWEXPANDSUB(vs[op[1]], vs[op[2]], col)
+                elif kind == "rv_adds":
+                    pto.TADDS(rv, rv, 1.0)
+                elif kind == "rv_load":  # 32 x 32 of V (row stride C)
+                    pto.TLOAD(rv, gv(v, vrow(pto.min(op[1] + sh, VB - 32)), 32, 32, C))
+                elif kind == "sv_store":
+                    pto.TSTORE(gv(v, vrow(op[1] + sh), 8, C), sv)
+                elif kind == "sv_muls":
+                    pto.TMULS(sv, sv, 0.5)
+                elif kind == "pv_load":
+                    pto.TLOAD(pv, gv(v, vrow(op[1] + sh), R, C))
+                elif kind == "pv_add":
+                    pto.TADD(pv, pv, vs[op[1]])
+                elif kind == "pv_store":
+                    pto.TSTORE(gv(v, vrow(op[1] + sh), R, C), pv)
+                elif kind == "pv_exp":
+                    pto.TEXP(pv, pv)
+                else:  # store_acc
+                    pto.TSTORE(gv(o, vrow(op[1] + sh), M, M), acc)
+        if trips:
+            for i in pto.range(0, trips):
+                run_ops(4 * i)
+        else:
+            run_ops(0)
         pto.TSTORE(gv(o, vrow(0), M, M), acc)
     return kernel
 
@@ -345,76 +353,13 @@ def test_observers_change_nothing(ops: list[tuple[Any, ...]]) -> None:
 
 # ---- the same ops inside a loop: state carried from one iteration to the next ---------------
 
-_LOOP_OPS = ("load_v", "store_v", "add", "muls", "exp", "mov_v", "rowmax", "rowsum", "rowsub",
-             "load_m", "mov_left", "mov_right", "matmul", "store_acc")
-
-
 @settings(max_examples=60, deadline=None)
 @given(ops=_ops(), trips=st.integers(1, 3))
 def test_ops_in_a_pto_range_loop(ops: list[tuple[Any, ...]], trips: int) -> None:
     """The ops (GM rows shifted by 4 per iteration) in ``pto.range``: an ``scf.for`` when
     exported, whose steps meet the lazy state the previous iteration left; eager launch and
     the exported program against a plain machine."""
-    ops = [op for op in ops if op[0] in _LOOP_OPS]
-
-    def kernel(v: np.ndarray, a: np.ndarray, o: np.ndarray) -> None:
-        vs = [Tile(TileType.Vec, np.float32, R, C) for _ in range(3)]
-        ms = [Tile(TileType.Mat, np.float16, M, M, BLayout.ColMajor, None, SLayout.RowMajor)
-              for _ in range(2)]
-        left, right = pto.TileLeft(np.float16, M, M), pto.TileRight(np.float16, M, M)
-        acc = pto.TileAcc(np.float32, M, M)
-        col = Tile(TileType.Vec, np.float32, R, 1, BLayout.ColMajor)
-        tmp = Tile(TileType.Vec, np.float32, R, C)
-
-        def gv(arr: np.ndarray, row: Any, rows: int, cols: int) -> GlobalTensor:
-            return GlobalTensor(arr, (1, 1, 1, rows, cols), (arr.size,) * 3 + (cols, 1),
-                                offset=row * cols)
-
-        for k, t in enumerate(vs):
-            pto.TLOAD(t, gv(v, 8 * k, R, C))
-        for k, t in enumerate(ms):
-            pto.TLOAD(t, gv(a, 8 * k, M, M))
-        pto.TMOV(left, ms[0])
-        pto.TMOV(right, ms[1])
-        pto.TMATMUL(acc, left, right)
-        pto.TROWMAX(col, vs[0], tmp)
-        for i in pto.range(0, trips):
-            for op in ops:
-                kind = op[0]
-                sh = 4 * i
-                if kind == "load_v":
-                    pto.TLOAD(vs[op[1]], gv(v, op[2] + sh, R, C))
-                elif kind == "store_v":
-                    pto.TSTORE(gv(v, op[2] + sh, R, C), vs[op[1]])
-                elif kind == "add":
-                    pto.TADD(vs[op[1]], vs[op[2]], vs[op[3]])
-                elif kind == "muls":
-                    pto.TMULS(vs[op[1]], vs[op[2]], 0.5)
-                elif kind == "exp":
-                    pto.TEXP(vs[op[1]], vs[op[1]])
-                elif kind == "mov_v":
-                    pto.TMOV(vs[op[1]], vs[op[2]])
-                elif kind == "rowmax":
-                    pto.TROWMAX(col, vs[op[1]], tmp)
-                elif kind == "rowsum":
-                    pto.TROWSUM(col, vs[op[1]], tmp)
-                elif kind == "rowsub":
-                    pto.TROWEXPANDSUB(vs[op[1]], vs[op[2]], col)
-                elif kind == "load_m":
-                    pto.TLOAD(ms[op[1]], gv(a, op[2] + sh, M, M))
-                elif kind == "mov_left":
-                    pto.TMOV(left, ms[op[1]])
-                elif kind == "mov_right":
-                    pto.TMOV(right, ms[op[1]])
-                elif kind == "matmul":
-                    if op[1]:
-                        pto.TMATMUL_ACC(acc, acc, left, right)
-                    else:
-                        pto.TMATMUL(acc, left, right)
-                else:  # store_acc
-                    pto.TSTORE(gv(o, op[1] + sh, M, M), acc)
-        pto.TSTORE(gv(o, 0, M, M), acc)
-
+    kernel = _program(ops, trips=trips)
     plain = _inputs()
     with pto.target("a2a3"):
         kernel(*plain)
