@@ -349,7 +349,7 @@ class Tile:
     (dynamic, initially full) or ``Dyn(n)`` (dynamic, initially n).
     """
 
-    __slots__ = ("spec", "_vr", "_vc", "_buf", "_machine", "addr", "name", "_lazy",
+    __slots__ = ("spec", "_vr", "_vc", "_whole", "_buf", "_machine", "addr", "name", "_lazy",
                  "_pending", "_v2d", "_settled", "__weakref__")
 
     def __init__(
@@ -377,6 +377,8 @@ class Tile:
         self.spec = spec
         self._vr = 0
         self._vc = 0
+        #: the valid region is the whole tile (kept with _vr/_vc: Instr.try_plain reads it)
+        self._whole = False
         self._buf: np.ndarray | None = None
         #: (storage, its 2-D view or None when boxed, the whole box view or None): see
         #: view2d and _box_block; re-derived when the storage changes (TASSIGN)
@@ -456,6 +458,7 @@ class Tile:
             if not 0 <= int(v) <= cap:
                 raise RuntimeCheckError(f"{self._label()}: valid {n} {v} outside [0, {cap}]")
         self._vr, self._vc = int(vr), int(vc)
+        self._whole = self._vr == self.spec.rows and self._vc == self.spec.cols
 
     def _set_valid_lanes(self, vr: Any, vc: Any) -> None:
         """Per-block valid extents of a lockstep launch (kept as ints when all agree)."""
@@ -469,6 +472,8 @@ class Tile:
             out.append(int(flat[0]) if a.ndim == 0 or (flat == flat[0]).all()
                        else np.asarray(a, np.int64))
         self._vr, self._vc = out
+        self._whole = isinstance(out[0], int) and isinstance(out[1], int) \
+            and out[0] == self.spec.rows and out[1] == self.spec.cols
 
     def set_valid(self, rows: int | None = None, cols: int | None = None) -> None:
         """Change the dynamic valid extents (SetValidRow/SetValidCol/SetValidShape)."""
@@ -508,6 +513,7 @@ class Tile:
         vr, vc = self._vr, self._vc
         t._vr = int(vr[b]) if isinstance(vr, np.ndarray) else vr
         t._vc = int(vc[b]) if isinstance(vc, np.ndarray) else vc
+        t._whole = t._vr == t.spec.rows and t._vc == t.spec.cols
         return t
 
     # ---- storage ---------------------------------------------------------------------------

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import enum
 import inspect
+import operator
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,6 +147,11 @@ class Instr:
     #: the pipe, when it depends on the operands (TMOV/TEXTRACT/TINSERT by the source and
     #: destination roles, TSTORE from an Acc tile): ``fn(operand values by name) -> Pipe``
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None
+    #: the instruction's plain form, a ufunc ``fn(*sources, out=dst)``: what the semantics
+    #: compute when every operand is a placed row- or column-major tile (not boxed, not packed)
+    #: whose valid region is the whole tile and nothing reads or computes lazily (then no
+    #: run-time rule can fail). Elementwise instructions declare it; see :meth:`try_plain`
+    plain: Callable[..., Any] | None = None
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
@@ -157,11 +163,18 @@ class Instr:
     #: coercion): argument types -> (padding, default parameters); see bind
     _bound: dict[tuple[type, ...], tuple[int, dict[str, Any]]] = field(
         default_factory=dict, init=False, repr=False)
+    #: (target, permissive, operands, parameter values) of the last call whose static rules
+    #: passed: see check
+    _last_ok: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
+    _event: Event = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
         self._written = tuple(i for i, o in enumerate(self.operands)
                               if o.role in ("out", "inout", "scratch"))
+        # what an unobserved call returns when the pipe does not depend on the operands (an
+        # Event without a producer record is never changed: one serves every call)
+        self._event = Event(self.name, self.pipe)
         self.__doc__ = self.doc
 
     def on(self, target: Target) -> Resolved:
@@ -175,7 +188,8 @@ class Instr:
                                          for x in self.static_for.get(k, ()))
             runtime = self.runtime + tuple(x for k in target.lineage
                                            for x in self.runtime_for.get(k, ()))
-            r = self._on[target] = Resolved(target, impl, static, runtime)
+            plain = self.plain if impl is self.impl and runtime == self.runtime else None
+            r = self._on[target] = Resolved(target, impl, static, runtime, plain)
         return r
 
     def pipe_on(self, values: list[Any]) -> Pipe:
@@ -199,6 +213,22 @@ class Instr:
     # ---- eager call ------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Event | Any:
         m = current()
+        # (an entry of a subclass binds its own way, overloads by arity say: not here)
+        if not kwargs and not m.observers and type(self) is Instr:
+            hit = self._bound.get(tuple(map(type, args)))
+            if hit is not None:
+                # operand types that bound cleanly before (so no trailing Events and nothing
+                # to coerce: see bind), nobody watching: the short way to the same run
+                pad, defaults = hit
+                vals = list(args)
+                if pad:
+                    vals += [None] * pad
+                result = self.run(m, vals, dict(defaults) if defaults else {})
+                if not self.returns_event:
+                    return result
+                if self.pipe_of is None:
+                    return self._event
+                return Event(self.name, None, None, (self, vals))
         n = len(args)
         while n and isinstance(args[n - 1], Event):
             n -= 1
@@ -209,7 +239,7 @@ class Instr:
             return result
         if not m.observers:
             if self.pipe_of is None:
-                return Event(self.name, self.pipe)
+                return self._event
             return Event(self.name, None, None, (self, vals))
         return Event(self.name, self.pipe_on(vals), m.last_record)
 
@@ -228,6 +258,8 @@ class Instr:
             rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
                 obs(rec)
+        elif self.plain is not None and not params and self.try_plain(m, vals, checked):
+            return None
         if m.lanes > 1 and not (self.batched and all(
                 uniform(v) or (self.any_valid and isinstance(v, Tile)) for v in vals)):
             result = None
@@ -246,7 +278,7 @@ class Instr:
                 for r in on.runtime:
                     r(self, *vals, **params)
             else:
-                self.check(m.target, vals, params, m.permissive)
+                self.check(m.target, vals, params, m.permissive, on)
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -315,8 +347,60 @@ class Instr:
             params[p.name] = v
         return params
 
+    def try_plain(self, m: Machine, vals: Sequence[Any], checked: bool) -> bool:
+        """Run a parameterless use of an instruction with a plain form (:attr:`plain`) in
+        that form, straight on the operands' storage, if nobody observes ``m``, nothing on it
+        reads lazily, the static rules passed (``checked``: a compiled step; else the last
+        call had these very operands, see check) and every operand qualifies: placed on
+        ``m``, row- or column-major, valid over the whole tile, and the result is not one the
+        semantics would defer (a tile large enough to compute lazily). False: nothing done.
+        (One function, not several: this path exists to save the calls.)"""
+        if m.observers or m._lazy or m.lanes != 1:
+            return False
+        if not checked:
+            last = self._last_ok
+            # (a list compares its items by identity first: tiles have no __eq__ of their own)
+            if last is None or last[0] is not m.target or last[1] is not m.permissive \
+                    or last[3] or last[2] != vals:
+                return False
+        on = self._on.get(m.target)
+        if on is None or on.plain is None:
+            return False
+        views = []
+        for t in vals:
+            c = t._v2d
+            if c is None or c[0] is not t._buf or t._machine is not m:
+                return False
+            v = c[1]
+            if v is None or not t._whole:
+                return False
+            views.append(v)
+        out = views.pop(0)
+        if m.lazy_loads and out.size >= m.LAZY_MIN_ELEMENTS:
+            return False
+        if m.quiet:
+            on.plain(*views, out=out)
+        else:
+            with np.errstate(all="ignore"):
+                on.plain(*views, out=out)
+        return True
+
     def check(self, target: Target, vals: list[Any], params: dict[str, Any],
-              permissive: bool = False) -> None:
+              permissive: bool = False, on: Resolved | None = None) -> None:
+        last = self._last_ok
+        if last is None or last[0] is not target or last[1] is not permissive \
+                or len(last[2]) != len(vals) or not all(map(operator.is_, last[2], vals)) \
+                or not all(map(operator.is_, last[3], params.values())):
+            self._check_static_of(target, vals, params, permissive)
+            # the same operand objects again (a loop in a kernel): their types cannot have
+            # changed (a tile's or GlobalTensor's spec is fixed at creation), so the static
+            # rules need not be looked up again
+            self._last_ok = (target, permissive, list(vals), tuple(params.values()))
+        for r in (on or self.on(target)).runtime:
+            r(self, *vals, **params)
+
+    def _check_static_of(self, target: Target, vals: list[Any], params: dict[str, Any],
+                         permissive: bool) -> None:
         types = tuple([_type_of(v) for v in vals])
         key = (self.name, target, permissive, types, tuple(params.values()))
         try:
@@ -327,8 +411,6 @@ class Instr:
             known = key in _static_cache
         if not known:
             _check_static(self, key, target, types, params, permissive)
-        for r in self.on(target).runtime:
-            r(self, *vals, **params)
 
     def check_types(self, target: Target | str, types: dict[str, Any],
                     params: dict[str, Any] | None = None, permissive: bool = False) -> None:
@@ -350,14 +432,18 @@ class Instr:
 class Resolved:
     """An instruction's semantics and rules on one target (see :meth:`Instr.on`)."""
 
-    __slots__ = ("target", "impl", "static", "runtime")
+    __slots__ = ("target", "impl", "static", "runtime", "plain")
 
     def __init__(self, target: Target, impl: Callable[..., Any],
-                 static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...]) -> None:
+                 static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...],
+                 plain: Callable[..., Any] | None = None) -> None:
         self.target = target
         self.impl = impl
         self.static = static
         self.runtime = runtime
+        #: the plain form (Instr.plain) where the target declares no semantics or run-time
+        #: rules of its own
+        self.plain = plain
 
 
 def _hashable(v: Any) -> Any:
@@ -571,6 +657,7 @@ def instr(
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
     ptoas: Ptoas | None = None,
+    plain: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -602,7 +689,7 @@ def instr(
             batched=batched, any_valid=any_valid, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
-            pipe_of=pipe_of, ptoas=ptoas,
+            pipe_of=pipe_of, ptoas=ptoas, plain=plain,
         )
         REGISTRY[name] = ins
         _index_op_names(ins)

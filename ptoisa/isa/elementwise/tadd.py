@@ -24,7 +24,7 @@ def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:
                 f"region {vr}x{vc}", op=ins.mnemonic)
 
 
-@instr("TADD", family="elementwise", pipe=Pipe.V, batched=True,
+@instr("TADD", family="elementwise", pipe=Pipe.V, batched=True, plain=np.add,
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src0", "src1"], TileType.Vec), same_dtype("dst", "src0", "src1")),

@@ -119,9 +119,10 @@ Fn = Callable[..., Any]
 
 def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
            tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None,
-           pending: Fn | None = None) -> Instr:
+           pending: Fn | None = None, plain: Fn | None = None) -> Instr:
     """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass);
-    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``."""
+    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``; ``plain``:
+    the ufunc that ``fn`` is, for every element type (see Instr.plain)."""
     ops = [_DST, Opnd("src", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=True))
@@ -154,11 +155,13 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
                  static=(vec("dst", "src"), same_dtype("dst", "src"), *static),
-                 runtime=(cover("src"),))(impl)
+                 runtime=(cover("src"),), plain=plain)(impl)
 
 
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
-            tmp: bool | str = False, static: tuple[Any, ...] = ()) -> Instr:
+            tmp: bool | str = False, static: tuple[Any, ...] = (), plain: Fn | None = None
+            ) -> Instr:
+    """``plain``: the ufunc that ``fn`` is, for every element type (see Instr.plain)."""
     ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=tmp == "optional"))
@@ -176,7 +179,7 @@ def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
-                 runtime=(cover("src0", "src1"),))(impl)
+                 runtime=(cover("src0", "src1"),), plain=plain)(impl)
 
 
 def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = ()) -> Instr:
@@ -225,9 +228,11 @@ _FLOAT = (kinds(("dst", "float")),)
 # ---- tile-tile -----------------------------------------------------------------------------
 
 TABS = _unary("TABS", lambda a, dt: np.abs(a),
-              "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).")
-TNEG = _unary("TNEG", lambda a, dt: np.negative(a), "dst = -src (integers wrap).")
-TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", static=_INT)
+              "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).", plain=np.abs)
+TNEG = _unary("TNEG", lambda a, dt: np.negative(a), "dst = -src (integers wrap).",
+              plain=np.negative)
+TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", static=_INT,
+              plain=np.invert)
 TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
 TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
@@ -255,16 +260,22 @@ def _int_or_float(f: Fn, a: np.ndarray, dt: Any) -> np.ndarray:
     return wrap_to(r.astype(np.int64), dt)
 
 
-TSUB = _binary("TSUB", lambda a, b, dt: np.subtract(a, b), "dst = src0 - src1 (integers wrap).")
-TMUL = _binary("TMUL", lambda a, b, dt: np.multiply(a, b), "dst = src0 * src1 (integers wrap).")
+TSUB = _binary("TSUB", lambda a, b, dt: np.subtract(a, b), "dst = src0 - src1 (integers wrap).",
+               plain=np.subtract)
+TMUL = _binary("TMUL", lambda a, b, dt: np.multiply(a, b), "dst = src0 * src1 (integers wrap).",
+               plain=np.multiply)
 TDIV = _binary("TDIV", _div,
                "dst = src0 / src1. Integers divide truncating toward zero and wrap "
                "(INT_MIN / -1); integer division by zero is target-defined (ptoisa: 0); float "
                "division by zero follows IEEE (inf/NaN).", params=ALGO)
-TMAX = _binary("TMAX", lambda a, b, dt: np.maximum(a, b), "dst = max(src0, src1) (NaN wins).")
-TMIN = _binary("TMIN", lambda a, b, dt: np.minimum(a, b), "dst = min(src0, src1) (NaN wins).")
-TAND = _binary("TAND", lambda a, b, dt: np.bitwise_and(a, b), "dst = src0 & src1.", static=_INT)
-TOR = _binary("TOR", lambda a, b, dt: np.bitwise_or(a, b), "dst = src0 | src1.", static=_INT)
+TMAX = _binary("TMAX", lambda a, b, dt: np.maximum(a, b), "dst = max(src0, src1) (NaN wins).",
+               plain=np.maximum)
+TMIN = _binary("TMIN", lambda a, b, dt: np.minimum(a, b), "dst = min(src0, src1) (NaN wins).",
+               plain=np.minimum)
+TAND = _binary("TAND", lambda a, b, dt: np.bitwise_and(a, b), "dst = src0 & src1.", static=_INT,
+               plain=np.bitwise_and)
+TOR = _binary("TOR", lambda a, b, dt: np.bitwise_or(a, b), "dst = src0 | src1.", static=_INT,
+              plain=np.bitwise_or)
 TXOR = _binary("TXOR", lambda a, b, dt: np.bitwise_xor(a, b),
                "dst = src0 ^ src1; tmp is scratch (used on a2a3, where XOR is built from "
                "AND/OR/NOT), its contents afterwards are unspecified.", tmp=True, static=_INT)
