@@ -57,7 +57,11 @@ def _values(rng: np.random.Generator, dt: str, shape: tuple[int, int]) -> np.nda
 
 @contextmanager
 def _count_plain(monkeypatch: pytest.MonkeyPatch, allow: bool = True) -> Iterator[list[int]]:
-    """Count the uses that ran in the plain form (``allow=False``: none may)."""
+    """Count the uses that ran in the plain form (``allow=False``: none may). Instructions
+    forget the static checks they remember (so the first use of a type checks again)."""
+    for ins in REGISTRY.values():
+        ins._passed.clear()
+        ins._last_passed = None
     taken = [0]
     orig = Instr.try_plain
 
@@ -329,3 +333,20 @@ def test_whole_flag_follows_the_valid_region(ops):
     assert not t._whole
     t._set_valid(np.array([16, 16]), np.array([16, 16]))
     assert t._whole
+
+
+def test_remembered_checks_keep_no_tile_alive():
+    """What an instruction remembers of its last check is types, not operands: a dropped
+    tile is gone (the buffers' accounting counts live tiles)."""
+    import gc
+    import weakref
+
+    with pto.target("a2a3"):
+        a = Tile(TileType.Vec, np.float32, 16, 16)
+        c = Tile(TileType.Vec, np.float32, 16, 16)
+        pto.TEXPANDS(a, 1.0)
+        pto.TADD(c, a, a)
+        refs = [weakref.ref(a), weakref.ref(c)]
+        del a, c
+        gc.collect()
+        assert all(r() is None for r in refs)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import enum
 import inspect
-import operator
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -163,10 +162,12 @@ class Instr:
     #: coercion): argument types -> (padding, default parameters); see bind
     _bound: dict[tuple[type, ...], tuple[int, dict[str, Any]]] = field(
         default_factory=dict, init=False, repr=False)
-    #: (target, permissive, operands, parameter values) of the last call whose static rules
-    #: passed: see check
-    _last_ok: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
     _event: Event = field(init=False, repr=False)
+    #: the uses whose static rules passed (and the last one without parameters): see
+    #: _passed_static
+    _last_passed: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
+    _passed: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, init=False,
+                                                      repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
@@ -274,11 +275,11 @@ class Instr:
         if m._lazy and self._written:
             _settle_written(m, self._written, vals)
         try:
-            if checked:
-                for r in on.runtime:
-                    r(self, *vals, **params)
-            else:
-                self.check(m.target, vals, params, m.permissive, on)
+            if not checked and not self._passed_static(m, vals, params):
+                self._check_static_of(m.target, vals, params, m.permissive)
+                self._passed_static(m, vals, params, True)
+            for r in on.runtime:
+                r(self, *vals, **params)
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -351,18 +352,14 @@ class Instr:
         """Run a parameterless use of an instruction with a plain form (:attr:`plain`) in
         that form, straight on the operands' storage, if nobody observes ``m``, nothing on it
         reads lazily, the static rules passed (``checked``: a compiled step; else the last
-        call had these very operands, see check) and every operand qualifies: placed on
+        call on ``m`` had these very operands, see _run_one) and every operand qualifies: placed on
         ``m``, row- or column-major, valid over the whole tile, and the result is not one the
         semantics would defer (a tile large enough to compute lazily). False: nothing done.
         (One function, not several: this path exists to save the calls.)"""
         if m.observers or m._lazy or m.lanes != 1:
             return False
-        if not checked:
-            last = self._last_ok
-            # (a list compares its items by identity first: tiles have no __eq__ of their own)
-            if last is None or last[0] is not m.target or last[1] is not m.permissive \
-                    or last[3] or last[2] != vals:
-                return False
+        if not checked and not self._passed_static(m, vals, {}):
+            return False
         on = self._on.get(m.target)
         if on is None or on.plain is None:
             return False
@@ -385,18 +382,37 @@ class Instr:
                 on.plain(*views, out=out)
         return True
 
+    def _passed_static(self, m: Machine, vals: Sequence[Any], params: dict[str, Any],
+                       passed: bool = False) -> bool:
+        """Have the static rules passed for these operand types and parameters on ``m``'s
+        target (a loop in a kernel asks again with the same tiles, views of the same shape)?
+        ``passed``: they just did, remember it. The types are remembered, not the operands,
+        which must not be kept alive (their liveness is the buffers' accounting); the key
+        holds the types' ids, cheap to hash, and the entry the types, so the ids stay theirs."""
+        types = [v.spec if type(v) in _SPEC_TYPES else _type_of(v) for v in vals]
+        if not params:  # first the last parameterless use (a loop repeats one instruction)
+            last = self._last_passed
+            if passed:
+                self._last_passed = (m.target, m.permissive, types)
+            elif last is not None and last[0] is m.target and last[1] is m.permissive \
+                    and last[2] == types:
+                return True
+        key = (m.target, m.permissive, tuple(map(id, types)),
+               tuple(params.values()) if params else ())
+        try:
+            if not passed:
+                return key in self._passed
+            if len(self._passed) >= 256:
+                self._passed.clear()
+            self._passed[key] = types
+        except TypeError:  # an unhashable parameter value: not remembered
+            pass
+        return False
+
     def check(self, target: Target, vals: list[Any], params: dict[str, Any],
-              permissive: bool = False, on: Resolved | None = None) -> None:
-        last = self._last_ok
-        if last is None or last[0] is not target or last[1] is not permissive \
-                or len(last[2]) != len(vals) or not all(map(operator.is_, last[2], vals)) \
-                or not all(map(operator.is_, last[3], params.values())):
-            self._check_static_of(target, vals, params, permissive)
-            # the same operand objects again (a loop in a kernel): their types cannot have
-            # changed (a tile's or GlobalTensor's spec is fixed at creation), so the static
-            # rules need not be looked up again
-            self._last_ok = (target, permissive, list(vals), tuple(params.values()))
-        for r in (on or self.on(target)).runtime:
+              permissive: bool = False) -> None:
+        self._check_static_of(target, vals, params, permissive)
+        for r in self.on(target).runtime:
             r(self, *vals, **params)
 
     def _check_static_of(self, target: Target, vals: list[Any], params: dict[str, Any],
