@@ -144,6 +144,15 @@ class TFillPadMode(enum.Enum):
     Expand = 2
 
 
+# Members are singletons that compare by identity: hash them by identity too (a C slot), not
+# by Enum's Python-level hash of the name. They key the static-check caches, the spec memos
+# and the legality tables on every instruction.
+for _cls in (TileType, BLayout, SLayout, Layout, CompactMode, Pipe, PrintFormat, AtomicType,
+             ReluPreMode, AccToVecMode, AccPhase, RoundMode, SaturationMode, CmpMode,
+             TFillPadMode):
+    _cls.__hash__ = object.__hash__  # type: ignore[method-assign,assignment]
+del _cls
+
 DYNAMIC = -1
 
 
