@@ -350,3 +350,84 @@ def test_remembered_checks_keep_no_tile_alive():
         del a, c
         gc.collect()
         assert all(r() is None for r in refs)
+
+
+SCALAR = {"TADDS": lambda a, s: a + s, "TSUBS": lambda a, s: a - s, "TMULS": lambda a, s: a * s,
+          "TMAXS": np.maximum, "TMINS": np.minimum, "TANDS": lambda a, s: a & s,
+          "TORS": lambda a, s: a | s}
+
+
+def _as_type(s: Any, t: np.dtype) -> Any:
+    """The scalar in the tile's element type, as the C++ conversion (int -> float rounds to
+    nearest, float -> int truncates and wraps)."""
+    if t.kind == "f" or t.kind == "V" or t == np.dtype(_np("bf16")):
+        return np.array(s, np.float64).astype(t)[()]
+    bits = t.itemsize * 8
+    return np.array([int(s) & ((1 << bits) - 1)], f"u{t.itemsize}").view(t)[0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(op=st.sampled_from(sorted(SCALAR)), dt=st.sampled_from(DTYPES),
+       target=st.sampled_from(["cpu", "a2a3", "a5"]), shape=st.sampled_from(SHAPES),
+       scalar=st.one_of(st.integers(-300, 300), st.sampled_from([2**31 - 1, -2**31, 70000]),
+                        st.floats(-1e6, 1e6, allow_nan=False), st.sampled_from([0.5, -2.5, 1.0])),
+       in_place=st.booleans(), seed=st.integers(0, 2**16))
+def test_tile_scalar_plain_form_converts_the_scalar_as_the_semantics(op, dt, target, shape,
+                                                                      scalar, in_place, seed):
+    if op in ("TANDS", "TORS") and dt in ("f32", "f16", "bf16"):
+        return
+    rng = np.random.default_rng(seed)
+    xs = [_values(rng, dt, shape) for _ in range(2)]
+
+    def run(allow: bool) -> tuple[Any, list[bytes], int]:
+        mp = pytest.MonkeyPatch()
+        try:
+            with _count_plain(mp, allow) as taken, pto.target(target):
+                dst, src = (Tile(TileType.Vec, dt, *shape).load_numpy(x) for x in xs)
+                if in_place:
+                    src = dst
+                try:
+                    with np.errstate(over="ignore"):  # (70000 as f16 is inf, and says so)
+                        for _ in range(2):
+                            getattr(pto, op)(dst, src, scalar)
+                except PtoError as e:
+                    return type(e), [], taken[0]
+                return None, [dst.numpy().tobytes(), src.numpy().tobytes()], taken[0]
+        finally:
+            mp.undo()
+
+    err, got, n = run(True)
+    want_err, want, _ = run(False)
+    assert err == want_err and got == want
+    if err is not None:
+        return
+    assert n == 1  # the second call (the first checks its types)
+    t = np.dtype(_np(dt))
+    with np.errstate(all="ignore"):
+        s = _as_type(scalar, t)
+        v = xs[0] if in_place else xs[1]
+        for _ in range(2 if in_place else 1):  # dst = src op s, twice
+            v = np.asarray(SCALAR[op](v, s)).astype(t)
+    assert got[0] == v.tobytes()
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+def test_sources_larger_than_dst_take_the_full_semantics(target, monkeypatch):
+    """Whole tiles of different shapes: TADD reads the sources' top-left part (the plain
+    form, one shape for all, does not apply); TADDS's valid regions must match on the NPUs
+    (the target's rule still runs and fails), and on cpu it reads the top-left part too."""
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    with pto.target(target), _count_plain(monkeypatch) as taken:
+        big = Tile(TileType.Vec, np.float32, 32, 32).load_numpy(x)
+        small = Tile(TileType.Vec, np.float32, 16, 32).load_numpy(np.zeros((16, 32), np.float32))
+        for _ in range(2):
+            pto.TADD(small, big, big)
+        np.testing.assert_array_equal(small.numpy(), 2 * x[:16])
+        if target == "a2a3":
+            with pytest.raises(PtoError, match="must equal dst"):
+                pto.TADDS(small, big, 1.0)
+        else:
+            for _ in range(2):
+                pto.TADDS(small, big, 1.0)
+            np.testing.assert_array_equal(small.numpy(), x[:16] + 1)
+        assert taken[0] == 0

@@ -151,6 +151,9 @@ class Instr:
     #: whose valid region is the whole tile and nothing reads or computes lazily (then no
     #: run-time rule can fail). Elementwise instructions declare it; see :meth:`try_plain`
     plain: Callable[..., Any] | None = None
+    #: (with ``plain``) how a scalar operand becomes a value of dst's element type for it:
+    #: ``fn(value, dtype)``, as the semantics convert it
+    plain_scalar: Callable[[Any, DType], Any] | None = None
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
@@ -189,7 +192,11 @@ class Instr:
                                          for x in self.static_for.get(k, ()))
             runtime = self.runtime + tuple(x for k in target.lineage
                                            for x in self.runtime_for.get(k, ()))
-            plain = self.plain if impl is self.impl and runtime == self.runtime else None
+            # (a target's own valid-region rules cannot fail where the plain form runs: every
+            # operand valid over its whole tile, all of one shape)
+            plain = self.plain if impl is self.impl and all(
+                r in self.runtime or getattr(r, "valid_regions_only", False)
+                for r in runtime) else None
             r = self._on[target] = Resolved(target, impl, static, runtime, plain)
         return r
 
@@ -365,12 +372,27 @@ class Instr:
             return False
         views = []
         for t in vals:
+            if not isinstance(t, Tile):  # a scalar operand: in dst's element type
+                if self.plain_scalar is None:
+                    return False
+                key = (t, type(t), vals[0].spec.dtype)
+                sc = _PLAIN_SCALARS.get(key)
+                if sc is None:
+                    try:
+                        sc = self.plain_scalar(t, key[2])
+                    except Exception:  # noqa: BLE001 (the semantics say what is wrong)
+                        return False
+                    if len(_PLAIN_SCALARS) >= 1024:
+                        _PLAIN_SCALARS.clear()
+                    _PLAIN_SCALARS[key] = sc
+                views.append(sc)
+                continue
             c = t._v2d
             if c is None or c[0] is not t._buf or t._machine is not m:
                 return False
             v = c[1]
-            if v is None or not t._whole:
-                return False
+            if v is None or not t._whole or (views and v.shape != views[0].shape):
+                return False  # (a larger source: the semantics read its top-left part)
             views.append(v)
         out = views.pop(0)
         if m.lazy_loads and out.size >= m.LAZY_MIN_ELEMENTS:
@@ -515,6 +537,10 @@ class InstrRecord:
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
 _SPEC_TYPES = frozenset({Tile, GlobalTensor})  # (subclasses: the isinstance below)
+
+
+#: scalar operands converted for plain forms: (value, its type, element type) -> value
+_PLAIN_SCALARS: dict[tuple[Any, type, DType], Any] = {}
 
 
 def _settle_written(m: Machine, written: tuple[int, ...], vals: list[Any]) -> None:
@@ -674,6 +700,7 @@ def instr(
     pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
     ptoas: Ptoas | None = None,
     plain: Callable[..., Any] | None = None,
+    plain_scalar: Callable[[Any, DType], Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -705,7 +732,7 @@ def instr(
             batched=batched, any_valid=any_valid, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
-            pipe_of=pipe_of, ptoas=ptoas, plain=plain,
+            pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar,
         )
         REGISTRY[name] = ins
         _index_op_names(ins)

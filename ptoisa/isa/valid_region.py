@@ -142,6 +142,9 @@ def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True
                 raise fail(n, s, dst, rows, current().target)
 
     rule.__name__ = f"same_valid({', '.join(spec.names)})"
+    # it reads valid regions only: it passes when every tile is valid over its whole area and
+    # all have one shape (an instruction's plain form relies on it: see Instr.on)
+    rule.valid_regions_only = True  # type: ignore[attr-defined]
     return rule
 
 

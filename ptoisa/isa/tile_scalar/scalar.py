@@ -37,7 +37,8 @@ def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any
 
 def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
-               src: str = "src") -> Instr:
+               src: str = "src", plain: Fn | None = None) -> Instr:
+    """``plain``: the ufunc ``fn`` is, taking the converted scalar (see Instr.plain)."""
     ops = [_DST, Opnd(src, "tile"), Opnd("scalar", "scalar")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch"))
@@ -54,19 +55,24 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  params=params,
                  dtype_key=("dst",),
                  static=(vec("dst", src), same_dtype("dst", src), *static),
-                 runtime=(cover(src), *runtime))(impl)
+                 runtime=(cover(src), *runtime), plain=plain,
+                 plain_scalar=as_elem if plain is not None else None)(impl)
 
 
 TADDS = _scalar_op("TADDS", lambda a, s, dt: a + s, "dst = src + scalar (integers wrap).",
-                   src="src0")
+                   src="src0", plain=np.add)
 TSUBS = _scalar_op("TSUBS", lambda a, s, dt: a - s, "dst = src - scalar (integers wrap).",
-                   src="src0")
+                   src="src0", plain=np.subtract)
 TMULS = _scalar_op("TMULS", lambda a, s, dt: a * s, "dst = src * scalar (integers wrap).",
-                   src="src0")
-TMAXS = _scalar_op("TMAXS", lambda a, s, dt: np.maximum(a, s), "dst = max(src, scalar).")
-TMINS = _scalar_op("TMINS", lambda a, s, dt: np.minimum(a, s), "dst = min(src, scalar).")
-TANDS = _scalar_op("TANDS", lambda a, s, dt: a & s, "dst = src & scalar.", static=_INT)
-TORS = _scalar_op("TORS", lambda a, s, dt: a | s, "dst = src | scalar.", static=_INT)
+                   src="src0", plain=np.multiply)
+TMAXS = _scalar_op("TMAXS", lambda a, s, dt: np.maximum(a, s), "dst = max(src, scalar).",
+                   plain=np.maximum)
+TMINS = _scalar_op("TMINS", lambda a, s, dt: np.minimum(a, s), "dst = min(src, scalar).",
+                   plain=np.minimum)
+TANDS = _scalar_op("TANDS", lambda a, s, dt: a & s, "dst = src & scalar.", static=_INT,
+                   plain=np.bitwise_and)
+TORS = _scalar_op("TORS", lambda a, s, dt: a | s, "dst = src | scalar.", static=_INT,
+                  plain=np.bitwise_or)
 TXORS = _scalar_op("TXORS", lambda a, s, dt: a ^ s,
                    "dst = src ^ scalar; tmp is scratch (used on a2a3).", tmp=True,
                    static=_INT, src="src0")
