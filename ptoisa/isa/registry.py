@@ -371,15 +371,15 @@ class Instr:
         if on is None or on.plain is None:
             return False
         views = []
+        first = None  # the first tile's spec: every tile must have its shape
+        conv = self.plain_scalar
         for t in vals:
-            if not isinstance(t, Tile):  # a scalar operand: in dst's element type
-                if self.plain_scalar is None:
-                    return False
+            if conv is not None and not isinstance(t, Tile):  # a scalar: dst's element type
                 key = (t, type(t), vals[0].spec.dtype)
                 sc = _PLAIN_SCALARS.get(key)
                 if sc is None:
                     try:
-                        sc = self.plain_scalar(t, key[2])
+                        sc = conv(t, key[2])
                     except Exception:  # noqa: BLE001 (the semantics say what is wrong)
                         return False
                     if len(_PLAIN_SCALARS) >= 1024:
@@ -387,15 +387,20 @@ class Instr:
                     _PLAIN_SCALARS[key] = sc
                 views.append(sc)
                 continue
-            c = t._v2d
-            if c is None or c[0] is not t._buf or t._machine is not m:
+            c = t._v2d  # (every operand of an entry without plain_scalar is a tile)
+            if c is None or c[0] is not t._buf or t._machine is not m or not t._whole:
                 return False
             v = c[1]
-            if v is None or not t._whole or (views and v.shape != views[0].shape):
+            if v is None:
+                return False
+            sp = t.spec
+            if first is None:
+                first = sp
+            elif sp is not first and (sp.rows != first.rows or sp.cols != first.cols):
                 return False  # (a larger source: the semantics read its top-left part)
             views.append(v)
         out = views.pop(0)
-        if m.lazy_loads and out.size >= m.LAZY_MIN_ELEMENTS:
+        if out.size >= m.LAZY_MIN_ELEMENTS and m.lazy_loads:
             return False
         if m.quiet:
             on.plain(*views, out=out)
