@@ -79,6 +79,7 @@ def modules(pkg: ModuleType, tag: str) -> tuple[ModuleType, ModuleType, ModuleTy
     k = rebound(HERE / "kernels.py", f"kernels_{tag}", pkg)
     sys.modules["kernels"] = k  # scale.py imports it by that name inside its cases
     s = rebound(HERE / "scale.py", f"scale_{tag}", pkg)
+    s.softmax = k.softmax  # (scale.softmax imports "kernels" when called: whichever was last)
     io = rebound(HERE / "interp_overhead.py", f"interp_{tag}", pkg)
     return k, s, io
 
