@@ -144,15 +144,33 @@ _GM_SPECS: dict[tuple[Any, ...], GMSpec] = {}
 
 
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
-    if type(t) is tuple and len(t) == 5 and all(type(x) is int for x in t):
-        return t  # type: ignore[return-value]
+    """A GlobalTensor's shape or stride as 5 ints (``fill`` in front); a shape's dims must not
+    be negative. Tuples seen before come from a table (a kernel makes the same views over and
+    over; a tuple equal to one seen before converts to the same ints)."""
+    key = (t, what)
+    try:
+        hit = _PADDED.get(key) if type(t) is tuple else None
+    except TypeError:  # an unhashable item: converted below (and refused there)
+        key = hit = None
+    if hit is not None:
+        return hit
     try:
         vals = [int(x) for x in t]
     except (TypeError, ValueError):
         raise PtoError(f"GlobalTensor {what} must be a sequence of integers, got {t!r}") from None
     if not 1 <= len(vals) <= 5:
         raise PtoError(f"GlobalTensor {what} has {len(vals)} dims; 1 to 5 are allowed")
-    return tuple([fill] * (5 - len(vals)) + vals)  # type: ignore[return-value]
+    out = tuple([fill] * (5 - len(vals)) + vals)
+    if what == "shape" and any(v < 0 for v in out):
+        raise PtoError(f"GlobalTensor shape {out} has a negative dimension")
+    if key is not None and type(t) is tuple:
+        if len(_PADDED) >= 4096:
+            _PADDED.clear()
+        _PADDED[key] = out
+    return out  # type: ignore[return-value]
+
+
+_PADDED: dict[tuple[Any, str], tuple[int, ...]] = {}
 
 
 def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, int, int, int, int]:
@@ -227,8 +245,6 @@ class GlobalTensor:
             if dtype is not None and dt.np != array.dtype:
                 shape = (flat.size,)
         shp = _pad5(shape, 1, "shape")
-        if any(s < 0 for s in shp):
-            raise PtoError(f"GlobalTensor shape {shp} has a negative dimension")
         std = _contiguous_stride(shp) if stride is None else _pad5(stride, 0, "stride")
         lay = coerce_enum(Layout, layout, "GlobalTensor layout")
         self.spec = gm_spec(dt, shp, std, lay)

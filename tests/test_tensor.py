@@ -135,3 +135,25 @@ def test_rebind_is_tassign_of_a_global_tensor():
         pto.TASSIGN(g, np.ones(8, np.float32))
     with pytest.raises(pto.PtoError, match="is assigned a numpy array"):
         pto.TASSIGN(g, 0x100)
+
+
+def test_shapes_and_strides_seen_before_convert_as_the_first_time():
+    """GlobalTensor remembers the shape / stride tuples it converted: a tuple equal to one
+    seen before (other number types) gives the same ints, and the checks still refuse."""
+    from ptoisa import GlobalTensor
+    from ptoisa.errors import PtoError
+
+    x = np.zeros(4096, np.float32)
+    for _ in range(2):
+        a = GlobalTensor(x, (1, 1, 1, 64, 64), (4096, 4096, 4096, 64, 1))
+        b = GlobalTensor(x, (1.0, 1, 1, np.int64(64), 64), (4096, 4096, 4096, 64.0, True))
+        c = GlobalTensor(x, (64, 64))
+        assert a.spec is b.spec is c.spec
+        assert a.spec.shape == (1, 1, 1, 64, 64) and a.spec.stride == (4096, 4096, 4096, 64, 1)
+        assert all(type(v) is int for v in b.spec.shape + b.spec.stride)
+        with pytest.raises(PtoError, match="negative dimension"):
+            GlobalTensor(x, (1, 1, 1, -64, 64))
+        with pytest.raises(PtoError, match="sequence of integers"):
+            GlobalTensor(x, (1, 1, 1, [64], 64))
+        with pytest.raises(PtoError, match="1 to 5 are allowed"):
+            GlobalTensor(x, (1, 1, 1, 1, 64, 64))
