@@ -449,6 +449,11 @@ class Tile:
         return self._vc
 
     def _set_valid(self, vr: int, vc: int) -> None:
+        s = self.spec
+        if type(vr) is int and type(vc) is int and 0 <= vr <= s.rows and 0 <= vc <= s.cols:
+            self._vr, self._vc = vr, vc  # (the common case: the checks below pass)
+            self._whole = vr == s.rows and vc == s.cols
+            return
         if isinstance(vr, np.ndarray) or isinstance(vc, np.ndarray):
             self._set_valid_lanes(vr, vc)
             return
