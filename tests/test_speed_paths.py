@@ -264,3 +264,30 @@ def test_lanes_sharing_b_stack_their_a_rows_and_keep_block_by_block_bits(target,
     c = np.zeros((blocks * m, n), np.float32)
     pto.launch(kernel, a, b, c, blocks=blocks, target=target)
     assert c.tobytes() == runs[False].tobytes()
+
+
+@pytest.mark.parametrize("width", [2, 32, 1024])
+def test_tree_reduce_first_level_as_a_pair_reduction_keeps_every_bit(width, monkeypatch):
+    """f32 sums: the first level runs as a reduction over the pair axis starting at -0.0;
+    a + b must come out bit for bit: signed zeros, infinities of both signs, NaNs with
+    payloads and signs in either operand, subnormals, overflow."""
+    from ptoisa.isa import rules
+
+    special = np.array([0x7FC00001, 0xFFC00002, 0x7F800001, 0xFF800003, 0x7FC12345, 0x3F800000,
+                        0xFF800000, 0x7F800000, 0x80000000, 0x00000000, 0x00000001, 0x80000001,
+                        0x7F7FFFFF, 0xFF7FFFFF], np.uint32).view(np.float32)
+    pairs = np.array([(a, b) for a in special for b in special], np.float32)
+    rows = len(pairs)
+    x = np.random.default_rng(3).standard_normal((rows, width)).astype(np.float32)
+    h = width // 2
+    x[:, 0], x[:, h] = pairs[:, 0], pairs[:, 1]  # the first level adds x[:, j] + x[:, j + h]
+    x[5, :] = -0.0  # a row of negative zeros sums to -0.0
+    monkeypatch.setattr(rules, "_TREE_SMALL", 0)  # the chunked path, where the pairs run
+    with np.errstate(all="ignore"):
+        got = rules.tree_reduce(x, np.add, 0)
+        lvl = x
+        while lvl.shape[-1] > 1:  # the binary tree, one level at a time
+            k = lvl.shape[-1] // 2
+            lvl = lvl[..., :k] + lvl[..., k:]
+    assert got.tobytes() == lvl[..., 0].tobytes()
+    assert got[5].tobytes() == np.float32(-0.0).tobytes()
