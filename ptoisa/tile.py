@@ -689,9 +689,12 @@ class Tile:
         if values.ndim < 2:
             values = np.broadcast_to(values, (1, 1) if values.ndim == 0 else (1, values.size))
         h, w = values.shape[-2:]
-        if (self._lazy is not None or self._pending is not None) and r0 == 0 and c0 == 0 \
-                and h == self.spec.rows and w == self.spec.cols:
+        whole = r0 == 0 and c0 == 0 and h == self.spec.rows and w == self.spec.cols
+        if (self._lazy is not None or self._pending is not None) and whole:
             self._overwrite()
+        if self._buf is None and whole and not self.spec.is_boxed and not self.spec.dtype.packed:
+            # storage for a tile written in full below (a TLOAD, say): no poison to fill first
+            current().auto_storage(self, False)
         v = self.view2d()
         if v is not None:
             v[..., r0:r0 + h, c0:c0 + w] = values
