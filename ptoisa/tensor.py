@@ -129,18 +129,7 @@ class GMSpec:
 @functools.lru_cache(maxsize=4096)
 def gm_spec(dtype: DType, shape: tuple[int, ...], stride: tuple[int, ...], layout: Layout
             ) -> GMSpec:
-    """The one GMSpec of these values (a kernel makes the same views over and over: the spec's
-    hash, extent and static checks are then worked out once)."""
-    key = (dtype, shape, stride, layout._value_)
-    spec = _GM_SPECS.get(key)
-    if spec is None:
-        if len(_GM_SPECS) >= 4096:
-            _GM_SPECS.clear()
-        spec = _GM_SPECS[key] = GMSpec(dtype, shape, stride, layout)  # type: ignore[arg-type]
-    return spec
-
-
-_GM_SPECS: dict[tuple[Any, ...], GMSpec] = {}
+    return GMSpec(dtype, shape, stride, layout)  # type: ignore[arg-type]
 
 
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
