@@ -167,7 +167,7 @@ class Instr:
         default_factory=dict, init=False, repr=False)
     _event: Event = field(init=False, repr=False)
     #: the uses whose static rules passed (and the last one without parameters): see
-    #: _passed_static
+    #: _known_static
     _last_passed: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
     _passed: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, init=False,
                                                       repr=False)
@@ -222,27 +222,23 @@ class Instr:
     def __call__(self, *args: Any, **kwargs: Any) -> Event | Any:
         m = current()
         # (an entry of a subclass binds its own way, overloads by arity say: not here)
-        if not kwargs and not m.observers and type(self) is Instr:
-            hit = self._bound.get(tuple(map(type, args)))
-            if hit is not None:
-                # operand types that bound cleanly before (so no trailing Events and nothing
-                # to coerce: see bind), nobody watching: the short way to the same run
-                pad, defaults = hit
-                vals = list(args)
-                if pad:
-                    vals += [None] * pad
-                result = self.run(m, vals, dict(defaults) if defaults else {})
-                if not self.returns_event:
-                    return result
-                if self.pipe_of is None:
-                    return self._event
-                return Event(self.name, None, None, (self, vals))
-        n = len(args)
-        while n and isinstance(args[n - 1], Event):
-            n -= 1
-        vals, params = self.bind(args, kwargs)
-        loc = _caller_loc() if m.observers else None
-        result = self.run(m, vals, params, loc=loc, waits=args[n:])
+        hit = self._bound.get(tuple(map(type, args))) \
+            if not kwargs and not m.observers and type(self) is Instr else None
+        if hit is not None:
+            # operand types that bound cleanly before (so no trailing Events and nothing to
+            # coerce: see bind), nobody watching: the short way to the same run
+            pad, defaults = hit
+            vals = list(args)
+            if pad:
+                vals += [None] * pad
+            result = self.run(m, vals, dict(defaults) if defaults else {})
+        else:
+            n = len(args)
+            while n and isinstance(args[n - 1], Event):
+                n -= 1
+            vals, params = self.bind(args, kwargs)
+            loc = _caller_loc() if m.observers else None
+            result = self.run(m, vals, params, loc=loc, waits=args[n:])
         if not self.returns_event:
             return result
         if not m.observers:
@@ -282,9 +278,8 @@ class Instr:
         if m._lazy and self._written:
             _settle_written(m, self._written, vals)
         try:
-            if not checked and not self._passed_static(m, vals, params):
+            if not checked:
                 self._check_static_of(m.target, vals, params, m.permissive)
-                self._passed_static(m, vals, params, True)
             for r in on.runtime:
                 r(self, *vals, **params)
             return on.impl(m, *vals, **params)
@@ -358,14 +353,14 @@ class Instr:
     def try_plain(self, m: Machine, vals: Sequence[Any], checked: bool) -> bool:
         """Run a parameterless use of an instruction with a plain form (:attr:`plain`) in
         that form, straight on the operands' storage, if nobody observes ``m``, nothing on it
-        reads lazily, the static rules passed (``checked``: a compiled step; else the last
-        call on ``m`` had these very operands, see _run_one) and every operand qualifies: placed on
+        reads lazily, the static rules passed (``checked``: a compiled step; else an earlier
+        use with these operand types, see _known_static) and every operand qualifies: placed on
         ``m``, row- or column-major, valid over the whole tile, and the result is not one the
         semantics would defer (a tile large enough to compute lazily). False: nothing done.
         (One function, not several: this path exists to save the calls.)"""
         if m.observers or m._lazy or m.lanes != 1:
             return False
-        if not checked and not self._passed_static(m, vals, {}):
+        if not checked and not self._known_static(m.target, m.permissive, vals, {})[0]:
             return False
         on = self._on.get(m.target)
         if on is None or on.plain is None:
@@ -409,32 +404,27 @@ class Instr:
                 on.plain(*views, out=out)
         return True
 
-    def _passed_static(self, m: Machine, vals: Sequence[Any], params: dict[str, Any],
-                       passed: bool = False) -> bool:
-        """Have the static rules passed for these operand types and parameters on ``m``'s
-        target (a loop in a kernel asks again with the same tiles, views of the same shape)?
-        ``passed``: they just did, remember it. The types are remembered, not the operands,
-        which must not be kept alive (their liveness is the buffers' accounting); the key
-        holds the types' ids, cheap to hash, and the entry the types, so the ids stay theirs."""
+    def _known_static(self, target: Target, permissive: bool, vals: Sequence[Any],
+                      params: dict[str, Any]) -> tuple[bool, list[Any], Any]:
+        """(Have the static rules passed for these operand types and parameters on
+        ``target`` before?, the types, the key to remember them by). A loop in a kernel asks
+        again with the same tiles and views of the same shape. The types are remembered, not
+        the operands, which must not be kept alive (their liveness is the buffers'
+        accounting); the key holds the types' ids, cheap to hash, and the entry the types, so
+        the ids stay theirs. The last parameterless use is looked at first."""
         types = [v.spec if type(v) in _SPEC_TYPES else _type_of(v) for v in vals]
-        if not params:  # first the last parameterless use (a loop repeats one instruction)
+        if not params:
             last = self._last_passed
-            if passed:
-                self._last_passed = (m.target, m.permissive, types)
-            elif last is not None and last[0] is m.target and last[1] is m.permissive \
+            if last is not None and last[0] is target and last[1] is permissive \
                     and last[2] == types:
-                return True
-        key = (m.target, m.permissive, tuple(map(id, types)),
-               tuple(params.values()) if params else ())
+                return True, types, None
+        key: Any = (target, permissive, tuple(map(id, types)),
+                    tuple(params.values()) if params else ())
         try:
-            if not passed:
-                return key in self._passed
-            if len(self._passed) >= 256:
-                self._passed.clear()
-            self._passed[key] = types
-        except TypeError:  # an unhashable parameter value: not remembered
-            pass
-        return False
+            return key in self._passed, types, key
+        except TypeError:  # an unhashable parameter value
+            key = key[:3] + (tuple(_hashable(v) for v in params.values()),)
+            return key in self._passed, types, key
 
     def check(self, target: Target, vals: list[Any], params: dict[str, Any],
               permissive: bool = False) -> None:
@@ -442,18 +432,21 @@ class Instr:
         for r in self.on(target).runtime:
             r(self, *vals, **params)
 
-    def _check_static_of(self, target: Target, vals: list[Any], params: dict[str, Any],
+    def _check_static_of(self, target: Target, vals: Sequence[Any], params: dict[str, Any],
                          permissive: bool) -> None:
-        types = tuple([_type_of(v) for v in vals])
-        key = (self.name, target, permissive, types, tuple(params.values()))
-        try:
-            known = key in _static_cache
-        except TypeError:  # an unhashable parameter value
-            key = (self.name, target, permissive, types,
-                   tuple(_hashable(v) for v in params.values()))
-            known = key in _static_cache
-        if not known:
-            _check_static(self, key, target, types, params, permissive)
+        """The static rules for these operands' types and parameters, unless they passed
+        before (see _known_static); remember that they pass."""
+        known, types, key = self._known_static(target, permissive, vals, params)
+        if known:
+            return
+        self.check_types(target, {o.name: t for o, t in zip(self.operands, types, strict=True)},
+                         params, permissive)
+        if not params:
+            self._last_passed = (target, permissive, types)
+        if key is not None:
+            if len(self._passed) >= 256:
+                self._passed.clear()
+            self._passed[key] = types
 
     def check_types(self, target: Target | str, types: dict[str, Any],
                     params: dict[str, Any] | None = None, permissive: bool = False) -> None:
@@ -495,20 +488,6 @@ def _hashable(v: Any) -> Any:
         return v
     except TypeError:
         return repr(v)
-
-
-_static_cache: dict[Any, None] = {}
-
-
-def _check_static(instr: Instr, key: Any, target: Target, types: tuple[Any, ...],
-                  params: dict[str, Any], permissive: bool = False) -> None:
-    """Run the static rules for one combination of operand types and parameters; remember
-    that it passed."""
-    instr.check_types(target, {o.name: t for o, t in zip(instr.operands, types, strict=True)},
-                      params, permissive)
-    if len(_static_cache) > 100_000:
-        _static_cache.clear()
-    _static_cache[key] = None
 
 
 class InstrRecord:
