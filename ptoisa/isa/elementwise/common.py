@@ -45,6 +45,16 @@ def cover(*names: str) -> Callable[..., None]:
     return rule
 
 
+def plain_form(fn: Callable[..., Any]) -> tuple[Callable[..., Any], np.ufunc | None]:
+    """An entry's semantics ``fn(*values, dt)`` and its plain form (``Instr.plain``): when
+    ``fn`` is given as a numpy ufunc, it is that ufunc on the values (the element type is
+    not needed) and the ufunc is the plain form; anything else has none."""
+    if isinstance(fn, np.ufunc):
+        uf = fn
+        return (lambda *args: uf(*args[:-1])), uf
+    return fn, None
+
+
 def kinds(*spec: tuple[str, str]) -> StaticRule:
     """Static rule: named operands are of an element kind ('float' / 'int')."""
 

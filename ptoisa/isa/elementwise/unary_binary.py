@@ -24,6 +24,7 @@ from .common import (
     idiv,
     irem_trunc,
     kinds,
+    plain_form,
     to_float,
     wide_apply,
     wide_apply_pending,
@@ -119,10 +120,11 @@ Fn = Callable[..., Any]
 
 def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
            tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None,
-           pending: Fn | None = None, plain: Fn | None = None) -> Instr:
+           pending: Fn | None = None) -> Instr:
     """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass);
-    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``; ``plain``:
-    the ufunc that ``fn`` is, for every element type (see Instr.plain)."""
+    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``; ``fn`` a
+    numpy ufunc: the plain form too (see plain_form)."""
+    fn, plain = plain_form(fn)
     ops = [_DST, Opnd("src", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=True))
@@ -159,9 +161,9 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
 
 
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
-            tmp: bool | str = False, static: tuple[Any, ...] = (), plain: Fn | None = None
-            ) -> Instr:
-    """``plain``: the ufunc that ``fn`` is, for every element type (see Instr.plain)."""
+            tmp: bool | str = False, static: tuple[Any, ...] = ()) -> Instr:
+    """``fn`` a numpy ufunc: the plain form too (see plain_form)."""
+    fn, plain = plain_form(fn)
     ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=tmp == "optional"))
@@ -227,12 +229,9 @@ _FLOAT = (kinds(("dst", "float")),)
 
 # ---- tile-tile -----------------------------------------------------------------------------
 
-TABS = _unary("TABS", lambda a, dt: np.abs(a),
-              "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).", plain=np.abs)
-TNEG = _unary("TNEG", lambda a, dt: np.negative(a), "dst = -src (integers wrap).",
-              plain=np.negative)
-TNOT = _unary("TNOT", lambda a, dt: np.invert(a), "dst = ~src (bitwise).", static=_INT,
-              plain=np.invert)
+TABS = _unary("TABS", np.abs, "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).")
+TNEG = _unary("TNEG", np.negative, "dst = -src (integers wrap).")
+TNOT = _unary("TNOT", np.invert, "dst = ~src (bitwise).", static=_INT)
 TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
 TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
@@ -260,22 +259,16 @@ def _int_or_float(f: Fn, a: np.ndarray, dt: Any) -> np.ndarray:
     return wrap_to(r.astype(np.int64), dt)
 
 
-TSUB = _binary("TSUB", lambda a, b, dt: np.subtract(a, b), "dst = src0 - src1 (integers wrap).",
-               plain=np.subtract)
-TMUL = _binary("TMUL", lambda a, b, dt: np.multiply(a, b), "dst = src0 * src1 (integers wrap).",
-               plain=np.multiply)
+TSUB = _binary("TSUB", np.subtract, "dst = src0 - src1 (integers wrap).")
+TMUL = _binary("TMUL", np.multiply, "dst = src0 * src1 (integers wrap).")
 TDIV = _binary("TDIV", _div,
                "dst = src0 / src1. Integers divide truncating toward zero and wrap "
                "(INT_MIN / -1); integer division by zero is target-defined (ptoisa: 0); float "
                "division by zero follows IEEE (inf/NaN).", params=ALGO)
-TMAX = _binary("TMAX", lambda a, b, dt: np.maximum(a, b), "dst = max(src0, src1) (NaN wins).",
-               plain=np.maximum)
-TMIN = _binary("TMIN", lambda a, b, dt: np.minimum(a, b), "dst = min(src0, src1) (NaN wins).",
-               plain=np.minimum)
-TAND = _binary("TAND", lambda a, b, dt: np.bitwise_and(a, b), "dst = src0 & src1.", static=_INT,
-               plain=np.bitwise_and)
-TOR = _binary("TOR", lambda a, b, dt: np.bitwise_or(a, b), "dst = src0 | src1.", static=_INT,
-              plain=np.bitwise_or)
+TMAX = _binary("TMAX", np.maximum, "dst = max(src0, src1) (NaN wins).")
+TMIN = _binary("TMIN", np.minimum, "dst = min(src0, src1) (NaN wins).")
+TAND = _binary("TAND", np.bitwise_and, "dst = src0 & src1.", static=_INT)
+TOR = _binary("TOR", np.bitwise_or, "dst = src0 | src1.", static=_INT)
 TXOR = _binary("TXOR", lambda a, b, dt: np.bitwise_xor(a, b),
                "dst = src0 ^ src1; tmp is scratch (used on a2a3, where XOR is built from "
                "AND/OR/NOT), its contents afterwards are unspecified.", tmp=True, static=_INT)

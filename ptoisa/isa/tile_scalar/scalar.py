@@ -17,7 +17,7 @@ from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile
-from ..elementwise.common import as_elem, cover, kinds
+from ..elementwise.common import as_elem, cover, kinds, plain_form
 from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _shift
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
 from ..rules import vec
@@ -37,8 +37,10 @@ def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any
 
 def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
-               src: str = "src", plain: Fn | None = None) -> Instr:
-    """``plain``: the ufunc ``fn`` is, taking the converted scalar (see Instr.plain)."""
+               src: str = "src") -> Instr:
+    """``fn`` a numpy ufunc: the plain form too, taking the converted scalar (see
+    plain_form)."""
+    fn, plain = plain_form(fn)
     ops = [_DST, Opnd(src, "tile"), Opnd("scalar", "scalar")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch"))
@@ -59,20 +61,13 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  plain_scalar=as_elem if plain is not None else None)(impl)
 
 
-TADDS = _scalar_op("TADDS", lambda a, s, dt: a + s, "dst = src + scalar (integers wrap).",
-                   src="src0", plain=np.add)
-TSUBS = _scalar_op("TSUBS", lambda a, s, dt: a - s, "dst = src - scalar (integers wrap).",
-                   src="src0", plain=np.subtract)
-TMULS = _scalar_op("TMULS", lambda a, s, dt: a * s, "dst = src * scalar (integers wrap).",
-                   src="src0", plain=np.multiply)
-TMAXS = _scalar_op("TMAXS", lambda a, s, dt: np.maximum(a, s), "dst = max(src, scalar).",
-                   plain=np.maximum)
-TMINS = _scalar_op("TMINS", lambda a, s, dt: np.minimum(a, s), "dst = min(src, scalar).",
-                   plain=np.minimum)
-TANDS = _scalar_op("TANDS", lambda a, s, dt: a & s, "dst = src & scalar.", static=_INT,
-                   plain=np.bitwise_and)
-TORS = _scalar_op("TORS", lambda a, s, dt: a | s, "dst = src | scalar.", static=_INT,
-                  plain=np.bitwise_or)
+TADDS = _scalar_op("TADDS", np.add, "dst = src + scalar (integers wrap).", src="src0")
+TSUBS = _scalar_op("TSUBS", np.subtract, "dst = src - scalar (integers wrap).", src="src0")
+TMULS = _scalar_op("TMULS", np.multiply, "dst = src * scalar (integers wrap).", src="src0")
+TMAXS = _scalar_op("TMAXS", np.maximum, "dst = max(src, scalar).")
+TMINS = _scalar_op("TMINS", np.minimum, "dst = min(src, scalar).")
+TANDS = _scalar_op("TANDS", np.bitwise_and, "dst = src & scalar.", static=_INT)
+TORS = _scalar_op("TORS", np.bitwise_or, "dst = src | scalar.", static=_INT)
 TXORS = _scalar_op("TXORS", lambda a, s, dt: a ^ s,
                    "dst = src ^ scalar; tmp is scratch (used on a2a3).", tmp=True,
                    static=_INT, src="src0")
