@@ -17,7 +17,7 @@ import numpy as np
 from . import dtypes as dt_mod
 from . import symbolic as _sym
 from .arrays import for_global_tensor
-from .dtypes import DType
+from .dtypes import _BY_NP, DType
 from .enums import Layout, coerce_enum
 from .errors import PtoError, PtoMemoryError
 
@@ -43,6 +43,11 @@ class GMSpec:
         """Lowest and highest element offset of the view relative to its start."""
         ext = [(s - 1) * t for s, t in zip(self.shape, self.stride, strict=True)]
         return sum(min(0, e) for e in ext), sum(max(0, e) for e in ext)
+
+    @functools.cached_property
+    def reach(self) -> tuple[int, int] | None:
+        """:attr:`extent`, or None for an empty view (it reaches no element)."""
+        return None if self.numel == 0 else self.extent
 
     @property
     def numel(self) -> int:
@@ -132,6 +137,13 @@ def gm_spec(dtype: DType, shape: tuple[int, ...], stride: tuple[int, ...], layou
     return GMSpec(dtype, shape, stride, layout)  # type: ignore[arg-type]
 
 
+#: (element type, shape, stride, layout) as given to GlobalTensor -> its spec
+_VIEW_SPECS: dict[tuple[Any, ...], GMSpec] = {}
+#: (spec, rows, cols) -> GlobalTensor._strides2d: a kernel's loop asks again for the same
+_STRIDES2D: dict[tuple[Any, int, int], tuple[int, int] | None] = {}
+_UNKNOWN = object()
+
+
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
     """A GlobalTensor's shape or stride as 5 ints (``fill`` in front); a shape's dims must not
     be negative. Tuples seen before come from a table (a kernel makes the same views over and
@@ -219,7 +231,7 @@ class GlobalTensor:
         if not array.flags.c_contiguous:
             raise PtoError("GlobalTensor needs a C-contiguous array (global memory is flat); "
                            "pass np.ascontiguousarray(a) and read results from that copy")
-        flat = array.reshape(-1)
+        flat = array if array.ndim == 1 else array.reshape(-1)
         if dtype is not None:
             dt = dt_mod.dtype(dtype)
             if dt.np != flat.dtype:
@@ -228,15 +240,27 @@ class GlobalTensor:
                                    f"of {dt.name} elements")
                 flat = flat.view(dt.np)
         else:
-            dt = dt_mod.dtype(flat.dtype)
+            dt = _BY_NP.get(flat.dtype) or dt_mod.dtype(flat.dtype)
         if shape is None:
             shape = array.shape if array.ndim else (1,)
             if dtype is not None and dt.np != array.dtype:
                 shape = (flat.size,)
-        shp = _pad5(shape, 1, "shape")
-        std = _contiguous_stride(shp) if stride is None else _pad5(stride, 0, "stride")
-        lay = coerce_enum(Layout, layout, "GlobalTensor layout")
-        self.spec = gm_spec(dt, shp, std, lay)
+        lay = layout if type(layout) is Layout else coerce_enum(Layout, layout,
+                                                                 "GlobalTensor layout")
+        key: Any = (dt, shape, stride, lay)
+        try:  # the spec of a view made before with these arguments (a kernel's loop)
+            spec = _VIEW_SPECS.get(key)
+        except TypeError:  # a list, say: converted below
+            spec = key = None
+        if spec is None:
+            shp = _pad5(shape, 1, "shape")
+            std = _contiguous_stride(shp) if stride is None else _pad5(stride, 0, "stride")
+            spec = gm_spec(dt, shp, std, lay)
+            if key is not None:
+                if len(_VIEW_SPECS) >= 4096:
+                    _VIEW_SPECS.clear()
+                _VIEW_SPECS[key] = spec
+        self.spec = spec
         self.flat = flat
         self._array = array
         # an int, or one offset per block in a lockstep launch (an int array)
@@ -252,11 +276,15 @@ class GlobalTensor:
         self._check_bounds()
 
     def _check_bounds(self) -> None:
-        if self.spec.numel == 0:
+        spec = self.spec
+        ext = spec.reach
+        if ext is None:  # an empty view
             return
-        size = self.flat.size * (2 if self.spec.dtype.packed else 1)
-        ext_lo, ext_hi = self.spec.extent
+        size = self.flat.size * (2 if spec.dtype.packed else 1)
+        ext_lo, ext_hi = ext
         off, span = self.offset, self._span
+        if span is None and type(off) is int and off + ext_lo >= 0 and off + ext_hi < size:
+            return  # (the common case of the checks below)
         if span is not None:
             lo, hi = span[0], span[1]
         elif isinstance(off, int):
@@ -346,8 +374,8 @@ class GlobalTensor:
                  ) -> np.ndarray:
         flat = self.flat
         it = flat.itemsize
-        st = tuple(x * it for x in strides)
-        if flat.flags.writeable and all(x >= 0 for x in st):
+        st = tuple([x * it for x in strides])
+        if flat.flags.writeable and min(st) >= 0:
             try:  # a direct view (numpy checks it stays inside the buffer)
                 return np.ndarray(shape, flat.dtype, flat, base * it, st)
             except (ValueError, TypeError):
@@ -362,11 +390,25 @@ class GlobalTensor:
         None when the layout's index map is not a plain 2-D stride pattern (then use
         :meth:`indices`). In a lockstep launch the per-block offsets must be evenly spaced
         (otherwise see :meth:`lane_blocks`)."""
-        rc = self._strides2d(rows, cols)
+        rc = _STRIDES2D.get((self.spec, rows, cols), _UNKNOWN)
+        if rc is _UNKNOWN:
+            rc = self._strides2d(rows, cols)
+            if len(_STRIDES2D) >= 4096:
+                _STRIDES2D.clear()
+            _STRIDES2D[(self.spec, rows, cols)] = rc
         if rc is None:
             return None
         rs, cs = rc
         off = self.offset
+        if type(off) is int and rs >= 0 and cs >= 0:
+            flat = self.flat
+            if flat.flags.writeable:  # (the common case of _strided, without its loops)
+                it = flat.itemsize
+                try:
+                    return np.ndarray((rows, cols), flat.dtype, flat, off * it, (rs * it, cs * it))
+                except (ValueError, TypeError):
+                    pass
+            return self._strided(off, (rows, cols), rc)
         if isinstance(off, np.ndarray):
             span = self._span
             if span is None or span[2] is None:

@@ -667,6 +667,8 @@ class Tile:
         if lz is not None:
             if isinstance(lz, LaneBlocks):
                 lz = lz.dense()
+            elif r0 == 0 and c0 == 0 and lz.shape[-2:] == (rows, cols):
+                return lz
             return lz[..., r0:r0 + rows, c0:c0 + cols]
         if self._pending is not None:
             self._materialize()

@@ -61,7 +61,7 @@ def _count_plain(monkeypatch: pytest.MonkeyPatch, allow: bool = True) -> Iterato
     forget the static checks they remember (so the first use of a type checks again)."""
     for ins in REGISTRY.values():
         ins._passed.clear()
-        ins._last_passed = None
+        ins._last_passed.clear()
     taken = [0]
     orig = Instr.try_plain
 

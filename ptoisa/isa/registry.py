@@ -166,9 +166,9 @@ class Instr:
     _bound: dict[tuple[type, ...], tuple[int, dict[str, Any]]] = field(
         default_factory=dict, init=False, repr=False)
     _event: Event = field(init=False, repr=False)
-    #: the uses whose static rules passed (and the last one without parameters): see
+    #: the uses whose static rules passed (and the last few, with their parameters): see
     #: _known_static
-    _last_passed: tuple[Any, ...] | None = field(default=None, init=False, repr=False)
+    _last_passed: list[tuple[Any, ...]] = field(default_factory=list, init=False, repr=False)
     _passed: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, init=False,
                                                       repr=False)
 
@@ -231,7 +231,8 @@ class Instr:
             vals = list(args)
             if pad:
                 vals += [None] * pad
-            result = self.run(m, vals, dict(defaults) if defaults else {})
+            # (the defaults are read, never changed, on the way: one dict serves every call)
+            result = self.run(m, vals, defaults)
         else:
             n = len(args)
             while n and isinstance(args[n - 1], Event):
@@ -411,12 +412,12 @@ class Instr:
         again with the same tiles and views of the same shape. The types are remembered, not
         the operands, which must not be kept alive (their liveness is the buffers'
         accounting); the key holds the types' ids, cheap to hash, and the entry the types, so
-        the ids stay theirs. The last parameterless use is looked at first."""
+        the ids stay theirs. The last few uses are looked at first (a list compared by
+        identity of its items is cheaper than the key)."""
         types = [v.spec if type(v) in _SPEC_TYPES else _type_of(v) for v in vals]
-        if not params:
-            last = self._last_passed
-            if last is not None and last[0] is target and last[1] is permissive \
-                    and last[2] == types:
+        for last in self._last_passed:
+            if last[2] == types and last[0] is target and last[1] is permissive \
+                    and last[3] == params:
                 return True, types, None
         key: Any = (target, permissive, tuple(map(id, types)),
                     tuple(params.values()) if params else ())
@@ -441,8 +442,11 @@ class Instr:
             return
         self.check_types(target, {o.name: t for o, t in zip(self.operands, types, strict=True)},
                          params, permissive)
-        if not params:
-            self._last_passed = (target, permissive, types)
+        recent = self._last_passed
+        if all(_hashable(v) is v for v in params.values()):  # (values that compare plainly)
+            if len(recent) >= 4:
+                del recent[0]
+            recent.append((target, permissive, types, dict(params)))
         if key is not None:
             if len(self._passed) >= 256:
                 self._passed.clear()

@@ -43,18 +43,29 @@ def _gm_covers(op: str, gm: GlobalTensor, tile: Tile, what: str) -> None:
     CPU simulator does the same). Rows/cols of the view are counted by the *tile's* major
     order (row-major: rows = s0*s1*s2*s3; col-major: rows = s3), or as the NZ box grid for an
     NZ view; elements are addressed by the view's layout tag."""
-    rows, cols = tile.valid_shape
-    s0, s1, s2, s3, s4 = gm.spec.shape
-    if gm.spec.layout not in (Layout.ND, Layout.DN):
-        gr, gc = gm.spec.rows_cols
-    elif tile.spec.is_row_major:
-        gr, gc = s0 * s1 * s2 * s3, s4
-    else:
-        gr, gc = s3, s0 * s1 * s2 * s4
+    rows, cols = tile._vr, tile._vc
+    key = (gm.spec, tile.spec)
+    cover = _COVERS.get(key)
+    if cover is None:
+        s0, s1, s2, s3, s4 = gm.spec.shape
+        if gm.spec.layout not in (Layout.ND, Layout.DN):
+            cover = gm.spec.rows_cols
+        elif tile.spec.is_row_major:
+            cover = s0 * s1 * s2 * s3, s4
+        else:
+            cover = s3, s0 * s1 * s2 * s4
+        if len(_COVERS) >= 4096:
+            _COVERS.clear()
+        _COVERS[key] = cover
+    gr, gc = cover
     if gr < rows or gc < cols:
         raise RuntimeCheckError(
             f"GlobalTensor {gm.spec.describe()} covers {gr}x{gc} elements as a tile, "
             f"{what} valid region is {rows}x{cols}", op=op)
+
+
+#: (GM view spec, tile spec) -> the rows x cols a view covers as that tile (see _gm_covers)
+_COVERS: dict[tuple[Any, Any], tuple[int, int]] = {}
 
 
 def _gm_layouts(*allowed: Layout) -> Any:
@@ -199,16 +210,16 @@ def _tload(m: Machine, dst: Tile, src: GlobalTensor, *, null_pads: bool) -> None
     if isinstance(dst, ConvTile):
         conv.load(dst, src)
         return
-    vr, vc = dst.valid_shape
-    pad = dst.spec.pad
-    if (vr, vc) != dst.shape and (null_pads or not pad.is_null):
-        p = pad.scalar(dst.dtype)
-        dst.fill(p, vr, dst.cols - vc, 0, vc)
-        dst.fill(p, dst.rows - vr, dst.cols, vr, 0)
+    vr, vc = dst._vr, dst._vc
+    spec = dst.spec
+    whole = dst._whole
+    if not whole and (null_pads or not spec.pad.is_null):
+        p = spec.pad.scalar(spec.dtype)
+        dst.fill(p, vr, spec.cols - vc, 0, vc)
+        dst.fill(p, spec.rows - vr, spec.cols, vr, 0)
     if not (vr and vc):
         return
-    if m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.dtype.packed \
-            and src.dtype is dst.dtype:
+    if whole and src.spec.dtype is spec.dtype and not spec.dtype.packed and m.lazy_ok(dst):
         w = src.window(vr, vc)
         if w is None and dst.spec.is_boxed:
             # blocks at uneven offsets: kept as (strided GM view, block per lane) in logical
