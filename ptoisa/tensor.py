@@ -413,7 +413,16 @@ class GlobalTensor:
             span = self._span
             if span is None or span[2] is None:
                 return None
-            return self._strided(int(off[0]), (off.size, rows, cols), (span[2], rs, cs))
+            d = span[2]
+            flat = self.flat
+            if d >= 0 and rs >= 0 and cs >= 0 and flat.flags.writeable:  # (as above)
+                it = flat.itemsize
+                try:  # (evenly spaced, not falling: the first offset is the lowest)
+                    return np.ndarray((off.size, rows, cols), flat.dtype, flat, span[0] * it,
+                                      (d * it, rs * it, cs * it))
+                except (ValueError, TypeError):
+                    pass
+            return self._strided(int(off[0]), (off.size, rows, cols), (d, rs, cs))
         return self._strided(off, (rows, cols), (rs, cs))
 
     def lane_blocks(self, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray] | None:

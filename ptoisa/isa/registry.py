@@ -154,6 +154,13 @@ class Instr:
     #: (with ``plain``) how a scalar operand becomes a value of dst's element type for it:
     #: ``fn(value, dtype)``, as the semantics convert it
     plain_scalar: Callable[[Any, DType], Any] | None = None
+    #: the instruction's common case in one step: ``fn(instr, machine, values, params)`` runs
+    #: the run-time rules and the semantics of a use it recognises, built from the same
+    #: helpers as they are (same results, same errors), and returns True; False when the use
+    #: is not one it takes, having done nothing. Tried where nobody observes the machine, one
+    #: block runs, the static rules passed, and the target declares no semantics or run-time
+    #: rules of its own (see :meth:`run`): it saves the steps of the general dispatch
+    fast: Callable[[Instr, Machine, list[Any], dict[str, Any]], bool] | None = None
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
@@ -197,7 +204,8 @@ class Instr:
             plain = self.plain if impl is self.impl and all(
                 r in self.runtime or getattr(r, "valid_regions_only", False)
                 for r in runtime) else None
-            r = self._on[target] = Resolved(target, impl, static, runtime, plain)
+            fast = self.fast if impl is self.impl and runtime == self.runtime else None
+            r = self._on[target] = Resolved(target, impl, static, runtime, plain, fast)
         return r
 
     def pipe_on(self, values: list[Any]) -> Pipe:
@@ -265,8 +273,21 @@ class Instr:
                 obs(rec)
         elif self.plain is not None and not params and self.try_plain(m, vals, checked):
             return None
-        if m.lanes > 1 and not (self.batched and all(
-                uniform(v) or (self.any_valid and isinstance(v, Tile)) for v in vals)):
+        elif self.fast is not None and m.lanes == 1:
+            on = self._on.get(m.target) or self.on(m.target)
+            if on.fast is not None and (
+                    checked or self._known_static(m.target, m.permissive, vals, params)[0]):
+                if m._lazy and self._written:
+                    _settle_written(m, self._written, vals)
+                try:
+                    if on.fast(self, m, vals, params):
+                        return None
+                except PtoError as e:
+                    if e.op is None:
+                        e.op = self.mnemonic
+                        e.args = (e.render(),)
+                    raise
+        if m.lanes > 1 and not (self.batched and _all_uniform(vals, self.any_valid)):
             result = None
             for b in range(m.lanes):
                 result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
@@ -472,11 +493,12 @@ class Instr:
 class Resolved:
     """An instruction's semantics and rules on one target (see :meth:`Instr.on`)."""
 
-    __slots__ = ("target", "impl", "static", "runtime", "plain")
+    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast")
 
     def __init__(self, target: Target, impl: Callable[..., Any],
                  static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...],
-                 plain: Callable[..., Any] | None = None) -> None:
+                 plain: Callable[..., Any] | None = None,
+                 fast: Callable[..., bool] | None = None) -> None:
         self.target = target
         self.impl = impl
         self.static = static
@@ -484,6 +506,10 @@ class Resolved:
         #: the plain form (Instr.plain) where the target declares no semantics or run-time
         #: rules of its own
         self.plain = plain
+        #: the fast form (Instr.fast) under the same condition
+        self.fast = fast
+        #: the fast form (Instr.fast) under the same condition
+        self.fast = fast
 
 
 def _hashable(v: Any) -> Any:
@@ -529,6 +555,19 @@ _SPEC_TYPES = frozenset({Tile, GlobalTensor})  # (subclasses: the isinstance bel
 
 #: scalar operands converted for plain forms: (value, its type, element type) -> value
 _PLAIN_SCALARS: dict[tuple[Any, type, DType], Any] = {}
+
+
+def _all_uniform(vals: list[Any], any_valid: bool) -> bool:
+    """May a batched entry run all blocks of a lockstep launch in one call: every operand of
+    one shape in every block (see lanes.uniform; a tile's valid extents are ints then), or a
+    tile whose valid region the entry never looks at (``any_valid``)?"""
+    for v in vals:
+        if type(v) is Tile:
+            if (type(v._vr) is not int or type(v._vc) is not int) and not any_valid:
+                return False
+        elif not (uniform(v) or (any_valid and isinstance(v, Tile))):
+            return False
+    return True
 
 
 def _settle_written(m: Machine, written: tuple[int, ...], vals: list[Any]) -> None:
@@ -689,6 +728,7 @@ def instr(
     ptoas: Ptoas | None = None,
     plain: Callable[..., Any] | None = None,
     plain_scalar: Callable[[Any, DType], Any] | None = None,
+    fast: Callable[..., bool] | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -720,7 +760,7 @@ def instr(
             batched=batched, any_valid=any_valid, impl_for=dict(impl_for or {}),
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
-            pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar,
+            pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
         )
         REGISTRY[name] = ins
         _index_op_names(ins)

@@ -191,21 +191,24 @@ def _check_types(sig: Sig, c: TileSpec, a: TileSpec, b: TileSpec) -> None:
 
 def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
     a, b, c = r["a"], r["b"], r["c"]
-    m, k, n = a.valid_row, a.valid_col, b.valid_col
+    m, k, n = a._vr, a._vc, b._vc
     op = ins.mnemonic
-    for what, v in (("m (aMatrix valid rows)", m), ("k (aMatrix valid cols)", k),
-                    ("n (bMatrix valid cols)", n)):
-        if not 1 <= v <= MAX_MKN:
-            raise RuntimeCheckError(f"{what} = {v} is outside [1, {MAX_MKN}]", op=op)
+    if not (1 <= m <= MAX_MKN and 1 <= k <= MAX_MKN and 1 <= n <= MAX_MKN):
+        for what, v in (("m (aMatrix valid rows)", m), ("k (aMatrix valid cols)", k),
+                        ("n (bMatrix valid cols)", n)):
+            if not 1 <= v <= MAX_MKN:
+                raise RuntimeCheckError(f"{what} = {v} is outside [1, {MAX_MKN}]", op=op)
     if gemv and m != 1:
         raise RuntimeCheckError(f"a GEMV has one row: aMatrix valid rows must be 1, got {m}",
                                 op=op)
-    if b.valid_row != k:
+    if b._vr != k:
         raise RuntimeCheckError(
             f"k mismatch: aMatrix valid cols {k} != bMatrix valid rows {b.valid_row}", op=op)
-    if c.valid_shape != (m, n):
+    if c._vr != m or c._vc != n:
         raise RuntimeCheckError(
             f"cMatrix valid region {c.valid_row}x{c.valid_col} must be m x n = {m}x{n}", op=op)
+    if len(r) == 3 and not a.spec.dtype.packed:
+        return m, k, n  # (c, a, b: none of the checks below applies)
     bias = r.get("bias")
     if bias is not None and bias.cols < n:
         raise RuntimeCheckError(f"biasData has {bias.cols} columns, n = {n}", op=op)
@@ -293,13 +296,14 @@ def _convert(m: Machine, t: Tile, v: np.ndarray, ct: type) -> np.ndarray:
     if t.dtype is D.f32:
         v = _f32_input_transform(m, v)
     v = np.asarray(v)
-    if v.dtype == np.float16 and ct is np.float32 and v.size <= _F16_TABLE_MAX:
+    if v.dtype is _F16 and ct is np.float32 and v.size <= _F16_TABLE_MAX:
         # numpy's own f16 -> f32 cast of every bit pattern, looked up: the same values, ~3x
         # faster than the cast on a strided panel (numpy's half cast is not vectorised)
         return _f16_to_f32().take(v.view(np.uint16))
     return v.astype(ct, order="C", copy=False)
 
 
+_F16 = np.dtype(np.float16)
 #: panels up to this many f16 elements convert by table (larger ones: the cast streams better)
 _F16_TABLE_MAX = 1 << 18
 _F16_TABLE: list[np.ndarray] = []
@@ -399,8 +403,9 @@ def _result(r: dict[str, Any], c: Tile, av: np.ndarray, ia: np.ndarray | None, b
     return acc.astype(np.float32, copy=False).astype(c.dtype.np, copy=False)
 
 
-def _run(m: Machine, kind: str, vals: tuple[Any, ...]) -> None:
-    r = roles(kind, list(vals))
+def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> None:
+    if r is None:
+        r = roles(kind, list(vals))
     a, b, c = r["a"], r["b"], r["c"]
     mm, k, n = a.valid_row, a.valid_col, b.valid_col
     # f32 accumulation runs as f32 BLAS; integer sums and "exact" mode use f64, where the
@@ -442,12 +447,19 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
     def impl(m: Machine, *vals: Any, Phase: AccPhase) -> None:  # noqa: N803
         _run(m, kind, vals)
 
+    def fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> bool:
+        # the run-time rule and the semantics, the operands' roles found once (Instr.fast)
+        r = roles(kind, vals)
+        _mkn(ins, r, gemv)
+        _run(m, kind, vals, r)
+        return True
+
     impl.__doc__ = doc
     # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)
     return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
                  batched=not name.endswith("_MX"),
                  static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),),
-                 ptoas=ptoas)(impl)
+                 ptoas=ptoas, fast=fast)(impl)
 
 
 TMATMUL = _declare(

@@ -132,6 +132,31 @@ def _words(m: Machine, fp: Tile, vc: int) -> np.ndarray:
     return w.astype(np.float64).astype(np.int64).view(np.uint64)
 
 
+def _move_in_place(m: Machine, dst: Tile, src: Tile) -> bool:
+    """TMOV of a whole tile (no quant word, not from Acc) without a copy, where it can: the
+    moved values stay where they are until either tile is written (copy-on-write). False:
+    nothing done."""
+    if src.spec.loc is TileType.Acc or src.spec.dtype is not dst.spec.dtype \
+            or dst.spec.dtype.packed or not m.lazy_ok(dst):
+        return False
+    vr, vc = dst.spec.rows, dst.spec.cols
+    shared = src.shared_lanes()
+    dst.set_lazy(shared if shared is not None and (vr, vc) == shared.shape[1:]
+                 else src.read(vr, vc), m)
+    return True
+
+
+def _tmov_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> bool:
+    """TMOV's run-time rule where it is quick to see passing (no quant word, not from Acc, a
+    source that holds dst's valid region), then its semantics (Instr.fast)."""
+    dst, src = vals[0], vals[1]
+    ss = src.spec
+    if vals[2] is not None or ss.loc is TileType.Acc or dst._vr > ss.rows or dst._vc > ss.cols:
+        return False
+    move(m, dst, src, None, params["reluMode"], params["grp_axis"])
+    return True
+
+
 def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
          grp_axis: int = 1) -> None:
     vr, vc = dst.valid_shape
@@ -143,12 +168,7 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
             else src.read(vr, vc)
         dst.write(np.array(vals, copy=True))
         return
-    if extra is None and src.loc is not TileType.Acc and src.dtype is dst.dtype \
-            and m.lazy_ok(dst) and (vr, vc) == dst.shape and not dst.dtype.packed:
-        # the moved values stay where they are until either tile is written (copy-on-write)
-        shared = src.shared_lanes()
-        dst.set_lazy(shared if shared is not None and (vr, vc) == shared.shape[1:]
-                     else src.read(vr, vc), m)
+    if extra is None and dst._whole and _move_in_place(m, dst, src):
         return
     vals = np.asarray(src.read(vr, vc))
     if src.loc is TileType.Acc:
@@ -185,7 +205,7 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
        dtype_key=("src", "dst"),
        static=(_fix_pipe_rule,),
        static_for={"a2a3": (_a2a3_same_shape,), "a5": (_a5_table_rows,)},
-       runtime=(_shape_runtime,))
+       runtime=(_shape_runtime,), fast=_tmov_fast)
 def TMOV(m: Machine, dst: Tile, src: Tile, fp: Any = None, *,  # noqa: N802
          reluMode: ReluPreMode, mode: AccToVecMode, grp_axis: int) -> None:  # noqa: N803
     """dst = src over dst's valid region, repacked into dst's layout. The optional third operand

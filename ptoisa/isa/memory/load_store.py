@@ -44,9 +44,18 @@ def _gm_covers(op: str, gm: GlobalTensor, tile: Tile, what: str) -> None:
     order (row-major: rows = s0*s1*s2*s3; col-major: rows = s3), or as the NZ box grid for an
     NZ view; elements are addressed by the view's layout tag."""
     rows, cols = tile._vr, tile._vc
-    key = (gm.spec, tile.spec)
-    cover = _COVERS.get(key)
-    if cover is None:
+    gr, gc = _cover(gm, tile)[:2]
+    if gr < rows or gc < cols:
+        raise RuntimeCheckError(
+            f"GlobalTensor {gm.spec.describe()} covers {gr}x{gc} elements as a tile, "
+            f"{what} valid region is {rows}x{cols}", op=op)
+
+
+def _cover(gm: GlobalTensor, tile: Tile) -> tuple[int, ...]:
+    """(rows, cols) the view covers as ``tile`` (see _gm_covers), remembered by the types."""
+    key = (id(gm.spec), id(tile.spec))
+    hit = _COVERS.get(key)
+    if hit is None:
         s0, s1, s2, s3, s4 = gm.spec.shape
         if gm.spec.layout not in (Layout.ND, Layout.DN):
             cover = gm.spec.rows_cols
@@ -56,16 +65,19 @@ def _gm_covers(op: str, gm: GlobalTensor, tile: Tile, what: str) -> None:
             cover = s3, s0 * s1 * s2 * s4
         if len(_COVERS) >= 4096:
             _COVERS.clear()
-        _COVERS[key] = cover
-    gr, gc = cover
-    if gr < rows or gc < cols:
-        raise RuntimeCheckError(
-            f"GlobalTensor {gm.spec.describe()} covers {gr}x{gc} elements as a tile, "
-            f"{what} valid region is {rows}x{cols}", op=op)
+        hit = _COVERS[key] = (*cover, gm.spec, tile.spec)  # (the specs keep their ids theirs)
+    return hit
 
 
-#: (GM view spec, tile spec) -> the rows x cols a view covers as that tile (see _gm_covers)
-_COVERS: dict[tuple[Any, Any], tuple[int, int]] = {}
+def _covered(gm: GlobalTensor, tile: Tile) -> bool:
+    """Does the view cover the tile's valid region (the rule of _gm_covers)?"""
+    c = _cover(gm, tile)
+    return c[0] >= tile._vr and c[1] >= tile._vc
+
+
+#: ids of (GM view spec, tile spec) -> (the rows, the cols a view covers as that tile, the
+#: two specs): see _gm_covers
+_COVERS: dict[tuple[int, int], tuple[Any, ...]] = {}
 
 
 def _gm_layouts(*allowed: Layout) -> Any:
@@ -170,6 +182,38 @@ def _conv_path(ins: Instr, gm: GlobalTensor, tile: Tile) -> bool:
     return True
 
 
+def _load_in_place(m: Machine, dst: Tile, src: GlobalTensor) -> bool:
+    """TLOAD of a whole tile without a copy, where it can: dst reads the GM view in place
+    until either is written (see Tile.set_lazy). False: nothing done (copy instead)."""
+    spec = dst.spec
+    if src.spec.dtype is not spec.dtype or spec.dtype.packed or not m.lazy_ok(dst):
+        return False
+    vr, vc = spec.rows, spec.cols
+    w = src.window(vr, vc)
+    if w is None and spec.is_boxed:
+        # blocks at uneven offsets: kept as (strided GM view, block per lane) in logical
+        # order until the tile is read in its own layout or written
+        lb = src.lane_blocks(vr, vc)
+        if lb is not None:
+            dst.set_lazy(LaneBlocks(*lb), m)
+            return True
+    if w is not None:  # read GM in place until the tile or that GM is written
+        dst.set_lazy(w, m)
+        return True
+    return False
+
+
+def _tload_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> bool:
+    """TLOAD's run-time rules where they are quick to see passing (a plain tile, a view in a
+    plain layout covering its valid region), then its semantics (Instr.fast)."""
+    dst, src = vals[0], vals[1]
+    if type(dst) is not Tile or type(src) is not GlobalTensor \
+            or src.spec.layout in _CONV_ONLY or not _covered(src, dst):
+        return False
+    _tload(m, dst, src, null_pads=False)
+    return True
+
+
 def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
     """cpu: TLOAD as the CPU simulator, which fills the whole tile with the pad value first
     (Null pads 0)."""
@@ -193,7 +237,7 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
                                     Layout.MX_B_ND, Layout.MX_B_DN)),
                _gm_dtype_matches("dst", "src")),
        runtime=(_tload_runtime,),
-       impl_for={"cpu": _cpu_tload})
+       impl_for={"cpu": _cpu_tload}, fast=_tload_fast)
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
     """Copy the GM view into dst's valid region (any GM layout into any tile layout, e.g.
     ND -> NZ). With a pad value other than Null the rest of the tile is filled with it; on cpu
@@ -219,18 +263,8 @@ def _tload(m: Machine, dst: Tile, src: GlobalTensor, *, null_pads: bool) -> None
         dst.fill(p, spec.rows - vr, spec.cols, vr, 0)
     if not (vr and vc):
         return
-    if whole and src.spec.dtype is spec.dtype and not spec.dtype.packed and m.lazy_ok(dst):
-        w = src.window(vr, vc)
-        if w is None and dst.spec.is_boxed:
-            # blocks at uneven offsets: kept as (strided GM view, block per lane) in logical
-            # order until the tile is read in its own layout or written
-            lb = src.lane_blocks(vr, vc)
-            if lb is not None:
-                dst.set_lazy(LaneBlocks(*lb), m)
-                return
-        if w is not None:  # read GM in place until the tile or that GM is written
-            dst.set_lazy(w, m)
-            return
+    if whole and _load_in_place(m, dst, src):
+        return
     # a partial load writes through storage, which first settles any earlier lazy contents:
     # what lies outside the valid region is kept (the NPU does not touch it)
     dst.write(_gather(src, vr, vc))
@@ -309,10 +343,23 @@ def _acc_store_rule(sig: Sig) -> None:
 
 def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                            **params: Any) -> None:
-    if src.loc is TileType.Acc and current().target.traits.npu_runtime_checks and \
-            not 1 <= src.valid_col <= 4095:
+    if not 1 <= src._vc <= 4095 and src.loc is TileType.Acc and \
+            current().target.traits.npu_runtime_checks:
         raise RuntimeCheckError(f"src valid cols must be in [1, 4095], got {src.valid_col}",
                                 op=ins.mnemonic)
+
+
+def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> bool:
+    """TSTORE's run-time rules where they are quick to see passing (a plain tile, a writable
+    view in a plain layout covering its valid region, an Acc source's valid columns in
+    [1, 4095]), then its semantics (Instr.fast)."""
+    dst, src = vals[0], vals[1]
+    if type(src) is not Tile or type(dst) is not GlobalTensor or not dst.flat.flags.writeable \
+            or dst.spec.layout in _CONV_ONLY or not _covered(dst, src) \
+            or (src.spec.loc is TileType.Acc and not 1 <= src._vc <= 4095):
+        return False
+    ins.impl(m, *vals, **params)
+    return True
 
 
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True, pipe_of=move_pipe(),
@@ -330,7 +377,7 @@ def _acc_valid_col_runtime(ins: Instr, dst: GlobalTensor, src: Tile, *rest: Any,
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       runtime=(_tstore_runtime, _acc_valid_col_runtime))
+       runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
     """Copy src's valid region to the GM view. Acc sources convert to the GM element type

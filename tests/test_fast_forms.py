@@ -1,0 +1,276 @@
+"""Fast forms (``Instr.fast``): TLOAD, TMOV, TSTORE and the TMATMUL family run their run-time
+rules and semantics in one step where nobody observes the machine, one block runs and the
+static rules passed. They must leave every byte the general dispatch leaves, raise the errors
+it raises, and be taken where they may (else they save nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_copy_on_write_fuzz import _L1, _UB, _inputs, _lazy_from, _ops, _program
+
+import ptoisa as pto
+from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
+from ptoisa.errors import PtoError
+from ptoisa.isa.registry import REGISTRY
+
+FAST = sorted(n for n, ins in REGISTRY.items() if ins.fast is not None)
+
+
+def test_the_entries_with_fast_forms() -> None:
+    assert set(FAST) >= {"TLOAD", "TMOV", "TSTORE", "TMATMUL", "TMATMUL_ACC", "TGEMV"}
+
+
+@contextmanager
+def _fast(monkeypatch: pytest.MonkeyPatch, on: bool) -> Iterator[dict[str, int]]:
+    """Fast forms on (counting the uses each took) or off (the general dispatch only). The
+    entries forget their resolved forms on the way in and out."""
+    taken: dict[str, int] = {}
+    for name in FAST:
+        ins = REGISTRY[name]
+        orig = ins.fast
+
+        def spy(i: Any, m: Any, vals: Any, params: Any, orig: Any = orig) -> bool:
+            done = orig(i, m, vals, params)
+            if done:
+                taken[i.name] = taken.get(i.name, 0) + 1
+            return done
+        monkeypatch.setattr(ins, "fast", spy if on else None)
+        ins._on.clear()
+    try:
+        yield taken
+    finally:
+        for name in FAST:
+            REGISTRY[name]._on.clear()
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, on: bool, kernel: Any, **launch: Any
+         ) -> tuple[tuple[np.ndarray, ...], dict[str, int]]:
+    arrays = _inputs()
+    with _fast(monkeypatch, on) as taken:
+        pto.launch(kernel, *arrays, **launch)
+    monkeypatch.undo()
+    return arrays, taken
+
+
+@pytest.mark.parametrize("lazy_min", [None, 0], ids=["boxed", "every-tile"])
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+@settings(max_examples=150, deadline=None)
+@given(ops=_ops())
+def test_random_programs_leave_the_same_bytes(target: str, lazy_min: int | None,
+                                              ops: list[tuple[Any, ...]]) -> None:
+    """The copy-on-write fuzz's random programs (loads, moves, products and stores over
+    overlapping GM rows, tiles lazy or not), with the fast forms and without; each runs twice
+    in its launch (the second time every use is of types whose static rules passed)."""
+    once = _program(ops)
+
+    def kernel(*arrays: np.ndarray) -> None:
+        once(*arrays)
+        once(*arrays)
+    mp = pytest.MonkeyPatch()
+    with _lazy_from(lazy_min):
+        fast, taken = _run(mp, True, kernel, target=target)
+        slow, none = _run(mp, False, kernel, target=target)
+    assert taken and not none
+    for x, y in zip(fast, slow, strict=True):
+        assert x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@settings(max_examples=100, deadline=None)
+@given(ops=_ops(), ub=st.lists(st.sampled_from(_UB), min_size=3, max_size=3),
+       l1=st.lists(st.sampled_from(_L1), min_size=2, max_size=2), trips=st.integers(0, 2))
+def test_placed_tiles_sharing_bytes_leave_the_same_bytes(target: str,
+                                                         ops: list[tuple[Any, ...]],
+                                                         ub: list[int], l1: list[int],
+                                                         trips: int) -> None:
+    """Manual mode, tiles placed over one another (one tile's load is another's bytes), in a
+    loop or not."""
+    once = _program(ops, ub, l1, trips=trips)
+
+    def kernel(*arrays: np.ndarray) -> None:
+        once(*arrays)
+        once(*arrays)
+    mp = pytest.MonkeyPatch()
+    with _lazy_from(0):
+        fast, taken = _run(mp, True, kernel, target=target, mode="manual")
+        slow, _ = _run(mp, False, kernel, target=target, mode="manual")
+    assert taken
+    for x, y in zip(fast, slow, strict=True):
+        assert x.tobytes() == y.tobytes()
+
+
+# ---- errors: the same type and message either way --------------------------------------------
+
+def _mat(dt: Any, r: int, c: int, **kw: Any) -> Tile:
+    return Tile(TileType.Mat, dt, r, c, BLayout.ColMajor, None, SLayout.RowMajor, **kw)
+
+
+def _load_not_covered(x: np.ndarray) -> None:
+    t = Tile(TileType.Vec, np.float32, 16, 16, valid=(pto.Dyn(8), 16))
+    for _ in range(2):
+        pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, 8, 16), (256, 256, 256, 16, 1)))
+    t.set_valid(rows=16)  # the 8-row view no longer covers the valid region
+    pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, 8, 16), (256, 256, 256, 16, 1)))
+
+
+def _store_not_covered(x: np.ndarray) -> None:
+    t = Tile(TileType.Vec, np.float32, 16, 16, valid=(pto.Dyn(8), 16))
+    pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)))
+    for _ in range(2):
+        pto.TSTORE(GlobalTensor(x, (1, 1, 1, 8, 16), (256, 256, 256, 16, 1)), t)
+    t.set_valid(rows=16)
+    pto.TSTORE(GlobalTensor(x, (1, 1, 1, 8, 16), (256, 256, 256, 16, 1)), t)
+
+
+def _store_read_only(x: np.ndarray) -> None:
+    t = Tile(TileType.Vec, np.float32, 16, 16)
+    pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)))
+    for _ in range(2):
+        pto.TSTORE(GlobalTensor(x, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)), t)
+    ro = x.copy()
+    ro.flags.writeable = False
+    pto.TSTORE(GlobalTensor(ro, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)), t)
+
+
+def _cube(valid_a: Any = None, acc_cols: Any = None) -> tuple[Tile, Tile, Tile, Tile, Tile]:
+    h = np.float16
+    a, b = _mat(h, 16, 32), _mat(h, 32, 16)
+    left = pto.TileLeft(h, 16, 32, valid=valid_a)
+    right = pto.TileRight(h, 32, 16)
+    acc = pto.TileAcc(np.float32, 16, 16, valid=acc_cols)
+    return a, b, left, right, acc
+
+
+def _matmul_k_mismatch(x: np.ndarray) -> None:
+    h = x.astype(np.float16)
+    a, b, left, right, acc = _cube(valid_a=(16, pto.DYNAMIC))
+    pto.TLOAD(a, GlobalTensor(h, (1, 1, 1, 16, 32), (256, 256, 256, 32, 1)))
+    pto.TLOAD(b, GlobalTensor(h, (1, 1, 1, 32, 16), (256, 256, 256, 16, 1)))
+    pto.TMOV(left, a)
+    pto.TMOV(right, b)
+    pto.TMATMUL(acc, left, right)
+    pto.TMATMUL_ACC(acc, acc, left, right)
+    pto.TMATMUL_ACC(acc, acc, left, right)
+    left.set_valid(cols=16)  # k = 16 against 32 rows of B
+    pto.TMATMUL_ACC(acc, acc, left, right)
+
+
+def _acc_store_no_cols(x: np.ndarray) -> None:
+    h = x.astype(np.float16)
+    a, b, left, right, acc = _cube(acc_cols=(16, pto.DYNAMIC))
+    pto.TLOAD(a, GlobalTensor(h, (1, 1, 1, 16, 32), (256, 256, 256, 32, 1)))
+    pto.TLOAD(b, GlobalTensor(h, (1, 1, 1, 32, 16), (256, 256, 256, 16, 1)))
+    pto.TMOV(left, a)
+    pto.TMOV(right, b)
+    pto.TMATMUL(acc, left, right)
+    out = np.zeros(256, np.float32)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)), acc)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)), acc)
+    acc.set_valid(cols=0)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 16, 16), (256, 256, 256, 16, 1)), acc)
+
+
+def _move_dst_larger(x: np.ndarray) -> None:
+    src = Tile(TileType.Vec, np.float32, 8, 16)
+    dst = Tile(TileType.Vec, np.float32, 16, 16, valid=(pto.Dyn(8), 16))
+    pto.TLOAD(src, GlobalTensor(x, (1, 1, 1, 8, 16), (256, 256, 256, 16, 1)))
+    pto.TMOV(dst, src)
+    pto.TMOV(dst, src)
+    dst.set_valid(rows=16)
+    pto.TMOV(dst, src)
+
+
+#: case -> (kernel, target, what the message says)
+ERRORS = {"tload view too small": (_load_not_covered, "a2a3", "covers 8x16"),
+          "tstore view too small": (_store_not_covered, "a2a3", "covers 8x16"),
+          "tstore read-only": (_store_read_only, "a5", "cannot be written"),
+          "tmatmul k mismatch": (_matmul_k_mismatch, "a2a3", "k mismatch"),
+          "acc store of no columns": (_acc_store_no_cols, "a2a3", "valid cols must be in"),
+          "tmov dst larger than src": (_move_dst_larger, "cpu", "larger than src")}
+
+
+def _error(monkeypatch: pytest.MonkeyPatch, on: bool, fn: Any, target: str
+           ) -> tuple[type, str, dict[str, int]]:
+    x = np.arange(1024, dtype=np.float32)
+    with _fast(monkeypatch, on) as taken, pytest.raises(PtoError) as e:
+        pto.launch(fn, x, target=target)
+    monkeypatch.undo()
+    return type(e.value), str(e.value), taken
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_errors_are_the_same(case: str) -> None:
+    """A use the fast form must not take (the run-time rules fail) raises what the general
+    dispatch raises, after uses of the same types that it took."""
+    fn, target, says = ERRORS[case]
+    mp = pytest.MonkeyPatch()
+    fast = _error(mp, True, fn, target)
+    slow = _error(mp, False, fn, target)
+    assert fast[:2] == slow[:2]
+    assert says in fast[1]
+    assert fast[2], "the good uses before the error took the fast form"
+
+
+# ---- where they are taken ----------------------------------------------------------------------
+
+def _chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    h, m, k = a.shape
+    n = b.shape[2]
+    big = a.size + b.size
+    ta, tb = _mat(a.dtype, m, k), _mat(a.dtype, k, n)
+    left, right = pto.TileLeft(a.dtype, m, k), pto.TileRight(a.dtype, k, n)
+    acc = pto.TileAcc(np.float32, m, n)
+    for i in range(h):
+        pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, m, k), (big, big, big, k, 1), offset=i * m * k))
+        pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, k, n), (big, big, big, n, 1), offset=i * k * n))
+        pto.TMOV(left, ta)
+        pto.TMOV(right, tb)
+        pto.TMATMUL(acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, m, n), (big, big, big, n, 1), offset=i * m * n),
+                   acc)
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+def test_a_decode_chain_takes_them_and_matches_numpy(target: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every instruction of a bf16 decode chain (one block) after the first of its types
+    takes its fast form (TLOAD on cpu keeps its own semantics, which pad); the result is the
+    product in f32 as numpy forms it."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((4, 16, 64)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((4, 64, 32)).astype(ml_dtypes.bfloat16)
+    c = np.zeros((4, 16, 32), np.float32)
+    with _fast(monkeypatch, True) as taken:
+        pto.launch(_chain, a, b, c, target=target)
+    loads = 0 if target == "cpu" else 2 * 4 - 2
+    assert taken == {**({"TLOAD": loads} if loads else {}), "TMOV": 2 * 4 - 2, "TMATMUL": 3,
+                     "TSTORE": 3}
+    ref = np.matmul(a.astype(np.float32), b.astype(np.float32))
+    np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_observed_and_lockstep_uses_take_the_general_dispatch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An observed machine (an observer of every launch here) and a launch of several blocks
+    in lockstep run the general dispatch."""
+    from ptoisa import grid
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 16, 64)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((2, 64, 32)).astype(ml_dtypes.bfloat16)
+    c = np.zeros((2, 16, 32), np.float32)
+    seen: list[str] = []
+    with _fast(monkeypatch, True) as taken:
+        pto.launch(_chain, a, b, c, target="a2a3", blocks=2)
+        monkeypatch.setattr(grid, "launch_observers", [lambda rec: seen.append(rec.instr.name)])
+        pto.launch(_chain, a, b, c, target="a2a3")
+    assert taken == {}
+    assert len(seen) == 12
