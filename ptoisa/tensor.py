@@ -139,9 +139,9 @@ def gm_spec(dtype: DType, shape: tuple[int, ...], stride: tuple[int, ...], layou
 
 #: (element type, shape, stride, layout) as given to GlobalTensor -> its spec
 _VIEW_SPECS: dict[tuple[Any, ...], GMSpec] = {}
-#: (spec, rows, cols) -> GlobalTensor._strides2d: a kernel's loop asks again for the same
-_STRIDES2D: dict[tuple[Any, int, int], tuple[int, int] | None] = {}
-_UNKNOWN = object()
+#: (id of a spec, rows, cols) -> (GlobalTensor._strides2d, the spec): a kernel's loop asks
+#: again for the same
+_STRIDES2D: dict[tuple[int, int, int], tuple[Any, GMSpec]] = {}
 
 
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
@@ -390,12 +390,14 @@ class GlobalTensor:
         None when the layout's index map is not a plain 2-D stride pattern (then use
         :meth:`indices`). In a lockstep launch the per-block offsets must be evenly spaced
         (otherwise see :meth:`lane_blocks`)."""
-        rc = _STRIDES2D.get((self.spec, rows, cols), _UNKNOWN)
-        if rc is _UNKNOWN:
-            rc = self._strides2d(rows, cols)
+        hit = _STRIDES2D.get((id(self.spec), rows, cols))
+        if hit is None:
             if len(_STRIDES2D) >= 4096:
                 _STRIDES2D.clear()
-            _STRIDES2D[(self.spec, rows, cols)] = rc
+            # (the spec kept with its id keeps the id its own)
+            hit = _STRIDES2D[(id(self.spec), rows, cols)] = (self._strides2d(rows, cols),
+                                                              self.spec)
+        rc = hit[0]
         if rc is None:
             return None
         rs, cs = rc

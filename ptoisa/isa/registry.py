@@ -435,10 +435,13 @@ class Instr:
         accounting); the key holds the types' ids, cheap to hash, and the entry the types, so
         the ids stay theirs. The last few uses are looked at first (a list compared by
         identity of its items is cheaper than the key)."""
-        types = [v.spec if type(v) in _SPEC_TYPES else _type_of(v) for v in vals]
+        types = [v.spec if type(v) in _SPEC_TYPES else None if v is None else _type_of(v)
+                 for v in vals]
         for last in self._last_passed:
-            if last[2] == types and last[0] is target and last[1] is permissive \
-                    and last[3] == params:
+            lt = last[2]
+            # (the first operand's type by identity first: a spec's == compares its fields)
+            if (not types or lt[0] is types[0]) and lt == types and last[0] is target \
+                    and last[1] is permissive and last[3] == params:
                 return True, types, None
         key: Any = (target, permissive, tuple(map(id, types)),
                     tuple(params.values()) if params else ())
@@ -600,9 +603,9 @@ def _type_of(v: Any) -> Any:
         return v.spec
     if v is None:
         return None
-    if isinstance(v, (bool, int, float, np.generic)):
-        return type(v).__name__
-    return type(v).__name__
+    # (interned: a builtin type's __name__ is a new str each time, and uses are remembered by
+    # the ids of their types, see _known_static)
+    return sys.intern(type(v).__name__)
 
 
 def _check_kind(op: str, o: Opnd, v: Any) -> None:

@@ -27,7 +27,7 @@ from ... import dtypes as D
 from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
-from ...tile import FRACTAL_MX, Tile, TileSpec
+from ...tile import FRACTAL_MX, LaneBlocks, Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
 from ..spelling import Form, Ptoas
 
@@ -291,9 +291,10 @@ def _f32_input_transform(m: Machine, v: np.ndarray) -> np.ndarray:
 def _convert(m: Machine, t: Tile, v: np.ndarray, ct: type) -> np.ndarray:
     """Input values as ``ct`` (exact: every input type is a subset of f32), C-ordered so a
     block gives the same BLAS call whether it runs alone or in a lockstep batch."""
-    if t.dtype.packed:
-        return D.fp4_decode(v, t.dtype).astype(ct, order="C")
-    if t.dtype is D.f32:
+    dt = t.spec.dtype
+    if dt.packed:
+        return D.fp4_decode(v, dt).astype(ct, order="C")
+    if dt is D.f32:
         v = _f32_input_transform(m, v)
     v = np.asarray(v)
     if v.dtype is _F16 and ct is np.float32 and v.size <= _F16_TABLE_MAX:
@@ -321,8 +322,8 @@ def _operand(m: Machine, t: Tile, rows: int, cols: int, ct: type
     """Logical block of an input tile as ``ct`` values, plus ``inv`` when the lanes of a
     lockstep launch share blocks (lane ``l`` then uses ``values[inv[l]]``): the GEMM blocks of
     one row read the same A panel, so each distinct panel is converted once."""
-    lanes = t.shared_lanes()
-    if lanes is not None:
+    lanes = t._lazy
+    if type(lanes) is LaneBlocks:  # (Tile.shared_lanes)
         blocks, inv = lanes.unique()
         return _convert(m, t, blocks[..., :rows, :cols], ct), inv
     return _convert(m, t, np.asarray(t.read(rows, cols)), ct), None
