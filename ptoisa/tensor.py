@@ -266,13 +266,16 @@ class GlobalTensor:
         # an int, or one offset per block in a lockstep launch (an int array)
         self.offset: Any = offset
         self._span: tuple[int, int, int | None] | None = None
+        self.name = name
         if isinstance(offset, np.ndarray):
             off = self.offset = np.asarray(offset, np.int64).view(np.ndarray)
             if off.ndim == 1 and off.size:
                 self._span = lane_span(off)
         else:
-            self.offset = int(offset)
-        self.name = name
+            o = self.offset = int(offset)
+            r = spec.reach
+            if r is None or (o + r[0] >= 0 and o + r[1] < flat.size):
+                return  # (in bounds, as _check_bounds finds: a packed view's size is larger)
         self._check_bounds()
 
     def _check_bounds(self) -> None:
