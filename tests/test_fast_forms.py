@@ -1,6 +1,6 @@
 """Fast forms (``Instr.fast``): TLOAD, TMOV, TSTORE and the TMATMUL family run their run-time
-rules and semantics in one step where nobody observes the machine, one block runs and the
-static rules passed. They must leave every byte the general dispatch leaves, raise the errors
+rules and semantics in one step where nobody observes the machine, the semantics run once (one
+block, or every block of a lockstep launch together) and the static rules passed. They must leave every byte the general dispatch leaves, raise the errors
 it raises, and be taken where they may (else they save nothing)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_copy_on_write_fuzz import _L1, _UB, _inputs, _lazy_from, _ops, _program
+from test_copy_on_write_fuzz import _L1, _UB, BLOCKS, _inputs, _lazy_from, _ops, _program
 
 import ptoisa as pto
 from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
@@ -31,8 +31,12 @@ def test_the_entries_with_fast_forms() -> None:
 @contextmanager
 def _fast(monkeypatch: pytest.MonkeyPatch, on: bool) -> Iterator[dict[str, int]]:
     """Fast forms on (counting the uses each took) or off (the general dispatch only). The
-    entries forget their resolved forms on the way in and out."""
+    entries forget their resolved forms on the way in and out, and the static checks they
+    remember on the way in (the first use of a type checks again)."""
     taken: dict[str, int] = {}
+    for ins in REGISTRY.values():
+        ins._passed.clear()
+        ins._last_passed.clear()
     for name in FAST:
         ins = REGISTRY[name]
         orig = ins.fast
@@ -53,7 +57,7 @@ def _fast(monkeypatch: pytest.MonkeyPatch, on: bool) -> Iterator[dict[str, int]]
 
 def _run(monkeypatch: pytest.MonkeyPatch, on: bool, kernel: Any, **launch: Any
          ) -> tuple[tuple[np.ndarray, ...], dict[str, int]]:
-    arrays = _inputs()
+    arrays = _inputs(launch.get("blocks", 1))
     with _fast(monkeypatch, on) as taken:
         pto.launch(kernel, *arrays, **launch)
     monkeypatch.undo()
@@ -102,6 +106,29 @@ def test_placed_tiles_sharing_bytes_leave_the_same_bytes(target: str,
     with _lazy_from(0):
         fast, taken = _run(mp, True, kernel, target=target, mode="manual")
         slow, _ = _run(mp, False, kernel, target=target, mode="manual")
+    assert taken
+    for x, y in zip(fast, slow, strict=True):
+        assert x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@settings(max_examples=100, deadline=None)
+@given(ops=_ops())
+def test_grids_of_blocks_leave_the_same_bytes(target: str, lockstep: bool,
+                                              ops: list[tuple[Any, ...]]) -> None:
+    """The fuzz's grid programs (blocks sharing A panels at uneven offsets, per-block valid
+    rows): in lockstep the fast forms run once for all blocks (LaneBlocks, windows over the
+    blocks' offsets), block by block once per block."""
+    once = _program(ops, grid=True)
+
+    def kernel(*arrays: np.ndarray) -> None:
+        once(*arrays)
+        once(*arrays)
+    mp = pytest.MonkeyPatch()
+    with _lazy_from(0):
+        fast, taken = _run(mp, True, kernel, target=target, blocks=BLOCKS, lockstep=lockstep)
+        slow, _ = _run(mp, False, kernel, target=target, blocks=BLOCKS, lockstep=lockstep)
     assert taken
     for x, y in zip(fast, slow, strict=True):
         assert x.tobytes() == y.tobytes()
@@ -257,19 +284,24 @@ def test_a_decode_chain_takes_them_and_matches_numpy(target: str,
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_observed_and_lockstep_uses_take_the_general_dispatch(
+def test_lockstep_uses_take_them_and_observed_ones_do_not(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """An observed machine (an observer of every launch here) and a launch of several blocks
-    in lockstep run the general dispatch."""
+    """A launch of two blocks in lockstep (the same views in both: their results agree) takes
+    the fast forms once for both blocks; an observed machine (an observer of every launch
+    here) runs the general dispatch."""
     from ptoisa import grid
 
     rng = np.random.default_rng(4)
     a = rng.standard_normal((2, 16, 64)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((2, 64, 32)).astype(ml_dtypes.bfloat16)
     c = np.zeros((2, 16, 32), np.float32)
-    seen: list[str] = []
     with _fast(monkeypatch, True) as taken:
         pto.launch(_chain, a, b, c, target="a2a3", blocks=2)
+    assert taken == {"TLOAD": 2, "TMOV": 2, "TMATMUL": 1, "TSTORE": 1}
+    np.testing.assert_allclose(c, np.matmul(a.astype(np.float32), b.astype(np.float32)),
+                               rtol=1e-5, atol=1e-5)
+    seen: list[str] = []
+    with _fast(monkeypatch, True) as taken:
         monkeypatch.setattr(grid, "launch_observers", [lambda rec: seen.append(rec.instr.name)])
         pto.launch(_chain, a, b, c, target="a2a3")
     assert taken == {}

@@ -157,9 +157,10 @@ class Instr:
     #: the instruction's common case in one step: ``fn(instr, machine, values, params)`` runs
     #: the run-time rules and the semantics of a use it recognises, built from the same
     #: helpers as they are (same results, same errors), and returns True; False when the use
-    #: is not one it takes, having done nothing. Tried where nobody observes the machine, one
-    #: block runs, the static rules passed, and the target declares no semantics or run-time
-    #: rules of its own (see :meth:`run`): it saves the steps of the general dispatch
+    #: is not one it takes, having done nothing. Tried where nobody observes the machine, the
+    #: semantics run once (one block, or all blocks of a lockstep launch together), the static
+    #: rules passed, and the target declares no semantics or run-time rules of its own (see
+    #: :meth:`run`): it saves the steps of the general dispatch
     fast: Callable[[Instr, Machine, list[Any], dict[str, Any]], bool] | None = None
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
@@ -273,7 +274,8 @@ class Instr:
                 obs(rec)
         elif self.plain is not None and not params and self.try_plain(m, vals, checked):
             return None
-        elif self.fast is not None and m.lanes == 1:
+        elif self.fast is not None and (m.lanes == 1 or (
+                self.batched and _all_uniform(vals, self.any_valid))):
             on = self._on.get(m.target) or self.on(m.target)
             if on.fast is not None and (
                     checked or self._known_static(m.target, m.permissive, vals, params)[0]):
