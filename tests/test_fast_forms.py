@@ -1,7 +1,8 @@
 """Fast forms (``Instr.fast``): TLOAD, TMOV, TSTORE and the TMATMUL family run their run-time
 rules and semantics in one step where nobody observes the machine, the semantics run once (one
-block, or every block of a lockstep launch together) and the static rules passed. They must leave every byte the general dispatch leaves, raise the errors
-it raises, and be taken where they may (else they save nothing)."""
+block, or every block of a lockstep launch together) and the static rules passed. They must
+leave every byte the general dispatch leaves, raise the errors it raises, and be taken where
+they may (else they save nothing)."""
 
 from __future__ import annotations
 
