@@ -439,12 +439,15 @@ class Instr:
         identity of its items is cheaper than the key)."""
         types = [v.spec if type(v) in _SPEC_TYPES else None if v is None else _type_of(v)
                  for v in vals]
-        for last in self._last_passed:
-            lt = last[2]
-            # (the first operand's type by identity first: a spec's == compares its fields)
-            if (not types or lt[0] is types[0]) and lt == types and last[0] is target \
-                    and last[1] is permissive and last[3] == params:
-                return True, types, None
+        try:
+            for last in self._last_passed:
+                lt = last[2]
+                # (the first operand's type by identity first: a spec's == compares its fields)
+                if (not types or lt[0] is types[0]) and lt == types and last[0] is target \
+                        and last[1] is permissive and last[3] == params:
+                    return True, types, None
+        except (TypeError, ValueError):  # a parameter value that does not compare plainly
+            pass
         key: Any = (target, permissive, tuple(map(id, types)),
                     tuple(params.values()) if params else ())
         try:
