@@ -251,21 +251,22 @@ def test_errors_are_the_same(case: str) -> None:
 
 # ---- where they are taken ----------------------------------------------------------------------
 
-def _scale_module() -> ModuleType:
-    """benchmarks/scale.py (its decode chain is the kernel measured for #15)."""
-    mod = sys.modules.get("bench_scale")
+def _module(rel: str, name: str) -> ModuleType:
+    """The module at ``rel`` (from the checkout's root), imported once as ``name``."""
+    mod = sys.modules.get(name)
     if mod is None:
         spec = importlib.util.spec_from_file_location(
-            "bench_scale", Path(__file__).resolve().parents[1] / "benchmarks" / "scale.py")
+            name, Path(__file__).resolve().parents[1] / rel)
         assert spec is not None and spec.loader is not None
         mod = importlib.util.module_from_spec(spec)
-        sys.modules["bench_scale"] = mod
+        sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return mod
 
 
 def _chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    _scale_module().chain(a, b, c)
+    """benchmarks/scale.py's decode chain (the kernel measured for #15)."""
+    _module("benchmarks/scale.py", "bench_scale").chain(a, b, c)
 
 
 @pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
@@ -309,3 +310,67 @@ def test_lockstep_uses_take_them_and_observed_ones_do_not(
         pto.launch(_chain, a, b, c, target="a2a3")
     assert taken == {}
     assert len(seen) == 12
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+def test_the_conformance_pack_gives_the_same_verdicts(target: str, shared_dir: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The upstream pack (its later cases meet operand types earlier cases passed, so their
+    loads, moves, stores and products take the fast forms): every verdict and its detail, an
+    error message included, the same with and without them."""
+    import io
+
+    from ptoisa.conformance import run_pack
+
+    root = shared_dir / "conformance"
+    if not (root / "INDEX.json").is_file():
+        pytest.skip(f"conformance pack not found at {root} (set PTOISA_SHARED)")
+    runs = []
+    for on in (True, False):
+        with _fast(monkeypatch, on) as taken:
+            summary = run_pack(root, target, out=io.StringIO())
+        monkeypatch.undo()
+        runs.append(([(v.case_id, v.status, v.detail) for v in summary.verdicts], dict(taken)))
+    (fast, taken), (slow, none) = runs
+    assert fast == slow
+    assert taken.get("TLOAD", 0) + taken.get("TSTORE", 0) > 100 and not none
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+def test_reference_tests_pass_again_through_the_fast_forms(target: str,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Tests that check these instructions against numpy references (GM <-> tile round trips
+    over every layout pair, dtype and partial valid region; Acc stores converting, with ReLU,
+    a quant word, AtomicAdd; TMATMUL_ACC/_BIAS and the TGEMV family), each run twice on one
+    machine: the second run's uses have types whose static rules passed, so they take the
+    fast forms, and meet the same references."""
+    mem = _module("tests/isa/test_memory_ops.py", "fast_forms_memory_ops")
+    mat = _module("tests/isa/test_matrix.py", "fast_forms_matrix")
+    with _fast(monkeypatch, True) as taken:
+        m = pto.target(target)
+        try:
+            for _ in range(2):
+                for kind in sorted(mem.TILE_KINDS):
+                    for layout in (pto.Layout.ND, pto.Layout.DN, pto.Layout.NZ):
+                        for dtype in ("f32", "f16", "i8"):
+                            mem._round_trip(target, dtype, kind, layout, 32, 64, 32, 64)
+                            if layout is not pto.Layout.NZ:
+                                mem._round_trip(target, dtype, kind, layout, 32, 64, 17, 33)
+                for test in (mem.test_tstore_acc_converts, mem.test_tstore_acc_atomic_add,
+                             mem.test_tstore_acc_scalar_quant_word):
+                    test(m)
+        finally:
+            pto.memory.pop(m)
+        prev = pto.set_matmul_accumulation("exact")  # (the references of test_matrix.py)
+        try:
+            for tgt, ab, c in mat.CASES:
+                if tgt == target:
+                    for _ in range(2):
+                        mat.test_tmatmul_acc_and_bias(tgt, ab, c)
+                        mat.test_tgemv_family(tgt, ab, c)
+        finally:
+            pto.set_matmul_accumulation(prev)
+    assert taken.get("TSTORE", 0) > 20 and taken.get("TMATMUL_ACC", 0) >= 2
+    assert taken.get("TGEMV_ACC", 0) >= 1 and taken.get("TMATMUL_BIAS", 0) >= 1
+    assert target == "cpu" or taken.get("TLOAD", 0) > 20
