@@ -408,10 +408,10 @@ def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> N
     if r is None:
         r = roles(kind, list(vals))
     a, b, c = r["a"], r["b"], r["c"]
-    mm, k, n = a.valid_row, a.valid_col, b.valid_col
+    mm, k, n = a._vr, a._vc, b._vc
     # f32 accumulation runs as f32 BLAS; integer sums and "exact" mode use f64, where the
     # products of every input type are exact and their sum is rounded once, at the end
-    ct: type = np.float32 if _ACCUMULATION[0] == "f32" and not c.dtype.is_int \
+    ct: type = np.float32 if _ACCUMULATION[0] == "f32" and not c.spec.dtype.is_int \
         and "sa" not in r else np.float64
     av, ia = _operand(m, a, mm, k, ct)
     bv, ib = _operand(m, b, k, n, ct)
@@ -429,7 +429,7 @@ def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> N
     else:
         with np.errstate(all="ignore"):
             res = _result(r, c, av, ia, bv, ib, ct, mm, n)
-    if m.lazy_ok(c) and (mm, n) == c.shape and not c.dtype.packed:
+    if c._whole and not c.spec.dtype.packed and m.lazy_ok(c):
         # keep the result in logical order (copy-on-write) until the accumulator is read in
         # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking
         c.set_lazy(res, m)

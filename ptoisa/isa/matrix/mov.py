@@ -153,7 +153,8 @@ def _tmov_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) 
     ss = src.spec
     if vals[2] is not None or ss.loc is TileType.Acc or dst._vr > ss.rows or dst._vc > ss.cols:
         return False
-    move(m, dst, src, None, params["reluMode"], params["grp_axis"])
+    if not (dst._whole and _move_in_place(m, dst, src)):  # (move's first case, taken here)
+        move(m, dst, src, None, params["reluMode"], params["grp_axis"])
     return True
 
 
