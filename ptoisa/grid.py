@@ -176,15 +176,23 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
                 m.quiet = False
                 pop(m)
 
+    bar: list[Progress] = []  # (made when blocks run one by one: lockstep draws nothing)
+
     def each_shown(b: int) -> Any:  # block by block: a progress line on a terminal
+        if not bar:
+            bar.append(Progress(blocks, f"{target}: blocks").__enter__())
         try:
             return each(b)
         finally:
-            bar.update()
+            bar[0].update()
 
-    with np.errstate(all="ignore"), Progress(blocks, f"{target}: blocks") as bar:
-        return lockstep_or_each(blocks, lockstep if machine is None else False, together,
-                                each_shown, lambda: bool(last and last[-1].gm_writes), fresh)
+    try:
+        with np.errstate(all="ignore"):
+            return lockstep_or_each(blocks, lockstep if machine is None else False, together,
+                                    each_shown, lambda: bool(last and last[-1].gm_writes), fresh)
+    finally:
+        if bar:
+            bar[0].__exit__(None, None, None)
 
 
 _MACHINES: dict[Any, Machine] = {}
