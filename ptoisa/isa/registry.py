@@ -267,7 +267,9 @@ class Instr:
         :class:`InstrRecord` first; then the static rules (unless ``checked``: the compiler
         ran them for the program's types), the run-time rules and the semantics of the
         machine's target run, once for all blocks of a lockstep machine when the entry is
-        ``batched`` and the operands agree in shape across blocks, else once per block."""
+        ``batched`` and the operands agree in shape across blocks, else once per block. An
+        unobserved use that an entry's plain form (:meth:`try_plain`) or fast form
+        (:attr:`fast`) takes runs in that one step instead."""
         if m.observers:
             rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
