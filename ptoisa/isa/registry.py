@@ -276,8 +276,9 @@ class Instr:
                 obs(rec)
         elif self.plain is not None and not params and self.try_plain(m, vals, checked):
             return None
-        elif self.fast is not None and (m.lanes == 1 or (
-                self.batched and _all_uniform(vals, self.any_valid))):
+        # the semantics run once: one block, or every block together (see _all_uniform)
+        once = m.lanes == 1 or (self.batched and _all_uniform(vals, self.any_valid))
+        if once and self.fast is not None and not m.observers:
             on = self._on.get(m.target) or self.on(m.target)
             if on.fast is not None and (
                     checked or self._known_static(m.target, m.permissive, vals, params)[0]):
@@ -291,7 +292,7 @@ class Instr:
                         e.op = self.mnemonic
                         e.args = (e.render(),)
                     raise
-        if m.lanes > 1 and not (self.batched and _all_uniform(vals, self.any_valid)):
+        if not once:
             result = None
             for b in range(m.lanes):
                 result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
@@ -516,8 +517,6 @@ class Resolved:
         #: the plain form (Instr.plain) where the target declares no semantics or run-time
         #: rules of its own
         self.plain = plain
-        #: the fast form (Instr.fast) under the same condition
-        self.fast = fast
         #: the fast form (Instr.fast) under the same condition
         self.fast = fast
 
