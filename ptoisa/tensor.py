@@ -139,22 +139,14 @@ def gm_spec(dtype: DType, shape: tuple[int, ...], stride: tuple[int, ...], layou
 
 #: (element type, shape, stride, layout) as given to GlobalTensor -> its spec
 _VIEW_SPECS: dict[tuple[Any, ...], GMSpec] = {}
-#: (id of a spec, rows, cols) -> (GlobalTensor._strides2d, the spec): a kernel's loop asks
-#: again for the same
+#: (id of a spec, rows, cols) -> (GlobalTensor._strides2d in bytes, the spec): a kernel's
+#: loop asks again for the same
 _STRIDES2D: dict[tuple[int, int, int], tuple[Any, GMSpec]] = {}
 
 
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
     """A GlobalTensor's shape or stride as 5 ints (``fill`` in front); a shape's dims must not
-    be negative. Tuples seen before come from a table (a kernel makes the same views over and
-    over; a tuple equal to one seen before converts to the same ints)."""
-    key = (t, what)
-    try:
-        hit = _PADDED.get(key) if type(t) is tuple else None
-    except TypeError:  # an unhashable item: converted below (and refused there)
-        key = hit = None
-    if hit is not None:
-        return hit
+    be negative. (GlobalTensor remembers the spec of the tuples it was given: _VIEW_SPECS.)"""
     try:
         vals = [int(x) for x in t]
     except (TypeError, ValueError):
@@ -164,14 +156,7 @@ def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
     out = tuple([fill] * (5 - len(vals)) + vals)
     if what == "shape" and any(v < 0 for v in out):
         raise PtoError(f"GlobalTensor shape {out} has a negative dimension")
-    if key is not None and type(t) is tuple:
-        if len(_PADDED) >= 4096:
-            _PADDED.clear()
-        _PADDED[key] = out
     return out  # type: ignore[return-value]
-
-
-_PADDED: dict[tuple[Any, str], tuple[int, ...]] = {}
 
 
 def _contiguous_stride(shape: tuple[int, ...]) -> tuple[int, int, int, int, int]:
@@ -375,10 +360,14 @@ class GlobalTensor:
 
     def _strided(self, base: int, shape: tuple[int, ...], strides: tuple[int, ...]
                  ) -> np.ndarray:
+        """The view of GM from element ``base`` with ``shape`` and ``strides`` (elements)."""
+        return self._view(base, shape, tuple(map(self.flat.itemsize.__mul__, strides)))
+
+    def _view(self, base: int, shape: tuple[int, ...], st: tuple[int, ...]) -> np.ndarray:
+        """:meth:`_strided` with the strides ``st`` in bytes."""
         flat = self.flat
         it = flat.itemsize
-        st = tuple([x * it for x in strides])
-        if flat.flags.writeable and min(st) >= 0:
+        if min(st) >= 0 and flat.flags.writeable:
             try:  # a direct view (numpy checks it stays inside the buffer)
                 return np.ndarray(shape, flat.dtype, flat, base * it, st)
             except (ValueError, TypeError):
@@ -395,40 +384,23 @@ class GlobalTensor:
         (otherwise see :meth:`lane_blocks`)."""
         hit = _STRIDES2D.get((id(self.spec), rows, cols))
         if hit is None:
+            rc = self._strides2d(rows, cols)
             if len(_STRIDES2D) >= 4096:
                 _STRIDES2D.clear()
             # (the spec kept with its id keeps the id its own)
-            hit = _STRIDES2D[(id(self.spec), rows, cols)] = (self._strides2d(rows, cols),
-                                                              self.spec)
-        rc = hit[0]
-        if rc is None:
+            hit = _STRIDES2D[(id(self.spec), rows, cols)] = (
+                None if rc is None else tuple(map(self.flat.itemsize.__mul__, rc)), self.spec)
+        bst = hit[0]
+        if bst is None:
             return None
-        rs, cs = rc
         off = self.offset
-        if type(off) is int and rs >= 0 and cs >= 0:
-            flat = self.flat
-            if flat.flags.writeable:  # (the common case of _strided, without its loops)
-                it = flat.itemsize
-                try:
-                    return np.ndarray((rows, cols), flat.dtype, flat, off * it, (rs * it, cs * it))
-                except (ValueError, TypeError):
-                    pass
-            return self._strided(off, (rows, cols), rc)
-        if isinstance(off, np.ndarray):
-            span = self._span
-            if span is None or span[2] is None:
-                return None
-            d = span[2]
-            flat = self.flat
-            if d >= 0 and rs >= 0 and cs >= 0 and flat.flags.writeable:  # (as above)
-                it = flat.itemsize
-                try:  # (evenly spaced, not falling: the first offset is the lowest)
-                    return np.ndarray((off.size, rows, cols), flat.dtype, flat, span[0] * it,
-                                      (d * it, rs * it, cs * it))
-                except (ValueError, TypeError):
-                    pass
-            return self._strided(int(off[0]), (off.size, rows, cols), (d, rs, cs))
-        return self._strided(off, (rows, cols), (rs, cs))
+        if type(off) is int:
+            return self._view(off, (rows, cols), bst)
+        span = self._span
+        if span is None or span[2] is None:
+            return None
+        return self._view(int(off[0]), (off.size, rows, cols),
+                          (span[2] * self.flat.itemsize, *bst))
 
     def lane_blocks(self, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray] | None:
         """For per-block offsets that are not evenly spaced: ``(sliding, idx)`` such that
