@@ -27,7 +27,7 @@ from ... import dtypes as D
 from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
-from ...tile import FRACTAL_MX, LaneBlocks, Tile, TileSpec
+from ...tile import FRACTAL_MX, Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
 from ..spelling import Form, Ptoas
 
@@ -322,8 +322,8 @@ def _operand(m: Machine, t: Tile, rows: int, cols: int, ct: type
     """Logical block of an input tile as ``ct`` values, plus ``inv`` when the lanes of a
     lockstep launch share blocks (lane ``l`` then uses ``values[inv[l]]``): the GEMM blocks of
     one row read the same A panel, so each distinct panel is converted once."""
-    lanes = t._lazy
-    if type(lanes) is LaneBlocks:  # (Tile.shared_lanes)
+    lanes = t.shared_lanes()
+    if lanes is not None:
         blocks, inv = lanes.unique()
         return _convert(m, t, blocks[..., :rows, :cols], ct), inv
     return _convert(m, t, np.asarray(t.read(rows, cols)), ct), None

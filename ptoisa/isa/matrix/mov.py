@@ -100,11 +100,18 @@ def _a5_table_rows(sig: Sig) -> None:
         raise sig.fail(f"Scaling row of {nbytes} bytes exceeds the 4096-byte fix-pipe buffer")
 
 
-def _shape_runtime(ins: Instr, dst: Tile, src: Tile, fp: Any = None, **params: Any) -> None:
-    vr, vc = dst._vr, dst._vc
+def _plain_move(dst: Tile, src: Tile, fp: Any) -> bool:
+    """A move without a quant word, not from Acc, from a source that holds dst's valid
+    region: the common case, for which _shape_runtime has nothing to refuse."""
     ss = src.spec
-    if fp is None and ss.loc is not TileType.Acc and vr <= ss.rows and vc <= ss.cols:
-        return  # (the common case of the checks below)
+    return fp is None and ss.loc is not TileType.Acc and dst._vr <= ss.rows \
+        and dst._vc <= ss.cols
+
+
+def _shape_runtime(ins: Instr, dst: Tile, src: Tile, fp: Any = None, **params: Any) -> None:
+    if _plain_move(dst, src, fp):
+        return
+    vr, vc = dst._vr, dst._vc
     transposed = isinstance(fp, Tile) and src.loc is not TileType.Acc \
         and params.get("grp_axis", 1) == 0
     sr, sc = (src.cols, src.rows) if transposed else (src.rows, src.cols)
@@ -150,8 +157,7 @@ def _tmov_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) 
     """TMOV's run-time rule where it is quick to see passing (no quant word, not from Acc, a
     source that holds dst's valid region), then its semantics (Instr.fast)."""
     dst, src = vals[0], vals[1]
-    ss = src.spec
-    if vals[2] is not None or ss.loc is TileType.Acc or dst._vr > ss.rows or dst._vc > ss.cols:
+    if not _plain_move(dst, src, vals[2]):
         return False
     if not (dst._whole and _move_in_place(m, dst, src)):  # (move's first case, taken here)
         move(m, dst, src, None, params["reluMode"], params["grp_axis"])

@@ -69,8 +69,12 @@ def _cover(gm: GlobalTensor, tile: Tile) -> tuple[int, ...]:
     return hit
 
 
-def _covered(gm: GlobalTensor, tile: Tile) -> bool:
-    """Does the view cover the tile's valid region (the rule of _gm_covers)?"""
+def _plain_transfer(gm: GlobalTensor, tile: Tile) -> bool:
+    """Do TLOAD's / TSTORE's run-time rules pass for this plain tile and view, as quick to
+    see (a plain Tile, no convolution-only layout, a view covering the valid region: the
+    rules of _conv_path and _gm_covers)? False: the general dispatch decides."""
+    if type(tile) is not Tile or type(gm) is not GlobalTensor or gm.spec.layout in _CONV_ONLY:
+        return False
     c = _cover(gm, tile)
     return c[0] >= tile._vr and c[1] >= tile._vc
 
@@ -207,8 +211,7 @@ def _tload_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any])
     """TLOAD's run-time rules where they are quick to see passing (a plain tile, a view in a
     plain layout covering its valid region), then its semantics (Instr.fast)."""
     dst, src = vals[0], vals[1]
-    if type(dst) is not Tile or type(src) is not GlobalTensor \
-            or src.spec.layout in _CONV_ONLY or not _covered(src, dst):
+    if not _plain_transfer(src, dst):
         return False
     _tload(m, dst, src, null_pads=False)
     return True
@@ -354,8 +357,7 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     view in a plain layout covering its valid region, an Acc source's valid columns in
     [1, 4095]), then its semantics (Instr.fast)."""
     dst, src = vals[0], vals[1]
-    if type(src) is not Tile or type(dst) is not GlobalTensor or not dst.flat.flags.writeable \
-            or dst.spec.layout in _CONV_ONLY or not _covered(dst, src) \
+    if not _plain_transfer(dst, src) or not dst.flat.flags.writeable \
             or (src.spec.loc is TileType.Acc and not 1 <= src._vc <= 4095):
         return False
     ins.impl(m, *vals, **params)
