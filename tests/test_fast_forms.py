@@ -6,12 +6,9 @@ they may (else they save nothing)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import ml_dtypes
@@ -20,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_copy_on_write_fuzz import _L1, _UB, BLOCKS, _inputs, _lazy_from, _ops, _program
+from test_export import ROOT, _module
 
 import ptoisa as pto
 from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
@@ -251,22 +249,9 @@ def test_errors_are_the_same(case: str) -> None:
 
 # ---- where they are taken ----------------------------------------------------------------------
 
-def _module(rel: str, name: str) -> ModuleType:
-    """The module at ``rel`` (from the checkout's root), imported once as ``name``."""
-    mod = sys.modules.get(name)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).resolve().parents[1] / rel)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return mod
-
-
 def _chain(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
     """benchmarks/scale.py's decode chain (the kernel measured for #15)."""
-    _module("benchmarks/scale.py", "bench_scale").chain(a, b, c)
+    _module(ROOT / "benchmarks" / "scale.py", "bench_scale").chain(a, b, c)
 
 
 @pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
@@ -345,8 +330,8 @@ def test_reference_tests_pass_again_through_the_fast_forms(target: str,
     a quant word, AtomicAdd; TMATMUL_ACC/_BIAS and the TGEMV family), each run twice on one
     machine: the second run's uses have types whose static rules passed, so they take the
     fast forms, and meet the same references."""
-    mem = _module("tests/isa/test_memory_ops.py", "fast_forms_memory_ops")
-    mat = _module("tests/isa/test_matrix.py", "fast_forms_matrix")
+    mem = _module(ROOT / "tests" / "isa" / "test_memory_ops.py", "fast_forms_memory_ops")
+    mat = _module(ROOT / "tests" / "isa" / "test_matrix.py", "fast_forms_matrix")
     with _fast(monkeypatch, True) as taken:
         m = pto.target(target)
         try:
