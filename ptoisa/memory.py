@@ -161,11 +161,16 @@ class Machine:
 
     def assign(self, tile: Tile, addr: int) -> None:
         """TASSIGN: place ``tile`` at byte address ``addr`` of its role's buffer."""
-        what = tile._label()
         if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
-            raise PtoMemoryError(f"{what}: address must be an integer byte offset, got "
-                                 f"{addr!r} ({type(addr).__name__})", op="tassign")
+            raise PtoMemoryError(f"{tile._label()}: address must be an integer byte offset, "
+                                 f"got {addr!r} ({type(addr).__name__})", op="tassign")
         addr = int(addr)
+        if addr == tile.addr and tile._machine is self and tile._buf is not None:
+            # placed there already (a loop's alloc_tile or TASSIGN runs again): the same
+            # bytes, checked when it was placed; what the tile holds lazily stays owed to them
+            # (storage_barrier writes it there before anything else reads or writes them)
+            return
+        what = tile._label()
         space = self.space_of(tile)
         cap = self.target.buffer_size(space)
         if cap <= 0:
