@@ -5,7 +5,7 @@ and (``--bits``) every output of the scale.py kernels compared byte for byte.
 The other revision is taken with ``git archive REV ptoisa`` into a temporary directory as the
 package ``ptoisa_ab`` (its absolute imports rewritten), so both import side by side.
 
-Usage: python benchmarks/ab.py REV [--cases eager,pto,vadd,chain,gemm,softmax,flash]
+Usage: python benchmarks/ab.py REV [--cases eager,pto,vadd,chain,corpus,gemm,softmax,flash]
        [--rounds N] [--bits]
 Prints per case: the median of the per-round ratios new/REV, and the fastest round of each.
 """
@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE))
 
 import ptoisa as NEW  # noqa: E402
 
-ALL_CASES = ("eager", "pto", "vadd", "chain", "gemm", "softmax", "flash")
+ALL_CASES = ("eager", "pto", "vadd", "chain", "corpus", "gemm", "softmax", "flash")
 
 
 def other_revision(rev: str, into: Path) -> ModuleType:
@@ -118,6 +118,8 @@ def scale_cases(s_mod: ModuleType, names: set[str], quick: bool, target: str = "
             cases += s_mod.gemm_cases(target, dt, nm, [512] if quick else [128, 256, 512])
     if "chain" in names:
         cases += s_mod.decode_cases(target)
+    if "corpus" in names:
+        cases += s_mod.corpus_decode_cases(target)
     if "flash" in names:
         cases += s_mod.flash_cases(target, [2048] if quick else [256, 1024])
     return cases

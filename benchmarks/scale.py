@@ -246,6 +246,54 @@ def decode_cases(target: str) -> list[Case]:
     ]
 
 
+#: the Qwen3 decode kernels of the PTOAS corpus (next to the checkout, as the tests find it)
+QWEN3 = HERE.parent.parent / "shared" / "corpus" / "ptoas" / "test" / "samples" / "Qwen3DecodeA3"
+
+
+def corpus_decode_cases(target: str) -> list[Case]:
+    """Two real Qwen3 decode projections as PTOAS writes them (``.pto``, tiles placed with
+    ``alloc_tile addr`` inside the K-loop), run as given: incore_1 computes 4 blocks of 64
+    output columns of 16x8192 @ 8192x8192 in 512-deep K-steps; incore_15 is 16x25600 @
+    25600x128 (one 128-column block of an 8192-wide weight) in 256-deep K-steps. numpy
+    multiplies the same rows by the same (strided) weight columns. Only the columns the kernels
+    read hold values (the weights are mostly untouched zero pages)."""
+    if not QWEN3.is_dir():
+        return []
+    rng = np.random.default_rng(4)
+    out: list[Case] = []
+    x1 = rng.standard_normal((16, 8192)).astype(BF16)
+    w1 = np.zeros((8192, 8192), BF16)
+    blk = 5  # output columns [blk * 256, blk * 256 + 256)
+    c1 = slice(blk * 256, blk * 256 + 256)
+    w1[:, c1] = (rng.standard_normal((8192, 256)) * 0.02).astype(BF16)
+    y1 = np.zeros((16, 8192), np.float32)
+    p1 = pto.load(QWEN3 / "qwen3_decode_incore_1.pto", target=target)
+
+    def check1() -> None:
+        ref = x1.astype(np.float64) @ w1[:, c1].astype(np.float64)
+        assert np.allclose(y1[:, c1], ref, rtol=1e-4, atol=1e-3), "incore_1: wrong result"
+    out.append(("Qwen3 incore_1 .pto", "16x8192 @ 8192x256, 4x16 K-steps",
+                lambda: x1.astype(np.float32) @ w1[:, c1].astype(np.float32),
+                lambda: p1.run("qwen3_decode_incore_1", x1, y1, w1, 0, blk, target=target),
+                check1))
+    x15 = rng.standard_normal((16, 25600)).astype(BF16)
+    w15 = np.zeros((25600, 8192), BF16)
+    col = 1024
+    c15 = slice(col, col + 128)
+    w15[:, c15] = (rng.standard_normal((25600, 128)) * 0.05).astype(BF16)
+    y15 = np.zeros((16, 128), np.float32)
+    p15 = pto.load(QWEN3 / "qwen3_decode_incore_15.pto", target=target)
+
+    def check15() -> None:
+        ref = x15.astype(np.float64) @ w15[:, c15].astype(np.float64)
+        assert np.allclose(y15, ref, rtol=1e-4, atol=1e-3), "incore_15: wrong result"
+    out.append(("Qwen3 incore_15 .pto", "16x25600 @ 25600x128, 100 K-steps",
+                lambda: x15.astype(np.float32) @ w15[:, c15].astype(np.float32),
+                lambda: p15.run("qwen3_decode_incore_15", x15, w15, y15, col, target=target),
+                check15))
+    return out
+
+
 def flash_cases(target: str, seqs: list[int]) -> list[Case]:
     import kernels as K
 
@@ -305,6 +353,7 @@ def main() -> None:
         cases += gemm_cases(tgt, np.float16, "f16", [128, 256, 512, 1024])
         cases += gemm_cases(tgt, BF16, "bf16", [128, 256, 512, 1024])
     cases += decode_cases(tgt)
+    cases += corpus_decode_cases(tgt)
     cases += flash_cases(tgt, [2048] if args.quick else [256, 512, 1024, 2048])
     if args.only:
         cases = [c for c in cases if args.only in c[0]]

@@ -365,13 +365,24 @@ class Machine:
             # nothing started reading lazily, and no tile got storage, since this found
             # nothing reading these bytes (lazy tiles only ever stop depending on memory)
             return
+        spec = tile.spec
         for t in list(self._lazy):
             if t is tile:
                 continue
+            owes = (t._lazy is not None or t._pending is not None) and t._buf is not None
+            if owes and t.spec is spec and tile._lazy is None and tile._pending is None \
+                    and _same_bytes(t._buf, buf):
+                # a tile of the same type on the same bytes (placed at the same address: a
+                # loop's alloc_tile of a new value there): what t owes them is this tile's
+                # contents too, and this tile takes it over; an instruction writing it whole
+                # next drops it unwritten, anything else writes it there first (storage)
+                tile._lazy, tile._pending = t._lazy, t._pending
+                t._lazy = t._pending = None
+                self.add_lazy(tile)
+                continue
             # t's own bytes are these (placed at an overlapping address, a view): its loaded
             # or deferred values land there first, as they were due before this access
-            if ((t._lazy is not None or t._pending is not None) and t._buf is not None
-                    and np.may_share_memory(t._buf, buf)) or _depends(t, buf):
+            if (owes and np.may_share_memory(t._buf, buf)) or _depends(t, buf):
                 t._materialize()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
         tile._settled = (self, self._lazy_gen, buf)
@@ -472,6 +483,12 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     m = Machine(name, **settings)
     _tls.items.append(m)
     return m
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Are ``a`` and ``b`` views of the same bytes in the same shape?"""
+    return a.shape == b.shape and a.strides == b.strides \
+        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
 
 
 def _depends(t: Tile, mem: np.ndarray) -> bool:
