@@ -371,7 +371,7 @@ class Machine:
                 continue
             owes = (t._lazy is not None or t._pending is not None) and t._buf is not None
             if owes and t.spec is spec and tile._lazy is None and tile._pending is None \
-                    and _same_bytes(t._buf, buf):
+                    and _same_place(t, tile):
                 # a tile of the same type on the same bytes (placed at the same address: a
                 # loop's alloc_tile of a new value there): what t owes them is this tile's
                 # contents too, and this tile takes it over; an instruction writing it whole
@@ -382,7 +382,7 @@ class Machine:
                 continue
             # t's own bytes are these (placed at an overlapping address, a view): its loaded
             # or deferred values land there first, as they were due before this access
-            if (owes and np.may_share_memory(t._buf, buf)) or _depends(t, buf):
+            if (owes and _may_share(t._buf, buf)) or _depends(t, buf):
                 t._materialize()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
         tile._settled = (self, self._lazy_gen, buf)
@@ -485,19 +485,26 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     return m
 
 
-def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    """Are ``a`` and ``b`` views of the same bytes in the same shape?"""
-    return a.shape == b.shape and a.strides == b.strides \
-        and a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+#: np.may_share_memory without its dispatch to __array_function__ overrides (operands here
+#: are plain ndarrays: tile storage, GM windows)
+_may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
+def _same_place(t: Tile, u: Tile) -> bool:
+    """Do placed tiles ``t`` and ``u`` view the same bytes in the same shape (the same address
+    of the same machine; in a lockstep launch, the same block's row)?"""
+    a, b = t._buf, u._buf
+    return t.addr is not None and t.addr == u.addr and t._machine is u._machine \
+        and a.shape == b.shape and a.strides == b.strides and bool(_may_share(a, b))
 
 
 def _depends(t: Tile, mem: np.ndarray) -> bool:
     """Does lazily loaded or deferred tile ``t`` read bytes of ``mem``?"""
     lz = t._lazy
     if lz is not None:
-        return bool(np.may_share_memory(lz if isinstance(lz, np.ndarray) else lz.base, mem))
+        return bool(_may_share(lz if isinstance(lz, np.ndarray) else lz.base, mem))
     if t._pending is not None:
-        return any(np.may_share_memory(a, mem) for a in t._pending[1]
+        return any(_may_share(a, mem) for a in t._pending[1]
                    if isinstance(a, np.ndarray))
     return False
 

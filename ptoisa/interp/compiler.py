@@ -39,7 +39,7 @@ class TensorView:
 
     __slots__ = ("array", "shape", "strides", "layout", "dtype", "name")
 
-    def __init__(self, array: np.ndarray, shape: list[int], strides: list[int],
+    def __init__(self, array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...],
                  layout: Layout | None, dtype: D.DType, name: str | None = None) -> None:
         self.array = array
         self.name = name  # the pointer's SSA name (``%arg0``), for diagnostics

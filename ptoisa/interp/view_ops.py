@@ -11,7 +11,7 @@ tile views the source's bytes from element ``[i, j]`` on, as TSUBVIEW) and
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -137,7 +137,7 @@ def _test_async_event(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
-def infer_layout(shape: list[int], strides: list[int]) -> Layout:
+def infer_layout(shape: Sequence[int], strides: Sequence[int]) -> Layout:
     """PTOAS layout inference from strides: ND when the innermost stride is 1 (row-major),
     DN when the first of the last two strides is 1 (column-major), ND otherwise."""
     if len(strides) >= 2 and strides[-1] != 1 and strides[-2] == 1:
@@ -194,8 +194,9 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
         if not isinstance(arr, np.ndarray):
             raise ExecutionError("make_tensor_view needs a pointer argument bound to a numpy "
                                  f"array, got {type(arr).__name__}", loc=loc)
-        env[k] = TensorView(arr, [int(env[s]) for s in shape], [int(env[s]) for s in strides],
-                            layout, dt or D.dtype(arr.dtype), pname)
+        env[k] = TensorView(arr, tuple([int(env[s]) for s in shape]),
+                            tuple([int(env[s]) for s in strides]), layout,
+                            dt or D.dtype(arr.dtype), pname)
     return step
 
 
@@ -232,12 +233,16 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
                                  f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
         o = [_index(env[s]) for s in offs]
-        sz = [v if const else int(env[v]) for const, v in sizes]
+        sz = tuple([v if const else int(env[v]) for const, v in sizes])
         st = view.strides
         if not (len(o) == len(sz) == len(st)):
             raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
                                  f"rank-{len(st)} view", loc=loc)
-        for d, (a, n, full) in enumerate(zip(o, sz, view.shape, strict=True)):
+        offset: Any = 0
+        for d, (a, n, full, s) in enumerate(zip(o, sz, view.shape, st, strict=True)):
+            if type(a) is int and 0 <= a and 0 <= n and a + n <= full:  # (the common case)
+                offset += a * s
+                continue
             if isinstance(a, np.ndarray):  # lockstep: one offset per block
                 lo, hi = lane_span(np.asarray(a, np.int64).reshape(-1))[:2] if a.size \
                     else (0, 0)
@@ -253,11 +258,11 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                 raise ExecutionError(
                     f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}"
                     f"{where}", loc=loc)
-        offset = sum(a * s for a, s in zip(o, st, strict=True))
+            offset = offset + a * s
         if isinstance(offset, np.ndarray):
             offset = np.asarray(offset, np.int64)
         layout = view.layout or infer_layout(sz, st)
-        try:
+        try:  # (tuples: GlobalTensor remembers the spec of the same shape and strides)
             env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
                                   offset=offset, name=view.name)
         except PtoError as e:
