@@ -419,11 +419,19 @@ class GlobalTensor:
         """The view of block ``b`` of a lockstep launch (offsets per block)."""
         if not isinstance(self.offset, np.ndarray):
             return self
+        return self.at(int(self.offset[b]))
+
+    def at(self, offset: int) -> GlobalTensor:
+        """This view's shape and strides over the same memory from element ``offset`` (an
+        int), bounds checked: an interpreter's loop making the same view at a new offset."""
         g = GlobalTensor.__new__(GlobalTensor)
         g.spec, g.flat, g._array, g.name = self.spec, self.flat, self._array, self.name
         g.origin = self.origin
-        g.offset = int(self.offset[b])
+        g.offset = offset
         g._span = None
+        r = self.spec.reach
+        if r is not None and not (offset + r[0] >= 0 and offset + r[1] < self.flat.size):
+            g._check_bounds()  # (as __init__: a packed view's size is larger)
         return g
 
     def numpy(self) -> np.ndarray:

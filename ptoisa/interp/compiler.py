@@ -37,7 +37,7 @@ Step = Callable[[Env], None]
 class TensorView:
     """Run-time value of ``pto.make_tensor_view``: flat GM array, shape, strides, layout."""
 
-    __slots__ = ("array", "shape", "strides", "layout", "dtype", "name")
+    __slots__ = ("array", "shape", "strides", "layout", "dtype", "name", "parts")
 
     def __init__(self, array: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...],
                  layout: Layout | None, dtype: D.DType, name: str | None = None) -> None:
@@ -47,6 +47,8 @@ class TensorView:
         self.strides = strides
         self.layout = layout
         self.dtype = dtype
+        #: sizes -> a partition view of them made before (partition_view moves it)
+        self.parts: dict[tuple[int, ...], GlobalTensor] = {}
 
 
 class _Return(Exception):

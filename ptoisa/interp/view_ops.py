@@ -261,12 +261,22 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
             offset = offset + a * s
         if isinstance(offset, np.ndarray):
             offset = np.asarray(offset, np.int64)
+        else:
+            made = view.parts.get(sz)
+            if made is not None:  # (a loop's view again, at another offset)
+                try:
+                    env[k] = made.at(offset)
+                except PtoError as e:
+                    raise e.with_loc(loc) from None
+                return
         layout = view.layout or infer_layout(sz, st)
         try:  # (tuples: GlobalTensor remembers the spec of the same shape and strides)
-            env[k] = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
-                                  offset=offset, name=view.name)
+            env[k] = g = GlobalTensor(view.array, sz[-5:], st[-5:], layout, dtype=view.dtype,
+                                      offset=offset, name=view.name)
         except PtoError as e:
             raise e.with_loc(loc) from None
+        if not isinstance(offset, np.ndarray):
+            view.parts[sz] = g
     return step
 
 
