@@ -366,10 +366,14 @@ class Machine:
             # nothing reading these bytes (lazy tiles only ever stop depending on memory)
             return
         spec = tile.spec
+        # (placed tiles of other buffers cannot share bytes: one region array per buffer)
+        region = buf.base if tile.addr is not None else None
         for t in list(self._lazy):
             if t is tile:
                 continue
-            owes = (t._lazy is not None or t._pending is not None) and t._buf is not None
+            tb = t._buf
+            owes = (t._lazy is not None or t._pending is not None) and tb is not None \
+                and (region is None or t.addr is None or tb.base is region)
             if owes and t.spec is spec and tile._lazy is None and tile._pending is None \
                     and _same_place(t, tile):
                 # a tile of the same type on the same bytes (placed at the same address: a
@@ -377,12 +381,14 @@ class Machine:
                 # contents too, and this tile takes it over; an instruction writing it whole
                 # next drops it unwritten, anything else writes it there first (storage)
                 tile._lazy, tile._pending = t._lazy, t._pending
+                tile._off_chip = t._off_chip
                 t._lazy = t._pending = None
                 self.add_lazy(tile)
                 continue
             # t's own bytes are these (placed at an overlapping address, a view): its loaded
             # or deferred values land there first, as they were due before this access
-            if (owes and _may_share(t._buf, buf)) or _depends(t, buf):
+            if (owes and _may_share(tb, buf)) or (
+                    not (t._off_chip and t._pending is None) and _depends(t, buf)):
                 t._materialize()
         self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
         tile._settled = (self, self._lazy_gen, buf)

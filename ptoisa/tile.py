@@ -350,7 +350,7 @@ class Tile:
     """
 
     __slots__ = ("spec", "_vr", "_vc", "_whole", "_buf", "_machine", "addr", "name", "_lazy",
-                 "_pending", "_v2d", "_settled", "__weakref__")
+                 "_off_chip", "_pending", "_v2d", "_settled", "__weakref__")
 
     def __init__(
         self,
@@ -385,6 +385,9 @@ class Tile:
         self._v2d: tuple[np.ndarray, np.ndarray | None, np.ndarray | None] | None = None
         #: GM window this tile reads in place (see TLOAD); LaneBlocks for uneven lane offsets
         self._lazy: np.ndarray | LaneBlocks | None = None
+        #: what _lazy holds is not on-chip storage (a GM window, a result or copy of its
+        #: own): no tile's storage barrier needs to look at it (see Machine.storage_barrier)
+        self._off_chip = False
         #: a deferred elementwise result (ufunc, inputs): computed into storage when needed,
         #: or by TSTORE straight into GM (load -> compute -> store without the extra copy)
         self._pending: tuple[Any, tuple[np.ndarray, ...]] | None = None
@@ -510,6 +513,7 @@ class Tile:
             return self
         t = Tile.__new__(Tile)
         t._lazy = None
+        t._off_chip = False
         t._pending = None
         t._v2d = None
         t._settled = None
@@ -583,6 +587,7 @@ class Tile:
                 self._lazy = LaneBlocks(np.array(blocks), inv)
             else:
                 self._lazy = np.array(lz)
+            self._off_chip = True  # (a copy of its own)
             return
         self._materialize()
 
@@ -606,10 +611,13 @@ class Tile:
         self._pending = None
         return p
 
-    def set_lazy(self, window: np.ndarray | LaneBlocks, machine: Machine) -> None:
+    def set_lazy(self, window: np.ndarray | LaneBlocks, machine: Machine,
+                 off_chip: bool = False) -> None:
         """TLOAD without a copy: until this tile or that GM is written, reads see ``window``
-        (the whole tile: any earlier deferred result is superseded)."""
+        (the whole tile: any earlier deferred result is superseded). ``off_chip``: the
+        window is not a view of any tile's storage (GM, or an array of its own)."""
         self._lazy = window
+        self._off_chip = off_chip
         self._pending = None
         machine.add_lazy(self)
 

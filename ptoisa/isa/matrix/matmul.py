@@ -432,7 +432,7 @@ def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> N
     if c._whole and not c.spec.dtype.packed and m.lazy_ok(c):
         # keep the result in logical order (copy-on-write) until the accumulator is read in
         # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking
-        c.set_lazy(res, m)
+        c.set_lazy(res, m, off_chip=True)  # (a new array: the product)
         return
     c.write(res)
 

@@ -148,8 +148,10 @@ def _move_in_place(m: Machine, dst: Tile, src: Tile) -> bool:
         return False
     vr, vc = dst.spec.rows, dst.spec.cols
     shared = src.shared_lanes()
+    # (what src reads lazily, or a view of its storage)
+    off_chip = src._lazy is not None and src._off_chip
     dst.set_lazy(shared if shared is not None and (vr, vc) == shared.shape[1:]
-                 else src.read(vr, vc), m)
+                 else src.read(vr, vc), m, off_chip)
     return True
 
 

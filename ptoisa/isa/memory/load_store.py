@@ -199,10 +199,10 @@ def _load_in_place(m: Machine, dst: Tile, src: GlobalTensor) -> bool:
         # order until the tile is read in its own layout or written
         lb = src.lane_blocks(vr, vc)
         if lb is not None:
-            dst.set_lazy(LaneBlocks(*lb), m)
+            dst.set_lazy(LaneBlocks(*lb), m, off_chip=True)
             return True
     if w is not None:  # read GM in place until the tile or that GM is written
-        dst.set_lazy(w, m)
+        dst.set_lazy(w, m, off_chip=True)
         return True
     return False
 
@@ -406,7 +406,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
             p = src.take_pending()
             if p is not None:
                 parallel.into(p[0], p[1], w)
-                src.set_lazy(w, m)
+                src.set_lazy(w, m, off_chip=True)
                 return
     vals = np.asarray(src.read())
     if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
