@@ -48,12 +48,14 @@ def check_host_memory(nbytes: int, what: str) -> None:
                               f"{fmt_bytes(avail)} available")
 
 
-#: host bytes a lockstep launch holds per block besides its tiles: the block's share of the
-#: auto-storage arena (memory.Machine._ARENA_CHUNK) and its block-index values
-def lockstep_bytes(blocks: int) -> int:
-    from .memory import Machine
+#: bytes per lane by which a machine's auto-storage arena grows (memory.Machine._arena_alloc)
+ARENA_CHUNK = 1 << 19
 
-    return blocks * (Machine._ARENA_CHUNK + 64)
+
+def lockstep_bytes(blocks: int) -> int:
+    """Host bytes a lockstep launch holds per block besides its tiles: the block's share of
+    the auto-storage arena and its block-index values."""
+    return blocks * (ARENA_CHUNK + 64)
 
 
 #: lockstep launches needing less host memory than this are not checked

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import progress
 from .errors import PtoError, PtoMemoryError
+from .hostmem import ARENA_CHUNK, check_host_memory
 from .targets import DEFAULT_TARGET, LOC_SPACE, Target, get_target
 
 if TYPE_CHECKING:
@@ -272,7 +273,7 @@ class Machine:
         return self._live_bytes.get(space, 0)
 
     # ---- auto-mode storage: a bump arena, reused by every launch of a cached machine --------
-    _ARENA_CHUNK = 1 << 19  # bytes per lane
+    _ARENA_CHUNK = ARENA_CHUNK  # bytes per lane
 
     def _arena_alloc(self, n: int, npdt: np.dtype) -> np.ndarray:
         """``n`` elements per lane, contiguous for all lanes together ((lanes, n) C-order)."""
@@ -281,8 +282,6 @@ class Machine:
         nbytes = lanes * (-(-n * npdt.itemsize // 32) * 32)
         chunk = self._ARENA_CHUNK * lanes
         if nbytes > chunk // 4:
-            from .hostmem import check_host_memory
-
             check_host_memory(nbytes, f"auto storage of a {n}-element {npdt} tile")
             return np.zeros(shape, npdt)
         if self._arena_cur is None or self._arena_pos + nbytes > chunk:
