@@ -40,18 +40,17 @@ def _finfo_max(dt: DType) -> float:
     return float(fi.max)
 
 
-def _step(y: np.ndarray, up: bool) -> np.ndarray:
-    """Next representable value of y's float type toward +inf (up) or -inf."""
-    n = y.dtype.itemsize * 8
-    u = y.view(f"u{y.dtype.itemsize}").astype(np.uint64)
-    sign = (u >> np.uint64(n - 1)) & np.uint64(1)
-    mag = u & np.uint64((1 << (n - 1)) - 1)
-    grow = (sign == 0) == up  # moving away from zero
-    zero = mag == 0
-    new_mag = np.where(grow, mag + np.uint64(1), np.where(zero, np.uint64(1), mag - np.uint64(1)))
-    new_sign = np.where(zero, np.uint64(0 if up else 1), sign)
-    out = (new_sign << np.uint64(n - 1)) | new_mag
-    return out.astype(f"u{y.dtype.itemsize}").view(y.dtype)
+def _step(y: np.ndarray, up: Any) -> np.ndarray:
+    """Next representable value of y's float type toward +inf (``up``) or -inf; ``up`` may
+    be a bool array (a direction per element). On the bits: away from zero is +1, toward zero
+    -1, and a zero steps to the smallest subnormal of the direction's sign."""
+    u = y.view(f"u{y.dtype.itemsize}")
+    it = u.dtype.type
+    top = it(1 << (y.dtype.itemsize * 8 - 1))
+    one = it(1)
+    # (NaNs step too, by the same arithmetic: round_float never chooses the result)
+    out = np.where((u >= top) != up, u + one, u - one)
+    return np.where((u & (top - one)) == 0, np.where(up, one, top + one), out).view(y.dtype)
 
 
 def round_float(x: np.ndarray, dt: DType, mode: RoundMode) -> np.ndarray:
@@ -62,8 +61,10 @@ def round_float(x: np.ndarray, dt: DType, mode: RoundMode) -> np.ndarray:
             return y
         back = y.astype(np.float64)
         inexact = (back != x) & ~np.isnan(x)
-        down = np.where(inexact & (back > x), _step(y, False), y)
-        up = np.where(inexact & (back < x), _step(y, True), y)
+        # x lies between y and its neighbour on x's side: one step per element
+        side = _step(y, back < x)
+        down = np.where(inexact & (back > x), side, y)
+        up = np.where(inexact & (back < x), side, y)
         if mode is RoundMode.CAST_FLOOR:
             return down
         if mode is RoundMode.CAST_CEIL:
