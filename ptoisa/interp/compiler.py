@@ -103,6 +103,8 @@ class CompiledFunc:
         self.tiles: list[Tile] = []
         #: the op of each step (by id), to locate a block divergence raised inside a step
         self.op_of: dict[int, Op] = {}
+        #: slots of arith.constant results -> their values (ops may read them when compiled)
+        self.consts: dict[int, Any] = {}
 
     # ---- slots -------------------------------------------------------------------------------
     def slot(self, v: Any) -> int:

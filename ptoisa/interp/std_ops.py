@@ -70,6 +70,7 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
     else:
         raise VerifyError(f"unsupported constant {a}", op=op.name, loc=op.loc)
     k = cf.slot(op.results[0])
+    cf.consts[k] = val
 
     def step(env: Env) -> None:
         env[k] = val

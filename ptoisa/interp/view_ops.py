@@ -224,6 +224,10 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
     tv = cf.slot(op.operands[0])
     offs = [cf.slot(op.operands[i]) for i in (_kw_list(op, "offsets") or [])]
     sizes = _kw_sizes(cf, op)
+    # sizes given by arith.constant values are known now (they usually all are)
+    known = [int(cf.consts[v]) if not const and v in cf.consts else v if const else None
+             for const, v in sizes]
+    fixed = tuple(known) if None not in known else None
     k = cf.slot(op.results[0])
     loc = op.loc
 
@@ -233,7 +237,8 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
                                  f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
         o = [_index(env[s]) for s in offs]
-        sz = tuple([v if const else int(env[v]) for const, v in sizes])
+        sz = fixed if fixed is not None else \
+            tuple([v if const else int(env[v]) for const, v in sizes])
         st = view.strides
         if not (len(o) == len(sz) == len(st)):
             raise ExecutionError(f"partition_view: {len(o)} offsets and {len(sz)} sizes for a "
