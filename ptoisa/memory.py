@@ -119,6 +119,9 @@ class Machine:
         """Launch-state bookkeeping (capacity and poison; kept apart from the settings)."""
         #: per buffer: bytes [0, n) were poisoned (or written) since the launch began
         self._clean: dict[str, int] = {}
+        #: a new object whenever the buffers start over (a launch, a new run on this machine):
+        #: what TASSIGN placed since is this launch's (Tile._placed; see assign)
+        self._launch = object()
         #: auto-placed tiles still referenced: id -> (weakref, buffer, bytes); bytes per buffer
         self._live: dict[int, tuple[weakref.ref[Tile], str, int]] = {}
         self._live_bytes: dict[str, int] = {}
@@ -166,10 +169,11 @@ class Machine:
             raise PtoMemoryError(f"{tile._label()}: address must be an integer byte offset, "
                                  f"got {addr!r} ({type(addr).__name__})", op="tassign")
         addr = int(addr)
-        if addr == tile.addr and tile._machine is self and tile._buf is not None:
-            # placed there already (a loop's alloc_tile or TASSIGN runs again): the same
-            # bytes, checked when it was placed; what the tile holds lazily stays owed to them
-            # (storage_barrier writes it there before anything else reads or writes them)
+        if tile._placed is self._launch and addr == tile.addr and tile._buf is not None:
+            # placed there already in this launch (a loop's alloc_tile or TASSIGN runs again):
+            # the same bytes, checked when it was placed; what the tile holds lazily stays
+            # owed to them (storage_barrier writes it there before anything else reads or
+            # writes them)
             return
         what = tile._label()
         space = self.space_of(tile)
@@ -204,6 +208,7 @@ class Machine:
         tile._buf = raw.view(tile.dtype.np)
         tile._machine = self
         tile.addr = addr
+        tile._placed = self._launch
         self._lazy_gen += 1
 
     def auto_storage(self, tile: Tile, poison: bool = True) -> np.ndarray:
@@ -320,6 +325,7 @@ class Machine:
         """The buffers' bytes are poisoned again as tiles are placed on them (a new run on a
         machine that keeps its tiles)."""
         self._clean = dict.fromkeys(self._clean, 0)
+        self._launch = object()
 
     # ---- lazy loads: a tile that reads GM in place until either side is written ------------
     #: below this many elements (all blocks together) a copy is cheaper than the bookkeeping
@@ -425,6 +431,7 @@ class Machine:
             tile.addr = None
             tile._machine = self
         tile._buf = raw.view(tile.dtype.np)
+        tile._placed = None  # (a view of another tile's bytes: a TASSIGN places it anew)
         self._lazy_gen += 1
         if base._machine is not None and base._machine is not self:
             base._machine._lazy_gen += 1

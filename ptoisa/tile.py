@@ -350,7 +350,7 @@ class Tile:
     """
 
     __slots__ = ("spec", "_vr", "_vc", "_whole", "_buf", "_machine", "addr", "name", "_lazy",
-                 "_off_chip", "_pending", "_v2d", "_settled", "__weakref__")
+                 "_off_chip", "_pending", "_v2d", "_settled", "_placed", "__weakref__")
 
     def __init__(
         self,
@@ -393,6 +393,8 @@ class Tile:
         self._pending: tuple[Any, tuple[np.ndarray, ...]] | None = None
         self._machine: Machine | None = None
         self.addr: int | None = None
+        #: the launch of its machine in which TASSIGN placed it (Machine._launch), or None
+        self._placed: object | None = None
         self.name = name
         #: (machine, its lazy generation, storage) when no lazy tile of that machine read
         #: this storage: see Machine.storage_barrier
@@ -515,6 +517,7 @@ class Tile:
         t._lazy = None
         t._off_chip = False
         t._pending = None
+        t._placed = None
         t._v2d = None
         t._settled = None
         t.spec, t.name, t.addr, t._machine = self.spec, self.name, self.addr, self._machine
@@ -533,6 +536,7 @@ class Tile:
         self._buf = None
         self._machine = None
         self.addr = None
+        self._placed = None
         self._lazy = None
         self._pending = None
         self._v2d = None

@@ -151,3 +151,60 @@ def test_eager_tassign_again_equals_a_machine_that_copies(dt: str) -> None:
         assert not m.lazy_loads
         _eager(x, w, plain, N)
     assert got.tobytes() == plain.tobytes() == _reference(x, w, N).tobytes()
+
+
+def test_a_new_run_places_its_tiles_afresh() -> None:
+    """The compiled program's tiles outlive a run (on the launch machine, which is reused):
+    placed again in the next run, a tile starts from poisoned bytes, not from what it held
+    (here: lazily, a view of the first run's input) at the same address before."""
+    t = "!pto.tile_buf<loc=vec, dtype=f32, rows=128, cols=128, v_row=128, v_col=128, " \
+        "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    pv = "!pto.partition_tensor_view<128x128xf32>"
+    tv = "!pto.tensor_view<?x?xf32>"
+    text = "\n".join([
+        "module {",
+        "  func.func @k(%x: !pto.ptr<f32>, %y: !pto.ptr<f32>, %load: index) {",
+        "%c0 = arith.constant 0 : index", "%c1 = arith.constant 1 : index",
+        "%c128 = arith.constant 128 : index", "%a0 = arith.constant 0 : i64",
+        f"%vx = pto.make_tensor_view %x, shape = [%c128, %c128], strides = [%c128, %c1] : {tv}",
+        f"%vy = pto.make_tensor_view %y, shape = [%c128, %c128], strides = [%c128, %c1] : {tv}",
+        f"%px = pto.partition_view %vx, offsets = [%c0, %c0], sizes = [%c128, %c128] : {tv} "
+        f"-> {pv}",
+        f"%py = pto.partition_view %vy, offsets = [%c0, %c0], sizes = [%c128, %c128] : {tv} "
+        f"-> {pv}",
+        f"%t = pto.alloc_tile addr = %a0 : {t}",
+        "%yes = arith.cmpi ne, %load, %c0 : index",
+        "scf.if %yes {",
+        f"pto.tload ins(%px : {pv}) outs(%t : {t})",
+        "}",
+        f"pto.tstore ins(%t : {t}) outs(%py : {pv})",
+        "return", "}", "}"]) + "\n"
+    prog = pto.load(text)
+    x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    y = np.zeros_like(x)
+    prog.k(x, y, 1)
+    assert np.array_equal(y, x)
+    y2 = np.zeros_like(x)
+    prog.k(x, y2, 0)  # the tile is stored without being loaded: the poison pattern
+    assert (y2.view(np.uint8) == 0xFF).all()
+
+
+def test_a_tile_kept_across_launches_is_placed_afresh() -> None:
+    """An eager tile that outlives a launch (made outside the kernel) and is TASSIGNed again
+    in the next launch, on the same (reused) launch machine, starts from poisoned bytes."""
+    t = Tile(TileType.Vec, np.float32, 128, 128)
+
+    def kernel(x: np.ndarray, y: np.ndarray, load: bool) -> None:
+        pto.TASSIGN(t, 0)
+        g = (1, 1, 1, 128, 128), (x.size,) * 3 + (128, 1)
+        if load:
+            pto.TLOAD(t, GlobalTensor(x, *g))
+        pto.TSTORE(GlobalTensor(y, *g), t)
+
+    x = np.arange(128 * 128, dtype=np.float32).reshape(128, 128)
+    y = np.zeros_like(x)
+    pto.launch(kernel, x, y, True, mode="manual")
+    assert np.array_equal(y, x)
+    y2 = np.zeros_like(x)
+    pto.launch(kernel, x, y2, False, mode="manual")
+    assert (y2.view(np.uint8) == 0xFF).all()
