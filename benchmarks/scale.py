@@ -13,8 +13,11 @@ Kernels (eager intrinsics, ``pto.launch``):
 * vec-add f32, one 64x64 tile per block: 1 to 4096 blocks (4K to 16M elements);
 * row softmax f32, 8x1024 tiles: 8 to 1024 blocks (64 to 8192 rows);
 * GEMM f16 / bf16 -> f32, 64x64x64 tiles: 128^3 to 1024^3 (4 to 256 blocks);
-* bf16 decode projections (Qwen3 decode shapes): a chain of 8 x (16x512 @ 512x64), and
-  16x25600 @ 25600x128 in 256-deep K-steps, one block;
+* bf16 decode projections (Qwen3 decode shapes), eager: a chain of 8 x (16x512 @ 512x64),
+  and 16x25600 @ 25600x128 in 256-deep K-steps, one block;
+* the same projections as the PTOAS corpus writes them (``.pto``, when ``../shared`` is beside
+  the checkout): ``qwen3_decode_incore_1`` (16x8192 @ 8192x256 in 4 x 16 K-steps of
+  16x512 @ 512x64) and ``qwen3_decode_incore_15`` (16x25600 @ 25600x128, 100 K-steps);
 * flash attention forward f32 (``kernels.flash_attention``), head 128, 64-row blocks, seq 256
   to 2048 (4 to 32 blocks), against the same blocked algorithm in numpy over all query blocks
   at once (``kernels.flash_attention_numpy``).
