@@ -373,12 +373,14 @@ class Machine:
         spec = tile.spec
         # (placed tiles of other buffers cannot share bytes: one region array per buffer)
         region = buf.base if tile.addr is not None else None
+        stands = True  # (every tile on the list still reads lazily: the list stands)
         for t in list(self._lazy):
-            if t is tile:
+            lazy = t._lazy is not None or t._pending is not None
+            if t is tile or not lazy:
+                stands = stands and lazy
                 continue
             tb = t._buf
-            owes = (t._lazy is not None or t._pending is not None) and tb is not None \
-                and (region is None or t.addr is None or tb.base is region)
+            owes = tb is not None and (region is None or t.addr is None or tb.base is region)
             if owes and t.spec is spec and tile._lazy is None and tile._pending is None \
                     and _same_place(t, tile):
                 # a tile of the same type on the same bytes (placed at the same address: a
@@ -389,13 +391,17 @@ class Machine:
                 tile._off_chip = t._off_chip
                 t._lazy = t._pending = None
                 self.add_lazy(tile)
+                stands = False
                 continue
             # t's own bytes are these (placed at an overlapping address, a view): its loaded
             # or deferred values land there first, as they were due before this access
             if (owes and _may_share(tb, buf)) or (
                     not (t._off_chip and t._pending is None) and _depends(t, buf)):
                 t._materialize()
-        self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
+                stands = False
+        if not stands:
+            self._lazy = [t for t in self._lazy
+                          if t._lazy is not None or t._pending is not None]
         tile._settled = (self, self._lazy_gen, buf)
 
     def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None) -> None:
