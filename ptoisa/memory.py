@@ -278,14 +278,12 @@ class Machine:
         return self._live_bytes.get(space, 0)
 
     # ---- auto-mode storage: a bump arena, reused by every launch of a cached machine --------
-    _ARENA_CHUNK = ARENA_CHUNK  # bytes per lane
-
     def _arena_alloc(self, n: int, npdt: np.dtype) -> np.ndarray:
         """``n`` elements per lane, contiguous for all lanes together ((lanes, n) C-order)."""
         lanes = self.lanes
         shape = (lanes, n) if lanes > 1 else (n,)
         nbytes = lanes * (-(-n * npdt.itemsize // 32) * 32)
-        chunk = self._ARENA_CHUNK * lanes
+        chunk = ARENA_CHUNK * lanes  # (bytes per lane)
         if nbytes > chunk // 4:
             check_host_memory(nbytes, f"auto storage of a {n}-element {npdt} tile")
             return np.zeros(shape, npdt)

@@ -231,28 +231,13 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
     k = cf.slot(op.results[0])
     loc = op.loc
     # a 2-D view of constant sizes (nearly every view): int offsets inside the view's extents
-    # are checked and combined without the general loop below
+    # are checked and combined in step, without going through general
     two = (offs[0], offs[1], *fixed) if len(offs) == 2 and fixed is not None \
         and len(fixed) == 2 and min(fixed) >= 0 else None
 
-    def step(env: Env) -> None:
-        view: TensorView = env[tv]
-        if not isinstance(view, TensorView):  # the text named something else as the source
-            raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
-                                 f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
-        if two is not None and len(view.strides) == 2:
-            s0, s1, n0, n1 = two
-            a0, a1 = env[s0], env[s1]
-            f0, f1 = view.shape
-            if type(a0) is int and type(a1) is int and 0 <= a0 <= f0 - n0 \
-                    and 0 <= a1 <= f1 - n1:
-                made = view.parts.get(fixed)
-                if made is not None:
-                    try:
-                        env[k] = made.at(a0 * view.strides[0] + a1 * view.strides[1])
-                    except PtoError as e:
-                        raise e.with_loc(loc) from None
-                    return
+    def general(env: Env, view: TensorView) -> tuple[tuple[int, ...], Any]:
+        """(sizes, element offset) of this step's view, every offset checked against the
+        view's extents (lockstep: one offset per block)."""
         o = [_index(env[s]) for s in offs]
         sz = fixed if fixed is not None else \
             tuple([v if const else int(env[v]) for const, v in sizes])
@@ -281,6 +266,24 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
                     f"partition_view: dim {d} [{a}, {a + n}) outside the view's extent {full}"
                     f"{where}", loc=loc)
             offset = offset + a * s
+        return sz, offset
+
+    def step(env: Env) -> None:
+        view: TensorView = env[tv]
+        if not isinstance(view, TensorView):  # the text named something else as the source
+            raise ExecutionError(f"{op.name}: the source must be a tensor view (from "
+                                 f"pto.make_tensor_view), got {type(view).__name__}", loc=loc)
+        st = view.strides
+        offset: Any = None
+        if two is not None and len(st) == 2:
+            s0, s1, n0, n1 = two
+            a0, a1 = env[s0], env[s1]
+            f0, f1 = view.shape
+            if type(a0) is int and type(a1) is int and 0 <= a0 <= f0 - n0 \
+                    and 0 <= a1 <= f1 - n1:
+                sz, offset = fixed, a0 * st[0] + a1 * st[1]
+        if offset is None:
+            sz, offset = general(env, view)
         if isinstance(offset, np.ndarray):
             offset = np.asarray(offset, np.int64)
         else:
