@@ -5,6 +5,7 @@ op) and ``func`` (return, call)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -259,6 +260,9 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         _counts_agree(op, ("yielded values", len(yield_slots)),
                       ("loop-carried block arguments", len(iters)))
 
+    one = body[0] if len(body) == 1 and not iters and not yield_slots and not results \
+        else None
+
     def step(env: Env) -> None:
         for d, s in zip(iters, inits, strict=True):
             env[d] = env[s]
@@ -267,21 +271,36 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
             i, end, st = (_same_for_all_blocks(x, op, "a loop bound") for x in (i, end, st))
         if st <= 0:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
-        while i < end:
-            env[iv] = i
-            try:
+        if type(i) is int and type(end) is int and type(st) is int:
+            seq: Any = range(i, end, st)  # (the common case: Python int bounds)
+        else:
+            seq = _steps(i, end, st)
+        try:
+            if one is not None:  # one step, nothing carried
+                for j in seq:
+                    env[iv] = j
+                    one(env)
+                return
+            for j in seq:
+                env[iv] = j
                 for s in body:
                     s(env)
-            except BlockDivergence as e:
-                raise cf.locate(e, s) from None
-            if yield_slots:
-                vals = [env[y] for y in yield_slots]
-                for d, v in zip(iters, vals, strict=True):
-                    env[d] = v
-            i += st
+                if yield_slots:
+                    vals = [env[y] for y in yield_slots]
+                    for d, v in zip(iters, vals, strict=True):
+                        env[d] = v
+        except BlockDivergence as e:
+            raise cf.locate(e, s if one is None else one) from None
         for r, d in zip(results, iters, strict=True):
             env[r] = env[d]
     return step
+
+
+def _steps(i: Any, end: Any, st: Any) -> Iterator[Any]:
+    """i, i + st, ... below end, in the bounds' own types (numpy integers stay numpy)."""
+    while i < end:
+        yield i
+        i += st
 
 
 def _counts_agree(op: Op, a: tuple[str, int], b: tuple[str, int]) -> None:

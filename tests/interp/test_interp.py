@@ -34,6 +34,31 @@ def test_scf_for_iter_args_sum():
     assert prog.f(0) == (0,)
 
 
+@pytest.mark.parametrize("lb, ub, st", [(0, 10, 1), (3, 17, 4), (5, 5, 1), (9, 2, 3),
+                                         (0, 1, 7)])
+def test_scf_for_bounds_steps_and_nesting(lb, ub, st):
+    """Loops run i = lb, lb + st, ... below ub: with carried values, and as a loop whose body is
+    one op carrying nothing (an inner loop), whatever the step and however the bounds meet."""
+    prog = load(scalar_fn("""
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %z = arith.constant 0 : i32
+    %r = scf.for %i = %lb to %ub step %st iter_args(%acc = %z) -> (i32) {
+      %v = arith.index_cast %i : index to i32
+      %s = arith.addi %acc, %v : i32
+      scf.for %j = %c0 to %c2 step %c1 {
+        scf.for %k = %c0 to %c2 step %c1 {
+          %w = arith.index_cast %k : index to i32
+        }
+      }
+      scf.yield %s : i32
+    }
+    return %r : i32""", "%lb: index, %ub: index, %st: index"))
+    assert prog.f(lb, ub, st) == (sum(range(lb, ub, st)),)
+    assert prog.f(np.int64(lb), np.int64(ub), np.int64(st)) == (sum(range(lb, ub, st)),)
+
+
 def test_scf_if_with_results_and_select():
     prog = load(scalar_fn("""
     %c0 = arith.constant 0 : i32
