@@ -185,6 +185,50 @@ def lane_span(off: np.ndarray) -> tuple[int, int, int | None]:
     return span
 
 
+def lane_grid(off: np.ndarray) -> tuple[int, int, int, int, int] | None:
+    """(base, ni, nj, si, sj) when a lockstep launch's per-block offsets (1-D, int64) form a
+    grid, ``off[i * nj + j] == base + i * si + j * sj`` with nj > 1 and ni > 1 (the blocks of
+    a GEMM's C, say); else None. Remembered by value, as :func:`lane_span`."""
+    key = off.tobytes()
+    hit = _GRIDS.get(key, False)
+    if hit is not False:
+        return hit
+    grid = None
+    n = off.size
+    if n >= 4:
+        sj = int(off[1] - off[0])
+        d = np.diff(off)
+        bad = np.flatnonzero(d != sj)
+        nj = int(bad[0]) + 1 if bad.size else n
+        if 1 < nj < n and n % nj == 0:
+            ni = n // nj
+            si = int(off[nj] - off[0])
+            want = off[0] + np.arange(ni)[:, None] * si + np.arange(nj)[None, :] * sj
+            if np.array_equal(off.reshape(ni, nj), want):
+                grid = (int(off[0]), ni, nj, si, sj)
+    if len(_GRIDS) > 64:
+        _GRIDS.clear()
+    _GRIDS[key] = grid
+    return grid
+
+
+_GRIDS: dict[bytes, tuple[int, int, int, int, int] | None] = {}
+
+
+def _unique_addresses(strides: tuple[int, ...], extents: tuple[int, ...]) -> bool:
+    """Do the index tuples of an array of these (element) strides and extents all reach
+    different elements? Sufficient test: ordered by stride, each stride passes the farthest
+    reach of the smaller ones (a mixed-radix numbering)."""
+    reach = 0
+    for st, ext in sorted(zip(strides, extents, strict=True)):
+        if ext == 1:
+            continue
+        if st <= reach:
+            return False
+        reach += (ext - 1) * st
+    return True
+
+
 class GlobalTensor:
     """A view over global memory: ``GlobalTensor(array, shape, stride, layout, offset=0)``.
 
@@ -401,6 +445,21 @@ class GlobalTensor:
             return None
         return self._view(int(off[0]), (off.size, rows, cols),
                           (span[2] * self.flat.itemsize, *bst))
+
+    def grid_window(self, rows: int, cols: int) -> np.ndarray | None:
+        """For per-block offsets on a grid (see :func:`lane_grid`) whose windows do not
+        overlap: a writable (ni, nj, rows, cols) view, block i * nj + j at [i, j]; else None."""
+        off = self.offset
+        if self._span is None or not isinstance(off, np.ndarray):
+            return None
+        rc = self._strides2d(rows, cols)
+        g = lane_grid(off) if rc is not None else None
+        if g is None:
+            return None
+        base, ni, nj, si, sj = g
+        if min(si, sj, *rc) < 0 or not _unique_addresses((si, sj, *rc), (ni, nj, rows, cols)):
+            return None
+        return self._strided(base, (ni, nj, rows, cols), (si, sj, *rc))
 
     def lane_blocks(self, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray] | None:
         """For per-block offsets that are not evenly spaced: ``(sliding, idx)`` such that

@@ -520,3 +520,74 @@ def test_a_deferred_result_of_one_blocks_part_is_kept():
             got = out[b * n:(b + 1) * n].reshape(R, C)
             want = np.abs(2 * x[b * n:(b + 1) * n].reshape(R, C))
             np.testing.assert_array_equal(got[:, :cols], want[:, :cols])
+
+
+def _grid_store_kernel(ni: int, nj: int, gi: int, gj: int, rows: int, cols: int,
+                       width: int, atomic: bool, a_major: bool):
+    """Each block loads its own rows x cols tile and stores it at grid position (i, j) of a
+    GM matrix ``width`` wide: element offset i * gi * width + j * gj."""
+    def kernel(src, out):
+        b = pto.get_block_idx()
+        i, j = (b // nj, b % nj) if a_major else (b % ni, b // ni)
+        t = Tile(TileType.Vec, np.float32, rows, cols)
+        n = rows * cols
+        pto.TLOAD(t, GlobalTensor(src, (1, 1, 1, rows, cols), (n, n, n, cols, 1), offset=b * n))
+        g = GlobalTensor(out, (1, 1, 1, rows, cols), (1, 1, 1, width, 1),
+                         offset=i * gi * width + j * gj)
+        if atomic:
+            pto.TSTORE(g, t, atomicType=pto.AtomicType.AtomicAdd)
+        else:
+            pto.TSTORE(g, t)
+    return kernel
+
+
+@pytest.mark.parametrize("atomic", [False, True])
+@pytest.mark.parametrize("a_major", [True, False])
+@pytest.mark.parametrize("ni, nj, gi, gj, rows, cols, width", [
+    (2, 4, 8, 16, 8, 16, 64),    # a GEMM's C: the blocks tile the matrix
+    (3, 2, 10, 20, 8, 16, 48),   # gaps between the blocks
+    (2, 3, 4, 8, 8, 16, 40),     # overlapping blocks: stored in block order
+    (4, 1, 8, 0, 8, 16, 16),     # one column of blocks (evenly spaced: a plain window)
+])
+def test_blocks_storing_on_a_grid_match_block_by_block(ni, nj, gi, gj, rows, cols, width,
+                                                       atomic, a_major, monkeypatch):
+    """Blocks whose GM offsets form a 2-D grid (i * gi rows down, j * gj columns across) store
+    in one strided copy when their windows do not overlap; lockstep equals block by block
+    (the last writer wins where they overlap; atomic adds accumulate), and both equal the
+    stores done one by one in numpy."""
+    height = (ni - 1) * gi + rows
+    kern = _grid_store_kernel(ni, nj, gi, gj, rows, cols, width, atomic, a_major)
+    src = np.random.default_rng(ni * 100 + gj).standard_normal(
+        (ni * nj, rows, cols)).astype(np.float32)
+    grids = []
+    real = GlobalTensor.grid_window
+
+    def spy(self, r, c):
+        g = real(self, r, c)
+        grids.append(g is not None)
+        return g
+    monkeypatch.setattr(GlobalTensor, "grid_window", spy)
+    runs = {}
+    for lockstep in (True, False):
+        out = np.full((height, width), 0.5, np.float32)
+        pto.launch(kern, src, out, blocks=ni * nj, target="a2a3", lockstep=lockstep)
+        runs[lockstep] = out
+    # the one strided copy where the windows are a grid and do not overlap
+    assert any(grids) == (nj > 1 and gj >= cols and gi >= rows)
+    want = np.full((height, width), 0.5, np.float32)
+    for b in range(ni * nj):
+        i, j = (b // nj, b % nj) if a_major else (b % ni, b // ni)
+        v = src[b]
+        win = want[i * gi:i * gi + rows, j * gj:j * gj + cols]
+        win[...] = win + v if atomic else v
+    assert runs[True].tobytes() == runs[False].tobytes()
+    np.testing.assert_array_equal(runs[True], want)
+
+
+def test_grid_offsets_are_recognised_only_as_a_grid():
+    from ptoisa.tensor import lane_grid
+
+    assert lane_grid(np.array([0, 16, 32, 512, 528, 544], np.int64)) == (0, 2, 3, 512, 16)
+    assert lane_grid(np.array([5, 6, 7, 8], np.int64)) is None      # evenly spaced: a window
+    assert lane_grid(np.array([0, 16, 512, 530], np.int64)) is None  # not a grid
+    assert lane_grid(np.array([0, 16, 32, 512, 528], np.int64)) is None  # ragged

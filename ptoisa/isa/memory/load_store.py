@@ -303,6 +303,15 @@ def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType
         else:
             w[...] = values
         return
+    g = dst.grid_window(*values.shape[-2:]) if values.ndim == 3 else None
+    if g is not None:  # blocks on a grid, none overlapping (a GEMM's C): one strided copy
+        v = values.reshape(g.shape)
+        if atomic is AtomicType.AtomicAdd:
+            with np.errstate(over="ignore"):
+                g[...] = (g + v.astype(g.dtype)).astype(g.dtype)
+        else:
+            g[...] = v
+        return
     lb = dst.lane_blocks(*values.shape[-2:]) if atomic is AtomicType.AtomicNone else None
     if lb is not None:
         lb[0][lb[1]] = values  # blocks in block order: the last writer wins, as sequentially
