@@ -6,7 +6,7 @@ The other revision is taken with ``git archive REV ptoisa`` into a temporary dir
 package ``ptoisa_ab`` (its absolute imports rewritten), so both import side by side.
 
 Usage: python benchmarks/ab.py REV [--cases eager,pto,vadd,chain,corpus,gemm,softmax,flash]
-       [--rounds N] [--bits]
+       [--rounds N] [--bits] [--all-sizes]
 Prints per case: the median of the per-round ratios new/REV, and the fastest round of each.
 """
 
@@ -84,7 +84,8 @@ def modules(pkg: ModuleType, tag: str) -> tuple[ModuleType, ModuleType, ModuleTy
     return k, s, io
 
 
-def timed_cases(pkg: ModuleType, tag: str, names: set[str]) -> dict[str, Callable[[], Any]]:
+def timed_cases(pkg: ModuleType, tag: str, names: set[str], quick: bool = True
+                ) -> dict[str, Callable[[], Any]]:
     k_mod, s_mod, io_mod = modules(pkg, tag)
     tile, tt = pkg.Tile, pkg.TileType
     out: dict[str, Callable[[], Any]] = {}
@@ -100,7 +101,7 @@ def timed_cases(pkg: ModuleType, tag: str, names: set[str]) -> dict[str, Callabl
         a = np.random.default_rng(0).standard_normal((16, 16)).astype(np.float32)
         c = np.zeros_like(a)
         out[".pto tadd 16x16 x2000"] = lambda: prog.loop(a, c, 2000)
-    for case_name, size, _np_fn, pto_fn, _check in scale_cases(s_mod, names, quick=True):
+    for case_name, size, _np_fn, pto_fn, _check in scale_cases(s_mod, names, quick=quick):
         out[f"{case_name} {size}"] = pto_fn
     return out
 
@@ -149,12 +150,16 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--bits", action="store_true",
                     help="also compare every scale.py output (cpu, a2a3, a5) byte for byte")
+    ap.add_argument("--all-sizes", action="store_true",
+                    help="time the smaller sizes too (those --bits compares), not only the goals'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         old = other_revision(args.rev, Path(tmp))
         names = set(args.cases.split(","))
         print(f"new = working tree, old = {args.rev}; {args.rounds} alternating rounds")
-        new_c, old_c = timed_cases(NEW, "new", names), timed_cases(old, "old", names)
+        quick = not args.all_sizes
+        new_c = timed_cases(NEW, "new", names, quick)
+        old_c = timed_cases(old, "old", names, quick)
         for key, f_new in new_c.items():
             f_old = old_c[key]
             for f in (f_new, f_old, f_new, f_old):

@@ -291,3 +291,33 @@ def test_tree_reduce_first_level_as_a_pair_reduction_keeps_every_bit(width, monk
             lvl = lvl[..., :k] + lvl[..., k:]
     assert got.tobytes() == lvl[..., 0].tobytes()
     assert got[5].tobytes() == np.float32(-0.0).tobytes()
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("shape", [(8191,), (8, 1024), (40, 1000), (64, 1024), (3, 7, 4096),
+                                   (65, 1024)])
+def test_wide_exp_through_a_kept_buffer_is_the_one_line_cast(dt, shape):
+    """exp in the wide type, rounded once: from 8 K elements the wide values go through a
+    buffer the thread keeps; every size (around the buffer's and the chunks' thresholds),
+    with and without ``out``, equals numpy's ``exp(a.astype(wide)).astype(dt)`` bit for bit,
+    and a result handed back is not changed by the next call."""
+    import ml_dtypes
+
+    from ptoisa.dtypes import dtype
+    from ptoisa.isa.elementwise.common import wide_apply
+
+    d = dtype(dt)
+    npdt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+    wide = np.float64 if dt == "f32" else np.float32
+    rng = np.random.default_rng(len(shape) * 1000 + shape[-1])
+    a = (rng.standard_normal(shape) * 6).astype(npdt)
+    a.reshape(-1)[:6] = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 88.5], np.float32)
+    with np.errstate(all="ignore"):
+        want = np.exp(a.astype(wide)).astype(npdt)
+        got = wide_apply(np.exp, a, d)
+        keep = got.copy()
+        out = np.empty(shape, npdt)
+        wide_apply(np.exp, a[::-1].copy(), d)  # (another call through the same buffer)
+        wide_apply(np.exp, a, d, out)
+    assert got.tobytes() == keep.tobytes() == want.tobytes()
+    assert out.tobytes() == want.tobytes()
