@@ -107,6 +107,8 @@ _CHUNK = 1 << 16
 #: from this many elements a wide intermediate goes into a buffer the thread keeps (see
 #: _scratch); below it numpy's own small-array allocation is quicker
 _SCRATCH_MIN = 1 << 13
+#: larger buffers are not kept (a thread holds at most a few MiB)
+_SCRATCH_MAX = 1 << 18
 _tls = threading.local()
 
 
@@ -114,8 +116,10 @@ def _scratch(slot: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A buffer of ``shape`` the calling thread keeps for ``slot`` (grown as needed): a fresh
     array of a few hundred KiB every call goes back to the OS when freed and page-faults in
     again next time (6x the cost of an f64 exp of 64 K elements here). The contents are the
-    caller's until its next call with that slot."""
+    caller's until its next call with that slot. Past _SCRATCH_MAX elements: a fresh array."""
     n = math.prod(shape)
+    if n > _SCRATCH_MAX:
+        return np.empty(shape, dtype)
     bufs = getattr(_tls, "bufs", None)
     if bufs is None:
         bufs = _tls.bufs = {}
@@ -133,7 +137,7 @@ def wide_apply(fn: Callable[..., np.ndarray], a: Any, dt: DType,
     a = np.asarray(a)
     w = wide(dt)
     if a.size <= _CHUNK or a.ndim < 2:
-        if a.size < _SCRATCH_MIN:
+        if not _SCRATCH_MIN <= a.size <= _CHUNK:
             b = fn(a.astype(w))
         else:  # (the same casts, into a kept buffer)
             b = _scratch("wide", a.shape, w)
