@@ -296,21 +296,16 @@ def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType
         _pack4(dst.flat, idx, values)
         return
     w = dst.window(*values.shape[-2:])
-    if w is not None and not _lanes_overlap(w):
+    if w is None or _lanes_overlap(w):
+        # blocks on a grid, none overlapping (a GEMM's C): one strided copy all the same
+        w = dst.grid_window(*values.shape[-2:]) if values.ndim == 3 else None
+    if w is not None:
+        v = values.reshape(w.shape) if w.ndim == 4 else values  # (a grid: (ni, nj, r, c))
         if atomic is AtomicType.AtomicAdd:
             with np.errstate(over="ignore"):
-                w[...] = (w + values.astype(w.dtype)).astype(w.dtype)
+                w[...] = (w + v.astype(w.dtype)).astype(w.dtype)
         else:
-            w[...] = values
-        return
-    g = dst.grid_window(*values.shape[-2:]) if values.ndim == 3 else None
-    if g is not None:  # blocks on a grid, none overlapping (a GEMM's C): one strided copy
-        v = values.reshape(g.shape)
-        if atomic is AtomicType.AtomicAdd:
-            with np.errstate(over="ignore"):
-                g[...] = (g + v.astype(g.dtype)).astype(g.dtype)
-        else:
-            g[...] = v
+            w[...] = v
         return
     lb = dst.lane_blocks(*values.shape[-2:]) if atomic is AtomicType.AtomicNone else None
     if lb is not None:
