@@ -10,6 +10,7 @@ tens of microseconds).
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,6 +20,7 @@ import numpy as np
 MIN_ELEMENTS = 1 << 20
 
 _pool: list[tuple[int, ThreadPoolExecutor]] = []  # (owning process id, pool)
+_PREFIX = "ptoisa-pool"
 
 
 def workers() -> int:
@@ -33,7 +35,7 @@ def _executor() -> ThreadPoolExecutor:
     pid = os.getpid()
     if not _pool or _pool[0][0] != pid:  # a forked child does not inherit the pool's threads
         _pool[:] = [(pid, ThreadPoolExecutor(max_workers=workers(),
-                                             thread_name_prefix="ptoisa"))]
+                                             thread_name_prefix=_PREFIX))]
     return _pool[0][1]
 
 
@@ -42,8 +44,9 @@ def over_rows(fn: Callable[[int, int], None], n: int, elements: int) -> None:
     an array of ``elements`` elements), in parallel when the work is large enough. ``fn``
     must only write its own slice."""
     k = workers()
-    if k < 2 or n < 2 or elements < MIN_ELEMENTS:
-        fn(0, n)
+    if k < 2 or n < 2 or elements < MIN_ELEMENTS \
+            or threading.current_thread().name.startswith(_PREFIX):
+        fn(0, n)  # (small; or already on a worker: waiting for the pool there could deadlock)
         return
     parts = min(n, 4 * k)  # a few parts per core: cores finish together
     bounds = [n * i // parts for i in range(parts + 1)]
@@ -57,6 +60,9 @@ def into(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -
     """``fn(*args, out=out)`` for an elementwise ``fn`` (a ufunc), split along ``out``'s
     leading axis when large; array arguments with that leading extent are split alongside,
     others (broadcast) are passed whole."""
+    if getattr(fn, "chunks_itself", False):  # (a deferred chain: see ptoisa.rowfuse)
+        fn(*args, out=out)
+        return
     n = out.shape[0] if out.ndim else 0
     # memory-bound: a split pays off only on larger arrays than compute-bound work
     if out.ndim < 2 or n < 2 or out.size < 2 * MIN_ELEMENTS or workers() < 2 \

@@ -15,7 +15,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ptoisa as pto
-from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
+from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType, rowfuse
 
 R, C = 16, 64   # Vec f32 tiles
 M = 16          # the cube's f16 tiles (M x M), NZ / ZZ / ZN / NZ
@@ -187,14 +187,17 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
 @contextmanager
 def _lazy_from(elements: int | None = 0) -> Iterator[None]:
     """Launches read ND tiles lazily from ``elements`` elements (None: the default 16K);
-    boxed ones always."""
-    old = pto.Machine.LAZY_MIN_ELEMENTS
+    boxed ones always. With 0, chains of row-local instructions are deferred at any size too
+    (ptoisa.rowfuse, normally from 1M elements)."""
+    old, old_chain = pto.Machine.LAZY_MIN_ELEMENTS, rowfuse.MIN_ELEMENTS
     if elements is not None:
         pto.Machine.LAZY_MIN_ELEMENTS = elements
+        rowfuse.MIN_ELEMENTS = elements
     try:
         yield
     finally:
         pto.Machine.LAZY_MIN_ELEMENTS = old
+        rowfuse.MIN_ELEMENTS = old_chain
 
 
 def _grid_equals_plain_machines(kernel: Any, target: str, **settings: Any) -> None:

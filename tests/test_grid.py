@@ -17,8 +17,12 @@ R, C = 16, 32
 @pytest.fixture(autouse=True)
 def copy_on_write_everywhere(monkeypatch):
     """Small tiles normally skip copy-on-write loads and deferred results (a copy is cheaper
-    than the bookkeeping); these tests force that path so its copy semantics are proven."""
+    than the bookkeeping), and deferred chains of row-local instructions (ptoisa.rowfuse);
+    these tests force those paths so their copy semantics are proven."""
+    from ptoisa import rowfuse
+
     monkeypatch.setattr(pto.Machine, "LAZY_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(rowfuse, "MIN_ELEMENTS", 0)
 
 
 def _views(arr: np.ndarray, b, rows: int = R, cols: int = C) -> pto.GlobalTensor:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import rowfuse
 from ...enums import Pipe
 from ...memory import Machine, current
 from ...tile import Tile
@@ -26,6 +27,7 @@ from .common import (
     kinds,
     plain_form,
     to_float,
+    wide,
     wide_apply,
     wide_apply_pending,
     wrap_to,
@@ -120,10 +122,11 @@ Fn = Callable[..., Any]
 
 def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
            tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None,
-           pending: Fn | None = None) -> Instr:
+           pending: Fn | None = None, row: Any = None) -> Instr:
     """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass);
-    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``; ``fn`` a
-    numpy ufunc: the plain form too (see plain_form)."""
+    ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``; ``row``: the
+    numpy ufunc that ``fn`` computes in the wide type (see wide_apply), for a deferred chain
+    (ptoisa.rowfuse); ``fn`` a numpy ufunc: the plain form too (see plain_form)."""
     fn, plain = plain_form(fn)
     ops = [_DST, Opnd("src", "tile")]
     if tmp:
@@ -135,7 +138,16 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             if pending is not None and src is dst and dst._pending is not None \
                     and (vr, vc) == dst.shape and not dst.spec.is_boxed:
                 # in place on a deferred result (TEXP(t, t) after TROWEXPANDSUB(t, ...)):
-                # computed from it chunk by chunk, never stored on its own
+                # deferred in turn, a step of the chain (see ptoisa.rowfuse), or computed from
+                # it chunk by chunk, never stored on its own
+                kid = rowfuse.of(dst) if row is not None and rowfuse.worth(m, dst) else None
+                dt = dst.dtype
+                n = None if kid is None else rowfuse.node(
+                    rowfuse.wide(row, dt.np, wide(dt)), (kid,), kid.shape)
+                if n is not None:
+                    rows = rowfuse.Rows(n)
+                    dst.set_pending(rows, rows.leaves, m)
+                    return
                 p, dst._pending = dst._pending, None
                 if dst._buf is None:
                     current().auto_storage(dst, False)  # written in full below
@@ -236,7 +248,7 @@ TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
 TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
               params=ALGO, into=lambda a, dt, out: wide_apply(np.exp, a, dt, out),
-              pending=lambda p, dt, out: wide_apply_pending(np.exp, p, dt, out))
+              pending=lambda p, dt, out: wide_apply_pending(np.exp, p, dt, out), row=np.exp)
 TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),
               "dst = ln(src); ln(0) = -inf, ln(<0) = NaN. Integer tiles (cpu only) compute "
               "std::log in double and truncate toward zero (a non-finite result gives 0).",

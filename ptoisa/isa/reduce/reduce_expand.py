@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import rowfuse
 from ...dtypes import dtype as to_dtype
 from ...enums import Pipe, TileType
 from ...errors import PtoError, RuntimeCheckError
@@ -43,7 +44,7 @@ from ..registry import (
 )
 from ..rules import row_major, same_static_rows, tree_reduce
 from ..spelling import Attr, Ptoas
-from .rowsum import row_reduce_dst, row_reduce_runtime
+from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_runtime
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -183,15 +184,20 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
         if vr == 0 or vc == 0:
             return
         _fit(dst, vr, 1, "dst")
-        x = np.asarray(src.read())
-        with np.errstate(all="ignore"):
-            if name in ("TROWMAX", "TROWMIN"):
-                r = _extreme(m, x, -1, name == "TROWMAX")
-            elif m.target.traits.reduce_order == "sequential":
-                r = _seq_fold(np.multiply, x, -1, dst.dtype.np)
-            else:
-                r = tree_reduce(x, np.multiply, 1)
-        dst.write(np.asarray(r).astype(dst.dtype.np)[..., None])
+        out = dst.dtype.np
+
+        def reduced(x: np.ndarray) -> np.ndarray:
+            with np.errstate(all="ignore"):
+                if name in ("TROWMAX", "TROWMIN"):
+                    r = _extreme(m, x, -1, name == "TROWMAX")
+                elif m.target.traits.reduce_order == "sequential":
+                    r = _seq_fold(np.multiply, x, -1, out)
+                else:
+                    r = tree_reduce(x, np.multiply, 1)
+            return np.asarray(r).astype(out)[..., None]
+
+        if not defer_row_reduce(m, dst, src, reduced):
+            dst.write(reduced(np.asarray(src.read())))
 
     impl.__doc__ = (
         f"dst[i, 0] = {what}_j src[i, j] over src's valid region (only column 0 of dst is "
@@ -496,10 +502,9 @@ def _row_operands(dst: Tile, src0: Tile, src1: Tile) -> tuple[Tile, Tile, bool]:
         f"{src1.valid_row}x{src1.valid_col}) must have dst's valid shape {d[0]}x{d[1]}")
 
 
-def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
-    """The expanded operand's values for a vr x vc domain: Mode 1 (ColMajor, valid cols 1) a
-    scalar per row; Mode 2 (RowMajor, valid cols 32/sizeof(T)) a 32-byte block per row,
-    repeated across the row."""
+def _expanded_cols(exp: Tile, label: str, vr: int) -> int:
+    """The expanded operand's valid columns after its checks: 1 (mode 1, ColMajor: a scalar
+    per row) or 32/sizeof(T) (mode 2, RowMajor: a 32-byte block per row)."""
     block = 32 // exp.dtype.itemsize
     if exp.valid_row != vr:
         raise RuntimeCheckError(f"expanded operand {label} has valid rows {exp.valid_row}, "
@@ -508,12 +513,22 @@ def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
         if exp.valid_col != 1:
             raise RuntimeCheckError(f"expanded operand {label} is ColMajor (mode 1): its valid "
                                     f"cols must be 1, got {exp.valid_col}")
-        return np.asarray(exp.read(vr, 1))
+        return 1
     if exp.valid_col != block:
         raise RuntimeCheckError(
             f"expanded operand {label} is RowMajor (mode 2): its valid cols must be "
             f"32/sizeof({exp.dtype}) = {block}, got {exp.valid_col} (a per-row scalar needs "
             "a ColMajor tile with one column)")
+    return block
+
+
+def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
+    """The expanded operand's values for a vr x vc domain: Mode 1 (ColMajor, valid cols 1) a
+    scalar per row; Mode 2 (RowMajor, valid cols 32/sizeof(T)) a 32-byte block per row,
+    repeated across the row."""
+    block = _expanded_cols(exp, label, vr)
+    if block == 1:
+        return np.asarray(exp.read(vr, 1))
     b = np.asarray(exp.read(vr, block))
     reps = -(-vc // block)
     return np.tile(b, (1, reps))[..., :vc]
@@ -540,9 +555,28 @@ def _declare_row_op(suffix: str) -> Instr:
         if tmp is not None and exp.spec.is_row_major:
             raise RuntimeCheckError("the overload with tmp supports only mode 1 (a ColMajor "
                                     "expanded operand)")
-        b = _row_expanded(exp, "src0" if swapped else "src1", vr, vc)
-        a = np.asarray(full.read(vr, vc))
+        label = "src0" if swapped else "src1"
         uf = _FLOAT_UFUNCS.get(suffix)
+        if uf is not None and dst.dtype.is_float and full.dtype is dst.dtype \
+                and (exp._pending is not None or full._pending is not None) \
+                and rowfuse.worth(m, dst) and (vr, vc) == dst.shape == full.shape \
+                and dst.spec.is_nd \
+                and _expanded_cols(exp, label, vr) == 1 and exp.shape == (vr, 1):
+            # an operand's value is itself deferred (the row max of a softmax, its exponent):
+            # the chain stays deferred, to be computed in one pass (see ptoisa.rowfuse). The
+            # operands read from storage are read first: a read can compute another deferred
+            # tile into its storage, which an expression taken before it would then misread
+            vf = None if rowfuse.of(full) else rowfuse.leaf(np.asarray(full.read(vr, vc)))
+            ve = None if rowfuse.of(exp) else rowfuse.leaf(np.asarray(exp.read(vr, 1)))
+            kf, ke = vf or rowfuse.of(full), ve or rowfuse.of(exp)
+            n = None if kf is None or ke is None else rowfuse.node(
+                rowfuse.ufunc(uf, dst.dtype.np), (ke, kf) if swapped else (kf, ke), kf.shape)
+            if n is not None:
+                rows = rowfuse.Rows(n)
+                dst.set_pending(rows, rows.leaves, m)
+                return
+        b = _row_expanded(exp, label, vr, vc)
+        a = np.asarray(full.read(vr, vc))
         if uf is not None and dst.dtype.is_float and a.dtype == dst.dtype.np \
                 and m.lazy_ok(dst) and (vr, vc) == dst.shape and dst.spec.is_nd:
             # deferred: computed when dst is read, or by TSTORE straight into GM

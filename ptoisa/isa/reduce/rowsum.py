@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ... import parallel
+from ... import parallel, rowfuse
 from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
@@ -23,6 +24,26 @@ from ..registry import (
     sim_unchecked_type,
 )
 from ..rules import same_static_rows, tree_reduce
+
+
+def defer_row_reduce(m: Machine, dst: Tile, src: Tile,
+                     values: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """dst = values(src's values), deferred (see ptoisa.rowfuse) when src's values are
+    themselves deferred or read in place and dst is a whole column (a row reduction's
+    result: rows x 1). False: nothing done (compute it now)."""
+    s, d = src.spec, dst.spec
+    if (src._vr, src._vc) != (s.rows, s.cols) or d.cols != 1 or d.rows != s.rows \
+            or d.is_boxed or d.dtype.packed or not rowfuse.worth(m, src):
+        return False
+    kid = rowfuse.of(src)
+    if kid is None:
+        return False
+    n = rowfuse.node(rowfuse.reduction(values), (kid,), (*kid.shape[:-1], 1))
+    if n is None:
+        return False
+    rows = rowfuse.Rows(n)
+    dst.set_pending(rows, rows.leaves, m)
+    return True
 
 
 def row_reduce_dst(sig: Sig) -> None:
@@ -91,11 +112,17 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     vr, vc = src.valid_shape
     if vr == 0 or vc == 0:
         return
-    x = np.asarray(src.read())
-    if m.target.traits.reduce_order == "sequential":
-        s = sequential_sum(x, np.float32 if dst.dtype.name in ("f16", "bf16")
-                           else dst.dtype.np)
-    else:
-        with np.errstate(all="ignore"):
-            s = tree_reduce(x, np.add, 0)
-    dst.write(s.astype(dst.dtype.np)[..., None])
+    sequential = m.target.traits.reduce_order == "sequential"
+    acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
+    out = dst.dtype.np
+
+    def sums(x: np.ndarray) -> np.ndarray:
+        if sequential:
+            s = sequential_sum(x, acc)
+        else:
+            with np.errstate(all="ignore"):
+                s = tree_reduce(x, np.add, 0)
+        return s.astype(out)[..., None]
+
+    if not defer_row_reduce(m, dst, src, sums):
+        dst.write(sums(np.asarray(src.read())))
