@@ -91,19 +91,20 @@ class Work:
         return b[:shape[0]]
 
     def done(self) -> None:
-        """Give the buffers back to the thread's pool (a few, for the next chunks)."""
-        held = sum(len(v) for v in self._pool.values())
+        """Give the buffers back to the thread's pool (up to _POOL_BYTES, for the next
+        chains)."""
+        held = sum(b.nbytes for v in self._pool.values() for b in v)
         for b in self._bufs.values():
-            if held >= _POOL_MAX:
+            if held + b.nbytes > _POOL_BYTES:
                 break
             self._pool.setdefault((b.shape, b.dtype), []).append(b)
-            held += 1
+            held += b.nbytes
         self._bufs.clear()
 
 
 _tls = threading.local()
-#: buffers a thread keeps for the next chains
-_POOL_MAX = 16
+#: the bytes of buffers a thread keeps for the next chains (a softmax's chunk needs ~4 MiB)
+_POOL_BYTES = 8 << 20
 
 
 Step = Callable[..., np.ndarray]
