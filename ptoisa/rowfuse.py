@@ -205,8 +205,6 @@ def _run(roots: tuple[Node, ...], nodes: list[Node], args: tuple[np.ndarray, ...
     parallel.over_rows(part, n, n * per_lead)
 
 
-
-
 def evaluate(m: Any, tile: Any, rows: Rows, out: np.ndarray) -> None:
     """Compute ``tile``'s deferred value into ``out``; the other tiles of machine ``m`` whose
     deferred values share a step with it (a row sum of the same exponent, the row max it
