@@ -60,9 +60,6 @@ def into(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -
     """``fn(*args, out=out)`` for an elementwise ``fn`` (a ufunc), split along ``out``'s
     leading axis when large; array arguments with that leading extent are split alongside,
     others (broadcast) are passed whole."""
-    if getattr(fn, "chunks_itself", False):  # (a deferred chain: see ptoisa.rowfuse)
-        fn(*args, out=out)
-        return
     n = out.shape[0] if out.ndim else 0
     # memory-bound: a split pays off only on larger arrays than compute-bound work
     if out.ndim < 2 or n < 2 or out.size < 2 * MIN_ELEMENTS or workers() < 2 \

@@ -142,13 +142,11 @@ def reduction(values: Callable[[np.ndarray], np.ndarray]) -> Step:
 
 class Rows:
     """A deferred value: ``rows(*leaves, out=out)`` computes it into ``out`` (the tile's
-    logical (..., rows, cols) view, or a GM window of that shape); the leaves may be passed
-    sliced along the leading axis with ``out`` (as :func:`ptoisa.parallel.into` does)."""
+    logical (..., rows, cols) view, or a GM window of that shape), as any deferred op is
+    called; the leaves may be passed sliced along the leading axis with ``out`` (as
+    ``wide_apply_pending`` does). Whole values go through :func:`compute`."""
 
     __slots__ = ("root", "leaves", "ids", "_nodes")
-
-    #: parallel.into and Tile._materialize call it whole: it splits its own work
-    chunks_itself = True
 
     def __init__(self, root: Node) -> None:
         self.root = root
@@ -203,6 +201,16 @@ def _run(roots: tuple[Node, ...], nodes: list[Node], args: tuple[np.ndarray, ...
         work.done()
 
     parallel.over_rows(part, n, n * per_lead)
+
+
+def compute(m: Any, tile: Any, pending: tuple[Any, tuple[Any, ...]], out: np.ndarray) -> None:
+    """``tile``'s deferred result ``pending`` (``Tile._pending``, taken off it) into ``out``:
+    a chain by :func:`evaluate`, a single op over the cores (``parallel.into``)."""
+    fn, args = pending
+    if isinstance(fn, Rows):
+        evaluate(m, tile, fn, out)
+    else:
+        parallel.into(fn, args, out)
 
 
 def evaluate(m: Any, tile: Any, rows: Rows, out: np.ndarray) -> None:

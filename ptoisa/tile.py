@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt_mod
-from . import parallel, rowfuse
+from . import rowfuse
 from . import symbolic as _sym
 from .dtypes import DType
 from .enums import (
@@ -575,12 +575,9 @@ class Tile:
             return
         if w is not None:
             v[...] = w
-        elif p is not None and isinstance(p[0], rowfuse.Rows):
-            # a deferred chain (and the values sharing its steps: see ptoisa.rowfuse)
-            rowfuse.evaluate(self._machine or current(), self, p[0], v)
         elif p is not None:
             with np.errstate(all="ignore"):
-                parallel.into(p[0], p[1], v)
+                rowfuse.compute(self._machine or current(), self, p, v)
 
     def detach(self) -> None:
         """What this lazily loaded or deferred tile reads is about to be overwritten: take

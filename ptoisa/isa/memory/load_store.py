@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import conv, parallel, rowfuse
+from ... import conv, rowfuse
 from ...conv import ConvSpec, ConvTile
 from ...enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ...errors import PtoError, RuntimeCheckError
@@ -409,10 +409,7 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
             m.gm_barrier(dst.flat)
             p = src.take_pending()
             if p is not None:
-                if isinstance(p[0], rowfuse.Rows):  # a deferred chain: see ptoisa.rowfuse
-                    rowfuse.evaluate(m, src, p[0], w)
-                else:
-                    parallel.into(p[0], p[1], w)
+                rowfuse.compute(m, src, p, w)
                 src.set_lazy(w, m, off_chip=True)
                 return
     vals = np.asarray(src.read())
