@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -109,39 +110,42 @@ def test_eager_bind_cache_keeps_every_check():
         pto.launch(kernel, True)
 
 
-def test_f16_panels_convert_by_table_to_numpys_cast():
+@pytest.mark.parametrize("dt", [np.float16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2])
+def test_slow_casts_by_table_are_the_cast(dt):
     from ptoisa.isa.matrix import matmul as mm
 
-    bits = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-    table = mm._f16_to_f32()
-    want = bits.view(np.float16).astype(np.float32)  # every f16, NaN payloads included
-    np.testing.assert_array_equal(_bits(table), _bits(want))
-    a = np.random.default_rng(2).standard_normal((128, 128)).astype(np.float16)
-    b = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float16)
-    got = np.zeros((128, 128), np.float32)
+    n = 1 << (8 * np.dtype(dt).itemsize)
+    codes = np.arange(n, dtype=np.uint32).astype(f"u{np.dtype(dt).itemsize}")
+    want = codes.view(dt).astype(np.float32)  # every bit pattern, NaN payloads included
+    got = mm._cast(codes.view(dt).reshape(-1, 16)[::-1])  # (strided, as a GM panel is)
+    np.testing.assert_array_equal(_bits(got), _bits(want.reshape(-1, 16)[::-1]))
 
-    def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:  # 2x2 blocks, 2 K-steps
-        blk = pto.get_block_idx()
-        bi, bj = blk // 2, blk % 2
-        st = (1 << 14, 1 << 14, 1 << 14, 128, 1)
-        ta = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
-        tb = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
-        left, right = pto.TileLeft(np.float16, 64, 64), pto.TileRight(np.float16, 64, 64)
-        acc = pto.TileAcc(np.float32, 64, 64)
-        for k in range(2):
-            pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + k * 64))
-            pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, 64, 64), st, offset=k * 64 * 128 + bj * 64))
-            pto.TMOV(left, ta)
-            pto.TMOV(right, tb)
-            if k == 0:
-                pto.TMATMUL(acc, left, right)
-            else:
-                pto.TMATMUL_ACC(acc, acc, left, right)
-        pto.TSTORE(GlobalTensor(c, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + bj * 64), acc)
 
-    pto.launch(gemm, a, b, got, blocks=4)
-    want_c = np.zeros_like(got)
-    for i in range(2):  # by hand: f32 products of each 64-deep K-step, accumulated in f32
+def _gemm_f16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    """128^3 as 2x2 blocks of 64^3, 2 K-steps each."""
+    blk = pto.get_block_idx()
+    bi, bj = blk // 2, blk % 2
+    st = (1 << 14, 1 << 14, 1 << 14, 128, 1)
+    ta = Tile(TileType.Mat, a.dtype, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+    tb = Tile(TileType.Mat, a.dtype, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+    left, right = pto.TileLeft(a.dtype, 64, 64), pto.TileRight(a.dtype, 64, 64)
+    acc = pto.TileAcc(np.float32, 64, 64)
+    for k in range(2):
+        pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + k * 64))
+        pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, 64, 64), st, offset=k * 64 * 128 + bj * 64))
+        pto.TMOV(left, ta)
+        pto.TMOV(right, tb)
+        if k == 0:
+            pto.TMATMUL(acc, left, right)
+        else:
+            pto.TMATMUL_ACC(acc, acc, left, right)
+    pto.TSTORE(GlobalTensor(c, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + bj * 64), acc)
+
+
+def _gemm_f16_by_hand(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """f32 products of each 64-deep K-step, accumulated in f32 (numpy's own f16 cast)."""
+    want_c = np.zeros((128, 128), np.float32)
+    for i in range(2):
         for j in range(2):
             s = None
             for k in range(2):
@@ -149,7 +153,62 @@ def test_f16_panels_convert_by_table_to_numpys_cast():
                     b[k * 64:(k + 1) * 64, j * 64:(j + 1) * 64].astype(np.float32)
                 s = p if s is None else np.float32(1) * (p + s)
             want_c[i * 64:(i + 1) * 64, j * 64:(j + 1) * 64] = s
-    np.testing.assert_array_equal(_bits(got), _bits(want_c))
+    return want_c
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+@pytest.mark.parametrize("room", [8, 3])
+def test_kept_f16_panels_follow_every_change_of_their_source(lockstep, room, monkeypatch):
+    """Converted panels kept across launches: a later launch with the same inputs converts
+    nothing and gives the same bits; a changed element (in place: same address), new contents
+    or the same bits at another address convert the panels they touch and give the new
+    inputs' product. With little room the bytes kept stay within their bound."""
+    from ptoisa.isa.matrix import matmul as mm
+
+    panel = 64 * 64 * (4 + 2)
+    monkeypatch.setattr(mm, "KEPT_MAX_BYTES", room * panel)
+    monkeypatch.setattr(mm, "_KEPT", {})
+    monkeypatch.setattr(mm, "_KEPT_BYTES", [0])
+    casts: list[tuple[int, ...]] = []
+    cast = mm._cast
+    monkeypatch.setattr(mm, "_cast", lambda v: casts.append(v.shape) or cast(v))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 128)).astype(np.float16)
+    b = rng.standard_normal((128, 128)).astype(np.float16)
+    got = np.zeros((128, 128), np.float32)
+    # panels converted per launch: A and B have 4 distinct 64x64 panels each; a lockstep
+    # launch converts a K-step's distinct panels of an operand (2) together, block by block
+    # each block its own
+    expect = [8, 0, 2, 4, 4, 2] if lockstep else [8, 0, 1, 4, 4, 1]
+    for step in range(6):
+        if step == 2:
+            a[70, 3] = -a[70, 3] - 1  # one panel of A (block row 1, K-step 0)
+        if step == 3:
+            b[:] = rng.standard_normal((128, 128)).astype(np.float16)
+        if step == 4:
+            a = a.copy()  # the same bits at another address
+        if step == 5:
+            b[127, 127] = np.float16(np.nan)
+        casts.clear()
+        pto.launch(_gemm_f16, a, b, got, blocks=4, lockstep=lockstep)
+        np.testing.assert_array_equal(_bits(got), _bits(_gemm_f16_by_hand(a, b)))
+        n = sum(int(np.prod(sh)) for sh in casts) // (64 * 64)
+        kept = list(mm._KEPT.values())
+        assert mm._KEPT_BYTES[0] == sum(s.nbytes + v.nbytes for s, v in kept)
+        assert mm._KEPT_BYTES[0] <= mm.KEPT_MAX_BYTES
+        assert not any(v.flags.writeable for _, v in kept)
+        if room == 8:
+            assert n == expect[step], (step, casts)
+        else:  # (an entry may take a quarter of the room: none of these fit)
+            assert not kept and n == (8 if lockstep else 16)
+
+
+def test_f16_panels_convert_by_table_to_numpys_cast():
+    a = np.random.default_rng(2).standard_normal((128, 128)).astype(np.float16)
+    b = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float16)
+    got = np.zeros((128, 128), np.float32)
+    pto.launch(_gemm_f16, a, b, got, blocks=4)
+    np.testing.assert_array_equal(_bits(got), _bits(_gemm_f16_by_hand(a, b)))
 
 
 def _pairwise(row, fn, identity, dt):
