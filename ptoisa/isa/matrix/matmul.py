@@ -19,7 +19,6 @@ MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 3
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -299,7 +298,7 @@ def _convert(m: Machine, t: Tile, v: np.ndarray, ct: type) -> np.ndarray:
         v = _f32_input_transform(m, v)
     v = np.asarray(v)
     if ct is np.float32 and v.dtype in _SLOW_CASTS:
-        return _kept(v)
+        return _cast(v)
     return v.astype(ct, order="C", copy=False)
 
 
@@ -323,48 +322,6 @@ def _cast(v: np.ndarray) -> np.ndarray:
         codes = np.arange(1 << (8 * bits.itemsize), dtype=np.uint32).astype(bits)
         table = _TABLES[v.dtype] = codes.view(v.dtype).astype(np.float32)
     return table.take(v.view(_SLOW_CASTS[v.dtype]))
-
-
-#: converted panels kept while their source is unchanged: (address, shape, strides, dtype)
-#: -> (a copy of the source's bits, the f32 values); least recently used first
-_KEPT: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray]] = {}
-_KEPT_BYTES = [0]
-_KEPT_LOCK = threading.Lock()  # (the cores of a mixed launch run in threads)
-#: at most this many bytes of kept panels (sources and values)
-KEPT_MAX_BYTES = 32 << 20
-
-
-def _kept(v: np.ndarray) -> np.ndarray:
-    """:func:`_cast` of ``v``, kept for the next time the same memory holds the same bits: a
-    weight panel read again by a later K-loop or launch converts once (the issue's "keep f32
-    copies while inputs are unchanged"). The bits are compared every time, so a changed
-    source (or another array at the same address) converts afresh: the values are always the
-    cast's. A comparison costs a sixth to a tenth of a conversion. The kept values are
-    read-only: every consumer reads them."""
-    nbytes = v.size * (4 + v.itemsize)
-    if v.flags.owndata or nbytes > KEPT_MAX_BYTES // 4:
-        return _cast(v)  # (a temporary: its address is reused by unrelated arrays)
-    key = (v.__array_interface__["data"][0], v.shape, v.strides, v.dtype)
-    bits = v.view(_SLOW_CASTS[v.dtype])
-    hit = _KEPT.get(key)
-    if hit is not None and np.array_equal(hit[0], bits):
-        with _KEPT_LOCK:
-            cur = _KEPT.pop(key, None)
-            if cur is not None:
-                _KEPT[key] = cur  # (now the most recently used)
-        return hit[1]
-    out = _cast(v)
-    out.flags.writeable = False
-    with _KEPT_LOCK:
-        old = _KEPT.pop(key, None)
-        if old is not None:
-            _KEPT_BYTES[0] -= old[0].nbytes + old[1].nbytes
-        while _KEPT and _KEPT_BYTES[0] + nbytes > KEPT_MAX_BYTES:
-            old = _KEPT.pop(next(iter(_KEPT)))
-            _KEPT_BYTES[0] -= old[0].nbytes + old[1].nbytes
-        _KEPT[key] = (bits.copy(), out)
-        _KEPT_BYTES[0] += nbytes
-    return out
 
 
 def _operand(m: Machine, t: Tile, rows: int, cols: int, ct: type
