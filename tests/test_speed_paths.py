@@ -121,31 +121,33 @@ def test_slow_casts_by_table_are_the_cast(dt):
     np.testing.assert_array_equal(_bits(got), _bits(want.reshape(-1, 16)[::-1]))
 
 
-def _gemm_f16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    """128^3 as 2x2 blocks of 64^3, 2 K-steps each."""
-    blk = pto.get_block_idx()
-    bi, bj = blk // 2, blk % 2
-    st = (1 << 14, 1 << 14, 1 << 14, 128, 1)
-    ta = Tile(TileType.Mat, a.dtype, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
-    tb = Tile(TileType.Mat, a.dtype, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
-    left, right = pto.TileLeft(a.dtype, 64, 64), pto.TileRight(a.dtype, 64, 64)
-    acc = pto.TileAcc(np.float32, 64, 64)
-    for k in range(2):
-        pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + k * 64))
-        pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, 64, 64), st, offset=k * 64 * 128 + bj * 64))
-        pto.TMOV(left, ta)
-        pto.TMOV(right, tb)
-        if k == 0:
-            pto.TMATMUL(acc, left, right)
-        else:
-            pto.TMATMUL_ACC(acc, acc, left, right)
-    pto.TSTORE(GlobalTensor(c, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + bj * 64), acc)
+def test_f16_panels_convert_by_table_to_numpys_cast():
+    a = np.random.default_rng(2).standard_normal((128, 128)).astype(np.float16)
+    b = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float16)
+    got = np.zeros((128, 128), np.float32)
 
+    def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:  # 2x2 blocks, 2 K-steps
+        blk = pto.get_block_idx()
+        bi, bj = blk // 2, blk % 2
+        st = (1 << 14, 1 << 14, 1 << 14, 128, 1)
+        ta = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        tb = Tile(TileType.Mat, np.float16, 64, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        left, right = pto.TileLeft(np.float16, 64, 64), pto.TileRight(np.float16, 64, 64)
+        acc = pto.TileAcc(np.float32, 64, 64)
+        for k in range(2):
+            pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + k * 64))
+            pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, 64, 64), st, offset=k * 64 * 128 + bj * 64))
+            pto.TMOV(left, ta)
+            pto.TMOV(right, tb)
+            if k == 0:
+                pto.TMATMUL(acc, left, right)
+            else:
+                pto.TMATMUL_ACC(acc, acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, 64, 64), st, offset=bi * 64 * 128 + bj * 64), acc)
 
-def _gemm_f16_by_hand(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """f32 products of each 64-deep K-step, accumulated in f32 (numpy's own f16 cast)."""
-    want_c = np.zeros((128, 128), np.float32)
-    for i in range(2):
+    pto.launch(gemm, a, b, got, blocks=4)
+    want_c = np.zeros_like(got)
+    for i in range(2):  # by hand: f32 products of each 64-deep K-step, accumulated in f32
         for j in range(2):
             s = None
             for k in range(2):
@@ -153,15 +155,7 @@ def _gemm_f16_by_hand(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                     b[k * 64:(k + 1) * 64, j * 64:(j + 1) * 64].astype(np.float32)
                 s = p if s is None else np.float32(1) * (p + s)
             want_c[i * 64:(i + 1) * 64, j * 64:(j + 1) * 64] = s
-    return want_c
-
-
-def test_f16_panels_convert_by_table_to_numpys_cast():
-    a = np.random.default_rng(2).standard_normal((128, 128)).astype(np.float16)
-    b = np.random.default_rng(3).standard_normal((128, 128)).astype(np.float16)
-    got = np.zeros((128, 128), np.float32)
-    pto.launch(_gemm_f16, a, b, got, blocks=4)
-    np.testing.assert_array_equal(_bits(got), _bits(_gemm_f16_by_hand(a, b)))
+    np.testing.assert_array_equal(_bits(got), _bits(want_c))
 
 
 def _pairwise(row, fn, identity, dt):
