@@ -288,3 +288,13 @@ def node(fn: Step, kids: tuple[Node, ...], shape: tuple[int, ...]
     if 1 + sum(k.size for k in kids) > MAX_NODES:
         return None
     return Node(fn, kids, shape)
+
+
+def defer(m: Any, tile: Any, n: Node | None) -> bool:
+    """Make ``n`` (from :func:`node`) ``tile``'s deferred value on machine ``m``; False when
+    there is none (the expression would be too large): nothing done, compute it now."""
+    if n is None:
+        return False
+    rows = Rows(n)
+    tile.set_pending(rows, rows.leaves, m)
+    return True

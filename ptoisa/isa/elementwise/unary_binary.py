@@ -141,12 +141,8 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                 # deferred in turn, a step of the chain (see ptoisa.rowfuse), or computed from
                 # it chunk by chunk, never stored on its own
                 kid = rowfuse.of(dst) if row is not None and rowfuse.worth(m, dst) else None
-                dt = dst.dtype
-                n = None if kid is None else rowfuse.node(
-                    rowfuse.wide(row, dt.np, wide(dt)), (kid,), kid.shape)
-                if n is not None:
-                    rows = rowfuse.Rows(n)
-                    dst.set_pending(rows, rows.leaves, m)
+                if kid is not None and rowfuse.defer(m, dst, rowfuse.node(
+                        rowfuse.wide(row, dst.dtype.np, wide(dst.dtype)), (kid,), kid.shape)):
                     return
                 p, dst._pending = dst._pending, None
                 if dst._buf is None:

@@ -569,11 +569,9 @@ def _declare_row_op(suffix: str) -> Instr:
             vf = None if rowfuse.of(full) else rowfuse.leaf(np.asarray(full.read(vr, vc)))
             ve = None if rowfuse.of(exp) else rowfuse.leaf(np.asarray(exp.read(vr, 1)))
             kf, ke = vf or rowfuse.of(full), ve or rowfuse.of(exp)
-            n = None if kf is None or ke is None else rowfuse.node(
-                rowfuse.ufunc(uf, dst.dtype.np), (ke, kf) if swapped else (kf, ke), kf.shape)
-            if n is not None:
-                rows = rowfuse.Rows(n)
-                dst.set_pending(rows, rows.leaves, m)
+            if kf is not None and ke is not None and rowfuse.defer(m, dst, rowfuse.node(
+                    rowfuse.ufunc(uf, dst.dtype.np), (ke, kf) if swapped else (kf, ke),
+                    kf.shape)):
                 return
         b = _row_expanded(exp, label, vr, vc)
         a = np.asarray(full.read(vr, vc))

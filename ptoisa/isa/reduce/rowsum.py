@@ -38,12 +38,8 @@ def defer_row_reduce(m: Machine, dst: Tile, src: Tile,
     kid = rowfuse.of(src)
     if kid is None:
         return False
-    n = rowfuse.node(rowfuse.reduction(values), (kid,), (*kid.shape[:-1], 1))
-    if n is None:
-        return False
-    rows = rowfuse.Rows(n)
-    dst.set_pending(rows, rows.leaves, m)
-    return True
+    return rowfuse.defer(m, dst, rowfuse.node(rowfuse.reduction(values), (kid,),
+                                              (*kid.shape[:-1], 1)))
 
 
 def row_reduce_dst(sig: Sig) -> None:
