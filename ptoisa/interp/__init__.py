@@ -24,6 +24,7 @@ from ..ir.core import Module, Op
 from ..targets import DEFAULT_TARGET
 from . import bridge, op_names
 from . import pipe_ops as _pipe_ops
+from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
 from .compiler import CompiledFunc, Compiler, Context
@@ -223,7 +224,8 @@ class Program:
 
     # ---- mixed cube + vector kernels ---------------------------------------------------------
     def _is_mixed(self, name: str) -> bool:
-        """Does ``name`` call (directly or not) both a cube and a vector function?"""
+        """Does ``name`` call (directly or not) both a cube and a vector function, or hold
+        (itself or in a function it calls) both a cube and a vector section?"""
         cache = self.__dict__.setdefault("_mixed", {})
         if name not in cache:
             cache[name] = self._calls_both_kinds(name)
@@ -238,6 +240,7 @@ class Program:
             k = _pipe_ops.kernel_kind(f)
             if k:
                 kinds.add(k)
+            kinds |= _sections.section_kinds(f)  # pto.section.cube / .vector bodies
             for op in f.walk():
                 if op.name in ("func.call", "call") and op.callee and op.callee not in seen:
                     seen.add(op.callee)

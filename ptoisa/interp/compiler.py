@@ -56,10 +56,24 @@ class _Return(Exception):
         self.values = values
 
 
-_NOOP_PREFIXES = (
-    "pto.sync.", "pto.get_buf", "pto.rls_buf", "pto.tsync", "pto.set_ffts",
-    "pto.auto_sync_tail_hint", "pto.section.", "memref.dealloc", "pto.tfree",
-)
+#: ops that compile to nothing, each with the reason it changes no value ptoisa computes; the
+#: exact names, never prefixes: any other op is executed, checked, or refused by name
+#: (``tests/interp/test_every_op.py`` walks every name ``check`` accepts)
+NO_EFFECT: dict[str, str] = {
+    "pto.set_ffts": "sets the FFTS base address of cross-core flags; ptoisa's cross-core "
+                    "flags need no address",
+    "pto.get_buf": "acquires an A5 buffer-id token; ptoisa runs a core's pipes in program "
+                   "order, so the order it enforces already holds",
+    "pto.rls_buf": "releases an A5 buffer-id token (see pto.get_buf)",
+    "pto.get_buf_dyn": "pto.get_buf with a dynamic buffer id",
+    "pto.rls_buf_dyn": "pto.rls_buf with a dynamic buffer id",
+    "pto.auto_sync_tail_hint": "a hint to PTOAS's automatic synchronisation pass",
+    "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
+}
+
+
+#: terminators that their parent op's handler reads -> the ops they may end a region of
+_TERMINATORS = {"scf.yield": "scf.for, scf.if or scf.while", "scf.condition": "scf.while"}
 
 
 class Compiler:
@@ -124,9 +138,17 @@ class CompiledFunc:
         self.steps = self.block(self.op.regions[0])
         check_function(self.op, self.c.target)  # the tiles live at once fit their buffers
 
-    def block(self, region: Region) -> list[Step]:
+    def block(self, region: Region, ends: str | None = None) -> list[Step]:
+        """The steps of ``region``'s ops; ``ends``: the terminator its parent reads (the
+        ``scf.yield`` of a loop body), which compiles to nothing. A terminator anywhere
+        else is an error: it would otherwise be dropped without a word."""
         steps: list[Step] = []
-        for op in region.block.ops:
+        ops = region.block.ops
+        for op in ops:
+            if op.name in _TERMINATORS and (op.name != ends or op is not ops[-1]):
+                where = ("must be the last op of its region" if op.name == ends
+                         else f"is not in a region of {_TERMINATORS[op.name]}")
+                raise VerifyError(f"'{op.name}' {where}", op=op.name, loc=op.loc)
             st = self.compile_op(op)
             if st is not None:
                 steps.append(st)
@@ -143,7 +165,7 @@ class CompiledFunc:
             b = bridge.check_op(op, self.c.target, self.c.permissive)
             if b is not None:
                 return self.instr_step(op, b)
-            if name.startswith(_NOOP_PREFIXES):
+            if name in NO_EFFECT:
                 return None
         except VerifyError:
             raise

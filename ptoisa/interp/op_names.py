@@ -67,7 +67,7 @@ def _all_known() -> frozenset[str]:
 
     names = set(KNOWN) | set(NON_DPS_OPS) | set(FRONTEND_OPS)
     names |= set(_OP_NAMES) | set(compiler._HANDLERS)
-    names |= {"pto." + k.lower() for k in REGISTRY}
+    names |= {"pto." + k.lower() for k in REGISTRY} | set(compiler.NO_EFFECT)
     return frozenset(names)
 
 

@@ -252,7 +252,7 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
     iv = cf.slot(body_blk.args[0])
     iters = [cf.slot(a) for a in body_blk.args[1:]]
     results = [cf.slot(r) for r in op.results]
-    body = cf.block(op.regions[0])
+    body = cf.block(op.regions[0], ends="scf.yield")
     yield_slots = _yield_slots(cf, op.regions[0])
     _counts_agree(op, ("initial values", len(inits)), ("loop-carried block arguments",
                                                        len(iters)))
@@ -324,10 +324,10 @@ def _yield(cf: CompiledFunc, op: Op) -> None:
 @handler("scf.if")
 def _if(cf: CompiledFunc, op: Op) -> Step:
     c = cf.slot(op.operands[0])
-    then = cf.block(op.regions[0])
+    then = cf.block(op.regions[0], ends="scf.yield")
     then_y = _yield_slots(cf, op.regions[0])
     has_else = len(op.regions) > 1 and op.regions[1].blocks
-    other = cf.block(op.regions[1]) if has_else else []
+    other = cf.block(op.regions[1], ends="scf.yield") if has_else else []
     other_y = _yield_slots(cf, op.regions[1]) if has_else else []
     results = [cf.slot(r) for r in op.results]
 
@@ -354,8 +354,8 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
     before, after = op.regions[0], op.regions[1]
     b_args = [cf.slot(a) for a in before.block.args]
     a_args = [cf.slot(a) for a in after.block.args]
-    b_steps = cf.block(before)
-    a_steps = cf.block(after)
+    b_steps = cf.block(before, ends="scf.condition")
+    a_steps = cf.block(after, ends="scf.yield")
     cond_op = before.block.ops[-1]
     cond = cf.slot(cond_op.operands[0])
     passed = [cf.slot(v) for v in cond_op.operands[1:]]

@@ -1,0 +1,75 @@
+"""``pto.section.cube { ... }`` / ``pto.section.vector { ... }``: code for one kind of core.
+
+PTOAS lowers a section to a preprocessor guard (``#if defined(__DAV_CUBE__)`` /
+``__DAV_VEC__``, PTO_IR_manual.md "Core-Specific Section"): the body is compiled only for
+cores of that kind, and the code around it for every core. So here
+
+* a section's body is compiled (and so verified) like any other region;
+* in a mixed launch (a function with sections of both kinds, or one that calls cube and vector
+  functions) the body runs on the cores of its kind and is skipped on the others;
+* in a launch on one core (a function whose sections are all of one kind: a cube-only or a
+  vector-only kernel, each block one core of that kind) it runs.
+
+``pto.section.simt`` (SIMT threads of the vector micro-ISA) is recognised and refused when it
+runs, naming the op: its body is never silently skipped.
+
+PTOAS rejects a section nested in another (designs/module-backend-attr-and-mixed-fatobj.md,
+"Validation"); so does ``check`` here.
+"""
+
+from __future__ import annotations
+
+from ..errors import ExecutionError, VerifyError
+from ..ir.core import Op
+from .compiler import CompiledFunc, Env, Step, handler
+
+#: section op -> the kind of core its body runs on
+KINDS = {"pto.section.cube": "cube", "pto.section.vector": "vector"}
+SIMT = "pto.section.simt"
+SECTIONS = (*KINDS, SIMT)
+
+
+def section_kinds(fn: Op) -> set[str]:
+    """The kinds of core the sections of function ``fn`` name ("cube", "vector")."""
+    return {KINDS[op.name] for op in fn.walk() if op.name in KINDS}
+
+
+def _nested_check(op: Op) -> None:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.ops:
+                for o in inner.walk():
+                    if o.name in SECTIONS:
+                        raise VerifyError(
+                            f"'{o.name}' nested in '{op.name}': PTOAS rejects nested sections",
+                            op=o.name, loc=o.loc)
+
+
+@handler(*KINDS)
+def _section(cf: CompiledFunc, op: Op) -> Step:
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1 or op.operands or op.results:
+        raise VerifyError(f"'{op.name}' takes no operands, has no results and one region "
+                          "with one block", op=op.name, loc=op.loc)
+    _nested_check(op)
+    kind = KINDS[op.name]
+    body = cf.block(op.regions[0])
+
+    def step(env: Env) -> None:
+        core = env[0].core
+        if core is not None and core.kind != kind:
+            return  # compiled out on this kind of core (#if __DAV_CUBE__ / __DAV_VEC__)
+        for s in body:
+            s(env)
+    return step
+
+
+@handler(SIMT)
+def _simt(cf: CompiledFunc, op: Op) -> Step:
+    _nested_check(op)
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        raise ExecutionError(
+            f"operation '{SIMT}' cannot be executed by ptoisa yet: SIMT sections (threads of "
+            "the vector micro-ISA) are not run; nothing in its body was executed", loc=loc)
+    return step
