@@ -66,7 +66,7 @@ def release(m: Any, pipe: Pipe | None = None) -> Token | None:
     obs = m.observers
     if not obs:
         return None
-    rec = getattr(m, "last_record", None)
+    rec = m.last_record
     parts: dict[int, list[Any]] = {}
     for o in obs:
         f = getattr(o, "edge_release", None)
@@ -83,7 +83,7 @@ def acquire(m: Any, *tokens: Token | None, pipe: Pipe | None = None) -> None:
     obs = m.observers
     if not obs or not any(t is not None for t in tokens):
         return
-    rec = getattr(m, "last_record", None)
+    rec = m.last_record
     for o in obs:
         f = getattr(o, "edge_acquire", None)
         if f is None:

@@ -18,11 +18,13 @@ is always correct as long as nothing was written to GM yet.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from . import observe
 from .errors import PtoError
 from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
@@ -73,28 +75,31 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
                 kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings), ranks))
         launch_ranks(kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings)
         return None
-    if sanitize is not False and sanitize is not None:
-        from .sanitizer import SanitizerError, sanitized
+    sanitizing = sanitize is not False and sanitize is not None
+    with contextlib.ExitStack() as stack:
+        if sanitizing:
+            from .sanitizer import sanitizing as _sanitizing
 
-        _, report, strict = sanitized(sanitize, "manual", lambda: launch(
-            kernel, *args, blocks=blocks, target=target, lockstep=lockstep, mixed=mixed,
-            cycles=cycles, **settings))
-        if report and strict:
-            raise SanitizerError(report)
-        return report
-    if cycles:
-        from .cycles import timed
+            session = stack.enter_context(_sanitizing(sanitize, "manual"))
+        if cycles:
+            from .cycles import observe as _timing
 
-        return timed(lambda: launch(kernel, *args, blocks=blocks, target=target,
-                                    lockstep=lockstep, mixed=mixed, **settings), target)
-    if mixed:
-        from .streams import run_cluster
+            model = stack.enter_context(_timing(target))
+        if mixed:
+            from .streams import run_cluster
 
-        run_cluster(lambda m: kernel(*args), target=target, blocks=blocks, lockstep=lockstep,
-                    settings=settings)
-        return None
-    return run_blocks(lambda m: kernel(*args), blocks=blocks, target=target,
-                      lockstep=lockstep, settings=settings)
+            run_cluster(lambda m: kernel(*args), target=target, blocks=blocks,
+                        lockstep=lockstep, settings=settings)
+        else:
+            run_blocks(lambda m: kernel(*args), blocks=blocks, target=target,
+                       lockstep=lockstep, settings=settings)
+    if sanitizing:
+        from .sanitizer import SanitizerError
+
+        if session.report and session.strict:
+            raise SanitizerError(session.report)
+        return session.report
+    return model.report() if cycles else None
 
 
 def check_launch(blocks: Any, lockstep: Any) -> None:
@@ -158,6 +163,7 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
     def each(b: int) -> Any:
         if machine is not None:
             m = _push(machine)
+            observe.attach(m)
             m.quiet = True
             m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
         else:
@@ -173,6 +179,7 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
             if machine is None:
                 _done(m)
             else:
+                observe.detach(m)
                 m.quiet = False
                 pop(m)
 
@@ -196,9 +203,6 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
 
 
 _MACHINES: dict[Any, Machine] = {}
-#: observers attached to every launch machine while a launch runs (the cycle model of a
-#: ``cycles=True`` launch: see ptoisa.cycles.timed)
-launch_observers: list[Callable[[Any], None]] = []
 
 
 def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machine:
@@ -213,15 +217,13 @@ def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machin
     m.reset_for_launch()
     m.lazy_loads = True
     m.quiet = True
-    m.observers.extend(launch_observers)
+    observe.attach(m)
     _push(m)
     return m
 
 
 def _done(m: Machine) -> None:
-    for obs in launch_observers:
-        if obs in m.observers:
-            m.observers.remove(obs)
+    observe.detach(m)
     m._lazy.clear()
     m._gm_settled = None  # (holds a view of a caller's array)
     m.quiet = False

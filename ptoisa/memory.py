@@ -101,6 +101,28 @@ class Machine:
         self.observers: list[Callable[[Any], None]] = []
         #: the InstrRecord of the latest observed instruction (its Event points to it)
         self.last_record: Any = None
+        #: what ptoisa.observe.attach attached for the launch running now (detach removes it)
+        self.attached: list[Any] = []
+        # ---- the core's context (set by the launchers and instructions that use it) -------
+        #: the stream (ptoisa.streams.Stream) of a core of a mixed launch, else None
+        self.stream: Any = None
+        #: which core of a mixed launch: ("AIC", block) or ("AIV", block, sub-block); None on
+        #: a machine that runs every instruction (one core)
+        self.core: tuple[Any, ...] | None = None
+        #: the vector core's sub-block in its cluster (0 or 1)
+        self.sub_block_id = 0
+        #: what the cores of one mixed launch share (ptoisa.streams.Cluster), else None
+        self.cluster: Any = None
+        #: the cluster's pipe FIFOs by (pipe, direction) (TPUSH / TPOP)
+        self.fifos: dict[Any, Any] | None = None
+        #: peers of a multi-rank launch this rank's comm instructions reach
+        self.comm_peers: list[Any] | None = None
+        #: img2col FMATRIX registers (SETFMATRIX), per operand side
+        self.fmatrix: dict[str, dict[str, Any]] | None = None
+        #: FIXPIPE quantisation set by SET_QUANT_* ("scalar" / "vector", words)
+        self.fixpipe_quant: tuple[str, Any] | None = None
+        #: the flag operations run, in order (set_flag / wait_flag / barriers)
+        self.sync_log: list[Any] | None = None
         self._lazy: list[Tile] = []
         #: bumped whenever a tile starts reading lazily or gets storage: a storage barrier
         #: that found nothing to settle need not look again until it changes

@@ -37,30 +37,29 @@ __all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
 def core_type() -> str:
     """The kind of core running this code in a mixed launch: "AIC" (cube) or "AIV" (vector);
     "ANY" outside one (a single core that runs every instruction)."""
-    core = getattr(current(), "core", None)
+    core = current().core
     return core[0] if core else "ANY"
 
 
 def get_subblock_idx() -> int:
     """This vector core's sub-block index in its cluster (0 or 1; 0 on the cube core)."""
-    return int(getattr(current(), "sub_block_id", 0))
+    return int(current().sub_block_id)
 
 
 def get_subblock_num() -> int:
     """Vector cores per cluster: 2 in a mixed launch, else 1."""
-    return 2 if getattr(current(), "core", None) else 1
+    return 2 if current().core else 1
 
 
 def launch_mixed(cube: Callable[..., Any], vector: Callable[..., Any], *args: Any,
                  blocks: int = 1, target: str = DEFAULT_TARGET, lockstep: bool | str = "auto",
-                 on_machine: Callable[[Any], None] | None = None, **settings: Any) -> None:
+                 **settings: Any) -> None:
     """Run ``cube(*args)`` on the AIC and ``vector(*args)`` on both AIVs of each of ``blocks``
     clusters (blocks in lockstep where possible); results land in the numpy arrays passed in.
-    ``settings`` go to every core's machine (stdout, mode...); ``on_machine(machine)`` is
-    called for each core's machine before it runs (to attach observers)."""
+    ``settings`` go to every core's machine (stdout, mode...); observers of an open
+    ``with ptoisa.observe.observing(obs):`` block are attached to each core's machine."""
 
     def body(m: Any) -> None:
         (cube if m.core[0] == "AIC" else vector)(*args)
 
-    run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings,
-                on_machine=on_machine)
+    run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from . import observe
 from .errors import ExecutionError, PtoError, RuntimeCheckError
 from .memory import Machine, pop, push
 from .tensor import GlobalTensor
@@ -539,11 +540,6 @@ def _window_names(kernel: Any, n: int) -> list[str]:
     return names + [f"arg{k}" for k in range(len(names), n)]
 
 
-#: called as ``hook(backend, machine)`` when a rank's machine is made, before its body runs
-#: (where a sanitizer attaches its per-rank observers: ptoisa/sanitizer/ranks.py)
-RANK_HOOKS: list[Callable[[Ranks, Machine], None]] = []
-
-
 def _tracker(b: Ranks) -> Callable[[Any], None]:
     def obs(rec: Any) -> None:
         b.last = rec
@@ -556,8 +552,7 @@ def run_rank(b: Ranks, body: Callable[[Machine], None], target: str,
     rank may write this rank's GM at any time)."""
     m = Machine(target, **settings)
     m.observers.append(_tracker(b))
-    for hook in list(RANK_HOOKS):
-        hook(b, m)
+    observe.attach(m, b)  # (a sanitizer attaches its per-rank checkers: sanitizer/ranks.py)
     push(m)
     _ctx.ranks = b
     try:

@@ -22,11 +22,13 @@ int) in a block-by-block run and the tuple of all block indices in a lockstep ru
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import memory
+from . import memory, observe
 from .errors import ExecutionError, PtoError
 from .memory import Machine
 
@@ -61,15 +63,12 @@ class Stream:
         self.done = False
         self.waiting: Callable[[], bool] | None = None  # set while blocked: can it go on?
         self.why = ""  # what it waits for
-        self.loc: Any = None  # location of the instruction it runs (an observer keeps it)
-        self.instr = ""
+        #: (instruction, location) of what it runs: Instr.run keeps it on the machine's stream
+        #: (an attribute write, not an observer: a watched machine loses the fast paths)
+        self.at: tuple[Any, Any] = (None, None)
+        self.loc: Any = None  # where it blocked (the user's line for an eager kernel)
         self.thread = threading.Thread(target=self._main, name=f"ptoisa-{name}", daemon=True)
-        machine.stream = self  # type: ignore[attr-defined]
-        machine.observers.append(self._note)
-
-    def _note(self, rec: Any) -> None:
-        self.loc = rec.loc
-        self.instr = rec.instr.mnemonic
+        machine.stream = self
 
     # ---- the thread ----------------------------------------------------------------------
     def _main(self) -> None:
@@ -103,6 +102,7 @@ class Stream:
         streams run meanwhile. Raises a deadlock report (via the launch) when none can."""
         if ready():
             return
+        self.loc = self.at[1] or _user_line()
         c = self.cluster
         with c.cv:
             self.waiting, self.why = ready, why
@@ -114,14 +114,26 @@ class Stream:
                 raise _Abort()
 
     def describe(self) -> str:
-        state = f"blocked in {self.instr} at {_where(self.loc)}: {self.why}" if self.waiting \
+        ins = self.at[0]
+        state = f"blocked in {ins.mnemonic if ins else '?'} at {_where(self.loc)}: {self.why}" \
+            if self.waiting \
             else "running"
         return f"{self.name} {state}"
 
 
+def _user_line() -> tuple[str, int] | None:
+    """(file, line) of the innermost frame outside the ptoisa package: where an eager kernel
+    called the instruction that blocks."""
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    f: Any = sys._getframe(1)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else None
+
+
 def current_stream(m: Machine) -> Stream | None:
     """The stream machine ``m`` belongs to (None outside a mixed launch)."""
-    return getattr(m, "stream", None)
+    return m.stream
 
 
 class Cluster:
@@ -139,8 +151,8 @@ class Cluster:
         self.barriers: dict[Any, Any] = {}
 
     def add(self, name: str, machine: Machine, body: Callable[[], Any]) -> Stream:
-        machine.fifos = self.fifos  # type: ignore[attr-defined]
-        machine.cluster = self  # type: ignore[attr-defined]
+        machine.fifos = self.fifos
+        machine.cluster = self
         s = Stream(self, name, machine, body)
         self.streams.append(s)
         return s
@@ -190,8 +202,7 @@ class Cluster:
         for s in self.streams:
             s.thread.join()
         for s in self.streams:
-            s.machine.observers.remove(s._note)
-            s.machine.stream = None  # type: ignore[attr-defined]
+            s.machine.stream = None
         if self.failure is not None:
             who, e = self.failure
             raise _named(who, e) from None
@@ -221,21 +232,15 @@ def core_name(kind: str, sub: int | None) -> str:
     return kind if sub is None else f"{kind}{sub}"
 
 
-#: called with every core's machine of a mixed launch before it runs (after ``machine.core``
-#: is set): where a sanitizer or a cycle model attaches its per-core observers
-MACHINE_HOOKS: list[Callable[[Machine], None]] = []
-
-
 def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
                 lockstep: bool | str = "auto", settings: dict[str, Any] | None = None,
-                cores: tuple[tuple[str, int | None], ...] = CORES,
-                on_machine: Callable[[Machine], None] | None = None) -> None:
+                cores: tuple[tuple[str, int | None], ...] = CORES) -> None:
     """Run ``body(machine)`` once per core of a cluster (AIC, AIV0, AIV1), interleaved, for
     ``blocks`` blocks: in lockstep (each machine covers all blocks) unless control flow depends
     on the block index, then (lockstep="auto", nothing written to GM yet) block by block.
     ``machine.core`` says which core a body runs on, ``machine.sub_block_id`` its sub-block.
-    ``on_machine`` (and every hook in :data:`MACHINE_HOOKS`) sees each core's machine before
-    it runs (a per-block rerun makes new machines)."""
+    The observers of open ``observing`` blocks are attached to each core's machine before it
+    runs (:func:`ptoisa.observe.attach`; a per-block rerun makes new machines)."""
     import numpy as np
 
     from .grid import check_launch, lockstep_or_each
@@ -248,12 +253,11 @@ def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
         for kind, sub in cores:
             m = Machine(target, lanes=lanes, **(settings or {}))
             m.block_idx, m.block_num = block, blocks
-            m.sub_block_id = sub or 0  # type: ignore[attr-defined]
-            m.core = (kind, blk) if sub is None else (kind, blk, sub)  # type: ignore[attr-defined]
+            m.sub_block_id = sub or 0
+            m.core = (kind, blk) if sub is None else (kind, blk, sub)
             m.lazy_loads = True
             m.quiet = True
-            for hook in (*MACHINE_HOOKS, *((on_machine,) if on_machine else ())):
-                hook(m)
+            observe.attach(m)
             out.append(m)
         return out
 

@@ -278,7 +278,7 @@ def test_lockstep_uses_take_them_and_observed_ones_do_not(
     """A launch of two blocks in lockstep (the same views in both: their results agree) takes
     the fast forms once for both blocks; an observed machine (an observer of every launch
     here) runs the general dispatch."""
-    from ptoisa import grid
+    from ptoisa.observe import observing
 
     rng = np.random.default_rng(4)
     a = rng.standard_normal((2, 16, 64)).astype(ml_dtypes.bfloat16)
@@ -290,8 +290,7 @@ def test_lockstep_uses_take_them_and_observed_ones_do_not(
     np.testing.assert_allclose(c, np.matmul(a.astype(np.float32), b.astype(np.float32)),
                                rtol=1e-5, atol=1e-5)
     seen: list[str] = []
-    with _fast(monkeypatch, True) as taken:
-        monkeypatch.setattr(grid, "launch_observers", [lambda rec: seen.append(rec.instr.name)])
+    with _fast(monkeypatch, True) as taken, observing(lambda rec: seen.append(rec.instr.name)):
         pto.launch(_chain, a, b, c, target="a2a3")
     assert taken == {}
     assert len(seen) == 12

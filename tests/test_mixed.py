@@ -386,17 +386,23 @@ def test_block_dependent_pipe_shapes_fall_back_to_block_by_block():
         assert np.isnan(out[b, 2 * (b + 1):]).all()  # rows nothing popped into: poison
 
 
-def test_machine_hooks_see_every_core_before_it_runs():
+def test_observers_see_every_core_before_it_runs():
     from ptoisa import streams
+    from ptoisa.observe import observing
 
     seen: list[tuple] = []
     recs: list[tuple] = []
 
-    def hook(m):
-        seen.append(m.core)
-        m.observers.append(lambda rec: recs.append((rec.machine.core[0], rec.instr.name)))
+    class Watch:
+        def __call__(self, rec):
+            recs.append((rec.machine.core[0], rec.instr.name))
 
-    streams.run_cluster(lambda m: pto.SYNCALL(CoreType="Mix"), target="a2a3",
-                        on_machine=hook)
-    assert seen == [("AIC", 0), ("AIV", 0, 0), ("AIV", 0, 1)]
+        def machine_made(self, m, ranks):
+            seen.append(m.core)
+            m.observers.append(self)
+
+    with observing(Watch()):
+        streams.run_cluster(lambda m: pto.SYNCALL(CoreType="Mix"), target="a2a3")
+    # (the first is the current machine, which the block watches for eager code)
+    assert seen == [None, ("AIC", 0), ("AIV", 0, 0), ("AIV", 0, 1)]
     assert sorted(recs) == [("AIC", "SYNCALL"), ("AIV", "SYNCALL"), ("AIV", "SYNCALL")]

@@ -191,7 +191,7 @@ class CycleModel:
         if not isinstance(blk, int):
             blk = 0
             self.lockstep = True
-        core = getattr(m, "core", None) or "core0"
+        core = m.core or "core0"
         if not isinstance(core, str):
             core, blk = _core_name(core, blk)
         if m.block_num > self.blocks:

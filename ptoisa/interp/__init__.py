@@ -8,6 +8,7 @@ launch over N blocks runs every block with its own ``get_block_idx``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,23 +172,33 @@ class Program:
         ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results).
         ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
         a Sanitizer object was passed: then its ``report`` has them)."""
-        if sanitize is not False and sanitize is not None:
-            from ..sanitizer import SanitizerError, sanitized, sync_mode_of
+        sanitizing = sanitize is not False and sanitize is not None
+        if sanitizing or cycles:
+            with contextlib.ExitStack() as stack:
+                if sanitizing:
+                    from ..sanitizer import SanitizerError, sync_mode_of
+                    from ..sanitizer import sanitizing as _sanitizing
 
-            out, report, strict = sanitized(
-                sanitize, sync_mode_of(self.module, name), lambda: self.run(
-                    name, *args, blocks=blocks, target=target, machine=machine,
-                    lockstep=lockstep, permissive=permissive, cycles=cycles), machine)
-            if report and strict:
-                raise SanitizerError(report)
-            return out
-        if cycles:
-            from ..cycles import timed
+                    session = stack.enter_context(
+                        _sanitizing(sanitize, sync_mode_of(self.module, name)))
+                if cycles:
+                    from ..cycles import observe as _timing
 
-            return timed(lambda: self.run(name, *args, blocks=blocks, target=target,
-                                          machine=machine, lockstep=lockstep,
-                                          permissive=permissive),
-                         target or (machine.target.name if machine else self.target), machine)
+                    model = stack.enter_context(_timing(
+                        target or (machine.target.name if machine else self.target)))
+                out = self._launch(name, args, blocks, target, machine, lockstep, permissive)
+            if sanitizing and session.report and session.strict:
+                raise SanitizerError(session.report)
+            if not cycles:
+                return out
+            rep = model.report()
+            rep.outputs = out
+            return rep
+        return self._launch(name, args, blocks, target, machine, lockstep, permissive)
+
+    def _launch(self, name: str, args: tuple[Any, ...], blocks: int, target: str | None,
+                machine: memory.Machine | None, lockstep: bool | str,
+                permissive: bool | None) -> Any:
         tgt = target or (machine.target.name if machine else self.target)
         if permissive is not None and not isinstance(permissive, bool):
             raise PtoError(f"permissive must be True or False, got {permissive!r}")
@@ -281,8 +292,8 @@ class Program:
         module = self.module
 
         def body(m: memory.Machine) -> None:
-            kind = "cube" if m.core[0] == "AIC" else "vector"  # type: ignore[attr-defined]
-            sub = int(m.sub_block_id)  # type: ignore[attr-defined]
+            kind = "cube" if m.core[0] == "AIC" else "vector"
+            sub = int(m.sub_block_id)
             comp = self._core_compiler(tgt, 0 if kind == "cube" else 1 + sub)
             comp.reset_tiles()
             ctx = Context(m, m.block_idx, blocks)

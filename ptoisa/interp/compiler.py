@@ -248,16 +248,7 @@ class CompiledFunc:
                     e.op = opname
                 raise e.with_loc(loc) from None
 
-        if instr.plain is None or params or res or as_gm or fetch is None:
-            return step
-        try_plain = instr.try_plain
-
-        def plain_step(env: Env) -> None:
-            # an elementwise op on tiles (see Instr.try_plain): its plain form when it
-            # qualifies, else the step above
-            if not try_plain(env[0].machine, fetch(env), True):
-                step(env)
-        return plain_step
+        return step
 
     def result_tile(self, op: Op, v: Any, what: str = "result type", kind: str = "a tile"
                ) -> Tile:

@@ -22,6 +22,7 @@ from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
+from ..isa.registry import REGISTRY
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
@@ -305,6 +306,9 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+_NO_PARAMS: dict[str, Any] = {}
+
+
 @handler("pto.alloc_tile")
 def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
@@ -315,11 +319,13 @@ def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
     vr = cf.slot(kw["valid_row"]) if "valid_row" in kw else None
     vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
     loc = op.loc
+    tassign = REGISTRY["TASSIGN"]
 
     def step(env: Env) -> None:
         try:
-            if addr is not None:
-                env[0].machine.assign(tile, int(env[addr]))
+            if addr is not None:  # placement is TASSIGN, as eager code writes it
+                tassign.run(env[0].machine, [tile, int(env[addr])], _NO_PARAMS, checked=True,
+                             loc=loc)
             if vr is not None or vc is not None:
                 tile.set_valid(None if vr is None else _index(env[vr]),
                                None if vc is None else _index(env[vc]))
@@ -366,10 +372,12 @@ def _set_validshape(cf: CompiledFunc, op: Op) -> Step:
 def _tassign(cf: CompiledFunc, op: Op) -> Step:
     t, a = (cf.slot(v) for v in op.operands[:2])
     loc = op.loc
+    tassign = REGISTRY["TASSIGN"]
 
     def step(env: Env) -> None:
         try:
-            env[0].machine.assign(env[t], int(env[a]))
+            tassign.run(env[0].machine, [env[t], int(env[a])], _NO_PARAMS, checked=True,
+                         loc=loc)
         except PtoError as e:
             raise e.with_loc(loc) from None
     return step

@@ -231,10 +231,10 @@ def add_peer(m: Machine, peer: Peer) -> None:
     """Register another actor of the process (a notifying rank or thread). ``peer()`` performs
     its next action and returns True if it changed anything; TWAIT calls the peers while its
     condition does not hold."""
-    peers = getattr(m, "comm_peers", None)
+    peers = m.comm_peers
     if peers is None:
         peers = []
-        m.comm_peers = peers  # type: ignore[attr-defined]
+        m.comm_peers = peers
     peers.append(peer)
 
 
@@ -317,7 +317,7 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
     """Block until every signal word satisfies ``word <cmp> cmpValue``: while it does not, the
     peers registered with :func:`add_peer` run; when none of them changes anything any more the
     wait can never return, which is reported as a deadlock (an error)."""
-    peers: list[Peer] = getattr(m, "comm_peers", None) or []
+    peers: list[Peer] = m.comm_peers or []
     backend = _ranks.active()
     if backend is not None:  # other ranks (and this process's peers) may satisfy it
         backend.wait_until(lambda: _holds(signal, cmpValue, cmp) or (

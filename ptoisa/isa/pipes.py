@@ -212,10 +212,10 @@ class Fifo:
 
 def fifo(m: Machine, pipe: TPipe, direction: Direction) -> Fifo:
     """The machine's FIFO for ``pipe`` in one direction (created on first use)."""
-    table: dict[tuple[TPipe, Direction], Fifo] | None = getattr(m, "fifos", None)
+    table: dict[tuple[TPipe, Direction], Fifo] | None = m.fifos
     if table is None:
         table = {}
-        m.fifos = table  # type: ignore[attr-defined]
+        m.fifos = table
     key = (pipe.flag_id, direction)
     f = table.get(key)
     if f is None:
@@ -226,7 +226,7 @@ def fifo(m: Machine, pipe: TPipe, direction: Direction) -> Fifo:
 def _wait(m: Machine, ready: Any, why: str) -> bool:
     """Block the calling core until ``ready()`` when it runs in a mixed launch (another core
     can fill or free a slot); False on a single core, where nothing else can."""
-    stream = getattr(m, "stream", None)
+    stream = m.stream
     if stream is None:
         return False
     stream.wait_until(ready, why)
@@ -257,7 +257,7 @@ def _pop_direction(pipe: TPipe, tile: Tile) -> Direction:
 
 
 def _lane(m: Machine, sub_block: Any) -> int:
-    lane = int(getattr(m, "sub_block_id", 0) if sub_block is None else sub_block)
+    lane = int(m.sub_block_id if sub_block is None else sub_block)
     if lane not in (0, 1):
         raise RuntimeCheckError(f"subBlockId must be 0 or 1 (AIV0/AIV1), got {lane}")
     return lane
@@ -309,7 +309,7 @@ def _pipe_operand(ins: Any, pipe: Any, *rest: Any, **params: Any) -> None:
 
 
 def _quant_register(m: Machine) -> tuple[str, np.ndarray] | None:
-    return getattr(m, "fixpipe_quant", None)
+    return m.fixpipe_quant
 
 
 def _fixpipe(m: Machine, tile: Tile, cfg: FixpipeParams) -> np.ndarray:
@@ -553,7 +553,7 @@ def SET_QUANT_SCALAR(m: Machine, preQuantScalar: Any, *,  # noqa: N802,N803
     word = int(np.array([preQuantScalar], np.float32).view(np.uint32)[0])
     if _SIGNED_8.get(str(OutType).replace("std::", ""), False):
         word |= 1 << 46
-    m.fixpipe_quant = ("scalar", np.array([[word]], np.uint64))  # type: ignore[attr-defined]
+    m.fixpipe_quant = ("scalar", np.array([[word]], np.uint64))
 
 
 def _scaling_tile(sig: Sig) -> None:
@@ -568,4 +568,4 @@ def SET_QUANT_VECTOR(m: Machine, fpTile: Tile) -> None:  # noqa: N802,N803
     """Program the vector quant register (one uint64 word per output column) from a Scaling
     tile, read by the next fix-pipe TPUSH."""
     words = np.array(fpTile.read(), copy=True).astype(np.uint64).reshape(1, -1)
-    m.fixpipe_quant = ("vector", words)  # type: ignore[attr-defined]
+    m.fixpipe_quant = ("vector", words)

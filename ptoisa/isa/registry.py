@@ -138,7 +138,8 @@ class Instr:
     #: TASSIGN, TRESHAPE, TSUBVIEW ...): one call for all blocks even when they differ by block
     any_valid: bool = False
     #: per-target declarations (JAX's ``platform=`` lowering rules): a key names a target of
-    #: the lineage (``Target.lineage``); ``impl_for`` replaces the semantics there,
+    #: the lineage (``Target.lineage``); ``impl_for`` replaces the semantics there (returning
+    #: ``NotImplemented`` from it runs the common semantics for that use),
     #: ``static_for`` / ``runtime_for`` add rules that hold there only
     impl_for: dict[str, Callable[..., Any]] = field(default_factory=dict)
     static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
@@ -194,8 +195,8 @@ class Instr:
         the per-target declarations of the first key of the target's lineage that has one)."""
         r = self._on.get(target)
         if r is None:
-            impl = next((self.impl_for[k] for k in target.lineage if k in self.impl_for),
-                        self.impl)
+            over = next((self.impl_for[k] for k in target.lineage if k in self.impl_for), None)
+            impl = self.impl if over is None else _or_common(over, self.impl)
             static = self.static + tuple(x for k in target.lineage
                                          for x in self.static_for.get(k, ()))
             runtime = self.runtime + tuple(x for k in target.lineage
@@ -270,12 +271,25 @@ class Instr:
         ``batched`` and the operands agree in shape across blocks, else once per block. An
         unobserved use that an entry's plain form (:meth:`try_plain`) or fast form
         (:attr:`fast`) takes runs in that one step instead."""
+        st = m.stream
+        if st is not None:  # a core of a mixed launch: where it is, should it block here
+            st.at = (self, loc)
         if m.observers:
             rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
                 obs(rec)
-        elif self.plain is not None and not params and self.try_plain(m, vals, checked):
+            result = self._dispatch(m, vals, params, checked)
+            for obs in m.observers:
+                after = getattr(obs, "after", None)
+                if after is not None:
+                    after(rec)
+            return result
+        if self.plain is not None and not params and self.try_plain(m, vals, checked):
             return None
+        return self._dispatch(m, vals, params, checked)
+
+    def _dispatch(self, m: Machine, vals: list[Any], params: dict[str, Any],
+                  checked: bool) -> Any:
         # the semantics run once: one block, or every block together (see _all_uniform)
         once = m.lanes == 1 or (self.batched and _all_uniform(vals, self.any_valid))
         if once and self.fast is not None and not m.observers:
@@ -315,11 +329,6 @@ class Instr:
                 e.op = self.mnemonic
                 e.args = (e.render(),)
             raise
-
-    def execute(self, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
-        """Check and run on one block's operands, without observers (a helper for
-        instructions built from others)."""
-        return self._run_one(m, vals, params, False)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
         """Split positional args into operand values (trailing Events are waits), coerce
@@ -459,12 +468,6 @@ class Instr:
             key = key[:3] + (tuple(_hashable(v) for v in params.values()),)
             return key in self._passed, types, key
 
-    def check(self, target: Target, vals: list[Any], params: dict[str, Any],
-              permissive: bool = False) -> None:
-        self._check_static_of(target, vals, params, permissive)
-        for r in self.on(target).runtime:
-            r(self, *vals, **params)
-
     def _check_static_of(self, target: Target, vals: Sequence[Any], params: dict[str, Any],
                          permissive: bool) -> None:
         """The static rules for these operands' types and parameters, unless they passed
@@ -499,6 +502,24 @@ class Instr:
 
     def __repr__(self) -> str:
         return f"<instruction {self.name}>"
+
+
+_COMPOSED: dict[tuple[Callable[..., Any], Callable[..., Any]], Callable[..., Any]] = {}
+
+
+def _or_common(over: Callable[..., Any], common: Callable[..., Any]) -> Callable[..., Any]:
+    """A target's semantics (``impl_for``) that may hand a use back to the common ones by
+    returning ``NotImplemented`` (after doing what it adds, if anything): an override never
+    calls another entry's semantics itself. One function per pair (targets that share an
+    override share its semantics)."""
+    impl = _COMPOSED.get((over, common))
+    if impl is None:
+        def impl(m: Any, *vals: Any, **params: Any) -> Any:
+            r = over(m, *vals, **params)
+            return common(m, *vals, **params) if r is NotImplemented else r
+        impl.__doc__ = over.__doc__
+        _COMPOSED[(over, common)] = impl
+    return impl
 
 
 class Resolved:

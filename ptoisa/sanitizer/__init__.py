@@ -28,17 +28,19 @@ Use it through ``pto.launch(..., sanitize=True)``, ``prog.fn(..., sanitize=True)
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ExecutionError, PtoError, PtoMemoryError
+from ..observe import observing
 from ..progress import Progress
 from .blocks import BlockRaces
 from .clocks import Core, Group
 from .report import Finding, Report, SanitizerError, Site, where
 
-__all__ = ["CHECKS", "Finding", "Report", "Sanitizer", "SanitizerError", "Site", "make",
-           "sanitized", "sync_mode_of", "where"]
+__all__ = ["CHECKS", "Finding", "Report", "Sanitizer", "SanitizerError", "Session", "Site",
+           "make", "sanitized", "sanitizing", "sync_mode_of", "where"]
 
 CHECKS = ("races", "oob", "uninit", "placement", "nan")
 DEFAULT_CHECKS = ("races", "oob", "uninit", "placement")
@@ -135,7 +137,7 @@ class Sanitizer:
 
     def _switch(self, m: Any, b: Any) -> None:
         bk = b if isinstance(b, int) else "lanes"
-        key = (id(m), bk, getattr(m, "core", None))
+        key = (id(m), bk, m.core)
         core = self._cores.get(key)
         if core is None:
             if bk != "lanes":
@@ -152,7 +154,7 @@ class Sanitizer:
                 self._finish_core(self._cores.pop(k))
             # the cores of one block of one cluster share their GM state (a core outside a
             # mixed launch is a group of one)
-            cl = getattr(m, "cluster", None)
+            cl = m.cluster
             gk = (id(cl if cl is not None else m), bk)
             group = self._groups.get(gk)
             if group is None:
@@ -282,32 +284,33 @@ def _user_loc(tb: Any) -> tuple[str, int] | None:
     return loc
 
 
-def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
-              ) -> tuple[Any, Report, bool]:
-    """Run ``run()`` with the sanitizer of ``sanitize`` watching every launch machine (and
-    ``machine``, when the caller brings its own); returns (result, report, whether the caller
-    should raise on findings: ``sanitize=True`` or a check list, not a Sanitizer object)."""
-    from .. import grid, streams
+class Session:
+    """What a :func:`sanitizing` block leaves: the sanitizer, its report once the block ended,
+    and whether the caller should raise on findings (``sanitize=True`` or a check list; not a
+    Sanitizer object the caller reads itself)."""
 
+    def __init__(self, san: Sanitizer, strict: bool) -> None:
+        self.sanitizer = san
+        self.strict = strict
+        self.report: Report | None = None
+
+
+@contextmanager
+def sanitizing(sanitize: Any, default_sync: str) -> Iterator[Session]:
+    """Run the block with the sanitizer of ``sanitize`` observing every launch machine (and
+    the current one); the session's ``report`` holds the findings afterwards. A run the
+    machine refuses to go on with (a placement the target cannot hold, a GM view reaching
+    outside its array) ends the block with a SanitizerError carrying it as the last finding."""
     san = make(sanitize)
     assert san is not None
     san.begin(default_sync)
-    grid.launch_observers.append(san)
-    if machine is not None:
-        machine.observers.append(san)
-
-    def attach(m: Any) -> None:  # every core's machine of a mixed (cube + vector) launch
-        if san not in m.observers:
-            m.observers.append(san)
-
-    streams.MACHINE_HOOKS.append(attach)
+    session = Session(san, not isinstance(sanitize, Sanitizer))
     bar = Progress(None, "sanitize: instructions").__enter__()
     san.progress = bar if bar.enabled else None
     try:
-        result = run()
+        with observing(san):
+            yield session
     except (PtoMemoryError, ExecutionError) as e:
-        # a run the machine refuses to go on with — a placement the target cannot hold, a GM
-        # view reaching outside its array: one more finding, the last
         kind = _stop_kind(e)
         if kind is None or kind not in san.checks:
             raise
@@ -321,10 +324,12 @@ def sanitized(sanitize: Any, default_sync: str, run: Any, machine: Any = None
     finally:
         bar.close()
         san.progress = None
-        if san in grid.launch_observers:
-            grid.launch_observers.remove(san)
-        streams.MACHINE_HOOKS.remove(attach)
-        if machine is not None and san in machine.observers:
-            machine.observers.remove(san)
-    report = san.finish()
-    return result, report, not isinstance(sanitize, Sanitizer)
+    session.report = san.finish()
+
+
+def sanitized(sanitize: Any, default_sync: str, run: Any) -> tuple[Any, Report, bool]:
+    """``run()`` inside :func:`sanitizing`: (its result, the report, whether to raise)."""
+    with sanitizing(sanitize, default_sync) as s:
+        result = run()
+    assert s.report is not None
+    return result, s.report, s.strict

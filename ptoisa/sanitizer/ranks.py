@@ -2,9 +2,9 @@
 sanitize=True)``).
 
 Every rank gets its own :class:`~ptoisa.sanitizer.Sanitizer` (its pipes, blocks, flags: the
-checks of one NPU), attached to the rank's machine when the launcher makes it
-(:data:`ptoisa.ranks.RANK_HOOKS`). In the in-process backend the ranks' GM windows are also
-checked against each other (:class:`RankRaces`):
+checks of one NPU), attached to the rank's machine when the launcher makes it (an observer
+whose ``machine_made`` sees the rank: :mod:`ptoisa.observe`). In the in-process backend the
+ranks' GM windows are also checked against each other (:class:`RankRaces`):
 
 * each rank has a vector clock over the ranks; its accesses to window bytes are stamped with
   (rank, epoch). Within a rank, program order orders its accesses at this level (the pipes
@@ -34,6 +34,7 @@ import numpy as np
 
 from ..access import accesses
 from ..errors import SourceLoc
+from ..observe import observing
 from .report import Finding, Report, SanitizerError, Site, where
 
 __all__ = ["RankRaces", "sanitized_ranks"]
@@ -263,25 +264,32 @@ def sanitized_ranks(sanitize: Any, run: Any, ranks: Any, default_sync: str = "ma
     per_rank: dict[int, Sanitizer] = {}
     lock = threading.Lock()
 
-    def hook(b: Any, m: Any) -> None:
-        mine = Sanitizer(san.checks, sync=san.sync, fail_fast=san.fail_fast)
-        mine.begin(default_sync)
-        with lock:
-            per_rank[b.rank] = mine
-        m.observers.append(mine)
-        if between is not None:
-            m.observers.append(between.machine_observer(b.rank))
-            b.observers.append(between.backend_observer(b))
+    class PerRank:
+        """Observer (ptoisa.observe): a sanitizer of its own on every rank's machine."""
 
-    _ranks.RANK_HOOKS.append(hook)
+        def __call__(self, rec: Any) -> None:  # (never attached itself)
+            pass
+
+        def machine_made(self, m: Any, b: Any) -> None:
+            if b is None:
+                return  # not a rank's machine
+            mine = Sanitizer(san.checks, sync=san.sync, fail_fast=san.fail_fast)
+            mine.begin(default_sync)
+            with lock:
+                per_rank[b.rank] = mine
+            m.observers.append(mine)
+            if between is not None:
+                m.observers.append(between.machine_observer(b.rank))
+                b.observers.append(between.backend_observer(b))
+
     try:
-        run()
+        with observing(PerRank()):
+            run()
     except _ranks.RankError as e:  # fail_fast: a rank's sanitizer stopped it
         if isinstance(e.__cause__, SanitizerError):
             raise e.__cause__ from None
         raise
     finally:
-        _ranks.RANK_HOOKS.remove(hook)
         for r in sorted(per_rank):
             for f in per_rank[r].finish().findings:
                 f = Finding(f.kind, f"on rank {r}: {f.message}", f.site, f.other,

@@ -108,14 +108,14 @@ def test_examples_read_nothing_uninitialised(name, form, monkeypatch, capsys):
     scratch operands the registry leaves generic (TMRGSORT's tmp) are not reads."""
     import runpy
 
-    from ptoisa import grid
+    from ptoisa.observe import observing
 
     san = Sanitizer(sync="auto")
     san.begin("auto")
-    monkeypatch.setattr(grid, "launch_observers", [san])
     monkeypatch.setattr("sys.argv", [f"{name}.py", *form])
     try:
-        runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")
+        with observing(san):
+            runpy.run_path(str(EXAMPLES / f"{name}.py"), run_name="__main__")
     except SystemExit as e:
         assert not e.code
     capsys.readouterr()

@@ -143,10 +143,10 @@ def _slot(mode: SetFmatrixMode) -> str:
 
 def fmatrix(m: Machine) -> dict[str, dict[str, Any]]:
     """The Machine's FMATRIX state: ``{"A": {...}, "B": {...}}`` of the set fields."""
-    st: dict[str, dict[str, Any]] | None = getattr(m, "fmatrix", None)
+    st: dict[str, dict[str, Any]] | None = m.fmatrix
     if st is None:
         st = {"A": {}, "B": {}}
-        m.fmatrix = st  # type: ignore[attr-defined]
+        m.fmatrix = st
     return st
 
 

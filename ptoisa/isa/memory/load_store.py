@@ -364,7 +364,7 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     if not _plain_transfer(dst, src) or not dst.flat.flags.writeable \
             or (src.spec.loc is TileType.Acc and not 1 <= src._vc <= 4095):
         return False
-    ins.impl(m, *vals, **params)
+    _tstore(m, *vals, **params)
     return True
 
 
@@ -390,6 +390,12 @@ def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None,
     through the fix-pipe (optionally with a scalar quant word ``preQuantScalar`` and ReLU);
     ``atomicType=AtomicAdd`` adds into GM instead of overwriting. A ConvTile src stores its
     elements in order to the view (convolution layouts, no conversion)."""
+    _tstore(m, dst, src, preQuantScalar, atomicType=atomicType, reluPreMode=reluPreMode)
+
+
+def _tstore(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N803
+            atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
+    """TSTORE's semantics (its entry's and its fast form's)."""
     if isinstance(src, ConvTile):
         m.gm_writes += 1
         m.gm_barrier(dst.flat)

@@ -450,11 +450,11 @@ def _rowexpand_runtime(ins: Instr, dst: Tile, src: Tile, **kw: Any) -> None:
                                 f"{dst.valid_row}", op=ins.mnemonic)
 
 
-def _trowexpand_a2a3(m: Machine, dst: Tile, src: Tile) -> None:
-    """a2a3 does nothing when any valid extent of src is 0."""
+def _trowexpand_a2a3(m: Machine, dst: Tile, src: Tile) -> Any:
+    """a2a3 does nothing when any valid extent of src is 0 (else the common semantics)."""
     if 0 in src.valid_shape:
-        return
-    TROWEXPAND.impl(m, dst, src)
+        return None
+    return NotImplemented
 
 
 @instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
@@ -680,10 +680,11 @@ def _same_valid(*names: str) -> Callable[..., None]:
     return rule
 
 
-def _tpairreducesum_cpu(m: Machine, dst: Tile, src0: Tile) -> None:
-    """The CPU simulator fills the whole Rows x Cols dst with 0 first."""
+def _tpairreducesum_cpu(m: Machine, dst: Tile, src0: Tile) -> Any:
+    """The CPU simulator fills the whole Rows x Cols dst with 0 first (then the common
+    semantics)."""
     dst.fill(0, dst.rows, dst.cols)
-    TPAIRREDUCESUM.impl(m, dst, src0)
+    return NotImplemented
 
 
 @instr("TPAIRREDUCESUM", family="reduce", pipe=Pipe.V,

@@ -50,7 +50,7 @@ def _eid(eventId: Any, op: str) -> int:  # noqa: N803
 
 
 def _me(m: Machine) -> str:
-    core = m.core  # type: ignore[attr-defined]
+    core = m.core
     return "AIC" if core[0] == "AIC" else f"AIV{core[2]}"
 
 
@@ -87,7 +87,7 @@ def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  #
     eid = _eid(eventId, "sync_set")
     mode = int(FftsMode)
     _record(m, ("SYNC_SET", pipe, eid, mode))
-    cl = getattr(m, "cluster", None)
+    cl = m.cluster
     if cl is None:
         return
     me = _me(m)
@@ -121,11 +121,11 @@ def SYNC_WAIT(m: Machine, pipe: Pipe, eventId: Any) -> None:  # noqa: N802,N803
     (``pto.sync.wait``; blocks this core of a mixed launch while other cores run)."""
     eid = _eid(eventId, "sync_wait")
     _record(m, ("SYNC_WAIT", pipe, eid))
-    cl = getattr(m, "cluster", None)
+    cl = m.cluster
     if cl is None:
         return
     key = (_me(m), eid)
-    m.stream.wait_until(lambda: cl.flags.get(key, 0) > 0,  # type: ignore[attr-defined]
+    m.stream.wait_until(lambda: cl.flags.get(key, 0) > 0,
                         f"cross-core flag {eid} of {key[0]} is not set")
     edges.acquire(m, _take(cl, key), pipe=edges.wait_scope(m, pipe))
 
@@ -137,7 +137,7 @@ _SYNCALL_SETS = {"AIVOnly": ("AIV",), "AICOnly": ("AIC",), "Mix": ("AIC", "AIV")
 def syncall_barrier(m: Machine, core_type: Any) -> None:
     """SYNCALL in a mixed launch: wait until every core of the participant set (AIVOnly,
     AICOnly, Mix) has reached its same-numbered SYNCALL."""
-    cl = getattr(m, "cluster", None)
+    cl = m.cluster
     if cl is None:
         return
     kinds = _SYNCALL_SETS.get(str(core_type).rsplit("::", 1)[-1])
@@ -147,7 +147,7 @@ def syncall_barrier(m: Machine, core_type: Any) -> None:
     if m.lanes == 1 and m.block_num > 1:
         raise ExecutionError("SYNCALL synchronises every block of the launch: the blocks must "
                              "run in lockstep (this launch runs them one by one)", op="syncall")
-    me = m.stream  # type: ignore[attr-defined]
+    me = m.stream
     if me.machine.core[0] not in kinds:
         return
     arrived = cl.barriers.setdefault(kinds, {})

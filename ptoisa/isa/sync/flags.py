@@ -21,10 +21,10 @@ from ..spelling import Form, Ptoas
 
 
 def _record(m: Machine, entry: tuple[Any, ...]) -> None:
-    log = getattr(m, "sync_log", None)
+    log = m.sync_log
     if log is None:
         log = []
-        m.sync_log = log  # type: ignore[attr-defined]
+        m.sync_log = log
     log.append(entry)
 
 
@@ -100,7 +100,7 @@ def SYNCALL(m: Machine, gmWorkspace: Any = None, usedCores: Any = None, *,  # no
     launch a core waits here until every core of the set has arrived; on a single core it is
     a recorded no-op."""
     _record(m, ("SYNCALL", CoreType, usedCores))
-    if getattr(m, "cluster", None) is not None:
+    if m.cluster is not None:
         from .cross_core import syncall_barrier
 
         syncall_barrier(m, CoreType)

@@ -125,16 +125,17 @@ def _same_storage(a: Tile, b: Tile) -> bool:
     return bool(a._buf.__array_interface__["data"][0] == b._buf.__array_interface__["data"][0])
 
 
-def _tdivs_a2a3(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:
-    """a2a3's in-place path (dst and src the same storage): multiply by the reciprocal."""
+def _tdivs_a2a3(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> Any:
+    """a2a3's in-place path (dst and src the same storage): multiply by the reciprocal; other
+    uses are the common semantics."""
     vr, vc = dst.valid_shape
     dt = dst.dtype
     if vr and vc and isinstance(a, Tile) and dt.is_float and _same_storage(dst, a):
         with np.errstate(all="ignore"):
             inv = (np.float32(1) / np.float32(as_elem(b, dt))).astype(dt.np)
             dst.write((np.asarray(a.read(vr, vc)) * inv).astype(dt.np))
-        return
-    TDIVS.impl(m, dst, a, b, **kw)
+        return None
+    return NotImplemented
 
 
 @instr("TDIVS", family="tile-scalar", pipe=Pipe.V,

@@ -1,0 +1,101 @@
+"""One way to observe a run: the :class:`Observer` protocol and ``with observing(obs):``.
+
+An observer (the sanitizer, the cycle model, a trace, a test's recorder) is a callable that
+:meth:`Instr.run <ptoisa.isa.registry.Instr.run>` calls with an
+:class:`~ptoisa.isa.registry.InstrRecord` before each instruction runs. It may also have
+
+* ``after(rec)``: called when that instruction has run (not when it raised);
+* ``edge_release(rec, pipe)`` / ``edge_acquire(rec, payloads, pipe)``: a producer on one core
+  released what a consumer on another acquires (TPUSH/TPOP, cross-core flags, SYNCALL: see
+  :mod:`ptoisa.edges`);
+* ``machine_made(machine, ranks)``: a launcher made (or reused) ``machine`` for a launch: a
+  block grid, one core of a mixed cluster (``machine.core``), one rank of a multi-rank launch
+  (``ranks`` is its backend, else None); also the current machine when the block opens.
+  Without it the observer itself is attached to every such machine; with it, the observer
+  attaches what it wants (per-rank checkers, say).
+
+``with observing(obs, ...):`` makes every launcher (``pto.launch``, ``Program.run``, the mixed
+and multi-rank launchers) attach the observers to each machine it runs, and attaches them to
+the current machine for eager code run outside a launch. Launchers call :func:`attach` /
+:func:`detach`; nothing else keeps a list of hooks.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from .memory import Machine, current
+
+__all__ = ["Observer", "attach", "detach", "observing", "watching"]
+
+
+class Observer(Protocol):
+    """Called with each instruction's record before it runs; the methods named in the module
+    docstring are optional."""
+
+    def __call__(self, rec: Any) -> None: ...
+
+
+_lock = threading.Lock()
+#: the observers of the open ``observing`` blocks, outermost first (shared by every thread: a
+#: mixed launch runs its cores in threads of their own)
+_watching: list[Any] = []
+
+
+def watching() -> tuple[Any, ...]:
+    """The observers every launch attaches now."""
+    return tuple(_watching)
+
+
+@contextmanager
+def observing(*observers: Any) -> Iterator[None]:
+    """Attach ``observers`` to every machine a launch runs inside the block, and to the
+    current machine."""
+    m = current()
+    with _lock:
+        _watching.extend(observers)
+    before = list(m.observers)
+    for o in observers:
+        _attach_one(o, m, None)
+    added = [o for o in m.observers if o not in before]
+    try:
+        yield
+    finally:
+        with _lock:
+            for o in observers:
+                _watching.remove(o)
+        for o in added:
+            if o in m.observers:
+                m.observers.remove(o)
+
+
+def _attach_one(o: Any, m: Machine, ranks: Any) -> None:
+    hook = getattr(o, "machine_made", None)
+    if hook is not None:
+        hook(m, ranks)
+    elif o not in m.observers:
+        m.observers.append(o)
+
+
+def attach(m: Machine, ranks: Any = None) -> None:
+    """(launchers) ``m`` is about to run a launch: attach what the open ``observing`` blocks
+    watch with (``ranks``: the rank backend ``m`` runs for)."""
+    if not _watching:
+        return
+    before = list(m.observers)
+    for o in watching():
+        _attach_one(o, m, ranks)
+    m.attached = [o for o in m.observers if o not in before]
+
+
+def detach(m: Machine) -> None:
+    """(launchers) The launch on ``m`` ended: remove what :func:`attach` attached."""
+    added = m.attached
+    if added:
+        for o in added:
+            if o in m.observers:
+                m.observers.remove(o)
+        m.attached = []
