@@ -36,8 +36,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..access import (
-    NO_DATA_OPS,
-    ROLES,
     Span,
     gm_span,
     rects_meet,
@@ -328,7 +326,7 @@ class Core(_Checks):
                 self.aliases.pop(id(view), None)
             self.roots[id(view)] = self.roots.get(id(base), id(base))
             return
-        if name in NO_DATA_OPS:
+        if rec.instr.access != "data":
             if rec.values and isinstance(rec.values[0], Tile):
                 self.roots.pop(id(rec.values[0]), None)  # placed anew: its own bytes
             return
@@ -388,9 +386,9 @@ class Core(_Checks):
         cache = self.span_cache
         aliases = self.aliases
         m = rec.machine
-        name = rec.instr.name
+        special = rec.instr.access_roles
         for o, v in zip(rec.instr.operands, rec.values, strict=False):
-            if (name, o.name) in ROLES:
+            if special and o.name in special:
                 role = role_of(rec, o)
             else:
                 role = o.role
