@@ -726,18 +726,18 @@ REGISTRY: dict[str, Instr] = {}
 
 #: the synchronisation an entry declares (``sync=``): what observers and the exporter read
 SYNC_KINDS: dict[str, str] = {
-    "set_flag": "sets a flag from one pipe of the core to another (SET_FLAG)",
-    "wait_flag": "a pipe waits for a flag set by another pipe of the core (WAIT_FLAG)",
+    "flag_set": "sets a flag from one pipe of the core to another (SET_FLAG)",
+    "flag_wait": "a pipe waits for a flag set by another pipe of the core (WAIT_FLAG)",
     "barrier": "a pipe's (or every pipe's) later instructions wait for its earlier ones",
     "events": "waits for the Events passed to it (eager code's record/wait events)",
-    "syncall": "every core of the launch waits for all the others",
+    "all_cores": "every core of the launch waits for all the others (SYNCALL)",
     "cross_core": "a flag between the cube and the vector cores of a cluster",
     "pipe": "a cube <-> vector pipe (TPUSH / TPOP / TFREE): data and its synchronisation",
     "signal": "a signal between ranks (notify, wait on, test a signal word)",
 }
 #: the kinds that order the pipes of one core (``pto.set_flag`` / ``pto.wait_flag`` /
 #: ``pto.barrier``): a program with one is manually synchronised
-PIPE_SYNC = frozenset({"set_flag", "wait_flag", "barrier"})
+PIPE_SYNC = frozenset({"flag_set", "flag_wait", "barrier"})
 #: what an entry's ``access=`` may say
 ACCESS_KINDS = frozenset({"data", "view", "place"})
 
@@ -870,6 +870,13 @@ def ptoas_forms(op_name: str) -> tuple[Form, ...]:
     if ins is None or ins.ptoas is None:
         return ()
     return tuple(ins.ptoas.forms.get(op_name, ()))
+
+
+def ptoas_op(ins: Instr) -> str:
+    """The op ptoisa writes for an instruction (the exporter): the entry's ``ptoas.op``, else
+    ``pto.<mnemonic>``."""
+    sp = ins.ptoas
+    return sp.op if sp is not None and sp.op else f"pto.{ins.mnemonic}"
 
 
 def ptoas_attr_tables() -> dict[str, dict[str, Attr]]:
