@@ -13,9 +13,11 @@ the memory they live in, so two spans can only overlap when their keys are equal
   element the view reaches (every block's offset included in a lockstep launch).
 
 Operand roles decide the direction: ``in`` reads, ``out`` writes, ``inout`` and ``scratch``
-both. The view instructions (TRESHAPE, TSUBVIEW, TALIAS, TGET_SCALE_ADDR) and TASSIGN move
-no data: they access nothing; a view of an auto tile is placed inside its base's span
-through ``aliases`` (``{id(view): (base, byte_offset)}``, kept by the observer that watches
+both (an entry's ``access_roles`` say an operand's role where the declared one is generic).
+The instructions whose entry declares ``access="view"`` (TRESHAPE, TSUBVIEW, TALIAS,
+TGET_SCALE_ADDR) or ``access="place"`` (TASSIGN) move no data: they access nothing; a view of
+an auto tile is placed inside its base's span (at the entry's ``view_offset``) through
+``aliases`` (``{id(view): (base, byte_offset)}``, kept by the observer that watches
 the view instructions, see :func:`view_alias`). This is deliberately conservative (a tile's
 whole storage, a GM view's whole extent): a checker built on it may report an overlap that a
 finer model would not, never miss one.
@@ -89,12 +91,6 @@ def rects_meet(a: tuple[int, int, int, int, int] | None,
     return a[1] < b[2] and b[1] < a[2] and a[3] < b[4] and b[3] < a[4]
 
 
-#: instructions that make one tile a view of another's bytes (no data moves)
-VIEW_OPS = frozenset({"TRESHAPE", "TSUBVIEW", "TALIAS", "TGET_SCALE_ADDR"})
-#: instructions that move no data at all: views, and placing a tile or binding a GM view
-NO_DATA_OPS = VIEW_OPS | {"TASSIGN"}
-
-
 def _tile_name(t: Tile) -> str:
     return t.name or f"tile {t.spec.describe()}"
 
@@ -165,39 +161,29 @@ def operand_span(v: Any, machine: Any = None,
 
 
 def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
-    """(view, base, byte offset) of a view instruction (TRESHAPE/TSUBVIEW/TALIAS/
-    TGET_SCALE_ADDR), computed before it runs, as it will place the view; None otherwise."""
-    name = rec.instr.name
-    if name not in VIEW_OPS or len(rec.values) < 2:
+    """(view, base, byte offset) of an instruction whose entry declares ``access="view"``
+    (TRESHAPE/TSUBVIEW/TALIAS/TGET_SCALE_ADDR), computed before it runs, as it will place the
+    view (at the entry's ``view_offset``; 0 when it has none or it cannot tell); None
+    otherwise."""
+    ins = rec.instr
+    if ins.access != "view" or len(rec.values) < 2:
         return None
     dst, src = rec.values[0], rec.values[1]
     if not isinstance(dst, Tile) or not isinstance(src, Tile):
         return None
     off = 0
-    if name == "TSUBVIEW":
+    if ins.view_offset is not None:
         try:
-            r, c = int(rec.values[2]), int(rec.values[3])
-            off = int(src.spec.offsets[r, c]) * src.dtype.itemsize
+            off = ins.view_offset(rec.values)
         except (TypeError, ValueError, IndexError):
             off = 0
     return dst, src, off
 
 
-def _tmrgsort_a2(values: list[Any]) -> str:
-    # TMRGSORT(dst, executed, tmp, src0, ...): with an executed-list first, a2 is the tmp tile
-    return "scratch" if len(values) > 2 and not isinstance(values[1], Tile) else "in"
-
-
-#: roles the registry leaves generic (``any`` operands that may be a tile): what they are
-ROLES: dict[tuple[str, str], Any] = {
-    ("TGATHER", "tmp"): "scratch", ("TGATHER", "tmp2"): "scratch",
-    ("TMRGSORT", "a2"): _tmrgsort_a2,
-}
-
-
 def role_of(rec: InstrRecord, opnd: Any) -> str:
-    """An operand's role in this use: its declared role unless :data:`ROLES` says better."""
-    r = ROLES.get((rec.instr.name, opnd.name))
+    """An operand's role in this use: its declared role unless the entry's ``access_roles``
+    say better."""
+    r = rec.instr.access_roles.get(opnd.name)
     if r is None:
         return str(opnd.role)
     return r(rec.values) if callable(r) else str(r)
@@ -206,8 +192,9 @@ def role_of(rec: InstrRecord, opnd: Any) -> str:
 def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,
                      memo: dict[Any, Any] | None = None) -> list[tuple[str, Any, Span]]:
     """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
-    ``in``, ``out``, ``inout``, ``scratch``); nothing for the view instructions and TASSIGN."""
-    if rec.instr.name in NO_DATA_OPS:
+    ``in``, ``out``, ``inout``, ``scratch``); nothing for an entry that moves no data (its
+    ``access`` is ``"view"`` or ``"place"``)."""
+    if rec.instr.access != "data":
         return []
     out: list[tuple[str, Any, Span]] = []
     for o, v in zip(rec.instr.operands, rec.values, strict=False):

@@ -297,7 +297,7 @@ class CaseRun:
             if name == "TPUSH" and step["step"] in snaps:
                 self._restore_inputs(snaps[step["step"]])
             args = [a for a in (self.operand(o) for o in step["operands"]) if a is not None]
-            if name in _PIPE_OPS:
+            if ins.sync == "pipe":
                 args = lanes.arrange(name, args, step.get("template_args") or {})
             if name == "TWAIT" and getattr(args[0], "unrecorded", False):
                 _peer_for_unrecorded_signal(self.m, args)
@@ -328,9 +328,6 @@ class CaseRun:
             if "tile" in o and before and o.get("role") == "in":
                 t = self.tiles[o["tile"]]
                 t.write(load_array(self.dir, before).astype(t.dtype.np, copy=False))
-
-
-_PIPE_OPS = {"TPUSH", "TPOP", "TFREE"}
 
 
 class _PipeLanes:
@@ -824,7 +821,7 @@ def unreproducible(case: dict[str, Any]) -> str | None:
     if cid in NOT_REPRODUCIBLE:
         return NOT_REPRODUCIBLE[cid]
     ops = {s["op"] for s in case["program"]}
-    if not ops & _PIPE_OPS:
+    if not any(REGISTRY[o].sync == "pipe" for o in ops if o in REGISTRY):
         return None
     if any(_MULTI_CORE in n for n in case.get("notes") or []):
         return ("multi-core trace: the program lists the calls of the cube core and both "

@@ -164,7 +164,7 @@ class CycleReport:
                 ev.append({"name": s.op, "cat": s.pn, "ph": "X", "ts": s.start,
                            "dur": s.cycles, "pid": pid, "tid": tid,
                            "args": {"at": _where(s.loc), "index": s.index}})
-            elif s.sync[0] in ("SET_FLAG", "WAIT_FLAG"):
+            elif s.sync[0] in ("flag_set", "flag_wait"):
                 # a zero-length slice on the pipe it holds: the flow arrows bind to these
                 _, src, dst, eid = s.sync
                 ev.append({"name": f"{s.op.lower()} {src.name}->{dst.name} #{eid}",

@@ -37,13 +37,13 @@ import numpy as np
 
 from ..access import accesses
 from ..enums import Pipe
+from ..isa.registry import PIPE_SYNC
 from ..lanes import block_of
 from ..targets import LOC_SPACE
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
 
-SYNC_OPS = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER"})
 #: pipes of the two core kinds (for reports)
 AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
 AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
@@ -60,7 +60,8 @@ class Step:
     core: str
     block: int
     loc: Any
-    sync: tuple[Any, ...] | None = None  # (kind, src, dst, id) / ("PIPE_BARRIER", pipe)
+    #: (the entry's sync kind, src, dst, id) / ("barrier", pipe)
+    sync: tuple[Any, ...] | None = None
     reads: tuple[Any, ...] = ()
     writes: tuple[Any, ...] = ()
     start: int = 0
@@ -142,22 +143,23 @@ class CycleModel:
         else:
             core, blk = self._machine(m)
         name = ins.name
-        if name in SYNC_OPS:
+        kind = ins.sync
+        if kind in PIPE_SYNC:
             self.has_sync = True
             v = rec.values
-            if name == "PIPE_BARRIER":
-                sync: tuple[Any, ...] = ("PIPE_BARRIER", v[0])
+            if kind == "barrier":
+                sync: tuple[Any, ...] = ("barrier", v[0])
                 pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
             else:
                 from ..isa.sync.flags import _event_id
 
                 eid = _event_id(ins, m, v[2])
-                sync = (name, v[0], v[1], eid)
-                pipe = v[0] if name == "SET_FLAG" else v[1]
+                sync = (kind, v[0], v[1], eid)
+                pipe = v[0] if kind == "flag_set" else v[1]
             self.steps.append((_rec_of(name, pipe, 0, sync), core, blk, rec.loc))
             return
         if ins.pipe is Pipe.ALL:  # SYNCALL, TPRINT: the whole core drains first
-            self.steps.append((_rec_of(name, Pipe.S, 0, ("PIPE_BARRIER", Pipe.ALL)), core, blk,
+            self.steps.append((_rec_of(name, Pipe.S, 0, ("barrier", Pipe.ALL)), core, blk,
                                rec.loc))
             return
         if self.has_sync:  # manual mode: the flags order the pipes, byte spans are not needed
@@ -549,11 +551,11 @@ class _Schedule:
     def _sync(self, s: Step, q: tuple[str, int, str], t: int) -> None:
         free, floor = self.free, self.floor
         kind = s.sync[0]  # type: ignore[index]
-        if kind == "SET_FLAG":
+        if kind == "flag_set":
             _, src, dst, eid = s.sync  # type: ignore[misc]
             self.pending.setdefault((s.core, s.block, src, dst, eid), deque()).append(t)
             s.start = s.end = t
-        elif kind == "WAIT_FLAG":
+        elif kind == "flag_wait":
             _, src, dst, eid = s.sync  # type: ignore[misc]
             fired = self.pending.get((s.core, s.block, src, dst, eid))
             if not fired:

@@ -12,7 +12,7 @@ from ..symbolic import SymInt
 from .spelling import _MAX_PERIOD, _MIN_TRIPS, _SYNC_OPS, _key, _linear, _rebuild
 
 #: the sync ops (operand-free custom syntax: equal when their brackets are)
-_SYNC_NAMES = frozenset(_SYNC_OPS.values())
+_SYNC_NAMES = _SYNC_OPS  # (the ops of the flags and barriers)
 
 
 class _Scope:

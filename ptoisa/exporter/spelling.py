@@ -12,23 +12,26 @@ from ..enums import PadValue, TileType
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Piece
-from ..isa.registry import Instr
+from ..isa import REGISTRY
+from ..isa.registry import PIPE_SYNC, Instr, ptoas_op
+from ..isa.spelling import CMP_MODE
 from ..symbolic import SymInt
 from ..tile import Tile
 
-#: instructions the program has no op for (TSYNC waits for Events, which are not exported)
-_SKIP = frozenset({"TSYNC"})
-#: the flags between pipes and the barriers, exported as written (manual synchronisation)
-_SYNC_OPS = {"SET_FLAG": "pto.set_flag", "WAIT_FLAG": "pto.wait_flag",
-             "PIPE_BARRIER": "pto.barrier"}
-_MIXED = frozenset({"TPUSH", "TPOP", "TFREE", "TNOTIFY", "TWAIT", "TTEST", "SYNCALL"})
+#: by the entry's sync kind: the flags between pipes and the barriers are exported as written
+#: (manual synchronisation, ``PIPE_SYNC``); a wait for Events has no op (Events are not
+#: exported); these are not exported yet
+_SYNC_SKIPPED = "events"
+_SYNC_NOT_EXPORTED = frozenset({"pipe", "signal", "all_cores"})
+#: the ops written for them (``pto.set_flag``, ``pto.wait_flag``, ``pto.barrier``)
+_SYNC_OPS = frozenset(ptoas_op(ins) for ins in REGISTRY.values() if ins.sync in PIPE_SYNC)
 _LOC_NAMES = {TileType.Vec: "vec", TileType.Mat: "mat", TileType.Left: "left",
               TileType.Right: "right", TileType.Acc: "acc", TileType.Bias: "bias",
               TileType.Scaling: "scaling"}
 _PADS = ("Null", "Zero", "Max", "Min")
-#: PTOAS spellings of enum attributes (PTOOps.td; the corpus), else a string attribute
-_CMP_WORDS = {"EQ": "equal", "NE": "not_equal", "LT": "less_than", "LE": "less_equal",
-              "GT": "greater_than", "GE": "greater_equal"}
+#: PTOAS spellings of enum attributes (PTOOps.td; the corpus), else a string attribute: the
+#: compare modes as the entries declare them (isa/spelling.py's CMP_MODE)
+_CMP_WORDS = {mode.name: word for word, mode in CMP_MODE.values.items()}
 
 
 def _snake(name: str) -> str:
@@ -66,8 +69,8 @@ def sync_op(ins: Instr, values: list[Any]) -> Op:
     from ..isa.sync.flags import _event_id
     from ..memory import current
 
-    if ins.name == "PIPE_BARRIER":
-        return Op("pto.barrier", form="custom",
+    if ins.sync == "barrier":
+        return Op(ptoas_op(ins), form="custom",
                   syntax=(Piece("a", A.DialectAttr("", values[0].value)),))
     src, dst, eid = values[:3]
     if isinstance(eid, SymInt):
@@ -80,16 +83,13 @@ def sync_op(ins: Instr, values: list[Any]) -> Op:
             syntax.append(_COMMA)
         syntax.append(Piece("a", A.DialectAttr("", item)))
     syntax.append(Piece("p", "]"))
-    return Op(_SYNC_OPS[ins.name], form="custom", syntax=tuple(syntax))
+    return Op(ptoas_op(ins), form="custom", syntax=tuple(syntax))
 
 
 def op_name(ins: Instr) -> str:
-    """The PTOAS op of an instruction: ``pto.tadd``; the matmul/gemv variants and TMOV_FP are
-    dotted (``pto.tmatmul.acc``, ``pto.tmov.fp``)."""
-    m = ins.mnemonic
-    if m.startswith(("tmatmul_", "tgemv_")) or m == "tmov_fp":
-        m = m.replace("_", ".")
-    return "pto." + m
+    """The PTOAS op of an instruction: ``pto.tadd``, or the op its entry declares
+    (``ptoas=Ptoas(op=...)``: ``pto.tmatmul.acc``, ``pto.tmov.fp``)."""
+    return ptoas_op(ins)
 
 
 def ir_elem_type(name: str) -> T.Type:

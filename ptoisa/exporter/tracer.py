@@ -14,7 +14,7 @@ from ..errors import PtoError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Block, Module, Op, Piece, Region, Value
-from ..isa.registry import Event, Instr, InstrRecord, ptoas_attrs, ptoas_forms
+from ..isa.registry import PIPE_SYNC, Event, Instr, InstrRecord, ptoas_attrs, ptoas_forms
 from ..symbolic import SymInt
 from ..tensor import GlobalTensor
 from ..tile import Dyn, Tile
@@ -25,9 +25,8 @@ from .spelling import (
     _COMMA,
     _ENUM_ATTR,
     _EQ,
-    _MIXED,
-    _SKIP,
-    _SYNC_OPS,
+    _SYNC_NOT_EXPORTED,
+    _SYNC_SKIPPED,
     _VALUE_SCALARS,
     _const_order,
     _has_iv,
@@ -421,13 +420,13 @@ class Tracer(Rerolling):
         ins = rec.instr
         if rec.waits:
             self.used_events = True
-        if ins.name in _SYNC_OPS:
+        if ins.sync in PIPE_SYNC:
             self.used_flags = True
             self.scopes[-1].ops.append(sync_op(ins, rec.values))
             return
-        if ins.name in _SKIP:
+        if ins.sync == _SYNC_SKIPPED:
             return
-        if ins.name in _MIXED:
+        if ins.sync in _SYNC_NOT_EXPORTED:
             raise S.fail(f"{ins.mnemonic}: mixed cube + vector kernels (TPUSH/TPOP pipes, "
                          "cross-core flags) are not exported yet; write their .pto by hand "
                          "(see examples/mixed_attention.pto)")

@@ -27,16 +27,14 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir.core import Op
 from ..isa.pipes import Direction, TPipe
-from ..isa.registry import REGISTRY
+from ..isa.registry import FRONTEND_OPS, REGISTRY
 from ..targets import get_target
 from ..tile import Tile
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, _index, handler
 
-#: frontend op -> (instruction, does it produce a tile)
-_FRONTEND = {"pto.tpush_to_aiv": "TPUSH", "pto.tpush_to_aic": "TPUSH",
-             "pto.tpop_from_aic": "TPOP", "pto.tpop_from_aiv": "TPOP",
-             "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE"}
+#: frontend op -> instruction (the entries' ``ptoas=Ptoas(frontend=...)``)
+_FRONTEND = FRONTEND_OPS
 _INITS = ("pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _SPLITS = ("TILE_NO_SPLIT", "TILE_UP_DOWN", "TILE_LEFT_RIGHT")
 

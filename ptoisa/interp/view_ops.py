@@ -22,7 +22,7 @@ from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
-from ..isa.registry import REGISTRY
+from ..isa import REGISTRY
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
@@ -416,8 +416,6 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
     """``pto.set_flag`` / ``pto.wait_flag`` (and their ``_dyn`` forms with an SSA event id),
     ``pto.barrier``: the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions of the registry, so
     they pass the dispatch point like every instruction."""
-    from ..isa.registry import REGISTRY
-
     def h(cf: CompiledFunc, op: Op) -> Step:
         ins = REGISTRY[instr_name]
         items = _bracket_args(op)
@@ -457,14 +455,12 @@ def _block_query(attr: str) -> Callable[[CompiledFunc, Op], Step]:
     return h
 
 
-for _n, (_i, _k) in {"pto.set_flag": ("SET_FLAG", 3), "pto.set_flag_dyn": ("SET_FLAG", 3),
-                     "pto.wait_flag": ("WAIT_FLAG", 3), "pto.wait_flag_dyn": ("WAIT_FLAG", 3),
-                     "pto.barrier": ("PIPE_BARRIER", 1)}.items():
-    _HANDLERS[_n] = _sync_step(_i, _k)
-# record/wait events and barrier_sync name op kinds: lowered to the flags of their pipes
-_HANDLERS["pto.record_event"] = _sync_step("SET_FLAG", 3, endpoints=2)
-_HANDLERS["pto.wait_event"] = _sync_step("WAIT_FLAG", 3, endpoints=2)
-_HANDLERS["pto.barrier_sync"] = _sync_step("PIPE_BARRIER", 1, endpoints=1)
+# the bracketed sync ops the entries declare (``ptoas=Ptoas(bracketed=...)``: set_flag,
+# record_event, barrier ...); record/wait events and barrier_sync name op kinds, lowered to
+# the flags of their pipes
+for _ins in REGISTRY.values():
+    for _n, _ends in (_ins.ptoas.bracketed if _ins.ptoas is not None else {}).items():
+        _HANDLERS[_n] = _sync_step(_ins.name, len(_ins.operands), endpoints=_ends)
 
 
 _HANDLERS["pto.get_block_idx"] = _block_query("block_idx")

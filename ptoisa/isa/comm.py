@@ -257,7 +257,7 @@ def _signal_rule(sig: Sig) -> None:
         raise sig.fail(f"signal words are i32, got {s.dtype}")
 
 
-@instr("TNOTIFY", family="comm", pipe=Pipe.S,
+@instr("TNOTIFY", family="comm", sync="signal", pipe=Pipe.S,
        operands=(Opnd("signal", "any", "out"), Opnd("value", "scalar"),
                  Opnd("op", "enum", enum=NotifyOp, optional=True)),
        params=(Param("GlobalSignalData", None),),
@@ -307,7 +307,7 @@ def _awaited(signal: Signal, value: Any, cmp: WaitCmp | None) -> str:
             f"{int(value)}")
 
 
-@instr("TWAIT", family="comm", pipe=Pipe.S,
+@instr("TWAIT", family="comm", sync="signal", pipe=Pipe.S,
        operands=(Opnd("signal", "any"), Opnd("cmpValue", "scalar"),
                  Opnd("cmp", "enum", enum=WaitCmp, optional=True)),
        params=(Param("GlobalSignalData", None),),
@@ -334,7 +334,7 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
                              op="twait")
 
 
-@instr("TTEST", family="comm", pipe=Pipe.S, returns_event=False,
+@instr("TTEST", family="comm", sync="signal", pipe=Pipe.S, returns_event=False,
        operands=(Opnd("signal", "any"), Opnd("cmpValue", "scalar"),
                  Opnd("cmp", "enum", enum=WaitCmp, optional=True)),
        params=(Param("GlobalSignalData", None),),

@@ -346,7 +346,7 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
              Opnd("subBlockId", "scalar", optional=True))
 
 
-@instr("TPUSH", family="pipes", pipe=Pipe.FIX, operands=_OPERANDS,
+@instr("TPUSH", family="pipes", sync="pipe", pipe=Pipe.FIX, operands=_OPERANDS,
        ptoas=Ptoas(forms={"pto.tpush": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
@@ -434,7 +434,7 @@ def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
         f.freed[slot.seq] = tok
 
 
-@instr("TPOP", family="pipes", pipe=Pipe.MTE2,
+@instr("TPOP", family="pipes", sync="pipe", pipe=Pipe.MTE2,
        ptoas=Ptoas(forms={"pto.tpop": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpop_from_aic", "pto.tpop_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
@@ -490,7 +490,7 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
     edges.acquire(m, *slot.pushed, pipe=edges.wait_scope(m))
 
 
-@instr("TFREE", family="pipes", pipe=Pipe.S,
+@instr("TFREE", family="pipes", sync="pipe", pipe=Pipe.S,
        ptoas=Ptoas(forms={"pto.tfree": (Form(ins=("pipe",), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),

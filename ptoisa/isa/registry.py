@@ -14,7 +14,7 @@ import inspect
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from ..targets import Target, get_target
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from .spelling import Attr, Form, Ptoas
+
+if TYPE_CHECKING:
+    from .valid_region import SameValid
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,21 @@ class Instr:
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
+    #: what a use does to memory, for observers (ptoisa.access): ``"data"`` (reads and writes
+    #: its operands by their roles), ``"view"`` (makes operand 0 a view of operand 1's bytes:
+    #: no data moves), ``"place"`` (places a tile or binds a GM view: no data moves)
+    access: str = "data"
+    #: (access ``"view"``) the view's byte offset in its base: ``fn(operand values) -> int``
+    #: (None: offset 0)
+    view_offset: Callable[[list[Any]], int] | None = None
+    #: operands whose role in a use is not the declared one (``any`` operands that may be a
+    #: tile): operand name -> role, or ``fn(operand values) -> role``
+    access_roles: dict[str, str | Callable[[list[Any]], str]] = field(default_factory=dict)
+    #: the synchronisation the instruction is (None: it is none), one of :data:`SYNC_KINDS`
+    sync: str | None = None
+    #: the documented valid-region equalities of its sources with dst (isa/valid_region.py):
+    #: their run-time rules join ``runtime`` / ``runtime_for`` when the entry is declared
+    same_valid: SameValid | None = None
     _n_required: int = field(default=0, init=False)
     #: positions of the operands the instruction writes (out, inout, scratch)
     _written: tuple[int, ...] = field(default=(), init=False)
@@ -727,6 +745,23 @@ def _order(d: DType) -> tuple[int, str]:
 
 REGISTRY: dict[str, Instr] = {}
 
+#: the synchronisation an entry declares (``sync=``): what observers and the exporter read
+SYNC_KINDS: dict[str, str] = {
+    "flag_set": "sets a flag from one pipe of the core to another (SET_FLAG)",
+    "flag_wait": "a pipe waits for a flag set by another pipe of the core (WAIT_FLAG)",
+    "barrier": "a pipe's (or every pipe's) later instructions wait for its earlier ones",
+    "events": "waits for the Events passed to it (eager code's record/wait events)",
+    "all_cores": "every core of the launch waits for all the others (SYNCALL)",
+    "cross_core": "a flag between the cube and the vector cores of a cluster",
+    "pipe": "a cube <-> vector pipe (TPUSH / TPOP / TFREE): data and its synchronisation",
+    "signal": "a signal between ranks (notify, wait on, test a signal word)",
+}
+#: the kinds that order the pipes of one core (``pto.set_flag`` / ``pto.wait_flag`` /
+#: ``pto.barrier``): a program with one is manually synchronised
+PIPE_SYNC = frozenset({"flag_set", "flag_wait", "barrier"})
+#: what an entry's ``access=`` may say
+ACCESS_KINDS = frozenset({"data", "view", "place"})
+
 
 def family_of_module(module: str) -> str | None:
     """The family an instruction declared in ``module`` belongs to: its subpackage (or
@@ -759,15 +794,27 @@ def instr(
     plain: Callable[..., Any] | None = None,
     plain_scalar: Callable[[Any, DType], Any] | None = None,
     fast: Callable[..., bool] | None = None,
+    access: str = "data",
+    view_offset: Callable[[list[Any]], int] | None = None,
+    access_roles: dict[str, str | Callable[[list[Any]], str]] | None = None,
+    sync: str | None = None,
+    same_valid: SameValid | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
     ``impl_for={"cpu": fn}`` replaces the semantics on a target (and the targets derived from
-    it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only."""
+    it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only;
+    ``same_valid`` adds the valid-region rules it states (after the other run-time rules)."""
 
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
             raise RuntimeError(f"instruction {name} declared twice")
+        if sync is not None and sync not in SYNC_KINDS:
+            raise RuntimeError(f"instruction {name}: unknown sync kind {sync!r} (known: "
+                               f"{', '.join(SYNC_KINDS)})")
+        if access not in ACCESS_KINDS:
+            raise RuntimeError(f"instruction {name}: unknown access kind {access!r} (known: "
+                               f"{', '.join(sorted(ACCESS_KINDS))})")
         where = family_of_module(fn.__module__)
         fam = family or where
         if fam is None:
@@ -791,7 +838,18 @@ def instr(
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
             pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
+            access=access, view_offset=view_offset, access_roles=dict(access_roles or {}),
+            sync=sync, same_valid=same_valid,
         )
+        names = {o.name for o in opnds}
+        unknown = sorted(set(ins.access_roles) - names)
+        if unknown:
+            raise RuntimeError(f"instruction {name}: access_roles names no operand: {unknown}")
+        if same_valid is not None:
+            everywhere, per_target = same_valid.rules(ins)
+            ins.runtime = (*ins.runtime, *everywhere)
+            for key, r in per_target.items():
+                ins.runtime_for[key] = (*ins.runtime_for.get(key, ()), r)
         REGISTRY[name] = ins
         _index_op_names(ins)
         return ins
@@ -833,6 +891,13 @@ def ptoas_forms(op_name: str) -> tuple[Form, ...]:
     if ins is None or ins.ptoas is None:
         return ()
     return tuple(ins.ptoas.forms.get(op_name, ()))
+
+
+def ptoas_op(ins: Instr) -> str:
+    """The op ptoisa writes for an instruction (the exporter): the entry's ``ptoas.op``, else
+    ``pto.<mnemonic>``."""
+    sp = ins.ptoas
+    return sp.op if sp is not None and sp.op else f"pto.{ins.mnemonic}"
 
 
 def ptoas_attr_tables() -> dict[str, dict[str, Attr]]:

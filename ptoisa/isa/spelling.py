@@ -13,7 +13,13 @@ no declaration. An entry whose PTOAS op spells things differently says so with a
   (:class:`Attr`); the bridge never drops an attribute: one that maps nowhere is an error;
 * ``frontend``: the frontend pipe ops of mixed kernels that are this instruction
   (``pto.tpush_to_aiv`` is TPUSH); their pipe is implicit, so they are bound by their own
-  handlers (ptoisa/interp/pipe_ops.py), not by the generic operand mapping.
+  handlers (ptoisa/interp/pipe_ops.py), not by the generic operand mapping;
+* ``bracketed``: the synchronisation ops that are this instruction, written with their
+  operands in brackets (``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``) and bound by the
+  interpreter's sync handler (ptoisa/interp/view_ops.py): op name -> how many leading items
+  name a PTOAS op kind (``pto.record_event[<TLOAD>, <TVEC>, ...]``) instead of a pipe;
+* ``op``: the op ptoisa writes for the instruction (the exporter), where it is not
+  ``pto.<mnemonic>`` (``pto.tmatmul.acc``, ``pto.barrier``).
 
 Form fields: ``ins``/``outs``: registry operand names for the written ``ins``/``outs`` (SSA
 operands / results) in order; ``"key*2"`` packs the next two written values into one tuple
@@ -84,6 +90,8 @@ class Ptoas:
     attrs: Mapping[str, Attr] = field(default_factory=dict)
     names: tuple[str, ...] = ()
     frontend: tuple[str, ...] = ()
+    bracketed: Mapping[str, int] = field(default_factory=dict)
+    op: str = ""
 
 
 # ---- pieces several entries share ----------------------------------------------------------

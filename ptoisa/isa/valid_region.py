@@ -14,10 +14,11 @@ their ``cover`` rule (each source's valid region covers dst's, so nothing outsid
 valid region is read) is ptoisa's own and stays. TCMP/TCMPS (packed predicate dst) and TSEL
 are left to their family module.
 
-One line per instruction: the operands compared with dst, the page's words, and (when the
-NPUs differ) the targets that compare rows / cols. Applied to the registry entries at import:
-a check on every target joins the entry's run-time rules, a per-target one its ``runtime_for``
-declarations (so a target derived from a5 makes a5's checks).
+Each entry declares its line (``@instr(..., same_valid=SameValid(("src",), NPU))``): the
+operands compared with dst, the page's words, and (when the NPUs differ) the targets that
+compare rows / cols. The registry adds the rules when it declares the entry: a check on every
+target joins the entry's run-time rules, a per-target one its ``runtime_for`` declarations (so
+a target derived from a5 makes a5's checks).
 """
 
 from __future__ import annotations
@@ -29,8 +30,7 @@ from ..errors import RuntimeCheckError
 from ..memory import current
 from ..targets import TARGET_NAMES
 from ..tile import Tile
-from . import elementwise, tile_scalar  # noqa: F401 - the instructions it attaches checks to
-from .registry import REGISTRY, Instr, RuntimeRule, sim_unchecked
+from .registry import Instr, RuntimeRule, sim_unchecked
 
 ALL = frozenset(TARGET_NAMES)
 
@@ -45,69 +45,35 @@ class SameValid:
     rows: frozenset[str] = ALL
     cols: frozenset[str] = ALL
 
+    def rules(self, ins: Instr) -> tuple[tuple[RuntimeRule, ...], dict[str, RuntimeRule]]:
+        """The run-time rules of this line for entry ``ins``: the ones on every target, and
+        the per-target ones by target name."""
+        if self.rows == self.cols == ALL:
+            return (same_valid(self, ins),), {}
+        per_target: dict[str, RuntimeRule] = {}
+        for key in ALL:
+            rows, cols = key in self.rows, key in self.cols
+            if rows or cols:
+                per_target[key] = same_valid(self, ins, rows, cols, everywhere=False)
+        return (), per_target
 
-_BOTH = "A2A3 and A5 implementation checks"
-_NPU = "Implementation checks (NPU)"
-_COMMON = "Common constraints"
 
-SAME_VALID: dict[str, SameValid] = {
-    # unary
-    "TABS": SameValid(("src",), _NPU),
-    "TEXP": SameValid(("src",), _NPU),
-    "TLOG": SameValid(("src",), _NPU),
-    "TSQRT": SameValid(("src",), _NPU),
-    "TRSQRT": SameValid(("src",), _NPU),
-    "TRECIP": SameValid(("src",), _NPU),
-    "TRELU": SameValid(("src",), _BOTH),
-    "TNOT": SameValid(("src",), _BOTH),
-    # tile-tile
-    "TSUB": SameValid(("src0", "src1"), _BOTH),
-    "TMUL": SameValid(("src0", "src1"), _BOTH),
-    "TDIV": SameValid(("src0", "src1"), _BOTH),
-    "TMAX": SameValid(("src0", "src1"), _BOTH),
-    "TMIN": SameValid(("src0", "src1"), _BOTH),
-    "TREM": SameValid(("src0", "src1"), _BOTH),
-    "TAND": SameValid(("src0", "src1"), _BOTH),
-    "TOR": SameValid(("src0", "src1"), _BOTH),
-    "TXOR": SameValid(("src0", "src1"), _BOTH),
-    "TSHL": SameValid(("src0", "src1"), _BOTH),
-    "TSHR": SameValid(("src0", "src1"), _BOTH),
-    "TPRELU": SameValid(("src0", "src1"), _BOTH),
-    "TPOW": SameValid(("src0", "src1"), "General constraints (dst == base, dst == exp)"),
-    "TADDRELUCONV": SameValid(("src0", "src1"), "Valid region"),
-    "TSUBRELUCONV": SameValid(("src0", "src1"), "Valid region (as TADDRELUCONV)"),
-    "TADDDEQRELU": SameValid(("src0", "src1"), "Valid region"),
-    # tile-scalar
-    "TSUBS": SameValid(("src0",), _BOTH),
-    "TDIVS": SameValid(("src0", "scalar"), _BOTH),  # either overload: the tile operand
-    "TSHLS": SameValid(("src",), _BOTH),
-    "TSHRS": SameValid(("src",), _BOTH),
-    "TFMODS": SameValid(("src",), _BOTH),
-    "TREMS": SameValid(("src",), _BOTH),
-    "TSELS": SameValid(("src",), _BOTH),
-    "TMAXS": SameValid(("src",), _COMMON),
-    "TLRELU": SameValid(("src",), _COMMON),
-    "TADDSC": SameValid(("src0", "src1"), _COMMON),
-    "TSUBSC": SameValid(("src0", "src1"), _COMMON),
-    "TPOWS": SameValid(("base",), "General constraints (dst == base)"),
-    "TAXPY": SameValid(("src0",), "dst and src0 share the valid shape (all targets)"),
-    # the NPUs differ: A2A3 compares rows and cols, A5 cols only
-    "TADDS": SameValid(("src0",), "A2A3: rows and cols; A5: cols", rows=frozenset({"a2a3"})),
-    "TMULS": SameValid(("src0",), "A2A3: rows and cols; A5: cols", rows=frozenset({"a2a3"})),
-    "TMINS": SameValid(("src",), "A2A3: rows and cols; A5: cols", rows=frozenset({"a2a3"})),
-    # one NPU only
-    "TANDS": SameValid(("src",), "A2A3 implementation checks",
-                       rows=frozenset({"a2a3"}), cols=frozenset({"a2a3"})),
-    "TORS": SameValid(("src",), "A2A3 implementation checks",
-                      rows=frozenset({"a2a3"}), cols=frozenset({"a2a3"})),
-    "TXORS": SameValid(("src0",), "A5 implementation checks",
-                       rows=frozenset({"a5"}), cols=frozenset({"a5"})),
-}
+#: the pages' words for where a check is listed
+BOTH = "A2A3 and A5 implementation checks"
+NPU = "Implementation checks (NPU)"
+COMMON = "Common constraints"
+A2A3_LIST = "A2A3 implementation checks"
+A5_LIST = "A5 implementation checks"
+NPUS_DIFFER = "A2A3: rows and cols; A5: cols"
+#: where the NPUs differ, the targets that compare (A2A3 rows and cols, A5 cols only; TANDS
+#: on A2A3 only ...)
+A2A3 = frozenset({"a2a3"})
+A5 = frozenset({"a5"})
 
 
 def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True,
                everywhere: bool = True) -> RuntimeRule:
-    """The run-time rule of one SAME_VALID line (operand positions resolved once: it runs on
+    """The run-time rule of one declared line (operand positions resolved once: it runs on
     every call of the instruction): on every target, or (``everywhere`` False) the rule one
     target declares, comparing ``rows`` and/or ``cols``."""
     pos = {o.name: i for i, o in enumerate(ins.operands)}
@@ -147,18 +113,3 @@ def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True
     rule.valid_regions_only = True  # type: ignore[attr-defined]
     return rule
 
-
-def _apply() -> None:
-    for name, spec in SAME_VALID.items():
-        ins = REGISTRY[name]
-        if spec.rows == spec.cols == ALL:
-            ins.runtime = (*ins.runtime, same_valid(spec, ins))
-        else:
-            for key in ALL:
-                rows, cols = key in spec.rows, key in spec.cols
-                if rows or cols:
-                    ins.runtime_for[key] = (*ins.runtime_for.get(key, ()),
-                                            same_valid(spec, ins, rows, cols, everywhere=False))
-
-
-_apply()

@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import ExecutionError, PtoError, PtoMemoryError
+from ..isa import REGISTRY
+from ..isa.registry import PIPE_SYNC
 from ..observe import observing
 from ..progress import Progress
 from .blocks import BlockRaces
@@ -231,9 +233,10 @@ def make(sanitize: Any) -> Sanitizer | None:
 
 
 
-#: ops that make a .pto function manually synchronised
-SYNC_OPS = frozenset({"pto.set_flag", "pto.wait_flag", "pto.set_flag_dyn", "pto.wait_flag_dyn",
-                      "pto.barrier", "pto.barrier_sync", "pto.record_event", "pto.wait_event"})
+#: ops that make a .pto function manually synchronised: the ops of the entries that order the
+#: pipes of one core (set_flag, wait_event, barrier ...: ``ptoas=Ptoas(bracketed=...)``)
+SYNC_OPS = frozenset(op for ins in REGISTRY.values() if ins.sync in PIPE_SYNC
+                     and ins.ptoas is not None for op in ins.ptoas.bracketed)
 
 
 def sync_mode_of(module: Any, function: str | None = None) -> str:

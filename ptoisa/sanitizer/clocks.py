@@ -36,8 +36,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..access import (
-    NO_DATA_OPS,
-    ROLES,
     Span,
     gm_span,
     rects_meet,
@@ -47,6 +45,7 @@ from ..access import (
 )
 from ..enums import Pipe
 from ..errors import SourceLoc
+from ..isa.registry import PIPE_SYNC
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import bounds
@@ -55,7 +54,9 @@ from .report import Finding, Site, where
 if TYPE_CHECKING:
     from . import Sanitizer
 
-_SYNC = frozenset({"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER", "TSYNC", "SYNCALL"})
+#: the sync kinds (an entry's ``sync=``) that order this core's pipes or every block: the
+#: flags and barriers, Events (TSYNC) and SYNCALL
+_SYNC = PIPE_SYNC | {"events", "all_cores"}
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
 _PIDX = {p: i for i, p in enumerate(_PIPES)}
 _SSA = re.compile(r"(?!tile |gm\[)[A-Za-z0-9_]+(\[|$| )")
@@ -316,8 +317,9 @@ class Core(_Checks):
     # ---- one instruction ---------------------------------------------------------------------
     def observe(self, rec: Any) -> None:
         name = rec.instr.name
-        if name in _SYNC:
-            self.sync(name, rec)
+        kind = rec.instr.sync
+        if kind in _SYNC:
+            self.sync(kind, rec)
             return
         va = view_alias(rec)
         if va is not None:
@@ -328,14 +330,14 @@ class Core(_Checks):
                 self.aliases.pop(id(view), None)
             self.roots[id(view)] = self.roots.get(id(base), id(base))
             return
-        if name in NO_DATA_OPS:
+        if rec.instr.access != "data":
             if rec.values and isinstance(rec.values[0], Tile):
                 self.roots.pop(id(rec.values[0]), None)  # placed anew: its own bytes
             return
         if self.pending_nan is not None:
             self.nan_after(*self.pending_nan)
             self.pending_nan = None
-        if self.oob and name in ("MGATHER", "MSCATTER"):
+        if self.oob:  # (MGATHER / MSCATTER: see bounds.check)
             hit = bounds.check(rec, site_of)
             if hit is not None:
                 self.san.add(*hit)
@@ -388,9 +390,9 @@ class Core(_Checks):
         cache = self.span_cache
         aliases = self.aliases
         m = rec.machine
-        name = rec.instr.name
+        special = rec.instr.access_roles
         for o, v in zip(rec.instr.operands, rec.values, strict=False):
-            if (name, o.name) in ROLES:
+            if special and o.name in special:
                 role = role_of(rec, o)
             else:
                 role = o.role
@@ -460,14 +462,15 @@ class Core(_Checks):
                 _join(vq, c)
 
     # ---- synchronisation ---------------------------------------------------------------------
-    def sync(self, name: str, rec: Any) -> None:
+    def sync(self, kind: str, rec: Any) -> None:
+        """One synchronisation of ``kind`` (the entry's ``sync``, one of :data:`_SYNC`)."""
         v = rec.values
-        if name == "SET_FLAG":
+        if kind == "flag_set":
             src, dst, eid = v[0], v[1], _eid(v[2])
             self.used_ids.setdefault((src, dst), set()).add(eid)
             self.pending.setdefault((src, dst, eid), deque()).append(
                 (self._snapshot(_PIDX[src]), rec))
-        elif name == "WAIT_FLAG":
+        elif kind == "flag_wait":
             src, dst, eid = v[0], v[1], _eid(v[2])
             q = self.pending.get((src, dst, eid))
             if q:
@@ -481,14 +484,14 @@ class Core(_Checks):
                     s, fix=f"insert {_flag_text(isinstance(rec.loc, SourceLoc), 'SET_FLAG', src, dst, eid)} "  # noqa: E501
                            f"on the producer side before it, or remove the wait"),
                     ("unmatched-wait", rec.loc, src, dst, eid))
-        elif name == "PIPE_BARRIER":
+        elif kind == "barrier":
             p = v[0]
             if p is Pipe.ALL:
                 self.barrier_all()
             else:
                 i = _PIDX[p]
                 self.vc[i][self.th[i]] = self.count[i]
-        elif name == "TSYNC":
+        elif kind == "events":
             op = rec.params.get("OpCode")
             waited = [e for e in rec.waits]
             if isinstance(v[0], (list, tuple)):

@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..access import VIEW_OPS
 from ..enums import Pipe
 from ..errors import PtoError
 from ..interp import bridge
@@ -267,10 +266,10 @@ class SyncGen:
     def instr(self, op: Any, b: Any, st: _State) -> None:
         ins = b.instr
         vals = b.values
-        if ins.name in VIEW_OPS and len(vals) >= 2 and vals[0] is not None:
+        if ins.access == "view" and len(vals) >= 2 and vals[0] is not None:
             self.keys[id(vals[0])] = self._key(vals[1])
             return
-        if ins.name == "TASSIGN":
+        if ins.access == "place":
             return
         dummies = [self._tile(v) if v is not None and not isinstance(v, (tuple, bridge.Const))
                    else None for v in vals]

@@ -20,7 +20,6 @@ from ptoisa.cli import main
 from ptoisa.enums import TileType
 from ptoisa.errors import ConstraintError, UnsupportedType
 from ptoisa.isa.registry import REGISTRY, sim_unchecked_rules
-from ptoisa.isa.valid_region import SAME_VALID
 from ptoisa.memory import pop
 from ptoisa.targets import TARGET_NAMES, get_target
 from ptoisa.tile import Tile
@@ -207,6 +206,9 @@ def test_tgather_contiguous_dst(machine):
 
 # ---- elementwise: sources have dst's valid region ------------------------------------------
 
+#: the entries that declare valid-region equalities (``same_valid=``)
+SAME_VALID = {n: ins.same_valid for n, ins in REGISTRY.items() if ins.same_valid is not None}
+
 _DTYPES = ("f32", "f16", "i32", "i16")
 _SCALAR = {"TSHLS": 1, "TSHRS": 1, "TDIVS": 2.0, "TPOWS": 2.0}
 #: (dst, source) element types of the converting instructions
@@ -217,6 +219,7 @@ _PAIRS = {"TADDRELUCONV": ("f16", "f32"), "TSUBRELUCONV": ("f16", "f32"),
 def _elementwise_args(name: str, dt: str, src_valid: tuple[int, int]) -> tuple[Tile, list[Any]]:
     ins = REGISTRY[name]
     spec = SAME_VALID[name]
+    assert spec is not None
     dt, sdt = _PAIRS.get(name, (dt, dt))
     np_dt = pto.dtype(dt).np
     data = (np.abs(X[:8]) + 1).astype(pto.dtype(sdt).np)

@@ -13,6 +13,7 @@ from ...memory import Machine
 from ...tile import Tile
 from ..registry import Instr, Opnd, instr, same_dtype
 from ..rules import vec
+from ..valid_region import SameValid
 from .common import cover
 from .unary_binary import _relu
 
@@ -34,7 +35,8 @@ def _sat_convert(x: np.ndarray, dt: DType) -> np.ndarray:
                  Opnd("tmp", "tile", "scratch")),
        dtype_key=("dst", "src0"),
        static=(vec("dst", "src0", "src1", "tmp"), same_dtype("src0", "src1")),
-       runtime=(cover("src0", "src1"),))
+       runtime=(cover("src0", "src1"),),
+       same_valid=SameValid(("src0", "src1"), "Valid region"))
 def TADDDEQRELU(m: Machine, dst: Tile, src0: Tile, src1: Tile, deqScale: Any,  # noqa: N802, N803
                 tmp: Tile) -> None:
     """dst = half(max(0, (src0 + src1) * deqScale)): the i32 sum (wrapping) goes to f32 and is
@@ -52,7 +54,7 @@ def TADDDEQRELU(m: Machine, dst: Tile, src0: Tile, src1: Tile, deqScale: Any,  #
         dst.write(_sat_convert(f, _F16))
 
 
-def _relu_conv(name: str, sign: int) -> Instr:
+def _relu_conv(name: str, sign: int, same_valid: SameValid) -> Instr:
     what = "+" if sign > 0 else "-"
 
     def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
@@ -74,10 +76,12 @@ def _relu_conv(name: str, sign: int) -> Instr:
                  operands=(_DST, Opnd("src0", "tile"), Opnd("src1", "tile")),
                  dtype_key=("src0", "dst"),
                  static=(vec("dst", "src0", "src1"), same_dtype("src0", "src1")),
-                 runtime=(cover("src0", "src1"),))(impl)
+                 runtime=(cover("src0", "src1"),), same_valid=same_valid)(impl)
 
 
-TADDRELUCONV = _relu_conv("TADDRELUCONV", 1)
+TADDRELUCONV = _relu_conv("TADDRELUCONV", 1,
+                          same_valid=SameValid(("src0", "src1"), "Valid region"))
 
 
-TSUBRELUCONV = _relu_conv("TSUBRELUCONV", -1)
+TSUBRELUCONV = _relu_conv("TSUBRELUCONV", -1,
+                          same_valid=SameValid(("src0", "src1"), "Valid region (as TADDRELUCONV)"))

@@ -19,6 +19,7 @@ from ...memory import Machine, current
 from ...tile import Tile
 from ..registry import Instr, Opnd, Param, instr, same_dtype
 from ..rules import vec
+from ..valid_region import BOTH, NPU, SameValid
 from .common import (
     Algorithm,
     cover,
@@ -122,7 +123,8 @@ Fn = Callable[..., Any]
 
 def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
            tmp: bool = False, static: tuple[Any, ...] = (), into: Fn | None = None,
-           pending: Fn | None = None, row: Any = None) -> Instr:
+           pending: Fn | None = None, row: Any = None,
+           same_valid: SameValid | None = None) -> Instr:
     """``into(a, dt, out)``, when given, computes straight into dst's storage (one pass);
     ``pending((fn, args), dt, out)`` from dst's own deferred result ``fn(*args)``; ``row``: the
     numpy ufunc that ``fn`` computes in the wide type (see wide_apply), for a deferred chain
@@ -165,11 +167,12 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
                  static=(vec("dst", "src"), same_dtype("dst", "src"), *static),
-                 runtime=(cover("src"),), plain=plain)(impl)
+                 runtime=(cover("src"),), plain=plain, same_valid=same_valid)(impl)
 
 
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
-            tmp: bool | str = False, static: tuple[Any, ...] = ()) -> Instr:
+            tmp: bool | str = False, static: tuple[Any, ...] = (),
+            same_valid: SameValid | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too (see plain_form)."""
     fn, plain = plain_form(fn)
     ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile")]
@@ -189,7 +192,7 @@ def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
-                 runtime=(cover("src0", "src1"),), plain=plain)(impl)
+                 runtime=(cover("src0", "src1"),), plain=plain, same_valid=same_valid)(impl)
 
 
 def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = ()) -> Instr:
@@ -237,26 +240,34 @@ _FLOAT = (kinds(("dst", "float")),)
 
 # ---- tile-tile -----------------------------------------------------------------------------
 
-TABS = _unary("TABS", np.abs, "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).")
+TABS = _unary("TABS", np.abs, "dst = |src| (integers wrap: |INT_MIN| = INT_MIN).",
+              same_valid=SameValid(("src",), NPU))
 TNEG = _unary("TNEG", np.negative, "dst = -src (integers wrap).")
-TNOT = _unary("TNOT", np.invert, "dst = ~src (bitwise).", static=_INT)
-TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).")
+TNOT = _unary("TNOT", np.invert, "dst = ~src (bitwise).", static=_INT,
+              same_valid=SameValid(("src",), BOTH))
+TRELU = _unary("TRELU", lambda a, dt: _relu(a), "dst = max(src, 0).",
+               same_valid=SameValid(("src",), BOTH))
 TEXP = _unary("TEXP", lambda a, dt: wide_apply(np.exp, a, dt),
               "dst = exp(src); integer tiles (cpu only) compute in double and truncate.",
               params=ALGO, into=lambda a, dt, out: wide_apply(np.exp, a, dt, out),
-              pending=lambda p, dt, out: wide_apply_pending(np.exp, p, dt, out), row=np.exp)
+              pending=lambda p, dt, out: wide_apply_pending(np.exp, p, dt, out), row=np.exp,
+              same_valid=SameValid(("src",), NPU))
 TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),
               "dst = ln(src); ln(0) = -inf, ln(<0) = NaN. Integer tiles (cpu only) compute "
               "std::log in double and truncate toward zero (a non-finite result gives 0).",
-              params=ALGO)
+              params=ALGO,
+              same_valid=SameValid(("src",), NPU))
 TSQRT = _unary("TSQRT", lambda a, dt: np.sqrt(to_float(a, dt)).astype(dt.np),
-               "dst = sqrt(src) (NaN for negative inputs).", params=ALGO, static=_FLOAT)
+               "dst = sqrt(src) (NaN for negative inputs).", params=ALGO, static=_FLOAT,
+               same_valid=SameValid(("src",), NPU))
 TRSQRT = _unary("TRSQRT", lambda a, dt: (1.0 / np.sqrt(to_float(a, dt))).astype(dt.np),
                 "dst = 1 / sqrt(src); the optional tmp tile is accepted and unused.",
-                params=ALGO, tmp=True, static=_FLOAT)
+                params=ALGO, tmp=True, static=_FLOAT,
+                same_valid=SameValid(("src",), NPU))
 TRECIP = _unary("TRECIP", lambda a, dt: _div(np.ones((), dt.np), a, dt),
                 "dst = 1 / src (TDIVS(dst, 1, src)); integers divide truncating toward zero.",
-                params=ALGO)
+                params=ALGO,
+                same_valid=SameValid(("src",), NPU))
 
 
 def _int_or_float(f: Fn, a: np.ndarray, dt: Any) -> np.ndarray:
@@ -267,36 +278,50 @@ def _int_or_float(f: Fn, a: np.ndarray, dt: Any) -> np.ndarray:
     return wrap_to(r.astype(np.int64), dt)
 
 
-TSUB = _binary("TSUB", np.subtract, "dst = src0 - src1 (integers wrap).")
-TMUL = _binary("TMUL", np.multiply, "dst = src0 * src1 (integers wrap).")
+TSUB = _binary("TSUB", np.subtract, "dst = src0 - src1 (integers wrap).",
+               same_valid=SameValid(("src0", "src1"), BOTH))
+TMUL = _binary("TMUL", np.multiply, "dst = src0 * src1 (integers wrap).",
+               same_valid=SameValid(("src0", "src1"), BOTH))
 TDIV = _binary("TDIV", _div,
                "dst = src0 / src1. Integers divide truncating toward zero and wrap "
                "(INT_MIN / -1); integer division by zero is target-defined (ptoisa: 0); float "
-               "division by zero follows IEEE (inf/NaN).", params=ALGO)
-TMAX = _binary("TMAX", np.maximum, "dst = max(src0, src1) (NaN wins).")
-TMIN = _binary("TMIN", np.minimum, "dst = min(src0, src1) (NaN wins).")
-TAND = _binary("TAND", np.bitwise_and, "dst = src0 & src1.", static=_INT)
-TOR = _binary("TOR", np.bitwise_or, "dst = src0 | src1.", static=_INT)
+               "division by zero follows IEEE (inf/NaN).", params=ALGO,
+               same_valid=SameValid(("src0", "src1"), BOTH))
+TMAX = _binary("TMAX", np.maximum, "dst = max(src0, src1) (NaN wins).",
+               same_valid=SameValid(("src0", "src1"), BOTH))
+TMIN = _binary("TMIN", np.minimum, "dst = min(src0, src1) (NaN wins).",
+               same_valid=SameValid(("src0", "src1"), BOTH))
+TAND = _binary("TAND", np.bitwise_and, "dst = src0 & src1.", static=_INT,
+               same_valid=SameValid(("src0", "src1"), BOTH))
+TOR = _binary("TOR", np.bitwise_or, "dst = src0 | src1.", static=_INT,
+              same_valid=SameValid(("src0", "src1"), BOTH))
 TXOR = _binary("TXOR", lambda a, b, dt: np.bitwise_xor(a, b),
                "dst = src0 ^ src1; tmp is scratch (used on a2a3, where XOR is built from "
-               "AND/OR/NOT), its contents afterwards are unspecified.", tmp=True, static=_INT)
+               "AND/OR/NOT), its contents afterwards are unspecified.", tmp=True, static=_INT,
+               same_valid=SameValid(("src0", "src1"), BOTH))
 TSHL = _binary("TSHL", lambda a, b, dt: _shift(a, b, dt, True),
-               "dst = src0 << src1 (shift counts >= the bit width give 0).", static=_INT)
+               "dst = src0 << src1 (shift counts >= the bit width give 0).", static=_INT,
+               same_valid=SameValid(("src0", "src1"), BOTH))
 TSHR = _binary("TSHR", lambda a, b, dt: _shift(a, b, dt, False),
                "dst = src0 >> src1, arithmetic for signed types (shift counts >= the bit width "
-               "give 0 or -1).", static=_INT)
+               "give 0 or -1).", static=_INT,
+               same_valid=SameValid(("src0", "src1"), BOTH))
 TFMOD = _binary("TFMOD", _fmod,
                 "dst = fmod(src0, src1): the remainder with the sign of the dividend (C fmod / "
                 "integer %); x fmod 0 is NaN for floats, 0 for integers.", params=ALGO)
 TREM = _binary("TREM", _rem_floor,
                "dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the "
-               "divisor; tmp is scratch.", params=ALGO, tmp=True)
+               "divisor; tmp is scratch.", params=ALGO, tmp=True,
+               same_valid=SameValid(("src0", "src1"), BOTH))
 TPOW = _binary("TPOW", _pow,
                "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
-               "for integers; tmp is scratch.", params=ALGO, tmp=True)
+               "for integers; tmp is scratch.", params=ALGO, tmp=True,
+               same_valid=SameValid(("src0", "src1"),
+                                    "General constraints (dst == base, dst == exp)"))
 TPRELU = _binary("TPRELU", lambda a, b, dt: np.where(a > 0, a, a * b),
                  "dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.",
-                 tmp=True, static=_FLOAT)
+                 tmp=True, static=_FLOAT,
+                 same_valid=SameValid(("src0", "src1"), BOTH))
 TSUBRELU = _binary("TSUBRELU", lambda a, b, dt: _relu(np.subtract(a, b)),
                    "dst = max(src0 - src1, 0).", static=_FLOAT)
 

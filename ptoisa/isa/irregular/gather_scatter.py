@@ -108,6 +108,8 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
 
 
 @instr("TGATHER", family="irregular", pipe=Pipe.V,
+       # the index and compare forms' tmp operands are scratch tiles
+       access_roles={"tmp": "scratch", "tmp2": "scratch"},
        ptoas=Ptoas(
            # mask form ins(src) {maskPattern}; index form ins(src, indices, tmp); compare form
            # ins(src, kValue, tmp) outs(dst, cdst) {offset}

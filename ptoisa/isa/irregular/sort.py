@@ -185,7 +185,12 @@ def _mrg_static(sig: Sig) -> None:
     same_dtype(*names)(sig)
 
 
-@instr("TMRGSORT", family="irregular", pipe=Pipe.V,
+def _tmrgsort_a2(vals: list[Any]) -> str:
+    # TMRGSORT(dst, executed, tmp, src0, ...): with an executed-list first, a2 is the tmp tile
+    return "scratch" if len(vals) > 2 and not isinstance(vals[1], Tile) else "in"
+
+
+@instr("TMRGSORT", family="irregular", pipe=Pipe.V, access_roles={"a2": _tmrgsort_a2},
        ptoas=Ptoas(
            # PTOAS: ins(src0, src1[, src2[, src3]], tmp) outs(dst, executed: vector<4xi16>);
            # the manual's format2 writes tmp in outs: ins(src0..srcN) outs(dst, tmp, executed)

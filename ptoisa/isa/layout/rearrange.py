@@ -608,7 +608,7 @@ def _cpu_treshape_kind(sig: Sig) -> None:
                        f"({s.dtype} -> {d.dtype})")
 
 
-@instr("TRESHAPE", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
+@instr("TRESHAPE", family="layout", pipe=Pipe.S, batched=True, any_valid=True, access="view",
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        static=(_same_loc, _treshape_static), static_for={"cpu": (_cpu_treshape_kind,)})
 def TRESHAPE(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
@@ -645,7 +645,14 @@ def _tsubview_runtime(ins: Instr, dst: Tile, src: Tile, rowIdx: Any, colIdx: Any
     _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
 
 
-@instr("TSUBVIEW", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
+def _tsubview_offset(vals: list[Any]) -> int:
+    """The view's byte offset in src: where logical element (rowIdx, colIdx) is."""
+    src = vals[1]
+    return int(src.spec.offsets[int(vals[2]), int(vals[3])]) * src.dtype.itemsize
+
+
+@instr("TSUBVIEW", family="layout", pipe=Pipe.S, batched=True, any_valid=True, access="view",
+       view_offset=_tsubview_offset,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("rowIdx", "scalar"),
                  Opnd("colIdx", "scalar")),
        static=(_same_loc, _tsubview_static),
@@ -655,8 +662,7 @@ def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None
     src[rowIdx + i, colIdx + j] (same bytes) for every (i, j) of dst's valid region. Like the
     C++ tile pointer it is, the view covers dst's whole static shape from that element on, so
     its last row may run past src (into the following bytes of the buffer)."""
-    off = int(src.spec.offsets[int(rowIdx), int(colIdx)]) * src.dtype.itemsize
-    m.alias(dst, src, off, op="tsubview")
+    m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview")
 
 
 SHIFT_MX_ADDR = 2
@@ -679,8 +685,8 @@ def _cpu_scale_addr(m: Machine, dst: Tile, src: Tile) -> None:
 
 
 @instr("TGET_SCALE_ADDR", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
-       operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")), static=(_scale_dst,),
-       impl_for={"cpu": _cpu_scale_addr})
+       access="view", operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
+       static=(_scale_dst,), impl_for={"cpu": _cpu_scale_addr})
 def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
     """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
     dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the
@@ -689,7 +695,7 @@ def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
         m.assign(dst, src.addr >> SHIFT_MX_ADDR)
 
 
-@instr("TALIAS", family="layout", pipe=Pipe.S, batched=True, any_valid=True,
+@instr("TALIAS", family="layout", pipe=Pipe.S, batched=True, any_valid=True, access="view",
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        static=(_same_loc,))
 def TALIAS(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802

@@ -19,6 +19,7 @@ MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 3
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -463,6 +464,8 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
         return True
 
     impl.__doc__ = doc
+    if "_" in name:  # PTOAS dots the variants: pto.tmatmul.acc, pto.tgemv.mx
+        ptoas = dataclasses.replace(ptoas or Ptoas(), op="pto." + name.lower().replace("_", "."))
     # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)
     return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
                  batched=not name.endswith("_MX"),

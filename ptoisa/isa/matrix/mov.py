@@ -225,7 +225,7 @@ def TMOV(m: Machine, dst: Tile, src: Tile, fp: Any = None, *,  # noqa: N802
     move(m, dst, src, fp, reluMode, grp_axis)
 
 
-@instr("TMOV_FP", family="matrix", pipe=Pipe.FIX,
+@instr("TMOV_FP", family="matrix", pipe=Pipe.FIX, ptoas=Ptoas(op="pto.tmov.fp"),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile")),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),),
        dtype_key=("src", "dst"),

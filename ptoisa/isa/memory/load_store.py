@@ -21,7 +21,7 @@ from ..spelling import LAYOUT_HINT, Attr, Ptoas
 
 
 @instr("TASSIGN", family="memory", pipe=Pipe.S, returns_event=False, batched=True,
-       any_valid=True,
+       any_valid=True, access="place",
        operands=(Opnd("obj", "tile|gm", "out"), Opnd("addr", "any")))
 def TASSIGN(m: Machine, obj: Any, addr: Any) -> None:  # noqa: N802
     """Bind a tile to byte address ``addr`` of its role's buffer (UB, L1, L0A/B/C, ...), or a

@@ -78,7 +78,7 @@ def _both(cl: Any, key: Any, sub: int, signal: list[str], eid: int,
             _bump(cl, (c, eid), both)
 
 
-@instr("SYNC_SET", family="sync", pipe=Pipe.S,
+@instr("SYNC_SET", family="sync", pipe=Pipe.S, sync="cross_core",
        operands=(Opnd("pipe", "enum", enum=Pipe), Opnd("eventId", "any")),
        params=(Param("FftsMode", 2),), returns_event=False)
 def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  # noqa: N802,N803
@@ -114,7 +114,7 @@ def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  #
         _both(cl, ("AIVs", eid), int(me[3]), ["AIV0", "AIV1"], eid, tok)
 
 
-@instr("SYNC_WAIT", family="sync", pipe=Pipe.S,
+@instr("SYNC_WAIT", family="sync", pipe=Pipe.S, sync="cross_core",
        operands=(Opnd("pipe", "enum", enum=Pipe), Opnd("eventId", "any")), returns_event=False)
 def SYNC_WAIT(m: Machine, pipe: Pipe, eventId: Any) -> None:  # noqa: N802,N803
     """Wait until cross-core flag ``eventId`` of this core was set, and consume it

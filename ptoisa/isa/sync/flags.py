@@ -60,16 +60,23 @@ def _flag(kind: str) -> Any:
 
 _FLAG_OPERANDS = (Opnd("srcPipe", "enum", enum=Pipe), Opnd("dstPipe", "enum", enum=Pipe),
                   Opnd("eventId", "any"))
+#: the sync kind and ops of each: ``pto.set_flag[src, dst, id]``, ``_dyn`` with an SSA event id, and
+#: record/wait_event naming the two endpoints by op kind (lowered to their pipes)
+_FLAG_OPS = {
+    "SET_FLAG": ("flag_set", {"pto.set_flag": 0, "pto.set_flag_dyn": 0, "pto.record_event": 2}),
+    "WAIT_FLAG": ("flag_wait", {"pto.wait_flag": 0, "pto.wait_flag_dyn": 0, "pto.wait_event": 2}),
+}
 _FLAGS: dict[str, Instr] = {
-    k: instr(k, family="sync", pipe=Pipe.S, operands=_FLAG_OPERANDS,
-             returns_event=False)(_flag(k))
-    for k in ("SET_FLAG", "WAIT_FLAG")
+    k: instr(k, family="sync", pipe=Pipe.S, operands=_FLAG_OPERANDS, returns_event=False,
+             sync=kind, ptoas=Ptoas(bracketed=ops))(_flag(k))
+    for k, (kind, ops) in _FLAG_OPS.items()
 }
 SET_FLAG = _FLAGS["SET_FLAG"]
 WAIT_FLAG = _FLAGS["WAIT_FLAG"]
 
 
-@instr("PIPE_BARRIER", family="sync", pipe=Pipe.S,
+@instr("PIPE_BARRIER", family="sync", pipe=Pipe.S, sync="barrier",
+       ptoas=Ptoas(op="pto.barrier", bracketed={"pto.barrier": 0, "pto.barrier_sync": 1}),
        operands=(Opnd("pipe", "enum", enum=Pipe),), returns_event=False)
 def PIPE_BARRIER(m: Machine, pipe: Pipe) -> None:  # noqa: N802
     """``pipe_barrier(PIPE_X)``: the pipe's later instructions start after its earlier ones
@@ -77,7 +84,7 @@ def PIPE_BARRIER(m: Machine, pipe: Pipe) -> None:  # noqa: N802
     _record(m, ("PIPE_BARRIER", pipe))
 
 
-@instr("TSYNC", family="sync", pipe=Pipe.S,
+@instr("TSYNC", family="sync", pipe=Pipe.S, sync="events",
        ptoas=Ptoas(forms={"pto.tsync": (Form(ins=("events*",), outs=()),)}),
        operands=(Opnd("events", "any", optional=True),),
        params=(Param("OpCode", None),))
@@ -90,7 +97,7 @@ def TSYNC(m: Machine, events: Any = None, *, OpCode: Any) -> None:  # noqa: N802
     _record(m, ("TSYNC", OpCode, tuple(waited)))
 
 
-@instr("SYNCALL", family="sync", pipe=Pipe.ALL,
+@instr("SYNCALL", family="sync", pipe=Pipe.ALL, sync="all_cores",
        operands=(Opnd("gmWorkspace", "any", optional=True),
                  Opnd("usedCores", "scalar", optional=True)),
        params=(Param("CoreType", "AIVOnly"), Param("Mode", None)))

@@ -24,6 +24,7 @@ from ..elementwise.compare import (
 from ..registry import Opnd, instr, same_dtype
 from ..rules import vec
 from ..spelling import CMP_MODE, Ptoas
+from ..valid_region import BOTH, SameValid
 
 
 @instr("TCMPS", family="tile-scalar", pipe=Pipe.V,
@@ -60,7 +61,8 @@ def TCMPS(m: Machine, dst: Tile, src0: Tile, src1: Any,  # noqa: N802
                  Opnd("tmp", "tile", "scratch"), Opnd("scalar", "scalar")),
        dtype_key=("dst",),
        static=(vec("dst", "mask", "src"), same_dtype("dst", "src"), _pred_mask),
-       runtime=(cover("src"),))
+       runtime=(cover("src"),),
+       same_valid=SameValid(("src",), BOTH))
 def TSELS(m: Machine, dst: Tile, mask: Tile, src: Tile, tmp: Tile,  # noqa: N802
           scalar: Any) -> None:
     """dst = mask bit ? src : scalar over dst's valid region (per-row packed mask on every

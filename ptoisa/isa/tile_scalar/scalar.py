@@ -21,6 +21,7 @@ from ..elementwise.common import as_elem, cover, kinds, plain_form
 from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _shift
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
 from ..rules import vec
+from ..valid_region import A2A3, A2A3_LIST, A5, A5_LIST, BOTH, COMMON, NPUS_DIFFER, SameValid
 
 _DST = Opnd("dst", "tile", "out")
 Fn = Callable[..., Any]
@@ -37,7 +38,7 @@ def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any
 
 def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
-               src: str = "src") -> Instr:
+               src: str = "src", same_valid: SameValid | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too, taking the converted scalar (see
     plain_form)."""
     fn, plain = plain_form(fn)
@@ -58,38 +59,53 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  dtype_key=("dst",),
                  static=(vec("dst", src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime), plain=plain,
-                 plain_scalar=as_elem if plain is not None else None)(impl)
+                 plain_scalar=as_elem if plain is not None else None,
+                 same_valid=same_valid)(impl)
 
 
-TADDS = _scalar_op("TADDS", np.add, "dst = src + scalar (integers wrap).", src="src0")
-TSUBS = _scalar_op("TSUBS", np.subtract, "dst = src - scalar (integers wrap).", src="src0")
-TMULS = _scalar_op("TMULS", np.multiply, "dst = src * scalar (integers wrap).", src="src0")
-TMAXS = _scalar_op("TMAXS", np.maximum, "dst = max(src, scalar).")
-TMINS = _scalar_op("TMINS", np.minimum, "dst = min(src, scalar).")
-TANDS = _scalar_op("TANDS", np.bitwise_and, "dst = src & scalar.", static=_INT)
-TORS = _scalar_op("TORS", np.bitwise_or, "dst = src | scalar.", static=_INT)
+TADDS = _scalar_op("TADDS", np.add, "dst = src + scalar (integers wrap).", src="src0",
+                   same_valid=SameValid(("src0",), NPUS_DIFFER, rows=A2A3))
+TSUBS = _scalar_op("TSUBS", np.subtract, "dst = src - scalar (integers wrap).", src="src0",
+                   same_valid=SameValid(("src0",), BOTH))
+TMULS = _scalar_op("TMULS", np.multiply, "dst = src * scalar (integers wrap).", src="src0",
+                   same_valid=SameValid(("src0",), NPUS_DIFFER, rows=A2A3))
+TMAXS = _scalar_op("TMAXS", np.maximum, "dst = max(src, scalar).",
+                   same_valid=SameValid(("src",), COMMON))
+TMINS = _scalar_op("TMINS", np.minimum, "dst = min(src, scalar).",
+                   same_valid=SameValid(("src",), NPUS_DIFFER, rows=A2A3))
+TANDS = _scalar_op("TANDS", np.bitwise_and, "dst = src & scalar.", static=_INT,
+                   same_valid=SameValid(("src",), A2A3_LIST, rows=A2A3, cols=A2A3))
+TORS = _scalar_op("TORS", np.bitwise_or, "dst = src | scalar.", static=_INT,
+                  same_valid=SameValid(("src",), A2A3_LIST, rows=A2A3, cols=A2A3))
 TXORS = _scalar_op("TXORS", lambda a, s, dt: a ^ s,
                    "dst = src ^ scalar; tmp is scratch (used on a2a3).", tmp=True,
-                   static=_INT, src="src0")
+                   static=_INT, src="src0",
+                   same_valid=SameValid(("src0",), A5_LIST, rows=A5, cols=A5))
 TSHLS = _scalar_op("TSHLS", lambda a, s, dt: _shift(a, s, dt, True),
                    "dst = src << scalar (scalar >= 0; counts >= the bit width give 0).",
-                   static=_INT, runtime=(_nonneg,))
+                   static=_INT, runtime=(_nonneg,),
+                   same_valid=SameValid(("src",), BOTH))
 TSHRS = _scalar_op("TSHRS", lambda a, s, dt: _shift(a, s, dt, False),
                    "dst = src >> scalar, arithmetic for signed types (scalar >= 0).",
-                   static=_INT, runtime=(_nonneg,))
+                   static=_INT, runtime=(_nonneg,),
+                   same_valid=SameValid(("src",), BOTH))
 TLRELU = _scalar_op("TLRELU", lambda a, s, dt: np.where(a > 0, a, a * s),
                     "dst = src > 0 ? src : src * slope (slope in the tile's element type).",
-                    static=_FLOAT)
+                    static=_FLOAT,
+                    same_valid=SameValid(("src",), COMMON))
 TFMODS = _scalar_op("TFMODS", lambda a, s, dt: _fmod(a, s, dt),
                     "dst = fmod(src, scalar) (sign of the dividend; integers: C %, x % 0 = 0).",
-                    params=ALGO)
+                    params=ALGO,
+                    same_valid=SameValid(("src",), BOTH))
 TREMS = _scalar_op("TREMS", lambda a, s, dt: _rem_floor(a, s, dt),
                    "dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is "
-                   "scratch.", params=ALGO, tmp=True)
+                   "scratch.", params=ALGO, tmp=True,
+                   same_valid=SameValid(("src",), BOTH))
 TPOWS = _scalar_op("TPOWS", lambda a, s, dt: _pow(a, s, dt),
                    "dst = pow(base, exp) with a scalar exponent (integers: repeated "
                    "multiplication, wrapping); tmp is scratch.", params=ALGO, tmp=True,
-                   src="base")
+                   src="base",
+                   same_valid=SameValid(("base",), "General constraints (dst == base)"))
 
 
 # ---- TDIVS: either operand order -------------------------------------------------------------
@@ -141,7 +157,8 @@ def _tdivs_a2a3(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> Any:
 @instr("TDIVS", family="tile-scalar", pipe=Pipe.V,
        operands=(_DST, Opnd("src0", "any"), Opnd("scalar", "any")), params=ALGO,
        dtype_key=("dst",), static=(vec("dst"), _divs_types), runtime=(_divs_operands,),
-       impl_for={"a2a3": _tdivs_a2a3})
+       impl_for={"a2a3": _tdivs_a2a3},
+       same_valid=SameValid(("src0", "scalar"), BOTH))
 def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N802
     """dst = src / scalar, or dst = scalar / src when the scalar comes first. Integers divide
     truncating toward zero (division by zero is target-defined; ptoisa gives 0).
@@ -180,7 +197,7 @@ def TEXPANDS(m: Machine, dst: Tile, scalar: Any) -> None:  # noqa: N802
 
 # ---- scalar with two tiles ---------------------------------------------------------------------
 
-def _sc2(name: str, fn: Fn, doc: str) -> Instr:
+def _sc2(name: str, fn: Fn, doc: str, same_valid: SameValid) -> Instr:
     def impl(m: Machine, dst: Tile, src0: Tile, scalar: Any, src1: Tile) -> None:
         vr, vc = dst.valid_shape
         sc = as_elem(scalar, dst.dtype)
@@ -194,18 +211,21 @@ def _sc2(name: str, fn: Fn, doc: str) -> Instr:
                            Opnd("src1", "tile")),
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
-                 runtime=(cover("src0", "src1"),))(impl)
+                 runtime=(cover("src0", "src1"),), same_valid=same_valid)(impl)
 
 
 TADDSC = _sc2("TADDSC", lambda a, s, b: a + s + b,
-              "dst = src0 + scalar + src1 (rounded after each add; integers wrap).")
+              "dst = src0 + scalar + src1 (rounded after each add; integers wrap).",
+              same_valid=SameValid(("src0", "src1"), COMMON))
 TSUBSC = _sc2("TSUBSC", lambda a, s, b: a - s + b,
-              "dst = src0 - scalar + src1 (rounded after each operation; integers wrap).")
+              "dst = src0 - scalar + src1 (rounded after each operation; integers wrap).",
+              same_valid=SameValid(("src0", "src1"), COMMON))
 
 
 @instr("TAXPY", family="tile-scalar", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "inout"), Opnd("src0", "tile"), Opnd("scalar", "scalar")),
-       dtype_key=("dst", "src0"), static=(vec("dst", "src0"),), runtime=(cover("src0"),))
+       dtype_key=("dst", "src0"), static=(vec("dst", "src0"),), runtime=(cover("src0"),),
+       same_valid=SameValid(("src0",), "dst and src0 share the valid shape (all targets)"))
 def TAXPY(m: Machine, dst: Tile, src0: Tile, scalar: Any) -> None:  # noqa: N802
     """dst = scalar * src0 + dst (dst is read): the product is rounded to dst's element type,
     then the sum. The scalar has src0's element type; an f16 source accumulates into an f32
