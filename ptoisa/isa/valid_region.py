@@ -30,7 +30,7 @@ from ..memory import current
 from ..targets import TARGET_NAMES
 from ..tile import Tile
 from . import elementwise, tile_scalar  # noqa: F401 - the instructions it attaches checks to
-from .registry import REGISTRY, Instr, RuntimeRule, sim_unchecked
+from .registry import REGISTRY, Instr, RuntimeRule, check_target_keys, sim_unchecked
 
 ALL = frozenset(TARGET_NAMES)
 
@@ -150,6 +150,7 @@ def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True
 
 def _apply() -> None:
     for name, spec in SAME_VALID.items():
+        check_target_keys(f"SAME_VALID[{name!r}]", spec.rows | spec.cols)
         ins = REGISTRY[name]
         if spec.rows == spec.cols == ALL:
             ins.runtime = (*ins.runtime, same_valid(spec, ins))

@@ -269,9 +269,13 @@ def get_target(name: str) -> Target:
     if key in _EXTRA:
         return _EXTRA[key]
     if key not in TARGET_NAMES:
-        known = ", ".join((*TARGET_NAMES, *_EXTRA))
-        raise PtoError(f"unknown target {name!r} (choose from: {known})")
+        raise PtoError(f"unknown target {name!r} (choose from: {', '.join(known_targets())})")
     return importlib.import_module(f"{__name__}.{key}").TARGET  # type: ignore[no-any-return]
+
+
+def known_targets() -> tuple[str, ...]:
+    """The names of the targets known now: the built-in ones and those registered."""
+    return (*TARGET_NAMES, *_EXTRA)
 
 
 def register_target(t: Target) -> Target:
