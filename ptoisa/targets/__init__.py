@@ -143,9 +143,10 @@ class Traits:
     #: vector core: the cube's ids 0-15 go to AIV0 and 16-31 to AIV1, AIV n's id i is the
     #: cube's flag i + 16 n; FftsMode is not read)
     cross_core_flags_per_subblock: bool = False
-    #: what a cross-core wait (SYNC_WAIT, a TPOP of a pipe) orders after itself: False (A2/A3's
-    #: ``wait_flag_dev`` stalls the core's scalar issue: every later instruction of every pipe)
-    #: or True (A5's ``wait_intra_block(pipe, id)`` holds that one pipe); read by edges.wait_scope
+    #: what a cross-core wait (SYNC_WAIT, TPOP, a TPUSH waiting for a free slot) orders after
+    #: itself: False (A2/A3's ``wait_flag_dev`` stalls the core's scalar issue: every later
+    #: instruction of every pipe) or True (A5's ``wait_intra_block(pipe, id)`` holds that one
+    #: pipe); read by edges.wait_scope
     cross_core_wait_holds_pipe: bool = False
     #: a vector function of a mixed ``.pto`` kernel that uses a no-split pipe and does not read
     #: its sub-block index runs on sub-block 0 only (PTOAS guards it with
