@@ -20,9 +20,9 @@ import numpy as np
 
 from .errors import PtoError
 from .hostmem import check_host_memory
-from .targets import DEFAULT_TARGET
+from .targets import CONFORMANCE_TARGET, DEFAULT_TARGET, TARGET_NAMES
 
-TARGETS = ["cpu", "a2a3", "a5"]
+TARGETS = list(TARGET_NAMES)
 
 
 def _read(path: str) -> tuple[str, str]:
@@ -495,7 +495,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("conformance", help="run the upstream conformance pack")
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
-    c.add_argument("--target", default="cpu", choices=["cpu", "a2a3", "a5"])
+    c.add_argument("--target", default=CONFORMANCE_TARGET, choices=TARGETS)
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
     c.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
                    help="the communication cases across two ranks: --ranks under mpiexec -n 2, "
@@ -504,8 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no progress line on the terminal (the results are printed still)")
     c.set_defaults(fn=_cmd_conformance)
     o = sub.add_parser("ops", help="the instruction support matrix, from the registry")
-    o.add_argument("--target", choices=["cpu", "a2a3", "a5"], default=None,
-                   help="one target (default: all three)")
+    o.add_argument("--target", choices=TARGETS, default=None,
+                   help="one target (default: all of them)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
     o.add_argument("--markdown", metavar="DIR",
                    help="write the instruction reference: one page per instruction and an "

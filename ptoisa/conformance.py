@@ -31,6 +31,7 @@ from .isa.registry import REGISTRY, Instr
 from .memory import Machine, pop
 from .memory import target as make_target
 from .progress import Progress
+from .targets import CONFORMANCE_TARGET, get_target
 from .tensor import GlobalTensor
 from .tile import Tile, tile_spec
 
@@ -599,7 +600,7 @@ def _last_out_tile(case: dict[str, Any]) -> str:
     raise Skip("check without a target: no output tile in the program")
 
 
-def run_case(case_dir: Path, target_name: str = "cpu") -> Verdict:
+def run_case(case_dir: Path, target_name: str = CONFORMANCE_TARGET) -> Verdict:
     """Run one recorded case. A recorded program that breaks a documented constraint the CPU
     simulator does not check (a ConstraintError) runs again on a permissive machine, the
     simulator's behaviour, and is reported as QUIRK with the constraint when it then passes."""
@@ -629,8 +630,8 @@ def _run_case(case_dir: Path, target_name: str, permissive: bool = False) -> Ver
         except ConstraintError:
             raise  # run_case retries on a permissive machine
         except (IllegalInstruction, PtoMemoryError) as e:
-            if target_name != "cpu":
-                # the pack records the CPU simulator's programs; a use the NPU target rejects
+            if not m.target.traits.conformance_reference:
+                # the pack records the CPU simulator's programs; a use another target rejects
                 # is not a wrong answer there
                 return Verdict(cid, "SKIP", f"not legal on {target_name}: {e}")
             problems = [f"error: {e}"]
@@ -746,13 +747,13 @@ TARGET_DIFFERENCES: dict[str, Any] = {
 
 def target_difference(case: dict[str, Any], case_dir: Path, target_name: str) -> str | None:
     """The documented difference that explains a failing case on an NPU target, or None."""
-    if target_name == "cpu":
+    if get_target(target_name).traits.conformance_reference:
         return None
     rule = TARGET_DIFFERENCES.get(case["instruction"])
     why = rule(case) if rule is not None else None
     if why is None:
         return None
-    on_cpu = run_case(case_dir, "cpu")
+    on_cpu = run_case(case_dir, CONFORMANCE_TARGET)
     return why if on_cpu.status == "PASS" else None
 
 
@@ -863,7 +864,7 @@ def case_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("**/case.json"))
 
 
-def run_pack(root: Path, target_name: str = "cpu", *, out: Any = None,
+def run_pack(root: Path, target_name: str = CONFORMANCE_TARGET, *, out: Any = None,
              only: Iterable[str] = ()) -> Summary:
     out = out or sys.stdout
     summary = Summary()

@@ -24,6 +24,7 @@ from . import conformance as C
 from .errors import ConstraintError, PtoError
 from .memory import Machine, pop, push
 from .memory import target as make_target
+from .targets import CONFORMANCE_TARGET
 from .tensor import GlobalTensor
 
 #: instruction -> the operand (C++ parameter name) that lives on the other NPU
@@ -93,7 +94,8 @@ class RankCaseRun(C.CaseRun):
         return v
 
 
-def run_case(case_dir: Path, ranks: Any, target_name: str = "cpu") -> C.Verdict | None:
+def run_case(case_dir: Path, ranks: Any, target_name: str = CONFORMANCE_TARGET
+             ) -> C.Verdict | None:
     """One case across two ranks; the verdict on rank 0, None on the others. Every rank of
     ``ranks`` calls it with the same case."""
     try:

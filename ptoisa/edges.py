@@ -95,10 +95,11 @@ def acquire(m: Any, *tokens: Token | None, pipe: Pipe | None = None) -> None:
 
 
 def wait_scope(m: Any, pipe: Pipe | None = None) -> Pipe | None:
-    """What a cross-core wait holds on the target of ``m``: on A2/A3 the wait
-    (``wait_flag_dev``) stalls the core's scalar issue, so every later instruction of every
-    pipe is ordered after it (``Pipe.ALL``); A5's ``wait_intra_block(pipe, id)`` holds one
-    pipe (``pipe``, None: the waiting instruction's own)."""
-    if "a5" in m.target.lineage:
+    """What a cross-core wait holds on the target of ``m`` (its ``cross_core_wait_holds_pipe``
+    trait): on A2/A3 the wait (``wait_flag_dev``) stalls the core's scalar issue, so every
+    later instruction of every pipe is ordered after it (``Pipe.ALL``); A5's
+    ``wait_intra_block(pipe, id)`` holds one pipe (``pipe``, None: the waiting instruction's
+    own)."""
+    if m.target.traits.cross_core_wait_holds_pipe:
         return pipe
     return Pipe.ALL

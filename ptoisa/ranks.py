@@ -37,6 +37,7 @@ import numpy as np
 from . import observe
 from .errors import ExecutionError, PtoError, RuntimeCheckError
 from .memory import Machine, pop, push
+from .targets import DEFAULT_TARGET
 from .tensor import GlobalTensor
 
 DEFAULT_TIMEOUT = 60.0
@@ -575,7 +576,7 @@ def blocks_body(kernel: Callable[..., Any], args: Sequence[Any],
 
 
 def launch_ranks(kernel: Callable[..., Any], *args: Any, ranks: Any, blocks: int = 1,
-                 target: str = "cpu", timeout: float | None = None,
+                 target: str = DEFAULT_TARGET, timeout: float | None = None,
                  **settings: Any) -> None:
     """Run ``kernel`` on every rank of ``ranks`` (``pto.launch(kernel, ..., ranks=...)``).
 
@@ -608,7 +609,7 @@ def launch_ranks(kernel: Callable[..., Any], *args: Any, ranks: Any, blocks: int
 Binder = Callable[[int, int], tuple[Callable[[Machine], None], list[np.ndarray], list[str]]]
 
 
-def run_on_ranks(bind: Binder, *, ranks: Any, target: str = "cpu",
+def run_on_ranks(bind: Binder, *, ranks: Any, target: str = DEFAULT_TARGET,
                  timeout: float | None = None, settings: dict[str, Any] | None = None) -> None:
     """The launcher both front ends share: ``bind(rank, size)`` -> (body, window arrays, window
     names) of that rank; the body runs on the rank's machine, then ``body.after()`` (when the

@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..enums import Pipe
+from ..errors import PtoError
+from ..targets import DEFAULT_TARGET
 from ..tensor import GlobalTensor
 from ..tile import Tile
 
@@ -267,6 +269,8 @@ def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
     return table
 
 
+#: the values of the ``cost_table`` trait (see ptoisa.targets.Traits)
+COST_TABLES = ("fitted", "a5_vf")
 _DEFAULT: dict[str, dict[str, list[Variant]]] = {}
 
 
@@ -274,9 +278,10 @@ _BY_NAME: dict[str, dict[str, list[Variant]]] = {}
 
 
 def default_table(target: Any = None) -> dict[str, list[Variant]]:
-    """The table of a target (a Target or a name), loaded once (shared: do not modify it):
-    a2a3's fitted table; for a5, the same with upstream's A5 vector-function formulas for the
-    instructions they cover (estimates: no A5 measurements)."""
+    """The table of a target (a Target or a name), loaded once (shared: do not modify it), as
+    its ``cost_table`` trait says: the table fitted on a2a3 ("fitted"), or the same with
+    upstream's A5 vector-function formulas for the instructions they cover ("a5_vf", a5's:
+    estimates, no A5 measurements). An unknown name gets the fitted table."""
     if isinstance(target, str):
         hit = _BY_NAME.get(target)
         if hit is not None:
@@ -291,12 +296,15 @@ def default_table(target: Any = None) -> dict[str, list[Variant]]:
         if name in TARGET_NAMES:  # built-in names never change meaning: remember them
             _BY_NAME[name] = default_table(target)
             return _BY_NAME[name]
-    lineage = getattr(target, "lineage", None) or ()
-    key = "a5" if "a5" in lineage else "a2a3"
+    traits = getattr(target, "traits", None)
+    key = traits.cost_table if traits is not None else "fitted"
+    if key not in COST_TABLES:
+        raise PtoError(f"target {target}: unknown cost_table {key!r} (known: "
+                       f"{', '.join(COST_TABLES)})")
     t = _DEFAULT.get(key)
     if t is None:
         t = load_table()
-        if key == "a5" and A5_FILE.exists():
+        if key == "a5_vf" and A5_FILE.exists():
             apply_a5(t, json.loads(A5_FILE.read_text()))
         _DEFAULT[key] = t
     return t
@@ -449,4 +457,5 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]]) -> dict[str, Any]
     for (g, dt), c in sorted(fitted.items()):
         for op, idx in members[g]:
             out.setdefault(op, {}).setdefault(str(idx), {})[dt] = [round(z, 6) for z in c]
-    return {"schema": "ptoisa-cycle-fit/1", "target": "a2a3", "coef": out}
+    # the hardware pack measures the default target (a2a3)
+    return {"schema": "ptoisa-cycle-fit/1", "target": DEFAULT_TARGET, "coef": out}

@@ -23,6 +23,7 @@ from ..enums import Pipe
 from ..errors import PtoError
 from ..isa.registry import REGISTRY
 from ..progress import Progress
+from ..targets import DEFAULT_TARGET
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
@@ -115,7 +116,7 @@ def run_case(case: dict[str, Any], table: dict[str, Any] | None = None
     built: dict[str, Any] = {"_gm": next((o for o in case["operands"] if o.get("kind") == "gm"),
                                          None)}
     note = ""
-    model = CycleModel(case.get("target", "a2a3"), table=table)
+    model = CycleModel(case.get("target", DEFAULT_TARGET), table=table)
     feats: list[tuple[costs.Features, Pipe]] = []
 
     def observe(rec: Any) -> None:
@@ -123,7 +124,7 @@ def run_case(case: dict[str, Any], table: dict[str, Any] | None = None
                       rec.instr.pipe_on(rec.values)))
         model(rec)
 
-    m = memory.Machine(case.get("target", "a2a3"))
+    m = memory.Machine(case.get("target", DEFAULT_TARGET))
     m.quiet = True
     m.observers.append(observe)
     memory.push(m)

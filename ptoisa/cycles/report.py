@@ -10,6 +10,7 @@ from typing import Any
 
 from ..enums import Pipe
 from ..errors import PtoError
+from ..targets import get_target
 from .schedule import Deadlock, Flow, Step
 
 _PIPE_ORDER = [Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.V, Pipe.MTE3, Pipe.S, Pipe.ALL]
@@ -24,6 +25,21 @@ def _where(loc: Any) -> str:
     if line is not None:
         return f"{f}:{line}" if f else f"line {line}"
     return str(loc)
+
+
+def _cost_note(target: Any) -> str:
+    """What the report says of its costs on ``target`` (a name), from the target's traits
+    (``costs_measured``, ``cost_table``): nothing where they were measured (a2a3), else which
+    estimates they are."""
+    try:
+        traits = get_target(str(target)).traits
+    except PtoError:  # a target no longer (or never) known: the fitted table
+        return " (estimates: the a2a3 costs)"
+    if traits.costs_measured:
+        return ""
+    if traits.cost_table == "a5_vf":
+        return " (estimates: upstream's A5 vector-function formulas, else a2a3 costs)"
+    return " (estimates: the a2a3 costs)"
 
 
 @dataclass
@@ -119,9 +135,7 @@ class CycleReport:
             where = f"; {self.blocks} blocks {how}"
         else:
             where = ""
-        est = {"a2a3": "", "a5": " (estimates: upstream's A5 vector-function formulas, else "
-                                 "a2a3 costs)"}.get(self.target,
-                                                    " (estimates: the a2a3 costs)")
+        est = _cost_note(self.target)
         lines = [f"cycles: {self.total} (target {self.target}{est}, {self.mode}-sync schedule"
                  f"{where})"]
         util = self.utilisation()

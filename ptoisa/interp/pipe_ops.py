@@ -222,10 +222,12 @@ def kernel_kind(fn: Op | None) -> str | None:
 
 
 def runs_on_subblock(module: Any, fn: Op, target: str, sub: int) -> bool:
-    """Whether vector function ``fn`` runs on sub-block ``sub``: on A5, PTOAS guards a vector
-    function that uses a no-split pipe (and does not read its sub-block index itself) with
+    """Whether vector function ``fn`` runs on sub-block ``sub``: where the target's
+    ``nosplit_vector_subblock0_only`` trait says so (A5), PTOAS guards a vector function that
+    uses a no-split pipe (and does not read its sub-block index itself) with
     ``if (get_subblockid() == 0)``."""
-    if sub == 0 or kernel_kind(fn) != "vector" or "a5" not in get_target(target).lineage:
+    if sub == 0 or kernel_kind(fn) != "vector" \
+            or not get_target(target).traits.nosplit_vector_subblock0_only:
         return True
     ops = list(fn.walk())
     if any(op.name == "pto.get_subblock_idx" for op in ops):

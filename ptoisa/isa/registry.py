@@ -32,7 +32,7 @@ from ..errors import (
 )
 from ..lanes import Lanes, block_of, uniform
 from ..memory import Machine, current
-from ..targets import Target, get_target
+from ..targets import Target, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from .spelling import Attr, Form, Ptoas
@@ -143,7 +143,8 @@ class Instr:
     #: per-target declarations (JAX's ``platform=`` lowering rules): a key names a target of
     #: the lineage (``Target.lineage``); ``impl_for`` replaces the semantics there (returning
     #: ``NotImplemented`` from it runs the common semantics for that use),
-    #: ``static_for`` / ``runtime_for`` add rules that hold there only
+    #: ``static_for`` / ``runtime_for`` add rules that hold there only (a common rule that holds
+    #: everywhere but on some targets is :func:`except_on` in ``static`` / ``runtime``)
     impl_for: dict[str, Callable[..., Any]] = field(default_factory=dict)
     static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
     runtime_for: dict[str, tuple[RuntimeRule, ...]] = field(default_factory=dict)
@@ -215,16 +216,20 @@ class Instr:
         if r is None:
             over = next((self.impl_for[k] for k in target.lineage if k in self.impl_for), None)
             impl = self.impl if over is None else _or_common(over, self.impl)
-            static = self.static + tuple(x for k in target.lineage
-                                         for x in self.static_for.get(k, ()))
-            runtime = self.runtime + tuple(x for k in target.lineage
-                                           for x in self.runtime_for.get(k, ()))
+            common_static = _holding(self.static, target)
+            common_runtime = _holding(self.runtime, target)
+            static = common_static + tuple(x for k in target.lineage
+                                           for x in self.static_for.get(k, ()))
+            runtime = common_runtime + tuple(x for k in target.lineage
+                                             for x in self.runtime_for.get(k, ()))
             # (a target's own valid-region rules cannot fail where the plain form runs: every
             # operand valid over its whole tile, all of one shape)
             plain = self.plain if impl is self.impl and all(
-                r in self.runtime or getattr(r, "valid_regions_only", False)
+                r in common_runtime or getattr(r, "valid_regions_only", False)
                 for r in runtime) else None
-            fast = self.fast if impl is self.impl and runtime == self.runtime else None
+            # the fast form restates every common run-time rule: none excepted, none added
+            fast = self.fast if impl is self.impl and runtime == _holding(self.runtime) \
+                else None
             r = self._on[target] = Resolved(target, impl, static, runtime, plain, fast)
         return r
 
@@ -773,6 +778,59 @@ def family_of_module(module: str) -> str | None:
     return parts[2].replace("_", "-")
 
 
+class Except:
+    """A common rule with exceptions (see :func:`except_on`)."""
+
+    __slots__ = ("rule", "targets")
+
+    def __init__(self, rule: Callable[..., None], targets: frozenset[str]) -> None:
+        self.rule = rule
+        self.targets = targets
+
+    def __call__(self, *args: Any, **kw: Any) -> None:
+        self.rule(*args, **kw)
+
+    def __repr__(self) -> str:
+        return (f"except_on({', '.join(sorted(self.targets))}, "
+                f"{getattr(self.rule, '__name__', self.rule)})")
+
+
+def except_on(targets: str | Iterable[str], rule: Any) -> Any:
+    """``rule`` (static or run-time) as a default with exceptions: it holds on every target but
+    those ``targets`` name and the targets derived from them (``Target.lineage``), so a new
+    target makes the check unless it descends from an exception. Put it among the entry's
+    ``static`` / ``runtime`` rules; what holds on an excepted target instead goes in its
+    ``static_for`` / ``runtime_for``."""
+    keys = frozenset((targets,) if isinstance(targets, str) else targets)
+    check_target_keys(f"except_on(..., {getattr(rule, '__name__', 'rule')})", keys)
+    return Except(rule, keys)
+
+
+def _holding(rules: tuple[Any, ...], target: Target | None = None) -> tuple[Any, ...]:
+    """The common ``rules`` that hold on ``target`` (None: every rule), exceptions resolved
+    to the rules they wrap."""
+    out = []
+    for r in rules:
+        if isinstance(r, Except):
+            if target is not None and not r.targets.isdisjoint(target.lineage):
+                continue
+            r = r.rule
+        out.append(r)
+    return tuple(out)
+
+
+def check_target_keys(what: str, keys: Iterable[str]) -> None:
+    """A per-target declaration names known targets only: a misspelt key would silently never
+    apply, so it fails at import (as JAX's ``register_lowering`` refuses an unknown
+    platform). The keys of a target registered later (``register_target``) are known from
+    then on."""
+    known = known_targets()
+    bad = sorted(k for k in keys if k not in known)
+    if bad:
+        raise RuntimeError(f"{what}: unknown target key(s) {', '.join(map(repr, bad))} "
+                           f"(known targets: {', '.join(known)})")
+
+
 def instr(
     name: str,
     *,
@@ -803,8 +861,10 @@ def instr(
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
     ``impl_for={"cpu": fn}`` replaces the semantics on a target (and the targets derived from
-    it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only;
-    ``same_valid`` adds the valid-region rules it states (after the other run-time rules)."""
+    it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only; a key that
+    names no known target raises here. A rule that holds on every target but some is
+    :func:`except_on` among the common ones. ``same_valid`` adds the valid-region rules it
+    states (after the other run-time rules)."""
 
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
@@ -823,6 +883,9 @@ def instr(
         if where is not None and fam != where:
             raise RuntimeError(f"instruction {name} says family {fam!r} but is declared in "
                                f"{fn.__module__} (family {where!r}): the family is the module")
+        for what, decl in (("impl_for", impl_for), ("static_for", static_for),
+                           ("runtime_for", runtime_for)):
+            check_target_keys(f"instruction {name}: {what}", decl or {})
         opnds = tuple(operands)
         rt = tuple(runtime)
         written = tuple((i, o.name) for i, o in enumerate(opnds)
@@ -846,6 +909,7 @@ def instr(
         if unknown:
             raise RuntimeError(f"instruction {name}: access_roles names no operand: {unknown}")
         if same_valid is not None:
+            check_target_keys(f"instruction {name}: same_valid", same_valid.rows | same_valid.cols)
             everywhere, per_target = same_valid.rules(ins)
             ins.runtime = (*ins.runtime, *everywhere)
             for key, r in per_target.items():
@@ -999,7 +1063,7 @@ def sim_unchecked_rules(ins: Instr) -> list[Any]:
     that a permissive machine skips."""
     per_target = [r for rules in (*ins.static_for.values(), *ins.runtime_for.values())
                   for r in rules]
-    return [r for r in (*ins.static, *ins.runtime, *per_target)
+    return [r for r in (*_holding(ins.static), *_holding(ins.runtime), *per_target)
             if getattr(r, "sim_unchecked", False)]
 
 

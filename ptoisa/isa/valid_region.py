@@ -112,4 +112,3 @@ def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True
     # all have one shape (an instruction's plain form relies on it: see Instr.on)
     rule.valid_regions_only = True  # type: ignore[attr-defined]
     return rule
-

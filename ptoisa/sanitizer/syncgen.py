@@ -34,6 +34,7 @@ from ..errors import PtoError
 from ..interp import bridge
 from ..interp.compiler import _bracket_args, _literal
 from ..interp.view_ops import SYNC_OP_PIPES
+from ..targets import DEFAULT_TARGET
 from ..tile import Tile
 
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
@@ -95,7 +96,7 @@ class _State:
 class SyncGen:
     """Synchronise the functions of one module for one target."""
 
-    def __init__(self, module: Any, target: str = "a2a3") -> None:
+    def __init__(self, module: Any, target: str = DEFAULT_TARGET) -> None:
         self.module = module
         self.target = target
         self.before: dict[int, list[str]] = {}  # id(op) -> lines to insert before it
@@ -426,7 +427,7 @@ _SYNC_HANDLERS: dict[str, Any] = {
 }
 
 
-def insert_sync(text: str, filename: str = "<stdin>", target: str = "a2a3") -> str:
+def insert_sync(text: str, filename: str = "<stdin>", target: str = DEFAULT_TARGET) -> str:
     """The program ``text`` with the synchronisation it needs inserted."""
     from ..text import parse
 

@@ -70,8 +70,8 @@ class Traits:
     #: run-time checks the NPU performs (valid-region limits, pattern checks ...); the upstream
     #: CPU simulator has none of them
     npu_runtime_checks: bool = True
-    #: how TPRINT writes: "cpu" (the simulator's header and format) or "npu" (whole tile, the
-    #: print buffer)
+    #: how TPRINT writes: "cpu_sim" (the simulator's header and format, straight to the output)
+    #: or "npu" (whole tile, through the print buffer)
     print_style: str = "npu"
     #: the NPU implementation's static operand rules that the upstream CPU simulator does not
     #: make: index and element widths of TGATHER/TSCATTER/TCOLARG*, 1-byte atomic MSCATTER,
@@ -136,6 +136,38 @@ class Traits:
     #: simulator); else they pad the rows below the valid rows only and INPLACE does not copy
     fillpad_whole_tile: bool = False
 
+    # ---- sync, mixed kernels ------------------------------------------------------------------
+    #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,
+    #: ``ffts_cross_core_sync``: FftsMode 0 sets every cube's flag, 1 both vector cores', 2
+    #: the cube's once both vector cores set it) or True (A5's intra-block flags, one per
+    #: vector core: the cube's ids 0-15 go to AIV0 and 16-31 to AIV1, AIV n's id i is the
+    #: cube's flag i + 16 n; FftsMode is not read)
+    cross_core_flags_per_subblock: bool = False
+    #: what a cross-core wait (SYNC_WAIT, TPOP, a TPUSH waiting for a free slot) orders after
+    #: itself: False (A2/A3's ``wait_flag_dev`` stalls the core's scalar issue: every later
+    #: instruction of every pipe) or True (A5's ``wait_intra_block(pipe, id)`` holds that one
+    #: pipe); read by edges.wait_scope
+    cross_core_wait_holds_pipe: bool = False
+    #: a vector function of a mixed ``.pto`` kernel that uses a no-split pipe and does not read
+    #: its sub-block index runs on sub-block 0 only (PTOAS guards it with
+    #: ``if (get_subblockid() == 0)`` on A5); False: on both vector cores
+    nosplit_vector_subblock0_only: bool = False
+
+    # ---- cycle model, conformance --------------------------------------------------------------
+    #: the cost table of the cycle model: "fitted" (fitted on A2/A3 measurements,
+    #: ../shared/costmodel) or "a5_vf" (that table with upstream's A5 vector-function loop
+    #: formulas for the instructions they cover)
+    cost_table: str = "fitted"
+    #: the fitted costs were measured on this target's hardware (the cycle report then calls
+    #: them costs, elsewhere estimates). Measurements belong to the hardware they were made on:
+    #: :meth:`Target.derive` sets it False unless its ``traits`` say otherwise
+    costs_measured: bool = False
+    #: the conformance pack's recorded results (the upstream CPU simulator's runs) are this
+    #: target's expected results: a recorded program it rejects (illegal, too large) fails. On
+    #: a target without it such a program is skipped, and a failure that a documented target
+    #: difference explains (and that passes on ``CONFORMANCE_TARGET``) is DIFF
+    conformance_reference: bool = False
+
     def replace(self, **changes: Any) -> Traits:
         unknown = sorted(set(changes) - {f.name for f in fields(self)})
         if unknown:
@@ -191,9 +223,11 @@ class Target:
                 raise PtoError(f"target {name}: cannot remove {n}: {self.name} does not have it")
             del table[n]
         bufs = dict(self.buffers) if buffers is None else dict(buffers)
+        # measured costs are of the parent's hardware, not the new target's
+        changes = {"costs_measured": False, **(traits or {})}
         return Target(name, bufs, table, doc or self.doc,
                       plan=dict(self.plan if plan is None else plan),
-                      traits=self.traits.replace(**(traits or {})),
+                      traits=self.traits.replace(**changes),
                       lineage=(name, *self.lineage) if inherit_behaviour else (name,))
 
     def __repr__(self) -> str:
@@ -221,6 +255,10 @@ TARGET_NAMES = ("cpu", "a2a3", "a5")
 #: ``pto.load``, ``pto.export`` and the command line (the hardware most users have, the one
 #: the cycle model is fitted on, and the one whose limits a program must meet to run there)
 DEFAULT_TARGET = "a2a3"
+#: the target whose behaviour the conformance pack records (the upstream CPU simulator's, the
+#: one with ``Traits.conformance_reference``): ``conformance``'s default target, and the one a
+#: documented target difference must pass on
+CONFORMANCE_TARGET = "cpu"
 _ALIASES = {"a2": "a2a3", "a3": "a2a3", "A2A3": "a2a3", "A5": "a5", "CPU": "cpu"}
 _EXTRA: dict[str, Target] = {}
 
@@ -232,9 +270,13 @@ def get_target(name: str) -> Target:
     if key in _EXTRA:
         return _EXTRA[key]
     if key not in TARGET_NAMES:
-        known = ", ".join((*TARGET_NAMES, *_EXTRA))
-        raise PtoError(f"unknown target {name!r} (choose from: {known})")
+        raise PtoError(f"unknown target {name!r} (choose from: {', '.join(known_targets())})")
     return importlib.import_module(f"{__name__}.{key}").TARGET  # type: ignore[no-any-return]
+
+
+def known_targets() -> tuple[str, ...]:
+    """The names of the targets known now: the built-in ones and those registered."""
+    return (*TARGET_NAMES, *_EXTRA)
 
 
 def register_target(t: Target) -> Target:

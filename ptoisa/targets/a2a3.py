@@ -263,4 +263,12 @@ TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Trai
     mad_f32_modes=frozenset({"hf32"}),
     fixpipe_f16_saturation="always",
     fillpad_whole_tile=False,
+    # ---- sync, mixed kernels
+    cross_core_flags_per_subblock=False,
+    cross_core_wait_holds_pipe=False,
+    nosplit_vector_subblock0_only=False,
+    # ---- cycle model, conformance
+    cost_table="fitted",
+    costs_measured=True,
+    conformance_reference=False,
 ))

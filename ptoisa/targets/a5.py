@@ -190,5 +190,11 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "left_blayout": "col_major",
                          "cube_static_shapes_chain": False,
                          "mad_f32_modes": frozenset({"hf32", "tf32"}),
+                         # ---- sync, mixed kernels
+                         "cross_core_flags_per_subblock": True,
+                         "cross_core_wait_holds_pipe": True,
+                         "nosplit_vector_subblock0_only": True,
+                         # ---- cycle model
+                         "cost_table": "a5_vf",
                      },
                      inherit_behaviour=False)

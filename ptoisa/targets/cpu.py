@@ -191,7 +191,7 @@ REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                      traits={
                          "npu_runtime_checks": False,
-                         "print_style": "cpu",
+                         "print_style": "cpu_sim",
                          "npu_static_checks": False,
                          "reduce_order": "sequential",
                          "reduce_nan": "fold",
@@ -206,5 +206,7 @@ TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                          "mad_f32_modes": frozenset(),
                          "fixpipe_f16_saturation": "window",
                          "fillpad_whole_tile": True,
+                         # ---- cycle model, conformance
+                         "conformance_reference": True,
                          },
                      doc=__doc__ or "", plan={}, inherit_behaviour=False)

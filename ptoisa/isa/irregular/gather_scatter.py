@@ -16,7 +16,17 @@ from ...errors import PtoError, RuntimeCheckError
 from ...memory import Machine
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import Tile, TileSpec
-from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype, sim_unchecked
+from ..registry import (
+    Instr,
+    Opnd,
+    Param,
+    Sig,
+    except_on,
+    instr,
+    locs,
+    same_dtype,
+    sim_unchecked,
+)
 from ..rules import row_major_nd
 from ..spelling import CMP_MODE, Attr, Form, Ptoas
 from .common import _bits, _fail, _int_dtype, _uidx, _wrap_to
@@ -128,9 +138,8 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
                Param("cmpMode", CmpMode.EQ, CmpMode)),
        dtype_key=("src0",),
        static=(locs(["dst", "src0"], TileType.Vec), row_major_nd("dst", "src0"),
-               _tgather_static),
-       static_for={"a2a3": (_tgather_compare_a2a3, _tgather_index32),
-                   "cpu": (_tgather_index32,)},
+               _tgather_static, except_on("a5", _tgather_index32)),
+       static_for={"a2a3": (_tgather_compare_a2a3,)},
        runtime=(_tgather_runtime, _tgather_contiguous))
 def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,  # noqa: N802
             tmp2: Any = None, offset: Any = None, *, maskPattern: MaskPattern,  # noqa: N803
@@ -376,8 +385,8 @@ def _table_rows(g: GlobalTensor) -> tuple[int, int]:
        params=(Param("CMode", Coalesce.Row, Coalesce), Param("Mode", GatherOOB.Undefined,
                                                                GatherOOB)),
        dtype_key=("dst",),
-       static=(locs(["dst"], TileType.Vec, TileType.Mat), _m_static("dst", "src")),
-       static_for={k: (_vec_nd("dst", "src"),) for k in ("cpu", "a2a3")})
+       static=(locs(["dst"], TileType.Vec, TileType.Mat), _m_static("dst", "src"),
+               except_on("a5", _vec_nd("dst", "src"))))
 def MGATHER(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,  # noqa: N802
             scratch: GlobalTensor | None = None, *, CMode: Coalesce,  # noqa: N803
             Mode: GatherOOB) -> None:  # noqa: N803
@@ -444,8 +453,7 @@ def _mscatter_static(sig: Sig) -> None:
                Param("Conflict", ScatterConflict.Default, ScatterConflict)),
        dtype_key=("src",),
        static=(locs(["src", "indexes"], TileType.Vec), _m_static("src", "dst"),
-               _mscatter_static),
-       static_for={k: (_vec_nd("src", "dst"),) for k in ("cpu", "a2a3")})
+               _mscatter_static, except_on("a5", _vec_nd("src", "dst"))))
 def MSCATTER(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,  # noqa: N802
              Mode: Coalesce, Atomic: Any, Oob: ScatterOOB,  # noqa: N803
              Conflict: ScatterConflict) -> None:  # noqa: N803

@@ -3,9 +3,9 @@
 Two output styles, by the target's ``print_style`` trait (spec/notes/seeds_check.md section 1
 and the seed page):
 
-* ``cpu`` reproduces the upstream CPU simulator byte for byte: ``TPRINT <vr>x<vc>`` then the
-  valid region only, each element right-aligned in the format's width, one space apart.
-* ``a2a3``/``a5`` follow the NPU: a header with type, layout and role, the shapes, then the
+* ``cpu_sim`` (cpu) reproduces the upstream CPU simulator byte for byte: ``TPRINT <vr>x<vc>``
+  then the valid region only, each element right-aligned in the format's width, one space apart.
+* ``npu`` (a2a3, a5) follows the NPU: a header with type, layout and role, the shapes, then the
   whole tile with ``|`` after the last valid column and a dashed row after the last valid row.
   Default format per the seed page: floats ``%6.2f``, integers ``%6d`` (unsigned ``%6u``);
   ``Format=PrintFormat.Width8_Precision4`` etc. select the newer formats. Output goes through
@@ -113,7 +113,7 @@ def _gm_text(gm: GlobalTensor, fmt: PrintFormat) -> str:
 
 
 def _emit(m: Machine, text: str) -> None:
-    if m.target.traits.print_style == "cpu":  # the simulator prints directly
+    if m.target.traits.print_style == "cpu_sim":  # the simulator prints directly
         m.out.write(text)
         return
     room = m.print_buffer - m.print_used
@@ -168,7 +168,7 @@ def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None
     if isinstance(src, GlobalTensor):
         _emit(m, _gm_text(src, fmt))
         return
-    if m.target.traits.print_style == "cpu":
+    if m.target.traits.print_style == "cpu_sim":
         _emit(m, _cpu_tile_text(src, fmt))
         return
     data = None
@@ -186,7 +186,7 @@ def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None
 
 def _resolve_format(m: Machine, fmt: Any) -> PrintFormat:
     if fmt is None:
-        return PrintFormat.Width8_Precision4 if m.target.traits.print_style == "cpu" \
+        return PrintFormat.Width8_Precision4 if m.target.traits.print_style == "cpu_sim" \
             else PrintFormat.Width6_Precision2
     from ...enums import coerce_enum
 

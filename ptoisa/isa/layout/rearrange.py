@@ -28,6 +28,7 @@ from ..registry import (
     Opnd,
     Param,
     Sig,
+    except_on,
     instr,
     locs,
     move_pipe,
@@ -415,7 +416,7 @@ def _concat_cols(ins: Instr, dst: Tile, src0: Tile, src1: Tile, idx: tuple[Any, 
 
 def _tconcat_cols_valid(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | None = None,
                         b: Tile | None = None, c: Tile | None = None) -> None:
-    """a5 and cpu: the sources' valid cols add up to dst's valid cols."""
+    """Every target but a2a3: the sources' valid cols add up to dst's valid cols."""
     _concat_cols(ins, dst, src0, src1, (a, b, c), exact=True)
 
 
@@ -432,9 +433,8 @@ def _a2a3_tconcat_cols(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | 
        dtype_key=("dst",),
        static=(locs(["dst", "src0", "src1", "idx0", "idx1", "idx2"], TileType.Vec),
                same_dtype("dst", "src0", "src1"), _idx_tiles),
-       runtime=(_tconcat_runtime,),
-       runtime_for={"a2a3": (_a2a3_tconcat_cols,), "a5": (_tconcat_cols_valid,),
-                    "cpu": (_tconcat_cols_valid,)})
+       runtime=(_tconcat_runtime, except_on("a2a3", _tconcat_cols_valid)),
+       runtime_for={"a2a3": (_a2a3_tconcat_cols,)})
 def TCONCAT(m: Machine, dst: Tile, src0: Tile, src1: Tile, idx0: Tile | None = None,  # noqa: N802
             idx1: Tile | None = None, idx2: Tile | None = None) -> None:
     """Row-wise concatenation: dst[i, :] = src0[i, :n0] ++ src1[i, :n1] for i < dst valid rows.

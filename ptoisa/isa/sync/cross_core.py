@@ -93,7 +93,7 @@ def SYNC_SET(m: Machine, pipe: Pipe, eventId: Any, *, FftsMode: Any) -> None:  #
     me = _me(m)
     # the flag fires when ``pipe``'s earlier work is done (ffts_cross_core_sync(pipe, ...))
     tok = edges.release(m, pipe)
-    if "a5" in m.target.lineage:
+    if m.target.traits.cross_core_flags_per_subblock:
         if me == "AIC":
             _bump(cl, ("AIV1" if eid >= 16 else "AIV0", eid % 16), tok)
         else:
