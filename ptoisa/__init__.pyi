@@ -1527,9 +1527,12 @@ def TQUANT(
 def TRANDOM(dst: Tile, key: Any, counter: Any, *events: Event, Rounds: int = 10) -> Event:
     """
     Counter-based random numbers (Philox4x32 with ``Rounds`` = 7 or 10 rounds, key = 2 u32
-    words, counter = 4 u32 words): the valid region, in row-major order, receives the words of
-    blocks counter, counter+1, ... (128-bit increment): with n = valid elements and q =
-    ceil(n / 4), element w*q + b is word w of block b (the CPU simulator's layout).
+    words, counter = 4 u32 words). Each valid row is filled in chunks of 256 columns: chunk j
+    runs 64 lanes on the Philox blocks ctr + lane (128-bit adds) of a running counter ctr
+    (starting at ``counter``), and word w of lane l goes to column 256*j + 64*w + l; after
+    each chunk ctr advances by dst.Cols / 4 (the CPU simulator's layout). On ``a5`` the words
+    of a lane sit side by side (column 256*j + 4*l + w) and ctr advances by 64 after a full
+    chunk, by ((validCol - 1) % 64) + 1 after a row's last (the A5 vector code).
     """
     ...
 

@@ -735,6 +735,32 @@ def _diff_tprint(case: dict[str, Any]) -> str | None:
             "buffer); the pack records the CPU simulator's 'TPRINT RxC' text of the valid region")
 
 
+def _diff_tdequant(case: dict[str, Any]) -> str | None:
+    dst = _tile_of(case, "dst")
+    params = [_tile_of(case, p) for p in ("scale", "offset")]
+    if dst is None or not dst["valid"] or dst["valid"][1] <= 1:
+        return None
+    wide = [p for p in params if p is not None and p["valid"] and p["valid"][1] >= dst["valid"][1]]
+    if not wide:
+        return None
+    return ("TDEQUANT parameters: a2a3/a5 read scale/offset per row (column 0, the manual's form); "
+            "the CPU simulator reads a parameter tile as wide as dst element-wise")
+
+
+def _diff_tpairreducesum(case: dict[str, Any]) -> str | None:
+    dst = _tile_of(case, "dst")
+    if dst is None or not dst["valid"] or dst["valid"] == [dst["rows"], dst["cols"]]:
+        return None
+    return ("TPAIRREDUCESUM: a2a3/a5 write dst's valid region only; the CPU simulator fills the "
+            f"whole {dst['rows']}x{dst['cols']} dst with 0 first (valid {dst['valid']} here)")
+
+
+def _diff_trandom(case: dict[str, Any]) -> str | None:
+    return ("TRANDOM layout: a5 follows the A5 vector code (a lane's four Philox words side by "
+            "side, counter step 64 per chunk); the CPU simulator puts word w of lane l at "
+            "column 64*w + l and steps the counter by dst.Cols / 4")
+
+
 #: Instructions whose behaviour on a2a3/a5 is documented to differ from the CPU simulator's
 #: (docs/cpu_sim_differences.md). Each entry decides from the case whether the difference
 #: applies (None when it does not) and gives the reason. A failing NPU-target case is DIFF only
@@ -744,6 +770,9 @@ TARGET_DIFFERENCES: dict[str, Any] = {
     "TSEL": _diff_tsel,
     "TCVT": _diff_tcvt,
     "TPRINT": _diff_tprint,
+    "TDEQUANT": _diff_tdequant,
+    "TPAIRREDUCESUM": _diff_tpairreducesum,
+    "TRANDOM": _diff_trandom,
 }
 
 

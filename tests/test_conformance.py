@@ -59,3 +59,27 @@ def test_npu_targets_report_documented_differences(shared_dir, target):
     assert {c.split("__")[0] for c in diffs} >= {"tprint", "tsel", "tcvt"}
     assert not any(c.startswith(("tinsert", "tcmp__")) for c in diffs)  # fixed, not DIFF
     assert f"{len(diffs)} documented target differences (DIFF)" in out.getvalue()
+
+
+def _case(instruction: str, **tiles: tuple[int, int, list[int]]) -> dict:
+    """A minimal case dict: one call of ``instruction``, tile operands param=(R, C, valid)."""
+    ops = [{"param": p, "tile": p, "valid": v} for p, (_, _, v) in tiles.items()]
+    return {"instruction": instruction, "program": [{"op": instruction, "operands": ops}],
+            "tiles": {p: {"rows": r, "cols": c, "dtype": "float32"}
+                      for p, (r, c, _) in tiles.items()}}
+
+
+def test_target_difference_rules_decide_from_the_case():
+    from ptoisa.conformance import TARGET_DIFFERENCES as D
+
+    dq = D["TDEQUANT"]
+    assert dq(_case("TDEQUANT", dst=(8, 16, [8, 16]), src=(8, 16, [8, 16]),
+                    scale=(8, 1, [8, 1]), offset=(8, 1, [8, 1]))) is None
+    why = dq(_case("TDEQUANT", dst=(8, 16, [8, 16]), src=(8, 16, [8, 16]),
+                   scale=(8, 16, [8, 16]), offset=(8, 1, [8, 1])))
+    assert why and "per row" in why
+    pr = D["TPAIRREDUCESUM"]
+    assert pr(_case("TPAIRREDUCESUM", dst=(4, 16, [4, 16]), src0=(4, 16, [4, 16]))) is None
+    assert "valid region only" in pr(_case("TPAIRREDUCESUM", dst=(4, 16, [4, 8]),
+                                           src0=(4, 16, [4, 8])))
+    assert "A5 vector code" in D["TRANDOM"](_case("TRANDOM", dst=(2, 24, [2, 24])))
