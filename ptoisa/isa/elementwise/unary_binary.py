@@ -45,8 +45,13 @@ def _pow(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
     exponent gives 1/base^-e truncated: 1 for base 1, +-1 for base -1, else 0); floats by
     std::pow."""
     if dt.is_float:
+        x, e = to_float(a, dt), to_float(b, dt)
         with np.errstate(all="ignore"):
-            return np.power(to_float(a, dt), to_float(b, dt)).astype(dt.np)
+            r = np.power(x, e)
+        # numpy computes x ** 0.5 as sqrt(x); C's pow gives +inf for -inf and +0 for -0
+        half = e == 0.5
+        r = np.where(half & (x == 0), 0.0, np.where(half & (x == -np.inf), np.inf, r))
+        return r.astype(dt.np)
     a = np.asarray(a)
     b = np.broadcast_to(np.asarray(b, dtype=dt.np), a.shape)
     work = np.uint64 if dt.name == "ui64" else np.int64
