@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ...dtypes import DType, dtype
