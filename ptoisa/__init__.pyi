@@ -1991,9 +1991,12 @@ def TSUBVIEW(
 ) -> Event:
     """
     Make dst a view of src starting at logical element (rowIdx, colIdx): dst[i, j] *is*
-    src[rowIdx + i, colIdx + j] (same bytes) for every (i, j) of dst's valid region. Like the
-    C++ tile pointer it is, the view covers dst's whole static shape from that element on, so
-    its last row may run past src (into the following bytes of the buffer).
+    src[rowIdx + i, colIdx + j] (same bytes) for every (i, j) of dst's valid region when both
+    share the pitch (row-major: the same Cols; col-major: the same Rows). Like the C++ tile
+    pointer it is (the simulator, a2a3 and a5 all set dst's address to that element), the view
+    is dst's own layout from there on: with another Cols, row i of a row-major dst starts
+    i * dst.Cols elements after src[rowIdx, colIdx], and the view may run past src (into the
+    following bytes of the buffer).
     """
     ...
 
