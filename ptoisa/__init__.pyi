@@ -308,7 +308,7 @@ def TADD(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TADDC(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events: Event) -> Event:
     """
-    dst = src0 + src1 + src2 (a ternary add, rounded after each add; integers wrap).
+    dst = src0 + src1 + src2 (a ternary add, rounded after each add; integers wrap). On cpu f16 adds in f32 and rounds once (the simulator's C++ arithmetic on half).
     """
     ...
 
@@ -351,7 +351,7 @@ def TADDSC(
     *events: Event,
 ) -> Event:
     """
-    dst = src0 + scalar + src1 (rounded after each add; integers wrap).
+    dst = src0 + scalar + src1 (rounded after each add; integers wrap). On cpu f16 adds in f32 and rounds once, as the simulator.
     """
     ...
 
@@ -817,7 +817,7 @@ def TFREE(
 
 def TFUSEDMULADD(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = src0 * dst + src1, fused: rounded once.
+    dst = src0 * dst + src1, fused: rounded once. On cpu as the simulator's C++ `src0 * dst + src1` in float: the product and the sum each rounded to f32 (f32 rounds twice).
     """
     ...
 
@@ -1145,7 +1145,7 @@ def TMATMUL_MX_HIF4(
 
 def TMAX(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = max(src0, src1) (NaN wins).
+    dst = max(src0, src1) (NaN wins). On cpu std::max(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
@@ -1159,7 +1159,7 @@ def TMAXS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event
 
 def TMIN(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = min(src0, src1) (NaN wins).
+    dst = min(src0, src1) (NaN wins). On cpu std::min(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
@@ -1584,7 +1584,7 @@ def TREM(
     PrecisionType: Algorithm = Algorithm.DEFAULT,
 ) -> Event:
     """
-    dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the divisor; tmp is scratch.
+    dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the divisor; tmp is scratch. On cpu a zero result keeps the dividend's sign (the simulator adds src1 to fmod's result only when that is not 0).
     """
     ...
 
@@ -1598,7 +1598,7 @@ def TREMS(
     PrecisionType: Algorithm = Algorithm.DEFAULT,
 ) -> Event:
     """
-    dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is scratch.
+    dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is scratch. On cpu a zero result keeps src's sign (the simulator adds the scalar to fmod's result only when that is not 0).
     """
     ...
 
@@ -1943,7 +1943,7 @@ def TSUB(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TSUBC(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events: Event) -> Event:
     """
-    dst = src0 - src1 + src2 (rounded after each operation; integers wrap).
+    dst = src0 - src1 + src2 (rounded after each operation; integers wrap). On cpu f16 computes in f32 and rounds once, as the simulator.
     """
     ...
 
@@ -1977,7 +1977,7 @@ def TSUBSC(
     *events: Event,
 ) -> Event:
     """
-    dst = src0 - scalar + src1 (rounded after each operation; integers wrap).
+    dst = src0 - scalar + src1 (rounded after each operation; integers wrap). On cpu f16 computes in f32 and rounds once, as the simulator.
     """
     ...
 
