@@ -144,7 +144,9 @@ def MGATHER(
     Shape[0..3] product, row stride Stride[3], row width = dst valid cols). Elem: dst[r, c] =
     table_flat[idx[r, c]] (capacity = the view's element count, contiguous from its start).
     Mode: Undefined (unchecked; we clamp rather than read outside the array), Clamp
-    (min(idx, cap-1)), Wrap (idx % cap), Zero (out-of-range gives 0). Indices are uint32.
+    (min(idx, cap-1)), Wrap (idx % cap), Zero (out-of-range gives 0). Indices are uint32; on
+    cpu a negative signed index is the 64-bit unsigned value C++'s size_t makes of it (-42 wraps
+    mod 44 to 18, not 6), as in the simulator.
     """
     ...
 
@@ -163,7 +165,8 @@ def MSCATTER(
     Scatter a tile into a GM table through indices. Row: table[idx[r], :] (op)= src[r, :];
     Elem: table_flat[idx[r, c]] (op)= src[r, c], over src's valid region in row order (so the
     last writer wins for plain stores). Atomic: None (store), Add, Max, Min. Oob: Undefined
-    (out-of-range writes are dropped here), Skip (dropped), Clamp, Wrap.
+    (out-of-range writes are dropped here), Skip (dropped), Clamp, Wrap. Indices as for
+    MGATHER (on cpu a negative signed index is the 64-bit unsigned size_t value).
     """
     ...
 

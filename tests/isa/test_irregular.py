@@ -173,6 +173,46 @@ def test_mgather_elem(tgt, oob, dtype):  # type: ignore[no-untyped-def]
     np.testing.assert_array_equal(dst.numpy()[:, :5], ref)
 
 
+def _size_t(i: int) -> int:
+    """C++ static_cast<size_t> of a (signed) index on a 64-bit host."""
+    return i % (1 << 64)
+
+
+def _u32(i: int) -> int:
+    return i % (1 << 32)
+
+
+@pytest.mark.parametrize("oob", ["Clamp", "Wrap", "Zero"])
+def test_negative_indices_mgather_mscatter(tgt, oob):  # type: ignore[no-untyped-def]
+    # cpu: the simulator converts an int32 index to size_t (64-bit): -42 mod 44 is 18;
+    # a2a3/a5: indices are uint32 (-42 -> 2^32 - 42, mod 44 is 6)
+    cap = 44
+    table_np = np.arange(100, 100 + cap).astype(np.int32)
+    raw = [-42, -1, 5, -44, 43, 44, -100, 0]
+    conv = _size_t if tgt == "cpu" else _u32
+    idx = vec("i32", 1, 8, data=[raw])
+    dst = vec("i32", 1, 8)
+    pto.MGATHER(dst, GlobalTensor(table_np), idx, CMode="Elem", Mode=oob)
+    want = []
+    for i in raw:
+        u = conv(i)
+        k = u % cap if oob == "Wrap" else min(u, cap - 1)
+        want.append(0 if oob == "Zero" and u >= cap else int(table_np[k]))
+    np.testing.assert_array_equal(dst.numpy()[0], want)
+    if tgt == "cpu" and oob == "Wrap":
+        assert want[0] == table_np[18]
+    if oob == "Zero":
+        return
+    out_np = np.zeros(cap, np.int32)
+    src = vec("i32", 1, 8, data=[list(range(1, 9))])
+    pto.MSCATTER(GlobalTensor(out_np), src, idx, Mode="Elem", Oob=oob)
+    ref = np.zeros(cap, np.int32)
+    for v, i in zip(range(1, 9), raw, strict=True):  # row order: the last writer wins
+        u = conv(i)
+        ref[u % cap if oob == "Wrap" else min(u, cap - 1)] = v
+    np.testing.assert_array_equal(out_np, ref)
+
+
 def test_mgather_row_and_mscatter_row(tgt):  # type: ignore[no-untyped-def]
     table_np = RNG.normal(size=(10, 8)).astype(np.float32)
     table = GlobalTensor(table_np)
