@@ -662,6 +662,9 @@ def verdict_of(case: dict[str, Any], case_dir: Path, target_name: str,
     if case.get("cpu_sim_quirk"):
         notes = "; ".join(case.get("cpu_sim_quirk_notes") or ["cpu simulator quirk"])
         return Verdict(cid, "QUIRK", f"{notes} [{problems[0]}]")
+    quirk = sim_quirk(case, case_dir)
+    if quirk:
+        return Verdict(cid, "QUIRK", f"{quirk} [{problems[0]}]")
     diff = target_difference(case, case_dir, target_name)
     if diff:
         return Verdict(cid, "DIFF", f"{diff} [{problems[0]}]")
@@ -808,6 +811,108 @@ SIM_DEVIATIONS: dict[str, str] = {
     "tquant__MxFp8NzReordersExponentsExactly": _EXP_ZZ_OOB,
     "tquant__MxFp8FP16NzReordersExponentsExactly": _EXP_ZZ_OOB,
 }
+
+# ---- simulator departures from the ISA pages, recognised from a case's data -------------------
+# A case the pack does not flag (``cpu_sim_quirk``) and ptoisa does not list by id (for
+# instance one of a generated differential pack) is QUIRK when it differs and meets one of these
+# rules: each is a documented departure of the simulator from an ISA page, which ptoisa follows
+# on every target (docs/cpu_sim_differences.md, "Departures recognised from the data").
+
+def _template(case: dict[str, Any], name: str) -> str:
+    for st in case["program"]:
+        if st["op"] == case["instruction"]:
+            return str((st.get("template_args") or {}).get(name, "")).rsplit(":", 1)[-1]
+    return ""
+
+
+def _operand(case: dict[str, Any], param: str) -> dict[str, Any] | None:
+    for st in case["program"]:
+        if st["op"] == case["instruction"]:
+            for o in st["operands"]:
+                if o.get("param") == param:
+                    return dict(o)
+    return None
+
+
+def _quirk_tadddeqrelu(case: dict[str, Any], case_dir: Path) -> str | None:
+    dst = _tile_of(case, "dst")
+    if dst is None or dst["dtype"] != "float16":
+        return None
+    expected = [load_array(case_dir, c["expected"]) for c in case.get("checks", [])
+                if isinstance(c.get("expected"), dict) and c["expected"].get("dtype") == "float16"]
+    if not any(np.isinf(e.astype(np.float32)).any() for e in expected):
+        return None
+    return ("TADDDEQRELU: the page converts the dequantised sum to f16 with saturation; the CPU "
+            "simulator's plain cast gives inf for values beyond 65504")
+
+
+def _quirk_taxpy(case: dict[str, Any], case_dir: Path) -> str | None:
+    dst, src = _tile_of(case, "dst"), _tile_of(case, "src0")
+    if dst is None or src is None or (src["dtype"], dst["dtype"]) != ("float16", "float32"):
+        return None
+    return ("TAXPY f32 += f16 * scalar: the page widens the f16 source to f32 before the multiply; "
+            "the CPU simulator rounds the f16 product to f16 first")
+
+
+def _quirk_tscatter(case: dict[str, Any], case_dir: Path) -> str | None:
+    if not _template(case, "maskPattern"):
+        return None
+    return ("TSCATTER mask form: the page zero-fills the whole dst and scatters each row's "
+            "selected elements in that row; the CPU simulator keeps dst and indexes one stream")
+
+
+def _quirk_tmov(case: dict[str, Any], case_dir: Path) -> str | None:
+    if _operand(case, "preQuantScalar") is None:
+        return None
+    return ("TMOV with preQuantScalar: the page applies the scalar quant word; the CPU simulator "
+            "ignores it")
+
+
+def _quirk_mscatter(case: dict[str, Any], case_dir: Path) -> str | None:
+    if _template(case, "Mode") != "Row" or _template(case, "Atomic") != "Max":
+        return None
+    return ("MSCATTER row mode with Atomic Max: each element is the max with the destination "
+            "element it replaces; the CPU simulator compares with the row's first element "
+            "(base[idx] for every column)")
+
+
+#: the fp8 / e8m0 codes with all exponent bits set: NaN (E4M3: S.1111.111; E5M2: S.11111.xx,
+#: inf for mantissa 0; E8M0: 0xFF), which the CPU simulator decodes as finite numbers
+_FP8_SPECIAL = {"float8_e4m3fn": lambda b: (b & 0x7F) == 0x7F,
+                "float8_e5m2": lambda b: (b & 0x7C) == 0x7C,
+                "float8_e8m0fnu": lambda b: b == 0xFF}
+
+
+def _quirk_fp8_specials(case: dict[str, Any], case_dir: Path) -> str | None:
+    arrays = [t.get("init") for t in case.get("tiles", {}).values()]
+    arrays += [g.get("init") for g in case.get("gm", {}).values()]
+    for desc in arrays:
+        if not desc or desc.get("dtype") not in _FP8_SPECIAL or "file" not in desc:
+            continue
+        raw = np.load(case_dir / desc["file"], allow_pickle=False).view(np.uint8)
+        if _FP8_SPECIAL[desc["dtype"]](raw).any():
+            return (f"{desc['dtype']} input with an all-ones exponent: NaN/inf by the type's "
+                    "definition (OCP fp8, E8M0 0xFF = NaN); the CPU simulator decodes E4M3 0x7F "
+                    "as 480, E5M2 0x7C as 65536 and E8M0 0xFF as 2^128")
+    return None
+
+
+#: instruction -> rule deciding whether a documented simulator departure applies to a case
+SIM_QUIRKS: dict[str, Any] = {
+    "TADDDEQRELU": _quirk_tadddeqrelu,
+    "TAXPY": _quirk_taxpy,
+    "TSCATTER": _quirk_tscatter,
+    "TMOV": _quirk_tmov,
+    "MSCATTER": _quirk_mscatter,
+}
+
+
+def sim_quirk(case: dict[str, Any], case_dir: Path) -> str | None:
+    """The documented simulator departure that explains a differing case, or None."""
+    rule = SIM_QUIRKS.get(case["instruction"])
+    why = rule(case, case_dir) if rule is not None else None
+    return why or _quirk_fp8_specials(case, case_dir)
+
 
 #: cases whose expectation depends on something the pack did not record (reported as SKIP with
 #: the reason when they do not pass; a case that passes is still PASS).
