@@ -144,7 +144,9 @@ def MGATHER(
     Shape[0..3] product, row stride Stride[3], row width = dst valid cols). Elem: dst[r, c] =
     table_flat[idx[r, c]] (capacity = the view's element count, contiguous from its start).
     Mode: Undefined (unchecked; we clamp rather than read outside the array), Clamp
-    (min(idx, cap-1)), Wrap (idx % cap), Zero (out-of-range gives 0). Indices are uint32.
+    (min(idx, cap-1)), Wrap (idx % cap), Zero (out-of-range gives 0). Indices are uint32; on
+    cpu a negative signed index is the 64-bit unsigned value C++'s size_t makes of it (-42 wraps
+    mod 44 to 18, not 6), as in the simulator.
     """
     ...
 
@@ -163,7 +165,8 @@ def MSCATTER(
     Scatter a tile into a GM table through indices. Row: table[idx[r], :] (op)= src[r, :];
     Elem: table_flat[idx[r, c]] (op)= src[r, c], over src's valid region in row order (so the
     last writer wins for plain stores). Atomic: None (store), Add, Max, Min. Oob: Undefined
-    (out-of-range writes are dropped here), Skip (dropped), Clamp, Wrap.
+    (out-of-range writes are dropped here), Skip (dropped), Clamp, Wrap. Indices as for
+    MGATHER (on cpu a negative signed index is the 64-bit unsigned size_t value).
     """
     ...
 
@@ -308,7 +311,7 @@ def TADD(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TADDC(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events: Event) -> Event:
     """
-    dst = src0 + src1 + src2 (a ternary add, rounded after each add; integers wrap).
+    dst = src0 + src1 + src2 (a ternary add, rounded after each add; integers wrap). On cpu f16 adds in f32 and rounds once (the simulator's C++ arithmetic on half).
     """
     ...
 
@@ -351,7 +354,7 @@ def TADDSC(
     *events: Event,
 ) -> Event:
     """
-    dst = src0 + scalar + src1 (rounded after each add; integers wrap).
+    dst = src0 + scalar + src1 (rounded after each add; integers wrap). On cpu f16 adds in f32 and rounds once, as the simulator.
     """
     ...
 
@@ -817,7 +820,7 @@ def TFREE(
 
 def TFUSEDMULADD(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = src0 * dst + src1, fused: rounded once.
+    dst = src0 * dst + src1, fused: rounded once. On cpu as the simulator's C++ `src0 * dst + src1` in float: the product and the sum each rounded to f32 (f32 rounds twice).
     """
     ...
 
@@ -1145,7 +1148,7 @@ def TMATMUL_MX_HIF4(
 
 def TMAX(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = max(src0, src1) (NaN wins).
+    dst = max(src0, src1) (NaN wins). On cpu std::max(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
@@ -1159,7 +1162,7 @@ def TMAXS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event
 
 def TMIN(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = min(src0, src1) (NaN wins).
+    dst = min(src0, src1) (NaN wins). On cpu std::min(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
@@ -1527,9 +1530,12 @@ def TQUANT(
 def TRANDOM(dst: Tile, key: Any, counter: Any, *events: Event, Rounds: int = 10) -> Event:
     """
     Counter-based random numbers (Philox4x32 with ``Rounds`` = 7 or 10 rounds, key = 2 u32
-    words, counter = 4 u32 words): the valid region, in row-major order, receives the words of
-    blocks counter, counter+1, ... (128-bit increment): with n = valid elements and q =
-    ceil(n / 4), element w*q + b is word w of block b (the CPU simulator's layout).
+    words, counter = 4 u32 words). Each valid row is filled in chunks of 256 columns: chunk j
+    runs 64 lanes on the Philox blocks ctr + lane (128-bit adds) of a running counter ctr
+    (starting at ``counter``), and word w of lane l goes to column 256*j + 64*w + l; after
+    each chunk ctr advances by dst.Cols / 4 (the CPU simulator's layout). On ``a5`` the words
+    of a lane sit side by side (column 256*j + 4*l + w) and ctr advances by 64 after a full
+    chunk, by ((validCol - 1) % 64) + 1 after a row's last (the A5 vector code).
     """
     ...
 
@@ -1581,7 +1587,7 @@ def TREM(
     PrecisionType: Algorithm = Algorithm.DEFAULT,
 ) -> Event:
     """
-    dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the divisor; tmp is scratch.
+    dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the divisor; tmp is scratch. On cpu a zero result keeps the dividend's sign (the simulator adds src1 to fmod's result only when that is not 0).
     """
     ...
 
@@ -1595,7 +1601,7 @@ def TREMS(
     PrecisionType: Algorithm = Algorithm.DEFAULT,
 ) -> Event:
     """
-    dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is scratch.
+    dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is scratch. On cpu a zero result keeps src's sign (the simulator adds the scalar to fmod's result only when that is not 0).
     """
     ...
 
@@ -1940,7 +1946,7 @@ def TSUB(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TSUBC(dst: Tile, src0: Tile, src1: Tile, src2: Tile, *events: Event) -> Event:
     """
-    dst = src0 - src1 + src2 (rounded after each operation; integers wrap).
+    dst = src0 - src1 + src2 (rounded after each operation; integers wrap). On cpu f16 computes in f32 and rounds once, as the simulator.
     """
     ...
 
@@ -1974,7 +1980,7 @@ def TSUBSC(
     *events: Event,
 ) -> Event:
     """
-    dst = src0 - scalar + src1 (rounded after each operation; integers wrap).
+    dst = src0 - scalar + src1 (rounded after each operation; integers wrap). On cpu f16 computes in f32 and rounds once, as the simulator.
     """
     ...
 
@@ -1988,9 +1994,12 @@ def TSUBVIEW(
 ) -> Event:
     """
     Make dst a view of src starting at logical element (rowIdx, colIdx): dst[i, j] *is*
-    src[rowIdx + i, colIdx + j] (same bytes) for every (i, j) of dst's valid region. Like the
-    C++ tile pointer it is, the view covers dst's whole static shape from that element on, so
-    its last row may run past src (into the following bytes of the buffer).
+    src[rowIdx + i, colIdx + j] (same bytes) for every (i, j) of dst's valid region when both
+    share the pitch (row-major: the same Cols; col-major: the same Rows). Like the C++ tile
+    pointer it is (the simulator, a2a3 and a5 all set dst's address to that element), the view
+    is dst's own layout from there on: with another Cols, row i of a row-major dst starts
+    i * dst.Cols elements after src[rowIdx, colIdx], and the view may run past src (into the
+    following bytes of the buffer).
     """
     ...
 

@@ -660,6 +660,9 @@ def verdict_of(case: dict[str, Any], case_dir: Path, target_name: str,
     if case.get("cpu_sim_quirk"):
         notes = "; ".join(case.get("cpu_sim_quirk_notes") or ["cpu simulator quirk"])
         return Verdict(cid, "QUIRK", f"{notes} [{problems[0]}]")
+    quirk = sim_quirk(case, case_dir)
+    if quirk:
+        return Verdict(cid, "QUIRK", f"{quirk} [{problems[0]}]")
     diff = target_difference(case, case_dir, target_name)
     if diff:
         return Verdict(cid, "DIFF", f"{diff} [{problems[0]}]")
@@ -733,6 +736,32 @@ def _diff_tprint(case: dict[str, Any]) -> str | None:
             "buffer); the pack records the CPU simulator's 'TPRINT RxC' text of the valid region")
 
 
+def _diff_tdequant(case: dict[str, Any]) -> str | None:
+    dst = _tile_of(case, "dst")
+    params = [_tile_of(case, p) for p in ("scale", "offset")]
+    if dst is None or not dst["valid"] or dst["valid"][1] <= 1:
+        return None
+    wide = [p for p in params if p is not None and p["valid"] and p["valid"][1] >= dst["valid"][1]]
+    if not wide:
+        return None
+    return ("TDEQUANT parameters: a2a3/a5 read scale/offset per row (column 0, the manual's form); "
+            "the CPU simulator reads a parameter tile as wide as dst element-wise")
+
+
+def _diff_tpairreducesum(case: dict[str, Any]) -> str | None:
+    dst = _tile_of(case, "dst")
+    if dst is None or not dst["valid"] or dst["valid"] == [dst["rows"], dst["cols"]]:
+        return None
+    return ("TPAIRREDUCESUM: a2a3/a5 write dst's valid region only; the CPU simulator fills the "
+            f"whole {dst['rows']}x{dst['cols']} dst with 0 first (valid {dst['valid']} here)")
+
+
+def _diff_trandom(case: dict[str, Any]) -> str | None:
+    return ("TRANDOM layout: a5 follows the A5 vector code (a lane's four Philox words side by "
+            "side, counter step 64 per chunk); the CPU simulator puts word w of lane l at "
+            "column 64*w + l and steps the counter by dst.Cols / 4")
+
+
 #: Instructions whose behaviour on a2a3/a5 is documented to differ from the CPU simulator's
 #: (docs/cpu_sim_differences.md). Each entry decides from the case whether the difference
 #: applies (None when it does not) and gives the reason. A failing NPU-target case is DIFF only
@@ -742,6 +771,9 @@ TARGET_DIFFERENCES: dict[str, Any] = {
     "TSEL": _diff_tsel,
     "TCVT": _diff_tcvt,
     "TPRINT": _diff_tprint,
+    "TDEQUANT": _diff_tdequant,
+    "TPAIRREDUCESUM": _diff_tpairreducesum,
+    "TRANDOM": _diff_trandom,
 }
 
 
@@ -777,6 +809,108 @@ SIM_DEVIATIONS: dict[str, str] = {
     "tquant__MxFp8NzReordersExponentsExactly": _EXP_ZZ_OOB,
     "tquant__MxFp8FP16NzReordersExponentsExactly": _EXP_ZZ_OOB,
 }
+
+# ---- simulator departures from the ISA pages, recognised from a case's data -------------------
+# A case the pack does not flag (``cpu_sim_quirk``) and ptoisa does not list by id (for
+# instance one of a generated differential pack) is QUIRK when it differs and meets one of these
+# rules: each is a documented departure of the simulator from an ISA page, which ptoisa follows
+# on every target (docs/cpu_sim_differences.md, "Departures recognised from the data").
+
+def _template(case: dict[str, Any], name: str) -> str:
+    for st in case["program"]:
+        if st["op"] == case["instruction"]:
+            return str((st.get("template_args") or {}).get(name, "")).rsplit(":", 1)[-1]
+    return ""
+
+
+def _operand(case: dict[str, Any], param: str) -> dict[str, Any] | None:
+    for st in case["program"]:
+        if st["op"] == case["instruction"]:
+            for o in st["operands"]:
+                if o.get("param") == param:
+                    return dict(o)
+    return None
+
+
+def _quirk_tadddeqrelu(case: dict[str, Any], case_dir: Path) -> str | None:
+    dst = _tile_of(case, "dst")
+    if dst is None or dst["dtype"] != "float16":
+        return None
+    expected = [load_array(case_dir, c["expected"]) for c in case.get("checks", [])
+                if isinstance(c.get("expected"), dict) and c["expected"].get("dtype") == "float16"]
+    if not any(np.isinf(e.astype(np.float32)).any() for e in expected):
+        return None
+    return ("TADDDEQRELU: the page converts the dequantised sum to f16 with saturation; the CPU "
+            "simulator's plain cast gives inf for values beyond 65504")
+
+
+def _quirk_taxpy(case: dict[str, Any], case_dir: Path) -> str | None:
+    dst, src = _tile_of(case, "dst"), _tile_of(case, "src0")
+    if dst is None or src is None or (src["dtype"], dst["dtype"]) != ("float16", "float32"):
+        return None
+    return ("TAXPY f32 += f16 * scalar: the page widens the f16 source to f32 before the multiply; "
+            "the CPU simulator rounds the f16 product to f16 first")
+
+
+def _quirk_tscatter(case: dict[str, Any], case_dir: Path) -> str | None:
+    if not _template(case, "maskPattern"):
+        return None
+    return ("TSCATTER mask form: the page zero-fills the whole dst and scatters each row's "
+            "selected elements in that row; the CPU simulator keeps dst and indexes one stream")
+
+
+def _quirk_tmov(case: dict[str, Any], case_dir: Path) -> str | None:
+    if _operand(case, "preQuantScalar") is None:
+        return None
+    return ("TMOV with preQuantScalar: the page applies the scalar quant word; the CPU simulator "
+            "ignores it")
+
+
+def _quirk_mscatter(case: dict[str, Any], case_dir: Path) -> str | None:
+    if _template(case, "Mode") != "Row" or _template(case, "Atomic") != "Max":
+        return None
+    return ("MSCATTER row mode with Atomic Max: each element is the max with the destination "
+            "element it replaces; the CPU simulator compares with the row's first element "
+            "(base[idx] for every column)")
+
+
+#: the fp8 / e8m0 codes with all exponent bits set: NaN (E4M3: S.1111.111; E5M2: S.11111.xx,
+#: inf for mantissa 0; E8M0: 0xFF), which the CPU simulator decodes as finite numbers
+_FP8_SPECIAL = {"float8_e4m3fn": lambda b: (b & 0x7F) == 0x7F,
+                "float8_e5m2": lambda b: (b & 0x7C) == 0x7C,
+                "float8_e8m0fnu": lambda b: b == 0xFF}
+
+
+def _quirk_fp8_specials(case: dict[str, Any], case_dir: Path) -> str | None:
+    arrays = [t.get("init") for t in case.get("tiles", {}).values()]
+    arrays += [g.get("init") for g in case.get("gm", {}).values()]
+    for desc in arrays:
+        if not desc or desc.get("dtype") not in _FP8_SPECIAL or "file" not in desc:
+            continue
+        raw = np.load(case_dir / desc["file"], allow_pickle=False).view(np.uint8)
+        if _FP8_SPECIAL[desc["dtype"]](raw).any():
+            return (f"{desc['dtype']} input with an all-ones exponent: NaN/inf by the type's "
+                    "definition (OCP fp8, E8M0 0xFF = NaN); the CPU simulator decodes E4M3 0x7F "
+                    "as 480, E5M2 0x7C as 65536 and E8M0 0xFF as 2^128")
+    return None
+
+
+#: instruction -> rule deciding whether a documented simulator departure applies to a case
+SIM_QUIRKS: dict[str, Any] = {
+    "TADDDEQRELU": _quirk_tadddeqrelu,
+    "TAXPY": _quirk_taxpy,
+    "TSCATTER": _quirk_tscatter,
+    "TMOV": _quirk_tmov,
+    "MSCATTER": _quirk_mscatter,
+}
+
+
+def sim_quirk(case: dict[str, Any], case_dir: Path) -> str | None:
+    """The documented simulator departure that explains a differing case, or None."""
+    rule = SIM_QUIRKS.get(case["instruction"])
+    why = rule(case, case_dir) if rule is not None else None
+    return why or _quirk_fp8_specials(case, case_dir)
+
 
 #: cases whose expectation depends on something the pack did not record (reported as SKIP with
 #: the reason when they do not pass; a case that passes is still PASS).

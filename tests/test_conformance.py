@@ -59,3 +59,79 @@ def test_npu_targets_report_documented_differences(shared_dir, target):
     assert {c.split("__")[0] for c in diffs} >= {"tprint", "tsel", "tcvt"}
     assert not any(c.startswith(("tinsert", "tcmp__")) for c in diffs)  # fixed, not DIFF
     assert f"{len(diffs)} documented target differences (DIFF)" in out.getvalue()
+
+
+def _case(instruction: str, **tiles: tuple[int, int, list[int]]) -> dict:
+    """A minimal case dict: one call of ``instruction``, tile operands param=(R, C, valid)."""
+    ops = [{"param": p, "tile": p, "valid": v} for p, (_, _, v) in tiles.items()]
+    return {"case_id": f"{instruction.lower()}__synthetic", "instruction": instruction,
+            "program": [{"op": instruction, "operands": ops}],
+            "tiles": {p: {"rows": r, "cols": c, "dtype": "float32"}
+                      for p, (r, c, _) in tiles.items()}}
+
+
+def test_target_difference_rules_decide_from_the_case():
+    from ptoisa.conformance import TARGET_DIFFERENCES as D
+
+    dq = D["TDEQUANT"]
+    assert dq(_case("TDEQUANT", dst=(8, 16, [8, 16]), src=(8, 16, [8, 16]),
+                    scale=(8, 1, [8, 1]), offset=(8, 1, [8, 1]))) is None
+    why = dq(_case("TDEQUANT", dst=(8, 16, [8, 16]), src=(8, 16, [8, 16]),
+                   scale=(8, 16, [8, 16]), offset=(8, 1, [8, 1])))
+    assert why and "per row" in why
+    pr = D["TPAIRREDUCESUM"]
+    assert pr(_case("TPAIRREDUCESUM", dst=(4, 16, [4, 16]), src0=(4, 16, [4, 16]))) is None
+    assert "valid region only" in pr(_case("TPAIRREDUCESUM", dst=(4, 16, [4, 8]),
+                                           src0=(4, 16, [4, 8])))
+    assert "A5 vector code" in D["TRANDOM"](_case("TRANDOM", dst=(2, 24, [2, 24])))
+
+
+def test_documented_sim_departures_are_quirk(tmp_path):
+    """A differing case the pack does not flag is QUIRK when it meets a documented departure of
+    the simulator from the ISA pages (a generated differential pack has no flags or ids)."""
+    import numpy as np
+
+    from ptoisa.conformance import sim_quirk, verdict_of
+
+    def step(case: dict, **template: str) -> dict:
+        case["program"][0]["template_args"] = template
+        return case
+
+    ms = step(_case("MSCATTER", src=(4, 8, [4, 8]), indexes=(1, 8, [1, 4])),
+              Mode="Coalesce::Row", Atomic="ScatterAtomicOp::Max")
+    v = verdict_of(ms, tmp_path, "cpu", ["check0 differs"])
+    assert v.status == "QUIRK" and "destination element" in v.detail
+    ms_elem = step(_case("MSCATTER", src=(4, 8, [4, 8])), Mode="Coalesce::Elem",
+                   Atomic="ScatterAtomicOp::Max")
+    assert verdict_of(ms_elem, tmp_path, "cpu", ["differs"]).status == "FAIL"
+    sc = step(_case("TSCATTER", dst=(4, 8, [4, 8]), src=(4, 8, [4, 8])),
+              maskPattern="MaskPattern::P0101")
+    assert "zero-fills" in sim_quirk(sc, tmp_path)
+    ax = _case("TAXPY", dst=(4, 8, [4, 8]), src0=(4, 8, [4, 8]))
+    ax["tiles"]["src0"]["dtype"] = "float16"
+    assert "widens" in sim_quirk(ax, tmp_path)
+    mov = _case("TMOV", dst=(4, 8, [4, 8]), src=(4, 8, [4, 8]))
+    assert sim_quirk(mov, tmp_path) is None
+    mov["program"][0]["operands"].append({"param": "preQuantScalar", "scalar": 5})
+    assert "ignores" in sim_quirk(mov, tmp_path)
+    # TADDDEQRELU: only when the expectation holds an inf (the unsaturated cast)
+    dq = _case("TADDDEQRELU", dst=(2, 16, [2, 16]), src0=(2, 16, [2, 16]))
+    dq["tiles"]["dst"]["dtype"] = "float16"
+    exp = np.zeros((2, 16), np.float16)
+    np.save(tmp_path / "e.npy", exp)
+    dq["checks"] = [{"expected": {"file": "e.npy", "dtype": "float16", "shape": [2, 16]}}]
+    assert sim_quirk(dq, tmp_path) is None
+    exp[1, 3] = np.inf
+    np.save(tmp_path / "e.npy", exp)
+    assert "saturation" in sim_quirk(dq, tmp_path)
+    # fp8 inputs with all exponent bits set, on any instruction
+    cv = _case("TCVT", dst=(2, 32, [2, 32]), src=(2, 32, [2, 32]))
+    for dt, code, ok in (("float8_e4m3fn", 0x7E, 0x7F), ("float8_e5m2", 0x7B, 0xFC),
+                         ("float8_e8m0fnu", 0xFE, 0xFF)):
+        raw = np.full((2, 32), code, np.uint8)
+        np.save(tmp_path / "x.npy", raw)
+        cv["tiles"]["src"]["init"] = {"file": "x.npy", "dtype": dt, "shape": [2, 32]}
+        assert sim_quirk(cv, tmp_path) is None
+        raw[1, 7] = ok
+        np.save(tmp_path / "x.npy", raw)
+        assert "all-ones exponent" in sim_quirk(cv, tmp_path)

@@ -173,6 +173,22 @@ def test_tcvt_fp8_and_fp4() -> None:
         pop(m)
 
 
+@pytest.mark.parametrize("sat", [SaturationMode.ON, SaturationMode.OFF])
+def test_tcvt_f32_to_e5m2(sat) -> None:  # type: ignore[no-untyped-def]
+    # the largest finite E5M2 value is 1.75 * 2^15 = 57344; saturation clamps to it (NaN stays)
+    m = make_target("a5")
+    try:
+        x = np.tile(np.array([1e6, -1e6, 60000, 57344, 61440, 1.5, np.inf, np.nan],
+                             np.float32), (2, 4))
+        d = vec("f8E5M2", 2, 32)
+        TCVT(d, vec("f32", 2, 32, x), RoundMode.CAST_RINT, sat)
+        y = np.clip(x, -57344, 57344) if sat == SaturationMode.ON else x
+        ref = y.astype(ml_dtypes.float8_e5m2).astype(np.float32)  # round to nearest even
+        np.testing.assert_array_equal(d.numpy().astype(np.float32), ref)
+    finally:
+        pop(m)
+
+
 def test_tcvt_rejects(tgt):  # type: ignore[no-untyped-def]
     if tgt == "a2a3":
         with pytest.raises(UnsupportedType, match="type combination src f32 -> dst f8E4M3"):

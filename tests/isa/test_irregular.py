@@ -173,6 +173,46 @@ def test_mgather_elem(tgt, oob, dtype):  # type: ignore[no-untyped-def]
     np.testing.assert_array_equal(dst.numpy()[:, :5], ref)
 
 
+def _size_t(i: int) -> int:
+    """C++ static_cast<size_t> of a (signed) index on a 64-bit host."""
+    return i % (1 << 64)
+
+
+def _u32(i: int) -> int:
+    return i % (1 << 32)
+
+
+@pytest.mark.parametrize("oob", ["Clamp", "Wrap", "Zero"])
+def test_negative_indices_mgather_mscatter(tgt, oob):  # type: ignore[no-untyped-def]
+    # cpu: the simulator converts an int32 index to size_t (64-bit): -42 mod 44 is 18;
+    # a2a3/a5: indices are uint32 (-42 -> 2^32 - 42, mod 44 is 6)
+    cap = 44
+    table_np = np.arange(100, 100 + cap).astype(np.int32)
+    raw = [-42, -1, 5, -44, 43, 44, -100, 0]
+    conv = _size_t if tgt == "cpu" else _u32
+    idx = vec("i32", 1, 8, data=[raw])
+    dst = vec("i32", 1, 8)
+    pto.MGATHER(dst, GlobalTensor(table_np), idx, CMode="Elem", Mode=oob)
+    want = []
+    for i in raw:
+        u = conv(i)
+        k = u % cap if oob == "Wrap" else min(u, cap - 1)
+        want.append(0 if oob == "Zero" and u >= cap else int(table_np[k]))
+    np.testing.assert_array_equal(dst.numpy()[0], want)
+    if tgt == "cpu" and oob == "Wrap":
+        assert want[0] == table_np[18]
+    if oob == "Zero":
+        return
+    out_np = np.zeros(cap, np.int32)
+    src = vec("i32", 1, 8, data=[list(range(1, 9))])
+    pto.MSCATTER(GlobalTensor(out_np), src, idx, Mode="Elem", Oob=oob)
+    ref = np.zeros(cap, np.int32)
+    for v, i in zip(range(1, 9), raw, strict=True):  # row order: the last writer wins
+        u = conv(i)
+        ref[u % cap if oob == "Wrap" else min(u, cap - 1)] = v
+    np.testing.assert_array_equal(out_np, ref)
+
+
 def test_mgather_row_and_mscatter_row(tgt):  # type: ignore[no-untyped-def]
     table_np = RNG.normal(size=(10, 8)).astype(np.float32)
     table = GlobalTensor(table_np)
@@ -312,9 +352,49 @@ def test_trandom_philox_vector(tgt):  # type: ignore[no-untyped-def]
         return
     dst = vec("ui32", 1, 8)
     pto.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32))
-    assert dst.numpy()[0, 0] == 0x6627E8D5 and dst.numpy()[0, 2] == 0xE169C58D
+    assert dst.numpy()[0, 0] == 0x6627E8D5
+    # the second word of block 0: column 64 on cpu (past this row), column 1 on a5
+    assert (dst.numpy()[0, 1] == 0xE169C58D) == (tgt == "a5")
     with pytest.raises(PtoError, match="Rounds"):
         pto.TRANDOM(dst, np.zeros(2, np.uint32), np.zeros(4, np.uint32), Rounds=8)
+
+
+def _philox_ref(block: int, key: tuple[int, int], rounds: int) -> list[int]:
+    """Philox4x32 of one 128-bit counter, written from Salmon et al. (SC'11), in Python ints."""
+    x = [block >> (32 * i) & 0xFFFFFFFF for i in range(4)]
+    k0, k1 = key
+    for _ in range(rounds):
+        a, b = x[0] * 0xD2511F53, x[2] * 0xCD9E8D57
+        x = [(b >> 32) ^ x[1] ^ k0, b & 0xFFFFFFFF, (a >> 32) ^ x[3] ^ k1, a & 0xFFFFFFFF]
+        k0, k1 = (k0 + 0x9E3779B9) & 0xFFFFFFFF, (k1 + 0xBB67AE85) & 0xFFFFFFFF
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["ui32", "i32"])
+@pytest.mark.parametrize(("shape", "valid", "rounds"), [
+    ((2, 24), (2, 24), 10), ((3, 320), (3, 300), 7), ((4, 64), (3, 40), 10), ((1, 256), None, 10)])
+def test_trandom_layout(tgt, dtype, shape, valid, rounds):  # type: ignore[no-untyped-def]
+    # cpu: the simulator's TRandom.hpp; a5: the A5 vector code (TRandom.hpp, vintlv order)
+    if tgt == "a2a3":
+        return
+    key = (0x01234, 0x56789)
+    ctr0 = [0xFFFFFFF0, 0xFFFFFFFF, 7, 0]  # the lane adds carry into the upper words
+    dst = vec(dtype, *shape, valid=None if valid is None else (Dyn(valid[0]), Dyn(valid[1])))
+    pto.TRANDOM(dst, np.array(key, np.uint32), np.array(ctr0, np.uint32), Rounds=rounds)
+    vr, vc = valid or shape
+    nloop = -(-vc // 256)
+    ctr = sum(v << (32 * i) for i, v in enumerate(ctr0))
+    ref = np.zeros((vr, vc), np.uint32)
+    for r in range(vr):
+        for j in range(nloop):
+            for c in range(256 * j, min(vc, 256 * j + 256)):
+                w, lane = ((c % 256) // 64, c % 64) if tgt == "cpu" else (c % 4, (c % 256) // 4)
+                ref[r, c] = _philox_ref(ctr + lane, key, rounds)[w]
+            if tgt == "cpu":
+                ctr += shape[1] // 4
+            else:
+                ctr += 64 if j < nloop - 1 else (vc - 1) % 64 + 1
+    np.testing.assert_array_equal(dst.numpy()[:vr, :vc].view(np.uint32), ref)
 
 
 def test_tprefetch(tgt):  # type: ignore[no-untyped-def]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ...dtypes import DType, dtype
@@ -24,7 +25,7 @@ _F16 = dtype("f16")
 def _sat_convert(x: np.ndarray, dt: DType) -> np.ndarray:
     """Saturating narrowing with round-to-nearest-even."""
     if dt.is_float:
-        hi = float(np.finfo(dt.np).max) if dt.np.kind == "f" else float(dt.np.type(1e38))
+        hi = float(ml_dtypes.finfo(dt.np).max) if dt.np.kind == "f" else float(dt.np.type(1e38))
         return np.clip(x, -hi, hi).astype(dt.np)
     ii = np.iinfo(dt.np)
     return np.clip(np.rint(np.nan_to_num(x.astype(np.float64))), ii.min, ii.max).astype(dt.np)

@@ -46,8 +46,13 @@ def _pow(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
     exponent gives 1/base^-e truncated: 1 for base 1, +-1 for base -1, else 0); floats by
     std::pow."""
     if dt.is_float:
+        x, e = to_float(a, dt), to_float(b, dt)
         with np.errstate(all="ignore"):
-            return np.power(to_float(a, dt), to_float(b, dt)).astype(dt.np)
+            r = np.power(x, e)
+        # numpy computes x ** 0.5 as sqrt(x); C's pow gives +inf for -inf and +0 for -0
+        half = e == 0.5
+        r = np.where(half & (x == 0), 0.0, np.where(half & (x == -np.inf), np.inf, r))
+        return r.astype(dt.np)
     a = np.asarray(a)
     b = np.broadcast_to(np.asarray(b, dtype=dt.np), a.shape)
     work = np.uint64 if dt.name == "ui64" else np.int64
@@ -81,6 +86,38 @@ def _rem_floor(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
     fix = (r != 0) & ((r < 0) != (b < 0)) if dt.is_signed else np.zeros(r.shape, bool)
     with np.errstate(all="ignore"):
         return np.where(fix, r + b, r).astype(dt.np)
+
+
+def _rem_floor_cpu(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    """The simulator's remainder: r = fmod(a, b), plus b when the signs differ and r != 0,
+    so a zero result keeps the dividend's sign (4 rem -2 = +0; numpy's mod gives -0)."""
+    r = _rem_floor(a, b, dt)
+    if not dt.is_float:
+        return r
+    with np.errstate(all="ignore"):
+        z = np.fmod(to_float(a, dt), to_float(b, dt)).astype(dt.np)
+    return np.where(r == 0, z, r)
+
+
+def _max_cpu(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    """std::max(a, b) = a < b ? b : a: a NaN in src0 is kept, one in src1 is not."""
+    return np.where(a < b, b, a)
+
+
+def _min_cpu(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    """std::min(a, b) = b < a ? b : a."""
+    return np.where(b < a, b, a)
+
+
+def _in_f32(f: Callable[..., Any]) -> Fn:
+    """f on f16 values promoted to f32 (the simulator's C++ arithmetic on half: each
+    operation rounded to f32, the result once to f16); other types as they are."""
+    def g(*args: Any) -> np.ndarray:
+        *vals, dt = args
+        if dt.name == "f16":
+            return np.asarray(f(*(np.asarray(v).astype(np.float32) for v in vals))).astype(dt.np)
+        return np.asarray(f(*vals))
+    return g
 
 
 def _fmod(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
@@ -172,67 +209,86 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
 
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             tmp: bool | str = False, static: tuple[Any, ...] = (),
-            same_valid: SameValid | None = None) -> Instr:
-    """``fn`` a numpy ufunc: the plain form too (see plain_form)."""
+            same_valid: SameValid | None = None, fn_for: dict[str, Fn] | None = None) -> Instr:
+    """``fn`` a numpy ufunc: the plain form too (see plain_form). ``fn_for`` gives the
+    function of a target whose arithmetic differs (the entry's ``impl_for``)."""
     fn, plain = plain_form(fn)
     ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch", optional=tmp == "optional"))
 
-    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, *rest: Any, **kw: Any) -> None:
-        vr, vc = dst.valid_shape
-        if vr and vc:
-            a = np.asarray(src0.read(vr, vc))
-            b = np.asarray(src1.read(vr, vc))
-            with np.errstate(all="ignore"):
-                dst.write(fn(a, b, dst.dtype))
+    def semantics(f: Fn) -> Callable[..., None]:
+        def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, *rest: Any, **kw: Any) -> None:
+            vr, vc = dst.valid_shape
+            if vr and vc:
+                a = np.asarray(src0.read(vr, vc))
+                b = np.asarray(src1.read(vr, vc))
+                with np.errstate(all="ignore"):
+                    dst.write(f(a, b, dst.dtype))
+        return impl
 
+    impl = semantics(fn)
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
-                 runtime=(cover("src0", "src1"),), plain=plain, same_valid=same_valid)(impl)
+                 runtime=(cover("src0", "src1"),), plain=plain, same_valid=same_valid,
+                 impl_for={t: semantics(f) for t, f in (fn_for or {}).items()})(impl)
 
 
-def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = ()) -> Instr:
+def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = (),
+             fn_for: dict[str, Fn] | None = None) -> Instr:
     ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile"), Opnd("src2", "tile")]
 
-    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, src2: Tile) -> None:
-        vr, vc = dst.valid_shape
-        if vr and vc:
-            with np.errstate(all="ignore"):
-                dst.write(fn(np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)),
-                             np.asarray(src2.read(vr, vc)), dst.dtype))
+    def semantics(f: Fn) -> Callable[..., None]:
+        def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, src2: Tile) -> None:
+            vr, vc = dst.valid_shape
+            if vr and vc:
+                with np.errstate(all="ignore"):
+                    dst.write(f(np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)),
+                                np.asarray(src2.read(vr, vc)), dst.dtype))
+        return impl
 
+    impl = semantics(fn)
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops,
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1", "src2"),
                          same_dtype("dst", "src0", "src1", "src2"), *static),
-                 runtime=(cover("src0", "src1", "src2"),))(impl)
+                 runtime=(cover("src0", "src1", "src2"),),
+                 impl_for={t: semantics(f) for t, f in (fn_for or {}).items()})(impl)
 
 
-def _fused(name: str, fn: Fn, doc: str, *, single: bool = False) -> Instr:
+def _fused(name: str, fn: Fn, doc: str, *, single: bool = False,
+           f32_for: tuple[str, ...] = ()) -> Instr:
     """dst is read as well as written: dst = fn(src0, src1, dst), each operation rounded to
-    the element type, or (``single``) computed wide and rounded once like an FMA."""
+    the element type, or (``single``) computed wide and rounded once like an FMA; on the
+    targets of ``f32_for`` float types compute in f32, each operation rounded there (C++ float
+    arithmetic, f16 promoted), then once to the element type."""
     ops = [Opnd("dst", "tile", "inout"), Opnd("src0", "tile"), Opnd("src1", "tile")]
 
-    def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
-        vr, vc = dst.valid_shape
-        if vr and vc:
-            dt = dst.dtype
-            a, b, d = (np.asarray(t.read(vr, vc)) for t in (src0, src1, dst))
-            if single:
-                a, b, d = (to_float(x, dt) for x in (a, b, d))
-            with np.errstate(all="ignore"):
-                dst.write(fn(a, b, d).astype(dt.np))
+    def semantics(as_f32: bool) -> Callable[..., None]:
+        def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
+            vr, vc = dst.valid_shape
+            if vr and vc:
+                dt = dst.dtype
+                a, b, d = (np.asarray(t.read(vr, vc)) for t in (src0, src1, dst))
+                if as_f32 and dt.is_float:
+                    a, b, d = (x.astype(np.float32) for x in (a, b, d))
+                elif single:
+                    a, b, d = (to_float(x, dt) for x in (a, b, d))
+                with np.errstate(all="ignore"):
+                    dst.write(fn(a, b, d).astype(dt.np))
+        return impl
 
+    impl = semantics(False)
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops,
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
-                 runtime=(cover("src0", "src1"),))(impl)
+                 runtime=(cover("src0", "src1"),),
+                 impl_for={t: semantics(True) for t in f32_for})(impl)
 
 
 _INT = (kinds(("dst", "int")),)
@@ -287,9 +343,13 @@ TDIV = _binary("TDIV", _div,
                "(INT_MIN / -1); integer division by zero is target-defined (ptoisa: 0); float "
                "division by zero follows IEEE (inf/NaN).", params=ALGO,
                same_valid=SameValid(("src0", "src1"), BOTH))
-TMAX = _binary("TMAX", np.maximum, "dst = max(src0, src1) (NaN wins).",
+TMAX = _binary("TMAX", np.maximum,
+               "dst = max(src0, src1) (NaN wins). On cpu std::max(src0, src1), the simulator's: "
+               "NaN only when src0 is NaN.", fn_for={"cpu": _max_cpu},
                same_valid=SameValid(("src0", "src1"), BOTH))
-TMIN = _binary("TMIN", np.minimum, "dst = min(src0, src1) (NaN wins).",
+TMIN = _binary("TMIN", np.minimum,
+               "dst = min(src0, src1) (NaN wins). On cpu std::min(src0, src1), the simulator's: "
+               "NaN only when src0 is NaN.", fn_for={"cpu": _min_cpu},
                same_valid=SameValid(("src0", "src1"), BOTH))
 TAND = _binary("TAND", np.bitwise_and, "dst = src0 & src1.", static=_INT,
                same_valid=SameValid(("src0", "src1"), BOTH))
@@ -311,7 +371,9 @@ TFMOD = _binary("TFMOD", _fmod,
                 "integer %); x fmod 0 is NaN for floats, 0 for integers.", params=ALGO)
 TREM = _binary("TREM", _rem_floor,
                "dst = src0 - floor(src0 / src1) * src1: the remainder with the sign of the "
-               "divisor; tmp is scratch.", params=ALGO, tmp=True,
+               "divisor; tmp is scratch. On cpu a zero result keeps the dividend's sign (the "
+               "simulator adds src1 to fmod's result only when that is not 0).", params=ALGO,
+               tmp=True, fn_for={"cpu": _rem_floor_cpu},
                same_valid=SameValid(("src0", "src1"), BOTH))
 TPOW = _binary("TPOW", _pow,
                "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
@@ -327,13 +389,18 @@ TSUBRELU = _binary("TSUBRELU", lambda a, b, dt: _relu(np.subtract(a, b)),
 
 TADDC = _ternary("TADDC", lambda a, b, c, dt: a + b + c,
                  "dst = src0 + src1 + src2 (a ternary add, rounded after each add; integers "
-                 "wrap).")
+                 "wrap). On cpu f16 adds in f32 and rounds once (the simulator's C++ "
+                 "arithmetic on half).", fn_for={"cpu": _in_f32(lambda a, b, c: a + b + c)})
 TSUBC = _ternary("TSUBC", lambda a, b, c, dt: a - b + c,
-                 "dst = src0 - src1 + src2 (rounded after each operation; integers wrap).")
+                 "dst = src0 - src1 + src2 (rounded after each operation; integers wrap). On "
+                 "cpu f16 computes in f32 and rounds once, as the simulator.",
+                 fn_for={"cpu": _in_f32(lambda a, b, c: a - b + c)})
 
 TMULADDDST = _fused("TMULADDDST", lambda a, b, d: a * b + d,
                     "dst = src0 * src1 + dst (product rounded, then the sum).")
 TFUSEDMULADD = _fused("TFUSEDMULADD", lambda a, b, d: a * d + b,
-                      "dst = src0 * dst + src1, fused: rounded once.", single=True)
+                      "dst = src0 * dst + src1, fused: rounded once. On cpu as the simulator's "
+                      "C++ `src0 * dst + src1` in float: the product and the sum each rounded "
+                      "to f32 (f32 rounds twice).", single=True, f32_for=("cpu",))
 TFUSEDMULADDRELU = _fused("TFUSEDMULADDRELU", lambda a, b, d: _relu(a * d + b),
                           "dst = max(src0 * dst + src1, 0) (product rounded, then the sum).")

@@ -344,8 +344,11 @@ def _vec_nd(tile_name: str, gm_name: str) -> Any:
     return rule
 
 
-def _index_values(ix: Any, rows: int, cols: int, row_mode: bool) -> np.ndarray:
-    """Index values as uint32 in int64: a Tile (valid region) or a GM view (row-major)."""
+def _index_values(ix: Any, rows: int, cols: int, row_mode: bool,
+                  sign64: bool = False) -> np.ndarray:
+    """Index values as uint32 in int64: a Tile (valid region) or a GM view (row-major).
+    ``sign64``: signed indices keep their value (a negative one stands for the 64-bit
+    unsigned value it converts to in C++, ``static_cast<size_t>``; see _wrap64)."""
     if isinstance(ix, Tile):
         a = np.asarray(ix.read())
     else:
@@ -353,7 +356,7 @@ def _index_values(ix: Any, rows: int, cols: int, row_mode: bool) -> np.ndarray:
             a = ix.flat[ix.offset: ix.offset + ix.spec.numel]
         else:
             a = ix.flat[ix.indices(*ix.spec.rows_cols)]
-    a = _uidx(a)
+    a = a.astype(np.int64) if sign64 and a.dtype.kind == "i" else _uidx(a)
     if row_mode:
         flat = a.reshape(-1)
         if flat.size < rows:
@@ -374,9 +377,27 @@ def _index_values(ix: Any, rows: int, cols: int, row_mode: bool) -> np.ndarray:
     return a
 
 
+def _oob_index(idx: np.ndarray, cap: int, wrap: bool, clamp: bool) -> np.ndarray:
+    """Wrap (idx mod cap) or clamp (to cap - 1) the indices; a negative one (``sign64``) is
+    2^64 + idx, as the simulator's size_t: -42 wraps mod 44 to 18, and clamps to cap - 1."""
+    cap = max(cap, 1)
+    neg = idx < 0
+    if wrap:
+        return np.where(neg, ((1 << 64) % cap + idx % cap) % cap, idx % cap)
+    if clamp:
+        return np.where(neg, cap - 1, np.minimum(idx, cap - 1))
+    return idx
+
+
 def _table_rows(g: GlobalTensor) -> tuple[int, int]:
     s = g.spec.shape
     return s[0] * s[1] * s[2] * s[3], s[4]
+
+
+def _mgather_cpu(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,
+                 scratch: GlobalTensor | None = None, *, CMode: Coalesce,  # noqa: N803
+                 Mode: GatherOOB) -> None:  # noqa: N803
+    _mgather(dst, src, indexes, CMode, Mode, sign64=True)
 
 
 @instr("MGATHER", family="irregular", pipe=Pipe.MTE2,
@@ -386,7 +407,8 @@ def _table_rows(g: GlobalTensor) -> tuple[int, int]:
                                                                GatherOOB)),
        dtype_key=("dst",),
        static=(locs(["dst"], TileType.Vec, TileType.Mat), _m_static("dst", "src"),
-               except_on("a5", _vec_nd("dst", "src"))))
+               except_on("a5", _vec_nd("dst", "src"))),
+       impl_for={"cpu": _mgather_cpu})
 def MGATHER(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,  # noqa: N802
             scratch: GlobalTensor | None = None, *, CMode: Coalesce,  # noqa: N803
             Mode: GatherOOB) -> None:  # noqa: N803
@@ -396,19 +418,23 @@ def MGATHER(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,  # noqa: N80
     Shape[0..3] product, row stride Stride[3], row width = dst valid cols). Elem: dst[r, c] =
     table_flat[idx[r, c]] (capacity = the view's element count, contiguous from its start).
     Mode: Undefined (unchecked; we clamp rather than read outside the array), Clamp
-    (min(idx, cap-1)), Wrap (idx % cap), Zero (out-of-range gives 0). Indices are uint32."""
+    (min(idx, cap-1)), Wrap (idx % cap), Zero (out-of-range gives 0). Indices are uint32; on
+    cpu a negative signed index is the 64-bit unsigned value C++'s size_t makes of it (-42 wraps
+    mod 44 to 18, not 6), as in the simulator."""
+    _mgather(dst, src, indexes, CMode, Mode, sign64=False)
+
+
+def _mgather(dst: Tile, src: GlobalTensor, indexes: Any, CMode: Coalesce,  # noqa: N803
+             Mode: GatherOOB, sign64: bool) -> None:  # noqa: N803
     vr, vc = dst.valid_shape
     if not (vr and vc):
         return
     row_mode = CMode is Coalesce.Row
     nrows, width = _table_rows(src)
     cap = nrows if row_mode else src.spec.numel
-    idx = _index_values(indexes, vr, vc, row_mode)
-    oob = idx >= cap
-    if Mode is GatherOOB.Wrap:
-        idx = idx % max(cap, 1)
-    else:
-        idx = np.minimum(idx, max(cap - 1, 0))
+    idx = _index_values(indexes, vr, vc, row_mode, sign64)
+    oob = (idx >= cap) | (idx < 0)
+    idx = _oob_index(idx, cap, Mode is GatherOOB.Wrap, Mode is not GatherOOB.Wrap)
     flat = _bits(src.flat)
     if row_mode:
         if vc > width and Mode is not GatherOOB.Undefined:
@@ -442,6 +468,12 @@ def _mscatter_static(sig: Sig) -> None:
         raise sig.fail(f"atomic {atomic.name} does not support {src.dtype}")
 
 
+def _mscatter_cpu(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,
+                  Mode: Coalesce, Atomic: Any, Oob: ScatterOOB,  # noqa: N803
+                  Conflict: ScatterConflict) -> None:  # noqa: N803
+    _mscatter(dst, src, indexes, Mode, Atomic, Oob, sign64=True)
+
+
 @instr("MSCATTER", family="irregular", pipe=Pipe.MTE3,
        ptoas=Ptoas(attrs={
            "scatterAtomicOp": Attr("Atomic", values={"none": ScatterAtomicOp.NoOp}),
@@ -453,14 +485,21 @@ def _mscatter_static(sig: Sig) -> None:
                Param("Conflict", ScatterConflict.Default, ScatterConflict)),
        dtype_key=("src",),
        static=(locs(["src", "indexes"], TileType.Vec), _m_static("src", "dst"),
-               _mscatter_static, except_on("a5", _vec_nd("src", "dst"))))
+               _mscatter_static, except_on("a5", _vec_nd("src", "dst"))),
+       impl_for={"cpu": _mscatter_cpu})
 def MSCATTER(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,  # noqa: N802
              Mode: Coalesce, Atomic: Any, Oob: ScatterOOB,  # noqa: N803
              Conflict: ScatterConflict) -> None:  # noqa: N803
     """Scatter a tile into a GM table through indices. Row: table[idx[r], :] (op)= src[r, :];
     Elem: table_flat[idx[r, c]] (op)= src[r, c], over src's valid region in row order (so the
     last writer wins for plain stores). Atomic: None (store), Add, Max, Min. Oob: Undefined
-    (out-of-range writes are dropped here), Skip (dropped), Clamp, Wrap."""
+    (out-of-range writes are dropped here), Skip (dropped), Clamp, Wrap. Indices as for
+    MGATHER (on cpu a negative signed index is the 64-bit unsigned size_t value)."""
+    _mscatter(dst, src, indexes, Mode, Atomic, Oob, sign64=False)
+
+
+def _mscatter(dst: GlobalTensor, src: Tile, indexes: Tile, Mode: Coalesce,  # noqa: N803
+              Atomic: Any, Oob: ScatterOOB, sign64: bool) -> None:  # noqa: N803
     atomic = _atomic(Atomic)
     vr, vc = src.valid_shape
     if not (vr and vc):
@@ -468,19 +507,16 @@ def MSCATTER(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,  # noqa
     row_mode = Mode is Coalesce.Row
     nrows, width = _table_rows(dst)
     cap = nrows if row_mode else dst.spec.numel
-    idx = _index_values(indexes, vr, vc, row_mode)
-    if Oob is ScatterOOB.Clamp:
-        idx = np.minimum(idx, max(cap - 1, 0))
-    elif Oob is ScatterOOB.Wrap:
-        idx = idx % max(cap, 1)
+    idx = _index_values(indexes, vr, vc, row_mode, sign64)
+    idx = _oob_index(idx, cap, Oob is ScatterOOB.Wrap, Oob is ScatterOOB.Clamp)
     vals = np.asarray(src.read())
     if row_mode:
-        keep = idx < cap
+        keep = (idx < cap) & (idx >= 0)
         pos = dst.offset + idx[keep, None] * dst.spec.stride[3] + \
             np.arange(vc, dtype=np.int64)[None, :]
         vals = vals[keep]
     else:
-        keep = idx < cap
+        keep = (idx < cap) & (idx >= 0)
         pos = dst.offset + idx[keep]
         vals = vals[keep]
     pos = pos.reshape(-1)

@@ -177,28 +177,59 @@ def _rounds(x: Any) -> int:
     return r
 
 
+_RND_LANES = 64  # 32-bit lanes of one 256-byte vector repeat
+_RND_CHUNK = 4 * _RND_LANES  # columns one Philox pass of 64 lanes fills (4 words per lane)
+
+
+def _trandom_rows(dst: Tile, key: Any, counter: Any, rounds: Any,
+                  place: Any, step: Any) -> None:
+    """Fill dst's valid region row by row in chunks of 256 columns: chunk j of a row takes the
+    Philox blocks ctr + lane (lane < 64, 128-bit adds) of the running counter ctr, word w of
+    lane l going to column 256*j + place(w, l); ctr then advances by step(j, nloop, vc)."""
+    r = _rounds(rounds)
+    k = _as_words(key, 2, "key")
+    c = _as_words(counter, 4, "counter")
+    vr, vc = dst.valid_shape
+    if not vr or not vc:
+        return
+    nloop = -(-vc // _RND_CHUNK)
+    ctr = c[0] | c[1] << 32 | c[2] << 64 | c[3] << 96
+    full = (1 << 128) - 1
+    lanes = np.arange(_RND_LANES)
+    out = np.zeros((vr, nloop * _RND_CHUNK), np.uint32)
+    for row in range(vr):
+        for j in range(nloop):
+            blk = np.array([[((ctr + lane) & full) >> (32 * w) & 0xFFFFFFFF for w in range(4)]
+                            for lane in range(_RND_LANES)], np.uint64)
+            words = philox4x32(blk, (k[0], k[1]), r)  # (lane, w)
+            for w in range(4):
+                out[row, _RND_CHUNK * j + place(w, lanes)] = words[:, w]
+            ctr = (ctr + step(j, nloop, vc)) & full
+    dst.write(out[:, :vc].view(dst.dtype.np))
+
+
+def _trandom_a5(m: Machine, dst: Tile, key: Any, counter: Any, *, Rounds: Any) -> None:  # noqa: N803
+    # A5 TRandom.hpp: vintlv puts the four words of a lane side by side (column 4*lane + w);
+    # the counter advances by 64 after a full chunk and by ((vc - 1) % 64) + 1 after the last
+    _trandom_rows(dst, key, counter, Rounds, lambda w, lane: 4 * lane + w,
+                  lambda j, nloop, vc: _RND_LANES if j != nloop - 1 else (vc - 1) % _RND_LANES + 1)
+
+
 @instr("TRANDOM", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(forms={"pto.trandom": (Form(ins=("key*2", "counter*4")),)},
                     attrs={"rounds": Attr("Rounds")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("key", "any"), Opnd("counter", "any")),
        params=(Param("Rounds", 10),),
        dtype_key=("dst",),
-       static=(locs(["dst"], TileType.Vec), row_major_nd("dst")))
+       static=(locs(["dst"], TileType.Vec), row_major_nd("dst")),
+       impl_for={"a5": _trandom_a5})
 def TRANDOM(m: Machine, dst: Tile, key: Any, counter: Any, *, Rounds: Any) -> None:  # noqa: N802,N803
     """Counter-based random numbers (Philox4x32 with ``Rounds`` = 7 or 10 rounds, key = 2 u32
-    words, counter = 4 u32 words): the valid region, in row-major order, receives the words of
-    blocks counter, counter+1, ... (128-bit increment): with n = valid elements and q =
-    ceil(n / 4), element w*q + b is word w of block b (the CPU simulator's layout)."""
-    rounds = _rounds(Rounds)
-    k = _as_words(key, 2, "key")
-    c = _as_words(counter, 4, "counter")
-    vr, vc = dst.valid_shape
-    n = vr * vc
-    if not n:
-        return
-    nblk = -(-n // 4)
-    base = c[0] | c[1] << 32 | c[2] << 64 | c[3] << 96
-    ctr = np.array([[(base + b) >> (32 * w) & 0xFFFFFFFF for w in range(4)]
-                    for b in range(nblk)], np.uint64)
-    words = philox4x32(ctr, (k[0], k[1]), rounds).T.reshape(-1)[:n]
-    dst.write(words.view(np.uint32).reshape(vr, vc).view(dst.dtype.np))
+    words, counter = 4 u32 words). Each valid row is filled in chunks of 256 columns: chunk j
+    runs 64 lanes on the Philox blocks ctr + lane (128-bit adds) of a running counter ctr
+    (starting at ``counter``), and word w of lane l goes to column 256*j + 64*w + l; after
+    each chunk ctr advances by dst.Cols / 4 (the CPU simulator's layout). On ``a5`` the words
+    of a lane sit side by side (column 256*j + 4*l + w) and ctr advances by 64 after a full
+    chunk, by ((validCol - 1) % 64) + 1 after a row's last (the A5 vector code)."""
+    _trandom_rows(dst, key, counter, Rounds, lambda w, lane: _RND_LANES * w + lane,
+                  lambda j, nloop, vc: dst.spec.cols // 4)

@@ -18,7 +18,7 @@ from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile
 from ..elementwise.common import as_elem, cover, kinds, plain_form
-from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _shift
+from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _rem_floor_cpu, _shift
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
 from ..rules import vec
 from ..valid_region import A2A3, A2A3_LIST, A5, A5_LIST, BOTH, COMMON, NPUS_DIFFER, SameValid
@@ -38,21 +38,25 @@ def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any
 
 def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
-               src: str = "src", same_valid: SameValid | None = None) -> Instr:
+               src: str = "src", same_valid: SameValid | None = None,
+               fn_for: dict[str, Fn] | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too, taking the converted scalar (see
-    plain_form)."""
+    plain_form). ``fn_for``: the function of a target whose arithmetic differs."""
     fn, plain = plain_form(fn)
     ops = [_DST, Opnd(src, "tile"), Opnd("scalar", "scalar")]
     if tmp:
         ops.append(Opnd("tmp", "tile", "scratch"))
 
-    def impl(m: Machine, dst: Tile, s: Tile, scalar: Any, *rest: Any, **kw: Any) -> None:
-        vr, vc = dst.valid_shape
-        sc = as_elem(scalar, dst.dtype)
-        if vr and vc:
-            with np.errstate(all="ignore"):
-                dst.write(fn(np.asarray(s.read(vr, vc)), sc, dst.dtype))
+    def semantics(f: Fn) -> Callable[..., None]:
+        def impl(m: Machine, dst: Tile, s: Tile, scalar: Any, *rest: Any, **kw: Any) -> None:
+            vr, vc = dst.valid_shape
+            sc = as_elem(scalar, dst.dtype)
+            if vr and vc:
+                with np.errstate(all="ignore"):
+                    dst.write(f(np.asarray(s.read(vr, vc)), sc, dst.dtype))
+        return impl
 
+    impl = semantics(fn)
     impl.__doc__ = doc
     return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True, operands=ops,
                  params=params,
@@ -60,7 +64,8 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  static=(vec("dst", src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime), plain=plain,
                  plain_scalar=as_elem if plain is not None else None,
-                 same_valid=same_valid)(impl)
+                 same_valid=same_valid,
+                 impl_for={t: semantics(f) for t, f in (fn_for or {}).items()})(impl)
 
 
 TADDS = _scalar_op("TADDS", np.add, "dst = src + scalar (integers wrap).", src="src0",
@@ -99,7 +104,9 @@ TFMODS = _scalar_op("TFMODS", lambda a, s, dt: _fmod(a, s, dt),
                     same_valid=SameValid(("src",), BOTH))
 TREMS = _scalar_op("TREMS", lambda a, s, dt: _rem_floor(a, s, dt),
                    "dst = src - floor(src / scalar) * scalar (sign of the divisor); tmp is "
-                   "scratch.", params=ALGO, tmp=True,
+                   "scratch. On cpu a zero result keeps src's sign (the simulator adds the "
+                   "scalar to fmod's result only when that is not 0).", params=ALGO, tmp=True,
+                   fn_for={"cpu": lambda a, s, dt: _rem_floor_cpu(a, s, dt)},
                    same_valid=SameValid(("src",), BOTH))
 TPOWS = _scalar_op("TPOWS", lambda a, s, dt: _pow(a, s, dt),
                    "dst = pow(base, exp) with a scalar exponent (integers: repeated "
@@ -197,28 +204,39 @@ def TEXPANDS(m: Machine, dst: Tile, scalar: Any) -> None:  # noqa: N802
 
 # ---- scalar with two tiles ---------------------------------------------------------------------
 
-def _sc2(name: str, fn: Fn, doc: str, same_valid: SameValid) -> Instr:
-    def impl(m: Machine, dst: Tile, src0: Tile, scalar: Any, src1: Tile) -> None:
-        vr, vc = dst.valid_shape
-        sc = as_elem(scalar, dst.dtype)
-        if vr and vc:
-            with np.errstate(all="ignore"):
-                dst.write(fn(np.asarray(src0.read(vr, vc)), sc, np.asarray(src1.read(vr, vc))))
+def _sc2(name: str, fn: Callable[..., Any], doc: str, same_valid: SameValid) -> Instr:
+    """dst = fn(src0, scalar, src1), each operation rounded to the element type; on cpu f16
+    computes in f32 and rounds once (the simulator's C++ arithmetic on half)."""
+    def semantics(promote: bool) -> Callable[..., None]:
+        def impl(m: Machine, dst: Tile, src0: Tile, scalar: Any, src1: Tile) -> None:
+            vr, vc = dst.valid_shape
+            sc = as_elem(scalar, dst.dtype)
+            if vr and vc:
+                a, b = np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc))
+                if promote and dst.dtype.name == "f16":
+                    a, b, sc = a.astype(np.float32), b.astype(np.float32), np.float32(sc)
+                with np.errstate(all="ignore"):
+                    dst.write(np.asarray(fn(a, sc, b)).astype(dst.dtype.np))
+        return impl
 
+    impl = semantics(False)
     impl.__doc__ = doc
     return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True,
                  operands=(_DST, Opnd("src0", "tile"), Opnd("scalar", "scalar"),
                            Opnd("src1", "tile")),
                  dtype_key=("dst",),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1")),
-                 runtime=(cover("src0", "src1"),), same_valid=same_valid)(impl)
+                 runtime=(cover("src0", "src1"),), same_valid=same_valid,
+                 impl_for={"cpu": semantics(True)})(impl)
 
 
 TADDSC = _sc2("TADDSC", lambda a, s, b: a + s + b,
-              "dst = src0 + scalar + src1 (rounded after each add; integers wrap).",
+              "dst = src0 + scalar + src1 (rounded after each add; integers wrap). On cpu f16 "
+              "adds in f32 and rounds once, as the simulator.",
               same_valid=SameValid(("src0", "src1"), COMMON))
 TSUBSC = _sc2("TSUBSC", lambda a, s, b: a - s + b,
-              "dst = src0 - scalar + src1 (rounded after each operation; integers wrap).",
+              "dst = src0 - scalar + src1 (rounded after each operation; integers wrap). On "
+              "cpu f16 computes in f32 and rounds once, as the simulator.",
               same_valid=SameValid(("src0", "src1"), COMMON))
 
 
