@@ -52,9 +52,10 @@ def target_of(text: str, rel: str) -> str:
     if m and m.group(1) in lit.ARCH:
         return lit.ARCH[m.group(1)]
     for part in reversed(Path(rel).parts):
-        m = re.search(r"(?:^|[^a-z0-9])(a5|a3)(?:$|[^0-9])", part.lower())
+        # a word of its own (npu/a5, x_a3) or a CamelCase end (Qwen3DecodeA5)
+        m = re.search(r"(?:(?<![A-Za-z0-9])[aA]|(?<=[a-z0-9])A)([35])(?![0-9])", part)
         if m:
-            return lit.ARCH[m.group(1)]
+            return lit.ARCH["a" + m.group(1)]
     return lit.DEFAULT_ARCH
 
 
