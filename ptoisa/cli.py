@@ -1,5 +1,6 @@
 """The ``ptoisa`` command line: ``check``, ``fmt`` and ``run`` for .pto programs; ``ops`` and
-``conformance`` for the registry; ``cycles`` for the cycle model against hardware.
+``conformance`` for the registry; ``cycles`` for the cycle model against hardware; ``suite``
+for upstream's test trees.
 
 User mistakes (bad text, illegal programs, bad arguments) are diagnostics on stderr and exit
 status 1, never a traceback.
@@ -588,6 +589,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no progress line on the terminal")
     y.set_defaults(fn=_cmd_cycles)
 
+    from .suite import add_parser as add_suite
+
+    add_suite(sub)
+
     x = sub.add_parser(
         "export", help="trace an eager Python kernel into the .pto program PTOAS compiles",
         epilog="example: ptoisa export examples/softmax.py:softmax_kernel --blocks 6 "
@@ -621,6 +626,7 @@ EXAMPLES = {
     "ops": "ptoisa ops --target a5",
     "conformance": "ptoisa conformance ../shared/conformance --only TADD TROWSUM",
     "cycles": "ptoisa cycles ../shared/costmodel",
+    "suite": "ptoisa suite ../shared/corpus/ptoas-main --json suite.json",
 }
 
 

@@ -1,0 +1,316 @@
+"""Case folders whose upstream Python writes inputs and goldens: ``tilelang_st`` testcases
+(``cases.py``, ``gen_data.py`` through ``st_common.py``) and ``vpto/cases`` folders.
+
+Upstream's scripts run in a subprocess (``sys.executable``), in a temporary directory, with a
+time limit, never in this process. For a tilelang testcase a small driver of ours wraps
+``st_common.save_case_data`` to record, per case, the files in the order ``gen_data.py`` gives
+them (inputs, then ``golden``), and reads ``cases.py``'s shapes and ``eps``. The host code
+says which kernel each case launches and on how many blocks (``main.cpp``'s case table names
+a launcher; ``launch.cpp``'s launcher calls ``KERNEL<<<N, ...>>>``). Pointer arguments take the
+inputs in order, then one output per golden; outputs are compared with the goldens over the
+case's valid shape as ``st_common.result_cmp`` does: ``allclose`` at ``atol = rtol = eps``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import PtoError
+from . import lit, work
+from .result import FileResult, Outcome
+
+#: seconds upstream's data script may take
+SCRIPT_TIMEOUT = 60.0
+
+_DRIVER = r"""
+import json, os, runpy, sys
+import numpy as np
+case_dir = sys.argv[1]
+sys.path[:0] = [case_dir, *sys.argv[2:]]
+record = {}
+import st_common
+_save = st_common.save_case_data
+def save(name, data):
+    record[str(name)] = [[str(k), np.asarray(v).dtype.name, list(np.asarray(v).shape)]
+                         for k, v in data.items()]
+    _save(name, data)
+st_common.save_case_data = save
+import cases
+meta = []
+for c in getattr(cases, "CASES", []):
+    try:
+        meta.append({"name": str(c["name"]), "shape": [int(d) for d in c.get("shape", ())],
+                     "valid_shape": [int(d) for d in c.get("valid_shape", ())],
+                     "eps": None if c.get("eps") is None else float(c["eps"])})
+    except Exception as e:
+        meta.append({"name": str(c.get("name")), "error": repr(e)})
+runpy.run_path(os.path.join(case_dir, "gen_data.py"), run_name="__main__")
+with open("suite_manifest.json", "w") as f:
+    json.dump({"files": record, "cases": meta}, f)
+"""
+
+
+def _pto_files(d: Path) -> list[Path]:
+    return sorted(p for p in d.iterdir() if p.is_file() and p.name.endswith(work_suffixes()))
+
+
+def work_suffixes() -> tuple[str, ...]:
+    return (".pto", ".pto.mlir")
+
+
+def _check_files(d: Path, root: Path) -> tuple[list[FileResult], dict[str, tuple[Any, str,
+                                                                                  FileResult]]]:
+    """Each .pto file of the folder checked; function name -> (program, target, its file)."""
+    results: list[FileResult] = []
+    funcs: dict[str, tuple[Any, str, FileResult]] = {}
+    for p in _pto_files(d):
+        rel = p.relative_to(root).as_posix()
+        kind = "tilelang" if (d / "cases.py").is_file() else "vpto"
+        res = FileResult(rel, kind)
+        results.append(res)
+        try:
+            text = p.read_text()
+            target = work.target_of(text, rel)
+            res.target = target
+            prog, errors = work.check(text, str(p), target, None)
+            res.outcomes.append(work.judge(lit.Module(text, "", target, None, False, ()),
+                                           errors))
+            if prog is not None:
+                for f in prog.functions:
+                    funcs[f] = (prog, target, res)
+        except Exception as e:  # noqa: BLE001 - a bug in ptoisa: a verdict
+            res.outcomes.append(work._crash(e))
+    return results, funcs
+
+
+def script_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # never a __pycache__ in upstream's folders
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _needs(stderr: str) -> str | None:
+    m = re.search(r"No module named '([\w.]+)'", stderr)
+    if m is None:
+        return None
+    mod = m.group(1).split(".")[0]
+    return mod.replace("_", "-")
+
+
+def do_tilelang(d: Path, root: Path) -> list[FileResult]:
+    t0 = time.monotonic()
+    results, funcs = _check_files(d, root)
+    if not funcs:
+        return results
+    first = next(iter(funcs.values()))[2]
+    with tempfile.TemporaryDirectory(prefix="ptoisa-suite-") as tmp:
+        try:
+            helpers = [str(p) for p in _helper_dirs(d, root)]
+            proc = subprocess.run([sys.executable, "-c", _DRIVER, str(d.resolve()), *helpers],
+                                  cwd=tmp,
+                                  env=script_env(), capture_output=True, text=True,
+                                  timeout=SCRIPT_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            first.notes.append(f"not run: gen_data.py ran over {SCRIPT_TIMEOUT:g} s")
+            return results
+        if proc.returncode != 0:
+            need = _needs(proc.stderr)
+            why = f"needs {need}" if need else "gen_data.py failed: " + _last(proc.stderr)
+            for r in {id(x[2]): x[2] for x in funcs.values()}.values():
+                r.notes.append(f"not run: {why}")
+            return results
+        manifest = json.loads((Path(tmp) / "suite_manifest.json").read_text())
+        launches = _launches(d)
+        cases = {c["name"]: c for c in manifest["cases"]}
+        for name, files in manifest["files"].items():
+            kernel, blocks = launches.get(name, (None, 1))
+            kernel = kernel or _by_suffix(name, funcs)
+            if kernel is None or kernel not in funcs:
+                first.notes.append(f"not run: no kernel for case {name}")
+                continue
+            prog, target, res = funcs[kernel]
+            if [o.verdict for o in res.outcomes] == ["accepted"]:
+                res.outcomes.clear()  # its runs say more than its check
+            res.outcomes.append(_run_case(prog, target, kernel, blocks, Path(tmp) / name,
+                                          files, cases.get(name, {}), res.notes))
+    for r in results:
+        r.seconds = (time.monotonic() - t0) / len(results)
+    return results
+
+
+def _helper_dirs(d: Path, root: Path) -> list[Path]:
+    """The nearest folder above the testcase (up to the suite's root) that holds
+    ``st_common.py``, or whose ``testcase/`` does: upstream's runner copies
+    ``testcase/st_common.py`` beside each testcase's scripts (smoke tests included)."""
+    for p in [d.resolve(), *d.resolve().parents]:
+        for q in (p, p / "testcase"):
+            if (q / "st_common.py").is_file():
+                return [q]
+        if p == root.resolve():
+            break
+    return []
+
+
+def _last(stderr: str) -> str:
+    lines = [x for x in stderr.strip().splitlines() if x.strip()]
+    return lines[-1][:200] if lines else "no message"
+
+
+def _launches(d: Path) -> dict[str, tuple[str, int]]:
+    """Case name -> (kernel, blocks), from main.cpp's case table and launch.cpp's
+    launchers."""
+    try:
+        main = (d / "main.cpp").read_text()
+        launch = (d / "launch.cpp").read_text()
+    except OSError:
+        return {}
+    launcher = {m.group(1): m.group(2)
+                for m in re.finditer(r'\{\s*"([^"]+)"\s*,\s*(?:\([\w\s*]+\)\s*)?&?(\w+)\s*,', main)}
+    body = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+        r"void\s+(\w+)\s*\([^)]*\)\s*\{[^{}]*?(\w+)\s*<<<\s*(\w+)\s*,", launch)}
+    out = {}
+    for case, fn in launcher.items():
+        if fn in body:
+            k, n = body[fn]
+            out[case] = (k, int(n) if n.isdigit() else 1)
+    return out
+
+
+def _by_suffix(case: str, funcs: dict[str, Any]) -> str | None:
+    hits = [f for f in funcs if f.lower().endswith("_" + case.lower()) or f == case]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _np_dtype(name: str) -> Any:
+    try:
+        return np.dtype(name)
+    except TypeError:
+        import ml_dtypes
+
+        t = getattr(ml_dtypes, name, None)
+        if t is None:
+            raise PtoError(f"no numpy type {name}") from None
+        return np.dtype(t)
+
+
+def _run_case(prog: Any, target: str, kernel: str, blocks: int, data: Path,
+              files: list[list[Any]], case: dict[str, Any], notes: list[str]) -> Outcome:
+    """One case: the kernel run on gen_data.py's inputs, its outputs compared with the
+    goldens."""
+    from ..interp import bridge
+    from ..ir import types as T
+
+    where = f"case {data.name}"
+    inputs = [f for f in files if not f[0].startswith("golden")]
+    golds = [f for f in files if f[0].startswith("golden")]
+    fn = prog.compiler(target).function(kernel)
+    params = list(fn.op.regions[0].block.args)
+    if any(not isinstance(a.type, T.PtrType) for a in params):
+        notes.append(f"not run: {where}: @{kernel} takes arguments other than pointers")
+        return Outcome("accepted", "", where)
+    # inputs go to the pointers the kernel only reads, goldens to those it writes, in order
+    written = [_writes(fn.op, a) for a in params]
+    ins = [a for a, w in zip(params, written, strict=True) if not w]
+    outs = [a for a, w in zip(params, written, strict=True) if w]
+    if len(ins) != len(inputs) or len(outs) != len(golds) or not golds:
+        notes.append(f"not run: {where}: cannot map {len(inputs)} inputs and {len(golds)} "
+                     f"goldens onto @{kernel}'s {len(ins)} read and {len(outs)} written "
+                     "pointers")
+        return Outcome("accepted", "", where)
+    # the host allocates what the kernel's views reach, which may exceed a file
+    reach = {id(a): work._view_elems(fn, a) or 0 for a in params}
+    bound: dict[int, np.ndarray] = {}
+    try:
+        for (key, dt, _shape), p in zip(inputs, ins, strict=True):
+            a = np.fromfile(data / f"{key}.bin", _np_dtype(dt))
+            want = bridge.elem_dtype(p.type.dtype).np
+            if a.dtype != want:
+                if a.dtype.itemsize != np.dtype(want).itemsize:
+                    notes.append(f"not run: {where}: {key} is {a.dtype}, @{kernel} takes {want}")
+                    return Outcome("accepted", "", where)
+                a = a.view(want)
+            bound[id(p)] = _padded(a, reach[id(p)])
+        expect = []
+        for (key, dt, shape), p in zip(golds, outs, strict=True):
+            g = np.fromfile(data / f"{key}.bin", _np_dtype(dt)).reshape(shape)
+            expect.append(g)
+            bound[id(p)] = np.zeros(max(g.size, reach[id(p)]), bridge.elem_dtype(p.type.dtype).np)
+        args = [bound[id(a)] for a in params]
+    except (OSError, ValueError, PtoError) as e:
+        notes.append(f"not run: {where}: cannot read its data: {e}")
+        return Outcome("accepted", "", where)
+    try:
+        prog.run(kernel, *args, blocks=blocks, target=target)
+    except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
+        return work._run_outcome(e, where)
+    eps = case.get("eps")
+    if eps is None:
+        notes.append(f"not compared: {where}: cases.py gives no eps")
+        return Outcome("ran", "", where)
+    for g, out in zip(expect, [bound[id(a)] for a in outs], strict=True):
+        o = out[:g.size].reshape(g.shape)
+        shape, valid = case.get("shape") or [], case.get("valid_shape") or []
+        if list(g.shape) == shape and len(valid) == len(shape) == 2:
+            g, o = g[:valid[0], :valid[1]], o[:valid[0], :valid[1]]
+        g64, o64 = g.astype(np.float64), o.astype(np.float64)
+        close = np.isclose(g64, o64, atol=eps, rtol=eps, equal_nan=True)
+        if not close.all():
+            i = int(np.argmin(close.reshape(-1)))
+            bad = int((~close).sum())
+            return Outcome("mismatch", f"{bad} of {close.size} elements differ beyond eps "
+                           f"{eps:g}; first at {tuple(map(int, np.unravel_index(i, g.shape)))}:"
+                           f" {float(o64.reshape(-1)[i])} (golden "
+                           f"{float(g64.reshape(-1)[i])})", where)
+    return Outcome("matched", "", where)
+
+
+def _writes(func: Any, arg: Any) -> bool:
+    """Does the function write through pointer ``arg``: is a view made from it (through
+    any chain of views) among an op's ``outs``?"""
+    derived = {id(arg)}
+    for op in func.walk():  # definitions come before uses
+        if op.results and any(id(v) in derived for v in op.operands) and \
+                op.name in _VIEW_OPS:
+            derived |= {id(r) for r in op.results}
+        if any(id(v) in derived for v in op.outs):
+            return True
+    return False
+
+
+#: ops whose result is a view of (or a pointer into) their first operand's memory
+_VIEW_OPS = frozenset({"pto.make_tensor_view", "pto.partition_view", "pto.subview",
+                       "pto.addptr", "pto.pointer_cast"})
+
+
+def _padded(a: np.ndarray, n: int) -> np.ndarray:
+    """``a`` followed by zeros up to ``n`` elements (the rest of the host's buffer)."""
+    if a.size >= n:
+        return a
+    out = np.zeros(n, a.dtype)
+    out[:a.size] = a
+    return out
+
+
+def do_vpto(d: Path, root: Path) -> list[FileResult]:
+    """A vpto case: its kernel checked; running it on golden.py's data is not done yet."""
+    results, funcs = _check_files(d, root)
+    for r in results:
+        if r.outcomes and r.outcomes[0].verdict == "accepted":
+            r.notes.append("not run: vpto cases (golden.py, compare.py, launch.cpp) are "
+                           "checked only")
+    del funcs
+    return results
+
+
+__all__ = ["do_tilelang", "do_vpto", "lit"]

@@ -1,0 +1,164 @@
+"""What a lit test file asks of PTOAS: the modules it compiles, for which target, and whether
+PTOAS must accept or reject each (with the message it must give).
+
+A file's ``// RUN:`` lines (``\\`` continues a line) invoke ``ptoas`` or ``pto-test-opt``:
+
+* ``--pto-arch=a3|a5`` is the target (a3 is ``a2a3``; PTOAS's default is a3), ``--pto-level``
+  the level;
+* ``-split-input-file`` makes every ``// -----`` chunk its own module;
+* ``split-file %s %t`` cuts the file at ``//--- NAME`` lines, and a RUN line that compiles
+  ``%t/NAME`` compiles that part;
+* PTOAS rejects the module when the tool is run under ``not``, when the chunk has an
+  ``expected-error`` (``-verify-diagnostics``), or when the RUN line's FileCheck prefix checks
+  an ``error:`` (some files pipe a failing compiler into FileCheck without ``not``).
+
+RUN lines of other tools (``FileCheck``, ``python``, ...) ask nothing of the compiler.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+ARCH = {"a3": "a2a3", "a5": "a5"}
+DEFAULT_ARCH = "a2a3"  # ptoas without --pto-arch compiles for a3
+
+_TOOL = re.compile(r"(?:^|[\s;(&|])(not\s+)?(ptoas|pto-test-opt)(?=\s)")
+_SPLIT = re.compile(r"^//\s*-----\s*$")
+_PART = re.compile(r"^//\s*---\s+(\S+)\s*$")
+_EXPECTED = re.compile(r"expected-error\s*(?:@[+-]?\w+\s*)?\{\{(.*?)\}\}")
+
+
+@dataclass(frozen=True)
+class Module:
+    """One module PTOAS compiles: its text (padded with blank lines so that line numbers are
+    the file's) and what PTOAS does with it."""
+
+    text: str
+    where: str  # "" for the whole file, "chunk 3" / "part NAME" otherwise
+    target: str
+    level: str | None
+    expect_reject: bool
+    expected: tuple[str, ...]  # the error texts PTOAS gives (may be empty)
+
+
+def run_lines(text: str) -> list[str]:
+    """The file's RUN commands, continuation lines joined."""
+    out: list[str] = []
+    cont = False
+    for line in text.splitlines():
+        m = re.search(r"RUN:(.*)$", line)
+        if m is None:
+            cont = False
+            continue
+        body = m.group(1).strip()
+        joined = body.endswith("\\")
+        body = body.rstrip("\\").strip()
+        if cont and out:
+            out[-1] += " " + body
+        else:
+            out.append(body)
+        cont = joined
+    return out
+
+
+def is_lit(text: str) -> bool:
+    return "RUN:" in text
+
+
+def _prefixes(run: str) -> list[str]:
+    m = re.search(r"--check-prefix(?:es)?[= ]([\w,-]+)", run)
+    return m.group(1).split(",") if m else ["CHECK"]
+
+
+def _checked_errors(lines: list[str], prefixes: list[str]) -> list[str]:
+    """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded)."""
+    pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
+                     + r")(-(?!NOT)[\w]+)?:.*?error:\s*(.*)$")
+    return [m.group(3).strip() for line in lines if (m := pat.search(line))]
+
+
+def _chunks(text: str) -> list[tuple[int, str]]:
+    """``-split-input-file``: (first line index, text) of each ``// -----`` chunk."""
+    lines = text.splitlines(keepends=True)
+    out: list[tuple[int, str]] = []
+    start = 0
+    for i, line in enumerate(lines):
+        if _SPLIT.match(line.strip()):
+            out.append((start, "".join(lines[start:i])))
+            start = i + 1
+    out.append((start, "".join(lines[start:])))
+    return out
+
+
+def _parts(text: str) -> dict[str, tuple[int, str]]:
+    """``split-file``: NAME -> (first line index, text) of each ``//--- NAME`` part."""
+    lines = text.splitlines(keepends=True)
+    heads = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _PART.match(line.strip()))]
+    out: dict[str, tuple[int, str]] = {}
+    for k, (i, name) in enumerate(heads):
+        end = heads[k + 1][0] if k + 1 < len(heads) else len(lines)
+        out[name] = (i + 1, "".join(lines[i + 1:end]))
+    return out
+
+
+def _padded(first: int, body: str) -> str:
+    return "\n" * first + body
+
+
+def modules(text: str) -> tuple[list[Module], list[str]]:
+    """(the modules the RUN lines compile, deduplicated; notes on RUN lines that could not be
+    followed). A file with RUN lines of other tools only gives no module."""
+    found: dict[tuple[str, str, str | None], Module] = {}
+    notes: list[str] = []
+    parts = _parts(text) if re.search(r"\bsplit-file\b", text) else {}
+    for run in run_lines(text):
+        m = _TOOL.search(run)
+        if m is None:
+            continue
+        negated = bool(m.group(1))
+        arch = re.search(r"--pto-arch[= ](\w+)", run)
+        target = ARCH.get(arch.group(1), DEFAULT_ARCH) if arch else DEFAULT_ARCH
+        lv = re.search(r"--pto-level[= ](\w+)", run)
+        level = lv.group(1) if lv else None
+        prefixes = _prefixes(run)
+        all_lines = text.splitlines()
+        src = re.search(r"%t/(\S+)", run[m.end():])
+        if src is not None:
+            name = src.group(1)
+            if name not in parts:
+                notes.append(f"RUN line compiles %t/{name}, which is no '//--- {name}' part")
+                continue
+            first, body = parts[name]
+            units = [(f"part {name}", first, body)]
+        elif "-split-input-file" in run or "--split-input-file" in run:
+            units = [(f"chunk {i + 1}", first, body)
+                     for i, (first, body) in enumerate(_chunks(text))]
+        else:
+            units = [("", 0, text)]
+        split = len(units) > 1
+        for where, first, body in units:
+            lines = body.splitlines()
+            expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
+            # a chunk's own CHECK lines say what it gives; a part's are in the file's head
+            checks = _checked_errors(lines if where.startswith("chunk") else all_lines,
+                                     prefixes)
+            if negated and not split:
+                reject = True
+            elif expected:
+                reject = True
+            elif checks:
+                reject = True
+            else:
+                reject = False
+            key = (where, target, level)
+            if key in found:
+                continue
+            found[key] = Module(_padded(first, body), where, target, level, reject,
+                                tuple(expected or checks))
+    return list(found.values()), notes
+
+
+def essential(diag: str) -> str:
+    """``'pto.x' op expects ...`` -> ``expects ...`` (ptoisa names the op its own way)."""
+    return diag.split(" op ", 1)[1] if " op " in diag else diag

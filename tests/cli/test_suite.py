@@ -1,0 +1,365 @@
+"""``ptoisa suite``: every verdict on small test trees written here, in upstream's layouts (a
+lit file with RUN lines and expected errors, a split-input-file, a split-file, a sample, a
+tilelang_st testcase whose gen_data.py writes goldens), and the command end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ptoisa.cli import main
+from ptoisa.suite import Task, discover, do_task, lit, pool, work
+from ptoisa.suite.result import FileResult, Outcome
+
+KERNEL = """module {
+  func.func @TADD_f32_16x16(%a_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>,
+                            %c_ptr: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %av = pto.make_tensor_view %a_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %bv = pto.make_tensor_view %b_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %cv = pto.make_tensor_view %c_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %ap = pto.partition_view %av, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %cp = pto.partition_view %cv, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %a = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    %b = pto.alloc_tile : !pto.tile_buf<vec, 16x16xBT>
+    %c = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x16xf32>)
+              outs(%a : !pto.tile_buf<vec, 16x16xf32>)
+    EXPECT
+    pto.tload ins(%bp : !pto.partition_tensor_view<16x16xf32>)
+              outs(%b : !pto.tile_buf<vec, 16x16xBT>)
+    pto.OP ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, !pto.tile_buf<vec, 16x16xBT>)
+             outs(%c : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tstore ins(%c : !pto.tile_buf<vec, 16x16xf32>)
+               outs(%cp : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }
+}
+"""
+#: what ptoisa says of the program whose second load reads f32 into an i32 tile
+OUR_TEXT = "dst element type i32 != src element type f32"
+
+
+def kernel(*, bad: bool = False, op: str = "tadd", expect: str = "") -> str:
+    return (KERNEL.replace("BT", "i32" if bad else "f32").replace("OP", op)
+            .replace("EXPECT", expect))
+
+
+def verdict_of(path: Path, root: Path) -> tuple[str, FileResult]:
+    [res] = do_task(Task("file", path, root))
+    return res.verdict().verdict, res
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+    return p
+
+
+# ---- RUN lines ---------------------------------------------------------------------------
+
+def test_run_lines_give_targets_levels_and_expectations():
+    text = ("// RUN: ptoas --pto-arch=a5 %s | FileCheck %s\n"
+            "// RUN: not ptoas --pto-arch a3 --pto-level=level3 \\\n"
+            "// RUN:   %s 2>&1 | FileCheck %s --check-prefix=A3\n"
+            "// RUN: FileCheck --input-file=%s %s\n"
+            "// A3: error: 'pto.tadd' op expects the same shape\n" + kernel())
+    mods, notes = lit.modules(text)
+    assert notes == []
+    assert [(m.target, m.level, m.expect_reject, m.expected) for m in mods] == [
+        ("a5", None, False, ()),
+        ("a2a3", "level3", True, ("'pto.tadd' op expects the same shape",))]
+    assert lit.essential(mods[1].expected[0]) == "expects the same shape"
+    # no --pto-arch: PTOAS's default a3; a RUN line of another tool only: nothing to check
+    assert lit.modules("// RUN: ptoas %s\n")[0][0].target == "a2a3"
+    assert lit.modules("// RUN: python3 %s\n") == ([], [])
+
+
+def test_split_input_file_chunks_keep_their_line_numbers():
+    text = ("// RUN: ptoas -split-input-file -verify-diagnostics %s\n" + kernel()
+            + "// -----\n" + kernel(bad=True, expect="// expected-error @+1 {{" + OUR_TEXT
+                                     + "}}"))
+    good, bad = lit.modules(text)[0]
+    assert (good.where, good.expect_reject, bad.where, bad.expect_reject) == \
+        ("chunk 1", False, "chunk 2", True)
+    assert bad.expected == (OUR_TEXT,)
+    n = text.splitlines().index("// -----")
+    assert bad.text.startswith("\n" * (n + 1) + "module")  # file line numbers
+
+
+def test_split_file_parts_named_by_the_run_lines(tmp_path):
+    text = ("// RUN: split-file %s %t\n"
+            "// RUN: not ptoas --pto-arch=a5 %t/bad.pto 2>&1 | FileCheck %s --check-prefix=BAD\n"
+            "// RUN: ptoas --pto-arch=a5 %t/good.pto\n"
+            "// RUN: ptoas --pto-arch=a5 %t/missing.pto\n"
+            f"// BAD: error: {OUR_TEXT}\n"
+            "//--- bad.pto\n" + kernel(bad=True) + "//--- good.pto\n" + kernel())
+    mods, notes = lit.modules(text)
+    assert [(m.where, m.expect_reject) for m in mods] == [("part bad.pto", True),
+                                                          ("part good.pto", False)]
+    assert notes == ["RUN line compiles %t/missing.pto, which is no '//--- missing.pto' part"]
+    verdict, res = verdict_of(write(tmp_path, "lit/split.pto", text), tmp_path)
+    assert [o.verdict for o in res.outcomes] == ["rejected-as-ptoas", "ran"]
+    assert res.outcomes[0].text_matched is True
+    assert verdict == "ran"
+
+
+# ---- verdicts of lit files and samples ----------------------------------------------------
+
+@pytest.mark.parametrize(("run", "bad", "op", "want"), [
+    ("ptoas --pto-arch=a5 %s", False, "tadd", "ran"),
+    ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", True, "tadd", "rejected-as-ptoas"),
+    ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "tadd", "wrongly-accepted"),
+    ("ptoas --pto-arch=a5 %s", True, "tadd", "wrongly-rejected"),
+    ("ptoas --pto-arch=a5 %s", False, "vadd", "unsupported"),
+    ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "vmi.vadd", "unsupported"),
+])
+def test_lit_verdicts(tmp_path, run, bad, op, want):
+    p = write(tmp_path, "lit/t.pto", f"// RUN: {run}\n" + kernel(bad=bad, op=op))
+    verdict, res = verdict_of(p, tmp_path)
+    assert verdict == want, res.to_json()
+    v = res.verdict()
+    if want == "wrongly-rejected":
+        assert v.reason.startswith(f"{p}:") and OUR_TEXT in v.reason  # ptoisa's first error
+    if want == "unsupported":
+        assert v.op == f"pto.{op}" and f"unknown operation 'pto.{op}'" in v.reason
+    if want == "rejected-as-ptoas":
+        assert v.text_matched is None  # PTOAS's text is not in the file: nothing to compare
+
+
+@pytest.mark.parametrize(("said", "matched"), [(OUR_TEXT, True), ("another message", False)])
+def test_rejection_records_whether_it_carries_ptoas_text(tmp_path, said, matched):
+    p = write(tmp_path, "t.pto", "// RUN: not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s\n"
+              f"// CHECK: error: 'pto.tload' op {said}\n" + kernel(bad=True))
+    verdict, res = verdict_of(p, tmp_path)
+    assert verdict == "rejected-as-ptoas"
+    assert res.verdict().text_matched is matched
+
+
+def test_split_input_file_one_verdict_per_file(tmp_path):
+    text = ("// RUN: ptoas --pto-arch=a5 -split-input-file -verify-diagnostics %s\n" + kernel()
+            + "// -----\n" + kernel(bad=True, expect="// expected-error @+1 {{'pto.tload' op "
+                                     + OUR_TEXT + "}}"))
+    verdict, res = verdict_of(write(tmp_path, "s.pto", text), tmp_path)
+    assert [(o.where, o.verdict) for o in res.outcomes] == [("chunk 1", "ran"),
+                                                            ("chunk 2", "rejected-as-ptoas")]
+    assert res.outcomes[1].text_matched is True
+    assert verdict == "ran"
+    # a chunk that fails makes the file fail, whatever the others did
+    text2 = text.replace("{{'pto.tload' op " + OUR_TEXT + "}}", "").replace(
+        "expected-error @+1", "")
+    verdict, res = verdict_of(write(tmp_path, "s2.pto", text2), tmp_path)
+    assert (verdict, res.verdict().where) == ("wrongly-rejected", "chunk 2")
+
+
+def test_sample_runs_on_inputs_sized_from_its_views(tmp_path, monkeypatch):
+    p = write(tmp_path, "samples/Add/add.pto", kernel())
+    made: list = []
+    real = work.synth_args
+
+    def spy(prog, name, target):
+        args, why = real(prog, name, target)
+        made.append(args)
+        return args, why
+    monkeypatch.setattr(work, "synth_args", spy)
+    verdict, res = verdict_of(p, tmp_path)
+    assert (verdict, res.kind, res.target) == ("ran", "sample", "a2a3")
+    assert [a.size for a in made[0]] == [256, 256, 256]  # 16x16 views, stride 16
+
+
+def test_sample_target_from_module_attribute_or_path():
+    assert work.target_of('module attributes {pto.target_arch = "a5"} {', "x/y.pto") == "a5"
+    assert work.target_of("module {", "samples/Qwen3DecodeA5/k.pto") == "a5"
+    assert work.target_of("module {", "npu/a3/k.pto") == "a2a3"
+    assert work.target_of("module {", "samples/FFN/k.pto") == "a2a3"
+    assert work.target_of("module {", "samples/data5/k.pto") == "a2a3"
+
+
+def test_run_failure_is_a_verdict_with_its_error(tmp_path):
+    # the view reaches 16 rows past its pointer's elements: the run fails, located
+    text = kernel().replace("offsets = [%c0, %c0], sizes = [%c16, %c16]\n      : "
+                            "!pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view"
+                            "<16x16xf32>\n    %bp",
+                            "offsets = [%c16, %c0], sizes = [%c16, %c16]\n      : "
+                            "!pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view"
+                            "<16x16xf32>\n    %bp", 1)
+    assert text != kernel()
+    verdict, res = verdict_of(write(tmp_path, "r.pto", text), tmp_path)
+    assert verdict == "run-failed"
+    assert res.verdict().reason.startswith("on synthesised inputs: ")
+
+
+def test_an_exception_that_is_no_pto_error_is_a_traceback(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise ZeroDivisionError("deep inside")
+    monkeypatch.setattr(work, "check", boom)
+    verdict, res = verdict_of(write(tmp_path, "t.pto", kernel()), tmp_path)
+    assert verdict == "traceback"
+    assert res.verdict().reason == "ZeroDivisionError: deep inside"
+    assert "Traceback" in res.verdict().detail
+
+
+def test_file_verdict_order():
+    r = FileResult("f", "lit", outcomes=[Outcome("ran"), Outcome("unsupported", op="pto.vx"),
+                                         Outcome("mismatch", "m")])
+    assert r.verdict().verdict == "mismatch"
+    r.outcomes.pop()
+    assert r.verdict().verdict == "unsupported"
+    r.outcomes = [Outcome("rejected-as-ptoas"), Outcome("rejected-as-ptoas")]
+    assert r.verdict().verdict == "rejected-as-ptoas"
+    assert FileResult("g", "lit", notes=["not checked: why"]).verdict().verdict == "not-checked"
+
+
+# ---- a tilelang_st testcase ---------------------------------------------------------------
+
+ST_COMMON = """import os
+import numpy as np
+def setup_case_rng(case):
+    np.random.seed(len(case["name"]))
+def save_case_data(name, data):
+    os.makedirs(name, exist_ok=True)
+    for k, a in data.items():
+        a.tofile(os.path.join(name, k + ".bin"))
+"""
+CASES = """import numpy as np
+CASES = [{"name": "f32_16x16", "dtype": np.float32, "shape": (16, 16),
+          "valid_shape": (16, 16), "eps": 1e-6}]
+"""
+GEN_DATA = """import numpy as np
+from cases import CASES
+from st_common import save_case_data, setup_case_rng
+IMPORT
+for case in CASES:
+    setup_case_rng(case)
+    a = np.random.uniform(-1, 1, case["shape"]).astype(case["dtype"])
+    b = np.random.uniform(-1, 1, case["shape"]).astype(case["dtype"])
+    save_case_data(case["name"], {"input1": a, "input2": b, "golden": GOLDEN})
+"""
+MAIN_CPP = """static const TestCase kCases[] = {
+    {"f32_16x16", LaunchTADD_f32_16x16, 16, 16, 16, 16, sizeof(float)},
+};
+"""
+LAUNCH_CPP = """void LaunchTADD_f32_16x16(float *a, float *b, float *c, void *stream) {
+    TADD_f32_16x16<<<1, nullptr, stream>>>((__gm__ float *)a, (__gm__ float *)b,
+                                           (__gm__ float *)c);
+}
+"""
+
+
+def tilelang(root: Path, name: str, golden: str = "a + b", imports: str = "",
+             op: str = "tadd") -> Path:
+    d = root / "st" / "testcase" / name
+    write(root, "st/testcase/st_common.py", ST_COMMON)
+    write(d, "cases.py", CASES)
+    write(d, "gen_data.py", GEN_DATA.replace("GOLDEN", golden).replace("IMPORT", imports))
+    write(d, "main.cpp", MAIN_CPP)
+    write(d, "launch.cpp", LAUNCH_CPP)
+    write(d, f"{name}.pto", kernel(op=op))
+    return d
+
+
+@pytest.mark.parametrize(("golden", "op", "want"), [
+    ("a + b", "tadd", "matched"), ("a - b", "tadd", "mismatch"), ("a - b", "tsub", "matched")])
+def test_tilelang_case_runs_gen_data_and_compares_goldens(tmp_path, golden, op, want):
+    d = tilelang(tmp_path, "tadd", golden, op=op)
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    v = res.verdict()
+    assert (res.kind, v.verdict, v.where) == ("tilelang", want, "case f32_16x16"), res.to_json()
+    if want == "mismatch":
+        assert v.reason.startswith("256 of 256 elements differ beyond eps 1e-06; first at (0, 0)")
+    assert not list(d.rglob("*.bin")) and not list(d.rglob("__pycache__"))  # ran elsewhere
+
+
+def test_tilelang_without_en_dtypes_is_not_run_and_says_so(tmp_path):
+    if importlib.util.find_spec("en_dtypes") is not None:
+        pytest.skip("en_dtypes is installed")
+    d = tilelang(tmp_path, "tadd", imports="import en_dtypes")
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "accepted"
+    assert res.notes == ["not run: needs en-dtypes"]
+
+
+def test_tilelang_gen_data_error_is_reported(tmp_path):
+    d = tilelang(tmp_path, "tadd", golden="undefined_name")
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "accepted"
+    assert res.notes[0].startswith("not run: gen_data.py failed: NameError")
+
+
+def test_tilelang_output_pointer_found_by_what_the_kernel_writes(tmp_path):
+    # the output first, as TCOLMIN's host code passes it: inputs go to read-only pointers
+    d = tilelang(tmp_path, "tadd")
+    p = d / "tadd.pto"
+    p.write_text(p.read_text().replace(
+        "(%a_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>,\n                            "
+        "%c_ptr: !pto.ptr<f32>)",
+        "(%c_ptr: !pto.ptr<f32>, %a_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>)"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+
+
+# ---- the command --------------------------------------------------------------------------
+
+def test_discover_folds_case_folders(tmp_path):
+    tilelang(tmp_path, "tadd")
+    write(tmp_path, "vpto/cases/k1/kernel.pto", kernel())
+    write(tmp_path, "vpto/cases/k1/golden.py", "")
+    write(tmp_path, "samples/a.pto", kernel())
+    write(tmp_path, "frontends/b.pto.mlir", kernel())
+    write(tmp_path, "notes.txt", "")
+    kinds = sorted((t.kind, t.rel()) for t in discover(tmp_path))
+    assert kinds == [("file", "frontends/b.pto.mlir"), ("file", "samples/a.pto"),
+                     ("tilelang", "st/testcase/tadd"), ("vpto", "vpto/cases/k1")]
+
+
+def test_suite_command_table_and_json(tmp_path, capsys):
+    tree = tmp_path / "tree"
+    write(tree, "lit/ok.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel())
+    write(tree, "lit/bad.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel(bad=True))
+    write(tree, "lit/vec.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel(op="vadd"))
+    write(tree, "samples/s.pto", kernel())
+    tilelang(tree, "tadd")
+    out = tmp_path / "s.json"
+    rc = main(["suite", str(tree), "--json", str(out), "-q", "--depth", "1"])
+    text = capsys.readouterr().out
+    assert rc == 1  # a failure (wrongly-rejected)
+    assert "lit " in text and "samples " in text and "st " in text
+    assert "unsupported (refused by name): pto.vadd 1" in text
+    assert "lit/bad.pto: wrongly-rejected: " in text
+    doc = json.loads(out.read_text())
+    assert doc["counts"] == {"files": 5, "ran": 2, "matched": 1, "unsupported": 1,
+                             "wrongly-rejected": 1}
+    assert doc["folders"]["lit"]["files"] == 3
+    by = {f["path"]: f for f in doc["files"]}
+    assert by["lit/vec.pto"]["op"] == "pto.vadd"
+    assert by["st/testcase/tadd/tadd.pto"]["verdict"] == "matched"
+    # --fail-on: only the verdicts named make the exit status 1
+    assert main(["suite", str(tree), "-q", "--fail-on", "traceback"]) == 0
+    capsys.readouterr()
+    assert main(["suite", str(tmp_path / "none")]) == 2
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_pool_times_out_a_task_and_goes_on():
+    got = dict(pool.run_all(_sleep, [0.0, 30.0, 0.0], jobs=2, timeout=1.0,
+                            on_timeout=lambda t: f"timeout {t}"))
+    assert got == {0: 0.0, 1: "timeout 30.0", 2: 0.0}
+
