@@ -119,6 +119,8 @@ class CompiledFunc:
         self.op_of: dict[int, Op] = {}
         #: slots of arith.constant results -> their values (ops may read them when compiled)
         self.consts: dict[int, Any] = {}
+        #: slots of the ``!pto.ptr`` arguments (their arrays are the launch's GM roots)
+        self.ptr_args: list[int] = []
 
     # ---- slots -------------------------------------------------------------------------------
     def slot(self, v: Any) -> int:
@@ -135,6 +137,7 @@ class CompiledFunc:
             return
         for a in body.args:
             self.args.append((self.slot(a), a.type, a.name))
+        self.ptr_args = [k for k, t, _ in self.args if isinstance(t, T.PtrType)]
         self.steps = self.block(self.op.regions[0])
         check_function(self.op, self.c.target)  # the tiles live at once fit their buffers
 
@@ -324,7 +327,8 @@ class Context:
     """Slot 0 of every frame: the machine and the launch coordinates (``core``: the core of a
     mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
 
-    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core")
+    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core",
+                 "gm_roots")
 
     def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
         self.machine = machine
@@ -333,6 +337,18 @@ class Context:
         self.subblock_idx = 0
         self.subblock_num = 1
         self.core: Any = None
+        #: the arrays of the launch's GM pointer arguments, in binding order: what a pointer
+        #: value (a view into one of them) is resolved against (``interp/scalar_ops.py``)
+        self.gm_roots: list[np.ndarray] = []
+
+    def note_gm(self, arr: np.ndarray) -> None:
+        """Remember ``arr`` (a pointer argument) unless it lies inside one already known."""
+        a = arr.__array_interface__["data"][0]
+        for r in self.gm_roots:
+            d = a - r.__array_interface__["data"][0]
+            if 0 <= d and d + arr.nbytes <= r.nbytes:
+                return
+        self.gm_roots.append(arr)
 
 
 def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...]:
@@ -340,6 +356,10 @@ def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...
     env[0] = ctx
     for (k, _t, _n), v in zip(self.args, args, strict=True):
         env[k] = v
+    for k in self.ptr_args:
+        v = env[k]
+        if isinstance(v, np.ndarray):
+            ctx.note_gm(v)
     try:
         for s in self.steps:
             s(env)

@@ -26,9 +26,9 @@ CHECKED_DIALECTS = ("pto", "arith", "scf", "func", "memref")
 _PTOAS_NOT_RUN = """
 pto.aic_initialize_pipe pto.aiv_initialize_pipe pto.initialize_l2l_pipe
 pto.initialize_l2g2l_pipe pto.reserve_buffer pto.import_reserved_buffer
-pto.declare_eventid_array pto.eventid_array_get pto.eventid_array_set pto.declare_tile
+pto.declare_tile
 pto.declare_tile_memref pto.build_async_session pto.wait_async_event pto.test_async_event
-pto.bind_tile pto.pointer_cast pto.addptr pto.print pto.load_scalar pto.store_scalar pto.trap
+pto.bind_tile pto.pointer_cast pto.print pto.trap
 pto.tsetval pto.tgetval pto.set_flag_dyn pto.wait_flag_dyn
 """
 
