@@ -557,8 +557,8 @@ class Parser(AttributeParser):
             if depth == 0:
                 if k == PUNCT and t == "}":
                     break
-                if k == CARET:
-                    break
+                if k == CARET and self.newline_before(i) and texts[i - 1] != ",":
+                    break  # the label of the next block
                 if not first and self.newline_before(i):
                     prev = texts[i - 1]
                     cont = (
@@ -576,6 +576,10 @@ class Parser(AttributeParser):
                 if k in (HASH, BANG) and texts[i + 1] == "=" and not asm:
                     break
             first = False
+            if k == CARET:  # a successor block (cf.br ^bb1(%v : i32), cf.cond_br ...)
+                self.i += 1
+                pieces.append(Piece("s", t[1:]))
+                continue
             if k == VALUE:
                 operands.append(self.parse_use())
                 pieces.append(Piece("v", len(operands) - 1))

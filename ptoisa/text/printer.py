@@ -331,6 +331,8 @@ class Printer:
                 t = self.attr_dict(op, p.value)  # type: ignore[arg-type]
             elif kind == "P":
                 t = "<" + self.attr_dict(op, p.value) + ">"  # type: ignore[arg-type]
+            elif kind == "s":
+                t = f"^{p.value}"
             elif kind == "r":
                 t = "\x00" + str(p.value)  # region marker, expanded by the caller
             else:  # pragma: no cover - pieces are produced by the parser only
@@ -339,7 +341,7 @@ class Printer:
                 space = not (
                     t in (",", ")", "]")
                     or prev in ("(", "[")
-                    or (t in ("(", "[") and prev_kind in ("k", "v", "name", "sym"))
+                    or (t in ("(", "[") and prev_kind in ("k", "v", "name", "sym", "s"))
                 )
                 if space:
                     out.append(" ")

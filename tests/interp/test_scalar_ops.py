@@ -259,6 +259,14 @@ def test_corpus_ptr_int_cast():
 
 
 @needs_lit
+def test_corpus_scalar_gm_store_flush():
+    prog = load(LIT / "issue696_scalar_gm_store_flush.pto", target="a2a3")
+    d0, d1 = np.zeros(4, np.int32), np.zeros(4, np.int32)
+    prog.scalar_gm_store_flush(d0, d1, np.array([42], np.int32), 3)
+    assert d0.tolist() == [42, 0, 0, 42] and d1.tolist() == [42, 0, 0, 0]
+
+
+@needs_lit
 def test_corpus_eventid_arrays():
     for name in ("eventid_array_dyn_sync.pto", "eventid_array_no_cse.pto"):
         load(LIT / name).run(name[:-4])
