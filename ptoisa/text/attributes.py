@@ -504,9 +504,13 @@ def _builtin_scalar(t: str) -> T.Type | None:
     m = _INT_TYPE_RE.match(t)
     if m:
         return T.intern(T.IntegerType(int(m.group(2)), m.group(1)))
-    if _BUILTIN_TYPE_RE.match(t):
+    if _BUILTIN_TYPE_RE.match(t) or t in _PTO_ELEMENT_TYPES:
         return T.intern(T.FloatType(t))
     return None
+
+
+#: the low-precision element types PTOAS spells as its own dialect types
+_PTO_ELEMENT_TYPES = frozenset(["!pto.hif8", "!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0"])
 
 
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}

@@ -455,7 +455,7 @@ class Printer:
             head += f" : {iv.type}"
         self.lines.append(ind + head + " {")
         self.region_body(op.regions[0], depth + 1, show_entry_args=False)
-        self.lines.append(ind + "}")
+        self.lines.append(ind + "}" + (" " + self.attr_dict(op) if op.attributes.items else ""))
 
     def while_op(self, op: Op, depth: int) -> None:
         ind = "  " * depth

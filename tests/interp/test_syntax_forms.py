@@ -96,3 +96,51 @@ def test_corpus_cfg_files_run():
         d = np.zeros(4, np.int32)
         prog.scalar_gm_store_multi_exit(d, np.array([9], np.int32), idx)
         assert d.tolist() == want
+
+
+FORMS = """module {
+  func.func private @f(%n: index, %c: i1) -> f32 {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c-128_f32 = arith.constant -128.0 : f32
+    %one = arith.constant 1.0 : f32
+    scf.for %i = %c0 to %n step %c1 iter_args(%a = %one) -> (f32) {
+      %b = arith.addf %a, %one : f32
+      scf.yield %b : f32
+    }
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%a = %c-128_f32) -> (f32) {
+      %b = arith.addf %a, %one : f32
+      scf.yield %b : f32
+    } {pto.hint = "unroll"}
+    scf.if %c {
+    } else {
+    }
+    return %r : f32
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_mlir_forms_run_and_print_back(n):
+    """A '-' in an SSA name, scf.for iter_args with unbound results, an attribute dictionary
+    after a loop's region, empty scf.if regions: -128 + n."""
+    assert load(FORMS).run("f", n, 1) == (np.float32(-128 + n),)
+    text = print_module(parse(FORMS))
+    assert "%c-128_f32" in text and '} {pto.hint = "unroll"}' in text
+    assert print_module(parse(text)) == text
+
+
+def test_pto_low_precision_element_types_in_shapes():
+    """!pto.hif8 / !pto.f4E1M2x2 as element types of views, pointers and tiles."""
+    text = """module {
+  func.func @k(%p: !pto.ptr<!pto.hif8>, %q: !pto.ptr<!pto.f4E1M2x2>, %n: index) {
+    %c1 = arith.constant 1 : index
+    %v = pto.make_tensor_view %p, shape = [%n], strides = [%c1] : !pto.tensor_view<?x!pto.hif8>
+    %w = pto.make_tensor_view %q, shape = [%n], strides = [%c1] : !pto.tensor_view<?x!pto.f4E1M2x2>
+    return
+  }
+}
+"""
+    load(text, target="a5")
+    assert "!pto.tensor_view<?x!pto.hif8>" in print_module(parse(text))
