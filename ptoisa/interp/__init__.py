@@ -25,6 +25,7 @@ from ..ir.core import Module, Op
 from ..targets import DEFAULT_TARGET
 from . import bridge, op_names
 from . import pipe_ops as _pipe_ops
+from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
 from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers

@@ -39,7 +39,7 @@ _LOC = {"vec": TileType.Vec, "mat": TileType.Mat, "left": TileType.Left, "right"
 def elem_dtype(t: T.Type) -> DType:
     """Element type of an IR scalar type (f32, i8, ui16, ...)."""
     if isinstance(t, T.FloatType):
-        return D.dtype(t.name)
+        return D.dtype(t.name.removeprefix("!pto."))  # (!pto.hif8: PTOAS's spelling)
     if isinstance(t, T.IntegerType):
         if t.width == 1:
             return D.i1

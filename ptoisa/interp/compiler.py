@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -23,7 +24,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
 from ..isa.registry import Instr
-from ..lanes import BlockDivergence
+from ..lanes import BlockDivergence, Lanes
 from ..memory import Machine
 from ..tensor import GlobalTensor
 from ..tile import Tile
@@ -73,7 +74,11 @@ NO_EFFECT: dict[str, str] = {
 
 
 #: terminators that their parent op's handler reads -> the ops they may end a region of
-_TERMINATORS = {"scf.yield": "scf.for, scf.if or scf.while", "scf.condition": "scf.while"}
+_TERMINATORS = {"scf.yield": "scf.for, scf.if or scf.while", "scf.condition": "scf.while",
+                "cf.br": "a function body of several blocks",
+                "cf.cond_br": "a function body of several blocks"}
+#: the branches between the blocks of a function body (read by CompiledFunc.cfg)
+_BRANCHES = ("cf.br", "cf.cond_br")
 
 
 class Compiler:
@@ -119,6 +124,8 @@ class CompiledFunc:
         self.op_of: dict[int, Op] = {}
         #: slots of arith.constant results -> their values (ops may read them when compiled)
         self.consts: dict[int, Any] = {}
+        #: slots of the ``!pto.ptr`` arguments (their arrays are the launch's GM roots)
+        self.ptr_args: list[int] = []
 
     # ---- slots -------------------------------------------------------------------------------
     def slot(self, v: Any) -> int:
@@ -135,13 +142,20 @@ class CompiledFunc:
             return
         for a in body.args:
             self.args.append((self.slot(a), a.type, a.name))
-        self.steps = self.block(self.op.regions[0])
+        self.ptr_args = [k for k, t, _ in self.args if isinstance(t, T.PtrType)]
+        region = self.op.regions[0]
+        self.steps = self.block(region) if len(region.blocks) == 1 else [self.cfg(region)]
         check_function(self.op, self.c.target)  # the tiles live at once fit their buffers
 
     def block(self, region: Region, ends: str | None = None) -> list[Step]:
         """The steps of ``region``'s ops; ``ends``: the terminator its parent reads (the
         ``scf.yield`` of a loop body), which compiles to nothing. A terminator anywhere
         else is an error: it would otherwise be dropped without a word."""
+        if len(region.blocks) > 1:
+            second = region.blocks[1]
+            where = second.ops[0].loc if second.ops else None
+            raise VerifyError(f"a region of {len(region.blocks)} blocks (^{second.label}): "
+                              "only a function body may branch between blocks", loc=where)
         steps: list[Step] = []
         ops = region.block.ops
         for op in ops:
@@ -154,6 +168,88 @@ class CompiledFunc:
                 steps.append(st)
                 self.op_of[id(st)] = op
         return steps
+
+    def cfg(self, region: Region) -> Step:
+        """A function body of several blocks joined by ``cf.br`` / ``cf.cond_br``: one step
+        that runs a block's steps, then its terminator, which passes the successor's block
+        arguments and names the block to run next (``return`` leaves the function)."""
+        index = {b.label: k for k, b in enumerate(region.blocks)}
+        compiled: list[tuple[list[Step], Callable[[Env], int] | None]] = []
+        for b in region.blocks:
+            ops = b.ops
+            last = ops[-1] if ops else None
+            if last is None or last.name not in _BRANCHES and last.name not in (
+                    "func.return", "return"):
+                where = last.loc if last is not None else None
+                if last is not None and last.name.startswith("cf."):
+                    raise VerifyError(f"'{last.name}' is a branch ptoisa does not execute yet "
+                                      "(cf.br and cf.cond_br are)", op=last.name, loc=where)
+                raise VerifyError(f"block ^{b.label} does not end with a terminator "
+                                  "(cf.br, cf.cond_br or return)", loc=where)
+            body = Region((replace(b, ops=ops[:-1] if last.name in _BRANCHES else ops),))
+            steps = self.block(body)
+            term = self.branch(last, region, index) if last.name in _BRANCHES else None
+            compiled.append((steps, term))
+        blocks = tuple(compiled)
+
+        def step(env: Env) -> None:
+            k = 0
+            while True:
+                steps, term = blocks[k]
+                for s in steps:
+                    s(env)
+                if term is None:
+                    return  # (a return step raised _Return)
+                k = term(env)
+        return step
+
+    def branch(self, op: Op, region: Region, index: dict[str | None, int]
+               ) -> Callable[[Env], int]:
+        """The terminator ``cf.br ^b(%v...)`` / ``cf.cond_br %c, ^t(...), ^f(...)``: copies the
+        values passed into the target's block arguments, returns the target's index."""
+        targets: list[tuple[int, list[int], list[int]]] = []
+        cond: int | None = None
+        for p in op.syntax:
+            if p.kind == "s":
+                k = index[str(p.value)]  # (the SSA check rejected unknown labels)
+                targets.append((k, [], [self.slot(a) for a in region.blocks[k].args]))
+            elif p.kind == "v":
+                v = op.operands[int(p.value)]  # type: ignore[call-overload]
+                if targets:
+                    targets[-1][1].append(self.slot(v))
+                elif op.name == "cf.cond_br" and cond is None:
+                    cond = self.slot(v)
+        want = 2 if op.name == "cf.cond_br" else 1
+        if len(targets) != want or (op.name == "cf.cond_br" and cond is None):
+            raise VerifyError(f"expects {'a condition and ' if want == 2 else ''}{want} "
+                              f"successor block(s), got {len(targets)}", op=op.name,
+                              loc=op.loc)
+        for k, passed, args in targets:
+            if len(passed) != len(args):
+                raise VerifyError(f"passes {len(passed)} value(s) to ^{region.blocks[k].label}, "
+                                  f"which has {len(args)} argument(s)", op=op.name, loc=op.loc)
+
+        def go(env: Env, target: tuple[int, list[int], list[int]]) -> int:
+            k, passed, args = target
+            vals = [env[x] for x in passed]
+            for d, v in zip(args, vals, strict=True):
+                env[d] = v
+            return k
+
+        if cond is None:
+            only = targets[0]
+            return lambda env: go(env, only)
+        c = cond
+        yes, no = targets
+
+        def cond_br(env: Env) -> int:
+            cv = env[c]
+            if isinstance(cv, np.ndarray) and cv.ndim:  # per-block conditions (lockstep)
+                from .std_ops import _same_for_all_blocks
+
+                cv = _same_for_all_blocks(cv.view(Lanes), op, "the branch condition")
+            return go(env, yes if cv else no)
+        return cond_br
 
     # ---- ops ---------------------------------------------------------------------------------
     def compile_op(self, op: Op) -> Step | None:
@@ -315,7 +411,8 @@ class Context:
     """Slot 0 of every frame: the machine and the launch coordinates (``core``: the core of a
     mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
 
-    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core")
+    __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core",
+                 "gm_roots")
 
     def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
         self.machine = machine
@@ -324,6 +421,18 @@ class Context:
         self.subblock_idx = 0
         self.subblock_num = 1
         self.core: Any = None
+        #: the arrays of the launch's GM pointer arguments, in binding order: what a pointer
+        #: value (a view into one of them) is resolved against (``interp/scalar_ops.py``)
+        self.gm_roots: list[np.ndarray] = []
+
+    def note_gm(self, arr: np.ndarray) -> None:
+        """Remember ``arr`` (a pointer argument) unless it lies inside one already known."""
+        a = arr.__array_interface__["data"][0]
+        for r in self.gm_roots:
+            d = a - r.__array_interface__["data"][0]
+            if 0 <= d and d + arr.nbytes <= r.nbytes:
+                return
+        self.gm_roots.append(arr)
 
 
 def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...]:
@@ -331,6 +440,10 @@ def _invoke(self: CompiledFunc, ctx: Context, args: list[Any]) -> tuple[Any, ...
     env[0] = ctx
     for (k, _t, _n), v in zip(self.args, args, strict=True):
         env[k] = v
+    for k in self.ptr_args:
+        v = env[k]
+        if isinstance(v, np.ndarray):
+            ctx.note_gm(v)
     try:
         for s in self.steps:
             s(env)

@@ -4,7 +4,7 @@ The parser reads any op generically (the registry decides later what it means), 
 compiler turns an op it cannot execute into a step that fails when it runs. That is right for
 real PTOAS / MLIR ops ptoisa does not execute yet, and wrong for a typo: ``pto.trsqrtt`` must
 be an error at ``check``, located, not at ``run``. So in the namespaces a ``.pto`` program
-draws from (``pto``, ``arith``, ``scf``, ``func``, ``memref``) a name is known when the
+draws from (``pto``, ``arith``, ``scf``, ``func``, ``memref``, ``cf``) a name is known when the
 compiler handles it, the registry has it, or it is listed here (ops of the PTOAS dialect and of
 the upstream MLIR dialects that ptoisa parses but does not run). Ops of other dialects
 (``math``, ``vector``, ...) stay run-time "cannot be executed yet".
@@ -19,20 +19,21 @@ from collections.abc import Iterable
 from ..errors import VerifyError
 from ..ir.core import Module, Op
 
-CHECKED_DIALECTS = ("pto", "arith", "scf", "func", "memref")
+CHECKED_DIALECTS = ("pto", "arith", "scf", "func", "memref", "cf")
 
 # PTOAS ops (PTO_IR_manual.md, the corpus) that ptoisa parses and checks but does not execute;
 # ops it executes are known through the compiler's handlers and the registry
 _PTOAS_NOT_RUN = """
 pto.aic_initialize_pipe pto.aiv_initialize_pipe pto.initialize_l2l_pipe
 pto.initialize_l2g2l_pipe pto.reserve_buffer pto.import_reserved_buffer
-pto.declare_eventid_array pto.eventid_array_get pto.eventid_array_set pto.declare_tile
+pto.declare_tile
 pto.declare_tile_memref pto.build_async_session pto.wait_async_event pto.test_async_event
-pto.bind_tile pto.pointer_cast pto.addptr pto.print pto.load_scalar pto.store_scalar pto.trap
+pto.bind_tile pto.pointer_cast pto.print pto.trap
 pto.tsetval pto.tgetval pto.set_flag_dyn pto.wait_flag_dyn
 """
 
-# the upstream MLIR ops of the dialects a .pto file uses (mlir/Dialect/{Arith,SCF,Func,MemRef})
+# the upstream MLIR ops of the dialects a .pto file uses (mlir/Dialect/{Arith,SCF,Func,MemRef,
+# ControlFlow})
 _MLIR = """
 arith.addf arith.addi arith.addui_extended arith.andi arith.bitcast arith.ceildivsi
 arith.ceildivui arith.cmpf arith.cmpi arith.constant arith.divf arith.divsi arith.divui
@@ -44,6 +45,7 @@ arith.remui arith.scaling_extf arith.scaling_truncf arith.select arith.shli arit
 arith.shrui arith.sitofp arith.subf arith.subi arith.truncf arith.trunci arith.uitofp
 arith.xori
 scf.condition scf.execute_region scf.for scf.forall scf.forall.in_parallel scf.if
+cf.assert cf.br cf.cond_br cf.switch
 scf.index_switch scf.parallel scf.reduce scf.reduce.return scf.while scf.yield
 func.call func.call_indirect func.constant func.func func.return
 memref.alloc memref.alloca memref.alloca_scope memref.alloca_scope.return

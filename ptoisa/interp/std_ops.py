@@ -291,7 +291,7 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
                         env[d] = v
         except BlockDivergence as e:
             raise cf.locate(e, s if one is None else one) from None
-        for r, d in zip(results, iters, strict=True):
+        for r, d in zip(results, iters, strict=False):  # (no results: they are unbound)
             env[r] = env[d]
     return step
 

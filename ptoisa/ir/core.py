@@ -54,7 +54,8 @@ class Piece:
     ``"a"`` an attribute literal (``7``, ``"s"``, ``#pto.pipe<PIPE_V>``, ``<PIPE_V>``, ``@f``),
     ``"k"`` a keyword (``offsets``, ``to``, ``else``), ``"p"`` punctuation (``, = : -> ( ) [ ]``),
     ``"d"`` an attribute dictionary (``value`` = tuple of keys into ``op.attributes``),
-    ``"r"`` a region (``value`` = region index).
+    ``"r"`` a region (``value`` = region index), ``"s"`` a successor block (``value`` = its
+    label without ``^``; the operands written after it are the values it passes).
     """
 
     kind: str

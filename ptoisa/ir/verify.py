@@ -12,7 +12,7 @@ Errors are :class:`~ptoisa.errors.VerifyError` located at the op (or the redefin
 from __future__ import annotations
 
 from ptoisa.errors import VerifyError
-from ptoisa.ir.core import Module, Op, Region, Value
+from ptoisa.ir.core import Block, Module, Op, Region, Value
 from ptoisa.ir.types import UnknownType
 
 
@@ -78,15 +78,63 @@ class _Checker:
             self.define(v)
 
     def region(self, region: Region) -> None:
-        for block in region.blocks:
+        blocks = region.blocks
+        doms = dominators(region) if len(blocks) > 1 else [[]]
+        for block, dom in zip(blocks, doms, strict=True):
+            # the values of the blocks that dominate this one are visible in it (a region's
+            # entry block dominates every block; a block of one region, only itself)
+            for d in dom:
+                self.visible.append({v.name: v for v in _top_values(blocks[d])})
+                self.visible_ids.append({id(v) for v in _top_values(blocks[d])})
             self.visible.append({})
             self.visible_ids.append(set())
             for a in block.args:
                 self.define(a)
             for op in block.ops:
                 self.op(op)
-            self.visible.pop()
-            self.visible_ids.pop()
+            for _ in range(len(dom) + 1):
+                self.visible.pop()
+                self.visible_ids.pop()
+
+
+def _top_values(block: Block) -> list[Value]:
+    return list(block.args) + [r for op in block.ops for r in op.results]
+
+
+def successors(block: Block) -> list[str]:
+    """The labels the block's last op branches to (``cf.br ^bb1``, ``cf.cond_br``)."""
+    if not block.ops:
+        return []
+    return [str(p.value) for p in block.ops[-1].syntax if p.kind == "s"]
+
+
+def dominators(region: Region) -> list[list[int]]:
+    """Per block, the indices of the other blocks that dominate it (every path from the entry
+    block to it passes through them). VerifyError for a branch to a label the region does not
+    have, or to the entry block (which has no predecessors)."""
+    blocks = region.blocks
+    index = {b.label: k for k, b in enumerate(blocks) if b.label is not None}
+    preds: list[set[int]] = [set() for _ in blocks]
+    for k, b in enumerate(blocks):
+        for label in successors(b):
+            j = index.get(label)
+            if j is None or j == 0:
+                last = b.ops[-1]
+                why = "no block" if j is None else "the entry block, which"
+                raise VerifyError(f"branch to ^{label}: {why} "
+                                  f"{'has that label' if j is None else 'cannot be a target'}",
+                                  op=last.name, loc=last.loc)
+            preds[j].add(k)
+    everything = set(range(len(blocks)))
+    dom = [{0}] + [set(everything) for _ in blocks[1:]]
+    changed = True
+    while changed:
+        changed = False
+        for k in range(1, len(blocks)):
+            new = {k} | (set.intersection(*(dom[p] for p in preds[k])) if preds[k] else set())
+            if new != dom[k]:
+                dom[k], changed = new, True
+    return [sorted(d - {k}) for k, d in enumerate(dom)]
 
 
 def verify_ssa(module: Module) -> None:

@@ -3,6 +3,7 @@ builtin scalars, ``#pto.*`` and dictionary attributes (a mixin of the op parser)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -183,6 +184,10 @@ class AttributeParser(ParserBase):
                 ty = self.parse_tile_buf(at, at + 1, end - 1)
                 self.i = end
                 return ty
+            m = _SHORT_PTR.fullmatch(body)
+            scalar = _builtin_scalar(m.group(1)) if m else None
+            if m and scalar is not None:  # ``<f32>`` / ``<ui64, gm>``: a !pto.ptr (pto.addptr)
+                return T.intern(T.PtrType(scalar, m.group(2)))
             return T.intern(T.OpaqueType(f"<{body}>"))
         if k == PUNCT and t == "(":
             self.i += 1
@@ -487,6 +492,10 @@ def _int(t: str) -> int:
     return int(t, 10)
 
 
+#: the body of a ``!pto.ptr`` written without its prefix: an element type, a memory space
+_SHORT_PTR = re.compile(r"\s*(\w+)\s*(?:,\s*(gm|ub|l1|l0a|l0b|l0c|bt|fb)\s*)?")
+
+
 def _builtin_scalar(t: str) -> T.Type | None:
     if t == "index":
         return T.INDEX
@@ -495,9 +504,13 @@ def _builtin_scalar(t: str) -> T.Type | None:
     m = _INT_TYPE_RE.match(t)
     if m:
         return T.intern(T.IntegerType(int(m.group(2)), m.group(1)))
-    if _BUILTIN_TYPE_RE.match(t):
+    if _BUILTIN_TYPE_RE.match(t) or t in _PTO_ELEMENT_TYPES:
         return T.intern(T.FloatType(t))
     return None
+
+
+#: the low-precision element types PTOAS spells as its own dialect types
+_PTO_ELEMENT_TYPES = frozenset(["!pto.hif8", "!pto.f4E1M2x2", "!pto.f4E2M1x2", "!pto.f8E8M0"])
 
 
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\"}

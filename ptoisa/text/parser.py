@@ -442,7 +442,7 @@ class Parser(AttributeParser):
             raise self.error(
                 f"scf.for has {len(inits)} iter_args but {len(res_types)} result types"
             )
-        if nres != len(inits):
+        if nres not in (0, len(inits)):  # (results unbound: 'scf.for ... iter_args(...)')
             raise ParseError(
                 f"scf.for defines {nres} results but has {len(inits)} iter_args", loc=loc
             )
@@ -450,13 +450,16 @@ class Parser(AttributeParser):
             (n, t, nl) for (n, nl), t in zip(names, res_types, strict=True)
         ]
         region = self.parse_region(args)
+        attrs = EMPTY_ATTRS
+        if self.texts[self.i] == "{" and self.is_attr_dict(self.i):  # '} {attr = ...}'
+            attrs = self.parse_attr_dict()
         syntax = (Piece("t", iv_type),) if written_iv else ()
         op_types: tuple[T.Type | None, ...] = (None, None, None) + tuple(res_types)
         return Op(
             "scf.for",
             (lb, ub, step, *inits),
-            self.make_results(results, res_types),
-            EMPTY_ATTRS,
+            self.make_results(results, res_types if nres else []),
+            attrs,
             (region,),
             loc,
             "for",
@@ -557,8 +560,8 @@ class Parser(AttributeParser):
             if depth == 0:
                 if k == PUNCT and t == "}":
                     break
-                if k == CARET:
-                    break
+                if k == CARET and self.newline_before(i) and texts[i - 1] != ",":
+                    break  # the label of the next block
                 if not first and self.newline_before(i):
                     prev = texts[i - 1]
                     cont = (
@@ -576,6 +579,10 @@ class Parser(AttributeParser):
                 if k in (HASH, BANG) and texts[i + 1] == "=" and not asm:
                     break
             first = False
+            if k == CARET:  # a successor block (cf.br ^bb1(%v : i32), cf.cond_br ...)
+                self.i += 1
+                pieces.append(Piece("s", t[1:]))
+                continue
             if k == VALUE:
                 operands.append(self.parse_use())
                 pieces.append(Piece("v", len(operands) - 1))
@@ -626,7 +633,9 @@ class Parser(AttributeParser):
                     pieces.append(Piece("p", t))
                     continue
                 if t == "{":
-                    if self.is_attr_dict(i):
+                    first_region = name in _REGION_OPS and (
+                        not regions or pieces[-1] == Piece("k", "else"))
+                    if self.is_attr_dict(i) and not first_region:  # ('{}' there: a region)
                         d = self.parse_attr_dict()
                         items.extend(d.items)
                         pieces.append(Piece("d", tuple(key for key, _ in d.items)))
@@ -781,6 +790,10 @@ class Parser(AttributeParser):
         )
 
     # ------------------------------------------------------------- attributes
+
+#: ops whose first region (and the one after ``else``) may be written ``{}``
+_REGION_OPS = frozenset(["scf.if", "scf.execute_region"])
+
 
 def parse(
     text: str,

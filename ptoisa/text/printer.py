@@ -331,6 +331,8 @@ class Printer:
                 t = self.attr_dict(op, p.value)  # type: ignore[arg-type]
             elif kind == "P":
                 t = "<" + self.attr_dict(op, p.value) + ">"  # type: ignore[arg-type]
+            elif kind == "s":
+                t = f"^{p.value}"
             elif kind == "r":
                 t = "\x00" + str(p.value)  # region marker, expanded by the caller
             else:  # pragma: no cover - pieces are produced by the parser only
@@ -339,7 +341,7 @@ class Printer:
                 space = not (
                     t in (",", ")", "]")
                     or prev in ("(", "[")
-                    or (t in ("(", "[") and prev_kind in ("k", "v", "name", "sym"))
+                    or (t in ("(", "[") and prev_kind in ("k", "v", "name", "sym", "s"))
                 )
                 if space:
                     out.append(" ")
@@ -453,7 +455,7 @@ class Printer:
             head += f" : {iv.type}"
         self.lines.append(ind + head + " {")
         self.region_body(op.regions[0], depth + 1, show_entry_args=False)
-        self.lines.append(ind + "}")
+        self.lines.append(ind + "}" + (" " + self.attr_dict(op) if op.attributes.items else ""))
 
     def while_op(self, op: Op, depth: int) -> None:
         ind = "  " * depth
