@@ -292,13 +292,20 @@ def _castptr(cf: CompiledFunc, op: Op) -> Step:
 
 # ---- one element through a pointer ------------------------------------------------------------
 
+def _scalar_of(op: Op, pt: Any, vt: Any, what: str) -> D.DType:
+    """The element type of pointer type ``pt``; the scalar ``what`` (of type ``vt``) a
+    load_scalar / store_scalar moves through it must have it."""
+    dt = _elem(pt, op, "the pointer")
+    if vt != pt.dtype and not isinstance(vt, T.UnknownType):
+        raise VerifyError(f"{what} type {vt} must be the pointer's element type "
+                          f"{pt.dtype}", op=op.name, loc=op.loc)
+    return dt
+
+
 @handler("pto.load_scalar")
 def _load_scalar(cf: CompiledFunc, op: Op) -> Step:
-    pt, rt = op.operands[0].type, op.results[0].type
-    dt = _elem(pt, op, "the pointer")
-    if rt != pt.dtype and not isinstance(rt, T.UnknownType):  # type: ignore[attr-defined]
-        raise VerifyError(f"result type {rt} must be the pointer's element type "
-                          f"{pt.dtype}", op=op.name, loc=op.loc)  # type: ignore[attr-defined]
+    pt = op.operands[0].type
+    dt = _scalar_of(op, pt, op.results[0].type, "result")
     if not _is_gm(pt):
         return _on_chip(op, pt)
     ps, os_, k = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.results[0])
@@ -334,11 +341,8 @@ def _storable(v: Any, dt: D.DType, w: int | None) -> Any:
 
 @handler("pto.store_scalar")
 def _store_scalar(cf: CompiledFunc, op: Op) -> Step:
-    vt, pt = op.operands[0].type, op.operands[1].type
-    dt = _elem(pt, op, "the pointer")
-    if vt != pt.dtype and not isinstance(vt, T.UnknownType):  # type: ignore[attr-defined]
-        raise VerifyError(f"value type {vt} must be the pointer's element type "
-                          f"{pt.dtype}", op=op.name, loc=op.loc)  # type: ignore[attr-defined]
+    pt = op.operands[1].type
+    dt = _scalar_of(op, pt, op.operands[0].type, "value")
     if not _is_gm(pt):
         return _on_chip(op, pt)
     vs, ps, os_ = (cf.slot(v) for v in op.operands[:3])
