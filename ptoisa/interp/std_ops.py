@@ -29,6 +29,21 @@ def _float(v: Any, t: T.Type) -> Any:
     return v
 
 
+def _float_bits(a: A.IntegerAttr, t: T.FloatType, op: Op) -> Any:
+    """A hex literal of a float type is its bit pattern (MLIR: ``0x3F800000 : f32`` is 1.0);
+    a decimal integer literal is an error there, as in MLIR."""
+    dt = bridge.elem_dtype(t).np
+    bits = 8 * np.dtype(dt).itemsize
+    if not a.hex:
+        raise VerifyError(f"decimal integer literal {a.value} for a float type ({t}): write "
+                          f"{a.value}.0, or the {bits}-bit pattern in hex", op=op.name,
+                          loc=op.loc)
+    if not 0 <= a.value < (1 << bits):
+        raise VerifyError(f"hex literal {a.value:#x} does not fit the {bits} bits of {t}",
+                          op=op.name, loc=op.loc)
+    return np.array(a.value, dtype=f"u{bits // 8}").view(dt)[()]
+
+
 def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
     """``dense<[1, 2]>`` / ``dense<0.5>`` of a vector/tensor type as a numpy array."""
     import re
@@ -57,13 +72,22 @@ def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
 def _constant(cf: CompiledFunc, op: Op) -> Step:
     a = _literal(op)
     rt = op.results[0].type
-    if isinstance(a, A.IntegerAttr):
-        val: Any = _wrap_int(a.value, rt)
+    if isinstance(a, A.IntegerAttr) and isinstance(rt, T.FloatType):
+        val: Any = _float_bits(a, rt, op)
+    elif isinstance(a, A.IntegerAttr):
+        w = arith.width(rt)
+        if w is not None and not -(1 << (w - 1)) <= a.value < (1 << w):  # MLIR rejects these
+            raise VerifyError(f"integer literal {a.value} out of range for {rt}", op=op.name,
+                              loc=op.loc)
+        val = _wrap_int(a.value, rt)
     elif isinstance(a, A.FloatAttr):
         if isinstance(rt, (T.IntegerType, T.IndexType)):
             raise VerifyError(f"a float literal ({a.value}) for an integer type ({rt})",
                               op=op.name, loc=op.loc)
         val = _float(a.value, rt)
+        if isinstance(rt, T.FloatType) and np.isinf(val) and np.isfinite(float(a.value)):
+            raise VerifyError(f"float literal {a.value} out of range for {rt}", op=op.name,
+                              loc=op.loc)
     elif isinstance(a, A.BoolAttr):
         val = int(a.value)
     elif isinstance(a, A.OpaqueAttr) and a.text.startswith("dense<"):
