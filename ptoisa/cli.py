@@ -498,7 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
     c.add_argument("--target", default=CONFORMANCE_TARGET, choices=TARGETS)
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
-    c.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+    c.add_argument("--ranks", nargs="?", type=_rank_count, const=0, metavar="N",
                    help="the communication cases across two ranks: --ranks under mpiexec -n 2, "
                         "--ranks 2 in this process")
     c.add_argument("-q", "--quiet", action="store_true",
@@ -541,9 +541,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-q", "--quiet", action="store_true",
                    help="print no summary of the results and no progress line (TPRINT output "
                         "still appears)")
-    r.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+    r.add_argument("--ranks", nargs="?", type=_rank_count, const=0, metavar="N",
                    help="multi-rank: --ranks under mpiexec (this process is one rank), "
-                        "--ranks N starts N ranks; {rank} {size} {next} {prev} in --arg/--out, "
+                        f"--ranks N starts N ranks (1 to {MAX_RANKS}; more with "
+                        "PTOISA_MAX_RANKS); {rank} {size} {next} {prev} in --arg/--out, "
                         "--arg NAME=peer:RANK:ARG binds another rank's ARG")
     r.add_argument("--show", action="append", metavar="NAME",
                    help="after the run, draw a pointer argument's array (--show z) or the last "
@@ -638,6 +639,27 @@ def _cmd_export(ns: argparse.Namespace) -> int:
     from .exporter.cli import cli_export
 
     return cli_export(ns)
+
+
+#: the most ranks ``--ranks N`` starts (each a process under mpiexec, or a thread): a typo such
+#: as 1000 on a laptop would start that many; PTOISA_MAX_RANKS raises it
+MAX_RANKS = 64
+
+
+def _rank_count(text: str) -> int:
+    """``--ranks N``: a whole number from 1 to the cap (argparse reports anything else)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of ranks") from None
+    cap = int(os.environ.get("PTOISA_MAX_RANKS", MAX_RANKS))
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: a launch needs at least 1 rank")
+    if n > cap:
+        raise argparse.ArgumentTypeError(
+            f"{n} ranks is more than {cap} (each rank is a process or a thread on "
+            f"{os.cpu_count()} cores); set PTOISA_MAX_RANKS to allow more")
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:
