@@ -237,6 +237,7 @@ def _run(ns: argparse.Namespace) -> int:
 
         return run_ranks(ns, _arg_value, lambda: _load(ns.file, ns.target, ns.permissive))
     prog = _load(ns.file, ns.target, ns.permissive)
+    prog.max_steps = ns.max_steps or 0
     pair = _pair(prog, ns.entry)
     if pair is not None:
         return _run_pair(ns, prog, pair)
@@ -551,6 +552,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "value of a tile (--show %%t; with --blocks N, the last block's) as a "
                         "heat map NAME.png in --out DIR or the current directory (needs "
                         "matplotlib: pip install 'ptoisa[plot]')")
+    r.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop the run with an error past N loop iterations (scf.for trips "
+                        "counted when a loop starts; default 10^11)")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")

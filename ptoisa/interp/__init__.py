@@ -125,6 +125,8 @@ class Program:
         #: the default of run(permissive=...): skip the documented checks (types and run
         #: time) the upstream CPU simulator does not make
         self.permissive = permissive
+        #: loop iterations a run may take (0: the default, ``compiler.MAX_STEPS``)
+        self.max_steps = 0
         self._compilers: dict[tuple[str, bool], Compiler] = {}
         self._core_compilers: dict[tuple[str, int, bool], Compiler] = {}
 
@@ -297,7 +299,7 @@ class Program:
             sub = int(m.sub_block_id)
             comp = self._core_compiler(tgt, 0 if kind == "cube" else 1 + sub)
             comp.reset_tiles()
-            ctx = Context(m, m.block_idx, blocks)
+            ctx = Context(m, m.block_idx, blocks, self.max_steps)
             ctx.subblock_idx, ctx.subblock_num = sub, 2
             ctx.core = _Core(module, tgt, kind, sub)
             entry = calls.get("any") or calls.get(kind)
@@ -316,7 +318,7 @@ class Program:
         comp = self.compiler(tgt, bool(settings))
 
         def body(m: memory.Machine) -> tuple[Any, ...]:
-            return fn.invoke(Context(m, m.block_idx, blocks), bound)  # type: ignore[attr-defined,no-any-return]
+            return fn.invoke(Context(m, m.block_idx, blocks, self.max_steps), bound)  # type: ignore[attr-defined,no-any-return]
 
         out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
                               settings=settings, machine=machine, fresh=comp.reset_tiles,

@@ -407,23 +407,41 @@ def _kernel_kind(fn: Any) -> str | None:
     return kernel_kind(fn)
 
 
+#: the loop iterations one run may take by default (about a day of interpretation)
+MAX_STEPS = 10 ** 11
+
+
 class Context:
     """Slot 0 of every frame: the machine and the launch coordinates (``core``: the core of a
     mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
 
     __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core",
-                 "gm_roots")
+                 "gm_roots", "steps_left", "max_steps")
 
-    def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
+    def __init__(self, machine: Machine, block_idx: int, block_num: int,
+                 max_steps: int = 0) -> None:
         self.machine = machine
         self.block_idx = block_idx
         self.block_num = block_num
         self.subblock_idx = 0
         self.subblock_num = 1
         self.core: Any = None
+        #: loop iterations this run may still take (scf.for counts a loop's trips when it
+        #: starts, scf.while its passes): a loop to 1e18 is an error, not a hang
+        self.max_steps = max_steps or MAX_STEPS
+        self.steps_left = self.max_steps
         #: the arrays of the launch's GM pointer arguments, in binding order: what a pointer
         #: value (a view into one of them) is resolved against (``interp/scalar_ops.py``)
         self.gm_roots: list[np.ndarray] = []
+
+    def spend(self, n: int, op: Op) -> None:
+        """Take ``n`` loop iterations of the run's budget, or stop the run saying so."""
+        self.steps_left -= n
+        if self.steps_left < 0:
+            raise ExecutionError(
+                f"{op.name}: the run would take more than {self.max_steps} loop iterations "
+                f"(this loop alone {n}); raise the limit with --max-steps N (Python: "
+                "prog.max_steps = N)", loc=op.loc)
 
     def note_gm(self, arr: np.ndarray) -> None:
         """Remember ``arr`` (a pointer argument) unless it lies inside one already known."""

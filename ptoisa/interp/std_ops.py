@@ -297,8 +297,10 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
         if type(i) is int and type(end) is int and type(st) is int:
             seq: Any = range(i, end, st)  # (the common case: Python int bounds)
+            env[0].spend(len(seq), op)
         else:
             seq = _steps(i, end, st)
+            env[0].spend(max(0, -(-(int(end) - int(i)) // int(st))), op)
         try:
             if one is not None:  # one step, nothing carried
                 for j in seq:
@@ -412,6 +414,8 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
                 s(env)
             vals = [env[y] for y in a_yield]
             guard += 1
+            if not guard & 1023:  # (a while loop spends its iterations a thousand at a time)
+                env[0].spend(1024, op)
         for r, v in zip(results, out, strict=False):
             env[r] = v
     return step
