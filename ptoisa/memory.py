@@ -433,7 +433,7 @@ class Machine:
         if self.lanes > 1 and any(t._buf is not None and t._buf.ndim == 1 for t in (tile, base)):
             # one block's part of a lockstep tile (the instruction runs block by block: its
             # offset differs between blocks): a view of it would not be the tile's
-            from .lanes import BlockDivergence
+            from .errors import BlockDivergence
 
             raise BlockDivergence(f"{op or 'a view'}: the view's offset differs between blocks")
         if base.addr is not None and base._machine is not None:

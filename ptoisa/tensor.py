@@ -20,6 +20,7 @@ from .arrays import for_global_tensor
 from .dtypes import _BY_NP, DType
 from .enums import Layout, coerce_enum
 from .errors import PtoError, PtoMemoryError
+from .tables import gm_html
 
 
 @dataclass(frozen=True)
@@ -514,8 +515,5 @@ class GlobalTensor:
         return f"<GlobalTensor {self.name or ''} {self.spec.describe()} offset={self.offset}>"
 
     def _repr_html_(self) -> str:
-        """Jupyter: the 2-D view's values as a table (ptoisa.display, which imports this
-        module, so the import is made here)."""
-        from .display import gm_html
-
+        """Jupyter: the 2-D view's values as a table (:func:`ptoisa.tables.gm_html`)."""
         return gm_html(self)

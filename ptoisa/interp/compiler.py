@@ -30,6 +30,8 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import bridge, op_names
 from .capacity import check_function
+from .op_names import _HANDLERS, NO_EFFECT
+from .op_names import handler as handler  # re-exported: the handler modules register here
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -55,22 +57,6 @@ class TensorView:
 class _Return(Exception):
     def __init__(self, values: tuple[Any, ...]) -> None:
         self.values = values
-
-
-#: ops that compile to nothing, each with the reason it changes no value ptoisa computes; the
-#: exact names, never prefixes: any other op is executed, checked, or refused by name
-#: (``tests/interp/test_every_op.py`` walks every name ``check`` accepts)
-NO_EFFECT: dict[str, str] = {
-    "pto.set_ffts": "sets the FFTS base address of cross-core flags; ptoisa's cross-core "
-                    "flags need no address",
-    "pto.get_buf": "acquires an A5 buffer-id token; ptoisa runs a core's pipes in program "
-                   "order, so the order it enforces already holds",
-    "pto.rls_buf": "releases an A5 buffer-id token (see pto.get_buf)",
-    "pto.get_buf_dyn": "pto.get_buf with a dynamic buffer id",
-    "pto.rls_buf_dyn": "pto.rls_buf with a dynamic buffer id",
-    "pto.auto_sync_tail_hint": "a hint to PTOAS's automatic synchronisation pass",
-    "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
-}
 
 
 #: terminators that their parent op's handler reads -> the ops they may end a region of
@@ -245,8 +231,6 @@ class CompiledFunc:
         def cond_br(env: Env) -> int:
             cv = env[c]
             if isinstance(cv, np.ndarray) and cv.ndim:  # per-block conditions (lockstep)
-                from .std_ops import _same_for_all_blocks
-
                 cv = _same_for_all_blocks(cv.view(Lanes), op, "the branch condition")
             return go(env, yes if cv else no)
         return cond_br
@@ -365,17 +349,6 @@ class CompiledFunc:
 
 # ---- handlers ----------------------------------------------------------------------------------
 
-_HANDLERS: dict[str, Callable[[CompiledFunc, Op], Step | None]] = {}
-
-
-def handler(*names: str) -> Callable[[Callable[[CompiledFunc, Op], Step | None]], Any]:
-    def deco(fn: Callable[[CompiledFunc, Op], Step | None]) -> Any:
-        for n in names:
-            _HANDLERS[n] = fn
-        return fn
-    return deco
-
-
 def _literal(op: Op) -> Any:
     for p in op.syntax:
         if p.kind == "a":
@@ -401,10 +374,16 @@ def _index(v: Any) -> Any:
     return v if isinstance(v, np.ndarray) else int(v)
 
 
-def _kernel_kind(fn: Any) -> str | None:
-    from .pipe_ops import kernel_kind
+def kernel_kind(fn: Op | None) -> str | None:
+    """``cube`` / ``vector`` for a function with ``pto.kernel_kind``, else None."""
+    if fn is None:
+        return None
+    a = fn.attributes.get("pto.kernel_kind")
+    if a is None:
+        return None
+    text = str(bridge.attr_value(a))
+    return "cube" if "cube" in text else "vector" if "vector" in text else None
 
-    return kernel_kind(fn)
 
 
 #: the loop iterations one run may take by default (about a day of interpretation)
@@ -486,3 +465,17 @@ CompiledFunc.locate = _locate  # type: ignore[attr-defined]
 
 
 CompiledFunc.invoke = _invoke  # type: ignore[attr-defined]
+
+
+def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
+    """The one value of ``v`` when every block of a lockstep run has it; else a located
+    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
+    flat = np.asarray(v).reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return int(flat[0])
+    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
+    raise BlockDivergence(
+        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
+        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
+        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
+        op=op.name, loc=op.loc)

@@ -16,7 +16,17 @@ from ..ir import types as T
 from ..ir.core import Op, Region
 from ..lanes import BlockDivergence, Lanes
 from . import arith, bridge
-from .compiler import _HANDLERS, CompiledFunc, Env, Step, _kernel_kind, _literal, _Return, handler
+from .compiler import (
+    _HANDLERS,
+    CompiledFunc,
+    Env,
+    Step,
+    _literal,
+    _Return,
+    _same_for_all_blocks,
+    handler,
+    kernel_kind,
+)
 
 
 def _wrap_int(v: int, t: T.Type) -> int:
@@ -438,7 +448,7 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
     args = [cf.slot(v) for v in op.operands]
     results = [cf.slot(r) for r in op.results]
     compiler = cf.c
-    kind = _kernel_kind(compiler.module.lookup(callee_name))
+    kind = kernel_kind(compiler.module.lookup(callee_name))
 
     def step(env: Env) -> None:
         ctx = env[0]
@@ -449,20 +459,6 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
         for r, v in zip(results, out, strict=False):
             env[r] = v
     return step
-
-
-def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
-    """The one value of ``v`` when every block of a lockstep run has it; else a located
-    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
-    flat = np.asarray(v).reshape(-1)
-    if flat.size and (flat == flat[0]).all():
-        return int(flat[0])
-    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
-    raise BlockDivergence(
-        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
-        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
-        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
-        op=op.name, loc=op.loc)
 
 
 for _n in (*arith.INT_BINARY, *arith.FLOAT_BINARY):

@@ -53,7 +53,7 @@ import numpy as np
 from .. import dtypes as D
 from .. import edges
 from ..enums import Pipe, TileType
-from ..errors import ExecutionError, IllegalInstruction, RuntimeCheckError
+from ..errors import BlockDivergence, ExecutionError, IllegalInstruction, RuntimeCheckError
 from ..memory import Machine
 from ..tile import Tile
 from .quant import quantize
@@ -237,8 +237,6 @@ def _whole(m: Machine, tile: Tile) -> None:
     """A lockstep FIFO holds every block's tile in one slot: pipe operands must agree in shape
     across blocks (else the launch runs block by block)."""
     if m.lanes > 1 and tile.storage.ndim == 1:
-        from ..lanes import BlockDivergence
-
         raise BlockDivergence("a pipe operand differs in shape between blocks")
 
 

@@ -35,6 +35,7 @@ from ..memory import Machine, current
 from ..targets import Target, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
+from .signature import signature
 from .spelling import Attr, Form, Ptoas
 
 if TYPE_CHECKING:
@@ -243,8 +244,6 @@ class Instr:
     @property
     def __signature__(self) -> inspect.Signature:
         """The intrinsic's Python signature (help(), IDEs, notebooks): see ptoisa.stubgen."""
-        from ..stubgen import signature
-
         return signature(self)
 
     @property

@@ -6,8 +6,8 @@ from itertools import product
 
 from ..enums import TileType
 from ..enums import TileType as T
-from . import Rule, pairs, rule
 from .a2a3 import TARGET as A2A3
+from .base import Rule, pairs, rule
 
 KiB = 1024
 
