@@ -21,11 +21,11 @@ def gather(table, idx, out, mode):
     ti = Tile(TileType.Vec, np.int32, 1, 8)
     dst = Tile(TileType.Vec, np.float32, 8, 8)
     pto.TLOAD(ti, _g(idx, 1, 8))
-    pto.SET_FLAG(P.MTE2, P.MTE2, 0)  # (same pipe: in order anyway)
-    pto.WAIT_FLAG(P.MTE2, P.MTE2, 0)
+    pto.SET_FLAG(P.MTE2, P.V, 0)  # a gather into a Vec tile runs on V (MGATHER_VEC)
+    pto.WAIT_FLAG(P.MTE2, P.V, 0)
     pto.MGATHER(dst, GlobalTensor(table), ti, Mode=mode)
-    pto.SET_FLAG(P.MTE2, P.MTE3, 0)
-    pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+    pto.SET_FLAG(P.V, P.MTE3, 0)
+    pto.WAIT_FLAG(P.V, P.MTE3, 0)
     pto.TSTORE(_g(out, 8, 8), dst)
 
 
