@@ -127,6 +127,7 @@ class Sanitizer:
     # ---- the observer ------------------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
         self.last = rec
+        self.report.executed += 1
         if self.progress is not None:
             self.progress.update()
         m = rec.machine
@@ -177,6 +178,11 @@ class Sanitizer:
             if not g.cores:
                 for k in [k for k, v in self._groups.items() if v is g]:
                     del self._groups[k]
+
+    def not_modelled(self, machine: Any, op: str, loc: Any, why: str) -> None:
+        """The run passed an op that computes nothing here (``interp.compiler.NO_EFFECT``):
+        whatever it orders or reserves on the NPU is not checked; the report says so."""
+        self.report.not_checked(op, loc, why)
 
     # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) -------------
     def _core_of(self, m: Any) -> Core:
