@@ -471,8 +471,10 @@ class Core(_Checks):
         if kind == "flag_set":
             src, dst, eid = v[0], v[1], _eid(v[2])
             self.used_ids.setdefault((src, dst), set()).add(eid)
-            self.pending.setdefault((src, dst, eid), deque()).append(
-                (self._snapshot(_PIDX[src]), rec))
+            q = self.pending.setdefault((src, dst, eid), deque())
+            if q and self.races:
+                self.double_set(rec, q[-1][1], src, dst, eid)
+            q.append((self._snapshot(_PIDX[src]), rec))
         elif kind == "flag_wait":
             src, dst, eid = v[0], v[1], _eid(v[2])
             q = self.pending.get((src, dst, eid))
@@ -519,6 +521,21 @@ class Core(_Checks):
         else:  # SYNCALL: every pipe of every block
             self.barrier_all()
             self.phase += 1
+
+    def double_set(self, rec: Any, prev: Any, src: Pipe, dst: Pipe, eid: int) -> None:
+        """A set_flag of an event that an earlier set still holds (no wait between): the
+        hardware flag is one bit, so the second set is lost and a wait pairs with the wrong
+        one (the upstream simulator asserts "Event ID still occupied")."""
+        s, o = site_of(rec), site_of(prev)
+        pto = isinstance(rec.loc, SourceLoc)
+        wait = _flag_text(pto, "WAIT_FLAG", src, dst, eid)
+        self.san.add(Finding(
+            "double-set",
+            f"{s.op} sets event {eid} from {src.value} to {dst.value}, which {o.op} at "
+            f"{where(o.loc)} set and nothing has waited for since: the event id is still "
+            f"occupied (the flag is one bit: one of the two sets is lost)", s, o,
+            fix=f"insert {wait} between the two sets, or use another event id for the "
+                f"second"), ("double-set", rec.loc, prev.loc, src, dst, eid))
 
     def barrier_all(self) -> None:
         j: dict[int, int] = {}

@@ -141,3 +141,27 @@ def test_ptoisa_sync_drains_before_a_gm_reload():
     san = Sanitizer(sync="strict")
     prog.roundtrip(np.ones((16, 16), np.float32), np.zeros((16, 16), np.float32), sanitize=san)
     assert san.report.clean, str(san.report)
+
+
+# ---- 4: an event set twice before its wait ---------------------------------------------------
+
+def _two_tiles(x, z, second_id):
+    a, b = Tile(TileType.Vec, np.float32, 16, 16), Tile(TileType.Vec, np.float32, 16, 16)
+    pto.TLOAD(a, _g(x))
+    pto.SET_FLAG(P.MTE2, P.MTE3, 0)
+    pto.TLOAD(b, _g(x))
+    pto.SET_FLAG(P.MTE2, P.MTE3, second_id)
+    pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+    pto.TSTORE(_g(z), a)
+    pto.WAIT_FLAG(P.MTE2, P.MTE3, second_id)
+    pto.TSTORE(_g(z), b)
+
+
+def test_setting_an_event_twice_before_its_wait():
+    x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+    r = pto.launch(_two_tiles, x, z, 0, sanitize=Sanitizer())
+    (f,) = r.of("double-set")
+    assert f.site.op == f.other.op == "SET_FLAG" and f.loc[1] == f.other.loc[1] + 2
+    assert "event 0 from PIPE_MTE2 to PIPE_MTE3" in f.message and "still occupied" in f.message
+    # the fix: another id for the second tile
+    assert pto.launch(_two_tiles, x, z, 1, sanitize=Sanitizer()).clean
