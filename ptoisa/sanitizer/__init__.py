@@ -327,8 +327,20 @@ def sanitizing(sanitize: Any, default_sync: str) -> Iterator[Session]:
         loc = e.loc or _user_loc(e.__traceback__)
         if loc is None and san.last is not None:
             loc = san.last.loc
-        san.add(Finding(kind, e.message if e.op is None else f"{e.op}: {e.message}",
-                        Site(e.op or "?", "PIPE_S", loc)), (kind, str(e)))
+        msg = e.message if e.op is None else f"{e.op}: {e.message}"
+        other = None
+        readers = getattr(e, "readers", None)
+        if kind == "oob" and readers:
+            # the access the refused view was made for never ran: name it too
+            name, rloc = readers[0]
+            ins = REGISTRY.get(name.removeprefix("pto.").upper())
+            other = Site(name, ins.pipe.value if ins is not None else "?", rloc)
+            msg += (f"; {name} at {where(rloc)} would read it (not executed: the run stops "
+                    f"where the view is made)")
+        elif kind == "oob":
+            msg += "; the run stops where the view is made, before the access that reads it"
+        san.add(Finding(kind, msg, Site(e.op or "?", "PIPE_S", loc), other,
+                        extra={"readers": list(readers or ())}), (kind, str(e)))
         raise SanitizerError(san.finish()) from None
     finally:
         bar.close()
