@@ -728,7 +728,7 @@ class Core(_Checks):
                     "body and wait at the top, with one set before the loop and one wait "
                     "after it" if not same else "; the two meet across loop iterations")
         self.san.add(Finding("race", msg, b, a, hz, s.space, lo, hi, fix,
-                             {"label": s.label}), key)
+                             {"label": s.label, "scope": "core"}), key)
 
     def gm_visibility(self, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
         """A load of GM bytes this core stored, ordered after the store by flags only."""

@@ -133,7 +133,7 @@ def test_capacity_and_alignment_join_the_report():
 
     x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
     with pytest.raises(pto.sanitizer.SanitizerError) as e:
-        pto.launch(k, x, z, target="a2a3", sanitize=Sanitizer())
+        pto.launch(k, x, z, target="a2a3", sanitize=Sanitizer(sync="manual"))
     assert [f.kind for f in e.value.report] == ["race", "placement"]
     f = e.value.report.findings[1]
     assert "not 32-byte aligned" in f.message and f.loc[0] == __file__

@@ -192,3 +192,41 @@ def test_oob_view_names_where_it_is_made_and_the_load_that_reads_it():
                          "pto.barrier <PIPE_ALL>").replace(
                          "    pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID1>]\n", "")
     run(fixed)
+
+
+# ---- 6: a first eager run without a single flag is checked as auto-synchronised --------------
+
+def _first(x, z, flags):
+    a = Tile(TileType.Vec, np.float32, 16, 16)
+    b = Tile(TileType.Vec, np.float32, 16, 16)
+    pto.TLOAD(a, _g(x))
+    if flags:
+        pto.SET_FLAG(P.MTE2, P.V, 0)
+        pto.WAIT_FLAG(P.MTE2, P.V, 0)
+    pto.TADD(b, a, a)
+    pto.TSTORE(_g(z), b)  # (no V -> MTE3 flag: a race when hand-synchronised)
+
+
+def test_eager_kernel_without_sync_is_checked_as_auto_synchronised():
+    x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+    r = pto.launch(_first, x, z, False, sanitize=Sanitizer())
+    assert not r and "checked as auto-synchronised" in str(r)
+    assert "2 race(s) between the pipes of a core not reported" in r.notes[0]
+    assert pto.launch(_first, x, z, False, sanitize=True) is not None  # does not raise
+    # asked for: both races
+    manual = pto.launch(_first, x, z, False, sanitize=Sanitizer(sync="manual"))
+    assert [f.hazard for f in manual] == ["RAW", "RAW"]
+    # one flag makes it hand-synchronised: the missing V -> MTE3 flag is found
+    r = pto.launch(_first, x, z, True, sanitize=Sanitizer())
+    assert [(f.site.op, f.other.op) for f in r] == [("TSTORE", "TADD")] and not r.notes
+
+
+def test_auto_synchronised_eager_kernel_still_checks_blocks():
+    def k(x, z):
+        a = Tile(TileType.Vec, np.float32, 16, 16)
+        pto.TLOAD(a, _g(x))
+        pto.TSTORE(_g(z), a)  # every block stores the same tile
+
+    x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
+    r = pto.launch(k, x, z, blocks=2, sanitize=Sanitizer())
+    assert [f.kind for f in r] == ["race"] and "between blocks" in r.findings[0].message
