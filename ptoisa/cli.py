@@ -301,6 +301,8 @@ def _run(ns: argparse.Namespace) -> int:
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
+    if san is not None and not san.report.clean:  # nothing run, or ops it did not check
+        print(san.report, file=sys.stderr)
     return 1 if timed and rep.deadlocks else 0
 
 
@@ -371,6 +373,8 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
+    if san is not None and not san.report.clean:  # nothing run, or ops it did not check
+        print(san.report, file=sys.stderr)
     return 0
 
 

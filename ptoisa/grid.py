@@ -81,7 +81,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         if sanitizing:
             from .sanitizer import sanitizing as _sanitizing
 
-            session = stack.enter_context(_sanitizing(sanitize, "manual"))
+            session = stack.enter_context(_sanitizing(sanitize, "eager"))
         if cycles:
             from .cycles import observe as _timing
 

@@ -59,6 +59,19 @@ class _Return(Exception):
         self.values = values
 
 
+def _unmodelled_step(name: str, why: str, loc: Any) -> Step:
+    """A NO_EFFECT op: nothing to compute, but an observer that checks what a run does (the
+    sanitizer) hears that it passed an op it does not model (``not_modelled``)."""
+    def step(env: Env) -> None:
+        m = env[0].machine
+        if m.observers:
+            for o in m.observers:
+                hook = getattr(o, "not_modelled", None)
+                if hook is not None:
+                    hook(m, name, loc, why)
+    return step
+
+
 #: terminators that their parent op's handler reads -> the ops they may end a region of
 _TERMINATORS = {"scf.yield": "scf.for, scf.if or scf.while", "scf.condition": "scf.while",
                 "cf.br": "a function body of several blocks",
@@ -246,7 +259,7 @@ class CompiledFunc:
             if b is not None:
                 return self.instr_step(op, b)
             if name in NO_EFFECT:
-                return None
+                return _unmodelled_step(name, NO_EFFECT[name], op.loc)
         except VerifyError:
             raise
         except PtoError as e:

@@ -303,7 +303,22 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
             raise e.with_loc(loc) from None
         if not isinstance(offset, np.ndarray):
             view.parts[sz] = g
-    return step
+
+    def located(env: Env) -> None:
+        try:
+            step(env)
+        except PtoError as e:
+            # a view refused where it is made: the ops that would have read it (a sanitized
+            # run's report names them)
+            if getattr(e, "readers", None) is None:
+                e.readers = _readers(cf.op, op.results[0])  # type: ignore[attr-defined]
+            raise
+    return located
+
+
+def _readers(func: Op, value: Any) -> list[tuple[str, Any]]:
+    """(op name, location) of every op of ``func`` that takes ``value`` as an operand."""
+    return [(o.name, o.loc) for o in func.walk() if any(x is value for x in o.operands)]
 
 
 _NO_PARAMS: dict[str, Any] = {}

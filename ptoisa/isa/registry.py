@@ -150,8 +150,9 @@ class Instr:
     static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
     runtime_for: dict[str, tuple[RuntimeRule, ...]] = field(default_factory=dict)
     #: the pipe, when it depends on the operands (TMOV/TEXTRACT/TINSERT by the source and
-    #: destination roles, TSTORE from an Acc tile): ``fn(operand values by name) -> Pipe``
-    pipe_of: Callable[[dict[str, Any]], Pipe] | None = None
+    #: destination locations, TSTORE from an Acc tile ...): a :class:`PipeForms` table, or
+    #: ``fn(operand values by name) -> Pipe | None`` (None: ``pipe``)
+    pipe_of: Callable[[dict[str, Any]], Pipe | None] | None = None
     #: the instruction's plain form, a ufunc ``fn(*sources, out=dst)``: what the semantics
     #: compute when every operand is a placed row- or column-major tile (not boxed, not packed)
     #: whose valid region is the whole tile and nothing reads or computes lazily (then no
@@ -239,7 +240,8 @@ class Instr:
         depends on the operands)."""
         if self.pipe_of is None:
             return self.pipe
-        return self.pipe_of({o.name: v for o, v in zip(self.operands, values, strict=False)})
+        p = self.pipe_of({o.name: v for o, v in zip(self.operands, values, strict=False)})
+        return self.pipe if p is None else p
 
     @property
     def __signature__(self) -> inspect.Signature:
@@ -846,7 +848,7 @@ def instr(
     impl_for: dict[str, Callable[..., Any]] | None = None,
     static_for: dict[str, Iterable[StaticRule]] | None = None,
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
-    pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
+    pipe_of: Callable[[dict[str, Any]], Pipe | None] | None = None,
     ptoas: Ptoas | None = None,
     plain: Callable[..., Any] | None = None,
     plain_scalar: Callable[[Any, DType], Any] | None = None,
@@ -907,6 +909,9 @@ def instr(
         unknown = sorted(set(ins.access_roles) - names)
         if unknown:
             raise RuntimeError(f"instruction {name}: access_roles names no operand: {unknown}")
+        if isinstance(pipe_of, PipeForms) and not set(pipe_of.by) <= names:
+            raise RuntimeError(f"instruction {name}: pipe_of names no operand: "
+                               f"{sorted(set(pipe_of.by) - names)}")
         if same_valid is not None:
             check_target_keys(f"instruction {name}: same_valid", same_valid.rows | same_valid.cols)
             everywhere, per_target = same_valid.rules(ins)
@@ -989,21 +994,50 @@ def _loc(v: Any) -> TileType | None:
     return v.loc if isinstance(v, Tile) else None
 
 
-def move_pipe(src: str = "src", dst: str = "dst") -> Callable[[dict[str, Any]], Pipe]:
-    """The pipe of a move between tile roles (PTOAS's sync-insertion pipe selection): an Acc
-    source leaves through the fix-pipe (FIX); L1 -> L0/bias/scaling is MTE1; UB -> UB is the
-    vector pipe (V); UB -> L1 is MTE3; into GM from UB or L1 is MTE3."""
+#: how a :class:`PipeForms` key spells an operand that is absent (an optional one not given)
+ABSENT = "-"
 
-    def pipe_of(vals: dict[str, Any]) -> Pipe:
-        s, d = _loc(vals.get(src)), _loc(vals.get(dst))
-        if s is TileType.Acc:
-            return Pipe.FIX
-        if s is TileType.Mat and d is not TileType.Vec and d is not None:
-            return Pipe.MTE1
-        if s is TileType.Vec and d is TileType.Vec:
-            return Pipe.V
-        return Pipe.MTE3 if s in (TileType.Vec, TileType.Mat) else Pipe.V
-    return pipe_of
+
+class PipeForms:
+    """An entry's pipe by the locations of some of its operands, declared as one table
+    (``pipe_of=PipeForms(("src", "dst"), {("Mat", "Scaling"): Pipe.FIX, ...})``): each key
+    names, for the operands in ``by``, their tile locations (``TileType`` names; ``"-"`` for an
+    optional operand not given). A form the table does not list (an operand whose type is not
+    known yet, say) runs on the entry's ``pipe``. The forms are data: tests compare them with
+    pto-isa's op -> pipe table (``include/pto/common/event.hpp``) and the reference prints
+    them."""
+
+    def __init__(self, by: str | tuple[str, ...], forms: dict[Any, Pipe], why: str = "") -> None:
+        self.by = (by,) if isinstance(by, str) else tuple(by)
+        names = {t.name for t in TileType} | {ABSENT}
+        self.forms: dict[tuple[str, ...], Pipe] = {}
+        for k, p in forms.items():
+            key = (k,) if isinstance(k, str) else tuple(k)
+            bad = [x for x in key if x not in names]
+            if len(key) != len(self.by) or bad:
+                raise RuntimeError(f"pipe form {k!r} must name a location ({', '.join(names)}) "
+                                   f"for each of {', '.join(self.by)}")
+            self.forms[key] = p
+        #: why these pipes (the reference page prints it after the table)
+        self.why = why
+
+    def __call__(self, vals: dict[str, Any]) -> Pipe | None:
+        key = []
+        for n in self.by:
+            v = vals.get(n)
+            if v is None:
+                key.append(ABSENT)
+                continue
+            loc = _loc(v)
+            if loc is None:
+                return None  # not a tile (yet): the entry's pipe
+            key.append(loc.name)
+        return self.forms.get(tuple(key))
+
+    def text(self) -> str:
+        """The table as one line: ``src -> dst: Mat -> Left MTE1, ...``."""
+        rows = ", ".join(f"{' -> '.join(k)} {p.value}" for k, p in self.forms.items())
+        return f"by {' -> '.join(self.by)}: {rows}" + (f". {self.why}" if self.why else "")
 
 
 # ---- documented checks the CPU simulator lacks ---------------------------------------------------

@@ -145,6 +145,11 @@ class Traits:
     #: its sub-block index runs on sub-block 0 only (PTOAS guards it with
     #: ``if (get_subblockid() == 0)`` on A5); False: on both vector cores
     nosplit_vector_subblock0_only: bool = False
+    #: a GM store and a later load of the same bytes on one core are ordered only by a full
+    #: drain (``pto.barrier <PIPE_ALL>``): a set_flag/wait_flag between their pipes (MTE3 ->
+    #: MTE2) orders the pipes, not the write reaching GM, and the load may read stale data or
+    #: hang the MTE (PTOAS #730, seen on A2/A3; assumed of A5's MTEs too); read by the sanitizer
+    gm_reload_needs_drain: bool = True
 
     # ---- cycle model, conformance --------------------------------------------------------------
     #: the cost table of the cycle model: "fitted" (fitted on A2/A3 measurements,

@@ -27,11 +27,11 @@ from ..registry import (
     Instr,
     Opnd,
     Param,
+    PipeForms,
     Sig,
     except_on,
     instr,
     locs,
-    move_pipe,
     same_dtype,
     sim_unchecked,
 )
@@ -204,7 +204,14 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
                        f"slayout=none_box), got src {s.layout_name}, dst {d.layout_name}")
 
 
-@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=move_pipe(),
+@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=PipeForms(("src", "dst"), {
+           ("Mat", "Left"): Pipe.MTE1, ("Mat", "Right"): Pipe.MTE1,
+           ("Mat", "ScaleLeft"): Pipe.MTE1, ("Mat", "ScaleRight"): Pipe.MTE1,
+           ("Acc", "Mat"): Pipe.FIX, ("Acc", "Vec"): Pipe.FIX,
+           ("Vec", "Mat"): Pipe.FIX, ("Vec", "Vec"): Pipe.V,
+       }, why="pto-isa's TEXTRACT_M2LR (MTE1), TEXTRACT_A2M and TEXTRACT_V2M (FIX); A5's "
+              "Acc -> Vec leaves through the fix-pipe like TMOV_A2V, Vec -> Vec is a vector "
+              "copy (PTOAS)."),
        ptoas=Ptoas(forms={"pto.textract": (
            # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
            Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)}),
@@ -325,7 +332,11 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
                        f"src={s.dtype}, dst={d.dtype}")
 
 
-@instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=move_pipe(),
+@instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=PipeForms(("src", "dst"), {
+           ("Acc", "Mat"): Pipe.FIX, ("Acc", "Vec"): Pipe.FIX,
+           ("Vec", "Mat"): Pipe.MTE3, ("Vec", "Vec"): Pipe.V,
+       }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
+              "MTE3, Vec -> Vec V)."),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion),
