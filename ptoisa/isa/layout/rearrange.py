@@ -658,8 +658,11 @@ def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None
     pointer it is (the simulator, a2a3 and a5 all set dst's address to that element), the view
     is dst's own layout from there on: with another Cols, row i of a row-major dst starts
     i * dst.Cols elements after src[rowIdx, colIdx], and the view may run past src (into the
-    following bytes of the buffer)."""
-    m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview")
+    following bytes of the buffer; of an auto-mode src, past src only as far as the array
+    src's storage is part of goes, dst's valid region always inside src)."""
+    vr, vc = int(np.max(dst.valid_row)), int(np.max(dst.valid_col))  # (lockstep: per block)
+    reach = int(dst.spec.offsets[:vr, :vc].max() + 1) * dst.dtype.itemsize if vr and vc else 0
+    m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview", reach=reach)
 
 
 SHIFT_MX_ADDR = 2
