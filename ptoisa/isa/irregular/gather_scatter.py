@@ -401,6 +401,7 @@ def _mgather_cpu(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,
 
 
 @instr("MGATHER", family="irregular", pipe=Pipe.MTE2,
+       ptoas=Ptoas(attrs={"coalesce": Attr("CMode"), "gatherOob": Attr("Mode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm"), Opnd("indexes", "tile|gm"),
                  Opnd("scratch", "gm", "scratch", optional=True)),
        params=(Param("CMode", Coalesce.Row, Coalesce), Param("Mode", GatherOOB.Undefined,
@@ -477,7 +478,8 @@ def _mscatter_cpu(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,
 @instr("MSCATTER", family="irregular", pipe=Pipe.MTE3,
        ptoas=Ptoas(attrs={
            "scatterAtomicOp": Attr("Atomic", values={"none": ScatterAtomicOp.NoOp}),
-           "scatterOob": Attr("Oob")}),
+           "scatterOob": Attr("Oob"), "coalesce": Attr("Mode"),
+           "scatterConflict": Attr("Conflict")}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("indexes", "tile")),
        params=(Param("Mode", Coalesce.Row, Coalesce),
                Param("Atomic", ScatterAtomicOp.NoOp, None),

@@ -35,7 +35,7 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
-from ..spelling import SCALE, Form, Ptoas
+from ..spelling import SCALE, Attr, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -148,6 +148,13 @@ def _split_args(ins: Instr, a: Any, b: Any, c: Any) -> tuple[Any, int, int]:
 
 
 _RELU = Param("reluMode", ReluPreMode.NoRelu, ReluPreMode)
+#: PTOAS attributes of pto.textract / pto.tinsert: the ReLU mode, and on A5 the vector core(s)
+#: an Acc -> Vec move delivers to (one core is modelled: a single-core mode delivers the
+#: whole window to dst; a dual mode, which splits it between the two, is refused)
+_MOVE_ATTRS = {"reluPreMode": Attr("reluMode"),
+               "accToVecMode": Attr(only=("single_mode_vec0", "single_mode_vec1"), why=(
+                   "the dual modes split the window between the two vector cores, which "
+                   "TEXTRACT / TINSERT do not model"))}
 _IDX_OPNDS = (Opnd("indexRow", "scalar", optional=True), Opnd("indexCol", "scalar", optional=True),
               Opnd("indexColQuant", "scalar", optional=True))
 
@@ -207,7 +214,8 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
 @instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=move_pipe(),
        ptoas=Ptoas(forms={"pto.textract": (
            # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
-           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)}),
+           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)},
+           attrs=_MOVE_ATTRS),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
@@ -326,6 +334,7 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
 
 
 @instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=move_pipe(),
+       ptoas=Ptoas(attrs=_MOVE_ATTRS),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion),
