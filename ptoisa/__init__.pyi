@@ -1999,7 +1999,8 @@ def TSUBVIEW(
     pointer it is (the simulator, a2a3 and a5 all set dst's address to that element), the view
     is dst's own layout from there on: with another Cols, row i of a row-major dst starts
     i * dst.Cols elements after src[rowIdx, colIdx], and the view may run past src (into the
-    following bytes of the buffer).
+    following bytes of the buffer; of an auto-mode src, past src only as far as the array
+    src's storage is part of goes, dst's valid region always inside src).
     """
     ...
 

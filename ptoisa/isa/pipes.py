@@ -58,7 +58,7 @@ from ..memory import Machine
 from ..tile import Tile
 from .quant import quantize
 from .registry import Opnd, Param, Sig, instr
-from .spelling import SPLIT, Form, Ptoas
+from .spelling import SPLIT, Attr, Form, Ptoas
 
 
 class Direction(enum.IntEnum):
@@ -542,7 +542,14 @@ _SIGNED_8 = {"int8_t": True, "signed char": True, "i8": True, "uint8_t": False,
              "unsigned char": False, "ui8": False}
 
 
-@instr("SET_QUANT_SCALAR", family="pipes", pipe=Pipe.S,
+#: ``{id = k}`` of pto.set_quant_scalar / pto.set_quant_vector
+_QUANT_ID = Ptoas(attrs={"id": Attr(only=None, why=(
+    "PTOAS's logical pipe id, which it checks a fix-pipe push against; the C++ call takes "
+    "none: one quant register per core, read by the next fix-pipe TPUSH in program order "
+    "(PTOAS re-emits the setting before a push of another id)"))})
+
+
+@instr("SET_QUANT_SCALAR", family="pipes", pipe=Pipe.S, ptoas=_QUANT_ID,
        operands=(Opnd("preQuantScalar", "scalar"),), params=(Param("OutType", "_Float16"),))
 def SET_QUANT_SCALAR(m: Machine, preQuantScalar: Any, *,  # noqa: N802,N803
                      OutType: Any) -> None:  # noqa: N803
@@ -560,7 +567,7 @@ def _scaling_tile(sig: Sig) -> None:
         raise sig.fail(f"fpTile must be a Scaling tile, got {t.loc.name}")
 
 
-@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S,
+@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S, ptoas=_QUANT_ID,
        operands=(Opnd("fpTile", "tile"),), dtype_key=("fpTile",), static=(_scaling_tile,))
 def SET_QUANT_VECTOR(m: Machine, fpTile: Tile) -> None:  # noqa: N802,N803
     """Program the vector quant register (one uint64 word per output column) from a Scaling
