@@ -459,8 +459,8 @@ def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
     location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
     the binding, or None when the op is not a tile instruction."""
     instr = instr_of(op.name)
-    if instr is None:
-        return None
+    if instr is None or instr.dialect != "tile":
+        return None  # (micro-ops bind in interp/micro.py)
     b = bind(op, instr)
     types = {o.name: bound_type(v, target) for o, v in zip(instr.operands, b.values, strict=True)}
     for name, loc in b.retype.items():

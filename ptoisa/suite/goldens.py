@@ -303,14 +303,204 @@ def _padded(a: np.ndarray, n: int) -> np.ndarray:
 
 
 def do_vpto(d: Path, root: Path) -> list[FileResult]:
-    """A vpto case: its kernel checked; running it on golden.py's data is not done yet."""
+    """A vpto case folder: its kernel checked, then run as upstream's validation script does
+    (``test/vpto/scripts/run_host_vpto_validation.sh``): ``golden.py`` writes the inputs and
+    goldens in a temporary directory, the kernel runs on the files ``main.cpp`` reads into
+    the buffers it passes to the launcher, the buffers ``main.cpp`` writes back are written
+    there, and ``compare.py`` (``COMPARE_STRICT=1``) decides: exit status 0 is matched."""
+    t0 = time.monotonic()
     results, funcs = _check_files(d, root)
-    for r in results:
-        if r.outcomes and r.outcomes[0].verdict == "accepted":
-            r.notes.append("not run: vpto cases (golden.py, compare.py, launch.cpp) are "
-                           "checked only")
-    del funcs
+    runnable = [r for r in results if [o.verdict for o in r.outcomes] == ["accepted"]]
+    if not funcs or len(runnable) != 1 or not (d / "golden.py").is_file() \
+            or not (d / "compare.py").is_file():
+        for r in runnable:
+            r.notes.append("not run: the folder needs one kernel, golden.py and compare.py")
+        return results
+    res = runnable[0]
+    prog, target, _ = next(iter(funcs.values()))
+    try:
+        host = vpto_host(d)
+    except PtoError as e:
+        res.notes.append(f"not run: {e.message}")
+        return results
+    kernel = host.kernel if host.kernel in funcs else (
+        next(iter(funcs)) if len(funcs) == 1 else None)
+    if kernel is None:
+        res.notes.append(f"not run: no kernel '{host.kernel}' in the module")
+        return results
+    with tempfile.TemporaryDirectory(prefix="ptoisa-suite-") as tmp:
+        out = _run_vpto(d, Path(tmp), prog, target, kernel, host, res.notes)
+    if out is not None:
+        res.outcomes[:] = [out]
+    res.seconds = time.monotonic() - t0
     return results
 
 
-__all__ = ["do_tilelang", "do_vpto", "lit"]
+class VptoHost:
+    """What a vpto case's host code does: the kernel its launcher calls, and per pointer
+    argument (in order) the buffer's bytes, the file read into it and the file it is
+    written back to (None: none)."""
+
+    def __init__(self, kernel: str, args: list[tuple[int | None, str | None, str | None]],
+                 blocks: int) -> None:
+        self.kernel = kernel
+        self.args = args
+        self.blocks = blocks
+
+
+def vpto_host(d: Path) -> VptoHost:
+    """Read ``main.cpp`` / ``launch.cpp`` of a vpto case (PtoError when they do not say)."""
+    try:
+        main = _strip_comments((d / "main.cpp").read_text())
+        launch = _strip_comments((d / "launch.cpp").read_text())
+    except OSError as e:
+        raise PtoError(f"cannot read the host code: {e}") from None
+    m = re.search(r"(\w+)\s*<<<\s*(\w+)\s*,", launch)
+    if m is None:
+        raise PtoError("launch.cpp launches no kernel (no '<<<')")
+    kernel, n = m.group(1), m.group(2)
+    calls = [c for c in re.finditer(r"(?<![\w*])(Launch\w*)\s*\(([^;{}]*)\)\s*;", main)
+             if not re.search(r"\bvoid\b", main[max(0, c.start() - 40):c.start()])]
+    calls = [c for c in calls if "*" not in c.group(2)]
+    if len(calls) != 1:
+        raise PtoError(f"main.cpp calls {len(calls)} launchers (one expected)")
+    names = [a.strip() for a in calls[0].group(2).split(",") if a.strip()]
+    names = [a for a in names if a != "stream"]
+    consts = _constants(main)
+    args = []
+    for dev in names:
+        dev = re.sub(r"^\(.*\)\s*", "", dev).lstrip("&")
+        size = None
+        mm = re.search(r"aclrtMalloc\s*\(\s*\(void\s*\*\*\)\s*&" + re.escape(dev)
+                       + r"\s*,\s*([^,]+),", main)
+        if mm is not None:
+            size = _eval_size(mm.group(1), consts)
+        src = dst = None
+        h2d = re.search(r"aclrtMemcpy\s*\(\s*" + re.escape(dev) + r"\s*,[^,]+,\s*(\w+)\s*,"
+                        r"[^;]*HOST_TO_DEVICE", main)
+        if h2d is not None:
+            rf = re.search(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*\w+\s*,\s*' +
+                           re.escape(h2d.group(1)) + r"\b", main)
+            src = rf.group(1) if rf else None
+        d2h = re.search(r"aclrtMemcpy\s*\(\s*(\w+)\s*,[^,]+,\s*" + re.escape(dev) +
+                        r"\s*,[^;]*DEVICE_TO_HOST", main)
+        if d2h is not None:
+            wf = re.search(r'WriteFile\s*\(\s*"([^"]+)"\s*,\s*' + re.escape(d2h.group(1))
+                           + r"\b", main)
+            dst = wf.group(1) if wf else None
+        args.append((size, src, dst))
+    return VptoHost(kernel, args, int(n) if n.isdigit() else 1)
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+_SIZEOF = {"float": 4, "double": 8, "half": 2, "aclFloat16": 2, "bfloat16_t": 2, "char": 1,
+           "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
+           "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "int": 4, "unsigned": 4,
+           "size_t": 8}
+
+
+def _constants(text: str) -> dict[str, str]:
+    """Integer names the host code defines (``constexpr size_t N = 32 * 32;``,
+    ``#define N 1024``, ``size_t fileSize = elemCount * sizeof(float);``)."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"#define\s+(\w+)\s+([^\n]+)", text):
+        out[m.group(1)] = m.group(2)
+    for m in re.finditer(r"\b(?:[\w:]+\s+)+(\w+)\s*=\s*([^;{}]+);", text):
+        out.setdefault(m.group(1), m.group(2))
+    return out
+
+
+def _eval_size(expr: str, consts: dict[str, str], depth: int = 0) -> int | None:
+    """An integer expression of the host code (sizes), None when it is not one."""
+    if depth > 8:
+        return None
+    e = re.sub(r"sizeof\s*\(\s*([\w\s]+?)\s*\)",
+               lambda m: str(_SIZEOF.get(m.group(1).split()[-1], "?")), expr)
+    e = re.sub(r"\(\s*(?:size_t|int|int64_t|uint64_t|uint32_t|unsigned)\s*\)", "", e)
+    e = re.sub(r"(\d+)(?:[uU]?[lL]{0,2}|[lL]{1,2}[uU])\b", r"\1", e)
+
+    def name(m: re.Match[str]) -> str:
+        v = consts.get(m.group(0))
+        if v is None:
+            return "?"
+        r = _eval_size(v, consts, depth + 1)
+        return "?" if r is None else str(r)
+    e = re.sub(r"[A-Za-z_]\w*", name, e)
+    if not re.fullmatch(r"[\d\s+\-*/()]+", e):
+        return None
+    try:
+        v = eval(e.replace("/", "//"), {"__builtins__": {}})  # noqa: S307 - digits and + - * / ()
+    except (SyntaxError, ZeroDivisionError):
+        return None
+    return int(v) if isinstance(v, int) else None
+
+
+def _run_vpto(d: Path, tmp: Path, prog: Any, target: str, kernel: str, host: VptoHost,
+              notes: list[str]) -> Outcome | None:
+    from ..interp import bridge
+    from ..ir import types as T
+
+    where = d.name
+    try:
+        proc = subprocess.run([sys.executable, str((d / "golden.py").resolve())], cwd=tmp,
+                              env=script_env(), capture_output=True, text=True,
+                              timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        notes.append(f"not run: golden.py ran over {SCRIPT_TIMEOUT:g} s")
+        return None
+    if proc.returncode != 0:
+        need = _needs(proc.stderr)
+        notes.append("not run: " + (f"needs {need}" if need else
+                                    "golden.py failed: " + _last(proc.stderr)))
+        return None
+    fn = prog.compiler(target).function(kernel)
+    params = list(fn.op.regions[0].block.args)
+    if len(params) != len(host.args) or any(not isinstance(a.type, T.PtrType) for a in params):
+        notes.append(f"not run: main.cpp passes {len(host.args)} buffers to @{kernel}, which "
+                     f"takes {len(params)} arguments (pointers only are run)")
+        return None
+    arrays = []
+    for a, (size, src, _dst) in zip(params, host.args, strict=True):
+        dt = bridge.elem_dtype(a.type.dtype).np
+        raw = b""
+        if src is not None:
+            try:
+                raw = (tmp / src).read_bytes()
+            except OSError:
+                notes.append(f"not run: golden.py wrote no {src}")
+                return None
+        n = max(size or 0, len(raw))
+        if n == 0 or n % np.dtype(dt).itemsize:
+            notes.append(f"not run: cannot size the buffer of {a.name} ({n} bytes)")
+            return None
+        buf = np.zeros(n, np.uint8)
+        buf[:len(raw)] = np.frombuffer(raw, np.uint8)
+        arrays.append(buf.view(dt))
+    try:
+        prog.run(kernel, *arrays, blocks=host.blocks, target=target)
+    except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
+        return work._run_outcome(e, where)
+    for arr, (size, _src, dst) in zip(arrays, host.args, strict=True):
+        if dst is not None:
+            (tmp / dst).write_bytes(arr.view(np.uint8)[:size or arr.nbytes].tobytes())
+    env = script_env()
+    env["COMPARE_STRICT"] = "1"
+    try:
+        cmp = subprocess.run([sys.executable, str((d / "compare.py").resolve())], cwd=tmp,
+                             env=env, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        notes.append(f"not compared: compare.py ran over {SCRIPT_TIMEOUT:g} s")
+        return Outcome("ran", "", where)
+    if cmp.returncode == 0:
+        return Outcome("matched", "", where)
+    said = [x.strip() for x in (cmp.stdout + cmp.stderr).splitlines() if x.strip()]
+    why = "; ".join(x for x in said if "ERROR" in x or "FAIL" in x)[:400] or _last(
+        cmp.stdout + cmp.stderr)
+    return Outcome("mismatch", f"compare.py: {why}", where)
+
+
+__all__ = ["VptoHost", "do_tilelang", "do_vpto", "lit", "vpto_host"]
