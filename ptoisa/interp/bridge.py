@@ -46,6 +46,11 @@ def elem_dtype(t: T.Type) -> DType:
         return D.dtype(("ui" if t.signedness == "u" else "i") + str(t.width))
     if isinstance(t, T.IndexType):
         return D.i64
+    if isinstance(t, T.OpaqueType) and t.text.startswith("!pto."):  # !pto.hif8, !pto.f4...
+        try:
+            return D.dtype(t.text.removeprefix("!pto."))
+        except Exception:  # noqa: BLE001 - no element type of that name
+            pass
     raise PtoError(f"{t} is not an element type")
 
 

@@ -11,7 +11,9 @@ spelling the micro-ISA chapters use for every op:
   the tuple of its values; a group written several times (``loop(...) loop(...)``) with the
   tuple of those tuples;
 * quoted literals (``"PAT_ALL"``, ``"LOWER"``) fill the entry's parameters in order, an
-  attribute dictionary (``{dist = "NORM"}``) by name;
+  attribute dictionary (``{dist = "NORM"}``) by name; a parameter named ``result_type``
+  gets the type of the op's first result (``pto.vbitcast``: what it reinterprets as), one
+  named ``post_update`` whether the op binds its optional updated-pointer result;
 * the op's results are the entry's ``results``, which its semantics return.
 
 The static rules run here with the operands' types (``VRegSpec``, ``MaskSpec``, ``PtrSpec``,
@@ -49,6 +51,8 @@ def value_spec(t: T.Type) -> Any:
 
 def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[Any]]:
     """(operands outside groups, group name -> the tuples written, quoted literals)."""
+    if not op.syntax:  # (the SSA form ``%r = pto.x %a : T -> U`` keeps no pieces)
+        return list(op.operands), {}, []
     plain: list[Any] = []
     groups: dict[str, list[tuple[Any, ...]]] = {}
     literals: list[Any] = []
@@ -174,6 +178,14 @@ def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
                               f"{', '.join(p.name for p in ins.params) or 'none'})",
                               op=op.name, loc=op.loc)
         params[key] = bridge.attr_value(a)
+    if any(p.name == "result_type" for p in ins.params) and op.results:
+        # (an op whose result's type is not a function of its operands: vbitcast, plds)
+        params["result_type"] = value_spec(op.results[0].type)
+    if any(p.name == "post_update" for p in ins.params):
+        # (the post-update form: the op binds its optional updated pointer, and so accesses
+        # the base itself, micro-isa/04 and 03)
+        params["post_update"] = len(op.results) > sum(1 for r in ins.results
+                                                      if not r.optional)
     free = [p for p in ins.params if p.name not in params]
     if len(literals) > len(free):
         raise VerifyError(f"{len(literals)} literal(s) for {len(free)} parameter(s)",

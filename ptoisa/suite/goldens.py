@@ -337,15 +337,33 @@ def do_vpto(d: Path, root: Path) -> list[FileResult]:
 
 
 class VptoHost:
-    """What a vpto case's host code does: the kernel its launcher calls, and per pointer
-    argument (in order) the buffer's bytes, the file read into it and the file it is
-    written back to (None: none)."""
+    """What a vpto case's host code does: the kernel its launcher calls on how many blocks,
+    the device buffers ``main.cpp`` passes (bytes, the file read into it, the file it is
+    written back to and how many bytes: None where it does not), and which buffer each of
+    the kernel's pointer arguments is (``launch.cpp`` may pass one buffer several times)."""
 
-    def __init__(self, kernel: str, args: list[tuple[int | None, str | None, str | None]],
-                 blocks: int) -> None:
+    def __init__(self, kernel: str, blocks: int,
+                 buffers: list[tuple[int | None, str | None, str | None, str | None]],
+                 args: list[int], consts: dict[str, str], reads: dict[str, str]) -> None:
         self.kernel = kernel
-        self.args = args
         self.blocks = blocks
+        self.buffers = buffers  # (bytes, file read, file written, its size expression)
+        self.args = args
+        self.consts = consts
+        #: size variables ``ReadFile(path, var, ...)`` sets to the file's size (a reference)
+        self.reads = reads
+
+    def written_bytes(self, expr: str | None, tmp: Path) -> int | None:
+        """The bytes ``WriteFile`` writes: its size expression, where a variable a
+        ``ReadFile`` set holds that file's size."""
+        if expr is None:
+            return None
+        consts = dict(self.consts)
+        for var, path in self.reads.items():
+            f = tmp / path
+            if f.is_file():
+                consts[var] = str(f.stat().st_size)
+        return _eval_size(expr, consts)
 
 
 def vpto_host(d: Path) -> VptoHost:
@@ -355,27 +373,33 @@ def vpto_host(d: Path) -> VptoHost:
         launch = _strip_comments((d / "launch.cpp").read_text())
     except OSError as e:
         raise PtoError(f"cannot read the host code: {e}") from None
-    m = re.search(r"(\w+)\s*<<<\s*(\w+)\s*,", launch)
-    if m is None:
-        raise PtoError("launch.cpp launches no kernel (no '<<<')")
-    kernel, n = m.group(1), m.group(2)
-    calls = [c for c in re.finditer(r"(?<![\w*])(Launch\w*)\s*\(([^;{}]*)\)\s*;", main)
-             if not re.search(r"\bvoid\b", main[max(0, c.start() - 40):c.start()])]
-    calls = [c for c in calls if "*" not in c.group(2)]
+    fm = re.search(r"void\s+(Launch\w*)\s*\(([^)]*)\)\s*\{", launch)
+    km = re.search(r"(\w+)\s*<<<\s*(\w+)\s*,[^>]*>>>\s*\(([^;]*)\)\s*;", launch)
+    if fm is None or km is None:
+        raise PtoError("launch.cpp has no launcher calling a kernel with '<<<...>>>'")
+    launcher = fm.group(1)
+    lparams = [re.findall(r"\w+", p)[-1] for p in fm.group(2).split(",") if p.strip()]
+    kargs = []
+    for a in km.group(3).split(","):
+        a = re.sub(r"\([^()]*\)", "", a).strip()  # the casts
+        if a not in lparams:
+            raise PtoError(f"launch.cpp passes '{a}' to the kernel (a launcher parameter "
+                           "expected)")
+        kargs.append(lparams.index(a))
+    calls = [c for c in re.finditer(re.escape(launcher) + r"\s*\(([^;{}]*)\)\s*;", main)
+             if not re.search(r"\bvoid\s*$", main[max(0, c.start() - 20):c.start()])]
     if len(calls) != 1:
-        raise PtoError(f"main.cpp calls {len(calls)} launchers (one expected)")
-    names = [a.strip() for a in calls[0].group(2).split(",") if a.strip()]
-    names = [a for a in names if a != "stream"]
+        raise PtoError(f"main.cpp calls {launcher} {len(calls)} times (once expected)")
+    passed = [re.sub(r"\([^()]*\)", "", a).strip().lstrip("&")
+              for a in calls[0].group(1).split(",") if a.strip()]
     consts = _constants(main)
-    args = []
-    for dev in names:
-        dev = re.sub(r"^\(.*\)\s*", "", dev).lstrip("&")
-        size = None
+    buffers = []
+    for dev in passed:
+        size = src = dst = dst_size = None
         mm = re.search(r"aclrtMalloc\s*\(\s*\(void\s*\*\*\)\s*&" + re.escape(dev)
                        + r"\s*,\s*([^,]+),", main)
         if mm is not None:
             size = _eval_size(mm.group(1), consts)
-        src = dst = None
         h2d = re.search(r"aclrtMemcpy\s*\(\s*" + re.escape(dev) + r"\s*,[^,]+,\s*(\w+)\s*,"
                         r"[^;]*HOST_TO_DEVICE", main)
         if h2d is not None:
@@ -386,10 +410,17 @@ def vpto_host(d: Path) -> VptoHost:
                         r"\s*,[^;]*DEVICE_TO_HOST", main)
         if d2h is not None:
             wf = re.search(r'WriteFile\s*\(\s*"([^"]+)"\s*,\s*' + re.escape(d2h.group(1))
-                           + r"\b", main)
-            dst = wf.group(1) if wf else None
-        args.append((size, src, dst))
-    return VptoHost(kernel, args, int(n) if n.isdigit() else 1)
+                           + r"\s*,\s*([^)]+)\)", main)
+            if wf is not None:
+                dst, dst_size = wf.group(1), wf.group(2)
+        buffers.append((size, src, dst, dst_size))
+    if any(k >= len(buffers) for k in kargs):
+        raise PtoError(f"main.cpp passes {len(buffers)} buffers to {launcher}, which uses "
+                       f"parameter {max(kargs) + 1}")
+    n = km.group(2)
+    reads = {m.group(2): m.group(1)
+             for m in re.finditer(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*(\w+)\s*,', main)}
+    return VptoHost(km.group(1), int(n) if n.isdigit() else 1, buffers, kargs, consts, reads)
 
 
 def _strip_comments(text: str) -> str:
@@ -460,12 +491,15 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: str, kernel: str, host: Vpt
     fn = prog.compiler(target).function(kernel)
     params = list(fn.op.regions[0].block.args)
     if len(params) != len(host.args) or any(not isinstance(a.type, T.PtrType) for a in params):
-        notes.append(f"not run: main.cpp passes {len(host.args)} buffers to @{kernel}, which "
-                     f"takes {len(params)} arguments (pointers only are run)")
+        notes.append(f"not run: launch.cpp passes {len(host.args)} pointers to @{kernel}, "
+                     f"which takes {len(params)} arguments (pointers only are run)")
         return None
-    arrays = []
-    for a, (size, src, _dst) in zip(params, host.args, strict=True):
-        dt = bridge.elem_dtype(a.type.dtype).np
+    bufs: list[np.ndarray | None] = []
+    used = set(host.args)  # (the launcher's other parameters: the stream)
+    for k, (size, src, _dst, _n) in enumerate(host.buffers):
+        if k not in used:
+            bufs.append(None)
+            continue
         raw = b""
         if src is not None:
             try:
@@ -474,19 +508,26 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: str, kernel: str, host: Vpt
                 notes.append(f"not run: golden.py wrote no {src}")
                 return None
         n = max(size or 0, len(raw))
-        if n == 0 or n % np.dtype(dt).itemsize:
-            notes.append(f"not run: cannot size the buffer of {a.name} ({n} bytes)")
+        if n == 0:
+            notes.append(f"not run: cannot size buffer {k} of main.cpp")
             return None
         buf = np.zeros(n, np.uint8)
         buf[:len(raw)] = np.frombuffer(raw, np.uint8)
-        arrays.append(buf.view(dt))
+        bufs.append(buf)
+    arrays = []
+    for a, k in zip(params, host.args, strict=True):
+        dt = np.dtype(bridge.elem_dtype(a.type.dtype).np)
+        b = bufs[k]
+        assert b is not None
+        arrays.append(b[:b.size // dt.itemsize * dt.itemsize].view(dt))
     try:
         prog.run(kernel, *arrays, blocks=host.blocks, target=target)
     except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
         return work._run_outcome(e, where)
-    for arr, (size, _src, dst) in zip(arrays, host.args, strict=True):
-        if dst is not None:
-            (tmp / dst).write_bytes(arr.view(np.uint8)[:size or arr.nbytes].tobytes())
+    for buf, (_size, _src, dst, expr) in zip(bufs, host.buffers, strict=True):
+        if dst is not None and buf is not None:
+            n = host.written_bytes(expr, tmp)
+            (tmp / dst).write_bytes(buf[:n if n is not None else buf.size].tobytes())
     env = script_env()
     env["COMPARE_STRICT"] = "1"
     try:

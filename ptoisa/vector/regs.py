@@ -6,7 +6,8 @@ the align carrier and pointers into the machine's buffers (vpto-spec.md "Special
 * :class:`Mask` - a 256-bit predicate register, one bit per byte of a vector register
   (``!pto.mask<b8|b16|b32>``). The granularity is how many bytes form one logical lane
   (1, 2, 4: 256, 128, 64 lanes); the bits are kept per byte, so one register read under
-  another granularity sees the same bits (a lane is active when the bit of its first byte is).
+  another granularity sees the same bits (a lane is active when the bit of its first byte
+  is; ops making a ``b32`` mask set that bit only).
 * :class:`Align` - the align carrier of unaligned loads and stores (``!pto.align``).
 * :class:`Ptr` - an on-chip pointer (``!pto.ptr<T, ub>``): buffer, byte address, element
   type. It addresses the machine's byte buffers (``Machine.region``), the same bytes placed
@@ -130,10 +131,13 @@ class Mask:
 
     @classmethod
     def of_lanes(cls, active: np.ndarray, gran: str) -> Mask:
-        """The register whose lanes of granularity ``gran`` are ``active`` (every bit of an
-        active lane set)."""
+        """The register whose lanes of granularity ``gran`` are ``active``: the bit of each
+        lane's first byte (a b32 lane is bit 4i, its other three bits clear: the packed image
+        ``pto.psts`` stores, as upstream's vaddc golden packs a b32 carry)."""
         step = GRANULARITY[gran]
-        return cls(np.repeat(np.asarray(active, np.bool_), step), gran)
+        bits = np.zeros(VREG_BYTES, np.bool_)
+        bits[::step] = active
+        return cls(bits, gran)
 
     def __repr__(self) -> str:
         return f"Mask({self.gran}: {int(self.lanes().sum())} of {VREG_BYTES // self.step})"
@@ -178,15 +182,16 @@ class Ptr:
 def buffer_bytes(m: Any, space: str, addr: int, nbytes: int, what: str) -> np.ndarray:
     """Bytes [addr, addr + nbytes) of the machine's ``space`` buffer (uint8, a view; unwritten
     bytes hold the poison pattern), after the tiles that still owe those bytes their values
-    (lazy or deferred: ``ptoisa/tile.py``) have written them. ExecutionError outside it."""
+    (lazy or deferred: ``ptoisa/tile.py``) have written them. ExecutionError outside it
+    (``what`` names the access in it: "the loaded")."""
     buf = SPACES.get(space)
     if buf is None:
-        raise ExecutionError(f"{what}: pointers into '{space}' are not on-chip buffers")
+        raise ExecutionError(f"pointers into '{space}' are not on-chip buffers ({what})")
     cap = m.target.buffer_size(buf)
     if cap <= 0:
-        raise ExecutionError(f"{what}: target {m.target.name} has no {buf} buffer")
+        raise ExecutionError(f"target {m.target.name} has no {buf} buffer ({what})")
     if addr < 0 or addr + nbytes > cap:
-        raise ExecutionError(f"{what}: bytes [{addr:#x}, {addr + nbytes:#x}) leave the {buf} "
+        raise ExecutionError(f"{what} bytes [{addr:#x}, {addr + nbytes:#x}) leave the {buf} "
                              f"buffer of {m.target.name} ({cap} bytes)")
     if m.lanes > 1:
         from ..lanes import BlockDivergence
@@ -221,9 +226,10 @@ def vreg_spec(text: str) -> VRegSpec | None:
         dt = D.dtype(name)
     except Exception:  # noqa: BLE001 - an element type without a numpy type
         raise PtoError(f"{text}: element type {name} is not supported") from None
-    if dt.storage_bytes(n) != VREG_BYTES:
-        raise PtoError(f"{text}: {n} lanes of {dt.name} are {dt.storage_bytes(n)} bytes, a vector "
-                       f"register holds {VREG_BYTES}")
+    # (a lane of a packed 4-bit type, f4E2M1x2, is the byte holding two values)
+    if n * dt.itemsize != VREG_BYTES:
+        raise PtoError(f"{text}: {n} lanes of {dt.name} are {n * dt.itemsize} bytes, a "
+                       f"vector register holds {VREG_BYTES}")
     return VRegSpec(n, dt)
 
 

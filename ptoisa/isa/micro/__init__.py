@@ -7,9 +7,12 @@ The family is this package; importing it declares every entry."""
 
 from . import (  # noqa: F401 - declare the instructions
     binary,
+    conversion,
     dma,
     load_store,
+    materialize,
     predicate,
+    predicate_ls,
     unary,
     vec_scalar,
 )

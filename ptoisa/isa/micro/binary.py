@@ -13,17 +13,20 @@ import numpy as np
 from ...enums import Pipe
 from ...vector.regs import Mask, VReg
 from ..registry import Instr, Opnd, instr
-from .common import active, elementwise, mask_fits, same_vreg, same_width, zeroing
+from .common import active, elementwise, mask_fits, on_bits, same_vreg, same_width, zeroing
 
 _OPS = (Opnd("lhs", "vreg"), Opnd("rhs", "vreg"), Opnd("mask", "mask"))
 _RES = (Opnd("result", "vreg"),)
 
 
-def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, shift: bool = False) -> Instr:
+def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, shift: bool = False,
+            bitwise: bool = False) -> Instr:
     static = (same_vreg("lhs", "result"), mask_fits("lhs"),
               same_width("lhs", "rhs") if shift else same_vreg("lhs", "rhs"))
 
     def impl(m: Any, lhs: VReg, rhs: VReg, mask: Mask) -> VReg:
+        if bitwise:  # on the lanes' bits, whatever their type
+            return zeroing(on_bits(fn, lhs.data, rhs.data), mask)
         return zeroing(elementwise(fn, lhs.dtype, lhs.data, rhs.data), mask)
 
     impl.__doc__ = doc
@@ -56,12 +59,12 @@ VMAX = _binary("VMAX", np.maximum,
                "result[i] = max(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.")
 VMIN = _binary("VMIN", np.minimum,
                "result[i] = min(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.")
-VAND = _binary("VAND", np.bitwise_and, "result[i] = lhs[i] & rhs[i] (integers) on active "
-               "lanes, 0 elsewhere.")
-VOR = _binary("VOR", np.bitwise_or, "result[i] = lhs[i] | rhs[i] (integers) on active lanes, "
-              "0 elsewhere.")
-VXOR = _binary("VXOR", np.bitwise_xor, "result[i] = lhs[i] ^ rhs[i] (integers) on active "
-               "lanes, 0 elsewhere.")
+VAND = _binary("VAND", np.bitwise_and, "result[i] = lhs[i] & rhs[i] on the lanes' bits (float "
+               "lanes too, as PTOAS accepts them) on active lanes, 0 elsewhere.", bitwise=True)
+VOR = _binary("VOR", np.bitwise_or, "result[i] = lhs[i] | rhs[i] on the lanes' bits (float "
+              "lanes too) on active lanes, 0 elsewhere.", bitwise=True)
+VXOR = _binary("VXOR", np.bitwise_xor, "result[i] = lhs[i] ^ rhs[i] on the lanes' bits (float "
+               "lanes too) on active lanes, 0 elsewhere.", bitwise=True)
 VSHL = _binary("VSHL", _shl, "result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere; "
                "rhs holds signed amounts of lhs's width, and an amount outside [0, width) "
                "gives 0.", shift=True)

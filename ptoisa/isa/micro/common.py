@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes as D
-from ...errors import ExecutionError
 from ...vector.regs import VREG_BYTES, Mask, MaskSpec, VReg, VRegSpec
 from ..registry import Sig, StaticRule
 
@@ -49,6 +48,13 @@ def elementwise(fn: Callable[..., np.ndarray], dt: D.DType, *args: np.ndarray) -
         return np.asarray(out).astype(dt.np, copy=False)
 
 
+def on_bits(fn: Callable[..., np.ndarray], *args: np.ndarray) -> np.ndarray:
+    """``fn`` over the lanes' bit patterns (unsigned integers of their width), viewed back
+    as the first operand's type."""
+    u = np.dtype(f"u{args[0].dtype.itemsize}")
+    return np.asarray(fn(*(a.view(u) for a in args))).astype(u, copy=False).view(args[0].dtype)
+
+
 def scalar_as(v: Any, dt: D.DType, what: str) -> Any:
     """A scalar operand as one element of type ``dt`` (integers wrap to its width)."""
     if dt.is_float:
@@ -58,10 +64,6 @@ def scalar_as(v: Any, dt: D.DType, what: str) -> Any:
     if dt.is_signed and iv >= 1 << (bits - 1):
         iv -= 1 << bits
     return dt.np.type(iv)
-
-
-def fail(name: str, msg: str) -> ExecutionError:
-    return ExecutionError(f"{name}: {msg}")
 
 
 # ---- static rules over register types ---------------------------------------------------------
@@ -98,5 +100,5 @@ def mask_fits(vreg: str, mask: str = "mask") -> StaticRule:
     return rule
 
 
-__all__ = ["active", "elementwise", "fail", "mask_fits", "same_vreg", "same_width",
+__all__ = ["active", "elementwise", "mask_fits", "on_bits", "same_vreg", "same_width",
            "scalar_as", "widened", "zeroing"]

@@ -33,23 +33,23 @@ def _rows(len_burst: int, nburst: tuple[Any, ...], loops: tuple[tuple[Any, ...],
     dst = np.zeros(1, np.int64)
     for g in groups:
         if len(g) != 3:
-            raise ExecutionError(f"{op}: a group takes (count, src_stride, dst_stride), got "
+            raise ExecutionError(f"a group takes (count, src_stride, dst_stride), got "
                                  f"{len(g)} value(s)")
         count, ss, ds = g
         if count < 0:
-            raise ExecutionError(f"{op}: negative count {count}")
+            raise ExecutionError(f"negative count {count}")
         steps = np.arange(count, dtype=np.int64)
         # the new group is outer: its step varies slowest
         src = (steps[:, None] * ss + src[None, :]).reshape(-1)
         dst = (steps[:, None] * ds + dst[None, :]).reshape(-1)
     if len_burst < 0:
-        raise ExecutionError(f"{op}: negative len_burst {len_burst}")
+        raise ExecutionError(f"negative len_burst {len_burst}")
     return src, dst
 
 
 def _gm_bytes(p: Any, op: str, what: str) -> np.ndarray:
     if not isinstance(p, np.ndarray):
-        raise ExecutionError(f"{op}: the {what} must be a GM pointer, got {p!r}")
+        raise ExecutionError(f"the {what} must be a GM pointer, got {p!r}")
     return p.reshape(-1).view(np.uint8)
 
 
@@ -62,13 +62,13 @@ def _span(starts: np.ndarray, n: int) -> tuple[int, int]:
 def _check_gm(gm: np.ndarray, starts: np.ndarray, n: int, op: str, what: str) -> None:
     lo, hi = _span(starts, n)
     if lo < 0 or hi > gm.size:
-        raise ExecutionError(f"{op}: {what} bytes [{lo}, {hi}) from the GM pointer leave its "
+        raise ExecutionError(f"{what} bytes [{lo}, {hi}) from the GM pointer leave its "
                              f"argument ({gm.size} bytes from the pointer on)")
 
 
 def _ub_ptr(p: Any, op: str, what: str) -> Ptr:
     if not isinstance(p, Ptr) or p.space != "ub":
-        raise ExecutionError(f"{op}: the {what} must be a UB pointer, got {p!r}")
+        raise ExecutionError(f"the {what} must be a UB pointer, got {p!r}")
     return p
 
 
@@ -97,7 +97,7 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
     lo, hi = _span(dst, n + fill)
     if hi == lo:
         return
-    out = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, op)
+    out = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
     cols = np.arange(n, dtype=np.int64)
     out[(dst - lo)[:, None] + cols[None, :]] = gm[src[:, None] + cols[None, :]]
     if fill:
@@ -127,7 +127,7 @@ def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
     lo, hi = _span(src, n)
     if hi == lo:
         return
-    data = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, op)
+    data = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
     m.gm_barrier(gm_dst)  # tiles still reading these GM bytes lazily take their copy first
     cols = np.arange(n, dtype=np.int64)
     gm[dst[:, None] + cols[None, :]] = data[(src - lo)[:, None] + cols[None, :]]

@@ -25,7 +25,7 @@ _WIDTH = {"B8": 1, "B16": 2, "B32": 4}
 
 def _ub(p: Any, op: str) -> Ptr:
     if not isinstance(p, Ptr) or p.space != "ub":
-        raise ExecutionError(f"{op}: the pointer must be a UB pointer (!pto.ptr<T, ub>), got "
+        raise ExecutionError(f"the pointer must be a UB pointer (!pto.ptr<T, ub>), got "
                              f"{p!r}")
     return p
 
@@ -38,7 +38,7 @@ def _not_run(op: str, dist: str) -> ExecutionError:
 def _width_rule(dist: str, itemsize: int, op: str) -> None:
     w = dist.rsplit("_", 1)[-1]
     if w in _WIDTH and _WIDTH[w] != itemsize:
-        raise ExecutionError(f"{op}: dist {dist} is for {8 * _WIDTH[w]}-bit elements, the "
+        raise ExecutionError(f"dist {dist} is for {8 * _WIDTH[w]}-bit elements, the "
                              f"register holds {8 * itemsize}-bit ones")
 
 
@@ -51,31 +51,32 @@ def _ptr_elems(sig: Sig) -> None:
 
 @instr("VLDS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("source", "ptr"), Opnd("offset", "scalar", optional=True)),
-       params=(Param("dist", "NORM"),),
+       params=(Param("dist", "NORM"), Param("post_update", False)),
        results=(Opnd("result", "vreg"), Opnd("updated_base", "ptr", optional=True)),
        dtype_key=("source",), static=(_ptr_elems,))
-def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM") -> tuple[VReg, Ptr]:
+def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
+         post_update: bool = False) -> tuple[VReg, Ptr]:
     """result = the register loaded from UB at source + offset elements by the distribution
     (``NORM``: 256 contiguous bytes; ``BRC_B*``: one element to every lane; ``US_B*``: 128
-    bytes, each element twice; ``DS_B*``: 512 bytes, every second element); updated_base =
-    source + offset (the post-update form)."""
+    bytes, each element twice; ``DS_B*``: 512 bytes, every second element). The post-update
+    form loads at source itself and returns updated_base = source + offset."""
     p = _ub(source, "vlds")
     dt = p.dtype
     off = 0 if offset is None else int(offset)
-    at = p.addr + off * dt.itemsize
+    at = p.addr + (0 if post_update else off * dt.itemsize)
     n = VREG_BYTES // dt.itemsize
     dist = str(dist)
     _width_rule(dist, dt.itemsize, "vlds")
     if dist == "NORM":
-        data = buffer_bytes(m, "ub", at, VREG_BYTES, "vlds").view(dt.np).copy()
+        data = buffer_bytes(m, "ub", at, VREG_BYTES, "the loaded").view(dt.np).copy()
     elif dist.startswith("BRC_") and dist != "BRC_BLK":
-        one = buffer_bytes(m, "ub", at, dt.itemsize, "vlds").view(dt.np)
+        one = buffer_bytes(m, "ub", at, dt.itemsize, "the loaded").view(dt.np)
         data = np.full(n, one[0], dt.np)
     elif dist.startswith("US_"):
-        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "vlds").view(dt.np)
+        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "the loaded").view(dt.np)
         data = np.repeat(half, 2)
     elif dist.startswith("DS_"):
-        data = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "vlds").view(dt.np)[::2].copy()
+        data = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "the loaded").view(dt.np)[::2].copy()
     else:
         raise _not_run("vlds", dist)
     return VReg(data), p.plus(off)
@@ -84,29 +85,30 @@ def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM") -> tupl
 @instr("VSTS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "vreg"), Opnd("dest", "ptr"),
                  Opnd("offset", "scalar", optional=True), Opnd("mask", "mask", optional=True)),
-       params=(Param("dist", ""),),
+       params=(Param("dist", ""), Param("post_update", False)),
        results=(Opnd("updated_dest", "ptr", optional=True),), dtype_key=("value",))
 def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None = None, *,
-         dist: str = "") -> Ptr:
+         dist: str = "", post_update: bool = False) -> Ptr:
     """UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
     inactive lanes' bytes are left as they are); ``1PT_B*`` writes element 0 only, whatever
-    the mask. updated_dest = dest + offset (the post-update form)."""
+    the mask. The post-update form stores at dest itself and returns updated_dest = dest +
+    offset."""
     p = _ub(dest, "vsts")
     data = value.data
     isz = data.dtype.itemsize
     off = 0 if offset is None else int(offset)
-    at = p.addr + off * p.dtype.itemsize
+    at = p.addr + (0 if post_update else off * p.dtype.itemsize)
     dist = str(dist) or f"NORM_B{8 * isz}"
     _width_rule(dist, isz, "vsts")
     if dist.startswith("NORM"):
-        out = buffer_bytes(m, "ub", at, data.nbytes, "vsts").view(data.dtype)
+        out = buffer_bytes(m, "ub", at, data.nbytes, "the stored").view(data.dtype)
         if mask is None:
             out[:] = data
         else:
             on = active(mask, data.size)
             out[on] = data[on]
     elif dist.startswith("1PT_"):
-        buffer_bytes(m, "ub", at, isz, "vsts").view(data.dtype)[0] = data[0]
+        buffer_bytes(m, "ub", at, isz, "the stored").view(data.dtype)[0] = data[0]
     else:
         raise _not_run("vsts", dist)
     return p.plus(off)

@@ -32,7 +32,7 @@ def pattern_lanes(pattern: str, n: int, op: str) -> np.ndarray:
     if pattern in ("PAT_H", "PAT_Q", "PAT_M3", "PAT_M4"):
         raise ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with "
                              f"pattern {pattern} (the page does not say which lanes it sets)")
-    raise ExecutionError(f"{op}: unknown pattern token {pattern!r} (PAT_ALL, PAT_ALLF, "
+    raise ExecutionError(f"unknown pattern token {pattern!r} (PAT_ALL, PAT_ALLF, "
                          "PAT_VL1..PAT_VL128, PAT_H, PAT_Q, PAT_M3, PAT_M4)")
 
 

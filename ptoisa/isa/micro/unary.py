@@ -14,11 +14,13 @@ import numpy as np
 from ...enums import Pipe
 from ...vector.regs import Mask, VReg
 from ..registry import Instr, Opnd, instr
-from .common import elementwise, mask_fits, same_vreg, zeroing
+from .common import elementwise, mask_fits, on_bits, same_vreg, zeroing
 
 
-def _unary(name: str, fn: Callable[[Any], Any], doc: str) -> Instr:
+def _unary(name: str, fn: Callable[[Any], Any], doc: str, bitwise: bool = False) -> Instr:
     def impl(m: Any, input: VReg, mask: Mask) -> VReg:  # noqa: A002 - the page's name
+        if bitwise:
+            return zeroing(on_bits(fn, input.data), mask)
         return zeroing(elementwise(fn, input.dtype, input.data), mask)
 
     impl.__doc__ = doc
@@ -42,5 +44,5 @@ VLN = _unary("VLN", np.log, "result[i] = ln(input[i]) on active lanes (NaN below
 VSQRT = _unary("VSQRT", np.sqrt, "result[i] = sqrt(input[i]) on active lanes (NaN below 0), "
                "0 elsewhere.")
 VRELU = _unary("VRELU", _relu, "result[i] = max(input[i], 0) on active lanes, 0 elsewhere.")
-VNOT = _unary("VNOT", np.invert, "result[i] = ~input[i] (integers) on active lanes, 0 "
-              "elsewhere.")
+VNOT = _unary("VNOT", np.invert, "result[i] = ~input[i] on the lanes' bits on active lanes, 0 "
+              "elsewhere.", bitwise=True)
