@@ -65,8 +65,8 @@ def _elem(t: T.Type, op: Op, what: str) -> D.DType:
 
 def _on_chip(op: Op, t: T.Type) -> Step:
     """The step of an op on an on-chip pointer: refused by name when it runs."""
-    msg = (f"operation '{op.name}' on {t}: pointers into on-chip buffers need the vector "
-           "micro-ISA (VPTO), which ptoisa does not execute yet (GM pointers are executed)")
+    msg = (f"operation '{op.name}' cannot be executed by ptoisa yet on {t} (on-chip pointers "
+           "are executed by castptr, addptr and the micro-ops; GM pointers by every op)")
     loc = op.loc
 
     def step(env: Env) -> None:
