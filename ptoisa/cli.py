@@ -479,7 +479,7 @@ def _cmd_ops(ns: argparse.Namespace) -> int:
             raise PtoError(f"cannot write {ns.markdown}: {e.strerror or e}") from None
         print(f"wrote {len(files)} pages to {ns.markdown} (index: README.md)")
         return 0
-    rows = support_matrix(ns.target)
+    rows = support_matrix(ns.target, ns.dialect)
     if ns.json:
         import json
 
@@ -513,6 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", choices=TARGETS, default=None,
                    help="one target (default: all of them)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    o.add_argument("--dialect", choices=("tile", "vpto"), default=None,
+                   help="only the tile instructions or the vector micro-ops (default: both)")
     o.add_argument("--markdown", metavar="DIR",
                    help="write the instruction reference: one page per instruction and an "
                         "index by family, DIR/README.md (as docs/reference/)")

@@ -23,6 +23,7 @@ from ..ir import types as T
 from ..ir.core import Module
 from ..targets import DEFAULT_TARGET
 from . import bridge
+from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
 from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
 from . import sections as _sections

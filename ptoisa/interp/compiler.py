@@ -255,6 +255,9 @@ class CompiledFunc:
             h = _HANDLERS.get(name)
             if h is not None:
                 return h(self, op)
+            ins = bridge.instr_of(name)
+            if ins is not None and ins.dialect != "tile":
+                return _BINDERS[ins.dialect](self, op, ins)
             b = bridge.check_op(op, self.c.target, self.c.permissive)
             if b is not None:
                 return self.instr_step(op, b)
@@ -362,6 +365,12 @@ class CompiledFunc:
 
 # ---- handlers ----------------------------------------------------------------------------------
 
+#: dialect of a registry entry -> how its ops bind (``vpto``: interp/micro.py)
+_BINDERS: dict[str, Callable[[CompiledFunc, Op, Instr], Step]] = {}
+
+
+def dialect_binder(dialect: str, fn: Callable[[CompiledFunc, Op, Instr], Step]) -> None:
+    _BINDERS[dialect] = fn
 def _literal(op: Op) -> Any:
     for p in op.syntax:
         if p.kind == "a":

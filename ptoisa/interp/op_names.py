@@ -80,6 +80,9 @@ NO_EFFECT: dict[str, str] = {
     "pto.get_buf_dyn": "pto.get_buf with a dynamic buffer id",
     "pto.rls_buf_dyn": "pto.rls_buf with a dynamic buffer id",
     "pto.auto_sync_tail_hint": "a hint to PTOAS's automatic synchronisation pass",
+    "pto.mem_bar": "a UB memory fence between the vector core's loads and stores; ptoisa "
+                   "runs a core's micro-ops in program order, so the order it enforces "
+                   "already holds",
     "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
 }
 

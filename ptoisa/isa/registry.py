@@ -35,6 +35,7 @@ from ..memory import Machine, current
 from ..targets import Target, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
+from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec
 from .signature import signature
 from .spelling import Attr, Form, Ptoas
 
@@ -44,7 +45,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Opnd:
-    """One operand: ``kind`` is 'tile', 'gm', 'tile|gm' or 'scalar'; ``role`` in/out/inout/
+    """One operand: ``kind`` is 'tile', 'gm', 'tile|gm' or 'scalar' (tile instructions),
+    'vreg', 'mask', 'align', 'ptr' (an on-chip :class:`~ptoisa.vector.regs.Ptr` or a GM
+    pointer array) or 'group' (a tuple of scalars: a keyword group such as ``nburst(...)``;
+    a group that may repeat is a tuple of such tuples) for micro-ops; ``role`` in/out/inout/
     scratch. Optional operands may be omitted (``None``)."""
 
     name: str
@@ -187,6 +191,11 @@ class Instr:
     #: the documented valid-region equalities of its sources with dst (isa/valid_region.py):
     #: their run-time rules join ``runtime`` / ``runtime_for`` when the entry is declared
     same_valid: SameValid | None = None
+    #: the ISA level: ``"tile"`` (tile instructions), ``"vpto"`` (vector micro-ops), ``"vmi"``
+    dialect: str = "tile"
+    #: the SSA results the semantics return (a micro-op's registers: one value, or a tuple
+    #: in this order); an entry with results returns them, not an Event
+    results: tuple[Opnd, ...] = ()
     _n_required: int = field(default=0, init=False)
     #: positions of the operands the instruction writes (out, inout, scratch)
     _written: tuple[int, ...] = field(default=(), init=False)
@@ -520,6 +529,8 @@ class Instr:
         full.update(params or {})
         sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full,
                   permissive)
+        for o in self.results:  # (a micro-op's result types, where the program states them)
+            sig.types[o.name] = types.get(o.name)
         check_legality(sig)
         for r in self.on(tgt).static:
             r(sig)
@@ -604,7 +615,7 @@ class InstrRecord:
 
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
-_SPEC_TYPES = frozenset({Tile, GlobalTensor})  # (subclasses: the isinstance below)
+_SPEC_TYPES = frozenset({Tile, GlobalTensor, VReg, Mask, Ptr, Align})  # (subclasses: below)
 
 
 #: scalar operands converted for plain forms: (value, its type, element type) -> value
@@ -671,18 +682,25 @@ def _check_kind(op: str, o: Opnd, v: Any) -> None:
         or (k == "tile|gm" and isinstance(v, (Tile, GlobalTensor)))
         or (k == "scalar" and isinstance(v, (bool, int, float, np.generic)))
         or (k == "enum" and isinstance(v, enum.Enum))
+        or (k == "vreg" and isinstance(v, VReg))
+        or (k == "mask" and isinstance(v, Mask))
+        or (k == "align" and isinstance(v, Align))
+        or (k == "ptr" and isinstance(v, (Ptr, np.ndarray)))
+        or (k == "group" and isinstance(v, tuple))
         or k == "any"
     )
     if not ok:
         want = {"tile": "a Tile", "gm": "a GlobalTensor", "tile|gm": "a Tile or GlobalTensor",
-                "scalar": "a number", "enum": "an enum value"}.get(k, k)
+                "scalar": "a number", "enum": "an enum value", "vreg": "a VReg",
+                "mask": "a Mask", "align": "an Align", "ptr": "a pointer",
+                "group": "a tuple"}.get(k, k)
         raise PtoError(f"operand '{o.name}' must be {want}, got {type(v).__name__}", op=op)
 
 
 # ---- legality -------------------------------------------------------------------------------
 
 def elem_type(t: Any) -> DType | None:
-    if isinstance(t, (TileSpec, GMSpec)):
+    if isinstance(t, (TileSpec, GMSpec, VRegSpec, PtrSpec)):
         return t.dtype
     if isinstance(t, DType):
         return t
@@ -858,6 +876,8 @@ def instr(
     access_roles: dict[str, str | Callable[[list[Any]], str]] | None = None,
     sync: str | None = None,
     same_valid: SameValid | None = None,
+    dialect: str = "tile",
+    results: Iterable[Opnd] = (),
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -865,7 +885,8 @@ def instr(
     it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only; a key that
     names no known target raises here. A rule that holds on every target but some is
     :func:`except_on` among the common ones. ``same_valid`` adds the valid-region rules it
-    states (after the other run-time rules)."""
+    states (after the other run-time rules). A micro-op says ``dialect="vpto"`` and declares
+    the registers it returns as ``results`` (its semantics return them)."""
 
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
@@ -903,8 +924,10 @@ def instr(
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
             pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
             access=access, view_offset=view_offset, access_roles=dict(access_roles or {}),
-            sync=sync, same_valid=same_valid,
+            sync=sync, same_valid=same_valid, dialect=dialect, results=tuple(results),
         )
+        if ins.results:
+            ins.returns_event = False
         names = {o.name for o in opnds}
         unknown = sorted(set(ins.access_roles) - names)
         if unknown:
