@@ -232,7 +232,8 @@ def _place(d: Any, roots: list[np.ndarray], cache: dict[Any, np.ndarray]) -> np.
     return a
 
 
-def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int]) -> Plan:
+def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
+          consts: set[int]) -> Plan:
     """The plan of a recorded launch (raises _NotPlannable for what it cannot rebind)."""
     spans = [_span(r) for r in roots]
     descs: dict[int, Any] = {}
@@ -282,8 +283,8 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int]) 
         if isinstance(v, tuple):
             return tuple(value(x) for x in v)
         if isinstance(v, np.ndarray):
-            if isinstance(v, Lanes):
-                return v
+            if isinstance(v, Lanes) or id(v) in consts:
+                return v  # (block indices; a dense arith.constant, made when compiled)
             raise _NotPlannable("an array operand")
         if isinstance(v, enum.Enum):
             return v
@@ -374,6 +375,8 @@ class Plans:
 
     def __init__(self) -> None:
         self.by_key: dict[Any, Plan | None] = {}
+        #: why a signature has no plan (by_key holds None for it)
+        self.refused: dict[Any, str] = {}
         self.stats = PlanStats()
         self.why_not: str | None | bool = False  # False: not asked yet
 
@@ -408,7 +411,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         plan.run(roots)
         return ()
     if key in ps.by_key and plan is None:
-        return _interpret(st, "this signature could not be planned", invoke)
+        return _interpret(st, ps.refused.get(key, "not planned"), invoke)
     # record: the interpreter runs the launch, watched by the recorder
     rec = _Recorder()
     m.observers.append(rec)
@@ -416,22 +419,27 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         out = invoke()
     except BlockDivergence:
         ps.by_key[key] = None  # (the launch runs its blocks one by one)
+        ps.refused[key] = "control flow differs by block"
         raise
     finally:
         m.observers.remove(rec)
     if out:
         ps.by_key[key] = None
-        st.why = "the function returns values"
+        st.why = ps.refused[key] = "the function returns values"
+        st.interpreted += 1
         return out
-    tiles = {id(t) for f in fn.c.funcs.values() for t in f.tiles}
+    funcs = fn.c.funcs.values()
+    tiles = {id(t) for f in funcs for t in f.tiles}
+    consts = {id(v) for f in funcs for v in f.consts.values() if isinstance(v, np.ndarray)}
     try:
-        ps.by_key[key] = build(m, rec, roots, tiles)
+        ps.by_key[key] = build(m, rec, roots, tiles, consts)
         st.built += 1
     except _NotPlannable as e:
         ps.by_key[key] = None
-        st.why = str(e)
+        st.why = ps.refused[key] = str(e)
     while len(ps.by_key) > KEEP:
-        del ps.by_key[next(iter(ps.by_key))]
+        ps.refused.pop(old := next(iter(ps.by_key)), None)
+        del ps.by_key[old]
     st.interpreted += 1
     return out
 
