@@ -4,11 +4,13 @@ replayed as bound instruction calls.
 Real kernels loop over many small tiles, so per instruction Python dominates: the
 interpreter's scalar steps, loop control, GM views made again every iteration, and in
 ``Instr.run`` the decisions (observers, lockstep once-or-per-block, static rules, which rules
-apply on the target) that a kernel's **signature** already decides. A plan records, on the
-first launch with a signature, the tile instructions a launch executes, in order, with their
+apply on the target) that a kernel's **signature** already decides. A plan records, on a
+launch with a signature, the tile instructions a launch executes, in order, with their
 operands resolved (tiles, GM views, scalars, parameters), and keeps for each a call bound
 to what the signature decided; later launches with that signature check the guards and run
-the calls.
+the calls. (The first launch of a signature runs interpreted, unwatched, and the second
+records: recording takes the general path of every instruction, about twice an interpreted
+launch, which a signature launched once should not pay.)
 
 The signature: the function (of one compiled module, so one target and one setting of
 ``permissive``), the block count, every GM argument's element type, size and writability,
@@ -377,6 +379,8 @@ class Plans:
         self.by_key: dict[Any, Plan | None] = {}
         #: why a signature has no plan (by_key holds None for it)
         self.refused: dict[Any, str] = {}
+        #: signatures launched once, interpreted: the next launch records
+        self.seen: set[Any] = set()
         self.stats = PlanStats()
         self.why_not: str | None | bool = False  # False: not asked yet
 
@@ -412,6 +416,14 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         return ()
     if key in ps.by_key and plan is None:
         return _interpret(st, ps.refused.get(key, "not planned"), invoke)
+    if key not in ps.seen:
+        # a first launch runs as it always did: recording watches the instructions, which
+        # takes the general path (about twice an interpreted launch), worth it only for a
+        # signature launched again
+        if len(ps.seen) >= 4 * KEEP:
+            ps.seen.clear()
+        ps.seen.add(key)
+        return _interpret(st, "first launch of this signature", invoke)
     # record: the interpreter runs the launch, watched by the recorder
     rec = _Recorder()
     m.observers.append(rec)
