@@ -329,15 +329,14 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
     resolved semantics and rules, the lockstep decision (``once``), the run-time rules that
     read only valid regions (they passed for these regions). What depends on the run's state
     (lazily loaded tiles: the copy-on-write barriers, whether the plain or fast form takes
-    the use) is checked as ``Instr.run`` checks it."""
+    the use) is checked as ``Instr.run`` checks it. An entry's planned form (``Instr.plan``)
+    is its own call for the use, where it declares one."""
     on = ins._on.get(m.target) or ins.on(m.target)
     opname = ins.mnemonic
-    written = ins._written
     runtime = tuple(x for x in on.runtime if not getattr(x, "valid_regions_only", False))
     impl = on.impl
     fast = on.fast if once else None
     plain = ins.plain is not None and not params and m.lanes == 1 and on.plain is not None
-    try_plain = ins.try_plain
     dispatch = ins._dispatch
 
     def fail(e: PtoError) -> PtoError:
@@ -346,6 +345,18 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
             e.args = (e.render(),)
         return e.with_loc(loc) if loc is not None else e
 
+    planned = on.plan(ins, m, vals, params) if on.plan is not None and once else None
+    if planned is not None:
+        def own() -> None:
+            try:
+                if planned():
+                    return
+            except PtoError as e:
+                raise fail(e) from None
+            general()
+        general = _general(ins, m, vals, params, plain, fast, runtime, impl, fail)
+        return own
+
     if not once:
         def per_block() -> None:
             try:
@@ -353,6 +364,17 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
             except PtoError as e:
                 raise fail(e) from None
         return per_block
+
+    return _general(ins, m, vals, params, plain, fast, runtime, impl, fail)
+
+
+def _general(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], plain: bool,
+             fast: Any, runtime: tuple[Any, ...], impl: Callable[..., Any],
+             fail: Callable[[PtoError], PtoError]) -> Callable[[], None]:
+    """Instr.run's unobserved path for one use that runs once (one block, or all blocks
+    together), its decisions made."""
+    written = ins._written
+    try_plain = ins.try_plain
 
     def call() -> None:
         if plain and try_plain(m, vals, True):

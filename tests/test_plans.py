@@ -332,3 +332,24 @@ def test_scalar_arguments_are_part_of_the_signature() -> None:
         assert out.tobytes() == ref.tobytes()
     s = _stats(prog, "softmax")
     assert s.built == 2 and s.hits == 2, s
+
+
+def test_planned_flags_leave_the_interpreters_sync_log() -> None:
+    """SET_FLAG / WAIT_FLAG run in their planned form (Instr.plan): the machine's sync log
+    gets the records the interpreter writes, in order."""
+    from ptoisa import grid
+
+    prog = pto.load(ROOT / "examples" / "flash_softmax.pto")
+    fn = "flash_softmax_double"
+
+    def logged(on: bool) -> list[Any]:
+        args = _flash(0)
+        m = grid._launch_machine("a2a3", 1, {})  # the machine the launch reuses
+        grid._done(m)
+        start = len(m.sync_log or [])
+        prog.run(fn, *args, plans=on)
+        return list((m.sync_log or [])[start:])
+    ref = logged(False)
+    for _ in range(3):
+        assert logged(True) == ref
+    assert _stats(prog, fn).hits == 1 and len(ref) == 52
