@@ -98,12 +98,11 @@ _FIXED_OPS = frozenset({
 })
 
 
-def plannable(module: Any, name: str) -> str | None:
+def plannable(module: Any, name: str, handlers: dict[str, Any], no_effect: Any) -> str | None:
     """None when every op of function ``name`` and of the functions it calls is one a plan
     can replay (a tile instruction, or an op whose values the signature decides); else the
-    first op that is not, as the reason."""
-    from .interp.compiler import _HANDLERS, NO_EFFECT
-
+    first op that is not, as the reason. ``handlers``: the interpreter's op handlers (an op
+    without one binds to a registry entry), ``no_effect``: the ops that compile to nothing."""
     seen, todo = {name}, [name]
     while todo:
         f = module.lookup(todo.pop())
@@ -114,9 +113,9 @@ def plannable(module: Any, name: str) -> str | None:
             if n in ("func.call", "call") and op.callee and op.callee not in seen:
                 seen.add(op.callee)
                 todo.append(op.callee)
-            if n in _FIXED_OPS or n in NO_EFFECT or n.startswith("arith.") or n == "func.func":
+            if n in _FIXED_OPS or n in no_effect or n.startswith("arith.") or n == "func.func":
                 continue
-            h = _HANDLERS.get(n)
+            h = handlers.get(n)
             if h is None:
                 continue  # a tile instruction (bridge-bound), or refused when it runs
             if getattr(h, "instr_name", None) is not None:
@@ -408,16 +407,17 @@ class Plans:
 
 
 def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
-        module: Any) -> Any:
+        why_not: Callable[[], str | None]) -> Any:
     """Launch compiled function ``fn`` on ``ctx.machine`` with arguments ``bound``: replay
-    its plan for this signature, record one, or run ``invoke()`` (the interpreter)."""
+    its plan for this signature, record one, or run ``invoke()`` (the interpreter).
+    ``why_not()``: why the function cannot be planned (see :func:`plannable`), or None."""
     m: Machine = ctx.machine
     ps: Plans | None = fn.__dict__.get("_plans")
     if ps is None:
         ps = fn._plans = Plans()
     st = ps.stats
     if ps.why_not is False:
-        ps.why_not = plannable(module, fn.name)
+        ps.why_not = why_not()
     if ps.why_not is not None:
         return _interpret(st, str(ps.why_not), invoke)
     if m.observers:

@@ -30,7 +30,7 @@ from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / 
 from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
-from .compiler import CompiledFunc, Compiler, Context
+from .compiler import _HANDLERS, NO_EFFECT, CompiledFunc, Compiler, Context
 
 
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
@@ -325,8 +325,9 @@ class Program:
         def body(m: memory.Machine) -> tuple[Any, ...]:
             ctx = Context(m, m.block_idx, blocks)
             if use_plans:  # replay the launch's plan, or record one (ptoisa/plans.py)
-                return _plans.run(fn, ctx, bound, lambda: fn.invoke(ctx, bound),  # type: ignore[attr-defined,no-any-return]
-                                  self.module)
+                return _plans.run(  # type: ignore[no-any-return]
+                    fn, ctx, bound, lambda: fn.invoke(ctx, bound),  # type: ignore[attr-defined]
+                    lambda: _plans.plannable(self.module, fn.name, _HANDLERS, NO_EFFECT))
             return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
 
         out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
