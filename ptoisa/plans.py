@@ -53,6 +53,9 @@ __all__ = ["PlanStats", "enabled", "plannable"]
 
 #: how many signatures a function keeps plans for (the most recently recorded)
 KEEP = 8
+#: launches executing more instructions than this are not planned (a plan keeps a call per
+#: executed instruction: memory, and a long record is rarely launched again)
+MAX_STEPS = 100_000
 
 
 def enabled(setting: bool | None) -> bool:
@@ -160,8 +163,15 @@ class _Recorder:
     def __init__(self) -> None:
         self.steps: list[tuple[InstrRecord, list[Any], bool, list[Any]]] = []
         self.after_valid: list[list[Any]] = []
+        self.overflow = False
 
     def __call__(self, rec: InstrRecord) -> None:
+        if len(self.steps) >= MAX_STEPS:
+            if not self.overflow:
+                self.overflow = True
+                self.steps.clear()
+                self.after_valid.clear()
+            return
         ins = rec.instr
         m = rec.machine
         vals = list(rec.values)
@@ -170,6 +180,8 @@ class _Recorder:
         self.steps.append((rec, vals, once, pre))
 
     def after(self, rec: InstrRecord) -> None:
+        if self.overflow:
+            return
         self.after_valid.append([(t, t._vr, t._vc, t._whole) for t in _tiles(rec.values)])
 
 
@@ -291,6 +303,8 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
             return v
         raise _NotPlannable(f"an operand of type {type(v).__name__}")
 
+    if rec.overflow:
+        raise _NotPlannable(f"more than {MAX_STEPS} instructions")
     calls: list[Callable[[], None]] = []
     last: dict[int, tuple[Any, ...]] = {}  # tile id -> its valid region after its last use
     if len(rec.after_valid) != len(rec.steps):

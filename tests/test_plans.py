@@ -353,3 +353,14 @@ def test_planned_flags_leave_the_interpreters_sync_log() -> None:
     for _ in range(3):
         assert logged(True) == ref
     assert _stats(prog, fn).hits == 1 and len(ref) == 52
+
+
+def test_a_launch_too_long_to_plan_runs_interpreted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptoisa import plans
+
+    monkeypatch.setattr(plans, "MAX_STEPS", 10)
+    prog = pto.load(ROOT / "examples" / "flash_softmax.pto")
+    ref = _both_ways(prog, "flash_softmax_single", _flash(2))
+    s = _stats(prog, "flash_softmax_single")
+    assert s.built == 0 and s.hits == 0 and "more than 10" in s.why, s
+    assert ref[1].any()
