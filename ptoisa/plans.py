@@ -144,9 +144,11 @@ def _span(a: np.ndarray) -> tuple[int, int]:
     return p, p + a.nbytes
 
 
-def _disjoint(spans: list[tuple[int, int]]) -> bool:
-    s = sorted(x for x in spans if x[1] > x[0])
-    return all(a[1] <= b[0] for a, b in zip(s, s[1:], strict=False))
+def _overlap(roots: list[np.ndarray]) -> bool:
+    """May two of the launch's GM arrays share bytes? (Their bounds: arrays that interleave
+    without sharing count as overlapping, and the launch runs interpreted.)"""
+    return any(np.may_share_memory(roots[i], roots[j])
+               for i in range(1, len(roots)) for j in range(i))
 
 
 # ---- recording ------------------------------------------------------------------------------
@@ -440,8 +442,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         return _interpret(st, "blocks run one by one", invoke)
     roots = [v for (_k, t, _n), v in zip(fn.args, bound, strict=True)
              if isinstance(v, np.ndarray)]
-    spans = [_span(r) for r in roots]
-    if not _disjoint(spans):
+    if _overlap(roots):
         return _interpret(st, "GM arguments overlap", invoke)
     key = (m.lanes, tuple(_arg_key(v) for v in bound))
     plan = ps.by_key.get(key)
