@@ -362,8 +362,12 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
 
     planned = on.plan(ins, m, vals, params) if on.plan is not None and once else None
     if planned is not None:
+        written = ins._written
+
         def own() -> None:
             try:
+                if m._lazy and written:  # (as for fast forms: what it writes settles first)
+                    _settle_written(m, written, vals)
                 if planned():
                     return
             except PtoError as e:

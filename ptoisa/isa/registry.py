@@ -172,7 +172,8 @@ class Instr:
     #: with what the operands' identities, types and the parameters decide done once) and
     #: returns True, or False when the run's state does not allow it, having done nothing
     #: (the plan then calls the entry as Instr.run would); None: no such call for this use.
-    #: Asked once, when a launch is planned, under the conditions of ``fast``
+    #: Asked once, when a launch is planned, under the conditions of ``fast``; the call runs
+    #: after the copy-on-write settling of what the use writes (as ``fast``)
     plan: Callable[[Instr, Machine, list[Any], dict[str, Any]],
                    Callable[[], bool] | None] | None = None
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
