@@ -449,7 +449,10 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
     if _overlap(roots):
         return _interpret(st, "GM arguments overlap", invoke)
     key = (m.lanes, tuple(_arg_key(v) for v in bound))
-    plan = ps.by_key.get(key)
+    try:
+        plan = ps.by_key.get(key)
+    except TypeError:  # an argument value that is not hashable: no signature to key on
+        return _interpret(st, "an argument without a signature", invoke)
     if plan is not None and plan.machine is m:
         ps.by_key[key] = ps.by_key.pop(key)  # (most recently used last)
         st.hits += 1
