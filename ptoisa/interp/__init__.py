@@ -17,6 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from .. import grid, memory
+from .. import plans as _plans
 from ..arrays import Foreign, to_numpy, type_name, write_back
 from ..errors import ExecutionError, PtoError
 from ..ir import types as T
@@ -30,6 +31,7 @@ from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
 from .compiler import CompiledFunc, Compiler, Context
+from .op_names import _HANDLERS, NO_EFFECT
 from .verify import check_module, check_module_rules, entry_functions
 
 
@@ -106,10 +108,10 @@ class Kernel:
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
                  machine: memory.Machine | None = None, permissive: bool | None = None,
-                 cycles: bool = False, sanitize: Any = False) -> Any:
+                 cycles: bool = False, sanitize: Any = False, plans: bool | None = None) -> Any:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
                                 machine=machine, permissive=permissive, cycles=cycles,
-                                sanitize=sanitize)
+                                sanitize=sanitize, plans=plans)
 
     def __repr__(self) -> str:
         return f"<kernel @{self.name}>"
@@ -165,7 +167,7 @@ class Program:
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
             permissive: bool | None = None, cycles: bool = False,
-            sanitize: Any = False) -> Any:
+            sanitize: Any = False, plans: bool | None = None) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
         block index, in which case (lockstep="auto") they run one after another.
@@ -173,7 +175,10 @@ class Program:
         does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds.
         ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results).
         ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
-        a Sanitizer object was passed: then its ``report`` has them)."""
+        a Sanitizer object was passed: then its ``report`` has them).
+        ``plans``: replay the function's execution plan for this signature (ptoisa.plans;
+        None: on unless ``PTOISA_PLANS=0``); observed launches always run interpreted."""
+        use_plans = _plans.enabled(plans)
         sanitizing = sanitize is not False and sanitize is not None
         if sanitizing or cycles:
             with contextlib.ExitStack() as stack:
@@ -188,7 +193,8 @@ class Program:
 
                     model = stack.enter_context(_timing(
                         target or (machine.target.name if machine else self.target)))
-                out = self._launch(name, args, blocks, target, machine, lockstep, permissive)
+                out = self._launch(name, args, blocks, target, machine, lockstep, permissive,
+                                   use_plans)
             if sanitizing and session.report and session.strict:
                 raise SanitizerError(session.report)
             if not cycles:
@@ -196,11 +202,12 @@ class Program:
             rep = model.report()
             rep.outputs = out
             return rep
-        return self._launch(name, args, blocks, target, machine, lockstep, permissive)
+        return self._launch(name, args, blocks, target, machine, lockstep, permissive,
+                            use_plans)
 
     def _launch(self, name: str, args: tuple[Any, ...], blocks: int, target: str | None,
                 machine: memory.Machine | None, lockstep: bool | str,
-                permissive: bool | None) -> Any:
+                permissive: bool | None, use_plans: bool = False) -> Any:
         tgt = target or (machine.target.name if machine else self.target)
         if permissive is not None and not isinstance(permissive, bool):
             raise PtoError(f"permissive must be True or False, got {permissive!r}")
@@ -231,7 +238,8 @@ class Program:
             return ()
         comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            out = self._run(fn, bound, blocks, tgt, machine, lockstep, settings)
+            out = self._run(fn, bound, blocks, tgt, machine, lockstep, settings,
+                            use_plans and machine is None)
         write_back(foreign)
         return out
 
@@ -313,11 +321,16 @@ class Program:
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
              machine: memory.Machine | None, lockstep: bool | str,
-             settings: dict[str, Any]) -> tuple[Any, ...]:
+             settings: dict[str, Any], use_plans: bool = False) -> tuple[Any, ...]:
         comp = self.compiler(tgt, bool(settings))
 
         def body(m: memory.Machine) -> tuple[Any, ...]:
-            return fn.invoke(Context(m, m.block_idx, blocks, self.max_steps), bound)  # type: ignore[attr-defined,no-any-return]
+            ctx = Context(m, m.block_idx, blocks, self.max_steps)
+            if use_plans:  # replay the launch's plan, or record one (ptoisa/plans.py)
+                return _plans.run(  # type: ignore[no-any-return]
+                    fn, ctx, bound, lambda: fn.invoke(ctx, bound),  # type: ignore[attr-defined]
+                    lambda: _plans.plannable(self.module, fn.name, _HANDLERS, NO_EFFECT))
+            return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
 
         out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
                               settings=settings, machine=machine, fresh=comp.reset_tiles,

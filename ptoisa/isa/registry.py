@@ -173,6 +173,15 @@ class Instr:
     #: rules passed, and the target declares no semantics or run-time rules of its own (see
     #: :meth:`run`): it saves the steps of the general dispatch
     fast: Callable[[Instr, Machine, list[Any], dict[str, Any]], bool] | None = None
+    #: the instruction's planned form (ptoisa/plans.py): ``fn(instr, machine, values, params)``
+    #: -> a call that runs this use (its run-time rules and semantics, from the same helpers,
+    #: with what the operands' identities, types and the parameters decide done once) and
+    #: returns True, or False when the run's state does not allow it, having done nothing
+    #: (the plan then calls the entry as Instr.run would); None: no such call for this use.
+    #: Asked once, when a launch is planned, under the conditions of ``fast``; the call runs
+    #: after the copy-on-write settling of what the use writes (as ``fast``)
+    plan: Callable[[Instr, Machine, list[Any], dict[str, Any]],
+                   Callable[[], bool] | None] | None = None
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
@@ -239,9 +248,10 @@ class Instr:
                 r in common_runtime or getattr(r, "valid_regions_only", False)
                 for r in runtime) else None
             # the fast form restates every common run-time rule: none excepted, none added
-            fast = self.fast if impl is self.impl and runtime == _holding(self.runtime) \
-                else None
-            r = self._on[target] = Resolved(target, impl, static, runtime, plain, fast)
+            own = impl is self.impl and runtime == _holding(self.runtime)
+            fast = self.fast if own else None
+            r = self._on[target] = Resolved(target, impl, static, runtime, plain, fast,
+                                            self.plan if own else None)
         return r
 
     def pipe_on(self, values: list[Any]) -> Pipe:
@@ -560,12 +570,13 @@ def _or_common(over: Callable[..., Any], common: Callable[..., Any]) -> Callable
 class Resolved:
     """An instruction's semantics and rules on one target (see :meth:`Instr.on`)."""
 
-    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast")
+    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast", "plan")
 
     def __init__(self, target: Target, impl: Callable[..., Any],
                  static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...],
                  plain: Callable[..., Any] | None = None,
-                 fast: Callable[..., bool] | None = None) -> None:
+                 fast: Callable[..., bool] | None = None,
+                 plan: Callable[..., Any] | None = None) -> None:
         self.target = target
         self.impl = impl
         self.static = static
@@ -575,6 +586,8 @@ class Resolved:
         self.plain = plain
         #: the fast form (Instr.fast) under the same condition
         self.fast = fast
+        #: the planned form (Instr.plan) under the same condition
+        self.plan = plan
 
 
 def _hashable(v: Any) -> Any:
@@ -871,6 +884,7 @@ def instr(
     plain: Callable[..., Any] | None = None,
     plain_scalar: Callable[[Any, DType], Any] | None = None,
     fast: Callable[..., bool] | None = None,
+    plan: Callable[..., Any] | None = None,
     access: str = "data",
     view_offset: Callable[[list[Any]], int] | None = None,
     access_roles: dict[str, str | Callable[[list[Any]], str]] | None = None,
@@ -923,8 +937,9 @@ def instr(
             static_for={k: tuple(v) for k, v in (static_for or {}).items()},
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
             pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
-            access=access, view_offset=view_offset, access_roles=dict(access_roles or {}),
-            sync=sync, same_valid=same_valid, dialect=dialect, results=tuple(results),
+            plan=plan, access=access, view_offset=view_offset,
+            access_roles=dict(access_roles or {}), sync=sync, same_valid=same_valid,
+            dialect=dialect, results=tuple(results),
         )
         if ins.results:
             ins.returns_event = False

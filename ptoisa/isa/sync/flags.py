@@ -59,6 +59,17 @@ def _flag(kind: str) -> Any:
     return impl
 
 
+def _flag_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+    """A planned launch's flag (Instr.plan): the record is the same every time, its event id
+    checked once (the plan keeps the operands)."""
+    entry = (ins.name, vals[0], vals[1], _event_id(ins, m, vals[2]))
+
+    def call() -> bool:
+        _record(m, entry)
+        return True
+    return call
+
+
 _FLAG_OPERANDS = (Opnd("srcPipe", "enum", enum=Pipe), Opnd("dstPipe", "enum", enum=Pipe),
                   Opnd("eventId", "any"))
 #: the sync kind and ops of each: ``pto.set_flag[src, dst, id]``, ``_dyn`` with an SSA event id, and
@@ -69,7 +80,7 @@ _FLAG_OPS = {
 }
 _FLAGS: dict[str, Instr] = {
     k: instr(k, family="sync", pipe=Pipe.S, operands=_FLAG_OPERANDS, returns_event=False,
-             sync=kind, ptoas=Ptoas(bracketed=ops))(_flag(k))
+             sync=kind, ptoas=Ptoas(bracketed=ops), plan=_flag_plan)(_flag(k))
     for k, (kind, ops) in _FLAG_OPS.items()
 }
 SET_FLAG = _FLAGS["SET_FLAG"]
