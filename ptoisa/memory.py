@@ -222,8 +222,7 @@ class Machine:
             raise PtoMemoryError(
                 f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of "
                 f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
-        if tile._lazy is not None:
-            tile._materialize()  # the loaded data stays at the old address
+        tile._leave_bytes()  # (what it holds lazily stays at the old address)
         if self._live:
             self._untrack(tile)  # it leaves auto placement
         raw = self._poison_to(space, end)[..., addr:end]
@@ -430,6 +429,7 @@ class Machine:
         tile, as on hardware); an auto-mode base lends its private storage, which must hold the
         whole view."""
         nbytes = tile.spec.nbytes
+        tile._leave_bytes()  # (what it holds lazily stays where it was)
         if self.lanes > 1 and any(t._buf is not None and t._buf.ndim == 1 for t in (tile, base)):
             # one block's part of a lockstep tile (the instruction runs block by block: its
             # offset differs between blocks): a view of it would not be the tile's

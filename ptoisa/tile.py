@@ -31,7 +31,7 @@ from .enums import (
     pad_value,
 )
 from .errors import PtoError, RuntimeCheckError
-from .memory import ALIGN, Machine, current
+from .memory import ALIGN, Machine, _may_share, current
 
 FRACTAL_AB = 512
 FRACTAL_C = 1024
@@ -595,6 +595,17 @@ class Tile:
             return
         self._materialize()
 
+    def _leave_bytes(self) -> None:
+        """The tile is about to view other bytes (TASSIGN elsewhere, a view instruction): a
+        loaded or deferred value it still owes its storage is written there first, as the
+        instruction that produced it did (another tile placed there reads it); a tile without
+        storage yet owes nothing anyone can see."""
+        if self._lazy is not None or self._pending is not None:
+            if self._buf is not None:
+                self._materialize()
+            else:
+                self._lazy = self._pending = None
+
     def _overwrite(self) -> None:
         """Every element is written next (from values the caller already holds): what the
         tile held lazily or deferred is dropped instead of computed."""
@@ -619,10 +630,20 @@ class Tile:
                  off_chip: bool = False) -> None:
         """TLOAD without a copy: until this tile or that GM is written, reads see ``window``
         (the whole tile: any earlier deferred result is superseded). ``off_chip``: the
-        window is not a view of any tile's storage (GM, or an array of its own)."""
+        window is not a view of any tile's storage (GM, or an array of its own).
+
+        A window on this tile's own bytes (TMOV between placements that overlap) is copied
+        at once: its values land on the window when they are written, and a view of it an
+        instruction already holds (a source read lazily) would change under it."""
+        self._pending = None
+        buf = self._buf
+        if not off_chip and buf is not None and isinstance(window, np.ndarray) \
+                and _may_share(window, buf):
+            self._lazy = window
+            self._materialize()
+            return
         self._lazy = window
         self._off_chip = off_chip
-        self._pending = None
         machine.add_lazy(self)
 
     def shared_lanes(self) -> LaneBlocks | None:
