@@ -239,6 +239,8 @@ def _inputs(blocks: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("target", ["cpu", "a2a3"])
 @settings(max_examples=500, deadline=None)
 @given(ops=_ops())
+# rv, loaded in place, made a view of vs[1]: it used to keep (and write there) the load
+@example(ops=[("rv_load", 0), ("reshape", 1), ("store_v", 1, 0)])
 def test_launch_equals_a_machine_that_copies_at_once(target: str, lazy_min: int | None,
                                                       ops: list[tuple[Any, ...]]) -> None:
     """``lazy_min``: launches read boxed tiles lazily at any size and ND tiles from 16K
@@ -306,6 +308,9 @@ _L1 = (0x0, 0x100, 0x200)                   # the Mat f16 16x16 tiles are 512 by
 # vs[1] moved from vs[0], half over it: a TMOV in place read vs[0]'s bytes, so writing vs[1]
 # rewrote what it read (found by this test; see test_move_onto_overlapping_bytes)
 @example(ops=[("mov_v", 1, 0), ("add", 1, 1, 0), ("sv_store", 0)], ub=[0, 2048, 0], l1=[0, 0])
+# vs[1]'s deferred sum, placed on vs[2]'s bytes: it used to be written there, not where it was
+@example(ops=[("add", 1, 0, 0), ("replace_at", 1, 2), ("store_v", 2, 0)],
+         ub=[0, 0x1000, 0x2000], l1=[0, 0x200])
 def test_placed_tiles_sharing_bytes(target: str, ops: list[tuple[Any, ...]], ub: list[int],
                                     l1: list[int]) -> None:
     """Manual mode: the Vec and Mat tiles sit at addresses that overlap (drawn per example),
