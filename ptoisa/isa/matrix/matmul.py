@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import dtypes as D
+from ... import lazy
 from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
@@ -437,7 +438,7 @@ def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> N
     else:
         with np.errstate(all="ignore"):
             res = _result(r, c, av, ia, bv, ib, ct, mm, n)
-    if c._whole and not c.spec.dtype.packed and m.lazy_ok(c):
+    if c._whole and not c.spec.dtype.packed and lazy.ok(m, c):
         # keep the result in logical order (copy-on-write) until the accumulator is read in
         # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking
         c.set_lazy(res, m, off_chip=True)  # (a new array: the product)
