@@ -46,6 +46,10 @@ DEFAULT_PRINT_BUFFER = 16 * 1024
 #: uninitialised memory: NaN for floats, the maximum for integers).
 POISON_BYTE = 0xFF
 
+#: how TMATMUL / TGEMV form a float accumulation, a machine's ``matmul_accumulation`` (see
+#: :func:`ptoisa.set_matmul_accumulation`)
+MATMUL_ACCUMULATIONS = ("f32", "exact")
+
 
 def is_poison(values: np.ndarray) -> np.ndarray:
     """Which elements of ``values`` (a tile's contents, e.g. ``tile.numpy()``) still hold the
@@ -70,6 +74,7 @@ class Machine:
         block_num: int = 1,
         lanes: int = 1,
         permissive: bool = False,
+        matmul_accumulation: str | None = None,
     ) -> None:
         self.target = target if isinstance(target, Target) else get_target(target)
         if not isinstance(permissive, bool):
@@ -77,6 +82,15 @@ class Machine:
         #: skip the documented run-time checks the upstream CPU simulator does not make
         #: (``registry.sim_unchecked`` rules; docs/cpu_sim_differences.md lists them)
         self.permissive = permissive
+        if matmul_accumulation is None:  # as the machine current in this thread (if any)
+            st = _tls.items
+            matmul_accumulation = st[-1].matmul_accumulation if st else "f32"
+        elif matmul_accumulation not in MATMUL_ACCUMULATIONS:
+            raise PtoError(f"matmul_accumulation must be one of "
+                           f"{', '.join(MATMUL_ACCUMULATIONS)}, got {matmul_accumulation!r}")
+        #: how TMATMUL / TGEMV form a float accumulation: "f32" (the cube's, as f32 BLAS) or
+        #: "exact" (f64, one rounding per instruction); see ptoisa.set_matmul_accumulation
+        self.matmul_accumulation: str = matmul_accumulation
         if mode not in ("auto", "manual"):
             raise PtoError(f"mode must be 'auto' or 'manual', got {mode!r}")
         self.mode = mode
@@ -452,7 +466,8 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     machine comes back at the end of the block. ``settings``: mode ("auto"|"manual"), stdout,
     print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB), permissive (True: skip
     the documented run-time checks the upstream CPU simulator does not make, to reproduce its
-    results; every target checks them by default).
+    results; every target checks them by default), matmul_accumulation ("f32" | "exact", see
+    :func:`ptoisa.set_matmul_accumulation`; by default the current machine's).
 
     The fresh machine's buffers hold the poison pattern (:data:`POISON_BYTE`) wherever a tile
     is placed before it is written, and auto-placed tiles that are live together must fit in
