@@ -63,7 +63,10 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     :class:`~ptoisa.cycles.CycleReport` (else None).
     ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
     the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
-    findings without raising. Returns the report when sanitizing."""
+    findings without raising. Returns the report when sanitizing.
+    ``matmul_accumulation`` ("f32" | "exact", a setting): by default the current machine's
+    (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's thread."""
+    settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     if ranks is not None:
         from .ranks import launch_ranks
 

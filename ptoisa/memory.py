@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
-from . import progress
+from . import lazy, progress
 from .errors import PtoError, PtoMemoryError
 from .hostmem import ARENA_CHUNK, check_host_memory
 from .targets import DEFAULT_TARGET, LOC_SPACE, Target, get_target
@@ -45,6 +45,10 @@ DEFAULT_PRINT_BUFFER = 16 * 1024
 #: and every unsigned integer its maximum (as ``torch.use_deterministic_algorithms`` fills
 #: uninitialised memory: NaN for floats, the maximum for integers).
 POISON_BYTE = 0xFF
+
+#: how TMATMUL / TGEMV form a float accumulation, a machine's ``matmul_accumulation`` (see
+#: :func:`ptoisa.set_matmul_accumulation`)
+MATMUL_ACCUMULATIONS = ("f32", "exact")
 
 
 def is_poison(values: np.ndarray) -> np.ndarray:
@@ -70,6 +74,7 @@ class Machine:
         block_num: int = 1,
         lanes: int = 1,
         permissive: bool = False,
+        matmul_accumulation: str | None = None,
     ) -> None:
         self.target = target if isinstance(target, Target) else get_target(target)
         if not isinstance(permissive, bool):
@@ -77,6 +82,15 @@ class Machine:
         #: skip the documented run-time checks the upstream CPU simulator does not make
         #: (``registry.sim_unchecked`` rules; docs/cpu_sim_differences.md lists them)
         self.permissive = permissive
+        if matmul_accumulation is None:  # as the machine current in this thread (if any)
+            st = _tls.items
+            matmul_accumulation = st[-1].matmul_accumulation if st else "f32"
+        elif matmul_accumulation not in MATMUL_ACCUMULATIONS:
+            raise PtoError(f"matmul_accumulation must be one of "
+                           f"{', '.join(MATMUL_ACCUMULATIONS)}, got {matmul_accumulation!r}")
+        #: how TMATMUL / TGEMV form a float accumulation: "f32" (the cube's, as f32 BLAS) or
+        #: "exact" (f64, one rounding per instruction); see ptoisa.set_matmul_accumulation
+        self.matmul_accumulation: str = matmul_accumulation
         if mode not in ("auto", "manual"):
             raise PtoError(f"mode must be 'auto' or 'manual', got {mode!r}")
         self.mode = mode
@@ -222,8 +236,7 @@ class Machine:
             raise PtoMemoryError(
                 f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of "
                 f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
-        if tile._lazy is not None:
-            tile._materialize()  # the loaded data stays at the old address
+        lazy.leave_bytes(tile, self)  # (what it holds lazily stays at the old address)
         if self._live:
             self._untrack(tile)  # it leaves auto placement
         raw = self._poison_to(space, end)[..., addr:end]
@@ -353,82 +366,22 @@ class Machine:
         self._clean = dict.fromkeys(self._clean, 0)
         self._launch = object()
 
-    # ---- lazy loads: a tile that reads GM in place until either side is written ------------
+    # ---- copy-on-write and deferred values: ptoisa.lazy, over this machine's list -----------
     #: below this many elements (all blocks together) a copy is cheaper than the bookkeeping
     LAZY_MIN_ELEMENTS = 1 << 14
 
     def lazy_ok(self, tile: Tile) -> bool:
         """May ``tile`` be loaded copy-on-write / get a deferred result here?"""
-        return self.lazy_loads and (tile.spec.is_boxed
-                                    or tile.spec.numel * self.lanes >= self.LAZY_MIN_ELEMENTS)
-
-    def add_lazy(self, tile: Tile) -> None:
-        self._lazy_gen += 1
-        if tile._buf is None and not self.planned and id(tile) not in self._live:
-            self._track(tile)  # loaded (or computed) without storage yet: it is on chip all
-            #                    the same
-        if tile not in self._lazy:
-            self._lazy.append(tile)
+        return lazy.ok(self, tile)
 
     def gm_barrier(self, flat: np.ndarray) -> None:
-        """Before GM bytes of ``flat`` are written: tiles still reading them in place take
-        their copy now (the load happened before the store)."""
-        if not self._lazy:
-            return
-        done = self._gm_settled
-        if done is not None and done[0] is flat and done[1] == self._lazy_gen:
-            return  # (as storage_barrier: nothing new reads lazily since this flat was settled)
-        for t in list(self._lazy):
-            if _depends(t, flat):
-                t.detach()
-        self._lazy = [t for t in self._lazy if t._lazy is not None or t._pending is not None]
-        self._gm_settled = (flat, self._lazy_gen)
+        """Before GM bytes of ``flat`` are written (see :func:`ptoisa.lazy.gm_barrier`)."""
+        lazy.gm_barrier(self, flat)
 
     def storage_barrier(self, tile: Tile) -> None:
-        """Before ``tile``'s bytes are read or written: lazily loaded or deferred tiles whose
-        own bytes overlap them (TASSIGN aliasing) write their values there first, and tiles
-        that read them in place take their copy."""
-        buf = tile._buf
-        if buf is None:
-            return
-        st = tile._settled
-        if st is not None and st[0] is self and st[1] == self._lazy_gen and st[2] is buf:
-            # nothing started reading lazily, and no tile got storage, since this found
-            # nothing reading these bytes (lazy tiles only ever stop depending on memory)
-            return
-        spec = tile.spec
-        # (placed tiles of other buffers cannot share bytes: one region array per buffer)
-        region = buf.base if tile.addr is not None else None
-        stands = True  # (every tile on the list still reads lazily: the list stands)
-        for t in list(self._lazy):
-            lazy = t._lazy is not None or t._pending is not None
-            if t is tile or not lazy:
-                stands = stands and lazy
-                continue
-            tb = t._buf
-            owes = tb is not None and (region is None or t.addr is None or tb.base is region)
-            if owes and t.spec is spec and tile._lazy is None and tile._pending is None \
-                    and _same_place(t, tile):
-                # a tile of the same type on the same bytes (placed at the same address: a
-                # loop's alloc_tile of a new value there): what t owes them is this tile's
-                # contents too, and this tile takes it over; an instruction writing it whole
-                # next drops it unwritten, anything else writes it there first (storage)
-                tile._lazy, tile._pending = t._lazy, t._pending
-                tile._off_chip = t._off_chip
-                t._lazy = t._pending = None
-                self.add_lazy(tile)
-                stands = False
-                continue
-            # t's own bytes are these (placed at an overlapping address, a view): its loaded
-            # or deferred values land there first, as they were due before this access
-            if (owes and _may_share(tb, buf)) or (
-                    not (t._off_chip and t._pending is None) and _depends(t, buf)):
-                t._materialize()
-                stands = False
-        if not stands:
-            self._lazy = [t for t in self._lazy
-                          if t._lazy is not None or t._pending is not None]
-        tile._settled = (self, self._lazy_gen, buf)
+        """Before ``tile``'s bytes are read or written (see
+        :func:`ptoisa.lazy.storage_barrier`)."""
+        lazy.storage_barrier(self, tile)
 
     def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None,
               reach: int | None = None) -> None:
@@ -440,6 +393,7 @@ class Machine:
         base's storage is part of (its ``slack``, see :meth:`auto_storage`), bytes the view's
         instructions, which keep to its valid region, never touch."""
         nbytes = tile.spec.nbytes
+        lazy.leave_bytes(tile, self)  # (what it holds lazily stays where it was)
         if self.lanes > 1 and any(t._buf is not None and t._buf.ndim == 1 for t in (tile, base)):
             # one block's part of a lockstep tile (the instruction runs block by block: its
             # offset differs between blocks): a view of it would not be the tile's
@@ -525,7 +479,8 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     machine comes back at the end of the block. ``settings``: mode ("auto"|"manual"), stdout,
     print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB), permissive (True: skip
     the documented run-time checks the upstream CPU simulator does not make, to reproduce its
-    results; every target checks them by default).
+    results; every target checks them by default), matmul_accumulation ("f32" | "exact", see
+    :func:`ptoisa.set_matmul_accumulation`; by default the current machine's).
 
     The fresh machine's buffers hold the poison pattern (:data:`POISON_BYTE`) wherever a tile
     is placed before it is written, and auto-placed tiles that are live together must fit in
@@ -534,30 +489,6 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     m = Machine(name, **settings)
     _tls.items.append(m)
     return m
-
-
-#: np.may_share_memory without its dispatch to __array_function__ overrides (operands here
-#: are plain ndarrays: tile storage, GM windows)
-_may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
-
-
-def _same_place(t: Tile, u: Tile) -> bool:
-    """Do placed tiles ``t`` and ``u`` view the same bytes in the same shape (the same address
-    of the same machine; in a lockstep launch, the same block's row)?"""
-    a, b = t._buf, u._buf
-    return t.addr is not None and t.addr == u.addr and t._machine is u._machine \
-        and a.shape == b.shape and a.strides == b.strides and bool(_may_share(a, b))
-
-
-def _depends(t: Tile, mem: np.ndarray) -> bool:
-    """Does lazily loaded or deferred tile ``t`` read bytes of ``mem``?"""
-    lz = t._lazy
-    if lz is not None:
-        return bool(_may_share(lz if isinstance(lz, np.ndarray) else lz.base, mem))
-    if t._pending is not None:
-        return any(_may_share(a, mem) for a in t._pending[1]
-                   if isinstance(a, np.ndarray))
-    return False
 
 
 def push(m: Machine) -> Machine:

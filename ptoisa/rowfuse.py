@@ -13,7 +13,9 @@ Each step is the instruction's own computation (the same numpy calls), applied t
 rows instead of all of them: a row's values do not depend on other rows, so the results are
 the same bits as one instruction at a time. A tile holding such a value has it as its deferred
 result (``Tile._pending == (rows, rows.leaves)``: the arrays it reads are the arguments, so the
-copy-on-write barriers of :mod:`ptoisa.memory` see what it depends on).
+copy-on-write barriers of :mod:`ptoisa.lazy` see what it depends on). This module is the
+expressions and their evaluation, over arrays; :mod:`ptoisa.lazy` keeps them on tiles
+(``lazy.node_of``, ``lazy.defer``, ``lazy.compute``).
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ Step = Callable[..., np.ndarray]
 
 
 def ufunc(fn: Any, dt: Any) -> Step:
-    """``fn(*values)`` into an array of ``dt`` (a deferred elementwise op, as Tile._materialize
+    """``fn(*values)`` into an array of ``dt`` (a deferred elementwise op, as lazy.materialize
     computes it into the tile)."""
     def step(work: Work, *vals: np.ndarray) -> np.ndarray:
         r = work.get(step, np.broadcast_shapes(*(v.shape for v in vals)), dt)
@@ -203,41 +205,22 @@ def _run(roots: tuple[Node, ...], nodes: list[Node], args: tuple[np.ndarray, ...
     parallel.over_rows(part, n, n * per_lead)
 
 
-def compute(m: Any, tile: Any, pending: tuple[Any, tuple[Any, ...]], out: np.ndarray) -> None:
-    """``tile``'s deferred result ``pending`` (``Tile._pending``, taken off it) into ``out``:
-    a chain by :func:`evaluate`, a single op over the cores (``parallel.into``)."""
-    fn, args = pending
-    if isinstance(fn, Rows):
-        evaluate(m, tile, fn, out)
-    else:
-        parallel.into(fn, args, out)
-
-
-def evaluate(m: Any, tile: Any, rows: Rows, out: np.ndarray) -> None:
-    """Compute ``tile``'s deferred value into ``out``; the other tiles of machine ``m`` whose
-    deferred values share a step with it (a row sum of the same exponent, the row max it
-    subtracted) take theirs in the same pass, into arrays of their own that they then read
-    in place: no step is computed twice."""
-    co: list[tuple[Any, Rows]] = []
-    for t in (m._lazy if m is not None else ()):
-        p = t._pending
-        if t is not tile and p is not None and isinstance(p[0], Rows) \
-                and not rows.ids.isdisjoint(p[0].ids):
-            co.append((t, p[0]))
-    if not co:
+def evaluate(rows: Rows, out: np.ndarray, others: list[tuple[Rows, Any]]
+             ) -> list[np.ndarray]:
+    """Compute ``rows`` into ``out`` and, in the same pass, each of ``others`` (values that
+    share a step with it, with their element types) into an array of its own, returned in
+    order: no step is computed twice."""
+    if not others:
         _run((rows.root,), rows._nodes, rows.leaves, (out,))
-        return
-    roots = (rows.root, *(r.root for _, r in co))
+        return []
+    roots = (rows.root, *(r.root for r, _ in others))
     nodes: list[Node] = []
     seen: set[int] = set()
     for r in roots:
         _collect(r, seen, nodes)
-    own = [np.empty(r.root.shape, t.dtype.np) for t, r in co]
+    own = [np.empty(r.root.shape, dt) for r, dt in others]
     _run(roots, nodes, tuple(n.leaf for n in nodes if n.fn is None), (out, *own))
-    for (t, _), a in zip(co, own, strict=True):
-        t._pending = None
-        t._lazy = a
-        t._off_chip = True  # (an array of its own)
+    return own
 
 
 def _collect(n: Node, seen: set[int], out: list[Node]) -> None:
@@ -257,44 +240,9 @@ def _value(n: Node, memo: dict[int, np.ndarray], work: Work) -> np.ndarray:
     return v
 
 
-def worth(m: Any, tile: Any) -> bool:
-    """Is ``tile`` large enough for its value to join a deferred chain on machine ``m``?"""
-    return m.lazy_loads and tile.spec.numel * m.lanes >= MIN_ELEMENTS
-
-
-def of(tile: Any) -> Node | None:
-    """The node for a whole tile's current value where it need not be computed to be used:
-    its deferred expression, its deferred elementwise op, or the GM window it reads in place.
-    None: read the tile (its storage holds the values)."""
-    p = tile._pending
-    if p is not None:
-        fn, args = p
-        if isinstance(fn, Rows):
-            return fn.root
-        if not all(isinstance(a, np.ndarray) for a in args):
-            return None
-        dt = tile.dtype.np
-        shape = tuple(np.broadcast_shapes(*(a.shape for a in args)))
-        return Node(ufunc(fn, dt), tuple(leaf(a) for a in args), shape)
-    lz = tile._lazy
-    if isinstance(lz, np.ndarray):
-        return leaf(lz)
-    return None
-
-
 def node(fn: Step, kids: tuple[Node, ...], shape: tuple[int, ...]
          ) -> Node | None:
     """A step over ``kids``; None when the expression would grow past MAX_NODES."""
     if 1 + sum(k.size for k in kids) > MAX_NODES:
         return None
     return Node(fn, kids, shape)
-
-
-def defer(m: Any, tile: Any, n: Node | None) -> bool:
-    """Make ``n`` (from :func:`node`) ``tile``'s deferred value on machine ``m``; False when
-    there is none (the expression would be too large): nothing done, compute it now."""
-    if n is None:
-        return False
-    rows = Rows(n)
-    tile.set_pending(rows, rows.leaves, m)
-    return True

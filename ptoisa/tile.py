@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dt_mod
-from . import rowfuse
+from . import lazy
 from . import symbolic as _sym
 from .dtypes import DType
 from .enums import (
@@ -555,75 +555,43 @@ class Tile:
         m = self._machine
         if m is not None and m._lazy:
             # tiles that read these bytes lazily, or alias them, settle first; then this one
-            m.storage_barrier(self)
+            lazy.storage_barrier(m, self)
             if self._lazy is not None or self._pending is not None:
-                self._materialize()
+                lazy.materialize(self, m)
         return buf
 
+    # ---- copy-on-write and deferred values (ptoisa.lazy) -----------------------------------
     def _materialize(self) -> None:
         """Give a lazily loaded or deferred tile its contents in its own storage."""
-        w, p = self._lazy, self._pending
-        if self._buf is None and (w is not None or p is not None):
-            current().auto_storage(self, False)  # written in full below: no poison needed
-        self._lazy = self._pending = None
-        if isinstance(w, LaneBlocks):
-            w = w.dense()
-        v = self.view2d()
-        if v is None:
-            if w is not None:  # boxed layouts: through the box views
-                self.write(w)
-            return
-        if w is not None:
-            v[...] = w
-        elif p is not None:
-            with np.errstate(all="ignore"):
-                rowfuse.compute(self._machine or current(), self, p, v)
+        lazy.materialize(self, self._machine or current())
 
     def detach(self) -> None:
         """What this lazily loaded or deferred tile reads is about to be overwritten: take
-        the values now. A boxed tile keeps reading lazily, from a private copy in logical
-        order (a plain copy; its own storage is a relayout, done only if it is read in its
-        layout or written: a tile reloaded first never pays it)."""
-        lz = self._lazy
-        if lz is not None and self.spec.is_boxed:
-            if isinstance(lz, LaneBlocks):
-                blocks, inv = lz.unique()
-                self._lazy = LaneBlocks(np.array(blocks), inv)
-            else:
-                self._lazy = np.array(lz)
-            self._off_chip = True  # (a copy of its own)
-            return
-        self._materialize()
+        the values now (see :func:`ptoisa.lazy.detach`)."""
+        lazy.detach(self, self._machine or current())
+
+    def _leave_bytes(self) -> None:
+        """About to view other bytes: what the tile owes its storage is written there first."""
+        lazy.leave_bytes(self, self._machine or current())
 
     def _overwrite(self) -> None:
         """Every element is written next (from values the caller already holds): what the
         tile held lazily or deferred is dropped instead of computed."""
         if self._lazy is not None or self._pending is not None:
-            self._lazy = self._pending = None
-            if self._buf is None:
-                current().auto_storage(self, False)
+            lazy.overwrite(self, current())
 
     def set_pending(self, fn: Any, args: tuple[np.ndarray, ...], machine: Machine) -> None:
-        """Defer ``fn(*args, out=<whole tile>)``; inputs are views, so any write to them (or
-        to this tile) computes it first (see Machine.storage_barrier / gm_barrier)."""
-        self._lazy = None
-        self._pending = (fn, args)
-        machine.add_lazy(self)
+        """Defer ``fn(*args, out=<whole tile>)`` (see :func:`ptoisa.lazy.set_pending`)."""
+        lazy.set_pending(self, fn, args, machine)
 
     def take_pending(self) -> tuple[Any, tuple[np.ndarray, ...]] | None:
-        p = self._pending
-        self._pending = None
-        return p
+        return lazy.take_pending(self)
 
     def set_lazy(self, window: np.ndarray | LaneBlocks, machine: Machine,
                  off_chip: bool = False) -> None:
         """TLOAD without a copy: until this tile or that GM is written, reads see ``window``
-        (the whole tile: any earlier deferred result is superseded). ``off_chip``: the
-        window is not a view of any tile's storage (GM, or an array of its own)."""
-        self._lazy = window
-        self._off_chip = off_chip
-        self._pending = None
-        machine.add_lazy(self)
+        (see :func:`ptoisa.lazy.set_lazy`)."""
+        lazy.set_lazy(self, window, machine, off_chip)
 
     def shared_lanes(self) -> LaneBlocks | None:
         """The tile's contents as :class:`LaneBlocks` while it still reads GM that way."""

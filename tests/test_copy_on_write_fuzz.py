@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import ptoisa as pto
@@ -53,6 +53,9 @@ def _ops() -> st.SearchStrategy[list[tuple[Any, ...]]]:
         st.tuples(st.just("pv_exp")),
         st.tuples(st.just("replace_v"), vec),
         st.tuples(st.just("replace_m"), mat),
+        st.tuples(st.just("replace_at"), vec, vec),
+        st.tuples(st.just("reshape"), vec),
+        st.tuples(st.just("subview"), vec),
     )
     return st.lists(op, min_size=1, max_size=25)
 
@@ -173,6 +176,13 @@ def _program(ops: list[tuple[Any, ...]], ub: list[int] | None = None,
                 elif kind == "replace_m":
                     if l1 is not None:
                         pto.TASSIGN(ms[op[1]], l1[op[1]])
+                elif kind == "replace_at":  # placed where another Vec tile is placed
+                    if ub is not None:
+                        pto.TASSIGN(vs[op[1]], ub[op[2]])
+                elif kind == "reshape":  # the views made again: what they held stays behind
+                    pto.TRESHAPE(rv, vs[op[1]])
+                elif kind == "subview":
+                    pto.TSUBVIEW(sv, vs[op[1]], 8, 0)
                 else:  # store_acc
                     pto.TSTORE(gv(o, vrow(op[1] + sh), M, M), acc)
         if trips:
@@ -229,6 +239,8 @@ def _inputs(blocks: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("target", ["cpu", "a2a3"])
 @settings(max_examples=500, deadline=None)
 @given(ops=_ops())
+# rv, loaded in place, made a view of vs[1]: it used to keep (and write there) the load
+@example(ops=[("rv_load", 0), ("reshape", 1), ("store_v", 1, 0)])
 def test_launch_equals_a_machine_that_copies_at_once(target: str, lazy_min: int | None,
                                                       ops: list[tuple[Any, ...]]) -> None:
     """``lazy_min``: launches read boxed tiles lazily at any size and ND tiles from 16K
@@ -293,6 +305,12 @@ _L1 = (0x0, 0x100, 0x200)                   # the Mat f16 16x16 tiles are 512 by
 @settings(max_examples=400, deadline=None)
 @given(ops=_ops(), ub=st.lists(st.sampled_from(_UB), min_size=3, max_size=3),
        l1=st.lists(st.sampled_from(_L1), min_size=2, max_size=2))
+# vs[1] moved from vs[0], half over it: a TMOV in place read vs[0]'s bytes, so writing vs[1]
+# rewrote what it read (found by this test; see test_move_onto_overlapping_bytes)
+@example(ops=[("mov_v", 1, 0), ("add", 1, 1, 0), ("sv_store", 0)], ub=[0, 2048, 0], l1=[0, 0])
+# vs[1]'s deferred sum, placed on vs[2]'s bytes: it used to be written there, not where it was
+@example(ops=[("add", 1, 0, 0), ("replace_at", 1, 2), ("store_v", 2, 0)],
+         ub=[0, 0x1000, 0x2000], l1=[0, 0x200])
 def test_placed_tiles_sharing_bytes(target: str, ops: list[tuple[Any, ...]], ub: list[int],
                                     l1: list[int]) -> None:
     """Manual mode: the Vec and Mat tiles sit at addresses that overlap (drawn per example),
@@ -307,6 +325,42 @@ def test_placed_tiles_sharing_bytes(target: str, ops: list[tuple[Any, ...]], ub:
         pto.launch(kernel, *got, target=target, mode="manual")
     for x, y in zip(got, plain, strict=True):
         assert x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("lazy", [False, True], ids=["copies", "launch"])
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+def test_move_onto_overlapping_bytes(target: str, lazy: bool) -> None:
+    """TMOV to a tile placed half over its source, then TADD of the two: against a model of
+    UB as one f32 array (the tiles are slices of it; numpy's assignment and ufuncs read
+    overlapping operands before writing). A launch used to move in place and then rewrite
+    the source's bytes under the value TADD had read from them."""
+    v = np.arange(3 * R * C, dtype=np.float32).reshape(3 * R, C)
+    o = np.zeros((R, C), np.float32)
+    half = R * C // 2  # b sits half a tile (2 KiB) after a
+
+    def kernel(v: np.ndarray, o: np.ndarray) -> None:
+        a, b = Tile(TileType.Vec, np.float32, R, C), Tile(TileType.Vec, np.float32, R, C)
+        pto.TASSIGN(a, 0)
+        pto.TASSIGN(b, 4 * half)
+        pto.TLOAD(a, GlobalTensor(v, (1, 1, 1, R, C), offset=0))
+        pto.TLOAD(b, GlobalTensor(v, (1, 1, 1, R, C), offset=R * C))
+        pto.TMOV(b, a)
+        pto.TADD(b, b, a)
+        pto.TSTORE(GlobalTensor(o, (1, 1, 1, R, C)), b)
+
+    if lazy:
+        with _lazy_from(0):
+            pto.launch(kernel, v, o, target=target, mode="manual")
+    else:
+        with pto.target(target, mode="manual"):
+            kernel(v, o)
+    ub = np.zeros(3 * R * C, np.float32)
+    ta, tb = ub[:R * C], ub[half:half + R * C]
+    ta[...] = v[:R].reshape(-1)
+    tb[...] = v[R:2 * R].reshape(-1)
+    tb[...] = ta.copy()
+    np.add(tb, ta, out=tb)
+    assert o.reshape(-1).tobytes() == tb.tobytes()
 
 
 @pytest.mark.parametrize("target", ["cpu", "a2a3"])

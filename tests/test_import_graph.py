@@ -20,6 +20,10 @@ ROOT = Path(ptoisa.__file__).parent
 
 #: (importer, imported): the only imports that may close a cycle, each under TYPE_CHECKING
 TYPE_CHECKING_ONLY = {
+    ("ptoisa.lazy", "ptoisa.memory"):
+        "the copy-on-write functions are annotated with the Machine that calls them",
+    ("ptoisa.lazy", "ptoisa.tile"):
+        "the copy-on-write functions are annotated with the Tile that calls them",
     ("ptoisa.memory", "ptoisa.tile"):
         "the machine's annotations name Tile; tiles import the machine, not the reverse",
     ("ptoisa.isa.registry", "ptoisa.isa.valid_region"):

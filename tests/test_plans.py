@@ -344,7 +344,8 @@ def test_planned_flags_leave_the_interpreters_sync_log() -> None:
 
     def logged(on: bool) -> list[Any]:
         args = _flash(0)
-        m = grid._launch_machine("a2a3", 1, {})  # the machine the launch reuses
+        # the machine the launch reuses (its settings: the run's matmul accumulation)
+        m = grid._launch_machine("a2a3", 1, {"matmul_accumulation": "f32"})
         grid._done(m)
         start = len(m.sync_log or [])
         prog.run(fn, *args, plans=on)

@@ -167,12 +167,15 @@ class Program:
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
             permissive: bool | None = None, cycles: bool = False,
-            sanitize: Any = False, plans: bool | None = None) -> Any:
+            sanitize: Any = False, matmul_accumulation: str | None = None,
+            plans: bool | None = None) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
         instruction once for all blocks) unless the program's control flow depends on the
         block index, in which case (lockstep="auto") they run one after another.
         ``permissive=True`` skips the documented run-time checks the upstream CPU simulator
         does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds.
+        ``matmul_accumulation``: "f32" | "exact" (see :func:`ptoisa.set_matmul_accumulation`;
+        by default the current machine's, or ``machine``'s).
         ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results).
         ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
         a Sanitizer object was passed: then its ``report`` has them).
@@ -194,7 +197,7 @@ class Program:
                     model = stack.enter_context(_timing(
                         target or (machine.target.name if machine else self.target)))
                 out = self._launch(name, args, blocks, target, machine, lockstep, permissive,
-                                   use_plans)
+                                   matmul_accumulation, use_plans)
             if sanitizing and session.report and session.strict:
                 raise SanitizerError(session.report)
             if not cycles:
@@ -203,11 +206,12 @@ class Program:
             rep.outputs = out
             return rep
         return self._launch(name, args, blocks, target, machine, lockstep, permissive,
-                            use_plans)
+                            matmul_accumulation, use_plans)
 
     def _launch(self, name: str, args: tuple[Any, ...], blocks: int, target: str | None,
                 machine: memory.Machine | None, lockstep: bool | str,
-                permissive: bool | None, use_plans: bool = False) -> Any:
+                permissive: bool | None, matmul_accumulation: str | None = None,
+                use_plans: bool = False) -> Any:
         tgt = target or (machine.target.name if machine else self.target)
         if permissive is not None and not isinstance(permissive, bool):
             raise PtoError(f"permissive must be True or False, got {permissive!r}")
@@ -216,7 +220,13 @@ class Program:
                            f"(permissive={machine.permissive})")
         if permissive is None:
             permissive = machine.permissive if machine is not None else self.permissive
-        settings = {"permissive": True} if permissive else {}
+        if machine is not None and matmul_accumulation is not None \
+                and matmul_accumulation != machine.matmul_accumulation:
+            raise PtoError(f"matmul_accumulation={matmul_accumulation!r} contradicts the machine "
+                           f"passed ({machine.matmul_accumulation!r})")
+        acc = matmul_accumulation or (machine or memory.current()).matmul_accumulation
+        settings: dict[str, Any] = {"permissive": True} if permissive else {}
+        settings["matmul_accumulation"] = acc
         comp = self.compiler(tgt, permissive)
         fn = comp.function(name)
         if len(args) != len(fn.args):
@@ -233,7 +243,8 @@ class Program:
             if machine is not None:
                 raise PtoError(f"@{name} is a mixed cube + vector kernel: it runs on a machine "
                                "per core; machine= is not supported")
-            self._run_mixed({"any": (name, bound)}, blocks, tgt, lockstep)
+            self._run_mixed({"any": (name, bound)}, blocks, tgt, lockstep,
+                            {"matmul_accumulation": acc})
             write_back(foreign)
             return ()
         comp.reset_tiles()
@@ -270,10 +281,10 @@ class Program:
 
     def run_mixed(self, cube: str, vector: str, *, cube_args: tuple[Any, ...] = (),
                   vector_args: tuple[Any, ...] = (), blocks: int = 1, target: str | None = None,
-                  lockstep: bool | str = "auto") -> None:
+                  lockstep: bool | str = "auto", matmul_accumulation: str | None = None) -> None:
         """Launch cube function ``cube`` on the AIC and vector function ``vector`` on both AIVs
         of ``blocks`` clusters, joined by their pipes (for modules without an entry that
-        calls both)."""
+        calls both). ``matmul_accumulation`` as for :meth:`run`."""
         tgt = target or self.target
         calls: dict[str, tuple[str, list[Any]]] = {}
         foreign: list[Foreign] = []
@@ -284,7 +295,8 @@ class Program:
                 raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
             calls[kind] = (name, [_bind_arg(fn, i, t, n, v, foreign) for i, ((_, t, n), v) in
                                   enumerate(zip(fn.args, args, strict=True))])
-        self._run_mixed(calls, blocks, tgt, lockstep)
+        acc = matmul_accumulation or memory.current().matmul_accumulation
+        self._run_mixed(calls, blocks, tgt, lockstep, {"matmul_accumulation": acc})
         write_back(foreign)
 
     def _core_compiler(self, tgt: str, core: int) -> Compiler:
@@ -296,7 +308,7 @@ class Program:
         return c
 
     def _run_mixed(self, calls: dict[str, tuple[str, list[Any]]], blocks: int, tgt: str,
-                   lockstep: bool | str) -> None:
+                   lockstep: bool | str, settings: dict[str, Any] | None = None) -> None:
         from ..streams import run_cluster
 
         module = self.module
@@ -317,12 +329,12 @@ class Program:
                 return
             comp.function(name).invoke(ctx, bound)  # type: ignore[attr-defined]
 
-        run_cluster(body, target=tgt, blocks=blocks, lockstep=lockstep)
+        run_cluster(body, target=tgt, blocks=blocks, lockstep=lockstep, settings=settings)
 
     def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
              machine: memory.Machine | None, lockstep: bool | str,
              settings: dict[str, Any], use_plans: bool = False) -> tuple[Any, ...]:
-        comp = self.compiler(tgt, bool(settings))
+        comp = self.compiler(tgt, bool(settings.get("permissive")))
 
         def body(m: memory.Machine) -> tuple[Any, ...]:
             ctx = Context(m, m.block_idx, blocks, self.max_steps)

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
+from .. import lazy
 from ..errors import ExecutionError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
@@ -415,7 +416,7 @@ def _store_scalar(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         p, off, v = env[ps], env[os_], env[vs]
         a, i = _index_of(env, p, off, dt, op, "pointer")
-        env[0].machine.gm_barrier(a)  # tiles still reading these bytes in place copy first
+        lazy.gm_barrier(env[0].machine, a)  # tiles still reading these bytes in place copy first
         try:
             x = _storable(v, dt, w)
         except (TypeError, ValueError, OverflowError):

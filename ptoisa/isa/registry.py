@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import lazy
 from ..arrays import read_only_origin
 from ..dtypes import DType
 from ..dtypes import names as dt_names
@@ -658,9 +659,9 @@ def _settle_written(m: Machine, written: tuple[int, ...], vals: list[Any]) -> No
         v = vals[i] if i < len(vals) else None
         if isinstance(v, Tile):
             if v._buf is not None:
-                m.storage_barrier(v)
+                lazy.storage_barrier(m, v)
         elif isinstance(v, GlobalTensor):
-            m.gm_barrier(v.flat)
+            lazy.gm_barrier(m, v.flat)
 
 
 def _caller_loc() -> tuple[str, int] | None:

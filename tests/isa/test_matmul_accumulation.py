@@ -192,3 +192,74 @@ def test_shared_panels_keep_load_time_values_when_gm_is_overwritten(lazy_everywh
     for blk in range(4):
         np.testing.assert_array_equal(out[blk], orig[(blk // 2) * T:(blk // 2 + 1) * T])
     assert not a.any()
+
+
+# ---- the mode is a setting of the machine (and of a launch), not of the process -------------
+
+def _differing_inputs() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """f32 inputs whose host f32 product (the "f32" mode, see above) and f64 sum rounded
+    once (the "exact" mode) differ."""
+    rng = np.random.default_rng(5)
+    av = rng.standard_normal((16, 64)).astype(np.float32)
+    bv = rng.standard_normal((64, 16)).astype(np.float32)
+    f32 = av @ bv
+    exact = (av.astype(np.float64) @ bv.astype(np.float64)).astype(np.float32)
+    assert (f32 != exact).any()  # (the premise)
+    return av, bv, f32, exact
+
+
+def test_a_machine_and_a_launch_take_the_mode_as_a_setting():
+    av, bv, f32, exact = _differing_inputs()
+    with pto.target("cpu", matmul_accumulation="exact") as m:
+        assert m.matmul_accumulation == "exact"
+        np.testing.assert_array_equal(_mm("f32", av, bv)[:16, :16], exact)
+        with pto.target("a5") as inner:  # a machine made while it is current starts from it
+            assert inner.matmul_accumulation == "exact"
+    with pto.target("cpu") as m:  # (the mode of the machine current around the test: f32)
+        assert m.matmul_accumulation == "f32"
+        np.testing.assert_array_equal(_mm("f32", av, bv)[:16, :16], f32)
+
+    def kernel(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+        ta, tb = pto.TileLeft("f32", 16, 64), pto.TileRight("f32", 64, 16)
+        tc = pto.TileAcc("f32", 16, 16)
+        ma = Tile(TileType.Mat, np.float32, 16, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+        mb = Tile(TileType.Mat, np.float32, 64, 16, BLayout.ColMajor, None, SLayout.RowMajor)
+        pto.TLOAD(ma, GlobalTensor(a, (1, 1, 1, 16, 64)))
+        pto.TLOAD(mb, GlobalTensor(b, (1, 1, 1, 64, 16)))
+        pto.TMOV(ta, ma)
+        pto.TMOV(tb, mb)
+        pto.TMATMUL(tc, ta, tb)
+        pto.TSTORE(GlobalTensor(out, (1, 1, 1, 16, 16)), tc)
+
+    for mode, want in (("exact", exact), ("f32", f32), (None, f32)):
+        out = np.zeros((16, 16), np.float32)
+        extra = {} if mode is None else {"matmul_accumulation": mode}
+        pto.launch(kernel, av, bv, out, target="cpu", **extra)
+        np.testing.assert_array_equal(out, want, err_msg=str(mode))
+    prog = pto.load(pto.export(kernel, av, bv, np.zeros((16, 16), np.float32), target="cpu"),
+                    target="cpu")
+    for mode, want in (("exact", exact), (None, f32)):
+        out = np.zeros((16, 16), np.float32)
+        prog.run("kernel", av, bv, out, matmul_accumulation=mode)
+        np.testing.assert_array_equal(out, want, err_msg=f".pto {mode}")
+    prev = pto.set_matmul_accumulation("exact")  # the current machine's: launches inherit it
+    try:
+        for run in (lambda o: pto.launch(kernel, av, bv, o, target="cpu"),
+                    lambda o: prog.run("kernel", av, bv, o)):
+            out = np.zeros((16, 16), np.float32)
+            run(out)
+            np.testing.assert_array_equal(out, exact)
+    finally:
+        pto.set_matmul_accumulation(prev)
+
+
+def test_setting_the_mode_inside_a_machine_scope_stays_there():
+    outer = pto.memory.current()
+    with pto.target("cpu"):
+        assert pto.set_matmul_accumulation("exact") == "f32"
+    assert outer.matmul_accumulation == "f32"
+
+
+def test_an_unknown_mode_setting_is_rejected():
+    with pytest.raises(pto.PtoError, match="matmul_accumulation must be one of f32, exact"):
+        pto.target("cpu", matmul_accumulation="f64")

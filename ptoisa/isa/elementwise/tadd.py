@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import lazy
 from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
@@ -36,7 +37,7 @@ def TADD(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:  # noqa: N802
         a, b = src0.read(vr, vc), src1.read(vr, vc)
         s = dst.spec
         whole = vr == s.rows and vc == s.cols
-        if whole and m.lazy_ok(dst) and not s.is_boxed:
+        if whole and lazy.ok(m, dst) and not s.is_boxed:
             dst.set_pending(np.add, (a, b), m)  # computed when read, or by TSTORE into GM
             return
         out = dst.view2d()

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import rowfuse
+from ... import lazy, rowfuse
 from ...enums import Pipe
 from ...memory import Machine, current
 from ...tile import Tile
@@ -179,8 +179,8 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                 # in place on a deferred result (TEXP(t, t) after TROWEXPANDSUB(t, ...)):
                 # deferred in turn, a step of the chain (see ptoisa.rowfuse), or computed from
                 # it chunk by chunk, never stored on its own
-                kid = rowfuse.of(dst) if row is not None and rowfuse.worth(m, dst) else None
-                if kid is not None and rowfuse.defer(m, dst, rowfuse.node(
+                kid = lazy.node_of(dst) if row is not None and lazy.worth(m, dst) else None
+                if kid is not None and lazy.defer(m, dst, rowfuse.node(
                         rowfuse.wide(row, dst.dtype.np, wide(dst.dtype)), (kid,), kid.shape)):
                     return
                 p, dst._pending = dst._pending, None

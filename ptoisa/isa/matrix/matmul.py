@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ... import dtypes as D
+from ... import lazy
 from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import RuntimeCheckError
-from ...memory import Machine
+from ...memory import MATMUL_ACCUMULATIONS, Machine, current
 from ...tile import FRACTAL_MX, Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
 from ..spelling import Attr, Form, Ptoas
@@ -39,13 +40,16 @@ MAX_MKN = 4095
 MX_GROUP = 32
 
 #: how TMATMUL / TGEMV form a float accumulation (see :func:`set_matmul_accumulation`)
-ACCUMULATIONS = ("f32", "exact")
-_ACCUMULATION = ["f32"]
+ACCUMULATIONS = MATMUL_ACCUMULATIONS
 
 
 def set_matmul_accumulation(mode: str) -> str:
-    """Choose how the float forms of TMATMUL / TGEMV (not _MX) accumulate; returns the previous
-    mode. Integer accumulation is always exact.
+    """Choose how the float forms of TMATMUL / TGEMV (not _MX) accumulate on the current
+    machine, and on the machines made while it is current (``pto.target``, ``pto.launch``,
+    ``.pto`` runs); returns its previous mode. Integer accumulation is always exact. A launch
+    or machine takes it as a setting too: ``pto.launch(..., matmul_accumulation="exact")``,
+    ``pto.target("a2a3", matmul_accumulation="exact")``, ``Program.run(...,
+    matmul_accumulation=...)``, ``ptoisa run --matmul-accumulation``.
 
     * ``"f32"`` (default): in f32, as the ISA specifies for the cube ("accumulation uses the
       accumulator tile's native datatype"): products are exact, the running sum is rounded to
@@ -58,8 +62,9 @@ def set_matmul_accumulation(mode: str) -> str:
     if mode not in ACCUMULATIONS:
         raise ValueError(f"matmul accumulation must be one of {', '.join(ACCUMULATIONS)}, "
                          f"got {mode!r}")
-    prev = _ACCUMULATION[0]
-    _ACCUMULATION[0] = mode
+    m = current()
+    prev = m.matmul_accumulation
+    m.matmul_accumulation = mode
     return prev
 
 # ---- operand roles (the C++ overloads share a name) -------------------------------------------
@@ -419,7 +424,7 @@ def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> N
     mm, k, n = a._vr, a._vc, b._vc
     # f32 accumulation runs as f32 BLAS; integer sums and "exact" mode use f64, where the
     # products of every input type are exact and their sum is rounded once, at the end
-    ct: type = np.float32 if _ACCUMULATION[0] == "f32" and not c.spec.dtype.is_int \
+    ct: type = np.float32 if m.matmul_accumulation == "f32" and not c.spec.dtype.is_int \
         and "sa" not in r else np.float64
     av, ia = _operand(m, a, mm, k, ct)
     bv, ib = _operand(m, b, k, n, ct)
@@ -437,7 +442,7 @@ def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> N
     else:
         with np.errstate(all="ignore"):
             res = _result(r, c, av, ia, bv, ib, ct, mm, n)
-    if c._whole and not c.spec.dtype.packed and m.lazy_ok(c):
+    if c._whole and not c.spec.dtype.packed and lazy.ok(m, c):
         # keep the result in logical order (copy-on-write) until the accumulator is read in
         # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking
         c.set_lazy(res, m, off_chip=True)  # (a new array: the product)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes as D
+from ... import lazy
 from ...enums import AccToVecMode, Pipe, ReluPreMode, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
@@ -144,7 +145,7 @@ def _move_in_place(m: Machine, dst: Tile, src: Tile) -> bool:
     moved values stay where they are until either tile is written (copy-on-write). False:
     nothing done."""
     if src.spec.loc is TileType.Acc or src.spec.dtype is not dst.spec.dtype \
-            or dst.spec.dtype.packed or not m.lazy_ok(dst):
+            or dst.spec.dtype.packed or not lazy.ok(m, dst):
         return False
     vr, vc = dst.spec.rows, dst.spec.cols
     shared = src.shared_lanes()

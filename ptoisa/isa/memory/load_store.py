@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import conv, rowfuse
+from ... import conv, lazy
 from ...conv import ConvSpec, ConvTile
 from ...enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
 from ...errors import PtoError, RuntimeCheckError
@@ -190,7 +190,7 @@ def _load_in_place(m: Machine, dst: Tile, src: GlobalTensor) -> bool:
     """TLOAD of a whole tile without a copy, where it can: dst reads the GM view in place
     until either is written (see Tile.set_lazy). False: nothing done (copy instead)."""
     spec = dst.spec
-    if src.spec.dtype is not spec.dtype or spec.dtype.packed or not m.lazy_ok(dst):
+    if src.spec.dtype is not spec.dtype or spec.dtype.packed or not lazy.ok(m, dst):
         return False
     vr, vc = spec.rows, spec.cols
     w = src.window(vr, vc)
@@ -290,7 +290,7 @@ def _store(m: Machine, dst: GlobalTensor, values: np.ndarray, atomic: AtomicType
             _store(m, dst, v, atomic)
         return
     m.gm_writes += 1
-    m.gm_barrier(dst.flat)
+    lazy.gm_barrier(m, dst.flat)
     if dst.dtype.packed:
         idx = dst.indices(*values.shape[-2:])
         _pack4(dst.flat, idx, values)
@@ -400,7 +400,7 @@ def _tstore(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None
     """TSTORE's semantics (its entry's and its fast form's)."""
     if isinstance(src, ConvTile):
         m.gm_writes += 1
-        m.gm_barrier(dst.flat)
+        lazy.gm_barrier(m, dst.flat)
         conv.store(dst, src)
         return
     vr, vc = src.valid_shape
@@ -414,10 +414,10 @@ def _tstore(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None
         if w is not None and not _lanes_overlap(w) and (m.lanes == 1 or w.ndim == 3):
             # compute the deferred result straight into GM; the tile then reads it in place
             m.gm_writes += 1
-            m.gm_barrier(dst.flat)
+            lazy.gm_barrier(m, dst.flat)
             p = src.take_pending()
             if p is not None:
-                rowfuse.compute(m, src, p, w)
+                lazy.compute(m, src, p, w)
                 src.set_lazy(w, m, off_chip=True)
                 return
     vals = np.asarray(src.read())

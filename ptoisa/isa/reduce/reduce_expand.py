@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import rowfuse
+from ... import lazy, rowfuse
 from ...dtypes import dtype as to_dtype
 from ...enums import Pipe, TileType
 from ...errors import PtoError, RuntimeCheckError
@@ -559,24 +559,24 @@ def _declare_row_op(suffix: str) -> Instr:
         uf = _FLOAT_UFUNCS.get(suffix)
         if uf is not None and dst.dtype.is_float and full.dtype is dst.dtype \
                 and (exp._pending is not None or full._pending is not None) \
-                and rowfuse.worth(m, dst) and (vr, vc) == dst.shape == full.shape \
+                and lazy.worth(m, dst) and (vr, vc) == dst.shape == full.shape \
                 and dst.spec.is_nd \
                 and _expanded_cols(exp, label, vr) == 1 and exp.shape == (vr, 1):
             # an operand's value is itself deferred (the row max of a softmax, its exponent):
             # the chain stays deferred, to be computed in one pass (see ptoisa.rowfuse). The
             # operands read from storage are read first: a read can compute another deferred
             # tile into its storage, which an expression taken before it would then misread
-            vf = None if rowfuse.of(full) else rowfuse.leaf(np.asarray(full.read(vr, vc)))
-            ve = None if rowfuse.of(exp) else rowfuse.leaf(np.asarray(exp.read(vr, 1)))
-            kf, ke = vf or rowfuse.of(full), ve or rowfuse.of(exp)
-            if kf is not None and ke is not None and rowfuse.defer(m, dst, rowfuse.node(
+            vf = None if lazy.node_of(full) else rowfuse.leaf(np.asarray(full.read(vr, vc)))
+            ve = None if lazy.node_of(exp) else rowfuse.leaf(np.asarray(exp.read(vr, 1)))
+            kf, ke = vf or lazy.node_of(full), ve or lazy.node_of(exp)
+            if kf is not None and ke is not None and lazy.defer(m, dst, rowfuse.node(
                     rowfuse.ufunc(uf, dst.dtype.np), (ke, kf) if swapped else (kf, ke),
                     kf.shape)):
                 return
         b = _row_expanded(exp, label, vr, vc)
         a = np.asarray(full.read(vr, vc))
         if uf is not None and dst.dtype.is_float and a.dtype == dst.dtype.np \
-                and m.lazy_ok(dst) and (vr, vc) == dst.shape and dst.spec.is_nd:
+                and lazy.ok(m, dst) and (vr, vc) == dst.shape and dst.spec.is_nd:
             # deferred: computed when dst is read, or by TSTORE straight into GM
             dst.set_pending(uf, (b, a) if swapped else (a, b), m)
             return

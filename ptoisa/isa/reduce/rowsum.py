@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import parallel, rowfuse
+from ... import lazy, parallel, rowfuse
 from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
@@ -33,12 +33,12 @@ def defer_row_reduce(m: Machine, dst: Tile, src: Tile,
     result: rows x 1). False: nothing done (compute it now)."""
     s, d = src.spec, dst.spec
     if (src._vr, src._vc) != (s.rows, s.cols) or d.cols != 1 or d.rows != s.rows \
-            or d.is_boxed or d.dtype.packed or not rowfuse.worth(m, src):
+            or d.is_boxed or d.dtype.packed or not lazy.worth(m, src):
         return False
-    kid = rowfuse.of(src)
+    kid = lazy.node_of(src)
     if kid is None:
         return False
-    return rowfuse.defer(m, dst, rowfuse.node(rowfuse.reduction(values), (kid,),
+    return lazy.defer(m, dst, rowfuse.node(rowfuse.reduction(values), (kid,),
                                               (*kid.shape[:-1], 1)))
 
 
