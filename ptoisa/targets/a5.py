@@ -87,7 +87,10 @@ LEGALITY: dict[str, Rule] = {
         "i16->ui8 i16->f16 i16->f32 i16->ui32 i16->i32 i32->f32 i32->i16 i32->ui16 i32->i64 "
         "bf16->f4E1M2x2 bf16->f4E2M1x2 "
         "i32->ui8 i64->f32 i64->i32 ui8->f16 ui8->ui16 i8->f16 i8->i16 i8->i32 "
-        "ui32->ui8 ui32->ui16 ui32->i16 f8E4M3->f32 f8E5M2->f32 f32->hif8 f16->hif8")),
+        "ui32->ui8 ui32->ui16 ui32->i16 f8E4M3->f32 f8E5M2->f32 f32->hif8 f16->hif8 "
+        # A5-only sources (the TCVT page's supported-conversions table): HiF8 widens to f32,
+        # the packed fp4 pairs to bf16
+        "hif8->f32 f4E1M2x2->bf16 f4E2M1x2->bf16")),
     "TDIV": rule("i32 ui32 f32 i16 ui16 f16 i64 ui64"),
     "TFMOD": rule("f16 f32 ui16 i16 ui32 i32"),
     "TMAX": rule(ALLNUM),
