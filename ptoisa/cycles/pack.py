@@ -168,6 +168,8 @@ def _params(ins: Any, params: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "is_binary" in params and "isBinary" in names:
         out["isBinary"] = bool(params["is_binary"])
+    if params.get("op_params") == "high_precision" and "PrecisionType" in names:
+        out["PrecisionType"] = "HIGH_PRECISION"
     if "round_mode" in params and "mode" in names:
         mode = str(params["round_mode"]).replace("CAST_", "")
         out["mode"] = {"NONE": "CAST_NONE"}.get(mode, params["round_mode"])

@@ -199,5 +199,10 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "nosplit_vector_subblock0_only": True,
                          # ---- cycle model
                          "cost_table": "a5_vf",
+                         # the A5 fit (a5_fit.json) is of A5 measurements; the a2a3
+                         # coefficients it falls back to stay estimates here
+                         "costs_measured": True,
+                         # upstream has no A5 arch config: its one (A2/A3) clock, assumed
+                         "clock_hz": 1.85e9,
                      },
                      inherit_behaviour=False)
