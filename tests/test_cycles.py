@@ -415,6 +415,34 @@ def test_pack_runner_text_and_json(tmp_path, capsys):
     assert rows[0]["precision"] == 1.0 and rows[1]["precision"] == 0.25
 
 
+def test_pack_runner_explain_marks_estimates(tmp_path, capsys):
+    def case(cid, op, target="a2a3", src=None):
+        c = _case(cid, 100, 0.0)
+        c["op"], c["target"] = op, target
+        args = ["dst", "src0"] if src else ["dst", "src0", "src1"]
+        if src:
+            c["operands"][1]["dtype"] = src
+        c["program"] = [{"op": op, "args": args}]
+        return c
+
+    pack = tmp_path / "cycles.json"
+    pack.write_text(json.dumps({"schema": "ptoisa-cycles/1", "cases": [
+        case("add", "TADD"), case("max", "TMAX"), case("a5add", "TADD", "a5"),
+        case("a5abs", "TABS", "a5", "float32"), case("cvt8", "TCVT", "a5", "int16"),
+        case("cvt16", "TCVT", "a5", "float16")]}))
+    main(["cycles", str(pack), "--explain"])
+    out = capsys.readouterr().out.splitlines()
+    rule = {ln.split()[0]: out[i + 1] for i, ln in enumerate(out[:-2]) if ln.endswith("PASS")
+            or ln.endswith("FAIL")}
+    assert "[fitted to 7 a2a3 measurement(s)]" in rule["add"]
+    assert "[estimate: TMAX not measured: its class's fit (on TADD, TMUL, TSUB)]" in rule["max"]
+    assert "vf1:" in rule["a5add"] and "a5 measurement(s)]" in rule["a5add"]
+    assert "[estimate: fitted to a2a3 measurements, not a5's]" in rule["a5abs"]
+    assert "cvt=i16->f32" in rule["cvt8"] and "[estimate: no measurement of cvt i16->f32" \
+        in rule["cvt8"]
+    assert "cvt=f16->f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
+
+
 def test_pack_runner_rejects_other_files(tmp_path, capsys):
     bad = tmp_path / "x.json"
     bad.write_text("{}")

@@ -184,6 +184,8 @@ class Variant:
     #: the target whose measurements the fitted coefficients come from, and how many per key
     source: str | None = None
     n: dict[str, int] = field(default_factory=dict)
+    #: the instructions whose measurements the fit used (a class shares one fit)
+    ops_measured: frozenset[str] = frozenset()
 
     def matches(self, f: Features) -> bool:
         return all(f.get(k) == v for k, v in self.when.items())
@@ -372,6 +374,7 @@ def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:
         for idx, by_dtype in by_variant.items():
             v = table[op][int(idx)]
             v.source = fit.get("target", DEFAULT_TARGET)
+            v.ops_measured = frozenset(fit.get("ops", {}).get(op, {}).get(idx, ()))
             for dt, c in by_dtype.items():
                 v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
                 v.fitted.add(dt)
@@ -393,6 +396,57 @@ def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
     c0, c1, c2 = v.coefficients(f.get(v.key))
     x1, x2 = BASES[v.basis](f)
     return max(1, int(round(c0 + c1 * x1 + c2 * x2)))
+
+
+_XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
+           "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
+           "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
+           "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
+           "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", "")}
+
+
+def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
+            ) -> tuple[int, str, bool]:
+    """(cycles, the rule that priced ``f`` in words, whether a measurement on ``target``'s
+    hardware is behind it). Estimates say why: no rule for the instruction, a prior, a key
+    (element type, type pair) or algorithm without measurements, or another target's fit."""
+    from ..targets import get_target
+
+    idx, v = variant_of(table, f, pipe)
+    k = v.key_of(f)
+    c0, c1, c2 = v.coefficients(f.get(v.key))
+    x1, x2 = BASES[v.basis](f)
+    n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
+    terms = [f"{c0:.6g}"] + [f"{c:.6g}*{n}({x:g})" for c, n, x in ((c1, n1, x1), (c2, n2, x2))
+                             if c and n]
+    cyc = predict(table, f, pipe)
+    cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
+                     + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
+    rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
+    try:
+        tgt = get_target(str(target))
+        own = tgt.name if tgt.traits.costs_measured else None
+    except Exception:  # noqa: BLE001 - an unknown target: nothing was measured on it
+        own = None
+    key = f.get(v.key) if v.by_dtype else None
+    why = ""
+    if idx < 0:
+        why = f"no rule for {f['op']}: the {pipe.name} pipe's default"
+    elif k not in v.fitted:
+        why = "a prior, no measurement"
+    elif v.by_dtype and k == "any":
+        why = f"no measurement of {v.key} {key}: the fit pooled over the measured ones"
+    elif f.get("algo", "DEFAULT") != "DEFAULT" and "algo" not in v.when:
+        why = f"{f['algo']} not measured: the default algorithm's cost"
+    elif v.ops_measured and f["op"] not in v.ops_measured:
+        why = (f"{f['op']} not measured: its class's fit (on "
+               f"{', '.join(sorted(v.ops_measured))})")
+    elif v.source != own:
+        why = f"fitted to {v.source} measurements, not {target}'s"
+    if why:
+        return cyc, f"{rule}  [estimate: {why}]", False
+    n = v.n.get(k)
+    return cyc, f"{rule}  [fitted to {n or 'the'} {v.source} measurement(s)]", True
 
 
 # ---- fitting --------------------------------------------------------------------------------
@@ -459,10 +513,12 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
         for i, v in enumerate(vs):
             members.setdefault(v.group or f"{op}/{i}", []).append((op, i))
     groups: dict[tuple[str, str], list[tuple[tuple[float, float], float]]] = {}
+    seen: dict[str, set[str]] = {}
     for f, pipe, y in samples:
         idx, v = variant_of(table, f, pipe)
         if idx < 0:
             continue
+        seen.setdefault(v.group or f"{f['op']}/{idx}", set()).add(f["op"])
         x = BASES[v.basis](f)
         # by_dtype: each element type on its own (rates differ: f32 cubes at half rate);
         # the "any" fallback keeps its prior
@@ -483,4 +539,9 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
         for op, idx in members[g]:
             out.setdefault(op, {}).setdefault(str(idx), {})[dt] = [round(z, 6) for z in c]
             counts.setdefault(op, {}).setdefault(str(idx), {})[dt] = len(groups[(g, dt)])
-    return {"schema": "ptoisa-cycle-fit/1", "target": target, "coef": out, "n": counts}
+    ops: dict[str, dict[str, list[str]]] = {}
+    for g, names in seen.items():
+        for op, idx in members[g]:
+            ops.setdefault(op, {})[str(idx)] = sorted(names)
+    return {"schema": "ptoisa-cycle-fit/1", "target": target, "coef": out, "n": counts,
+            "ops": ops}
