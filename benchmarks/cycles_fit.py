@@ -1,11 +1,12 @@
-"""Fit the a2a3 cost table to the hardware pack and measure how well it generalises.
+"""Fit a cost table to a hardware pack and measure how well it generalises.
 
-    PYTHONPATH=. python benchmarks/cycles_fit.py [PACK] [--write]
+    PYTHONPATH=. python benchmarks/cycles_fit.py [PACK] [--write] [--verbose]
 
-* fits the coefficients on every non-suspect case of PACK (default ../shared/costmodel) and,
-  with ``--write``, stores them in ptoisa/cycles/a2a3_fit.json (the table the model uses), and
-  upstream's A5 vector-function formulas (PACK/a5_formula_params.csv) converted to our
-  coefficients in ptoisa/cycles/a5_vf.json (a5 estimates: no A5 measurements);
+* PACK (default ../shared/costmodel) measures a2a3 or a5 (its cases' ``target``): an a2a3
+  pack fits :data:`costs.A2A3_PRIORS` (``--write``: ptoisa/cycles/a2a3_fit.json), an a5 pack
+  (../shared/costmodel/a5) the A5 vector-function formulas :data:`costs.A5_PRIORS`
+  (``--write``: ptoisa/cycles/a5_fit.json), over the a2a3 fit already written;
+* fits the coefficients on every non-suspect case of PACK;
 * leave-one-out: each case predicted by a table fitted without it;
 * leave-op-out: all cases of one instruction predicted by a table fitted without any of them
   (priors and the coefficients its hardware class shares with other instructions);
@@ -40,9 +41,17 @@ def samples(cases: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any, Any]
     return out
 
 
-def table_from(train: list[tuple[dict[str, Any], Any, Any]]) -> dict[str, Any]:
-    fit = costs.fit_table((f, p, float(c["hardware_cycles"])) for c, f, p in train
-                          if not c.get("suspect"))
+def fit_of(train: list[tuple[dict[str, Any], Any, Any]], target: str) -> dict[str, Any]:
+    pts = ((f, p, float(c["hardware_cycles"])) for c, f, p in train if not c.get("suspect"))
+    if target == "a5":
+        return costs.fit_table(pts, priors=costs.A5_PRIORS, target="a5")
+    return costs.fit_table(pts, target=target)
+
+
+def table_from(train: list[tuple[dict[str, Any], Any, Any]], target: str) -> dict[str, Any]:
+    fit = fit_of(train, target)
+    if target == "a5":
+        return costs.load_a5_table(None, fit=fit)
     t = costs.load_table(None)
     costs.apply_fit(t, fit)
     return t
@@ -57,24 +66,30 @@ def score(rows: list[tuple[dict[str, Any], float]]) -> dict[str, Any]:
                                                      in zip(rows, ok, strict=True) if not k]}
 
 
+def _few(ids: list[str], n: int = 8) -> str:
+    return (", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+            if ids else "none")
+
+
 def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     pack = args[0] if args else str(Path(__file__).resolve().parents[2] / "shared/costmodel")
     cases = load_pack(pack)
     smp = samples(cases)
     main_smp = [s for s in smp if not s[0].get("suspect")]
+    target = str(cases[0].get("target", "a2a3")) if cases else "a2a3"
     # fitted on everything
-    full = table_from(main_smp)
+    full = table_from(main_smp, target)
     fit_rows = [(c, costs.predict(full, f, p)) for c, f, p in main_smp]
     # leave one out
     loo_rows = []
     for i, (c, f, p) in enumerate(main_smp):
-        t = table_from(main_smp[:i] + main_smp[i + 1:])
+        t = table_from(main_smp[:i] + main_smp[i + 1:], target)
         loo_rows.append((c, costs.predict(t, f, p)))
     # leave one instruction out: every case of the op predicted without any of them
     lopo_rows = []
     for op in sorted({c["op"] for c, _, _ in main_smp}):
-        t = table_from([x for x in main_smp if x[0]["op"] != op])
+        t = table_from([x for x in main_smp if x[0]["op"] != op], target)
         lopo_rows += [(c, costs.predict(t, f, p)) for c, f, p in main_smp if c["op"] == op]
     # random 60/40 splits
     split_scores = []
@@ -85,7 +100,7 @@ def main(argv: list[str]) -> int:
         cut = int(0.6 * len(idx))
         train = [main_smp[i] for i in idx[:cut]]
         test = [main_smp[i] for i in idx[cut:]]
-        t = table_from(train)
+        t = table_from(train, target)
         split_scores.append(score([(c, costs.predict(t, f, p)) for c, f, p in test]))
     print(f"pack: {pack} ({len(main_smp)} cases, {len(smp) - len(main_smp)} suspect left out)")
     for name, rows in (("fitted on all", fit_rows), ("leave-one-out", loo_rows),
@@ -93,21 +108,23 @@ def main(argv: list[str]) -> int:
         s = score(rows)
         print(f"{name:>14}: median precision {s['median']:.3f}; >= upstream on "
               f"{s['at_least_upstream']}/{s['n']} ({100 * s['at_least_upstream'] / s['n']:.0f}%)"
-              f"; below: {', '.join(s['failed']) or 'none'}")
+              f"; below: {_few(s['failed'])}")
+    by_op: dict[str, list[tuple[dict[str, Any], float]]] = {}
+    for row in loo_rows:
+        by_op.setdefault(row[0]["op"], []).append(row)
+    print("  leave-one-out per instruction: " + "; ".join(
+        f"{op} {s['median']:.3f} {s['at_least_upstream']}/{s['n']}"
+        for op, s in ((op, score(rows)) for op, rows in sorted(by_op.items()))))
     meds = [s["median"] for s in split_scores]
     fr = [s["at_least_upstream"] / s["n"] for s in split_scores]
     print(f"  60/40 splits: median precision on the 40% {statistics.median(meds):.3f} "
           f"(min {min(meds):.3f}); >= upstream on {100 * statistics.median(fr):.0f}% "
           f"(min {100 * min(fr):.0f}%) over {len(split_scores)} splits")
     if "--write" in argv:
-        fit = costs.fit_table((f, p, float(c["hardware_cycles"])) for c, f, p in main_smp)
-        costs.FIT_FILE.write_text(json.dumps(fit, indent=1, sort_keys=True) + "\n")
-        print(f"wrote {costs.FIT_FILE}")
-        csv = Path(pack) / "a5_formula_params.csv"
-        if csv.exists():  # upstream's A5 vector-function formulas, converted (estimates)
-            a5 = costs.a5_from_csv(csv.read_text())
-            costs.A5_FILE.write_text(json.dumps(a5, indent=1, sort_keys=True) + "\n")
-            print(f"wrote {costs.A5_FILE}")
+        fit = fit_of(main_smp, target)
+        out = costs.A5_FIT_FILE if target == "a5" else costs.FIT_FILE
+        out.write_text(json.dumps(fit, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {out}")
     if "--verbose" in argv:
         for (c, p), (_, q) in zip(fit_rows, loo_rows, strict=True):
             print(f"  {c['case_id']:<50} hw {c['hardware_cycles']:>7} fit {p:>7} loo {q:>7} "

@@ -315,7 +315,7 @@ def _where(loc: Any) -> str:
 def _cmd_cycles(ns: argparse.Namespace) -> int:
     from .cycles.pack import run_pack
 
-    return 1 if run_pack(ns.pack, as_json=ns.json) else 0
+    return 1 if run_pack(ns.pack, as_json=ns.json, explain=ns.explain) else 0
 
 
 def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
@@ -596,6 +596,10 @@ def build_parser() -> argparse.ArgumentParser:
     y.add_argument("--json", action="store_true",
                    help="a JSON array of {case_id, predicted_cycles, hardware_cycles, "
                         "precision}")
+    y.add_argument("--explain", action="store_true",
+                   help="under each case, the cost rule that priced it (terms and "
+                        "coefficients), marked [estimate: why] where no measurement on the "
+                        "case's target is behind it")
     y.add_argument("-q", "--quiet", action="store_true",
                    help="no progress line on the terminal")
     y.set_defaults(fn=_cmd_cycles)

@@ -117,3 +117,27 @@ def test_tstore_fp_f32_to_hif8_on_a5():
         np.testing.assert_array_equal(D.hif8_decode(out), D.hif8_decode(np.array(want, np.uint8)))
     finally:
         pto.memory.pop(m)
+
+
+def test_tcvt_hif8_and_fp4_sources_widen_on_a5():
+    # the TCVT page's A5 conversions: H8 -> FP32, FP4_E1M2X2 / FP4_E2M1X2 -> BF16
+    m = pto.target("a5")
+    try:
+        codes = sorted(HAND)
+        src, dst = _tile("hif8", 1, 32), _tile("f32", 1, 32)
+        src.write(np.array([codes + [0x80] + [0x00] * (31 - len(codes))], np.uint8))
+        pto.TCVT(dst, src, "CAST_RINT")
+        got = dst.numpy()[0]
+        np.testing.assert_array_equal(got[:len(codes)], np.float32([HAND[c] for c in codes]))
+        assert np.isnan(got[len(codes)])
+        # fp4 codes 0..15 (sign bit 8): e2m1 0 .5 1 1.5 2 3 4 6; e1m2 0 .25 .5 .75 1 1.25 1.5 1.75
+        mag = {"f4E2M1x2": [0, 0.5, 1, 1.5, 2, 3, 4, 6],
+               "f4E1M2x2": [0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75]}
+        for name, vals in mag.items():
+            q, b = _tile(name, 1, 64), _tile("bf16", 1, 64)
+            q.write((np.arange(64, dtype=np.uint8) % 16).reshape(1, 64))
+            pto.TCVT(b, q, "CAST_RINT")
+            want = np.float32(vals + [-v for v in vals])
+            np.testing.assert_array_equal(b.numpy()[0, :16].astype(np.float32), want)
+    finally:
+        pto.memory.pop(m)

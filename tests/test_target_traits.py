@@ -40,7 +40,7 @@ OLD_BEHAVIOUR = {
              "cost_table": "fitted", "costs_measured": True, "conformance_reference": False},
     "a5": {"print_style": "npu", "cross_core_flags_per_subblock": True,
            "cross_core_wait_holds_pipe": True, "nosplit_vector_subblock0_only": True,
-           "cost_table": "a5_vf", "costs_measured": False, "conformance_reference": False},
+           "cost_table": "a5_vf", "costs_measured": True, "conformance_reference": False},
 }
 
 
@@ -69,12 +69,17 @@ def test_the_readers_follow_the_traits() -> None:
     # the cost tables: a2a3's fit on cpu and a2a3 (and for an unknown name), a5's own
     assert costs.default_table("cpu") is costs.default_table("a2a3")
     assert costs.default_table("no-such-target") is costs.default_table("a2a3")
-    if costs.A5_FILE.exists():
-        assert costs.default_table("a5") is not costs.default_table("a2a3")
-    # the report's notes, as the report printed them per target name before
+    assert costs.A5_FIT_FILE.exists()
+    assert costs.default_table("a5") is not costs.default_table("a2a3")
+    # the report's notes, per target
     assert _cost_note("a2a3") == ""
-    assert _cost_note("a5") == (" (estimates: upstream's A5 vector-function formulas, else "
-                                "a2a3 costs)")
+    assert _cost_note("a5") == (" (fitted to A5 measurements for the instructions the A5 pack "
+                                "measures; the rest are estimates: the a2a3 costs)")
+    register_target(get_target("a5").derive("a5z"))  # a variant: not the measured hardware
+    try:
+        assert _cost_note("a5z") == " (estimates: the A5 fit, else the a2a3 costs)"
+    finally:
+        unregister_target("a5z")
     assert _cost_note("cpu") == " (estimates: the a2a3 costs)"
     assert _cost_note(None) == " (estimates: the a2a3 costs)"
 

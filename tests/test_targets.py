@@ -76,7 +76,8 @@ def test_everything_else_is_a5s(a5x) -> None:  # type: ignore[no-untyped-def]
     assert a5x.legality == a5.legality and a5x.buffers == a5.buffers and a5x.plan == a5.plan
     diff = {k for k, v in dataclasses.asdict(a5x.traits).items()
             if v != getattr(a5.traits, k)}
-    assert diff == {"left_blayout"}
+    # a5's fit is of a5's hardware, not a5x's (Target.derive)
+    assert diff == {"left_blayout", "costs_measured"}
     assert a5x.lineage == ("a5x", "a5")
     # the same uses are illegal, with the same message
     for tgt in ("a5", "a5x"):

@@ -19,8 +19,9 @@ with ``any`` as the fallback) says which basis each instruction uses. The fitted
 come from the hardware pack (``ptoisa/cycles/a2a3_fit.json``, written by :func:`fit_table`
 through benchmarks/cycles_fit.py); the priors (upstream's per-intrinsic head/slope numbers, or
 a pipe default, :data:`PIPE_DEFAULT`) fill what the pack does not measure: those are
-estimates. a5 has no measurements: upstream's A5 vector-function formulas where they exist
-(``a5_vf.json``, :func:`apply_a5`), else the a2a3 numbers (estimates). See docs/cycles.md.
+estimates. a5: the instructions the A5 pack measures have their own vector-function loop
+formulas fitted to it (:data:`A5_PRIORS`, ``a5_fit.json``), every other one the a2a3 numbers
+(estimates). See docs/cycles.md.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
         dst = tiles[0][1]
         src = tiles[1][1] if len(tiles) > 1 else dst
         f["dst_loc"], f["src_loc"] = dst.loc.name, src.loc.name
+        # a conversion's cost depends on both element types (a5: f32 -> fp8 is ~7x f32 -> f16)
+        f["cvt"] = f"{src.dtype.name}->{dst.dtype.name}"
         f["in_place"] = dst is src or (dst.addr is not None and dst.addr == src.addr
                                       and dst.loc == src.loc and len(tiles) > 1)
         whole = all(t.valid_row == t.rows and t.valid_col == t.cols for _, t in tiles[:2])
@@ -107,6 +110,9 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
         f["fractals"] = math.ceil(m / 16) * math.ceil(k * a.dtype.itemsize / 32) * \
             math.ceil(n / 16)
     f["operand_order"] = "scalar_tile" if scalar_first else "tile_scalar"
+    # DEFAULT / HIGH_PRECISION (TRECIP, TDIVS...: a5's high-precision loops are ~100x slower)
+    algo = params.get("PrecisionType")
+    f["algo"] = getattr(algo, "name", "DEFAULT") if algo is not None else "DEFAULT"
     f["is_binary"] = bool(params.get("isBinary", False)) or any(
         o.name == "isBinary" and bool(v) for o, v in zip(instr.operands, values, strict=False))
     return f
@@ -170,19 +176,36 @@ class Variant:
     by_dtype: bool = False
     #: instructions of one hardware class share their coefficients (fitted together)
     group: str | None = None
+    #: the feature whose value selects the coefficients (``dtype``; TCVT's ``cvt``: the pair)
+    key: str = "dtype"
+    #: with ``by_dtype``: also fit one set over every key, the ``any`` fallback of a key
+    #: without measurements (an estimate) and the prior of each key's own fit
+    pool: bool = False
+    #: the target whose measurements the fitted coefficients come from, and how many per key
+    source: str | None = None
+    n: dict[str, int] = field(default_factory=dict)
+    #: the instructions whose measurements the fit used (a class shares one fit)
+    ops_measured: frozenset[str] = frozenset()
 
     def matches(self, f: Features) -> bool:
         return all(f.get(k) == v for k, v in self.when.items())
 
-    def coefficients(self, dtype: str | None) -> Coef:
-        if dtype is not None and dtype in self.coef:
-            return self.coef[dtype]
+    def coefficients(self, key: str | None) -> Coef:
+        if key is not None and key in self.coef:
+            return self.coef[key]
         return self.coef.get("any", self.prior)
+
+    def key_of(self, f: Features) -> str:
+        """The coefficient set ``f`` uses: its own key's, else ``any`` (else the prior)."""
+        k = f.get(self.key)
+        return str(k) if k is not None and k in self.coef else "any"
 
 
 def _v(basis: str, c0: float, c1: float = 0.0, c2: float = 0.0, *, by_dtype: bool = False,
-       group: str | None = None, **when: Any) -> Variant:
-    return Variant(basis, (c0, c1, c2), dict(when), by_dtype=by_dtype, group=group)
+       group: str | None = None, key: str = "dtype", pool: bool = False,
+       **when: Any) -> Variant:
+    return Variant(basis, (c0, c1, c2), dict(when), by_dtype=by_dtype, group=group, key=key,
+                   pool=pool)
 
 
 # Priors: upstream's per-intrinsic head+tail / slope (cce_costmodel) where it has them, else a
@@ -252,8 +275,29 @@ PIPE_DEFAULT: dict[Pipe, Variant] = {
     Pipe.ALL: _v("const", 1),
 }
 
+
+
+def _vf(c1: float, key: str = "dtype", **when: Any) -> list[Variant]:
+    """An A5 vector function: one loop over the tile's 256-byte vectors when its rows are
+    whole (1D: ``c0 + c1 * vectors``), else a loop per row (2D: ``c0 + c1 * vectors +
+    c2 * rows``); coefficients per ``key`` value, pooled over all of them as the fallback."""
+    return [_v("vf1", 60, c1, by_dtype=True, key=key, pool=True, path="1D", **when),
+            _v("vf2", 60, c1, 2, by_dtype=True, key=key, pool=True, path="2D", **when)]
+
+
+# a5: the instructions the A5 pack measures (../shared/costmodel/a5), fitted to it into
+# a5_fit.json; every other instruction keeps the a2a3 table (estimates on a5). TRECIP's
+# high-precision algorithm is its own loop (~170 cycles a vector for f32, not 2).
+A5_PRIORS: dict[str, list[Variant]] = {
+    **{op: _vf(2) for op in ("TADD", "TSUB", "TMUL", "TMINS", "TNEG", "TDIVS", "TEXP",
+                             "TSQRT", "TRSQRT", "TSEL")},
+    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2),
+    # a conversion costs by its type pair (f32 -> fp8 takes ~7x f32 -> f16)
+    "TCVT": _vf(2, key="cvt"),
+}
+
 FIT_FILE = Path(__file__).with_name("a2a3_fit.json")
-A5_FILE = Path(__file__).with_name("a5_vf.json")
+A5_FIT_FILE = Path(__file__).with_name("a5_fit.json")
 
 
 def _fresh(priors: dict[str, list[Variant]]) -> dict[str, list[Variant]]:
@@ -269,6 +313,22 @@ def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
     return table
 
 
+def load_a5_table(path: Path | None = A5_FIT_FILE, *, a2a3: Path | None = FIT_FILE,
+                  fit: dict[str, Any] | None = None) -> dict[str, list[Variant]]:
+    """The a5 table: the instructions of :data:`A5_PRIORS` with the A5 fit (``fit``, else
+    the file ``path``), each in front of its a2a3 variants (which price what the A5 variants
+    do not match); every other instruction as in the a2a3 table."""
+    table = load_table(a2a3)
+    a5 = _fresh(A5_PRIORS)
+    if fit is None and path is not None and path.exists():
+        fit = json.loads(path.read_text())
+    if fit is not None:
+        apply_fit(a5, fit)
+    for op, vs in a5.items():
+        table[op] = vs + table.get(op, [])
+    return table
+
+
 #: the values of the ``cost_table`` trait (see ptoisa.targets.Traits)
 COST_TABLES = ("fitted", "a5_vf")
 _DEFAULT: dict[str, dict[str, list[Variant]]] = {}
@@ -279,9 +339,9 @@ _BY_NAME: dict[str, dict[str, list[Variant]]] = {}
 
 def default_table(target: Any = None) -> dict[str, list[Variant]]:
     """The table of a target (a Target or a name), loaded once (shared: do not modify it), as
-    its ``cost_table`` trait says: the table fitted on a2a3 ("fitted"), or the same with
-    upstream's A5 vector-function formulas for the instructions they cover ("a5_vf", a5's:
-    estimates, no A5 measurements). An unknown name gets the fitted table."""
+    its ``cost_table`` trait says: the table fitted on a2a3 ("fitted"), or the same with the
+    vector-function loop formulas fitted on A5 for the instructions the A5 pack measures
+    ("a5_vf", :func:`load_a5_table`). An unknown name gets the fitted table."""
     if isinstance(target, str):
         hit = _BY_NAME.get(target)
         if hit is not None:
@@ -303,63 +363,24 @@ def default_table(target: Any = None) -> dict[str, list[Variant]]:
                        f"{', '.join(COST_TABLES)})")
     t = _DEFAULT.get(key)
     if t is None:
-        t = load_table()
-        if key == "a5_vf" and A5_FILE.exists():
-            apply_a5(t, json.loads(A5_FILE.read_text()))
+        t = load_a5_table() if key == "a5_vf" else load_table()
         _DEFAULT[key] = t
     return t
 
 
-def apply_a5(table: dict[str, list[Variant]], vf: dict[str, Any]) -> None:
-    """Replace the variants of the instructions ``vf`` covers by its 1D/2D loop formulas."""
-    for op, by_path in vf.get("coef", {}).items():
-        vs = []
-        for path, basis in (("1D", "vf1"), ("2D", "vf2")):
-            if path in by_path:
-                v = _v(basis, 0, 0, 0, by_dtype=True, path=path)
-                for dt, c in by_path[path].items():
-                    v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
-                # other element types: the f32 formula (an estimate of an estimate)
-                v.coef["any"] = v.coef.get("f32") or next(iter(v.coef.values()))
-                vs.append(v)
-        table[op] = vs + table.get(op, [])
-
-
-_A5_TYPES = {"fp32": "f32", "fp16": "f16", "bf16": "bf16", "int32": "i32", "int16": "i16",
-             "int8": "i8", "uint8": "ui8"}
-
-
-def a5_from_csv(text: str) -> dict[str, Any]:
-    """upstream's A5 VF formula table (a5_formula_params.csv) as our coefficients: ``linear``
-    (1D) ``p0*loops + p1`` -> (p1, p0, 0); ``nested_loop`` (2D) ``(p0*inner + p1)*rows + p2``
-    -> (p2, p0, p1). The default implementation kind per path, as upstream selects it;
-    instructions whose formula needs more keys (TCVT by destination type, TSEL) are left out."""
-    import csv
-    import io
-
-    out: dict[str, dict[str, dict[str, list[float]]]] = {}
-    for row in csv.DictReader(io.StringIO(text)):
-        op, path, kind = row["op"], row["shape_path"], row["formula_kind"]
-        if op in ("TCVT", "TSEL") or row["tail_kind"] != "full" or row["op_params"]:
-            continue
-        want = "POST_UPDATE" if path == "1D" else "NO_POST_UPDATE"
-        if row["vf_impl_kind"] != want:
-            continue
-        p = [float(row[f"param{i}"]) for i in range(4)]
-        c = [p[1], p[0], 0.0] if kind == "linear" else [p[2], p[0], p[1]]
-        dt = _A5_TYPES.get(row["src_dtype"], row["src_dtype"])
-        out.setdefault(op, {}).setdefault(path, {})[dt] = c
-    return {"schema": "ptoisa-cycle-a5vf/1", "source": "upstream a5_formula_params.csv",
-            "coef": out}
-
-
 def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:
+    counts = fit.get("n", {})
     for op, by_variant in fit.get("coef", {}).items():
         for idx, by_dtype in by_variant.items():
             v = table[op][int(idx)]
+            v.source = fit.get("target", DEFAULT_TARGET)
+            v.ops_measured = frozenset(fit.get("ops", {}).get(op, {}).get(idx, ()))
             for dt, c in by_dtype.items():
                 v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
                 v.fitted.add(dt)
+                n = counts.get(op, {}).get(idx, {}).get(dt)
+                if n is not None:
+                    v.n[dt] = int(n)
 
 
 def variant_of(table: dict[str, list[Variant]], f: Features, pipe: Pipe
@@ -372,9 +393,60 @@ def variant_of(table: dict[str, list[Variant]], f: Features, pipe: Pipe
 
 def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
     _, v = variant_of(table, f, pipe)
-    c0, c1, c2 = v.coefficients(f.get("dtype"))
+    c0, c1, c2 = v.coefficients(f.get(v.key))
     x1, x2 = BASES[v.basis](f)
     return max(1, int(round(c0 + c1 * x1 + c2 * x2)))
+
+
+_XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
+           "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
+           "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
+           "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
+           "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", "")}
+
+
+def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
+            ) -> tuple[int, str, bool]:
+    """(cycles, the rule that priced ``f`` in words, whether a measurement on ``target``'s
+    hardware is behind it). Estimates say why: no rule for the instruction, a prior, a key
+    (element type, type pair) or algorithm without measurements, or another target's fit."""
+    from ..targets import get_target
+
+    idx, v = variant_of(table, f, pipe)
+    k = v.key_of(f)
+    c0, c1, c2 = v.coefficients(f.get(v.key))
+    x1, x2 = BASES[v.basis](f)
+    n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
+    terms = [f"{c0:.6g}"] + [f"{c:.6g}*{n}({x:g})" for c, n, x in ((c1, n1, x1), (c2, n2, x2))
+                             if c and n]
+    cyc = predict(table, f, pipe)
+    cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
+                     + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
+    rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
+    try:
+        tgt = get_target(str(target))
+        own = tgt.name if tgt.traits.costs_measured else None
+    except Exception:  # noqa: BLE001 - an unknown target: nothing was measured on it
+        own = None
+    key = f.get(v.key) if v.by_dtype else None
+    why = ""
+    if idx < 0:
+        why = f"no rule for {f['op']}: the {pipe.name} pipe's default"
+    elif k not in v.fitted:
+        why = "a prior, no measurement"
+    elif v.by_dtype and k == "any":
+        why = f"no measurement of {v.key} {key}: the fit pooled over the measured ones"
+    elif f.get("algo", "DEFAULT") != "DEFAULT" and "algo" not in v.when:
+        why = f"{f['algo']} not measured: the default algorithm's cost"
+    elif v.ops_measured and f["op"] not in v.ops_measured:
+        why = (f"{f['op']} not measured: its class's fit (on "
+               f"{', '.join(sorted(v.ops_measured))})")
+    elif v.source != own:
+        why = f"fitted to {v.source} measurements, not {target}'s"
+    if why:
+        return cyc, f"{rule}  [estimate: {why}]", False
+    n = v.n.get(k)
+    return cyc, f"{rule}  [fitted to {n or 'the'} {v.source} measurement(s)]", True
 
 
 # ---- fitting --------------------------------------------------------------------------------
@@ -427,24 +499,32 @@ def _l1(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return sol
 
 
-def fit_table(samples: Iterable[tuple[Features, Pipe, float]]) -> dict[str, Any]:
-    """Fit the table's coefficients to measured ``(features, pipe, cycles)`` samples: per
-    (instruction, variant) one ``any`` group over all element types and one group per element
-    type that has measurements. Returns the JSON-able fit (see :func:`apply_fit`)."""
-    table = _fresh(A2A3_PRIORS)
+def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
+              priors: dict[str, list[Variant]] | None = None,
+              target: str = DEFAULT_TARGET) -> dict[str, Any]:
+    """Fit the coefficients of ``priors`` (default :data:`A2A3_PRIORS`) to ``(features,
+    pipe, cycles)`` samples measured on ``target``: per (instruction, variant) one ``any``
+    group over all element types, or (``by_dtype``) one group per key value that has
+    measurements (and, ``pool``, the ``any`` group too). Returns the JSON-able fit (see
+    :func:`apply_fit`)."""
+    table = _fresh(A2A3_PRIORS if priors is None else priors)
     members: dict[str, list[tuple[str, int]]] = {}
     for op, vs in table.items():
         for i, v in enumerate(vs):
             members.setdefault(v.group or f"{op}/{i}", []).append((op, i))
     groups: dict[tuple[str, str], list[tuple[tuple[float, float], float]]] = {}
+    seen: dict[str, set[str]] = {}
     for f, pipe, y in samples:
         idx, v = variant_of(table, f, pipe)
         if idx < 0:
             continue
+        seen.setdefault(v.group or f"{f['op']}/{idx}", set()).add(f["op"])
         x = BASES[v.basis](f)
         # by_dtype: each element type on its own (rates differ: f32 cubes at half rate);
         # the "any" fallback keeps its prior
-        for dt in (f.get("dtype") or "any",) if v.by_dtype else ("any",):
+        keys = ((str(f.get(v.key) or "any"),) + (("any",) if v.pool else ())
+                if v.by_dtype else ("any",))
+        for dt in dict.fromkeys(keys):
             groups.setdefault((v.group or f"{f['op']}/{idx}", dt), []).append((x, y))
     fitted: dict[tuple[str, str], Coef] = {}
     for (g, dt), pts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "any")):
@@ -452,10 +532,16 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]]) -> dict[str, Any]
         v = table[op][idx]
         prior = v.coef.get(dt) or fitted.get((g, "any")) or v.coef.get("any", v.prior)
         fitted[(g, dt)] = _fit_group([p[0] for p in pts], [p[1] for p in pts], prior,
-                                     signed2=v.basis in ("vec", "vecs"))
+                                     signed2=v.basis in ("vec", "vecs", "vf2"))
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
+    counts: dict[str, dict[str, dict[str, int]]] = {}
     for (g, dt), c in sorted(fitted.items()):
         for op, idx in members[g]:
             out.setdefault(op, {}).setdefault(str(idx), {})[dt] = [round(z, 6) for z in c]
-    # the hardware pack measures the default target (a2a3)
-    return {"schema": "ptoisa-cycle-fit/1", "target": DEFAULT_TARGET, "coef": out}
+            counts.setdefault(op, {}).setdefault(str(idx), {})[dt] = len(groups[(g, dt)])
+    ops: dict[str, dict[str, list[str]]] = {}
+    for g, names in seen.items():
+        for op, idx in members[g]:
+            ops.setdefault(op, {})[str(idx)] = sorted(names)
+    return {"schema": "ptoisa-cycle-fit/1", "target": target, "coef": out, "n": counts,
+            "ops": ops}

@@ -168,6 +168,8 @@ def _params(ins: Any, params: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if "is_binary" in params and "isBinary" in names:
         out["isBinary"] = bool(params["is_binary"])
+    if params.get("op_params") == "high_precision" and "PrecisionType" in names:
+        out["PrecisionType"] = "HIGH_PRECISION"
     if "round_mode" in params and "mode" in names:
         mode = str(params["round_mode"]).replace("CAST_", "")
         out["mode"] = {"NONE": "CAST_NONE"}.get(mode, params["round_mode"])
@@ -190,14 +192,32 @@ def evaluate(cases: list[dict[str, Any]], table: dict[str, Any] | None = None
     return res
 
 
-def run_pack(path: str | Path, *, as_json: bool = False, out: TextIO | None = None) -> int:
-    """Print the per-case comparison (or JSON); return the number of failed cases."""
+def explain_case(case: dict[str, Any]) -> str:
+    """The rule that priced the case's measured call (see :func:`costs.explain`)."""
+    _, _, feats = run_case(case)
+    idx = int(case.get("measured_call", len(case["program"]) - 1))
+    if idx >= len(feats):
+        return "measured call did not run"
+    f, pipe = feats[idx]
+    tgt = case.get("target", DEFAULT_TARGET)
+    return costs.explain(costs.default_table(tgt), f, pipe, tgt)[1]
+
+
+def run_pack(path: str | Path, *, as_json: bool = False, out: TextIO | None = None,
+             explain: bool = False) -> int:
+    """Print the per-case comparison (or JSON; ``explain``: each case's rule, marked
+    ``[estimate: why]`` where no measurement on its target is behind it); return the number
+    of failed cases."""
     out = out or sys.stdout
-    res = evaluate(load_pack(path))
+    cases = load_pack(path)
+    res = evaluate(cases)
+    rules = {c["case_id"]: explain_case(c) for c in cases} if explain else {}
     if as_json:
         out.write(json.dumps([{"case_id": r.case_id, "predicted_cycles": r.predicted,
                                "hardware_cycles": r.hardware,
-                               "precision": round(r.precision, 6)} for r in res], indent=1))
+                               "precision": round(r.precision, 6),
+                               **({"rule": rules[r.case_id]} if explain else {})}
+                              for r in res], indent=1))
         out.write("\n")
         return sum(1 for r in res if not r.suspect and not r.passed)
     main = [r for r in res if not r.suspect]
@@ -206,10 +226,14 @@ def run_pack(path: str | Path, *, as_json: bool = False, out: TextIO | None = No
     out.write(f"{'case':<{w}}  {'pred':>7}  {'hw':>7}  prec   bar\n")
     for r in main:
         out.write(_line(r, w))
+        if explain:
+            out.write(f"    {rules[r.case_id]}\n")
     if sus:
         out.write("suspect hardware numbers (reported apart, not counted):\n")
         for r in sus:
             out.write(_line(r, w).rstrip("\n") + f"  (suspect: {r.suspect})\n")
+            if explain:
+                out.write(f"    {rules[r.case_id]}\n")
     precs = sorted(r.precision for r in main)
     if precs:
         med = precs[len(precs) // 2] if len(precs) % 2 else \

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..enums import Pipe
 from ..errors import PtoError
-from ..targets import get_target
+from ..targets import DEFAULT_TARGET, get_target
 from .steps import Deadlock, Flow, Step
 
 _PIPE_ORDER = [Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.V, Pipe.MTE3, Pipe.S, Pipe.ALL]
@@ -35,11 +35,22 @@ def _cost_note(target: Any) -> str:
         traits = get_target(str(target)).traits
     except PtoError:  # a target no longer (or never) known: the fitted table
         return " (estimates: the a2a3 costs)"
+    if traits.cost_table == "a5_vf":
+        if traits.costs_measured:
+            return (" (fitted to A5 measurements for the instructions the A5 pack measures; "
+                    "the rest are estimates: the a2a3 costs)")
+        return " (estimates: the A5 fit, else the a2a3 costs)"
     if traits.costs_measured:
         return ""
-    if traits.cost_table == "a5_vf":
-        return " (estimates: upstream's A5 vector-function formulas, else a2a3 costs)"
     return " (estimates: the a2a3 costs)"
+
+
+def clock_hz(target: Any) -> float:
+    """The target's clock (its ``clock_hz`` trait; an unknown target: the default's)."""
+    try:
+        return float(get_target(str(target)).traits.clock_hz)
+    except PtoError:
+        return float(get_target(DEFAULT_TARGET).traits.clock_hz)
 
 
 @dataclass
@@ -71,6 +82,8 @@ class CycleReport:
         self.errors: list[str] = []
         work = [s for s in steps if s.sync is None]
         self.total = max((s.end for s in steps), default=0)
+        #: the target's clock: cycles / (clock_hz / 1e6) is microseconds
+        self.clock_hz = clock_hz(target)
         busy: dict[str, int] = {}
         lanes: dict[str, set[tuple[str, int]]] = {}
         for s in work:
@@ -107,6 +120,10 @@ class CycleReport:
         """The busiest pipe: the one that bounds the kernel when everything else overlaps."""
         return max(self.busy, key=lambda p: self.busy[p]) if self.busy else None
 
+    def us(self, cycles: float | None = None) -> float:
+        """``cycles`` (default: the total) in microseconds at the target's clock."""
+        return (self.total if cycles is None else cycles) * 1e6 / self.clock_hz
+
     def cycles_of(self, index: int) -> int:
         """Cycles of the ``index``-th recorded non-sync instruction."""
         work = [s for s in self.steps if s.sync is None]
@@ -136,8 +153,8 @@ class CycleReport:
         else:
             where = ""
         est = _cost_note(self.target)
-        lines = [f"cycles: {self.total} (target {self.target}{est}, {self.mode}-sync schedule"
-                 f"{where})"]
+        lines = [f"cycles: {self.total} = {self.us():.3f} us at {self.clock_hz / 1e9:g} GHz "
+                 f"(target {self.target}{est}, {self.mode}-sync schedule{where})"]
         util = self.utilisation()
         for p, b in self.busy.items():
             n = self.timelines[p]
@@ -165,7 +182,9 @@ class CycleReport:
     def trace_events(self) -> dict[str, Any]:
         """Chrome Trace Event JSON: one process per (core, block), one thread per pipe,
         complete ("X") events per instruction, set/wait flags as zero-length slices joined by
-        flow ("s"/"f") events. ``ts`` is in cycles (shown as microseconds by the viewers)."""
+        flow ("s"/"f") events. ``ts`` and ``dur`` are microseconds (the format's unit) at the
+        target's clock; each slice's ``args`` keep its cycles."""
+        us = 1e6 / self.clock_hz
         procs: dict[tuple[str, int], int] = {}
         tids: dict[str, int] = {p.name: i + 1 for i, p in enumerate(_PIPE_ORDER)}
         ev: list[dict[str, Any]] = []
@@ -175,14 +194,15 @@ class CycleReport:
             tid = tids[s.pn]
             used.add((pid, tid))
             if s.sync is None:
-                ev.append({"name": s.op, "cat": s.pn, "ph": "X", "ts": s.start,
-                           "dur": s.cycles, "pid": pid, "tid": tid,
-                           "args": {"at": _where(s.loc), "index": s.index}})
+                ev.append({"name": s.op, "cat": s.pn, "ph": "X", "ts": s.start * us,
+                           "dur": s.cycles * us, "pid": pid, "tid": tid,
+                           "args": {"at": _where(s.loc), "index": s.index,
+                                    "cycles": s.cycles, "start_cycle": s.start}})
             elif s.sync[0] in ("flag_set", "flag_wait"):
                 # a zero-length slice on the pipe it holds: the flow arrows bind to these
                 _, src, dst, eid = s.sync
                 ev.append({"name": f"{s.op.lower()} {src.name}->{dst.name} #{eid}",
-                           "cat": "flag", "ph": "X", "ts": s.start, "dur": 0, "pid": pid,
+                           "cat": "flag", "ph": "X", "ts": s.start * us, "dur": 0, "pid": pid,
                            "tid": tid, "args": {"at": _where(s.loc), "index": s.index}})
         for i, f in enumerate(self.flows):
             pid = procs.setdefault((f.core, f.block), len(procs) + 1)
@@ -194,10 +214,10 @@ class CycleReport:
             name = f"flag {f.src.name}->{f.dst.name} #{f.event}" if f.core2 is None \
                 else f"{f.label} {f.core}->{f.core2}"
             cat = "flag" if f.core2 is None else "cross-core"
-            ev.append({"name": name, "cat": cat, "ph": "s", "id": i + 1, "ts": f.t_set,
+            ev.append({"name": name, "cat": cat, "ph": "s", "id": i + 1, "ts": f.t_set * us,
                        "pid": pid, "tid": src})
             ev.append({"name": name, "cat": cat, "ph": "f", "bp": "e", "id": i + 1,
-                       "ts": f.t_wait, "pid": pid2, "tid": dst})
+                       "ts": f.t_wait * us, "pid": pid2, "tid": dst})
         meta: list[dict[str, Any]] = []
         for (core, blk), pid in procs.items():
             label = (f"{core} blocks 0-{self.blocks - 1} (lockstep: one timeline for all)"
@@ -210,9 +230,12 @@ class CycleReport:
                          "args": {"name": pname}})
             meta.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
                          "args": {"sort_index": tid}})
+        # timestamps are microseconds (the Trace Event format's unit); the viewers show them
+        # in ns resolution (displayTimeUnit: "ms" or "ns")
         return {"traceEvents": meta + ev, "displayTimeUnit": "ns",
-                "otherData": {"unit": "cycles", "target": self.target, "mode": self.mode,
-                              "total_cycles": self.total}}
+                "otherData": {"ts_unit": "us", "clock_hz": self.clock_hz,
+                              "target": self.target, "mode": self.mode,
+                              "total_cycles": self.total, "total_us": self.us()}}
 
     def write_trace(self, path: str | Path) -> None:
         try:

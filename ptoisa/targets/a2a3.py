@@ -271,4 +271,6 @@ TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Trai
     cost_table="fitted",
     costs_measured=True,
     conformance_reference=False,
+    # upstream's arch config (arch_config.hpp: kA2A3ArchConfig, 1.85 GHz)
+    clock_hz=1.85e9,
 ))

@@ -89,7 +89,10 @@ LEGALITY: dict[str, Rule] = {
         "i16->ui8 i16->f16 i16->f32 i16->ui32 i16->i32 i32->f32 i32->i16 i32->ui16 i32->i64 "
         "bf16->f4E1M2x2 bf16->f4E2M1x2 "
         "i32->ui8 i64->f32 i64->i32 ui8->f16 ui8->ui16 i8->f16 i8->i16 i8->i32 "
-        "ui32->ui8 ui32->ui16 ui32->i16 f8E4M3->f32 f8E5M2->f32 f32->hif8 f16->hif8")),
+        "ui32->ui8 ui32->ui16 ui32->i16 f8E4M3->f32 f8E5M2->f32 f32->hif8 f16->hif8 "
+        # A5-only sources (the TCVT page's supported-conversions table): HiF8 widens to f32,
+        # the packed fp4 pairs to bf16
+        "hif8->f32 f4E1M2x2->bf16 f4E2M1x2->bf16")),
     "TDIV": rule("i32 ui32 f32 i16 ui16 f16 i64 ui64"),
     "TFMOD": rule("f16 f32 ui16 i16 ui32 i32"),
     "TMAX": rule(ALLNUM),
@@ -218,5 +221,10 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "nosplit_vector_subblock0_only": True,
                          # ---- cycle model
                          "cost_table": "a5_vf",
+                         # the A5 fit (a5_fit.json) is of A5 measurements; the a2a3
+                         # coefficients it falls back to stay estimates here
+                         "costs_measured": True,
+                         # upstream has no A5 arch config: its one (A2/A3) clock, assumed
+                         "clock_hz": 1.85e9,
                      },
                      inherit_behaviour=False)

@@ -153,8 +153,8 @@ class Traits:
 
     # ---- cycle model, conformance --------------------------------------------------------------
     #: the cost table of the cycle model: "fitted" (fitted on A2/A3 measurements,
-    #: ../shared/costmodel) or "a5_vf" (that table with upstream's A5 vector-function loop
-    #: formulas for the instructions they cover)
+    #: ../shared/costmodel) or "a5_vf" (that table with A5 vector-function loop formulas
+    #: fitted on A5 measurements, ../shared/costmodel/a5, for the instructions they measure)
     cost_table: str = "fitted"
     #: the fitted costs were measured on this target's hardware (the cycle report then calls
     #: them costs, elsewhere estimates). Measurements belong to the hardware they were made on:
@@ -165,6 +165,10 @@ class Traits:
     #: a target without it such a program is skipped, and a failure that a documented target
     #: difference explains (and that passes on ``CONFORMANCE_TARGET``) is DIFF
     conformance_reference: bool = False
+    #: the AI core clock in Hz, converting the cycle model's cycles to time (reports, traces):
+    #: upstream's arch config (include/pto/costmodel/arch_config.hpp, kMainFrequencyHz) says
+    #: 1.85 GHz for A2/A3, its only configuration; it has none for A5 (a5 assumes the same)
+    clock_hz: float = 1.85e9
 
     def replace(self, **changes: Any) -> Traits:
         unknown = sorted(set(changes) - {f.name for f in fields(self)})

@@ -198,6 +198,8 @@ def _convert_coded(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: 
     ROUND ties away); out of range -> +-inf, or +-2^15 with saturation; NaN -> 0x80."""
     if src.coded:
         x, src = decode(x, src), dtype("i8" if src.name == "s4" else "f32")
+        if src is dst:  # HiF8 -> f32: the decoded value is exact (not f32 -> f32's rounding)
+            return x.astype(dst.np)
         if not dst.coded:
             return convert(x, src, dst, mode, sat, casts)
     with np.errstate(all="ignore"):
