@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import comm
+from ptoisa.concurrent import comm
 
 R, C, K = 8, 16, 6  # tile rows, cols; tiles per producer
 

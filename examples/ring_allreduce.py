@@ -23,7 +23,7 @@ import argparse
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import comm
+from ptoisa.concurrent import comm
 
 C = 64  # elements per chunk: one 1 x 64 f32 tile
 

@@ -9,6 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from . import dtypes
+from .concurrent.mixed import (
+    DeadlockError,
+    Direction,
+    TileSplitAxis,
+    TPipe,
+    core_type,
+    get_subblock_idx,
+    get_subblock_num,
+    launch_mixed,
+)
 from .display import show
 from .dtypes import DType, dtype
 from .enums import (
@@ -44,16 +54,6 @@ from .interp import Program, load
 from .isa import REGISTRY, Event, Instr, lookup
 from .isa.matrix.matmul import set_matmul_accumulation
 from .memory import Machine, current, target
-from .mixed import (
-    DeadlockError,
-    Direction,
-    TileSplitAxis,
-    TPipe,
-    core_type,
-    get_subblock_idx,
-    get_subblock_num,
-    launch_mixed,
-)
 from .symbolic import ExportError
 from .symbolic import max as max  # noqa: A004 - pto.max (not in __all__)
 from .symbolic import min as min  # noqa: A004 - pto.min
@@ -82,7 +82,7 @@ __all__ += ["show"]
 __all__ += ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
             "get_subblock_idx", "get_subblock_num", "launch_mixed"]
 
-from . import comm  # noqa: E402 - the pto::comm namespace (multi-rank kernels)
+from .concurrent import comm  # noqa: E402 - the pto::comm namespace (multi-rank kernels)
 
 __all__ += ["comm"]
 

@@ -5,6 +5,16 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as dtypes
+from .concurrent.mixed import (
+    DeadlockError as DeadlockError,
+    Direction as Direction,
+    TileSplitAxis as TileSplitAxis,
+    TPipe as TPipe,
+    core_type as core_type,
+    get_subblock_idx as get_subblock_idx,
+    get_subblock_num as get_subblock_num,
+    launch_mixed as launch_mixed,
+)
 from .display import show as show
 from .dtypes import DType as DType, dtype as dtype
 from .enums import (
@@ -46,16 +56,6 @@ from .interp import Program as Program, load as load
 from .isa import REGISTRY as REGISTRY, Event as Event, Instr as Instr, lookup as lookup
 from .isa.matrix.matmul import set_matmul_accumulation as set_matmul_accumulation
 from .memory import Machine as Machine, current as current, target as target
-from .mixed import (
-    DeadlockError as DeadlockError,
-    Direction as Direction,
-    TileSplitAxis as TileSplitAxis,
-    TPipe as TPipe,
-    core_type as core_type,
-    get_subblock_idx as get_subblock_idx,
-    get_subblock_num as get_subblock_num,
-    launch_mixed as launch_mixed,
-)
 from .symbolic import ExportError as ExportError
 from .symbolic import max as max
 from .symbolic import min as min
@@ -71,7 +71,7 @@ from .tile import (
     TileSpec as TileSpec,
     tile_spec as tile_spec,
 )
-from . import comm as comm
+from .concurrent import comm as comm
 from .vector import v as v
 from .enums import AccPhase
 from .enums import AccToVecMode
@@ -107,7 +107,7 @@ def COMM_TGATHER(
     """
     ``comm::TGATHER``: the root concatenates the ranks' tensors along DIM_3 into its dst
     view, ``dst[..., r*H + i, j] = tensors[r][..., i, j]``; rows past N x H are left as they
-    are. (Python name ``ptoisa.comm.TGATHER``; ``pto.TGATHER`` is the tile gather.)
+    are. (Python name ``ptoisa.concurrent.comm.TGATHER``; ``pto.TGATHER`` is the tile gather.)
     """
     ...
 
@@ -124,7 +124,7 @@ def COMM_TSCATTER(
     """
     ``comm::TSCATTER``: the root splits its src view along DIM_3 over the ranks,
     ``tensors[r][..., i, j] = src[..., r*H + i, j]``; rows past N x H are not read. (Python
-    name ``ptoisa.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)
+    name ``ptoisa.concurrent.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)
     """
     ...
 

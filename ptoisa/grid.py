@@ -57,8 +57,9 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
     on the block index before writing GM). ``settings`` go to the machine (mode, stdout...).
     ``mixed=True``: a cube + vector kernel, run on the AIC and both AIVs of every cluster
-    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.mixed`).
-    ``ranks=N`` / ``ranks=comm``: a multi-rank launch (see :func:`ptoisa.ranks.launch_ranks`).
+    (``pto.core_type()``, ``pto.get_subblock_idx()``; see :mod:`ptoisa.concurrent.mixed`).
+    ``ranks=N`` / ``ranks=comm``: a multi-rank launch (see
+    :func:`ptoisa.concurrent.ranks.launch_ranks`).
     ``cycles=True`` times the run with the cycle model and returns its
     :class:`~ptoisa.cycles.CycleReport` (else None).
     ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
@@ -68,7 +69,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's thread."""
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     if ranks is not None:
-        from .ranks import launch_ranks
+        from .concurrent.ranks import launch_ranks
 
         if mixed:
             raise PtoError("a mixed (cube + vector) launch across ranks is not supported yet")
@@ -90,7 +91,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
 
             model = stack.enter_context(_timing(target))
         if mixed:
-            from .streams import run_cluster
+            from .concurrent.streams import run_cluster
 
             run_cluster(lambda m: kernel(*args), target=target, blocks=blocks,
                         lockstep=lockstep, settings=settings)

@@ -7,7 +7,7 @@ computed from it stays per-block. Python control flow on such a value raises
 :class:`~ptoisa.errors.BlockDivergence` (unless every block agrees), and
 :func:`lockstep_or_each` then reruns the kernel block by block. This module sits below tiles,
 the machine and the symbolic values (they make and check :class:`Lanes`); every launcher
-(:mod:`ptoisa.grid`, :mod:`ptoisa.streams`) shares its policy.
+(:mod:`ptoisa.grid`, :mod:`ptoisa.concurrent.streams`) shares its policy.
 """
 
 from __future__ import annotations

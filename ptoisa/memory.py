@@ -118,14 +118,14 @@ class Machine:
         #: what ptoisa.observe.attach attached for the launch running now (detach removes it)
         self.attached: list[Any] = []
         # ---- the core's context (set by the launchers and instructions that use it) -------
-        #: the stream (ptoisa.streams.Stream) of a core of a mixed launch, else None
+        #: the stream (ptoisa.concurrent.streams.Stream) of a core of a mixed launch, else None
         self.stream: Any = None
         #: which core of a mixed launch: ("AIC", block) or ("AIV", block, sub-block); None on
         #: a machine that runs every instruction (one core)
         self.core: tuple[Any, ...] | None = None
         #: the vector core's sub-block in its cluster (0 or 1)
         self.sub_block_id = 0
-        #: what the cores of one mixed launch share (ptoisa.streams.Cluster), else None
+        #: what the cores of one mixed launch share (ptoisa.concurrent.streams.Cluster), else None
         self.cluster: Any = None
         #: the cluster's pipe FIFOs by (pipe, direction) (TPUSH / TPOP)
         self.fifos: dict[Any, Any] | None = None
@@ -454,7 +454,7 @@ class Machine:
 
 class _Stack(threading.local):
     """The current-machine stack, one per thread: each core (stream) of a mixed launch runs in
-    its own thread with its own machine (see :mod:`ptoisa.streams`)."""
+    its own thread with its own machine (see :mod:`ptoisa.concurrent.streams`)."""
 
     def __init__(self) -> None:
         self.items: list[Machine] = []

@@ -7,7 +7,7 @@ An observer (the sanitizer, the cycle model, a trace, a test's recorder) is a ca
 * ``after(rec)``: called when that instruction has run (not when it raised);
 * ``edge_release(rec, pipe)`` / ``edge_acquire(rec, payloads, pipe)``: a producer on one core
   released what a consumer on another acquires (TPUSH/TPOP, cross-core flags, SYNCALL: see
-  :mod:`ptoisa.edges`);
+  :mod:`ptoisa.concurrent.edges`);
 * ``not_modelled(machine, op, loc, why)``: the run passed an op that compiles to nothing
   (``interp.compiler.NO_EFFECT``: buffer tokens, FFTS setup ...), so a checker can say what it
   did not check;

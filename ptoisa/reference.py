@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .cli.ops_table import support_matrix
 from .interp.compiler import _HANDLERS
 from .isa.registry import REGISTRY, Instr, PipeForms
 from .isa.spelling import Attr, Form
 from .stubgen import _def, _param_annotation
-from .support import support_matrix
 from .targets import TARGET_NAMES
 
 #: the checked-in reference

@@ -16,10 +16,10 @@ import numpy as np
 
 from . import dtypes as dt_mod
 from . import symbolic as _sym
-from .arrays import for_global_tensor
 from .dtypes import _BY_NP, DType
 from .enums import Layout, coerce_enum
 from .errors import PtoError, PtoMemoryError
+from .foreign import for_global_tensor
 from .tables import gm_html
 
 
@@ -243,7 +243,7 @@ class GlobalTensor:
     """A view over global memory: ``GlobalTensor(array, shape, stride, layout, offset=0)``.
 
     ``array`` is any contiguous numpy array, or another library's (``__dlpack__`` /
-    ``__array__``: torch CPU tensors, jax arrays; see :mod:`ptoisa.arrays`); it is treated as
+    ``__array__``: torch CPU tensors, jax arrays; see :mod:`ptoisa.foreign`); it is treated as
     flat memory of its dtype (or of ``dtype`` if given, reinterpreting the bytes). ``offset``
     is in elements.
     """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import ptoisa as pto
-from ptoisa.access import accesses, gm_span, tile_span
+from ptoisa.concurrent.access import accesses, gm_span, tile_span
 from ptoisa.isa.registry import InstrRecord
 
 V = pto.TileType.Vec

@@ -1,4 +1,5 @@
-"""Happens-before edges between the cores of a cluster (ptoisa.edges): the sanitizer's GM state
+"""Happens-before edges between the cores of a cluster (ptoisa.concurrent.edges): the sanitizer's
+GM state
 shared by the AIC and AIVs of a block, and the cycle model's consumer starting after its
 producer on another core.
 

@@ -206,13 +206,13 @@ def test_exported_op_names_reproduce_the_old_rule():
 
 #: modules allowed to hold a literal naming several instructions, each with the reason
 ALLOWED = {
-    "comm.py": "__all__: the module's public names (the comm intrinsics it re-exports)",
+    "concurrent/comm.py": "__all__: the module's public names (the comm intrinsics it re-exports)",
     "conformance.py": "the recorded pack's format and the runner's coverage of it: calls "
                       "recorded under another name, the instructions whose ConvTile operands "
                       "it rebuilds, where a golden sits (TINSERT), documented per-case "
                       "differences from the CPU simulator",
-    "conformance_ranks.py": "the pack's two-rank cases: which operand the recorded case puts "
-                            "on rank 1, and the pack's folder names",
+    "concurrent/conformance_ranks.py": "the pack's two-rank cases: which operand the recorded "
+                                       "case puts on rank 1, and the pack's folder names",
     "cycles/costs.py": "cost-model data: upstream's cycle priors per intrinsic, which the "
                        "fitted pack replaces (model data, like a target's legality table)",
     "interp/view_ops.py": "SYNC_OP_PIPES: PTOAS's sync endpoint kinds (#pto.pipe_event_type"

@@ -18,7 +18,7 @@ import pytest
 
 import ptoisa as pto
 from ptoisa import Direction, GlobalTensor, Tile, TPipe
-from ptoisa.streams import DeadlockError
+from ptoisa.concurrent.streams import DeadlockError
 
 RNG = np.random.default_rng(11)
 R, C = 16, 32
@@ -387,7 +387,7 @@ def test_block_dependent_pipe_shapes_fall_back_to_block_by_block():
 
 
 def test_observers_see_every_core_before_it_runs():
-    from ptoisa import streams
+    from ptoisa.concurrent import streams
     from ptoisa.observe import observing
 
     seen: list[tuple] = []

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import ptoisa as pto
-from ptoisa import Dyn, Pipe, Tile, TileType, cli, edges
+from ptoisa import Dyn, Pipe, Tile, TileType, cli
+from ptoisa.concurrent import edges
 from ptoisa.cycles import costs
 from ptoisa.cycles.report import _cost_note
 from ptoisa.isa import REGISTRY

@@ -11,11 +11,12 @@ are met, and takes the cycles of the cost table (:mod:`ptoisa.cycles.costs`):
   earlier set can satisfy is a deadlock, reported with the instruction.
 * **auto-sync mode** (no sync instruction at all): the dependences are the data dependences
   (read-after-write, write-after-read, write-after-write between pipes) of the shared access
-  model :func:`ptoisa.access.accesses`, as the compiler inserts them.
+  model :func:`ptoisa.concurrent.access.accesses`, as the compiler inserts them.
 
 Between the cores of a mixed launch's cluster, the streams code's matching (a TPUSH's slot
 popped by a TPOP, a TFREE's slot reused by a TPUSH, SYNC_SET -> SYNC_WAIT, the arrivals at a
-SYNCALL) reaches the model through :mod:`ptoisa.edges`: the consumer starts no earlier than
+SYNCALL) reaches the model through :mod:`ptoisa.concurrent.edges`: the consumer starts no earlier
+than
 its producer fired (a TPUSH when it completes, a SYNC_SET or TFREE once the pipe it names has
 drained, a SYNCALL arrival once its core drained). On A2/A3 the wait (``wait_flag_dev``)
 stalls the waiting core's issue, so nothing after it in program order starts earlier; A5's
@@ -35,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..access import accesses
+from ..concurrent.access import accesses
 from ..enums import Pipe
 from ..isa.registry import PIPE_SYNC
 from ..lanes import block_of
@@ -83,7 +84,7 @@ class CycleModel:
         self._cost_cache, self._rec_cache = _MEMOS.setdefault(id(table), ({}, {}))
         _TABLES[id(table)] = table  # keeps the id taken
 
-    # ---- recording (the observer) ---------------------------------------------------------
+    # ---- recording (the observer) ----------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
         ins = rec.instr
         m = rec.machine
@@ -212,7 +213,8 @@ class CycleModel:
     def _predict(self, rec: Any, vals: list[Any], pipe: Pipe) -> int:
         return costs.predict(self.table, costs.features(rec.instr, vals, rec.params), pipe)
 
-    # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) ----------
+
+    # ---- cross-core edges (ptoisa.concurrent.edges: called by the streams code's semantics) ------
     def _step_of(self, rec: Any) -> Step | None:
         """The step recorded for ``rec`` (the latest of its core: a core records nothing
         else between an instruction's observation and its semantics), made a Step in place."""
@@ -249,7 +251,7 @@ class CycleModel:
         if pipe is Pipe.ALL or s.hold is None:
             s.hold = pipe
 
-    # ---- the schedule ---------------------------------------------------------------------
+    # ---- the schedule ----------------------------------------------------------------------------
     def report(self) -> Any:
         """The schedule of what was recorded. A run that recorded the very entries of an
         earlier one (the same instructions on the same operands, e.g. a kernel launched

@@ -30,7 +30,7 @@ class Step:
     end: int = 0
     #: the pipe's name (queue keys: str hashing is cheaper than Enum's)
     pn: str = ""
-    #: cross-core edges (ptoisa.edges): a release fires when ``rel`` drained ("own": this
+    #: cross-core edges (ptoisa.concurrent.edges): a release fires when ``rel`` drained ("own": this
     #: step's end; a Pipe: that pipe of the core too; Pipe.ALL: every pipe), at ``fire``;
     #: an acquire waits for the steps ``after`` fired and holds ``hold`` (None: this step;
     #: a Pipe: that pipe's queue; Pipe.ALL: the whole core) until then

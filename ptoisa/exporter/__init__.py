@@ -56,8 +56,8 @@ from typing import Any
 import numpy as np
 
 from .. import symbolic as S
-from ..arrays import is_array_like, to_numpy
 from ..errors import PtoError
+from ..foreign import is_array_like, to_numpy
 from ..ir import types as T
 from ..memory import Machine, pop, push
 from ..symbolic import ExportError

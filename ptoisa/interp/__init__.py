@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import grid, memory
 from .. import plans as _plans
-from ..arrays import Foreign, to_numpy, type_name, write_back
 from ..errors import ExecutionError, PtoError
+from ..foreign import Foreign, to_numpy, type_name, write_back
 from ..ir import types as T
 from ..ir.core import Module
 from ..targets import DEFAULT_TARGET
@@ -309,7 +309,7 @@ class Program:
 
     def _run_mixed(self, calls: dict[str, tuple[str, list[Any]]], blocks: int, tgt: str,
                    lockstep: bool | str, settings: dict[str, Any] | None = None) -> None:
-        from ..streams import run_cluster
+        from ..concurrent.streams import run_cluster
 
         module = self.module
 

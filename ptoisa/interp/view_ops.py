@@ -28,16 +28,7 @@ from ..lanes import BlockDivergence
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
-from .compiler import (
-    _HANDLERS,
-    CompiledFunc,
-    Env,
-    Step,
-    TensorView,
-    _bracket_args,
-    _index,
-    handler,
-)
+from .compiler import _HANDLERS, CompiledFunc, Env, Step, TensorView, _bracket_args, _index, handler
 
 
 def _view_query(field: str) -> Any:

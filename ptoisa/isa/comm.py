@@ -11,8 +11,9 @@ registered on the machine with :func:`add_peer` that perform their next action a
 whether they changed anything. TWAIT runs them, in order, while its condition does not hold.
 Signals are i32 GM views or :class:`Signal2D` blocks (``comm::Signal2D<Rows, Cols>``).
 
-In a multi-rank launch (:mod:`ptoisa.ranks`: ``pto.launch(..., ranks=...)``) every access to a
-window -- the rank's own or another rank's (``ptoisa.comm.remote``) -- goes through the
+In a multi-rank launch (:mod:`ptoisa.concurrent.ranks`: ``pto.launch(..., ranks=...)``) every
+access to a
+window -- the rank's own or another rank's (``ptoisa.concurrent.comm.remote``) -- goes through the
 launch's backend (threads in-process, or MPI RMA): the semantics below are the same, the
 bytes move through the backend, TWAIT polls until another rank satisfies it (or the launch's
 timeout / a deadlock ends the launch) and the async forms complete at the next flush.
@@ -26,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import ranks as _ranks
+from ..concurrent import ranks as _ranks
+from ..concurrent.ranks import Signal2D as Signal2D  # re-exported: it was defined here
 from ..enums import AtomicType, Pipe, TileType
 from ..errors import ExecutionError, RuntimeCheckError
 from ..memory import Machine
-from ..ranks import Signal2D as Signal2D  # re-exported: it was defined here
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile
 from .registry import Opnd, Param, Sig, instr, locs, sim_unchecked_type
@@ -479,7 +480,7 @@ def COMM_TGATHER(m: Machine, parallelGroup: Any, dstGlobalData: GlobalTensor,  #
                  engine: CollEngine, Args: Any) -> None:  # noqa: N803
     """``comm::TGATHER``: the root concatenates the ranks' tensors along DIM_3 into its dst
     view, ``dst[..., r*H + i, j] = tensors[r][..., i, j]``; rows past N x H are left as they
-    are. (Python name ``ptoisa.comm.TGATHER``; ``pto.TGATHER`` is the tile gather.)"""
+    are. (Python name ``ptoisa.concurrent.comm.TGATHER``; ``pto.TGATHER`` is the tile gather.)"""
     group, h = _row_group(COMM_TGATHER, parallelGroup, dstGlobalData)
     idx = flat_index(dstGlobalData)
     vals = np.zeros(0, dstGlobalData.flat.dtype)
@@ -499,7 +500,7 @@ def COMM_TSCATTER(m: Machine, parallelGroup: Any, srcGlobalData: GlobalTensor,  
                   engine: CollEngine, Args: Any) -> None:  # noqa: N803
     """``comm::TSCATTER``: the root splits its src view along DIM_3 over the ranks,
     ``tensors[r][..., i, j] = src[..., r*H + i, j]``; rows past N x H are not read. (Python
-    name ``ptoisa.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)"""
+    name ``ptoisa.concurrent.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)"""
     group, h = _row_group(COMM_TSCATTER, parallelGroup, srcGlobalData)
     idx = flat_index(srcGlobalData)
     vals = np.zeros(0, srcGlobalData.flat.dtype)

@@ -24,7 +24,8 @@ shared by the producer's and the consumer's objects).
 
 On a single core (eager code, a one-function ``.pto`` run) program order is execution order,
 so a TPOP of an empty FIFO or a TPUSH into a full one can never be satisfied: both are reported
-as deadlocks. In a mixed launch (:mod:`ptoisa.streams`) the three cores of a cluster share
+as deadlocks. In a mixed launch (:mod:`ptoisa.concurrent.streams`) the three cores of a cluster
+share
 their FIFOs and such a TPOP / TPUSH blocks its core until another one frees or fills a slot.
 A FIFO is named by the pipe's FlagID and direction (the producer's and the consumer's TPipe
 objects name the same one). The FIFO's slots are kept apart from the machine's memory: the
@@ -51,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from .. import edges
+from ..concurrent import edges
 from ..enums import Pipe, TileType
 from ..errors import BlockDivergence, ExecutionError, IllegalInstruction, RuntimeCheckError
 from ..memory import Machine
@@ -186,8 +187,8 @@ class _Slot:
     freed: set[int] = field(default_factory=set)
     #: ring position: the slot made ``slot_num`` slots earlier must be freed before this one
     seq: int = 0
-    #: cross-core edges (ptoisa.edges): the producers' pushes, the consumers' frees, and the
-    #: free of the slot this one reuses
+    #: cross-core edges (ptoisa.concurrent.edges): the producers' pushes, the consumers' frees,
+    #: and the free of the slot this one reuses
     pushed: list[Any] = field(default_factory=list)
     frees: list[Any] = field(default_factory=list)
     reuse: Any = None

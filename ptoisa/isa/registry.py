@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .. import lazy
-from ..arrays import read_only_origin
 from ..dtypes import DType
 from ..dtypes import names as dt_names
 from ..enums import Pipe, TileType, coerce_enum
@@ -31,6 +30,7 @@ from ..errors import (
     RuntimeCheckError,
     UnsupportedType,
 )
+from ..foreign import read_only_origin
 from ..lanes import Lanes, block_of, uniform
 from ..memory import Machine, current
 from ..targets import Target, get_target, known_targets
@@ -186,7 +186,8 @@ class Instr:
     #: how PTOAS spells it where that differs from ``pto.<mnemonic>`` with the C++ operand
     #: order (other op names, operand forms, attributes, frontend pipe ops): see isa/spelling.py
     ptoas: Ptoas | None = None
-    #: what a use does to memory, for observers (ptoisa.access): ``"data"`` (reads and writes
+    #: what a use does to memory, for observers (ptoisa.concurrent.access): ``"data"`` (reads and
+    #: writes
     #: its operands by their roles), ``"view"`` (makes operand 0 a view of operand 1's bytes:
     #: no data moves), ``"place"`` (places a tile or binds a GM view: no data moves)
     access: str = "data"

@@ -7,14 +7,15 @@ checks (``checks``):
 * ``races``: happens-before between pipes. Each core keeps one vector clock per pipe; the edges
   are set_flag -> wait_flag (matched by source pipe, destination pipe and event id, in issue
   order), pipe_barrier, Events passed to a later intrinsic, TSYNC and SYNCALL. Two accesses to
-  the same bytes (:mod:`ptoisa.access`), at least one a write, whose clocks are unordered are a
+  the same bytes (:mod:`ptoisa.concurrent.access`), at least one a write, whose clocks are
+  unordered are a
   race (RAW / WAR / WAW). Same-pipe accesses are ordered by program order unless ``sync`` is
   ``strict`` (then a same-pipe dependence needs a ``pipe_barrier``, as PTOAS's InsertSync
   requires). A wait no earlier set can satisfy, and a set nothing waits for (a leaked event),
   are reported too; and GM accesses of different blocks with no SYNCALL between them
   (:mod:`.blocks`). The cores of a mixed launch's block (AIC, AIV0, AIV1) share their GM
   state; the edges between them (TPUSH -> TPOP, TFREE -> the push reusing the slot,
-  SYNC_SET -> SYNC_WAIT, SYNCALL) come from the launcher through :mod:`ptoisa.edges`.
+  SYNC_SET -> SYNC_WAIT, SYNCALL) come from the launcher through :mod:`ptoisa.concurrent.edges`.
 * ``uninit``: a read of tile bytes nothing wrote in this launch.
 * ``oob``: gathers/scatters whose indices leave the table; a GM view reaching outside its
   array (which stops the run) joins the report.
@@ -98,7 +99,7 @@ class Sanitizer:
         #: waited): an eager launch that never does is checked as auto-synchronised
         self.saw_sync = False
 
-    # ---- launcher hooks ----------------------------------------------------------------------
+    # ---- launcher hooks --------------------------------------------------------------------------
     def begin(self, default_sync: str = "manual") -> None:
         """A launch starts: its sync mode when none was chosen (``auto`` for a .pto function
         without synchronisation ops; ``eager``: ``manual``, unless the run synchronises
@@ -150,7 +151,7 @@ class Sanitizer:
         d = self._default_sync
         return self.sync or ("manual" if d == "eager" else d)
 
-    # ---- the observer ------------------------------------------------------------------------
+    # ---- the observer ----------------------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
         self.last = rec
         self.report.executed += 1
@@ -212,7 +213,8 @@ class Sanitizer:
         whatever it orders or reserves on the NPU is not checked; the report says so."""
         self.report.not_checked(op, loc, why)
 
-    # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) -------------
+
+    # ---- cross-core edges (ptoisa.concurrent.edges: called by the streams code's semantics) ------
     def _core_of(self, m: Any) -> Core:
         b = m.block_idx
         if m is not self._cur_m or b is not self._cur_b:
@@ -240,7 +242,7 @@ class Sanitizer:
         cid = next((c for c, i in self._core_ids.items() if i == idx), None)
         return core_label(cid)
 
-    # ---- findings ----------------------------------------------------------------------------
+    # ---- findings --------------------------------------------------------------------------------
     def add(self, f: Finding, dedup: Any) -> None:
         if dedup in self._seen:
             return

@@ -42,7 +42,7 @@ class _Rec:
 def _footprint(g: GlobalTensor, span: Any, lanes: int, block: Any
                ) -> tuple[Any, ...] | None:
     """(blocks, lo, hi, rect or None) of a GM view, one entry per block that uses it (``rect``
-    as in :class:`ptoisa.access.Span`, one row per block)."""
+    as in :class:`ptoisa.concurrent.access.Span`, one row per block)."""
     isz = g.flat.dtype.itemsize
     off = g.offset
     if isinstance(off, np.ndarray) and off.ndim == 1 and off.size > 1:

@@ -20,7 +20,8 @@ pruned, so the state does not grow with a loop's trip count.
 The cores of one block (the AIC and AIVs of a mixed launch's cluster) share their GM shadow
 state (:class:`Group`): thread ids are unique across cores, so an AIV's access is checked
 against the AIC's as against its own pipes'. The cross-core edges come from the streams code
-through :mod:`ptoisa.edges`: a release (TPUSH, TFREE, SYNC_SET, arriving at SYNCALL) snapshots
+through :mod:`ptoisa.concurrent.edges`: a release (TPUSH, TFREE, SYNC_SET, arriving at SYNCALL)
+snapshots
 the clock of the pipe that must have drained (:meth:`Core.release`), the matching acquire
 (TPOP, SYNC_WAIT, leaving SYNCALL) joins it into the waiting pipe(s) (:meth:`Core.acquire`).
 Programs left to the compiler's intra-core sync (``auto``) are still checked across cores:
@@ -35,14 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..access import (
-    Span,
-    gm_span,
-    rects_meet,
-    role_of,
-    tile_span,
-    view_alias,
-)
+from ..concurrent.access import Span, gm_span, rects_meet, role_of, tile_span, view_alias
 from ..enums import Pipe
 from ..errors import SourceLoc
 from ..isa.registry import PIPE_SYNC
@@ -83,7 +77,7 @@ class Acc:
 
 class Cell:
     """Last writer and last reader per thread of one byte range (and its exact footprint,
-    ``rect``, when it is a 2-D strided GM view: see :class:`ptoisa.access.Span`)."""
+    ``rect``, when it is a 2-D strided GM view: see :class:`ptoisa.concurrent.access.Span`)."""
 
     __slots__ = ("writer", "readers", "rect")
 
@@ -131,7 +125,7 @@ def _after(a: Any, b: Any) -> bool:
 class _Checks:
     """Placement and NaN-origin checks (mixed into Core)."""
 
-    # ---- placement: a placed tile read after another tile overwrote its bytes -------------
+    # ---- placement: a placed tile read after another tile overwrote its bytes --------------------
     def check_placement(self: Any, acc: Acc, accs: list[tuple[str, Any, Span]]) -> None:
         for role, v, s in accs:
             if role not in ("in", "inout") or not isinstance(v, Tile) or v.addr is None:
@@ -175,7 +169,7 @@ class _Checks:
                     del own[k]
             own[(s.lo, s.hi)] = (self.roots.get(id(v), id(v)), acc.rec, v, s.lo, s.hi)
 
-    # ---- NaN origin: finite inputs, non-finite outputs --------------------------------------
+    # ---- NaN origin: finite inputs, non-finite outputs -------------------------------------------
     def nan_before(self: Any, rec: Any, accs: list[tuple[str, Any, Span]]) -> None:
         outs = []
         for role, v, _ in accs:
@@ -317,7 +311,7 @@ class Core(_Checks):
         self.phase = 0
         self.span_cache: dict[int, tuple[Any, Any, Span, Tile]] = {}
 
-    # ---- one instruction ---------------------------------------------------------------------
+    # ---- one instruction -------------------------------------------------------------------------
     def observe(self, rec: Any) -> None:
         name = rec.instr.name
         kind = rec.instr.sync
@@ -387,7 +381,7 @@ class Core(_Checks):
             rec.tag = (self, self._snapshot(pi))
 
     def operand_spans(self, rec: Any) -> list[tuple[str, Any, Span]]:
-        """:func:`ptoisa.access.operand_accesses`, with each tile's span cached while its
+        """:func:`ptoisa.concurrent.access.operand_accesses`, with each tile's span cached while its
         placement stays the same."""
         out: list[tuple[str, Any, Span]] = []
         cache = self.span_cache
@@ -427,7 +421,8 @@ class Core(_Checks):
         s[self.th[pi]] = self.count[pi]
         return s
 
-    # ---- cross-core edges (ptoisa.edges) -----------------------------------------------------
+
+    # ---- cross-core edges (ptoisa.concurrent.edges) ----------------------------------------------
     def release(self, rec: Any, pipe: Pipe | None) -> dict[int, int]:
         """The clock a release carries: what ``pipe`` (None: the instruction's own pipe; ALL:
         every pipe) has done and knows, now that the releasing instruction was issued. In
@@ -464,7 +459,7 @@ class Core(_Checks):
             for vq in targets:
                 _join(vq, c)
 
-    # ---- synchronisation ---------------------------------------------------------------------
+    # ---- synchronisation -------------------------------------------------------------------------
     def sync(self, kind: str, rec: Any) -> None:
         """One synchronisation of ``kind`` (the entry's ``sync``, one of :data:`_SYNC`)."""
         v = rec.values
@@ -562,7 +557,7 @@ class Core(_Checks):
                     ("leaked-event", rec.loc, src, dst, eid))
         self.pending.clear()
 
-    # ---- races -------------------------------------------------------------------------------
+    # ---- races -----------------------------------------------------------------------------------
     def check_races(self, acc: Acc, accs: list[tuple[str, Any, Span]],
                     vc: dict[Any, int]) -> None:
         mem, gmem = self.mem, self.gmem
@@ -782,7 +777,7 @@ class Core(_Checks):
         self.san.add(Finding("race", msg, b, a, hz, s.space, lo, hi, fix,
                              {"label": s.label, "cores": (pa, pb)}), key)
 
-    # ---- uninitialised reads -----------------------------------------------------------------
+    # ---- uninitialised reads ---------------------------------------------------------------------
     def check_uninit(self, acc: Acc, accs: list[tuple[str, Any, Span]]) -> None:
         written, full = self.written, self.full
         for role, v, s in accs:

@@ -11,11 +11,12 @@ ranks' GM windows are also checked against each other (:class:`RankRaces`):
   are the per-rank sanitizer's concern);
 * TNOTIFY releases: the signal words it updates accumulate the notifier's clock (the
   notifier's epoch then advances); a TWAIT / TTEST that finds the words satisfying its
-  condition acquires what they accumulated (:meth:`ptoisa.ranks.Ranks.observed`, called after
-  the read that satisfied it); the end of the launch orders everything (the state is per
-  launch);
-* window bytes are keyed by ``("rank", r, window)`` on every rank (:func:`ptoisa.access.gm_span`
-  for a rank's own instructions, the backend's :class:`~ptoisa.ranks.RemoteAccess` ranges for
+  condition acquires what they accumulated (:meth:`ptoisa.concurrent.ranks.Ranks.observed`,
+  called after the read that satisfied it); the end of the launch orders everything (the
+  state is per launch);
+* window bytes are keyed by ``("rank", r, window)`` on every rank
+  (:func:`ptoisa.concurrent.access.gm_span` for a rank's own instructions, the backend's
+  :class:`~ptoisa.concurrent.ranks.RemoteAccess` ranges for
   the communication instructions): two accesses of different ranks to the same bytes, one a
   write, the earlier not known to the later's rank, are a race between ranks. Atomic adds
   (TPUT with AtomicAdd) do not race with each other; signal words (TNOTIFY / TWAIT / TTEST)
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..access import accesses
+from ..concurrent.access import accesses
 from ..errors import SourceLoc
 from ..observe import observing
 from .report import Finding, Report, SanitizerError, Site, where
@@ -253,7 +254,7 @@ def sanitized_ranks(sanitize: Any, run: Any, ranks: Any, default_sync: str = "ma
     ``default_sync``: the ranks' sync mode when the sanitizer has none (``auto`` for a .pto
     function without synchronisation ops). Returns (report, whether the caller should raise
     on findings)."""
-    from .. import ranks as _ranks
+    from ..concurrent import ranks as _ranks
     from . import Sanitizer, make
 
     san = make(sanitize)

@@ -11,12 +11,7 @@ from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import Op, Piece, Value
 from ptoisa.text.comments import Collector
-from ptoisa.text.lexer import (
-    EOF,
-    STRING,
-    Source,
-    tokenize,
-)
+from ptoisa.text.lexer import EOF, STRING, Source, tokenize
 
 MLIR_DIALECTS = frozenset(
     "pto func scf arith memref builtin math cf tensor vector llvm emitc affine index gpu "

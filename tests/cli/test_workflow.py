@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import ptoisa as pto
-from ptoisa import cli, runreport
+from ptoisa import cli
+from ptoisa.cli import runreport
 
 VEC_ADD = Path(__file__).resolve().parents[2] / "examples" / "vec_add.pto"
 

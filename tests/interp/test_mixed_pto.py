@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from interp_corpus import CORPUS, FILES, SKIP_REASON
 
+from ptoisa.concurrent.streams import DeadlockError
 from ptoisa.errors import ExecutionError
 from ptoisa.interp import Program
-from ptoisa.streams import DeadlockError
 from ptoisa.text import parse
 
 BASIC = CORPUS / "test" / "basic"

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import comm
+from ptoisa.concurrent import comm
 from ptoisa.tensor import GlobalTensor
 from ptoisa.tile import Tile
 

@@ -10,7 +10,7 @@ import numpy as np
 from mpi4py import MPI
 
 import ptoisa as pto
-from ptoisa import comm
+from ptoisa.concurrent import comm
 from ptoisa.tensor import GlobalTensor
 from ptoisa.tile import Tile
 

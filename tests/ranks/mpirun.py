@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def mpiexec_or_skip() -> str:
     pytest.importorskip("mpi4py", reason="mpi4py is not installed: pip install -e '.[mpi]'")
-    from ptoisa.ranks_mpi import mpiexec
+    from ptoisa.concurrent.ranks_mpi import mpiexec
 
     exe = mpiexec()
     if exe is None:

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from mpirun import run
 
-from ptoisa import conformance, conformance_ranks
+from ptoisa import conformance
+from ptoisa.concurrent import conformance_ranks
 
 
 def _pack(shared_dir: Path) -> Path:
@@ -40,6 +41,6 @@ def test_comm_cases_across_two_in_process_ranks(shared_dir, capsys):
 
 def test_comm_cases_under_mpi(shared_dir):
     root = _pack(shared_dir)
-    p = run(2, "-m", "ptoisa.conformance_ranks", str(root), timeout=90)
+    p = run(2, "-m", "ptoisa.concurrent.conformance_ranks", str(root), timeout=90)
     assert p.returncode == 0, p.stderr
     assert _verdicts(p.stdout) == _single_process(root)

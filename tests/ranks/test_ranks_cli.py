@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from mpirun import ROOT, mpiexec_or_skip
 
-from ptoisa import cli, ranks_cli
+from ptoisa import cli
+from ptoisa.cli import ranks as ranks_cli
 
 PTO = str(ROOT / "examples" / "ring_put.pto")
 

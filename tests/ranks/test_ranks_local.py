@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ptoisa as pto
-from ptoisa import comm
+from ptoisa.concurrent import comm
 from ptoisa.tensor import GlobalTensor
 from ptoisa.tile import Tile
 
@@ -162,7 +162,7 @@ def test_single_process_semantics_unchanged_outside_a_launch():
 def test_gm_location_is_the_same_bytes_on_every_rank():
     """A rank's local view and another rank's remote view of the same bytes have the same
     location (rank, window, byte range): what a sanitizer extended to ranks compares."""
-    from ptoisa.ranks import gm_location
+    from ptoisa.concurrent.ranks import gm_location
 
     got = {}
 
@@ -181,9 +181,10 @@ def test_gm_location_is_the_same_bytes_on_every_rank():
 
 
 def test_access_spans_of_remote_views_are_keyed_by_rank_and_window():
-    """The shared access model (ptoisa.access) sees a TPUT's remote destination as bytes of
+    """The shared access model (ptoisa.concurrent.access) sees a TPUT's remote destination as bytes
+    of
     the target rank's window copy, the same key the target's own views have."""
-    from ptoisa.access import accesses
+    from ptoisa.concurrent.access import accesses
 
     spans = {}
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ptoisa as pto
-from ptoisa import comm
+from ptoisa.concurrent import comm
 from ptoisa.sanitizer import Sanitizer, SanitizerError
 
 R, C = 8, 16

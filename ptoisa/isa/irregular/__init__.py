@@ -4,7 +4,14 @@ numbers, partial ops, TPRINT.
 The family is this package (its name, ``_`` read as ``-``); each module below holds a few of its
 instructions (importing the package declares them all)."""
 
-from . import gather_scatter, misc, partial, quant_ops, sort, tprint  # noqa: F401 - declare
+from . import (  # noqa: F401 - declare
+    gather_scatter,
+    generators,
+    partial,
+    quant_ops,
+    sort,
+    tprint,
+)
 from .enums import (
     Coalesce,
     GatherAxis,
@@ -16,7 +23,7 @@ from .enums import (
     ScatterConflict,
     ScatterOOB,
 )
-from .misc import philox4x32
+from .generators import philox4x32
 from .sort import MrgSortExecutedNumList
 
 __all__ = ["Coalesce", "GatherAxis", "GatherOOB", "HistByte", "MaskPattern",

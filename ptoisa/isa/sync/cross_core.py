@@ -16,7 +16,8 @@ A5 ``set_intra_block(pipe, id)``) adds to other cores' counters:
 
 Outside a mixed launch (one core) they are recorded no-ops, as SET_FLAG / WAIT_FLAG are.
 
-Every count a set adds carries a token (:mod:`ptoisa.edges`) of the set(s) behind it (both
+Every count a set adds carries a token (:mod:`ptoisa.concurrent.edges`) of the set(s) behind it
+(both
 AIVs' for a both-AIVs flag); the wait that takes the count picks it up, and so does each core
 leaving a SYNCALL for every participant's arrival of that generation: the sanitizer and the
 cycle model see the cross-core edges as this code matches them.
@@ -27,7 +28,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from ... import edges
+from ...concurrent import edges
 from ...enums import Pipe
 from ...errors import ExecutionError, PtoError
 from ...memory import Machine

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ... import edges
+from ...concurrent import edges
 from ...enums import Pipe
 from ...errors import ExecutionError, PtoError
 from ...memory import Machine

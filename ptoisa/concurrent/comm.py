@@ -13,21 +13,17 @@ they take (Signal2D, ParallelGroup, the enums) and what a multi-rank kernel need
   arguments of the launch are the windows: symmetric memory, argument k on every rank);
 * ``comm.group(view)``: the ParallelGroup of every rank's copy of ``view``, this rank the root.
 
-See :mod:`ptoisa.ranks` (backends, faults, timeouts) and :mod:`ptoisa.ranks_mpi`.
+See :mod:`ptoisa.concurrent.ranks` (backends, faults, timeouts) and
+:mod:`ptoisa.concurrent.ranks_mpi`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import ranks_mpi as _ranks_mpi  # noqa: F401 - registers the MPI launcher with ranks
-from .isa.comm import (
-    COMM_TGATHER as TGATHER,
-)
-from .isa.comm import (
-    COMM_TSCATTER as TSCATTER,
-)
-from .isa.comm import (
+from ..isa.comm import COMM_TGATHER as TGATHER
+from ..isa.comm import COMM_TSCATTER as TSCATTER
+from ..isa.comm import (
     TBROADCAST,
     TGET,
     TGET_ASYNC,
@@ -47,6 +43,7 @@ from .isa.comm import (
     WaitCmp,
     add_peer,
 )
+from . import ranks_mpi as _ranks_mpi  # noqa: F401 - registers the MPI launcher with ranks
 from .ranks import (
     RankDeadlock,
     RankError,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .enums import Pipe
+from ..enums import Pipe
 
 __all__ = ["Token", "acquire", "merged", "release", "wait_scope"]
 

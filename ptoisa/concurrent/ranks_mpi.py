@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PtoError
+from ..errors import PtoError
 from .ranks import (
     Binder,
     RankDeadlock,

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PtoError
-from .memory import Machine
+from ..errors import PtoError
+from ..memory import Machine
 
 
 def _under_mpi() -> int | None:
@@ -70,19 +70,19 @@ def run(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
         return _sanitized(ns, arg_value, load, n if n and size is None else "mpi")
     if n and size is None:
         if _have_mpi():
-            from .ranks_mpi import mpiexec
+            from ..concurrent.ranks_mpi import mpiexec
 
             exe = mpiexec()
             if exe is not None:
                 cmd = [exe, "-n", str(n), sys.executable, "-m", "ptoisa", *_argv(ns)]
                 return subprocess.call(cmd)
-        from .ranks import run_on_ranks
+        from ..concurrent.ranks import run_on_ranks
 
         run_on_ranks(_binder(ns, arg_value, load), ranks=n, target=ns.target)
         return 0
     if n and size is not None and n != size:
         raise PtoError(f"--ranks {n}, but this MPI job has {size} ranks")
-    from .ranks import run_on_ranks
+    from ..concurrent.ranks import run_on_ranks
 
     run_on_ranks(_binder(ns, arg_value, load), ranks="mpi", target=ns.target)
     return 0
@@ -93,9 +93,9 @@ def _sanitized(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any]
     """``--sanitize`` with ``--ranks``: ``--ranks N`` runs the ranks as threads of this
     process, where races between ranks are checked too; under mpiexec each rank is checked on
     its own (docs/sanitizer.md). Findings on stderr, exit 1."""
-    from .ranks import run_on_ranks
-    from .sanitizer import Sanitizer, sync_mode_of
-    from .sanitizer.ranks import sanitized_ranks
+    from ..concurrent.ranks import run_on_ranks
+    from ..sanitizer import Sanitizer, sync_mode_of
+    from ..sanitizer.ranks import sanitized_ranks
 
     if ns.ranks and _under_mpi() is not None and ns.ranks != _under_mpi():
         raise PtoError(f"--ranks {ns.ranks}, but this MPI job has {_under_mpi()} ranks")
@@ -150,7 +150,7 @@ def _binder(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
         wins = [k for k, v in enumerate(values) if isinstance(v, np.ndarray)]
 
         def body(m: Machine) -> None:
-            from .ranks import remote_array
+            from ..concurrent.ranks import remote_array
 
             for i, (rank, j) in peers.items():
                 values[i] = remote_array(values[j], rank)

@@ -12,7 +12,7 @@ Two backends implement the same operations (:class:`Ranks`), chosen at launch:
 * :class:`LocalRanks` -- every rank a thread of this process (``ranks=N``): for tests and for
   users without MPI. A wait that no rank can satisfy any more is a deadlock error.
 * ``ranks_mpi.MpiRanks`` -- every rank a process of an MPI job (``ranks=comm``, mpi4py): the
-  windows are MPI RMA windows; see :mod:`ptoisa.ranks_mpi`.
+  windows are MPI RMA windows; see :mod:`ptoisa.concurrent.ranks_mpi`.
 
 Both give bit-identical results: every element moves as its bytes, TREDUCE reduces in rank
 order on the root, atomic adds are done in the element type.
@@ -34,11 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from . import observe
-from .errors import ExecutionError, PtoError, RuntimeCheckError
-from .memory import Machine, pop, push
-from .targets import DEFAULT_TARGET
-from .tensor import GlobalTensor
+from .. import observe
+from ..errors import ExecutionError, PtoError, RuntimeCheckError
+from ..memory import Machine, pop, push
+from ..targets import DEFAULT_TARGET
+from ..tensor import GlobalTensor
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -648,13 +648,14 @@ def run_on_ranks(bind: Binder, *, ranks: Any, target: str = DEFAULT_TARGET,
         _run_threads(bind, ranks, target, timeout, settings)
         return
     if not _MPI_LAUNCHER:  # (only while the package itself is being imported)
-        raise PtoError("ranks=comm needs the MPI launcher: import ptoisa.ranks_mpi")
+        raise PtoError("ranks=comm needs the MPI launcher: import ptoisa.concurrent.ranks_mpi")
     _MPI_LAUNCHER[0](bind, ranks, target, timeout, settings)
 
 
-#: the launcher of ``ranks=comm`` / ``ranks="mpi"``: :func:`ptoisa.ranks_mpi.run_mpi`, which
-#: registers itself here when imported (``ptoisa.comm`` imports it, so it is there once the
-#: package is): ranks_mpi builds on this module, which therefore does not import it
+#: the launcher of ``ranks=comm`` / ``ranks="mpi"``:
+#: :func:`ptoisa.concurrent.ranks_mpi.run_mpi`, which registers itself here when imported
+#: (``ptoisa.concurrent.comm`` imports it, so it is there once the package is): ranks_mpi
+#: builds on this module, which therefore does not import it
 _MPI_LAUNCHER: list[Callable[[Binder, Any, str, float | None, dict[str, Any]], None]] = []
 
 
@@ -751,7 +752,7 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
             after()
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ptoisa package
 
 
 def _library_dirs() -> tuple[str, ...]:

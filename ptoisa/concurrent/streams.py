@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from . import memory, observe
-from .errors import BlockDivergence, ExecutionError, PtoError
-from .lockstep import Lanes, check_launch, lockstep_or_each
-from .memory import Machine
+from .. import memory, observe
+from ..errors import BlockDivergence, ExecutionError, PtoError
+from ..lockstep import Lanes, check_launch, lockstep_or_each
+from ..memory import Machine
 
 __all__ = ["Cluster", "DeadlockError", "Stream", "current_stream"]
 
@@ -127,7 +127,7 @@ class Stream:
 def _user_line() -> tuple[str, int] | None:
     """(file, line) of the innermost frame outside the ptoisa package: where an eager kernel
     called the instruction that blocks."""
-    pkg = os.path.dirname(os.path.abspath(__file__))
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ptoisa package
     f: Any = sys._getframe(1)
     while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
         f = f.f_back
@@ -149,7 +149,7 @@ class Cluster:
         self.failure: tuple[Stream | None, BaseException] | None = None
         self.fifos: dict[Any, Any] = {}
         self.flags: dict[Any, int] = {}
-        #: per flag counter, the tokens (ptoisa.edges) of the sets behind its counts
+        #: per flag counter, the tokens (ptoisa.concurrent.edges) of the sets behind its counts
         self.flag_tokens: dict[Any, Any] = {}
         self.barriers: dict[Any, Any] = {}
 

@@ -16,7 +16,8 @@ AIC and two AIVs (sub-blocks 0 and 1), which exchange tiles through TPUSH / TPOP
     pto.launch_mixed(cube_fn, vector_fn, a, out, blocks=4, target="a2a3")  # two functions
 
 Each core has its own machine (its own L1/L0 or UB); the cores interleave at pipe operations
-(see :mod:`ptoisa.streams`); a pop that nothing will ever fill is a :class:`DeadlockError`
+(see :mod:`ptoisa.concurrent.streams`); a pop that nothing will ever fill is a
+:class:`DeadlockError`
 naming each core's blocked instruction.
 """
 
@@ -25,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .isa.pipes import Direction, TileSplitAxis, TPipe
-from .memory import current
+from ..isa.pipes import Direction, TileSplitAxis, TPipe
+from ..memory import current
+from ..targets import DEFAULT_TARGET
 from .streams import DeadlockError, run_cluster
-from .targets import DEFAULT_TARGET
 
 __all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
            "get_subblock_idx", "get_subblock_num", "launch_mixed"]

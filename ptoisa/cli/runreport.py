@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from .. import dtypes
 
 
 def fingerprint(a: np.ndarray) -> bytes:

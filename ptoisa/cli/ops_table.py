@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dtypes import DType
-from .isa.registry import REGISTRY, _order
-from .targets import TARGET_NAMES, Rule, get_target
+from ..dtypes import DType
+from ..isa.registry import REGISTRY, _order
+from ..targets import TARGET_NAMES, Rule, get_target
 
 
 def _dtypes_text(r: Rule) -> str:

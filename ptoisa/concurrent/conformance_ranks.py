@@ -1,6 +1,7 @@
 """The communication cases of the conformance pack, run across two ranks (MPI or in-process).
 
-``mpiexec -n 2 python -m ptoisa.conformance_ranks PACK [--only tput ...]`` (or ``--ranks 2``
+``mpiexec -n 2 python -m ptoisa.concurrent.conformance_ranks PACK [--only tput ...]`` (or ``--ranks
+2``
 in one process). Every rank sets the case up the same way (same GM buffers, same contents);
 the GM buffers are the launch's windows. Rank 0 runs the recorded program, and the operands
 the ISA pages place on another NPU live on rank 1: TPUT / TPUT_ASYNC's destination, TGET /
@@ -20,12 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from . import conformance as C
-from .errors import ConstraintError, PtoError
-from .memory import Machine, pop, push
-from .memory import target as make_target
-from .targets import CONFORMANCE_TARGET
-from .tensor import GlobalTensor
+from .. import conformance as C
+from ..errors import ConstraintError, PtoError
+from ..memory import Machine, pop, push
+from ..memory import target as make_target
+from ..targets import CONFORMANCE_TARGET
+from ..tensor import GlobalTensor
 
 #: instruction -> the operand (C++ parameter name) that lives on the other NPU
 REMOTE = {"TPUT": "dstGlobalData", "TPUT_ASYNC": "dstGlobalData", "TGET": "srcGlobalData",
@@ -84,7 +85,7 @@ class RankCaseRun(C.CaseRun):
             self._next_group += 1
 
             def bind(like: GlobalTensor, v: Any = v, bufs: list[np.ndarray] = bufs) -> Any:
-                from .isa.comm import ParallelGroup
+                from ..isa.comm import ParallelGroup
 
                 v.buffers = bufs
                 ts = [GlobalTensor(b, like.spec.shape, dtype=b.dtype) for b in bufs]

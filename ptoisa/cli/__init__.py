@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PtoError
-from .hostmem import check_host_memory
-from .targets import CONFORMANCE_TARGET, DEFAULT_TARGET, TARGET_NAMES
+from ..errors import PtoError
+from ..hostmem import check_host_memory
+from ..targets import CONFORMANCE_TARGET, DEFAULT_TARGET, TARGET_NAMES
 
 TARGETS = list(TARGET_NAMES)
 
@@ -37,9 +37,9 @@ def _read(path: str) -> tuple[str, str]:
 
 
 def _load(path: str, target: str, permissive: bool = False) -> Any:
-    from .interp import Program
-    from .ir import verify_ssa
-    from .text import parse
+    from ..interp import Program
+    from ..ir import verify_ssa
+    from ..text import parse
 
     text, name = _read(path)
     mod = parse(text, name)
@@ -67,8 +67,8 @@ def _cmd_check(ns: argparse.Namespace) -> int:
 
 
 def _cmd_fmt(ns: argparse.Namespace) -> int:
-    from .interp.op_names import has_ssa_form
-    from .text import parse, print_module
+    from ..interp.op_names import has_ssa_form
+    from ..text import parse, print_module
 
     text, name = _read(ns.file)
     kept: list[Any] = []
@@ -95,7 +95,7 @@ def _write_text(output: str | None, text: str) -> None:
 
 
 def _cmd_sync(ns: argparse.Namespace) -> int:
-    from .sanitizer.syncgen import insert_sync
+    from ..sanitizer.syncgen import insert_sync
 
     text, name = _read(ns.file)
     _write_text(ns.output, insert_sync(text, name, ns.target))
@@ -122,9 +122,9 @@ _ZEROS = re.compile(r"(zeros|rand):(\d{1,18}(?:x\d{1,18})*)(?::(\w+))?$")
 def _arg_value(spec: str, name: str, t: Any) -> Any:
     """``--arg`` value: FILE.npy, ``zeros:SHAPE[:DTYPE]``, ``rand:SHAPE[:DTYPE]`` (uniform
     values in [-4, 4), seeded by the argument's name) or a number."""
-    from . import dtypes
-    from .interp import bridge
-    from .ir import types as T
+    from .. import dtypes
+    from ..interp import bridge
+    from ..ir import types as T
 
     if isinstance(t, (T.IntegerType, T.IndexType, T.FloatType)):
         return _scalar_value(spec, name, t)
@@ -143,7 +143,7 @@ def _arg_value(spec: str, name: str, t: Any) -> Any:
             if m.group(1) == "rand":
                 import zlib
 
-                from .exporter.cli import random_array
+                from ..exporter.cli import random_array
 
                 return random_array(shape, dt.np, zlib.crc32(name.encode()))  # seed: the name
             return np.zeros(shape, dt.np)
@@ -167,7 +167,7 @@ def _clip(text: str, n: int = 60) -> str:
 
 def _scalar_value(spec: str, name: str, t: Any) -> int | float:
     """A number for a scalar argument (its range for the type is checked when binding)."""
-    from .ir import types as T
+    from ..ir import types as T
 
     if spec.endswith(".npy") or spec.startswith("zeros:"):
         raise PtoError(f"argument %{name} ({t}) is a scalar: give a number, "
@@ -202,7 +202,7 @@ def _load_npy(spec: str, name: str) -> Any:
 
 
 def _cmd_run(ns: argparse.Namespace) -> int:
-    from .isa.matrix.matmul import set_matmul_accumulation
+    from ..isa.matrix.matmul import set_matmul_accumulation
 
     prev = set_matmul_accumulation(ns.matmul_accumulation)
     try:
@@ -216,8 +216,8 @@ def _pair(prog: Any, entry: str | None) -> tuple[str, str] | None:
     (``pto.kernel_kind``) and nothing that calls them: run them as a mixed pair."""
     if entry:
         return tuple(entry.split("+", 1)) if "+" in entry else None  # type: ignore[return-value]
-    from .interp import entry_functions
-    from .interp.pipe_ops import kernel_kind
+    from ..interp import entry_functions
+    from ..interp.pipe_ops import kernel_kind
 
     names = entry_functions(prog.module)
     kinds = {n: kernel_kind(prog.module.lookup(n)) for n in names}
@@ -232,8 +232,8 @@ _LOCKSTEP = {"auto": "auto", "on": True, "off": False}
 
 
 def _run(ns: argparse.Namespace) -> int:
-    if ns.ranks is not None:  # a multi-rank launch (ptoisa.ranks_cli)
-        from .ranks_cli import run as run_ranks
+    if ns.ranks is not None:  # a multi-rank launch (ptoisa.cli.ranks)
+        from .ranks import run as run_ranks
 
         return run_ranks(ns, _arg_value, lambda: _load(ns.file, ns.target, ns.permissive))
     prog = _load(ns.file, ns.target, ns.permissive)
@@ -272,7 +272,7 @@ def _run(ns: argparse.Namespace) -> int:
     before = _fingerprints(ns, zip(names, values, strict=True))
     san = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
-        from .sanitizer import Sanitizer, SanitizerError
+        from ..sanitizer import Sanitizer, SanitizerError
 
         san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
     try:
@@ -307,13 +307,13 @@ def _run(ns: argparse.Namespace) -> int:
 
 
 def _where(loc: Any) -> str:
-    from .cycles.report import _where as where
+    from ..cycles.report import _where as where
 
     return where(loc)
 
 
 def _cmd_cycles(ns: argparse.Namespace) -> int:
-    from .cycles.pack import run_pack
+    from ..cycles.pack import run_pack
 
     return 1 if run_pack(ns.pack, as_json=ns.json, explain=ns.explain) else 0
 
@@ -354,7 +354,7 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
 
     san = None
     if ns.sanitize or ns.sanitize_checks or ns.sync:
-        from .sanitizer import Sanitizer, SanitizerError, sanitized, sync_mode_of
+        from ..sanitizer import Sanitizer, SanitizerError, sanitized, sync_mode_of
 
         san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
         mode = "manual" if "manual" in (sync_mode_of(prog.module, n) for n in pair) else "auto"
@@ -382,14 +382,14 @@ def _shows(ns: argparse.Namespace, arrays: dict[str, Any], tiles: list[Any]) -> 
     """``--show NAME``: the arrays and tiles to draw after the run (checked before it)."""
     if not ns.show:
         return []
-    from .display import resolve
+    from ..display import resolve
 
     return resolve(ns.show, arrays, tiles)
 
 
 def _write_shows(items: list[Any], out: str | None) -> None:
     if items:
-        from .display import cli_show
+        from ..display import cli_show
 
         for p in cli_show(items, out):
             print(f"show: {p}")
@@ -448,14 +448,14 @@ def _save_all(out: Path, arrays: list[tuple[str, np.ndarray]]) -> None:
 
 
 def _cmd_conformance(ns: argparse.Namespace) -> int:
-    from .conformance import run_pack
+    from ..conformance import run_pack
 
     root = Path(ns.dir)
     if not root.exists():
         print(f"ptoisa conformance: {root}: no such directory", file=sys.stderr)
         return 2
-    if ns.ranks is not None:  # the comm cases across ranks (ptoisa.conformance_ranks)
-        from .conformance_ranks import main as across_ranks
+    if ns.ranks is not None:  # the comm cases across ranks (ptoisa.concurrent.conformance_ranks)
+        from ..concurrent.conformance_ranks import main as across_ranks
 
         return across_ranks([str(root), *(["--ranks", str(ns.ranks)] if ns.ranks else []),
                              *[a for w in ns.only or () for a in ("--only", w)]])
@@ -468,10 +468,10 @@ def _cmd_conformance(ns: argparse.Namespace) -> int:
 
 
 def _cmd_ops(ns: argparse.Namespace) -> int:
-    from .support import render_matrix, support_matrix
+    from .ops_table import render_matrix, support_matrix
 
     if ns.markdown:
-        from .reference import write
+        from ..reference import write
 
         try:
             files = write(ns.markdown)
@@ -490,7 +490,7 @@ def _cmd_ops(ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from .. import __version__
 
     p = argparse.ArgumentParser(
         prog="ptoisa", description=f"The PTO tile ISA, executable. Default target: "
@@ -604,7 +604,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no progress line on the terminal")
     y.set_defaults(fn=_cmd_cycles)
 
-    from .suite import add_parser as add_suite
+    from ..suite import add_parser as add_suite
 
     add_suite(sub)
 
@@ -650,7 +650,7 @@ EXIT_INTERNAL = 3
 
 
 def _cmd_export(ns: argparse.Namespace) -> int:
-    from .exporter.cli import cli_export
+    from ..exporter.cli import cli_export
 
     return cli_export(ns)
 
@@ -681,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
     exit 1 for bad input, 2 for bad usage, 130 on Ctrl-C, 3 for a bug in ptoisa."""
     try:
         ns = build_parser().parse_args(argv)
-        from .progress import set_quiet
+        from ..progress import set_quiet
 
         # long work draws a progress line on a terminal (ptoisa/progress.py) unless --quiet
         prev = set_quiet(True) if getattr(ns, "quiet", False) else None

@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..targets import LOC_SPACE
+from ..tensor import GlobalTensor
+from ..tile import Tile
 from . import ranks
-from .targets import LOC_SPACE
-from .tensor import GlobalTensor
-from .tile import Tile
 
 if TYPE_CHECKING:
-    from .isa.registry import InstrRecord
+    from ..isa.registry import InstrRecord
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def gm_span(g: GlobalTensor) -> Span:
     """The bytes of the GM array a view reaches (lowest to highest element, all blocks). In a
     multi-rank launch a view of a window (this rank's or another's) is keyed by the window
     copy it reaches, ``("rank", rank, window)``: the same bytes have the same key on every
-    rank (see :func:`ptoisa.ranks.gm_location`)."""
+    rank (see :func:`ptoisa.concurrent.ranks.gm_location`)."""
     where = ranks.gm_location(g)
     if where is not None:
         rank, win, lo, hi = where
