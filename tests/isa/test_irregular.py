@@ -104,6 +104,21 @@ def test_tgather_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
     np.testing.assert_array_equal(dst.numpy(), ref)
 
 
+@pytest.mark.parametrize("mode", ["GT", "EQ"])
+def test_tgather_compare(tgt, mode):  # type: ignore[no-untyped-def]
+    """Compare form TGATHER(dst, src, kValue, cdst, tmp, offset): per row, the column indices
+    (+ offset) of src's valid elements > (GT) or == (EQ) kValue, packed from column 0; cdst's
+    column 0 counts them."""
+    data = RNG.integers(0, 7, (4, 16)).astype(np.float32)
+    src = vec("f32", 4, 16, data=data)
+    dst, cdst, tmp = vec("i32", 4, 16), vec("i32", 4, 8), vec("f32", 4, 16)
+    pto.TGATHER(dst, src, 3.0, cdst, tmp, 2, cmpMode=mode)
+    for r in range(4):
+        hit = [j + 2 for j in range(16) if (data[r, j] > 3 if mode == "GT" else data[r, j] == 3)]
+        assert cdst.numpy()[r, 0] == len(hit)
+        np.testing.assert_array_equal(dst.numpy()[r, :len(hit)], hit)
+
+
 def test_tgather_rejects(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="same element size"):
         pto.TGATHER(vec("f32", 4, 16), vec("f16", 4, 16), maskPattern="P0101")

@@ -161,7 +161,8 @@ def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None
     if src1 is None:
         _mask_gather(dst, src0, maskPattern, gatherType)
     elif isinstance(tmp, Tile) and isinstance(tmp2, Tile):
-        _cmp_gather(dst, src0, src1, tmp, int(offset or 0), cmpMode)
+        # compare form: outs (dst, cdst) bind dst and tmp, its scratch tile binds tmp2
+        _cmp_gather(dst, src0, src1, tmp, tmp2, int(offset or 0), cmpMode)
     else:
         if not isinstance(src1, Tile):
             raise PtoError("indices (src1) must be a Tile")
