@@ -151,6 +151,10 @@ def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
                 yield VerifyError("expects tile result to have dynamic validShape (?, ?) when "
                                   "valid_row/valid_col operands are provided",
                                   op=op.name, loc=op.loc)
+        elif op.name == "pto.tassign" and level is not None and level != "level3":
+            # (a level given on the command line: files that name none are not judged here)
+            yield VerifyError("pto.tassign is only supported when --pto-level=level3",
+                              op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \
                 "addr" not in op.keyword_operands:
             yield VerifyError("requires 'addr' operand when --pto-level=level3", op=op.name,

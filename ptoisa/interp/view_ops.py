@@ -371,6 +371,8 @@ def _set_validshape(cf: CompiledFunc, op: Op) -> Step:
 @handler("pto.tassign")
 def _tassign(cf: CompiledFunc, op: Op) -> Step:
     t, a = (cf.slot(v) for v in op.operands[:2])
+    # ``%r = pto.tassign %t, %addr : T -> T``: the result is the same tile, placed
+    k = cf.slot(op.results[0]) if op.results else None
     loc = op.loc
     tassign = REGISTRY["TASSIGN"]
 
@@ -380,6 +382,8 @@ def _tassign(cf: CompiledFunc, op: Op) -> Step:
                          loc=loc)
         except PtoError as e:
             raise e.with_loc(loc) from None
+        if k is not None:
+            env[k] = env[t]
     return step
 
 

@@ -52,3 +52,55 @@ def test_mx_scales_of_a_wide_type_are_refused_by_name() -> None:
 }}
 """
     _fails(text, "aScaleMatrix has element type f16", "a5", "k")
+
+
+_REBIND = """module {
+  func.func @k(%out: !pto.ptr<f16>) attributes {pto.entry} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c16 = arith.constant 16 : index
+    %a0 = arith.constant 0 : i64
+    %a1 = arith.constant 4096 : i64
+    %v = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<?x?xf16>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x16xf16>
+    %t = pto.alloc_tile addr = %a0 : TILE
+    scf.for %i = %c0 to %c2 step %c1 {
+      %first = arith.cmpi eq, %i, %c0 : index
+      %addr = scf.if %first -> (i64) {
+        scf.yield %a0 : i64
+      } else {
+        scf.yield %a1 : i64
+      }
+      %ti = pto.tassign %t, %addr : TILE -> TILE
+      %f = arith.index_cast %i : index to i32
+      %s = arith.sitofp %f : i32 to f16
+      pto.texpands ins(%s : f16) outs(%ti : TILE)
+      pto.tstore ins(%ti : TILE) outs(%p : !pto.partition_tensor_view<16x16xf16>)
+    }
+    return
+  }
+}
+""".replace("TILE", _tile("vec", "f16", 16, 16))
+
+
+def test_tassign_result_is_the_placed_tile() -> None:
+    """``%r = pto.tassign %t, %addr``: %r is %t, placed (its uses read None before)."""
+    import numpy as np
+
+    out = np.zeros(256, np.float16)
+    load(_REBIND, target="a5").run("k", out, target="a5")
+    np.testing.assert_array_equal(out, np.ones(256, np.float16))
+
+
+@pytest.mark.parametrize("level", ["level1", "level2"])
+def test_tassign_needs_level3(level: str) -> None:
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    errors = diagnose(parse(_REBIND, "x.pto"), "a5", level=level)
+    assert any("pto.tassign is only supported when --pto-level=level3" in e.render()
+               for e in errors)
+    assert not diagnose(parse(_REBIND, "x.pto"), "a5", level="level3")
