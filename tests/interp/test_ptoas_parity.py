@@ -104,3 +104,33 @@ def test_tassign_needs_level3(level: str) -> None:
     assert any("pto.tassign is only supported when --pto-level=level3" in e.render()
                for e in errors)
     assert not diagnose(parse(_REBIND, "x.pto"), "a5", level="level3")
+
+
+def test_call_with_the_wrong_argument_count_is_rejected() -> None:
+    text = """module {
+  func.func @f(%x: i32) {
+    return
+  }
+  func.func @k() attributes {pto.entry} {
+    %c = arith.constant 1 : i32
+    func.call @f(%c, %c) : (i32, i32) -> ()
+    return
+  }
+}
+"""
+    _fails(text, r"incorrect number of operands for callee \(@f takes 1, the call has 2\)")
+
+
+def test_call_to_an_external_function_is_a_run_time_error() -> None:
+    """A declaration without a body (PTOAS's nested_resolve_reserved_buffers.pto): checks, and
+    a call to it is a located error when run (was zip's ValueError)."""
+    text = """module {
+  func.func @k() attributes {pto.entry} {
+    %c = arith.constant 1 : i32
+    func.call @consume(%c) : (i32) -> ()
+    return
+  }
+  func.func private @consume(i32)
+}
+"""
+    _fails(text, "@consume is declared without a body", "a2a3", "k")
