@@ -359,6 +359,23 @@ def test_thistogram(tgt):  # type: ignore[no-untyped-def]
         np.testing.assert_array_equal(dst.numpy()[r], ref)
 
 
+@pytest.mark.parametrize("byte,rows", [("BYTE_0", 2), ("BYTE_1", 1)])
+def test_thistogram_u32_filter_rows(byte, rows):  # type: ignore[no-untyped-def]
+    """A ui32 histogram of BYTE_k reads 3 - k filter rows of idx: too few is a run-time error
+    naming them (was numpy's IndexError)."""
+    with pto.target("a5"):
+        src = vec("ui32", 2, 16, data=RNG.integers(0, 1 << 31, (2, 16)))
+        idx = vec("ui8", rows, 32)
+        with pytest.raises(RuntimeCheckError, match=f"idx needs {3 - int(byte[-1])} row"):
+            pto.THISTOGRAM(vec("ui32", 2, 256), src, idx, byte=byte)
+        idx3 = vec("ui8", 3, 32, data=np.zeros((3, 32)))
+        dst = vec("ui32", 2, 256)
+        pto.THISTOGRAM(dst, src, idx3, byte="BYTE_3")
+        x = src.numpy() >> 24
+        for r in range(2):
+            np.testing.assert_array_equal(dst.numpy()[r], [np.sum(x[r] <= b) for b in range(256)])
+
+
 def test_trandom_philox_vector(tgt):  # type: ignore[no-untyped-def]
     # Random123's published Philox4x32-10 known-answer vector (counter 0, key 0)
     out = I.philox4x32(np.zeros((1, 4), np.uint64), (0, 0), 10)[0]

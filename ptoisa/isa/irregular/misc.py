@@ -102,6 +102,20 @@ def _hist_static(sig: Sig) -> None:
         raise sig.fail(f"dst needs 256 columns (one bin per byte value), has {d.cols}")
 
 
+def _hist_runtime(ins: Any, dst: Tile, src: Tile, idx: Tile, *, byte: HistByte,
+                  **params: Any) -> None:
+    """The filter rows a ui32 histogram reads: one per byte above ``byte`` (byte 3 reads
+    none), each with a column per src valid row."""
+    if src.dtype.itemsize != 4:
+        return
+    need = 3 - byte.value
+    if need and (idx.rows < need or idx.cols < src.valid_row):
+        raise RuntimeCheckError(
+            f"a ui32 histogram of {byte.name} filters on the {need} byte(s) above it: idx "
+            f"needs {need} row(s) of {src.valid_row} column(s) (one per src valid row), "
+            f"is {idx.rows}x{idx.cols}", op=ins.mnemonic)
+
+
 @instr("THISTOGRAM", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(attrs={
            # C++ A5: THISTOGRAM<..., isMSB> is HistByte BYTE_1 (the high byte of a ui16)
@@ -110,7 +124,8 @@ def _hist_static(sig: Sig) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile")),
        params=(Param("byte", HistByte.BYTE_0, HistByte),),
        dtype_key=("src",),
-       static=(locs(["dst", "src", "idx"], TileType.Vec), _hist_static))
+       static=(locs(["dst", "src", "idx"], TileType.Vec), _hist_static),
+       runtime=(_hist_runtime,))
 def THISTOGRAM(m: Machine, dst: Tile, src: Tile, idx: Tile, *, byte: HistByte) -> None:  # noqa: N802
     """dst[r, b] = number of j < src valid cols whose byte ``byte`` is <= b (a cumulative
     histogram, what the CPU simulator and its tests produce; the manual's formula shows the
