@@ -134,3 +134,22 @@ def test_call_to_an_external_function_is_a_run_time_error() -> None:
 }
 """
     _fails(text, "@consume is declared without a body", "a2a3", "k")
+
+
+def test_on_chip_memref_that_is_no_tile_is_refused_by_name() -> None:
+    """PTOAS's plan-memory tests allocate rank-3 UB memrefs and TLOAD into them: an error
+    naming the op when run (the tile instructions got a bare array: AttributeError `_vr`)."""
+    m3 = "memref<4x4x4xf16, #pto.address_space<vec>>"
+    g3 = "memref<4x4x4xf16, #pto.address_space<gm>>"
+    text = f"""module {{
+  func.func @k(%a: {g3}) {{
+    %u = memref.alloc() : {m3}
+    pto.tload ins(%a : {g3}) outs(%u : {m3})
+    return
+  }}
+}}
+"""
+    import numpy as np
+
+    _fails(text, "cannot be executed by ptoisa yet: .* not a tile", "a2a3", "k",
+           np.zeros((4, 4, 4), np.float16))
