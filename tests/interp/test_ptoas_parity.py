@@ -153,3 +153,28 @@ def test_on_chip_memref_that_is_no_tile_is_refused_by_name() -> None:
 
     _fails(text, "cannot be executed by ptoisa yet: .* not a tile", "a2a3", "k",
            np.zeros((4, 4, 4), np.float16))
+
+
+_ACC = _tile("acc", "f32", 16, 16, "col_major", "row_major", 1024)
+_PUSH = """module {
+  func.func @k(%buf: i32) attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+    %pipe = pto.initialize_l2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8,
+                                     flag_base = 0, nosplit = false}(%buf : i32) -> !pto.pipe
+    %t = pto.alloc_tile : ACC
+    pto.tpush(%t, %pipe : ACC, !pto.pipe) {split = SPLIT}
+    return
+  }
+}
+""".replace("ACC", _ACC)
+
+
+def test_split_out_of_range_is_rejected_as_ptoas_does() -> None:
+    _fails(_PUSH.replace("SPLIT", "5"), "expects 'split' to be 0, 1, 2, 3, or 4, got 5", "a5")
+
+
+@pytest.mark.parametrize("split", [3, 4])
+def test_odd_split_is_refused_by_name(split: int) -> None:
+    """split 3/4 (PTOAS's odd modes): checked, then refused by name when run (was
+    ``3 is not a valid TileSplitAxis``)."""
+    _fails(_PUSH.replace("SPLIT", str(split)), f"split = {split} .* not executed by ptoisa",
+           "a5", "k", 0)
