@@ -368,7 +368,8 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
        ptoas=Ptoas(forms={"pto.tpush": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
-       dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,), batched=True)
+       dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
+       batched=True)
 def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any, TConfig: Any) -> None:  # noqa: N803
     """Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
@@ -458,7 +459,8 @@ def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
        operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
-       dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,), batched=True)
+       dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
+       batched=True)
 def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
          Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
