@@ -10,9 +10,10 @@ compiler options, so they cannot live in a registry entry.
 * ``--pto-level=level3`` (addresses are the program's: every ``alloc_tile`` has ``addr``);
 * a ``reserve_buffer`` with ``auto = false`` (no PlanMemory) next to a ``memref.alloc`` (which
   needs PlanMemory);
-* ``tload`` / ``tstore`` between a static partition view and a tile with a static valid shape
-  move the same number of elements (the eager API checks the view covers the valid region, at
-  run time: a larger view is fine there).
+* ``tstore`` from a tile with a static valid shape to a static partition view moves as many
+  elements as the view holds (PTOAS's TSTORE rule; an empty side is not compared). ``tload``
+  has no such rule: a view larger than the tile's valid region loads that region (the run-time
+  check is that the view covers it).
 
 :func:`diagnose` collects every error of a module the way PTOAS reports them (the module
 rules, then each function on its own); :func:`check_module_rules` raises the first one.
@@ -177,7 +178,7 @@ def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
             yield VerifyError("cannot use pto.reserve_buffer with auto = false when local "
                               "memref.alloc still requires PlanMemory allocation",
                               op=op.name, loc=op.loc)
-        elif op.name in ("pto.tload", "pto.tstore"):
+        elif op.name == "pto.tstore":
             e = _view_count(op)
             if e is not None:
                 yield e
@@ -197,11 +198,10 @@ def _view_count(op: Op) -> VerifyError | None:
     for d in vt.shape:
         n *= d  # type: ignore[operator]
     valid = spec.valid_row * spec.valid_col
-    if n == valid:
+    if n == valid or n <= 0 or valid <= 0:  # (an empty side is not compared: PTOAS)
         return None
-    side = "dst" if op.name == "pto.tstore" else "src"
-    return VerifyError(f"expects {side} static element count ({n}) to match the tile's valid "
-                       f"element count ({spec.valid_row}x{spec.valid_col} = {valid})",
+    return VerifyError(f"expects dst static element count ({n}) to match src valid_shape "
+                       f"static element count ({valid}: {spec.valid_row}x{spec.valid_col})",
                        op=op.name, loc=op.loc)
 
 

@@ -178,3 +178,58 @@ def test_odd_split_is_refused_by_name(split: int) -> None:
     ``3 is not a valid TileSplitAxis``)."""
     _fails(_PUSH.replace("SPLIT", str(split)), f"split = {split} .* not executed by ptoisa",
            "a5", "k", 0)
+
+
+# ---- what PTOAS accepts, we accept -------------------------------------------------------------
+
+def _move(op: str, view: tuple[int, int], valid: tuple[int, int]) -> str:
+    t = (f"!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=16, v_row={valid[0]}, "
+         f"v_col={valid[1]}, blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    pv = f"!pto.partition_tensor_view<{view[0]}x{view[1]}xf32>"
+    body = (f"pto.tload ins(%p : {pv}) outs(%t : {t})" if op == "tload"
+            else f"pto.tstore ins(%t : {t}) outs(%p : {pv})")
+    return f"""module {{
+  func.func @k(%x: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %cr = arith.constant {view[0]} : index
+    %cc = arith.constant {view[1]} : index
+    %v = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%cr, %cc]
+      : !pto.tensor_view<16x16xf32> -> {pv}
+    %t = pto.alloc_tile : {t}
+    {body}
+    return
+  }}
+}}
+"""
+
+
+def test_tload_of_a_larger_view_loads_the_valid_region() -> None:
+    """PTOAS has no element-count rule on TLOAD (its tilelang tpartmax/tsels cases load a
+    6x8 view into a 2x8 valid region): the valid region is loaded."""
+    import numpy as np
+
+    x = np.arange(256, dtype=np.float32)
+    load(_move("tload", (6, 8), (2, 8)), target="a5").run("k", x, target="a5")
+
+
+def test_tstore_element_count_is_ptoas_rule() -> None:
+    _fails(_move("tstore", (6, 8), (2, 8)),
+           r"expects dst static element count \(48\) to match src valid_shape static element "
+           r"count \(16")
+    load(_move("tstore", (2, 8), (2, 8)))
+
+
+def test_texpands_bf16_on_a5() -> None:
+    """TEXPANDS.md lists bfloat16_t for A5 (Vec and Mat); PTOAS's texpands_bf16.pto."""
+    import numpy as np
+
+    from ptoisa import Tile, TEXPANDS, target
+
+    with target("a5"):
+        t = Tile("Vec", "bf16", 8, 16)
+        TEXPANDS(t, 1.5)
+        np.testing.assert_array_equal(t.numpy().astype(np.float32), np.full((8, 16), 1.5))

@@ -294,6 +294,23 @@ def test_tsort32(tgt, dtype, npdt):  # type: ignore[no-untyped-def]
                                   np.concatenate(exp).view(np.uint8))
 
 
+def test_tsort32_shared_idx_row(tgt):  # type: ignore[no-untyped-def]
+    """A 1 x C idx tile serves every src row (TSORT32.md's operand table; the tilelang ST
+    cases *_shared_idx); an idx of 2 rows for 3 src rows is an error."""
+    vals = np.stack([RNG.permutation(32) for _ in range(3)]).astype(np.float32)
+    src = vec("f32", 3, 32, data=vals)
+    idx = vec("ui32", 1, 32, data=(np.arange(32) + 100).reshape(1, 32))
+    dst = vec("f32", 3, 64)
+    pto.TSORT32(dst, src, idx)
+    for r in range(3):
+        order = sorted(range(32), key=lambda k, r=r: -float(vals[r, k]))
+        np.testing.assert_array_equal(dst.numpy()[r].view(np.uint8),
+                                      _records(vals[r, order], [100 + k for k in order],
+                                               np.float32).view(np.uint8))
+    with pytest.raises(RuntimeCheckError, match="nor is it one row"):
+        pto.TSORT32(dst, src, vec("ui32", 2, 32))
+
+
 def test_tsort32_rejects_partial_block(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(RuntimeCheckError, match="multiple of 32"):
         pto.TSORT32(vec("f32", 1, 128), vec("f32", 1, 64, valid=(1, Dyn(40))), vec("ui32", 1, 64))
