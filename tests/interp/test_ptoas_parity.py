@@ -227,7 +227,7 @@ def test_texpands_bf16_on_a5() -> None:
     """TEXPANDS.md lists bfloat16_t for A5 (Vec and Mat); PTOAS's texpands_bf16.pto."""
     import numpy as np
 
-    from ptoisa import Tile, TEXPANDS, target
+    from ptoisa import TEXPANDS, Tile, target
 
     with target("a5"):
         t = Tile("Vec", "bf16", 8, 16)
