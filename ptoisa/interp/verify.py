@@ -142,6 +142,72 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                         break
 
 
+#: the C++ fix-pipe template parameters PTOAS keeps off its frontend pipe ops (their lowering
+#: sets them): written on one, they are an error, never silently dropped
+_HIDDEN_FIXPIPE = ("subBlockId", "sub_blockid", "stPhase", "atomicType", "clipReluMode",
+                   "isChannelSplit")
+_FIXPIPE_SURFACE = (*_INITS[1:], *_FRONTEND, "pto.talloc_to_aiv", "pto.talloc_to_aic",
+                    "pto.set_quant_scalar", "pto.set_quant_vector")
+
+
+def _kw_attr(op: Op, key: str) -> Any:
+    """Attribute ``key`` of ``op``: in its dictionary, or written ``key = #attr`` after the
+    operands of a custom spelling (``pto.syncall(...) mode = #pto.sync_all_mode<soft>``)."""
+    a = op.attributes.get(key)
+    if a is None:
+        s = op.syntax
+        for i in range(len(s) - 2):
+            if s[i].kind == "k" and s[i].value == key and s[i + 1].value == "=" and \
+                    s[i + 2].kind == "a":
+                a = s[i + 2].value  # type: ignore[assignment]
+                break
+    if a is None:
+        return None
+    body = getattr(a, "body", None)  # #pto.sync_all_mode<soft> -> "soft"
+    return body.strip() if isinstance(body, str) else bridge.attr_value(a)
+
+
+def _syncall_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's pto.syncall ABI: hard mode takes no operand; soft mode a GM workspace of i32
+    (pointer, tensor view or partition view; at least 16 elements when its shape is static)
+    and an optional i32 participant count."""
+    def err(msg: str) -> VerifyError:
+        return VerifyError(msg, op=op.name, loc=op.loc)
+
+    mode = _kw_attr(op, "mode")
+    ops = op.operands
+    if mode == "hard":
+        if ops:
+            yield err("expects hard syncall to have no gm_workspace or used_cores")
+        return
+    if mode == "soft" and not 1 <= len(ops) <= 2:
+        yield err("expects soft syncall to have gm_workspace and optional used_cores")
+        return
+    if not ops:
+        return
+    gm = ops[0].type
+    if not isinstance(gm, (T.PtrType, T.TensorViewType, T.PartitionTensorViewType)):
+        yield err(f"operand #0 must be Ptr, TensorView, or PartitionTensorView, got {gm}")
+        return
+    if len(ops) > 1 and not (isinstance(ops[1].type, T.IntegerType)
+                             and ops[1].type.width == 32 and not ops[1].type.signedness):
+        yield err(f"operand #1 must be 32-bit signless integer, got {ops[1].type}")
+        return
+    if isinstance(gm, T.PtrType) and gm.space not in (None, "gm"):
+        yield err(f"expects gm_workspace to be in GM address space, got {gm}")
+        return
+    if not (isinstance(gm.dtype, T.IntegerType) and gm.dtype.width == 32):
+        yield err(f"expects gm_workspace element type to be i32, got {gm.dtype}")
+        return
+    if not isinstance(gm, T.PtrType) and None not in gm.shape:
+        n = 1
+        for d in gm.shape:
+            n *= d  # type: ignore[operator]
+        if n < 16:
+            yield err("expects gm_workspace to contain at least 16 i32 elements (64 bytes), "
+                      f"but static capacity is {n}")
+
+
 def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
               and _attr(op, "auto") is False]
@@ -178,6 +244,12 @@ def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
             yield VerifyError("cannot use pto.reserve_buffer with auto = false when local "
                               "memref.alloc still requires PlanMemory allocation",
                               op=op.name, loc=op.loc)
+        elif op.name in _FIXPIPE_SURFACE and \
+                (hidden := [k for k in _HIDDEN_FIXPIPE if op.attributes.get(k) is not None]):
+            yield VerifyError(f"does not allow unpublished fixpipe attr '{hidden[0]}'",
+                              op=op.name, loc=op.loc)
+        elif op.name == "pto.syncall":
+            yield from _syncall_errors(op)
         elif op.name == "pto.tstore":
             e = _view_count(op)
             if e is not None:

@@ -233,3 +233,55 @@ def test_texpands_bf16_on_a5() -> None:
         t = Tile("Vec", "bf16", 8, 16)
         TEXPANDS(t, 1.5)
         np.testing.assert_array_equal(t.numpy().astype(np.float32), np.full((8, 16), 1.5))
+
+
+# ---- rejected as PTOAS rejects them ------------------------------------------------------------
+
+def _syncall(args: str, types: str, sig: str, mode: str = "soft") -> str:
+    call = f"pto.syncall({args} : {types})" if args else "pto.syncall()"
+    return f"""module {{
+  func.func @k({sig}) {{
+    {call} mode = #pto.sync_all_mode<{mode}>, core_type = #pto.sync_core_type<aiv_only>
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("args", "types", "sig", "mode", "want"), [
+    ("", "", "", "soft", "expects soft syncall to have gm_workspace and optional used_cores"),
+    ("%g", "!pto.ptr<i32, gm>", "%g: !pto.ptr<i32, gm>", "hard",
+     "expects hard syncall to have no gm_workspace or used_cores"),
+    ("%g", "!pto.tensor_view<15xi32>", "%g: !pto.tensor_view<15xi32>", "soft",
+     r"at least 16 i32 elements \(64 bytes\), but static capacity is 15"),
+    ("%g", "!pto.ptr<f32, gm>", "%g: !pto.ptr<f32, gm>", "soft",
+     "expects gm_workspace element type to be i32"),
+    ("%g", "!pto.ptr<i32, vec>", "%g: !pto.ptr<i32, vec>", "soft",
+     "expects gm_workspace to be in GM address space"),
+    ("%g, %n", "!pto.ptr<i32, gm>, index", "%g: !pto.ptr<i32, gm>, %n: index", "soft",
+     "operand #1 must be 32-bit signless integer")])
+def test_syncall_abi(args: str, types: str, sig: str, mode: str, want: str) -> None:
+    _fails(_syncall(args, types, sig, mode), want)
+
+
+@pytest.mark.parametrize(("args", "types", "sig", "mode"), [
+    ("", "", "", "hard"),
+    ("%g, %n", "!pto.ptr<i32, gm>, i32", "%g: !pto.ptr<i32, gm>, %n: i32", "soft"),
+    ("%g", "!pto.tensor_view<16xi32>", "%g: !pto.tensor_view<16xi32>", "soft")])
+def test_syncall_abi_accepts(args: str, types: str, sig: str, mode: str) -> None:
+    load(_syncall(args, types, sig, mode))
+
+
+@pytest.mark.parametrize("attr", ["stPhase = #pto<st_phase final>",
+                                  "atomicType = #pto<atomic_type atomic_add>"])
+def test_hidden_fixpipe_attrs_are_rejected(attr: str) -> None:
+    acc = _tile("acc", "i32", 16, 16, "col_major", "row_major", 1024)
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %t = pto.alloc_tile : {acc}
+    pto.tpush_to_aiv(%t : {acc}) {{split = 0}} {{{attr}}}
+    return
+  }}
+}}
+"""
+    _fails(text, f"does not allow unpublished fixpipe attr '{attr.split()[0]}'", "a5")
