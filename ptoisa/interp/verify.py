@@ -277,9 +277,28 @@ def _view_count(op: Op) -> VerifyError | None:
                        op=op.name, loc=op.loc)
 
 
+def _peer_errors(module: Module) -> Iterator[VerifyError]:
+    """``pto.import_reserved_buffer``'s ``peer_func`` names exactly one function of the
+    module (nested modules included): none, or two of that name, is an error (PTOAS never
+    picks one)."""
+    count: dict[str | None, int] = {}
+    for f in module.functions():
+        count[f.sym_name] = count.get(f.sym_name, 0) + 1
+    for op in module.walk():
+        if op.name == "pto.import_reserved_buffer":
+            p = _peer_name(op)
+            if p is not None and count.get(p, 0) != 1:
+                n = count.get(p, 0)
+                yield VerifyError(
+                    f"expects 'peer_func' to reference an existing func.func (@{p}: "
+                    f"{'no function' if not n else f'{n} functions'} of that name)",
+                    op=op.name, loc=op.loc)
+
+
 def module_rule_errors(module: Module, level: str | None = None) -> Iterator[VerifyError]:
     """The cross-op PTOAS rules of this module, in file order per kind."""
     funcs = _functions(module)
+    yield from _peer_errors(module)
     yield from _pipe_errors(funcs)
     for f in funcs:
         yield from _op_errors(f, level)

@@ -285,3 +285,30 @@ def test_hidden_fixpipe_attrs_are_rejected(attr: str) -> None:
 }}
 """
     _fails(text, f"does not allow unpublished fixpipe attr '{attr.split()[0]}'", "a5")
+
+
+_PEER = """module {
+  module {
+    func.func @consumer() attributes {pto.kernel_kind = #pto.kernel_kind<vector>} {
+      %peer = pto.import_reserved_buffer {name = "fifo", peer_func = @producer} -> i32
+      return
+    }
+  }
+PRODUCERS}
+"""
+_PRODUCER = """  module {
+    func.func public @NAME() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+      %b = pto.reserve_buffer {name = "fifo", size = 4096,
+                               location = #pto.address_space<mat>, auto = true} -> i32
+      return
+    }
+  }
+"""
+
+
+@pytest.mark.parametrize(("names", "why"), [
+    (["producer", "producer"], "2 functions of that name"),
+    (["producer__ptodsl_user"], "no function of that name")])
+def test_peer_func_names_exactly_one_function(names: list[str], why: str) -> None:
+    text = _PEER.replace("PRODUCERS", "".join(_PRODUCER.replace("NAME", n) for n in names))
+    _fails(text, f"expects 'peer_func' to reference an existing func.func .*{why}", "a5")
