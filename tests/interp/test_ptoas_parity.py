@@ -312,3 +312,27 @@ _PRODUCER = """  module {
 def test_peer_func_names_exactly_one_function(names: list[str], why: str) -> None:
     text = _PEER.replace("PRODUCERS", "".join(_PRODUCER.replace("NAME", n) for n in names))
     _fails(text, f"expects 'peer_func' to reference an existing func.func .*{why}", "a5")
+
+
+def test_tsel_tmp_capacity_on_a2a3() -> None:
+    """A .pto tile may be smaller than the eager API's 32-byte rows: PTOAS's TSEL tmp
+    capacity rule (8 bytes where f16 data needs 16)."""
+    m = "!pto.tile_buf<loc=vec, dtype=i8, rows=1, cols=32, v_row=1, v_col=16, " \
+        "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    h = _tile("vec", "f16", 1, 16)
+    t = "!pto.tile_buf<loc=vec, dtype=i32, rows=1, cols=2, v_row=1, v_col=2, " \
+        "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    text = f"""module {{
+  func.func @k() {{
+    %m = pto.alloc_tile : {m}
+    %a = pto.alloc_tile : {h}
+    %b = pto.alloc_tile : {h}
+    %t = pto.alloc_tile : {t}
+    %d = pto.alloc_tile : {h}
+    pto.tsel ins(%m, %a, %b, %t : {m}, {h}, {h}, {t}) outs(%d : {h})
+    return
+  }}
+}}
+"""
+    _fails(text, "expects tmp capacity to be at least 16 bytes, but got 8 bytes")
+    load(text, target="a5")

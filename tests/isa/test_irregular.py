@@ -474,3 +474,44 @@ def test_comm_single_process(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="same element type"):
         C.TGET(GlobalTensor(np.zeros(4, np.float32)), GlobalTensor(np.zeros(4, np.int32)),
                vec("f32", 1, 8))
+
+
+# ---- A2/A3 tmp contracts (PTOAS's verifier, after the PTO-ISA pages) -------------------------
+
+def test_a2a3_tmp_contracts():  # type: ignore[no-untyped-def]
+    """The scratch tiles the A2/A3 implementations need, checked on a2a3 only (a5 keeps tmp
+    as an unused placeholder)."""
+    E = R = S = pto  # (every entry is the eager intrinsic of its name)
+
+    def f32(r: int, c: int, valid=None) -> Tile:  # type: ignore[no-untyped-def]
+        return Tile("Vec", "f32", r, c, valid=valid)
+
+    cases = [
+        (lambda: pto.TCI(vec("i32", 1, 64), 0, f32(1, 128)),
+         "at least 768 bytes for 32-bit dst element type, got 512"),
+        (lambda: pto.TCI(vec("i16", 1, 64), 0, f32(1, 192)),
+         "at least 1792 bytes for 16-bit dst element type, got 768"),
+        (lambda: E.TREM(f32(16, 64), f32(16, 64), f32(16, 64), f32(1, 64)),
+         r"tmp valid_shape\[0\] to be at least 2, got 1"),
+        (lambda: E.TPRELU(f32(16, 64), f32(16, 64), f32(16, 64), vec("i8", 16, 32)),
+         r"tmp shape\[0\] to be at least dst valid_shape\[0\] \+ 1 \(17\), got 16"),
+        (lambda: R.TROWARGMAX(vec("ui32", 16, 8, valid=(13, 1)), f32(16, 128, (13, 127)),
+                              f32(16, 8, (13, 8))),
+         r"tmp valid_shape\[1\] to be at least 16 for src valid_shape\[1\] = 127, got 8"),
+        (lambda: R.TCOLARGMAX(vec("ui32", 1, 256, valid=(1, 255)), f32(16, 256, (15, 255)),
+                              f32(1, 8)),
+         r"tmp valid_shape\[1\] to be at least 16 for src valid_shape\[1\] = 255, got 8"),
+        (lambda: S.TXORS(vec("i16", 16, 64), vec("i16", 16, 64), 3, vec("i8", 1, 64)),
+         r"same element type as src and dst \(i16\), got i8"),
+    ]
+    for tgt in ("a2a3", "a5"):
+        with pto.target(tgt):
+            for call, msg in cases:
+                if tgt == "a2a3":
+                    with pytest.raises(IllegalInstruction, match=msg):
+                        call()
+                else:  # (a5: no contract; the call may still fail for its own reasons)
+                    try:
+                        call()
+                    except PtoError as e:
+                        assert "tmp" not in str(e), e

@@ -17,13 +17,27 @@ from .common import _tci_rows, _wrap_to
 from .enums import HistByte
 
 
+def _tci_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3's vector TCI path needs 768 bytes of scratch for a 32-bit dst, 1792 for a 16-bit
+    one (PTOAS's verifier, after the PTO-ISA tmp contract)."""
+    t, d = sig["tmp"], sig["dst"]
+    if not isinstance(t, TileSpec) or not isinstance(d, TileSpec):
+        return
+    need = 1792 if d.dtype.itemsize == 2 else 768
+    if t.rows * t.cols * t.dtype.itemsize < need:
+        raise sig.fail(f"expects A2/A3 tmp capacity to be at least {need} bytes for "
+                       f"{8 * d.dtype.itemsize}-bit dst element type, got "
+                       f"{t.rows * t.cols * t.dtype.itemsize}")
+
+
 @instr("TCI", family="irregular", pipe=Pipe.S,
        ptoas=Ptoas(attrs={"descending": Attr("descending")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("start", "scalar"),
                  Opnd("tmp", "tile", "scratch", optional=True)),
        params=(Param("descending", False), Param("T", None)),
        dtype_key=("dst",),
-       static=(locs(["dst"], TileType.Vec), row_major_nd("dst"), _tci_rows))
+       static=(locs(["dst"], TileType.Vec), row_major_nd("dst"), _tci_rows),
+       static_for={"a2a3": (_tci_tmp_a2a3,)})
 def TCI(m: Machine, dst: Tile, start: Any, tmp: Tile | None = None, *,  # noqa: N802
         descending: Any, T: Any) -> None:  # noqa: N803
     """dst[0, k] = start + k (descending: start - k) for k < dst's valid cols; integers wrap.
