@@ -16,7 +16,17 @@ from ..ir import types as T
 from ..ir.core import Op, Region
 from ..lanes import BlockDivergence, Lanes
 from . import arith, bridge
-from .compiler import _HANDLERS, CompiledFunc, Env, Step, _kernel_kind, _literal, _Return, handler
+from .compiler import (
+    _HANDLERS,
+    CompiledFunc,
+    Env,
+    Step,
+    _kernel_kind,
+    _literal,
+    _Return,
+    defined_function,
+    handler,
+)
 
 
 def _wrap_int(v: int, t: T.Type) -> int:
@@ -410,7 +420,7 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
     args = [cf.slot(v) for v in op.operands]
     results = [cf.slot(r) for r in op.results]
     compiler = cf.c
-    target = compiler.module.lookup(callee_name)
+    target = defined_function(compiler.module, callee_name)
     kind = _kernel_kind(target)
     fty = None if target is None else target.attributes.get("function_type")
     if isinstance(fty, A.TypeAttr) and isinstance(fty.type, T.FunctionType):

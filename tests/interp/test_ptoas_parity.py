@@ -336,3 +336,40 @@ def test_tsel_tmp_capacity_on_a2a3() -> None:
 """
     _fails(text, "expects tmp capacity to be at least 16 bytes, but got 8 bytes")
     load(text, target="a5")
+
+
+def test_call_links_a_declaration_to_its_definition() -> None:
+    """``func.func private @f()`` in one child module, its body in another (PTOAS's
+    mixed-backend files): the call runs the body (it ran the empty declaration before)."""
+    import numpy as np
+
+    t = _tile("vec", "f32", 16, 16)
+    text = f"""module {{
+  module {{
+    func.func private @fill(!pto.ptr<f32>)
+    func.func @k(%x: !pto.ptr<f32>) attributes {{pto.entry}} {{
+      func.call @fill(%x) : (!pto.ptr<f32>) -> ()
+      return
+    }}
+  }}
+  module {{
+    func.func public @fill(%x: !pto.ptr<f32>) {{
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c16 = arith.constant 16 : index
+      %s = arith.constant 2.0 : f32
+      %v = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1]
+        : !pto.tensor_view<16x16xf32>
+      %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c16, %c16]
+        : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+      %t = pto.alloc_tile : {t}
+      pto.texpands ins(%s : f32) outs(%t : {t})
+      pto.tstore ins(%t : {t}) outs(%p : !pto.partition_tensor_view<16x16xf32>)
+      return
+    }}
+  }}
+}}
+"""
+    out = np.zeros(256, np.float32)
+    load(text).run("k", out)
+    np.testing.assert_array_equal(out, np.full(256, 2.0, np.float32))
