@@ -29,6 +29,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
+from ..memory import ALIGN
 from . import bridge
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
@@ -208,10 +209,38 @@ def _syncall_errors(op: Op) -> Iterator[VerifyError]:
                       f"but static capacity is {n}")
 
 
+def _const_int(defs: dict[int, Op], v: Any) -> int | None:
+    """The integer an ``arith.constant`` defines for value ``v``, else None."""
+    from .compiler import _literal
+
+    d = defs.get(id(v))
+    if d is None or d.name != "arith.constant":
+        return None
+    lit = _literal(d)
+    val = None if lit is None else bridge.attr_value(lit)
+    return val if isinstance(val, int) and not isinstance(val, bool) else None
+
+
+def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
+    """A constant tile address (``alloc_tile addr = %c``, ``tassign %t, %c``) is 32-byte
+    aligned (PTOAS's verifier; run time checks the others)."""
+    if op.name == "pto.alloc_tile":
+        v = op.keyword_operands.get("addr")
+    else:
+        v = op.operands[1] if len(op.operands) > 1 else None
+    addr = None if v is None else _const_int(defs, v)
+    if addr is not None and addr % ALIGN:
+        yield VerifyError(f"addr must be aligned to {ALIGN} bytes for local tile memory space, "
+                          f"got {addr}", op=op.name, loc=op.loc)
+
+
 def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
               and _attr(op, "auto") is False]
+    defs = _defs(f)
     for op in f.walk():
+        if op.name in ("pto.alloc_tile", "pto.tassign"):
+            yield from _addr_errors(op, defs)
         if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
             t = op.results[0].type if op.results else None
             if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):

@@ -134,6 +134,22 @@ def _acc_tload_cpu_only(sig: Sig) -> None:
                        f"{sig.target}, got Acc")
 
 
+def _tload_vec_layout_a5(sig: Sig) -> None:
+    """A5 loads a Vec tile as ND, DN or NZ only (TLOAD.md's A5 layout pairs)."""
+    d = sig["dst"]
+    if isinstance(d, TileSpec) and d.loc is TileType.Vec and \
+            d.layout_name not in ("ND", "DN", "NZ"):
+        raise sig.fail(f"expects A5 tload vec dst layout to be ND, DN, or NZ, got "
+                       f"{d.layout_name}")
+
+
+def _tstore_src_loc_a5(sig: Sig) -> None:
+    """A5 has no Mat store (TSTORE.md: the source is a Vec or Acc tile there)."""
+    t = sig["src"]
+    if isinstance(t, TileSpec) and t.loc not in (TileType.Vec, TileType.Acc):
+        raise sig.fail(f"expects A5 tstore src to use loc=vec or loc=acc, got {t.loc.name}")
+
+
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
     if _conv_path(ins, src, dst):
         return
@@ -239,6 +255,7 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
                                     Layout.MX_A_ND, Layout.MX_A_DN, Layout.MX_B_NN,
                                     Layout.MX_B_ND, Layout.MX_B_DN)),
                _gm_dtype_matches("dst", "src")),
+       static_for={"a5": (_tload_vec_layout_a5,)},
        runtime=(_tload_runtime,),
        impl_for={"cpu": _cpu_tload}, fast=_tload_fast)
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
@@ -383,6 +400,7 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
+       static_for={"a5": (_tstore_src_loc_a5,)},
        runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
