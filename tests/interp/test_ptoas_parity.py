@@ -407,18 +407,3 @@ def test_a5_has_no_mat_store_and_loads_vec_as_nd_dn_nz() -> None:
             TLOAD(Tile("Vec", "f16", 16, 32, "RowMajor", None, "RowMajor"), g)
     with target("a2a3"):
         TSTORE(g, Tile("Mat", "f16", 16, 32, "ColMajor", None, "RowMajor"))
-
-
-def test_tpow_tmp_valid_shape_on_a2a3() -> None:
-    """TPOW.md, A2A3: tmp has dst's valid shape (a5 does not use tmp)."""
-    from ptoisa import TPOW, Tile, target
-    from ptoisa.errors import IllegalInstruction
-
-    def t(vc: int) -> Tile:
-        return Tile("Vec", "f32", 1, 16, valid=(1, vc))
-
-    with target("a2a3"):
-        with pytest.raises(IllegalInstruction, match="tmp and dst to have the same valid_shape"):
-            TPOW(t(16), t(16), t(16), t(8))
-    with target("a5"):
-        TPOW(t(16), t(16), t(16), t(8))

@@ -262,17 +262,6 @@ def _tprelu_tmp_a2a3(sig: Sig) -> None:
                        f"({d.valid_row + 1}), got {t.rows}")
 
 
-def _tpow_tmp_a2a3(sig: Sig) -> None:
-    """A2/A3 TPOW's scratch has dst's valid shape (TPOW.md's A2A3 run-time check; compared
-    here where both are static)."""
-    t, d = sig["tmp"], sig["dst"]
-    if isinstance(t, TileSpec) and isinstance(d, TileSpec) and None not in (
-            t.valid_row, t.valid_col, d.valid_row, d.valid_col) and \
-            (t.valid_row, t.valid_col) != (d.valid_row, d.valid_col):
-        raise sig.fail(f"expects tmp and dst to have the same valid_shape (tmp {t.valid_row}x"
-                       f"{t.valid_col}, dst {d.valid_row}x{d.valid_col})")
-
-
 def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = (),
              fn_for: dict[str, Fn] | None = None) -> Instr:
     ops = [_DST, Opnd("src0", "tile"), Opnd("src1", "tile"), Opnd("src2", "tile")]
@@ -415,7 +404,6 @@ TREM = _binary("TREM", _rem_floor,
 TPOW = _binary("TPOW", _pow,
                "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
                "for integers; tmp is scratch.", params=ALGO, tmp=True,
-               static_for={"a2a3": (_tpow_tmp_a2a3,)},
                same_valid=SameValid(("src0", "src1"),
                                     "General constraints (dst == base, dst == exp)"))
 TPRELU = _binary("TPRELU", lambda a, b, dt: np.where(a > 0, a, a * b),
