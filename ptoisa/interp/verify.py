@@ -151,6 +151,48 @@ _FIXPIPE_SURFACE = (*_INITS[1:], *_FRONTEND, "pto.talloc_to_aiv", "pto.talloc_to
                     "pto.set_quant_scalar", "pto.set_quant_vector")
 
 
+#: the public values of a fix-pipe pipe's ``acc_push_epilogue`` (PTOAS's fixpipe-tpipe design,
+#: v1): anything else is an error, never a guess
+_EPILOGUE = {
+    "layout": ("FixpipeLayout", ("nz2nd", "nz2dn", "nz2nz")),
+    "quant": ("FixpipeQuant", (
+        "no_convert", "f32_f16", "req8_scalar", "req8_vec", "deqf16_scalar", "deqf16_vec",
+        "f32_bf16", "qf322b8_pre_scalar", "qf322b8_pre_vec", "qf322f16_pre_scalar",
+        "qf322bf16_pre_scalar", "qs322bf16_pre_scalar", "qs322bf16_pre_vec",
+        "qf322hif8_pre_scalar", "qf322fp8_pre_scalar")),
+    "relu": ("FixpipeRelu", ("no_relu", "normal_relu")),
+}
+#: quant modes only A5's fix pipe has, with PTOAS's words for each family
+_A5_ONLY_QUANT = {
+    "qs322bf16_pre_scalar": "'qs322bf16_pre_*' quantization modes",
+    "qs322bf16_pre_vec": "'qs322bf16_pre_*' quantization modes",
+    "qf322hif8_pre_scalar": "'qf322hif8_pre_scalar'/'qf322fp8_pre_scalar'",
+    "qf322fp8_pre_scalar": "'qf322hif8_pre_scalar'/'qf322fp8_pre_scalar'",
+}
+
+
+def _epilogue_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
+    """``acc_push_epilogue = #pto.acc_push_epilogue<layout = .., quant = .., relu = ..>`` of
+    a pipe init: each field one of its public values; the A5-only quant modes on A5 only."""
+    a = op.attributes.get("acc_push_epilogue")
+    body = getattr(a, "body", None)
+    if not isinstance(body, str):
+        return
+    fields = dict(
+        (k.strip(), v.strip()) for k, _, v in (part.partition("=") for part in body.split(","))
+        if k.strip())
+    for key, (enum, allowed) in _EPILOGUE.items():
+        v = fields.get(key)
+        if v is not None and v not in allowed:
+            yield VerifyError(f"expected ::mlir::pto::{enum} to be one of: {', '.join(allowed)}"
+                              f" (acc_push_epilogue {key} = {v})", op=op.name, loc=op.loc)
+            return
+    quant = fields.get("quant")
+    if quant in _A5_ONLY_QUANT and target is not None and target != "a5":
+        yield VerifyError(f"expects {_A5_ONLY_QUANT[quant]} to be used only on A5 target "
+                          f"(target {target})", op=op.name, loc=op.loc)
+
+
 def _kw_attr(op: Op, key: str) -> Any:
     """Attribute ``key`` of ``op``: in its dictionary, or written ``key = #attr`` after the
     operands of a custom spelling (``pto.syncall(...) mode = #pto.sync_all_mode<soft>``)."""
@@ -234,13 +276,16 @@ def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
                           f"got {addr}", op=op.name, loc=op.loc)
 
 
-def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
+def _op_errors(f: Op, level: str | None, target: str | None = None
+               ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
               and _attr(op, "auto") is False]
     defs = _defs(f)
     for op in f.walk():
         if op.name in ("pto.alloc_tile", "pto.tassign"):
             yield from _addr_errors(op, defs)
+        if op.name in _INITS:
+            yield from _epilogue_errors(op, target)
         if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
             t = op.results[0].type if op.results else None
             if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
@@ -324,17 +369,20 @@ def _peer_errors(module: Module) -> Iterator[VerifyError]:
                     op=op.name, loc=op.loc)
 
 
-def module_rule_errors(module: Module, level: str | None = None) -> Iterator[VerifyError]:
-    """The cross-op PTOAS rules of this module, in file order per kind."""
+def module_rule_errors(module: Module, level: str | None = None,
+                       target: str | None = None) -> Iterator[VerifyError]:
+    """The cross-op PTOAS rules of this module, in file order per kind (``target``: the rules
+    that depend on it too)."""
     funcs = _functions(module)
     yield from _peer_errors(module)
     yield from _pipe_errors(funcs)
     for f in funcs:
-        yield from _op_errors(f, level)
+        yield from _op_errors(f, level, target)
 
 
-def check_module_rules(module: Module, level: str | None = None) -> None:
-    for e in module_rule_errors(module, level):
+def check_module_rules(module: Module, level: str | None = None,
+                       target: str | None = None) -> None:
+    for e in module_rule_errors(module, level, target):
         raise e
 
 
@@ -349,7 +397,7 @@ def diagnose(module: Module, target: str, *, level: str | None = None) -> list[P
         check_module(module)
     except VerifyError as e:
         errors.append(e)
-    errors.extend(module_rule_errors(module, level))
+    errors.extend(module_rule_errors(module, level, target))
     comp = Program(module, target).compiler(target)
     for f in _functions(module):
         try:

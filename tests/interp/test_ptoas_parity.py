@@ -407,3 +407,32 @@ def test_a5_has_no_mat_store_and_loads_vec_as_nd_dn_nz() -> None:
             TLOAD(Tile("Vec", "f16", 16, 32, "RowMajor", None, "RowMajor"), g)
     with target("a2a3"):
         TSTORE(g, Tile("Mat", "f16", 16, 32, "ColMajor", None, "RowMajor"))
+
+
+_EPI = """module {
+  func.func @k() attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+    %c0 = arith.constant 0 : i32
+    pto.aic_initialize_pipe {id = 0, dir_mask = 1, slot_size = 256, nosplit = true,
+      acc_push_epilogue = #pto.acc_push_epilogue<layout = nz2nd, quant = QUANT, relu = RELU>
+    } (c2v_consumer_buf = %c0 : i32, v2c_consumer_buf = %c0 : i32)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("quant", "relu", "target", "want"), [
+    ("no_convert", "pwl", "a5", "expected ::mlir::pto::FixpipeRelu to be one of"),
+    ("qf322hif8_pre_vec", "no_relu", "a5", "expected ::mlir::pto::FixpipeQuant to be one of"),
+    ("qs322bf16_pre_vec", "no_relu", "a2a3",
+     "expects 'qs322bf16_pre_\\*' quantization modes to be used only on A5 target")])
+def test_acc_push_epilogue_values(quant: str, relu: str, target: str, want: str) -> None:
+    _fails(_EPI.replace("QUANT", quant).replace("RELU", relu), want, target)
+
+
+def test_acc_push_epilogue_public_values_pass_the_rule() -> None:
+    from ptoisa.interp.verify import module_rule_errors
+    from ptoisa.text import parse
+
+    text = _EPI.replace("QUANT", "qs322bf16_pre_vec").replace("RELU", "normal_relu")
+    assert not list(module_rule_errors(parse(text, "x.pto"), target="a5"))
