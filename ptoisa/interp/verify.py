@@ -193,6 +193,124 @@ def _epilogue_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
                           f"(target {target})", op=op.name, loc=op.loc)
 
 
+#: quant mode -> (the producer Acc element types it takes, the consumer element types it
+#: gives; None: the producer's) (PTOAS's fixpipe-tpipe design, v1 verifier tables)
+_QUANT_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    "no_convert": (("f32", "i32"), None),
+    "f32_f16": (("f32",), ("f16",)),
+    "req8_scalar": (("i32",), ("si8", "ui8")),
+    "req8_vec": (("i32",), ("si8",)),
+    "deqf16_scalar": (("i32",), ("f16",)),
+    "deqf16_vec": (("i32",), ("f16",)),
+    "f32_bf16": (("f32",), ("bf16",)),
+    "qf322b8_pre_scalar": (("f32",), ("si8", "ui8")),
+    "qf322b8_pre_vec": (("f32",), ("si8",)),
+    "qf322f16_pre_scalar": (("f32",), ("f16",)),
+    "qf322bf16_pre_scalar": (("f32",), ("bf16",)),
+    "qs322bf16_pre_scalar": (("i32",), ("bf16",)),
+    "qs322bf16_pre_vec": (("i32",), ("bf16",)),
+    "qf322hif8_pre_scalar": (("f32",), ("hif8",)),
+    "qf322fp8_pre_scalar": (("f32",), ("f8E4M3FN",)),
+}
+
+
+def _epilogue_quant(op: Op) -> str | None:
+    body = getattr(op.attributes.get("acc_push_epilogue"), "body", None)
+    if not isinstance(body, str):
+        return None
+    for part in body.split(","):
+        k, _, v = part.partition("=")
+        if k.strip() == "quant":
+            return v.strip()
+    return None
+
+
+def _dname(t: T.TileBufType) -> str:
+    """A tile's element type as the tables write it (``!pto.hif8`` -> ``hif8``)."""
+    return str(t.dtype).removeprefix("!pto.")
+
+
+def _blocks(op: Op) -> Iterator[tuple[Op, ...]]:
+    """The op lists of every block nested in ``op``."""
+    for r in op.regions:
+        for b in r.blocks:
+            yield b.ops
+            for o in b.ops:
+                yield from _blocks(o)
+
+
+def _quant_state_errors(f: Op, quants: dict[Any, str]) -> Iterator[VerifyError]:
+    """A TPUSH into a fix-pipe pipe whose quant mode reads a quant register (``*_scalar`` /
+    ``*_vec`` modes) follows, in its block, a ``set_quant_scalar`` / ``set_quant_vector``
+    of the pipe's id."""
+    for ops in _blocks(f):
+        seen: set[tuple[str, Any]] = set()
+        for op in ops:
+            if op.name in ("pto.set_quant_scalar", "pto.set_quant_vector"):
+                seen.add((op.name, _attr(op, "id")))
+            elif op.name == "pto.tpush_to_aiv":
+                pid = _attr(op, "id")
+                q = quants.get(pid, "")
+                need = "pto.set_quant_scalar" if q.endswith("_scalar") else \
+                    "pto.set_quant_vector" if q.endswith("_vec") else None
+                if need is not None and (need, pid) not in seen:
+                    yield VerifyError(f"expects a preceding {need} with id = {pid} in the same "
+                                      f"block (acc_push_epilogue.quant {q})",
+                                      op=op.name, loc=op.loc)
+
+
+def _fixpipe_type_errors(f: Op) -> Iterator[VerifyError]:
+    """A fix-pipe pipe (an init with ``acc_push_epilogue``) and its users in the function:
+    the cube's TPUSH source is an Acc tile of an element type the quant mode converts from;
+    the vector side resolves the pipe's entry type from its ``tpop_from_aic`` results (at
+    least one, all of one type), whose element type is the one the mode converts to."""
+    ops = list(f.walk())
+    quants = {_attr(op, "id"): q for op in ops if op.name == "pto.aic_initialize_pipe"
+              and (q := _epilogue_quant(op)) is not None}
+    yield from _quant_state_errors(f, quants)
+    for init in ops:
+        if init.name not in _INITS[1:]:
+            continue
+        quant = _epilogue_quant(init)
+        if quant is not None and _attr(init, "dir_mask") not in (None, 1):
+            yield VerifyError("expects fixpipe pipe (with 'acc_push_epilogue') to have "
+                              f"dir_mask = 1 (C2V only), got {_attr(init, 'dir_mask')}",
+                              op=init.name, loc=init.loc)
+            continue
+        if quant not in _QUANT_TYPES:
+            continue
+        pid = _attr(init, "id")
+        src_ok, dst_ok = _QUANT_TYPES[quant]
+        users = [op for op in ops if op.name in _FRONTEND and _attr(op, "id") == pid]
+        if init.name == "pto.aic_initialize_pipe":
+            for u in users:
+                if u.name == "pto.tpush_to_aiv" and u.operands:
+                    t = u.operands[0].type
+                    if isinstance(t, T.TileBufType) and _dname(t) not in src_ok:
+                        yield VerifyError(
+                            "expects fixpipe TPUSH source element type to match "
+                            f"acc_push_epilogue.quant mode requirements ({quant} takes an Acc "
+                            f"tile of {' or '.join(src_ok)}, got {t.dtype})",
+                            op=u.name, loc=u.loc)
+            continue
+        pops = [u.results[0].type for u in users
+                if u.name == "pto.tpop_from_aic" and u.results]
+        if not pops:
+            yield VerifyError(f"expects at least one tpop_from_aic for fixpipe pipe id = {pid} "
+                              "to resolve the consumer entry type", op=init.name, loc=init.loc)
+            continue
+        if len(set(map(str, pops))) > 1:
+            yield VerifyError(f"expects all tpop_from_aic results for fixpipe pipe id = {pid} "
+                              "to use the same tile type", op=init.name, loc=init.loc)
+            continue
+        t = pops[0]
+        want = dst_ok or src_ok
+        if isinstance(t, T.TileBufType) and _dname(t) not in want:
+            yield VerifyError(f"expects consumer element type to match acc_push_epilogue.quant "
+                              f"{quant} ({' or '.join(want)}, got {t.dtype})",
+                              op=init.name, loc=init.loc)
+
+
 def _kw_attr(op: Op, key: str) -> Any:
     """Attribute ``key`` of ``op``: in its dictionary, or written ``key = #attr`` after the
     operands of a custom spelling (``pto.syncall(...) mode = #pto.sync_all_mode<soft>``)."""
@@ -378,6 +496,7 @@ def module_rule_errors(module: Module, level: str | None = None,
     yield from _pipe_errors(funcs)
     for f in funcs:
         yield from _op_errors(f, level, target)
+        yield from _fixpipe_type_errors(f)
 
 
 def check_module_rules(module: Module, level: str | None = None,

@@ -4,6 +4,8 @@ located ptoisa error (each case here once crashed with a Python traceback)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ptoisa import load
@@ -436,3 +438,60 @@ def test_acc_push_epilogue_public_values_pass_the_rule() -> None:
 
     text = _EPI.replace("QUANT", "qs322bf16_pre_vec").replace("RELU", "normal_relu")
     assert not list(module_rule_errors(parse(text, "x.pto"), target="a5"))
+
+
+def _fixpipe(quant: str, acc: str, pop: str | None, set_quant: bool, dir_mask: int = 1) -> str:
+    a = _tile("acc", acc, 16, 16, "col_major", "row_major", 1024)
+    epi = f"#pto.acc_push_epilogue<layout = nz2nd, quant = {quant}, relu = no_relu>"
+    sq = "pto.set_quant_scalar %q {id = 0} : f32\n    " if set_quant else ""
+    popline = (f"%r = pto.tpop_from_aic {{id = 0, split = 0}} -> {_tile('vec', pop, 16, 16)}\n"
+               "    pto.tfree_from_aic {id = 0, split = 0}") if pop else ""
+    return f"""module {{
+  func.func @cube() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : i32
+    %q = arith.constant 1.0 : f32
+    %imp = pto.import_reserved_buffer {{name = "fifo", peer_func = @vec}} -> i32
+    pto.aic_initialize_pipe {{id = 0, dir_mask = {dir_mask}, slot_size = 1024, nosplit = true,
+      acc_push_epilogue = {epi}}} (c2v_consumer_buf = %imp : i32, v2c_consumer_buf = %c0 : i32)
+    %t = pto.alloc_tile : {a}
+    {sq}pto.tpush_to_aiv(%t : {a}) {{id = 0, split = 0}}
+    return
+  }}
+  func.func @vec() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : i32
+    %buf = pto.reserve_buffer {{name = "fifo", size = 4096, location = #pto.address_space<vec>,
+                                auto = true}} -> i32
+    pto.aiv_initialize_pipe {{id = 0, dir_mask = {dir_mask}, slot_size = 1024, nosplit = true,
+      acc_push_epilogue = {epi}}} (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %c0 : i32)
+    {popline}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("args", "want"), [
+    (("f32_f16", "i32", "f16", False), "f32_f16 takes an Acc tile of f32, got i32"),
+    (("f32_f16", "f32", "bf16", False),
+     r"expects consumer element type to match acc_push_epilogue.quant f32_f16 \(f16, got bf16"),
+    (("f32_f16", "f32", None, False), "expects at least one tpop_from_aic for fixpipe pipe id = 0"),
+    (("req8_vec", "i32", "si8", False),
+     "expects a preceding pto.set_quant_vector with id = 0 in the same block"),
+    (("f32_f16", "f32", "f16", False, 3),
+     r"expects fixpipe pipe \(with 'acc_push_epilogue'\) to have dir_mask = 1")])
+def test_fixpipe_contracts(args: tuple, want: str) -> None:  # type: ignore[type-arg]
+    from ptoisa.interp.verify import module_rule_errors
+    from ptoisa.text import parse
+
+    errors = list(module_rule_errors(parse(_fixpipe(*args), "x.pto"), target="a5"))
+    assert any(re.search(want, e.message) for e in errors), [e.message for e in errors]
+
+
+def test_fixpipe_contract_accepts_the_documented_pairs() -> None:
+    from ptoisa.interp.verify import module_rule_errors
+    from ptoisa.text import parse
+
+    for quant, acc, pop in (("f32_f16", "f32", "f16"), ("no_convert", "i32", "i32"),
+                            ("f32_bf16", "f32", "bf16")):
+        assert not list(module_rule_errors(parse(_fixpipe(quant, acc, pop, False), "x.pto"),
+                                           target="a5"))
