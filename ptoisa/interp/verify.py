@@ -311,6 +311,29 @@ def _fixpipe_type_errors(f: Op) -> Iterator[VerifyError]:
                               op=init.name, loc=init.loc)
 
 
+def _slot_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
+    """A frontend pipe's FIFO depth: ``slot_num`` > 0 (default 8, 4 for dir_mask 3);
+    ``local_slot_num`` (A2/A3 only) at most that."""
+    if op.name == "pto.initialize_l2l_pipe":
+        return
+    slots, local = _attr(op, "slot_num"), _attr(op, "local_slot_num")
+    if isinstance(slots, int) and slots <= 0:
+        yield VerifyError(f"expects 'slot_num' to be greater than 0, got {slots}", op=op.name,
+                          loc=op.loc)
+        return
+    if local is None:
+        return
+    if target == "a5":
+        yield VerifyError("'local_slot_num' is only supported for a2/a3 frontend pipe lowering",
+                          op=op.name, loc=op.loc)
+        return
+    mask = _attr(op, "dir_mask")
+    eff = slots if isinstance(slots, int) else (4 if mask == 3 else 8)
+    if isinstance(local, int) and local > eff:
+        yield VerifyError(f"expects 'local_slot_num' to be less than or equal to slot_num ({eff})"
+                          f" for dir_mask = {mask}, got {local}", op=op.name, loc=op.loc)
+
+
 def _kw_attr(op: Op, key: str) -> Any:
     """Attribute ``key`` of ``op``: in its dictionary, or written ``key = #attr`` after the
     operands of a custom spelling (``pto.syncall(...) mode = #pto.sync_all_mode<soft>``)."""
@@ -404,6 +427,13 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
             yield from _addr_errors(op, defs)
         if op.name in _INITS:
             yield from _epilogue_errors(op, target)
+            yield from _slot_errors(op, target)
+        elif op.name == "pto.thistogram" and op.attributes.get("isMSB") is not None and \
+                op.attributes.get("byte") is not None and \
+                int(_attr(op, "byte")) != (1 if _attr(op, "isMSB") else 0):
+            yield VerifyError("does not allow conflicting 'byte' and legacy 'isMSB' attributes "
+                              f"(byte = {_attr(op, 'byte')}, isMSB = "
+                              f"{str(_attr(op, 'isMSB')).lower()})", op=op.name, loc=op.loc)
         if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
             t = op.results[0].type if op.results else None
             if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
@@ -421,6 +451,9 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
         elif op.name == "pto.alloc_tile" and op.results:
             t = op.results[0].type
             kw = op.keyword_operands
+            e = _row_alignment_error(op, t)
+            if e is not None:
+                yield e
             for key, dim in (("valid_row", "v_row"), ("valid_col", "v_col")):
                 if key in kw and isinstance(t, T.TileBufType) and getattr(t, dim) is not None:
                     yield VerifyError(
@@ -446,6 +479,29 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
             e = _view_count(op)
             if e is not None:
                 yield e
+
+
+def _row_alignment_error(op: Op, t: Any) -> VerifyError | None:
+    """A tile without boxes stores rows (row-major) or columns (col-major) of whole 32-byte
+    blocks (PTOAS's alloc_tile verifier; pto::Tile's static_asserts). A single row or column,
+    and sub-byte element types, are not checked here."""
+    if not isinstance(t, T.TileBufType) or t.slayout != "none_box" or 1 in (t.rows, t.cols):
+        return None
+    try:
+        dt = bridge.elem_dtype(t.dtype)
+    except PtoError:
+        return None
+    if dt.packed:
+        return None
+    if t.blayout == "row_major" and (t.cols * dt.itemsize) % ALIGN:
+        return VerifyError("expects result row-major none_box tile row byte size (cols * "
+                           f"sizeof(dtype)) to be {ALIGN}-byte aligned, but got "
+                           f"{t.cols * dt.itemsize} bytes", op=op.name, loc=op.loc)
+    if t.blayout == "col_major" and (t.rows * dt.itemsize) % ALIGN:
+        return VerifyError("expects result col-major none_box tile column byte size (rows * "
+                           f"sizeof(dtype)) to be {ALIGN}-byte aligned, but got "
+                           f"{t.rows * dt.itemsize} bytes", op=op.name, loc=op.loc)
+    return None
 
 
 def _view_count(op: Op) -> VerifyError | None:

@@ -495,3 +495,93 @@ def test_fixpipe_contract_accepts_the_documented_pairs() -> None:
                             ("f32_bf16", "f32", "bf16")):
         assert not list(module_rule_errors(parse(_fixpipe(quant, acc, pop, False), "x.pto"),
                                            target="a5"))
+
+
+def _init(attrs: str) -> str:
+    return f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : i32
+    pto.aic_initialize_pipe {{id = 0, {attrs}, slot_size = 1024}}
+      (c2v_consumer_buf = %c0 : i32, v2c_consumer_buf = %c0 : i32)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("attrs", "target", "want"), [
+    ("dir_mask = 1, slot_num = 0", "a2a3", "expects 'slot_num' to be greater than 0"),
+    ("dir_mask = 2, slot_num = 2, local_slot_num = 3", "a2a3",
+     r"'local_slot_num' to be less than or equal to slot_num \(2\) for dir_mask = 2"),
+    ("dir_mask = 3, local_slot_num = 5", "a2a3",
+     r"less than or equal to slot_num \(4\) for dir_mask = 3"),
+    ("dir_mask = 1, local_slot_num = 1", "a5",
+     "'local_slot_num' is only supported for a2/a3 frontend pipe lowering")])
+def test_pipe_slot_counts(attrs: str, target: str, want: str) -> None:
+    from ptoisa.interp.verify import module_rule_errors
+    from ptoisa.text import parse
+
+    errors = list(module_rule_errors(parse(_init(attrs), "x.pto"), target=target))
+    assert any(re.search(want, e.message) for e in errors), [e.message for e in errors]
+    ok = _init("dir_mask = 1, slot_num = 8, local_slot_num = 8")
+    assert not list(module_rule_errors(parse(ok, "x.pto"), target="a2a3"))
+
+
+@pytest.mark.parametrize(("byte", "msb", "bad"), [(1, "false", True), (0, "true", True),
+                                                  (1, "true", False)])
+def test_thistogram_byte_and_legacy_ismsb(byte: int, msb: str, bad: bool) -> None:
+    src = _tile("vec", "ui16", 8, 32)
+    idx = ("!pto.tile_buf<loc=vec, dtype=ui8, rows=32, cols=1, v_row=8, v_col=1, "
+           "blayout=col_major, slayout=none_box, fractal=512, pad=0>")
+    dst = _tile("vec", "ui32", 8, 256)
+    text = f"""module {{
+  func.func @k() {{
+    %s = pto.alloc_tile : {src}
+    %i = pto.alloc_tile : {idx}
+    %d = pto.alloc_tile : {dst}
+    pto.thistogram ins(%s, %i : {src}, {idx}) outs(%d : {dst})
+      {{byte = {byte} : i32, isMSB = {msb}}}
+    return
+  }}
+}}
+"""
+    if bad:
+        _fails(text, "does not allow conflicting 'byte' and legacy 'isMSB' attributes", "a5")
+    else:
+        load(text, target="a5")
+
+
+@pytest.mark.parametrize(("shape", "layout", "want"), [
+    ((2, 7), "row_major", r"row byte size \(cols \* sizeof\(dtype\)\) to be 32-byte aligned, "
+                          "but got 28 bytes"),
+    ((7, 2), "col_major", r"column byte size \(rows \* sizeof\(dtype\)\) to be 32-byte aligned")])
+def test_unboxed_tile_rows_are_whole_blocks(shape: tuple[int, int], layout: str,
+                                            want: str) -> None:
+    t = _tile("vec", "f32", *shape, layout)
+    _fails(f"""module {{
+  func.func @k() {{
+    %t = pto.alloc_tile : {t}
+    return
+  }}
+}}
+""", want)
+
+
+def test_tgather_index_form_contracts() -> None:
+    """TGATHER.md: A2/A3's index form needs its tmp (of the indices' valid shape); A5 takes
+    16- or 32-bit indices."""
+    from ptoisa import TGATHER, Tile, target
+    from ptoisa.errors import IllegalInstruction
+
+    def v(dt: str, cols: int) -> Tile:
+        return Tile("Vec", dt, 1, cols)
+
+    with target("a2a3"):
+        with pytest.raises(IllegalInstruction, match="expects both indices and tmp"):
+            TGATHER(v("f16", 32), v("f16", 32), v("i32", 32))
+        with pytest.raises(IllegalInstruction, match="indices and tmp to have the same valid"):
+            TGATHER(v("f16", 32), v("f16", 32), v("i32", 32), Tile("Vec", "i32", 1, 16))
+    with target("a5"):
+        with pytest.raises(IllegalInstruction, match="indices element type to be i32 or i16"):
+            TGATHER(v("f32", 32), v("f32", 32), v("i8", 32))
+        TGATHER(v("f32", 32), v("f32", 32), v("i16", 32))
