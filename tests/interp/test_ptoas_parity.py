@@ -394,21 +394,18 @@ def test_constant_tile_address_is_32_byte_aligned(op: str) -> None:
     _fails(text, "addr must be aligned to 32 bytes for local tile memory space, got 70660")
 
 
-def test_a5_has_no_mat_store_and_loads_vec_as_nd_dn_nz() -> None:
-    """TSTORE.md (A5: src Vec or Acc) and TLOAD.md (A5 Vec: ND, DN or NZ)."""
+def test_a5_loads_vec_as_nd_dn_nz() -> None:
+    """TLOAD.md (A5 Vec: ND, DN or NZ)."""
     import numpy as np
 
-    from ptoisa import TLOAD, TSTORE, GlobalTensor, Tile, target
+    from ptoisa import TLOAD, GlobalTensor, Tile, target
     from ptoisa.errors import IllegalInstruction
 
     g = GlobalTensor(np.zeros(512, np.float16), shape=(16, 32))
     with target("a5"):
-        with pytest.raises(IllegalInstruction, match="loc=vec or loc=acc, got Mat"):
-            TSTORE(g, Tile("Mat", "f16", 16, 32, "ColMajor", None, "RowMajor"))
         with pytest.raises(IllegalInstruction, match="ND, DN, or NZ, got ZZ"):
             TLOAD(Tile("Vec", "f16", 16, 32, "RowMajor", None, "RowMajor"), g)
-    with target("a2a3"):
-        TSTORE(g, Tile("Mat", "f16", 16, 32, "ColMajor", None, "RowMajor"))
+        TLOAD(Tile("Vec", "f16", 16, 32), g)
 
 
 _EPI = """module {

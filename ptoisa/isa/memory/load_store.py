@@ -143,13 +143,6 @@ def _tload_vec_layout_a5(sig: Sig) -> None:
                        f"{d.layout_name}")
 
 
-def _tstore_src_loc_a5(sig: Sig) -> None:
-    """A5 has no Mat store (TSTORE.md: the source is a Vec or Acc tile there)."""
-    t = sig["src"]
-    if isinstance(t, TileSpec) and t.loc not in (TileType.Vec, TileType.Acc):
-        raise sig.fail(f"expects A5 tstore src to use loc=vec or loc=acc, got {t.loc.name}")
-
-
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
     if _conv_path(ins, src, dst):
         return
@@ -400,7 +393,6 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       static_for={"a5": (_tstore_src_loc_a5,)},
        runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
