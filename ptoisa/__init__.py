@@ -86,6 +86,10 @@ from . import comm  # noqa: E402 - the pto::comm namespace (multi-rank kernels)
 
 __all__ += ["comm"]
 
+from .vector import v as v  # noqa: E402 - pto.v.vadd ...: the vector micro-ISA's ops
+
+__all__ += ["v"]
+
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)
 __all__ += sorted(REGISTRY)

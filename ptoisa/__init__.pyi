@@ -72,6 +72,7 @@ from .tile import (
     tile_spec as tile_spec,
 )
 from . import comm as comm
+from .vector import v as v
 from .enums import AccPhase
 from .enums import AccToVecMode
 from .isa.elementwise.common import Algorithm
@@ -171,10 +172,163 @@ def MSCATTER(
     ...
 
 
+def MTE_GM_UB(
+    gm_src: Any,
+    ub_dst: Any,
+    l2_cache_ctl: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    loop: Any | None = None,
+    pad: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    For every row r of the nburst / loop groups: UB[ub_dst + dst_row(r) ..][:len_burst] =
+    GM[gm_src + src_row(r) ..][:len_burst]; with pad(value), the rest of each UB row up to
+    dst_stride holds value.
+    """
+    ...
+
+
+def MTE_UB_GM(
+    ub_src: Any,
+    gm_dst: Any,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    l2_cache_ctl: Any | None = None,
+    loop: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    For every row r of the nburst / loop groups: GM[gm_dst + dst_row(r) ..][:len_burst] =
+    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are).
+    """
+    ...
+
+
+def PGE_B16(*events: Event, pattern: str = 'PAT_ALL') -> Any:
+    """
+    A !pto.mask<b16> (128 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
+def PGE_B32(*events: Event, pattern: str = 'PAT_ALL') -> Any:
+    """
+    A !pto.mask<b32> (64 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
+def PGE_B8(*events: Event, pattern: str = 'PAT_ALL') -> Any:
+    """
+    A !pto.mask<b8> (256 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
 def PIPE_BARRIER(pipe: Pipe, *events: Event) -> Any:
     """
     ``pipe_barrier(PIPE_X)``: the pipe's later instructions start after its earlier ones
     are done (PIPE_ALL: every pipe of the core).
+    """
+    ...
+
+
+def PLDI(
+    source: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    dist: str = 'NORM',
+    result_type: Any = None,
+    post_update: bool = False,
+) -> Any:
+    """
+    mask = the predicate image at source + offset (units of dist) read by dist (NORM / US / DS); updated_base = source + the advance (the post-update form reads at source).
+    """
+    ...
+
+
+def PLDS(
+    source: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    dist: str = 'NORM',
+    result_type: Any = None,
+    post_update: bool = False,
+) -> Any:
+    """
+    mask = the predicate image at source + offset (bytes) read by dist (NORM / US / DS); updated_base = source + the advance (the post-update form reads at source).
+    """
+    ...
+
+
+def PLT_B16(scalar: int | float | np.generic, *events: Event) -> Any:
+    """
+    mask[i] = i < scalar over 128 lanes (!pto.mask<b16>); scalar_out = scalar < 128 ? 0 : scalar - 128, the count left for the next vector.
+    """
+    ...
+
+
+def PLT_B32(scalar: int | float | np.generic, *events: Event) -> Any:
+    """
+    mask[i] = i < scalar over 64 lanes (!pto.mask<b32>); scalar_out = scalar < 64 ? 0 : scalar - 64, the count left for the next vector.
+    """
+    ...
+
+
+def PLT_B8(scalar: int | float | np.generic, *events: Event) -> Any:
+    """
+    mask[i] = i < scalar over 256 lanes (!pto.mask<b8>); scalar_out = scalar < 256 ? 0 : scalar - 256, the count left for the next vector.
+    """
+    ...
+
+
+def PSET_B16(*events: Event, pattern: str = 'PAT_ALL') -> Any:
+    """
+    A !pto.mask<b16> (128 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
+def PSET_B32(*events: Event, pattern: str = 'PAT_ALL') -> Any:
+    """
+    A !pto.mask<b32> (64 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
+def PSET_B8(*events: Event, pattern: str = 'PAT_ALL') -> Any:
+    """
+    A !pto.mask<b8> (256 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
+def PSTI(
+    value: Any,
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    dist: str = 'NORM',
+    post_update: bool = False,
+) -> Any:
+    """
+    UB[dest + offset (units of dist)] = the predicate's packed image (NORM: 32 bytes; PK: every second bit, 16 bytes); updated_dest = dest + the advance (the post-update form writes at dest).
+    """
+    ...
+
+
+def PSTS(
+    value: Any,
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    dist: str = 'NORM',
+    post_update: bool = False,
+) -> Any:
+    """
+    UB[dest + offset (bytes)] = the predicate's packed image (NORM: 32 bytes; PK: every second bit, 16 bytes); updated_dest = dest + the advance (the post-update form writes at dest).
     """
     ...
 
@@ -2000,7 +2154,8 @@ def TSUBVIEW(
     pointer it is (the simulator, a2a3 and a5 all set dst's address to that element), the view
     is dst's own layout from there on: with another Cols, row i of a row-major dst starts
     i * dst.Cols elements after src[rowIdx, colIdx], and the view may run past src (into the
-    following bytes of the buffer).
+    following bytes of the buffer; of an auto-mode src, past src only as far as the array
+    src's storage is part of goes, dst's valid region always inside src).
     """
     ...
 
@@ -2082,6 +2237,251 @@ def TXORS(
 ) -> Event:
     """
     dst = src ^ scalar; tmp is scratch (used on a2a3).
+    """
+    ...
+
+
+def VABS(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = |input[i]| on active lanes, 0 elsewhere (the most negative integer stays itself).
+    """
+    ...
+
+
+def VADD(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VADDC(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] + rhs[i] modulo 2^width, carry[i] = the carry out, on active lanes (0 and inactive elsewhere).
+    """
+    ...
+
+
+def VADDS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] + scalar on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VAND(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] & rhs[i] on the lanes' bits (float lanes too, as PTOAS accepts them) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VBITCAST(input: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result = input's 256 bytes read as result_type's lanes (the bits unchanged).
+    """
+    ...
+
+
+def VBR(value: int | float | np.generic, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i] = value for every lane, as the result's element type (8-bit lanes take the
+    value's low 8 bits).
+    """
+    ...
+
+
+def VDUP(
+    input: Any,
+    mask: Any,
+    *events: Event,
+    position: str = 'LOWEST',
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = the scalar input, or the input register's lowest (``LOWEST``) or highest
+    (``HIGHEST``) lane, on active lanes; 0 elsewhere.
+    """
+    ...
+
+
+def VEXP(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = e^input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VLDS(
+    source: Any,
+    offset: int | float | np.generic | None = None,
+    *events: Event,
+    dist: str = 'NORM',
+    post_update: bool = False,
+) -> Any:
+    """
+    result = the register loaded from UB at source + offset elements by the distribution
+    (``NORM``: 256 contiguous bytes; ``BRC_B*``: one element to every lane; ``US_B*``: 128
+    bytes, each element twice; ``DS_B*``: 512 bytes, every second element). The post-update
+    form loads at source itself and returns updated_base = source + offset.
+    """
+    ...
+
+
+def VLN(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = ln(input[i]) on active lanes (NaN below 0, -inf at 0), 0 elsewhere.
+    """
+    ...
+
+
+def VLRELU(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] >= 0 ? input[i] : scalar * input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMAX(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = max(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.
+    """
+    ...
+
+
+def VMAXS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = max(input[i], scalar) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMIN(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = min(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.
+    """
+    ...
+
+
+def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = min(input[i], scalar) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMUL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMULS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] * scalar on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VNEG(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = -input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VNOT(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = ~input[i] on the lanes' bits on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VOR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] | rhs[i] on the lanes' bits (float lanes too) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VRELU(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = max(input[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VSHL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere; rhs holds signed amounts of lhs's width, and an amount outside [0, width) gives 0.
+    """
+    ...
+
+
+def VSHLS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] << scalar (an i16 amount) on active lanes, 0 elsewhere; an amount outside [0, width) gives 0.
+    """
+    ...
+
+
+def VSHR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] >> rhs[i] on active lanes, 0 elsewhere: arithmetic for signed lanes, logical for unsigned ones (the page leaves it open; the element type decides); an amount outside [0, width) gives the sign fill.
+    """
+    ...
+
+
+def VSHRS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] >> scalar (an i16 amount; arithmetic for signed lanes, logical for unsigned ones) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VSQRT(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = sqrt(input[i]) on active lanes (NaN below 0), 0 elsewhere.
+    """
+    ...
+
+
+def VSTS(
+    value: Any,
+    dest: Any,
+    offset: int | float | np.generic | None = None,
+    mask: Any | None = None,
+    *events: Event,
+    dist: str = '',
+    post_update: bool = False,
+) -> Any:
+    """
+    UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
+    inactive lanes' bytes are left as they are); ``1PT_B*`` writes element 0 only, whatever
+    the mask. The post-update form stores at dest itself and returns updated_dest = dest +
+    offset.
+    """
+    ...
+
+
+def VSUB(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] - rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VSUBC(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] - rhs[i] modulo 2^width, carry[i] = 1 when no borrow (lhs[i] >= rhs[i] unsigned), on active lanes (0 and inactive elsewhere).
+    """
+    ...
+
+
+def VXOR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] ^ rhs[i] on the lanes' bits (float lanes too) on active lanes, 0 elsewhere.
     """
     ...
 

@@ -237,6 +237,7 @@ def _run(ns: argparse.Namespace) -> int:
 
         return run_ranks(ns, _arg_value, lambda: _load(ns.file, ns.target, ns.permissive))
     prog = _load(ns.file, ns.target, ns.permissive)
+    prog.max_steps = ns.max_steps or 0
     pair = _pair(prog, ns.entry)
     if pair is not None:
         return _run_pair(ns, prog, pair)
@@ -300,6 +301,8 @@ def _run(ns: argparse.Namespace) -> int:
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
+    if san is not None and not san.report.clean:  # nothing run, or ops it did not check
+        print(san.report, file=sys.stderr)
     return 1 if timed and rep.deadlocks else 0
 
 
@@ -370,6 +373,8 @@ def _run_pair(ns: argparse.Namespace, prog: Any, pair: tuple[str, str]) -> int:
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
+    if san is not None and not san.report.clean:  # nothing run, or ops it did not check
+        print(san.report, file=sys.stderr)
     return 0
 
 
@@ -474,7 +479,7 @@ def _cmd_ops(ns: argparse.Namespace) -> int:
             raise PtoError(f"cannot write {ns.markdown}: {e.strerror or e}") from None
         print(f"wrote {len(files)} pages to {ns.markdown} (index: README.md)")
         return 0
-    rows = support_matrix(ns.target)
+    rows = support_matrix(ns.target, ns.dialect)
     if ns.json:
         import json
 
@@ -498,7 +503,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("dir", help="pack directory (e.g. ../shared/conformance) or one case")
     c.add_argument("--target", default=CONFORMANCE_TARGET, choices=TARGETS)
     c.add_argument("--only", nargs="*", help="instruction folders or case ids to run")
-    c.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+    c.add_argument("--ranks", nargs="?", type=_rank_count, const=0, metavar="N",
                    help="the communication cases across two ranks: --ranks under mpiexec -n 2, "
                         "--ranks 2 in this process")
     c.add_argument("-q", "--quiet", action="store_true",
@@ -508,6 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", choices=TARGETS, default=None,
                    help="one target (default: all of them)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
+    o.add_argument("--dialect", choices=("tile", "vpto"), default=None,
+                   help="only the tile instructions or the vector micro-ops (default: both)")
     o.add_argument("--markdown", metavar="DIR",
                    help="write the instruction reference: one page per instruction and an "
                         "index by family, DIR/README.md (as docs/reference/)")
@@ -541,15 +548,19 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-q", "--quiet", action="store_true",
                    help="print no summary of the results and no progress line (TPRINT output "
                         "still appears)")
-    r.add_argument("--ranks", nargs="?", type=int, const=0, metavar="N",
+    r.add_argument("--ranks", nargs="?", type=_rank_count, const=0, metavar="N",
                    help="multi-rank: --ranks under mpiexec (this process is one rank), "
-                        "--ranks N starts N ranks; {rank} {size} {next} {prev} in --arg/--out, "
+                        f"--ranks N starts N ranks (1 to {MAX_RANKS}; more with "
+                        "PTOISA_MAX_RANKS); {rank} {size} {next} {prev} in --arg/--out, "
                         "--arg NAME=peer:RANK:ARG binds another rank's ARG")
     r.add_argument("--show", action="append", metavar="NAME",
                    help="after the run, draw a pointer argument's array (--show z) or the last "
                         "value of a tile (--show %%t; with --blocks N, the last block's) as a "
                         "heat map NAME.png in --out DIR or the current directory (needs "
                         "matplotlib: pip install 'ptoisa[plot]')")
+    r.add_argument("--max-steps", type=int, metavar="N",
+                   help="stop the run with an error past N loop iterations (scf.for trips "
+                        "counted when a loop starts; default 10^11)")
     r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
                    help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
                         "(f64 sum of the exact products, rounded once per instruction)")
@@ -638,6 +649,27 @@ def _cmd_export(ns: argparse.Namespace) -> int:
     from .exporter.cli import cli_export
 
     return cli_export(ns)
+
+
+#: the most ranks ``--ranks N`` starts (each a process under mpiexec, or a thread): a typo such
+#: as 1000 on a laptop would start that many; PTOISA_MAX_RANKS raises it
+MAX_RANKS = 64
+
+
+def _rank_count(text: str) -> int:
+    """``--ranks N``: a whole number from 1 to the cap (argparse reports anything else)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of ranks") from None
+    cap = int(os.environ.get("PTOISA_MAX_RANKS", MAX_RANKS))
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: a launch needs at least 1 rank")
+    if n > cap:
+        raise argparse.ArgumentTypeError(
+            f"{n} ranks is more than {cap} (each rank is a process or a thread on "
+            f"{os.cpu_count()} cores); set PTOISA_MAX_RANKS to allow more")
+    return n
 
 
 def main(argv: list[str] | None = None) -> int:

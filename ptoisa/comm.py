@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import ranks_mpi as _ranks_mpi  # noqa: F401 - registers the MPI launcher with ranks
 from .isa.comm import (
     COMM_TGATHER as TGATHER,
 )

@@ -106,3 +106,9 @@ class PtoMemoryError(PtoError):
 
 class ExecutionError(PtoError):
     """A failure while running a program that is not attributable to a single instruction."""
+
+
+class BlockDivergence(PtoError):
+    """Python control flow depends on a value that differs between blocks of a lockstep run
+    (see :mod:`ptoisa.lockstep`; ``launch(..., lockstep="auto")`` then runs the blocks one by
+    one)."""

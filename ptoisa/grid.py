@@ -28,6 +28,7 @@ from . import observe
 from .errors import PtoError
 from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
+from .lockstep import check_launch, lockstep_or_each
 from .memory import Machine, current, pop
 from .memory import push as _push
 from .progress import Progress
@@ -80,7 +81,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         if sanitizing:
             from .sanitizer import sanitizing as _sanitizing
 
-            session = stack.enter_context(_sanitizing(sanitize, "manual"))
+            session = stack.enter_context(_sanitizing(sanitize, "eager"))
         if cycles:
             from .cycles import observe as _timing
 
@@ -100,38 +101,6 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
             raise SanitizerError(session.report)
         return session.report
     return model.report() if cycles else None
-
-
-def check_launch(blocks: Any, lockstep: Any) -> None:
-    """The arguments every launcher takes: a positive block count and a lockstep policy."""
-    if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
-        raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
-    if lockstep not in (True, False, "auto"):
-        raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
-
-
-def lockstep_or_each(blocks: int, lockstep: bool | str, together: Callable[[], Any],
-                     each: Callable[[int], Any], wrote_gm: Callable[[], bool],
-                     fresh: Callable[[], None] | None = None) -> Any:
-    """THE launch policy, shared by every launcher (:func:`run_blocks`, the mixed-kernel
-    clusters): run all blocks at once (``together``) unless the kernel's control flow depends
-    on the block index (:class:`BlockDivergence`); then, with lockstep="auto" and nothing
-    written to GM yet (``wrote_gm``), run ``each(b)`` block by block. ``fresh`` forgets state
-    one run leaves for the next (a compiled program's tiles). Returns the last run's result."""
-    if lockstep and blocks > 1:
-        try:
-            return together()
-        except BlockDivergence:
-            if lockstep is True or wrote_gm():
-                raise
-            if fresh is not None:
-                fresh()
-    out = None
-    for b in range(blocks):
-        if b and fresh is not None:
-            fresh()  # each block has its own buffers: nothing of the previous block's tiles
-        out = each(b)
-    return out
 
 
 def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,

@@ -1,10 +1,12 @@
-"""Per-block values of a lockstep launch, and the part of an operand that belongs to a block.
+"""The part of an operand that belongs to a block of a lockstep launch.
 
 In a lockstep launch (see :mod:`ptoisa.grid`) every block runs the same instruction in one
 numpy call: ``get_block_idx()`` is a :class:`Lanes` vector, tiles carry a leading block
-dimension, GM offsets become per-block vectors. This module holds those per-block values and
-:func:`block_of`, which the dispatch point (:meth:`ptoisa.isa.registry.Instr.run`) uses to run
-an instruction once per block where it cannot run for all blocks at once.
+dimension, GM offsets become per-block vectors. This module holds :func:`block_of`, which the
+dispatch point (:meth:`ptoisa.isa.registry.Instr.run`) uses to run an instruction once per
+block where it cannot run for all blocks at once, and :func:`uniform`. The per-block values
+themselves (:class:`Lanes`) live below tiles and the machine, in :mod:`ptoisa.lockstep`, and
+:class:`BlockDivergence` in :mod:`ptoisa.errors`; both are importable from here too.
 """
 
 from __future__ import annotations
@@ -13,54 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from .errors import PtoError
+from .errors import BlockDivergence
+from .lockstep import Lanes
 from .tensor import GlobalTensor
 from .tile import Tile
 
-
-class BlockDivergence(PtoError):
-    """Python control flow depends on a value that differs between blocks of a lockstep run."""
-
-
-class Lanes(np.ndarray):
-    """Per-block integer values of a lockstep launch (``get_block_idx()`` and what is computed
-    from it). Arithmetic works elementwise; turning it into one Python value works only when
-    every block has the same value."""
-
-    def __new__(cls, values: Any) -> Lanes:
-        return np.asarray(values, dtype=np.int64).view(cls)
-
-    def _uniform(self, what: str) -> Any:
-        flat = np.asarray(self).reshape(-1)
-        if flat.size and (flat == flat[0]).all():
-            return flat[0].item()
-        raise BlockDivergence(
-            f"{what} of a value that differs between blocks ({_short(flat)}): Python control "
-            "flow on the block index cannot run the blocks in lockstep; launch with "
-            "lockstep=False, or compute with numpy (np.minimum, np.where) instead of if/min")
-
-    def __bool__(self) -> bool:
-        return bool(self._uniform("truth value"))
-
-    def __int__(self) -> int:
-        return int(self._uniform("int()"))
-
-    def __index__(self) -> int:
-        return int(self._uniform("index"))
-
-    def __float__(self) -> float:
-        return float(self._uniform("float()"))
-
-    def __array_wrap__(self, arr: Any, context: Any = None, return_scalar: bool = False) -> Any:
-        out = np.asarray(arr)
-        if out.ndim == 0:
-            return out[()]
-        return out.view(Lanes) if out.dtype.kind in "iub" else out
-
-
-def _short(flat: np.ndarray) -> str:
-    vals = ", ".join(str(x) for x in flat[:4].tolist())
-    return f"[{vals}{', ...' if flat.size > 4 else ''}]"
+__all__ = ["BlockDivergence", "Lanes", "block_of", "uniform"]
 
 
 def uniform(v: Any) -> bool:

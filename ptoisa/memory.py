@@ -233,9 +233,12 @@ class Machine:
         tile._placed = self._launch
         self._lazy_gen += 1
 
-    def auto_storage(self, tile: Tile, poison: bool = True) -> np.ndarray:
+    def auto_storage(self, tile: Tile, poison: bool = True, slack: int = 0) -> np.ndarray:
         """Private storage for an unplaced ``tile`` (auto mode), filled with the poison
-        pattern unless the caller writes all of it at once (``poison=False``)."""
+        pattern unless the caller writes all of it at once (``poison=False``). ``slack``
+        elements more follow it in the same array, for views of it with its pitch that
+        run past its last element (``pto.subview`` of a column window: see :meth:`alias`);
+        the tile's storage is its own elements only."""
         if self.mode == "manual":
             space = self.space_of(tile)
             raise PtoMemoryError(
@@ -244,7 +247,10 @@ class Machine:
             )
         if not self.planned and id(tile) not in self._live:
             self._track(tile)
-        buf = self._arena_alloc(tile.spec.numel, tile.dtype.np)
+        slack = slack if self.lanes == 1 else 0  # (a lockstep tile: one row per block)
+        buf = self._arena_alloc(tile.spec.numel + slack, tile.dtype.np)
+        if slack:
+            buf = buf[:tile.spec.numel]
         if poison:  # fresh storage: never an earlier tile's bytes
             buf.view(np.uint8).fill(POISON_BYTE)
             self.poisoned += buf.nbytes
@@ -424,16 +430,20 @@ class Machine:
                           if t._lazy is not None or t._pending is not None]
         tile._settled = (self, self._lazy_gen, buf)
 
-    def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None) -> None:
+    def alias(self, tile: Tile, base: Tile, byte_offset: int = 0, op: str | None = None,
+              reach: int | None = None) -> None:
         """Make ``tile`` view the bytes of ``base`` from ``byte_offset`` on (TRESHAPE, TSUBVIEW,
         TGET_SCALE_ADDR): a placed base lends bytes of its buffer (a view may run past the base
         tile, as on hardware); an auto-mode base lends its private storage, which must hold the
-        whole view."""
+        whole view, or, given ``reach`` (the bytes from ``byte_offset`` on the view's valid
+        region spans), at least that much: the rest of the view then lies in the array the
+        base's storage is part of (its ``slack``, see :meth:`auto_storage`), bytes the view's
+        instructions, which keep to its valid region, never touch."""
         nbytes = tile.spec.nbytes
         if self.lanes > 1 and any(t._buf is not None and t._buf.ndim == 1 for t in (tile, base)):
             # one block's part of a lockstep tile (the instruction runs block by block: its
             # offset differs between blocks): a view of it would not be the tile's
-            from .lanes import BlockDivergence
+            from .errors import BlockDivergence
 
             raise BlockDivergence(f"{op or 'a view'}: the view's offset differs between blocks")
         if base.addr is not None and base._machine is not None:
@@ -449,6 +459,9 @@ class Machine:
             tile._machine = base._machine
         else:
             src = base.storage.view(np.uint8)  # (lanes, bytes) in a lockstep launch
+            if reach is not None and src.ndim == 1 and 0 <= byte_offset \
+                    and byte_offset + nbytes > src.shape[0] >= byte_offset + reach:
+                src = _continued(src, byte_offset + nbytes)
             if byte_offset < 0 or byte_offset + nbytes > src.shape[-1]:
                 raise PtoMemoryError(
                     f"{tile._label()}: a view of {nbytes} bytes at byte {byte_offset} does not fit "
@@ -564,3 +577,18 @@ def __getattr__(name: str) -> Any:
     if name == "_stack":  # the calling thread's machine stack (older code names it so)
         return _tls.items
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _continued(src: np.ndarray, nbytes: int) -> np.ndarray:
+    """``src`` (1-D bytes) extended to ``nbytes`` over the array it is a view of, when that
+    array continues it that far; else ``src`` itself."""
+    root = src.base
+    while isinstance(root, np.ndarray) and root.base is not None:
+        root = root.base
+    if not isinstance(root, np.ndarray) or root.ndim != 1 or not root.flags.c_contiguous:
+        return src
+    raw = root.view(np.uint8)
+    start = src.__array_interface__["data"][0] - raw.__array_interface__["data"][0]
+    if start < 0 or start + nbytes > raw.shape[0]:
+        return src
+    return raw[start:start + nbytes]

@@ -8,6 +8,9 @@ An observer (the sanitizer, the cycle model, a trace, a test's recorder) is a ca
 * ``edge_release(rec, pipe)`` / ``edge_acquire(rec, payloads, pipe)``: a producer on one core
   released what a consumer on another acquires (TPUSH/TPOP, cross-core flags, SYNCALL: see
   :mod:`ptoisa.edges`);
+* ``not_modelled(machine, op, loc, why)``: the run passed an op that compiles to nothing
+  (``interp.compiler.NO_EFFECT``: buffer tokens, FFTS setup ...), so a checker can say what it
+  did not check;
 * ``machine_made(machine, ranks)``: a launcher made (or reused) ``machine`` for a launch: a
   block grid, one core of a mixed cluster (``machine.core``), one rank of a multi-rank launch
   (``ranks`` is its backend, else None); also the current machine when the block opens.

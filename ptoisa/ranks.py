@@ -118,6 +118,33 @@ class RemoteRef:
     base: int
 
 
+class Signal2D:
+    """``comm::Signal2D<Rows, Cols>``: a Rows x Cols block of i32 signal words in a flat GM
+    array, rows ``row_stride`` words apart from ``offset`` (the communication instructions
+    take it, :mod:`ptoisa.isa.comm`; it is defined here, where :func:`remote` makes one on
+    another rank)."""
+
+    def __init__(self, flat: np.ndarray, rows: int, cols: int, row_stride: int | None = None,
+                 offset: int = 0) -> None:
+        if flat.dtype != np.int32:
+            raise RuntimeCheckError(f"Signal2D words are i32, got {flat.dtype}", op="signal2d")
+        self.flat = flat.reshape(-1)
+        self.rows, self.cols = rows, cols
+        self.row_stride = cols if row_stride is None else row_stride
+        self.offset = offset
+        if rows * cols and self.index().max() >= self.flat.size:
+            raise RuntimeCheckError(f"Signal2D<{rows}, {cols}> (row stride {self.row_stride}) "
+                                    f"reaches outside its array of {self.flat.size} words",
+                                    op="signal2d")
+
+    def index(self) -> np.ndarray:
+        r = np.arange(self.rows, dtype=np.int64)[:, None] * self.row_stride
+        return (self.offset + r + np.arange(self.cols, dtype=np.int64)[None, :]).reshape(-1)
+
+    def __repr__(self) -> str:
+        return f"<Signal2D {self.rows}x{self.cols}>"
+
+
 def _runs(idx: np.ndarray) -> list[tuple[int, int, int]]:
     """Element indices (in order) -> contiguous runs (first index, count, position)."""
     idx = np.asarray(idx, np.int64).reshape(-1)
@@ -389,8 +416,6 @@ def remote(view: Any, rank: int) -> Any:
     """The same GM view (a GlobalTensor or Signal2D over a window array of this rank) on rank
     ``rank``'s copy of the window: the operand the communication instructions reach another
     rank through."""
-    from .isa.comm import Signal2D
-
     b = _ctx.ranks
     if b is None:
         raise PtoError("remote(): not inside a multi-rank launch (pto.launch(..., ranks=...))")
@@ -622,9 +647,21 @@ def run_on_ranks(bind: Binder, *, ranks: Any, target: str = DEFAULT_TARGET,
             raise PtoError(f"ranks must be positive, got {ranks}")
         _run_threads(bind, ranks, target, timeout, settings)
         return
-    from .ranks_mpi import run_mpi
+    if not _MPI_LAUNCHER:  # (only while the package itself is being imported)
+        raise PtoError("ranks=comm needs the MPI launcher: import ptoisa.ranks_mpi")
+    _MPI_LAUNCHER[0](bind, ranks, target, timeout, settings)
 
-    run_mpi(bind, ranks, target, timeout, settings)
+
+#: the launcher of ``ranks=comm`` / ``ranks="mpi"``: :func:`ptoisa.ranks_mpi.run_mpi`, which
+#: registers itself here when imported (``ptoisa.comm`` imports it, so it is there once the
+#: package is): ranks_mpi builds on this module, which therefore does not import it
+_MPI_LAUNCHER: list[Callable[[Binder, Any, str, float | None, dict[str, Any]], None]] = []
+
+
+def register_mpi_launcher(run: Callable[[Binder, Any, str, float | None, dict[str, Any]], None]
+                          ) -> None:
+    """Set the launcher :func:`run_on_ranks` calls for an MPI communicator."""
+    _MPI_LAUNCHER[:] = [run]
 
 
 def check_window_array(a: np.ndarray, name: str, rank: int) -> None:

@@ -42,6 +42,7 @@ from .ranks import (
     check_symmetric,
     check_window_array,
     failure_error,
+    register_mpi_launcher,
     run_rank,
 )
 
@@ -296,6 +297,9 @@ def run_mpi(bind: Binder, ranks: Any, target: str, timeout: float | None,
         b.close()
     except BaseException as e:  # noqa: BLE001 - every failure ends the whole job
         abort(b, e)
+
+
+register_mpi_launcher(run_mpi)  # ranks.run_on_ranks(ranks=comm) calls it
 
 
 def abort(b: MpiRanks, e: BaseException, stream: Any = None) -> None:

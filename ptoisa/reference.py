@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .interp.compiler import _HANDLERS
-from .isa.registry import REGISTRY, Instr
+from .isa.registry import REGISTRY, Instr, PipeForms
 from .isa.spelling import Attr, Form
 from .stubgen import _def, _param_annotation
 from .support import support_matrix
@@ -199,6 +199,8 @@ def _md_cell(text: str) -> str:
 def pipe_text(ins: Instr) -> str:
     if ins.pipe_of is None:
         return f"`{ins.pipe.value}`"
+    if isinstance(ins.pipe_of, PipeForms):
+        return f"depends on the operands (`{ins.pipe.value}` otherwise): {ins.pipe_of.text()}"
     doc = inspect.getdoc(ins.pipe_of)
     if doc is None:  # a closure made by a factory: the factory's docstring says the rule
         outer = ins.pipe_of.__qualname__.split(".<locals>")[0]

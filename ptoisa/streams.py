@@ -28,8 +28,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import memory, observe
-from .errors import ExecutionError, PtoError
+from .errors import BlockDivergence, ExecutionError, PtoError
+from .lockstep import Lanes, check_launch, lockstep_or_each
 from .memory import Machine
 
 __all__ = ["Cluster", "DeadlockError", "Stream", "current_stream"]
@@ -210,8 +213,6 @@ class Cluster:
 
 def _named(who: Stream | None, e: BaseException) -> BaseException:
     """The error ``e`` of stream ``who``, saying which core it happened on."""
-    from .lanes import BlockDivergence
-
     if who is None or isinstance(e, BlockDivergence):
         return e
     if isinstance(e, PtoError):
@@ -241,11 +242,6 @@ def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
     ``machine.core`` says which core a body runs on, ``machine.sub_block_id`` its sub-block.
     The observers of open ``observing`` blocks are attached to each core's machine before it
     runs (:func:`ptoisa.observe.attach`; a per-block rerun makes new machines)."""
-    import numpy as np
-
-    from .grid import check_launch, lockstep_or_each
-    from .lanes import Lanes
-
     check_launch(blocks, lockstep)
 
     def machines(lanes: int, block: Any, blk: Any) -> list[Machine]:

@@ -20,38 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .isa.signature import _operand_annotation, _param_annotation, _varargs
+from .isa.signature import signature as signature  # re-exported: it was defined here
+
 STUB = Path(__file__).with_name("__init__.pyi")
-
-#: operand kind -> annotation (names resolvable in the stub's namespace)
-_KIND = {
-    "tile": "Tile",
-    "gm": "GlobalTensor",
-    "tile|gm": "Tile | GlobalTensor",
-    "scalar": "int | float | np.generic",
-    "any": "Any",
-}
-
-
-def _operand_annotation(o: Any) -> str:
-    if o.kind == "enum" and o.enum is not None:
-        return o.enum.__name__
-    return _KIND.get(o.kind, "Any")
-
-
-def _param_annotation(p: Any) -> str:
-    t = p.type
-    if t is None and isinstance(p.default, enum.Enum):
-        t = type(p.default)
-    if t is not None and isinstance(t, type):
-        return t.__name__
-    d = p.default
-    if isinstance(d, bool):
-        return "bool"
-    if isinstance(d, int):
-        return "int"
-    if isinstance(d, str):
-        return "str"
-    return "Any"
 
 
 def _default_text(v: Any) -> str:
@@ -78,27 +50,6 @@ def _enum_types() -> dict[str, str]:
         for c in classes:
             found[c.__name__] = c.__module__
     return found
-
-
-def _varargs(ins: Any) -> str:
-    """Trailing Event arguments are ``*events`` (``*waits`` where an operand has that name)."""
-    return "waits" if any(o.name == "events" for o in ins.operands) else "events"
-
-
-def signature(ins: Any) -> inspect.Signature:
-    """The Python signature of one intrinsic (also attached to the Instr at run time)."""
-    P = inspect.Parameter
-    params = []
-    for o in ins.operands:
-        params.append(P(o.name, P.POSITIONAL_OR_KEYWORD,
-                        default=None if o.optional else P.empty,
-                        annotation=_operand_annotation(o) + (" | None" if o.optional else "")))
-    params.append(P(_varargs(ins), P.VAR_POSITIONAL, annotation="Event"))
-    for p in ins.params:
-        params.append(P(p.name, P.KEYWORD_ONLY, default=p.default,
-                        annotation=_param_annotation(p)))
-    ret = "Event" if ins.returns_event else "Any"
-    return inspect.Signature(params, return_annotation=ret)
 
 
 def _def(name: str, ins: Any) -> str:

@@ -20,14 +20,18 @@ def _dtypes_text(r: Rule) -> str:
     return " ".join(d.name for d in sorted(items, key=_order))
 
 
-def support_matrix(target: str | None = None) -> list[dict[str, Any]]:
-    """One row per instruction: name, family, pipe, operands, and per target the element
-    types (or None when the instruction is not available there)."""
+def support_matrix(target: str | None = None, dialect: str | None = None
+                   ) -> list[dict[str, Any]]:
+    """One row per instruction (of ``dialect`` only, when given: ``tile``, ``vpto``): name,
+    family, pipe, operands, and per target the element types (or None when the instruction
+    is not available there)."""
     names = (target,) if target else TARGET_NAMES
     tgts = [get_target(n) for n in names]
     rows = []
     for name in sorted(REGISTRY):
         ins = REGISTRY[name]
+        if dialect is not None and ins.dialect != dialect:
+            continue
         row: dict[str, Any] = {
             "name": name,
             "mnemonic": f"pto.{ins.mnemonic}",

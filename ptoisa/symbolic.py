@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import PtoError, SourceLoc
+from .lockstep import Lanes
 
 #: the active exporter (ptoisa.export.Tracer) while a kernel is traced, else None
 TRACER: Any = None
@@ -314,8 +315,6 @@ def _minmax(op: str, a: Any, b: Any) -> Any:
         return b._bin(op, a, b)
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         r = (np.minimum if op == "min" else np.maximum)(a, b)
-        from .lanes import Lanes
-
         return r.view(Lanes) if isinstance(r, np.ndarray) and r.ndim else r[()]
     return _PY[op](a, b)
 

@@ -20,6 +20,7 @@ from .arrays import for_global_tensor
 from .dtypes import _BY_NP, DType
 from .enums import Layout, coerce_enum
 from .errors import PtoError, PtoMemoryError
+from .tables import gm_html
 
 
 @dataclass(frozen=True)
@@ -144,11 +145,20 @@ _VIEW_SPECS: dict[tuple[Any, ...], GMSpec] = {}
 _STRIDES2D: dict[tuple[int, int, int], tuple[Any, GMSpec]] = {}
 
 
+def _integral(x: Any, what: str) -> int:
+    """``x`` as an int when it is one (a Python or numpy integer, or a float with no fraction);
+    a fraction is an error, never truncated."""
+    if isinstance(x, (float, np.floating)):
+        if not float(x).is_integer():
+            raise PtoError(f"GlobalTensor {what} must be whole numbers, got {x!r}")
+    return int(x)
+
+
 def _pad5(t: Any, fill: int, what: str) -> tuple[int, int, int, int, int]:
     """A GlobalTensor's shape or stride as 5 ints (``fill`` in front); a shape's dims must not
     be negative. (GlobalTensor remembers the spec of the tuples it was given: _VIEW_SPECS.)"""
     try:
-        vals = [int(x) for x in t]
+        vals = [_integral(x, what) for x in t]
     except (TypeError, ValueError):
         raise PtoError(f"GlobalTensor {what} must be a sequence of integers, got {t!r}") from None
     if not 1 <= len(vals) <= 5:
@@ -301,7 +311,7 @@ class GlobalTensor:
             if off.ndim == 1 and off.size:
                 self._span = lane_span(off)
         else:
-            o = self.offset = int(offset)
+            o = self.offset = offset if type(offset) is int else _integral(offset, "offset")
             r = spec.reach
             if r is None or (o + r[0] >= 0 and o + r[1] < flat.size):
                 return  # (in bounds, as _check_bounds finds: a packed view's size is larger)
@@ -505,8 +515,5 @@ class GlobalTensor:
         return f"<GlobalTensor {self.name or ''} {self.spec.describe()} offset={self.offset}>"
 
     def _repr_html_(self) -> str:
-        """Jupyter: the 2-D view's values as a table (ptoisa.display, which imports this
-        module, so the import is made here)."""
-        from .display import gm_html
-
+        """Jupyter: the 2-D view's values as a table (:func:`ptoisa.tables.gm_html`)."""
         return gm_html(self)

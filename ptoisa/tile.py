@@ -805,7 +805,7 @@ class Tile:
     def _repr_html_(self) -> str:
         """Jupyter: the values as a table, valid region outlined, pads greyed
         (ptoisa.display, which imports this module, so the import is made here)."""
-        from .display import tile_html
+        from .tables import tile_html
 
         return tile_html(self)
 

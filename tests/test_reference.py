@@ -58,7 +58,7 @@ def test_trowsum_page() -> None:
 def test_operand_dependent_pipe_and_declared_spelling() -> None:
     pages = reference.render()
     tmov = pages["TMOV.md"]
-    assert "pipe: depends on the operands" in tmov and "fix-pipe (FIX)" in tmov
+    assert "pipe: depends on the operands" in tmov and "Mat -> Scaling PIPE_FIX" in tmov
     assert "(by operands)" in pages["README.md"]
     assert "`pto.tmov ins(%src, %fp) outs(%dst)`" in tmov
     assert "| `accToVecMode` | sets `mode` |" in tmov

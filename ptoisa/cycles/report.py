@@ -11,7 +11,7 @@ from typing import Any
 from ..enums import Pipe
 from ..errors import PtoError
 from ..targets import get_target
-from .schedule import Deadlock, Flow, Step
+from .steps import Deadlock, Flow, Step
 
 _PIPE_ORDER = [Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.V, Pipe.MTE3, Pipe.S, Pipe.ALL]
 

@@ -43,63 +43,12 @@ from ..targets import LOC_SPACE
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
+from .report import CycleReport
+from .steps import Deadlock, Flow, Step
 
 #: pipes of the two core kinds (for reports)
 AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
 AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
-
-
-@dataclass(slots=True)
-class Step:
-    """One recorded instruction (schedule fields filled by :func:`schedule`)."""
-
-    index: int
-    op: str
-    pipe: Pipe
-    cycles: int
-    core: str
-    block: int
-    loc: Any
-    #: (the entry's sync kind, src, dst, id) / ("barrier", pipe)
-    sync: tuple[Any, ...] | None = None
-    reads: tuple[Any, ...] = ()
-    writes: tuple[Any, ...] = ()
-    start: int = 0
-    end: int = 0
-    #: the pipe's name (queue keys: str hashing is cheaper than Enum's)
-    pn: str = ""
-    #: cross-core edges (ptoisa.edges): a release fires when ``rel`` drained ("own": this
-    #: step's end; a Pipe: that pipe of the core too; Pipe.ALL: every pipe), at ``fire``;
-    #: an acquire waits for the steps ``after`` fired and holds ``hold`` (None: this step;
-    #: a Pipe: that pipe's queue; Pipe.ALL: the whole core) until then
-    rel: Any = None
-    fire: int | None = None
-    after: list[Any] | None = None
-    hold: Any = None
-
-
-@dataclass(slots=True)
-class Flow:
-    """A flag from its set (pipe ``src`` at ``t_set``) to its wait (pipe ``dst``, released at
-    ``t_wait``), for the trace. A cross-core edge names the waiting core too (``core2``,
-    ``block2``) and what it is (``label``: "TPUSH->TPOP", ...)."""
-
-    core: str
-    block: int
-    src: Pipe
-    dst: Pipe
-    event: int
-    t_set: int
-    t_wait: int
-    core2: str | None = None
-    block2: int = 0
-    label: str = ""
-
-
-@dataclass
-class Deadlock:
-    step: Step
-    message: str
 
 
 class CycleModel:
@@ -305,8 +254,6 @@ class CycleModel:
         """The schedule of what was recorded. A run that recorded the very entries of an
         earlier one (the same instructions on the same operands, e.g. a kernel launched
         again) has the same schedule: its report is copied, not recomputed."""
-        from .report import CycleReport
-
         mode = "manual" if self.has_sync else "auto"
         target = self.target or "?"
         key: Any = None

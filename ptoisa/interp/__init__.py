@@ -18,18 +18,19 @@ import numpy as np
 
 from .. import grid, memory
 from ..arrays import Foreign, to_numpy, type_name, write_back
-from ..errors import ExecutionError, PtoError, VerifyError
-from ..ir import attrs as A
+from ..errors import ExecutionError, PtoError
 from ..ir import types as T
-from ..ir.core import Module, Op
+from ..ir.core import Module
 from ..targets import DEFAULT_TARGET
-from . import bridge, op_names
+from . import bridge
+from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
 from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
 from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
 from .compiler import CompiledFunc, Compiler, Context
+from .verify import check_module, check_module_rules, entry_functions
 
 
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
@@ -125,6 +126,8 @@ class Program:
         #: the default of run(permissive=...): skip the documented checks (types and run
         #: time) the upstream CPU simulator does not make
         self.permissive = permissive
+        #: loop iterations a run may take (0: the default, ``compiler.MAX_STEPS``)
+        self.max_steps = 0
         self._compilers: dict[tuple[str, bool], Compiler] = {}
         self._core_compilers: dict[tuple[str, int, bool], Compiler] = {}
 
@@ -139,8 +142,6 @@ class Program:
         """Module rules (entry functions return nothing, no recursion, the cross-op rules of
         :mod:`ptoisa.interp.verify`), then compile every function for the target (raises
         VerifyError with location)."""
-        from .verify import check_module_rules
-
         check_module(self.module)
         check_module_rules(self.module, self.level, target or self.target)
         c = self.compiler(target or self.target)
@@ -297,7 +298,7 @@ class Program:
             sub = int(m.sub_block_id)
             comp = self._core_compiler(tgt, 0 if kind == "cube" else 1 + sub)
             comp.reset_tiles()
-            ctx = Context(m, m.block_idx, blocks)
+            ctx = Context(m, m.block_idx, blocks, self.max_steps)
             ctx.subblock_idx, ctx.subblock_num = sub, 2
             ctx.core = _Core(module, tgt, kind, sub)
             entry = calls.get("any") or calls.get(kind)
@@ -316,7 +317,7 @@ class Program:
         comp = self.compiler(tgt, bool(settings))
 
         def body(m: memory.Machine) -> tuple[Any, ...]:
-            return fn.invoke(Context(m, m.block_idx, blocks), bound)  # type: ignore[attr-defined,no-any-return]
+            return fn.invoke(Context(m, m.block_idx, blocks, self.max_steps), bound)  # type: ignore[attr-defined,no-any-return]
 
         out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
                               settings=settings, machine=machine, fresh=comp.reset_tiles,
@@ -353,55 +354,6 @@ class _Core:
             r = self._runs[name] = f is None or _pipe_ops.runs_on_subblock(
                 self.module, f, self.target, self.sub)
         return r
-
-
-def _defined(module: Module) -> list[Op]:
-    return [f for f in module.functions() if f.sym_name and f.regions and f.regions[0].blocks]
-
-
-def entry_functions(module: Module) -> list[str]:
-    """Functions marked as entries or kernels; else the only public defined function."""
-    funcs = _defined(module)
-    marked = [f.sym_name for f in funcs if f.attributes.get("pto.entry") is not None]
-    if not marked:
-        marked = [f.sym_name for f in funcs if f.attributes.get("pto.kernel_kind") is not None]
-    if not marked:
-        public = [f for f in funcs if bridge.attr_value(f.attributes.get("sym_visibility")
-                                                         or A.StringAttr("public")) != "private"]
-        marked = [f.sym_name for f in public] if len(public) == 1 else []
-    return [m for m in marked if m]
-
-
-def check_module(module: Module) -> None:
-    """PTOAS module rules: a module of functions, entry functions return void; the call graph
-    has no cycle."""
-    op_names.check_top_level(module)
-    by_name = {f.sym_name: f for f in _defined(module)}
-    for name in entry_functions(module):
-        f = by_name[name]
-        fty = f.attributes.get("function_type")
-        if isinstance(fty, A.TypeAttr) and getattr(fty.type, "results", ()):
-            raise VerifyError(f"PTO entry functions must return void (@{name} returns "
-                              f"{', '.join(map(str, fty.type.results))})", loc=f.loc)
-    calls: dict[str, list[tuple[str, Op]]] = {}
-    for name, f in by_name.items():
-        calls[name] = [(op.callee, op) for op in f.walk()
-                       if op.name in ("func.call", "call") and op.callee]
-    state: dict[str, int] = {}
-
-    def visit(n: str) -> None:
-        state[n] = 1
-        for callee, op in calls.get(n, ()):
-            if state.get(callee) == 1:
-                raise VerifyError("recursive function calls are not supported for EmitC C++ "
-                                  f"emission (@{n} calls @{callee})", loc=op.loc)
-            if callee in calls and callee not in state:
-                visit(callee)
-        state[n] = 2
-
-    for n in calls:
-        if n not in state:
-            visit(n)
 
 
 def load(source: str | Path, *, target: str = DEFAULT_TARGET, filename: str | None = None,

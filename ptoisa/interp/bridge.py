@@ -46,6 +46,11 @@ def elem_dtype(t: T.Type) -> DType:
         return D.dtype(("ui" if t.signedness == "u" else "i") + str(t.width))
     if isinstance(t, T.IndexType):
         return D.i64
+    if isinstance(t, T.OpaqueType) and t.text.startswith("!pto."):  # !pto.hif8, !pto.f4...
+        try:
+            return D.dtype(t.text.removeprefix("!pto."))
+        except Exception:  # noqa: BLE001 - no element type of that name
+            pass
     raise PtoError(f"{t} is not an element type")
 
 
@@ -459,8 +464,8 @@ def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
     location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
     the binding, or None when the op is not a tile instruction."""
     instr = instr_of(op.name)
-    if instr is None:
-        return None
+    if instr is None or instr.dialect != "tile":
+        return None  # (micro-ops bind in interp/micro.py)
     b = bind(op, instr)
     types = {o.name: bound_type(v, target) for o, v in zip(instr.operands, b.values, strict=True)}
     for name, loc in b.retype.items():

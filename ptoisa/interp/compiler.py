@@ -30,6 +30,8 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import bridge, op_names
 from .capacity import check_function
+from .op_names import _HANDLERS, NO_EFFECT
+from .op_names import handler as handler  # re-exported: the handler modules register here
 
 Env = list[Any]
 Step = Callable[[Env], None]
@@ -57,20 +59,17 @@ class _Return(Exception):
         self.values = values
 
 
-#: ops that compile to nothing, each with the reason it changes no value ptoisa computes; the
-#: exact names, never prefixes: any other op is executed, checked, or refused by name
-#: (``tests/interp/test_every_op.py`` walks every name ``check`` accepts)
-NO_EFFECT: dict[str, str] = {
-    "pto.set_ffts": "sets the FFTS base address of cross-core flags; ptoisa's cross-core "
-                    "flags need no address",
-    "pto.get_buf": "acquires an A5 buffer-id token; ptoisa runs a core's pipes in program "
-                   "order, so the order it enforces already holds",
-    "pto.rls_buf": "releases an A5 buffer-id token (see pto.get_buf)",
-    "pto.get_buf_dyn": "pto.get_buf with a dynamic buffer id",
-    "pto.rls_buf_dyn": "pto.rls_buf with a dynamic buffer id",
-    "pto.auto_sync_tail_hint": "a hint to PTOAS's automatic synchronisation pass",
-    "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
-}
+def _unmodelled_step(name: str, why: str, loc: Any) -> Step:
+    """A NO_EFFECT op: nothing to compute, but an observer that checks what a run does (the
+    sanitizer) hears that it passed an op it does not model (``not_modelled``)."""
+    def step(env: Env) -> None:
+        m = env[0].machine
+        if m.observers:
+            for o in m.observers:
+                hook = getattr(o, "not_modelled", None)
+                if hook is not None:
+                    hook(m, name, loc, why)
+    return step
 
 
 #: terminators that their parent op's handler reads -> the ops they may end a region of
@@ -258,8 +257,6 @@ class CompiledFunc:
         def cond_br(env: Env) -> int:
             cv = env[c]
             if isinstance(cv, np.ndarray) and cv.ndim:  # per-block conditions (lockstep)
-                from .std_ops import _same_for_all_blocks
-
                 cv = _same_for_all_blocks(cv.view(Lanes), op, "the branch condition")
             return go(env, yes if cv else no)
         return cond_br
@@ -271,11 +268,14 @@ class CompiledFunc:
             h = _HANDLERS.get(name)
             if h is not None:
                 return h(self, op)
+            ins = bridge.instr_of(name)
+            if ins is not None and ins.dialect != "tile":
+                return _BINDERS[ins.dialect](self, op, ins)
             b = bridge.check_op(op, self.c.target, self.c.permissive)
             if b is not None:
                 return self.instr_step(op, b)
             if name in NO_EFFECT:
-                return None
+                return _unmodelled_step(name, NO_EFFECT[name], op.loc)
         except VerifyError:
             raise
         except PtoError as e:
@@ -378,17 +378,12 @@ class CompiledFunc:
 
 # ---- handlers ----------------------------------------------------------------------------------
 
-_HANDLERS: dict[str, Callable[[CompiledFunc, Op], Step | None]] = {}
+#: dialect of a registry entry -> how its ops bind (``vpto``: interp/micro.py)
+_BINDERS: dict[str, Callable[[CompiledFunc, Op, Instr], Step]] = {}
 
 
-def handler(*names: str) -> Callable[[Callable[[CompiledFunc, Op], Step | None]], Any]:
-    def deco(fn: Callable[[CompiledFunc, Op], Step | None]) -> Any:
-        for n in names:
-            _HANDLERS[n] = fn
-        return fn
-    return deco
-
-
+def dialect_binder(dialect: str, fn: Callable[[CompiledFunc, Op, Instr], Step]) -> None:
+    _BINDERS[dialect] = fn
 def _literal(op: Op) -> Any:
     for p in op.syntax:
         if p.kind == "a":
@@ -414,10 +409,20 @@ def _index(v: Any) -> Any:
     return v if isinstance(v, np.ndarray) else int(v)
 
 
-def _kernel_kind(fn: Any) -> str | None:
-    from .pipe_ops import kernel_kind
+def kernel_kind(fn: Op | None) -> str | None:
+    """``cube`` / ``vector`` for a function with ``pto.kernel_kind``, else None."""
+    if fn is None:
+        return None
+    a = fn.attributes.get("pto.kernel_kind")
+    if a is None:
+        return None
+    text = str(bridge.attr_value(a))
+    return "cube" if "cube" in text else "vector" if "vector" in text else None
 
-    return kernel_kind(fn)
+
+
+#: the loop iterations one run may take by default (about a day of interpretation)
+MAX_STEPS = 10 ** 11
 
 
 class Context:
@@ -425,18 +430,32 @@ class Context:
     mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
 
     __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core",
-                 "gm_roots")
+                 "gm_roots", "steps_left", "max_steps")
 
-    def __init__(self, machine: Machine, block_idx: int, block_num: int) -> None:
+    def __init__(self, machine: Machine, block_idx: int, block_num: int,
+                 max_steps: int = 0) -> None:
         self.machine = machine
         self.block_idx = block_idx
         self.block_num = block_num
         self.subblock_idx = 0
         self.subblock_num = 1
         self.core: Any = None
+        #: loop iterations this run may still take (scf.for counts a loop's trips when it
+        #: starts, scf.while its passes): a loop to 1e18 is an error, not a hang
+        self.max_steps = max_steps or MAX_STEPS
+        self.steps_left = self.max_steps
         #: the arrays of the launch's GM pointer arguments, in binding order: what a pointer
         #: value (a view into one of them) is resolved against (``interp/scalar_ops.py``)
         self.gm_roots: list[np.ndarray] = []
+
+    def spend(self, n: int, op: Op) -> None:
+        """Take ``n`` loop iterations of the run's budget, or stop the run saying so."""
+        self.steps_left -= n
+        if self.steps_left < 0:
+            raise ExecutionError(
+                f"{op.name}: the run would take more than {self.max_steps} loop iterations "
+                f"(this loop alone {n}); raise the limit with --max-steps N (Python: "
+                "prog.max_steps = N)", loc=op.loc)
 
     def note_gm(self, arr: np.ndarray) -> None:
         """Remember ``arr`` (a pointer argument) unless it lies inside one already known."""
@@ -481,3 +500,17 @@ CompiledFunc.locate = _locate  # type: ignore[attr-defined]
 
 
 CompiledFunc.invoke = _invoke  # type: ignore[attr-defined]
+
+
+def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
+    """The one value of ``v`` when every block of a lockstep run has it; else a located
+    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
+    flat = np.asarray(v).reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        return int(flat[0])
+    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
+    raise BlockDivergence(
+        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
+        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
+        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
+        op=op.name, loc=op.loc)

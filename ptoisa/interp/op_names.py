@@ -8,16 +8,24 @@ draws from (``pto``, ``arith``, ``scf``, ``func``, ``memref``, ``cf``) a name is
 compiler handles it, the registry has it, or it is listed here (ops of the PTOAS dialect and of
 the upstream MLIR dialects that ptoisa parses but does not run). Ops of other dialects
 (``math``, ``vector``, ...) stay run-time "cannot be executed yet".
+
+The compiler's own tables of names live here too, below the compiler and the handler modules
+that fill them (:mod:`ptoisa.interp.compiler` re-exports them): ``_HANDLERS`` (op name -> its
+handler, registered with :func:`handler`) and ``NO_EFFECT`` (ops that compile to nothing).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..errors import VerifyError
 from ..ir.core import Module, Op
+from ..isa.registry import _OP_NAMES, FRONTEND_OPS, REGISTRY
+from ..text import NON_DPS_OPS, ir_to_asm_name
+from . import bridge
 
 CHECKED_DIALECTS = ("pto", "arith", "scf", "func", "memref", "cf")
 
@@ -60,16 +68,47 @@ memref.view
 
 KNOWN: frozenset[str] = frozenset((_PTOAS_NOT_RUN + _MLIR).split())
 
+#: ops that compile to nothing, each with the reason it changes no value ptoisa computes; the
+#: exact names, never prefixes: any other op is executed, checked, or refused by name
+#: (``tests/interp/test_every_op.py`` walks every name ``check`` accepts)
+NO_EFFECT: dict[str, str] = {
+    "pto.set_ffts": "sets the FFTS base address of cross-core flags; ptoisa's cross-core "
+                    "flags need no address",
+    "pto.get_buf": "acquires an A5 buffer-id token; ptoisa runs a core's pipes in program "
+                   "order, so the order it enforces already holds",
+    "pto.rls_buf": "releases an A5 buffer-id token (see pto.get_buf)",
+    "pto.get_buf_dyn": "pto.get_buf with a dynamic buffer id",
+    "pto.rls_buf_dyn": "pto.rls_buf with a dynamic buffer id",
+    "pto.auto_sync_tail_hint": "a hint to PTOAS's automatic synchronisation pass",
+    "pto.mem_bar": "a UB memory fence between the vector core's loads and stores; ptoisa "
+                   "runs a core's micro-ops in program order, so the order it enforces "
+                   "already holds",
+    "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
+}
+
+# ---- the compiler's handlers (here, below the compiler and every handler module) -----------
+
+#: ``(CompiledFunc, Op) -> Step | None``
+Handler = Callable[[Any, Op], Any]
+#: op name -> the compiler's handler (``handler(cf, op)`` -> a Step, or None: nothing to run),
+#: filled by the handler modules (std_ops, view_ops, pipe_ops, ...) through :func:`handler`
+_HANDLERS: dict[str, Handler] = {}
+
+
+def handler(*names: str) -> Callable[[Handler], Any]:
+    def deco(fn: Handler) -> Any:
+        for n in names:
+            _HANDLERS[n] = fn
+        return fn
+    return deco
+
 
 @functools.cache
 def _all_known() -> frozenset[str]:
-    from ..isa.registry import _OP_NAMES, FRONTEND_OPS, REGISTRY
-    from ..text import NON_DPS_OPS
-    from . import compiler
-
+    """(Read once every handler module registered its ops: at the first ``check``.)"""
     names = set(KNOWN) | set(NON_DPS_OPS) | set(FRONTEND_OPS)
-    names |= set(_OP_NAMES) | set(compiler._HANDLERS)
-    names |= {"pto." + k.lower() for k in REGISTRY} | set(compiler.NO_EFFECT)
+    names |= set(_OP_NAMES) | set(_HANDLERS)
+    names |= {"pto." + k.lower() for k in REGISTRY} | set(NO_EFFECT)
     return frozenset(names)
 
 
@@ -81,8 +120,6 @@ def is_checked(name: str) -> bool:
 def _shown(op: Op) -> str:
     """The op's name as the user wrote it (PTO-AS mnemonics have no ``pto.`` prefix)."""
     if op.form == "asm" and op.name.startswith("pto."):
-        from ..text import ir_to_asm_name
-
         return ir_to_asm_name(op.name)
     return op.name
 
@@ -124,8 +161,6 @@ def has_ssa_form(name: str) -> bool:
     SSA one as DPS) so that ``check`` accepts it: a registry instruction with exactly one
     required ``out`` operand, a tile, and no operand that is read and written (``taxpy``'s
     dst is an accumulator: its SSA spelling would lose the value it reads)."""
-    from . import bridge
-
     instr = bridge.instr_of(name)
     if instr is None:
         return False

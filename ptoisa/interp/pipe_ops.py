@@ -31,7 +31,7 @@ from ..isa.registry import FRONTEND_OPS, REGISTRY
 from ..targets import get_target
 from ..tile import Tile
 from . import bridge
-from .compiler import CompiledFunc, Env, Step, _index, handler
+from .compiler import CompiledFunc, Env, Step, _bracket_args, _index, handler, kernel_kind
 
 #: frontend op -> instruction (the entries' ``ptoas=Ptoas(frontend=...)``)
 _FRONTEND = FRONTEND_OPS
@@ -215,17 +215,6 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
-def kernel_kind(fn: Op | None) -> str | None:
-    """``cube`` / ``vector`` for a function with ``pto.kernel_kind``, else None."""
-    if fn is None:
-        return None
-    a = fn.attributes.get("pto.kernel_kind")
-    if a is None:
-        return None
-    text = str(bridge.attr_value(a))
-    return "cube" if "cube" in text else "vector" if "vector" in text else None
-
-
 def runs_on_subblock(module: Any, fn: Op, target: str, sub: int) -> bool:
     """Whether vector function ``fn`` runs on sub-block ``sub``: where the target's
     ``nosplit_vector_subblock0_only`` trait says so (A5), PTOAS guards a vector function that
@@ -246,8 +235,6 @@ def runs_on_subblock(module: Any, fn: Op, target: str, sub: int) -> bool:
 def _cross_core(instr_name: str) -> Any:
     """``pto.sync.set #pto.pipe<PIPE_X>, id [{ffts_mode = n}]`` / ``pto.sync.wait`` (static id
     or an SSA id): the SYNC_SET / SYNC_WAIT instructions."""
-    from .compiler import _bracket_args
-
     def build(cf: CompiledFunc, op: Op) -> Step:
         ins = REGISTRY[instr_name]
         items = _bracket_args(op)

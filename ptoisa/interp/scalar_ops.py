@@ -15,9 +15,12 @@ of memory the program was not given. Offsets are checked against the argument: a
 outside it is an error naming the argument, where the hardware would read or write whatever
 lies there.
 
-Pointers into on-chip buffers (``!pto.ptr<T, ub>``, ``l1``, ``l0c`` ...) address bytes the
-tile instructions manage; using them is the vector micro-ISA's domain (VPTO), which ptoisa
-does not execute: those ops are refused by name when they run.
+Pointers into on-chip buffers (``!pto.ptr<T, ub>``, ``l1``, ``l0c`` ...) are
+:class:`~ptoisa.vector.regs.Ptr` values: a buffer, a byte address in it, an element type.
+``pto.castptr`` makes one from an integer address (and gives it back), ``pto.addptr`` moves it
+by elements; the micro-ops (``ptoisa/isa/micro/``) read and write the machine's buffer bytes
+through it, the bytes placed tiles live in. ``pto.load_scalar`` / ``pto.store_scalar`` /
+``pto.inttoptr`` on them are still refused by name when they run.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..errors import ExecutionError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
 from ..lanes import Lanes
+from ..vector.regs import SPACES, Ptr
 from . import arith, bridge
 from .compiler import CompiledFunc, Env, Step, handler
 from .std_ops import _same_for_all_blocks
@@ -61,13 +65,62 @@ def _elem(t: T.Type, op: Op, what: str) -> D.DType:
 
 def _on_chip(op: Op, t: T.Type) -> Step:
     """The step of an op on an on-chip pointer: refused by name when it runs."""
-    msg = (f"operation '{op.name}' on {t}: pointers into on-chip buffers need the vector "
-           "micro-ISA (VPTO), which ptoisa does not execute yet (GM pointers are executed)")
+    msg = (f"operation '{op.name}' cannot be executed by ptoisa yet on {t} (on-chip pointers "
+           "are executed by castptr, addptr and the micro-ops; GM pointers by every op)")
     loc = op.loc
 
     def step(env: Env) -> None:
         raise ExecutionError(msg, loc=loc)
     return step
+
+
+def _chip_space(op: Op, t: T.PtrType) -> str:
+    space = t.space or "gm"
+    if space not in SPACES:
+        raise VerifyError(f"unknown pointer space '{space}' (known: gm, "
+                          f"{', '.join(SPACES)})", op=op.name, loc=op.loc)
+    return space
+
+
+def _scalar(env: Env, k: int, op: Op, what: str) -> int:
+    v = env[k]
+    if isinstance(v, Lanes):
+        v = _same_for_all_blocks(v, op, what)
+    return int(v)
+
+
+def _chip_cast(cf: CompiledFunc, op: Op, st: T.Type, rt: T.Type, dt: D.DType) -> Step:
+    """castptr with an on-chip pointer: integer -> pointer (the integer is the byte address
+    in the buffer), pointer -> integer (its address), pointer -> pointer (same bytes, the new
+    element type)."""
+    src, k = cf.slot(op.operands[0]), cf.slot(op.results[0])
+    loc = op.loc
+    if isinstance(rt, T.PtrType):
+        space = _chip_space(op, rt)
+        if isinstance(st, T.PtrType):
+            def retype(env: Env) -> None:
+                p = env[src]
+                if not isinstance(p, Ptr):
+                    raise ExecutionError(f"{op.name}: the source is not a {space} pointer (got "
+                                         f"{type(p).__name__})", loc=loc)
+                env[k] = Ptr(space, p.addr, dt)
+            return retype
+
+        def make(env: Env) -> None:
+            addr = _scalar(env, src, op, "the address")
+            if addr < 0:
+                raise ExecutionError(f"{op.name}: address {addr} is negative", loc=loc)
+            env[k] = Ptr(space, addr, dt)
+        return make
+    wrap = arith.wrapper(rt)
+
+    def address(env: Env) -> None:
+        p = env[src]
+        if not isinstance(p, Ptr):
+            raise ExecutionError(f"{op.name}: the source is not an on-chip pointer (got "
+                                 f"{type(p).__name__})", loc=loc)
+        env[k] = wrap(p.addr)
+    return address
 
 
 def _root_of(env: Env, p: np.ndarray) -> tuple[int, int]:
@@ -145,10 +198,18 @@ def _addptr(cf: CompiledFunc, op: Op) -> Step:
             and (rt.space or "gm") == (pt.space or "gm")):  # type: ignore[attr-defined]
         raise VerifyError(f"result type {rt} must match the input pointer type {pt}",
                           op=op.name, loc=op.loc)
-    if not _is_gm(pt):
-        return _on_chip(op, pt)
     ps, os_, k = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.results[0])
     loc = op.loc
+    if not _is_gm(pt):
+        _chip_space(op, pt)  # type: ignore[arg-type]
+
+        def chip(env: Env) -> None:
+            p = env[ps]
+            if not isinstance(p, Ptr):
+                raise ExecutionError(f"{op.name}: the base is not an on-chip pointer (got "
+                                     f"{type(p).__name__})", loc=loc)
+            env[k] = p.plus(_scalar(env, os_, op, "the pointer offset"))
+        return chip
 
     def step(env: Env) -> None:
         p, off = env[ps], env[os_]
@@ -223,7 +284,8 @@ def _ptrtoint(cf: CompiledFunc, op: Op) -> Step:
         raise VerifyError(f"result must be an integer, got {op.results[0].type}", op=op.name,
                           loc=op.loc)
     if not _is_gm(pt):
-        return _on_chip(op, pt)
+        _chip_space(op, pt)  # type: ignore[arg-type]
+        return _chip_cast(cf, op, pt, op.results[0].type, _elem(pt, op, "the source"))
     return _to_address(cf, op)
 
 
@@ -265,8 +327,9 @@ def _castptr(cf: CompiledFunc, op: Op) -> Step:
     for t in (st, rt):
         if isinstance(t, T.PtrType):
             dt = _elem(t, op, "the pointer")
-            if not _is_gm(t):
-                return _on_chip(op, t)
+    for t in (st, rt):
+        if isinstance(t, T.PtrType) and not _is_gm(t):
+            return _chip_cast(cf, op, st, rt, dt)
     if isinstance(rt, ints):
         return _to_address(cf, op)
     if isinstance(st, ints):
@@ -292,13 +355,20 @@ def _castptr(cf: CompiledFunc, op: Op) -> Step:
 
 # ---- one element through a pointer ------------------------------------------------------------
 
+def _scalar_of(op: Op, pt: Any, vt: Any, what: str) -> D.DType:
+    """The element type of pointer type ``pt``; the scalar ``what`` (of type ``vt``) a
+    load_scalar / store_scalar moves through it must have it."""
+    dt = _elem(pt, op, "the pointer")
+    if vt != pt.dtype and not isinstance(vt, T.UnknownType):
+        raise VerifyError(f"{what} type {vt} must be the pointer's element type "
+                          f"{pt.dtype}", op=op.name, loc=op.loc)
+    return dt
+
+
 @handler("pto.load_scalar")
 def _load_scalar(cf: CompiledFunc, op: Op) -> Step:
-    pt, rt = op.operands[0].type, op.results[0].type
-    dt = _elem(pt, op, "the pointer")
-    if rt != pt.dtype and not isinstance(rt, T.UnknownType):  # type: ignore[attr-defined]
-        raise VerifyError(f"result type {rt} must be the pointer's element type "
-                          f"{pt.dtype}", op=op.name, loc=op.loc)  # type: ignore[attr-defined]
+    pt = op.operands[0].type
+    dt = _scalar_of(op, pt, op.results[0].type, "result")
     if not _is_gm(pt):
         return _on_chip(op, pt)
     ps, os_, k = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.results[0])
@@ -334,11 +404,8 @@ def _storable(v: Any, dt: D.DType, w: int | None) -> Any:
 
 @handler("pto.store_scalar")
 def _store_scalar(cf: CompiledFunc, op: Op) -> Step:
-    vt, pt = op.operands[0].type, op.operands[1].type
-    dt = _elem(pt, op, "the pointer")
-    if vt != pt.dtype and not isinstance(vt, T.UnknownType):  # type: ignore[attr-defined]
-        raise VerifyError(f"value type {vt} must be the pointer's element type "
-                          f"{pt.dtype}", op=op.name, loc=op.loc)  # type: ignore[attr-defined]
+    pt = op.operands[1].type
+    dt = _scalar_of(op, pt, op.operands[0].type, "value")
     if not _is_gm(pt):
         return _on_chip(op, pt)
     vs, ps, os_ = (cf.slot(v) for v in op.operands[:3])

@@ -21,11 +21,12 @@ from .compiler import (
     CompiledFunc,
     Env,
     Step,
-    _kernel_kind,
     _literal,
     _Return,
+    _same_for_all_blocks,
     defined_function,
     handler,
+    kernel_kind,
 )
 
 
@@ -37,6 +38,21 @@ def _float(v: Any, t: T.Type) -> Any:
     if isinstance(t, T.FloatType):
         return arith.to_float(v, bridge.elem_dtype(t))
     return v
+
+
+def _float_bits(a: A.IntegerAttr, t: T.FloatType, op: Op) -> Any:
+    """A hex literal of a float type is its bit pattern (MLIR: ``0x3F800000 : f32`` is 1.0);
+    a decimal integer literal is an error there, as in MLIR."""
+    dt = bridge.elem_dtype(t).np
+    bits = 8 * np.dtype(dt).itemsize
+    if not a.hex:
+        raise VerifyError(f"decimal integer literal {a.value} for a float type ({t}): write "
+                          f"{a.value}.0, or the {bits}-bit pattern in hex", op=op.name,
+                          loc=op.loc)
+    if not 0 <= a.value < (1 << bits):
+        raise VerifyError(f"hex literal {a.value:#x} does not fit the {bits} bits of {t}",
+                          op=op.name, loc=op.loc)
+    return np.array(a.value, dtype=f"u{bits // 8}").view(dt)[()]
 
 
 def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
@@ -67,13 +83,22 @@ def _dense(text: str, t: T.Type, op: Op) -> np.ndarray:
 def _constant(cf: CompiledFunc, op: Op) -> Step:
     a = _literal(op)
     rt = op.results[0].type
-    if isinstance(a, A.IntegerAttr):
-        val: Any = _wrap_int(a.value, rt)
+    if isinstance(a, A.IntegerAttr) and isinstance(rt, T.FloatType):
+        val: Any = _float_bits(a, rt, op)
+    elif isinstance(a, A.IntegerAttr):
+        w = arith.width(rt)
+        if w is not None and not -(1 << (w - 1)) <= a.value < (1 << w):  # MLIR rejects these
+            raise VerifyError(f"integer literal {a.value} out of range for {rt}", op=op.name,
+                              loc=op.loc)
+        val = _wrap_int(a.value, rt)
     elif isinstance(a, A.FloatAttr):
         if isinstance(rt, (T.IntegerType, T.IndexType)):
             raise VerifyError(f"a float literal ({a.value}) for an integer type ({rt})",
                               op=op.name, loc=op.loc)
         val = _float(a.value, rt)
+        if isinstance(rt, T.FloatType) and np.isinf(val) and np.isfinite(float(a.value)):
+            raise VerifyError(f"float literal {a.value} out of range for {rt}", op=op.name,
+                              loc=op.loc)
     elif isinstance(a, A.BoolAttr):
         val = int(a.value)
     elif isinstance(a, A.OpaqueAttr) and a.text.startswith("dense<"):
@@ -283,8 +308,10 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError(f"scf.for step must be positive, got {st}", loc=op.loc)
         if type(i) is int and type(end) is int and type(st) is int:
             seq: Any = range(i, end, st)  # (the common case: Python int bounds)
+            env[0].spend(len(seq), op)
         else:
             seq = _steps(i, end, st)
+            env[0].spend(max(0, -(-(int(end) - int(i)) // int(st))), op)
         try:
             if one is not None:  # one step, nothing carried
                 for j in seq:
@@ -398,6 +425,8 @@ def _while(cf: CompiledFunc, op: Op) -> Step:
                 s(env)
             vals = [env[y] for y in a_yield]
             guard += 1
+            if not guard & 1023:  # (a while loop spends its iterations a thousand at a time)
+                env[0].spend(1024, op)
         for r, v in zip(results, out, strict=False):
             env[r] = v
     return step
@@ -421,7 +450,7 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
     results = [cf.slot(r) for r in op.results]
     compiler = cf.c
     target = defined_function(compiler.module, callee_name)
-    kind = _kernel_kind(target)
+    kind = kernel_kind(target)
     fty = None if target is None else target.attributes.get("function_type")
     if isinstance(fty, A.TypeAttr) and isinstance(fty.type, T.FunctionType):
         # MLIR's func.call verifier: the call's operands and results are the callee's
@@ -446,20 +475,6 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
         for r, v in zip(results, out, strict=False):
             env[r] = v
     return step
-
-
-def _same_for_all_blocks(v: Lanes, op: Op, what: str) -> int:
-    """The one value of ``v`` when every block of a lockstep run has it; else a located
-    BlockDivergence naming the branch (a lockstep run takes one path for all blocks)."""
-    flat = np.asarray(v).reshape(-1)
-    if flat.size and (flat == flat[0]).all():
-        return int(flat[0])
-    vals = ", ".join(str(x) for x in flat[:4].tolist()) + (", ..." if flat.size > 4 else "")
-    raise BlockDivergence(
-        f"{what} differs between blocks ([{vals}]): blocks that branch differently cannot run "
-        "in lockstep (lockstep='auto' falls back to one by one only before the first GM "
-        "store); run them one by one (CLI: --lockstep off; Python: lockstep=False)",
-        op=op.name, loc=op.loc)
 
 
 for _n in (*arith.INT_BINARY, *arith.FLOAT_BINARY):

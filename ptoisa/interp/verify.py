@@ -17,6 +17,9 @@ compiler options, so they cannot live in a registry entry.
 
 :func:`diagnose` collects every error of a module the way PTOAS reports them (the module
 rules, then each function on its own); :func:`check_module_rules` raises the first one.
+:func:`check_module` (a module of functions, entry functions return nothing, no recursion) and
+:func:`entry_functions` are here too, below :class:`ptoisa.interp.Program` (which re-exports
+them), so that :func:`diagnose` needs nothing from above this module.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
 from ..memory import ALIGN
-from . import bridge
+from . import bridge, op_names
+from .compiler import Compiler, _literal
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -394,8 +398,6 @@ def _syncall_errors(op: Op) -> Iterator[VerifyError]:
 
 def _const_int(defs: dict[int, Op], v: Any) -> int | None:
     """The integer an ``arith.constant`` defines for value ``v``, else None."""
-    from .compiler import _literal
-
     d = defs.get(id(v))
     if d is None or d.name != "arith.constant":
         return None
@@ -561,19 +563,66 @@ def check_module_rules(module: Module, level: str | None = None,
         raise e
 
 
+def _defined(module: Module) -> list[Op]:
+    return [f for f in module.functions() if f.sym_name and f.regions and f.regions[0].blocks]
+
+
+def entry_functions(module: Module) -> list[str]:
+    """Functions marked as entries or kernels; else the only public defined function."""
+    funcs = _defined(module)
+    marked = [f.sym_name for f in funcs if f.attributes.get("pto.entry") is not None]
+    if not marked:
+        marked = [f.sym_name for f in funcs if f.attributes.get("pto.kernel_kind") is not None]
+    if not marked:
+        public = [f for f in funcs if bridge.attr_value(f.attributes.get("sym_visibility")
+                                                         or A.StringAttr("public")) != "private"]
+        marked = [f.sym_name for f in public] if len(public) == 1 else []
+    return [m for m in marked if m]
+
+
+def check_module(module: Module) -> None:
+    """PTOAS module rules: a module of functions, entry functions return void; the call graph
+    has no cycle."""
+    op_names.check_top_level(module)
+    by_name = {f.sym_name: f for f in _defined(module)}
+    for name in entry_functions(module):
+        f = by_name[name]
+        fty = f.attributes.get("function_type")
+        if isinstance(fty, A.TypeAttr) and getattr(fty.type, "results", ()):
+            raise VerifyError(f"PTO entry functions must return void (@{name} returns "
+                              f"{', '.join(map(str, fty.type.results))})", loc=f.loc)
+    calls: dict[str, list[tuple[str, Op]]] = {}
+    for name, f in by_name.items():
+        calls[name] = [(op.callee, op) for op in f.walk()
+                       if op.name in ("func.call", "call") and op.callee]
+    state: dict[str, int] = {}
+
+    def visit(n: str) -> None:
+        state[n] = 1
+        for callee, op in calls.get(n, ()):
+            if state.get(callee) == 1:
+                raise VerifyError("recursive function calls are not supported for EmitC C++ "
+                                  f"emission (@{n} calls @{callee})", loc=op.loc)
+            if callee in calls and callee not in state:
+                visit(callee)
+        state[n] = 2
+
+    for n in calls:
+        if n not in state:
+            visit(n)
+
+
 def diagnose(module: Module, target: str, *, level: str | None = None) -> list[PtoError]:
     """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
     rules (entry signatures, calls, pipes, options), then each function compiled on its own
     (the first error of each), ordered by location."""
-    from . import Program, check_module
-
     errors: list[PtoError] = []
     try:
         check_module(module)
     except VerifyError as e:
         errors.append(e)
     errors.extend(module_rule_errors(module, level, target))
-    comp = Program(module, target).compiler(target)
+    comp = Compiler(module, target, False)  # what Program(module, target) compiles with
     for f in _functions(module):
         try:
             comp.function(f.sym_name or "")
@@ -590,4 +639,5 @@ def diagnose(module: Module, target: str, *, level: str | None = None) -> list[P
     return out
 
 
-__all__ = ["check_module_rules", "diagnose", "module_rule_errors"]
+__all__ = ["check_module", "check_module_rules", "diagnose", "entry_functions",
+           "module_rule_errors"]

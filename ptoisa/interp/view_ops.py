@@ -6,7 +6,8 @@ the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions), and the remaining view op
 ``pto.get_tensor_view_dim`` / ``pto.get_tensor_view_stride`` (a dimension's size / stride of a
 tensor view), ``pto.tensor_view_addr`` (the view's GM base: its array), ``pto.tile_buf_addr``
 (a placed tile's byte address in its buffer), ``pto.subset`` (a window of a tile: the result
-tile views the source's bytes from element ``[i, j]`` on, as TSUBVIEW) and
+tile views the source's bytes from element ``[i, j]`` on, as TSUBVIEW), ``pto.subview`` of
+a tile (a window keeping the source's pitch, run as TSUBVIEW) and
 ``pto.test_async_event`` (async events complete at once here: true)."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa import REGISTRY
+from ..lanes import BlockDivergence
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
@@ -219,9 +221,112 @@ def _kw_sizes(cf: CompiledFunc, op: Op) -> list[tuple[bool, int]]:
     return []
 
 
-@handler("pto.subview")  # tensor_view -> tile_view window with static sizes
+def _bracket_operands(op: Op, key: str) -> list[int]:
+    """Operand indices inside ``key [ ... ]`` of a custom spelling (``valid [%r, %c]``)."""
+    s = op.syntax
+    for i in range(len(s) - 1):
+        if s[i].kind == "k" and s[i].value == key and s[i + 1].value == "[":
+            out = []
+            for p in s[i + 2:]:
+                if p.value == "]":
+                    break
+                if p.kind == "v":
+                    out.append(int(p.value))  # type: ignore[arg-type]
+            return out
+    return []
+
+
+def _one_value(v: Any, op: Op, what: str) -> int:
+    """An index operand as one int; per-block values (lockstep) must agree, else the
+    launch runs the blocks one by one (BlockDivergence)."""
+    if isinstance(v, np.ndarray):
+        flat = np.asarray(v).reshape(-1)
+        if flat.size and (flat == flat[0]).all():
+            return int(flat[0])
+        raise BlockDivergence(f"{op.name}: {what} differs between blocks", op=op.name,
+                              loc=op.loc)
+    return int(v)
+
+
+def _tile_subview(cf: CompiledFunc, op: Op) -> Step:
+    """``pto.subview %tile[%r, %c] sizes [R, C] (valid [%vr, %vc])``: a window of a tile.
+
+    As PTOAS lowers it (a tile of the source's config at the address of element [r, c]),
+    the result keeps the source's pitch: a row-major tile (ND, or boxes in row-major
+    order) keeps the source's columns, a column-major one its rows, whatever the result
+    type's shape says (PTOAS writes ``Tile<..., 64, 256, ..., 64, 128, ...>`` for a
+    ``sizes [64, 128]`` window of a 64x256 tile). The other extent is ``sizes``'s (the view
+    then never reaches past the window's last row / column). Valid region: the ``valid``
+    operands, else the result type's static valid shape, else ``sizes``, clipped by
+    ``sizes``."""
+    res = op.results[0]
+    src_spec = bridge.tile_spec_of(op.operands[0].type, cf.c.target)
+    declared = bridge.tile_spec_of(res.type, cf.c.target)
+    sizes = _sizes(op)
+    if src_spec is None or declared is None:
+        raise VerifyError("a tile subview needs tile_buf source and result types",
+                          op=op.name, loc=op.loc)
+    if len(sizes) != 2 or min(sizes) < 0:
+        raise VerifyError(f"sizes must be [rows, cols] (non-negative), got {sizes}",
+                          op=op.name, loc=op.loc)
+    if len(op.operands) < 3:
+        raise VerifyError("expects two offsets, '%tile[%row, %col]'", op=op.name, loc=op.loc)
+    valid = _bracket_operands(op, "valid")
+    if valid and len(valid) != 2:
+        raise VerifyError("'valid [...]' takes two values (rows, cols)", op=op.name,
+                          loc=op.loc)
+    sr, sc = sizes
+    src, r, c = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.operands[2])
+    vslots = [cf.slot(op.operands[i]) for i in valid]
+    fixed_valid = (sr if declared.valid_row is None else min(declared.valid_row, sr),
+                   sc if declared.valid_col is None else min(declared.valid_col, sc))
+    k = cf.slot(res)
+    loc = op.loc
+    tsubview = REGISTRY["TSUBVIEW"]
+
+    def step(env: Env) -> None:
+        base: Tile = env[src]
+        if not isinstance(base, Tile):
+            raise ExecutionError(f"{op.name}: the source must be a tile, got "
+                                 f"{type(base).__name__}", loc=loc)
+        bs = base.spec
+        r0, c0 = _one_value(env[r], op, "the row offset"), _one_value(env[c], op,
+                                                                       "the column offset")
+        if vslots:
+            vr, vc = (_one_value(env[s], op, "the valid shape") for s in vslots)
+            if vr < 0 or vc < 0:
+                raise ExecutionError(f"{op.name}: valid shape {vr}x{vc} is negative", loc=loc)
+            vr, vc = min(vr, sr), min(vc, sc)
+        else:
+            vr, vc = fixed_valid
+        if not (0 <= r0 < bs.rows and 0 <= c0 < bs.cols):
+            raise ExecutionError(f"{op.name}: offset ({r0}, {c0}) is outside the source tile's "
+                                 f"{bs.rows}x{bs.cols}", loc=loc)
+        row_major = bs.is_row_major
+        shape = (sr, bs.cols) if row_major else (bs.rows, sc)
+        sp = replace(bs, rows=shape[0], cols=shape[1], valid_row=None, valid_col=None)
+        tile = Tile.of(sp, valid=(vr, vc), name=res.name)
+        m = env[0].machine
+        if base._buf is None and base.addr is None and m.mode != "manual":
+            # the first view of a fresh tile: its storage gets a pitch of slack, so that a
+            # column window of the last rows (ping-pong halves) is a view of it too
+            m.auto_storage(base, base._lazy is None and base._pending is None,
+                           slack=bs.cols if row_major else bs.rows)
+        try:  # (TSUBVIEW checks the window's valid region lies inside the source)
+            tsubview.run(m, [tile, base, r0, c0], _NO_PARAMS, checked=True, loc=loc)
+        except PtoError as e:
+            if e.op is None or e.op == "tsubview":
+                e.op = op.name
+            raise e.with_loc(loc) from None
+        env[k] = tile
+    return step
+
+
+@handler("pto.subview")  # tensor_view -> tile_view window, or a window of a tile
 @handler("pto.partition_view")
 def _partition_view(cf: CompiledFunc, op: Op) -> Step:
+    if op.operands and isinstance(op.operands[0].type, T.TileBufType):
+        return _tile_subview(cf, op)
     tv = cf.slot(op.operands[0])
     offs = [cf.slot(op.operands[i]) for i in (_kw_list(op, "offsets") or [])]
     sizes = _kw_sizes(cf, op)
@@ -303,7 +408,22 @@ def _partition_view(cf: CompiledFunc, op: Op) -> Step:
             raise e.with_loc(loc) from None
         if not isinstance(offset, np.ndarray):
             view.parts[sz] = g
-    return step
+
+    def located(env: Env) -> None:
+        try:
+            step(env)
+        except PtoError as e:
+            # a view refused where it is made: the ops that would have read it (a sanitized
+            # run's report names them)
+            if getattr(e, "readers", None) is None:
+                e.readers = _readers(cf.op, op.results[0])  # type: ignore[attr-defined]
+            raise
+    return located
+
+
+def _readers(func: Op, value: Any) -> list[tuple[str, Any]]:
+    """(op name, location) of every op of ``func`` that takes ``value`` as an operand."""
+    return [(o.name, o.loc) for o in func.walk() if any(x is value for x in o.operands)]
 
 
 _NO_PARAMS: dict[str, Any] = {}

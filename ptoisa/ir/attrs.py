@@ -6,15 +6,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ptoisa.ir.types import Type
-
-
-@dataclass(frozen=True, slots=True)
-class Attribute:
-    """Base class of every attribute."""
-
-    def __str__(self) -> str:  # pragma: no cover - every subclass overrides
-        raise NotImplementedError
+from ptoisa.ir.base import Attribute, Type
 
 
 @dataclass(frozen=True, slots=True)

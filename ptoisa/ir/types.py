@@ -8,10 +8,9 @@ Every type prints back to text that the parser reads as an equal type (``str(t)`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    from ptoisa.ir.attrs import Attribute
+from ptoisa.ir.base import Attribute, Type
 
 _T = TypeVar("_T", bound="Type")
 _TABLE: dict[Type, Type] = {}
@@ -27,14 +26,6 @@ Dim = int | None  # None is a dynamic dimension, written ``?``
 
 def _dims(shape: tuple[Dim, ...]) -> str:
     return "".join(("?" if d is None else str(d)) + "x" for d in shape)
-
-
-@dataclass(frozen=True, slots=True)
-class Type:
-    """Base class of every IR type."""
-
-    def __str__(self) -> str:  # pragma: no cover - every subclass overrides
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from .. import ranks as _ranks
 from ..enums import AtomicType, Pipe, TileType
 from ..errors import ExecutionError, RuntimeCheckError
 from ..memory import Machine
+from ..ranks import Signal2D as Signal2D  # re-exported: it was defined here
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile
 from .registry import Opnd, Param, Sig, instr, locs, sim_unchecked_type
@@ -196,31 +197,6 @@ def TPUT_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
     the event's Wait/Test (or the end of the launch) in a multi-rank launch."""
     _copy(dst, src, "tput_async", False, sync=False)
     return AsyncEvent(_ranks.active())
-
-
-class Signal2D:
-    """``comm::Signal2D<Rows, Cols>``: a Rows x Cols block of i32 signal words in a flat GM
-    array, rows ``row_stride`` words apart from ``offset``."""
-
-    def __init__(self, flat: np.ndarray, rows: int, cols: int, row_stride: int | None = None,
-                 offset: int = 0) -> None:
-        if flat.dtype != np.int32:
-            raise RuntimeCheckError(f"Signal2D words are i32, got {flat.dtype}", op="signal2d")
-        self.flat = flat.reshape(-1)
-        self.rows, self.cols = rows, cols
-        self.row_stride = cols if row_stride is None else row_stride
-        self.offset = offset
-        if rows * cols and self.index().max() >= self.flat.size:
-            raise RuntimeCheckError(f"Signal2D<{rows}, {cols}> (row stride {self.row_stride}) "
-                                    f"reaches outside its array of {self.flat.size} words",
-                                    op="signal2d")
-
-    def index(self) -> np.ndarray:
-        r = np.arange(self.rows, dtype=np.int64)[:, None] * self.row_stride
-        return (self.offset + r + np.arange(self.cols, dtype=np.int64)[None, :]).reshape(-1)
-
-    def __repr__(self) -> str:
-        return f"<Signal2D {self.rows}x{self.cols}>"
 
 
 Signal = GlobalTensor | Signal2D

@@ -53,12 +53,18 @@ import numpy as np
 from .. import dtypes as D
 from .. import edges
 from ..enums import Pipe, TileType
-from ..errors import ExecutionError, IllegalInstruction, PtoError, RuntimeCheckError
+from ..errors import (
+    BlockDivergence,
+    ExecutionError,
+    IllegalInstruction,
+    PtoError,
+    RuntimeCheckError,
+)
 from ..memory import Machine
 from ..tile import Tile
 from .quant import quantize
 from .registry import Opnd, Param, Sig, instr
-from .spelling import SPLIT, Form, Ptoas
+from .spelling import SPLIT, Attr, Form, Ptoas
 
 
 class Direction(enum.IntEnum):
@@ -243,8 +249,6 @@ def _whole(m: Machine, tile: Tile) -> None:
     """A lockstep FIFO holds every block's tile in one slot: pipe operands must agree in shape
     across blocks (else the launch runs block by block)."""
     if m.lanes > 1 and tile.storage.ndim == 1:
-        from ..lanes import BlockDivergence
-
         raise BlockDivergence("a pipe operand differs in shape between blocks")
 
 
@@ -564,7 +568,14 @@ _SIGNED_8 = {"int8_t": True, "signed char": True, "i8": True, "uint8_t": False,
              "unsigned char": False, "ui8": False}
 
 
-@instr("SET_QUANT_SCALAR", family="pipes", pipe=Pipe.S,
+#: ``{id = k}`` of pto.set_quant_scalar / pto.set_quant_vector
+_QUANT_ID = Ptoas(attrs={"id": Attr(only=None, why=(
+    "PTOAS's logical pipe id, which it checks a fix-pipe push against; the C++ call takes "
+    "none: one quant register per core, read by the next fix-pipe TPUSH in program order "
+    "(PTOAS re-emits the setting before a push of another id)"))})
+
+
+@instr("SET_QUANT_SCALAR", family="pipes", pipe=Pipe.S, ptoas=_QUANT_ID,
        operands=(Opnd("preQuantScalar", "scalar"),), params=(Param("OutType", "_Float16"),))
 def SET_QUANT_SCALAR(m: Machine, preQuantScalar: Any, *,  # noqa: N802,N803
                      OutType: Any) -> None:  # noqa: N803
@@ -582,7 +593,7 @@ def _scaling_tile(sig: Sig) -> None:
         raise sig.fail(f"fpTile must be a Scaling tile, got {t.loc.name}")
 
 
-@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S,
+@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S, ptoas=_QUANT_ID,
        operands=(Opnd("fpTile", "tile"),), dtype_key=("fpTile",), static=(_scaling_tile,))
 def SET_QUANT_VECTOR(m: Machine, fpTile: Tile) -> None:  # noqa: N802,N803
     """Program the vector quant register (one uint64 word per output column) from a Scaling

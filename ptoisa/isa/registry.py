@@ -35,6 +35,8 @@ from ..memory import Machine, current
 from ..targets import Target, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
+from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec
+from .signature import signature
 from .spelling import Attr, Form, Ptoas
 
 if TYPE_CHECKING:
@@ -43,7 +45,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Opnd:
-    """One operand: ``kind`` is 'tile', 'gm', 'tile|gm' or 'scalar'; ``role`` in/out/inout/
+    """One operand: ``kind`` is 'tile', 'gm', 'tile|gm' or 'scalar' (tile instructions),
+    'vreg', 'mask', 'align', 'ptr' (an on-chip :class:`~ptoisa.vector.regs.Ptr` or a GM
+    pointer array) or 'group' (a tuple of scalars: a keyword group such as ``nburst(...)``;
+    a group that may repeat is a tuple of such tuples) for micro-ops; ``role`` in/out/inout/
     scratch. Optional operands may be omitted (``None``)."""
 
     name: str
@@ -149,8 +154,9 @@ class Instr:
     static_for: dict[str, tuple[StaticRule, ...]] = field(default_factory=dict)
     runtime_for: dict[str, tuple[RuntimeRule, ...]] = field(default_factory=dict)
     #: the pipe, when it depends on the operands (TMOV/TEXTRACT/TINSERT by the source and
-    #: destination roles, TSTORE from an Acc tile): ``fn(operand values by name) -> Pipe``
-    pipe_of: Callable[[dict[str, Any]], Pipe] | None = None
+    #: destination locations, TSTORE from an Acc tile ...): a :class:`PipeForms` table, or
+    #: ``fn(operand values by name) -> Pipe | None`` (None: ``pipe``)
+    pipe_of: Callable[[dict[str, Any]], Pipe | None] | None = None
     #: the instruction's plain form, a ufunc ``fn(*sources, out=dst)``: what the semantics
     #: compute when every operand is a placed row- or column-major tile (not boxed, not packed)
     #: whose valid region is the whole tile and nothing reads or computes lazily (then no
@@ -185,6 +191,11 @@ class Instr:
     #: the documented valid-region equalities of its sources with dst (isa/valid_region.py):
     #: their run-time rules join ``runtime`` / ``runtime_for`` when the entry is declared
     same_valid: SameValid | None = None
+    #: the ISA level: ``"tile"`` (tile instructions), ``"vpto"`` (vector micro-ops), ``"vmi"``
+    dialect: str = "tile"
+    #: the SSA results the semantics return (a micro-op's registers: one value, or a tuple
+    #: in this order); an entry with results returns them, not an Event
+    results: tuple[Opnd, ...] = ()
     _n_required: int = field(default=0, init=False)
     #: positions of the operands the instruction writes (out, inout, scratch)
     _written: tuple[int, ...] = field(default=(), init=False)
@@ -238,13 +249,12 @@ class Instr:
         depends on the operands)."""
         if self.pipe_of is None:
             return self.pipe
-        return self.pipe_of({o.name: v for o, v in zip(self.operands, values, strict=False)})
+        p = self.pipe_of({o.name: v for o, v in zip(self.operands, values, strict=False)})
+        return self.pipe if p is None else p
 
     @property
     def __signature__(self) -> inspect.Signature:
         """The intrinsic's Python signature (help(), IDEs, notebooks): see ptoisa.stubgen."""
-        from ..stubgen import signature
-
         return signature(self)
 
     @property
@@ -519,6 +529,8 @@ class Instr:
         full.update(params or {})
         sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full,
                   permissive)
+        for o in self.results:  # (a micro-op's result types, where the program states them)
+            sig.types[o.name] = types.get(o.name)
         check_legality(sig)
         for r in self.on(tgt).static:
             r(sig)
@@ -603,7 +615,7 @@ class InstrRecord:
 
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
-_SPEC_TYPES = frozenset({Tile, GlobalTensor})  # (subclasses: the isinstance below)
+_SPEC_TYPES = frozenset({Tile, GlobalTensor, VReg, Mask, Ptr, Align})  # (subclasses: below)
 
 
 #: scalar operands converted for plain forms: (value, its type, element type) -> value
@@ -670,18 +682,25 @@ def _check_kind(op: str, o: Opnd, v: Any) -> None:
         or (k == "tile|gm" and isinstance(v, (Tile, GlobalTensor)))
         or (k == "scalar" and isinstance(v, (bool, int, float, np.generic)))
         or (k == "enum" and isinstance(v, enum.Enum))
+        or (k == "vreg" and isinstance(v, VReg))
+        or (k == "mask" and isinstance(v, Mask))
+        or (k == "align" and isinstance(v, Align))
+        or (k == "ptr" and isinstance(v, (Ptr, np.ndarray)))
+        or (k == "group" and isinstance(v, tuple))
         or k == "any"
     )
     if not ok:
         want = {"tile": "a Tile", "gm": "a GlobalTensor", "tile|gm": "a Tile or GlobalTensor",
-                "scalar": "a number", "enum": "an enum value"}.get(k, k)
+                "scalar": "a number", "enum": "an enum value", "vreg": "a VReg",
+                "mask": "a Mask", "align": "an Align", "ptr": "a pointer",
+                "group": "a tuple"}.get(k, k)
         raise PtoError(f"operand '{o.name}' must be {want}, got {type(v).__name__}", op=op)
 
 
 # ---- legality -------------------------------------------------------------------------------
 
 def elem_type(t: Any) -> DType | None:
-    if isinstance(t, (TileSpec, GMSpec)):
+    if isinstance(t, (TileSpec, GMSpec, VRegSpec, PtrSpec)):
         return t.dtype
     if isinstance(t, DType):
         return t
@@ -847,7 +866,7 @@ def instr(
     impl_for: dict[str, Callable[..., Any]] | None = None,
     static_for: dict[str, Iterable[StaticRule]] | None = None,
     runtime_for: dict[str, Iterable[RuntimeRule]] | None = None,
-    pipe_of: Callable[[dict[str, Any]], Pipe] | None = None,
+    pipe_of: Callable[[dict[str, Any]], Pipe | None] | None = None,
     ptoas: Ptoas | None = None,
     plain: Callable[..., Any] | None = None,
     plain_scalar: Callable[[Any, DType], Any] | None = None,
@@ -857,6 +876,8 @@ def instr(
     access_roles: dict[str, str | Callable[[list[Any]], str]] | None = None,
     sync: str | None = None,
     same_valid: SameValid | None = None,
+    dialect: str = "tile",
+    results: Iterable[Opnd] = (),
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -864,7 +885,8 @@ def instr(
     it); ``static_for`` / ``runtime_for`` add rules that hold on some targets only; a key that
     names no known target raises here. A rule that holds on every target but some is
     :func:`except_on` among the common ones. ``same_valid`` adds the valid-region rules it
-    states (after the other run-time rules)."""
+    states (after the other run-time rules). A micro-op says ``dialect="vpto"`` and declares
+    the registers it returns as ``results`` (its semantics return them)."""
 
     def deco(fn: Callable[..., Any]) -> Instr:
         if name in REGISTRY:
@@ -902,12 +924,17 @@ def instr(
             runtime_for={k: tuple(v) for k, v in (runtime_for or {}).items()},
             pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
             access=access, view_offset=view_offset, access_roles=dict(access_roles or {}),
-            sync=sync, same_valid=same_valid,
+            sync=sync, same_valid=same_valid, dialect=dialect, results=tuple(results),
         )
+        if ins.results:
+            ins.returns_event = False
         names = {o.name for o in opnds}
         unknown = sorted(set(ins.access_roles) - names)
         if unknown:
             raise RuntimeError(f"instruction {name}: access_roles names no operand: {unknown}")
+        if isinstance(pipe_of, PipeForms) and not set(pipe_of.by) <= names:
+            raise RuntimeError(f"instruction {name}: pipe_of names no operand: "
+                               f"{sorted(set(pipe_of.by) - names)}")
         if same_valid is not None:
             check_target_keys(f"instruction {name}: same_valid", same_valid.rows | same_valid.cols)
             everywhere, per_target = same_valid.rules(ins)
@@ -990,21 +1017,50 @@ def _loc(v: Any) -> TileType | None:
     return v.loc if isinstance(v, Tile) else None
 
 
-def move_pipe(src: str = "src", dst: str = "dst") -> Callable[[dict[str, Any]], Pipe]:
-    """The pipe of a move between tile roles (PTOAS's sync-insertion pipe selection): an Acc
-    source leaves through the fix-pipe (FIX); L1 -> L0/bias/scaling is MTE1; UB -> UB is the
-    vector pipe (V); UB -> L1 is MTE3; into GM from UB or L1 is MTE3."""
+#: how a :class:`PipeForms` key spells an operand that is absent (an optional one not given)
+ABSENT = "-"
 
-    def pipe_of(vals: dict[str, Any]) -> Pipe:
-        s, d = _loc(vals.get(src)), _loc(vals.get(dst))
-        if s is TileType.Acc:
-            return Pipe.FIX
-        if s is TileType.Mat and d is not TileType.Vec and d is not None:
-            return Pipe.MTE1
-        if s is TileType.Vec and d is TileType.Vec:
-            return Pipe.V
-        return Pipe.MTE3 if s in (TileType.Vec, TileType.Mat) else Pipe.V
-    return pipe_of
+
+class PipeForms:
+    """An entry's pipe by the locations of some of its operands, declared as one table
+    (``pipe_of=PipeForms(("src", "dst"), {("Mat", "Scaling"): Pipe.FIX, ...})``): each key
+    names, for the operands in ``by``, their tile locations (``TileType`` names; ``"-"`` for an
+    optional operand not given). A form the table does not list (an operand whose type is not
+    known yet, say) runs on the entry's ``pipe``. The forms are data: tests compare them with
+    pto-isa's op -> pipe table (``include/pto/common/event.hpp``) and the reference prints
+    them."""
+
+    def __init__(self, by: str | tuple[str, ...], forms: dict[Any, Pipe], why: str = "") -> None:
+        self.by = (by,) if isinstance(by, str) else tuple(by)
+        names = {t.name for t in TileType} | {ABSENT}
+        self.forms: dict[tuple[str, ...], Pipe] = {}
+        for k, p in forms.items():
+            key = (k,) if isinstance(k, str) else tuple(k)
+            bad = [x for x in key if x not in names]
+            if len(key) != len(self.by) or bad:
+                raise RuntimeError(f"pipe form {k!r} must name a location ({', '.join(names)}) "
+                                   f"for each of {', '.join(self.by)}")
+            self.forms[key] = p
+        #: why these pipes (the reference page prints it after the table)
+        self.why = why
+
+    def __call__(self, vals: dict[str, Any]) -> Pipe | None:
+        key = []
+        for n in self.by:
+            v = vals.get(n)
+            if v is None:
+                key.append(ABSENT)
+                continue
+            loc = _loc(v)
+            if loc is None:
+                return None  # not a tile (yet): the entry's pipe
+            key.append(loc.name)
+        return self.forms.get(tuple(key))
+
+    def text(self) -> str:
+        """The table as one line: ``src -> dst: Mat -> Left MTE1, ...``."""
+        rows = ", ".join(f"{' -> '.join(k)} {p.value}" for k, p in self.forms.items())
+        return f"by {' -> '.join(self.by)}: {rows}" + (f". {self.why}" if self.why else "")
 
 
 # ---- documented checks the CPU simulator lacks ---------------------------------------------------

@@ -56,7 +56,8 @@ class Sanitizer:
     (report races; same-pipe accesses in program order), ``strict`` (same-pipe dependences
     need a barrier too), ``auto`` (the program is synchronised by the compiler: no race
     reports) or None (``.pto`` functions without any synchronisation op are ``auto``, the rest
-    ``manual``). ``fail_fast``: raise :class:`SanitizerError` at the first finding."""
+    ``manual``; an eager launch without a single synchronisation is ``auto``, and its report
+    says so). ``fail_fast``: raise :class:`SanitizerError` at the first finding."""
 
     def __init__(self, checks: Iterable[str] | str | None = None, *, sync: str | None = None,
                  fail_fast: bool = False) -> None:
@@ -93,11 +94,15 @@ class Sanitizer:
         self.last: Any = None
         #: the terminal's progress line while a sanitized run goes on (ptoisa/progress.py)
         self.progress: Any = None
+        #: whether the run synchronised a core's pipes itself (a flag, a barrier, an Event
+        #: waited): an eager launch that never does is checked as auto-synchronised
+        self.saw_sync = False
 
     # ---- launcher hooks ----------------------------------------------------------------------
     def begin(self, default_sync: str = "manual") -> None:
         """A launch starts: its sync mode when none was chosen (``auto`` for a .pto function
-        without synchronisation ops)."""
+        without synchronisation ops; ``eager``: ``manual``, unless the run synchronises
+        nothing, when :meth:`finish` checks it as ``auto``)."""
         self._default_sync = default_sync
         self.restart()
 
@@ -118,15 +123,39 @@ class Sanitizer:
         self._cores.clear()
         self._groups.clear()
         self._cur = self._cur_key = self._cur_m = self._cur_b = None
+        if self.sync is None and self._default_sync == "eager" and not self.saw_sync \
+                and self.report.executed:
+            self._as_auto()
         return self.report
+
+    def _as_auto(self) -> None:
+        """An eager run without a single flag, barrier or Event wait is a kernel left to the
+        compiler's synchronisation (PTOAS InsertSync, as a .pto function without sync ops):
+        the races between the pipes of one core are its to fix, not the user's."""
+        r = self.report
+        dropped = [f for f in r.findings if f.kind == "race" and f.extra.get("scope") == "core"]
+        r.findings = [f for f in r.findings if f not in dropped]
+        note = ("checked as auto-synchronised: the kernel has no set_flag/wait_flag, barrier "
+                "or Event wait, so the compiler is to order the pipes of each core (races "
+                "between blocks, cores and ranks, out-of-bounds, uninitialised reads and "
+                "placement are still checked)")
+        if dropped:
+            note += (f"; {len(dropped)} race(s) between the pipes of a core not reported: "
+                     "Sanitizer(sync='manual') reports them")
+        if note not in r.notes:
+            r.notes.append(note)
 
     @property
     def mode(self) -> str:
-        return self.sync or self._default_sync
+        d = self._default_sync
+        return self.sync or ("manual" if d == "eager" else d)
 
     # ---- the observer ------------------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
         self.last = rec
+        self.report.executed += 1
+        if not self.saw_sync and (rec.waits or rec.instr.sync in _USER_SYNC):
+            self.saw_sync = True
         if self.progress is not None:
             self.progress.update()
         m = rec.machine
@@ -177,6 +206,11 @@ class Sanitizer:
             if not g.cores:
                 for k in [k for k, v in self._groups.items() if v is g]:
                     del self._groups[k]
+
+    def not_modelled(self, machine: Any, op: str, loc: Any, why: str) -> None:
+        """The run passed an op that computes nothing here (``interp.compiler.NO_EFFECT``):
+        whatever it orders or reserves on the NPU is not checked; the report says so."""
+        self.report.not_checked(op, loc, why)
 
     # ---- cross-core edges (ptoisa.edges: called by the streams code's semantics) -------------
     def _core_of(self, m: Any) -> Core:
@@ -232,6 +266,9 @@ def make(sanitize: Any) -> Sanitizer | None:
 
 
 
+
+#: the sync kinds with which a program orders one core's pipes itself (flags, barriers, TSYNC)
+_USER_SYNC = PIPE_SYNC | {"events"}
 
 #: ops that make a .pto function manually synchronised: the ops of the entries that order the
 #: pipes of one core (set_flag, wait_event, barrier ...: ``ptoas=Ptoas(bracketed=...)``)
@@ -321,8 +358,20 @@ def sanitizing(sanitize: Any, default_sync: str) -> Iterator[Session]:
         loc = e.loc or _user_loc(e.__traceback__)
         if loc is None and san.last is not None:
             loc = san.last.loc
-        san.add(Finding(kind, e.message if e.op is None else f"{e.op}: {e.message}",
-                        Site(e.op or "?", "PIPE_S", loc)), (kind, str(e)))
+        msg = e.message if e.op is None else f"{e.op}: {e.message}"
+        other = None
+        readers = getattr(e, "readers", None)
+        if kind == "oob" and readers:
+            # the access the refused view was made for never ran: name it too
+            name, rloc = readers[0]
+            ins = REGISTRY.get(name.removeprefix("pto.").upper())
+            other = Site(name, ins.pipe.value if ins is not None else "?", rloc)
+            msg += (f"; {name} at {where(rloc)} would read it (not executed: the run stops "
+                    f"where the view is made)")
+        elif kind == "oob":
+            msg += "; the run stops where the view is made, before the access that reads it"
+        san.add(Finding(kind, msg, Site(e.op or "?", "PIPE_S", loc), other,
+                        extra={"readers": list(readers or ())}), (kind, str(e)))
         raise SanitizerError(san.finish()) from None
     finally:
         bar.close()

@@ -302,6 +302,9 @@ class Core(_Checks):
         self.vc: list[dict[int, int]] = [{} for _ in _PIPES]
         self.count = [0] * len(_PIPES)
         self.active: set[int] = set()
+        #: per thread, the epoch a full drain (PIPE_ALL) completed: GM writes up to it are
+        #: visible to a later load of this core (PTOAS #730)
+        self.drained: dict[int, int] = {}
         self.pending: dict[tuple[Pipe, Pipe, int], deque[tuple[dict[int, int], Any]]] = {}
         self.used_ids: dict[tuple[Pipe, Pipe], set[int]] = {}
         self.mem: dict[Any, dict[tuple[int, int], Cell]] = {}
@@ -468,8 +471,10 @@ class Core(_Checks):
         if kind == "flag_set":
             src, dst, eid = v[0], v[1], _eid(v[2])
             self.used_ids.setdefault((src, dst), set()).add(eid)
-            self.pending.setdefault((src, dst, eid), deque()).append(
-                (self._snapshot(_PIDX[src]), rec))
+            q = self.pending.setdefault((src, dst, eid), deque())
+            if q and self.races:
+                self.double_set(rec, q[-1][1], src, dst, eid)
+            q.append((self._snapshot(_PIDX[src]), rec))
         elif kind == "flag_wait":
             src, dst, eid = v[0], v[1], _eid(v[2])
             q = self.pending.get((src, dst, eid))
@@ -517,11 +522,27 @@ class Core(_Checks):
             self.barrier_all()
             self.phase += 1
 
+    def double_set(self, rec: Any, prev: Any, src: Pipe, dst: Pipe, eid: int) -> None:
+        """A set_flag of an event that an earlier set still holds (no wait between): the
+        hardware flag is one bit, so the second set is lost and a wait pairs with the wrong
+        one (the upstream simulator asserts "Event ID still occupied")."""
+        s, o = site_of(rec), site_of(prev)
+        pto = isinstance(rec.loc, SourceLoc)
+        wait = _flag_text(pto, "WAIT_FLAG", src, dst, eid)
+        self.san.add(Finding(
+            "double-set",
+            f"{s.op} sets event {eid} from {src.value} to {dst.value}, which {o.op} at "
+            f"{where(o.loc)} set and nothing has waited for since: the event id is still "
+            f"occupied (the flag is one bit: one of the two sets is lost)", s, o,
+            fix=f"insert {wait} between the two sets, or use another event id for the "
+                f"second"), ("double-set", rec.loc, prev.loc, src, dst, eid))
+
     def barrier_all(self) -> None:
         j: dict[int, int] = {}
         for i, vq in enumerate(self.vc):
             _join(j, vq)
             j[self.th[i]] = self.count[i]
+            self.drained[self.th[i]] = self.count[i]
         self.vc = [dict(j) for _ in _PIPES]
 
     def finish(self) -> None:
@@ -547,6 +568,8 @@ class Core(_Checks):
         mem, gmem = self.mem, self.gmem
         found: dict[int, tuple[int, str, Acc, Span, int, int]] | None = None
         me, rec, strict = acc.thread, acc.rec, self.strict
+        # a reload of GM this core wrote needs a full drain, not only a flag (PTOAS #730)
+        drain = self.races and rec.machine.target.traits.gm_reload_needs_drain
         # auto mode (xcore only): the compiler orders this core's own pipes; other cores'
         # GM accesses are still checked
         own = None if self.races else me >> 3
@@ -576,6 +599,9 @@ class Core(_Checks):
                         k = id(w.rec)
                         if k not in found or found[k][0] > rank:
                             found[k] = (rank, "RAW" if reads else "WAW", w, s, lo, hi)
+                    elif reads and drain and t != me and t >> 3 == me >> 3 and \
+                            s.space == "GM" and self.drained.get(t, 0) < w.epoch:
+                        self.gm_visibility(w, acc, s, lo, hi)
                 if writes and cell.readers:
                     for r in cell.readers.values():
                         t = r.thread
@@ -685,6 +711,12 @@ class Core(_Checks):
         if same:
             fix = (f"insert {_barrier_text(pto, p)} after {a.op} at {where(a.loc)} "
                    f"(before {b.op} at {where(b.loc)})")
+        elif hz == "RAW" and s.space == "GM" and \
+                cur.rec.machine.target.traits.gm_reload_needs_drain:
+            # a flag would order the pipes, not the store reaching GM (PTOAS #730)
+            fix = (f"insert {_barrier_text(pto, Pipe.ALL)} after {a.op} at {where(a.loc)} and "
+                   f"before {b.op} at {where(b.loc)} (a set_flag/wait_flag pair orders the "
+                   f"pipes but not the store reaching GM)")
         else:
             used = self.used_ids.get((p, q), set())
             eid = next((i for i in range(8) if i not in used), 0)
@@ -696,6 +728,29 @@ class Core(_Checks):
                     "body and wait at the top, with one set before the loop and one wait "
                     "after it" if not same else "; the two meet across loop iterations")
         self.san.add(Finding("race", msg, b, a, hz, s.space, lo, hi, fix,
+                             {"label": s.label, "scope": "core"}), key)
+
+    def gm_visibility(self, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
+        """A load of GM bytes this core stored, ordered after the store by flags only."""
+        pr, cr = prev.rec, cur.rec
+        key = ("gm-visibility", pr.loc, pr.instr.name, cr.loc, cr.instr.name)
+        if key in self.san._seen:
+            return
+        a, b = prev.site, cur.site
+        lo, hi = max(lo, s.lo), min(hi, s.hi)
+        label = s.label
+        pto = isinstance(b.loc, SourceLoc)
+        if pto and _SSA.match(label):
+            label = "%" + label
+        bar = _barrier_text(pto, Pipe.ALL)
+        msg = (f"GM visibility (RAW) on GM [{lo:#x}, {hi:#x}) ({label}): {b} reads what {a} at "
+               f"{where(a.loc)} stored; a set_flag/wait_flag orders the two pipes but not the "
+               f"store reaching GM, so the load may read stale data or hang the MTE "
+               f"(PTOAS #730)")
+        fix = (f"insert {bar} after {a.op} at {where(a.loc)} and before {b.op} at "
+               f"{where(b.loc)} (a full drain: the store has reached GM before the load "
+               f"issues), or keep the data on chip instead of the GM round trip")
+        self.san.add(Finding("gm-visibility", msg, b, a, "RAW", s.space, lo, hi, fix,
                              {"label": s.label}), key)
 
     def cross_race(self, hz: str, verb: tuple[str, str], prev: Acc, cur: Acc, s: Span,

@@ -291,7 +291,9 @@ def sanitized_ranks(sanitize: Any, run: Any, ranks: Any, default_sync: str = "ma
         raise
     finally:
         for r in sorted(per_rank):
-            for f in per_rank[r].finish().findings:
+            rep = per_rank[r].finish()
+            san.report.absorb(rep)
+            for f in rep.findings:
                 f = Finding(f.kind, f"on rank {r}: {f.message}", f.site, f.other,
                             f.hazard, f.space, f.lo, f.hi, f.fix, {**f.extra, "rank": r})
                 san.add(f, ("rank", r, f.kind, f.message))

@@ -66,11 +66,34 @@ class Finding:
 
 
 @dataclass
+class Unchecked:
+    """An op a run passed that the sanitizer does not model (it computes nothing in ptoisa:
+    ``interp.compiler.NO_EFFECT``): how often, where first, and what it does on the NPU."""
+
+    op: str
+    loc: Any
+    why: str
+    count: int = 1
+
+    def render(self) -> str:
+        n = f" ({self.count} times)" if self.count > 1 else ""
+        return f"{where(self.loc)}: note: not checked: {self.op}{n}: {self.why}"
+
+
+@dataclass
 class Report:
     """What a sanitized run found. Truthy when anything was found; ``str()`` is the diagnostics,
-    one per finding (each found once: deduplicated across loop iterations and blocks)."""
+    one per finding (each found once: deduplicated across loop iterations and blocks), then what
+    the run did that was not checked.
+
+    ``executed`` counts the instructions the sanitizer saw; ``unchecked`` the ops it passed
+    without modelling them; ``notes`` how it checked (the sync mode it chose, say). A run is
+    :attr:`clean` only when it found nothing, executed something and left nothing unchecked."""
 
     findings: list[Finding] = field(default_factory=list)
+    executed: int = 0
+    unchecked: dict[str, Unchecked] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.findings)
@@ -81,17 +104,51 @@ class Report:
     def __iter__(self) -> Iterator[Finding]:
         return iter(self.findings)
 
+    @property
+    def clean(self) -> bool:
+        """No findings, something executed, and every op the run passed was checked."""
+        return not self.findings and self.executed > 0 and not self.unchecked
+
     def of(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
+
+    def not_checked(self, op: str, loc: Any, why: str) -> None:
+        u = self.unchecked.get(op)
+        if u is None:
+            self.unchecked[op] = Unchecked(op, loc, why)
+        else:
+            u.count += 1
+
+    def absorb(self, other: Report) -> None:
+        """Take another report's coverage (a rank's, into the launch's): what it executed and
+        left unchecked; its findings are added one by one by the caller."""
+        self.executed += other.executed
+        for u in other.unchecked.values():
+            mine = self.unchecked.get(u.op)
+            if mine is None:
+                self.unchecked[u.op] = Unchecked(u.op, u.loc, u.why, u.count)
+            else:
+                mine.count += u.count
+        self.notes += [n for n in other.notes if n not in self.notes]
 
     def render(self) -> str:
         return "\n".join(f.render() for f in self.findings)
 
     def __str__(self) -> str:
-        if not self.findings:
-            return "sanitizer: no findings"
+        lines = [f.render() for f in self.findings]
+        lines += [f"sanitizer: note: {n}" for n in self.notes]
+        lines += [u.render() for u in self.unchecked.values()]
         n = len(self.findings)
-        return self.render() + f"\nsanitizer: {n} finding{'s' if n != 1 else ''}"
+        if n:
+            tail = f"sanitizer: {n} finding{'s' if n != 1 else ''}"
+        elif self.executed == 0:
+            tail = "sanitizer: nothing was executed, so nothing was checked"
+        else:
+            tail = "sanitizer: no findings"
+        if self.unchecked:
+            ops = ", ".join(self.unchecked)
+            tail += f" (not checked: {ops})"
+        return "\n".join([*lines, tail])
 
 
 class SanitizerError(PtoError):

@@ -34,7 +34,7 @@ from ..errors import PtoError
 from ..interp import bridge
 from ..interp.compiler import _bracket_args, _literal
 from ..interp.view_ops import SYNC_OP_PIPES
-from ..targets import DEFAULT_TARGET
+from ..targets import DEFAULT_TARGET, get_target
 from ..tile import Tile
 
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
@@ -99,6 +99,8 @@ class SyncGen:
     def __init__(self, module: Any, target: str = DEFAULT_TARGET) -> None:
         self.module = module
         self.target = target
+        #: a GM reload needs a full drain, not a flag (the target's trait; PTOAS #730)
+        self.drain = get_target(target).traits.gm_reload_needs_drain
         self.before: dict[int, list[str]] = {}  # id(op) -> lines to insert before it
         self.ops: dict[int, Any] = {}
         #: id(op) -> (id of its block, index in it); id(block) -> its ops
@@ -293,14 +295,21 @@ class SyncGen:
                         accs.append((True, k))
         need: dict[Pipe, _Acc] = {}  # source pipe -> its latest unordered access
         vc = st.vc[p]
+        reload = False  # GM another pipe stored, read again: a flag is not enough (#730)
         for write, (key, lo, hi) in accs:
             for a in st.accs:
                 if a.key != key or a.lo >= hi or lo >= a.hi or not (write or a.write):
                     continue
                 if vc.get(a.pipe, 0) >= a.epoch:
                     continue
+                reload = reload or (a.write and not write and a.pipe is not p
+                                    and key[0] == "gm" and self.drain)
                 if a.pipe not in need or need[a.pipe].epoch < a.epoch:
                     need[a.pipe] = a
+        if reload:  # drain every pipe: the store has reached GM before the load issues
+            self._insert(op, "pto.barrier <PIPE_ALL>")
+            st.barrier_all()
+            need.clear()
         for q in sorted(need, key=_PIPES.index):
             done = self.decided.get((id(op), q))  # inserted in an earlier pass: replay it
             if q is p:

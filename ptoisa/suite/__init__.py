@@ -9,8 +9,9 @@ test tree are understood:
 * a ``tilelang_st`` testcase (``cases.py`` + ``gen_data.py``): its kernels run on the inputs
   ``gen_data.py`` writes and compared with its goldens at the case's ``eps``
   (``goldens.py``);
-* a ``vpto/cases`` folder (``kernel.pto`` + ``golden.py``): checked (these are kernels of the
-  vector micro-ISA, which ptoisa refuses by name for now).
+* a ``vpto/cases`` folder (``kernel.pto`` + ``golden.py`` + ``compare.py``): checked, then run
+  on ``golden.py``'s data and judged by ``compare.py`` (``goldens.do_vpto``); micro-ops of
+  chapters ptoisa does not execute yet are refused by name.
 
 It prints a table per folder and the failures with their first reason; ``--json FILE`` writes
 the summary and every file's verdict.

@@ -324,14 +324,245 @@ def _padded(a: np.ndarray, n: int) -> np.ndarray:
 
 
 def do_vpto(d: Path, root: Path) -> list[FileResult]:
-    """A vpto case: its kernel checked; running it on golden.py's data is not done yet."""
+    """A vpto case folder: its kernel checked, then run as upstream's validation script does
+    (``test/vpto/scripts/run_host_vpto_validation.sh``): ``golden.py`` writes the inputs and
+    goldens in a temporary directory, the kernel runs on the files ``main.cpp`` reads into
+    the buffers it passes to the launcher, the buffers ``main.cpp`` writes back are written
+    there, and ``compare.py`` (``COMPARE_STRICT=1``) decides: exit status 0 is matched."""
+    t0 = time.monotonic()
     results, funcs = _check_files(d, root)
-    for r in results:
-        if r.outcomes and r.outcomes[0].verdict == "accepted":
-            r.notes.append("not run: vpto cases (golden.py, compare.py, launch.cpp) are "
-                           "checked only")
-    del funcs
+    runnable = [r for r in results if [o.verdict for o in r.outcomes] == ["accepted"]]
+    if not funcs or len(runnable) != 1 or not (d / "golden.py").is_file() \
+            or not (d / "compare.py").is_file():
+        for r in runnable:
+            r.notes.append("not run: the folder needs one kernel, golden.py and compare.py")
+        return results
+    res = runnable[0]
+    prog, target, _ = next(iter(funcs.values()))
+    try:
+        host = vpto_host(d)
+    except PtoError as e:
+        res.notes.append(f"not run: {e.message}")
+        return results
+    kernel = host.kernel if host.kernel in funcs else (
+        next(iter(funcs)) if len(funcs) == 1 else None)
+    if kernel is None:
+        res.notes.append(f"not run: no kernel '{host.kernel}' in the module")
+        return results
+    with tempfile.TemporaryDirectory(prefix="ptoisa-suite-") as tmp:
+        out = _run_vpto(d, Path(tmp), prog, target, kernel, host, res.notes)
+    if out is not None:
+        res.outcomes[:] = [out]
+    res.seconds = time.monotonic() - t0
     return results
 
 
-__all__ = ["do_tilelang", "do_vpto", "lit"]
+class VptoHost:
+    """What a vpto case's host code does: the kernel its launcher calls on how many blocks,
+    the device buffers ``main.cpp`` passes (bytes, the file read into it, the file it is
+    written back to and how many bytes: None where it does not), and which buffer each of
+    the kernel's pointer arguments is (``launch.cpp`` may pass one buffer several times)."""
+
+    def __init__(self, kernel: str, blocks: int,
+                 buffers: list[tuple[int | None, str | None, str | None, str | None]],
+                 args: list[int], consts: dict[str, str], reads: dict[str, str]) -> None:
+        self.kernel = kernel
+        self.blocks = blocks
+        self.buffers = buffers  # (bytes, file read, file written, its size expression)
+        self.args = args
+        self.consts = consts
+        #: size variables ``ReadFile(path, var, ...)`` sets to the file's size (a reference)
+        self.reads = reads
+
+    def written_bytes(self, expr: str | None, tmp: Path) -> int | None:
+        """The bytes ``WriteFile`` writes: its size expression, where a variable a
+        ``ReadFile`` set holds that file's size."""
+        if expr is None:
+            return None
+        consts = dict(self.consts)
+        for var, path in self.reads.items():
+            f = tmp / path
+            if f.is_file():
+                consts[var] = str(f.stat().st_size)
+        return _eval_size(expr, consts)
+
+
+def vpto_host(d: Path) -> VptoHost:
+    """Read ``main.cpp`` / ``launch.cpp`` of a vpto case (PtoError when they do not say)."""
+    try:
+        main = _strip_comments((d / "main.cpp").read_text())
+        launch = _strip_comments((d / "launch.cpp").read_text())
+    except OSError as e:
+        raise PtoError(f"cannot read the host code: {e}") from None
+    fm = re.search(r"void\s+(Launch\w*)\s*\(([^)]*)\)\s*\{", launch)
+    km = re.search(r"(\w+)\s*<<<\s*(\w+)\s*,[^>]*>>>\s*\(([^;]*)\)\s*;", launch)
+    if fm is None or km is None:
+        raise PtoError("launch.cpp has no launcher calling a kernel with '<<<...>>>'")
+    launcher = fm.group(1)
+    lparams = [re.findall(r"\w+", p)[-1] for p in fm.group(2).split(",") if p.strip()]
+    kargs = []
+    for a in km.group(3).split(","):
+        a = re.sub(r"\([^()]*\)", "", a).strip()  # the casts
+        if a not in lparams:
+            raise PtoError(f"launch.cpp passes '{a}' to the kernel (a launcher parameter "
+                           "expected)")
+        kargs.append(lparams.index(a))
+    calls = [c for c in re.finditer(re.escape(launcher) + r"\s*\(([^;{}]*)\)\s*;", main)
+             if not re.search(r"\bvoid\s*$", main[max(0, c.start() - 20):c.start()])]
+    if len(calls) != 1:
+        raise PtoError(f"main.cpp calls {launcher} {len(calls)} times (once expected)")
+    passed = [re.sub(r"\([^()]*\)", "", a).strip().lstrip("&")
+              for a in calls[0].group(1).split(",") if a.strip()]
+    consts = _constants(main)
+    buffers = []
+    for dev in passed:
+        size = src = dst = dst_size = None
+        mm = re.search(r"aclrtMalloc\s*\(\s*\(void\s*\*\*\)\s*&" + re.escape(dev)
+                       + r"\s*,\s*([^,]+),", main)
+        if mm is not None:
+            size = _eval_size(mm.group(1), consts)
+        h2d = re.search(r"aclrtMemcpy\s*\(\s*" + re.escape(dev) + r"\s*,[^,]+,\s*(\w+)\s*,"
+                        r"[^;]*HOST_TO_DEVICE", main)
+        if h2d is not None:
+            rf = re.search(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*\w+\s*,\s*' +
+                           re.escape(h2d.group(1)) + r"\b", main)
+            src = rf.group(1) if rf else None
+        d2h = re.search(r"aclrtMemcpy\s*\(\s*(\w+)\s*,[^,]+,\s*" + re.escape(dev) +
+                        r"\s*,[^;]*DEVICE_TO_HOST", main)
+        if d2h is not None:
+            wf = re.search(r'WriteFile\s*\(\s*"([^"]+)"\s*,\s*' + re.escape(d2h.group(1))
+                           + r"\s*,\s*([^)]+)\)", main)
+            if wf is not None:
+                dst, dst_size = wf.group(1), wf.group(2)
+        buffers.append((size, src, dst, dst_size))
+    if any(k >= len(buffers) for k in kargs):
+        raise PtoError(f"main.cpp passes {len(buffers)} buffers to {launcher}, which uses "
+                       f"parameter {max(kargs) + 1}")
+    n = km.group(2)
+    reads = {m.group(2): m.group(1)
+             for m in re.finditer(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*(\w+)\s*,', main)}
+    return VptoHost(km.group(1), int(n) if n.isdigit() else 1, buffers, kargs, consts, reads)
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+_SIZEOF = {"float": 4, "double": 8, "half": 2, "aclFloat16": 2, "bfloat16_t": 2, "char": 1,
+           "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
+           "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "int": 4, "unsigned": 4,
+           "size_t": 8}
+
+
+def _constants(text: str) -> dict[str, str]:
+    """Integer names the host code defines (``constexpr size_t N = 32 * 32;``,
+    ``#define N 1024``, ``size_t fileSize = elemCount * sizeof(float);``)."""
+    out: dict[str, str] = {}
+    for m in re.finditer(r"#define\s+(\w+)\s+([^\n]+)", text):
+        out[m.group(1)] = m.group(2)
+    for m in re.finditer(r"\b(?:[\w:]+\s+)+(\w+)\s*=\s*([^;{}]+);", text):
+        out.setdefault(m.group(1), m.group(2))
+    return out
+
+
+def _eval_size(expr: str, consts: dict[str, str], depth: int = 0) -> int | None:
+    """An integer expression of the host code (sizes), None when it is not one."""
+    if depth > 8:
+        return None
+    e = re.sub(r"sizeof\s*\(\s*([\w\s]+?)\s*\)",
+               lambda m: str(_SIZEOF.get(m.group(1).split()[-1], "?")), expr)
+    e = re.sub(r"\(\s*(?:size_t|int|int64_t|uint64_t|uint32_t|unsigned)\s*\)", "", e)
+    e = re.sub(r"(\d+)(?:[uU]?[lL]{0,2}|[lL]{1,2}[uU])\b", r"\1", e)
+
+    def name(m: re.Match[str]) -> str:
+        v = consts.get(m.group(0))
+        if v is None:
+            return "?"
+        r = _eval_size(v, consts, depth + 1)
+        return "?" if r is None else str(r)
+    e = re.sub(r"[A-Za-z_]\w*", name, e)
+    if not re.fullmatch(r"[\d\s+\-*/()]+", e):
+        return None
+    try:
+        v = eval(e.replace("/", "//"), {"__builtins__": {}})  # noqa: S307 - digits and + - * / ()
+    except (SyntaxError, ZeroDivisionError):
+        return None
+    return int(v) if isinstance(v, int) else None
+
+
+def _run_vpto(d: Path, tmp: Path, prog: Any, target: str, kernel: str, host: VptoHost,
+              notes: list[str]) -> Outcome | None:
+    from ..interp import bridge
+    from ..ir import types as T
+
+    where = d.name
+    try:
+        proc = subprocess.run([sys.executable, str((d / "golden.py").resolve())], cwd=tmp,
+                              env=script_env(), capture_output=True, text=True,
+                              timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        notes.append(f"not run: golden.py ran over {SCRIPT_TIMEOUT:g} s")
+        return None
+    if proc.returncode != 0:
+        need = _needs(proc.stderr)
+        notes.append("not run: " + (f"needs {need}" if need else
+                                    "golden.py failed: " + _last(proc.stderr)))
+        return None
+    fn = prog.compiler(target).function(kernel)
+    params = list(fn.op.regions[0].block.args)
+    if len(params) != len(host.args) or any(not isinstance(a.type, T.PtrType) for a in params):
+        notes.append(f"not run: launch.cpp passes {len(host.args)} pointers to @{kernel}, "
+                     f"which takes {len(params)} arguments (pointers only are run)")
+        return None
+    bufs: list[np.ndarray | None] = []
+    used = set(host.args)  # (the launcher's other parameters: the stream)
+    for k, (size, src, _dst, _n) in enumerate(host.buffers):
+        if k not in used:
+            bufs.append(None)
+            continue
+        raw = b""
+        if src is not None:
+            try:
+                raw = (tmp / src).read_bytes()
+            except OSError:
+                notes.append(f"not run: golden.py wrote no {src}")
+                return None
+        n = max(size or 0, len(raw))
+        if n == 0:
+            notes.append(f"not run: cannot size buffer {k} of main.cpp")
+            return None
+        buf = np.zeros(n, np.uint8)
+        buf[:len(raw)] = np.frombuffer(raw, np.uint8)
+        bufs.append(buf)
+    arrays = []
+    for a, k in zip(params, host.args, strict=True):
+        dt = np.dtype(bridge.elem_dtype(a.type.dtype).np)
+        b = bufs[k]
+        assert b is not None
+        arrays.append(b[:b.size // dt.itemsize * dt.itemsize].view(dt))
+    try:
+        prog.run(kernel, *arrays, blocks=host.blocks, target=target)
+    except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
+        return work._run_outcome(e, where)
+    for buf, (_size, _src, dst, expr) in zip(bufs, host.buffers, strict=True):
+        if dst is not None and buf is not None:
+            n = host.written_bytes(expr, tmp)
+            (tmp / dst).write_bytes(buf[:n if n is not None else buf.size].tobytes())
+    env = script_env()
+    env["COMPARE_STRICT"] = "1"
+    try:
+        cmp = subprocess.run([sys.executable, str((d / "compare.py").resolve())], cwd=tmp,
+                             env=env, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        notes.append(f"not compared: compare.py ran over {SCRIPT_TIMEOUT:g} s")
+        return Outcome("ran", "", where)
+    if cmp.returncode == 0:
+        return Outcome("matched", "", where)
+    said = [x.strip() for x in (cmp.stdout + cmp.stderr).splitlines() if x.strip()]
+    why = "; ".join(x for x in said if "ERROR" in x or "FAIL" in x)[:400] or _last(
+        cmp.stdout + cmp.stderr)
+    return Outcome("mismatch", f"compare.py: {why}", where)
+
+
+__all__ = ["VptoHost", "do_tilelang", "do_vpto", "lit", "vpto_host"]

@@ -7,235 +7,25 @@ listing only the entries that differ. An instruction missing from a target's tab
 available there. A new target is one such module (see docs/developing.md). One checker
 (``ptoisa.isa.registry.check_legality``) turns a miss into the uniform error
 ``trowsum: element type i64 is not supported on a2a3 (supported: f16, f32, ...)``.
+
+The vocabulary the target modules are written in (:class:`Rule`, :func:`rule`, :func:`pairs`,
+:class:`Traits`, :class:`Target`) is in ``base.py``, below them: this package imports a
+target's module when the target is first asked for (:func:`get_target`), so a target module
+imports ``.base``, never the package.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-from collections.abc import Iterable
-from dataclasses import dataclass, field, fields
-from typing import Any
 
 from ..dtypes import DType, dtype
 from ..enums import TileType
 from ..errors import PtoError
-
-
-@dataclass(frozen=True)
-class Rule:
-    """Legality of one instruction on one target.
-
-    ``dtypes`` is a set of element types checked against the instruction's ``dtype_key``
-    operand, or a set of tuples when the key names several operands (e.g. (src, dst) pairs).
-    ``None`` means any type. ``locs`` restricts tile roles of the key operands; ``row_major``
-    requires every tile operand to be row-major; ``extra`` carries instruction-specific data.
-    """
-
-    dtypes: frozenset[Any] | None = None
-    locs: frozenset[TileType] | None = None
-    row_major: bool = False
-    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
-
-
-def rule(dtypes: Iterable[Any] | str | None = None, *, locs: Iterable[TileType] | None = None,
-         row_major: bool = False, **extra: Any) -> Rule:
-    """Build a Rule; ``dtypes`` accepts names ('f16 f32'), DTypes, or tuples of them."""
-    dts: frozenset[Any] | None
-    if dtypes is None:
-        dts = None
-    else:
-        items = dtypes.split() if isinstance(dtypes, str) else list(dtypes)
-        dts = frozenset(
-            tuple(dtype(x) for x in it) if isinstance(it, tuple) else dtype(it) for it in items
-        )
-    return Rule(dts, None if locs is None else frozenset(locs), row_major, extra)
-
-
-def pairs(spec: str) -> list[tuple[str, str]]:
-    """'f32->i8 f32->u8' -> [('f32','i8'), ('f32','u8')]."""
-    out = []
-    for p in spec.split():
-        a, b = p.split("->")
-        out.append((a, b))
-    return out
-
-
-@dataclass(frozen=True)
-class Traits:
-    """Named behaviours of a target that instruction semantics and rules read (an instruction
-    asks ``m.target.traits.reduce_order``, never the target's name). A new target states its
-    traits once; :meth:`Target.derive` copies a parent's and changes the ones given."""
-
-    #: run-time checks the NPU performs (valid-region limits, pattern checks ...); the upstream
-    #: CPU simulator has none of them
-    npu_runtime_checks: bool = True
-    #: how TPRINT writes: "cpu_sim" (the simulator's header and format, straight to the output)
-    #: or "npu" (whole tile, through the print buffer)
-    print_style: str = "npu"
-    #: the NPU implementation's static operand rules that the upstream CPU simulator does not
-    #: make: index and element widths of TGATHER/TSCATTER/TCOLARG*, 1-byte atomic MSCATTER,
-    #: the tile roles TPRINT takes, the Mat source of a Mat -> Left/Right extract is NZ/ZN, fp
-    #: quant words live in a Scaling tile, the fix-pipe's Acc store limits and its ND/NZ-only
-    #: GM layouts, TGET_SCALE_ADDR into the scaling space, TIMG2COL into an NZ tile, the
-    #: accumulator fits L0C, no GM -> Acc load, a quant scalar converts Acc tiles only;
-    #: False (cpu): the simulator's looser typing accepts those programs
-    npu_static_checks: bool = True
-
-    # ---- elementwise, reduce, irregular, debug families ----------------------------------------
-    #: summation/product order of the reductions: "tree" (the NPU's reduction instructions:
-    #: TROWSUM/TROWPROD a pairwise tree in the element type; TCOLSUM/TCOLPROD row by row in the
-    #: source's element type, TCOLSUM isBinary a tree over row pairs) or "sequential" (the CPU
-    #: simulator's loops, left to right / top to bottom, accumulating in dst's type; TROWSUM
-    #: of f16/bf16 in f32)
-    reduce_order: str = "tree"
-    #: NaN in TROW*/TCOL* MAX/MIN and ARGMAX/ARGMIN: "propagate" (vmax/vmin: a NaN anywhere
-    #: gives NaN, the first NaN is the arg extreme) or "fold" (the CPU simulator's strict
-    #: comparison fold from the first element: a NaN counts only as the first element)
-    reduce_nan: str = "propagate"
-    #: the predicate-mask convention of TCMP/TCMPS/TSEL: "rows" (each row's bits packed
-    #: LSB-first into its own mask row; dst outside the bits untouched) or "cpu_sim" (the CPU
-    #: simulator's: the predicate tile is zeroed whole first, TCMPS writes one byte stream of
-    #: whole src rows and TSEL reads 8 bits per mask element as one stream)
-    predicate_layout: str = "rows"
-    #: the vector compare of int32 sources tests equality only: TCMP/TCMPS compare LT/GT/LE/GE
-    #: as EQ (NE is the inverted EQ mask, so it stays NE)
-    cmp_i32_eq_only: bool = False
-    #: TCVT without a SaturationMode operand saturates (the NPU default) or not (the simulator)
-    cvt_saturate_default: bool = True
-    #: TCVT arithmetic where vconv and a host C++ cast differ: "npu" (f32 -> f32 rounds to an
-    #: integral value; non-saturating float -> int converts saturating to 32/64 bits, then
-    #: wraps) or "x86" (the CPU simulator's static_cast on x86-64: same-type identity,
-    #: cvttsd2si's INT_MIN for out-of-range values)
-    cvt_casts: str = "npu"
-    #: (src, dst) element-type name pairs the fix-pipe quantises (TSTORE_FP, TMOV_FP,
-    #: TEXTRACT_FP, TINSERT_FP, quant words); other pairs are plain conversions
-    quant_pairs: frozenset[tuple[str, str]] = frozenset({
-        ("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
-        ("i32", "i16")})
-
-    # ---- layout, memory, matrix, img2col, comm families ----------------------------------------
-    #: the box layout of a Left (L0A) tile: "col_major" (NZ, the C++ TileLeft on a5 and cpu) or
-    #: "row_major" (ZZ, TileLeft on a2a3); TileLeft and an on-chip ``memref`` of L0A take it
-    left_blayout: str = "col_major"
-    #: Left tiles must use ``left_blayout``: TMATMUL/TGEMV reject the other one, and a ``.pto``
-    #: ``loc=left`` tile type takes it whatever the text writes (PTOAS fixes it per arch); the
-    #: CPU simulator takes either
-    left_blayout_fixed: bool = True
-    #: the cube's static tile shapes must chain (Left Rows == Acc Rows, Left Cols == Right Rows,
-    #: Right Cols == Acc Cols), not only the valid regions (a2a3)
-    cube_static_shapes_chain: bool = False
-    #: the f32 input transforms of the cube that SETHF32MODE / SETTF32MODE switch on
-    #: ("hf32": round to 11 mantissa bits, "tf32": to 10); a mode not listed is ignored
-    mad_f32_modes: frozenset[str] = frozenset({"hf32", "tf32"})
-    #: when the fix-pipe's scaled f32 -> f16 conversion of TEXTRACT/TINSERT saturates to the
-    #: finite f16 range (NaN -> 0): "always" (the NPU) or "window" (the CPU simulator: only
-    #: when src and dst shapes differ; an equally shaped move keeps inf and NaN)
-    fixpipe_f16_saturation: str = "always"
-    #: TFILLPAD* pad every row of the tile and TFILLPAD_INPLACE copies src as well (the CPU
-    #: simulator); else they pad the rows below the valid rows only and INPLACE does not copy
-    fillpad_whole_tile: bool = False
-
-    # ---- sync, mixed kernels ------------------------------------------------------------------
-    #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,
-    #: ``ffts_cross_core_sync``: FftsMode 0 sets every cube's flag, 1 both vector cores', 2
-    #: the cube's once both vector cores set it) or True (A5's intra-block flags, one per
-    #: vector core: the cube's ids 0-15 go to AIV0 and 16-31 to AIV1, AIV n's id i is the
-    #: cube's flag i + 16 n; FftsMode is not read)
-    cross_core_flags_per_subblock: bool = False
-    #: what a cross-core wait (SYNC_WAIT, TPOP, a TPUSH waiting for a free slot) orders after
-    #: itself: False (A2/A3's ``wait_flag_dev`` stalls the core's scalar issue: every later
-    #: instruction of every pipe) or True (A5's ``wait_intra_block(pipe, id)`` holds that one
-    #: pipe); read by edges.wait_scope
-    cross_core_wait_holds_pipe: bool = False
-    #: a vector function of a mixed ``.pto`` kernel that uses a no-split pipe and does not read
-    #: its sub-block index runs on sub-block 0 only (PTOAS guards it with
-    #: ``if (get_subblockid() == 0)`` on A5); False: on both vector cores
-    nosplit_vector_subblock0_only: bool = False
-
-    # ---- cycle model, conformance --------------------------------------------------------------
-    #: the cost table of the cycle model: "fitted" (fitted on A2/A3 measurements,
-    #: ../shared/costmodel) or "a5_vf" (that table with upstream's A5 vector-function loop
-    #: formulas for the instructions they cover)
-    cost_table: str = "fitted"
-    #: the fitted costs were measured on this target's hardware (the cycle report then calls
-    #: them costs, elsewhere estimates). Measurements belong to the hardware they were made on:
-    #: :meth:`Target.derive` sets it False unless its ``traits`` say otherwise
-    costs_measured: bool = False
-    #: the conformance pack's recorded results (the upstream CPU simulator's runs) are this
-    #: target's expected results: a recorded program it rejects (illegal, too large) fails. On
-    #: a target without it such a program is skipped, and a failure that a documented target
-    #: difference explains (and that passes on ``CONFORMANCE_TARGET``) is DIFF
-    conformance_reference: bool = False
-
-    def replace(self, **changes: Any) -> Traits:
-        unknown = sorted(set(changes) - {f.name for f in fields(self)})
-        if unknown:
-            raise PtoError(f"unknown target trait(s): {', '.join(unknown)} (traits: "
-                           f"{', '.join(f.name for f in fields(self))})")
-        return dataclasses.replace(self, **changes)
-
-
-@dataclass(frozen=True, eq=False)  # hashed by identity: caches key on the object
-class Target:
-    """A target profile: on-chip buffer sizes, the legality table and the traits.
-
-    ``lineage`` is the target's name followed by the names of the targets it was derived from
-    for *behaviour* (``("a5x", "a5")`` for a variant of a5): a registry entry that declares a
-    per-target override (``impl_for={"a5": ...}``) applies it to every target whose lineage
-    names that key, so a variant inherits its parent's semantics.
-    """
-
-    name: str
-    buffers: dict[str, int]
-    legality: dict[str, Rule]
-    doc: str = ""
-    #: what PTOAS's memory planning (PlanMemory) allows per buffer for a ``.pto`` program:
-    #: space -> (bytes, alignment of each tile in bytes); a buffer not listed: its size above
-    plan: dict[str, tuple[int, int]] = field(default_factory=dict)
-    traits: Traits = field(default_factory=Traits)
-    lineage: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if not self.lineage or self.lineage[0] != self.name:
-            object.__setattr__(self, "lineage", (self.name, *self.lineage))
-
-    def buffer_size(self, space: str) -> int:
-        return self.buffers.get(space, 0)
-
-    def plan_size(self, space: str) -> tuple[int, int]:
-        """(bytes, tile alignment) the ``.pto`` capacity check plans ``space`` with."""
-        return self.plan.get(space) or (self.buffers.get(space, 0), 32)
-
-    def derive(self, name: str, *, buffers: dict[str, int] | None = None,
-               legality: dict[str, Rule] | None = None, removed: Iterable[str] = (),
-               traits: dict[str, Any] | None = None, doc: str = "",
-               plan: dict[str, tuple[int, int]] | None = None,
-               inherit_behaviour: bool = True) -> Target:
-        """A new target from this one: its legality table merged with ``legality`` (entries
-        that differ or are new) less ``removed``; buffers, memory plan and traits changed where
-        given. ``inherit_behaviour`` puts this target in the new one's lineage (per-target
-        overrides of the registry entries then apply to it too)."""
-        table = dict(self.legality)
-        table.update(legality or {})
-        for n in removed:
-            if n not in table:
-                raise PtoError(f"target {name}: cannot remove {n}: {self.name} does not have it")
-            del table[n]
-        bufs = dict(self.buffers) if buffers is None else dict(buffers)
-        # measured costs are of the parent's hardware, not the new target's
-        changes = {"costs_measured": False, **(traits or {})}
-        return Target(name, bufs, table, doc or self.doc,
-                      plan=dict(self.plan if plan is None else plan),
-                      traits=self.traits.replace(**changes),
-                      lineage=(name, *self.lineage) if inherit_behaviour else (name,))
-
-    def __repr__(self) -> str:
-        return f"<target {self.name}>"
-
-    def __str__(self) -> str:
-        return self.name
-
+from .base import Rule as Rule
+from .base import Target as Target
+from .base import Traits as Traits
+from .base import pairs as pairs
+from .base import rule as rule
 
 LOC_SPACE = {
     TileType.Vec: "UB",

@@ -7,7 +7,7 @@ from itertools import product
 from ..dtypes import ALL
 from ..enums import TileType
 from ..enums import TileType as T
-from . import Rule, Target, Traits, pairs, rule
+from .base import Rule, Target, Traits, pairs, rule
 
 KiB = 1024
 

@@ -6,8 +6,8 @@ from itertools import product
 
 from ..enums import TileType
 from ..enums import TileType as T
-from . import Rule, pairs, rule
 from .a2a3 import TARGET as A2A3
+from .base import Rule, pairs, rule
 
 KiB = 1024
 
@@ -26,6 +26,8 @@ ALLNUM = I1248 + " f16 bf16 f32"
 _CMP = "ui32 i32 i64 ui64 ui16 i16 ui8 i8 f32 f16 bf16"
 B124 = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
 GATHER = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32 f8E4M3 f8E5M2"
+#: what micro-ISA loads, stores and DMA move: bytes of any element type
+MICRO_ANY = ALLNUM + " f8E4M3 f8E5M2 f8E8M0 hif8 f4E2M1x2 f4E1M2x2"
 MOVE_TYPES = "i8 ui8 f8E5M2 f8E4M3 f8E8M0 f16 bf16 f32 i32"
 #: Acc conversions: plain f32 -> f16/bf16; quantised f32 -> i8/ui8/f16/bf16/f8E4M3 and
 #: i32 -> i8/ui8/f16/bf16
@@ -176,6 +178,26 @@ LEGALITY: dict[str, Rule] = {
     **{f"TCOLEXPAND{op}": rule(EXPAND_OP) for op in ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN")},
     "TINTERLEAVE": rule("i32 ui32 f32 i16 ui16 f16 bf16 ui8 i8"),
     "TDEINTERLEAVE": rule("i32 ui32 f32 i16 ui16 f16 bf16 ui8 i8"),
+    # ---- micro (vector micro-ISA, VPTO) ----------------------------------------------------------
+    # the "A5 types" lines of spec/ptoas-main/isa/micro-isa/ 05-08 (keyed on the first
+    # register or pointer operand); loads, stores and DMA move bytes of any element type
+    **{op: rule(MICRO_ANY) for op in ("MTE_GM_UB", "MTE_UB_GM", "VLDS", "VSTS")},
+    **{op: rule() for op in ("PLDS", "PLDI", "PSTS", "PSTI", "VBITCAST", "VBR", "VDUP")},
+    **{op: rule() for op in ("PSET_B8", "PSET_B16", "PSET_B32", "PGE_B8", "PGE_B16", "PGE_B32",
+                             "PLT_B8", "PLT_B16", "PLT_B32")},
+    **{op: rule(I1248 + " f16 bf16 f32") for op in ("VADD", "VSUB")},
+    **{op: rule(I124 + " f16 bf16 f32") for op in ("VMAX", "VMIN")},
+    "VMUL": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    # (bitwise ops on float lanes too: PTOAS takes them, and the upstream vor case uses f16)
+    **{op: rule(MICRO_ANY) for op in ("VAND", "VOR", "VXOR", "VNOT")},
+    **{op: rule(I1248) for op in ("VSHL", "VSHR")},
+    **{op: rule("i32 ui32") for op in ("VADDC", "VSUBC")},
+    **{op: rule("i8 i16 i32 f16 f32") for op in ("VABS", "VNEG")},
+    **{op: rule("f16 f32") for op in ("VEXP", "VLN", "VSQRT")},
+    "VRELU": rule("i32 f16 f32"),
+    **{op: rule(I124 + " f16 bf16 f32") for op in ("VADDS", "VMULS", "VMAXS", "VMINS",
+                                                   "VLRELU")},
+    **{op: rule(I124) for op in ("VSHLS", "VSHRS")},
 }
 
 

@@ -9,8 +9,8 @@ from itertools import product
 
 from ..dtypes import ALL
 from ..enums import TileType as T
-from . import Rule, pairs, rule
 from .a2a3 import TARGET as A2A3
+from .base import Rule, pairs, rule
 
 KiB = 1024
 

@@ -51,6 +51,9 @@ _CONT_START = frozenset(
         "<",
     ]
 )
+#: keyword groups a micro-ISA op continues with on the next line (``pto.mte_gm_ub ...
+#: nburst(...) loop(...) pad(...)``, micro-isa/02-dma-copy.md), when an '(' follows
+_CONT_GROUPS = frozenset(["nburst", "loop", "pad", "l2_cache_ctl"])
 _CONT_END = frozenset([",", ":", "->", "=", "(", "[", "ins", "outs", "<"])
 _OPAQUE_ATTR_HEADS = frozenset(
     [

@@ -26,6 +26,7 @@ from ptoisa.text.attributes import AttributeParser, _int, _unescape
 from ptoisa.text.base import (
     _BUILTIN_TYPE_RE,
     _CONT_END,
+    _CONT_GROUPS,
     _CONT_START,
     _FUNC_DEFAULT,
     _OPAQUE_ATTR_HEADS,
@@ -567,6 +568,7 @@ class Parser(AttributeParser):
                     cont = (
                         k == PUNCT
                         or (k == IDENT and t in _CONT_START)
+                        or (k == IDENT and t in _CONT_GROUPS and texts[i + 1] == "(")
                         or (kinds[i - 1] in (PUNCT, IDENT) and prev in _CONT_END)
                         or (k == IDENT and "." not in t and texts[i + 1] == "=")
                     )
@@ -617,8 +619,8 @@ class Parser(AttributeParser):
                             self.parse_type_pieces(pieces)
                             self.expect(")")
                         pieces.append(P_RPAREN)
-                    else:
-                        pieces.append(Piece("t", self.parse_type()))
+                    else:  # one type, or several (``-> !pto.mask<b32>, i32``)
+                        self.parse_type_pieces(pieces)
                     continue
                 if t in "([":
                     depth += 1

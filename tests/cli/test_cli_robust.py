@@ -327,19 +327,27 @@ def test_divergent_loop_bound_is_located():
 
 
 def test_index_beyond_64_bits_with_lockstep_blocks(kfile, capsys):
-    """An index constant past 2^64 times the per-block index (numpy int64) overflowed inside
-    numpy; index values wrap to 64 bits like i64 (2^64 + 1 -> 1), so block 1's row offset is 1."""
-    (kfile / "k.pto").write_text(KERNEL.replace(
-        "    %po = pto.partition_view %vo, offsets = [%c0, %c0]",
-        "    %bi = pto.get_block_idx\n"
-        "    %b = arith.index_cast %bi : i64 to index\n"
-        "    %big = arith.constant 18446744073709551617 : index\n"
-        "    %row = arith.muli %b, %big : index\n"
-        "    %po = pto.partition_view %vo, offsets = [%row, %c0]"))
+    """An index constant of 64 bits times the per-block index (numpy int64) overflowed inside
+    numpy; index values wrap to 64 bits like i64 (2^64 - 1 is -1), so block 1's row offset is
+    -1. A literal past 64 bits is refused at check, as MLIR refuses it."""
+    def kernel(big: str) -> str:
+        return KERNEL.replace(
+            "    %po = pto.partition_view %vo, offsets = [%c0, %c0]",
+            "    %bi = pto.get_block_idx\n"
+            "    %b = arith.index_cast %bi : i64 to index\n"
+            f"    %big = arith.constant {big} : index\n"
+            "    %row = arith.muli %b, %big : index\n"
+            "    %po = pto.partition_view %vo, offsets = [%row, %c0]")
+
+    (kfile / "k.pto").write_text(kernel("18446744073709551615"))
     rc = main(run(kfile, "--blocks", "2", "--lockstep", "on"))
     err = capsys.readouterr().err
     assert rc == 1 and "internal error" not in err, err
-    assert "partition_view: dim 0 [1, 17) outside the view's extent 16 (block 1)" in err, err
+    assert "partition_view: dim 0 [-1, 15) outside the view's extent 16 (block 1)" in err, err
+    (kfile / "k.pto").write_text(kernel("18446744073709551617"))
+    rc = main(run(kfile, "--blocks", "2", "--lockstep", "on"))
+    err = capsys.readouterr().err
+    assert rc == 1 and "integer literal 18446744073709551617 out of range for index" in err, err
 
 
 def test_partition_view_of_something_else(kfile, capsys):

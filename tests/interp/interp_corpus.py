@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ptoisa.suite.lit import _checked_errors, _prefixes  # (upstream's RUN / CHECK conventions)
+
 SHARED = Path(
     os.environ.get("PTOISA_SHARED", Path(__file__).resolve().parents[2].parent / "shared")
 )
@@ -39,18 +41,6 @@ class Case:
         return f"{self.path.relative_to(CORPUS)}[{self.target}]"
 
 
-def _prefixes(run: str) -> list[str]:
-    m = re.search(r"--check-prefix(?:es)?[= ]([\w,-]+)", run)
-    return m.group(1).split(",") if m else ["CHECK"]
-
-
-def _errors(lines: list[str], prefixes: list[str]) -> list[str]:
-    """The ``error:`` texts checked under ``prefixes`` (``-NOT`` lines excluded)."""
-    pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
-                     + r")(-(?!NOT)[\w]+)?:.*?error:\s*(.*)$")
-    return [m.group(3).strip() for line in lines if (m := pat.search(line))]
-
-
 def cases(path: Path) -> list[Case]:
     lines = path.read_text().splitlines()
     runs = [line for line in lines if "RUN:" in line]
@@ -58,7 +48,7 @@ def cases(path: Path) -> list[Case]:
     for r in runs or ["ptoas"]:
         m = re.search(r"--pto-arch[= ](\w+)", r)
         tgt = ARCH.get(m.group(1), "a2a3") if m else "a2a3"
-        diags = _errors(lines, _prefixes(r))
+        diags = _checked_errors(lines, _prefixes(r))
         fail = "not ptoas" in r or bool(diags)
         if fail and not diags:
             checks = [m.group(1).strip() for line in lines

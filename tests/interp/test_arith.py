@@ -240,3 +240,61 @@ def test_bf16_argument_rounds_once() -> None:
     prog = load(fn("    return %a : bf16", "%a: bf16", "bf16"))
     (r,) = prog.f(1.0039062500000009)  # above the tie 1 + 2^-8: rounds up to 1 + 2^-7
     assert r == ml_dtypes.bfloat16(1.0078125)
+
+
+# ---- literals MLIR reads differently or rejects: never a silent wrong value ------------------
+
+def _const_prog(lit: str, ty: str) -> str:
+    return f"""
+module {{
+  func.func @f(%o: !pto.ptr<{ty}>) {{
+    %c0 = arith.constant 0 : index
+    %x = arith.constant {lit} : {ty}
+    pto.store_scalar %x, %o[%c0] : {ty}, !pto.ptr<{ty}>
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("lit", "ty", "want"), [
+    ("0x3F800000", "f32", np.float32(1.0)),           # a hex literal of a float is its bits
+    ("0xFF800000", "f32", np.float32(-np.inf)),
+    ("0x3C00", "f16", np.float16(1.0)),
+    ("255", "i8", np.int8(-1)),                      # signless: fits as unsigned
+    ("-128", "i8", np.int8(-128)),
+])
+def test_literals_as_mlir_reads_them(lit, ty, want):
+    import ptoisa as pto
+
+    out = np.zeros(1, want.dtype)
+    pto.load(_const_prog(lit, ty)).f(out)
+    assert out.tobytes() == np.array([want]).tobytes()
+
+
+@pytest.mark.parametrize(("lit", "ty", "msg"), [
+    ("256", "i8", "integer literal 256 out of range for i8"),
+    ("-129", "i8", "integer literal -129 out of range for i8"),
+    ("99999999999999", "i32", "out of range for i32"),
+    ("1e39", "f32", r"float literal 1e\+39 out of range for f32"),
+    ("1", "f32", "decimal integer literal 1 for a float type"),
+    ("0x1FFFF", "f16", "does not fit the 16 bits of f16"),
+])
+def test_literals_mlir_rejects_are_errors(lit, ty, msg):
+    import ptoisa as pto
+    from ptoisa.errors import VerifyError
+
+    with pytest.raises(VerifyError, match=msg):
+        pto.load(_const_prog(lit, ty))
+
+
+@pytest.mark.parametrize("kw", [{"offset": 1.9}, {"shape": (1, 1, 1, 4.5, 4)}])
+def test_global_tensor_never_truncates_a_fraction(kw):
+    import ptoisa as pto
+    from ptoisa.errors import PtoError
+
+    a = np.zeros(64, np.float32)
+    args = {"shape": (1, 1, 1, 4, 4), **kw}
+    with pytest.raises(PtoError, match="must be whole numbers"):
+        pto.GlobalTensor(a, args.pop("shape"), (64, 64, 64, 4, 1), **args)
+    assert pto.GlobalTensor(a, (1, 1, 1, 4, 4), (64, 64, 64, 4, 1), offset=2.0).offset == 2

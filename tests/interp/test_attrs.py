@@ -359,7 +359,12 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  ("TMOV", "reluMode"), ("THISTOGRAM", "byte"), ("MSCATTER", "Atomic"),
                  ("MSCATTER", "Oob"), ("TGATHER", "cmpMode"), ("TGATHER", "offset"),
                  ("TQUANT", "quant_type"), ("TPUSH", "Split"), ("TPOP", "Split"),
-                 ("TFREE", "Split")}
+                 ("TFREE", "Split"), ("MGATHER", "CMode"), ("MGATHER", "Mode"),
+                 ("MSCATTER", "Mode"), ("MSCATTER", "Conflict"), ("TPRINT", "Format"),
+                 ("TEXTRACT", "reluMode"), ("TINSERT", "reluMode"),
+                 *((n, "Phase") for n in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV",
+                                          "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX", "TGEMV_MX",
+                                          "TMATMUL_MX_HIF4"))}
 
 
 def test_every_mode_is_accounted_for() -> None:
@@ -593,8 +598,9 @@ def test_registry_sweep_every_instruction_with_modes(target: str) -> None:
     ran = {name for name in SWEPT if _sweep(REGISTRY[name], target)}
     assert ran == SWEPT
     here = {n for n, _ in RUN_HERE}
-    with_modes = {n for n, i in REGISTRY.items() if _mode_values(i) or
-                  any(p.name for p in i.params)}
+    # (micro-ops' parameters, dist and pattern tokens, are tested in tests/isa/test_micro.py)
+    with_modes = {n for n, i in REGISTRY.items() if i.dialect == "tile" and (
+        _mode_values(i) or any(p.name for p in i.params))}
     unaccounted = with_modes - SWEPT - here - set(NOT_SWEPT)
     assert not unaccounted, unaccounted
 
@@ -670,3 +676,100 @@ def test_corpus_attributes_reach_the_binding() -> None:
                 seen.add((instr.name, spec.to))
     assert {("TCVT", "mode"), ("TMOV", "mode"), ("TMOV", "reluMode"), ("TGATHER", "offset"),
             ("TQUANT", "quant_type"), ("TPUSH", "Split"), ("TSTORE", "reluPreMode")} <= seen
+
+
+def test_august_attributes_reach_the_binding() -> None:
+    """The attributes of the August 2026 PTOAS tree: mgather/mscatter ``coalesce`` (and
+    ``gatherOob`` / ``scatterConflict``), the matmul family's ``accPhase``, tprint's
+    ``printFormat``, textract / tinsert ``reluPreMode`` and single-core ``accToVecMode``,
+    set_quant_* ``id`` (no counterpart: accepted, nothing bound)."""
+    from ptoisa.enums import AccPhase, PrintFormat, ReluPreMode
+    from ptoisa.isa.irregular import Coalesce, GatherOOB, ScatterConflict
+    from ptoisa.text import parse
+
+    f32, i32 = tile_t("f32", 1, 16), tile_t("i32", 1, 16)
+    pv = "!pto.partition_tensor_view<1x16xf32>"
+    text = f"""module {{
+  func.func @k(%m: {pv}) {{
+    %s = pto.alloc_tile : {f32}
+    %i = pto.alloc_tile : {i32}
+    pto.mgather ins(%m, %i : {pv}, {i32}) outs(%s : {f32}) {{coalesce = #pto<coalesce elem>}}
+    pto.mgather ins(%m, %i : {pv}, {i32}) outs(%s : {f32}) {{coalesce = #pto<coalesce row>, gatherOob = #pto<gather_oob zero>}}
+    pto.mscatter ins(%s, %i : {f32}, {i32}) outs(%m : {pv}) {{coalesce = #pto<coalesce elem>, scatterConflict = #pto<scatter_conflict last>}}
+    pto.tprint ins(%s : {f32}) {{printFormat = 2 : i32}}
+    return
+  }}
+}}
+"""  # noqa: E501
+    ops = [o for o in parse(text, "m.pto").ops[0].walk()
+           if o.name in ("pto.mgather", "pto.mscatter", "pto.tprint")]
+    p = [bridge.bind(o, bridge.instr_of(o.name)).params for o in ops]  # type: ignore[arg-type]
+    assert (p[0]["CMode"], p[0]["Mode"]) == (Coalesce.Elem, GatherOOB.Undefined)
+    assert (p[1]["CMode"], p[1]["Mode"]) == (Coalesce.Row, GatherOOB.Zero)
+    assert (p[2]["Mode"], p[2]["Conflict"]) == (Coalesce.Elem, ScatterConflict.Last)
+    assert p[3]["Format"] is PrintFormat.Width10_Precision6
+    left = tile_t("f32", 16, 16).replace("loc=vec", "loc=left").replace(
+        "row_major, slayout=none_box", "col_major, slayout=row_major")
+    right = tile_t("f32", 16, 16).replace("loc=vec", "loc=right").replace(
+        "slayout=none_box", "slayout=col_major")
+    acc = tile_t("f32", 16, 16).replace("loc=vec", "loc=acc").replace(
+        "row_major, slayout=none_box, fractal=512", "col_major, slayout=row_major, fractal=1024")
+    text = f"""module {{
+  func.func @k() {{
+    %c0 = arith.constant 0 : index
+    %a = pto.alloc_tile : {left}
+    %b = pto.alloc_tile : {right}
+    %c = pto.alloc_tile : {acc}
+    %v = pto.alloc_tile : {tile_t("f32", 16, 16)}
+    pto.tmatmul ins(%a, %b : {left}, {right}) outs(%c : {acc}) {{accPhase = #pto<acc_phase partial>}}
+    pto.textract ins(%c, %c0, %c0 : {acc}, index, index) outs(%v : {tile_t("f32", 16, 16)}) {{reluPreMode = #pto<relu_pre_mode normal_relu>, accToVecMode = #pto.acc_to_vec_mode<single_mode_vec0>}}
+    return
+  }}
+}}
+"""  # noqa: E501
+    ops = [o for o in parse(text, "c.pto").ops[0].walk()
+           if o.name in ("pto.tmatmul", "pto.textract")]
+    assert bridge.bind(ops[0], REGISTRY["TMATMUL"]).params["Phase"] is AccPhase.Partial
+    assert bridge.bind(ops[1], REGISTRY["TEXTRACT"]).params["reluMode"] is \
+        ReluPreMode.NormalRelu
+    dual = text.replace("single_mode_vec0", "dual_mode_split_m")
+    with pytest.raises(VerifyError, match="accToVecMode.*dual modes split the window"):
+        load(dual, target="a5")
+    sq = program({"src": ("f32", 1, 16)}, ["src"], ["src"], "").replace(
+        "pto.tstore", "%q = arith.constant 2.0 : f32\n    pto.set_quant_scalar(%q : f32) "
+        "{id = 1}\n    pto.tstore", 1)
+    load(sq)  # accepted: the id has no counterpart
+
+
+def test_mgather_coalesce_elem_runs_as_pto() -> None:
+    """coalesce = elem gathers table_flat[idx[i, j]] (the manual's elem mode); row mode
+    gathers table rows."""
+    f32, i32 = tile_t("f32", 2, 8), tile_t("i32", 2, 8)
+    pv, iv = ("!pto.partition_tensor_view<4x8xf32>", "!pto.partition_tensor_view<2x8xi32>")
+    text = f"""module {{
+  func.func @k(%tab: !pto.ptr<f32>, %ix: !pto.ptr<i32>, %out: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %tv = pto.make_tensor_view %tab, shape = [%c4, %c8], strides = [%c8, %c1] : !pto.tensor_view<?x?xf32>
+    %iv = pto.make_tensor_view %ix, shape = [%c2, %c8], strides = [%c8, %c1] : !pto.tensor_view<?x?xi32>
+    %ov = pto.make_tensor_view %out, shape = [%c2, %c8], strides = [%c8, %c1] : !pto.tensor_view<?x?xf32>
+    %tp = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c4, %c8] : !pto.tensor_view<?x?xf32> -> {pv}
+    %ip = pto.partition_view %iv, offsets = [%c0, %c0], sizes = [%c2, %c8] : !pto.tensor_view<?x?xi32> -> {iv}
+    %op = pto.partition_view %ov, offsets = [%c0, %c0], sizes = [%c2, %c8] : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<2x8xf32>
+    %i = pto.alloc_tile : {i32}
+    %d = pto.alloc_tile : {f32}
+    pto.tload ins(%ip : {iv}) outs(%i : {i32})
+    pto.mgather ins(%tp, %i : {pv}, {i32}) outs(%d : {f32}) {{coalesce = #pto<coalesce elem>}}
+    pto.tstore ins(%d : {f32}) outs(%op : !pto.partition_tensor_view<2x8xf32>)
+    return
+  }}
+}}
+"""  # noqa: E501
+    tab = np.arange(32, dtype=np.float32).reshape(4, 8) * 1.5
+    idx = np.array([[31, 0, 5, 7, 8, 9, 30, 2], [1, 1, 1, 3, 17, 18, 19, 20]], np.int32)
+    out = np.zeros((2, 8), np.float32)
+    load(text, target="a5").k(tab, idx, out)
+    np.testing.assert_array_equal(out, tab.reshape(-1)[idx])

@@ -104,3 +104,18 @@ def test_pto_waiting_for_a_flag_no_rank_sets_is_a_deadlock(tmp_path, monkeypatch
     assert cli.main(args) == 1
     err = capsys.readouterr().err
     assert "deadlock" in err and "at twait (" in err and "notify_put.pto:" in err
+
+
+@pytest.mark.parametrize(("n", "msg"), [("-2", "at least 1 rank"), ("0", "at least 1 rank"),
+                                        ("1000", "more than 64"), ("x", "not a number")])
+def test_a_rank_count_out_of_range_is_refused(n, msg, capsys):
+    # -2 exited 0 having run nothing, 0 ran one rank, 1000 started 1000 processes
+    with pytest.raises(SystemExit) as e:
+        cli.main(["run", PTO, "--ranks", n])
+    assert e.value.code == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_the_rank_cap_can_be_raised(monkeypatch):
+    monkeypatch.setenv("PTOISA_MAX_RANKS", "2000")
+    assert cli._rank_count("1000") == 1000

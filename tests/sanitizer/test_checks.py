@@ -21,11 +21,11 @@ def gather(table, idx, out, mode):
     ti = Tile(TileType.Vec, np.int32, 1, 8)
     dst = Tile(TileType.Vec, np.float32, 8, 8)
     pto.TLOAD(ti, _g(idx, 1, 8))
-    pto.SET_FLAG(P.MTE2, P.MTE2, 0)  # (same pipe: in order anyway)
-    pto.WAIT_FLAG(P.MTE2, P.MTE2, 0)
+    pto.SET_FLAG(P.MTE2, P.V, 0)  # a gather into a Vec tile runs on V (MGATHER_VEC)
+    pto.WAIT_FLAG(P.MTE2, P.V, 0)
     pto.MGATHER(dst, GlobalTensor(table), ti, Mode=mode)
-    pto.SET_FLAG(P.MTE2, P.MTE3, 0)
-    pto.WAIT_FLAG(P.MTE2, P.MTE3, 0)
+    pto.SET_FLAG(P.V, P.MTE3, 0)
+    pto.WAIT_FLAG(P.V, P.MTE3, 0)
     pto.TSTORE(_g(out, 8, 8), dst)
 
 
@@ -133,7 +133,7 @@ def test_capacity_and_alignment_join_the_report():
 
     x, z = np.ones(256, np.float32), np.zeros(256, np.float32)
     with pytest.raises(pto.sanitizer.SanitizerError) as e:
-        pto.launch(k, x, z, target="a2a3", sanitize=Sanitizer())
+        pto.launch(k, x, z, target="a2a3", sanitize=Sanitizer(sync="manual"))
     assert [f.kind for f in e.value.report] == ["race", "placement"]
     f = e.value.report.findings[1]
     assert "not 32-byte aligned" in f.message and f.loc[0] == __file__

@@ -20,6 +20,7 @@ from ..registry import (
     Instr,
     Opnd,
     Param,
+    PipeForms,
     Sig,
     except_on,
     instr,
@@ -426,6 +427,9 @@ def _mgather_cpu(m: Machine, dst: Tile, src: GlobalTensor, indexes: Any,
 
 
 @instr("MGATHER", family="irregular", pipe=Pipe.MTE2,
+       pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
+                         why="pto-isa's MGATHER_VEC and MGATHER_MAT."),
+       ptoas=Ptoas(attrs={"coalesce": Attr("CMode"), "gatherOob": Attr("Mode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "gm"), Opnd("indexes", "tile|gm"),
                  Opnd("scratch", "gm", "scratch", optional=True)),
        params=(Param("CMode", Coalesce.Row, Coalesce), Param("Mode", GatherOOB.Undefined,
@@ -499,10 +503,11 @@ def _mscatter_cpu(m: Machine, dst: GlobalTensor, src: Tile, indexes: Tile, *,
     _mscatter(dst, src, indexes, Mode, Atomic, Oob, sign64=True)
 
 
-@instr("MSCATTER", family="irregular", pipe=Pipe.MTE3,
+@instr("MSCATTER", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(attrs={
            "scatterAtomicOp": Attr("Atomic", values={"none": ScatterAtomicOp.NoOp}),
-           "scatterOob": Attr("Oob")}),
+           "scatterOob": Attr("Oob"), "coalesce": Attr("Mode"),
+           "scatterConflict": Attr("Conflict")}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("indexes", "tile")),
        params=(Param("Mode", Coalesce.Row, Coalesce),
                Param("Atomic", ScatterAtomicOp.NoOp, None),

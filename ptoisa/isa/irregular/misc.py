@@ -10,7 +10,7 @@ from ...enums import Pipe, TileType
 from ...errors import PtoError, RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
-from ..registry import Opnd, Param, Sig, instr, locs, same_dtype
+from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
 from ..rules import row_major_nd
 from ..spelling import Attr, Form, Ptoas
 from .common import _tci_rows, _wrap_to
@@ -31,6 +31,10 @@ def _tci_tmp_a2a3(sig: Sig) -> None:
 
 
 @instr("TCI", family="irregular", pipe=Pipe.S,
+       pipe_of=PipeForms("tmp", {"-": Pipe.S, "Vec": Pipe.V},
+                         why="pto-isa's event.hpp has one TCI op, on PIPE_S: the form without "
+                             "tmp, a scalar loop; with tmp the a2a3 code is vector "
+                             "instructions (TCI.hpp), so that form runs on V."),
        ptoas=Ptoas(attrs={"descending": Attr("descending")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("start", "scalar"),
                  Opnd("tmp", "tile", "scratch", optional=True)),

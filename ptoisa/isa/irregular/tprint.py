@@ -25,6 +25,7 @@ from ...memory import Machine
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import Tile, TileSpec
 from ..registry import Opnd, Param, Sig, dtype_in, instr, sim_unchecked_type
+from ..spelling import Attr, Ptoas
 
 _FMT = {
     PrintFormat.Width8_Precision4: (8, 4),
@@ -155,6 +156,9 @@ def _no_mat_print(sig: Sig) -> None:
 
 
 @instr("TPRINT", family="irregular", pipe=Pipe.ALL, returns_event=False,
+       ptoas=Ptoas(attrs={"printFormat": Attr("Format", values={
+           0: PrintFormat.Width8_Precision4, 1: PrintFormat.Width8_Precision2,
+           2: PrintFormat.Width10_Precision6})}),
        operands=(Opnd("src", "tile|gm"), Opnd("tmp", "tile|gm", "scratch", optional=True)),
        params=(Param("Format", None),),
        dtype_key=("src",),

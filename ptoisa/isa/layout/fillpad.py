@@ -20,7 +20,7 @@ import numpy as np
 from ...enums import Pipe, TileType
 from ...memory import Machine
 from ...tile import Tile, TileSpec
-from ..registry import Opnd, Param, Sig, instr, locs, same_static_shape
+from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_static_shape
 
 
 def _pad_not_null(sig: Sig) -> None:
@@ -78,6 +78,8 @@ _PADVAL = Param("PadVal", None)
 
 
 @instr("TFILLPAD", family="layout", pipe=Pipe.V,
+       pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
+                         why="pto-isa's TFILLPAD_VEC and TFILLPAD_MAT (an L1 fill)."),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        params=(_PADVAL,), dtype_key=("dst",),
        static=(locs(["dst", "src"], TileType.Vec, TileType.Mat), _pad_not_null, _same_elem_size,

@@ -27,15 +27,15 @@ from ..registry import (
     Instr,
     Opnd,
     Param,
+    PipeForms,
     Sig,
     except_on,
     instr,
     locs,
-    move_pipe,
     same_dtype,
     sim_unchecked,
 )
-from ..spelling import SCALE, Form, Ptoas
+from ..spelling import SCALE, Attr, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -148,6 +148,13 @@ def _split_args(ins: Instr, a: Any, b: Any, c: Any) -> tuple[Any, int, int]:
 
 
 _RELU = Param("reluMode", ReluPreMode.NoRelu, ReluPreMode)
+#: PTOAS attributes of pto.textract / pto.tinsert: the ReLU mode, and on A5 the vector core(s)
+#: an Acc -> Vec move delivers to (one core is modelled: a single-core mode delivers the
+#: whole window to dst; a dual mode, which splits it between the two, is refused)
+_MOVE_ATTRS = {"reluPreMode": Attr("reluMode"),
+               "accToVecMode": Attr(only=("single_mode_vec0", "single_mode_vec1"), why=(
+                   "the dual modes split the window between the two vector cores, which "
+                   "TEXTRACT / TINSERT do not model"))}
 _IDX_OPNDS = (Opnd("indexRow", "scalar", optional=True), Opnd("indexCol", "scalar", optional=True),
               Opnd("indexColQuant", "scalar", optional=True))
 
@@ -204,10 +211,18 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
                        f"slayout=none_box), got src {s.layout_name}, dst {d.layout_name}")
 
 
-@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=move_pipe(),
+@instr("TEXTRACT", family="layout", pipe=Pipe.MTE1, pipe_of=PipeForms(("src", "dst"), {
+           ("Mat", "Left"): Pipe.MTE1, ("Mat", "Right"): Pipe.MTE1,
+           ("Mat", "ScaleLeft"): Pipe.MTE1, ("Mat", "ScaleRight"): Pipe.MTE1,
+           ("Acc", "Mat"): Pipe.FIX, ("Acc", "Vec"): Pipe.FIX,
+           ("Vec", "Mat"): Pipe.FIX, ("Vec", "Vec"): Pipe.V,
+       }, why="pto-isa's TEXTRACT_M2LR (MTE1), TEXTRACT_A2M and TEXTRACT_V2M (FIX); A5's "
+              "Acc -> Vec leaves through the fix-pipe like TMOV_A2V, Vec -> Vec is a vector "
+              "copy (PTOAS)."),
        ptoas=Ptoas(forms={"pto.textract": (
            # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
-           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)}),
+           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)},
+           attrs=_MOVE_ATTRS),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
@@ -325,7 +340,12 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
                        f"src={s.dtype}, dst={d.dtype}")
 
 
-@instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=move_pipe(),
+@instr("TINSERT", family="layout", pipe=Pipe.FIX, pipe_of=PipeForms(("src", "dst"), {
+           ("Acc", "Mat"): Pipe.FIX, ("Acc", "Vec"): Pipe.FIX,
+           ("Vec", "Mat"): Pipe.MTE3, ("Vec", "Vec"): Pipe.V,
+       }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
+              "MTE3, Vec -> Vec V)."),
+       ptoas=Ptoas(attrs=_MOVE_ATTRS),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),
        static=(_moves, _conversion),
@@ -658,8 +678,11 @@ def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None
     pointer it is (the simulator, a2a3 and a5 all set dst's address to that element), the view
     is dst's own layout from there on: with another Cols, row i of a row-major dst starts
     i * dst.Cols elements after src[rowIdx, colIdx], and the view may run past src (into the
-    following bytes of the buffer)."""
-    m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview")
+    following bytes of the buffer; of an auto-mode src, past src only as far as the array
+    src's storage is part of goes, dst's valid region always inside src)."""
+    vr, vc = int(np.max(dst.valid_row)), int(np.max(dst.valid_col))  # (lockstep: per block)
+    reach = int(dst.spec.offsets[:vr, :vc].max() + 1) * dst.dtype.itemsize if vr and vc else 0
+    m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview", reach=reach)
 
 
 SHIFT_MX_ADDR = 2

@@ -8,7 +8,7 @@ from ...enums import AccPhase, Pipe
 from ...errors import PtoError
 from ...memory import Machine
 from ..registry import Opnd, Param, Sig, instr
-from ..spelling import Ptoas
+from ..spelling import Attr, Ptoas
 
 _HIF4_WHY = (
     "TMATMUL_MX_HIF4 (TMATMUL_MX with hifloat4x2_t operands) is not modelled: it is an A6 "
@@ -22,7 +22,8 @@ def _not_modelled(sig: Sig) -> None:
     raise sig.fail(_HIF4_WHY)
 
 
-@instr("TMATMUL_MX_HIF4", family="matrix", pipe=Pipe.M, ptoas=Ptoas(op="pto.tmatmul.mx.hif4"),
+@instr("TMATMUL_MX_HIF4", family="matrix", pipe=Pipe.M,
+       ptoas=Ptoas(op="pto.tmatmul.mx.hif4", attrs={"accPhase": Attr("Phase")}),
        operands=(Opnd("cMatrix", "tile", "out"), Opnd("aMatrix", "tile"),
                  Opnd("aScaleMatrix", "tile"), Opnd("bMatrix", "tile"),
                  Opnd("bScaleMatrix", "tile"), Opnd("biasData", "tile", optional=True)),

@@ -30,7 +30,7 @@ from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import FRACTAL_MX, Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
-from ..spelling import Form, Ptoas
+from ..spelling import Attr, Form, Ptoas
 
 if TYPE_CHECKING:
     from ...targets import Target
@@ -471,6 +471,9 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
         return True
 
     impl.__doc__ = doc
+    # PTOAS's ``accPhase`` is the unit-flag phase template argument
+    ptoas = dataclasses.replace(ptoas or Ptoas(), attrs={**(ptoas.attrs if ptoas else {}),
+                                                         "accPhase": Attr("Phase")})
     if "_" in name:  # PTOAS dots the variants: pto.tmatmul.acc, pto.tgemv.mx
         ptoas = dataclasses.replace(ptoas or Ptoas(), op="pto." + name.lower().replace("_", "."))
     # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)

@@ -27,7 +27,7 @@ from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..quant import quant_mode, quantize
-from ..registry import Instr, Opnd, Param, Sig, instr, move_pipe
+from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr
 from ..spelling import Attr, Form, Ptoas
 
 
@@ -200,7 +200,21 @@ def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
     dst.write(np.array(vals, copy=True))
 
 
-@instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True, pipe_of=move_pipe(),
+#: the pipe of each TMOV path (pto-isa's event.hpp: TMOV_V2V, TMOV_V2M, TMOV_M2B/L/R/S,
+#: TMOV_A2V/A2M)
+TMOV_PIPES = PipeForms(("src", "dst"), {
+    ("Vec", "Vec"): Pipe.V, ("Vec", "Mat"): Pipe.FIX,
+    ("Mat", "Left"): Pipe.MTE1, ("Mat", "Right"): Pipe.MTE1, ("Mat", "Bias"): Pipe.MTE1,
+    ("Mat", "Scaling"): Pipe.FIX,
+    ("Mat", "ScaleLeft"): Pipe.MTE1, ("Mat", "ScaleRight"): Pipe.MTE1,
+    ("Acc", "Vec"): Pipe.FIX, ("Acc", "Mat"): Pipe.FIX,
+    # paths of the CPU simulator only (no NPU pipe to follow): Mat -> Vec as PTOAS selects
+    # it (its fallback, V); Vec -> L0A/L0B as the Vec -> Mat path
+    ("Mat", "Vec"): Pipe.V, ("Vec", "Left"): Pipe.FIX, ("Vec", "Right"): Pipe.FIX,
+}, why="Mat -> ScaleLeft/ScaleRight (A5's MX scales) are L1 -> L0 loads like Mat -> Left.")
+
+
+@instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True, pipe_of=TMOV_PIPES,
        ptoas=Ptoas(
            # the generic spelling: operandSegmentSizes over (src, dst, fp, preQuantScalar)
            forms={"pto.tmov": (Form(ins=("src",)), Form(ins=("src", "fp")),

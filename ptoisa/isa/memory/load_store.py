@@ -14,7 +14,7 @@ from ...memory import Machine, current
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from ..quant import convert, quant_mode, quantize
-from ..registry import Instr, Opnd, Param, Sig, instr, locs, move_pipe
+from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs
 from ..spelling import LAYOUT_HINT, Attr, Ptoas
 
 # ---- TASSIGN ---------------------------------------------------------------------------------
@@ -378,7 +378,9 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return True
 
 
-@instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True, pipe_of=move_pipe(),
+@instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
+       pipe_of=PipeForms("src", {"Vec": Pipe.MTE3, "Mat": Pipe.MTE3, "Acc": Pipe.FIX},
+                         why="pto-isa's TSTORE_VEC, TSTORE_MAT, TSTORE_ACC."),
        ptoas=Ptoas(attrs={
            "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
                                           "with the cube; the functional model runs in order"),

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ... import edges
 from ...enums import Pipe
-from ...errors import PtoError
+from ...errors import ExecutionError, PtoError
 from ...memory import Machine
 from ..registry import Event, Instr, Opnd, Param, instr
 from ..spelling import Form, Ptoas
@@ -97,6 +98,38 @@ def TSYNC(m: Machine, events: Any = None, *, OpCode: Any) -> None:  # noqa: N802
     _record(m, ("TSYNC", OpCode, tuple(waited)))
 
 
+_SYNCALL_SETS = {"AIVOnly": ("AIV",), "AICOnly": ("AIC",), "Mix": ("AIC", "AIV"),
+                 "Mixed": ("AIC", "AIV")}
+
+
+def syncall_barrier(m: Machine, core_type: Any) -> None:
+    """SYNCALL in a mixed launch: wait until every core of the participant set (AIVOnly,
+    AICOnly, Mix) has reached its same-numbered SYNCALL."""
+    cl = m.cluster
+    if cl is None:
+        return
+    kinds = _SYNCALL_SETS.get(str(core_type).rsplit("::", 1)[-1])
+    if kinds is None:
+        raise PtoError(f"CoreType must be AIVOnly, AICOnly or Mix, got {core_type}",
+                       op="syncall")
+    if m.lanes == 1 and m.block_num > 1:
+        raise ExecutionError("SYNCALL synchronises every block of the launch: the blocks must "
+                             "run in lockstep (this launch runs them one by one)", op="syncall")
+    me = m.stream
+    if me.machine.core[0] not in kinds:
+        return
+    arrived = cl.barriers.setdefault(kinds, {})
+    n = arrived[me.name] = arrived.get(me.name, 0) + 1
+    # the arrival of generation n (every pipe of this core drained) for every participant
+    toks = cl.barriers.setdefault(("tokens", kinds), {})
+    toks[(me.name, n)] = edges.release(m, Pipe.ALL)
+    parts = [s for s in cl.streams if s.machine.core[0] in kinds]
+    me.wait_until(lambda: all(arrived.get(s.name, 0) >= n for s in parts),
+                  f"SYNCALL<{'/'.join(kinds)}> #{n}: waiting for "
+                  + ", ".join(s.name for s in parts if arrived.get(s.name, 0) < n))
+    edges.acquire(m, *(toks.get((s.name, n)) for s in parts), pipe=Pipe.ALL)
+
+
 @instr("SYNCALL", family="sync", pipe=Pipe.ALL, sync="all_cores",
        operands=(Opnd("gmWorkspace", "any", optional=True),
                  Opnd("usedCores", "scalar", optional=True)),
@@ -108,6 +141,4 @@ def SYNCALL(m: Machine, gmWorkspace: Any = None, usedCores: Any = None, *,  # no
     a recorded no-op."""
     _record(m, ("SYNCALL", CoreType, usedCores))
     if m.cluster is not None:
-        from .cross_core import syncall_barrier
-
         syncall_barrier(m, CoreType)

@@ -19,7 +19,7 @@ from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..elementwise.common import as_elem, cover, kinds, plain_form
 from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _rem_floor_cpu, _shift
-from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
 from ..rules import vec
 from ..valid_region import A2A3, A2A3_LIST, A5, A5_LIST, BOTH, COMMON, NPUS_DIFFER, SameValid
 
@@ -203,6 +203,8 @@ def TDIVS(m: Machine, dst: Tile, a: Any, b: Any, **kw: Any) -> None:  # noqa: N8
 # ---- TEXPANDS --------------------------------------------------------------------------------
 
 @instr("TEXPANDS", family="tile-scalar", pipe=Pipe.V,
+       pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
+                         why="pto-isa's TEXPANDS and TEXPANDS_MAT (an L1 fill)."),
        operands=(_DST, Opnd("scalar", "scalar")), dtype_key=("dst",),
        static=(locs(["dst"], TileType.Vec, TileType.Mat),))
 def TEXPANDS(m: Machine, dst: Tile, scalar: Any) -> None:  # noqa: N802

@@ -1,0 +1,211 @@
+"""Micro-ops of the vector micro-ISA (VPTO) in a ``.pto`` program.
+
+A ``pto.vadd`` / ``pto.vlds`` / ``pto.mte_gm_ub`` ... op is a registry entry with
+``dialect="vpto"`` (``ptoisa/isa/micro/``). It binds here, once, at compile time, by the one
+spelling the micro-ISA chapters use for every op:
+
+* the SSA operands outside keyword groups, in the order written (``%ub[%offset]`` is two),
+  fill the entry's operands that are not groups, in order (trailing optional ones may be
+  absent);
+* a keyword group ``nburst(%a, %b, %c)`` fills the operand of that name (kind ``group``) with
+  the tuple of its values; a group written several times (``loop(...) loop(...)``) with the
+  tuple of those tuples;
+* quoted literals (``"PAT_ALL"``, ``"LOWER"``) fill the entry's parameters in order, an
+  attribute dictionary (``{dist = "NORM"}``) by name; a parameter named ``result_type``
+  gets the type of the op's first result (``pto.vbitcast``: what it reinterprets as), one
+  named ``post_update`` whether the op binds its optional updated-pointer result;
+* the op's results are the entry's ``results``, which its semantics return.
+
+The static rules run here with the operands' types (``VRegSpec``, ``MaskSpec``, ``PtrSpec``,
+scalars' element types) and the legality table of the target; at run time the step calls
+``Instr.run`` like a tile instruction and binds what it returns to the op's results.
+
+``pto.vecscope { ... }`` is a region: its body runs in place (the vector function scope of the
+micro-ISA; it changes no value ptoisa computes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import PtoError, VerifyError
+from ..ir import types as T
+from ..ir.core import Op
+from ..isa.registry import Instr, Opnd
+from ..vector.regs import AlignSpec, PtrSpec, mask_spec, vreg_spec
+from . import bridge
+from .compiler import CompiledFunc, Env, Step, dialect_binder, handler
+
+
+def value_spec(t: T.Type) -> Any:
+    """What static rules see for a value of IR type ``t`` (None: no type they read)."""
+    if isinstance(t, T.PtrType):
+        return PtrSpec(t.space or "gm", bridge.elem_dtype(t.dtype))
+    if isinstance(t, T.OpaqueType):
+        return vreg_spec(t.text) or mask_spec(t.text) or (
+            AlignSpec() if t.text == "!pto.align" else None)
+    if isinstance(t, (T.IntegerType, T.FloatType, T.IndexType)):
+        return bridge.elem_dtype(t)
+    return None
+
+
+def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[Any]]:
+    """(operands outside groups, group name -> the tuples written, quoted literals)."""
+    if not op.syntax:  # (the SSA form ``%r = pto.x %a : T -> U`` keeps no pieces)
+        return list(op.operands), {}, []
+    plain: list[Any] = []
+    groups: dict[str, list[tuple[Any, ...]]] = {}
+    literals: list[Any] = []
+    ps = op.syntax
+    j = 0
+    while j < len(ps):
+        p = ps[j]
+        if p.kind == "k" and j + 1 < len(ps) and ps[j + 1].kind == "p" and ps[j + 1].value == "(":
+            vals = []
+            j += 2
+            while j < len(ps) and not (ps[j].kind == "p" and ps[j].value == ")"):
+                if ps[j].kind == "v":
+                    vals.append(op.operands[int(ps[j].value)])  # type: ignore[call-overload]
+                j += 1
+            groups.setdefault(str(p.value), []).append(tuple(vals))
+        elif p.kind == "v":
+            plain.append(op.operands[int(p.value)])  # type: ignore[call-overload]
+        elif p.kind == "a":
+            literals.append(bridge.attr_value(p.value))  # type: ignore[arg-type]
+        elif p.kind == "p" and p.value == ":":
+            break  # the types
+        j += 1
+    return plain, groups, literals
+
+
+def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
+    """The step of micro-op ``op`` bound to entry ``ins`` (see the module's docstring)."""
+    plain, groups, literals = _split(op)
+    slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])
+    types: dict[str, Any] = {}
+    k = 0
+    for o in ins.operands:
+        if o.kind == "group":
+            written = groups.pop(o.name, None)
+            if written is None:
+                if not o.optional:
+                    raise VerifyError(f"missing the '{o.name}(...)' group", op=op.name,
+                                      loc=op.loc)
+                slots.append(None)
+            elif _repeats(o):
+                slots.append(("groups", [tuple(cf.slot(v) for v in g) for g in written]))
+            else:
+                if len(written) > 1:
+                    raise VerifyError(f"'{o.name}(...)' written {len(written)} times",
+                                      op=op.name, loc=op.loc)
+                slots.append(("group", tuple(cf.slot(v) for v in written[0])))
+            continue
+        if k < len(plain):
+            v = plain[k]
+            k += 1
+            slots.append(cf.slot(v))
+            types[o.name] = value_spec(v.type)
+        elif o.optional:
+            slots.append(None)
+        else:
+            raise VerifyError(f"expects operand '{o.name}' ({o.kind}) after {k} operand(s)",
+                              op=op.name, loc=op.loc)
+    if k < len(plain) or groups:
+        extra = f"{len(plain) - k} operand(s)" if k < len(plain) else \
+            ", ".join(f"'{g}(...)'" for g in groups)
+        raise VerifyError(f"unexpected {extra} (operands: "
+                          f"{', '.join(o.name for o in ins.operands)})", op=op.name, loc=op.loc)
+    params = _params(op, ins, literals)
+    least = sum(1 for r in ins.results if not r.optional)
+    if not least <= len(op.results) <= len(ins.results):
+        raise VerifyError(f"has {len(op.results)} result(s), {ins.mnemonic} gives "
+                          f"{least if least == len(ins.results) else f'{least} to '}"
+                          f"{len(ins.results)} ({', '.join(r.name for r in ins.results)})",
+                          op=op.name, loc=op.loc)
+    for r, v in zip(ins.results, op.results, strict=False):
+        types[r.name] = value_spec(v.type)
+    try:
+        ins.check_types(cf.c.target, types, params, cf.c.permissive)
+    except VerifyError:
+        raise
+    except PtoError as e:
+        raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
+    res = tuple(cf.slot(v) for v in op.results)
+    fixed = tuple(slots)
+    run = ins.run
+    loc = op.loc
+    name = ins.mnemonic
+
+    def get(env: Env, s: Any) -> Any:
+        if s is None:
+            return None
+        if isinstance(s, int):
+            return env[s]
+        if s[0] == "group":
+            return tuple(env[x] for x in s[1])
+        return tuple(tuple(env[x] for x in g) for g in s[1])
+
+    # (an entry of several results returns a tuple, of which the op may bind the first few)
+    one = res[0] if len(ins.results) == 1 and res else None
+
+    def step(env: Env) -> None:
+        vals = [get(env, s) for s in fixed]
+        try:
+            out = run(env[0].machine, vals, params, checked=True, loc=loc)
+        except PtoError as e:
+            if e.op is None:
+                e.op = name
+            raise e.with_loc(loc) from None
+        if one is not None:
+            env[one] = out
+        elif res:
+            for slot, v in zip(res, out, strict=False):
+                env[slot] = v
+    return step
+
+
+def _repeats(o: Opnd) -> bool:
+    """A group that may be written several times (``loop(...)``): its value is a tuple of
+    tuples."""
+    return o.name in ("loop",)
+
+
+def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for key, a in op.attributes.items:
+        if not any(p.name == key for p in ins.params):
+            raise VerifyError(f"unknown attribute '{key}' (known: "
+                              f"{', '.join(p.name for p in ins.params) or 'none'})",
+                              op=op.name, loc=op.loc)
+        params[key] = bridge.attr_value(a)
+    if any(p.name == "result_type" for p in ins.params) and op.results:
+        # (an op whose result's type is not a function of its operands: vbitcast, plds)
+        params["result_type"] = value_spec(op.results[0].type)
+    if any(p.name == "post_update" for p in ins.params):
+        # (the post-update form: the op binds its optional updated pointer, and so accesses
+        # the base itself, micro-isa/04 and 03)
+        params["post_update"] = len(op.results) > sum(1 for r in ins.results
+                                                      if not r.optional)
+    free = [p for p in ins.params if p.name not in params]
+    if len(literals) > len(free):
+        raise VerifyError(f"{len(literals)} literal(s) for {len(free)} parameter(s)",
+                          op=op.name, loc=op.loc)
+    for p, v in zip(free, literals, strict=False):
+        params[p.name] = v
+    return params
+
+
+dialect_binder("vpto", bind_micro)
+
+
+@handler("pto.vecscope")
+def _vecscope(cf: CompiledFunc, op: Op) -> Step:
+    if len(op.regions) != 1 or op.operands or op.results:
+        raise VerifyError(f"'{op.name}' takes no operands, has no results and one region",
+                          op=op.name, loc=op.loc)
+    body = cf.block(op.regions[0])
+
+    def step(env: Env) -> None:
+        for s in body:
+            s(env)
+    return step

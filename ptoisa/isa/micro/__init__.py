@@ -1,0 +1,18 @@
+"""The vector micro-ISA (VPTO, ``dialect="vpto"``): one module per chapter of
+``spec/ptoas-main/isa/micro-isa/`` that ptoisa executes (DMA copies, predicates, vector
+loads / stores, unary, binary and vector-scalar ops). ``common.py`` holds what they share:
+the lane masking, operand rules and the element arithmetic.
+
+The family is this package; importing it declares every entry."""
+
+from . import (  # noqa: F401 - declare the instructions
+    binary,
+    conversion,
+    dma,
+    load_store,
+    materialize,
+    predicate,
+    predicate_ls,
+    unary,
+    vec_scalar,
+)

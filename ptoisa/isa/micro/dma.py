@@ -1,0 +1,134 @@
+"""DMA between GM and UB (micro-isa/02-dma-copy.md): ``pto.mte_gm_ub`` (MTE2) and
+``pto.mte_ub_gm`` (MTE3).
+
+A transfer is ``nburst(n, src_stride, dst_stride)`` rows of ``len_burst`` contiguous bytes,
+each ``loop(count, src_stride, dst_stride)`` group repeating everything inside it (the first
+the innermost), strides in bytes from one row's start to the next. GM pointers are the
+launch's arrays (``interp/scalar_ops.py``), UB pointers the machine's UB bytes; a row outside
+either is an error naming the transfer, never a read or write of memory it was not given.
+``pad(value)`` on a load fills each UB row from ``len_burst`` to ``dst_stride`` with the value;
+the left / right padding counts are refused by name unless 0 (the page does not say where
+they put the data). ``l2_cache_ctl`` changes no value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...enums import Pipe
+from ...errors import ExecutionError
+from ...vector.regs import Ptr, buffer_bytes
+from ..registry import Opnd, instr
+from .common import scalar_as
+
+
+def _rows(len_burst: int, nburst: tuple[Any, ...], loops: tuple[tuple[Any, ...], ...] | None,
+          op: str) -> tuple[np.ndarray, np.ndarray]:
+    """(source row starts, destination row starts), in bytes from the pointers, innermost
+    row last."""
+    groups = [tuple(int(x) for x in nburst)]
+    groups += [tuple(int(x) for x in g) for g in (loops or ())]
+    src = np.zeros(1, np.int64)
+    dst = np.zeros(1, np.int64)
+    for g in groups:
+        if len(g) != 3:
+            raise ExecutionError(f"a group takes (count, src_stride, dst_stride), got "
+                                 f"{len(g)} value(s)")
+        count, ss, ds = g
+        if count < 0:
+            raise ExecutionError(f"negative count {count}")
+        steps = np.arange(count, dtype=np.int64)
+        # the new group is outer: its step varies slowest
+        src = (steps[:, None] * ss + src[None, :]).reshape(-1)
+        dst = (steps[:, None] * ds + dst[None, :]).reshape(-1)
+    if len_burst < 0:
+        raise ExecutionError(f"negative len_burst {len_burst}")
+    return src, dst
+
+
+def _gm_bytes(p: Any, op: str, what: str) -> np.ndarray:
+    if not isinstance(p, np.ndarray):
+        raise ExecutionError(f"the {what} must be a GM pointer, got {p!r}")
+    return p.reshape(-1).view(np.uint8)
+
+
+def _span(starts: np.ndarray, n: int) -> tuple[int, int]:
+    if starts.size == 0 or n == 0:
+        return 0, 0
+    return int(starts.min()), int(starts.max()) + n
+
+
+def _check_gm(gm: np.ndarray, starts: np.ndarray, n: int, op: str, what: str) -> None:
+    lo, hi = _span(starts, n)
+    if lo < 0 or hi > gm.size:
+        raise ExecutionError(f"{what} bytes [{lo}, {hi}) from the GM pointer leave its "
+                             f"argument ({gm.size} bytes from the pointer on)")
+
+
+def _ub_ptr(p: Any, op: str, what: str) -> Ptr:
+    if not isinstance(p, Ptr) or p.space != "ub":
+        raise ExecutionError(f"the {what} must be a UB pointer, got {p!r}")
+    return p
+
+
+@instr("MTE_GM_UB", pipe=Pipe.MTE2, dialect="vpto",
+       operands=(Opnd("gm_src", "ptr"), Opnd("ub_dst", "ptr"), Opnd("l2_cache_ctl", "scalar"),
+                 Opnd("len_burst", "scalar"), Opnd("nburst", "group"),
+                 Opnd("loop", "group", optional=True), Opnd("pad", "group", optional=True)),
+       dtype_key=("ub_dst",))
+def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_burst: Any,
+              nburst: tuple[Any, ...], loop: Any = None, pad: Any = None) -> None:
+    """For every row r of the nburst / loop groups: UB[ub_dst + dst_row(r) ..][:len_burst] =
+    GM[gm_src + src_row(r) ..][:len_burst]; with pad(value), the rest of each UB row up to
+    dst_stride holds value."""
+    op = "mte_gm_ub"
+    ub = _ub_ptr(ub_dst, op, "destination")
+    gm = _gm_bytes(gm_src, op, "source")
+    n = int(len_burst)
+    src, dst = _rows(n, nburst, loop, op)
+    _check_gm(gm, src, n, op, "source")
+    fill = 0
+    if pad is not None:
+        if len(pad) not in (1, 3) or (len(pad) == 3 and (int(pad[1]) or int(pad[2]))):
+            raise ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with "
+                                 "left / right padding counts")
+        fill = max(int(nburst[2]) - n, 0)
+    lo, hi = _span(dst, n + fill)
+    if hi == lo:
+        return
+    out = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
+    cols = np.arange(n, dtype=np.int64)
+    out[(dst - lo)[:, None] + cols[None, :]] = gm[src[:, None] + cols[None, :]]
+    if fill:
+        dt = ub.dtype
+        one = np.array([scalar_as(pad[0], dt, "pad")], dt.np).view(np.uint8)
+        k = np.arange(n, n + fill, dtype=np.int64)
+        # (rows start at elements: byte k of a row is byte k % itemsize of an element)
+        out[(dst - lo)[:, None] + k[None, :]] = one[k % dt.itemsize][None, :]
+
+
+@instr("MTE_UB_GM", pipe=Pipe.MTE3, dialect="vpto",
+       operands=(Opnd("ub_src", "ptr"), Opnd("gm_dst", "ptr", "out"),
+                 Opnd("len_burst", "scalar"), Opnd("nburst", "group"),
+                 Opnd("l2_cache_ctl", "group", optional=True),
+                 Opnd("loop", "group", optional=True)),
+       dtype_key=("ub_src",))
+def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
+              nburst: tuple[Any, ...], l2_cache_ctl: Any = None, loop: Any = None) -> None:
+    """For every row r of the nburst / loop groups: GM[gm_dst + dst_row(r) ..][:len_burst] =
+    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are)."""
+    op = "mte_ub_gm"
+    ub = _ub_ptr(ub_src, op, "source")
+    gm = _gm_bytes(gm_dst, op, "destination")
+    n = int(len_burst)
+    src, dst = _rows(n, nburst, loop, op)
+    _check_gm(gm, dst, n, op, "destination")
+    lo, hi = _span(src, n)
+    if hi == lo:
+        return
+    data = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
+    m.gm_barrier(gm_dst)  # tiles still reading these GM bytes lazily take their copy first
+    cols = np.arange(n, dtype=np.int64)
+    gm[dst[:, None] + cols[None, :]] = data[(src - lo)[:, None] + cols[None, :]]
+
