@@ -2032,7 +2032,8 @@ def TSHRS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event
 def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None, *events: Event) -> Event:
     """
     Per row, each block of 32 elements of src's valid region is sorted in descending order
-    of value, together with its u32 index from ``idx``; dst row r receives the blocks'
+    of value, together with its u32 index from ``idx`` (its row r, or its only row when idx
+    has one valid row: shared by every row); dst row r receives the blocks'
     8-byte (value, index) records in order (f32: 2 elements per record, f16: 4, the value in
     the low bytes). With ``tmp`` a partial last block is padded with -inf (records keep the
     index 0; they sort last and only the first validCol records are written).

@@ -145,7 +145,7 @@ class Program:
         :mod:`ptoisa.interp.verify`), then compile every function for the target (raises
         VerifyError with location)."""
         check_module(self.module)
-        check_module_rules(self.module, self.level)
+        check_module_rules(self.module, self.level, target or self.target)
         c = self.compiler(target or self.target)
         for f in self.module.functions():
             if f.sym_name and f.regions and f.regions[0].blocks:

@@ -97,7 +97,7 @@ class Compiler:
     def function(self, name: str) -> CompiledFunc:
         cf = self.funcs.get(name)
         if cf is None:
-            op = self.module.lookup(name)
+            op = defined_function(self.module, name)
             if op is None:
                 names = ", ".join(f.sym_name for f in self.module.functions())
                 raise PtoError(f"no function '{name}' in the module (functions: {names})")
@@ -105,6 +105,19 @@ class Compiler:
             self.funcs[name] = cf
             cf.build()
         return cf
+
+
+def defined_function(module: Any, name: str) -> Op | None:
+    """Function ``name`` of the module: its definition where one of the (nested) modules has
+    a body for it (a ``func.func private @f()`` declaration elsewhere links to it), else its
+    declaration, else None."""
+    decl = None
+    for f in module.functions():
+        if f.sym_name == name:
+            if f.regions and f.regions[0].blocks:
+                return f
+            decl = decl or f
+    return decl
 
 
 class CompiledFunc:

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir.core import Op
-from ..isa.pipes import Direction, TPipe
+from ..isa.pipes import ODD_SPLITS, SPLIT_RANGE, Direction, TPipe
 from ..isa.registry import FRONTEND_OPS, REGISTRY
 from ..targets import get_target
 from ..tile import Tile
@@ -49,7 +49,12 @@ def _split(op: Op) -> str:
     try:
         return _SPLITS[int(s)]
     except (ValueError, IndexError, TypeError):
-        raise VerifyError(f"split must be 0, 1 or 2, got {s}", op=op.name, loc=op.loc) from None
+        pass
+    if isinstance(s, int) and s in ODD_SPLITS:
+        raise VerifyError(f"operation '{op.name}' cannot be executed by ptoisa yet: split = {s} "
+                          f"({ODD_SPLITS[s]}, an odd split mode of GM-backed C2V pipes)",
+                          op=op.name, loc=op.loc)
+    raise VerifyError(f"{SPLIT_RANGE}, got {s}", op=op.name, loc=op.loc)
 
 
 def _peer(op: Op) -> str | None:

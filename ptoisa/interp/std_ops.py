@@ -24,6 +24,7 @@ from .compiler import (
     _literal,
     _Return,
     _same_for_all_blocks,
+    defined_function,
     handler,
     kernel_kind,
 )
@@ -448,12 +449,27 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
     args = [cf.slot(v) for v in op.operands]
     results = [cf.slot(r) for r in op.results]
     compiler = cf.c
-    kind = kernel_kind(compiler.module.lookup(callee_name))
+    target = defined_function(compiler.module, callee_name)
+    kind = kernel_kind(target)
+    fty = None if target is None else target.attributes.get("function_type")
+    if isinstance(fty, A.TypeAttr) and isinstance(fty.type, T.FunctionType):
+        # MLIR's func.call verifier: the call's operands and results are the callee's
+        for what, have, want in (("operands", len(op.operands), len(fty.type.inputs)),
+                                 ("results", len(op.results), len(fty.type.results))):
+            if have != want:
+                raise VerifyError(f"incorrect number of {what} for callee (@{callee_name} "
+                                  f"takes {want}, the call has {have})", op=op.name,
+                                  loc=op.loc)
+    external = target is not None and not (target.regions and target.regions[0].blocks)
 
     def step(env: Env) -> None:
         ctx = env[0]
         if kind is not None and ctx.core is not None and not ctx.core.runs(kind, callee_name):
             return  # a cube function on a vector core or the reverse (#if __DAV_CUBE__ ...)
+        if external:
+            raise ExecutionError(f"@{callee_name} is declared without a body (an external "
+                                 "function): ptoisa cannot run a call to it", op=op.name,
+                                 loc=op.loc)
         callee = compiler.function(callee_name)
         out = callee.invoke(ctx, [env[a] for a in args])
         for r, v in zip(results, out, strict=False):

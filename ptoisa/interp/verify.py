@@ -10,9 +10,10 @@ compiler options, so they cannot live in a registry entry.
 * ``--pto-level=level3`` (addresses are the program's: every ``alloc_tile`` has ``addr``);
 * a ``reserve_buffer`` with ``auto = false`` (no PlanMemory) next to a ``memref.alloc`` (which
   needs PlanMemory);
-* ``tload`` / ``tstore`` between a static partition view and a tile with a static valid shape
-  move the same number of elements (the eager API checks the view covers the valid region, at
-  run time: a larger view is fine there).
+* ``tstore`` from a tile with a static valid shape to a static partition view moves as many
+  elements as the view holds (PTOAS's TSTORE rule; an empty side is not compared). ``tload``
+  has no such rule: a view larger than the tile's valid region loads that region (the run-time
+  check is that the view covers it).
 
 :func:`diagnose` collects every error of a module the way PTOAS reports them (the module
 rules, then each function on its own); :func:`check_module_rules` raises the first one.
@@ -31,8 +32,9 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
+from ..memory import ALIGN
 from . import bridge, op_names
-from .compiler import Compiler
+from .compiler import Compiler, _literal
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -145,16 +147,305 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                         break
 
 
-def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
+#: the C++ fix-pipe template parameters PTOAS keeps off its frontend pipe ops (their lowering
+#: sets them): written on one, they are an error, never silently dropped
+_HIDDEN_FIXPIPE = ("subBlockId", "sub_blockid", "stPhase", "atomicType", "clipReluMode",
+                   "isChannelSplit")
+_FIXPIPE_SURFACE = (*_INITS[1:], *_FRONTEND, "pto.talloc_to_aiv", "pto.talloc_to_aic",
+                    "pto.set_quant_scalar", "pto.set_quant_vector")
+
+
+#: the public values of a fix-pipe pipe's ``acc_push_epilogue`` (PTOAS's fixpipe-tpipe design,
+#: v1): anything else is an error, never a guess
+_EPILOGUE = {
+    "layout": ("FixpipeLayout", ("nz2nd", "nz2dn", "nz2nz")),
+    "quant": ("FixpipeQuant", (
+        "no_convert", "f32_f16", "req8_scalar", "req8_vec", "deqf16_scalar", "deqf16_vec",
+        "f32_bf16", "qf322b8_pre_scalar", "qf322b8_pre_vec", "qf322f16_pre_scalar",
+        "qf322bf16_pre_scalar", "qs322bf16_pre_scalar", "qs322bf16_pre_vec",
+        "qf322hif8_pre_scalar", "qf322fp8_pre_scalar")),
+    "relu": ("FixpipeRelu", ("no_relu", "normal_relu")),
+}
+#: quant modes only A5's fix pipe has, with PTOAS's words for each family
+_A5_ONLY_QUANT = {
+    "qs322bf16_pre_scalar": "'qs322bf16_pre_*' quantization modes",
+    "qs322bf16_pre_vec": "'qs322bf16_pre_*' quantization modes",
+    "qf322hif8_pre_scalar": "'qf322hif8_pre_scalar'/'qf322fp8_pre_scalar'",
+    "qf322fp8_pre_scalar": "'qf322hif8_pre_scalar'/'qf322fp8_pre_scalar'",
+}
+
+
+def _epilogue_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
+    """``acc_push_epilogue = #pto.acc_push_epilogue<layout = .., quant = .., relu = ..>`` of
+    a pipe init: each field one of its public values; the A5-only quant modes on A5 only."""
+    a = op.attributes.get("acc_push_epilogue")
+    body = getattr(a, "body", None)
+    if not isinstance(body, str):
+        return
+    fields = dict(
+        (k.strip(), v.strip()) for k, _, v in (part.partition("=") for part in body.split(","))
+        if k.strip())
+    for key, (enum, allowed) in _EPILOGUE.items():
+        v = fields.get(key)
+        if v is not None and v not in allowed:
+            yield VerifyError(f"expected ::mlir::pto::{enum} to be one of: {', '.join(allowed)}"
+                              f" (acc_push_epilogue {key} = {v})", op=op.name, loc=op.loc)
+            return
+    quant = fields.get("quant")
+    if quant in _A5_ONLY_QUANT and target is not None and target != "a5":
+        yield VerifyError(f"expects {_A5_ONLY_QUANT[quant]} to be used only on A5 target "
+                          f"(target {target})", op=op.name, loc=op.loc)
+
+
+#: quant mode -> (the producer Acc element types it takes, the consumer element types it
+#: gives; None: the producer's) (PTOAS's fixpipe-tpipe design, v1 verifier tables)
+_QUANT_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...] | None]] = {
+    "no_convert": (("f32", "i32"), None),
+    "f32_f16": (("f32",), ("f16",)),
+    "req8_scalar": (("i32",), ("si8", "ui8")),
+    "req8_vec": (("i32",), ("si8",)),
+    "deqf16_scalar": (("i32",), ("f16",)),
+    "deqf16_vec": (("i32",), ("f16",)),
+    "f32_bf16": (("f32",), ("bf16",)),
+    "qf322b8_pre_scalar": (("f32",), ("si8", "ui8")),
+    "qf322b8_pre_vec": (("f32",), ("si8",)),
+    "qf322f16_pre_scalar": (("f32",), ("f16",)),
+    "qf322bf16_pre_scalar": (("f32",), ("bf16",)),
+    "qs322bf16_pre_scalar": (("i32",), ("bf16",)),
+    "qs322bf16_pre_vec": (("i32",), ("bf16",)),
+    "qf322hif8_pre_scalar": (("f32",), ("hif8",)),
+    "qf322fp8_pre_scalar": (("f32",), ("f8E4M3FN",)),
+}
+
+
+def _epilogue_quant(op: Op) -> str | None:
+    body = getattr(op.attributes.get("acc_push_epilogue"), "body", None)
+    if not isinstance(body, str):
+        return None
+    for part in body.split(","):
+        k, _, v = part.partition("=")
+        if k.strip() == "quant":
+            return v.strip()
+    return None
+
+
+def _dname(t: T.TileBufType) -> str:
+    """A tile's element type as the tables write it (``!pto.hif8`` -> ``hif8``)."""
+    return str(t.dtype).removeprefix("!pto.")
+
+
+def _blocks(op: Op) -> Iterator[tuple[Op, ...]]:
+    """The op lists of every block nested in ``op``."""
+    for r in op.regions:
+        for b in r.blocks:
+            yield b.ops
+            for o in b.ops:
+                yield from _blocks(o)
+
+
+def _quant_state_errors(f: Op, quants: dict[Any, str]) -> Iterator[VerifyError]:
+    """A TPUSH into a fix-pipe pipe whose quant mode reads a quant register (``*_scalar`` /
+    ``*_vec`` modes) follows, in its block, a ``set_quant_scalar`` / ``set_quant_vector``
+    of the pipe's id."""
+    for ops in _blocks(f):
+        seen: set[tuple[str, Any]] = set()
+        for op in ops:
+            if op.name in ("pto.set_quant_scalar", "pto.set_quant_vector"):
+                seen.add((op.name, _attr(op, "id")))
+            elif op.name == "pto.tpush_to_aiv":
+                pid = _attr(op, "id")
+                q = quants.get(pid, "")
+                need = "pto.set_quant_scalar" if q.endswith("_scalar") else \
+                    "pto.set_quant_vector" if q.endswith("_vec") else None
+                if need is not None and (need, pid) not in seen:
+                    yield VerifyError(f"expects a preceding {need} with id = {pid} in the same "
+                                      f"block (acc_push_epilogue.quant {q})",
+                                      op=op.name, loc=op.loc)
+
+
+def _fixpipe_type_errors(f: Op) -> Iterator[VerifyError]:
+    """A fix-pipe pipe (an init with ``acc_push_epilogue``) and its users in the function:
+    the cube's TPUSH source is an Acc tile of an element type the quant mode converts from;
+    the vector side resolves the pipe's entry type from its ``tpop_from_aic`` results (at
+    least one, all of one type), whose element type is the one the mode converts to."""
+    ops = list(f.walk())
+    quants = {_attr(op, "id"): q for op in ops if op.name == "pto.aic_initialize_pipe"
+              and (q := _epilogue_quant(op)) is not None}
+    yield from _quant_state_errors(f, quants)
+    for init in ops:
+        if init.name not in _INITS[1:]:
+            continue
+        quant = _epilogue_quant(init)
+        if quant is not None and _attr(init, "dir_mask") not in (None, 1):
+            yield VerifyError("expects fixpipe pipe (with 'acc_push_epilogue') to have "
+                              f"dir_mask = 1 (C2V only), got {_attr(init, 'dir_mask')}",
+                              op=init.name, loc=init.loc)
+            continue
+        if quant not in _QUANT_TYPES:
+            continue
+        pid = _attr(init, "id")
+        src_ok, dst_ok = _QUANT_TYPES[quant]
+        users = [op for op in ops if op.name in _FRONTEND and _attr(op, "id") == pid]
+        if init.name == "pto.aic_initialize_pipe":
+            for u in users:
+                if u.name == "pto.tpush_to_aiv" and u.operands:
+                    t = u.operands[0].type
+                    if isinstance(t, T.TileBufType) and _dname(t) not in src_ok:
+                        yield VerifyError(
+                            "expects fixpipe TPUSH source element type to match "
+                            f"acc_push_epilogue.quant mode requirements ({quant} takes an Acc "
+                            f"tile of {' or '.join(src_ok)}, got {t.dtype})",
+                            op=u.name, loc=u.loc)
+            continue
+        pops = [u.results[0].type for u in users
+                if u.name == "pto.tpop_from_aic" and u.results]
+        if not pops:
+            yield VerifyError(f"expects at least one tpop_from_aic for fixpipe pipe id = {pid} "
+                              "to resolve the consumer entry type", op=init.name, loc=init.loc)
+            continue
+        if len(set(map(str, pops))) > 1:
+            yield VerifyError(f"expects all tpop_from_aic results for fixpipe pipe id = {pid} "
+                              "to use the same tile type", op=init.name, loc=init.loc)
+            continue
+        t = pops[0]
+        want = dst_ok or src_ok
+        if isinstance(t, T.TileBufType) and _dname(t) not in want:
+            yield VerifyError(f"expects consumer element type to match acc_push_epilogue.quant "
+                              f"{quant} ({' or '.join(want)}, got {t.dtype})",
+                              op=init.name, loc=init.loc)
+
+
+def _slot_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
+    """A frontend pipe's FIFO depth: ``slot_num`` > 0 (default 8, 4 for dir_mask 3);
+    ``local_slot_num`` (A2/A3 only) at most that."""
+    if op.name == "pto.initialize_l2l_pipe":
+        return
+    slots, local = _attr(op, "slot_num"), _attr(op, "local_slot_num")
+    if isinstance(slots, int) and slots <= 0:
+        yield VerifyError(f"expects 'slot_num' to be greater than 0, got {slots}", op=op.name,
+                          loc=op.loc)
+        return
+    if local is None:
+        return
+    if target == "a5":
+        yield VerifyError("'local_slot_num' is only supported for a2/a3 frontend pipe lowering",
+                          op=op.name, loc=op.loc)
+        return
+    mask = _attr(op, "dir_mask")
+    eff = slots if isinstance(slots, int) else (4 if mask == 3 else 8)
+    if isinstance(local, int) and local > eff:
+        yield VerifyError(f"expects 'local_slot_num' to be less than or equal to slot_num ({eff})"
+                          f" for dir_mask = {mask}, got {local}", op=op.name, loc=op.loc)
+
+
+def _kw_attr(op: Op, key: str) -> Any:
+    """Attribute ``key`` of ``op``: in its dictionary, or written ``key = #attr`` after the
+    operands of a custom spelling (``pto.syncall(...) mode = #pto.sync_all_mode<soft>``)."""
+    a = op.attributes.get(key)
+    if a is None:
+        s = op.syntax
+        for i in range(len(s) - 2):
+            if s[i].kind == "k" and s[i].value == key and s[i + 1].value == "=" and \
+                    s[i + 2].kind == "a":
+                a = s[i + 2].value  # type: ignore[assignment]
+                break
+    if a is None:
+        return None
+    body = getattr(a, "body", None)  # #pto.sync_all_mode<soft> -> "soft"
+    return body.strip() if isinstance(body, str) else bridge.attr_value(a)
+
+
+def _syncall_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's pto.syncall ABI: hard mode takes no operand; soft mode a GM workspace of i32
+    (pointer, tensor view or partition view; at least 16 elements when its shape is static)
+    and an optional i32 participant count."""
+    def err(msg: str) -> VerifyError:
+        return VerifyError(msg, op=op.name, loc=op.loc)
+
+    mode = _kw_attr(op, "mode")
+    ops = op.operands
+    if mode == "hard":
+        if ops:
+            yield err("expects hard syncall to have no gm_workspace or used_cores")
+        return
+    if mode == "soft" and not 1 <= len(ops) <= 2:
+        yield err("expects soft syncall to have gm_workspace and optional used_cores")
+        return
+    if not ops:
+        return
+    gm = ops[0].type
+    if not isinstance(gm, (T.PtrType, T.TensorViewType, T.PartitionTensorViewType)):
+        yield err(f"operand #0 must be Ptr, TensorView, or PartitionTensorView, got {gm}")
+        return
+    if len(ops) > 1 and not (isinstance(ops[1].type, T.IntegerType)
+                             and ops[1].type.width == 32 and not ops[1].type.signedness):
+        yield err(f"operand #1 must be 32-bit signless integer, got {ops[1].type}")
+        return
+    if isinstance(gm, T.PtrType) and gm.space not in (None, "gm"):
+        yield err(f"expects gm_workspace to be in GM address space, got {gm}")
+        return
+    if not (isinstance(gm.dtype, T.IntegerType) and gm.dtype.width == 32):
+        yield err(f"expects gm_workspace element type to be i32, got {gm.dtype}")
+        return
+    if not isinstance(gm, T.PtrType) and None not in gm.shape:
+        n = 1
+        for d in gm.shape:
+            n *= d  # type: ignore[operator]
+        if n < 16:
+            yield err("expects gm_workspace to contain at least 16 i32 elements (64 bytes), "
+                      f"but static capacity is {n}")
+
+
+def _const_int(defs: dict[int, Op], v: Any) -> int | None:
+    """The integer an ``arith.constant`` defines for value ``v``, else None."""
+    d = defs.get(id(v))
+    if d is None or d.name != "arith.constant":
+        return None
+    lit = _literal(d)
+    val = None if lit is None else bridge.attr_value(lit)
+    return val if isinstance(val, int) and not isinstance(val, bool) else None
+
+
+def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
+    """A constant tile address (``alloc_tile addr = %c``, ``tassign %t, %c``) is 32-byte
+    aligned (PTOAS's verifier; run time checks the others)."""
+    if op.name == "pto.alloc_tile":
+        v = op.keyword_operands.get("addr")
+    else:
+        v = op.operands[1] if len(op.operands) > 1 else None
+    addr = None if v is None else _const_int(defs, v)
+    if addr is not None and addr % ALIGN:
+        yield VerifyError(f"addr must be aligned to {ALIGN} bytes for local tile memory space, "
+                          f"got {addr}", op=op.name, loc=op.loc)
+
+
+def _op_errors(f: Op, level: str | None, target: str | None = None
+               ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
               and _attr(op, "auto") is False]
+    defs = _defs(f)
     for op in f.walk():
+        if op.name in ("pto.alloc_tile", "pto.tassign"):
+            yield from _addr_errors(op, defs)
+        if op.name in _INITS:
+            yield from _epilogue_errors(op, target)
+            yield from _slot_errors(op, target)
+        elif op.name == "pto.thistogram" and op.attributes.get("isMSB") is not None and \
+                op.attributes.get("byte") is not None and \
+                int(_attr(op, "byte")) != (1 if _attr(op, "isMSB") else 0):
+            yield VerifyError("does not allow conflicting 'byte' and legacy 'isMSB' attributes "
+                              f"(byte = {_attr(op, 'byte')}, isMSB = "
+                              f"{str(_attr(op, 'isMSB')).lower()})", op=op.name, loc=op.loc)
         if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
             t = op.results[0].type if op.results else None
             if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
                 yield VerifyError("expects tile result to have dynamic validShape (?, ?) when "
                                   "valid_row/valid_col operands are provided",
                                   op=op.name, loc=op.loc)
+        elif op.name == "pto.tassign" and level is not None and level != "level3":
+            # (a level given on the command line: files that name none are not judged here)
+            yield VerifyError("pto.tassign is only supported when --pto-level=level3",
+                              op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \
                 "addr" not in op.keyword_operands:
             yield VerifyError("requires 'addr' operand when --pto-level=level3", op=op.name,
@@ -162,6 +453,9 @@ def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
         elif op.name == "pto.alloc_tile" and op.results:
             t = op.results[0].type
             kw = op.keyword_operands
+            e = _row_alignment_error(op, t)
+            if e is not None:
+                yield e
             for key, dim in (("valid_row", "v_row"), ("valid_col", "v_col")):
                 if key in kw and isinstance(t, T.TileBufType) and getattr(t, dim) is not None:
                     yield VerifyError(
@@ -177,10 +471,39 @@ def _op_errors(f: Op, level: str | None) -> Iterator[VerifyError]:
             yield VerifyError("cannot use pto.reserve_buffer with auto = false when local "
                               "memref.alloc still requires PlanMemory allocation",
                               op=op.name, loc=op.loc)
-        elif op.name in ("pto.tload", "pto.tstore"):
+        elif op.name in _FIXPIPE_SURFACE and \
+                (hidden := [k for k in _HIDDEN_FIXPIPE if op.attributes.get(k) is not None]):
+            yield VerifyError(f"does not allow unpublished fixpipe attr '{hidden[0]}'",
+                              op=op.name, loc=op.loc)
+        elif op.name == "pto.syncall":
+            yield from _syncall_errors(op)
+        elif op.name == "pto.tstore":
             e = _view_count(op)
             if e is not None:
                 yield e
+
+
+def _row_alignment_error(op: Op, t: Any) -> VerifyError | None:
+    """A tile without boxes stores rows (row-major) or columns (col-major) of whole 32-byte
+    blocks (PTOAS's alloc_tile verifier; pto::Tile's static_asserts). A single row or column,
+    and sub-byte element types, are not checked here."""
+    if not isinstance(t, T.TileBufType) or t.slayout != "none_box" or 1 in (t.rows, t.cols):
+        return None
+    try:
+        dt = bridge.elem_dtype(t.dtype)
+    except PtoError:
+        return None
+    if dt.packed:
+        return None
+    if t.blayout == "row_major" and (t.cols * dt.itemsize) % ALIGN:
+        return VerifyError("expects result row-major none_box tile row byte size (cols * "
+                           f"sizeof(dtype)) to be {ALIGN}-byte aligned, but got "
+                           f"{t.cols * dt.itemsize} bytes", op=op.name, loc=op.loc)
+    if t.blayout == "col_major" and (t.rows * dt.itemsize) % ALIGN:
+        return VerifyError("expects result col-major none_box tile column byte size (rows * "
+                           f"sizeof(dtype)) to be {ALIGN}-byte aligned, but got "
+                           f"{t.rows * dt.itemsize} bytes", op=op.name, loc=op.loc)
+    return None
 
 
 def _view_count(op: Op) -> VerifyError | None:
@@ -197,24 +520,46 @@ def _view_count(op: Op) -> VerifyError | None:
     for d in vt.shape:
         n *= d  # type: ignore[operator]
     valid = spec.valid_row * spec.valid_col
-    if n == valid:
+    if n == valid or n <= 0 or valid <= 0:  # (an empty side is not compared: PTOAS)
         return None
-    side = "dst" if op.name == "pto.tstore" else "src"
-    return VerifyError(f"expects {side} static element count ({n}) to match the tile's valid "
-                       f"element count ({spec.valid_row}x{spec.valid_col} = {valid})",
+    return VerifyError(f"expects dst static element count ({n}) to match src valid_shape "
+                       f"static element count ({valid}: {spec.valid_row}x{spec.valid_col})",
                        op=op.name, loc=op.loc)
 
 
-def module_rule_errors(module: Module, level: str | None = None) -> Iterator[VerifyError]:
-    """The cross-op PTOAS rules of this module, in file order per kind."""
+def _peer_errors(module: Module) -> Iterator[VerifyError]:
+    """``pto.import_reserved_buffer``'s ``peer_func`` names exactly one function of the
+    module (nested modules included): none, or two of that name, is an error (PTOAS never
+    picks one)."""
+    count: dict[str | None, int] = {}
+    for f in module.functions():
+        count[f.sym_name] = count.get(f.sym_name, 0) + 1
+    for op in module.walk():
+        if op.name == "pto.import_reserved_buffer":
+            p = _peer_name(op)
+            if p is not None and count.get(p, 0) != 1:
+                n = count.get(p, 0)
+                yield VerifyError(
+                    f"expects 'peer_func' to reference an existing func.func (@{p}: "
+                    f"{'no function' if not n else f'{n} functions'} of that name)",
+                    op=op.name, loc=op.loc)
+
+
+def module_rule_errors(module: Module, level: str | None = None,
+                       target: str | None = None) -> Iterator[VerifyError]:
+    """The cross-op PTOAS rules of this module, in file order per kind (``target``: the rules
+    that depend on it too)."""
     funcs = _functions(module)
+    yield from _peer_errors(module)
     yield from _pipe_errors(funcs)
     for f in funcs:
-        yield from _op_errors(f, level)
+        yield from _op_errors(f, level, target)
+        yield from _fixpipe_type_errors(f)
 
 
-def check_module_rules(module: Module, level: str | None = None) -> None:
-    for e in module_rule_errors(module, level):
+def check_module_rules(module: Module, level: str | None = None,
+                       target: str | None = None) -> None:
+    for e in module_rule_errors(module, level, target):
         raise e
 
 
@@ -276,7 +621,7 @@ def diagnose(module: Module, target: str, *, level: str | None = None) -> list[P
         check_module(module)
     except VerifyError as e:
         errors.append(e)
-    errors.extend(module_rule_errors(module, level))
+    errors.extend(module_rule_errors(module, level, target))
     comp = Compiler(module, target, False)  # what Program(module, target) compiles with
     for f in _functions(module):
         try:

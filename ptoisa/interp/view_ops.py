@@ -459,6 +459,16 @@ def _memref_alloc(cf: CompiledFunc, op: Op) -> Step:
     t = res.type
     if not isinstance(t, T.MemRefType) or None in t.shape:
         raise VerifyError(f"cannot allocate {t}", op=op.name, loc=op.loc)
+    if bridge.memref_space(t) not in ("gm", None):
+        # an on-chip buffer that is no tile (ptoisa's tiles are 2-D): tile instructions would
+        # get a bare array (PTOAS's plan-memory tests allocate rank-3 UB memrefs)
+        loc, name = op.loc, op.name
+
+        def refuse(env: Env) -> None:
+            raise ExecutionError(f"operation '{name}' cannot be executed by ptoisa yet: {t} is "
+                                 "an on-chip buffer but not a tile (tiles are 2-D)", op=name,
+                                 loc=loc)
+        return refuse
     arr = np.zeros(t.shape, bridge.elem_dtype(t.dtype).np)
 
     def step2(env: Env) -> None:
@@ -482,6 +492,8 @@ def _set_validshape(cf: CompiledFunc, op: Op) -> Step:
 @handler("pto.tassign")
 def _tassign(cf: CompiledFunc, op: Op) -> Step:
     t, a = (cf.slot(v) for v in op.operands[:2])
+    # ``%r = pto.tassign %t, %addr : T -> T``: the result is the same tile, placed
+    k = cf.slot(op.results[0]) if op.results else None
     loc = op.loc
     tassign = REGISTRY["TASSIGN"]
 
@@ -491,6 +503,8 @@ def _tassign(cf: CompiledFunc, op: Op) -> Step:
                          loc=loc)
         except PtoError as e:
             raise e.with_loc(loc) from None
+        if k is not None:
+            env[k] = env[t]
     return step
 
 

@@ -54,7 +54,13 @@ import numpy as np
 from .. import dtypes as D
 from ..concurrent import edges
 from ..enums import Pipe, TileType
-from ..errors import BlockDivergence, ExecutionError, IllegalInstruction, RuntimeCheckError
+from ..errors import (
+    BlockDivergence,
+    ExecutionError,
+    IllegalInstruction,
+    PtoError,
+    RuntimeCheckError,
+)
 from ..memory import Machine
 from ..tile import Tile
 from .quant import quantize
@@ -79,6 +85,12 @@ class TileSplitAxis(enum.Enum):
     TILE_UP_DOWN = 1
     TILE_LEFT_RIGHT = 2
 
+
+#: PTOAS's ``split`` values: 0-2 the TileSplitAxis values, 3/4 its odd modes (AIV0 takes the
+#: ceil half of an odd valid row/col count), which ptoisa does not execute yet
+SPLIT_VALUES = range(5)
+ODD_SPLITS = {3: "TILE_UP_DOWN_ODD", 4: "TILE_LEFT_RIGHT_ODD"}
+SPLIT_RANGE = "expects 'split' to be 0, 1, 2, 3, or 4"
 
 _C2V = {Direction.DIR_C2V, Direction.DIR_C2V_GM}
 #: a consumer's free fires once its pop's copy out of the slot is done (ffts_cross_core_sync
@@ -266,6 +278,11 @@ def _split(v: Any) -> TileSplitAxis:
     if isinstance(v, TileSplitAxis):
         return v
     if isinstance(v, int):  # PTOAS writes {split = 0/1/2}
+        if v in ODD_SPLITS:
+            raise PtoError(f"split = {v} ({ODD_SPLITS[v]}) is not executed by ptoisa yet "
+                           "(the odd split modes of GM-backed C2V pipes)")
+        if v not in SPLIT_VALUES:
+            raise PtoError(SPLIT_RANGE)
         return TileSplitAxis(v)
     return TileSplitAxis[str(v).rsplit("::", 1)[-1]]
 
@@ -284,6 +301,13 @@ def _half(split: TileSplitAxis, lane: int, rows: int, cols: int) -> tuple[int, i
         w = cols // 2
         return 0, lane * w, rows, w
     return 0, 0, rows, cols
+
+
+def _split_rule(sig: Sig) -> None:
+    """PTOAS's ``split`` attribute takes 0-4 (the odd modes 3/4 are refused when run)."""
+    v = sig.params.get("Split")
+    if isinstance(v, int) and not isinstance(v, bool) and v not in SPLIT_VALUES:
+        raise sig.fail(f"{SPLIT_RANGE}, got {v}")
 
 
 def _tile_pipe_rule(sig: Sig) -> None:
@@ -349,7 +373,8 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
        ptoas=Ptoas(forms={"pto.tpush": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
-       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,), batched=True)
+       dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
+       batched=True)
 def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any, TConfig: Any) -> None:  # noqa: N803
     """Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
@@ -439,7 +464,8 @@ def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
        operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
-       dtype_key=("tile",), static=(_tile_pipe_rule,), runtime=(_pipe_operand,), batched=True)
+       dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
+       batched=True)
 def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
          Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
@@ -493,8 +519,8 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
        ptoas=Ptoas(forms={"pto.tfree": (Form(ins=("pipe",), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),
-       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), runtime=(_pipe_operand,),
-       batched=True)
+       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), static=(_split_rule,),
+       runtime=(_pipe_operand,), batched=True)
 def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Release the slot this sub-block popped last (the slot is recycled once every consumer

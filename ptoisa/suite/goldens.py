@@ -8,7 +8,9 @@ them (inputs, then ``golden``), and reads ``cases.py``'s shapes and ``eps``. The
 says which kernel each case launches and on how many blocks (``main.cpp``'s case table names
 a launcher; ``launch.cpp``'s launcher calls ``KERNEL<<<N, ...>>>``). Pointer arguments take the
 inputs in order, then one output per golden; outputs are compared with the goldens over the
-case's valid shape as ``st_common.result_cmp`` does: ``allclose`` at ``atol = rtol = eps``.
+case's valid shape (its ``dst_vshape`` for a golden of its ``dst_shape``; the elements
+``cases.select_compared_region`` picks, where it has one)
+as ``st_common.result_cmp`` does: ``allclose`` at ``atol = rtol = eps``.
 """
 
 from __future__ import annotations
@@ -47,11 +49,22 @@ def save(name, data):
 st_common.save_case_data = save
 import cases
 meta = []
+pick = getattr(cases, "select_compared_region", None)
 for c in getattr(cases, "CASES", []):
     try:
-        meta.append({"name": str(c["name"]), "shape": [int(d) for d in c.get("shape", ())],
-                     "valid_shape": [int(d) for d in c.get("valid_shape", ())],
-                     "eps": None if c.get("eps") is None else float(c["eps"])})
+        m = {"name": str(c["name"]), "shape": [int(d) for d in c.get("shape", ())],
+             "valid_shape": [int(d) for d in c.get("valid_shape", ())],
+             "eps": None if c.get("eps") is None else float(c["eps"])}
+        if c.get("dst_shape") is not None and c.get("dst_vshape") is not None:
+            # cases whose golden is the dst tile's shape, compared over dst's valid shape
+            m["dst_shape"] = [int(d) for d in c["dst_shape"]]
+            m["dst_vshape"] = [int(d) for d in c["dst_vshape"]]
+        if pick is not None and m["shape"]:
+            # the elements the case's own compare.py compares (a DN tile's valid region is
+            # not the row-major top-left corner): picked from an array of flat indices
+            idx = np.arange(int(np.prod(m["shape"]))).reshape(m["shape"])
+            m["compared"] = np.asarray(pick(c, idx)).reshape(-1).astype(int).tolist()
+        meta.append(m)
     except Exception as e:
         meta.append({"name": str(c.get("name")), "error": repr(e)})
 runpy.run_path(os.path.join(case_dir, "gen_data.py"), run_name="__main__")
@@ -261,8 +274,16 @@ def _run_case(prog: Any, target: str, kernel: str, blocks: int, data: Path,
     for g, out in zip(expect, [bound[id(a)] for a in outs], strict=True):
         o = out[:g.size].reshape(g.shape)
         shape, valid = case.get("shape") or [], case.get("valid_shape") or []
-        if list(g.shape) == shape and len(valid) == len(shape) == 2:
+        picked = case.get("compared")
+        if picked is not None and list(g.shape) == shape:
+            # cases.py's select_compared_region: the elements upstream compares
+            sel = np.asarray(picked, np.int64)
+            g, o = g.reshape(-1)[sel], o.reshape(-1)[sel]
+        elif list(g.shape) == shape and len(valid) == len(shape) == 2:
             g, o = g[:valid[0], :valid[1]], o[:valid[0], :valid[1]]
+        elif list(g.shape) == case.get("dst_shape") and len(case["dst_vshape"]) == 2:
+            vr, vc = case["dst_vshape"]
+            g, o = g[:vr, :vc], o[:vr, :vc]
         g64, o64 = g.astype(np.float64), o.astype(np.float64)
         close = np.isclose(g64, o64, atol=eps, rtol=eps, equal_nan=True)
         if not close.all():

@@ -119,7 +119,7 @@ LEGALITY: dict[str, Rule] = {
     "TFMODS": rule("i16 ui16 i32 ui32 f16 f32"),
     "TREMS": rule("f32 i32 ui32 f16 i16 ui16 i64 ui64"),
     "TPOWS": rule(I124 + " f16 f32 bf16"),
-    "TEXPANDS": rule(I1248 + " f16 f32"),
+    "TEXPANDS": rule(I1248 + " f16 bf16 f32"),  # (TEXPANDS.md: bfloat16_t on A5 too)
     "TCMPS": rule([(s, "ui32") for s in _CMP.split()]),
     "TSELS": rule(ALLNUM),
 

@@ -284,6 +284,33 @@ def test_tilelang_case_runs_gen_data_and_compares_goldens(tmp_path, golden, op, 
     assert not list(d.rglob("*.bin")) and not list(d.rglob("__pycache__"))  # ran elsewhere
 
 
+PICKED_CASES = """import numpy as np
+CASES = [{"name": "f32_16x16", "dtype": np.float32, "shape": (16, 16),
+          "valid_shape": (16, 16), "eps": 1e-6}]
+def select_compared_region(case, arr):
+    return np.asarray(arr).reshape(-1)[::2]
+"""
+DST_CASES = """import numpy as np
+CASES = [{"name": "f32_16x16", "dtype": np.float32, "dst_shape": (16, 16),
+          "dst_vshape": (16, 8), "eps": 1e-6}]
+"""
+
+
+@pytest.mark.parametrize(("cases", "golden"), [
+    # compare.py compares what cases.select_compared_region picks (the even flat elements)
+    (PICKED_CASES, "np.where(np.arange(256).reshape(16, 16) % 2 == 0, a + b, 7)"),
+    # a golden of the case's dst_shape is compared over its dst_vshape
+    (DST_CASES, "np.where(np.arange(16) < 8, a + b, 7)")])
+def test_tilelang_compares_what_upstream_compares(tmp_path, cases, golden):
+    d = tilelang(tmp_path, "tadd", golden.replace("\n", ""))
+    write(d, "cases.py", cases)
+    if "dst_shape" in cases:
+        write(d, "gen_data.py", GEN_DATA.replace('case["shape"]', '(16, 16)')
+              .replace("GOLDEN", golden).replace("IMPORT", ""))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+
+
 def test_tilelang_without_en_dtypes_is_not_run_and_says_so(tmp_path):
     if importlib.util.find_spec("en_dtypes") is not None:
         pytest.skip("en_dtypes is installed")

@@ -104,6 +104,21 @@ def test_tgather_index(tgt, dtype, itype):  # type: ignore[no-untyped-def]
     np.testing.assert_array_equal(dst.numpy(), ref)
 
 
+@pytest.mark.parametrize("mode", ["GT", "EQ"])
+def test_tgather_compare(tgt, mode):  # type: ignore[no-untyped-def]
+    """Compare form TGATHER(dst, src, kValue, cdst, tmp, offset): per row, the column indices
+    (+ offset) of src's valid elements > (GT) or == (EQ) kValue, packed from column 0; cdst's
+    column 0 counts them."""
+    data = RNG.integers(0, 7, (4, 16)).astype(np.float32)
+    src = vec("f32", 4, 16, data=data)
+    dst, cdst, tmp = vec("i32", 4, 16), vec("i32", 4, 8), vec("f32", 4, 16)
+    pto.TGATHER(dst, src, 3.0, cdst, tmp, 2, cmpMode=mode)
+    for r in range(4):
+        hit = [j + 2 for j in range(16) if (data[r, j] > 3 if mode == "GT" else data[r, j] == 3)]
+        assert cdst.numpy()[r, 0] == len(hit)
+        np.testing.assert_array_equal(dst.numpy()[r, :len(hit)], hit)
+
+
 def test_tgather_rejects(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="same element size"):
         pto.TGATHER(vec("f32", 4, 16), vec("f16", 4, 16), maskPattern="P0101")
@@ -279,6 +294,23 @@ def test_tsort32(tgt, dtype, npdt):  # type: ignore[no-untyped-def]
                                   np.concatenate(exp).view(np.uint8))
 
 
+def test_tsort32_shared_idx_row(tgt):  # type: ignore[no-untyped-def]
+    """A 1 x C idx tile serves every src row (TSORT32.md's operand table; the tilelang ST
+    cases *_shared_idx); an idx of 2 rows for 3 src rows is an error."""
+    vals = np.stack([RNG.permutation(32) for _ in range(3)]).astype(np.float32)
+    src = vec("f32", 3, 32, data=vals)
+    idx = vec("ui32", 1, 32, data=(np.arange(32) + 100).reshape(1, 32))
+    dst = vec("f32", 3, 64)
+    pto.TSORT32(dst, src, idx)
+    for r in range(3):
+        order = sorted(range(32), key=lambda k, r=r: -float(vals[r, k]))
+        np.testing.assert_array_equal(dst.numpy()[r].view(np.uint8),
+                                      _records(vals[r, order], [100 + k for k in order],
+                                               np.float32).view(np.uint8))
+    with pytest.raises(RuntimeCheckError, match="nor is it one row"):
+        pto.TSORT32(dst, src, vec("ui32", 2, 32))
+
+
 def test_tsort32_rejects_partial_block(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(RuntimeCheckError, match="multiple of 32"):
         pto.TSORT32(vec("f32", 1, 128), vec("f32", 1, 64, valid=(1, Dyn(40))), vec("ui32", 1, 64))
@@ -342,6 +374,23 @@ def test_thistogram(tgt):  # type: ignore[no-untyped-def]
         keep = x[r][(x[r] >> 8) == 0x12] & 0xFF
         ref = np.array([np.sum(keep <= b) for b in range(256)])
         np.testing.assert_array_equal(dst.numpy()[r], ref)
+
+
+@pytest.mark.parametrize("byte,rows", [("BYTE_0", 2), ("BYTE_1", 1)])
+def test_thistogram_u32_filter_rows(byte, rows):  # type: ignore[no-untyped-def]
+    """A ui32 histogram of BYTE_k reads 3 - k filter rows of idx: too few is a run-time error
+    naming them (was numpy's IndexError)."""
+    with pto.target("a5"):
+        src = vec("ui32", 2, 16, data=RNG.integers(0, 1 << 31, (2, 16)))
+        idx = vec("ui8", rows, 32)
+        with pytest.raises(RuntimeCheckError, match=f"idx needs {3 - int(byte[-1])} row"):
+            pto.THISTOGRAM(vec("ui32", 2, 256), src, idx, byte=byte)
+        idx3 = vec("ui8", 3, 32, data=np.zeros((3, 32)))
+        dst = vec("ui32", 2, 256)
+        pto.THISTOGRAM(dst, src, idx3, byte="BYTE_3")
+        x = src.numpy() >> 24
+        for r in range(2):
+            np.testing.assert_array_equal(dst.numpy()[r], [np.sum(x[r] <= b) for b in range(256)])
 
 
 def test_trandom_philox_vector(tgt):  # type: ignore[no-untyped-def]
@@ -425,3 +474,44 @@ def test_comm_single_process(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(IllegalInstruction, match="same element type"):
         C.TGET(GlobalTensor(np.zeros(4, np.float32)), GlobalTensor(np.zeros(4, np.int32)),
                vec("f32", 1, 8))
+
+
+# ---- A2/A3 tmp contracts (PTOAS's verifier, after the PTO-ISA pages) -------------------------
+
+def test_a2a3_tmp_contracts():  # type: ignore[no-untyped-def]
+    """The scratch tiles the A2/A3 implementations need, checked on a2a3 only (a5 keeps tmp
+    as an unused placeholder)."""
+    E = R = S = pto  # (every entry is the eager intrinsic of its name)
+
+    def f32(r: int, c: int, valid=None) -> Tile:  # type: ignore[no-untyped-def]
+        return Tile("Vec", "f32", r, c, valid=valid)
+
+    cases = [
+        (lambda: pto.TCI(vec("i32", 1, 64), 0, f32(1, 128)),
+         "at least 768 bytes for 32-bit dst element type, got 512"),
+        (lambda: pto.TCI(vec("i16", 1, 64), 0, f32(1, 192)),
+         "at least 1792 bytes for 16-bit dst element type, got 768"),
+        (lambda: E.TREM(f32(16, 64), f32(16, 64), f32(16, 64), f32(1, 64)),
+         r"tmp valid_shape\[0\] to be at least 2, got 1"),
+        (lambda: E.TPRELU(f32(16, 64), f32(16, 64), f32(16, 64), vec("i8", 16, 32)),
+         r"tmp shape\[0\] to be at least dst valid_shape\[0\] \+ 1 \(17\), got 16"),
+        (lambda: R.TROWARGMAX(vec("ui32", 16, 8, valid=(13, 1)), f32(16, 128, (13, 127)),
+                              f32(16, 8, (13, 8))),
+         r"tmp valid_shape\[1\] to be at least 16 for src valid_shape\[1\] = 127, got 8"),
+        (lambda: R.TCOLARGMAX(vec("ui32", 1, 256, valid=(1, 255)), f32(16, 256, (15, 255)),
+                              f32(1, 8)),
+         r"tmp valid_shape\[1\] to be at least 16 for src valid_shape\[1\] = 255, got 8"),
+        (lambda: S.TXORS(vec("i16", 16, 64), vec("i16", 16, 64), 3, vec("i8", 1, 64)),
+         r"same element type as src and dst \(i16\), got i8"),
+    ]
+    for tgt in ("a2a3", "a5"):
+        with pto.target(tgt):
+            for call, msg in cases:
+                if tgt == "a2a3":
+                    with pytest.raises(IllegalInstruction, match=msg):
+                        call()
+                else:  # (a5: no contract; the call may still fail for its own reasons)
+                    try:
+                        call()
+                    except PtoError as e:
+                        assert "tmp" not in str(e), e

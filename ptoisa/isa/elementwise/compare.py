@@ -23,7 +23,7 @@ import numpy as np
 from ...enums import CmpMode, Pipe
 from ...errors import RuntimeCheckError
 from ...memory import Machine, current
-from ...tile import Tile
+from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Sig, instr, same_dtype
 from ..rules import vec
 from ..spelling import CMP_MODE, Ptoas
@@ -170,12 +170,25 @@ def _pred_mask(sig: Sig) -> None:
         raise sig.fail(f"mask must be an integer predicate tile, got {mk.dtype}")
 
 
+def _tsel_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3 copies each row's compare mask into tmp: 16 bytes for 16-bit data, 8 for 32-bit
+    (TSEL.md; PTOAS checks tmp's capacity)."""
+    t, d = sig["tmp"], sig["dst"]
+    if not isinstance(t, TileSpec) or not isinstance(d, TileSpec):
+        return
+    need = 16 if d.dtype.itemsize == 2 else 8
+    have = t.rows * t.cols * t.dtype.itemsize
+    if have < need:
+        raise sig.fail(f"expects tmp capacity to be at least {need} bytes, but got {have} bytes")
+
+
 @instr("TSEL", family="elementwise", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("mask", "tile"), Opnd("src0", "tile"),
                  Opnd("src1", "tile"), Opnd("tmp", "tile", "scratch", optional=True)),
        dtype_key=("dst",),
        static=(vec("dst", "mask", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                _pred_mask),
+       static_for={"a2a3": (_tsel_tmp_a2a3,)},
        runtime=(cover("src0", "src1"),))
 def TSEL(m: Machine, dst: Tile, mask: Tile, src0: Tile, src1: Tile,  # noqa: N802
          tmp: Tile | None = None) -> None:

@@ -16,8 +16,8 @@ import numpy as np
 from ... import lazy, rowfuse
 from ...enums import Pipe
 from ...memory import Machine, current
-from ...tile import Tile
-from ..registry import Instr, Opnd, Param, instr, same_dtype
+from ...tile import Tile, TileSpec
+from ..registry import Instr, Opnd, Param, Sig, instr, same_dtype
 from ..rules import vec
 from ..valid_region import BOTH, NPU, SameValid
 from .common import (
@@ -209,7 +209,8 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
 
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             tmp: bool | str = False, static: tuple[Any, ...] = (),
-            same_valid: SameValid | None = None, fn_for: dict[str, Fn] | None = None) -> Instr:
+            same_valid: SameValid | None = None, fn_for: dict[str, Fn] | None = None,
+            static_for: dict[str, tuple[Any, ...]] | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too (see plain_form). ``fn_for`` gives the
     function of a target whose arithmetic differs (the entry's ``impl_for``)."""
     fn, plain = plain_form(fn)
@@ -234,7 +235,31 @@ def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
                  runtime=(cover("src0", "src1"),), plain=plain, same_valid=same_valid,
+                 static_for=static_for or {},
                  impl_for={t: semantics(f) for t, f in (fn_for or {}).items()})(impl)
+
+
+def _trem_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3 TREM's scratch (PTOAS's verifier): two valid rows, as many valid columns as dst
+    (static valid dims only; a dynamic one is the run's)."""
+    t, d = sig["tmp"], sig["dst"]
+    if not isinstance(t, TileSpec) or not isinstance(d, TileSpec):
+        return
+    if t.valid_row is not None and t.valid_row < 2:
+        raise sig.fail(f"expects A2/A3 tmp valid_shape[0] to be at least 2, got {t.valid_row}")
+    if t.valid_col is not None and d.valid_col is not None and t.valid_col < d.valid_col:
+        raise sig.fail(f"expects A2/A3 tmp valid_shape[1] to be at least {d.valid_col} (dst "
+                       f"valid_shape[1]), got {t.valid_col}")
+
+
+def _tprelu_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3 TPRELU keeps its TCMPS mask in tmp and one more physical row for TSEL's
+    (TPRELU.md: tmp valid rows > dst valid rows; PTOAS checks the physical rows)."""
+    t, d = sig["tmp"], sig["dst"]
+    if isinstance(t, TileSpec) and isinstance(d, TileSpec) and d.valid_row is not None \
+            and t.rows < d.valid_row + 1:
+        raise sig.fail(f"expects A2/A3 tmp shape[0] to be at least dst valid_shape[0] + 1 "
+                       f"({d.valid_row + 1}), got {t.rows}")
 
 
 def _ternary(name: str, fn: Fn, doc: str, *, static: tuple[Any, ...] = (),
@@ -374,6 +399,7 @@ TREM = _binary("TREM", _rem_floor,
                "divisor; tmp is scratch. On cpu a zero result keeps the dividend's sign (the "
                "simulator adds src1 to fmod's result only when that is not 0).", params=ALGO,
                tmp=True, fn_for={"cpu": _rem_floor_cpu},
+               static_for={"a2a3": (_trem_tmp_a2a3,)},
                same_valid=SameValid(("src0", "src1"), BOTH))
 TPOW = _binary("TPOW", _pow,
                "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
@@ -382,7 +408,7 @@ TPOW = _binary("TPOW", _pow,
                                     "General constraints (dst == base, dst == exp)"))
 TPRELU = _binary("TPRELU", lambda a, b, dt: np.where(a > 0, a, a * b),
                  "dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.",
-                 tmp=True, static=_FLOAT,
+                 tmp=True, static=_FLOAT, static_for={"a2a3": (_tprelu_tmp_a2a3,)},
                  same_valid=SameValid(("src0", "src1"), BOTH))
 TSUBRELU = _binary("TSUBRELU", lambda a, b, dt: _relu(np.subtract(a, b)),
                    "dst = max(src0 - src1, 0).", static=_FLOAT)

@@ -97,6 +97,29 @@ def _tgather_index32(sig: Sig) -> None:
         raise sig.fail(f"indices must be 32-bit on {sig.target}, got {src1.dtype}")
 
 
+def _tgather_index_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3's index gather needs its tmp (the C++ API's explicit scratch), of the indices'
+    valid shape (TGATHER.md; PTOAS's verifier)."""
+    if _gather_form(sig) != "index":
+        return
+    ix, tmp = sig["src1"], sig["tmp"]
+    if tmp is None:
+        raise sig.fail("index-form tgather expects both indices and tmp on a2a3")
+    if isinstance(ix, TileSpec) and isinstance(tmp, TileSpec) and \
+            None not in (ix.valid_row, ix.valid_col, tmp.valid_row, tmp.valid_col) and \
+            (ix.valid_row, ix.valid_col) != (tmp.valid_row, tmp.valid_col):
+        raise sig.fail(f"expects indices and tmp to have the same valid_shape (indices "
+                       f"{ix.valid_row}x{ix.valid_col}, tmp {tmp.valid_row}x{tmp.valid_col})")
+
+
+def _tgather_index16_a5(sig: Sig) -> None:
+    """A5's index gather takes 16- or 32-bit indices (TGATHER.md)."""
+    ix = sig["src1"]
+    if _gather_form(sig) == "index" and ix.dtype.itemsize not in (2, 4):
+        raise sig.fail(f"expects indices element type to be i32 or i16 (or their unsigned "
+                       f"forms), got {ix.dtype}")
+
+
 @sim_unchecked
 def _tgather_contiguous(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,
                         tmp2: Any = None, offset: Any = None, **params: Any) -> None:
@@ -140,7 +163,8 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
        dtype_key=("src0",),
        static=(locs(["dst", "src0"], TileType.Vec), row_major_nd("dst", "src0"),
                _tgather_static, except_on("a5", _tgather_index32)),
-       static_for={"a2a3": (_tgather_compare_a2a3,)},
+       static_for={"a2a3": (_tgather_compare_a2a3, _tgather_index_tmp_a2a3),
+                   "a5": (_tgather_index16_a5,)},
        runtime=(_tgather_runtime, _tgather_contiguous))
 def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,  # noqa: N802
             tmp2: Any = None, offset: Any = None, *, maskPattern: MaskPattern,  # noqa: N803
@@ -162,7 +186,8 @@ def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None
     if src1 is None:
         _mask_gather(dst, src0, maskPattern, gatherType)
     elif isinstance(tmp, Tile) and isinstance(tmp2, Tile):
-        _cmp_gather(dst, src0, src1, tmp, int(offset or 0), cmpMode)
+        # compare form: outs (dst, cdst) bind dst and tmp, its scratch tile binds tmp2
+        _cmp_gather(dst, src0, src1, tmp, tmp2, int(offset or 0), cmpMode)
     else:
         if not isinstance(src1, Tile):
             raise PtoError("indices (src1) must be a Tile")

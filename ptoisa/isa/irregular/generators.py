@@ -17,6 +17,19 @@ from .common import _tci_rows, _wrap_to
 from .enums import HistByte
 
 
+def _tci_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3's vector TCI path needs 768 bytes of scratch for a 32-bit dst, 1792 for a 16-bit
+    one (PTOAS's verifier, after the PTO-ISA tmp contract)."""
+    t, d = sig["tmp"], sig["dst"]
+    if not isinstance(t, TileSpec) or not isinstance(d, TileSpec):
+        return
+    need = 1792 if d.dtype.itemsize == 2 else 768
+    if t.rows * t.cols * t.dtype.itemsize < need:
+        raise sig.fail(f"expects A2/A3 tmp capacity to be at least {need} bytes for "
+                       f"{8 * d.dtype.itemsize}-bit dst element type, got "
+                       f"{t.rows * t.cols * t.dtype.itemsize}")
+
+
 @instr("TCI", family="irregular", pipe=Pipe.S,
        pipe_of=PipeForms("tmp", {"-": Pipe.S, "Vec": Pipe.V},
                          why="pto-isa's event.hpp has one TCI op, on PIPE_S: the form without "
@@ -27,7 +40,8 @@ from .enums import HistByte
                  Opnd("tmp", "tile", "scratch", optional=True)),
        params=(Param("descending", False), Param("T", None)),
        dtype_key=("dst",),
-       static=(locs(["dst"], TileType.Vec), row_major_nd("dst"), _tci_rows))
+       static=(locs(["dst"], TileType.Vec), row_major_nd("dst"), _tci_rows),
+       static_for={"a2a3": (_tci_tmp_a2a3,)})
 def TCI(m: Machine, dst: Tile, start: Any, tmp: Tile | None = None, *,  # noqa: N802
         descending: Any, T: Any) -> None:  # noqa: N803
     """dst[0, k] = start + k (descending: start - k) for k < dst's valid cols; integers wrap.
@@ -106,6 +120,20 @@ def _hist_static(sig: Sig) -> None:
         raise sig.fail(f"dst needs 256 columns (one bin per byte value), has {d.cols}")
 
 
+def _hist_runtime(ins: Any, dst: Tile, src: Tile, idx: Tile, *, byte: HistByte,
+                  **params: Any) -> None:
+    """The filter rows a ui32 histogram reads: one per byte above ``byte`` (byte 3 reads
+    none), each with a column per src valid row."""
+    if src.dtype.itemsize != 4:
+        return
+    need = 3 - byte.value
+    if need and (idx.rows < need or idx.cols < src.valid_row):
+        raise RuntimeCheckError(
+            f"a ui32 histogram of {byte.name} filters on the {need} byte(s) above it: idx "
+            f"needs {need} row(s) of {src.valid_row} column(s) (one per src valid row), "
+            f"is {idx.rows}x{idx.cols}", op=ins.mnemonic)
+
+
 @instr("THISTOGRAM", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(attrs={
            # C++ A5: THISTOGRAM<..., isMSB> is HistByte BYTE_1 (the high byte of a ui16)
@@ -114,7 +142,8 @@ def _hist_static(sig: Sig) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile")),
        params=(Param("byte", HistByte.BYTE_0, HistByte),),
        dtype_key=("src",),
-       static=(locs(["dst", "src", "idx"], TileType.Vec), _hist_static))
+       static=(locs(["dst", "src", "idx"], TileType.Vec), _hist_static),
+       runtime=(_hist_runtime,))
 def THISTOGRAM(m: Machine, dst: Tile, src: Tile, idx: Tile, *, byte: HistByte) -> None:  # noqa: N802
     """dst[r, b] = number of j < src valid cols whose byte ``byte`` is <= b (a cumulative
     histogram, what the CPU simulator and its tests produce; the manual's formula shows the

@@ -70,9 +70,9 @@ def _tsort32_runtime(ins: Instr, dst: Tile, src: Tile, idx: Tile, tmp: Any = Non
     need = vc * _records_per(src.dtype)
     if dst.cols < need:
         raise _fail(ins, f"dst needs {need} columns for {vc} sorted records, has {dst.cols}")
-    if idx.valid_col < vc or idx.valid_row < vr:
+    if idx.valid_col < vc or idx.valid_row < vr and idx.valid_row != 1:
         raise _fail(ins, f"idx valid region {idx.valid_row}x{idx.valid_col} does not cover src "
-                    f"valid region {vr}x{vc}")
+                    f"valid region {vr}x{vc} (nor is it one row shared by every row)")
 
 
 def _sort_blocks(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None, ties_by_idx: bool) -> None:
@@ -84,12 +84,13 @@ def _sort_blocks(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None, ties_by_idx:
     nb = -(-vc // 32)
     per = _records_per(src.dtype)
     x = np.asarray(src.read()).astype(src.dtype.np)
-    ix = np.asarray(idx.read(vr, vc)).view(np.uint32)
+    shared = idx.valid_row < vr  # one idx row for every src row (TSORT32.md: 1 x C)
+    ix = np.asarray(idx.read(1 if shared else vr, vc)).view(np.uint32)
     for r in range(vr):
         out = []
         for b in range(nb):
             v = x[r, b * 32:(b + 1) * 32]
-            i = ix[r, b * 32:(b + 1) * 32]
+            i = ix[0 if shared else r, b * 32:(b + 1) * 32]
             if v.size < 32:
                 pad = 32 - v.size
                 v = np.concatenate([v, np.full(pad, -np.inf, src.dtype.np)])
@@ -115,7 +116,8 @@ def _tsort32_cpu(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None =
        runtime=(_tsort32_runtime,), impl_for={"cpu": _tsort32_cpu})
 def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None) -> None:  # noqa: N802
     """Per row, each block of 32 elements of src's valid region is sorted in descending order
-    of value, together with its u32 index from ``idx``; dst row r receives the blocks'
+    of value, together with its u32 index from ``idx`` (its row r, or its only row when idx
+    has one valid row: shared by every row); dst row r receives the blocks'
     8-byte (value, index) records in order (f32: 2 elements per record, f16: 4, the value in
     the low bytes). With ``tmp`` a partial last block is padded with -inf (records keep the
     index 0; they sort last and only the first validCol records are written).

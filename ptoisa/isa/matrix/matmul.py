@@ -232,6 +232,13 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
         raise RuntimeCheckError(
             f"bScaleMatrix {sb.rows}x{sb.cols} cannot hold ceil(k/32) x n = {groups}x{n} "
             "scales", op=op)
+    for role, s in (("aScaleMatrix", sa), ("bScaleMatrix", sb)):
+        if s is not None and s.dtype.np.itemsize != 1:
+            # the scales are one-byte E8M0 codes; what the cube makes of a wider element type
+            # (its bytes in the scale buffer's layout) is not documented: not executed
+            raise RuntimeCheckError(
+                f"{role} has element type {s.dtype.name}: the MX scales are 8-bit E8M0 codes "
+                "(f8E8M0, ui8, i8); ptoisa does not execute scales of a wider type", op=op)
     for s in (sa, sb):
         if s is not None and s.spec.is_boxed:
             ir, ic = s.spec.inner

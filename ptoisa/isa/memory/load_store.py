@@ -134,6 +134,15 @@ def _acc_tload_cpu_only(sig: Sig) -> None:
                        f"{sig.target}, got Acc")
 
 
+def _tload_vec_layout_a5(sig: Sig) -> None:
+    """A5 loads a Vec tile as ND, DN or NZ only (TLOAD.md's A5 layout pairs)."""
+    d = sig["dst"]
+    if isinstance(d, TileSpec) and d.loc is TileType.Vec and \
+            d.layout_name not in ("ND", "DN", "NZ"):
+        raise sig.fail(f"expects A5 tload vec dst layout to be ND, DN, or NZ, got "
+                       f"{d.layout_name}")
+
+
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
     if _conv_path(ins, src, dst):
         return
@@ -239,6 +248,7 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
                                     Layout.MX_A_ND, Layout.MX_A_DN, Layout.MX_B_NN,
                                     Layout.MX_B_ND, Layout.MX_B_DN)),
                _gm_dtype_matches("dst", "src")),
+       static_for={"a5": (_tload_vec_layout_a5,)},
        runtime=(_tload_runtime,),
        impl_for={"cpu": _cpu_tload}, fast=_tload_fast)
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802

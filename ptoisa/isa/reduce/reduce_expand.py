@@ -378,6 +378,31 @@ def _npu_no_8bit_validx(sig: Sig) -> None:
         raise sig.fail(f"the value+index form does not take 8-bit sources (src {s})")
 
 
+def _arg_tmp_a2a3(axis: int) -> Any:
+    """A2/A3's arg reductions keep per-repeat partial results in tmp: either the legacy tmp of
+    src's valid shape, or a workspace of ``stride`` valid columns, stride = (ceil(2r / B) +
+    ceil(r / B)) * B for r = ceil(src valid cols / elements per 256-byte repeat) and B the
+    elements per 32-byte block (PTOAS's verifier; a row reduction of one repeat or less has
+    other small forms and is not checked here)."""
+    def rule(sig: Sig) -> None:
+        t, s = sig["tmp"], sig["src"]
+        if not isinstance(t, TileSpec) or not isinstance(s, TileSpec):
+            return
+        vr, vc = s.valid_row, s.valid_col
+        if vc is None or t.valid_col is None or (t.valid_row, t.valid_col) == (vr, vc):
+            return
+        per_repeat, per_block = 256 // s.dtype.itemsize, 32 // s.dtype.itemsize
+        if axis == 1 and vc <= per_repeat:
+            return
+        r = -(-vc // per_repeat)
+        stride = (-(-2 * r // per_block) + -(-r // per_block)) * per_block
+        if t.valid_col < stride:
+            raise sig.fail(f"expects A2/A3 tmp valid_shape[1] to be at least {stride} for src "
+                           f"valid_shape[1] = {vc}, got {t.valid_col}")
+    rule.__name__ = f"_arg_tmp_a2a3_axis{axis}"
+    return rule
+
+
 def _declare_arg(name: str, axis: int) -> Instr:
     is_max = name.endswith("MAX")
     word = "argmax" if is_max else "argmin"
@@ -427,6 +452,7 @@ def _declare_arg(name: str, axis: int) -> Instr:
                           Opnd("tmp", "tile", "scratch"),
                           Opnd("dstVal", "tile", "out", optional=True)),
                 dtype_key=("src", "dst"), static=static,
+                static_for={"a2a3": (_arg_tmp_a2a3(axis),)},
                 runtime=(_argreduce_runtime(axis),))(impl)
     ins.__class__ = ValIdxInstr  # the two C++ overloads (see ValIdxInstr)
     return ins

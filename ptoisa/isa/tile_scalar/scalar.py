@@ -16,7 +16,7 @@ from ...dtypes import dtype
 from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
-from ...tile import Tile
+from ...tile import Tile, TileSpec
 from ..elementwise.common import as_elem, cover, kinds, plain_form
 from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _rem_floor_cpu, _shift
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
@@ -39,7 +39,8 @@ def _nonneg(ins: Instr, dst: Tile, src: Tile, scalar: Any, *rest: Any, **kw: Any
 def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
                src: str = "src", same_valid: SameValid | None = None,
-               fn_for: dict[str, Fn] | None = None) -> Instr:
+               fn_for: dict[str, Fn] | None = None,
+               static_for: dict[str, tuple[Any, ...]] | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too, taking the converted scalar (see
     plain_form). ``fn_for``: the function of a target whose arithmetic differs."""
     fn, plain = plain_form(fn)
@@ -64,8 +65,21 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                  static=(vec("dst", src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime), plain=plain,
                  plain_scalar=as_elem if plain is not None else None,
-                 same_valid=same_valid,
+                 same_valid=same_valid, static_for=static_for or {},
                  impl_for={t: semantics(f) for t, f in (fn_for or {}).items()})(impl)
+
+
+def _txors_tmp_a2a3(sig: Sig) -> None:
+    """A2/A3 builds XOR from AND/OR/NOT through tmp: a row-major tile of dst's element type
+    (TXORS.md; PTOAS's verifier)."""
+    t, d = sig["tmp"], sig["dst"]
+    if not isinstance(t, TileSpec):
+        return
+    if isinstance(d, TileSpec) and t.dtype is not d.dtype:
+        raise sig.fail(f"expects tmp to have the same element type as src and dst ({d.dtype}), "
+                       f"got {t.dtype}")
+    if not t.is_row_major:
+        raise sig.fail(f"expects tmp to use row-major layout, got {t.layout_name}")
 
 
 TADDS = _scalar_op("TADDS", np.add, "dst = src + scalar (integers wrap).", src="src0",
@@ -84,7 +98,7 @@ TORS = _scalar_op("TORS", np.bitwise_or, "dst = src | scalar.", static=_INT,
                   same_valid=SameValid(("src",), A2A3_LIST, rows=A2A3, cols=A2A3))
 TXORS = _scalar_op("TXORS", lambda a, s, dt: a ^ s,
                    "dst = src ^ scalar; tmp is scratch (used on a2a3).", tmp=True,
-                   static=_INT, src="src0",
+                   static=_INT, src="src0", static_for={"a2a3": (_txors_tmp_a2a3,)},
                    same_valid=SameValid(("src0",), A5_LIST, rows=A5, cols=A5))
 TSHLS = _scalar_op("TSHLS", lambda a, s, dt: _shift(a, s, dt, True),
                    "dst = src << scalar (scalar >= 0; counts >= the bit width give 0).",
