@@ -351,13 +351,25 @@ class CompiledFunc:
                 if isinstance(vals[i], np.ndarray):
                     vals[i] = GlobalTensor(vals[i], gs.shape, gs.stride, dtype=gs.dtype.np)
             try:
-                run(env[0].machine, vals, params, checked=True, loc=loc)
+                run(env[0].machine, vals, params, True, loc)
             except PtoError as e:
                 if e.op is None:
                     e.op = opname
                 raise e.with_loc(loc) from None
 
-        return step
+        if res or as_gm or fetch is None:
+            return step
+
+        def plain_operands(env: Env) -> None:
+            # (the common case: every operand a slot, no result tile, no GM argument; the
+            # operands as the tuple itemgetter makes: Instr.run only reads them)
+            try:
+                run(env[0].machine, fetch(env), params, True, loc)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = opname
+                raise e.with_loc(loc) from None
+        return plain_operands
 
     def result_tile(self, op: Op, v: Any, what: str = "result type", kind: str = "a tile"
                ) -> Tile:

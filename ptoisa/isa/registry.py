@@ -304,7 +304,7 @@ class Instr:
         return Event(self.name, self.pipe_on(vals), m.last_record)
 
     # ---- THE dispatch point ----------------------------------------------------------------
-    def run(self, m: Machine, vals: list[Any], params: dict[str, Any], *,
+    def run(self, m: Machine, vals: list[Any], params: dict[str, Any],
             checked: bool = False, loc: Any = None, waits: tuple[Any, ...] = ()) -> Any:
         """Run this instruction on machine ``m``: the one place every instruction passes, from
         an eager call, a compiled ``.pto`` step or a lockstep launch.
@@ -316,6 +316,8 @@ class Instr:
         ``batched`` and the operands agree in shape across blocks, else once per block. An
         unobserved use that an entry's plain form (:meth:`try_plain`) or fast form
         (:attr:`fast`) takes runs in that one step instead."""
+        if self.plain is not None and not params and self.try_plain(m, vals, checked):
+            return None  # (never observed, never blocks: see try_plain)
         st = m.stream
         if st is not None:  # a core of a mixed launch: where it is, should it block here
             st.at = (self, loc)
@@ -329,8 +331,6 @@ class Instr:
                 if after is not None:
                     after(rec)
             return result
-        if self.plain is not None and not params and self.try_plain(m, vals, checked):
-            return None
         return self._dispatch(m, vals, params, checked)
 
     def _dispatch(self, m: Machine, vals: list[Any], params: dict[str, Any],
