@@ -220,13 +220,7 @@ def _addptr(cf: CompiledFunc, op: Op) -> Step:
         if isinstance(p, np.ndarray) and p.dtype == dt.np and 0 <= off <= p.size:
             env[k] = p[off:]
             return
-        if not isinstance(p, np.ndarray):
-            raise ExecutionError(f"{op.name}: the base is not a GM pointer (got "
-                                 f"{type(p).__name__})", loc=loc)
-        try:
-            r, byte = _root_of(env, p)
-        except ExecutionError as e:
-            raise e.with_loc(loc) from None
+        r, byte = _gm_root(env, p, op, "the base")
         root = env[0].gm_roots[r]
         at = byte + off * dt.itemsize
         if not 0 <= at <= root.nbytes:
@@ -237,21 +231,25 @@ def _addptr(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+def _gm_root(env: Env, p: Any, op: Op, what: str) -> tuple[int, int]:
+    """(argument index, byte offset in it) of GM pointer ``p``; a located error when ``p`` is
+    not a GM pointer or points into no argument."""
+    if not isinstance(p, np.ndarray):
+        raise ExecutionError(f"{op.name}: {what} is not a GM pointer (got "
+                             f"{type(p).__name__})", loc=op.loc)
+    try:
+        return _root_of(env, p)
+    except ExecutionError as e:
+        raise e.with_loc(op.loc) from None
+
+
 def _to_address(cf: CompiledFunc, op: Op) -> Step:
     """ptr -> i64: the pointer's byte address in the launch's GM address space."""
     ps, k = cf.slot(op.operands[0]), cf.slot(op.results[0])
-    loc = op.loc
     wrap = arith.wrapper(op.results[0].type)
 
     def step(env: Env) -> None:
-        p = env[ps]
-        if not isinstance(p, np.ndarray):
-            raise ExecutionError(f"{op.name}: the source is not a GM pointer (got "
-                                 f"{type(p).__name__})", loc=loc)
-        try:
-            r, byte = _root_of(env, p)
-        except ExecutionError as e:
-            raise e.with_loc(loc) from None
+        r, byte = _gm_root(env, env[ps], op, "the source")
         env[k] = wrap(((r + 1) << ROOT_SHIFT) + byte)
     return step
 
