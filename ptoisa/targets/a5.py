@@ -201,6 +201,15 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VADDS", "VMULS", "VMAXS", "VMINS",
                                                    "VLRELU")},
     **{op: rule(I124) for op in ("VSHLS", "VSHRS")},
+    # compare / select (11), reductions (10: "A5 types" i8-i32, f16, f32), rearrangement (12)
+    **{op: rule(I124 + " f16 bf16 f32") for op in ("VCMP", "VCMPS", "VSEL", "VSELR", "VINTLV",
+                                                   "VDINTLV", "VSQZ")},
+    **{op: rule(I124 + " f16 f32") for op in ("VCADD", "VCMAX", "VCMIN", "VCBMAX", "VCBMIN",
+                                              "VCGADD", "VCGMAX", "VCGMIN")},
+    "VCPADD": rule("f16 f32"),
+    "VUSQZ": rule("i8 i16 i32"),
+    "VPACK": rule("i16 ui16 i32 ui32"),
+    **{op: rule("i8 ui8 i16 ui16") for op in ("VSUNPACK", "VZUNPACK")},
 }
 
 

@@ -7,12 +7,15 @@ The family is this package; importing it declares every entry."""
 
 from . import (  # noqa: F401 - declare the instructions
     binary,
+    compare_select,
     conversion,
     dma,
     load_store,
     materialize,
     predicate,
     predicate_ls,
+    rearrangement,
+    reduction,
     unary,
     vec_scalar,
 )
