@@ -322,7 +322,8 @@ def test_a_tile_and_a_ub_pointer_alias(a5):
 # ---- upstream's case folders ----------------------------------------------------------------
 
 CHAPTERS = ("binary-vector", "unary-vector", "vec-scalar", "vector-load-store",
-            "materialization-predicate", "predicate-load-store")
+            "materialization-predicate", "predicate-load-store",
+            "compare-select", "reduction", "rearrangement", "gather-scatter")
 #: the case folders whose kernels use only ops ptoisa executes: they must match their golden
 MATCHED = {
     "binary-vector": "vadd vaddc vand vmin vor vshl vshr",
@@ -331,6 +332,10 @@ MATCHED = {
     "vector-load-store": "vlds-brc-b16",
     "materialization-predicate": "vbr-i32 vdup-scalar",
     "predicate-load-store": "predicate-post-update predicate-soft-postupdate-dist-alignment",
+    "compare-select": "",
+    "reduction": "vcadd",
+    "rearrangement": "vintlv-vdintlv vpack-higher vsunpack vusqz",
+    "gather-scatter": "",
 }
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
 #: bytes): an error naming the argument, not a silent write
