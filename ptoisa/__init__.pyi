@@ -284,6 +284,20 @@ def PLT_B8(scalar: int | float | np.generic, *events: Event) -> Any:
     ...
 
 
+def PNOT(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = mask[i] ? !input[i] : 0, over mask's lanes.
+    """
+    ...
+
+
+def PSEL(src0: Any, src1: Any, sel: Any, *events: Event) -> Any:
+    """
+    result[i] = sel[i] ? src0[i] : src1[i], over sel's lanes.
+    """
+    ...
+
+
 def PSET_B16(*events: Event, pattern: str = 'PAT_ALL') -> Any:
     """
     A !pto.mask<b16> (128 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
@@ -2407,6 +2421,28 @@ def VEXP(input: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VGATHER2(source: Any, offsets: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = UB[source + offsets[i] * sizeof(T)] on active lanes, 0 elsewhere (offsets unsigned; i8 / ui8 zero-extended to 16-bit lanes).
+    """
+    ...
+
+
+def VGATHER2_BC(source: Any, offsets: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = UB[source + offsets[i] * sizeof(T)] on active lanes, 0 elsewhere (32-bit offsets; the element gather the VMI manual lowers masked loads to).
+    """
+    ...
+
+
+def VGATHERB(source: Any, offsets: Any, mask: Any, *events: Event) -> Any:
+    """
+    Block k (32 bytes, k = 0..7) of the result = the 32 bytes at source + offsets_u32[k]
+    (a byte offset) when b32 lane k of the mask is active, zeros otherwise.
+    """
+    ...
+
+
 def VINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
     """
     low = {lhs[0], rhs[0], lhs[1], rhs[1], ...} over lanes 0..N/2-1, high the same over
@@ -2519,6 +2555,14 @@ def VPACK(src: Any, *events: Event, part: str = 'LOWER', result_type: Any = None
 def VRELU(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = max(input[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VSCATTER(value: Any, dest: Any, offsets: Any, mask: Any, *events: Event) -> Event:
+    """
+    UB[dest + offsets[i] * sizeof(T)] = value[i] (value[2i] for 8-bit lanes: 128
+    requests) for the active requests; equal active offsets: the highest request's value.
     """
     ...
 

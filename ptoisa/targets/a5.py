@@ -210,6 +210,12 @@ LEGALITY: dict[str, Rule] = {
     "VUSQZ": rule("i8 i16 i32"),
     "VPACK": rule("i16 ui16 i32 ui32"),
     **{op: rule("i8 ui8 i16 ui16") for op in ("VSUNPACK", "VZUNPACK")},
+    # gathers / scatters (03): the forms the chapter lists (keyed on the UB pointer / value)
+    "VGATHER2": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
+    **{op: rule("i32 ui32 f32") for op in ("VGATHER2_BC",)},
+    "VGATHERB": rule(MICRO_ANY),
+    "VSCATTER": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
+    **{op: rule() for op in ("PNOT", "PSEL")},
 }
 
 

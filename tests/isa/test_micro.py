@@ -335,7 +335,7 @@ MATCHED = {
     "compare-select": "",
     "reduction": "vcadd",
     "rearrangement": "vintlv-vdintlv vpack-higher vsunpack vusqz",
-    "gather-scatter": "",
+    "gather-scatter": "vgather2",
 }
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
 #: bytes): an error naming the argument, not a silent write

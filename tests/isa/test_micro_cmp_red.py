@@ -10,7 +10,7 @@ import pytest
 import ptoisa as pto
 from ptoisa import dtypes as D
 from ptoisa.errors import ExecutionError
-from ptoisa.vector.regs import Mask, VReg
+from ptoisa.vector.regs import Mask, Ptr, VReg
 
 RNG = np.random.default_rng(11)
 GRAN = {1: "b8", 2: "b16", 4: "b32"}
@@ -290,3 +290,106 @@ def test_chapter_ops_are_refused_off_a5_and_on_illegal_types():
     with pto.target("a5"):
         with pytest.raises(Exception, match="VCPADD|vcpadd|i32"):
             pto.v.vcpadd(VReg(np.zeros(64, np.int32)), _mask(np.ones(64), "b32"))
+
+
+# ---- 03 gathers / scatters, 05 pnot / psel ----------------------------------------------------
+
+def _ub_fill(addr: int, data: np.ndarray) -> None:
+    pto.v.vsts(VReg(data), Ptr("ub", addr, D.dtype(data.dtype)), 0,
+               _mask(np.ones(data.size), GRAN[data.itemsize]))
+
+
+def _ub_read(addr: int, dt: str, n: int) -> np.ndarray:
+    npt = np.dtype(D.dtype(dt).np)
+    out = []
+    for k in range(0, n * npt.itemsize, 256):
+        out.append(pto.v.vlds(Ptr("ub", addr + k, D.dtype(dt)))[0].data)
+    return np.concatenate(out)[:n]
+
+
+@pytest.mark.parametrize("dt,off", [("f32", "ui32"), ("i32", "i32"), ("f16", "ui16"),
+                                    ("ui8", "ui16"), ("i8", "i16")])
+@pytest.mark.parametrize("op", ["vgather2", "vgather2_bc"])
+def test_gathers_against_the_pages_loop(a5, dt, off, op):
+    if op == "vgather2_bc" and dt not in ("f32", "i32"):
+        pytest.skip("vgather2_bc: 32-bit offsets")
+    npt = np.dtype(D.dtype(dt).np)
+    table = RNG.integers(0, 120, 512 // npt.itemsize).astype(npt)  # 512 bytes at 1024
+    _ub_fill(1024, table[:256 // npt.itemsize])
+    _ub_fill(1280, table[256 // npt.itemsize:])
+    n = 64 if npt.itemsize == 4 else 128
+    idx = RNG.integers(0, min(table.size, np.iinfo(np.dtype(D.dtype(off).np)).max), n)
+    on = RNG.random(n) < 0.7
+    got = getattr(pto.v, op)(Ptr("ub", 1024, D.dtype(dt)), VReg(idx.astype(D.dtype(off).np)),
+                             _mask(on, GRAN[256 // n])).data
+    raw = table.view(np.uint8)
+    want = []
+    for i in range(n):  # addr = base + offsets[i] * sizeof(T); 8-bit payloads zero-extended
+        if not on[i]:
+            want.append(0)
+            continue
+        b = raw[idx[i] * npt.itemsize:(idx[i] + 1) * npt.itemsize]
+        want.append(int(b[0]) if npt.itemsize == 1 else b.view(npt)[0])
+    if npt.itemsize == 1:
+        assert got.itemsize == 2
+        np.testing.assert_array_equal(got.view(np.uint16), np.array(want, np.uint16))
+    else:
+        np.testing.assert_array_equal(got, np.array(want, npt))
+
+
+def test_gather_checks_alignment_and_bounds(a5):
+    with pytest.raises(ExecutionError, match="not aligned"):
+        pto.v.vgather2(Ptr("ub", 1026, D.f32), VReg(np.zeros(64, np.uint32)),
+                       _mask(np.ones(64), "b32"))
+    with pytest.raises(ExecutionError, match="leave the UB"):
+        pto.v.vgather2(Ptr("ub", 0, D.f32), VReg(np.full(64, 1 << 20, np.uint32)),
+                       _mask(np.ones(64), "b32"))
+    # masked-off lanes do not access memory
+    got = pto.v.vgather2(Ptr("ub", 0, D.f32), VReg(np.full(64, 1 << 20, np.uint32)),
+                         _mask(np.zeros(64), "b32")).data
+    assert not got.any()
+
+
+def test_vgatherb_blocks(a5):
+    src = np.arange(256, dtype=np.int32)  # 1 KiB at 2048
+    for k in range(4):
+        _ub_fill(2048 + 256 * k, src[64 * k:64 * (k + 1)])
+    offs = np.zeros(64, np.uint32)
+    offs[:8] = [32 * b for b in (5, 0, 31, 7, 7, 2, 9, 1)]
+    on = np.array([1, 1, 0, 1, 1, 1, 0, 1] + [1] * 56, bool)
+    got = pto.v.vgatherb(Ptr("ub", 2048, D.i32), VReg(offs), _mask(on, "b32")).data
+    raw = src.view(np.uint8)
+    want = np.zeros(256, np.uint8)
+    for blk in range(8):  # the page's loop: dst_block[blk] = UB_block[base + offsets[blk]]
+        if on[blk]:
+            want[32 * blk:32 * blk + 32] = raw[offs[blk]:offs[blk] + 32]
+    np.testing.assert_array_equal(got.view(np.uint8), want)
+    offs[0] = 4
+    with pytest.raises(ExecutionError, match="multiple of 32"):
+        pto.v.vgatherb(Ptr("ub", 2048, D.i32), VReg(offs), _mask(on, "b32"))
+
+
+@pytest.mark.parametrize("dt,off", [("f32", "ui32"), ("i16", "ui16"), ("ui8", "i16")])
+def test_vscatter_against_the_pages_loop(a5, dt, off):
+    npt = np.dtype(D.dtype(dt).np)
+    base = np.full(256 // npt.itemsize, 7, npt)
+    _ub_fill(4096, base)
+    value = RNG.integers(0, 100, base.size).astype(npt)
+    n = 64 if npt.itemsize == 4 else 128
+    idx = RNG.permutation(base.size)[:n].astype(D.dtype(off).np)
+    on = RNG.random(n) < 0.6
+    pto.v.vscatter(VReg(value), Ptr("ub", 4096, D.dtype(dt)), VReg(idx), _mask(on, GRAN[256 // n]))
+    want = base.copy()
+    for i in range(n):
+        if on[i]:
+            want[int(idx[i])] = value[2 * i] if npt.itemsize == 1 else value[i]
+    np.testing.assert_array_equal(_ub_read(4096, dt, base.size), want)
+
+
+@pytest.mark.parametrize("gran,n", [("b8", 256), ("b16", 128), ("b32", 64)])
+def test_pnot_psel(a5, gran, n):
+    a, b, s = (RNG.random(n) < 0.5 for _ in range(3))
+    got = _lanes(pto.v.pnot(_mask(a, gran), _mask(s, gran)), n)
+    assert got == [bool(s[i]) and not a[i] for i in range(n)]
+    got = _lanes(pto.v.psel(_mask(a, gran), _mask(b, gran), _mask(s, gran)), n)
+    assert got == [bool(a[i] if s[i] else b[i]) for i in range(n)]
