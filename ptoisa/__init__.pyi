@@ -412,6 +412,72 @@ def SET_IMG2COL_RPT(
     ...
 
 
+def SET_LOOP1_STRIDE_OUTTOUB(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the outtoub DMA engine's loop1 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP1_STRIDE_UBTOOUT(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the ubtoout DMA engine's loop1 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP2_STRIDE_OUTTOUB(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the outtoub DMA engine's loop2 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP2_STRIDE_UBTOOUT(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the ubtoout DMA engine's loop2 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP_SIZE_OUTTOUB(
+    loop1_count: int | float | np.generic,
+    loop2_count: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the outtoub DMA engine's loop iteration counts (loop1, loop2): machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP_SIZE_UBTOOUT(
+    loop1_count: int | float | np.generic,
+    loop2_count: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the ubtoout DMA engine's loop iteration counts (loop1, loop2): machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
 def SET_QUANT_SCALAR(
     preQuantScalar: int | float | np.generic,
     *events: Event,

@@ -216,6 +216,10 @@ LEGALITY: dict[str, Rule] = {
     "VGATHERB": rule(MICRO_ANY),
     "VSCATTER": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
     **{op: rule() for op in ("PNOT", "PSEL")},
+    # the DMA loop registers (release/vpto-spec-v0.1.md): scalar operands only
+    **{op: rule() for op in ("SET_LOOP1_STRIDE_OUTTOUB", "SET_LOOP2_STRIDE_OUTTOUB",
+                             "SET_LOOP_SIZE_OUTTOUB", "SET_LOOP1_STRIDE_UBTOOUT",
+                             "SET_LOOP2_STRIDE_UBTOOUT", "SET_LOOP_SIZE_UBTOOUT")},
 }
 
 

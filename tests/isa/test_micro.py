@@ -340,6 +340,10 @@ MATCHED = {
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
 #: bytes): an error naming the argument, not a silent write
 OVERRUN = {"vbr-i8", "vbr-u8"}
+#: compare-select kernels whose loads read nburst(64, 256, 256) rows of 256 bytes (16 KiB)
+#: from arguments main.cpp allocates 256 (or 128, 64) bytes for
+OVERRUN |= {"vcmp-eq", "vcmp-i16-unsigned", "vcmps-f32", "vcmps-i16-signed",
+            "vcmps-i16-unsigned", "vcmps-i8-signed", "vcmps-i8-unsigned", "vsel"}
 
 
 def _cases(shared: Path) -> Path:

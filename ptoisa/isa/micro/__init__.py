@@ -10,6 +10,7 @@ from . import (  # noqa: F401 - declare the instructions
     compare_select,
     conversion,
     dma,
+    dma_loops,
     gather_scatter,
     load_store,
     materialize,
