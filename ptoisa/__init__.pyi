@@ -284,6 +284,20 @@ def PLT_B8(scalar: int | float | np.generic, *events: Event) -> Any:
     ...
 
 
+def PNOT(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = mask[i] ? !input[i] : 0, over mask's lanes.
+    """
+    ...
+
+
+def PSEL(src0: Any, src1: Any, sel: Any, *events: Event) -> Any:
+    """
+    result[i] = sel[i] ? src0[i] : src1[i], over sel's lanes.
+    """
+    ...
+
+
 def PSET_B16(*events: Event, pattern: str = 'PAT_ALL') -> Any:
     """
     A !pto.mask<b16> (128 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
@@ -394,6 +408,72 @@ def SET_IMG2COL_RPT(
 ) -> Event:
     """
     Set the repeat fields (count, stride, mode) of the FMATRIX slot from the ConvTile.
+    """
+    ...
+
+
+def SET_LOOP1_STRIDE_OUTTOUB(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the outtoub DMA engine's loop1 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP1_STRIDE_UBTOOUT(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the ubtoout DMA engine's loop1 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP2_STRIDE_OUTTOUB(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the outtoub DMA engine's loop2 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP2_STRIDE_UBTOOUT(
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the ubtoout DMA engine's loop2 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP_SIZE_OUTTOUB(
+    loop1_count: int | float | np.generic,
+    loop2_count: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the outtoub DMA engine's loop iteration counts (loop1, loop2): machine state only, no op ptoisa executes reads it.
+    """
+    ...
+
+
+def SET_LOOP_SIZE_UBTOOUT(
+    loop1_count: int | float | np.generic,
+    loop2_count: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Sets the ubtoout DMA engine's loop iteration counts (loop1, loop2): machine state only, no op ptoisa executes reads it.
     """
     ...
 
@@ -2291,6 +2371,101 @@ def VBR(value: int | float | np.generic, *events: Event, result_type: Any = None
     ...
 
 
+def VCADD(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[0] = the sum of the active lanes of input, the other lanes 0; i8 / u8 (i16 /
+    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes.
+    """
+    ...
+
+
+def VCBMAX(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    value[0] = the maximum of the active lanes (the neutral value when none is), other lanes 0; predicate = the active lanes equal to it.
+    """
+    ...
+
+
+def VCBMIN(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    value[0] = the minimum of the active lanes (the neutral value when none is), other lanes 0; predicate = the active lanes equal to it.
+    """
+    ...
+
+
+def VCGADD(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[g] = the sum (0 when none is active) of the active lanes of 32-byte VLane g, for g in 0..7; the other lanes 0.
+    """
+    ...
+
+
+def VCGMAX(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[g] = the maximum (-INF / the type's minimum when none is active) of the active lanes of 32-byte VLane g, for g in 0..7; the other lanes 0.
+    """
+    ...
+
+
+def VCGMIN(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[g] = the minimum (+INF / the type's maximum when none is active) of the active lanes of 32-byte VLane g, for g in 0..7; the other lanes 0.
+    """
+    ...
+
+
+def VCMAX(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[0] = the maximum of the active lanes (the neutral value when none is), result[1] = the index of its first occurrence as an unsigned integer in the lane's bits, the other lanes 0.
+    """
+    ...
+
+
+def VCMIN(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[0] = the minimum of the active lanes (the neutral value when none is), result[1] = the index of its first occurrence as an unsigned integer in the lane's bits, the other lanes 0.
+    """
+    ...
+
+
+def VCMP(src0: Any, src1: Any, seed: Any, *events: Event, cmp_mode: str = 'eq') -> Any:
+    """
+    result[i] = src0[i] CMP src1[i] on the seed's active lanes, 0 elsewhere; CMP is one of
+    eq ne lt le gt ge, by the element type (signed / unsigned integers, floats).
+    """
+    ...
+
+
+def VCMPS(
+    src: Any,
+    scalar: int | float | np.generic,
+    seed: Any,
+    *events: Event,
+    cmp_mode: str = 'eq',
+) -> Any:
+    """
+    result[i] = src[i] CMP scalar on the seed's active lanes, 0 elsewhere; the scalar is
+    taken as one element of src's type (integers wrap to its width).
+    """
+    ...
+
+
+def VCPADD(input: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[0] + ... + input[i] over the active lanes (inactive ones add 0),
+    accumulated in order in f32 and rounded to the lane type at each lane.
+    """
+    ...
+
+
+def VDINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
+    """
+    With s = lhs followed by rhs: low = s[0], s[2], s[4], ... and high = s[1], s[3], ...
+    (the inverse of vintlv).
+    """
+    ...
+
+
 def VDUP(
     input: Any,
     mask: Any,
@@ -2308,6 +2483,36 @@ def VDUP(
 def VEXP(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = e^input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VGATHER2(source: Any, offsets: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = UB[source + offsets[i] * sizeof(T)] on active lanes, 0 elsewhere (offsets unsigned; i8 / ui8 zero-extended to 16-bit lanes).
+    """
+    ...
+
+
+def VGATHER2_BC(source: Any, offsets: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = UB[source + offsets[i] * sizeof(T)] on active lanes, 0 elsewhere (32-bit offsets; the element gather the VMI manual lowers masked loads to).
+    """
+    ...
+
+
+def VGATHERB(source: Any, offsets: Any, mask: Any, *events: Event) -> Any:
+    """
+    Block k (32 bytes, k = 0..7) of the result = the 32 bytes at source + offsets_u32[k]
+    (a byte offset) when b32 lane k of the mask is active, zeros otherwise.
+    """
+    ...
+
+
+def VINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
+    """
+    low = {lhs[0], rhs[0], lhs[1], rhs[1], ...} over lanes 0..N/2-1, high the same over
+    lanes N/2..N-1.
     """
     ...
 
@@ -2405,9 +2610,41 @@ def VOR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VPACK(src: Any, *events: Event, part: str = 'LOWER', result_type: Any = None) -> Any:
+    """
+    result lanes [0, N) (``LOWER``) or [N, 2N) (``HIGHER``) = src's lanes truncated to
+    their low half (two's complement bits), the other half 0.
+    """
+    ...
+
+
 def VRELU(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = max(input[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VSCATTER(value: Any, dest: Any, offsets: Any, mask: Any, *events: Event) -> Event:
+    """
+    UB[dest + offsets[i] * sizeof(T)] = value[i] (value[2i] for 8-bit lanes: 128
+    requests) for the active requests; equal active offsets: the highest request's value.
+    """
+    ...
+
+
+def VSEL(src0: Any, src1: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = mask[i] ? src0[i] : src1[i] (every lane is written: the mask selects,
+    it does not predicate).
+    """
+    ...
+
+
+def VSELR(src: Any, idx: Any, *events: Event) -> Any:
+    """
+    result[i] = src[idx[i]]; an index outside [0, N) is an error (the page gives no
+    wrap-around).
     """
     ...
 
@@ -2447,6 +2684,13 @@ def VSQRT(input: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VSQZ(src: Any, mask: Any, *events: Event) -> Any:
+    """
+    The active lanes of src in lane order at the front of the result, the rest 0.
+    """
+    ...
+
+
 def VSTS(
     value: Any,
     dest: Any,
@@ -2479,9 +2723,41 @@ def VSUBC(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VSUNPACK(
+    src: Any,
+    part: int | float | np.generic,
+    *events: Event,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = src[part * N/2 + i] sign-extended to twice its width (part 0: the low half, 1: the high half).
+    """
+    ...
+
+
+def VUSQZ(src: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[0] = 0, result[i] = the number of active lanes among 0..i-1 (src gives only
+    the type).
+    """
+    ...
+
+
 def VXOR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = lhs[i] ^ rhs[i] on the lanes' bits (float lanes too) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VZUNPACK(
+    src: Any,
+    part: int | float | np.generic,
+    *events: Event,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = src[part * N/2 + i] zero-extended to twice its width (part 0: the low half, 1: the high half).
     """
     ...
 

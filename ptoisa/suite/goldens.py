@@ -411,7 +411,9 @@ def vpto_host(d: Path) -> VptoHost:
              if not re.search(r"\bvoid\s*$", main[max(0, c.start() - 20):c.start()])]
     if len(calls) != 1:
         raise PtoError(f"main.cpp calls {launcher} {len(calls)} times (once expected)")
-    passed = [re.sub(r"\([^()]*\)", "", a).strip().lstrip("&")
+    # (a C++ cast, reinterpret_cast<float *>(v1Device), passes the name inside it)
+    passed = [re.sub(r"\([^()]*\)", "", re.sub(r"\b\w+_cast\s*<[^<>]*>\s*\(\s*([\w&]+)\s*\)",
+                                              r"\1", a)).strip().lstrip("&")
               for a in calls[0].group(1).split(",") if a.strip()]
     consts = _constants(main)
     buffers = []

@@ -201,6 +201,25 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VADDS", "VMULS", "VMAXS", "VMINS",
                                                    "VLRELU")},
     **{op: rule(I124) for op in ("VSHLS", "VSHRS")},
+    # compare / select (11), reductions (10: "A5 types" i8-i32, f16, f32), rearrangement (12)
+    **{op: rule(I124 + " f16 bf16 f32") for op in ("VCMP", "VCMPS", "VSEL", "VSELR", "VINTLV",
+                                                   "VDINTLV", "VSQZ")},
+    **{op: rule(I124 + " f16 f32") for op in ("VCADD", "VCMAX", "VCMIN", "VCBMAX", "VCBMIN",
+                                              "VCGADD", "VCGMAX", "VCGMIN")},
+    "VCPADD": rule("f16 f32"),
+    "VUSQZ": rule("i8 i16 i32"),
+    "VPACK": rule("i16 ui16 i32 ui32"),
+    **{op: rule("i8 ui8 i16 ui16") for op in ("VSUNPACK", "VZUNPACK")},
+    # gathers / scatters (03): the forms the chapter lists (keyed on the UB pointer / value)
+    "VGATHER2": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
+    **{op: rule("i32 ui32 f32") for op in ("VGATHER2_BC",)},
+    "VGATHERB": rule(MICRO_ANY),
+    "VSCATTER": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
+    **{op: rule() for op in ("PNOT", "PSEL")},
+    # the DMA loop registers (release/vpto-spec-v0.1.md): scalar operands only
+    **{op: rule() for op in ("SET_LOOP1_STRIDE_OUTTOUB", "SET_LOOP2_STRIDE_OUTTOUB",
+                             "SET_LOOP_SIZE_OUTTOUB", "SET_LOOP1_STRIDE_UBTOOUT",
+                             "SET_LOOP2_STRIDE_UBTOOUT", "SET_LOOP_SIZE_UBTOOUT")},
 }
 
 

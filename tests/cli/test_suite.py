@@ -125,7 +125,7 @@ def test_split_file_parts_named_by_the_run_lines(tmp_path):
     ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", True, "tadd", "rejected-as-ptoas"),
     ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "tadd", "wrongly-accepted"),
     ("ptoas --pto-arch=a5 %s", True, "tadd", "wrongly-rejected"),
-    ("ptoas --pto-arch=a5 %s", False, "vcmp", "unsupported"),
+    ("ptoas --pto-arch=a5 %s", False, "vselrv2", "unsupported"),
     ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "vmi.vadd", "unsupported"),
 ])
 def test_lit_verdicts(tmp_path, run, bad, op, want):
@@ -357,7 +357,7 @@ def test_suite_command_table_and_json(tmp_path, capsys):
     tree = tmp_path / "tree"
     write(tree, "lit/ok.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel())
     write(tree, "lit/bad.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel(bad=True))
-    write(tree, "lit/vec.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel(op="vcmp"))
+    write(tree, "lit/vec.pto", "// RUN: ptoas --pto-arch=a5 %s\n" + kernel(op="vselrv2"))
     write(tree, "samples/s.pto", kernel())
     tilelang(tree, "tadd")
     out = tmp_path / "s.json"
@@ -365,14 +365,14 @@ def test_suite_command_table_and_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert rc == 1  # a failure (wrongly-rejected)
     assert "lit " in text and "samples " in text and "st " in text
-    assert "unsupported (refused by name): pto.vcmp 1" in text
+    assert "unsupported (refused by name): pto.vselrv2 1" in text
     assert "lit/bad.pto: wrongly-rejected: " in text
     doc = json.loads(out.read_text())
     assert doc["counts"] == {"files": 5, "ran": 2, "matched": 1, "unsupported": 1,
                              "wrongly-rejected": 1}
     assert doc["folders"]["lit"]["files"] == 3
     by = {f["path"]: f for f in doc["files"]}
-    assert by["lit/vec.pto"]["op"] == "pto.vcmp"
+    assert by["lit/vec.pto"]["op"] == "pto.vselrv2"
     assert by["st/testcase/tadd/tadd.pto"]["verdict"] == "matched"
     # --fail-on: only the verdicts named make the exit status 1
     assert main(["suite", str(tree), "-q", "--fail-on", "traceback"]) == 0

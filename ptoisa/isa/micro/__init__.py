@@ -7,12 +7,18 @@ The family is this package; importing it declares every entry."""
 
 from . import (  # noqa: F401 - declare the instructions
     binary,
+    compare_select,
     conversion,
     dma,
+    dma_loops,
+    gather_scatter,
     load_store,
     materialize,
     predicate,
+    predicate_logic,
     predicate_ls,
+    rearrangement,
+    reduction,
     unary,
     vec_scalar,
 )
