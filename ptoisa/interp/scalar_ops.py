@@ -32,10 +32,9 @@ import numpy as np
 
 from .. import dtypes as D
 from .. import lazy
-from ..errors import ExecutionError, VerifyError
+from ..errors import ExecutionError, VerifyError, needs_values
 from ..ir import types as T
 from ..ir.core import Op
-from ..isa.registry import needs_values
 from ..lanes import Lanes
 from ..vector.regs import SPACES, Ptr
 from . import arith, bridge

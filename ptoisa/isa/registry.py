@@ -29,6 +29,7 @@ from ..errors import (
     PtoMemoryError,
     RuntimeCheckError,
     UnsupportedType,
+    needs_values,
 )
 from ..foreign import read_only_origin
 from ..lanes import Lanes, block_of, uniform
@@ -808,13 +809,6 @@ REGISTRY: dict[str, Instr] = {}
 #: what an instruction does in a run without values (``Instr.timing``)
 TIMING_KINDS = ("skip", "run", "refuse")
 
-
-def needs_values(what: str) -> PtoError:
-    """The error of a timing-only run (``Machine.values`` False) that reached ``what``, an op
-    whose effect is a value (control flow or output would depend on data never computed)."""
-    return PtoError("needs values: its effect is a tile or memory value, and this is a "
-                    "timing-only run (no values computed); run with values (cycles=True, "
-                    "ptoisa run --cycles)", op=what)
 
 #: the synchronisation an entry declares (``sync=``): what observers and the exporter read
 SYNC_KINDS: dict[str, str] = {
