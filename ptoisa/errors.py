@@ -112,3 +112,11 @@ class BlockDivergence(PtoError):
     """Python control flow depends on a value that differs between blocks of a lockstep run
     (see :mod:`ptoisa.lockstep`; ``launch(..., lockstep="auto")`` then runs the blocks one by
     one)."""
+
+
+def needs_values(what: str) -> PtoError:
+    """The error of a timing-only run (``Machine.values`` False) that reached ``what``, an op
+    whose effect is a value (control flow or output would depend on data never computed)."""
+    return PtoError("needs values: its effect is a tile or memory value, and this is a "
+                    "timing-only run (no values computed); run with values (cycles=True, "
+                    "ptoisa run --cycles)", op=what)

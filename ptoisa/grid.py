@@ -50,7 +50,7 @@ def get_block_num() -> int:
 # ---- launching ------------------------------------------------------------------------------
 
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
-           lockstep: bool | str = "auto", mixed: bool = False, cycles: bool = False,
+           lockstep: bool | str = "auto", mixed: bool = False, cycles: bool | str = False,
            sanitize: Any = False, ranks: Any = None, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
@@ -61,13 +61,21 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     ``ranks=N`` / ``ranks=comm``: a multi-rank launch (see
     :func:`ptoisa.concurrent.ranks.launch_ranks`).
     ``cycles=True`` times the run with the cycle model and returns its
-    :class:`~ptoisa.cycles.CycleReport` (else None).
+    :class:`~ptoisa.cycles.CycleReport` (else None); ``cycles="timing"`` times it without
+    computing values (the arrays are left untouched; an op whose effect is a value, such as
+    TPRINT or ``tile.numpy()``, stops the run naming it).
     ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
     the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
     findings without raising. Returns the report when sanitizing.
     ``matmul_accumulation`` ("f32" | "exact", a setting): by default the current machine's
     (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's thread."""
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
+    from .cycles import cycles_mode
+
+    cycles, with_values = cycles_mode(cycles)
+    if not with_values and sanitize is not False and sanitize is not None:
+        raise PtoError("cycles='timing' computes no values: the sanitizer needs them "
+                       "(sanitize with cycles=True or without cycles)")
     if ranks is not None:
         from .concurrent.ranks import launch_ranks
 
@@ -89,7 +97,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
         if cycles:
             from .cycles import observe as _timing
 
-            model = stack.enter_context(_timing(target))
+            model = stack.enter_context(_timing(target, values=with_values))
         if mixed:
             from .concurrent.streams import run_cluster
 

@@ -113,6 +113,10 @@ class Machine:
         #: called with an InstrRecord before every instruction runs (sanitizer, cycle model,
         #: trace): see ptoisa.isa.registry.Instr.run
         self.observers: list[Callable[[Any], None]] = []
+        #: compute the instructions' values (False: a timing-only cycle run, set while an
+        #: observer with ``values = False`` watches: the rules are checked and observers see
+        #: every instruction, but data-only semantics do not run; see Instr.timing)
+        self.values = True
         #: the InstrRecord of the latest observed instruction (its Event points to it)
         self.last_record: Any = None
         #: what ptoisa.observe.attach attached for the launch running now (detach removes it)

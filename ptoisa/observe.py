@@ -15,7 +15,9 @@ An observer (the sanitizer, the cycle model, a trace, a test's recorder) is a ca
   block grid, one core of a mixed cluster (``machine.core``), one rank of a multi-rank launch
   (``ranks`` is its backend, else None); also the current machine when the block opens.
   Without it the observer itself is attached to every such machine; with it, the observer
-  attaches what it wants (per-rank checkers, say).
+  attaches what it wants (per-rank checkers, say);
+* ``values = False``: it needs no values (a timing-only cycle model): a machine it watches
+  computes none (``Machine.values``; every other observer of the machine must agree).
 
 ``with observing(obs, ...):`` makes every launcher (``pto.launch``, ``Program.run``, the mixed
 and multi-rank launchers) attach the observers to each machine it runs, and attaches them to
@@ -64,6 +66,7 @@ def observing(*observers: Any) -> Iterator[None]:
     for o in observers:
         _attach_one(o, m, None)
     added = [o for o in m.observers if o not in before]
+    _set_values(m)
     try:
         yield
     finally:
@@ -73,6 +76,12 @@ def observing(*observers: Any) -> Iterator[None]:
         for o in added:
             if o in m.observers:
                 m.observers.remove(o)
+        _set_values(m)
+
+
+def _set_values(m: Machine) -> None:
+    """``m`` computes values unless an observer of it says it needs none."""
+    m.values = all(getattr(o, "values", True) is not False for o in m.observers)
 
 
 def _attach_one(o: Any, m: Machine, ranks: Any) -> None:
@@ -92,6 +101,7 @@ def attach(m: Machine, ranks: Any = None) -> None:
     for o in watching():
         _attach_one(o, m, ranks)
     m.attached = [o for o in m.observers if o not in before]
+    _set_values(m)
 
 
 def detach(m: Machine) -> None:
@@ -102,3 +112,4 @@ def detach(m: Machine) -> None:
             if o in m.observers:
                 m.observers.remove(o)
         m.attached = []
+        _set_values(m)

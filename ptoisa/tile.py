@@ -30,7 +30,7 @@ from .enums import (
     coerce_enum,
     pad_value,
 )
-from .errors import PtoError, RuntimeCheckError
+from .errors import PtoError, RuntimeCheckError, needs_values
 from .memory import ALIGN, Machine, current
 
 FRACTAL_AB = 512
@@ -741,6 +741,8 @@ class Tile:
         """A copy of the logical contents: the whole ``rows x cols`` tile, or its valid region."""
         if _sym.TRACER is not None:  # pto.export: tile data cannot flow into Python
             _sym.TRACER.note_tile_access(self, "reads tile values into Python (tile.numpy())")
+        if not (self._machine or current()).values:  # a timing-only run computed none
+            raise needs_values("tile.numpy()")
         if valid_only:
             return np.array(self.read(), copy=True)
         return np.array(self.read(self.rows, self.cols), copy=True)

@@ -268,6 +268,13 @@ def _run(ns: argparse.Namespace) -> int:
         values.append(_arg_value(spec, n, t))
     shows = _shows(ns, dict(zip(names, values, strict=True)), fn.tiles
                    + [t for f in prog.compiler(ns.target).funcs.values() for t in f.tiles])
+    if ns.no_values and not (ns.cycles or ns.trace or ns.cycles_timing):
+        raise PtoError("--no-values times the run without values: give --cycles or --trace")
+    timing_only = ns.cycles_timing or ns.no_values
+    if timing_only and (ns.out or ns.show):
+        raise PtoError(f"{'--out' if ns.out else '--show'} needs values: a timing-only run "
+                       "computes none (drop --cycles=timing / --no-values)")
+    ns.cycles = ns.cycles or ns.cycles_timing
     timed = ns.cycles or ns.trace
     before = _fingerprints(ns, zip(names, values, strict=True))
     san = None
@@ -277,7 +284,8 @@ def _run(ns: argparse.Namespace) -> int:
         san = Sanitizer(ns.sanitize_checks, sync=ns.sync)
     try:
         rep = prog.run(entry, *values, blocks=ns.blocks, target=ns.target,
-                       lockstep=_LOCKSTEP[ns.lockstep], cycles=bool(timed),
+                       lockstep=_LOCKSTEP[ns.lockstep],
+                       cycles="timing" if timing_only else bool(timed),
                        sanitize=san if san is not None else False)
     except PtoError as e:
         if san is None or not isinstance(e, SanitizerError):
@@ -297,7 +305,12 @@ def _run(ns: argparse.Namespace) -> int:
         _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
                                  if isinstance(v, np.ndarray)])
     _write_shows(shows, ns.out)
-    _report(ns, f"@{entry}", zip(names, values, strict=True), before)
+    if timing_only:  # the arrays hold what they held: no results to describe
+        if not ns.quiet:
+            print(f"@{entry} on {ns.target}, {ns.blocks} block{'s' * (ns.blocks != 1)}: "
+                  "timing only, no values computed (the arrays are unchanged)")
+    else:
+        _report(ns, f"@{entry}", zip(names, values, strict=True), before)
     if san is not None and san.report:
         print(san.report, file=sys.stderr)
         return 1
@@ -578,6 +591,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--cycles", action="store_true",
                    help="time the run with the cycle model: total cycles, per-pipe busy time, "
                         "the critical pipe, the costliest instructions")
+    # (an option named with its '=': argparse matches the whole word before splitting it)
+    r.add_argument("--cycles=timing", dest="cycles_timing", action="store_true",
+                   help="--cycles, timing only: no tile values are computed (shapes, addresses "
+                        "and costs), for full-size what-if runs; an op that needs a value "
+                        "(load_scalar, TPRINT) stops the run by name")
+    r.add_argument("--no-values", dest="no_values", action="store_true",
+                   help="with --cycles or --trace: timing only (as --cycles=timing)")
     r.add_argument("--trace", metavar="OUT.json",
                    help="write the pipe timeline as Chrome Trace Event JSON (Perfetto)")
     r.add_argument("--lockstep", choices=list(_LOCKSTEP), default="auto",

@@ -78,6 +78,9 @@ class CycleReport:
         self.outputs: Any = None
         self.blocks = 1
         self.lockstep = False
+        #: the run computed values (False: timing only, ``cycles="timing"``: ``outputs`` and
+        #: the arrays it wrote hold no results)
+        self.values = True
         #: instructions the cost table could not price (counted as 1 cycle)
         self.errors: list[str] = []
         work = [s for s in steps if s.sync is None]
@@ -155,6 +158,8 @@ class CycleReport:
         est = _cost_note(self.target)
         lines = [f"cycles: {self.total} = {self.us():.3f} us at {self.clock_hz / 1e9:g} GHz "
                  f"(target {self.target}{est}, {self.mode}-sync schedule{where})"]
+        if not self.values:
+            lines.append("timing only (no values computed): outputs hold no results")
         util = self.utilisation()
         for p, b in self.busy.items():
             n = self.timelines[p]
@@ -176,7 +181,8 @@ class CycleReport:
         return self.summary()
 
     def __repr__(self) -> str:
-        return f"<CycleReport {self.total} cycles, critical {self.critical_pipe}>"
+        only = ", timing only" if not self.values else ""
+        return f"<CycleReport {self.total} cycles, critical {self.critical_pipe}{only}>"
 
     # ---- Chrome trace ---------------------------------------------------------------------
     def trace_events(self) -> dict[str, Any]:

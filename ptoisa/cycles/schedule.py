@@ -55,9 +55,12 @@ AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
 class CycleModel:
     """Observer: ``machine.observers.append(model)``; ``model.report()`` after the run."""
 
-    def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None
-                 ) -> None:
+    def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None,
+                 values: bool = True) -> None:
         self.target = target
+        #: False: timing only: the machines it watches compute no values (Machine.values;
+        #: ptoisa.observe), the report says so
+        self.values = values
         self._own_table = table is None
         self._bind(table if table is not None else costs.default_table(target))
         #: what was recorded, in order: ``(_Rec, core, block, loc)`` per instruction (the same
@@ -280,6 +283,7 @@ class CycleModel:
         rep = CycleReport.__new__(CycleReport)  # a copy: its own errors and outputs
         rep.__dict__.update(done.__dict__)
         rep.errors = list(self.errors)
+        rep.values = self.values
         return rep
 
 

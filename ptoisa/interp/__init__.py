@@ -108,7 +108,8 @@ class Kernel:
 
     def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
                  machine: memory.Machine | None = None, permissive: bool | None = None,
-                 cycles: bool = False, sanitize: Any = False, plans: bool | None = None) -> Any:
+                 cycles: bool | str = False, sanitize: Any = False, plans: bool | None = None
+                 ) -> Any:
         return self.program.run(self.name, *args, blocks=blocks, target=target,
                                 machine=machine, permissive=permissive, cycles=cycles,
                                 sanitize=sanitize, plans=plans)
@@ -166,7 +167,7 @@ class Program:
 
     def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
-            permissive: bool | None = None, cycles: bool = False,
+            permissive: bool | None = None, cycles: bool | str = False,
             sanitize: Any = False, matmul_accumulation: str | None = None,
             plans: bool | None = None) -> Any:
         """Run function ``name`` over ``blocks`` blocks. Blocks run in lockstep (one pass, each
@@ -176,13 +177,20 @@ class Program:
         does not make (see :func:`ptoisa.target`); with ``machine`` its own setting holds.
         ``matmul_accumulation``: "f32" | "exact" (see :func:`ptoisa.set_matmul_accumulation`;
         by default the current machine's, or ``machine``'s).
-        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results).
+        ``cycles=True`` returns the cycle model's report (its ``outputs`` hold the results);
+        ``cycles="timing"``: the same cycles, no values computed (``outputs`` hold none).
         ``sanitize`` as for :func:`ptoisa.launch` (raises SanitizerError on findings, unless
         a Sanitizer object was passed: then its ``report`` has them).
         ``plans``: replay the function's execution plan for this signature (ptoisa.plans;
         None: on unless ``PTOISA_PLANS=0``); observed launches always run interpreted."""
         use_plans = _plans.enabled(plans)
         sanitizing = sanitize is not False and sanitize is not None
+        from ..cycles import cycles_mode
+
+        cycles, with_values = cycles_mode(cycles)
+        if sanitizing and not with_values:
+            raise PtoError("cycles='timing' computes no values: the sanitizer needs them "
+                           "(sanitize with cycles=True or without cycles)")
         if sanitizing or cycles:
             with contextlib.ExitStack() as stack:
                 if sanitizing:
@@ -195,7 +203,8 @@ class Program:
                     from ..cycles import observe as _timing
 
                     model = stack.enter_context(_timing(
-                        target or (machine.target.name if machine else self.target)))
+                        target or (machine.target.name if machine else self.target),
+                        values=with_values))
                 out = self._launch(name, args, blocks, target, machine, lockstep, permissive,
                                    matmul_accumulation, use_plans)
             if sanitizing and session.report and session.strict:

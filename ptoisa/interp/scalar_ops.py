@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .. import lazy
-from ..errors import ExecutionError, VerifyError
+from ..errors import ExecutionError, VerifyError, needs_values
 from ..ir import types as T
 from ..ir.core import Op
 from ..lanes import Lanes
@@ -375,7 +375,12 @@ def _load_scalar(cf: CompiledFunc, op: Op) -> Step:
     read = _int_reader(dt) if is_int else (lambda x: x)
     npt = dt.np
 
+    loc = op.loc
+
     def step(env: Env) -> None:
+        if not env[0].machine.values:  # a timing-only run: the value was never computed
+            raise ExecutionError(needs_values("pto.load_scalar").message,
+                                 op="pto.load_scalar", loc=loc)
         p, off = env[ps], env[os_]
         if type(off) is int and type(p) is np.ndarray and p.dtype == npt and 0 <= off < p.size:
             env[k] = read(p[off])  # (the common case)

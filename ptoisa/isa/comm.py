@@ -167,7 +167,7 @@ class AsyncEvent:
         return self.Wait(session)
 
 
-@instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False,
+@instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False, timing="run",
        ptoas=Ptoas(forms={"pto.tget_async": (
            Form(ins=("dst", "src", "session"), outs=("-",)),
            Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
@@ -183,7 +183,7 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
     return AsyncEvent(_ranks.active())
 
 
-@instr("TPUT_ASYNC", family="comm", pipe=Pipe.MTE3, returns_event=False,
+@instr("TPUT_ASYNC", family="comm", pipe=Pipe.MTE3, returns_event=False, timing="run",
        ptoas=Ptoas(forms={"pto.tput_async": (
            # %ev = pto.tput_async(%dst, %src, %session) -> !pto.async_event: dst written
            Form(ins=("dst", "src", "session"), outs=("-",)),

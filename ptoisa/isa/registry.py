@@ -29,6 +29,7 @@ from ..errors import (
     PtoMemoryError,
     RuntimeCheckError,
     UnsupportedType,
+    needs_values,
 )
 from ..foreign import read_only_origin
 from ..lanes import Lanes, block_of, uniform
@@ -207,6 +208,13 @@ class Instr:
     #: the SSA results the semantics return (a micro-op's registers: one value, or a tuple
     #: in this order); an entry with results returns them, not an Event
     results: tuple[Opnd, ...] = ()
+    #: what a use does on a machine that computes no values (``Machine.values`` False: a
+    #: timing-only cycle run): ``"skip"`` (the rules are checked, the semantics do not run: they
+    #: only compute data), ``"run"`` (the semantics run: synchronisation, placement, views,
+    #: settings, registers returned as SSA values), ``"refuse"`` (its effect is a value shown
+    #: or returned to the program: the run stops, naming it). "" (the default): "run" for a
+    #: sync, a non-"data" access or an entry with results, else "skip"
+    timing: str = ""
     _n_required: int = field(default=0, init=False)
     #: positions of the operands the instruction writes (out, inout, scratch)
     _written: tuple[int, ...] = field(default=(), init=False)
@@ -230,6 +238,12 @@ class Instr:
         # Event without a producer record is never changed: one serves every call)
         self._event = Event(self.name, self.pipe)
         self.__doc__ = self.doc
+        if not self.timing:
+            self.timing = "run" if (self.sync is not None or self.access != "data"
+                                    or self.results) else "skip"
+        elif self.timing not in TIMING_KINDS:
+            raise RuntimeError(f"instruction {self.name}: unknown timing kind {self.timing!r} "
+                               f"(known: {', '.join(TIMING_KINDS)})")
 
     def on(self, target: Target) -> Resolved:
         """The semantics and rules of this instruction on ``target`` (the common ones, with
@@ -364,10 +378,18 @@ class Instr:
         if m._lazy and self._written:
             _settle_written(m, self._written, vals)
         try:
+            if not m.values and self.timing == "refuse":
+                raise needs_values(self.mnemonic)
             if not checked:
                 self._check_static_of(m.target, vals, params, m.permissive)
             for r in on.runtime:
                 r(self, *vals, **params)
+            if not m.values and self.timing == "skip":
+                # a timing-only run: rules checked, no data computed (a GM store still counts:
+                # a lockstep launch may fall back per block only before the first)
+                if any(isinstance(vals[i], GlobalTensor) for i in self._written):
+                    m.gm_writes += 1
+                return None
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -784,6 +806,10 @@ def _order(d: DType) -> tuple[int, str]:
 
 REGISTRY: dict[str, Instr] = {}
 
+#: what an instruction does in a run without values (``Instr.timing``)
+TIMING_KINDS = ("skip", "run", "refuse")
+
+
 #: the synchronisation an entry declares (``sync=``): what observers and the exporter read
 SYNC_KINDS: dict[str, str] = {
     "flag_set": "sets a flag from one pipe of the core to another (SET_FLAG)",
@@ -894,6 +920,7 @@ def instr(
     same_valid: SameValid | None = None,
     dialect: str = "tile",
     results: Iterable[Opnd] = (),
+    timing: str = "",
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -941,7 +968,7 @@ def instr(
             pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
             plan=plan, access=access, view_offset=view_offset,
             access_roles=dict(access_roles or {}), sync=sync, same_valid=same_valid,
-            dialect=dialect, results=tuple(results),
+            dialect=dialect, results=tuple(results), timing=timing,
         )
         if ins.results:
             ins.returns_event = False

@@ -155,7 +155,7 @@ def _no_mat_print(sig: Sig) -> None:
         raise sig.fail(f"printing Mat tiles is not supported on {sig.target}")
 
 
-@instr("TPRINT", family="irregular", pipe=Pipe.ALL, returns_event=False,
+@instr("TPRINT", family="irregular", pipe=Pipe.ALL, returns_event=False, timing="refuse",
        ptoas=Ptoas(attrs={"printFormat": Attr("Format", values={
            0: PrintFormat.Width8_Precision4, 1: PrintFormat.Width8_Precision2,
            2: PrintFormat.Width10_Precision6})}),

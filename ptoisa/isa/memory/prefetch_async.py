@@ -25,6 +25,7 @@ def _flat_contiguous(sig: Sig) -> None:
 
 
 @instr("TPREFETCH_ASYNC", family="memory", pipe=Pipe.MTE2, returns_event=False,
+       timing="run",
        operands=(Opnd("src", "gm"), Opnd("ctx", "any", optional=True)),
        dtype_key=(), static=(_flat_contiguous,))
 def TPREFETCH_ASYNC(m: Machine, src: GlobalTensor, ctx: Any = None) -> AsyncEvent:  # noqa: N802

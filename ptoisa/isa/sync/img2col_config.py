@@ -19,7 +19,7 @@ from ..layout.img2col import (
 from ..registry import Opnd, instr
 
 
-@instr("SETFMATRIX", family="sync", pipe=Pipe.S, batched=False,
+@instr("SETFMATRIX", family="sync", pipe=Pipe.S, batched=False, timing="run",
        operands=(Opnd("src", "tile"),), params=(_MODE,), dtype_key=("src",),
        static=(_mat_src,), runtime=(_feature_map,))
 def SETFMATRIX(m: Machine, src: ConvTile, *, FmatrixMode: SetFmatrixMode) -> None:  # noqa: N802,N803
@@ -28,7 +28,7 @@ def SETFMATRIX(m: Machine, src: ConvTile, *, FmatrixMode: SetFmatrixMode) -> Non
     _set(m, src, FmatrixMode, _GEOMETRY)
 
 
-@instr("SET_IMG2COL_PADDING", family="sync", pipe=Pipe.S, batched=False,
+@instr("SET_IMG2COL_PADDING", family="sync", pipe=Pipe.S, batched=False, timing="run",
        operands=(Opnd("src", "tile"),), params=(_MODE,), dtype_key=("src",),
        static=(_mat_src,), runtime=(_feature_map,))
 def SET_IMG2COL_PADDING(m: Machine, src: ConvTile, *,  # noqa: N802
@@ -37,7 +37,7 @@ def SET_IMG2COL_PADDING(m: Machine, src: ConvTile, *,  # noqa: N802
     _set(m, src, FmatrixMode, _PADDING)
 
 
-@instr("SET_IMG2COL_RPT", family="sync", pipe=Pipe.S, batched=False,
+@instr("SET_IMG2COL_RPT", family="sync", pipe=Pipe.S, batched=False, timing="run",
        operands=(Opnd("src", "tile"),), params=(_MODE,), dtype_key=("src",),
        static=(_mat_src,), runtime=(_feature_map,))
 def SET_IMG2COL_RPT(m: Machine, src: ConvTile, *,  # noqa: N802
