@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import ptoisa as pto
 from ptoisa.cli import main
+from ptoisa.errors import PtoError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,3 +60,137 @@ def test_constant_address_inside_the_buffer_still_runs(tmp_path, capsys):
     assert main(["check", str(f)]) == 0
     assert main(["run", str(f), "-q", "--arg", "x=zeros:4096:f32", "--arg", "y=zeros:4096:f32",
                  "--arg", "z=zeros:4096:f32"]) == 0
+
+
+# ---- user mistakes are diagnostics (exit 1), not internal errors (exit 3) ----------------------
+
+@pytest.mark.parametrize("source, where, msg", [
+    ("def f(x:\n    pass\n", ":1:6: error:", "SyntaxError: '(' was never closed"),
+    ("import numpy as np\n\ndef f(x):\n    y = np.zeros(3)\n    y + np.zeros(4)\n", ":5:5: error:",
+     "kernel f raised ValueError: operands could not be broadcast"),
+    ("x = 1\nraise RuntimeError('no')\n\ndef f(x):\n    pass\n", ":2:1: error:",
+     "raised RuntimeError: no"),
+], ids=["syntax_error", "kernel_raises", "module_raises"])
+def test_export_names_the_users_file_and_line(tmp_path, capsys, monkeypatch, source, where,
+                                              msg):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.py").write_text(source)
+    assert main(["export", "bad.py:f", "--arg", "x=zeros:4:f32"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bad.py" + where) and msg in err and "a bug in ptoisa" not in err, err
+
+
+def test_export_keeps_internal_errors_for_ptoisa_itself(tmp_path, capsys, monkeypatch):
+    # an exception raised inside ptoisa is still reported as ours (exit 3): here calling
+    # None, in the exporter's own frame
+    import ptoisa.exporter as exporter
+
+    monkeypatch.setattr(exporter.Tracer, "module", None)
+    (tmp_path / "ok.py").write_text("def f(x):\n    pass\n")
+    assert main(["export", f"{tmp_path / 'ok.py'}:f", "--arg", "x=zeros:4:f32"]) == 3
+    assert "a bug in ptoisa" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("as_dir", [False, True])
+def test_cycles_on_a_binary_file(tmp_path, capsys, as_dir):
+    f = tmp_path / ("cycles.json" if as_dir else "pack.bin")
+    f.write_bytes(bytes(range(128, 256)) * 4)
+    assert main(["cycles", str(tmp_path if as_dir else f)]) == 1
+    err = capsys.readouterr().err
+    assert f"{f}: not JSON: not UTF-8 text" in err, err
+
+
+@pytest.mark.parametrize("array, what", [
+    (np.full((4, 8), "1.5"), "strings"),
+    (np.full((4, 8), b"x"), "bytes"),
+    (np.full((4, 8), 1 + 2j), "complex numbers"),
+])
+def test_load_numpy_refuses_what_is_not_numbers(array, what):
+    t = pto.Tile(pto.TileType.Vec, np.float32, 4, 8)
+    with pytest.raises(PtoError, match=f"cannot load an array of {what}"):
+        t.load_numpy(array)
+
+
+def test_load_numpy_object_array_of_text_is_a_ptoisa_error():
+    t = pto.Tile(pto.TileType.Vec, np.float32, 4, 8)
+    with pytest.raises(PtoError, match="cannot convert object data"):
+        t.load_numpy(np.full((4, 8), "abc", dtype=object))
+
+
+def _c2v_pair():
+    from ptoisa import Direction, GlobalTensor, Tile, TPipe
+
+    pipe = TPipe(0, Direction.DIR_C2V, 16 * 32 * 4, 8)
+
+    def gm(a, rows, cols):
+        return GlobalTensor(a, (1, 1, 1, rows, cols), (a.size, a.size, a.size, cols, 1))
+
+    def cube(x, got):
+        t = Tile("Mat", "f32", 16, 32)
+        pto.TLOAD(t, gm(x, 16, 32))
+        pto.TPUSH(pipe, t, Split="TILE_UP_DOWN")
+
+    def vector(x, got):
+        mine = got[pto.get_subblock_idx()]
+        h = Tile("Vec", "f32", 8, 32)
+        pto.TPOP(pipe, h, Split="TILE_UP_DOWN")
+        pto.TFREE(pipe, Split="TILE_UP_DOWN")
+        pto.TSTORE(gm(mine, 8, 32), h)
+
+    return cube, vector
+
+
+def test_launch_mixed_sanitize_and_cycles():
+    cube, vector = _c2v_pair()
+    x = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
+    got = [np.zeros((8, 32), np.float32) for _ in range(2)]
+    rep = pto.launch_mixed(cube, vector, x, got, target="a2a3", sanitize=True)
+    assert not rep and rep.executed > 0  # a clean report of what it checked
+    np.testing.assert_array_equal(np.concatenate(got), x)  # rows split up/down, as pushed
+    got = [np.zeros((8, 32), np.float32) for _ in range(2)]
+    timed = pto.launch_mixed(cube, vector, x, got, target="a2a3", cycles=True)
+    assert timed.total > 0
+    np.testing.assert_array_equal(np.concatenate(got), x)
+
+
+def test_launch_mixed_sanitizer_finds_an_uninitialised_read():
+    from ptoisa.sanitizer import SanitizerError
+
+    pipe = pto.TPipe(0, pto.Direction.DIR_C2V, 16 * 32 * 4, 8)
+
+    def cube(out):
+        t = pto.Tile("Mat", "f32", 16, 32)  # never loaded
+        pto.TPUSH(pipe, t, Split="TILE_UP_DOWN")
+
+    def vector(out):
+        h = pto.Tile("Vec", "f32", 8, 32)
+        pto.TPOP(pipe, h, Split="TILE_UP_DOWN")
+        pto.TFREE(pipe, Split="TILE_UP_DOWN")
+
+    with pytest.raises(SanitizerError, match="uninit"):
+        pto.launch_mixed(cube, vector, np.zeros(4, np.float32), target="a2a3", sanitize=True)
+
+
+def test_example_pto_without_its_program_beside_it(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    shutil.copy(ROOT / "examples" / "vec_add.py", tmp_path)
+    r = subprocess.run([sys.executable, str(tmp_path / "vec_add.py"), "--pto", "--blocks", "1"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "--pto runs vec_add.pto, which is not beside this script" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_trace_into_a_missing_folder_is_refused_before_the_run(tmp_path, capsys):
+    out = tmp_path / "results"
+    args = ["run", str(ROOT / "examples" / "vec_add.pto"), "-q", "--out", str(out),
+            "--arg", "x=rand:4096:f32", "--arg", "y=rand:4096:f32", "--arg", "z=zeros:4096:f32"]
+    assert main([*args, "--trace", str(tmp_path / "nodir" / "t.json")]) == 1
+    assert "no folder" in capsys.readouterr().err and not out.exists()
+    assert main([*args, "--trace", str(tmp_path / "t.json")]) == 0
+    x, y, z = (np.load(out / f"{n}.npy") for n in "xyz")
+    np.testing.assert_array_equal(z, x + y)
+    assert (tmp_path / "t.json").is_file()
