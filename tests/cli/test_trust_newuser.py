@@ -194,3 +194,61 @@ def test_trace_into_a_missing_folder_is_refused_before_the_run(tmp_path, capsys)
     x, y, z = (np.load(out / f"{n}.npy") for n in "xyz")
     np.testing.assert_array_equal(z, x + y)
     assert (tmp_path / "t.json").is_file()
+
+
+# ---- no rank outlives `ptoisa run --ranks N` (mpiexec runs in a process group of its own) ---
+
+_FAKE_MPIEXEC = ("import subprocess, sys; p = subprocess.Popen(['sleep', '300']); "
+                 "open(sys.argv[1], 'w').write(str(p.pid)); {end}")
+
+
+def _gone(pid: int, within: float = 5.0) -> bool:
+    import os
+    import time
+
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < within:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # (a zombie of ours still answers kill 0: reap it if it is a child)
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def test_killing_ptoisa_stops_the_ranks(tmp_path):
+    """SIGTERM to the process that started mpiexec (here a stand-in that starts one 'rank')
+    stops the whole group: the rank does not keep running as an orphan."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pid_file = tmp_path / "rank.pid"
+    script = ("import sys\nfrom ptoisa.cli.ranks import run_group\n"
+              f"sys.exit(run_group([sys.executable, '-c', {_FAKE_MPIEXEC.format(end='p.wait()')!r}"
+              f", {str(pid_file)!r}], grace=1))\n")
+    launcher = subprocess.Popen([sys.executable, "-c", script])
+    t0 = time.monotonic()
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() - t0 < 60:
+        time.sleep(0.05)
+    rank = int(pid_file.read_text())
+    launcher.send_signal(signal.SIGTERM)
+    assert launcher.wait(30) == 128 + signal.SIGTERM
+    assert _gone(rank), f"rank {rank} still runs"
+
+
+def test_ranks_left_behind_by_mpiexec_are_stopped(tmp_path):
+    import sys
+
+    from ptoisa.cli.ranks import run_group
+
+    pid_file = tmp_path / "rank.pid"
+    assert run_group([sys.executable, "-c", _FAKE_MPIEXEC.format(end="sys.exit(3)"),
+                      str(pid_file)], grace=1) == 3
+    assert _gone(int(pid_file.read_text()))
