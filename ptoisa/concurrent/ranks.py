@@ -20,6 +20,8 @@ order on the root, atomic adds are done in the element type.
 Faults: a rank whose kernel raises (or exits) ends the launch on every rank with a message
 naming the rank and its last instruction; waits time out (``timeout=`` seconds, default
 ``PTOISA_RANK_TIMEOUT`` or 60) with a message naming the waiting rank and what it waited on.
+In process, a rank stuck in its own Python code (no instruction and no wait for that long, once
+every other rank is done or one failed) ends the launch too, named with its line.
 """
 
 from __future__ import annotations
