@@ -756,7 +756,8 @@ class Tile:
                 f"{self._label()}: array of shape {a.shape} fits neither the tile "
                 f"{self.shape} nor its valid region {self.valid_shape}"
             )
-        if a.dtype.kind not in "biufO":  # strings, complex, dates, records: not tile data
+        # strings, complex, dates, records are not tile data (ml_dtypes' floats are kind V too)
+        if a.dtype.kind in "USMmc" or a.dtype.type is np.void:
             what = {"U": "strings", "S": "bytes", "c": "complex numbers (the imaginary part "
                     "would be dropped)", "M": "dates", "m": "time deltas"}.get(
                         a.dtype.kind, "records")

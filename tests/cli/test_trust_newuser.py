@@ -104,11 +104,20 @@ def test_cycles_on_a_binary_file(tmp_path, capsys, as_dir):
     (np.full((4, 8), "1.5"), "strings"),
     (np.full((4, 8), b"x"), "bytes"),
     (np.full((4, 8), 1 + 2j), "complex numbers"),
+    (np.zeros((4, 8), [("a", np.float32)]), "records"),
 ])
 def test_load_numpy_refuses_what_is_not_numbers(array, what):
     t = pto.Tile(pto.TileType.Vec, np.float32, 4, 8)
     with pytest.raises(PtoError, match=f"cannot load an array of {what}"):
         t.load_numpy(array)
+
+
+def test_load_numpy_takes_ml_dtypes_floats():
+    import ml_dtypes
+
+    a = (np.arange(32, dtype=np.float32).reshape(4, 8) / 4).astype(ml_dtypes.bfloat16)
+    t = pto.Tile(pto.TileType.Vec, np.float32, 4, 8).load_numpy(a)
+    np.testing.assert_array_equal(t.numpy(), a.astype(np.float32))  # exact in both types
 
 
 def test_load_numpy_object_array_of_text_is_a_ptoisa_error():
