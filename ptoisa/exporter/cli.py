@@ -42,7 +42,15 @@ def load_kernel(ref: str) -> Callable[..., Any]:
         finally:
             sys.path.pop(0)
     else:
-        mod = importlib.import_module(path)
+        try:
+            mod = importlib.import_module(path)
+        except ModuleNotFoundError as e:
+            raise PtoError(f"cannot import {path}: no module named {e.name!r}") from None
+        except SyntaxError as e:
+            raise PtoError(f"SyntaxError: {e.msg}", loc=_loc(e.filename or path, e.lineno or 1,
+                                                             e.offset or 1, e.text)) from None
+        except Exception as e:  # noqa: BLE001 - the module's own code raised on import
+            raise user_error(e, f"importing {path} raised") from None
     kernel = getattr(mod, fn, None)
     if not callable(kernel):
         have = ", ".join(n for n, v in vars(mod).items()

@@ -261,3 +261,14 @@ def test_ranks_left_behind_by_mpiexec_are_stopped(tmp_path):
     assert run_group([sys.executable, "-c", _FAKE_MPIEXEC.format(end="sys.exit(3)"),
                       str(pid_file)], grace=1) == 3
     assert _gone(int(pid_file.read_text()))
+
+
+def test_export_of_a_module_path(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "pk").mkdir()
+    (tmp_path / "pk" / "badmod.py").write_text("def f(x:\n")
+    assert main(["export", "pk.badmod:f"]) == 1
+    assert capsys.readouterr().err.startswith("pk/badmod.py:1:6: error: SyntaxError:")
+    assert main(["export", "nosuch_pkg.mod:f"]) == 1
+    assert "cannot import nosuch_pkg.mod: no module named 'nosuch_pkg'" in capsys.readouterr().err
