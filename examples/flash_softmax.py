@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
                          "counts are exported afresh)")
     ap.add_argument("--plot", metavar="FILE.png")
     ns = ap.parse_args(argv)
+    if ns.pto and ns.blocks_kv == PTO_NKV and not PTO_FILE.is_file():  # (a copy elsewhere)
+        ap.error(f"--pto runs {PTO_FILE.name}, which is not beside this script in "
+                 f"{PTO_FILE.parent} (it comes with the script in ptoisa's examples/)")
     reps = {}
     for double in (False, True):
         rep, p, s = run(ns.blocks_kv, double, ns.target, ns.pto)

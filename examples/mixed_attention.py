@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="check the run with the sanitizer (exits 1 on findings)")
     ap.add_argument("--cycles", action="store_true", help="print the cycle model's report")
     args = ap.parse_args(argv)
+    if args.pto and not PTO_FILE.is_file():  # (a copy of this script without the program beside it)
+        ap.error(f"--pto runs {PTO_FILE.name}, which is not beside this script in "
+                 f"{PTO_FILE.parent} (it comes with the script in ptoisa's examples/)")
     q, k, v = make_inputs(args.heads)
     run = run_pto if args.pto else run_eager
     try:

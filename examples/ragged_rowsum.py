@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"target profile (default {pto.DEFAULT_TARGET})")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
     args = ap.parse_args(argv)
+    if args.pto and not PTO_FILE.is_file():  # (a copy of this script without the program beside it)
+        ap.error(f"--pto runs {PTO_FILE.name}, which is not beside this script in "
+                 f"{PTO_FILE.parent} (it comes with the script in ptoisa's examples/)")
 
     a = make_input()
     out = run_pto(a, args.target) if args.pto else run_eager(a, args.target)

@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=45, help="matrix rows N (any N >= 1)")
     ap.add_argument("--pto", action="store_true", help=f"run {PTO_FILE.name} instead")
     args = ap.parse_args(argv)
+    if args.pto and not PTO_FILE.is_file():  # (a copy of this script without the program beside it)
+        ap.error(f"--pto runs {PTO_FILE.name}, which is not beside this script in "
+                 f"{PTO_FILE.parent} (it comes with the script in ptoisa's examples/)")
 
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((args.rows, COLS)) * 4).astype(np.float32)

@@ -60,6 +60,40 @@ def is_poison(values: np.ndarray) -> np.ndarray:
     return np.asarray((raw == POISON_BYTE).all(axis=-1))
 
 
+def tile_space(loc: Any, target: Target) -> str:
+    """The buffer of ``target`` that tiles of location ``loc`` are placed in."""
+    space = LOC_SPACE[loc]
+    # The CPU simulator keeps Bias/Scaling tiles in UB (NPUMemoryModel::GetPointer).
+    if target.buffer_size(space) <= 0 and space in ("BIAS", "FB"):
+        return "UB"
+    return space
+
+
+def address_fault(what: str, addr: int, nbytes: int, space: str, target: Target,
+                  loc_name: str) -> str | None:
+    """Why a tile of ``nbytes`` cannot be placed at byte ``addr`` of ``target``'s ``space``
+    buffer (TASSIGN's checks), or None. Shared by the placement at run time and by the static
+    check of a constant ``alloc_tile addr`` (``ptoisa check``)."""
+    cap = target.buffer_size(space)
+    if cap <= 0:
+        return f"{what}: target {target.name} has no {space} buffer for {loc_name} tiles"
+    # the most basic fault first: a negative or out-of-buffer address is not an alignment
+    # problem, whatever its low bits are
+    if addr < 0:
+        return (f"{what}: address {addr} is negative (a byte offset into the {space} buffer, "
+                f"0..{cap - 1})")
+    if addr >= cap:
+        return (f"{what}: address {addr:#x} is beyond the {space} buffer of {target.name} "
+                f"({cap} bytes = {cap // 1024} KiB)")
+    if addr % ALIGN:
+        return f"{what}: address {addr:#x} is not {ALIGN}-byte aligned"
+    end = addr + nbytes
+    if end > cap:
+        return (f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of {target.name} "
+                f"({cap} bytes = {cap // 1024} KiB)")
+    return None
+
+
 class Machine:
     """One core of a target: buffers + settings. Use :func:`target` to make one current."""
 
@@ -197,11 +231,7 @@ class Machine:
         return reg
 
     def space_of(self, tile: Tile) -> str:
-        space = LOC_SPACE[tile.loc]
-        # The CPU simulator keeps Bias/Scaling tiles in UB (NPUMemoryModel::GetPointer).
-        if self.target.buffer_size(space) <= 0 and space in ("BIAS", "FB"):
-            return "UB"
-        return space
+        return tile_space(tile.loc, self.target)
 
     def assign(self, tile: Tile, addr: int) -> None:
         """TASSIGN: place ``tile`` at byte address ``addr`` of its role's buffer."""
@@ -215,31 +245,12 @@ class Machine:
             # owed to them (storage_barrier writes it there before anything else reads or
             # writes them)
             return
-        what = tile._label()
         space = self.space_of(tile)
-        cap = self.target.buffer_size(space)
-        if cap <= 0:
-            raise PtoMemoryError(
-                f"{what}: target {self.target.name} has no {space} buffer for "
-                f"{tile.loc.name} tiles", op="tassign")
-        # the most basic fault first: a negative or out-of-buffer address is not an
-        # alignment problem, whatever its low bits are
-        if addr < 0:
-            raise PtoMemoryError(
-                f"{what}: address {addr} is negative (a byte offset into the {space} buffer, "
-                f"0..{cap - 1})", op="tassign")
-        if addr >= cap:
-            raise PtoMemoryError(
-                f"{what}: address {addr:#x} is beyond the {space} buffer of "
-                f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
-        if addr % ALIGN:
-            raise PtoMemoryError(
-                f"{what}: address {addr:#x} is not {ALIGN}-byte aligned", op="tassign")
+        fault = address_fault(tile._label(), addr, tile.spec.nbytes, space, self.target,
+                              tile.loc.name)
+        if fault is not None:
+            raise PtoMemoryError(fault, op="tassign")
         end = addr + tile.spec.nbytes
-        if end > cap:
-            raise PtoMemoryError(
-                f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of "
-                f"{self.target.name} ({cap} bytes = {cap // 1024} KiB)", op="tassign")
         lazy.leave_bytes(tile, self)  # (what it holds lazily stays at the old address)
         if self._live:
             self._untrack(tile)  # it leaves auto placement

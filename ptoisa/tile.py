@@ -758,10 +758,17 @@ class Tile:
                 f"{self._label()}: array of shape {a.shape} fits neither the tile "
                 f"{self.shape} nor its valid region {self.valid_shape}"
             )
+        # strings, complex, dates, records are not tile data (ml_dtypes' floats are kind V too)
+        if a.dtype.kind in "USMmc" or a.dtype.type is np.void:
+            what = {"U": "strings", "S": "bytes", "c": "complex numbers (the imaginary part "
+                    "would be dropped)", "M": "dates", "m": "time deltas"}.get(
+                        a.dtype.kind, "records")
+            raise PtoError(f"{self._label()}: cannot load an array of {what} ({a.dtype}): give "
+                           "numbers (bool, integer or float)")
         try:
             conv = a.astype(self.dtype.np, casting="same_kind" if a.dtype.kind == "f"
                             and self.dtype.is_float else "unsafe")
-        except TypeError as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise PtoError(f"{self._label()}: cannot convert {a.dtype} data: {e}") from None
         self.write(conv)
         return self

@@ -231,7 +231,19 @@ def _pair(prog: Any, entry: str | None) -> tuple[str, str] | None:
 _LOCKSTEP = {"auto": "auto", "on": True, "off": False}
 
 
+def _check_writable(flag: str, path: str) -> None:
+    """Refuse an output file whose folder is missing before the run, not after it (when the
+    run's other results would be lost with it)."""
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise PtoError(f"{flag} {path}: no folder {folder} (create it first)")
+    if not os.access(folder, os.W_OK):
+        raise PtoError(f"{flag} {path}: cannot write in {folder}")
+
+
 def _run(ns: argparse.Namespace) -> int:
+    if ns.trace:
+        _check_writable("--trace", ns.trace)
     if ns.ranks is not None:  # a multi-rank launch (ptoisa.cli.ranks)
         from .ranks import run as run_ranks
 
@@ -293,6 +305,9 @@ def _run(ns: argparse.Namespace) -> int:
         print(e.report, file=sys.stderr)  # the run could not go on (a refused placement)
         return 1
     sys.stdout.flush()
+    if ns.out:  # the results first: nothing written after them can lose them
+        _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
+                                 if isinstance(v, np.ndarray)])
     if timed:
         if ns.cycles:
             print(rep.summary())
@@ -301,9 +316,6 @@ def _run(ns: argparse.Namespace) -> int:
             print(f"trace: {ns.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
         for d in rep.deadlocks:
             print(f"{_where(d.step.loc)}: error: deadlock: {d.message}", file=sys.stderr)
-    if ns.out:
-        _save_all(Path(ns.out), [(n, v) for (_, _, n), v in zip(fn.args, values, strict=True)
-                                 if isinstance(v, np.ndarray)])
     _write_shows(shows, ns.out)
     if timing_only:  # the arrays hold what they held: no results to describe
         if not ns.quiet:

@@ -75,7 +75,7 @@ def run(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
             exe = mpiexec()
             if exe is not None:
                 cmd = [exe, "-n", str(n), sys.executable, "-m", "ptoisa", *_argv(ns)]
-                return subprocess.call(cmd)
+                return run_group(cmd)
         from ..concurrent.ranks import run_on_ranks
 
         run_on_ranks(_binder(ns, arg_value, load), ranks=n, target=ns.target)
@@ -86,6 +86,55 @@ def run(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],
 
     run_on_ranks(_binder(ns, arg_value, load), ranks="mpi", target=ns.target)
     return 0
+
+
+def run_group(cmd: list[str], grace: float = 5.0) -> int:
+    """Run ``cmd`` (mpiexec) in a process group of its own and return its exit status. Its
+    ranks are in that group: when this process ends early (Ctrl-C, SIGTERM, SIGHUP, an
+    error) or ``cmd`` exits leaving some behind, the whole group is stopped (SIGTERM, then
+    SIGKILL after ``grace`` seconds), so no rank outlives the command."""
+    import signal
+    import threading
+
+    p = subprocess.Popen(cmd, start_new_session=True)
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    old: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # (handlers: main thread only)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            old[sig] = signal.signal(sig, stop)
+    try:
+        return p.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        _stop_group(p, grace)
+
+
+def _stop_group(p: subprocess.Popen[Any], grace: float) -> None:
+    import signal
+    import time
+
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        p.wait()
+        return  # nothing left in the group
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if p.poll() is not None:  # (reaped: it no longer counts as a member)
+            try:
+                os.killpg(p.pid, 0)
+            except (ProcessLookupError, PermissionError):
+                return  # the whole group has ended
+        time.sleep(0.05)
+    try:
+        os.killpg(p.pid, signal.SIGKILL)  # what ignored SIGTERM (or took longer)
+    except (ProcessLookupError, PermissionError):
+        pass
+    p.wait()
 
 
 def _sanitized(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],

@@ -29,7 +29,7 @@ from typing import Any
 from ..isa.pipes import Direction, TileSplitAxis, TPipe
 from ..memory import current
 from ..targets import DEFAULT_TARGET
-from .streams import DeadlockError, run_cluster
+from .streams import DeadlockError
 
 __all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
            "get_subblock_idx", "get_subblock_num", "launch_mixed"]
@@ -54,13 +54,17 @@ def get_subblock_num() -> int:
 
 def launch_mixed(cube: Callable[..., Any], vector: Callable[..., Any], *args: Any,
                  blocks: int = 1, target: str = DEFAULT_TARGET, lockstep: bool | str = "auto",
-                 **settings: Any) -> None:
+                 cycles: bool = False, sanitize: Any = False, **settings: Any) -> Any:
     """Run ``cube(*args)`` on the AIC and ``vector(*args)`` on both AIVs of each of ``blocks``
     clusters (blocks in lockstep where possible); results land in the numpy arrays passed in.
     ``settings`` go to every core's machine (stdout, mode...); observers of an open
-    ``with ptoisa.observe.observing(obs):`` block are attached to each core's machine."""
+    ``with ptoisa.observe.observing(obs):`` block are attached to each core's machine.
+    ``cycles`` and ``sanitize`` (and what it returns) as for :func:`ptoisa.launch`, which runs
+    it as one kernel with ``mixed=True``."""
+    from ..grid import launch
 
-    def body(m: Any) -> None:
-        (cube if m.core[0] == "AIC" else vector)(*args)
+    def kernel(*a: Any) -> None:
+        (cube if core_type() == "AIC" else vector)(*a)
 
-    run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings)
+    return launch(kernel, *args, blocks=blocks, target=target, lockstep=lockstep, mixed=True,
+                  cycles=cycles, sanitize=sanitize, **settings)

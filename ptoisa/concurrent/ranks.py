@@ -20,6 +20,8 @@ order on the root, atomic adds are done in the element type.
 Faults: a rank whose kernel raises (or exits) ends the launch on every rank with a message
 naming the rank and its last instruction; waits time out (``timeout=`` seconds, default
 ``PTOISA_RANK_TIMEOUT`` or 60) with a message naming the waiting rank and what it waited on.
+In process, a rank stuck in its own Python code (no instruction and no wait for that long, once
+every other rank is done or one failed) ends the launch too, named with its line.
 """
 
 from __future__ import annotations
@@ -174,6 +176,9 @@ class Ranks:
         self.observers: list[Callable[[RemoteAccess], None]] = []
         #: the instruction this rank runs now (kept by an observer of its machine)
         self.last: Any = None
+        #: time.monotonic() of this rank's last sign of progress (an instruction, a poll of
+        #: a wait): the in-process launch gives up on a rank stuck in Python past the timeout
+        self.active_at = time.monotonic()
 
     # ---- to implement ------------------------------------------------------------------
     def _get(self, win: Window, rank: int, base: int, idx: np.ndarray,
@@ -376,6 +381,7 @@ class LocalRanks(Ranks):
                                            "condition no rank can make true any more: " +
                                            "; ".join(w.waiting[r][1] for r in live))
                     w.cond.wait(0.05)
+                self.active_at = time.monotonic()  # (waiting has its own timeout)
                 self.timed_out(why, since)
         finally:
             with w.cond:
@@ -569,6 +575,7 @@ def _window_names(kernel: Any, n: int) -> list[str]:
 def _tracker(b: Ranks) -> Callable[[Any], None]:
     def obs(rec: Any) -> None:
         b.last = rec
+        b.active_at = time.monotonic()
     return obs
 
 
@@ -741,8 +748,7 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
                for r in range(n)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    _join(threads, backends, world)
     if world.failure is not None:
         r, e = world.failure
         raise failure_error(r, backends[r], e) from e
@@ -750,6 +756,54 @@ def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
         after = getattr(body, "after", None)
         if after is not None:
             after()
+
+
+def _join(threads: list[threading.Thread], backends: list[LocalRanks], world: _World) -> None:
+    """Wait for the rank threads. A rank that shows no progress (no instruction, no poll of a
+    wait) for the launch's timeout while every other rank is done, or after one failed, is
+    stuck in its own Python code (a sleep, a loop, a lock): the launch ends with a RankTimeout
+    naming it and its line instead of waiting for ever (a thread cannot be stopped: it is
+    left running, as a daemon)."""
+    while True:
+        alive = [r for r, t in enumerate(threads) if t.is_alive()]
+        if not alive:
+            return
+        threads[alive[0]].join(0.1)
+        now = time.monotonic()
+        with world.cond:
+            holding = world.failure is not None or len(alive) == 1
+            stuck = [r for r in alive if threads[r].is_alive() and r not in world.waiting
+                     and now - backends[r].active_at > backends[r].timeout]
+        if holding and stuck:
+            r = stuck[0]
+            b = backends[r]
+            line = _thread_line(threads[r])
+            after = (f"and rank {world.failure[0]} failed" if world.failure is not None
+                     else "and every other rank has finished")
+            last = (f"last instruction {b.where().removeprefix('at ')}" if b.last is not None
+                    else "none run yet")
+            msg = (f"rank {r} is stuck in its Python code{' at ' + line if line else ''}: no "
+                   f"instruction for {b.timeout:g} s ({last}) {after}; the launch gives up on "
+                   "it (PTOISA_RANK_TIMEOUT or timeout= sets how long)")
+            if world.failure is not None:
+                fr, fe = world.failure
+                first = failure_error(fr, backends[fr], fe)
+                raise type(first)(f"{first.message}; {msg}") from fe
+            raise RankTimeout(msg)
+
+
+def _thread_line(t: threading.Thread) -> str | None:
+    """file:line where thread ``t`` runs now in the user's own code (innermost such frame)."""
+    import sys
+
+    frame = sys._current_frames().get(t.ident or -1)
+    libs = _library_dirs()
+    while frame is not None:
+        f = frame.f_code.co_filename
+        if os.path.isfile(f) and not os.path.abspath(f).startswith(libs):
+            return f"{f}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the ptoisa package

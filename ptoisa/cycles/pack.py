@@ -42,6 +42,8 @@ def load_pack(path: str | Path) -> list[dict[str, Any]]:
         data = json.loads(p.read_text())
     except OSError as e:
         raise PtoError(f"cannot read {p}: {e.strerror}") from None
+    except UnicodeDecodeError as e:  # a binary file (an image, a .npy, ...)
+        raise PtoError(f"{p}: not JSON: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise PtoError(f"{p}: not JSON: {e}") from None
     if not isinstance(data, dict) or not str(data.get("schema", "")).startswith("ptoisa-cycles/"):

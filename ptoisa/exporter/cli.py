@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import PtoError
+from ..errors import PtoError, SourceLoc
 from . import export
 
 
@@ -17,7 +18,6 @@ def load_kernel(ref: str) -> Callable[..., Any]:
     import importlib
     import importlib.util
     import sys
-    from pathlib import Path
 
     path, sep, fn = ref.rpartition(":")
     if not sep or not path or not fn:
@@ -34,16 +34,68 @@ def load_kernel(ref: str) -> Callable[..., Any]:
         sys.modules.setdefault(p.stem, mod)
         try:
             spec.loader.exec_module(mod)
+        except SyntaxError as e:  # the user's file: located there, not "a bug in ptoisa"
+            raise PtoError(f"SyntaxError: {e.msg}", loc=_loc(e.filename or path, e.lineno or 1,
+                                                             e.offset or 1, e.text)) from None
+        except Exception as e:  # noqa: BLE001 - the module's own code raised on import
+            raise user_error(e, f"importing {path} raised") from None
         finally:
             sys.path.pop(0)
     else:
-        mod = importlib.import_module(path)
+        try:
+            mod = importlib.import_module(path)
+        except ModuleNotFoundError as e:
+            raise PtoError(f"cannot import {path}: no module named {e.name!r}") from None
+        except SyntaxError as e:
+            raise PtoError(f"SyntaxError: {e.msg}", loc=_loc(e.filename or path, e.lineno or 1,
+                                                             e.offset or 1, e.text)) from None
+        except Exception as e:  # noqa: BLE001 - the module's own code raised on import
+            raise user_error(e, f"importing {path} raised") from None
     kernel = getattr(mod, fn, None)
     if not callable(kernel):
         have = ", ".join(n for n, v in vars(mod).items()
                          if inspect.isfunction(v) and v.__module__ == mod.__name__)
         raise PtoError(f"{path} has no function {fn!r} (functions: {have or 'none'})")
     return kernel  # type: ignore[no-any-return]
+
+
+def _loc(file: str, line: int, col: int = 1, text: str | None = None) -> SourceLoc:
+    """A location in the user's file, named relative to the current directory when in it."""
+    p = Path(file).resolve()
+    name = str(p.relative_to(Path.cwd())) if p.is_relative_to(Path.cwd()) else file
+    return SourceLoc(name, line, max(col, 1), (text or "").rstrip("\n"))
+
+
+def _in_ptoisa(filename: str) -> bool:
+    return Path(filename).resolve().is_relative_to(_PACKAGE)
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def user_error(e: BaseException, what: str) -> PtoError:
+    """A PtoError located at the last line of the user's own code that ``e`` went through
+    (``what``: how it came about, e.g. "kernel softmax raised")."""
+    import linecache
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if not _in_ptoisa(f.filename)]
+    msg = f"{what} {type(e).__name__}: {' '.join(str(e).split())[:300]}"
+    if not frames:
+        return PtoError(msg)
+    f = frames[-1]
+    line = linecache.getline(f.filename, f.lineno or 1)
+    col = len(line) - len(line.lstrip()) + 1
+    return PtoError(msg, loc=_loc(f.filename, f.lineno or 1, col, line))
+
+
+def user_raised(e: BaseException) -> bool:
+    """Whether ``e`` was raised by code outside ptoisa (the user's kernel, or numpy called by
+    it), not inside ptoisa (where it would be a bug of ptoisa)."""
+    import traceback
+
+    tb = traceback.extract_tb(e.__traceback__)
+    return bool(tb) and not _in_ptoisa(tb[-1].filename)
 
 
 def random_array(shape: tuple[int, ...], dt: np.dtype[Any], seed: int = 0) -> np.ndarray:
@@ -123,12 +175,18 @@ def kernel_args(kernel: Callable[..., Any], specs: list[str]) -> list[Any]:
 def cli_export(ns: Any) -> int:
     """``ptoisa export MODULE.py:FN [--blocks N] [--target T] [--arg NAME=VALUE] [-o OUT]``."""
     import sys
-    from pathlib import Path
 
     kernel = load_kernel(ns.kernel)
     args = kernel_args(kernel, ns.arg or [])
-    text = export(kernel, *args, blocks=ns.blocks, target=ns.target, name=ns.name,
-                  verify=not ns.no_verify)
+    try:
+        text = export(kernel, *args, blocks=ns.blocks, target=ns.target, name=ns.name,
+                      verify=not ns.no_verify)
+    except PtoError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the kernel's own code raised: the user's line
+        if not user_raised(e):
+            raise  # (inside ptoisa: a bug of ours)
+        raise user_error(e, f"kernel {getattr(kernel, '__name__', ns.kernel)} raised") from None
     if ns.output:
         Path(ns.output).write_text(text)
         print(f"{ns.output}: {len(text.splitlines())} lines, {ns.blocks} block(s), target "

@@ -32,7 +32,7 @@ from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func h
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
 from .compiler import CompiledFunc, Compiler, Context
 from .op_names import _HANDLERS, NO_EFFECT
-from .verify import check_module, check_module_rules, entry_functions
+from .verify import check_module, check_module_rules, check_symbols, entry_functions
 
 
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
@@ -147,6 +147,7 @@ class Program:
         VerifyError with location)."""
         check_module(self.module)
         check_module_rules(self.module, self.level, target or self.target)
+        check_symbols(self.module)
         c = self.compiler(target or self.target)
         for f in self.module.functions():
             if f.sym_name and f.regions and f.regions[0].blocks:

@@ -154,6 +154,7 @@ class CompiledFunc:
             return
         for a in body.args:
             self.args.append((self.slot(a), a.type, a.name))
+            _check_arg_type(self.op, a.name, a.type)
         self.ptr_args = [k for k, t, _ in self.args if isinstance(t, T.PtrType)]
         region = self.op.regions[0]
         self.steps = self.block(region) if len(region.blocks) == 1 else [self.cfg(region)]
@@ -386,6 +387,19 @@ class CompiledFunc:
     def value_of(self, v: Any) -> Callable[[Env], Any]:
         k = self.slot(v)
         return lambda env: env[k]
+
+
+def _check_arg_type(func: Op, name: str, t: T.Type) -> None:
+    """VerifyError at the function when an argument's element type is one ptoisa does not
+    know (``!pto.ptr<f99>``): binding it at launch would fail, so ``check`` says so first."""
+    elem = t.dtype if isinstance(t, (T.PtrType, T.MemRefType)) else t
+    if not isinstance(elem, T.FloatType):
+        return  # (integer widths and the other types are checked where they are used)
+    try:
+        bridge.elem_dtype(elem)
+    except PtoError as e:
+        raise VerifyError(f"argument %{name} ({t}): {e.message}", op="func.func",
+                          loc=func.loc) from None
 
 
 # ---- handlers ----------------------------------------------------------------------------------

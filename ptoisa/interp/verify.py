@@ -612,6 +612,33 @@ def check_module(module: Module) -> None:
             visit(n)
 
 
+def symbol_errors(module: Module) -> Iterator[VerifyError]:
+    """The module's symbol table (MLIR verifies it after the ops in it, so these come after
+    the other module rules): no two function bodies share a name (a run could only ask which
+    one was meant) and every ``func.call`` names a function."""
+    symbols = {f.sym_name: f for f in module.functions() if f.sym_name}  # (declared too)
+    bodies: dict[str, Op] = {}
+    for f in _defined(module):  # (a declaration and the body it links to are one function)
+        if f.sym_name in bodies:
+            first = bodies[f.sym_name].loc
+            yield VerifyError(f"redefinition of symbol named '{f.sym_name}' (first defined at "
+                              f"{'?' if first is None else f'{first.line}:{first.col}'})",
+                              op="func.func", loc=f.loc)
+        elif f.sym_name:
+            bodies[f.sym_name] = f
+    for f in _defined(module):
+        for op in f.walk():
+            callee = op.callee if op.name in ("func.call", "call") else None
+            if callee and callee not in symbols:
+                yield VerifyError(f"'{callee}' does not reference a valid function (functions: "
+                                  f"{', '.join(symbols) or 'none'})", op=op.name, loc=op.loc)
+
+
+def check_symbols(module: Module) -> None:
+    for e in symbol_errors(module):
+        raise e
+
+
 def diagnose(module: Module, target: str, *, level: str | None = None) -> list[PtoError]:
     """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
     rules (entry signatures, calls, pipes, options), then each function compiled on its own
@@ -622,6 +649,7 @@ def diagnose(module: Module, target: str, *, level: str | None = None) -> list[P
     except VerifyError as e:
         errors.append(e)
     errors.extend(module_rule_errors(module, level, target))
+    errors.extend(symbol_errors(module))
     comp = Compiler(module, target, False)  # what Program(module, target) compiles with
     for f in _functions(module):
         try:

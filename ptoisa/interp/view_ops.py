@@ -25,6 +25,8 @@ from ..ir import types as T
 from ..ir.core import Op
 from ..isa import REGISTRY
 from ..lanes import BlockDivergence
+from ..memory import address_fault, tile_space
+from ..targets import get_target
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
@@ -431,6 +433,8 @@ def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
     vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
     loc = op.loc
     tassign = REGISTRY["TASSIGN"]
+    if addr is not None and addr in cf.consts:  # a constant address: checked before any run
+        _check_const_addr(cf, op, tile, cf.consts[addr])
 
     def step(env: Env) -> None:
         try:
@@ -444,6 +448,18 @@ def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
             raise e.with_loc(loc) from None
         env[k] = tile
     return step
+
+
+def _check_const_addr(cf: CompiledFunc, op: Op, tile: Tile, addr: Any) -> None:
+    """VerifyError at ``op`` when a constant ``alloc_tile addr`` cannot hold the tile (the
+    placement's own checks, made when compiling: ``ptoisa check`` refuses what a run would)."""
+    if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
+        return  # (not an integer: the placement says so when it runs)
+    tgt = get_target(cf.c.target)
+    fault = address_fault(tile._label(), int(addr), tile.spec.nbytes,
+                          tile_space(tile.loc, tgt), tgt, tile.loc.name)
+    if fault is not None:
+        raise VerifyError(fault, op=op.name, loc=op.loc)
 
 
 @handler("memref.alloc")

@@ -205,3 +205,28 @@ def test_access_spans_of_remote_views_are_keyed_by_rank_and_window():
     load_src = next(s for s in spans[(1, "TLOAD")][0] if s.space == "GM")
     assert put_dst.key == load_src.key == ("rank", 1, 1) and put_dst.overlaps(load_src)
     assert any(s.key == ("rank", 0, 0) for s in reads)  # the local source, window x of rank 0
+
+
+def _stuck_kernel(mode: str, x: np.ndarray) -> None:
+    """Rank 1 blocks in plain Python (an Event nobody sets); rank 0 finishes, or waits for a
+    signal rank 1 never sends."""
+    import threading
+
+    if comm.get_rank() == 1:
+        threading.Event().wait(30)  # (bounded: the abandoned thread ends by itself)
+    elif mode == "waits":
+        comm.TWAIT(GlobalTensor(x, (1, 1, 1, 1, 1)), 1, comm.WaitCmp.EQ)
+
+
+@pytest.mark.parametrize("mode, msg", [
+    ("finishes", r"rank 1 is stuck in its Python code at .*test_ranks_local.py:\d+: no "
+                 r"instruction for 0.5 s \(none run yet\) and every other rank has finished"),
+    ("waits", r"rank 0 waited 0.5 s at twait .*; rank 1 is stuck in its Python code at "
+              r".*test_ranks_local.py:\d+: .* and rank 0 failed"),
+])
+def test_rank_stuck_in_python_ends_the_launch_at_the_timeout(mode, msg):
+    t0 = time.monotonic()
+    with pytest.raises(comm.RankTimeout, match=msg):
+        pto.launch(lambda x: _stuck_kernel(mode, x), [np.zeros(1, np.int32) for _ in range(2)],
+                   ranks=2, timeout=0.5)
+    assert time.monotonic() - t0 < 10  # the timeout, not the rank's 30 s
