@@ -201,6 +201,17 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VADDS", "VMULS", "VMAXS", "VMINS",
                                                    "VLRELU")},
     **{op: rule(I124) for op in ("VSHLS", "VSHRS")},
+    # pto.vcvt: the per-form lines of micro-isa/09-conversion-ops.md, and the low-precision
+    # float forms and i64 -> f32 that PTOAS takes (its cases vcvt-low-precision-special and
+    # vsts-packed-dist-mask-granularity)
+    "VCVT": rule(pairs(
+        "f32->i16 f32->i32 f32->i64 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->i32 "
+        "f32->f16 f32->bf16 bf16->f16 f16->f32 bf16->f32 "
+        "ui8->f16 i8->f16 i16->f16 i16->f32 i32->f32 "
+        "ui8->ui16 ui8->ui32 i8->i16 i8->i32 ui16->ui8 ui16->ui32 i16->ui8 i16->ui32 i16->i32 "
+        "ui32->ui8 ui32->ui16 ui32->i16 i32->ui8 i32->ui16 i32->i16 i32->i64 i64->f32 "
+        "f32->f8E4M3 f32->f8E5M2 f32->hif8 f8E4M3->f32 f8E5M2->f32 hif8->f32 "
+        "bf16->f4E1M2x2 bf16->f4E2M1x2 f4E1M2x2->bf16 f4E2M1x2->bf16")),
 }
 
 
