@@ -212,6 +212,12 @@ LEGALITY: dict[str, Rule] = {
         "ui32->ui8 ui32->ui16 ui32->i16 i32->ui8 i32->ui16 i32->i16 i32->i64 i64->f32 "
         "f32->f8E4M3 f32->f8E5M2 f32->hif8 f8E4M3->f32 f8E5M2->f32 hif8->f32 "
         "bf16->f4E1M2x2 bf16->f4E2M1x2 f4E1M2x2->bf16 f4E2M1x2->bf16")),
+    # DSA / SFU (micro-isa/13): the page's A5 types; vmula as vmul's, vci its result types
+    **{op: rule("f16 f32") for op in ("VPRELU", "VEXPDIF", "VAXPY")},
+    "VMULA": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "VMULL": rule("i32 ui32"),
+    "VCI": rule("i8 i16 i32 f16 f32"),
+    "VBITSORT": rule("f16 f32"),
 }
 
 

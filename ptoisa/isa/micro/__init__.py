@@ -1,6 +1,7 @@
 """The vector micro-ISA (VPTO, ``dialect="vpto"``): one module per chapter of
 ``spec/ptoas-main/isa/micro-isa/`` that ptoisa executes (DMA copies, predicates, vector
-loads / stores, unary, binary and vector-scalar ops). ``common.py`` holds what they share:
+loads / stores, unary, binary and vector-scalar ops,
+conversions, DSA / SFU ops). ``common.py`` holds what they share:
 the lane masking, operand rules and the element arithmetic.
 
 The family is this package; importing it declares every entry."""
@@ -13,6 +14,7 @@ from . import (  # noqa: F401 - declare the instructions
     materialize,
     predicate,
     predicate_ls,
+    sfu,
     unary,
     vec_scalar,
 )
