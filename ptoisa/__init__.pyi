@@ -2276,9 +2276,33 @@ def VAND(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VAXPY(src0: Any, src1: Any, alpha: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = alpha * src0[i] + src1[i] on active lanes (fused: one rounding), 0
+    elsewhere.
+    """
+    ...
+
+
 def VBITCAST(input: Any, *events: Event, result_type: Any = None) -> Any:
     """
     result = input's 256 bytes read as result_type's lanes (the bits unchanged).
+    """
+    ...
+
+
+def VBITSORT(
+    dest: Any,
+    src: Any,
+    indices: Any,
+    repeat_times: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    For each repeat r: the 32 scores at src + 32r (f32 or f16) with their 32-bit indices
+    at indices + 32r, sorted by score descending (equal scores keep their input order; NaN
+    scores last), written to dest + 256r as 8-byte records: the score in the low 4 bytes
+    (an f16 score in the low 2, the reserved 2 left as they are), the index in the high 4.
     """
     ...
 
@@ -2287,6 +2311,46 @@ def VBR(value: int | float | np.generic, *events: Event, result_type: Any = None
     """
     result[i] = value for every lane, as the result's element type (8-bit lanes take the
     value's low 8 bits).
+    """
+    ...
+
+
+def VCI(
+    index: int | float | np.generic,
+    *events: Event,
+    result_type: Any = None,
+    order: str = 'ASC',
+) -> Any:
+    """
+    result[i] = index + i (``ASC``) or index - i (``DESC``) in the result's element type
+    (integers wrap; float lanes are the value rounded to the type).
+    """
+    ...
+
+
+def VCVT(
+    input: Any,
+    mask: Any,
+    *events: Event,
+    result_type: Any = None,
+    rnd: Any = None,
+    sat: Any = None,
+    part: Any = None,
+) -> Any:
+    """
+    Each active source lane converted to the result type as TCVT converts
+    (``isa/elementwise/cvt.py``: rounding ``rnd`` R / A / F / C / Z / O, default R;
+    ``sat`` SAT clamps to the destination's range (NaN to 0 for float results too), NOSAT
+    wraps integers and lets floats overflow; without it, SAT for integer results (the NPU's
+    default) and NOSAT for float ones). Lane placement by the widths:
+
+    * same width: ``result[i] = cvt(input[i])``;
+    * narrowing by k (2: ``EVEN`` / ``ODD``, 4: ``P0``..``P3``): ``result[k*i + p] =
+      cvt(input[i])``, the other lanes 0 (a later ``vor`` merges the parts);
+    * widening by k: ``result[i] = cvt(input[k*i + p])`` (the mask read at that source
+      lane).
+
+    Inactive lanes are 0 (zeroing predication).
     """
     ...
 
@@ -2308,6 +2372,16 @@ def VDUP(
 def VEXP(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = e^input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VEXPDIF(input: Any, max: Any, mask: Any, *events: Event, part: Any = None) -> Any:
+    """
+    result[i] = exp(input[j] - max[j]) in f32 on active lanes, 0 elsewhere: j = i for f32
+    sources; for f16 sources (128 lanes to 64) j = 2i (``EVEN``) or 2i + 1 (``ODD``), the
+    mask read at lane j. The difference is an f32 subtraction, the exponential rounded once
+    to f32.
     """
     ...
 
@@ -2377,6 +2451,22 @@ def VMUL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VMULA(acc: Any, lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = acc[i] + lhs[i] * rhs[i] on active lanes (fused: one rounding; integers
+    wrap), 0 elsewhere.
+    """
+    ...
+
+
+def VMULL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    The exact 64-bit product of 32-bit lanes (signed for i32, unsigned for ui32): low =
+    its bits 0..31, high = bits 32..63, on active lanes; 0 elsewhere.
+    """
+    ...
+
+
 def VMULS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
     result[i] = input[i] * scalar on active lanes, 0 elsewhere.
@@ -2401,6 +2491,14 @@ def VNOT(input: Any, mask: Any, *events: Event) -> Any:
 def VOR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = lhs[i] | rhs[i] on the lanes' bits (float lanes too) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VPRELU(input: Any, alpha: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] >= 0 ? input[i] : alpha[i] * input[i] on active lanes, 0
+    elsewhere.
     """
     ...
 
@@ -2459,7 +2557,9 @@ def VSTS(
     """
     UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
     inactive lanes' bytes are left as they are); ``1PT_B*`` writes element 0 only, whatever
-    the mask. The post-update form stores at dest itself and returns updated_dest = dest +
+    the mask; ``PK_B16/B32/B64`` store each lane's low half and ``PK4_B32`` its low byte,
+    the lanes and the predicate taken at the dist's width. The post-update form stores at
+    dest itself and returns updated_dest = dest +
     offset.
     """
     ...
