@@ -218,6 +218,8 @@ LEGALITY: dict[str, Rule] = {
     "VMULL": rule("i32 ui32"),
     "VCI": rule("i8 i16 i32 f16 f32"),
     "VBITSORT": rule("f16 f32"),
+    # dual and block-strided loads / stores (micro-isa/03): bytes of any element type
+    **{op: rule(MICRO_ANY) for op in ("VLDSX2", "VSTSX2", "VSLDB", "VSSTB")},
 }
 
 
