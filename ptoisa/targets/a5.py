@@ -220,6 +220,9 @@ LEGALITY: dict[str, Rule] = {
     "VBITSORT": rule("f16 f32"),
     # dual and block-strided loads / stores (micro-isa/03): bytes of any element type
     **{op: rule(MICRO_ANY) for op in ("VLDSX2", "VSTSX2", "VSLDB", "VSSTB")},
+    # SPR AR (micro-isa/03): stored through ui32 / i32 UB pointers
+    "SPRCLR": rule(),
+    **{op: rule("ui32 i32") for op in ("SPRSTI", "SPRSTS")},
 }
 
 

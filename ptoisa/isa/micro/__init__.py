@@ -15,6 +15,7 @@ from . import (  # noqa: F401 - declare the instructions
     predicate,
     predicate_ls,
     sfu,
+    spr,
     strided,
     unary,
     vec_scalar,
