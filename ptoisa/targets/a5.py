@@ -223,6 +223,10 @@ LEGALITY: dict[str, Rule] = {
     # SPR AR (micro-isa/03): stored through ui32 / i32 UB pointers
     "SPRCLR": rule(),
     **{op: rule("ui32 i32") for op in ("SPRSTI", "SPRSTS")},
+    # the register-driven DMA (spec isa-legacy/02-dma-copy.md)
+    **{op: rule(MICRO_ANY) for op in ("COPY_GM_TO_UBUF", "COPY_UBUF_TO_GM")},
+    **{f"SET_LOOP{k}_{w}": rule() for k in ("_SIZE", "1_STRIDE", "2_STRIDE")
+       for w in ("OUTTOUB", "UBTOOUT")},
 }
 
 

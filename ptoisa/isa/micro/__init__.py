@@ -10,6 +10,7 @@ from . import (  # noqa: F401 - declare the instructions
     binary,
     conversion,
     dma,
+    dma_regs,
     load_store,
     materialize,
     predicate,
