@@ -227,6 +227,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(MICRO_ANY) for op in ("COPY_GM_TO_UBUF", "COPY_UBUF_TO_GM")},
     **{f"SET_LOOP{k}_{w}": rule() for k in ("_SIZE", "1_STRIDE", "2_STRIDE")
        for w in ("OUTTOUB", "UBTOOUT")},
+    # the MTE3 atomic mode: s32 add
+    **{op: rule() for op in ("SET_ATOMIC_S32", "SET_ATOMIC_ADD", "SET_ATOMIC_NONE")},
 }
 
 

@@ -7,6 +7,7 @@ the lane masking, operand rules and the element arithmetic.
 The family is this package; importing it declares every entry."""
 
 from . import (  # noqa: F401 - declare the instructions
+    atomic,
     binary,
     conversion,
     dma,
