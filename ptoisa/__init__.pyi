@@ -129,6 +129,45 @@ def COMM_TSCATTER(
     ...
 
 
+def COPY_GM_TO_UBUF(
+    gm_src: Any,
+    ub_dst: Any,
+    sid: int | float | np.generic,
+    n_burst: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    left_padding: int | float | np.generic,
+    right_padding: int | float | np.generic,
+    data_select_bit: int | float | np.generic,
+    l2_cache_ctl: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    For every row of n_burst x loop1 x loop2: len_burst bytes from GM to UB (row starts
+    advance by src_stride / dst_stride, then by the loop registers' strides).
+    """
+    ...
+
+
+def COPY_UBUF_TO_GM(
+    ub_src: Any,
+    gm_dst: Any,
+    sid: int | float | np.generic,
+    n_burst: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    reserved: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    For every row of n_burst x loop1 x loop2: len_burst bytes from UB to GM (row starts
+    advance by src_stride (UB) / dst_stride (GM), then by the loop registers' strides).
+    """
+    ...
+
+
 def MGATHER(
     dst: Tile,
     src: GlobalTensor,
@@ -201,7 +240,8 @@ def MTE_UB_GM(
 ) -> Event:
     """
     For every row r of the nburst / loop groups: GM[gm_dst + dst_row(r) ..][:len_burst] =
-    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are).
+    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are); under
+    an atomic mode (``atomic.py``) each element of a row is combined with GM's.
     """
     ...
 
@@ -369,6 +409,27 @@ def SETTF32MODE(
     ...
 
 
+def SET_ATOMIC_ADD(*events: Event) -> Event:
+    """
+    UB -> GM DMA adds to GM from now on (GM[x] += UB[x] per element).
+    """
+    ...
+
+
+def SET_ATOMIC_NONE(*events: Event) -> Event:
+    """
+    UB -> GM DMA plainly writes again.
+    """
+    ...
+
+
+def SET_ATOMIC_S32(*events: Event) -> Event:
+    """
+    The atomic element type: 32-bit signed integers.
+    """
+    ...
+
+
 def SET_FLAG(srcPipe: Pipe, dstPipe: Pipe, eventId: Any, *events: Event) -> Any:
     """
     ``set_flag(src, dst, EVENT_IDn)``: issued on pipe ``src``; fires when src's earlier instructions are done.
@@ -398,6 +459,72 @@ def SET_IMG2COL_RPT(
     ...
 
 
+def SET_LOOP1_STRIDE_OUTTOUB(
+    first: int | float | np.generic,
+    second: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    GM -> UB loop1 advance per iteration: GM source bytes (first), UB destination bytes (second).
+    """
+    ...
+
+
+def SET_LOOP1_STRIDE_UBTOOUT(
+    first: int | float | np.generic,
+    second: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    UB -> GM loop1 advance per iteration: UB source bytes (first), GM destination bytes (second).
+    """
+    ...
+
+
+def SET_LOOP2_STRIDE_OUTTOUB(
+    first: int | float | np.generic,
+    second: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    GM -> UB loop2 advance per iteration: GM source bytes (first), UB destination bytes (second).
+    """
+    ...
+
+
+def SET_LOOP2_STRIDE_UBTOOUT(
+    first: int | float | np.generic,
+    second: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    UB -> GM loop2 advance per iteration: UB source bytes (first), GM destination bytes (second).
+    """
+    ...
+
+
+def SET_LOOP_SIZE_OUTTOUB(
+    first: int | float | np.generic,
+    second: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    GM -> UB loop1 / loop2 iteration counts (first, second).
+    """
+    ...
+
+
+def SET_LOOP_SIZE_UBTOOUT(
+    first: int | float | np.generic,
+    second: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    UB -> GM loop1 / loop2 iteration counts (first, second).
+    """
+    ...
+
+
 def SET_QUANT_SCALAR(
     preQuantScalar: int | float | np.generic,
     *events: Event,
@@ -414,6 +541,41 @@ def SET_QUANT_VECTOR(fpTile: Tile, *events: Event) -> Event:
     """
     Program the vector quant register (one uint64 word per output column) from a Scaling
     tile, read by the next fix-pipe TPUSH.
+    """
+    ...
+
+
+def SPRCLR(*events: Event, spr: str = 'AR') -> Event:
+    """
+    AR = 0.
+    """
+    ...
+
+
+def SPRSTI(
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    spr: str = 'AR',
+    post_update: bool = False,
+) -> Any:
+    """
+    The 32-bit AR stored at dest + 4 * offset bytes (offset: a signed 8-bit count of
+    words); the post-update form stores at dest and returns next = dest + 4 * offset.
+    """
+    ...
+
+
+def SPRSTS(
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    spr: str = 'AR',
+    post_update: bool = False,
+) -> Any:
+    """
+    The 32-bit AR stored at dest + offset bytes; the post-update form stores at dest and
+    returns next = dest + offset.
     """
     ...
 
@@ -2402,6 +2564,21 @@ def VLDS(
     ...
 
 
+def VLDSX2(
+    source: Any,
+    offset: int | float | np.generic | None = None,
+    *events: Event,
+    dist: str = 'DINTLV_B32',
+    post_update: bool = False,
+) -> Any:
+    """
+    512 bytes at source + offset elements, deinterleaved: low[i] = element 2i, high[i] =
+    element 2i + 1 (``DINTLV_B*``). The post-update form loads at source and returns
+    updated_base = source + offset.
+    """
+    ...
+
+
 def VLN(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = ln(input[i]) on active lanes (NaN below 0, -inf at 0), 0 elsewhere.
@@ -2538,9 +2715,44 @@ def VSHRS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Even
     ...
 
 
+def VSLDB(
+    source: Any,
+    block_stride: int | float | np.generic,
+    repeat_stride: int | float | np.generic,
+    mask: Any,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    Block blk (0..7, 32 bytes) of the result = the 32 bytes at source + (repeat_stride +
+    blk * block_stride) blocks when the block takes part (lane blk of the mask), zero
+    otherwise (no access). The post-update form reads at source + blk * block_stride blocks
+    and returns updated_base = source + repeat_stride blocks.
+    """
+    ...
+
+
 def VSQRT(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = sqrt(input[i]) on active lanes (NaN below 0), 0 elsewhere.
+    """
+    ...
+
+
+def VSSTB(
+    value: Any,
+    dest: Any,
+    block_stride: int | float | np.generic,
+    repeat_stride: int | float | np.generic,
+    mask: Any,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    Block blk (0..7, 32 bytes) of value written to dest + (repeat_stride + blk *
+    block_stride) blocks when it takes part (lane blk of the mask); the others write
+    nothing. The post-update form writes at dest + blk * block_stride blocks and returns
+    updated_dest = dest + repeat_stride blocks.
     """
     ...
 
@@ -2561,6 +2773,22 @@ def VSTS(
     the lanes and the predicate taken at the dist's width. The post-update form stores at
     dest itself and returns updated_dest = dest +
     offset.
+    """
+    ...
+
+
+def VSTSX2(
+    low: Any,
+    high: Any,
+    dest: Any,
+    offset: int | float | np.generic | None = None,
+    mask: Any | None = None,
+    *events: Event,
+    dist: str = 'INTLV_B32',
+) -> Event:
+    """
+    UB[dest + offset + 2i] = low[i], UB[dest + offset + 2i + 1] = high[i] (elements;
+    ``INTLV_B*``: the predicate is ignored, as the page says).
     """
     ...
 

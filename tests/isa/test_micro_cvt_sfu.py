@@ -236,3 +236,116 @@ def test_vlds_unpk_and_vsts_packing(a5):
     with pytest.raises(ExecutionError, match="cannot be executed.*MRG4CHN_B8"):
         pto.v.vsts(VReg(v.view(np.uint8)), out, 0, _mask(np.ones(256, bool), "b8"),
                    dist="MRG4CHN_B8")
+
+
+# ---- dual / block-strided loads and stores, SPR AR, DMA registers, atomic --------------------
+
+def test_vldsx2_vstsx2_deinterleave_and_back(a5):
+    src = np.arange(256, dtype=np.int32) * 7 - 900
+    base = Ptr("ub", 8192, D.i32)
+    for k in range(4):
+        pto.v.vsts(VReg(src[64 * k:64 * (k + 1)].copy()), base, 64 * k,
+                   _mask(np.ones(64, bool), "b32"))
+    lo, hi, nxt = pto.v.vldsx2(base, 64, dist="DINTLV_B32")
+    np.testing.assert_array_equal(lo.data, src[64:192:2])  # page: low = even elements
+    np.testing.assert_array_equal(hi.data, src[65:192:2])
+    assert nxt.addr == 8192 + 256
+    out = Ptr("ub", 12288, D.i32)
+    pto.v.vstsx2(hi, lo, out, 0, _mask(np.zeros(64, bool), "b32"), dist="INTLV_B32")
+    back = np.concatenate([pto.v.vlds(out, 0)[0].data, pto.v.vlds(out, 64)[0].data])
+    want = np.empty(128, np.int32)
+    want[0::2], want[1::2] = src[65:192:2], src[64:192:2]  # predicate ignored
+    np.testing.assert_array_equal(back, want)
+    with pytest.raises(ExecutionError, match="cannot be executed.*BDINTLV"):
+        pto.v.vldsx2(base, 0, dist="BDINTLV")
+
+
+def test_vsldb_vsstb_blocks(a5):
+    src = np.arange(512, dtype=np.float32)
+    base = Ptr("ub", 16384, D.f32)
+    for k in range(8):
+        pto.v.vsts(VReg(src[64 * k:64 * (k + 1)].copy()), base, 64 * k,
+                   _mask(np.ones(64, bool), "b32"))
+    on = np.array([1, 1, 0, 1, 1, 1, 1, 0], bool)  # lanes 0..7 of the b32 mask: the blocks
+    m = _mask(np.concatenate([on, np.ones(56, bool)]), "b32")
+    got = pto.v.vsldb(base, 2, 3, m)[0].data
+    want = np.zeros(64, np.float32)
+    for blk in range(8):  # page: block blk from base + repeat_stride + blk * block_stride
+        if on[blk]:
+            at = 8 * (3 + 2 * blk)
+            want[8 * blk:8 * blk + 8] = src[at:at + 8]
+    np.testing.assert_array_equal(got, want)
+    val = np.arange(64, dtype=np.float32) + 1000
+    out = Ptr("ub", 32768, D.f32)
+    for k in range(4):
+        pto.v.vsts(VReg(np.zeros(64, np.float32)), out, 64 * k, _mask(np.ones(64, bool), "b32"))
+    nxt = pto.v.vsstb(VReg(val), out, 3, 1, m)
+    img = np.concatenate([pto.v.vlds(out, 64 * k)[0].data for k in range(4)])
+    want = np.zeros(256, np.float32)
+    for blk in range(8):
+        if on[blk]:
+            at = 8 * (1 + 3 * blk)
+            want[at:at + 8] = val[8 * blk:8 * blk + 8]
+    np.testing.assert_array_equal(img, want)
+    assert nxt.addr == 32768 + 32
+
+
+def test_spr_ar_stores(a5):
+    p = Ptr("ub", 40960, D.dtype("ui32"))
+    pto.v.vsts(VReg(np.full(64, 0xDEADBEEF, np.uint32)), p, 0, _mask(np.ones(64, bool), "b32"))
+    with pytest.raises(ExecutionError, match="sprclr"):
+        pto.v.sprsts(p, 0, spr="AR")
+    pto.v.sprclr(spr="AR")
+    pto.v.sprsti(p, 3, spr="AR")  # words
+    pto.v.sprsts(p, 20, spr="AR")  # bytes
+    got = pto.v.vlds(p, 0)[0].data[:8]
+    want = np.full(8, 0xDEADBEEF, np.uint32)
+    want[3] = want[5] = 0
+    np.testing.assert_array_equal(got, want)
+
+
+def test_dma_loop_registers_and_atomic_add(a5):
+    gm = np.arange(1024, dtype=np.uint8)
+    u8 = D.dtype("ui8")
+    pto.v.set_loop_size_outtoub(2, 3)
+    pto.v.set_loop1_stride_outtoub(100, 64)
+    pto.v.set_loop2_stride_outtoub(300, 128)
+    pto.v.copy_gm_to_ubuf(gm, Ptr("ub", 0, u8), 0, 2, 8, 0, 0, False, 0, 20, 32)
+    ub = np.concatenate([pto.v.vlds(Ptr("ub", 0, u8), k)[0].data for k in (0, 256)])
+    for l2 in range(3):  # legacy page: loop2 outer, loop1, then the burst rows
+        for l1 in range(2):
+            for r in range(2):
+                s, d = 300 * l2 + 100 * l1 + 20 * r, 128 * l2 + 64 * l1 + 32 * r
+                np.testing.assert_array_equal(ub[d:d + 8], gm[s:s + 8])
+    pto.v.set_loop_size_outtoub(2, 1)
+    pto.v.set_loop1_stride_outtoub(0, 0)
+    with pytest.raises(ExecutionError, match="padding"):
+        pto.v.copy_gm_to_ubuf(gm, Ptr("ub", 0, u8), 0, 1, 8, 1, 0, False, 0, 8, 32)
+    out = np.full(16, 10, np.int32)
+    src = Ptr("ub", 2048, D.i32)
+    pto.v.vsts(VReg(np.arange(64, dtype=np.int32) - 5), src, 0, _mask(np.ones(64, bool), "b32"))
+    pto.v.set_atomic_s32()
+    pto.v.set_atomic_add()
+    pto.v.mte_ub_gm(src, out, 64, (1, 64, 64), None, None)
+    pto.v.set_atomic_none()
+    np.testing.assert_array_equal(out, 10 + np.arange(16) - 5)
+    pto.v.mte_ub_gm(src, out, 64, (1, 64, 64), None, None)
+    np.testing.assert_array_equal(out, np.arange(16) - 5)
+
+
+def test_an_op_without_operands_ends_at_the_line():
+    from ptoisa.text import parse
+
+    mod = parse('module {\n  func.func @k() {\n    pto.set_atomic_s32\n    pto.set_atomic_add\n'
+                '    pto.barrier #pto.pipe<PIPE_ALL>\n    return\n  }\n}\n')
+    names = []
+
+    def walk(ops):
+        for o in ops:
+            names.append((o.name, len(o.syntax or ())))
+            for r in getattr(o, "regions", ()):
+                for b in r.blocks:
+                    walk(b.ops)
+
+    walk(mod.ops if hasattr(mod, "ops") else mod.body.ops)
+    assert ("pto.set_atomic_s32", 0) in names and ("pto.set_atomic_add", 0) in names
