@@ -19,6 +19,7 @@ from . import (  # noqa: F401 - declare the instructions
     sfu,
     spr,
     strided,
+    unaligned,
     unary,
     vec_scalar,
 )
