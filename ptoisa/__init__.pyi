@@ -168,6 +168,13 @@ def COPY_UBUF_TO_GM(
     ...
 
 
+def INIT_ALIGN(*events: Event) -> Any:
+    """
+    A fresh store carrier with nothing pending.
+    """
+    ...
+
+
 def MGATHER(
     dst: Tile,
     src: GlobalTensor,
@@ -2548,6 +2555,13 @@ def VEXPDIF(input: Any, max: Any, mask: Any, *events: Event, part: Any = None) -
     ...
 
 
+def VLDAS(source: Any, *events: Event) -> Any:
+    """
+    The load carrier primed with the aligned 32-byte block holding source.
+    """
+    ...
+
+
 def VLDS(
     source: Any,
     offset: int | float | np.generic | None = None,
@@ -2575,6 +2589,19 @@ def VLDSX2(
     512 bytes at source + offset elements, deinterleaved: low[i] = element 2i, high[i] =
     element 2i + 1 (``DINTLV_B*``). The post-update form loads at source and returns
     updated_base = source + offset.
+    """
+    ...
+
+
+def VLDUS(
+    source: Any,
+    align: Any,
+    increment: int | float | np.generic | None = None,
+    *events: Event,
+) -> Any:
+    """
+    result = the 256 bytes at source (any alignment); align_out continues the stream; the
+    post-update form returns base_out = source + increment elements.
     """
     ...
 
@@ -2757,6 +2784,27 @@ def VSSTB(
     ...
 
 
+def VSTAR(value: Any, dest: Any, *events: Event) -> Event:
+    """
+    The carrier's pending bytes written at their address; dest is the stream's end.
+    """
+    ...
+
+
+def VSTAS(
+    value: Any,
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    The carrier's pending bytes written at their address; dest + offset elements is the
+    stream's end (the flush point); next = dest + offset elements.
+    """
+    ...
+
+
 def VSTS(
     value: Any,
     dest: Any,
@@ -2789,6 +2837,22 @@ def VSTSX2(
     """
     UB[dest + offset + 2i] = low[i], UB[dest + offset + 2i + 1] = high[i] (elements;
     ``INTLV_B*``: the predicate is ignored, as the page says).
+    """
+    ...
+
+
+def VSTUS(
+    align_in: Any,
+    offset: int | float | np.generic,
+    value: Any,
+    base: Any,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    value[0:offset] joins the stream at base; every whole aligned 32-byte block of the
+    pending bytes is written, the rest carried in align_out; base_out = base + offset
+    elements.
     """
     ...
 

@@ -340,7 +340,8 @@ MATCHED["vector-load-store"] += (" vlds-unpk-b16 vsts-packed-dist-mask-granulari
                                  " vlds-post-update vldsx2-vsldb-post-update"
                                  " soft-post-update-address-units soft-post-update-step4-combined"
                                  " spr-store-post-update issue-173-vsts-signed-signless"
-                                 " mte-ub-gm-atomic-add-s32")
+                                 " mte-ub-gm-atomic-add-s32 soft-post-update-vldus-vstus"
+                                 " vreg-low-precision-ldst")
 MATCHED["conversion"] += " vcvt-u32-to-u8-part-p0123"
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
 #: bytes): an error naming the argument, not a silent write

@@ -349,3 +349,37 @@ def test_an_op_without_operands_ends_at_the_line():
 
     walk(mod.ops if hasattr(mod, "ops") else mod.body.ops)
     assert ("pto.set_atomic_s32", 0) in names and ("pto.set_atomic_add", 0) in names
+
+
+def test_unaligned_load_and_store_streams(a5):
+    src = np.arange(512, dtype=np.float32) + 0.5
+    base = Ptr("ub", 49152, D.f32)
+    for k in range(8):
+        pto.v.vsts(VReg(src[64 * k:64 * (k + 1)].copy()), base, 64 * k,
+                   _mask(np.ones(64, bool), "b32"))
+    p = base.plus(3)  # not 32-byte aligned
+    al = pto.v.vldas(p)
+    v, al, nxt = pto.v.vldus(p, al, 64)
+    np.testing.assert_array_equal(v.data, src[3:67])  # page: the vector at the address
+    v2, _, _ = pto.v.vldus(nxt, al, 64)
+    np.testing.assert_array_equal(v2.data, src[67:131])
+    with pytest.raises(ExecutionError, match="vldas"):
+        pto.v.vldus(p, pto.v.init_align(), 64)
+    out = Ptr("ub", 57344, D.f32)
+    for k in range(2):
+        pto.v.vsts(VReg(np.full(64, -1, np.float32)), out, 64 * k,
+                   _mask(np.ones(64, bool), "b32"))
+    val = VReg(np.arange(64, dtype=np.float32) * 10)
+    st = pto.v.init_align()
+    cur = out.plus(1)
+    for _ in range(4):  # 4 x 3 elements: the stream is elements [1, 13) of out
+        st, cur = pto.v.vstus(st, 3, val, cur)
+    assert cur.addr == out.addr + 13 * 4
+    mid = pto.v.vlds(out, 0)[0].data
+    # whole 32-byte blocks committed (elements [1, 8)), the tail [8, 13) still pending
+    np.testing.assert_array_equal(mid[:13], [-1] + [0, 10, 20] * 2 + [0] + [-1] * 5)
+    with pytest.raises(ExecutionError, match="stream's end"):
+        pto.v.vstar(st, out.plus(12))
+    pto.v.vstas(st, out.plus(10), 3)
+    got = pto.v.vlds(out, 0)[0].data
+    np.testing.assert_array_equal(got[:14], [-1] + [0, 10, 20] * 4 + [-1])
