@@ -323,7 +323,7 @@ def test_a_tile_and_a_ub_pointer_alias(a5):
 
 CHAPTERS = ("binary-vector", "unary-vector", "vec-scalar", "vector-load-store",
             "materialization-predicate", "predicate-load-store",
-            "conversion", "dsa-sfu")
+            "conversion", "dsa-sfu", "scalar-load-store")
 #: the case folders whose kernels use only ops ptoisa executes: they must match their golden
 MATCHED = {
     "binary-vector": "vadd vaddc vand vmin vor vshl vshr",
@@ -343,6 +343,7 @@ MATCHED["vector-load-store"] += (" vlds-unpk-b16 vsts-packed-dist-mask-granulari
                                  " mte-ub-gm-atomic-add-s32 soft-post-update-vldus-vstus"
                                  " vreg-low-precision-ldst")
 MATCHED["conversion"] += " vcvt-u32-to-u8-part-p0123"
+MATCHED["scalar-load-store"] = "load-store-scalar-ub"
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
 #: bytes): an error naming the argument, not a silent write
 OVERRUN = {"vbr-i8", "vbr-u8"}
