@@ -129,6 +129,52 @@ def COMM_TSCATTER(
     ...
 
 
+def COPY_GM_TO_UBUF(
+    gm_src: Any,
+    ub_dst: Any,
+    sid: int | float | np.generic,
+    n_burst: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    left_padding: int | float | np.generic,
+    right_padding: int | float | np.generic,
+    data_select_bit: int | float | np.generic,
+    l2_cache_ctl: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    For every row of n_burst x loop1 x loop2: len_burst bytes from GM to UB (row starts
+    advance by src_stride / dst_stride, then by the loop registers' strides).
+    """
+    ...
+
+
+def COPY_UBUF_TO_GM(
+    ub_src: Any,
+    gm_dst: Any,
+    sid: int | float | np.generic,
+    n_burst: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    reserved: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    For every row of n_burst x loop1 x loop2: len_burst bytes from UB to GM (row starts
+    advance by src_stride (UB) / dst_stride (GM), then by the loop registers' strides).
+    """
+    ...
+
+
+def INIT_ALIGN(*events: Event) -> Any:
+    """
+    A fresh store carrier with nothing pending.
+    """
+    ...
+
+
 def MGATHER(
     dst: Tile,
     src: GlobalTensor,
@@ -201,7 +247,8 @@ def MTE_UB_GM(
 ) -> Event:
     """
     For every row r of the nburst / loop groups: GM[gm_dst + dst_row(r) ..][:len_burst] =
-    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are).
+    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are); under
+    an atomic mode (``atomic.py``) each element of a row is combined with GM's.
     """
     ...
 
@@ -383,6 +430,27 @@ def SETTF32MODE(
     ...
 
 
+def SET_ATOMIC_ADD(*events: Event) -> Event:
+    """
+    UB -> GM DMA adds to GM from now on (GM[x] += UB[x] per element).
+    """
+    ...
+
+
+def SET_ATOMIC_NONE(*events: Event) -> Event:
+    """
+    UB -> GM DMA plainly writes again.
+    """
+    ...
+
+
+def SET_ATOMIC_S32(*events: Event) -> Event:
+    """
+    The atomic element type: 32-bit signed integers.
+    """
+    ...
+
+
 def SET_FLAG(srcPipe: Pipe, dstPipe: Pipe, eventId: Any, *events: Event) -> Any:
     """
     ``set_flag(src, dst, EVENT_IDn)``: issued on pipe ``src``; fires when src's earlier instructions are done.
@@ -413,67 +481,67 @@ def SET_IMG2COL_RPT(
 
 
 def SET_LOOP1_STRIDE_OUTTOUB(
-    src_stride: int | float | np.generic,
-    dst_stride: int | float | np.generic,
+    first: int | float | np.generic,
+    second: int | float | np.generic,
     *events: Event,
 ) -> Event:
     """
-    Sets the outtoub DMA engine's loop1 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    GM -> UB loop1 advance per iteration: GM source bytes (first), UB destination bytes (second).
     """
     ...
 
 
 def SET_LOOP1_STRIDE_UBTOOUT(
-    src_stride: int | float | np.generic,
-    dst_stride: int | float | np.generic,
+    first: int | float | np.generic,
+    second: int | float | np.generic,
     *events: Event,
 ) -> Event:
     """
-    Sets the ubtoout DMA engine's loop1 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    UB -> GM loop1 advance per iteration: UB source bytes (first), GM destination bytes (second).
     """
     ...
 
 
 def SET_LOOP2_STRIDE_OUTTOUB(
-    src_stride: int | float | np.generic,
-    dst_stride: int | float | np.generic,
+    first: int | float | np.generic,
+    second: int | float | np.generic,
     *events: Event,
 ) -> Event:
     """
-    Sets the outtoub DMA engine's loop2 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    GM -> UB loop2 advance per iteration: GM source bytes (first), UB destination bytes (second).
     """
     ...
 
 
 def SET_LOOP2_STRIDE_UBTOOUT(
-    src_stride: int | float | np.generic,
-    dst_stride: int | float | np.generic,
+    first: int | float | np.generic,
+    second: int | float | np.generic,
     *events: Event,
 ) -> Event:
     """
-    Sets the ubtoout DMA engine's loop2 source / destination advance in bytes: machine state only, no op ptoisa executes reads it.
+    UB -> GM loop2 advance per iteration: UB source bytes (first), GM destination bytes (second).
     """
     ...
 
 
 def SET_LOOP_SIZE_OUTTOUB(
-    loop1_count: int | float | np.generic,
-    loop2_count: int | float | np.generic,
+    first: int | float | np.generic,
+    second: int | float | np.generic,
     *events: Event,
 ) -> Event:
     """
-    Sets the outtoub DMA engine's loop iteration counts (loop1, loop2): machine state only, no op ptoisa executes reads it.
+    GM -> UB loop1 / loop2 iteration counts (first, second).
     """
     ...
 
 
 def SET_LOOP_SIZE_UBTOOUT(
-    loop1_count: int | float | np.generic,
-    loop2_count: int | float | np.generic,
+    first: int | float | np.generic,
+    second: int | float | np.generic,
     *events: Event,
 ) -> Event:
     """
-    Sets the ubtoout DMA engine's loop iteration counts (loop1, loop2): machine state only, no op ptoisa executes reads it.
+    UB -> GM loop1 / loop2 iteration counts (first, second).
     """
     ...
 
@@ -494,6 +562,41 @@ def SET_QUANT_VECTOR(fpTile: Tile, *events: Event) -> Event:
     """
     Program the vector quant register (one uint64 word per output column) from a Scaling
     tile, read by the next fix-pipe TPUSH.
+    """
+    ...
+
+
+def SPRCLR(*events: Event, spr: str = 'AR') -> Event:
+    """
+    AR = 0.
+    """
+    ...
+
+
+def SPRSTI(
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    spr: str = 'AR',
+    post_update: bool = False,
+) -> Any:
+    """
+    The 32-bit AR stored at dest + 4 * offset bytes (offset: a signed 8-bit count of
+    words); the post-update form stores at dest and returns next = dest + 4 * offset.
+    """
+    ...
+
+
+def SPRSTS(
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    spr: str = 'AR',
+    post_update: bool = False,
+) -> Any:
+    """
+    The 32-bit AR stored at dest + offset bytes; the post-update form stores at dest and
+    returns next = dest + offset.
     """
     ...
 
@@ -2356,9 +2459,33 @@ def VAND(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VAXPY(src0: Any, src1: Any, alpha: int | float | np.generic, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = alpha * src0[i] + src1[i] on active lanes (fused: one rounding), 0
+    elsewhere.
+    """
+    ...
+
+
 def VBITCAST(input: Any, *events: Event, result_type: Any = None) -> Any:
     """
     result = input's 256 bytes read as result_type's lanes (the bits unchanged).
+    """
+    ...
+
+
+def VBITSORT(
+    dest: Any,
+    src: Any,
+    indices: Any,
+    repeat_times: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    For each repeat r: the 32 scores at src + 32r (f32 or f16) with their 32-bit indices
+    at indices + 32r, sorted by score descending (equal scores keep their input order; NaN
+    scores last), written to dest + 256r as 8-byte records: the score in the low 4 bytes
+    (an f16 score in the low 2, the reserved 2 left as they are), the index in the high 4.
     """
     ...
 
@@ -2414,6 +2541,19 @@ def VCGMIN(input: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VCI(
+    index: int | float | np.generic,
+    *events: Event,
+    result_type: Any = None,
+    order: str = 'ASC',
+) -> Any:
+    """
+    result[i] = index + i (``ASC``) or index - i (``DESC``) in the result's element type
+    (integers wrap; float lanes are the value rounded to the type).
+    """
+    ...
+
+
 def VCMAX(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[0] = the maximum of the active lanes (the neutral value when none is), result[1] = the index of its first occurrence as an unsigned integer in the lane's bits, the other lanes 0.
@@ -2458,6 +2598,33 @@ def VCPADD(input: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VCVT(
+    input: Any,
+    mask: Any,
+    *events: Event,
+    result_type: Any = None,
+    rnd: Any = None,
+    sat: Any = None,
+    part: Any = None,
+) -> Any:
+    """
+    Each active source lane converted to the result type as TCVT converts
+    (``isa/elementwise/cvt.py``: rounding ``rnd`` R / A / F / C / Z / O, default R;
+    ``sat`` SAT clamps to the destination's range (NaN to 0 for float results too), NOSAT
+    wraps integers and lets floats overflow; without it, SAT for integer results (the NPU's
+    default) and NOSAT for float ones). Lane placement by the widths:
+
+    * same width: ``result[i] = cvt(input[i])``;
+    * narrowing by k (2: ``EVEN`` / ``ODD``, 4: ``P0``..``P3``): ``result[k*i + p] =
+      cvt(input[i])``, the other lanes 0 (a later ``vor`` merges the parts);
+    * widening by k: ``result[i] = cvt(input[k*i + p])`` (the mask read at that source
+      lane).
+
+    Inactive lanes are 0 (zeroing predication).
+    """
+    ...
+
+
 def VDINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
     """
     With s = lhs followed by rhs: low = s[0], s[2], s[4], ... and high = s[1], s[3], ...
@@ -2483,6 +2650,16 @@ def VDUP(
 def VEXP(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = e^input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VEXPDIF(input: Any, max: Any, mask: Any, *events: Event, part: Any = None) -> Any:
+    """
+    result[i] = exp(input[j] - max[j]) in f32 on active lanes, 0 elsewhere: j = i for f32
+    sources; for f16 sources (128 lanes to 64) j = 2i (``EVEN``) or 2i + 1 (``ODD``), the
+    mask read at lane j. The difference is an f32 subtraction, the exponential rounded once
+    to f32.
     """
     ...
 
@@ -2517,6 +2694,13 @@ def VINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
     ...
 
 
+def VLDAS(source: Any, *events: Event) -> Any:
+    """
+    The load carrier primed with the aligned 32-byte block holding source.
+    """
+    ...
+
+
 def VLDS(
     source: Any,
     offset: int | float | np.generic | None = None,
@@ -2529,6 +2713,34 @@ def VLDS(
     (``NORM``: 256 contiguous bytes; ``BRC_B*``: one element to every lane; ``US_B*``: 128
     bytes, each element twice; ``DS_B*``: 512 bytes, every second element). The post-update
     form loads at source itself and returns updated_base = source + offset.
+    """
+    ...
+
+
+def VLDSX2(
+    source: Any,
+    offset: int | float | np.generic | None = None,
+    *events: Event,
+    dist: str = 'DINTLV_B32',
+    post_update: bool = False,
+) -> Any:
+    """
+    512 bytes at source + offset elements, deinterleaved: low[i] = element 2i, high[i] =
+    element 2i + 1 (``DINTLV_B*``). The post-update form loads at source and returns
+    updated_base = source + offset.
+    """
+    ...
+
+
+def VLDUS(
+    source: Any,
+    align: Any,
+    increment: int | float | np.generic | None = None,
+    *events: Event,
+) -> Any:
+    """
+    result = the 256 bytes at source (any alignment); align_out continues the stream; the
+    post-update form returns base_out = source + increment elements.
     """
     ...
 
@@ -2582,6 +2794,22 @@ def VMUL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def VMULA(acc: Any, lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = acc[i] + lhs[i] * rhs[i] on active lanes (fused: one rounding; integers
+    wrap), 0 elsewhere.
+    """
+    ...
+
+
+def VMULL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    The exact 64-bit product of 32-bit lanes (signed for i32, unsigned for ui32): low =
+    its bits 0..31, high = bits 32..63, on active lanes; 0 elsewhere.
+    """
+    ...
+
+
 def VMULS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
     result[i] = input[i] * scalar on active lanes, 0 elsewhere.
@@ -2614,6 +2842,14 @@ def VPACK(src: Any, *events: Event, part: str = 'LOWER', result_type: Any = None
     """
     result lanes [0, N) (``LOWER``) or [N, 2N) (``HIGHER``) = src's lanes truncated to
     their low half (two's complement bits), the other half 0.
+    """
+    ...
+
+
+def VPRELU(input: Any, alpha: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = input[i] >= 0 ? input[i] : alpha[i] * input[i] on active lanes, 0
+    elsewhere.
     """
     ...
 
@@ -2677,6 +2913,23 @@ def VSHRS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Even
     ...
 
 
+def VSLDB(
+    source: Any,
+    block_stride: int | float | np.generic,
+    repeat_stride: int | float | np.generic,
+    mask: Any,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    Block blk (0..7, 32 bytes) of the result = the 32 bytes at source + (repeat_stride +
+    blk * block_stride) blocks when the block takes part (lane blk of the mask), zero
+    otherwise (no access). The post-update form reads at source + blk * block_stride blocks
+    and returns updated_base = source + repeat_stride blocks.
+    """
+    ...
+
+
 def VSQRT(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = sqrt(input[i]) on active lanes (NaN below 0), 0 elsewhere.
@@ -2687,6 +2940,45 @@ def VSQRT(input: Any, mask: Any, *events: Event) -> Any:
 def VSQZ(src: Any, mask: Any, *events: Event) -> Any:
     """
     The active lanes of src in lane order at the front of the result, the rest 0.
+    """
+    ...
+
+
+def VSSTB(
+    value: Any,
+    dest: Any,
+    block_stride: int | float | np.generic,
+    repeat_stride: int | float | np.generic,
+    mask: Any,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    Block blk (0..7, 32 bytes) of value written to dest + (repeat_stride + blk *
+    block_stride) blocks when it takes part (lane blk of the mask); the others write
+    nothing. The post-update form writes at dest + blk * block_stride blocks and returns
+    updated_dest = dest + repeat_stride blocks.
+    """
+    ...
+
+
+def VSTAR(value: Any, dest: Any, *events: Event) -> Event:
+    """
+    The carrier's pending bytes written at their address; dest is the stream's end.
+    """
+    ...
+
+
+def VSTAS(
+    value: Any,
+    dest: Any,
+    offset: int | float | np.generic,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    The carrier's pending bytes written at their address; dest + offset elements is the
+    stream's end (the flush point); next = dest + offset elements.
     """
     ...
 
@@ -2703,8 +2995,42 @@ def VSTS(
     """
     UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
     inactive lanes' bytes are left as they are); ``1PT_B*`` writes element 0 only, whatever
-    the mask. The post-update form stores at dest itself and returns updated_dest = dest +
+    the mask; ``PK_B16/B32/B64`` store each lane's low half and ``PK4_B32`` its low byte,
+    the lanes and the predicate taken at the dist's width. The post-update form stores at
+    dest itself and returns updated_dest = dest +
     offset.
+    """
+    ...
+
+
+def VSTSX2(
+    low: Any,
+    high: Any,
+    dest: Any,
+    offset: int | float | np.generic | None = None,
+    mask: Any | None = None,
+    *events: Event,
+    dist: str = 'INTLV_B32',
+) -> Event:
+    """
+    UB[dest + offset + 2i] = low[i], UB[dest + offset + 2i + 1] = high[i] (elements;
+    ``INTLV_B*``: the predicate is ignored, as the page says).
+    """
+    ...
+
+
+def VSTUS(
+    align_in: Any,
+    offset: int | float | np.generic,
+    value: Any,
+    base: Any,
+    *events: Event,
+    post_update: bool = False,
+) -> Any:
+    """
+    value[0:offset] joins the stream at base; every whole aligned 32-byte block of the
+    pending bytes is written, the rest carried in align_out; base_out = base + offset
+    elements.
     """
     ...
 

@@ -84,6 +84,10 @@ NO_EFFECT: dict[str, str] = {
                    "runs a core's micro-ops in program order, so the order it enforces "
                    "already holds",
     "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
+    "pto.dsb": "a data synchronization barrier (micro-isa/01); ptoisa completes every memory "
+               "access of a core before its next op, so the order it enforces already holds",
+    "pto.dcci": "data-cache clean / invalidate (micro-isa/01); ptoisa models no data cache: "
+                "every scalar store is in GM or UB the moment it runs",
 }
 
 # ---- the compiler's handlers (here, below the compiler and every handler module) -----------

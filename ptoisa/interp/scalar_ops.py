@@ -36,7 +36,7 @@ from ..errors import ExecutionError, VerifyError, needs_values
 from ..ir import types as T
 from ..ir.core import Op
 from ..lanes import Lanes
-from ..vector.regs import SPACES, Ptr
+from ..vector.regs import SPACES, Ptr, buffer_bytes
 from . import arith, bridge
 from .compiler import CompiledFunc, Env, Step, handler
 from .std_ops import _same_for_all_blocks
@@ -364,11 +364,47 @@ def _scalar_of(op: Op, pt: Any, vt: Any, what: str) -> D.DType:
     return dt
 
 
+def _element_at(env: Env, p: Any, off: Any, dt: D.DType, op: Op) -> np.ndarray:
+    """The one-element view of a UB pointer's byte at ``p + off`` elements (the machine's UB
+    bytes, micro-isa/18 "Scalar-Pipeline Memory Operations")."""
+    if not isinstance(p, Ptr) or p.space != "ub":
+        raise ExecutionError(f"operation '{op.name}' cannot be executed by ptoisa yet on "
+                             f"{p!r} (of the on-chip pointers, UB ones are executed)",
+                             loc=op.loc)
+    if isinstance(off, Lanes):
+        off = _same_for_all_blocks(off, op, "the offset")
+    at = p.addr + int(off) * dt.itemsize
+    return buffer_bytes(env[0].machine, "ub", at, dt.itemsize, "the scalar").view(dt.np)
+
+
+def _ub_load(cf: CompiledFunc, op: Op, dt: D.DType) -> Step:
+    ps, os_, k = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.results[0])
+    read = _int_reader(dt) if not dt.is_float else (lambda x: x)
+
+    def step(env: Env) -> None:
+        env[k] = read(_element_at(env, env[ps], env[os_], dt, op)[0])
+    return step
+
+
+def _ub_store(cf: CompiledFunc, op: Op, dt: D.DType) -> Step:
+    vs, ps, os_ = (cf.slot(v) for v in op.operands[:3])
+    w = None if dt.is_float else 8 * dt.itemsize
+
+    def step(env: Env) -> None:
+        v = env[vs]
+        if isinstance(v, Lanes):
+            v = _same_for_all_blocks(v, op, "the value")
+        _element_at(env, env[ps], env[os_], dt, op)[0] = _storable(v, dt, w)
+    return step
+
+
 @handler("pto.load_scalar")
 def _load_scalar(cf: CompiledFunc, op: Op) -> Step:
     pt = op.operands[0].type
     dt = _scalar_of(op, pt, op.results[0].type, "result")
     if not _is_gm(pt):
+        if getattr(pt, "space", None) == "ub" and len(op.operands) == 2:
+            return _ub_load(cf, op, dt)
         return _on_chip(op, pt)
     ps, os_, k = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.results[0])
     is_int = not dt.is_float
@@ -411,6 +447,8 @@ def _store_scalar(cf: CompiledFunc, op: Op) -> Step:
     pt = op.operands[1].type
     dt = _scalar_of(op, pt, op.operands[0].type, "value")
     if not _is_gm(pt):
+        if getattr(pt, "space", None) == "ub" and len(op.operands) == 3:
+            return _ub_store(cf, op, dt)
         return _on_chip(op, pt)
     vs, ps, os_ = (cf.slot(v) for v in op.operands[:3])
     w = None if dt.is_float else 8 * dt.itemsize

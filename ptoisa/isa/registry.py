@@ -565,6 +565,11 @@ class Instr:
                   permissive)
         for o in self.results:  # (a micro-op's result types, where the program states them)
             sig.types[o.name] = types.get(o.name)
+        rt = full.get("result_type")
+        if self.results and sig.types[self.results[0].name] is None and rt is not None \
+                and not isinstance(rt, str):
+            # (an eager call states its first result's type as the result_type parameter)
+            sig.types[self.results[0].name] = rt
         check_legality(sig)
         for r in self.on(tgt).static:
             r(sig)

@@ -216,10 +216,38 @@ LEGALITY: dict[str, Rule] = {
     "VGATHERB": rule(MICRO_ANY),
     "VSCATTER": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
     **{op: rule() for op in ("PNOT", "PSEL")},
-    # the DMA loop registers (release/vpto-spec-v0.1.md): scalar operands only
-    **{op: rule() for op in ("SET_LOOP1_STRIDE_OUTTOUB", "SET_LOOP2_STRIDE_OUTTOUB",
-                             "SET_LOOP_SIZE_OUTTOUB", "SET_LOOP1_STRIDE_UBTOOUT",
-                             "SET_LOOP2_STRIDE_UBTOOUT", "SET_LOOP_SIZE_UBTOOUT")},
+    # pto.vcvt: the per-form lines of micro-isa/09-conversion-ops.md, and the low-precision
+    # float forms and i64 -> f32 that PTOAS takes (its cases vcvt-low-precision-special and
+    # vsts-packed-dist-mask-granularity)
+    "VCVT": rule(pairs(
+        "f32->i16 f32->i32 f32->i64 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->i32 "
+        "f32->f16 f32->bf16 bf16->f16 f16->f32 bf16->f32 "
+        "ui8->f16 i8->f16 i16->f16 i16->f32 i32->f32 "
+        "ui8->ui16 ui8->ui32 i8->i16 i8->i32 ui16->ui8 ui16->ui32 i16->ui8 i16->ui32 i16->i32 "
+        "ui32->ui8 ui32->ui16 ui32->i16 i32->ui8 i32->ui16 i32->i16 i32->i64 i64->f32 "
+        "f32->f8E4M3 f32->f8E5M2 f32->hif8 f8E4M3->f32 f8E5M2->f32 hif8->f32 "
+        "bf16->f4E1M2x2 bf16->f4E2M1x2 f4E1M2x2->bf16 f4E2M1x2->bf16")),
+    # DSA / SFU (micro-isa/13): the page's A5 types; vmula as vmul's, vci its result types
+    **{op: rule("f16 f32") for op in ("VPRELU", "VEXPDIF", "VAXPY")},
+    "VMULA": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "VMULL": rule("i32 ui32"),
+    "VCI": rule("i8 i16 i32 f16 f32"),
+    "VBITSORT": rule("f16 f32"),
+    # dual and block-strided loads / stores (micro-isa/03): bytes of any element type
+    **{op: rule(MICRO_ANY) for op in ("VLDSX2", "VSTSX2", "VSLDB", "VSSTB")},
+    # SPR AR (micro-isa/03): stored through ui32 / i32 UB pointers
+    "SPRCLR": rule(),
+    **{op: rule("ui32 i32") for op in ("SPRSTI", "SPRSTS")},
+    # the register-driven DMA (spec isa-legacy/02-dma-copy.md)
+    **{op: rule(MICRO_ANY) for op in ("COPY_GM_TO_UBUF", "COPY_UBUF_TO_GM")},
+    **{f"SET_LOOP{k}_{w}": rule() for k in ("_SIZE", "1_STRIDE", "2_STRIDE")
+       for w in ("OUTTOUB", "UBTOOUT")},
+    # the MTE3 atomic mode: s32 add
+    **{op: rule() for op in ("SET_ATOMIC_S32", "SET_ATOMIC_ADD", "SET_ATOMIC_NONE")},
+    # unaligned streams (micro-isa/03): bytes of any element type
+    **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTAR",
+                                            "VSTAS")},
+    "INIT_ALIGN": rule(),
 }
 
 

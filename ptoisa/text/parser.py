@@ -578,6 +578,8 @@ class Parser(AttributeParser):
                     break
                 if k == IDENT and (("." in t and not first) or t in _FUNC_DEFAULT):
                     break
+                if k == IDENT and "." in t and self.newline_before(i):
+                    break  # an op of no operands (pto.set_atomic_add): the next line's op
                 if k in (HASH, BANG) and texts[i + 1] == "=" and not asm:
                     break
             first = False

@@ -201,10 +201,22 @@ def test_on_chip_pointers_are_addresses_and_scalar_access_is_refused_by_name():
     prog.run("k", 64, out)
     assert out[0] == 64 + 3 * 4
     prog = load(kernel("%a: i64", "    %c0 = arith.constant 0 : index\n"
-                       "    %p = pto.castptr %a : i64 -> !pto.ptr<f32, ub>\n"
-                       "    %v = pto.load_scalar %p[%c0] : !pto.ptr<f32, ub> -> f32"))
+                       "    %p = pto.castptr %a : i64 -> !pto.ptr<f32, l1>\n"
+                       "    %v = pto.load_scalar %p[%c0] : !pto.ptr<f32, l1> -> f32"))
     with pytest.raises(ExecutionError, match=r"operation 'pto.load_scalar' cannot be executed"):
         prog.k(0)
+    # (UB pointers are executed: the machine's UB bytes, micro-isa/18)
+    prog = load(kernel("%a: i64, %o: !pto.ptr<i16>",
+                       "    %c0 = arith.constant 0 : index\n"
+                       "    %c5 = arith.constant 5 : index\n"
+                       "    %v = arith.constant -1234 : i16\n"
+                       "    %p = pto.castptr %a : i64 -> !pto.ptr<i16, ub>\n"
+                       "    pto.store_scalar %v, %p[%c5] : !pto.ptr<i16, ub>, i16\n"
+                       "    %w = pto.load_scalar %p[%c5] : !pto.ptr<i16, ub> -> i16\n"
+                       "    pto.store_scalar %w, %o[%c0] : !pto.ptr<i16>, i16"))
+    out = np.zeros(1, np.int16)
+    prog.run("k", 512, out)
+    assert out[0] == -1234
 
 
 def test_lockstep_blocks_load_and_store_their_own_elements():

@@ -393,17 +393,3 @@ def test_pnot_psel(a5, gran, n):
     assert got == [bool(s[i]) and not a[i] for i in range(n)]
     got = _lanes(pto.v.psel(_mask(a, gran), _mask(b, gran), _mask(s, gran)), n)
     assert got == [bool(a[i] if s[i] else b[i]) for i in range(n)]
-
-
-def test_dma_loop_registers_are_state_the_mte_ops_do_not_read(a5):
-    from ptoisa.isa.registry import REGISTRY
-
-    REGISTRY["SET_LOOP1_STRIDE_OUTTOUB"](256, 512)
-    REGISTRY["SET_LOOP_SIZE_UBTOOUT"](1, 1)
-    assert a5.dma_loop_regs == {"outtoub": {"loop1_stride": (256, 512)},
-                                "ubtoout": {"size": (1, 1)}}
-    # widths of the page's table: a UB stride has 21 bits, a GM one 40
-    with pytest.raises(ExecutionError, match="dst_stride = 2097152 does not fit its 21-bit"):
-        REGISTRY["SET_LOOP2_STRIDE_OUTTOUB"](1 << 39, 1 << 21)
-    with pytest.raises(ExecutionError, match="src_stride = -1"):
-        REGISTRY["SET_LOOP1_STRIDE_UBTOOUT"](-1, 0)

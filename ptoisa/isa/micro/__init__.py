@@ -1,16 +1,18 @@
 """The vector micro-ISA (VPTO, ``dialect="vpto"``): one module per chapter of
 ``spec/ptoas-main/isa/micro-isa/`` that ptoisa executes (DMA copies, predicates, vector
-loads / stores, unary, binary and vector-scalar ops). ``common.py`` holds what they share:
+loads / stores, unary, binary and vector-scalar ops,
+conversions, DSA / SFU ops). ``common.py`` holds what they share:
 the lane masking, operand rules and the element arithmetic.
 
 The family is this package; importing it declares every entry."""
 
 from . import (  # noqa: F401 - declare the instructions
+    atomic,
     binary,
     compare_select,
     conversion,
     dma,
-    dma_loops,
+    dma_regs,
     gather_scatter,
     load_store,
     materialize,
@@ -19,6 +21,10 @@ from . import (  # noqa: F401 - declare the instructions
     predicate_ls,
     rearrangement,
     reduction,
+    sfu,
+    spr,
+    strided,
+    unaligned,
     unary,
     vec_scalar,
 )

@@ -1,14 +1,19 @@
-"""Conversion ops (micro-isa/09-conversion-ops.md): ``pto.vbitcast`` so far; ``pto.vcvt``
-and the others are refused by name until they are declared here."""
+"""Conversion ops (micro-isa/09-conversion-ops.md): ``pto.vbitcast`` and ``pto.vcvt`` (the
+TCVT conversion functions of ``isa/elementwise/cvt.py``, so rounding and saturation are
+bit-exact as the tile op's; conversions to the packed 4-bit types are refused by name)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...enums import Pipe
+import numpy as np
+
+from ...enums import Pipe, RoundMode
 from ...errors import ExecutionError
-from ...vector.regs import VREG_BYTES, VReg, VRegSpec, vreg_spec
+from ...vector.regs import VREG_BYTES, Mask, MaskSpec, VReg, VRegSpec, vreg_spec
+from ..elementwise.cvt import convert
 from ..registry import Opnd, Param, Sig, instr
+from .common import active
 
 
 def _to(result_type: Any) -> VRegSpec:
@@ -36,3 +41,104 @@ def VBITCAST(m: Any, input: VReg, *, result_type: Any = None) -> VReg:  # noqa: 
     if input.data.nbytes != VREG_BYTES:
         raise ExecutionError(f"the input holds {input.data.nbytes} bytes")
     return VReg(input.data.view(to.dtype.np))
+
+
+# ---- pto.vcvt -------------------------------------------------------------------------------
+
+#: the page's rounding tokens -> the TCVT rounding modes (the same conversion functions)
+RND = {"R": RoundMode.CAST_RINT, "A": RoundMode.CAST_ROUND, "F": RoundMode.CAST_FLOOR,
+       "C": RoundMode.CAST_CEIL, "Z": RoundMode.CAST_TRUNC, "O": RoundMode.CAST_ODD}
+#: part token -> (how many destination lanes one source lane's slot spans, its index)
+PART = {"EVEN": (2, 0), "ODD": (2, 1), "P0": (4, 0), "P1": (4, 1), "P2": (4, 2), "P3": (4, 3)}
+
+
+def _strip(tok: Any) -> str | None:
+    if tok is None:
+        return None
+    s = str(tok)
+    for pre in ("PART_", "ROUND_", "RS_"):
+        s = s.removeprefix(pre)
+    return s
+
+
+def _vcvt_static(sig: Sig) -> None:
+    t = sig.params.get("result_type")
+    if t is not None and not isinstance(t, VRegSpec):
+        raise sig.fail(f"the result must be a !pto.vreg, got {t}")
+    rnd, sat, part = (_strip(sig.params.get(k)) for k in ("rnd", "sat", "part"))
+    if rnd is not None and rnd not in RND:
+        raise sig.fail(f"rnd = \"{rnd}\": the rounding modes are {', '.join(RND)}")
+    if sat is not None and sat not in ("SAT", "NOSAT"):
+        raise sig.fail(f"sat = \"{sat}\": it is SAT or NOSAT")
+    if part is not None and part not in PART:
+        raise sig.fail(f"part = \"{part}\": the parts are {', '.join(PART)}")
+    src, mask = sig["input"], sig["mask"]
+    if isinstance(src, VRegSpec) and isinstance(mask, MaskSpec):
+        # (64-bit lanes take b32: VPTO has no b64 mask, a lane reads its first byte's bit)
+        want = {1: "b8", 2: "b16"}.get(VREG_BYTES // src.lanes, "b32")
+        if mask.gran != want:
+            raise sig.fail(f"mask is {mask}, the source ({src}) takes !pto.mask<{want}>")
+    if isinstance(src, VRegSpec) and isinstance(t, VRegSpec) and t.dtype.packed:
+        raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet to the "
+                             f"packed 4-bit type {t.dtype.name}")
+
+
+@instr("VCVT", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("input", "vreg"), Opnd("mask", "mask")),
+       params=(Param("result_type", None), Param("rnd", None), Param("sat", None),
+               Param("part", None)),
+       results=(Opnd("result", "vreg"),), dtype_key=("input", "result"),
+       static=(_vcvt_static,))
+def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A002
+         rnd: str | None = None, sat: str | None = None, part: str | None = None) -> VReg:
+    """Each active source lane converted to the result type as TCVT converts
+    (``isa/elementwise/cvt.py``: rounding ``rnd`` R / A / F / C / Z / O, default R;
+    ``sat`` SAT clamps to the destination's range (NaN to 0 for float results too), NOSAT
+    wraps integers and lets floats overflow; without it, SAT for integer results (the NPU's
+    default) and NOSAT for float ones). Lane placement by the widths:
+
+    * same width: ``result[i] = cvt(input[i])``;
+    * narrowing by k (2: ``EVEN`` / ``ODD``, 4: ``P0``..``P3``): ``result[k*i + p] =
+      cvt(input[i])``, the other lanes 0 (a later ``vor`` merges the parts);
+    * widening by k: ``result[i] = cvt(input[k*i + p])`` (the mask read at that source
+      lane).
+
+    Inactive lanes are 0 (zeroing predication)."""
+    to = _to(result_type)
+    src, dst = input.dtype, to.dtype
+    if dst.packed:
+        raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet to the "
+                             f"packed 4-bit type {dst.name}")
+    ns, nd = input.data.size, to.lanes
+    on = active(mask, ns)
+    # without sat: integer results saturate (the NPU default of TCVT); float results do not
+    # (IEEE overflow to infinity, infinities kept: a widening is exact)
+    r, p = _strip(rnd) or "R", _strip(part)
+    s = _strip(sat) or ("SAT" if dst.is_int else "NOSAT")
+    mode = RND[r]
+    x = input.data
+    if sat is not None and s == "SAT" and src.is_float and dst.is_float:
+        # the explicit saturating mode normalises exceptional values as the chapters' sat
+        # (micro-isa/16: NaN to 0, infinities to the finite extrema by the clamp)
+        x = np.where(np.isnan(x), x.dtype.type(0), x)
+    if ns == nd:
+        if p is not None:
+            raise ExecutionError(f"part = \"{p}\" on a same-width conversion {src.name} -> "
+                                 f"{dst.name}")
+        src_idx, dst_idx = np.arange(ns), np.arange(nd)
+    else:
+        k = max(ns, nd) // min(ns, nd)
+        if p is None or PART[p][0] != k:
+            want = "EVEN or ODD" if k == 2 else "P0, P1, P2 or P3"
+            raise ExecutionError(f"{src.name} -> {dst.name} changes the lane count by {k}: "
+                                 f"it needs part = {want}, got {p!r}")
+        off = PART[p][1]
+        if nd > ns:
+            src_idx, dst_idx = np.arange(ns), k * np.arange(ns) + off
+        else:
+            src_idx, dst_idx = k * np.arange(nd) + off, np.arange(nd)
+    vals = convert(x[src_idx], src, dst, mode, s == "SAT", "npu")
+    out = np.zeros(nd, dst.np)
+    sel = on[src_idx]
+    out[dst_idx[sel]] = np.asarray(vals).astype(dst.np, copy=False)[sel]
+    return VReg(out)

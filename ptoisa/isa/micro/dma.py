@@ -20,6 +20,7 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.regs import Ptr, buffer_bytes
 from ..registry import Opnd, instr
+from .atomic import combine
 from .common import scalar_as
 
 
@@ -117,7 +118,8 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
 def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
               nburst: tuple[Any, ...], l2_cache_ctl: Any = None, loop: Any = None) -> None:
     """For every row r of the nburst / loop groups: GM[gm_dst + dst_row(r) ..][:len_burst] =
-    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are)."""
+    UB[ub_src + src_row(r) ..][:len_burst] (the bytes between rows are left as they are); under
+    an atomic mode (``atomic.py``) each element of a row is combined with GM's."""
     op = "mte_ub_gm"
     ub = _ub_ptr(ub_src, op, "source")
     gm = _gm_bytes(gm_dst, op, "destination")
@@ -130,5 +132,6 @@ def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
     data = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
     m.gm_barrier(gm_dst)  # tiles still reading these GM bytes lazily take their copy first
     cols = np.arange(n, dtype=np.int64)
-    gm[dst[:, None] + cols[None, :]] = data[(src - lo)[:, None] + cols[None, :]]
+    at = dst[:, None] + cols[None, :]
+    gm[at] = combine(m, gm[at], data[(src - lo)[:, None] + cols[None, :]], op)
 

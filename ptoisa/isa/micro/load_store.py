@@ -4,8 +4,10 @@
 ``%offset`` counts elements of the pointer's type. The bytes are the machine's UB bytes
 (``vector.regs.buffer_bytes``), the ones tiles placed there hold. Distributions executed:
 loads ``NORM``, ``BRC_B8/B16/B32`` (lane 0's element to every lane), ``US_B8/B16`` (each
-element twice), ``DS_B8/B16`` (every second element); stores ``NORM_B8/B16/B32`` (active
-lanes written, the others' bytes left as they are) and ``1PT_B8/B16/B32`` (element 0 only).
+element twice), ``DS_B8/B16`` (every second element), ``UNPK_B8/B16/B32`` (each element to
+the low half of a double-width slot); stores ``NORM_B8/B16/B32`` (active lanes written, the
+others' bytes left as they are), ``1PT_B8/B16/B32`` (element 0 only) and the packing
+``PK_B16/B32/B64``, ``PK4_B32`` (each lane's low half / low byte, stored contiguously).
 Other distribution tokens are refused by name when they run."""
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ def _ub(p: Any, op: str) -> Ptr:
     return p
 
 
+#: packing store distributions: lane width in bytes, bytes kept of each lane (its low part)
+_PACK = {"PK_B16": (2, 1), "PK_B32": (4, 2), "PK_B64": (8, 4), "PK4_B32": (4, 1)}
+
+
 def _not_run(op: str, dist: str) -> ExecutionError:
     return ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with "
                           f"dist = \"{dist}\"")
@@ -37,6 +43,8 @@ def _not_run(op: str, dist: str) -> ExecutionError:
 
 def _width_rule(dist: str, itemsize: int, op: str) -> None:
     w = dist.rsplit("_", 1)[-1]
+    if dist in _PACK:  # a packing store reads the register at its own lane width
+        return
     if w in _WIDTH and _WIDTH[w] != itemsize:
         raise ExecutionError(f"dist {dist} is for {8 * _WIDTH[w]}-bit elements, the "
                              f"register holds {8 * itemsize}-bit ones")
@@ -77,6 +85,12 @@ def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
         data = np.repeat(half, 2)
     elif dist.startswith("DS_"):
         data = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "the loaded").view(dt.np)[::2].copy()
+    elif dist.startswith("UNPK_B"):
+        # 128 bytes, element i to the low half of the double-width slot i (lane 2i), the
+        # high halves zero
+        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "the loaded").view(dt.np)
+        data = np.zeros(n, dt.np)
+        data[::2] = half
     else:
         raise _not_run("vlds", dist)
     return VReg(data), p.plus(off)
@@ -91,7 +105,9 @@ def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None =
          dist: str = "", post_update: bool = False) -> Ptr:
     """UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
     inactive lanes' bytes are left as they are); ``1PT_B*`` writes element 0 only, whatever
-    the mask. The post-update form stores at dest itself and returns updated_dest = dest +
+    the mask; ``PK_B16/B32/B64`` store each lane's low half and ``PK4_B32`` its low byte,
+    the lanes and the predicate taken at the dist's width. The post-update form stores at
+    dest itself and returns updated_dest = dest +
     offset."""
     p = _ub(dest, "vsts")
     data = value.data
@@ -109,6 +125,18 @@ def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None =
             out[on] = data[on]
     elif dist.startswith("1PT_"):
         buffer_bytes(m, "ub", at, isz, "the stored").view(data.dtype)[0] = data[0]
+    elif dist in _PACK:
+        # lanes of the dist's width (the predicate read at that width), each one's low
+        # half (PK_*) or low byte (PK4_B32) stored contiguously at its lane's position
+        w, keep = _PACK[dist]
+        lanes = data.view(np.dtype(f"u{w}"))
+        low = lanes.astype(np.dtype(f"u{keep}"))
+        out = buffer_bytes(m, "ub", at, low.nbytes, "the stored").view(low.dtype)
+        if mask is None:
+            out[:] = low
+        else:
+            on = mask.bits[::w]
+            out[on] = low[on]
     else:
         raise _not_run("vsts", dist)
     return p.plus(off)

@@ -1,0 +1,154 @@
+"""Unaligned load and store streams (micro-isa/03-vector-load-store.md): ``pto.vldas`` /
+``pto.vldus`` on the load side, ``pto.init_align`` / ``pto.vstus`` / ``pto.vstar`` on the
+store side, the ``!pto.align`` carrier threading each stream.
+
+Model. A load stream's carrier records that it was primed (``vldas``); ``vldus`` then yields
+the 256 bytes at its source, as the hardware assembles them from the primed block and the
+next aligned load. A store stream's carrier holds the bytes not yet committed and the UB
+address they belong at: ``vstus`` appends the first ``offset`` elements of its value at the
+stream position ``base`` (which must continue the pending bytes), commits every whole
+32-byte-aligned block and keeps the rest; ``vstar`` writes the rest at its recorded address,
+its ``dest`` naming the end of the stream. A carrier used out of its stream (a store carrier
+in ``vldus``, a ``vstus`` whose base does not continue the pending bytes, a flush elsewhere)
+is an error naming it. ``vstas`` flushes at
+``dest + offset``; ``vstur`` / ``vsta`` (AR- and SQZN-driven) stay refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...enums import Pipe
+from ...errors import ExecutionError
+from ...vector.regs import VREG_BYTES, Align, Ptr, VReg, buffer_bytes
+from ..registry import Opnd, Param, instr
+
+BLOCK = 32
+
+
+class LoadAlign(Align):
+    """A primed load-stream carrier."""
+
+    __slots__ = ()
+
+
+class StoreAlign(Align):
+    """A store-stream carrier: ``pending`` bytes that belong at UB address ``addr``."""
+
+    __slots__ = ("addr",)
+
+    def __init__(self, pending: bytes = b"", addr: int | None = None) -> None:
+        super().__init__(pending)
+        self.addr = addr
+
+
+def _ub(p: Any, what: str) -> Ptr:
+    if not isinstance(p, Ptr) or p.space != "ub":
+        raise ExecutionError(f"{what} must be a UB pointer (!pto.ptr<T, ub>), got {p!r}")
+    return p
+
+
+@instr("VLDAS", pipe=Pipe.V, dialect="vpto", operands=(Opnd("source", "ptr"),),
+       results=(Opnd("result", "align"),), dtype_key=("source",))
+def VLDAS(m: Any, source: Ptr) -> Align:
+    """The load carrier primed with the aligned 32-byte block holding source."""
+    p = _ub(source, "source")
+    blk = p.addr - p.addr % BLOCK
+    return LoadAlign(bytes(buffer_bytes(m, "ub", blk, BLOCK, "the priming block")))
+
+
+@instr("VLDUS", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("source", "ptr"), Opnd("align", "align"),
+                 Opnd("increment", "scalar", optional=True)),
+       results=(Opnd("result", "vreg"), Opnd("align_out", "align"),
+                Opnd("base_out", "ptr", optional=True)),
+       dtype_key=("source",))
+def VLDUS(m: Any, source: Ptr, align: Align, increment: Any = None) -> tuple[VReg, Align, Ptr]:
+    """result = the 256 bytes at source (any alignment); align_out continues the stream; the
+    post-update form returns base_out = source + increment elements."""
+    p = _ub(source, "source")
+    if not isinstance(align, LoadAlign):
+        raise ExecutionError("pto.vldus: the align carrier was not primed by pto.vldas (or "
+                             "a prior pto.vldus)")
+    data = buffer_bytes(m, "ub", p.addr, VREG_BYTES, "the loaded").view(p.dtype.np).copy()
+    end = p.addr + VREG_BYTES
+    nxt = LoadAlign(bytes(buffer_bytes(m, "ub", end - end % BLOCK, BLOCK, "the next block"))
+                    if end % BLOCK else b"")
+    return VReg(data), nxt, p.plus(0 if increment is None else int(increment))
+
+
+@instr("INIT_ALIGN", pipe=Pipe.V, dialect="vpto", operands=(),
+       results=(Opnd("result", "align"),))
+def INIT_ALIGN(m: Any) -> Align:
+    """A fresh store carrier with nothing pending."""
+    return StoreAlign()
+
+
+@instr("VSTUS", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("align_in", "align"), Opnd("offset", "scalar"), Opnd("value", "vreg"),
+                 Opnd("base", "ptr")),
+       params=(Param("post_update", False),),
+       results=(Opnd("align_out", "align"), Opnd("base_out", "ptr", optional=True)),
+       dtype_key=("value",))
+def VSTUS(m: Any, align_in: Align, offset: Any, value: VReg, base: Ptr, *,
+          post_update: bool = False) -> tuple[Align, Ptr]:
+    """value[0:offset] joins the stream at base; every whole aligned 32-byte block of the
+    pending bytes is written, the rest carried in align_out; base_out = base + offset
+    elements."""
+    p = _ub(base, "base")
+    if not isinstance(align_in, StoreAlign):
+        raise ExecutionError("pto.vstus: the align carrier must come from pto.init_align "
+                             "or a prior pto.vstus")
+    n = int(offset)
+    isz = value.data.dtype.itemsize
+    if not 0 <= n <= value.data.size:
+        raise ExecutionError(f"pto.vstus: offset {n} is outside [0, {value.data.size}]")
+    pend, start = align_in.pending, align_in.addr
+    if pend and start is not None and start + len(pend) != p.addr:
+        raise ExecutionError(f"pto.vstus: base (UB {p.addr}) does not continue the stream "
+                             f"(pending bytes end at UB {start + len(pend)})")
+    if not pend:
+        start = p.addr
+    assert start is not None
+    buf = pend + value.data[:n].tobytes()
+    cut = (start + len(buf)) - (start + len(buf)) % BLOCK - start  # bytes up to a boundary
+    if cut > 0:
+        buffer_bytes(m, "ub", start, cut, "the stored")[:] = memoryview(buf[:cut])
+        start, buf = start + cut, buf[cut:]
+    return StoreAlign(buf, start), p.plus(n * isz // p.dtype.itemsize)
+
+
+@instr("VSTAR", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("value", "align"), Opnd("dest", "ptr")), dtype_key=("dest",))
+def VSTAR(m: Any, value: Align, dest: Ptr) -> None:
+    """The carrier's pending bytes written at their address; dest is the stream's end."""
+    p = _ub(dest, "dest")
+    _flush(m, "vstar", value, p.addr)
+
+
+def _flush(m: Any, op: str, value: Any, end: int) -> None:
+    if not isinstance(value, StoreAlign):
+        raise ExecutionError(f"pto.{op}: the align carrier must come from a store stream")
+    if not value.pending:
+        return
+    assert value.addr is not None
+    if value.addr + len(value.pending) != end:
+        raise ExecutionError(f"pto.{op}: the flush point (UB {end}) is not the stream's end "
+                             f"(UB {value.addr + len(value.pending)})")
+    buffer_bytes(m, "ub", value.addr, len(value.pending), "the flushed")[:] = \
+        memoryview(value.pending)
+
+
+@instr("VSTAS", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("value", "align"), Opnd("dest", "ptr"), Opnd("offset", "scalar")),
+       params=(Param("post_update", False),),
+       results=(Opnd("next", "ptr", optional=True),), dtype_key=("dest",))
+def VSTAS(m: Any, value: Align, dest: Ptr, offset: Any, *, post_update: bool = False) -> Ptr:
+    """The carrier's pending bytes written at their address; dest + offset elements is the
+    stream's end (the flush point); next = dest + offset elements."""
+    p = _ub(dest, "dest")
+    n = int(offset)
+    _flush(m, "vstas", value, p.addr + n * p.dtype.itemsize)
+    return p.plus(n)
+
+
+__all__ = ["INIT_ALIGN", "VLDAS", "VLDUS", "VSTAR", "VSTAS", "VSTUS"]
