@@ -12,7 +12,7 @@ a tile (a window keeping the source's pitch, run as TSUBVIEW) and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +28,17 @@ from ..lanes import BlockDivergence
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
-from .compiler import _HANDLERS, CompiledFunc, Env, Step, TensorView, _bracket_args, _index, handler
+from .compiler import (
+    _HANDLERS,
+    CompiledFunc,
+    Env,
+    Step,
+    TensorView,
+    _bracket_args,
+    _index,
+    handler,
+    infer_layout,
+)
 
 
 def _view_query(field: str) -> Any:
@@ -129,14 +139,6 @@ def _test_async_event(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         env[k] = True
     return step
-
-
-def infer_layout(shape: Sequence[int], strides: Sequence[int]) -> Layout:
-    """PTOAS layout inference from strides: ND when the innermost stride is 1 (row-major),
-    DN when the first of the last two strides is 1 (column-major), ND otherwise."""
-    if len(strides) >= 2 and strides[-1] != 1 and strides[-2] == 1:
-        return Layout.DN
-    return Layout.ND
 
 
 def _kw_list(op: Op, key: str) -> list[int] | None:
