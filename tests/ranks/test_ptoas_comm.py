@@ -229,3 +229,18 @@ def test_unknown_attribute_and_atomic_mode_are_refused() -> None:
     _check_error(base + put + "{priority = 3 : i32}\n", args, r"unknown attribute 'priority'")
     _check_error(base + f"    pto.comm.tput(%yv, %xv, buf(%ping, %pong, %ping) : {PV}, {PV}, "
                  f"{TILE}, {TILE}, {TILE})\n", args, r"buf\(\.\.\.\) takes 1 to 2")
+
+
+def test_dynamic_dimensions_follow_ptoas_verifiers() -> None:
+    """A signal has no dynamic dimension; tput / tget take one only on partition views."""
+    sig = "!pto.partition_tensor_view<?xi32>"
+    with pytest.raises(PtoError, match="dynamic dimensions on signal"):
+        pto.load("module {\n  func.func @k(%s: " + sig + ", %v: i32) {\n"
+                 f"    pto.comm.twait(%s, %v : {sig}, i32) {{cmp = #pto<wait_cmp eq>}}\n"
+                 "    return\n  }\n}\n")
+    tv = "!pto.tensor_view<?x64xf32>"
+    with pytest.raises(PtoError, match="dynamic dimensions on dst only for partition_tensor_v"):
+        pto.load(f"module {{\n  func.func @k(%d: {tv}, %s: {tv}) {{\n"
+                 f"    %ping = pto.alloc_tile : {TILE}\n"
+                 f"    pto.comm.tget(%d, %s, buf(%ping) : {tv}, {tv}, {TILE})\n"
+                 "    return\n  }\n}\n")
