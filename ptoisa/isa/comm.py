@@ -67,6 +67,11 @@ _P2P = (Form(ins=("dst", "src"), outs=(), bundles={"buf": ("staging", "pong?")})
 _WAIT_CMP = Attr("cmp", values={m.name.lower(): m for m in WaitCmp})
 
 
+#: ``%ev = pto.comm.tput_async(%dst, %src, %session : ...) -> !pto.async_event``: the
+#: instruction's AsyncEvent is the op's result (pto.comm.wait_async_event / test_async_event)
+_ASYNC = (Form(ins=("dst", "src", "session"), outs=(RESULT,)),)
+
+
 def _collective(*ins: str, recv: tuple[str, ...]) -> tuple[Form, ...]:
     """``pto.comm.<op>(%view[, %acc], recv(%ping[, %pong]), group(%g0, %g1, ...) : ...)``:
     the group's members become the ParallelGroup's tensors, in order."""
@@ -191,7 +196,8 @@ class AsyncEvent:
 @instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False,
        ptoas=Ptoas(forms={"pto.tget_async": (
            Form(ins=("dst", "src", "session"), outs=("-",)),
-           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+           "pto.comm.tget_async": _ASYNC}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
@@ -208,7 +214,8 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
        ptoas=Ptoas(forms={"pto.tput_async": (
            # %ev = pto.tput_async(%dst, %src, %session) -> !pto.async_event: dst written
            Form(ins=("dst", "src", "session"), outs=("-",)),
-           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+           "pto.comm.tput_async": _ASYNC}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
@@ -219,6 +226,17 @@ def TPUT_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
     the event's Wait/Test (or the end of the launch) in a multi-rank launch."""
     _copy(dst, src, "tput_async", False, sync=False)
     return AsyncEvent(_ranks.active())
+
+
+class AsyncSession:
+    """What ``pto.comm.build_async_session`` makes: the DMA session's configuration (scratch
+    tile, GM workspace, its attributes). The transfers it carries complete as
+    :class:`AsyncEvent` says, so nothing here changes what a program computes."""
+
+    def __init__(self, scratch: Any, workspace: Any, config: dict[str, Any]) -> None:
+        self.scratch = scratch
+        self.workspace = workspace
+        self.config = config
 
 
 Signal = GlobalTensor | Signal2D

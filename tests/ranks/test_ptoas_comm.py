@@ -244,3 +244,46 @@ def test_dynamic_dimensions_follow_ptoas_verifiers() -> None:
                  f"    %ping = pto.alloc_tile : {TILE}\n"
                  f"    pto.comm.tget(%d, %s, buf(%ping) : {tv}, {tv}, {TILE})\n"
                  "    return\n  }\n}\n")
+
+
+@pytest.mark.parametrize("completion", ["wait_async_event", "test_async_event"])
+def test_async_put_and_get_complete_at_their_event(completion: str) -> None:
+    """Rank r puts its x into the peer's y and gets the peer's x into its z through an async
+    session; the event's completion (i1 true) then adds 1 to word 0 of its res."""
+    i8 = "!pto.tile_buf<loc=vec, dtype=i8, rows=1, cols=256, v_row=1, v_col=256, " \
+         "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    i32 = "!pto.ptr<i32>"
+    args = (f"%x: {PTR}, %y: {PTR}, %z: {PTR}, %res: {i32}, %ws: !pto.ptr<i8>, "
+            f"%peer_y: {PTR}, %peer_x: {PTR}")
+    body = (_view("xv", "x") + _view("zv", "z") + _view("pyv", "peer_y") + _view("pxv", "peer_x")
+            + _sig("rv", "res") + f"    %scratch = pto.alloc_tile : {i8}\n"
+            + f"    %s = pto.comm.build_async_session(%scratch, %ws : {i8}, !pto.ptr<i8>) "
+              "{sync_id = 0 : i32, queue_num = 1 : i32} -> !pto.async_session\n"
+            + f"    %e0 = pto.comm.tput_async(%pyv, %xv, %s : {PV}, {PV}, !pto.async_session) "
+              "-> !pto.async_event\n"
+            + f"    %e1 = pto.comm.tget_async(%zv, %pxv, %s : {PV}, {PV}, !pto.async_session) "
+              "-> !pto.async_event\n"
+            + f"    %d0 = pto.comm.{completion}(%e0, %s : !pto.async_event, !pto.async_session)"
+              " -> i1\n"
+            + f"    %d1 = pto.comm.{completion}(%e1, %s : !pto.async_event, !pto.async_session)"
+              " -> i1\n"
+            + "    %both = arith.andi %d0, %d1 : i1\n    %v1 = arith.constant 1 : i32\n"
+            + f"    scf.if %both {{\n      pto.comm.tnotify(%rv, %v1 : {SIG}, i32)\n    }}\n")
+    zeros = (lambda: np.zeros((1, N), np.float32))  # noqa: E731
+    out = run2(_program(args, body),
+               lambda r: [_x(r), zeros(), zeros(), np.zeros(8, np.int32),
+                          np.zeros(256, np.int8), None, None],
+               {5: (OTHER, 1), 6: (OTHER, 0)})
+    for r in range(2):
+        np.testing.assert_array_equal(out[r][1], _x(1 - r))
+        np.testing.assert_array_equal(out[r][2], _x(1 - r))
+        assert out[r][3][0] == 1
+
+
+def test_async_session_attribute_without_counterpart_is_refused() -> None:
+    i8 = "!pto.tile_buf<loc=vec, dtype=i8, rows=1, cols=256, v_row=1, v_col=256, " \
+         "blayout=row_major, slayout=none_box, fractal=512, pad=0>"
+    body = (f"    %scratch = pto.alloc_tile : {i8}\n"
+            f"    %s = pto.comm.build_async_session(%scratch, %ws : {i8}, !pto.ptr<i8>) "
+            "{engine = 1 : i32} -> !pto.async_session\n")
+    _check_error(body, "%ws: !pto.ptr<i8>", r"unknown attribute 'engine'")
