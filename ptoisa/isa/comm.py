@@ -79,9 +79,11 @@ def _collective(*ins: str, recv: tuple[str, ...]) -> tuple[Form, ...]:
 
 
 #: the root's index in the group names the rank that issues the op; ptoisa's semantics are
-#: the root's view of the collective, so it changes nothing (the group is the written list)
+#: the root's view of the collective, so it changes nothing (the group is the written list);
+#: the verifier checks that it indexes the group (interp/verify.py)
 _ROOT = {"root": Attr(only=None, why="the root is the calling rank's own member of the "
-                      "group, which the root-side semantics do not read")}
+                      "group (checked to index it), which the root-side semantics do not "
+                      "read")}
 
 
 def flat_index(g: GlobalTensor) -> np.ndarray:

@@ -287,3 +287,13 @@ def test_async_session_attribute_without_counterpart_is_refused() -> None:
             f"    %s = pto.comm.build_async_session(%scratch, %ws : {i8}, !pto.ptr<i8>) "
             "{engine = 1 : i32} -> !pto.async_session\n")
     _check_error(body, "%ws: !pto.ptr<i8>", r"unknown attribute 'engine'")
+
+
+def test_collective_root_and_group_types_are_checked() -> None:
+    op = (f"    pto.comm.tbroadcast(%xv, recv(%ping), group(%xv, %pxv) : {PV}, {TILE}, {PV}, "
+          f"{PV}) {{root = 2 : i32}}\n")
+    body = _view("xv", "x") + _view("bigv", "big", rows=2) + _view("pxv", "peer_x")
+    _check_error(body + op, ROW_ARGS, r"root 2 is outside the group of 2 members")
+    op = (f"    pto.comm.tgather(%bigv, recv(%ping), group(%xv, %bigv) : {BIG}, {TILE}, {PV}, "
+          f"{BIG}) {{root = 0 : i32}}\n")
+    _check_error(body + op, ROW_ARGS, r"group members to have the same type")
