@@ -125,6 +125,9 @@ def plannable(module: Any, name: str, handlers: dict[str, Any], no_effect: Any) 
                     # a micro-op's registers are values the run computes: a replay of the
                     # recorded operands would reuse the first launch's
                     return f"'{n}' (a micro-op) at {op.loc}" if op.loc is not None else n
+                if entry is not None and op.results and not entry.returns_event:
+                    # its SSA result is what it returns (TTEST's bool): a value of the run
+                    return f"'{n}' (returns a value) at {op.loc}" if op.loc is not None else n
                 continue  # a tile instruction (bridge-bound), or refused when it runs
             if getattr(h, "instr_name", None) is not None:
                 continue  # set_flag / wait_flag / barrier: registry instructions

@@ -19,8 +19,8 @@ from typing import Any
 
 from .cli.ops_table import support_matrix
 from .interp.compiler import _HANDLERS
-from .isa.registry import REGISTRY, Instr, PipeForms
-from .isa.spelling import Attr, Form
+from .isa.registry import REGISTRY, Instr, PipeForms, ptoas_op
+from .isa.spelling import RESULT, Attr, Form
 from .stubgen import _def, _param_annotation
 from .targets import TARGET_NAMES
 
@@ -129,6 +129,11 @@ def _ptoas_default(ins: Instr) -> list[str]:
 def _form_text(op: str, f: Form) -> str:
     if f.segments:
         text = f'"{op}"(...) with operand groups ({", ".join(f.segments)})'
+    elif f.bundles or op.startswith("pto.comm."):  # (the comm ops' call spelling)
+        parts = ["%" + n for n in f.ins] + [
+            f"{kw}({', '.join('%' + n for n in names)})" for kw, names in f.bundles.items()]
+        res = "%result = " if RESULT in f.outs else ""
+        text = f"{res}{op}({', '.join(parts)} : ...)"
     else:
         ins = ", ".join("%" + n for n in f.ins)
         outs = ", ".join("%" + n for n in f.outs)
@@ -171,7 +176,7 @@ def ptoas_section(ins: Instr) -> list[str]:
         return ["Operands in brackets, in C++ order:", "", "```",
                 *(f"{op}[{args}]" for op in handled), "```", ""]
     lines = []
-    if sp is None or not sp.forms:
+    if sp is None or ptoas_op(ins) not in sp.forms:  # the default spelling holds too
         lines += ["```", *_ptoas_default(ins), "```", ""]
     if sp is not None:
         if sp.forms:

@@ -24,7 +24,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Value
 from ..isa.registry import Instr, lookup, ptoas_attrs, ptoas_forms
-from ..isa.spelling import SCALE, STRUCTURAL_ATTRS, Form
+from ..isa.spelling import RESULT, SCALE, STRUCTURAL_ATTRS, Form
 from ..targets import Target, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
@@ -169,6 +169,7 @@ class Binding:
     from_result: tuple[bool, ...]  # operand is an SSA result of the op (a new tile)
     params: dict[str, Any]
     retype: dict[str, TileType | str] = field(default_factory=dict)
+    result: Value | None = None  # the SSA result receiving the instruction's return value
 
 
 def _norm(name: str) -> str:
@@ -264,6 +265,8 @@ def _form_map(op: Op, form: Form, ins: list[Value], outs: list[tuple[Value, bool
                 got[name] = (v, False)
             k += n
         return got
+    if form.bundles:
+        return _bundle_map(op, form, outs)
     if not form.fits(len(ins)) or len(form.outs) != len(outs):
         return None
     got = {}
@@ -285,6 +288,43 @@ def _form_map(op: Op, form: Form, ins: list[Value], outs: list[tuple[Value, bool
         a = op.attributes.get(key)
         if a is not None:
             got[name] = (Const(attr_value(a), getattr(a, "type", T.IntegerType(32))), False)
+    return got
+
+
+def _bundle_map(op: Op, form: Form, outs: list[tuple[Value, bool]]
+                ) -> dict[str, tuple[Bound, bool]] | None:
+    """A variant whose operands are grouped under keywords (``buf(%ping, %pong)``,
+    ``group(%g0, %g1)``): None when the op's groups are not the variant's; a wrong count in a
+    group it has is a VerifyError naming the group."""
+    groups = op.keyword_groups()
+    if groups is None or len(form.outs) != len(outs):
+        return None
+    plain, kws = groups
+    if len(plain) != len(form.ins) or not set(kws) <= set(form.bundles):
+        return None
+    got: dict[str, tuple[Bound, bool]] = {}
+    for name, v in zip(form.ins, plain, strict=True):
+        if name != "-":
+            got[name] = (v, False)
+    for kw, names in form.bundles.items():
+        vals = kws.get(kw, [])
+        if len(names) == 1 and names[0].endswith("*"):
+            if not vals:
+                raise VerifyError(f"{kw}(...) must hold at least one value", op=op.name,
+                                  loc=op.loc)
+            got[names[0][:-1]] = (tuple(vals), False)
+            continue
+        need = sum(1 for n in names if not n.endswith("?"))
+        if not need <= len(vals) <= len(names):
+            want = (str(need) if need == len(names) else f"{need} to {len(names)}")
+            raise VerifyError(f"{kw}(...) takes {want} value(s) "
+                              f"({', '.join(names)}), got {len(vals)}", op=op.name,
+                              loc=op.loc)
+        for name, v in zip(names, vals, strict=False):
+            got[name.rstrip("?")] = (v, False)
+    for name, (v, r) in zip(form.outs, outs, strict=True):
+        if name != "-":
+            got[name] = (v, r)
     return got
 
 
@@ -329,16 +369,21 @@ def bind(op: Op, instr: Instr) -> Binding:
     if got is None:
         got = _default_map(op, instr, ins, outs)
     missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
-    if missing:
+    if missing and not (form is not None and form.bundles):
         raise _fail(op, instr, len(ins), len(outs), any(r for _, r in outs))
+    result = got.pop(RESULT, (None, False))[0]
     params = _attributes(op, instr, form, got)
+    missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
+    if missing:  # (a bundled variant's enum operands may come from its attributes)
+        raise VerifyError(f"missing operand(s) {', '.join(missing)}", op=op.name, loc=op.loc)
     vals = tuple(got.get(o.name, (None, False))[0] for o in instr.operands)
     from_res = tuple(got.get(o.name, (None, False))[1] for o in instr.operands)
     try:
         full = instr.resolve_params(params)
     except PtoError as e:
         raise VerifyError(e.message, op=op.name, loc=op.loc) from None
-    return Binding(instr, vals, from_res, full, dict(form.retype) if form else {})
+    return Binding(instr, vals, from_res, full, dict(form.retype) if form else {},
+                   result if isinstance(result, Value) else None)
 
 
 def _attributes(op: Op, instr: Instr, form: Form | None,

@@ -11,7 +11,7 @@ execution of the op, as the hardware reuses a buffer.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from ..enums import Layout
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Op, Region
+from ..ir.core import Op, Region, Value
 from ..isa.registry import Instr
 from ..lanes import BlockDivergence, Lanes
 from ..memory import Machine
@@ -52,6 +52,21 @@ class TensorView:
         self.dtype = dtype
         #: sizes -> a partition view of them made before (partition_view moves it)
         self.parts: dict[tuple[int, ...], GlobalTensor] = {}
+
+
+    def whole(self) -> GlobalTensor:
+        """The whole view as a GM operand (a comm op takes a tensor_view as it is)."""
+        layout = self.layout or infer_layout(self.shape, self.strides)
+        return GlobalTensor(self.array, self.shape[-5:], self.strides[-5:], layout,
+                            dtype=self.dtype, name=self.name)
+
+
+def infer_layout(shape: Sequence[int], strides: Sequence[int]) -> Layout:
+    """PTOAS layout inference from strides: ND when the innermost stride is 1 (row-major),
+    DN when the first of the last two strides is 1 (column-major), ND otherwise."""
+    if len(strides) >= 2 and strides[-1] != 1 and strides[-2] == 1:
+        return Layout.DN
+    return Layout.ND
 
 
 class _Return(Exception):
@@ -323,12 +338,22 @@ class CompiledFunc:
         opname = instr.mnemonic
         fixed = tuple(slots)
         res = tuple(results)
+        ret = None if b.result is None else self.slot(b.result)
         simple = all(isinstance(s, int) or s is None for s in fixed)
         # a GM memref operand (a function argument) arrives as its array: view it whole
         as_gm = tuple((i, gs) for i, v in enumerate(b.values)
                       if v is not None and not isinstance(v, (bridge.Const, tuple))
                       and isinstance(v.type, T.MemRefType) and None not in v.type.shape
                       and (gs := bridge.gm_spec_of(v.type)) is not None)
+        # ... and so does one packed in a tuple operand (the group(...) of a collective)
+        as_gm_in = tuple((i, j, gs) for i, v in enumerate(b.values) if isinstance(v, tuple)
+                         for j, x in enumerate(v)
+                         if isinstance(x.type, T.MemRefType) and None not in x.type.shape
+                         and (gs := bridge.gm_spec_of(x.type)) is not None)
+        # a tensor_view operand (or one in a tuple) is its whole view
+        as_view = tuple(i for i, v in enumerate(b.values)
+                        if any(isinstance(x.type, T.TensorViewType) for x in (
+                            v if isinstance(v, tuple) else (v,) if isinstance(v, Value) else ())))
         # the operand values in one C call when every operand is a plain slot
         fetch = operator.itemgetter(*fixed) if simple and len(fixed) > 1 \
             and None not in fixed else None
@@ -351,14 +376,26 @@ class CompiledFunc:
             for i, gs in as_gm:
                 if isinstance(vals[i], np.ndarray):
                     vals[i] = GlobalTensor(vals[i], gs.shape, gs.stride, dtype=gs.dtype.np)
+            for i in as_view:
+                if isinstance(vals[i], TensorView):
+                    vals[i] = vals[i].whole()
+                elif isinstance(vals[i], tuple):
+                    vals[i] = tuple(x.whole() if isinstance(x, TensorView) else x
+                                    for x in vals[i])
+            for i, j, gs in as_gm_in:
+                if isinstance(vals[i][j], np.ndarray):
+                    vals[i] = (*vals[i][:j], GlobalTensor(vals[i][j], gs.shape, gs.stride,
+                                                          dtype=gs.dtype.np), *vals[i][j + 1:])
             try:
-                run(env[0].machine, vals, params, True, loc)
+                out = run(env[0].machine, vals, params, True, loc)
             except PtoError as e:
                 if e.op is None:
                     e.op = opname
                 raise e.with_loc(loc) from None
+            if ret is not None:  # the op's SSA result is what the instruction returns
+                env[ret] = out
 
-        if res or as_gm or fetch is None:
+        if res or as_gm or as_view or as_gm_in or ret is not None or fetch is None:
             return step
 
         def plain_operands(env: Env) -> None:

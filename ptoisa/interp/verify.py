@@ -477,10 +477,51 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
                               op=op.name, loc=op.loc)
         elif op.name == "pto.syncall":
             yield from _syncall_errors(op)
+        elif op.name.startswith("pto.comm."):
+            yield from _comm_dynamic_errors(op)
+            yield from _comm_group_errors(op)
         elif op.name == "pto.tstore":
             e = _view_count(op)
             if e is not None:
                 yield e
+
+
+_COMM_SIGNAL_OPS = ("pto.comm.tnotify", "pto.comm.twait", "pto.comm.ttest")
+_COMM_P2P_OPS = {"pto.comm.tput": ("dst", "src"), "pto.comm.tget": ("dst", "src")}
+
+
+def _comm_dynamic_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's comm verifiers on dynamic (``?``) dimensions: a signal has none; tput / tget
+    take them only on partition_tensor_view operands (whose runtime extents PTOAS checks)."""
+    def dynamic(v: Any) -> bool:
+        return None in getattr(v.type, "shape", ())
+
+    if op.name in _COMM_SIGNAL_OPS and op.operands and dynamic(op.operands[0]):
+        yield VerifyError("does not support dynamic dimensions on signal", op=op.name,
+                          loc=op.loc)
+    names = _COMM_P2P_OPS.get(op.name)
+    if names is not None:
+        for name, v in zip(names, op.operands, strict=False):
+            if dynamic(v) and not isinstance(v.type, T.PartitionTensorViewType):
+                yield VerifyError(f"allows dynamic dimensions on {name} only for "
+                                  "partition_tensor_view", op=op.name, loc=op.loc)
+
+
+def _comm_group_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's collective verifiers: ``group(...)`` members all of one type, and ``root`` an
+    index into the group."""
+    groups = op.keyword_groups()
+    members = groups[1].get("group") if groups is not None else None
+    if not members:
+        return
+    types = {str(v.type) for v in members}
+    if len(types) > 1:
+        yield VerifyError(f"expects all group members to have the same type, got "
+                          f"{', '.join(sorted(types))}", op=op.name, loc=op.loc)
+    root = _attr(op, "root")
+    if isinstance(root, int) and not 0 <= root < len(members):
+        yield VerifyError(f"root {root} is outside the group of {len(members)} members",
+                          op=op.name, loc=op.loc)
 
 
 def _row_alignment_error(op: Op, t: Any) -> VerifyError | None:

@@ -8,11 +8,13 @@ tensor view), ``pto.tensor_view_addr`` (the view's GM base: its array), ``pto.ti
 (a placed tile's byte address in its buffer), ``pto.subset`` (a window of a tile: the result
 tile views the source's bytes from element ``[i, j]`` on, as TSUBVIEW), ``pto.subview`` of
 a tile (a window keeping the source's pitch, run as TSUBVIEW) and
-``pto.test_async_event`` (async events complete at once here: true)."""
+``pto.test_async_event`` (async events complete at once here: true); PTOAS's async comm
+session ops ``pto.comm.build_async_session`` and ``pto.comm.wait_async_event`` /
+``test_async_event`` (the event of ``pto.comm.tput_async`` / ``tget_async``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -24,13 +26,24 @@ from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa import REGISTRY
+from ..isa.comm import AsyncEvent, AsyncSession
 from ..lanes import BlockDivergence
 from ..memory import address_fault, tile_space
 from ..targets import get_target
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
-from .compiler import _HANDLERS, CompiledFunc, Env, Step, TensorView, _bracket_args, _index, handler
+from .compiler import (
+    _HANDLERS,
+    CompiledFunc,
+    Env,
+    Step,
+    TensorView,
+    _bracket_args,
+    _index,
+    handler,
+    infer_layout,
+)
 
 
 def _view_query(field: str) -> Any:
@@ -133,12 +146,53 @@ def _test_async_event(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
-def infer_layout(shape: Sequence[int], strides: Sequence[int]) -> Layout:
-    """PTOAS layout inference from strides: ND when the innermost stride is 1 (row-major),
-    DN when the first of the last two strides is 1 (column-major), ND otherwise."""
-    if len(strides) >= 2 and strides[-1] != 1 and strides[-2] == 1:
-        return Layout.DN
-    return Layout.ND
+#: attributes of pto.comm.build_async_session (PTO_IR_manual 4.21): the session's
+#: configuration, which does not change what the transfers compute
+_SESSION_ATTRS = ("sync_id", "block_bytes", "comm_block_offset", "queue_num",
+                  "channel_group_idx")
+
+
+@handler("pto.comm.build_async_session")
+def _build_async_session(cf: CompiledFunc, op: Op) -> Step:
+    for key, _ in op.attributes.items:
+        if key not in _SESSION_ATTRS:
+            raise VerifyError(f"unknown attribute '{key}' (PTOAS attributes of {op.name}: "
+                              f"{', '.join(_SESSION_ATTRS)})", op=op.name, loc=op.loc)
+    if len(op.operands) != 2 or len(op.results) != 1:
+        raise VerifyError("expects (scratch, workspace) -> !pto.async_session", op=op.name,
+                          loc=op.loc)
+    config = {k: bridge.attr_value(a) for k, a in op.attributes.items}
+    s, w = cf.slot(op.operands[0]), cf.slot(op.operands[1])
+    k = cf.slot(op.results[0])
+
+    def step(env: Env) -> None:
+        env[k] = AsyncSession(env[s], env[w], config)
+    return step
+
+
+def _async_completion(blocking: bool) -> Callable[[CompiledFunc, Op], Step]:
+    """pto.comm.wait_async_event / test_async_event: the event's Wait / Test (a multi-rank
+    launch flushes the rank's transfers there), its i1 result."""
+    def bind(cf: CompiledFunc, op: Op) -> Step:
+        if len(op.operands) != 2 or len(op.results) != 1:
+            raise VerifyError("expects (event, session) -> i1", op=op.name, loc=op.loc)
+        e, s = cf.slot(op.operands[0]), cf.slot(op.operands[1])
+        k = cf.slot(op.results[0])
+        loc = op.loc
+
+        def step(env: Env) -> None:
+            ev = env[e]
+            if not isinstance(ev, AsyncEvent):
+                raise ExecutionError(f"{op.name}: the event must come from "
+                                     f"pto.comm.tput_async / tget_async, got "
+                                     f"{type(ev).__name__}", loc=loc)
+            env[k] = ev.Wait(env[s]) if blocking else ev.Test(env[s])
+        return step
+    return bind
+
+
+handler("pto.comm.wait_async_event")(_async_completion(True))
+handler("pto.comm.test_async_event")(_async_completion(False))
 
 
 def _kw_list(op: Op, key: str) -> list[int] | None:

@@ -132,6 +132,36 @@ class Op:
                 return ins, outs + [(r, True) for r in self.results]
         return list(self.operands), [(v, True) for v in self.results]
 
+    def keyword_groups(self) -> tuple[list[Value], dict[str, list[Value]]] | None:
+        """A custom spelling's operands grouped under keywords (``pto.comm.tput(%d, %s,
+        buf(%ping, %pong) : ...)``): (the values written outside a group, keyword -> its
+        values); None when the op writes no such group."""
+        if self.form != "custom":
+            return None
+        plain: list[Value] = []
+        groups: dict[str, list[Value]] = {}
+        kw: str | None = None
+        cur: list[Value] | None = None
+        depth = 0
+        for p in self.syntax:
+            if p.kind == "p" and p.value == ":" and depth <= 1:
+                break
+            if p.kind == "k":
+                kw = str(p.value)
+            elif p.kind == "p" and p.value == "(":
+                depth += 1
+                if depth == 2 and kw is not None:
+                    cur = groups.setdefault(kw, [])
+            elif p.kind == "p" and p.value == ")":
+                depth -= 1
+                if depth <= 1:
+                    cur, kw = None, None
+            elif p.kind == "v":
+                v = self.operands[int(p.value)]  # type: ignore[call-overload]
+                (cur if cur is not None else plain).append(v)
+                kw = None if cur is None else kw
+        return (plain, groups) if groups else None
+
     def indexed_operand(self) -> str | None:
         """The text of a PTO-AS operand written with a base offset (``%view[%r, %c]``), if
         the op has one."""

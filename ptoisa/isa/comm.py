@@ -35,7 +35,7 @@ from ..memory import Machine
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile
 from .registry import Opnd, Param, Sig, instr, locs, sim_unchecked_type
-from .spelling import Form, Ptoas
+from .spelling import RESULT, Attr, Form, Ptoas
 
 
 class NotifyOp(enum.Enum):
@@ -59,6 +59,31 @@ class DmaEngine(enum.Enum):
 
 _CMP = {WaitCmp.EQ: np.equal, WaitCmp.NE: np.not_equal, WaitCmp.GT: np.greater,
         WaitCmp.GE: np.greater_equal, WaitCmp.LT: np.less, WaitCmp.LE: np.less_equal}
+
+
+# ---- PTOAS's pto.comm.* spelling (PTO_IR_manual 4.21) ---------------------------------------
+#: ``pto.comm.tput(%dst, %src, buf(%ping[, %pong]) : ...)``: the staging tiles in a bundle
+_P2P = (Form(ins=("dst", "src"), outs=(), bundles={"buf": ("staging", "pong?")}),)
+_WAIT_CMP = Attr("cmp", values={m.name.lower(): m for m in WaitCmp})
+
+
+#: ``%ev = pto.comm.tput_async(%dst, %src, %session : ...) -> !pto.async_event``: the
+#: instruction's AsyncEvent is the op's result (pto.comm.wait_async_event / test_async_event)
+_ASYNC = (Form(ins=("dst", "src", "session"), outs=(RESULT,)),)
+
+
+def _collective(*ins: str, recv: tuple[str, ...]) -> tuple[Form, ...]:
+    """``pto.comm.<op>(%view[, %acc], recv(%ping[, %pong]), group(%g0, %g1, ...) : ...)``:
+    the group's members become the ParallelGroup's tensors, in order."""
+    return (Form(ins=ins, outs=(), bundles={"recv": recv, "group": ("parallelGroup*",)}),)
+
+
+#: the root's index in the group names the rank that issues the op; ptoisa's semantics are
+#: the root's view of the collective, so it changes nothing (the group is the written list);
+#: the verifier checks that it indexes the group (interp/verify.py)
+_ROOT = {"root": Attr(only=None, why="the root is the calling rank's own member of the "
+                      "group (checked to index it), which the root-side semantics do not "
+                      "read")}
 
 
 def flat_index(g: GlobalTensor) -> np.ndarray:
@@ -124,7 +149,7 @@ def _copy(dst: GlobalTensor, src: GlobalTensor, op: str, add: bool,
     _write(dst, di, _read(src, si, op), op, add, sync)
 
 
-@instr("TGET", family="comm", pipe=Pipe.MTE2,
+@instr("TGET", family="comm", pipe=Pipe.MTE2, ptoas=Ptoas(forms={"pto.comm.tget": _P2P}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"),
                  Opnd("staging", "tile", "scratch"),
                  Opnd("pong", "tile", "scratch", optional=True)),
@@ -137,6 +162,9 @@ def TGET(m: Machine, dst: GlobalTensor, src: GlobalTensor, staging: Tile,  # noq
 
 
 @instr("TPUT", family="comm", pipe=Pipe.MTE3,
+       ptoas=Ptoas(forms={"pto.comm.tput": _P2P}, attrs={"atomicType": Attr(
+           "atomicType", values={"atomic_none": AtomicType.AtomicNone,
+                                 "atomic_add": AtomicType.AtomicAdd})}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"),
                  Opnd("staging", "tile", "scratch"), Opnd("pong", "any", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),),
@@ -170,7 +198,8 @@ class AsyncEvent:
 @instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False, timing="run",
        ptoas=Ptoas(forms={"pto.tget_async": (
            Form(ins=("dst", "src", "session"), outs=("-",)),
-           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+           "pto.comm.tget_async": _ASYNC}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
@@ -187,7 +216,8 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
        ptoas=Ptoas(forms={"pto.tput_async": (
            # %ev = pto.tput_async(%dst, %src, %session) -> !pto.async_event: dst written
            Form(ins=("dst", "src", "session"), outs=("-",)),
-           Form(ins=("dst", "src", "session", "peer"), outs=("-",)))}),
+           Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+           "pto.comm.tput_async": _ASYNC}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
        params=(Param("engine", DmaEngine.SDMA, DmaEngine),),
@@ -198,6 +228,17 @@ def TPUT_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
     the event's Wait/Test (or the end of the launch) in a multi-rank launch."""
     _copy(dst, src, "tput_async", False, sync=False)
     return AsyncEvent(_ranks.active())
+
+
+class AsyncSession:
+    """What ``pto.comm.build_async_session`` makes: the DMA session's configuration (scratch
+    tile, GM workspace, its attributes). The transfers it carries complete as
+    :class:`AsyncEvent` says, so nothing here changes what a program computes."""
+
+    def __init__(self, scratch: Any, workspace: Any, config: dict[str, Any]) -> None:
+        self.scratch = scratch
+        self.workspace = workspace
+        self.config = config
 
 
 Signal = GlobalTensor | Signal2D
@@ -235,6 +276,9 @@ def _signal_rule(sig: Sig) -> None:
 
 
 @instr("TNOTIFY", family="comm", sync="signal", pipe=Pipe.S,
+       ptoas=Ptoas(forms={"pto.comm.tnotify": (Form(ins=("signal", "value"), outs=()),)},
+                   attrs={"notifyOp": Attr("op", values={"atomic_add": NotifyOp.AtomicAdd,
+                                                         "set": NotifyOp.Set})}),
        operands=(Opnd("signal", "any", "out"), Opnd("value", "scalar"),
                  Opnd("op", "enum", enum=NotifyOp, optional=True)),
        params=(Param("GlobalSignalData", None),),
@@ -285,6 +329,8 @@ def _awaited(signal: Signal, value: Any, cmp: WaitCmp | None) -> str:
 
 
 @instr("TWAIT", family="comm", sync="signal", pipe=Pipe.S,
+       ptoas=Ptoas(forms={"pto.comm.twait": (Form(ins=("signal", "cmpValue"), outs=()),)},
+                   attrs={"cmp": _WAIT_CMP}),
        operands=(Opnd("signal", "any"), Opnd("cmpValue", "scalar"),
                  Opnd("cmp", "enum", enum=WaitCmp, optional=True)),
        params=(Param("GlobalSignalData", None),),
@@ -312,6 +358,8 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
 
 
 @instr("TTEST", family="comm", sync="signal", pipe=Pipe.S, returns_event=False,
+       ptoas=Ptoas(forms={"pto.comm.ttest": (Form(ins=("signal", "cmpValue"), outs=(RESULT,)),)},
+                   attrs={"cmp": _WAIT_CMP}),
        operands=(Opnd("signal", "any"), Opnd("cmpValue", "scalar"),
                  Opnd("cmp", "enum", enum=WaitCmp, optional=True)),
        params=(Param("GlobalSignalData", None),),
@@ -363,6 +411,8 @@ class ParallelGroup:
 def _same_type_group(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
     """The ``parallelGroup`` operand, checked to be a group whose tensors hold ``view``'s
     element type."""
+    if isinstance(group, tuple) and group and all(isinstance(t, GlobalTensor) for t in group):
+        group = ParallelGroup(list(group))  # group(%g0, %g1, ...) of a .pto op
     if not isinstance(group, ParallelGroup):
         raise RuntimeCheckError(f"operand 'parallelGroup' must be a ParallelGroup, got "
                                 f"{type(group).__name__}", op=ins.mnemonic)
@@ -374,7 +424,8 @@ def _same_type_group(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
 
 
 def _group_of(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
-    g0 = _same_type_group(ins, group, view).tensors[0]
+    group = _same_type_group(ins, group, view)
+    g0 = group.tensors[0]
     if int(np.prod(g0.spec.shape)) != int(np.prod(view.spec.shape)):
         raise RuntimeCheckError(f"the group's tensors hold {int(np.prod(g0.spec.shape))} "
                                 f"elements, the GM view {int(np.prod(view.spec.shape))}",
@@ -403,6 +454,8 @@ def _last_chunk(tile: Tile | None, vals: np.ndarray) -> None:
 
 
 @instr("TBROADCAST", family="comm", pipe=Pipe.MTE3,
+       ptoas=Ptoas(forms={"pto.comm.tbroadcast": _collective(
+           "srcGlobalData", recv=("stagingTileData", "pongTile?"))}, attrs=_ROOT),
        operands=(Opnd("parallelGroup", "any"), Opnd("srcGlobalData", "gm"),
                  Opnd("stagingTileData", "tile", "scratch"),
                  Opnd("pongTile", "tile", "scratch", optional=True)),
@@ -425,6 +478,10 @@ _REDUCE = {ReduceOp.Sum: np.add, ReduceOp.Max: np.maximum, ReduceOp.Min: np.mini
 
 
 @instr("TREDUCE", family="comm", pipe=Pipe.V,
+       ptoas=Ptoas(forms={"pto.comm.treduce": _collective(
+           "dstGlobalData", "accTileData", recv=("recvTileData",))},
+                   attrs={**_ROOT, "reduceOp": Attr("op", values={
+                       m.name.lower(): m for m in ReduceOp})}),
        operands=(Opnd("parallelGroup", "any"), Opnd("dstGlobalData", "gm", "out"),
                  Opnd("accTileData", "tile", "scratch"), Opnd("recvTileData", "tile", "scratch"),
                  Opnd("op", "enum", enum=ReduceOp)),
@@ -453,7 +510,8 @@ def _row_group(ins: Any, group: Any, big: GlobalTensor) -> tuple[ParallelGroup, 
     """The group of a gather/scatter and the rows H of each rank's tensor: the ranks' tensors
     match ``big`` in element type, outer dimensions and width, and ``big`` has at least
     N x H rows (DIM_3)."""
-    g0 = _same_type_group(ins, group, big).tensors[0]
+    group = _same_type_group(ins, group, big)
+    g0 = group.tensors[0]
     s, b = g0.spec.shape, big.spec.shape
     if s[:3] != b[:3] or s[4] != b[4]:
         raise RuntimeCheckError(f"the group's tensors have shape {'x'.join(map(str, s))}, the "
@@ -471,6 +529,8 @@ _COLL_PARAMS = (Param("engine", CollEngine.AIV, CollEngine), Param("Args", None)
 
 
 @instr("COMM_TGATHER", family="comm", pipe=Pipe.MTE2,
+       ptoas=Ptoas(forms={"pto.comm.tgather": _collective(
+           "dstGlobalData", recv=("stagingTileData", "pongTile?"))}, attrs=_ROOT),
        operands=(Opnd("parallelGroup", "any"), Opnd("dstGlobalData", "gm", "out"),
                  *_COLL_OPERANDS),
        params=_COLL_PARAMS, dtype_key=("dstGlobalData",),
@@ -492,6 +552,8 @@ def COMM_TGATHER(m: Machine, parallelGroup: Any, dstGlobalData: GlobalTensor,  #
 
 
 @instr("COMM_TSCATTER", family="comm", pipe=Pipe.MTE3,
+       ptoas=Ptoas(forms={"pto.comm.tscatter": _collective(
+           "srcGlobalData", recv=("stagingTileData", "pongTile?"))}, attrs=_ROOT),
        operands=(Opnd("parallelGroup", "any"), Opnd("srcGlobalData", "gm"), *_COLL_OPERANDS),
        params=_COLL_PARAMS, dtype_key=("srcGlobalData",),
        static=(locs(["stagingTileData", "pongTile"], TileType.Vec), _staging_dtype))

@@ -28,7 +28,13 @@ does not take. ``segments``: for the generic spelling ``"pto.X"(...) <{operandSe
 ...}>``, the ODS operand groups in order. ``attr_operands``: written attribute -> registry
 operand for this variant only. ``retype``: operand -> tile location the instruction sees
 (PTOAS writes every scale tile as ``loc=scaling``; :data:`SCALE` picks ScaleLeft/ScaleRight by
-the tile's box order). The variant is chosen by the written counts (first match); an op whose
+the tile's box order). ``bundles``: for the ``pto.comm.*`` spelling whose operands are
+grouped under a keyword (``pto.comm.tput(%dst, %src, buf(%ping, %pong) : ...)``,
+``recv(...)``, ``group(...)``), keyword -> the registry operands its values fill in order
+(``"pong?"`` may be left out, ``"parallelGroup*"`` packs them all into one tuple operand);
+``ins`` then names the values written outside any bundle. An out named :data:`RESULT` is the
+op's SSA result receiving what the instruction returns (``%ok = pto.comm.ttest(...) -> i1``).
+The variant is chosen by the written counts (first match); an op whose
 counts match no variant falls back to the default mapping, which says what is expected.
 """
 
@@ -48,6 +54,7 @@ class Form:
     segments: tuple[str, ...] = ()
     attr_operands: Mapping[str, str] = field(default_factory=dict)
     retype: Mapping[str, TileType | str] = field(default_factory=dict)
+    bundles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def fits(self, n: int) -> bool:
         """Whether ``n`` written ins fit ``self.ins`` (``"x*"`` packs all remaining values)."""
@@ -55,6 +62,9 @@ class Form:
                     for k in self.ins if not k.endswith("*"))
         return n >= fixed if any(k.endswith("*") for k in self.ins) else n == fixed
 
+
+#: Form out: the op's SSA result is the instruction's return value (TTEST's bool)
+RESULT = "="
 
 #: retype value: an MX scale tile, ScaleLeft (row-major boxes) or ScaleRight (NN)
 SCALE = "scale"

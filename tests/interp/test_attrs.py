@@ -362,6 +362,9 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  ("TFREE", "Split"), ("MGATHER", "CMode"), ("MGATHER", "Mode"),
                  ("MSCATTER", "Mode"), ("MSCATTER", "Conflict"), ("TPRINT", "Format"),
                  ("TEXTRACT", "reluMode"), ("TINSERT", "reluMode"),
+                 # pto.comm.*: every value run across 2 ranks in tests/ranks/test_ptoas_comm.py
+                 ("TPUT", "atomicType"), ("TNOTIFY", "op"), ("TWAIT", "cmp"), ("TTEST", "cmp"),
+                 ("TREDUCE", "op"),
                  *((n, "Phase") for n in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV",
                                           "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX", "TGEMV_MX",
                                           "TMATMUL_MX_HIF4"))}
