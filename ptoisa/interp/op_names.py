@@ -84,6 +84,10 @@ NO_EFFECT: dict[str, str] = {
                    "runs a core's micro-ops in program order, so the order it enforces "
                    "already holds",
     "memref.dealloc": "frees a buffer; ptoisa's tiles are freed when nothing refers to them",
+    "pto.cmo.cacheinvalid": "invalidates the data cache's copy of GM (one line or all: dcci); "
+                            "ptoisa's scalar loads read global memory itself, never a stale "
+                            "cached copy, so what a load after it reads is already current "
+                            "(its operand is checked: interp/verify.py)",
 }
 
 # ---- the compiler's handlers (here, below the compiler and every handler module) -----------

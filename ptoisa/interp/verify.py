@@ -419,6 +419,29 @@ def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
                           f"got {addr}", op=op.name, loc=op.loc)
 
 
+def _cmo_errors(op: Op) -> Iterator[VerifyError]:
+    """``pto.cmo.cacheinvalid all #pto.address_space<gm>`` or ``%addr single_cache_line``
+    with a GM pointer or a GM tensor view (PTOAS's verifier)."""
+    words = [p.value for p in op.syntax if p.kind == "k"]
+    spaces = [p.value.body for p in op.syntax if p.kind == "a"
+              and isinstance(p.value, A.DialectAttr) and p.value.name == "pto.address_space"]
+    if words == ["all"] and not op.operands:
+        if spaces != ["gm"]:
+            yield VerifyError("'all' expects #pto.address_space<gm>", op=op.name, loc=op.loc)
+        return
+    if words != ["single_cache_line"] or len(op.operands) != 1:
+        yield VerifyError("expects 'all #pto.address_space<gm>' or '%addr single_cache_line'",
+                          op=op.name, loc=op.loc)
+        return
+    t = op.operands[0].type
+    gm = (isinstance(t, T.PtrType) and t.space in (None, "gm")) or \
+        isinstance(t, (T.TensorViewType, T.PartitionTensorViewType)) or \
+        (isinstance(t, T.MemRefType) and bridge.memref_space(t) in ("gm", None))
+    if not gm:
+        yield VerifyError(f"single_cache_line address expects a GM pointer or GM tensor view, "
+                          f"got {t}", op=op.name, loc=op.loc)
+
+
 def _multi_tile_level_errors(op: Op, level: str | None) -> Iterator[VerifyError]:
     """``alloc_multi_tile``'s ``addr`` is required under level3 and rejected under a level
     given otherwise (the manual; files that name no level are not judged)."""
@@ -453,6 +476,8 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
     for op in f.walk():
         if op.name in ("pto.alloc_tile", "pto.tassign", "pto.alloc_multi_tile"):
             yield from _addr_errors(op, defs)
+        if op.name == "pto.cmo.cacheinvalid":
+            yield from _cmo_errors(op)
         if op.name == "pto.alloc_multi_tile":
             yield from _multi_tile_level_errors(op, level)
         elif op.name == "pto.multi_tile_get":

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..enums import Layout
+from ..enums import Layout, Pipe
 from ..errors import ExecutionError, PtoError, VerifyError
+from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa import REGISTRY
@@ -29,7 +30,17 @@ from ..lanes import BlockDivergence
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
 from . import bridge
-from .compiler import _HANDLERS, CompiledFunc, Env, Step, TensorView, _bracket_args, _index, handler
+from .compiler import (
+    _HANDLERS,
+    CompiledFunc,
+    Env,
+    Step,
+    TensorView,
+    _bracket_args,
+    _index,
+    handler,
+    kernel_kind,
+)
 
 
 def _view_query(field: str) -> Any:
@@ -608,6 +619,35 @@ def _tassign(cf: CompiledFunc, op: Op) -> Step:
             raise e.with_loc(loc) from None
         if k is not None:
             env[k] = env[t]
+    return step
+
+
+#: the pipes ``pto.fence.barrier_all #pto.fence_scope<gm>`` drains before its ``dsb(DSB_DDR)``
+#: (PTOAS's EmitC lowering: every pipe in a vector kernel, test/lit/pto/
+#: signal_payload_cache_consistency.pto; the GM producers MTE2, MTE3 and FIX otherwise,
+#: designs/ptoas-memory-consistency-design.md)
+_FENCE_PIPES = {"vector": (Pipe.ALL,), None: (Pipe.MTE2, Pipe.MTE3, Pipe.FIX)}
+
+
+@handler("pto.fence.barrier_all")
+def _fence_barrier_all(cf: CompiledFunc, op: Op) -> Step:
+    """A GM visibility fence: PIPE_BARRIER on the pipes above (so the sanitizer and the cycle
+    model see barriers), then ``dsb(DSB_DDR)``, which has nothing to do here: ptoisa's global
+    memory has no write buffer or cache, a store is visible to every core once it ran."""
+    scopes = [p.value.body for p in op.syntax
+              if p.kind == "a" and isinstance(p.value, A.DialectAttr)
+              and p.value.name == "pto.fence_scope"]
+    if scopes != ["gm"] or op.operands:
+        raise VerifyError("expects '#pto.fence_scope<gm>' (the one scope PTOAS has), got "
+                          f"{scopes or 'none'}", op=op.name, loc=op.loc)
+    pipes = _FENCE_PIPES.get(kernel_kind(cf.op), _FENCE_PIPES[None])
+    barrier = REGISTRY["PIPE_BARRIER"]
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        m = env[0].machine
+        for p in pipes:
+            barrier.run(m, [p], _NO_PARAMS, checked=True, loc=loc)
     return step
 
 
