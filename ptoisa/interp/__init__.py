@@ -25,6 +25,7 @@ from ..ir.core import Module
 from ..targets import DEFAULT_TARGET
 from ..tensor import GlobalTensor
 from . import bridge
+from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
 from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
 from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops

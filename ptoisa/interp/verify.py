@@ -33,7 +33,7 @@ from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
 from ..memory import ALIGN
-from . import bridge, op_names
+from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
@@ -605,6 +605,8 @@ def module_rule_errors(module: Module, level: str | None = None,
     """The cross-op PTOAS rules of this module, in file order per kind (``target``: the rules
     that depend on it too)."""
     funcs = _functions(module)
+    for f in module.functions():  # (declarations too: a struct result of one is an escape)
+        yield from local_ops.struct_escape_errors(f)
     yield from _peer_errors(module)
     yield from _pipe_errors(funcs)
     for f in funcs:
