@@ -1,4 +1,6 @@
-"""Stack-local scalar storage of a kernel's scalar code (PTO_IR_manual.md 2.7 / 2.8 and the
+"""One tile element from scalar code (``pto.tgetval`` / ``pto.tsetval``, PTO_IR_manual.md 4.14:
+``src[offset]``, a linear element offset in the tile's storage order) and stack-local scalar
+storage of a kernel's scalar code (PTO_IR_manual.md 2.7 / 2.8 and the
 "Local Array Ops" / "Struct Ops" sections): ``!pto.local_array<D1x...xDkxT>``
 (``pto.declare_local_array``, ``pto.local_array_get`` / ``_set``) and
 ``!pto.struct<T0, ..., Tn-1>`` (``pto.declare_struct``, ``pto.struct_get`` / ``_set`` by a
@@ -28,6 +30,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op
 from ..lanes import Lanes
+from ..tile import Tile
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, _same_for_all_blocks, handler
 from .scalar_ops import _int_reader, _storable
@@ -49,6 +52,91 @@ def _storable_scalar(t: T.Type) -> bool:
     if isinstance(t, T.IntegerType):
         return t.width in _STORABLE_WIDTHS
     return isinstance(t, T.FloatType) and t.name in _STORABLE_FLOATS
+
+
+# ---- one tile element -------------------------------------------------------------------------
+
+_TILE_SCALAR_WHY = ("a scalar-pipe access to a tile element: its order against the tile's "
+                    "other pipes is not checked")
+
+
+def _tile_element(env: Env, op: Op, tile: Any, off: Any) -> tuple[int, int]:
+    """(row, col) of linear element ``off`` in ``tile``'s storage order (row-major ND:
+    off = r * cols + c; column-major DN: off = c * rows + r); the hook of observers that check
+    pipe order is told the access is not modelled."""
+    if not isinstance(tile, Tile):
+        raise ExecutionError(f"needs a tile, got {type(tile).__name__}", op=op.name,
+                             loc=op.loc)
+    m = env[0].machine
+    for o in m.observers:
+        hook = getattr(o, "not_modelled", None)
+        if hook is not None:
+            hook(m, op.name, op.loc, _TILE_SCALAR_WHY)
+    s = tile.spec
+    k = int(_one(off, op, "the offset"))
+    if s.is_boxed:
+        raise ExecutionError(f"a linear offset into a {s.layout_name} tile (fractal boxes) is "
+                             "not supported: only ND and DN tiles", op=op.name, loc=op.loc)
+    if not 0 <= k < s.rows * s.cols:
+        raise ExecutionError(f"offset {k} is outside the {s.rows}x{s.cols} tile", op=op.name,
+                             loc=op.loc)
+    return divmod(k, s.cols) if s.is_row_major else (k % s.rows, k // s.rows)
+
+
+def _vec_tile(op: Op, t: T.Type, what: str) -> D.DType:
+    if not isinstance(t, T.TileBufType) or t.loc != "vec":
+        raise VerifyError(f"{what} must be a loc=vec !pto.tile_buf (scalar reads and writes of "
+                          f"other locations are not supported), got {t}", op=op.name,
+                          loc=op.loc)
+    return bridge.elem_dtype(t.dtype)
+
+
+@handler("pto.tgetval")
+def _tgetval(cf: CompiledFunc, op: Op) -> Step:
+    if len(op.operands) != 2 or len(op.results) != 1:
+        raise VerifyError("expects ins(%src, %offset) and one scalar result", op=op.name,
+                          loc=op.loc)
+    dt = _vec_tile(op, op.operands[0].type, "src")
+    rt = op.results[0].type
+    if rt != op.operands[0].type.dtype:  # type: ignore[attr-defined]
+        raise VerifyError(f"result type {rt} must be src's element type {dt.name}",
+                          op=op.name, loc=op.loc)
+    src, off, k = (cf.slot(v) for v in (*op.operands, op.results[0]))
+    read = _int_reader(dt) if not dt.is_float else (lambda x: x)
+
+    def step(env: Env) -> None:
+        t = env[src]
+        r, c = _tile_element(env, op, t, env[off])
+        env[k] = read(np.asarray(t.read(1, 1, r, c)).reshape(-1)[0])
+    return step
+
+
+@handler("pto.tsetval")
+def _tsetval(cf: CompiledFunc, op: Op) -> Step:
+    if len(op.operands) != 3:
+        raise VerifyError("expects ins(%offset, %value) outs(%dst)", op=op.name, loc=op.loc)
+    off_v, val_v, dst_v = _tsetval_operands(op)
+    dt = _vec_tile(op, dst_v.type, "dst")
+    if val_v.type != dst_v.type.dtype:
+        raise VerifyError(f"value type {val_v.type} must be dst's element type {dt.name}",
+                          op=op.name, loc=op.loc)
+    off, val, dst = cf.slot(off_v), cf.slot(val_v), cf.slot(dst_v)
+    w = None if dt.is_float else 8 * dt.itemsize
+
+    def step(env: Env) -> None:
+        t = env[dst]
+        r, c = _tile_element(env, op, t, env[off])
+        x = _storable(_one(env[val], op, "the value"), dt, w)
+        t.write(np.full((1, 1), x, dt.np), r, c)
+    return step
+
+
+def _tsetval_operands(op: Op) -> tuple[Any, Any, Any]:
+    """(offset, value, dst) of ``ins(%off, %val) outs(%dst)`` (the written order)."""
+    a, b, c = op.operands
+    if isinstance(a.type, T.TileBufType):  # (a form with dst first)
+        return b, c, a
+    return a, b, c
 
 
 # ---- local arrays ------------------------------------------------------------------------------

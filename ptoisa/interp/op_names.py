@@ -37,7 +37,7 @@ pto.initialize_l2g2l_pipe pto.reserve_buffer pto.import_reserved_buffer
 pto.declare_tile
 pto.declare_tile_memref pto.build_async_session pto.wait_async_event pto.test_async_event
 pto.bind_tile pto.pointer_cast pto.print pto.trap
-pto.tsetval pto.tgetval pto.set_flag_dyn pto.wait_flag_dyn
+pto.set_flag_dyn pto.wait_flag_dyn
 """
 
 # the upstream MLIR ops of the dialects a .pto file uses (mlir/Dialect/{Arith,SCF,Func,MemRef,

@@ -198,3 +198,52 @@ def test_corpus_rejections(name, match):
 @needs_corpus
 def test_corpus_nested_struct_runs():
     load(LIT / "struct_nested_emitc.pto").struct_nested(np.float32(1.5), 7)
+
+
+def tile_scalar_kernel(blayout: str) -> str:
+    tb = (f"!pto.tile_buf<loc=vec, dtype=i32, rows=8, cols=8, v_row=8, v_col=8, "
+          f"blayout={blayout}, slayout=none_box, fractal=512, pad=0>")
+    return f"""module {{
+  func.func @k(%x: !pto.ptr<i32>, %out: !pto.ptr<i32>, %off: index, %v: i32) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %xv = pto.make_tensor_view %x, shape = [%c8, %c8], strides = [%c8, %c1]
+        : !pto.tensor_view<?x?xi32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c8]
+        : !pto.tensor_view<?x?xi32> -> !pto.partition_tensor_view<8x8xi32>
+    %t = pto.alloc_tile : {tb}
+    pto.tload ins(%xp : !pto.partition_tensor_view<8x8xi32>) outs(%t : {tb})
+    %old = pto.tgetval ins(%t, %off : {tb}, index) outs : i32
+    pto.tsetval ins(%off, %v : index, i32) outs(%t : {tb})
+    %new = pto.tgetval ins(%t, %off : {tb}, index) outs : i32
+    pto.store_scalar %old, %out[%c0] : !pto.ptr<i32>, i32
+    pto.store_scalar %new, %out[%c1] : !pto.ptr<i32>, i32
+    pto.tstore ins(%t : {tb}) outs(%xp : !pto.partition_tensor_view<8x8xi32>)
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("blayout", ["row_major", "col_major"])
+@pytest.mark.parametrize("off", [0, 5, 13, 63])
+def test_tgetval_tsetval_linear_offset(blayout, off):
+    """src[offset] in the tile's storage order: row-major r * cols + c, column-major
+    c * rows + r (a DN tile of a row-major GM view holds the same logical elements)."""
+    x = np.arange(64, dtype=np.int32).reshape(8, 8)
+    out = np.zeros(2, np.int32)
+    y = x.copy()
+    load(tile_scalar_kernel(blayout)).k(y, out, off, -5)
+    r, c = divmod(off, 8) if blayout == "row_major" else (off % 8, off // 8)
+    want = x.copy()
+    want[r, c] = -5
+    assert out.tolist() == [x[r, c], -5]
+    np.testing.assert_array_equal(y, want)
+
+
+def test_tgetval_offset_outside_the_tile():
+    with pytest.raises(PtoError, match="tgetval.*offset 64 is outside the 8x8 tile"):
+        load(tile_scalar_kernel("row_major")).k(np.zeros((8, 8), np.int32),
+                                                np.zeros(2, np.int32), 64, 1)
