@@ -1997,9 +1997,12 @@ def TROWEXPANDADD(
     src1: Tile,
     tmp: Tile | None = None,
     *events: Event,
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = src0 + s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 
@@ -2011,9 +2014,12 @@ def TROWEXPANDDIV(
     tmp: Tile | None = None,
     *events: Event,
     PrecisionType: str = 'DivAlgorithm::DEFAULT',
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = src0 / s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1). Integers: C division (toward zero), x / 0 gives 0.
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 
@@ -2024,9 +2030,12 @@ def TROWEXPANDEXPDIF(
     src1: Tile,
     tmp: Tile | None = None,
     *events: Event,
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = exp(src0 - s) over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 
@@ -2037,9 +2046,12 @@ def TROWEXPANDMAX(
     src1: Tile,
     tmp: Tile | None = None,
     *events: Event,
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = max(src0, s) over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 
@@ -2050,9 +2062,12 @@ def TROWEXPANDMIN(
     src1: Tile,
     tmp: Tile | None = None,
     *events: Event,
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = min(src0, s) over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 
@@ -2063,9 +2078,12 @@ def TROWEXPANDMUL(
     src1: Tile,
     tmp: Tile | None = None,
     *events: Event,
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = src0 * s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 
@@ -2076,9 +2094,12 @@ def TROWEXPANDSUB(
     src1: Tile,
     tmp: Tile | None = None,
     *events: Event,
+    src1Col: Any = None,
 ) -> Event:
     """
     dst[i, j] = src0 - s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
+
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
     """
     ...
 

@@ -23,7 +23,9 @@ from ..foreign import Foreign, to_numpy, type_name, write_back
 from ..ir import types as T
 from ..ir.core import Module
 from ..targets import DEFAULT_TARGET
+from ..tensor import GlobalTensor
 from . import bridge
+from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
 from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
 from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
@@ -53,6 +55,20 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
         if not v.flags.c_contiguous:
             raise PtoError(f"{where} must be C-contiguous")
         return v.reshape(-1)
+    if isinstance(t, T.PartitionTensorViewType) and isinstance(v, np.ndarray):
+        # a partition view argument given as the array of its (static) shape: that array as
+        # a row-major GM tensor (a GlobalTensor argument is taken as it is)
+        if None in t.shape:
+            raise PtoError(f"{where} has a dynamic shape: pass a GlobalTensor")
+        want = bridge.elem_dtype(t.dtype)
+        if v.dtype != want.np:
+            raise PtoError(f"{where} must have dtype {want.name} ({want.np}), got {v.dtype}")
+        if v.size != int(np.prod(t.shape)):
+            raise PtoError(f"{where} must have {int(np.prod(t.shape))} elements "
+                           f"({'x'.join(map(str, t.shape))}), got shape {v.shape}")
+        if not v.flags.c_contiguous:
+            raise PtoError(f"{where} must be C-contiguous")
+        return GlobalTensor(v, tuple(t.shape), dtype=want, name=name)
     if isinstance(t, T.IntegerType) and t.width == 1 and isinstance(v, (bool, np.bool_)):
         return int(v)  # an i1 is a truth value: Python's True/False are its two values
     if isinstance(t, (T.IntegerType, T.IndexType)):

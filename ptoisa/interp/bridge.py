@@ -65,6 +65,29 @@ _MEMREF_LAYOUT = {
 }
 
 
+_MULTI = re.compile(r"!pto\.multi_tile_buf<(.*),\s*count\s*=\s*(-?\d+)\s*>", re.S)
+
+
+def multi_tile_type(t: T.Type) -> tuple[T.Type, int] | None:
+    """``!pto.multi_tile_buf<slot, count=N>`` (the slot written inline, ``vec, 16x16xf16``,
+    or as ``!pto.tile_buf<...>``) as (slot type, N); None for any other type. The text front
+    end keeps the type opaque; the slot type is read here with the tile_buf parser (a slot that
+    is no tile_buf comes back as whatever the parser makes of it: callers check)."""
+    if not isinstance(t, T.OpaqueType):
+        return None
+    m = _MULTI.fullmatch(t.text.strip())
+    if m is None:
+        return None
+    from ..text.parser import Parser  # (the text front end sits above the bridge)
+    body = m.group(1).strip()
+    text = body if body.startswith("!pto.tile_buf<") else f"!pto.tile_buf<{body}>"
+    try:
+        slot = Parser(text, "<multi_tile_buf>").parse_type()
+    except PtoError as e:
+        raise PtoError(f"{t}: slot type: {e}") from None
+    return slot, int(m.group(2))
+
+
 def tile_spec_of(t: T.Type, target: str | Target | None = None) -> TileSpec | None:
     """The tile type of a ``!pto.tile_buf`` (or an on-chip ``memref``, which takes the
     target's default layout for its location), else None."""

@@ -5,7 +5,8 @@ needs to succeed on the NPU).
 The sizes are those PTOAS plans with (``Target.plan``: the hardware buffers, except that it
 plans Bias and Scaling tiles in far larger spaces, and A5's UB as 248 KiB), each tile rounded
 up to the buffer's alignment. Tiles placed automatically are counted: results of
-``pto.alloc_tile`` without ``addr`` and on-chip ``memref.alloc`` (a tile given an address, by
+``pto.alloc_tile`` / ``pto.alloc_multi_tile`` (``count`` slots) without ``addr`` and
+on-chip ``memref.alloc`` (a tile given an address, by
 ``addr`` or ``pto.tassign``, is the program's own placement and is checked against its buffer
 when placed). As in PlanMemory, a tile is live from its first use (an ``alloc_tile`` alone
 takes no space) to its last use; a use inside a loop (``scf.for`` / ``scf.while``) that the
@@ -28,12 +29,14 @@ from ..tile import TileSpec
 from . import bridge
 
 _LOOPS = frozenset({"scf.for", "scf.while", "affine.for"})
-_ALLOCS = frozenset({"pto.alloc_tile", "memref.alloc"})
+_ALLOCS = frozenset({"pto.alloc_tile", "memref.alloc", "pto.alloc_multi_tile"})
 
 
 def _spec(t: T.Type, target: str) -> TileSpec | None:
+    """A tile type's spec; a multi tile's is its slot's (it takes ``count`` slots)."""
     try:
-        return bridge.tile_spec_of(t, target)
+        multi = bridge.multi_tile_type(t)
+        return bridge.tile_spec_of(t if multi is None else multi[0], target)
     except PtoError:
         return None  # an unknown location: the op's own check reports it
 
@@ -86,7 +89,8 @@ def check_function(func: Op, target: str) -> None:
             placed.add(id(op.operands[0]))
         if op.name not in _ALLOCS or not op.results:
             continue
-        if op.name == "pto.alloc_tile" and "addr" in op.keyword_operands:
+        if op.name in ("pto.alloc_tile", "pto.alloc_multi_tile") and \
+                "addr" in op.keyword_operands:
             continue
         v = op.results[0]
         spec = spec_of(v.type)
@@ -96,7 +100,12 @@ def check_function(func: Op, target: str) -> None:
         cap, align = tgt.plan_size(space)
         if cap <= 0:
             continue  # no such buffer: the instruction checks say so
-        fresh[id(v)] = (v, spec, space, -(-spec.nbytes // align) * align)
+        try:
+            multi = bridge.multi_tile_type(v.type)
+        except PtoError:
+            multi = None
+        count = 1 if multi is None else multi[1]  # (PlanMemory: each slot aligned on its own)
+        fresh[id(v)] = (v, spec, space, count * (-(-spec.nbytes // align) * align))
     for k in placed:
         fresh.pop(k, None)
     if not fresh:

@@ -37,7 +37,7 @@ pto.initialize_l2g2l_pipe pto.reserve_buffer pto.import_reserved_buffer
 pto.declare_tile
 pto.declare_tile_memref pto.build_async_session pto.wait_async_event pto.test_async_event
 pto.bind_tile pto.pointer_cast pto.print pto.trap
-pto.tsetval pto.tgetval pto.set_flag_dyn pto.wait_flag_dyn
+pto.set_flag_dyn pto.wait_flag_dyn
 """
 
 # the upstream MLIR ops of the dialects a .pto file uses (mlir/Dialect/{Arith,SCF,Func,MemRef,
@@ -88,6 +88,10 @@ NO_EFFECT: dict[str, str] = {
                "access of a core before its next op, so the order it enforces already holds",
     "pto.dcci": "data-cache clean / invalidate (micro-isa/01); ptoisa models no data cache: "
                 "every scalar store is in GM or UB the moment it runs",
+    "pto.cmo.cacheinvalid": "invalidates the data cache's copy of GM (one line or all: dcci); "
+                            "ptoisa's scalar loads read global memory itself, never a stale "
+                            "cached copy, so what a load after it reads is already current "
+                            "(its operand is checked: interp/verify.py)",
 }
 
 # ---- the compiler's handlers (here, below the compiler and every handler module) -----------

@@ -7,22 +7,24 @@ the SET_FLAG / WAIT_FLAG / PIPE_BARRIER instructions), and the remaining view op
 tensor view), ``pto.tensor_view_addr`` (the view's GM base: its array), ``pto.tile_buf_addr``
 (a placed tile's byte address in its buffer), ``pto.subset`` (a window of a tile: the result
 tile views the source's bytes from element ``[i, j]`` on, as TSUBVIEW), ``pto.subview`` of
-a tile (a window keeping the source's pitch, run as TSUBVIEW) and
-``pto.test_async_event`` (async events complete at once here: true); PTOAS's async comm
-session ops ``pto.comm.build_async_session`` and ``pto.comm.wait_async_event`` /
+a tile (a window keeping the source's pitch, run as TSUBVIEW), ``pto.alloc_multi_tile`` /
+``pto.multi_tile_get`` (N slots of one tile type, each its own buffer; one slot selected by
+index) and ``pto.test_async_event`` (async events complete at once here: true); PTOAS's async
+comm session ops ``pto.comm.build_async_session`` and ``pto.comm.wait_async_event`` /
 ``test_async_event`` (the event of ``pto.comm.tput_async`` / ``tget_async``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes as D
-from ..enums import Layout
+from ..enums import Layout, Pipe
 from ..errors import ExecutionError, PtoError, VerifyError
+from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa import REGISTRY
@@ -43,6 +45,7 @@ from .compiler import (
     _index,
     handler,
     infer_layout,
+    kernel_kind,
 )
 
 
@@ -516,6 +519,108 @@ def _check_const_addr(cf: CompiledFunc, op: Op, tile: Tile, addr: Any) -> None:
         raise VerifyError(fault, op=op.name, loc=op.loc)
 
 
+class MultiTile:
+    """The value of ``pto.alloc_multi_tile``: ``count`` slots of one tile_buf type, each a
+    tile of its own (PlanMemory gives each slot its own bytes; under level3 slot ``k`` is
+    placed at ``addr + k * slotBytes``, slotBytes = rows * cols * element size)."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self, slots: Sequence[Tile]) -> None:
+        self.slots = tuple(slots)
+
+
+def _multi_of(op: Op, t: T.Type) -> tuple[T.Type, int]:
+    try:
+        got = bridge.multi_tile_type(t)
+    except PtoError as e:
+        raise VerifyError(str(e), op=op.name, loc=op.loc) from None
+    if got is None:
+        raise VerifyError(f"expects a !pto.multi_tile_buf<slot, count=N>, got {t}", op=op.name,
+                          loc=op.loc)
+    return got
+
+
+@handler("pto.alloc_multi_tile")
+def _alloc_multi_tile(cf: CompiledFunc, op: Op) -> Step:
+    """N slots of one tile type; the manual's type and op constraints are checked here (the
+    level rules and a constant addr's alignment in :mod:`ptoisa.interp.verify`)."""
+    res = op.results[0] if op.results else None
+    if res is None:
+        raise VerifyError("expects one !pto.multi_tile_buf result", op=op.name, loc=op.loc)
+    slot, count = _multi_of(op, res.type)
+    if not 2 <= count <= 16:
+        raise VerifyError(f"multi_tile_buf count must be >= 2 and <= 16, got {count}",
+                          op=op.name, loc=op.loc)
+    if op.attributes.get("pto.multi_buffer_addrs") is not None:
+        raise VerifyError("attribute 'pto.multi_buffer_addrs' is reserved for pto-plan-memory "
+                          "(the slot addresses are planned, or derived from 'addr' under "
+                          "level3)", op=op.name, loc=op.loc)
+    if isinstance(slot, T.TileBufType) and slot.compact == "row_plus_one":
+        raise VerifyError("rejects a compact = row_plus_one slot layout (slots are placed "
+                          "rows * cols elements apart and would overlap)", op=op.name,
+                          loc=op.loc)
+    tiles = []
+    for k in range(count):
+        spec = bridge.tile_spec_of(slot, cf.c.target)
+        if spec is None:
+            raise VerifyError(f"slot type {slot} is not a tile_buf", op=op.name, loc=op.loc)
+        tile = Tile.of(spec, name=f"{res.name}[{k}]")
+        cf.tiles.append(tile)
+        tiles.append(tile)
+    value = MultiTile(tiles)
+    slot_bytes = tiles[0].spec.rows * tiles[0].spec.cols * tiles[0].spec.dtype.itemsize
+    kslot = cf.slot(res)
+    kw = op.keyword_operands
+    addr = cf.slot(kw["addr"]) if "addr" in kw else None
+    vr = cf.slot(kw["valid_row"]) if "valid_row" in kw else None
+    vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
+    loc = op.loc
+    tassign = REGISTRY["TASSIGN"]
+
+    def step(env: Env) -> None:
+        try:
+            for k, tile in enumerate(tiles):
+                if addr is not None:  # placement is TASSIGN, slot by slot
+                    base = _one_value(env[addr], op, "addr")
+                    tassign.run(env[0].machine, [tile, base + k * slot_bytes],
+                                _NO_PARAMS, checked=True, loc=loc)
+                if vr is not None or vc is not None:
+                    tile.set_valid(None if vr is None else _index(env[vr]),
+                                   None if vc is None else _index(env[vc]))
+        except PtoError as e:
+            raise e.with_loc(loc) from None
+        env[kslot] = value
+    return step
+
+
+@handler("pto.multi_tile_get")
+def _multi_tile_get(cf: CompiledFunc, op: Op) -> Step:
+    """Slot ``k`` of a multi_tile_buf, the same tile each time (a view: no data moves); ``k``
+    outside ``[0, count)`` is an error where it is evaluated (constants: at check)."""
+    if len(op.operands) != 2 or len(op.results) != 1:
+        raise VerifyError("expects %multi[%slot] and one tile_buf result", op=op.name,
+                          loc=op.loc)
+    slot, count = _multi_of(op, op.operands[0].type)
+    if op.results[0].type != slot:
+        raise VerifyError(f"result type {op.results[0].type} must equal the slot type {slot}",
+                          op=op.name, loc=op.loc)
+    src, idx, k = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.results[0])
+    loc, name = op.loc, op.name
+
+    def step(env: Env) -> None:
+        multi = env[src]
+        i = _one_value(env[idx], op, "the slot")
+        if not isinstance(multi, MultiTile):
+            raise ExecutionError(f"needs a multi_tile_buf, got {type(multi).__name__}",
+                                 op=name, loc=loc)
+        if not 0 <= i < count:
+            raise ExecutionError(f"slot {i} is out of range for multi_tile_buf count={count}",
+                                 op=name, loc=loc)
+        env[k] = multi.slots[i]
+    return step
+
+
 @handler("memref.alloc")
 def _memref_alloc(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
@@ -575,6 +680,35 @@ def _tassign(cf: CompiledFunc, op: Op) -> Step:
             raise e.with_loc(loc) from None
         if k is not None:
             env[k] = env[t]
+    return step
+
+
+#: the pipes ``pto.fence.barrier_all #pto.fence_scope<gm>`` drains before its ``dsb(DSB_DDR)``
+#: (PTOAS's EmitC lowering: every pipe in a vector kernel, test/lit/pto/
+#: signal_payload_cache_consistency.pto; the GM producers MTE2, MTE3 and FIX otherwise,
+#: designs/ptoas-memory-consistency-design.md)
+_FENCE_PIPES = {"vector": (Pipe.ALL,), None: (Pipe.MTE2, Pipe.MTE3, Pipe.FIX)}
+
+
+@handler("pto.fence.barrier_all")
+def _fence_barrier_all(cf: CompiledFunc, op: Op) -> Step:
+    """A GM visibility fence: PIPE_BARRIER on the pipes above (so the sanitizer and the cycle
+    model see barriers), then ``dsb(DSB_DDR)``, which has nothing to do here: ptoisa's global
+    memory has no write buffer or cache, a store is visible to every core once it ran."""
+    scopes = [p.value.body for p in op.syntax
+              if p.kind == "a" and isinstance(p.value, A.DialectAttr)
+              and p.value.name == "pto.fence_scope"]
+    if scopes != ["gm"] or op.operands:
+        raise VerifyError("expects '#pto.fence_scope<gm>' (the one scope PTOAS has), got "
+                          f"{scopes or 'none'}", op=op.name, loc=op.loc)
+    pipes = _FENCE_PIPES.get(kernel_kind(cf.op), _FENCE_PIPES[None])
+    barrier = REGISTRY["PIPE_BARRIER"]
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        m = env[0].machine
+        for p in pipes:
+            barrier.run(m, [p], _NO_PARAMS, checked=True, loc=loc)
     return step
 
 

@@ -165,6 +165,8 @@ class SyncGen:
                         self.block(blk.ops, st)
             elif name == "pto.alloc_tile" or name == "pto.tassign":
                 self._place(op)
+            elif name == "pto.multi_tile_get":
+                self._multi_slot(op)
             else:
                 try:
                     b = bridge.check_op(op, self.target)
@@ -183,6 +185,20 @@ class SyncGen:
             except (TypeError, ValueError):
                 return None
         return None
+
+    def _multi_slot(self, op: Any) -> None:
+        """A slot of a multi tile: a constant slot k is part k of the multi tile's bytes, any
+        other slot may be every part (so two selections of one slot are one buffer)."""
+        if len(op.operands) < 2 or not op.results:
+            return
+        try:
+            got = bridge.multi_tile_type(op.operands[0].type)
+        except PtoError:
+            got = None
+        count = got[1] if got is not None else 1 << 30
+        k = self._const(op.operands[1])
+        lo, hi = (k, k + 1) if k is not None else (0, count)
+        self.keys[id(op.results[0])] = (("multi", id(op.operands[0])), lo, hi)
 
     def _place(self, op: Any) -> None:
         if op.name == "pto.alloc_tile":

@@ -367,7 +367,11 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  ("TREDUCE", "op"),
                  *((n, "Phase") for n in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV",
                                           "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX", "TGEMV_MX",
-                                          "TMATMUL_MX_HIF4"))}
+                                          "TMATMUL_MX_HIF4")),
+                 # (tests/isa/test_reduce_expand_ops.py: test_row_expand_src1col*)
+                 *((f"TROWEXPAND{op}", "src1Col") for op in ("ADD", "SUB", "MUL", "DIV", "MAX",
+                                                              "MIN", "EXPDIF")),
+                 ("TROWEXPANDDIV", "PrecisionType")}
 
 
 def test_every_mode_is_accounted_for() -> None:
@@ -590,6 +594,9 @@ NOT_SWEPT = {
     "TPRINT": "prints; its Format has no value set",
     "TFILLPAD": "PadVal is a value, not a mode",
     "TROWEXPANDDIV": "PrecisionType is a C++ spelling string here, not a mode",
+    **{f"TROWEXPAND{op}": "src1Col is a column count, not a mode (run eagerly and as .pto "
+       "in tests/isa/test_reduce_expand_ops.py)"
+       for op in ("ADD", "SUB", "MUL", "MAX", "MIN", "EXPDIF")},
     "TCOLEXPANDDIV": "PrecisionType is a C++ spelling string here, not a mode",
     "THISTOGRAM": "ui16/ui32 sources with filter tiles (A5 only)",
     "TSCATTER": "index tiles",

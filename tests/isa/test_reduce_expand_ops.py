@@ -164,6 +164,105 @@ def test_row_expand_op_random_regions(target, op, data):
         pto.memory.pop(m)
 
 
+SRC1COL_CASES = [(op, t, d) for op in OPS for t in ("a2a3", "a5") for d in _types(op, t)]
+
+
+@pytest.mark.parametrize("op, target, dt", SRC1COL_CASES)
+@pytest.mark.parametrize("cols", [1, "block"])
+def test_row_expand_src1col(on, op, target, dt, cols):
+    """TileLang's form (PTOAS ``src1Col``): src1 is the expanded operand whatever its valid
+    shape; src1Col = 1 takes s = src1[i, 0] (the tilelang_st goldens: a RowMajor 32-byte wide
+    src1, column 0 broadcast), src1Col = 32/sizeof(T) the RowMajor block (mode 2)."""
+    on(target)
+    rng = np.random.default_rng(11)
+    blk = 32 // np.dtype(NP[dt]).itemsize
+    n = blk if cols == "block" else 1
+    vr, vc = 6, 21
+    src0 = Tile(TileType.Vec, dt, R, C, valid=(vr, vc))
+    src1 = Tile(TileType.Vec, dt, R, blk)  # full valid shape: src1Col decides
+    dst = Tile(TileType.Vec, dt, R, C, valid=(vr, vc))
+    a = _values(rng, dt, (R, C))
+    b = _values(rng, dt, (R, blk), nonzero=op == "DIV")
+    src0.load_numpy(a)
+    src1.load_numpy(b)
+    before = np.full(dst.shape, 1, NP[dt])
+    dst.load_numpy(before)
+    getattr(pto, f"TROWEXPAND{op}")(dst, src0, src1, src1Col=n)
+    ref = before.copy()
+    for i in range(vr):
+        for j in range(vc):
+            ref[i, j] = _ref_elem(op, a[i, j], b[i, 0] if n == 1 else b[i, j % blk], dt)
+    np.testing.assert_array_equal(dst.numpy(), ref)
+
+
+def test_row_expand_src1col_refusals(on):
+    on("a5")
+    src0 = Tile(TileType.Vec, "f32", 8, 16)
+    src1 = Tile(TileType.Vec, "f32", 8, 8)
+    with pytest.raises(pto.PtoError, match="src1Col = 3 is not supported"):
+        pto.TROWEXPANDADD(Tile(TileType.Vec, "f32", 8, 16), src0, src1, src1Col=3)
+    with pytest.raises(pto.PtoError, match="src0 .* must have dst's valid shape"):
+        pto.TROWEXPANDADD(Tile(TileType.Vec, "f32", 8, 16), src1, src0, src1Col=1)
+
+
+SRC1COL_PTO = """module {
+  func.func @k(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %o: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %av = pto.make_tensor_view %a, shape = [%c8, %c16], strides = [%c16, %c1]
+        : !pto.tensor_view<?x?xf32>
+    %bv = pto.make_tensor_view %b, shape = [%c8, %c8], strides = [%c8, %c1]
+        : !pto.tensor_view<?x?xf32>
+    %ov = pto.make_tensor_view %o, shape = [%c8, %c16], strides = [%c16, %c1]
+        : !pto.tensor_view<?x?xf32>
+    %ap = pto.partition_view %av, offsets = [%c0, %c0], sizes = [%c8, %c16]
+        : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+    %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c8, %c8]
+        : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x8xf32>
+    %op = pto.partition_view %ov, offsets = [%c0, %c0], sizes = [%c8, %c16]
+        : !pto.tensor_view<?x?xf32> -> !pto.partition_tensor_view<8x16xf32>
+    %s0 = pto.alloc_tile : !pto.tile_buf<vec, 8x16xf32>
+    %s1 = pto.alloc_tile : !pto.tile_buf<vec, 8x8xf32>
+    %d = pto.alloc_tile : !pto.tile_buf<vec, 8x16xf32>
+    pto.tload ins(%ap : !pto.partition_tensor_view<8x16xf32>)
+        outs(%s0 : !pto.tile_buf<vec, 8x16xf32>)
+    pto.tload ins(%bp : !pto.partition_tensor_view<8x8xf32>)
+        outs(%s1 : !pto.tile_buf<vec, 8x8xf32>)
+    pto.OP ins(%s0, %s1 : !pto.tile_buf<vec, 8x16xf32>, !pto.tile_buf<vec, 8x8xf32>)
+        outs(%d : !pto.tile_buf<vec, 8x16xf32>) {ATTRS}
+    pto.tstore ins(%d : !pto.tile_buf<vec, 8x16xf32>)
+        outs(%op : !pto.partition_tensor_view<8x16xf32>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("op,attrs,ref", [
+    ("trowexpandsub", "src1Col = 1 : i64, src0eqdst = true, highPrecision = false",
+     lambda a, b: a - b[:, :1]),
+    ("trowexpanddiv", "src1Col = 1 : i64, src0eqdst = true, highPrecision = true",
+     lambda a, b: a / b[:, :1]),
+    ("trowexpandmax", "src1Col = 1 : i64, src0eqdst = false", lambda a, b: np.maximum(a, b[:, :1])),
+    ("trowexpandmul", "src1Col = 8 : i64", lambda a, b: a * np.tile(b, (1, 2))),
+])
+def test_row_expand_src1col_pto(op, attrs, ref):
+    a = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    b = (np.random.default_rng(2).standard_normal((8, 8)) + 5).astype(np.float32)
+    o = np.zeros((8, 16), np.float32)
+    pto.load(SRC1COL_PTO.replace("OP", op).replace("ATTRS", attrs), target="a5").k(a, b, o)
+    np.testing.assert_allclose(o, ref(a.astype(np.float64), b.astype(np.float64)), rtol=1e-6)
+
+
+def test_row_expand_high_precision_only_on_div():
+    text = SRC1COL_PTO.replace("OP", "trowexpandadd").replace("ATTRS", "highPrecision = true")
+    with pytest.raises(pto.PtoError, match="only pto.trowexpanddiv has a high-precision form"):
+        pto.load(text, target="a5").k(*(np.zeros(s, np.float32) for s in ((8, 16), (8, 8),
+                                                                           (8, 16))))
+
+
 def test_row_expand_softmax(on):
     """Row softmax as a kernel writes it: TROWMAX, TROWEXPANDSUB, TEXP-free EXPDIF, TROWSUM,
     TROWEXPANDDIV; compared with a float64 numpy softmax."""

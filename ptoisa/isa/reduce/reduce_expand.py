@@ -560,6 +560,28 @@ def _row_expanded(exp: Tile, label: str, vr: int, vc: int) -> np.ndarray:
     return np.tile(b, (1, reps))[..., :vc]
 
 
+def _src1col_expanded(src1: Tile, cols: int, vr: int, vc: int) -> np.ndarray:
+    """The expanded src1 of TileLang's form for a vr x vc domain: ``src1Col`` = 1 gives
+    s = src1[i, 0] per row; 32/sizeof(T) is mode 2 (a RowMajor src1's 32-byte block per row,
+    repeated). Other counts are refused: their semantics are not settled upstream."""
+    block = 32 // src1.dtype.itemsize
+    if src1.valid_row < vr:
+        raise RuntimeCheckError(f"src1 has valid rows {src1.valid_row}, dst has {vr}")
+    if cols == 1:
+        if src1.valid_col < 1:
+            raise RuntimeCheckError("src1Col = 1 but src1 has no valid column")
+        return np.asarray(src1.read(vr, 1))
+    if cols == block and src1.spec.is_row_major:
+        if src1.valid_col < block:
+            raise RuntimeCheckError(f"src1Col = {cols} but src1 has {src1.valid_col} valid "
+                                    "columns")
+        b = np.asarray(src1.read(vr, block))
+        return np.tile(b, (1, -(-vc // block)))[..., :vc]
+    raise RuntimeCheckError(
+        f"src1Col = {cols} is not supported: 1 (a scalar per row) or, for a RowMajor src1, "
+        f"32/sizeof({src1.dtype}) = {block} (mode 2); other counts have no settled semantics")
+
+
 #: float forms of the expand ops that are plain numpy ufuncs (and so can be deferred)
 _FLOAT_UFUNCS = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide,
                  "MAX": np.maximum, "MIN": np.minimum}
@@ -570,19 +592,33 @@ def _declare_row_op(suffix: str) -> Instr:
     name = f"TROWEXPAND{suffix}"
 
     def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, tmp: Tile | None = None,
-             **params: Any) -> None:
+             src1Col: int | None = None, **params: Any) -> None:  # noqa: N803
         vr, vc = dst.valid_shape
         if vr == 0 or vc == 0:
             return
-        full, exp, swapped = _row_operands(dst, src0, src1)
+        if src1Col is not None:  # TileLang's form: src1 is the expanded operand, its columns
+            full, exp, swapped = src0, src1, False  # given here, not by its valid shape
+            if src0.valid_shape != (vr, vc):
+                raise RuntimeCheckError(f"src1Col given: src0 (valid {src0.valid_row}x"
+                                        f"{src0.valid_col}) must have dst's valid shape "
+                                        f"{vr}x{vc}")
+        else:
+            full, exp, swapped = _row_operands(dst, src0, src1)
         if not full.spec.is_row_major:
             raise RuntimeCheckError(f"the full-sized operand {'src1' if swapped else 'src0'} "
                                     f"must be row-major, got {full.spec.layout_name}")
-        if tmp is not None and exp.spec.is_row_major:
+        if tmp is not None and exp.spec.is_row_major and src1Col != 1:
             raise RuntimeCheckError("the overload with tmp supports only mode 1 (a ColMajor "
                                     "expanded operand)")
         label = "src0" if swapped else "src1"
         uf = _FLOAT_UFUNCS.get(suffix)
+        if src1Col is not None:
+            b = _src1col_expanded(src1, int(src1Col), vr, vc)
+            a = np.asarray(full.read(vr, vc))
+            with np.errstate(all="ignore"):
+                r = fn(a, b)
+            dst.write(np.asarray(r).astype(dst.dtype.np, copy=False))
+            return
         if uf is not None and dst.dtype.is_float and full.dtype is dst.dtype \
                 and (exp._pending is not None or full._pending is not None) \
                 and lazy.worth(m, dst) and (vr, vc) == dst.shape == full.shape \
@@ -620,9 +656,24 @@ def _declare_row_op(suffix: str) -> Instr:
         "kept: with src0 expanded, dst = s op src1).")
     if suffix == "DIV":
         impl.__doc__ += " Integers: C division (toward zero), x / 0 gives 0."
+    impl.__doc__ += (
+        "\n\nsrc1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 "
+        "the expanded operand and gives its columns instead of its valid shape: 1 (s = "
+        "src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode "
+        "2, a RowMajor src1); src0 must have dst's valid shape.")
     params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
+    params += (Param("src1Col", None),)
     runtime = (PrecisionType.check,) if suffix == "DIV" else ()
+    attrs = {"src1Col": Attr("src1Col"),
+             "src0eqdst": Attr(only=None, why=(
+                 "TileLang's flag for whether src0 has dst's shape: the instruction takes the "
+                 "full-sized operand from the valid shapes (with src1Col: src0, checked)")),
+             "highPrecision": Attr("PrecisionType", values={
+                 True: "DivAlgorithm::HIGH_PRECISION", False: "DivAlgorithm::DEFAULT"})
+             if suffix == "DIV" else Attr(only=(False,), why=(
+                 "only pto.trowexpanddiv has a high-precision form"))}
     return instr(name, family="reduce", pipe=Pipe.V, batched=True,
+                 ptoas=Ptoas(attrs=attrs),
                  operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
                            Opnd("src1", "tile"),
                            Opnd("tmp", "tile", "scratch", optional=True)),
