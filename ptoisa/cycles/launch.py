@@ -88,6 +88,12 @@ class LaunchTime:
     drain: int
     clock_hz: float
     source: str
+    #: busy cycles per pipe of one core's timeline in the shared schedule (GM steps stretched)
+    busy: dict[str, int]
+
+    def busy_ratio(self) -> dict[str, float]:
+        """Each pipe's busy share of the whole launch (as profilers report a pipe's ratio)."""
+        return {p: b / self.cycles for p, b in self.busy.items()} if self.cycles else {}
 
     @property
     def cycles(self) -> int:
@@ -131,16 +137,29 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
         per_tl[(s.core, s.block)] = per_tl.get((s.core, s.block), 0) + s.gm
     core_bytes = max(per_tl.values(), default=0)
     gm_bytes = sum(s.gm for s in gm_steps) * mult
-    shared = core_total
+    shared, timed = core_total, steps
     if gm_steps and (mult > 1 or len(per_tl) > 1):
-        shared = _shared(steps, mult, b.bandwidth, rounds, schedule, manual)
+        shared, timed = _shared(steps, mult, b.bandwidth, rounds, schedule, manual)
     return LaunchTime(blocks, core_total, max(shared, core_total), core_bytes, gm_bytes,
                       b.bandwidth, math.ceil(gm_bytes / b.bandwidth), b.launch, b.ramp,
-                      b.drain, clock_hz, b.source)
+                      b.drain, clock_hz, b.source, _busy(timed))
+
+
+def _busy(steps: list[Step]) -> dict[str, int]:
+    """Busy cycles per pipe of the busiest timeline (core, block) of each pipe."""
+    per: dict[tuple[str, str, int], int] = {}
+    for s in steps:
+        if s.sync is None and s.cycles:
+            k = (s.pn, s.core, s.block)
+            per[k] = per.get(k, 0) + s.cycles
+    out: dict[str, int] = {}
+    for (p, _, _), v in per.items():
+        out[p] = max(out.get(p, 0), v)
+    return out
 
 
 def _shared(steps: list[Step], mult: int, bw: float, rounds: int, schedule: Any,
-            manual: bool) -> int:
+            manual: bool) -> tuple[int, list[Step]]:
     """The cores' makespan with the GM steps stretched by the oversubscription of the budget
     over their intervals (copies of ``steps`` scheduled again)."""
     ids = {id(s): i for i, s in enumerate(steps)}
@@ -187,4 +206,4 @@ def _shared(steps: list[Step], mult: int, bw: float, rounds: int, schedule: Any,
         schedule(work, manual=manual)
         end = max((w.end for w in work), default=0)
         timed = work
-    return end
+    return end, timed
