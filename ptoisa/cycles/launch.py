@@ -124,10 +124,11 @@ class LaunchTime:
 
 
 def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
-                 clock_hz: float, manual: bool, rounds: int = 3) -> LaunchTime:
-    """Price a scheduled launch (``steps`` have their times; they are not changed)."""
-    from .schedule import schedule
-
+                 clock_hz: float, manual: bool, reschedule: Any, rounds: int = 3
+                 ) -> LaunchTime:
+    """Price a scheduled launch (``steps`` have their times; they are not changed).
+    ``reschedule(steps, manual=...)``: :func:`ptoisa.cycles.schedule.schedule` (None: the
+    cores are not scheduled again, the bandwidth floor alone shares the budget)."""
     b = budget(target)
     mult = blocks if lockstep else 1  # a lockstep step stands for this many cores
     core_total = max((s.end for s in steps), default=0)
@@ -138,8 +139,8 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
     core_bytes = max(per_tl.values(), default=0)
     gm_bytes = sum(s.gm for s in gm_steps) * mult
     shared, timed = core_total, steps
-    if gm_steps and (mult > 1 or len(per_tl) > 1):
-        shared, timed = _shared(steps, mult, b.bandwidth, rounds, schedule, manual)
+    if gm_steps and (mult > 1 or len(per_tl) > 1) and reschedule is not None:
+        shared, timed = _shared(steps, mult, b.bandwidth, rounds, reschedule, manual)
     return LaunchTime(blocks, core_total, max(shared, core_total), core_bytes, gm_bytes,
                       b.bandwidth, math.ceil(gm_bytes / b.bandwidth), b.launch, b.ramp,
                       b.drain, clock_hz, b.source, _busy(timed))

@@ -96,6 +96,9 @@ class CycleReport:
         self._work = work
         self._rows: list[Row] | None = None
         self._launch: Any = None
+        #: the schedule function (set by the model that built this report; the launch model
+        #: schedules the cores again with their GM steps stretched)
+        self._reschedule: Any = None
 
     @property
     def launch(self) -> Any:
@@ -107,7 +110,8 @@ class CycleReport:
 
             self._launch = whole_launch(self.steps, blocks=self.blocks,
                                         lockstep=self.lockstep, target=self.target,
-                                        clock_hz=self.clock_hz, manual=self.mode == "manual")
+                                        clock_hz=self.clock_hz, manual=self.mode == "manual",
+                                        reschedule=self._reschedule)
         return self._launch
 
     @property

@@ -272,6 +272,7 @@ class CycleModel:
             flows, deadlocks = schedule(steps, manual=self.has_sync)
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
             done.blocks, done.lockstep = self.blocks, self.lockstep
+            done._reschedule = schedule
             if key is not None:
                 held = sum(len(k[4]) for k in _SCHEDULES)
                 if len(_SCHEDULES) >= 64 or held + len(steps) > _SCHEDULE_MEMO_TOTAL:
