@@ -98,6 +98,24 @@ class CycleReport:
         self.busy = dict(sorted(busy.items(), key=lambda kv: order.get(kv[0], 99)))
         self._work = work
         self._rows: list[Row] | None = None
+        self._launch: Any = None
+        #: the schedule function (set by the model that built this report; the launch model
+        #: schedules the cores again with their GM steps stretched)
+        self._reschedule: Any = None
+
+    @property
+    def launch(self) -> Any:
+        """The whole launch (:class:`ptoisa.cycles.launch.LaunchTime`): the cores sharing the
+        target's GM bandwidth, plus launch overhead, first loads and last stores' drain.
+        ``total`` stays one core's timeline with GM to itself."""
+        if self._launch is None:
+            from .launch import whole_launch
+
+            self._launch = whole_launch(self.steps, blocks=self.blocks,
+                                        lockstep=self.lockstep, target=self.target,
+                                        clock_hz=self.clock_hz, manual=self.mode == "manual",
+                                        reschedule=self._reschedule)
+        return self._launch
 
     @property
     def rows(self) -> list[Row]:
@@ -171,6 +189,8 @@ class CycleReport:
             lines.append("top instructions by time:")
             for r in self.rows[:top]:
                 lines.append(f"  {r.cycles:>10}  {r.op:<14} x{r.count:<5} {r.pipe:<5} {r.where}")
+        if any(s.gm for s in self._work):
+            lines.append(self.launch.summary())
         for d in self.deadlocks:
             lines.append(f"deadlock: {_where(d.step.loc)}: {d.message}")
         for e in self.errors[:5]:

@@ -129,7 +129,7 @@ class CycleModel:
             reads, writes = accesses(rec, memo=self._spans)
             # the values are kept with the entry so that the ids in the key stay theirs
             hit = _Rec(name, c.pipe, c.cycles, None, tuple(self._canonical(reads)),
-                       tuple(self._canonical(writes)), list(vals))
+                       tuple(self._canonical(writes)), list(vals), c.gm)
             if key is not None:
                 if len(self._rec_cache) > 2048:
                     self._rec_cache.clear()
@@ -206,7 +206,7 @@ class CycleModel:
             except Exception as e:  # noqa: BLE001 - the model must never break a run
                 self.errors.append(f"{rec.instr.name}: no cost ({type(e).__name__}: {e})")
                 cyc = 1
-            hit = _Rec(rec.instr.name, pipe, cyc)
+            hit = _Rec(rec.instr.name, pipe, cyc, gm=_gm_bytes(vals))
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
@@ -275,6 +275,7 @@ class CycleModel:
             flows, deadlocks = schedule(steps, manual=self.has_sync)
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
             done.blocks, done.lockstep = self.blocks, self.lockstep
+            done._reschedule = schedule
             if key is not None:
                 held = sum(len(k[4]) for k in _SCHEDULES)
                 if len(_SCHEDULES) >= 64 or held + len(steps) > _SCHEDULE_MEMO_TOTAL:
@@ -300,13 +301,23 @@ class _Rec:
     writes: tuple[Any, ...] = ()
     #: the operands (kept so that the ids in the memo key stay theirs)
     vals: Any = None
+    #: bytes moved to or from GM (a GM view operand's bytes)
+    gm: int = 0
 
 
 def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
     """The i-th recorded entry as a Step to schedule."""
     r = e[0]
     return Step(i, r.op, r.pipe, r.cycles, e[1], e[2], e[3], r.sync, r.reads, r.writes,
-                pn=r.pipe.name)
+                pn=r.pipe.name, gm=r.gm)
+
+
+def _gm_bytes(vals: list[Any]) -> int:
+    """The bytes an instruction moves to or from GM: its first GM view's (0: none)."""
+    for v in vals:
+        if isinstance(v, GlobalTensor):
+            return int(v.spec.numel) * int(v.dtype.itemsize)
+    return 0
 
 
 _SYNC_RECS: dict[Any, _Rec] = {}

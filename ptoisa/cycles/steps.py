@@ -38,6 +38,8 @@ class Step:
     fire: int | None = None
     after: list[Any] | None = None
     hold: Any = None
+    #: bytes this step moves to or from GM (one block's; the launch model shares them)
+    gm: int = 0
 
 
 @dataclass(slots=True)
