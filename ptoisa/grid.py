@@ -70,6 +70,11 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     ``matmul_accumulation`` ("f32" | "exact", a setting): by default the current machine's
     (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's thread."""
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
+    sanitizing = sanitize is not False and sanitize is not None
+    if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)
+        run_blocks(lambda m: kernel(*args), blocks=blocks, target=target, lockstep=lockstep,
+                   settings=settings)
+        return None
     from .cycles import cycles_mode
 
     cycles, with_values = cycles_mode(cycles)
@@ -88,7 +93,6 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
                 kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings), ranks))
         launch_ranks(kernel, *args, ranks=ranks, blocks=blocks, target=target, **settings)
         return None
-    sanitizing = sanitize is not False and sanitize is not None
     with contextlib.ExitStack() as stack:
         if sanitizing:
             from .sanitizer import sanitizing as _sanitizing
