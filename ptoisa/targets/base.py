@@ -125,6 +125,10 @@ class Traits:
     #: finite f16 range (NaN -> 0): "always" (the NPU) or "window" (the CPU simulator: only
     #: when src and dst shapes differ; an equally shaped move keeps inf and NaN)
     fixpipe_f16_saturation: str = "always"
+    #: what the fix-pipe's ReLU of TEXTRACT / TINSERT (reluMode NormalRelu) makes of NaN:
+    #: "propagate" (NaN stays NaN: the pages say max(x, 0) and are silent on NaN) or "zero"
+    #: (the CPU simulator's ``x > 0 ? x : 0``)
+    fixpipe_relu_nan: str = "propagate"
     #: TFILLPAD* pad every row of the tile and TFILLPAD_INPLACE copies src as well (the CPU
     #: simulator); else they pad the rows below the valid rows only and INPLACE does not copy
     fillpad_whole_tile: bool = False

@@ -205,6 +205,7 @@ TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                          "cube_static_shapes_chain": False,
                          "mad_f32_modes": frozenset(),
                          "fixpipe_f16_saturation": "window",
+                         "fixpipe_relu_nan": "zero",
                          "fillpad_whole_tile": True,
                          # ---- cycle model, conformance
                          "conformance_reference": True,

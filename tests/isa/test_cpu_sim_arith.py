@@ -142,3 +142,31 @@ def test_max_min_nan_operand_order(tgt, dt):  # type: ignore[no-untyped-def]
             assert (math.isnan(g) and math.isnan(w)) or g == w, (op, got, want)
         if tgt == "cpu":  # equal zeros: src0 is kept
             assert [math.copysign(1, g) for g in got[3:]] == [-1.0, 1.0]
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+@pytest.mark.parametrize("op", ["TEXTRACT", "TINSERT"])
+def test_fixpipe_relu_of_nan(target, op):
+    """ReLU in an Acc -> Mat move: the CPU simulator's x > 0 ? x : 0 gives 0 for NaN; the
+    NPU targets keep max(x, 0) with NaN propagating (the pages are silent on NaN)."""
+    from ptoisa import BLayout, SLayout, Tile, TileType
+
+    if (op, target) == ("TINSERT", "a2a3"):
+        pytest.skip("a2a3's TINSERT writes f32 accumulators as f16/bf16 only")
+    x = np.arange(256, dtype=np.float32).reshape(16, 16) - 100
+    x[0, 0], x[1, 1], x[2, 2] = np.nan, -np.inf, np.inf
+    with pto.target(target):
+        acc = Tile(TileType.Acc, np.float32, 16, 16, BLayout.ColMajor, None, SLayout.RowMajor,
+                   fractal=1024)
+        acc.load_numpy(x)
+        mat = Tile(TileType.Mat, np.float32, 16, 16, BLayout.ColMajor, None, SLayout.RowMajor)
+        if op == "TEXTRACT":
+            pto.TEXTRACT(mat, acc, 0, 0, reluMode=pto.ReluPreMode.NormalRelu)
+        else:
+            mat.load_numpy(np.zeros((16, 16), np.float32))
+            pto.TINSERT(mat, acc, 0, 0, reluMode=pto.ReluPreMode.NormalRelu)
+        got = mat.numpy()
+    want = np.where(x > 0, x, 0).astype(np.float32)  # x > 0 ? x : 0
+    if target != "cpu":
+        want[0, 0] = np.nan  # max(NaN, 0) keeps the NaN
+    np.testing.assert_array_equal(got, want)

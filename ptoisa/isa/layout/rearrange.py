@@ -116,6 +116,10 @@ def _window_fits(ins: Instr, what: str, big: Tile, r0: int, c0: int, rows: int, 
 def _convert(m: Machine, vals: np.ndarray, src: Tile, dst: Tile, relu: bool,
              scalar_word: Any = None, words: np.ndarray | None = None) -> np.ndarray:
     """The fix-pipe conversion of a block of src values to dst's element type."""
+    if relu and m.target.traits.fixpipe_relu_nan == "zero" and vals.dtype.kind == "f" \
+            and words is None and scalar_word is None:
+        # (a plain conversion: ReLU first or last is the same, and x > 0 ? x : 0 is 0 on NaN)
+        vals = np.where(np.isnan(vals), vals.dtype.type(0), vals)
     mode = None
     if words is not None:
         mode = quant_mode(m.target, src.dtype, dst.dtype)
