@@ -11,7 +11,7 @@ the upstream MLIR dialects that ptoisa parses but does not run). Ops of other di
 
 The compiler's own tables of names live here too, below the compiler and the handler modules
 that fill them (:mod:`ptoisa.interp.compiler` re-exports them): ``_HANDLERS`` (op name -> its
-handler, registered with :func:`handler`) and ``NO_EFFECT`` (ops that compile to nothing).
+handler, registered with :func:`handler`) and ``NO_EFFECT`` (ops that compute nothing).
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ memref.view
 
 KNOWN: frozenset[str] = frozenset((_PTOAS_NOT_RUN + _MLIR).split())
 
-#: ops that compile to nothing, each with the reason it changes no value ptoisa computes; the
-#: exact names, never prefixes: any other op is executed, checked, or refused by name
+#: ops that compute nothing, each with the reason it changes no value ptoisa computes (their
+#: step only tells observers that a model such as the sanitizer's skipped them); the exact
+#: names, never prefixes: any other op is executed, checked, or refused by name
 #: (``tests/interp/test_every_op.py`` walks every name ``check`` accepts)
 NO_EFFECT: dict[str, str] = {
     "pto.set_ffts": "sets the FFTS base address of cross-core flags; ptoisa's cross-core "

@@ -35,14 +35,10 @@ def section_kinds(fn: Op) -> set[str]:
 
 
 def _nested_check(op: Op) -> None:
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.ops:
-                for o in inner.walk():
-                    if o.name in SECTIONS:
-                        raise VerifyError(
-                            f"'{o.name}' nested in '{op.name}': PTOAS rejects nested sections",
-                            op=o.name, loc=o.loc)
+    for o in op.walk():
+        if o is not op and o.name in SECTIONS:
+            raise VerifyError(f"'{o.name}' nested in '{op.name}': PTOAS rejects nested sections",
+                              op=o.name, loc=o.loc)
 
 
 @handler(*KINDS)
