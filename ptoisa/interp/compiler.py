@@ -367,6 +367,12 @@ class CompiledFunc:
                 return s.value
             return tuple(env[x] for x in s)
 
+        def located(e: PtoError) -> PtoError:
+            """A failed step's error, naming the op and its line."""
+            if e.op is None:
+                e.op = opname
+            return e.with_loc(loc)
+
         def step(env: Env) -> None:
             for k, t in res:
                 env[k] = t
@@ -389,9 +395,7 @@ class CompiledFunc:
             try:
                 out = run(env[0].machine, vals, params, True, loc)
             except PtoError as e:
-                if e.op is None:
-                    e.op = opname
-                raise e.with_loc(loc) from None
+                raise located(e) from None
             if ret is not None:  # the op's SSA result is what the instruction returns
                 env[ret] = out
 
@@ -404,9 +408,7 @@ class CompiledFunc:
             try:
                 run(env[0].machine, fetch(env), params, True, loc)
             except PtoError as e:
-                if e.op is None:
-                    e.op = opname
-                raise e.with_loc(loc) from None
+                raise located(e) from None
         return plain_operands
 
     def result_tile(self, op: Op, v: Any, what: str = "result type", kind: str = "a tile"
