@@ -175,6 +175,9 @@ class Machine:
         self.fixpipe_quant: tuple[str, Any] | None = None
         #: the flag operations run, in order (set_flag / wait_flag / barriers)
         self.sync_log: list[Any] | None = None
+        #: registers micro-ops set and later ones read (DMA loop registers, SPR AR, the MTE3
+        #: atomic mode), by name; a launch starts with none set
+        self.micro_regs: dict[str, Any] = {}
         self._lazy: list[Tile] = []
         #: bumped whenever a tile starts reading lazily or gets storage: a storage barrier
         #: that found nothing to settle need not look again until it changes
@@ -366,6 +369,7 @@ class Machine:
         self._gm_settled = None
         self.gm_writes = 0
         self.print_used = 0
+        self.micro_regs.clear()
         self.reset_placement()
 
     def reset_placement(self) -> None:

@@ -333,6 +333,34 @@ def test_dma_loop_registers_and_atomic_add(a5):
     np.testing.assert_array_equal(out, np.arange(16) - 5)
 
 
+def test_micro_registers_start_unset_in_every_launch(a5):
+    """DMA loop registers, AR and the atomic mode set in one launch are not there in the next
+    (a machine is reused across launches: state left over would make a result depend on what
+    ran before)."""
+    gm = np.arange(64, dtype=np.uint8)
+    u8 = D.dtype("ui8")
+
+    def sets() -> None:
+        pto.v.set_loop_size_outtoub(1, 1)
+        pto.v.set_loop1_stride_outtoub(0, 0)
+        pto.v.set_loop2_stride_outtoub(0, 0)
+        pto.v.sprclr(spr="AR")
+        pto.v.set_atomic_s32()
+        pto.v.set_atomic_add()
+
+    def reads() -> None:
+        pto.v.copy_gm_to_ubuf(gm, Ptr("ub", 0, u8), 0, 1, 8, 0, 0, False, 0, 8, 32)
+
+    pto.launch(sets, target="a5")
+    with pytest.raises(ExecutionError, match="loop sizes were never set"):
+        pto.launch(reads, target="a5")
+    m = pto.target("a5")
+    sets()
+    assert set(m.micro_regs) == {"dma_loop", "AR", "atomic"}
+    m.reset_for_launch()
+    assert m.micro_regs == {}
+
+
 def test_an_op_without_operands_ends_at_the_line():
     from ptoisa.text import parse
 

@@ -7,7 +7,6 @@ they are refused by name."""
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -16,12 +15,10 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ..registry import instr
 
-#: machine -> {"type": numpy type, "op": "add" | None}
-_MODE: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-
 
 def _mode(m: Any) -> dict[str, Any]:
-    return _MODE.setdefault(m, {"type": None, "op": None})
+    """The MTE3 atomic mode: {"type": numpy type, "op": "add" | None}."""
+    return m.micro_regs.setdefault("atomic", {"type": None, "op": None})
 
 
 @instr("SET_ATOMIC_S32", pipe=Pipe.MTE3, dialect="vpto", operands=())
@@ -44,7 +41,7 @@ def SET_ATOMIC_NONE(m: Any) -> None:
 
 def combine(m: Any, old: np.ndarray, new: np.ndarray, op: str) -> np.ndarray:
     """The bytes a UB -> GM row leaves in GM: ``new`` unless an atomic operation is on."""
-    mode = _MODE.get(m)
+    mode = m.micro_regs.get("atomic")
     if mode is None or mode["op"] is None:
         return new
     t = mode["type"]

@@ -12,7 +12,6 @@ never set, a copy before its loop sizes were set, and the padding forms (left / 
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from ...enums import Pipe
@@ -20,17 +19,14 @@ from ...errors import ExecutionError
 from ..registry import Opnd, instr
 from .dma import MTE_GM_UB, MTE_UB_GM
 
-#: machine -> {(direction, register): (a, b)}
-_REGS: weakref.WeakKeyDictionary[Any, dict[tuple[str, str], tuple[int, int]]] = \
-    weakref.WeakKeyDictionary()
-
 
 def _set(m: Any, way: str, reg: str, a: Any, b: Any) -> None:
-    _REGS.setdefault(m, {})[(way, reg)] = (int(a), int(b))
+    # m.micro_regs["dma_loop"]: {(direction, register): (a, b)}
+    m.micro_regs.setdefault("dma_loop", {})[(way, reg)] = (int(a), int(b))
 
 
 def _loops(m: Any, way: str, op: str) -> tuple[tuple[int, int, int], ...]:
-    regs = _REGS.get(m, {})
+    regs = m.micro_regs.get("dma_loop", {})
     if (way, "size") not in regs:
         raise ExecutionError(f"pto.{op}: the loop sizes were never set on this core "
                              f"(pto.set_loop_size_{way} comes first)")

@@ -10,7 +10,6 @@ does)."""
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -19,9 +18,6 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.regs import Ptr, buffer_bytes
 from ..registry import Opnd, Param, instr
-
-#: machine -> its AR value (set by sprclr)
-_AR: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 def _only_ar(spr: Any, op: str) -> None:
@@ -33,7 +29,7 @@ def _only_ar(spr: Any, op: str) -> None:
 def SPRCLR(m: Any, *, spr: str = "AR") -> None:
     """AR = 0."""
     _only_ar(spr, "sprclr")
-    _AR[m] = 0
+    m.micro_regs["AR"] = 0
 
 
 def _store_ar(m: Any, op: str, spr: Any, dest: Any, nbytes: int, post: bool) -> Ptr:
@@ -42,11 +38,11 @@ def _store_ar(m: Any, op: str, spr: Any, dest: Any, nbytes: int, post: bool) -> 
                                                                                   "i32"):
         raise ExecutionError(f"pto.{op}: the destination must be a ui32 / i32 UB pointer, "
                              f"got {dest!r}")
-    if m not in _AR:
+    if "AR" not in m.micro_regs:
         raise ExecutionError(f"pto.{op}: AR holds no value ptoisa knows (no pto.sprclr "
                              f"\"AR\" before it on this core)")
     at = dest.addr + (0 if post else nbytes)
-    buffer_bytes(m, "ub", at, 4, "the stored AR").view(np.uint32)[0] = _AR[m]
+    buffer_bytes(m, "ub", at, 4, "the stored AR").view(np.uint32)[0] = m.micro_regs["AR"]
     return Ptr("ub", dest.addr + nbytes, dest.dtype)
 
 
