@@ -31,7 +31,7 @@ from .isa.registry import REGISTRY, Instr
 from .memory import Machine, pop
 from .memory import target as make_target
 from .progress import Progress
-from .targets import CONFORMANCE_TARGET, get_target
+from .targets import CONFORMANCE_TARGET, TargetLike, get_target
 from .tensor import GlobalTensor
 from .tile import Tile, tile_spec
 
@@ -126,9 +126,9 @@ def _scalar(o: dict[str, Any]) -> Any:
     return float(v) if isinstance(v, str) else v
 
 
-def _param_value(instr: Instr, name: str, text: str) -> Any:
+def _param_value(ins: Instr, name: str, text: str) -> Any:
     """Template argument text ('AtomicType::AtomicAdd', 'true', '3') -> python value."""
-    for p in instr.params:
+    for p in ins.params:
         if p.name == name and p.type is not None:
             return text
     if "::" in text:
@@ -600,26 +600,26 @@ def _last_out_tile(case: dict[str, Any]) -> str:
     raise Skip("check without a target: no output tile in the program")
 
 
-def run_case(case_dir: Path, target_name: str = CONFORMANCE_TARGET) -> Verdict:
+def run_case(case_dir: Path, target: TargetLike = CONFORMANCE_TARGET) -> Verdict:
     """Run one recorded case. A recorded program that breaks a documented constraint the CPU
     simulator does not check (a ConstraintError) runs again on a permissive machine, the
     simulator's behaviour, and is reported as QUIRK with the constraint when it then passes."""
     try:
-        return _run_case(case_dir, target_name)
+        return _run_case(case_dir, target)
     except ConstraintError as e:
-        v = _run_case(case_dir, target_name, permissive=True)
+        v = _run_case(case_dir, target, permissive=True)
         if v.status == "PASS":
             return Verdict(v.case_id, "QUIRK", f"needs permissive mode: {e}")
         return Verdict(v.case_id, v.status, f"{v.detail} (in permissive mode, needed for: {e})")
 
 
-def _run_case(case_dir: Path, target_name: str, permissive: bool = False) -> Verdict:
+def _run_case(case_dir: Path, target: TargetLike, permissive: bool = False) -> Verdict:
     case = json.loads((case_dir / "case.json").read_text())
     cid = case["case_id"]
     missing = sorted({op_name(s) for s in case["program"]} - set(REGISTRY))
     if missing:
         return Verdict(cid, "SKIP", "missing " + ", ".join(missing))
-    m = make_target(target_name, permissive=permissive)
+    m = make_target(target, permissive=permissive)
     try:
         run = CaseRun(case_dir, case, m)
         try:
@@ -633,7 +633,7 @@ def _run_case(case_dir: Path, target_name: str, permissive: bool = False) -> Ver
             if not m.target.traits.conformance_reference:
                 # the pack records the CPU simulator's programs; a use another target rejects
                 # is not a wrong answer there
-                return Verdict(cid, "SKIP", f"not legal on {target_name}: {e}")
+                return Verdict(cid, "SKIP", f"not legal on {target}: {e}")
             problems = [f"error: {e}"]
         except PtoError as e:
             problems = [f"error: {e}"]
@@ -641,10 +641,10 @@ def _run_case(case_dir: Path, target_name: str, permissive: bool = False) -> Ver
             problems = check_case(run, outputs)
     finally:
         pop(m)
-    return verdict_of(case, case_dir, target_name, problems)
+    return verdict_of(case, case_dir, target, problems)
 
 
-def verdict_of(case: dict[str, Any], case_dir: Path, target_name: str,
+def verdict_of(case: dict[str, Any], case_dir: Path, target: TargetLike,
                problems: list[str]) -> Verdict:
     """The verdict of a case that ran, from the problems its checks found."""
     cid = case["case_id"]
@@ -663,7 +663,7 @@ def verdict_of(case: dict[str, Any], case_dir: Path, target_name: str,
     quirk = sim_quirk(case, case_dir)
     if quirk:
         return Verdict(cid, "QUIRK", f"{quirk} [{problems[0]}]")
-    diff = target_difference(case, case_dir, target_name)
+    diff = target_difference(case, case_dir, target)
     if diff:
         return Verdict(cid, "DIFF", f"{diff} [{problems[0]}]")
     return Verdict(cid, "FAIL", problems[0])
@@ -777,9 +777,9 @@ TARGET_DIFFERENCES: dict[str, Any] = {
 }
 
 
-def target_difference(case: dict[str, Any], case_dir: Path, target_name: str) -> str | None:
+def target_difference(case: dict[str, Any], case_dir: Path, target: TargetLike) -> str | None:
     """The documented difference that explains a failing case on an NPU target, or None."""
-    if get_target(target_name).traits.conformance_reference:
+    if get_target(target).traits.conformance_reference:
         return None
     rule = TARGET_DIFFERENCES.get(case["instruction"])
     why = rule(case) if rule is not None else None
@@ -998,17 +998,17 @@ def case_dirs(root: Path) -> list[Path]:
     return sorted(p.parent for p in root.glob("**/case.json"))
 
 
-def run_pack(root: Path, target_name: str = CONFORMANCE_TARGET, *, out: Any = None,
+def run_pack(root: Path, target: TargetLike = CONFORMANCE_TARGET, *, out: Any = None,
              only: Iterable[str] = ()) -> Summary:
     out = out or sys.stdout
     summary = Summary()
     wanted = {w.lower() for w in only}
     dirs = [d for d in case_dirs(root) if not wanted or d.parent.name.lower() in wanted
             or d.name in wanted]
-    with Progress(len(dirs), f"conformance ({target_name})") as bar:
+    with Progress(len(dirs), f"conformance ({target})") as bar:
         for d in dirs:
             try:
-                v = run_case(d, target_name)
+                v = run_case(d, target)
             except Exception as e:  # noqa: BLE001 - a crash in one case must not hide others
                 v = Verdict(d.name, "FAIL", f"internal error: {type(e).__name__}: {e}")
             summary.verdicts.append(v)
@@ -1023,5 +1023,5 @@ def run_pack(root: Path, target_name: str = CONFORMANCE_TARGET, *, out: Any = No
     d = summary.count("DIFF")
     diffs = f", {d} documented target differences (DIFF)" if d else ""
     print(f"{summary.count('PASS')} passed, {summary.count('FAIL')} failed, "
-          f"{summary.count('SKIP')} skipped{diffs} (target {target_name})", file=out)
+          f"{summary.count('SKIP')} skipped{diffs} (target {target})", file=out)
     return summary

@@ -32,7 +32,7 @@ from .lockstep import check_launch, lockstep_or_each
 from .memory import Machine, current, pop
 from .memory import push as _push
 from .progress import Progress
-from .targets import DEFAULT_TARGET
+from .targets import DEFAULT_TARGET, TargetLike, get_target
 
 __all__ = ["BlockDivergence", "Lanes", "block_of", "get_block_idx", "get_block_num", "launch"]
 
@@ -49,7 +49,8 @@ def get_block_num() -> int:
 
 # ---- launching ------------------------------------------------------------------------------
 
-def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
+def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
+           target: TargetLike = DEFAULT_TARGET,
            lockstep: bool | str = "auto", mixed: bool = False, cycles: bool | str = False,
            sanitize: Any = False, ranks: Any = None, **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
@@ -119,7 +120,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
     return model.report() if cycles else None
 
 
-def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
+def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLike,
                lockstep: bool | str = "auto", settings: dict[str, Any] | None = None,
                machine: Machine | None = None, fresh: Callable[[], None] | None = None,
                planned: bool = False) -> Any:
@@ -190,9 +191,10 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: str,
 _MACHINES: dict[Any, Machine] = {}
 
 
-def _launch_machine(target: str, lanes: int, settings: dict[str, Any]) -> Machine:
+def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Machine:
     """A machine for a launch, reused across launches with the same target and lane count so
     its buffers and arena are not allocated (and page-faulted in) again every time."""
+    target = get_target(target)
     key = (target, lanes, tuple(sorted((k, id(v)) for k, v in settings.items())))
     m = _MACHINES.get(key)
     if m is None:

@@ -30,7 +30,7 @@ import numpy as np
 from . import lazy, progress
 from .errors import PtoError, PtoMemoryError
 from .hostmem import ARENA_CHUNK, check_host_memory
-from .targets import DEFAULT_TARGET, LOC_SPACE, Target, get_target
+from .targets import DEFAULT_TARGET, LOC_SPACE, Target, TargetLike, get_target
 
 if TYPE_CHECKING:
     from .tile import Tile
@@ -99,7 +99,7 @@ class Machine:
 
     def __init__(
         self,
-        target: str | Target = DEFAULT_TARGET,
+        target: TargetLike = DEFAULT_TARGET,
         *,
         mode: str = "auto",
         stdout: TextIO | None = None,

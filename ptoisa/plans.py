@@ -182,7 +182,7 @@ class _Recorder:
                 self.steps.clear()
                 self.after_valid.clear()
             return
-        ins = rec.instr
+        ins = rec.ins
         m = rec.machine
         vals = list(rec.values)
         once = m.lanes == 1 or (ins.batched and _all_uniform(vals, ins.any_valid))
@@ -320,7 +320,7 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
     if len(rec.after_valid) != len(rec.steps):
         raise _NotPlannable("an instruction did not complete")
     for (r, vals, once, pre), after in zip(rec.steps, rec.after_valid, strict=True):
-        ins = r.instr
+        ins = r.ins
         if ins.access == "place" and any(isinstance(v, GlobalTensor) for v in vals):
             raise _NotPlannable("a GM view placed (TASSIGN) during the launch")
         bound = [value(v) for v in vals]

@@ -130,12 +130,12 @@ def _form_text(op: str, f: Form) -> str:
     if f.segments:
         text = f'"{op}"(...) with operand groups ({", ".join(f.segments)})'
     elif f.bundles or op.startswith("pto.comm."):  # (the comm ops' call spelling)
-        parts = ["%" + n for n in f.ins] + [
+        parts = ["%" + n for n in f.inputs] + [
             f"{kw}({', '.join('%' + n for n in names)})" for kw, names in f.bundles.items()]
         res = "%result = " if RESULT in f.outs else ""
         text = f"{res}{op}({', '.join(parts)} : ...)"
     else:
-        ins = ", ".join("%" + n for n in f.ins)
+        ins = ", ".join("%" + n for n in f.inputs)
         outs = ", ".join("%" + n for n in f.outs)
         text = f"{op} ins({ins}) outs({outs})"
     extra = []

@@ -47,7 +47,7 @@ def test_eager_calls_reach_observers_with_the_callers_line() -> None:
         ev = pto.TLOAD(a, g); line = _line()  # noqa: E702
         pto.TADD(b, a, a, ev)
         pto.TSTORE(gz, b)
-    assert [r.instr.name for r in seen] == ["TLOAD", "TADD", "TSTORE"]
+    assert [r.ins.name for r in seen] == ["TLOAD", "TADD", "TSTORE"]
     assert seen[0].loc == (__file__, line)
     assert seen[1].values[0] is b and seen[1].waits == (ev,)
     assert seen[0].pipe is pto.Pipe.MTE2
@@ -68,7 +68,7 @@ def test_pto_steps_reach_observers_with_the_op_location() -> None:
     m = pto.Machine("a5")
     m.observers.append(seen.append)
     prog.add(x, z, machine=m)
-    assert [r.instr.name for r in seen] == ["TLOAD", "TADD", "TSTORE"]
+    assert [r.ins.name for r in seen] == ["TLOAD", "TADD", "TSTORE"]
     assert [(r.loc.file, r.loc.line) for r in seen] == [("add.pto", 12), ("add.pto", 13),
                                                           ("add.pto", 14)]
     np.testing.assert_array_equal(z, 2 * x)

@@ -290,7 +290,7 @@ def test_lockstep_uses_take_them_and_observed_ones_do_not(
     np.testing.assert_allclose(c, np.matmul(a.astype(np.float32), b.astype(np.float32)),
                                rtol=1e-5, atol=1e-5)
     seen: list[str] = []
-    with _fast(monkeypatch, True) as taken, observing(lambda rec: seen.append(rec.instr.name)):
+    with _fast(monkeypatch, True) as taken, observing(lambda rec: seen.append(rec.ins.name)):
         pto.launch(_chain, a, b, c, target="a2a3")
     assert taken == {}
     assert len(seen) == 12

@@ -395,7 +395,7 @@ def test_observers_see_every_core_before_it_runs():
 
     class Watch:
         def __call__(self, rec):
-            recs.append((rec.machine.core[0], rec.instr.name))
+            recs.append((rec.machine.core[0], rec.ins.name))
 
         def machine_made(self, m, ranks):
             seen.append(m.core)

@@ -40,7 +40,7 @@ def _streams(run: Callable[[], Any]) -> dict[Any, list[str]]:
     def record(rec: Any) -> None:
         core = rec.machine.core
         seen[None if core is None else (core[0], core[2] if len(core) > 2 else None)].append(
-            rec.instr.name)
+            rec.ins.name)
 
     with observing(record), contextlib.redirect_stdout(io.StringIO()):
         run()

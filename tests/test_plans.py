@@ -240,7 +240,7 @@ def test_an_observed_launch_runs_interpreted() -> None:
         prog.vec_add(*_vec_add(2), blocks=2)
     assert _stats(prog, "vec_add").hits == 1
     seen: list[str] = []
-    with observing(lambda rec: seen.append(rec.instr.name)):
+    with observing(lambda rec: seen.append(rec.ins.name)):
         args = _vec_add(2)
         prog.vec_add(*args, blocks=2)
     assert seen.count("TADD") == 1 and seen.count("TLOAD") == 2

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import PtoError
 from ..hostmem import check_host_memory
-from ..targets import CONFORMANCE_TARGET, DEFAULT_TARGET, TARGET_NAMES
+from ..targets import CONFORMANCE_TARGET, DEFAULT_TARGET, TARGET_NAMES, TargetLike
 
 TARGETS = list(TARGET_NAMES)
 
@@ -36,7 +36,7 @@ def _read(path: str) -> tuple[str, str]:
         raise PtoError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
 
 
-def _load(path: str, target: str, permissive: bool = False) -> Any:
+def _load(path: str, target: TargetLike, permissive: bool = False) -> Any:
     from ..interp import Program
     from ..ir import verify_ssa
     from ..text import parse

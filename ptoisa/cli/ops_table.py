@@ -6,7 +6,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..isa.registry import REGISTRY, _order
-from ..targets import TARGET_NAMES, Rule, get_target
+from ..targets import TARGET_NAMES, Rule, TargetLike, get_target
 
 
 def _dtypes_text(r: Rule) -> str:
@@ -20,7 +20,7 @@ def _dtypes_text(r: Rule) -> str:
     return " ".join(d.name for d in sorted(items, key=_order))
 
 
-def support_matrix(target: str | None = None, dialect: str | None = None
+def support_matrix(target: TargetLike | None = None, dialect: str | None = None
                    ) -> list[dict[str, Any]]:
     """One row per instruction (of ``dialect`` only, when given: ``tile``, ``vpto``): name,
     family, pipe, operands, and per target the element types (or None when the instruction
@@ -48,7 +48,7 @@ def support_matrix(target: str | None = None, dialect: str | None = None
     return rows
 
 
-def render_matrix(rows: list[dict[str, Any]], target: str | None = None) -> str:
+def render_matrix(rows: list[dict[str, Any]], target: TargetLike | None = None) -> str:
     names = (target,) if target else TARGET_NAMES
     head = ["instruction", "family"] + list(names)
     table = [[r["name"], r["family"]] + [r[n] if r[n] is not None else "-" for n in names]

@@ -165,7 +165,7 @@ def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
     (TRESHAPE/TSUBVIEW/TALIAS/TGET_SCALE_ADDR), computed before it runs, as it will place the
     view (at the entry's ``view_offset``; 0 when it has none or it cannot tell); None
     otherwise."""
-    ins = rec.instr
+    ins = rec.ins
     if ins.access != "view" or len(rec.values) < 2:
         return None
     dst, src = rec.values[0], rec.values[1]
@@ -183,7 +183,7 @@ def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
 def role_of(rec: InstrRecord, opnd: Any) -> str:
     """An operand's role in this use: its declared role unless the entry's ``access_roles``
     say better."""
-    r = rec.instr.access_roles.get(opnd.name)
+    r = rec.ins.access_roles.get(opnd.name)
     if r is None:
         return str(opnd.role)
     return r(rec.values) if callable(r) else str(r)
@@ -194,10 +194,10 @@ def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,
     """(role, operand value, span) of every tile/GM operand of one executed instruction (roles
     ``in``, ``out``, ``inout``, ``scratch``); nothing for an entry that moves no data (its
     ``access`` is ``"view"`` or ``"place"``)."""
-    if rec.instr.access != "data":
+    if rec.ins.access != "data":
         return []
     out: list[tuple[str, Any, Span]] = []
-    for o, v in zip(rec.instr.operands, rec.values, strict=False):
+    for o, v in zip(rec.ins.operands, rec.values, strict=False):
         items = list(v) if isinstance(v, (tuple, list)) else [v]
         for x in items:
             if memo is None:

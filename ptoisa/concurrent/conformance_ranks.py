@@ -25,7 +25,7 @@ from .. import conformance as C
 from ..errors import ConstraintError, PtoError
 from ..memory import Machine, pop, push
 from ..memory import target as make_target
-from ..targets import CONFORMANCE_TARGET
+from ..targets import CONFORMANCE_TARGET, TargetLike
 from ..tensor import GlobalTensor
 
 #: instruction -> the operand (C++ parameter name) that lives on the other NPU
@@ -95,14 +95,14 @@ class RankCaseRun(C.CaseRun):
         return v
 
 
-def run_case(case_dir: Path, ranks: Any, target_name: str = CONFORMANCE_TARGET
+def run_case(case_dir: Path, ranks: Any, target: TargetLike = CONFORMANCE_TARGET
              ) -> C.Verdict | None:
     """One case across two ranks; the verdict on rank 0, None on the others. Every rank of
     ``ranks`` calls it with the same case."""
     try:
-        return _run(case_dir, ranks, target_name, False)
+        return _run(case_dir, ranks, target, False)
     except ConstraintError as e:
-        v = _run(case_dir, ranks, target_name, True)
+        v = _run(case_dir, ranks, target, True)
         if v is not None and v.status == "PASS":
             return C.Verdict(v.case_id, "QUIRK", f"needs permissive mode: {e}")
         return v
@@ -117,7 +117,7 @@ def _size_rank(ranks: Any) -> tuple[int, int]:
     return c.Get_size(), c.Get_rank()
 
 
-def _run(case_dir: Path, ranks: Any, target_name: str, permissive: bool) -> C.Verdict | None:
+def _run(case_dir: Path, ranks: Any, target: TargetLike, permissive: bool) -> C.Verdict | None:
     from .ranks import run_on_ranks
 
     case = json.loads((case_dir / "case.json").read_text())
@@ -129,7 +129,7 @@ def _run(case_dir: Path, ranks: Any, target_name: str, permissive: bool) -> C.Ve
     result: dict[str, Any] = {}
 
     def bind(r: int, n: int) -> Any:
-        m = make_target(target_name, permissive=permissive)
+        m = make_target(target, permissive=permissive)
         pop(m)
         run = runs[r] = RankCaseRun(case_dir, case, m)
         push(m)
@@ -159,7 +159,7 @@ def _run(case_dir: Path, ranks: Any, target_name: str, permissive: bool) -> C.Ve
         return body, arrays, names
 
     n, me = _size_rank(ranks)
-    run_on_ranks(bind, ranks=ranks, target=target_name)
+    run_on_ranks(bind, ranks=ranks, target=target)
     # rank 1's copies of what rank 0 wrote there
     if me == -1:  # in-process: both ranks' runs are here
         copies = runs[1].windows()[0] if n > 1 else None
@@ -189,7 +189,7 @@ def _run(case_dir: Path, ranks: Any, target_name: str, permissive: bool) -> C.Ve
                                        _is_root_buf(run, name)):
                 a[...] = theirs
     problems = result.get("problems") or C.check_case(run, result.get("outputs", {}))
-    return C.verdict_of(case, case_dir, target_name, problems)
+    return C.verdict_of(case, case_dir, target, problems)
 
 
 def _is_root_buf(run: RankCaseRun, name: str) -> bool:

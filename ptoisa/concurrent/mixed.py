@@ -28,7 +28,7 @@ from typing import Any
 
 from ..isa.pipes import Direction, TileSplitAxis, TPipe
 from ..memory import current
-from ..targets import DEFAULT_TARGET
+from ..targets import DEFAULT_TARGET, TargetLike
 from .streams import DeadlockError
 
 __all__ = ["DeadlockError", "Direction", "TPipe", "TileSplitAxis", "core_type",
@@ -53,7 +53,8 @@ def get_subblock_num() -> int:
 
 
 def launch_mixed(cube: Callable[..., Any], vector: Callable[..., Any], *args: Any,
-                 blocks: int = 1, target: str = DEFAULT_TARGET, lockstep: bool | str = "auto",
+                 blocks: int = 1, target: TargetLike = DEFAULT_TARGET,
+                 lockstep: bool | str = "auto",
                  cycles: bool = False, sanitize: Any = False, **settings: Any) -> Any:
     """Run ``cube(*args)`` on the AIC and ``vector(*args)`` on both AIVs of each of ``blocks``
     clusters (blocks in lockstep where possible); results land in the numpy arrays passed in.

@@ -39,7 +39,7 @@ import numpy as np
 from .. import observe
 from ..errors import ExecutionError, PtoError, RuntimeCheckError
 from ..memory import Machine, pop, push
-from ..targets import DEFAULT_TARGET
+from ..targets import DEFAULT_TARGET, TargetLike
 from ..tensor import GlobalTensor
 
 DEFAULT_TIMEOUT = 60.0
@@ -215,7 +215,7 @@ class Ranks:
         loc = rec.loc
         if isinstance(loc, tuple) and len(loc) == 2:
             loc = f"{loc[0]}:{loc[1]}"
-        return f"at {rec.instr.mnemonic}" + (f" ({loc})" if loc else "")
+        return f"at {rec.ins.mnemonic}" + (f" ({loc})" if loc else "")
 
     def locate(self, flat: np.ndarray) -> tuple[Window, int] | None:
         """(window, byte offset of ``flat[0]`` in it) when ``flat`` lies in one of this rank's
@@ -579,7 +579,7 @@ def _tracker(b: Ranks) -> Callable[[Any], None]:
     return obs
 
 
-def run_rank(b: Ranks, body: Callable[[Machine], None], target: str,
+def run_rank(b: Ranks, body: Callable[[Machine], None], target: TargetLike,
              settings: dict[str, Any]) -> None:
     """Run ``body(machine)`` as rank ``b.rank`` on a fresh machine (lazy GM loads off: another
     rank may write this rank's GM at any time)."""
@@ -608,7 +608,7 @@ def blocks_body(kernel: Callable[..., Any], args: Sequence[Any],
 
 
 def launch_ranks(kernel: Callable[..., Any], *args: Any, ranks: Any, blocks: int = 1,
-                 target: str = DEFAULT_TARGET, timeout: float | None = None,
+                 target: TargetLike = DEFAULT_TARGET, timeout: float | None = None,
                  **settings: Any) -> None:
     """Run ``kernel`` on every rank of ``ranks`` (``pto.launch(kernel, ..., ranks=...)``).
 
@@ -641,7 +641,7 @@ def launch_ranks(kernel: Callable[..., Any], *args: Any, ranks: Any, blocks: int
 Binder = Callable[[int, int], tuple[Callable[[Machine], None], list[np.ndarray], list[str]]]
 
 
-def run_on_ranks(bind: Binder, *, ranks: Any, target: str = DEFAULT_TARGET,
+def run_on_ranks(bind: Binder, *, ranks: Any, target: TargetLike = DEFAULT_TARGET,
                  timeout: float | None = None, settings: dict[str, Any] | None = None) -> None:
     """The launcher both front ends share: ``bind(rank, size)`` -> (body, window arrays, window
     names) of that rank; the body runs on the rank's machine, then ``body.after()`` (when the
@@ -705,7 +705,7 @@ class _Outcome:
     errors: dict[int, BaseException] = field(default_factory=dict)
 
 
-def _run_threads(bind: Binder, n: int, target: str, timeout: float | None,
+def _run_threads(bind: Binder, n: int, target: TargetLike, timeout: float | None,
                  settings: dict[str, Any]) -> None:
     world = _World(n)
     bound = [bind(r, n) for r in range(n)]
@@ -837,7 +837,7 @@ def failure_error(r: int, b: Ranks, e: BaseException) -> RankError:
         return e
     where = b.where()
     by_instr = isinstance(e, PtoError) and b.last is not None and \
-        e.op == b.last.instr.mnemonic  # located by the instruction already
+        e.op == b.last.ins.mnemonic  # located by the instruction already
     line = None if by_instr else _user_line(e)
     last_loc = getattr(b.last, "loc", None)
     if isinstance(last_loc, tuple) and len(last_loc) == 2:

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PtoError
+from ..targets import TargetLike
 from .ranks import (
     Binder,
     RankDeadlock,
@@ -279,7 +280,7 @@ def _mpi_type(MPI: Any, dt: np.dtype) -> Any:
             np.dtype(np.float32): MPI.FLOAT, np.dtype(np.float64): MPI.DOUBLE}.get(dt)
 
 
-def run_mpi(bind: Binder, ranks: Any, target: str, timeout: float | None,
+def run_mpi(bind: Binder, ranks: Any, target: TargetLike, timeout: float | None,
             settings: dict[str, Any]) -> None:
     """One rank's part of a multi-rank launch over MPI (every rank of ``ranks`` calls it)."""
     comm = _comm(ranks)

@@ -34,6 +34,7 @@ from .. import memory, observe
 from ..errors import BlockDivergence, ExecutionError, PtoError
 from ..lockstep import Lanes, check_launch, lockstep_or_each
 from ..memory import Machine
+from ..targets import TargetLike
 
 __all__ = ["Cluster", "DeadlockError", "Stream", "current_stream"]
 
@@ -233,7 +234,7 @@ def core_name(kind: str, sub: int | None) -> str:
     return kind if sub is None else f"{kind}{sub}"
 
 
-def run_cluster(body: Callable[[Machine], Any], *, target: str, blocks: int = 1,
+def run_cluster(body: Callable[[Machine], Any], *, target: TargetLike, blocks: int = 1,
                 lockstep: bool | str = "auto", settings: dict[str, Any] | None = None,
                 cores: tuple[tuple[str, int | None], ...] = CORES) -> None:
     """Run ``body(machine)`` once per core of a cluster (AIC, AIV0, AIV1), interleaved, for

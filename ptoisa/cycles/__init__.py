@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import PtoError
 from ..observe import observing
+from ..targets import TargetLike
 from .report import CycleReport, Row
 from .schedule import CycleModel
 
@@ -34,7 +35,7 @@ def cycles_mode(cycles: Any) -> tuple[bool, bool]:
                    f"{cycles!r}")
 
 
-def timed(run: Any, target: str | None = None, *, values: bool = True) -> CycleReport:
+def timed(run: Any, target: TargetLike | None = None, *, values: bool = True) -> CycleReport:
     """Run ``run()`` with a cycle model observing every launch machine; return its report,
     the run's return value in ``report.outputs`` (``values=False``: timing only)."""
     with observe(target, values=values) as model:
@@ -45,7 +46,7 @@ def timed(run: Any, target: str | None = None, *, values: bool = True) -> CycleR
 
 
 @contextmanager
-def observe(target: str | None = None, *, values: bool = True) -> Iterator[CycleModel]:
+def observe(target: TargetLike | None = None, *, values: bool = True) -> Iterator[CycleModel]:
     """Time a block: ``with observe() as model: ...`` times eager code on the current machine
     and every launch inside the block; ``model.report()`` afterwards. ``values=False``: the
     machines compute no values inside the block (timing only)."""

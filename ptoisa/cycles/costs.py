@@ -37,7 +37,7 @@ import numpy as np
 
 from ..enums import Pipe
 from ..errors import PtoError
-from ..targets import DEFAULT_TARGET
+from ..targets import DEFAULT_TARGET, TargetLike
 from ..tensor import GlobalTensor
 from ..tile import Tile
 
@@ -51,13 +51,13 @@ def _tile_bytes(t: Tile) -> int:
     return t.valid_row * t.valid_col * t.dtype.itemsize
 
 
-def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
+def features(ins: Any, values: list[Any], params: dict[str, Any]) -> Features:
     """The operand facts the cost rules look at (plain numbers and names)."""
     tiles: list[tuple[str, Tile]] = []
     gms: list[GlobalTensor] = []
     scalar_first = False
     first_data: str | None = None
-    for o, v in zip(instr.operands, values, strict=False):
+    for o, v in zip(ins.operands, values, strict=False):
         if isinstance(v, Tile):
             tiles.append((o.name, v))
             if o.role == "in" and first_data is None:
@@ -68,7 +68,7 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
             if o.role == "in" and first_data is None:
                 first_data = "scalar"
                 scalar_first = True
-    f: Features = {"op": instr.name, "family": instr.family}
+    f: Features = {"op": ins.name, "family": ins.family}
     if tiles:
         # the tile the instruction sweeps: the one with the most valid bytes (dst on ties)
         _, p = max(tiles, key=lambda nt: _tile_bytes(nt[1]))
@@ -114,7 +114,7 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
     algo = params.get("PrecisionType")
     f["algo"] = getattr(algo, "name", "DEFAULT") if algo is not None else "DEFAULT"
     f["is_binary"] = bool(params.get("isBinary", False)) or any(
-        o.name == "isBinary" and bool(v) for o, v in zip(instr.operands, values, strict=False))
+        o.name == "isBinary" and bool(v) for o, v in zip(ins.operands, values, strict=False))
     return f
 
 
@@ -424,8 +424,8 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
                      + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
     rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
     try:
-        tgt = get_target(str(target))
-        own = tgt.name if tgt.traits.costs_measured else None
+        target = get_target(target)
+        own = target.name if target.traits.costs_measured else None
     except Exception:  # noqa: BLE001 - an unknown target: nothing was measured on it
         own = None
     key = f.get(v.key) if v.by_dtype else None
@@ -501,7 +501,7 @@ def _l1(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
               priors: dict[str, list[Variant]] | None = None,
-              target: str = DEFAULT_TARGET) -> dict[str, Any]:
+              target: TargetLike = DEFAULT_TARGET) -> dict[str, Any]:
     """Fit the coefficients of ``priors`` (default :data:`A2A3_PRIORS`) to ``(features,
     pipe, cycles)`` samples measured on ``target``: per (instruction, variant) one ``any``
     group over all element types, or (``by_dtype``) one group per key value that has

@@ -122,8 +122,8 @@ def run_case(case: dict[str, Any], table: dict[str, Any] | None = None
     feats: list[tuple[costs.Features, Pipe]] = []
 
     def observe(rec: Any) -> None:
-        feats.append((costs.features(rec.instr, rec.values, rec.params),
-                      rec.instr.pipe_on(rec.values)))
+        feats.append((costs.features(rec.ins, rec.values, rec.params),
+                      rec.ins.pipe_on(rec.values)))
         model(rec)
 
     m = memory.Machine(case.get("target", DEFAULT_TARGET))
@@ -201,8 +201,8 @@ def explain_case(case: dict[str, Any]) -> str:
     if idx >= len(feats):
         return "measured call did not run"
     f, pipe = feats[idx]
-    tgt = case.get("target", DEFAULT_TARGET)
-    return costs.explain(costs.default_table(tgt), f, pipe, tgt)[1]
+    target = case.get("target", DEFAULT_TARGET)
+    return costs.explain(costs.default_table(target), f, pipe, target)[1]
 
 
 def run_pack(path: str | Path, *, as_json: bool = False, out: TextIO | None = None,

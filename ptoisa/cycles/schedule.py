@@ -40,7 +40,7 @@ from ..concurrent.access import accesses
 from ..enums import Pipe
 from ..isa.registry import PIPE_SYNC
 from ..lanes import block_of
-from ..targets import LOC_SPACE
+from ..targets import LOC_SPACE, TargetLike
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
@@ -55,9 +55,10 @@ AIV_PIPES = (Pipe.MTE2, Pipe.V, Pipe.MTE3, Pipe.S)
 class CycleModel:
     """Observer: ``machine.observers.append(model)``; ``model.report()`` after the run."""
 
-    def __init__(self, target: str | None = None, *, table: dict[str, Any] | None = None,
-                 values: bool = True) -> None:
-        self.target = target
+    def __init__(self, target: TargetLike | None = None, *,
+                 table: dict[str, Any] | None = None, values: bool = True) -> None:
+        #: the target's name (the report's data; None: the first machine's)
+        self.target = getattr(target, "name", target)
         #: False: timing only: the machines it watches compute no values (Machine.values;
         #: ptoisa.observe), the report says so
         self.values = values
@@ -89,7 +90,7 @@ class CycleModel:
 
     # ---- recording (the observer) ----------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
-        ins = rec.instr
+        ins = rec.ins
         m = rec.machine
         if m is self._m and m.block_idx is self._m_bidx:
             core, blk = self._m_core
@@ -188,14 +189,14 @@ class CycleModel:
 
     def _cost(self, rec: Any) -> _Rec:
         vals = rec.values
-        key = (rec.instr.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
+        key = (rec.ins.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
                *[(k, _sig(v)) for k, v in rec.params.items()])
         try:
             hit = self._cost_cache.get(key)
         except TypeError:  # per-block valid extents (arrays) or unhashable parameters
             hit, key = None, None
         if hit is None:
-            pipe = rec.instr.pipe_on(vals)
+            pipe = rec.ins.pipe_on(vals)
             try:
                 if rec.machine.lanes > 1 and any(_varies(v) for v in vals):
                     # a lockstep step stands for every block: it costs what the slowest takes
@@ -204,9 +205,9 @@ class CycleModel:
                 else:
                     cyc = self._predict(rec, vals, pipe)
             except Exception as e:  # noqa: BLE001 - the model must never break a run
-                self.errors.append(f"{rec.instr.name}: no cost ({type(e).__name__}: {e})")
+                self.errors.append(f"{rec.ins.name}: no cost ({type(e).__name__}: {e})")
                 cyc = 1
-            hit = _Rec(rec.instr.name, pipe, cyc, gm=_gm_bytes(vals))
+            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals))
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
@@ -214,7 +215,7 @@ class CycleModel:
         return hit
 
     def _predict(self, rec: Any, vals: list[Any], pipe: Pipe) -> int:
-        return costs.predict(self.table, costs.features(rec.instr, vals, rec.params), pipe)
+        return costs.predict(self.table, costs.features(rec.ins, vals, rec.params), pipe)
 
 
     # ---- cross-core edges (ptoisa.concurrent.edges: called by the streams code's semantics) ------
@@ -222,7 +223,7 @@ class CycleModel:
         """The step recorded for ``rec`` (the latest of its core: a core records nothing
         else between an instruction's observation and its semantics), made a Step in place."""
         core, blk = self._machine(rec.machine)
-        name = rec.instr.name
+        name = rec.ins.name
         steps = self.steps
         for i in range(len(steps) - 1, -1, -1):
             s = steps[i]

@@ -61,7 +61,7 @@ from ..foreign import is_array_like, to_numpy
 from ..ir import types as T
 from ..memory import Machine, pop, push
 from ..symbolic import ExportError
-from ..targets import DEFAULT_TARGET
+from ..targets import DEFAULT_TARGET, TargetLike
 from .tracer import Tracer
 
 __all__ = ["ExportError", "Tracer", "export", "with_aliases"]
@@ -88,7 +88,8 @@ def with_aliases(text: str, types: list[T.Type]) -> str:
 
 # ---- the entry point ---------------------------------------------------------------------------
 
-def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str = DEFAULT_TARGET,
+def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
+           target: TargetLike = DEFAULT_TARGET,
            name: str | None = None, verify: bool = True, aliases: bool = True) -> str:
     """The ``.pto`` program of the eager ``kernel`` for ``kernel(*args)`` launched on
     ``blocks`` blocks of ``target`` (see :mod:`ptoisa.export` for what maps to what and what
@@ -146,7 +147,7 @@ def export(kernel: Callable[..., Any], *args: Any, blocks: int = 1, target: str 
 
 
 def _verify(kernel: Callable[..., Any], args: tuple[Any, ...], text: str, fname: str,
-            blocks: int, target: str) -> None:
+            blocks: int, target: TargetLike) -> None:
     from .. import grid, interp
 
     eager = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]

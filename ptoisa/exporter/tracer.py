@@ -417,7 +417,7 @@ class Tracer(Rerolling):
             self.error = e
 
     def _observe(self, rec: InstrRecord) -> None:
-        ins = rec.instr
+        ins = rec.ins
         if rec.waits:
             self.used_events = True
         if ins.sync in PIPE_SYNC:
@@ -556,12 +556,12 @@ class Tracer(Rerolling):
         have = {o.name: (v, v.type) for o, v in zip(ins.operands, expect, strict=True)
                 if isinstance(v, Value)}
         for f in ptoas_forms(op_name(ins)):
-            names = [n for n in (*f.ins, *f.outs)]
+            names = [n for n in (*f.inputs, *f.outs)]
             if f.segments or f.attr_operands or any("*" in n or n == "-" for n in names):
                 continue
             if set(names) != set(have) or len(names) != len(have):
                 continue
-            return ([have[n][0] for n in f.ins], [have[n][1] for n in f.ins],
+            return ([have[n][0] for n in f.inputs], [have[n][1] for n in f.inputs],
                     [have[n][0] for n in f.outs], [have[n][1] for n in f.outs])
         return None
 

@@ -22,7 +22,7 @@ from ..errors import ExecutionError, PtoError
 from ..foreign import Foreign, to_numpy, type_name, write_back
 from ..ir import types as T
 from ..ir.core import Module
-from ..targets import DEFAULT_TARGET
+from ..targets import DEFAULT_TARGET, Target, TargetLike, get_target
 from ..tensor import GlobalTensor
 from . import bridge
 from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
@@ -122,7 +122,7 @@ class Kernel:
         self.program = program
         self.name = name
 
-    def __call__(self, *args: Any, blocks: int = 1, target: str | None = None,
+    def __call__(self, *args: Any, blocks: int = 1, target: TargetLike | None = None,
                  machine: memory.Machine | None = None, permissive: bool | None = None,
                  cycles: bool | str = False, sanitize: Any = False, plans: bool | None = None
                  ) -> Any:
@@ -137,34 +137,36 @@ class Kernel:
 class Program:
     """A parsed ``.pto`` module, runnable for any target."""
 
-    def __init__(self, module: Module, target: str = DEFAULT_TARGET, *, level: str | None = None,
-                 permissive: bool = False) -> None:
+    def __init__(self, module: Module, target: TargetLike = DEFAULT_TARGET, *,
+                 level: str | None = None, permissive: bool = False) -> None:
         self.module = module
-        self.target = target
+        self.target = get_target(target)
         self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
         #: the default of run(permissive=...): skip the documented checks (types and run
         #: time) the upstream CPU simulator does not make
         self.permissive = permissive
         #: loop iterations a run may take (0: the default, ``compiler.MAX_STEPS``)
         self.max_steps = 0
-        self._compilers: dict[tuple[str, bool], Compiler] = {}
-        self._core_compilers: dict[tuple[str, int, bool], Compiler] = {}
+        self._compilers: dict[tuple[Target, bool], Compiler] = {}
+        self._core_compilers: dict[tuple[Target, int, bool], Compiler] = {}
 
-    def compiler(self, target: str, permissive: bool | None = None) -> Compiler:
+    def compiler(self, target: TargetLike, permissive: bool | None = None) -> Compiler:
         p = self.permissive if permissive is None else permissive
+        target = get_target(target)
         c = self._compilers.get((target, p))
         if c is None:
             c = self._compilers[(target, p)] = Compiler(self.module, target, p)
         return c
 
-    def check(self, target: str | None = None) -> None:
+    def check(self, target: TargetLike | None = None) -> None:
         """Module rules (entry functions return nothing, no recursion, the cross-op rules of
         :mod:`ptoisa.interp.verify`), then compile every function for the target (raises
         VerifyError with location)."""
         check_module(self.module)
-        check_module_rules(self.module, self.level, target or self.target)
+        target = get_target(target or self.target)
+        check_module_rules(self.module, self.level, target)
         check_symbols(self.module)
-        c = self.compiler(target or self.target)
+        c = self.compiler(target)
         for f in self.module.functions():
             if f.sym_name and f.regions and f.regions[0].blocks:
                 c.function(f.sym_name)
@@ -182,7 +184,7 @@ class Program:
     def functions(self) -> list[str]:
         return [f.sym_name for f in self.module.functions() if f.sym_name]
 
-    def run(self, name: str, *args: Any, blocks: int = 1, target: str | None = None,
+    def run(self, name: str, *args: Any, blocks: int = 1, target: TargetLike | None = None,
             machine: memory.Machine | None = None, lockstep: bool | str = "auto",
             permissive: bool | None = None, cycles: bool | str = False,
             sanitize: Any = False, matmul_accumulation: str | None = None,
@@ -220,7 +222,7 @@ class Program:
                     from ..cycles import observe as _timing
 
                     model = stack.enter_context(_timing(
-                        target or (machine.target.name if machine else self.target),
+                        target or (machine.target if machine else self.target),
                         values=with_values))
                 out = self._launch(name, args, blocks, target, machine, lockstep, permissive,
                                    matmul_accumulation, use_plans)
@@ -234,11 +236,11 @@ class Program:
         return self._launch(name, args, blocks, target, machine, lockstep, permissive,
                             matmul_accumulation, use_plans)
 
-    def _launch(self, name: str, args: tuple[Any, ...], blocks: int, target: str | None,
+    def _launch(self, name: str, args: tuple[Any, ...], blocks: int, target: TargetLike | None,
                 machine: memory.Machine | None, lockstep: bool | str,
                 permissive: bool | None, matmul_accumulation: str | None = None,
                 use_plans: bool = False) -> Any:
-        tgt = target or (machine.target.name if machine else self.target)
+        target = get_target(target or (machine.target if machine else self.target))
         if permissive is not None and not isinstance(permissive, bool):
             raise PtoError(f"permissive must be True or False, got {permissive!r}")
         if machine is not None and permissive is not None and permissive != machine.permissive:
@@ -253,7 +255,7 @@ class Program:
         acc = matmul_accumulation or (machine or memory.current()).matmul_accumulation
         settings: dict[str, Any] = {"permissive": True} if permissive else {}
         settings["matmul_accumulation"] = acc
-        comp = self.compiler(tgt, permissive)
+        comp = self.compiler(target, permissive)
         fn = comp.function(name)
         if len(args) != len(fn.args):
             sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
@@ -269,13 +271,13 @@ class Program:
             if machine is not None:
                 raise PtoError(f"@{name} is a mixed cube + vector kernel: it runs on a machine "
                                "per core; machine= is not supported")
-            self._run_mixed({"any": (name, bound)}, blocks, tgt, lockstep,
+            self._run_mixed({"any": (name, bound)}, blocks, target, lockstep,
                             {"matmul_accumulation": acc})
             write_back(foreign)
             return ()
         comp.reset_tiles()
         with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            out = self._run(fn, bound, blocks, tgt, machine, lockstep, settings,
+            out = self._run(fn, bound, blocks, target, machine, lockstep, settings,
                             use_plans and machine is None)
         write_back(foreign)
         return out
@@ -306,34 +308,35 @@ class Program:
         return kinds == {"cube", "vector"}
 
     def run_mixed(self, cube: str, vector: str, *, cube_args: tuple[Any, ...] = (),
-                  vector_args: tuple[Any, ...] = (), blocks: int = 1, target: str | None = None,
+                  vector_args: tuple[Any, ...] = (), blocks: int = 1,
+                  target: TargetLike | None = None,
                   lockstep: bool | str = "auto", matmul_accumulation: str | None = None) -> None:
         """Launch cube function ``cube`` on the AIC and vector function ``vector`` on both AIVs
         of ``blocks`` clusters, joined by their pipes (for modules without an entry that
         calls both). ``matmul_accumulation`` as for :meth:`run`."""
-        tgt = target or self.target
+        target = get_target(target or self.target)
         calls: dict[str, tuple[str, list[Any]]] = {}
         foreign: list[Foreign] = []
         for kind, name, args in (("cube", cube, cube_args), ("vector", vector, vector_args)):
-            fn = self.compiler(tgt).function(name)
+            fn = self.compiler(target).function(name)
             if len(args) != len(fn.args):
                 sig = ", ".join(f"%{n}: {t}" for _, t, n in fn.args)
                 raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
             calls[kind] = (name, [_bind_arg(fn, i, t, n, v, foreign) for i, ((_, t, n), v) in
                                   enumerate(zip(fn.args, args, strict=True))])
         acc = matmul_accumulation or memory.current().matmul_accumulation
-        self._run_mixed(calls, blocks, tgt, lockstep, {"matmul_accumulation": acc})
+        self._run_mixed(calls, blocks, target, lockstep, {"matmul_accumulation": acc})
         write_back(foreign)
 
-    def _core_compiler(self, tgt: str, core: int) -> Compiler:
+    def _core_compiler(self, target: Target, core: int) -> Compiler:
         """A compiler per core: each core's functions get their own tiles."""
-        key = (tgt, core, self.permissive)
+        key = (target, core, self.permissive)
         c = self._core_compilers.get(key)
         if c is None:
-            c = self._core_compilers[key] = Compiler(self.module, tgt, self.permissive)
+            c = self._core_compilers[key] = Compiler(self.module, target, self.permissive)
         return c
 
-    def _run_mixed(self, calls: dict[str, tuple[str, list[Any]]], blocks: int, tgt: str,
+    def _run_mixed(self, calls: dict[str, tuple[str, list[Any]]], blocks: int, target: Target,
                    lockstep: bool | str, settings: dict[str, Any] | None = None) -> None:
         from ..concurrent.streams import run_cluster
 
@@ -342,11 +345,11 @@ class Program:
         def body(m: memory.Machine) -> None:
             kind = "cube" if m.core[0] == "AIC" else "vector"
             sub = int(m.sub_block_id)
-            comp = self._core_compiler(tgt, 0 if kind == "cube" else 1 + sub)
+            comp = self._core_compiler(target, 0 if kind == "cube" else 1 + sub)
             comp.reset_tiles()
             ctx = Context(m, m.block_idx, blocks, self.max_steps)
             ctx.subblock_idx, ctx.subblock_num = sub, 2
-            ctx.core = _Core(module, tgt, kind, sub)
+            ctx.core = _Core(module, target, kind, sub)
             entry = calls.get("any") or calls.get(kind)
             if entry is None:
                 return
@@ -355,12 +358,12 @@ class Program:
                 return
             comp.function(name).invoke(ctx, bound)  # type: ignore[attr-defined]
 
-        run_cluster(body, target=tgt, blocks=blocks, lockstep=lockstep, settings=settings)
+        run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings)
 
-    def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, tgt: str,
+    def _run(self, fn: CompiledFunc, bound: list[Any], blocks: int, target: Target,
              machine: memory.Machine | None, lockstep: bool | str,
              settings: dict[str, Any], use_plans: bool = False) -> tuple[Any, ...]:
-        comp = self.compiler(tgt, bool(settings.get("permissive")))
+        comp = self.compiler(target, bool(settings.get("permissive")))
 
         def body(m: memory.Machine) -> tuple[Any, ...]:
             ctx = Context(m, m.block_idx, blocks, self.max_steps)
@@ -370,7 +373,7 @@ class Program:
                     lambda: _plans.plannable(self.module, fn.name, _HANDLERS, NO_EFFECT))
             return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
 
-        out = grid.run_blocks(body, blocks=blocks, target=tgt, lockstep=lockstep,
+        out = grid.run_blocks(body, blocks=blocks, target=target, lockstep=lockstep,
                               settings=settings, machine=machine, fresh=comp.reset_tiles,
                               planned=True)
         return out if out is not None else ()
@@ -392,7 +395,7 @@ class _Core:
 
     __slots__ = ("module", "target", "kind", "sub", "_runs")
 
-    def __init__(self, module: Module, target: str, kind: str, sub: int) -> None:
+    def __init__(self, module: Module, target: Target, kind: str, sub: int) -> None:
         self.module, self.target, self.kind, self.sub = module, target, kind, sub
         self._runs: dict[str, bool] = {}
 
@@ -407,7 +410,7 @@ class _Core:
         return r
 
 
-def load(source: str | Path, *, target: str = DEFAULT_TARGET, filename: str | None = None,
+def load(source: str | Path, *, target: TargetLike = DEFAULT_TARGET, filename: str | None = None,
          permissive: bool = False) -> Program:
     """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
     ``permissive``: check and (by default) run it skipping the documented checks the upstream

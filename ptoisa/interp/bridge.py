@@ -25,7 +25,7 @@ from ..ir import types as T
 from ..ir.core import Op, Value
 from ..isa.registry import Instr, lookup, ptoas_attrs, ptoas_forms
 from ..isa.spelling import RESULT, SCALE, STRUCTURAL_ATTRS, Form
-from ..targets import Target, get_target
+from ..targets import TargetLike, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
 
@@ -88,11 +88,11 @@ def multi_tile_type(t: T.Type) -> tuple[T.Type, int] | None:
     return slot, int(m.group(2))
 
 
-def tile_spec_of(t: T.Type, target: str | Target | None = None) -> TileSpec | None:
+def tile_spec_of(t: T.Type, target: TargetLike | None = None) -> TileSpec | None:
     """The tile type of a ``!pto.tile_buf`` (or an on-chip ``memref``, which takes the
     target's default layout for its location), else None."""
     traits = None if target is None else \
-        (get_target(target) if isinstance(target, str) else target).traits
+        get_target(target).traits
     if isinstance(t, T.TileBufType):
         loc = _LOC.get(t.loc)
         if loc is None:
@@ -151,7 +151,7 @@ def gm_spec_of(t: T.Type) -> GMSpec | None:
     return None
 
 
-def operand_type(t: T.Type, target: str | None = None) -> Any:
+def operand_type(t: T.Type, target: TargetLike | None = None) -> Any:
     """What the registry's static rules see for a value of IR type ``t``."""
     ts = tile_spec_of(t, target)
     if ts is not None:
@@ -187,7 +187,7 @@ Bound = Value | Const | tuple[Value, ...] | None
 class Binding:
     """How an op's written values map onto an instruction's operands (C++ order)."""
 
-    instr: Instr
+    ins: Instr
     values: tuple[Bound, ...]  # per instruction operand (None: omitted optional)
     from_result: tuple[bool, ...]  # operand is an SSA result of the op (a new tile)
     params: dict[str, Any]
@@ -227,7 +227,7 @@ def written(op: Op) -> tuple[list[Value], list[tuple[Value, bool]]]:
     return op.written()
 
 
-def _fail(op: Op, instr: Instr, n_in: int, n_out: int, results: bool = False) -> VerifyError:
+def _fail(op: Op, ins: Instr, n_in: int, n_out: int, results: bool = False) -> VerifyError:
     """What the instruction takes, in the spelling the op used (DPS ``ins``/``outs``, or SSA
     operands/results), against what it has. An operand that is read and written (``inout``)
     is an ``outs`` operand in DPS form and has no SSA spelling: say so, and name the DPS
@@ -236,46 +236,46 @@ def _fail(op: Op, instr: Instr, n_in: int, n_out: int, results: bool = False) ->
         return ", ".join(o.name + ("?" if o.optional else "") for o in ops) or "none"
 
     if not results:
-        in_ops = [o for o in instr.operands if o.role not in ("out", "inout")]
-        out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+        in_ops = [o for o in ins.operands if o.role not in ("out", "inout")]
+        out_ops = [o for o in ins.operands if o.role in ("out", "inout")]
         return VerifyError(f"expects ins ({names(in_ops)}) and outs ({names(out_ops)}); got "
                            f"{n_in} ins and {n_out} outs", op=op.name, loc=op.loc)
-    inout = [o for o in instr.operands if o.role == "inout" and not o.optional]
+    inout = [o for o in ins.operands if o.role == "inout" and not o.optional]
     if inout:
-        in_ops = [o for o in instr.operands if o.role not in ("out", "inout")]
-        out_ops = [o for o in instr.operands if o.role in ("out", "inout")]
+        in_ops = [o for o in ins.operands if o.role not in ("out", "inout")]
+        out_ops = [o for o in ins.operands if o.role in ("out", "inout")]
         return VerifyError(
             f"{names(inout)} is read and written (inout), which the SSA form (operands -> "
             f"results) cannot express: write it in DPS form, '{op.name} ins("
             f"{', '.join('%' + o.name for o in in_ops)} : ...) outs("
             f"{', '.join('%' + o.name for o in out_ops)} : ...)'", op=op.name, loc=op.loc)
-    in_ops = [o for o in instr.operands if o.role != "out"]
-    out_ops = [o for o in instr.operands if o.role == "out"]
+    in_ops = [o for o in ins.operands if o.role != "out"]
+    out_ops = [o for o in ins.operands if o.role == "out"]
     return VerifyError(f"expects operands ({names(in_ops)}) and results ({names(out_ops)}); "
                        f"got {n_in} operands and {n_out} results", op=op.name, loc=op.loc)
 
 
-def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]]
+def _default_map(op: Op, ins: Instr, inputs: list[Value], outs: list[tuple[Value, bool]]
                  ) -> dict[str, tuple[Bound, bool]]:
     """C++ order: written outs fill the out (and, in DPS, inout) operands in order, optional
     trailing outs may be left out; the ins fill every other operand in order."""
     dps_like = not any(r for _, r in outs)
-    out_ops = [o for o in instr.operands
+    out_ops = [o for o in ins.operands
                if o.role == "out" or (o.role == "inout" and dps_like)]
-    in_ops = [o for o in instr.operands if o not in out_ops]
+    in_ops = [o for o in ins.operands if o not in out_ops]
     need_out = sum(1 for o in out_ops if not o.optional)
     need_in = sum(1 for o in in_ops if not o.optional)
-    if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(ins) <= len(in_ops):
-        raise _fail(op, instr, len(ins), len(outs), not dps_like)
+    if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(inputs) <= len(in_ops):
+        raise _fail(op, ins, len(inputs), len(outs), not dps_like)
     got: dict[str, tuple[Bound, bool]] = {}
     for o, (v, r) in zip(out_ops, outs, strict=False):
         got[o.name] = (v, r)
-    for o, v in zip(in_ops, ins, strict=False):
+    for o, v in zip(in_ops, inputs, strict=False):
         got[o.name] = (v, False)
     return got
 
 
-def _form_map(op: Op, form: Form, ins: list[Value], outs: list[tuple[Value, bool]]
+def _form_map(op: Op, form: Form, inputs: list[Value], outs: list[tuple[Value, bool]]
               ) -> dict[str, tuple[Bound, bool]] | None:
     if form.segments:
         sizes = _segment_sizes(op)
@@ -290,11 +290,11 @@ def _form_map(op: Op, form: Form, ins: list[Value], outs: list[tuple[Value, bool
         return got
     if form.bundles:
         return _bundle_map(op, form, outs)
-    if not form.fits(len(ins)) or len(form.outs) != len(outs):
+    if not form.fits(len(inputs)) or len(form.outs) != len(outs):
         return None
     got = {}
-    it = iter(ins)
-    for name in form.ins:
+    it = iter(inputs)
+    for name in form.inputs:
         if name.endswith("*"):
             got[name[:-1]] = (tuple(it), False)
         elif "*" in name:
@@ -323,10 +323,10 @@ def _bundle_map(op: Op, form: Form, outs: list[tuple[Value, bool]]
     if groups is None or len(form.outs) != len(outs):
         return None
     plain, kws = groups
-    if len(plain) != len(form.ins) or not set(kws) <= set(form.bundles):
+    if len(plain) != len(form.inputs) or not set(kws) <= set(form.bundles):
         return None
     got: dict[str, tuple[Bound, bool]] = {}
-    for name, v in zip(form.ins, plain, strict=True):
+    for name, v in zip(form.inputs, plain, strict=True):
         if name != "-":
             got[name] = (v, False)
     for kw, names in form.bundles.items():
@@ -363,63 +363,63 @@ def _reject_offset_operands(op: Op) -> None:
                           "pass that view", op=op.name, loc=op.loc)
 
 
-def bind(op: Op, instr: Instr) -> Binding:
-    """Map the op's written values onto ``instr``'s operands (C++ order, dst first), through
+def bind(op: Op, ins: Instr) -> Binding:
+    """Map the op's written values onto ``ins``'s operands (C++ order, dst first), through
     the entry's ``ptoas`` forms when PTOAS spells it differently;
     VerifyError when they do not fit."""
     if op.form == "asm":
         _reject_offset_operands(op)
-    ins, outs = written(op)
+    inputs, outs = written(op)
     if op.form in ("ssa", "asm") and not op.results and not outs:
         # the ISA pages' spellings of an op without a result: SSA writes the destination as
         # the last operand(s) ('pto.tstore %src, %mem : (T, V) -> ()'); PTO-AS writes a
         # destination tile first, as the C++ intrinsic does ('tadds %dst, %src, 0x3F800000'),
         # and a GM destination last ('tstore %t, %view')
-        dst = [o for o in instr.operands if o.role in ("out", "inout") and not o.optional]
+        dst = [o for o in ins.operands if o.role in ("out", "inout") and not o.optional]
         k = len(dst)
-        if 0 < k < len(ins):
+        if 0 < k < len(inputs):
             if op.form == "asm" and all("tile" in o.kind and o.kind != "tile|gm" for o in dst):
-                ins, outs = ins[k:], [(v, False) for v in ins[:k]]
+                inputs, outs = inputs[k:], [(v, False) for v in inputs[:k]]
             else:
-                ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
+                inputs, outs = inputs[:-k], [(v, False) for v in inputs[-k:]]
     got = None
     form = None
     for f in ptoas_forms(op.name):
-        got = _form_map(op, f, ins, outs)
+        got = _form_map(op, f, inputs, outs)
         if got is not None:
             form = f
             break
     if got is None:
-        got = _default_map(op, instr, ins, outs)
-    missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
+        got = _default_map(op, ins, inputs, outs)
+    missing = [o.name for o in ins.operands if not o.optional and o.name not in got]
     if missing and not (form is not None and form.bundles):
-        raise _fail(op, instr, len(ins), len(outs), any(r for _, r in outs))
+        raise _fail(op, ins, len(inputs), len(outs), any(r for _, r in outs))
     result = got.pop(RESULT, (None, False))[0]
-    params = _attributes(op, instr, form, got)
-    missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
+    params = _attributes(op, ins, form, got)
+    missing = [o.name for o in ins.operands if not o.optional and o.name not in got]
     if missing:  # (a bundled variant's enum operands may come from its attributes)
         raise VerifyError(f"missing operand(s) {', '.join(missing)}", op=op.name, loc=op.loc)
-    vals = tuple(got.get(o.name, (None, False))[0] for o in instr.operands)
-    from_res = tuple(got.get(o.name, (None, False))[1] for o in instr.operands)
+    vals = tuple(got.get(o.name, (None, False))[0] for o in ins.operands)
+    from_res = tuple(got.get(o.name, (None, False))[1] for o in ins.operands)
     try:
-        full = instr.resolve_params(params)
+        full = ins.resolve_params(params)
     except PtoError as e:
         raise VerifyError(e.message, op=op.name, loc=op.loc) from None
-    return Binding(instr, vals, from_res, full, dict(form.retype) if form else {},
+    return Binding(ins, vals, from_res, full, dict(form.retype) if form else {},
                    result if isinstance(result, Value) else None)
 
 
-def _attributes(op: Op, instr: Instr, form: Form | None,
+def _attributes(op: Op, ins: Instr, form: Form | None,
                 got: dict[str, tuple[Bound, bool]]) -> dict[str, Any]:
-    """Every attribute of ``op`` onto ``instr``'s template parameters (returned) or operands
+    """Every attribute of ``op`` onto ``ins``'s template parameters (returned) or operands
     (added to ``got``), by the entry's ``ptoas.attrs`` or else by name; an attribute that maps
     nowhere, or to a value the registry does not take, is a VerifyError at the op: none is
     dropped."""
     table = ptoas_attrs(op.name)
     consumed = set(form.attr_operands) if form else set()
     params: dict[str, Any] = {}
-    by_norm = {_norm(p.name): p.name for p in instr.params}
-    by_norm.update({_norm(o.name): o.name for o in instr.operands
+    by_norm = {_norm(p.name): p.name for p in ins.params}
+    by_norm.update({_norm(o.name): o.name for o in ins.operands
                     if o.kind in ("enum", "scalar", "any") and o.name not in got})
     written = {k for k, _ in op.attributes.items}
     todo = list(op.attributes.items)
@@ -446,8 +446,8 @@ def _attributes(op: Op, instr: Instr, form: Form | None,
         if spec is not None:
             key_v = raw.lower() if isinstance(raw, str) else raw
             raw = spec.values.get(key_v, raw)
-        param = next((p for p in instr.params if p.name == name), None)
-        opnd = next((o for o in instr.operands if o.name == name), None)
+        param = next((p for p in ins.params if p.name == name), None)
+        opnd = next((o for o in ins.operands if o.name == name), None)
         cls = _enum_class(param.type if param else opnd.enum if opnd else None,
                           param.default if param else None)
         value = raw if cls is None else _to_enum(cls, raw, op, key)
@@ -459,7 +459,7 @@ def _attributes(op: Op, instr: Instr, form: Form | None,
                                   f"'{key}'", op=op.name, loc=op.loc)
             got[name] = (Const(value, getattr(a, "type", None) or _attr_type(raw)), False)
         else:  # a table entry naming neither: a bug of the entry's ptoas.attrs, said plainly
-            raise VerifyError(f"attribute '{key}' maps to '{name}', which {instr.name} does "
+            raise VerifyError(f"attribute '{key}' maps to '{name}', which {ins.name} does "
                               f"not have", op=op.name, loc=op.loc)
     return params
 
@@ -499,7 +499,7 @@ def _to_enum(cls: type[enum.Enum], raw: Any, op: Op, key: str) -> enum.Enum:
                       f"{allowed})", op=op.name, loc=op.loc)
 
 
-def bound_type(v: Bound, target: str | None = None) -> Any:
+def bound_type(v: Bound, target: TargetLike | None = None) -> Any:
     """What the static rules see for a bound operand."""
     if v is None or isinstance(v, tuple):
         return None
@@ -527,15 +527,15 @@ def _scale_tile(ts: TileSpec, loc: TileType) -> TileSpec:
                      check_alignment=False)
 
 
-def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
+def check_op(op: Op, target: TargetLike, permissive: bool = False) -> Binding | None:
     """Static legality of one ``pto.*`` op for ``target`` (VerifyError with the op's
     location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
     the binding, or None when the op is not a tile instruction."""
-    instr = instr_of(op.name)
-    if instr is None or instr.dialect != "tile":
+    ins = instr_of(op.name)
+    if ins is None or ins.dialect != "tile":
         return None  # (micro-ops bind in interp/micro.py)
-    b = bind(op, instr)
-    types = {o.name: bound_type(v, target) for o, v in zip(instr.operands, b.values, strict=True)}
+    b = bind(op, ins)
+    types = {o.name: bound_type(v, target) for o, v in zip(ins.operands, b.values, strict=True)}
     for name, loc in b.retype.items():
         ts = types.get(name)
         if isinstance(ts, TileSpec) and ts.loc is TileType.Scaling:
@@ -546,16 +546,16 @@ def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
                     ts, loc=TileType.ScaleRight if nn else TileType.ScaleLeft)
             else:
                 types[name] = _scale_tile(ts, loc)
-    for o in instr.operands:
+    for o in ins.operands:
         t = types.get(o.name)
         want = _KIND_TYPES.get(o.kind)
         if want is not None and t is not None and not isinstance(t, want):
             raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
-                              f"{_describe(t)}", op=instr.mnemonic, loc=op.loc)
+                              f"{_describe(t)}", op=ins.mnemonic, loc=op.loc)
     try:
-        instr.check_types(target, types, b.params, permissive)
+        ins.check_types(target, types, b.params, permissive)
     except PtoError as e:
-        raise VerifyError(e.message, op=e.op or instr.mnemonic, loc=op.loc) from None
+        raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
     return b
 
 

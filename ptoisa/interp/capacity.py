@@ -24,7 +24,7 @@ from __future__ import annotations
 from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..targets import LOC_SPACE, Target, get_target
+from ..targets import LOC_SPACE, Target
 from ..tile import TileSpec
 from . import bridge
 
@@ -32,7 +32,7 @@ _LOOPS = frozenset({"scf.for", "scf.while", "affine.for"})
 _ALLOCS = frozenset({"pto.alloc_tile", "memref.alloc", "pto.alloc_multi_tile"})
 
 
-def _spec(t: T.Type, target: str) -> TileSpec | None:
+def _spec(t: T.Type, target: Target) -> TileSpec | None:
     """A tile type's spec; a multi tile's is its slot's (it takes ``count`` slots)."""
     try:
         multi = bridge.multi_tile_type(t)
@@ -41,18 +41,17 @@ def _spec(t: T.Type, target: str) -> TileSpec | None:
         return None  # an unknown location: the op's own check reports it
 
 
-def _space(spec: TileSpec, tgt: Target) -> str:
+def _space(spec: TileSpec, target: Target) -> str:
     """The buffer a tile of ``spec`` is placed in (Machine.space_of, statically)."""
     space = LOC_SPACE[spec.loc]
-    if tgt.plan_size(space)[0] <= 0 and space in ("BIAS", "FB"):
+    if target.plan_size(space)[0] <= 0 and space in ("BIAS", "FB"):
         return "UB"  # no separate Bias/Scaling buffer on this target (as the CPU simulator)
     return space
 
 
-def check_function(func: Op, target: str) -> None:
+def check_function(func: Op, target: Target) -> None:
     """Raise VerifyError, located at the allocation that overflows, when the automatically
     placed tiles live at one point of ``func`` exceed a buffer of ``target``."""
-    tgt = get_target(target)
     pos: dict[int, int] = {}       # id(op) -> pre-order position
     end: dict[int, int] = {}       # id(op) -> last position nested in it
     parent: dict[int, Op] = {}     # id(op) -> enclosing op
@@ -96,8 +95,8 @@ def check_function(func: Op, target: str) -> None:
         spec = spec_of(v.type)
         if spec is None:
             continue
-        space = _space(spec, tgt)
-        cap, align = tgt.plan_size(space)
+        space = _space(spec, target)
+        cap, align = target.plan_size(space)
         if cap <= 0:
             continue  # no such buffer: the instruction checks say so
         try:
@@ -164,10 +163,10 @@ def check_function(func: Op, target: str) -> None:
             total = sum(fresh[k][3] for k in live) - _reused(
                 [fresh[k][3] for k in live if first[k] == p],
                 [fresh[k][3] for k in live if last[k] == p and first[k] < p])
-            cap = tgt.plan_size(space)[0]
+            cap = target.plan_size(space)[0]
             if total > cap:
                 new = [fresh[k][0] for k in live if first[k] == p]
-                raise VerifyError(_message(space, tgt, total, cap, [fresh[k] for k in live],
+                raise VerifyError(_message(space, target, total, cap, [fresh[k] for k in live],
                                            new), op=order[p].name, loc=order[p].loc)
 
 
@@ -186,12 +185,13 @@ def _reused(gens: list[int], kills: list[int]) -> int:
     return saved
 
 
-def _message(space: str, tgt: Target, total: int, cap: int,
+def _message(space: str, target: Target, total: int, cap: int,
              live: list[tuple[Value, TileSpec, str, int]], new: list[Value]) -> str:
     live = sorted(live, key=lambda e: (e[0] not in new, -e[3]))
     names = [f"%{v.name} ({spec.describe()}) {nb} B" for v, spec, _s, nb in live[:8]]
     if len(live) > 8:
         names.append(f"... {len(live) - 8} more")
-    return (f"{space} overflow on {tgt.name}: the tiles live here need {total} bytes of {space}, "
+    return (f"{space} overflow on {target.name}: the tiles live here need {total} bytes of "
+            f"{space}, "
             f"which holds {cap} bytes ({cap // 1024} KiB) [{'; '.join(names)}] (a tile is "
             "live from its first use to its last; a loop that uses it counts as a whole)")

@@ -26,6 +26,7 @@ from ..ir.core import Op, Region, Value
 from ..isa.registry import Instr
 from ..lanes import BlockDivergence, Lanes
 from ..memory import Machine
+from ..targets import TargetLike, get_target
 from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import bridge, op_names
@@ -98,9 +99,9 @@ _BRANCHES = ("cf.br", "cf.cond_br")
 class Compiler:
     """Compiles the functions of one module for one target."""
 
-    def __init__(self, module: Any, target: str, permissive: bool = False) -> None:
+    def __init__(self, module: Any, target: TargetLike, permissive: bool = False) -> None:
         self.module = module
-        self.target = target
+        self.target = get_target(target)
         self.permissive = permissive  # skip the type rules the CPU simulator does not check
         self.funcs: dict[str, CompiledFunc] = {}
 
@@ -318,7 +319,7 @@ class CompiledFunc:
 
     def instr_step(self, op: Op, b: bridge.Binding) -> Step:
         """One tile instruction. SSA results become tiles created here, once."""
-        instr: Instr = b.instr
+        ins: Instr = b.ins
         slots: list[Any] = []  # slot | None | Const | tuple of slots (packed operand)
         results: list[tuple[int, Tile]] = []
         for v, from_res in zip(b.values, b.from_result, strict=True):
@@ -333,9 +334,9 @@ class CompiledFunc:
             if from_res:
                 results.append((k, self.result_tile(op, v)))
         params = b.params
-        run = instr.run
+        run = ins.run
         loc = op.loc
-        opname = instr.mnemonic
+        opname = ins.mnemonic
         fixed = tuple(slots)
         res = tuple(results)
         ret = None if b.result is None else self.slot(b.result)

@@ -170,11 +170,11 @@ def has_ssa_form(name: str) -> bool:
     SSA one as DPS) so that ``check`` accepts it: a registry instruction with exactly one
     required ``out`` operand, a tile, and no operand that is read and written (``taxpy``'s
     dst is an accumulator: its SSA spelling would lose the value it reads)."""
-    instr = bridge.instr_of(name)
-    if instr is None:
+    ins = bridge.instr_of(name)
+    if ins is None:
         return False
-    outs = [o for o in instr.operands if o.role == "out" and not o.optional]
-    if any(o.role == "inout" for o in instr.operands) or len(outs) != 1:
+    outs = [o for o in ins.operands if o.role == "out" and not o.optional]
+    if any(o.role == "inout" for o in ins.operands) or len(outs) != 1:
         return False
     return "tile" in outs[0].kind
 

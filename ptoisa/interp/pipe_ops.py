@@ -28,7 +28,7 @@ from ..ir import attrs as A
 from ..ir.core import Op
 from ..isa.pipes import ODD_SPLITS, SPLIT_RANGE, Direction, TPipe
 from ..isa.registry import FRONTEND_OPS, REGISTRY
-from ..targets import get_target
+from ..targets import TargetLike, get_target
 from ..tile import Tile
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, _bracket_args, _index, handler, kernel_kind
@@ -215,7 +215,7 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
-def runs_on_subblock(module: Any, fn: Op, target: str, sub: int) -> bool:
+def runs_on_subblock(module: Any, fn: Op, target: TargetLike, sub: int) -> bool:
     """Whether vector function ``fn`` runs on sub-block ``sub``: where the target's
     ``nosplit_vector_subblock0_only`` trait says so (A5), PTOAS guards a vector function that
     uses a no-split pipe (and does not read its sub-block index itself) with

@@ -33,6 +33,7 @@ from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
 from ..memory import ALIGN
+from ..targets import TargetLike
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
 
@@ -175,7 +176,7 @@ _A5_ONLY_QUANT = {
 }
 
 
-def _epilogue_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
+def _epilogue_errors(op: Op, target: TargetLike | None) -> Iterator[VerifyError]:
     """``acc_push_epilogue = #pto.acc_push_epilogue<layout = .., quant = .., relu = ..>`` of
     a pipe init: each field one of its public values; the A5-only quant modes on A5 only."""
     a = op.attributes.get("acc_push_epilogue")
@@ -315,7 +316,7 @@ def _fixpipe_type_errors(f: Op) -> Iterator[VerifyError]:
                               op=init.name, loc=init.loc)
 
 
-def _slot_errors(op: Op, target: str | None) -> Iterator[VerifyError]:
+def _slot_errors(op: Op, target: TargetLike | None) -> Iterator[VerifyError]:
     """A frontend pipe's FIFO depth: ``slot_num`` > 0 (default 8, 4 for dir_mask 3);
     ``local_slot_num`` (A2/A3 only) at most that."""
     if op.name == "pto.initialize_l2l_pipe":
@@ -468,7 +469,7 @@ def _multi_slot_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
                           f"count={got[1]}", op=op.name, loc=op.loc)
 
 
-def _op_errors(f: Op, level: str | None, target: str | None = None
+def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
               and _attr(op, "auto") is False]
@@ -642,7 +643,7 @@ def _peer_errors(module: Module) -> Iterator[VerifyError]:
 
 
 def module_rule_errors(module: Module, level: str | None = None,
-                       target: str | None = None) -> Iterator[VerifyError]:
+                       target: TargetLike | None = None) -> Iterator[VerifyError]:
     """The cross-op PTOAS rules of this module, in file order per kind (``target``: the rules
     that depend on it too)."""
     funcs = _functions(module)
@@ -656,7 +657,7 @@ def module_rule_errors(module: Module, level: str | None = None,
 
 
 def check_module_rules(module: Module, level: str | None = None,
-                       target: str | None = None) -> None:
+                       target: TargetLike | None = None) -> None:
     for e in module_rule_errors(module, level, target):
         raise e
 
@@ -737,7 +738,7 @@ def check_symbols(module: Module) -> None:
         raise e
 
 
-def diagnose(module: Module, target: str, *, level: str | None = None) -> list[PtoError]:
+def diagnose(module: Module, target: TargetLike, *, level: str | None = None) -> list[PtoError]:
     """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
     rules (entry signatures, calls, pipes, options), then each function compiled on its own
     (the first error of each), ordered by location."""

@@ -512,9 +512,9 @@ def _check_const_addr(cf: CompiledFunc, op: Op, tile: Tile, addr: Any) -> None:
     placement's own checks, made when compiling: ``ptoisa check`` refuses what a run would)."""
     if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
         return  # (not an integer: the placement says so when it runs)
-    tgt = get_target(cf.c.target)
+    target = get_target(cf.c.target)
     fault = address_fault(tile._label(), int(addr), tile.spec.nbytes,
-                          tile_space(tile.loc, tgt), tgt, tile.loc.name)
+                          tile_space(tile.loc, target), target, tile.loc.name)
     if fault is not None:
         raise VerifyError(fault, op=op.name, loc=op.loc)
 

@@ -79,7 +79,7 @@ class Op:
     result_types_written: bool = True
 
     @property
-    def ins(self) -> tuple[Value, ...]:
+    def inputs(self) -> tuple[Value, ...]:
         """The input operands (``ins(...)`` in DPS form; all operands in SSA form)."""
         if self.form in ("dps", "ssa"):
             return self.operands[: self.n_ins]
@@ -113,12 +113,12 @@ class Op:
         -> results, or a custom spelling that still writes ``ins(`` / ``outs(`` (abbreviated
         types make the parser keep it custom)."""
         if self.form == "dps":
-            return list(self.ins) + list(self.extra_operands), [(v, False) for v in self.outs]
+            return list(self.inputs) + list(self.extra_operands), [(v, False) for v in self.outs]
         if self.form == "custom":
             keys = {p.value for p in self.syntax if p.kind == "k"}
             if "ins" in keys and "outs" in keys:
                 where = "pre"
-                ins: list[Value] = []
+                inputs: list[Value] = []
                 outs: list[tuple[Value, bool]] = []
                 for p in self.syntax:
                     if p.kind == "k" and p.value in ("ins", "outs"):
@@ -128,8 +128,8 @@ class Op:
                         if where == "outs":
                             outs.append((v, False))
                         else:
-                            ins.append(v)
-                return ins, outs + [(r, True) for r in self.results]
+                            inputs.append(v)
+                return inputs, outs + [(r, True) for r in self.results]
         return list(self.operands), [(v, True) for v in self.results]
 
     def keyword_groups(self) -> tuple[list[Value], dict[str, list[Value]]] | None:

@@ -63,19 +63,19 @@ _CMP = {WaitCmp.EQ: np.equal, WaitCmp.NE: np.not_equal, WaitCmp.GT: np.greater,
 
 # ---- PTOAS's pto.comm.* spelling (PTO_IR_manual 4.21) ---------------------------------------
 #: ``pto.comm.tput(%dst, %src, buf(%ping[, %pong]) : ...)``: the staging tiles in a bundle
-_P2P = (Form(ins=("dst", "src"), outs=(), bundles={"buf": ("staging", "pong?")}),)
+_P2P = (Form(inputs=("dst", "src"), outs=(), bundles={"buf": ("staging", "pong?")}),)
 _WAIT_CMP = Attr("cmp", values={m.name.lower(): m for m in WaitCmp})
 
 
 #: ``%ev = pto.comm.tput_async(%dst, %src, %session : ...) -> !pto.async_event``: the
 #: instruction's AsyncEvent is the op's result (pto.comm.wait_async_event / test_async_event)
-_ASYNC = (Form(ins=("dst", "src", "session"), outs=(RESULT,)),)
+_ASYNC = (Form(inputs=("dst", "src", "session"), outs=(RESULT,)),)
 
 
-def _collective(*ins: str, recv: tuple[str, ...]) -> tuple[Form, ...]:
+def _collective(*inputs: str, recv: tuple[str, ...]) -> tuple[Form, ...]:
     """``pto.comm.<op>(%view[, %acc], recv(%ping[, %pong]), group(%g0, %g1, ...) : ...)``:
     the group's members become the ParallelGroup's tensors, in order."""
-    return (Form(ins=ins, outs=(), bundles={"recv": recv, "group": ("parallelGroup*",)}),)
+    return (Form(inputs=inputs, outs=(), bundles={"recv": recv, "group": ("parallelGroup*",)}),)
 
 
 #: the root's index in the group names the rank that issues the op; ptoisa's semantics are
@@ -197,8 +197,8 @@ class AsyncEvent:
 
 @instr("TGET_ASYNC", family="comm", pipe=Pipe.MTE2, returns_event=False, timing="run",
        ptoas=Ptoas(forms={"pto.tget_async": (
-           Form(ins=("dst", "src", "session"), outs=("-",)),
-           Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+           Form(inputs=("dst", "src", "session"), outs=("-",)),
+           Form(inputs=("dst", "src", "session", "peer"), outs=("-",))),
            "pto.comm.tget_async": _ASYNC}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
@@ -215,8 +215,8 @@ def TGET_ASYNC(m: Machine, dst: GlobalTensor, src: GlobalTensor, session: Any,  
 @instr("TPUT_ASYNC", family="comm", pipe=Pipe.MTE3, returns_event=False, timing="run",
        ptoas=Ptoas(forms={"pto.tput_async": (
            # %ev = pto.tput_async(%dst, %src, %session) -> !pto.async_event: dst written
-           Form(ins=("dst", "src", "session"), outs=("-",)),
-           Form(ins=("dst", "src", "session", "peer"), outs=("-",))),
+           Form(inputs=("dst", "src", "session"), outs=("-",)),
+           Form(inputs=("dst", "src", "session", "peer"), outs=("-",))),
            "pto.comm.tput_async": _ASYNC}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "gm"), Opnd("session", "any"),
                  Opnd("peer", "scalar", optional=True)),
@@ -276,7 +276,7 @@ def _signal_rule(sig: Sig) -> None:
 
 
 @instr("TNOTIFY", family="comm", sync="signal", pipe=Pipe.S,
-       ptoas=Ptoas(forms={"pto.comm.tnotify": (Form(ins=("signal", "value"), outs=()),)},
+       ptoas=Ptoas(forms={"pto.comm.tnotify": (Form(inputs=("signal", "value"), outs=()),)},
                    attrs={"notifyOp": Attr("op", values={"atomic_add": NotifyOp.AtomicAdd,
                                                          "set": NotifyOp.Set})}),
        operands=(Opnd("signal", "any", "out"), Opnd("value", "scalar"),
@@ -329,7 +329,7 @@ def _awaited(signal: Signal, value: Any, cmp: WaitCmp | None) -> str:
 
 
 @instr("TWAIT", family="comm", sync="signal", pipe=Pipe.S,
-       ptoas=Ptoas(forms={"pto.comm.twait": (Form(ins=("signal", "cmpValue"), outs=()),)},
+       ptoas=Ptoas(forms={"pto.comm.twait": (Form(inputs=("signal", "cmpValue"), outs=()),)},
                    attrs={"cmp": _WAIT_CMP}),
        operands=(Opnd("signal", "any"), Opnd("cmpValue", "scalar"),
                  Opnd("cmp", "enum", enum=WaitCmp, optional=True)),
@@ -358,7 +358,7 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
 
 
 @instr("TTEST", family="comm", sync="signal", pipe=Pipe.S, returns_event=False,
-       ptoas=Ptoas(forms={"pto.comm.ttest": (Form(ins=("signal", "cmpValue"), outs=(RESULT,)),)},
+       ptoas=Ptoas(forms={"pto.comm.ttest": (Form(inputs=("signal", "cmpValue"), outs=(RESULT,)),)},
                    attrs={"cmp": _WAIT_CMP}),
        operands=(Opnd("signal", "any"), Opnd("cmpValue", "scalar"),
                  Opnd("cmp", "enum", enum=WaitCmp, optional=True)),

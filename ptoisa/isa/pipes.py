@@ -370,7 +370,7 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
 
 
 @instr("TPUSH", family="pipes", sync="pipe", pipe=Pipe.FIX, operands=_OPERANDS,
-       ptoas=Ptoas(forms={"pto.tpush": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
+       ptoas=Ptoas(forms={"pto.tpush": (Form(inputs=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
        dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
@@ -459,7 +459,7 @@ def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
 
 
 @instr("TPOP", family="pipes", sync="pipe", pipe=Pipe.MTE2,
-       ptoas=Ptoas(forms={"pto.tpop": (Form(ins=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
+       ptoas=Ptoas(forms={"pto.tpop": (Form(inputs=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpop_from_aic", "pto.tpop_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
@@ -516,7 +516,7 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
 
 
 @instr("TFREE", family="pipes", sync="pipe", pipe=Pipe.S,
-       ptoas=Ptoas(forms={"pto.tfree": (Form(ins=("pipe",), outs=()),)}, attrs=SPLIT,
+       ptoas=Ptoas(forms={"pto.tfree": (Form(inputs=("pipe",), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), static=(_split_rule,),

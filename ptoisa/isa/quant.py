@@ -22,24 +22,22 @@ import numpy as np
 from .. import dtypes as D
 from ..dtypes import DType
 from ..errors import PtoError
-from ..targets import Target, Traits, get_target
+from ..targets import TargetLike, Traits, get_target
 
 #: the scalar quant word (TSTORE's preQuantScalar) also scales f32 -> f16/bf16 (QF322F16 ...).
 SCALAR_EXTRA_PAIRS = {("f32", "f16"), ("f32", "bf16")}
 
 
-def _quant_pairs(target: Target | Traits | str) -> frozenset[tuple[str, str]]:
+def _quant_pairs(target: TargetLike | Traits) -> frozenset[tuple[str, str]]:
     if isinstance(target, Traits):
         return target.quant_pairs
-    if isinstance(target, Target):
-        return target.traits.quant_pairs
-    try:  # a target's name (the older call sites)
+    try:
         return get_target(target).traits.quant_pairs
-    except PtoError:
+    except PtoError:  # an unknown name: nothing quantises
         return frozenset()
 
 
-def quant_mode(target: Target | Traits | str, src: DType, dst: DType, *,
+def quant_mode(target: TargetLike | Traits, src: DType, dst: DType, *,
                scalar: bool = False) -> str | None:
     """'B8', 'DEQF16', 'SHIFT16', 'FLOAT' (scale then convert), or None (plain conversion).
     The pairs that quantise are the target's ``quant_pairs`` trait (``target`` is a Target,

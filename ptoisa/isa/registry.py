@@ -34,7 +34,7 @@ from ..errors import (
 from ..foreign import read_only_origin
 from ..lanes import Lanes, block_of, uniform
 from ..memory import Machine, current
-from ..targets import Target, get_target, known_targets
+from ..targets import Target, TargetLike, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec
@@ -106,11 +106,11 @@ class Event:
 class Sig:
     """Operand types of one use of an instruction: what static rules look at."""
 
-    __slots__ = ("instr", "target", "types", "params", "permissive")
+    __slots__ = ("ins", "target", "types", "params", "permissive")
 
-    def __init__(self, instr: Instr, target: Target, types: dict[str, Any],
+    def __init__(self, ins: Instr, target: Target, types: dict[str, Any],
                  params: dict[str, Any], permissive: bool = False) -> None:
-        self.instr = instr
+        self.ins = ins
         self.target = target
         self.types = types
         self.params = params
@@ -121,7 +121,7 @@ class Sig:
         return self.types.get(name)
 
     def fail(self, msg: str) -> IllegalInstruction:
-        return IllegalInstruction(msg, op=self.instr.mnemonic)
+        return IllegalInstruction(msg, op=self.ins.mnemonic)
 
 
 StaticRule = Callable[[Sig], None]
@@ -167,7 +167,7 @@ class Instr:
     #: (with ``plain``) how a scalar operand becomes a value of dst's element type for it:
     #: ``fn(value, dtype)``, as the semantics convert it
     plain_scalar: Callable[[Any, DType], Any] | None = None
-    #: the instruction's common case in one step: ``fn(instr, machine, values, params)`` runs
+    #: the instruction's common case in one step: ``fn(ins, machine, values, params)`` runs
     #: the run-time rules and the semantics of a use it recognises, built from the same
     #: helpers as they are (same results, same errors), and returns True; False when the use
     #: is not one it takes, having done nothing. Tried where nobody observes the machine, the
@@ -175,7 +175,7 @@ class Instr:
     #: rules passed, and the target declares no semantics or run-time rules of its own (see
     #: :meth:`run`): it saves the steps of the general dispatch
     fast: Callable[[Instr, Machine, list[Any], dict[str, Any]], bool] | None = None
-    #: the instruction's planned form (ptoisa/plans.py): ``fn(instr, machine, values, params)``
+    #: the instruction's planned form (ptoisa/plans.py): ``fn(ins, machine, values, params)``
     #: -> a call that runs this use (its run-time rules and semantics, from the same helpers,
     #: with what the operands' identities, types and the parameters decide done once) and
     #: returns True, or False when the run's state does not allow it, having done nothing
@@ -554,14 +554,14 @@ class Instr:
                 self._passed.clear()
             self._passed[key] = types
 
-    def check_types(self, target: Target | str, types: dict[str, Any],
+    def check_types(self, target: TargetLike, types: dict[str, Any],
                     params: dict[str, Any] | None = None, permissive: bool = False) -> None:
         """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
         point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules."""
-        tgt = get_target(target) if isinstance(target, str) else target
+        target = get_target(target)
         full = {p.name: p.default for p in self.params}
         full.update(params or {})
-        sig = Sig(self, tgt, {o.name: types.get(o.name) for o in self.operands}, full,
+        sig = Sig(self, target, {o.name: types.get(o.name) for o in self.operands}, full,
                   permissive)
         for o in self.results:  # (a micro-op's result types, where the program states them)
             sig.types[o.name] = types.get(o.name)
@@ -571,7 +571,7 @@ class Instr:
             # (an eager call states its first result's type as the result_type parameter)
             sig.types[self.results[0].name] = rt
         check_legality(sig)
-        for r in self.on(tgt).static:
+        for r in self.on(target).static:
             r(sig)
 
     def __repr__(self) -> str:
@@ -633,11 +633,11 @@ class InstrRecord:
     the template parameters, the source location (``Loc`` for ``.pto``, ``(file, line)`` of
     the caller for eager code, None when unknown) and the Events passed as waits."""
 
-    __slots__ = ("instr", "machine", "values", "params", "loc", "waits", "tag")
+    __slots__ = ("ins", "machine", "values", "params", "loc", "waits", "tag")
 
-    def __init__(self, instr: Instr, machine: Machine, values: list[Any],
+    def __init__(self, ins: Instr, machine: Machine, values: list[Any],
                  params: dict[str, Any], loc: Any, waits: tuple[Any, ...]) -> None:
-        self.instr = instr
+        self.ins = ins
         self.machine = machine
         self.values = values
         self.params = params
@@ -650,10 +650,10 @@ class InstrRecord:
     @property
     def pipe(self) -> Pipe:
         """The pipe this instruction runs on (operand-dependent for moves and Acc stores)."""
-        return self.instr.pipe_on(self.values)
+        return self.ins.pipe_on(self.values)
 
     def __repr__(self) -> str:
-        return f"<{self.instr.name} at {self.loc}>"
+        return f"<{self.ins.name} at {self.loc}>"
 
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
@@ -751,11 +751,11 @@ def elem_type(t: Any) -> DType | None:
 
 def check_legality(sig: Sig) -> None:
     """Apply the target's legality table for this instruction (the uniform error messages)."""
-    instr, tgt = sig.instr, sig.target
-    rule = tgt.legality.get(instr.name)
+    ins, target = sig.ins, sig.target
+    rule = target.legality.get(ins.name)
     if rule is None:
-        raise IllegalInstruction(f"not supported on target {tgt}", op=instr.mnemonic)
-    key = [n for n in instr.dtype_key if sig[n] is not None]
+        raise IllegalInstruction(f"not supported on target {target}", op=ins.mnemonic)
+    key = [n for n in ins.dtype_key if sig[n] is not None]
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
         sample = next(iter(rule.dtypes)) if rule.dtypes else None
@@ -764,37 +764,37 @@ def check_legality(sig: Sig) -> None:
             if got not in rule.dtypes:
                 allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
                 raise UnsupportedType(
-                    f"element type {got[0]} is not supported on {tgt} "
-                    f"(supported: {dt_names(allowed)})", op=instr.mnemonic)
+                    f"element type {got[0]} is not supported on {target} "
+                    f"(supported: {dt_names(allowed)})", op=ins.mnemonic)
         elif isinstance(sample, tuple):
             if got not in rule.dtypes:
                 pairs = sorted("->".join(d.name for d in p) for p in rule.dtypes)
                 what = " -> ".join(f"{n} {d}" for n, d in zip(key, got, strict=True))
                 raise UnsupportedType(
-                    f"type combination {what} is not supported on {tgt} "
-                    f"(supported: {', '.join(pairs)})", op=instr.mnemonic)
+                    f"type combination {what} is not supported on {target} "
+                    f"(supported: {', '.join(pairs)})", op=ins.mnemonic)
         else:
             for d in got:
                 if d not in rule.dtypes:
                     raise UnsupportedType(
-                        f"element type {d} is not supported on {tgt} "
+                        f"element type {d} is not supported on {target} "
                         f"(supported: {dt_names(sorted(rule.dtypes, key=_order))})",
-                        op=instr.mnemonic)
+                        op=ins.mnemonic)
     if rule.locs is not None:
         for n in key:
             t = sig[n]
             if isinstance(t, TileSpec) and t.loc not in rule.locs:
                 allowed = ", ".join(sorted(x.name for x in rule.locs))
                 raise IllegalInstruction(
-                    f"{n} must be a {allowed} tile on {tgt}, got {t.loc.name}",
-                    op=instr.mnemonic)
+                    f"{n} must be a {allowed} tile on {target}, got {t.loc.name}",
+                    op=ins.mnemonic)
     if rule.row_major:
-        for o in instr.operands:
+        for o in ins.operands:
             t = sig[o.name]
             if isinstance(t, TileSpec) and not t.is_row_major:
                 raise IllegalInstruction(
-                    f"{o.name} must be row-major on {tgt} (got {t.layout_name})",
-                    op=instr.mnemonic)
+                    f"{o.name} must be row-major on {target} (got {t.layout_name})",
+                    op=ins.mnemonic)
 
 
 _ORDER = ["f32", "f16", "bf16", "f8E4M3", "f8E5M2", "f8E8M0", "i8", "ui8", "i16", "ui16", "i32",
@@ -1156,7 +1156,7 @@ def sim_unchecked_type(rule: StaticRule) -> StaticRule:
             raise
         except PtoError as e:
             raise ConstraintError(f"{e.message} ({PERMISSIVE_HINT})",
-                                  op=e.op or sig.instr.mnemonic) from None
+                                  op=e.op or sig.ins.mnemonic) from None
 
     checked.__name__ = getattr(rule, "__name__", "rule")
     checked.sim_unchecked = True  # type: ignore[attr-defined]
@@ -1182,7 +1182,7 @@ def dtype_in(name: str, allowed: str) -> StaticRule:
         d = elem_type(sig[name])
         if d is not None and d not in ok:
             raise UnsupportedType(f"{name} element type {d} is not supported (supported: "
-                                  f"{dt_names(sorted(ok, key=_order))})", op=sig.instr.mnemonic)
+                                  f"{dt_names(sorted(ok, key=_order))})", op=sig.ins.mnemonic)
     rule.__name__ = f"dtype_in({name})"
     return rule
 

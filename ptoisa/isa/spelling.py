@@ -49,7 +49,7 @@ from ..enums import CmpMode, TileType
 
 @dataclass(frozen=True)
 class Form:
-    ins: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
     outs: tuple[str, ...] = ("dst",)
     segments: tuple[str, ...] = ()
     attr_operands: Mapping[str, str] = field(default_factory=dict)
@@ -59,8 +59,8 @@ class Form:
     def fits(self, n: int) -> bool:
         """Whether ``n`` written ins fit ``self.ins`` (``"x*"`` packs all remaining values)."""
         fixed = sum(int(k.split("*")[1]) if k.split("*")[-1].isdigit() and "*" in k else 1
-                    for k in self.ins if not k.endswith("*"))
-        return n >= fixed if any(k.endswith("*") for k in self.ins) else n == fixed
+                    for k in self.inputs if not k.endswith("*"))
+        return n >= fixed if any(k.endswith("*") for k in self.inputs) else n == fixed
 
 
 #: Form out: the op's SSA result is the instruction's return value (TTEST's bool)

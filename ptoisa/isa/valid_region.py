@@ -80,13 +80,13 @@ def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True
     di = pos["dst"]
     srcs = [(n, pos[n]) for n in spec.names if n in pos]
 
-    def fail(n: str, s: Tile, dst: Tile, rows: bool, tgt: object) -> RuntimeCheckError:
+    def fail(n: str, s: Tile, dst: Tile, rows: bool, target: object) -> RuntimeCheckError:
         if rows:
             what, got, want = ("valid region", f"{s.valid_row}x{s.valid_col}",
                                f"{dst.valid_row}x{dst.valid_col}")
         else:
             what, got, want = "valid cols", str(s.valid_col), str(dst.valid_col)
-        where = "" if everywhere else f" on {tgt}"
+        where = "" if everywhere else f" on {target}"
         return RuntimeCheckError(f"{n} {what} {got} must equal dst {what} {want}{where}",
                                  op=ins.mnemonic)
 

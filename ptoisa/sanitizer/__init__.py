@@ -155,7 +155,7 @@ class Sanitizer:
     def __call__(self, rec: Any) -> None:
         self.last = rec
         self.report.executed += 1
-        if not self.saw_sync and (rec.waits or rec.instr.sync in _USER_SYNC):
+        if not self.saw_sync and (rec.waits or rec.ins.sync in _USER_SYNC):
             self.saw_sync = True
         if self.progress is not None:
             self.progress.update()

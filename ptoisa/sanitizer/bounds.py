@@ -19,7 +19,7 @@ from .report import Finding, Site
 
 def check(rec: Any, site_of: Any) -> tuple[Finding, Any] | None:
     """The out-of-range finding of one MGATHER / MSCATTER (None when in range or defined)."""
-    name = rec.instr.name
+    name = rec.ins.name
     if name not in ("MGATHER", "MSCATTER"):
         return None
     from ..isa.irregular import enums as ir

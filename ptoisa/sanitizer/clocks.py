@@ -89,11 +89,11 @@ class Cell:
 
 def site_of(rec: Any) -> Site:
     pto = isinstance(rec.loc, SourceLoc)
-    name = ("pto." + rec.instr.mnemonic) if pto else rec.instr.name
+    name = ("pto." + rec.ins.mnemonic) if pto else rec.ins.name
     try:
         pipe = rec.pipe.value
     except Exception:  # noqa: BLE001 - a pipe_of that cannot decide: report the entry's
-        pipe = rec.instr.pipe.value
+        pipe = rec.ins.pipe.value
     return Site(name, pipe, rec.loc)
 
 
@@ -313,8 +313,8 @@ class Core(_Checks):
 
     # ---- one instruction -------------------------------------------------------------------------
     def observe(self, rec: Any) -> None:
-        name = rec.instr.name
-        kind = rec.instr.sync
+        name = rec.ins.name
+        kind = rec.ins.sync
         if kind in _SYNC:
             self.sync(kind, rec)
             return
@@ -327,7 +327,7 @@ class Core(_Checks):
                 self.aliases.pop(id(view), None)
             self.roots[id(view)] = self.roots.get(id(base), id(base))
             return
-        if rec.instr.access != "data":
+        if rec.ins.access != "data":
             if rec.values and isinstance(rec.values[0], Tile):
                 self.roots.pop(id(rec.values[0]), None)  # placed anew: its own bytes
             return
@@ -338,7 +338,7 @@ class Core(_Checks):
             hit = bounds.check(rec, site_of)
             if hit is not None:
                 self.san.add(*hit)
-        ins = rec.instr
+        ins = rec.ins
         pi = self.pipe_cache.get(name)
         if pi is None:
             if ins.pipe is Pipe.ALL:
@@ -387,8 +387,8 @@ class Core(_Checks):
         cache = self.span_cache
         aliases = self.aliases
         m = rec.machine
-        special = rec.instr.access_roles
-        for o, v in zip(rec.instr.operands, rec.values, strict=False):
+        special = rec.ins.access_roles
+        for o, v in zip(rec.ins.operands, rec.values, strict=False):
             if special and o.name in special:
                 role = role_of(rec, o)
             else:
@@ -427,7 +427,7 @@ class Core(_Checks):
         """The clock a release carries: what ``pipe`` (None: the instruction's own pipe; ALL:
         every pipe) has done and knows, now that the releasing instruction was issued. In
         auto mode the compiler drains the core before a cross-core signal: every pipe."""
-        if rec is not None and rec.instr.name == "SYNC_SET":
+        if rec is not None and rec.ins.name == "SYNC_SET":
             self.san.xids.add(_eid(rec.values[1]))
         if pipe is None and rec is not None:
             try:
@@ -684,7 +684,7 @@ class Core(_Checks):
 
     def race(self, hz: str, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
         pr, cr = prev.rec, cur.rec
-        key = ("race", pr.loc, pr.instr.name, cr.loc, cr.instr.name)
+        key = ("race", pr.loc, pr.ins.name, cr.loc, cr.ins.name)
         if key in self.san._seen:
             return
         a, b = prev.site, cur.site
@@ -728,7 +728,7 @@ class Core(_Checks):
     def gm_visibility(self, prev: Acc, cur: Acc, s: Span, lo: int, hi: int) -> None:
         """A load of GM bytes this core stored, ordered after the store by flags only."""
         pr, cr = prev.rec, cur.rec
-        key = ("gm-visibility", pr.loc, pr.instr.name, cr.loc, cr.instr.name)
+        key = ("gm-visibility", pr.loc, pr.ins.name, cr.loc, cr.ins.name)
         if key in self.san._seen:
             return
         a, b = prev.site, cur.site
@@ -830,7 +830,7 @@ def _per_block(accs: list[tuple[str, Any, Span]], lanes: int
 
 
 def _ident(a: Acc | None) -> Any:
-    return None if a is None else (a.thread, a.rec.instr.name, a.rec.loc)
+    return None if a is None else (a.thread, a.rec.ins.name, a.rec.loc)
 
 
 def _same_sites(c: Cell, d: Cell) -> bool:

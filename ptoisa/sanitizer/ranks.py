@@ -101,7 +101,7 @@ class RankRaces:
         """Observes a rank's instructions: its own GM accesses to windows (the communication
         instructions are seen through the backend instead)."""
         def obs(rec: Any) -> None:
-            if rec.instr.family == "comm":
+            if rec.ins.family == "comm":
                 return
             reads, writes = accesses(rec)
             spans = [(s, False) for s in reads] + [(s, True) for s in writes]
@@ -109,7 +109,7 @@ class RankRaces:
                      and s.key[:1] == ("rank",)]
             if not spans:
                 return
-            site = _site(rec.instr.name, rec, rec.loc)
+            site = _site(rec.ins.name, rec, rec.loc)
             with self.lock:
                 for s, w in spans:
                     self.access(rank, s.key[1], s.key[2], s.lo, s.hi, w, False, site)

@@ -34,7 +34,7 @@ from ..errors import PtoError
 from ..interp import bridge
 from ..interp.compiler import _bracket_args, _literal
 from ..interp.view_ops import SYNC_OP_PIPES
-from ..targets import DEFAULT_TARGET, get_target
+from ..targets import DEFAULT_TARGET, TargetLike, get_target
 from ..tile import Tile
 
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
@@ -96,7 +96,7 @@ class _State:
 class SyncGen:
     """Synchronise the functions of one module for one target."""
 
-    def __init__(self, module: Any, target: str = DEFAULT_TARGET) -> None:
+    def __init__(self, module: Any, target: TargetLike = DEFAULT_TARGET) -> None:
         self.module = module
         self.target = target
         #: a GM reload needs a full drain, not a flag (the target's trait; PTOAS #730)
@@ -173,7 +173,7 @@ class SyncGen:
                 except PtoError:
                     b = None
                 if b is not None:
-                    self.instr(op, b, st)
+                    self.instruction(op, b, st)
 
     # ---- memory of operands ------------------------------------------------------------------
     def _const(self, v: Any) -> int | None:
@@ -282,8 +282,8 @@ class SyncGen:
         return t
 
     # ---- one instruction ---------------------------------------------------------------------
-    def instr(self, op: Any, b: Any, st: _State) -> None:
-        ins = b.instr
+    def instruction(self, op: Any, b: Any, st: _State) -> None:
+        ins = b.ins
         vals = b.values
         if ins.access == "view" and len(vals) >= 2 and vals[0] is not None:
             self.keys[id(vals[0])] = self._key(vals[1])
@@ -452,7 +452,7 @@ _SYNC_HANDLERS: dict[str, Any] = {
 }
 
 
-def insert_sync(text: str, filename: str = "<stdin>", target: str = DEFAULT_TARGET) -> str:
+def insert_sync(text: str, filename: str = "<stdin>", target: TargetLike = DEFAULT_TARGET) -> str:
     """The program ``text`` with the synchronisation it needs inserted."""
     from ..text import parse
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PtoError
+from ..targets import TargetLike
 from . import lit, work
 from .result import FileResult, Outcome
 
@@ -217,7 +218,7 @@ def _np_dtype(name: str) -> Any:
         return np.dtype(t)
 
 
-def _run_case(prog: Any, target: str, kernel: str, blocks: int, data: Path,
+def _run_case(prog: Any, target: TargetLike, kernel: str, blocks: int, data: Path,
               files: list[list[Any]], case: dict[str, Any], notes: list[str]) -> Outcome:
     """One case: the kernel run on gen_data.py's inputs, its outputs compared with the
     goldens."""
@@ -234,18 +235,18 @@ def _run_case(prog: Any, target: str, kernel: str, blocks: int, data: Path,
         return Outcome("accepted", "", where)
     # inputs go to the pointers the kernel only reads, goldens to those it writes, in order
     written = [_writes(fn.op, a) for a in params]
-    ins = [a for a, w in zip(params, written, strict=True) if not w]
+    read = [a for a, w in zip(params, written, strict=True) if not w]
     outs = [a for a, w in zip(params, written, strict=True) if w]
-    if len(ins) != len(inputs) or len(outs) != len(golds) or not golds:
+    if len(read) != len(inputs) or len(outs) != len(golds) or not golds:
         notes.append(f"not run: {where}: cannot map {len(inputs)} inputs and {len(golds)} "
-                     f"goldens onto @{kernel}'s {len(ins)} read and {len(outs)} written "
+                     f"goldens onto @{kernel}'s {len(read)} read and {len(outs)} written "
                      "pointers")
         return Outcome("accepted", "", where)
     # the host allocates what the kernel's views reach, which may exceed a file
     reach = {id(a): work._view_elems(fn, a) or 0 for a in params}
     bound: dict[int, np.ndarray] = {}
     try:
-        for (key, dt, _shape), p in zip(inputs, ins, strict=True):
+        for (key, dt, _shape), p in zip(inputs, read, strict=True):
             a = np.fromfile(data / f"{key}.bin", _np_dtype(dt))
             want = bridge.elem_dtype(p.type.dtype).np
             if a.dtype != want:
@@ -493,7 +494,7 @@ def _eval_size(expr: str, consts: dict[str, str], depth: int = 0) -> int | None:
     return int(v) if isinstance(v, int) else None
 
 
-def _run_vpto(d: Path, tmp: Path, prog: Any, target: str, kernel: str, host: VptoHost,
+def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, kernel: str, host: VptoHost,
               notes: list[str]) -> Outcome | None:
     from ..interp import bridge
     from ..ir import types as T

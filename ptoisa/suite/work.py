@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import PtoError
+from ..targets import TargetLike
 from . import lit
 from .result import FileResult, Outcome
 
@@ -61,7 +62,8 @@ def target_of(text: str, rel: str) -> str:
 
 # ---- check ---------------------------------------------------------------------------------
 
-def check(text: str, name: str, target: str, level: str | None) -> tuple[Any, list[PtoError]]:
+def check(text: str, name: str, target: TargetLike, level: str | None
+          ) -> tuple[Any, list[PtoError]]:
     """(the Program, []) when the module checks for ``target``, else (None, its errors in
     source order: PTOAS reports one per failing function)."""
     from ..interp import Program
@@ -141,7 +143,7 @@ def _view_elems(cf: Any, arg: Any) -> int | None:
     return need or None
 
 
-def synth_args(prog: Any, name: str, target: str) -> tuple[list[Any] | None, str]:
+def synth_args(prog: Any, name: str, target: TargetLike) -> tuple[list[Any] | None, str]:
     """Arguments for function ``name``: every pointer an array as large as its views reach
     (uniform values in [-1, 1) seeded by the argument's name, integers in [-8, 8)), integers
     16, i1 0, floats 0.5. (None, why) when an argument cannot be made up."""
@@ -189,7 +191,7 @@ def _run_outcome(e: BaseException, where: str) -> Outcome:
     return _crash(e, where)
 
 
-def synth_run(prog: Any, target: str, where: str, notes: list[str]) -> Outcome:
+def synth_run(prog: Any, target: TargetLike, where: str, notes: list[str]) -> Outcome:
     """Run the module's entry functions (a cube + vector pair together) once each, 1 block,
     on synthesised inputs: ``ran`` when every run completes."""
     from ..interp.pipe_ops import kernel_kind

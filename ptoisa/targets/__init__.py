@@ -53,9 +53,16 @@ _ALIASES = {"a2": "a2a3", "a3": "a2a3", "A2A3": "a2a3", "A5": "a5", "CPU": "cpu"
 _EXTRA: dict[str, Target] = {}
 
 
-def get_target(name: str) -> Target:
+#: what a public entry point takes for a target: a :class:`Target` or its name. Inside
+#: ptoisa a target is the object, named ``target``; a name is resolved once, at the entry.
+TargetLike = str | Target
+
+
+def get_target(name: TargetLike) -> Target:
     """The target profile called ``name`` (cpu, a2a3, a5, or one added by
-    :func:`register_target`)."""
+    :func:`register_target`); a :class:`Target` is returned as it is."""
+    if isinstance(name, Target):
+        return name
     key = _ALIASES.get(name, name)
     if key in _EXTRA:
         return _EXTRA[key]

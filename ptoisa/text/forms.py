@@ -93,7 +93,7 @@ def _match_dps(
     if len(pieces) < 3 or pieces[0] != Piece("k", "ins") and pieces[0] != Piece("k", "outs"):
         return None
     j = 0
-    ins: list[int] = []
+    in_pos: list[int] = []
     outs: list[int] = []
     types: list[T.Type] = []
     place = "after"
@@ -101,7 +101,7 @@ def _match_dps(
         m = _match_group(pieces, 1)
         if m is None:
             return None
-        j, ins, types, keys = m
+        j, in_pos, types, keys = m
         if keys is not None:
             place = "ins"
     if j < len(pieces) and pieces[j] == Piece("k", "outs"):
@@ -110,7 +110,7 @@ def _match_dps(
             return None
         j, outs, out_types, _ = m
         types += out_types
-    if ins + outs != list(range(len(ins) + len(outs))):
+    if in_pos + outs != list(range(len(in_pos) + len(outs))):
         return None
     tail = pieces[j:]
     if tail and tail[0].kind == "d":
@@ -119,7 +119,7 @@ def _match_dps(
         tail = tail[1:]
     if any(p.kind == "d" for p in tail):
         return None
-    return len(ins), len(outs), place, tuple(types) + (None,) * (nops - len(types)), tail
+    return len(in_pos), len(outs), place, tuple(types) + (None,) * (nops - len(types)), tail
 
 
 def _match_ssa(pieces: list[Piece], nops: int, nres: int) -> tuple[T.FunctionType, str] | None:

@@ -330,9 +330,9 @@ def test_tmrgsort_format2_tmp_in_outs_merges() -> None:
 
 def test_every_ptoas_attribute_maps_onto_its_instruction() -> None:
     for op, table in ptoas_attr_tables().items():
-        instr = bridge.instr_of(op)
-        assert instr is not None, op
-        names = {p.name for p in instr.params} | {o.name for o in instr.operands}
+        ins = bridge.instr_of(op)
+        assert ins is not None, op
+        names = {p.name for p in ins.params} | {o.name for o in ins.operands}
         for key, spec in table.items():
             if spec.to is not None:
                 assert spec.to in names, (op, key, spec.to)
@@ -340,8 +340,8 @@ def test_every_ptoas_attribute_maps_onto_its_instruction() -> None:
                 assert spec.why, (op, key)
 
 
-def _mode_names(instr: Any) -> set[str]:
-    return {p.name for p in instr.params} | {o.name for o in instr.operands if o.enum}
+def _mode_names(ins: Any) -> set[str]:
+    return {p.name for p in ins.params} | {o.name for o in ins.operands if o.enum}
 
 
 #: the (instruction, mode) pairs that PTOAS writes as attributes and the tests above run both
@@ -484,11 +484,11 @@ def test_enum_values_all_spellable() -> None:
     """Every member of each enum an attribute maps to can be written in PTOAS's spelling (the
     member name, or without the common prefix)."""
     for op, table in ptoas_attr_tables().items():
-        instr = bridge.instr_of(op)
-        assert instr is not None
+        ins = bridge.instr_of(op)
+        assert ins is not None
         for spec in table.values():
-            p = next((p for p in instr.params if p.name == spec.to), None)
-            o = next((o for o in instr.operands if o.name == spec.to), None)
+            p = next((p for p in ins.params if p.name == spec.to), None)
+            o = next((o for o in ins.operands if o.name == spec.to), None)
             cls = (p.type if p and isinstance(p.type, type) else None) or (o.enum if o else None)
             if cls is None or not issubclass(cls, enum.Enum):
                 continue
@@ -499,17 +499,17 @@ def test_enum_values_all_spellable() -> None:
 
 # ---- the registry sweep: every instruction with modes ----------------------------------------
 
-def _mode_values(instr: Any) -> dict[str, tuple[str, list[Any]]]:
+def _mode_values(ins: Any) -> dict[str, tuple[str, list[Any]]]:
     """Each mode of ``instr`` with the values it takes: template parameters of an enum or bool
     type and enum operands ("param" / "operand")."""
     out: dict[str, tuple[str, list[Any]]] = {}
-    for p in instr.params:
+    for p in ins.params:
         cls = p.type if isinstance(p.type, type) else type(p.default)
         if issubclass(cls, enum.Enum):
             out[p.name] = ("param", list(cls))
         elif isinstance(p.default, bool):
             out[p.name] = ("param", [False, True])
-    for o in instr.operands:
+    for o in ins.operands:
         if o.enum is not None:
             out[o.name] = ("operand", list(o.enum))
     return out
@@ -525,22 +525,22 @@ _SWEEP_X = np.array([[2.5, -2.5, 0.5, -0.0, 0.0, 1e-3, 3.7, -1.2, np.nan, np.inf
                       7.0, 0.3333, 1e30, -1e-30] * 2, np.linspace(-4, 4, 32)], np.float32)
 
 
-def _sweep(instr: Any, target: str) -> int:
+def _sweep(ins: Any, target: str) -> int:
     """Run every value of every mode of a tile/scalar instruction eagerly and as .pto with the
     mode written as an attribute of the same name; the number of runs that ran."""
     tiles: Tiles = {}
-    ins: list[str] = []
+    in_names: list[str] = []
     types: list[str] = []
     outs: list[str] = []
     eager_args: list[Any] = []
     consts = ""
-    for o in instr.operands:
+    for o in ins.operands:
         if o.optional or o.enum is not None:
             continue
         scalar = o.kind == "scalar" or (o.kind == "any" and "scalar" in o.name)
         if scalar:
             consts += f"%{o.name} = arith.constant 2.5 : f32\n"
-            ins.append(f"%{o.name}")
+            in_names.append(f"%{o.name}")
             types.append("f32")
             eager_args.append(("scalar", o.name))
             continue
@@ -551,14 +551,14 @@ def _sweep(instr: Any, target: str) -> int:
         if o.role == "out":
             outs.append(o.name)
         else:
-            ins.append(f"%{o.name}")
+            in_names.append(f"%{o.name}")
             types.append("{" + o.name + "}")
     inputs = {n: _SWEEP_X for n in tiles if n not in outs}
     ran = 0
-    for mode, (where, values) in _mode_values(instr).items():
+    for mode, (where, values) in _mode_values(ins).items():
         for v in values:
-            ins_text = ", ".join(ins) + " {{" + mode + " = " + _attr_text(v) + "}}"
-            body = (consts.replace("{", "{{") + f"pto.{instr.mnemonic} ins({ins_text} : "
+            ins_text = ", ".join(in_names) + " {{" + mode + " = " + _attr_text(v) + "}}"
+            body = (consts.replace("{", "{{") + f"pto.{ins.mnemonic} ins({ins_text} : "
                     f"{', '.join(types)}) outs(" + ", ".join(f"%{n} : {{{n}}}" for n in outs)
                     + ")")
 
@@ -567,7 +567,7 @@ def _sweep(instr: Any, target: str) -> int:
                 args = [ts[n] if k == "tile" else np.float32(2.5) for k, n in eager_args]
                 if where == "operand":
                     args.append(v)
-                instr(*args, **({mode: v} if where == "param" else {}))
+                ins(*args, **({mode: v} if where == "param" else {}))
             ran += run_both(target, tiles, inputs, outs, body, eager)
     return ran
 
@@ -666,11 +666,11 @@ def test_corpus_attributes_reach_the_binding() -> None:
             continue
         for op in (o for top in module.ops for o in top.walk()):
             table = ptoas_attrs(op.name)
-            instr = bridge.instr_of(op.name)
-            if not table or instr is None:
+            ins = bridge.instr_of(op.name)
+            if not table or ins is None:
                 continue
             try:
-                b = bridge.bind(op, instr)
+                b = bridge.bind(op, ins)
             except PtoError:
                 continue  # files PTOAS rejects
             for key, a in op.attributes.items:
@@ -679,11 +679,11 @@ def test_corpus_attributes_reach_the_binding() -> None:
                     continue
                 raw = bridge.attr_value(a)
                 want = spec.values.get(raw.lower() if isinstance(raw, str) else raw, raw)
-                names = [o.name for o in instr.operands]
+                names = [o.name for o in ins.operands]
                 got = (b.params[spec.to] if spec.to in b.params
                        else b.values[names.index(spec.to)].value)  # type: ignore[union-attr]
                 assert _norm_value(got).endswith(_norm_value(want)), (path, key, got, want)
-                seen.add((instr.name, spec.to))
+                seen.add((ins.name, spec.to))
     assert {("TCVT", "mode"), ("TMOV", "mode"), ("TMOV", "reluMode"), ("TGATHER", "offset"),
             ("TQUANT", "quant_type"), ("TPUSH", "Split"), ("TSTORE", "reluPreMode")} <= seen
 

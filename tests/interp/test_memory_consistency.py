@@ -51,7 +51,7 @@ class Seen:
         self.recs: list[tuple[str, list[Any]]] = []
 
     def __call__(self, rec: Any) -> None:
-        self.recs.append((rec.instr.name, list(rec.values)))
+        self.recs.append((rec.ins.name, list(rec.values)))
 
 
 @pytest.mark.parametrize("kind,pipes", [

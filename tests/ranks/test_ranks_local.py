@@ -191,7 +191,7 @@ def test_access_spans_of_remote_views_are_keyed_by_rank_and_window():
     def k(x, y):
         r = comm.get_rank()
         m = pto.current()
-        m.observers.append(lambda rec: spans.setdefault((r, rec.instr.name), accesses(rec)))
+        m.observers.append(lambda rec: spans.setdefault((r, rec.ins.name), accesses(rec)))
         g, h = GlobalTensor(x, (1, 1, 1, 1, 8)), GlobalTensor(y, (1, 1, 1, 1, 8))
         if r == 0:
             comm.TPUT(comm.remote(h, 1), g, Tile("Vec", np.float32, 1, 8))

@@ -89,7 +89,7 @@ def test_ssa_form_converts_write_once_buffers():
     assert "%7 = tadd %5, %6 : (" in asm
     back = parse(asm)
     tadd = next(op for op in back.walk() if op.name == "pto.tadd")
-    assert tadd.form == "ssa" and [v.name for v in tadd.ins] == ["5", "6"]
+    assert tadd.form == "ssa" and [v.name for v in tadd.inputs] == ["5", "6"]
     dps = print_module(back, "dps")
     assert dps.count("pto.alloc_tile") == 3
 
@@ -99,7 +99,7 @@ def test_dps_op_fields():
     mod = parse(path.read_text(), str(path))
     tadd = next(op for op in mod.walk() if op.name == "pto.tadd")
     assert tadd.form == "dps"
-    assert [v.name for v in tadd.ins] == ["5", "6"]
+    assert [v.name for v in tadd.inputs] == ["5", "6"]
     assert [v.name for v in tadd.outs] == ["7"]
     t = tadd.outs[0].type
     assert (t.loc, str(t.dtype), t.rows, t.cols, t.v_row, t.v_col) == ("vec", "f32", 32, 32, 32, 32)

@@ -107,10 +107,10 @@ def outcome(text: str) -> str | PtoError:
     try:
         mod = parse(text, "example.pto", verify=False)
         for op in mod.walk():
-            instr = bridge.instr_of(op.name)
-            if instr is None or instr.dialect != "tile":
+            ins = bridge.instr_of(op.name)
+            if ins is None or ins.dialect != "tile":
                 continue  # (micro-ops bind in interp/micro.py, by their own spelling)
-            b = bridge.bind(op, instr)
+            b = bridge.bind(op, ins)
             for v in b.values:
                 if not isinstance(v, Value):
                     continue
@@ -174,7 +174,7 @@ def test_ssa_tstore_binds_dst_last():
                 "!pto.partition_tensor_view<16x16xf32>) -> ()", verify=False)
     op = next(mod.walk())
     b = bridge.bind(op, bridge.instr_of(op.name))
-    names = {o.name: v.name for o, v in zip(b.instr.operands, b.values, strict=True) if v}
+    names = {o.name: v.name for o, v in zip(b.ins.operands, b.values, strict=True) if v}
     assert names == {"dst": "mem", "src": "src"}
     ts = bridge.tile_spec_of(T.TileType((16, 16), T.FloatType("f32")))
     assert (ts.loc, ts.rows, ts.cols, ts.valid_row, ts.valid_col, ts.blayout, ts.slayout,

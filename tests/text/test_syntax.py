@@ -79,7 +79,7 @@ def test_ssa_and_generic_forms():
     mod = parse(text)
     ops = list(mod.walk())
     tadd = next(o for o in ops if o.name == "pto.tadd")
-    assert tadd.form == "ssa" and len(tadd.ins) == 2 and tadd.results[0].type.rows == 16
+    assert tadd.form == "ssa" and len(tadd.inputs) == 2 and tadd.results[0].type.rows == 16
     tmov = next(o for o in ops if o.name == "pto.tmov")
     assert tmov.form == "generic" and tmov.attr("x") == IntegerAttr(1, tmov.attr("x").type)
     dps = print_module(mod, "dps")

@@ -148,9 +148,9 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
            # mask form ins(src) {maskPattern}; index form ins(src, indices, tmp); compare form
            # ins(src, kValue, tmp) outs(dst, cdst) {offset}
            forms={"pto.tgather": (
-               Form(ins=("src0",)),
-               Form(ins=("src0", "src1", "tmp")),
-               Form(ins=("src0", "src1", "tmp2"), outs=("dst", "tmp"),
+               Form(inputs=("src0",)),
+               Form(inputs=("src0", "src1", "tmp")),
+               Form(inputs=("src0", "src1", "tmp2"), outs=("dst", "tmp"),
                     attr_operands={"offset": "offset"}))},
            attrs={"maskPattern": Attr("maskPattern"), "cmpMode": CMP_MODE,
                   "offset": Attr("offset")}),

@@ -249,7 +249,7 @@ def _trandom_a5(m: Machine, dst: Tile, key: Any, counter: Any, *, Rounds: Any) -
 
 
 @instr("TRANDOM", family="irregular", pipe=Pipe.V,
-       ptoas=Ptoas(forms={"pto.trandom": (Form(ins=("key*2", "counter*4")),)},
+       ptoas=Ptoas(forms={"pto.trandom": (Form(inputs=("key*2", "counter*4")),)},
                     attrs={"rounds": Attr("Rounds")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("key", "any"), Opnd("counter", "any")),
        params=(Param("Rounds", 10),),

@@ -231,7 +231,8 @@ def _tquant_static(sig: Sig) -> None:
 @instr("TQUANT", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(
            # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last
-           forms={"pto.tquant": (Form(ins=("src", "exp")), Form(ins=("src", "exp", "scaling")))},
+           forms={"pto.tquant": (Form(inputs=("src", "exp")),
+                                 Form(inputs=("src", "exp", "scaling")))},
            attrs={"quant_type": Attr("quant_type")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
                  Opnd("max", "tile", "inout", optional=True),

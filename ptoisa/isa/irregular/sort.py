@@ -179,7 +179,7 @@ def _merge(lists: list[tuple[np.ndarray, np.ndarray]], exhausted: bool
 
 
 def _mrg_static(sig: Sig) -> None:
-    for o in sig.instr.operands:
+    for o in sig.ins.operands:
         t = sig[o.name]
         if isinstance(t, TileSpec) and t.rows != 1:
             raise sig.fail(f"{o.name} must have Rows == 1, got {t.rows}")
@@ -197,13 +197,13 @@ def _tmrgsort_a2(vals: list[Any]) -> str:
            # PTOAS: ins(src0, src1[, src2[, src3]], tmp) outs(dst, executed: vector<4xi16>);
            # the manual's format2 writes tmp in outs: ins(src0..srcN) outs(dst, tmp, executed)
            forms={"pto.tmrgsort": (
-               Form(ins=("a1", "a2")),
-               Form(ins=("src0", "src1", "a2"), outs=("dst", "a1")),
-               Form(ins=("src0", "src1", "src2", "a2"), outs=("dst", "a1")),
-               Form(ins=("src0", "src1", "src2", "src3", "a2"), outs=("dst", "a1")),
-               Form(ins=("src0", "src1"), outs=("dst", "a2", "a1")),
-               Form(ins=("src0", "src1", "src2"), outs=("dst", "a2", "a1")),
-               Form(ins=("src0", "src1", "src2", "src3"), outs=("dst", "a2", "a1")))},
+               Form(inputs=("a1", "a2")),
+               Form(inputs=("src0", "src1", "a2"), outs=("dst", "a1")),
+               Form(inputs=("src0", "src1", "src2", "a2"), outs=("dst", "a1")),
+               Form(inputs=("src0", "src1", "src2", "src3", "a2"), outs=("dst", "a1")),
+               Form(inputs=("src0", "src1"), outs=("dst", "a2", "a1")),
+               Form(inputs=("src0", "src1", "src2"), outs=("dst", "a2", "a1")),
+               Form(inputs=("src0", "src1", "src2", "src3"), outs=("dst", "a2", "a1")))},
            attrs={"exhausted": Attr("exhausted")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("a1", "any"), Opnd("a2", "any", optional=True),
                  Opnd("src0", "tile", optional=True), Opnd("src1", "tile", optional=True),

@@ -41,7 +41,7 @@ from ..spelling import SCALE, Attr, Form, Ptoas
 
 
 def _rule_extra(sig: Sig, key: str) -> Any:
-    r = sig.target.legality.get(sig.instr.name)
+    r = sig.target.legality.get(sig.ins.name)
     return None if r is None else r.extra.get(key)
 
 
@@ -225,7 +225,7 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
               "copy (PTOAS)."),
        ptoas=Ptoas(forms={"pto.textract": (
            # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
-           Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)},
+           Form(inputs=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)},
            attrs=_MOVE_ATTRS),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU,), dtype_key=("dst",),

@@ -104,7 +104,7 @@ _ROLE_LOC = {"c": TileType.Acc, "cin": TileType.Acc, "a": TileType.Left, "b": Ti
 
 
 def _sig_roles(sig: Sig, kind: str) -> dict[str, Any]:
-    return {k: v for k, v in roles(kind, [sig[o.name] for o in sig.instr.operands]).items()
+    return {k: v for k, v in roles(kind, [sig[o.name] for o in sig.ins.operands]).items()
             if v is not None}
 
 
@@ -140,14 +140,14 @@ def _layout_ok(role: str, t: TileSpec, target: Target) -> str | None:
 def _matmul_rule(kind: str) -> Any:
     def rule(sig: Sig) -> None:
         r = _sig_roles(sig, kind)
-        tgt = sig.target
+        target = sig.target
         for role, t in r.items():
             if not isinstance(t, TileSpec):
                 continue
             name = _ROLE_NAMES[role]
             if t.loc is not _ROLE_LOC[role]:
                 raise sig.fail(f"{name} must be a {_ROLE_LOC[role].name} tile, got {t.loc.name}")
-            want = _layout_ok(role, t, tgt)
+            want = _layout_ok(role, t, target)
             if want is not None:
                 raise sig.fail(f"{name} must be {want}, got {t.layout_name} {t.rows}x{t.cols}")
         c, a, b = r.get("c"), r.get("a"), r.get("b")
@@ -168,21 +168,21 @@ def _matmul_rule(kind: str) -> Any:
             s = r.get(role)
             if isinstance(s, TileSpec) and s.dtype is not D.f8e8m0:
                 raise sig.fail(f"{_ROLE_NAMES[role]} must hold f8E8M0 scales, got {s.dtype}")
-        if tgt.traits.cube_static_shapes_chain and \
+        if target.traits.cube_static_shapes_chain and \
                 (a.rows != c.rows or a.cols != b.rows or b.cols != c.cols):
             raise sig.fail(
-                f"static shapes must chain on {tgt}: Left {a.rows}x{a.cols}, Right "
+                f"static shapes must chain on {target}: Left {a.rows}x{a.cols}, Right "
                 f"{b.rows}x{b.cols}, Acc {c.rows}x{c.cols} (Left.Rows == Acc.Rows, "
                 "Left.Cols == Right.Rows, Right.Cols == Acc.Cols)")
-        if tgt.traits.npu_static_checks and \
-                c.numel * c.dtype.itemsize > tgt.buffer_size("L0C"):
+        if target.traits.npu_static_checks and \
+                c.numel * c.dtype.itemsize > target.buffer_size("L0C"):
             raise sig.fail(f"cMatrix {c.rows}x{c.cols} exceeds L0C")
     return rule
 
 
 def _check_types(sig: Sig, c: TileSpec, a: TileSpec, b: TileSpec) -> None:
     """(C, A, B) element types against the target table (the uniform legality message)."""
-    rule = sig.target.legality.get(sig.instr.name)
+    rule = sig.target.legality.get(sig.ins.name)
     if rule is None or rule.dtypes is None:
         return
     got = (c.dtype, a.dtype, b.dtype)
@@ -518,10 +518,10 @@ _MX_OPS = (_C, Opnd("aMatrix", "tile"), Opnd("aScaleMatrix", "tile"), Opnd("bMat
 #: ScaleRight tiles, which the bridge builds over the scaling tile's bytes
 _MX_SCALES = {"aScaleMatrix": TileType.ScaleLeft, "bScaleMatrix": TileType.ScaleRight}
 _MX_INS = ("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix")
-_MX_FORMS = (Form(ins=_MX_INS, outs=("cMatrix",), retype=_MX_SCALES),
-             Form(ins=(*_MX_INS, "biasData"), outs=("cMatrix",), retype=_MX_SCALES))
+_MX_FORMS = (Form(inputs=_MX_INS, outs=("cMatrix",), retype=_MX_SCALES),
+             Form(inputs=(*_MX_INS, "biasData"), outs=("cMatrix",), retype=_MX_SCALES))
 # ins(cIn, a, sa, b, sb) outs(cOut): the registry's positional (cOut, cIn, a, sa, b, sb)
-_MX_ACC_FORMS = (Form(ins=("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix", "biasData"),
+_MX_ACC_FORMS = (Form(inputs=("aMatrix", "aScaleMatrix", "bMatrix", "bScaleMatrix", "biasData"),
                       outs=("cMatrix",),
                       retype={"bMatrix": TileType.ScaleLeft, "biasData": TileType.ScaleRight}),)
 

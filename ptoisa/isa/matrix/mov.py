@@ -36,12 +36,12 @@ def _fix_pipe_rule(sig: Sig) -> None:
     dst, src, extra = sig["dst"], sig["src"], sig["fp"]
     if not (isinstance(dst, TileSpec) and isinstance(src, TileSpec)):
         return
-    tgt = sig.target
-    rule = tgt.legality.get(sig.instr.name)
+    target = sig.target
+    rule = target.legality.get(sig.ins.name)
     paths = rule.extra.get("paths") if rule is not None else None
     if paths is not None and (src.loc, dst.loc) not in paths:
         allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in paths))
-        raise sig.fail(f"move {src.loc.name} -> {dst.loc.name} is not supported on {tgt} "
+        raise sig.fail(f"move {src.loc.name} -> {dst.loc.name} is not supported on {target} "
                        f"(supported: {allowed})")
     acc = src.loc is TileType.Acc
     if src.dtype is not dst.dtype:
@@ -61,7 +61,7 @@ def _fix_pipe_rule(sig: Sig) -> None:
     if acc and mode in (AccToVecMode.DualModeSplitM, AccToVecMode.DualModeSplitN):
         if dst.loc is not TileType.Vec:
             raise sig.fail(f"{mode.name} moves Acc -> Vec only")
-        if extra is not None and quant_mode(tgt, src.dtype, dst.dtype,
+        if extra is not None and quant_mode(target, src.dtype, dst.dtype,
                                             scalar=not isinstance(extra, TileSpec)) is not None:
             raise sig.fail(f"{mode.name} needs NoQuant (no quant word for "
                            f"{src.dtype} -> {dst.dtype})")
@@ -218,7 +218,7 @@ TMOV_PIPES = PipeForms(("src", "dst"), {
 @instr("TMOV", family="matrix", pipe=Pipe.MTE1, batched=True, pipe_of=TMOV_PIPES,
        ptoas=Ptoas(
            # the generic spelling: operandSegmentSizes over (src, dst, fp, preQuantScalar)
-           forms={"pto.tmov": (Form(ins=("src",)), Form(ins=("src", "fp")),
+           forms={"pto.tmov": (Form(inputs=("src",)), Form(inputs=("src", "fp")),
                                Form(segments=("src", "dst", "fp", "fp")))},
            attrs={"accToVecMode": Attr("mode"), "reluPreMode": Attr("reluMode")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),

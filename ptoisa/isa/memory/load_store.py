@@ -86,7 +86,7 @@ _COVERS: dict[tuple[int, int], tuple[Any, ...]] = {}
 
 def _gm_layouts(*allowed: Layout) -> Any:
     def rule(sig: Sig) -> None:
-        for o in sig.instr.operands:
+        for o in sig.ins.operands:
             t = sig[o.name]
             if isinstance(t, GMSpec) and t.layout not in allowed:
                 names = ", ".join(a.name for a in allowed)
@@ -161,10 +161,10 @@ def _conv_or(plain_rule: Any) -> Any:
     """Static layout rule: a ConvTile operand takes the convolution GM layouts, a plain tile
     what ``plain_rule`` allows."""
     def rule(sig: Sig) -> None:
-        if not any(isinstance(sig[o.name], ConvSpec) for o in sig.instr.operands):
+        if not any(isinstance(sig[o.name], ConvSpec) for o in sig.ins.operands):
             plain_rule(sig)
             return
-        for o in sig.instr.operands:
+        for o in sig.ins.operands:
             t = sig[o.name]
             if isinstance(t, GMSpec) and t.layout not in _CONV_LAYOUTS:
                 names = ", ".join(a.name for a in _CONV_LAYOUTS)

@@ -97,7 +97,7 @@ def PIPE_BARRIER(m: Machine, pipe: Pipe) -> None:  # noqa: N802
 
 
 @instr("TSYNC", family="sync", pipe=Pipe.S, sync="events",
-       ptoas=Ptoas(forms={"pto.tsync": (Form(ins=("events*",), outs=()),)}),
+       ptoas=Ptoas(forms={"pto.tsync": (Form(inputs=("events*",), outs=()),)}),
        operands=(Opnd("events", "any", optional=True),),
        params=(Param("OpCode", None),))
 def TSYNC(m: Machine, events: Any = None, *, OpCode: Any) -> None:  # noqa: N802,N803
