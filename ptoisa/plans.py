@@ -401,11 +401,8 @@ def _general(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], pl
     """Instr.run's unobserved path for one use that runs once (one block, or all blocks
     together), its decisions made."""
     written = ins._written
-    try_plain = ins.try_plain
 
     def call() -> None:
-        if plain and try_plain(m, vals, True):
-            return
         try:
             if m._lazy and written:
                 _settle_written(m, written, vals)
@@ -416,7 +413,8 @@ def _general(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], pl
             impl(m, *vals, **params)
         except PtoError as e:
             raise fail(e) from None
-    return call
+    # (the plain form first where it may take the use: one call, the general one behind it)
+    return (ins.plain_bound(m, vals, call) if plain else None) or call
 
 
 # ---- launching ------------------------------------------------------------------------------

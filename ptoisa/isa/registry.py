@@ -507,6 +507,66 @@ class Instr:
                 on.plain(*views, out=out)
         return True
 
+    def plain_bound(self, m: Machine, vals: Sequence[Any], otherwise: Callable[[], None]
+                    ) -> Callable[[], None] | None:
+        """:meth:`try_plain` for one use an execution plan replays (ptoisa/plans.py): what the
+        plan fixes is decided once (no observers, one lane, the static rules passed, the
+        target's plain form, the operands' shapes, the scalars converted); the call checks
+        what a replay can change (lazily loaded values, each tile's placement and valid
+        region) as try_plain does, and calls ``otherwise()`` where the plain form does not
+        take the use. None: it never can for these operands."""
+        on = self._on.get(m.target)
+        if on is None or on.plain is None or m.lanes != 1 or not vals:
+            return None
+        fn = on.plain
+        conv = self.plain_scalar
+        views: list[Any] = []
+        tiles: list[tuple[int, Tile]] = []
+        first = None
+        for i, t in enumerate(vals):
+            if conv is not None and not isinstance(t, Tile):
+                try:
+                    views.append(conv(t, vals[0].spec.dtype))
+                except Exception:  # noqa: BLE001 (the semantics say what is wrong)
+                    return None
+                continue
+            if not isinstance(t, Tile):
+                return None
+            sp = t.spec
+            if first is None:
+                first = sp
+            elif sp.rows != first.rows or sp.cols != first.cols:
+                return None
+            views.append(None)
+            tiles.append((i, t))
+        if not tiles or tiles[0][0] != 0:
+            return None
+        big = vals[0].spec.rows * vals[0].spec.cols >= m.LAZY_MIN_ELEMENTS
+        srcs = views[1:]
+        dst, src_tiles = vals[0], [(i - 1, t) for i, t in tiles[1:]]
+
+        def call() -> None:
+            if m._lazy or (big and m.lazy_loads):
+                return otherwise()
+            c = dst._v2d
+            if c is None or c[0] is not dst._buf or dst._machine is not m or not dst._whole \
+                    or c[1] is None:
+                return otherwise()
+            out = c[1]
+            for i, t in src_tiles:
+                c = t._v2d
+                if c is None or c[0] is not t._buf or t._machine is not m or not t._whole \
+                        or c[1] is None:
+                    return otherwise()
+                srcs[i] = c[1]
+            if m.quiet:
+                fn(*srcs, out=out)
+            else:
+                with np.errstate(all="ignore"):
+                    fn(*srcs, out=out)
+            return None
+        return call
+
     def _known_static(self, target: Target, permissive: bool, vals: Sequence[Any],
                       params: dict[str, Any]) -> tuple[bool, list[Any], Any]:
         """(Have the static rules passed for these operand types and parameters on
