@@ -504,6 +504,13 @@ def test_onchip_moves_at_upstreams_bandwidths_marked_as_estimates():
     _, rule, _ = _explain("TEXTRACT", pto.TileLeft(np.float16, 128, 64), mat_a, 0, 0,
                           target="a5")
     assert "A2/A3's figure, none for a5" in rule
+    # the cube on a5: A2/A3's fractal rate (fitted on A2/A3's f32; f16 the prior)
+    c, a, b = (pto.TileAcc(np.float32, 32, 32), pto.TileLeft(np.float16, 32, 64),
+               pto.TileRight(np.float16, 64, 32))
+    cyc, rule, _ = _explain("TMATMUL", c, a, b, target="a5")
+    assert cyc == 6 + 2 * 4 * 2 and "A2/A3's figure, none for a5" in rule
+    _, rule, _ = _explain("TMATMUL", c, a, b)
+    assert "none for" not in rule
 
 
 def test_sort_merge_gather_costs_from_upstreams_calibrations():

@@ -336,8 +336,9 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
                _v("dma", 0, 265, 1 / 128, group="dma")],
     "TPREFETCH": [_v("dma", 0, 265, 1 / 128, group="dma")],
     **{op: [_v("mad", 6, 1, by_dtype=True, group="mad", note="upstream's cube: 1 fractal "
-               "(16 x 32 bytes x 16) a cycle after a head of 6, f32 at half rate; 8- and 4-bit "
-               "inputs (MX) at the same fractal rate, K counted in bytes")] for op in (
+               "(16 x 32 bytes x 16) a cycle after a head of 6, f32 at half rate; MX fp8 at the "
+               "same fractal rate (2x fp16's MACs), fp4 (a byte an element here) as fp8")]
+    for op in (
         "TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS",
         "TMATMUL_MX", "TGEMV_MX")},
 }
@@ -507,16 +508,17 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
     try:
         tgt = get_target(str(target))
+        tname: str | None = tgt.name
         own = tgt.name if tgt.traits.costs_measured else None
     except Exception:  # noqa: BLE001 - an unknown target: nothing was measured on it
-        own = None
+        tname = own = None
     key = f.get(v.key) if v.by_dtype else None
     why = ""
     if idx < 0:
         why = f"no rule for {f['op']}: the {pipe.name} pipe's default"
     elif k not in v.fitted:
         why = "a prior, no measurement" + (f": {v.note}" if v.note else "")
-        if own != "a2a3" and v.source is None and f["op"] not in A5_PRIORS:
+        if tname != "a2a3" and v.source != tname:
             why += f"; A2/A3's figure, none for {target}"
     elif v.by_dtype and k == "any":
         why = f"no measurement of {v.key} {key}: the fit pooled over the measured ones"
