@@ -525,6 +525,10 @@ def test_sort_merge_gather_costs_from_upstreams_calibrations():
     cyc, rule, _ = _explain("TGATHER", _vec(np.float32, 16, 64), _vec(np.float32, 16, 64),
                             _vec(np.int32, 16, 64), _vec(np.float32, 16, 64))
     assert cyc == round(24 + 46.6 * 16) and "46.6 cycles a row" in rule
+    # one vgather per row of dst, whatever the table's shape
+    cyc, _, _ = _explain("TGATHER", _vec(np.float32, 4, 64), _vec(np.float32, 1, 4096),
+                         _vec(np.int32, 4, 64), _vec(np.float32, 4, 64))
+    assert cyc == round(24 + 46.6 * 4)
 
 
 def test_placeholder_counts_are_reported_apart():

@@ -85,6 +85,7 @@ def features(instr: Any, values: list[Any], params: dict[str, Any]) -> Features:
         dst = tiles[0][1]
         src = tiles[1][1] if len(tiles) > 1 else dst
         f["dst_loc"], f["src_loc"] = dst.loc.name, src.loc.name
+        f["dst_R"] = dst.valid_row
         # a conversion's cost depends on both element types (a5: f32 -> fp8 is ~7x f32 -> f16)
         f["cvt"] = f"{src.dtype.name}->{dst.dtype.name}"
         f["in_place"] = dst is src or (dst.addr is not None and dst.addr == src.addr
@@ -143,6 +144,8 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     "flat": lambda f: (_g(f, "flat"), 0.0),
     # per-row work (x1) plus repeats (x2)
     "row": lambda f: (_g(f, "R"), 0.0),
+    # per row of the destination (a gather's source may be a wider or longer table)
+    "dstrow": lambda f: (_g(f, "dst_R"), 0.0),
     # row reductions: rows of one repeat reduce one per row (x1); wider rows fold first (x2)
     "rowred": lambda f: ((_g(f, "R"), 0.0) if f.get("rowrep", 1) == 1
                          else (0.0, _g(f, "rep"))),
@@ -288,7 +291,7 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
                     "910B3 (single list, blockLen 64): 20 + 78 per 2 KiB of records")],
     # TGATHER with an index tile: a vmuls, a barrier and a vgather per row, 46.6 cycles a row
     # measured by upstream; the mask form is one vreducev2 over the repeats
-    "TGATHER": [_v("row", 24, 46.6, index_form=True, note="upstream's TGATHER calibration "
+    "TGATHER": [_v("dstrow", 24, 46.6, index_form=True, note="upstream's TGATHER calibration "
                    "on 910B3: 46.6 cycles a row, vgather head 24"),
                 _v("vec", 20, 1, note="vreducev2 at upstream's default 1/repeat")],
     # TSCATTER with an index tile: A2/A3 runs a scalar loop over the elements (about 5 scalar
@@ -296,7 +299,7 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
     # masked vcopy per row
     "TSCATTER": [_v("elems", 20, 0, 5, index_form=True, note="a scalar loop over the "
                     "elements, ~5 scalar instructions each at upstream's 1 cycle"),
-                 _v("row", 20, 2, note="a masked vcopy per row")],
+                 _v("dstrow", 20, 2, note="a masked vcopy per row")],
     # TTRANS (Vec): vnchwconv 16x16-block transposes (upstream's default 2 per 512-byte repeat)
     # into tmp and a vector copy back (1 per 256-byte repeat)
     "TTRANS": [_v("bytes", 20, 0, 2 / 512 + 1 / 256, note="vnchwconv at upstream's default "
@@ -485,7 +488,8 @@ _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
            "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
            "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", ""),
-           "sort32": ("rows", "repeats32"), "fix": ("dma", "2*elems"), "elems": ("", "elems")}
+           "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
+           "fix": ("dma", "2*elems"), "elems": ("", "elems")}
 
 
 def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
