@@ -148,14 +148,22 @@ class Result:
         return max(0.0, 1 - abs(self.predicted_us - self.board_us) / self.board_us)
 
 
-def run_gemm(size: int, *, check: bool = True) -> Result:
-    rng = np.random.default_rng(size)
-    a = rng.uniform(-1, 1, (size, size)).astype(np.float16)
-    b = rng.uniform(-1, 1, (size, size)).astype(np.float16)  # n x k (B transposed, as upstream)
-    c = np.zeros((size, size), np.float32)
+def run_gemm(size: int, *, check: bool = True, timing: bool = False) -> Result:
+    """One launch of the port; ``timing``: ``cycles="timing"`` (no tile values: the same
+    cycles, nothing to check)."""
+    if timing:
+        a = np.empty((size, size), np.float16)
+        b = np.empty((size, size), np.float16)
+        c = np.empty((size, size), np.float32)
+        check = False
+    else:
+        rng = np.random.default_rng(size)
+        a = rng.uniform(-1, 1, (size, size)).astype(np.float16)
+        b = rng.uniform(-1, 1, (size, size)).astype(np.float16)  # n x k (B transposed)
+        c = np.zeros((size, size), np.float32)
     t0 = time.perf_counter()
     rep = pto.launch(gemm_performance, c, a, b, size, blocks=BLOCK_DIM, target="a2a3",
-                     cycles=True)
+                     cycles="timing" if timing else True)
     wall = time.perf_counter() - t0
     if check:
         ref = a.astype(np.float32) @ b.astype(np.float32).T
@@ -189,11 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sizes", default="1536,3072")
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--timing", action="store_true",
+                    help='cycles="timing": no tile values (fast; nothing checked)')
     ap.add_argument("--explain", action="store_true", help="print each launch's summary")
     ns = ap.parse_args(argv)
     results = []
     for s in (int(x) for x in ns.sizes.split(",")):
-        r = run_gemm(s, check=not ns.no_check)
+        r = run_gemm(s, check=not ns.no_check, timing=ns.timing)
         results.append(r)
         if ns.explain:
             print(r.report.summary(), file=sys.stderr)

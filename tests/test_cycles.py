@@ -469,6 +469,79 @@ def test_matmul_acc_counts_the_a_and_b_operands():
     assert (f["dtype"], f["fractals"]) == ("f16", 2 * 4 * 3)   # ceil(64*2/32) = 4
 
 
+def _explain(op, *vals, target="a2a3", **params):
+    f = _features(op, *vals, **params)
+    pipe = pto.REGISTRY[op].pipe
+    return costs.explain(costs.default_table(target), f, pipe, target)
+
+
+def test_onchip_moves_at_upstreams_bandwidths_marked_as_estimates():
+    """Hand-computed from upstream's arch_config.hpp (GiB/s at 1.85 GHz): L1 -> L0A 441
+    (256 B/cycle), L1 -> L0B 220.5 (128 B/cycle), L0C -> GM 70 (40.6 B/cycle over 2 bytes an
+    element), L0C -> L1 128 (74.3 B/cycle)."""
+    mat_a = Tile(TileType.Mat, np.float16, 128, 256, pto.BLayout.ColMajor, None,
+                 pto.SLayout.RowMajor)
+    mat_b = Tile(TileType.Mat, np.float16, 256, 256, pto.BLayout.RowMajor, None,
+                 pto.SLayout.ColMajor)
+    cyc, rule, measured = _explain("TEXTRACT", pto.TileLeft(np.float16, 128, 64), mat_a, 0, 0)
+    assert cyc == 10 + 128 * 64 * 2 // 256 and not measured       # 16 KiB at 256 B/cycle
+    assert "[estimate: a prior, no measurement: upstream's arch_config.hpp L1_TO_L0A" in rule
+    cyc, rule, _ = _explain("TEXTRACT", pto.TileRight(np.float16, 64, 256), mat_b, 0, 0)
+    assert cyc == 10 + 64 * 256 * 2 // 128 and "L1_TO_L0B 128.0 B/cycle" in rule
+    cyc, _, _ = _explain("TMOV", pto.TileRight(np.float16, 64, 256),
+                         Tile(TileType.Mat, np.float16, 64, 256, pto.BLayout.RowMajor, None,
+                              pto.SLayout.ColMajor))
+    assert cyc == 10 + 64 * 256 * 2 // 128
+    acc = pto.TileAcc(np.float32, 128, 256)
+    g = GlobalTensor(np.zeros((128, 256), np.float32), (1, 1, 1, 128, 256))
+    cyc, rule, measured = _explain("TSTORE", g, acc)
+    assert cyc == round(265 + 128 * 256 * 2 / (70 * 1024 ** 3 / 1.85e9)) and not measured
+    assert "L0C_TO_GM 40.6 B/cycle" in rule
+    cyc, rule, _ = _explain("TMOV", Tile(TileType.Mat, np.float16, 128, 256,
+                                         pto.BLayout.ColMajor, None, pto.SLayout.RowMajor), acc)
+    assert cyc == round(20 + 128 * 256 * 2 / (128 * 1024 ** 3 / 1.85e9)) and "L0C_TO_L1" in rule
+    # on a5 the same figure, said to be A2/A3's
+    _, rule, _ = _explain("TEXTRACT", pto.TileLeft(np.float16, 128, 64), mat_a, 0, 0,
+                          target="a5")
+    assert "A2/A3's figure, none for a5" in rule
+    # the cube on a5: A2/A3's fractal rate (fitted on A2/A3's f32; f16 the prior)
+    c, a, b = (pto.TileAcc(np.float32, 32, 32), pto.TileLeft(np.float16, 32, 64),
+               pto.TileRight(np.float16, 64, 32))
+    cyc, rule, _ = _explain("TMATMUL", c, a, b, target="a5")
+    assert cyc == 6 + 2 * 4 * 2 and "A2/A3's figure, none for a5" in rule
+    _, rule, _ = _explain("TMATMUL", c, a, b)
+    assert "none for" not in rule
+
+
+def test_sort_merge_gather_costs_from_upstreams_calibrations():
+    # TSORT32: one vbitsort per row (6 + 2 per 32 elements) and a V barrier (~20): 26/row
+    src = _vec(np.float32, 8, 64)
+    cyc, rule, _ = _explain("TSORT32", _vec(np.float32, 8, 128), src, _vec(np.uint32, 8, 64))
+    assert cyc == 26 * 8 + 2 * 8 * 2 and "vbitsort" in rule
+    # TMRGSORT single list: 20 + 78 per 4 x 64 records (2 KiB); 1 x 1024 f32 = 512 records
+    cyc, rule, _ = _explain("TMRGSORT", _vec(np.float32, 1, 1024), _vec(np.float32, 1, 1024), 64)
+    assert cyc == 20 + 78 * 2 and "vmrgsort4" in rule
+    # TGATHER with an index tile: 46.6 a row after a head of 24
+    cyc, rule, _ = _explain("TGATHER", _vec(np.float32, 16, 64), _vec(np.float32, 16, 64),
+                            _vec(np.int32, 16, 64), _vec(np.float32, 16, 64))
+    assert cyc == round(24 + 46.6 * 16) and "46.6 cycles a row" in rule
+    # one vgather per row of dst, whatever the table's shape
+    cyc, _, _ = _explain("TGATHER", _vec(np.float32, 4, 64), _vec(np.float32, 1, 4096),
+                         _vec(np.int32, 4, 64), _vec(np.float32, 4, 64))
+    assert cyc == round(24 + 46.6 * 4)
+
+
+def test_placeholder_counts_are_reported_apart():
+    from ptoisa.cycles.pack import placeholder
+
+    case = {"op": "TSORT32", "hardware_cycles": 8.0, "upstream_accuracy": 0.0,
+            "operands": [{"kind": "tile", "rows": 8, "cols": 64, "valid_row": 8},
+                         {"kind": "tile", "rows": 8, "cols": 32, "valid_row": 8}]}
+    assert "placeholder" in (placeholder(case) or "")
+    assert placeholder(dict(case, hardware_cycles=300.0)) is None
+    assert placeholder(dict(case, op="TADD")) is None
+
+
 def test_lockstep_blocks_with_different_valid_rows_cost_the_slowest():
     def kernel():
         b = pto.get_block_idx()

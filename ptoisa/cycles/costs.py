@@ -85,12 +85,15 @@ def features(ins: Any, values: list[Any], params: dict[str, Any]) -> Features:
         dst = tiles[0][1]
         src = tiles[1][1] if len(tiles) > 1 else dst
         f["dst_loc"], f["src_loc"] = dst.loc.name, src.loc.name
+        f["dst_R"] = dst.valid_row
         # a conversion's cost depends on both element types (a5: f32 -> fp8 is ~7x f32 -> f16)
         f["cvt"] = f"{src.dtype.name}->{dst.dtype.name}"
         f["in_place"] = dst is src or (dst.addr is not None and dst.addr == src.addr
                                       and dst.loc == src.loc and len(tiles) > 1)
         whole = all(t.valid_row == t.rows and t.valid_col == t.cols for _, t in tiles[:2])
         blocks_row = max(1, math.ceil(c * b / 32))
+        # what a move carries: the smaller of dst and src (an extract's window, an insert's src)
+        f["move_elems"] = min(t.valid_row * t.valid_col for _, t in tiles[:2])
         f["bursts"], f["blocks"] = (1, math.ceil(r * c * b / 32)) if whole else \
             (r, r * blocks_row)
     if gms:
@@ -113,6 +116,8 @@ def features(ins: Any, values: list[Any], params: dict[str, Any]) -> Features:
     # DEFAULT / HIGH_PRECISION (TRECIP, TDIVS...: a5's high-precision loops are ~100x slower)
     algo = params.get("PrecisionType")
     f["algo"] = getattr(algo, "name", "DEFAULT") if algo is not None else "DEFAULT"
+    # the index forms of TGATHER / TSCATTER (an index tile) against the mask / compare forms
+    f["index_form"] = isinstance(named.get("src1", named.get("indexes")), Tile)
     f["is_binary"] = bool(params.get("isBinary", False)) or any(
         o.name == "isBinary" and bool(v) for o, v in zip(ins.operands, values, strict=False))
     return f
@@ -139,6 +144,8 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     "flat": lambda f: (_g(f, "flat"), 0.0),
     # per-row work (x1) plus repeats (x2)
     "row": lambda f: (_g(f, "R"), 0.0),
+    # per row of the destination (a gather's source may be a wider or longer table)
+    "dstrow": lambda f: (_g(f, "dst_R"), 0.0),
     # row reductions: rows of one repeat reduce one per row (x1); wider rows fold first (x2)
     "rowred": lambda f: ((_g(f, "R"), 0.0) if f.get("rowrep", 1) == 1
                          else (0.0, _g(f, "rep"))),
@@ -155,6 +162,15 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
     # cube fractal steps
     "mad": lambda f: (_g(f, "fractals"), 0.0),
+    # VBS32 sorts: one call per row (x1) of one repeat per 32 source elements (x2; the
+    # source is the smaller operand: dst holds records of 2 or 4 elements)
+    "sort32": lambda f: (_g(f, "R"), _g(f, "R") * math.ceil(
+        _g(f, "move_elems") / max(1.0, _g(f, "R")) / 32)),
+    # the fix-pipe out of L0C: transfers (x1) and 2 bytes per element whatever the element
+    # type (x2: upstream prices copy_matrix_cc_to_gm / _to_cbuf by rows * cols * 2)
+    "fix": lambda f: (_g(f, "n_dma"), 2 * _g(f, "move_elems")),
+    # elements of the moved region (scalar loops)
+    "elems": lambda f: (0.0, _g(f, "move_elems")),
     "const": lambda f: (0.0, 0.0),
 }
 
@@ -186,6 +202,8 @@ class Variant:
     n: dict[str, int] = field(default_factory=dict)
     #: the instructions whose measurements the fit used (a class shares one fit)
     ops_measured: frozenset[str] = frozenset()
+    #: where the prior comes from (an estimate's source, printed by ``--explain``)
+    note: str = ""
 
     def matches(self, f: Features) -> bool:
         return all(f.get(k) == v for k, v in self.when.items())
@@ -202,10 +220,44 @@ class Variant:
 
 
 def _v(basis: str, c0: float, c1: float = 0.0, c2: float = 0.0, *, by_dtype: bool = False,
-       group: str | None = None, key: str = "dtype", pool: bool = False,
+       group: str | None = None, key: str = "dtype", pool: bool = False, note: str = "",
        **when: Any) -> Variant:
     return Variant(basis, (c0, c1, c2), dict(when), by_dtype=by_dtype, group=group, key=key,
-                   pool=pool)
+                   pool=pool, note=note)
+
+
+# Upstream's A2/A3 bandwidth table (include/pto/costmodel/arch_config.hpp, GiB/s at 1.85 GHz)
+# in bytes per cycle: the on-chip moves the pack does not measure are priced by it.
+_GIB_PER_CYCLE = 1024 ** 3 / 1.85e9
+L1_TO_L0A = 441.0 * _GIB_PER_CYCLE    # 256 B/cycle
+L1_TO_L0B = 220.5 * _GIB_PER_CYCLE    # 128 B/cycle
+L1_TO_BT = 32.0 * _GIB_PER_CYCLE      # 18.6 B/cycle (the bias table; L1_TO_FB the same)
+L0C_TO_L1 = 128.0 * _GIB_PER_CYCLE    # 74.3 B/cycle
+L0C_TO_GM = 70.0 * _GIB_PER_CYCLE     # 40.6 B/cycle
+L1_TO_GM = 32.0 * _GIB_PER_CYCLE      # 18.6 B/cycle
+_ARCH = "upstream's arch_config.hpp"
+
+
+def _mte1(dst: str, rate: float, name: str, src: str = "Mat") -> Variant:
+    return _v("bytes", 10, 0, 1 / rate, src_loc=src, dst_loc=dst,
+              note=f"{_ARCH} {name} {rate:.1f} B/cycle, a guessed 10-cycle head")
+
+
+def _fix(rate: float, name: str, **when: Any) -> Variant:
+    return _v("fix", 20, 0, 1 / rate, note=f"{_ARCH} {name} {rate:.1f} B/cycle over 2 bytes "
+              "an element (as upstream counts the fix-pipe), a guessed 20-cycle head", **when)
+
+
+#: TEXTRACT and TMOV between L1 and L0 and out of L0C (same paths, same rates)
+_ONCHIP: list[Variant] = [
+    _mte1("Left", L1_TO_L0A, "L1_TO_L0A"),
+    _mte1("Right", L1_TO_L0B, "L1_TO_L0B"),
+    _mte1("Bias", L1_TO_BT, "L1_TO_BT"),
+    _mte1("Scaling", L1_TO_BT, "L1_TO_FB"),
+    _mte1("ScaleLeft", L1_TO_BT, "L1_TO_FB (A5's MX scales: no A5 figure)"),
+    _mte1("ScaleRight", L1_TO_BT, "L1_TO_FB (A5's MX scales: no A5 figure)"),
+    _fix(L0C_TO_L1, "L0C_TO_L1", src_loc="Acc"),
+]
 
 
 # Priors: upstream's per-intrinsic head+tail / slope (cce_costmodel) where it has them, else a
@@ -229,7 +281,29 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
     "TCVT": [_v("vec", 32, 1)],
     "TSEL": [_v("row", 4, 16)],
     "TSELS": [_v("row", 4, 16)],
-    "TSORT32": [_v("row", 0, 1)],
+    # one vbitsort per row then a V barrier (upstream's vbitsort: 6 + 2/repeat, a barrier ~20
+    # in its vgather calibration); the pack's two TSORT32 numbers are placeholders
+    "TSORT32": [_v("sort32", 0, 26, 2, note="upstream's vbitsort 6 + 2/repeat of 32 elements "
+                   "and a V barrier of ~20 per row")],
+    # vmrgsort4: upstream's 910B3 calibration, 20 + 78 per repeat of 4 x 64 8-byte records
+    # (single list); the multi-list forms at the same rate per record
+    "TMRGSORT": [_v("bytes", 20, 0, 78 / 2048, note="upstream's vmrgsort4 calibration on "
+                    "910B3 (single list, blockLen 64): 20 + 78 per 2 KiB of records")],
+    # TGATHER with an index tile: a vmuls, a barrier and a vgather per row, 46.6 cycles a row
+    # measured by upstream; the mask form is one vreducev2 over the repeats
+    "TGATHER": [_v("dstrow", 24, 46.6, index_form=True, note="upstream's TGATHER calibration "
+                   "on 910B3: 46.6 cycles a row, vgather head 24"),
+                _v("vec", 20, 1, note="vreducev2 at upstream's default 1/repeat")],
+    # TSCATTER with an index tile: A2/A3 runs a scalar loop over the elements (about 5 scalar
+    # instructions an element: two loads, the address, the store, the loop); the mask form a
+    # masked vcopy per row
+    "TSCATTER": [_v("elems", 20, 0, 5, index_form=True, note="a scalar loop over the "
+                    "elements, ~5 scalar instructions each at upstream's 1 cycle"),
+                 _v("dstrow", 20, 2, note="a masked vcopy per row")],
+    # TTRANS (Vec): vnchwconv 16x16-block transposes (upstream's default 2 per 512-byte repeat)
+    # into tmp and a vector copy back (1 per 256-byte repeat)
+    "TTRANS": [_v("bytes", 20, 0, 2 / 512 + 1 / 256, note="vnchwconv at upstream's default "
+                  "2/repeat of 512 bytes and a copy back at 1/repeat of 256 bytes")],
     **{op: [_v("rowred", 14, 7, 1, group="rowred")] for op in (
         "TROWSUM", "TROWMAX", "TROWMIN", "TROWPROD", "TROWARGMAX", "TROWARGMIN")},
     # TCOLSUM: one class whatever the mode (upstream's formula table gives the binary-mode
@@ -242,21 +316,32 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
         "TROWEXPAND", "TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDDIV",
         "TROWEXPANDMAX", "TROWEXPANDMIN", "TROWEXPANDEXPDIF")},
     # TMOV: UB -> UB copy in bursts; L1 -> L0 (MTE1) and L0C -> UB/L1 (FIX) by bandwidth
-    "TMOV": [_v("copy", 0, 5, 1, src_loc="Vec", dst_loc="Vec"),
-             _v("bytes", 10, 0, 1 / 256, src_loc="Mat"),
-             _v("bytes", 20, 0, 1 / 128, src_loc="Acc"),
+    "TMOV": [_v("copy", 0, 5, 1, src_loc="Vec", dst_loc="Vec"), *_ONCHIP,
+             _v("bytes", 10, 0, 1 / 256, src_loc="Mat", note="a guess: 256 B/cycle"),
              _v("copy", 0, 5, 1)],
-    "TEXTRACT": [_v("bytes", 10, 0, 1 / 256)],
-    "TINSERT": [_v("bytes", 20, 0, 1 / 128)],
+    "TEXTRACT": [*_ONCHIP,
+                 _v("copy", 0, 5, 1, src_loc="Vec", dst_loc="Vec",
+                    note="TMOV Vec->Vec's fitted copy (bursts and 32-byte blocks)"),
+                 _v("bytes", 20, 0, 1 / 128, note="a guess: 128 B/cycle")],
+    "TINSERT": [_fix(L0C_TO_L1, "L0C_TO_L1", src_loc="Acc"),
+                _v("bytes", 20, 0, 1 / 128, note="a guess: 128 B/cycle")],
     # GM transfers: one DMA instruction per outer step (latency), bytes over the bandwidth;
     # convolution layouts stream without the per-transfer latency
     "TLOAD": [_v("bytes", 20, 0, 1 / 134, gm_layout="NC1HWC0"),
               _v("bytes", 20, 0, 1 / 256, gm_layout="FRACTAL_Z"),
               _v("dma", 0, 265, 1 / 128, group="dma")],
-    # the other GM transfers: as TLOAD's (estimates: the pack measures loads only)
-    "TSTORE": [_v("dma", 0, 265, 1 / 128, group="dma")],
+    # the other GM transfers: as TLOAD's (estimates: the pack measures loads only); out of L0C
+    # through the fix-pipe and out of L1 at upstream's rates (and the DMA head)
+    "TSTORE": [_v("fix", 0, 265, 1 / L0C_TO_GM, src_loc="Acc", note=f"{_ARCH} L0C_TO_GM "
+                  f"{L0C_TO_GM:.1f} B/cycle over 2 bytes an element, TLOAD's fitted DMA head"),
+               _v("dma", 0, 265, 1 / L1_TO_GM, src_loc="Mat", note=f"{_ARCH} L1_TO_GM "
+                  f"{L1_TO_GM:.1f} B/cycle, TLOAD's DMA head"),
+               _v("dma", 0, 265, 1 / 128, group="dma")],
     "TPREFETCH": [_v("dma", 0, 265, 1 / 128, group="dma")],
-    **{op: [_v("mad", 6, 1, by_dtype=True, group="mad")] for op in (
+    **{op: [_v("mad", 6, 1, by_dtype=True, group="mad", note="upstream's cube: 1 fractal "
+               "(16 x 32 bytes x 16) a cycle after a head of 6, f32 at half rate; MX fp8 at the "
+               "same fractal rate (2x fp16's MACs), fp4 (a byte an element here) as fp8")]
+    for op in (
         "TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS",
         "TMATMUL_MX", "TGEMV_MX")},
 }
@@ -402,7 +487,9 @@ _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
            "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
            "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
-           "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", "")}
+           "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", ""),
+           "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
+           "fix": ("dma", "2*elems"), "elems": ("", "elems")}
 
 
 def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
@@ -425,15 +512,18 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
     try:
         target = get_target(target)
+        tname: str | None = target.name
         own = target.name if target.traits.costs_measured else None
     except Exception:  # noqa: BLE001 - an unknown target: nothing was measured on it
-        own = None
+        tname = own = None
     key = f.get(v.key) if v.by_dtype else None
     why = ""
     if idx < 0:
         why = f"no rule for {f['op']}: the {pipe.name} pipe's default"
     elif k not in v.fitted:
-        why = "a prior, no measurement"
+        why = "a prior, no measurement" + (f": {v.note}" if v.note else "")
+        if tname != "a2a3" and v.source != tname:
+            why += f"; A2/A3's figure, none for {target}"
     elif v.by_dtype and k == "any":
         why = f"no measurement of {v.key} {key}: the fit pooled over the measured ones"
     elif f.get("algo", "DEFAULT") != "DEFAULT" and "algo" not in v.when:
