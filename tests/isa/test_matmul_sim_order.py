@@ -135,6 +135,19 @@ def test_double_rounding_is_avoided() -> None:
         assert c.numpy(True)[0, 0] == np.float32(1.0)
 
 
+@needs_fmaf
+def test_sums_in_the_f32_subnormal_range() -> None:
+    """Products and sums below 2^-126, where f32 ties are not at a fixed bit of the f64 sum."""
+    rng = np.random.default_rng(21)
+    av = (rng.standard_normal((1, 64)) * 2.0 ** rng.integers(-80, -60, (1, 64))).astype(np.float32)
+    bv = (rng.standard_normal((64, 16)) * 2.0 ** rng.integers(-80, -60, (64, 16))).astype(np.float32)
+    with pto.target("cpu"):
+        c, a, b = _tiles(1, 64, 16, av, bv)
+        R["TGEMV"](c, a, b)
+        np.testing.assert_array_equal(c.numpy(True).view(np.uint32),
+                                      _fma_loop(av, bv).view(np.uint32))
+
+
 def test_the_forms_follow_the_trait_not_the_target_name() -> None:
     """An a5 variant that lists TMATMUL in ``mad_sequential`` runs the simulator's loop for it
     (the double-rounding example above); TGEMV, not listed, keeps the BLAS order."""
@@ -183,7 +196,13 @@ def test_fma_emulation_on_ties_and_subnormals() -> None:
     tiny_a = (rng.standard_normal(n) * 2.0 ** -70).astype(np.float32)
     tiny_b = (rng.standard_normal(n) * 2.0 ** -70).astype(np.float32)
     tiny_c = (rng.standard_normal(n) * 2.0 ** -140).astype(np.float32)
-    for x, y, z in ((a, b, acc), (a, -b, -acc), (tiny_a, tiny_b, tiny_c)):
+    # FLT_MAX + (2^103 - 2^73): the f64 sum is the tie between FLT_MAX and 2^128 (which rounds
+    # to inf); the exact sum is below it, so the fma is FLT_MAX
+    fmax = np.finfo(np.float32).max
+    edge = (np.array([1 + 2.0 ** -15], np.float32), np.array([2.0 ** 103 * (1 - 2.0 ** -15)],
+                                                             np.float32), np.array([fmax]))
+    assert _fma_f32(edge[0].astype(np.float64) * edge[1], edge[2])[0] == fmax
+    for x, y, z in ((a, b, acc), (a, -b, -acc), (tiny_a, tiny_b, tiny_c), edge):
         got = _fma_f32(x.astype(np.float64) * y.astype(np.float64), z)
         ref = np.array([_FMAF(float(p), float(q), float(r)) for p, q, r in zip(x, y, z,
                                                                                strict=True)],
