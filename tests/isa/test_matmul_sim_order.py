@@ -139,8 +139,9 @@ def test_double_rounding_is_avoided() -> None:
 def test_sums_in_the_f32_subnormal_range() -> None:
     """Products and sums below 2^-126, where f32 ties are not at a fixed bit of the f64 sum."""
     rng = np.random.default_rng(21)
-    av = (rng.standard_normal((1, 64)) * 2.0 ** rng.integers(-80, -60, (1, 64))).astype(np.float32)
-    bv = (rng.standard_normal((64, 16)) * 2.0 ** rng.integers(-80, -60, (64, 16))).astype(np.float32)
+    av = (rng.standard_normal((1, 64)) * 2.0 ** rng.integers(-80, -60, (1, 64)))
+    bv = (rng.standard_normal((64, 16)) * 2.0 ** rng.integers(-80, -60, (64, 16)))
+    av, bv = av.astype(np.float32), bv.astype(np.float32)
     with pto.target("cpu"):
         c, a, b = _tiles(1, 64, 16, av, bv)
         R["TGEMV"](c, a, b)
