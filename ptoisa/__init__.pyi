@@ -1566,6 +1566,10 @@ def TMRGSORT(
       2-4 sorted lists (each src's valid cols) into dst. With exhausted=true the merge stops
       when a list runs out; ``executedNumList`` (a :class:`MrgSortExecutedNumList`) receives the
       number of records taken from each list. Ties go to the lower-numbered list.
+
+    Records move whole, on every target: an f16 record is (value, 2 bytes of padding, index)
+    and its padding bytes reach dst as they were in the source (as the CPU simulator's merge
+    copies each 8-byte struct).
     """
     ...
 

@@ -762,6 +762,18 @@ def _diff_trandom(case: dict[str, Any]) -> str | None:
             "column 64*w + l and steps the counter by dst.Cols / 4")
 
 
+def _diff_mad_order(case: dict[str, Any]) -> str | None:
+    c = _tile_of(case, "cMatrix") or _tile_of(case, "cOutMatrix")
+    if c is None or c["dtype"] != "float32":
+        return None  # integer sums are exact in every order
+    mx = case["instruction"].endswith("_MX")
+    return ("float accumulation order: the CPU simulator sums one f32 "
+            + ("step per k, adding each f64 scaled product" if mx else "fma per k")
+            + " from 0 (cpu follows it); "
+            + ("a5 rounds the f64 sum of the exact scaled products once" if mx
+               else "a2a3/a5 sum in the host's f32 BLAS order"))
+
+
 #: Instructions whose behaviour on a2a3/a5 is documented to differ from the CPU simulator's
 #: (docs/cpu_sim_differences.md). Each entry decides from the case whether the difference
 #: applies (None when it does not) and gives the reason. A failing NPU-target case is DIFF only
@@ -774,6 +786,9 @@ TARGET_DIFFERENCES: dict[str, Any] = {
     "TDEQUANT": _diff_tdequant,
     "TPAIRREDUCESUM": _diff_tpairreducesum,
     "TRANDOM": _diff_trandom,
+    # the cube forms that take the simulator's k-loop on cpu only (traits.mad_sequential)
+    **{name: _diff_mad_order for name in sorted(get_target(CONFORMANCE_TARGET).traits
+                                                 .mad_sequential)},
 }
 
 

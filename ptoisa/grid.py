@@ -68,8 +68,9 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     ``sanitize``: True (or a check list) runs the sanitizer and raises SanitizerError with
     the report when it found anything; a :class:`ptoisa.sanitizer.Sanitizer` collects its
     findings without raising. Returns the report when sanitizing.
-    ``matmul_accumulation`` ("f32" | "exact", a setting): by default the current machine's
-    (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's thread."""
+    ``matmul_accumulation`` ("f32" | "exact" | "sequential", a setting): by default the
+    current machine's (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's
+    thread."""
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     sanitizing = sanitize is not False and sanitize is not None
     if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)

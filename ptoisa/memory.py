@@ -48,7 +48,7 @@ POISON_BYTE = 0xFF
 
 #: how TMATMUL / TGEMV form a float accumulation, a machine's ``matmul_accumulation`` (see
 #: :func:`ptoisa.set_matmul_accumulation`)
-MATMUL_ACCUMULATIONS = ("f32", "exact")
+MATMUL_ACCUMULATIONS = ("f32", "exact", "sequential")
 
 
 def is_poison(values: np.ndarray) -> np.ndarray:
@@ -122,8 +122,9 @@ class Machine:
         elif matmul_accumulation not in MATMUL_ACCUMULATIONS:
             raise PtoError(f"matmul_accumulation must be one of "
                            f"{', '.join(MATMUL_ACCUMULATIONS)}, got {matmul_accumulation!r}")
-        #: how TMATMUL / TGEMV form a float accumulation: "f32" (the cube's, as f32 BLAS) or
-        #: "exact" (f64, one rounding per instruction); see ptoisa.set_matmul_accumulation
+        #: how TMATMUL / TGEMV form a float accumulation: "f32" (the cube's, as f32 BLAS),
+        #: "exact" (f64, one rounding per instruction) or "sequential" (the CPU simulator's
+        #: k-loop); see ptoisa.set_matmul_accumulation
         self.matmul_accumulation: str = matmul_accumulation
         if mode not in ("auto", "manual"):
             raise PtoError(f"mode must be 'auto' or 'manual', got {mode!r}")
@@ -498,8 +499,9 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     machine comes back at the end of the block. ``settings``: mode ("auto"|"manual"), stdout,
     print_buffer (bytes, the NPU's -DCCEBlockMaxSize, default 16 KiB), permissive (True: skip
     the documented run-time checks the upstream CPU simulator does not make, to reproduce its
-    results; every target checks them by default), matmul_accumulation ("f32" | "exact", see
-    :func:`ptoisa.set_matmul_accumulation`; by default the current machine's).
+    results; every target checks them by default), matmul_accumulation ("f32" | "exact" |
+    "sequential", see :func:`ptoisa.set_matmul_accumulation`; by default the current
+    machine's).
 
     The fresh machine's buffers hold the poison pattern (:data:`POISON_BYTE`) wherever a tile
     is placed before it is written, and auto-placed tiles that are live together must fit in

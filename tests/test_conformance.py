@@ -84,6 +84,12 @@ def test_target_difference_rules_decide_from_the_case():
     assert "valid region only" in pr(_case("TPAIRREDUCESUM", dst=(4, 16, [4, 8]),
                                            src0=(4, 16, [4, 8])))
     assert "A5 vector code" in D["TRANDOM"](_case("TRANDOM", dst=(2, 24, [2, 24])))
+    gemv = _case("TGEMV", cMatrix=(1, 16, [1, 16]), aMatrix=(1, 32, [1, 32]))
+    assert "fma per k" in D["TGEMV"](gemv)
+    gemv["tiles"]["cMatrix"]["dtype"] = "int32"
+    assert D["TGEMV"](gemv) is None  # exact in any order
+    assert "once" in D["TMATMUL_MX"](_case("TMATMUL_MX", cMatrix=(16, 16, [16, 16])))
+    assert "TMATMUL" not in D  # the plain forms use BLAS on every target
 
 
 def test_documented_sim_departures_are_quirk(tmp_path):

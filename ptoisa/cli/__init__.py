@@ -586,9 +586,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--max-steps", type=int, metavar="N",
                    help="stop the run with an error past N loop iterations (scf.for trips "
                         "counted when a loop starts; default 10^11)")
-    r.add_argument("--matmul-accumulation", choices=["f32", "exact"], default="f32",
-                   help="f32 (default: the cube's f32 accumulation, as f32 BLAS) or exact "
-                        "(f64 sum of the exact products, rounded once per instruction)")
+    r.add_argument("--matmul-accumulation", choices=["f32", "exact", "sequential"],
+                   default="f32",
+                   help="f32 (default: the cube's f32 accumulation, as f32 BLAS; on cpu the "
+                        "_BIAS, GEMV and MX forms as the simulator), exact (f64 sum of the "
+                        "exact products, rounded once per instruction) or sequential (the "
+                        "CPU simulator's loop over k, one f32 fma a step, for every form)")
     r.add_argument("--sanitize", action="store_true",
                    help="find races between pipes, uninitialised reads, out-of-bounds and "
                         "placement errors (diagnostics on stderr, exit 1 when any)")

@@ -121,6 +121,11 @@ class Traits:
     #: the f32 input transforms of the cube that SETHF32MODE / SETTF32MODE switch on
     #: ("hf32": round to 11 mantissa bits, "tf32": to 10); a mode not listed is ignored
     mad_f32_modes: frozenset[str] = frozenset({"hf32", "tf32"})
+    #: the cube instructions whose float k-sum follows the CPU simulator's loop in the default
+    #: "f32" accumulation (an f32 sum from 0, one fused multiply-add per k, then C_in / bias
+    #: added in f32; the MX forms add each f64 scaled product to the f32 sum); the others
+    #: sum as f32 BLAS (MX: the f64 sum, rounded once). See ptoisa.set_matmul_accumulation
+    mad_sequential: frozenset[str] = frozenset()
     #: when the fix-pipe's scaled f32 -> f16 conversion of TEXTRACT/TINSERT saturates to the
     #: finite f16 range (NaN -> 0): "always" (the NPU) or "window" (the CPU simulator: only
     #: when src and dst shapes differ; an equally shaped move keeps inf and NaN)

@@ -204,6 +204,11 @@ TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                          "left_blayout_fixed": False,
                          "cube_static_shapes_chain": False,
                          "mad_f32_modes": frozenset(),
+                         # TMATMUL / TMATMUL_ACC stay f32 BLAS (speed: a k-loop is 100x
+                         # slower at 128^3); "sequential" accumulation runs them as the rest
+                         "mad_sequential": frozenset({
+                             "TMATMUL_BIAS", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX",
+                             "TGEMV_MX"}),
                          "fixpipe_f16_saturation": "window",
                          "fixpipe_relu_nan": "zero",
                          "fillpad_whole_tile": True,

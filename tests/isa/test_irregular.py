@@ -335,6 +335,39 @@ def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
     assert ex.mrgSortList0 + ex.mrgSortList1 == n
 
 
+def _f16_records(vals, pads, idx):  # type: ignore[no-untyped-def]
+    """f16 records (value, 2 pad bytes, u32 index) written byte by byte, with chosen pads."""
+    raw = np.zeros((len(vals), 8), np.uint8)
+    raw[:, 0:2] = np.asarray(vals, np.float16).view(np.uint8).reshape(-1, 2)
+    raw[:, 2:4] = np.asarray(pads, np.uint16).view(np.uint8).reshape(-1, 2)
+    raw[:, 4:8] = np.asarray(idx, np.uint32).view(np.uint8).reshape(-1, 4)
+    return raw
+
+
+def test_tmrgsort_f16_carries_pad_bytes(tgt):  # type: ignore[no-untyped-def]
+    """A merge moves whole 8-byte records: the 2 bytes between an f16 value and its index
+    come from the source record (the CPU simulator copies each struct; issue #27)."""
+    a = _f16_records([9, 5, 1, -2], [0xA001, 0xA002, 0xA003, 0xA004], [0, 1, 2, 3])
+    b = _f16_records([8, 7, 0, -5], [0xB001, 0xB002, 0xB003, 0xB004], [4, 5, 6, 7])
+    s0 = vec("f16", 1, 16, data=a.reshape(-1).view(np.float16)[None, :])
+    s1 = vec("f16", 1, 16, data=b.reshape(-1).view(np.float16)[None, :])
+    dst, tmp = vec("f16", 1, 32), vec("f16", 1, 32)
+    pto.TMRGSORT(dst, I.MrgSortExecutedNumList(), tmp, s0, s1, exhausted=False)
+    order = [(a, 0), (b, 0), (b, 1), (a, 1), (a, 2), (b, 2), (a, 3), (b, 3)]  # 9 8 7 5 1 0 -2 -5
+    exp = np.concatenate([rec[k] for rec, k in order])
+    np.testing.assert_array_equal(dst.numpy().reshape(-1).view(np.uint8), exp)
+    # the single-list form: four blocks of 16 records (blockLen 64 f16 elements)
+    vals = RNG.permutation(64).astype(np.float16)
+    blocks = [np.sort(vals[16 * k:16 * k + 16])[::-1] for k in range(4)]
+    pads = RNG.integers(0, 1 << 16, 64).astype(np.uint16)
+    src_raw = _f16_records(np.concatenate(blocks), pads, np.arange(64))
+    src = vec("f16", 1, 256, data=src_raw.reshape(-1).view(np.float16)[None, :])
+    dst = vec("f16", 1, 256)
+    pto.TMRGSORT(dst, src, 64)
+    exp = src_raw[np.argsort(-np.concatenate(blocks).astype(np.float64), kind="stable")]
+    np.testing.assert_array_equal(dst.numpy().reshape(-1).view(np.uint8), exp.reshape(-1))
+
+
 def test_tmrgsort_rejects(tgt):  # type: ignore[no-untyped-def]
     with pytest.raises(RuntimeCheckError, match="multiple of 64"):
         pto.TMRGSORT(vec("f32", 1, 256), vec("f32", 1, 256), 32)

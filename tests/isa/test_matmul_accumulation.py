@@ -150,7 +150,7 @@ def lazy_everywhere(monkeypatch):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("order", ["row", "col", "scrambled"])
-@pytest.mark.parametrize("mode", ["f32", "exact"])
+@pytest.mark.parametrize("mode", ["f32", "exact", "sequential"])
 @pytest.mark.parametrize("target", ["cpu", "a5"])
 def test_lockstep_gemm_equals_block_by_block(order, mode, target, lazy_everywhere):
     grid, ksteps = 3, 4

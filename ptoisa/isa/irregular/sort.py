@@ -33,11 +33,11 @@ def _pack_records(vals: np.ndarray, idx: np.ndarray, dt: DType) -> np.ndarray:
     return rec.reshape(-1).view(dt.np)
 
 
-def _unpack_records(elems: np.ndarray, dt: DType) -> tuple[np.ndarray, np.ndarray]:
+def _records_of(elems: np.ndarray, dt: DType) -> tuple[np.ndarray, np.ndarray]:
+    """A list of records for TMRGSORT: (values, the records' 8 raw bytes as uint64)."""
     raw = np.ascontiguousarray(elems).view(np.uint8).reshape(-1, 8)
     vals = np.ascontiguousarray(raw[:, :dt.itemsize]).view(dt.np).reshape(-1)
-    idx = np.ascontiguousarray(raw[:, 4:8]).view(np.uint32).reshape(-1)
-    return vals, idx
+    return vals, raw.reshape(-1).view(np.uint64)
 
 
 def _desc_order(vals: np.ndarray, idx: np.ndarray | None = None, n_real: int = 32
@@ -155,27 +155,26 @@ class MrgSortExecutedNumList:
 
 
 def _merge(lists: list[tuple[np.ndarray, np.ndarray]], exhausted: bool
-           ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Merge descending lists (values, indices); ties go to the lower list number. With
-    ``exhausted`` the merge stops when any list runs out."""
+           ) -> tuple[np.ndarray, list[int]]:
+    """Merge descending lists of records (values, raw 8-byte records as uint64, see
+    :func:`_records_of`); ties go to the lower list number. With ``exhausted`` the merge stops
+    when any list runs out. A record moves whole: the bytes between an f16 value and its
+    index (the 2 bytes of padding of the (value, pad, index) record) come from the source."""
     heads = [0] * len(lists)
-    ov: list[Any] = []
-    oi: list[Any] = []
+    out: list[Any] = []
     total = sum(v.size for v, _ in lists)
     keys = [np.where(np.isnan(v.astype(np.float64)), np.inf, v.astype(np.float64))
             for v, _ in lists]
-    while len(ov) < total:
+    while len(out) < total:
         best = -1
         for k, (v, _) in enumerate(lists):
             if heads[k] < v.size and (best < 0 or keys[k][heads[k]] > keys[best][heads[best]]):
                 best = k
-        ov.append(lists[best][0][heads[best]])
-        oi.append(lists[best][1][heads[best]])
+        out.append(lists[best][1][heads[best]])
         heads[best] += 1
         if exhausted and heads[best] == lists[best][0].size:
             break
-    dt = lists[0][0].dtype
-    return np.array(ov, dt), np.array(oi, np.uint32), heads
+    return np.array(out, np.uint64), heads
 
 
 def _mrg_static(sig: Sig) -> None:
@@ -225,6 +224,10 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
       2-4 sorted lists (each src's valid cols) into dst. With exhausted=true the merge stops
       when a list runs out; ``executedNumList`` (a :class:`MrgSortExecutedNumList`) receives the
       number of records taken from each list. Ties go to the lower-numbered list.
+
+    Records move whole, on every target: an f16 record is (value, 2 bytes of padding, index)
+    and its padding bytes reach dst as they were in the source (as the CPU simulator's merge
+    copies each 8-byte struct).
     """
     dt = dst.dtype
     per = _records_per(dt)
@@ -244,20 +247,19 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
         row = np.asarray(src.read(1, vc)).reshape(-1)
         out = []
         for g in range(vc // (4 * block)):
-            lists = [_unpack_records(row[(4 * g + k) * block:(4 * g + k + 1) * block], dt)
+            lists = [_records_of(row[(4 * g + k) * block:(4 * g + k + 1) * block], dt)
                      for k in range(4)]
-            v, i, _ = _merge(lists, False)
-            out.append(_pack_records(v, i, dt))
+            out.append(_merge(lists, False)[0].view(dt.np))
         dst.write(np.concatenate(out)[None, :], 0, 0)
         return
     srcs = [s for s in (src0, src1, src2, src3) if s is not None]
     if len(srcs) < 2:
         raise PtoError("multi-list form needs 2 to 4 source lists")
-    lists = [_unpack_records(np.asarray(s.read(1, s.valid_col)).reshape(-1)[
+    lists = [_records_of(np.asarray(s.read(1, s.valid_col)).reshape(-1)[
         : s.valid_col // per * per], dt) for s in srcs]
     ex = bool(exhausted) if not isinstance(exhausted, str) else exhausted.lower() == "true"
-    v, i, heads = _merge(lists, ex)
-    rec = _pack_records(v, i, dt)
+    merged, heads = _merge(lists, ex)
+    rec = merged.view(dt.np)
     if rec.size > dst.cols:
         raise RuntimeCheckError(f"dst has {dst.cols} columns, the merge produced {rec.size}")
     if rec.size:

@@ -6,11 +6,15 @@ Data path: Mat -> (TMOV/TEXTRACT) -> Left (A) / Right (B) -> cube -> Acc (C). Wi
 
 Numerics: products of f16/bf16/fp8/fp4 inputs are exact in f32 and, as the ISA specifies,
 accumulation is in the accumulator's type: f32 (i32 for i8 inputs, exact: |sum| < 2^31 for
-K <= 4095; integer results wrap to i32 where an accumulator input is added). By default the f32
-sum runs as f32 BLAS (its order is the BLAS's); ``set_matmul_accumulation("exact")`` forms it in
-f64 instead and rounds once per instruction. f32 inputs are used as they are unless a HF32 / TF32
-mode is set (SETHF32MODE / SETTF32MODE): then the inputs are first rounded to 11 (HF32) or 10
-(TF32) mantissa bits.
+K <= 4095; integer results wrap to i32 where an accumulator input is added). The ISA leaves the
+order of the f32 sum open. By default it runs as f32 BLAS (its order is the BLAS's), except for
+the instructions a target lists in ``traits.mad_sequential`` (on cpu TMATMUL_BIAS, the TGEMV and
+the MX forms), which follow the CPU simulator's loop: an f32 sum from 0 with one fused
+multiply-add per k, then C_in / bias added in f32 (MX: each f64 scaled product added to the f32
+sum). ``set_matmul_accumulation("sequential")`` runs every form so, on every target;
+``"exact"`` forms the sum in f64 and rounds it to f32 at the end. f32 inputs are used as they
+are unless a HF32 / TF32 mode is set (SETHF32MODE / SETTF32MODE): then the inputs are first
+rounded to 11 (HF32) or 10 (TF32) mantissa bits.
 
 MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 32 consecutive
 ``k``: ``A'[i, k] = A[i, k] * 2^(sa[i, k // 32] - 127)``, ``B'[k, j] = B[k, j] * 2^(sb[k // 32, j]
@@ -44,20 +48,28 @@ ACCUMULATIONS = MATMUL_ACCUMULATIONS
 
 
 def set_matmul_accumulation(mode: str) -> str:
-    """Choose how the float forms of TMATMUL / TGEMV (not _MX) accumulate on the current
-    machine, and on the machines made while it is current (``pto.target``, ``pto.launch``,
-    ``.pto`` runs); returns its previous mode. Integer accumulation is always exact. A launch
-    or machine takes it as a setting too: ``pto.launch(..., matmul_accumulation="exact")``,
+    """Choose how the float forms of TMATMUL / TGEMV accumulate on the current machine, and on
+    the machines made while it is current (``pto.target``, ``pto.launch``, ``.pto`` runs);
+    returns its previous mode. Integer accumulation is always exact. A launch or machine takes
+    it as a setting too: ``pto.launch(..., matmul_accumulation="exact")``,
     ``pto.target("a2a3", matmul_accumulation="exact")``, ``Program.run(...,
     matmul_accumulation=...)``, ``ptoisa run --matmul-accumulation``.
 
     * ``"f32"`` (default): in f32, as the ISA specifies for the cube ("accumulation uses the
       accumulator tile's native datatype"): products are exact, the running sum is rounded to
       f32 in the order of the host's f32 BLAS, and the accumulator input / bias is then added in
-      f32. As fast as numpy's own matmul; the last bit may differ between BLAS builds.
-    * ``"exact"``: the k-sum of exact products is formed in f64 and rounded to f32 once per
-      instruction (together with the accumulator input): order-independent, reproducible on any
-      machine, about 2x slower.
+      f32. As fast as numpy's own matmul; the last bit may differ between BLAS builds. The
+      instructions in the target's ``traits.mad_sequential`` (on cpu: TMATMUL_BIAS, TGEMV,
+      TGEMV_ACC, TGEMV_BIAS, TMATMUL_MX, TGEMV_MX) sum as ``"sequential"`` does; the other MX
+      forms as ``"exact"``.
+    * ``"sequential"``: the upstream CPU simulator's loop for every form: an f32 sum from 0,
+      one fused multiply-add (a single rounding) per k, then the accumulator input / bias added
+      in f32; the MX forms add each f64 scaled product to the f32 sum in f64 and round to f32.
+      Bit for bit the simulator's; a numpy loop over k (a 128x128x128 TMATMUL takes ~7 ms
+      where BLAS takes 0.1 ms).
+    * ``"exact"``: the k-sum of exact products is formed in f64 and rounded to f32 (together
+      with the accumulator input) at the end: order-independent, reproducible on any machine,
+      about 2x slower.
     """
     if mode not in ACCUMULATIONS:
         raise ValueError(f"matmul accumulation must be one of {', '.join(ACCUMULATIONS)}, "
@@ -407,7 +419,12 @@ def _scales(t: Tile, rows: int, cols: int) -> np.ndarray:
 def _result(r: dict[str, Any], c: Tile, av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray,
             ib: np.ndarray | None, ct: type, mm: int, n: int) -> np.ndarray:
     """The accumulator's new values: the product, plus bias and cIn, in c's element type."""
-    acc = _product(av, ia, bv, ib)
+    return _finish(r, c, _product(av, ia, bv, ib), ct, mm, n)
+
+
+def _finish(r: dict[str, Any], c: Tile, acc: np.ndarray, ct: type, mm: int, n: int
+            ) -> np.ndarray:
+    """``acc`` (the k-sum, of type ``ct``) plus bias and cIn added in ``ct``, in c's type."""
     bias = r.get("bias")
     if bias is not None:
         np.add(acc, np.asarray(bias.read(1, n)).astype(ct), out=acc)
@@ -424,27 +441,131 @@ def _result(r: dict[str, Any], c: Tile, av: np.ndarray, ia: np.ndarray | None, b
     return acc.astype(np.float32, copy=False).astype(c.dtype.np, copy=False)
 
 
-def _run(m: Machine, kind: str, vals: Any, r: dict[str, Any] | None = None) -> None:
+def _fma_f32(p: np.ndarray, acc: np.ndarray) -> np.ndarray:
+    """The f32 fused multiply-add ``round_f32(p + acc)`` of exact products ``p`` (f64: a
+    product of two f32 values has at most 48 significant bits, exact in f64) and f32 ``acc``.
+
+    ``p + acc`` in f64 can round, and rounding again to f32 can then land on the wrong side of
+    an f32 tie. So the f64 sum is made *round-to-odd*: TwoSum gives its exact error ``e``
+    (``p + acc == s + e``, exact since nothing here overflows f64), and where ``e != 0`` and
+    ``s`` is even ``s`` moves one f64 ulp towards ``e``. Rounding a round-to-odd value with
+    53 >= 24 + 2 bits to f32 is the correctly rounded result (Boldo & Melquiond, "Emulation of
+    FMA and correctly rounded sums: proved algorithms using rounding to odd", 2008)."""
+    s = p + acc
+    z = s - p
+    e = (p - (s - z)) + (acc - z)
+    inexact = np.abs(e) > 0  # (NaN where s is not finite: left as it is)
+    if inexact.any():
+        fix = inexact & ((s.view(np.uint64) & np.uint64(1)) == 0)
+        s[fix] = np.nextafter(s[fix], np.copysign(np.inf, e[fix]))
+    return s.astype(np.float32)
+
+
+#: elements of the block of products one pass of :func:`_sequential` forms at once (it stays
+#: in cache, and its temporaries below the size numpy gets fresh pages for: larger is slower)
+_SEQ_BLOCK = 1 << 14
+_U64_TOP = np.uint64(1 << 63)
+#: 2 * |x| of the f64 bits of the smallest normal f32, 2^-126 (exponent field 1023 - 126)
+_F32_TINY_TWICE = np.uint64(897 << 53)
+
+
+def _double_rounding(prods: np.ndarray, sums: np.ndarray) -> int:
+    """Steps ``sums[t + 1] = round_f32(round_f64(prods[t] + sums[t]))``: the first t whose
+    result is not the fused ``round_f32(prods[t] + sums[t])``, else ``len(prods)``.
+
+    Rounding twice goes wrong only where the f64 sum is an f32 tie (the exact sum, within half
+    an f64 ulp of it, may lie off the tie; a value that is not a tie keeps its side of every
+    tie, which are f64 numbers): f64 bits whose low 29 are ``1 << 28`` in the f32 normal
+    range. In the f32 subnormal range every nonzero sum is checked. Only those are recomputed."""
+    bits = (prods + sums[:-1]).view(np.uint64)
+    twice = bits << np.uint64(1)  # the sign dropped
+    cand = ((twice << np.uint64(34)) == _U64_TOP) | ((twice - np.uint64(2)) < _F32_TINY_TWICE)
+    if not cand.any():
+        return len(prods)
+    at = np.flatnonzero(cand)  # flat positions, in step order
+    right = _fma_f32(prods.reshape(-1)[at], sums[:-1].reshape(-1)[at])
+    wrong = right.view(np.uint32) != sums[1:].reshape(-1)[at].view(np.uint32)
+    if not wrong.any():
+        return len(prods)
+    return int(at[int(wrong.argmax())]) // (prods.size // len(prods))
+
+
+def _sequential(av: np.ndarray, bv: np.ndarray, fused: bool) -> np.ndarray:
+    """The CPU simulator's k-loop (include/pto/cpu/TMatmul.hpp) over f64 operands ``av``
+    ``[..., m, k]`` and ``bv`` ``[..., k, n]`` (exact f32 values, or MX values with their scales
+    applied): an f32 sum from 0, one step per k, vectorised over m x n. ``fused``: the step is
+    ``fma(a, b, sum)`` in f32 (TMatmulNzZn's ``std::fma``); else the f64 product is added to
+    the sum in f64 and rounded to f32 (TMatmulMX's ``float += double``).
+
+    A step is one numpy call, the f64 sum rounded to f32. For ``fused`` that is the fma except
+    where rounding twice differs from rounding once (:func:`_double_rounding`): each block of
+    steps is checked afterwards and runs again from the first step that differs, that step
+    computed by :func:`_fma_f32`."""
+    k = av.shape[-1]
+    acols = np.moveaxis(av, -1, 0)[..., None]        # [k, ..., m, 1]
+    brows = np.moveaxis(bv, -2, 0)[..., None, :]     # [k, ..., 1, n]
+    shape = np.broadcast_shapes(acols.shape[1:], brows.shape[1:])
+    block = max(1, _SEQ_BLOCK // max(1, int(np.prod(shape))))
+    acc = np.zeros(shape, np.float32)
+    for t0 in range(0, k, block):
+        prods = acols[t0:t0 + block] * brows[t0:t0 + block]   # [steps, ..., m, n], exact
+        steps = len(prods)
+        sums = np.empty((steps + 1, *shape), np.float32)      # sums[t + 1]: after step t
+        sums[0] = acc
+        i = 0
+        while i < steps:
+            for t in range(i, steps):
+                np.add(prods[t], sums[t], out=sums[t + 1], dtype=np.float64,
+                       casting="same_kind")
+            if not fused:
+                break
+            i += _double_rounding(prods[i:], sums[i:])
+            if i < steps:
+                sums[i + 1] = _fma_f32(prods[i], sums[i])
+                i += 1
+        acc = sums[-1]
+    return acc
+
+
+def _order(m: Machine, name: str, r: dict[str, Any], c: Tile) -> str:
+    """How this instruction forms its float k-sum on machine ``m``: "blas" (f32 BLAS),
+    "exact" (f64 sum, one rounding) or "sequential" (the CPU simulator's loop)."""
+    if c.spec.dtype.is_int:
+        return "exact"
+    mode = m.matmul_accumulation
+    if mode == "exact":
+        return "exact"
+    if mode == "sequential" or name in m.target.traits.mad_sequential:
+        return "sequential"
+    return "exact" if "sa" in r else "blas"
+
+
+def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None = None) -> None:
     if r is None:
         r = roles(kind, list(vals))
     a, b, c = r["a"], r["b"], r["c"]
     mm, k, n = a._vr, a._vc, b._vc
-    # f32 accumulation runs as f32 BLAS; integer sums and "exact" mode use f64, where the
-    # products of every input type are exact and their sum is rounded once, at the end
-    ct: type = np.float32 if m.matmul_accumulation == "f32" and not c.spec.dtype.is_int \
-        and "sa" not in r else np.float64
+    order = _order(m, name, r, c)
+    # "blas" runs as f32 BLAS; integer sums and "exact" use f64, where the products of every
+    # input type are exact and their sum is rounded once, at the end; "sequential" loops over
+    # k on the exact f64 products
+    ct: type = np.float32 if order == "blas" else np.float64
     av, ia = _operand(m, a, mm, k, ct)
     bv, ib = _operand(m, b, k, n, ct)
-    if "sa" in r:
+    if "sa" in r or order == "sequential":
         if ia is not None:
             av, ia = av[ia], None
         if ib is not None:
             bv, ib = bv[ib], None
+    if "sa" in r:
         groups = -(-k // MX_GROUP)
         grp = np.arange(k) // MX_GROUP
         av = av * _scales(r["sa"], mm, groups)[..., grp]
         bv = bv * _scales(r["sb"], groups, n)[..., grp, :]
-    if m.quiet:  # (a launch: numpy's warnings are off already)
+    if order == "sequential":
+        with np.errstate(all="ignore"):
+            res = _finish(r, c, _sequential(av, bv, fused="sa" not in r), np.float32, mm, n)
+    elif m.quiet:  # (a launch: numpy's warnings are off already)
         res = _result(r, c, av, ia, bv, ib, ct, mm, n)
     else:
         with np.errstate(all="ignore"):
@@ -466,13 +587,13 @@ _B = Opnd("bMatrix", "tile")
 def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: str,
              ptoas: Ptoas | None = None) -> Instr:
     def impl(m: Machine, *vals: Any, Phase: AccPhase) -> None:  # noqa: N803
-        _run(m, kind, vals)
+        _run(m, name, kind, vals)
 
     def fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> bool:
         # the run-time rule and the semantics, the operands' roles found once (Instr.fast)
         r = roles(kind, vals)
         _mkn(ins, r, gemv)
-        _run(m, kind, vals, r)
+        _run(m, name, kind, vals, r)
         return True
 
     impl.__doc__ = doc
