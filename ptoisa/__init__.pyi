@@ -168,6 +168,13 @@ def COPY_UBUF_TO_GM(
     ...
 
 
+def GET_BUF(pipe: Pipe, bufId: Any, mode: Any | None = None, *events: Event) -> Any:
+    """
+    ``get_buf(pipe, buf_id, mode)`` (A5): mode 0 holds ``pipe`` until every earlier rls_buf of ``buf_id`` (any pipe, program order) is done; mode 1 does not wait.
+    """
+    ...
+
+
 def INIT_ALIGN(*events: Event) -> Any:
     """
     A fresh store carrier with nothing pending.
@@ -390,6 +397,13 @@ def PSTS(
 ) -> Any:
     """
     UB[dest + offset (bytes)] = the predicate's packed image (NORM: 32 bytes; PK: every second bit, 16 bytes); updated_dest = dest + the advance (the post-update form writes at dest).
+    """
+    ...
+
+
+def RLS_BUF(pipe: Pipe, bufId: Any, mode: Any | None = None, *events: Event) -> Any:
+    """
+    ``rls_buf(pipe, buf_id, mode)`` (A5): mode 0 signals when ``pipe``'s earlier instructions are done; mode 1 when every pipe's earlier instructions are.
     """
     ...
 

@@ -179,6 +179,11 @@ class Machine:
         #: registers micro-ops set and later ones read (DMA loop registers, SPR AR, the MTE3
         #: atomic mode), by name; a launch starts with none set
         self.micro_regs: dict[str, Any] = {}
+        #: the bytes the running micro-op touches, while an observer asks for them (the
+        #: sanitizer sets a list before a micro-op runs): ``(role, space, base, lo, hi)`` per
+        #: range, ``base`` None for the machine's own buffer (``space`` names it), else the
+        #: GM argument's bytes (see ptoisa.vector.regs.touch)
+        self.touched: list[tuple[str, str, Any, int, int]] | None = None
         self._lazy: list[Tile] = []
         #: bumped whenever a tile starts reading lazily or gets storage: a storage barrier
         #: that found nothing to settle need not look again until it changes
@@ -370,7 +375,13 @@ class Machine:
         self._gm_settled = None
         self.gm_writes = 0
         self.print_used = 0
+        # (registers a kernel sets before it uses them start unset: a launch never sees an
+        # earlier one's FMATRIX, quantisation words, micro-op registers or flag log)
         self.micro_regs.clear()
+        self.fmatrix = None
+        self.fixpipe_quant = None
+        self.sync_log = None
+        self.touched = None
         self.reset_placement()
 
     def reset_placement(self) -> None:

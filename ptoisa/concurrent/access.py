@@ -144,6 +144,25 @@ def gm_span(g: GlobalTensor) -> Span:
                 rect)
 
 
+def touched_accesses(m: Any, entries: list[tuple[str, str, Any, int, int]]
+                     ) -> list[tuple[str, Any, Span]]:
+    """(role, None, span) of the byte ranges a micro-op told it touched (``Machine.touched``,
+    :func:`ptoisa.vector.regs.touch`): a range of the machine's buffer is keyed as a tile
+    placed there is (a pointer and a tile on the same bytes meet); a range of a GM argument
+    as a GM view of that array is."""
+    out: list[tuple[str, Any, Span]] = []
+    for role, space, base, lo, hi in entries:
+        if base is None:
+            out.append((role, None, Span(space, (space, id(m)), lo, hi,
+                                         f"through a {space} pointer")))
+            continue
+        root = _root_address(base)
+        start = int(base.__array_interface__["data"][0]) - root
+        out.append((role, None, Span("GM", ("gm", root), start + lo, start + hi,
+                                     f"bytes [{lo}, {hi}) from a GM pointer")))
+    return out
+
+
 def _root_address(a: np.ndarray) -> int:
     """Start address of the memory a numpy array views (its base chain's owner)."""
     while isinstance(a.base, np.ndarray):

@@ -104,6 +104,11 @@ class CycleModel:
             if kind == "barrier":
                 sync: tuple[Any, ...] = ("barrier", v[0])
                 pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
+            elif kind in ("buf_get", "buf_rls"):
+                from ..isa.sync.flags import _buf_args
+
+                sync = (kind, v[0], *_buf_args(ins, v[1], v[2]))
+                pipe = v[0]
             else:
                 from ..isa.sync.flags import _event_id
 
@@ -441,6 +446,8 @@ class _Schedule:
         self.manual = manual
         self.free: dict[tuple[str, int, str], int] = {}
         self.pending: dict[tuple[str, int, Pipe, Pipe, int], deque[int]] = {}
+        #: (core, block, buffer id) -> when its latest release fired (GET_BUF / RLS_BUF)
+        self.buf_free: dict[tuple[str, int, int], int] = {}
         self.flows: list[Flow] = []
         self.dead: list[Deadlock] = []
         # auto mode: the last accesses of each memory, (span, end, pipe)
@@ -533,6 +540,18 @@ class _Schedule:
             s.start = s.end = max(t, t_set)
             free[q] = s.end
             self.flows.append(Flow(s.core, s.block, src, dst, eid, t_set, s.end))
+        elif kind == "buf_rls":  # mode 0: when this pipe's earlier work is done (mode 1:
+            key = (s.core, s.block, s.sync[2])  # type: ignore[index]  # every pipe's)
+            if s.sync[3] != 0:  # type: ignore[index]
+                t = max(t, self.drained(s))
+            self.buf_free[key] = max(self.buf_free.get(key, 0), t)
+            s.start = s.end = t
+        elif kind == "buf_get":  # mode 0: after every earlier release of the id
+            t_rel = self.buf_free.get((s.core, s.block, s.sync[2]), 0)  # type: ignore[index]
+            if s.sync[3] != 0:  # type: ignore[index]
+                t_rel = 0  # mode 1: does not wait (its release waits for every pipe)
+            s.start = s.end = max(t, t_rel)
+            free[q] = s.end
         else:  # PIPE_BARRIER
             p = s.sync[1]  # type: ignore[index]
             if p is Pipe.ALL:

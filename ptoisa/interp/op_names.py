@@ -75,11 +75,6 @@ KNOWN: frozenset[str] = frozenset((_PTOAS_NOT_RUN + _MLIR).split())
 NO_EFFECT: dict[str, str] = {
     "pto.set_ffts": "sets the FFTS base address of cross-core flags; ptoisa's cross-core "
                     "flags need no address",
-    "pto.get_buf": "acquires an A5 buffer-id token; ptoisa runs a core's pipes in program "
-                   "order, so the order it enforces already holds",
-    "pto.rls_buf": "releases an A5 buffer-id token (see pto.get_buf)",
-    "pto.get_buf_dyn": "pto.get_buf with a dynamic buffer id",
-    "pto.rls_buf_dyn": "pto.rls_buf with a dynamic buffer id",
     "pto.auto_sync_tail_hint": "a hint to PTOAS's automatic synchronisation pass",
     "pto.mem_bar": "a UB memory fence between the vector core's loads and stores; ptoisa "
                    "runs a core's micro-ops in program order, so the order it enforces "

@@ -374,7 +374,9 @@ def _element_at(env: Env, p: Any, off: Any, dt: D.DType, op: Op) -> np.ndarray:
     if isinstance(off, Lanes):
         off = _same_for_all_blocks(off, op, "the offset")
     at = p.addr + int(off) * dt.itemsize
-    return buffer_bytes(env[0].machine, "ub", at, dt.itemsize, "the scalar").view(dt.np)
+    # (a scalar access is no instruction an observer sees: not told, see docs/sanitizer.md)
+    return buffer_bytes(env[0].machine, "ub", at, dt.itemsize, "the scalar",
+                        role=None).view(dt.np)
 
 
 def _ub_load(cf: CompiledFunc, op: Op, dt: D.DType) -> Step:

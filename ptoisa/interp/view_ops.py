@@ -732,7 +732,9 @@ def _sync_pipe(item: Any, op: Op) -> Any:
     """An endpoint item of record_event / wait_event / barrier_sync as its pipe."""
     if not isinstance(item, str):
         return item
-    key = item.rsplit("<", 1)[-1].rstrip(">").strip()
+    key = item.rsplit("<", 1)[-1].rstrip(">").strip().strip('"')
+    if key.startswith("PIPE_"):  # a pipe named as such (pto.get_buf "PIPE_MTE2", ...)
+        return key
     pipe = SYNC_OP_PIPES.get(key)
     if pipe is None:
         raise VerifyError(f"unknown sync endpoint '{item}' (one of {', '.join(SYNC_OP_PIPES)})",

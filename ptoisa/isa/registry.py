@@ -880,6 +880,8 @@ SYNC_KINDS: dict[str, str] = {
     "flag_set": "sets a flag from one pipe of the core to another (SET_FLAG)",
     "flag_wait": "a pipe waits for a flag set by another pipe of the core (WAIT_FLAG)",
     "barrier": "a pipe's (or every pipe's) later instructions wait for its earlier ones",
+    "buf_get": "a pipe acquires a buffer id: it waits for the id's earlier releases (GET_BUF)",
+    "buf_rls": "a pipe releases a buffer id when its earlier instructions are done (RLS_BUF)",
     "events": "waits for the Events passed to it (eager code's record/wait events)",
     "all_cores": "every core of the launch waits for all the others (SYNCALL)",
     "cross_core": "a flag between the cube and the vector cores of a cluster",
@@ -887,8 +889,9 @@ SYNC_KINDS: dict[str, str] = {
     "signal": "a signal between ranks (notify, wait on, test a signal word)",
 }
 #: the kinds that order the pipes of one core (``pto.set_flag`` / ``pto.wait_flag`` /
-#: ``pto.barrier``): a program with one is manually synchronised
-PIPE_SYNC = frozenset({"flag_set", "flag_wait", "barrier"})
+#: ``pto.barrier``, ``pto.get_buf`` / ``pto.rls_buf``): a program with one is manually
+#: synchronised
+PIPE_SYNC = frozenset({"flag_set", "flag_wait", "barrier", "buf_get", "buf_rls"})
 #: what an entry's ``access=`` may say
 ACCESS_KINDS = frozenset({"data", "view", "place"})
 

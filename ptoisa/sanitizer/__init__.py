@@ -167,6 +167,12 @@ class Sanitizer:
         assert core is not None
         core.observe(rec)
 
+    def after(self, rec: Any) -> None:
+        """After an instruction ran: a micro-op's bytes are checked now (Core.micro_done)."""
+        c = self._cur
+        if c is not None and c.micro is not None:
+            c.micro_done(rec)
+
     def _switch(self, m: Any, b: Any) -> None:
         bk = b if isinstance(b, int) else "lanes"
         key = (id(m), bk, m.core)

@@ -36,7 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..concurrent.access import Span, gm_span, rects_meet, role_of, tile_span, view_alias
+from ..concurrent.access import (
+    Span,
+    gm_span,
+    rects_meet,
+    role_of,
+    tile_span,
+    touched_accesses,
+    view_alias,
+)
 from ..enums import Pipe
 from ..errors import SourceLoc
 from ..isa.registry import PIPE_SYNC
@@ -53,7 +61,7 @@ if TYPE_CHECKING:
 _SYNC = PIPE_SYNC | {"events", "all_cores"}
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
 _PIDX = {p: i for i, p in enumerate(_PIPES)}
-_SSA = re.compile(r"(?!tile |gm\[)[A-Za-z0-9_]+(\[|$| )")
+_SSA = re.compile(r"(?!tile |gm\[|through |bytes )[A-Za-z0-9_]+(\[|$| )")
 _PRUNE_AT = 48  # cells per memory before dominated ones are dropped
 
 
@@ -310,6 +318,11 @@ class Core(_Checks):
         #: SYNCALLs passed: accesses of different blocks are ordered iff their phases differ
         self.phase = 0
         self.span_cache: dict[int, tuple[Any, Any, Span, Tile]] = {}
+        #: buffer id -> the clock every release of it so far carries (GET_BUF / RLS_BUF)
+        self.buf_tokens: dict[int, dict[int, int]] = {}
+        #: the micro-op running (its record, its pipe's index): its bytes are checked when it
+        #: is done (micro_done)
+        self.micro: tuple[Any, int] | None = None
 
     # ---- one instruction -------------------------------------------------------------------------
     def observe(self, rec: Any) -> None:
@@ -360,25 +373,48 @@ class Core(_Checks):
                 tok = getattr(getattr(ev, "src", None), "tag", None)
                 if isinstance(tok, tuple) and tok[0] is self:
                     _join(vc, tok[1])
-        accs = self.operand_spans(rec)
-        if accs:
-            acc = Acc(t, n, rec)
-            if self.races or self.xcore:
-                self.check_races(acc, _per_block(accs, rec.machine.lanes)
-                                 if self.xcore and rec.machine.lanes > 1 else accs, vc)
-            if self.xblock:  # (auto-sync programs too: InsertSync orders one core only)
-                xb = self.san.blocks
-                for role, v, s in accs:
-                    if s.space == "GM" and isinstance(v, GlobalTensor):
-                        xb.access(self.san, rec, role, v, s, self.phase, site_of)
-            if self.uninit:
-                self.check_uninit(acc, accs)
-            if self.placement:
-                self.check_placement(acc, accs)
-            if self.nan:
-                self.nan_before(rec, accs)
+        if ins.dialect != "tile":
+            # a micro-op's bytes are its pointers' and registers' (no tile operands): it
+            # tells them as it runs (Machine.touched); they are checked when it is done
+            rec.machine.touched = []
+            self.micro = (rec, pi)
+        else:
+            accs = self.operand_spans(rec)
+            if accs:
+                self.check_accesses(rec, pi, accs)
         if not isinstance(rec.loc, SourceLoc):  # eager: the Event it returns may be waited on
             rec.tag = (self, self._snapshot(pi))
+
+    def micro_done(self, rec: Any) -> None:
+        """The micro-op ``rec`` finished: check the bytes it told (see observe)."""
+        pend, self.micro = self.micro, None
+        m = rec.machine
+        entries, m.touched = m.touched, None
+        if pend is None or pend[0] is not rec or not entries:
+            return
+        self.check_accesses(rec, pend[1], touched_accesses(m, entries), micro=True)
+
+    def check_accesses(self, rec: Any, pi: int, accs: list[tuple[str, Any, Span]],
+                       micro: bool = False) -> None:
+        """Every check of one instruction's accesses, made at its pipe's current clock. A
+        micro-op's reads are not checked for unwritten bytes (a register load reads a whole
+        vector whatever lanes its consumers keep); its writes count as writes."""
+        t, n, vc = self.th[pi], self.count[pi], self.vc[pi]
+        acc = Acc(t, n, rec)
+        if self.races or self.xcore:
+            self.check_races(acc, _per_block(accs, rec.machine.lanes)
+                             if self.xcore and rec.machine.lanes > 1 else accs, vc)
+        if self.xblock:  # (auto-sync programs too: InsertSync orders one core only)
+            xb = self.san.blocks
+            for role, v, s in accs:
+                if s.space == "GM" and isinstance(v, GlobalTensor):
+                    xb.access(self.san, rec, role, v, s, self.phase, site_of)
+        if self.uninit:
+            self.check_uninit(acc, accs, reads=not micro)
+        if self.placement:
+            self.check_placement(acc, accs)
+        if self.nan:
+            self.nan_before(rec, accs)
 
     def operand_spans(self, rec: Any) -> list[tuple[str, Any, Span]]:
         """:func:`ptoisa.concurrent.access.operand_accesses`, with each tile's span cached while its
@@ -484,6 +520,8 @@ class Core(_Checks):
                     s, fix=f"insert {_flag_text(isinstance(rec.loc, SourceLoc), 'SET_FLAG', src, dst, eid)} "  # noqa: E501
                            f"on the producer side before it, or remove the wait"),
                     ("unmatched-wait", rec.loc, src, dst, eid))
+        elif kind in ("buf_get", "buf_rls"):
+            self.buffer_id(kind, rec)
         elif kind == "barrier":
             p = v[0]
             if p is Pipe.ALL:
@@ -516,6 +554,27 @@ class Core(_Checks):
         else:  # SYNCALL: every pipe of every block
             self.barrier_all()
             self.phase += 1
+
+    def buffer_id(self, kind: str, rec: Any) -> None:
+        """GET_BUF / RLS_BUF in mode 0: a release joins its pipe's clock into the id's token;
+        an acquire joins the token (every earlier release of the id) into its pipe's clock.
+        Mode 1 (the acquire does not wait; the release waits for every pipe) is not modelled:
+        the report says so and the run is not "clean"."""
+        from ..isa.sync.flags import _buf_args
+
+        p, (bid, mode) = rec.values[0], _buf_args(rec.ins, rec.values[1], rec.values[2])
+        if mode != 0:
+            s = site_of(rec)
+            self.san.report.not_checked(s.op, rec.loc, "mode 1 (the set_flag/wait_flag "
+                                        "emulation) of buffer ids is not modelled")
+            return
+        i = _PIDX[p]
+        if kind == "buf_rls":
+            _join(self.buf_tokens.setdefault(bid, {}), self._snapshot(i))
+        else:
+            tok = self.buf_tokens.get(bid)
+            if tok:
+                _join(self.vc[i], tok)
 
     def double_set(self, rec: Any, prev: Any, src: Pipe, dst: Pipe, eid: int) -> None:
         """A set_flag of an event that an earlier set still holds (no wait between): the
@@ -778,10 +837,11 @@ class Core(_Checks):
                              {"label": s.label, "cores": (pa, pb)}), key)
 
     # ---- uninitialised reads ---------------------------------------------------------------------
-    def check_uninit(self, acc: Acc, accs: list[tuple[str, Any, Span]]) -> None:
+    def check_uninit(self, acc: Acc, accs: list[tuple[str, Any, Span]],
+                     reads: bool = True) -> None:
         written, full = self.written, self.full
         for role, v, s in accs:
-            if role not in ("in", "inout") or s.space == "GM" or s in full:
+            if not reads or role not in ("in", "inout") or s.space == "GM" or s in full:
                 continue
             ivs = written.get(s.key)
             gap = _first_gap(ivs, s.lo, s.hi)

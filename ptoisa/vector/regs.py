@@ -179,11 +179,43 @@ class Ptr:
         return f"Ptr({self.space}+{self.addr:#x}: {self.dtype.name})"
 
 
-def buffer_bytes(m: Any, space: str, addr: int, nbytes: int, what: str) -> np.ndarray:
+def touch(m: Any, role: str, space: str, base: Any, starts: Any, n: int) -> None:
+    """Tell an observer that asked (``m.touched``, see Machine) that the running micro-op
+    ``role`` (``in`` reads, ``out`` writes, ``inout`` both) the ``n`` bytes from each of
+    ``starts`` (an int or an array of byte offsets) of ``space``: the machine's buffer of that
+    name (``base`` None) or the GM argument whose bytes ``base`` is. Adjacent ranges are
+    merged; more than 64 ranges are told as their hull (a checker may then see an overlap a
+    finer model would not, never miss one)."""
+    got = m.touched
+    if got is None or n <= 0:
+        return
+    if isinstance(starts, (int, np.integer)):
+        got.append((role, space, base, int(starts), int(starts) + n))
+        return
+    st = np.unique(np.asarray(starts, np.int64))
+    if st.size == 0:
+        return
+    if st.size > 64:
+        got.append((role, space, base, int(st[0]), int(st[-1]) + n))
+        return
+    lo, hi = int(st[0]), int(st[0]) + n
+    for s in st[1:].tolist():
+        if s <= hi:
+            hi = max(hi, s + n)
+            continue
+        got.append((role, space, base, lo, hi))
+        lo, hi = s, s + n
+    got.append((role, space, base, lo, hi))
+
+
+def buffer_bytes(m: Any, space: str, addr: int, nbytes: int, what: str, *,
+                 role: str | None) -> np.ndarray:
     """Bytes [addr, addr + nbytes) of the machine's ``space`` buffer (uint8, a view; unwritten
     bytes hold the poison pattern), after the tiles that still owe those bytes their values
     (lazy or deferred: ``ptoisa/tile.py``) have written them. ExecutionError outside it
-    (``what`` names the access in it: "the loaded")."""
+    (``what`` names the access in it: "the loaded"). ``role``: how the caller uses the bytes
+    (``in``, ``out``, ``inout``: told to an observer that asks, see :func:`touch`), or None
+    when the caller tells the exact bytes itself."""
     buf = SPACES.get(space)
     if buf is None:
         raise ExecutionError(f"pointers into '{space}' are not on-chip buffers ({what})")
@@ -197,6 +229,8 @@ def buffer_bytes(m: Any, space: str, addr: int, nbytes: int, what: str) -> np.nd
         from ..lanes import BlockDivergence
 
         raise BlockDivergence("micro-ops run one block at a time")
+    if role is not None and m.touched is not None:
+        touch(m, role, buf, None, addr, nbytes)
     reg = m._poison_to(buf, max(addr + nbytes, m._clean.get(buf, 0)))
     view = reg[addr:addr + nbytes]
     if m._lazy:

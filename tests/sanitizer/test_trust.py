@@ -59,13 +59,14 @@ def _run_pto(text: str, **kw) -> pto.sanitizer.Report:
 # ---- 2: ops the sanitizer does not model are named; an empty run is not clean ----------------
 
 def test_skipped_ops_are_listed_as_not_checked():
-    tokens = '    pto.get_buf "PIPE_MTE2", 0, 0\n    pto.rls_buf "PIPE_MTE2", 0, 0'
+    tokens = '    pto.mem_bar "VST_VLD"\n    pto.auto_sync_tail_hint'
     r = _run_pto(_copy_pto(tokens))
     assert not r.findings and not r.clean
-    assert list(r.unchecked) == ["pto.get_buf", "pto.rls_buf"]
+    assert list(r.unchecked) == ["pto.mem_bar", "pto.auto_sync_tail_hint"]
     text = str(r)
-    assert "k.pto:12:5: note: not checked: pto.get_buf: acquires an A5 buffer-id token" in text
-    assert text.endswith("sanitizer: no findings (not checked: pto.get_buf, pto.rls_buf)")
+    assert "k.pto:12:5: note: not checked: pto.mem_bar: a UB memory fence" in text
+    assert text.endswith("sanitizer: no findings (not checked: pto.mem_bar, "
+                         "pto.auto_sync_tail_hint)")
     # without them the same kernel is clean
     clean = _run_pto(_copy_pto(""))
     assert clean.clean and str(clean) == "sanitizer: no findings"
@@ -87,11 +88,11 @@ def test_cli_prints_what_it_did_not_check(tmp_path, capsys):
     from ptoisa.cli import main
 
     f = tmp_path / "k.pto"
-    f.write_text(_copy_pto('    pto.get_buf "PIPE_MTE2", 0, 0'))
+    f.write_text(_copy_pto('    pto.mem_bar "VST_VLD"'))
     code = main(["run", str(f), "--sanitize", "--arg", "x=zeros:16x16:f32",
                  "--arg", "z=zeros:16x16:f32"])
     err = capsys.readouterr().err
-    assert code == 0 and "not checked: pto.get_buf" in err
+    assert code == 0 and "not checked: pto.mem_bar" in err
 
 
 # ---- 3: a GM reload ordered by a flag only (PTOAS #730) --------------------------------------

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...enums import Pipe
 from ...errors import ExecutionError
-from ...vector.regs import Ptr, buffer_bytes
+from ...vector.regs import Ptr, buffer_bytes, touch
 from ..registry import Opnd, instr
 from .atomic import combine
 from .common import scalar_as
@@ -98,7 +98,9 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
     lo, hi = _span(dst, n + fill)
     if hi == lo:
         return
-    out = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
+    out = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed", role=None)
+    touch(m, "in", "GM", gm, src, n)  # (the rows themselves, not the span between them)
+    touch(m, "out", "UB", None, ub.addr + dst, n + fill)
     cols = np.arange(n, dtype=np.int64)
     out[(dst - lo)[:, None] + cols[None, :]] = gm[src[:, None] + cols[None, :]]
     if fill:
@@ -129,7 +131,9 @@ def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
     lo, hi = _span(src, n)
     if hi == lo:
         return
-    data = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed")
+    data = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed", role=None)
+    touch(m, "in", "UB", None, ub.addr + src, n)
+    touch(m, "out", "GM", gm, dst, n)
     m.gm_barrier(gm_dst)  # tiles still reading these GM bytes lazily take their copy first
     cols = np.arange(n, dtype=np.int64)
     at = dst[:, None] + cols[None, :]

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...enums import Pipe
 from ...errors import ExecutionError
-from ...vector.regs import VREG_BYTES, Mask, Ptr, VReg, buffer_bytes
+from ...vector.regs import VREG_BYTES, Mask, Ptr, VReg, buffer_bytes, touch
 from ..registry import Instr, Opnd, instr
 from .common import active
 from .load_store import _ub
@@ -48,7 +48,8 @@ def _elements(m: Any, p: Ptr, idx: np.ndarray, on: np.ndarray, op: str) -> np.nd
     if hits.size:
         lo, hi = int(idx[hits].min()), int(idx[hits].max())
         span = buffer_bytes(m, "ub", p.addr + lo * isz, (hi - lo + 1) * isz,
-                            f"pto.{op}'s gathered").view(p.dtype.np)
+                            f"pto.{op}'s gathered", role=None).view(p.dtype.np)
+        touch(m, "in", "UB", None, p.addr + idx[hits].astype(np.int64) * isz, isz)
         out[hits] = span[idx[hits] - lo]
     return out
 
@@ -102,7 +103,7 @@ def VGATHERB(m: Any, source: Ptr, offsets: VReg, mask: Mask) -> VReg:
             raise ExecutionError(f"pto.vgatherb: offsets[{k}] = {offs[k]} is not a multiple "
                                  "of 32 bytes")
         out[32 * k:32 * (k + 1)] = buffer_bytes(m, "ub", p.addr + int(offs[k]), 32,
-                                                "pto.vgatherb's gathered")
+                                                "pto.vgatherb's gathered", role="in")
     return VReg(out.view(p.dtype.np))
 
 
@@ -129,5 +130,6 @@ def VSCATTER(m: Any, value: VReg, dest: Ptr, offsets: VReg, mask: Mask) -> None:
     if hits.size:
         lo, hi = int(idx[hits].min()), int(idx[hits].max())
         span = buffer_bytes(m, "ub", p.addr + lo * isz, (hi - lo + 1) * isz,
-                            "pto.vscatter's stored").view(data.dtype)
+                            "pto.vscatter's stored", role=None).view(data.dtype)
+        touch(m, "out", "UB", None, p.addr + idx[hits].astype(np.int64) * isz, isz)
         span[idx[hits] - lo] = src[hits]  # (numpy: the last of equal indices wins)

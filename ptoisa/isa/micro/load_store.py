@@ -76,19 +76,20 @@ def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
     dist = str(dist)
     _width_rule(dist, dt.itemsize, "vlds")
     if dist == "NORM":
-        data = buffer_bytes(m, "ub", at, VREG_BYTES, "the loaded").view(dt.np).copy()
+        data = buffer_bytes(m, "ub", at, VREG_BYTES, "the loaded", role="in").view(dt.np).copy()
     elif dist.startswith("BRC_") and dist != "BRC_BLK":
-        one = buffer_bytes(m, "ub", at, dt.itemsize, "the loaded").view(dt.np)
+        one = buffer_bytes(m, "ub", at, dt.itemsize, "the loaded", role="in").view(dt.np)
         data = np.full(n, one[0], dt.np)
     elif dist.startswith("US_"):
-        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "the loaded").view(dt.np)
+        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "the loaded", role="in").view(dt.np)
         data = np.repeat(half, 2)
     elif dist.startswith("DS_"):
-        data = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "the loaded").view(dt.np)[::2].copy()
+        data = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "the loaded",
+                            role="in").view(dt.np)[::2].copy()
     elif dist.startswith("UNPK_B"):
         # 128 bytes, element i to the low half of the double-width slot i (lane 2i), the
         # high halves zero
-        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "the loaded").view(dt.np)
+        half = buffer_bytes(m, "ub", at, VREG_BYTES // 2, "the loaded", role="in").view(dt.np)
         data = np.zeros(n, dt.np)
         data[::2] = half
     else:
@@ -117,21 +118,21 @@ def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None =
     dist = str(dist) or f"NORM_B{8 * isz}"
     _width_rule(dist, isz, "vsts")
     if dist.startswith("NORM"):
-        out = buffer_bytes(m, "ub", at, data.nbytes, "the stored").view(data.dtype)
+        out = buffer_bytes(m, "ub", at, data.nbytes, "the stored", role="out").view(data.dtype)
         if mask is None:
             out[:] = data
         else:
             on = active(mask, data.size)
             out[on] = data[on]
     elif dist.startswith("1PT_"):
-        buffer_bytes(m, "ub", at, isz, "the stored").view(data.dtype)[0] = data[0]
+        buffer_bytes(m, "ub", at, isz, "the stored", role="out").view(data.dtype)[0] = data[0]
     elif dist in _PACK:
         # lanes of the dist's width (the predicate read at that width), each one's low
         # half (PK_*) or low byte (PK4_B32) stored contiguously at its lane's position
         w, keep = _PACK[dist]
         lanes = data.view(np.dtype(f"u{w}"))
         low = lanes.astype(np.dtype(f"u{keep}"))
-        out = buffer_bytes(m, "ub", at, low.nbytes, "the stored").view(low.dtype)
+        out = buffer_bytes(m, "ub", at, low.nbytes, "the stored", role="out").view(low.dtype)
         if mask is None:
             out[:] = low
         else:

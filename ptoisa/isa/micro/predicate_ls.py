@@ -51,7 +51,7 @@ def _load(name: str) -> Instr:
             raise ExecutionError(f"dist {dist!r} (NORM, US or DS)")
         adv = int(offset) * (unit or _UNIT[op][dist])
         at = p.addr if post_update else p.addr + adv
-        raw = buffer_bytes(m, "ub", at, _LOAD[dist], "the accessed")
+        raw = buffer_bytes(m, "ub", at, _LOAD[dist], "the accessed", role="in")
         bits = np.unpackbits(raw, bitorder="little").astype(np.bool_)
         if dist == "US":
             bits = np.repeat(bits, 2)
@@ -86,7 +86,7 @@ def _store(name: str) -> Instr:
         adv = int(offset) * (unit or _UNIT[op][dist])
         at = p.addr if post_update else p.addr + adv
         bits = value.bits if dist == "NORM" else value.bits[::2]
-        out = buffer_bytes(m, "ub", at, _STORE[dist], "the stored")
+        out = buffer_bytes(m, "ub", at, _STORE[dist], "the stored", role="out")
         out[:] = np.packbits(bits, bitorder="little")
         return Ptr(p.space, p.addr + adv, p.dtype)
 

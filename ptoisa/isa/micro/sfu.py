@@ -167,10 +167,11 @@ def VBITSORT(m: Any, dest: Ptr, src: Ptr, indices: Ptr, repeat_times: Any) -> No
         raise ExecutionError(f"pto.vbitsort sorts f32 or f16 scores, got {sdt.name}")
     for r in range(int(repeat_times)):
         sc = buffer_bytes(m, "ub", s.addr + 32 * r * sdt.itemsize, 32 * sdt.itemsize,
-                          "the scores").view(sdt.np).copy()
-        idx = buffer_bytes(m, "ub", ix.addr + 128 * r, 128, "the indices").view(np.uint32).copy()
+                          "the scores", role="in").view(sdt.np).copy()
+        idx = buffer_bytes(m, "ub", ix.addr + 128 * r, 128, "the indices",
+                           role="in").view(np.uint32).copy()
         order = np.argsort(-sc.astype(np.float64), kind="stable")
-        out = buffer_bytes(m, "ub", d.addr + 256 * r, 256, "the sorted records")
+        out = buffer_bytes(m, "ub", d.addr + 256 * r, 256, "the sorted records", role="out")
         rec = out.reshape(32, 8)
         rec[:, 0:sdt.itemsize] = sc[order].view(np.uint8).reshape(32, sdt.itemsize)
         rec[:, 4:8] = idx[order].view(np.uint8).reshape(32, 4)

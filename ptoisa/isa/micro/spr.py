@@ -42,7 +42,8 @@ def _store_ar(m: Any, op: str, spr: Any, dest: Any, nbytes: int, post: bool) -> 
         raise ExecutionError(f"pto.{op}: AR holds no value ptoisa knows (no pto.sprclr "
                              f"\"AR\" before it on this core)")
     at = dest.addr + (0 if post else nbytes)
-    buffer_bytes(m, "ub", at, 4, "the stored AR").view(np.uint32)[0] = m.micro_regs["AR"]
+    out = buffer_bytes(m, "ub", at, 4, "the stored AR", role="out")
+    out.view(np.uint32)[0] = m.micro_regs["AR"]
     return Ptr("ub", dest.addr + nbytes, dest.dtype)
 
 

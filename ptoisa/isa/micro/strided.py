@@ -54,7 +54,7 @@ def VLDSX2(m: Any, source: Ptr, offset: Any = None, *, dist: str = "DINTLV_B32",
     _family("vldsx2", str(dist), "DINTLV", dt.itemsize)
     off = 0 if offset is None else int(offset)
     at = p.addr + (0 if post_update else off * dt.itemsize)
-    both = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "the loaded").view(dt.np)
+    both = buffer_bytes(m, "ub", at, 2 * VREG_BYTES, "the loaded", role="in").view(dt.np)
     return VReg(both[0::2].copy()), VReg(both[1::2].copy()), p.plus(off)
 
 
@@ -71,7 +71,7 @@ def VSTSX2(m: Any, low: VReg, high: VReg, dest: Ptr, offset: Any = None,
     _family("vstsx2", str(dist), "INTLV", isz)
     off = 0 if offset is None else int(offset)
     out = buffer_bytes(m, "ub", p.addr + off * p.dtype.itemsize, 2 * VREG_BYTES,
-                       "the stored").view(low.data.dtype)
+                       "the stored", role="out").view(low.data.dtype)
     out[0::2] = low.data
     out[1::2] = high.data
 
@@ -102,7 +102,7 @@ def VSLDB(m: Any, source: Ptr, block_stride: Any, repeat_stride: Any, mask: Mask
     for blk, on in enumerate(_block_on(mask, nb)):
         if on:
             out[blk * BLOCK:(blk + 1) * BLOCK] = buffer_bytes(
-                m, "ub", base + blk * bs * BLOCK, BLOCK, "the loaded block")
+                m, "ub", base + blk * bs * BLOCK, BLOCK, "the loaded block", role="in")
     return VReg(out.view(p.dtype.np)), Ptr("ub", p.addr + rs * BLOCK, p.dtype)
 
 
@@ -123,8 +123,8 @@ def VSSTB(m: Any, value: VReg, dest: Ptr, block_stride: Any, repeat_stride: Any,
     src = value.data.view(np.uint8)
     for blk, on in enumerate(_block_on(mask, VREG_BYTES // BLOCK)):
         if on:
-            buffer_bytes(m, "ub", base + blk * bs * BLOCK, BLOCK, "the stored block")[:] = \
-                src[blk * BLOCK:(blk + 1) * BLOCK]
+            buffer_bytes(m, "ub", base + blk * bs * BLOCK, BLOCK, "the stored block",
+                         role="out")[:] = src[blk * BLOCK:(blk + 1) * BLOCK]
     return Ptr("ub", p.addr + rs * BLOCK, p.dtype)
 
 

@@ -53,7 +53,7 @@ def VLDAS(m: Any, source: Ptr) -> Align:
     """The load carrier primed with the aligned 32-byte block holding source."""
     p = _ub(source, "source")
     blk = p.addr - p.addr % BLOCK
-    return LoadAlign(bytes(buffer_bytes(m, "ub", blk, BLOCK, "the priming block")))
+    return LoadAlign(bytes(buffer_bytes(m, "ub", blk, BLOCK, "the priming block", role="in")))
 
 
 @instr("VLDUS", pipe=Pipe.V, dialect="vpto",
@@ -69,9 +69,11 @@ def VLDUS(m: Any, source: Ptr, align: Align, increment: Any = None) -> tuple[VRe
     if not isinstance(align, LoadAlign):
         raise ExecutionError("pto.vldus: the align carrier was not primed by pto.vldas (or "
                              "a prior pto.vldus)")
-    data = buffer_bytes(m, "ub", p.addr, VREG_BYTES, "the loaded").view(p.dtype.np).copy()
+    data = buffer_bytes(m, "ub", p.addr, VREG_BYTES, "the loaded",
+                        role="in").view(p.dtype.np).copy()
     end = p.addr + VREG_BYTES
-    nxt = LoadAlign(bytes(buffer_bytes(m, "ub", end - end % BLOCK, BLOCK, "the next block"))
+    nxt = LoadAlign(bytes(buffer_bytes(m, "ub", end - end % BLOCK, BLOCK, "the next block",
+                                       role="in"))
                     if end % BLOCK else b"")
     return VReg(data), nxt, p.plus(0 if increment is None else int(increment))
 
@@ -112,7 +114,7 @@ def VSTUS(m: Any, align_in: Align, offset: Any, value: VReg, base: Ptr, *,
     buf = pend + value.data[:n].tobytes()
     cut = (start + len(buf)) - (start + len(buf)) % BLOCK - start  # bytes up to a boundary
     if cut > 0:
-        buffer_bytes(m, "ub", start, cut, "the stored")[:] = memoryview(buf[:cut])
+        buffer_bytes(m, "ub", start, cut, "the stored", role="out")[:] = memoryview(buf[:cut])
         start, buf = start + cut, buf[cut:]
     return StoreAlign(buf, start), p.plus(n * isz // p.dtype.itemsize)
 
@@ -134,7 +136,7 @@ def _flush(m: Any, op: str, value: Any, end: int) -> None:
     if value.addr + len(value.pending) != end:
         raise ExecutionError(f"pto.{op}: the flush point (UB {end}) is not the stream's end "
                              f"(UB {value.addr + len(value.pending)})")
-    buffer_bytes(m, "ub", value.addr, len(value.pending), "the flushed")[:] = \
+    buffer_bytes(m, "ub", value.addr, len(value.pending), "the flushed", role="out")[:] = \
         memoryview(value.pending)
 
 

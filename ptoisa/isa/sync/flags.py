@@ -87,6 +87,53 @@ SET_FLAG = _FLAGS["SET_FLAG"]
 WAIT_FLAG = _FLAGS["WAIT_FLAG"]
 
 
+def _buf_args(ins: Instr, bufId: Any, mode: Any) -> tuple[int, int]:  # noqa: N803
+    try:
+        bid, md = int(bufId), int(0 if mode is None else mode)
+    except (TypeError, ValueError):
+        raise PtoError(f"bufId and mode must be integers, got {bufId!r}, {mode!r}",
+                       op=ins.mnemonic) from None
+    if bid < 0:
+        raise PtoError(f"bufId must not be negative, got {bid}", op=ins.mnemonic)
+    if md not in (0, 1):
+        raise PtoError(f"mode must be 0 (blocking acquire, immediate release) or 1 "
+                       f"(non-blocking acquire, deferred release), got {md}", op=ins.mnemonic)
+    return bid, md
+
+
+def _buf(kind: str) -> Any:
+    def impl(m: Machine, pipe: Pipe, bufId: Any, mode: Any = None) -> None:  # noqa: N803
+        _record(m, (kind, pipe, *_buf_args(_BUFS[kind], bufId, mode)))
+    impl.__name__ = kind
+    impl.__doc__ = {
+        "GET_BUF": "``get_buf(pipe, buf_id, mode)`` (A5): mode 0 holds ``pipe`` until every "
+                   "earlier rls_buf of ``buf_id`` (any pipe, program order) is done; mode 1 "
+                   "does not wait.",
+        "RLS_BUF": "``rls_buf(pipe, buf_id, mode)`` (A5): mode 0 signals when ``pipe``'s "
+                   "earlier instructions are done; mode 1 when every pipe's earlier "
+                   "instructions are.",
+    }[kind]
+    return impl
+
+
+_BUF_OPERANDS = (Opnd("pipe", "enum", enum=Pipe), Opnd("bufId", "any"),
+                 Opnd("mode", "any", optional=True))
+#: the A5 buffer-id tokens (micro-isa/01): ``pto.get_buf "PIPE_X", id, mode``, ``_dyn`` with an
+#: SSA id, and the bracketed form naming the pipe by an op kind (``[#pto.pipe_event_type<TLOAD>,
+#: id]``)
+_BUF_OPS = {
+    "GET_BUF": ("buf_get", {"pto.get_buf": 1, "pto.get_buf_dyn": 1}),
+    "RLS_BUF": ("buf_rls", {"pto.rls_buf": 1, "pto.rls_buf_dyn": 1}),
+}
+_BUFS: dict[str, Instr] = {
+    k: instr(k, family="sync", pipe=Pipe.S, operands=_BUF_OPERANDS, returns_event=False,
+             sync=kind, ptoas=Ptoas(bracketed=ops))(_buf(k))
+    for k, (kind, ops) in _BUF_OPS.items()
+}
+GET_BUF = _BUFS["GET_BUF"]
+RLS_BUF = _BUFS["RLS_BUF"]
+
+
 @instr("PIPE_BARRIER", family="sync", pipe=Pipe.S, sync="barrier",
        ptoas=Ptoas(op="pto.barrier", bracketed={"pto.barrier": 0, "pto.barrier_sync": 1}),
        operands=(Opnd("pipe", "enum", enum=Pipe),), returns_event=False)
