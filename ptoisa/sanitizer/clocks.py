@@ -273,6 +273,9 @@ class Core(_Checks):
         self.san = san
         self.cid = key[2] if key[2] is not None else 0
         self.strict = mode == "strict"
+        #: strict mode: the thread ids of the pipes whose own dependences need a barrier on
+        #: this core's target (traits.same_pipe_barriers); set at the first instruction
+        self.strict_th: frozenset[int] | None = None if self.strict else frozenset()
         self.races = "races" in san.checks and mode != "auto"
         #: races with the other cores of the block (a mixed launch), also in auto mode
         self.xcore = "races" in san.checks and group is not None and group.shared
@@ -353,7 +356,11 @@ class Core(_Checks):
         self.active.add(pi)
         t = self.th[pi]
         vc = self.vc[pi]
-        if not self.strict:
+        if self.strict_th is None:
+            bar = rec.machine.target.traits.same_pipe_barriers
+            self.strict_th = frozenset(th for p, th in zip(_PIPES, self.th, strict=True)
+                                       if p.value in bar)
+        if t not in self.strict_th:
             vc[t] = n
         if rec.waits:
             for ev in rec.waits:
@@ -562,7 +569,8 @@ class Core(_Checks):
                     vc: dict[Any, int]) -> None:
         mem, gmem = self.mem, self.gmem
         found: dict[int, tuple[int, str, Acc, Span, int, int]] | None = None
-        me, rec, strict = acc.thread, acc.rec, self.strict
+        me, rec = acc.thread, acc.rec
+        strict = me in (self.strict_th or ())
         # a reload of GM this core wrote needs a full drain, not only a flag (PTOAS #730)
         drain = self.races and rec.machine.target.traits.gm_reload_needs_drain
         # auto mode (xcore only): the compiler orders this core's own pipes; other cores'
@@ -651,7 +659,7 @@ class Core(_Checks):
     def _known(self, a: Acc) -> bool:
         """Whether every active pipe already has ``a`` ordered before its next instruction."""
         for q in self.active:
-            if self.th[q] == a.thread and not self.strict:
+            if self.th[q] == a.thread and a.thread not in (self.strict_th or ()):
                 continue
             if self.vc[q].get(a.thread, 0) < a.epoch:
                 return False
