@@ -39,6 +39,7 @@ import numpy as np
 from ..concurrent.access import Span, gm_span, rects_meet, role_of, tile_span, view_alias
 from ..enums import Pipe
 from ..errors import SourceLoc
+from ..interp import structure
 from ..isa.registry import PIPE_SYNC
 from ..tensor import GlobalTensor
 from ..tile import Tile
@@ -711,22 +712,42 @@ class Core(_Checks):
             return
         msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} {verb[0]} what "
                f"{a} at {where(a.loc)} {verb[1]}; {by} orders them")
+        # where the flags go: in a .pto function, the ops holding the two in the innermost
+        # block holding both (a producer in a branch or loop: after the scf.if / loop)
+        got = structure.placement((a.loc, a.op), (b.loc, b.op)) if pto else None
+        after, before, loop = (a, b, None) if got is None else got
+        after_at = f"{after.name} at {where(after.loc)}" if got else f"{a.op} at {where(a.loc)}"
+        before_at = f"{before.name} at {where(before.loc)}" if got \
+            else f"{b.op} at {where(b.loc)}"
+        if got and after.loc != a.loc:
+            after_at += f" (holding {a.op} at {where(a.loc)})"
+        if got and before.loc != b.loc:
+            before_at += f" (holding {b.op} at {where(b.loc)})"
         if same:
-            fix = (f"insert {_barrier_text(pto, p)} after {a.op} at {where(a.loc)} "
-                   f"(before {b.op} at {where(b.loc)})")
+            fix = f"insert {_barrier_text(pto, p)} after {after_at} (before {before_at})"
         elif hz == "RAW" and s.space == "GM" and \
                 cur.rec.machine.target.traits.gm_reload_needs_drain:
             # a flag would order the pipes, not the store reaching GM (PTOAS #730)
-            fix = (f"insert {_barrier_text(pto, Pipe.ALL)} after {a.op} at {where(a.loc)} and "
-                   f"before {b.op} at {where(b.loc)} (a set_flag/wait_flag pair orders the "
-                   f"pipes but not the store reaching GM)")
+            fix = (f"insert {_barrier_text(pto, Pipe.ALL)} after {after_at} and before "
+                   f"{before_at} (a set_flag/wait_flag pair orders the pipes but not the store "
+                   f"reaching GM)")
         else:
-            used = self.used_ids.get((p, q), set())
-            eid = next((i for i in range(8) if i not in used), 0)
-            fix = (f"insert {_flag_text(pto, 'SET_FLAG', p, q, eid)} after {a.op} at "
-                   f"{where(a.loc)} and {_flag_text(pto, 'WAIT_FLAG', p, q, eid)} before "
-                   f"{b.op} at {where(b.loc)}")
-        if _after(a.loc, b.loc):
+            # each pair of places its own id (notes naming the same places: the same pair)
+            mine = self.san.proposed.setdefault((p, q), {})
+            places = (where(after.loc), where(before.loc), loop is None)
+            eid = mine.get(places)
+            if eid is None:
+                used = self.used_ids.get((p, q), set()) | set(mine.values())
+                eid = mine[places] = next(
+                    (i for i in range(8) if i not in used), 0)
+            setf, waitf = (_flag_text(pto, "SET_FLAG", p, q, eid),
+                           _flag_text(pto, "WAIT_FLAG", p, q, eid))
+            fix = f"insert {setf} after {after_at} and {waitf} before {before_at}"
+            if loop is not None:
+                fix += (f"; they meet across iterations of the {loop.name} at "
+                        f"{where(loop.loc)}: also insert one {setf} before that {loop.name} "
+                        f"and one {waitf} after it")
+        if loop is None and _after(a.loc, b.loc) and not (got and not same):
             fix += ("; the two meet across loop iterations: set the flag at the end of the "
                     "body and wait at the top, with one set before the loop and one wait "
                     "after it" if not same else "; the two meet across loop iterations")
