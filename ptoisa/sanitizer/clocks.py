@@ -322,6 +322,13 @@ class Core(_Checks):
         if kind in _SYNC:
             self.sync(kind, rec)
             return
+        if kind == "cross_core" and not rec.machine.core:
+            # a launch on one core: the flag's other side never runs, nothing it orders
+            # between cores is checked (a mixed launch matches it: edges.py)
+            self.san.report.not_checked(
+                site_of(rec).op, rec.loc, "a cross-core flag in a launch on one core: the "
+                "cores it orders do not run here (launch the kernel as its cores: mixed=True, "
+                "a cube and a vector function, or pto.section.cube / .vector)")
         va = view_alias(rec)
         if va is not None:
             view, base, off = va
