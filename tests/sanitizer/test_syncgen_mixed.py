@@ -199,3 +199,19 @@ def test_tmatmulk_comes_back_as_the_hand_written_pairs():
     want = sorted(re.findall(r"set_flag\[<(PIPE_\w+)>, <(PIPE_\w+)>", text))
     assert pairs == want == [("PIPE_M", "PIPE_FIX"), ("PIPE_M", "PIPE_MTE2"),
                              ("PIPE_MTE1", "PIPE_M"), ("PIPE_MTE2", "PIPE_MTE1")]
+
+
+
+@needs_corpus
+def test_cli_sync_emits_what_the_targets_toolchain_takes(tmp_path):
+    """rmsnorm (an A5 kernel): no pipe_barrier(PIPE_V) for a5, whose toolchain rejects it;
+    A2/A3 keeps it between dependent vector ops."""
+    from ptoisa.cli import main
+
+    src = tmp_path / "rmsnorm.pto"
+    src.write_text(strip(_hand(HAND[2][0])))
+    out = tmp_path / "out.pto"
+    assert main(["sync", str(src), "-o", str(out), "--target", "a5"]) == 0
+    assert "pto.barrier <PIPE_V>" not in out.read_text()
+    assert main(["sync", str(src), "-o", str(out), "--target", "a2a3"]) == 0
+    assert "pto.barrier <PIPE_V>" in out.read_text()
