@@ -84,8 +84,8 @@ def placement(prod: tuple[Any, str], cons: tuple[Any, str]) -> tuple[Any, Any, A
     depth, n = 0, min(len(pa), len(pb))
     while depth + 1 < n and pa[depth][0] is pb[depth][0] and pa[depth][1] == pb[depth][1]:
         depth += 1  # the same op holds both: look inside it
-    if pa[depth][0] is not pb[depth][0]:
-        return None
+    if depth == 0 or pa[depth][0] is not pb[depth][0]:
+        return None  # (two functions: a call between them, no one block to name)
     ops = pa[depth][0]
     p, c = ops[pa[depth][1]], ops[pb[depth][1]]
     loop = None
