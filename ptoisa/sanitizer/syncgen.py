@@ -319,12 +319,14 @@ class SyncGen:
             p = Pipe.S
         accs: list[tuple[bool, tuple[Any, int, int]]] = []
         for o, v in zip(ins.operands, vals, strict=False):
-            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "enum", "any"):
+            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "enum"):
                 continue
             items = v if isinstance(v, tuple) else (v,)
             for x in items:
-                if isinstance(x, bridge.Const):
-                    continue
+                if isinstance(x, bridge.Const) or (o.kind == "any" and bridge.tile_spec_of(
+                        getattr(x, "type", None), self.target) is None):
+                    continue  # (an "any" operand is an access when it is a tile: TGATHER's
+                    # index tile, not its mask pattern)
                 for k in self._keys(x):
                     if o.role in ("in", "inout"):
                         accs.append((False, k))
