@@ -215,3 +215,14 @@ def test_cli_sync_emits_what_the_targets_toolchain_takes(tmp_path):
     assert "pto.barrier <PIPE_V>" not in out.read_text()
     assert main(["sync", str(src), "-o", str(out), "--target", "a2a3"]) == 0
     assert "pto.barrier <PIPE_V>" in out.read_text()
+
+
+@needs_corpus
+def test_a_gather_index_tile_is_an_access():
+    """TGATHER's index operand (of kind any: a tile or a mask pattern) is read: a TCI that
+    rewrites the bytes of the index tile waits for the gather (a DeepSeek rope kernel)."""
+    rel = "ptoas-main/test/samples/DeepseekV4DecodeA5/kernels/aiv/rope_cs.pto"
+    text = strip((SHARED / "corpus" / rel).read_text())
+    assert any(r.findings for r in _sanitize(text, rel, "a5", "manual"))
+    for r in _sanitize(insert_sync(text, rel, "a5"), rel, "a5", "strict"):
+        assert not r.findings, r.render()
