@@ -4,16 +4,23 @@ PTOAS's InsertSync does), by the sanitizer's model applied to the program text.
 The analysis walks each function in program order with one vector clock per pipe, exactly as
 the sanitizer does at run time, over a static access model: a tile is its ``alloc_tile`` (by
 byte range when it has a constant ``addr``, else by identity; views are their base), a GM
-operand is its whole pointer argument. Before an instruction that depends on an unordered
-earlier access it inserts, as PTOAS does:
+operand is its whole pointer argument; TPUSH reads its tile on its pipe (FIX) and TPOP
+writes its tile on MTE2, the frontend forms (``tpush_to_aiv``, ``tpop_from_aic``...)
+included. Before an instruction on pipe Q that depends on unordered earlier accesses it
+inserts:
 
-* for the latest such access on another pipe P: ``pto.set_flag[<P>, <Q>, <EVENT_IDn>]``
-  right after that access when it is earlier in the same block (else right before the
-  consumer: the set fires when all of P's earlier work is done, the previous iteration's
-  included) and ``pto.wait_flag[...]`` right before the consumer; one pair per source pipe
-  covers every dependence from that pipe; ``n`` is the lowest id no other pair of the same
-  pipes holds over that stretch;
-* ``pto.barrier <Q>`` for an earlier access on the same pipe (PTOAS's intra-pipe rule).
+* the fewest ``pto.set_flag[<P>, <Q>, <EVENT_IDn>]`` / ``pto.wait_flag[...]`` pairs that
+  order them all, greedily: a pair from P carries what P has done and knows at its set, so
+  one pair can order dependences from several pipes (ties: the pair that orders most of what
+  Q does not know yet, then the producer's own pipe). A pair sits in the innermost block
+  holding producer and consumer: the set right after the producer (or the ``scf.if`` / loop
+  holding it) when only straight-line code lies between, else right before the wait (then it
+  carries all of P's earlier work: a loop-carried dependence); the wait right before the
+  consumer (or the op holding it). ``n`` is the lowest id no other pair of the same pipes
+  holds over that stretch; a pair already waited for at the same place is reused;
+* ``pto.barrier <Q>`` for an earlier access on Q itself that no pair ordered, when the
+  target's toolchain takes a barrier on Q (trait ``same_pipe_barriers``: PIPE_V on A2/A3,
+  none on A5); other pipes issue in order.
 
 Loops are walked twice (the second pass sees the back-edge dependences: the pair inserted
 before the consumer orders the previous iteration's producer) and joined with the state before
