@@ -31,6 +31,7 @@ from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
 from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
+from . import structure as _structure
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
 from .compiler import CompiledFunc, Compiler, Context
 from .op_names import _HANDLERS, NO_EFFECT
@@ -140,6 +141,7 @@ class Program:
     def __init__(self, module: Module, target: TargetLike = DEFAULT_TARGET, *,
                  level: str | None = None, permissive: bool = False) -> None:
         self.module = module
+        _structure.register(module)  # (fix notes name the scf.if / loop around an op)
         self.target = get_target(target)
         self.level = level  # PTOAS --pto-level (``level3``: addresses are the program's)
         #: the default of run(permissive=...): skip the documented checks (types and run

@@ -79,6 +79,9 @@ class Sanitizer:
         self.fail_fast = fail_fast
         self.report = Report()
         self._seen: set[Any] = set()
+        #: the event id a fix note proposed, per pipe pair and pair of places (one id per
+        #: place pair over the report, so that its notes can all be applied)
+        self.proposed: dict[Any, dict[tuple[str, str, bool], int]] = {}
         self._cores: dict[Any, Core] = {}
         self._cur_key: Any = None
         self._cur: Core | None = None

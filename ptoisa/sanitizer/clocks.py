@@ -47,6 +47,7 @@ from ..concurrent.access import (
 )
 from ..enums import Pipe
 from ..errors import SourceLoc
+from ..interp import structure
 from ..isa.registry import PIPE_SYNC
 from ..tensor import GlobalTensor
 from ..tile import Tile
@@ -281,6 +282,9 @@ class Core(_Checks):
         self.san = san
         self.cid = key[2] if key[2] is not None else 0
         self.strict = mode == "strict"
+        #: strict mode: the thread ids of the pipes whose own dependences need a barrier on
+        #: this core's target (traits.same_pipe_barriers); set at the first instruction
+        self.strict_th: frozenset[int] | None = None if self.strict else frozenset()
         self.races = "races" in san.checks and mode != "auto"
         #: races with the other cores of the block (a mixed launch), also in auto mode
         self.xcore = "races" in san.checks and group is not None and group.shared
@@ -331,6 +335,13 @@ class Core(_Checks):
         if kind in _SYNC:
             self.sync(kind, rec)
             return
+        if kind == "cross_core" and not rec.machine.core:
+            # a launch on one core: the flag's other side never runs, nothing it orders
+            # between cores is checked (a mixed launch matches it: edges.py)
+            self.san.report.not_checked(
+                site_of(rec).op, rec.loc, "a cross-core flag in a launch on one core: the "
+                "cores it orders do not run here (launch the kernel as its cores: mixed=True, "
+                "a cube and a vector function, or pto.section.cube / .vector)")
         va = view_alias(rec)
         if va is not None:
             view, base, off = va
@@ -366,7 +377,11 @@ class Core(_Checks):
         self.active.add(pi)
         t = self.th[pi]
         vc = self.vc[pi]
-        if not self.strict:
+        if self.strict_th is None:
+            bar = rec.machine.target.traits.same_pipe_barriers
+            self.strict_th = frozenset(th for p, th in zip(_PIPES, self.th, strict=True)
+                                       if p.value in bar)
+        if t not in self.strict_th:
             vc[t] = n
         if rec.waits:
             for ev in rec.waits:
@@ -621,7 +636,8 @@ class Core(_Checks):
                     vc: dict[Any, int]) -> None:
         mem, gmem = self.mem, self.gmem
         found: dict[int, tuple[int, str, Acc, Span, int, int]] | None = None
-        me, rec, strict = acc.thread, acc.rec, self.strict
+        me, rec = acc.thread, acc.rec
+        strict = me in (self.strict_th or ())
         # a reload of GM this core wrote needs a full drain, not only a flag (PTOAS #730)
         drain = self.races and rec.machine.target.traits.gm_reload_needs_drain
         # auto mode (xcore only): the compiler orders this core's own pipes; other cores'
@@ -710,7 +726,7 @@ class Core(_Checks):
     def _known(self, a: Acc) -> bool:
         """Whether every active pipe already has ``a`` ordered before its next instruction."""
         for q in self.active:
-            if self.th[q] == a.thread and not self.strict:
+            if self.th[q] == a.thread and a.thread not in (self.strict_th or ()):
                 continue
             if self.vc[q].get(a.thread, 0) < a.epoch:
                 return False
@@ -762,22 +778,42 @@ class Core(_Checks):
             return
         msg = (f"race ({hz}) on {s.space} [{lo:#x}, {hi:#x}) ({label}): {b} {verb[0]} what "
                f"{a} at {where(a.loc)} {verb[1]}; {by} orders them")
+        # where the flags go: in a .pto function, the ops holding the two in the innermost
+        # block holding both (a producer in a branch or loop: after the scf.if / loop)
+        got = structure.placement((a.loc, a.op), (b.loc, b.op)) if pto else None
+        after, before, loop = (a, b, None) if got is None else got
+        after_at = f"{after.name} at {where(after.loc)}" if got else f"{a.op} at {where(a.loc)}"
+        before_at = f"{before.name} at {where(before.loc)}" if got \
+            else f"{b.op} at {where(b.loc)}"
+        if got and after.loc != a.loc:
+            after_at += f" (holding {a.op} at {where(a.loc)})"
+        if got and before.loc != b.loc:
+            before_at += f" (holding {b.op} at {where(b.loc)})"
         if same:
-            fix = (f"insert {_barrier_text(pto, p)} after {a.op} at {where(a.loc)} "
-                   f"(before {b.op} at {where(b.loc)})")
+            fix = f"insert {_barrier_text(pto, p)} after {after_at} (before {before_at})"
         elif hz == "RAW" and s.space == "GM" and \
                 cur.rec.machine.target.traits.gm_reload_needs_drain:
             # a flag would order the pipes, not the store reaching GM (PTOAS #730)
-            fix = (f"insert {_barrier_text(pto, Pipe.ALL)} after {a.op} at {where(a.loc)} and "
-                   f"before {b.op} at {where(b.loc)} (a set_flag/wait_flag pair orders the "
-                   f"pipes but not the store reaching GM)")
+            fix = (f"insert {_barrier_text(pto, Pipe.ALL)} after {after_at} and before "
+                   f"{before_at} (a set_flag/wait_flag pair orders the pipes but not the store "
+                   f"reaching GM)")
         else:
-            used = self.used_ids.get((p, q), set())
-            eid = next((i for i in range(8) if i not in used), 0)
-            fix = (f"insert {_flag_text(pto, 'SET_FLAG', p, q, eid)} after {a.op} at "
-                   f"{where(a.loc)} and {_flag_text(pto, 'WAIT_FLAG', p, q, eid)} before "
-                   f"{b.op} at {where(b.loc)}")
-        if _after(a.loc, b.loc):
+            # each pair of places its own id (notes naming the same places: the same pair)
+            mine = self.san.proposed.setdefault((p, q), {})
+            places = (where(after.loc), where(before.loc), loop is None)
+            eid = mine.get(places)
+            if eid is None:
+                used = self.used_ids.get((p, q), set()) | set(mine.values())
+                eid = mine[places] = next(
+                    (i for i in range(8) if i not in used), 0)
+            setf, waitf = (_flag_text(pto, "SET_FLAG", p, q, eid),
+                           _flag_text(pto, "WAIT_FLAG", p, q, eid))
+            fix = f"insert {setf} after {after_at} and {waitf} before {before_at}"
+            if loop is not None:
+                fix += (f"; they meet across iterations of the {loop.name} at "
+                        f"{where(loop.loc)}: also insert one {setf} before that {loop.name} "
+                        f"and one {waitf} after it")
+        if loop is None and _after(a.loc, b.loc) and not (got and not same):
             fix += ("; the two meet across loop iterations: set the flag at the end of the "
                     "body and wait at the top, with one set before the loop and one wait "
                     "after it" if not same else "; the two meet across loop iterations")

@@ -4,16 +4,23 @@ PTOAS's InsertSync does), by the sanitizer's model applied to the program text.
 The analysis walks each function in program order with one vector clock per pipe, exactly as
 the sanitizer does at run time, over a static access model: a tile is its ``alloc_tile`` (by
 byte range when it has a constant ``addr``, else by identity; views are their base), a GM
-operand is its whole pointer argument. Before an instruction that depends on an unordered
-earlier access it inserts, as PTOAS does:
+operand is its whole pointer argument; TPUSH reads its tile on its pipe (FIX) and TPOP
+writes its tile on MTE2, the frontend forms (``tpush_to_aiv``, ``tpop_from_aic``...)
+included. Before an instruction on pipe Q that depends on unordered earlier accesses it
+inserts:
 
-* for the latest such access on another pipe P: ``pto.set_flag[<P>, <Q>, <EVENT_IDn>]``
-  right after that access when it is earlier in the same block (else right before the
-  consumer: the set fires when all of P's earlier work is done, the previous iteration's
-  included) and ``pto.wait_flag[...]`` right before the consumer; one pair per source pipe
-  covers every dependence from that pipe; ``n`` is the lowest id no other pair of the same
-  pipes holds over that stretch;
-* ``pto.barrier <Q>`` for an earlier access on the same pipe (PTOAS's intra-pipe rule).
+* the fewest ``pto.set_flag[<P>, <Q>, <EVENT_IDn>]`` / ``pto.wait_flag[...]`` pairs that
+  order them all, greedily: a pair from P carries what P has done and knows at its set, so
+  one pair can order dependences from several pipes (ties: the pair that orders most of what
+  Q does not know yet, then the producer's own pipe). A pair sits in the innermost block
+  holding producer and consumer: the set right after the producer (or the ``scf.if`` / loop
+  holding it) when only straight-line code lies between, else right before the wait (then it
+  carries all of P's earlier work: a loop-carried dependence); the wait right before the
+  consumer (or the op holding it). ``n`` is the lowest id no other pair of the same pipes
+  holds over that stretch; a pair already waited for at the same place is reused;
+* ``pto.barrier <Q>`` for an earlier access on Q itself that no pair ordered, when the
+  target's toolchain takes a barrier on Q (trait ``same_pipe_barriers``: PIPE_V on A2/A3,
+  none on A5); other pipes issue in order.
 
 Loops are walked twice (the second pass sees the back-edge dependences: the pair inserted
 before the consumer orders the previous iteration's producer) and joined with the state before
@@ -34,11 +41,14 @@ from ..errors import PtoError
 from ..interp import bridge
 from ..interp.compiler import _bracket_args, _literal
 from ..interp.view_ops import SYNC_OP_PIPES
+from ..isa.registry import FRONTEND_OPS, REGISTRY
 from ..targets import DEFAULT_TARGET, TargetLike, get_target
 from ..tile import Tile
 
 _PIPES = (Pipe.S, Pipe.V, Pipe.M, Pipe.MTE1, Pipe.MTE2, Pipe.MTE3, Pipe.FIX)
 _BY_VALUE = {p.value: p for p in Pipe}
+#: ops (interpreter handlers, not instructions) whose tile result views their tile operand
+_TILE_VIEWS = ("pto.subview", "pto.subset")
 _EVENT_IDS = 8  # EVENT_ID0..7 per (src, dst) pipe pair
 
 
@@ -108,9 +118,16 @@ class SyncGen:
         self.blocks: dict[int, Any] = {}
         #: event ids in use per (block, src, dst): (from index, to index, id)
         self.ids: dict[tuple[int, Pipe, Pipe], list[tuple[int, int, int]]] = {}
-        #: (id(consumer op), source pipe) -> the index (in the consumer's block) of the op its
-        #: set_flag sits before (the consumer's own index: right before it); a barrier: -1
-        self.decided: dict[tuple[int, Pipe], int] = {}
+        #: id(consumer op) -> the pairs inserted for it: (source pipe, id of the op its
+        #: set_flag sits before), replayed when the walk meets it again (loops)
+        self.decided: dict[int, list[tuple[Pipe, int]]] = {}
+        #: (block, set index, wait index, src, dst) -> the event id of a pair placed there
+        self.placed: dict[tuple[int, int, int, Pipe, Pipe], int] = {}
+        #: id(block) -> the op whose region holds it; id(op) -> the clocks before it
+        self.parent: dict[int, Any] = {}
+        self.seen: dict[int, dict[Pipe, dict[Pipe, int]]] = {}
+        #: the pipes whose own dependences get a pto.barrier on this target
+        self.barriers = get_target(target).traits.same_pipe_barriers
         self.defs: dict[int, Any] = {}
         self.keys: dict[int, tuple[Any, int, int]] = {}
         self.tiles: dict[int, Tile] = {}
@@ -136,37 +153,43 @@ class SyncGen:
                 if ret is not None:
                     self._insert(ret, "pto.barrier <PIPE_ALL>")
 
-    def block(self, ops: Any, st: _State) -> None:
+    def block(self, ops: Any, st: _State, parent: Any = None) -> None:
         self.blocks[id(ops)] = ops
+        if parent is not None:
+            self.parent[id(ops)] = parent
         for i, op in enumerate(ops):
             self.where[id(op)] = (id(ops), i)
+            # the clocks here: what a set_flag placed before this op carries
+            self.seen[id(op)] = {q: st.snapshot(q) for q in _PIPES}
             name = op.name
             if name in ("scf.for", "scf.while"):
                 entry = st.copy()
                 for _ in range(2):
                     for r in op.regions:
                         for blk in r.blocks:
-                            self.block(blk.ops, st)
+                            self.block(blk.ops, st, op)
                 st.merge(entry)
             elif name == "scf.if":
                 other = st.copy()
                 regions = list(op.regions)
                 for blk in regions[0].blocks if regions else ():
-                    self.block(blk.ops, st)
+                    self.block(blk.ops, st, op)
                 for r in regions[1:]:
                     for blk in r.blocks:
-                        self.block(blk.ops, other)
+                        self.block(blk.ops, other, op)
                 st.merge(other)
             elif name in _SYNC_HANDLERS:
                 _SYNC_HANDLERS[name](self, op, st)
             elif op.regions:
                 for r in op.regions:
                     for blk in r.blocks:
-                        self.block(blk.ops, st)
+                        self.block(blk.ops, st, op)
             elif name == "pto.alloc_tile" or name == "pto.tassign":
                 self._place(op)
             elif name == "pto.multi_tile_get":
                 self._multi_slot(op)
+            elif name in FRONTEND_OPS:
+                self.frontend(op, st)
             else:
                 try:
                     b = bridge.check_op(op, self.target)
@@ -251,6 +274,11 @@ class SyncGen:
                     self.alias_of.setdefault(id(args[k]), []).extend(srcs)
 
     def _keys(self, v: Any, seen: set[int] | None = None) -> list[tuple[Any, int, int]]:
+        d = self.defs.get(id(v))
+        if d is not None and d.name in _TILE_VIEWS and d.operands and id(v) not in self.keys \
+                and bridge.tile_spec_of(getattr(d.operands[0], "type", None),
+                                        self.target) is not None:
+            return self._keys(d.operands[0], seen)  # a window of a tile: the tile's bytes
         src = self.alias_of.get(id(v))
         if not src:
             return [self._key(v)]
@@ -298,25 +326,46 @@ class SyncGen:
             p = Pipe.S
         accs: list[tuple[bool, tuple[Any, int, int]]] = []
         for o, v in zip(ins.operands, vals, strict=False):
-            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "enum", "any"):
+            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "enum"):
                 continue
             items = v if isinstance(v, tuple) else (v,)
             for x in items:
-                if isinstance(x, bridge.Const):
-                    continue
+                if isinstance(x, bridge.Const) or (o.kind == "any" and bridge.tile_spec_of(
+                        getattr(x, "type", None), self.target) is None):
+                    continue  # (an "any" operand is an access when it is a tile: TGATHER's
+                    # index tile, not its mask pattern)
                 for k in self._keys(x):
                     if o.role in ("in", "inout"):
                         accs.append((False, k))
                     if o.role != "in":
                         accs.append((True, k))
+        self.access(op, p, accs, st)
+
+    def frontend(self, op: Any, st: _State) -> None:
+        """``pto.tpush_to_aiv`` / ``tpop_from_aic`` / ``tfree_from_*``: a push reads its tile
+        on the instruction's pipe, a pop writes its result tile (MTE2), a free touches no
+        tile (the slots live outside the tile buffers, as in the interpreter)."""
+        ins = REGISTRY[FRONTEND_OPS[op.name]]
+        accs: list[tuple[bool, tuple[Any, int, int]]] = []
+        if ins.name == "TPUSH" and op.operands:
+            accs = [(False, k) for k in self._keys(op.operands[0])]
+        elif ins.name == "TPOP" and op.results:
+            accs = [(True, k) for k in self._keys(op.results[0])]
+        self.access(op, ins.pipe, accs, st)
+
+    def access(self, op: Any, p: Pipe, accs: list[tuple[bool, tuple[Any, int, int]]],
+               st: _State) -> None:
+        """Order instruction ``op`` on pipe ``p`` after the earlier accesses its ``accs``
+        depend on, inserting what is missing; then record its accesses."""
         need: dict[Pipe, _Acc] = {}  # source pipe -> its latest unordered access
         vc = st.vc[p]
+        same = p.value in self.barriers  # this pipe's own dependences need a barrier
         reload = False  # GM another pipe stored, read again: a flag is not enough (#730)
         for write, (key, lo, hi) in accs:
             for a in st.accs:
                 if a.key != key or a.lo >= hi or lo >= a.hi or not (write or a.write):
                     continue
-                if vc.get(a.pipe, 0) >= a.epoch:
+                if (a.pipe is p and not same) or vc.get(a.pipe, 0) >= a.epoch:
                     continue
                 reload = reload or (a.write and not write and a.pipe is not p
                                     and key[0] == "gm" and self.drain)
@@ -326,54 +375,110 @@ class SyncGen:
             self._insert(op, "pto.barrier <PIPE_ALL>")
             st.barrier_all()
             need.clear()
-        for q in sorted(need, key=_PIPES.index):
-            done = self.decided.get((id(op), q))  # inserted in an earlier pass: replay it
-            if q is p:
-                if done is None:
-                    self._insert(op, f"pto.barrier <{p.value}>")
-                    self.decided[(id(op), q)] = -1
-                st.vc[p][p] = st.count[p]
-            elif done is None:
-                self.decided[(id(op), q)] = self._pair(need[q], op, q, p, st)
-            else:
-                blk, j = self.where[id(op)]
-                nblk, ni = self.where.get(id(need[q].op), (None, -1))
-                if done == j:  # the set sits right before the consumer: all of q's work
-                    st.join(p, st.snapshot(q))
-                elif nblk == blk and done <= ni < j:  # a producer after that set: pair again
-                    self.decided[(id(op), q)] = self._pair(need[q], op, q, p, st, True)
-                else:
-                    st.join(p, need[q].clk)
+        for r, at in self.decided.get(id(op), ()):  # inserted in an earlier pass: replay
+            st.join(p, self.seen[at][r])
+        remaining = {q: a for q, a in need.items() if q is not p and vc.get(q, 0) < a.epoch}
+        while remaining:
+            self._cover(op, p, remaining, st)
+        if p in need and vc.get(p, 0) < need[p].epoch:  # not ordered through another pipe
+            self._insert(op, f"pto.barrier <{p.value}>")
+            vc[p] = st.count[p]
         st.count[p] += 1
         e = st.count[p]
         clk = st.snapshot(p)
         for write, (key, lo, hi) in accs:
             st.accs.append(_Acc(op, p, e, write, key, lo, hi, clk))
 
-    def _pair(self, a: _Acc, op: Any, q: Pipe, p: Pipe, st: _State,
-              adjacent: bool = False) -> int:
-        """set_flag right after the producer when it is earlier in the same block (else right
-        before the consumer), wait_flag right before the consumer; the lowest event id free
-        over that stretch of the block. Returns where the set went (its op's index)."""
-        blk, j = self.where[id(op)]
-        ablk, i = self.where.get(id(a.op), (None, -1))
+    def _chain(self, op: Any) -> list[tuple[int, int]]:
+        """(block, index) of ``op`` and of each op around it, innermost first."""
+        out: list[tuple[int, int]] = []
+        x = op
+        while (w := self.where.get(id(x))) is not None:
+            out.append(w)
+            x = self.parent.get(w[0])
+            if x is None:
+                break
+        return out
+
+    def _placement(self, prod: Any, op: Any, after: bool) -> tuple[int, int, int]:
+        """Where a pair ordering ``op`` after ``prod`` goes: (block, index of the op its
+        set_flag sits before, index of the op its wait_flag sits before), in the innermost
+        block holding both (a producer in a branch or loop and a consumer after it: after the
+        scf.if / loop, before the op holding the consumer). The set follows the producer when
+        ``after`` and nothing but straight-line code lies between (a flag held across a region
+        would share its event ids with the region's own pairs), else it sits right before the
+        wait (it then carries all of the source pipe's earlier work: a loop-carried
+        dependence, or one the source pipe's clock covers)."""
+        cons = self._chain(op)
+        prods = {b: i for b, i in self._chain(prod)}
+        blk, j = cons[0]
+        i = -1
+        for b, k in cons:
+            if b in prods:
+                blk, i, j = b, prods[b], k
+                break
         ops = self.blocks[blk]
-        # after the producer only over a straight stretch (no loop or branch in between: a
-        # flag held across a region would share its event ids with the region's own pairs)
-        after = not adjacent and ablk == blk and i < j and \
-            not any(o.regions for o in ops[i + 1:j])
-        held = self.ids.get((blk, q, p), ())
-        start = i + 1 if after else j
-        used = {e for s, t, e in held if s <= j and start <= t}
-        if len(used) >= _EVENT_IDS:  # every id held over the stretch: pair at the consumer
-            after, start = False, j
-            used = {e for s, t, e in held if s <= j <= t}
-        eid = next((k for k in range(_EVENT_IDS) if k not in used), 0)
-        self.ids.setdefault((blk, q, p), []).append((start, j, eid))
+        if after and 0 <= i < j and not any(o.regions for o in ops[i + 1:j]):
+            return blk, i + 1, j
+        return blk, j, j
+
+    def _cover(self, op: Any, p: Pipe, remaining: dict[Pipe, _Acc], st: _State) -> None:
+        """One set_flag / wait_flag pair into pipe ``p`` that orders the most of
+        ``remaining`` (dropped from it): the source pipe whose clock at the set covers most
+        of them, then most of the other accesses ``p`` does not know yet (a pair from the
+        cube that has waited for MTE1 also orders MTE1's reads: one pair, not two), then the
+        producer's own pipe (its set can follow it)."""
+        first = min(remaining, key=_PIPES.index)
+        best: tuple[tuple[int, ...], Pipe, tuple[int, int, int], dict[Pipe, int]] | None = None
+        vc = st.vc[p]
+        for r in _PIPES:
+            if r is p or not st.count[r]:
+                continue
+            prod = remaining[r].op if r in remaining else remaining[first].op
+            new = self._placement(prod, op, r in remaining)
+            # a pair of these pipes already waited for at the same place serves as well
+            there = [(b, s, j) for b, s, j, q, d in self.placed
+                     if (b, j, q, d) == (new[0], new[2], r, p)]
+            for plc in [new, *there]:
+                carried = self.seen[id(self.blocks[plc[0]][plc[1]])][r]
+                cov = sum(carried.get(q, 0) >= a.epoch for q, a in remaining.items())
+                if not cov:
+                    continue
+                more = sum(vc.get(a.pipe, 0) < a.epoch <= carried.get(a.pipe, 0)
+                           for a in st.accs if a.pipe is not p)
+                score = (cov, plc in there, more, r in remaining, plc[1] < plc[2])
+                if best is None or score > best[0]:
+                    best = (score, r, plc, carried)
+        if best is None:  # (cannot happen: a producer's own clock covers it) pair at it
+            r = first
+            plc = self._placement(remaining[r].op, op, False)
+            carried = st.snapshot(r)
+        else:
+            _, r, plc, carried = best
+        self._pair(op, r, p, plc)
+        st.join(p, carried)
+        self.decided.setdefault(id(op), []).append((r, id(self.blocks[plc[0]][plc[1]])))
+        for q in [q for q, a in remaining.items() if carried.get(q, 0) >= a.epoch]:
+            del remaining[q]
+
+    def _pair(self, op: Any, q: Pipe, p: Pipe, plc: tuple[int, int, int]) -> None:
+        """set_flag before op ``start``, wait_flag before op ``j`` of block ``blk``, with the
+        lowest event id free over that stretch (the same pair when it is already there)."""
+        blk, start, j = plc
+        ops = self.blocks[blk]
+        eid = self.placed.get((blk, start, j, q, p))
+        if eid is None:
+            held = self.ids.get((blk, q, p), ())
+            used = {e for s, t, e in held if s <= j and start <= t}
+            eid = next((k for k in range(_EVENT_IDS) if k not in used), None)
+            if eid is None:  # every id held over the stretch: pair right before the op
+                start = j
+                used = {e for s, t, e in held if s <= j <= t}
+                eid = next((k for k in range(_EVENT_IDS) if k not in used), 0)
+            self.ids.setdefault((blk, q, p), []).append((start, j, eid))
+            self.placed[(blk, start, j, q, p)] = eid
         self._insert(ops[start], f"pto.set_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
-        self._insert(op, f"pto.wait_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
-        st.join(p, a.clk if after else st.snapshot(q))
-        return start
+        self._insert(ops[j], f"pto.wait_flag[<{q.value}>, <{p.value}>, <EVENT_ID{eid}>]")
 
     def _insert(self, op: Any, line: str) -> None:
         lines = self.before.setdefault(id(op), [])

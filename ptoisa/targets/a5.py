@@ -266,6 +266,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "cross_core_flags_per_subblock": True,
                          "cross_core_wait_holds_pipe": True,
                          "nosplit_vector_subblock0_only": True,
+                         "same_pipe_barriers": frozenset(),
                          # ---- cycle model
                          "cost_table": "a5_vf",
                          # the A5 fit (a5_fit.json) is of A5 measurements; the a2a3

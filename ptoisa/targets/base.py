@@ -159,6 +159,13 @@ class Traits:
     #: MTE2) orders the pipes, not the write reaching GM, and the load may read stale data or
     #: hang the MTE (PTOAS #730, seen on A2/A3; assumed of A5's MTEs too); read by the sanitizer
     gm_reload_needs_drain: bool = True
+    #: the pipes whose own dependences (two instructions of one pipe on the same bytes) need a
+    #: ``pipe_barrier(pipe)`` after the first, and whose barrier the toolchain accepts (pipe
+    #: names). A2/A3: the vector unit (PTOAS keeps ``pipe_barrier(PIPE_V)``; the MTEs issue
+    #: in order, no MTE2 barrier, PTOAS #667); A5: none (its toolchain rejects
+    #: ``pipe_barrier(PIPE_V)``, PTOAS drops them, #224). ``ptoisa sync`` emits barriers on
+    #: these pipes only, and the sanitizer's ``sync="strict"`` asks for them on these only
+    same_pipe_barriers: frozenset[str] = frozenset({"PIPE_V"})
 
     # ---- cycle model, conformance --------------------------------------------------------------
     #: the cost table of the cycle model: "fitted" (fitted on A2/A3 measurements,

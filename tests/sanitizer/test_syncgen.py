@@ -40,10 +40,16 @@ def test_synced_loop_is_clean_and_computes_the_same():
     out = insert_sync(AUTO_LOOP, "loop.pto")
     body = [ln.strip() for ln in out.splitlines()]
     i = body.index(next(ln for ln in body if ln.startswith("pto.tadd")))
-    assert body[i - 2:i] == ["pto.set_flag[<PIPE_MTE3>, <PIPE_V>, <EVENT_ID0>]",
-                             "pto.wait_flag[<PIPE_MTE3>, <PIPE_V>, <EVENT_ID0>]"]
-    assert "pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]" in body[:i]
-    assert "pto.set_flag[<PIPE_V>, <PIPE_MTE2>, <EVENT_ID0>]" in body  # the back-edge
+    assert body[i - 2:i] == ["pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]",
+                             "pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]"]
+    # the back-edges (the load after the previous add, the add after the previous store): one
+    # pair from MTE3, which has waited for V, orders the load after both; the load's pair to V
+    # then carries the store too, and the add's rewrite of its own tile (PIPE_V after PIPE_V)
+    # needs no barrier either
+    assert body[i - 5:i - 3] == ["pto.set_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID0>]",
+                                 "pto.wait_flag[<PIPE_MTE3>, <PIPE_MTE2>, <EVENT_ID0>]"]
+    assert sum(ln.startswith("pto.set_flag") for ln in body) == 3
+    assert "pto.barrier <PIPE_V>" not in body
     assert body[-4] == "pto.barrier <PIPE_ALL>"
     prog = pto.load(out, target="a2a3", filename="synced.pto")
     x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
@@ -120,6 +126,9 @@ def test_flags_agree_with_ptoas_check_lines(rel):
     text = (CORPUS / rel).read_text()
     want = _flags(ln for ln in text.splitlines() if re.match(r"\s*//\s*CHECK(-NEXT)?:", ln))
     assert want
+    # PTOAS gives each buffer of a multi-buffered loop its own event (two M -> MTE1 pairs
+    # side by side); one pair orders both
+    want = [w for k, w in enumerate(want) if k == 0 or w != want[k - 1]]
     target = "a5" if "a5" in rel or "Ascend950" in text else "a2a3"
     got = _flags(ln for ln in insert_sync(text, rel, target).splitlines()
                  if not ln.strip().startswith("//"))
