@@ -751,10 +751,12 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
         ins = REGISTRY[instr_name]
         items = _bracket_args(op)
         items[:endpoints] = [_sync_pipe(x, op) for x in items[:endpoints]]
-        if len(items) != n_args:
-            raise VerifyError(f"expects {n_args} bracketed operand(s) "
-                              f"({', '.join(o.name for o in ins.operands)}), got {len(items)}",
-                              op=op.name, loc=op.loc)
+        need = sum(1 for o in ins.operands if not o.optional)
+        if not need <= len(items) <= n_args:
+            names = ", ".join(o.name + ("?" if o.optional else "") for o in ins.operands)
+            count = f"{n_args}" if need == n_args else f"{need} to {n_args}"
+            raise VerifyError(f"expects {count} bracketed operand(s) ({names}), got "
+                              f"{len(items)}", op=op.name, loc=op.loc)
         slots = [cf.slot(v) if not isinstance(v, str) else None for v in items]
         try:
             fixed, _ = ins.bind(tuple(v if isinstance(v, str) else 0 for v in items), {})
