@@ -419,6 +419,12 @@ PIPE_DEFAULT: dict[Pipe, Variant] = {
 # measurement of ours; ops upstream's table does not list take the figures of the op named in
 # their note (also an estimate).
 
+#: (derived from the A5 pack, not upstream's table) the f16 loops of TEXP, TSQRT, TDIVS, TRECIP
+#: and TRSQRT (a vexp / vsqrt / vdiv on f16 registers, as upstream's A5 code writes them)
+#: take 3.6-4.3 cycles a register where their f32 loops take 1.7-2.0 (TRSQRT, two SFU ops:
+#: 8.1 against 4.0): each alone gives a factor of ~2 (1.9-2.2), so does leaving any one out
+_SFU16 = ("the A5 pack's f16 SFU loops (TEXP, TSQRT, TDIVS, TRECIP, TRSQRT) take twice "
+          "their f32 cycles a register (upstream's table says 4)")
 VF_STARTUP = 23       # isa_defaults.csv vf_startup_cost
 VF_DRAIN = 12         # isa_defaults.csv vf_drain_cost
 VF_ISSUE_WIDTH = 5    # uarch.csv IDU_issue_width: ops issued a cycle
@@ -438,9 +444,14 @@ class MicroCost:
     occ: float
     lat: int
     lat16: int
+    #: the occupancy for narrower lanes where it differs (the SFU ops: see A5_MICRO)
+    occ16: float | None = None
 
     def latency(self, b: int) -> int:
         return self.lat if b >= 4 else self.lat16
+
+    def occupancy(self, b: int) -> float:
+        return self.occ if b >= 4 or self.occ16 is None else self.occ16
 
     def alone(self, b: int) -> float:
         """The cycles of a vector function of this op alone."""
@@ -448,15 +459,15 @@ class MicroCost:
         st = 9 if self.port == "st" else 0
         comp = self.latency(b) if self.port not in ("ld", "st") else 0
         ports = VF_PORTS[self.port]
-        busy = max(self.occ / ports if ports else 0.0, 1 / VF_ISSUE_WIDTH)
+        busy = max(self.occupancy(b) / ports if ports else 0.0, 1 / VF_ISSUE_WIDTH)
         return VF_STARTUP + VF_DRAIN + ld + comp + st + busy
 
 
 def _m(port: str, occ: float, lat: int, lat16: int | None = None, src: str = "",
-       like: str = "", why: str = "") -> Variant:
+       like: str = "", why: str = "", occ16: float | None = None) -> Variant:
     """A vector micro-op's cost: ``src`` names upstream's row; ``like`` the op whose figures
     an op upstream does not list takes."""
-    mc = MicroCost(port, occ, lat, lat if lat16 is None else lat16)
+    mc = MicroCost(port, occ, lat, lat if lat16 is None else lat16, occ16)
     ports = VF_PORTS[port]
     if like:
         note = f"{_VFSIM} has no row: {like}'s figures"
@@ -468,6 +479,8 @@ def _m(port: str, occ: float, lat: int, lat16: int | None = None, src: str = "",
              "exu0": "EXU0 (1)", "issue": "an issue slot only"}[port]
     note += (f": {occ:g} cycle(s) on {where}, latency {mc.lat}"
              + (f" ({mc.lat16} for 16/8-bit lanes)" if mc.lat16 != mc.lat else ""))
+    if occ16 is not None:
+        note += f"; {occ16:g} cycles for 16/8-bit lanes: {_SFU16}"
     v = Variant("vreg", (0.0, occ / ports if ports else 0.0, 0.0), note=note)
     v.micro = mc
     return v
@@ -535,11 +548,11 @@ A5_MICRO: dict[str, list[Variant]] = {
     # rearrangement (interleave, pack, squeeze, slide): register-to-register moves
     **{op: [_m("exu", 1, 6, like="VSEL (a register-to-register ALU op)")] for op in (
         "VINTLV", "VDINTLV", "VPACK", "VSUNPACK", "VZUNPACK", "VSQZ", "VUSQZ", "VSLDB")},
-    # SFU: exp / log / divide / sqrt (throughput 4 on EXU0/1)
-    "VEXP": [_m("exu", 4, 16, 21, src="VEXP")],
-    "VDIV": [_m("exu", 4, 17, 22, src="VDIV")],
-    **{op: [_m("exu", 4, 16, 21, like="VEXP")] for op in ("VLN", "VEXPDIF")},
-    "VSQRT": [_m("exu", 4, 17, 22, like="VDIV")],
+    # SFU: exp / log / divide / sqrt (throughput 4 on EXU0/1; 16-bit lanes at half rate)
+    "VEXP": [_m("exu", 4, 16, 21, src="VEXP", occ16=8)],
+    "VDIV": [_m("exu", 4, 17, 22, src="VDIV", occ16=8)],
+    **{op: [_m("exu", 4, 16, 21, like="VEXP", occ16=8)] for op in ("VLN", "VEXPDIF")},
+    "VSQRT": [_m("exu", 4, 17, 22, like="VDIV", occ16=8)],
     "VBITSORT": [_m("exu", 4, 16, 21, like="VEXP (an SFU op)")],
     # reductions: whole-register ones on EXU0 only, group ones on either EXU
     "VCADD": [_m("exu0", 1, 22, 24, src="VCADD")],
@@ -713,7 +726,7 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     if v.micro is not None:
         mc, b = v.micro, int(f.get("b", 4))
         ports = VF_PORTS[mc.port]
-        share = f"{mc.occ / ports:g} a use in a loop" if ports else "an issue slot"
+        share = f"{mc.occupancy(b) / ports:g} a use in a loop" if ports else "an issue slot"
         cyc = predict(table, f, pipe)
         rule = (f"{f['op']}[{mc.port}] vector function: {share}, latency {mc.latency(b)}; "
                 f"alone {VF_STARTUP}+{VF_DRAIN} (start-up, drain) + latency + ports = {cyc}")

@@ -259,7 +259,8 @@ class CycleModel:
         _, v = costs.variant_of(self.table, f, pipe)
         mc = v.micro
         if mc is not None:
-            hit.vf = (mc.port, mc.occ, mc.latency(int(f.get("b", 4))))
+            b = int(f.get("b", 4))
+            hit.vf = (mc.port, mc.occupancy(b), mc.latency(b))
         elif f.get("n_dma"):
             hit.gm = int(f["bytes"])
 
