@@ -476,8 +476,9 @@ def _m(port: str, occ: float, lat: int, lat16: int | None = None, src: str = "",
     else:
         note = f"no upstream figure, {why}"
     where = {"ld": "a load port (2)", "st": "the store port (1)", "exu": "an EXU (2)",
-             "exu0": "EXU0 (1)", "issue": "an issue slot only"}[port]
-    note += (f": {occ:g} cycle(s) on {where}, latency {mc.lat}"
+             "exu0": "EXU0 (1)", "issue": ""}[port]
+    use = f"{occ:g} cycle(s) on {where}" if where else "no port, an issue slot (5 a cycle)"
+    note += (f": {use}, latency {mc.lat}"
              + (f" ({mc.lat16} for 16/8-bit lanes)" if mc.lat16 != mc.lat else ""))
     if occ16 is not None:
         note += f"; {occ16:g} cycles for 16/8-bit lanes: {_SFU16}"
@@ -565,7 +566,7 @@ A5_MICRO: dict[str, list[Variant]] = {
     "VCI": [_m("exu0", 1, 6, like="VDUP")],
     # predicates, special registers, alignment state, register reinterpretation: an issue
     # slot, no port (latency 1: a guess)
-    **{op: [_m("issue", 0, 1, why="cheap: latency 1 a guess")] for op in (
+    **{op: [_m("issue", 0, 1, why="cheap (latency 1: a guess)")] for op in (
         "PSET_B8", "PSET_B16", "PSET_B32", "PLT_B8", "PLT_B16", "PLT_B32", "PGE_B8",
         "PGE_B16", "PGE_B32", "PNOT", "PSEL", "SPRCLR", "SPRSTI", "SPRSTS", "INIT_ALIGN",
         "VBITCAST")},
@@ -713,6 +714,36 @@ _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", ""),
            "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
            "fix": ("dma", "2*elems"), "elems": ("", "elems"), "vreg": ("uses", "")}
+
+
+def describe(op: str, pipe: Pipe, target: Any = None) -> str:
+    """``op``'s cost rules on ``target`` in a few words (``ptoisa ops``): each variant's
+    formula with the ``any`` coefficients, ``fitted`` where measurements are behind them,
+    ``est.`` where not; a vector micro-op's port, occupancy and latency."""
+    table = default_table(target)
+    vs = table.get(op)
+    if not vs:
+        d = PIPE_DEFAULT.get(pipe, PIPE_DEFAULT[Pipe.V])
+        return f"{pipe.name} default {_formula(d)} (est.)"
+    out = []
+    for v in vs:
+        if v.micro is not None:
+            mc = v.micro
+            occ = f"{mc.occ:g}" + (f" ({mc.occ16:g} 16-bit)" if mc.occ16 is not None else "")
+            use = f"{mc.port} port {occ}/use" if mc.port != "issue" else "issue slot only"
+            out.append(f"VF {use}, latency {mc.lat} (est.)")
+            continue
+        cond = ",".join(f"{k}={w}" for k, w in v.when.items())
+        out.append((f"[{cond}] " if cond else "") + _formula(v)
+                   + (" (fitted)" if v.fitted else " (est.)"))
+    return " | ".join(out)
+
+
+def _formula(v: Variant) -> str:
+    c0, c1, c2 = v.coefficients(None)
+    n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
+    terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
+    return " + ".join(terms)
 
 
 def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any

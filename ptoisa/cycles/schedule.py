@@ -143,7 +143,7 @@ class CycleModel:
             reads, writes = accesses(rec, memo=self._spans)
             # the values are kept with the entry so that the ids in the key stay theirs
             hit = _Rec(name, c.pipe, c.cycles, None, tuple(self._canonical(reads)),
-                       tuple(self._canonical(writes)), list(vals), c.gm)
+                       tuple(self._canonical(writes)), list(vals), c.gm, c.vf, c.feat)
             if key is not None:
                 if len(self._rec_cache) > 2048:
                     self._rec_cache.clear()
@@ -227,19 +227,21 @@ class CycleModel:
             hit, key = None, None
         if hit is None:
             pipe = rec.ins.pipe_on(vals)
+            f: Any = None
             try:
                 if rec.machine.lanes > 1 and any(_varies(v) for v in vals):
                     # a lockstep step stands for every block: it costs what the slowest takes
                     cyc = max(self._predict(rec, [block_of(v, b) for v in vals], pipe)
                               for b in range(rec.machine.lanes))
                 else:
-                    cyc = self._predict(rec, vals, pipe)
+                    f = costs.features(rec.ins, vals, rec.params, rec.machine)
+                    cyc = costs.predict(self.table, f, pipe)
             except Exception as e:  # noqa: BLE001 - the model must never break a run
                 self.errors.append(f"{rec.ins.name}: no cost ({type(e).__name__}: {e})")
-                cyc = 1
-            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals))
-            if rec.ins.dialect == "vpto":
-                self._micro(hit, rec, vals, pipe)
+                cyc, f = 1, None
+            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals), feat=f)
+            if f is not None and rec.ins.dialect == "vpto":
+                self._micro(hit, f, pipe)
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
@@ -250,12 +252,8 @@ class CycleModel:
         return costs.predict(self.table, costs.features(rec.ins, vals, rec.params,
                                                         rec.machine), pipe)
 
-    def _micro(self, hit: _Rec, rec: Any, vals: list[Any], pipe: Pipe) -> None:
+    def _micro(self, hit: _Rec, f: Any, pipe: Pipe) -> None:
         """A micro-op's port use (vector ops) or GM bytes (DMA copies) on its entry."""
-        try:
-            f = costs.features(rec.ins, vals, rec.params, rec.machine)
-        except Exception:  # noqa: BLE001 - (already reported by _cost)
-            return
         _, v = costs.variant_of(self.table, f, pipe)
         mc = v.micro
         if mc is not None:
@@ -322,6 +320,7 @@ class CycleModel:
                      enumerate(self.steps)]
             flows, deadlocks = schedule(steps, manual=self.has_sync)
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
+            done.table = self.table
             done.blocks, done.lockstep = self.blocks, self.lockstep
             done._reschedule = schedule
             if key is not None:
@@ -353,6 +352,8 @@ class _Rec:
     gm: int = 0
     #: a vector micro-op: (port class, occupancy, latency) in its vector function
     vf: tuple[str, float, int] | None = None
+    #: the features that priced it (``CycleReport.explain``; None: not kept)
+    feat: Any = None
 
 
 class VecFunction:
@@ -406,7 +407,7 @@ def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
     """The i-th recorded entry as a Step to schedule."""
     r = e[0]
     return Step(i, r.op, r.pipe, r.cycles, e[1], e[2], e[3], r.sync, r.reads, r.writes,
-                pn=r.pipe.name, gm=r.gm)
+                pn=r.pipe.name, gm=r.gm, feat=r.feat)
 
 
 def _gm_bytes(vals: list[Any]) -> int:
