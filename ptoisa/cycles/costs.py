@@ -21,7 +21,9 @@ through benchmarks/cycles_fit.py); the priors (upstream's per-intrinsic head/slo
 a pipe default, :data:`PIPE_DEFAULT`) fill what the pack does not measure: those are
 estimates. a5: the instructions the A5 pack measures have their own vector-function loop
 formulas fitted to it (:data:`A5_PRIORS`, ``a5_fit.json``), every other one the a2a3 numbers
-(estimates). See docs/cycles.md.
+(estimates). The vector micro-ops (VPTO) are priced per port use inside their vector
+function from upstream's A5 VF-simulator table, the DMA micro-ops as one DMA instruction
+(:data:`A5_MICRO`, all estimates). See docs/cycles.md.
 """
 
 from __future__ import annotations
