@@ -165,6 +165,7 @@ def test_cli_run_explain_and_ops_show_micro_op_costs(tmp_path, capsys):
     assert main([*args, "--cycles", "--explain"]) == 0
     out = capsys.readouterr().out
     assert "cycles: 883" in out and "cost rules:" in out and "VADD at" in out
+    assert "micro-ops: estimates (upstream's A5 vector-function table" in out
     assert main([*args, "--explain"]) != 0
     assert "--explain prints the cost rules of a timed run" in capsys.readouterr().err
     assert main(["ops", "--dialect", "vpto", "--target", "a5", "--json"]) == 0

@@ -180,6 +180,11 @@ class CycleReport:
                  f"(target {self.target}{est}, {self.mode}-sync schedule{where})"]
         if not self.values:
             lines.append("timing only (no values computed): outputs hold no results")
+        from . import costs
+
+        if any(s.op in costs.A5_MICRO for s in self._work):
+            lines.append("micro-ops: estimates (upstream's A5 vector-function table, TLOAD's "
+                         "DMA rule; docs/cycles.md 1b)")
         util = self.utilisation()
         for p, b in self.busy.items():
             n = self.timelines[p]
