@@ -27,6 +27,7 @@ from ..tensor import GlobalTensor
 from . import bridge
 from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
 from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
+from . import vmi as _vmi  # noqa: F401 - registers the VMI binding
 from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
 from . import sections as _sections

@@ -1,0 +1,135 @@
+"""VMI ops (``pto.vmi.*``, entries with ``dialect="vmi"``: ``ptoisa/isa/vmi/``) in a ``.pto``
+program. An op binds to its entry here, once, at compile time:
+
+* the SSA operands, in the order written (``%src[%off]`` is two), fill the entry's operands
+  in order; an optional operand whose kind the next value's type does not fit is left out
+  (``vstore %v, %dst[%off], %mask`` and ``vstore %v, %dst[%off], %stride {group = 8}`` bind
+  the mask and the stride by their types: ``!pto.vmi.mask`` and ``index``);
+* the attribute dictionary fills the parameters by name (a unit attribute, ``reassoc``, is
+  True); a parameter ``result_type`` gets the type of the op's first result, ``signless``
+  whether the first vector operand's element type is a signless integer (``i32``, not
+  ``si32``);
+* the op's results are the entry's, which its semantics return.
+
+The static rules and the legality table run here with the operands' types (``VmiSpec``,
+``VmiMaskSpec``, ``PtrSpec``, scalars' element types); at run time the step calls
+``Instr.run`` like any instruction, so observers see every VMI op.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import PtoError, VerifyError
+from ..ir import types as T
+from ..ir.core import Op
+from ..isa.registry import Instr, Opnd
+from ..vector.logical import VmiMaskSpec, VmiSpec, vmi_spec
+from . import bridge
+from .compiler import CompiledFunc, Env, Step, dialect_binder
+from .micro import value_spec as micro_value_spec
+
+
+def value_spec(t: T.Type) -> Any:
+    """What static rules see for a value of IR type ``t``."""
+    if isinstance(t, T.OpaqueType):
+        s = vmi_spec(t.text)
+        if s is not None:
+            return s
+    return micro_value_spec(t)
+
+
+def _fits(o: Opnd, t: T.Type, spec: Any) -> bool:
+    k = o.kind
+    if k == "lvec":
+        return isinstance(spec, VmiSpec)
+    if k == "lmask":
+        return isinstance(spec, VmiMaskSpec)
+    if k == "ptr":
+        return isinstance(t, T.PtrType)
+    if k == "index":
+        return isinstance(t, T.IndexType)
+    if k == "scalar":
+        return isinstance(t, (T.IntegerType, T.FloatType, T.IndexType))
+    return True  # any
+
+
+def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
+    """The step of VMI op ``op`` bound to entry ``ins`` (see the module's docstring)."""
+    where = {"op": op.name, "loc": op.loc}
+    try:
+        vals = list(op.operands)
+        specs = [value_spec(v.type) for v in vals]
+        res_specs = [value_spec(v.type) for v in op.results]
+    except VerifyError:
+        raise
+    except PtoError as e:
+        raise VerifyError(e.message, **where) from None
+    slots: list[Any] = []
+    types: dict[str, Any] = {}
+    k = 0
+    for o in ins.operands:
+        if k < len(vals) and _fits(o, vals[k].type, specs[k]):
+            slots.append(cf.slot(vals[k]))
+            types[o.name] = specs[k]
+            k += 1
+        elif o.optional:
+            slots.append(None)
+        else:
+            got = f"{vals[k].type}" if k < len(vals) else "nothing"
+            raise VerifyError(f"operand '{o.name}' ({o.kind}) expected after {k} operand(s), "
+                              f"got {got}", **where)
+    if k < len(vals):
+        raise VerifyError(f"unexpected operand {k + 1} of type {vals[k].type} (operands: "
+                          f"{', '.join(o.name for o in ins.operands)})", **where)
+    if len(op.results) != len(ins.results):
+        raise VerifyError(f"has {len(op.results)} result(s), {ins.mnemonic} gives "
+                          f"{len(ins.results)}", **where)
+    for r, s in zip(ins.results, res_specs, strict=True):
+        types[r.name] = s
+    params = _params(op, ins, specs, res_specs)
+    try:
+        ins.check_types(cf.c.target, types, params, cf.c.permissive)
+    except VerifyError:
+        raise
+    except PtoError as e:
+        raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
+    res = tuple(cf.slot(v) for v in op.results)
+    fixed = tuple(slots)
+    run = ins.run
+    loc = op.loc
+    name = op.name
+    one = res[0] if res else None
+
+    def step(env: Env) -> None:
+        vs = [None if s is None else env[s] for s in fixed]
+        try:
+            out = run(env[0].machine, vs, params, checked=True, loc=loc)
+        except PtoError as e:
+            if e.op is None:
+                e.op = name
+            raise e.with_loc(loc) from None
+        if one is not None:
+            env[one] = out
+    return step
+
+
+def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any]) -> dict[str, Any]:
+    names = {p.name for p in ins.params}
+    params: dict[str, Any] = {}
+    for key, a in op.attributes.items:
+        if key not in names or key in ("result_type", "signless"):
+            raise VerifyError(f"unknown attribute '{key}' (known: "
+                              f"{', '.join(sorted(names - {'result_type', 'signless'}))})",
+                              op=op.name, loc=op.loc)
+        v = bridge.attr_value(a)
+        params[key] = True if v is None else v
+    if "result_type" in names and res_specs:
+        params["result_type"] = res_specs[0]
+    if "signless" in names:
+        first = next((s for s in specs if isinstance(s, VmiSpec)), None)
+        params["signless"] = bool(first is not None and first.signless)
+    return params
+
+
+dialect_binder("vmi", bind_vmi)

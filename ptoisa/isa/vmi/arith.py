@@ -1,0 +1,276 @@
+"""VMI elementwise compute (vmi-isa/03-eltwise-compute.md) and index generation (02).
+
+Every op runs lane by lane over the logical vector; a mask (optional where the page writes
+it variadic) zeroes the inactive lanes (``pmode = "zero"``; ``"merge"`` keeps a prior
+destination value an SSA op does not have: refused by name, vsel's aside). The element
+arithmetic is the micro-ops' (``isa/micro/common.py``): 16-bit floats compute in f32 and
+round once, integers wrap, shifts by an amount outside [0, width) give 0 (vshl) or the fill
+(vshr); vshr is logical ("unsigned right shift", vmi-isa/03 3.4) for every element type.
+The bitwise ops take masks too (vmi-isa/08 "Mask Boolean Ops"). Comparisons of signless
+integers (``iN``, not ``siN``) are unsigned (vmi-isa/03 3.6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ... import dtypes as D
+from ...enums import Pipe
+from ...errors import ExecutionError
+from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
+from ..micro.binary import _shl
+from ..micro.common import elementwise, on_bits
+from ..registry import Instr, Opnd, Param, Sig, instr
+from .common import active, no_merge, same_lanes, same_lvec, scalar_as, zeroing
+
+_MASK = Opnd("mask", "lmask", optional=True)
+_RES = (Opnd("result", "lvec"),)
+
+
+def _lshr(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+    u = np.dtype(f"u{a.dtype.itemsize}")
+    return _shl_like(a.view(u), s, right=True).view(a.dtype)
+
+
+def _shl_like(a: np.ndarray, s: np.ndarray, right: bool) -> np.ndarray:
+    bits = 8 * a.dtype.itemsize
+    s64 = s.astype(np.int64)
+    amt = np.clip(s64, 0, bits - 1).astype(a.dtype)
+    out = np.right_shift(a, amt) if right else np.left_shift(a, amt)
+    return np.where((s64 < 0) | (s64 >= bits), a.dtype.type(0), out)
+
+
+def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = False,
+            shift: bool = False, masks: bool = False) -> Instr:
+    kind = "any" if masks else "lvec"
+
+    def impl(m: Any, lhs: Any, rhs: Any, mask: LMask | None = None, *,
+             pmode: str | None = None) -> Any:
+        no_merge(name.lower(), pmode)
+        if isinstance(lhs, LMask) or isinstance(rhs, LMask):
+            if not (isinstance(lhs, LMask) and isinstance(rhs, LMask)) or mask is not None:
+                raise ExecutionError(f"{name.lower()}: a mask operation takes two masks")
+            return LMask(np.asarray(fn(lhs.bits, rhs.bits), np.bool_))
+        if lhs.data.size != rhs.data.size:
+            raise ExecutionError(f"{name.lower()}: {lhs.data.size} and {rhs.data.size} lanes")
+        if bits:
+            out = on_bits(fn, lhs.data, rhs.data)
+        elif shift:
+            out = fn(lhs.data, rhs.data.astype(np.int64))
+        else:
+            out = elementwise(fn, lhs.dtype, lhs.data, rhs.data)
+        return zeroing(out, mask)
+
+    impl.__doc__ = doc
+    impl.__module__ = __name__
+    static = (same_lvec("lhs", "rhs", "result") if not shift else same_lvec("lhs", "result"),
+              same_lanes("lhs", "rhs", "mask", "result"))
+    return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
+                 operands=(Opnd("lhs", kind), Opnd("rhs", kind), _MASK),
+                 params=(Param("pmode", None),),
+                 results=(Opnd("result", kind),), dtype_key=("lhs",) if not masks else (),
+                 static=static)(impl)
+
+
+VADD = _binary("VADD", np.add, "result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.")
+VSUB = _binary("VSUB", np.subtract, "result[i] = lhs[i] - rhs[i] on active lanes, 0 "
+               "elsewhere.")
+VMUL = _binary("VMUL", np.multiply, "result[i] = lhs[i] * rhs[i] on active lanes, 0 "
+               "elsewhere.")
+VDIV = _binary("VDIV", np.divide, "result[i] = lhs[i] / rhs[i] (IEEE: x / 0 is inf or NaN) "
+               "on active lanes, 0 elsewhere.")
+VMAX = _binary("VMAX", np.maximum, "result[i] = max(lhs[i], rhs[i]) (NaN propagates) on "
+               "active lanes, 0 elsewhere.")
+VMIN = _binary("VMIN", np.minimum, "result[i] = min(lhs[i], rhs[i]) (NaN propagates) on "
+               "active lanes, 0 elsewhere.")
+VAND = _binary("VAND", np.bitwise_and, "result[i] = lhs[i] & rhs[i] on the lanes' bits on "
+               "active lanes, 0 elsewhere; of two masks, their lane-wise and.", bits=True,
+               masks=True)
+VOR = _binary("VOR", np.bitwise_or, "result[i] = lhs[i] | rhs[i] on the lanes' bits on "
+              "active lanes, 0 elsewhere; of two masks, their lane-wise or.", bits=True,
+              masks=True)
+VXOR = _binary("VXOR", np.bitwise_xor, "result[i] = lhs[i] ^ rhs[i] on the lanes' bits on "
+               "active lanes, 0 elsewhere; of two masks, their lane-wise xor.", bits=True,
+               masks=True)
+VSHL = _binary("VSHL", _shl, "result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere (an "
+               "amount outside [0, width) gives 0).", shift=True)
+VSHR = _binary("VSHR", _lshr, "result[i] = lhs[i] >> rhs[i], logical (vmi-isa/03: unsigned "
+               "right shift), on active lanes, 0 elsewhere (an amount outside [0, width) "
+               "gives 0).", shift=True)
+
+
+def _unary(name: str, fn: Callable[[Any], Any], doc: str, *, bits: bool = False,
+           masks: bool = False) -> Instr:
+    kind = "any" if masks else "lvec"
+
+    def impl(m: Any, src: Any, mask: LMask | None = None, *, pmode: str | None = None) -> Any:
+        no_merge(name.lower(), pmode)
+        if isinstance(src, LMask):
+            if mask is not None:
+                raise ExecutionError(f"{name.lower()}: a mask operation takes one mask")
+            return LMask(~src.bits)
+        out = on_bits(fn, src.data) if bits else elementwise(fn, src.dtype, src.data)
+        return zeroing(out, mask)
+
+    impl.__doc__ = doc
+    impl.__module__ = __name__
+    return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
+                 operands=(Opnd("src", kind), _MASK), params=(Param("pmode", None),),
+                 results=(Opnd("result", kind),), dtype_key=("src",) if not masks else (),
+                 static=(same_lvec("src", "result"), same_lanes("src", "mask", "result")))(impl)
+
+
+def _relu(a: np.ndarray) -> np.ndarray:
+    return np.where(a > 0, a, a.dtype.type(0))
+
+
+VABS = _unary("VABS", np.abs, "result[i] = |src[i]| on active lanes, 0 elsewhere.")
+VNEG = _unary("VNEG", np.negative, "result[i] = -src[i] on active lanes, 0 elsewhere.")
+VRELU = _unary("VRELU", _relu, "result[i] = max(src[i], 0) on active lanes, 0 elsewhere.")
+VEXP = _unary("VEXP", np.exp, "result[i] = e^src[i] on active lanes, 0 elsewhere.")
+VLN = _unary("VLN", np.log, "result[i] = ln(src[i]) on active lanes, 0 elsewhere.")
+VSQRT = _unary("VSQRT", np.sqrt, "result[i] = sqrt(src[i]) on active lanes, 0 elsewhere.")
+VNOT = _unary("VNOT", np.invert, "result[i] = ~src[i] on the lanes' bits on active lanes, 0 "
+              "elsewhere; of a mask, its complement.", bits=True, masks=True)
+
+
+def _vec_scalar(name: str, fn: Callable[[Any, Any], Any], doc: str,
+                shift: bool = False) -> Instr:
+    def impl(m: Any, src: LVec, scalar: Any, mask: LMask | None = None, *,
+             pmode: str | None = None) -> LVec:
+        no_merge(name.lower(), pmode)
+        x = src.data
+        if shift:
+            out = fn(x, np.full(x.size, int(scalar), np.int64))
+        else:
+            s = np.full(x.size, scalar_as(scalar, src.dtype), x.dtype)
+            out = elementwise(fn, src.dtype, x, s)
+        return zeroing(out, mask)
+
+    impl.__doc__ = doc
+    impl.__module__ = __name__
+    return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
+                 operands=(Opnd("src", "lvec"), Opnd("scalar", "scalar"), _MASK),
+                 params=(Param("pmode", None),), results=_RES, dtype_key=("src",),
+                 static=(same_lvec("src", "result"), same_lanes("src", "mask")))(impl)
+
+
+VADDS = _vec_scalar("VADDS", np.add, "result[i] = src[i] + scalar on active lanes, 0 "
+                    "elsewhere (the scalar in src's element type).")
+VMULS = _vec_scalar("VMULS", np.multiply, "result[i] = src[i] * scalar on active lanes, 0 "
+                    "elsewhere.")
+VMAXS = _vec_scalar("VMAXS", np.maximum, "result[i] = max(src[i], scalar) on active lanes, "
+                    "0 elsewhere.")
+VMINS = _vec_scalar("VMINS", np.minimum, "result[i] = min(src[i], scalar) on active lanes, "
+                    "0 elsewhere.")
+VSHLS = _vec_scalar("VSHLS", _shl, "result[i] = src[i] << scalar on active lanes, 0 "
+                    "elsewhere.", shift=True)
+VSHRS = _vec_scalar("VSHRS", _lshr, "result[i] = src[i] >> scalar (logical) on active lanes, "
+                    "0 elsewhere.", shift=True)
+
+
+# ---- compare and select ---------------------------------------------------------------------
+
+_CMP: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+    "gt": np.greater, "ge": np.greater_equal}
+
+
+def _cmp_attr(sig: Sig) -> None:
+    c = sig.params.get("cmp")
+    if c not in _CMP:
+        raise sig.fail(f"cmp = {c!r}: it is one of {', '.join(_CMP)}")
+
+
+def _ordered(x: np.ndarray, signless: bool) -> np.ndarray:
+    """Lanes as the comparison orders them: signless integers unsigned."""
+    if signless and x.dtype.kind == "i":
+        return x.view(np.dtype(f"u{x.dtype.itemsize}"))
+    return x
+
+
+def _compare(x: np.ndarray, y: np.ndarray, cmp: str, seed: LMask) -> LMask:
+    with np.errstate(invalid="ignore"):
+        r = np.asarray(_CMP[cmp](x, y), np.bool_)
+    return LMask(r & active(seed, x.size))
+
+
+@instr("VMI_VCMP", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), Opnd("seed", "lmask")),
+       params=(Param("cmp", None), Param("pmode", None), Param("signless", False)),
+       results=(Opnd("result", "lmask"),), dtype_key=("lhs",),
+       static=(same_lvec("lhs", "rhs"), same_lanes("lhs", "seed", "result"), _cmp_attr))
+def VMI_VCMP(m: Any, lhs: LVec, rhs: LVec, seed: LMask, *, cmp: str | None = None,
+             pmode: str | None = None, signless: bool = False) -> LMask:
+    """result[i] = seed[i] && (lhs[i] cmp rhs[i]) (floats unordered: NaN compares false but
+    for ne; signless integers, ``iN``, compare unsigned)."""
+    no_merge("vcmp", pmode)
+    return _compare(_ordered(lhs.data, signless), _ordered(rhs.data, signless), str(cmp), seed)
+
+
+@instr("VMI_VCMPS", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("src", "lvec"), Opnd("scalar", "scalar"), Opnd("seed", "lmask")),
+       params=(Param("cmp", None), Param("pmode", None), Param("signless", False)),
+       results=(Opnd("result", "lmask"),), dtype_key=("src",),
+       static=(same_lanes("src", "seed", "result"), _cmp_attr))
+def VMI_VCMPS(m: Any, src: LVec, scalar: Any, seed: LMask, *, cmp: str | None = None,
+              pmode: str | None = None, signless: bool = False) -> LMask:
+    """result[i] = seed[i] && (src[i] cmp scalar) (the scalar in src's element type)."""
+    no_merge("vcmps", pmode)
+    x = src.data
+    s = np.full(x.size, scalar_as(scalar, src.dtype), x.dtype)
+    return _compare(_ordered(x, signless), _ordered(s, signless), str(cmp), seed)
+
+
+@instr("VMI_VSEL", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("mask", "lmask"), Opnd("true_val", "lvec"), Opnd("false_val", "lvec")),
+       params=(Param("pmode", None),), results=_RES, dtype_key=("true_val",),
+       static=(same_lvec("true_val", "false_val", "result"),
+               same_lanes("mask", "true_val")))
+def VMI_VSEL(m: Any, mask: LMask, true_val: LVec, false_val: LVec, *,
+             pmode: str | None = None) -> LVec:
+    """result[i] = mask[i] ? true_val[i] : false_val[i] (``pmode = "merge"`` says the same:
+    the lanes not selected keep false_val)."""
+    on = active(mask, true_val.data.size)
+    return LVec(np.where(on, true_val.data, false_val.data))
+
+
+# ---- index generation (vmi-isa/02) ----------------------------------------------------------
+
+def _vci_static(sig: Sig) -> None:
+    o, g = sig.params.get("order"), sig.params.get("group")
+    if o not in (None, "ASC", "DESC"):
+        raise sig.fail(f"order = {o!r}: it is \"ASC\" or \"DESC\"")
+    r = sig["result"]
+    if g is not None and (not isinstance(g, int) or g <= 0
+                          or (isinstance(r, VmiSpec) and r.lanes % g)):
+        raise sig.fail(f"group = {g!r} must be a positive divisor of the lane count")
+
+
+@instr("VMI_VCI", pipe=Pipe.V, dialect="vmi", operands=(Opnd("base", "scalar"),),
+       params=(Param("order", None), Param("group", None), Param("result_type", None)),
+       results=_RES, static=(_vci_static,))
+def VMI_VCI(m: Any, base: Any, *, order: str | None = None, group: int | None = None,
+            result_type: Any = None) -> LVec:
+    """result[i] = base + j (``ASC``) or base - j (``DESC``), j = i, or i % (L / group) with
+    ``group``; integers wrap to the element type."""
+    to = result_type
+    if not isinstance(to, VmiSpec):
+        raise ExecutionError(f"vci: result_type must be a !pto.vmi.vreg type, got {to!r}")
+    n = to.lanes
+    j = np.arange(n) % (n // int(group)) if group else np.arange(n)
+    step = -j if order == "DESC" else j
+    dt: D.DType = to.dtype
+    if dt.is_float:
+        with np.errstate(all="ignore"):
+            return LVec((np.float64(float(base)) + step).astype(dt.np))
+    bits = 8 * dt.itemsize
+    vals = (int(base) + step.astype(np.int64)) & ((1 << bits) - 1)
+    return LVec(vals.astype(np.dtype(f"u{dt.itemsize}")).view(dt.np))
+
+
+def result_lanes(sig: Sig) -> int | None:
+    r = sig["result"]
+    return r.lanes if isinstance(r, (VmiSpec, VmiMaskSpec)) else None

@@ -1,0 +1,103 @@
+"""What the VMI entries share: masks over logical lanes, the ``pmode`` rule, operand rules over
+logical types, UB addressing in elements."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import dtypes as D
+from ...errors import ExecutionError
+from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
+from ...vector.regs import Ptr, buffer_bytes
+from ..registry import Sig, StaticRule
+
+
+def active(mask: LMask | None, n: int) -> np.ndarray:
+    """One bool per lane of an ``n``-lane value: the mask's, all lanes without one."""
+    if mask is None:
+        return np.ones(n, np.bool_)
+    if mask.bits.size != n:
+        raise ExecutionError(f"the mask has {mask.bits.size} lanes, the vector {n}")
+    return mask.bits
+
+
+def zeroing(values: np.ndarray, mask: LMask | None) -> LVec:
+    """A result under ``pmode = "zero"`` (vmi-isa/00 "Mask & Predication"): inactive lanes 0."""
+    if mask is None or mask.bits.all():
+        return LVec(values)
+    return LVec(np.where(active(mask, values.size), values, values.dtype.type(0)))
+
+
+def no_merge(name: str, pmode: Any) -> None:
+    """``pmode = "merge"`` keeps "the destination's prior value": an SSA op has none, so a use
+    of it is refused by name (vsel's merge is its false value: it does not call this)."""
+    if pmode not in (None, "zero"):
+        raise ExecutionError(f"operation 'pto.vmi.{name}' with pmode = \"{pmode}\" cannot be "
+                             "executed by ptoisa yet (an SSA result has no prior value to "
+                             "merge with)")
+
+
+def scalar_as(v: Any, dt: D.DType) -> Any:
+    """A scalar operand as one element of ``dt`` (integers wrap to its width)."""
+    if dt.is_float:
+        with np.errstate(all="ignore"):
+            return dt.np.type(float(v))
+    bits = 8 * dt.itemsize
+    iv = int(v) & ((1 << bits) - 1)
+    if dt.is_signed and iv >= 1 << (bits - 1):
+        iv -= 1 << bits
+    return dt.np.type(iv)
+
+
+def ub_elems(m: Any, ptr: Ptr, idx: np.ndarray, dt: D.DType, what: str) -> tuple[np.ndarray,
+                                                                                 np.ndarray]:
+    """(a view of the UB elements of type ``dt`` spanning element offsets ``idx`` from
+    ``ptr``, the offsets into that view): reads index it, writes assign through it."""
+    if not isinstance(ptr, Ptr):
+        raise ExecutionError(f"{what}: the pointer must be an on-chip (ub) pointer")
+    size = dt.itemsize
+    lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, -1)
+    first = ptr.addr + lo * size
+    if first < 0:
+        raise ExecutionError(f"{what}: element offset {lo} is before the UB buffer")
+    raw = buffer_bytes(m, ptr.space, first, (hi - lo + 1) * size, what)
+    return raw.view(dt.np), idx - lo
+
+
+# ---- static rules over logical types ----------------------------------------------------------
+
+def same_lvec(*names: str) -> StaticRule:
+    """The named vectors (operands or results) have one lane count and element type."""
+    def rule(sig: Sig) -> None:
+        ts = [(n, sig[n]) for n in names if isinstance(sig[n], VmiSpec)]
+        for n, t in ts[1:]:
+            if (t.lanes, t.dtype) != (ts[0][1].lanes, ts[0][1].dtype):
+                raise sig.fail(f"{n} is {t}, {ts[0][0]} is {ts[0][1]}: they must match")
+    return rule
+
+
+def same_lanes(*names: str) -> StaticRule:
+    """The named vectors and masks have one logical lane count (vmi-isa/00: a mask has the
+    lane count of every value it governs)."""
+    def rule(sig: Sig) -> None:
+        ts = [(n, sig[n]) for n in names if isinstance(sig[n], (VmiSpec, VmiMaskSpec))]
+        for n, t in ts[1:]:
+            if t.lanes != ts[0][1].lanes:
+                raise sig.fail(f"{n} has {t.lanes} lanes, {ts[0][0]} {ts[0][1].lanes}: they "
+                               "must match")
+    return rule
+
+
+def elem_of(sig: Sig, name: str) -> D.DType | None:
+    t = sig[name]
+    return t.dtype if isinstance(t, VmiSpec) else None
+
+
+def is_float(dt: D.DType) -> bool:
+    return dt.is_float
+
+
+__all__ = ["active", "elem_of", "no_merge", "same_lanes", "same_lvec", "scalar_as",
+           "ub_elems", "zeroing"]

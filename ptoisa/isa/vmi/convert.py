@@ -1,0 +1,117 @@
+"""VMI conversions (vmi-isa/06-convert.md): ``vcvt`` (one logical conversion, lane i to lane
+i, whatever parts and packing the NPU needs) and ``vinterpret_cast`` (the same bits).
+
+``vcvt`` converts with TCVT's conversion functions (``isa/elementwise/cvt.py``, as the
+micro-op ``pto.vcvt`` does), so rounding and saturation are bit-exact: ``rounding`` R
+(nearest even, the default) / A / F / C / Z; ``saturate = "SAT"`` clamps to the
+destination's range and sends NaN to 0, ``"NOSAT"`` wraps integers (the bit truncation) and
+lets floats overflow. Without ``saturate`` (the widenings and int -> float, where nothing
+overflows) integer results clamp, float ones do not. The packed 4-bit carriers
+(``!pto.bf16x2`` <-> ``f4E1M2x2`` / ``f4E2M1x2``) and rounding ``"H"`` are refused by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import dtypes as D
+from ...enums import Pipe
+from ...errors import ExecutionError
+from ...vector.logical import LMask, LVec, VmiSpec
+from ..elementwise.cvt import convert
+from ..micro.conversion import RND
+from ..registry import Opnd, Param, Sig, instr
+from .common import active, same_lanes
+
+#: the rounding tokens of vmi-isa/06 that ptoisa executes (R A F C Z: TCVT's modes)
+ROUNDINGS = ("R", "A", "F", "C", "Z")
+
+
+def _kind(src: D.DType, dst: D.DType) -> str:
+    """vmi-isa/06's seven conversion kinds."""
+    if src.is_float and dst.is_float:
+        return "FpWiden" if dst.itemsize > src.itemsize else "FpNarrow"
+    if src.is_float:
+        return "FpToSi" if dst.is_signed else "FpToUi"
+    if dst.is_float:
+        return "SiToFp"
+    return "IntWiden" if dst.itemsize > src.itemsize else "IntNarrow"
+
+
+def _vcvt_static(sig: Sig) -> None:
+    s, r = sig["src"], sig["result"]
+    rnd, sat = sig.params.get("rounding"), sig.params.get("saturate")
+    if sat not in (None, "SAT", "NOSAT"):
+        raise sig.fail(f"saturate = {sat!r}: it is \"SAT\" or \"NOSAT\"")
+    if rnd is not None and rnd not in (*ROUNDINGS, "H"):
+        raise sig.fail(f"rounding = {rnd!r}: it is one of R, A, H, Z (F, C)")
+    if not (isinstance(s, VmiSpec) and isinstance(r, VmiSpec)):
+        return
+    if s.lanes != r.lanes:
+        raise sig.fail(f"the source has {s.lanes} lanes, the result {r.lanes}: vcvt keeps "
+                       "the lane count")
+    kind = _kind(s.dtype, r.dtype)
+    if rnd is not None and kind not in ("FpNarrow", "FpToSi", "FpToUi", "SiToFp"):
+        raise sig.fail(f"'rounding' applies to fp narrowing, not to {kind} "
+                       f"{s.dtype.name} -> {r.dtype.name}")
+    if sat is None and kind in ("FpNarrow", "IntNarrow") and not s.dtype.packed \
+            and not r.dtype.packed:
+        raise sig.fail(f"{kind} {s.dtype.name} -> {r.dtype.name} requires 'saturate'")
+
+
+@instr("VMI_VCVT", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("src", "lvec"), Opnd("mask", "lmask", optional=True)),
+       params=(Param("rounding", None), Param("saturate", None), Param("pmode", None),
+               Param("result_type", None)),
+       results=(Opnd("result", "lvec"),), dtype_key=("src", "result"),
+       static=(_vcvt_static, same_lanes("src", "mask", "result")))
+def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | None = None,
+             saturate: str | None = None, pmode: str | None = None,
+             result_type: Any = None) -> LVec:
+    """result[i] = src[i] converted to the result's element type (active lanes; 0
+    elsewhere), rounding and saturation as the module says."""
+    to = result_type
+    if not isinstance(to, VmiSpec):
+        raise ExecutionError(f"vcvt: result_type must be a !pto.vmi.vreg type, got {to!r}")
+    sdt, ddt = src.dtype, to.dtype
+    if sdt.packed or ddt.packed or rounding == "H":
+        what = f"rounding = \"H\"" if rounding == "H" else \
+            f"the packed type {(sdt if sdt.packed else ddt).name}"
+        raise ExecutionError(f"operation 'pto.vmi.vcvt' cannot be executed by ptoisa yet with "
+                             f"{what}")
+    if pmode not in (None, "zero"):
+        raise ExecutionError(f"operation 'pto.vmi.vcvt' with pmode = \"{pmode}\" cannot be "
+                             "executed by ptoisa yet")
+    x = src.data
+    sat = saturate == "SAT" if saturate is not None else ddt.is_int
+    if saturate == "SAT" and sdt.is_float and ddt.is_float:
+        x = np.where(np.isnan(x), x.dtype.type(0), x)  # (the saturating mode: NaN to 0)
+    out = np.asarray(convert(x, sdt, ddt, RND[rounding or "R"], sat, "npu")).astype(
+        ddt.np, copy=False)
+    if mask is not None:
+        out = np.where(active(mask, out.size), out, ddt.np.type(0))
+    return LVec(out)
+
+
+def _same_bits(sig: Sig) -> None:
+    s, r = sig["src"], sig["result"]
+    if isinstance(s, VmiSpec) and isinstance(r, VmiSpec) and \
+            s.lanes * s.dtype.itemsize != r.lanes * r.dtype.itemsize:
+        raise sig.fail(f"{s} holds {s.lanes * s.dtype.itemsize} bytes, {r} "
+                       f"{r.lanes * r.dtype.itemsize}: the bits must be conserved")
+
+
+@instr("VMI_VINTERPRET_CAST", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
+       params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
+       static=(_same_bits,))
+def VMI_VINTERPRET_CAST(m: Any, src: LVec, *, result_type: Any = None) -> LVec:
+    """The source's bits read as the result type's lanes (lane count may change, the bits
+    are conserved)."""
+    to = result_type
+    if not isinstance(to, VmiSpec):
+        raise ExecutionError("vinterpret_cast: result_type must be a !pto.vmi.vreg type, got "
+                             f"{to!r}")
+    if src.data.nbytes != to.lanes * to.dtype.itemsize:
+        raise ExecutionError(f"vinterpret_cast: {src.data.nbytes} bytes cannot be {to}")
+    return LVec(src.data.view(to.dtype.np).copy())

@@ -1,0 +1,148 @@
+"""VMI loads and stores (vmi-isa/01-load-store.md, 07 "Gather / Scatter"): logical vectors
+to and from UB, addressed in elements of the pointer's type.
+
+* ``%v = pto.vmi.vload %src[%off]``: ``v[i] = ub[off + i]``; ``{dist_mode = "brc"}``:
+  ``v[i] = ub[off]``; ``%src[%off], %stride {group = C}``: C rows of L/C elements, row g at
+  ``off + g * stride`` (L == C: one element per group, the slot load);
+* ``pto.vmi.vstore %v, %dst[%off], %mask``: the active lanes written, the others' elements
+  kept; ``%v, %dst[%off], %stride {group = C}``: the rows of the group load, unmasked;
+* ``%g = pto.vmi.vgather %src, %offsets, %mask``: ``g[i] = ub[offsets[i]]`` on active lanes,
+  0 elsewhere.
+
+Not executed yet (refused by name): ``dist_mode = "unpack"`` (the page gives the physical
+UNPK distribution, not the logical lanes it makes) and the block-strided forms (a ``%block_stride``
+operand)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...enums import Pipe
+from ...errors import ExecutionError
+from ...vector.logical import LMask, LVec, VmiSpec
+from ...vector.regs import Ptr, PtrSpec
+from ..registry import Opnd, Param, Sig, instr
+from .common import active, no_merge, same_lanes, ub_elems, zeroing
+
+
+def _to(result_type: Any, what: str) -> VmiSpec:
+    if not isinstance(result_type, VmiSpec):
+        raise ExecutionError(f"{what}: result_type must be a !pto.vmi.vreg type, got "
+                             f"{result_type!r}")
+    return result_type
+
+
+def _modes(sig: Sig, value: str) -> None:
+    """vmi-isa/01 "attention": group, block stride and dist_mode exclude each other; the
+    stride operand comes with group only; the pointer's element type is the vector's."""
+    p = sig.params
+    group, dist = p.get("group"), p.get("dist_mode")
+    stride, block = sig["stride"], sig["block_stride"]
+    if group is not None and dist is not None:
+        raise sig.fail("'group' and 'dist_mode' are mutually exclusive")
+    if group is not None and stride is None:
+        raise sig.fail("'group' requires a stride operand")
+    if group is None and stride is not None:
+        raise sig.fail("a stride operand requires 'group'")
+    if block is not None and (group is not None or dist is not None):
+        raise sig.fail("the block-stride form takes neither 'group' nor 'dist_mode'")
+    if group is not None:
+        v = sig[value]
+        if not isinstance(group, int) or group <= 0:
+            raise sig.fail(f"group = {group}: it is a positive integer")
+        if isinstance(v, VmiSpec) and v.lanes % group:
+            raise sig.fail(f"group = {group} does not divide the {v.lanes} lanes")
+    ptr, v = sig["source" if "source" in sig.types else "dest"], sig[value]
+    if isinstance(ptr, PtrSpec) and isinstance(v, VmiSpec) and dist != "unpack" \
+            and ptr.dtype.itemsize != v.dtype.itemsize:
+        raise sig.fail(f"the pointer is {ptr}, the vector {v}: their element types differ")
+
+
+def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.ndarray:
+    if group is None:
+        return offset + np.arange(lanes)
+    per = lanes // group
+    return (offset + np.arange(group)[:, None] * int(stride or 0)
+            + np.arange(per)[None, :]).reshape(-1)
+
+
+@instr("VMI_VLOAD", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("source", "ptr"), Opnd("offset", "index"),
+                 Opnd("stride", "index", optional=True),
+                 Opnd("block_stride", "scalar", optional=True)),
+       params=(Param("dist_mode", None), Param("group", None), Param("pmode", None),
+               Param("result_type", None)),
+       results=(Opnd("result", "lvec"),), dtype_key=("source",),
+       static=(lambda sig: _modes(sig, "result"),))
+def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
+              block_stride: int | None = None, *, dist_mode: str | None = None,
+              group: int | None = None, pmode: str | None = None,
+              result_type: Any = None) -> LVec:
+    """result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
+    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j]."""
+    to = _to(result_type, "vload")
+    if block_stride is not None or dist_mode not in (None, "continuous", "brc"):
+        form = "the block-stride form" if block_stride is not None else \
+            f"dist_mode = \"{dist_mode}\""
+        raise ExecutionError(f"operation 'pto.vmi.vload' with {form} cannot be executed by "
+                             "ptoisa yet")
+    if dist_mode == "brc":
+        idx = np.full(to.lanes, int(offset))
+    else:
+        idx = _rows(to.lanes, int(offset), group, stride)
+    view, at = ub_elems(m, source, idx, to.dtype, "the loaded")
+    return LVec(view[at].copy())
+
+
+@instr("VMI_VSTORE", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
+                 Opnd("stride", "index", optional=True),
+                 Opnd("block_stride", "scalar", optional=True),
+                 Opnd("mask", "lmask", optional=True)),
+       params=(Param("dist_mode", None), Param("group", None), Param("pmode", None)),
+       dtype_key=("value",),
+       static=(lambda sig: _modes(sig, "value"), same_lanes("value", "mask"),
+               lambda sig: _group_unmasked(sig)))
+def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None = None,
+               block_stride: int | None = None, mask: LMask | None = None, *,
+               dist_mode: str | None = None, group: int | None = None,
+               pmode: str | None = None) -> None:
+    """ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
+    ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]."""
+    if block_stride is not None or dist_mode not in (None, "continuous"):
+        form = "the block-stride form" if block_stride is not None else \
+            f"dist_mode = \"{dist_mode}\""
+        raise ExecutionError(f"operation 'pto.vmi.vstore' with {form} cannot be executed by "
+                             "ptoisa yet")
+    x = value.data
+    idx = _rows(x.size, int(offset), group, stride)
+    on = active(mask, x.size)
+    view, at = ub_elems(m, dest, idx[on], value.dtype, "the stored")
+    view[at] = x[on]
+
+
+def _group_unmasked(sig: Sig) -> None:
+    if sig.params.get("group") is not None and sig["mask"] is not None:
+        raise sig.fail("a group store takes no mask (group stores are unpredicated)")
+
+
+@instr("VMI_VGATHER", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("source", "ptr"), Opnd("offsets", "lvec"),
+                 Opnd("mask", "lmask", optional=True)),
+       params=(Param("pmode", None), Param("result_type", None)),
+       results=(Opnd("result", "lvec"),), dtype_key=("source",),
+       static=(same_lanes("offsets", "mask", "result"),))
+def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *,
+                pmode: str | None = None, result_type: Any = None) -> LVec:
+    """result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere."""
+    no_merge("vgather", pmode)
+    to = _to(result_type, "vgather")
+    on = active(mask, offsets.data.size)
+    idx = offsets.data.astype(np.int64)
+    out = np.zeros(to.lanes, to.dtype.np)
+    if on.any():
+        view, at = ub_elems(m, source, idx[on], to.dtype, "the gathered")
+        out[on] = view[at]
+    return zeroing(out, mask)

@@ -1,0 +1,143 @@
+"""The values of VMI (``pto.vmi.*``, spec/ptoas-main/isa/vmi-isa/): logical vectors and masks.
+
+A VMI value is *logical* (vmi-isa/00 "Logical vs Physical"): ``L`` lanes of one element type,
+whatever physical registers PTOAS's layout pass would split it onto. ptoisa runs VMI at that
+level, so a value is its lanes and nothing else:
+
+* :class:`LVec` - ``!pto.vmi.vreg<LxT>`` (a layout in the type, ``#pto.vmi.layout<...>``,
+  says where the lanes would sit in physical registers: it changes no lane's value and is
+  kept on the spec only for the verifier);
+* :class:`LMask` - ``!pto.vmi.mask<Lxpred>`` (or ``<Lxb8|b16|b32>``, a granularity chosen by
+  layout assignment): one bool per logical lane.
+
+``VmiSpec`` / ``VmiMaskSpec`` are their types, what static rules and legality see.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import PtoError
+
+#: the granularities a VMI mask may state: abstract ``pred`` or the concrete ones
+MASK_GRANS = ("pred", "b8", "b16", "b32")
+
+
+@dataclass(frozen=True, slots=True)
+class VmiSpec:
+    """``!pto.vmi.vreg<LxT[, layout]>``: ``lanes`` logical lanes of ``dtype``."""
+
+    lanes: int
+    dtype: D.DType
+    layout: str | None = None  # the text of #pto.vmi.layout<...>, None: surface VMI
+    #: a signless integer type (``i32``; ``si32`` is signed): comparisons read it unsigned
+    signless: bool = False
+
+    def __str__(self) -> str:
+        lay = f", {self.layout}" if self.layout else ""
+        name = self.dtype.name
+        if not self.signless and self.dtype.is_int and self.dtype.is_signed:
+            name = "s" + name
+        return f"!pto.vmi.vreg<{self.lanes}x{name}{lay}>"
+
+
+@dataclass(frozen=True, slots=True)
+class VmiMaskSpec:
+    """``!pto.vmi.mask<Lxgran[, layout]>``."""
+
+    lanes: int
+    gran: str = "pred"
+    layout: str | None = None
+
+    def __str__(self) -> str:
+        lay = f", {self.layout}" if self.layout else ""
+        return f"!pto.vmi.mask<{self.lanes}x{self.gran}{lay}>"
+
+
+@functools.cache
+def _vspec(lanes: int, dt: D.DType) -> VmiSpec:
+    return VmiSpec(lanes, dt)
+
+
+@functools.cache
+def _mspec(lanes: int) -> VmiMaskSpec:
+    return VmiMaskSpec(lanes)
+
+
+class LVec:
+    """A logical vector's value: ``data``, a 1-D numpy array of its lanes (never written after
+    the op that made it returns)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data = data
+
+    @property
+    def dtype(self) -> D.DType:
+        return D.dtype(self.data.dtype)
+
+    @property
+    def spec(self) -> VmiSpec:
+        return _vspec(self.data.size, D.dtype(self.data.dtype))
+
+    def numpy(self) -> np.ndarray:
+        return self.data.copy()
+
+    def __repr__(self) -> str:
+        return f"LVec({self.spec}: {self.data!r})"
+
+
+class LMask:
+    """A logical mask's value: ``bits``, one bool per logical lane."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: np.ndarray) -> None:
+        self.bits = bits
+
+    @property
+    def spec(self) -> VmiMaskSpec:
+        return _mspec(self.bits.size)
+
+    def numpy(self) -> np.ndarray:
+        return self.bits.copy()
+
+    def __repr__(self) -> str:
+        return f"LMask({int(self.bits.sum())} of {self.bits.size})"
+
+
+_VMI_RE = re.compile(r"!pto\.vmi\.(vreg|mask)<\s*(\d+)\s*x\s*([\w.!]+)\s*(?:,\s*(.*))?>",
+                     re.DOTALL)
+
+
+def _element(text: str, name: str) -> D.DType:
+    name = name.removeprefix("!pto.")
+    if re.fullmatch(r"si\d+", name):  # signed integers: i<W> of ptoisa
+        name = name[1:]
+    try:
+        return D.dtype(name)
+    except Exception:  # noqa: BLE001 - an element type without a numpy type
+        raise PtoError(f"{text}: element type {name} is not supported") from None
+
+
+def vmi_spec(text: str) -> VmiSpec | VmiMaskSpec | None:
+    """The spec of a ``!pto.vmi.vreg`` / ``!pto.vmi.mask`` type's text, None for another type;
+    PtoError for one ptoisa cannot hold (an element type without a numpy type)."""
+    mt = _VMI_RE.fullmatch(text.strip())
+    if mt is None:
+        return None
+    kind, lanes, elem, layout = mt.group(1), int(mt.group(2)), mt.group(3), mt.group(4)
+    layout = layout.strip() if layout else None
+    if kind == "mask":
+        return VmiMaskSpec(lanes, elem, layout)
+    return VmiSpec(lanes, _element(text, elem), layout,
+                   signless=re.fullmatch(r"(!pto\.)?i\d+", elem) is not None)
+
+
+__all__ = ["MASK_GRANS", "LMask", "LVec", "VmiMaskSpec", "VmiSpec", "vmi_spec"]
