@@ -56,8 +56,17 @@ def _modes(sig: Sig, value: str) -> None:
             raise sig.fail(f"group = {group} does not divide the {v.lanes} lanes")
     ptr, v = sig["source" if "source" in sig.types else "dest"], sig[value]
     if isinstance(ptr, PtrSpec) and isinstance(v, VmiSpec) and dist != "unpack" \
-            and ptr.dtype.itemsize != v.dtype.itemsize:
+            and ptr.dtype.itemsize != v.dtype.itemsize and not _narrowing(sig, ptr, v):
         raise sig.fail(f"the pointer is {ptr}, the vector {v}: their element types differ")
+
+
+def _narrowing(sig: Sig, ptr: PtrSpec, v: VmiSpec) -> bool:
+    """An integer store to a narrower integer pointer (the group-slot stores of e8m0 scales,
+    ``vreg<8xi32>`` to ``ptr<ui8>``): each lane's low bits, as the packing stores (PK_B32,
+    PK4_B32: designs/vmi-lane-stride-generalization-design.md) write the low part of a
+    lane."""
+    return "dest" in sig.types and v.dtype.is_int and ptr.dtype.is_int \
+        and ptr.dtype.itemsize < v.dtype.itemsize
 
 
 def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.ndarray:
@@ -110,16 +119,23 @@ def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None =
                dist_mode: str | None = None, group: int | None = None,
                pmode: str | None = None) -> None:
     """ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
-    ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]."""
+    ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
+    lanes stored through a narrower integer pointer keep their low bits."""
     if block_stride is not None or dist_mode not in (None, "continuous"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
         raise ExecutionError(f"operation 'pto.vmi.vstore' with {form} cannot be executed by "
                              "ptoisa yet")
     x = value.data
+    dt = value.dtype
+    if isinstance(dest, Ptr) and dest.dtype.itemsize < dt.itemsize and dt.is_int \
+            and dest.dtype.is_int:
+        dt = dest.dtype
+        x = x.view(np.dtype(f"u{x.dtype.itemsize}")).astype(np.dtype(f"u{dt.itemsize}")) \
+            .view(dt.np)
     idx = _rows(x.size, int(offset), group, stride)
     on = active(mask, x.size)
-    view, at = ub_elems(m, dest, idx[on], value.dtype, "the stored")
+    view, at = ub_elems(m, dest, idx[on], dt, "the stored")
     view[at] = x[on]
 
 
