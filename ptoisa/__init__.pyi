@@ -2808,6 +2808,395 @@ def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Even
     ...
 
 
+def VMI_CREATE_GROUP_MASK(
+    active_elems_per_group: Any,
+    *events: Event,
+    num_groups: Any = None,
+    group_size: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = (i % group_size) < active_elems_per_group, over num_groups groups.
+    """
+    ...
+
+
+def VMI_CREATE_MASK(active_lanes: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i] = i < active_lanes (all lanes from active_lanes >= L on; none below 1).
+    """
+    ...
+
+
+def VMI_VABS(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = |src[i]| on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VADD(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VADDS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] + scalar on active lanes, 0 elsewhere (the scalar in src's element type).
+    """
+    ...
+
+
+def VMI_VAND(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] & rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise and.
+    """
+    ...
+
+
+def VMI_VBRC(value: Any, *events: Event, group: Any = None, result_type: Any = None) -> Any:
+    """
+    Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
+    g * L / C + j = value[g].
+    """
+    ...
+
+
+def VMI_VCADD(
+    src: Any,
+    mask: Any,
+    *events: Event,
+    group: Any = None,
+    reassoc: Any = None,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[g] = the sum of the active lanes of group g (L / C lanes each, C = group or 1); integers wrap, floats accumulate in f32 in lane order.
+    """
+    ...
+
+
+def VMI_VCI(
+    base: int | float | np.generic,
+    *events: Event,
+    order: Any = None,
+    group: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = base + j (``ASC``) or base - j (``DESC``), j = i, or i % (L / group) with
+    ``group``; integers wrap to the element type.
+    """
+    ...
+
+
+def VMI_VCMAX(src: Any, mask: Any, *events: Event, group: Any = None, pmode: Any = None) -> Any:
+    """
+    result[g] = the maximum of the active lanes of group g (-inf / the type's minimum when none is active).
+    """
+    ...
+
+
+def VMI_VCMIN(src: Any, mask: Any, *events: Event, group: Any = None, pmode: Any = None) -> Any:
+    """
+    result[g] = the minimum of the active lanes of group g (+inf / the type's maximum when none is active).
+    """
+    ...
+
+
+def VMI_VCMP(
+    lhs: Any,
+    rhs: Any,
+    seed: Any,
+    *events: Event,
+    cmp: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+) -> Any:
+    """
+    result[i] = seed[i] && (lhs[i] cmp rhs[i]) (floats unordered: NaN compares false but
+    for ne; signless integers, ``iN``, compare unsigned).
+    """
+    ...
+
+
+def VMI_VCMPS(
+    src: Any,
+    scalar: int | float | np.generic,
+    seed: Any,
+    *events: Event,
+    cmp: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+) -> Any:
+    """
+    result[i] = seed[i] && (src[i] cmp scalar) (the scalar in src's element type).
+    """
+    ...
+
+
+def VMI_VCVT(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    rounding: Any = None,
+    saturate: Any = None,
+    pmode: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] converted to the result's element type (active lanes; 0
+    elsewhere), rounding and saturation as the module says.
+    """
+    ...
+
+
+def VMI_VDIV(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] / rhs[i] (IEEE: x / 0 is inf or NaN) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VEXP(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = e^src[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VGATHER(
+    source: Any,
+    offsets: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VINTERPRET_CAST(src: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    The source's bits read as the result type's lanes (lane count may change, the bits
+    are conserved).
+    """
+    ...
+
+
+def VMI_VLN(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = ln(src[i]) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VLOAD(
+    source: Any,
+    offset: Any,
+    stride: Any | None = None,
+    block_stride: int | float | np.generic | None = None,
+    *events: Event,
+    dist_mode: Any = None,
+    group: Any = None,
+    pmode: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
+    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j].
+    """
+    ...
+
+
+def VMI_VMAX(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = max(lhs[i], rhs[i]) (NaN propagates) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMAXS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = max(src[i], scalar) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMIN(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = min(lhs[i], rhs[i]) (NaN propagates) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMINS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = min(src[i], scalar) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMUL(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMULS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] * scalar on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VNEG(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = -src[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VNOT(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = ~src[i] on the lanes' bits on active lanes, 0 elsewhere; of a mask, its complement.
+    """
+    ...
+
+
+def VMI_VOR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] | rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise or.
+    """
+    ...
+
+
+def VMI_VRELU(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = max(src[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSEL(mask: Any, true_val: Any, false_val: Any, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = mask[i] ? true_val[i] : false_val[i] (``pmode = "merge"`` says the same:
+    the lanes not selected keep false_val).
+    """
+    ...
+
+
+def VMI_VSHL(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere (an amount outside [0, width) gives 0).
+    """
+    ...
+
+
+def VMI_VSHLS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] << scalar on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSHR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] >> rhs[i], logical (vmi-isa/03: unsigned right shift), on active lanes, 0 elsewhere (an amount outside [0, width) gives 0).
+    """
+    ...
+
+
+def VMI_VSHRS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] >> scalar (logical) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSQRT(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = sqrt(src[i]) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSTORE(
+    value: Any,
+    dest: Any,
+    offset: Any,
+    stride: Any | None = None,
+    block_stride: int | float | np.generic | None = None,
+    mask: Any | None = None,
+    *events: Event,
+    dist_mode: Any = None,
+    group: Any = None,
+    pmode: Any = None,
+) -> Event:
+    """
+    ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
+    ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
+    lanes stored through a narrower integer pointer keep their low bits.
+    """
+    ...
+
+
+def VMI_VSUB(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] - rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VXOR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = lhs[i] ^ rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise xor.
+    """
+    ...
+
+
 def VMUL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.
