@@ -661,7 +661,8 @@ class InstrRecord:
 
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
-_SPEC_TYPES = frozenset({Tile, GlobalTensor, VReg, Mask, Ptr, Align, LVec, LMask})  # (subclasses: below)
+_SPEC_TYPES = frozenset({Tile, GlobalTensor, VReg, Mask, Ptr, Align, LVec,
+                         LMask})  # (subclasses: below)
 
 
 #: scalar operands converted for plain forms: (value, its type, element type) -> value

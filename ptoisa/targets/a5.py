@@ -248,23 +248,6 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTAR",
                                             "VSTAS")},
     "INIT_ALIGN": rule(),
-    # ---- vmi (logical vectors, spec/ptoas-main/isa/vmi-isa/): the pages' "datatypes" lines,
-    # keyed on the first vector or pointer operand; loads and stores move any element type
-    **{op: rule(MICRO_ANY) for op in ("VMI_VLOAD", "VMI_VSTORE", "VMI_VINTERPRET_CAST")},
-    "VMI_VGATHER": rule(B124),
-    **{op: rule() for op in ("VMI_CREATE_MASK", "VMI_CREATE_GROUP_MASK", "VMI_VAND",
-                             "VMI_VOR", "VMI_VXOR", "VMI_VNOT", "VMI_VBRC", "VMI_VCI")},
-    **{op: rule(I124 + " f16 bf16 f32") for op in ("VMI_VADD", "VMI_VSUB", "VMI_VMUL",
-                                                   "VMI_VMAX", "VMI_VMIN", "VMI_VABS",
-                                                   "VMI_VNEG", "VMI_VRELU", "VMI_VADDS",
-                                                   "VMI_VMULS", "VMI_VMAXS", "VMI_VMINS",
-                                                   "VMI_VCMP", "VMI_VCMPS", "VMI_VSEL")},
-    **{op: rule("f16 f32") for op in ("VMI_VDIV", "VMI_VEXP", "VMI_VLN", "VMI_VSQRT")},
-    **{op: rule(I124) for op in ("VMI_VSHL", "VMI_VSHR", "VMI_VSHLS", "VMI_VSHRS")},
-    "VMI_VCADD": rule(I124 + " f16 f32"),
-    **{op: rule("i16 ui16 i32 ui32 f16 f32") for op in ("VMI_VCMAX", "VMI_VCMIN")},
-    # vcvt: source and destination from the page's list (the pairs are the verifier's)
-    "VMI_VCVT": rule(),
 }
 
 

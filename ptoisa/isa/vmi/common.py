@@ -54,11 +54,22 @@ def scalar_as(v: Any, dt: D.DType) -> Any:
 def ub_elems(m: Any, ptr: Ptr, idx: np.ndarray, dt: D.DType, what: str) -> tuple[np.ndarray,
                                                                                  np.ndarray]:
     """(a view of the UB elements of type ``dt`` spanning element offsets ``idx`` from
-    ``ptr``, the offsets into that view): reads index it, writes assign through it."""
-    if not isinstance(ptr, Ptr):
-        raise ExecutionError(f"{what}: the pointer must be an on-chip (ub) pointer")
+    ``ptr``, the offsets into that view): reads index it, writes assign through it. A
+    pointer argument of the launched function is the array the launch bound to it (a
+    ``!pto.ptr<T, ub>`` parameter: the memory it points at)."""
     size = dt.itemsize
     lo, hi = (int(idx.min()), int(idx.max())) if idx.size else (0, -1)
+    if isinstance(ptr, np.ndarray):
+        flat = ptr.reshape(-1)
+        if flat.dtype.itemsize != size or not flat.flags.c_contiguous:
+            raise ExecutionError(f"{what}: the pointer argument holds {flat.dtype} elements, "
+                                 f"the access {dt.name}")
+        if lo < 0 or hi >= flat.size:
+            raise ExecutionError(f"{what}: elements [{lo}, {hi}] leave the pointer argument's "
+                                 f"{flat.size} elements")
+        return flat.view(dt.np), idx
+    if not isinstance(ptr, Ptr):
+        raise ExecutionError(f"{what}: the pointer must be an on-chip (ub) pointer")
     first = ptr.addr + lo * size
     if first < 0:
         raise ExecutionError(f"{what}: element offset {lo} is before the UB buffer")

@@ -76,7 +76,7 @@ def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | No
         raise ExecutionError(f"vcvt: result_type must be a !pto.vmi.vreg type, got {to!r}")
     sdt, ddt = src.dtype, to.dtype
     if sdt.packed or ddt.packed or rounding == "H":
-        what = f"rounding = \"H\"" if rounding == "H" else \
+        what = "rounding = \"H\"" if rounding == "H" else \
             f"the packed type {(sdt if sdt.packed else ddt).name}"
         raise ExecutionError(f"operation 'pto.vmi.vcvt' cannot be executed by ptoisa yet with "
                              f"{what}")

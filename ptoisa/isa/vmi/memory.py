@@ -55,9 +55,16 @@ def _modes(sig: Sig, value: str) -> None:
         if isinstance(v, VmiSpec) and v.lanes % group:
             raise sig.fail(f"group = {group} does not divide the {v.lanes} lanes")
     ptr, v = sig["source" if "source" in sig.types else "dest"], sig[value]
+    ub_only(sig, ptr)
     if isinstance(ptr, PtrSpec) and isinstance(v, VmiSpec) and dist != "unpack" \
             and ptr.dtype.itemsize != v.dtype.itemsize and not _narrowing(sig, ptr, v):
         raise sig.fail(f"the pointer is {ptr}, the vector {v}: their element types differ")
+
+
+def ub_only(sig: Sig, ptr: Any) -> None:
+    """VMI memory ops address UB (vmi-isa/01: ``!pto.ptr<T, ub>``)."""
+    if isinstance(ptr, PtrSpec) and ptr.space != "ub":
+        raise sig.fail(f"requires memory to be UB-backed, got {ptr}")
 
 
 def _narrowing(sig: Sig, ptr: PtrSpec, v: VmiSpec) -> bool:
@@ -149,7 +156,7 @@ def _group_unmasked(sig: Sig) -> None:
                  Opnd("mask", "lmask", optional=True)),
        params=(Param("pmode", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lanes("offsets", "mask", "result"),))
+       static=(same_lanes("offsets", "mask", "result"), lambda sig: ub_only(sig, sig["source"])))
 def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *,
                 pmode: str | None = None, result_type: Any = None) -> LVec:
     """result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere."""
