@@ -73,6 +73,9 @@ from .tile import (
 )
 from .concurrent import comm as comm
 from .vector import v as v
+from .vector import vmi as vmi
+from .vector.logical import LMask as LMask
+from .vector.logical import LVec as LVec
 from .enums import AccPhase
 from .enums import AccToVecMode
 from .isa.elementwise.common import Algorithm

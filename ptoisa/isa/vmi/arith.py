@@ -23,7 +23,7 @@ from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..micro.binary import _shl
 from ..micro.common import elementwise, on_bits
 from ..registry import Instr, Opnd, Param, Sig, instr
-from .common import active, no_merge, same_lanes, same_lvec, scalar_as, zeroing
+from .common import active, no_merge, result_spec, same_lanes, same_lvec, scalar_as, zeroing
 
 _MASK = Opnd("mask", "lmask", optional=True)
 _RES = (Opnd("result", "lvec"),)
@@ -256,9 +256,7 @@ def VMI_VCI(m: Any, base: Any, *, order: str | None = None, group: int | None = 
             result_type: Any = None) -> LVec:
     """result[i] = base + j (``ASC``) or base - j (``DESC``), j = i, or i % (L / group) with
     ``group``; integers wrap to the element type."""
-    to = result_type
-    if not isinstance(to, VmiSpec):
-        raise ExecutionError(f"vci: result_type must be a !pto.vmi.vreg type, got {to!r}")
+    to = result_spec(result_type, "vci")
     n = to.lanes
     j = np.arange(n) % (n // int(group)) if group else np.arange(n)
     step = -j if order == "DESC" else j

@@ -9,7 +9,7 @@ import numpy as np
 
 from ... import dtypes as D
 from ...errors import ExecutionError
-from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
+from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec, vmi_spec
 from ...vector.regs import Ptr, buffer_bytes
 from ..registry import Sig, StaticRule
 
@@ -37,6 +37,16 @@ def no_merge(name: str, pmode: Any) -> None:
         raise ExecutionError(f"operation 'pto.vmi.{name}' with pmode = \"{pmode}\" cannot be "
                              "executed by ptoisa yet (an SSA result has no prior value to "
                              "merge with)")
+
+
+def result_spec(result_type: Any, what: str, mask: bool = False) -> Any:
+    """The result's type: a spec, or the text of one (an eager call's ``result_type``)."""
+    t = vmi_spec(result_type) if isinstance(result_type, str) else result_type
+    want = VmiMaskSpec if mask else VmiSpec
+    if not isinstance(t, want):
+        kind = "!pto.vmi.mask" if mask else "!pto.vmi.vreg"
+        raise ExecutionError(f"{what}: result_type must be a {kind} type, got {result_type!r}")
+    return t
 
 
 def scalar_as(v: Any, dt: D.DType) -> Any:
@@ -110,5 +120,5 @@ def is_float(dt: D.DType) -> bool:
     return dt.is_float
 
 
-__all__ = ["active", "elem_of", "no_merge", "same_lanes", "same_lvec", "scalar_as",
+__all__ = ["active", "elem_of", "no_merge", "result_spec", "same_lanes", "same_lvec", "scalar_as",
            "ub_elems", "zeroing"]

@@ -22,7 +22,7 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ..elementwise.cvt import convert
 from ..micro.conversion import RND
 from ..registry import Opnd, Param, Sig, instr
-from .common import active, same_lanes
+from .common import active, result_spec, same_lanes
 
 #: the rounding tokens of vmi-isa/06 that ptoisa executes (R A F C Z: TCVT's modes)
 ROUNDINGS = ("R", "A", "F", "C", "Z")
@@ -71,9 +71,7 @@ def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | No
              result_type: Any = None) -> LVec:
     """result[i] = src[i] converted to the result's element type (active lanes; 0
     elsewhere), rounding and saturation as the module says."""
-    to = result_type
-    if not isinstance(to, VmiSpec):
-        raise ExecutionError(f"vcvt: result_type must be a !pto.vmi.vreg type, got {to!r}")
+    to = result_spec(result_type, "vcvt")
     sdt, ddt = src.dtype, to.dtype
     if sdt.packed or ddt.packed or rounding == "H":
         what = "rounding = \"H\"" if rounding == "H" else \
@@ -108,10 +106,7 @@ def _same_bits(sig: Sig) -> None:
 def VMI_VINTERPRET_CAST(m: Any, src: LVec, *, result_type: Any = None) -> LVec:
     """The source's bits read as the result type's lanes (lane count may change, the bits
     are conserved)."""
-    to = result_type
-    if not isinstance(to, VmiSpec):
-        raise ExecutionError("vinterpret_cast: result_type must be a !pto.vmi.vreg type, got "
-                             f"{to!r}")
+    to = result_spec(result_type, "vinterpret_cast")
     if src.data.nbytes != to.lanes * to.dtype.itemsize:
         raise ExecutionError(f"vinterpret_cast: {src.data.nbytes} bytes cannot be {to}")
     return LVec(src.data.view(to.dtype.np).copy())

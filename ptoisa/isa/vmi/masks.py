@@ -8,16 +8,13 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe
-from ...errors import ExecutionError
 from ...vector.logical import LMask, VmiMaskSpec
 from ..registry import Opnd, Param, Sig, instr
+from .common import result_spec
 
 
 def _lanes(result_type: Any, what: str) -> int:
-    if not isinstance(result_type, VmiMaskSpec):
-        raise ExecutionError(f"{what}: result_type must be a !pto.vmi.mask type, got "
-                             f"{result_type!r}")
-    return result_type.lanes
+    return int(result_spec(result_type, what, mask=True).lanes)
 
 
 @instr("VMI_CREATE_MASK", pipe=Pipe.V, dialect="vmi",

@@ -24,14 +24,11 @@ from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ...vector.regs import Ptr, PtrSpec
 from ..registry import Opnd, Param, Sig, instr
-from .common import active, no_merge, same_lanes, ub_elems, zeroing
+from .common import active, no_merge, result_spec, same_lanes, ub_elems, zeroing
 
 
 def _to(result_type: Any, what: str) -> VmiSpec:
-    if not isinstance(result_type, VmiSpec):
-        raise ExecutionError(f"{what}: result_type must be a !pto.vmi.vreg type, got "
-                             f"{result_type!r}")
-    return result_type
+    return result_spec(result_type, what)  # type: ignore[no-any-return]
 
 
 def _modes(sig: Sig, value: str) -> None:

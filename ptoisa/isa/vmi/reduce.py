@@ -21,7 +21,7 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ..registry import Instr, Opnd, Param, Sig, instr
-from .common import active, no_merge, same_lanes, scalar_as
+from .common import active, no_merge, result_spec, same_lanes, scalar_as
 
 
 def _groups(sig: Sig, src: str = "src") -> None:
@@ -125,9 +125,7 @@ def _vbrc_static(sig: Sig) -> None:
 def VMI_VBRC(m: Any, value: Any, *, group: int | None = None, result_type: Any = None) -> LVec:
     """Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
     g * L / C + j = value[g]."""
-    to = result_type
-    if not isinstance(to, VmiSpec):
-        raise ExecutionError(f"vbrc: result_type must be a !pto.vmi.vreg type, got {to!r}")
+    to = result_spec(result_type, "vbrc")
     if isinstance(value, LVec):
         x = value.data.astype(to.dtype.np, copy=False)
         c = int(group or 1)
