@@ -128,15 +128,26 @@ def _element(text: str, name: str) -> D.DType:
 
 def vmi_spec(text: str) -> VmiSpec | VmiMaskSpec | None:
     """The spec of a ``!pto.vmi.vreg`` / ``!pto.vmi.mask`` type's text, None for another type;
-    PtoError for one ptoisa cannot hold (an element type without a numpy type)."""
+    PtoError for one PTOAS's type verifier rejects (no lanes, an element of 64 bits, a
+    ``pred`` mask with a layout, an unknown granularity: its words) or ptoisa cannot hold (an
+    element type without a numpy type)."""
     mt = _VMI_RE.fullmatch(text.strip())
     if mt is None:
         return None
     kind, lanes, elem, layout = mt.group(1), int(mt.group(2)), mt.group(3), mt.group(4)
     layout = layout.strip() if layout else None
+    if lanes <= 0:
+        raise PtoError(f"'{text}': expected a positive element count")
     if kind == "mask":
+        if elem not in MASK_GRANS:
+            raise PtoError(f"'{text}': the mask granularity is one of {', '.join(MASK_GRANS)}")
+        if elem == "pred" and layout is not None:
+            raise PtoError(f"'{text}': pred mask must not carry layout")
         return VmiMaskSpec(lanes, elem, layout)
-    return VmiSpec(lanes, _element(text, elem), layout,
+    dt = _element(text, elem)
+    if dt.itemsize not in (1, 2, 4):
+        raise PtoError(f"'{text}' expected an 8-bit, 16-bit, or 32-bit logical element type")
+    return VmiSpec(lanes, dt, layout,
                    signless=re.fullmatch(r"(!pto\.)?i\d+", elem) is not None)
 
 

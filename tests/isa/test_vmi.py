@@ -155,7 +155,7 @@ def test_vcvt_saturation_and_rounding_bit_exact():
     e4 = pto.vmi.vcvt(LVec(np.array([1000.0, 0.3] + [0.0] * 62, np.float32)), saturate="SAT",
                       result_type=VmiSpec(64, D.dtype("f8E4M3"))).data
     assert e4[:2].astype(np.float32).tolist() == [448.0, float(ml_dtypes.float8_e4m3fn(0.3))]
-    with pytest.raises(PtoError, match="IntNarrow i32 -> i8 requires 'saturate'"):
+    with pytest.raises(PtoError, match="'saturate' attribute is required"):
         pto.vmi.vcvt(wide, result_type=VmiSpec(64, D.i8))
     with pytest.raises(PtoError, match="keeps the lane count"):
         pto.vmi.vcvt(wide, result_type=VmiSpec(128, D.i16), saturate="SAT")
@@ -171,7 +171,7 @@ def test_broadcast_iota_and_interpret_cast():
     b = pto.vmi.vinterpret_cast(LVec(np.ones(64, np.float32)),
                                 result_type=VmiSpec(128, D.i16)).data
     assert b[:2].tolist() == [0, 0x3F80]
-    with pytest.raises(PtoError, match="the bits must be conserved"):
+    with pytest.raises(PtoError, match="carry the same total number of bits"):
         pto.vmi.vinterpret_cast(LVec(np.ones(64, np.float32)),
                                 result_type=VmiSpec(64, D.i16))
 
@@ -279,3 +279,67 @@ def test_upstream_case_folder_refused_by_name(shared_dir, case):
     with pytest.raises(VerifyError, match=REFUSED[case]):
         pto.load((root / case / "kernel.pto").read_text(), filename="kernel.pto",
                  target="a5")
+
+
+# ---- PTOAS's verifier rules, with its words ------------------------------------------------
+
+@pytest.mark.parametrize(("body", "msg"), [
+    ("%r = pto.vmi.vcvt %f16 {rounding = \"R\"} : !pto.vmi.vreg<64xf16> -> "
+     "!pto.vmi.vreg<64xf32>", "'rounding' attribute is only valid for floating-point "
+     "narrowing or floating-point-to-integer conversions"),
+    ("%r = pto.vmi.vcvt %f32 : !pto.vmi.vreg<64xf32> -> !pto.vmi.vreg<64xf16>",
+     "'saturate' attribute is required for fp-narrow / int-narrow conversions"),
+    ("%r = pto.vmi.vcvt %f16 {saturate = \"NOSAT\"} : !pto.vmi.vreg<64xf16> -> "
+     "!pto.vmi.vreg<64xf32>", "'saturate' attribute is only valid for fp-narrow / int-narrow"),
+    ("%r = pto.vmi.vcvt %f32 {rounding = \"F\", saturate = \"SAT\"} : !pto.vmi.vreg<64xf32> "
+     "-> !pto.vmi.vreg<64xf16>", "rounding must be 'R' \\(nearest-even\\)"),
+    ("%r = pto.vmi.vinterpret_cast %f32 : !pto.vmi.vreg<64xf32> -> !pto.vmi.vreg<64xf16>",
+     "requires source and result to carry the same total number of bits"),
+    ("%r = pto.vmi.vbrc %s : f16 -> !pto.vmi.vreg<128xf32>",
+     "requires scalar or VMI vector input element type to match result element type"),
+    ("%r = pto.vmi.vgather %p, %f32, %m : !pto.ptr<f32, ub>, !pto.vmi.vreg<64xf32>, "
+     "!pto.vmi.mask<64xpred> -> !pto.vmi.vreg<64xf32>",
+     "requires signless or unsigned 16-bit or 32-bit integer offsets"),
+    ("%r = pto.vmi.vsel %m16, %f32, %f32 : !pto.vmi.mask<64xb16>, !pto.vmi.vreg<64xf32>, "
+     "!pto.vmi.vreg<64xf32> -> !pto.vmi.vreg<64xf32>",
+     "requires mask granularity to match data element width"),
+    ("%r = pto.vmi.vload %g[%i] : !pto.ptr<f32, gm> -> !pto.vmi.vreg<64xf32>",
+     "requires memory to be UB-backed"),
+    ("%r = pto.vmi.vci %s : f16 -> !pto.vmi.vreg<0xf16>", "expected a positive element count"),
+    ("%r = pto.vmi.vci %s : f16 -> !pto.vmi.vreg<64xi64>",
+     "expected an 8-bit, 16-bit, or 32-bit logical element type"),
+])
+def test_ptoas_verifier_rules(body, msg):
+    text = f"""module {{
+  func.func @f(%f16: !pto.vmi.vreg<64xf16>, %f32: !pto.vmi.vreg<64xf32>, %s: f16,
+               %p: !pto.ptr<f32, ub>, %g: !pto.ptr<f32, gm>, %i: index,
+               %m: !pto.vmi.mask<64xpred>, %m16: !pto.vmi.mask<64xb16>) {{
+    {body}
+    return
+  }}
+}}
+"""
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    errors = diagnose(parse(text, "v.pto"), "a5")
+    assert errors, body
+    assert any(__import__("re").search(msg, e.render()) for e in errors), (
+        [e.render() for e in errors])
+    assert all(e.loc is not None for e in errors)
+
+
+def test_pred_mask_with_layout_is_rejected_where_it_is_declared():
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    text = """module {
+  func.func @f(%m: !pto.vmi.mask<128xpred, #pto.vmi.layout<contiguous>>) {
+    return
+  }
+}
+"""
+    errors = diagnose(parse(text, "v.pto"), "a5")
+    assert [e.message for e in errors] == [
+        "'!pto.vmi.mask<128xpred, #pto.vmi.layout<contiguous>>': pred mask must not carry "
+        "layout"]

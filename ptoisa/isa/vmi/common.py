@@ -99,16 +99,28 @@ def same_lvec(*names: str) -> StaticRule:
     return rule
 
 
-def same_lanes(*names: str) -> StaticRule:
+def same_lanes(*names: str, gran: bool = True) -> StaticRule:
     """The named vectors and masks have one logical lane count (vmi-isa/00: a mask has the
-    lane count of every value it governs)."""
+    lane count of every value it governs) and a mask of a concrete granularity (``b16``, set
+    by layout assignment) has the width of the first named vector's elements (``gran``)."""
     def rule(sig: Sig) -> None:
         ts = [(n, sig[n]) for n in names if isinstance(sig[n], (VmiSpec, VmiMaskSpec))]
         for n, t in ts[1:]:
             if t.lanes != ts[0][1].lanes:
                 raise sig.fail(f"{n} has {t.lanes} lanes, {ts[0][0]} {ts[0][1].lanes}: they "
                                "must match")
+        data = next((t for _, t in ts if isinstance(t, VmiSpec)), None)
+        if not gran or data is None:
+            return
+        for n, t in ts:
+            if isinstance(t, VmiMaskSpec) and t.gran in _GRAN_BYTES and \
+                    _GRAN_BYTES[t.gran] != data.dtype.itemsize:
+                raise sig.fail(f"requires mask granularity to match data element width ({n} "
+                               f"is {t}, the data {data})")
     return rule
+
+
+_GRAN_BYTES = {"b8": 1, "b16": 2, "b32": 4}
 
 
 def elem_of(sig: Sig, name: str) -> D.DType | None:

@@ -143,6 +143,13 @@ def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None =
     view[at] = x[on]
 
 
+def _offsets(sig: Sig) -> None:
+    o = sig["offsets"]
+    if isinstance(o, VmiSpec) and not (o.dtype.is_int and o.dtype.itemsize in (2, 4) and (
+            o.signless or not o.dtype.is_signed)):
+        raise sig.fail(f"requires signless or unsigned 16-bit or 32-bit integer offsets, got {o}")
+
+
 def _group_unmasked(sig: Sig) -> None:
     if sig.params.get("group") is not None and sig["mask"] is not None:
         raise sig.fail("a group store takes no mask (group stores are unpredicated)")
@@ -153,7 +160,8 @@ def _group_unmasked(sig: Sig) -> None:
                  Opnd("mask", "lmask", optional=True)),
        params=(Param("pmode", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lanes("offsets", "mask", "result"), lambda sig: ub_only(sig, sig["source"])))
+       static=(same_lanes("offsets", "mask", "result"), lambda sig: ub_only(sig, sig["source"]),
+               lambda sig: _offsets(sig)))
 def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *,
                 pmode: str | None = None, result_type: Any = None) -> LVec:
     """result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import dtypes as D
 from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
@@ -104,8 +105,10 @@ VCMIN = _reduce("VCMIN", "min", "result[g] = the minimum of the active lanes of 
 
 def _vbrc_static(sig: Sig) -> None:
     g, s, r = sig.params.get("group"), sig["value"], sig["result"]
-    if isinstance(s, VmiSpec) and isinstance(r, VmiSpec) and s.dtype != r.dtype:
-        raise sig.fail(f"the source is {s}, the result {r}: one element type")
+    sdt = s.dtype if isinstance(s, VmiSpec) else s if isinstance(s, D.DType) else None
+    if sdt is not None and isinstance(r, VmiSpec) and sdt != r.dtype:
+        raise sig.fail("requires scalar or VMI vector input element type to match result "
+                       f"element type ({sdt.name}, {r})")
     if g is None:
         if isinstance(s, VmiSpec) and s.lanes != 1:
             raise sig.fail(f"an ungrouped broadcast takes a scalar or a 1-lane vector, not "
