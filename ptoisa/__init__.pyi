@@ -2831,6 +2831,35 @@ def VMI_CREATE_MASK(active_lanes: Any, *events: Event, result_type: Any = None) 
     ...
 
 
+def VMI_ENSURE_LAYOUT(source: Any, *events: Event) -> Any:
+    """
+    result = source: the same lanes, placed in the result type's layout.
+    """
+    ...
+
+
+def VMI_ENSURE_MASK_GRANULARITY(source: Any, *events: Event) -> Any:
+    """
+    result = source: the same mask lanes, read at the result type's granularity.
+    """
+    ...
+
+
+def VMI_ENSURE_MASK_LAYOUT(source: Any, *events: Event) -> Any:
+    """
+    result = source: the same mask lanes, placed in the result type's layout.
+    """
+    ...
+
+
+def VMI_PSET(*events: Event, pattern: str = 'PAT_ALL', result_type: Any = None) -> Any:
+    """
+    A mask from a pattern token over the logical lanes: PAT_ALL, PAT_ALLF (none),
+    PAT_VL<k> (the first k lanes); the micro-ops' tokens (micro-isa/05).
+    """
+    ...
+
+
 def VMI_VABS(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
     """
     result[i] = |src[i]| on active lanes, 0 elsewhere.
@@ -2865,6 +2894,20 @@ def VMI_VAND(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode:
     ...
 
 
+def VMI_VAXPY(
+    x: Any,
+    acc: Any,
+    alpha: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = alpha * x[i] + acc[i] (one rounding) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
 def VMI_VBRC(value: Any, *events: Event, group: Any = None, result_type: Any = None) -> Any:
     """
     Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
@@ -2883,6 +2926,13 @@ def VMI_VCADD(
 ) -> Any:
     """
     result[g] = the sum of the active lanes of group g (L / C lanes each, C = group or 1); integers wrap, floats accumulate in f32 in lane order.
+    """
+    ...
+
+
+def VMI_VCHIST(acc: Any, src: Any, mask: Any | None = None, *events: Event) -> Any:
+    """
+    result[b] = acc[b] + the number of active src lanes <= b (the cumulative histogram; src read unsigned; counts wrap in 16 bits).
     """
     ...
 
@@ -2962,6 +3012,26 @@ def VMI_VCVT(
     ...
 
 
+def VMI_VDHIST(acc: Any, src: Any, mask: Any | None = None, *events: Event) -> Any:
+    """
+    result[b] = acc[b] + the number of active src lanes equal to b (src read unsigned; counts wrap in 16 bits).
+    """
+    ...
+
+
+def VMI_VDINTLV(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    low = the even lanes, high the odd lanes of the stream lhs ++ rhs (vintlv's inverse); inactive lanes 0.
+    """
+    ...
+
+
 def VMI_VDIV(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
     """
     result[i] = lhs[i] / rhs[i] (IEEE: x / 0 is inf or NaN) on active lanes, 0 elsewhere.
@@ -2972,6 +3042,19 @@ def VMI_VDIV(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode:
 def VMI_VEXP(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
     """
     result[i] = e^src[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VEXPDIF(
+    x: Any,
+    max: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = exp(x[i] - max[i]) as f32 on active lanes, 0 elsewhere.
     """
     ...
 
@@ -2998,6 +3081,19 @@ def VMI_VINTERPRET_CAST(src: Any, *events: Event, result_type: Any = None) -> An
     ...
 
 
+def VMI_VINTLV(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    low = lhs[0], rhs[0], lhs[1], rhs[1], ... (the first halves), high the same of the second halves; inactive lanes 0.
+    """
+    ...
+
+
 def VMI_VLN(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
     """
     result[i] = ln(src[i]) on active lanes, 0 elsewhere.
@@ -3019,6 +3115,19 @@ def VMI_VLOAD(
     """
     result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
     ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j].
+    """
+    ...
+
+
+def VMI_VLRELU(
+    x: Any,
+    slope: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = x[i] > 0 ? x[i] : slope * x[i] on active lanes, 0 elsewhere.
     """
     ...
 
@@ -3070,6 +3179,35 @@ def VMI_VMUL(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode:
     ...
 
 
+def VMI_VMULA(
+    acc: Any,
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = acc[i] + lhs[i] * rhs[i] (one rounding; integers wrap) on active lanes,
+    0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMULL(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    (low, high)[i] = the low and high 32 bits of lhs[i] * rhs[i] as 64-bit integers
+    (signed lanes: the high half shifted arithmetically), 0 on inactive lanes.
+    """
+    ...
+
+
 def VMI_VMULS(
     src: Any,
     scalar: int | float | np.generic,
@@ -3104,6 +3242,19 @@ def VMI_VOR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: 
     ...
 
 
+def VMI_VPRELU(
+    x: Any,
+    alpha: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = max(x[i], 0) + alpha[i] * min(x[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
 def VMI_VRELU(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
     """
     result[i] = max(src[i], 0) on active lanes, 0 elsewhere.
@@ -3115,6 +3266,13 @@ def VMI_VSEL(mask: Any, true_val: Any, false_val: Any, *events: Event, pmode: An
     """
     result[i] = mask[i] ? true_val[i] : false_val[i] (``pmode = "merge"`` says the same:
     the lanes not selected keep false_val).
+    """
+    ...
+
+
+def VMI_VSELR(source: Any, index: Any, *events: Event) -> Any:
+    """
+    result[i] = source[index[i]] (an index outside the vector is an error).
     """
     ...
 

@@ -6,9 +6,9 @@ program. An op binds to its entry here, once, at compile time:
   (``vstore %v, %dst[%off], %mask`` and ``vstore %v, %dst[%off], %stride {group = 8}`` bind
   the mask and the stride by their types: ``!pto.vmi.mask`` and ``index``);
 * the attribute dictionary fills the parameters by name (a unit attribute, ``reassoc``, is
-  True); a parameter ``result_type`` gets the type of the op's first result, ``signless``
-  whether the first vector operand's element type is a signless integer (``i32``, not
-  ``si32``);
+  True), quoted literals (``pto.vmi.pset "PAT_ALL"``) the others in order; a parameter
+  ``result_type`` gets the type of the op's first result, ``signless`` whether the first
+  vector operand's element type is a signless integer (``i32``, not ``si32``);
 * the op's results are the entry's, which its semantics return.
 
 The static rules and the legality table run here with the operands' types (``VmiSpec``,
@@ -27,6 +27,7 @@ from ..isa.registry import Instr, Opnd
 from ..vector.logical import VmiMaskSpec, VmiSpec, vmi_spec
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, dialect_binder
+from .micro import _split
 from .micro import value_spec as micro_value_spec
 
 
@@ -58,7 +59,7 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     """The step of VMI op ``op`` bound to entry ``ins`` (see the module's docstring)."""
     where = {"op": op.name, "loc": op.loc}
     try:
-        vals = list(op.operands)
+        vals, _, literals = _split(op)
         specs = [value_spec(v.type) for v in vals]
         res_specs = [value_spec(v.type) for v in op.results]
     except VerifyError:
@@ -87,7 +88,7 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                           f"{len(ins.results)}", **where)
     for r, s in zip(ins.results, res_specs, strict=True):
         types[r.name] = s
-    params = _params(op, ins, specs, res_specs)
+    params = _params(op, ins, specs, res_specs, literals)
     try:
         ins.check_types(cf.c.target, types, params, cf.c.permissive)
     except VerifyError:
@@ -99,7 +100,7 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     run = ins.run
     loc = op.loc
     name = op.name
-    one = res[0] if res else None
+    one = res[0] if len(res) == 1 else None
 
     def step(env: Env) -> None:
         vs = [None if s is None else env[s] for s in fixed]
@@ -111,10 +112,14 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             raise e.with_loc(loc) from None
         if one is not None:
             env[one] = out
+        elif res:
+            for slot, v in zip(res, out, strict=True):
+                env[slot] = v
     return step
 
 
-def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any]) -> dict[str, Any]:
+def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any],
+            literals: list[Any]) -> dict[str, Any]:
     names = {p.name for p in ins.params}
     params: dict[str, Any] = {}
     for key, a in op.attributes.items:
@@ -129,6 +134,11 @@ def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any]) -> dict[
     if "signless" in names:
         first = next((s for s in specs if isinstance(s, VmiSpec)), None)
         params["signless"] = bool(first is not None and first.signless)
+    free = [p.name for p in ins.params if p.name not in params]
+    if len(literals) > len(free):
+        raise VerifyError(f"{len(literals)} literal(s) for {len(free)} parameter(s)",
+                          op=op.name, loc=op.loc)
+    params.update(zip(free, literals, strict=False))  # ("PAT_ALL" of pset)
     return params
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...enums import Pipe
 from ...vector.logical import LMask, VmiMaskSpec
+from ..micro.predicate import pattern_lanes
 from ..registry import Opnd, Param, Sig, instr
 from .common import result_spec
 
@@ -48,3 +49,13 @@ def VMI_CREATE_GROUP_MASK(m: Any, active_elems_per_group: int, *, num_groups: An
     """result[i] = (i % group_size) < active_elems_per_group, over num_groups groups."""
     n = _lanes(result_type, "create_group_mask")
     return LMask(np.arange(n) % int(group_size) < int(active_elems_per_group))
+
+
+@instr("VMI_PSET", pipe=Pipe.V, dialect="vmi", operands=(),
+       params=(Param("pattern", "PAT_ALL"), Param("result_type", None)),
+       results=(Opnd("result", "lmask"),))
+def VMI_PSET(m: Any, *, pattern: str = "PAT_ALL", result_type: Any = None) -> LMask:
+    """A mask from a pattern token over the logical lanes: PAT_ALL, PAT_ALLF (none),
+    PAT_VL<k> (the first k lanes); the micro-ops' tokens (micro-isa/05)."""
+    n = _lanes(result_type, "pset")
+    return LMask(pattern_lanes(str(pattern), n, "vmi.pset"))
