@@ -2860,14 +2860,27 @@ def VMI_PSET(*events: Event, pattern: str = 'PAT_ALL', result_type: Any = None) 
     ...
 
 
-def VMI_VABS(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VABS(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = |src[i]| on active lanes, 0 elsewhere.
     """
     ...
 
 
-def VMI_VADD(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VADD(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.
     """
@@ -2887,7 +2900,14 @@ def VMI_VADDS(
     ...
 
 
-def VMI_VAND(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VAND(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] & rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise and.
     """
@@ -2923,6 +2943,8 @@ def VMI_VCADD(
     group: Any = None,
     reassoc: Any = None,
     pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
 ) -> Any:
     """
     result[g] = the sum of the active lanes of group g (L / C lanes each, C = group or 1); integers wrap, floats accumulate in f32 in lane order.
@@ -2951,16 +2973,32 @@ def VMI_VCI(
     ...
 
 
-def VMI_VCMAX(src: Any, mask: Any, *events: Event, group: Any = None, pmode: Any = None) -> Any:
+def VMI_VCMAX(
+    src: Any,
+    mask: Any,
+    *events: Event,
+    group: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
+) -> Any:
     """
-    result[g] = the maximum of the active lanes of group g (-inf / the type's minimum when none is active).
+    result[g] = the maximum of the active lanes of group g (-inf / the type's minimum when none is active; signless integers, iN, compare unsigned).
     """
     ...
 
 
-def VMI_VCMIN(src: Any, mask: Any, *events: Event, group: Any = None, pmode: Any = None) -> Any:
+def VMI_VCMIN(
+    src: Any,
+    mask: Any,
+    *events: Event,
+    group: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
+) -> Any:
     """
-    result[g] = the minimum of the active lanes of group g (+inf / the type's maximum when none is active).
+    result[g] = the minimum of the active lanes of group g (+inf / the type's maximum when none is active; signless integers, iN, compare unsigned).
     """
     ...
 
@@ -3004,10 +3042,13 @@ def VMI_VCVT(
     saturate: Any = None,
     pmode: Any = None,
     result_type: Any = None,
+    spelling: Any = None,
 ) -> Any:
     """
     result[i] = src[i] converted to the result's element type (active lanes; 0
-    elsewhere), rounding and saturation as the module says.
+    elsewhere), rounding and saturation as the module says. Under the older names the name
+    says the source's signedness where it matters: ``extui`` / ``uitofp`` read it unsigned,
+    ``extsi`` / ``sitofp`` signed.
     """
     ...
 
@@ -3032,14 +3073,27 @@ def VMI_VDINTLV(
     ...
 
 
-def VMI_VDIV(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VDIV(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] / rhs[i] (IEEE: x / 0 is inf or NaN) on active lanes, 0 elsewhere.
     """
     ...
 
 
-def VMI_VEXP(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VEXP(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = e^src[i] on active lanes, 0 elsewhere.
     """
@@ -3094,7 +3148,13 @@ def VMI_VINTLV(
     ...
 
 
-def VMI_VLN(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VLN(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = ln(src[i]) on active lanes, 0 elsewhere.
     """
@@ -3132,7 +3192,14 @@ def VMI_VLRELU(
     ...
 
 
-def VMI_VMAX(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VMAX(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = max(lhs[i], rhs[i]) (NaN propagates) on active lanes, 0 elsewhere.
     """
@@ -3152,7 +3219,14 @@ def VMI_VMAXS(
     ...
 
 
-def VMI_VMIN(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VMIN(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = min(lhs[i], rhs[i]) (NaN propagates) on active lanes, 0 elsewhere.
     """
@@ -3172,7 +3246,14 @@ def VMI_VMINS(
     ...
 
 
-def VMI_VMUL(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VMUL(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.
     """
@@ -3221,21 +3302,40 @@ def VMI_VMULS(
     ...
 
 
-def VMI_VNEG(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VNEG(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = -src[i] on active lanes, 0 elsewhere.
     """
     ...
 
 
-def VMI_VNOT(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VNOT(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = ~src[i] on the lanes' bits on active lanes, 0 elsewhere; of a mask, its complement.
     """
     ...
 
 
-def VMI_VOR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VOR(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] | rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise or.
     """
@@ -3255,7 +3355,13 @@ def VMI_VPRELU(
     ...
 
 
-def VMI_VRELU(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VRELU(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = max(src[i], 0) on active lanes, 0 elsewhere.
     """
@@ -3277,7 +3383,14 @@ def VMI_VSELR(source: Any, index: Any, *events: Event) -> Any:
     ...
 
 
-def VMI_VSHL(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VSHL(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere (an amount outside [0, width) gives 0).
     """
@@ -3297,7 +3410,14 @@ def VMI_VSHLS(
     ...
 
 
-def VMI_VSHR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VSHR(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] >> rhs[i], logical (vmi-isa/03: unsigned right shift), on active lanes, 0 elsewhere (an amount outside [0, width) gives 0).
     """
@@ -3317,7 +3437,13 @@ def VMI_VSHRS(
     ...
 
 
-def VMI_VSQRT(src: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VSQRT(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = sqrt(src[i]) on active lanes, 0 elsewhere.
     """
@@ -3344,14 +3470,28 @@ def VMI_VSTORE(
     ...
 
 
-def VMI_VSUB(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VSUB(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] - rhs[i] on active lanes, 0 elsewhere.
     """
     ...
 
 
-def VMI_VXOR(lhs: Any, rhs: Any, mask: Any | None = None, *events: Event, pmode: Any = None) -> Any:
+def VMI_VXOR(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
     """
     result[i] = lhs[i] ^ rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise xor.
     """

@@ -121,14 +121,24 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
 def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any],
             literals: list[Any]) -> dict[str, Any]:
     names = {p.name for p in ins.params}
+    bound = {"result_type", "signless", "spelling"}  # (filled here, never written)
+    renamed = ins.ptoas.attrs if ins.ptoas is not None else {}
     params: dict[str, Any] = {}
     for key, a in op.attributes.items:
-        if key not in names or key in ("result_type", "signless"):
-            raise VerifyError(f"unknown attribute '{key}' (known: "
-                              f"{', '.join(sorted(names - {'result_type', 'signless'}))})",
-                              op=op.name, loc=op.loc)
         v = bridge.attr_value(a)
-        params[key] = True if v is None else v
+        to = key
+        if key in renamed:  # (an older name's attribute: num_groups is group)
+            spec = renamed[key]
+            if spec.to is None:
+                continue
+            to, v = spec.to, spec.values.get(v, v)
+        if to not in names or to in bound:
+            known = sorted((names - bound) | set(renamed))
+            raise VerifyError(f"unknown attribute '{key}' (known: {', '.join(known)})",
+                              op=op.name, loc=op.loc)
+        params[to] = True if v is None else v
+    if "spelling" in names:
+        params["spelling"] = op.name
     if "result_type" in names and res_specs:
         params["result_type"] = res_specs[0]
     if "signless" in names:

@@ -23,7 +23,18 @@ from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..micro.binary import _shl
 from ..micro.common import elementwise, on_bits
 from ..registry import Instr, Opnd, Param, Sig, instr
-from .common import active, no_merge, result_spec, same_lanes, same_lvec, scalar_as, zeroing
+from .common import (
+    SPELLING,
+    active,
+    names,
+    no_merge,
+    result_spec,
+    same_lanes,
+    same_lvec,
+    scalar_as,
+    spelled,
+    zeroing,
+)
 
 _MASK = Opnd("mask", "lmask", optional=True)
 _RES = (Opnd("result", "lvec"),)
@@ -43,11 +54,14 @@ def _shl_like(a: np.ndarray, s: np.ndarray, right: bool) -> np.ndarray:
 
 
 def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = False,
-            shift: bool = False, masks: bool = False) -> Instr:
+            shift: bool = False, masks: bool = False, aka: dict[str, str] | None = None
+            ) -> Instr:
+    """``aka``: the older names (designs/vmi-implementation-manual.md 3.1) -> the element kind
+    they take ("float", "int", "" any)."""
     kind = "any" if masks else "lvec"
 
     def impl(m: Any, lhs: Any, rhs: Any, mask: LMask | None = None, *,
-             pmode: str | None = None) -> Any:
+             pmode: str | None = None, spelling: str | None = None) -> Any:
         no_merge(name.lower(), pmode)
         if isinstance(lhs, LMask) or isinstance(rhs, LMask):
             if not (isinstance(lhs, LMask) and isinstance(rhs, LMask)) or mask is not None:
@@ -66,46 +80,48 @@ def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = 
     impl.__doc__ = doc
     impl.__module__ = __name__
     static = (same_lvec("lhs", "rhs", "result") if not shift else same_lvec("lhs", "result"),
-              same_lanes("lhs", "rhs", "mask", "result"))
+              same_lanes("lhs", "rhs", "mask", "result"), spelled(aka or {}, "lhs"))
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("lhs", kind), Opnd("rhs", kind), _MASK),
-                 params=(Param("pmode", None),),
+                 params=(Param("pmode", None), SPELLING),
                  results=(Opnd("result", kind),), dtype_key=("lhs",) if not masks else (),
-                 static=static)(impl)
+                 static=static, ptoas=names(*(aka or {})))(impl)
 
 
-VADD = _binary("VADD", np.add, "result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.")
+VADD = _binary("VADD", np.add, "result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.",
+               aka={"addf": "float", "addi": "int"})
 VSUB = _binary("VSUB", np.subtract, "result[i] = lhs[i] - rhs[i] on active lanes, 0 "
-               "elsewhere.")
+               "elsewhere.", aka={"subf": "float", "subi": "int"})
 VMUL = _binary("VMUL", np.multiply, "result[i] = lhs[i] * rhs[i] on active lanes, 0 "
-               "elsewhere.")
+               "elsewhere.", aka={"mulf": "float", "muli": "int"})
 VDIV = _binary("VDIV", np.divide, "result[i] = lhs[i] / rhs[i] (IEEE: x / 0 is inf or NaN) "
-               "on active lanes, 0 elsewhere.")
+               "on active lanes, 0 elsewhere.", aka={"divf": "float"})
 VMAX = _binary("VMAX", np.maximum, "result[i] = max(lhs[i], rhs[i]) (NaN propagates) on "
-               "active lanes, 0 elsewhere.")
+               "active lanes, 0 elsewhere.", aka={"maxf": "float"})
 VMIN = _binary("VMIN", np.minimum, "result[i] = min(lhs[i], rhs[i]) (NaN propagates) on "
-               "active lanes, 0 elsewhere.")
+               "active lanes, 0 elsewhere.", aka={"minf": "float"})
 VAND = _binary("VAND", np.bitwise_and, "result[i] = lhs[i] & rhs[i] on the lanes' bits on "
                "active lanes, 0 elsewhere; of two masks, their lane-wise and.", bits=True,
-               masks=True)
+               masks=True, aka={"andi": "int", "mask_and": ""})
 VOR = _binary("VOR", np.bitwise_or, "result[i] = lhs[i] | rhs[i] on the lanes' bits on "
               "active lanes, 0 elsewhere; of two masks, their lane-wise or.", bits=True,
-              masks=True)
+              masks=True, aka={"ori": "int", "mask_or": ""})
 VXOR = _binary("VXOR", np.bitwise_xor, "result[i] = lhs[i] ^ rhs[i] on the lanes' bits on "
                "active lanes, 0 elsewhere; of two masks, their lane-wise xor.", bits=True,
-               masks=True)
+               masks=True, aka={"xori": "int", "mask_xor": ""})
 VSHL = _binary("VSHL", _shl, "result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere (an "
-               "amount outside [0, width) gives 0).", shift=True)
+               "amount outside [0, width) gives 0).", shift=True, aka={"shli": "int"})
 VSHR = _binary("VSHR", _lshr, "result[i] = lhs[i] >> rhs[i], logical (vmi-isa/03: unsigned "
                "right shift), on active lanes, 0 elsewhere (an amount outside [0, width) "
-               "gives 0).", shift=True)
+               "gives 0).", shift=True, aka={"shrui": "int"})
 
 
 def _unary(name: str, fn: Callable[[Any], Any], doc: str, *, bits: bool = False,
-           masks: bool = False) -> Instr:
+           masks: bool = False, aka: dict[str, str] | None = None) -> Instr:
     kind = "any" if masks else "lvec"
 
-    def impl(m: Any, src: Any, mask: LMask | None = None, *, pmode: str | None = None) -> Any:
+    def impl(m: Any, src: Any, mask: LMask | None = None, *, pmode: str | None = None,
+             spelling: str | None = None) -> Any:
         no_merge(name.lower(), pmode)
         if isinstance(src, LMask):
             if mask is not None:
@@ -117,23 +133,31 @@ def _unary(name: str, fn: Callable[[Any], Any], doc: str, *, bits: bool = False,
     impl.__doc__ = doc
     impl.__module__ = __name__
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
-                 operands=(Opnd("src", kind), _MASK), params=(Param("pmode", None),),
+                 operands=(Opnd("src", kind), _MASK), params=(Param("pmode", None), SPELLING),
                  results=(Opnd("result", kind),), dtype_key=("src",) if not masks else (),
-                 static=(same_lvec("src", "result"), same_lanes("src", "mask", "result")))(impl)
+                 static=(same_lvec("src", "result"), same_lanes("src", "mask", "result"),
+                         spelled(aka or {}, "src")), ptoas=names(*(aka or {})))(impl)
 
 
 def _relu(a: np.ndarray) -> np.ndarray:
     return np.where(a > 0, a, a.dtype.type(0))
 
 
-VABS = _unary("VABS", np.abs, "result[i] = |src[i]| on active lanes, 0 elsewhere.")
-VNEG = _unary("VNEG", np.negative, "result[i] = -src[i] on active lanes, 0 elsewhere.")
-VRELU = _unary("VRELU", _relu, "result[i] = max(src[i], 0) on active lanes, 0 elsewhere.")
-VEXP = _unary("VEXP", np.exp, "result[i] = e^src[i] on active lanes, 0 elsewhere.")
-VLN = _unary("VLN", np.log, "result[i] = ln(src[i]) on active lanes, 0 elsewhere.")
-VSQRT = _unary("VSQRT", np.sqrt, "result[i] = sqrt(src[i]) on active lanes, 0 elsewhere.")
+VABS = _unary("VABS", np.abs, "result[i] = |src[i]| on active lanes, 0 elsewhere.",
+              aka={"absf": "float", "absi": "int"})
+VNEG = _unary("VNEG", np.negative, "result[i] = -src[i] on active lanes, 0 elsewhere.",
+              aka={"negf": "float"})
+VRELU = _unary("VRELU", _relu, "result[i] = max(src[i], 0) on active lanes, 0 elsewhere.",
+               aka={"relu": ""})
+VEXP = _unary("VEXP", np.exp, "result[i] = e^src[i] on active lanes, 0 elsewhere.",
+              aka={"exp": ""})
+VLN = _unary("VLN", np.log, "result[i] = ln(src[i]) on active lanes, 0 elsewhere.",
+             aka={"ln": ""})
+VSQRT = _unary("VSQRT", np.sqrt, "result[i] = sqrt(src[i]) on active lanes, 0 elsewhere.",
+               aka={"sqrt": ""})
 VNOT = _unary("VNOT", np.invert, "result[i] = ~src[i] on the lanes' bits on active lanes, 0 "
-              "elsewhere; of a mask, its complement.", bits=True, masks=True)
+              "elsewhere; of a mask, its complement.", bits=True, masks=True,
+              aka={"not": "int", "mask_not": ""})
 
 
 def _vec_scalar(name: str, fn: Callable[[Any, Any], Any], doc: str,
@@ -228,7 +252,7 @@ def VMI_VCMPS(m: Any, src: LVec, scalar: Any, seed: LMask, *, cmp: str | None = 
        operands=(Opnd("mask", "lmask"), Opnd("true_val", "lvec"), Opnd("false_val", "lvec")),
        params=(Param("pmode", None),), results=_RES, dtype_key=("true_val",),
        static=(same_lvec("true_val", "false_val", "result"),
-               same_lanes("mask", "true_val")))
+               same_lanes("mask", "true_val")), ptoas=names("select"))
 def VMI_VSEL(m: Any, mask: LMask, true_val: LVec, false_val: LVec, *,
              pmode: str | None = None) -> LVec:
     """result[i] = mask[i] ? true_val[i] : false_val[i] (``pmode = "merge"`` says the same:
@@ -251,7 +275,7 @@ def _vci_static(sig: Sig) -> None:
 
 @instr("VMI_VCI", pipe=Pipe.V, dialect="vmi", operands=(Opnd("base", "scalar"),),
        params=(Param("order", None), Param("group", None), Param("result_type", None)),
-       results=_RES, static=(_vci_static,))
+       results=_RES, static=(_vci_static,), ptoas=names("iota"))
 def VMI_VCI(m: Any, base: Any, *, order: str | None = None, group: int | None = None,
             result_type: Any = None) -> LVec:
     """result[i] = base + j (``ASC``) or base - j (``DESC``), j = i, or i % (L / group) with

@@ -11,7 +11,8 @@ from ... import dtypes as D
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec, vmi_spec
 from ...vector.regs import Ptr, buffer_bytes
-from ..registry import Sig, StaticRule
+from ..registry import Param, Sig, StaticRule
+from ..spelling import Attr, Ptoas
 
 
 def active(mask: LMask | None, n: int) -> np.ndarray:
@@ -123,6 +124,34 @@ def same_lanes(*names: str, gran: bool = True) -> StaticRule:
 _GRAN_BYTES = {"b8": 1, "b16": 2, "b32": 4}
 
 
+#: the attribute of the older op names (``group_reduce_addf``, ``group_store`` ...) that is
+#: ``group`` of the ISA's names
+NUM_GROUPS = {"num_groups": Attr("group")}
+
+
+def names(*ops: str, attrs: dict[str, Attr] | None = None) -> Ptoas:
+    """The other PTOAS names of a VMI entry (the op set of designs/vmi-implementation-manual.md
+    3.1, which PTOAS's passes still write: ``pto.vmi.addf`` is ``vadd`` on floats)."""
+    return Ptoas(names=tuple(f"pto.vmi.{o}" for o in ops), attrs=attrs or {})
+
+
+#: the parameter the binder fills with the op's name (an entry of several names)
+SPELLING = Param("spelling", None)
+
+
+def spelled(kinds: dict[str, str], operand: str) -> StaticRule:
+    """A name that says its element kind (``addf``: floats, ``addi``: integers) takes only
+    that kind."""
+    def rule(sig: Sig) -> None:
+        name = sig.params.get("spelling")
+        want = kinds.get(str(name).removeprefix("pto.vmi.")) if name else None
+        t = sig[operand]
+        if want and isinstance(t, VmiSpec) and \
+                (t.dtype.is_float if want == "float" else t.dtype.is_int) is False:
+            raise sig.fail(f"'{name}' takes {want} elements, got {t}")
+    return rule
+
+
 def elem_of(sig: Sig, name: str) -> D.DType | None:
     t = sig[name]
     return t.dtype if isinstance(t, VmiSpec) else None
@@ -132,5 +161,6 @@ def is_float(dt: D.DType) -> bool:
     return dt.is_float
 
 
-__all__ = ["active", "elem_of", "no_merge", "result_spec", "same_lanes", "same_lvec", "scalar_as",
+__all__ = ["NUM_GROUPS", "SPELLING", "active", "elem_of", "names", "no_merge", "result_spec",
+           "spelled", "same_lanes", "same_lvec", "scalar_as",
            "ub_elems", "zeroing"]

@@ -28,7 +28,7 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ..elementwise.cvt import convert
 from ..micro.conversion import RND
 from ..registry import Opnd, Param, Sig, instr
-from .common import active, result_spec, same_lanes
+from .common import SPELLING, active, names, result_spec, same_lanes
 
 
 def _kind(src: D.DType, dst: D.DType) -> str:
@@ -71,19 +71,33 @@ def _vcvt_static(sig: Sig) -> None:
     if sat is None and kind in ("FpNarrow", "IntNarrow"):
         raise sig.fail("'saturate' attribute is required for fp-narrow / int-narrow "
                        "conversions")
+    name = str(sig.params.get("spelling") or "").removeprefix("pto.vmi.")
+    if name in _KINDS and kind not in _KINDS[name]:
+        raise sig.fail(f"'pto.vmi.{name}' is a {' or '.join(_KINDS[name])} conversion, "
+                       f"{s.dtype.name} -> {r.dtype.name} is {kind}")
+
+
+#: the older names of vcvt (designs/vmi-implementation-manual.md 3.1) -> the conversion kinds
+#: each one is
+_KINDS = {"extf": ("FpWiden",), "truncf": ("FpNarrow",), "extsi": ("IntWiden",),
+          "extui": ("IntWiden",), "trunci": ("IntNarrow",), "fptosi": ("FpToSi",),
+          "fptoui": ("FpToUi",), "sitofp": ("SiToFp",), "uitofp": ("SiToFp",)}
 
 
 @instr("VMI_VCVT", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("src", "lvec"), Opnd("mask", "lmask", optional=True)),
        params=(Param("rounding", None), Param("saturate", None), Param("pmode", None),
-               Param("result_type", None)),
+               Param("result_type", None), SPELLING),
        results=(Opnd("result", "lvec"),), dtype_key=("src", "result"),
-       static=(_vcvt_static, same_lanes("src", "mask", "result", gran=False)))
+       static=(_vcvt_static, same_lanes("src", "mask", "result", gran=False)),
+       ptoas=names(*_KINDS))
 def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | None = None,
              saturate: str | None = None, pmode: str | None = None,
-             result_type: Any = None) -> LVec:
+             result_type: Any = None, spelling: str | None = None) -> LVec:
     """result[i] = src[i] converted to the result's element type (active lanes; 0
-    elsewhere), rounding and saturation as the module says."""
+    elsewhere), rounding and saturation as the module says. Under the older names the name
+    says the source's signedness where it matters: ``extui`` / ``uitofp`` read it unsigned,
+    ``extsi`` / ``sitofp`` signed."""
     to = result_spec(result_type, "vcvt")
     sdt, ddt = src.dtype, to.dtype
     if sdt.packed or ddt.packed or rounding == "H":
@@ -95,6 +109,11 @@ def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | No
         raise ExecutionError(f"operation 'pto.vmi.vcvt' with pmode = \"{pmode}\" cannot be "
                              "executed by ptoisa yet")
     x = src.data
+    name = str(spelling or "").removeprefix("pto.vmi.")
+    if sdt.is_int and name in ("extui", "uitofp", "extsi", "sitofp"):
+        signed = name in ("extsi", "sitofp")
+        x = x.view(np.dtype(f"{'i' if signed else 'u'}{x.dtype.itemsize}"))
+        sdt = D.dtype(x.dtype)
     sat = saturate == "SAT" if saturate is not None else ddt.is_int
     if saturate == "SAT" and sdt.is_float and ddt.is_float:
         x = np.where(np.isnan(x), x.dtype.type(0), x)  # (the saturating mode: NaN to 0)
@@ -116,7 +135,7 @@ def _same_bits(sig: Sig) -> None:
 
 @instr("VMI_VINTERPRET_CAST", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(_same_bits,))
+       static=(_same_bits,), ptoas=names("bitcast"))
 def VMI_VINTERPRET_CAST(m: Any, src: LVec, *, result_type: Any = None) -> LVec:
     """The source's bits read as the result type's lanes (lane count may change, the bits
     are conserved)."""

@@ -24,7 +24,7 @@ from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ...vector.regs import Ptr, PtrSpec
 from ..registry import Opnd, Param, Sig, instr
-from .common import active, no_merge, result_spec, same_lanes, ub_elems, zeroing
+from .common import NUM_GROUPS, active, names, no_merge, result_spec, same_lanes, ub_elems, zeroing
 
 
 def _to(result_type: Any, what: str) -> VmiSpec:
@@ -88,7 +88,8 @@ def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None),
                Param("result_type", None)),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(lambda sig: _modes(sig, "result"),))
+       static=(lambda sig: _modes(sig, "result"),),
+       ptoas=names("load", "group_load", "group_slot_load", attrs=NUM_GROUPS))
 def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
               block_stride: int | None = None, *, dist_mode: str | None = None,
               group: int | None = None, pmode: str | None = None,
@@ -117,7 +118,8 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None)),
        dtype_key=("value",),
        static=(lambda sig: _modes(sig, "value"), same_lanes("value", "mask"),
-               lambda sig: _group_unmasked(sig)))
+               lambda sig: _group_unmasked(sig)),
+       ptoas=names("store", "masked_store", "group_store", attrs=NUM_GROUPS))
 def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None = None,
                block_stride: int | None = None, mask: LMask | None = None, *,
                dist_mode: str | None = None, group: int | None = None,

@@ -22,7 +22,17 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ..registry import Instr, Opnd, Param, Sig, instr
-from .common import active, no_merge, result_spec, same_lanes, scalar_as
+from .common import (
+    NUM_GROUPS,
+    SPELLING,
+    active,
+    names,
+    no_merge,
+    result_spec,
+    same_lanes,
+    scalar_as,
+    spelled,
+)
 
 
 def _groups(sig: Sig, src: str = "src") -> None:
@@ -54,10 +64,19 @@ def _neutral(dt: np.dtype, kind: str) -> Any:
 
 
 def _reduce(name: str, kind: str, doc: str) -> Instr:
+    short = {"add": "add", "max": "max", "min": "min"}[kind]
+    aka = {f"{g}reduce_{short}{k[0]}": k for g in ("", "group_") for k in ("float", "int")}
+
     def impl(m: Any, src: LVec, mask: LMask, *, group: int | None = None,
-             reassoc: Any = None, pmode: str | None = None) -> LVec:
+             reassoc: Any = None, pmode: str | None = None, signless: bool = False,
+             spelling: str | None = None) -> LVec:
         no_merge(name.lower(), pmode)
         x = src.data
+        if signless and kind != "add" and x.dtype.kind == "i":
+            # (signless integers order unsigned: the reduction of their bits, viewed back)
+            u = np.dtype(f"u{x.dtype.itemsize}")
+            r = impl(m, LVec(x.view(u)), mask, group=group, pmode=pmode)
+            return LVec(r.data.view(x.dtype))
         c = int(group or 1)
         if x.size % c:
             raise ExecutionError(f"{name.lower()}: group = {c} does not divide {x.size} lanes")
@@ -83,24 +102,26 @@ def _reduce(name: str, kind: str, doc: str) -> Instr:
 
     impl.__doc__ = doc
     impl.__module__ = __name__
-    static: tuple[Any, ...] = (_groups, same_lanes("src", "mask"))
-    params = [Param("group", None), Param("pmode", None)]
+    static: tuple[Any, ...] = (_groups, same_lanes("src", "mask"), spelled(aka, "src"))
+    params = [Param("group", None), Param("pmode", None), Param("signless", False), SPELLING]
     if kind == "add":
         static += (_fp_reassoc,)
         params.insert(1, Param("reassoc", None))
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")), params=tuple(params),
                  results=(Opnd("result", "lvec"),), dtype_key=("src",),
-                 static=static)(impl)
+                 static=static, ptoas=names(*aka, attrs=NUM_GROUPS))(impl)
 
 
 VCADD = _reduce("VCADD", "add", "result[g] = the sum of the active lanes of group g (L / C "
                 "lanes each, C = group or 1); integers wrap, floats accumulate in f32 in "
                 "lane order.")
 VCMAX = _reduce("VCMAX", "max", "result[g] = the maximum of the active lanes of group g "
-                "(-inf / the type's minimum when none is active).")
+                "(-inf / the type's minimum when none is active; signless integers, iN, "
+                "compare unsigned).")
 VCMIN = _reduce("VCMIN", "min", "result[g] = the minimum of the active lanes of group g "
-                "(+inf / the type's maximum when none is active).")
+                "(+inf / the type's maximum when none is active; signless integers, iN, "
+                "compare unsigned).")
 
 
 def _vbrc_static(sig: Sig) -> None:
@@ -124,7 +145,8 @@ def _vbrc_static(sig: Sig) -> None:
 
 @instr("VMI_VBRC", pipe=Pipe.V, dialect="vmi", operands=(Opnd("value", "any"),),
        params=(Param("group", None), Param("result_type", None)),
-       results=(Opnd("result", "lvec"),), static=(_vbrc_static,))
+       results=(Opnd("result", "lvec"),), static=(_vbrc_static,),
+       ptoas=names("broadcast", "group_broadcast", attrs=NUM_GROUPS))
 def VMI_VBRC(m: Any, value: Any, *, group: int | None = None, result_type: Any = None) -> LVec:
     """Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
     g * L / C + j = value[g]."""
