@@ -2852,10 +2852,33 @@ def VMI_ENSURE_MASK_LAYOUT(source: Any, *events: Event) -> Any:
     ...
 
 
+def VMI_PACK(parts: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    The layout-assigned value ``result_type`` whose physical registers are ``parts`` (the
+    inverse of unpack: each logical lane read where the lane map puts it).
+    """
+    ...
+
+
 def VMI_PSET(*events: Event, pattern: str = 'PAT_ALL', result_type: Any = None) -> Any:
     """
     A mask from a pattern token over the logical lanes: PAT_ALL, PAT_ALLF (none),
     PAT_VL<k> (the first k lanes); the micro-ops' tokens (micro-isa/05).
+    """
+    ...
+
+
+def VMI_UNPACK(
+    source: Any,
+    *events: Event,
+    source_type: Any = None,
+    result_types: Any = None,
+) -> Any:
+    """
+    The physical registers of a layout-assigned value (``source_type`` states its layout),
+    in PTOAS's canonical order (``ptoisa.vector.logical.lane_map``). Data lanes outside the
+    value (padding, unused group slots: undefined on the NPU) hold the poison pattern of
+    unwritten bytes (0xFF); mask lanes outside it are inactive.
     """
     ...
 
@@ -3006,15 +3029,18 @@ def VMI_VCMIN(
 def VMI_VCMP(
     lhs: Any,
     rhs: Any,
-    seed: Any,
+    seed: Any | None = None,
     *events: Event,
     cmp: Any = None,
     pmode: Any = None,
     signless: bool = False,
+    spelling: Any = None,
 ) -> Any:
     """
     result[i] = seed[i] && (lhs[i] cmp rhs[i]) (floats unordered: NaN compares false but
-    for ne; signless integers, ``iN``, compare unsigned).
+    for ne; signless integers, ``iN``, compare unsigned); ``cmp`` may be one of MLIR's
+    predicates too (``olt``, ``ult``, ``slt`` ...: their NaN rule and signedness), as the older
+    names ``cmpf "olt", %a, %b`` / ``cmpi`` write it (no seed: every lane).
     """
     ...
 
@@ -3174,7 +3200,9 @@ def VMI_VLOAD(
 ) -> Any:
     """
     result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
-    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j].
+    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
+    ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
+    first result, the odd ones in ``high``.
     """
     ...
 
@@ -3457,6 +3485,7 @@ def VMI_VSTORE(
     stride: Any | None = None,
     block_stride: int | float | np.generic | None = None,
     mask: Any | None = None,
+    high: Any | None = None,
     *events: Event,
     dist_mode: Any = None,
     group: Any = None,
@@ -3465,7 +3494,9 @@ def VMI_VSTORE(
     """
     ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
     ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
-    lanes stored through a narrower integer pointer keep their low bits.
+    lanes stored through a narrower integer pointer keep their low bits. Two values with
+    ``dist_mode = "dintlv"`` (or ``"intlv"``): interleaved, value[i] at offset + 2i and
+    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load).
     """
     ...
 

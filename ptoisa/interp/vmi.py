@@ -9,7 +9,10 @@ program. An op binds to its entry here, once, at compile time:
   True), quoted literals (``pto.vmi.pset "PAT_ALL"``) the others in order; a parameter
   ``result_type`` gets the type of the op's first result, ``signless`` whether the first
   vector operand's element type is a signless integer (``i32``, not ``si32``);
-* the op's results are the entry's, which its semantics return.
+* the op's results are the entry's, which its semantics return; an operand of kind
+  ``group`` takes every remaining value as one tuple (``pack``), an entry with a
+  ``result_types`` parameter gives as many results as the op binds (``unpack``: one per
+  physical part), ``source_type`` is the first operand's type (its layout).
 
 The static rules and the legality table run here with the operands' types (``VmiSpec``,
 ``VmiMaskSpec``, ``PtrSpec``, scalars' element types); at run time the step calls
@@ -69,7 +72,28 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     slots: list[Any] = []
     types: dict[str, Any] = {}
     k = 0
-    for o in ins.operands:
+    by_name = {o.name: o for o in ins.operands}
+    formed = False
+    for f in (ins.ptoas.forms.get(op.name, ()) if ins.ptoas is not None else ()):
+        # (a written variant whose values are other operands, in its order: the first
+        # whose every value fits its operand's kind)
+        if len(f.ins) == len(vals) and all(
+                _fits(by_name[n], v.type, sp) for n, v, sp in zip(f.ins, vals, specs,
+                                                                   strict=True)):
+            written = dict(zip(f.ins, range(len(vals)), strict=True))
+            for o in ins.operands:
+                j = written.get(o.name)
+                slots.append(None if j is None else cf.slot(vals[j]))
+                if j is not None:
+                    types[o.name] = specs[j]
+            k, formed = len(vals), True
+            break
+    for o in () if formed else ins.operands:
+        if o.kind == "group":  # (pack: every remaining value, one tuple)
+            slots.append(("all", tuple(cf.slot(v) for v in vals[k:])))
+            types[o.name] = tuple(specs[k:])
+            k = len(vals)
+            continue
         if k < len(vals) and _fits(o, vals[k].type, specs[k]):
             slots.append(cf.slot(vals[k]))
             types[o.name] = specs[k]
@@ -83,10 +107,13 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     if k < len(vals):
         raise VerifyError(f"unexpected operand {k + 1} of type {vals[k].type} (operands: "
                           f"{', '.join(o.name for o in ins.operands)})", **where)
-    if len(op.results) != len(ins.results):
+    variadic = any(p.name == "result_types" for p in ins.params)  # (unpack: one per part)
+    least = sum(1 for r in ins.results if not r.optional)
+    if not least <= len(op.results) <= len(ins.results) and not variadic:
         raise VerifyError(f"has {len(op.results)} result(s), {ins.mnemonic} gives "
+                          f"{least if least == len(ins.results) else f'{least} to '}"
                           f"{len(ins.results)}", **where)
-    for r, s in zip(ins.results, res_specs, strict=True):
+    for r, s in zip(ins.results, res_specs, strict=False):
         types[r.name] = s
     params = _params(op, ins, specs, res_specs, literals)
     try:
@@ -100,28 +127,29 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     run = ins.run
     loc = op.loc
     name = op.name
-    one = res[0] if len(res) == 1 else None
 
     def step(env: Env) -> None:
-        vs = [None if s is None else env[s] for s in fixed]
+        vs = [None if s is None else env[s] if isinstance(s, int)
+              else tuple(env[x] for x in s[1]) for s in fixed]
         try:
             out = run(env[0].machine, vs, params, checked=True, loc=loc)
         except PtoError as e:
             if e.op is None:
                 e.op = name
             raise e.with_loc(loc) from None
-        if one is not None:
-            env[one] = out
-        elif res:
+        if isinstance(out, tuple):  # (several results: as many as the op binds)
             for slot, v in zip(res, out, strict=True):
                 env[slot] = v
+        elif res:
+            env[res[0]] = out
     return step
 
 
 def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any],
             literals: list[Any]) -> dict[str, Any]:
     names = {p.name for p in ins.params}
-    bound = {"result_type", "signless", "spelling"}  # (filled here, never written)
+    # (filled here, never written)
+    bound = {"result_type", "result_types", "source_type", "signless", "spelling"}
     renamed = ins.ptoas.attrs if ins.ptoas is not None else {}
     params: dict[str, Any] = {}
     for key, a in op.attributes.items:
@@ -141,6 +169,10 @@ def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any],
         params["spelling"] = op.name
     if "result_type" in names and res_specs:
         params["result_type"] = res_specs[0]
+    if "result_types" in names:
+        params["result_types"] = tuple(res_specs)
+    if "source_type" in names and specs:
+        params["source_type"] = specs[0]
     if "signless" in names:
         first = next((s for s in specs if isinstance(s, VmiSpec)), None)
         params["signless"] = bool(first is not None and first.signless)

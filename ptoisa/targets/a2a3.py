@@ -265,14 +265,14 @@ LEGALITY: dict[str, Rule] = {
     # vcvt: source and destination from the page's list (the pairs are the verifier's)
     "VMI_VCVT": rule(),
     **{op: rule() for op in ("VMI_PSET", "VMI_ENSURE_LAYOUT", "VMI_ENSURE_MASK_LAYOUT",
-                             "VMI_ENSURE_MASK_GRANULARITY")},
+                             "VMI_ENSURE_MASK_GRANULARITY", "VMI_PACK", "VMI_UNPACK")},
     # vmi-isa/07 and 09: the pages' datatypes (histograms: their 16-bit bins)
     **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
                                       "VMI_VPRELU")},
     "VMI_VMULA": rule(I124 + " f16 bf16 f32"),
     "VMI_VMULL": rule("i32 ui32"),
     **{op: rule("i16 ui16") for op in ("VMI_VDHIST", "VMI_VCHIST")},
-    **{op: rule(B124) for op in ("VMI_VINTLV", "VMI_VDINTLV", "VMI_VSELR")},
+    **{op: rule(B124 + " f8E4M3 f8E5M2") for op in ("VMI_VINTLV", "VMI_VDINTLV", "VMI_VSELR")},
 }
 
 

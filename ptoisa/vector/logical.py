@@ -112,6 +112,108 @@ class LMask:
         return f"LMask({int(self.bits.sum())} of {self.bits.size})"
 
 
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A parsed ``#pto.vmi.layout<...>`` (designs/vmi-introduction.md 2): ``kind`` is
+    ``contiguous``, ``deinterleaved``, ``block_deinterleaved`` or ``group_slots``; ``factor``
+    F of the two deinterleaved kinds; ``groups`` / ``slots`` of group slots; ``stride`` the
+    lane stride (1 by default)."""
+
+    kind: str
+    factor: int = 1
+    groups: int = 0
+    slots: int = 0
+    stride: int = 1
+
+
+_LAYOUT_RE = re.compile(r"#pto\.vmi\.layout<(.*)>", re.DOTALL)
+
+
+@functools.cache
+def parse_layout(text: str) -> Layout:
+    """The layout a ``#pto.vmi.layout<...>`` text states; PtoError with PTOAS's words for one
+    its attribute verifier rejects."""
+    mt = _LAYOUT_RE.fullmatch(text.strip())
+    if mt is None:
+        raise PtoError(f"{text}: expected #pto.vmi.layout<...>")
+    fields: dict[str, int] = {}
+    kind = ""
+    for part in (x.strip() for x in mt.group(1).split(",")):
+        if part == "contiguous":
+            kind = "contiguous"
+            continue
+        kv = re.fullmatch(r"(\w+)\s*=\s*(-?\d+)", part)
+        if kv is None or kv.group(1) not in ("deinterleaved", "block_deinterleaved",
+                                             "num_groups", "slots", "lane_stride"):
+            raise PtoError(f"{text}: expected 'lane_stride = <integer>'")
+        fields[kv.group(1)] = int(kv.group(2))
+    stride = fields.pop("lane_stride", 1)
+    if stride <= 0:
+        raise PtoError(f"{text}: expected a positive lane_stride")
+    for k in ("deinterleaved", "block_deinterleaved"):
+        if k in fields:
+            if fields[k] not in (2, 4):
+                raise PtoError(f"{text} expected factor to be 2 or 4")
+            return Layout(k, factor=fields[k], stride=stride)
+    if "num_groups" in fields or "slots" in fields:
+        g, k = fields.get("num_groups", 0), fields.get("slots", 0)
+        if g <= 0 or k <= 0:
+            raise PtoError(f"{text}: num_groups and slots are positive integers")
+        return Layout("group_slots", groups=g, slots=k, stride=stride)
+    if kind != "contiguous":
+        raise PtoError(f"{text}: expected a layout kind (contiguous, deinterleaved = F, "
+                       "block_deinterleaved = F, num_groups = G, slots = K)")
+    return Layout("contiguous", stride=stride)
+
+
+def lane_map(lanes: int, elem_bytes: int, layout: Layout) -> list[np.ndarray]:
+    """Where the logical lanes of a value sit in its physical registers, in PTOAS's canonical
+    order (vmi-implementation-manual.md "OneToN Conversion Details": contiguous chunks in
+    logical order; deinterleaved parts part-major, each part's chunks in order; group slots
+    in storage order): one array per register of its ``256 / elem_bytes`` lanes, each the
+    logical lane held there or -1 (padding, or a slot no group result uses)."""
+    per = 256 // elem_bytes  # physical lanes of one register
+    out: list[np.ndarray] = []
+    s = layout.stride
+    if layout.kind == "group_slots":
+        g, k = layout.groups, layout.slots
+        for c in range(-(-g // k)):
+            reg = np.full(per, -1, np.int64)
+            for j in range(k):
+                grp = c * k + j
+                if grp < g and j * s < per:
+                    reg[j * s] = grp
+            out.append(reg)
+        return out
+    if layout.kind == "contiguous":
+        step = per // s  # logical lanes per register
+        for c in range(-(-lanes // step)):
+            reg = np.full(per, -1, np.int64)
+            idx = c * step + np.arange(step)
+            keep = idx < lanes
+            reg[(np.arange(step) * s)[keep]] = idx[keep]
+            out.append(reg)
+        return out
+    f = layout.factor
+    part_lanes = -(-lanes // f)  # the longest part
+    if layout.kind == "deinterleaved":
+        chunks = -(-part_lanes // per)
+        for p in range(f):
+            for c in range(chunks):
+                idx = (c * per + np.arange(per)) * f + p
+                out.append(np.where(idx < lanes, idx, -1))
+        return out
+    b = max(1, 32 // elem_bytes)  # lanes of one 32-byte block
+    chunks = -(-(-(-lanes // (b * f)) * b) // per)
+    for p in range(f):
+        for c in range(chunks):
+            phys = c * per + np.arange(per)
+            t, r = phys // b, phys % b
+            idx = (t * f + p) * b + r
+            out.append(np.where(idx < lanes, idx, -1))
+    return out
+
+
 _VMI_RE = re.compile(r"!pto\.vmi\.(vreg|mask)<\s*(\d+)\s*x\s*([\w.!]+)\s*(?:,\s*(.*))?>",
                      re.DOTALL)
 
@@ -136,6 +238,8 @@ def vmi_spec(text: str) -> VmiSpec | VmiMaskSpec | None:
         return None
     kind, lanes, elem, layout = mt.group(1), int(mt.group(2)), mt.group(3), mt.group(4)
     layout = layout.strip() if layout else None
+    if layout is not None:
+        parse_layout(layout)
     if lanes <= 0:
         raise PtoError(f"'{text}': expected a positive element count")
     if kind == "mask":
@@ -151,4 +255,5 @@ def vmi_spec(text: str) -> VmiSpec | VmiMaskSpec | None:
                    signless=re.fullmatch(r"(!pto\.)?i\d+", elem) is not None)
 
 
-__all__ = ["MASK_GRANS", "LMask", "LVec", "VmiMaskSpec", "VmiSpec", "vmi_spec"]
+__all__ = ["MASK_GRANS", "LMask", "LVec", "Layout", "VmiMaskSpec", "VmiSpec", "lane_map",
+           "parse_layout", "vmi_spec"]

@@ -478,3 +478,60 @@ def test_older_names_keep_their_element_kind_and_signedness():
     u = pto.vmi.extui(x, spelling="pto.vmi.extui", result_type=VmiSpec(64, D.i16)).data
     s = pto.vmi.extsi(x, spelling="pto.vmi.extsi", result_type=VmiSpec(64, D.i16)).data
     assert u[:2].tolist() == [255, 5] and s[:2].tolist() == [-1, 5]
+
+
+def test_interleaving_load_and_store_and_pack_unpack():
+    text = """module {
+  func.func @k(%src: !pto.ptr<f32, ub>, %dst: !pto.ptr<f32, ub>, %out: !pto.ptr<f32, ub>) {
+    %c0 = arith.constant 0 : index
+    %lo, %hi = pto.vmi.vload %src[%c0] {dist_mode = "dintlv"}
+        : !pto.ptr<f32, ub> -> !pto.vmi.vreg<64xf32>, !pto.vmi.vreg<64xf32>
+    pto.vmi.vstore %hi, %lo, %dst[%c0] {dist_mode = "dintlv"}
+        : !pto.vmi.vreg<64xf32>, !pto.vmi.vreg<64xf32>, !pto.ptr<f32, ub>
+    %x = pto.vmi.vload %src[%c0] : !pto.ptr<f32, ub> -> !pto.vmi.vreg<128xf32>
+    %d = pto.vmi.ensure_layout %x : !pto.vmi.vreg<128xf32>
+        -> !pto.vmi.vreg<128xf32, #pto.vmi.layout<deinterleaved = 2>>
+    %p0, %p1 = "pto.vmi.unpack"(%d) : (!pto.vmi.vreg<128xf32, #pto.vmi.layout<deinterleaved = 2>>)
+        -> (!pto.vreg<64xf32>, !pto.vreg<64xf32>)
+    %v = "pto.vmi.pack"(%p1, %p0) : (!pto.vreg<64xf32>, !pto.vreg<64xf32>)
+        -> !pto.vmi.vreg<128xf32, #pto.vmi.layout<contiguous>>
+    pto.vmi.vstore %v, %out[%c0] : !pto.vmi.vreg<128xf32, #pto.vmi.layout<contiguous>>,
+        !pto.ptr<f32, ub>
+    return
+  }
+}
+"""
+    src = np.arange(128, dtype=np.float32)
+    dst, out = np.zeros(128, np.float32), np.zeros(128, np.float32)
+    pto.load(text, filename="k.pto").run("k", src, dst, out)
+    # odd elements first in each pair: the two halves swapped
+    assert dst.tolist() == src.reshape(64, 2)[:, ::-1].reshape(-1).tolist()
+    # part 0 (even lanes) and part 1 (odd lanes) of deinterleaved = 2, packed back as the
+    # two 64-lane chunks of a contiguous value: odd lanes, then even lanes
+    assert out.tolist() == src[1::2].tolist() + src[0::2].tolist()
+    with pytest.raises(VerifyError, match="requires 2 physical parts, got 1"):
+        pto.load(text.replace('"pto.vmi.pack"(%p1, %p0) : (!pto.vreg<64xf32>, '
+                              '!pto.vreg<64xf32>)', '"pto.vmi.pack"(%p1) : (!pto.vreg<64xf32>)'),
+                 filename="k.pto")
+
+
+def test_lane_maps_of_the_layouts():
+    from ptoisa.vector.logical import lane_map, parse_layout
+
+    def lm(n: int, size: int, text: str) -> list[list[int]]:
+        return [r.tolist() for r in lane_map(n, size, parse_layout(text))]
+
+    # designs/vmi-introduction.md 2: part p = i % F, lane i / F; part-major chunks
+    d2 = lm(256, 4, "#pto.vmi.layout<deinterleaved = 2>")
+    assert [r[:3] for r in d2] == [[0, 2, 4], [128, 130, 132], [1, 3, 5], [129, 131, 133]]
+    # block_deinterleaved = 4, f32 (B = 8): block q to part q % 4, part lane (q / 4) * 8 + r
+    b4 = lm(64, 4, "#pto.vmi.layout<block_deinterleaved = 4>")
+    assert b4[1][:10] == [8, 9, 10, 11, 12, 13, 14, 15, 40, 41]
+    # group slots: group g in chunk g / K at lane (g % K) * lane_stride
+    gs = lm(16, 1, "#pto.vmi.layout<num_groups = 16, slots = 8, lane_stride = 4>")
+    assert [r[:9] for r in gs] == [[0, -1, -1, -1, 1, -1, -1, -1, 2],
+                                   [8, -1, -1, -1, 9, -1, -1, -1, 10]]
+    tail = lm(65, 4, "#pto.vmi.layout<contiguous>")
+    assert len(tail) == 2 and tail[1][:2] == [64, -1]
+    with pytest.raises(PtoError, match="expected factor to be 2 or 4"):
+        parse_layout("#pto.vmi.layout<deinterleaved = 3>")

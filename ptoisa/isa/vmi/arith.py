@@ -200,12 +200,20 @@ VSHRS = _vec_scalar("VSHRS", _lshr, "result[i] = src[i] >> scalar (logical) on a
 _CMP: dict[str, Callable[[Any, Any], Any]] = {
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal}
+#: MLIR's arith predicates, which PTOAS's VMI compares also take (``"olt"``, ``"ult"``):
+#: name -> (the comparison, NaN gives true (unordered), signedness: "s" / "u" / "")
+_PREDICATES = {
+    **{f"o{k}": (k, False, "") for k in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"u{k}": (k, True, "u") for k in ("eq", "ne", "lt", "le", "gt", "ge")},
+    **{f"s{k}": (k, False, "s") for k in ("lt", "le", "gt", "ge")},
+    **{k: (k, k == "ne", "") for k in _CMP}}
 
 
 def _cmp_attr(sig: Sig) -> None:
     c = sig.params.get("cmp")
-    if c not in _CMP:
-        raise sig.fail(f"cmp = {c!r}: it is one of {', '.join(_CMP)}")
+    if c not in _PREDICATES:
+        raise sig.fail(f"cmp = {c!r}: it is one of {', '.join(_CMP)} (or MLIR's o* / u* / "
+                       "s* predicates)")
 
 
 def _ordered(x: np.ndarray, signless: bool) -> np.ndarray:
@@ -215,23 +223,48 @@ def _ordered(x: np.ndarray, signless: bool) -> np.ndarray:
     return x
 
 
-def _compare(x: np.ndarray, y: np.ndarray, cmp: str, seed: LMask) -> LMask:
+def _compare(x: np.ndarray, y: np.ndarray, cmp: str, seed: LMask | None,
+             signless: bool) -> LMask:
+    """``cmp`` of x and y on the seed's lanes: the page's six (floats: false with a NaN but
+    ne; signless integers unsigned), or an MLIR predicate (its order, NaN rule and
+    signedness)."""
+    op, unordered, sign = _PREDICATES[cmp]
+    if x.dtype.kind in "iu":
+        if sign == "u" or (sign == "" and signless):
+            x, y = _ordered(x, True), _ordered(y, True)
+        elif sign == "s" and x.dtype.kind == "u":
+            x = x.view(np.dtype(f"i{x.dtype.itemsize}"))
+            y = y.view(np.dtype(f"i{y.dtype.itemsize}"))
     with np.errstate(invalid="ignore"):
-        r = np.asarray(_CMP[cmp](x, y), np.bool_)
+        r = np.asarray(_CMP[op](x, y), np.bool_)
+        if x.dtype.kind == "f" and (unordered or cmp.startswith("o")):
+            nan = np.isnan(x) | np.isnan(y)
+            r = r | nan if unordered else r & ~nan
     return LMask(r & active(seed, x.size))
 
 
+def _seeded(sig: Sig) -> None:
+    if sig["seed"] is None and sig.params.get("spelling") == "pto.vmi.vcmp":
+        raise sig.fail("requires the seed mask (vmi-isa/03 3.6)")
+
+
 @instr("VMI_VCMP", pipe=Pipe.V, dialect="vmi",
-       operands=(Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), Opnd("seed", "lmask")),
-       params=(Param("cmp", None), Param("pmode", None), Param("signless", False)),
+       operands=(Opnd("lhs", "lvec"), Opnd("rhs", "lvec"),
+                 Opnd("seed", "lmask", optional=True)),
+       params=(Param("cmp", None), Param("pmode", None), Param("signless", False), SPELLING),
        results=(Opnd("result", "lmask"),), dtype_key=("lhs",),
-       static=(same_lvec("lhs", "rhs"), same_lanes("lhs", "seed", "result"), _cmp_attr))
-def VMI_VCMP(m: Any, lhs: LVec, rhs: LVec, seed: LMask, *, cmp: str | None = None,
-             pmode: str | None = None, signless: bool = False) -> LMask:
+       static=(same_lvec("lhs", "rhs"), same_lanes("lhs", "seed", "result"), _cmp_attr,
+               _seeded, spelled({"cmpf": "float", "cmpi": "int"}, "lhs")),
+       ptoas=names("cmpf", "cmpi"))
+def VMI_VCMP(m: Any, lhs: LVec, rhs: LVec, seed: LMask | None = None, *,
+             cmp: str | None = None, pmode: str | None = None, signless: bool = False,
+             spelling: str | None = None) -> LMask:
     """result[i] = seed[i] && (lhs[i] cmp rhs[i]) (floats unordered: NaN compares false but
-    for ne; signless integers, ``iN``, compare unsigned)."""
+    for ne; signless integers, ``iN``, compare unsigned); ``cmp`` may be one of MLIR's
+    predicates too (``olt``, ``ult``, ``slt`` ...: their NaN rule and signedness), as the older
+    names ``cmpf "olt", %a, %b`` / ``cmpi`` write it (no seed: every lane)."""
     no_merge("vcmp", pmode)
-    return _compare(_ordered(lhs.data, signless), _ordered(rhs.data, signless), str(cmp), seed)
+    return _compare(lhs.data, rhs.data, str(cmp), seed, signless)
 
 
 @instr("VMI_VCMPS", pipe=Pipe.V, dialect="vmi",
@@ -245,7 +278,7 @@ def VMI_VCMPS(m: Any, src: LVec, scalar: Any, seed: LMask, *, cmp: str | None = 
     no_merge("vcmps", pmode)
     x = src.data
     s = np.full(x.size, scalar_as(scalar, src.dtype), x.dtype)
-    return _compare(_ordered(x, signless), _ordered(s, signless), str(cmp), seed)
+    return _compare(x, s, str(cmp), seed, signless)
 
 
 @instr("VMI_VSEL", pipe=Pipe.V, dialect="vmi",

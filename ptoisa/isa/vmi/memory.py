@@ -24,6 +24,7 @@ from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ...vector.regs import Ptr, PtrSpec
 from ..registry import Opnd, Param, Sig, instr
+from ..spelling import Form, Ptoas
 from .common import NUM_GROUPS, active, names, no_merge, result_spec, same_lanes, ub_elems, zeroing
 
 
@@ -87,16 +88,24 @@ def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.
                  Opnd("block_stride", "scalar", optional=True)),
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None),
                Param("result_type", None)),
-       results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(lambda sig: _modes(sig, "result"),),
+       results=(Opnd("result", "lvec"), Opnd("high", "lvec", optional=True)),
+       dtype_key=("source",),
+       static=(lambda sig: _modes(sig, "result"), lambda sig: _pairs(sig, "high")),
        ptoas=names("load", "group_load", "group_slot_load", attrs=NUM_GROUPS))
 def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
               block_stride: int | None = None, *, dist_mode: str | None = None,
               group: int | None = None, pmode: str | None = None,
-              result_type: Any = None) -> LVec:
+              result_type: Any = None) -> LVec | tuple[LVec, LVec]:
     """result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
-    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j]."""
+    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
+    ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
+    first result, the odd ones in ``high``."""
     to = _to(result_type, "vload")
+    if dist_mode == "dintlv" and block_stride is None:
+        idx = int(offset) + np.arange(2 * to.lanes)
+        view, at = ub_elems(m, source, idx, to.dtype, "the loaded")
+        both = view[at]
+        return LVec(both[0::2].copy()), LVec(both[1::2].copy())
     if block_stride is not None or dist_mode not in (None, "continuous", "brc"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
@@ -114,20 +123,30 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
        operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
                  Opnd("stride", "index", optional=True),
                  Opnd("block_stride", "scalar", optional=True),
-                 Opnd("mask", "lmask", optional=True)),
+                 Opnd("mask", "lmask", optional=True), Opnd("high", "lvec", optional=True)),
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None)),
        dtype_key=("value",),
        static=(lambda sig: _modes(sig, "value"), same_lanes("value", "mask"),
-               lambda sig: _group_unmasked(sig)),
-       ptoas=names("store", "masked_store", "group_store", attrs=NUM_GROUPS))
+               lambda sig: _group_unmasked(sig), lambda sig: _pairs(sig, "high")),
+       ptoas=Ptoas(names=tuple(f"pto.vmi.{n}" for n in ("store", "masked_store",
+                                                         "group_store")),
+                   attrs=NUM_GROUPS,
+                   # (the interleaving form writes its second vector after the first)
+                   forms={"pto.vmi.vstore": (Form(ins=("value", "high", "dest", "offset")),)}))
 def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None = None,
-               block_stride: int | None = None, mask: LMask | None = None, *,
-               dist_mode: str | None = None, group: int | None = None,
-               pmode: str | None = None) -> None:
+               block_stride: int | None = None, mask: LMask | None = None,
+               high: LVec | None = None, *, dist_mode: str | None = None,
+               group: int | None = None, pmode: str | None = None) -> None:
     """ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
     ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
-    lanes stored through a narrower integer pointer keep their low bits."""
-    if block_stride is not None or dist_mode not in (None, "continuous"):
+    lanes stored through a narrower integer pointer keep their low bits. Two values with
+    ``dist_mode = "dintlv"`` (or ``"intlv"``): interleaved, value[i] at offset + 2i and
+    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load)."""
+    if high is not None and block_stride is None and mask is None:
+        both = np.empty(2 * value.data.size, value.data.dtype)
+        both[0::2], both[1::2] = value.data, high.data
+        value = LVec(both)
+    elif block_stride is not None or dist_mode not in (None, "continuous"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
         raise ExecutionError(f"operation 'pto.vmi.vstore' with {form} cannot be executed by "
@@ -150,6 +169,23 @@ def _offsets(sig: Sig) -> None:
     if isinstance(o, VmiSpec) and not (o.dtype.is_int and o.dtype.itemsize in (2, 4) and (
             o.signless or not o.dtype.is_signed)):
         raise sig.fail(f"requires signless or unsigned 16-bit or 32-bit integer offsets, got {o}")
+
+
+def _pairs(sig: Sig, high: str) -> None:
+    """The interleaving forms (two results of a load, two values of a store) come with
+    ``dist_mode = "dintlv"`` (``"intlv"`` for a store), and that mode with them."""
+    dist = sig.params.get("dist_mode")
+    pair = sig[high] is not None
+    load = "result" in sig.types
+    modes = ("dintlv",) if load else ("dintlv", "intlv")
+    # (an eager load states no result types: its two results are dist_mode's)
+    stated = not load or sig["result"] is not None
+    if pair != (dist in modes) and (stated or pair):
+        raise sig.fail(f"dist_mode = {dist!r} "
+                       f"{'does not take' if pair else 'takes'} two vectors "
+                       f"(the interleaving form is dist_mode = \"dintlv\")")
+    if pair and (sig.params.get("group") is not None or sig["mask"] is not None):
+        raise sig.fail("the interleaving form takes neither 'group' nor a mask")
 
 
 def _group_unmasked(sig: Sig) -> None:
