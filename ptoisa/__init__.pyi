@@ -3068,6 +3068,7 @@ def VMI_VCVT(
     saturate: Any = None,
     pmode: Any = None,
     result_type: Any = None,
+    source_type: Any = None,
     spelling: Any = None,
 ) -> Any:
     """

@@ -26,7 +26,7 @@ I124 = "i8 ui8 i16 ui16 i32 ui32"
 BASIC = "i32 i16 f16 f32"
 B124 = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
 #: what VMI loads and stores move: any element type
-VMI_ANY = I124 + " i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8 f4E2M1x2 f4E1M2x2"
+VMI_ANY = I124 + " i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8 f4E2M1x2 f4E1M2x2 bf16x2"
 MOVE_TYPES = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
 #: Acc -> Mat conversions (plain f32 -> f16/bf16, quantised f32 -> i8, i32 -> i8/ui8/f16/i16)
 ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("i32", "i8"),
