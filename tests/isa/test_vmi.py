@@ -473,11 +473,16 @@ def test_older_names_keep_their_element_kind_and_signedness():
     assert any("'pto.vmi.addf' takes float elements" in m for m in msgs), msgs
     assert any("'pto.vmi.extf' is a FpWiden conversion, i32 -> f32 is SiToFp" in m
                for m in msgs), msgs
-    # extui reads a signless source unsigned, extsi signed (the name says it)
-    x = LVec(np.array([-1, 5] * 32, np.int8))
-    u = pto.vmi.extui(x, spelling="pto.vmi.extui", result_type=VmiSpec(64, D.i16)).data
-    s = pto.vmi.extsi(x, spelling="pto.vmi.extsi", result_type=VmiSpec(64, D.i16)).data
+    # extui reads its source unsigned, extsi signed (the name says it), and each takes only
+    # that signedness (PTOAS's words)
+    bits = np.array([-1, 5] * 32, np.int8)
+    u = pto.vmi.extui(LVec(bits.view(np.uint8)), spelling="pto.vmi.extui",
+                      result_type=VmiSpec(64, D.u16)).data
+    s = pto.vmi.extsi(LVec(bits), spelling="pto.vmi.extsi", result_type=VmiSpec(64, D.i16)).data
     assert u[:2].tolist() == [255, 5] and s[:2].tolist() == [-1, 5]
+    with pytest.raises(PtoError, match="requires unsigned or signless integer source and "
+                       "result element types"):
+        pto.vmi.extui(LVec(bits), spelling="pto.vmi.extui", result_type=VmiSpec(64, D.i16))
 
 
 def test_interleaving_load_and_store_and_pack_unpack():

@@ -108,8 +108,8 @@ def same_lanes(*names: str, gran: bool = True) -> StaticRule:
         ts = [(n, sig[n]) for n in names if isinstance(sig[n], (VmiSpec, VmiMaskSpec))]
         for n, t in ts[1:]:
             if t.lanes != ts[0][1].lanes:
-                raise sig.fail(f"{n} has {t.lanes} lanes, {ts[0][0]} {ts[0][1].lanes}: they "
-                               "must match")
+                raise sig.fail("requires all VMI data values to have the same logical lane "
+                               f"count ({n} has {t.lanes}, {ts[0][0]} {ts[0][1].lanes})")
         data = next((t for _, t in ts if isinstance(t, VmiSpec)), None)
         if not gran or data is None:
             return

@@ -73,6 +73,10 @@ def _vcvt_static(sig: Sig) -> None:
         raise sig.fail("'saturate' attribute is required for fp-narrow / int-narrow "
                        "conversions")
     name = str(sig.params.get("spelling") or "").removeprefix("pto.vmi.")
+    if name == "extui" and any(t.dtype.is_signed and not t.signless for t in (s, r)):
+        raise sig.fail("requires unsigned or signless integer source and result element types")
+    if name == "extsi" and any(not t.dtype.is_signed or t.signless for t in (s, r)):
+        raise sig.fail("requires signed integer source and result element types")
     if name in _KINDS and kind not in _KINDS[name]:
         raise sig.fail(f"'pto.vmi.{name}' is a {' or '.join(_KINDS[name])} conversion, "
                        f"{s.dtype.name} -> {r.dtype.name} is {kind}")
