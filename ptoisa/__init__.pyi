@@ -2811,6 +2811,34 @@ def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Even
     ...
 
 
+def VMI_CHANNEL_MERGE(inputs: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i * C + c] = inputs[c][i] (C operands of one lane count).
+    """
+    ...
+
+
+def VMI_CHANNEL_SPLIT(src: Any, *events: Event, result_types: Any = None) -> Any:
+    """
+    C channels (C = the results bound), out[c][i] = src[i * C + c].
+    """
+    ...
+
+
+def VMI_CONSTANT(*events: Event, value: Any = None, result_type: Any = None) -> Any:
+    """
+    result = the dense value's elements (a splat in every lane).
+    """
+    ...
+
+
+def VMI_CONSTANT_MASK(*events: Event, value: Any = None, result_type: Any = None) -> Any:
+    """
+    result = the dense i1 value's bools (a splat in every lane).
+    """
+    ...
+
+
 def VMI_CREATE_GROUP_MASK(
     active_elems_per_group: Any,
     *events: Event,
@@ -2864,6 +2892,13 @@ def VMI_PSET(*events: Event, pattern: str = 'PAT_ALL', result_type: Any = None) 
     """
     A mask from a pattern token over the logical lanes: PAT_ALL, PAT_ALLF (none),
     PAT_VL<k> (the first k lanes); the micro-ops' tokens (micro-isa/05).
+    """
+    ...
+
+
+def VMI_SHUFFLE(src: Any, *events: Event, indices: Any = None, result_type: Any = None) -> Any:
+    """
+    result[i] = src[indices[i]].
     """
     ...
 

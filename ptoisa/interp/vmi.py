@@ -62,7 +62,8 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     """The step of VMI op ``op`` bound to entry ``ins`` (see the module's docstring)."""
     where = {"op": op.name, "loc": op.loc}
     try:
-        vals, _, literals = _split(op)
+        # (the generic spelling "pto.vmi.x"(%a) {...} writes its operands in order)
+        vals, _, literals = (list(op.operands), {}, []) if op.form == "generic" else _split(op)
         specs = [value_spec(v.type) for v in vals]
         res_specs = [value_spec(v.type) for v in op.results]
     except VerifyError:

@@ -265,7 +265,9 @@ LEGALITY: dict[str, Rule] = {
     # vcvt: source and destination from the page's list (the pairs are the verifier's)
     "VMI_VCVT": rule(),
     **{op: rule() for op in ("VMI_PSET", "VMI_ENSURE_LAYOUT", "VMI_ENSURE_MASK_LAYOUT",
-                             "VMI_ENSURE_MASK_GRANULARITY", "VMI_PACK", "VMI_UNPACK")},
+                             "VMI_ENSURE_MASK_GRANULARITY", "VMI_PACK", "VMI_UNPACK",
+                             "VMI_CONSTANT", "VMI_CONSTANT_MASK", "VMI_SHUFFLE",
+                             "VMI_CHANNEL_SPLIT", "VMI_CHANNEL_MERGE")},
     # vmi-isa/07 and 09: the pages' datatypes (histograms: their 16-bit bins)
     **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
                                       "VMI_VPRELU")},

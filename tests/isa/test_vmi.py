@@ -279,9 +279,9 @@ def test_what_is_not_executed_is_refused_by_name():
     prog = pto.load(text.replace("!pto.ptr<bf16, ub>", "!pto.ptr<f32, ub>"), filename="k.pto")
     with pytest.raises(ExecutionError, match="'pto.vmi.vload' with dist_mode = \"unpack\""):
         prog.run("k", np.zeros(64, np.float32), LVec(np.zeros(64, np.float32)))
-    with pytest.raises(VerifyError, match="unknown operation 'pto.vmi.shuffle'"):
+    with pytest.raises(VerifyError, match="unknown operation 'pto.vmi.compress'"):
         pto.load(text.replace("pto.vmi.vload %p[%c0] {dist_mode = \"unpack\"}",
-                              "pto.vmi.shuffle %p[%c0]"), filename="k.pto")
+                              "pto.vmi.compress %p[%c0]"), filename="k.pto")
 
 
 # ---- PTOAS's verifier rules, with its words ------------------------------------------------
@@ -580,3 +580,49 @@ def test_bf16x2_and_packed_fp4_conversions():
     with pytest.raises(PtoError, match="'rounding' attribute is required"):
         pto.vmi.vcvt(pairs, source_type=VmiSpec(64, D.dtype("bf16x2")),
                      result_type=VmiSpec(64, D.dtype("f4E2M1x2")))
+
+
+def test_constants_and_permutations():
+    text = """module {
+  func.func @f(%dst: !pto.ptr<f32, ub>, %d2: !pto.ptr<f32, ub>, %d3: !pto.ptr<f32, ub>) {
+    %c0 = arith.constant 0 : index
+    %c = "pto.vmi.constant"() {value = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>}
+        : () -> !pto.vmi.vreg<4xf32>
+    %s = "pto.vmi.shuffle"(%c) {indices = array<i64: 3, 0, 0, 1>}
+        : (!pto.vmi.vreg<4xf32>) -> !pto.vmi.vreg<4xf32>
+    %a, %b = "pto.vmi.channel_split"(%s)
+        : (!pto.vmi.vreg<4xf32>) -> (!pto.vmi.vreg<2xf32>, !pto.vmi.vreg<2xf32>)
+    %m = "pto.vmi.channel_merge"(%b, %a)
+        : (!pto.vmi.vreg<2xf32>, !pto.vmi.vreg<2xf32>) -> !pto.vmi.vreg<4xf32>
+    %k = "pto.vmi.constant_mask"() {value = dense<[true, false, true, false]> : tensor<4xi1>}
+        : () -> !pto.vmi.mask<4xpred>
+    pto.vmi.vstore %s, %dst[%c0] : !pto.vmi.vreg<4xf32>, !pto.ptr<f32, ub>
+    pto.vmi.vstore %m, %d2[%c0] : !pto.vmi.vreg<4xf32>, !pto.ptr<f32, ub>
+    pto.vmi.vstore %c, %d3[%c0], %k : !pto.vmi.vreg<4xf32>, !pto.ptr<f32, ub>,
+        !pto.vmi.mask<4xpred>
+    return
+  }
+}
+"""
+    d, e, g = np.zeros(4, np.float32), np.zeros(4, np.float32), np.full(4, -1.0, np.float32)
+    pto.load(text, filename="x.pto").run("f", d, e, g)
+    assert d.tolist() == [4.0, 1.0, 1.0, 2.0]
+    assert e.tolist() == [1.0, 4.0, 2.0, 1.0]  # split: [4, 1] [1, 2]; merged b, a
+    assert g.tolist() == [1.0, -1.0, 3.0, -1.0]
+    for bad, msg in [("dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>",
+                      None),
+                     ("dense<1> : tensor<4xi32>",
+                      "requires dense constant element type to match result element type"),
+                     ("1.000000e+00 : f32", "requires dense elements constant attribute")]:
+        t = text.replace("dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>", bad)
+        if msg is None:
+            pto.load(t, filename="x.pto")
+        else:
+            with pytest.raises(VerifyError, match=msg):
+                pto.load(t, filename="x.pto")
+    with pytest.raises(VerifyError, match="each mask index selects an existing source"):
+        pto.load(text.replace("array<i64: 3, 0, 0, 1>", "array<i64: 4, 0, 0, 1>"),
+                 filename="x.pto")
+    with pytest.raises(VerifyError, match="requires dense mask constant element type to be i1"):
+        pto.load(text.replace("dense<[true, false, true, false]> : tensor<4xi1>",
+                              "dense<1> : tensor<4xi32>"), filename="x.pto")
