@@ -2811,6 +2811,13 @@ def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Even
     ...
 
 
+def VMI_ACTIVE_PREFIX_INDEX(mask: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i] = the number of active lanes before lane i (popcount(mask[0 .. i))).
+    """
+    ...
+
+
 def VMI_CHANNEL_MERGE(inputs: Any, *events: Event, result_type: Any = None) -> Any:
     """
     result[i * C + c] = inputs[c][i] (C operands of one lane count).
@@ -2821,6 +2828,22 @@ def VMI_CHANNEL_MERGE(inputs: Any, *events: Event, result_type: Any = None) -> A
 def VMI_CHANNEL_SPLIT(src: Any, *events: Event, result_types: Any = None) -> Any:
     """
     C channels (C = the results bound), out[c][i] = src[i * C + c].
+    """
+    ...
+
+
+def VMI_COMPRESS(src: Any, mask: Any, *events: Event) -> Any:
+    """
+    The active lanes of src in lane order at the front, 0 after them (the manual: the tail
+    is "zero/undef" at the VMI level; ptoisa gives 0, the micro-op vsqz's zeroing).
+    """
+    ...
+
+
+def VMI_COMPRESS_STORE(value: Any, dest: Any, offset: Any, mask: Any, *events: Event) -> Event:
+    """
+    The active lanes, in lane order, to ub[offset], ub[offset + 1], ... (the manual's
+    "pto.vmi.compress_store").
     """
     ...
 
@@ -2876,6 +2899,36 @@ def VMI_ENSURE_MASK_GRANULARITY(source: Any, *events: Event) -> Any:
 def VMI_ENSURE_MASK_LAYOUT(source: Any, *events: Event) -> Any:
     """
     result = source: the same mask lanes, placed in the result type's layout.
+    """
+    ...
+
+
+def VMI_EXPAND_LOAD(
+    source: Any,
+    offset: Any,
+    mask: Any,
+    passthru: Any | None = None,
+    *events: Event,
+    result_type: Any = None,
+) -> Any:
+    """
+    The k-th active lane gets ub[offset + k] (the manual's "vmi.expand_load"); the others
+    passthru (0 without it).
+    """
+    ...
+
+
+def VMI_MASKED_LOAD(
+    source: Any,
+    offset: Any,
+    mask: Any,
+    passthru: Any | None = None,
+    *events: Event,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = mask[i] ? ub[offset + i] : passthru[i] (0 without passthru); inactive
+    lanes read no memory.
     """
     ...
 
@@ -3428,6 +3481,21 @@ def VMI_VRELU(
 ) -> Any:
     """
     result[i] = max(src[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSCATTER(
+    value: Any,
+    dest: Any,
+    offsets: Any,
+    mask: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    ub[dest + offsets[i]] = value[i] on active lanes. Two active lanes with one offset
+    are an error: which one lands is an open question of the design (vmi-implementation-
+    manual.md: "duplicate-index ordering").
     """
     ...
 

@@ -267,7 +267,11 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule() for op in ("VMI_PSET", "VMI_ENSURE_LAYOUT", "VMI_ENSURE_MASK_LAYOUT",
                              "VMI_ENSURE_MASK_GRANULARITY", "VMI_PACK", "VMI_UNPACK",
                              "VMI_CONSTANT", "VMI_CONSTANT_MASK", "VMI_SHUFFLE",
-                             "VMI_CHANNEL_SPLIT", "VMI_CHANNEL_MERGE")},
+                             "VMI_CHANNEL_SPLIT", "VMI_CHANNEL_MERGE", "VMI_COMPRESS",
+                             "VMI_ACTIVE_PREFIX_INDEX")},
+    **{op: rule(VMI_ANY) for op in ("VMI_MASKED_LOAD", "VMI_EXPAND_LOAD",
+                                    "VMI_COMPRESS_STORE")},
+    "VMI_VSCATTER": rule(B124),
     # vmi-isa/07 and 09: the pages' datatypes (histograms: their 16-bit bins)
     **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
                                       "VMI_VPRELU")},

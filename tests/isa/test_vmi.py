@@ -279,9 +279,9 @@ def test_what_is_not_executed_is_refused_by_name():
     prog = pto.load(text.replace("!pto.ptr<bf16, ub>", "!pto.ptr<f32, ub>"), filename="k.pto")
     with pytest.raises(ExecutionError, match="'pto.vmi.vload' with dist_mode = \"unpack\""):
         prog.run("k", np.zeros(64, np.float32), LVec(np.zeros(64, np.float32)))
-    with pytest.raises(VerifyError, match="unknown operation 'pto.vmi.compress'"):
+    with pytest.raises(VerifyError, match="unknown operation 'pto.vmi.vgatherb'"):
         pto.load(text.replace("pto.vmi.vload %p[%c0] {dist_mode = \"unpack\"}",
-                              "pto.vmi.compress %p[%c0]"), filename="k.pto")
+                              "pto.vmi.vgatherb %p[%c0]"), filename="k.pto")
 
 
 # ---- PTOAS's verifier rules, with its words ------------------------------------------------
@@ -307,7 +307,7 @@ def test_what_is_not_executed_is_refused_by_name():
      "!pto.vmi.vreg<64xf32> -> !pto.vmi.vreg<64xf32>",
      "requires mask granularity to match data element width"),
     ("%r = pto.vmi.vload %g[%i] : !pto.ptr<f32, gm> -> !pto.vmi.vreg<64xf32>",
-     "requires memory to be UB-backed"),
+     "requires memory source to be UB-backed"),
     ("%r = pto.vmi.vci %s : f16 -> !pto.vmi.vreg<0xf16>", "expected a positive element count"),
     ("%r = pto.vmi.vci %s : f16 -> !pto.vmi.vreg<64xi64>",
      "expected an 8-bit, 16-bit, or 32-bit logical element type"),
@@ -626,3 +626,29 @@ def test_constants_and_permutations():
     with pytest.raises(VerifyError, match="requires dense mask constant element type to be i1"):
         pto.load(text.replace("dense<[true, false, true, false]> : tensor<4xi1>",
                               "dense<1> : tensor<4xi32>"), filename="x.pto")
+
+
+def test_masked_expand_compress_scatter(a5):
+    del a5  # (the machine: its UB)
+    src = Ptr("ub", 0, D.f32)
+    dst = Ptr("ub", 1024, D.f32)
+    pto.vmi.vstore(LVec(np.arange(64, dtype=np.float32)), src, 0)
+    on = LMask(np.array([True, False, True, True] + [False] * 60))
+    pas = LVec(np.full(64, -1.0, np.float32))
+    f32 = VmiSpec(64, D.f32)
+    assert pto.vmi.masked_load(src, 8, on, pas, result_type=f32).data[:5].tolist() == \
+        [8.0, -1.0, 10.0, 11.0, -1.0]
+    assert pto.vmi.expand_load(src, 8, on, pas, result_type=f32).data[:5].tolist() == \
+        [8.0, -1.0, 9.0, 10.0, -1.0]
+    x = LVec(np.arange(100, 164, dtype=np.float32))
+    assert pto.vmi.compress(x, on).data[:4].tolist() == [100.0, 102.0, 103.0, 0.0]
+    idx = pto.vmi.active_prefix_index(on, result_type=VmiSpec(64, D.i32, signless=True)).data
+    assert idx[:5].tolist() == [0, 1, 1, 2, 3]
+    pto.vmi.vstore(LVec(np.zeros(64, np.float32)), dst, 0)
+    pto.vmi.compress_store(x, dst, 1, on)
+    pto.vmi.vscatter(x, dst, LVec(np.arange(64, dtype=np.uint32)[::-1].copy()), on)
+    got = pto.vmi.vload(dst, 0, result_type=f32).data
+    assert got[:5].tolist() == [0.0, 100.0, 102.0, 103.0, 0.0]
+    assert got[[63, 61, 60]].tolist() == [100.0, 102.0, 103.0]
+    with pytest.raises(ExecutionError, match="two active lanes on one offset"):
+        pto.vmi.vscatter(x, dst, LVec(np.zeros(64, np.uint32)), on)

@@ -62,7 +62,8 @@ def _modes(sig: Sig, value: str) -> None:
 def ub_only(sig: Sig, ptr: Any) -> None:
     """VMI memory ops address UB (vmi-isa/01: ``!pto.ptr<T, ub>``)."""
     if isinstance(ptr, PtrSpec) and ptr.space != "ub":
-        raise sig.fail(f"requires memory to be UB-backed, got {ptr}")
+        role = "destination" if "dest" in sig.types else "source"
+        raise sig.fail(f"requires memory {role} to be UB-backed, got {ptr}")
 
 
 def _narrowing(sig: Sig, ptr: PtrSpec, v: VmiSpec) -> bool:
@@ -212,3 +213,84 @@ def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *
         view, at = ub_elems(m, source, idx[on], to.dtype, "the gathered")
         out[on] = view[at]
     return zeroing(out, mask)
+
+
+# ---- masked, expanding, compressing and scattering memory ops (the manual's memory set) ----
+
+@instr("VMI_MASKED_LOAD", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("source", "ptr"), Opnd("offset", "index"), Opnd("mask", "lmask"),
+                 Opnd("passthru", "lvec", optional=True)),
+       params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
+       dtype_key=("source",),
+       static=(same_lanes("result", "mask", "passthru"),
+               lambda sig: ub_only(sig, sig["source"])))
+def VMI_MASKED_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
+                    passthru: LVec | None = None, *, result_type: Any = None) -> LVec:
+    """result[i] = mask[i] ? ub[offset + i] : passthru[i] (0 without passthru); inactive
+    lanes read no memory."""
+    to = _to(result_type, "masked_load")
+    on = active(mask, to.lanes)
+    out = passthru.data.copy() if passthru is not None else np.zeros(to.lanes, to.dtype.np)
+    if on.any():
+        idx = int(offset) + np.nonzero(on)[0]
+        view, at = ub_elems(m, source, idx, to.dtype, "the loaded")
+        out[on] = view[at]
+    return LVec(out)
+
+
+@instr("VMI_EXPAND_LOAD", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("source", "ptr"), Opnd("offset", "index"), Opnd("mask", "lmask"),
+                 Opnd("passthru", "lvec", optional=True)),
+       params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
+       dtype_key=("source",),
+       static=(same_lanes("result", "mask", "passthru"),
+               lambda sig: ub_only(sig, sig["source"])))
+def VMI_EXPAND_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
+                    passthru: LVec | None = None, *, result_type: Any = None) -> LVec:
+    """The k-th active lane gets ub[offset + k] (the manual's "vmi.expand_load"); the others
+    passthru (0 without it)."""
+    to = _to(result_type, "expand_load")
+    on = active(mask, to.lanes)
+    out = passthru.data.copy() if passthru is not None else np.zeros(to.lanes, to.dtype.np)
+    k = int(on.sum())
+    if k:
+        view, at = ub_elems(m, source, int(offset) + np.arange(k), to.dtype, "the loaded")
+        out[on] = view[at]
+    return LVec(out)
+
+
+@instr("VMI_COMPRESS_STORE", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
+                 Opnd("mask", "lmask")),
+       dtype_key=("value",),
+       static=(same_lanes("value", "mask"), lambda sig: ub_only(sig, sig["dest"])))
+def VMI_COMPRESS_STORE(m: Any, value: LVec, dest: Ptr, offset: int, mask: LMask) -> None:
+    """The active lanes, in lane order, to ub[offset], ub[offset + 1], ... (the manual's
+    "pto.vmi.compress_store")."""
+    on = active(mask, value.data.size)
+    k = int(on.sum())
+    if k:
+        view, at = ub_elems(m, dest, int(offset) + np.arange(k), value.dtype, "the stored")
+        view[at] = value.data[on]
+
+
+@instr("VMI_VSCATTER", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offsets", "lvec"),
+                 Opnd("mask", "lmask", optional=True)),
+       dtype_key=("value",),
+       static=(same_lanes("value", "offsets", "mask"), lambda sig: ub_only(sig, sig["dest"]),
+               lambda sig: _offsets(sig)), ptoas=names("scatter"))
+def VMI_VSCATTER(m: Any, value: LVec, dest: Ptr, offsets: LVec,
+                 mask: LMask | None = None) -> None:
+    """ub[dest + offsets[i]] = value[i] on active lanes. Two active lanes with one offset
+    are an error: which one lands is an open question of the design (vmi-implementation-
+    manual.md: "duplicate-index ordering")."""
+    on = active(mask, value.data.size)
+    idx = offsets.data.astype(np.int64)[on]
+    if np.unique(idx).size != idx.size:
+        raise ExecutionError("operation 'pto.vmi.vscatter' with two active lanes on one offset "
+                             "cannot be executed by ptoisa yet (the order of duplicate indices "
+                             "is not defined)")
+    if idx.size:
+        view, at = ub_elems(m, dest, idx, value.dtype, "the scattered")
+        view[at] = value.data[on]

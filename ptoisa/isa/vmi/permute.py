@@ -21,7 +21,7 @@ from ...enums import Pipe
 from ...errors import ExecutionError, PtoError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..registry import Opnd, Param, Sig, instr
-from .common import result_spec
+from .common import active, result_spec, same_lanes
 
 _DENSE = re.compile(r"dense<(.*)>\s*:\s*tensor<\s*(\d+)\s*x\s*([\w.!]+)\s*>", re.DOTALL)
 
@@ -193,3 +193,34 @@ def VMI_CHANNEL_MERGE(m: Any, inputs: tuple[LVec, ...], *, result_type: Any = No
     for k, x in enumerate(inputs):
         out[k::c] = x.data
     return LVec(out)
+
+
+@instr("VMI_COMPRESS", pipe=Pipe.V, dialect="vmi",
+       operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")),
+       results=(Opnd("result", "lvec"),), dtype_key=("src",),
+       static=(same_lanes("src", "mask", "result"),))
+def VMI_COMPRESS(m: Any, src: LVec, mask: LMask) -> LVec:
+    """The active lanes of src in lane order at the front, 0 after them (the manual: the tail
+    is "zero/undef" at the VMI level; ptoisa gives 0, the micro-op vsqz's zeroing)."""
+    on = active(mask, src.data.size)
+    out = np.zeros_like(src.data)
+    kept = src.data[on]
+    out[:kept.size] = kept
+    return LVec(out)
+
+
+def _prefix_static(sig: Sig) -> None:
+    r = sig["result"]
+    if isinstance(r, VmiSpec) and not (r.dtype.is_int and r.signless):
+        raise sig.fail(f"requires a signless i8 / i16 / i32 result, got {r}")
+
+
+@instr("VMI_ACTIVE_PREFIX_INDEX", pipe=Pipe.V, dialect="vmi", operands=(Opnd("mask", "lmask"),),
+       params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
+       static=(same_lanes("mask", "result"), _prefix_static))
+def VMI_ACTIVE_PREFIX_INDEX(m: Any, mask: LMask, *, result_type: Any = None) -> LVec:
+    """result[i] = the number of active lanes before lane i (popcount(mask[0 .. i)))."""
+    to = result_spec(result_type, "active_prefix_index")
+    bits = mask.bits.astype(np.int64)
+    prefix = np.concatenate([[0], np.cumsum(bits)[:-1]])
+    return LVec((prefix & ((1 << 8 * to.dtype.itemsize) - 1)).astype(to.dtype.np))
