@@ -577,9 +577,12 @@ def test_bf16x2_and_packed_fp4_conversions():
     lo = ((back & 0xFFFF) << 16).view(np.float32)
     hi = (back & 0xFFFF0000).view(np.float32)
     assert lo[:3].tolist() == [1.0, 6.0, 0.0] and hi[:3].tolist() == [-3.0, 1.0, -0.0]
-    with pytest.raises(PtoError, match="'rounding' attribute is required"):
-        pto.vmi.vcvt(pairs, source_type=VmiSpec(64, D.dtype("bf16x2")),
+    with pytest.raises(PtoError, match="rounding is not valid for this fp-to-fp conversion"):
+        pto.vmi.vcvt(pairs, rounding="H", source_type=VmiSpec(64, D.dtype("bf16x2")),
                      result_type=VmiSpec(64, D.dtype("f4E2M1x2")))
+    with pytest.raises(PtoError, match="unsupported conversion involving bf16x2"):
+        pto.vmi.vcvt(pairs, source_type=VmiSpec(64, D.dtype("bf16x2")),
+                     result_type=VmiSpec(64, D.f16), saturate="SAT")
 
 
 def test_constants_and_permutations():

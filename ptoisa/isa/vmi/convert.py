@@ -83,7 +83,8 @@ def _vcvt_static(sig: Sig) -> None:
 
 
 #: the packed pairs (vmi-isa/06 "datatypes": lookupVMIFpToFpContract): bf16x2 -> f4x2 narrows
-#: (rounding R / A / F / C / Z, no saturate), f4x2 -> bf16x2 widens (neither attribute)
+#: (rounding R / A / F / C / Z, R when absent as PTOAS takes it; no saturate), f4x2 -> bf16x2
+#: widens (neither attribute)
 _PAIRS = {("bf16x2", "f4E1M2x2"), ("bf16x2", "f4E2M1x2"), ("f4E1M2x2", "bf16x2"),
           ("f4E2M1x2", "bf16x2")}
 
@@ -96,9 +97,7 @@ def _packed_static(sig: Sig, pair: tuple[str, str], rnd: Any, sat: Any) -> None:
         if sat is not None:
             raise sig.fail("'saturate' is not valid for the bf16x2 -> f4x2 conversion (it "
                            "saturates to the largest fp4 magnitude by itself)")
-        if rnd is None:
-            raise sig.fail("'rounding' attribute is required for the bf16x2 -> f4x2 conversion")
-        if rnd not in ("R", "A", "F", "C", "Z"):
+        if rnd is not None and rnd not in ("R", "A", "F", "C", "Z"):
             raise sig.fail("rounding is not valid for this fp-to-fp conversion type pair "
                            f"(got {rnd!r}: R, A, F, C or Z)")
         return
