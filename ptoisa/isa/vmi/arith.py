@@ -19,7 +19,7 @@ import numpy as np
 from ... import dtypes as D
 from ...enums import Pipe
 from ...errors import ExecutionError
-from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
+from ...vector.logical import LMask, LVec, VmiSpec
 from ..micro.binary import _shl
 from ..micro.common import elementwise, on_bits
 from ..registry import Instr, Opnd, Param, Sig, instr
@@ -324,8 +324,3 @@ def VMI_VCI(m: Any, base: Any, *, order: str | None = None, group: int | None = 
     bits = 8 * dt.itemsize
     vals = (int(base) + step.astype(np.int64)) & ((1 << bits) - 1)
     return LVec(vals.astype(np.dtype(f"u{dt.itemsize}")).view(dt.np))
-
-
-def result_lanes(sig: Sig) -> int | None:
-    r = sig["result"]
-    return r.lanes if isinstance(r, (VmiSpec, VmiMaskSpec)) else None

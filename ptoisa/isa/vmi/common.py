@@ -152,15 +152,6 @@ def spelled(kinds: dict[str, str], operand: str) -> StaticRule:
     return rule
 
 
-def elem_of(sig: Sig, name: str) -> D.DType | None:
-    t = sig[name]
-    return t.dtype if isinstance(t, VmiSpec) else None
-
-
-def is_float(dt: D.DType) -> bool:
-    return dt.is_float
-
-
-__all__ = ["NUM_GROUPS", "SPELLING", "active", "elem_of", "names", "no_merge", "result_spec",
+__all__ = ["NUM_GROUPS", "SPELLING", "active", "names", "no_merge", "result_spec",
            "spelled", "same_lanes", "same_lvec", "scalar_as",
            "ub_elems", "zeroing"]
