@@ -542,8 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", choices=TARGETS, default=None,
                    help="one target (default: all of them)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
-    o.add_argument("--dialect", choices=("tile", "vpto"), default=None,
-                   help="only the tile instructions or the vector micro-ops (default: both)")
+    o.add_argument("--dialect", choices=("tile", "vpto", "vmi"), default=None,
+                   help="only the tile instructions, the vector micro-ops or the logical "
+                        "vector ops (default: all)")
     o.add_argument("--markdown", metavar="DIR",
                    help="write the instruction reference: one page per instruction and an "
                         "index by family, DIR/README.md (as docs/reference/)")

@@ -33,6 +33,7 @@ from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import structure as _structure
 from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
+from . import vmi as _vmi  # noqa: F401 - registers the VMI binding
 from .compiler import CompiledFunc, Compiler, Context
 from .op_names import _HANDLERS, NO_EFFECT
 from .verify import check_module, check_module_rules, check_symbols, entry_functions

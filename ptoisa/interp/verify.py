@@ -34,6 +34,7 @@ from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
 from ..memory import ALIGN
 from ..targets import TargetLike
+from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
 
@@ -654,6 +655,34 @@ def module_rule_errors(module: Module, level: str | None = None,
     for f in funcs:
         yield from _op_errors(f, level, target)
         yield from _fixpipe_type_errors(f)
+        yield from _vmi_type_errors(f)
+
+
+def _vmi_type_errors(f: Op) -> Iterator[VerifyError]:
+    """PTOAS's type verifier on every ``!pto.vmi.*`` type of a function (arguments, block
+    arguments, results), used or not: ``vreg<0xf32>``, ``vreg<64xi64>``, a ``pred`` mask with a
+    layout (vector/logical.py: vmi_spec)."""
+    def bad(t: Any) -> str | None:
+        if isinstance(t, T.OpaqueType) and t.text.startswith("!pto.vmi."):
+            try:
+                vmi_spec(t.text)
+            except PtoError as e:
+                return e.message
+        return None
+
+    for op in f.walk():
+        for r in op.regions:
+            for b in r.blocks:
+                for a in b.args:
+                    msg = bad(a.type)
+                    if msg is not None:
+                        yield VerifyError(msg, op=op.name, loc=op.loc)
+                        return
+        for v in op.results:
+            msg = bad(v.type)
+            if msg is not None:
+                yield VerifyError(msg, op=op.name, loc=op.loc)
+                return
 
 
 def check_module_rules(module: Module, level: str | None = None,

@@ -365,6 +365,10 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  # pto.comm.*: every value run across 2 ranks in tests/ranks/test_ptoas_comm.py
                  ("TPUT", "atomicType"), ("TNOTIFY", "op"), ("TWAIT", "cmp"), ("TTEST", "cmp"),
                  ("TREDUCE", "op"),
+                 # VMI's older op names write num_groups for group: tests/isa/test_vmi.py
+                 # (the integer-cast case folder: group_reduce_addi, group_broadcast)
+                 *((n, "group") for n in ("VMI_VLOAD", "VMI_VSTORE", "VMI_VCADD", "VMI_VCMAX",
+                                          "VMI_VCMIN", "VMI_VBRC")),
                  *((n, "Phase") for n in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV",
                                           "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX", "TGEMV_MX",
                                           "TMATMUL_MX_HIF4")),
