@@ -669,6 +669,13 @@ def TADDDEQRELU(
     ...
 
 
+def TADDRELU(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
+    """
+    dst = max(src0 + src1, 0): the sum rounded to the element type (integers wrap), then negative values (and -0) become 0 and NaN stays NaN. PTOAS lowers pto.taddrelu to the A2/A3 vector instruction VADDRELU (f32, f16, i16; designs/a2a3-vpto-elementwise-impl.md); it has no pto-isa intrinsic, so it is an A2/A3 instruction here.
+    """
+    ...
+
+
 def TADDRELUCONV(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
     dst = convert(max(0, src0 + src1)): the operation in the source type (integers wrap), ReLU, then a saturating round-to-nearest-even narrowing to dst's type.
@@ -1849,6 +1856,7 @@ def TQUANT(
     store_mode: Any = None,
     grp_axis: int = 1,
     mx_alg: Any = None,
+    interleave: bool = False,
 ) -> Event:
     """
     Quantise src. MX (MXFP8 e4m3 / MXFP4 e2m1, groups of 32 along columns, or rows with
@@ -1857,9 +1865,12 @@ def TQUANT(
     per row group and column) from it (OCP: exponent of the max minus emax; NV: ceil(log2(max /
     Vmax))), ``scaling = 2**(127 - exp)`` (flat) and ``dst = cast(src * scaling)`` (round to
     nearest even, saturating; NaN groups have exponent 255). ``exp_zz`` (store_mode NZ) gets the
-    exponents in 16x2 ZZ boxes. INT8: operands ``(dst, src, scale[, offset])`` or ``(dst, src,
-    scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r] (+ offset[r])))``, i8 for
-    INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is not needed here.
+    exponents in 16x2 ZZ boxes. ``interleave`` (axis 0 only) writes the exponents of row groups
+    2p and 2p + 1 side by side: ``exp[p, 2c + k] = e[2p + k, c]`` (0 for a missing last
+    group); max and scaling keep their layout. INT8: operands ``(dst, src, scale[,
+    offset])`` or ``(dst, src, scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r]
+    (+ offset[r])))``, i8 for INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is
+    not needed here.
     """
     ...
 

@@ -13,6 +13,7 @@ import dataclasses
 import enum
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,6 +181,14 @@ class Const:
     type: T.Type | None
 
 
+@dataclass(frozen=True)
+class Scratch(Const):
+    """A scratch operand the op leaves out and PTOAS allocates (``Ptoas.materialised``): a
+    tile of ``like``'s type, made by the compiler (``type`` is that type)."""
+
+    like: Value | None = None
+
+
 Bound = Value | Const | tuple[Value, ...] | None
 
 
@@ -193,6 +202,12 @@ class Binding:
     params: dict[str, Any]
     retype: dict[str, TileType | str] = field(default_factory=dict)
     result: Value | None = None  # the SSA result receiving the instruction's return value
+
+    @property
+    def materialised(self) -> tuple[str, ...]:
+        """The scratch operands the op left out, for PTOAS to allocate."""
+        return tuple(o.name for o, v in zip(self.instr.operands, self.values, strict=True)
+                     if isinstance(v, Scratch))
 
 
 def _norm(name: str) -> str:
@@ -255,14 +270,14 @@ def _fail(op: Op, instr: Instr, n_in: int, n_out: int, results: bool = False) ->
                        f"got {n_in} operands and {n_out} results", op=op.name, loc=op.loc)
 
 
-def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]]
-                 ) -> dict[str, tuple[Bound, bool]]:
+def _default_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]],
+                 skip: frozenset[str] = frozenset()) -> dict[str, tuple[Bound, bool]]:
     """C++ order: written outs fill the out (and, in DPS, inout) operands in order, optional
-    trailing outs may be left out; the ins fill every other operand in order."""
+    trailing outs may be left out; the ins fill every other operand (but ``skip``) in order."""
     dps_like = not any(r for _, r in outs)
     out_ops = [o for o in instr.operands
                if o.role == "out" or (o.role == "inout" and dps_like)]
-    in_ops = [o for o in instr.operands if o not in out_ops]
+    in_ops = [o for o in instr.operands if o not in out_ops and o.name not in skip]
     need_out = sum(1 for o in out_ops if not o.optional)
     need_in = sum(1 for o in in_ops if not o.optional)
     if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(ins) <= len(in_ops):
@@ -351,6 +366,30 @@ def _bundle_map(op: Op, form: Form, outs: list[tuple[Value, bool]]
     return got
 
 
+def _materialised_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[Value, bool]]
+                      ) -> dict[str, tuple[Bound, bool]]:
+    """The default mapping; where it does not fit and the entry lets PTOAS allocate scratch
+    operands the op left out (``Ptoas.materialised``), the mapping without them, each bound
+    to a :class:`Scratch` of its model operand's type."""
+    mat = instr.ptoas.materialised if instr.ptoas is not None else {}
+    try:
+        return _default_map(op, instr, ins, outs)
+    except VerifyError:
+        if not mat:
+            raise
+        err = sys.exc_info()[1]
+    try:
+        got = _default_map(op, instr, ins, outs, frozenset(mat))
+    except VerifyError:
+        raise err from None
+    for name, like in mat.items():
+        v = got.get(like, (None, False))[0]
+        if not isinstance(v, Value):
+            raise err
+        got[name] = (Scratch(None, v.type, v), False)
+    return got
+
+
 def _reject_offset_operands(op: Op) -> None:
     """PTO-AS writes a GM operand with a base offset as ``%view[%r, %c]``; ptoisa takes the
     offset through the view (``pto.partition_view ... offsets = [...]``): say so instead of
@@ -390,7 +429,7 @@ def bind(op: Op, instr: Instr) -> Binding:
             form = f
             break
     if got is None:
-        got = _default_map(op, instr, ins, outs)
+        got = _materialised_map(op, instr, ins, outs)
     missing = [o.name for o in instr.operands if not o.optional and o.name not in got]
     if missing and not (form is not None and form.bundles):
         raise _fail(op, instr, len(ins), len(outs), any(r for _, r in outs))
@@ -503,6 +542,8 @@ def bound_type(v: Bound, target: str | None = None) -> Any:
     """What the static rules see for a bound operand."""
     if v is None or isinstance(v, tuple):
         return None
+    if isinstance(v, Scratch):
+        return operand_type(v.type, target) if v.type is not None else None
     if isinstance(v, Const):
         return elem_dtype(v.type) if isinstance(v.type, (T.IntegerType, T.FloatType)) else None
     return operand_type(v.type, target)
@@ -552,8 +593,9 @@ def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
         if want is not None and t is not None and not isinstance(t, want):
             raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
                               f"{_describe(t)}", op=instr.mnemonic, loc=op.loc)
+    extra = tuple(instr.ptoas.rules.get(op.name, ())) if instr.ptoas is not None else ()
     try:
-        instr.check_types(target, types, b.params, permissive)
+        instr.check_types(target, types, b.params, permissive, extra)
     except PtoError as e:
         raise VerifyError(e.message, op=e.op or instr.mnemonic, loc=op.loc) from None
     return b

@@ -265,5 +265,7 @@ def _cross_core(instr_name: str) -> Any:
     return build
 
 
-handler("pto.sync.set")(_cross_core("SYNC_SET"))
-handler("pto.sync.wait")(_cross_core("SYNC_WAIT"))
+# ``pto.set_intra_block <PIPE_X>, id`` / ``pto.wait_intra_block``: the named spellings of the
+# same flags (A5 set/wait_intra_block; PTOAS lowers them to the FFTS sync on A2/A3)
+handler("pto.sync.set", "pto.set_intra_block")(_cross_core("SYNC_SET"))
+handler("pto.sync.wait", "pto.wait_intra_block")(_cross_core("SYNC_WAIT"))

@@ -468,6 +468,17 @@ def _multi_slot_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
                           f"count={got[1]}", op=op.name, loc=op.loc)
 
 
+def _leaves_out_tmp(op: Op) -> bool:
+    """Whether the op leaves out a scratch operand for PTOAS's PlanMemory to allocate."""
+    ins = bridge.instr_of(op.name)
+    if ins is None or ins.ptoas is None or not ins.ptoas.materialised:
+        return False
+    try:
+        return bool(bridge.bind(op, ins).materialised)
+    except PtoError:
+        return False  # (the compiler reports what does not fit)
+
+
 def _op_errors(f: Op, level: str | None, target: str | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -500,6 +511,10 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
         elif op.name == "pto.tassign" and level is not None and level != "level3":
             # (a level given on the command line: files that name none are not judged here)
             yield VerifyError("pto.tassign is only supported when --pto-level=level3",
+                              op=op.name, loc=op.loc)
+        elif level == "level3" and _leaves_out_tmp(op):
+            yield VerifyError("requires explicit tmp when PlanMemory is skipped (under "
+                              "--pto-level=level3 PTOAS allocates no scratch tile)",
                               op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \
                 "addr" not in op.keyword_operands:

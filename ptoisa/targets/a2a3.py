@@ -107,6 +107,7 @@ LEGALITY: dict[str, Rule] = {
     "TOR": rule(B12),
     "TPOW": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
     "TPRELU": rule("f16 f32"),
+    "TADDRELU": rule("f32 f16 i16"),
     "TRECIP": rule("f32 f16 i32 i16"),
     "TRELU": rule("f16 f32 i32"),
     "TREM": rule("f32 i32"),

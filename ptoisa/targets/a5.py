@@ -137,7 +137,8 @@ LEGALITY: dict[str, Rule] = {
     "THISTOGRAM": rule("ui16 ui32"),
     "TRANDOM": rule("i32 ui32"),
     # MXFP8 (f32/f16/bf16 -> e4m3 bytes), MXFP4 (f16/bf16 -> packed e2m1), INT8 sym/asym (f32)
-    "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8")),
+    "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8 "
+                         "f16->ui8 bf16->ui8")),
 
     # ---- layout ----------------------------------------------------------------------------------
     # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat ->
@@ -251,7 +252,9 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
+# TADDRELU: PTOAS's A2/A3 VADDRELU lowering; no A5 form is documented
 TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "", plan=PLAN,
+                     removed=("TADDRELU",),
                      traits={
                          "cmp_i32_eq_only": False,
                          "quant_pairs": frozenset({

@@ -35,7 +35,7 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
-from ..spelling import SCALE, Attr, Form, Ptoas
+from ..spelling import SCALE, TMP_LIKE_SRC, Attr, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -451,6 +451,10 @@ def _a2a3_tconcat_cols(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | 
 
 
 @instr("TCONCAT", family="layout", pipe=Pipe.V,
+       # PTOAS writes the indexed form as its own op: ins(src0, src1, src0Idx, src1Idx)
+       ptoas=Ptoas(forms={"pto.tconcatidx": (Form(ins=("src0", "src1", "idx0", "idx1")),)},
+                   attrs={"candidates": Attr(only=None, why="the vector templates PTOAS may "
+                                             "expand the op with; the result is the same")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
                  Opnd("idx0", "tile", "inout", optional=True),
                  Opnd("idx1", "tile", optional=True), Opnd("idx2", "tile", optional=True)),
@@ -573,7 +577,7 @@ def _a2a3_ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
             f"{vr}x{vc}", op=ins.mnemonic)
 
 
-@instr("TTRANS", family="layout", pipe=Pipe.V,
+@instr("TTRANS", family="layout", pipe=Pipe.V, ptoas=TMP_LIKE_SRC,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src",),
        static=(locs(["dst", "src"], TileType.Vec), _same_elem_size, _ttrans_static),

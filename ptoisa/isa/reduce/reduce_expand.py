@@ -43,6 +43,7 @@ from ..registry import (
     sim_unchecked,
 )
 from ..rules import row_major, same_static_rows, tree_reduce
+from ..spelling import TMP_LIKE_SRC as _TMP_LIKE_SRC  # noqa: N811
 from ..spelling import Attr, Ptoas
 from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_runtime
 
@@ -210,7 +211,7 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
            + what + "(acc, x)`` from the first element, so a NaN counts only as a row's "
            "first element (rows [1, nan, 3] and [nan, 1, 3] give 3 and nan); on a2a3/a5 a "
            "NaN anywhere gives NaN (vmax/vmin propagate NaN)."))
-    return instr(name, family="reduce", pipe=Pipe.V, batched=True,
+    return instr(name, family="reduce", pipe=Pipe.V, batched=True, ptoas=_TMP_LIKE_SRC,
                  operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                            Opnd("tmp", "tile", "scratch")),
                  dtype_key=("src",),
@@ -447,7 +448,7 @@ def _declare_arg(name: str, axis: int) -> Instr:
         static += [nd("src"), _row_arg_dst]
     else:
         static += [_none_box("src"), nd("dst", "dstVal"), _npu_idx_width, _npu_no_8bit_validx]
-    ins = instr(name, family="reduce", pipe=Pipe.V,
+    ins = instr(name, family="reduce", pipe=Pipe.V, ptoas=_TMP_LIKE_SRC,
                 operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                           Opnd("tmp", "tile", "scratch"),
                           Opnd("dstVal", "tile", "out", optional=True)),

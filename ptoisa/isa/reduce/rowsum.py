@@ -24,6 +24,7 @@ from ..registry import (
     sim_unchecked_type,
 )
 from ..rules import same_static_rows, tree_reduce
+from ..spelling import TMP_LIKE_SRC
 
 
 def defer_row_reduce(m: Machine, dst: Tile, src: Tile,
@@ -92,7 +93,7 @@ def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
 
 
 
-@instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
+@instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True, ptoas=TMP_LIKE_SRC,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,

@@ -1,0 +1,342 @@
+"""PTOAS tile-level ops that were refused by name: ``pto.tconcatidx``, ``pto.tquant.mx``,
+``pto.fusion_region``, ``pto.taddrelu``, and the forms that leave out a ``tmp`` PTOAS
+allocates. Each runs against a numpy reference written from the manual (PTO_IR_manual.md,
+pto-isa's pages), never the code under test."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import ptoisa as pto
+from ptoisa import load
+from ptoisa.errors import PtoError
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _t(dtype: str, rows: int, cols: int, vr: int | None = None, vc: int | None = None,
+       bl: str = "row_major") -> str:
+    return (f"!pto.tile_buf<loc=vec, dtype={dtype}, rows={rows}, cols={cols}, "
+            f"v_row={rows if vr is None else vr}, v_col={cols if vc is None else vc}, "
+            f"blayout={bl}, slayout=none_box, fractal=512, pad=0>")
+
+
+def _io(name: str, dtype: str, rows: int, cols: int, k: int) -> tuple[str, str, str]:
+    """(argument, view + partition lines, partition type) of a rows x cols GM argument."""
+    pt = f"!pto.partition_tensor_view<{rows}x{cols}x{dtype}>"
+    lines = f"""
+    %r{k} = arith.constant {rows} : index
+    %c{k} = arith.constant {cols} : index
+    %v{k} = pto.make_tensor_view %{name}, shape = [%r{k}, %c{k}], strides = [%c{k}, %one] :
+      !pto.tensor_view<?x?x{dtype}>
+    %p{k} = pto.partition_view %v{k}, offsets = [%zero, %zero], sizes = [%r{k}, %c{k}] :
+      !pto.tensor_view<?x?x{dtype}> -> {pt}"""
+    return f"%{name}: !pto.ptr<{dtype}>", lines, pt
+
+
+def _kernel(args: list[tuple[str, str, str]], body: str, attrs: str = "") -> str:
+    return f"""module {{
+  func.func @k({', '.join(a[0] for a in args)}) {attrs} {{
+    %zero = arith.constant 0 : index
+    %one = arith.constant 1 : index{''.join(a[1] for a in args)}
+{body}
+    return
+  }}
+}}
+"""
+
+
+# ---- pto.tconcatidx -----------------------------------------------------------------------
+
+def test_tconcatidx_copies_per_row_byte_counts() -> None:
+    """TCONCAT's indexed form: row i takes idx0[i, 0] / sizeof(idx) columns of src0, then
+    idx1[i, 0] / sizeof(idx) of src1; the rest of dst's row keeps what it held."""
+    s0, s1 = _t("f32", 8, 16), _t("f32", 8, 16)
+    ix = _t("i32", 8, 8, 8, 1)
+    args = [_io("a", "f32", 8, 16, 0), _io("b", "f32", 8, 16, 1), _io("i", "i32", 8, 8, 2),
+            _io("j", "i32", 8, 8, 3), _io("o", "f32", 8, 16, 4)]
+    body = f"""
+    %s0 = pto.alloc_tile : {s0}
+    %s1 = pto.alloc_tile : {s1}
+    %i0 = pto.alloc_tile : {ix}
+    %i1 = pto.alloc_tile : {ix}
+    %d = pto.alloc_tile : {s0}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%s0 : {s0})
+    pto.tload ins(%p1 : {args[1][2]}) outs(%s1 : {s1})
+    pto.tload ins(%p2 : {args[2][2]}) outs(%i0 : {ix})
+    pto.tload ins(%p3 : {args[3][2]}) outs(%i1 : {ix})
+    pto.tload ins(%p4 : {args[4][2]}) outs(%d : {s0})
+    pto.tconcatidx ins(%s0, %s1, %i0, %i1 : {s0}, {s1}, {ix}, {ix}) outs(%d : {s0})
+    pto.tstore ins(%d : {s0}) outs(%p4 : {args[4][2]})"""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((8, 16)).astype(np.float32)
+    b = rng.standard_normal((8, 16)).astype(np.float32)
+    n0 = np.array([0, 1, 2, 3, 5, 8, 16, 4])
+    n1 = np.array([16, 3, 0, 7, 2, 8, 0, 12])
+    i = np.zeros((8, 8), np.int32)
+    j = np.zeros((8, 8), np.int32)
+    i[:, 0], j[:, 0] = n0 * 4, n1 * 4  # byte counts of i32 elements
+    out = np.full((8, 16), -7.0, np.float32)
+    want = out.copy()
+    for r in range(8):
+        k0 = n0[r]
+        k1 = min(n1[r], 16 - k0)
+        want[r, :k0] = a[r, :k0]
+        want[r, k0:k0 + k1] = b[r, :k1]
+    load(_kernel(args, body)).k(a, b, i, j, out)
+    np.testing.assert_array_equal(out, want)
+
+
+# ---- pto.tquant.mx ------------------------------------------------------------------------
+
+def _mx_ref(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MXFP8 E4M3, OCP scale (pto-isa TQUANT.md): per group of 32 along ``axis`` the shared
+    exponent is floor(log2(max |x|)) - 8 (emax of e4m3), stored biased by 127 (E8M0), and the
+    elements are x * 2**-shared cast to e4m3 (saturating at 448). Normal, nonzero groups."""
+    g = np.moveaxis(x, axis, -1)
+    g = g.reshape(*g.shape[:-1], g.shape[-1] // 32, 32)
+    mx = np.abs(g).max(axis=-1)
+    _, k = np.frexp(mx)  # mx = m * 2**k, m in [0.5, 1)
+    shared = (k - 1) - 8
+    scale = np.exp2(-shared.astype(np.float64))
+    q = np.clip(g * scale[..., None], -448, 448).astype(ml_dtypes.float8_e4m3fn)
+    q = np.moveaxis(q.reshape(*g.shape[:-2], -1), -1, axis)
+    exp = (shared + 127).astype(np.uint8)
+    if axis == 0:  # groups (row group, column)
+        exp, mx = np.moveaxis(exp, -1, 0), np.moveaxis(mx, -1, 0)
+    else:  # the maxima as one flat row, in (row, group) order
+        mx = mx.reshape(1, -1)
+    return q.view(np.uint8), exp, mx.astype(np.float32)
+
+
+def _tquant_mx(rows: int, cols: int, axis: int, interleave: bool) -> tuple[str, list]:
+    # axis 1: exponents per (row, group) in rows of 32 bytes, max / scaling the flat
+    # [1, groups] form (a compact prefix); axis 0: [rows / 32, cols] (interleaved exponents
+    # [rows / 64, 2 cols])
+    gr, gc = (rows // 32, cols) if axis == 0 else (1, rows * cols // 32)
+    er, ec = (rows // 64, 2 * cols) if interleave else (gr, gc) if axis == 0 \
+        else (rows, cols // 32)
+    s, d = _t("f32", rows, cols), _t("ui8", rows, cols)
+    e = _t("ui8", er, -(-ec // 32) * 32, er, ec)
+    m = _t("f32", gr, gc)
+    args = [_io("x", "f32", rows, cols, 0), _io("q", "ui8", rows, cols, 1),
+            _io("e", "ui8", er, ec, 2), _io("m", "f32", gr, gc, 3)]
+    attrs = "quant_type = #pto<quant_type MXFP8>"
+    if axis == 0:
+        attrs += ", grpAxis = #pto<mx_group_axis axis0>"
+    if interleave:
+        attrs += ", interleave = true"
+    body = f"""
+    %src = pto.alloc_tile : {s}
+    %dst = pto.alloc_tile : {d}
+    %exp = pto.alloc_tile : {e}
+    %max = pto.alloc_tile : {m}
+    %scl = pto.alloc_tile : {m}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%src : {s})
+    pto.tquant.mx ins(%src : {s}) outs(%dst, %exp, %max, %scl : {d}, {e}, {m}, {m}) {{{attrs}}}
+    pto.tstore ins(%dst : {d}) outs(%p1 : {args[1][2]})
+    pto.tstore ins(%exp : {e}) outs(%p2 : {args[2][2]})
+    pto.tstore ins(%max : {m}) outs(%p3 : {args[3][2]})"""
+    return _kernel(args, body, "attributes {pto.kernel_kind = #pto.kernel_kind<vector>}"), \
+        [(rows, cols), (er, ec), (gr, gc)]
+
+
+@pytest.mark.parametrize(("rows", "cols", "axis", "interleave"), [
+    (4, 64, 1, False), (64, 32, 0, False), (128, 32, 0, True)])
+def test_tquant_mx_mxfp8(rows: int, cols: int, axis: int, interleave: bool) -> None:
+    text, (qs, es, ms) = _tquant_mx(rows, cols, axis, interleave)
+    rng = np.random.default_rng(2)
+    # magnitudes within 2**8 of each other: no element of a group rounds to (signed) zero
+    sign = rng.choice([-1.0, 1.0], (rows, cols))
+    x = (sign * rng.uniform(0.5, 2.0, (rows, cols)) * np.exp2(rng.integers(-3, 4, (rows, cols)))
+         ).astype(np.float32)
+    q, e, m = np.zeros(qs, np.uint8), np.zeros(es, np.uint8), np.zeros(ms, np.float32)
+    load(text, target="a5").k(x, q, e, m)
+    wq, we, wm = _mx_ref(x, axis)
+    if interleave:  # exp[p, 2c + k] = e[2p + k, c]
+        we = we.reshape(we.shape[0] // 2, 2, we.shape[1]).transpose(0, 2, 1).reshape(es)
+    np.testing.assert_array_equal(q, wq)
+    np.testing.assert_array_equal(e, we)
+    np.testing.assert_array_equal(m, wm)
+
+
+def test_tquant_mx_is_an_a5_op() -> None:
+    text, _ = _tquant_mx(4, 64, 1, False)
+    with pytest.raises(PtoError, match="tquant.mx is only supported on A5"):
+        load(text, target="a2a3")
+
+
+@pytest.mark.parametrize(("old", "new", "why"), [
+    ("outs(%dst, %exp, %max, %scl : ", "outs(%dst, %exp, %max, %scl : ", None),
+    ("{quant_type = #pto<quant_type MXFP8>}",
+     "{quant_type = #pto<quant_type MXFP8>, interleave = true}",
+     "interleave=true requires grpAxis=axis0"),
+    ("rows=4, cols=32, v_row=4, v_col=2,", "rows=4, cols=32, v_row=2, v_col=2,",
+     r"expects exp valid shape to be \[4, 2\]"),
+])
+def test_tquant_mx_valid_shapes(old: str, new: str, why: str | None) -> None:
+    text, _ = _tquant_mx(4, 64, 1, False)
+    assert old in text
+    # (without the store of exp, whose view is the valid shape the test changes)
+    text = "\n".join(ln for ln in text.replace(old, new).splitlines()
+                     if "tstore ins(%exp" not in ln)
+    if why is None:
+        load(text, target="a5")
+    else:
+        with pytest.raises(PtoError, match=why):
+            load(text, target="a5")
+
+
+# ---- implicit tmp -------------------------------------------------------------------------
+
+def _rowmax(level_addr: bool = False) -> str:
+    s, d = _t("f32", 8, 16), _t("f32", 8, 1, bl="col_major")
+    args = [_io("x", "f32", 8, 16, 0), _io("o", "f32", 8, 1, 1)]
+    addr = ("%a0 = arith.constant 0 : i64\n    %a1 = arith.constant 4096 : i64\n    "
+            if level_addr else "")
+    at0, at1 = (" addr = %a0", " addr = %a1") if level_addr else ("", "")
+    body = f"""
+    {addr}%src = pto.alloc_tile{at0} : {s}
+    %dst = pto.alloc_tile{at1} : {d}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%src : {s})
+    pto.trowmax ins(%src : {s}) outs(%dst : {d})
+    pto.tstore ins(%dst : {d}) outs(%p1 : {args[1][2]})"""
+    return _kernel(args, body)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_trowmax_without_tmp(target: str) -> None:
+    x = np.random.default_rng(3).standard_normal((8, 16)).astype(np.float32)
+    out = np.zeros((8, 1), np.float32)
+    load(_rowmax(), target=target).k(x, out)
+    np.testing.assert_array_equal(out[:, 0], x.max(axis=1))
+
+
+def test_tpows_and_tcolargmax_without_tmp() -> None:
+    s = _t("f32", 2, 16)
+    i = _t("i32", 1, 16)
+    args = [_io("x", "f32", 2, 16, 0), _io("o", "f32", 2, 16, 1), _io("i", "i32", 1, 16, 2)]
+    body = f"""
+    %p = arith.constant 2.0 : f32
+    %src = pto.alloc_tile : {s}
+    %dst = pto.alloc_tile : {s}
+    %idx = pto.alloc_tile : {i}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%src : {s})
+    pto.tpows ins(%src, %p : {s}, f32) outs(%dst : {s})
+    pto.tcolargmax ins(%src : {s}) outs(%idx : {i})
+    pto.tstore ins(%dst : {s}) outs(%p1 : {args[1][2]})
+    pto.tstore ins(%idx : {i}) outs(%p2 : {args[2][2]})"""
+    x = np.random.default_rng(4).standard_normal((2, 16)).astype(np.float32)
+    out, idx = np.zeros_like(x), np.zeros((1, 16), np.int32)
+    load(_kernel(args, body)).k(x, out, idx)
+    np.testing.assert_allclose(out, x * x, rtol=1e-6)
+    np.testing.assert_array_equal(idx[0], x.argmax(axis=0))
+
+
+def test_missing_tmp_under_level3_is_ptoas_error() -> None:
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    errors = diagnose(parse(_rowmax(True), "x.pto"), "a2a3", level="level3")
+    assert any("requires explicit tmp when PlanMemory is skipped" in e.render()
+               for e in errors)
+    assert not diagnose(parse(_rowmax(True), "x.pto"), "a2a3", level="level2")
+
+
+# ---- pto.fusion_region --------------------------------------------------------------------
+
+def test_fusion_region_runs_its_body() -> None:
+    s = _t("f32", 8, 16)
+    args = [_io("x", "f32", 8, 16, 0), _io("o", "f32", 8, 16, 1)]
+    body = f"""
+    %src = pto.alloc_tile : {s}
+    %dst = pto.alloc_tile : {s}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%src : {s})
+    %n = pto.fusion_region {{
+      pto.tadd ins(%src, %src : {s}, {s}) outs(%dst : {s})
+      pto.tmul ins(%dst, %src : {s}, {s}) outs(%dst : {s})
+      %two = arith.constant 2 : index
+      pto.yield(%two) : (index) -> ()
+    }} : index
+    %b = arith.index_cast %n : index to i32
+    %f = arith.sitofp %b : i32 to f32
+    pto.tadds ins(%dst, %f : {s}, f32) outs(%dst : {s})
+    pto.tstore ins(%dst : {s}) outs(%p1 : {args[1][2]})"""
+    x = np.random.default_rng(5).standard_normal((8, 16)).astype(np.float32)
+    out = np.zeros_like(x)
+    load(_kernel(args, body)).k(x, out)
+    np.testing.assert_array_equal(out, ((x + x) * x) + np.float32(2))
+
+
+@pytest.mark.parametrize(("region", "why"), [
+    ("{\n    ^bb0(%a: index):\n      pto.yield(%a) : (index) -> ()\n    } : index",
+     "expects body block to have no arguments, got 1"),
+    ("{\n      pto.yield : () -> ()\n    } : index", "expects pto.yield to return 1 values, got 0"),
+    ("{\n      pto.yield(%c) : (index) -> ()\n    } : i32",
+     "expects yielded value #0 to have type 'i32', got 'index'"),
+])
+def test_fusion_region_verifier(region: str, why: str) -> None:
+    text = f"""module {{
+  func.func @k() {{
+    %c = arith.constant 0 : index
+    %0 = pto.fusion_region {region}
+    return
+  }}
+}}
+"""
+    with pytest.raises(PtoError, match=why):
+        load(text)
+
+
+# ---- pto.taddrelu -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "i16"])
+def test_taddrelu(dtype: str) -> None:
+    s = _t(dtype, 4, 32)
+    args = [_io("a", dtype, 4, 32, 0), _io("b", dtype, 4, 32, 1), _io("o", dtype, 4, 32, 2)]
+    body = f"""
+    %x = pto.alloc_tile : {s}
+    %y = pto.alloc_tile : {s}
+    %z = pto.alloc_tile : {s}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%x : {s})
+    pto.tload ins(%p1 : {args[1][2]}) outs(%y : {s})
+    pto.taddrelu ins(%x, %y : {s}, {s}) outs(%z : {s})
+    pto.tstore ins(%z : {s}) outs(%p2 : {args[2][2]})"""
+    npt = {"f32": np.float32, "f16": np.float16, "i16": np.int16}[dtype]
+    rng = np.random.default_rng(6)
+    if dtype == "i16":
+        a = rng.integers(-32768, 32767, (4, 32)).astype(np.int16)
+        b = rng.integers(-32768, 32767, (4, 32)).astype(np.int16)
+        s32 = a.astype(np.int64) + b.astype(np.int64)
+        wrapped = ((s32 + 32768) % 65536 - 32768).astype(np.int16)
+        want = np.maximum(wrapped, 0).astype(np.int16)
+    else:
+        a = (rng.standard_normal((4, 32)) * 4).astype(npt)
+        b = (rng.standard_normal((4, 32)) * 4).astype(npt)
+        want = np.maximum((a + b).astype(npt), npt(0))
+    out = np.zeros((4, 32), npt)
+    load(_kernel(args, body)).k(a, b, out)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_taddrelu_is_an_a2a3_instruction() -> None:
+    with pto.target("a5"):
+        t = pto.Tile("Vec", "f32", 8, 16)
+        with pytest.raises(PtoError, match="not supported on target a5"):
+            pto.TADDRELU(t, t, t)
+
+
+def test_tquant_mx_attributes_reach_the_binding() -> None:
+    from ptoisa.interp import bridge
+    from ptoisa.isa.registry import REGISTRY
+    from ptoisa.text import parse
+
+    text, _ = _tquant_mx(64, 32, 0, False)
+    text = text.replace("grpAxis = #pto<mx_group_axis axis0>",
+                        "grpAxis = #pto<mx_group_axis axis0>, quantScaleAlg = "
+                        "#pto<quant_scale_alg nv>, storeMode = #pto<vec_store_mode nz>")
+    op = next(o for o in parse(text, "q.pto").ops[0].walk() if o.name == "pto.tquant.mx")
+    p = bridge.bind(op, REGISTRY["TQUANT"]).params
+    assert (p["grp_axis"], p["scale_alg"], p["store_mode"]) == (0, "NV", "NZ")
