@@ -13,7 +13,6 @@ import dataclasses
 import enum
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -373,19 +372,21 @@ def _materialised_map(op: Op, instr: Instr, ins: list[Value], outs: list[tuple[V
     to a :class:`Scratch` of its model operand's type."""
     mat = instr.ptoas.materialised if instr.ptoas is not None else {}
     try:
-        return _default_map(op, instr, ins, outs)
-    except VerifyError:
+        got = _default_map(op, instr, ins, outs)
+    except VerifyError as e:
         if not mat:
             raise
-        err = sys.exc_info()[1]
-    try:
-        got = _default_map(op, instr, ins, outs, frozenset(mat))
-    except VerifyError:
-        raise err from None
+        err = e
+        try:
+            got = _default_map(op, instr, ins, outs, frozenset(mat))
+        except VerifyError:
+            raise err from None
     for name, like in mat.items():
+        if name in got:
+            continue
         v = got.get(like, (None, False))[0]
         if not isinstance(v, Value):
-            raise err
+            raise _fail(op, instr, len(ins), len(outs))
         got[name] = (Scratch(None, v.type, v), False)
     return got
 

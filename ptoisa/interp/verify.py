@@ -33,6 +33,7 @@ from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
 from ..memory import ALIGN
+from ..targets import get_target
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
 
@@ -512,7 +513,8 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
             # (a level given on the command line: files that name none are not judged here)
             yield VerifyError("pto.tassign is only supported when --pto-level=level3",
                               op=op.name, loc=op.loc)
-        elif level == "level3" and _leaves_out_tmp(op):
+        elif level == "level3" and _leaves_out_tmp(op) and \
+                (target is None or get_target(target).traits.level3_needs_tmp):
             yield VerifyError("requires explicit tmp when PlanMemory is skipped (under "
                               "--pto-level=level3 PTOAS allocates no scratch tile)",
                               op=op.name, loc=op.loc)

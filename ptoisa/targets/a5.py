@@ -257,6 +257,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                      removed=("TADDRELU",),
                      traits={
                          "cmp_i32_eq_only": False,
+                         "level3_needs_tmp": False,
                          "quant_pairs": frozenset({
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),
                              ("f32", "f8E4M3"), ("f32", "hif8"), ("i32", "i8"), ("i32", "ui8"),

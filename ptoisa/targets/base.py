@@ -63,6 +63,11 @@ class Traits:
     #: run-time checks the NPU performs (valid-region limits, pattern checks ...); the upstream
     #: CPU simulator has none of them
     npu_runtime_checks: bool = True
+    #: whether a ``.pto`` op that leaves out its ``tmp`` (``Ptoas.materialised``) needs PTOAS's
+    #: PlanMemory to allocate one, so that ``--pto-level=level3`` rejects it (A2/A3: the
+    #: vector code uses tmp); False where PTOAS gives it a placeholder without an address at
+    #: every level (A5, ttrans_implicit_tmp_a5_level3.pto)
+    level3_needs_tmp: bool = True
     #: how TPRINT writes: "cpu_sim" (the simulator's header and format, straight to the output)
     #: or "npu" (whole tile, through the print buffer)
     print_style: str = "npu"

@@ -243,6 +243,8 @@ def test_missing_tmp_under_level3_is_ptoas_error() -> None:
     assert any("requires explicit tmp when PlanMemory is skipped" in e.render()
                for e in errors)
     assert not diagnose(parse(_rowmax(True), "x.pto"), "a2a3", level="level2")
+    # A5: PTOAS gives the missing tmp a placeholder at every level
+    assert not diagnose(parse(_rowmax(True), "x.pto"), "a5", level="level3")
 
 
 # ---- pto.fusion_region --------------------------------------------------------------------

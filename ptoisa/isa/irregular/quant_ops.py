@@ -3,6 +3,7 @@ symmetric/asymmetric)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_dtypes
@@ -10,7 +11,7 @@ import numpy as np
 
 from ...dtypes import fp4_encode
 from ...enums import Pipe, TileType
-from ...errors import PtoError
+from ...errors import ExecutionError, PtoError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
@@ -128,6 +129,13 @@ def _tquant_mx(m: Machine, dst: Tile, src: Tile, exp: Tile, mxt: Tile | None,
                scaling: Tile | None, exp_zz: Tile | None, fmt: str, alg: str, axis: int,
                interleave: bool = False) -> None:
     vr, vc = src.valid_shape
+    if fmt == "fp4" and dst.valid_col != vc:
+        # PTOAS counts the columns of a !pto.f4E2M1x2 tile in packed pairs (PTO_IR_manual,
+        # tile_buf); ptoisa's FP4 tiles count FP4 elements, two to a byte
+        raise ExecutionError(
+            f"operation 'pto.tquant.mx' cannot be executed by ptoisa yet: its MXFP4 dst has "
+            f"{dst.valid_col} valid columns for {vc} source columns (PTOAS's packed-pair "
+            "extents of !pto.f4E2M1x2; ptoisa's FP4 tiles count FP4 elements)")
     x = np.asarray(src.read(vr, vc)).astype(np.float32)
     if axis == 1:
         if vc % 32:
@@ -142,7 +150,9 @@ def _tquant_mx(m: Machine, dst: Tile, src: Tile, exp: Tile, mxt: Tile | None,
     with np.errstate(all="ignore"):
         if fmt == "fp8":
             # the fp8 path's max skips NaN elements (an all-NaN group has max 0)
-            mx = np.nan_to_num(np.nanmax(np.abs(g), axis=ax), nan=0.0, posinf=np.inf)
+            with warnings.catch_warnings():  # (an all-NaN group: numpy warns, max is 0)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mx = np.nan_to_num(np.nanmax(np.abs(g), axis=ax), nan=0.0, posinf=np.inf)
         else:
             mx = np.abs(g).max(axis=ax)
     mx = mx.astype(np.float32)
