@@ -561,7 +561,8 @@ def SET_QUANT_SCALAR(
 def SET_QUANT_VECTOR(fpTile: Tile, *events: Event) -> Event:
     """
     Program the vector quant register (one uint64 word per output column) from a Scaling
-    tile, read by the next fix-pipe TPUSH.
+    tile, read by the next fix-pipe TPUSH. A5's payload of f16 / bf16 / f32 scales is refused
+    by name when it runs: how the fix-pipe reads it (the FPC encoding) is not documented.
     """
     ...
 

@@ -594,10 +594,26 @@ def _scaling_tile(sig: Sig) -> None:
         raise sig.fail(f"fpTile must be a Scaling tile, got {t.loc.name}")
 
 
-@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S, ptoas=_QUANT_ID,
+def _ptoas_payload(sig: Sig) -> None:
+    """PTOAS's rule for the payload tile's element type (by target: a trait)."""
+    t = sig["fpTile"]
+    want = sig.target.traits.quant_vector_types
+    if t is not None and t.dtype.name not in want:
+        raise sig.fail(f"expects 'scaling_tile' element type to be "
+                       f"{' or '.join(sorted(want))} on {sig.target}, got {t.dtype}")
+
+
+@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S,
+       ptoas=Ptoas(attrs=_QUANT_ID.attrs, rules={"pto.set_quant_vector": (_ptoas_payload,)}),
        operands=(Opnd("fpTile", "tile"),), dtype_key=("fpTile",), static=(_scaling_tile,))
 def SET_QUANT_VECTOR(m: Machine, fpTile: Tile) -> None:  # noqa: N802,N803
     """Program the vector quant register (one uint64 word per output column) from a Scaling
-    tile, read by the next fix-pipe TPUSH."""
+    tile, read by the next fix-pipe TPUSH. A5's payload of f16 / bf16 / f32 scales is refused
+    by name when it runs: how the fix-pipe reads it (the FPC encoding) is not documented."""
+    if fpTile.dtype.is_float:
+        raise ExecutionError(
+            "operation 'pto.set_quant_vector' cannot be executed by ptoisa yet: a vector quant "
+            f"payload of {fpTile.dtype} scales (A5), whose encoding in the fix-pipe's FPC "
+            "register is implementation-defined (SET_QUANT_VECTOR.md)")
     words = np.array(fpTile.read(), copy=True).astype(np.uint64).reshape(1, -1)
     m.fixpipe_quant = ("vector", words)

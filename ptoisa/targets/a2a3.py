@@ -203,7 +203,8 @@ LEGALITY: dict[str, Rule] = {
     "TPOP": rule(locs=[TileType.Vec, TileType.Mat]),
     "TFREE": rule(),
     "SET_QUANT_SCALAR": rule(),
-    "SET_QUANT_VECTOR": rule("ui64", locs=[TileType.Scaling]),
+    # the packed 64-bit quant words on A2/A3 (PTOAS designs/fixpipe-tpipe-design.md 7.2)
+    "SET_QUANT_VECTOR": rule("i64 ui64", locs=[TileType.Scaling]),
 
     # ---- prefetch_hif4 ---------------------------------------------------------------------------
     # TPREFETCH_ASYNC (any element type: a cache hint). TMATMUL_MX_HIF4 is an A6 instruction: no

@@ -137,6 +137,9 @@ LEGALITY: dict[str, Rule] = {
     "THISTOGRAM": rule("ui16 ui32"),
     "TRANDOM": rule("i32 ui32"),
     # MXFP8 (f32/f16/bf16 -> e4m3 bytes), MXFP4 (f16/bf16 -> packed e2m1), INT8 sym/asym (f32)
+    # the quant words, and A5's payload of f16 / bf16 / f32 scales (PTOAS
+    # designs/fixpipe-tpipe-design.md 7.2), which ptoisa refuses by name when it runs
+    "SET_QUANT_VECTOR": rule("i64 ui64 f16 bf16 f32", locs=[TileType.Scaling]),
     "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8 "
                          "f16->ui8 bf16->ui8")),
 
@@ -258,6 +261,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                      traits={
                          "cmp_i32_eq_only": False,
                          "level3_needs_tmp": False,
+                         "quant_vector_types": frozenset({"f16", "bf16", "f32"}),
                          "quant_pairs": frozenset({
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),
                              ("f32", "f8E4M3"), ("f32", "hif8"), ("i32", "i8"), ("i32", "ui8"),

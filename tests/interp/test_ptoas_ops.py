@@ -342,3 +342,30 @@ def test_tquant_mx_attributes_reach_the_binding() -> None:
     op = next(o for o in parse(text, "q.pto").ops[0].walk() if o.name == "pto.tquant.mx")
     p = bridge.bind(op, REGISTRY["TQUANT"]).params
     assert (p["grp_axis"], p["scale_alg"], p["store_mode"]) == (0, "NV", "NZ")
+
+
+# ---- pto.set_quant_vector's payload --------------------------------------------------------
+
+@pytest.mark.parametrize(("dtype", "target", "why"), [
+    ("ui64", "a2a3", None), ("f16", "a5", None),
+    ("ui64", "a5", "expects 'scaling_tile' element type to be bf16 or f16 or f32 on a5"),
+    ("f16", "a2a3", "element type f16 is not supported on a2a3")])
+def test_set_quant_vector_payload_by_target(dtype: str, target: str, why: str | None) -> None:
+    t = (f"!pto.tile_buf<loc=scaling, dtype={dtype}, rows=1, cols=16, v_row=1, v_col=16, "
+         "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %fp = pto.alloc_tile : {t}
+    pto.set_quant_vector(%fp : {t}) {{id = 0}}
+    return
+  }}
+}}
+"""
+    if why is not None:
+        with pytest.raises(PtoError, match=why):
+            load(text, target=target)
+        return
+    prog = load(text, target=target)
+    if dtype == "f16":  # A5's scales: how the fix-pipe reads them is not documented
+        with pytest.raises(PtoError, match="'pto.set_quant_vector' cannot be executed"):
+            prog.k()
