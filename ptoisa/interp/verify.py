@@ -480,6 +480,31 @@ def _leaves_out_tmp(op: Op) -> bool:
         return False  # (the compiler reports what does not fit)
 
 
+def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's rules for a written tmp of pto.tpow / pto.tpows (pto-isa's TPow.hpp): the
+    integer overloads take none, and the float path's tmp has dst's valid shape."""
+    ins = bridge.instr_of(op.name)
+    try:
+        b = bridge.bind(op, ins) if ins is not None else None
+    except PtoError:
+        return  # (the compiler reports what does not fit)
+    if b is None or "tmp" in b.materialised:
+        return
+    vals = dict(zip((o.name for o in b.instr.operands), b.values, strict=True))
+    tmp, dst = vals.get("tmp"), vals.get("dst")
+    tt = None if tmp is None else bridge.tile_spec_of(tmp.type)  # type: ignore[union-attr]
+    dt = None if dst is None else bridge.tile_spec_of(dst.type)  # type: ignore[union-attr]
+    if tt is None or dt is None:
+        return
+    if not dt.dtype.is_float:
+        yield VerifyError("does not accept tmp when element type is integer", op=op.name,
+                          loc=op.loc)
+    elif (tt.valid_row, tt.valid_col) != (dt.valid_row, dt.valid_col):
+        yield VerifyError("expects tmp and dst to have the same valid_shape (tmp "
+                          f"{tt.valid_row}x{tt.valid_col}, dst {dt.valid_row}x{dt.valid_col})",
+                          op=op.name, loc=op.loc)
+
+
 def _op_errors(f: Op, level: str | None, target: str | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -513,6 +538,8 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
             # (a level given on the command line: files that name none are not judged here)
             yield VerifyError("pto.tassign is only supported when --pto-level=level3",
                               op=op.name, loc=op.loc)
+        elif op.name in ("pto.tpow", "pto.tpows"):
+            yield from _pow_tmp_errors(op)
         elif level == "level3" and _leaves_out_tmp(op) and \
                 (target is None or get_target(target).traits.level3_needs_tmp):
             yield VerifyError("requires explicit tmp when PlanMemory is skipped (under "

@@ -369,3 +369,38 @@ def test_set_quant_vector_payload_by_target(dtype: str, target: str, why: str | 
     if dtype == "f16":  # A5's scales: how the fix-pipe reads them is not documented
         with pytest.raises(PtoError, match="'pto.set_quant_vector' cannot be executed"):
             prog.k()
+
+
+# ---- pto.tpow / pto.tpows: PTOAS's tmp and precision rules ---------------------------------
+
+@pytest.mark.parametrize(("dtype", "tmp", "attrs", "target", "why"), [
+    ("f32", (1, 16), "", "a2a3", None),
+    ("i32", None, "", "a2a3", None),  # the integer overload: no tmp (one is not allocated)
+    ("i32", (1, 16), "", "a2a3", "does not accept tmp when element type is integer"),
+    ("f32", (1, 8), "", "a2a3", "expects tmp and dst to have the same valid_shape"),
+    ("f32", (1, 16), "{precisionType = #pto<pow_precision high_precision>}", "a2a3",
+     "A2/A3 does not support precisionType=high_precision"),
+    ("f32", (1, 16), "{precisionType = #pto<pow_precision high_precision>}", "a5", None),
+])
+def test_tpow_tmp_rules(dtype: str, tmp: tuple[int, int] | None, attrs: str, target: str,
+                        why: str | None) -> None:
+    t = _t(dtype, 1, 16)
+    tt = None if tmp is None else _t(dtype, 1, 16, *tmp)
+    ins = "%b, %e" + (", %tmp" if tt else "")
+    types = f"{t}, {t}" + (f", {tt}" if tt else "")
+    text = f"""module {{
+  func.func @k() {{
+    %b = pto.alloc_tile : {t}
+    %e = pto.alloc_tile : {t}
+    %d = pto.alloc_tile : {t}
+    {f"%tmp = pto.alloc_tile : {tt}" if tt else ""}
+    pto.tpow ins({ins} : {types}) outs(%d : {t}) {attrs}
+    return
+  }}
+}}
+"""
+    if why is None:
+        load(text, target=target)
+    else:
+        with pytest.raises(PtoError, match=why):
+            load(text, target=target)

@@ -37,6 +37,13 @@ from .common import (
 
 ALGO = (Param("PrecisionType", Algorithm.DEFAULT, Algorithm),)
 
+
+def no_high_precision(sig: Sig) -> None:
+    """A2/A3's TPOW / TPOWS have no high-precision path (pto-isa a2a3 TPow.hpp takes no
+    precision parameter)."""
+    if sig.params.get("PrecisionType") not in (None, Algorithm.DEFAULT):
+        raise sig.fail("A2/A3 does not support precisionType=high_precision")
+
 _DST = Opnd("dst", "tile", "out")
 
 
@@ -407,6 +414,7 @@ TPOW = _binary("TPOW", _pow,
                "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
                "for integers; tmp is scratch.", params=ALGO, tmp=True,
                ptoas=Ptoas(materialised={"tmp": "src0"}),
+               static_for={"a2a3": (no_high_precision,)},
                same_valid=SameValid(("src0", "src1"),
                                     "General constraints (dst == base, dst == exp)"))
 def _addrelu(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:

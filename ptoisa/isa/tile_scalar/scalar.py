@@ -18,7 +18,16 @@ from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..elementwise.common import as_elem, cover, kinds, plain_form
-from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _rem_floor_cpu, _shift
+from ..elementwise.unary_binary import (
+    ALGO,
+    _div,
+    _fmod,
+    _pow,
+    _rem_floor,
+    _rem_floor_cpu,
+    _shift,
+    no_high_precision,
+)
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
 from ..rules import vec
 from ..spelling import Ptoas
@@ -128,6 +137,7 @@ TPOWS = _scalar_op("TPOWS", lambda a, s, dt: _pow(a, s, dt),
                    "dst = pow(base, exp) with a scalar exponent (integers: repeated "
                    "multiplication, wrapping); tmp is scratch.", params=ALGO, tmp=True,
                    src="base", ptoas=Ptoas(materialised={"tmp": "base"}),
+                   static_for={"a2a3": (no_high_precision,)},
                    same_valid=SameValid(("base",), "General constraints (dst == base)"))
 
 
