@@ -480,6 +480,46 @@ def _leaves_out_tmp(op: Op) -> bool:
         return False  # (the compiler reports what does not fit)
 
 
+_SCATTER_MODES = ("scatterAtomicOp", "scatterOob", "scatterConflict")
+
+
+def _coalesce_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's coalesce rules (PTO_IR_manual pto.mgather / pto.mscatter): mgather names its
+    mode; mscatter may leave it out (it is inferred from idx) unless it names an atomic,
+    out-of-bounds or conflict mode; a row-mode idx holds one index per row of the tile,
+    [1, R] or [R, 1]."""
+    attrs = dict(op.attributes.items)
+    mode = attrs.get("coalesce")
+    if mode is None:
+        if op.name == "pto.mgather":
+            yield VerifyError("requires attribute 'coalesce'", op=op.name, loc=op.loc)
+        elif any(k in attrs for k in _SCATTER_MODES):
+            yield VerifyError("expects coalesce when scatterAtomicOp/scatterOob/"
+                              "scatterConflict is specified", op=op.name, loc=op.loc)
+        return
+    if "row" not in str(bridge.attr_value(mode)).lower():
+        return
+    ins = bridge.instr_of(op.name)
+    try:
+        b = bridge.bind(op, ins) if ins is not None else None
+    except PtoError:
+        return  # (the compiler reports what does not fit)
+    if b is None:
+        return
+    vals = dict(zip((o.name for o in b.instr.operands), b.values, strict=True))
+    role = "dst" if op.name == "pto.mgather" else "src"
+    tile, idx = vals.get(role), vals.get("indexes")
+    ts = None if tile is None else bridge.tile_spec_of(tile.type)  # type: ignore[union-attr]
+    xs = None if idx is None else bridge.tile_spec_of(idx.type)  # type: ignore[union-attr]
+    if ts is None or xs is None or None in (ts.valid_row, xs.valid_row, xs.valid_col):
+        return
+    r = ts.valid_row
+    if (xs.valid_row, xs.valid_col) not in ((0, r), (1, r), (r, 0), (r, 1)):
+        yield VerifyError(f"expects row-coalesce idx valid_shape to be [0|1, {role}.valid_row] "
+                          f"or [{role}.valid_row, 0|1] (idx {xs.valid_row}x{xs.valid_col}, "
+                          f"{role}.valid_row {r})", op=op.name, loc=op.loc)
+
+
 def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
     """PTOAS's rules for a written tmp of pto.tpow / pto.tpows (pto-isa's TPow.hpp): the
     integer overloads take none, and the float path's tmp has dst's valid shape."""
@@ -540,6 +580,8 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
                               op=op.name, loc=op.loc)
         elif op.name in ("pto.tpow", "pto.tpows"):
             yield from _pow_tmp_errors(op)
+        elif op.name in ("pto.mgather", "pto.mscatter"):
+            yield from _coalesce_errors(op)
         elif level == "level3" and _leaves_out_tmp(op) and \
                 (target is None or get_target(target).traits.level3_needs_tmp):
             yield VerifyError("requires explicit tmp when PlanMemory is skipped (under "

@@ -404,3 +404,97 @@ def test_tpow_tmp_rules(dtype: str, tmp: tuple[int, int] | None, attrs: str, tar
     else:
         with pytest.raises(PtoError, match=why):
             load(text, target=target)
+
+
+# ---- pto.mgather / pto.mscatter: PTOAS's coalesce rules ------------------------------------
+
+def _mgather(attrs: str, idx: tuple[int, int], op: str = "mgather", dtype: str = "f32",
+             target: str = "a5") -> str:
+    t = _t(dtype, 8, 32)
+    ix = _t("i32", 8, 32, *idx)
+    pt = f"!pto.partition_tensor_view<8x32x{dtype}>"
+    if op == "mgather":
+        line = f"pto.mgather ins(%p, %i : {pt}, {ix}) outs(%d : {t}) {attrs}"
+    else:
+        line = f"pto.mscatter ins(%d, %i : {t}, {ix}) outs(%p : {pt}) {attrs}"
+    return f"""module {{
+  func.func @k(%g: !pto.ptr<{dtype}>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %v = pto.make_tensor_view %g, shape = [%c8, %c32], strides = [%c32, %c1] :
+      !pto.tensor_view<?x?x{dtype}>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c8, %c32] :
+      !pto.tensor_view<?x?x{dtype}> -> {pt}
+    %i = pto.alloc_tile : {ix}
+    %d = pto.alloc_tile : {t}
+    {line}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("attrs", "idx", "op", "why"), [
+    ("{coalesce = #pto<coalesce row>}", (8, 1), "mgather", None),
+    ("{coalesce = #pto<coalesce row>}", (1, 8), "mgather", None),
+    ("{coalesce = #pto<coalesce elem>}", (8, 32), "mgather", None),
+    ("", (8, 32), "mgather", "requires attribute 'coalesce'"),
+    ("{coalesce = #pto<coalesce row>}", (8, 32), "mgather",
+     r"expects row-coalesce idx valid_shape to be \[0\|1, dst.valid_row\]"),
+    ("", (8, 32), "mscatter", None),  # (mscatter infers its mode from idx)
+    ("{scatterOob = #pto<scatter_oob skip>}", (8, 32), "mscatter",
+     "expects coalesce when scatterAtomicOp/scatterOob/scatterConflict is specified"),
+    ("{coalesce = #pto<coalesce row>}", (4, 1), "mscatter",
+     r"expects row-coalesce idx valid_shape to be \[0\|1, src.valid_row\]"),
+])
+def test_coalesce_rules(attrs: str, idx: tuple[int, int], op: str, why: str | None) -> None:
+    text = _mgather(attrs, idx, op)
+    if why is None:
+        load(text, target="a5")
+    else:
+        with pytest.raises(PtoError, match=why):
+            load(text, target="a5")
+
+
+def test_mgather_moves_hif8_on_a5() -> None:
+    """An hif8 element is a byte to move (PTO_IR_manual pto.mgather: A5 takes !pto.hif8):
+    row mode, dst[r, :] = mem[idx[r], :]."""
+    h = "!pto.hif8"
+    t = _t(h, 8, 32)
+    ix = _t("i32", 8, 8, 8, 1)
+    pt = f"!pto.partition_tensor_view<8x32x{h}>"
+    pi = "!pto.partition_tensor_view<8x1xi32>"
+    text = f"""module {{
+  func.func @k(%g: !pto.ptr<{h}>, %x: !pto.ptr<i32>, %o: !pto.ptr<{h}>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c32 = arith.constant 32 : index
+    %v = pto.make_tensor_view %g, shape = [%c8, %c32], strides = [%c32, %c1] :
+      !pto.tensor_view<?x?x{h}>
+    %p = pto.partition_view %v, offsets = [%c0, %c0], sizes = [%c8, %c32] :
+      !pto.tensor_view<?x?x{h}> -> {pt}
+    %w = pto.make_tensor_view %o, shape = [%c8, %c32], strides = [%c32, %c1] :
+      !pto.tensor_view<?x?x{h}>
+    %q = pto.partition_view %w, offsets = [%c0, %c0], sizes = [%c8, %c32] :
+      !pto.tensor_view<?x?x{h}> -> {pt}
+    %xv = pto.make_tensor_view %x, shape = [%c8, %c1], strides = [%c1, %c1] :
+      !pto.tensor_view<?x?xi32>
+    %xp = pto.partition_view %xv, offsets = [%c0, %c0], sizes = [%c8, %c1] :
+      !pto.tensor_view<?x?xi32> -> {pi}
+    %i = pto.alloc_tile : {ix}
+    %d = pto.alloc_tile : {t}
+    pto.tload ins(%xp : {pi}) outs(%i : {ix})
+    pto.mgather ins(%p, %i : {pt}, {ix}) outs(%d : {t}) {{coalesce = #pto<coalesce row>}}
+    pto.tstore ins(%d : {t}) outs(%q : {pt})
+    return
+  }}
+}}
+"""
+    g = np.arange(256, dtype=np.uint8).reshape(8, 32)
+    idx = np.array([[3], [0], [7], [7], [1], [2], [6], [5]], np.int32)
+    out = np.zeros((8, 32), np.uint8)
+    load(text, target="a5").k(g, idx, out)
+    np.testing.assert_array_equal(out, g[idx[:, 0]])
