@@ -47,6 +47,31 @@ def row_major_nd(*names: str) -> StaticRule:
     return _layout_rule(names, lambda t: t.is_nd, "row-major ND")
 
 
+def reduction_valid(axis: int, empty_marker: bool) -> StaticRule:
+    """PTOAS's valid-region rule of a reduction along ``axis`` (1: rows, 0: columns), over
+    the static extents: src's valid region is not empty, the kept extent of src and dst
+    agree and dst's reduced extent is 1. ``empty_marker``: a dst valid region of 0x0 (PyPTO's
+    no-op replay marker) is accepted, for the plain reductions (the arg reductions always
+    produce an index)."""
+    keep, red = (0, 1) if axis == 1 else (1, 0)
+
+    def rule(sig: Sig) -> None:
+        s, d = sig["src"], sig["dst"]
+        if not (isinstance(s, TileSpec) and isinstance(d, TileSpec)):
+            return
+        sv, dv = (s.valid_row, s.valid_col), (d.valid_row, d.valid_col)
+        if empty_marker and dv == (0, 0):
+            return
+        for k in (0, 1):
+            if sv[k] == 0:
+                raise sig.fail(f"expects src valid_shape[{k}] to be non-zero")
+        if sv[keep] is not None and dv[keep] is not None and sv[keep] != dv[keep]:
+            raise sig.fail(f"expects src and dst to have the same valid_shape[{keep}]")
+        if dv[red] is not None and dv[red] != 1:
+            raise sig.fail(f"expects dst valid_shape[{red}] to be 1")
+    return rule
+
+
 def same_static_rows(sig: Sig) -> None:
     """The CPU simulator's row reductions static_assert equal src and dst Rows (declared for
     cpu with ``static_for``)."""

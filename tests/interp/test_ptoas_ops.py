@@ -498,3 +498,66 @@ def test_mgather_moves_hif8_on_a5() -> None:
     out = np.zeros((8, 32), np.uint8)
     load(text, target="a5").k(g, idx, out)
     np.testing.assert_array_equal(out, g[idx[:, 0]])
+
+
+# ---- PTOAS's valid-region rules: reductions, tile subviews ---------------------------------
+
+@pytest.mark.parametrize(("op", "src", "dst", "why"), [
+    ("trowmax", (16, 8), (16, 1), None),
+    ("trowmax", (16, 8), (0, 0), None),  # PyPTO's empty no-op marker
+    ("trowmax", (16, 8), (16, 0), r"expects dst valid_shape\[1\] to be 1"),
+    ("trowsum", (16, 8), (8, 1), r"expects src and dst to have the same valid_shape\[0\]"),
+    ("trowargmax", (16, 8), (0, 0),  # (no empty marker for an arg reduction)
+     r"expects src and dst to have the same valid_shape\[0\]"),
+    ("tcolargmax", (16, 8), (0, 8), r"expects dst valid_shape\[0\] to be 1"),
+    ("tcolargmax", (16, 8), (1, 8), None),
+])
+def test_reduction_valid_regions(op: str, src: tuple[int, int], dst: tuple[int, int],
+                                 why: str | None) -> None:
+    s = _t("f32", 16, 16, *src)
+    col = op.startswith("tcol")
+    dt = "i32" if "arg" in op else "f32"
+    d = _t(dt, 1, 16, *dst) if col else _t(dt, 16, 1, *dst, bl="col_major")
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %s = pto.alloc_tile : {s}
+    %d = pto.alloc_tile : {d}
+    pto.{op} ins(%s : {s}) outs(%d : {d})
+    return
+  }}
+}}
+"""
+    if why is None:
+        load(text, target="a5")
+    else:
+        with pytest.raises(PtoError, match=why):
+            load(text, target="a5")
+
+
+@pytest.mark.parametrize(("valid", "result_valid", "why"), [
+    ("", "v_row=5", None),
+    ("valid [%c5, %c128]", "v_row=5", None),
+    ("valid [%c5, %c128]", "v_row=?", None),
+    ("", "v_row=?", r"expects result valid_shape\[0\] to match inferred/explicit valid_row"),
+    ("valid [%c5, %c128]", "v_row=0",
+     r"expects result valid_shape\[0\] to match inferred/explicit valid_row"),
+])
+def test_tile_subview_valid_shape(valid: str, result_valid: str, why: str | None) -> None:
+    src = _t("f32", 16, 128)
+    res = _t("f32", 5, 128).replace("v_row=5", result_valid)
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c5 = arith.constant 5 : index
+    %c128 = arith.constant 128 : index
+    %src = pto.alloc_tile : {src}
+    %t = pto.subview %src[%c0, %c0] sizes [5, 128] {valid} : {src} -> {res}
+    return
+  }}
+}}
+"""
+    if why is None:
+        load(text, target="a5")
+    else:
+        with pytest.raises(PtoError, match=why):
+            load(text, target="a5")

@@ -42,8 +42,7 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
-from ..rules import row_major, same_static_rows, tree_reduce
-from ..spelling import TMP_LIKE_SRC as _TMP_LIKE_SRC  # noqa: N811
+from ..rules import reduction_valid, row_major, same_static_rows, tree_reduce
 from ..spelling import Attr, Ptoas
 from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_runtime
 
@@ -211,7 +210,9 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
            + what + "(acc, x)`` from the first element, so a NaN counts only as a row's "
            "first element (rows [1, nan, 3] and [nan, 1, 3] give 3 and nan); on a2a3/a5 a "
            "NaN anywhere gives NaN (vmax/vmin propagate NaN)."))
-    return instr(name, family="reduce", pipe=Pipe.V, batched=True, ptoas=_TMP_LIKE_SRC,
+    return instr(name, family="reduce", pipe=Pipe.V, batched=True,
+                 ptoas=Ptoas(materialised={"tmp": "src"}, rules={
+                     f"pto.{name.lower()}": (reduction_valid(1, empty_marker=True),)}),
                  operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                            Opnd("tmp", "tile", "scratch")),
                  dtype_key=("src",),
@@ -448,7 +449,9 @@ def _declare_arg(name: str, axis: int) -> Instr:
         static += [nd("src"), _row_arg_dst]
     else:
         static += [_none_box("src"), nd("dst", "dstVal"), _npu_idx_width, _npu_no_8bit_validx]
-    ins = instr(name, family="reduce", pipe=Pipe.V, ptoas=_TMP_LIKE_SRC,
+    ins = instr(name, family="reduce", pipe=Pipe.V,
+                ptoas=Ptoas(materialised={"tmp": "src"}, rules={
+                    f"pto.{name.lower()}": (reduction_valid(axis, empty_marker=False),)}),
                 operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                           Opnd("tmp", "tile", "scratch"),
                           Opnd("dstVal", "tile", "out", optional=True)),
