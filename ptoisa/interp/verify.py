@@ -469,15 +469,26 @@ def _multi_slot_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
                           f"count={got[1]}", op=op.name, loc=op.loc)
 
 
-def _leaves_out_tmp(op: Op) -> bool:
-    """Whether the op leaves out a scratch operand for PTOAS's PlanMemory to allocate."""
+def _leaves_out_tmp(op: Op) -> str | None:
+    """PTOAS's level3 error when the op leaves out a scratch operand its PlanMemory would
+    allocate, else None. tsort32 needs one only for a source whose valid columns are not a
+    multiple of 32 (the partial last block)."""
     ins = bridge.instr_of(op.name)
     if ins is None or ins.ptoas is None or not ins.ptoas.materialised:
-        return False
+        return None
     try:
-        return bool(bridge.bind(op, ins).materialised)
+        b = bridge.bind(op, ins)
     except PtoError:
-        return False  # (the compiler reports what does not fit)
+        return None  # (the compiler reports what does not fit)
+    if not b.materialised:
+        return None
+    if op.name == "pto.tsort32":
+        src = dict(zip((o.name for o in ins.operands), b.values, strict=True)).get("src")
+        ts = None if src is None else bridge.tile_spec_of(src.type)  # type: ignore[union-attr]
+        if ts is not None and ts.valid_col is not None and ts.valid_col % 32 == 0:
+            return None
+        return "requires explicit tmp for non-32-aligned tsort32 when PlanMemory is skipped"
+    return "requires explicit tmp when PlanMemory is skipped"
 
 
 _SCATTER_MODES = ("scatterAtomicOp", "scatterOob", "scatterConflict")
@@ -582,11 +593,10 @@ def _op_errors(f: Op, level: str | None, target: str | None = None
             yield from _pow_tmp_errors(op)
         elif op.name in ("pto.mgather", "pto.mscatter"):
             yield from _coalesce_errors(op)
-        elif level == "level3" and _leaves_out_tmp(op) and \
+        elif level == "level3" and (why := _leaves_out_tmp(op)) is not None and \
                 (target is None or get_target(target).traits.level3_needs_tmp):
-            yield VerifyError("requires explicit tmp when PlanMemory is skipped (under "
-                              "--pto-level=level3 PTOAS allocates no scratch tile)",
-                              op=op.name, loc=op.loc)
+            yield VerifyError(f"{why} (under --pto-level=level3 PTOAS allocates no scratch "
+                              "tile)", op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \
                 "addr" not in op.keyword_operands:
             yield VerifyError("requires 'addr' operand when --pto-level=level3", op=op.name,
@@ -769,7 +779,13 @@ def check_module(module: Module) -> None:
     has no cycle."""
     op_names.check_top_level(module)
     by_name = {f.sym_name: f for f in _defined(module)}
-    for name in entry_functions(module):
+    # (only a function marked as an entry or a kernel: PTOAS emits a lone unmarked public
+    # function that returns a value as a plain AICORE function, pto_entry_single_nonvoid_
+    # non_entry.pto)
+    marked = [n for n in entry_functions(module)
+              if any(by_name[n].attributes.get(k) is not None
+                     for k in ("pto.entry", "pto.kernel", "pto.kernel_kind"))]
+    for name in marked:
         f = by_name[name]
         fty = f.attributes.get("function_type")
         if isinstance(fty, A.TypeAttr) and getattr(fty.type, "results", ()):
