@@ -1070,6 +1070,7 @@ def TEXTRACT(
     indexColQuant: int | float | np.generic | None = None,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     dst[i, j] = src[indexRow + i, indexCol + j] over dst's valid region.
@@ -1078,7 +1079,9 @@ def TEXTRACT(
     ``TEXTRACT(dst, src, preQuantScalar, indexRow, indexCol)`` (a scalar quant word for the
     fix-pipe). Element types convert through the fix-pipe (Acc sources; any source on cpu);
     ``reluMode=NormalRelu`` applies ReLU. On cpu the window is dst's valid region, on the NPUs
-    dst's static Rows x Cols must fit inside src (the manual's bound).
+    dst's static Rows x Cols must fit inside src (the manual's bound). ``accToVecMode``
+    (PTOAS, A5 Acc -> Vec): a single-core mode delivers the whole window to dst; a dual mode
+    is refused by name.
     """
     ...
 
@@ -1091,6 +1094,7 @@ def TEXTRACT_FP(
     indexCol: int | float | np.generic,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     TEXTRACT through the fix-pipe with per-column quant words: dst[i, j] =
@@ -1355,11 +1359,13 @@ def TINSERT(
     indexColQuant: int | float | np.generic | None = None,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
-    untouched. Overloads, conversion and ReLU as TEXTRACT (``TINSERT(dst, src, indexRow,
-    indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow, indexCol)``).
+    untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
+    src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
+    indexCol)``).
     """
     ...
 
@@ -1372,6 +1378,7 @@ def TINSERT_FP(
     indexCol: int | float | np.generic,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     TINSERT through the fix-pipe with per-column quant words: dst[indexRow + i,

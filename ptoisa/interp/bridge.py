@@ -23,7 +23,7 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..isa.registry import Instr, lookup, ptoas_attrs, ptoas_forms
+from ..isa.registry import REGISTRY, Instr, lookup, ptoas_attrs, ptoas_forms
 from ..isa.spelling import RESULT, SCALE, STRUCTURAL_ATTRS, Form
 from ..targets import Target, get_target
 from ..tensor import GMSpec, gm_spec
@@ -170,6 +170,25 @@ def instr_of(op_name: str) -> Instr | None:
     if not op_name.startswith("pto."):
         return None
     return lookup(op_name)
+
+
+def _keyword_form(op: Op) -> tuple[Instr, Form] | None:
+    """(entry, form) a keyword written among the op's ins selects (``Ptoas.keywords``)."""
+    ins = instr_of(op.name)
+    if ins is None or ins.ptoas is None or not ins.ptoas.keywords:
+        return None
+    for p in op.syntax:
+        if p.kind == "k" and p.value in ins.ptoas.keywords:
+            name, form = ins.ptoas.keywords[p.value]  # type: ignore[index]
+            return REGISTRY[name], form
+    return None
+
+
+def instr_for(op: Op) -> Instr | None:
+    """The tile instruction this op is: :func:`instr_of` its name, or the entry a keyword
+    written among its ins selects (``fp %fp`` makes pto.textract TEXTRACT_FP)."""
+    kw = _keyword_form(op)
+    return kw[0] if kw is not None else instr_of(op.name)
 
 
 @dataclass(frozen=True)
@@ -424,7 +443,8 @@ def bind(op: Op, instr: Instr) -> Binding:
                 ins, outs = ins[:-k], [(v, False) for v in ins[-k:]]
     got = None
     form = None
-    for f in ptoas_forms(op.name):
+    kw = _keyword_form(op)
+    for f in ((kw[1],) if kw is not None and kw[0] is instr else ptoas_forms(op.name)):
         got = _form_map(op, f, ins, outs)
         if got is not None:
             form = f
@@ -455,7 +475,8 @@ def _attributes(op: Op, instr: Instr, form: Form | None,
     (added to ``got``), by the entry's ``ptoas.attrs`` or else by name; an attribute that maps
     nowhere, or to a value the registry does not take, is a VerifyError at the op: none is
     dropped."""
-    table = ptoas_attrs(op.name)
+    table = ptoas_attrs(op.name) if lookup(op.name) is instr \
+        else dict(instr.ptoas.attrs) if instr.ptoas else {}
     consumed = set(form.attr_operands) if form else set()
     params: dict[str, Any] = {}
     by_norm = {_norm(p.name): p.name for p in instr.params}
@@ -573,7 +594,7 @@ def check_op(op: Op, target: str, permissive: bool = False) -> Binding | None:
     """Static legality of one ``pto.*`` op for ``target`` (VerifyError with the op's
     location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
     the binding, or None when the op is not a tile instruction."""
-    instr = instr_of(op.name)
+    instr = instr_for(op)
     if instr is None or instr.dialect != "tile":
         return None  # (micro-ops bind in interp/micro.py)
     b = bind(op, instr)

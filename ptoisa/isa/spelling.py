@@ -21,7 +21,10 @@ no declaration. An entry whose PTOAS op spells things differently says so with a
 * ``op``: the op ptoisa writes for the instruction (the exporter), where it is not
   ``pto.<mnemonic>`` (``pto.tmatmul.acc``, ``pto.barrier``);
 * ``materialised``: the scratch operands (``tmp``) the op may leave out, PTOAS then
-  allocating one (``pto.trowmax ins(%src) outs(%dst)``).
+  allocating one (``pto.trowmax ins(%src) outs(%dst)``);
+* ``rules``: static rules PTOAS's verifier adds for one op name (not made by eager calls);
+* ``keywords``: a keyword among the ins that makes the op another entry (``fp %fp``:
+  TEXTRACT_FP).
 
 Form fields: ``ins``/``outs``: registry operand names for the written ``ins``/``outs`` (SSA
 operands / results) in order; ``"key*2"`` packs the next two written values into one tuple
@@ -111,6 +114,9 @@ class Ptoas:
     #: op name -> static rules PTOAS's verifier adds for that op, beyond the instruction's
     #: own (the valid-shape contract of ``pto.tquant.mx``); the eager call does not make them
     rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: a keyword written among the op's ins (``pto.textract ins(%src, %r, %c fp %fp : ...)``)
+    #: -> (the entry the op then is, how its written values map onto that entry): TEXTRACT_FP
+    keywords: Mapping[str, tuple[str, Form]] = field(default_factory=dict)
 
 
 # ---- pieces several entries share ----------------------------------------------------------

@@ -506,9 +506,8 @@ def test_mgather_moves_hif8_on_a5() -> None:
     ("trowmax", (16, 8), (16, 1), None),
     ("trowmax", (16, 8), (0, 0), None),  # PyPTO's empty no-op marker
     ("trowmax", (16, 8), (16, 0), r"expects dst valid_shape\[1\] to be 1"),
-    ("trowsum", (16, 8), (8, 1), r"expects src and dst to have the same valid_shape\[0\]"),
     ("trowargmax", (16, 8), (0, 0),  # (no empty marker for an arg reduction)
-     r"expects src and dst to have the same valid_shape\[0\]"),
+     r"expects dst valid_shape\[1\] to be 1"),
     ("tcolargmax", (16, 8), (0, 8), r"expects dst valid_shape\[0\] to be 1"),
     ("tcolargmax", (16, 8), (1, 8), None),
 ])
@@ -561,3 +560,52 @@ def test_tile_subview_valid_shape(valid: str, result_valid: str, why: str | None
     else:
         with pytest.raises(PtoError, match=why):
             load(text, target="a5")
+
+
+# ---- textract / tinsert / tstore: PTOAS's operand spellings -------------------------------
+
+_ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, "
+        "blayout=col_major, slayout=row_major, fractal=1024, pad=0>")
+_MAT = ("!pto.tile_buf<loc=mat, dtype=f16, rows=32, cols=32, v_row=32, v_col=32, "
+        "blayout=col_major, slayout=row_major, fractal=512, pad=0>")
+_FP = ("!pto.tile_buf<loc=scaling, dtype=f16, rows=1, cols=32, v_row=1, v_col=32, "
+       "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+
+
+def _bound(line: str) -> tuple[str, dict[str, str]]:
+    """(entry, operand -> the SSA name bound to it) of the op written on ``line``."""
+    from ptoisa.interp import bridge
+    from ptoisa.text import parse
+
+    text = f"""module {{
+  func.func @k(%pre: i64) {{
+    %c1 = arith.constant 1 : index
+    %c2 = arith.constant 2 : index
+    %src = pto.alloc_tile : {_ACC}
+    %dst = pto.alloc_tile : {_MAT}
+    %fp = pto.alloc_tile : {_FP}
+    {line}
+    return
+  }}
+}}
+"""
+    op = next(o for o in parse(text, "b.pto").ops[0].walk() if o.name == "pto.textract")
+    b = bridge.bind(op, bridge.instr_for(op))  # type: ignore[arg-type]
+    return b.instr.name, {o.name: v.name for o, v in zip(b.instr.operands, b.values,
+                                                         strict=True) if v is not None}
+
+
+def test_textract_pre_quant_scalar_is_written_last() -> None:
+    """PTOAS writes ``ins(%src, %row, %col, %pre)``; the C++ overload is (dst, src,
+    preQuantScalar, indexRow, indexCol), whose three scalars ptoisa holds in order."""
+    name, got = _bound(f"pto.textract ins(%src, %c1, %c2, %pre : {_ACC}, index, index, i64) "
+                       f"outs(%dst : {_MAT})")
+    assert name == "TEXTRACT"
+    assert (got["indexRow"], got["indexCol"], got["indexColQuant"]) == ("pre", "c1", "c2")
+
+
+def test_textract_fp_keyword_is_textract_fp() -> None:
+    name, got = _bound(f"pto.textract ins(%src, %c1, %c2 : {_ACC}, index, index fp %fp : "
+                       f"{_FP}) outs(%dst : {_MAT})")
+    assert name == "TEXTRACT_FP"
+    assert (got["fp"], got["indexRow"], got["indexCol"]) == ("fp", "c1", "c2")
