@@ -2002,7 +2002,7 @@ def TROWARGMIN(
 
 def TROWEXPAND(dst: Tile, src: Tile, *events: Event) -> Event:
     """
-    dst[i, j] = src[i, 0] over dst's valid region.
+    dst[i, j] = src[i, 0] over dst's valid region (src ND, or a DN column vector).
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src.

@@ -609,3 +609,18 @@ def test_textract_fp_keyword_is_textract_fp() -> None:
                        f"{_FP}) outs(%dst : {_MAT})")
     assert name == "TEXTRACT_FP"
     assert (got["fp"], got["indexRow"], got["indexCol"]) == ("fp", "c1", "c2")
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_trowexpand_of_a_dn_column(target: str) -> None:
+    """PTOAS lowers trowexpand of a DN column vector (Cols == 1) to TROWEXPAND: dst[i, j] =
+    src[i, 0]."""
+    with pto.target(target):
+        col = pto.Tile("Vec", "f32", 8, 1, "ColMajor")
+        v = np.arange(1, 9, dtype=np.float32)
+        col.write(v.reshape(8, 1))
+        dst = pto.Tile("Vec", "f32", 8, 16)
+        pto.TROWEXPAND(dst, col)
+        np.testing.assert_array_equal(dst.numpy(), np.repeat(v[:, None], 16, axis=1))
+        with pytest.raises(PtoError, match="src must be ND, or DN with Cols == 1"):
+            pto.TROWEXPAND(dst, pto.Tile("Vec", "f32", 8, 8, "ColMajor"))

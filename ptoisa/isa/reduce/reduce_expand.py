@@ -487,13 +487,23 @@ def _trowexpand_a2a3(m: Machine, dst: Tile, src: Tile) -> Any:
     return NotImplemented
 
 
+def _column_src(sig: Sig) -> None:
+    """src is ND, or a DN column vector (Cols == 1: one value per row, contiguous), which
+    PTOAS lowers to TROWEXPAND as well (rowexpand_tile_native.pto, the DeepseekV4 samples)."""
+    s = sig["src"]
+    if isinstance(s, TileSpec) and not (s.is_nd or (s.is_dn and s.cols == 1)):
+        raise sig.fail(f"src must be ND, or DN with Cols == 1, got {s.layout_name} "
+                       f"{s.rows}x{s.cols}")
+
+
 @instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        dtype_key=("dst",),
-       static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src"), same_dtype("dst", "src")),
+       static=(locs(["dst", "src"], TileType.Vec), nd("dst"), _column_src,
+               same_dtype("dst", "src")),
        runtime_for={"a5": (_rowexpand_runtime,)}, impl_for={"a2a3": _trowexpand_a2a3})
 def TROWEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
-    """dst[i, j] = src[i, 0] over dst's valid region.
+    """dst[i, j] = src[i, 0] over dst's valid region (src ND, or a DN column vector).
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src."""
