@@ -624,3 +624,36 @@ def test_trowexpand_of_a_dn_column(target: str) -> None:
         np.testing.assert_array_equal(dst.numpy(), np.repeat(v[:, None], 16, axis=1))
         with pytest.raises(PtoError, match="src must be ND, or DN with Cols == 1"):
             pto.TROWEXPAND(dst, pto.Tile("Vec", "f32", 8, 8, "ColMajor"))
+
+
+# ---- pre-quant forms, A5 stores, tprint ----------------------------------------------------
+
+def test_pre_quant_form_needs_an_acc_src() -> None:
+    """PTOAS's rule of ``ins(%src, %row, %col, %pre)`` / ``pre_quant %pre`` (the eager C++
+    overload also quantises a Mat source)."""
+    t = _t("f16", 32, 32)
+    text = f"""module {{
+  func.func @k(%pre: i64) {{
+    %c0 = arith.constant 0 : index
+    %src = pto.alloc_tile : {t}
+    %dst = pto.alloc_tile : {t}
+    pto.tinsert ins(%src, %c0, %c0 : {t}, index, index pre_quant %pre : i64) outs(%dst : {t})
+    return
+  }}
+}}
+"""
+    with pytest.raises(PtoError, match="expects preQuantScalar form to use loc=acc src"):
+        load(text, target="a5")
+
+
+def test_a5_stores_no_mat_tile() -> None:
+    with pto.target("a5"):
+        mat = pto.Tile("Mat", "f16", 16, 32, "ColMajor", slayout="RowMajor")
+        with pytest.raises(PtoError, match="expects A5 tstore src to use loc=vec or loc=acc"):
+            pto.TSTORE(pto.GlobalTensor(np.zeros((16, 32), np.float16)), mat)
+
+
+def test_tprint_of_a_global_tensor_takes_no_tmp() -> None:
+    g = pto.GlobalTensor(np.zeros((4, 8), np.float32))
+    with pytest.raises(PtoError, match="expects tmp only when src is a tile_buf"):
+        pto.TPRINT(g, pto.GlobalTensor(np.zeros((4, 8), np.float32)))

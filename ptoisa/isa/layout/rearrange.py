@@ -160,6 +160,15 @@ _ACC_TO_VEC = Param("accToVecMode", "single_mode_vec0")
 _MOVE_ATTRS = {"reluPreMode": Attr("reluMode"), "accToVecMode": Attr("accToVecMode")}
 
 
+def _pre_quant_acc(sig: Sig) -> None:
+    """PTOAS's rule of the pre-quant form (``ins(%src, %row, %col, %pre)``): its src is an Acc
+    tile (the C++ overload also quantises a Mat source: not a rule of the instruction)."""
+    s = sig["src"]
+    if sig["indexColQuant"] is not None and isinstance(s, TileSpec) \
+            and s.loc is not TileType.Acc:
+        raise sig.fail(f"expects preQuantScalar form to use loc=acc src, got {s.loc.name}")
+
+
 def _single_core(op: str, mode: Any) -> None:
     """Refuse by name a dual accToVecMode (the window split between the two vector cores)."""
     name = str(getattr(mode, "value", mode)).rsplit("<", 1)[-1].rstrip(">").lower()
@@ -240,7 +249,9 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
        ptoas=Ptoas(forms={"pto.textract": (
            # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
            Form(ins=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),
-           _PRE_QUANT_LAST)}, attrs=_MOVE_ATTRS, keywords={"fp": ("TEXTRACT_FP", _FP_FORM)}),
+           _PRE_QUANT_LAST)}, attrs=_MOVE_ATTRS,
+           rules={"pto.textract": (_pre_quant_acc,)},
+           keywords={"fp": ("TEXTRACT_FP", _FP_FORM), "pre_quant": ("TEXTRACT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
@@ -370,7 +381,9 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
        }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
               "MTE3, Vec -> Vec V)."),
        ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_MOVE_ATTRS,
-                   keywords={"fp": ("TINSERT_FP", _FP_FORM)}),
+                   rules={"pto.tinsert": (_pre_quant_acc,)},
+                   keywords={"fp": ("TINSERT_FP", _FP_FORM),
+                             "pre_quant": ("TINSERT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion),
