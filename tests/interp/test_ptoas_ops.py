@@ -657,3 +657,24 @@ def test_tprint_of_a_global_tensor_takes_no_tmp() -> None:
     g = pto.GlobalTensor(np.zeros((4, 8), np.float32))
     with pytest.raises(PtoError, match="expects tmp only when src is a tile_buf"):
         pto.TPRINT(g, pto.GlobalTensor(np.zeros((4, 8), np.float32)))
+
+
+@pytest.mark.parametrize(("valid", "why"), [
+    ((16, 16), None), ((0, 0), None), ((16, 0), r"expects dst valid_shape\[1\] to be non-zero")])
+def test_trowexpand_dst_not_half_empty(valid: tuple[int, int], why: str | None) -> None:
+    s = _t("f32", 16, 1, 16, 1, bl="col_major")
+    d = _t("f32", 16, 16, *valid)
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %s = pto.alloc_tile : {s}
+    %d = pto.alloc_tile : {d}
+    pto.trowexpand ins(%s : {s}) outs(%d : {d})
+    return
+  }}
+}}
+"""
+    if why is None:
+        load(text, target="a5")
+    else:
+        with pytest.raises(PtoError, match=why):
+            load(text, target="a5")

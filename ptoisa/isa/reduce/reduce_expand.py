@@ -496,7 +496,21 @@ def _column_src(sig: Sig) -> None:
                        f"{s.rows}x{s.cols}")
 
 
+def _dst_not_half_empty(sig: Sig) -> None:
+    """PTOAS's rule: a dst valid region with one extent 0 (and not the other) is an error;
+    0x0 is PyPTO's no-op marker (the eager call with an empty extent does nothing on a2a3)."""
+    d = sig["dst"]
+    if not isinstance(d, TileSpec) or sig.permissive:
+        return
+    v = (d.valid_row, d.valid_col)
+    if v != (0, 0):
+        for k in (0, 1):
+            if v[k] == 0:
+                raise sig.fail(f"expects dst valid_shape[{k}] to be non-zero")
+
+
 @instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
+       ptoas=Ptoas(rules={"pto.trowexpand": (_dst_not_half_empty,)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src"], TileType.Vec), nd("dst"), _column_src,
