@@ -646,13 +646,6 @@ def test_pre_quant_form_needs_an_acc_src() -> None:
         load(text, target="a5")
 
 
-def test_a5_stores_no_mat_tile() -> None:
-    with pto.target("a5"):
-        mat = pto.Tile("Mat", "f16", 16, 32, "ColMajor", slayout="RowMajor")
-        with pytest.raises(PtoError, match="expects A5 tstore src to use loc=vec or loc=acc"):
-            pto.TSTORE(pto.GlobalTensor(np.zeros((16, 32), np.float16)), mat)
-
-
 def test_tprint_of_a_global_tensor_takes_no_tmp() -> None:
     g = pto.GlobalTensor(np.zeros((4, 8), np.float32))
     with pytest.raises(PtoError, match="expects tmp only when src is a tile_buf"):
@@ -678,3 +671,32 @@ def test_trowexpand_dst_not_half_empty(valid: tuple[int, int], why: str | None) 
     else:
         with pytest.raises(PtoError, match=why):
             load(text, target="a5")
+
+
+def test_fixpipe_epilogue_sizes_the_pushed_slot() -> None:
+    """An i32 Acc tile pushed through a pipe whose acc_push_epilogue converts to f16
+    (deqf16) fills 16 x 16 x 2 = 512 bytes of a slot, not 1024 (PTOAS sizes the slot for
+    the post-fix-pipe data: fixpipe_basic_deqf16_nz2nd.pto)."""
+    from ptoisa.interp.pipe_ops import _epilogue_out
+    from ptoisa.isa.pipes import Direction, TPipe
+    from ptoisa.isa.registry import REGISTRY
+    from ptoisa.text import parse
+
+    text = """module {
+  func.func @k() {
+    pto.aic_initialize_pipe {id = 0, dir_mask = 1, slot_size = 512, nosplit = true,
+      acc_push_epilogue = #pto.acc_push_epilogue<layout = nz2nd, quant = deqf16_scalar,
+                                                 relu = no_relu>}
+    return
+  }
+}
+"""
+    op = next(o for o in parse(text).ops[0].walk() if o.name == "pto.aic_initialize_pipe")
+    assert _epilogue_out(op) == "f16"
+    with pto.target("a2a3"):
+        acc = pto.Tile("Acc", "i32", 16, 16, "ColMajor", slayout="RowMajor", fractal=1024)
+        acc.write(np.zeros((16, 16), np.int32))
+        push = REGISTRY["TPUSH"]
+        push(TPipe(0, Direction.DIR_C2V, 512, 2, 2, True, "f16"), acc)
+        with pytest.raises(PtoError, match="the pushed data is 1024 bytes per consumer"):
+            push(TPipe(1, Direction.DIR_C2V, 512, 2, 2, True), acc)

@@ -378,15 +378,6 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return True
 
 
-def _no_mat_store(sig: Sig) -> None:
-    """A5 stores a 2-D tile from Vec or Acc only (TSTORE.md, A5 implementation checks; the
-    convolution layouts of a ConvTile are stored from L1)."""
-    s = sig["src"]
-    if isinstance(s, TileSpec) and not isinstance(s, ConvSpec) and s.loc is TileType.Mat:
-        raise sig.fail(f"expects A5 tstore src to use loc=vec or loc=acc (no Mat store on "
-                       f"{sig.target}), got Mat")
-
-
 #: PTOAS attributes of pto.tstore (and of its fp form, TSTORE_FP)
 _TSTORE_ATTRS = {
     "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
@@ -410,7 +401,6 @@ _TSTORE_ATTRS = {
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       static_for={"a5": (_no_mat_store,)},
        runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
