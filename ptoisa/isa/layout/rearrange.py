@@ -18,7 +18,7 @@ import numpy as np
 
 from ... import dtypes as D
 from ...conv import ConvTile, transform
-from ...enums import Pipe, ReluPreMode, TileType
+from ...enums import BLayout, Pipe, ReluPreMode, SLayout, TileType
 from ...errors import ExecutionError, RuntimeCheckError
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
@@ -160,6 +160,15 @@ _ACC_TO_VEC = Param("accToVecMode", "single_mode_vec0")
 _MOVE_ATTRS = {"reluPreMode": Attr("reluMode"), "accToVecMode": Attr("accToVecMode")}
 
 
+def _a5_acc_src_nz(sig: Sig) -> None:
+    """A5's Acc tile is NZ: col_major boxes of row_major fractals (the C++ TileAcc)."""
+    s = sig["src"]
+    if isinstance(s, TileSpec) and s.loc is TileType.Acc and not (
+            s.blayout is BLayout.ColMajor and s.slayout is SLayout.RowMajor):
+        raise sig.fail("expects A5 acc-source textract src to use blayout=col_major and "
+                       f"slayout=row_major, got {s.blayout.name} / {s.slayout.name}")
+
+
 def _pre_quant_acc(sig: Sig) -> None:
     """PTOAS's rule of the pre-quant form (``ins(%src, %row, %col, %pre)``): its src is an Acc
     tile (the C++ overload also quantises a Mat source: not a rule of the instruction)."""
@@ -255,7 +264,7 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
-       static_for={"a5": (_a5_vec_vec_nd,)},
+       static_for={"a5": (_a5_vec_vec_nd, _a5_acc_src_nz)},
        runtime=(_textract_runtime,))
 def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
              indexColQuant: Any = None, *, reluMode: ReluPreMode,
@@ -303,6 +312,7 @@ def _words(fp: Tile, first: int, n: int) -> np.ndarray:
                  Opnd("indexRow", "scalar"), Opnd("indexCol", "scalar")),
        params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _fp_words),
+       static_for={"a5": (_a5_acc_src_nz,)},
        runtime=(_textract_fp_runtime,))
 def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexCol: int, *,  # noqa: N802,N803
                 reluMode: ReluPreMode, accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
