@@ -24,6 +24,7 @@ them), so that :func:`diagnose` needs nothing from above this module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -749,6 +750,57 @@ def module_rule_errors(module: Module, level: str | None = None,
     for f in funcs:
         yield from _op_errors(f, level, target)
         yield from _fixpipe_type_errors(f)
+        yield from _quant_setter_errors(f)
+
+
+def _init_id(op: Op) -> int | None:
+    """The logical pipe id of a pipe init (``{id = k}``; a lowered init's
+    ``__pto.frontend_id``)."""
+    a = op.attributes.get("id")
+    if a is None:
+        a = op.attributes.get("__pto.frontend_id")
+    try:
+        return None if a is None else int(bridge.attr_value(a))
+    except (TypeError, ValueError):
+        return None
+
+
+def _quant_setter_errors(f: Op) -> Iterator[VerifyError]:
+    """PTOAS's rules of pto.set_quant_scalar / pto.set_quant_vector (fixpipe-tpipe design
+    7.2): ``id`` names a pipe initialised in the same function, whose acc_push_epilogue
+    quant mode is of the setter's family (``*_scalar`` / ``*_vec``); the scalar is an f32."""
+    quant: dict[int, str | None] = {}
+    for op in f.walk():
+        if op.name in _INITS:
+            k = _init_id(op)
+            if k is not None:
+                body = getattr(op.attributes.get("acc_push_epilogue"), "body", None)
+                m = re.search(r"quant\s*=\s*(\w+)", body) if isinstance(body, str) else None
+                quant[k] = m.group(1) if m else None
+    for op in f.walk():
+        if op.name not in ("pto.set_quant_scalar", "pto.set_quant_vector"):
+            continue
+        scalar = op.name == "pto.set_quant_scalar"
+        if scalar and op.operands and isinstance(op.operands[0].type, T.FloatType) \
+                and str(op.operands[0].type) != "f32":
+            yield VerifyError(f"operand #0 must be 32-bit float, but got "
+                              f"'{op.operands[0].type}'", op=op.name, loc=op.loc)
+            continue
+        a = op.attributes.get("id")
+        if a is None:
+            continue
+        k = int(bridge.attr_value(a))
+        if k not in quant:
+            yield VerifyError(f"expects 'id' = {k} to match a frontend or lowered "
+                              "initialize_pipe op in the same function", op=op.name, loc=op.loc)
+            continue
+        q = quant[k]
+        family = "scalar" if scalar else "vector"
+        if q is not None and q != "no_convert" and \
+                not q.endswith("_scalar" if scalar else "_vec"):
+            yield VerifyError(f"expects 'id' = {k} to reference a pipe with {family} "
+                              f"quantization mode, but found non-{family} mode",
+                              op=op.name, loc=op.loc)
 
 
 def check_module_rules(module: Module, level: str | None = None,

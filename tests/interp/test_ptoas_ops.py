@@ -700,3 +700,40 @@ def test_fixpipe_epilogue_sizes_the_pushed_slot() -> None:
         push(TPipe(0, Direction.DIR_C2V, 512, 2, 2, True, "f16"), acc)
         with pytest.raises(PtoError, match="the pushed data is 1024 bytes per consumer"):
             push(TPipe(1, Direction.DIR_C2V, 512, 2, 2, True), acc)
+
+
+@pytest.mark.parametrize(("setter", "quant", "why"), [
+    ("pto.set_quant_scalar(%s : f32) {id = 0}", "deqf16_scalar", None),
+    ("pto.set_quant_scalar(%s : f32) {id = 1}", "deqf16_scalar",
+     "expects 'id' = 1 to match a frontend or lowered initialize_pipe op in the same function"),
+    ("pto.set_quant_scalar(%s : f32) {id = 0}", "deqf16_vec",
+     "expects 'id' = 0 to reference a pipe with scalar quantization mode, but found "
+     "non-scalar mode"),
+    ("pto.set_quant_scalar(%h : f16) {id = 0}", "deqf16_scalar",
+     "operand #0 must be 32-bit float, but got 'f16'"),
+])
+def test_quant_setter_rules(setter: str, quant: str, why: str | None) -> None:
+    """PTOAS's rules of set_quant_scalar / set_quant_vector against the function's pipes
+    (fixpipe_frontend_verify_additional_invalid.pto)."""
+    text = f"""module {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %s = arith.constant 1.0 : f32
+    %h = arith.constant 1.0 : f16
+    %c0 = arith.constant 0 : i32
+    pto.aic_initialize_pipe {{id = 0, dir_mask = 1, slot_size = 512, nosplit = true,
+      acc_push_epilogue = #pto.acc_push_epilogue<layout = nz2nd, quant = {quant},
+                                                 relu = no_relu>}}
+      (c2v_consumer_buf = %c0 : i32, v2c_consumer_buf = %c0 : i32)
+    {setter}
+    return
+  }}
+}}
+"""
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    errs = [e.render() for e in diagnose(parse(text, "q.pto"), "a5")]
+    if why is None:
+        assert not any("set_quant" in e for e in errs), errs
+    else:
+        assert any(why in e for e in errs), errs
