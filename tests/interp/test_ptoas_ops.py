@@ -356,7 +356,7 @@ def test_set_quant_vector_payload_by_target(dtype: str, target: str, why: str | 
     text = f"""module {{
   func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
     %fp = pto.alloc_tile : {t}
-    pto.set_quant_vector(%fp : {t}) {{id = 0}}
+    pto.set_quant_vector(%fp : {t})
     return
   }}
 }}
