@@ -578,7 +578,8 @@ def SET_QUANT_SCALAR(
 def SET_QUANT_VECTOR(fpTile: Tile, *events: Event) -> Event:
     """
     Program the vector quant register (one uint64 word per output column) from a Scaling
-    tile, read by the next fix-pipe TPUSH.
+    tile, read by the next fix-pipe TPUSH. A5's payload of f16 / bf16 / f32 scales is refused
+    by name when it runs: how the fix-pipe reads it (the FPC encoding) is not documented.
     """
     ...
 
@@ -682,6 +683,13 @@ def TADDDEQRELU(
     dst = half(max(0, (src0 + src1) * deqScale)): the i32 sum (wrapping) goes to f32 and is
     scaled as ((x * 2^-17) * deqScale) * 2^17 in f32, then ReLU and a saturating RNE
     conversion to f16.
+    """
+    ...
+
+
+def TADDRELU(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
+    """
+    dst = max(src0 + src1, 0): the sum rounded to the element type (integers wrap), then negative values (and -0) become 0 and NaN stays NaN. PTOAS lowers pto.taddrelu to the A2/A3 vector instruction VADDRELU (f32, f16, i16; designs/a2a3-vpto-elementwise-impl.md); it has no pto-isa intrinsic, so it is an A2/A3 instruction here.
     """
     ...
 
@@ -1079,6 +1087,7 @@ def TEXTRACT(
     indexColQuant: int | float | np.generic | None = None,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     dst[i, j] = src[indexRow + i, indexCol + j] over dst's valid region.
@@ -1087,7 +1096,9 @@ def TEXTRACT(
     ``TEXTRACT(dst, src, preQuantScalar, indexRow, indexCol)`` (a scalar quant word for the
     fix-pipe). Element types convert through the fix-pipe (Acc sources; any source on cpu);
     ``reluMode=NormalRelu`` applies ReLU. On cpu the window is dst's valid region, on the NPUs
-    dst's static Rows x Cols must fit inside src (the manual's bound).
+    dst's static Rows x Cols must fit inside src (the manual's bound). ``accToVecMode``
+    (PTOAS, A5 Acc -> Vec): a single-core mode delivers the whole window to dst; a dual mode
+    is refused by name.
     """
     ...
 
@@ -1100,6 +1111,7 @@ def TEXTRACT_FP(
     indexCol: int | float | np.generic,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     TEXTRACT through the fix-pipe with per-column quant words: dst[i, j] =
@@ -1364,11 +1376,13 @@ def TINSERT(
     indexColQuant: int | float | np.generic | None = None,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
-    untouched. Overloads, conversion and ReLU as TEXTRACT (``TINSERT(dst, src, indexRow,
-    indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow, indexCol)``).
+    untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
+    src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
+    indexCol)``).
     """
     ...
 
@@ -1381,6 +1395,7 @@ def TINSERT_FP(
     indexCol: int | float | np.generic,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     TINSERT through the fix-pipe with per-column quant words: dst[indexRow + i,
@@ -1870,6 +1885,7 @@ def TQUANT(
     store_mode: Any = None,
     grp_axis: int = 1,
     mx_alg: Any = None,
+    interleave: bool = False,
 ) -> Event:
     """
     Quantise src. MX (MXFP8 e4m3 / MXFP4 e2m1, groups of 32 along columns, or rows with
@@ -1878,9 +1894,12 @@ def TQUANT(
     per row group and column) from it (OCP: exponent of the max minus emax; NV: ceil(log2(max /
     Vmax))), ``scaling = 2**(127 - exp)`` (flat) and ``dst = cast(src * scaling)`` (round to
     nearest even, saturating; NaN groups have exponent 255). ``exp_zz`` (store_mode NZ) gets the
-    exponents in 16x2 ZZ boxes. INT8: operands ``(dst, src, scale[, offset])`` or ``(dst, src,
-    scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r] (+ offset[r])))``, i8 for
-    INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is not needed here.
+    exponents in 16x2 ZZ boxes. ``interleave`` (axis 0 only) writes the exponents of row groups
+    2p and 2p + 1 side by side: ``exp[p, 2c + k] = e[2p + k, c]`` (0 for a missing last
+    group); max and scaling keep their layout. INT8: operands ``(dst, src, scale[,
+    offset])`` or ``(dst, src, scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r]
+    (+ offset[r])))``, i8 for INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is
+    not needed here.
     """
     ...
 
@@ -2004,7 +2023,7 @@ def TROWARGMIN(
 
 def TROWEXPAND(dst: Tile, src: Tile, *events: Event) -> Event:
     """
-    dst[i, j] = src[i, 0] over dst's valid region.
+    dst[i, j] = src[i, 0] over dst's valid region (src ND, or a DN column vector).
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src.

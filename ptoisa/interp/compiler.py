@@ -90,6 +90,7 @@ def _unmodelled_step(name: str, why: str, loc: Any) -> Step:
 
 #: terminators that their parent op's handler reads -> the ops they may end a region of
 _TERMINATORS = {"scf.yield": "scf.for, scf.if or scf.while", "scf.condition": "scf.while",
+                "pto.yield": "pto.fusion_region",
                 "cf.br": "a function body of several blocks",
                 "cf.cond_br": "a function body of several blocks"}
 #: the branches between the blocks of a function body (read by CompiledFunc.cfg)
@@ -323,6 +324,15 @@ class CompiledFunc:
         slots: list[Any] = []  # slot | None | Const | tuple of slots (packed operand)
         results: list[tuple[int, Tile]] = []
         for v, from_res in zip(b.values, b.from_result, strict=True):
+            if isinstance(v, bridge.Scratch):  # PTOAS allocates it: a tile of its own, once
+                spec = bridge.tile_spec_of(v.type, self.c.target)
+                if spec is None:
+                    raise VerifyError(f"cannot allocate a scratch tile of type {v.type}",
+                                      op=op.name, loc=op.loc)
+                tile = Tile.of(spec, name="tmp")
+                self.tiles.append(tile)
+                slots.append(bridge.Const(tile, None))
+                continue
             if v is None or isinstance(v, bridge.Const):
                 slots.append(v)
                 continue

@@ -328,6 +328,15 @@ def _tile_subview(cf: CompiledFunc, op: Op) -> Step:
     sr, sc = sizes
     src, r, c = cf.slot(op.operands[0]), cf.slot(op.operands[1]), cf.slot(op.operands[2])
     vslots = [cf.slot(op.operands[i]) for i in valid]
+    # PTOAS: a static result valid extent is the inferred or explicit one; a dynamic one
+    # needs the explicit operand (there is no other value to give it)
+    for k, (name, want) in enumerate((("valid_row", declared.valid_row),
+                                      ("valid_col", declared.valid_col))):
+        given = cf.consts.get(vslots[k]) if vslots else None
+        if (not vslots and want is None) or \
+                (given is not None and want is not None and int(given) != want):
+            raise VerifyError(f"expects result valid_shape[{k}] to match inferred/explicit "
+                              f"{name}", op=op.name, loc=op.loc)
     fixed_valid = (sr if declared.valid_row is None else min(declared.valid_row, sr),
                    sc if declared.valid_col is None else min(declared.valid_col, sc))
     k = cf.slot(res)

@@ -619,9 +619,11 @@ class Instr:
             self._passed[key] = types
 
     def check_types(self, target: TargetLike, types: dict[str, Any],
-                    params: dict[str, Any] | None = None, permissive: bool = False) -> None:
+                    params: dict[str, Any] | None = None, permissive: bool = False,
+                    extra: tuple[StaticRule, ...] = ()) -> None:
         """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
-        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules."""
+        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules;
+        ``extra``: the rules of the PTOAS op that spells this use (``Ptoas.rules``)."""
         target = get_target(target)
         full = {p.name: p.default for p in self.params}
         full.update(params or {})
@@ -636,6 +638,8 @@ class Instr:
             sig.types[self.results[0].name] = rt
         check_legality(sig)
         for r in self.on(target).static:
+            r(sig)
+        for r in extra:
             r(sig)
 
     def __repr__(self) -> str:

@@ -241,7 +241,7 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
         res.notes.append(f"not checked: cannot read it ({e})")
         return res
     if lit.is_lit(text):
-        mods, notes = lit.modules(text)
+        mods, notes = lit.modules(text, path.parent)
         res = FileResult(rel, "lit", notes=list(notes))
         if not mods and not notes:
             res.notes.append("not checked: its RUN lines run no ptoas / pto-test-opt")

@@ -109,6 +109,7 @@ LEGALITY: dict[str, Rule] = {
     "TOR": rule(B12),
     "TPOW": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
     "TPRELU": rule("f16 f32"),
+    "TADDRELU": rule("f32 f16 i16"),
     "TRECIP": rule("f32 f16 i32 i16"),
     "TRELU": rule("f16 f32 i32"),
     "TREM": rule("f32 i32"),
@@ -204,7 +205,8 @@ LEGALITY: dict[str, Rule] = {
     "TPOP": rule(locs=[TileType.Vec, TileType.Mat]),
     "TFREE": rule(),
     "SET_QUANT_SCALAR": rule(),
-    "SET_QUANT_VECTOR": rule("ui64", locs=[TileType.Scaling]),
+    # the packed 64-bit quant words on A2/A3 (PTOAS designs/fixpipe-tpipe-design.md 7.2)
+    "SET_QUANT_VECTOR": rule("i64 ui64", locs=[TileType.Scaling]),
 
     # ---- prefetch_hif4 ---------------------------------------------------------------------------
     # TPREFETCH_ASYNC (any element type: a cache hint). TMATMUL_MX_HIF4 is an A6 instruction: no

@@ -118,6 +118,18 @@ def test_split_file_parts_named_by_the_run_lines(tmp_path):
     assert verdict == "ran"
 
 
+def test_run_line_compiling_another_file_of_the_folder(tmp_path):
+    """``ptoas ... %S/other.pto | FileCheck %s``: the other file is compiled, judged by this
+    file's RUN and CHECK lines."""
+    (tmp_path / "other.pto").write_text(kernel())
+    text = "// RUN: ptoas --pto-arch a5 %S/other.pto | FileCheck %s\n// CHECK: TADD(\n"
+    mods, notes = lit.modules(text, tmp_path)
+    assert [(m.where, m.target, m.text) for m in mods] == [("file other.pto", "a5", kernel())]
+    assert notes == []
+    assert lit.modules(text.replace("other.pto", "gone.pto"), tmp_path) == (
+        [], ["RUN line compiles %S/gone.pto, which is not there"])
+
+
 # ---- verdicts of lit files and samples ----------------------------------------------------
 
 @pytest.mark.parametrize(("run", "bad", "op", "want"), [
