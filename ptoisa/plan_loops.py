@@ -68,7 +68,7 @@ def _role(ins: Instr, p: int, vals: list[Any]) -> str:
 
 
 def _name(t: Tile) -> str:
-    return f"tile {t.name}" if t.name else "a tile"
+    return f"tile %{t.name}" if t.name else "a tile"
 
 
 def _scalar(v: Any) -> bool:
