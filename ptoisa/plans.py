@@ -340,10 +340,13 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
     last: dict[int, tuple[Any, ...]] = {}  # tile id -> its valid region after its last use
     if len(rec.after_valid) != len(rec.steps):
         raise _NotPlannable("an instruction did not complete")
+    used: set[int] = set()  # the plan-owned views a call uses
+
     def rebind(g: GlobalTensor, v: GlobalTensor) -> None:
         """Lanes view ``g`` (plan_loops.py) over the arrays of recorded view ``v``."""
         fd = desc(v.flat)
         owned.append((g, fd, fd if v._array is v.flat else desc(v._array)))
+        used.add(id(g))
 
     batches = _batches(m, rec, value, rebind, stats) if BATCH_LOOPS else {}
     skip = 0
@@ -364,6 +367,7 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
         if ins.access == "place" and any(isinstance(v, GlobalTensor) for v in vals):
             raise _NotPlannable("a GM view placed (TASSIGN) during the launch")
         bound = [value(v) for v in vals]
+        _note_views(bound, used)
         # valid regions set between instructions (alloc_tile valid_row / set_validshape):
         # each tile gets the region it had before this instruction, where that is not what
         # its last instruction left
@@ -374,7 +378,16 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
         for t, vr, vc, wh in after:
             last[id(t)] = (vr, vc, wh)
         calls.append(bind(ins, m, bound, r.params, once, r.loc))
-    return Plan(m, len(roots), owned, calls)
+    # (the views of the iterations a batch runs are not rebound: the batch has its own)
+    return Plan(m, len(roots), [o for o in owned if id(o[0]) in used], calls)
+
+
+def _note_views(vals: Any, used: set[int]) -> None:
+    for v in vals:
+        if isinstance(v, GlobalTensor):
+            used.add(id(v))
+        elif isinstance(v, tuple):
+            _note_views(v, used)
 
 
 def _batches(m: Machine, rec: _Recorder, value: Callable[[Any], Any],
