@@ -28,6 +28,9 @@ control flow data-dependent; ``pto.store_scalar``, pointer-to-integer casts, eve
 sections, frontend pipes ...), a launch that diverges by block, a tile or value an instruction
 receives that the plan does not know how to rebind. Such launches run interpreted.
 
+A recorded ``scf.for`` whose iterations are independent runs as one batch over a lanes
+machine (:mod:`ptoisa.plan_loops`); the plan stats say which loops did not, and why.
+
 Observers see every instruction through ``Instr.run``; a launch whose machine has any
 (sanitizer, cycle model, ``ptoisa.observe.observing``) runs interpreted and is not recorded.
 ``PTOISA_PLANS=0`` in the environment, or ``plans=False`` on a launch, turns plans off.
