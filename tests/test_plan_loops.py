@@ -213,3 +213,87 @@ def test_an_observed_launch_of_a_batched_loop_runs_interpreted() -> None:
     rep = prog.k(*_args(), sanitize=True)
     assert rep is not None
     assert _stats(prog).hits == 1 and "observed" in _stats(prog).why
+
+
+# ---- random loop bodies: batched or not, the interpreter's bits ----------------------------
+
+_T1 = ("!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=1, v_row=16, v_col=1, "
+       "blayout=col_major, slayout=none_box, fractal=512, pad=0>")
+_FULL = ("x", "bias", "u", "v", "w")
+_TEMPS = ("u", "v", "w")
+
+
+def _op_text(op: tuple[str, ...]) -> str:
+    kind, name, dst, *src = op
+    if kind == "bin":
+        return f"pto.{name} ins(%{src[0]}, %{src[1]} : !T, !T) outs(%{dst} : !T)"
+    if kind == "un":
+        return f"pto.{name} ins(%{src[0]} : !T) outs(%{dst} : !T)"
+    if kind == "scalar":
+        return f"pto.{name} ins(%{src[0]}, %half : !T, f32) outs(%{dst} : !T)"
+    if kind == "rowred":
+        return f"pto.{name} ins(%{src[0]}, %tmp : !T, !T) outs(%rw : !R)"
+    return f"pto.{name} ins(%{src[0]}, %rw : !T, !R) outs(%{dst} : !T)"  # rowexp
+
+
+def _random_kernel(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool) -> str:
+    body = "\n      ".join(_op_text(op) for op in ops)
+    init = "\n    ".join([f"pto.tload ins(%pb : {_V}) outs(%{t} : !T)" for t in _TEMPS]
+                         + ["pto.trowmax ins(%bias, %tmp : !T, !T) outs(%rw : !R)"])
+    src = _kernel(body + f"\n      pto.tmov ins(%{stored} : !T) outs(%y : !T)",
+                  out_row="%c0" if same_rows else "%r",
+                  before="%u = pto.alloc_tile : !T\n    %v = pto.alloc_tile : !T\n    "
+                         "%w = pto.alloc_tile : !T\n    %tmp = pto.alloc_tile : !T\n    "
+                         "%rw = pto.alloc_tile : !R\n    "
+                         "%half = arith.constant 0.5 : f32\n    " + init)
+    src = src.replace("!T = ", f"!R = {_T1}\n!T = ", 1)
+    # after the loop: the tile ``left`` to `last` as well (a tile the loop leaves)
+    return src.replace("pto.tstore ins(%y : !T) outs(%pl", f"pto.tstore ins(%{left} : !T) outs(%pl")
+
+
+def _ops() -> Any:
+    from hypothesis import strategies as st
+
+    t, dst = st.sampled_from(_FULL), st.sampled_from(_TEMPS)
+    return st.lists(st.one_of(
+        st.tuples(st.just("bin"), st.sampled_from(["tadd", "tsub", "tmul", "tmax"]), dst, t, t),
+        st.tuples(st.just("un"), st.sampled_from(["texp", "tabs"]), dst, t),
+        st.tuples(st.just("scalar"), st.sampled_from(["tadds", "tmuls"]), dst, t),
+        st.tuples(st.just("rowred"), st.sampled_from(["trowmax", "trowsum"]), st.just("rw"), t),
+        st.tuples(st.just("rowexp"), st.sampled_from(["trowexpandsub", "trowexpandmul"]), dst,
+                  t)), min_size=1, max_size=7)
+
+
+def test_random_loop_bodies_leave_the_interpreters_bits() -> None:
+    """Random bodies over an invariant tile, temporaries that may carry values, a row
+    tile, stores to each iteration's rows or all to the same: whether the plan batches the
+    loop or not, every replay leaves the interpreter's bytes, and a body that reads a
+    temporary before writing it is never batched."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None)
+    @given(ops=_ops(), stored=st.sampled_from(_FULL), left=st.sampled_from(_FULL + ("y",)),
+           same_rows=st.booleans())
+    def check(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool) -> None:
+        prog = pto.load(_random_kernel(ops, stored, left, same_rows))
+        ref, got = _runs(prog, "k", _args(), runs=3)
+        for g in got:
+            assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+        # carried: read before the iteration writes it, and written in the body (a tile the
+        # body only reads keeps its value from before the loop)
+        written = {op[2] for op in ops}
+        defined: set[str] = {"x"}
+        carried = False
+        for kind, _name, dst, *src in ops:
+            reads = [*src, "rw"] if kind == "rowexp" else src
+            carried |= any(s in written and s not in defined for s in reads)
+            defined.add(dst)
+        carried |= stored in written and stored not in defined
+        s = _stats(prog)
+        assert s.hits == 1
+        if carried or same_rows:
+            assert s.batched == 0, (ops, s)
+        else:
+            assert s.batched == 1, (ops, s)
+    check()
