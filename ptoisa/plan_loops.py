@@ -110,8 +110,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
         if steps[i][0].ins.access != "data" and steps[i][0].ins.sync is None:
             raise NotBatched(f"{steps[i][0].ins.name} places or views a tile from the loop on")
 
-    # ---- the same instructions in every iteration; GM offsets per iteration
-    offsets: dict[tuple[int, int], list[int]] = {}
+    # ---- the same instructions in every iteration
     for j in range(n):
         r0, v0 = steps[s0 + j][0], steps[s0 + j][1]
         ins = r0.ins
@@ -119,11 +118,10 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
                                  or ins.family not in _WHOLE_WRITERS
                                  or (ins.family == "memory" and ins.name not in _MEMORY)):
             raise NotBatched(f"{ins.name} is not an instruction a batch runs")
-        for p, a in enumerate(v0):
+        for a in v0:
             if isinstance(a, GlobalTensor):
                 if type(a.offset) is not int or a.spec.dtype.packed:
                     raise NotBatched(f"{ins.name}: a GM view a batch cannot offset per lane")
-                offsets[j, p] = [a.offset]
             elif isinstance(a, Tile):
                 if type(a) is not Tile:
                     raise NotBatched(f"{ins.name}: a tile of another kind")
@@ -134,18 +132,29 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
             if rk.ins is not ins or not _same_params(rk.params, r0.params) \
                     or len(vk) != len(v0):
                 raise NotBatched("iterations run different instructions")
-            for p, (a, b) in enumerate(zip(v0, vk, strict=True)):
+            for a, b in zip(v0, vk, strict=True):
                 if isinstance(a, GlobalTensor):
                     if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
                             and b._array is a._array and type(b.offset) is int):
                         raise NotBatched(f"{ins.name}: iterations use different GM views")
-                    offsets[j, p].append(b.offset)
                 elif a is not b and (type(a) is not type(b) or isinstance(a, Tile) or a != b):
                     raise NotBatched(f"{ins.name}: an operand that changes between iterations "
                                      "(a value computed from the induction variable)")
 
+    # ---- lanes: an iteration's data instructions, or each of its q segments that repeat the
+    # same instructions on other tiles (an unrolled body: ping-pong tiles), is a lane
+    data = [j for j in range(n) if steps[s0 + j][0].ins.sync is None]
+    for q in _segments(steps, s0, data):
+        try:
+            lanes, real, offsets = _lanes(steps, starts, data, q)
+            break
+        except NotBatched:
+            if q == 1:
+                raise
+    n_lanes = len(lanes)
+    body = [steps[i] for i in lanes[0]]
+
     # ---- tiles: no value carried; whole valid regions
-    body = steps[s0:s0 + n]
     written: set[int] = set()
     tiles: dict[int, Tile] = {}
     for r, vals, _once, _pre in body:
@@ -161,7 +170,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
                     raise NotBatched(f"{_name(t)} has a partial valid region")
     defined: set[int] = set()
     scratch: set[int] = set()
-    invariant: dict[int, Tile] = {}
+    invariant: set[int] = set()
     for r, vals, _once, _pre in body:
         ins = r.ins
         roles = [_role(ins, p, vals) for p in range(len(vals))]
@@ -170,7 +179,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
                 if id(v) in written:
                     raise NotBatched(f"{_name(v)} carries a value between iterations "
                                      f"({ins.name} reads it before the iteration writes it)")
-                invariant[id(v)] = v
+                invariant.add(id(v))
         for v, role in zip(vals, roles, strict=True):
             if isinstance(v, Tile):
                 if role in ("out", "inout"):
@@ -179,22 +188,25 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
                 elif role == "scratch" and id(v) not in defined:
                     scratch.add(id(v))
     before = {id(v) for st in steps[:s0] for v in st[1] if isinstance(v, Tile)}
-    for t in invariant.values():
-        if id(t) not in before:
-            raise NotBatched(f"{_name(t)} is read in the loop before anything writes it")
+    for key in invariant:
+        for rl in real[:q]:
+            if id(rl[key]) not in before:
+                raise NotBatched(f"{_name(rl[key])} is read in the loop before anything "
+                                 "writes it")
     later = {id(v) for st in steps[end:] for v in st[1] if isinstance(v, Tile)}
-    for i in scratch & later:
-        raise NotBatched(f"{_name(tiles[i])} is used after the loop, which left it only "
-                         "as a scratch")
     # each lane has storage of its own: no tile of the body may share bytes with another
     seen = {id(v): v for st in steps for v in st[1] if isinstance(v, Tile)}
-    for t in tiles.values():
-        for u in seen.values():
-            if u is not t and t._buf is not None and u._buf is not None \
-                    and lazy.may_share(t._buf, u._buf):
-                raise NotBatched(f"{_name(t)} shares bytes with {_name(u)}")
+    for key in tiles:
+        for t in {id(rl[key]): rl[key] for rl in real[:q]}.values():
+            if id(t) in later and key in scratch:
+                raise NotBatched(f"{_name(t)} is used after the loop, which left it only "
+                                 "as a scratch")
+            for u in seen.values():
+                if u is not t and t._buf is not None and u._buf is not None \
+                        and lazy.may_share(t._buf, u._buf):
+                    raise NotBatched(f"{_name(t)} shares bytes with {_name(u)}")
 
-    # ---- GM: no iteration writes what another reads or writes
+    # ---- GM: no lane writes what another reads or writes
     spans: list[tuple[int, int, int, bool]] = []
     for (j, p), offs in offsets.items():
         r, vals = body[j][0], body[j][1]
@@ -209,25 +221,38 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
             spans.append((base + (o + reach[0]) * isz, base + (o + reach[1] + 1) * isz, k, w))
     spans.sort()
     active: list[tuple[int, int, int, bool]] = []
-    for s in spans:
-        active = [a for a in active if a[1] > s[0]]
+    for sp in spans:
+        active = [a for a in active if a[1] > sp[0]]
         for a in active:
-            if a[2] != s[2] and (a[3] or s[3]):
+            if a[2] != sp[2] and (a[3] or sp[3]):
                 raise NotBatched("iterations write GM bytes another iteration reads or writes")
-        active.append(s)
+        active.append(sp)
+
+    # ---- sync: the loop's log entries, in order
+    log: list[Any] = []
+    for j in range(n):
+        r, vals = steps[s0 + j][0], steps[s0 + j][1]
+        ins = r.ins
+        if ins.sync is not None:
+            on = ins._on.get(m.target) or ins.on(m.target)
+            pc = on.plan(ins, m, vals, r.params) if on.plan is not None else None
+            entry = getattr(pc, "log_entry", None)
+            if entry is None:
+                raise NotBatched(f"{ins.name}: a sync instruction whose effect is not only "
+                                 "its log entry")
+            log.append(entry)
+    log_all = log * t_n
 
     # ---- the lanes machine, its tiles and views, the calls
-    lm = Machine(m.target, lanes=t_n, permissive=m.permissive,
+    lm = Machine(m.target, lanes=n_lanes, permissive=m.permissive,
                  matmul_accumulation=m.matmul_accumulation)
     lm.lazy_loads = True
     lm.quiet = True
-    shadow: dict[int, Tile] = {}
-    for i, t in tiles.items():
-        sh = Tile.of(t.spec, name=t.name)
-        shadow[i] = sh
     state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
-    for i, sh in shadow.items():
-        sh._vr, sh._vc, sh._whole = state[i]
+    shadow: dict[int, Tile] = {}
+    for key, t in tiles.items():
+        sh = shadow[key] = Tile.of(t.spec, name=t.name)
+        sh._vr, sh._vc, sh._whole = state[key]
     views: dict[tuple[int, int], GlobalTensor] = {}
     gm_written: list[GlobalTensor] = []
     for (j, p), offs in offsets.items():
@@ -242,27 +267,23 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
         if _role(body[j][0].ins, p, body[j][1]) in ("out", "inout", "scratch"):
             gm_written.append(g)
     calls: list[Callable[[], None]] = []
-    log: list[Any] = []
     for j, (r, vals, _once, _pre) in enumerate(body):
         ins = r.ins
-        if ins.sync is not None:
-            on = ins._on.get(m.target) or ins.on(m.target)
-            pc = on.plan(ins, m, vals, r.params) if on.plan is not None else None
-            entry = getattr(pc, "log_entry", None)
-            if entry is None:
-                raise NotBatched(f"{ins.name}: a sync instruction whose effect is not only "
-                                 "its log entry")
-            log.append(entry)
-            continue
         lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
               for p, v in enumerate(vals)]
         once = ins.batched and _all_uniform(lv, ins.any_valid)
         calls.append(bind(ins, lm, lv, r.params, once, r.loc))
-    log_all = log * t_n
-    pairs_in = [(t, shadow[i]) for i, t in invariant.items()]
-    back = [(tiles[i], shadow[i], state[i]) for i in written if i in later]
+    # an invariant lane tile: each segment's tile, in its lanes (s, s + q, ...)
+    pairs_in = [(tuple(real[s][key] for s in range(q)), shadow[key]) for key in invariant]
+    # a tile the rest of the launch uses: what the last lane it is in left
+    back = []
+    for key in written:
+        for s in range(q):
+            t = real[(t_n - 1) * q + s][key]
+            if id(t) in later and all(real[(t_n - 1) * q + u][key] is not t
+                                      for u in range(s + 1, q)):
+                back.append((t, shadow[key], state[key], (t_n - 1) * q + s))
     shadows = list(shadow.values())
-    last = t_n - 1
 
     def run() -> None:
         if m._lazy:  # tiles of the launch still reading GM in place take it before it changes
@@ -271,14 +292,15 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
         lm.reset_for_launch()
         for sh in shadows:
             sh.unbind()
-        for t, sh in pairs_in:
-            src = t.storage  # (what it owes, settled on the launch's machine)
-            lm.auto_storage(sh, False)[...] = src
+        for ts, sh in pairs_in:
+            buf = lm.auto_storage(sh, False)
+            for s, t in enumerate(ts):
+                buf[s::q] = t.storage  # (what it owes, settled on the launch's machine)
         push(lm)
         try:
             for c in calls:
                 c()
-            for t, sh, st in back:
+            for t, sh, st, lane in back:
                 v = sh.storage  # (its lanes settled)
                 if t._buf is None:
                     m.auto_storage(t, False)
@@ -286,7 +308,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
                     if m._lazy:
                         lazy.storage_barrier(m, t)
                     lazy.overwrite(t, m)
-                t._buf[...] = v[last]
+                t._buf[...] = v[lane]
                 t._vr, t._vc, t._whole = st
         finally:
             pop(lm)
@@ -299,3 +321,54 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
             else:
                 sl.extend(log_all)
     return run
+
+
+def _segments(steps: list[Step], s0: int, data: list[int]) -> list[int]:
+    """Into how many segments that repeat the same instructions and parameters the data
+    instructions ``data`` (positions from ``s0``) of an iteration split: the counts to try,
+    most first, 1 (the iteration is one segment) last."""
+    n = len(data)
+    out = []
+    for q in range(n // 2, 1, -1):
+        if n % q:
+            continue
+        m = n // q
+        if all(steps[s0 + data[s * m + j]][0].ins is steps[s0 + data[j]][0].ins
+               and _same_params(steps[s0 + data[s * m + j]][0].params,
+                                steps[s0 + data[j]][0].params)
+               for s in range(1, q) for j in range(m)):
+            out.append(q)
+    return [*out, 1]
+
+
+def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int
+           ) -> tuple[list[list[int]], list[dict[int, Tile]], dict[tuple[int, int], list[int]]]:
+    """The lanes of iterations ``starts`` cut into ``q`` segments each: per lane its steps;
+    per lane, for each tile of lane 0 (by id) the tile in its place there; per operand
+    position of a GM view its offset in each lane. NotBatched when a tile plays more than
+    one part (then the segments are not independent copies of one body)."""
+    seg = len(data) // q
+    lanes = [[k + data[s * seg + j] for j in range(seg)] for k in starts for s in range(q)]
+    if len(lanes) > MAX_LANES:
+        raise NotBatched(f"more than {MAX_LANES} lanes")
+    body = [steps[i] for i in lanes[0]]
+    # the tile of lane 0 at each operand position stands for the tiles of the other lanes
+    # there (one lane tile each): a tile has one such part only
+    role_of: dict[int, int] = {}  # id(a lane's tile) -> id(lane 0's tile in its place)
+    real: list[dict[int, Tile]] = [{} for _ in lanes]  # per lane: key -> its tile
+    offsets: dict[tuple[int, int], list[int]] = {}
+    for v, idx in enumerate(lanes):
+        for j, i in enumerate(idx):
+            for p, (a, b) in enumerate(zip(body[j][1], steps[i][1], strict=True)):
+                if isinstance(a, Tile):
+                    key = id(a)
+                    if role_of.setdefault(id(b), key) != key \
+                            or real[v].setdefault(key, b) is not b:
+                        raise NotBatched(f"{_name(b)} plays more than one part in the "
+                                         "repeated body")
+                elif isinstance(a, GlobalTensor):
+                    if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
+                            and b._array is a._array):
+                        raise NotBatched("segments of the body use different GM views")
+                    offsets.setdefault((j, p), []).append(b.offset)
+    return lanes, real, offsets
