@@ -26,6 +26,11 @@ operands), all of:
 - no placement or view instruction runs from the loop on and no tile of the body shares
   bytes with another tile of the function (each lane has storage of its own).
 
+An iteration whose data instructions repeat the same instructions on other tiles (an
+unrolled body, ping-pong tiles) is cut into that many lanes, when each tile keeps one part
+in the repeated body (lane ``k * q + s``: segment ``s`` of iteration ``k``); else the
+iteration is one lane.
+
 A loop that fails one of these runs as recorded, one call per instruction and iteration, and
 the reason is kept in the function's plan stats (``why_loop``).
 """
@@ -146,11 +151,20 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
     data = [j for j in range(n) if steps[s0 + j][0].ins.sync is None]
     for q in _segments(steps, s0, data):
         try:
-            lanes, real, offsets = _lanes(steps, starts, data, q)
-            break
+            return _batch(m, steps, after, starts, end, bind, rebind, data, q)
         except NotBatched:
             if q == 1:
                 raise
+    raise AssertionError("unreachable: _segments ends with 1")
+
+
+def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int], end: int,
+           bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None], data: list[int],
+           q: int) -> Callable[[], None]:
+    """:func:`batch` with each iteration cut into ``q`` lanes (see :func:`_segments`)."""
+    t_n, s0 = len(starts), starts[0]
+    n = (starts[1] if t_n > 1 else end) - s0
+    lanes, real, offsets = _lanes(steps, starts, data, q)
     n_lanes = len(lanes)
     body = [steps[i] for i in lanes[0]]
 
