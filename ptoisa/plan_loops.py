@@ -93,12 +93,15 @@ def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int], end: int,
-          bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None]
-          ) -> Callable[[], None]:
+          bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
+          machines: dict[int, Machine]) -> Callable[[], None]:
     """The call that runs iterations ``steps[starts[0]:end]`` (iteration k from
     ``starts[k]``) as one batch on a lanes machine; NotBatched says why not. ``bind``:
     plans.bind; ``rebind(lanes_view, recorded_view)``: the plan rebinds the lanes view's
-    arrays to each launch's arguments as it rebinds the recorded view's."""
+    arrays to each launch's arguments as it rebinds the recorded view's; ``machines``: the
+    plan's lanes machines by lane count (batches run one at a time, each starting its machine
+    afresh, so they share one: an inner loop batched in every iteration of an outer one
+    does not hold a machine and its arena per iteration)."""
     t_n = len(starts)
     if m.lanes != 1:
         raise NotBatched("the launch runs blocks in lockstep")
@@ -151,7 +154,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
     data = [j for j in range(n) if steps[s0 + j][0].ins.sync is None]
     for q in _segments(steps, s0, data):
         try:
-            return _batch(m, steps, after, starts, end, bind, rebind, data, q)
+            return _batch(m, steps, after, starts, end, bind, rebind, machines, data, q)
         except NotBatched:
             if q == 1:
                 raise
@@ -159,8 +162,8 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
 
 
 def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int], end: int,
-           bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None], data: list[int],
-           q: int) -> Callable[[], None]:
+           bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
+           machines: dict[int, Machine], data: list[int], q: int) -> Callable[[], None]:
     """:func:`batch` with each iteration cut into ``q`` lanes (see :func:`_segments`)."""
     t_n, s0 = len(starts), starts[0]
     n = (starts[1] if t_n > 1 else end) - s0
@@ -258,10 +261,12 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     log_all = log * t_n
 
     # ---- the lanes machine, its tiles and views, the calls
-    lm = Machine(m.target, lanes=n_lanes, permissive=m.permissive,
-                 matmul_accumulation=m.matmul_accumulation)
-    lm.lazy_loads = True
-    lm.quiet = True
+    lm = machines.get(n_lanes)
+    if lm is None:
+        lm = machines[n_lanes] = Machine(m.target, lanes=n_lanes, permissive=m.permissive,
+                                         matmul_accumulation=m.matmul_accumulation)
+        lm.lazy_loads = True
+        lm.quiet = True
     state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
     shadow: dict[int, Tile] = {}
     for key, t in tiles.items():

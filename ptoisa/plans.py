@@ -399,6 +399,7 @@ def _batches(m: Machine, rec: _Recorder, value: Callable[[Any], Any],
     """The recorded loops that run as one batch (outermost first): first step -> (the step
     after the loop, its call)."""
     out: dict[int, tuple[int, Callable[[], None]]] = {}
+    machines: dict[int, Machine] = {}  # (the plan's lanes machines, by lane count)
     done = -1
     for mark in sorted((mk for mk in rec.loops if len(mk) == 3 and len(mk[1]) > 1
                         and mk[1][0] < mk[2]), key=lambda mk: (mk[1][0], -mk[2])):
@@ -410,7 +411,7 @@ def _batches(m: Machine, rec: _Recorder, value: Callable[[Any], Any],
                 value(v)
         try:
             out[starts[0]] = (end, plan_loops.batch(m, rec.steps, rec.after_valid, starts,
-                                                    end, bind, rebind))
+                                                    end, bind, rebind, machines))
             done = end
             if stats is not None:
                 stats.batched += 1

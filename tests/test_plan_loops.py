@@ -297,3 +297,63 @@ def test_random_loop_bodies_leave_the_interpreters_bits() -> None:
         else:
             assert s.batched == 1, (ops, s)
     check()
+
+
+_NESTED = f"""
+!T = {_T}
+module {{
+  func.func @k(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>,
+               %last: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c3 = arith.constant 3 : index
+    %c8 = arith.constant {N} : index
+    %c16 = arith.constant 16 : index
+    %c128 = arith.constant {16 * N} : index
+    %va = pto.make_tensor_view %a, shape = [%c128, %c16], strides = [%c16, %c1] : {_TV}
+    %vb = pto.make_tensor_view %b, shape = [%c16, %c16], strides = [%c16, %c1] : {_TV}
+    %vo = pto.make_tensor_view %out, shape = [%c128, %c16], strides = [%c16, %c1] : {_TV}
+    %vl = pto.make_tensor_view %last, shape = [%c16, %c16], strides = [%c16, %c1] : {_TV}
+    %acc = pto.alloc_tile : !T
+    %x = pto.alloc_tile : !T
+    %y = pto.alloc_tile : !T
+    %pb = pto.partition_view %vb, offsets = [%c0, %c0], sizes = [%c16, %c16] : {_TV} -> {_V}
+    pto.tload ins(%pb : {_V}) outs(%acc : !T)
+    scf.for %o = %c0 to %c3 step %c1 {{
+      scf.for %k = %c0 to %c8 step %c1 {{
+        %r = arith.muli %k, %c16 : index
+        %pa = pto.partition_view %va, offsets = [%r, %c0], sizes = [%c16, %c16]
+            : {_TV} -> {_V}
+        pto.tload ins(%pa : {_V}) outs(%x : !T)
+        pto.tadd ins(%x, %acc : !T, !T) outs(%y : !T)
+        %po = pto.partition_view %vo, offsets = [%r, %c0], sizes = [%c16, %c16]
+            : {_TV} -> {_V}
+        pto.tstore ins(%y : !T) outs(%po : {_V})
+      }}
+      pto.tadd ins(%acc, %acc : !T, !T) outs(%acc : !T)
+    }}
+    %pl = pto.partition_view %vl, offsets = [%c0, %c0], sizes = [%c16, %c16] : {_TV} -> {_V}
+    pto.tstore ins(%acc : !T) outs(%pl : {_V})
+    return
+  }}
+}}
+"""
+
+
+def test_an_inner_loop_is_batched_in_every_iteration_of_a_carried_outer_one() -> None:
+    """The outer loop doubles acc (carried: not batched); each run of the inner loop reads
+    acc as it is then (broadcast to the lanes) and is one batch."""
+    prog = pto.load(_NESTED)
+    args = _args()
+    ref, got = _runs(prog, "k", args)
+    a, b = args[0].reshape(N, 16, 16), args[1].reshape(16, 16)
+    assert np.array_equal(ref[2].reshape(N, 16, 16), a + 4 * b)
+    assert np.array_equal(ref[3].reshape(16, 16), 8 * b)
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 3 and "tile %acc carries a value" in s.why_loop, s
+    plan = next(p for p in prog.compiler("a2a3").function("k")._plans.by_key.values() if p)
+    lanes_machines = {id(c.__closure__[[n for n in c.__code__.co_freevars].index("lm")]
+                         .cell_contents) for c in plan.calls if "lm" in c.__code__.co_freevars}
+    assert len(lanes_machines) == 1  # (the three batches share one lanes machine)
