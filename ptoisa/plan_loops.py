@@ -49,10 +49,9 @@ from .memory import Machine, pop, push
 from .tensor import GlobalTensor, lane_span
 from .tile import Tile
 
-#: families whose batched entries write the whole valid region of each ``out`` operand
+#: families whose batched data entries (``access="data"``: TASSIGN places, the views do not
+#: count) write the whole valid region of each ``out`` operand; of memory: TLOAD and TSTORE
 _WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "memory"})
-#: memory entries that may be batched (TASSIGN places: never)
-_MEMORY = frozenset({"TLOAD", "TSTORE"})
 #: the most iterations one batch runs (a lane each: memory)
 MAX_LANES = 4096
 
@@ -123,8 +122,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
         r0, v0 = steps[s0 + j][0], steps[s0 + j][1]
         ins = r0.ins
         if ins.sync is None and (ins.access != "data" or ins.results or not ins.batched
-                                 or ins.family not in _WHOLE_WRITERS
-                                 or (ins.family == "memory" and ins.name not in _MEMORY)):
+                                 or ins.family not in _WHOLE_WRITERS):
             raise NotBatched(f"{ins.name} is not an instruction a batch runs")
         for a in v0:
             if isinstance(a, GlobalTensor):
