@@ -52,8 +52,10 @@ from .tile import Tile
 #: families whose batched data entries (``access="data"``: TASSIGN places, the views do not
 #: count) write the whole valid region of each ``out`` operand; of memory: TLOAD and TSTORE
 _WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "memory"})
-#: the most iterations one batch runs (a lane each: memory)
+#: the most lanes one batch runs, and the most bytes its tiles take over all lanes (a plan
+#: keeps its lanes machine)
 MAX_LANES = 4096
+MAX_LANE_BYTES = 64 << 20
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
 Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
@@ -178,6 +180,10 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 tiles[id(v)] = v
                 if _role(r.ins, p, vals) in ("out", "inout", "scratch"):
                     written.add(id(v))
+    nbytes = n_lanes * sum(t.spec.numel * t.dtype.np.itemsize for t in tiles.values())
+    if nbytes > MAX_LANE_BYTES:
+        raise NotBatched(f"its lanes would take {nbytes >> 20} MiB of tiles (more than "
+                         f"{MAX_LANE_BYTES >> 20})")
     for i in range(s0, end):
         for state in (steps[i][3], after[i]):
             for t, _vr, _vc, whole in state:

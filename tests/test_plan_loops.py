@@ -357,3 +357,10 @@ def test_an_inner_loop_is_batched_in_every_iteration_of_a_carried_outer_one() ->
     lanes_machines = {id(c.__closure__[[n for n in c.__code__.co_freevars].index("lm")]
                          .cell_contents) for c in plan.calls if "lm" in c.__code__.co_freevars}
     assert len(lanes_machines) == 1  # (the three batches share one lanes machine)
+
+
+def test_a_batch_too_large_runs_as_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptoisa import plan_loops
+
+    monkeypatch.setattr(plan_loops, "MAX_LANE_BYTES", 3 * 1024 * N - 1)  # (3 tiles of 1 KiB)
+    _not_batched(_kernel(), "MiB of tiles")
