@@ -506,7 +506,7 @@ class Context:
     mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
 
     __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core",
-                 "gm_roots", "steps_left", "max_steps")
+                 "gm_roots", "steps_left", "max_steps", "loops")
 
     def __init__(self, machine: Machine, block_idx: int, block_num: int,
                  max_steps: int = 0) -> None:
@@ -523,6 +523,9 @@ class Context:
         #: the arrays of the launch's GM pointer arguments, in binding order: what a pointer
         #: value (a view into one of them) is resolved against (``interp/scalar_ops.py``)
         self.gm_roots: list[np.ndarray] = []
+        #: a plan's recorder while it records (ptoisa/plans.py): told where each ``scf.for``
+        #: iteration starts (``loops.iterate(op, seq)``), else None
+        self.loops: Any = None
 
     def spend(self, n: int, op: Op) -> None:
         """Take ``n`` loop iterations of the run's budget, or stop the run saying so."""

@@ -312,6 +312,9 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         else:
             seq = _steps(i, end, st)
             env[0].spend(max(0, -(-(int(end) - int(i)) // int(st))), op)
+        lp = env[0].loops
+        if lp is not None:  # a plan records: it marks where each iteration starts
+            seq = lp.iterate(op, seq)
         try:
             if one is not None:  # one step, nothing carried
                 for j in seq:
