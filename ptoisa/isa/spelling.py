@@ -16,7 +16,7 @@ no declaration. An entry whose PTOAS op spells things differently says so with a
   handlers (ptoisa/interp/pipe_ops.py), not by the generic operand mapping;
 * ``bracketed``: the synchronisation ops that are this instruction, written with their
   operands in brackets (``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``) and bound by the
-  interpreter's sync handler (ptoisa/interp/view_ops.py): op name -> how many leading items
+  interpreter's sync handler (ptoisa/interp/sync_ops.py): op name -> how many leading items
   name a PTOAS op kind (``pto.record_event[<TLOAD>, <TVEC>, ...]``) instead of a pipe;
 * ``op``: the op ptoisa writes for the instruction (the exporter), where it is not
   ``pto.<mnemonic>`` (``pto.tmatmul.acc``, ``pto.barrier``);

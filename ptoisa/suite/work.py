@@ -119,7 +119,7 @@ def _entries(prog: Any) -> list[str]:
 def _view_elems(cf: Any, arg: Any) -> int | None:
     """Elements the ``make_tensor_view``s of pointer ``arg`` reach, from constant shapes and
     strides (None when a view's extent depends on a value known only at run time)."""
-    from ..interp.view_ops import _kw_list
+    from ..interp.views import _kw_list
 
     need = 0
     for op in cf.op.walk():
