@@ -204,10 +204,15 @@ def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
 def role_of(rec: InstrRecord, opnd: Any) -> str:
     """An operand's role in this use: its declared role unless the entry's ``access_roles``
     say better."""
-    r = rec.ins.access_roles.get(opnd.name)
+    return role_in_use(rec.ins, opnd, rec.values)
+
+
+def role_in_use(ins: Any, opnd: Any, values: list[Any]) -> str:
+    """:func:`role_of` from the entry and the operand values (``none``: only named)."""
+    r = ins.access_roles.get(opnd.name)
     if r is None:
         return str(opnd.role)
-    return r(rec.values) if callable(r) else str(r)
+    return r(values) if callable(r) else str(r)
 
 
 def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..concurrent.access import accesses
+from ..concurrent.access import accesses, role_in_use
 from ..enums import Pipe
 from ..isa.registry import PIPE_SYNC
 from ..lanes import block_of
@@ -212,7 +212,7 @@ class CycleModel:
             except Exception as e:  # noqa: BLE001 - the model must never break a run
                 self.errors.append(f"{rec.ins.name}: no cost ({type(e).__name__}: {e})")
                 cyc = 1
-            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals))
+            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(rec.ins, vals))
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
@@ -318,10 +318,16 @@ def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
                 pn=r.pipe.name, gm=r.gm)
 
 
-def _gm_bytes(vals: list[Any]) -> int:
-    """The bytes an instruction moves to or from GM: its first GM view's (0: none)."""
-    for v in vals:
+def _gm_bytes(ins: Any, vals: list[Any]) -> int:
+    """The bytes an instruction moves to or from GM: its first accessed GM view's (0: none;
+    a FIFO slot view that TPUSH / TPOP / TFREE only name, a view TALLOC or TASSIGN points,
+    move nothing)."""
+    if ins.access != "data":
+        return 0
+    for o, v in zip(ins.operands, vals, strict=False):
         if isinstance(v, GlobalTensor):
+            if ins.access_roles and role_in_use(ins, o, vals) == "none":
+                continue
             return int(v.spec.numel) * int(v.dtype.itemsize)
     return 0
 

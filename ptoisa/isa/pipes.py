@@ -380,6 +380,12 @@ def _fixpipe(m: Machine, tile: Tile, cfg: FixpipeParams) -> np.ndarray:
         return quantize(vals, words, mode, dst, vector=vector, relu=cfg.relu)
 
 
+def _slot_form_on_s(vals: dict[str, Any]) -> Pipe | None:
+    """The GlobalData forms of TPUSH / TPOP compute a slot address and signal or wait on a
+    cross-core flag (the scalar unit); the data moves in the TSTORE / TLOAD around them."""
+    return Pipe.S if isinstance(vals.get("tile"), GlobalTensor) else None
+
+
 def _no_access(role: str) -> Any:
     """The access role of a pipe operand that may be a tile or a GlobalTensor slot: a slot
     view is only pointed at (TALLOC / TPOP) or named (TPUSH / TFREE); its bytes are accessed
@@ -398,7 +404,7 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile|gm"),
                    frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
        dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
-       access_roles={"tile": _no_access("in")}, batched=True)
+       access_roles={"tile": _no_access("in")}, pipe_of=_slot_form_on_s, batched=True)
 def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any, TConfig: Any) -> None:  # noqa: N803
     """Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
@@ -521,7 +527,7 @@ def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
        dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
-       access_roles={"tile": _no_access("out")}, batched=True)
+       access_roles={"tile": _no_access("out")}, pipe_of=_slot_form_on_s, batched=True)
 def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
          Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
@@ -584,7 +590,7 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
        operands=(Opnd("pipe", "any"), Opnd("slot", "any", optional=True),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), static=(_split_rule,),
-       runtime=(_pipe_operand,), batched=True)
+       runtime=(_pipe_operand,), access_roles={"slot": "none"}, batched=True)
 def TFREE(m: Machine, pipe: TPipe, slot: Any = None, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Release the slot this sub-block popped last (the slot is recycled once every consumer
@@ -782,7 +788,7 @@ def gm_pop(m: Machine, pipe: TPipe, slot: GlobalTensor, split: TileSplitAxis,
     keys = [(p, who) for p in ring.producers]
     toks = _gm_wait(m, ring, ring.ready, keys, f"slot {index % pipe.slot_num} is not pushed "
                     f"yet for {'the cube' if who == _CUBE else f'sub-block {who}'}", "tpop")
-    edges.acquire(m, *toks, pipe=edges.wait_scope(m))
+    edges.acquire(m, *toks, pipe=edges.wait_scope(m, Pipe.MTE2))
     _gm_slot(m, pipe, slot, index, split, None if who == _CUBE else lane, "tpop")
     ring.cons[who] = index + 1
 

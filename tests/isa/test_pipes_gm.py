@@ -236,3 +236,24 @@ def test_protocol_errors_are_named():
     both = TPipe(4, Direction.DIR_BOTH, R * C * 4, 1, buffer=buf)
     with pytest.raises(PtoError, match="DIR_BOTH.*not executed"):
         pto.TALLOC(both, slot)
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_cycle_model_orders_by_the_same_edges(target):
+    # the consumer's loads of slot i start after the producer's store of tile i ended (push ->
+    # pop), and the producer's store into a reused slot after the loads that freed it
+    # (free -> alloc: with SyncPeriod 2 the alloc of tile 2 waits for the frees of tiles 0, 1)
+    depth = 2
+    x, fifo, got = _inputs(depth, 1)
+    rep = pto.launch(lambda *a: _c2v_kernel(*a, depth=depth, split=1), x, fifo, got,
+                     mixed=True, target=target, cycles=True)
+    stores = [s for s in rep.steps if s.op == "TSTORE" and s.core.startswith("AIC")]
+    for sub in ("AIV0", "AIV1"):
+        loads = [s for s in rep.steps if s.op == "TLOAD" and s.core.startswith(sub)]
+        assert len(stores) == len(loads) == ITERS
+        for i in range(ITERS):
+            assert loads[i].start >= stores[i].end
+        for i in range(depth, ITERS, pipe_period := 2):
+            assert stores[i].start >= loads[i - depth + pipe_period - 1].end
+    # the slot views cost no GM traffic: only the stores and loads move bytes
+    assert {s.op for s in rep.steps if s.gm} == {"TSTORE", "TLOAD"}
