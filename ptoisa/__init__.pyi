@@ -85,6 +85,7 @@ from .isa.irregular.enums import HistByte
 from .isa.irregular.enums import MaskPattern
 from .isa.comm import NotifyOp
 from .isa.comm import ReduceOp
+from .enums import STPhase
 from .isa.irregular.enums import ScatterAtomicOp
 from .isa.irregular.enums import ScatterAxis
 from .isa.irregular.enums import ScatterConflict
@@ -2324,12 +2325,17 @@ def TSTORE(
     *events: Event,
     atomicType: AtomicType = AtomicType.AtomicNone,
     reluPreMode: ReluPreMode = ReluPreMode.NoRelu,
+    Phase: STPhase = STPhase.Unspecified,
 ) -> Event:
     """
     Copy src's valid region to the GM view. Acc sources convert to the GM element type
     through the fix-pipe (optionally with a scalar quant word ``preQuantScalar`` and ReLU);
     ``atomicType=AtomicAdd`` adds into GM instead of overwriting. A ConvTile src stores its
-    elements in order to the view (convolution layouts, no conversion).
+    elements in order to the view (convolution layouts, no conversion). ``Phase=Final``
+    (``TSTORE<STPhase::Final>`` of an Acc tile) is the unit-flag store: the fix pipe waits for
+    the matmul that ended the accumulation with ``Phase=Final`` on those Acc bytes (in place
+    of an M -> FIX flag) and releases them to the next unit-flag matmul (in place of FIX -> M);
+    the sanitizer and the cycle model order by it (:mod:`ptoisa.concurrent.unitflag`).
     """
     ...
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..concurrent.access import accesses, role_in_use
+from ..concurrent.unitflag import UnitFlags
 from ..enums import Pipe
 from ..isa.registry import PIPE_SYNC
 from ..lanes import block_of
@@ -81,6 +82,8 @@ class CycleModel:
         #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
         self.blocks = 1
         self.lockstep = False
+        #: the L0C unit-flag hand-offs (matmul <-> fix-pipe store): edges between steps
+        self.unit_flags = UnitFlags()
 
     def _bind(self, table: dict[str, Any]) -> None:
         self.table = table
@@ -90,6 +93,14 @@ class CycleModel:
 
     # ---- recording (the observer) ----------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
+        uf = self.unit_flags
+        waits = uf.before(rec)
+        self._record(rec)
+        if waits:  # a unit-flag wait: this step starts after the matmul / store it waits for
+            self.edge_acquire(rec, waits, None)
+        uf.after(lambda: self.edge_release(rec, None))
+
+    def _record(self, rec: Any) -> None:
         ins = rec.ins
         m = rec.machine
         if m is self._m and m.block_idx is self._m_bidx:

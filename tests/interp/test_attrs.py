@@ -368,6 +368,7 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  *((n, "Phase") for n in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV",
                                           "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX", "TGEMV_MX",
                                           "TMATMUL_MX_HIF4")),
+                 ("TSTORE", "Phase"),  # the unit flag: tests/sanitizer/test_unit_flag.py
                  # (tests/isa/test_reduce_expand_ops.py: test_row_expand_src1col*)
                  *((f"TROWEXPAND{op}", "src1Col") for op in ("ADD", "SUB", "MUL", "DIV", "MAX",
                                                               "MIN", "EXPDIF")),
