@@ -1,5 +1,6 @@
-"""Cube <-> vector FIFOs: TPUSH, TPOP, TFREE, and the fix-pipe registers of a pushed Acc tile
-(SET_QUANT_SCALAR, SET_QUANT_VECTOR).
+"""Cube <-> vector FIFOs: TPUSH, TPOP, TFREE, TALLOC (tiles through the FIFO, or GlobalTensor
+slots of a ring in GM), and the fix-pipe registers of a pushed Acc tile (SET_QUANT_SCALAR,
+SET_QUANT_VECTOR).
 
 A :class:`TPipe` is the C++ ``TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum,
 IsNoSplit>`` type: a ring of ``SlotNum`` slots between the cube core (AIC) and its two vector
@@ -34,6 +35,19 @@ program places there do not see pushed data (on the NPU they would share those b
 lockstep launch a slot holds every block's tile at once. The
 sub-block running an instruction is the optional ``subBlockId`` operand (C++
 ``TPUSH<Pipe, Tile, Split>(pipe, tile, subBlockId)``), else ``machine.sub_block_id`` (0).
+
+The GlobalData forms (TALLOC.md, TPOP.md, TFREE.md) are a second protocol on a pipe whose
+``buffer`` is the C++ constructor's ``GM_SLOT_BUFFER``: ``TALLOC(pipe, slot)`` points a
+GlobalTensor at slot ``tileIndex % SlotNum`` of that GM ring (``SlotSize`` bytes each; a
+vector producer's view at its sub-block's part of a split slot), the producer writes it with
+TSTORE and commits it with ``TPUSH(pipe, slot)``; ``TPOP(pipe, slot)`` points the consumer's
+view at the next pushed slot (a vector consumer's at its part) and ``TFREE(pipe, slot)``
+releases it after the TLOADs. Each core keeps its own tile indices (the C++ pipe object's),
+the flags count notifications as FFTS does (the cube waits for and signals both sub-blocks),
+and free space is waited for and notified sparsely (``Pipe::SyncPeriod``): exactly the
+hardware's handshake, so a kernel that reads or reuses a slot outside it races on the slot's
+GM bytes, which the sanitizer reports. DIR_BOTH pipes have no GlobalData form here (an error
+names it).
 
 ``TPUSH<Pipe, Tile, TConfig>`` pushes an Acc tile through the fix-pipe: ``TConfig`` is the
 C++ ``FixpipeParams<LayoutMode, QuantPre, ...>`` (text or :class:`FixpipeParams`); a quantising
