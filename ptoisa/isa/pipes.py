@@ -479,6 +479,7 @@ def _slot_rule(sig: Sig) -> None:
 
 
 @instr("TALLOC", family="pipes", sync="pipe", pipe=Pipe.S, access="place",
+       ptoas=Ptoas(frontend=("pto.talloc_to_aiv", "pto.talloc_to_aic")),
        operands=(Opnd("pipe", "any"), Opnd("slot", "gm", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
