@@ -10,6 +10,13 @@
 * ``pto.tpush_to_aiv`` / ``pto.tpush_to_aic`` / ``pto.tpop_from_aic`` / ``pto.tpop_from_aiv`` /
   ``pto.tfree_from_aic`` / ``pto.tfree_from_aiv {split}`` run TPUSH / TPOP / TFREE on that pipe
   (a pop's result is a tile of the written type; ``(%vr, %vc)`` operands set its valid shape).
+* Global entries (a GM FIFO, PTO_IR_manual's "global-only GM FIFO"): an initialize op with
+  ``(gm_slot_tensor = %view)`` (one slot's tensor view; its base is the ring's, ``slot_num``
+  slots of ``slot_size`` bytes, 8 when not written) gives the pipe its GM buffer;
+  ``pto.talloc_to_aiv`` / ``pto.talloc_to_aic`` and ``pto.tpop_from_aic`` /
+  ``pto.tpop_from_aiv`` returning a ``!pto.tensor_view`` run TALLOC / TPOP of a GlobalTensor
+  slot (the result views the slot with the descriptor's shape and strides), and
+  ``pto.tpush_to_*(%entry)`` / ``pto.tfree_from_*(%entry)`` TPUSH / TFREE of it.
 * ``pto.initialize_l2g2l_pipe`` / ``pto.initialize_l2l_pipe {dir_mask, slot_size, slot_num,
   local_slot_num, flag_base}`` return the pipe value that ``pto.tpush`` / ``pto.tpop`` /
   ``pto.tfree`` take.
