@@ -108,7 +108,9 @@ OLD_SYNC_HANDLERS = {
 #: interp/pipe_ops.py's _FRONTEND
 OLD_FRONTEND = {"pto.tpush_to_aiv": "TPUSH", "pto.tpush_to_aic": "TPUSH",
                 "pto.tpop_from_aic": "TPOP", "pto.tpop_from_aiv": "TPOP",
-                "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE"}
+                "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE",
+                # added with the GlobalData FIFO forms (global entries)
+                "pto.talloc_to_aiv": "TALLOC", "pto.talloc_to_aic": "TALLOC"}
 #: exporter/spelling.py's _CMP_WORDS
 OLD_CMP_WORDS = {"EQ": "equal", "NE": "not_equal", "LT": "less_than", "LE": "less_equal",
                  "GT": "greater_than", "GE": "greater_equal"}

@@ -223,7 +223,7 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
         if not op.operands:
             raise VerifyError("expects the tile to push", op=op.name, loc=loc)
         src = cf.slot(op.operands[0])
-    elif ins.name in ("TPOP", "TALLOC") and entry:
+    elif entry:  # TALLOC / TPOP returning a global entry
         k = cf.slot(op.results[0])
     elif ins.name == "TPOP":
         if not op.results:
