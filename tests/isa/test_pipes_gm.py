@@ -257,3 +257,42 @@ def test_cycle_model_orders_by_the_same_edges(target):
             assert stores[i].start >= loads[i - depth + pipe_period - 1].end
     # the slot views cost no GM traffic: only the stores and loads move bytes
     assert {s.op for s in rep.steps if s.gm} == {"TSTORE", "TLOAD"}
+
+
+@pytest.mark.parametrize("lockstep", [True, False])
+def test_blocks_with_their_own_rings_on_a5_gm_direction(lockstep):
+    # flash_atten's layout: one FIFO region per block (base + block * stride), A5's
+    # DIR_C2V_GM; blocks in lockstep (per-block slot offsets) or one by one
+    blocks, depth = 2, 2
+    x = RNG.standard_normal((blocks, ITERS, R, C)).astype(np.float32)
+    fifo = np.zeros(blocks * depth * R * C, np.float32)
+    got = np.zeros((blocks, 2, ITERS, R // 2, C), np.float32)
+
+    def kernel(x, fifo, got):
+        b = pto.get_block_idx()
+        n = fifo.size
+        ring = GlobalTensor(fifo, (1, 1, 1, 1, depth * R * C), (n, n, n, n, 1),
+                            offset=b * depth * R * C)
+        pipe = TPipe(0, Direction.DIR_C2V_GM, R * C * 4, depth, buffer=ring)
+        if pto.core_type() == "AIC":
+            slot = _view(fifo, R, C, C)
+            t = Tile("Mat", "f32", R, C)
+            for i in range(ITERS):
+                pto.TLOAD(t, _view(x, R, C, C, (b * ITERS + i) * R * C))
+                pto.TALLOC(pipe, slot)
+                pto.TSTORE(slot, t)
+                pto.TPUSH(pipe, slot)
+            return
+        k = pto.get_subblock_idx()
+        slot = _view(fifo, R // 2, C, C)
+        h = Tile("Vec", "f32", R // 2, C)
+        for i in range(ITERS):
+            pto.TPOP(pipe, slot, Split="TILE_UP_DOWN")
+            pto.TLOAD(h, slot)
+            pto.TFREE(pipe, slot, Split="TILE_UP_DOWN")
+            pto.TSTORE(_view(got, R // 2, C, C, ((b * 2 + k) * ITERS + i) * (R // 2) * C), h)
+
+    pto.launch(kernel, x, fifo, got, blocks=blocks, mixed=True, target="a5", lockstep=lockstep)
+    for b in range(blocks):
+        for k in range(2):
+            np.testing.assert_array_equal(got[b, k], x[b, :, k * R // 2:(k + 1) * R // 2])
