@@ -296,3 +296,13 @@ def test_blocks_with_their_own_rings_on_a5_gm_direction(lockstep):
     for b in range(blocks):
         for k in range(2):
             np.testing.assert_array_equal(got[b, k], x[b, :, k * R // 2:(k + 1) * R // 2])
+
+
+def test_timing_only_run_keeps_the_ring():
+    # a timing-only run computes no values but still runs the FIFO protocol: same schedule
+    runs = []
+    for mode in (True, "timing"):
+        x, fifo, got = _inputs(2, 1)
+        runs.append(pto.launch(lambda *a: _c2v_kernel(*a, depth=2, split=1), x, fifo, got,
+                               mixed=True, target="a2a3", cycles=mode))
+    assert runs[0].total == runs[1].total > 0
