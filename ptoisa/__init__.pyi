@@ -88,6 +88,7 @@ from .isa.irregular.enums import HistByte
 from .isa.irregular.enums import MaskPattern
 from .isa.comm import NotifyOp
 from .isa.comm import ReduceOp
+from .enums import STPhase
 from .isa.irregular.enums import ScatterAtomicOp
 from .isa.irregular.enums import ScatterAxis
 from .isa.irregular.enums import ScatterConflict
@@ -729,6 +730,29 @@ def TALIAS(dst: Tile, src: Tile, *events: Event) -> Event:
     ...
 
 
+def TALLOC(
+    pipe: Any,
+    slot: GlobalTensor,
+    subBlockId: int | float | np.generic | None = None,
+    *events: Event,
+    Pipe: Any = None,
+    Split: str = 'TILE_NO_SPLIT',
+) -> Event:
+    """
+    Producer half of the GlobalData FIFO: point ``slot`` at the next slot of the pipe's GM
+    buffer (``TPipe(..., buffer=...)``), slot ``tileIndex % SlotNum`` of ``SlotSize`` bytes;
+    a vector producer's (V2C) view starts at its sub-block's part of a split slot (TILE_UP_DOWN:
+    sub-block ``k`` is ``k`` times the view's rows x cols further on, TILE_LEFT_RIGHT: ``k``
+    times its columns). Before reusing a slot it waits for the consumers' free notifications,
+    sparsely as ``Pipe::shouldWaitFree`` does: at tile index ``i >= SlotNum`` with
+    ``i % SyncPeriod == 0`` (``SyncPeriod`` = SlotNum when SlotNum <= 2, else SlotNum / 2).
+    Nothing is written: store into ``slot`` (TSTORE), then commit it with ``TPUSH(pipe, slot)``.
+    On the vector side both sub-blocks take part whatever the split (the cube waits for and
+    notifies both), as the C++ GlobalData forms do.
+    """
+    ...
+
+
 def TAND(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
     dst = src0 & src1.
@@ -1171,6 +1195,7 @@ def TFMODS(
 
 def TFREE(
     pipe: Any,
+    slot: Any | None = None,
     subBlockId: int | float | np.generic | None = None,
     *events: Event,
     Pipe: Any = None,
@@ -1180,6 +1205,11 @@ def TFREE(
     Release the slot this sub-block popped last (the slot is recycled once every consumer
     sub-block has freed it). With nothing popped, the oldest queued slot is released and its
     data discarded (what the CPU simulator does).
+
+    ``TFREE(pipe, slot)`` (the GlobalTensor TPOP pointed at a slot) is the GlobalData form:
+    the consumer is done reading the slot; it tells the producer once every ``SyncPeriod``
+    slots (see TALLOC). A number in ``slot``'s place is the sub-block id (``TFREE(pipe, 1)``:
+    ptoisa's tile-form extension, as before the GlobalData form).
     """
     ...
 
@@ -1747,7 +1777,7 @@ def TPARTMUL(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TPOP(
     pipe: Any,
-    tile: Tile,
+    tile: Tile | GlobalTensor,
     subBlockId: int | float | np.generic | None = None,
     *events: Event,
     Pipe: Any = None,
@@ -1756,6 +1786,10 @@ def TPOP(
     """
     Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
     split C2V pipe) into the tile's valid region.
+
+    ``TPOP(pipe, slot)`` (a GlobalTensor) is the GlobalData form: wait until the next slot is
+    pushed and point ``slot`` at it (at sub-block ``subBlockId``'s part for a split C2V pipe);
+    the consumer reads it with TLOAD and releases it with ``TFREE(pipe, slot)``.
     """
     ...
 
@@ -1827,7 +1861,7 @@ def TPRINT(
 
 def TPUSH(
     pipe: Any,
-    tile: Tile,
+    tile: Tile | GlobalTensor,
     subBlockId: int | float | np.generic | None = None,
     *events: Event,
     Pipe: Any = None,
@@ -1838,6 +1872,9 @@ def TPUSH(
     Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
     mark it ready. A vector push with a split stores sub-block ``subBlockId``'s half; with
     ``TConfig`` (FixpipeParams) the Acc tile goes through the fix-pipe conversion.
+
+    ``TPUSH(pipe, slot)`` (a GlobalTensor from TALLOC) is the GlobalData form: it only tells
+    the consumer(s) that the slot is written (see TALLOC).
     """
     ...
 
@@ -2310,12 +2347,17 @@ def TSTORE(
     *events: Event,
     atomicType: AtomicType = AtomicType.AtomicNone,
     reluPreMode: ReluPreMode = ReluPreMode.NoRelu,
+    Phase: STPhase = STPhase.Unspecified,
 ) -> Event:
     """
     Copy src's valid region to the GM view. Acc sources convert to the GM element type
     through the fix-pipe (optionally with a scalar quant word ``preQuantScalar`` and ReLU);
     ``atomicType=AtomicAdd`` adds into GM instead of overwriting. A ConvTile src stores its
-    elements in order to the view (convolution layouts, no conversion).
+    elements in order to the view (convolution layouts, no conversion). ``Phase=Final``
+    (``TSTORE<STPhase::Final>`` of an Acc tile) is the unit-flag store: the fix pipe waits for
+    the matmul that ended the accumulation with ``Phase=Final`` on those Acc bytes (in place
+    of an M -> FIX flag) and releases them to the next unit-flag matmul (in place of FIX -> M);
+    the sanitizer and the cycle model order by it (:mod:`ptoisa.concurrent.unitflag`).
     """
     ...
 

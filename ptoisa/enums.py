@@ -114,6 +114,15 @@ class AccPhase(enum.Enum):
     Final = 2
 
 
+class STPhase(enum.Enum):
+    """Store phase of an Acc store (TSTORE<STPhase::...>): ``Final`` waits on the unit flag a
+    matmul with AccPhase Final set on the Acc bytes (no effect on values)."""
+
+    Unspecified = 0
+    Partial = 1
+    Final = 2
+
+
 class RoundMode(enum.Enum):
     CAST_NONE = 0
     CAST_RINT = 1

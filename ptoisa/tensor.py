@@ -383,6 +383,23 @@ class GlobalTensor:
         self._array = array
         self._check_bounds()
 
+    def point_at(self, flat: np.ndarray, offset: Any) -> None:
+        """Point the view at element ``offset`` of ``flat`` (a 1-D array of the view's element
+        type; ``offset`` an int, or one per block in a lockstep launch): what TALLOC / TPOP do
+        to the GlobalTensor they are given (the C++ ``TASSIGN`` of a FIFO slot's address)."""
+        if flat.ndim != 1 or dt_mod.dtype(flat.dtype) is not self.dtype:
+            raise PtoError(f"GlobalTensor of {self.dtype.name} cannot point at a "
+                           f"{flat.ndim}-D array of {flat.dtype}")
+        self.flat = self._array = flat
+        self._span = None
+        if isinstance(offset, np.ndarray):
+            self.offset = np.asarray(offset, np.int64).view(np.ndarray)
+            if self.offset.ndim == 1 and self.offset.size:
+                self._span = lane_span(self.offset)
+        else:
+            self.offset = int(offset)
+        self._check_bounds()
+
     def indices(self, rows: int, cols: int) -> np.ndarray:
         """Absolute flat indices of tile positions (r, c) for r < rows, c < cols."""
         off = self.offset

@@ -78,9 +78,12 @@ OLD_SAME_VALID = {
 
 #: access.py's VIEW_OPS and NO_DATA_OPS (= VIEW_OPS | {"TASSIGN"})
 OLD_VIEW_OPS = {"TRESHAPE", "TSUBVIEW", "TALIAS", "TGET_SCALE_ADDR"}
-OLD_NO_DATA_OPS = OLD_VIEW_OPS | {"TASSIGN"}
+#: TALLOC (added with the GlobalData FIFO forms) points a GlobalTensor at a slot, like TASSIGN
+OLD_NO_DATA_OPS = OLD_VIEW_OPS | {"TASSIGN", "TALLOC"}
 #: access.py's ROLES keys (the values are checked by behaviour below)
-OLD_ROLES = {("TGATHER", "tmp"), ("TGATHER", "tmp2"), ("TMRGSORT", "a2")}
+OLD_ROLES = {("TGATHER", "tmp"), ("TGATHER", "tmp2"), ("TMRGSORT", "a2"),
+             # the GlobalData FIFO forms name a slot view without accessing it
+             ("TPUSH", "tile"), ("TPOP", "tile"), ("TFREE", "slot")}
 
 #: sanitizer/clocks.py's _SYNC, cycles/schedule.py's SYNC_OPS, exporter/spelling.py's _SKIP,
 #: _SYNC_OPS and _MIXED, conformance.py's _PIPE_OPS
@@ -89,8 +92,9 @@ OLD_CYCLES_SYNC = {"SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER"}
 OLD_EXPORT_SKIP = {"TSYNC"}
 OLD_EXPORT_SYNC_OPS = {"SET_FLAG": "pto.set_flag", "WAIT_FLAG": "pto.wait_flag",
                        "PIPE_BARRIER": "pto.barrier"}
-OLD_EXPORT_MIXED = {"TPUSH", "TPOP", "TFREE", "TNOTIFY", "TWAIT", "TTEST", "SYNCALL"}
-OLD_CONFORMANCE_PIPE_OPS = {"TPUSH", "TPOP", "TFREE"}
+OLD_EXPORT_MIXED = {"TPUSH", "TPOP", "TFREE", "TALLOC", "TNOTIFY", "TWAIT", "TTEST",
+                    "SYNCALL"}
+OLD_CONFORMANCE_PIPE_OPS = {"TPUSH", "TPOP", "TFREE", "TALLOC"}
 #: sanitizer/__init__.py's SYNC_OPS (ops that make a .pto function manually synchronised)
 OLD_MANUAL_SYNC_OPS = {"pto.set_flag", "pto.wait_flag", "pto.set_flag_dyn", "pto.wait_flag_dyn",
                        "pto.barrier", "pto.barrier_sync", "pto.record_event", "pto.wait_event"}
@@ -104,7 +108,9 @@ OLD_SYNC_HANDLERS = {
 #: interp/pipe_ops.py's _FRONTEND
 OLD_FRONTEND = {"pto.tpush_to_aiv": "TPUSH", "pto.tpush_to_aic": "TPUSH",
                 "pto.tpop_from_aic": "TPOP", "pto.tpop_from_aiv": "TPOP",
-                "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE"}
+                "pto.tfree_from_aic": "TFREE", "pto.tfree_from_aiv": "TFREE",
+                # added with the GlobalData FIFO forms (global entries)
+                "pto.talloc_to_aiv": "TALLOC", "pto.talloc_to_aic": "TALLOC"}
 #: exporter/spelling.py's _CMP_WORDS
 OLD_CMP_WORDS = {"EQ": "equal", "NE": "not_equal", "LT": "less_than", "LE": "less_equal",
                  "GT": "greater_than", "GE": "greater_equal"}

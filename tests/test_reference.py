@@ -63,7 +63,8 @@ def test_operand_dependent_pipe_and_declared_spelling() -> None:
     assert "`pto.tmov ins(%src, %fp) outs(%dst)`" in tmov
     assert "| `accToVecMode` | sets `mode` |" in tmov
     tstore = pages["TSTORE.md"]
-    assert "| `stPhase` | accepted, no effect:" in tstore
+    assert "| `stPhase` | sets `Phase` |" in tstore
+    assert "| `id` | accepted, no effect:" in pages["SET_QUANT_SCALAR.md"]
     assert "atomicType: AtomicType = AtomicType.AtomicNone" in tstore
     assert "| `atomicType` | AtomicType | `AtomicType::AtomicNone` |" in tstore
     # an instruction a target lacks says so (TADDC: the CPU simulator's, no NPU has it)

@@ -13,7 +13,9 @@ the memory they live in, so two spans can only overlap when their keys are equal
   element the view reaches (every block's offset included in a lockstep launch).
 
 Operand roles decide the direction: ``in`` reads, ``out`` writes, ``inout`` and ``scratch``
-both (an entry's ``access_roles`` say an operand's role where the declared one is generic).
+both (an entry's ``access_roles`` say an operand's role where the declared one is generic;
+``none``: this use accesses nothing through it, as the GlobalData forms of TPUSH / TPOP, which
+only name a GM FIFO slot).
 The instructions whose entry declares ``access="view"`` (TRESHAPE, TSUBVIEW, TALIAS,
 TGET_SCALE_ADDR) or ``access="place"`` (TASSIGN) move no data: they access nothing; a view of
 an auto tile is placed inside its base's span (at the entry's ``view_offset``) through
@@ -202,10 +204,15 @@ def view_alias(rec: InstrRecord) -> tuple[Tile, Tile, int] | None:
 def role_of(rec: InstrRecord, opnd: Any) -> str:
     """An operand's role in this use: its declared role unless the entry's ``access_roles``
     say better."""
-    r = rec.ins.access_roles.get(opnd.name)
+    return role_in_use(rec.ins, opnd, rec.values)
+
+
+def role_in_use(ins: Any, opnd: Any, values: list[Any]) -> str:
+    """:func:`role_of` from the entry and the operand values (``none``: only named)."""
+    r = ins.access_roles.get(opnd.name)
     if r is None:
         return str(opnd.role)
-    return r(rec.values) if callable(r) else str(r)
+    return r(values) if callable(r) else str(r)
 
 
 def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,
@@ -228,7 +235,9 @@ def operand_accesses(rec: InstrRecord, aliases: dict[int, Any] | None = None,
                     hit = memo[key] = (x, operand_span(x, rec.machine, aliases))
                 s = hit[1]
             if s is not None:
-                out.append((role_of(rec, o), x, s))
+                role = role_of(rec, o)
+                if role != "none":  # an operand this use only names (a FIFO slot view)
+                    out.append((role, x, s))
     return out
 
 

@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..concurrent.access import accesses
+from ..concurrent.access import accesses, role_in_use
+from ..concurrent.unitflag import UnitFlags
 from ..enums import Pipe
 from ..isa.registry import PIPE_SYNC
 from ..lanes import block_of
@@ -84,6 +85,8 @@ class CycleModel:
         self.lockstep = False
         #: the vector function (micro-ops) each core and block is in, if any
         self._vf: dict[tuple[str, int], VecFunction] = {}
+        #: the L0C unit-flag hand-offs (matmul <-> fix-pipe store): edges between steps
+        self.unit_flags = UnitFlags()
 
     def _bind(self, table: dict[str, Any]) -> None:
         self.table = table
@@ -93,6 +96,14 @@ class CycleModel:
 
     # ---- recording (the observer) ----------------------------------------------------------------
     def __call__(self, rec: Any) -> None:
+        uf = self.unit_flags
+        waits = uf.before(rec)
+        self._record(rec)
+        if waits:  # a unit-flag wait: this step starts after the matmul / store it waits for
+            self.edge_acquire(rec, waits, None)
+        uf.after(lambda: self.edge_release(rec, None))
+
+    def _record(self, rec: Any) -> None:
         ins = rec.ins
         m = rec.machine
         if m is self._m and m.block_idx is self._m_bidx:
@@ -239,7 +250,7 @@ class CycleModel:
             except Exception as e:  # noqa: BLE001 - the model must never break a run
                 self.errors.append(f"{rec.ins.name}: no cost ({type(e).__name__}: {e})")
                 cyc, f = 1, None
-            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals), feat=f)
+            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(rec.ins, vals), feat=f)
             if f is not None and rec.ins.dialect == "vpto":
                 self._micro(hit, f, pipe)
             if key is not None:
@@ -410,10 +421,16 @@ def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
                 pn=r.pipe.name, gm=r.gm, feat=r.feat)
 
 
-def _gm_bytes(vals: list[Any]) -> int:
-    """The bytes an instruction moves to or from GM: its first GM view's (0: none)."""
-    for v in vals:
+def _gm_bytes(ins: Any, vals: list[Any]) -> int:
+    """The bytes an instruction moves to or from GM: its first accessed GM view's (0: none;
+    a FIFO slot view that TPUSH / TPOP / TFREE only name, a view TALLOC or TASSIGN points,
+    move nothing)."""
+    if ins.access != "data":
+        return 0
+    for o, v in zip(ins.operands, vals, strict=False):
         if isinstance(v, GlobalTensor):
+            if ins.access_roles and role_in_use(ins, o, vals) == "none":
+                continue
             return int(v.spec.numel) * int(v.dtype.itemsize)
     return 0
 

@@ -10,6 +10,13 @@
 * ``pto.tpush_to_aiv`` / ``pto.tpush_to_aic`` / ``pto.tpop_from_aic`` / ``pto.tpop_from_aiv`` /
   ``pto.tfree_from_aic`` / ``pto.tfree_from_aiv {split}`` run TPUSH / TPOP / TFREE on that pipe
   (a pop's result is a tile of the written type; ``(%vr, %vc)`` operands set its valid shape).
+* Global entries (a GM FIFO, PTO_IR_manual's "global-only GM FIFO"): an initialize op with
+  ``(gm_slot_tensor = %view)`` (one slot's tensor view; its base is the ring's, ``slot_num``
+  slots of ``slot_size`` bytes, 8 when not written) gives the pipe its GM buffer;
+  ``pto.talloc_to_aiv`` / ``pto.talloc_to_aic`` and ``pto.tpop_from_aic`` /
+  ``pto.tpop_from_aiv`` returning a ``!pto.tensor_view`` run TALLOC / TPOP of a GlobalTensor
+  slot (the result views the slot with the descriptor's shape and strides), and
+  ``pto.tpush_to_*(%entry)`` / ``pto.tfree_from_*(%entry)`` TPUSH / TFREE of it.
 * ``pto.initialize_l2g2l_pipe`` / ``pto.initialize_l2l_pipe {dir_mask, slot_size, slot_num,
   local_slot_num, flag_base}`` return the pipe value that ``pto.tpush`` / ``pto.tpop`` /
   ``pto.tfree`` take.
@@ -21,18 +28,31 @@ On A5, PTOAS wraps a vector function whose pipes are all no-split in
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
+from ..ir import types as T
 from ..ir.core import Op
 from ..isa.pipes import ODD_SPLITS, SPLIT_RANGE, Direction, TPipe
 from ..isa.registry import FRONTEND_OPS, REGISTRY
+from ..lanes import BlockDivergence
 from ..targets import TargetLike, get_target
 from ..tile import Tile
 from . import bridge
-from .compiler import CompiledFunc, Env, Step, _bracket_args, _index, handler, kernel_kind
+from .compiler import (
+    CompiledFunc,
+    Env,
+    Step,
+    TensorView,
+    _bracket_args,
+    _index,
+    handler,
+    kernel_kind,
+)
+from .views import _kw_list
 
 #: frontend op -> instruction (the entries' ``ptoas=Ptoas(frontend=...)``)
 _FRONTEND = FRONTEND_OPS
@@ -138,18 +158,39 @@ def _epilogue_out(op: Op) -> str | None:
         if q == mode or q.startswith(mode + "_"):
             return _EPILOGUE_OUT[mode]
     return None
+def _slot_key(cf: CompiledFunc) -> int:
+    """The frame slot that holds the function's GM slot descriptor (``gm_slot_tensor``)."""
+    key = getattr(cf, "_frontend_slot", None)
+    if key is None:
+        key = cf._frontend_slot = object()  # type: ignore[attr-defined]
+    return cf.slot(key)
 
 
 @handler(*_INITS)
 def _init(cf: CompiledFunc, op: Op) -> Step:
     d = _direction(op)
-    slot_num = 4 if d is Direction.DIR_BOTH else 8
+    slot_num = int(_attr(op, "slot_num", 4 if d is Direction.DIR_BOTH else 8))
+    if slot_num < 1:
+        raise VerifyError(f"slot_num must be greater than 0, got {slot_num}", op=op.name,
+                          loc=op.loc)
     pipe = TPipe(0, d, int(_attr(op, "slot_size", 1024)), slot_num, slot_num,
                  _no_split(cf.c.module, cf.op, op), _epilogue_out(op))
     k = _pipe_key(cf)
+    # a GM FIFO: ``(gm_slot_tensor = %view)`` describes one slot; its base is the ring's
+    desc = _kw_list(op, "gm_slot_tensor")
+    g = cf.slot(op.operands[desc[0]]) if desc else None
+    sk = _slot_key(cf)
 
     def step(env: Env) -> None:
-        env[k] = pipe
+        if g is None:
+            env[k] = pipe
+            return
+        view = env[g]
+        if not isinstance(view, TensorView):
+            raise PtoError(f"gm_slot_tensor must be a tensor view, got {type(view).__name__}",
+                           op=op.name).with_loc(op.loc)
+        env[k] = dataclasses.replace(pipe, buffer=view.array)
+        env[sk] = view
     return step
 
 
@@ -196,10 +237,15 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
     src: int | None = None
     valid: list[int] = []
     k: int | None = None
+    # a global entry (!pto.tensor_view): the GlobalData forms on the pipe's GM slots
+    entry = bool(op.results) and isinstance(op.results[0].type, T.TensorViewType)
+    sk = _slot_key(cf)
     if ins.name == "TPUSH":
         if not op.operands:
             raise VerifyError("expects the tile to push", op=op.name, loc=loc)
         src = cf.slot(op.operands[0])
+    elif entry:  # TALLOC / TPOP returning a global entry
+        k = cf.slot(op.results[0])
     elif ins.name == "TPOP":
         if not op.results:
             raise VerifyError("expects a tile result", op=op.name, loc=loc)
@@ -207,6 +253,11 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
         tile = cf.result_tile(op, res)
         k = cf.slot(res)
         valid = [cf.slot(v) for v in op.operands[:2]]
+    elif ins.name == "TALLOC":
+        raise VerifyError("expects a !pto.tensor_view result (the allocated GM slot entry)",
+                          op=op.name, loc=loc)
+    elif op.operands:  # TFREE of a global entry
+        src = cf.slot(op.operands[0])
     try:
         ins.check_types(cf.c.target, {"tile": tile.spec} if tile is not None else {}, params)
     except PtoError as e:
@@ -220,8 +271,20 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
             if pipe is None:
                 raise PtoError(f"no pipe: {op.name} needs pto.aic_initialize_pipe / "
                                "pto.aiv_initialize_pipe earlier in the function")
-            if ins.name == "TPUSH":
-                vals = [pipe, env[src], None]
+            if entry:  # TALLOC / TPOP of a global entry: a view of the described slot
+                desc = env[sk]
+                if desc is None or pipe.buffer is None:
+                    raise PtoError(f"{op.name} returns a GM slot entry: the pipe's initialize "
+                                   "op needs (gm_slot_tensor = %view)")
+                view = desc.whole()
+                run(env[0].machine, [pipe, view, None], params, checked=True, loc=loc)
+                if not isinstance(view.offset, int):
+                    raise BlockDivergence("a GM slot entry differs between blocks")
+                env[k] = TensorView(view.flat[view.offset:], desc.shape, desc.strides,
+                                    desc.layout, desc.dtype, desc.name)
+                return
+            elif ins.name == "TPUSH":
+                vals = [pipe, _operand(env[src]), None]
             elif ins.name == "TPOP":
                 if valid:
                     tile.set_valid(_index(env[valid[0]]),  # type: ignore[union-attr]
@@ -229,13 +292,18 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
                 env[k] = tile  # type: ignore[index]
                 vals = [pipe, tile, None]
             else:
-                vals = [pipe, None]
+                vals = [pipe, None if src is None else _operand(env[src]), None]
             run(env[0].machine, vals, params, checked=True, loc=loc)
         except PtoError as e:
             if e.op is None:
                 e.op = mnemonic
             raise e.with_loc(loc) from None
     return step
+
+
+def _operand(v: Any) -> Any:
+    """A frontend op's operand as the entry takes it: a global entry as a GlobalTensor."""
+    return v.whole() if isinstance(v, TensorView) else v
 
 
 def runs_on_subblock(module: Any, fn: Op, target: TargetLike, sub: int) -> bool:

@@ -1,5 +1,6 @@
-"""Cube <-> vector FIFOs: TPUSH, TPOP, TFREE, and the fix-pipe registers of a pushed Acc tile
-(SET_QUANT_SCALAR, SET_QUANT_VECTOR).
+"""Cube <-> vector FIFOs: TPUSH, TPOP, TFREE, TALLOC (tiles through the FIFO, or GlobalTensor
+slots of a ring in GM), and the fix-pipe registers of a pushed Acc tile (SET_QUANT_SCALAR,
+SET_QUANT_VECTOR).
 
 A :class:`TPipe` is the C++ ``TPipe<FlagID, DirType, SlotSize, SlotNum, LocalSlotNum,
 IsNoSplit>`` type: a ring of ``SlotNum`` slots between the cube core (AIC) and its two vector
@@ -35,6 +36,19 @@ lockstep launch a slot holds every block's tile at once. The
 sub-block running an instruction is the optional ``subBlockId`` operand (C++
 ``TPUSH<Pipe, Tile, Split>(pipe, tile, subBlockId)``), else ``machine.sub_block_id`` (0).
 
+The GlobalData forms (TALLOC.md, TPOP.md, TFREE.md) are a second protocol on a pipe whose
+``buffer`` is the C++ constructor's ``GM_SLOT_BUFFER``: ``TALLOC(pipe, slot)`` points a
+GlobalTensor at slot ``tileIndex % SlotNum`` of that GM ring (``SlotSize`` bytes each; a
+vector producer's view at its sub-block's part of a split slot), the producer writes it with
+TSTORE and commits it with ``TPUSH(pipe, slot)``; ``TPOP(pipe, slot)`` points the consumer's
+view at the next pushed slot (a vector consumer's at its part) and ``TFREE(pipe, slot)``
+releases it after the TLOADs. Each core keeps its own tile indices (the C++ pipe object's),
+the flags count notifications as FFTS does (the cube waits for and signals both sub-blocks),
+and free space is waited for and notified sparsely (``Pipe::SyncPeriod``): exactly the
+hardware's handshake, so a kernel that reads or reuses a slot outside it races on the slot's
+GM bytes, which the sanitizer reports. DIR_BOTH pipes have no GlobalData form here (an error
+names it).
+
 ``TPUSH<Pipe, Tile, TConfig>`` pushes an Acc tile through the fix-pipe: ``TConfig`` is the
 C++ ``FixpipeParams<LayoutMode, QuantPre, ...>`` (text or :class:`FixpipeParams`); a quantising
 ``QuantPre`` reads the quant word(s) programmed by SET_QUANT_SCALAR / SET_QUANT_VECTOR.
@@ -62,7 +76,8 @@ from ..errors import (
     RuntimeCheckError,
 )
 from ..memory import Machine
-from ..tile import Tile
+from ..tensor import GlobalTensor, GMSpec
+from ..tile import Tile, TileSpec
 from .quant import quantize
 from .registry import Opnd, Param, Sig, instr
 from .spelling import SPLIT, Attr, Form, Ptoas
@@ -115,6 +130,19 @@ class TPipe:
     #: frontend pipe's ``acc_push_epilogue`` quant mode, PTOAS), which its slots hold; None:
     #: the Acc element type
     epilogue_out: str | None = None
+    #: ``EN_UNIT_FLAG``: the tile-form push of an Acc tile stores it with the unit flag
+    #: (TSTORE<STPhase::Final>); it does not change the data path
+    en_unit_flag: bool = field(default=False, compare=False)
+    #: the constructor's ``GM_SLOT_BUFFER``: the GM ring the GlobalData forms (TALLOC, TPUSH /
+    #: TPOP / TFREE of a GlobalTensor) hand out slots of, a numpy array or a GlobalTensor (its
+    #: array from its offset on); None when the pipe is only used with tiles
+    buffer: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def sync_period(self) -> int:
+        """``Pipe::SyncPeriod``: a producer waits for free space, and a consumer notifies it,
+        once every this many slots."""
+        return self.slot_num if self.slot_num <= 2 else self.slot_num // 2
 
     def __post_init__(self) -> None:
         if self.slot_num < 1:
@@ -140,8 +168,7 @@ class TPipe:
                 args.append(int(a, 0))
         if len(args) < 4:
             raise IllegalInstruction(f"TPipe needs FlagID, DirType, SlotSize, SlotNum: {text!r}")
-        return cls(args[0], Direction(args[1]), args[2], args[3],
-                   *(args[4:6]))  # EN_UNIT_FLAG (7th) does not change the data path
+        return cls(args[0], Direction(args[1]), args[2], args[3], *(args[4:7]))
 
     def __str__(self) -> str:
         return (f"TPipe<{self.flag_id}, {self.direction.name}, {self.slot_size}, "
@@ -316,7 +343,9 @@ def _split_rule(sig: Sig) -> None:
 
 def _tile_pipe_rule(sig: Sig) -> None:
     t = sig["tile"]
-    if t is not None and t.loc not in _PIPE_LOCS:
+    if not isinstance(t, TileSpec):
+        return  # a GlobalTensor slot (the GlobalData form), or not known yet
+    if t.loc not in _PIPE_LOCS:
         allowed = ", ".join(sorted(x.name for x in _PIPE_LOCS))
         raise sig.fail(f"tile must be a {allowed} tile, got {t.loc.name}")
 
@@ -369,7 +398,22 @@ def _fixpipe(m: Machine, tile: Tile, cfg: FixpipeParams) -> np.ndarray:
         return quantize(vals, words, mode, dst, vector=vector, relu=cfg.relu)
 
 
-_OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
+def _slot_form_on_s(vals: dict[str, Any]) -> Pipe | None:
+    """The GlobalData forms of TPUSH / TPOP compute a slot address and signal or wait on a
+    cross-core flag (the scalar unit); the data moves in the TSTORE / TLOAD around them."""
+    return Pipe.S if isinstance(vals.get("tile"), GlobalTensor) else None
+
+
+def _no_access(role: str) -> Any:
+    """The access role of a pipe operand that may be a tile or a GlobalTensor slot: a slot
+    view is only pointed at (TALLOC / TPOP) or named (TPUSH / TFREE); its bytes are accessed
+    by the TSTORE / TLOAD around it (:mod:`ptoisa.concurrent.access`)."""
+    def role_of(values: list[Any]) -> str:
+        return "none" if len(values) > 1 and isinstance(values[1], GlobalTensor) else role
+    return role_of
+
+
+_OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile|gm"),
              Opnd("subBlockId", "scalar", optional=True))
 
 
@@ -378,14 +422,20 @@ _OPERANDS = (Opnd("pipe", "any"), Opnd("tile", "tile"),
                    frontend=("pto.tpush_to_aiv", "pto.tpush_to_aic")),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT"), Param("TConfig", None)),
        dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
-       batched=True)
+       access_roles={"tile": _no_access("in")}, pipe_of=_slot_form_on_s, batched=True)
 def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any, TConfig: Any) -> None:  # noqa: N803
     """Producer half of the FIFO: wait for a free slot, store the tile's valid region into it,
     mark it ready. A vector push with a split stores sub-block ``subBlockId``'s half; with
-    ``TConfig`` (FixpipeParams) the Acc tile goes through the fix-pipe conversion."""
+    ``TConfig`` (FixpipeParams) the Acc tile goes through the fix-pipe conversion.
+
+    ``TPUSH(pipe, slot)`` (a GlobalTensor from TALLOC) is the GlobalData form: it only tells
+    the consumer(s) that the slot is written (see TALLOC)."""
     split = _split(Split)
     lane = _lane(m, subBlockId)
+    if isinstance(tile, GlobalTensor):
+        gm_push(m, pipe, lane)
+        return
     direction = _push_direction(pipe, tile)
     f = fifo(m, pipe, direction)
     vector_producer = direction is Direction.DIR_V2C
@@ -429,6 +479,33 @@ def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noq
     slot.pushed.append(edges.release(m, _VEC_PUSH_PIPE if vector_producer else None))
 
 
+def _slot_rule(sig: Sig) -> None:
+    t = sig["slot"]
+    if t is not None and not isinstance(t, GMSpec):
+        raise sig.fail("slot must be a GlobalTensor (the FIFO slot view)")
+
+
+@instr("TALLOC", family="pipes", sync="pipe", pipe=Pipe.S, access="place",
+       ptoas=Ptoas(frontend=("pto.talloc_to_aiv", "pto.talloc_to_aic")),
+       operands=(Opnd("pipe", "any"), Opnd("slot", "gm", "out"),
+                 Opnd("subBlockId", "scalar", optional=True)),
+       params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
+       static=(_slot_rule, _split_rule), runtime=(_pipe_operand,), batched=True)
+def TALLOC(m: Machine, pipe: TPipe, slot: GlobalTensor, subBlockId: Any = None, *,  # noqa: N802,N803
+           Pipe: Any, Split: Any) -> None:  # noqa: N803
+    """Producer half of the GlobalData FIFO: point ``slot`` at the next slot of the pipe's GM
+    buffer (``TPipe(..., buffer=...)``), slot ``tileIndex % SlotNum`` of ``SlotSize`` bytes;
+    a vector producer's (V2C) view starts at its sub-block's part of a split slot (TILE_UP_DOWN:
+    sub-block ``k`` is ``k`` times the view's rows x cols further on, TILE_LEFT_RIGHT: ``k``
+    times its columns). Before reusing a slot it waits for the consumers' free notifications,
+    sparsely as ``Pipe::shouldWaitFree`` does: at tile index ``i >= SlotNum`` with
+    ``i % SyncPeriod == 0`` (``SyncPeriod`` = SlotNum when SlotNum <= 2, else SlotNum / 2).
+    Nothing is written: store into ``slot`` (TSTORE), then commit it with ``TPUSH(pipe, slot)``.
+    On the vector side both sub-blocks take part whatever the split (the cube waits for and
+    notifies both), as the C++ GlobalData forms do."""
+    gm_alloc(m, pipe, slot, _split(Split), _lane(m, subBlockId))
+
+
 def _new_slot(m: Machine, f: Fifo, pipe: TPipe, nbytes: int, readers: int,
               opened: Any = None) -> _Slot:
     """A new slot for ``nbytes`` of data read by ``readers`` sub-blocks (a split slot holds one
@@ -468,17 +545,24 @@ def _release_slot(m: Machine, f: Fifo, slot: _Slot) -> None:
 @instr("TPOP", family="pipes", sync="pipe", pipe=Pipe.MTE2,
        ptoas=Ptoas(forms={"pto.tpop": (Form(inputs=("tile", "pipe"), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tpop_from_aic", "pto.tpop_from_aiv")),
-       operands=(Opnd("pipe", "any"), Opnd("tile", "tile", "out"),
+       operands=(Opnd("pipe", "any"), Opnd("tile", "tile|gm", "out"),
                  Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")),
        dtype_key=("tile",), static=(_tile_pipe_rule, _split_rule), runtime=(_pipe_operand,),
-       batched=True)
+       access_roles={"tile": _no_access("out")}, pipe_of=_slot_form_on_s, batched=True)
 def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa: N802,N803
          Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Consumer half: take the oldest ready slot (sub-block ``subBlockId``'s half of it for a
-    split C2V pipe) into the tile's valid region."""
+    split C2V pipe) into the tile's valid region.
+
+    ``TPOP(pipe, slot)`` (a GlobalTensor) is the GlobalData form: wait until the next slot is
+    pushed and point ``slot`` at it (at sub-block ``subBlockId``'s part for a split C2V pipe);
+    the consumer reads it with TLOAD and releases it with ``TFREE(pipe, slot)``."""
     split = _split(Split)
     lane = _lane(m, subBlockId)
+    if isinstance(tile, GlobalTensor):
+        gm_pop(m, pipe, tile, split, lane)
+        return
     direction = _pop_direction(pipe, tile)
     f = fifo(m, pipe, direction)
     vector_consumer = direction is Direction.DIR_C2V
@@ -525,16 +609,27 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
 @instr("TFREE", family="pipes", sync="pipe", pipe=Pipe.S,
        ptoas=Ptoas(forms={"pto.tfree": (Form(inputs=("pipe",), outs=()),)}, attrs=SPLIT,
                    frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
-       operands=(Opnd("pipe", "any"), Opnd("subBlockId", "scalar", optional=True)),
+       operands=(Opnd("pipe", "any"), Opnd("slot", "any", optional=True),
+                 Opnd("subBlockId", "scalar", optional=True)),
        params=(Param("Pipe", None), Param("Split", "TILE_NO_SPLIT")), static=(_split_rule,),
-       runtime=(_pipe_operand,), batched=True)
-def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
+       runtime=(_pipe_operand,), access_roles={"slot": "none"}, batched=True)
+def TFREE(m: Machine, pipe: TPipe, slot: Any = None, subBlockId: Any = None, *,  # noqa: N802,N803
           Pipe: Any, Split: Any) -> None:  # noqa: N803
     """Release the slot this sub-block popped last (the slot is recycled once every consumer
     sub-block has freed it). With nothing popped, the oldest queued slot is released and its
-    data discarded (what the CPU simulator does)."""
+    data discarded (what the CPU simulator does).
+
+    ``TFREE(pipe, slot)`` (the GlobalTensor TPOP pointed at a slot) is the GlobalData form:
+    the consumer is done reading the slot; it tells the producer once every ``SyncPeriod``
+    slots (see TALLOC). A number in ``slot``'s place is the sub-block id (``TFREE(pipe, 1)``:
+    ptoisa's tile-form extension, as before the GlobalData form)."""
+    if slot is not None and not isinstance(slot, GlobalTensor):
+        slot, subBlockId = None, slot
     split = _split(Split)
     lane = _lane(m, subBlockId)
+    if slot is not None:
+        gm_free(m, pipe, lane)
+        return
     for direction in _free_directions(pipe):
         f = fifo(m, pipe, direction)
         vector_consumer = direction is Direction.DIR_C2V
@@ -556,6 +651,185 @@ def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
             slot.frees.append(edges.release(m, _FREE_PIPE))
             _release_slot(m, f, slot)
             return
+
+
+# ---- the GlobalData forms: a ring of slots in GM ---------------------------------------------
+
+#: who takes part in a GM ring: the cube, or a vector sub-block (0, 1)
+_CUBE = "AIC"
+
+
+@dataclass
+class GmRing:
+    """One GM FIFO (a pipe's FlagID and direction) used through its GlobalData forms. Each
+    core's TPipe object keeps its own producer and consumer tile index (C++ ``prod.tileIndex``
+    / ``cons.tileIndex``), and the cross-core flags count notifications: ``ready[(p, c)]`` the
+    data-ready records producer ``p`` made for consumer ``c`` not yet waited for, ``free[(c,
+    p)]`` the free notifications consumer ``c`` made for producer ``p``; each entry is the
+    edge token of one notification (:mod:`ptoisa.concurrent.edges`)."""
+
+    pipe: TPipe
+    direction: Direction
+    prod: dict[Any, int] = field(default_factory=dict)
+    cons: dict[Any, int] = field(default_factory=dict)
+    ready: dict[tuple[Any, Any], deque[Any]] = field(default_factory=dict)
+    free: dict[tuple[Any, Any], deque[Any]] = field(default_factory=dict)
+    pushed: dict[Any, int] = field(default_factory=dict)
+
+    @property
+    def producers(self) -> tuple[Any, ...]:
+        return (_CUBE,) if self.direction is Direction.DIR_C2V else (0, 1)
+
+    @property
+    def consumers(self) -> tuple[Any, ...]:
+        return (0, 1) if self.direction is Direction.DIR_C2V else (_CUBE,)
+
+    def queue(self, table: dict[tuple[Any, Any], deque[Any]], key: tuple[Any, Any]) -> deque[Any]:
+        q = table.get(key)
+        if q is None:
+            q = table[key] = deque()
+        return q
+
+
+def _gm_direction(pipe: TPipe, op: str) -> Direction:
+    d = pipe.direction
+    if d in (Direction.DIR_C2V, Direction.DIR_C2V_GM):
+        return Direction.DIR_C2V
+    if d in (Direction.DIR_V2C, Direction.DIR_V2C_GM):
+        return Direction.DIR_V2C
+    raise ExecutionError(f"the GlobalData form of {op} on a {d.name} pipe is not executed by "
+                         "ptoisa (C2V and V2C pipes: DIR_C2V / DIR_V2C, DIR_C2V_GM / "
+                         "DIR_V2C_GM)", op=op.lower())
+
+
+def gm_ring(m: Machine, pipe: TPipe, op: str) -> GmRing:
+    """The machine's (cluster's) GM ring of ``pipe`` (created on first use)."""
+    direction = _gm_direction(pipe, op)
+    if pipe.buffer is None:
+        raise RuntimeCheckError(f"{pipe} has no GM slot buffer: the GlobalData form of {op} "
+                                "needs TPipe(..., buffer=array or GlobalTensor) (the C++ "
+                                "constructor's GM_SLOT_BUFFER)", op=op.lower())
+    table = m.fifos
+    if table is None:
+        table = m.fifos = {}
+    key = (pipe.flag_id, direction, "gm")
+    r = table.get(key)
+    if r is None:
+        r = table[key] = GmRing(pipe, direction)
+    return r
+
+
+def _gm_slot(m: Machine, pipe: TPipe, slot: GlobalTensor, index: int, split: TileSplitAxis,
+             lane: int | None, op: str) -> None:
+    """Point ``slot`` at ring position ``index % SlotNum`` of the pipe's GM buffer, at vector
+    sub-block ``lane``'s part for a split (the slot view's static rows x cols: the next rows
+    for TILE_UP_DOWN, the next columns for TILE_LEFT_RIGHT; ``lane`` None: the whole slot)."""
+    buf = pipe.buffer
+    if isinstance(buf, GlobalTensor):
+        flat, base = buf.flat, buf.offset * buf.dtype.itemsize
+    elif isinstance(buf, np.ndarray) and buf.flags.c_contiguous:
+        flat, base = buf.reshape(-1), 0
+    else:
+        raise RuntimeCheckError(f"the GM slot buffer of {pipe} must be a C-contiguous numpy "
+                                f"array or a GlobalTensor, got {type(buf).__name__}", op=op)
+    item = slot.dtype.itemsize
+    rows, cols = slot.spec.shape[3], slot.spec.shape[4]
+    part = 0
+    if lane is not None and split is TileSplitAxis.TILE_UP_DOWN:
+        part = lane * rows * cols * item
+    elif lane is not None and split is TileSplitAxis.TILE_LEFT_RIGHT:
+        part = lane * cols * item
+    byte = base + (index % pipe.slot_num) * pipe.slot_size + part
+    raw = flat.view(np.uint8)
+    if raw.nbytes % item or np.any(np.asarray(byte) % item):
+        raise RuntimeCheckError(f"slot {index % pipe.slot_num} of {pipe} is not aligned to "
+                                f"the slot view's {slot.dtype.name} elements", op=op)
+    slot.point_at(raw.view(slot.dtype.np), byte // item)
+
+
+def _gm_wait(m: Machine, ring: GmRing, table: dict[tuple[Any, Any], deque[Any]],
+             keys: list[tuple[Any, Any]], what: str, op: str) -> list[Any]:
+    """Take one notification from each queue of ``keys`` (waiting, in a mixed launch, until
+    every one has one): the edge tokens taken."""
+    def ready() -> bool:
+        return all(table.get(k) for k in keys)
+    if not ready() and not _wait(m, ready, f"{what} (GM FIFO flag {ring.pipe.flag_id})"):
+        raise ExecutionError(f"deadlock: {ring.pipe} ({ring.direction.name}): {what} and "
+                             "nothing else runs to give it", op=op)
+    return [ring.queue(table, k).popleft() for k in keys]
+
+
+def _producer(ring: GmRing, lane: int) -> Any:
+    return _CUBE if ring.direction is Direction.DIR_C2V else lane
+
+
+def _consumer(ring: GmRing, lane: int) -> Any:
+    return lane if ring.direction is Direction.DIR_C2V else _CUBE
+
+
+def gm_alloc(m: Machine, pipe: TPipe, slot: GlobalTensor, split: TileSplitAxis,
+             lane: int) -> None:
+    """TALLOC: wait for free space where ``Pipe::shouldWaitFree`` says (tile index >= SlotNum
+    and a multiple of SyncPeriod), point ``slot`` at the next ring position."""
+    ring = gm_ring(m, pipe, "TALLOC")
+    who = _producer(ring, lane)
+    index = ring.prod.get(who, 0)
+    if index >= pipe.slot_num and index % pipe.sync_period == 0:
+        keys = [(c, who) for c in ring.consumers]
+        toks = _gm_wait(m, ring, ring.free, keys,
+                        f"slot {index % pipe.slot_num} is not freed yet", "talloc")
+        hold = Pipe.FIX if who == _CUBE else Pipe.MTE3  # A5 waits on the writing pipe
+        edges.acquire(m, *toks, pipe=edges.wait_scope(m, hold))
+    _gm_slot(m, pipe, slot, index, split, None if who == _CUBE else lane, "talloc")
+    ring.prod[who] = index + 1
+
+
+def gm_push(m: Machine, pipe: TPipe, lane: int) -> None:
+    """TPUSH of a GlobalTensor: record data-ready for every consumer (the cube's record fires
+    from the fix pipe, a vector core's from MTE3: what wrote the slot must be done there)."""
+    ring = gm_ring(m, pipe, "TPUSH")
+    who = _producer(ring, lane)
+    n = ring.pushed.get(who, 0)
+    if n >= ring.prod.get(who, 0):
+        raise RuntimeCheckError(f"TPUSH of a GlobalTensor slot of {pipe} with no slot "
+                                "allocated: call TALLOC(pipe, slot) first (and write it)",
+                                op="tpush")
+    ring.pushed[who] = n + 1
+    tok = edges.release(m, Pipe.FIX if who == _CUBE else _VEC_PUSH_PIPE)
+    for c in ring.consumers:
+        ring.queue(ring.ready, (who, c)).append(tok)
+
+
+def gm_pop(m: Machine, pipe: TPipe, slot: GlobalTensor, split: TileSplitAxis,
+           lane: int) -> None:
+    """TPOP of a GlobalTensor: wait for data-ready from every producer, point ``slot`` at the
+    next ring position (a vector consumer at its part of a split slot)."""
+    ring = gm_ring(m, pipe, "TPOP")
+    who = _consumer(ring, lane)
+    index = ring.cons.get(who, 0)
+    keys = [(p, who) for p in ring.producers]
+    toks = _gm_wait(m, ring, ring.ready, keys, f"slot {index % pipe.slot_num} is not pushed "
+                    f"yet for {'the cube' if who == _CUBE else f'sub-block {who}'}", "tpop")
+    edges.acquire(m, *toks, pipe=edges.wait_scope(m, Pipe.MTE2))
+    _gm_slot(m, pipe, slot, index, split, None if who == _CUBE else lane, "tpop")
+    ring.cons[who] = index + 1
+
+
+def gm_free(m: Machine, pipe: TPipe, lane: int) -> None:
+    """TFREE of a GlobalTensor: notify free space where ``Pipe::shouldNotifyFree`` says (the
+    popped tile index + 1 a multiple of SyncPeriod), from MTE2 (the slot's loads done)."""
+    ring = gm_ring(m, pipe, "TFREE")
+    who = _consumer(ring, lane)
+    popped = ring.cons.get(who, 0) - 1
+    if popped < 0:
+        raise RuntimeCheckError(f"TFREE of a GlobalTensor slot of {pipe} before any TPOP of "
+                                f"one by {'the cube' if who == _CUBE else f'sub-block {who}'}",
+                                op="tfree")
+    if (popped + 1) % pipe.sync_period:
+        return
+    tok = edges.release(m, _FREE_PIPE)
+    for p in ring.producers:
+        ring.queue(ring.free, (who, p)).append(tok)
 
 
 def _convert(data: np.ndarray, to: np.dtype) -> np.ndarray:

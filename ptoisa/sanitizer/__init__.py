@@ -33,6 +33,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..concurrent.unitflag import UnitFlags
 from ..errors import ExecutionError, PtoError, PtoMemoryError
 from ..isa import REGISTRY
 from ..isa.registry import PIPE_SYNC
@@ -78,6 +79,8 @@ class Sanitizer:
         self.sync = sync
         self.fail_fast = fail_fast
         self.report = Report()
+        #: the L0C unit-flag hand-offs (matmul <-> fix-pipe store) seen so far
+        self.unit_flags = UnitFlags()
         self._seen: set[Any] = set()
         #: the event id a fix note proposed, per pipe pair and pair of places (one id per
         #: place pair over the report, so that its notes can all be applied)
@@ -168,7 +171,12 @@ class Sanitizer:
             self._switch(m, b)
         core = self._cur
         assert core is not None
+        uf = self.unit_flags
+        waits = uf.before(rec)
+        if waits:
+            core.acquire(rec, waits, None)
         core.observe(rec)
+        uf.after(lambda: core.release(rec, None))
 
     def after(self, rec: Any) -> None:
         """After an instruction ran: a micro-op's bytes are checked now (Core.micro_done)."""

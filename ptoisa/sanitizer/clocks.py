@@ -442,6 +442,8 @@ class Core(_Checks):
         for o, v in zip(rec.ins.operands, rec.values, strict=False):
             if special and o.name in special:
                 role = role_of(rec, o)
+                if role == "none":  # named, not accessed (a FIFO slot view)
+                    continue
             else:
                 role = o.role
             if isinstance(v, Tile):

@@ -200,10 +200,12 @@ LEGALITY: dict[str, Rule] = {
 
     # ---- pipes -----------------------------------------------------------------------------------
     # the cube <-> vector FIFO instructions and the fix-pipe quant registers (any element type
-    # moves through a FIFO; producers Acc/Vec/Mat, consumers Vec/Mat).
+    # moves through a FIFO; producers Acc/Vec/Mat, consumers Vec/Mat; the GlobalData forms
+    # take a GlobalTensor slot view of any element type).
     "TPUSH": rule(locs=[TileType.Acc, TileType.Vec, TileType.Mat]),
     "TPOP": rule(locs=[TileType.Vec, TileType.Mat]),
     "TFREE": rule(),
+    "TALLOC": rule(),
     "SET_QUANT_SCALAR": rule(),
     # the packed 64-bit quant words on A2/A3 (PTOAS designs/fixpipe-tpipe-design.md 7.2)
     "SET_QUANT_VECTOR": rule("i64 ui64", locs=[TileType.Scaling]),

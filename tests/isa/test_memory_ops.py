@@ -232,8 +232,8 @@ def test_operand_kinds(machine):
     with pytest.raises(pto.PtoError, match="tload: operand 'src' must be a GlobalTensor, got "
                                            "ndarray"):
         pto.TLOAD(t, np.zeros((4, 8), np.float32))
-    with pytest.raises(pto.PtoError, match=r"tstore: unexpected argument\(s\) relu "
-                                           r"\(template parameters: atomicType, reluPreMode\)"):
+    with pytest.raises(pto.PtoError, match=r"tstore: unexpected argument\(s\) relu \(template "
+                                           r"parameters: atomicType, reluPreMode, Phase\)"):
         pto.TSTORE(GlobalTensor(np.zeros((4, 8), np.float32)), t, relu=True)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from ... import conv, lazy
 from ...conv import ConvSpec, ConvTile
-from ...enums import AtomicType, Layout, Pipe, ReluPreMode, TileType
+from ...enums import AtomicType, Layout, Pipe, ReluPreMode, STPhase, TileType
 from ...errors import PtoError, RuntimeCheckError
 from ...memory import Machine, current
 from ...tensor import GlobalTensor, GMSpec
@@ -374,7 +374,8 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     if not _plain_transfer(dst, src) or not dst.flat.flags.writeable \
             or (src.spec.loc is TileType.Acc and not 1 <= src._vc <= 4095):
         return False
-    _tstore(m, *vals, **params)
+    # (the unit-flag phase orders the fix pipe: observers see it, the values do not)
+    _tstore(m, *vals, atomicType=params["atomicType"], reluPreMode=params["reluPreMode"])
     return True
 
 
@@ -389,13 +390,14 @@ _TSTORE_ATTRS = {
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
        pipe_of=PipeForms("src", {"Vec": Pipe.MTE3, "Mat": Pipe.MTE3, "Acc": Pipe.FIX},
                          why="pto-isa's TSTORE_VEC, TSTORE_MAT, TSTORE_ACC."),
-       ptoas=Ptoas(attrs=_TSTORE_ATTRS,
+       ptoas=Ptoas(attrs={**_TSTORE_ATTRS, "stPhase": Attr("Phase")},
                    # ``pto.tstore ins(%acc fp %fp : ...) outs(%view ...)``: TSTORE_FP
                    keywords={"fp": ("TSTORE_FP", Form(inputs=("src", "fp")))}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
                  Opnd("preQuantScalar", "scalar", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
-               Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),
+               Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode),
+               Param("Phase", STPhase.Unspecified, STPhase)),
        dtype_key=("src",),
        static=(locs(["src"], TileType.Vec, TileType.Mat, TileType.Acc),
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
@@ -403,11 +405,16 @@ _TSTORE_ATTRS = {
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
        runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
-           atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
+           atomicType: AtomicType, reluPreMode: ReluPreMode,
+           Phase: STPhase = STPhase.Unspecified) -> None:  # noqa: N803
     """Copy src's valid region to the GM view. Acc sources convert to the GM element type
     through the fix-pipe (optionally with a scalar quant word ``preQuantScalar`` and ReLU);
     ``atomicType=AtomicAdd`` adds into GM instead of overwriting. A ConvTile src stores its
-    elements in order to the view (convolution layouts, no conversion)."""
+    elements in order to the view (convolution layouts, no conversion). ``Phase=Final``
+    (``TSTORE<STPhase::Final>`` of an Acc tile) is the unit-flag store: the fix pipe waits for
+    the matmul that ended the accumulation with ``Phase=Final`` on those Acc bytes (in place
+    of an M -> FIX flag) and releases them to the next unit-flag matmul (in place of FIX -> M);
+    the sanitizer and the cycle model order by it (:mod:`ptoisa.concurrent.unitflag`)."""
     _tstore(m, dst, src, preQuantScalar, atomicType=atomicType, reluPreMode=reluPreMode)
 
 
