@@ -11,6 +11,7 @@ from . import (  # noqa: F401 - declare the instructions
     binary,
     compare_select,
     conversion,
+    cube,
     dma,
     dma_regs,
     gather_scatter,

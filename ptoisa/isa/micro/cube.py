@@ -1,0 +1,510 @@
+"""Cube micro-ops (micro-isa/16-cube-matmul.md): the staged loads GM -> L1 -> L0A / L0B / BT,
+``pto.mad`` / ``mad_acc`` / ``mad_bias`` on L0A x L0B -> L0C, and the FIXPIPE writeback
+``pto.mte_l0c_gm`` / ``mte_l0c_ub`` / ``mte_l0c_l1``.
+
+Pointers address the machine's bytes (``vector/regs.py``), so what these ops leave in L1 / L0 /
+BT is what a tile placed there reads. The physical orders are the tile level's, taken from
+:attr:`ptoisa.tile.TileSpec.offsets` (never a second formula): an L1 cube-fractal tile is NZ
+(16-row boxes of 32 bytes), L0A the target's Left layout (``traits.left_blayout``: NZ on a5),
+L0B the Right layout (ZN), L0C the Acc layout (NZ, 16x16 boxes), a bias the Bias row.
+``pto.mad*`` runs the tile level's TMATMUL maths (``isa/matrix/matmul.py``) on tiles placed at
+the three pointers. Every byte an op reads or writes is told to an observing sanitizer through
+``buffer_bytes(..., role=...)`` / ``touch``.
+
+What is not executed yet is refused by name (an error when the op runs, never a no-op): GEMV
+left-tile organisation (``%m = 1`` without ``disable_gemv``), non-zero ``start_row`` /
+``start_col`` of the shape-derived L1 -> L0 loads and their full-control form, small-C0 loads,
+the MX forms, ``mte_l1_fb`` and the FIXPIPE clauses (``pre_quant``, ``pre_relu``,
+``unit_flag``, ``loop3``, ``nz2nz``, split ``dst_mode``) other than the layouts ``nz2nd`` /
+``nz2dn(1)`` with an unchanged element type."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ... import dtypes as D
+from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
+from ...errors import ExecutionError
+from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
+from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
+from ..matrix import matmul as mm_maths
+from ..registry import Opnd, Param, instr
+from .atomic import combine
+from .dma import _check_gm, _gm_bytes, _rows, _span
+
+C0_BYTES = 32
+BOX_ROWS = 16
+
+
+def _not_yet(op: str, what: str) -> ExecutionError:
+    return ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with {what}")
+
+
+def _ptr(p: Any, space: str, what: str) -> Ptr:
+    if not isinstance(p, Ptr) or SPACES.get(p.space) != SPACES[space]:
+        raise ExecutionError(f"the {what} must be a {space} pointer, got {p!r}")
+    if p.dtype.packed:
+        raise ExecutionError(f"the {what} has the packed type {p.dtype.name}, not executed yet")
+    return p
+
+
+def _count(v: Any, what: str, lo: int = 1) -> int:
+    n = int(v)
+    if n < lo:
+        raise ExecutionError(f"{what} is {n}, must be at least {lo}")
+    return n
+
+
+def _up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def _c0(dt: D.DType) -> int:
+    """Elements of one 32-byte C0 block."""
+    return max(C0_BYTES // dt.itemsize, 1)
+
+
+# ---- tiles over pointer bytes ------------------------------------------------------------------
+
+def _nz(loc: TileType, dt: D.DType, rows: int, cols: int) -> TileSpec:
+    """The NZ order of a ``rows x cols`` matrix: 16 x C0 boxes, box columns outermost (L1's
+    cube-fractal tiles; Left on a5)."""
+    return tile_spec(loc, dt, rows, cols, BLayout.ColMajor, slayout=SLayout.RowMajor,
+                     fractal=FRACTAL_AB, check_alignment=False)
+
+
+def _left(m: Any, dt: D.DType, rows: int, cols: int) -> TileSpec:
+    return tile_spec(TileType.Left, dt, rows, cols, BLayout(m.target.traits.left_blayout),
+                     slayout=SLayout.RowMajor, fractal=FRACTAL_AB, check_alignment=False)
+
+
+def _right(dt: D.DType, rows: int, cols: int) -> TileSpec:
+    return tile_spec(TileType.Right, dt, rows, cols, BLayout.RowMajor, slayout=SLayout.ColMajor,
+                     fractal=FRACTAL_AB, check_alignment=False)
+
+
+def _acc(dt: D.DType, rows: int, cols: int) -> TileSpec:
+    return tile_spec(TileType.Acc, dt, rows, cols, BLayout.ColMajor, slayout=SLayout.RowMajor,
+                     fractal=FRACTAL_C, check_alignment=False)
+
+
+def _elements(m: Any, p: Ptr, spec: TileSpec, what: str, role: str) -> np.ndarray:
+    """The elements of a ``spec`` tile at ``p`` in physical order (a view of the buffer)."""
+    raw = buffer_bytes(m, p.space, p.addr, spec.nbytes, what, role=role)
+    return raw.view(spec.dtype.np)
+
+
+def read_matrix(m: Any, p: Ptr, spec: TileSpec, what: str) -> np.ndarray:
+    """The logical ``rows x cols`` matrix of a ``spec`` tile at ``p`` (a copy)."""
+    return _elements(m, p, spec, what, "in")[spec.offsets]
+
+
+def write_matrix(m: Any, p: Ptr, spec: TileSpec, values: np.ndarray, what: str) -> None:
+    """Write the logical matrix ``values`` (``spec``'s shape) into a ``spec`` tile at ``p``."""
+    _elements(m, p, spec, what, "out")[spec.offsets] = values
+
+
+def _placed(m: Any, spec: TileSpec, p: Ptr, valid: tuple[int, int]) -> Tile:
+    """A tile of ``spec`` placed at ``p``'s bytes (as TASSIGN would), valid ``valid``."""
+    t = Tile.of(spec, valid)
+    m.assign(t, p.addr)
+    return t
+
+
+# ---- GM / L1 / UB burst copies ----------------------------------------------------------------
+
+def _burst_copy(m: Any, op: str, src: Any, src_space: str, dst: Any, dst_space: str,
+                len_burst: Any, nburst: tuple[Any, ...], loop: Any) -> None:
+    """Rows of ``len_burst`` bytes (``dma.py``'s nburst / loop model) from ``src`` to ``dst``;
+    ``gm`` sides are the launch's arrays, the others pointers into the machine's buffers."""
+    n = int(len_burst)
+    s_rows, d_rows = _rows(n, nburst, loop, op)
+    s_lo, s_hi = _span(s_rows, n)
+    d_lo, d_hi = _span(d_rows, n)
+    if s_hi == s_lo or d_hi == d_lo:
+        return
+    if src_space == "gm":
+        data = _gm_bytes(src, op, "source")
+        _check_gm(data, s_rows, n, op, "source")
+        touch(m, "in", "GM", data, s_rows, n)
+        s_off = s_rows
+    else:
+        sp = _ptr(src, src_space, "source")
+        data = buffer_bytes(m, sp.space, sp.addr + s_lo, s_hi - s_lo, "the source", role=None)
+        touch(m, "in", SPACES[src_space], None, sp.addr + s_rows, n)
+        s_off = s_rows - s_lo
+    cols = np.arange(n, dtype=np.int64)
+    vals = data[s_off[:, None] + cols[None, :]]
+    if dst_space == "gm":
+        out = _gm_bytes(dst, op, "destination")
+        _check_gm(out, d_rows, n, op, "destination")
+        touch(m, "out", "GM", out, d_rows, n)
+        m.gm_barrier(dst)
+        out[d_rows[:, None] + cols[None, :]] = vals
+        return
+    dp = _ptr(dst, dst_space, "destination")
+    out = buffer_bytes(m, dp.space, dp.addr + d_lo, d_hi - d_lo, "the destination", role=None)
+    touch(m, "out", SPACES[dst_space], None, dp.addr + d_rows, n)
+    out[(d_rows - d_lo)[:, None] + cols[None, :]] = vals
+
+
+_BURST_OPS = (Opnd("len_burst", "scalar"), Opnd("nburst", "group"),
+              Opnd("loop", "group", optional=True))
+
+
+@instr("MTE_GM_L1", pipe=Pipe.MTE2, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), *_BURST_OPS),
+       dtype_key=("dst",))
+def MTE_GM_L1(m: Any, src: np.ndarray, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...],
+              loop: Any = None) -> None:
+    """For every row r of the nburst / loop groups (strides in bytes):
+    L1[dst + dst_row(r) ..][:len_burst] = GM[src + src_row(r) ..][:len_burst]."""
+    _burst_copy(m, "mte_gm_l1", src, "gm", dst, "l1", len_burst, nburst, loop)
+
+
+@instr("MTE_L1_UB", pipe=Pipe.MTE1, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), *_BURST_OPS),
+       dtype_key=("dst",))
+def MTE_L1_UB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...],
+              loop: Any = None) -> None:
+    """For every row r of the nburst / loop groups (strides in bytes):
+    UB[dst + dst_row(r) ..][:len_burst] = L1[src + src_row(r) ..][:len_burst]."""
+    _burst_copy(m, "mte_l1_ub", src, "l1", dst, "ub", len_burst, nburst, loop)
+
+
+# ---- GM -> L1 with the ND / DN -> NZ transform --------------------------------------------------
+
+@instr("MTE_GM_L1_FRAC", pipe=Pipe.MTE2, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("shape", "group"),
+                 Opnd("src_layout", "group"), Opnd("dst_group", "group"),
+                 Opnd("ctrl", "group")),
+       params=(Param("nd2nz", False), Param("dn2nz", False)),
+       dtype_key=("dst",))
+def MTE_GM_L1_FRAC(m: Any, src: np.ndarray, dst: Ptr, shape: tuple[Any, ...],
+                   src_layout: tuple[Any, ...], dst_group: tuple[Any, ...],
+                   ctrl: tuple[Any, ...], *, nd2nz: bool = False,
+                   dn2nz: bool = False) -> None:
+    """For each of ``group_count`` matrices g: the logical ``n x d`` matrix read from GM at
+    ``src + g * src_outer_stride`` (``nd2nz``: element [i, j] at byte ``i * src_inner_stride +
+    j * sizeof(T)``; ``dn2nz``: at ``j * src_inner_stride + i * sizeof(T)``) is written in NZ
+    order at ``dst + g * dst_loop4_stride * 32``: row i of box column j // C0 at C0 unit
+    ``i * dst_loop2_stride + (j // C0) * dst_loop3_stride`` (32-byte units), its last C0
+    block padded with zeros. Executed with dst_loop2_stride = 1 (the NZ order of a matrix of
+    dst_loop3_stride rows, the tile level's)."""
+    op = "mte_gm_l1_frac"
+    if nd2nz == dn2nz:
+        raise ExecutionError("takes exactly one of the keywords nd2nz, dn2nz")
+    p = _ptr(dst, "l1", "destination")
+    gm = _gm_bytes(src, op, "source")
+    if len(shape) != 2 or len(src_layout) not in (1, 2) or len(dst_group) != 4 \
+            or len(ctrl) != 2:
+        raise ExecutionError("expects shape(n, d), src_layout(inner[, outer]), "
+                             "dst_group(count, loop2, loop3, loop4), ctrl(l2, smallc0)")
+    if bool(ctrl[1]):
+        raise _not_yet(op, "small-C0 packing (ctrl smallc0_en = true)")
+    n, d = _count(shape[0], "n", 0), _count(shape[1], "d", 0)
+    inner = int(src_layout[0])
+    outer = int(src_layout[1]) if len(src_layout) == 2 else 0
+    groups, loop2, loop3, loop4 = (int(x) for x in dst_group)
+    dt = p.dtype
+    c0 = _c0(dt)
+    cols = _up(d, c0)
+    if loop2 != 1 or (cols > c0 and loop3 < n):
+        raise _not_yet(op, f"dst_group strides loop2 = {loop2}, loop3 = {loop3} (executed: "
+                       f"loop2 = 1, loop3 >= n = {n} where there are several box columns)")
+    spec = _nz(TileType.Mat, dt, max(loop3, n), cols)
+    isz = dt.itemsize
+    i = np.arange(n, dtype=np.int64)[:, None]
+    j = np.arange(d, dtype=np.int64)[None, :]
+    at = (i * inner + j * isz) if nd2nz else (j * inner + i * isz)
+    for g in range(_count(groups, "group_count", 0)):
+        starts = (g * outer + at).reshape(-1)
+        _check_gm(gm, starts, isz, op, "source")
+        touch(m, "in", "GM", gm, starts, isz)
+        vals = gm[starts[:, None] + np.arange(isz)[None, :]].reshape(-1).view(dt.np)
+        block = np.zeros((n, cols), dt.np)
+        block[:, :d] = vals.reshape(n, d)
+        gp = Ptr(p.space, p.addr + g * loop4 * C0_BYTES, dt)
+        offs = spec.offsets[:n, :cols]
+        hi = (int(offs.max()) + 1) * isz if n else 0
+        el = buffer_bytes(m, gp.space, gp.addr, hi, "the written", role=None).view(dt.np)
+        touch(m, "out", "L1", None, gp.addr + np.unique(offs // c0) * C0_BYTES, C0_BYTES)
+        el[offs] = block
+
+
+# ---- L1 -> L0A / L0B / BT ---------------------------------------------------------------------
+
+def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner: int,
+              start_row: Any, start_col: Any, transpose: bool) -> None:
+    """L0A (``space`` l0a): the ``outer x inner`` = m x k left tile; L0B: k x n right tile.
+    The L1 source is an NZ cube-fractal tile, copied box by box: without ``transpose`` it
+    holds the matrix as L0A stores it (l0a: A, m x k; l0b: B's transpose, n x k), with
+    ``transpose`` the other one (l0a: A's transpose, k x m; l0b: B, k x n)."""
+    s = _ptr(src, "l1", "source")
+    d = _ptr(dst, space, "destination")
+    if s.dtype.itemsize != d.dtype.itemsize:
+        raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} differ "
+                             "in width")
+    if int(start_row) or int(start_col):
+        raise _not_yet(op, "a non-zero start_row / start_col (the source matrix's extent is "
+                       "not an operand of the shape-derived form)")
+    dt = d.dtype
+    c0 = _c0(dt)
+    if space == "l0a":
+        mm, k = outer, inner
+        rows, cols = _up(mm, BOX_ROWS), _up(k, c0)
+        dspec = _left(m, dt, rows, cols)
+        l1_is_dst = True   # the L1 matrix is A itself without transpose
+    else:
+        k, nn = outer, inner
+        rows, cols = _up(k, c0), _up(nn, BOX_ROWS)
+        dspec = _right(dt, rows, cols)
+        l1_is_dst = False  # without transpose the L1 matrix is B's transpose
+    same = l1_is_dst != transpose
+    sspec = _nz(TileType.Mat, s.dtype, rows, cols) if same else \
+        _nz(TileType.Mat, s.dtype, cols, rows)
+    x = read_matrix(m, s, sspec, "the source").view(dt.np)
+    write_matrix(m, d, dspec, x if same else x.T, "the destination")
+
+
+_L0_OPS = (Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("outer", "scalar"),
+           Opnd("inner", "scalar"), Opnd("start_row", "scalar"), Opnd("start_col", "scalar"),
+           Opnd("src_stride", "scalar", optional=True),
+           Opnd("dst_stride", "scalar", optional=True))
+
+
+def _l0_entry(name: str, space: str, doc: str) -> Any:
+    def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
+             start_col: Any, src_stride: Any = None, dst_stride: Any = None, *,
+             transpose: bool = False) -> None:
+        op = name.lower()
+        if src_stride is not None:
+            raise _not_yet(op, "the full-control form (m_start, k_start, m_step, k_step, "
+                           "src_stride, dst_stride)")
+        _l1_to_l0(m, op, src, dst, space, _count(outer, "the first extent"),
+                  _count(inner, "the second extent"), start_row, start_col, bool(transpose))
+    impl.__doc__ = doc
+    impl.__name__ = name
+    return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
+                 params=(Param("transpose", False),), dtype_key=("dst",))(impl)
+
+
+MTE_L1_L0A = _l0_entry(
+    "MTE_L1_L0A", "l0a",
+    "L0A <- the m x k left tile A from the L1 NZ tile at src (A itself; with transpose, A's "
+    "transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block.")
+MTE_L1_L0B = _l0_entry(
+    "MTE_L1_L0B", "l0b",
+    "L0B <- the k x n right tile B from the L1 NZ tile at src (B's transpose n x k; with "
+    "transpose, B itself), in the Right order (ZN), k padded to one C0 block and n to 16.")
+
+
+@instr("MTE_L1_BT", pipe=Pipe.MTE1, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("len_burst", "scalar"),
+                 Opnd("nburst", "group")),
+       dtype_key=("dst",))
+def MTE_L1_BT(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...]) -> None:
+    """``count`` bursts of ``len_burst`` load units (one unit: 32 source bytes) from L1 to BT;
+    after a burst source and destination advance by the burst plus their gap (in units).
+    Source and destination element types f32->f32, i32->i32, or f16 / bf16 -> f32 (each value
+    widened: a unit of 16 f16 values fills 64 bytes of BT)."""
+    s = _ptr(src, "l1", "source")
+    d = _ptr(dst, "bt", "destination")
+    pair = (s.dtype.name, d.dtype.name)
+    if pair not in (("f32", "f32"), ("i32", "i32"), ("f16", "f32"), ("bf16", "f32")):
+        raise ExecutionError(f"{pair[0]} -> {pair[1]} is not a bias load (f32->f32, i32->i32, "
+                             "f16->f32, bf16->f32)")
+    if len(nburst) != 3:
+        raise ExecutionError("nburst takes (count, src_gap, dst_gap)")
+    count, sgap, dgap = (int(x) for x in nburst)
+    units = _count(len_burst, "len_burst", 0)
+    per = C0_BYTES // s.dtype.itemsize      # values of one unit
+    for b in range(_count(count, "count", 0)):
+        s_at = s.addr + b * (units + sgap) * C0_BYTES
+        d_at = d.addr + b * (units + dgap) * per * d.dtype.itemsize
+        vals = buffer_bytes(m, "l1", s_at, units * C0_BYTES, "the source", role="in")
+        out = buffer_bytes(m, "bt", d_at, units * per * d.dtype.itemsize, "the destination",
+                           role="out")
+        out.view(d.dtype.np)[:] = vals.view(s.dtype.np).astype(d.dtype.np)
+
+
+# ---- MAD ---------------------------------------------------------------------------------------
+
+_TF32 = {"round_even": RoundMode.CAST_RINT, "round_away": RoundMode.CAST_ROUND}
+
+
+def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv: Any, nv: Any,
+         kv: Any, disable_gemv: bool, tf32_mode: Any, flags: dict[str, Any]) -> None:
+    a = _ptr(lhs, "l0a", "lhs")
+    b = _ptr(rhs, "l0b", "rhs")
+    c = _ptr(dst, "l0c", "dst")
+    mm, n, k = _count(mv, "m"), _count(nv, "n"), _count(kv, "k")
+    for name, v in (("m", mm), ("n", n), ("k", k)):
+        if v > mm_maths.MAX_MKN:
+            raise ExecutionError(f"{name} is {v}, at most {mm_maths.MAX_MKN}")
+    on = [f for f, v in flags.items() if v not in (None, False)]
+    if on:
+        raise _not_yet(op, f"the clause {on[0]}")
+    if mm == 1 and not disable_gemv:
+        raise _not_yet(op, "m = 1 without disable_gemv (the GEMV left-tile organisation)")
+    if tf32_mode is not None:
+        word = tf32_mode[0] if len(tf32_mode) == 1 else None
+        if word not in _TF32:
+            raise ExecutionError(f"tf32_mode takes round_even or round_away, got {tf32_mode}")
+        if (a.dtype.name, b.dtype.name, c.dtype.name) != ("f32", "f32", "f32"):
+            raise ExecutionError("tf32_mode(...) requires f32 lhs, rhs and dst")
+    if a.dtype.is_float != c.dtype.is_float:
+        raise ExecutionError(f"{a.dtype.name} x {b.dtype.name} -> {c.dtype.name} is not a "
+                             "cube type combination")
+    rows, n16 = _up(mm, BOX_ROWS), _up(n, BOX_ROWS)
+    at = _left(m, a.dtype, rows, _up(k, _c0(a.dtype)))
+    bt = _right(b.dtype, _up(k, _c0(b.dtype)), n16)
+    ct = _acc(c.dtype, rows, n16)
+    # tell the observer the bytes, and settle the tiles that owe them, before the tiles below
+    # read them in place
+    buffer_bytes(m, a.space, a.addr, at.nbytes, "the lhs", role="in")
+    buffer_bytes(m, b.space, b.addr, bt.nbytes, "the rhs", role="in")
+    buffer_bytes(m, c.space, c.addr, ct.nbytes, "the dst",
+                 role="inout" if kind == "acc" else "out")
+    tiles = [_placed(m, ct, c, (mm, n)), _placed(m, at, a, (mm, k)), _placed(m, bt, b, (k, n))]
+    if kind == "bias":
+        bp = _ptr(bias, "bt", "bias")
+        if bp.dtype != c.dtype:
+            raise ExecutionError(f"bias element type {bp.dtype.name} is not dst's "
+                                 f"{c.dtype.name}")
+        bs = tile_spec(TileType.Bias, bp.dtype, 1, n16, check_alignment=False)
+        buffer_bytes(m, bp.space, bp.addr, bs.nbytes, "the bias", role="in")
+        tiles.append(_placed(m, bs, bp, (1, n)))
+    modes = mm_maths.mad_modes(m)
+    saved = modes["tf32"]
+    if tf32_mode is not None:
+        modes["tf32"] = (True, _TF32[tf32_mode[0]])
+    try:
+        mm_maths.run_matmul(m, "TMATMUL" if kind == "plain" else f"TMATMUL_{kind.upper()}",
+                            kind, tiles)
+    finally:
+        modes["tf32"] = saved
+    # the accumulator's new values into its bytes now (a deferred result would be owed by a
+    # tile nothing else holds)
+    buffer_bytes(m, c.space, c.addr, ct.nbytes, "the dst", role=None)
+
+
+_MAD_FLAGS = (Param("disable_gemv", False), Param("sat", False), Param("nosat", False),
+              Param("n_dir", False))
+
+
+def _mad_entry(name: str, kind: str, doc: str) -> Any:
+    bias = (Opnd("bias", "ptr"),) if kind == "bias" else ()
+    operands = (Opnd("lhs", "ptr"), Opnd("rhs", "ptr"), Opnd("dst", "ptr", "out"), *bias,
+                Opnd("m", "scalar"), Opnd("n", "scalar"), Opnd("k", "scalar"),
+                Opnd("tf32_mode", "group", optional=True),
+                Opnd("unit_flag", "group", optional=True))
+
+    def impl(m: Any, *vals: Any, disable_gemv: bool = False, sat: bool = False,
+             nosat: bool = False, n_dir: bool = False) -> None:
+        lhs, rhs, dst = vals[:3]
+        rest = list(vals[3:])
+        b = rest.pop(0) if kind == "bias" else None
+        mv, nv, kv, tf32, unit_flag = (rest + [None, None])[:5]
+        _mad(m, name.lower(), kind, lhs, rhs, dst, b, mv, nv, kv, disable_gemv, tf32,
+             {"sat": sat, "nosat": nosat, "n_dir": n_dir, "unit_flag": unit_flag})
+    impl.__doc__ = doc
+    impl.__name__ = name
+    return instr(name, pipe=Pipe.M, dialect="vpto", operands=operands, params=_MAD_FLAGS,
+                 dtype_key=("lhs",))(impl)
+
+
+MAD = _mad_entry("MAD", "plain",
+                 "dst[i, j] = sum_k lhs[i, k] * rhs[k, j] (i < m, j < n, k < k): TMATMUL's "
+                 "maths on the tiles at the L0A / L0B / L0C pointers; tf32_mode(round_even | "
+                 "round_away) rounds f32 inputs to TF32 first.")
+MAD_ACC = _mad_entry("MAD_ACC", "acc",
+                     "dst[i, j] += sum_k lhs[i, k] * rhs[k, j]: TMATMUL_ACC's maths in place.")
+MAD_BIAS = _mad_entry("MAD_BIAS", "bias",
+                      "dst[i, j] = sum_k lhs[i, k] * rhs[k, j] + bias[j] (bias: N values in "
+                      "BT of dst's type): TMATMUL_BIAS's maths.")
+
+
+# ---- FIXPIPE writeback ----------------------------------------------------------------------
+
+def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: Any,
+             src_stride: Any, dst_stride: Any, nz2nd: bool, nz2dn: Any,
+             clauses: dict[str, Any]) -> None:
+    """Read the logical m x n accumulator (L0C, NZ with ``src_stride`` rows, a multiple of
+    16, between box columns) and write it to ``dst`` row-major (``nz2nd``: element [i, j] at
+    ``i * dst_stride + j``) or column-major (``nz2dn(1)``: at ``j * dst_stride + i``)."""
+    c = _ptr(src, "l0c", "source")
+    given = [k for k, v in clauses.items() if v not in (None, False)]
+    if given:
+        raise _not_yet(op, f"the clause {given[0]}")
+    if nz2nd == (nz2dn is not None):
+        raise _not_yet(op, "a layout other than exactly one of nz2nd, nz2dn(...)")
+    if nz2dn is not None and (len(nz2dn) != 1 or int(nz2dn[0]) != 1):
+        raise _not_yet(op, f"nz2dn{tuple(nz2dn)} (executed: nz2dn(1))")
+    mm, n = _count(mv, "m"), _count(nv, "n")
+    rows = int(src_stride)
+    if rows < mm or rows % BOX_ROWS:
+        raise ExecutionError(f"src_stride {rows} must be a multiple of 16 of at least m = {mm}")
+    ds = int(dst_stride)
+    spec = _acc(c.dtype, rows, _up(n, BOX_ROWS))
+    x = read_matrix(m, c, spec, "the accumulator")[:mm, :n]
+    i = np.arange(mm, dtype=np.int64)[:, None]
+    j = np.arange(n, dtype=np.int64)[None, :]
+    at = (i * ds + j) if nz2nd else (j * ds + i)
+    if dst_space == "gm":
+        if not isinstance(dst, np.ndarray):
+            raise ExecutionError(f"the destination must be a GM pointer, got {dst!r}")
+        dt = D.dtype(dst.dtype)
+    else:
+        dt = _ptr(dst, dst_space, "destination").dtype
+    if dt != c.dtype:
+        raise _not_yet(op, f"{c.dtype.name} -> {dt.name} without pre_quant (a conversion "
+                       "needs a pre_quant mode)")
+    isz = dt.itemsize
+    starts = (at * isz).reshape(-1)
+    if dst_space == "gm":
+        gm = _gm_bytes(dst, op, "destination")
+        _check_gm(gm, starts, isz, op, "destination")
+        touch(m, "out", "GM", gm, starts, isz)
+        m.gm_barrier(dst)
+        flat = gm.view(dt.np) if gm.size % isz == 0 else None
+        if flat is None:
+            raise ExecutionError("the GM destination is not a whole number of elements")
+        old = flat[at.reshape(-1)]
+        flat[at.reshape(-1)] = combine(m, old, x.reshape(-1), op)
+        return
+    p = _ptr(dst, dst_space, "destination")
+    lo, hi = _span(starts, isz)
+    out = buffer_bytes(m, p.space, p.addr + lo, hi - lo, "the destination", role=None)
+    touch(m, "out", SPACES[dst_space], None, p.addr + starts, isz)
+    out.view(dt.np)[(at.reshape(-1) * isz - lo) // isz] = x.reshape(-1)
+
+
+_FIX_GROUPS = (Opnd("unit_flag", "group", optional=True),
+               Opnd("pre_quant", "group", optional=True),
+               Opnd("pre_relu", "group", optional=True),
+               Opnd("nz2dn", "group", optional=True), Opnd("nz2nz", "group", optional=True),
+               Opnd("loop3", "group", optional=True))
+_FIX_FLAGS = (Param("nz2nd", False), Param("sat", False), Param("nosat", False))
+
+
+@instr("MTE_L0C_GM", pipe=Pipe.FIX, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
+                 Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
+                 Opnd("dst_stride", "scalar"), Opnd("sid", "scalar"),
+                 Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS),
+       params=_FIX_FLAGS, dtype_key=("src",))
+def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: Any,
+               dst_stride: Any, sid: Any, l2_cache_ctrl: Any, unit_flag: Any = None,
+               pre_quant: Any = None, pre_relu: Any = None, nz2dn: Any = None,
+               nz2nz: Any = None, loop3: Any = None, *, nz2nd: bool = False,
+               sat: bool = False, nosat: bool = False) -> None:
+    """GM[dst + (i * dst_stride + j)] = acc[i, j] for i < m, j < n (``nz2nd``; ``nz2dn(1)``:
+    at j * dst_stride + i), acc the L0C NZ tile at src with src_stride rows; under an atomic
+    mode (``atomic.py``) combined with GM's value. ``sid`` / ``l2_cache_ctrl`` change no
+    value."""
+    _fixpipe(m, "mte_l0c_gm", src, dst, "gm", mv, nv, src_stride, dst_stride, nz2nd, nz2dn,
+             {"unit_flag": unit_flag, "pre_quant": pre_quant, "pre_relu": pre_relu,
+              "nz2nz": nz2nz, "loop3": loop3, "sat": sat, "nosat": nosat})
