@@ -31,7 +31,6 @@ from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, instr
-from .atomic import combine
 from .dma import _check_gm, _gm_bytes, _rows, _span
 
 C0_BYTES = 32
@@ -247,6 +246,9 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     if s.dtype.itemsize != d.dtype.itemsize:
         raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} differ "
                              "in width")
+    if transpose and d.dtype.itemsize == 1:
+        raise _not_yet(op, "transpose of 1-byte elements (the L1 block order of 8-bit "
+                       "transposing loads is not settled)")
     if int(start_row) or int(start_col):
         raise _not_yet(op, "a non-zero start_row / start_col (the source matrix's extent is "
                        "not an operand of the shape-derived form)")
@@ -355,6 +357,8 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
             raise ExecutionError(f"tf32_mode takes round_even or round_away, got {tf32_mode}")
         if (a.dtype.name, b.dtype.name, c.dtype.name) != ("f32", "f32", "f32"):
             raise ExecutionError("tf32_mode(...) requires f32 lhs, rhs and dst")
+    if "hif8" in (a.dtype.name, b.dtype.name):
+        raise _not_yet(op, "hif8 operands (the tile level's matmul has no HiF8 decoding)")
     if a.dtype.is_float != c.dtype.is_float:
         raise ExecutionError(f"{a.dtype.name} x {b.dtype.name} -> {c.dtype.name} is not a "
                              "cube type combination")
@@ -429,12 +433,35 @@ MAD_BIAS = _mad_entry("MAD_BIAS", "bias",
 
 # ---- FIXPIPE writeback ----------------------------------------------------------------------
 
+_ATOMIC = {"add": np.add, "max": np.maximum, "min": np.minimum}
+_ATOMIC_TYPES = {"f32": "f32", "f16": "f16", "bf16": "bf16", "s32": "i32", "s16": "i16",
+                 "s8": "i8"}
+
+
+def _atomic(clause: Any, dt: D.DType) -> Any:
+    """The ufunc of ``atomic(type = T, op = add | max | min)`` (None without the clause)."""
+    if clause is None:
+        return None
+    words = dict(zip(clause[0::2], clause[1::2], strict=False))
+    if set(words) != {"type", "op"} or len(clause) != 4:
+        raise ExecutionError(f"atomic takes (type = T, op = add | max | min), got {clause}")
+    t, fn = str(words["type"]), str(words["op"])
+    if fn not in _ATOMIC or t not in _ATOMIC_TYPES:
+        raise ExecutionError(f"atomic(type = {t}, op = {fn}): types "
+                             f"{', '.join(_ATOMIC_TYPES)}, ops add, max, min")
+    if _ATOMIC_TYPES[t] != dt.name:
+        raise _not_yet("mte_l0c_gm", f"atomic type {t} on a {dt.name} destination")
+    return _ATOMIC[fn]
+
+
 def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: Any,
-             src_stride: Any, dst_stride: Any, nz2nd: bool, nz2dn: Any,
-             clauses: dict[str, Any]) -> None:
+             src_stride: Any, dst_stride: Any, nz2nd: bool, nz2dn: Any, loop3: Any,
+             atomic: Any, clauses: dict[str, Any]) -> None:
     """Read the logical m x n accumulator (L0C, NZ with ``src_stride`` rows, a multiple of
     16, between box columns) and write it to ``dst`` row-major (``nz2nd``: element [i, j] at
-    ``i * dst_stride + j``) or column-major (``nz2dn(1)``: at ``j * dst_stride + i``)."""
+    ``i * dst_stride + j``) or column-major (``nz2dn(1)``: at ``j * dst_stride + i``);
+    ``loop3(count, src_stride3, dst_stride3)`` repeats it ``count`` times, the source moved by
+    ``src_stride3`` 32-byte units and the destination by ``dst_stride3`` elements each time."""
     c = _ptr(src, "l0c", "source")
     given = [k for k, v in clauses.items() if v not in (None, False)]
     if given:
@@ -447,12 +474,16 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
     rows = int(src_stride)
     if rows < mm or rows % BOX_ROWS:
         raise ExecutionError(f"src_stride {rows} must be a multiple of 16 of at least m = {mm}")
+    reps, s3, d3 = 1, 0, 0
+    if loop3 is not None:
+        if len(loop3) != 3:
+            raise ExecutionError("loop3 takes (count, src_stride3, dst_stride3)")
+        reps, s3, d3 = (int(x) for x in loop3)
     ds = int(dst_stride)
     spec = _acc(c.dtype, rows, _up(n, BOX_ROWS))
-    x = read_matrix(m, c, spec, "the accumulator")[:mm, :n]
     i = np.arange(mm, dtype=np.int64)[:, None]
     j = np.arange(n, dtype=np.int64)[None, :]
-    at = (i * ds + j) if nz2nd else (j * ds + i)
+    at0 = ((i * ds + j) if nz2nd else (j * ds + i)).reshape(-1)
     if dst_space == "gm":
         if not isinstance(dst, np.ndarray):
             raise ExecutionError(f"the destination must be a GM pointer, got {dst!r}")
@@ -462,24 +493,29 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
     if dt != c.dtype:
         raise _not_yet(op, f"{c.dtype.name} -> {dt.name} without pre_quant (a conversion "
                        "needs a pre_quant mode)")
+    ufunc = _atomic(atomic, dt)
     isz = dt.itemsize
-    starts = (at * isz).reshape(-1)
-    if dst_space == "gm":
-        gm = _gm_bytes(dst, op, "destination")
-        _check_gm(gm, starts, isz, op, "destination")
-        touch(m, "out", "GM", gm, starts, isz)
-        m.gm_barrier(dst)
-        flat = gm.view(dt.np) if gm.size % isz == 0 else None
-        if flat is None:
-            raise ExecutionError("the GM destination is not a whole number of elements")
-        old = flat[at.reshape(-1)]
-        flat[at.reshape(-1)] = combine(m, old, x.reshape(-1), op)
-        return
-    p = _ptr(dst, dst_space, "destination")
-    lo, hi = _span(starts, isz)
-    out = buffer_bytes(m, p.space, p.addr + lo, hi - lo, "the destination", role=None)
-    touch(m, "out", SPACES[dst_space], None, p.addr + starts, isz)
-    out.view(dt.np)[(at.reshape(-1) * isz - lo) // isz] = x.reshape(-1)
+    for r in range(_count(reps, "the loop3 count", 0)):
+        cp = Ptr(c.space, c.addr + r * s3 * C0_BYTES, c.dtype)
+        x = read_matrix(m, cp, spec, "the accumulator")[:mm, :n].reshape(-1)
+        at = at0 + r * d3
+        starts = at * isz
+        if dst_space == "gm":
+            gm = _gm_bytes(dst, op, "destination")
+            _check_gm(gm, starts, isz, op, "destination")
+            touch(m, "inout" if ufunc is not None else "out", "GM", gm, starts, isz)
+            m.gm_barrier(dst)
+            flat = gm[:gm.size - gm.size % isz].view(dt.np)
+            if ufunc is not None:
+                with np.errstate(all="ignore"):
+                    x = ufunc(flat[at], x)
+            flat[at] = x
+            continue
+        p = _ptr(dst, dst_space, "destination")
+        lo, hi = _span(starts, isz)
+        out = buffer_bytes(m, p.space, p.addr + lo, hi - lo, "the destination", role=None)
+        touch(m, "out", SPACES[dst_space], None, p.addr + starts, isz)
+        out.view(dt.np)[(starts - lo) // isz] = x
 
 
 _FIX_GROUPS = (Opnd("unit_flag", "group", optional=True),
@@ -494,17 +530,19 @@ _FIX_FLAGS = (Param("nz2nd", False), Param("sat", False), Param("nosat", False))
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("sid", "scalar"),
-                 Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS),
+                 Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS,
+                 Opnd("atomic", "group", optional=True)),
        params=_FIX_FLAGS, dtype_key=("src",))
 def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: Any,
                dst_stride: Any, sid: Any, l2_cache_ctrl: Any, unit_flag: Any = None,
                pre_quant: Any = None, pre_relu: Any = None, nz2dn: Any = None,
-               nz2nz: Any = None, loop3: Any = None, *, nz2nd: bool = False,
+               nz2nz: Any = None, loop3: Any = None, atomic: Any = None, *,
+               nz2nd: bool = False,
                sat: bool = False, nosat: bool = False) -> None:
     """GM[dst + (i * dst_stride + j)] = acc[i, j] for i < m, j < n (``nz2nd``; ``nz2dn(1)``:
-    at j * dst_stride + i), acc the L0C NZ tile at src with src_stride rows; under an atomic
-    mode (``atomic.py``) combined with GM's value. ``sid`` / ``l2_cache_ctrl`` change no
-    value."""
+    at j * dst_stride + i), acc the L0C NZ tile at src with src_stride rows, repeated by
+    ``loop3``; ``atomic(type = T, op = add | max | min)`` writes GM[x] op acc instead.
+    ``sid`` / ``l2_cache_ctrl`` change no value."""
     _fixpipe(m, "mte_l0c_gm", src, dst, "gm", mv, nv, src_stride, dst_stride, nz2nd, nz2dn,
-             {"unit_flag": unit_flag, "pre_quant": pre_quant, "pre_relu": pre_relu,
-              "nz2nz": nz2nz, "loop3": loop3, "sat": sat, "nosat": nosat})
+             loop3, atomic, {"unit_flag": unit_flag, "pre_quant": pre_quant,
+                             "pre_relu": pre_relu, "nz2nz": nz2nz, "sat": sat, "nosat": nosat})
