@@ -191,7 +191,7 @@ LEGALITY: dict[str, Rule] = {
                                       "MTE_L1_L0B")},
     "MTE_L1_BT": rule("f32 i32"),
     **{op: rule("f16 bf16 f32 i8 f8E4M3 f8E5M2 hif8") for op in ("MAD", "MAD_ACC", "MAD_BIAS")},
-    **{op: rule("f32 i32") for op in ("MTE_L0C_GM",)},
+    **{op: rule("f32 i32") for op in ("MTE_L0C_GM", "MTE_L0C_UB")},
     **{op: rule() for op in ("PLDS", "PLDI", "PSTS", "PSTI", "VBITCAST", "VBR", "VDUP")},
     **{op: rule() for op in ("PSET_B8", "PSET_B16", "PSET_B32", "PGE_B8", "PGE_B16", "PGE_B32",
                              "PLT_B8", "PLT_B16", "PLT_B32")},

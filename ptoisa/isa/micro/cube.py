@@ -346,7 +346,13 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
     for name, v in (("m", mm), ("n", n), ("k", k)):
         if v > mm_maths.MAX_MKN:
             raise ExecutionError(f"{name} is {v}, at most {mm_maths.MAX_MKN}")
-    on = [f for f, v in flags.items() if v not in (None, False)]
+    # (n_dir orders the production of dst, never its values; unit_flag orders this op against
+    # the FIXPIPE one in program order here, which the sanitizer does not see)
+    on = [f for f, v in flags.items() if v not in (None, False) and f not in ("unit_flag",
+                                                                              "n_dir")]
+    uf = flags.get("unit_flag")
+    if uf is not None and tuple(uf) not in (("check_only",), ("check_and_set",)):
+        raise ExecutionError(f"unit_flag takes check_only or check_and_set, got {uf}")
     if on:
         raise _not_yet(op, f"the clause {on[0]}")
     if mm == 1 and not disable_gemv:
@@ -454,16 +460,39 @@ def _atomic(clause: Any, dt: D.DType) -> Any:
     return _ATOMIC[fn]
 
 
+def _ub_of(m: Any, sub: int, op: str) -> Any:
+    """The machine whose UB is sub-block ``sub``'s: in a mixed launch (``concurrent/``) that
+    vector core's; on a single core its own (sub-block 0 only)."""
+    cl = m.cluster
+    if cl is None:
+        if sub != 0:
+            raise ExecutionError(f"UB sub-block {sub}: this launch has one core (run it as a "
+                                 "mixed launch for two vector sub-blocks)")
+        return m
+    for st in cl.streams:
+        core = st.machine.core
+        if core and core[0] == "AIV" and len(core) > 2 and int(core[2]) == sub:
+            if st.machine is not m and m.touched is not None:
+                raise _not_yet(op, "an observer (the sanitizer does not model a cube core's "
+                               "writes into a vector core's UB)")
+            return st.machine
+    raise ExecutionError(f"no vector core of sub-block {sub} in this launch")
+
+
 def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: Any,
              src_stride: Any, dst_stride: Any, nz2nd: bool, nz2dn: Any, loop3: Any,
-             atomic: Any, clauses: dict[str, Any]) -> None:
+             atomic: Any, clauses: dict[str, Any], parts: Any = None) -> None:
     """Read the logical m x n accumulator (L0C, NZ with ``src_stride`` rows, a multiple of
     16, between box columns) and write it to ``dst`` row-major (``nz2nd``: element [i, j] at
     ``i * dst_stride + j``) or column-major (``nz2dn(1)``: at ``j * dst_stride + i``);
     ``loop3(count, src_stride3, dst_stride3)`` repeats it ``count`` times, the source moved by
-    ``src_stride3`` 32-byte units and the destination by ``dst_stride3`` elements each time."""
+    ``src_stride3`` 32-byte units and the destination by ``dst_stride3`` elements each time.
+    ``parts`` (UB only): (sub-block, first row, rows, first column, columns) of each part of
+    the result and the UB it goes to (``dst_mode``). ``sat`` / ``nosat`` change nothing when
+    the element type stays (f32 keeps its exceptional values, i32 has none)."""
     c = _ptr(src, "l0c", "source")
-    given = [k for k, v in clauses.items() if v not in (None, False)]
+    given = [k for k, v in clauses.items() if v not in (None, False)
+             and k not in ("unit_flag", "sat", "nosat")]
     if given:
         raise _not_yet(op, f"the clause {given[0]}")
     if nz2nd == (nz2dn is not None):
@@ -474,6 +503,8 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
     rows = int(src_stride)
     if rows < mm or rows % BOX_ROWS:
         raise ExecutionError(f"src_stride {rows} must be a multiple of 16 of at least m = {mm}")
+    if clauses.get("sat") and clauses.get("nosat"):
+        raise ExecutionError("sat and nosat are mutually exclusive")
     reps, s3, d3 = 1, 0, 0
     if loop3 is not None:
         if len(loop3) != 3:
@@ -481,9 +512,8 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
         reps, s3, d3 = (int(x) for x in loop3)
     ds = int(dst_stride)
     spec = _acc(c.dtype, rows, _up(n, BOX_ROWS))
-    i = np.arange(mm, dtype=np.int64)[:, None]
-    j = np.arange(n, dtype=np.int64)[None, :]
-    at0 = ((i * ds + j) if nz2nd else (j * ds + i)).reshape(-1)
+    if parts is None:
+        parts = ((None, 0, mm, 0, n),)
     if dst_space == "gm":
         if not isinstance(dst, np.ndarray):
             raise ExecutionError(f"the destination must be a GM pointer, got {dst!r}")
@@ -495,10 +525,13 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
                        "needs a pre_quant mode)")
     ufunc = _atomic(atomic, dt)
     isz = dt.itemsize
-    for r in range(_count(reps, "the loop3 count", 0)):
+    for r, (sub, r0, nr, c0, nc) in ((r, part) for r in range(_count(reps, "the loop3 count", 0))
+                                     for part in parts):
         cp = Ptr(c.space, c.addr + r * s3 * C0_BYTES, c.dtype)
-        x = read_matrix(m, cp, spec, "the accumulator")[:mm, :n].reshape(-1)
-        at = at0 + r * d3
+        x = read_matrix(m, cp, spec, "the accumulator")[r0:r0 + nr, c0:c0 + nc].reshape(-1)
+        i = np.arange(nr, dtype=np.int64)[:, None]
+        j = np.arange(nc, dtype=np.int64)[None, :]
+        at = ((i * ds + j) if nz2nd else (j * ds + i)).reshape(-1) + r * d3
         starts = at * isz
         if dst_space == "gm":
             gm = _gm_bytes(dst, op, "destination")
@@ -512,9 +545,10 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
             flat[at] = x
             continue
         p = _ptr(dst, dst_space, "destination")
+        dm = m if sub is None else _ub_of(m, sub, op)
         lo, hi = _span(starts, isz)
-        out = buffer_bytes(m, p.space, p.addr + lo, hi - lo, "the destination", role=None)
-        touch(m, "out", SPACES[dst_space], None, p.addr + starts, isz)
+        out = buffer_bytes(dm, p.space, p.addr + lo, hi - lo, "the destination", role=None)
+        touch(dm, "out", SPACES[dst_space], None, p.addr + starts, isz)
         out.view(dt.np)[(starts - lo) // isz] = x
 
 
@@ -546,3 +580,43 @@ def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: 
     _fixpipe(m, "mte_l0c_gm", src, dst, "gm", mv, nv, src_stride, dst_stride, nz2nd, nz2dn,
              loop3, atomic, {"unit_flag": unit_flag, "pre_quant": pre_quant,
                              "pre_relu": pre_relu, "nz2nz": nz2nz, "sat": sat, "nosat": nosat})
+
+
+@instr("MTE_L0C_UB", pipe=Pipe.FIX, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
+                 Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
+                 Opnd("dst_stride", "scalar"), Opnd("dst_mode", "group"), *_FIX_GROUPS),
+       params=_FIX_FLAGS, dtype_key=("src",))
+def MTE_L0C_UB(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
+               dst_mode: tuple[Any, ...], unit_flag: Any = None, pre_quant: Any = None,
+               pre_relu: Any = None, nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None,
+               *, nz2nd: bool = False, sat: bool = False, nosat: bool = False) -> None:
+    """As ``mte_l0c_gm``, into UB at dst: ``dst_mode(%sub_blockid)`` writes the whole m x n
+    result to that vector sub-block's UB (0 or 1); ``split_m`` rows [0, m/2) to sub-block 0 and
+    [m/2, m) to sub-block 1, ``split_n`` columns [0, n/2) and [n/2, n), each part at dst of its
+    sub-block. In a mixed launch a sub-block's UB is that vector core's."""
+    op = "mte_l0c_ub"
+    mm, n = _count(mv, "m"), _count(nv, "n")
+    if len(dst_mode) != 1:
+        raise ExecutionError("dst_mode takes one of %sub_blockid, split_m, split_n")
+    mode = dst_mode[0]
+    if mode == "split_m":
+        if mm % 2:
+            raise ExecutionError(f"dst_mode(split_m) needs an even m, got {mm}")
+        parts: Any = ((0, 0, mm // 2, 0, n), (1, mm // 2, mm // 2, 0, n))
+    elif mode == "split_n":
+        if n % 32:
+            raise ExecutionError(f"dst_mode(split_n) needs n a multiple of 32, got {n}")
+        parts = ((0, 0, mm, 0, n // 2), (1, 0, mm, n // 2, n // 2))
+    elif isinstance(mode, str):
+        raise ExecutionError(f"dst_mode takes %sub_blockid, split_m or split_n, got {mode}")
+    else:
+        sub = int(mode)
+        if sub not in (0, 1):
+            raise ExecutionError(f"dst_mode sub-block {sub}: 0 or 1")
+        parts = ((sub, 0, mm, 0, n),)
+    if isinstance(mode, str) and any(v is not None for v in (pre_quant, pre_relu, loop3)):
+        raise ExecutionError(f"dst_mode({mode}) takes no pre_quant, pre_relu or loop3")
+    _fixpipe(m, op, src, dst, "ub", mm, n, src_stride, dst_stride, nz2nd, nz2dn, loop3, None,
+             {"unit_flag": unit_flag, "pre_quant": pre_quant, "pre_relu": pre_relu,
+              "nz2nz": nz2nz, "sat": sat, "nosat": nosat}, parts)
