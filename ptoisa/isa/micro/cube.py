@@ -35,6 +35,8 @@ from .dma import _check_gm, _gm_bytes, _rows, _span
 
 C0_BYTES = 32
 BOX_ROWS = 16
+#: bytes of one mte_l1_fb load unit
+FB_UNIT = 64
 
 
 def _not_yet(op: str, what: str) -> ExecutionError:
@@ -168,9 +170,58 @@ def MTE_GM_L1(m: Any, src: np.ndarray, dst: Ptr, len_burst: Any, nburst: tuple[A
        dtype_key=("dst",))
 def MTE_L1_UB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...],
               loop: Any = None) -> None:
-    """For every row r of the nburst / loop groups (strides in bytes):
-    UB[dst + dst_row(r) ..][:len_burst] = L1[src + src_row(r) ..][:len_burst]."""
-    _burst_copy(m, "mte_l1_ub", src, "l1", dst, "ub", len_burst, nburst, loop)
+    """``count`` bursts of ``len_burst`` 32-byte blocks from L1 to UB; after a burst the source
+    and destination advance by the burst plus their nburst gap (in 32-byte blocks); each
+    ``loop(count, src_stride, dst_stride)`` repeats the whole, its strides in bytes.
+
+    The chapter calls the nburst operands byte strides from row start to row start, but PTOAS
+    hands them with len_burst to the hardware L1 -> UB copy (``copy_cbuf_to_ubuf``: burst
+    length and gaps in 32-byte blocks), and upstream's cv-mixed cases move 40 rows of 256
+    bytes with ``%c64 nburst(%c40, %c0, %c0)``: the hardware's reading is followed. On the cube
+    core of a mixed launch the UB written is vector sub-block 0's (the sub-block field PTOAS
+    writes in that copy is 0)."""
+    op = "mte_l1_ub"
+    if len(nburst) != 3:
+        raise ExecutionError("nburst takes (count, src_gap, dst_gap)")
+    count, sgap, dgap = (int(x) for x in nburst)
+    nb = _count(len_burst, "len_burst", 0) * C0_BYTES
+    bursts = np.arange(_count(count, "count", 0), dtype=np.int64)
+    s_in = bursts * (nb + sgap * C0_BYTES)
+    d_in = bursts * (nb + dgap * C0_BYTES)
+    s_out, d_out = _rows(nb, (1, 0, 0), loop, op)
+    sp = _ptr(src, "l1", "source")
+    dp = _ptr(dst, "ub", "destination")
+    core = m.core
+    dm = _ub_of(m, 0, op) if core and core[0] == "AIC" else m
+    for so, do in zip(s_out.tolist(), d_out.tolist(), strict=True):
+        for si, di in zip(s_in.tolist(), d_in.tolist(), strict=True):
+            vals = buffer_bytes(m, sp.space, sp.addr + so + si, nb, "the source", role="in")
+            out = buffer_bytes(dm, dp.space, dp.addr + do + di, nb, "the destination",
+                               role="out")
+            out[:] = vals
+
+
+@instr("MTE_L1_FB", pipe=Pipe.MTE1, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("len_burst", "scalar"),
+                 Opnd("nburst", "group")),
+       dtype_key=("dst",))
+def MTE_L1_FB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...]) -> None:
+    """``count`` bursts of ``len_burst`` load units (64 bytes: upstream's cases load 64 u64
+    quant words, or 128 u32 ReLU alphas, with len_burst 8) copied as they are from L1 to FB;
+    after a burst source and destination advance by the burst plus their gap (in units)."""
+    s = _ptr(src, "l1", "source")
+    d = _ptr(dst, "fb", "destination")
+    if len(nburst) != 3:
+        raise ExecutionError("nburst takes (count, src_gap, dst_gap)")
+    count, sgap, dgap = (int(x) for x in nburst)
+    units = _count(len_burst, "len_burst", 0)
+    for b in range(_count(count, "count", 0)):
+        nb = units * FB_UNIT
+        vals = buffer_bytes(m, "l1", s.addr + b * (units + sgap) * FB_UNIT, nb, "the source",
+                            role="in")
+        out = buffer_bytes(m, "fb", d.addr + b * (units + dgap) * FB_UNIT, nb,
+                           "the destination", role="out")
+        out[:] = vals
 
 
 # ---- GM -> L1 with the ND / DN -> NZ transform --------------------------------------------------
@@ -479,6 +530,128 @@ def _ub_of(m: Any, sub: int, op: str) -> Any:
     raise ExecutionError(f"no vector core of sub-block {sub} in this launch")
 
 
+#: the pre_quant modes executed: mode -> (accumulator type, destination types, kind); "scale"
+#: multiplies by the payload's scale in f32 (the tile level's fix-pipe FLOAT quantisation,
+#: ``isa/quant.py``), "convert" only converts (the payload selects nothing)
+_QUANT = {
+    "f32_f16": ("f32", ("f16",), "convert"), "f32_bf16": ("f32", ("bf16",), "convert"),
+    **{f"qf322{d}_pre_{w}": ("f32", (d,), "scale") for d in ("f16", "bf16", "f32")
+       for w in ("scalar", "vec")},
+}
+
+
+def _clause(words: tuple[Any, ...], what: str) -> tuple[Any, dict[str, Any]]:
+    """(the payload or None, name -> value) of ``pre_quant(%p, mode = x)`` /
+    ``pre_relu([%p, ]mode = x[, clip = %c])`` as the binder hands it over (operands and
+    keywords in the order written)."""
+    vals = list(words)
+    payload = None
+    if vals and not (isinstance(vals[0], str) and vals[0] in ("mode", "clip")):
+        payload = vals.pop(0)
+    named: dict[str, Any] = {}
+    while vals:
+        key = vals.pop(0)
+        if key not in ("mode", "clip") or not vals:
+            raise ExecutionError(f"{what}(...) takes [payload, ]mode = <mode>[, clip = %v], "
+                                 f"got {words}")
+        named[key] = vals.pop(0)
+    if "mode" not in named:
+        raise ExecutionError(f"{what}(...) needs mode = ...")
+    return payload, named
+
+
+def _per_channel(m: Any, p: Any, n: int, width: int, what: str) -> np.ndarray:
+    """``n`` per-channel payload entries of ``width`` bytes from the FB pointer ``p``."""
+    fp = _ptr(p, "fb", what)
+    raw = buffer_bytes(m, fp.space, fp.addr, n * width, what, role="in")
+    return raw.copy()
+
+
+def _pre_stage(m: Any, op: str, acc: D.DType, dt: D.DType, pre_quant: Any, pre_relu: Any
+               ) -> Any:
+    """The FIXPIPE pre-stage as a function of (values, first channel, channels) -> values of
+    ``dt``: pre_quant (scale), pre_relu, clip, then the conversion (``isa/quant.py``)."""
+    from ..quant import convert, decode_scalar_scale, decode_vector_scale
+
+    scale: Any = None
+    if pre_quant is not None:
+        payload, named = _clause(pre_quant, "pre_quant")
+        mode = str(named["mode"])
+        if "clip" in named:
+            raise ExecutionError("clip belongs to pre_relu(...)")
+        got = _QUANT.get(mode)
+        if got is None:
+            raise _not_yet(op, f"pre_quant mode {mode} (executed: {', '.join(_QUANT)})")
+        src_t, dsts, kind = got
+        if acc.name != src_t or dt.name not in dsts:
+            raise ExecutionError(f"pre_quant mode {mode} takes {src_t} -> {'/'.join(dsts)}, "
+                                 f"not {acc.name} -> {dt.name}")
+        if kind == "scale" and mode.endswith("_vec"):
+            def scale(c0: int, nc: int, p: Any = payload) -> np.ndarray:
+                w = _per_channel(m, p, c0 + nc, 8, "the pre_quant payload").view(np.uint64)
+                return decode_vector_scale(w[c0:c0 + nc]).astype(np.float32)
+        elif kind == "scale":
+            if isinstance(payload, (Ptr, np.ndarray)) or payload is None:
+                raise ExecutionError(f"pre_quant mode {mode} takes a scalar payload")
+            word = np.array([np.float32(payload)]).view(np.uint32).astype(np.uint64)
+            words = decode_scalar_scale(word).astype(np.float32)
+
+            def scale(c0: int, nc: int, w: Any = words) -> np.ndarray:
+                return w
+    elif dt != acc:
+        raise _not_yet(op, f"{acc.name} -> {dt.name} without pre_quant (a conversion needs a "
+                       "pre_quant mode)")
+    relu: Any = None
+    clip: Any = None
+    if pre_relu is not None:
+        payload, named = _clause(pre_relu, "pre_relu")
+        mode = str(named["mode"])
+        if "clip" in named:
+            if dt.name != "f16":
+                raise _not_yet(op, f"clip on a {dt.name} destination (executed: f16)")
+            clip = np.float32(named["clip"])
+        if mode in ("no_relu", "normal_relu"):
+            if payload is not None:
+                raise ExecutionError(f"pre_relu mode {mode} takes no payload")
+            if mode == "normal_relu":
+                def relu(x: np.ndarray, c0: int, nc: int) -> np.ndarray:
+                    return np.maximum(x, np.float32(0))
+        elif mode == "scalar_relu":
+            if payload is None or isinstance(payload, (Ptr, np.ndarray)):
+                raise ExecutionError("pre_relu mode scalar_relu takes a scalar payload")
+            alpha = np.float32(payload)
+
+            def relu(x: np.ndarray, c0: int, nc: int) -> np.ndarray:
+                return np.where(x >= 0, x, x * alpha)
+        elif mode == "vector_relu":
+            fp = _ptr(payload, "fb", "the pre_relu payload")
+            if fp.dtype.name not in ("f16", "bf16", "f32"):
+                raise ExecutionError(f"vector_relu takes an f16 / bf16 / f32 FB pointer, got "
+                                     f"{fp.dtype.name}")
+
+            def relu(x: np.ndarray, c0: int, nc: int) -> np.ndarray:
+                a = _per_channel(m, fp, c0 + nc, fp.dtype.itemsize, "the pre_relu payload")
+                al = a.view(fp.dtype.np)[c0:c0 + nc].astype(np.float32)
+                return np.where(x >= 0, x, x * al)
+        else:
+            raise ExecutionError(f"pre_relu mode {mode}: no_relu, normal_relu, scalar_relu, "
+                                 "vector_relu")
+    if pre_quant is None and relu is None and clip is None:
+        return None
+
+    def stage(x: np.ndarray, c0: int, nc: int) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            y = x.astype(np.float32)
+            if scale is not None:
+                y = y * scale(c0, nc)
+            if relu is not None:
+                y = relu(y, c0, nc)
+            if clip is not None:
+                y = np.minimum(y, clip)
+            return convert(y, dt)
+    return stage
+
+
 def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: Any,
              src_stride: Any, dst_stride: Any, nz2nd: bool, nz2dn: Any, loop3: Any,
              atomic: Any, clauses: dict[str, Any], parts: Any = None) -> None:
@@ -492,7 +665,7 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
     the element type stays (f32 keeps its exceptional values, i32 has none)."""
     c = _ptr(src, "l0c", "source")
     given = [k for k, v in clauses.items() if v not in (None, False)
-             and k not in ("unit_flag", "sat", "nosat")]
+             and k not in ("unit_flag", "sat", "nosat", "pre_quant", "pre_relu")]
     if given:
         raise _not_yet(op, f"the clause {given[0]}")
     if nz2nd == (nz2dn is not None):
@@ -520,15 +693,18 @@ def _fixpipe(m: Any, op: str, src: Any, dst: Any, dst_space: str, mv: Any, nv: A
         dt = D.dtype(dst.dtype)
     else:
         dt = _ptr(dst, dst_space, "destination").dtype
-    if dt != c.dtype:
-        raise _not_yet(op, f"{c.dtype.name} -> {dt.name} without pre_quant (a conversion "
-                       "needs a pre_quant mode)")
+    stage = _pre_stage(m, op, c.dtype, dt, clauses.get("pre_quant"), clauses.get("pre_relu"))
+    if dt != c.dtype and (clauses.get("sat") or clauses.get("nosat")):
+        raise _not_yet(op, f"sat / nosat on a {c.dtype.name} -> {dt.name} conversion")
     ufunc = _atomic(atomic, dt)
     isz = dt.itemsize
     for r, (sub, r0, nr, c0, nc) in ((r, part) for r in range(_count(reps, "the loop3 count", 0))
                                      for part in parts):
         cp = Ptr(c.space, c.addr + r * s3 * C0_BYTES, c.dtype)
-        x = read_matrix(m, cp, spec, "the accumulator")[r0:r0 + nr, c0:c0 + nc].reshape(-1)
+        x = read_matrix(m, cp, spec, "the accumulator")[r0:r0 + nr, c0:c0 + nc]
+        if stage is not None:
+            x = stage(x, c0, nc)
+        x = x.reshape(-1)
         i = np.arange(nr, dtype=np.int64)[:, None]
         j = np.arange(nc, dtype=np.int64)[None, :]
         at = ((i * ds + j) if nz2nd else (j * ds + i)).reshape(-1) + r * d3
@@ -580,6 +756,22 @@ def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: 
     _fixpipe(m, "mte_l0c_gm", src, dst, "gm", mv, nv, src_stride, dst_stride, nz2nd, nz2dn,
              loop3, atomic, {"unit_flag": unit_flag, "pre_quant": pre_quant,
                              "pre_relu": pre_relu, "nz2nz": nz2nz, "sat": sat, "nosat": nosat})
+
+
+@instr("MTE_L0C_L1", pipe=Pipe.FIX, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
+                 Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
+                 Opnd("dst_stride", "scalar"), *_FIX_GROUPS),
+       params=_FIX_FLAGS, dtype_key=("src",))
+def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
+               unit_flag: Any = None, pre_quant: Any = None, pre_relu: Any = None,
+               nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None, *,
+               nz2nd: bool = False, sat: bool = False, nosat: bool = False) -> None:
+    """As ``mte_l0c_gm``, into L1 at dst (this core's): element [i, j] of the m x n result,
+    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``)."""
+    _fixpipe(m, "mte_l0c_l1", src, dst, "l1", mv, nv, src_stride, dst_stride, nz2nd, nz2dn,
+             loop3, None, {"unit_flag": unit_flag, "pre_quant": pre_quant,
+                           "pre_relu": pre_relu, "nz2nz": nz2nz, "sat": sat, "nosat": nosat})
 
 
 @instr("MTE_L0C_UB", pipe=Pipe.FIX, dialect="vpto",
