@@ -375,6 +375,31 @@ def MTE_L0C_GM(
     ...
 
 
+def MTE_L0C_L1(
+    src: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    unit_flag: Any | None = None,
+    pre_quant: Any | None = None,
+    pre_relu: Any | None = None,
+    nz2dn: Any | None = None,
+    nz2nz: Any | None = None,
+    loop3: Any | None = None,
+    *events: Event,
+    nz2nd: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+) -> Event:
+    """
+    As ``mte_l0c_gm``, into L1 at dst (this core's): element [i, j] of the m x n result,
+    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``).
+    """
+    ...
+
+
 def MTE_L0C_UB(
     src: Any,
     dst: Any,
@@ -415,6 +440,21 @@ def MTE_L1_BT(
     after a burst source and destination advance by the burst plus their gap (in units).
     Source and destination element types f32->f32, i32->i32, or f16 / bf16 -> f32 (each value
     widened: a unit of 16 f16 values fills 64 bytes of BT).
+    """
+    ...
+
+
+def MTE_L1_FB(
+    src: Any,
+    dst: Any,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    *events: Event,
+) -> Event:
+    """
+    ``count`` bursts of ``len_burst`` load units (64 bytes: upstream's cases load 64 u64
+    quant words, or 128 u32 ReLU alphas, with len_burst 8) copied as they are from L1 to FB;
+    after a burst source and destination advance by the burst plus their gap (in units).
     """
     ...
 
@@ -464,8 +504,16 @@ def MTE_L1_UB(
     *events: Event,
 ) -> Event:
     """
-    For every row r of the nburst / loop groups (strides in bytes):
-    UB[dst + dst_row(r) ..][:len_burst] = L1[src + src_row(r) ..][:len_burst].
+    ``count`` bursts of ``len_burst`` 32-byte blocks from L1 to UB; after a burst the source
+    and destination advance by the burst plus their nburst gap (in 32-byte blocks); each
+    ``loop(count, src_stride, dst_stride)`` repeats the whole, its strides in bytes.
+
+    The chapter calls the nburst operands byte strides from row start to row start, but PTOAS
+    hands them with len_burst to the hardware L1 -> UB copy (``copy_cbuf_to_ubuf``: burst
+    length and gaps in 32-byte blocks), and upstream's cv-mixed cases move 40 rows of 256
+    bytes with ``%c64 nburst(%c40, %c0, %c0)``: the hardware's reading is followed. On the cube
+    core of a mixed launch the UB written is vector sub-block 0's (the sub-block field PTOAS
+    writes in that copy is 0).
     """
     ...
 
