@@ -368,3 +368,15 @@ def test_fixpipe_quant_relu_clip_case_folders(shared_dir, name, tmp_path):
         assert "leave the FB buffer" in out.reason
         return
     assert out is not None and out.verdict == "matched", (out, notes)
+
+
+def test_the_sanitizer_sees_l0_bytes_through_cube_pointers():
+    text = _kernel(16, 16, 16)
+    args = (_ints((16, 16)), _ints((16, 16)), np.zeros(128, np.float32),
+            np.zeros((16, 16), np.float32))
+    assert not pto.load(text, target="a5").run("k", *args, target="a5", sanitize=True)
+    unsynced = text.replace('pto.wait_flag["PIPE_M", "PIPE_FIX", "EVENT_ID0"]', "")
+    from ptoisa.sanitizer.report import SanitizerError
+
+    with pytest.raises(SanitizerError, match=r"race \(RAW\) on L0C .*pto.mte_l0c_gm .*pto.mad"):
+        pto.load(unsynced, target="a5").run("k", *args, target="a5", sanitize=True)
