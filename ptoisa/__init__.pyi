@@ -129,6 +129,24 @@ def COMM_TSCATTER(
     ...
 
 
+def COPY_GM_TO_CBUF(
+    src: Any,
+    dst: Any,
+    n_burst: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    The hardware GM -> L1 copy (isa-legacy/16, ``copy_gm_to_cbuf(dst, src, sid, nBurst,
+    lenBurst, srcStride, dstStride)`` of designs/a2a3-dma-builtins.md): ``n_burst`` bursts of
+    ``len_burst`` 32-byte blocks; after a burst source and destination advance by the burst
+    plus their gap (``src_stride`` / ``dst_stride``, in 32-byte blocks).
+    """
+    ...
+
+
 def COPY_GM_TO_UBUF(
     gm_src: Any,
     ub_dst: Any,
@@ -321,8 +339,8 @@ def MTE_GM_L1_FRAC(
     j * sizeof(T)``; ``dn2nz``: at ``j * src_inner_stride + i * sizeof(T)``) is written in NZ
     order at ``dst + g * dst_loop4_stride * 32``: row i of box column j // C0 at C0 unit
     ``i * dst_loop2_stride + (j // C0) * dst_loop3_stride`` (32-byte units), its last C0
-    block padded with zeros. Executed with dst_loop2_stride = 1 (the NZ order of a matrix of
-    dst_loop3_stride rows, the tile level's).
+    block padded with zeros (with dst_loop2_stride = 1 the NZ order of a matrix of
+    dst_loop3_stride rows: TileSpec.offsets of an NZ tile, which the tests check).
     """
     ...
 

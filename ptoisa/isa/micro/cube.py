@@ -224,6 +224,29 @@ def MTE_L1_FB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...
         out[:] = vals
 
 
+@instr("COPY_GM_TO_CBUF", pipe=Pipe.MTE2, dialect="vpto",
+       operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("n_burst", "scalar"),
+                 Opnd("len_burst", "scalar"), Opnd("src_stride", "scalar"),
+                 Opnd("dst_stride", "scalar")),
+       dtype_key=("dst",))
+def COPY_GM_TO_CBUF(m: Any, src: np.ndarray, dst: Ptr, n_burst: Any, len_burst: Any,
+                    src_stride: Any, dst_stride: Any) -> None:
+    """The hardware GM -> L1 copy (isa-legacy/16, ``copy_gm_to_cbuf(dst, src, sid, nBurst,
+    lenBurst, srcStride, dstStride)`` of designs/a2a3-dma-builtins.md): ``n_burst`` bursts of
+    ``len_burst`` 32-byte blocks; after a burst source and destination advance by the burst
+    plus their gap (``src_stride`` / ``dst_stride``, in 32-byte blocks)."""
+    nb = _count(len_burst, "len_burst", 0) * C0_BYTES
+    k = np.arange(_count(n_burst, "n_burst", 0), dtype=np.int64)
+    s_rows = k * (nb + int(src_stride) * C0_BYTES)
+    d_rows = k * (nb + int(dst_stride) * C0_BYTES)
+    if k.size == 0 or nb == 0:
+        return
+    # (the burst model of mte_gm_l1: rows of nb bytes at the given starts)
+    _burst_copy(m, "copy_gm_to_cbuf", src, "gm", dst, "l1", nb,
+                (1, 0, 0), ((k.size, int(s_rows[1] if k.size > 1 else 0),
+                             int(d_rows[1] if k.size > 1 else 0)),))
+
+
 # ---- GM -> L1 with the ND / DN -> NZ transform --------------------------------------------------
 
 @instr("MTE_GM_L1_FRAC", pipe=Pipe.MTE2, dialect="vpto",
@@ -241,8 +264,8 @@ def MTE_GM_L1_FRAC(m: Any, src: np.ndarray, dst: Ptr, shape: tuple[Any, ...],
     j * sizeof(T)``; ``dn2nz``: at ``j * src_inner_stride + i * sizeof(T)``) is written in NZ
     order at ``dst + g * dst_loop4_stride * 32``: row i of box column j // C0 at C0 unit
     ``i * dst_loop2_stride + (j // C0) * dst_loop3_stride`` (32-byte units), its last C0
-    block padded with zeros. Executed with dst_loop2_stride = 1 (the NZ order of a matrix of
-    dst_loop3_stride rows, the tile level's)."""
+    block padded with zeros (with dst_loop2_stride = 1 the NZ order of a matrix of
+    dst_loop3_stride rows: TileSpec.offsets of an NZ tile, which the tests check)."""
     op = "mte_gm_l1_frac"
     if nd2nz == dn2nz:
         raise ExecutionError("takes exactly one of the keywords nd2nz, dn2nz")
@@ -261,14 +284,16 @@ def MTE_GM_L1_FRAC(m: Any, src: np.ndarray, dst: Ptr, shape: tuple[Any, ...],
     dt = p.dtype
     c0 = _c0(dt)
     cols = _up(d, c0)
-    if loop2 != 1 or (cols > c0 and loop3 < n):
-        raise _not_yet(op, f"dst_group strides loop2 = {loop2}, loop3 = {loop3} (executed: "
-                       f"loop2 = 1, loop3 >= n = {n} where there are several box columns)")
-    spec = _nz(TileType.Mat, dt, max(loop3, n), cols)
     isz = dt.itemsize
     i = np.arange(n, dtype=np.int64)[:, None]
     j = np.arange(d, dtype=np.int64)[None, :]
     at = (i * inner + j * isz) if nd2nz else (j * inner + i * isz)
+    # the destination: row i of C0 block b at 32-byte unit i * loop2 + b * loop3 (with
+    # loop2 = 1 and loop3 = the row count: the NZ order of TileSpec.offsets), the elements
+    # of a row padded with zeros to the block
+    jj = np.arange(cols, dtype=np.int64)[None, :]
+    d_el = (i * loop2 + (jj // c0) * loop3) * (C0_BYTES // isz) + jj % c0
+    rows_at = np.unique((i * loop2 + (jj // c0) * loop3).reshape(-1)) * C0_BYTES
     for g in range(_count(groups, "group_count", 0)):
         starts = (g * outer + at).reshape(-1)
         _check_gm(gm, starts, isz, op, "source")
@@ -276,12 +301,13 @@ def MTE_GM_L1_FRAC(m: Any, src: np.ndarray, dst: Ptr, shape: tuple[Any, ...],
         vals = gm[starts[:, None] + np.arange(isz)[None, :]].reshape(-1).view(dt.np)
         block = np.zeros((n, cols), dt.np)
         block[:, :d] = vals.reshape(n, d)
-        gp = Ptr(p.space, p.addr + g * loop4 * C0_BYTES, dt)
-        offs = spec.offsets[:n, :cols]
-        hi = (int(offs.max()) + 1) * isz if n else 0
-        el = buffer_bytes(m, gp.space, gp.addr, hi, "the written", role=None).view(dt.np)
-        touch(m, "out", "L1", None, gp.addr + np.unique(offs // c0) * C0_BYTES, C0_BYTES)
-        el[offs] = block
+        base = p.addr + g * loop4 * C0_BYTES
+        if n == 0:
+            continue
+        hi = (int(d_el.max()) + 1) * isz
+        el = buffer_bytes(m, p.space, base, hi, "the written", role=None).view(dt.np)
+        touch(m, "out", "L1", None, base + rows_at, C0_BYTES)
+        el[d_el] = block
 
 
 # ---- L1 -> L0A / L0B / BT ---------------------------------------------------------------------
