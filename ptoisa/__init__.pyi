@@ -694,6 +694,24 @@ def PSTS(
     ...
 
 
+def RAW_FILL_L1(
+    dst: Any,
+    byte_offset: int | float | np.generic,
+    raw_value: int | float | np.generic,
+    repeat_times: int | float | np.generic,
+    block_num_32b: int | float | np.generic,
+    dst_gap_32b: int | float | np.generic,
+    *events: Event,
+    fill_word_bits: int = 16,
+) -> Event:
+    """
+    For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
+    (block_num_32b + dst_gap_32b) * 32`` hold the raw word repeated: the low 16 bits of
+    raw_value (``fill_word_bits = 16``) or all 32 (``= 32``), little-endian.
+    """
+    ...
+
+
 def RLS_BUF(pipe: Pipe, bufId: Any, mode: Any | None = None, *events: Event) -> Any:
     """
     ``rls_buf(pipe, buf_id, mode)`` (A5): mode 0 signals when ``pipe``'s earlier instructions are done; mode 1 when every pipe's earlier instructions are.

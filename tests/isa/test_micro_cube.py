@@ -356,3 +356,51 @@ def test_the_sanitizer_sees_l0_bytes_through_cube_pointers():
 
     with pytest.raises(SanitizerError, match=r"race \(RAW\) on L0C .*pto.mte_l0c_gm .*pto.mad"):
         pto.load(unsynced, target="a5").run("k", *args, target="a5", sanitize=True)
+
+
+FILL = """
+module attributes {pto.target_arch = "a5"} {
+  func.func @k(%out: !pto.ptr<ui16, gm>) attributes {pto.kernel} {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %c2 = arith.constant 2 : i64
+    %c3 = arith.constant 3 : i64
+    %c10 = arith.constant 10 : i64
+    %c32 = arith.constant 32 : i64
+    %c320 = arith.constant 320 : i64
+    %v = arith.constant RAW : i32
+    %l1 = pto.castptr %c0 : i64 -> !pto.ptr<ui16, mat>
+    %ub = pto.castptr %c0 : i64 -> !pto.ptr<ui16, ub>
+    pto.raw_fill_l1 %l1, %c32, %v, %c3, %c2, %c1 {fill_word_bits = BITS : i64}
+      : !pto.ptr<ui16, mat>, i64, i32, i64, i64, i64
+    pto.mte_l1_ub %l1, %ub, %c10 nburst(%c1, %c0, %c0)
+      : !pto.ptr<ui16, mat>, !pto.ptr<ui16, ub>, i64, i64, i64, i64
+    pto.mte_ub_gm %ub, %out, %c320 nburst(%c1, %c0, %c0)
+      : !pto.ptr<ui16, ub>, !pto.ptr<ui16, gm>, i64, i64, i64, i64
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("bits,raw", [(16, 0x1234ABCD), (32, 0x1234ABCD)])
+def test_raw_fill_l1_repeats_the_word_in_strided_blocks(bits, raw):
+    out = np.zeros(160, np.uint16)
+    text = FILL.replace("RAW", str(raw)).replace("BITS", str(bits))
+    pto.load(text, target="a5").run("k", out, target="a5")
+    raw_bytes = out.view(np.uint8)
+    # the chapter: 3 repetitions of 2 blocks of 32 bytes from byte 32, 1 block of gap between
+    filled = np.zeros(320, bool)
+    for r in range(3):
+        filled[32 + r * 96:32 + r * 96 + 64] = True
+    word = (raw & 0xFFFF).to_bytes(2, "little") if bits == 16 else raw.to_bytes(4, "little")
+    want = np.frombuffer(word * (320 // len(word)), np.uint8)
+    np.testing.assert_array_equal(raw_bytes[filled], want[filled])
+    assert is_poison(raw_bytes[~filled]).all()  # the rest of L1 was never written
+
+
+def test_raw_fill_l1_rejects_a_misaligned_offset():
+    text = FILL.replace("RAW", "1").replace("BITS", "16").replace(
+        "pto.raw_fill_l1 %l1, %c32,", "pto.raw_fill_l1 %l1, %c2,")
+    with pytest.raises(ExecutionError, match="not 32-byte aligned"):
+        pto.load(text, target="a5").run("k", np.zeros(160, np.uint16), target="a5")

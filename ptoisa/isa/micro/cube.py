@@ -247,6 +247,38 @@ def COPY_GM_TO_CBUF(m: Any, src: np.ndarray, dst: Ptr, n_burst: Any, len_burst: 
                              int(d_rows[1] if k.size > 1 else 0)),))
 
 
+@instr("RAW_FILL_L1", pipe=Pipe.MTE2, dialect="vpto",
+       operands=(Opnd("dst", "ptr", "out"), Opnd("byte_offset", "scalar"),
+                 Opnd("raw_value", "scalar"), Opnd("repeat_times", "scalar"),
+                 Opnd("block_num_32b", "scalar"), Opnd("dst_gap_32b", "scalar")),
+       params=(Param("fill_word_bits", 16),), dtype_key=("dst",))
+def RAW_FILL_L1(m: Any, dst: Ptr, byte_offset: Any, raw_value: Any, repeat_times: Any,
+                block_num_32b: Any, dst_gap_32b: Any, *, fill_word_bits: Any = 16) -> None:
+    """For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
+    (block_num_32b + dst_gap_32b) * 32`` hold the raw word repeated: the low 16 bits of
+    raw_value (``fill_word_bits = 16``) or all 32 (``= 32``), little-endian."""
+    p = _ptr(dst, "l1", "destination")
+    bits = int(fill_word_bits)
+    if bits not in (16, 32):
+        raise ExecutionError(f"fill_word_bits is {bits}: 16 or 32")
+    off = _count(byte_offset, "byte_offset", 0)
+    if (p.addr + off) % C0_BYTES:
+        raise ExecutionError(f"the filled address {p.addr + off:#x} is not 32-byte aligned")
+    reps, blocks, gap = (_count(v, what, 0) for v, what in (
+        (repeat_times, "repeat_times"), (block_num_32b, "block_num_32b"),
+        (dst_gap_32b, "dst_gap_32b")))
+    for v, what in ((reps, "repeat_times"), (blocks, "block_num_32b"), (gap, "dst_gap_32b")):
+        if v > 32767:
+            raise ExecutionError(f"{what} is {v}, at most 32767")
+    word = np.array([int(raw_value) & ((1 << bits) - 1)],
+                    np.uint16 if bits == 16 else np.uint32).view(np.uint8)
+    nb = blocks * C0_BYTES
+    for r in range(reps):
+        out = buffer_bytes(m, p.space, p.addr + off + r * (blocks + gap) * C0_BYTES, nb,
+                           "the filled", role="out")
+        out[:] = np.resize(word, nb)
+
+
 # ---- GM -> L1 with the ND / DN -> NZ transform --------------------------------------------------
 
 @instr("MTE_GM_L1_FRAC", pipe=Pipe.MTE2, dialect="vpto",
