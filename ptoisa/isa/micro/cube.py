@@ -349,7 +349,9 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     """L0A (``space`` l0a): the ``outer x inner`` = m x k left tile; L0B: k x n right tile.
     The L1 source is an NZ cube-fractal tile, copied box by box: without ``transpose`` it
     holds the matrix as L0A stores it (l0a: A, m x k; l0b: B's transpose, n x k), with
-    ``transpose`` the other one (l0a: A's transpose, k x m; l0b: B, k x n)."""
+    ``transpose`` the other one (l0a: A's transpose, k x m; l0b: B, k x n). The L1 matrix's
+    row count (its box columns' height) is its first extent padded to a box, as the
+    shape-derived form derives it: the form has no operand for a taller source."""
     s = _ptr(src, "l1", "source")
     d = _ptr(dst, space, "destination")
     if s.dtype.itemsize != d.dtype.itemsize:
