@@ -200,6 +200,24 @@ def INIT_ALIGN(*events: Event) -> Any:
     ...
 
 
+def LOAD_CBUF_TO_CA(
+    src: Any,
+    dst: Any,
+    outer: int | float | np.generic,
+    inner: int | float | np.generic,
+    start_row: int | float | np.generic,
+    start_col: int | float | np.generic,
+    src_stride: int | float | np.generic | None = None,
+    dst_stride: int | float | np.generic | None = None,
+    *events: Event,
+    transpose: bool = False,
+) -> Event:
+    """
+    The legacy spelling of mte_l1_l0a's full-control form (isa-legacy/16): m_start, k_start, m_step, k_step, src_stride, dst_stride.
+    """
+    ...
+
+
 def MAD(
     lhs: Any,
     rhs: Any,
@@ -490,7 +508,7 @@ def MTE_L1_L0A(
     transpose: bool = False,
 ) -> Event:
     """
-    L0A <- the m x k left tile A from the L1 NZ tile at src (A itself; with transpose, A's transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block.
+    L0A <- the m x k left tile A from the L1 NZ tile at src (A itself; with transpose, A's transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block. With eight operands (m_start, k_start, m_step, k_step, src_stride, dst_stride): the full-control form, 512-byte fractal blocks copied as they are.
     """
     ...
 

@@ -189,7 +189,7 @@ LEGALITY: dict[str, Rule] = {
     # type combinations checked when it runs; FIXPIPE keyed on the accumulator
     **{op: rule(MICRO_ANY) for op in ("MTE_GM_L1", "MTE_L1_UB", "MTE_GM_L1_FRAC", "MTE_L1_L0A",
                                       "MTE_L1_L0B", "COPY_GM_TO_CBUF",
-                                      "RAW_FILL_L1")},
+                                      "RAW_FILL_L1", "LOAD_CBUF_TO_CA")},
     "MTE_L1_BT": rule("f32 i32"),
     "MTE_L1_FB": rule("f16 bf16 f32"),
     **{op: rule("f16 bf16 f32 i8 f8E4M3 f8E5M2 hif8") for op in ("MAD", "MAD_ACC", "MAD_BIAS")},

@@ -274,7 +274,8 @@ def test_unknown_keywords_are_refused_not_dropped(edit, err, match):
 
 @pytest.mark.parametrize("mad,match", [
     (PLAIN.replace("%K", "%K sat", 1).replace("%K sat,", "%K,"), r"the clause sat"),
-    (PLAIN.replace("%M, %N, %K", "%c1, %N, %K"), r"GEMV left-tile organisation"),
+    (PLAIN.replace("pto.mad ", "pto.mad_acc ").replace("%K", "%K unit_flag(bogus)", 1),
+     r"unit_flag takes check_only or check_and_set"),
 ])
 def test_what_is_not_executed_is_refused_by_name(mad, match):
     text = _kernel(16, 16, 16, mad=mad)
@@ -297,8 +298,8 @@ def test_fixpipe_clauses_not_executed_are_refused_by_name():
 #: the folders whose kernels use only what ptoisa executes: they must match their golden
 MATCHED = {
     "cube-matmul": {"cube-bridge-matmul", "cube-bridge-store-nz2dn-ncdhw",
-                    "cube-load-frac-layouts", "fixpipe-cc-gm", "mad_bias", "mad_tf32",
-                    "mad_tf32_round_away"},
+                    "cube-load-frac-layouts", "fixpipe-cc-gm", "mad_bias", "mad_f16f16f32",
+                    "mad_tf32", "mad_tf32_round_away"},
     "cv-mixed": {"fixpipe-acc-store-atomic-f32-cv", "fixpipe-acc-store-dual-ub-cv",
                  "fixpipe-acc-ub-cv", "fixpipe-quant-ub-cv", "fixpipe-quant-clip-f16-ub-cv",
                  "fixpipe-quant-normal-relu-clip-f16-scalar-ub-cv",
@@ -404,3 +405,52 @@ def test_raw_fill_l1_rejects_a_misaligned_offset():
         "pto.raw_fill_l1 %l1, %c32,", "pto.raw_fill_l1 %l1, %c2,")
     with pytest.raises(ExecutionError, match="not 32-byte aligned"):
         pto.load(text, target="a5").run("k", np.zeros(160, np.uint16), target="a5")
+
+
+GEMV = """
+module attributes {pto.target_arch = "a5"} {
+  func.func @k(%a: !pto.ptr<f16, gm>, %b: !pto.ptr<f16, gm>, %c: !pto.ptr<f32, gm>)
+      attributes {pto.kernel} {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %K = arith.constant 64 : i64
+    %N = arith.constant 32 : i64
+    %KP = arith.constant 64 : i64
+    %AB = arith.constant 128 : i64
+    %BROW = arith.constant 64 : i64
+    %l1b_at = arith.constant 4096 : i64
+    %false = arith.constant false
+    %l1_a = pto.castptr %c0 : i64 -> !pto.ptr<f16, l1>
+    %l1_b = pto.castptr %l1b_at : i64 -> !pto.ptr<f16, l1>
+    %l0a = pto.castptr %c0 : i64 -> !pto.ptr<f16, l0a>
+    %l0b = pto.castptr %c0 : i64 -> !pto.ptr<f16, l0b>
+    %l0c = pto.castptr %c0 : i64 -> !pto.ptr<f32, l0c>
+    pto.mte_gm_l1 %a, %l1_a, %AB nburst(%c1, %c0, %c0)
+      : !pto.ptr<f16, gm>, !pto.ptr<f16, l1>, i64, i64, i64, i64
+    pto.mte_gm_l1_frac %b, %l1_b, nd2nz, shape(%K, %N), src_layout(%BROW),
+        dst_group(%c1, %c1, %KP, %c0), ctrl(%c0, %false)
+      : !pto.ptr<f16, gm>, !pto.ptr<f16, l1>, nd2nz, shape i64, i64, src_layout(i64),
+        dst_group i64, i64, i64, i64, ctrl i64, i1
+    pto.load_cbuf_to_ca %l1_a, %l0a, %c0, %c0, %c1, %c1, %c1, %c1
+      : !pto.ptr<f16, l1>, !pto.ptr<f16, l0a>, i64, i64, i64, i64, i64, i64
+    pto.mte_l1_l0b %l1_b, %l0b, %K, %N, %c0, %c0 {transpose = true}
+      : !pto.ptr<f16, l1>, !pto.ptr<f16, l0b>, i64, i64, i64, i64
+    pto.mad %l0a, %l0b, %l0c, %c1, %N, %K
+      : !pto.ptr<f16, l0a>, !pto.ptr<f16, l0b>, !pto.ptr<f32, l0c>, i64, i64, i64
+    %c16 = arith.constant 16 : i64
+    pto.mte_l0c_gm %l0c, %c, %c1, %N, %c16, %N, %c0, %c0, nz2nd
+      : !pto.ptr<f32, l0c>, !pto.ptr<f32, gm>, i64, i64, i64, i64, i64, i64
+    return
+  }
+}
+"""
+
+
+def test_gemv_reads_the_row_contiguous():
+    """m = 1 without disable_gemv: lhs holds the 1 x K row as its K elements one after the
+    other (the tile level's 1-row Left tile), here copied raw: GM -> L1 -> one fractal
+    block of L0A (the legacy full-control load)."""
+    a, b = _ints((1, 64)), _ints((64, 32))
+    c = np.zeros((1, 32), np.float32)
+    pto.load(GEMV, target="a5").run("k", a, b, c, target="a5")
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b.astype(np.float64))

@@ -388,14 +388,46 @@ _L0_OPS = (Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("outer", "scalar"
            Opnd("dst_stride", "scalar", optional=True))
 
 
+def _full_control(m: Any, op: str, src: Any, dst: Any, space: str, m_start: Any, k_start: Any,
+                  m_step: Any, k_step: Any, src_stride: Any, dst_stride: Any,
+                  transpose: bool) -> None:
+    """The full-control form: for mb < m_step, kb < k_step the 512-byte fractal block
+    (m_start + mb, k_start + kb) of the L1 source, block (M, K) at ``K * src_stride + M``
+    blocks (NZ: the M blocks of a K column, src_stride of them, follow each other), is copied
+    to block ``kb * dst_stride + mb`` of the destination. Executed: L0A without transpose
+    (the block order of L0B's and of transposing loads is not settled here)."""
+    if space != "l0a" or transpose:
+        raise _not_yet(op, "the full-control form " + ("with transpose" if transpose else
+                                                       "into L0B"))
+    s = _ptr(src, "l1", "source")
+    d = _ptr(dst, space, "destination")
+    ms, ks = _count(m_start, "m_start", 0), _count(k_start, "k_start", 0)
+    mstep, kstep = _count(m_step, "m_step"), _count(k_step, "k_step")
+    ss, ds = _count(src_stride, "src_stride"), _count(dst_stride, "dst_stride")
+    for v, what, hi in ((ms, "m_start", 65535), (ks, "k_start", 65535), (mstep, "m_step", 255),
+                        (kstep, "k_step", 255), (ss, "src_stride", 65535),
+                        (ds, "dst_stride", 65535)):
+        if v > hi:
+            raise ExecutionError(f"{what} is {v}, at most {hi}")
+    block = FRACTAL_AB
+    for kb in range(kstep):
+        for mb in range(mstep):
+            s_at = s.addr + ((ks + kb) * ss + ms + mb) * block
+            d_at = d.addr + (kb * ds + mb) * block
+            vals = buffer_bytes(m, s.space, s_at, block, "the source", role="in")
+            out = buffer_bytes(m, d.space, d_at, block, "the destination", role="out")
+            out[:] = vals
+
+
 def _l0_entry(name: str, space: str, doc: str) -> Any:
     def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
              start_col: Any, src_stride: Any = None, dst_stride: Any = None, *,
              transpose: bool = False) -> None:
         op = name.lower()
         if src_stride is not None:
-            raise _not_yet(op, "the full-control form (m_start, k_start, m_step, k_step, "
-                           "src_stride, dst_stride)")
+            _full_control(m, op, src, dst, space, outer, inner, start_row, start_col,
+                          src_stride, dst_stride, bool(transpose))
+            return
         _l1_to_l0(m, op, src, dst, space, _count(outer, "the first extent"),
                   _count(inner, "the second extent"), start_row, start_col, bool(transpose))
     impl.__doc__ = doc
@@ -407,7 +439,13 @@ def _l0_entry(name: str, space: str, doc: str) -> Any:
 MTE_L1_L0A = _l0_entry(
     "MTE_L1_L0A", "l0a",
     "L0A <- the m x k left tile A from the L1 NZ tile at src (A itself; with transpose, A's "
-    "transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block.")
+    "transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block. "
+    "With eight operands (m_start, k_start, m_step, k_step, src_stride, dst_stride): the "
+    "full-control form, 512-byte fractal blocks copied as they are.")
+LOAD_CBUF_TO_CA = _l0_entry(
+    "LOAD_CBUF_TO_CA", "l0a",
+    "The legacy spelling of mte_l1_l0a's full-control form (isa-legacy/16): m_start, "
+    "k_start, m_step, k_step, src_stride, dst_stride.")
 MTE_L1_L0B = _l0_entry(
     "MTE_L1_L0B", "l0b",
     "L0B <- the k x n right tile B from the L1 NZ tile at src (B's transpose n x k; with "
@@ -466,8 +504,9 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
         raise ExecutionError(f"unit_flag takes check_only or check_and_set, got {uf}")
     if on:
         raise _not_yet(op, f"the clause {on[0]}")
-    if mm == 1 and not disable_gemv:
-        raise _not_yet(op, "m = 1 without disable_gemv (the GEMV left-tile organisation)")
+    # GEMV (m = 1 without disable_gemv): lhs is the tile level's 1-row Left tile (its k
+    # elements contiguous) and the maths TGEMV's
+    gemv = mm == 1 and not disable_gemv
     if tf32_mode is not None:
         word = tf32_mode[0] if len(tf32_mode) == 1 else None
         if word not in _TF32:
@@ -480,7 +519,7 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
         raise ExecutionError(f"{a.dtype.name} x {b.dtype.name} -> {c.dtype.name} is not a "
                              "cube type combination")
     rows, n16 = _up(mm, BOX_ROWS), _up(n, BOX_ROWS)
-    at = _left(m, a.dtype, rows, _up(k, _c0(a.dtype)))
+    at = _left(m, a.dtype, 1 if gemv else rows, _up(k, _c0(a.dtype)))
     bt = _right(b.dtype, _up(k, _c0(b.dtype)), n16)
     ct = _acc(c.dtype, rows, n16)
     # tell the observer the bytes, and settle the tiles that owe them, before the tiles below
@@ -503,8 +542,9 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
     if tf32_mode is not None:
         modes["tf32"] = (True, _TF32[tf32_mode[0]])
     try:
-        mm_maths.run_matmul(m, "TMATMUL" if kind == "plain" else f"TMATMUL_{kind.upper()}",
-                            kind, tiles)
+        base = "TGEMV" if gemv else "TMATMUL"
+        mm_maths.run_matmul(m, base if kind == "plain" else f"{base}_{kind.upper()}", kind,
+                            tiles)
     finally:
         modes["tf32"] = saved
     # the accumulator's new values into its bytes now (a deferred result would be owed by a
