@@ -133,6 +133,24 @@ def COMM_TSCATTER(
     ...
 
 
+def COPY_GM_TO_CBUF(
+    src: Any,
+    dst: Any,
+    n_burst: int | float | np.generic,
+    len_burst: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    The hardware GM -> L1 copy (isa-legacy/16, ``copy_gm_to_cbuf(dst, src, sid, nBurst,
+    lenBurst, srcStride, dstStride)`` of designs/a2a3-dma-builtins.md): ``n_burst`` bursts of
+    ``len_burst`` 32-byte blocks; after a burst source and destination advance by the burst
+    plus their gap (``src_stride`` / ``dst_stride``, in 32-byte blocks).
+    """
+    ...
+
+
 def COPY_GM_TO_UBUF(
     gm_src: Any,
     ub_dst: Any,
@@ -186,6 +204,88 @@ def INIT_ALIGN(*events: Event) -> Any:
     ...
 
 
+def LOAD_CBUF_TO_CA(
+    src: Any,
+    dst: Any,
+    outer: int | float | np.generic,
+    inner: int | float | np.generic,
+    start_row: int | float | np.generic,
+    start_col: int | float | np.generic,
+    src_stride: int | float | np.generic | None = None,
+    dst_stride: int | float | np.generic | None = None,
+    *events: Event,
+    transpose: bool = False,
+) -> Event:
+    """
+    The legacy spelling of mte_l1_l0a's full-control form (isa-legacy/16): m_start, k_start, m_step, k_step, src_stride, dst_stride.
+    """
+    ...
+
+
+def MAD(
+    lhs: Any,
+    rhs: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    k: int | float | np.generic,
+    tf32_mode: Any | None = None,
+    unit_flag: Any | None = None,
+    *events: Event,
+    disable_gemv: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+    n_dir: bool = False,
+) -> Event:
+    """
+    dst[i, j] = sum_k lhs[i, k] * rhs[k, j] (i < m, j < n, k < k): TMATMUL's maths on the tiles at the L0A / L0B / L0C pointers; tf32_mode(round_even | round_away) rounds f32 inputs to TF32 first.
+    """
+    ...
+
+
+def MAD_ACC(
+    lhs: Any,
+    rhs: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    k: int | float | np.generic,
+    tf32_mode: Any | None = None,
+    unit_flag: Any | None = None,
+    *events: Event,
+    disable_gemv: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+    n_dir: bool = False,
+) -> Event:
+    """
+    dst[i, j] += sum_k lhs[i, k] * rhs[k, j]: TMATMUL_ACC's maths in place.
+    """
+    ...
+
+
+def MAD_BIAS(
+    lhs: Any,
+    rhs: Any,
+    dst: Any,
+    bias: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    k: int | float | np.generic,
+    tf32_mode: Any | None = None,
+    unit_flag: Any | None = None,
+    *events: Event,
+    disable_gemv: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+    n_dir: bool = False,
+) -> Event:
+    """
+    dst[i, j] = sum_k lhs[i, k] * rhs[k, j] + bias[j] (bias: N values in BT of dst's type): TMATMUL_BIAS's maths.
+    """
+    ...
+
+
 def MGATHER(
     dst: Tile,
     src: GlobalTensor,
@@ -229,6 +329,44 @@ def MSCATTER(
     ...
 
 
+def MTE_GM_L1(
+    src: Any,
+    dst: Any,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    loop: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    For every row r of the nburst / loop groups (strides in bytes):
+    L1[dst + dst_row(r) ..][:len_burst] = GM[src + src_row(r) ..][:len_burst].
+    """
+    ...
+
+
+def MTE_GM_L1_FRAC(
+    src: Any,
+    dst: Any,
+    shape: Any,
+    src_layout: Any,
+    dst_group: Any,
+    ctrl: Any,
+    *events: Event,
+    nd2nz: bool = False,
+    dn2nz: bool = False,
+) -> Event:
+    """
+    For each of ``group_count`` matrices g: the logical ``n x d`` matrix read from GM at
+    ``src + g * src_outer_stride`` (``nd2nz``: element [i, j] at byte ``i * src_inner_stride +
+    j * sizeof(T)``; ``dn2nz``: at ``j * src_inner_stride + i * sizeof(T)``) is written in NZ
+    order at ``dst + g * dst_loop4_stride * 32``: row i of box column j // C0 at C0 unit
+    ``i * dst_loop2_stride + (j // C0) * dst_loop3_stride`` (32-byte units), its last C0
+    block padded with zeros (with dst_loop2_stride = 1 the NZ order of a matrix of
+    dst_loop3_stride rows: TileSpec.offsets of an NZ tile, which the tests check).
+    """
+    ...
+
+
 def MTE_GM_UB(
     gm_src: Any,
     ub_dst: Any,
@@ -243,6 +381,179 @@ def MTE_GM_UB(
     For every row r of the nburst / loop groups: UB[ub_dst + dst_row(r) ..][:len_burst] =
     GM[gm_src + src_row(r) ..][:len_burst]; with pad(value), the rest of each UB row up to
     dst_stride holds value.
+    """
+    ...
+
+
+def MTE_L0C_GM(
+    src: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    sid: int | float | np.generic,
+    l2_cache_ctrl: int | float | np.generic,
+    unit_flag: Any | None = None,
+    pre_quant: Any | None = None,
+    pre_relu: Any | None = None,
+    nz2dn: Any | None = None,
+    nz2nz: Any | None = None,
+    loop3: Any | None = None,
+    atomic: Any | None = None,
+    *events: Event,
+    nz2nd: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+) -> Event:
+    """
+    GM[dst + (i * dst_stride + j)] = acc[i, j] for i < m, j < n (``nz2nd``; ``nz2dn(1)``:
+    at j * dst_stride + i), acc the L0C NZ tile at src with src_stride rows, repeated by
+    ``loop3``; ``atomic(type = T, op = add | max | min)`` writes GM[x] op acc instead.
+    ``sid`` / ``l2_cache_ctrl`` change no value.
+    """
+    ...
+
+
+def MTE_L0C_L1(
+    src: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    unit_flag: Any | None = None,
+    pre_quant: Any | None = None,
+    pre_relu: Any | None = None,
+    nz2dn: Any | None = None,
+    nz2nz: Any | None = None,
+    loop3: Any | None = None,
+    *events: Event,
+    nz2nd: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+) -> Event:
+    """
+    As ``mte_l0c_gm``, into L1 at dst (this core's): element [i, j] of the m x n result,
+    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``).
+    """
+    ...
+
+
+def MTE_L0C_UB(
+    src: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    src_stride: int | float | np.generic,
+    dst_stride: int | float | np.generic,
+    dst_mode: Any,
+    unit_flag: Any | None = None,
+    pre_quant: Any | None = None,
+    pre_relu: Any | None = None,
+    nz2dn: Any | None = None,
+    nz2nz: Any | None = None,
+    loop3: Any | None = None,
+    *events: Event,
+    nz2nd: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+) -> Event:
+    """
+    As ``mte_l0c_gm``, into UB at dst: ``dst_mode(%sub_blockid)`` writes the whole m x n
+    result to that vector sub-block's UB (0 or 1); ``split_m`` rows [0, m/2) to sub-block 0 and
+    [m/2, m) to sub-block 1, ``split_n`` columns [0, n/2) and [n/2, n), each part at dst of its
+    sub-block. In a mixed launch a sub-block's UB is that vector core's.
+    """
+    ...
+
+
+def MTE_L1_BT(
+    src: Any,
+    dst: Any,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    *events: Event,
+) -> Event:
+    """
+    ``count`` bursts of ``len_burst`` load units (one unit: 32 source bytes) from L1 to BT;
+    after a burst source and destination advance by the burst plus their gap (in units).
+    Source and destination element types f32->f32, i32->i32, or f16 / bf16 -> f32 (each value
+    widened: a unit of 16 f16 values fills 64 bytes of BT).
+    """
+    ...
+
+
+def MTE_L1_FB(
+    src: Any,
+    dst: Any,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    *events: Event,
+) -> Event:
+    """
+    ``count`` bursts of ``len_burst`` load units (64 bytes: upstream's cases load 64 u64
+    quant words, or 128 u32 ReLU alphas, with len_burst 8) copied as they are from L1 to FB;
+    after a burst source and destination advance by the burst plus their gap (in units).
+    """
+    ...
+
+
+def MTE_L1_L0A(
+    src: Any,
+    dst: Any,
+    outer: int | float | np.generic,
+    inner: int | float | np.generic,
+    start_row: int | float | np.generic,
+    start_col: int | float | np.generic,
+    src_stride: int | float | np.generic | None = None,
+    dst_stride: int | float | np.generic | None = None,
+    *events: Event,
+    transpose: bool = False,
+) -> Event:
+    """
+    L0A <- the m x k left tile A from the L1 NZ tile at src (A itself; with transpose, A's transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block. With eight operands (m_start, k_start, m_step, k_step, src_stride, dst_stride): the full-control form, 512-byte fractal blocks copied as they are.
+    """
+    ...
+
+
+def MTE_L1_L0B(
+    src: Any,
+    dst: Any,
+    outer: int | float | np.generic,
+    inner: int | float | np.generic,
+    start_row: int | float | np.generic,
+    start_col: int | float | np.generic,
+    src_stride: int | float | np.generic | None = None,
+    dst_stride: int | float | np.generic | None = None,
+    *events: Event,
+    transpose: bool = False,
+) -> Event:
+    """
+    L0B <- the k x n right tile B from the L1 NZ tile at src (B's transpose n x k; with transpose, B itself), in the Right order (ZN), k padded to one C0 block and n to 16.
+    """
+    ...
+
+
+def MTE_L1_UB(
+    src: Any,
+    dst: Any,
+    len_burst: int | float | np.generic,
+    nburst: Any,
+    loop: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    ``count`` bursts of ``len_burst`` 32-byte blocks from L1 to UB; after a burst the source
+    and destination advance by the burst plus their nburst gap (in 32-byte blocks); each
+    ``loop(count, src_stride, dst_stride)`` repeats the whole, its strides in bytes.
+
+    The chapter calls the nburst operands byte strides from row start to row start, but PTOAS
+    hands them with len_burst to the hardware L1 -> UB copy (``copy_cbuf_to_ubuf``: burst
+    length and gaps in 32-byte blocks), and upstream's cv-mixed cases move 40 rows of 256
+    bytes with ``%c64 nburst(%c40, %c0, %c0)``: the hardware's reading is followed. On the cube
+    core of a mixed launch the UB written is vector sub-block 0's (the sub-block field PTOAS
+    writes in that copy is 0).
     """
     ...
 
@@ -401,6 +712,24 @@ def PSTS(
 ) -> Any:
     """
     UB[dest + offset (bytes)] = the predicate's packed image (NORM: 32 bytes; PK: every second bit, 16 bytes); updated_dest = dest + the advance (the post-update form writes at dest).
+    """
+    ...
+
+
+def RAW_FILL_L1(
+    dst: Any,
+    byte_offset: int | float | np.generic,
+    raw_value: int | float | np.generic,
+    repeat_times: int | float | np.generic,
+    block_num_32b: int | float | np.generic,
+    dst_gap_32b: int | float | np.generic,
+    *events: Event,
+    fill_word_bits: int = 16,
+) -> Event:
+    """
+    For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
+    (block_num_32b + dst_gap_32b) * 32`` hold the raw word repeated: the low 16 bits of
+    raw_value (``fill_word_bits = 16``) or all 32 (``= 32``), little-endian.
     """
     ...
 

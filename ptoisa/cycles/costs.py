@@ -153,8 +153,28 @@ def _micro_features(ins: Any, values: list[Any], machine: Any) -> Features:
             for count in regs.get((way, "size"), ()):
                 rows *= max(int(count), 1)
         f["n_dma"], f["rows"] = 1, rows
-        f["bytes"] = rows * int(named["len_burst"])
+        f["bytes"] = rows * int(named["len_burst"]) * _BURST_UNIT.get(ins.name, 1)
+    elif "m" in named and "n" in named and "k" in named:  # pto.mad*: TMATMUL's fractals
+        a = named.get("lhs")
+        isz = a.dtype.itemsize if hasattr(a, "dtype") else 2
+        mm, nn, kk = (int(named[x]) for x in ("m", "n", "k"))
+        f["dtype"] = a.dtype.name if hasattr(a, "dtype") else "f16"
+        f["fractals"] = math.ceil(mm / 16) * math.ceil(kk * isz / 32) * math.ceil(nn / 16)
+    elif "m" in named and "n" in named:  # FIXPIPE out of L0C: m x n f32 accumulators
+        f["n_dma"], f["bytes"] = 1, int(named["m"]) * int(named["n"]) * 4
+    elif "repeat_times" in named and "block_num_32b" in named:  # pto.raw_fill_l1
+        f["n_dma"] = 1
+        f["bytes"] = int(named["repeat_times"]) * int(named["block_num_32b"]) * 32
+    elif ins.name in _HEAD_ONLY:  # a cube load whose size these features do not read
+        f["n_dma"] = 1
     return f
+
+
+#: the bytes of one ``len_burst`` unit where a cube micro-op counts in blocks (PTOAS's
+#: lowering, isa/micro/cube.py): mte_l1_ub and mte_l1_bt in 32-byte units, mte_l1_fb in 64
+_BURST_UNIT = {"MTE_L1_UB": 32, "MTE_L1_BT": 32, "MTE_L1_FB": 64}
+#: cube loads priced by their transfer's head alone (see A5_MICRO)
+_HEAD_ONLY = frozenset({"MTE_GM_L1_FRAC", "MTE_L1_L0A", "LOAD_CBUF_TO_CA", "MTE_L1_L0B"})
 
 
 def _is_conv(tiles: list[tuple[str, Tile]]) -> bool:
@@ -498,8 +518,28 @@ def _dma(way: str) -> Variant:
 
 _SCALAR_REG = _v("const", 1, note="a write of a DMA control register (scalar): 1 cycle")
 
+
+def _cube_move(way: str, sized: bool = True) -> Variant:
+    return _v("dma", 0, 265, 1 / 128, note=f"{way}: one transfer at TLOAD's fitted head and "
+              "rate (no figure for this cube path; A2/A3 measurements)"
+              + ("" if sized else "; its size is not read here: the head alone, an "
+                 "underestimate of a large load"))
+
 #: the micro-ops' costs, keyed by entry name (ptoisa/isa/micro/): a5 only, as the ops are
 A5_MICRO: dict[str, list[Variant]] = {
+    # cube data movement (micro-isa/16): one transfer each over the bytes its operands give
+    **{op: [_cube_move(way)] for op, way in (
+        ("MTE_GM_L1", "GM -> L1"), ("COPY_GM_TO_CBUF", "GM -> L1"), ("MTE_L1_UB", "L1 -> UB"),
+        ("MTE_L1_BT", "L1 -> BT"), ("MTE_L1_FB", "L1 -> FB"), ("RAW_FILL_L1", "fill of L1"),
+        ("MTE_L0C_GM", "L0C -> GM (FIXPIPE)"), ("MTE_L0C_L1", "L0C -> L1 (FIXPIPE)"),
+        ("MTE_L0C_UB", "L0C -> UB (FIXPIPE)"))},
+    **{op: [_cube_move(way, sized=False)] for op, way in (
+        ("MTE_GM_L1_FRAC", "GM -> L1 (ND/DN to NZ)"), ("MTE_L1_L0A", "L1 -> L0A"),
+        ("LOAD_CBUF_TO_CA", "L1 -> L0A"), ("MTE_L1_L0B", "L1 -> L0B"))},
+    # cube multiply: TMATMUL's rule over the fractals of m x k x n (see TMATMUL)
+    **{op: [_v("mad", 6, 1, by_dtype=True, note="TMATMUL's rule (upstream's cube: 1 fractal "
+               "a cycle after a head of 6, f32 at half rate) over m x k x n's fractals")]
+       for op in ("MAD", "MAD_ACC", "MAD_BIAS")},
     # DMA between GM and UB: one DMA instruction each (MTE2 / MTE3)
     **{op: [_dma("GM -> UB")] for op in ("MTE_GM_UB", "COPY_GM_TO_UBUF")},
     **{op: [_dma("UB -> GM")] for op in ("MTE_UB_GM", "COPY_UBUF_TO_GM")},

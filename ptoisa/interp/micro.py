@@ -10,6 +10,9 @@ spelling the micro-ISA chapters use for every op:
 * a keyword group ``nburst(%a, %b, %c)`` fills the operand of that name (kind ``group``) with
   the tuple of its values; a group written several times (``loop(...) loop(...)``) with the
   tuple of those tuples;
+* a bare keyword outside groups (``nz2nd``, ``disable_gemv``) sets the entry's parameter of
+  that name to True; one the entry has no parameter for is an error (never ignored); a keyword
+  inside a group (``tf32_mode(round_even)``) is the group's value as a string;
 * quoted literals (``"PAT_ALL"``, ``"LOWER"``) fill the entry's parameters in order, an
   attribute dictionary (``{dist = "NORM"}``) by name; a parameter named ``result_type``
   gets the type of the op's first result (``pto.vbitcast``: what it reinterprets as), one
@@ -49,10 +52,12 @@ def value_spec(t: T.Type) -> Any:
     return None
 
 
-def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[Any]]:
-    """(operands outside groups, group name -> the tuples written, quoted literals)."""
+def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[Any], list[str]]:
+    """(operands outside groups, group name -> the tuples written (operands, and keywords as
+    strings), quoted literals, bare keywords)."""
     if not op.syntax:  # (the SSA form ``%r = pto.x %a : T -> U`` keeps no pieces)
-        return list(op.operands), {}, []
+        return list(op.operands), {}, [], []
+    words: list[str] = []
     plain: list[Any] = []
     groups: dict[str, list[tuple[Any, ...]]] = {}
     literals: list[Any] = []
@@ -66,21 +71,25 @@ def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[An
             while j < len(ps) and not (ps[j].kind == "p" and ps[j].value == ")"):
                 if ps[j].kind == "v":
                     vals.append(op.operands[int(ps[j].value)])  # type: ignore[call-overload]
+                elif ps[j].kind == "k":
+                    vals.append(str(ps[j].value))
                 j += 1
             groups.setdefault(str(p.value), []).append(tuple(vals))
         elif p.kind == "v":
             plain.append(op.operands[int(p.value)])  # type: ignore[call-overload]
         elif p.kind == "a":
             literals.append(bridge.attr_value(p.value))  # type: ignore[arg-type]
+        elif p.kind == "k":
+            words.append(str(p.value))
         elif p.kind == "p" and p.value == ":":
             break  # the types
         j += 1
-    return plain, groups, literals
+    return plain, groups, literals, words
 
 
 def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     """The step of micro-op ``op`` bound to entry ``ins`` (see the module's docstring)."""
-    plain, groups, literals = _split(op)
+    plain, groups, literals, words = _split(op)
     slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])
     types: dict[str, Any] = {}
     k = 0
@@ -93,12 +102,12 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                                       loc=op.loc)
                 slots.append(None)
             elif _repeats(o):
-                slots.append(("groups", [tuple(cf.slot(v) for v in g) for g in written]))
+                slots.append(("groups", [_group_slots(cf, g) for g in written]))
             else:
                 if len(written) > 1:
                     raise VerifyError(f"'{o.name}(...)' written {len(written)} times",
                                       op=op.name, loc=op.loc)
-                slots.append(("group", tuple(cf.slot(v) for v in written[0])))
+                slots.append(("group", _group_slots(cf, written[0])))
             continue
         if k < len(plain):
             v = plain[k]
@@ -116,6 +125,12 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
         raise VerifyError(f"unexpected {extra} (operands: "
                           f"{', '.join(o.name for o in ins.operands)})", op=op.name, loc=op.loc)
     params = _params(op, ins, literals)
+    for w in words:
+        if not any(p.name == w for p in ins.params):
+            raise VerifyError(f"unknown keyword '{w}' (known: "
+                              f"{', '.join(p.name for p in ins.params) or 'none'})",
+                              op=op.name, loc=op.loc)
+        params[w] = True
     least = sum(1 for r in ins.results if not r.optional)
     if not least <= len(op.results) <= len(ins.results):
         raise VerifyError(f"has {len(op.results)} result(s), {ins.mnemonic} gives "
@@ -142,8 +157,8 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
         if isinstance(s, int):
             return env[s]
         if s[0] == "group":
-            return tuple(env[x] for x in s[1])
-        return tuple(tuple(env[x] for x in g) for g in s[1])
+            return tuple(x if isinstance(x, str) else env[x] for x in s[1])
+        return tuple(tuple(x if isinstance(x, str) else env[x] for x in g) for g in s[1])
 
     # (an entry of several results returns a tuple, of which the op may bind the first few)
     one = res[0] if len(ins.results) == 1 and res else None
@@ -162,6 +177,11 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             for slot, v in zip(res, out, strict=False):
                 env[slot] = v
     return step
+
+
+def _group_slots(cf: CompiledFunc, written: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The slots of a group's operands; its keywords stay strings (their own value)."""
+    return tuple(v if isinstance(v, str) else cf.slot(v) for v in written)
 
 
 def _repeats(o: Opnd) -> bool:

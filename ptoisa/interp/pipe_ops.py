@@ -325,7 +325,8 @@ def runs_on_subblock(module: Any, fn: Op, target: TargetLike, sub: int) -> bool:
 
 def _cross_core(instr_name: str) -> Any:
     """``pto.sync.set #pto.pipe<PIPE_X>, id [{ffts_mode = n}]`` / ``pto.sync.wait`` (static id
-    or an SSA id): the SYNC_SET / SYNC_WAIT instructions."""
+    or an SSA id), or ``pto.set_intra_block <PIPE_X>, id`` / ``pto.wait_intra_block``: the
+    SYNC_SET / SYNC_WAIT instructions."""
     def build(cf: CompiledFunc, op: Op) -> Step:
         ins = REGISTRY[instr_name]
         items = _bracket_args(op)

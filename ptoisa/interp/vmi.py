@@ -63,7 +63,10 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     where = {"op": op.name, "loc": op.loc}
     try:
         # (the generic spelling "pto.vmi.x"(%a) {...} writes its operands in order)
-        vals, _, literals = (list(op.operands), {}, []) if op.form == "generic" else _split(op)
+        vals, _, literals, words = (list(op.operands), {}, [], []) if op.form == "generic" \
+            else _split(op)
+        if words:  # (a bare keyword no VMI op takes: never dropped without a word)
+            raise VerifyError(f"unexpected keyword(s) {', '.join(words)}", **where)
         specs = [value_spec(v.type) for v in vals]
         res_specs = [value_spec(v.type) for v in op.results]
     except VerifyError:

@@ -428,15 +428,21 @@ def vpto_host(d: Path) -> VptoHost:
                         r"[^;]*HOST_TO_DEVICE", main)
         if h2d is not None:
             rf = re.search(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*\w+\s*,\s*' +
-                           re.escape(h2d.group(1)) + r"\b", main)
+                           re.escape(h2d.group(1)) + r"\b", main) or re.search(
+                r'readExact\s*\(\s*"([^"]+)"\s*,\s*' + re.escape(h2d.group(1)) + r"\b", main)
             src = rf.group(1) if rf else None
         d2h = re.search(r"aclrtMemcpy\s*\(\s*(\w+)\s*,[^,]+,\s*" + re.escape(dev) +
                         r"\s*,[^;]*DEVICE_TO_HOST", main)
         if d2h is not None:
-            wf = re.search(r'WriteFile\s*\(\s*"([^"]+)"\s*,\s*' + re.escape(d2h.group(1))
-                           + r"\s*,\s*([^)]+)\)", main)
+            wf = re.search(r'(?:WriteFile|writeExact)\s*\(\s*"([^"]+)"\s*,\s*'
+                           + re.escape(d2h.group(1)) + r"\s*,\s*([^)]+)\)", main)
             if wf is not None:
                 dst, dst_size = wf.group(1), wf.group(2)
+            else:
+                dst, dst_size = _switch_written(main, d2h.group(1))
+            if dst is None:  # (a compare of the golden with a file never written: refused)
+                raise PtoError(f"main.cpp copies {dev} back, but ptoisa cannot tell which "
+                               "file it writes it to")
         buffers.append((size, src, dst, dst_size))
     if any(k >= len(buffers) for k in kargs):
         raise PtoError(f"main.cpp passes {len(buffers)} buffers to {launcher}, which uses "
@@ -447,12 +453,29 @@ def vpto_host(d: Path) -> VptoHost:
     return VptoHost(km.group(1), int(n) if n.isdigit() else 1, buffers, kargs, consts, reads)
 
 
+def _switch_written(main: str, host: str) -> tuple[str | None, str | None]:
+    """(file, size expression) of a host buffer ``main.cpp`` writes back in a loop over file
+    numbers: ``case 4: hostBuf = outHost; break;`` ... ``snprintf(path, ..., "./v%d.bin",
+    index); WriteFile(path, hostBuf, size)`` (upstream's cv-mixed cases); (None, None) when
+    the code does not say so."""
+    case = re.search(r"case\s+(\d+)\s*:\s*(\w+)\s*=\s*" + re.escape(host) + r"\s*;", main)
+    fmt = re.search(r'snprintf\s*\(\s*(\w+)\s*,[^,]+,\s*"([^"%]*)%d([^"%]*)"', main)
+    if case is None or fmt is None:
+        return None, None
+    wf = re.search(r"WriteFile\s*\(\s*" + re.escape(fmt.group(1)) + r"\s*,\s*"
+                   + re.escape(case.group(2)) + r"\s*,\s*([^)]+)\)", main)
+    if wf is None:
+        return None, None
+    return f"{fmt.group(2)}{case.group(1)}{fmt.group(3)}", wf.group(1)
+
+
 def _strip_comments(text: str) -> str:
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     return re.sub(r"//[^\n]*", "", text)
 
 
-_SIZEOF = {"float": 4, "double": 8, "half": 2, "aclFloat16": 2, "bfloat16_t": 2, "char": 1,
+_SIZEOF = {"float": 4, "double": 8, "half": 2, "__fp16": 2, "aclFloat16": 2, "bfloat16_t": 2,
+           "char": 1,
            "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
            "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "int": 4, "unsigned": 4,
            "size_t": 8}

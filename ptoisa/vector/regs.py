@@ -35,7 +35,11 @@ VREG_BYTES = 256
 #: the mask granularities: name -> bytes per logical lane
 GRANULARITY = {"b8": 1, "b16": 2, "b32": 4}
 #: on-chip spaces a pointer names -> the machine's buffer
-SPACES = {"ub": "UB", "l1": "L1", "cbuf": "L1", "l0a": "L0A", "l0b": "L0B", "l0c": "L0C"}
+SPACES = {"ub": "UB", "l1": "L1", "cbuf": "L1", "l0a": "L0A", "l0b": "L0B", "l0c": "L0C",
+          "bt": "BIAS", "fb": "FB",
+          # the legacy names of 16-cube-matmul.md's address-space table
+          "mat": "L1", "left": "L0A", "right": "L0B", "acc": "L0C", "bias": "BIAS",
+          "scaling": "FB"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -578,6 +578,13 @@ def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None =
     c.write(res)
 
 
+def run_matmul(m: Machine, name: str, kind: str, tiles: list[Tile]) -> None:
+    """The maths of entry ``name`` (TMATMUL, TMATMUL_ACC, TMATMUL_BIAS) on ``tiles`` in its
+    operand order: what the cube micro-ops (``isa/micro/cube.py``) run on the tiles at their
+    pointers."""
+    _run(m, name, kind, tuple(tiles))
+
+
 _PHASE = (Param("Phase", AccPhase.Unspecified, AccPhase),)
 _C = Opnd("cMatrix", "tile", "out")
 _A = Opnd("aMatrix", "tile")
@@ -682,5 +689,5 @@ def SETHF32MODE(m: Machine, *, isEnable: bool, hf32TransMode: RoundMode) -> None
     mad_modes(m)["hf32"] = (bool(isEnable), hf32TransMode)
 
 
-__all__ = ["TGEMV", "TGEMV_ACC", "TGEMV_BIAS", "TGEMV_MX", "TMATMUL", "TMATMUL_ACC",
+__all__ = ["run_matmul", "TGEMV", "TGEMV_ACC", "TGEMV_BIAS", "TGEMV_MX", "TMATMUL", "TMATMUL_ACC",
            "TMATMUL_BIAS", "TMATMUL_MX", "SETHF32MODE", "SETTF32MODE", "elem_type", "roles"]

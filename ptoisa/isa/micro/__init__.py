@@ -1,8 +1,8 @@
 """The vector micro-ISA (VPTO, ``dialect="vpto"``): one module per chapter of
 ``spec/ptoas-main/isa/micro-isa/`` that ptoisa executes (DMA copies, predicates, vector
-loads / stores, unary, binary and vector-scalar ops,
-conversions, DSA / SFU ops). ``common.py`` holds what they share:
-the lane masking, operand rules and the element arithmetic.
+loads / stores, unary, binary and vector-scalar ops, conversions, DSA / SFU ops, the cube
+chapter's staged loads, MAD and FIXPIPE). ``common.py`` holds what they share: the lane
+masking, operand rules and the element arithmetic.
 
 The family is this package; importing it declares every entry."""
 
@@ -11,6 +11,7 @@ from . import (  # noqa: F401 - declare the instructions
     binary,
     compare_select,
     conversion,
+    cube,
     dma,
     dma_regs,
     gather_scatter,

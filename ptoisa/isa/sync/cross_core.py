@@ -12,7 +12,9 @@ A5 ``set_intra_block(pipe, id)``) adds to other cores' counters:
   both AIVs are signalled once both have set the id; an AIC's mode-0 set signals itself (all
   cubes of a lockstep launch are one stream). Mode 0 across blocks needs a lockstep launch.
 * A5 (intra-block flags, one per AIV): an AIC set of id < 16 signals AIV0's id, of id >= 16
-  AIV1's id - 16; AIV ``k``'s set of id signals the AIC's id + 16 k.
+  AIV1's id - 16; AIV ``k``'s set of id signals the AIC's id + 16 k. An AIV has 16 physical
+  ids: its wait on id >= 16 is a wait on id - 16 (AIV1 may name its ids as the AIC does, as
+  upstream's cv-mixed micro-op cases do: ``wait_intra_block <PIPE_MTE3>, 17``).
 
 Outside a mixed launch (one core) they are recorded no-ops, as SET_FLAG / WAIT_FLAG are.
 
@@ -126,7 +128,10 @@ def SYNC_WAIT(m: Machine, pipe: Pipe, eventId: Any) -> None:  # noqa: N802,N803
     cl = m.cluster
     if cl is None:
         return
-    key = (_me(m), eid)
+    me = _me(m)
+    if me != "AIC" and m.target.traits.cross_core_flags_per_subblock:
+        eid %= 16
+    key = (me, eid)
     m.stream.wait_until(lambda: cl.flags.get(key, 0) > 0,
                         f"cross-core flag {eid} of {key[0]} is not set")
     edges.acquire(m, _take(cl, key), pipe=edges.wait_scope(m, pipe))
