@@ -1499,7 +1499,7 @@ def TMATMUL_MX_HIF4(
 
 def TMAX(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = max(src0, src1) (NaN wins). On cpu std::max(src0, src1), the simulator's: NaN only when src0 is NaN.
+    dst = max(src0, src1) (NaN wins; of equal operands, +0 and -0, src1: vmax's (src0 > src1) ? src0 : src1). On cpu std::max(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
@@ -1513,7 +1513,7 @@ def TMAXS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event
 
 def TMIN(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = min(src0, src1) (NaN wins). On cpu std::min(src0, src1), the simulator's: NaN only when src0 is NaN.
+    dst = min(src0, src1) (NaN wins; of equal operands, +0 and -0, src1: vmin's (src0 < src1) ? src0 : src1). On cpu std::min(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
@@ -2168,7 +2168,7 @@ def TRSQRT(
     PrecisionType: Algorithm = Algorithm.DEFAULT,
 ) -> Event:
     """
-    dst = 1 / sqrt(src); the optional tmp tile is accepted and unused.
+    dst = 1 / sqrt(src), rounded twice as the NPU's vsqrt + vdiv (the root to the element type, then its reciprocal); the optional tmp tile is accepted and unused.
     """
     ...
 
@@ -2672,6 +2672,16 @@ def VDINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
     ...
 
 
+def VDIV(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] / rhs[i] on active lanes, 0 elsewhere: floats as IEEE division
+    (16-bit floats in f32, rounded once; a zero denominator gives inf / NaN); i16 / i32
+    rounded toward zero, INT_MIN / -1 wrapping to INT_MIN. An integer zero denominator on
+    an active lane is an error (the page: "Division by zero is undefined").
+    """
+    ...
+
+
 def VDUP(
     input: Any,
     mask: Any,
@@ -2800,7 +2810,7 @@ def VLRELU(input: Any, scalar: int | float | np.generic, mask: Any, *events: Eve
 
 def VMAX(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
-    result[i] = max(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.
+    result[i] = (lhs[i] > rhs[i]) ? lhs[i] : rhs[i] on active lanes (NaN propagates; +0 and -0 give rhs), 0 elsewhere.
     """
     ...
 
@@ -2814,7 +2824,7 @@ def VMAXS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Even
 
 def VMIN(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
-    result[i] = min(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.
+    result[i] = (lhs[i] < rhs[i]) ? lhs[i] : rhs[i] on active lanes (NaN propagates; +0 and -0 give rhs), 0 elsewhere.
     """
     ...
 
