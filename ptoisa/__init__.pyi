@@ -2540,7 +2540,9 @@ def VBR(value: int | float | np.generic, *events: Event, result_type: Any = None
 def VCADD(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[0] = the sum of the active lanes of input, the other lanes 0; i8 / u8 (i16 /
-    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes.
+    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes. Float lanes
+    add as a pairwise tree in their own type (lane i meets lane i + N/2, then i + N/4 ...;
+    inactive lanes are +0), the page's "tree-reduction strategy".
     """
     ...
 

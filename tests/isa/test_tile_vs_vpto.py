@@ -431,3 +431,148 @@ def test_tcvt_saturation_is_fixed_by_the_lowering(a5):
     _lower_tcvt("i32", "i16", "CAST_RINT", 1, 64, 64)
     np.testing.assert_array_equal(_read(on)[0, :4], [32767, -32768, 32767, -5])
     np.testing.assert_array_equal(_read(got)[0, :4], x[0, :4].astype(np.int16))  # wrapped
+
+
+# ---- reductions --------------------------------------------------------------------------------
+
+#: ``pad_min`` / ``pad_max`` of the TileLib's _part.py: a row maximum starts from the lowest
+#: *finite* value (see test_trowmax_of_minus_infinity)
+_LOWEST = {"f32": -3.4028234663852886e38, "f16": -65504.0}
+_ONE_PT = {4: "1PT_B32", 2: "1PT_B16"}
+
+
+def _lower_row_reduction(op: str, dt: str, vr: int, vc: int, cols: int,
+                         dst_cols: int) -> None:
+    """``register_rowsum`` / ``register_row_extreme``: per row, per chunk vcadd (vcmax /
+    vcmin, then vsel against the accumulator for floats), folded into lane 0 of an
+    accumulator with vadd (vmax / vmin) under a one-lane mask; vsts 1PT of lane 0. i16 sums
+    go through an i32 accumulator and a NOSAT EVEN vcvt back."""
+    npt = _np(dt)
+    isz = np.dtype(npt).itemsize
+    one, _ = _plt(dt, 1)
+    lanes = _lanes(dt)
+    for r in range(vr):
+        rem = vc
+        if op == "TROWSUM":
+            acc = pto.v.vbr(np.int32(0) if dt == "i16" else npt.type(0),
+                            result_type=_vreg("i32" if dt == "i16" else dt))
+        else:
+            if D.dtype(dt).is_float:
+                init = _LOWEST[dt] if op == "TROWMAX" else -_LOWEST[dt]
+            else:
+                init = np.iinfo(npt).min if op == "TROWMAX" else np.iinfo(npt).max
+            acc = pto.v.vbr(npt.type(init), result_type=_vreg(dt))
+        for c in range(0, vc, lanes):
+            m, rem = _plt(dt, rem)
+            v = _ld(0, dt, r * cols + c)
+            if op == "TROWSUM":
+                red = pto.v.vcadd(v, m)
+                acc = pto.v.vadd(acc, red, _plt("i32", 1)[0] if dt == "i16" else one)
+            else:
+                red = (pto.v.vcmax if op == "TROWMAX" else pto.v.vcmin)(v, m)
+                if D.dtype(dt).is_float:
+                    red = pto.v.vsel(red, acc, m)
+                acc = (pto.v.vmax if op == "TROWMAX" else pto.v.vmin)(acc, red, one)
+        if op == "TROWSUM" and dt == "i16":
+            acc = _cvt(acc, "i16", _plt("i32", 1)[0], sat="NOSAT", part="EVEN")
+        _st(acc, 3, dt, r * dst_cols, one, dist=_ONE_PT[isz])
+
+
+@pytest.mark.parametrize("op,dt", [("TROWSUM", dt) for dt in ("f32", "f16", "i32", "i16")]
+                         + [(op, dt) for op in ("TROWMAX", "TROWMIN")
+                            for dt in ("f32", "f16", "i32", "i16")])
+@SETTINGS
+@given(data=st.data())
+def test_row_reduction(a5, op, dt, data):
+    """TROWSUM / TROWMAX / TROWMIN over rows of at most one vector register: bit-equal (a
+    vcadd is the same pairwise tree as the tile op's). Longer rows: see
+    test_trowsum_of_long_rows."""
+    rows, cols, vr, vc = data.draw(_shape(dt, max_chunks=1))
+    x = _values(data.draw, dt, (rows, cols))
+    if D.dtype(dt).is_float:
+        x[x == 0] = 0  # (-0: a tree of N lanes and one of N/2 differ in the sign of 0 + -0)
+        if op == "TROWMAX":  # (a row of -inf: test_trowmax_of_minus_infinity)
+            x[x == -np.inf] = -1
+        if op == "TROWMIN":
+            x[x == np.inf] = 1
+    dcols = 32 // np.dtype(_np(dt)).itemsize
+    pad = _values(data.draw, dt, (rows, dcols))
+    src = _tile(dt, rows, cols, (vr, vc), 0, x)
+    tmp = _tile(dt, rows, cols, (vr, vc), 1, x)
+    want = _tile(dt, rows, dcols, (vr, 1), 2, pad)
+    got = _tile(dt, rows, dcols, (vr, 1), 3, pad)
+    getattr(pto, op)(want, src, tmp)
+    _lower_row_reduction(op, dt, vr, vc, cols, dcols)
+    _same_bits(want, got, f"{op} {dt} {rows}x{cols} valid {vr}x{vc}")
+
+
+def _lower_col_reduction(op: str, dt: str, vr: int, vc: int, cols: int) -> None:
+    """``register_column_reduction``: per chunk of columns, row 0 loaded, then each next row
+    folded in with vadd / vmax under the chunk's mask, stored to row 0 of dst."""
+    fn = pto.v.vadd if op == "TCOLSUM" else pto.v.vmax
+    lanes = _lanes(dt)
+    rem = vc
+    for c in range(0, vc, lanes):
+        m, rem = _plt(dt, rem)
+        acc = _ld(0, dt, c)
+        for r in range(1, vr):
+            acc = fn(acc, _ld(0, dt, r * cols + c), m)
+        _st(acc, 3, dt, c, m)
+
+
+@pytest.mark.parametrize("op,dt", [(op, dt) for op in ("TCOLSUM", "TCOLMAX")
+                                   for dt in ("f32", "f16", "bf16", "i32", "i16")])
+@SETTINGS
+@given(data=st.data())
+def test_col_reduction(a5, op, dt, data):
+    """TCOLSUM (the plain form, row by row) / TCOLMAX against register_column_reduction."""
+    rows, cols, vr, vc = data.draw(_shape(dt))
+    x = _values(data.draw, dt, (rows, cols))
+    pad = _values(data.draw, dt, (1, cols))
+    src = _tile(dt, rows, cols, (vr, vc), 0, x)
+    want = _tile(dt, 1, cols, (1, vc), 2, pad)
+    got = _tile(dt, 1, cols, (1, vc), 3, pad)
+    getattr(pto, op)(want, src)
+    _lower_col_reduction(op, dt, vr, vc, cols)
+    _same_bits(want, got, f"{op} {dt} {rows}x{cols} valid {vr}x{vc}")
+
+
+def _tree(x: np.ndarray) -> np.float32:
+    """A pairwise tree over a power-of-two row: element j meets j + n/2, halving (f32)."""
+    x = x.astype(np.float32)
+    while x.size > 1:
+        x = x[: x.size // 2] + x[x.size // 2:]
+    return x[0]
+
+
+def test_trowsum_of_long_rows(a5):
+    """Rows longer than one register: a real difference of order. The tile op (ptoisa's A5
+    TROWSUM, as pto-isa's A5 code folds a row's registers lane-wise before one vcadd) adds
+    the whole row as one pairwise tree; the TileLib's register_rowsum reduces each register
+    with vcadd and adds those sums in row order. vcadd.md leaves the order to the hardware
+    ("using a tree-reduction strategy implemented by the hardware"), so both are the
+    documented semantics of their level; they agree on rows of one register."""
+    x = np.ones((1, 128), np.float32)
+    x[0, 0], x[0, 64] = 1e8, -1e8
+    src = _tile("f32", 1, 128, (1, 128), 0, x)
+    want = _tile("f32", 1, 8, (1, 1), 2, np.zeros((1, 8), np.float32))
+    got = _tile("f32", 1, 8, (1, 1), 3, np.zeros((1, 8), np.float32))
+    pto.TROWSUM(want, src, src)
+    _lower_row_reduction("TROWSUM", "f32", 1, 128, 128, 8)
+    assert _read(want)[0, 0] == _tree(x[0]) == 126
+    assert _read(got)[0, 0] == np.float32(_tree(x[0, :64]) + _tree(x[0, 64:])) != 126
+
+
+def test_trowmax_of_minus_infinity(a5):
+    """A row of -inf: TROWMAX gives -inf (the max of the row), the TileLib's kernel the lowest
+    finite value: register_row_extreme starts its accumulator from ``pad_min`` (-FLT_MAX),
+    and vmax(-FLT_MAX, -inf) keeps it. A difference of PTOAS's lowering (its start should
+    be -inf); ptoisa's vmax / vcmax do what their pages say."""
+    x = np.full((1, 64), -np.inf, np.float32)
+    src = _tile("f32", 1, 64, (1, 64), 0, x)
+    want = _tile("f32", 1, 8, (1, 1), 2, np.zeros((1, 8), np.float32))
+    got = _tile("f32", 1, 8, (1, 1), 3, np.zeros((1, 8), np.float32))
+    pto.TROWMAX(want, src, src)
+    _lower_row_reduction("TROWMAX", "f32", 1, 64, 64, 8)
+    assert _read(want)[0, 0] == -np.inf
+    assert _read(got)[0, 0] == np.finfo(np.float32).min
