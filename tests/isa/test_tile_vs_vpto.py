@@ -33,7 +33,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 #: UB slots of the operands (16 KiB apart: room for a 64 x 64 f32 tile)
 SLOT = 16 * 1024
-SETTINGS = settings(max_examples=8, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=16, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 
@@ -576,3 +576,143 @@ def test_trowmax_of_minus_infinity(a5):
     _lower_row_reduction("TROWMAX", "f32", 1, 64, 64, 8)
     assert _read(want)[0, 0] == -np.inf
     assert _read(got)[0, 0] == np.finfo(np.float32).min
+
+
+# ---- compare and select -----------------------------------------------------------------------
+
+CMP = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
+
+
+def _lower_tcmps_f16(mode: str, scalar: Any, vr: int, vc: int, cols: int) -> None:
+    """``_emit_tcmps_2d`` for 16-bit sources: per chunk vcmps under the chunk's mask, psts PK
+    (16 bytes: one bit per element) at ``(row * iters_per_row + chunk) * 16`` of the u8
+    destination in slot 4: a byte stream whose rows are ``iters_per_row * 16`` bytes apart."""
+    lanes = _lanes("f16")
+    per_row = -(-vc // lanes)
+    for r in range(vr):
+        rem = vc
+        for c in range(0, vc, lanes):
+            m, rem = _plt("f16", rem)
+            p = pto.v.vcmps(_ld(0, "f16", r * cols + c), scalar, m, cmp_mode=CMP[mode])
+            pto.v.psts(p, _ptr(4, "ui8", 0), (r * per_row + c // lanes) * 16, dist="PK")
+
+
+def _lower_tsel_f16(vr: int, vc: int, cols: int, mask_cols: int) -> None:
+    """``_emit_tsel_2d`` for f16: plds US of the mask row's bytes (each bit doubled: one per
+    b16 lane), vsel(src0, src1), vsts under the chunk's mask."""
+    lanes = _lanes("f16")
+    for r in range(vr):
+        rem = vc
+        for c in range(0, vc, lanes):
+            pred, rem = _plt("f16", rem)
+            sel, _ = pto.v.plds(_ptr(4, "ui8", 0), r * mask_cols + c // 8, dist="US",
+                                result_type="b16")
+            e = r * cols + c
+            _st(pto.v.vsel(_ld(0, "f16", e), _ld(1, "f16", e), sel), 3, "f16", e, pred)
+
+
+@pytest.mark.parametrize("mode", list(CMP))
+@SETTINGS
+@given(data=st.data())
+def test_tcmps_then_tsel(a5, mode, data):
+    """TCMPS(mask, src0, scalar, mode) then TSEL(dst, mask, src0, src1) on f16, against the
+    lowered TCMPS (vcmps, psts PK) and TSEL (plds US, vsel) kernels: the selected tile and the
+    mask's packed bits of the valid elements agree bit for bit. Rows where the two levels'
+    mask layouts coincide: one row, or rows of 129..256 elements (see
+    test_tcmps_row_stride)."""
+    vc = data.draw(st.integers(1, 256))
+    vr = 1 if vc <= 128 else data.draw(st.integers(1, 3))
+    rows, cols = vr, 256
+    x, y, pad = (_values(data.draw, "f16", (rows, cols)) for _ in range(3))
+    scalar = x.flat[data.draw(st.integers(0, x.size - 1))]  # (ties too)
+    mask_cols = 32
+    src0 = _tile("f16", rows, cols, (vr, vc), 0, x)
+    src1 = _tile("f16", rows, cols, (vr, vc), 1, y)
+    want = _tile("f16", rows, cols, (vr, vc), 2, pad)
+    got = _tile("f16", rows, cols, (vr, vc), 3, pad)
+    # (A5's TCMPS writes a u32 tile, "packed 32 elements per DWORD"; the TileLib's a u8 one:
+    # the same bytes, LSB first)
+    mask = _tile("ui32", rows, 8, (vr, 8), 5, np.zeros((rows, 8), np.uint32))
+    pto.TCMPS(mask, src0, scalar, pto.CmpMode[mode])
+    pto.TSEL(want, mask, src0, src1)
+    lowered = _tile("ui8", rows, mask_cols, (vr, mask_cols), 4,
+                    np.zeros((rows, 32), np.uint8))
+    _lower_tcmps_f16(mode, scalar, vr, vc, cols)
+    _lower_tsel_f16(vr, vc, cols, mask_cols)
+    _same_bits(want, got, f"TCMPS {mode} + TSEL f16 {rows}x{cols} valid {vr}x{vc}")
+    bits = np.unpackbits(_read(mask).view(np.uint8), axis=1, bitorder="little")[:, :vc]
+    low = np.unpackbits(_read(lowered), axis=1, bitorder="little")[:, :vc]
+    np.testing.assert_array_equal(bits, low)
+
+
+def test_tcmps_row_stride(a5):
+    """The packed mask of rows of at most 128 f16 elements: the tile op puts row r at byte
+    r * dst.Cols (the A5 layout, like TCMP), the TileLib's _emit_tcmps_2d at r * 16 (its
+    comment: "Each row starts after the packed bytes emitted for the preceding row"), while
+    its own TSEL reads row r at r * mask.Cols: with a 32-byte mask row (u8 tiles have rows of
+    32-byte multiples) the lowered TCMPS and TSEL disagree with each other. A difference of
+    PTOAS's lowering, stated here."""
+    x = np.arange(2 * 128, dtype=np.float16).reshape(2, 128)
+    src = _tile("f16", 2, 128, (2, 128), 0, x)
+    mask = _tile("ui32", 2, 8, (2, 8), 5, np.zeros((2, 8), np.uint32))
+    pto.TCMPS(mask, src, np.float16(-1), pto.CmpMode.GT)  # every element: all bits set
+    tile_bytes = _read(mask).view(np.uint8)
+    assert (tile_bytes[:, :16] == 0xFF).all() and (tile_bytes[:, 16:] == 0).all()
+    _tile("ui8", 2, 32, (2, 32), 4, np.zeros((2, 32), np.uint8))
+    _lower_tcmps_f16("GT", np.float16(-1), 2, 128, 128)
+    lowered = np.array(_read(_tile_view("ui8", 2, 32, 4)))
+    assert (lowered[0] == 0xFF).all() and (lowered[1] == 0).all()  # row 1 at bytes 16..31
+
+
+def _tile_view(dt: str, rows: int, cols: int, slot: int) -> pto.Tile:
+    t = pto.Tile(pto.TileType.Vec, D.dtype(dt), rows, cols)
+    pto.TASSIGN(t, slot * SLOT)
+    return t
+
+
+# ---- expansions ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16", "i32", "i16"])
+@SETTINGS
+@given(data=st.data())
+def test_texpands(a5, dt, data):
+    """TEXPANDS against ``register_scalar_fill`` (vdup of the scalar under the chunk's mask,
+    vsts under it)."""
+    rows, cols, vr, vc = data.draw(_shape(dt))
+    pad = _values(data.draw, dt, (rows, cols))
+    scalar = _values(data.draw, dt, (1, 1))[0, 0]
+    want = _tile(dt, rows, cols, (vr, vc), 2, pad)
+    got = _tile(dt, rows, cols, (vr, vc), 3, pad)
+    pto.TEXPANDS(want, scalar)
+
+    def chunk(e: int, m: Mask) -> None:
+        _st(pto.v.vdup(scalar, m, result_type=_vreg(dt)), 3, dt, e, m)
+
+    _rows_2d(dt, vr, vc, cols, chunk)
+    _same_bits(want, got, f"TEXPANDS {dt} {scalar!r} {rows}x{cols} valid {vr}x{vc}")
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "i32", "i16"])
+@SETTINGS
+@given(data=st.data())
+def test_trowexpandmul(a5, dt, data):
+    """TROWEXPANDMUL(dst, src0, src1, src1Col=1) against ``_emit_row_expand_body``: per chunk
+    vlds src0, vlds of src1's row and vdup of its lowest lane, vmul, vsts."""
+    rows, cols, vr, vc = data.draw(_shape(dt))
+    x, pad = (_values(data.draw, dt, (rows, cols)) for _ in range(2))
+    per = 32 // np.dtype(_np(dt)).itemsize
+    s = _values(data.draw, dt, (rows, per))
+    src0 = _tile(dt, rows, cols, (vr, vc), 0, x)
+    src1 = _tile(dt, rows, per, (vr, 1), 1, s)
+    want = _tile(dt, rows, cols, (vr, vc), 2, pad)
+    got = _tile(dt, rows, cols, (vr, vc), 3, pad)
+    pto.TROWEXPANDMUL(want, src0, src1, src1Col=1)
+    lanes = _lanes(dt)
+    for r in range(vr):
+        rem = vc
+        for c in range(0, vc, lanes):
+            m, rem = _plt(dt, rem)
+            rhs = pto.v.vdup(_ld(1, dt, r * per), m)
+            e = r * cols + c
+            _st(pto.v.vmul(_ld(0, dt, e), rhs, m), 3, dt, e, m)
+    _same_bits(want, got, f"TROWEXPANDMUL {dt} {rows}x{cols} valid {vr}x{vc}")
