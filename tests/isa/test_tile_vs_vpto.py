@@ -716,3 +716,67 @@ def test_trowexpandmul(a5, dt, data):
             e = r * cols + c
             _st(pto.v.vmul(_ld(0, dt, e), rhs, m), 3, dt, e, m)
     _same_bits(want, got, f"TROWEXPANDMUL {dt} {rows}x{cols} valid {vr}x{vc}")
+
+
+# ---- the .pto path ------------------------------------------------------------------------------
+
+VDIV_KERNEL = """
+module attributes {pto.target_arch = "a5"} {
+  func.func @tdiv_lowered(%a: !pto.ptr<f32, gm>, %b: !pto.ptr<f32, gm>,
+                          %out: !pto.ptr<f32, gm>) attributes {pto.kernel} {
+    %c0 = arith.constant 0 : index
+    %c64 = arith.constant 64 : index
+    %c200 = arith.constant 200 : index
+    %n = arith.constant 200 : i32
+    %c0_i64 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %c800 = arith.constant 800 : i64
+    %c1024 = arith.constant 1024 : i64
+    %c4096 = arith.constant 4096 : i64
+    %c8192 = arith.constant 8192 : i64
+    %ua = pto.castptr %c0_i64 : i64 -> !pto.ptr<f32, ub>
+    %ub = pto.castptr %c4096 : i64 -> !pto.ptr<f32, ub>
+    %uo = pto.castptr %c8192 : i64 -> !pto.ptr<f32, ub>
+    pto.mte_gm_ub %a, %ua, %c0_i64, %c800 nburst(%c1, %c800, %c1024)
+      : !pto.ptr<f32, gm>, !pto.ptr<f32, ub>, i64, i64, i64, i64, i64
+    pto.mte_gm_ub %b, %ub, %c0_i64, %c800 nburst(%c1, %c800, %c1024)
+      : !pto.ptr<f32, gm>, !pto.ptr<f32, ub>, i64, i64, i64, i64, i64
+    pto.vecscope {
+      %left = scf.for %off = %c0 to %c200 step %c64 iter_args(%r = %n) -> (i32) {
+        %m, %next = pto.plt_b32 %r : i32 -> !pto.mask<b32>, i32
+        %x = pto.vlds %ua[%off] : !pto.ptr<f32, ub> -> !pto.vreg<64xf32>
+        %y = pto.vlds %ub[%off] : !pto.ptr<f32, ub> -> !pto.vreg<64xf32>
+        %q = pto.vdiv %x, %y, %m : !pto.vreg<64xf32>, !pto.vreg<64xf32>, !pto.mask<b32>
+          -> !pto.vreg<64xf32>
+        pto.vsts %q, %uo[%off], %m : !pto.vreg<64xf32>, !pto.ptr<f32, ub>, !pto.mask<b32>
+        scf.yield %next : i32
+      }
+    }
+    pto.mte_ub_gm %uo, %out, %c800 nburst(%c1, %c1024, %c800)
+      : !pto.ptr<f32, ub>, !pto.ptr<f32, gm>, i64, i64, i64, i64
+    return
+  }
+}
+"""
+
+
+@SETTINGS
+@given(data=st.data())
+def test_tdiv_as_a_vecscope_program(data):
+    """The TDIV f32 lowering as a ``.pto`` vecscope (the emitted form: plt_b32 / vlds / vdiv /
+    vsts in an scf.for over a 200-element row, DMA in and out) against TDIV on tiles."""
+    a = _values(data.draw, "f32", (1, 200))
+    b = _values(data.draw, "f32", (1, 200))
+    out = np.zeros(200, np.float32)
+    prog = pto.load(VDIV_KERNEL, filename="tdiv.pto", target="a5")
+    prog.run("tdiv_lowered", a.reshape(-1).copy(), b.reshape(-1).copy(), out, target="a5")
+    with pto.target("a5") as m:
+        try:
+            want = _tile("f32", 1, 256, (1, 200), 2, np.zeros((1, 256), np.float32))
+            pto.TDIV(want, _tile("f32", 1, 256, (1, 200), 0, np.pad(a, ((0, 0), (0, 56)))),
+                     _tile("f32", 1, 256, (1, 200), 1, np.pad(b, ((0, 0), (0, 56)))))
+            np.testing.assert_array_equal(_bits(out), _bits(_read(want)[0, :200]))
+        finally:
+            from ptoisa import memory
+
+            memory.pop(m)
