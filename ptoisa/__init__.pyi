@@ -1506,7 +1506,7 @@ def TMAX(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TMAXS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event) -> Event:
     """
-    dst = max(src, scalar).
+    dst = max(src, scalar) (NaN wins; of +0 and -0, the scalar: vmaxs's max as vmax's (src > scalar) ? src : scalar).
     """
     ...
 
@@ -1520,7 +1520,7 @@ def TMIN(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
 
 def TMINS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event) -> Event:
     """
-    dst = min(src, scalar).
+    dst = min(src, scalar) (NaN wins; of +0 and -0, the scalar).
     """
     ...
 
@@ -2819,7 +2819,7 @@ def VMAX(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
 
 def VMAXS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
-    result[i] = max(input[i], scalar) on active lanes, 0 elsewhere.
+    result[i] = max(input[i], scalar) on active lanes (as vmax: NaN wins, of +0 and -0 the scalar), 0 elsewhere.
     """
     ...
 
@@ -2833,7 +2833,7 @@ def VMIN(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
 
 def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
-    result[i] = min(input[i], scalar) on active lanes, 0 elsewhere.
+    result[i] = min(input[i], scalar) on active lanes (as vmin: NaN wins, of +0 and -0 the scalar), 0 elsewhere.
     """
     ...
 

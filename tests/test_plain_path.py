@@ -366,8 +366,9 @@ def test_remembered_checks_keep_no_tile_alive():
 
 
 SCALAR = {"TADDS": lambda a, s: a + s, "TSUBS": lambda a, s: a - s, "TMULS": lambda a, s: a * s,
-          "TMAXS": np.maximum, "TMINS": np.minimum, "TANDS": lambda a, s: a & s,
-          "TORS": lambda a, s: a | s}
+          "TMAXS": lambda a, s: _nan_first(a, s, np.where(a > s, a, s)),
+          "TMINS": lambda a, s: _nan_first(a, s, np.where(a < s, a, s)),
+          "TANDS": lambda a, s: a & s, "TORS": lambda a, s: a | s}
 
 
 def _as_type(s: Any, t: np.dtype) -> Any:

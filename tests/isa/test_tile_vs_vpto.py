@@ -268,7 +268,7 @@ def test_signed_zero_ties(a5):
     """vmax.md / vmin.md (pto-isa isa/vector/ops/binary-vector-ops): ``dst[i] = (lhs[i] >
     rhs[i]) ? lhs[i] : rhs[i]`` (vmin with ``<``), NaN propagating: ties of +0 and -0 give
     rhs, at both levels (numpy's maximum / minimum, which both used before, pick either
-    zero by dtype: f16 kept lhs, f32 rhs)."""
+    zero by dtype: f16 kept lhs, f32 rhs). The scalar forms take the scalar as rhs."""
     for dt in ("f32", "f16", "bf16"):
         a = np.array([0.0, -0.0] * (_lanes(dt) // 2), _np(dt))
         b = -a
@@ -281,6 +281,12 @@ def test_signed_zero_ties(a5):
             getattr(pto, op)(d, s0, s1)
             np.testing.assert_array_equal(np.signbit(_read(d)[0]), np.signbit(b),
                                           err_msg=f"{op} {dt}")
+            for z in (0.0, -0.0):  # TMAXS / TMINS and vmaxs / vmins: the scalar is rhs
+                zs = _np(dt).type(z)
+                getattr(pto, op + "S")(d, s0, zs)
+                assert (np.signbit(_read(d)[0]) == np.signbit(zs)).all(), (op, dt, z)
+                r = getattr(pto.v, fn.mnemonic + "s")(VReg(a), zs, _full(dt)).data
+                assert (np.signbit(r) == np.signbit(zs)).all(), (fn.mnemonic, dt, z)
 
 
 def test_trsqrt_of_infinity(a5):
