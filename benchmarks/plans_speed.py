@@ -4,9 +4,11 @@ plain-numpy version of the same maths, in process CPU time (run it with
 ``OPENBLAS_NUM_THREADS=1``) and wall time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/plans_speed.py [--rounds N] [--only TEXT]
+        [--no-batches]
 
 Prints per kernel the median per launch of each way, its ratio to numpy, the time the plan
-took to record (its second launch, see ptoisa/plans.py) and its hit rate. The eager kernels
+took to record (its second launch, see ptoisa/plans.py), its hit rate and the loops its plans
+run as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches). The eager kernels
 (``pto.launch``) have no plans yet: they are not listed.
 """
 
@@ -90,11 +92,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="")
+    ap.add_argument("--no-batches", action="store_true",
+                    help="plans run loops as recorded (ptoisa.plans.BATCH_LOOPS off)")
     ns = ap.parse_args()
+    if ns.no_batches:
+        from ptoisa import plans
+        plans.BATCH_LOOPS = False
     from scale import cpu_name
 
     print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds")
-    print(f"{'kernel':44s} {'interpreted':>22s} {'plan':>22s} {'record':>8s}  hits")
+    print(f"{'kernel':44s} {'interpreted':>22s} {'plan':>22s} {'record':>8s}  hits  batched")
     print(f"{'':44s} {'cpu ms (x np) wall ms':>22s} {'cpu ms (x np) wall ms':>22s}")
     for name, np_fn, k_fn, k, stats_of in cases():
         if ns.only not in name:
@@ -118,7 +125,7 @@ def main() -> None:
         stats = f"{st.hits}/{st.hits + st.interpreted}"
         print(f"{name:44s} {med['off'][0] * 1e3:7.3f} ({ratio['off']:5.2f}x) "
               f"{med['off'][1] * 1e3:7.3f} {med['on'][0] * 1e3:7.3f} ({ratio['on']:5.2f}x) "
-              f"{med['on'][1] * 1e3:7.3f} {rec * 1e3:7.1f}ms  {stats}", flush=True)
+              f"{med['on'][1] * 1e3:7.3f} {rec * 1e3:7.1f}ms  {stats}  {st.batched}", flush=True)
     print("numpy per launch is the 'x np' denominator (same rounds, same process)")
 
 

@@ -90,6 +90,12 @@ from .vector import v as v  # noqa: E402 - pto.v.vadd ...: the vector micro-ISA'
 
 __all__ += ["v"]
 
+from .vector import vmi as vmi  # noqa: E402 - pto.vmi.vadd ...: the logical vector ops (VMI)
+from .vector.logical import LMask as LMask  # noqa: E402 - VMI values
+from .vector.logical import LVec as LVec  # noqa: E402
+
+__all__ += ["LMask", "LVec", "vmi"]
+
 # Every registered instruction is an attribute of the package: pto.TADD, pto.TROWSUM, ...
 globals().update(REGISTRY)
 __all__ += sorted(REGISTRY)

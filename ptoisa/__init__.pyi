@@ -73,6 +73,9 @@ from .tile import (
 )
 from .concurrent import comm as comm
 from .vector import v as v
+from .vector import vmi as vmi
+from .vector.logical import LMask as LMask
+from .vector.logical import LVec as LVec
 from .enums import AccPhase
 from .enums import AccToVecMode
 from .isa.elementwise.common import Algorithm
@@ -575,7 +578,8 @@ def SET_QUANT_SCALAR(
 def SET_QUANT_VECTOR(fpTile: Tile, *events: Event) -> Event:
     """
     Program the vector quant register (one uint64 word per output column) from a Scaling
-    tile, read by the next fix-pipe TPUSH.
+    tile, read by the next fix-pipe TPUSH. A5's payload of f16 / bf16 / f32 scales is refused
+    by name when it runs: how the fix-pipe reads it (the FPC encoding) is not documented.
     """
     ...
 
@@ -679,6 +683,13 @@ def TADDDEQRELU(
     dst = half(max(0, (src0 + src1) * deqScale)): the i32 sum (wrapping) goes to f32 and is
     scaled as ((x * 2^-17) * deqScale) * 2^17 in f32, then ReLU and a saturating RNE
     conversion to f16.
+    """
+    ...
+
+
+def TADDRELU(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
+    """
+    dst = max(src0 + src1, 0): the sum rounded to the element type (integers wrap), then negative values (and -0) become 0 and NaN stays NaN. PTOAS lowers pto.taddrelu to the A2/A3 vector instruction VADDRELU (f32, f16, i16; designs/a2a3-vpto-elementwise-impl.md); it has no pto-isa intrinsic, so it is an A2/A3 instruction here.
     """
     ...
 
@@ -1076,6 +1087,7 @@ def TEXTRACT(
     indexColQuant: int | float | np.generic | None = None,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     dst[i, j] = src[indexRow + i, indexCol + j] over dst's valid region.
@@ -1084,7 +1096,9 @@ def TEXTRACT(
     ``TEXTRACT(dst, src, preQuantScalar, indexRow, indexCol)`` (a scalar quant word for the
     fix-pipe). Element types convert through the fix-pipe (Acc sources; any source on cpu);
     ``reluMode=NormalRelu`` applies ReLU. On cpu the window is dst's valid region, on the NPUs
-    dst's static Rows x Cols must fit inside src (the manual's bound).
+    dst's static Rows x Cols must fit inside src (the manual's bound). ``accToVecMode``
+    (PTOAS, A5 Acc -> Vec): a single-core mode delivers the whole window to dst; a dual mode
+    is refused by name.
     """
     ...
 
@@ -1097,6 +1111,7 @@ def TEXTRACT_FP(
     indexCol: int | float | np.generic,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     TEXTRACT through the fix-pipe with per-column quant words: dst[i, j] =
@@ -1361,11 +1376,13 @@ def TINSERT(
     indexColQuant: int | float | np.generic | None = None,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
-    untouched. Overloads, conversion and ReLU as TEXTRACT (``TINSERT(dst, src, indexRow,
-    indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow, indexCol)``).
+    untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
+    src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
+    indexCol)``).
     """
     ...
 
@@ -1378,6 +1395,7 @@ def TINSERT_FP(
     indexCol: int | float | np.generic,
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
+    accToVecMode: str = 'single_mode_vec0',
 ) -> Event:
     """
     TINSERT through the fix-pipe with per-column quant words: dst[indexRow + i,
@@ -1867,6 +1885,7 @@ def TQUANT(
     store_mode: Any = None,
     grp_axis: int = 1,
     mx_alg: Any = None,
+    interleave: bool = False,
 ) -> Event:
     """
     Quantise src. MX (MXFP8 e4m3 / MXFP4 e2m1, groups of 32 along columns, or rows with
@@ -1875,9 +1894,12 @@ def TQUANT(
     per row group and column) from it (OCP: exponent of the max minus emax; NV: ceil(log2(max /
     Vmax))), ``scaling = 2**(127 - exp)`` (flat) and ``dst = cast(src * scaling)`` (round to
     nearest even, saturating; NaN groups have exponent 255). ``exp_zz`` (store_mode NZ) gets the
-    exponents in 16x2 ZZ boxes. INT8: operands ``(dst, src, scale[, offset])`` or ``(dst, src,
-    scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r] (+ offset[r])))``, i8 for
-    INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is not needed here.
+    exponents in 16x2 ZZ boxes. ``interleave`` (axis 0 only) writes the exponents of row groups
+    2p and 2p + 1 side by side: ``exp[p, 2c + k] = e[2p + k, c]`` (0 for a missing last
+    group); max and scaling keep their layout. INT8: operands ``(dst, src, scale[,
+    offset])`` or ``(dst, src, scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r]
+    (+ offset[r])))``, i8 for INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is
+    not needed here.
     """
     ...
 
@@ -2001,7 +2023,7 @@ def TROWARGMIN(
 
 def TROWEXPAND(dst: Tile, src: Tile, *events: Event) -> Event:
     """
-    dst[i, j] = src[i, 0] over dst's valid region.
+    dst[i, j] = src[i, 0] over dst's valid region (src ND, or a DN column vector).
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src.
@@ -2834,6 +2856,828 @@ def VMIN(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
 def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
     result[i] = min(input[i], scalar) on active lanes (as vmin: NaN wins, of +0 and -0 the scalar), 0 elsewhere.
+    """
+    ...
+
+
+def VMI_ACTIVE_PREFIX_INDEX(mask: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i] = the number of active lanes before lane i (popcount(mask[0 .. i))).
+    """
+    ...
+
+
+def VMI_CHANNEL_MERGE(inputs: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i * C + c] = inputs[c][i] (C operands of one lane count).
+    """
+    ...
+
+
+def VMI_CHANNEL_SPLIT(src: Any, *events: Event, result_types: Any = None) -> Any:
+    """
+    C channels (C = the results bound), out[c][i] = src[i * C + c].
+    """
+    ...
+
+
+def VMI_COMPRESS(src: Any, mask: Any, *events: Event) -> Any:
+    """
+    The active lanes of src in lane order at the front, 0 after them (the manual: the tail
+    is "zero/undef" at the VMI level; ptoisa gives 0, the micro-op vsqz's zeroing).
+    """
+    ...
+
+
+def VMI_COMPRESS_STORE(value: Any, dest: Any, offset: Any, mask: Any, *events: Event) -> Event:
+    """
+    The active lanes, in lane order, to ub[offset], ub[offset + 1], ... (the manual's
+    "pto.vmi.compress_store").
+    """
+    ...
+
+
+def VMI_CONSTANT(*events: Event, value: Any = None, result_type: Any = None) -> Any:
+    """
+    result = the dense value's elements (a splat in every lane).
+    """
+    ...
+
+
+def VMI_CONSTANT_MASK(*events: Event, value: Any = None, result_type: Any = None) -> Any:
+    """
+    result = the dense i1 value's bools (a splat in every lane).
+    """
+    ...
+
+
+def VMI_CREATE_GROUP_MASK(
+    active_elems_per_group: Any,
+    *events: Event,
+    num_groups: Any = None,
+    group_size: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = (i % group_size) < active_elems_per_group, over num_groups groups.
+    """
+    ...
+
+
+def VMI_CREATE_MASK(active_lanes: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    result[i] = i < active_lanes (all lanes from active_lanes >= L on; none below 1).
+    """
+    ...
+
+
+def VMI_ENSURE_LAYOUT(source: Any, *events: Event) -> Any:
+    """
+    result = source: the same lanes, placed in the result type's layout.
+    """
+    ...
+
+
+def VMI_ENSURE_MASK_GRANULARITY(source: Any, *events: Event) -> Any:
+    """
+    result = source: the same mask lanes, read at the result type's granularity.
+    """
+    ...
+
+
+def VMI_ENSURE_MASK_LAYOUT(source: Any, *events: Event) -> Any:
+    """
+    result = source: the same mask lanes, placed in the result type's layout.
+    """
+    ...
+
+
+def VMI_EXPAND_LOAD(
+    source: Any,
+    offset: Any,
+    mask: Any,
+    passthru: Any | None = None,
+    *events: Event,
+    result_type: Any = None,
+) -> Any:
+    """
+    The k-th active lane gets ub[offset + k] (the manual's "vmi.expand_load"); the others
+    passthru (0 without it).
+    """
+    ...
+
+
+def VMI_MASKED_LOAD(
+    source: Any,
+    offset: Any,
+    mask: Any,
+    passthru: Any | None = None,
+    *events: Event,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = mask[i] ? ub[offset + i] : passthru[i] (0 without passthru); inactive
+    lanes read no memory.
+    """
+    ...
+
+
+def VMI_PACK(parts: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    The layout-assigned value ``result_type`` whose physical registers are ``parts`` (the
+    inverse of unpack: each logical lane read where the lane map puts it).
+    """
+    ...
+
+
+def VMI_PSET(*events: Event, pattern: str = 'PAT_ALL', result_type: Any = None) -> Any:
+    """
+    A mask from a pattern token over the logical lanes: PAT_ALL, PAT_ALLF (none),
+    PAT_VL<k> (the first k lanes); the micro-ops' tokens (micro-isa/05).
+    """
+    ...
+
+
+def VMI_SHUFFLE(src: Any, *events: Event, indices: Any = None, result_type: Any = None) -> Any:
+    """
+    result[i] = src[indices[i]].
+    """
+    ...
+
+
+def VMI_UNPACK(
+    source: Any,
+    *events: Event,
+    source_type: Any = None,
+    result_types: Any = None,
+) -> Any:
+    """
+    The physical registers of a layout-assigned value (``source_type`` states its layout),
+    in PTOAS's canonical order (``ptoisa.vector.logical.lane_map``). Data lanes outside the
+    value (padding, unused group slots: undefined on the NPU) hold the poison pattern of
+    unwritten bytes (0xFF); mask lanes outside it are inactive.
+    """
+    ...
+
+
+def VMI_VABS(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = |src[i]| on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VADD(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] + rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VADDS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] + scalar on active lanes, 0 elsewhere (the scalar in src's element type).
+    """
+    ...
+
+
+def VMI_VAND(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] & rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise and.
+    """
+    ...
+
+
+def VMI_VAXPY(
+    x: Any,
+    acc: Any,
+    alpha: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = alpha * x[i] + acc[i] (one rounding) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VBRC(value: Any, *events: Event, group: Any = None, result_type: Any = None) -> Any:
+    """
+    Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
+    g * L / C + j = value[g].
+    """
+    ...
+
+
+def VMI_VCADD(
+    src: Any,
+    mask: Any,
+    *events: Event,
+    group: Any = None,
+    reassoc: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[g] = the sum of the active lanes of group g (L / C lanes each, C = group or 1); integers wrap, floats accumulate in f32 in lane order.
+    """
+    ...
+
+
+def VMI_VCHIST(acc: Any, src: Any, mask: Any | None = None, *events: Event) -> Any:
+    """
+    result[b] = acc[b] + the number of active src lanes <= b (the cumulative histogram; src read unsigned; counts wrap in 16 bits).
+    """
+    ...
+
+
+def VMI_VCI(
+    base: int | float | np.generic,
+    *events: Event,
+    order: Any = None,
+    group: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = base + j (``ASC``) or base - j (``DESC``), j = i, or i % (L / group) with
+    ``group``; integers wrap to the element type.
+    """
+    ...
+
+
+def VMI_VCMAX(
+    src: Any,
+    mask: Any,
+    *events: Event,
+    group: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[g] = the maximum of the active lanes of group g (-inf / the type's minimum when none is active; signless integers, iN, compare unsigned).
+    """
+    ...
+
+
+def VMI_VCMIN(
+    src: Any,
+    mask: Any,
+    *events: Event,
+    group: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[g] = the minimum of the active lanes of group g (+inf / the type's maximum when none is active; signless integers, iN, compare unsigned).
+    """
+    ...
+
+
+def VMI_VCMP(
+    lhs: Any,
+    rhs: Any,
+    seed: Any | None = None,
+    *events: Event,
+    cmp: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = seed[i] && (lhs[i] cmp rhs[i]) (floats unordered: NaN compares false but
+    for ne; signless integers, ``iN``, compare unsigned); ``cmp`` may be one of MLIR's
+    predicates too (``olt``, ``ult``, ``slt`` ...: their NaN rule and signedness), as the older
+    names ``cmpf "olt", %a, %b`` / ``cmpi`` write it (no seed: every lane).
+    """
+    ...
+
+
+def VMI_VCMPS(
+    src: Any,
+    scalar: int | float | np.generic,
+    seed: Any,
+    *events: Event,
+    cmp: Any = None,
+    pmode: Any = None,
+    signless: bool = False,
+) -> Any:
+    """
+    result[i] = seed[i] && (src[i] cmp scalar) (the scalar in src's element type).
+    """
+    ...
+
+
+def VMI_VCVT(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    rounding: Any = None,
+    saturate: Any = None,
+    pmode: Any = None,
+    result_type: Any = None,
+    source_type: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] converted to the result's element type (active lanes; 0
+    elsewhere), rounding and saturation as the module says. Under the older names the name
+    says the source's signedness where it matters: ``extui`` / ``uitofp`` read it unsigned,
+    ``extsi`` / ``sitofp`` signed.
+    """
+    ...
+
+
+def VMI_VDHIST(acc: Any, src: Any, mask: Any | None = None, *events: Event) -> Any:
+    """
+    result[b] = acc[b] + the number of active src lanes equal to b (src read unsigned; counts wrap in 16 bits).
+    """
+    ...
+
+
+def VMI_VDINTLV(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    low = the even lanes, high the odd lanes of the stream lhs ++ rhs (vintlv's inverse); inactive lanes 0.
+    """
+    ...
+
+
+def VMI_VDIV(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] / rhs[i] (IEEE: x / 0 is inf or NaN) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VEXP(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = e^src[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VEXPDIF(
+    x: Any,
+    max: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = exp(x[i] - max[i]) as f32 on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VGATHER(
+    source: Any,
+    offsets: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VINTERPRET_CAST(src: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    The source's bits read as the result type's lanes (lane count may change, the bits
+    are conserved).
+    """
+    ...
+
+
+def VMI_VINTLV(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    low = lhs[0], rhs[0], lhs[1], rhs[1], ... (the first halves), high the same of the second halves; inactive lanes 0.
+    """
+    ...
+
+
+def VMI_VLN(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = ln(src[i]) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VLOAD(
+    source: Any,
+    offset: Any,
+    stride: Any | None = None,
+    block_stride: int | float | np.generic | None = None,
+    *events: Event,
+    dist_mode: Any = None,
+    group: Any = None,
+    pmode: Any = None,
+    result_type: Any = None,
+) -> Any:
+    """
+    result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
+    ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
+    ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
+    first result, the odd ones in ``high``.
+    """
+    ...
+
+
+def VMI_VLRELU(
+    x: Any,
+    slope: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = x[i] > 0 ? x[i] : slope * x[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMAX(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = max(lhs[i], rhs[i]) (NaN propagates) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMAXS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = max(src[i], scalar) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMIN(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = min(lhs[i], rhs[i]) (NaN propagates) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMINS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = min(src[i], scalar) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMUL(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMULA(
+    acc: Any,
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = acc[i] + lhs[i] * rhs[i] (one rounding; integers wrap) on active lanes,
+    0 elsewhere.
+    """
+    ...
+
+
+def VMI_VMULL(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    (low, high)[i] = the low and high 32 bits of lhs[i] * rhs[i] as 64-bit integers
+    (signed lanes: the high half shifted arithmetically), 0 on inactive lanes.
+    """
+    ...
+
+
+def VMI_VMULS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] * scalar on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VNEG(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = -src[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VNOT(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = ~src[i] on the lanes' bits on active lanes, 0 elsewhere; of a mask, its complement.
+    """
+    ...
+
+
+def VMI_VOR(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] | rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise or.
+    """
+    ...
+
+
+def VMI_VPRELU(
+    x: Any,
+    alpha: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = max(x[i], 0) + alpha[i] * min(x[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VRELU(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = max(src[i], 0) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSCATTER(
+    value: Any,
+    dest: Any,
+    offsets: Any,
+    mask: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    ub[dest + offsets[i]] = value[i] on active lanes. Two active lanes with one offset
+    are an error: which one lands is an open question of the design (vmi-implementation-
+    manual.md: "duplicate-index ordering").
+    """
+    ...
+
+
+def VMI_VSEL(mask: Any, true_val: Any, false_val: Any, *events: Event, pmode: Any = None) -> Any:
+    """
+    result[i] = mask[i] ? true_val[i] : false_val[i] (``pmode = "merge"`` says the same:
+    the lanes not selected keep false_val).
+    """
+    ...
+
+
+def VMI_VSELR(source: Any, index: Any, *events: Event) -> Any:
+    """
+    result[i] = source[index[i]] (an index outside the vector is an error).
+    """
+    ...
+
+
+def VMI_VSHL(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] << rhs[i] on active lanes, 0 elsewhere (an amount outside [0, width) gives 0).
+    """
+    ...
+
+
+def VMI_VSHLS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] << scalar on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSHR(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] >> rhs[i], logical (vmi-isa/03: unsigned right shift), on active lanes, 0 elsewhere (an amount outside [0, width) gives 0).
+    """
+    ...
+
+
+def VMI_VSHRS(
+    src: Any,
+    scalar: int | float | np.generic,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+) -> Any:
+    """
+    result[i] = src[i] >> scalar (logical) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSQRT(
+    src: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = sqrt(src[i]) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VSTORE(
+    value: Any,
+    dest: Any,
+    offset: Any,
+    stride: Any | None = None,
+    block_stride: int | float | np.generic | None = None,
+    mask: Any | None = None,
+    high: Any | None = None,
+    *events: Event,
+    dist_mode: Any = None,
+    group: Any = None,
+    pmode: Any = None,
+) -> Event:
+    """
+    ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
+    ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
+    lanes stored through a narrower integer pointer keep their low bits. Two values with
+    ``dist_mode = "dintlv"`` (or ``"intlv"``): interleaved, value[i] at offset + 2i and
+    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load).
+    """
+    ...
+
+
+def VMI_VSUB(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] - rhs[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMI_VXOR(
+    lhs: Any,
+    rhs: Any,
+    mask: Any | None = None,
+    *events: Event,
+    pmode: Any = None,
+    spelling: Any = None,
+) -> Any:
+    """
+    result[i] = lhs[i] ^ rhs[i] on the lanes' bits on active lanes, 0 elsewhere; of two masks, their lane-wise xor.
     """
     ...
 

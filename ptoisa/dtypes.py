@@ -92,6 +92,11 @@ s4 = DType("s4", np.dtype(np.uint8), "int", "int4b_t", coded=True)
 #: hifloat8_t, Huawei HiF8 (sign, dot, exponent, mantissa; see :func:`hif8_decode`)
 hif8 = DType("hif8", np.dtype(np.uint8), "float", "hifloat8_t", coded=True)
 
+#: !pto.bf16x2: two bf16 values in one 32-bit carrier (the first in the low half), VMI's
+#: conversion-only side of the bf16 <-> packed fp4 pair (vmi-isa/06); no arithmetic takes it,
+#: and it is not among ALL (no tile, no legality line but VMI's)
+bf16x2 = DType("bf16x2", np.dtype(np.uint32), "float", "bfloat16x2_t")
+
 ALL: tuple[DType, ...] = (
     f32, f16, bf16, f8e4m3, f8e5m2, f8e8m0, f64, i8, u8, i16, u16, i32, u32, i64, u64, i1,
     f4e2m1, f4e1m2, s4, hif8,
@@ -126,6 +131,7 @@ _alias(f4e2m1, "f4E2M1x2", "float4_e2m1fn_x2", "float4_e2m1x2_t", "float4_e2m1x2
 _alias(f4e1m2, "f4E1M2x2", "float4_e1m2_x2", "float4_e1m2x2_t", "float4_e1m2x2", "e1m2x2")
 _alias(s4, "s4", "i4", "int4", "int4b_t", "int4x2")
 _alias(hif8, "hif8", "hifloat8", "hifloat8_t", "HiF8")
+_alias(bf16x2, "bf16x2")
 
 _BY_NP: dict[np.dtype, DType] = {dt.np: dt for dt in ALL if not (dt.packed or dt.coded)}
 

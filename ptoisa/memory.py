@@ -184,6 +184,8 @@ class Machine:
         #: range, ``base`` None for the machine's own buffer (``space`` names it), else the
         #: GM argument's bytes (see ptoisa.vector.regs.touch)
         self.touched: list[tuple[str, str, Any, int, int]] | None = None
+        #: ``pto.vecscope`` regions entered: the cycle model's vector functions start there
+        self.vf_seq = 0
         self._lazy: list[Tile] = []
         #: bumped whenever a tile starts reading lazily or gets storage: a storage barrier
         #: that found nothing to settle need not look again until it changes

@@ -28,6 +28,9 @@ control flow data-dependent; ``pto.store_scalar``, pointer-to-integer casts, eve
 sections, frontend pipes ...), a launch that diverges by block, a tile or value an instruction
 receives that the plan does not know how to rebind. Such launches run interpreted.
 
+A recorded ``scf.for`` whose iterations are independent runs as one batch over a lanes
+machine (:mod:`ptoisa.plan_loops`); the plan stats say which loops did not, and why.
+
 Observers see every instruction through ``Instr.run``; a launch whose machine has any
 (sanitizer, cycle model, ``ptoisa.observe.observing``) runs interpreted and is not recorded.
 ``PTOISA_PLANS=0`` in the environment, or ``plans=False`` on a launch, turns plans off.
@@ -42,6 +45,7 @@ from typing import Any
 
 import numpy as np
 
+from . import plan_loops
 from .errors import PtoError
 from .isa.registry import Instr, InstrRecord, _all_uniform, _settle_written, lookup
 from .lanes import BlockDivergence, Lanes
@@ -56,6 +60,8 @@ KEEP = 8
 #: launches executing more instructions than this are not planned (a plan keeps a call per
 #: executed instruction: memory, and a long record is rarely launched again)
 MAX_STEPS = 100_000
+#: run the independent iterations of a recorded loop as one batch (ptoisa/plan_loops.py)
+BATCH_LOOPS = True
 
 
 def enabled(setting: bool | None) -> bool:
@@ -71,20 +77,25 @@ def enabled(setting: bool | None) -> bool:
 
 class PlanStats:
     """What the plans of one compiled function did: plans recorded, launches replayed,
-    launches run interpreted (and why, the last reason)."""
+    launches run interpreted (and why, the last reason); loops whose iterations the plans run
+    as one batch, and why the last loop that is not was not (ptoisa/plan_loops.py)."""
 
-    __slots__ = ("built", "hits", "interpreted", "why")
+    __slots__ = ("built", "hits", "interpreted", "why", "batched", "why_loop")
 
     def __init__(self) -> None:
         self.built = 0
         self.hits = 0
         self.interpreted = 0
         self.why = ""
+        self.batched = 0
+        self.why_loop = ""
 
     def __repr__(self) -> str:
         why = f", last interpreted: {self.why}" if self.why else ""
+        loops = f", {self.batched} loops batched" if self.batched else ""
+        why_loop = f", last loop not batched: {self.why_loop}" if self.why_loop else ""
         return (f"<plans: {self.built} built, {self.hits} replayed, "
-                f"{self.interpreted} interpreted{why}>")
+                f"{self.interpreted} interpreted{why}{loops}{why_loop}>")
 
 
 # ---- which functions can be planned ---------------------------------------------------------
@@ -174,6 +185,18 @@ class _Recorder:
         self.steps: list[tuple[InstrRecord, list[Any], bool, list[Any]]] = []
         self.after_valid: list[list[Any]] = []
         self.overflow = False
+        #: each scf.for run: [op, the step index each iteration starts at, (its end)]
+        self.loops: list[list[Any]] = []
+
+    def iterate(self, op: Any, seq: Any) -> Any:
+        """``seq`` (a loop's induction values), marking where each iteration starts."""
+        mark: list[Any] = [op, []]
+        self.loops.append(mark)
+        starts = mark[1]
+        for j in seq:
+            starts.append(len(self.steps))
+            yield j
+        mark.append(len(self.steps))
 
     def __call__(self, rec: InstrRecord) -> None:
         if len(self.steps) >= MAX_STEPS:
@@ -256,8 +279,9 @@ def _place(d: Any, roots: list[np.ndarray], cache: dict[Any, np.ndarray]) -> np.
 
 
 def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
-          consts: set[int]) -> Plan:
-    """The plan of a recorded launch (raises _NotPlannable for what it cannot rebind)."""
+          consts: set[int], stats: PlanStats | None = None) -> Plan:
+    """The plan of a recorded launch (raises _NotPlannable for what it cannot rebind); loops
+    whose iterations are independent run as a batch (counted in ``stats``)."""
     spans = [_span(r) for r in roots]
     descs: dict[int, Any] = {}
 
@@ -319,11 +343,34 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
     last: dict[int, tuple[Any, ...]] = {}  # tile id -> its valid region after its last use
     if len(rec.after_valid) != len(rec.steps):
         raise _NotPlannable("an instruction did not complete")
-    for (r, vals, once, pre), after in zip(rec.steps, rec.after_valid, strict=True):
+    used: set[int] = set()  # the plan-owned views a call uses
+
+    def rebind(g: GlobalTensor, v: GlobalTensor) -> None:
+        """Lanes view ``g`` (plan_loops.py) over the arrays of recorded view ``v``."""
+        fd = desc(v.flat)
+        owned.append((g, fd, fd if v._array is v.flat else desc(v._array)))
+        used.add(id(g))
+
+    batches = _batches(m, rec, value, rebind, stats) if BATCH_LOOPS else {}
+    skip = 0
+    for i, ((r, vals, once, pre), after) in enumerate(zip(rec.steps, rec.after_valid,
+                                                          strict=True)):
+        if i < skip:
+            for t, vr, vc, wh in after:
+                last[id(t)] = (vr, vc, wh)
+            continue
+        b = batches.get(i)
+        if b is not None:
+            skip, call = b
+            calls.append(call)
+            for t, vr, vc, wh in after:
+                last[id(t)] = (vr, vc, wh)
+            continue
         ins = r.ins
         if ins.access == "place" and any(isinstance(v, GlobalTensor) for v in vals):
             raise _NotPlannable("a GM view placed (TASSIGN) during the launch")
         bound = [value(v) for v in vals]
+        _note_views(bound, used)
         # valid regions set between instructions (alloc_tile valid_row / set_validshape):
         # each tile gets the region it had before this instruction, where that is not what
         # its last instruction left
@@ -334,7 +381,45 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
         for t, vr, vc, wh in after:
             last[id(t)] = (vr, vc, wh)
         calls.append(bind(ins, m, bound, r.params, once, r.loc))
-    return Plan(m, len(roots), owned, calls)
+    # (the views of the iterations a batch runs are not rebound: the batch has its own)
+    return Plan(m, len(roots), [o for o in owned if id(o[0]) in used], calls)
+
+
+def _note_views(vals: Any, used: set[int]) -> None:
+    for v in vals:
+        if isinstance(v, GlobalTensor):
+            used.add(id(v))
+        elif isinstance(v, tuple):
+            _note_views(v, used)
+
+
+def _batches(m: Machine, rec: _Recorder, value: Callable[[Any], Any],
+             rebind: Callable[[GlobalTensor, GlobalTensor], None], stats: PlanStats | None
+             ) -> dict[int, tuple[int, Callable[[], None]]]:
+    """The recorded loops that run as one batch (outermost first): first step -> (the step
+    after the loop, its call)."""
+    out: dict[int, tuple[int, Callable[[], None]]] = {}
+    machines: dict[int, Machine] = {}  # (the plan's lanes machines, by lane count)
+    done = -1
+    for mark in sorted((mk for mk in rec.loops if len(mk) == 3 and len(mk[1]) > 1
+                        and mk[1][0] < mk[2]), key=lambda mk: (mk[1][0], -mk[2])):
+        op, starts, end = mark
+        if starts[0] < done:
+            continue  # (inside a loop that runs as a batch)
+        for i in range(starts[0], end):  # (operands the plan cannot rebind: not planned)
+            for v in rec.steps[i][1]:
+                value(v)
+        try:
+            out[starts[0]] = (end, plan_loops.batch(m, rec.steps, rec.after_valid, starts,
+                                                    end, bind, rebind, machines))
+            done = end
+            if stats is not None:
+                stats.batched += 1
+        except plan_loops.NotBatched as e:
+            if stats is not None:
+                at = f" at {op.loc}" if getattr(op, "loc", None) is not None else ""
+                stats.why_loop = f"scf.for{at}: {e}"
+    return out
 
 
 def _set_valid(t: Tile, vr: Any, vc: Any, whole: bool) -> Callable[[], None]:
@@ -477,6 +562,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
     # record: the interpreter runs the launch, watched by the recorder
     rec = _Recorder()
     m.observers.append(rec)
+    ctx.loops = rec
     try:
         out = invoke()
     except BlockDivergence:
@@ -485,6 +571,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         raise
     finally:
         m.observers.remove(rec)
+        ctx.loops = None
     if out:
         ps.by_key[key] = None
         st.why = ps.refused[key] = "the function returns values"
@@ -494,7 +581,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
     tiles = {id(t) for f in funcs for t in f.tiles}
     consts = {id(v) for f in funcs for v in f.consts.values() if isinstance(v, np.ndarray)}
     try:
-        ps.by_key[key] = build(m, rec, roots, tiles, consts)
+        ps.by_key[key] = build(m, rec, roots, tiles, consts, st)
         st.built += 1
     except _NotPlannable as e:
         ps.by_key[key] = None

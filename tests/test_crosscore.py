@@ -481,3 +481,20 @@ def test_syncall_across_cores_cycles():
     loads = [s for s in rep.steps if s.op == "TLOAD" and s.core != "AIC"]
     assert [s.start for s in loads] == [273, 273]
     assert rep.total == 273 + 269
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+def test_named_intra_block_flags_are_the_cross_core_flags(target):
+    # pto.set_intra_block / pto.wait_intra_block (the A5 names; PTOAS lowers them to the FFTS
+    # sync on A2/A3) are SYNC_SET / SYNC_WAIT: the sanitizer sees the edge they make
+    x = np.arange(R * C, dtype=np.float32).reshape(R, C)
+    sets = "pto.set_intra_block <PIPE_MTE3>, 0" + (
+        "\n    pto.set_intra_block <PIPE_MTE3>, 16" if target == "a5" else "")
+    ok = _PTO.replace("SET", sets).replace("WAIT", "pto.wait_intra_block <PIPE_MTE2>, 0")
+    y, out = np.zeros_like(x), np.zeros_like(x)
+    pto.load(ok, target=target).xcore(x, y, out, sanitize=True)  # raises on findings
+    np.testing.assert_array_equal(out, x)
+    san = Sanitizer()
+    racy = _PTO.replace("SET", sets).replace("WAIT", "")
+    pto.load(racy, target=target).xcore(x, np.zeros_like(x), np.zeros_like(x), sanitize=san)
+    assert [f.kind for f in san.report.findings] == ["race"]

@@ -94,7 +94,7 @@ OLD_CONFORMANCE_PIPE_OPS = {"TPUSH", "TPOP", "TFREE"}
 #: sanitizer/__init__.py's SYNC_OPS (ops that make a .pto function manually synchronised)
 OLD_MANUAL_SYNC_OPS = {"pto.set_flag", "pto.wait_flag", "pto.set_flag_dyn", "pto.wait_flag_dyn",
                        "pto.barrier", "pto.barrier_sync", "pto.record_event", "pto.wait_event"}
-#: interp/view_ops.py's sync handlers: op -> (instruction, bracketed items, endpoint items)
+#: interp/sync_ops.py's sync handlers: op -> (instruction, bracketed items, endpoint items)
 OLD_SYNC_HANDLERS = {
     "pto.set_flag": ("SET_FLAG", 3, 0), "pto.set_flag_dyn": ("SET_FLAG", 3, 0),
     "pto.wait_flag": ("WAIT_FLAG", 3, 0), "pto.wait_flag_dyn": ("WAIT_FLAG", 3, 0),
@@ -222,7 +222,7 @@ ALLOWED = {
                                        "case puts on rank 1, and the pack's folder names",
     "cycles/costs.py": "cost-model data: upstream's cycle priors per intrinsic, which the "
                        "fitted pack replaces (model data, like a target's legality table)",
-    "interp/view_ops.py": "SYNC_OP_PIPES: PTOAS's sync endpoint kinds (#pto.pipe_event_type"
+    "interp/sync_ops.py": "SYNC_OP_PIPES: PTOAS's sync endpoint kinds (#pto.pipe_event_type"
                           "<TLOAD>), an enum of PTOAS, not instructions",
     "sanitizer/bounds.py": "the out-of-range check is code for the two indexed GM accesses "
                            "(MGATHER / MSCATTER), reading their index operands",

@@ -282,6 +282,8 @@ def _run(ns: argparse.Namespace) -> int:
                    + [t for f in prog.compiler(ns.target).funcs.values() for t in f.tiles])
     if ns.no_values and not (ns.cycles or ns.trace or ns.cycles_timing):
         raise PtoError("--no-values times the run without values: give --cycles or --trace")
+    if ns.explain and not (ns.cycles or ns.cycles_timing):
+        raise PtoError("--explain prints the cost rules of a timed run: give --cycles")
     timing_only = ns.cycles_timing or ns.no_values
     if timing_only and (ns.out or ns.show):
         raise PtoError(f"{'--out' if ns.out else '--show'} needs values: a timing-only run "
@@ -311,6 +313,8 @@ def _run(ns: argparse.Namespace) -> int:
     if timed:
         if ns.cycles:
             print(rep.summary())
+            if ns.explain:
+                print(rep.explain())
         if ns.trace:
             rep.write_trace(ns.trace)
             print(f"trace: {ns.trace} (open in https://ui.perfetto.dev or chrome://tracing)")
@@ -538,8 +542,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", choices=TARGETS, default=None,
                    help="one target (default: all of them)")
     o.add_argument("--json", action="store_true", help="machine-readable output")
-    o.add_argument("--dialect", choices=("tile", "vpto"), default=None,
-                   help="only the tile instructions or the vector micro-ops (default: both)")
+    o.add_argument("--dialect", choices=("tile", "vpto", "vmi"), default=None,
+                   help="only the tile instructions, the vector micro-ops or the logical "
+                        "vector ops (default: all)")
     o.add_argument("--markdown", metavar="DIR",
                    help="write the instruction reference: one page per instruction and an "
                         "index by family, DIR/README.md (as docs/reference/)")
@@ -607,6 +612,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time the run with the cycle model: total cycles, per-pipe busy time, "
                         "the critical pipe, the costliest instructions")
     # (an option named with its '=': argparse matches the whole word before splitting it)
+    r.add_argument("--explain", action="store_true",
+                   help="with --cycles: under the report, the cost rule that priced each "
+                        "instruction, marked [estimate: why] where no measurement on the "
+                        "target is behind it")
     r.add_argument("--cycles=timing", dest="cycles_timing", action="store_true",
                    help="--cycles, timing only: no tile values are computed (shapes, addresses "
                         "and costs), for full-size what-if runs; an op that needs a value "

@@ -23,8 +23,11 @@ def _dtypes_text(r: Rule) -> str:
 def support_matrix(target: TargetLike | None = None, dialect: str | None = None
                    ) -> list[dict[str, Any]]:
     """One row per instruction (of ``dialect`` only, when given: ``tile``, ``vpto``): name,
-    family, pipe, operands, and per target the element types (or None when the instruction
-    is not available there)."""
+    family, pipe, operands, per target the element types (or None when the instruction
+    is not available there), and its cost rules in the cycle model (``cost``: on ``target``,
+    else on a5 for a micro-op and a2a3 for the others)."""
+    from ..cycles.costs import describe
+
     names = (target,) if target else TARGET_NAMES
     tgts = [get_target(n) for n in names]
     rows = []
@@ -44,15 +47,17 @@ def support_matrix(target: TargetLike | None = None, dialect: str | None = None
         for t in tgts:
             r = t.legality.get(name)
             row[t.name] = None if r is None else _dtypes_text(r)
+        row["cost"] = describe(name, ins.pipe, target or (
+            "a5" if ins.dialect == "vpto" else "a2a3"))
         rows.append(row)
     return rows
 
 
 def render_matrix(rows: list[dict[str, Any]], target: TargetLike | None = None) -> str:
     names = (target,) if target else TARGET_NAMES
-    head = ["instruction", "family"] + list(names)
+    head = ["instruction", "family"] + list(names) + ["cycles"]
     table = [[r["name"], r["family"]] + [r[n] if r[n] is not None else "-" for n in names]
-             for r in rows]
+             + [r.get("cost", "")] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *table, strict=True)]
     widths = [min(w, 60) for w in widths]
 

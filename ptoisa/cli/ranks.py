@@ -113,14 +113,44 @@ def run_group(cmd: list[str], grace: float = 5.0) -> int:
         _stop_group(p, grace)
 
 
+def descendants(pid: int) -> set[int]:
+    """The processes below ``pid`` (children, their children ...), read from /proc where
+    there is one (else none): mpich's hydra starts its proxy and every rank in a process group
+    of its own, so stopping mpiexec's group alone relies on mpiexec passing the signal on."""
+    kids: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return set()
+    for d in entries:
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    out: set[int] = set()
+    todo = [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            if k not in out:
+                out.add(k)
+                todo.append(k)
+    return out
+
+
 def _stop_group(p: subprocess.Popen[Any], grace: float) -> None:
     import signal
     import time
 
+    below = descendants(p.pid)  # (before mpiexec goes: its ranks then have another parent)
     try:
         os.killpg(p.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         p.wait()
+        _kill_all(below)
         return  # nothing left in the group
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
@@ -135,6 +165,18 @@ def _stop_group(p: subprocess.Popen[Any], grace: float) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     p.wait()
+    _kill_all(below)
+
+
+def _kill_all(pids: set[int]) -> None:
+    """SIGKILL what is left of mpiexec's proxies and ranks (each in its own group)."""
+    import signal
+
+    for q in pids:
+        try:
+            os.kill(q, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def _sanitized(ns: argparse.Namespace, arg_value: Callable[[str, str, Any], Any],

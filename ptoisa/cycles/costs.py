@@ -21,7 +21,9 @@ through benchmarks/cycles_fit.py); the priors (upstream's per-intrinsic head/slo
 a pipe default, :data:`PIPE_DEFAULT`) fill what the pack does not measure: those are
 estimates. a5: the instructions the A5 pack measures have their own vector-function loop
 formulas fitted to it (:data:`A5_PRIORS`, ``a5_fit.json``), every other one the a2a3 numbers
-(estimates). See docs/cycles.md.
+(estimates). The vector micro-ops (VPTO) are priced per port use inside their vector
+function from upstream's A5 VF-simulator table, the DMA micro-ops as one DMA instruction
+(:data:`A5_MICRO`, all estimates). See docs/cycles.md.
 """
 
 from __future__ import annotations
@@ -51,8 +53,12 @@ def _tile_bytes(t: Tile) -> int:
     return t.valid_row * t.valid_col * t.dtype.itemsize
 
 
-def features(ins: Any, values: list[Any], params: dict[str, Any]) -> Features:
-    """The operand facts the cost rules look at (plain numbers and names)."""
+def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any = None
+             ) -> Features:
+    """The operand facts the cost rules look at (plain numbers and names). ``machine``: the
+    machine running it (a register-driven DMA micro-op reads its loop registers there)."""
+    if ins.dialect == "vpto":
+        return _micro_features(ins, values, machine)
     tiles: list[tuple[str, Tile]] = []
     gms: list[GlobalTensor] = []
     scalar_first = False
@@ -123,6 +129,34 @@ def features(ins: Any, values: list[Any], params: dict[str, Any]) -> Features:
     return f
 
 
+def _micro_features(ins: Any, values: list[Any], machine: Any) -> Features:
+    """A micro-op's facts: the element type of its first register or pointer (``b``: its
+    bytes, which pick a latency), and for a DMA copy its rows and bytes (one DMA
+    instruction)."""
+    f: Features = {"op": ins.name, "family": ins.family, "n_dma": 0, "bytes": 0}
+    named = {o.name: v for o, v in zip(ins.operands, values, strict=False)}
+    for v in values:
+        dt = getattr(v, "dtype", None)
+        if dt is not None and hasattr(v, "spec") and not isinstance(v, np.ndarray):
+            f["dtype"], f["b"] = dt.name, dt.itemsize
+            break
+    if "len_burst" in named:
+        rows = 1
+        if "nburst" in named:  # pto.mte_gm_ub / mte_ub_gm: nburst(n, ...) loop(n, ...)...
+            rows = int(named["nburst"][0])
+            for g in named.get("loop") or ():
+                rows *= int(g[0])
+        else:  # pto.copy_gm_to_ubuf / copy_ubuf_to_gm: n_burst and the loop registers
+            rows = int(named["n_burst"])
+            way = "outtoub" if ins.pipe is Pipe.MTE2 else "ubtoout"
+            regs = getattr(machine, "micro_regs", {}).get("dma_loop", {})
+            for count in regs.get((way, "size"), ()):
+                rows *= max(int(count), 1)
+        f["n_dma"], f["rows"] = 1, rows
+        f["bytes"] = rows * int(named["len_burst"])
+    return f
+
+
 def _is_conv(tiles: list[tuple[str, Tile]]) -> bool:
     return any(hasattr(t, "conv_shape") for _, t in tiles)
 
@@ -172,6 +206,8 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     # elements of the moved region (scalar loops)
     "elems": lambda f: (0.0, _g(f, "move_elems")),
     "const": lambda f: (0.0, 0.0),
+    # a vector micro-op: one use of its port (its cost in a vector function: MicroCost)
+    "vreg": lambda f: (1.0, 0.0),
 }
 
 
@@ -204,6 +240,9 @@ class Variant:
     ops_measured: frozenset[str] = frozenset()
     #: where the prior comes from (an estimate's source, printed by ``--explain``)
     note: str = ""
+    #: a vector micro-op (VPTO): its port class, occupancy and latency (:class:`MicroCost`);
+    #: the schedule prices it inside its vector function (:class:`VecFunction`)
+    micro: MicroCost | None = None
 
     def matches(self, f: Features) -> bool:
         return all(f.get(k) == v for k, v in self.when.items())
@@ -362,6 +401,180 @@ PIPE_DEFAULT: dict[Pipe, Variant] = {
 
 
 
+# ---- the vector micro-ops (VPTO) ------------------------------------------------------------
+#
+# A5 runs a ``pto.vecscope`` as a vector function (VF): its micro-ops issue to ports of three
+# kinds that work in parallel, 2 load ports, 1 store port and 2 execution units (EXU0, EXU1;
+# some ops on EXU0 only), up to 5 ops a cycle. Upstream's VF simulator
+# (include/pto/costmodel/a5/VfSim/params/, pto-isa 3186c38) gives per op a latency and a
+# throughput (the cycles it holds its unit), the ports (uarch.csv) and a VF start-up and drain
+# cost (isa_defaults.csv). Our model of one VF: every op occupies its port class, the classes
+# overlap, so the loop costs its busiest class; on top, the start-up, the drain and the
+# latency of one load -> compute -> store chain (the last iteration's, exposed at the end):
+#
+#   cycles(VF) = 23 + 12 + (9 if it loads) + (longest compute latency) + (9 if it stores)
+#                + max(load occupancy / 2, store occupancy, EXU occupancy / 2,
+#                      EXU0-only occupancy, ops / 5)
+#
+# Each micro-op's step costs what it adds to that figure (ptoisa.cycles.schedule's
+# VecFunction), so a VF's steps sum to it. Every number is upstream's estimate, not a
+# measurement of ours; ops upstream's table does not list take the figures of the op named in
+# their note (also an estimate).
+
+#: (derived from the A5 pack, not upstream's table) the f16 loops of TEXP, TSQRT, TDIVS, TRECIP
+#: and TRSQRT (a vexp / vsqrt / vdiv on f16 registers, as upstream's A5 code writes them)
+#: take 3.6-4.3 cycles a register where their f32 loops take 1.7-2.0 (TRSQRT, two SFU ops:
+#: 8.1 against 4.0): each alone gives a factor of ~2 (1.9-2.2), so does leaving any one out
+_SFU16 = ("the A5 pack's f16 SFU loops (TEXP, TSQRT, TDIVS, TRECIP, TRSQRT) take twice "
+          "their f32 cycles a register (upstream's table says 4)")
+VF_STARTUP = 23       # isa_defaults.csv vf_startup_cost
+VF_DRAIN = 12         # isa_defaults.csv vf_drain_cost
+VF_ISSUE_WIDTH = 5    # uarch.csv IDU_issue_width: ops issued a cycle
+#: ports of each class (uarch.csv: load_ports 2, store_ports 1, issue_ports 2 = EXU0, EXU1)
+VF_PORTS = {"ld": 2, "st": 1, "exu": 2, "exu0": 1, "issue": 0}
+_VFSIM = "upstream's VfSim isa.csv"
+
+
+@dataclass(frozen=True)
+class MicroCost:
+    """A vector micro-op's place in a vector function: its port class (``ld``, ``st``,
+    ``exu``: either EXU, ``exu0``: EXU0 only, ``issue``: none, it only takes an issue slot),
+    the cycles one use holds a port of that class (``occ``), and its latency for 32-bit
+    lanes and for narrower ones."""
+
+    port: str
+    occ: float
+    lat: int
+    lat16: int
+    #: the occupancy for narrower lanes where it differs (the SFU ops: see A5_MICRO)
+    occ16: float | None = None
+
+    def latency(self, b: int) -> int:
+        return self.lat if b >= 4 else self.lat16
+
+    def occupancy(self, b: int) -> float:
+        return self.occ if b >= 4 or self.occ16 is None else self.occ16
+
+    def alone(self, b: int) -> float:
+        """The cycles of a vector function of this op alone."""
+        ld = 9 if self.port == "ld" else 0
+        st = 9 if self.port == "st" else 0
+        comp = self.latency(b) if self.port not in ("ld", "st") else 0
+        ports = VF_PORTS[self.port]
+        busy = max(self.occupancy(b) / ports if ports else 0.0, 1 / VF_ISSUE_WIDTH)
+        return VF_STARTUP + VF_DRAIN + ld + comp + st + busy
+
+
+def _m(port: str, occ: float, lat: int, lat16: int | None = None, src: str = "",
+       like: str = "", why: str = "", occ16: float | None = None) -> Variant:
+    """A vector micro-op's cost: ``src`` names upstream's row; ``like`` the op whose figures
+    an op upstream does not list takes."""
+    mc = MicroCost(port, occ, lat, lat if lat16 is None else lat16, occ16)
+    ports = VF_PORTS[port]
+    if like:
+        note = f"{_VFSIM} has no row: {like}'s figures"
+    elif src:
+        note = f"{_VFSIM} {src}"
+    else:
+        note = f"no upstream figure, {why}"
+    where = {"ld": "a load port (2)", "st": "the store port (1)", "exu": "an EXU (2)",
+             "exu0": "EXU0 (1)", "issue": ""}[port]
+    use = f"{occ:g} cycle(s) on {where}" if where else "no port, an issue slot (5 a cycle)"
+    note += (f": {use}, latency {mc.lat}"
+             + (f" ({mc.lat16} for 16/8-bit lanes)" if mc.lat16 != mc.lat else ""))
+    if occ16 is not None:
+        note += f"; {occ16:g} cycles for 16/8-bit lanes: {_SFU16}"
+    v = Variant("vreg", (0.0, occ / ports if ports else 0.0, 0.0), note=note)
+    v.micro = mc
+    return v
+
+
+def _dma(way: str) -> Variant:
+    return _v("dma", 0, 265, 1 / 128, note=f"one DMA instruction {way} at TLOAD's fitted "
+              "head and rate (~264 cycles a DMA instruction, 128 B/cycle: A2/A3 "
+              "measurements) over the bytes of its len_burst x nburst x loop rows; no per-row "
+              "term (TLOAD's fit has none)")
+
+
+_SCALAR_REG = _v("const", 1, note="a write of a DMA control register (scalar): 1 cycle")
+
+#: the micro-ops' costs, keyed by entry name (ptoisa/isa/micro/): a5 only, as the ops are
+A5_MICRO: dict[str, list[Variant]] = {
+    # DMA between GM and UB: one DMA instruction each (MTE2 / MTE3)
+    **{op: [_dma("GM -> UB")] for op in ("MTE_GM_UB", "COPY_GM_TO_UBUF")},
+    **{op: [_dma("UB -> GM")] for op in ("MTE_UB_GM", "COPY_UBUF_TO_GM")},
+    **{op: [_SCALAR_REG] for op in (
+        "SET_LOOP_SIZE_OUTTOUB", "SET_LOOP1_STRIDE_OUTTOUB", "SET_LOOP2_STRIDE_OUTTOUB",
+        "SET_LOOP_SIZE_UBTOOUT", "SET_LOOP1_STRIDE_UBTOOUT", "SET_LOOP2_STRIDE_UBTOOUT",
+        "SET_ATOMIC_ADD", "SET_ATOMIC_NONE", "SET_ATOMIC_S32")},
+    # vector loads and stores: a register a port use (x2 forms: two registers)
+    "VLDS": [_m("ld", 1, 9, src="VLDS")],
+    "VSTS": [_m("st", 1, 9, src="VSTS")],
+    **{op: [_m("ld", 1, 9, like="VLDS")] for op in ("VLDUS", "VLDAS", "PLDS", "PLDI")},
+    "VLDSX2": [_m("ld", 2, 9, like="VLDS (two registers)")],
+    **{op: [_m("st", 1, 9, like="VSTS")] for op in (
+        "VSTUS", "VSTAS", "VSTAR", "VSSTB", "PSTS", "PSTI")},
+    "VSTSX2": [_m("st", 2, 9, like="VSTS (two registers)")],
+    # gathers / scatters by index: no upstream figure; assumed 8 elements a cycle of the port
+    # (a 32-bit gather of 64 lanes: 8 cycles), a block gather of 8 x 32 bytes as one load
+    **{op: [_m("ld", 8, 9, why="8 elements a cycle assumed")]
+       for op in ("VGATHER2", "VGATHER2_BC")},
+    "VGATHERB": [_m("ld", 1, 9, like="VLDS (8 blocks of 32 bytes: one register)")],
+    "VSCATTER": [_m("st", 8, 9, why="8 elements a cycle assumed")],
+    # two-operand arithmetic (upstream: throughput 2 on EXU0/1)
+    "VADD": [_m("exu", 2, 7, src="VADD")],
+    "VSUB": [_m("exu", 2, 7, src="VSUB")],
+    "VMUL": [_m("exu", 2, 8, src="VMUL")],
+    "VMAX": [_m("exu", 2, 6, src="VMAX")],
+    "VMIN": [_m("exu", 2, 6, src="VMIN")],
+    **{op: [_m("exu", 2, 7, like="VADD")] for op in ("VADDC", "VSUBC")},
+    **{op: [_m("exu", 2, 8, like="VMUL")] for op in ("VMULA", "VMULL", "VAXPY", "VPRELU")},
+    # one-operand and vector-scalar ALU ops (throughput 1)
+    "VADDS": [_m("exu", 1, 7, src="VADDS")],
+    "VMULS": [_m("exu", 1, 8, src="VMULS")],
+    "VMAXS": [_m("exu", 1, 6, src="VMAXS")],
+    "VMINS": [_m("exu", 1, 6, src="VMINS")],
+    "VABS": [_m("exu", 1, 5, src="VABS")],
+    "VAND": [_m("exu", 1, 6, src="VAND")],
+    "VSHLS": [_m("exu", 1, 6, src="VSHLS")],
+    "VSHRS": [_m("exu", 1, 6, src="VSHRS")],
+    "VSEL": [_m("exu", 1, 6, src="VSEL")],
+    "VCMP": [_m("exu", 1, 6, src="VCMP_EQ")],
+    "VBR": [_m("exu", 1, 6, src="VBR")],
+    "VCVT": [_m("exu", 1, 7, src="VCVT_F32_TO_F16 (f32 <-> s32: 8)")],
+    **{op: [_m("exu", 1, 6, like="VAND")] for op in ("VOR", "VXOR", "VNOT")},
+    **{op: [_m("exu", 1, 6, like="VSHLS")] for op in ("VSHL", "VSHR")},
+    **{op: [_m("exu", 1, 5, like="VABS")] for op in ("VNEG", "VRELU")},
+    "VLRELU": [_m("exu", 1, 8, like="VMULS")],
+    "VCMPS": [_m("exu", 1, 6, like="VCMP_EQ")],
+    "VSELR": [_m("exu", 1, 6, like="VSEL")],
+    # rearrangement (interleave, pack, squeeze, slide): register-to-register moves
+    **{op: [_m("exu", 1, 6, like="VSEL (a register-to-register ALU op)")] for op in (
+        "VINTLV", "VDINTLV", "VPACK", "VSUNPACK", "VZUNPACK", "VSQZ", "VUSQZ", "VSLDB")},
+    # SFU: exp / log / divide / sqrt (throughput 4 on EXU0/1; 16-bit lanes at half rate)
+    "VEXP": [_m("exu", 4, 16, 21, src="VEXP", occ16=8)],
+    "VDIV": [_m("exu", 4, 17, 22, src="VDIV", occ16=8)],
+    **{op: [_m("exu", 4, 16, 21, like="VEXP", occ16=8)] for op in ("VLN", "VEXPDIF")},
+    "VSQRT": [_m("exu", 4, 17, 22, like="VDIV", occ16=8)],
+    "VBITSORT": [_m("exu", 4, 16, 21, like="VEXP (an SFU op)")],
+    # reductions: whole-register ones on EXU0 only, group ones on either EXU
+    "VCADD": [_m("exu0", 1, 22, 24, src="VCADD")],
+    "VCMAX": [_m("exu0", 1, 16, 17, src="VCMAX")],
+    "VCMIN": [_m("exu0", 1, 16, 17, src="VCMIN")],
+    "VCGMAX": [_m("exu", 1, 13, 14, src="VCGMAX")],
+    **{op: [_m("exu", 1, 13, 14, like="VCGMAX")] for op in (
+        "VCGADD", "VCGMIN", "VCBMAX", "VCBMIN", "VCPADD")},
+    "VDUP": [_m("exu0", 1, 6, src="VDUP")],
+    "VCI": [_m("exu0", 1, 6, like="VDUP")],
+    # predicates, special registers, alignment state, register reinterpretation: an issue
+    # slot, no port (latency 1: a guess)
+    **{op: [_m("issue", 0, 1, why="cheap (latency 1: a guess)")] for op in (
+        "PSET_B8", "PSET_B16", "PSET_B32", "PLT_B8", "PLT_B16", "PLT_B32", "PGE_B8",
+        "PGE_B16", "PGE_B32", "PNOT", "PSEL", "SPRCLR", "SPRSTI", "SPRSTS", "INIT_ALIGN",
+        "VBITCAST")},
+}
+
+
 def _vf(c1: float, key: str = "dtype", **when: Any) -> list[Variant]:
     """An A5 vector function: one loop over the tile's 256-byte vectors when its rows are
     whole (1D: ``c0 + c1 * vectors``), else a loop per row (2D: ``c0 + c1 * vectors +
@@ -391,10 +604,19 @@ def _fresh(priors: dict[str, list[Variant]]) -> dict[str, list[Variant]]:
 
 
 def load_table(path: Path | None = FIT_FILE) -> dict[str, list[Variant]]:
-    """The a2a3 table: priors with the fitted coefficients of ``path`` applied."""
+    """The a2a3 table: priors with the fitted coefficients of ``path`` applied, and the
+    micro-ops' costs (:data:`A5_MICRO`; they run on a5 only)."""
     table = _fresh(A2A3_PRIORS)
     if path is not None and path.exists():
         apply_fit(table, json.loads(path.read_text()))
+    micro = _fresh(A5_MICRO)
+    # the DMA micro-ops: one DMA instruction each, at TLOAD's fitted head and rate
+    dma = next(v for v in table["TLOAD"] if v.basis == "dma").coefficients(None)
+    for vs in micro.values():
+        for v in vs:
+            if v.basis == "dma":
+                v.coef["any"] = dma
+    table.update(micro)
     return table
 
 
@@ -477,7 +699,11 @@ def variant_of(table: dict[str, list[Variant]], f: Features, pipe: Pipe
 
 
 def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
+    """The cycles of ``f``'s instruction (a vector micro-op: a vector function of it alone;
+    the schedule prices it inside its vector function)."""
     _, v = variant_of(table, f, pipe)
+    if v.micro is not None:
+        return max(1, int(math.floor(v.micro.alone(int(f.get("b", 4))) + 0.5)))
     c0, c1, c2 = v.coefficients(f.get(v.key))
     x1, x2 = BASES[v.basis](f)
     return max(1, int(round(c0 + c1 * x1 + c2 * x2)))
@@ -489,7 +715,37 @@ _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
            "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", ""),
            "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
-           "fix": ("dma", "2*elems"), "elems": ("", "elems")}
+           "fix": ("dma", "2*elems"), "elems": ("", "elems"), "vreg": ("uses", "")}
+
+
+def describe(op: str, pipe: Pipe, target: Any = None) -> str:
+    """``op``'s cost rules on ``target`` in a few words (``ptoisa ops``): each variant's
+    formula with the ``any`` coefficients, ``fitted`` where measurements are behind them,
+    ``est.`` where not; a vector micro-op's port, occupancy and latency."""
+    table = default_table(target)
+    vs = table.get(op)
+    if not vs:
+        d = PIPE_DEFAULT.get(pipe, PIPE_DEFAULT[Pipe.V])
+        return f"{pipe.name} default {_formula(d)} (est.)"
+    out = []
+    for v in vs:
+        if v.micro is not None:
+            mc = v.micro
+            occ = f"{mc.occ:g}" + (f" ({mc.occ16:g} 16-bit)" if mc.occ16 is not None else "")
+            use = f"{mc.port} port {occ}/use" if mc.port != "issue" else "issue slot only"
+            out.append(f"VF {use}, latency {mc.lat} (est.)")
+            continue
+        cond = ",".join(f"{k}={w}" for k, w in v.when.items())
+        out.append((f"[{cond}] " if cond else "") + _formula(v)
+                   + (" (fitted)" if v.fitted else " (est.)"))
+    return " | ".join(out)
+
+
+def _formula(v: Variant) -> str:
+    c0, c1, c2 = v.coefficients(None)
+    n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
+    terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
+    return " + ".join(terms)
 
 
 def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
@@ -500,6 +756,14 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     from ..targets import get_target
 
     idx, v = variant_of(table, f, pipe)
+    if v.micro is not None:
+        mc, b = v.micro, int(f.get("b", 4))
+        ports = VF_PORTS[mc.port]
+        share = f"{mc.occupancy(b) / ports:g} a use in a loop" if ports else "an issue slot"
+        cyc = predict(table, f, pipe)
+        rule = (f"{f['op']}[{mc.port}] vector function: {share}, latency {mc.latency(b)}; "
+                f"alone {VF_STARTUP}+{VF_DRAIN} (start-up, drain) + latency + ports = {cyc}")
+        return cyc, f"{rule}  [estimate: {v.note}]", False
     k = v.key_of(f)
     c0, c1, c2 = v.coefficients(f.get(v.key))
     x1, x2 = BASES[v.basis](f)

@@ -102,6 +102,8 @@ class CycleReport:
         #: the schedule function (set by the model that built this report; the launch model
         #: schedules the cores again with their GM steps stretched)
         self._reschedule: Any = None
+        #: the cost table that priced the steps (None: the target's)
+        self.table: Any = None
 
     @property
     def launch(self) -> Any:
@@ -178,6 +180,11 @@ class CycleReport:
                  f"(target {self.target}{est}, {self.mode}-sync schedule{where})"]
         if not self.values:
             lines.append("timing only (no values computed): outputs hold no results")
+        from . import costs
+
+        if any(s.op in costs.A5_MICRO for s in self._work):
+            lines.append("micro-ops: estimates (upstream's A5 vector-function table, TLOAD's "
+                         "DMA rule; docs/cycles.md 1b)")
         util = self.utilisation()
         for p, b in self.busy.items():
             n = self.timelines[p]
@@ -195,6 +202,35 @@ class CycleReport:
             lines.append(f"deadlock: {_where(d.step.loc)}: {d.message}")
         for e in self.errors[:5]:
             lines.append(f"cost model: {e}")
+        return "\n".join(lines)
+
+    def explain(self) -> str:
+        """Per instruction (op at a source location, as :attr:`rows`) the cost rule that
+        priced it, marked ``[estimate: why]`` where no measurement on the target is behind
+        it (:func:`ptoisa.cycles.costs.explain`); ``ptoisa run --cycles --explain``."""
+        from . import costs
+
+        table = self.table if self.table is not None else costs.default_table(self.target)
+        rules: dict[tuple[str, str, str], str] = {}
+        micro = False
+        for s in self._work:
+            k = (s.op, _where(s.loc), s.pn)
+            if k in rules or s.feat is None:
+                continue
+            rule = costs.explain(table, s.feat, s.pipe, self.target)[1]
+            micro = micro or "vector function" in rule
+            rules[k] = rule
+        lines = ["cost rules:"]
+        for r in self.rows:
+            rule = rules.get((r.op, r.where, r.pipe), "(not kept: a per-block cost in lockstep)")
+            lines.append(f"  {r.op} at {r.where}: {rule}")
+        if micro:
+            lines.append(
+                "  (a vector micro-op's cycles are what it adds to its vector function: "
+                f"{costs.VF_STARTUP} start-up + {costs.VF_DRAIN} drain + the latency of one "
+                "load -> compute -> store chain + the busiest port class (2 load ports, 1 "
+                "store port, 2 EXUs; 5 ops issued a cycle); 'alone' is a function of that op "
+                "alone)")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -30,6 +30,7 @@ report is asked for, once the mode is known.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,8 @@ class CycleModel:
         #: blocks of the launch, and whether they ran in lockstep (one timeline for all)
         self.blocks = 1
         self.lockstep = False
+        #: the vector function (micro-ops) each core and block is in, if any
+        self._vf: dict[tuple[str, int], VecFunction] = {}
 
     def _bind(self, table: dict[str, Any]) -> None:
         self.table = table
@@ -115,14 +118,19 @@ class CycleModel:
                 eid = _event_id(ins, m, v[2])
                 sync = (kind, v[0], v[1], eid)
                 pipe = v[0] if kind == "flag_set" else v[1]
+            if self._vf:
+                self._vf.pop((core, blk), None)
             self.steps.append((_rec_of(name, pipe, 0, sync), core, blk, rec.loc))
             return
         if ins.pipe is Pipe.ALL:  # SYNCALL, TPRINT: the whole core drains first
+            if self._vf:
+                self._vf.pop((core, blk), None)
             self.steps.append((_rec_of(name, Pipe.S, 0, ("barrier", Pipe.ALL)), core, blk,
                                rec.loc))
             return
         if self.has_sync:  # manual mode: the flags order the pipes, byte spans are not needed
-            self.steps.append((self._cost(rec), core, blk, rec.loc))
+            self.steps.append((self._in_vf(self._cost(rec), core, blk, m), core, blk,
+                               rec.loc))
             return
         vals = rec.values
         try:
@@ -135,12 +143,26 @@ class CycleModel:
             reads, writes = accesses(rec, memo=self._spans)
             # the values are kept with the entry so that the ids in the key stay theirs
             hit = _Rec(name, c.pipe, c.cycles, None, tuple(self._canonical(reads)),
-                       tuple(self._canonical(writes)), list(vals), c.gm)
+                       tuple(self._canonical(writes)), list(vals), c.gm, c.vf, c.feat)
             if key is not None:
                 if len(self._rec_cache) > 2048:
                     self._rec_cache.clear()
                 self._rec_cache[key] = hit
-        self.steps.append((hit, core, blk, rec.loc))
+        self.steps.append((self._in_vf(hit, core, blk, m), core, blk, rec.loc))
+
+    def _in_vf(self, r: _Rec, core: str, blk: int, m: Any) -> _Rec:
+        """``r`` priced in its vector function: a vector micro-op costs what it adds to the
+        function's cycles (:class:`VecFunction`); any other instruction ends the function
+        of its core and block (so does entering a ``pto.vecscope``: ``Machine.vf_seq``)."""
+        if r.vf is None:
+            if self._vf:
+                self._vf.pop((core, blk), None)
+            return r
+        seq = getattr(m, "vf_seq", 0)
+        vf = self._vf.get((core, blk))
+        if vf is None or vf.seq != seq:
+            vf = self._vf[(core, blk)] = VecFunction(seq)
+        return _priced(r, vf.add(*r.vf))
 
     def _machine(self, m: Any) -> tuple[str, int]:
         """The queue name and block of machine ``m``'s records (remembered for the next)."""
@@ -196,23 +218,30 @@ class CycleModel:
         vals = rec.values
         key = (rec.ins.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
                *[(k, _sig(v)) for k, v in rec.params.items()])
+        if rec.ins.dialect == "vpto" and rec.ins.pipe is not Pipe.V:
+            # (a register-driven DMA copy's rows come from the machine's loop registers)
+            key += (tuple(sorted(rec.machine.micro_regs.get("dma_loop", {}).items())),)
         try:
             hit = self._cost_cache.get(key)
         except TypeError:  # per-block valid extents (arrays) or unhashable parameters
             hit, key = None, None
         if hit is None:
             pipe = rec.ins.pipe_on(vals)
+            f: Any = None
             try:
                 if rec.machine.lanes > 1 and any(_varies(v) for v in vals):
                     # a lockstep step stands for every block: it costs what the slowest takes
                     cyc = max(self._predict(rec, [block_of(v, b) for v in vals], pipe)
                               for b in range(rec.machine.lanes))
                 else:
-                    cyc = self._predict(rec, vals, pipe)
+                    f = costs.features(rec.ins, vals, rec.params, rec.machine)
+                    cyc = costs.predict(self.table, f, pipe)
             except Exception as e:  # noqa: BLE001 - the model must never break a run
                 self.errors.append(f"{rec.ins.name}: no cost ({type(e).__name__}: {e})")
-                cyc = 1
-            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals))
+                cyc, f = 1, None
+            hit = _Rec(rec.ins.name, pipe, cyc, gm=_gm_bytes(vals), feat=f)
+            if f is not None and rec.ins.dialect == "vpto":
+                self._micro(hit, f, pipe)
             if key is not None:
                 if len(self._cost_cache) > 8192:
                     self._cost_cache.clear()
@@ -220,7 +249,18 @@ class CycleModel:
         return hit
 
     def _predict(self, rec: Any, vals: list[Any], pipe: Pipe) -> int:
-        return costs.predict(self.table, costs.features(rec.ins, vals, rec.params), pipe)
+        return costs.predict(self.table, costs.features(rec.ins, vals, rec.params,
+                                                        rec.machine), pipe)
+
+    def _micro(self, hit: _Rec, f: Any, pipe: Pipe) -> None:
+        """A micro-op's port use (vector ops) or GM bytes (DMA copies) on its entry."""
+        _, v = costs.variant_of(self.table, f, pipe)
+        mc = v.micro
+        if mc is not None:
+            b = int(f.get("b", 4))
+            hit.vf = (mc.port, mc.occupancy(b), mc.latency(b))
+        elif f.get("n_dma"):
+            hit.gm = int(f["bytes"])
 
 
     # ---- cross-core edges (ptoisa.concurrent.edges: called by the streams code's semantics) ------
@@ -280,6 +320,7 @@ class CycleModel:
                      enumerate(self.steps)]
             flows, deadlocks = schedule(steps, manual=self.has_sync)
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
+            done.table = self.table
             done.blocks, done.lockstep = self.blocks, self.lockstep
             done._reschedule = schedule
             if key is not None:
@@ -309,13 +350,64 @@ class _Rec:
     vals: Any = None
     #: bytes moved to or from GM (a GM view operand's bytes)
     gm: int = 0
+    #: a vector micro-op: (port class, occupancy, latency) in its vector function
+    vf: tuple[str, float, int] | None = None
+    #: the features that priced it (``CycleReport.explain``; None: not kept)
+    feat: Any = None
+
+
+class VecFunction:
+    """A vector function being recorded (the micro-ops of one ``pto.vecscope``, or a run of
+    them with nothing else between): the port classes' occupancy, the ops issued, the
+    latencies of its load -> compute -> store chain, and the cycles its steps were given.
+    Its cycles (see :mod:`ptoisa.cycles.costs`, "the vector micro-ops"): start-up + drain +
+    the chain's latency + the busiest port class; each op is given what it adds."""
+
+    __slots__ = ("chain", "given", "occ", "ops", "seq")
+
+    def __init__(self, seq: int) -> None:
+        self.seq = seq
+        self.occ = dict.fromkeys(costs.VF_PORTS, 0.0)
+        self.ops = 0
+        self.chain = {"ld": 0, "st": 0, "exu": 0}
+        self.given = 0
+
+    def add(self, port: str, occ: float, lat: int) -> int:
+        """Record one op; the cycles it adds to the function."""
+        o = self.occ
+        o[port] += occ
+        self.ops += 1
+        c = self.chain
+        k = port if port in ("ld", "st") else "exu"
+        if lat > c[k]:
+            c[k] = lat
+        busy = max(o["ld"] / 2, o["st"], (o["exu"] + o["exu0"]) / 2, o["exu0"],
+                   self.ops / costs.VF_ISSUE_WIDTH)
+        total = costs.VF_STARTUP + costs.VF_DRAIN + c["ld"] + c["exu"] + c["st"] + busy
+        cyc = int(math.floor(total + 0.5)) - self.given
+        self.given += cyc
+        return cyc
+
+
+#: a vector micro-op's entry with the cycles its vector function gave it (shared: the same
+#: entry for the same op and cycles, so a repeated run records the very same entries)
+_PRICED: dict[tuple[_Rec, int], _Rec] = {}
+
+
+def _priced(r: _Rec, cycles: int) -> _Rec:
+    hit = _PRICED.get((r, cycles))
+    if hit is None:
+        if len(_PRICED) > 8192:
+            _PRICED.clear()
+        hit = _PRICED[(r, cycles)] = dataclasses.replace(r, cycles=cycles)
+    return hit
 
 
 def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
     """The i-th recorded entry as a Step to schedule."""
     r = e[0]
     return Step(i, r.op, r.pipe, r.cycles, e[1], e[2], e[3], r.sync, r.reads, r.writes,
-                pn=r.pipe.name, gm=r.gm)
+                pn=r.pipe.name, gm=r.gm, feat=r.feat)
 
 
 def _gm_bytes(vals: list[Any]) -> int:

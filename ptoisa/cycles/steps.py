@@ -40,6 +40,8 @@ class Step:
     hold: Any = None
     #: bytes this step moves to or from GM (one block's; the launch model shares them)
     gm: int = 0
+    #: the operand features its cost rule read (None: not kept), for ``explain``
+    feat: Any = None
 
 
 @dataclass(slots=True)

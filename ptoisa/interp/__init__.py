@@ -25,6 +25,7 @@ from ..ir.core import Module
 from ..targets import DEFAULT_TARGET, Target, TargetLike, get_target
 from ..tensor import GlobalTensor
 from . import bridge
+from . import buffers as _buffers  # noqa: F401 - registers the tile buffer / placement handlers
 from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
 from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
 from . import pipe_ops as _pipe_ops
@@ -32,7 +33,9 @@ from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / 
 from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import structure as _structure
-from . import view_ops as _view_ops  # noqa: F401 - registers the pto view/tile/flag handlers
+from . import sync_ops as _sync_ops  # noqa: F401 - registers the sync / block-query handlers
+from . import views as _views  # noqa: F401 - registers the tensor view / window handlers
+from . import vmi as _vmi  # noqa: F401 - registers the VMI binding
 from .compiler import CompiledFunc, Compiler, Context
 from .op_names import _HANDLERS, NO_EFFECT
 from .verify import check_module, check_module_rules, check_symbols, entry_functions

@@ -23,7 +23,7 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Value
-from ..isa.registry import Instr, lookup, ptoas_attrs, ptoas_forms
+from ..isa.registry import REGISTRY, Instr, lookup, ptoas_attrs, ptoas_forms
 from ..isa.spelling import RESULT, SCALE, STRUCTURAL_ATTRS, Form
 from ..targets import TargetLike, get_target
 from ..tensor import GMSpec, gm_spec
@@ -172,12 +172,39 @@ def instr_of(op_name: str) -> Instr | None:
     return lookup(op_name)
 
 
+def _keyword_form(op: Op) -> tuple[Instr, Form] | None:
+    """(entry, form) a keyword written among the op's ins selects (``Ptoas.keywords``)."""
+    ins = instr_of(op.name)
+    if ins is None or ins.ptoas is None or not ins.ptoas.keywords:
+        return None
+    for p in op.syntax:
+        if p.kind == "k" and p.value in ins.ptoas.keywords:
+            name, form = ins.ptoas.keywords[p.value]  # type: ignore[index]
+            return REGISTRY[name], form
+    return None
+
+
+def instr_for(op: Op) -> Instr | None:
+    """The tile instruction this op is: :func:`instr_of` its name, or the entry a keyword
+    written among its ins selects (``fp %fp`` makes pto.textract TEXTRACT_FP)."""
+    kw = _keyword_form(op)
+    return kw[0] if kw is not None else instr_of(op.name)
+
+
 @dataclass(frozen=True)
 class Const:
     """An operand the text writes as an attribute (``{offset = 7 : i32}`` of ``tgather``)."""
 
     value: Any
     type: T.Type | None
+
+
+@dataclass(frozen=True)
+class Scratch(Const):
+    """A scratch operand the op leaves out and PTOAS allocates (``Ptoas.materialised``): a
+    tile of ``like``'s type, made by the compiler (``type`` is that type)."""
+
+    like: Value | None = None
 
 
 Bound = Value | Const | tuple[Value, ...] | None
@@ -193,6 +220,12 @@ class Binding:
     params: dict[str, Any]
     retype: dict[str, TileType | str] = field(default_factory=dict)
     result: Value | None = None  # the SSA result receiving the instruction's return value
+
+    @property
+    def materialised(self) -> tuple[str, ...]:
+        """The scratch operands the op left out, for PTOAS to allocate."""
+        return tuple(o.name for o, v in zip(self.ins.operands, self.values, strict=True)
+                     if isinstance(v, Scratch))
 
 
 def _norm(name: str) -> str:
@@ -255,14 +288,14 @@ def _fail(op: Op, ins: Instr, n_in: int, n_out: int, results: bool = False) -> V
                        f"got {n_in} operands and {n_out} results", op=op.name, loc=op.loc)
 
 
-def _default_map(op: Op, ins: Instr, inputs: list[Value], outs: list[tuple[Value, bool]]
-                 ) -> dict[str, tuple[Bound, bool]]:
+def _default_map(op: Op, ins: Instr, inputs: list[Value], outs: list[tuple[Value, bool]],
+                 skip: frozenset[str] = frozenset()) -> dict[str, tuple[Bound, bool]]:
     """C++ order: written outs fill the out (and, in DPS, inout) operands in order, optional
-    trailing outs may be left out; the ins fill every other operand in order."""
+    trailing outs may be left out; the ins fill every other operand (but ``skip``) in order."""
     dps_like = not any(r for _, r in outs)
     out_ops = [o for o in ins.operands
                if o.role == "out" or (o.role == "inout" and dps_like)]
-    in_ops = [o for o in ins.operands if o not in out_ops]
+    in_ops = [o for o in ins.operands if o not in out_ops and o.name not in skip]
     need_out = sum(1 for o in out_ops if not o.optional)
     need_in = sum(1 for o in in_ops if not o.optional)
     if not need_out <= len(outs) <= len(out_ops) or not need_in <= len(inputs) <= len(in_ops):
@@ -351,6 +384,32 @@ def _bundle_map(op: Op, form: Form, outs: list[tuple[Value, bool]]
     return got
 
 
+def _materialised_map(op: Op, ins: Instr, inputs: list[Value], outs: list[tuple[Value, bool]]
+                      ) -> dict[str, tuple[Bound, bool]]:
+    """The default mapping; where it does not fit and the entry lets PTOAS allocate scratch
+    operands the op left out (``Ptoas.materialised``), the mapping without them, each bound
+    to a :class:`Scratch` of its model operand's type."""
+    mat = ins.ptoas.materialised if ins.ptoas is not None else {}
+    try:
+        got = _default_map(op, ins, inputs, outs)
+    except VerifyError as e:
+        if not mat:
+            raise
+        err = e
+        try:
+            got = _default_map(op, ins, inputs, outs, frozenset(mat))
+        except VerifyError:
+            raise err from None
+    for name, like in mat.items():
+        if name in got:
+            continue
+        v = got.get(like, (None, False))[0]
+        if not isinstance(v, Value):
+            raise _fail(op, ins, len(inputs), len(outs))
+        got[name] = (Scratch(None, v.type, v), False)
+    return got
+
+
 def _reject_offset_operands(op: Op) -> None:
     """PTO-AS writes a GM operand with a base offset as ``%view[%r, %c]``; ptoisa takes the
     offset through the view (``pto.partition_view ... offsets = [...]``): say so instead of
@@ -384,13 +443,14 @@ def bind(op: Op, ins: Instr) -> Binding:
                 inputs, outs = inputs[:-k], [(v, False) for v in inputs[-k:]]
     got = None
     form = None
-    for f in ptoas_forms(op.name):
+    kw = _keyword_form(op)
+    for f in ((kw[1],) if kw is not None and kw[0] is ins else ptoas_forms(op.name)):
         got = _form_map(op, f, inputs, outs)
         if got is not None:
             form = f
             break
     if got is None:
-        got = _default_map(op, ins, inputs, outs)
+        got = _materialised_map(op, ins, inputs, outs)
     missing = [o.name for o in ins.operands if not o.optional and o.name not in got]
     if missing and not (form is not None and form.bundles):
         raise _fail(op, ins, len(inputs), len(outs), any(r for _, r in outs))
@@ -415,7 +475,8 @@ def _attributes(op: Op, ins: Instr, form: Form | None,
     (added to ``got``), by the entry's ``ptoas.attrs`` or else by name; an attribute that maps
     nowhere, or to a value the registry does not take, is a VerifyError at the op: none is
     dropped."""
-    table = ptoas_attrs(op.name)
+    table = ptoas_attrs(op.name) if lookup(op.name) is ins \
+        else dict(ins.ptoas.attrs) if ins.ptoas else {}
     consumed = set(form.attr_operands) if form else set()
     params: dict[str, Any] = {}
     by_norm = {_norm(p.name): p.name for p in ins.params}
@@ -503,6 +564,8 @@ def bound_type(v: Bound, target: TargetLike | None = None) -> Any:
     """What the static rules see for a bound operand."""
     if v is None or isinstance(v, tuple):
         return None
+    if isinstance(v, Scratch):
+        return operand_type(v.type, target) if v.type is not None else None
     if isinstance(v, Const):
         return elem_dtype(v.type) if isinstance(v.type, (T.IntegerType, T.FloatType)) else None
     return operand_type(v.type, target)
@@ -531,7 +594,7 @@ def check_op(op: Op, target: TargetLike, permissive: bool = False) -> Binding | 
     """Static legality of one ``pto.*`` op for ``target`` (VerifyError with the op's
     location; ``permissive`` skips the type rules the CPU simulator does not check). Returns
     the binding, or None when the op is not a tile instruction."""
-    ins = instr_of(op.name)
+    ins = instr_for(op)
     if ins is None or ins.dialect != "tile":
         return None  # (micro-ops bind in interp/micro.py)
     b = bind(op, ins)
@@ -552,8 +615,9 @@ def check_op(op: Op, target: TargetLike, permissive: bool = False) -> Binding | 
         if want is not None and t is not None and not isinstance(t, want):
             raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
                               f"{_describe(t)}", op=ins.mnemonic, loc=op.loc)
+    extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
     try:
-        ins.check_types(target, types, b.params, permissive)
+        ins.check_types(target, types, b.params, permissive, extra)
     except PtoError as e:
         raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
     return b

@@ -90,6 +90,7 @@ def _unmodelled_step(name: str, why: str, loc: Any) -> Step:
 
 #: terminators that their parent op's handler reads -> the ops they may end a region of
 _TERMINATORS = {"scf.yield": "scf.for, scf.if or scf.while", "scf.condition": "scf.while",
+                "pto.yield": "pto.fusion_region",
                 "cf.br": "a function body of several blocks",
                 "cf.cond_br": "a function body of several blocks"}
 #: the branches between the blocks of a function body (read by CompiledFunc.cfg)
@@ -323,6 +324,15 @@ class CompiledFunc:
         slots: list[Any] = []  # slot | None | Const | tuple of slots (packed operand)
         results: list[tuple[int, Tile]] = []
         for v, from_res in zip(b.values, b.from_result, strict=True):
+            if isinstance(v, bridge.Scratch):  # PTOAS allocates it: a tile of its own, once
+                spec = bridge.tile_spec_of(v.type, self.c.target)
+                if spec is None:
+                    raise VerifyError(f"cannot allocate a scratch tile of type {v.type}",
+                                      op=op.name, loc=op.loc)
+                tile = Tile.of(spec, name="tmp")
+                self.tiles.append(tile)
+                slots.append(bridge.Const(tile, None))
+                continue
             if v is None or isinstance(v, bridge.Const):
                 slots.append(v)
                 continue
@@ -496,7 +506,7 @@ class Context:
     mixed launch, which decides which ``pto.kernel_kind`` functions a call runs)."""
 
     __slots__ = ("machine", "block_idx", "block_num", "subblock_idx", "subblock_num", "core",
-                 "gm_roots", "steps_left", "max_steps")
+                 "gm_roots", "steps_left", "max_steps", "loops")
 
     def __init__(self, machine: Machine, block_idx: int, block_num: int,
                  max_steps: int = 0) -> None:
@@ -513,6 +523,9 @@ class Context:
         #: the arrays of the launch's GM pointer arguments, in binding order: what a pointer
         #: value (a view into one of them) is resolved against (``interp/scalar_ops.py``)
         self.gm_roots: list[np.ndarray] = []
+        #: a plan's recorder while it records (ptoisa/plans.py): told where each ``scf.for``
+        #: iteration starts (``loops.iterate(op, seq)``), else None
+        self.loops: Any = None
 
     def spend(self, n: int, op: Op) -> None:
         """Take ``n`` loop iterations of the run's budget, or stop the run saying so."""

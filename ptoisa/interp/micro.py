@@ -206,6 +206,7 @@ def _vecscope(cf: CompiledFunc, op: Op) -> Step:
     body = cf.block(op.regions[0])
 
     def step(env: Env) -> None:
+        env[0].machine.vf_seq += 1  # a new vector function (the cycle model tells them apart)
         for s in body:
             s(env)
     return step

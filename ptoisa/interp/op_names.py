@@ -95,7 +95,7 @@ NO_EFFECT: dict[str, str] = {
 #: ``(CompiledFunc, Op) -> Step | None``
 Handler = Callable[[Any, Op], Any]
 #: op name -> the compiler's handler (``handler(cf, op)`` -> a Step, or None: nothing to run),
-#: filled by the handler modules (std_ops, view_ops, pipe_ops, ...) through :func:`handler`
+#: filled by the handler modules (std_ops, views, buffers, sync_ops, pipe_ops, ...) through :func:`handler`
 _HANDLERS: dict[str, Handler] = {}
 
 

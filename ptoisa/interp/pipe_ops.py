@@ -21,6 +21,7 @@ On A5, PTOAS wraps a vector function whose pipes are all no-split in
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..errors import PtoError, VerifyError
@@ -117,12 +118,34 @@ def _buffer(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+#: acc_push_epilogue.quant (PTOAS's fixpipe-tpipe design) -> the element type it writes
+_EPILOGUE_OUT = {"deqf16": "f16", "f32_f16": "f16", "f32_bf16": "bf16", "req8": "i8",
+                 "qf322b8_pre": "i8", "qf322f16_pre": "f16", "qf322bf16_pre": "bf16",
+                 "qs322bf16_pre": "bf16", "qf322hif8_pre": "hif8", "qf322fp8_pre": "f8E4M3"}
+
+
+def _epilogue_out(op: Op) -> str | None:
+    """The element type a frontend pipe's ``acc_push_epilogue`` quant mode converts an Acc
+    push to (None: no_convert, or no epilogue)."""
+    body = getattr(op.attributes.get("acc_push_epilogue"), "body", None)
+    if not isinstance(body, str):
+        return None
+    m = re.search(r"quant\s*=\s*(\w+)", body)
+    if m is None:
+        return None
+    q = m.group(1)
+    for mode in sorted(_EPILOGUE_OUT, key=len, reverse=True):
+        if q == mode or q.startswith(mode + "_"):
+            return _EPILOGUE_OUT[mode]
+    return None
+
+
 @handler(*_INITS)
 def _init(cf: CompiledFunc, op: Op) -> Step:
     d = _direction(op)
     slot_num = 4 if d is Direction.DIR_BOTH else 8
     pipe = TPipe(0, d, int(_attr(op, "slot_size", 1024)), slot_num, slot_num,
-                 _no_split(cf.c.module, cf.op, op))
+                 _no_split(cf.c.module, cf.op, op), _epilogue_out(op))
     k = _pipe_key(cf)
 
     def step(env: Env) -> None:
@@ -265,5 +288,7 @@ def _cross_core(instr_name: str) -> Any:
     return build
 
 
-handler("pto.sync.set")(_cross_core("SYNC_SET"))
-handler("pto.sync.wait")(_cross_core("SYNC_WAIT"))
+# ``pto.set_intra_block <PIPE_X>, id`` / ``pto.wait_intra_block``: the named spellings of the
+# same flags (A5 set/wait_intra_block; PTOAS lowers them to the FFTS sync on A2/A3)
+handler("pto.sync.set", "pto.set_intra_block")(_cross_core("SYNC_SET"))
+handler("pto.sync.wait", "pto.wait_intra_block")(_cross_core("SYNC_WAIT"))

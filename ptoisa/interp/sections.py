@@ -59,9 +59,26 @@ def _section(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+def _simt_errors(cf: CompiledFunc, op: Op) -> None:
+    """PTOAS's rules of a SIMT section: its launch dimensions ``<<<x, y, z>>>`` are
+    non-negative i32 values, and it is not inside a function marked ``pto.simt_entry``."""
+    if cf.op is not None and cf.op.attributes.get("pto.simt_entry") is not None:
+        raise VerifyError(f"'{SIMT}' must not appear inside a function marked with "
+                          "'pto.simt_entry'", op=op.name, loc=op.loc)
+    for p in op.syntax:
+        body = getattr(p.value, "body", None) if p.kind == "a" else None
+        if isinstance(body, str) and body.startswith("<<"):
+            dims = [d.strip() for d in body.strip("<>").split(",")]
+            # (literal dimensions: an SSA value is checked when it runs, which it does not yet)
+            if any(d.lstrip("-").isdigit() and not 0 <= int(d) < 2 ** 31 for d in dims):
+                raise VerifyError(f"'{SIMT}' requires non-negative i32 launch dimensions, got "
+                                  f"<<<{', '.join(dims)}>>>", op=op.name, loc=op.loc)
+
+
 @handler(SIMT)
 def _simt(cf: CompiledFunc, op: Op) -> Step:
     _nested_check(op)
+    _simt_errors(cf, op)
     loc = op.loc
 
     def step(env: Env) -> None:

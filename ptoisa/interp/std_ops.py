@@ -312,6 +312,9 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
         else:
             seq = _steps(i, end, st)
             env[0].spend(max(0, -(-(int(end) - int(i)) // int(st))), op)
+        lp = env[0].loops
+        if lp is not None:  # a plan records: it marks where each iteration starts
+            seq = lp.iterate(op, seq)
         try:
             if one is not None:  # one step, nothing carried
                 for j in seq:
@@ -353,9 +356,45 @@ def _yield_slots(cf: CompiledFunc, region: Region) -> list[int]:
     return []
 
 
-@handler("scf.yield", "scf.condition")
+@handler("scf.yield", "scf.condition", "pto.yield")
 def _yield(cf: CompiledFunc, op: Op) -> None:
     return None
+
+
+@handler("pto.fusion_region")
+def _fusion_region(cf: CompiledFunc, op: Op) -> Step:
+    """``%r = pto.fusion_region { ...; pto.yield(%v) : (T) -> () } : T``: a span of ops PTOAS's
+    tile fusion groups so that later passes may fuse their loops; what it computes is its
+    body's, run in place, and its results are the values ``pto.yield`` names (PTOAS's
+    verifier: no block arguments, as many yielded values as results, of the same types)."""
+    region = op.regions[0] if len(op.regions) == 1 else None
+    if region is None or len(region.blocks) != 1:
+        raise VerifyError("expects one region with one block", op=op.name, loc=op.loc)
+    args = region.block.args
+    if args:
+        raise VerifyError(f"expects body block to have no arguments, got {len(args)}",
+                          op=op.name, loc=op.loc)
+    ops = region.block.ops
+    if not ops or ops[-1].name != "pto.yield":
+        raise VerifyError("expects its body to end with pto.yield", op=op.name, loc=op.loc)
+    ys = ops[-1].operands
+    if len(ys) != len(op.results):
+        raise VerifyError(f"expects pto.yield to return {len(op.results)} values, got "
+                          f"{len(ys)}", op=op.name, loc=op.loc)
+    for i, (y, r) in enumerate(zip(ys, op.results, strict=True)):
+        if y.type != r.type:
+            raise VerifyError(f"expects yielded value #{i} to have type '{r.type}', got "
+                              f"'{y.type}'", op=op.name, loc=op.loc)
+    body = cf.block(region, ends="pto.yield")
+    yield_slots = [cf.slot(v) for v in ys]
+    results = [cf.slot(r) for r in op.results]
+
+    def step(env: Env) -> None:
+        for s in body:
+            s(env)
+        for r, y in zip(results, yield_slots, strict=True):
+            env[r] = env[y]
+    return step
 
 
 @handler("scf.if")

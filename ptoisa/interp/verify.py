@@ -24,6 +24,7 @@ them), so that :func:`diagnose` needs nothing from above this module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +34,8 @@ from ..ir import types as T
 from ..ir.core import Module, Op
 from ..isa.registry import FRONTEND_OPS
 from ..memory import ALIGN
-from ..targets import TargetLike
+from ..targets import TargetLike, get_target
+from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
 
@@ -469,6 +471,93 @@ def _multi_slot_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
                           f"count={got[1]}", op=op.name, loc=op.loc)
 
 
+def _leaves_out_tmp(op: Op) -> str | None:
+    """PTOAS's level3 error when the op leaves out a scratch operand its PlanMemory would
+    allocate, else None. tsort32 needs one only for a source whose valid columns are not a
+    multiple of 32 (the partial last block)."""
+    ins = bridge.instr_of(op.name)
+    if ins is None or ins.ptoas is None or not ins.ptoas.materialised:
+        return None
+    try:
+        b = bridge.bind(op, ins)
+    except PtoError:
+        return None  # (the compiler reports what does not fit)
+    if not b.materialised:
+        return None
+    if op.name == "pto.tsort32":
+        src = dict(zip((o.name for o in ins.operands), b.values, strict=True)).get("src")
+        ts = None if src is None else bridge.tile_spec_of(src.type)  # type: ignore[union-attr]
+        if ts is not None and ts.valid_col is not None and ts.valid_col % 32 == 0:
+            return None
+        return "requires explicit tmp for non-32-aligned tsort32 when PlanMemory is skipped"
+    return "requires explicit tmp when PlanMemory is skipped"
+
+
+_SCATTER_MODES = ("scatterAtomicOp", "scatterOob", "scatterConflict")
+
+
+def _coalesce_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's coalesce rules (PTO_IR_manual pto.mgather / pto.mscatter): mgather names its
+    mode; mscatter may leave it out (it is inferred from idx) unless it names an atomic,
+    out-of-bounds or conflict mode; a row-mode idx holds one index per row of the tile,
+    [1, R] or [R, 1]."""
+    attrs = dict(op.attributes.items)
+    mode = attrs.get("coalesce")
+    if mode is None:
+        if op.name == "pto.mgather":
+            yield VerifyError("requires attribute 'coalesce'", op=op.name, loc=op.loc)
+        elif any(k in attrs for k in _SCATTER_MODES):
+            yield VerifyError("expects coalesce when scatterAtomicOp/scatterOob/"
+                              "scatterConflict is specified", op=op.name, loc=op.loc)
+        return
+    if "row" not in str(bridge.attr_value(mode)).lower():
+        return
+    ins = bridge.instr_of(op.name)
+    try:
+        b = bridge.bind(op, ins) if ins is not None else None
+    except PtoError:
+        return  # (the compiler reports what does not fit)
+    if b is None:
+        return
+    vals = dict(zip((o.name for o in b.ins.operands), b.values, strict=True))
+    role = "dst" if op.name == "pto.mgather" else "src"
+    tile, idx = vals.get(role), vals.get("indexes")
+    ts = None if tile is None else bridge.tile_spec_of(tile.type)  # type: ignore[union-attr]
+    xs = None if idx is None else bridge.tile_spec_of(idx.type)  # type: ignore[union-attr]
+    if ts is None or xs is None or None in (ts.valid_row, xs.valid_row, xs.valid_col):
+        return
+    r = ts.valid_row
+    if (xs.valid_row, xs.valid_col) not in ((0, r), (1, r), (r, 0), (r, 1)):
+        yield VerifyError(f"expects row-coalesce idx valid_shape to be [0|1, {role}.valid_row] "
+                          f"or [{role}.valid_row, 0|1] (idx {xs.valid_row}x{xs.valid_col}, "
+                          f"{role}.valid_row {r})", op=op.name, loc=op.loc)
+
+
+def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's rules for a written tmp of pto.tpow / pto.tpows (pto-isa's TPow.hpp): the
+    integer overloads take none, and the float path's tmp has dst's valid shape."""
+    ins = bridge.instr_of(op.name)
+    try:
+        b = bridge.bind(op, ins) if ins is not None else None
+    except PtoError:
+        return  # (the compiler reports what does not fit)
+    if b is None or "tmp" in b.materialised:
+        return
+    vals = dict(zip((o.name for o in b.ins.operands), b.values, strict=True))
+    tmp, dst = vals.get("tmp"), vals.get("dst")
+    tt = None if tmp is None else bridge.tile_spec_of(tmp.type)  # type: ignore[union-attr]
+    dt = None if dst is None else bridge.tile_spec_of(dst.type)  # type: ignore[union-attr]
+    if tt is None or dt is None:
+        return
+    if not dt.dtype.is_float:
+        yield VerifyError("does not accept tmp when element type is integer", op=op.name,
+                          loc=op.loc)
+    elif (tt.valid_row, tt.valid_col) != (dt.valid_row, dt.valid_col):
+        yield VerifyError("expects tmp and dst to have the same valid_shape (tmp "
+                          f"{tt.valid_row}x{tt.valid_col}, dst {dt.valid_row}x{dt.valid_col})",
+                          op=op.name, loc=op.loc)
+
+
 def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -502,6 +591,14 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             # (a level given on the command line: files that name none are not judged here)
             yield VerifyError("pto.tassign is only supported when --pto-level=level3",
                               op=op.name, loc=op.loc)
+        elif op.name in ("pto.tpow", "pto.tpows"):
+            yield from _pow_tmp_errors(op)
+        elif op.name in ("pto.mgather", "pto.mscatter"):
+            yield from _coalesce_errors(op)
+        elif level == "level3" and (why := _leaves_out_tmp(op)) is not None and \
+                (target is None or get_target(target).traits.level3_needs_tmp):
+            yield VerifyError(f"{why} (under --pto-level=level3 PTOAS allocates no scratch "
+                              "tile)", op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \
                 "addr" not in op.keyword_operands:
             yield VerifyError("requires 'addr' operand when --pto-level=level3", op=op.name,
@@ -654,6 +751,85 @@ def module_rule_errors(module: Module, level: str | None = None,
     for f in funcs:
         yield from _op_errors(f, level, target)
         yield from _fixpipe_type_errors(f)
+        yield from _vmi_type_errors(f)
+        yield from _quant_setter_errors(f)
+
+
+def _vmi_type_errors(f: Op) -> Iterator[VerifyError]:
+    """PTOAS's type verifier on every ``!pto.vmi.*`` type of a function (arguments, block
+    arguments, results), used or not: ``vreg<0xf32>``, ``vreg<64xi64>``, a ``pred`` mask with a
+    layout (vector/logical.py: vmi_spec)."""
+    def bad(t: Any) -> str | None:
+        if isinstance(t, T.OpaqueType) and t.text.startswith("!pto.vmi."):
+            try:
+                vmi_spec(t.text)
+            except PtoError as e:
+                return e.message
+        return None
+
+    for op in f.walk():
+        for r in op.regions:
+            for b in r.blocks:
+                for a in b.args:
+                    msg = bad(a.type)
+                    if msg is not None:
+                        yield VerifyError(msg, op=op.name, loc=op.loc)
+                        return
+        for v in op.results:
+            msg = bad(v.type)
+            if msg is not None:
+                yield VerifyError(msg, op=op.name, loc=op.loc)
+                return
+
+
+def _init_id(op: Op) -> int | None:
+    """The logical pipe id of a pipe init (``{id = k}``; a lowered init's
+    ``__pto.frontend_id``)."""
+    a = op.attributes.get("id")
+    if a is None:
+        a = op.attributes.get("__pto.frontend_id")
+    try:
+        return None if a is None else int(bridge.attr_value(a))
+    except (TypeError, ValueError):
+        return None
+
+
+def _quant_setter_errors(f: Op) -> Iterator[VerifyError]:
+    """PTOAS's rules of pto.set_quant_scalar / pto.set_quant_vector (fixpipe-tpipe design
+    7.2): ``id`` names a pipe initialised in the same function, whose acc_push_epilogue
+    quant mode is of the setter's family (``*_scalar`` / ``*_vec``); the scalar is an f32."""
+    quant: dict[int, str | None] = {}
+    for op in f.walk():
+        if op.name in _INITS:
+            k = _init_id(op)
+            if k is not None:
+                body = getattr(op.attributes.get("acc_push_epilogue"), "body", None)
+                m = re.search(r"quant\s*=\s*(\w+)", body) if isinstance(body, str) else None
+                quant[k] = m.group(1) if m else None
+    for op in f.walk():
+        if op.name not in ("pto.set_quant_scalar", "pto.set_quant_vector"):
+            continue
+        scalar = op.name == "pto.set_quant_scalar"
+        if scalar and op.operands and isinstance(op.operands[0].type, T.FloatType) \
+                and str(op.operands[0].type) != "f32":
+            yield VerifyError(f"operand #0 must be 32-bit float, but got "
+                              f"'{op.operands[0].type}'", op=op.name, loc=op.loc)
+            continue
+        a = op.attributes.get("id")
+        if a is None:
+            continue
+        k = int(bridge.attr_value(a))
+        if k not in quant:
+            yield VerifyError(f"expects 'id' = {k} to match a frontend or lowered "
+                              "initialize_pipe op in the same function", op=op.name, loc=op.loc)
+            continue
+        q = quant[k]
+        family = "scalar" if scalar else "vector"
+        if q is not None and q != "no_convert" and \
+                not q.endswith("_scalar" if scalar else "_vec"):
+            yield VerifyError(f"expects 'id' = {k} to reference a pipe with {family} "
+                              f"quantization mode, but found non-{family} mode",
+                              op=op.name, loc=op.loc)
 
 
 def check_module_rules(module: Module, level: str | None = None,
@@ -684,7 +860,13 @@ def check_module(module: Module) -> None:
     has no cycle."""
     op_names.check_top_level(module)
     by_name = {f.sym_name: f for f in _defined(module)}
-    for name in entry_functions(module):
+    # (only a function marked as an entry or a kernel: PTOAS emits a lone unmarked public
+    # function that returns a value as a plain AICORE function, pto_entry_single_nonvoid_
+    # non_entry.pto)
+    marked = [n for n in entry_functions(module)
+              if any(by_name[n].attributes.get(k) is not None
+                     for k in ("pto.entry", "pto.kernel", "pto.kernel_kind"))]
+    for name in marked:
         f = by_name[name]
         fty = f.attributes.get("function_type")
         if isinstance(fty, A.TypeAttr) and getattr(fty.type, "results", ()):

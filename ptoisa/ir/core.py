@@ -2,7 +2,7 @@
 
 Ops are immutable records. A pto op keeps the form it was written in (``form``):
 
-* ``"dps"``: ``pto.X ins(<ins> : ...) outs(<outs> : ...)``; ``op.ins``/``op.outs`` split
+* ``"dps"``: ``pto.X ins(<ins> : ...) outs(<outs> : ...)``; ``op.inputs``/``op.outs`` split
   ``op.operands`` (``n_ins``/``n_outs``), and any operands after them come from a trailing
   custom part (``syntax``, e.g. ``pad_value = %v : f32`` of ``tload``).
 * ``"ssa"``: ``%r = pto.X %a, %b : (Ta, Tb) -> Tr``; all operands are ins, ``op.results``.

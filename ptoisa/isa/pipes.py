@@ -111,6 +111,10 @@ class TPipe:
     slot_num: int
     local_slot_num: int = 2
     is_no_split: bool = False
+    #: the element type an Acc tile pushed without a TConfig leaves the fix-pipe as (a
+    #: frontend pipe's ``acc_push_epilogue`` quant mode, PTOAS), which its slots hold; None:
+    #: the Acc element type
+    epilogue_out: str | None = None
 
     def __post_init__(self) -> None:
         if self.slot_num < 1:
@@ -390,7 +394,10 @@ def TPUSH(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noq
     _whole(m, tile)
     values = _fixpipe(m, tile, FixpipeParams.parse(TConfig)) if TConfig is not None \
         else np.array(tile.read(), copy=True)
-    nbytes = values.size * values.dtype.itemsize // max(m.lanes, 1)
+    itemsize = values.dtype.itemsize
+    if TConfig is None and tile.loc is TileType.Acc and pipe.epilogue_out is not None:
+        itemsize = D.dtype(pipe.epilogue_out).itemsize  # (the consumer's converted data)
+    nbytes = values.size * itemsize // max(m.lanes, 1)
     if vector_producer and split is not TileSplitAxis.TILE_NO_SPLIT:
         # two halves into one slot: the open slot is the oldest one still missing this half
         def open_slot() -> _Slot | None:
@@ -552,10 +559,11 @@ def TFREE(m: Machine, pipe: TPipe, subBlockId: Any = None, *,  # noqa: N802,N803
 
 
 def _convert(data: np.ndarray, to: np.dtype) -> np.ndarray:
-    if np.issubdtype(to, np.integer):
-        info = np.iinfo(to)
-        return np.clip(np.rint(data), info.min, info.max).astype(to)
-    return data.astype(to)
+    with np.errstate(invalid="ignore", over="ignore"):  # (NaN / inf: numpy's cast, no warning)
+        if np.issubdtype(to, np.integer):
+            info = np.iinfo(to)
+            return np.clip(np.rint(data), info.min, info.max).astype(to)
+        return data.astype(to)
 
 
 def _free_directions(pipe: TPipe) -> list[Direction]:
@@ -594,10 +602,26 @@ def _scaling_tile(sig: Sig) -> None:
         raise sig.fail(f"fpTile must be a Scaling tile, got {t.loc.name}")
 
 
-@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S, ptoas=_QUANT_ID,
+def _ptoas_payload(sig: Sig) -> None:
+    """PTOAS's rule for the payload tile's element type (by target: a trait)."""
+    t = sig["fpTile"]
+    want = sig.target.traits.quant_vector_types
+    if t is not None and t.dtype.name not in want:
+        raise sig.fail(f"expects 'scaling_tile' element type to be "
+                       f"{' or '.join(sorted(want))} on {sig.target}, got {t.dtype}")
+
+
+@instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S,
+       ptoas=Ptoas(attrs=_QUANT_ID.attrs, rules={"pto.set_quant_vector": (_ptoas_payload,)}),
        operands=(Opnd("fpTile", "tile"),), dtype_key=("fpTile",), static=(_scaling_tile,))
 def SET_QUANT_VECTOR(m: Machine, fpTile: Tile) -> None:  # noqa: N802,N803
     """Program the vector quant register (one uint64 word per output column) from a Scaling
-    tile, read by the next fix-pipe TPUSH."""
+    tile, read by the next fix-pipe TPUSH. A5's payload of f16 / bf16 / f32 scales is refused
+    by name when it runs: how the fix-pipe reads it (the FPC encoding) is not documented."""
+    if fpTile.dtype.is_float:
+        raise ExecutionError(
+            "operation 'pto.set_quant_vector' cannot be executed by ptoisa yet: a vector quant "
+            f"payload of {fpTile.dtype} scales (A5), whose encoding in the fix-pipe's FPC "
+            "register is implementation-defined (SET_QUANT_VECTOR.md)")
     words = np.array(fpTile.read(), copy=True).astype(np.uint64).reshape(1, -1)
     m.fixpipe_quant = ("vector", words)

@@ -37,6 +37,7 @@ from ..memory import Machine, current
 from ..targets import Target, TargetLike, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
+from ..vector.logical import LMask, LVec, VmiSpec
 from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec, vreg_spec
 from .signature import signature
 from .spelling import Attr, Form, Ptoas
@@ -51,7 +52,10 @@ class Opnd:
     'vreg', 'mask', 'align', 'ptr' (an on-chip :class:`~ptoisa.vector.regs.Ptr` or a GM
     pointer array) or 'group' (a tuple of scalars: a keyword group such as ``nburst(...)``;
     a group that may repeat is a tuple of such tuples) for micro-ops; ``role`` in/out/inout/
-    scratch. Optional operands may be omitted (``None``)."""
+    scratch. VMI entries add 'lvec' / 'lmask' (logical vectors and masks,
+    :mod:`ptoisa.vector.logical`) and 'index' (an ``index`` scalar, where an operand of
+    another integer type may stand in the same place). Optional operands may be omitted
+    (``None``)."""
 
     name: str
     kind: str = "tile"
@@ -615,9 +619,11 @@ class Instr:
             self._passed[key] = types
 
     def check_types(self, target: TargetLike, types: dict[str, Any],
-                    params: dict[str, Any] | None = None, permissive: bool = False) -> None:
+                    params: dict[str, Any] | None = None, permissive: bool = False,
+                    extra: tuple[StaticRule, ...] = ()) -> None:
         """Static legality for operand *types* (TileSpec / GMSpec / DType / None): the entry
-        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules."""
+        point of the IR verifier. ``permissive`` skips the ``sim_unchecked`` type rules;
+        ``extra``: the rules of the PTOAS op that spells this use (``Ptoas.rules``)."""
         target = get_target(target)
         full = {p.name: p.default for p in self.params}
         full.update(params or {})
@@ -634,6 +640,8 @@ class Instr:
             sig.types[self.results[0].name] = rt
         check_legality(sig)
         for r in self.on(target).static:
+            r(sig)
+        for r in extra:
             r(sig)
 
     def __repr__(self) -> str:
@@ -719,7 +727,8 @@ class InstrRecord:
 
 
 _PACKAGE_DIR = __file__.rsplit("/isa/", 1)[0]
-_SPEC_TYPES = frozenset({Tile, GlobalTensor, VReg, Mask, Ptr, Align})  # (subclasses: below)
+_SPEC_TYPES = frozenset({Tile, GlobalTensor, VReg, Mask, Ptr, Align, LVec,
+                         LMask})  # (subclasses: below)
 
 
 #: scalar operands converted for plain forms: (value, its type, element type) -> value
@@ -791,20 +800,24 @@ def _check_kind(op: str, o: Opnd, v: Any) -> None:
         or (k == "align" and isinstance(v, Align))
         or (k == "ptr" and isinstance(v, (Ptr, np.ndarray)))
         or (k == "group" and isinstance(v, tuple))
+        or (k == "lvec" and isinstance(v, LVec))
+        or (k == "lmask" and isinstance(v, LMask))
+        or (k == "index" and isinstance(v, (int, np.integer)) and not isinstance(v, bool))
         or k == "any"
     )
     if not ok:
         want = {"tile": "a Tile", "gm": "a GlobalTensor", "tile|gm": "a Tile or GlobalTensor",
                 "scalar": "a number", "enum": "an enum value", "vreg": "a VReg",
                 "mask": "a Mask", "align": "an Align", "ptr": "a pointer",
-                "group": "a tuple"}.get(k, k)
+                "group": "a tuple", "lvec": "a VMI vector (LVec)",
+                "lmask": "a VMI mask (LMask)", "index": "an integer"}.get(k, k)
         raise PtoError(f"operand '{o.name}' must be {want}, got {type(v).__name__}", op=op)
 
 
 # ---- legality -------------------------------------------------------------------------------
 
 def elem_type(t: Any) -> DType | None:
-    if isinstance(t, (TileSpec, GMSpec, VRegSpec, PtrSpec)):
+    if isinstance(t, (TileSpec, GMSpec, VRegSpec, PtrSpec, VmiSpec)):
         return t.dtype
     if isinstance(t, DType):
         return t

@@ -47,6 +47,34 @@ def row_major_nd(*names: str) -> StaticRule:
     return _layout_rule(names, lambda t: t.is_nd, "row-major ND")
 
 
+def reduction_valid(axis: int, empty_marker: bool) -> StaticRule:
+    """PTOAS's valid-region rule of a reduction along ``axis`` (1: rows, 0: columns), over
+    the static extents: src's valid region is not empty, nor is dst's reduced extent
+    (PTOAS: "expects dst valid_shape[1] to be 1"). ``empty_marker``: a dst valid region of
+    0x0 (PyPTO's no-op replay marker) is accepted, for the plain reductions (the arg
+    reductions always produce an index).
+
+    Not made here: PTOAS also rejects a reduced extent above 1; ptoisa runs such a use as
+    pto-isa documents it (column 0 of a wider dst is written). That src and dst keep the
+    same extent is the instruction's documented run-time check, which a permissive machine
+    skips as the CPU simulator does."""
+    red = 1 if axis == 1 else 0
+
+    def rule(sig: Sig) -> None:
+        s, d = sig["src"], sig["dst"]
+        if sig.permissive or not (isinstance(s, TileSpec) and isinstance(d, TileSpec)):
+            return  # (a permissive check reproduces the CPU simulator, which has no verifier)
+        sv, dv = (s.valid_row, s.valid_col), (d.valid_row, d.valid_col)
+        if empty_marker and dv == (0, 0):
+            return
+        for k in (0, 1):
+            if sv[k] == 0:
+                raise sig.fail(f"expects src valid_shape[{k}] to be non-zero")
+        if dv[red] == 0:
+            raise sig.fail(f"expects dst valid_shape[{red}] to be 1, got 0")
+    return rule
+
+
 def same_static_rows(sig: Sig) -> None:
     """The CPU simulator's row reductions static_assert equal src and dst Rows (declared for
     cpu with ``static_for``)."""

@@ -16,10 +16,15 @@ no declaration. An entry whose PTOAS op spells things differently says so with a
   handlers (ptoisa/interp/pipe_ops.py), not by the generic operand mapping;
 * ``bracketed``: the synchronisation ops that are this instruction, written with their
   operands in brackets (``pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]``) and bound by the
-  interpreter's sync handler (ptoisa/interp/view_ops.py): op name -> how many leading items
+  interpreter's sync handler (ptoisa/interp/sync_ops.py): op name -> how many leading items
   name a PTOAS op kind (``pto.record_event[<TLOAD>, <TVEC>, ...]``) instead of a pipe;
 * ``op``: the op ptoisa writes for the instruction (the exporter), where it is not
-  ``pto.<mnemonic>`` (``pto.tmatmul.acc``, ``pto.barrier``).
+  ``pto.<mnemonic>`` (``pto.tmatmul.acc``, ``pto.barrier``);
+* ``materialised``: the scratch operands (``tmp``) the op may leave out, PTOAS then
+  allocating one (``pto.trowmax ins(%src) outs(%dst)``);
+* ``rules``: static rules PTOAS's verifier adds for one op name (not made by eager calls);
+* ``keywords``: a keyword among the ins that makes the op another entry (``fp %fp``:
+  TEXTRACT_FP).
 
 Form fields: ``ins``/``outs``: registry operand names for the written ``ins``/``outs`` (SSA
 operands / results) in order; ``"key*2"`` packs the next two written values into one tuple
@@ -102,10 +107,22 @@ class Ptoas:
     frontend: tuple[str, ...] = ()
     bracketed: Mapping[str, int] = field(default_factory=dict)
     op: str = ""
+    #: scratch operands PTOAS allocates itself when the op leaves them out (its PlanMemory
+    #: materialises a missing ``tmp``): scratch operand -> the operand whose tile type the
+    #: allocated one takes. Under ``--pto-level=level3`` (no PlanMemory) the op must name it.
+    materialised: Mapping[str, str] = field(default_factory=dict)
+    #: op name -> static rules PTOAS's verifier adds for that op, beyond the instruction's
+    #: own (the valid-shape contract of ``pto.tquant.mx``); the eager call does not make them
+    rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: a keyword written among the op's ins (``pto.textract ins(%src, %r, %c fp %fp : ...)``)
+    #: -> (the entry the op then is, how its written values map onto that entry): TEXTRACT_FP
+    keywords: Mapping[str, tuple[str, Form]] = field(default_factory=dict)
 
 
 # ---- pieces several entries share ----------------------------------------------------------
 
+#: PTOAS allocates a missing ``tmp`` of src's type (implicit_tmp_*.pto)
+TMP_LIKE_SRC = Ptoas(materialised={"tmp": "src"})
 LAYOUT_HINT = Attr(only=None, why="a layout hint: the GM layout is the view's")
 SPLIT = {"split": Attr("Split")}
 # the manual's mnemonics (``#pto<cmp less_than>``); PTOAS's own parser spells them ``lt``...

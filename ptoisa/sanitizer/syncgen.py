@@ -40,7 +40,7 @@ from ..enums import Pipe
 from ..errors import PtoError
 from ..interp import bridge
 from ..interp.compiler import _bracket_args, _literal
-from ..interp.view_ops import SYNC_OP_PIPES
+from ..interp.sync_ops import SYNC_OP_PIPES
 from ..isa.registry import FRONTEND_OPS, REGISTRY
 from ..targets import DEFAULT_TARGET, TargetLike, get_target
 from ..tile import Tile

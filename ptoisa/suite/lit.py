@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 ARCH = {"a3": "a2a3", "a5": "a5"}
 DEFAULT_ARCH = "a2a3"  # ptoas without --pto-arch compiles for a3
@@ -106,9 +107,11 @@ def _padded(first: int, body: str) -> str:
     return "\n" * first + body
 
 
-def modules(text: str) -> tuple[list[Module], list[str]]:
+def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[str]]:
     """(the modules the RUN lines compile, deduplicated; notes on RUN lines that could not be
-    followed). A file with RUN lines of other tools only gives no module."""
+    followed). A file with RUN lines of other tools only gives no module. A RUN line that
+    compiles another file of the test's folder (``%S/NAME.pto``) compiles that file, judged
+    by this one's CHECK lines."""
     found: dict[tuple[str, str, str | None], Module] = {}
     notes: list[str] = []
     parts = _parts(text) if re.search(r"\bsplit-file\b", text) else {}
@@ -124,7 +127,14 @@ def modules(text: str) -> tuple[list[Module], list[str]]:
         prefixes = _prefixes(run)
         all_lines = text.splitlines()
         src = re.search(r"%t/(\S+)", run[m.end():])
-        if src is not None:
+        other = re.search(r"%S/(\S+\.pto)\b", run[m.end():])
+        if other is not None and src is None:
+            path = None if folder is None else folder / other.group(1)
+            if path is None or not path.is_file():
+                notes.append(f"RUN line compiles %S/{other.group(1)}, which is not there")
+                continue
+            units = [(f"file {other.group(1)}", 0, path.read_text())]
+        elif src is not None:
             name = src.group(1)
             if name not in parts:
                 notes.append(f"RUN line compiles %t/{name}, which is no '//--- {name}' part")

@@ -119,7 +119,7 @@ def _entries(prog: Any) -> list[str]:
 def _view_elems(cf: Any, arg: Any) -> int | None:
     """Elements the ``make_tensor_view``s of pointer ``arg`` reach, from constant shapes and
     strides (None when a view's extent depends on a value known only at run time)."""
-    from ..interp.view_ops import _kw_list
+    from ..interp.views import _kw_list
 
     need = 0
     for op in cf.op.walk():
@@ -241,7 +241,7 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
         res.notes.append(f"not checked: cannot read it ({e})")
         return res
     if lit.is_lit(text):
-        mods, notes = lit.modules(text)
+        mods, notes = lit.modules(text, path.parent)
         res = FileResult(rel, "lit", notes=list(notes))
         if not mods and not notes:
             res.notes.append("not checked: its RUN lines run no ptoas / pto-test-opt")

@@ -25,6 +25,8 @@ B12 = "i8 ui8 i16 ui16"
 I124 = "i8 ui8 i16 ui16 i32 ui32"
 BASIC = "i32 i16 f16 f32"
 B124 = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
+#: what VMI loads and stores move: any element type
+VMI_ANY = I124 + " i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8 f4E2M1x2 f4E1M2x2 bf16x2"
 MOVE_TYPES = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
 #: Acc -> Mat conversions (plain f32 -> f16/bf16, quantised f32 -> i8, i32 -> i8/ui8/f16/i16)
 ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("i32", "i8"),
@@ -107,6 +109,7 @@ LEGALITY: dict[str, Rule] = {
     "TOR": rule(B12),
     "TPOW": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
     "TPRELU": rule("f16 f32"),
+    "TADDRELU": rule("f32 f16 i16"),
     "TRECIP": rule("f32 f16 i32 i16"),
     "TRELU": rule("f16 f32 i32"),
     "TREM": rule("f32 i32"),
@@ -202,7 +205,8 @@ LEGALITY: dict[str, Rule] = {
     "TPOP": rule(locs=[TileType.Vec, TileType.Mat]),
     "TFREE": rule(),
     "SET_QUANT_SCALAR": rule(),
-    "SET_QUANT_VECTOR": rule("ui64", locs=[TileType.Scaling]),
+    # the packed 64-bit quant words on A2/A3 (PTOAS designs/fixpipe-tpipe-design.md 7.2)
+    "SET_QUANT_VECTOR": rule("i64 ui64", locs=[TileType.Scaling]),
 
     # ---- prefetch_hif4 ---------------------------------------------------------------------------
     # TPREFETCH_ASYNC (any element type: a cache hint). TMATMUL_MX_HIF4 is an A6 instruction: no
@@ -243,6 +247,42 @@ LEGALITY: dict[str, Rule] = {
     "SYNC_WAIT": rule(),
     "WAIT_FLAG": rule(),
     "PIPE_BARRIER": rule(),
+    # ---- vmi (logical vectors, spec/ptoas-main/isa/vmi-isa/): the pages' "datatypes" lines,
+    # keyed on the first vector or pointer operand; loads and stores move any element type.
+    # Declared here, so on every target: a VMI value is logical (its lanes, no register
+    # layout), and PTOAS verifies VMI without a target (its lit tests give no --pto-arch)
+    **{op: rule(VMI_ANY) for op in ("VMI_VLOAD", "VMI_VSTORE", "VMI_VINTERPRET_CAST")},
+    "VMI_VGATHER": rule(B124),
+    **{op: rule() for op in ("VMI_CREATE_MASK", "VMI_CREATE_GROUP_MASK", "VMI_VAND",
+                             "VMI_VOR", "VMI_VXOR", "VMI_VNOT", "VMI_VBRC", "VMI_VCI")},
+    **{op: rule(I124 + " f16 bf16 f32") for op in ("VMI_VADD", "VMI_VSUB", "VMI_VMUL",
+                                                   "VMI_VMAX", "VMI_VMIN", "VMI_VABS",
+                                                   "VMI_VNEG", "VMI_VRELU", "VMI_VADDS",
+                                                   "VMI_VMULS", "VMI_VMAXS", "VMI_VMINS",
+                                                   "VMI_VCMP", "VMI_VCMPS", "VMI_VSEL")},
+    **{op: rule("f16 f32") for op in ("VMI_VDIV", "VMI_VEXP", "VMI_VLN", "VMI_VSQRT")},
+    **{op: rule(I124) for op in ("VMI_VSHL", "VMI_VSHR", "VMI_VSHLS", "VMI_VSHRS")},
+    "VMI_VCADD": rule(I124 + " f16 f32"),
+    # (vcmax / vcmin: the page says i16-i32; PTOAS takes 8-bit lanes too, lit vmi_new's
+    # vmi_to_vpto_reduce_extended)
+    **{op: rule(I124 + " f16 f32") for op in ("VMI_VCMAX", "VMI_VCMIN")},
+    # vcvt: source and destination from the page's list (the pairs are the verifier's)
+    "VMI_VCVT": rule(),
+    **{op: rule() for op in ("VMI_PSET", "VMI_ENSURE_LAYOUT", "VMI_ENSURE_MASK_LAYOUT",
+                             "VMI_ENSURE_MASK_GRANULARITY", "VMI_PACK", "VMI_UNPACK",
+                             "VMI_CONSTANT", "VMI_CONSTANT_MASK", "VMI_SHUFFLE",
+                             "VMI_CHANNEL_SPLIT", "VMI_CHANNEL_MERGE", "VMI_COMPRESS",
+                             "VMI_ACTIVE_PREFIX_INDEX")},
+    **{op: rule(VMI_ANY) for op in ("VMI_MASKED_LOAD", "VMI_EXPAND_LOAD",
+                                    "VMI_COMPRESS_STORE")},
+    "VMI_VSCATTER": rule(B124),
+    # vmi-isa/07 and 09: the pages' datatypes (histograms: their 16-bit bins)
+    **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
+                                      "VMI_VPRELU")},
+    "VMI_VMULA": rule(I124 + " f16 bf16 f32"),
+    "VMI_VMULL": rule("i32 ui32"),
+    **{op: rule("i16 ui16") for op in ("VMI_VDHIST", "VMI_VCHIST")},
+    **{op: rule(B124 + " f8E4M3 f8E5M2") for op in ("VMI_VINTLV", "VMI_VDINTLV", "VMI_VSELR")},
 }
 
 

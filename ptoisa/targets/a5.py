@@ -44,7 +44,7 @@ FP4 = ("f4E2M1x2", "f4E1M2x2")
 MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"),
       ("i32", "i8", "i8")] + [("f32", a, b) for a in FP8 for b in FP8]
 MX = [("f32", a, b) for a in FP8 for b in FP8] + [("f32", a, b) for a in FP4 for b in FP4]
-SAME = [(d, d) for d in ("i8 ui8 f8E4M3 f8E5M2 f8E8M0 f16 bf16 f32 i32 i64 ui64 "
+SAME = [(d, d) for d in ("i8 ui8 f8E4M3 f8E5M2 f8E8M0 hif8 f16 bf16 f32 i32 i64 ui64 "
                          "f4E2M1x2 f4E1M2x2").split()]
 CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 f32->f8E4M3 i32->f16 i32->bf16 i32->i8 "
                 "i32->ui8 f16->f32 bf16->f32")
@@ -132,12 +132,17 @@ LEGALITY: dict[str, Rule] = {
     "TTRI": rule("i64 ui64 i32 i16 i8 ui32 ui16 ui8 f16 f32 bf16"),
     "TGATHER": rule(GATHER),
     "TSCATTER": rule(B124 + " i64 ui64"),
-    "MGATHER": rule(GATHER),
-    "MSCATTER": rule(GATHER),
+    # (PTO_IR_manual pto.mgather / pto.mscatter: A5 also moves !pto.hif8 elements)
+    "MGATHER": rule(GATHER + " hif8"),
+    "MSCATTER": rule(GATHER + " hif8"),
     "THISTOGRAM": rule("ui16 ui32"),
     "TRANDOM": rule("i32 ui32"),
     # MXFP8 (f32/f16/bf16 -> e4m3 bytes), MXFP4 (f16/bf16 -> packed e2m1), INT8 sym/asym (f32)
-    "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8")),
+    # the quant words, and A5's payload of f16 / bf16 / f32 scales (PTOAS
+    # designs/fixpipe-tpipe-design.md 7.2), which ptoisa refuses by name when it runs
+    "SET_QUANT_VECTOR": rule("i64 ui64 f16 bf16 f32", locs=[TileType.Scaling]),
+    "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8 "
+                         "f16->ui8 bf16->ui8")),
 
     # ---- layout ----------------------------------------------------------------------------------
     # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat ->
@@ -253,9 +258,13 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
+# TADDRELU: PTOAS's A2/A3 VADDRELU lowering; no A5 form is documented
 TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "", plan=PLAN,
+                     removed=("TADDRELU",),
                      traits={
                          "cmp_i32_eq_only": False,
+                         "level3_needs_tmp": False,
+                         "quant_vector_types": frozenset({"f16", "bf16", "f32"}),
                          "quant_pairs": frozenset({
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),
                              ("f32", "f8E4M3"), ("f32", "hif8"), ("i32", "i8"), ("i32", "ui8"),

@@ -63,6 +63,15 @@ class Traits:
     #: run-time checks the NPU performs (valid-region limits, pattern checks ...); the upstream
     #: CPU simulator has none of them
     npu_runtime_checks: bool = True
+    #: whether a ``.pto`` op that leaves out its ``tmp`` (``Ptoas.materialised``) needs PTOAS's
+    #: PlanMemory to allocate one, so that ``--pto-level=level3`` rejects it (A2/A3: the
+    #: vector code uses tmp); False where PTOAS gives it a placeholder without an address at
+    #: every level (A5, ttrans_implicit_tmp_a5_level3.pto)
+    level3_needs_tmp: bool = True
+    #: the element types PTOAS's verifier takes for ``pto.set_quant_vector``'s payload tile
+    #: (designs/fixpipe-tpipe-design.md 7.2: packed 64-bit words on A2/A3, f16 / bf16 / f32
+    #: scales on A5)
+    quant_vector_types: frozenset[str] = frozenset({"i64", "ui64"})
     #: how TPRINT writes: "cpu_sim" (the simulator's header and format, straight to the output)
     #: or "npu" (whole tile, through the print buffer)
     print_style: str = "npu"

@@ -186,7 +186,7 @@ LEGALITY: dict[str, Rule] = {
 
 
 #: instructions a2a3 has that the simulator lacks
-REMOVED = ("TADDRELUCONV", "TSUBRELUCONV")
+REMOVED = ("TADDRELUCONV", "TSUBRELUCONV", "TADDRELU")
 
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                      traits={

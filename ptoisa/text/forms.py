@@ -187,6 +187,11 @@ def _infer_result_types(name: str, pieces: list[Piece], nres: int) -> list[T.Typ
         return [T.INDEX] * nres
     if name == "pto.subset":  # the written type is the source's; the result's is derived
         return []
+    if name == "pto.partition_view" and not any(p.kind == "p" and p.value == "->"
+                                                for p in pieces):
+        # PTOAS's short form ``: !pto.tensor_view<...>`` writes only the source type; the
+        # result's (a partition_tensor_view of the sizes) is derived (issue31 parser compat)
+        return []
     last_arrow = last_colon = last_to = -1
     for j, p in enumerate(pieces):
         if p.kind == "p":

@@ -118,6 +118,18 @@ def test_split_file_parts_named_by_the_run_lines(tmp_path):
     assert verdict == "ran"
 
 
+def test_run_line_compiling_another_file_of_the_folder(tmp_path):
+    """``ptoas ... %S/other.pto | FileCheck %s``: the other file is compiled, judged by this
+    file's RUN and CHECK lines."""
+    (tmp_path / "other.pto").write_text(kernel())
+    text = "// RUN: ptoas --pto-arch a5 %S/other.pto | FileCheck %s\n// CHECK: TADD(\n"
+    mods, notes = lit.modules(text, tmp_path)
+    assert [(m.where, m.target, m.text) for m in mods] == [("file other.pto", "a5", kernel())]
+    assert notes == []
+    assert lit.modules(text.replace("other.pto", "gone.pto"), tmp_path) == (
+        [], ["RUN line compiles %S/gone.pto, which is not there"])
+
+
 # ---- verdicts of lit files and samples ----------------------------------------------------
 
 @pytest.mark.parametrize(("run", "bad", "op", "want"), [
@@ -126,7 +138,7 @@ def test_split_file_parts_named_by_the_run_lines(tmp_path):
     ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "tadd", "wrongly-accepted"),
     ("ptoas --pto-arch=a5 %s", True, "tadd", "wrongly-rejected"),
     ("ptoas --pto-arch=a5 %s", False, "vselrv2", "unsupported"),
-    ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "vmi.vadd", "unsupported"),
+    ("not ptoas --pto-arch=a5 %s 2>&1 | FileCheck %s", False, "vmi.vgatherb", "unsupported"),
 ])
 def test_lit_verdicts(tmp_path, run, bad, op, want):
     p = write(tmp_path, "lit/t.pto", f"// RUN: {run}\n" + kernel(bad=bad, op=op))

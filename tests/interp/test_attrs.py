@@ -359,12 +359,25 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  ("TMOV", "reluMode"), ("THISTOGRAM", "byte"), ("MSCATTER", "Atomic"),
                  ("MSCATTER", "Oob"), ("TGATHER", "cmpMode"), ("TGATHER", "offset"),
                  ("TQUANT", "quant_type"), ("TPUSH", "Split"), ("TPOP", "Split"),
+                 # pto.tquant.mx (A5): grpAxis, interleave run in tests/interp/test_ptoas_ops.py,
+                 # quantScaleAlg, storeMode checked on the binding there
+                 ("TQUANT", "grp_axis"), ("TQUANT", "interleave"), ("TQUANT", "scale_alg"),
+                 ("TQUANT", "store_mode"),
+                 # single-core modes run here; a dual mode is refused by name when it runs
+                 ("TEXTRACT", "accToVecMode"), ("TINSERT", "accToVecMode"),
+                 ("TEXTRACT_FP", "accToVecMode"), ("TINSERT_FP", "accToVecMode"),
+                 ("TEXTRACT_FP", "reluMode"), ("TINSERT_FP", "reluMode"),
+                 ("TSTORE_FP", "atomicType"), ("TSTORE_FP", "reluPreMode"),
                  ("TFREE", "Split"), ("MGATHER", "CMode"), ("MGATHER", "Mode"),
                  ("MSCATTER", "Mode"), ("MSCATTER", "Conflict"), ("TPRINT", "Format"),
                  ("TEXTRACT", "reluMode"), ("TINSERT", "reluMode"),
                  # pto.comm.*: every value run across 2 ranks in tests/ranks/test_ptoas_comm.py
                  ("TPUT", "atomicType"), ("TNOTIFY", "op"), ("TWAIT", "cmp"), ("TTEST", "cmp"),
                  ("TREDUCE", "op"),
+                 # VMI's older op names write num_groups for group: tests/isa/test_vmi.py
+                 # (the integer-cast case folder: group_reduce_addi, group_broadcast)
+                 *((n, "group") for n in ("VMI_VLOAD", "VMI_VSTORE", "VMI_VCADD", "VMI_VCMAX",
+                                          "VMI_VCMIN", "VMI_VBRC")),
                  *((n, "Phase") for n in ("TMATMUL", "TMATMUL_ACC", "TMATMUL_BIAS", "TGEMV",
                                           "TGEMV_ACC", "TGEMV_BIAS", "TMATMUL_MX", "TGEMV_MX",
                                           "TMATMUL_MX_HIF4")),
@@ -590,7 +603,8 @@ NOT_SWEPT = {
         "SET_QUANT_SCALAR", "TQUANT")},
     **{n: "pipes and synchronisation" for n in ("TPUSH", "TPOP", "TFREE", "TSYNC", "SYNCALL",
                                                  "SET_FLAG", "WAIT_FLAG", "PIPE_BARRIER",
-                                                 "SYNC_SET", "SYNC_WAIT")},
+                                                 "SYNC_SET", "SYNC_WAIT", "GET_BUF",
+                                                 "RLS_BUF")},
     "TPRINT": "prints; its Format has no value set",
     "TFILLPAD": "PadVal is a value, not a mode",
     "TROWEXPANDDIV": "PrecisionType is a C++ spelling string here, not a mode",
@@ -743,12 +757,19 @@ def test_august_attributes_reach_the_binding() -> None:
     assert bridge.bind(ops[1], REGISTRY["TEXTRACT"]).params["reluMode"] is \
         ReluPreMode.NormalRelu
     dual = text.replace("single_mode_vec0", "dual_mode_split_m")
-    with pytest.raises(VerifyError, match="accToVecMode.*dual modes split the window"):
-        load(dual, target="a5")
+    prog = load(dual, target="a5")  # PTOAS takes it; ptoisa refuses it by name when it runs
+    with pytest.raises(PtoError, match="'pto.textract' cannot be executed by ptoisa yet: "
+                                       "accToVecMode dual_mode_split_m"):
+        prog.k()
     sq = program({"src": ("f32", 1, 16)}, ["src"], ["src"], "").replace(
         "pto.tstore", "%q = arith.constant 2.0 : f32\n    pto.set_quant_scalar(%q : f32) "
         "{id = 1}\n    pto.tstore", 1)
-    load(sq)  # accepted: the id has no counterpart
+    # an id must name a pipe initialised in the same function (PTOAS, fixpipe-tpipe design
+    # 7.2): this function has none
+    with pytest.raises(PtoError, match="expects 'id' = 1 to match a frontend or lowered "
+                                       "initialize_pipe op in the same function"):
+        load(sq)
+    load(sq.replace(" {id = 1}", ""))  # without an id: accepted
 
 
 def test_mgather_coalesce_elem_runs_as_pto() -> None:

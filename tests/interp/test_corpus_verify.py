@@ -45,6 +45,13 @@ TIGHTENED = {
 }
 
 
+# ... and files it rejected that the current one accepts (the current tree states the new rule)
+LOOSENED = {
+    "pto_entry_single_nonvoid_rejected.pto": "a lone unmarked function may return a value "
+                                             "(ptoas-main pto_entry_single_nonvoid_non_entry)",
+}
+
+
 def _essential(diag: str) -> str:
     """``'pto.x' op expects ...`` -> ``expects ...`` (our messages name the op differently)."""
     return diag.split(" op ", 1)[1] if " op " in diag else diag
@@ -64,6 +71,9 @@ def _diagnose(case: Case) -> list[PtoError]:
 def test_corpus_verifies(case: Case) -> None:
     name = case.path.name
     errors = _diagnose(case)
+    if case.expect_fail and name in LOOSENED:
+        assert not errors, errors[0].render()
+        return
     if case.expect_fail:
         if name in UNDETECTED:
             if errors:
@@ -91,3 +101,4 @@ def test_undetected_table_names_real_files() -> None:
     assert set(OUR_WORDING) <= names
     assert set(NO_TARGET_IMPL) <= {c.path.name for c in CASES}
     assert set(TIGHTENED) <= {c.path.name for c in CASES}
+    assert set(LOOSENED) <= names

@@ -263,3 +263,22 @@ def test_pto_kernels_f16_row_softmax(blocks):
     e = np.exp(xf - xf.max(axis=1, keepdims=True))
     ref = e / e.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(io.astype(np.float64), ref, rtol=2e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize(("attrs", "dims", "why"), [
+    ("", "32, -1, 1", "requires non-negative i32 launch dimensions"),
+    ("attributes {pto.simt_entry}", "32, 2, 1",
+     "must not appear inside a function marked with 'pto.simt_entry'"),
+])
+def test_simt_section_rules(attrs: str, dims: str, why: str) -> None:
+    """PTOAS's rules of pto.section.simt (section_simt_verify_invalid_*.pto)."""
+    text = f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @k() {attrs} {{
+    pto.section.simt <<<{dims}>>> {{
+    }}
+    return
+  }}
+}}
+"""
+    with pytest.raises(VerifyError, match=why):
+        pto.load(text, target="a5")

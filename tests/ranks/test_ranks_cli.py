@@ -120,3 +120,75 @@ def test_a_rank_count_out_of_range_is_refused(n, msg, capsys):
 def test_the_rank_cap_can_be_raised(monkeypatch):
     monkeypatch.setenv("PTOISA_MAX_RANKS", "2000")
     assert cli._rank_count("1000") == 1000
+
+
+LONG = """\
+module {
+  func.func @spin(%x: memref<64xf32, #pto.address_space<gm>>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %big = arith.constant 10000000000 : index
+    scf.for %i = %c0 to %big step %c1 {
+    }
+    return
+  }
+}
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigterm_to_ptoisa_stops_the_real_mpiexec_and_its_ranks(tmp_path):
+    """The real mpiexec (the mpich wheel's): ``ptoisa run --ranks 2`` of a kernel that spins,
+    SIGTERM to ptoisa once both ranks run: mpiexec, its proxy and every rank are gone."""
+    import time
+
+    mpiexec_or_skip()
+    f = tmp_path / "spin.pto"
+    f.write_text(LONG)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("PMI_SIZE", None)
+    p = subprocess.Popen([sys.executable, "-m", "ptoisa", "run", str(f), "--target", "cpu",
+                          "--ranks", "2", "--arg", "x=zeros:64:f32"], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    below: set[int] = set()
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 120:  # both ranks started (python processes below it)
+            below = ranks_cli.descendants(p.pid)
+            ranks = [q for q in below if "ptoisa" in _cmdline(q) and q != p.pid
+                     and "mpiexec" not in _cmdline(q) and "hydra" not in _cmdline(q)]
+            if len(ranks) >= 2:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail(f"the ranks did not start: {[_cmdline(q) for q in below]}")
+        time.sleep(1.0)  # (inside the spin)
+        below = ranks_cli.descendants(p.pid)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(60) == 128 + signal.SIGTERM
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 30 and any(_alive(q) for q in below):
+            time.sleep(0.1)
+        assert not [q for q in below if _alive(q)], \
+            [_cmdline(q) for q in below if _alive(q)]
+    finally:
+        for q in [p.pid, *below]:
+            try:
+                os.kill(q, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""

@@ -19,6 +19,7 @@ from ...memory import Machine, current
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, instr, same_dtype
 from ..rules import npu_max, npu_min, vec
+from ..spelling import Ptoas
 from ..valid_region import BOTH, NPU, SameValid
 from .common import (
     Algorithm,
@@ -35,6 +36,13 @@ from .common import (
 )
 
 ALGO = (Param("PrecisionType", Algorithm.DEFAULT, Algorithm),)
+
+
+def no_high_precision(sig: Sig) -> None:
+    """A2/A3's TPOW / TPOWS have no high-precision path (pto-isa a2a3 TPow.hpp takes no
+    precision parameter)."""
+    if sig.params.get("PrecisionType") not in (None, Algorithm.DEFAULT):
+        raise sig.fail("A2/A3 does not support precisionType=high_precision")
 
 _DST = Opnd("dst", "tile", "out")
 
@@ -210,7 +218,8 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             tmp: bool | str = False, static: tuple[Any, ...] = (),
             same_valid: SameValid | None = None, fn_for: dict[str, Fn] | None = None,
-            static_for: dict[str, tuple[Any, ...]] | None = None) -> Instr:
+            static_for: dict[str, tuple[Any, ...]] | None = None,
+            ptoas: Ptoas | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too (see plain_form). ``fn_for`` gives the
     function of a target whose arithmetic differs (the entry's ``impl_for``)."""
     fn, plain = plain_form(fn)
@@ -231,7 +240,7 @@ def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     impl = semantics(fn)
     impl.__doc__ = doc
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
-                 dtype_key=("dst",),
+                 dtype_key=("dst",), ptoas=ptoas,
                  static=(vec("dst", "src0", "src1"), same_dtype("dst", "src0", "src1"),
                          *static),
                  runtime=(cover("src0", "src1"),), plain=plain, same_valid=same_valid,
@@ -417,8 +426,21 @@ TREM = _binary("TREM", _rem_floor,
 TPOW = _binary("TPOW", _pow,
                "dst = pow(base, exp): std::pow for floats, repeated multiplication (wrapping) "
                "for integers; tmp is scratch.", params=ALGO, tmp=True,
+               ptoas=Ptoas(materialised={"tmp": "src0"}),
+               static_for={"a2a3": (no_high_precision,)},
                same_valid=SameValid(("src0", "src1"),
                                     "General constraints (dst == base, dst == exp)"))
+def _addrelu(a: np.ndarray, b: np.ndarray, dt: Any) -> np.ndarray:
+    s = np.add(a, b)  # in the element type: rounded (floats), wrapping (i16)
+    return np.where(s > 0, s, np.zeros((), s.dtype))
+
+
+TADDRELU = _binary("TADDRELU", _addrelu,
+                   "dst = max(src0 + src1, 0): the sum rounded to the element type (integers "
+                   "wrap), then negative values (and -0) become 0 and NaN stays NaN. PTOAS "
+                   "lowers pto.taddrelu to the A2/A3 vector instruction VADDRELU (f32, f16, "
+                   "i16; designs/a2a3-vpto-elementwise-impl.md); it has no pto-isa intrinsic, "
+                   "so it is an A2/A3 instruction here.")
 TPRELU = _binary("TPRELU", lambda a, b, dt: np.where(a > 0, a, a * b),
                  "dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.",
                  tmp=True, static=_FLOAT, static_for={"a2a3": (_tprelu_tmp_a2a3,)},

@@ -3,6 +3,7 @@ symmetric/asymmetric)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import ml_dtypes
@@ -10,7 +11,7 @@ import numpy as np
 
 from ...dtypes import fp4_encode
 from ...enums import Pipe, TileType
-from ...errors import PtoError
+from ...errors import ExecutionError, PtoError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
@@ -125,8 +126,16 @@ def _write_flat(tile: Tile, values: np.ndarray) -> None:
 
 
 def _tquant_mx(m: Machine, dst: Tile, src: Tile, exp: Tile, mxt: Tile | None,
-               scaling: Tile | None, exp_zz: Tile | None, fmt: str, alg: str, axis: int) -> None:
+               scaling: Tile | None, exp_zz: Tile | None, fmt: str, alg: str, axis: int,
+               interleave: bool = False) -> None:
     vr, vc = src.valid_shape
+    if fmt == "fp4" and dst.valid_col != vc:
+        # PTOAS counts the columns of a !pto.f4E2M1x2 tile in packed pairs (PTO_IR_manual,
+        # tile_buf); ptoisa's FP4 tiles count FP4 elements, two to a byte
+        raise ExecutionError(
+            f"operation 'pto.tquant.mx' cannot be executed by ptoisa yet: its MXFP4 dst has "
+            f"{dst.valid_col} valid columns for {vc} source columns (PTOAS's packed-pair "
+            "extents of !pto.f4E2M1x2; ptoisa's FP4 tiles count FP4 elements)")
     x = np.asarray(src.read(vr, vc)).astype(np.float32)
     if axis == 1:
         if vc % 32:
@@ -141,7 +150,9 @@ def _tquant_mx(m: Machine, dst: Tile, src: Tile, exp: Tile, mxt: Tile | None,
     with np.errstate(all="ignore"):
         if fmt == "fp8":
             # the fp8 path's max skips NaN elements (an all-NaN group has max 0)
-            mx = np.nan_to_num(np.nanmax(np.abs(g), axis=ax), nan=0.0, posinf=np.inf)
+            with warnings.catch_warnings():  # (an all-NaN group: numpy warns, max is 0)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                mx = np.nan_to_num(np.nanmax(np.abs(g), axis=ax), nan=0.0, posinf=np.inf)
         else:
             mx = np.abs(g).max(axis=ax)
     mx = mx.astype(np.float32)
@@ -161,7 +172,13 @@ def _tquant_mx(m: Machine, dst: Tile, src: Tile, exp: Tile, mxt: Tile | None,
         dst.write(fp4_encode(np.nan_to_num(y, nan=6.0), dst.dtype))
     # exponents land at (row, group) (axis 1) or (row group, column) (axis 0), as far as the
     # exp tile reaches
-    ex = e.astype(np.uint8)[: exp.rows, : exp.cols]
+    ex = e.astype(np.uint8)
+    if interleave:
+        if ex.shape[0] % 2:
+            ex = np.concatenate([ex, np.zeros((1, ex.shape[1]), np.uint8)])
+        ex = ex.reshape(ex.shape[0] // 2, 2, ex.shape[1]).transpose(0, 2, 1)
+        ex = ex.reshape(ex.shape[0], -1)
+    ex = ex[: exp.rows, : exp.cols]
     exp.write(ex.astype(exp.dtype.np, copy=False))
     mflat = mx.reshape(-1)
     if fmt == "fp4" and alg == "OCP":
@@ -205,7 +222,7 @@ def _tquant_static(sig: Sig) -> None:
     d, s = sig["dst"], sig["src"]
     if not (isinstance(d, TileSpec) and isinstance(s, TileSpec)):
         return
-    want = {"fp8": ("i8",), "fp4": ("f4E2M1x2",), "int8": ("ui8",) if alg == "ASYM"
+    want = {"fp8": ("i8", "ui8"), "fp4": ("f4E2M1x2",), "int8": ("ui8",) if alg == "ASYM"
             else ("i8",)}[fmt]
     if fmt == "int8":
         # PTOAS writes the offset after the scale (bound to ``scaling``); the eager
@@ -218,7 +235,8 @@ def _tquant_static(sig: Sig) -> None:
             raise sig.fail(f"expects dst element type {want[0]} for INT8_{alg} quantization, "
                            f"got {d.dtype}")
     if d.dtype.name not in want:
-        raise sig.fail(f"{fmt} {alg} quantisation writes a {want[0]} dst, got {d.dtype}")
+        raise sig.fail(f"{fmt} {alg} quantisation writes a {' or '.join(want)} dst, "
+                       f"got {d.dtype}")
     if fmt == "int8" and s.dtype.name != "f32":
         raise sig.fail(f"INT8 quantisation takes an f32 src, got {s.dtype}")
     if fmt == "fp4" and s.dtype.name not in ("f16", "bf16"):
@@ -228,33 +246,95 @@ def _tquant_static(sig: Sig) -> None:
         raise sig.fail(f"exp holds E8M0 exponents (ui8), got {e.dtype}")
 
 
+def _mx_a5_only(sig: Sig) -> None:
+    """MX quantisation is an A5 instruction (PTOAS: 'tquant.mx is only supported on A5')."""
+    fmt, _ = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                         sig.params.get("mx_alg"))
+    if fmt != "int8":
+        raise sig.fail(f"tquant.mx is only supported on A5, not on {sig.target}")
+
+
+def _tquant_mx_shapes(sig: Sig) -> None:
+    """The MX forms' valid shapes (PTO_IR_manual pto.tquant.mx): with M x N src valid,
+    axis 1 groups 32 columns (exp/max/scaling [M, N/32], or the flat [1, M*N/32]), axis 0
+    groups 32 rows (exp/max/scaling [M/32, N]; interleaved exp [M/64, 2N])."""
+    fmt, _ = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                         sig.params.get("mx_alg"))
+    s = sig["src"]
+    if fmt == "int8" or not isinstance(s, TileSpec):
+        return
+    m, n = s.valid_row, s.valid_col
+    if m is None or n is None:
+        return  # a dynamic valid shape: the semantics check the groups when it runs
+    axis = int(sig.params.get("grp_axis", 1))
+    inter = bool(sig.params.get("interleave"))
+    if inter and axis != 0:
+        raise sig.fail("interleave=true requires grpAxis=axis0")
+    if sig["exp_zz"] is not None and axis != 1:
+        raise sig.fail("the legacy exp_zz form requires grpAxis=axis1")
+    aux = [(k, sig[k]) for k in ("exp", "max", "scaling")
+           if isinstance(sig[k], TileSpec) and sig[k].valid_row is not None
+           and sig[k].valid_col is not None]
+    if axis == 1:
+        if n % 32:
+            raise sig.fail(f"expects src valid cols ({n}) to be a multiple of 32 for "
+                           "grpAxis=axis1")
+        want = [(m, n // 32), (1, m * n // 32)]
+    else:
+        if m % (64 if inter else 32):
+            raise sig.fail(f"expects src valid rows ({m}) to be a multiple of "
+                           f"{64 if inter else 32} for grpAxis=axis0"
+                           + (" with interleave" if inter else ""))
+        want = [(m // 32, n)]
+    for k, t in aux:
+        shapes = [(m // 64, 2 * n)] if k == "exp" and inter else want
+        if (t.valid_row, t.valid_col) not in shapes:
+            raise sig.fail(f"expects {k} valid shape to be "
+                           f"{' or '.join(f'[{a}, {b}]' for a, b in shapes)}, got "
+                           f"[{t.valid_row}, {t.valid_col}]")
+
+
 @instr("TQUANT", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(
-           # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last
+           # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last;
+           # MX: ins(src) outs(dst, exp, max, scaling[, exp_zz]) (PTO_IR_manual pto.tquant.mx)
            forms={"pto.tquant": (Form(inputs=("src", "exp")),
-                                 Form(inputs=("src", "exp", "scaling")))},
-           attrs={"quant_type": Attr("quant_type")}),
+                                 Form(inputs=("src", "exp", "scaling"))),
+                  "pto.tquant.mx": (Form(inputs=("src",), outs=("dst", "exp", "max", "scaling")),
+                                    Form(inputs=("src",),
+                                         outs=("dst", "exp", "max", "scaling", "exp_zz")))},
+           attrs={"quant_type": Attr("quant_type"),
+                  "quantScaleAlg": Attr("scale_alg", values={"ocp": "OCP", "nv": "NV"}),
+                  "grpAxis": Attr("grp_axis", values={"axis0": 0, "axis1": 1}),
+                  "storeMode": Attr("store_mode", values={"nd": "ND", "nz": "NZ"}),
+                  "interleave": Attr("interleave")},
+           rules={"pto.tquant.mx": (_tquant_mx_shapes,)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
                  Opnd("max", "tile", "inout", optional=True),
                  Opnd("scaling", "tile", "inout", optional=True),
                  Opnd("exp_zz", "tile", "inout", optional=True)),
        params=(Param("quant_type", None), Param("scale_alg", None), Param("store_mode", None),
-               Param("grp_axis", 1), Param("mx_alg", None)),
+               Param("grp_axis", 1), Param("mx_alg", None), Param("interleave", False)),
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src", "exp", "max", "scaling", "exp_zz"], TileType.Vec),
-               row_major_nd("dst", "src"), _tquant_static))
+               row_major_nd("dst", "src"), _tquant_static),
+       static_for={"a2a3": (_mx_a5_only,)})
 def TQUANT(m: Machine, dst: Tile, src: Tile, exp: Tile, max: Tile | None = None,  # noqa: A002,N802
            scaling: Tile | None = None, exp_zz: Tile | None = None, *, quant_type: Any,
-           scale_alg: Any, store_mode: Any, grp_axis: Any, mx_alg: Any) -> None:
+           scale_alg: Any, store_mode: Any, grp_axis: Any, mx_alg: Any,
+           interleave: Any = False) -> None:
     """Quantise src. MX (MXFP8 e4m3 / MXFP4 e2m1, groups of 32 along columns, or rows with
     ``grp_axis=0``): operands ``(dst, src, exp, max, scaling[, exp_zz])``; per group the
     maximum magnitude (``max``, flat), the E8M0 shared exponent (``exp``, per row and group, or
     per row group and column) from it (OCP: exponent of the max minus emax; NV: ceil(log2(max /
     Vmax))), ``scaling = 2**(127 - exp)`` (flat) and ``dst = cast(src * scaling)`` (round to
     nearest even, saturating; NaN groups have exponent 255). ``exp_zz`` (store_mode NZ) gets the
-    exponents in 16x2 ZZ boxes. INT8: operands ``(dst, src, scale[, offset])`` or ``(dst, src,
-    scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r] (+ offset[r])))``, i8 for
-    INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is not needed here."""
+    exponents in 16x2 ZZ boxes. ``interleave`` (axis 0 only) writes the exponents of row groups
+    2p and 2p + 1 side by side: ``exp[p, 2c + k] = e[2p + k, c]`` (0 for a missing last
+    group); max and scaling keep their layout. INT8: operands ``(dst, src, scale[,
+    offset])`` or ``(dst, src, scale, tmp, offset)``; ``dst = saturate(rint(src * scale[r]
+    (+ offset[r])))``, i8 for INT8_SYM, ui8 for INT8_ASYM; ``tmp`` (the A2/A3 scratch) is
+    not needed here."""
     fmt, alg = _quant_mode(quant_type, scale_alg, mx_alg)
     if fmt == "int8":
         offset = scaling if scaling is not None else max
@@ -262,4 +342,5 @@ def TQUANT(m: Machine, dst: Tile, src: Tile, exp: Tile, max: Tile | None = None,
         return
     if exp_zz is None and _enum_name(store_mode or "ND") == "NZ":
         raise PtoError("store_mode NZ needs the exp_zz operand")
-    _tquant_mx(m, dst, src, exp, max, scaling, exp_zz, fmt, alg, int(grp_axis))
+    _tquant_mx(m, dst, src, exp, max, scaling, exp_zz, fmt, alg, int(grp_axis),
+               bool(interleave))

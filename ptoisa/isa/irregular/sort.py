@@ -14,7 +14,7 @@ from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
 from ..rules import row_major_nd
-from ..spelling import Attr, Form, Ptoas
+from ..spelling import TMP_LIKE_SRC, Attr, Form, Ptoas
 from .common import _fail
 
 
@@ -107,7 +107,7 @@ def _tsort32_cpu(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None =
     _sort_blocks(dst, src, idx, tmp, ties_by_idx=True)
 
 
-@instr("TSORT32", family="irregular", pipe=Pipe.V,
+@instr("TSORT32", family="irregular", pipe=Pipe.V, ptoas=TMP_LIKE_SRC,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile"),
                  Opnd("tmp", "tile", "scratch", optional=True)),
        dtype_key=("src",),

@@ -146,6 +146,10 @@ def _tprint_rule(sig: Sig) -> None:
     elif isinstance(src, GMSpec) and src.layout not in (Layout.ND, Layout.DN, Layout.NZ):
         raise sig.fail(f"GlobalTensor layout {src.layout.name} cannot be printed "
                        "(ND, DN or NZ only)")
+    if isinstance(src, GMSpec) and tmp is not None:
+        # (the C++ overloads: TPRINT(globalTensor) and TPRINT(tile, globalTmp))
+        raise sig.fail("expects tmp only when src is a tile_buf (a GlobalTensor prints "
+                       "without one)")
 
 
 def _no_mat_print(sig: Sig) -> None:

@@ -18,8 +18,8 @@ import numpy as np
 
 from ... import dtypes as D
 from ...conv import ConvTile, transform
-from ...enums import Pipe, ReluPreMode, TileType
-from ...errors import RuntimeCheckError
+from ...enums import BLayout, Pipe, ReluPreMode, SLayout, TileType
+from ...errors import ExecutionError, RuntimeCheckError
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
 from ..quant import quant_mode, quantize
@@ -35,7 +35,7 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
-from ..spelling import SCALE, Attr, Form, Ptoas
+from ..spelling import SCALE, TMP_LIKE_SRC, Attr, Form, Ptoas
 
 # ---- shared rules ------------------------------------------------------------------------------
 
@@ -152,13 +152,45 @@ def _split_args(ins: Instr, a: Any, b: Any, c: Any) -> tuple[Any, int, int]:
 
 
 _RELU = Param("reluMode", ReluPreMode.NoRelu, ReluPreMode)
-#: PTOAS attributes of pto.textract / pto.tinsert: the ReLU mode, and on A5 the vector core(s)
-#: an Acc -> Vec move delivers to (one core is modelled: a single-core mode delivers the
-#: whole window to dst; a dual mode, which splits it between the two, is refused)
-_MOVE_ATTRS = {"reluPreMode": Attr("reluMode"),
-               "accToVecMode": Attr(only=("single_mode_vec0", "single_mode_vec1"), why=(
-                   "the dual modes split the window between the two vector cores, which "
-                   "TEXTRACT / TINSERT do not model"))}
+#: PTOAS's A5 accToVecMode: the vector core(s) an Acc -> Vec move delivers to (one core is
+#: modelled: a single-core mode delivers the whole window to dst; a dual mode, which splits it
+#: between the two, is refused by name when it runs)
+_ACC_TO_VEC = Param("accToVecMode", "single_mode_vec0")
+#: PTOAS attributes of pto.textract / pto.tinsert
+_MOVE_ATTRS = {"reluPreMode": Attr("reluMode"), "accToVecMode": Attr("accToVecMode")}
+
+
+def _a5_acc_src_nz(sig: Sig) -> None:
+    """A5's Acc tile is NZ: col_major boxes of row_major fractals (the C++ TileAcc)."""
+    s = sig["src"]
+    if isinstance(s, TileSpec) and s.loc is TileType.Acc and not (
+            s.blayout is BLayout.ColMajor and s.slayout is SLayout.RowMajor):
+        raise sig.fail("expects A5 acc-source textract src to use blayout=col_major and "
+                       f"slayout=row_major, got {s.blayout.name} / {s.slayout.name}")
+
+
+def _pre_quant_acc(sig: Sig) -> None:
+    """PTOAS's rule of the pre-quant form (``ins(%src, %row, %col, %pre)``): its src is an Acc
+    tile (the C++ overload also quantises a Mat source: not a rule of the instruction)."""
+    s = sig["src"]
+    if sig["indexColQuant"] is not None and isinstance(s, TileSpec) \
+            and s.loc is not TileType.Acc:
+        raise sig.fail(f"expects preQuantScalar form to use loc=acc src, got {s.loc.name}")
+
+
+def _single_core(op: str, mode: Any) -> None:
+    """Refuse by name a dual accToVecMode (the window split between the two vector cores)."""
+    name = str(getattr(mode, "value", mode)).rsplit("<", 1)[-1].rstrip(">").lower()
+    if name.startswith("dual"):
+        raise ExecutionError(
+            f"operation 'pto.{op}' cannot be executed by ptoisa yet: accToVecMode {name} "
+            "splits the window between the two vector cores, which ptoisa does not model")
+#: PTOAS writes the scalar pre-quant word after the indices, ``ins(%src, %row, %col, %pre)``;
+#: the C++ overload is ``(dst, src, preQuantScalar, indexRow, indexCol)``, which the three
+#: optional scalar operands hold in that order
+_PRE_QUANT_LAST = Form(inputs=("src", "indexCol", "indexColQuant", "indexRow"))
+#: ``ins(%src, %row, %col fp %fp : ...)``: the TEXTRACT_FP / TINSERT_FP spelling
+_FP_FORM = Form(inputs=("src", "indexRow", "indexCol", "fp"))
 _IDX_OPNDS = (Opnd("indexRow", "scalar", optional=True), Opnd("indexCol", "scalar", optional=True),
               Opnd("indexColQuant", "scalar", optional=True))
 
@@ -225,23 +257,29 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
               "copy (PTOAS)."),
        ptoas=Ptoas(forms={"pto.textract": (
            # A5 textract mat -> scaling extracts an MX scale window (the Mat -> Scale path)
-           Form(inputs=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),)},
-           attrs=_MOVE_ATTRS),
+           Form(inputs=("src", "indexRow", "indexCol"), retype={"dst": SCALE}),
+           _PRE_QUANT_LAST)}, attrs=_MOVE_ATTRS,
+           rules={"pto.textract": (_pre_quant_acc,)},
+           keywords={"fp": ("TEXTRACT_FP", _FP_FORM), "pre_quant": ("TEXTRACT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
-       params=(_RELU,), dtype_key=("dst",),
+       params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
-       static_for={"a5": (_a5_vec_vec_nd,)},
+       static_for={"a5": (_a5_vec_vec_nd, _a5_acc_src_nz)},
        runtime=(_textract_runtime,))
 def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
-             indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
+             indexColQuant: Any = None, *, reluMode: ReluPreMode,
+             accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
     """dst[i, j] = src[indexRow + i, indexCol + j] over dst's valid region.
 
     C++ overloads: ``TEXTRACT(dst, src, indexRow=0, indexCol=0)`` and
     ``TEXTRACT(dst, src, preQuantScalar, indexRow, indexCol)`` (a scalar quant word for the
     fix-pipe). Element types convert through the fix-pipe (Acc sources; any source on cpu);
     ``reluMode=NormalRelu`` applies ReLU. On cpu the window is dst's valid region, on the NPUs
-    dst's static Rows x Cols must fit inside src (the manual's bound).
+    dst's static Rows x Cols must fit inside src (the manual's bound). ``accToVecMode``
+    (PTOAS, A5 Acc -> Vec): a single-core mode delivers the whole window to dst; a dual mode
+    is refused by name.
     """
+    _single_core("textract", accToVecMode)
     q, r0, c0 = _split_args(TEXTRACT, indexRow, indexCol, indexColQuant)
     _extract(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, scalar_word=q)
 
@@ -269,16 +307,19 @@ def _words(fp: Tile, first: int, n: int) -> np.ndarray:
 
 
 @instr("TEXTRACT_FP", family="layout", pipe=Pipe.FIX,
+       ptoas=Ptoas(attrs=_MOVE_ATTRS),  # (pto.textract ... fp %fp: see TEXTRACT)
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile"),
                  Opnd("indexRow", "scalar"), Opnd("indexCol", "scalar")),
-       params=(_RELU,), dtype_key=("dst",),
+       params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _fp_words),
+       static_for={"a5": (_a5_acc_src_nz,)},
        runtime=(_textract_fp_runtime,))
 def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexCol: int, *,  # noqa: N802,N803
-                reluMode: ReluPreMode) -> None:
+                reluMode: ReluPreMode, accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
     """TEXTRACT through the fix-pipe with per-column quant words: dst[i, j] =
     quant(src[indexRow + i, indexCol + j]; fp[0, indexCol + j]) (the backend offsets the quant
     parameter address by indexCol). Pairs without a quant mode are a plain conversion."""
+    _single_core("textract", accToVecMode)
     r0, c0 = int(indexRow), int(indexCol)
     vc = dst.valid_col
     words = None
@@ -349,17 +390,23 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
            ("Vec", "Mat"): Pipe.MTE3, ("Vec", "Vec"): Pipe.V,
        }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
               "MTE3, Vec -> Vec V)."),
-       ptoas=Ptoas(attrs=_MOVE_ATTRS),
+       ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_MOVE_ATTRS,
+                   rules={"pto.tinsert": (_pre_quant_acc,)},
+                   keywords={"fp": ("TINSERT_FP", _FP_FORM),
+                             "pre_quant": ("TINSERT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
-       params=(_RELU,), dtype_key=("dst",),
+       params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion),
        static_for={"a2a3": (_npu_insert_dst, _a2a3_insert_dtypes)},
        runtime=(_tinsert_runtime,), runtime_for={"a2a3": (_a2a3_tinsert_runtime,)})
 def TINSERT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
-            indexColQuant: Any = None, *, reluMode: ReluPreMode) -> None:
+            indexColQuant: Any = None, *, reluMode: ReluPreMode,
+            accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
     """dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
-    untouched. Overloads, conversion and ReLU as TEXTRACT (``TINSERT(dst, src, indexRow,
-    indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow, indexCol)``)."""
+    untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
+    src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
+    indexCol)``)."""
+    _single_core("tinsert", accToVecMode)
     q, r0, c0 = _split_args(TINSERT, indexRow, indexCol, indexColQuant)
     _insert(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, scalar_word=q)
 
@@ -379,16 +426,18 @@ def _a2a3_tinsert_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRo
 
 
 @instr("TINSERT_FP", family="layout", pipe=Pipe.FIX,
+       ptoas=Ptoas(attrs=_MOVE_ATTRS),  # (pto.tinsert ... fp %fp: see TINSERT)
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("fp", "tile"),
                  Opnd("indexRow", "scalar"), Opnd("indexCol", "scalar")),
-       params=(_RELU,), dtype_key=("dst",),
+       params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _fp_words),
        static_for={"a2a3": (_npu_insert_dst,)},
        runtime=(_tinsert_fp_runtime,), runtime_for={"a2a3": (_a2a3_tinsert_fp_runtime,)})
 def TINSERT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexCol: int, *,  # noqa: N802,N803
-               reluMode: ReluPreMode) -> None:
+               reluMode: ReluPreMode, accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
     """TINSERT through the fix-pipe with per-column quant words: dst[indexRow + i,
     indexCol + j] = quant(src[i, j]; fp[0, j]) (one word per source column)."""
+    _single_core("tinsert", accToVecMode)
     vc = src.valid_col
     words = None
     if vc and quant_mode(m.target, src.dtype, dst.dtype) is not None:
@@ -451,6 +500,10 @@ def _a2a3_tconcat_cols(ins: Instr, dst: Tile, src0: Tile, src1: Tile, a: Tile | 
 
 
 @instr("TCONCAT", family="layout", pipe=Pipe.V,
+       # PTOAS writes the indexed form as its own op: ins(src0, src1, src0Idx, src1Idx)
+       ptoas=Ptoas(forms={"pto.tconcatidx": (Form(inputs=("src0", "src1", "idx0", "idx1")),)},
+                   attrs={"candidates": Attr(only=None, why="the vector templates PTOAS may "
+                                             "expand the op with; the result is the same")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile"),
                  Opnd("idx0", "tile", "inout", optional=True),
                  Opnd("idx1", "tile", optional=True), Opnd("idx2", "tile", optional=True)),
@@ -573,7 +626,7 @@ def _a2a3_ttrans_runtime(ins: Instr, dst: Tile, src: Tile, tmp: Tile) -> None:
             f"{vr}x{vc}", op=ins.mnemonic)
 
 
-@instr("TTRANS", family="layout", pipe=Pipe.V,
+@instr("TTRANS", family="layout", pipe=Pipe.V, ptoas=TMP_LIKE_SRC,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src",),
        static=(locs(["dst", "src"], TileType.Vec), _same_elem_size, _ttrans_static),

@@ -15,7 +15,7 @@ from ...tensor import GlobalTensor, GMSpec
 from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from ..quant import convert, quant_mode, quantize
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs
-from ..spelling import LAYOUT_HINT, Attr, Ptoas
+from ..spelling import LAYOUT_HINT, Attr, Form, Ptoas
 
 # ---- TASSIGN ---------------------------------------------------------------------------------
 
@@ -378,14 +378,20 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return True
 
 
+#: PTOAS attributes of pto.tstore (and of its fp form, TSTORE_FP)
+_TSTORE_ATTRS = {
+    "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
+                                   "with the cube; the functional model runs in order"),
+    "atomicType": Attr("atomicType"), "reluPreMode": Attr("reluPreMode"),
+    "layout": LAYOUT_HINT}
+
+
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
        pipe_of=PipeForms("src", {"Vec": Pipe.MTE3, "Mat": Pipe.MTE3, "Acc": Pipe.FIX},
                          why="pto-isa's TSTORE_VEC, TSTORE_MAT, TSTORE_ACC."),
-       ptoas=Ptoas(attrs={
-           "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
-                                          "with the cube; the functional model runs in order"),
-           "atomicType": Attr("atomicType"), "reluPreMode": Attr("reluPreMode"),
-           "layout": LAYOUT_HINT}),
+       ptoas=Ptoas(attrs=_TSTORE_ATTRS,
+                   # ``pto.tstore ins(%acc fp %fp : ...) outs(%view ...)``: TSTORE_FP
+                   keywords={"fp": ("TSTORE_FP", Form(inputs=("src", "fp")))}),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"),
                  Opnd("preQuantScalar", "scalar", optional=True)),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
@@ -470,7 +476,7 @@ def _fp_words_rule(sig: Sig) -> None:
         raise sig.fail(f"fp must hold 64-bit quant words (ui64), got {fp.dtype}")
 
 
-@instr("TSTORE_FP", family="memory", pipe=Pipe.FIX,
+@instr("TSTORE_FP", family="memory", pipe=Pipe.FIX, ptoas=Ptoas(attrs=_TSTORE_ATTRS),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("fp", "tile")),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
                Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),

@@ -42,7 +42,7 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
-from ..rules import npu_max, npu_min, row_major, same_static_rows, tree_reduce
+from ..rules import npu_max, npu_min, reduction_valid, row_major, same_static_rows, tree_reduce
 from ..spelling import Attr, Ptoas
 from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_runtime
 
@@ -211,6 +211,8 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
            "first element (rows [1, nan, 3] and [nan, 1, 3] give 3 and nan); on a2a3/a5 a "
            "NaN anywhere gives NaN (vmax/vmin propagate NaN)."))
     return instr(name, family="reduce", pipe=Pipe.V, batched=True,
+                 ptoas=Ptoas(materialised={"tmp": "src"}, rules={
+                     f"pto.{name.lower()}": (reduction_valid(1, empty_marker=True),)}),
                  operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                            Opnd("tmp", "tile", "scratch")),
                  dtype_key=("src",),
@@ -448,6 +450,8 @@ def _declare_arg(name: str, axis: int) -> Instr:
     else:
         static += [_none_box("src"), nd("dst", "dstVal"), _npu_idx_width, _npu_no_8bit_validx]
     ins = instr(name, family="reduce", pipe=Pipe.V,
+                ptoas=Ptoas(materialised={"tmp": "src"}, rules={
+                    f"pto.{name.lower()}": (reduction_valid(axis, empty_marker=False),)}),
                 operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                           Opnd("tmp", "tile", "scratch"),
                           Opnd("dstVal", "tile", "out", optional=True)),
@@ -483,13 +487,37 @@ def _trowexpand_a2a3(m: Machine, dst: Tile, src: Tile) -> Any:
     return NotImplemented
 
 
+def _column_src(sig: Sig) -> None:
+    """src is ND, or a DN column vector (Cols == 1: one value per row, contiguous), which
+    PTOAS lowers to TROWEXPAND as well (rowexpand_tile_native.pto, the DeepseekV4 samples)."""
+    s = sig["src"]
+    if isinstance(s, TileSpec) and not (s.is_nd or (s.is_dn and s.cols == 1)):
+        raise sig.fail(f"src must be ND, or DN with Cols == 1, got {s.layout_name} "
+                       f"{s.rows}x{s.cols}")
+
+
+def _dst_not_half_empty(sig: Sig) -> None:
+    """PTOAS's rule: a dst valid region with one extent 0 (and not the other) is an error;
+    0x0 is PyPTO's no-op marker (the eager call with an empty extent does nothing on a2a3)."""
+    d = sig["dst"]
+    if not isinstance(d, TileSpec) or sig.permissive:
+        return
+    v = (d.valid_row, d.valid_col)
+    if v != (0, 0):
+        for k in (0, 1):
+            if v[k] == 0:
+                raise sig.fail(f"expects dst valid_shape[{k}] to be non-zero")
+
+
 @instr("TROWEXPAND", family="reduce", pipe=Pipe.V,
+       ptoas=Ptoas(rules={"pto.trowexpand": (_dst_not_half_empty,)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        dtype_key=("dst",),
-       static=(locs(["dst", "src"], TileType.Vec), nd("dst", "src"), same_dtype("dst", "src")),
+       static=(locs(["dst", "src"], TileType.Vec), nd("dst"), _column_src,
+               same_dtype("dst", "src")),
        runtime_for={"a5": (_rowexpand_runtime,)}, impl_for={"a2a3": _trowexpand_a2a3})
 def TROWEXPAND(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
-    """dst[i, j] = src[i, 0] over dst's valid region.
+    """dst[i, j] = src[i, 0] over dst's valid region (src ND, or a DN column vector).
 
     a2a3 does nothing when any valid extent of dst or src is 0; a5 requires equal valid rows
     and a non-empty src."""

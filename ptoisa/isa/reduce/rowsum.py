@@ -23,7 +23,8 @@ from ..registry import (
     sim_unchecked,
     sim_unchecked_type,
 )
-from ..rules import same_static_rows, tree_reduce
+from ..rules import reduction_valid, same_static_rows, tree_reduce
+from ..spelling import Ptoas
 
 
 def defer_row_reduce(m: Machine, dst: Tile, src: Tile,
@@ -93,6 +94,8 @@ def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
 
 
 @instr("TROWSUM", family="reduce", pipe=Pipe.V, batched=True,
+       ptoas=Ptoas(materialised={"tmp": "src"},
+                   rules={"pto.trowsum": (reduction_valid(1, empty_marker=True),)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("tmp", "tile", "scratch")),
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,

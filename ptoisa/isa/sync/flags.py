@@ -67,6 +67,7 @@ def _flag_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) 
     def call() -> bool:
         _record(m, entry)
         return True
+    call.log_entry = entry  # type: ignore[attr-defined]  # (its whole effect: plan_loops.py)
     return call
 
 

@@ -18,9 +18,19 @@ from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..elementwise.common import as_elem, cover, kinds, plain_form
-from ..elementwise.unary_binary import ALGO, _div, _fmod, _pow, _rem_floor, _rem_floor_cpu, _shift
+from ..elementwise.unary_binary import (
+    ALGO,
+    _div,
+    _fmod,
+    _pow,
+    _rem_floor,
+    _rem_floor_cpu,
+    _shift,
+    no_high_precision,
+)
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
 from ..rules import npu_max, npu_min, vec
+from ..spelling import Ptoas
 from ..valid_region import A2A3, A2A3_LIST, A5, A5_LIST, BOTH, COMMON, NPUS_DIFFER, SameValid
 
 _DST = Opnd("dst", "tile", "out")
@@ -40,7 +50,8 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                tmp: bool = False, static: tuple[Any, ...] = (), runtime: tuple[Any, ...] = (),
                src: str = "src", same_valid: SameValid | None = None,
                fn_for: dict[str, Fn] | None = None,
-               static_for: dict[str, tuple[Any, ...]] | None = None) -> Instr:
+               static_for: dict[str, tuple[Any, ...]] | None = None,
+               ptoas: Ptoas | None = None) -> Instr:
     """``fn`` a numpy ufunc: the plain form too, taking the converted scalar (see
     plain_form). ``fn_for``: the function of a target whose arithmetic differs."""
     fn, plain = plain_form(fn)
@@ -60,7 +71,7 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     impl = semantics(fn)
     impl.__doc__ = doc
     return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True, operands=ops,
-                 params=params,
+                 params=params, ptoas=ptoas,
                  dtype_key=("dst",),
                  static=(vec("dst", src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime), plain=plain,
@@ -127,7 +138,8 @@ TREMS = _scalar_op("TREMS", lambda a, s, dt: _rem_floor(a, s, dt),
 TPOWS = _scalar_op("TPOWS", lambda a, s, dt: _pow(a, s, dt),
                    "dst = pow(base, exp) with a scalar exponent (integers: repeated "
                    "multiplication, wrapping); tmp is scratch.", params=ALGO, tmp=True,
-                   src="base",
+                   src="base", ptoas=Ptoas(materialised={"tmp": "base"}),
+                   static_for={"a2a3": (no_high_precision,)},
                    same_valid=SameValid(("base",), "General constraints (dst == base)"))
 
 

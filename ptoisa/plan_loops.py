@@ -1,0 +1,397 @@
+"""Independent loop iterations of an execution plan, run as one batch over lanes.
+
+A kernel that loops over small tiles spends its time in Python per instruction, once per
+iteration. When a recorded ``scf.for`` (:mod:`ptoisa.plans`) proves its iterations
+independent, the plan runs its body once on a **lanes machine** of trip-count lanes, as a
+lockstep launch runs blocks (:mod:`ptoisa.grid`): each tile of the body becomes a tile with
+a leading axis of one row per iteration, each GM view a view with one offset per iteration,
+and every instruction runs once for all iterations (its entry's own semantics, batched as
+for blocks: the same bits per lane). What the loop leaves for the rest of the launch (the
+last iteration's tiles, the flags it logged) is put back on the launch's machine after it.
+
+Independent means, from the record of the launch (every iteration's instructions and
+operands), all of:
+
+- every iteration runs the same instructions on the same tiles with the same scalars and
+  parameters; only GM views' offsets differ (no data-dependent control flow, no scalar
+  computed from the induction variable reaches an instruction);
+- no tile carries a value between iterations: each tile the body writes is written (as an
+  ``out`` operand, its whole valid region the whole tile) before the iteration reads it; a
+  tile the body only reads keeps its value from before the loop;
+- no iteration writes GM bytes another iteration reads or writes;
+- every instruction is a batched data instruction of a family whose semantics write the
+  whole valid region of their destination (elementwise, tile-scalar, row reductions and
+  expansions, matrix, TLOAD / TSTORE), or a flag whose only effect is its entry in the
+  machine's sync log (``log_entry`` on its planned call);
+- no placement or view instruction runs from the loop on and no tile of the body shares
+  bytes with another tile of the function (each lane has storage of its own).
+
+An iteration whose data instructions repeat the same instructions on other tiles (an
+unrolled body, ping-pong tiles) is cut into that many lanes, when each tile keeps one part
+in the repeated body (lane ``k * q + s``: segment ``s`` of iteration ``k``); else the
+iteration is one lane.
+
+A loop that fails one of these runs as recorded, one call per instruction and iteration, and
+the reason is kept in the function's plan stats (``why_loop``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import lazy
+from .isa.registry import Instr, InstrRecord, _all_uniform
+from .memory import Machine, pop, push
+from .tensor import GlobalTensor, lane_span
+from .tile import Tile
+
+#: families whose batched data entries (``access="data"``: TASSIGN places, the views do not
+#: count) write the whole valid region of each ``out`` operand; of memory: TLOAD and TSTORE
+_WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "memory"})
+#: the most lanes one batch runs, and the most bytes its tiles take over all lanes (a plan
+#: keeps its lanes machine)
+MAX_LANES = 4096
+MAX_LANE_BYTES = 64 << 20
+
+Step = tuple[InstrRecord, list[Any], bool, list[Any]]
+Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
+
+
+class NotBatched(Exception):
+    """Why a loop's iterations do not run as a batch."""
+
+
+def _role(ins: Instr, p: int, vals: list[Any]) -> str:
+    if p >= len(ins.operands):
+        return "in"
+    o = ins.operands[p]
+    r = ins.access_roles.get(o.name, o.role)
+    return r(vals) if callable(r) else r
+
+
+def _name(t: Tile) -> str:
+    return f"tile %{t.name}" if t.name else "a tile"
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (int, float, str, np.generic, enum.Enum))
+
+
+def _same_params(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k, x in a.items():
+        y = b[k]
+        if x is y:
+            continue
+        if not _scalar(x) or not _scalar(y) or type(x) is not type(y) or x != y:
+            return False
+    return True
+
+
+def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int], end: int,
+          bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
+          machines: dict[int, Machine]) -> Callable[[], None]:
+    """The call that runs iterations ``steps[starts[0]:end]`` (iteration k from
+    ``starts[k]``) as one batch on a lanes machine; NotBatched says why not. ``bind``:
+    plans.bind; ``rebind(lanes_view, recorded_view)``: the plan rebinds the lanes view's
+    arrays to each launch's arguments as it rebinds the recorded view's; ``machines``: the
+    plan's lanes machines by lane count (batches run one at a time, each starting its machine
+    afresh, so they share one: an inner loop batched in every iteration of an outer one
+    does not hold a machine and its arena per iteration)."""
+    t_n = len(starts)
+    if m.lanes != 1:
+        raise NotBatched("the launch runs blocks in lockstep")
+    if m.mode != "auto":
+        raise NotBatched("tiles are placed by hand")
+    if t_n > MAX_LANES:
+        raise NotBatched(f"more than {MAX_LANES} iterations")
+    bounds = [*starts, end]
+    n = bounds[1] - bounds[0]
+    if any(bounds[k + 1] - bounds[k] != n for k in range(t_n)):
+        raise NotBatched("iterations run different numbers of instructions")
+    s0 = starts[0]
+    for i in range(s0, len(steps)):
+        if steps[i][0].ins.access != "data" and steps[i][0].ins.sync is None:
+            raise NotBatched(f"{steps[i][0].ins.name} places or views a tile from the loop on")
+
+    # ---- the same instructions in every iteration
+    for j in range(n):
+        r0, v0 = steps[s0 + j][0], steps[s0 + j][1]
+        ins = r0.ins
+        if ins.sync is None and (ins.access != "data" or ins.results or not ins.batched
+                                 or ins.family not in _WHOLE_WRITERS):
+            raise NotBatched(f"{ins.name} is not an instruction a batch runs")
+        for a in v0:
+            if isinstance(a, GlobalTensor):
+                if type(a.offset) is not int or a.spec.dtype.packed:
+                    raise NotBatched(f"{ins.name}: a GM view a batch cannot offset per lane")
+            elif isinstance(a, Tile):
+                if type(a) is not Tile:
+                    raise NotBatched(f"{ins.name}: a tile of another kind")
+            elif not _scalar(a):
+                raise NotBatched(f"{ins.name}: an operand of type {type(a).__name__}")
+        for k in range(1, t_n):
+            rk, vk = steps[starts[k] + j][0], steps[starts[k] + j][1]
+            if rk.ins is not ins or not _same_params(rk.params, r0.params) \
+                    or len(vk) != len(v0):
+                raise NotBatched("iterations run different instructions")
+            for a, b in zip(v0, vk, strict=True):
+                if isinstance(a, GlobalTensor):
+                    if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
+                            and b._array is a._array and type(b.offset) is int):
+                        raise NotBatched(f"{ins.name}: iterations use different GM views")
+                elif a is not b and (type(a) is not type(b) or isinstance(a, Tile) or a != b):
+                    raise NotBatched(f"{ins.name}: an operand that changes between iterations "
+                                     "(a value computed from the induction variable)")
+
+    # ---- lanes: an iteration's data instructions, or each of its q segments that repeat the
+    # same instructions on other tiles (an unrolled body: ping-pong tiles), is a lane
+    data = [j for j in range(n) if steps[s0 + j][0].ins.sync is None]
+    for q in _segments(steps, s0, data):
+        try:
+            return _batch(m, steps, after, starts, end, bind, rebind, machines, data, q)
+        except NotBatched:
+            if q == 1:
+                raise
+    raise AssertionError("unreachable: _segments ends with 1")
+
+
+def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int], end: int,
+           bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
+           machines: dict[int, Machine], data: list[int], q: int) -> Callable[[], None]:
+    """:func:`batch` with each iteration cut into ``q`` lanes (see :func:`_segments`)."""
+    t_n, s0 = len(starts), starts[0]
+    n = (starts[1] if t_n > 1 else end) - s0
+    lanes, real, offsets = _lanes(steps, starts, data, q)
+    n_lanes = len(lanes)
+    body = [steps[i] for i in lanes[0]]
+
+    # ---- tiles: no value carried; whole valid regions
+    written: set[int] = set()
+    tiles: dict[int, Tile] = {}
+    for r, vals, _once, _pre in body:
+        for p, v in enumerate(vals):
+            if isinstance(v, Tile):
+                tiles[id(v)] = v
+                if _role(r.ins, p, vals) in ("out", "inout", "scratch"):
+                    written.add(id(v))
+    nbytes = n_lanes * sum(t.spec.numel * t.dtype.np.itemsize for t in tiles.values())
+    if nbytes > MAX_LANE_BYTES:
+        raise NotBatched(f"its lanes would take {nbytes >> 20} MiB of tiles (more than "
+                         f"{MAX_LANE_BYTES >> 20})")
+    for i in range(s0, end):
+        for state in (steps[i][3], after[i]):
+            for t, _vr, _vc, whole in state:
+                if not whole:
+                    raise NotBatched(f"{_name(t)} has a partial valid region")
+    defined: set[int] = set()
+    scratch: set[int] = set()
+    invariant: set[int] = set()
+    for r, vals, _once, _pre in body:
+        ins = r.ins
+        roles = [_role(ins, p, vals) for p in range(len(vals))]
+        for v, role in zip(vals, roles, strict=True):
+            if isinstance(v, Tile) and role not in ("out", "scratch") and id(v) not in defined:
+                if id(v) in written:
+                    raise NotBatched(f"{_name(v)} carries a value between iterations "
+                                     f"({ins.name} reads it before the iteration writes it)")
+                invariant.add(id(v))
+        for v, role in zip(vals, roles, strict=True):
+            if isinstance(v, Tile):
+                if role in ("out", "inout"):
+                    defined.add(id(v))
+                    scratch.discard(id(v))
+                elif role == "scratch" and id(v) not in defined:
+                    scratch.add(id(v))
+    before = {id(v) for st in steps[:s0] for v in st[1] if isinstance(v, Tile)}
+    for key in invariant:
+        for rl in real[:q]:
+            if id(rl[key]) not in before:
+                raise NotBatched(f"{_name(rl[key])} is read in the loop before anything "
+                                 "writes it")
+    later = {id(v) for st in steps[end:] for v in st[1] if isinstance(v, Tile)}
+    # each lane has storage of its own: no tile of the body may share bytes with another
+    seen = {id(v): v for st in steps for v in st[1] if isinstance(v, Tile)}
+    for key in tiles:
+        for t in {id(rl[key]): rl[key] for rl in real[:q]}.values():
+            if id(t) in later and key in scratch:
+                raise NotBatched(f"{_name(t)} is used after the loop, which left it only "
+                                 "as a scratch")
+            for u in seen.values():
+                if u is not t and t._buf is not None and u._buf is not None \
+                        and lazy.may_share(t._buf, u._buf):
+                    raise NotBatched(f"{_name(t)} shares bytes with {_name(u)}")
+
+    # ---- GM: no lane writes what another reads or writes
+    spans: list[tuple[int, int, int, bool]] = []
+    for (j, p), offs in offsets.items():
+        r, vals = body[j][0], body[j][1]
+        g = vals[p]
+        reach = g.spec.reach
+        if reach is None:
+            continue
+        isz = g.flat.itemsize
+        base = g.flat.__array_interface__["data"][0]
+        w = _role(r.ins, p, vals) in ("out", "inout", "scratch")
+        for k, o in enumerate(offs):
+            spans.append((base + (o + reach[0]) * isz, base + (o + reach[1] + 1) * isz, k, w))
+    spans.sort()
+    active: list[tuple[int, int, int, bool]] = []
+    for sp in spans:
+        active = [a for a in active if a[1] > sp[0]]
+        for a in active:
+            if a[2] != sp[2] and (a[3] or sp[3]):
+                raise NotBatched("iterations write GM bytes another iteration reads or writes")
+        active.append(sp)
+
+    # ---- sync: the loop's log entries, in order
+    log: list[Any] = []
+    for j in range(n):
+        r, vals = steps[s0 + j][0], steps[s0 + j][1]
+        ins = r.ins
+        if ins.sync is not None:
+            on = ins._on.get(m.target) or ins.on(m.target)
+            pc = on.plan(ins, m, vals, r.params) if on.plan is not None else None
+            entry = getattr(pc, "log_entry", None)
+            if entry is None:
+                raise NotBatched(f"{ins.name}: a sync instruction whose effect is not only "
+                                 "its log entry")
+            log.append(entry)
+    log_all = log * t_n
+
+    # ---- the lanes machine, its tiles and views, the calls
+    lm = machines.get(n_lanes)
+    if lm is None:
+        lm = machines[n_lanes] = Machine(m.target, lanes=n_lanes, permissive=m.permissive,
+                                         matmul_accumulation=m.matmul_accumulation)
+        lm.lazy_loads = True
+        lm.quiet = True
+    state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
+    shadow: dict[int, Tile] = {}
+    for key, t in tiles.items():
+        sh = shadow[key] = Tile.of(t.spec, name=t.name)
+        sh._vr, sh._vc, sh._whole = state[key]
+    views: dict[tuple[int, int], GlobalTensor] = {}
+    gm_written: list[GlobalTensor] = []
+    for (j, p), offs in offsets.items():
+        g0 = body[j][1][p]
+        g = GlobalTensor.__new__(GlobalTensor)
+        g.spec, g.flat, g._array, g.name, g.origin = g0.spec, g0.flat, g0._array, g0.name, \
+            g0.origin
+        off = np.asarray(offs, np.int64)
+        g.offset, g._span = off, lane_span(off)
+        rebind(g, g0)
+        views[j, p] = g
+        if _role(body[j][0].ins, p, body[j][1]) in ("out", "inout", "scratch"):
+            gm_written.append(g)
+    calls: list[Callable[[], None]] = []
+    for j, (r, vals, _once, _pre) in enumerate(body):
+        ins = r.ins
+        lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
+              for p, v in enumerate(vals)]
+        once = ins.batched and _all_uniform(lv, ins.any_valid)
+        calls.append(bind(ins, lm, lv, r.params, once, r.loc))
+    # an invariant lane tile: each segment's tile, in its lanes (s, s + q, ...)
+    pairs_in = [(tuple(real[s][key] for s in range(q)), shadow[key]) for key in invariant]
+    # a tile the rest of the launch uses: what the last lane it is in left
+    back = []
+    for key in written:
+        for s in range(q):
+            t = real[(t_n - 1) * q + s][key]
+            if id(t) in later and all(real[(t_n - 1) * q + u][key] is not t
+                                      for u in range(s + 1, q)):
+                back.append((t, shadow[key], state[key], (t_n - 1) * q + s))
+    shadows = list(shadow.values())
+
+    def run() -> None:
+        if m._lazy:  # tiles of the launch still reading GM in place take it before it changes
+            for g in gm_written:
+                lazy.gm_barrier(m, g.flat)
+        lm.reset_for_launch()
+        for sh in shadows:
+            sh.unbind()
+        for ts, sh in pairs_in:
+            buf = lm.auto_storage(sh, False)
+            for s, t in enumerate(ts):
+                buf[s::q] = t.storage  # (what it owes, settled on the launch's machine)
+        push(lm)
+        try:
+            for c in calls:
+                c()
+            for t, sh, st, lane in back:
+                v = sh.storage  # (its lanes settled)
+                if t._buf is None:
+                    m.auto_storage(t, False)
+                else:
+                    if m._lazy:
+                        lazy.storage_barrier(m, t)
+                    lazy.overwrite(t, m)
+                t._buf[...] = v[lane]
+                t._vr, t._vc, t._whole = st
+        finally:
+            pop(lm)
+            lm._lazy.clear()
+            lm._gm_settled = None
+        if log_all:
+            sl = m.sync_log
+            if sl is None:
+                m.sync_log = list(log_all)
+            else:
+                sl.extend(log_all)
+    return run
+
+
+def _segments(steps: list[Step], s0: int, data: list[int]) -> list[int]:
+    """Into how many segments that repeat the same instructions and parameters the data
+    instructions ``data`` (positions from ``s0``) of an iteration split: the counts to try,
+    most first, 1 (the iteration is one segment) last."""
+    n = len(data)
+    out = []
+    for q in range(n // 2, 1, -1):
+        if n % q:
+            continue
+        m = n // q
+        if all(steps[s0 + data[s * m + j]][0].ins is steps[s0 + data[j]][0].ins
+               and _same_params(steps[s0 + data[s * m + j]][0].params,
+                                steps[s0 + data[j]][0].params)
+               for s in range(1, q) for j in range(m)):
+            out.append(q)
+    return [*out, 1]
+
+
+def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int
+           ) -> tuple[list[list[int]], list[dict[int, Tile]], dict[tuple[int, int], list[int]]]:
+    """The lanes of iterations ``starts`` cut into ``q`` segments each: per lane its steps;
+    per lane, for each tile of lane 0 (by id) the tile in its place there; per operand
+    position of a GM view its offset in each lane. NotBatched when a tile plays more than
+    one part (then the segments are not independent copies of one body)."""
+    seg = len(data) // q
+    lanes = [[k + data[s * seg + j] for j in range(seg)] for k in starts for s in range(q)]
+    if len(lanes) > MAX_LANES:
+        raise NotBatched(f"more than {MAX_LANES} lanes")
+    body = [steps[i] for i in lanes[0]]
+    # the tile of lane 0 at each operand position stands for the tiles of the other lanes
+    # there (one lane tile each): a tile has one such part only
+    role_of: dict[int, int] = {}  # id(a lane's tile) -> id(lane 0's tile in its place)
+    real: list[dict[int, Tile]] = [{} for _ in lanes]  # per lane: key -> its tile
+    offsets: dict[tuple[int, int], list[int]] = {}
+    for v, idx in enumerate(lanes):
+        for j, i in enumerate(idx):
+            for p, (a, b) in enumerate(zip(body[j][1], steps[i][1], strict=True)):
+                if isinstance(a, Tile):
+                    key = id(a)
+                    if role_of.setdefault(id(b), key) != key \
+                            or real[v].setdefault(key, b) is not b:
+                        raise NotBatched(f"{_name(b)} plays more than one part in the "
+                                         "repeated body")
+                elif isinstance(a, GlobalTensor):
+                    if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
+                            and b._array is a._array):
+                        raise NotBatched("segments of the body use different GM views")
+                    offsets.setdefault((j, p), []).append(b.offset)
+    return lanes, real, offsets
