@@ -1876,28 +1876,28 @@ def TMATMUL_MX_HIF4(
 
 def TMAX(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = max(src0, src1) (NaN wins). On cpu std::max(src0, src1), the simulator's: NaN only when src0 is NaN.
+    dst = max(src0, src1) (NaN wins; of equal operands, +0 and -0, src1: vmax's (src0 > src1) ? src0 : src1). On cpu std::max(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
 
 def TMAXS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event) -> Event:
     """
-    dst = max(src, scalar).
+    dst = max(src, scalar) (NaN wins; of +0 and -0, the scalar: vmaxs's max as vmax's (src > scalar) ? src : scalar).
     """
     ...
 
 
 def TMIN(dst: Tile, src0: Tile, src1: Tile, *events: Event) -> Event:
     """
-    dst = min(src0, src1) (NaN wins). On cpu std::min(src0, src1), the simulator's: NaN only when src0 is NaN.
+    dst = min(src0, src1) (NaN wins; of equal operands, +0 and -0, src1: vmin's (src0 < src1) ? src0 : src1). On cpu std::min(src0, src1), the simulator's: NaN only when src0 is NaN.
     """
     ...
 
 
 def TMINS(dst: Tile, src: Tile, scalar: int | float | np.generic, *events: Event) -> Event:
     """
-    dst = min(src, scalar).
+    dst = min(src, scalar) (NaN wins; of +0 and -0, the scalar).
     """
     ...
 
@@ -2556,7 +2556,7 @@ def TRSQRT(
     PrecisionType: Algorithm = Algorithm.DEFAULT,
 ) -> Event:
     """
-    dst = 1 / sqrt(src); the optional tmp tile is accepted and unused.
+    dst = 1 / sqrt(src), rounded twice as the NPU's vsqrt + vdiv (the root to the element type, then its reciprocal); the optional tmp tile is accepted and unused.
     """
     ...
 
@@ -2933,7 +2933,9 @@ def VBR(value: int | float | np.generic, *events: Event, result_type: Any = None
 def VCADD(input: Any, mask: Any, *events: Event) -> Any:
     """
     result[0] = the sum of the active lanes of input, the other lanes 0; i8 / u8 (i16 /
-    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes.
+    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes. Float lanes
+    add as a pairwise tree in their own type (lane i meets lane i + N/2, then i + N/4 ...;
+    inactive lanes are +0), the page's "tree-reduction strategy".
     """
     ...
 
@@ -3061,6 +3063,16 @@ def VDINTLV(lhs: Any, rhs: Any, *events: Event) -> Any:
     """
     With s = lhs followed by rhs: low = s[0], s[2], s[4], ... and high = s[1], s[3], ...
     (the inverse of vintlv).
+    """
+    ...
+
+
+def VDIV(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] / rhs[i] on active lanes, 0 elsewhere: floats as IEEE division
+    (16-bit floats in f32, rounded once; a zero denominator gives inf / NaN); i16 / i32
+    rounded toward zero, INT_MIN / -1 wrapping to INT_MIN. An integer zero denominator on
+    an active lane is an error (the page: "Division by zero is undefined").
     """
     ...
 
@@ -3193,28 +3205,28 @@ def VLRELU(input: Any, scalar: int | float | np.generic, mask: Any, *events: Eve
 
 def VMAX(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
-    result[i] = max(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.
+    result[i] = (lhs[i] > rhs[i]) ? lhs[i] : rhs[i] on active lanes (NaN propagates; +0 and -0 give rhs), 0 elsewhere.
     """
     ...
 
 
 def VMAXS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
-    result[i] = max(input[i], scalar) on active lanes, 0 elsewhere.
+    result[i] = max(input[i], scalar) on active lanes (as vmax: NaN wins, of +0 and -0 the scalar), 0 elsewhere.
     """
     ...
 
 
 def VMIN(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
-    result[i] = min(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.
+    result[i] = (lhs[i] < rhs[i]) ? lhs[i] : rhs[i] on active lanes (NaN propagates; +0 and -0 give rhs), 0 elsewhere.
     """
     ...
 
 
 def VMINS(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
-    result[i] = min(input[i], scalar) on active lanes, 0 elsewhere.
+    result[i] = min(input[i], scalar) on active lanes (as vmin: NaN wins, of +0 and -0 the scalar), 0 elsewhere.
     """
     ...
 

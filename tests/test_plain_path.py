@@ -19,9 +19,17 @@ from ptoisa import Tile, TileType
 from ptoisa.errors import PtoError
 from ptoisa.isa.registry import REGISTRY, Instr
 
+
+def _nan_first(a: Any, b: Any, r: Any) -> Any:
+    """vmax.md / vmin.md: ``(a > b) ? a : b`` (equal operands give b), and a NaN operand
+    wins (a's when both are)."""
+    return np.where(a != a, a, np.where(b != b, b, r))
+
+
 # the spec of each instruction as numpy (integers wrap, NaN wins in max/min)
 BINARY = {"TADD": lambda a, b: a + b, "TSUB": lambda a, b: a - b, "TMUL": lambda a, b: a * b,
-          "TMAX": np.maximum, "TMIN": np.minimum, "TAND": lambda a, b: a & b,
+          "TMAX": lambda a, b: _nan_first(a, b, np.where(a > b, a, b)),
+          "TMIN": lambda a, b: _nan_first(a, b, np.where(a < b, a, b)), "TAND": lambda a, b: a & b,
           "TOR": lambda a, b: a | b}
 UNARY = {"TABS": np.abs, "TNEG": lambda a: -a, "TNOT": lambda a: ~a}
 # cpu follows the simulator's std::max / std::min (a NaN in src1 loses), written from
@@ -358,8 +366,9 @@ def test_remembered_checks_keep_no_tile_alive():
 
 
 SCALAR = {"TADDS": lambda a, s: a + s, "TSUBS": lambda a, s: a - s, "TMULS": lambda a, s: a * s,
-          "TMAXS": np.maximum, "TMINS": np.minimum, "TANDS": lambda a, s: a & s,
-          "TORS": lambda a, s: a | s}
+          "TMAXS": lambda a, s: _nan_first(a, s, np.where(a > s, a, s)),
+          "TMINS": lambda a, s: _nan_first(a, s, np.where(a < s, a, s)),
+          "TANDS": lambda a, s: a & s, "TORS": lambda a, s: a | s}
 
 
 def _as_type(s: Any, t: np.dtype) -> Any:

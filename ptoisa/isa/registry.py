@@ -38,7 +38,7 @@ from ..targets import Target, TargetLike, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from ..vector.logical import LMask, LVec, VmiSpec
-from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec
+from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec, vreg_spec
 from .signature import signature
 from .spelling import Attr, Form, Ptoas
 
@@ -632,8 +632,10 @@ class Instr:
         for o in self.results:  # (a micro-op's result types, where the program states them)
             sig.types[o.name] = types.get(o.name)
         rt = full.get("result_type")
-        if self.results and sig.types[self.results[0].name] is None and rt is not None \
-                and not isinstance(rt, str):
+        if isinstance(rt, str) and vreg_spec(rt) is not None:
+            # (an eager call may spell a register type as the .pto text does)
+            rt = full["result_type"] = vreg_spec(rt)
+        if self.results and sig.types[self.results[0].name] is None and rt is not None:
             # (an eager call states its first result's type as the result_type parameter)
             sig.types[self.results[0].name] = rt
         check_legality(sig)

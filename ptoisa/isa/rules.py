@@ -84,6 +84,30 @@ def same_static_rows(sig: Sig) -> None:
                        "requires equal static rows)")
 
 
+def _pick(ufunc: np.ufunc, a: Any, b: Any, out: np.ndarray | None = None) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        a, b = np.asarray(a), np.asarray(b)
+        ties = None if a.dtype.kind in "iub" else a == b  # (before ``out`` may overwrite a)
+        r = ufunc(a, b, out=out)
+        if ties is not None and ties.any():
+            np.copyto(r, np.broadcast_to(b, r.shape), where=ties)
+    return r
+
+
+def npu_max(a: Any, b: Any, out: np.ndarray | None = None) -> np.ndarray:
+    """The vector unit's maximum: ``(a > b) ? a : b`` with NaN propagating (pto-isa's
+    vmax.md), so equal operands give ``b``: of +0 and -0, the second (numpy's own maximum
+    picks either zero, by dtype and SIMD path). Called as a ufunc (``out=``): an entry's
+    plain form too."""
+    return _pick(np.maximum, a, b, out)
+
+
+def npu_min(a: Any, b: Any, out: np.ndarray | None = None) -> np.ndarray:
+    """The vector unit's minimum: ``(a < b) ? a : b`` with NaN propagating (vmin.md); see
+    npu_max."""
+    return _pick(np.minimum, a, b, out)
+
+
 def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
     """Reduce along the last axis by halving (pairwise tree: element j meets j + width/2,
     then j + width/4 ...), every partial result in x's element type: the order of the NPU's

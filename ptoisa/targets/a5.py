@@ -205,6 +205,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(I1248 + " f16 bf16 f32") for op in ("VADD", "VSUB")},
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VMAX", "VMIN")},
     "VMUL": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    # (the page: f16, f32, and signed i16 / i32 through the A5 software library)
+    "VDIV": rule("i16 i32 f16 f32"),
     # (bitwise ops on float lanes too: PTOAS takes them, and the upstream vor case uses f16)
     **{op: rule(MICRO_ANY) for op in ("VAND", "VOR", "VXOR", "VNOT")},
     **{op: rule(I1248) for op in ("VSHL", "VSHR")},

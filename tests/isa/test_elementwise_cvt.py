@@ -175,14 +175,17 @@ def test_tcvt_fp8_and_fp4() -> None:
 
 @pytest.mark.parametrize("sat", [SaturationMode.ON, SaturationMode.OFF])
 def test_tcvt_f32_to_e5m2(sat) -> None:  # type: ignore[no-untyped-def]
-    # the largest finite E5M2 value is 1.75 * 2^15 = 57344; saturation clamps to it (NaN stays)
+    # the largest finite E5M2 value is 1.75 * 2^15 = 57344; saturation clamps to it and makes
+    # NaN 0 (upstream's vcvt-low-precision-special golden: "In V300 instruction-controlled
+    # saturation, infinities/overflow clamp to max finite and NaN is saturated to zero")
     m = make_target("a5")
     try:
         x = np.tile(np.array([1e6, -1e6, 60000, 57344, 61440, 1.5, np.inf, np.nan],
                              np.float32), (2, 4))
         d = vec("f8E5M2", 2, 32)
         TCVT(d, vec("f32", 2, 32, x), RoundMode.CAST_RINT, sat)
-        y = np.clip(x, -57344, 57344) if sat == SaturationMode.ON else x
+        y = np.nan_to_num(np.clip(x, -57344, 57344), nan=0.0) if sat == SaturationMode.ON \
+            else x
         ref = y.astype(ml_dtypes.float8_e5m2).astype(np.float32)  # round to nearest even
         np.testing.assert_array_equal(d.numpy().astype(np.float32), ref)
     finally:

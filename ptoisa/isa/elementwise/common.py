@@ -19,6 +19,7 @@ from ...dtypes import DType
 from ...errors import PtoError, RuntimeCheckError
 from ...tile import Tile
 from ..registry import Instr, Sig, StaticRule, elem_type
+from ..rules import npu_max, npu_min
 
 
 class Algorithm(enum.Enum):
@@ -47,11 +48,16 @@ def cover(*names: str) -> Callable[..., None]:
     return rule
 
 
-def plain_form(fn: Callable[..., Any]) -> tuple[Callable[..., Any], np.ufunc | None]:
+#: functions that are called as a binary ufunc is (``fn(a, b, out=None)``, numpy broadcasting)
+UFUNC_LIKE = (npu_max, npu_min)
+
+
+def plain_form(fn: Callable[..., Any]) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
     """An entry's semantics ``fn(*values, dt)`` and its plain form (``Instr.plain``): when
     ``fn`` is given as a numpy ufunc, it is that ufunc on the values (the element type is
-    not needed) and the ufunc is the plain form; anything else has none."""
-    if isinstance(fn, np.ufunc):
+    not needed) and the ufunc is the plain form (so for the UFUNC_LIKE functions); anything
+    else has none."""
+    if isinstance(fn, np.ufunc) or fn in UFUNC_LIKE:
         uf = fn
         return (lambda *args: uf(*args[:-1])), uf
     return fn, None

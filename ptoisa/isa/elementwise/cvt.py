@@ -10,11 +10,13 @@ round-to-odd integer conversion). NONE is nearest-even for float results and tru
 (the C cast) for float -> int. f32 -> f32 is the identity on cpu and rounds to an integral
 value on a2a3/a5 (the NPU's "round-only" f32 -> f32 path).
 
-Saturation (SaturationMode): ON clamps to the destination's finite range (NaN -> 0 for
-integer results). OFF lets floats overflow to inf and makes integer results wrap: a float is
+Saturation (SaturationMode): ON clamps to the destination's finite range and makes NaN 0
+(upstream's vcvt-f32-special golden: f32 -> f16 under SAT gives 0 for NaN, +-65504 for
++-inf). OFF lets floats overflow to inf and makes integer results wrap: a float is
 first converted saturating to 32 (64 for 64-bit destinations) bits and then truncated to the
 destination width (the NPU's non-saturating, PyTorch-compatible path). Without a SaturationMode
-operand the cpu target uses OFF (as the simulator does) and a2a3/a5 use ON (the NPU default).
+operand the cpu target uses OFF (as the simulator does) and a2a3/a5 use ON (the NPU default),
+except for the exact widenings f16 / bf16 -> f32, which keep infinities and NaN.
 The targets' traits ``cvt_saturate_default`` and ``cvt_casts`` ("npu" / "x86") carry these
 differences.
 """
@@ -150,9 +152,9 @@ def convert(x: np.ndarray, src: DType, dst: DType, mode: RoundMode, sat: bool,
                 if casts == "x86" or not src.is_float or mode is RoundMode.CAST_NONE:
                     return x.copy()
                 return round_int(x64, mode).astype(dst.np)
-            if sat:
+            if sat:  # NaN to 0, the rest clamped (upstream's vcvt-f32-special golden)
                 hi = _finfo_max(dst)
-                x64 = np.where(np.isnan(x64), x64, np.clip(x64, -hi, hi))
+                x64 = np.where(np.isnan(x64), 0.0, np.clip(x64, -hi, hi))
             if src.is_float and src.itemsize < dst.itemsize and src.name != "bf16" \
                     or (src.name == "bf16" and dst.name == "f32"):
                 return x64.astype(dst.np)  # widening: exact
@@ -298,7 +300,11 @@ def TCVT(m: Machine, dst: Tile, src: Tile, tmp: Tile | None = None,  # noqa: N80
         return
     rm = mode or RoundMode.CAST_RINT
     if satMode is None:
-        sat = m.target.traits.cvt_saturate_default
+        # (an exact widening between floats has nothing to saturate: the default keeps its
+        # infinities and NaN, as vcvt without ``sat`` and PTOAS's lowering of it do)
+        widening = src.dtype.is_float and dst.dtype.is_float and not src.dtype.coded \
+            and src.dtype.itemsize < dst.dtype.itemsize and dst.dtype.name == "f32"
+        sat = m.target.traits.cvt_saturate_default and not widening
     else:
         sat = satMode is SaturationMode.ON
     x = np.asarray(src.read(vr, vc))

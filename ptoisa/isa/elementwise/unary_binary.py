@@ -18,7 +18,7 @@ from ...enums import Pipe
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, instr, same_dtype
-from ..rules import vec
+from ..rules import npu_max, npu_min, vec
 from ..spelling import Ptoas
 from ..valid_region import BOTH, NPU, SameValid
 from .common import (
@@ -350,8 +350,19 @@ TLOG = _unary("TLOG", lambda a, dt: _int_or_float(np.log, a, dt),
 TSQRT = _unary("TSQRT", lambda a, dt: np.sqrt(to_float(a, dt)).astype(dt.np),
                "dst = sqrt(src) (NaN for negative inputs).", params=ALGO, static=_FLOAT,
                same_valid=SameValid(("src",), NPU))
-TRSQRT = _unary("TRSQRT", lambda a, dt: (1.0 / np.sqrt(to_float(a, dt))).astype(dt.np),
-                "dst = 1 / sqrt(src); the optional tmp tile is accepted and unused.",
+def _rsqrt(a: np.ndarray, dt: Any) -> np.ndarray:
+    """1 / sqrt(a) as the NPU computes it, ``vsqrt`` then ``vdiv`` (the TRSQRT page: "The
+    default-precision implementation uses vsqrt + vdiv directly"): the root rounded to dt,
+    then its reciprocal rounded again."""
+    with np.errstate(all="ignore"):
+        root = np.sqrt(to_float(a, dt)).astype(dt.np)
+        return (1.0 / to_float(root, dt)).astype(dt.np)
+
+
+TRSQRT = _unary("TRSQRT", _rsqrt,
+                "dst = 1 / sqrt(src), rounded twice as the NPU's vsqrt + vdiv (the root to "
+                "the element type, then its reciprocal); the optional tmp tile is accepted "
+                "and unused.",
                 params=ALGO, tmp=True, static=_FLOAT,
                 same_valid=SameValid(("src",), NPU))
 TRECIP = _unary("TRECIP", lambda a, dt: _div(np.ones((), dt.np), a, dt),
@@ -377,12 +388,14 @@ TDIV = _binary("TDIV", _div,
                "(INT_MIN / -1); integer division by zero is target-defined (ptoisa: 0); float "
                "division by zero follows IEEE (inf/NaN).", params=ALGO,
                same_valid=SameValid(("src0", "src1"), BOTH))
-TMAX = _binary("TMAX", np.maximum,
-               "dst = max(src0, src1) (NaN wins). On cpu std::max(src0, src1), the simulator's: "
+TMAX = _binary("TMAX", npu_max,
+               "dst = max(src0, src1) (NaN wins; of equal operands, +0 and -0, src1: vmax's "
+               "(src0 > src1) ? src0 : src1). On cpu std::max(src0, src1), the simulator's: "
                "NaN only when src0 is NaN.", fn_for={"cpu": _max_cpu},
                same_valid=SameValid(("src0", "src1"), BOTH))
-TMIN = _binary("TMIN", np.minimum,
-               "dst = min(src0, src1) (NaN wins). On cpu std::min(src0, src1), the simulator's: "
+TMIN = _binary("TMIN", npu_min,
+               "dst = min(src0, src1) (NaN wins; of equal operands, +0 and -0, src1: vmin's "
+               "(src0 < src1) ? src0 : src1). On cpu std::min(src0, src1), the simulator's: "
                "NaN only when src0 is NaN.", fn_for={"cpu": _min_cpu},
                same_valid=SameValid(("src0", "src1"), BOTH))
 TAND = _binary("TAND", np.bitwise_and, "dst = src0 & src1.", static=_INT,

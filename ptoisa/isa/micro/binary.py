@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe
+from ...errors import ExecutionError
 from ...vector.regs import Mask, VReg
 from ..registry import Instr, Opnd, instr
+from ..rules import npu_max, npu_min
 from .common import active, elementwise, mask_fits, on_bits, same_vreg, same_width, zeroing
 
 _OPS = (Opnd("lhs", "vreg"), Opnd("rhs", "vreg"), Opnd("mask", "mask"))
@@ -55,10 +57,37 @@ VADD = _binary("VADD", np.add, "result[i] = lhs[i] + rhs[i] on active lanes, 0 e
 VSUB = _binary("VSUB", np.subtract, "result[i] = lhs[i] - rhs[i] on active lanes, 0 elsewhere.")
 VMUL = _binary("VMUL", np.multiply,
                "result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.")
-VMAX = _binary("VMAX", np.maximum,
-               "result[i] = max(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.")
-VMIN = _binary("VMIN", np.minimum,
-               "result[i] = min(lhs[i], rhs[i]) on active lanes (NaN propagates), 0 elsewhere.")
+
+
+def _vdiv(m: Any, lhs: VReg, rhs: VReg, mask: Mask) -> VReg:
+    """result[i] = lhs[i] / rhs[i] on active lanes, 0 elsewhere: floats as IEEE division
+    (16-bit floats in f32, rounded once; a zero denominator gives inf / NaN); i16 / i32
+    rounded toward zero, INT_MIN / -1 wrapping to INT_MIN. An integer zero denominator on
+    an active lane is an error (the page: "Division by zero is undefined")."""
+    if lhs.dtype.is_float:
+        return zeroing(elementwise(np.divide, lhs.dtype, lhs.data, rhs.data), mask)
+    on = active(mask, lhs.data.size)
+    a, b = lhs.data.astype(np.int64), rhs.data.astype(np.int64)
+    if (on & (b == 0)).any():
+        raise ExecutionError(f"pto.vdiv: integer division by zero on active lane "
+                             f"{int(np.argmax(on & (b == 0)))} (undefined on the page)")
+    b = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(b) * np.sign(a) * np.sign(b)  # toward zero, exact in int64
+    bits = 8 * lhs.data.dtype.itemsize
+    q = (q + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))  # INT_MIN / -1 wraps
+    return zeroing(q.astype(lhs.data.dtype), mask)
+
+
+VDIV = instr("VDIV", pipe=Pipe.V, dialect="vpto", operands=_OPS, results=_RES,
+             dtype_key=("lhs",),
+             static=(same_vreg("lhs", "result"), mask_fits("lhs"), same_vreg("lhs", "rhs")))(
+    _vdiv)
+VMAX = _binary("VMAX", npu_max,
+               "result[i] = (lhs[i] > rhs[i]) ? lhs[i] : rhs[i] on active lanes (NaN "
+               "propagates; +0 and -0 give rhs), 0 elsewhere.")
+VMIN = _binary("VMIN", npu_min,
+               "result[i] = (lhs[i] < rhs[i]) ? lhs[i] : rhs[i] on active lanes (NaN "
+               "propagates; +0 and -0 give rhs), 0 elsewhere.")
 VAND = _binary("VAND", np.bitwise_and, "result[i] = lhs[i] & rhs[i] on the lanes' bits (float "
                "lanes too, as PTOAS accepts them) on active lanes, 0 elsewhere.", bitwise=True)
 VOR = _binary("VOR", np.bitwise_or, "result[i] = lhs[i] | rhs[i] on the lanes' bits (float "

@@ -12,7 +12,8 @@ others. Inactive lanes do not take part; results sit in the low lanes, the rest 
 * ``vcpadd`` - the inclusive prefix sum of the active lanes (inactive ones add 0).
 
 Inactive or all-inactive lanes take the neutral value: 0 for sums, -INF / the type's minimum
-for max, +INF / the type's maximum for min. Float sums of f16 run in f32 and round once.
+for max, +INF / the type's maximum for min. ``vcadd`` adds float lanes as a pairwise tree in
+their type (the order TROWSUM takes); ``vcgadd`` / ``vcpadd`` sum f16 in f32, rounded once.
 ``chistv2`` / ``dhistv2`` (the page leaves the bin operand's meaning to the hardware) are not
 declared: refused by name."""
 
@@ -26,6 +27,7 @@ from ... import dtypes as D
 from ...enums import Pipe
 from ...vector.regs import Mask, VReg, VRegSpec
 from ..registry import Instr, Opnd, Sig, instr
+from ..rules import tree_reduce
 from .common import active, mask_fits, same_vreg, widened
 
 _OPS = (Opnd("input", "vreg"), Opnd("mask", "mask"))
@@ -74,10 +76,17 @@ def _vcadd_result(sig: Sig) -> None:
        static=(mask_fits("input"), _vcadd_result))
 def VCADD(m: Any, input: VReg, mask: Mask) -> VReg:  # noqa: A002
     """result[0] = the sum of the active lanes of input, the other lanes 0; i8 / u8 (i16 /
-    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes."""
+    u16) inputs sum into an i16 / u16 (i32 / u32) result of half as many lanes. Float lanes
+    add as a pairwise tree in their own type (lane i meets lane i + N/2, then i + N/4 ...;
+    inactive lanes are +0), the page's "tree-reduction strategy"."""
     x = input.data
     to = np.dtype(D.dtype(_WIDE.get(input.dtype.name, input.dtype.name)).np)
     on = active(mask, x.size)
+    if x.dtype.kind == "f":
+        # the pairwise tree over the register's lanes (inactive ones +0) in the element type:
+        # the order the tile row reductions take as the NPU's (isa/rules.tree_reduce)
+        total = tree_reduce(np.where(on, x, x.dtype.type(0)), np.add, 0)
+        return VReg(_low(np.array([total], to), 256 // to.itemsize, to))
     return VReg(_low(np.array([_sum(x[on].astype(to), to)], to), 256 // to.itemsize, to))
 
 

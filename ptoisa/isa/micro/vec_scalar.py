@@ -14,6 +14,7 @@ import numpy as np
 from ...enums import Pipe
 from ...vector.regs import Mask, VReg
 from ..registry import Instr, Opnd, instr
+from ..rules import npu_max, npu_min
 from .binary import _shl, _shr
 from .common import elementwise, mask_fits, same_vreg, scalar_as, zeroing
 
@@ -45,10 +46,10 @@ VADDS = _vec_scalar("VADDS", np.add, "result[i] = input[i] + scalar on active la
                     "elsewhere.")
 VMULS = _vec_scalar("VMULS", np.multiply, "result[i] = input[i] * scalar on active lanes, 0 "
                     "elsewhere.")
-VMAXS = _vec_scalar("VMAXS", np.maximum, "result[i] = max(input[i], scalar) on active lanes, "
-                    "0 elsewhere.")
-VMINS = _vec_scalar("VMINS", np.minimum, "result[i] = min(input[i], scalar) on active lanes, "
-                    "0 elsewhere.")
+VMAXS = _vec_scalar("VMAXS", npu_max, "result[i] = max(input[i], scalar) on active lanes "
+                    "(as vmax: NaN wins, of +0 and -0 the scalar), 0 elsewhere.")
+VMINS = _vec_scalar("VMINS", npu_min, "result[i] = min(input[i], scalar) on active lanes "
+                    "(as vmin: NaN wins, of +0 and -0 the scalar), 0 elsewhere.")
 VLRELU = _vec_scalar("VLRELU", _lrelu, "result[i] = input[i] >= 0 ? input[i] : scalar * "
                      "input[i] on active lanes, 0 elsewhere.")
 VSHLS = _vec_scalar("VSHLS", _shl, "result[i] = input[i] << scalar (an i16 amount) on active "

@@ -42,7 +42,7 @@ from ..registry import (
     same_dtype,
     sim_unchecked,
 )
-from ..rules import reduction_valid, row_major, same_static_rows, tree_reduce
+from ..rules import npu_max, npu_min, reduction_valid, row_major, same_static_rows, tree_reduce
 from ..spelling import Attr, Ptoas
 from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_runtime
 
@@ -132,11 +132,11 @@ def _expdif(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _max(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.maximum(a, b)
+    return npu_max(a, b)
 
 
 def _min(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.minimum(a, b)
+    return npu_min(a, b)
 
 
 BINOPS: dict[str, tuple[Ufunc, str]] = {

@@ -29,7 +29,7 @@ from ..elementwise.unary_binary import (
     no_high_precision,
 )
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
-from ..rules import vec
+from ..rules import npu_max, npu_min, vec
 from ..spelling import Ptoas
 from ..valid_region import A2A3, A2A3_LIST, A5, A5_LIST, BOTH, COMMON, NPUS_DIFFER, SameValid
 
@@ -99,9 +99,11 @@ TSUBS = _scalar_op("TSUBS", np.subtract, "dst = src - scalar (integers wrap).", 
                    same_valid=SameValid(("src0",), BOTH))
 TMULS = _scalar_op("TMULS", np.multiply, "dst = src * scalar (integers wrap).", src="src0",
                    same_valid=SameValid(("src0",), NPUS_DIFFER, rows=A2A3))
-TMAXS = _scalar_op("TMAXS", np.maximum, "dst = max(src, scalar).",
+TMAXS = _scalar_op("TMAXS", npu_max, "dst = max(src, scalar) (NaN wins; of +0 and -0, the "
+                   "scalar: vmaxs's max as vmax's (src > scalar) ? src : scalar).",
                    same_valid=SameValid(("src",), COMMON))
-TMINS = _scalar_op("TMINS", np.minimum, "dst = min(src, scalar).",
+TMINS = _scalar_op("TMINS", npu_min, "dst = min(src, scalar) (NaN wins; of +0 and -0, the "
+                   "scalar).",
                    same_valid=SameValid(("src",), NPUS_DIFFER, rows=A2A3))
 TANDS = _scalar_op("TANDS", np.bitwise_and, "dst = src & scalar.", static=_INT,
                    same_valid=SameValid(("src",), A2A3_LIST, rows=A2A3, cols=A2A3))
