@@ -6,7 +6,7 @@ from typing import Any
 
 from ..dtypes import DType
 from ..isa.registry import REGISTRY, _order
-from ..targets import TARGET_NAMES, Rule, TargetLike, get_target
+from ..targets import DEFAULT_TARGET, TARGET_NAMES, Rule, TargetLike, get_target
 
 
 def _dtypes_text(r: Rule) -> str:
@@ -47,8 +47,10 @@ def support_matrix(target: TargetLike | None = None, dialect: str | None = None
         for t in tgts:
             r = t.legality.get(name)
             row[t.name] = None if r is None else _dtypes_text(r)
-        row["cost"] = describe(name, ins.pipe, target or (
-            "a5" if ins.dialect == "vpto" else "a2a3"))
+        # (priced on the target asked, else the default one, else the first that has it)
+        row["cost"] = describe(name, ins.pipe, target or next(
+            (t.name for t in (get_target(DEFAULT_TARGET), *tgts) if name in t.legality),
+            DEFAULT_TARGET))
         rows.append(row)
     return rows
 

@@ -321,6 +321,10 @@ _ONCHIP: list[Variant] = [
 
 # Priors: upstream's per-intrinsic head+tail / slope (cce_costmodel) where it has them, else a
 # pipe default. Fitted coefficients replace them where the pack measures the instruction.
+#: the target whose measurements and docs the figures of A2A3_PRIORS are (data: the table
+#: is named for it); a prior priced on another target says so in ``--explain``
+_PRIORS_OF = "a2a3"
+
 A2A3_PRIORS: dict[str, list[Variant]] = {
     # vadd/vsub/vmul/vmax/vmin: 2 cycles per repeat, masked rows pay a count-mode floor
     **{op: [_v("vec", 24, 2, 16, group="binary")] for op in (
@@ -826,7 +830,7 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
         why = f"no rule for {f['op']}: the {pipe.name} pipe's default"
     elif k not in v.fitted:
         why = "a prior, no measurement" + (f": {v.note}" if v.note else "")
-        if tname != "a2a3" and v.source != tname:
+        if tname != _PRIORS_OF and v.source != tname:
             why += f"; A2/A3's figure, none for {target}"
     elif v.by_dtype and k == "any":
         why = f"no measurement of {v.key} {key}: the fit pooled over the measured ones"

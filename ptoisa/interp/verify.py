@@ -195,7 +195,8 @@ def _epilogue_errors(op: Op, target: TargetLike | None) -> Iterator[VerifyError]
                               f" (acc_push_epilogue {key} = {v})", op=op.name, loc=op.loc)
             return
     quant = fields.get("quant")
-    if quant in _A5_ONLY_QUANT and target is not None and target != "a5":
+    if quant in _A5_ONLY_QUANT and target is not None and \
+            not get_target(target).traits.pipe_epilogue_a5_quant:
         yield VerifyError(f"expects {_A5_ONLY_QUANT[quant]} to be used only on A5 target "
                           f"(target {target})", op=op.name, loc=op.loc)
 
@@ -330,7 +331,7 @@ def _slot_errors(op: Op, target: TargetLike | None) -> Iterator[VerifyError]:
         return
     if local is None:
         return
-    if target == "a5":
+    if target is not None and not get_target(target).traits.pipe_local_slot_num:
         yield VerifyError("'local_slot_num' is only supported for a2/a3 frontend pipe lowering",
                           op=op.name, loc=op.loc)
         return

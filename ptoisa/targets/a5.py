@@ -286,6 +286,8 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "cross_core_flags_per_subblock": True,
                          "cross_core_wait_holds_pipe": True,
                          "nosplit_vector_subblock0_only": True,
+                         "pipe_epilogue_a5_quant": True,
+                         "pipe_local_slot_num": False,
                          "same_pipe_barriers": frozenset(),
                          # ---- cycle model
                          "cost_table": "a5_vf",

@@ -163,6 +163,12 @@ class Traits:
     #: its sub-block index runs on sub-block 0 only (PTOAS guards it with
     #: ``if (get_subblockid() == 0)`` on A5); False: on both vector cores
     nosplit_vector_subblock0_only: bool = False
+    #: a frontend pipe's ``acc_push_epilogue`` may name the fix-pipe quant modes of the A5
+    #: data path (``qs322bf16_pre_*``, ``qf322hif8_pre_scalar``, ``qf322fp8_pre_scalar``:
+    #: PTOAS rejects them elsewhere)
+    pipe_epilogue_a5_quant: bool = False
+    #: a frontend pipe may name ``local_slot_num`` (PTOAS: a2/a3 frontend pipe lowering only)
+    pipe_local_slot_num: bool = True
     #: a GM store and a later load of the same bytes on one core are ordered only by a full
     #: drain (``pto.barrier <PIPE_ALL>``): a set_flag/wait_flag between their pipes (MTE3 ->
     #: MTE2) orders the pipes, not the write reaching GM, and the load may read stale data or
