@@ -55,10 +55,12 @@ def on_bits(fn: Callable[..., np.ndarray], *args: np.ndarray) -> np.ndarray:
     return np.asarray(fn(*(a.view(u) for a in args))).astype(u, copy=False).view(args[0].dtype)
 
 
-def scalar_as(v: Any, dt: D.DType, what: str) -> Any:
-    """A scalar operand as one element of type ``dt`` (integers wrap to its width)."""
+def scalar_as(v: Any, dt: D.DType, what: str = "") -> Any:
+    """A scalar operand as one element of type ``dt`` (integers wrap to its width; a float
+    out of ``dt``'s range is inf)."""
     if dt.is_float:
-        return dt.np.type(float(v))
+        with np.errstate(all="ignore"):
+            return dt.np.type(float(v))
     bits = 8 * dt.itemsize
     iv = int(v) & ((1 << bits) - 1)
     if dt.is_signed and iv >= 1 << (bits - 1):

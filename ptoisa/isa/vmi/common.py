@@ -11,6 +11,7 @@ from ... import dtypes as D
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec, vmi_spec
 from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
+from ..micro.common import scalar_as
 from ..registry import Param, Sig, StaticRule
 from ..spelling import Attr, Ptoas
 
@@ -48,18 +49,6 @@ def result_spec(result_type: Any, what: str, mask: bool = False) -> Any:
         kind = "!pto.vmi.mask" if mask else "!pto.vmi.vreg"
         raise ExecutionError(f"{what}: result_type must be a {kind} type, got {result_type!r}")
     return t
-
-
-def scalar_as(v: Any, dt: D.DType) -> Any:
-    """A scalar operand as one element of ``dt`` (integers wrap to its width)."""
-    if dt.is_float:
-        with np.errstate(all="ignore"):
-            return dt.np.type(float(v))
-    bits = 8 * dt.itemsize
-    iv = int(v) & ((1 << bits) - 1)
-    if dt.is_signed and iv >= 1 << (bits - 1):
-        iv -= 1 << bits
-    return dt.np.type(iv)
 
 
 def ub_elems(m: Any, ptr: Ptr, idx: np.ndarray, dt: D.DType, what: str, *, role: str
