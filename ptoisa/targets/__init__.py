@@ -51,6 +51,7 @@ DEFAULT_TARGET = "a2a3"
 CONFORMANCE_TARGET = "cpu"
 _ALIASES = {"a2": "a2a3", "a3": "a2a3", "A2A3": "a2a3", "A5": "a5", "CPU": "cpu"}
 _EXTRA: dict[str, Target] = {}
+_BUILT_IN: dict[str, Target] = {}
 
 
 #: what a public entry point takes for a target: a :class:`Target` or its name. Inside
@@ -63,12 +64,17 @@ def get_target(name: TargetLike) -> Target:
     :func:`register_target`); a :class:`Target` is returned as it is."""
     if isinstance(name, Target):
         return name
+    hit = _BUILT_IN.get(name)
+    if hit is not None:
+        return hit
     key = _ALIASES.get(name, name)
     if key in _EXTRA:
         return _EXTRA[key]
     if key not in TARGET_NAMES:
         raise PtoError(f"unknown target {name!r} (choose from: {', '.join(known_targets())})")
-    return importlib.import_module(f"{__name__}.{key}").TARGET  # type: ignore[no-any-return]
+    t: Target = importlib.import_module(f"{__name__}.{key}").TARGET
+    _BUILT_IN[name] = t  # (a built-in name never changes meaning: a launch asks every time)
+    return t
 
 
 def known_targets() -> tuple[str, ...]:
