@@ -43,12 +43,16 @@ def _nested_check(op: Op) -> None:
 
 @handler(*KINDS)
 def _section(cf: CompiledFunc, op: Op) -> Step:
-    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1 or op.operands or op.results:
+    # (an empty body, ``pto.section.vector { }``, reads as an empty attribute dictionary and
+    # no region: PTOAS takes it, and it runs nothing)
+    empty = not op.regions and tuple((p.kind, p.value) for p in op.syntax) == (("d", ()),)
+    if not empty and (len(op.regions) != 1 or len(op.regions[0].blocks) > 1) \
+            or op.operands or op.results:
         raise VerifyError(f"'{op.name}' takes no operands, has no results and one region "
                           "with one block", op=op.name, loc=op.loc)
     _nested_check(op)
     kind = KINDS[op.name]
-    body = cf.block(op.regions[0])
+    body = [] if empty or not op.regions[0].blocks else cf.block(op.regions[0])
 
     def step(env: Env) -> None:
         core = env[0].core

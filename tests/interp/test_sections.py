@@ -203,6 +203,31 @@ module {
         pto.load(text, filename="n.pto")
 
 
+def test_empty_sections_are_taken_and_run_nothing():
+    """``pto.section.vector { }`` (PTOAS's lit tests: several sections of one kind, an empty
+    cube section beside uncovered code) is a section with nothing in it; a section without a
+    body is not."""
+    text = """
+module {
+  func.func @k(%x: !pto.ptr<f32>) attributes {pto.kernel} {
+    pto.section.vector {
+    }
+    pto.section.vector {
+    }
+    return
+  }
+}
+"""
+    prog = pto.load(text, filename="e.pto", target="a5")
+    x = np.ones(4, np.float32)
+    prog.k(x)
+    np.testing.assert_array_equal(x, 1)
+    with pytest.raises(VerifyError, match=r"e.pto:4:5: .*'pto.section.vector' takes no "
+                                          r"operands, has no results and one region"):
+        pto.load(text.replace("pto.section.vector {\n    }\n    pto.section", "pto.section"
+                              ).replace("vector {\n    }", "vector"), filename="e.pto")
+
+
 @pytest.mark.parametrize("term", ["scf.yield", "scf.condition"])
 def test_a_terminator_out_of_place_is_an_error_not_dropped(term):
     text = f"""
