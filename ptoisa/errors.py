@@ -64,11 +64,18 @@ class PtoError(Exception):
             out += f"\n{line}\n{' ' * caret}^"
         return out
 
-    def with_loc(self, loc: SourceLoc) -> PtoError:
+    def with_loc(self, loc: SourceLoc | None) -> PtoError:
         """The same error, located at ``loc`` (used when an IR op is checked/run)."""
         err = type(self).__new__(type(self))
         PtoError.__init__(err, self.message, op=self.op, loc=loc)
         return err
+
+    def at_op(self, op: str, loc: SourceLoc | None) -> PtoError:
+        """The error of a failed step of a ``.pto`` op: naming ``op`` where it names none,
+        located at the op's line (:meth:`with_loc`)."""
+        if self.op is None:
+            self.op = op
+        return self.with_loc(loc)
 
     def __str__(self) -> str:
         return self.render()

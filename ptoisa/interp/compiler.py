@@ -379,10 +379,7 @@ class CompiledFunc:
             return tuple(env[x] for x in s)
 
         def located(e: PtoError) -> PtoError:
-            """A failed step's error, naming the op and its line."""
-            if e.op is None:
-                e.op = opname
-            return e.with_loc(loc)
+            return e.at_op(opname, loc)
 
         def step(env: Env) -> None:
             for k, t in res:

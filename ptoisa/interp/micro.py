@@ -168,9 +168,7 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
         try:
             out = run(env[0].machine, vals, params, checked=True, loc=loc)
         except PtoError as e:
-            if e.op is None:
-                e.op = name
-            raise e.with_loc(loc) from None
+            raise e.at_op(name, loc) from None
         if one is not None:
             env[one] = out
         elif res:

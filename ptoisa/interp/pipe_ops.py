@@ -295,9 +295,7 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
                 vals = [pipe, None if src is None else _operand(env[src]), None]
             run(env[0].machine, vals, params, checked=True, loc=loc)
         except PtoError as e:
-            if e.op is None:
-                e.op = mnemonic
-            raise e.with_loc(loc) from None
+            raise e.at_op(mnemonic, loc) from None
     return step
 
 
@@ -350,9 +348,7 @@ def _cross_core(instr_name: str) -> Any:
             try:
                 run(env[0].machine, vals, params, checked=True, loc=loc)
             except PtoError as e:
-                if e.op is None:
-                    e.op = ins.mnemonic
-                raise e.with_loc(loc) from None
+                raise e.at_op(ins.mnemonic, loc) from None
         return step
     return build
 

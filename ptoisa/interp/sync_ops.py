@@ -177,9 +177,7 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
             try:
                 run(env[0].machine, vals, {}, checked=True, loc=loc)
             except PtoError as e:
-                if e.op is None:
-                    e.op = ins.mnemonic
-                raise e.with_loc(loc) from None
+                raise e.at_op(ins.mnemonic, loc) from None
         return step
     h.instr_name = instr_name  # type: ignore[attr-defined]  # read by ptoisa.reference
     return h

@@ -138,9 +138,7 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
         try:
             out = run(env[0].machine, vs, params, checked=True, loc=loc)
         except PtoError as e:
-            if e.op is None:
-                e.op = name
-            raise e.with_loc(loc) from None
+            raise e.at_op(name, loc) from None
         if isinstance(out, tuple):  # (several results: as many as the op binds)
             for slot, v in zip(res, out, strict=True):
                 env[slot] = v
