@@ -616,11 +616,19 @@ def check_op(op: Op, target: TargetLike, permissive: bool = False) -> Binding | 
             raise VerifyError(f"operand '{o.name}' must be {_KIND_WORDS[o.kind]}, got "
                               f"{_describe(t)}", op=ins.mnemonic, loc=op.loc)
     extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
+    check_types_at(op, ins, target, types, b.params, permissive, extra)
+    return b
+
+
+def check_types_at(op: Op, ins: Instr, target: TargetLike, types: dict[str, Any],
+                   params: dict[str, Any], permissive: bool,
+                   extra: tuple[Any, ...] = ()) -> None:
+    """``ins``'s static rules for the types op ``op`` binds (:meth:`Instr.check_types`); what
+    they refuse is a VerifyError located at the op."""
     try:
-        ins.check_types(target, types, b.params, permissive, extra)
+        ins.check_types(target, types, params, permissive, extra)
     except PtoError as e:
         raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
-    return b
 
 
 # operand kinds of the registry against the types IR values bind to (what the eager API's

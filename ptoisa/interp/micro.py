@@ -139,12 +139,7 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                           op=op.name, loc=op.loc)
     for r, v in zip(ins.results, op.results, strict=False):
         types[r.name] = value_spec(v.type)
-    try:
-        ins.check_types(cf.c.target, types, params, cf.c.permissive)
-    except VerifyError:
-        raise
-    except PtoError as e:
-        raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
+    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run

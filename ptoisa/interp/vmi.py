@@ -120,12 +120,7 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     for r, s in zip(ins.results, res_specs, strict=False):
         types[r.name] = s
     params = _params(op, ins, specs, res_specs, literals)
-    try:
-        ins.check_types(cf.c.target, types, params, cf.c.permissive)
-    except VerifyError:
-        raise
-    except PtoError as e:
-        raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
+    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run
