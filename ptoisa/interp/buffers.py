@@ -27,29 +27,41 @@ from .compiler import (
 )
 from .views import _NO_PARAMS, _one_value
 
+#: placement of a .pto tile: the TASSIGN entry, as eager code writes it
+_TASSIGN = REGISTRY["TASSIGN"]
+
+
+def _placement(cf: CompiledFunc, op: Op) -> tuple[Any, Any, Any]:
+    """The slots of an allocation's ``addr``, ``valid_row`` and ``valid_col`` (None: not
+    written)."""
+    kw = op.keyword_operands
+    return tuple(cf.slot(kw[n]) if n in kw else None  # type: ignore[return-value]
+                 for n in ("addr", "valid_row", "valid_col"))
+
+
+def _place(env: Env, tile: Tile, at: int | None, vr: Any, vc: Any, loc: Any) -> None:
+    """Place ``tile`` at byte ``at`` through the TASSIGN entry (as eager code writes it; None:
+    automatic placement) and give it the valid region the slots ``vr`` / ``vc`` hold."""
+    if at is not None:
+        _TASSIGN.run(env[0].machine, [tile, at], _NO_PARAMS, checked=True, loc=loc)
+    if vr is not None or vc is not None:
+        tile.set_valid(None if vr is None else _index(env[vr]),
+                       None if vc is None else _index(env[vc]))
+
 
 @handler("pto.alloc_tile")
 def _alloc_tile(cf: CompiledFunc, op: Op) -> Step:
     res = op.results[0]
     tile = cf.result_tile(op, res, "alloc_tile result type", "a tile_buf")
     k = cf.slot(res)
-    kw = op.keyword_operands
-    addr = cf.slot(kw["addr"]) if "addr" in kw else None
-    vr = cf.slot(kw["valid_row"]) if "valid_row" in kw else None
-    vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
+    addr, vr, vc = _placement(cf, op)
     loc = op.loc
-    tassign = REGISTRY["TASSIGN"]
     if addr is not None and addr in cf.consts:  # a constant address: checked before any run
         _check_const_addr(cf, op, tile, cf.consts[addr])
 
     def step(env: Env) -> None:
         try:
-            if addr is not None:  # placement is TASSIGN, as eager code writes it
-                tassign.run(env[0].machine, [tile, int(env[addr])], _NO_PARAMS, checked=True,
-                             loc=loc)
-            if vr is not None or vc is not None:
-                tile.set_valid(None if vr is None else _index(env[vr]),
-                               None if vc is None else _index(env[vc]))
+            _place(env, tile, None if addr is None else int(env[addr]), vr, vc, loc)
         except PtoError as e:
             raise e.with_loc(loc) from None
         env[k] = tile
@@ -120,23 +132,15 @@ def _alloc_multi_tile(cf: CompiledFunc, op: Op) -> Step:
     value = MultiTile(tiles)
     slot_bytes = tiles[0].spec.rows * tiles[0].spec.cols * tiles[0].spec.dtype.itemsize
     kslot = cf.slot(res)
-    kw = op.keyword_operands
-    addr = cf.slot(kw["addr"]) if "addr" in kw else None
-    vr = cf.slot(kw["valid_row"]) if "valid_row" in kw else None
-    vc = cf.slot(kw["valid_col"]) if "valid_col" in kw else None
+    addr, vr, vc = _placement(cf, op)
     loc = op.loc
-    tassign = REGISTRY["TASSIGN"]
 
     def step(env: Env) -> None:
         try:
-            for k, tile in enumerate(tiles):
-                if addr is not None:  # placement is TASSIGN, slot by slot
-                    base = _one_value(env[addr], op, "addr")
-                    tassign.run(env[0].machine, [tile, base + k * slot_bytes],
-                                _NO_PARAMS, checked=True, loc=loc)
-                if vr is not None or vc is not None:
-                    tile.set_valid(None if vr is None else _index(env[vr]),
-                                   None if vc is None else _index(env[vc]))
+            for k, tile in enumerate(tiles):  # (placed slot by slot)
+                at = None if addr is None else \
+                    _one_value(env[addr], op, "addr") + k * slot_bytes
+                _place(env, tile, at, vr, vc, loc)
         except PtoError as e:
             raise e.with_loc(loc) from None
         env[kslot] = value
@@ -219,7 +223,7 @@ def _tassign(cf: CompiledFunc, op: Op) -> Step:
     # ``%r = pto.tassign %t, %addr : T -> T``: the result is the same tile, placed
     k = cf.slot(op.results[0]) if op.results else None
     loc = op.loc
-    tassign = REGISTRY["TASSIGN"]
+    tassign = _TASSIGN
 
     def step(env: Env) -> None:
         try:
