@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import kernels  # benchmarks/kernels.py: the tiled GEMM
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import BLayout, GlobalTensor, SLayout, Tile, TileType
 
 T = 128  # the output tile's side and the K step
 UPSTREAM = (Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "frontends"
@@ -40,29 +40,13 @@ def make_gemm(n: int, blocks: int) -> Any:
     if n % T or tiles % blocks:
         raise SystemExit(f"size {n}: {tiles} tiles of {T}x{T} do not split over {blocks} blocks")
     per_block = tiles // blocks
-    st = (n * n, n * n, n * n, n, 1)
-    shape = (1, 1, 1, T, T)
 
     def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
         blk = pto.get_block_idx()
-        ta = Tile(TileType.Mat, np.float16, T, T, BLayout.ColMajor, None, SLayout.RowMajor)
-        tb = Tile(TileType.Mat, np.float16, T, T, BLayout.ColMajor, None, SLayout.RowMajor)
-        left = pto.TileLeft(np.float16, T, T)
-        right = pto.TileRight(np.float16, T, T)
-        acc = pto.TileAcc(np.float32, T, T)
+        own = kernels.gemm_tiles(T)  # (one set per block, reused by its output tiles)
         for i in range(per_block):
             t = blk + i * blocks
-            bi, bj = t // grid, t % grid
-            for k in range(grid):
-                pto.TLOAD(ta, GlobalTensor(a, shape, st, offset=bi * T * n + k * T))
-                pto.TLOAD(tb, GlobalTensor(b, shape, st, offset=k * T * n + bj * T))
-                pto.TMOV(left, ta)
-                pto.TMOV(right, tb)
-                if k == 0:
-                    pto.TMATMUL(acc, left, right)
-                else:
-                    pto.TMATMUL_ACC(acc, acc, left, right)
-            pto.TSTORE(GlobalTensor(c, shape, st, offset=bi * T * n + bj * T), acc)
+            kernels.gemm_output_tile(a, b, c, n, T, t // grid, t % grid, own)
 
     return gemm
 

@@ -137,25 +137,35 @@ GM_K_STEPS = GM_N // GM_T
 GM_GRID = GM_N // GM_T  # blocks per row of C
 
 
-def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-    blk = pto.get_block_idx()
-    bi, bj = blk // GM_GRID, blk % GM_GRID
-    shape, stride = (1, 1, 1, GM_T, GM_T), (GM_N * GM_N, GM_N * GM_N, GM_N * GM_N, GM_N, 1)
-    ta = Tile(TileType.Mat, np.float16, GM_T, GM_T, BLayout.ColMajor, None, SLayout.RowMajor)
-    tb = Tile(TileType.Mat, np.float16, GM_T, GM_T, BLayout.ColMajor, None, SLayout.RowMajor)
-    left = pto.TileLeft(np.float16, GM_T, GM_T)
-    right = pto.TileRight(np.float16, GM_T, GM_T)
-    acc = pto.TileAcc(np.float32, GM_T, GM_T)
-    for k in range(GM_K_STEPS):
-        pto.TLOAD(ta, GlobalTensor(a, shape, stride, offset=bi * GM_T * GM_N + k * GM_T))
-        pto.TLOAD(tb, GlobalTensor(b, shape, stride, offset=k * GM_T * GM_N + bj * GM_T))
+def gemm_tiles(t: int) -> tuple[Tile, ...]:
+    """The tiles of one block of the tiled f16 GEMM (A and B panels in L1, Left, Right, Acc)."""
+    ta = Tile(TileType.Mat, np.float16, t, t, BLayout.ColMajor, None, SLayout.RowMajor)
+    tb = Tile(TileType.Mat, np.float16, t, t, BLayout.ColMajor, None, SLayout.RowMajor)
+    return (ta, tb, pto.TileLeft(np.float16, t, t), pto.TileRight(np.float16, t, t),
+            pto.TileAcc(np.float32, t, t))
+
+
+def gemm_output_tile(a: np.ndarray, b: np.ndarray, c: np.ndarray, n: int, t: int, bi: int,
+                     bj: int, tiles: tuple[Tile, ...]) -> None:
+    """C's t x t tile (bi, bj) of the n x n x n f16 GEMM C = A @ B, accumulated in f32 over K
+    in steps of t, with a block's ``tiles`` (:func:`gemm_tiles`)."""
+    ta, tb, left, right, acc = tiles
+    shape, stride = (1, 1, 1, t, t), (n * n, n * n, n * n, n, 1)
+    for k in range(n // t):
+        pto.TLOAD(ta, GlobalTensor(a, shape, stride, offset=bi * t * n + k * t))
+        pto.TLOAD(tb, GlobalTensor(b, shape, stride, offset=k * t * n + bj * t))
         pto.TMOV(left, ta)
         pto.TMOV(right, tb)
         if k == 0:
             pto.TMATMUL(acc, left, right)
         else:
             pto.TMATMUL_ACC(acc, acc, left, right)
-    pto.TSTORE(GlobalTensor(c, shape, stride, offset=bi * GM_T * GM_N + bj * GM_T), acc)
+    pto.TSTORE(GlobalTensor(c, shape, stride, offset=bi * t * n + bj * t), acc)
+
+
+def gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+    blk = pto.get_block_idx()
+    gemm_output_tile(a, b, c, GM_N, GM_T, blk // GM_GRID, blk % GM_GRID, gemm_tiles(GM_T))
 
 
 def gemm_pto() -> str:
