@@ -158,6 +158,12 @@ def do_tilelang(d: Path, root: Path) -> list[FileResult]:
                 res.outcomes.clear()  # its runs say more than its check
             res.outcomes.append(_run_case(prog, target, kernel, blocks, Path(tmp) / name,
                                           files, cases.get(name, {}), res.notes))
+    for r in {id(x[2]): x[2] for x in funcs.values()}.values():
+        if [o.verdict for o in r.outcomes] == ["accepted"] and not r.notes:
+            # (checked, but no case ran it: never a silent "accepted")
+            r.notes.append("not run: " + (
+                "gen_data.py saved no case through st_common.save_case_data"
+                if not manifest["files"] else "no case of gen_data.py runs its kernels"))
     for r in results:
         r.seconds = (time.monotonic() - t0) / len(results)
     return results

@@ -339,6 +339,22 @@ def test_tilelang_gen_data_error_is_reported(tmp_path):
     assert res.notes[0].startswith("not run: gen_data.py failed: NameError")
 
 
+def test_tilelang_gen_data_with_its_own_saver_is_not_run_and_says_so(tmp_path):
+    """A gen_data.py that writes its cases with a save_case_data of its own (upstream's
+    tfillpad, tmov ...) records no case the suite can see: the file is checked, not run, and
+    the note says why."""
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", GEN_DATA.replace("from st_common import save_case_data, ",
+                                             "from st_common import ")
+          .replace("IMPORT", "import os\ndef save_case_data(name, data):\n"
+                   "    os.makedirs(name, exist_ok=True)")
+          .replace("GOLDEN", "a + b"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "accepted"
+    assert res.notes == ["not run: gen_data.py saved no case through "
+                         "st_common.save_case_data"]
+
+
 def test_tilelang_output_pointer_found_by_what_the_kernel_writes(tmp_path):
     # the output first, as TCOLMIN's host code passes it: inputs go to read-only pointers
     d = tilelang(tmp_path, "tadd")
