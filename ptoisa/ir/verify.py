@@ -51,7 +51,13 @@ class _Checker:
                     msg = f"value '%{v.name}' is used before its definition at {v.loc}"
                 raise VerifyError(msg, op=op.name, loc=op.loc)
             written = op.operand_types[k] if k < len(op.operand_types) else None
-            if (
+            if isinstance(v.type, UnknownType) and written is not None \
+                    and not isinstance(written, UnknownType):
+                # a result whose type the op's syntax leaves to inference (``pto.subset``'s
+                # short form): its first use's written type is the type, as in MLIR, where
+                # every use must agree with the definition
+                v.type = written
+            elif (
                 written is not None
                 and written != v.type
                 and not isinstance(v.type, UnknownType)

@@ -834,15 +834,20 @@ def check_legality(sig: Sig) -> None:
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
         sample = next(iter(rule.dtypes)) if rule.dtypes else None
-        homogeneous = isinstance(sample, tuple) and all(len(set(p)) == 1 for p in rule.dtypes)
-        if homogeneous and len(set(got)) == 1:
-            if got not in rule.dtypes:
-                allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
-                raise UnsupportedType(
-                    f"element type {got[0]} is not supported on {target} "
-                    f"(supported: {dt_names(allowed)})", op=ins.mnemonic)
-        elif isinstance(sample, tuple):
-            if got not in rule.dtypes:
+        if isinstance(sample, tuple):
+            # an operand whose type is not known statically (checked again when it runs) is
+            # left out: refuse only what no allowed combination has at the known positions
+            if len(key) == len(ins.dtype_key):
+                known = got in rule.dtypes
+            else:
+                at = [ins.dtype_key.index(n) for n in key]
+                known = any(tuple(p[i] for i in at) == got for p in rule.dtypes)
+            if not known:
+                if all(len(set(p)) == 1 for p in rule.dtypes) and len(set(got)) == 1:
+                    allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
+                    raise UnsupportedType(
+                        f"element type {got[0]} is not supported on {target} "
+                        f"(supported: {dt_names(allowed)})", op=ins.mnemonic)
                 pairs = sorted("->".join(d.name for d in p) for p in rule.dtypes)
                 what = " -> ".join(f"{n} {d}" for n, d in zip(key, got, strict=True))
                 raise UnsupportedType(

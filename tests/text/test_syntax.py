@@ -199,6 +199,30 @@ def test_type_mismatch_at_use():
     assert line == 4 and "type mismatch" in msg
 
 
+def _subset_then(use_type: str, second: str = "") -> str:
+    big = TB.replace("cols=16, v_row=16, v_col=16", "cols=48, v_row=16, v_col=48").replace(
+        "f32", "f16")
+    return wrap(
+        "    %c0 = arith.constant 0 : index\n"
+        "    %c32 = arith.constant 32 : index\n"
+        f"    %b = pto.alloc_tile : {big}\n"
+        f"    %d = pto.alloc_tile : {TB.replace('f32', 'f16')}\n"
+        f"    %s = pto.subset %b[%c0, %c32] sizes [16, 16] : {big}\n"
+        f"    pto.tmov ins(%s : {use_type}) outs(%d : {TB.replace('f32', 'f16')})" + second)
+
+
+def test_subset_short_form_takes_its_type_from_its_use() -> None:
+    """The short form writes only the source's type; the result's type is the one its uses
+    write (before, the static rules saw no source type and refused an f16 -> f16 TMOV)."""
+    from ptoisa.interp import Compiler
+
+    f16 = TB.replace("f32", "f16")
+    Compiler(parse(_subset_then(f16)), "a2a3")  # no error
+    second = f"\n    pto.tprint ins(%s : {TB})"  # a second use that disagrees
+    line, _, msg = error_at(_subset_then(f16, second), VerifyError)
+    assert line == 9 and "type mismatch" in msg
+
+
 @pytest.mark.parametrize(
     "text",
     [
