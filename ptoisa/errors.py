@@ -45,6 +45,11 @@ def excerpt(line: str, col0: int, width: int = EXCERPT_WIDTH) -> tuple[str, int]
 class PtoError(Exception):
     """Base class of every error ptoisa raises on bad user input."""
 
+    #: the error is one of PTOAS's own verifier rules, in its words (a registry rule raised
+    #: with ``Sig.fail(..., ptoas=True)``; tests/test_ptoas_rules.py finds each text in PTOAS's
+    #: lit tests)
+    ptoas_rule: bool = False
+
     def __init__(self, message: str, *, op: str | None = None, loc: SourceLoc | None = None):
         self.message = message
         self.op = op

@@ -628,7 +628,9 @@ def check_types_at(op: Op, ins: Instr, target: TargetLike, types: dict[str, Any]
     try:
         ins.check_types(target, types, params, permissive, extra)
     except PtoError as e:
-        raise VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc) from None
+        v = VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc)
+        v.ptoas_rule = e.ptoas_rule
+        raise v from None
 
 
 # operand kinds of the registry against the types IR values bind to (what the eager API's

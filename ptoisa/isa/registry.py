@@ -124,8 +124,12 @@ class Sig:
     def __getitem__(self, name: str) -> Any:
         return self.types.get(name)
 
-    def fail(self, msg: str) -> IllegalInstruction:
-        return IllegalInstruction(msg, op=self.ins.mnemonic)
+    def fail(self, msg: str, ptoas: bool = False) -> IllegalInstruction:
+        """The error a static rule raises; ``ptoas``: the rule is PTOAS's verifier's and
+        ``msg`` starts with its words (see :attr:`PtoError.ptoas_rule`)."""
+        e = IllegalInstruction(msg, op=self.ins.mnemonic)
+        e.ptoas_rule = ptoas
+        return e
 
 
 StaticRule = Callable[[Sig], None]

@@ -41,6 +41,9 @@ class Module:
     level: str | None
     expect_reject: bool
     expected: tuple[str, ...]  # the error texts PTOAS gives (may be empty)
+    #: no RUN line says what PTOAS does with it (a sample, a frontend's file): PTOAS is taken
+    #: to accept it, unless one of PTOAS's own verifier rules refuses it
+    assumed: bool = False
 
 
 def run_lines(text: str) -> list[str]:

@@ -418,3 +418,28 @@ def test_pool_times_out_a_task_and_goes_on():
                             on_timeout=lambda t: f"timeout {t}"))
     assert got == {0: 0.0, 1: "timeout 30.0", 2: 0.0}
 
+
+
+GATHER = """module {
+  func.func @g() {
+    %src = pto.alloc_tile : !pto.tile_buf<vec, 1x32xf16>
+    %ix = pto.alloc_tile : !pto.tile_buf<vec, 1x32xi32>
+    %dst = pto.alloc_tile : !pto.tile_buf<vec, 1x32xf16>
+    pto.tgather ins(%src, %ix : !pto.tile_buf<vec, 1x32xf16>, !pto.tile_buf<vec, 1x32xi32>)
+                outs(%dst : !pto.tile_buf<vec, 1x32xf16>)
+    return
+  }
+}
+"""
+
+
+def test_a_file_without_run_lines_refused_by_a_ptoas_rule(tmp_path):
+    """A frontend's file or a sample (no RUN line to say what PTOAS does) refused by one of
+    PTOAS's own verifier rules is one today's PTOAS refuses too; refused by a rule of ours
+    alone, it stays wrongly rejected."""
+    verdict, res = verdict_of(write(tmp_path, "fe/k.pto", GATHER), tmp_path)
+    assert verdict == "rejected-as-ptoas"
+    assert "index-form tgather expects both indices and tmp" in res.verdict().reason
+    assert "PTOAS's own rule" in res.verdict().reason
+    verdict, _ = verdict_of(write(tmp_path, "fe/bad.pto", kernel(bad=True)), tmp_path)
+    assert verdict == "wrongly-rejected"

@@ -104,7 +104,7 @@ def _tgather_index_tmp_a2a3(sig: Sig) -> None:
         return
     ix, tmp = sig["src1"], sig["tmp"]
     if tmp is None:
-        raise sig.fail("index-form tgather expects both indices and tmp on a2a3")
+        raise sig.fail("index-form tgather expects both indices and tmp on a2a3", ptoas=True)
     if isinstance(ix, TileSpec) and isinstance(tmp, TileSpec) and \
             None not in (ix.valid_row, ix.valid_col, tmp.valid_row, tmp.valid_col) and \
             (ix.valid_row, ix.valid_col) != (tmp.valid_row, tmp.valid_col):
