@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ptoisa.cli import main
-from ptoisa.suite import Task, discover, do_task, lit, pool, work
+from ptoisa.suite import Task, discover, do_task, host, lit, pool, work
 from ptoisa.suite.result import FileResult, Outcome
 
 KERNEL = """module {
@@ -365,6 +365,115 @@ def test_tilelang_output_pointer_found_by_what_the_kernel_writes(tmp_path):
         "(%c_ptr: !pto.ptr<f32>, %a_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>)"))
     [res] = do_task(Task("tilelang", d, tmp_path))
     assert res.verdict().verdict == "matched", res.to_json()
+
+
+SCALED = """module {
+  func.func @TSC_f32_16x16(%t_ptr: !pto.ptr<f32>, %c_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>,
+                           %a_ptr: !pto.ptr<f32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %tv = pto.make_tensor_view %t_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %av = pto.make_tensor_view %a_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %bv = pto.make_tensor_view %b_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %cv = pto.make_tensor_view %c_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %ap = pto.partition_view %av, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %cp = pto.partition_view %cv, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %a = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    %b = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    %c = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x16xf32>)
+              outs(%a : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tload ins(%bp : !pto.partition_tensor_view<16x16xf32>)
+              outs(%b : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tsub ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, !pto.tile_buf<vec, 16x16xf32>)
+             outs(%c : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tmuls ins(%c, %s : !pto.tile_buf<vec, 16x16xf32>, f32)
+              outs(%c : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tstore ins(%c : !pto.tile_buf<vec, 16x16xf32>)
+               outs(%cp : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }
+}
+"""
+SCALED_MAIN = """static const TestCase kCases[] = {
+    {"f32_16x16", DT_F32, nullptr, LaunchTSC_f32_16x16, 16, 16},
+};
+int RunCase() {
+    ReadFile((caseDir + "/input1.bin").c_str(), size, aHost, size);
+    ReadFile((caseDir + "/input2.bin").c_str(), size, bHost, size);
+    tc.launchF32(cDevice, tmpDevice, aDevice, bDevice, SHOST stream);
+}
+"""
+#: the kernel's scalar a named constant; its pointers in another order than the launcher's
+SCALED_CONST = """static constexpr float SCALE = 1.5f * 2;
+void LaunchTSC_f32_16x16(float *c, float *tmp, float *a, float *b, void *stream) {
+    TSC_f32_16x16<<<1, nullptr, stream>>>((__gm__ float *)tmp, (__gm__ float *)c,
+                                          (__gm__ float *)b, (__gm__ float *)a, SCALE);
+}
+"""
+#: the kernel's scalar copied from a host buffer that main.cpp fills from a data file
+SCALED_FILE = """void LaunchTSC_f32_16x16(float *c, float *tmp, float *a, float *b, void *s_ptr,
+                         void *stream) {
+    float s;
+    std::memcpy(&s, s_ptr, sizeof(float));
+    TSC_f32_16x16<<<1, nullptr, stream>>>((__gm__ float *)tmp, (__gm__ float *)c,
+                                          (__gm__ float *)b, (__gm__ float *)a, s);
+}
+"""
+
+
+@pytest.mark.parametrize(("launch", "golden", "want"), [
+    (SCALED_CONST, "(a - b) * 3", "matched"), (SCALED_CONST, "(b - a) * 3", "mismatch"),
+    (SCALED_FILE, "(a - b) * 3", "matched"), (SCALED_FILE, "(a - b) * 2", "mismatch")])
+def test_tilelang_kernel_gets_what_the_host_code_passes(tmp_path, launch, golden, want):
+    """Inputs go to the buffers main.cpp reads their files into (a, b: not the kernel's
+    pointer order), a pointer the kernel never reads or writes (tmp) gets none, and a scalar
+    is the launcher's constant expression or the value it copies from a data file."""
+    d = tilelang(tmp_path, "tsc", golden)
+    (d / "tsc.pto").unlink()
+    write(d, "tsc.pto", SCALED)
+    write(d, "launch.cpp", launch)
+    by_file = "s_ptr" in launch
+    write(d, "main.cpp", SCALED_MAIN.replace("SHOST", "sHost, " if by_file else ""))
+    if by_file:
+        write(d, "gen_data.py", GEN_DATA.replace("IMPORT", "").replace(
+            '"golden": GOLDEN', '"input3": np.array([3.0], np.float32), "golden": ' + golden))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == want, res.to_json()
+    assert not res.notes
+
+
+def test_host_code_arguments_and_constants():
+    consts = host.constants("static constexpr float K = 2.0f;\n#define N 16\n"
+                            "const int32_t M = N * 2;")
+    assert host.evaluate("(unsigned short)0x4200", consts) == 0x4200
+    assert host.evaluate("bits_to_float(0x3FC00000U)", consts) == 1.5
+    assert host.evaluate("K / 4", consts) == 0.5
+    assert host.evaluate("(int16_t)M", consts) == 32
+    assert host.evaluate("slope", consts) is None
+
+
+def test_host_code_pointer_offsets(tmp_path):
+    write(tmp_path, "launch.cpp", """
+void LaunchK(void *a, float *c, void *stream) {
+    uint16_t *a_ = (uint16_t *)a;
+    K<<<4, nullptr, stream>>>(
+        (__gm__ uint16_t *)(a_),        // the first half
+        (__gm__ uint16_t *)(a_ + 16 * 2), /* the second */
+        (__gm__ float *)c, (unsigned short)0x3C00);
+}""")
+    [lr] = host.launchers(tmp_path).values()
+    assert (lr.kernel, lr.blocks) == ("K", 4)
+    assert lr.args == [host.Buf(0, 0), host.Buf(0, 64), host.Buf(1, 0), host.Value(0x3C00)]
 
 
 # ---- the command --------------------------------------------------------------------------
