@@ -688,11 +688,16 @@ def _declare_row_op(suffix: str) -> Instr:
         "\n\nsrc1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 "
         "the expanded operand and gives its columns instead of its valid shape: 1 (s = "
         "src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode "
-        "2, a RowMajor src1); src0 must have dst's valid shape.")
+        "2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the "
+        "attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which "
+        "broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).")
     params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
     params += (Param("src1Col", None),)
     runtime = (PrecisionType.check,) if suffix == "DIV" else ()
-    attrs = {"src1Col": Attr("src1Col"),
+    # (PTOAS lowers the op through its TileLib template, lib/TileOps/trowexpand*.py, which
+    # broadcasts src1[i, 0]: vlds + vdup of the lowest lane, lit/vpto/*_tile_op_expand.pto;
+    # an op without src1Col is src1Col = 1, as the tilelang_st goldens of trowexpandadd show)
+    attrs = {"src1Col": Attr("src1Col", default=1),
              "src0eqdst": Attr(only=None, why=(
                  "TileLang's flag for whether src0 has dst's shape: the instruction takes the "
                  "full-sized operand from the valid shapes (with src1Col: src0, checked)")),
