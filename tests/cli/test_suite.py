@@ -340,19 +340,50 @@ def test_tilelang_gen_data_error_is_reported(tmp_path):
 
 
 def test_tilelang_gen_data_with_its_own_saver_is_not_run_and_says_so(tmp_path):
-    """A gen_data.py that writes its cases with a save_case_data of its own (upstream's
-    tfillpad, tmov ...) records no case the suite can see: the file is checked, not run, and
-    the note says why."""
+    """A gen_data.py that saves nothing the suite can see (no st_common.save_case_data, no
+    case folder): the file is checked, not run, and the note says why."""
     d = tilelang(tmp_path, "tadd")
     write(d, "gen_data.py", GEN_DATA.replace("from st_common import save_case_data, ",
                                              "from st_common import ")
-          .replace("IMPORT", "import os\ndef save_case_data(name, data):\n"
-                   "    os.makedirs(name, exist_ok=True)")
+          .replace("IMPORT", "def save_case_data(name, data):\n    pass")
           .replace("GOLDEN", "a + b"))
     [res] = do_task(Task("tilelang", d, tmp_path))
     assert res.verdict().verdict == "accepted"
     assert res.notes == ["not run: gen_data.py saved no case through "
                          "st_common.save_case_data"]
+
+
+@pytest.mark.parametrize(("golden", "want"), [("a + b", "matched"),
+                                              ("a + b + 1e-7", "mismatch")])
+def test_tilelang_case_folder_written_by_gen_data_itself(tmp_path, golden, want):
+    """Upstream's tfillpad / texpands / tmrgsort write their case folders with a saver of
+    their own: the folder of each case of cases.py is read (inputs in name order, then the
+    golden, typed as the kernel's output pointer), and, with no type declared, compared bit
+    for bit (an eps could hide what another type would read)."""
+    d = tilelang(tmp_path, "tadd", golden)
+    write(d, "gen_data.py", GEN_DATA.replace("from st_common import save_case_data, ",
+                                             "from st_common import ")
+          .replace("IMPORT", "import os\ndef save_case_data(name, data):\n"
+                   "    os.makedirs(name, exist_ok=True)\n"
+                   "    for k, v in data.items():\n"
+                   "        v.tofile(os.path.join(name, k + '.bin'))")
+          .replace("GOLDEN", golden))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == want, res.to_json()
+    if want == "mismatch":
+        assert res.verdict().reason.endswith("(its type taken from the kernel: compared "
+                                             "exactly)")
+
+
+def test_tilelang_gen_data_runs_without_arguments(tmp_path):
+    """tmov's gen_data.py takes an optional case filter from sys.argv[1]: it runs as upstream
+    runs it, without arguments (every case)."""
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", "import sys\n" + GEN_DATA.replace("IMPORT", "").replace(
+        "for case in CASES:", "for case in CASES:\n    if len(sys.argv) > 1: continue")
+          .replace("GOLDEN", "a + b"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
 
 
 def test_tilelang_output_pointer_found_by_what_the_kernel_writes(tmp_path):
