@@ -323,6 +323,15 @@ def test_tilelang_compares_what_upstream_compares(tmp_path, cases, golden):
     assert res.verdict().verdict == "matched", res.to_json()
 
 
+def test_tilelang_golden_narrower_than_the_written_view(tmp_path):
+    """A golden of r x 1 for a kernel that writes r rows of a wider view (trowargmax's r x 8
+    dst): each golden row is compared with the start of a view row, as upstream's compare.py
+    reads the output."""
+    d = tilelang(tmp_path, "tadd", "(a + b)[:, :1]")
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+
+
 def test_tilelang_without_en_dtypes_is_not_run_and_says_so(tmp_path):
     if importlib.util.find_spec("en_dtypes") is not None:
         pytest.skip("en_dtypes is installed")
