@@ -421,7 +421,13 @@ def _bind(prog: Any, target: TargetLike, kernel: str, lr: host.Launcher | None, 
             least = max(least, blobs[g[0]][0].size)
         b = np.zeros(size(i, least), np.uint8)
         if i in feed:
-            b[:blobs[feed[i]][0].size] = blobs[feed[i]][0]
+            raw, dt, shape = blobs[feed[i]]
+            pitch = _pitch(raw, dt, shape, size(i, 0))
+            if pitch:  # (rows copied to a 32-byte pitch, as the host code does)
+                rows = raw.reshape(shape[0], -1)
+                b[:shape[0] * pitch].reshape(shape[0], pitch)[:, :rows.shape[1]] = rows
+            else:
+                b[:raw.size] = raw
         bufs.append(b)
     expect = []
     for (k, _, _), i in zip(golds, outs_at, strict=True):
@@ -437,6 +443,18 @@ def _bind(prog: Any, target: TargetLike, kernel: str, lr: host.Launcher | None, 
         return arrays(bufs), [(bufs[i], size(i, 0)) for i in outs_at], expect, lr.blocks
     except (ValueError, TypeError) as e:
         raise _Skip(f"cannot pass its data: {e}") from None
+
+
+def _pitch(raw: np.ndarray, dt: Any, shape: Any, reach: int) -> int:
+    """The row pitch in bytes at which the host copies a 2-D data file of rows narrower than
+    32-byte multiples (tpartmax's 95x95 f32 as 95 rows of 96): where the kernel's views reach
+    exactly its rows at that pitch; 0 where the file goes in as it is."""
+    if dt is None or shape is None or len(shape) != 2 or raw.size != int(np.prod(shape)) * \
+            dt.itemsize:
+        return 0
+    row = shape[1] * dt.itemsize
+    pitch = -(-row // 32) * 32
+    return pitch if pitch != row and reach == shape[0] * pitch else 0
 
 
 def _c_dtype(ctype: str | None) -> np.dtype[Any]:

@@ -332,6 +332,17 @@ def test_tilelang_golden_narrower_than_the_written_view(tmp_path):
     assert res.verdict().verdict == "matched", res.to_json()
 
 
+def test_tilelang_rows_copied_at_a_32_byte_pitch(tmp_path):
+    """tpartmax's host copies its 95x95 f32 files as rows of 96 (a 32-byte pitch) into the
+    buffers the kernel views with that row stride, and reads the output back the same way:
+    15-float rows here, in the kernel's 16x16 views."""
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", GEN_DATA.replace('case["shape"]', "(16, 15)")
+          .replace("IMPORT", "").replace("GOLDEN", "a + b"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+
+
 def test_tilelang_without_en_dtypes_is_not_run_and_says_so(tmp_path):
     if importlib.util.find_spec("en_dtypes") is not None:
         pytest.skip("en_dtypes is installed")
