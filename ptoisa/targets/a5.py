@@ -78,13 +78,11 @@ LEGALITY: dict[str, Rule] = {
     # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
     # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). TADDC,
     # TSUBC, TADDSC and TSUBSC have no NPU implementation. The predicate tile of TCMP/TCMPS is
-    # ui32 (the page's encoding) or ui8: the A5 implementation stores the packed bits through a
-    # uint32 pointer whatever dst's element type (no check on it: npu/a5/TCmp(s).hpp), the
-    # same bytes (tilelang_st's smoke tcmps: f32 -> ui8 on a5).
+    # ui32.
     # tile-tile
     "TABS": rule("f32 f16 i32 i16 i8"),
     "TAND": rule(I124),
-    "TCMP": rule([(s, d) for s in _CMP.split() for d in ("ui8", "ui32")]),
+    "TCMP": rule([(s, "ui32") for s in _CMP.split()]),
     "TCVT": rule(pairs(
         "f32->f32 f32->f16 f32->bf16 f32->i16 f32->i32 f32->i64 f32->f8E4M3 f32->f8E5M2 "
         "f16->f32 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->f32 bf16->i32 bf16->f16 "
@@ -122,7 +120,7 @@ LEGALITY: dict[str, Rule] = {
     "TREMS": rule("f32 i32 ui32 f16 i16 ui16 i64 ui64"),
     "TPOWS": rule(I124 + " f16 f32 bf16"),
     "TEXPANDS": rule(I1248 + " f16 bf16 f32"),  # (TEXPANDS.md: bfloat16_t on A5 too)
-    "TCMPS": rule([(s, d) for s in _CMP.split() for d in ("ui8", "ui32")]),
+    "TCMPS": rule([(s, "ui32") for s in _CMP.split()]),
     "TSELS": rule(ALLNUM),
 
     # ---- img2col ---------------------------------------------------------------------------------

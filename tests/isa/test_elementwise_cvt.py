@@ -270,30 +270,6 @@ def test_cpu_tsel_stream() -> None:
         pop(m)
 
 
-@pytest.mark.parametrize("op", ["TCMP", "TCMPS"])
-def test_a5_predicate_in_a_ui8_tile_is_the_same_bytes(op: str) -> None:
-    """On a5 the packed predicate may live in a ui8 tile (the A5 code stores it through a
-    uint32 pointer whatever dst's type): byte k holds the bits of elements 8k..8k+7, as the
-    ui32 tile's little-endian words do (numpy packbits reference)."""
-    m = make_target("a5")
-    try:
-        a = RNG.standard_normal((4, 64)).astype(np.float32)
-        b = RNG.standard_normal((4, 64)).astype(np.float32)
-        want = np.packbits(a > (b if op == "TCMP" else 0.25), axis=1, bitorder="little")
-        got = {}
-        for pt, cols in (("ui8", 32), ("ui32", 8)):
-            mask = vec(pt, 4, cols, valid=(4, 64 // 8 // (4 if pt == "ui32" else 1)))
-            if op == "TCMP":
-                TCMP(mask, vec("f32", 4, 64, a), vec("f32", 4, 64, b), CmpMode.GT)
-            else:
-                TCMPS(mask, vec("f32", 4, 64, a), 0.25, CmpMode.GT)
-            got[pt] = mask.numpy().view(np.uint8)[:, :8]
-        np.testing.assert_array_equal(got["ui8"], want)
-        np.testing.assert_array_equal(got["ui32"], want)
-    finally:
-        pop(m)
-
-
 def test_a2a3_int32_compare_is_eq() -> None:
     m = make_target("a2a3")
     try:
