@@ -2408,7 +2408,7 @@ def TROWEXPANDADD(
     """
     dst[i, j] = src0 + s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 
@@ -2425,7 +2425,7 @@ def TROWEXPANDDIV(
     """
     dst[i, j] = src0 / s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1). Integers: C division (toward zero), x / 0 gives 0.
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 
@@ -2441,7 +2441,7 @@ def TROWEXPANDEXPDIF(
     """
     dst[i, j] = exp(src0 - s) over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 
@@ -2457,7 +2457,7 @@ def TROWEXPANDMAX(
     """
     dst[i, j] = max(src0, s) over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 
@@ -2473,7 +2473,7 @@ def TROWEXPANDMIN(
     """
     dst[i, j] = min(src0, s) over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 
@@ -2489,7 +2489,7 @@ def TROWEXPANDMUL(
     """
     dst[i, j] = src0 * s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 
@@ -2505,7 +2505,7 @@ def TROWEXPANDSUB(
     """
     dst[i, j] = src0 - s over dst's valid region, s the expanded operand's value for row i (mode 1: a ColMajor tile with one valid column, s = src1[i, 0]; mode 2: a RowMajor tile with 32/sizeof(T) valid columns, s = src1[i, j mod 32/sizeof(T)]). The expanded operand is whichever of src0/src1 does not have dst's valid shape (operand order is kept: with src0 expanded, dst = s op src1).
 
-    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape.
+    src1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 the expanded operand and gives its columns instead of its valid shape: 1 (s = src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode 2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).
     """
     ...
 

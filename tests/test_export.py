@@ -563,3 +563,51 @@ def test_gemm_layouts_survive() -> None:
     for target in TARGETS:
         text = pto.export(mm, a, b, np.zeros((16, 16), np.float32), target=target)
         assert "loc=acc, dtype=f32, rows=16, cols=16" in text
+
+
+def row_expand(x: np.ndarray, s: np.ndarray, out: np.ndarray, mode: int = 2) -> None:
+    """TROWEXPANDADD with no src1Col (the C++ call): src1 RowMajor 8 columns (mode 2), a
+    ColMajor column (mode 1), or src0 the expanded operand (no src1Col computes that)."""
+    a = Tile(TileType.Vec, np.float32, 8, 16)
+    b = Tile(TileType.Vec, np.float32, 8, 8) if mode == 2 else \
+        Tile(TileType.Vec, np.float32, 8, 1, BLayout.ColMajor)
+    d = Tile(TileType.Vec, np.float32, 8, 16)
+    pto.TLOAD(a, GlobalTensor(x, (1, 1, 1, 8, 16)))
+    pto.TLOAD(b, GlobalTensor(s, (1, 1, 1, 8, b.cols)))
+    if mode == 0:
+        pto.TROWEXPANDADD(d, b, a)
+    else:
+        pto.TROWEXPANDADD(d, a, b)
+    pto.TSTORE(GlobalTensor(out, (1, 1, 1, 8, 16)), d)
+
+
+def row_expand_block(x: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
+    row_expand(x, s, out, 2)
+
+
+def row_expand_swapped(x: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
+    row_expand(x, s, out, 0)
+
+
+@pytest.mark.parametrize(("mode", "attr"), [(2, "{src1Col = 8}")])
+def test_row_expand_writes_the_src1col_that_computes_the_call(mode: int, attr: str) -> None:
+    """A .pto trowexpand* without src1Col is src1Col = 1 (PTOAS's TileLib): the exporter
+    writes the src1Col that computes what the eager call (the ISA's modes) does (mode 1, a
+    ColMajor column, is src1Col = 1: examples/flash_softmax.pto)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(128).astype(np.float32)
+    s = rng.standard_normal(64 if mode == 2 else 8).astype(np.float32)
+    text, eager, got = _roundtrip(row_expand_block,
+                                  [x, s, np.zeros(128, np.float32)], 1, "a5")
+    _same_bits(eager, got)
+    b = s.reshape(8, -1)
+    want = x.reshape(8, 16) + (np.tile(b, (1, 2)) if mode == 2 else b)
+    np.testing.assert_allclose(got[2].reshape(8, 16), want, rtol=1e-6)
+    assert attr in text
+
+
+def test_row_expand_with_src0_expanded_is_not_exported() -> None:
+    with pytest.raises(ExportError, match="no value of its PTOAS attribute src1Col computes"):
+        pto.export(row_expand_swapped, np.zeros(128, np.float32),
+                   np.zeros(8, np.float32), np.zeros(128, np.float32), target="a5",
+                   verify=False)

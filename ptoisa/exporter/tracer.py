@@ -522,9 +522,20 @@ class Tracer(Rerolling):
         if order is not None:
             ins_v, ins_t, outs_v, outs_t = order
         defaults = {p.name: p.default for p in ins.params}
+        translated = set()
         for k, v in params.items():
             if k in defaults and _same(defaults[k], v):
-                continue
+                spec = self.attr_spec(ins, k)
+                if spec is None or spec.written is None:
+                    continue
+                # (the op's default means something else: the value that computes the same)
+                w = spec.written({o.name: x for o, x in zip(ins.operands, values, strict=False)})
+                if w is None:
+                    raise S.fail(f"{ins.mnemonic} cannot be exported yet: no value of its "
+                                 f"PTOAS attribute {self.attr_name(ins, k)} computes what "
+                                 f"{k} = {v!r} does here")
+                v = w
+                translated.add(k)
             key = self.attr_name(ins, k)
             attrs.append((key, self.enum_attr(key, v)))
         name = op_name(ins)
@@ -547,7 +558,7 @@ class Tracer(Rerolling):
                 raise S.fail(f"{ins.mnemonic} cannot be exported yet: its PTOAS spelling does "
                              f"not map operand '{o.name}' back onto itself")
         for k, v in params.items():
-            if not _same(b.params.get(k), v):
+            if k not in translated and not _same(b.params.get(k), v):
                 raise S.fail(f"{ins.mnemonic} cannot be exported yet: template parameter {k} = "
                              f"{v!r} does not survive its PTOAS spelling")
         return op
@@ -571,6 +582,13 @@ class Tracer(Rerolling):
         """Whether PTOAS writes operand ``name`` as an attribute (the entry's ``ptoas.attrs``)."""
         return any(spec.to == name and not spec.values
                    for spec in ptoas_attrs(op_name(ins)).values())
+
+    def attr_spec(self, ins: Instr, param: str) -> Any:
+        """The PTOAS attribute declaration that sets template parameter ``param``, if any."""
+        for spec in ptoas_attrs(op_name(ins)).values():
+            if spec.to == param and not spec.values:
+                return spec
+        return None
 
     def attr_name(self, ins: Instr, param: str) -> str:
         """The PTOAS attribute that sets template parameter / operand ``param`` (``param``

@@ -20,6 +20,7 @@ from ..isa import REGISTRY
 from ..lanes import BlockDivergence
 from ..tensor import GlobalTensor, lane_span
 from ..tile import Tile
+from ..vector.regs import SPACES, Ptr
 from . import bridge
 from .compiler import (
     CompiledFunc,
@@ -70,13 +71,21 @@ def _tensor_view_addr(cf: CompiledFunc, op: Op) -> Step:
 def _tile_buf_addr(cf: CompiledFunc, op: Op) -> Step:
     t, k = cf.slot(op.operands[0]), cf.slot(op.results[0])
     loc = op.loc
+    rt = op.results[0].type
+    chip = None
+    if isinstance(rt, T.PtrType) and (rt.space or "gm") != "gm":
+        # (-> !pto.ptr<T, l1>: an on-chip pointer at the tile's address, as castptr makes)
+        if rt.space not in SPACES:
+            raise VerifyError(f"unknown pointer space '{rt.space}' (known: "
+                              f"{', '.join(SPACES)})", op=op.name, loc=loc)
+        chip = (rt.space, bridge.elem_dtype(rt.dtype))
 
     def step(env: Env) -> None:
         tile: Tile = env[t]
         if tile.addr is None:
             raise ExecutionError(f"tile_buf_addr: tile {tile.name or ''} has no address (not "
                                  "placed with an addr or pto.tassign)", loc=loc)
-        env[k] = int(tile.addr)
+        env[k] = int(tile.addr) if chip is None else Ptr(chip[0], int(tile.addr), chip[1])
     return step
 
 

@@ -45,7 +45,7 @@ counts match no variant falls back to the default mapping, which says what is ex
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,12 +87,17 @@ class Attr:
       from the registry's default (None: the registry's default holds);
     * ``to=None``: ``only`` lists the written values accepted (they change nothing, e.g. the
       default); ``only=None`` accepts every value because the attribute has no effect on what
-      the program computes, for the reason ``why`` (also the message of a rejection).
+      the program computes, for the reason ``why`` (also the message of a rejection);
+    * ``written``: where ``default`` differs from the registry's default, what the exporter
+      writes for a call that leaves the parameter at the registry's default:
+      ``written(operand values) -> value`` giving the same result under the op's semantics
+      (None: no written value does; the call is not exported).
     """
 
     to: str | None = None
     values: Mapping[Any, Any] = field(default_factory=dict)
     default: Any = None
+    written: Callable[[Mapping[str, Any]], Any] | None = None
     only: tuple[Any, ...] | None = ()
     why: str = ""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ptoisa.cli import main
-from ptoisa.suite import Task, discover, do_task, lit, pool, work
+from ptoisa.suite import Task, discover, do_task, host, lit, pool, work
 from ptoisa.suite.result import FileResult, Outcome
 
 KERNEL = """module {
@@ -323,6 +323,26 @@ def test_tilelang_compares_what_upstream_compares(tmp_path, cases, golden):
     assert res.verdict().verdict == "matched", res.to_json()
 
 
+def test_tilelang_golden_narrower_than_the_written_view(tmp_path):
+    """A golden of r x 1 for a kernel that writes r rows of a wider view (trowargmax's r x 8
+    dst): each golden row is compared with the start of a view row, as upstream's compare.py
+    reads the output."""
+    d = tilelang(tmp_path, "tadd", "(a + b)[:, :1]")
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+
+
+def test_tilelang_rows_copied_at_a_32_byte_pitch(tmp_path):
+    """tpartmax's host copies its 95x95 f32 files as rows of 96 (a 32-byte pitch) into the
+    buffers the kernel views with that row stride, and reads the output back the same way:
+    15-float rows here, in the kernel's 16x16 views."""
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", GEN_DATA.replace('case["shape"]', "(16, 15)")
+          .replace("IMPORT", "").replace("GOLDEN", "a + b"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+
+
 def test_tilelang_without_en_dtypes_is_not_run_and_says_so(tmp_path):
     if importlib.util.find_spec("en_dtypes") is not None:
         pytest.skip("en_dtypes is installed")
@@ -340,19 +360,50 @@ def test_tilelang_gen_data_error_is_reported(tmp_path):
 
 
 def test_tilelang_gen_data_with_its_own_saver_is_not_run_and_says_so(tmp_path):
-    """A gen_data.py that writes its cases with a save_case_data of its own (upstream's
-    tfillpad, tmov ...) records no case the suite can see: the file is checked, not run, and
-    the note says why."""
+    """A gen_data.py that saves nothing the suite can see (no st_common.save_case_data, no
+    case folder): the file is checked, not run, and the note says why."""
     d = tilelang(tmp_path, "tadd")
     write(d, "gen_data.py", GEN_DATA.replace("from st_common import save_case_data, ",
                                              "from st_common import ")
-          .replace("IMPORT", "import os\ndef save_case_data(name, data):\n"
-                   "    os.makedirs(name, exist_ok=True)")
+          .replace("IMPORT", "def save_case_data(name, data):\n    pass")
           .replace("GOLDEN", "a + b"))
     [res] = do_task(Task("tilelang", d, tmp_path))
     assert res.verdict().verdict == "accepted"
     assert res.notes == ["not run: gen_data.py saved no case through "
                          "st_common.save_case_data"]
+
+
+@pytest.mark.parametrize(("golden", "want"), [("a + b", "matched"),
+                                              ("a + b + 1e-7", "mismatch")])
+def test_tilelang_case_folder_written_by_gen_data_itself(tmp_path, golden, want):
+    """Upstream's tfillpad / texpands / tmrgsort write their case folders with a saver of
+    their own: the folder of each case of cases.py is read (inputs in name order, then the
+    golden, typed as the kernel's output pointer), and, with no type declared, compared bit
+    for bit (an eps could hide what another type would read)."""
+    d = tilelang(tmp_path, "tadd", golden)
+    write(d, "gen_data.py", GEN_DATA.replace("from st_common import save_case_data, ",
+                                             "from st_common import ")
+          .replace("IMPORT", "import os\ndef save_case_data(name, data):\n"
+                   "    os.makedirs(name, exist_ok=True)\n"
+                   "    for k, v in data.items():\n"
+                   "        v.tofile(os.path.join(name, k + '.bin'))")
+          .replace("GOLDEN", golden))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == want, res.to_json()
+    if want == "mismatch":
+        assert res.verdict().reason.endswith("(its type taken from the kernel: compared "
+                                             "exactly)")
+
+
+def test_tilelang_gen_data_runs_without_arguments(tmp_path):
+    """tmov's gen_data.py takes an optional case filter from sys.argv[1]: it runs as upstream
+    runs it, without arguments (every case)."""
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", "import sys\n" + GEN_DATA.replace("IMPORT", "").replace(
+        "for case in CASES:", "for case in CASES:\n    if len(sys.argv) > 1: continue")
+          .replace("GOLDEN", "a + b"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
 
 
 def test_tilelang_output_pointer_found_by_what_the_kernel_writes(tmp_path):
@@ -365,6 +416,115 @@ def test_tilelang_output_pointer_found_by_what_the_kernel_writes(tmp_path):
         "(%c_ptr: !pto.ptr<f32>, %a_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>)"))
     [res] = do_task(Task("tilelang", d, tmp_path))
     assert res.verdict().verdict == "matched", res.to_json()
+
+
+SCALED = """module {
+  func.func @TSC_f32_16x16(%t_ptr: !pto.ptr<f32>, %c_ptr: !pto.ptr<f32>, %b_ptr: !pto.ptr<f32>,
+                           %a_ptr: !pto.ptr<f32>, %s: f32) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %tv = pto.make_tensor_view %t_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %av = pto.make_tensor_view %a_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %bv = pto.make_tensor_view %b_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %cv = pto.make_tensor_view %c_ptr, shape = [%c16, %c16], strides = [%c16, %c1]
+      : !pto.tensor_view<16x16xf32>
+    %ap = pto.partition_view %av, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %bp = pto.partition_view %bv, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %cp = pto.partition_view %cv, offsets = [%c0, %c0], sizes = [%c16, %c16]
+      : !pto.tensor_view<16x16xf32> -> !pto.partition_tensor_view<16x16xf32>
+    %a = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    %b = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    %c = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf32>
+    pto.tload ins(%ap : !pto.partition_tensor_view<16x16xf32>)
+              outs(%a : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tload ins(%bp : !pto.partition_tensor_view<16x16xf32>)
+              outs(%b : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tsub ins(%a, %b : !pto.tile_buf<vec, 16x16xf32>, !pto.tile_buf<vec, 16x16xf32>)
+             outs(%c : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tmuls ins(%c, %s : !pto.tile_buf<vec, 16x16xf32>, f32)
+              outs(%c : !pto.tile_buf<vec, 16x16xf32>)
+    pto.tstore ins(%c : !pto.tile_buf<vec, 16x16xf32>)
+               outs(%cp : !pto.partition_tensor_view<16x16xf32>)
+    return
+  }
+}
+"""
+SCALED_MAIN = """static const TestCase kCases[] = {
+    {"f32_16x16", DT_F32, nullptr, LaunchTSC_f32_16x16, 16, 16},
+};
+int RunCase() {
+    ReadFile((caseDir + "/input1.bin").c_str(), size, aHost, size);
+    ReadFile((caseDir + "/input2.bin").c_str(), size, bHost, size);
+    tc.launchF32(cDevice, tmpDevice, aDevice, bDevice, SHOST stream);
+}
+"""
+#: the kernel's scalar a named constant; its pointers in another order than the launcher's
+SCALED_CONST = """static constexpr float SCALE = 1.5f * 2;
+void LaunchTSC_f32_16x16(float *c, float *tmp, float *a, float *b, void *stream) {
+    TSC_f32_16x16<<<1, nullptr, stream>>>((__gm__ float *)tmp, (__gm__ float *)c,
+                                          (__gm__ float *)b, (__gm__ float *)a, SCALE);
+}
+"""
+#: the kernel's scalar copied from a host buffer that main.cpp fills from a data file
+SCALED_FILE = """void LaunchTSC_f32_16x16(float *c, float *tmp, float *a, float *b, void *s_ptr,
+                         void *stream) {
+    float s;
+    std::memcpy(&s, s_ptr, sizeof(float));
+    TSC_f32_16x16<<<1, nullptr, stream>>>((__gm__ float *)tmp, (__gm__ float *)c,
+                                          (__gm__ float *)b, (__gm__ float *)a, s);
+}
+"""
+
+
+@pytest.mark.parametrize(("launch", "golden", "want"), [
+    (SCALED_CONST, "(a - b) * 3", "matched"), (SCALED_CONST, "(b - a) * 3", "mismatch"),
+    (SCALED_FILE, "(a - b) * 3", "matched"), (SCALED_FILE, "(a - b) * 2", "mismatch")])
+def test_tilelang_kernel_gets_what_the_host_code_passes(tmp_path, launch, golden, want):
+    """Inputs go to the buffers main.cpp reads their files into (a, b: not the kernel's
+    pointer order), a pointer the kernel never reads or writes (tmp) gets none, and a scalar
+    is the launcher's constant expression or the value it copies from a data file."""
+    d = tilelang(tmp_path, "tsc", golden)
+    (d / "tsc.pto").unlink()
+    write(d, "tsc.pto", SCALED)
+    write(d, "launch.cpp", launch)
+    by_file = "s_ptr" in launch
+    write(d, "main.cpp", SCALED_MAIN.replace("SHOST", "sHost, " if by_file else ""))
+    if by_file:
+        write(d, "gen_data.py", GEN_DATA.replace("IMPORT", "").replace(
+            '"golden": GOLDEN', '"input3": np.array([3.0], np.float32), "golden": ' + golden))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == want, res.to_json()
+    assert not res.notes
+
+
+def test_host_code_arguments_and_constants():
+    consts = host.constants("static constexpr float K = 2.0f;\n#define N 16\n"
+                            "const int32_t M = N * 2;")
+    assert host.evaluate("(unsigned short)0x4200", consts) == 0x4200
+    assert host.evaluate("bits_to_float(0x3FC00000U)", consts) == 1.5
+    assert host.evaluate("K / 4", consts) == 0.5
+    assert host.evaluate("(int16_t)M", consts) == 32
+    assert host.evaluate("slope", consts) is None
+
+
+def test_host_code_pointer_offsets(tmp_path):
+    write(tmp_path, "launch.cpp", """
+void LaunchK(void *a, float *c, void *stream) {
+    uint16_t *a_ = (uint16_t *)a;
+    K<<<4, nullptr, stream>>>(
+        (__gm__ uint16_t *)(a_),        // the first half
+        (__gm__ uint16_t *)(a_ + 16 * 2), /* the second */
+        (__gm__ float *)c, (unsigned short)0x3C00);
+}""")
+    [lr] = host.launchers(tmp_path).values()
+    assert (lr.kernel, lr.blocks) == ("K", 4)
+    assert lr.args == [host.Buf(0, 0), host.Buf(0, 64), host.Buf(1, 0), host.Value(0x3C00)]
 
 
 # ---- the command --------------------------------------------------------------------------

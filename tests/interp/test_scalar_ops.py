@@ -219,6 +219,37 @@ def test_on_chip_pointers_are_addresses_and_scalar_access_is_refused_by_name():
     assert out[0] == -1234
 
 
+def test_tile_buf_addr_gives_the_placed_tiles_address_as_an_integer_or_a_pointer():
+    """``pto.tile_buf_addr`` of a placed tile: its byte address, as the integer or the
+    on-chip pointer of the result type (upstream's textract / tmov2left cases feed it to
+    ``mte_gm_l1_frac``); element 5 of a UB tile at byte 256 is that pointer's element 5."""
+    tile = "!pto.tile_buf<vec, 1x16xf32>"
+    prog = load(kernel("%o: !pto.ptr<f32>, %n: !pto.ptr<i64>",
+                       "    %c0 = arith.constant 0 : index\n"
+                       "    %c5 = arith.constant 5 : index\n"
+                       "    %a = arith.constant 256 : i64\n"
+                       "    %v = arith.constant 2.5 : f32\n"
+                       f"    %t = pto.alloc_tile addr = %a : {tile}\n"
+                       "    %s = arith.constant 0.0 : f32\n"
+                       f"    pto.texpands ins(%s : f32) outs(%t : {tile})\n"
+                       f"    %p = pto.tile_buf_addr %t : {tile} -> !pto.ptr<f32, ub>\n"
+                       "    pto.store_scalar %v, %p[%c5] : !pto.ptr<f32, ub>, f32\n"
+                       f"    %i = pto.tile_buf_addr %t : {tile} -> i64\n"
+                       "    pto.store_scalar %i, %n[%c0] : !pto.ptr<i64>, i64\n"
+                       "    %ov = pto.make_tensor_view %o, shape = [%c1, %c16],"
+                       " strides = [%c16, %c1] : !pto.tensor_view<1x16xf32>\n"
+                       "    %op = pto.partition_view %ov, offsets = [%c0, %c0], sizes = [%c1, %c16]"
+                       " : !pto.tensor_view<1x16xf32> -> !pto.partition_tensor_view<1x16xf32>\n"
+                       f"    pto.tstore ins(%t : {tile}) outs(%op : "
+                       "!pto.partition_tensor_view<1x16xf32>)").replace(
+                           "    %c0 =", "    %c1 = arith.constant 1 : index\n"
+                           "    %c16 = arith.constant 16 : index\n    %c0 =", 1))
+    out, addr = np.zeros(16, np.float32), np.zeros(1, np.int64)
+    prog.run("k", out, addr, target="a5")
+    assert addr[0] == 256
+    assert out.tolist() == [0.0] * 5 + [2.5] + [0.0] * 10
+
+
 def test_lockstep_blocks_load_and_store_their_own_elements():
     """Per-block offsets (the block index) gather and scatter in one lockstep pass."""
     prog = load(kernel(

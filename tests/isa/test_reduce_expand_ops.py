@@ -231,7 +231,7 @@ SRC1COL_PTO = """module {
     pto.tload ins(%bp : !pto.partition_tensor_view<8x8xf32>)
         outs(%s1 : !pto.tile_buf<vec, 8x8xf32>)
     pto.OP ins(%s0, %s1 : !pto.tile_buf<vec, 8x16xf32>, !pto.tile_buf<vec, 8x8xf32>)
-        outs(%d : !pto.tile_buf<vec, 8x16xf32>) {ATTRS}
+        outs(%d : !pto.tile_buf<vec, 8x16xf32>) ATTRS
     pto.tstore ins(%d : !pto.tile_buf<vec, 8x16xf32>)
         outs(%op : !pto.partition_tensor_view<8x16xf32>)
     return
@@ -247,17 +247,35 @@ SRC1COL_PTO = """module {
      lambda a, b: a / b[:, :1]),
     ("trowexpandmax", "src1Col = 1 : i64, src0eqdst = false", lambda a, b: np.maximum(a, b[:, :1])),
     ("trowexpandmul", "src1Col = 8 : i64", lambda a, b: a * np.tile(b, (1, 2))),
+    # no src1Col: PTOAS's TileLib template broadcasts src1[i, 0] (tilelang_st trowexpandadd's
+    # goldens: a RowMajor src1 of 32 bytes per row, no attribute, column 0 added)
+    ("trowexpandadd", "", lambda a, b: a + b[:, :1]),
+    ("trowexpandsub", "src0eqdst = true", lambda a, b: a - b[:, :1]),
 ])
 def test_row_expand_src1col_pto(op, attrs, ref):
     a = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
     b = (np.random.default_rng(2).standard_normal((8, 8)) + 5).astype(np.float32)
     o = np.zeros((8, 16), np.float32)
-    pto.load(SRC1COL_PTO.replace("OP", op).replace("ATTRS", attrs), target="a5").k(a, b, o)
+    pto.load(SRC1COL_PTO.replace("OP", op).replace("ATTRS", f"{{{attrs}}}" if attrs else ""),
+             target="a5").k(a, b, o)
     np.testing.assert_allclose(o, ref(a.astype(np.float64), b.astype(np.float64)), rtol=1e-6)
 
 
+def test_row_expand_without_src1col_eager_is_the_isa_mode_2():
+    """The eager call (pto-isa's C++ overload, no src1Col) keeps the ISA page's mode 2 for a
+    RowMajor src1 of 32/sizeof(T) columns: the 32-byte block repeats across the row."""
+    a = np.random.default_rng(1).standard_normal((8, 16)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal((8, 8)).astype(np.float32)
+    src0 = Tile(TileType.Vec, "f32", 8, 16).load_numpy(a)
+    src1 = Tile(TileType.Vec, "f32", 8, 8).load_numpy(b)
+    dst = Tile(TileType.Vec, "f32", 8, 16)
+    pto.TROWEXPANDADD(dst, src0, src1)
+    np.testing.assert_allclose(dst.numpy(), a.astype(np.float64) + np.tile(b, (1, 2)),
+                               rtol=1e-6)
+
+
 def test_row_expand_high_precision_only_on_div():
-    text = SRC1COL_PTO.replace("OP", "trowexpandadd").replace("ATTRS", "highPrecision = true")
+    text = SRC1COL_PTO.replace("OP", "trowexpandadd").replace("ATTRS", "{highPrecision = true}")
     with pytest.raises(pto.PtoError, match="only pto.trowexpanddiv has a high-precision form"):
         pto.load(text, target="a5").k(*(np.zeros(s, np.float32) for s in ((8, 16), (8, 8),
                                                                            (8, 16))))

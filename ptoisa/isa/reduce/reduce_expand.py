@@ -15,7 +15,7 @@ upstream CPU simulator does); checks listed for one NPU only are made on that ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -610,6 +610,21 @@ def _src1col_expanded(src1: Tile, cols: int, vr: int, vc: int) -> np.ndarray:
         f"32/sizeof({src1.dtype}) = {block} (mode 2); other counts have no settled semantics")
 
 
+def _src1col_written(values: Mapping[str, Any]) -> int | None:
+    """The src1Col that computes what the call without one does (the exporter): the
+    expanded src1's mode, 1 (ColMajor, one valid column) or 32/sizeof(T) (RowMajor, mode 2);
+    None when src1 is not the expanded operand or fits neither mode."""
+    dst, src0, src1 = values.get("dst"), values.get("src0"), values.get("src1")
+    if not (isinstance(dst, Tile) and isinstance(src0, Tile) and isinstance(src1, Tile)):
+        return None
+    if src0.valid_shape != dst.valid_shape or src1.valid_row != dst.valid_row:
+        return None
+    if not src1.spec.is_row_major:
+        return 1 if src1.valid_col == 1 else None
+    block = 32 // src1.dtype.itemsize
+    return block if src1.valid_col == block else None
+
+
 #: float forms of the expand ops that are plain numpy ufuncs (and so can be deferred)
 _FLOAT_UFUNCS = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide,
                  "MAX": np.maximum, "MIN": np.minimum}
@@ -688,11 +703,16 @@ def _declare_row_op(suffix: str) -> Instr:
         "\n\nsrc1Col (TileLang's template argument, PTOAS attribute ``src1Col``) names src1 "
         "the expanded operand and gives its columns instead of its valid shape: 1 (s = "
         "src1[i, 0] whatever src1's layout, as the tilelang_st goldens) or 32/sizeof(T) (mode "
-        "2, a RowMajor src1); src0 must have dst's valid shape.")
+        "2, a RowMajor src1); src0 must have dst's valid shape. A `.pto` op without the "
+        "attribute is src1Col = 1: PTOAS lowers it through its TileLib template, which "
+        "broadcasts src1[i, 0] (the eager call, pto-isa's C++ overload, keeps the modes above).")
     params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
     params += (Param("src1Col", None),)
     runtime = (PrecisionType.check,) if suffix == "DIV" else ()
-    attrs = {"src1Col": Attr("src1Col"),
+    # (PTOAS lowers the op through its TileLib template, lib/TileOps/trowexpand*.py, which
+    # broadcasts src1[i, 0]: vlds + vdup of the lowest lane, lit/vpto/*_tile_op_expand.pto;
+    # an op without src1Col is src1Col = 1, as the tilelang_st goldens of trowexpandadd show)
+    attrs = {"src1Col": Attr("src1Col", default=1, written=_src1col_written),
              "src0eqdst": Attr(only=None, why=(
                  "TileLang's flag for whether src0 has dst's shape: the instruction takes the "
                  "full-sized operand from the valid shapes (with src1Col: src0, checked)")),
