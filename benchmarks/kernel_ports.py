@@ -12,6 +12,7 @@ reading ``gemm_performance_kernel.cpp`` (pto-isa, read-only); the README's table
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -698,7 +699,7 @@ def table(results: list[Result]) -> str:
     for r in results:
         pipes = ", ".join(
             f"{p} {r.busy[p]:.2f}/{r.board_busy[p]:.2f} ({r.busy[p] / r.board_busy[p]:.2f})"
-            for p in r.busy)
+            if p in r.board_busy else f"{p} {r.busy[p]:.2f}/-" for p in r.busy)
         lines.append(f"| {r.kernel} | {r.shape} | {r.predicted_us:.1f} | {r.board_us:.1f} | "
                      f"{r.precision:.3f} | {pipes} | {r.wall_s:.1f} s / {r.launch_s:.2f} s |")
     return "\n".join(lines)
@@ -706,22 +707,38 @@ def table(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", default="1536,3072")
+    ap.add_argument("--kernels", default="gemm,fa",
+                    help="gemm (a2a3/gemm_performance), fa (common/flash_atten)")
+    ap.add_argument("--sizes", default="1536,3072", help="gemm: m = k = n")
+    ap.add_argument("--fa-cores", default="1,2,4,8", help="fa: blocks (S0 = 128 x cores)")
+    ap.add_argument("--fa-s1", default="1024,2048,4096,8192", help="fa: S1")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--timing", action="store_true",
                     help='cycles="timing": no tile values (fast; nothing checked)')
     ap.add_argument("--explain", action="store_true", help="print each launch's summary")
     ns = ap.parse_args(argv)
+    kernels = ns.kernels.split(",")
+    runs: list[Any] = []
+    if "gemm" in kernels:
+        runs += [lambda s=s: run_gemm(s, check=not ns.no_check, timing=ns.timing)
+                 for s in map(int, ns.sizes.split(","))]
+    if "fa" in kernels:
+        runs += [lambda c=c, s1=s1: run_fa(c, s1, check=not ns.no_check, timing=ns.timing)
+                 for c in map(int, ns.fa_cores.split(",")) for s1 in map(int, ns.fa_s1.split(","))]
     results = []
-    for s in (int(x) for x in ns.sizes.split(",")):
-        r = run_gemm(s, check=not ns.no_check, timing=ns.timing)
+    for run in runs:
+        r = run()
         results.append(r)
         if ns.explain:
             print(r.report.summary(), file=sys.stderr)
-        print(f"{r.shape}: {r.predicted_us:.1f} us (board {r.board_us}), "
+            print(r.report.launch.summary(), file=sys.stderr)
+        print(f"{r.kernel} {r.shape}: {r.predicted_us:.1f} us (board {r.board_us}), "
               f"{r.wall_s:.1f} s", file=sys.stderr)
-        print(table([r]), file=sys.stderr)
     print(table(results))
+    for name in dict.fromkeys(r.kernel for r in results):
+        ps = [r.precision for r in results if r.kernel == name]
+        print(f"{name}: median precision {statistics.median(ps):.3f}, min {min(ps):.3f} "
+              f"over {len(ps)}")
     return 0
 
 
