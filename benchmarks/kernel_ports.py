@@ -326,7 +326,8 @@ def _fa_cube(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
         # flag, record after the last sub-tile
         if sub == 0:
             pto.TALLOC(qk_pipe, qk_slot)
-        pto.TSTORE(_fifo_view(qk_fifo, qk_pipe, blk, cs0, cs1, cs1, tile_id % cfg.fifo, sub * cs0 * cs1),
+        slot = tile_id % cfg.fifo
+        pto.TSTORE(_fifo_view(qk_fifo, qk_pipe, blk, cs0, cs1, cs1, slot, sub * cs0 * cs1),
                    qk_acc, Phase=STPhase.Final)
         if sub == kf - 1:
             pto.TPUSH(qk_pipe, qk_slot)
@@ -354,8 +355,8 @@ def _fa_cube(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
         pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
         if last:
             pto.TALLOC(pv_pipe, pv_slot)
-            pto.TSTORE(_fifo_view(pv_fifo, pv_pipe, blk, cs0, hd, hd, tile_id % cfg.fifo, 0), pv_acc,
-                       Phase=STPhase.Final)
+            pto.TSTORE(_fifo_view(pv_fifo, pv_pipe, blk, cs0, hd, hd, tile_id % cfg.fifo, 0),
+                       pv_acc, Phase=STPhase.Final)
             pto.TPUSH(pv_pipe, pv_slot)
         pv_pp += 1
 
