@@ -3,10 +3,13 @@ times published in pto-isa's ``kernels/manual`` READMEs, written again with the 
 intrinsics instruction for instruction and flag for flag, launched with ``cycles=True`` and
 compared with the published times.
 
-    python benchmarks/kernel_ports.py [--sizes 1536,3072] [--no-check]
+    python benchmarks/kernel_ports.py [--kernels gemm,fa] [--sizes 1536,3072]
+        [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--timing] [--no-check]
 
-Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out). Our own code, written from
-reading ``gemm_performance_kernel.cpp`` (pto-isa, read-only); the README's table is the board.
+Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out) and ``common/flash_atten``
+(A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q). Our own code,
+written from reading ``gemm_performance_kernel.cpp`` and ``fa_performance_kernel.cpp`` with
+its ``pto_macro_*.hpp`` (pto-isa, read-only); the READMEs' tables are the board.
 """
 
 from __future__ import annotations
