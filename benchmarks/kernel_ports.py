@@ -25,7 +25,9 @@ import numpy as np
 
 import ptoisa as pto
 from ptoisa import BLayout, Direction, GlobalTensor, Layout, Pipe, SLayout, Tile, TileType, TPipe
+from ptoisa.conv import ConvTile
 from ptoisa.enums import AccPhase, RoundMode, STPhase
+from ptoisa.isa.layout.img2col import Img2colConfig
 
 # ---- a2a3/gemm_performance ----------------------------------------------------------------------
 
@@ -644,6 +646,240 @@ def run_fa(cores: int, s1: int, *, check: bool = True, timing: bool = False,
     board = FA_BOARD.get(cores, {}).get(s1, float("nan"))
     return Result("common/flash_atten", f"S0 {cfg.s0}, S1 {s1}, H {cfg.head}, {cores} cores",
                   launch.us, board, busy, {}, wall, launch_s, rep)
+
+
+# ---- a2a3/conv2d_forward -----------------------------------------------------------------------
+
+#: the README's measurements (A3, 24 cores; fp16 in and out): (batch, cin / 16, hin, win,
+#: cout) -> (cube, TLOAD, TEXTRACT, TSTORE ratios, execution time in us). TEXTRACT's column
+#: counts TIMG2COL and TEXTRACT (both MTE1).
+CONV_BOARD: dict[tuple[int, int, int, int, int], tuple[float, float, float, float, float]] = {
+    (4, 8, 8, 48, 1536): (0.529, 0.439, 0.594, 0.056, 32.2),
+    (4, 16, 12, 64, 3072): (0.861, 0.751, 0.573, 0.040, 147.3),
+    (4, 24, 12, 96, 4608): (0.893, 0.788, 0.616, 0.028, 470.9),
+    (4, 32, 16, 96, 6144): (0.908, 0.804, 0.611, 0.021, 1097.9),
+    (4, 40, 15, 128, 7680): (0.913, 0.807, 0.624, 0.017, 2131.2),
+}
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """``Conv2dForward``'s template arguments: 3 x 3 kernel, stride 1, dilation 1, padding 1,
+    fp16; one block per (image, group of ``n_groups``) (the README's 4 x 6 over 24 cores)."""
+
+    batch: int
+    c1: int  # cin / 16
+    hin: int
+    win: int
+    cout: int
+    n_groups: int = 6
+    base_m: int = 128
+    base_k: int = 48
+    base_n: int = 256
+    step_ka: int = 3
+    step_kb: int = 3
+
+    c0 = 16
+    hk = wk = 3
+    pad = 1
+
+    @property
+    def hout(self) -> int:
+        return self.hin + 2 * self.pad - self.hk + 1
+
+    @property
+    def wout(self) -> int:
+        return self.win + 2 * self.pad - self.wk + 1
+
+    @property
+    def blocks(self) -> int:
+        return self.batch * self.n_groups
+
+    @property
+    def k(self) -> int:
+        return self.c1 * self.c0 * self.hk * self.wk
+
+    @property
+    def single_n(self) -> int:
+        return self.cout // self.n_groups
+
+    @property
+    def channel_size(self) -> int:
+        return -(-self.step_ka * self.base_k // (self.hk * self.wk))
+
+
+def conv2d_forward(cfg: ConvConfig, out: np.ndarray, x: np.ndarray, w: np.ndarray) -> None:
+    """``RunConv2dForward``: x [batch, c1, hin, win, 16] (NC1HWC0), w FRACTAL_Z [c1 * 9,
+    cout / 16, 16, 16], out [batch, cout / 16, hout, wout, 16] (f16 from the f32 Acc). Each block
+    owns one image's [hout * wout, single_n] part of the implicit GEMM: TIMG2COL of the L1 feature
+    map window into L0A, TEXTRACT of the FRACTAL_Z weights into L0B."""
+    h = np.float16
+    c0, hk, wk, hin, win = cfg.c0, cfg.hk, cfg.wk, cfg.hin, cfg.win
+    hout, wout, n = cfg.hout, cfg.wout, cfg.cout
+    bm, bk, bn, ska, skb = cfg.base_m, cfg.base_k, cfg.base_n, cfg.step_ka, cfg.step_kb
+    ch = cfg.channel_size
+    blk = pto.get_block_idx()
+    m_core, n_core = blk // cfg.n_groups, blk % cfg.n_groups
+    off_a = m_core * cfg.c1 * hin * win * c0
+    off_b = n_core * c0 * cfg.single_n
+    off_c = m_core * n * hout * wout + n_core * cfg.single_n * hout * wout
+    single_m = hout * wout
+    # (the C++ declares the feature-map ConvTile's buffer as ceil(baseM / wout) + 2 rows;
+    # a window can need one row more when baseM is not a multiple of wout: the tile here
+    # is declared with what its shape needs, at the same L1 addresses)
+    rows_a = -(-bm // wout) + (hk - 1)
+    w_bytes = skb * bk * bn * 2
+    w_mat = [ConvTile(TileType.Mat, h, w_bytes, "FRACTAL_Z", (skb * bk // c0, bn // 16, 16, c0))
+             for _ in range(2)]
+    pto.TASSIGN(w_mat[0], 0x20000)
+    pto.TASSIGN(w_mat[1], 0x20000 + w_bytes)
+    b_l0 = [pto.TileRight(h, bk, bn) for _ in range(2)]
+    pto.TASSIGN(b_l0[0], 0x0)
+    pto.TASSIGN(b_l0[1], L0_PINGPONG_BYTES)
+    # InitSyncFlags
+    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+    m_loop, n_loop, k_loop = -(-single_m // bm), -(-cfg.single_n // bn), -(-cfg.k // bk)
+    tail_m = single_m % bm
+    mte2 = mte1 = 0
+    xs = (cfg.c1 * hin * win * c0, hin * win * c0, win * c0, c0, 1)
+    ws = (cfg.c1 * hk * wk * n * c0, n * c0, 16 * c0, c0, 1)
+    ys = (n * hout * wout, hout * wout * 16, wout * 16, 16, 1)
+    for mi in range(m_loop):
+        m_start = mi * bm
+        m_count = min(bm, single_m - m_start)
+        hout_start, wout_start = m_start // wout, m_start % wout
+        hout_end = (m_start + m_count - 1) // wout
+        hin_start = max(0, hout_start - cfg.pad)
+        hin_end = min(hout_end - cfg.pad + hk - 1, hin - 1)
+        hin_count = hin_end - hin_start + 1
+        cur_m = tail_m if (mi == m_loop - 1 and tail_m) else bm
+        a_l0 = [pto.TileLeft(h, bm, bk, valid=(cur_m, bk)) for _ in range(2)]
+        pto.TASSIGN(a_l0[0], 0x0)
+        pto.TASSIGN(a_l0[1], L0_PINGPONG_BYTES)
+        shape = (1, ch // c0, hin_count, win, c0)
+        a_bytes = 2 * ch * win * max(rows_a, hin_count)
+        f_mat = [ConvTile(TileType.Mat, h, a_bytes, "NC1HWC0", shape) for _ in range(2)]
+        for t in f_mat:
+            t.img2col = Img2colConfig(
+                hin_count, win, padList=(1, 1, max(0, cfg.pad - hout_start),
+                                         max(0, hout_end + hk - hin - cfg.pad)),
+                filterH=3, filterW=3, channelSize=ch)
+        acc = pto.TileAcc(np.float32, bm, bn, valid=(cur_m, bn))
+        pto.TASSIGN(acc, 0x0)
+        pto.SETFMATRIX(f_mat[0])
+        pto.TASSIGN(f_mat[0], 0x0)
+        pto.TASSIGN(f_mat[1], ch * win * (hin_count + hk - 1) * 2)
+        for ni in range(n_loop):
+            for ki in range(k_loop):
+                kmod = ki % ska
+                if kmod == 0:  # ProcessKIteration's loads
+                    fmap = GlobalTensor(x, shape, xs, Layout.NC1HWC0, offset=(
+                        off_a + (ki * bk) // (hk * wk * c0) * xs[1] + hin_start * xs[2]))
+                    wgt = GlobalTensor(w, (1, skb * bk // c0, bn // 16, 16, c0), ws,
+                                       Layout.FRACTAL_Z, offset=(
+                                           off_b + (ki * bk // c0) * ws[1]
+                                           + (ni * bn // 16) * ws[2]))
+                    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+                    pto.TLOAD(f_mat[mte2], fmap)
+                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                    pto.TLOAD(w_mat[mte2], wgt)
+                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                    mte2 = 1 - mte2
+                cur = 1 - mte2
+                # MacroMatmul
+                pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
+                if kmod == 0:
+                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                pto.TIMG2COL(a_l0[mte1], f_mat[cur], wout_start, kmod * bk)
+                if kmod == 0:
+                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                pto.TEXTRACT(b_l0[mte1], w_mat[cur], (ki % skb) * bk, 0)
+                if (ki + 1) % ska == 0:
+                    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
+                pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
+                pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
+                if ki == 0:
+                    pto.TMATMUL(acc, a_l0[mte1], b_l0[mte1])
+                else:
+                    pto.TMATMUL_ACC(acc, acc, a_l0[mte1], b_l0[mte1])
+                pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
+                mte1 = 1 - mte1
+            # StoreResult
+            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+            dst = GlobalTensor(out, (1, bn // 16, -(-bm // wout), wout, 16), ys, Layout.NC1HWC0,
+                               offset=off_c + mi * bm * ys[3] + ni * bn // 16 * ys[1])
+            pto.TSTORE(dst, acc)
+            pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
+            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+
+
+def conv_buffers(cfg: ConvConfig, timing: bool = False, seed: int = 3
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """out (with one window of slack at the end: the last store's GM view reaches past the
+    image, the fix-pipe writes only the Acc tile's valid rows), x, w."""
+    y_n = cfg.batch * cfg.cout * cfg.hout * cfg.wout + 16 * cfg.base_n * cfg.wout * 2
+    if timing:
+        x = np.empty((cfg.batch, cfg.c1, cfg.hin, cfg.win, cfg.c0), np.float16)
+        w = np.empty((cfg.c1 * 9, cfg.cout // 16, 16, cfg.c0), np.float16)
+        return np.empty(y_n, np.float16), x, w
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (cfg.batch, cfg.c1, cfg.hin, cfg.win, cfg.c0)).astype(np.float16)
+    w = rng.uniform(-1, 1, (cfg.c1 * 9, cfg.cout // 16, 16, cfg.c0)).astype(np.float16)
+    return np.zeros(y_n, np.float16), x, w
+
+
+def conv_reference(cfg: ConvConfig, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """numpy: NCHW convolution (3 x 3, pad 1) in float64 from the NC1HWC0 input and the
+    FRACTAL_Z weights ([c1, kh, kw] rows, [cout / 16, 16] columns, c0 inner), back to
+    [batch, cout / 16, hout, wout, 16]."""
+    b, c1, hin, win, c0 = x.shape
+    xn = x.astype(np.float64).transpose(0, 1, 4, 2, 3).reshape(b, c1 * c0, hin, win)
+    wk = w.astype(np.float64).reshape(c1, 3, 3, cfg.cout // 16, 16, c0)
+    wk = wk.transpose(3, 4, 0, 5, 1, 2).reshape(cfg.cout, c1 * c0, 3, 3)
+    xp = np.pad(xn, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((b, cfg.cout, cfg.hout, cfg.wout))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("bchw,oc->bohw", xp[:, :, i:i + cfg.hout, j:j + cfg.wout],
+                           wk[:, :, i, j])
+    return y.reshape(b, cfg.cout // 16, 16, cfg.hout, cfg.wout).transpose(0, 1, 3, 4, 2)
+
+
+def run_conv(key: tuple[int, int, int, int, int], *, check: bool = True,
+             timing: bool = False, cfg: ConvConfig | None = None) -> Result:
+    cfg = cfg or ConvConfig(*key)
+    y, x, w = conv_buffers(cfg, timing)
+    t0 = time.perf_counter()
+    # blocks one by one (each its own timeline): a ConvTile's GM transfers take one block's
+    # offsets, not a lockstep launch's per-block ones
+    rep = pto.launch(lambda *a: conv2d_forward(cfg, *a), y, x, w, blocks=cfg.blocks,
+                     target="a2a3", lockstep=False, cycles="timing" if timing else True)
+    wall = time.perf_counter() - t0
+    if check and not timing:
+        ref = conv_reference(cfg, x, w)
+        got = y[:ref.size].reshape(ref.shape).astype(np.float64)
+        if not np.allclose(got, ref, rtol=1e-2, atol=5e-2):
+            err = float(np.abs(got - ref).max())
+            raise SystemExit(f"conv2d_forward {cfg}: result differs from numpy (max {err:.3g})")
+    t1 = time.perf_counter()
+    launch = rep.launch
+    launch_s = time.perf_counter() - t1
+    ratio = launch.busy_ratio()
+    busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE2", "MTE1", "FIX")}
+    board = CONV_BOARD.get(key, (float("nan"),) * 5)
+    b, c1, hh, ww, co = key
+    return Result("a2a3/conv2d_forward", f"X [{b},{c1},{hh},{ww},16], cout {co}, 24 cores",
+                  launch.us, board[4], busy,
+                  {"M": board[0], "MTE2": board[1], "MTE1": board[2], "FIX": board[3]},
+                  wall, launch_s, rep)
 
 
 @dataclass
