@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Pipe
+from ..enums import Pipe, TileType
 from ..errors import PtoError
 from ..targets import DEFAULT_TARGET, TargetLike
 from ..tensor import GlobalTensor
@@ -109,6 +109,13 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         f["dtype"] = f.get("dtype") if tiles and not _is_conv(tiles) else g.dtype.name
         f["n_dma"] = s[0] * s[1] * s[2]
         f["bytes"] = g.spec.numel * g.dtype.itemsize
+        acc = dict(tiles).get("src")
+        if acc is not None and acc.loc is TileType.Acc:
+            # out of L0C through the fix-pipe: one copy_matrix_cc_to_gm whatever the GM
+            # layout (upstream's a2a3 TStoreAcc: NZ2ND, NZ2NZ and NZ2NC1HWC0 alike), writing
+            # the Acc tile's valid region
+            f["n_dma"] = 1
+            f["bytes"] = acc.valid_row * acc.valid_col * g.dtype.itemsize
     elif tiles:
         f["bytes"] = sum(_tile_bytes(t) for _, t in tiles[:1])
     named = dict(tiles)
