@@ -3,13 +3,16 @@ times published in pto-isa's ``kernels/manual`` READMEs, written again with the 
 intrinsics instruction for instruction and flag for flag, launched with ``cycles=True`` and
 compared with the published times.
 
-    python benchmarks/kernel_ports.py [--kernels gemm,fa] [--sizes 1536,3072]
-        [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--timing] [--no-check]
+    python benchmarks/kernel_ports.py [--kernels gemm,fa,conv] [--sizes 1536,3072]
+        [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--conv all] [--timing]
+        [--no-check]
 
-Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out) and ``common/flash_atten``
-(A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q). Our own code,
-written from reading ``gemm_performance_kernel.cpp`` and ``fa_performance_kernel.cpp`` with
-its ``pto_macro_*.hpp`` (pto-isa, read-only); the READMEs' tables are the board.
+Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out), ``common/flash_atten``
+(A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q) and
+``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL). Our own code, written
+from reading ``gemm_performance_kernel.cpp``, ``fa_performance_kernel.cpp`` with its
+``pto_macro_*.hpp`` and ``conv2d_forward_kernel.cpp`` (pto-isa, read-only); the READMEs'
+tables are the board.
 """
 
 from __future__ import annotations
@@ -947,11 +950,14 @@ def table(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--kernels", default="gemm,fa",
-                    help="gemm (a2a3/gemm_performance), fa (common/flash_atten)")
+    ap.add_argument("--kernels", default="gemm,fa,conv",
+                    help="gemm (a2a3/gemm_performance), fa (common/flash_atten), conv "
+                    "(a2a3/conv2d_forward)")
     ap.add_argument("--sizes", default="1536,3072", help="gemm: m = k = n")
     ap.add_argument("--fa-cores", default="1,2,4,8", help="fa: blocks (S0 = 128 x cores)")
     ap.add_argument("--fa-s1", default="1024,2048,4096,8192", help="fa: S1")
+    ap.add_argument("--conv", default="all", help="conv: 'all' (the README's five shapes) or "
+                    "batch,c1,hin,win,cout[;...]")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--timing", action="store_true",
                     help='cycles="timing": no tile values (fast; nothing checked)')
@@ -965,6 +971,11 @@ def main(argv: list[str] | None = None) -> int:
     if "fa" in kernels:
         runs += [lambda c=c, s1=s1: run_fa(c, s1, check=not ns.no_check, timing=ns.timing)
                  for c in map(int, ns.fa_cores.split(",")) for s1 in map(int, ns.fa_s1.split(","))]
+    if "conv" in kernels:
+        keys = list(CONV_BOARD) if ns.conv == "all" else [
+            tuple(int(v) for v in c.split(",")) for c in ns.conv.split(";")]
+        runs += [lambda key=key: run_conv(key, check=not ns.no_check, timing=ns.timing)
+                 for key in keys]
     results = []
     for run in runs:
         r = run()

@@ -107,3 +107,55 @@ def test_binary_row_expand_is_a_vbrcb_then_a_binary_op_not_a_row_loop():
     d, col = tiles()
     bcast = pto.launch(lambda: pto.TROWEXPAND(d, col), target="a2a3", cycles="timing").total
     assert bcast == 37 + 14 * 64  # the measured per-row loop (fitted: 933 cycles on 64x64)
+
+
+# ---- a2a3/conv2d_forward ----------------------------------------------------------------------
+
+def _conv_nchw(x5: np.ndarray, wfz: np.ndarray, cout: int) -> np.ndarray:
+    """3 x 3, stride 1, pad 1 convolution by explicit window sums in float64: x5 NC1HWC0,
+    wfz FRACTAL_Z [(c1, kh, kw), cout / 16, 16, c0]; the result as [b, cout / 16, h, w, 16]."""
+    b, c1, h, w, c0 = x5.shape
+    x = x5.astype(np.float64)
+    wt = wfz.astype(np.float64).reshape(c1, 3, 3, cout // 16, 16, c0)
+    xp = np.zeros((b, c1, h + 2, w + 2, c0))
+    xp[:, :, 1:-1, 1:-1] = x
+    y = np.zeros((b, cout // 16, h, w, 16))
+    for i in range(3):
+        for j in range(3):
+            win = xp[:, :, i:i + h, j:j + w]  # b c1 h w c0
+            y += np.einsum("bchwk,cnok->bnhwo", win, wt[:, i, j])
+    return y
+
+
+@pytest.mark.parametrize("hin,win", [(4, 32), (6, 32)])  # 128 pixels; 192: a 64-row tail
+def test_conv2d_forward_port_matches_numpy(hin, win):
+    kp = _ports()
+    cfg = kp.ConvConfig(batch=2, c1=2, hin=hin, win=win, cout=256, n_groups=1)
+    y, x, w = kp.conv_buffers(cfg, seed=hin)
+    rep = pto.launch(lambda *a: kp.conv2d_forward(cfg, *a), y, x, w, blocks=cfg.blocks,
+                     target="a2a3", lockstep=False, cycles=True)
+    want = _conv_nchw(x, w, cfg.cout)
+    got = y[:want.size].reshape(want.shape).astype(np.float64)
+    assert np.abs(want).max() > 1
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=5e-2)
+    assert not y[want.size:].any()  # nothing past the output (the slack stays untouched)
+    assert rep.launch.us > 0
+
+
+def _acc_store_cycles(view_shape: tuple[int, ...], layout) -> int:
+    out = np.zeros(4 * 128 * 256, np.float16)
+
+    def kernel(out):
+        acc = pto.TileAcc(np.float32, 128, 256)
+        n = out.size
+        st = (n, 128 * 16, 64 * 16, 16, 1) if layout == "NC1HWC0" else (n, n, n, 256, 1)
+        pto.TSTORE(pto.GlobalTensor(out, view_shape, st, layout), acc)
+    return pto.launch(kernel, out, target="a2a3", cycles="timing").total
+
+
+def test_acc_store_is_one_fixpipe_instruction_whatever_the_gm_layout():
+    # upstream's a2a3 TStoreAcc issues one copy_matrix_cc_to_gm for ND and NC1HWC0 alike: the
+    # NC1HWC0 view's 16 x 2 outer steps are not 32 DMA instructions
+    nd = _acc_store_cycles((1, 1, 1, 128, 256), "ND")
+    nc = _acc_store_cycles((1, 16, 2, 64, 16), "NC1HWC0")
+    assert nd == nc == 265 + round(2 * 128 * 256 / (70 * 2**30 / 1.85e9))
