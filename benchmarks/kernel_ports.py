@@ -3,15 +3,22 @@ times published in pto-isa's ``kernels/manual`` READMEs, written again with the 
 intrinsics instruction for instruction and flag for flag, launched with ``cycles=True`` and
 compared with the published times.
 
-    python benchmarks/kernel_ports.py [--sizes 1536,3072] [--no-check]
+    python benchmarks/kernel_ports.py [--kernels gemm,fa,conv] [--sizes 1536,3072]
+        [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--conv all] [--timing]
+        [--no-check]
 
-Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out). Our own code, written from
-reading ``gemm_performance_kernel.cpp`` (pto-isa, read-only); the README's table is the board.
+Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out), ``common/flash_atten``
+(A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q) and
+``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL). Our own code, written
+from reading ``gemm_performance_kernel.cpp``, ``fa_performance_kernel.cpp`` with its
+``pto_macro_*.hpp`` and ``conv2d_forward_kernel.cpp`` (pto-isa, read-only); the READMEs'
+tables are the board.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from dataclasses import dataclass
@@ -20,7 +27,10 @@ from typing import Any
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import BLayout, GlobalTensor, Layout, Pipe, SLayout, Tile, TileType
+from ptoisa import BLayout, Direction, GlobalTensor, Layout, Pipe, SLayout, Tile, TileType, TPipe
+from ptoisa.conv import ConvTile
+from ptoisa.enums import AccPhase, RoundMode, STPhase
+from ptoisa.isa.layout.img2col import Img2colConfig
 
 # ---- a2a3/gemm_performance ----------------------------------------------------------------------
 
@@ -130,6 +140,751 @@ def gemm_performance(out: np.ndarray, src0: np.ndarray, src1: np.ndarray, size: 
     pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
 
 
+# ---- common/flash_atten -------------------------------------------------------------------------
+
+#: the README's "Total task time (us)" (A2/A3): cores -> {S1: us}; S0 = 128 x cores, HEAD 128,
+#: CUBE_S0 = CUBE_S1 = 128; the table does not say TILE_S1: generate_cases.py's default, 256
+FA_BOARD: dict[int, dict[int, float]] = {
+    1: {1024: 42.08, 2048: 51.44, 4096: 43.80, 8192: 74.54},
+    2: {1024: 33.201, 2048: 44.101, 4096: 43.521, 8192: 75.162},
+    4: {1024: 41.721, 2048: 55.441, 4096: 46.621, 8192: 86.322},
+    8: {1024: 63.72, 2048: 85.882, 4096: 64.461, 8192: 107.342},
+}
+#: FftsBufferFlag of the kernel: the three GM FIFOs' flag ids
+FA_QK_READY, FA_SM_READY, FA_UPDATE_READY = 0, 2, 4
+FA_L0_PINGPONG = 0x8000  # L0A / L0B ping-pong (32 KiB each)
+FA_ACC_PINGPONG = 0x10000  # assign_running_acc_tile's two L0C addresses
+
+
+@dataclass(frozen=True)
+class FaConfig:
+    """runTFA's template arguments (non-causal, no intermediate check, UF_ENABLE 1)."""
+
+    s0: int
+    s1: int
+    head: int = 128
+    cube_s0: int = 128
+    cube_s1: int = 128
+    tile_s1: int = 256
+    preload: int = 4
+    fifo: int = 8  # kFaCvFifoSize; the consumers' sync period is fifo / 2
+
+    @property
+    def k_factor(self) -> int:
+        return self.tile_s1 // self.cube_s1
+
+    @property
+    def blocks(self) -> int:
+        return self.s0 // self.cube_s0
+
+    @property
+    def vec_s0(self) -> int:
+        return self.cube_s0 // 2 // self.k_factor
+
+    @property
+    def period(self) -> int:
+        return self.fifo // 2
+
+    def pipes(self, qk_fifo: np.ndarray, p_fifo: np.ndarray, pv_fifo: np.ndarray,
+              blk: Any) -> tuple[TPipe, TPipe, TPipe]:
+        """The kernel's three TMPipes over this block's part of the GM FIFO buffers (one
+        entry = one TILE_S1 tile: k_factor sub-tiles of CUBE_S0 x CUBE_S1, one after the
+        other; PV's entry is one CUBE_S0 x HEAD tile)."""
+        qk_slot = self.k_factor * self.cube_s0 * self.cube_s1 * 4
+        p_slot = self.k_factor * self.cube_s0 * self.cube_s1 * 2
+        pv_slot = self.cube_s0 * self.head * 4
+
+        def region(arr: np.ndarray, slot: int) -> GlobalTensor:
+            n = self.fifo * slot // arr.itemsize
+            return GlobalTensor(arr, (1, 1, 1, 1, n), (n, n, n, n, 1), offset=blk * n)
+        return (TPipe(FA_QK_READY, Direction.DIR_C2V, qk_slot, self.fifo,
+                      buffer=region(qk_fifo, qk_slot)),
+                TPipe(FA_SM_READY, Direction.DIR_V2C, p_slot, self.fifo,
+                      buffer=region(p_fifo, p_slot)),
+                TPipe(FA_UPDATE_READY, Direction.DIR_C2V, pv_slot, self.fifo,
+                      buffer=region(pv_fifo, pv_slot)))
+
+
+def _gm(arr: np.ndarray, rows: int, cols: int, row_stride: int, offset: Any,
+        layout: Layout = Layout.ND) -> GlobalTensor:
+    n = arr.size
+    if layout is Layout.DN:  # a column-major rows x cols view, columns row_stride apart
+        return GlobalTensor(arr, (1, 1, 1, rows, cols), (n, n, n, 1, row_stride), layout,
+                            offset=offset)
+    return GlobalTensor(arr, (1, 1, 1, rows, cols), (n, n, n, row_stride, 1), offset=offset)
+
+
+def _fifo_view(arr: np.ndarray, pipe: TPipe, blk: Any, rows: int, cols: int, row_stride: int,
+               slot: int, elem: int) -> GlobalTensor:
+    """rows x cols of block ``blk``'s GM ring in ``arr`` (the pipe's buffer), slot ``slot``,
+    element ``elem`` into it (what TMPipe's push / pop address: fifoBase + entryBase +
+    entryOffset)."""
+    per_slot = pipe.slot_size // arr.itemsize
+    return _gm(arr, rows, cols, row_stride, blk * pipe.slot_num * per_slot + slot * per_slot
+               + elem)
+
+
+class _CubeState:
+    """The cube's statics: pto_macro_matmul's getPingPong and assign_running_acc_tile's index
+    (one per Acc tile type: QK and PV share it when HEAD == CUBE_S1, as in the C++)."""
+
+    def __init__(self) -> None:
+        self.pingpong = 0
+        self.acc_idx: dict[tuple[int, int], int] = {}
+
+    def assign_acc(self, acc: Tile, initial: int = -1) -> int:
+        key = (acc.rows, acc.cols)
+        if initial in (0, 1):
+            self.acc_idx[key] = initial
+        i = self.acc_idx.get(key, 0)
+        pto.TASSIGN(acc, 0x0 if i == 0 else FA_ACC_PINGPONG)
+        self.acc_idx[key] = i ^ 1
+        return i
+
+
+def _fitting_cube_k(m: int, n: int) -> int:
+    """calculateFittingCubeK: the largest K panel (256/128/64/32) whose f16 L0A (m x K) and
+    L0B (K x n) halves fit one 32 KiB ping-pong buffer."""
+    for k in (256, 128, 64):
+        if m * k * 2 <= FA_L0_PINGPONG and k * n * 2 <= FA_L0_PINGPONG:
+            return k
+    return 32
+
+
+def _fa_matmul(st: _CubeState, a_mat: Tile, b_mat: Tile, acc: Tile, m: int, k: int, n: int,
+               first: bool, final: bool) -> None:
+    """pto_macro_matmul<m, k, n>: K in panels through the L0A / L0B ping-pong (M -> MTE1 flags on
+    the ping-pong id), TMATMUL / TMATMUL_ACC with the unit-flag phase of the AccMode: ``first``
+    (Init*: the first panel initializes), ``final`` (*FinalSum, else *PartialSum)."""
+    cube_k = min(_fitting_cube_k(m, n), k)
+    segs = k // cube_k
+    for s in range(segs):
+        a_l0 = pto.TileLeft(np.float16, m, cube_k)
+        b_l0 = pto.TileRight(np.float16, cube_k, n)
+        pp = st.pingpong
+        pto.TASSIGN(a_l0, pp * FA_L0_PINGPONG)
+        pto.TASSIGN(b_l0, pp * FA_L0_PINGPONG)
+        pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, pp)
+        # (the C++ moves an NT operand's base by the panel; we extract at the panel's offset:
+        # the same bytes. Every shape the kernel uses has one panel.)
+        pto.TEXTRACT(a_l0, a_mat, 0, s * cube_k)
+        pto.TEXTRACT(b_l0, b_mat, s * cube_k, 0)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.M, pp)
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, pp)
+        phase = AccPhase.Final if final else AccPhase.Partial
+        if first and s == 0:
+            pto.TMATMUL(acc, a_l0, b_l0, Phase=phase)
+        else:
+            pto.TMATMUL_ACC(acc, acc, a_l0, b_l0, Phase=phase)
+        pto.SET_FLAG(Pipe.M, Pipe.MTE1, pp)
+        st.pingpong = 1 - pp
+
+
+def _fa_cube(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+             fifos: tuple[np.ndarray, ...], pipes: tuple[TPipe, TPipe, TPipe], blk: Any) -> None:
+    """runTFA's DAV_CUBE side: compute_qk (QK^T -> qk FIFO) and compute_pv (P from the p FIFO
+    times V -> pv FIFO), QK preloaded ``preload`` tiles ahead."""
+    qk_pipe, p_pipe, pv_pipe = pipes
+    qk_fifo, p_fifo, pv_fifo = fifos
+    h, f = np.float16, np.float32
+    cs0, cs1, hd, kf = cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor
+    n_tiles = cfg.s1 // cfg.tile_s1
+    st = _CubeState()
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+    # L1: Q x1, K x2, P x2, V x2, one after the other (allocate_cube_tile_buffers)
+    q_mat = Tile(TileType.Mat, h, cs0, hd, BLayout.ColMajor, None, SLayout.RowMajor)
+    k_mat = [Tile(TileType.Mat, h, hd, cs1, BLayout.RowMajor, None, SLayout.ColMajor)
+             for _ in range(2)]
+    p_mat = [Tile(TileType.Mat, h, cs0, cs1, BLayout.ColMajor, None, SLayout.RowMajor)
+             for _ in range(2)]
+    v_mat = [Tile(TileType.Mat, h, cs1, hd, BLayout.ColMajor, None, SLayout.RowMajor)
+             for _ in range(2)]
+    addr = 0
+    for t in [q_mat, *k_mat, *p_mat, *v_mat]:
+        pto.TASSIGN(t, addr)
+        addr += t.rows * t.cols * 2
+    qk_acc = pto.TileAcc(f, cs0, cs1)
+    pv_acc = pto.TileAcc(f, cs0, hd)
+    st.assign_acc(qk_acc, 0)
+    st.assign_acc(pv_acc, 1)
+    for ev in range(4):
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+    pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.SET_FLAG(Pipe.FIX, Pipe.M, 1)
+    qk_slot = _gm(np.zeros(1, f), 1, 1, 1, 0)  # the GlobalData slot views (re-pointed)
+    p_slot = _gm(np.zeros(1, h), 1, 1, 1, 0)
+    pv_slot = _gm(np.zeros(1, f), 1, 1, 1, 0)
+    k_pp = pv_pp = 0
+
+    def compute_qk(tile_id: int, sub: int) -> None:
+        nonlocal k_pp
+        ev = k_pp % 2
+        s1_index = tile_id * cfg.tile_s1 + sub * cs1
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        if tile_id == 0 and sub == 0:
+            pto.TLOAD(q_mat, _gm(q, cs0, hd, hd, blk * cs0 * hd))
+        pto.TLOAD(k_mat[ev], _gm(k, hd, cs1, hd, s1_index * hd, Layout.DN))
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        _fa_matmul(st, q_mat, k_mat[ev], qk_acc, cs0, hd, cs1, first=True, final=True)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        # TPUSH(qkAcc, qkPipe): allocate at sub-tile 0 (TALLOC waits where
+        # should_wait_consumption says), store at the sub-tile's entry offset with the unit
+        # flag, record after the last sub-tile
+        if sub == 0:
+            pto.TALLOC(qk_pipe, qk_slot)
+        slot = tile_id % cfg.fifo
+        pto.TSTORE(_fifo_view(qk_fifo, qk_pipe, blk, cs0, cs1, cs1, slot, sub * cs0 * cs1),
+                   qk_acc, Phase=STPhase.Final)
+        if sub == kf - 1:
+            pto.TPUSH(qk_pipe, qk_slot)
+        k_pp += 1
+
+    def compute_pv(tile_id: int, sub: int) -> None:
+        nonlocal pv_pp
+        b = pv_pp % 2
+        ev = b + 2  # PV_EVENT_ID0 + ping-pong
+        s1_index = tile_id * cfg.tile_s1 + sub * cs1
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        pto.TLOAD(v_mat[b], _gm(v, cs1, hd, hd, s1_index * hd))
+        # TPOP(pMat, pPipe): wait at sub-tile 0, load the sub-tile, free after the last one
+        # (TFREE notifies where should_notify_consumption says)
+        if sub == 0:
+            pto.TPOP(p_pipe, p_slot)
+        pto.TLOAD(p_mat[b], _fifo_view(p_fifo, p_pipe, blk, cs0, cs1, cs1, tile_id % cfg.fifo,
+                                       sub * cs0 * cs1))
+        if sub == kf - 1:
+            pto.TFREE(p_pipe, p_slot)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        last = sub == kf - 1
+        _fa_matmul(st, p_mat[b], v_mat[b], pv_acc, cs0, cs1, hd, first=sub == 0, final=last)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        if last:
+            pto.TALLOC(pv_pipe, pv_slot)
+            pto.TSTORE(_fifo_view(pv_fifo, pv_pipe, blk, cs0, hd, hd, tile_id % cfg.fifo, 0),
+                       pv_acc, Phase=STPhase.Final)
+            pto.TPUSH(pv_pipe, pv_slot)
+        pv_pp += 1
+
+    for tile in range(min(cfg.preload, n_tiles)):
+        for sub in range(kf):
+            st.assign_acc(qk_acc)
+            compute_qk(tile, sub)
+    for tile in range(n_tiles):
+        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
+        if nxt != -1:
+            st.assign_acc(qk_acc)
+        st.assign_acc(pv_acc)
+        for sub in range(kf):
+            if nxt != -1:
+                compute_qk(nxt, sub)
+            compute_pv(tile, sub)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+    for ev in range(4):
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+    pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 1)
+
+
+def _fa_vector(cfg: FaConfig, o: np.ndarray, fifos: tuple[np.ndarray, ...],
+               pipes: tuple[TPipe, TPipe, TPipe], blk: Any) -> None:
+    """runTFA's DAV_VEC side on one sub-block: compute_p (the streaming softmax of its
+    CUBE_S0 / 2 rows of each QK tile, k_factor row slices of vec_s0 rows) and compute_gu (the
+    running O update from the pv FIFO, normalized and stored after the last tile)."""
+    qk_pipe, p_pipe, pv_pipe = pipes
+    qk_fifo, p_fifo, pv_fifo = fifos
+    h, f = np.float16, np.float32
+    cs0, cs1, hd, kf, vs0 = cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor, cfg.vec_s0
+    rows_sb = cs0 // 2
+    n_tiles = cfg.s1 // cfg.tile_s1
+    sb = pto.get_subblock_idx()
+    scale = np.float32(1.0 / np.sqrt(np.float32(cfg.head)))
+
+    def vec(dtype: Any, rows: int, cols: int, at: int, layout: BLayout = BLayout.RowMajor,
+            valid: Any = None) -> Tile:
+        t = Tile(TileType.Vec, dtype, rows, cols, layout, valid)
+        pto.TASSIGN(t, at)
+        return t
+
+    # UB (allocate_vec_tile_buffers): runningO, the qk / pv union x2, m1, m2, the reduce tmp
+    # (1/8 of a float tile), triu, l1, l2, exp_max x fifo, x_exp x2
+    f_bytes, o_bytes, r_bytes = vs0 * cfg.tile_s1 * 4, rows_sb * hd * 4, rows_sb * 4
+    at = 0
+    running_o = vec(f, rows_sb, hd, at)
+    at += o_bytes
+    stride = max(f_bytes, o_bytes)
+    qk_addr = [at + i * stride for i in range(2)]
+    pv_vec = [vec(f, rows_sb, hd, a) for a in qk_addr]
+    at += 2 * stride
+    m1_at, m2_at = at, at + r_bytes
+    at += 2 * r_bytes
+    tmp = vec(f, vs0, cfg.tile_s1, at)
+    at += f_bytes // 8 + f_bytes  # (the tmp's eighth, then triu: unused without the mask)
+    l1_at, l2_at = at, at + r_bytes
+    at += 2 * r_bytes
+    em_at = [at + i * r_bytes for i in range(cfg.fifo)]
+    exp_max = [vec(f, rows_sb, 1, a, BLayout.ColMajor) for a in em_at]
+    at += cfg.fifo * r_bytes
+    x_addr = [at + i * vs0 * cfg.tile_s1 * 2 for i in range(2)]
+    l2_global_sum = vec(f, rows_sb, 1, l2_at, BLayout.ColMajor)
+
+    pto.SET_FLAG(Pipe.V, Pipe.MTE2, 0)
+    pto.SET_FLAG(Pipe.V, Pipe.MTE2, 1)
+    pto.SET_FLAG(Pipe.MTE3, Pipe.V, 0)
+    pto.SET_FLAG(Pipe.MTE3, Pipe.V, 1)
+    qk_slot = _gm(np.zeros(1, f), 1, 1, 1, 0)
+    p_slot = _gm(np.zeros(1, h), 1, 1, 1, 0)
+    pv_slot = _gm(np.zeros(1, f), 1, 1, 1, 0)
+    pp = 0  # p_gu_src_pingpong_id: qk / x_exp / pv buffers and the V <-> MTE event ids
+
+    def softmax(init: bool, qk: Tile, x_exp: Tile, rs: int, em_base: int) -> None:
+        """pto_macro_fa_softmax on one row slice (the reduce tiles' vs0-row slices)."""
+        off = rs * vs0 * 4
+        m1 = vec(f, vs0, 1, m1_at + off, BLayout.ColMajor)
+        m2 = vec(f, vs0, 1, m2_at + off, BLayout.ColMajor)
+        l1 = vec(f, vs0, 1, l1_at + off, BLayout.ColMajor)
+        l2 = vec(f, vs0, 1, l2_at + off, BLayout.ColMajor)
+        em = vec(f, vs0, 1, em_base + off, BLayout.ColMajor)
+        n = vs0 * cfg.tile_s1
+        p_1d, x_1d = Tile(TileType.Vec, f, 1, n), Tile(TileType.Vec, h, 1, n)
+        if init:
+            pto.TROWMAX(m2, qk, tmp)
+            pto.PIPE_BARRIER(Pipe.V)
+            pto.TROWEXPANDSUB(qk, qk, m2)
+            pto.TMULS(qk, qk, scale)
+            pto.TEXP(qk, qk)
+            pto.PIPE_BARRIER(Pipe.V)
+            pto.TROWSUM(l2, qk, tmp)
+            pto.TRESHAPE(p_1d, qk)
+            pto.TRESHAPE(x_1d, x_exp)
+            pto.TCVT(x_1d, p_1d, None, RoundMode.CAST_ROUND)
+            return
+        row = [Tile(TileType.Vec, f, 1, vs0) for _ in range(5)]
+        lm, gm_, em_r, gs, ls = row
+        pto.TROWMAX(m1, qk, tmp)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TRESHAPE(lm, m1)
+        pto.TRESHAPE(gm_, m2)
+        pto.TMAX(lm, lm, gm_)  # the new global max
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TRESHAPE(em_r, em)
+        pto.TSUB(em_r, gm_, lm)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TMULS(gm_, lm, np.float32(1.0))  # (a copy)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TROWEXPANDSUB(qk, qk, m1)
+        pto.TMULS(em_r, em_r, scale)
+        pto.TMULS(qk, qk, scale)
+        pto.TEXP(em_r, em_r)
+        pto.TEXP(qk, qk)
+        pto.TRESHAPE(p_1d, qk)
+        pto.TRESHAPE(x_1d, x_exp)
+        pto.TCVT(x_1d, p_1d, None, RoundMode.CAST_ROUND)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TRESHAPE(gs, l2)
+        pto.TMUL(gs, em_r, gs)
+        pto.TROWSUM(l1, qk, tmp)
+        pto.TRESHAPE(ls, l1)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TADD(gs, gs, ls)
+
+    def compute_p(tile_id: int, rs: int) -> None:
+        nonlocal pp
+        ev = pp % 2
+        row_offset = rows_sb * sb + rs * vs0
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, ev)
+        # TPOP(qkVecTile, qkPipe): wait at row slice 0, load the slice's rows of each
+        # sub-tile into its column band, free after the last slice
+        if rs == 0:
+            pto.TPOP(qk_pipe, qk_slot)
+        qk = vec(f, vs0, cfg.tile_s1, qk_addr[ev])
+        for sub in range(kf):
+            band = vec(f, vs0, cfg.tile_s1, qk_addr[ev] + sub * cs1 * 4, valid=(vs0, cs1))
+            pto.TLOAD(band, _fifo_view(qk_fifo, qk_pipe, blk, vs0, cs1, cs1, tile_id % cfg.fifo,
+                                       sub * cs0 * cs1 + row_offset * cs1))
+        if rs == kf - 1:
+            pto.TFREE(qk_pipe, qk_slot)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, ev)
+        x_exp = vec(h, vs0, cfg.tile_s1, x_addr[ev])
+        softmax(tile_id == 0, qk, x_exp, rs, em_at[tile_id % cfg.fifo])
+        pto.SET_FLAG(Pipe.V, Pipe.MTE2, ev)
+        pto.SET_FLAG(Pipe.V, Pipe.MTE3, 0)
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE3, 0)
+        # TPUSH(x_expT, pPipe): allocate at slice 0, store each column band to its sub-tile,
+        # record after the last slice
+        if rs == 0:
+            pto.TALLOC(p_pipe, p_slot)
+        for sub in range(kf):
+            band = vec(h, vs0, cfg.tile_s1, x_addr[ev] + sub * cs1 * 2, valid=(vs0, cs1))
+            pto.TSTORE(_fifo_view(p_fifo, p_pipe, blk, vs0, cs1, cs1, tile_id % cfg.fifo,
+                                  sub * cs0 * cs1 + row_offset * cs1), band)
+        if rs == kf - 1:
+            pto.TPUSH(p_pipe, p_slot)
+        pto.SET_FLAG(Pipe.MTE3, Pipe.V, ev)
+        pp += 1
+
+    def compute_gu(tile_id: int) -> None:
+        nonlocal pp
+        ev = pp % 2
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, ev)
+        pto.TPOP(pv_pipe, pv_slot)
+        dst = running_o if tile_id == 0 else pv_vec[ev]
+        pto.TLOAD(dst, _fifo_view(pv_fifo, pv_pipe, blk, rows_sb, hd, hd, tile_id % cfg.fifo,
+                                  sb * rows_sb * hd))
+        pto.TFREE(pv_pipe, pv_slot)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 0)
+        if tile_id > 0:  # pto_macro_fa_gu / _last
+            pto.TROWEXPANDMUL(running_o, running_o, exp_max[tile_id % cfg.fifo])
+            pto.TADD(running_o, running_o, pv_vec[ev])
+            if tile_id == n_tiles - 1:
+                pto.TROWEXPANDDIV(running_o, running_o, l2_global_sum)
+        pto.SET_FLAG(Pipe.V, Pipe.MTE2, ev)
+        if tile_id == n_tiles - 1:
+            pto.SET_FLAG(Pipe.V, Pipe.MTE3, 0)
+            pto.WAIT_FLAG(Pipe.V, Pipe.MTE3, 0)
+            pto.TSTORE(_gm(o, rows_sb, hd, hd, (blk * cs0 + sb * rows_sb) * hd), running_o)
+        pp += 1
+
+    for tile in range(min(cfg.preload, n_tiles)):
+        for rs in range(kf):
+            compute_p(tile, rs)
+    for tile in range(n_tiles):
+        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
+        if nxt != -1:
+            for rs in range(kf):
+                compute_p(nxt, rs)
+        compute_gu(tile)
+    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 1)
+    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 0)
+    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 1)
+
+
+def flash_atten(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, o: np.ndarray,
+                qk_fifo: np.ndarray, p_fifo: np.ndarray, pv_fifo: np.ndarray) -> None:
+    """``runTFA`` (common/flash_atten, non-causal, UF_ENABLE): one block per CUBE_S0 rows of Q,
+    every block reading all of K and V (S1 x HEAD each, f16); O is f32. The GM FIFOs are the
+    kernel's qk_tile_fifo / p_tile_fifo / pv_tile_fifo (``fifo`` entries per block; the comm
+    slot is the block index: TSYNC_CVID is only called from 25 block rows on)."""
+    blk = pto.get_block_idx()
+    pipes = cfg.pipes(qk_fifo, p_fifo, pv_fifo, blk)
+    if pto.core_type() == "AIC":
+        _fa_cube(cfg, q, k, v, (qk_fifo, p_fifo, pv_fifo), pipes, blk)
+    else:
+        _fa_vector(cfg, o, (qk_fifo, p_fifo, pv_fifo), pipes, blk)
+
+
+def fa_reference(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """numpy, written from the README's recurrence (gen_data.py's golden): per TILE_S1 tile
+    the running max, exp(scale (x - max)) rounded to f16 for the PV product, the rescaled
+    running sum and O; O divided by the sum at the end (float64 otherwise)."""
+    s = q.astype(np.float64) @ k.astype(np.float64).T
+    scale = 1.0 / np.sqrt(cfg.head)
+    o = np.zeros((cfg.s0, cfg.head))
+    gmax = gsum = None
+    for t in range(cfg.s1 // cfg.tile_s1):
+        x = s[:, t * cfg.tile_s1:(t + 1) * cfg.tile_s1]
+        m = x.max(axis=1, keepdims=True)
+        if gmax is not None:
+            m = np.maximum(m, gmax)
+        e = np.exp((x - m) * scale)
+        pv = e.astype(np.float16).astype(np.float64) @ \
+            v[t * cfg.tile_s1:(t + 1) * cfg.tile_s1].astype(np.float64)
+        if gmax is None:
+            o, gsum = pv, e.sum(axis=1, keepdims=True)
+        else:
+            em = np.exp((gmax - m) * scale)
+            o, gsum = o * em + pv, gsum * em + e.sum(axis=1, keepdims=True)
+        gmax = m
+    return o / gsum
+
+
+def fa_buffers(cfg: FaConfig, timing: bool = False, seed: int = 7
+               ) -> tuple[np.ndarray, ...]:
+    """q, k, v (f16; gen_data.py's scales), o, and the three GM FIFOs."""
+    alloc = np.empty if timing else np.zeros
+    if timing:
+        q = np.empty((cfg.s0, cfg.head), np.float16)
+        k = np.empty((cfg.s1, cfg.head), np.float16)
+        v = np.empty((cfg.s1, cfg.head), np.float16)
+    else:
+        rng = np.random.default_rng(seed)
+        q = (rng.standard_normal((cfg.s0, cfg.head)) * 1.5).astype(np.float16)
+        k = (rng.standard_normal((cfg.s1, cfg.head)) * 1.5).astype(np.float16)
+        v = (rng.standard_normal((cfg.s1, cfg.head)) * 1.2).astype(np.float16)
+    o = alloc((cfg.s0, cfg.head), np.float32)
+    per = cfg.fifo * cfg.cube_s0
+    qk = alloc(cfg.blocks * per * cfg.tile_s1, np.float32)
+    p = alloc(cfg.blocks * per * cfg.tile_s1, np.float16)
+    pv = alloc(cfg.blocks * per * cfg.head, np.float32)
+    return q, k, v, o, qk, p, pv
+
+
+def run_fa(cores: int, s1: int, *, check: bool = True, timing: bool = False,
+           cfg: FaConfig | None = None) -> Result:
+    """One launch of the flash_atten port on ``cores`` blocks (S0 = 128 x cores)."""
+    cfg = cfg or FaConfig(s0=128 * cores, s1=s1)
+    bufs = fa_buffers(cfg, timing)
+    q, k, v, o = bufs[:4]
+    t0 = time.perf_counter()
+    rep = pto.launch(lambda *a: flash_atten(cfg, *a), *bufs, blocks=cfg.blocks,
+                     target="a2a3", mixed=True, cycles="timing" if timing else True)
+    wall = time.perf_counter() - t0
+    if check and not timing:
+        ref = fa_reference(cfg, q, k, v)
+        if not np.allclose(o, ref, rtol=2e-2, atol=2e-3):
+            err = float(np.abs(o - ref).max())
+            raise SystemExit(f"flash_atten {cfg}: result differs from numpy (max {err:.3g})")
+    t1 = time.perf_counter()
+    launch = rep.launch
+    launch_s = time.perf_counter() - t1
+    ratio = launch.busy_ratio()
+    busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE1", "MTE2", "FIX", "V", "MTE3")}
+    board = FA_BOARD.get(cores, {}).get(s1, float("nan"))
+    return Result("common/flash_atten", f"S0 {cfg.s0}, S1 {s1}, H {cfg.head}, {cores} cores",
+                  launch.us, board, busy, {}, wall, launch_s, rep)
+
+
+# ---- a2a3/conv2d_forward -----------------------------------------------------------------------
+
+#: the README's measurements (A3, 24 cores; fp16 in and out): (batch, cin / 16, hin, win,
+#: cout) -> (cube, TLOAD, TEXTRACT, TSTORE ratios, execution time in us). TEXTRACT's column
+#: counts TIMG2COL and TEXTRACT (both MTE1).
+CONV_BOARD: dict[tuple[int, int, int, int, int], tuple[float, float, float, float, float]] = {
+    (4, 8, 8, 48, 1536): (0.529, 0.439, 0.594, 0.056, 32.2),
+    (4, 16, 12, 64, 3072): (0.861, 0.751, 0.573, 0.040, 147.3),
+    (4, 24, 12, 96, 4608): (0.893, 0.788, 0.616, 0.028, 470.9),
+    (4, 32, 16, 96, 6144): (0.908, 0.804, 0.611, 0.021, 1097.9),
+    (4, 40, 15, 128, 7680): (0.913, 0.807, 0.624, 0.017, 2131.2),
+}
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """``Conv2dForward``'s template arguments: 3 x 3 kernel, stride 1, dilation 1, padding 1,
+    fp16; one block per (image, group of ``n_groups``) (the README's 4 x 6 over 24 cores)."""
+
+    batch: int
+    c1: int  # cin / 16
+    hin: int
+    win: int
+    cout: int
+    n_groups: int = 6
+    base_m: int = 128
+    base_k: int = 48
+    base_n: int = 256
+    step_ka: int = 3
+    step_kb: int = 3
+
+    c0 = 16
+    hk = wk = 3
+    pad = 1
+
+    @property
+    def hout(self) -> int:
+        return self.hin + 2 * self.pad - self.hk + 1
+
+    @property
+    def wout(self) -> int:
+        return self.win + 2 * self.pad - self.wk + 1
+
+    @property
+    def blocks(self) -> int:
+        return self.batch * self.n_groups
+
+    @property
+    def k(self) -> int:
+        return self.c1 * self.c0 * self.hk * self.wk
+
+    @property
+    def single_n(self) -> int:
+        return self.cout // self.n_groups
+
+    @property
+    def channel_size(self) -> int:
+        return -(-self.step_ka * self.base_k // (self.hk * self.wk))
+
+
+def conv2d_forward(cfg: ConvConfig, out: np.ndarray, x: np.ndarray, w: np.ndarray) -> None:
+    """``RunConv2dForward``: x [batch, c1, hin, win, 16] (NC1HWC0), w FRACTAL_Z [c1 * 9,
+    cout / 16, 16, 16], out [batch, cout / 16, hout, wout, 16] (f16 from the f32 Acc). Each block
+    owns one image's [hout * wout, single_n] part of the implicit GEMM: TIMG2COL of the L1 feature
+    map window into L0A, TEXTRACT of the FRACTAL_Z weights into L0B."""
+    h = np.float16
+    c0, hk, wk, hin, win = cfg.c0, cfg.hk, cfg.wk, cfg.hin, cfg.win
+    hout, wout, n = cfg.hout, cfg.wout, cfg.cout
+    bm, bk, bn, ska, skb = cfg.base_m, cfg.base_k, cfg.base_n, cfg.step_ka, cfg.step_kb
+    ch = cfg.channel_size
+    blk = pto.get_block_idx()
+    m_core, n_core = blk // cfg.n_groups, blk % cfg.n_groups
+    off_a = m_core * cfg.c1 * hin * win * c0
+    off_b = n_core * c0 * cfg.single_n
+    off_c = m_core * n * hout * wout + n_core * cfg.single_n * hout * wout
+    single_m = hout * wout
+    # (the C++ declares the feature-map ConvTile's buffer as ceil(baseM / wout) + 2 rows;
+    # a window can need one row more when baseM is not a multiple of wout: the tile here
+    # is declared with what its shape needs, at the same L1 addresses)
+    rows_a = -(-bm // wout) + (hk - 1)
+    w_bytes = skb * bk * bn * 2
+    w_mat = [ConvTile(TileType.Mat, h, w_bytes, "FRACTAL_Z", (skb * bk // c0, bn // 16, 16, c0))
+             for _ in range(2)]
+    pto.TASSIGN(w_mat[0], 0x20000)
+    pto.TASSIGN(w_mat[1], 0x20000 + w_bytes)
+    b_l0 = [pto.TileRight(h, bk, bn) for _ in range(2)]
+    pto.TASSIGN(b_l0[0], 0x0)
+    pto.TASSIGN(b_l0[1], L0_PINGPONG_BYTES)
+    # InitSyncFlags
+    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+    m_loop, n_loop, k_loop = -(-single_m // bm), -(-cfg.single_n // bn), -(-cfg.k // bk)
+    tail_m = single_m % bm
+    mte2 = mte1 = 0
+    xs = (cfg.c1 * hin * win * c0, hin * win * c0, win * c0, c0, 1)
+    ws = (cfg.c1 * hk * wk * n * c0, n * c0, 16 * c0, c0, 1)
+    ys = (n * hout * wout, hout * wout * 16, wout * 16, 16, 1)
+    for mi in range(m_loop):
+        m_start = mi * bm
+        m_count = min(bm, single_m - m_start)
+        hout_start, wout_start = m_start // wout, m_start % wout
+        hout_end = (m_start + m_count - 1) // wout
+        hin_start = max(0, hout_start - cfg.pad)
+        hin_end = min(hout_end - cfg.pad + hk - 1, hin - 1)
+        hin_count = hin_end - hin_start + 1
+        cur_m = tail_m if (mi == m_loop - 1 and tail_m) else bm
+        a_l0 = [pto.TileLeft(h, bm, bk, valid=(cur_m, bk)) for _ in range(2)]
+        pto.TASSIGN(a_l0[0], 0x0)
+        pto.TASSIGN(a_l0[1], L0_PINGPONG_BYTES)
+        shape = (1, ch // c0, hin_count, win, c0)
+        a_bytes = 2 * ch * win * max(rows_a, hin_count)
+        f_mat = [ConvTile(TileType.Mat, h, a_bytes, "NC1HWC0", shape) for _ in range(2)]
+        for t in f_mat:
+            t.img2col = Img2colConfig(
+                hin_count, win, padList=(1, 1, max(0, cfg.pad - hout_start),
+                                         max(0, hout_end + hk - hin - cfg.pad)),
+                filterH=3, filterW=3, channelSize=ch)
+        acc = pto.TileAcc(np.float32, bm, bn, valid=(cur_m, bn))
+        pto.TASSIGN(acc, 0x0)
+        pto.SETFMATRIX(f_mat[0])
+        pto.TASSIGN(f_mat[0], 0x0)
+        pto.TASSIGN(f_mat[1], ch * win * (hin_count + hk - 1) * 2)
+        for ni in range(n_loop):
+            for ki in range(k_loop):
+                kmod = ki % ska
+                if kmod == 0:  # ProcessKIteration's loads
+                    fmap = GlobalTensor(x, shape, xs, Layout.NC1HWC0, offset=(
+                        off_a + (ki * bk) // (hk * wk * c0) * xs[1] + hin_start * xs[2]))
+                    wgt = GlobalTensor(w, (1, skb * bk // c0, bn // 16, 16, c0), ws,
+                                       Layout.FRACTAL_Z, offset=(
+                                           off_b + (ki * bk // c0) * ws[1]
+                                           + (ni * bn // 16) * ws[2]))
+                    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+                    pto.TLOAD(f_mat[mte2], fmap)
+                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                    pto.TLOAD(w_mat[mte2], wgt)
+                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                    mte2 = 1 - mte2
+                cur = 1 - mte2
+                # MacroMatmul
+                pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
+                if kmod == 0:
+                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                pto.TIMG2COL(a_l0[mte1], f_mat[cur], wout_start, kmod * bk)
+                if kmod == 0:
+                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                pto.TEXTRACT(b_l0[mte1], w_mat[cur], (ki % skb) * bk, 0)
+                if (ki + 1) % ska == 0:
+                    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
+                pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
+                pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
+                if ki == 0:
+                    pto.TMATMUL(acc, a_l0[mte1], b_l0[mte1])
+                else:
+                    pto.TMATMUL_ACC(acc, acc, a_l0[mte1], b_l0[mte1])
+                pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
+                mte1 = 1 - mte1
+            # StoreResult
+            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+            dst = GlobalTensor(out, (1, bn // 16, -(-bm // wout), wout, 16), ys, Layout.NC1HWC0,
+                               offset=off_c + mi * bm * ys[3] + ni * bn // 16 * ys[1])
+            pto.TSTORE(dst, acc)
+            pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
+            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+
+
+def conv_buffers(cfg: ConvConfig, timing: bool = False, seed: int = 3
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """out (with one window of slack at the end: the last store's GM view reaches past the
+    image, the fix-pipe writes only the Acc tile's valid rows), x, w."""
+    y_n = cfg.batch * cfg.cout * cfg.hout * cfg.wout + 16 * cfg.base_n * cfg.wout * 2
+    if timing:
+        x = np.empty((cfg.batch, cfg.c1, cfg.hin, cfg.win, cfg.c0), np.float16)
+        w = np.empty((cfg.c1 * 9, cfg.cout // 16, 16, cfg.c0), np.float16)
+        return np.empty(y_n, np.float16), x, w
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (cfg.batch, cfg.c1, cfg.hin, cfg.win, cfg.c0)).astype(np.float16)
+    w = rng.uniform(-1, 1, (cfg.c1 * 9, cfg.cout // 16, 16, cfg.c0)).astype(np.float16)
+    return np.zeros(y_n, np.float16), x, w
+
+
+def conv_reference(cfg: ConvConfig, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """numpy: NCHW convolution (3 x 3, pad 1) in float64 from the NC1HWC0 input and the
+    FRACTAL_Z weights ([c1, kh, kw] rows, [cout / 16, 16] columns, c0 inner), back to
+    [batch, cout / 16, hout, wout, 16]."""
+    b, c1, hin, win, c0 = x.shape
+    xn = x.astype(np.float64).transpose(0, 1, 4, 2, 3).reshape(b, c1 * c0, hin, win)
+    wk = w.astype(np.float64).reshape(c1, 3, 3, cfg.cout // 16, 16, c0)
+    wk = wk.transpose(3, 4, 0, 5, 1, 2).reshape(cfg.cout, c1 * c0, 3, 3)
+    xp = np.pad(xn, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((b, cfg.cout, cfg.hout, cfg.wout))
+    for i in range(3):
+        for j in range(3):
+            y += np.einsum("bchw,oc->bohw", xp[:, :, i:i + cfg.hout, j:j + cfg.wout],
+                           wk[:, :, i, j])
+    return y.reshape(b, cfg.cout // 16, 16, cfg.hout, cfg.wout).transpose(0, 1, 3, 4, 2)
+
+
+def run_conv(key: tuple[int, int, int, int, int], *, check: bool = True,
+             timing: bool = False, cfg: ConvConfig | None = None) -> Result:
+    cfg = cfg or ConvConfig(*key)
+    y, x, w = conv_buffers(cfg, timing)
+    t0 = time.perf_counter()
+    # blocks one by one (each its own timeline): a ConvTile's GM transfers take one block's
+    # offsets, not a lockstep launch's per-block ones
+    rep = pto.launch(lambda *a: conv2d_forward(cfg, *a), y, x, w, blocks=cfg.blocks,
+                     target="a2a3", lockstep=False, cycles="timing" if timing else True)
+    wall = time.perf_counter() - t0
+    if check and not timing:
+        ref = conv_reference(cfg, x, w)
+        got = y[:ref.size].reshape(ref.shape).astype(np.float64)
+        if not np.allclose(got, ref, rtol=1e-2, atol=5e-2):
+            err = float(np.abs(got - ref).max())
+            raise SystemExit(f"conv2d_forward {cfg}: result differs from numpy (max {err:.3g})")
+    t1 = time.perf_counter()
+    launch = rep.launch
+    launch_s = time.perf_counter() - t1
+    ratio = launch.busy_ratio()
+    busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE2", "MTE1", "FIX")}
+    board = CONV_BOARD.get(key, (float("nan"),) * 5)
+    b, c1, hh, ww, co = key
+    return Result("a2a3/conv2d_forward", f"X [{b},{c1},{hh},{ww},16], cout {co}, 24 cores",
+                  launch.us, board[4], busy,
+                  {"M": board[0], "MTE2": board[1], "MTE1": board[2], "FIX": board[3]},
+                  wall, launch_s, rep)
+
+
 @dataclass
 class Result:
     kernel: str
@@ -187,7 +942,7 @@ def table(results: list[Result]) -> str:
     for r in results:
         pipes = ", ".join(
             f"{p} {r.busy[p]:.2f}/{r.board_busy[p]:.2f} ({r.busy[p] / r.board_busy[p]:.2f})"
-            for p in r.busy)
+            if p in r.board_busy else f"{p} {r.busy[p]:.2f}/-" for p in r.busy)
         lines.append(f"| {r.kernel} | {r.shape} | {r.predicted_us:.1f} | {r.board_us:.1f} | "
                      f"{r.precision:.3f} | {pipes} | {r.wall_s:.1f} s / {r.launch_s:.2f} s |")
     return "\n".join(lines)
@@ -195,22 +950,46 @@ def table(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", default="1536,3072")
+    ap.add_argument("--kernels", default="gemm,fa,conv",
+                    help="gemm (a2a3/gemm_performance), fa (common/flash_atten), conv "
+                    "(a2a3/conv2d_forward)")
+    ap.add_argument("--sizes", default="1536,3072", help="gemm: m = k = n")
+    ap.add_argument("--fa-cores", default="1,2,4,8", help="fa: blocks (S0 = 128 x cores)")
+    ap.add_argument("--fa-s1", default="1024,2048,4096,8192", help="fa: S1")
+    ap.add_argument("--conv", default="all", help="conv: 'all' (the README's five shapes) or "
+                    "batch,c1,hin,win,cout[;...]")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--timing", action="store_true",
                     help='cycles="timing": no tile values (fast; nothing checked)')
     ap.add_argument("--explain", action="store_true", help="print each launch's summary")
     ns = ap.parse_args(argv)
+    kernels = ns.kernels.split(",")
+    runs: list[Any] = []
+    if "gemm" in kernels:
+        runs += [lambda s=s: run_gemm(s, check=not ns.no_check, timing=ns.timing)
+                 for s in map(int, ns.sizes.split(","))]
+    if "fa" in kernels:
+        runs += [lambda c=c, s1=s1: run_fa(c, s1, check=not ns.no_check, timing=ns.timing)
+                 for c in map(int, ns.fa_cores.split(",")) for s1 in map(int, ns.fa_s1.split(","))]
+    if "conv" in kernels:
+        keys = list(CONV_BOARD) if ns.conv == "all" else [
+            tuple(int(v) for v in c.split(",")) for c in ns.conv.split(";")]
+        runs += [lambda key=key: run_conv(key, check=not ns.no_check, timing=ns.timing)
+                 for key in keys]
     results = []
-    for s in (int(x) for x in ns.sizes.split(",")):
-        r = run_gemm(s, check=not ns.no_check, timing=ns.timing)
+    for run in runs:
+        r = run()
         results.append(r)
         if ns.explain:
             print(r.report.summary(), file=sys.stderr)
-        print(f"{r.shape}: {r.predicted_us:.1f} us (board {r.board_us}), "
+            print(r.report.launch.summary(), file=sys.stderr)
+        print(f"{r.kernel} {r.shape}: {r.predicted_us:.1f} us (board {r.board_us}), "
               f"{r.wall_s:.1f} s", file=sys.stderr)
-        print(table([r]), file=sys.stderr)
     print(table(results))
+    for name in dict.fromkeys(r.kernel for r in results):
+        ps = [r.precision for r in results if r.kernel == name]
+        print(f"{name}: median precision {statistics.median(ps):.3f}, min {min(ps):.3f} "
+              f"over {len(ps)}")
     return 0
 
 

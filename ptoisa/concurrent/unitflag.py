@@ -28,6 +28,7 @@ __all__ = ["UnitFlags"]
 
 _MATMUL_PHASES = (AccPhase.Partial, AccPhase.Final)
 _STORE_PHASES = (STPhase.Partial, STPhase.Final)
+_ACC_OUT = ("cMatrix", "cOutMatrix")
 
 
 def _use(rec: Any) -> tuple[str, Any] | None:
@@ -38,7 +39,8 @@ def _use(rec: Any) -> tuple[str, Any] | None:
         return None
     ins = rec.ins
     if isinstance(ph, AccPhase):
-        if ph not in _MATMUL_PHASES or not ins.operands or ins.operands[0].name != "cMatrix":
+        # (TMATMUL's Acc operand is cMatrix, TMATMUL_ACC's cOutMatrix)
+        if ph not in _MATMUL_PHASES or not ins.operands or ins.operands[0].name not in _ACC_OUT:
             return None
         acc = rec.values[0]
         kind = "mad_final" if ph is AccPhase.Final else "mad"

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..enums import Pipe
+from ..enums import Pipe, TileType
 from ..errors import PtoError
 from ..targets import DEFAULT_TARGET, TargetLike
 from ..tensor import GlobalTensor
@@ -109,6 +109,13 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         f["dtype"] = f.get("dtype") if tiles and not _is_conv(tiles) else g.dtype.name
         f["n_dma"] = s[0] * s[1] * s[2]
         f["bytes"] = g.spec.numel * g.dtype.itemsize
+        acc = dict(tiles).get("src")
+        if acc is not None and acc.loc is TileType.Acc:
+            # out of L0C through the fix-pipe: one copy_matrix_cc_to_gm whatever the GM
+            # layout (upstream's a2a3 TStoreAcc: NZ2ND, NZ2NZ and NZ2NC1HWC0 alike), writing
+            # the Acc tile's valid region
+            f["n_dma"] = 1
+            f["bytes"] = acc.valid_row * acc.valid_col * g.dtype.itemsize
     elif tiles:
         f["bytes"] = sum(_tile_bytes(t) for _, t in tiles[:1])
     named = dict(tiles)
@@ -297,6 +304,13 @@ L1_TO_GM = 32.0 * _GIB_PER_CYCLE      # 18.6 B/cycle
 _ARCH = "upstream's arch_config.hpp"
 
 
+#: the binary row-expand ops' prior (no measurement of them)
+_ROWEXPAND_BIN = ("upstream's TRowExpandBinOp: a vbrcb of the column and a V barrier (~20 + "
+                  "~20: the V barrier of upstream's vgather calibration, vbrcb at the vector "
+                  "pipe's default head), then the binary op over the rows' repeats at the "
+                  "binary class's fit (33 + 1.84/repeat, +16.4 masked)")
+
+
 def _mte1(dst: str, rate: float, name: str, src: str = "Mat") -> Variant:
     return _v("bytes", 10, 0, 1 / rate, src_loc=src, dst_loc=dst,
               note=f"{_ARCH} {name} {rate:.1f} B/cycle, a guessed 10-cycle head")
@@ -375,9 +389,21 @@ A2A3_PRIORS: dict[str, list[Variant]] = {
                 _v("colred", 17, 0.3, group="colsum")],
     **{op: [_v("colred", 17, 0.6, group="colred")] for op in (
         "TCOLMAX", "TCOLMIN", "TCOLPROD", "TCOLARGMAX", "TCOLARGMIN")},
-    **{op: [_v("row", 18, 14, group="rowexpand")] for op in (
-        "TROWEXPAND", "TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDDIV",
-        "TROWEXPANDMAX", "TROWEXPANDMIN", "TROWEXPANDEXPDIF")},
+    # TROWEXPAND (the broadcast) is a loop over rows, each a V -> S -> V round trip (read the
+    # row's value, vector_dup it): per row, measured. The binary forms are not (upstream's
+    # a2a3 TRowExpandBinOp.hpp): one vbrcb of the column into a temporary, a V barrier, then
+    # the binary vector op over the rows' repeats (rows x ceil(row bytes / 256), one
+    # instruction per 256-byte column band, or per row in count mode: the same repeats)
+    "TROWEXPAND": [_v("row", 18, 14, group="rowexpand")],
+    "TROWEXPANDEXPDIF": [_v("vec", 73 + 20 + 31, 1.84 + 2, 16.4, note=(
+        "upstream's a2a3 TROWEXPANDEXPDIF: TROWEXPANDSUB (" + _ROWEXPAND_BIN + "), a V "
+        "barrier (~20), TEXP (31 + 2/repeat)"))],
+    **{op: [_v("vec", 33 + 40, 1.84, 16.4, group="rowexpand_bin", note=_ROWEXPAND_BIN)]
+       for op in ("TROWEXPANDADD", "TROWEXPANDSUB", "TROWEXPANDMUL", "TROWEXPANDMAX",
+                  "TROWEXPANDMIN")},
+    "TROWEXPANDDIV": [_v("vec", 32 + 40, 4, 16, note=_ROWEXPAND_BIN.replace(
+        "the binary class's fit (33 + 1.84/repeat, +16.4 masked)",
+        "TDIV's (32 + 4/repeat, +16 masked)"))],
     # TMOV: UB -> UB copy in bursts; L1 -> L0 (MTE1) and L0C -> UB/L1 (FIX) by bandwidth
     "TMOV": [_v("copy", 0, 5, 1, src_loc="Vec", dst_loc="Vec"), *_ONCHIP,
              _v("bytes", 10, 0, 1 / 256, src_loc="Mat", note="a guess: 256 B/cycle"),

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ptoisa as pto
-from ptoisa import BLayout, GlobalTensor, Layout, SLayout, Tile, TileType
+from ptoisa import BLayout, GlobalTensor, Layout, SLayout, Tile, TileType, memory
 from ptoisa.conv import ConvTile
 from ptoisa.isa.layout.img2col import Img2colConfig
 
@@ -37,9 +37,10 @@ def _im2col_ref(x, kh, kw, pads, stride, dil, pad_value):
     return np.array(rows)
 
 
-def _left(rows, cols, vr, vc):
-    return Tile(TileType.Left, "f32", rows, cols, blayout=BLayout.ColMajor, valid=(vr, vc),
-                slayout=SLayout.RowMajor)
+def _left(rows, cols, vr, vc, dtype="f32"):
+    """The target's Left tile (TileLeft: ZZ on a2a3, NZ on a5 and cpu), which upstream's
+    TImg2col asserts per target."""
+    return pto.TileLeft(dtype, rows, cols, valid=(vr, vc))
 
 
 @pytest.mark.parametrize("pads,stride,dil,k", [((0, 0, 0, 0), (1, 1), (1, 1), (1, 1)),
@@ -82,8 +83,7 @@ def test_timg2col_rejects_plain_src_and_mixed_types(machine):
     with pytest.raises(pto.RuntimeCheckError, match=r"src must be an NC1HWC0 or NDC1HWC0"):
         pto.TIMG2COL(dst, Tile(TileType.Mat, "f32", 16, 16))
     with pytest.raises(pto.IllegalInstruction, match=r"dst element type f16 != src"):
-        pto.TIMG2COL(Tile(TileType.Left, "f16", 16, 16, blayout=BLayout.ColMajor,
-                          slayout=SLayout.RowMajor), _fmap(1, 1, 2, 2, 8))
+        pto.TIMG2COL(_left(16, 16, 16, 16, "f16"), _fmap(1, 1, 2, 2, 8))
 
 
 @pytest.mark.parametrize("layout,shape,gshape", [
@@ -115,3 +115,15 @@ def test_conv_layouts_need_a_conv_tile(machine):
     with pytest.raises(pto.RuntimeCheckError, match=r"holds 1024 elements"):
         pto.TLOAD(t, GlobalTensor(np.zeros(4096, np.float32), (1, 1, 4, 16, 16),
                                   layout=Layout.FRACTAL_Z))
+
+
+def test_timg2col_dst_is_the_targets_left_layout():
+    # upstream's TImg2col: BLayout RowMajor (ZZ) on a2a3, ColMajor (NZ) on a5
+    for target, wrong in (("a2a3", BLayout.ColMajor), ("a5", BLayout.RowMajor)):
+        m = pto.target(target)
+        try:
+            dst = Tile(TileType.Left, "f32", 16, 16, blayout=wrong, slayout=SLayout.RowMajor)
+            with pytest.raises(pto.IllegalInstruction, match=r"dst must be a (ZZ|NZ) Left"):
+                pto.TIMG2COL(dst, _fmap(1, 1, 4, 4, 8))
+        finally:
+            memory.pop(m)

@@ -80,3 +80,38 @@ def test_cycle_model_waits_on_the_unit_flag():
     for mad, st in zip(mads, stores, strict=True):
         assert st.start >= mad.end  # the store waits for the matmul's set
     assert mads[1].start >= stores[0].end  # the next matmul for the store's release
+
+
+def test_accumulating_matmul_sets_the_unit_flag_too():
+    # flash_atten's PV: TMATMUL Partial (first K panel), TMATMUL_ACC Final (last), then the
+    # Final store: the accumulate's set orders the store (TMATMUL_ACC names its Acc operand
+    # cOutMatrix, not cMatrix)
+    a, b, out = _inputs()
+
+    def kernel(a, b, out):
+        n = out.size
+        am, bm = Tile("Mat", "f16", N, N, "ColMajor", None, "RowMajor"), \
+            Tile("Mat", "f16", N, N, "ColMajor", None, "RowMajor")
+        left, right = pto.TileLeft("f16", N, N), pto.TileRight("f16", N, N)
+        acc = pto.TileAcc("f32", N, N)
+        pto.TLOAD(am, GlobalTensor(a))
+        pto.TLOAD(bm, GlobalTensor(b))
+        pto.SET_FLAG(P.MTE2, P.MTE1, 0)
+        pto.WAIT_FLAG(P.MTE2, P.MTE1, 0)
+        pto.TMOV(left, am)
+        pto.TMOV(right, bm)
+        pto.SET_FLAG(P.MTE1, P.M, 0)
+        pto.WAIT_FLAG(P.MTE1, P.M, 0)
+        pto.TMATMUL(acc, left, right, Phase="Partial")
+        pto.TMATMUL_ACC(acc, acc, left, right, Phase="Final")
+        pto.TSTORE(GlobalTensor(out, (1, 1, 1, N, N), (n, n, n, N, 1)), acc, Phase="Final")
+
+    san = Sanitizer(sync="manual")
+    pto.launch(kernel, a, b, out, sanitize=san, target="a2a3")
+    assert [f for f in san.report.findings if f.kind == "race"] == []
+    want = 2 * (a.astype(np.float64) @ b.astype(np.float64))
+    np.testing.assert_allclose(out[0], want, rtol=1e-3, atol=1e-3)
+    rep = pto.launch(kernel, a, b, out, cycles=True, target="a2a3")
+    acc_mad = next(s for s in rep.steps if s.op == "TMATMUL_ACC")
+    store = next(s for s in rep.steps if s.op == "TSTORE")
+    assert store.start >= acc_mad.end

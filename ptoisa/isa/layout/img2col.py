@@ -181,10 +181,15 @@ def _timg2col_static(sig: Sig) -> None:
     d, s = sig["dst"], sig["src"]
     if isinstance(d, TileSpec) and isinstance(s, TileSpec) and d.dtype is not s.dtype:
         raise sig.fail(f"dst element type {d.dtype} != src element type {s.dtype}")
-    if isinstance(d, TileSpec) and sig.target.traits.npu_static_checks and \
-            d.layout_name != "NZ":
-        raise sig.fail(f"dst must be an NZ Left tile (BLayout ColMajor, SLayout RowMajor), got "
-                       f"{d.layout_name}")
+    # the target's Left layout (TileLeft): upstream's a2a3 TImg2col asserts BLayout RowMajor
+    # (ZZ), its a5 one BLayout ColMajor (NZ); SLayout RowMajor on both
+    traits = sig.target.traits
+    if isinstance(d, TileSpec) and traits.npu_static_checks:
+        want, words = ("ZZ", "RowMajor") if traits.left_blayout == "row_major" else \
+            ("NZ", "ColMajor")
+        if d.layout_name != want:
+            raise sig.fail(f"dst must be a {want} Left tile on {sig.target} (BLayout {words}, "
+                           f"SLayout RowMajor), got {d.layout_name}")
 
 
 @instr("TIMG2COL", family="layout", pipe=Pipe.MTE1, batched=False,

@@ -79,8 +79,10 @@ def _npu_mat_src_fractal(sig: Sig) -> None:
     if not sig.target.traits.npu_static_checks or not isinstance(s, TileSpec) \
             or not isinstance(d, TileSpec):
         return
+    # (a FRACTAL_Z ConvTile - conv weights - is 16 x 16 boxes too: [C1HW, N1, N0, C0], read
+    # as its (K, N) matrix; its spec is a flat buffer)
     if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
-            s.layout_name not in ("NZ", "ZN"):
+            s.layout_name not in ("NZ", "ZN") and getattr(s, "conv_layout", None) != "FRACTAL_Z":
         raise sig.fail(f"a Mat source of a {d.loc.name} tile must be NZ or ZN on "
                        f"{sig.target}, got {s.layout_name}")
 
