@@ -238,9 +238,19 @@ def _shared_arrays(rec: _Recorder) -> None:
                 v._array = v.flat if same else one(v._array)
 
 
+class _Repeated:
+    """What a loop mark of an eager record stands for (its ``name``, in the plan stats)."""
+
+    name = "a repeated run of instructions"
+    loc = None
+
+
+_REPEATED = _Repeated()
+
+
 def _periods(rec: _Recorder) -> None:
     """Mark runs of steps that repeat (the same instructions on the same tiles, at least
-    twice) as loops in ``rec.loops`` (``[None, starts, end]``), for plan_loops.batch to prove
+    twice) as loops in ``rec.loops`` (``[_REPEATED, starts, end]``), for plan_loops.batch to prove
     or refuse."""
     steps = rec.steps
     ids: dict[Any, int] = {}
@@ -261,7 +271,7 @@ def _periods(rec: _Recorder) -> None:
             k = j + p
             while k + p <= n and sig[k:k + p] == sig[i:j]:
                 k += p
-            rec.loops.append([None, list(range(i, k, p)), k])
+            rec.loops.append([_REPEATED, list(range(i, k, p)), k])
             i = k
         else:
             i += 1
