@@ -24,12 +24,16 @@ What ptoisa cannot see is the user's promise when they pass ``plans=True``: the 
 Python does not depend on anything outside the signature and what ptoisa returns to it - not
 on the *contents* of its argument arrays read directly (``if x[0] > 0``), not on globals or a
 closure's mutable state, randomness or time - and does nothing to memory but through the
-intrinsics (no ``z[:] = 0`` on an argument). Hence off by default. As a net under the promise,
+intrinsics (no ``z[:] = 0`` on an argument). Hence off by default. Two nets under the promise:
 a signature is recorded twice (its first two launches, both interpreted) and planned only when
 both records are the same instruction sequence on the same operands (tiles matched by order
 of first use, GM views by argument, offset and shape, scalars by value, valid regions): a
 kernel that draws random numbers, reads the clock or counts its launches usually differs
-between the two and is refused (``"the instructions differ between two launches ..."``).
+between the two and is refused (``"the instructions differ between two launches ..."``); and
+the plan's first launch (the third) runs interpreted, then replays from the same argument
+bytes and compares: a replay that leaves other bytes (a kernel writing an argument from
+Python, or branching on contents that changed) refuses the plan, the interpreter's bytes
+stand. Replays start from the fourth launch.
 
 A 1-block launch's record is searched for runs of steps that repeat (a Python loop, which the
 record does not mark): each is handed to :func:`ptoisa.plan_loops.batch`, which proves from
@@ -79,7 +83,7 @@ def enabled(setting: bool | None) -> bool:
 class _KernelPlans:
     """The plans of one kernel function, by signature."""
 
-    __slots__ = ("by_key", "refused", "first", "stats")
+    __slots__ = ("by_key", "refused", "first", "unchecked", "stats")
 
     def __init__(self) -> None:
         self.by_key: dict[Any, Plan | None] = {}
@@ -87,6 +91,8 @@ class _KernelPlans:
         self.refused: dict[Any, str] = {}
         #: the first record's canonical trace of a signature, waiting for the second
         self.first: dict[Any, Any] = {}
+        #: signatures whose plan has not been checked against the interpreter yet (_check)
+        self.unchecked: set[Any] = set()
         self.stats = PlanStats()
 
 
@@ -314,19 +320,54 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
     plan = kp.by_key.get(key)
     if plan is not None and plan.machine is m:
         kp.by_key[key] = kp.by_key.pop(key)  # (most recently used last)
+        if key in kp.unchecked:
+            _check(kp, key, plan, kernel, args, roots, m)
+            return None
         st.hits += 1
-        # (the recorded launch counted these tiles against the buffers, in this order: the
-        # replay places no tile, so it skips the accounting, as a .pto memory plan does)
-        saved, m.planned = m.planned, True
-        try:
-            plan.run(roots)
-        finally:
-            m.planned = saved
+        _replay(plan, roots, m)
         return None
     if key in kp.by_key and plan is None:
         return _interpret(st, kp.refused.get(key, "not planned"), kernel, args)
     _record(kp, key, kernel, args, roots, m)
     return None
+
+
+def _replay(plan: Plan, roots: list[np.ndarray], m: Machine) -> None:
+    # (the recorded launch counted these tiles against the buffers, in this order: the
+    # replay places no tile, so it skips the accounting, as a .pto memory plan does)
+    saved, m.planned = m.planned, True
+    try:
+        plan.run(roots)
+    finally:
+        m.planned = saved
+
+
+def _check(kp: _KernelPlans, key: Any, plan: Plan, kernel: Callable[..., Any],
+           args: tuple[Any, ...], roots: list[np.ndarray], m: Machine) -> None:
+    """A new plan's first launch: run it interpreted, then replay it from the same argument
+    bytes; the plan stands when the replay leaves every argument's bytes as the interpreter
+    did (this catches a kernel whose Python writes an argument itself, or reads one whose
+    contents changed since the records). The interpreter's bytes are the launch's result."""
+    st = kp.stats
+    st.interpreted += 1
+    kp.unchecked.discard(key)
+    writable = [r for r in roots if r.flags.writeable]
+    before = [r.copy() for r in writable]
+    kernel(*args)
+    want = [r.copy() for r in writable]
+    for r, b in zip(writable, before, strict=True):
+        np.copyto(r, b)
+    m.reset_for_launch()  # (the replay starts as a launch does: nothing owed, no registers)
+    _replay(plan, roots, m)
+    same = all(np.array_equal(r.view(np.uint8), w.view(np.uint8))
+               for r, w in zip(writable, want, strict=True))
+    if not same:
+        for r, w in zip(writable, want, strict=True):
+            np.copyto(r, w)
+        _refuse(kp, key, "its replay left other bytes than the interpreter (the kernel's "
+                         "Python writes an argument, or reads one)")
+    else:
+        st.why = ""
 
 
 def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[Any, ...],
@@ -369,6 +410,7 @@ def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[
             _periods(rec)
         tiles = {id(t) for r, vals, _o, _p in rec.steps for t in _tiles(vals)}
         kp.by_key[key] = _plans.build(m, rec, roots, tiles, set(), st)
+        kp.unchecked.add(key)
         kp.refused.pop(key, None)
         st.built += 1
         st.why = ""
@@ -376,6 +418,7 @@ def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[
         _refuse(kp, key, str(e))
     while len(kp.by_key) > KEEP:
         kp.refused.pop(old := next(iter(kp.by_key)), None)
+        kp.unchecked.discard(old)
         del kp.by_key[old]
 
 

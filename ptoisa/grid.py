@@ -75,6 +75,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     ``plans=True``: an execution plan (:mod:`ptoisa.eager_plans`): the first two launches with
     a signature (kernel, block count, target, settings, the arrays' dtypes, shapes and strides,
     the scalar arguments' values) run interpreted and are recorded; when both records agree,
+    the third runs interpreted and replayed from the same bytes, and when those agree too,
     later launches with that signature replay the instructions without calling the kernel.
     Off by default, because it trusts what ptoisa cannot see: **the kernel's Python must not
     depend on anything but that signature and what ptoisa returns to it** (not on the

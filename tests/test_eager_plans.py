@@ -45,9 +45,11 @@ def _counts(kernel: Callable[..., Any]) -> tuple[int, int]:
 
 
 def _both_ways(kernel: Callable[..., Any], inputs: list[np.ndarray], outputs: list[np.ndarray],
-               *scalars: Any, launches: int = 4, **kw: Any) -> tuple[int, int]:
+               *scalars: Any, launches: int = 5, **kw: Any) -> tuple[int, int]:
     """Launch ``kernel`` interpreted, then ``launches`` times with plans on (outputs
-    poisoned before each), comparing every output's bits; (plans built, launches replayed)."""
+    poisoned before each), comparing every output's bits; (plans built, launches replayed).
+    With plans on, a signature's first two launches record, the third checks the plan
+    against the interpreter, the others replay."""
     args = [*inputs, *outputs, *scalars]
     for o in outputs:
         o[...] = 0
@@ -93,7 +95,7 @@ def test_gemm_kernels() -> None:
     a = _rng(4).standard_normal((K.GM_N, K.GM_N)).astype(np.float16)
     b = _rng(5).standard_normal((K.GM_N, K.GM_N)).astype(np.float16)
     c = np.zeros((K.GM_N, K.GM_N), np.float32)
-    assert _both_ways(K.gemm, [a, b], [c], blocks=K.GM_GRID * K.GM_GRID, launches=3) == (1, 1)
+    assert _both_ways(K.gemm, [a, b], [c], blocks=K.GM_GRID * K.GM_GRID, launches=4) == (1, 1)
     # the scale.py GEMM on one block (a K-loop whose accumulator carries: not batched)
     a2, b2 = a[:128, :256].copy(), b[:256, :64].copy()
     c2 = np.zeros((128, 64), np.float32)
@@ -115,7 +117,7 @@ def test_decode_chain_and_flash_attention() -> None:
                np.zeros(nb * K.FA_B * K.FA_D, np.float32)]
     # (the GM scratch is an output too: its bits are compared)
     assert _both_ways(K.flash_attention, [q, k, v], [out, *scratch], blocks=nb,
-                      launches=3) == (1, 1)
+                      launches=4) == (1, 1)
 
 
 def test_example_kernels() -> None:
@@ -129,11 +131,11 @@ def test_example_kernels() -> None:
     g = _example("gemm_int8")
     a, b, words, _scale, _offset = g.make_inputs()
     _both_ways(g.gemm_int8_kernel, [a, b, words], [np.zeros((g.M, g.N), np.int8)],
-               blocks=(g.M // g.T) * (g.N // g.T), launches=3)
+               blocks=(g.M // g.T) * (g.N // g.T), launches=4)
     tk = _example("topk")
     xt = tk.make_input(4)
     _both_ways(tk.topk_kernel, [xt], [np.zeros((4, tk.K), np.float32),
-                                      np.zeros((4, tk.K), np.uint32)], blocks=4, launches=3)
+                                      np.zeros((4, tk.K), np.uint32)], blocks=4, launches=4)
     va = _example("vec_add")
     xv, yv = va.make_inputs(4)
     assert _both_ways(va.vec_add_kernel, [xv, yv], [np.zeros_like(xv)], blocks=4,
@@ -146,7 +148,7 @@ def test_vec_add_rows_shapes(tiles: int, blocks: int) -> None:
     n = tiles * blocks * K.VR_C
     x, y = (_rng(tiles + k).standard_normal(n, dtype=np.float32) for k in (0, 1))
     z = np.zeros_like(x)
-    _both_ways(K.vec_add_rows, [x, y], [z], blocks=blocks, launches=3)
+    _both_ways(K.vec_add_rows, [x, y], [z], blocks=blocks, launches=4)
     assert np.array_equal(z, x + y)
 
 
@@ -183,16 +185,16 @@ def test_off_by_default() -> None:
 def test_guard_miss_replans() -> None:
     kernel = _add_rows(8)
     x, y, z = _xyz(8)
-    for _ in range(3):
+    for _ in range(4):
         pto.launch(kernel, x, y, z, 2.0, plans=True)
     s = eager_plans.stats(kernel)
     assert s is not None and (s.built, s.hits) == (1, 1)
-    for _ in range(3):  # another scalar value: another signature, recorded and planned
+    for _ in range(4):  # another scalar value: another signature, recorded and planned
         pto.launch(kernel, x, y, z, 3.0, plans=True)
         assert np.array_equal(z, (x + y) * np.float32(3.0))
     assert (s.built, s.hits) == (2, 2)
     x2, y2, z2 = (np.ascontiguousarray(np.vstack([a, a])) for a in (x, y, z))
-    for _ in range(3):  # another shape: the kernel's tiles are 8 rows, the views too
+    for _ in range(4):  # another shape: the kernel's tiles are 8 rows, the views too
         pto.launch(kernel, x2, y2, z2, 3.0, plans=True)
     assert (s.built, s.hits) == (3, 3)
     pto.launch(kernel, x, y, z, 2.0, plans=True)  # the first plan is kept
@@ -201,7 +203,7 @@ def test_guard_miss_replans() -> None:
 
 def test_new_arrays_rebound() -> None:
     kernel = _add_rows(8)
-    for i in range(4):
+    for i in range(5):
         x, y = (_rng(10 + 2 * i + k).standard_normal((8, 64), dtype=np.float32)
                 for k in (0, 1))
         z = np.zeros((8, 64), np.float32)
@@ -266,7 +268,7 @@ def test_global_the_kernel_reads() -> None:
         _add_rows(8)(x, y, z, state["scale"])
 
     state["scale"] = 2.0
-    for _ in range(3):
+    for _ in range(4):
         pto.launch(kernel2, x, y, z, plans=True)
     state["scale"] = 5.0
     pto.launch(kernel2, x, y, z, plans=True)  # replayed: the recorded scale
@@ -316,7 +318,7 @@ def test_block_dependent_control_flow_is_not_planned() -> None:
 def test_observed_launch_is_interpreted() -> None:
     kernel = _add_rows(8)
     x, y, z = _xyz(8)
-    for _ in range(3):
+    for _ in range(4):
         pto.launch(kernel, x, y, z, plans=True)
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits == 1
@@ -336,3 +338,23 @@ def test_overlapping_arguments_are_not_planned() -> None:
         pto.launch(kernel, x, y, x, plans=True)  # z is x
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits == 0 and s.why == "array arguments overlap"
+
+
+def test_python_writing_an_argument_is_caught_by_the_check() -> None:
+    """The kernel zeroes its output itself, then accumulates into it with an atomic store: a
+    replay would skip the zeroing. The new plan's check (interpreted, then replayed from the
+    same bytes) sees other bytes and refuses it."""
+    def kernel(x: np.ndarray, z: np.ndarray) -> None:
+        z[...] = 0  # (Python touching memory outside the intrinsics: not replayed)
+        shape, stride = (1, 1, 1, 8, 64), (x.size,) * 3 + (64, 1)
+        t = Tile(TileType.Vec, np.float32, 8, 64)
+        pto.TLOAD(t, GlobalTensor(x, shape, stride))
+        pto.TSTORE(GlobalTensor(z, shape, stride), t, atomicType=pto.AtomicType.AtomicAdd)
+
+    x = _xyz(8)[0]
+    z = np.zeros_like(x)
+    for _ in range(5):
+        pto.launch(kernel, x, z, plans=True)
+        assert np.array_equal(z, x)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "other bytes than the interpreter" in s.why
