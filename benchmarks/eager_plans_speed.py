@@ -8,10 +8,9 @@ with ``OPENBLAS_NUM_THREADS=1``) and wall time.
 
 Prints per kernel the median per launch of each way, its ratio to numpy (the median of the
 rounds' ratios), the time the two recording launches and the plan's check took together (see
-ptoisa/eager_plans.py),
-the plan's hits and the repeated runs of instructions it runs as one batch
-(ptoisa/plan_loops.py; ``--no-batches``: plans without batches). Every planned result is
-checked bit for bit against the interpreted one first.
+ptoisa/eager_plans.py), the case's replays and the repeated runs of instructions its plan
+runs as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches). Every
+planned result is checked bit for bit against the interpreted one first.
 """
 
 from __future__ import annotations
@@ -104,6 +103,8 @@ def main() -> None:
             continue
         k_fn(False)
         want = [o.copy() for o in outs]
+        st0 = eager_plans.stats(kernel)
+        hits0, batched0 = (st0.hits, st0.batched) if st0 is not None else (0, 0)
         t0 = time.process_time()
         k_fn(True)  # (a signature's first two launches record, the third checks the plan)
         k_fn(True)
@@ -129,7 +130,8 @@ def main() -> None:
         assert st is not None
         print(f"{name:48s} {med['off'][0] * 1e3:7.3f} ({ratio['off']:5.2f}x) "
               f"{med['off'][1] * 1e3:7.3f} {med['on'][0] * 1e3:7.3f} ({ratio['on']:5.2f}x) "
-              f"{med['on'][1] * 1e3:7.3f} {rec * 1e3:7.1f}ms  {st.hits}  {st.batched}"
+              f"{med['on'][1] * 1e3:7.3f} {rec * 1e3:7.1f}ms  {st.hits - hits0}  "
+              f"{st.batched - batched0}"
               + (f"  ({st.why})" if st.why else ""), flush=True)
         print(f"{'':48s} numpy {med['np'][0] * 1e3:.3f} ms cpu, {med['np'][1] * 1e3:.3f} ms wall")
 

@@ -125,7 +125,7 @@ def _arg_key(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         if type(v) is not np.ndarray:
             raise _NotPlannable(f"an argument of type {type(v).__name__}")
-        return ("array", v.dtype.str, v.shape, v.strides, v.flags.writeable)
+        return ("array", v.dtype, v.shape, v.strides, v.flags.writeable)
     return _value_key(v, "an argument")
 
 
