@@ -350,22 +350,27 @@ def _check(kp: _KernelPlans, key: Any, plan: Plan, kernel: Callable[..., Any],
     contents changed since the records). The interpreter's bytes are the launch's result."""
     st = kp.stats
     st.interpreted += 1
-    kp.unchecked.discard(key)
     writable = [r for r in roots if r.flags.writeable]
     before = [r.copy() for r in writable]
-    kernel(*args)
+    kernel(*args)  # (an error here is the launch's, and the plan stays unchecked)
+    kp.unchecked.discard(key)
     want = [r.copy() for r in writable]
     for r, b in zip(writable, before, strict=True):
         np.copyto(r, b)
     m.reset_for_launch()  # (the replay starts as a launch does: nothing owed, no registers)
-    _replay(plan, roots, m)
-    same = all(np.array_equal(r.view(np.uint8), w.view(np.uint8))
-               for r, w in zip(writable, want, strict=True))
+    why = "its replay left other bytes than the interpreter (the kernel's Python writes an " \
+          "argument, or reads one)"
+    try:
+        _replay(plan, roots, m)
+        same = all(np.array_equal(r.view(np.uint8), w.view(np.uint8))
+                   for r, w in zip(writable, want, strict=True))
+    except PtoError as e:  # (where the interpreter ran through: the plan is wrong)
+        same, why = False, f"its replay raised where the interpreter did not: {e}"
     if not same:
         for r, w in zip(writable, want, strict=True):
             np.copyto(r, w)
-        _refuse(kp, key, "its replay left other bytes than the interpreter (the kernel's "
-                         "Python writes an argument, or reads one)")
+        m.reset_for_launch()  # (what the replay left owed reads the bytes put back)
+        _refuse(kp, key, why)
     else:
         st.why = ""
 
