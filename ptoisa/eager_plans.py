@@ -164,7 +164,8 @@ class _EagerRecorder(_Recorder):
                 self.why = f"{ins.name} ran inside another instruction"
             elif ins.results or (not ins.returns_event and ins.sync is None
                                  and ins.access != "place"):
-                self.why = f"{ins.name} returns a value to the kernel's Python"
+                self.why = (f"{ins.name} returns its result to the kernel's Python (a plan "
+                            "cannot see what the kernel does with it)")
         self.depth += 1
         super().__call__(rec)
 

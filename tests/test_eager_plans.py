@@ -136,6 +136,11 @@ def test_example_kernels() -> None:
     xt = tk.make_input(4)
     _both_ways(tk.topk_kernel, [xt], [np.zeros((4, tk.K), np.float32),
                                       np.zeros((4, tk.K), np.uint32)], blocks=4, launches=4)
+    rr = _example("ragged_rowsum")  # (TPRINT's result is not an event: not planned)
+    a_r = rr.make_input()
+    out_r = np.zeros((rr.R, 1), np.int32)
+    assert _both_ways(rr.ragged_rowsum_kernel, [a_r], [out_r], launches=2) == (0, 0)
+    assert np.array_equal(out_r, rr.reference(a_r))
     va = _example("vec_add")
     xv, yv = va.make_inputs(4)
     assert _both_ways(va.vec_add_kernel, [xv, yv], [np.zeros_like(xv)], blocks=4,
@@ -275,6 +280,22 @@ def test_global_the_kernel_reads() -> None:
     assert np.array_equal(z, (x + y) * np.float32(2.0))
     pto.launch(kernel2, x, y, z)  # without plans the kernel's Python runs
     assert np.array_equal(z, (x + y) * np.float32(5.0))
+
+
+def test_registers_returned_to_python_are_not_planned() -> None:
+    from ptoisa.vector.regs import Mask, VReg
+
+    def kernel(x: np.ndarray, z: np.ndarray) -> None:
+        r = pto.v.vadd(VReg(x), VReg(x), Mask(np.ones(256, np.bool_), "b32"))
+        z[...] = r.data  # (the register's lanes are the kernel's Python values)
+
+    x = _rng(0).standard_normal(64, dtype=np.float32)
+    z = np.zeros_like(x)
+    for _ in range(4):
+        pto.launch(kernel, x, z, target="a5", plans=True)
+        assert np.array_equal(z, x + x)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "VADD returns" in s.why
 
 
 def test_gm_array_outside_the_arguments_is_not_planned() -> None:
