@@ -47,6 +47,7 @@ multi-rank launches run interpreted and are never recorded.
 from __future__ import annotations
 
 import enum
+import os
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -72,9 +73,12 @@ MAX_PERIOD = 256
 
 
 def enabled(setting: bool | None) -> bool:
-    """Eager plans for this launch: only when ``plans=True`` (see the module docstring)."""
+    """Eager plans for this launch: ``plans=`` when given, else the environment's
+    ``PTOISA_EAGER_PLANS`` (``1``, ``on``, ``true``, ``yes``: on for every launch, the same
+    promise for every kernel), else off (see the module docstring)."""
     if setting is None:
-        return False
+        return os.environ.get("PTOISA_EAGER_PLANS", "").strip().lower() in ("1", "on", "true",
+                                                                            "yes")
     if not isinstance(setting, bool):
         raise PtoError(f"plans must be True or False, got {setting!r}")
     return setting
