@@ -87,7 +87,7 @@ def enabled(setting: bool | None) -> bool:
 class _KernelPlans:
     """The plans of one kernel function, by signature."""
 
-    __slots__ = ("by_key", "refused", "first", "unchecked", "stats")
+    __slots__ = ("by_key", "refused", "first", "unchecked", "tiles", "stats")
 
     def __init__(self) -> None:
         self.by_key: dict[Any, Plan | None] = {}
@@ -97,6 +97,8 @@ class _KernelPlans:
         self.first: dict[Any, Any] = {}
         #: signatures whose plan has not been checked against the interpreter yet (_check)
         self.unchecked: set[Any] = set()
+        #: the tiles each plan runs on (unplaced before every replay)
+        self.tiles: dict[Any, list[Tile]] = {}
         self.stats = PlanStats()
 
 
@@ -319,17 +321,22 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
     except (_NotPlannable, TypeError) as e:
         why = str(e) if isinstance(e, _NotPlannable) else "a setting without a value to key on"
         return _interpret(st, why, kernel, args)
-    roots = [a for a in args if isinstance(a, np.ndarray)]
+    # (GM is flat: a plan rebinds its views' flat arrays to these 1-D views of the arguments,
+    # the same memory; an argument that is not C-contiguous can be no GlobalTensor's)
+    if not all(a.flags.c_contiguous for a in args if isinstance(a, np.ndarray)):
+        return _interpret(st, "an array argument that is not C-contiguous", kernel, args)
+    roots = [a.reshape(-1) for a in args if isinstance(a, np.ndarray)]
     if _plans._overlap(roots):
         return _interpret(st, "array arguments overlap", kernel, args)
     plan = kp.by_key.get(key)
     if plan is not None and plan.machine is m:
         kp.by_key[key] = kp.by_key.pop(key)  # (most recently used last)
+        tiles = kp.tiles[key]
         if key in kp.unchecked:
-            _check(kp, key, plan, kernel, args, roots, m)
+            _check(kp, key, plan, tiles, kernel, args, roots, m)
             return None
         st.hits += 1
-        _replay(plan, roots, m)
+        _replay(plan, tiles, roots, m)
         return None
     if key in kp.by_key and plan is None:
         return _interpret(st, kp.refused.get(key, "not planned"), kernel, args)
@@ -337,9 +344,15 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
     return None
 
 
-def _replay(plan: Plan, roots: list[np.ndarray], m: Machine) -> None:
+def _replay(plan: Plan, tiles: list[Tile], roots: list[np.ndarray], m: Machine) -> None:
+    """Run ``plan`` on this launch's arrays. Its tiles start unplaced, as the kernel's new
+    tiles start an interpreted launch: each gets fresh storage where an instruction first
+    needs it (the machine's arena starts over every launch: storage kept from an earlier one
+    would be handed out again under it), poisoned unless written whole."""
+    for t in tiles:
+        t.unbind()
     # (the recorded launch counted these tiles against the buffers, in this order: the
-    # replay places no tile, so it skips the accounting, as a .pto memory plan does)
+    # replay's storage is the same tiles', so it skips the accounting, as a .pto memory plan)
     saved, m.planned = m.planned, True
     try:
         plan.run(roots)
@@ -347,8 +360,9 @@ def _replay(plan: Plan, roots: list[np.ndarray], m: Machine) -> None:
         m.planned = saved
 
 
-def _check(kp: _KernelPlans, key: Any, plan: Plan, kernel: Callable[..., Any],
-           args: tuple[Any, ...], roots: list[np.ndarray], m: Machine) -> None:
+def _check(kp: _KernelPlans, key: Any, plan: Plan, tiles: list[Tile],
+           kernel: Callable[..., Any], args: tuple[Any, ...], roots: list[np.ndarray],
+           m: Machine) -> None:
     """A new plan's first launch: run it interpreted, then replay it from the same argument
     bytes; the plan stands when the replay leaves every argument's bytes as the interpreter
     did (this catches a kernel whose Python writes an argument itself, or reads one whose
@@ -366,7 +380,7 @@ def _check(kp: _KernelPlans, key: Any, plan: Plan, kernel: Callable[..., Any],
     why = "its replay left other bytes than the interpreter (the kernel's Python writes an " \
           "argument, or reads one)"
     try:
-        _replay(plan, roots, m)
+        _replay(plan, tiles, roots, m)
         same = all(np.array_equal(r.view(np.uint8), w.view(np.uint8))
                    for r, w in zip(writable, want, strict=True))
     except PtoError as e:  # (where the interpreter ran through: the plan is wrong)
@@ -418,8 +432,9 @@ def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[
         _shared_arrays(rec)
         if m.lanes == 1 and _plans.BATCH_LOOPS:
             _periods(rec)
-        tiles = {id(t) for r, vals, _o, _p in rec.steps for t in _tiles(vals)}
-        kp.by_key[key] = _plans.build(m, rec, roots, tiles, set(), st)
+        tiles = {id(t): t for r, vals, _o, _p in rec.steps for t in _tiles(vals)}
+        kp.by_key[key] = _plans.build(m, rec, roots, set(tiles), set(), st)
+        kp.tiles[key] = list(tiles.values())
         kp.unchecked.add(key)
         kp.refused.pop(key, None)
         st.built += 1
@@ -429,6 +444,7 @@ def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[
     while len(kp.by_key) > KEEP:
         kp.refused.pop(old := next(iter(kp.by_key)), None)
         kp.unchecked.discard(old)
+        kp.tiles.pop(old, None)
         del kp.by_key[old]
 
 
