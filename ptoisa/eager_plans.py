@@ -15,10 +15,11 @@ maths is the entries' own, and the bits are the interpreter's.
 What ptoisa sees while it records makes the kernel **not plannable** for that signature (the
 reason is in :func:`stats`): data passing between the kernel's Python and ptoisa outside an
 instruction (``tile.numpy()``, ``tile.read()``, ``tile.write()``, ``tile.fill()``,
-``tile.load_numpy()``, ``GlobalTensor.numpy()`` / ``.data()``), an instruction that returns a
-value to the kernel (micro-op registers, ``TTEST`` ...), an operand the plan cannot rebind (a
-GM array that is not an argument of the launch, a pointer, a register), control flow on the
-block index (the launch runs its blocks one by one), an instruction that raised.
+``tile.load_numpy()``, ``GlobalTensor.numpy()`` / ``.data()``), a launch inside the kernel,
+an instruction that returns a value to the kernel (micro-op registers, ``TTEST`` ...), an
+operand the plan cannot rebind (a GM array that is not an argument of the launch, a pointer,
+a register), control flow on the block index (the launch runs its blocks one by one), an
+instruction that raised.
 
 What ptoisa cannot see is the user's promise when they pass ``plans=True``: the kernel's
 Python does not depend on anything outside the signature and what ptoisa returns to it - not
@@ -180,10 +181,10 @@ class _EagerRecorder(_Recorder):
         super().after(rec)
 
     def watch(self, what: str) -> None:
-        """(symbolic.WATCH) Tile or GM data passed to or from Python: outside an
-        instruction, it is the kernel's Python."""
+        """(symbolic.WATCH) Tile or GM data passed to or from Python, or a launch started:
+        outside an instruction, it is the kernel's Python."""
         if not self.depth and self.why is None:
-            self.why = f"the kernel's Python reads or writes data ({what})"
+            self.why = f"the kernel's Python works outside the instructions ({what})"
 
 
 def _canon_trace(rec: _Recorder, roots: list[np.ndarray]) -> list[Any]:
@@ -291,6 +292,13 @@ def _periods(rec: _Recorder) -> None:
 
 
 # ---- launching ------------------------------------------------------------------------------
+
+def nested(what: str) -> None:
+    """(launchers) A launch starts: inside a kernel that records, its effects would be
+    invisible to the record (it runs on machines of its own), so that kernel is refused."""
+    if _sym.WATCH is not None:
+        _sym.WATCH(f"{what} inside the kernel: the record does not see its instructions")
+
 
 def body(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: int,
          settings: dict[str, Any]) -> Callable[[Machine], Any]:

@@ -85,6 +85,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     control flow): those launches run interpreted; ``ptoisa.eager_plans.stats(kernel)`` says
     why. Observed launches (``cycles``, ``sanitize``, ``observing``), mixed and multi-rank
     launches are never planned."""
+    eager_plans.nested("pto.launch")
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     sanitizing = sanitize is not False and sanitize is not None
     if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)
@@ -148,6 +149,7 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
     buffers and an empty print buffer. ``planned``: tile capacity was already checked over
     the whole program (the ``.pto`` memory plan), not per live tile."""
     check_launch(blocks, lockstep)
+    eager_plans.nested("a launch")
     settings = settings or {}
     last: list[Machine] = []
 

@@ -448,3 +448,18 @@ def test_python_writing_an_argument_is_caught_by_the_check() -> None:
         assert np.array_equal(z, x)
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits == 0 and "other bytes than the interpreter" in s.why
+
+
+def test_a_launch_inside_the_kernel_is_not_planned() -> None:
+    inner = _add_rows(8)
+
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        pto.launch(inner, x, y, z)  # (on machines of its own: the record would not see it)
+
+    x, y, z = _xyz(8)
+    for _ in range(4):
+        z[...] = 0
+        pto.launch(kernel, x, y, z, plans=True)
+        assert np.array_equal(z, x + y)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "pto.launch inside the kernel" in s.why
