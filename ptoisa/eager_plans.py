@@ -25,7 +25,8 @@ What ptoisa cannot see is the user's promise when they pass ``plans=True``: the 
 Python does not depend on anything outside the signature and what ptoisa returns to it - not
 on the *contents* of its argument arrays read directly (``if x[0] > 0``), not on globals or a
 closure's mutable state, randomness or time - and does nothing to memory but through the
-intrinsics (no ``z[:] = 0`` on an argument). Hence off by default. Two nets under the promise:
+intrinsics (no ``z[:] = 0`` on an argument). Hence off by default. Two nets under the promise
+(besides the refusals above):
 a signature is recorded twice (its first two launches, both interpreted) and planned only when
 both records are the same instruction sequence on the same operands (tiles matched by order
 of first use, GM views by argument, offset and shape, scalars by value, valid regions): a
