@@ -26,6 +26,29 @@ def vec_add(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
     pto.TSTORE(GlobalTensor(z, shape, stride, offset=b * n), tz)
 
 
+# ---- vec-add looping over 1 x 4096 tiles: each block walks its share of the vector ------------
+
+VR_C = 4096
+
+
+def vec_add_rows(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+    """z = x + y (f32) in 1 x 4096 tiles, block b taking the b-th contiguous share of them, one
+    tile per iteration (the tile count a multiple of the block count), as NPU kernels on a few
+    cores loop over many tiles."""
+    b = pto.get_block_idx()
+    per = x.size // VR_C // pto.get_block_num()
+    shape, stride = (1, 1, 1, 1, VR_C), (x.size, x.size, x.size, VR_C, 1)
+    tx = Tile(TileType.Vec, np.float32, 1, VR_C)
+    ty = Tile(TileType.Vec, np.float32, 1, VR_C)
+    tz = Tile(TileType.Vec, np.float32, 1, VR_C)
+    for i in range(per):
+        off = (b * per + i) * VR_C
+        pto.TLOAD(tx, GlobalTensor(x, shape, stride, offset=off))
+        pto.TLOAD(ty, GlobalTensor(y, shape, stride, offset=off))
+        pto.TADD(tz, tx, ty)
+        pto.TSTORE(GlobalTensor(z, shape, stride, offset=off), tz)
+
+
 def _tb(loc: str, dtype: str, r: int, c: int, bl: str = "row_major", sl: str = "none_box",
         fractal: int = 512, vr: int | None = None, vc: int | None = None) -> str:
     return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={r}, cols={c}, "

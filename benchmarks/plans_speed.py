@@ -9,7 +9,7 @@ plain-numpy version of the same maths, in process CPU time (run it with
 Prints per kernel the median per launch of each way, its ratio to numpy, the time the plan
 took to record (its second launch, see ptoisa/plans.py), its hit rate and the loops its plans
 run as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches). The eager kernels
-(``pto.launch``) have no plans yet: they are not listed.
+(``pto.launch(..., plans=True)``) are measured by benchmarks/eager_plans_speed.py.
 """
 
 from __future__ import annotations

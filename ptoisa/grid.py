@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import observe
+from . import eager_plans, observe
 from .errors import PtoError
 from .hostmem import check_lockstep
 from .lanes import BlockDivergence, Lanes, block_of
@@ -52,7 +52,8 @@ def get_block_num() -> int:
 def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
            target: TargetLike = DEFAULT_TARGET,
            lockstep: bool | str = "auto", mixed: bool = False, cycles: bool | str = False,
-           sanitize: Any = False, ranks: Any = None, **settings: Any) -> Any:
+           sanitize: Any = False, ranks: Any = None, plans: bool | None = None,
+           **settings: Any) -> Any:
     """Run ``kernel(*args)`` on ``blocks`` blocks of ``target`` (results land in the numpy
     arrays passed in). ``lockstep``: True (fail on block-dependent control flow), False (one
     Python pass per block), "auto" (lockstep, falling back per block when the kernel branches
@@ -70,13 +71,29 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     findings without raising. Returns the report when sanitizing.
     ``matmul_accumulation`` ("f32" | "exact" | "sequential", a setting): by default the
     current machine's (:func:`ptoisa.set_matmul_accumulation`), resolved here, in the caller's
-    thread."""
+    thread.
+    ``plans=True``: an execution plan (:mod:`ptoisa.eager_plans`): the first two launches with
+    a signature (kernel, block count, target, settings, the arrays' dtypes, shapes and strides,
+    the scalar arguments' values) run interpreted and are recorded; when both records agree,
+    the third runs interpreted and replayed from the same bytes, and when those agree too,
+    later launches with that signature replay the instructions without calling the kernel.
+    Off by default, because it trusts what ptoisa cannot see: **the kernel's Python must not
+    depend on anything but that signature and what ptoisa returns to it** (not on the
+    contents of its arrays read directly, globals, mutable closures, randomness or time) and
+    must touch memory only through the intrinsics. What ptoisa does see refuses the plan
+    (tile or GM data read into Python, an instruction returning a value, block-dependent
+    control flow): those launches run interpreted; ``ptoisa.eager_plans.stats(kernel)`` says
+    why. Observed launches (``cycles``, ``sanitize``, ``observing``), mixed and multi-rank
+    launches are never planned."""
+    eager_plans.nested("pto.launch")
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     sanitizing = sanitize is not False and sanitize is not None
     if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)
-        run_blocks(lambda m: kernel(*args), blocks=blocks, target=target, lockstep=lockstep,
-                   settings=settings)
+        body = eager_plans.body(kernel, args, blocks, settings) if eager_plans.enabled(plans) \
+            else lambda m: kernel(*args)
+        run_blocks(body, blocks=blocks, target=target, lockstep=lockstep, settings=settings)
         return None
+    eager_plans.enabled(plans)  # (checked: an observed launch runs interpreted)
     from .cycles import cycles_mode
 
     cycles, with_values = cycles_mode(cycles)
@@ -132,6 +149,7 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
     buffers and an empty print buffer. ``planned``: tile capacity was already checked over
     the whole program (the ``.pto`` memory plan), not per live tile."""
     check_launch(blocks, lockstep)
+    eager_plans.nested("a launch")
     settings = settings or {}
     last: list[Machine] = []
 

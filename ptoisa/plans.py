@@ -418,7 +418,7 @@ def _batches(m: Machine, rec: _Recorder, value: Callable[[Any], Any],
         except plan_loops.NotBatched as e:
             if stats is not None:
                 at = f" at {op.loc}" if getattr(op, "loc", None) is not None else ""
-                stats.why_loop = f"scf.for{at}: {e}"
+                stats.why_loop = f"{getattr(op, 'name', 'scf.for')}{at}: {e}"
     return out
 
 

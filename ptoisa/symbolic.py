@@ -13,7 +13,9 @@ Outside an export none of this exists: ``get_block_idx()`` is an int (or a ``Lan
 a lockstep launch) and ``pto.range`` is ``range``.
 
 :data:`TRACER` is the active exporter (None otherwise); ``Tile`` and ``GlobalTensor`` hand it
-their symbolic valid extents, shapes and offsets when they are built.
+their symbolic valid extents, shapes and offsets when they are built. :data:`WATCH` is the
+recorder of an eager execution plan (None otherwise): the same classes tell it when their data
+passes to or from the kernel's Python.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ from .lockstep import Lanes
 
 #: the active exporter (ptoisa.export.Tracer) while a kernel is traced, else None
 TRACER: Any = None
+#: while an eager launch records an execution plan (ptoisa/eager_plans.py), its recorder:
+#: called with what the kernel did (``"tile.numpy()"``) when tile or GM data passes between
+#: the kernel's Python and ptoisa outside an instruction (a replay would not see it); else None
+WATCH: Any = None
 
 _PACKAGE_DIR = __file__.rsplit("/", 1)[0]
 

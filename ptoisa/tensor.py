@@ -370,6 +370,8 @@ class GlobalTensor:
         return self.spec.stride[dim]
 
     def data(self) -> np.ndarray:
+        if _sym.WATCH is not None:  # an eager plan records: GM data into the kernel's Python
+            _sym.WATCH("GlobalTensor.data()")
         return self._array
 
     def rebind(self, array: np.ndarray) -> None:
@@ -522,6 +524,8 @@ class GlobalTensor:
 
     def numpy(self) -> np.ndarray:
         """The logical 5-D contents of the view (a copy)."""
+        if _sym.WATCH is not None:  # an eager plan records: GM data into the kernel's Python
+            _sym.WATCH("GlobalTensor.numpy()")
         idx = self.offset + sum(
             np.arange(s, dtype=np.int64).reshape([-1 if k == d else 1 for k in range(5)]) * t
             for d, (s, t) in enumerate(zip(self.spec.shape, self.spec.stride, strict=True))

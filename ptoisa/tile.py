@@ -633,6 +633,8 @@ class Tile:
     def read(self, rows: int | None = None, cols: int | None = None, r0: int = 0, c0: int = 0
              ) -> np.ndarray:
         """Logical block [r0:r0+rows, c0:c0+cols] (default: the valid region). May be a view."""
+        if _sym.WATCH is not None:  # an eager plan records: data into the kernel's Python?
+            _sym.WATCH("tile.read()")
         rows = self._vr if rows is None else rows
         cols = self._vc if cols is None else cols
         c = self._v2d
@@ -667,6 +669,8 @@ class Tile:
 
     def write(self, values: Any, r0: int = 0, c0: int = 0) -> None:
         """Write a logical block at (r0, c0); ``values`` is broadcast to its 2-D shape."""
+        if _sym.WATCH is not None:  # an eager plan records: Python values into a tile?
+            _sym.WATCH("tile.write()")
         values = np.asarray(values)
         if values.ndim < 2:
             values = np.broadcast_to(values, (1, 1) if values.ndim == 0 else (1, values.size))
@@ -691,6 +695,8 @@ class Tile:
             self.storage[..., self.spec.offsets[r0:r0 + h, c0:c0 + w]] = values
 
     def fill(self, value: Any, rows: int, cols: int, r0: int = 0, c0: int = 0) -> None:
+        if _sym.WATCH is not None:  # an eager plan records: Python values into a tile?
+            _sym.WATCH("tile.fill()")
         v = self.view2d()
         if v is not None:
             v[..., r0:r0 + rows, c0:c0 + cols] = value
@@ -739,6 +745,8 @@ class Tile:
     # ---- numpy interop (testing / debugging) -----------------------------------------------
     def numpy(self, valid_only: bool = False) -> np.ndarray:
         """A copy of the logical contents: the whole ``rows x cols`` tile, or its valid region."""
+        if _sym.WATCH is not None:  # an eager plan records: data into the kernel's Python
+            _sym.WATCH("tile.numpy()")
         if _sym.TRACER is not None:  # pto.export: tile data cannot flow into Python
             _sym.TRACER.note_tile_access(self, "reads tile values into Python (tile.numpy())")
         if not (self._machine or current()).values:  # a timing-only run computed none
@@ -749,6 +757,8 @@ class Tile:
 
     def load_numpy(self, array: Any) -> Tile:
         """Fill the tile from a logical array of shape ``rows x cols`` or the valid shape."""
+        if _sym.WATCH is not None:  # an eager plan records: Python values into a tile
+            _sym.WATCH("tile.load_numpy()")
         if _sym.TRACER is not None:  # pto.export: Python data into a tile
             _sym.TRACER.note_tile_access(self, "writes Python values into a tile "
                                                "(tile.load_numpy())")

@@ -445,3 +445,21 @@ def test_sources_larger_than_dst_take_the_full_semantics(target, monkeypatch):
                 pto.TADDS(small, big, 1.0)
             np.testing.assert_array_equal(small.numpy(), x[:16] + 1)
         assert taken[0] == 0
+
+
+def test_signed_zero_scalars_keep_their_sign() -> None:
+    """0.0 and -0.0 compare equal (one key of the plain form's scalar cache): after a -0.0
+    use, a +0.0 scalar is still +0.0 (TMAXS on a whole tile of zeros returns the scalar on
+    ties, tile_vs_vpto.py's test_signed_zero_ties)."""
+    from ptoisa import memory
+
+    m = pto.target("a5")
+    try:
+        src = Tile(TileType.Vec, np.float32, 1, 64)
+        dst = Tile(TileType.Vec, np.float32, 1, 64)
+        src.load_numpy(np.array([[0.0, -0.0] * 32], np.float32))
+        for z in (0.0, -0.0, 0.0, -0.0, 0.0):
+            pto.TMAXS(dst, src, np.float32(z))
+            assert (np.signbit(dst.numpy()) == np.signbit(np.float32(z))).all(), z
+    finally:
+        memory.pop(m)

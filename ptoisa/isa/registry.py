@@ -482,7 +482,8 @@ class Instr:
         for t in vals:
             if conv is not None and not isinstance(t, Tile):  # a scalar: dst's element type
                 key = (t, type(t), vals[0].spec.dtype)
-                sc = _PLAIN_SCALARS.get(key)
+                # (0.0 and -0.0 are one key, of two scalars: a zero is converted afresh)
+                sc = _PLAIN_SCALARS.get(key) if t else None
                 if sc is None:
                     try:
                         sc = conv(t, key[2])

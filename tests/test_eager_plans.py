@@ -1,0 +1,465 @@
+"""Execution plans of eager kernels (ptoisa/eager_plans.py): the same bits with plans on and
+off for the benchmark and example kernels, and the launches a plan must not replay: data read
+into the kernel's Python, a guard miss, control flow the record cannot see."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import ptoisa as pto
+from ptoisa import GlobalTensor, Tile, TileType, eager_plans
+from ptoisa.observe import observing
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import kernels as K  # noqa: E402  (benchmarks/kernels.py)
+import scale as S  # noqa: E402  (benchmarks/scale.py)
+
+
+def _example(name: str) -> ModuleType:
+    mod = sys.modules.get(f"example_{name}")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(f"example_{name}",
+                                                      ROOT / "examples" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+def _counts(kernel: Callable[..., Any]) -> tuple[int, int]:
+    s = eager_plans.stats(kernel)
+    return (0, 0) if s is None else (s.built, s.hits)
+
+
+def _both_ways(kernel: Callable[..., Any], inputs: list[np.ndarray], outputs: list[np.ndarray],
+               *scalars: Any, launches: int = 5, **kw: Any) -> tuple[int, int]:
+    """Launch ``kernel`` interpreted, then ``launches`` times with plans on (outputs
+    poisoned before each), comparing every output's bits; (plans built, launches replayed).
+    With plans on, a signature's first two launches record, the third checks the plan
+    against the interpreter, the others replay."""
+    args = [*inputs, *outputs, *scalars]
+    for o in outputs:
+        o[...] = 0
+    pto.launch(kernel, *args, **kw)
+    want = [o.copy() for o in outputs]
+    built0, hits0 = _counts(kernel)
+    for i in range(launches):
+        for o in outputs:
+            o.view(np.uint8)[...] = 0xA5
+        pto.launch(kernel, *args, plans=True, **kw)
+        for o, w in zip(outputs, want, strict=True):
+            assert o.tobytes() == w.tobytes(), f"launch {i + 1} with plans: other bits"
+    built, hits = _counts(kernel)
+    return built - built0, hits - hits0
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+# ---- the same bits --------------------------------------------------------------------------
+
+def test_benchmark_vec_add_and_softmax() -> None:
+    x, y = (_rng(k).standard_normal(64 * 4096, dtype=np.float32) for k in (1, 2))
+    assert _both_ways(K.vec_add, [x, y], [np.zeros_like(x)], blocks=64) == (1, 2)
+    xs = _rng(3).standard_normal(16 * K.SM_R * K.SM_C, dtype=np.float32)
+    assert _both_ways(K.softmax, [xs], [np.zeros_like(xs)], blocks=16) == (1, 2)
+
+
+@pytest.mark.parametrize("blocks", [1, 4])
+def test_vec_add_rows_loop(blocks: int) -> None:
+    n = 8 * 4096
+    x, y = (_rng(k).standard_normal(n, dtype=np.float32) for k in (1, 2))
+    z = np.zeros_like(x)
+    assert _both_ways(K.vec_add_rows, [x, y], [z], blocks=blocks) == (1, 2)
+    assert np.array_equal(z, x + y)
+    if blocks == 1:  # the Python loop's iterations are independent: one batch
+        s = eager_plans.stats(K.vec_add_rows)
+        assert s is not None and s.batched >= 1
+
+
+def test_gemm_kernels() -> None:
+    a = _rng(4).standard_normal((K.GM_N, K.GM_N)).astype(np.float16)
+    b = _rng(5).standard_normal((K.GM_N, K.GM_N)).astype(np.float16)
+    c = np.zeros((K.GM_N, K.GM_N), np.float32)
+    assert _both_ways(K.gemm, [a, b], [c], blocks=K.GM_GRID * K.GM_GRID, launches=4) == (1, 1)
+    # the scale.py GEMM on one block (a K-loop whose accumulator carries: not batched)
+    a2, b2 = a[:128, :256].copy(), b[:256, :64].copy()
+    c2 = np.zeros((128, 64), np.float32)
+    assert _both_ways(S.gemm, [a2, b2], [c2], 128, 256, 64, 64, 64, 64,
+                      blocks=2) == (1, 2)
+
+
+def test_decode_chain_and_flash_attention() -> None:
+    a = _rng(6).standard_normal((8, 16, 512)).astype(S.BF16)
+    b = _rng(7).standard_normal((8, 512, 64)).astype(S.BF16)
+    c = np.zeros((8, 16, 64), np.float32)
+    assert _both_ways(S.chain, [a, b], [c]) == (1, 2)
+    seq = 128
+    q, k, v = (_rng(8 + i).standard_normal((seq, K.FA_D), dtype=np.float32) for i in range(3))
+    nb = seq // K.FA_B
+    out = np.zeros_like(q)
+    scratch = [np.zeros(nb * K.FA_B * K.FA_B, np.float32),
+               np.zeros(nb * K.FA_B * K.FA_B, np.float32),
+               np.zeros(nb * K.FA_B * K.FA_D, np.float32)]
+    # (the GM scratch is an output too: its bits are compared)
+    assert _both_ways(K.flash_attention, [q, k, v], [out, *scratch], blocks=nb,
+                      launches=4) == (1, 1)
+
+
+def test_example_kernels() -> None:
+    fs = _example("flash_softmax")
+    s = _rng(9).standard_normal(4 * fs.ROWS * fs.BC, dtype=np.float32)
+    for double in (False, True):
+        assert _both_ways(fs.flash_softmax, [s], [np.zeros_like(s)], 4, double)[1] >= 2
+    sm = _example("softmax")
+    x = _rng(10).standard_normal((21, sm.COLS), dtype=np.float32)  # (a ragged last block)
+    _both_ways(sm.softmax_kernel, [x], [np.zeros_like(x)], 21, blocks=sm.blocks_for(21))
+    g = _example("gemm_int8")
+    a, b, words, _scale, _offset = g.make_inputs()
+    _both_ways(g.gemm_int8_kernel, [a, b, words], [np.zeros((g.M, g.N), np.int8)],
+               blocks=(g.M // g.T) * (g.N // g.T), launches=4)
+    tk = _example("topk")
+    xt = tk.make_input(4)
+    _both_ways(tk.topk_kernel, [xt], [np.zeros((4, tk.K), np.float32),
+                                      np.zeros((4, tk.K), np.uint32)], blocks=4, launches=4)
+    rr = _example("ragged_rowsum")  # (TPRINT's result is not an event: not planned)
+    a_r = rr.make_input()
+    out_r = np.zeros((rr.R, 1), np.int32)
+    assert _both_ways(rr.ragged_rowsum_kernel, [a_r], [out_r], launches=2) == (0, 0)
+    assert np.array_equal(out_r, rr.reference(a_r))
+    va = _example("vec_add")
+    xv, yv = va.make_inputs(4)
+    assert _both_ways(va.vec_add_kernel, [xv, yv], [np.zeros_like(xv)], blocks=4,
+                      mode="manual")[1] >= 2
+
+
+@settings(max_examples=12, deadline=None)
+@given(tiles=st.integers(1, 6), blocks=st.sampled_from([1, 2, 3]))
+def test_vec_add_rows_shapes(tiles: int, blocks: int) -> None:
+    n = tiles * blocks * K.VR_C
+    x, y = (_rng(tiles + k).standard_normal(n, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    _both_ways(K.vec_add_rows, [x, y], [z], blocks=blocks, launches=4)
+    assert np.array_equal(z, x + y)
+
+
+# ---- the copy-on-write fuzz's random programs ------------------------------------------------
+
+def _fuzz() -> ModuleType:
+    name = "cow_fuzz_for_eager_plans"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(
+            name, ROOT / "tests" / "test_copy_on_write_fuzz.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+_F = _fuzz()
+
+
+def _fuzz_both_ways(kernel: Callable[..., Any], blocks: int = 1, **kw: Any) -> None:
+    """Every array of the fuzz's kernels is read and written: each launch starts from the
+    same fresh inputs (the same arrays for four launches, new ones for the fifth, as a guard
+    must rebind them), and leaves the interpreter's bytes."""
+    want = list(_F._inputs(blocks))
+    pto.launch(kernel, *want, blocks=blocks, **kw)
+    got = list(_F._inputs(blocks))
+    for i in range(5):
+        if i == 4:
+            got = [a.copy() for a in got]
+        for a, b in zip(got, _F._inputs(blocks), strict=True):
+            a[...] = b
+        pto.launch(kernel, *got, blocks=blocks, plans=True, **kw)
+        for x, y in zip(got, want, strict=True):
+            assert x.tobytes() == y.tobytes(), f"launch {i + 1} with plans: other bits"
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=_F._ops(), trips=st.integers(0, 3), lazy=st.sampled_from([None, 0]))
+# found by this test: the acc tile's storage, first needed in a replay, was handed out where
+# rv kept its storage from the record (the arena starts over every launch); and the repeated
+# TSTOREs of acc at decreasing offsets, a batch over the 2-D argument itself as GM (flat[k:]
+# took rows): an out-of-bounds strided view
+@example(ops=[("sv_store", 0), ("pv_add", 1), ("matmul", False), ("rv_adds",),
+              ("store_acc", 40), ("pv_add", 1), ("pv_store", 16), ("rv_adds",),
+              ("replace_m", 1), ("store_acc", 40)], trips=0, lazy=None)
+def test_fuzz_programs_same_bits(ops: list[tuple[Any, ...]], trips: int,
+                                 lazy: int | None) -> None:
+    """Random programs over overlapping GM regions (in a ``pto.range`` loop when ``trips``),
+    tiles read lazily from the default size or at any size."""
+    with _F._lazy_from(lazy):
+        _fuzz_both_ways(_F._program(ops, trips=trips), target="a2a3")
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=_F._ops(), ub=st.lists(st.sampled_from(_F._UB), min_size=3, max_size=3),
+       l1=st.lists(st.sampled_from(_F._L1), min_size=2, max_size=2))
+def test_fuzz_placed_programs_same_bits(ops: list[tuple[Any, ...]], ub: list[int],
+                                        l1: list[int]) -> None:
+    """Manual mode, tiles placed over each other, every tile lazy."""
+    with _F._lazy_from(0):
+        _fuzz_both_ways(_F._program(ops, ub, l1), target="a2a3", mode="manual")
+
+
+@settings(max_examples=30, deadline=None)
+@given(ops=_F._ops())
+def test_fuzz_grid_programs_same_bits(ops: list[tuple[Any, ...]]) -> None:
+    """Three blocks in lockstep, valid regions that differ by block."""
+    _fuzz_both_ways(_F._program(ops, grid=True), blocks=_F.BLOCKS, target="a2a3")
+
+
+# ---- what is not replayed -------------------------------------------------------------------
+
+def _add_rows(rows: int) -> Callable[..., None]:
+    """A fresh kernel (plans are kept per function object): z = x + y over rows x 64 f32."""
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray, scale: float = 1.0) -> None:
+        shape, stride = (1, 1, 1, rows, 64), (x.size,) * 3 + (64, 1)
+        tx, ty = Tile(TileType.Vec, np.float32, rows, 64), Tile(TileType.Vec, np.float32, rows, 64)
+        pto.TLOAD(tx, GlobalTensor(x, shape, stride))
+        pto.TLOAD(ty, GlobalTensor(y, shape, stride))
+        pto.TADD(tx, tx, ty)
+        pto.TMULS(tx, tx, np.float32(scale))
+        pto.TSTORE(GlobalTensor(z, shape, stride), tx)
+    return kernel
+
+
+def _xyz(rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x, y = (_rng(rows + k).standard_normal((rows, 64), dtype=np.float32) for k in (0, 1))
+    return x, y, np.zeros_like(x)
+
+
+def test_off_by_default() -> None:
+    kernel = _add_rows(8)
+    x, y, z = _xyz(8)
+    for _ in range(3):
+        pto.launch(kernel, x, y, z)
+    assert eager_plans.stats(kernel) is None
+    with pytest.raises(pto.PtoError, match="plans must be True or False"):
+        pto.launch(kernel, x, y, z, plans="yes")
+
+
+def test_guard_miss_replans() -> None:
+    kernel = _add_rows(8)
+    x, y, z = _xyz(8)
+    for _ in range(4):
+        pto.launch(kernel, x, y, z, 2.0, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and (s.built, s.hits) == (1, 1)
+    for _ in range(4):  # another scalar value: another signature, recorded and planned
+        pto.launch(kernel, x, y, z, 3.0, plans=True)
+        assert np.array_equal(z, (x + y) * np.float32(3.0))
+    assert (s.built, s.hits) == (2, 2)
+    x2, y2, z2 = (np.ascontiguousarray(np.vstack([a, a])) for a in (x, y, z))
+    for _ in range(4):  # another shape: the kernel's tiles are 8 rows, the views too
+        pto.launch(kernel, x2, y2, z2, 3.0, plans=True)
+    assert (s.built, s.hits) == (3, 3)
+    pto.launch(kernel, x, y, z, 2.0, plans=True)  # the first plan is kept
+    assert np.array_equal(z, (x + y) * np.float32(2.0)) and s.hits == 4
+
+
+def test_new_arrays_rebound() -> None:
+    kernel = _add_rows(8)
+    for i in range(5):
+        x, y = (_rng(10 + 2 * i + k).standard_normal((8, 64), dtype=np.float32)
+                for k in (0, 1))
+        z = np.zeros((8, 64), np.float32)
+        pto.launch(kernel, x, y, z, plans=True)
+        assert np.array_equal(z, x + y)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 2
+
+
+def test_data_read_into_python_is_not_planned() -> None:
+    def kernel(x: np.ndarray, z: np.ndarray) -> None:
+        shape, stride = (1, 1, 1, 8, 64), (x.size,) * 3 + (64, 1)
+        t = Tile(TileType.Vec, np.float32, 8, 64)
+        pto.TLOAD(t, GlobalTensor(x, shape, stride))
+        if t.numpy()[0, 0] > 0:  # the next instruction depends on the data
+            pto.TADDS(t, t, np.float32(1))
+        pto.TSTORE(GlobalTensor(z, shape, stride), t)
+
+    x, _y, z = _xyz(8)
+    for sign in (1, 1, 1, -1, -1):
+        xs = np.abs(x) * sign
+        pto.launch(kernel, xs, z, plans=True)
+        assert np.array_equal(z, xs + np.float32(1) if sign > 0 else xs)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.built == 0 and s.hits == 0
+    assert "tile.numpy()" in s.why
+
+
+def test_python_writes_into_a_tile_are_not_planned() -> None:
+    def kernel(z: np.ndarray) -> None:
+        t = Tile(TileType.Vec, np.float32, 8, 64)
+        t.load_numpy(np.full((8, 64), 2, np.float32))
+        pto.TSTORE(GlobalTensor(z, (1, 1, 1, 8, 64), (z.size,) * 3 + (64, 1)), t)
+
+    z = np.zeros((8, 64), np.float32)
+    for _ in range(4):
+        z[...] = 0
+        pto.launch(kernel, z, plans=True)
+        assert (z == 2).all()
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "tile.load_numpy()" in s.why
+
+
+def test_global_the_kernel_reads() -> None:
+    """The documented promise: the kernel's Python depends only on the signature. A global
+    that changes between the two recorded launches refuses the plan; one that changes after
+    the plan is made is not seen (plans=True is the user's word that it does not)."""
+    state = {"scale": 1.0}
+
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        _add_rows(8)(x, y, z, state["scale"])
+
+    x, y, z = _xyz(8)
+    for k in range(4):  # a counter: every launch differs
+        state["scale"] = float(k + 1)
+        pto.launch(kernel, x, y, z, plans=True)
+        assert np.array_equal(z, (x + y) * np.float32(k + 1))
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "differ between two launches" in s.why
+
+    def kernel2(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        _add_rows(8)(x, y, z, state["scale"])
+
+    state["scale"] = 2.0
+    for _ in range(4):
+        pto.launch(kernel2, x, y, z, plans=True)
+    state["scale"] = 5.0
+    pto.launch(kernel2, x, y, z, plans=True)  # replayed: the recorded scale
+    assert np.array_equal(z, (x + y) * np.float32(2.0))
+    pto.launch(kernel2, x, y, z)  # without plans the kernel's Python runs
+    assert np.array_equal(z, (x + y) * np.float32(5.0))
+
+
+def test_registers_returned_to_python_are_not_planned() -> None:
+    from ptoisa.vector.regs import Mask, VReg
+
+    def kernel(x: np.ndarray, z: np.ndarray) -> None:
+        r = pto.v.vadd(VReg(x), VReg(x), Mask(np.ones(256, np.bool_), "b32"))
+        z[...] = r.data  # (the register's lanes are the kernel's Python values)
+
+    x = _rng(0).standard_normal(64, dtype=np.float32)
+    z = np.zeros_like(x)
+    for _ in range(4):
+        pto.launch(kernel, x, z, target="a5", plans=True)
+        assert np.array_equal(z, x + x)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "VADD returns" in s.why
+
+
+def test_gm_array_outside_the_arguments_is_not_planned() -> None:
+    own = np.zeros((8, 64), np.float32)
+
+    def kernel(x: np.ndarray) -> None:
+        shape, stride = (1, 1, 1, 8, 64), (x.size,) * 3 + (64, 1)
+        t = Tile(TileType.Vec, np.float32, 8, 64)
+        pto.TLOAD(t, GlobalTensor(x, shape, stride))
+        pto.TSTORE(GlobalTensor(own, shape, stride), t)
+
+    x = _xyz(8)[0]
+    for _ in range(3):
+        pto.launch(kernel, x, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "not an argument" in s.why
+    assert np.array_equal(own, x)
+
+
+def test_block_dependent_control_flow_is_not_planned() -> None:
+    def kernel(x: np.ndarray, z: np.ndarray) -> None:
+        b = pto.get_block_idx()
+        shape, stride = (1, 1, 1, 8, 64), (x.size,) * 3 + (64, 1)
+        t = Tile(TileType.Vec, np.float32, 8, 64)
+        pto.TLOAD(t, GlobalTensor(x, shape, stride, offset=b * 512))
+        if b == 1:
+            pto.TADDS(t, t, np.float32(1))
+        pto.TSTORE(GlobalTensor(z, shape, stride, offset=b * 512), t)
+
+    x = _rng(0).standard_normal((16, 64), dtype=np.float32)
+    z = np.zeros_like(x)
+    want = x.copy()
+    want[8:] += np.float32(1)
+    for _ in range(4):
+        pto.launch(kernel, x, z, blocks=2, plans=True)
+        assert np.array_equal(z, want)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0
+
+
+def test_observed_launch_is_interpreted() -> None:
+    kernel = _add_rows(8)
+    x, y, z = _xyz(8)
+    for _ in range(4):
+        pto.launch(kernel, x, y, z, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 1
+    seen: list[str] = []
+    with observing(lambda rec: seen.append(rec.ins.name)):
+        pto.launch(kernel, x, y, z, plans=True)
+    assert seen == ["TLOAD", "TLOAD", "TADD", "TMULS", "TSTORE"] and s.hits == 1
+    assert s.why == "the launch is observed"
+    report = pto.launch(kernel, x, y, z, plans=True, cycles=True)
+    assert report is not None and s.hits == 1
+
+
+def test_overlapping_arguments_are_not_planned() -> None:
+    kernel = _add_rows(8)
+    x, y, _z = _xyz(8)
+    for _ in range(3):
+        pto.launch(kernel, x, y, x, plans=True)  # z is x
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and s.why == "array arguments overlap"
+
+
+def test_python_writing_an_argument_is_caught_by_the_check() -> None:
+    """The kernel zeroes its output itself, then accumulates into it with an atomic store: a
+    replay would skip the zeroing. The new plan's check (interpreted, then replayed from the
+    same bytes) sees other bytes and refuses it."""
+    def kernel(x: np.ndarray, z: np.ndarray) -> None:
+        z[...] = 0  # (Python touching memory outside the intrinsics: not replayed)
+        shape, stride = (1, 1, 1, 8, 64), (x.size,) * 3 + (64, 1)
+        t = Tile(TileType.Vec, np.float32, 8, 64)
+        pto.TLOAD(t, GlobalTensor(x, shape, stride))
+        pto.TSTORE(GlobalTensor(z, shape, stride), t, atomicType=pto.AtomicType.AtomicAdd)
+
+    x = _xyz(8)[0]
+    z = np.zeros_like(x)
+    for _ in range(5):
+        pto.launch(kernel, x, z, plans=True)
+        assert np.array_equal(z, x)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "other bytes than the interpreter" in s.why
+
+
+def test_a_launch_inside_the_kernel_is_not_planned() -> None:
+    inner = _add_rows(8)
+
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        pto.launch(inner, x, y, z)  # (on machines of its own: the record would not see it)
+
+    x, y, z = _xyz(8)
+    for _ in range(4):
+        z[...] = 0
+        pto.launch(kernel, x, y, z, plans=True)
+        assert np.array_equal(z, x + y)
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits == 0 and "pto.launch inside the kernel" in s.why
