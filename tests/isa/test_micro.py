@@ -350,7 +350,8 @@ MATCHED["vector-load-store"] += (" vlds-unpk-b16 vsts-packed-dist-mask-granulari
 MATCHED["conversion"] += " vcvt-u32-to-u8-part-p0123"
 MATCHED["scalar-load-store"] = "load-store-scalar-ub"
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
-#: bytes): an error naming the argument, not a silent write
+#: bytes): an error naming the argument on the first run; the suite runs them again with room
+#: after each buffer (the device's allocator gives more than asked) and says so
 OVERRUN = {"vbr-i8", "vbr-u8"}
 #: compare-select kernels whose loads read nburst(64, 256, 256) rows of 256 bytes (16 KiB)
 #: from arguments main.cpp allocates 256 (or 128, 64) bytes for
@@ -378,11 +379,11 @@ def test_upstream_case_folders(shared_dir, chapter):
             continue
         res = goldens.do_vpto(d, root)
         seen[d.name] = [o.verdict for r in res for o in r.outcomes]
-        if d.name in OVERRUN:
-            assert seen[d.name] == ["run-failed"], (d.name, res[0].outcomes)
-            assert "leave its argument" in res[0].outcomes[0].reason
-        else:
-            assert seen[d.name] == ["matched"], (d.name, res[0].outcomes, res[0].notes)
+        assert seen[d.name] == ["matched"], (d.name, res[0].outcomes, res[0].notes)
+        past = [n for n in res[0].notes if "reaches past main.cpp's buffers" in n]
+        assert bool(past) == (d.name in OVERRUN), (d.name, res[0].notes)
+        if past:
+            assert "leave its argument" in past[0] and "0xff" in past[0]
     assert set(MATCHED[chapter].split()) <= set(seen)
     for name, verdicts in seen.items():  # (the others: refused by name at check or run)
         assert verdicts in (["matched"], ["run-failed"], ["unsupported"], ["accepted"]), \
