@@ -15,7 +15,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
 from ..lanes import BlockDivergence, Lanes
-from . import arith, bridge
+from . import arith, bridge, simt
 from .compiler import (
     _HANDLERS,
     CompiledFunc,
@@ -500,6 +500,7 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
                                   f"takes {want}, the call has {have})", op=op.name,
                                   loc=op.loc)
     external = target is not None and not (target.regions and target.regions[0].blocks)
+    simt_body = simt.is_entry(target) and not simt.is_entry(cf.op)
 
     def step(env: Env) -> None:
         ctx = env[0]
@@ -510,6 +511,14 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
                                  "function): ptoisa cannot run a call to it", op=op.name,
                                  loc=op.loc)
         callee = compiler.function(callee_name)
+        if simt_body:  # a SIMT body, launched with pto.store_vfsimt_info's dimensions
+            dims = ctx.machine.micro_regs.get("simt_info")
+            if dims is None:
+                raise ExecutionError(f"@{callee_name} is a pto.simt_entry function called with "
+                                     "no launch dimensions (pto.store_vfsimt_info before the "
+                                     "call)", op=op.name, loc=op.loc)
+            simt.run_body(ctx, callee, [env[a] for a in args], dims, op)
+            return
         out = callee.invoke(ctx, [env[a] for a in args])
         for r, v in zip(results, out, strict=False):
             env[r] = v
