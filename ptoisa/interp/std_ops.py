@@ -232,7 +232,7 @@ def _select(cf: CompiledFunc, op: Op) -> Step:
 
 @handler("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
          "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
-         "arith.extf", "arith.truncf", "arith.bitcast")
+         "arith.extf", "arith.truncf", "arith.bitcast", "llvm.bitcast")
 def _cast(cf: CompiledFunc, op: Op) -> Step:
     a = cf.slot(op.operands[0])
     k = cf.slot(op.results[0])
@@ -240,6 +240,11 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
     rt = op.results[0].type
     name = op.name
     loc = op.loc
+    if name == "llvm.bitcast":  # (LLVM's bitcast of a scalar: the same bits, as arith's)
+        scalar = (T.IntegerType, T.FloatType, T.IndexType)
+        if not (isinstance(st, scalar) and isinstance(rt, scalar)):
+            return cf.unsupported(op)
+        name = "arith.bitcast"
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
     conv = arith.caster(name, st, rt)
     ws = arith.width(st)

@@ -69,6 +69,37 @@ def state(m: Any, op: str) -> SimtState:
     return s  # type: ignore[no-any-return]
 
 
+def active(m: Any) -> bool:
+    """Is a SIMT body running on machine ``m``?"""
+    return m.micro_regs.get("simt") is not None
+
+
+class ThreadGm:
+    """One GM pointer per workitem (``pto.addptr`` of a GM pointer by a per-workitem offset):
+    the pointer ``base`` (an argument's array, or a view of it) and each workitem's element
+    offset from it, in elements of ``dtype``."""
+
+    __slots__ = ("base", "offset", "dtype")
+
+    def __init__(self, base: np.ndarray, offset: np.ndarray, dtype: np.dtype[Any]) -> None:
+        self.base, self.offset, self.dtype = base, offset, dtype
+
+    @staticmethod
+    def at(p: Any, off: Any, dtype: Any) -> ThreadGm:
+        """``p`` (a GM pointer or a ThreadGm) moved by ``off`` elements of ``dtype``."""
+        dt = np.dtype(dtype)
+        o = np.asarray(off, np.int64)
+        if isinstance(p, ThreadGm):
+            return ThreadGm(p.base, p.offset + o, dt)
+        if not isinstance(p, np.ndarray):
+            raise ExecutionError(f"pto.addptr: the base is not a GM pointer (got "
+                                 f"{type(p).__name__})")
+        return ThreadGm(p, o, dt)
+
+    def __repr__(self) -> str:
+        return f"ThreadGm({self.dtype.name}, {self.offset.size} workitems)"
+
+
 def simt_run(m: Any, dims: tuple[int, int, int], body: Callable[[], Any]) -> Any:
     """Run ``body`` (the SIMT function, once for all workitems) with the launch's thread
     state set; the state of an enclosing launch is restored after it."""
@@ -129,6 +160,9 @@ def _tid(axis: int) -> Callable[[SimtState], Any]:
     return f
 
 
+#: the page gives no value; upstream's simt-scalar-core case (vpto/cases/micro-op/simt, its
+#: golden.py, run on the device) expects 0 in every grid dimension of a VF launch
+_NO_GRID = "0: a VF launch has no grid (upstream's simt-scalar-core golden)."
 GET_TID_X = _query("GET_TID_X", "tid_x of each workitem: 0 .. dim_x - 1.", _tid(0))
 GET_TID_Y = _query("GET_TID_Y", "tid_y of each workitem: 0 .. dim_y - 1.", _tid(1))
 GET_TID_Z = _query("GET_TID_Z", "tid_z of each workitem: 0 .. dim_z - 1.", _tid(2))
@@ -138,9 +172,9 @@ GET_BLOCK_DIM_Y = _query("GET_BLOCK_DIM_Y", "dim_y (one block: the launch's).",
                          lambda s: s.dims[1])
 GET_BLOCK_DIM_Z = _query("GET_BLOCK_DIM_Z", "dim_z (one block: the launch's).",
                          lambda s: s.dims[2])
-GET_GRID_DIM_X = _query("GET_GRID_DIM_X", "1: a VF launch is one block.", lambda s: 1)
-GET_GRID_DIM_Y = _query("GET_GRID_DIM_Y", "1: a VF launch is one block.", lambda s: 1)
-GET_GRID_DIM_Z = _query("GET_GRID_DIM_Z", "1: a VF launch is one block.", lambda s: 1)
+GET_GRID_DIM_X = _query("GET_GRID_DIM_X", _NO_GRID, lambda s: 0)
+GET_GRID_DIM_Y = _query("GET_GRID_DIM_Y", _NO_GRID, lambda s: 0)
+GET_GRID_DIM_Z = _query("GET_GRID_DIM_Z", _NO_GRID, lambda s: 0)
 GET_BLOCK_IDX_X = _query("GET_BLOCK_IDX_X", "0: a VF launch is one block.", lambda s: 0)
 GET_BLOCK_IDX_Y = _query("GET_BLOCK_IDX_Y", "0: a VF launch is one block.", lambda s: 0)
 GET_BLOCK_IDX_Z = _query("GET_BLOCK_IDX_Z", "0: a VF launch is one block.", lambda s: 0)
@@ -189,6 +223,8 @@ def _where(m: Any, ptr: Any, offset: Any, op: str, elem: np.dtype[Any]) -> _Plac
     offsets, not byte offsets"); one offset, or one per workitem."""
     off = np.asarray(offset, np.int64).reshape(-1)
     size = elem.itemsize
+    if isinstance(ptr, ThreadGm):
+        ptr, off = ptr.base, (ptr.offset + off).reshape(-1)
     if isinstance(ptr, Ptr):
         at = ptr.addr + off * size
         lo, hi = int(at.min()), int(at.max()) + size
@@ -206,6 +242,8 @@ def _where(m: Any, ptr: Any, offset: Any, op: str, elem: np.dtype[Any]) -> _Plac
 
 def elem_of(ptr: Any) -> np.dtype[Any]:
     """The element type a pointer value counts offsets in."""
+    if isinstance(ptr, ThreadGm):
+        return ptr.dtype
     if isinstance(ptr, Ptr):
         return np.dtype(ptr.dtype.np)
     return np.dtype(ptr.dtype)
@@ -311,15 +349,18 @@ def _atomic(m: Any, op: str, ptr: Any, values: list[Any], signed: bool, unsigned
     if any(np.ndim(v) for v in values) and s is None:
         n = max(np.size(v) for v in values)
     p = _where(m, ptr, 0, op, elem)
+    if p.at.size > 1:
+        n = p.at.size
     if p.base is not None:
         m.gm_barrier(p.base)
     touch(m, "inout", p.space, p.base, p.told, elem.itemsize)
-    cell = p.mem[int(p.at[0]):int(p.at[0]) + elem.itemsize].view(elem)
+    at = np.broadcast_to(p.at, (n,)).tolist()
     vs = [as_elem(v, elem, n) for v in values]
     cmp_t = np.dtype(f"u{elem.itemsize}") if unsigned else elem
     old = np.empty(n, elem)
     with np.errstate(all="ignore"):
         for k in range(n):
+            cell = p.mem[at[k]:at[k] + elem.itemsize].view(elem)
             old[k] = cell[0]
             cell[0] = fn(cell[0], *(v[k] for v in vs), cmp_t)  # type: ignore[call-arg]
     return as_value(old, s is None and n == 1)
@@ -558,6 +599,134 @@ def RESUME(m: Any, *, slot: Any = 0, result_type: Any = None) -> Any:
     return _ints(kept) if kept.dtype.kind in "iub" else kept
 
 
+# ---- scalar math ---------------------------------------------------------------------------------
+
+def _float(op: str, v: Any) -> np.ndarray:
+    a = np.asarray(v)
+    if a.dtype.kind != "f" and a.dtype.name not in ("bfloat16",):
+        raise ExecutionError(f"pto.{op} takes f16 / bf16 / f32 values, got {a.dtype}")
+    return a
+
+
+def _math(name: str, doc: str, arity: int, fn: Callable[..., Any]) -> Any:
+    """A SIMT float op: computed in f64 from the operands, rounded once to their type."""
+    op = name.lower()
+
+    def sem(m: Any, *vals: Any) -> Any:
+        xs = [_float(op, v) for v in vals]
+        dt = xs[0].dtype
+        if any(x.dtype != dt for x in xs):
+            raise ExecutionError(f"pto.{op}: operands of types "
+                                 f"{', '.join(str(x.dtype) for x in xs)} (one type expected)")
+        with np.errstate(all="ignore"):
+            out = np.asarray(fn(*(x.astype(np.float64) for x in xs))).astype(dt)
+        return out[()] if out.ndim == 0 else out
+    names = ("x",) if arity == 1 else ("a", "b") if arity == 2 else ("a", "b", "acc")
+    sem.__name__ = sem.__qualname__ = name
+    sem.__doc__ = doc
+    return instr(name, pipe=Pipe.V, dialect="vpto",
+                 operands=tuple(Opnd(n, "scalar") for n in names),
+                 results=(Opnd("result", "scalar"),))(sem)
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+ABSF = _math("ABSF", "|x|.", 1, np.abs)
+SQRT = _math("SQRT", "sqrt(x), rounded once to the type (f64 in between).", 1, np.sqrt)
+EXP = _math("EXP", "e ** x, rounded once to the type (f64 in between; the hardware's "
+            "approximation may differ in the last bit).", 1, np.exp)
+LOG = _math("LOG", "ln(x), rounded once to the type (f64 in between).", 1, np.log)
+POW = _math("POW", "a ** b, rounded once to the type (f64 in between).", 2, np.power)
+CEIL = _math("CEIL", "The least integral value >= x.", 1, np.ceil)
+FLOOR = _math("FLOOR", "The greatest integral value <= x.", 1, np.floor)
+RINT = _math("RINT", "x rounded to an integral value, ties to even (the default rounding "
+             "rule).", 1, np.rint)
+ROUND = _math("ROUND", "x rounded to an integral value, ties away from zero (C round()).", 1,
+              _round_half_away)
+FMIN = _math("FMIN", "The smaller of a and b; a NaN operand gives the other (IEEE minNum).",
+             2, np.fmin)
+FMAX = _math("FMAX", "The larger of a and b; a NaN operand gives the other (IEEE maxNum).",
+             2, np.fmax)
+FMA = _math("FMA", "a * b + acc: the product exact in f64, the sum rounded to f64 and then to "
+            "the type (f16 / bf16: exact, so one rounding; f32: a double rounding in rare "
+            "ties, marked as an approximation of the fused op).", 3,
+            lambda a, b, c: a * b + c)
+
+
+# ---- conversion ----------------------------------------------------------------------------------
+
+#: round(R) selectors (17-simt.md "Rounding selectors") -> f64 -> integral f64
+_TO_INT = {"r": np.rint, "a": _round_half_away, "f": np.floor, "c": np.ceil, "z": np.trunc}
+
+
+@instr("CONVERT", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("src", "scalar"), Opnd("round", "group")),
+       params=(Param("sat", False), Param("nosat", False), Param("signed", False),
+               Param("unsigned", False), Param("result_type", None)),
+       results=(Opnd("dst", "scalar"),))
+def CONVERT(m: Any, src: Any, round: Any, *, sat: bool = False, nosat: bool = False,
+            signed: bool = False, unsigned: bool = False, result_type: Any = None) -> Any:
+    """dst = src converted to the result type with rounding ``round(R)``, ``sat`` clamping a
+    finite overflow (and NaN to 0) for an integer result; ``signed`` / ``unsigned`` read an
+    integer source (scalar forms; the packed vector<2xT> forms are refused by name)."""
+    mode = str(round[0]) if round else "r"
+    if sat == nosat:
+        raise ExecutionError("pto.convert takes one of sat / nosat")
+    if result_type is None or not hasattr(result_type, "np"):
+        raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet to "
+                             f"{result_type} (packed vector forms)")
+    dst = np.dtype(result_type.np)
+    a = np.asarray(src)
+    int_src = a.dtype.kind in "iub"
+    if int_src or dst.kind in "iu":
+        if signed == unsigned:
+            raise ExecutionError("pto.convert to or from an integer takes signed or unsigned")
+    if int_src and dst.kind in "iu":
+        raise ExecutionError("pto.convert does not convert integers to integers")
+    if int_src:
+        bits = 8 * result_type_bits(src)
+        x = np.asarray(a, np.int64)
+        x = x & ((1 << bits) - 1) if unsigned else x
+        if mode != "r":
+            raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet "
+                                 f"with round({mode}) from an integer")
+        out = x.astype(np.float64).astype(dst)  # (exact for i32 in f64: one rounding)
+    elif dst.kind in "iu" or dst.name.startswith("int") or dst.name.startswith("uint"):
+        f = _TO_INT.get(mode)
+        if f is None:
+            raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet "
+                                 f"with round({mode}) to an integer")
+        if not sat:
+            raise ExecutionError("pto.convert of a float to an integer requires sat "
+                                 "(17-simt.md)")
+        x = f(a.astype(np.float64))
+        bits = 8 * dst.itemsize
+        lo, hi = (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+        x = np.where(np.isnan(x), 0, np.clip(x, lo, hi))
+        out = x.astype(np.int64)
+        return _ints(np.where(out >= 1 << (bits - 1), out - (1 << bits), out)) \
+            if np.ndim(out) else int(out if out < 1 << (bits - 1) else out - (1 << bits))
+    else:
+        if mode != "r":
+            raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet "
+                                 f"with round({mode}) between floats")
+        out = a.astype(np.float32).astype(dst) if a.dtype.itemsize <= 4 else a.astype(dst)
+        if sat:
+            fin = np.isfinite(a.astype(np.float64))
+            big = float(np.finfo(dst).max) if dst.kind == "f" else float(
+                np.asarray(np.inf, dst))
+            out = np.where(fin & ~np.isfinite(out.astype(np.float64)),
+                           np.sign(a.astype(np.float64)) * big, out).astype(dst)
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def result_type_bits(v: Any) -> int:
+    """Bytes of an integer source value: 4 (the i32 of the SIMT conversions)."""
+    return 4
+
+
 # ---- entry synchronization ---------------------------------------------------------------------
 
 @instr("SYNCTHREADS", pipe=Pipe.V, dialect="vpto", operands=())
@@ -579,6 +748,6 @@ def THREADFENCE_BLOCK(m: Any) -> None:
     state(m, "threadfence_block")
 
 
-__all__ = ["MAX_THREADS", "WARP", "SimtState", "simt_run", "state",
+__all__ = ["MAX_THREADS", "WARP", "SimtState", "ThreadGm", "active", "simt_run", "state",
            *(n for n in dir() if n.isupper() and n[0] != "_" and n not in
              ("WARP", "MAX_THREADS", "SPACES"))]
