@@ -426,8 +426,10 @@ def vpto_host(d: Path) -> VptoHost:
     buffers = []
     for dev in passed:
         size = src = dst = dst_size = None
-        mm = re.search(r"aclrtMalloc\s*\(\s*\(void\s*\*\*\)\s*&" + re.escape(dev)
-                       + r"\s*,\s*([^,]+),", main)
+        # (void **)&dev, or reinterpret_cast<void **>(&dev)
+        mm = re.search(r"aclrtMalloc\s*\(\s*(?:\(void\s*\*\*\)\s*&" + re.escape(dev)
+                       + r"|\w+_cast\s*<\s*void\s*\*\*\s*>\s*\(\s*&" + re.escape(dev)
+                       + r"\s*\))\s*,\s*([^,]+),", main)
         if mm is not None:
             size = _eval_size(mm.group(1), consts)
         h2d = re.search(r"aclrtMemcpy\s*\(\s*" + re.escape(dev) + r"\s*,[^,]+,\s*(\w+)\s*,"
@@ -446,6 +448,8 @@ def vpto_host(d: Path) -> VptoHost:
                 dst, dst_size = wf.group(1), wf.group(2)
             else:
                 dst, dst_size = _switch_written(main, d2h.group(1))
+            if dst is None:
+                dst, dst_size = _fwritten(main, d2h.group(1))
             if dst is None:  # (a compare of the golden with a file never written: refused)
                 raise PtoError(f"main.cpp copies {dev} back, but ptoisa cannot tell which "
                                "file it writes it to")
@@ -473,6 +477,21 @@ def _switch_written(main: str, host: str) -> tuple[str | None, str | None]:
     if wf is None:
         return None, None
     return f"{fmt.group(2)}{case.group(1)}{fmt.group(3)}", wf.group(1)
+
+
+def _fwritten(main: str, host: str) -> tuple[str | None, str | None]:
+    """(file, size expression) of a host buffer ``main.cpp`` writes with stdio:
+    ``f = std::fopen("./out.bin", "wb"); std::fwrite(hostBuf, 1, bytes, f)``; (None, None)
+    when it does not."""
+    fw = re.search(r"fwrite\s*\(\s*" + re.escape(host) + r"\s*,\s*1\s*,\s*(\w+)\s*,\s*(\w+)\s*\)",
+                   main)
+    if fw is None:
+        return None, None
+    fo = re.search(re.escape(fw.group(2)) + r'\s*=\s*(?:std::)?fopen\s*\(\s*"([^"]+)"\s*,\s*"wb"',
+                   main)
+    if fo is None:
+        return None, None
+    return fo.group(1), fw.group(1)
 
 
 def _strip_comments(text: str) -> str:
