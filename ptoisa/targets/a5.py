@@ -275,7 +275,7 @@ LEGALITY: dict[str, Rule] = {
     # the MTE3 atomic mode: s32 add
     **{op: rule() for op in ("SET_ATOMIC_S32", "SET_ATOMIC_ADD", "SET_ATOMIC_NONE")},
     # unaligned streams (micro-isa/03): bytes of any element type
-    **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTAR",
+    **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTUR", "VSTAR",
                                             "VSTAS")},
     "INIT_ALIGN": rule(),
 }

@@ -11,11 +11,16 @@ stream position ``base`` (which must continue the pending bytes), commits every 
 its ``dest`` naming the end of the stream. A carrier used out of its stream (a store carrier
 in ``vldus``, a ``vstus`` whose base does not continue the pending bytes, a flush elsewhere)
 is an error naming it. ``vstas`` flushes at
-``dest + offset``; ``vstur`` / ``vsta`` (AR- and SQZN-driven) stay refused."""
+``dest + offset``. ``vstur`` stores the SQZN bytes of its value (the count the last
+``vsqz`` kept) at ``base + AR`` and, in ``POST_UPDATE`` mode, advances AR by them; the
+stream it makes is flushed by ``vstar`` at ``dest + AR`` (the register-update form).
+``vsta`` stays refused."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import numpy as np
 
 from ...enums import Pipe
 from ...errors import ExecutionError
@@ -39,6 +44,12 @@ class StoreAlign(Align):
     def __init__(self, pending: bytes = b"", addr: int | None = None) -> None:
         super().__init__(pending)
         self.addr = addr
+
+
+class ArStoreAlign(StoreAlign):
+    """The carrier of an AR-driven store stream (``vstur``): flushed at ``dest + AR``."""
+
+    __slots__ = ()
 
 
 def _ub(p: Any, what: str) -> Ptr:
@@ -108,23 +119,64 @@ def VSTUS(m: Any, align_in: Align, offset: Any, value: VReg, base: Ptr, *,
     if pend and start is not None and start + len(pend) != p.addr:
         raise ExecutionError(f"pto.vstus: base (UB {p.addr}) does not continue the stream "
                              f"(pending bytes end at UB {start + len(pend)})")
+    buf, start = _append(m, pend, start, p.addr, value.data[:n].tobytes())
+    return StoreAlign(buf, start), p.plus(n * isz // p.dtype.itemsize)
+
+
+def _append(m: Any, pend: bytes, start: int | None, at: int, data: bytes) -> tuple[bytes, int]:
+    """``data`` joins a stream's pending bytes (``at``: where it goes); every whole aligned
+    32-byte block is written; (the bytes still pending, their address)."""
     if not pend:
-        start = p.addr
+        start = at
     assert start is not None
-    buf = pend + value.data[:n].tobytes()
+    buf = pend + data
     cut = (start + len(buf)) - (start + len(buf)) % BLOCK - start  # bytes up to a boundary
     if cut > 0:
         buffer_bytes(m, "ub", start, cut, "the stored", role="out")[:] = memoryview(buf[:cut])
         start, buf = start + cut, buf[cut:]
-    return StoreAlign(buf, start), p.plus(n * isz // p.dtype.itemsize)
+    return buf, start
+
+
+@instr("VSTUR", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("align_in", "align"), Opnd("value", "vreg"), Opnd("base", "ptr")),
+       params=(Param("mode", "POST_UPDATE"),),
+       results=(Opnd("align_out", "align"),), dtype_key=("value",))
+def VSTUR(m: Any, align_in: Align, value: VReg, base: Ptr, *, mode: str = "POST_UPDATE"
+          ) -> Align:
+    """The first SQZN bytes of value join the stream at base + AR (whole aligned 32-byte
+    blocks written, the rest carried in align_out); POST_UPDATE: AR += SQZN."""
+    p = _ub(base, "base")
+    if str(mode) not in ("POST_UPDATE", "NO_POST_UPDATE"):
+        raise ExecutionError(f"pto.vstur: MODE must be POST_UPDATE or NO_POST_UPDATE, got "
+                             f"{mode!r}")
+    if not isinstance(align_in, StoreAlign):
+        raise ExecutionError("pto.vstur: the align carrier must come from pto.init_align or "
+                             "a prior store of the stream")
+    if "AR" not in m.micro_regs:
+        raise ExecutionError("pto.vstur: AR holds no value ptoisa knows (no pto.sprclr \"AR\" "
+                             "before it on this core)")
+    if "SQZN" not in m.micro_regs:
+        raise ExecutionError("pto.vstur: SQZN holds no byte count (no pto.vsqz before it)")
+    ar, n = int(m.micro_regs["AR"]), int(m.micro_regs["SQZN"])
+    at = p.addr + ar
+    pend, start = align_in.pending, align_in.addr
+    if pend and start is not None and start + len(pend) != at:
+        raise ExecutionError(f"pto.vstur: base + AR (UB {at}) does not continue the stream "
+                             f"(pending bytes end at UB {start + len(pend)})")
+    buf, start = _append(m, pend, start, at, value.data.view(np.uint8)[:n].tobytes())
+    if str(mode) == "POST_UPDATE":
+        m.micro_regs["AR"] = ar + n
+    return ArStoreAlign(buf, start)
 
 
 @instr("VSTAR", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "align"), Opnd("dest", "ptr")), dtype_key=("dest",))
 def VSTAR(m: Any, value: Align, dest: Ptr) -> None:
-    """The carrier's pending bytes written at their address; dest is the stream's end."""
+    """The carrier's pending bytes written at their address; dest is the stream's end
+    (dest + AR for a vstur stream)."""
     p = _ub(dest, "dest")
-    _flush(m, "vstar", value, p.addr)
+    ar = int(m.micro_regs.get("AR", 0)) if isinstance(value, ArStoreAlign) else 0
+    _flush(m, "vstar", value, p.addr + ar)
 
 
 def _flush(m: Any, op: str, value: Any, end: int) -> None:
@@ -153,4 +205,4 @@ def VSTAS(m: Any, value: Align, dest: Ptr, offset: Any, *, post_update: bool = F
     return p.plus(n)
 
 
-__all__ = ["INIT_ALIGN", "VLDAS", "VLDUS", "VSTAR", "VSTAS", "VSTUS"]
+__all__ = ["INIT_ALIGN", "VLDAS", "VLDUS", "VSTAR", "VSTAS", "VSTUR", "VSTUS"]
