@@ -278,6 +278,7 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTUR", "VSTAR",
                                             "VSTAS")},
     "INIT_ALIGN": rule(),
+    "PSTU": rule("ui16 ui32"),
 }
 
 

@@ -14,6 +14,7 @@ is an error naming it. ``vstas`` flushes at
 ``dest + offset``. ``vstur`` stores the SQZN bytes of its value (the count the last
 ``vsqz`` kept) at ``base + AR`` and, in ``POST_UPDATE`` mode, advances AR by them; the
 stream it makes is flushed by ``vstar`` at ``dest + AR`` (the register-update form).
+``pstu`` (04-predicate-load-store.md) adds a mask, one bit per lane, to a store stream.
 ``vsta`` stays refused."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from ...enums import Pipe
 from ...errors import ExecutionError
-from ...vector.regs import VREG_BYTES, Align, Ptr, VReg, buffer_bytes
+from ...vector.regs import VREG_BYTES, Align, Mask, Ptr, VReg, buffer_bytes
 from ..registry import Opnd, Param, instr
 
 BLOCK = 32
@@ -169,6 +170,32 @@ def VSTUR(m: Any, align_in: Align, value: VReg, base: Ptr, *, mode: str = "POST_
     return ArStoreAlign(buf, start)
 
 
+@instr("PSTU", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("align_in", "align"), Opnd("value", "mask"), Opnd("base", "ptr")),
+       results=(Opnd("align_out", "align"), Opnd("base_out", "ptr")), dtype_key=("base",))
+def PSTU(m: Any, align_in: Align, value: Mask, base: Ptr) -> tuple[Align, Ptr]:
+    """The mask packed one bit per lane (lane i: bit i % 8 of byte i // 8; a b32 mask is 8
+    bytes, a b16 one 16) joins the store stream at base; base_out = base + those bytes
+    (04-predicate-load-store.md; the packing is the one upstream's pstu golden writes)."""
+    p = _ub(base, "base")
+    if value.gran not in ("b16", "b32"):
+        raise ExecutionError(f"pto.pstu takes a b16 or b32 mask, got {value.gran}")
+    want = {"b16": "ui16", "b32": "ui32"}[value.gran]
+    if p.dtype.name != want:
+        raise ExecutionError(f"pto.pstu: a {value.gran} mask goes with a !pto.ptr<{want}, ub> "
+                             f"base, got {p.dtype.name}")
+    if not isinstance(align_in, StoreAlign):
+        raise ExecutionError("pto.pstu: the align carrier must come from pto.init_align or a "
+                             "prior store of the stream")
+    data = np.packbits(value.lanes(), bitorder="little").tobytes()
+    pend, start = align_in.pending, align_in.addr
+    if pend and start is not None and start + len(pend) != p.addr:
+        raise ExecutionError(f"pto.pstu: base (UB {p.addr}) does not continue the stream "
+                             f"(pending bytes end at UB {start + len(pend)})")
+    buf, start = _append(m, pend, start, p.addr, data)
+    return StoreAlign(buf, start), p.plus(len(data) // p.dtype.itemsize)
+
+
 @instr("VSTAR", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "align"), Opnd("dest", "ptr")), dtype_key=("dest",))
 def VSTAR(m: Any, value: Align, dest: Ptr) -> None:
@@ -205,4 +232,4 @@ def VSTAS(m: Any, value: Align, dest: Ptr, offset: Any, *, post_update: bool = F
     return p.plus(n)
 
 
-__all__ = ["INIT_ALIGN", "VLDAS", "VLDUS", "VSTAR", "VSTAS", "VSTUR", "VSTUS"]
+__all__ = ["INIT_ALIGN", "PSTU", "VLDAS", "VLDUS", "VSTAR", "VSTAS", "VSTUR", "VSTUS"]
