@@ -372,8 +372,12 @@ class VptoHost:
 
     def __init__(self, kernel: str, blocks: int,
                  buffers: list[tuple[int | None, str | None, str | None, str | None]],
-                 args: list[int], consts: dict[str, str], reads: dict[str, str]) -> None:
+                 args: list[int], consts: dict[str, str], reads: dict[str, str],
+                 scalars: dict[int, int] | None = None) -> None:
         self.kernel = kernel
+        #: launcher parameters main.cpp passes a constant integer for (an ``int`` argument
+        #: of the kernel): index -> value
+        self.scalars = scalars or {}
         self.blocks = blocks
         self.buffers = buffers  # (bytes, file read, file written, its size expression)
         self.args = args
@@ -424,6 +428,7 @@ def vpto_host(d: Path) -> VptoHost:
               for a in calls[0].group(1).split(",") if a.strip()]
     consts = _constants(main)
     buffers = []
+    scalars: dict[int, int] = {}
     for dev in passed:
         size = src = dst = dst_size = None
         # (void **)&dev, or reinterpret_cast<void **>(&dev)
@@ -453,6 +458,10 @@ def vpto_host(d: Path) -> VptoHost:
             if dst is None:  # (a compare of the golden with a file never written: refused)
                 raise PtoError(f"main.cpp copies {dev} back, but ptoisa cannot tell which "
                                "file it writes it to")
+        if mm is None and h2d is None and d2h is None:
+            value = _eval_size(dev, consts)
+            if value is not None:  # (an integer the host passes by value)
+                scalars[len(buffers)] = value
         buffers.append((size, src, dst, dst_size))
     if any(k >= len(buffers) for k in kargs):
         raise PtoError(f"main.cpp passes {len(buffers)} buffers to {launcher}, which uses "
@@ -460,7 +469,8 @@ def vpto_host(d: Path) -> VptoHost:
     n = km.group(2)
     reads = {m.group(2): m.group(1)
              for m in re.finditer(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*(\w+)\s*,', main)}
-    return VptoHost(km.group(1), int(n) if n.isdigit() else 1, buffers, kargs, consts, reads)
+    return VptoHost(km.group(1), int(n) if n.isdigit() else 1, buffers, kargs, consts, reads,
+                    scalars)
 
 
 def _switch_written(main: str, host: str) -> tuple[str | None, str | None]:
@@ -561,9 +571,13 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, kernel: str, ho
         return None
     fn = prog.compiler(target).function(kernel)
     params = list(fn.op.regions[0].block.args)
-    if len(params) != len(host.args) or any(not isinstance(a.type, T.PtrType) for a in params):
-        notes.append(f"not run: launch.cpp passes {len(host.args)} pointers to @{kernel}, "
-                     f"which takes {len(params)} arguments (pointers only are run)")
+    if len(params) != len(host.args) or any(
+            not isinstance(a.type, T.PtrType) and not (k in host.scalars and isinstance(
+                a.type, (T.IntegerType, T.IndexType))) for a, k in zip(params, host.args,
+                                                                       strict=False)):
+        notes.append(f"not run: launch.cpp passes {len(host.args)} arguments to @{kernel}, "
+                     f"which takes {len(params)} (pointers, and integers main.cpp gives as "
+                     "constants, are run)")
         return None
     made = _host_buffers(tmp, host, notes)
     if made is None:
@@ -616,7 +630,7 @@ def _host_buffers(tmp: Path, host: VptoHost, notes: list[str]) -> list[bytes | N
     made: list[bytes | None] = []
     used = set(host.args)  # (the launcher's other parameters: the stream)
     for k, (size, src, _dst, _n) in enumerate(host.buffers):
-        if k not in used:
+        if k not in used or k in host.scalars:
             made.append(None)
             continue
         raw = b""
@@ -648,8 +662,11 @@ def _run_on(prog: Any, target: TargetLike, kernel: str, params: list[Any], host:
         buf = np.full(len(m) + slack, SLACK_FILL, np.uint8)
         buf[:len(m)] = np.frombuffer(m, np.uint8)
         whole.append(buf)
-    arrays = []
+    arrays: list[Any] = []
     for a, k in zip(params, host.args, strict=True):
+        if k in host.scalars:
+            arrays.append(host.scalars[k])
+            continue
         dt = np.dtype(bridge.elem_dtype(a.type.dtype).np)
         b = whole[k]
         assert b is not None
