@@ -423,7 +423,7 @@ def vpto_host(d: Path) -> VptoHost:
     if len(calls) != 1:
         raise PtoError(f"main.cpp calls {launcher} {len(calls)} times (once expected)")
     # (a C++ cast, reinterpret_cast<float *>(v1Device), passes the name inside it)
-    passed = [re.sub(r"\([^()]*\)", "", re.sub(r"\b\w+_cast\s*<[^<>]*>\s*\(\s*([\w&]+)\s*\)",
+    passed = [re.sub(r"\([^()]*\)", "", re.sub(r"\b\w+_cast\s*<[^<>]*>\s*\(\s*([\w&\[\]]+)\s*\)",
                                               r"\1", a)).strip().lstrip("&")
               for a in calls[0].group(1).split(",") if a.strip()]
     consts = _constants(main)
@@ -431,6 +431,10 @@ def vpto_host(d: Path) -> VptoHost:
     scalars: dict[int, int] = {}
     for dev in passed:
         size = src = dst = dst_size = None
+        item = re.fullmatch(r"(\w+)\[(\d+)\]", dev)
+        if item is not None:  # device[3]: one of a table of buffers made in loops
+            buffers.append(_table_buffer(main, item.group(1), int(item.group(2)), consts))
+            continue
         # (void **)&dev, or reinterpret_cast<void **>(&dev)
         mm = re.search(r"aclrtMalloc\s*\(\s*(?:\(void\s*\*\*\)\s*&" + re.escape(dev)
                        + r"|\w+_cast\s*<\s*void\s*\*\*\s*>\s*\(\s*&" + re.escape(dev)
@@ -487,6 +491,64 @@ def _switch_written(main: str, host: str) -> tuple[str | None, str | None]:
     if wf is None:
         return None, None
     return f"{fmt.group(2)}{case.group(1)}{fmt.group(3)}", wf.group(1)
+
+
+def _loops(main: str) -> list[tuple[int, str, str]]:
+    """``for (size_t i = START; i < END; ++i) { BODY }`` loops of the host code: (START,
+    END, BODY)."""
+    out = []
+    for m in re.finditer(r"for\s*\(\s*(?:size_t|int|unsigned)\s+i\s*=\s*(\d+)\s*;\s*i\s*<\s*(\w+)"
+                         r"\s*;[^)]*\)\s*\{", main):
+        depth, j = 1, m.end()
+        while depth and j < len(main):
+            depth += {"{": 1, "}": -1}.get(main[j], 0)
+            j += 1
+        out.append((int(m.group(1)), m.group(2), main[m.end():j - 1]))
+    return out
+
+
+def _table(main: str, name: str, consts: dict[str, str]) -> list[str] | None:
+    """The initialiser of array ``name`` (``sizes[kBuffers] = {a, b, ...}``), its items."""
+    m = re.search(r"\b" + re.escape(name) + r"\s*\[\s*\w*\s*\]\s*=\s*\{([^{}]*)\}", main)
+    return None if m is None else [x.strip() for x in m.group(1).split(",") if x.strip()]
+
+
+def _table_buffer(main: str, arr: str, k: int, consts: dict[str, str]
+                  ) -> tuple[int | None, str | None, str | None, str | None]:
+    """(bytes, file read into it, file written from it, bytes written) of ``arr[k]``, one of
+    a table of device buffers made, filled and written back in loops over ``i``::
+
+        aclrtMalloc(&device[i], sizes[i], ...);   snprintf(path, ..., "./v%zu.bin", i + 1);
+        ReadFile(path, ...);                       ... WriteFile(path, host[i], sizes[i]);
+
+    (a loop body's ``if (!kIsOutput[i]) continue;`` skips the buffers its table marks
+    false)."""
+    size = src = dst = None
+    for start, end, body in _loops(main):
+        n = _eval_size(end, consts)
+        if n is None or not start <= k < n:
+            continue
+        skip = re.search(r"if\s*\(\s*!\s*(\w+)\s*\[\s*i\s*\]\s*\)\s*continue", body)
+        if skip is not None:
+            flags = _table(main, skip.group(1), consts)
+            if flags is None or k >= len(flags) or flags[k] != "true":
+                continue
+        fmt = re.search(r'snprintf\s*\([^,]+,[^,]+,\s*"([^"%]*)%z?u([^"%]*)"\s*,\s*i\s*'
+                        r"(?:\+\s*(\d+))?\s*\)", body)
+        path = None if fmt is None else \
+            f"{fmt.group(1)}{k + int(fmt.group(3) or 0)}{fmt.group(2)}"
+        mm = re.search(r"aclrtMalloc\s*\(\s*&\s*" + re.escape(arr) + r"\s*\[\s*i\s*\]\s*,"
+                       r"\s*(\w+)\s*\[\s*i\s*\]", body)
+        if mm is not None:
+            items = _table(main, mm.group(1), consts)
+            if items is not None and k < len(items):
+                size = _eval_size(items[k], consts)
+        if re.search(r"ReadFile\s*\(\s*path\b", body) and "HOST_TO_DEVICE" in body:
+            src = path
+        if re.search(r"aclrtMemcpy\s*\([^;]*\b" + re.escape(arr) + r"\s*\[\s*i\s*\][^;]*"
+                     r"DEVICE_TO_HOST", body) and re.search(r"WriteFile\s*\(\s*path\b", body):
+            dst = path
+    return size, src, dst, None if dst is None or size is None else str(size)
 
 
 def _fwritten(main: str, host: str) -> tuple[str | None, str | None]:
