@@ -351,13 +351,14 @@ def do_vpto(d: Path, root: Path) -> list[FileResult]:
     except PtoError as e:
         res.notes.append(f"not run: {e.message}")
         return results
-    kernel = host.kernel if host.kernel in funcs else (
-        next(iter(funcs)) if len(funcs) == 1 else None)
-    if kernel is None:
-        res.notes.append(f"not run: no kernel '{host.kernel}' in the module")
+    if len(host.launches) == 1 and host.kernel not in funcs and len(funcs) == 1:
+        host.launches = [(next(iter(funcs)), host.blocks, host.args)]
+    missing = [k for k, _, _ in host.launches if k not in funcs]
+    if missing:
+        res.notes.append(f"not run: no kernel '{missing[0]}' in the module")
         return results
     with tempfile.TemporaryDirectory(prefix="ptoisa-suite-") as tmp:
-        out = _run_vpto(d, Path(tmp), prog, target, kernel, host, res.notes)
+        out = _run_vpto(d, Path(tmp), prog, target, host, res.notes)
     if out is not None:
         res.outcomes[:] = [out]
     res.seconds = time.monotonic() - t0
@@ -373,8 +374,12 @@ class VptoHost:
     def __init__(self, kernel: str, blocks: int,
                  buffers: list[tuple[int | None, str | None, str | None, str | None]],
                  args: list[int], consts: dict[str, str], reads: dict[str, str],
-                 scalars: dict[int, int] | None = None) -> None:
+                 scalars: dict[int, int] | None = None,
+                 launches: list[tuple[str, int, list[int]]] | None = None) -> None:
         self.kernel = kernel
+        #: every launch main.cpp makes, in order: (kernel, blocks, buffer of each argument);
+        #: the first is ``kernel`` / ``blocks`` / ``args``
+        self.launches = launches or [(kernel, blocks, args)]
         #: launcher parameters main.cpp passes a constant integer for (an ``int`` argument
         #: of the kernel): index -> value
         self.scalars = scalars or {}
@@ -405,27 +410,35 @@ def vpto_host(d: Path) -> VptoHost:
         launch = _strip_comments((d / "launch.cpp").read_text())
     except OSError as e:
         raise PtoError(f"cannot read the host code: {e}") from None
-    fm = re.search(r"void\s+(Launch\w*)\s*\(([^)]*)\)\s*\{", launch)
-    km = re.search(r"(\w+)\s*<<<\s*(\w+)\s*,[^>]*>>>\s*\(([^;]*)\)\s*;", launch)
-    if fm is None or km is None:
+    launchers = _launchers(launch)
+    if not launchers:
         raise PtoError("launch.cpp has no launcher calling a kernel with '<<<...>>>'")
-    launcher = fm.group(1)
-    lparams = [re.findall(r"\w+", p)[-1] for p in fm.group(2).split(",") if p.strip()]
-    kargs = []
-    for a in km.group(3).split(","):
-        a = re.sub(r"\([^()]*\)", "", a).strip()  # the casts
-        if a not in lparams:
-            raise PtoError(f"launch.cpp passes '{a}' to the kernel (a launcher parameter "
-                           "expected)")
-        kargs.append(lparams.index(a))
-    calls = [c for c in re.finditer(re.escape(launcher) + r"\s*\(([^;{}]*)\)\s*;", main)
-             if not re.search(r"\bvoid\s*$", main[max(0, c.start() - 20):c.start()])]
-    if len(calls) != 1:
-        raise PtoError(f"main.cpp calls {launcher} {len(calls)} times (once expected)")
+    calls = []
+    for launcher in launchers:
+        found = [c for c in re.finditer(r"\b" + re.escape(launcher) + r"\s*\(([^;{}]*)\)\s*;",
+                                        main)
+                 if not re.search(r"\bvoid\s*$", main[max(0, c.start() - 20):c.start()])]
+        if len(found) > 1 or (len(launchers) == 1 and not found):
+            raise PtoError(f"main.cpp calls {launcher} {len(found)} times (once expected)")
+        calls += [(c.start(), launcher, c) for c in found]
+    if not calls:
+        raise PtoError("main.cpp calls none of launch.cpp's launchers")
+    calls.sort(key=lambda c: c[0])
     # (a C++ cast, reinterpret_cast<float *>(v1Device), passes the name inside it)
-    passed = [re.sub(r"\([^()]*\)", "", re.sub(r"\b\w+_cast\s*<[^<>]*>\s*\(\s*([\w&\[\]]+)\s*\)",
-                                              r"\1", a)).strip().lstrip("&")
-              for a in calls[0].group(1).split(",") if a.strip()]
+    passed_of = [[re.sub(r"\([^()]*\)", "", re.sub(
+        r"\b\w+_cast\s*<[^<>]*>\s*\(\s*([\w&\[\]]+)\s*\)", r"\1", a)).strip().lstrip("&")
+        for a in c.group(1).split(",") if a.strip()] for _, _, c in calls]
+    passed: list[str] = []  # every name main.cpp passes, once, in order
+    for names in passed_of:
+        passed += [x for x in names if x not in passed]
+    launches = []
+    for (_, launcher, _c), names in zip(calls, passed_of, strict=True):
+        kernel, n, kargs = launchers[launcher]
+        if any(k >= len(names) for k in kargs):
+            raise PtoError(f"main.cpp passes {len(names)} arguments to {launcher}, which uses "
+                           f"parameter {max(kargs) + 1}")
+        launches.append((kernel, int(n) if n.isdigit() else 1,
+                         [passed.index(names[k]) for k in kargs]))
     consts = _constants(main)
     buffers = []
     scalars: dict[int, int] = {}
@@ -467,14 +480,35 @@ def vpto_host(d: Path) -> VptoHost:
             if value is not None:  # (an integer the host passes by value)
                 scalars[len(buffers)] = value
         buffers.append((size, src, dst, dst_size))
-    if any(k >= len(buffers) for k in kargs):
-        raise PtoError(f"main.cpp passes {len(buffers)} buffers to {launcher}, which uses "
-                       f"parameter {max(kargs) + 1}")
-    n = km.group(2)
     reads = {m.group(2): m.group(1)
              for m in re.finditer(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*(\w+)\s*,', main)}
-    return VptoHost(km.group(1), int(n) if n.isdigit() else 1, buffers, kargs, consts, reads,
-                    scalars)
+    kernel, blocks, args = launches[0]
+    return VptoHost(kernel, blocks, buffers, args, consts, reads, scalars, launches)
+
+
+def _launchers(launch: str) -> dict[str, tuple[str, str, list[int]]]:
+    """launch.cpp's launchers: name -> (the kernel it calls, its block count as written,
+    the launcher parameter each kernel argument is)."""
+    out = {}
+    for fm in re.finditer(r"void\s+(Launch\w*)\s*\(([^)]*)\)\s*\{", launch):
+        depth, j = 1, fm.end()
+        while depth and j < len(launch):
+            depth += {"{": 1, "}": -1}.get(launch[j], 0)
+            j += 1
+        km = re.search(r"(\w+)\s*<<<\s*(\w+)\s*,[^>]*>>>\s*\(([^;]*)\)\s*;",
+                       launch[fm.end():j])
+        if km is None:
+            continue
+        lparams = [re.findall(r"\w+", p)[-1] for p in fm.group(2).split(",") if p.strip()]
+        kargs = []
+        for a in km.group(3).split(","):
+            a = re.sub(r"\([^()]*\)", "", a).strip()  # the casts
+            if a not in lparams:
+                raise PtoError(f"launch.cpp passes '{a}' to the kernel (a launcher parameter "
+                               "expected)")
+            kargs.append(lparams.index(a))
+        out[fm.group(1)] = (km.group(1), km.group(2), kargs)
+    return out
 
 
 def _switch_written(main: str, host: str) -> tuple[str | None, str | None]:
@@ -614,7 +648,7 @@ def _eval_size(expr: str, consts: dict[str, str], depth: int = 0) -> int | None:
     return int(v) if isinstance(v, int) else None
 
 
-def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, kernel: str, host: VptoHost,
+def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, host: VptoHost,
               notes: list[str]) -> Outcome | None:
     from ..ir import types as T
 
@@ -631,28 +665,31 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, kernel: str, ho
         notes.append("not run: " + (f"needs {need}" if need else
                                     "golden.py failed: " + _last(proc.stderr)))
         return None
-    fn = prog.compiler(target).function(kernel)
-    params = list(fn.op.regions[0].block.args)
-    if len(params) != len(host.args) or any(
-            not isinstance(a.type, T.PtrType) and not (k in host.scalars and isinstance(
-                a.type, (T.IntegerType, T.IndexType))) for a, k in zip(params, host.args,
-                                                                       strict=False)):
-        notes.append(f"not run: launch.cpp passes {len(host.args)} arguments to @{kernel}, "
-                     f"which takes {len(params)} (pointers, and integers main.cpp gives as "
-                     "constants, are run)")
-        return None
+    runs = []
+    for kernel, blocks, args in host.launches:
+        fn = prog.compiler(target).function(kernel)
+        params = list(fn.op.regions[0].block.args)
+        if len(params) != len(args) or any(
+                not isinstance(a.type, T.PtrType) and not (k in host.scalars and isinstance(
+                    a.type, (T.IntegerType, T.IndexType))) for a, k in zip(params, args,
+                                                                           strict=False)):
+            notes.append(f"not run: launch.cpp passes {len(args)} arguments to @{kernel}, "
+                         f"which takes {len(params)} (pointers, and integers main.cpp gives "
+                         "as constants, are run)")
+            return None
+        runs.append((kernel, blocks, args, params))
     made = _host_buffers(tmp, host, notes)
     if made is None:
         return None
     try:
-        bufs = _run_on(prog, target, kernel, params, host, made, 0)
+        bufs = _run_on(prog, target, runs, host, made, 0)
     except OutsideArgument as e:
         # upstream kernels that reach past main.cpp's buffer (a DMA of 64 rows from a 1-row
         # input, a store of 4096 bytes to a 1024-byte output) pass on the device, whose
         # allocator gives more than it is asked for; run again with room after each buffer,
         # filled with SLACK_FILL so that a result that read it does not match by luck, and say so
         try:
-            bufs = _run_on(prog, target, kernel, params, host, made, SLACK)
+            bufs = _run_on(prog, target, runs, host, made, SLACK)
         except Exception as e2:  # noqa: BLE001 - every failure becomes a verdict
             return work._run_outcome(e2, where)
         said = f"{e.op}: {e.message}" if e.op else e.message
@@ -690,7 +727,8 @@ def _host_buffers(tmp: Path, host: VptoHost, notes: list[str]) -> list[bytes | N
     into it, zeros after them up to its size; None for a buffer the launcher does not
     pass."""
     made: list[bytes | None] = []
-    used = set(host.args)  # (the launcher's other parameters: the stream)
+    # (the launcher's other parameters: the stream)
+    used = {k for _, _, args in host.launches for k in args}
     for k, (size, src, _dst, _n) in enumerate(host.buffers):
         if k not in used or k in host.scalars:
             made.append(None)
@@ -710,10 +748,11 @@ def _host_buffers(tmp: Path, host: VptoHost, notes: list[str]) -> list[bytes | N
     return made
 
 
-def _run_on(prog: Any, target: TargetLike, kernel: str, params: list[Any], host: VptoHost,
-            made: list[bytes | None], slack: int) -> list[np.ndarray | None]:
-    """The kernel run on fresh buffers holding ``made``; each pointer argument is its
-    buffer and ``slack`` bytes of SLACK_FILL after it. The buffers, without the slack."""
+def _run_on(prog: Any, target: TargetLike, runs: list[tuple[str, int, list[int], list[Any]]],
+            host: VptoHost, made: list[bytes | None], slack: int) -> list[np.ndarray | None]:
+    """The launches (kernel, blocks, buffer of each argument, its parameters) run in order on
+    fresh buffers holding ``made``; each pointer argument is its buffer and ``slack`` bytes
+    of SLACK_FILL after it. The buffers, without the slack."""
     from ..interp import bridge
 
     whole: list[np.ndarray | None] = []
@@ -724,16 +763,17 @@ def _run_on(prog: Any, target: TargetLike, kernel: str, params: list[Any], host:
         buf = np.full(len(m) + slack, SLACK_FILL, np.uint8)
         buf[:len(m)] = np.frombuffer(m, np.uint8)
         whole.append(buf)
-    arrays: list[Any] = []
-    for a, k in zip(params, host.args, strict=True):
-        if k in host.scalars:
-            arrays.append(host.scalars[k])
-            continue
-        dt = np.dtype(bridge.elem_dtype(a.type.dtype).np)
-        b = whole[k]
-        assert b is not None
-        arrays.append(b[:b.size // dt.itemsize * dt.itemsize].view(dt))
-    prog.run(kernel, *arrays, blocks=host.blocks, target=target)
+    for kernel, blocks, args, params in runs:
+        arrays: list[Any] = []
+        for a, k in zip(params, args, strict=True):
+            if k in host.scalars:
+                arrays.append(host.scalars[k])
+                continue
+            dt = np.dtype(bridge.elem_dtype(a.type.dtype).np)
+            b = whole[k]
+            assert b is not None
+            arrays.append(b[:b.size // dt.itemsize * dt.itemsize].view(dt))
+        prog.run(kernel, *arrays, blocks=blocks, target=target)
     return [None if b is None or m is None else b[:len(m)]
             for b, m in zip(whole, made, strict=True)]
 
