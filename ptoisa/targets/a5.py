@@ -278,6 +278,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTUR", "VSTAR",
                                             "VSTAS")},
     "INIT_ALIGN": rule(),
+    "VMRGSORT4": rule("f32 f16"),
+    "GET_VMS4_SR": rule(),
     "PSTU": rule("ui16 ui32"),
 }
 
