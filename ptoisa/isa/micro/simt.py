@@ -80,6 +80,8 @@ class ThreadGm:
     offset from it, in elements of ``dtype``."""
 
     __slots__ = ("base", "offset", "dtype")
+    #: (an operand of kind 'ptr': one pointer per workitem)
+    per_workitem = True
 
     def __init__(self, base: np.ndarray, offset: np.ndarray, dtype: np.dtype[Any]) -> None:
         self.base, self.offset, self.dtype = base, offset, dtype
@@ -135,7 +137,7 @@ def _per_thread(s: SimtState, v: Any) -> np.ndarray:
 # ---- launch configuration ------------------------------------------------------------------
 
 @instr("STORE_VFSIMT_INFO", pipe=Pipe.S, dialect="vpto",
-       operands=(Opnd("dim_z", "scalar"), Opnd("dim_y", "scalar"), Opnd("dim_x", "scalar")))
+       operands=(Opnd("dim_z", "simt"), Opnd("dim_y", "simt"), Opnd("dim_x", "simt")))
 def STORE_VFSIMT_INFO(m: Any, dim_z: Any, dim_y: Any, dim_x: Any) -> None:
     """The launch dimensions the next calls of a pto.simt_entry function run with."""
     m.micro_regs["simt_info"] = (int(dim_x), int(dim_y), int(dim_z))
@@ -149,7 +151,7 @@ def _query(name: str, doc: str, fn: Callable[[SimtState], Any]) -> Any:
     sem.__name__ = sem.__qualname__ = name
     sem.__doc__ = doc
     return instr(name, pipe=Pipe.V, dialect="vpto", operands=(),
-                 results=(Opnd("result", "scalar"),))(sem)
+                 results=(Opnd("result", "simt"),))(sem)
 
 
 def _tid(axis: int) -> Callable[[SimtState], Any]:
@@ -296,24 +298,25 @@ def write_elems(m: Any, ptr: Any, offset: Any, value: Any, op: str) -> None:
 
 
 @instr("LOAD", pipe=Pipe.V, dialect="vpto",
-       operands=(Opnd("ptr", "ptr"), Opnd("offset", "scalar")),
-       results=(Opnd("value", "scalar"),))
+       operands=(Opnd("ptr", "ptr"), Opnd("offset", "simt")),
+       results=(Opnd("value", "simt"),))
 def LOAD(m: Any, ptr: Any, offset: Any) -> Any:
     """value = ptr[offset] (an element offset) for each workitem."""
     return read_elems(m, ptr, offset, "load")
 
 
 @instr("STORE", pipe=Pipe.V, dialect="vpto",
-       operands=(Opnd("value", "scalar"), Opnd("ptr", "ptr", "out"), Opnd("offset", "scalar")))
+       operands=(Opnd("value", "simt"), Opnd("ptr", "ptr", "out"), Opnd("offset", "simt")))
 def STORE(m: Any, value: Any, ptr: Any, offset: Any) -> None:
     """ptr[offset] = value for each workitem (an element offset), in ascending tid."""
     write_elems(m, ptr, offset, value, "store")
 
 
 @instr("LDG", pipe=Pipe.V, dialect="vpto",
-       operands=(Opnd("ptr", "ptr"), Opnd("offset", "scalar"),
+       operands=(Opnd("ptr", "ptr"), Opnd("offset", "simt"),
                  Opnd("l1cache", "group", optional=True),
-                 Opnd("l2cache", "group", optional=True)))
+                 Opnd("l2cache", "group", optional=True)),
+       results=(Opnd("value", "simt"),))
 def LDG(m: Any, ptr: Any, offset: Any, l1cache: Any = None, l2cache: Any = None) -> Any:
     """value = ptr[offset] from GM; the cache clauses change no value."""
     if not isinstance(ptr, np.ndarray):
@@ -322,7 +325,7 @@ def LDG(m: Any, ptr: Any, offset: Any, l1cache: Any = None, l2cache: Any = None)
 
 
 @instr("STG", pipe=Pipe.V, dialect="vpto",
-       operands=(Opnd("value", "scalar"), Opnd("ptr", "ptr", "out"), Opnd("offset", "scalar"),
+       operands=(Opnd("value", "simt"), Opnd("ptr", "ptr", "out"), Opnd("offset", "simt"),
                  Opnd("l1cache", "group", optional=True),
                  Opnd("l2cache", "group", optional=True)))
 def STG(m: Any, value: Any, ptr: Any, offset: Any, l1cache: Any = None,
@@ -403,10 +406,10 @@ def _make_atomic(name: str, doc: str, fn: Callable[..., Any]) -> Any:
     sem.__name__ = sem.__qualname__ = name
     sem.__doc__ = f"old = *ptr; {doc}; returns old, workitems one by one in ascending tid."
     return instr(name, pipe=Pipe.V, dialect="vpto",
-                 operands=(Opnd("ptr", "ptr", "inout"), Opnd("value", "scalar"),
+                 operands=(Opnd("ptr", "ptr", "inout"), Opnd("value", "simt"),
                            Opnd("l2cache", "group", optional=True)),
                  params=(Param("signed", False), Param("unsigned", False)),
-                 results=(Opnd("old", "scalar"),))(sem)
+                 results=(Opnd("old", "simt"),))(sem)
 
 
 ATOMIC_EXCH = _make_atomic("ATOMIC_EXCH", *_ATOMICS["ATOMIC_EXCH"])
@@ -420,10 +423,10 @@ ATOMIC_XOR = _make_atomic("ATOMIC_XOR", *_ATOMICS["ATOMIC_XOR"])
 
 
 @instr("ATOMIC_CAS", pipe=Pipe.V, dialect="vpto",
-       operands=(Opnd("ptr", "ptr", "inout"), Opnd("compare", "scalar"), Opnd("value", "scalar"),
+       operands=(Opnd("ptr", "ptr", "inout"), Opnd("compare", "simt"), Opnd("value", "simt"),
                  Opnd("l2cache", "group", optional=True)),
        params=(Param("signed", False), Param("unsigned", False)),
-       results=(Opnd("old", "scalar"),))
+       results=(Opnd("old", "simt"),))
 def ATOMIC_CAS(m: Any, ptr: Any, compare: Any, value: Any, l2cache: Any = None, *,
                signed: bool = False, unsigned: bool = False) -> Any:
     """old = *ptr; if old == compare (bit for bit): *ptr = value; returns old, workitems one
@@ -456,24 +459,24 @@ def _bool(s: SimtState, pred: Any) -> np.ndarray:
     return _per_thread(s, np.asarray(pred).astype(np.int64) & 1).astype(bool)
 
 
-@instr("VOTE_ALL", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "scalar"),),
-       results=(Opnd("result", "scalar"),))
+@instr("VOTE_ALL", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "simt"),),
+       results=(Opnd("result", "simt"),))
 def VOTE_ALL(m: Any, pred: Any) -> Any:
     """pred of every lane of the subgroup (32 lanes) is true."""
     s = state(m, "vote_all")
     return _ints(_collect(s, _bool(s, pred), WARP, lambda a: a.all()).astype(np.int64))
 
 
-@instr("VOTE_ANY", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "scalar"),),
-       results=(Opnd("result", "scalar"),))
+@instr("VOTE_ANY", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "simt"),),
+       results=(Opnd("result", "simt"),))
 def VOTE_ANY(m: Any, pred: Any) -> Any:
     """pred of some lane of the subgroup is true."""
     s = state(m, "vote_any")
     return _ints(_collect(s, _bool(s, pred), WARP, lambda a: a.any()).astype(np.int64))
 
 
-@instr("VOTE_UNI", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "scalar"),),
-       results=(Opnd("result", "scalar"),))
+@instr("VOTE_UNI", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "simt"),),
+       results=(Opnd("result", "simt"),))
 def VOTE_UNI(m: Any, pred: Any) -> Any:
     """pred is the same on every lane of the subgroup."""
     s = state(m, "vote_uni")
@@ -481,8 +484,8 @@ def VOTE_UNI(m: Any, pred: Any) -> Any:
                           lambda a: a.all() or not a.any()).astype(np.int64))
 
 
-@instr("VOTE_BALLOT", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "scalar"),),
-       results=(Opnd("result", "scalar"),))
+@instr("VOTE_BALLOT", pipe=Pipe.V, dialect="vpto", operands=(Opnd("pred", "simt"),),
+       results=(Opnd("result", "simt"),))
 def VOTE_BALLOT(m: Any, pred: Any) -> Any:
     """Bit lane of the i32 result: pred of that lane of the subgroup."""
     s = state(m, "vote_ballot")
@@ -519,8 +522,8 @@ def _make_shuffle(name: str, doc: str, source: Callable[[np.ndarray, np.ndarray]
     sem.__name__ = sem.__qualname__ = name
     sem.__doc__ = doc
     return instr(name, pipe=Pipe.V, dialect="vpto",
-                 operands=(Opnd("value", "scalar"), Opnd("ctl", "scalar")),
-                 params=(Param("width", None),), results=(Opnd("result", "scalar"),))(sem)
+                 operands=(Opnd("value", "simt"), Opnd("ctl", "simt")),
+                 params=(Param("width", None),), results=(Opnd("result", "simt"),))(sem)
 
 
 SHUFFLE_IDX = _make_shuffle("SHUFFLE_IDX", "value of lane ctl of the workitem's group.",
@@ -557,9 +560,9 @@ def _make_redux(name: str, doc: str) -> Any:
         return _redux(m, name.lower(), value, signed, unsigned, kind)
     sem.__name__ = sem.__qualname__ = name
     sem.__doc__ = doc
-    return instr(name, pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "scalar"),),
+    return instr(name, pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "simt"),),
                  params=(Param("signed", False), Param("unsigned", False)),
-                 results=(Opnd("result", "scalar"),))(sem)
+                 results=(Opnd("result", "simt"),))(sem)
 
 
 REDUX_ADD = _make_redux("REDUX_ADD", "The sum over the subgroup's lanes, to each of them "
@@ -570,7 +573,7 @@ REDUX_MIN = _make_redux("REDUX_MIN", "The minimum over the subgroup's lanes, to 
 
 # ---- keep / resume -------------------------------------------------------------------------------
 
-@instr("KEEP", pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "scalar"),),
+@instr("KEEP", pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "simt"),),
        params=(Param("slot", 0),))
 def KEEP(m: Any, value: Any, *, slot: Any = 0) -> None:
     """The workitem's value kept in logical slot ``slot`` (0 .. 122) for a later SIMT body."""
@@ -583,7 +586,7 @@ def KEEP(m: Any, value: Any, *, slot: Any = 0) -> None:
 
 @instr("RESUME", pipe=Pipe.V, dialect="vpto", operands=(),
        params=(Param("slot", 0), Param("result_type", None)),
-       results=(Opnd("value", "scalar"),))
+       results=(Opnd("value", "simt"),))
 def RESUME(m: Any, *, slot: Any = 0, result_type: Any = None) -> Any:
     """The value the same workitem kept in slot ``slot``."""
     s = state(m, "resume")
@@ -625,8 +628,8 @@ def _math(name: str, doc: str, arity: int, fn: Callable[..., Any]) -> Any:
     sem.__name__ = sem.__qualname__ = name
     sem.__doc__ = doc
     return instr(name, pipe=Pipe.V, dialect="vpto",
-                 operands=tuple(Opnd(n, "scalar") for n in names),
-                 results=(Opnd("result", "scalar"),))(sem)
+                 operands=tuple(Opnd(n, "simt") for n in names),
+                 results=(Opnd("result", "simt"),))(sem)
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
@@ -662,10 +665,10 @@ _TO_INT = {"r": np.rint, "a": _round_half_away, "f": np.floor, "c": np.ceil, "z"
 
 
 @instr("CONVERT", pipe=Pipe.V, dialect="vpto",
-       operands=(Opnd("src", "scalar"), Opnd("round", "group")),
+       operands=(Opnd("src", "simt"), Opnd("round", "group")),
        params=(Param("sat", False), Param("nosat", False), Param("signed", False),
                Param("unsigned", False), Param("result_type", None)),
-       results=(Opnd("dst", "scalar"),))
+       results=(Opnd("dst", "simt"),))
 def CONVERT(m: Any, src: Any, round: Any, *, sat: bool = False, nosat: bool = False,
             signed: bool = False, unsigned: bool = False, result_type: Any = None) -> Any:
     """dst = src converted to the result type with rounding ``round(R)``, ``sat`` clamping a
@@ -712,7 +715,8 @@ def CONVERT(m: Any, src: Any, round: Any, *, sat: bool = False, nosat: bool = Fa
         if mode != "r":
             raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet "
                                  f"with round({mode}) between floats")
-        out = a.astype(np.float32).astype(dst) if a.dtype.itemsize <= 4 else a.astype(dst)
+        with np.errstate(over="ignore"):  # (an overflow is inf, then sat clamps it)
+            out = a.astype(np.float32).astype(dst) if a.dtype.itemsize <= 4 else a.astype(dst)
         if sat:
             fin = np.isfinite(a.astype(np.float64))
             big = float(np.finfo(dst).max) if dst.kind == "f" else float(
