@@ -437,3 +437,17 @@ def test_vmrgsort4_merges_and_reports_taken_counts(a5):
         assert out == order
         # (exhausted: list 2's only record, the largest, goes first and ends the merge)
         assert list(pto.v.get_vms4_sr()) == ([0, 0, 1, 0] if exhausted else [2, 3, 1, 1])
+
+
+def test_fb_pointers_address_the_space_ptoas_plans(a5):
+    """A5's FB: Scaling tiles hold 4 KiB (pto-isa's TASSIGN table), a micro-op's fb pointer
+    reaches the 248 KiB PTOAS plans (PTOPlanMemory.cpp kA5); past it, an error."""
+    from ptoisa.targets import get_target
+    from ptoisa.vector.regs import buffer_bytes
+
+    t = get_target("a5")
+    assert t.buffer_size("FB") == 4 * 1024 and t.pointer_window("FB") == 248 * 1024
+    buffer_bytes(a5, "fb", 0x10040, 512, "the payload", role=None)[:] = 7
+    assert (buffer_bytes(a5, "fb", 0x10040, 512, "x", role=None) == 7).all()
+    with pytest.raises(ExecutionError, match="leave the FB buffer"):
+        buffer_bytes(a5, "fb", 248 * 1024 - 32, 64, "the payload", role=None)
