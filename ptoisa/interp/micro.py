@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
+from ..isa.micro.simt import SCOPED as SIMT_SCOPED
 from ..isa.registry import Instr, Opnd
 from ..vector.regs import AlignSpec, PtrSpec, mask_spec, vreg_spec
 from . import bridge
@@ -140,6 +141,9 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     for r, v in zip(ins.results, op.results, strict=False):
         types[r.name] = value_spec(v.type)
     bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
+    if ins.name in SIMT_SCOPED and not _in_simt(cf, op):
+        raise VerifyError(f"'{op.name}' op must be inside a pto.simt_entry function or "
+                          "pto.section.simt", op=op.name, loc=op.loc)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run
@@ -170,6 +174,14 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             for slot, v in zip(res, out, strict=False):
                 env[slot] = v
     return step
+
+
+def _in_simt(cf: CompiledFunc, op: Op) -> bool:
+    """Is ``op`` in a SIMT body: a function marked pto.simt_entry, or a pto.section.simt?"""
+    if cf.op is not None and cf.op.attributes.get("pto.simt_entry") is not None:
+        return True
+    return cf.op is not None and any(
+        s.name == "pto.section.simt" and any(o is op for o in s.walk()) for s in cf.op.walk())
 
 
 def _group_slots(cf: CompiledFunc, written: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -101,7 +101,7 @@ def test_ldg_stg_reach_gm_and_refuse_other_memory(a5):
         pto.v.stg(x * np.float32(2), gm, np.asarray(t) + 16)
     launch(body, (16, 1, 1))
     assert gm[16:].tolist() == [2.0 * k for k in range(16)]
-    with pytest.raises(PtoError, match="reads GM"):
+    with pytest.raises(PtoError, match="requires GM pointer"):
         launch(lambda: pto.v.ldg(ub(0, "f32"), 0), (1, 1, 1))
 
 
@@ -151,7 +151,7 @@ def test_cas_and_float_atomics(a5):
     assert np.asarray(old).tolist() == [0.0, 1.0, 1.0, 1.0]
     old = launch(lambda: pto.v.atomic_add(cell, t * np.float32(0.5)), (4, 1, 1))
     assert np.asarray(old).tolist() == [1.0, 1.0, 1.5, 2.5]
-    with pytest.raises(PtoError, match="takes no signedness"):
+    with pytest.raises(PtoError, match="do not take signed / unsigned"):
         launch(lambda: pto.v.atomic_add(cell, t, signed=True), (4, 1, 1))
     with pytest.raises(PtoError, match="takes integers"):
         launch(lambda: pto.v.atomic_and(cell, t), (4, 1, 1))
@@ -451,3 +451,41 @@ def test_fb_pointers_address_the_space_ptoas_plans(a5):
     assert (buffer_bytes(a5, "fb", 0x10040, 512, "x", role=None) == 7).all()
     with pytest.raises(ExecutionError, match="leave the FB buffer"):
         buffer_bytes(a5, "fb", 248 * 1024 - 32, 64, "the payload", role=None)
+
+
+@pytest.mark.parametrize("body,message", [
+    ("%v = pto.ldg %u[%c0] : !pto.ptr<i32, ub> -> i32", "requires GM pointer"),
+    ("%v = pto.atomic_add %u64, %c1_64 signed : !pto.ptr<i64, ub>, i64 -> i64",
+     "does not support i64 UB-space atomics"),
+    ("%v = pto.redux_max %c1 : i32 -> i32", "requires explicit signedness"),
+    ("pto.keep %c1_64 {slot = 7 : i64} : i64", "requires an even slot"),
+    ("pto.keep %c1 {slot = 123 : i64} : i32", "not in \\[0, 122\\]"),
+])
+def test_ptoas_rules_of_simt_ops(body, message):
+    text = f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @b(%u: !pto.ptr<i32, ub>, %u64: !pto.ptr<i64, ub>) attributes {{pto.simt_entry}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : i32
+    %c1_64 = arith.constant 1 : i64
+    {body}
+    return
+  }}
+}}
+"""
+    with pytest.raises(PtoError, match=message) as e:
+        pto.load(text, filename="k.pto", target="a5").check()
+    assert e.value.loc is not None
+
+
+def test_simt_only_ops_outside_a_simt_body_are_rejected():
+    text = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%g: !pto.ptr<i32, gm>) attributes {pto.kernel} {
+    %c0 = arith.constant 0 : index
+    %v = pto.ldg %g[%c0] : !pto.ptr<i32, gm> -> i32
+    return
+  }
+}
+"""
+    with pytest.raises(VerifyError, match="must be inside a pto.simt_entry function"):
+        pto.load(text, filename="k.pto", target="a5").run("k", np.zeros(4, np.int32),
+                                                          target="a5")

@@ -35,11 +35,12 @@ from typing import Any
 
 import numpy as np
 
+from ...dtypes import DType
 from ...enums import Pipe
 from ...errors import ExecutionError
 from ...lanes import Lanes
-from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
-from ..registry import Opnd, Param, instr
+from ...vector.regs import SPACES, Ptr, PtrSpec, buffer_bytes, touch
+from ..registry import Opnd, Param, Sig, instr
 
 #: the subgroup (warp) width of the lane collectives and lane masks (17-simt.md: "width ...
 #: defaults to 32"; get_lanemask_* are 32-bit masks)
@@ -206,6 +207,50 @@ GET_LANEMASK_GE = _query("GET_LANEMASK_GE", "Bits of lanes laneid .. 31.",
                          _lanemask(np.greater_equal))
 
 
+# ---- static rules (PTOAS's verifier, where the page or its negative tests say) -----------------
+
+#: ops that run only in a SIMT body: the page says so of keep / resume / syncthreads /
+#: threadfence, PTOAS's simt_ldg_stg_scope_invalid of ldg / stg (interp/micro.py checks it)
+SCOPED = frozenset({"LDG", "STG", "KEEP", "RESUME", "SYNCTHREADS", "THREADFENCE",
+                    "THREADFENCE_BLOCK"})
+
+
+def _gm_pointer(sig: Sig) -> None:
+    p = sig["ptr"]
+    if isinstance(p, PtrSpec) and p.space != "gm":
+        raise sig.fail(f"requires GM pointer, got {p}")
+
+
+def _atomic_types(sig: Sig) -> None:
+    p = sig["ptr"]
+    if not isinstance(p, PtrSpec):
+        return
+    if p.space == "ub" and p.dtype.itemsize == 8:
+        raise sig.fail(f"does not support i64 UB-space atomics ({p})")
+    if p.dtype.is_float and (sig.params.get("signed") or sig.params.get("unsigned")):
+        raise sig.fail("floating-point atomics do not take signed / unsigned")
+
+
+def _redux_sign(sig: Sig) -> None:
+    v = sig["value"]
+    if isinstance(v, DType) and not v.is_float and sig.ins.name != "REDUX_ADD" and \
+            bool(sig.params.get("signed")) == bool(sig.params.get("unsigned")):
+        raise sig.fail("requires explicit signedness for integer redux (signed or unsigned)")
+
+
+def _slot(sig: Sig) -> None:
+    v = sig["value"]
+    try:
+        k = int(sig.params.get("slot", 0))
+    except (TypeError, ValueError):
+        return
+    if not 0 <= k <= 122:
+        raise sig.fail(f"slot {k} is not in [0, 122]")
+    if isinstance(v, DType) and v.itemsize == 8 and (k % 2 or k + 1 > 122):
+        raise sig.fail(f"requires an even slot for 64-bit keep/resume values (slot {k}; a "
+                       "64-bit value takes slot and slot + 1)")
+
+
 # ---- scalar memory -----------------------------------------------------------------------------
 
 class _Place:
@@ -316,7 +361,7 @@ def STORE(m: Any, value: Any, ptr: Any, offset: Any) -> None:
        operands=(Opnd("ptr", "ptr"), Opnd("offset", "simt"),
                  Opnd("l1cache", "group", optional=True),
                  Opnd("l2cache", "group", optional=True)),
-       results=(Opnd("value", "simt"),))
+       results=(Opnd("value", "simt"),), static=(_gm_pointer,))
 def LDG(m: Any, ptr: Any, offset: Any, l1cache: Any = None, l2cache: Any = None) -> Any:
     """value = ptr[offset] from GM; the cache clauses change no value."""
     if not isinstance(ptr, np.ndarray):
@@ -327,7 +372,7 @@ def LDG(m: Any, ptr: Any, offset: Any, l1cache: Any = None, l2cache: Any = None)
 @instr("STG", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "simt"), Opnd("ptr", "ptr", "out"), Opnd("offset", "simt"),
                  Opnd("l1cache", "group", optional=True),
-                 Opnd("l2cache", "group", optional=True)))
+                 Opnd("l2cache", "group", optional=True)), static=(_gm_pointer,))
 def STG(m: Any, value: Any, ptr: Any, offset: Any, l1cache: Any = None,
         l2cache: Any = None) -> None:
     """ptr[offset] = value in GM; the cache clauses change no value."""
@@ -409,7 +454,7 @@ def _make_atomic(name: str, doc: str, fn: Callable[..., Any]) -> Any:
                  operands=(Opnd("ptr", "ptr", "inout"), Opnd("value", "simt"),
                            Opnd("l2cache", "group", optional=True)),
                  params=(Param("signed", False), Param("unsigned", False)),
-                 results=(Opnd("old", "simt"),))(sem)
+                 results=(Opnd("old", "simt"),), static=(_atomic_types,))(sem)
 
 
 ATOMIC_EXCH = _make_atomic("ATOMIC_EXCH", *_ATOMICS["ATOMIC_EXCH"])
@@ -426,7 +471,7 @@ ATOMIC_XOR = _make_atomic("ATOMIC_XOR", *_ATOMICS["ATOMIC_XOR"])
        operands=(Opnd("ptr", "ptr", "inout"), Opnd("compare", "simt"), Opnd("value", "simt"),
                  Opnd("l2cache", "group", optional=True)),
        params=(Param("signed", False), Param("unsigned", False)),
-       results=(Opnd("old", "simt"),))
+       results=(Opnd("old", "simt"),), static=(_atomic_types,))
 def ATOMIC_CAS(m: Any, ptr: Any, compare: Any, value: Any, l2cache: Any = None, *,
                signed: bool = False, unsigned: bool = False) -> Any:
     """old = *ptr; if old == compare (bit for bit): *ptr = value; returns old, workitems one
@@ -562,7 +607,7 @@ def _make_redux(name: str, doc: str) -> Any:
     sem.__doc__ = doc
     return instr(name, pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "simt"),),
                  params=(Param("signed", False), Param("unsigned", False)),
-                 results=(Opnd("result", "simt"),))(sem)
+                 results=(Opnd("result", "simt"),), static=(_redux_sign,))(sem)
 
 
 REDUX_ADD = _make_redux("REDUX_ADD", "The sum over the subgroup's lanes, to each of them "
@@ -574,7 +619,7 @@ REDUX_MIN = _make_redux("REDUX_MIN", "The minimum over the subgroup's lanes, to 
 # ---- keep / resume -------------------------------------------------------------------------------
 
 @instr("KEEP", pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "simt"),),
-       params=(Param("slot", 0),))
+       params=(Param("slot", 0),), static=(_slot,))
 def KEEP(m: Any, value: Any, *, slot: Any = 0) -> None:
     """The workitem's value kept in logical slot ``slot`` (0 .. 122) for a later SIMT body."""
     s = state(m, "keep")
@@ -586,7 +631,7 @@ def KEEP(m: Any, value: Any, *, slot: Any = 0) -> None:
 
 @instr("RESUME", pipe=Pipe.V, dialect="vpto", operands=(),
        params=(Param("slot", 0), Param("result_type", None)),
-       results=(Opnd("value", "simt"),))
+       results=(Opnd("value", "simt"),), static=(_slot,))
 def RESUME(m: Any, *, slot: Any = 0, result_type: Any = None) -> Any:
     """The value the same workitem kept in slot ``slot``."""
     s = state(m, "resume")
@@ -752,6 +797,6 @@ def THREADFENCE_BLOCK(m: Any) -> None:
     state(m, "threadfence_block")
 
 
-__all__ = ["MAX_THREADS", "WARP", "SimtState", "ThreadGm", "active", "simt_run", "state",
+__all__ = ["MAX_THREADS", "SCOPED", "WARP", "SimtState", "ThreadGm", "active", "simt_run", "state",
            *(n for n in dir() if n.isupper() and n[0] != "_" and n not in
-             ("WARP", "MAX_THREADS", "SPACES"))]
+             ("WARP", "MAX_THREADS", "SPACES", "SCOPED"))]
