@@ -39,6 +39,43 @@ def run_body(ctx: Any, callee: CompiledFunc, args: list[Any], dims: tuple[int, i
             loc=e.loc or where.loc) from None
 
 
+def run_steps(env: Env, body: list[Step], dims: tuple[int, int, int], where: Op) -> None:
+    """Run the steps of a ``pto.section.simt`` body in place for the workitems of ``dims``."""
+    def go() -> None:
+        for s in body:
+            s(env)
+    try:
+        simt_run(env[0].machine, dims, go)
+    except BlockDivergence as e:
+        raise ExecutionError(
+            f"the workitems of the SIMT section take different paths ({e.message}): ptoisa "
+            "runs a SIMT body with all workitems in step and does not execute control flow "
+            "that differs between them yet", op=where.name, loc=e.loc or where.loc) from None
+
+
+def launch_dims(cf: CompiledFunc, op: Op) -> Any:
+    """``env -> (x, y, z)``: the ``<<<x, y, z>>>`` of a SIMT launch or section (literal
+    integers or SSA values defined before it); None when the op writes none."""
+    text = None
+    for p in op.syntax:
+        body = getattr(p.value, "body", None) if p.kind == "a" else None
+        if isinstance(body, str) and body.startswith("<<"):
+            text = body
+    if text is None:
+        return None
+    names = _names(text)
+    if len(names) != 3:
+        raise VerifyError(f"'{op.name}' takes three dimensions <<<x, y, z>>>, got "
+                          f"{len(names)}", op=op.name, loc=op.loc)
+    fixed = [(int(n), True) if n.lstrip("-").isdigit() else
+             (cf.slot(_value_named(cf, n, op)), False) for n in names]
+
+    def dims(env: Env) -> tuple[int, int, int]:
+        x, y, z = (d if lit else int(env[d]) for d, lit in fixed)
+        return x, y, z
+    return dims
+
+
 def _names(body: str) -> list[str]:
     return [d.strip() for d in body.strip("<>").split(",")]
 
@@ -66,14 +103,10 @@ def _value_named(cf: CompiledFunc, name: str, op: Op) -> Any:
 @handler(LAUNCH)
 def _launch(cf: CompiledFunc, op: Op) -> Step:
     callee_name = None
-    dims_text = None
     for p in op.syntax:
         if p.kind == "a" and isinstance(p.value, A.SymbolRefAttr) and callee_name is None:
             callee_name = p.value.name
-        body = getattr(p.value, "body", None) if p.kind == "a" else None
-        if isinstance(body, str) and body.startswith("<<"):
-            dims_text = body
-    if callee_name is None or dims_text is None:
+    if callee_name is None:
         raise VerifyError(f"'{LAUNCH}' takes @body<<<x, y, z>>>(args)", op=op.name, loc=op.loc)
     if is_entry(cf.op):
         raise VerifyError(f"'{LAUNCH}' must not appear inside a function marked with "
@@ -85,26 +118,16 @@ def _launch(cf: CompiledFunc, op: Op) -> Step:
     if not is_entry(target):
         raise VerifyError(f"'{LAUNCH}' calls @{callee_name}, which is not marked "
                           "'pto.simt_entry'", op=op.name, loc=op.loc)
-    names = _names(dims_text)
-    if len(names) != 3:
-        raise VerifyError(f"'{LAUNCH}' takes three dimensions <<<x, y, z>>>, got "
-                          f"{len(names)}", op=op.name, loc=op.loc)
-    dims: list[Any] = []
-    for n in names:
-        if n.lstrip("-").isdigit():
-            dims.append(int(n))
-        else:
-            dims.append(cf.slot(_value_named(cf, n, op)))
-    fixed = [(d, isinstance(d, int) and n.lstrip("-").isdigit()) for d, n in zip(dims, names,
-                                                                              strict=True)]
+    dims = launch_dims(cf, op)
+    if dims is None:
+        raise VerifyError(f"'{LAUNCH}' takes @body<<<x, y, z>>>(args)", op=op.name, loc=op.loc)
     args = [cf.slot(v) for v in op.operands]
     compiler = cf.c
 
     def step(env: Env) -> None:
-        x, y, z = (d if lit else int(env[d]) for d, lit in fixed)
         callee = compiler.function(callee_name)
-        run_body(env[0], callee, [env[a] for a in args], (x, y, z), op)
+        run_body(env[0], callee, [env[a] for a in args], dims(env), op)
     return step
 
 
-__all__ = ["LAUNCH", "is_entry", "run_body"]
+__all__ = ["LAUNCH", "is_entry", "launch_dims", "run_body", "run_steps"]

@@ -489,3 +489,35 @@ def test_simt_only_ops_outside_a_simt_body_are_rejected():
     with pytest.raises(VerifyError, match="must be inside a pto.simt_entry function"):
         pto.load(text, filename="k.pto", target="a5").run("k", np.zeros(4, np.int32),
                                                           target="a5")
+
+
+def test_section_simt_runs_its_body_as_a_launch():
+    text = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%out: !pto.ptr<i32, gm>) attributes {pto.kernel} {
+    %c0 = arith.constant 0 : i64
+    %c1_i64 = arith.constant 1 : i64
+    %c64 = arith.constant 64 : i64
+    %c5 = arith.constant 5 : i32
+    %ub = pto.castptr %c0 : i64 -> !pto.ptr<i32, ub>
+    pto.section.simt <<<8, 2, 1>>> {
+      %tx = pto.get_tid_x : i32
+      %ty = pto.get_tid_y : i32
+      %c8 = arith.constant 8 : i32
+      %r = arith.muli %ty, %c8 : i32
+      %t = arith.addi %r, %tx : i32
+      %v = arith.muli %t, %c5 : i32
+      %i = arith.index_castui %t : i32 to index
+      pto.store %v, %ub[%i] : !pto.ptr<i32, ub>, i32
+    }
+    pto.set_flag["PIPE_V", "PIPE_MTE3", "EVENT_ID0"]
+    pto.wait_flag["PIPE_V", "PIPE_MTE3", "EVENT_ID0"]
+    pto.mte_ub_gm %ub, %out, %c64 nburst(%c1_i64, %c64, %c64)
+      : !pto.ptr<i32, ub>, !pto.ptr<i32, gm>, i64, i64, i64, i64
+    return
+  }
+}
+"""
+    out = np.zeros(16, np.int32)
+    pto.load(text, filename="k.pto", target="a5").run("k", out, target="a5")
+    # (the outer value %c5 is the same for every workitem; t = x + 8 y)
+    assert out.tolist() == [5 * t for t in range(16)]
