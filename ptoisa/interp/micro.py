@@ -53,6 +53,20 @@ def value_spec(t: T.Type) -> Any:
     return None
 
 
+def _spec_of(op: Op, t: T.Type) -> Any:
+    """:func:`value_spec` of an operand of ``op``; a packed two-element SIMT type
+    (``vector<2xf16>``, ``!pto.hif8x2``, a pointer to one), which ptoisa has no element type
+    for yet, refuses the op by name."""
+    try:
+        return value_spec(t)
+    except PtoError:
+        inner = t.dtype if isinstance(t, T.PtrType) else t
+        if str(inner).startswith(("vector<", "!pto.hif8x")):
+            raise VerifyError(f"operation '{op.name}' cannot be executed by ptoisa yet with "
+                              f"the packed type {inner}", op=op.name, loc=op.loc) from None
+        raise
+
+
 def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[Any], list[str]]:
     """(operands outside groups, group name -> the tuples written (operands, and keywords as
     strings), quoted literals, bare keywords)."""
@@ -114,7 +128,7 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             v = plain[k]
             k += 1
             slots.append(cf.slot(v))
-            types[o.name] = value_spec(v.type)
+            types[o.name] = _spec_of(op, v.type)
         elif o.optional:
             slots.append(None)
         else:
@@ -139,7 +153,7 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                           f"{len(ins.results)} ({', '.join(r.name for r in ins.results)})",
                           op=op.name, loc=op.loc)
     for r, v in zip(ins.results, op.results, strict=False):
-        types[r.name] = value_spec(v.type)
+        types[r.name] = _spec_of(op, v.type)
     bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
     if ins.name in SIMT_SCOPED and not _in_simt(cf, op):
         raise VerifyError(f"'{op.name}' op must be inside a pto.simt_entry function or "

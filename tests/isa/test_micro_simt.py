@@ -521,3 +521,17 @@ def test_section_simt_runs_its_body_as_a_launch():
     pto.load(text, filename="k.pto", target="a5").run("k", out, target="a5")
     # (the outer value %c5 is the same for every workitem; t = x + 8 y)
     assert out.tolist() == [5 * t for t in range(16)]
+
+
+def test_packed_simt_types_are_refused_by_name():
+    text = """module attributes {pto.target_arch = "a5"} {
+  func.func @b(%g: !pto.ptr<vector<2xf32>, gm>) attributes {pto.simt_entry} {
+    %c0 = arith.constant 0 : index
+    %v = pto.ldg %g[%c0] : !pto.ptr<vector<2xf32>, gm> -> vector<2xf32>
+    return
+  }
+}
+"""
+    with pytest.raises(VerifyError, match="'pto.ldg' cannot be executed by ptoisa yet with "
+                                          "the packed type vector<2xf32>"):
+        pto.load(text, filename="k.pto", target="a5").check()
