@@ -99,6 +99,148 @@ from .isa.comm import WaitCmp
 __version__: str
 
 
+def ABSF(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    |x|.
+    """
+    ...
+
+
+def ATOMIC_ADD(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = old + value (wrapping; floats rounded to the type); returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_AND(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = old & value; returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_CAS(
+    ptr: Any,
+    compare: int | float | np.generic | np.ndarray,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; if old == compare (bit for bit): *ptr = value; returns old, workitems one
+    by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_EXCH(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = value; returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_MAX(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = max(old, value); returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_MIN(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = min(old, value) (signed / unsigned: how integers compare; floats: IEEE minNum); returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_OR(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = old | value; returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_SUB(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = old - value; returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def ATOMIC_XOR(
+    ptr: Any,
+    value: int | float | np.generic | np.ndarray,
+    l2cache: Any | None = None,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    old = *ptr; *ptr = old ^ value; returns old, workitems one by one in ascending tid.
+    """
+    ...
+
+
+def CEIL(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    The least integral value >= x.
+    """
+    ...
+
+
 def COMM_TGATHER(
     parallelGroup: Any,
     dstGlobalData: GlobalTensor,
@@ -129,6 +271,24 @@ def COMM_TSCATTER(
     ``comm::TSCATTER``: the root splits its src view along DIM_3 over the ranks,
     ``tensors[r][..., i, j] = src[..., r*H + i, j]``; rows past N x H are not read. (Python
     name ``ptoisa.concurrent.comm.TSCATTER``; ``pto.TSCATTER`` is the tile scatter.)
+    """
+    ...
+
+
+def CONVERT(
+    src: int | float | np.generic | np.ndarray,
+    round: Any,
+    *events: Event,
+    sat: bool = False,
+    nosat: bool = False,
+    signed: bool = False,
+    unsigned: bool = False,
+    result_type: Any = None,
+) -> Any:
+    """
+    dst = src converted to the result type with rounding ``round(R)``, ``sat`` clamping a
+    finite overflow (and NaN to 0) for an integer result; ``signed`` / ``unsigned`` read an
+    integer source (scalar forms; the packed vector<2xT> forms are refused by name).
     """
     ...
 
@@ -190,6 +350,96 @@ def COPY_UBUF_TO_GM(
     ...
 
 
+def EXP(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    e ** x, rounded once to the type (f64 in between; the hardware's approximation may differ in the last bit).
+    """
+    ...
+
+
+def FLOOR(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    The greatest integral value <= x.
+    """
+    ...
+
+
+def FMA(
+    a: int | float | np.generic | np.ndarray,
+    b: int | float | np.generic | np.ndarray,
+    acc: int | float | np.generic | np.ndarray,
+    *events: Event,
+) -> Any:
+    """
+    a * b + acc: the product exact in f64, the sum rounded to f64 and then to the type (f16 / bf16: exact, so one rounding; f32: a double rounding in rare ties, marked as an approximation of the fused op).
+    """
+    ...
+
+
+def FMAX(
+    a: int | float | np.generic | np.ndarray,
+    b: int | float | np.generic | np.ndarray,
+    *events: Event,
+) -> Any:
+    """
+    The larger of a and b; a NaN operand gives the other (IEEE maxNum).
+    """
+    ...
+
+
+def FMIN(
+    a: int | float | np.generic | np.ndarray,
+    b: int | float | np.generic | np.ndarray,
+    *events: Event,
+) -> Any:
+    """
+    The smaller of a and b; a NaN operand gives the other (IEEE minNum).
+    """
+    ...
+
+
+def GET_BLOCK_DIM_X(*events: Event) -> Any:
+    """
+    dim_x (one block: the launch's).
+    """
+    ...
+
+
+def GET_BLOCK_DIM_Y(*events: Event) -> Any:
+    """
+    dim_y (one block: the launch's).
+    """
+    ...
+
+
+def GET_BLOCK_DIM_Z(*events: Event) -> Any:
+    """
+    dim_z (one block: the launch's).
+    """
+    ...
+
+
+def GET_BLOCK_IDX_X(*events: Event) -> Any:
+    """
+    0: a VF launch is one block.
+    """
+    ...
+
+
+def GET_BLOCK_IDX_Y(*events: Event) -> Any:
+    """
+    0: a VF launch is one block.
+    """
+    ...
+
+
+def GET_BLOCK_IDX_Z(*events: Event) -> Any:
+    """
+    0: a VF launch is one block.
+    """
+    ...
+
+
 def GET_BUF(pipe: Pipe, bufId: Any, mode: Any | None = None, *events: Event) -> Any:
     """
     ``get_buf(pipe, buf_id, mode)`` (A5): mode 0 holds ``pipe`` until every earlier rls_buf of ``buf_id`` (any pipe, program order) is done; mode 1 does not wait.
@@ -197,9 +447,128 @@ def GET_BUF(pipe: Pipe, bufId: Any, mode: Any | None = None, *events: Event) -> 
     ...
 
 
+def GET_GRID_DIM_X(*events: Event) -> Any:
+    """
+    0: a VF launch has no grid (upstream's simt-scalar-core golden).
+    """
+    ...
+
+
+def GET_GRID_DIM_Y(*events: Event) -> Any:
+    """
+    0: a VF launch has no grid (upstream's simt-scalar-core golden).
+    """
+    ...
+
+
+def GET_GRID_DIM_Z(*events: Event) -> Any:
+    """
+    0: a VF launch has no grid (upstream's simt-scalar-core golden).
+    """
+    ...
+
+
+def GET_LANEID(*events: Event) -> Any:
+    """
+    The lane of each workitem: tid % 32.
+    """
+    ...
+
+
+def GET_LANEMASK_EQ(*events: Event) -> Any:
+    """
+    1 << laneid.
+    """
+    ...
+
+
+def GET_LANEMASK_GE(*events: Event) -> Any:
+    """
+    Bits of lanes laneid .. 31.
+    """
+    ...
+
+
+def GET_LANEMASK_GT(*events: Event) -> Any:
+    """
+    Bits of lanes laneid + 1 .. 31.
+    """
+    ...
+
+
+def GET_LANEMASK_LE(*events: Event) -> Any:
+    """
+    Bits of lanes 0 .. laneid.
+    """
+    ...
+
+
+def GET_LANEMASK_LT(*events: Event) -> Any:
+    """
+    Bits of lanes 0 .. laneid - 1.
+    """
+    ...
+
+
+def GET_TID_X(*events: Event) -> Any:
+    """
+    tid_x of each workitem: 0 .. dim_x - 1.
+    """
+    ...
+
+
+def GET_TID_Y(*events: Event) -> Any:
+    """
+    tid_y of each workitem: 0 .. dim_y - 1.
+    """
+    ...
+
+
+def GET_TID_Z(*events: Event) -> Any:
+    """
+    tid_z of each workitem: 0 .. dim_z - 1.
+    """
+    ...
+
+
+def GET_VMS4_SR(*events: Event) -> Any:
+    """
+    The records the last pto.vmrgsort4 took from lists 0-3 (VMS4_SR's four 16-bit
+    fields).
+    """
+    ...
+
+
 def INIT_ALIGN(*events: Event) -> Any:
     """
     A fresh store carrier with nothing pending.
+    """
+    ...
+
+
+def KEEP(value: int | float | np.generic | np.ndarray, *events: Event, slot: int = 0) -> Event:
+    """
+    The workitem's value kept in logical slot ``slot`` (0 .. 122) for a later SIMT body.
+    """
+    ...
+
+
+def LDG(
+    ptr: Any,
+    offset: int | float | np.generic | np.ndarray,
+    l1cache: Any | None = None,
+    l2cache: Any | None = None,
+    *events: Event,
+) -> Any:
+    """
+    value = ptr[offset] from GM; the cache clauses change no value.
+    """
+    ...
+
+
+def LOAD(ptr: Any, offset: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    value = ptr[offset] (an element offset) for each workitem.
     """
     ...
 
@@ -218,6 +587,13 @@ def LOAD_CBUF_TO_CA(
 ) -> Event:
     """
     The legacy spelling of mte_l1_l0a's full-control form (isa-legacy/16): m_start, k_start, m_step, k_step, src_stride, dst_stride.
+    """
+    ...
+
+
+def LOG(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    ln(x), rounded once to the type (f64 in between).
     """
     ...
 
@@ -575,6 +951,35 @@ def MTE_UB_GM(
     ...
 
 
+def PBITCAST(input: Any, *events: Event, result_type: Any = None) -> Any:
+    """
+    The same 256 predicate bits read at the result's granularity (09-conversion-ops.md:
+    "does not materialize or normalize predicate contents"): a b32 lane j is bit 4j.
+    """
+    ...
+
+
+def PDINTLV_B16(src0: Any, src1: Any, *events: Event) -> Any:
+    """
+    low / high = the even / odd lanes of src0 followed by src1 (the inverse of pintlv).
+    """
+    ...
+
+
+def PDINTLV_B32(src0: Any, src1: Any, *events: Event) -> Any:
+    """
+    low / high = the even / odd lanes of src0 followed by src1 (the inverse of pintlv).
+    """
+    ...
+
+
+def PDINTLV_B8(src0: Any, src1: Any, *events: Event) -> Any:
+    """
+    low / high = the even / odd lanes of src0 followed by src1 (the inverse of pintlv).
+    """
+    ...
+
+
 def PGE_B16(*events: Event, pattern: str = 'PAT_ALL') -> Any:
     """
     A !pto.mask<b16> (128 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
@@ -592,6 +997,27 @@ def PGE_B32(*events: Event, pattern: str = 'PAT_ALL') -> Any:
 def PGE_B8(*events: Event, pattern: str = 'PAT_ALL') -> Any:
     """
     A !pto.mask<b8> (256 lanes) from a pattern token: PAT_ALL, PAT_ALLF, PAT_VL<k> (the first k lanes).
+    """
+    ...
+
+
+def PINTLV_B16(src0: Any, src1: Any, *events: Event) -> Any:
+    """
+    src0[0], src1[0], src0[1], src1[1], ...: its first half is low, its second half high (as vintlv on registers).
+    """
+    ...
+
+
+def PINTLV_B32(src0: Any, src1: Any, *events: Event) -> Any:
+    """
+    src0[0], src1[0], src0[1], src1[1], ...: its first half is low, its second half high (as vintlv on registers).
+    """
+    ...
+
+
+def PINTLV_B8(src0: Any, src1: Any, *events: Event) -> Any:
+    """
+    src0[0], src1[0], src0[1], src1[1], ...: its first half is low, its second half high (as vintlv on registers).
     """
     ...
 
@@ -660,6 +1086,17 @@ def PNOT(input: Any, mask: Any, *events: Event) -> Any:
     ...
 
 
+def POW(
+    a: int | float | np.generic | np.ndarray,
+    b: int | float | np.generic | np.ndarray,
+    *events: Event,
+) -> Any:
+    """
+    a ** b, rounded once to the type (f64 in between).
+    """
+    ...
+
+
 def PSEL(src0: Any, src1: Any, sel: Any, *events: Event) -> Any:
     """
     result[i] = sel[i] ? src0[i] : src1[i], over sel's lanes.
@@ -716,6 +1153,15 @@ def PSTS(
     ...
 
 
+def PSTU(align_in: Any, value: Any, base: Any, *events: Event) -> Any:
+    """
+    The mask packed one bit per lane (lane i: bit i % 8 of byte i // 8; a b32 mask is 8
+    bytes, a b16 one 16) joins the store stream at base; base_out = base + those bytes
+    (04-predicate-load-store.md; the packing is the one upstream's pstu golden writes).
+    """
+    ...
+
+
 def RAW_FILL_L1(
     dst: Any,
     byte_offset: int | float | np.generic,
@@ -734,9 +1180,66 @@ def RAW_FILL_L1(
     ...
 
 
+def REDUX_ADD(
+    value: int | float | np.generic | np.ndarray,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    The sum over the subgroup's lanes, to each of them (i32 wraps; floats summed in lane order in the type).
+    """
+    ...
+
+
+def REDUX_MAX(
+    value: int | float | np.generic | np.ndarray,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    The maximum over the subgroup's lanes, to each.
+    """
+    ...
+
+
+def REDUX_MIN(
+    value: int | float | np.generic | np.ndarray,
+    *events: Event,
+    signed: bool = False,
+    unsigned: bool = False,
+) -> Any:
+    """
+    The minimum over the subgroup's lanes, to each.
+    """
+    ...
+
+
+def RESUME(*events: Event, slot: int = 0, result_type: Any = None) -> Any:
+    """
+    The value the same workitem kept in slot ``slot``.
+    """
+    ...
+
+
+def RINT(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    x rounded to an integral value, ties to even (the default rounding rule).
+    """
+    ...
+
+
 def RLS_BUF(pipe: Pipe, bufId: Any, mode: Any | None = None, *events: Event) -> Any:
     """
     ``rls_buf(pipe, buf_id, mode)`` (A5): mode 0 signals when ``pipe``'s earlier instructions are done; mode 1 when every pipe's earlier instructions are.
+    """
+    ...
+
+
+def ROUND(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    x rounded to an integral value, ties away from zero (C round()).
     """
     ...
 
@@ -914,6 +1417,54 @@ def SET_QUANT_VECTOR(fpTile: Tile, *events: Event) -> Event:
     ...
 
 
+def SHUFFLE_BFLY(
+    value: int | float | np.generic | np.ndarray,
+    ctl: int | float | np.generic | np.ndarray,
+    *events: Event,
+    width: Any = None,
+) -> Any:
+    """
+    value of lane local xor ctl of the group.
+    """
+    ...
+
+
+def SHUFFLE_DOWN(
+    value: int | float | np.generic | np.ndarray,
+    ctl: int | float | np.generic | np.ndarray,
+    *events: Event,
+    width: Any = None,
+) -> Any:
+    """
+    value of lane local + ctl of the group.
+    """
+    ...
+
+
+def SHUFFLE_IDX(
+    value: int | float | np.generic | np.ndarray,
+    ctl: int | float | np.generic | np.ndarray,
+    *events: Event,
+    width: Any = None,
+) -> Any:
+    """
+    value of lane ctl of the workitem's group.
+    """
+    ...
+
+
+def SHUFFLE_UP(
+    value: int | float | np.generic | np.ndarray,
+    ctl: int | float | np.generic | np.ndarray,
+    *events: Event,
+    width: Any = None,
+) -> Any:
+    """
+    value of lane local - ctl of the group.
+    """
+    ...
+
+
 def SPRCLR(*events: Event, spr: str = 'AR') -> Event:
     """
     AR = 0.
@@ -949,6 +1500,51 @@ def SPRSTS(
     ...
 
 
+def SQRT(x: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    sqrt(x), rounded once to the type (f64 in between).
+    """
+    ...
+
+
+def STG(
+    value: int | float | np.generic | np.ndarray,
+    ptr: Any,
+    offset: int | float | np.generic | np.ndarray,
+    l1cache: Any | None = None,
+    l2cache: Any | None = None,
+    *events: Event,
+) -> Event:
+    """
+    ptr[offset] = value in GM; the cache clauses change no value.
+    """
+    ...
+
+
+def STORE(
+    value: int | float | np.generic | np.ndarray,
+    ptr: Any,
+    offset: int | float | np.generic | np.ndarray,
+    *events: Event,
+) -> Event:
+    """
+    ptr[offset] = value for each workitem (an element offset), in ascending tid.
+    """
+    ...
+
+
+def STORE_VFSIMT_INFO(
+    dim_z: int | float | np.generic | np.ndarray,
+    dim_y: int | float | np.generic | np.ndarray,
+    dim_x: int | float | np.generic | np.ndarray,
+    *events: Event,
+) -> Event:
+    """
+    The launch dimensions the next calls of a pto.simt_entry function run with.
+    """
+    ...
+
+
 def SYNCALL(
     gmWorkspace: Any | None = None,
     usedCores: int | float | np.generic | None = None,
@@ -960,6 +1556,14 @@ def SYNCALL(
     Barrier across all cores of the launch (CoreType: AIVOnly, AICOnly, Mix): in a mixed
     launch a core waits here until every core of the set has arrived; on a single core it is
     a recorded no-op.
+    """
+    ...
+
+
+def SYNCTHREADS(*events: Event) -> Event:
+    """
+    Every workitem waits for the others: ptoisa runs them in step, so each op's memory
+    effects of every workitem come before the next op's.
     """
     ...
 
@@ -1706,6 +2310,20 @@ def THISTOGRAM(
     bytes match the filter: ui16 BYTE_0 counts elements with high byte == idx[r, 0]; ui32
     BYTE_k (k < 3) requires byte 3 == idx[0, r], byte 2 == idx[1, r], ... down to byte k+1
     (one filter row per already-processed byte). The whole 256-bin row is overwritten.
+    """
+    ...
+
+
+def THREADFENCE(*events: Event) -> Event:
+    """
+    A fence of the workitem's memory effects (ptoisa's are in program order already).
+    """
+    ...
+
+
+def THREADFENCE_BLOCK(*events: Event) -> Event:
+    """
+    A block-scoped fence (ptoisa's memory effects are in program order already).
     """
     ...
 
@@ -4053,6 +4671,28 @@ def VMI_VXOR(
     ...
 
 
+def VMRGSORT4(
+    dest: Any,
+    src0: Any,
+    src1: Any,
+    src2: Any,
+    src3: Any,
+    count: int | float | np.generic,
+    config: int | float | np.generic,
+    *events: Event,
+) -> Event:
+    """
+    Merge up to four lists of 8-byte records (a f32 / f16 score in the low bytes, the
+    index in the high 4), each sorted by score descending, into dest, descending (ties to the
+    lower list). The words as designs/a2a3-vector-builtins.md packs ``vmrgsort4``:
+    count = the records of list i in bits [16i, 16i + 16); config = repeat (bits 0-7, 1 is
+    executed), the lists taken (bit 8 + i), and bit 12 the exhausted mode, where the merge
+    stops as soon as one list runs out. VMS4_SR keeps the records taken from each list
+    (``pto.get_vms4_sr``).
+    """
+    ...
+
+
 def VMUL(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = lhs[i] * rhs[i] on active lanes, 0 elsewhere.
@@ -4100,6 +4740,34 @@ def VNOT(input: Any, mask: Any, *events: Event) -> Any:
 def VOR(lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
     """
     result[i] = lhs[i] | rhs[i] on the lanes' bits (float lanes too) on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VOTE_ALL(pred: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    pred of every lane of the subgroup (32 lanes) is true.
+    """
+    ...
+
+
+def VOTE_ANY(pred: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    pred of some lane of the subgroup is true.
+    """
+    ...
+
+
+def VOTE_BALLOT(pred: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    Bit lane of the i32 result: pred of that lane of the subgroup.
+    """
+    ...
+
+
+def VOTE_UNI(pred: int | float | np.generic | np.ndarray, *events: Event) -> Any:
+    """
+    pred is the same on every lane of the subgroup.
     """
     ...
 
@@ -4205,7 +4873,8 @@ def VSQRT(input: Any, mask: Any, *events: Event) -> Any:
 
 def VSQZ(src: Any, mask: Any, *events: Event) -> Any:
     """
-    The active lanes of src in lane order at the front of the result, the rest 0.
+    The active lanes of src in lane order at the front of the result, the rest 0; SPR
+    SQZN = the bytes of those lanes.
     """
     ...
 
@@ -4230,7 +4899,8 @@ def VSSTB(
 
 def VSTAR(value: Any, dest: Any, *events: Event) -> Event:
     """
-    The carrier's pending bytes written at their address; dest is the stream's end.
+    The carrier's pending bytes written at their address; dest is the stream's end
+    (dest + AR for a vstur stream).
     """
     ...
 
@@ -4281,6 +4951,14 @@ def VSTSX2(
     """
     UB[dest + offset + 2i] = low[i], UB[dest + offset + 2i + 1] = high[i] (elements;
     ``INTLV_B*``: the predicate is ignored, as the page says).
+    """
+    ...
+
+
+def VSTUR(align_in: Any, value: Any, base: Any, *events: Event, mode: str = 'POST_UPDATE') -> Any:
+    """
+    The first SQZN bytes of value join the stream at base + AR (whole aligned 32-byte
+    blocks written, the rest carried in align_out); POST_UPDATE: AR += SQZN.
     """
     ...
 

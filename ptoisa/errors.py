@@ -120,6 +120,12 @@ class ExecutionError(PtoError):
     """A failure while running a program that is not attributable to a single instruction."""
 
 
+class OutsideArgument(ExecutionError):
+    """A transfer reaches GM bytes outside the array it was given for a pointer argument (the
+    host's buffer). The suite tells it from other failures: upstream kernels that reach past
+    their host buffer pass on the device, whose allocator hands out more than was asked."""
+
+
 class BlockDivergence(PtoError):
     """Python control flow depends on a value that differs between blocks of a lockstep run
     (see :mod:`ptoisa.lockstep`; ``launch(..., lockstep="auto")`` then runs the blocks one by

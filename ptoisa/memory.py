@@ -223,6 +223,8 @@ class Machine:
             size = self.target.buffer_size(space)
             if size <= 0:
                 raise PtoMemoryError(f"target {self.target.name} has no {space} buffer")
+            # (micro-op pointers may address more than tiles hold: Target.pointer_window)
+            size = max(size, self.target.pointer_window(space))
             shape = (self.lanes, size) if self.lanes > 1 else (size,)
             # poisoned lazily, up to the highest byte placed so far (_poison_to): a full fill
             # of every block's buffers would cost more than most kernels

@@ -31,7 +31,8 @@ INDEX = "README.md"
 _ROLE = {"in": "read", "out": "written", "inout": "read and written",
          "scratch": "scratch (contents undefined after)"}
 _KIND = {"tile": "tile", "gm": "GlobalTensor", "tile|gm": "tile or GlobalTensor",
-         "scalar": "scalar", "any": "any", "enum": "enum"}
+         "scalar": "scalar", "simt": "scalar (one per workitem)", "any": "any",
+         "enum": "enum"}
 
 
 # ---- pieces of a page ------------------------------------------------------------------------

@@ -230,6 +230,8 @@ ALLOWED = {
                        "fitted pack replaces (model data, like a target's legality table)",
     "interp/sync_ops.py": "SYNC_OP_PIPES: PTOAS's sync endpoint kinds (#pto.pipe_event_type"
                           "<TLOAD>), an enum of PTOAS, not instructions",
+    "dtypes.py": "rounding-mode names of the HiFloat8 conversion (floor, ceil, trunc, round), "
+                 "which the SIMT chapter's pto.floor / pto.ceil happen to share",
     "sanitizer/bounds.py": "the out-of-range check is code for the two indexed GM accesses "
                            "(MGATHER / MSCATTER), reading their index operands",
 }

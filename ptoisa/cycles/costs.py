@@ -174,6 +174,9 @@ def _micro_features(ins: Any, values: list[Any], machine: Any) -> Features:
         f["bytes"] = int(named["repeat_times"]) * int(named["block_num_32b"]) * 32
     elif ins.name in _HEAD_ONLY:  # a cube load whose size these features do not read
         f["n_dma"] = 1
+    simt = getattr(machine, "micro_regs", {}).get("simt")
+    n = 1 if simt is None else simt.n  # (a SIMT op outside a SIMT body: one workitem)
+    f["threads"], f["warps"] = n, math.ceil(n / 32)
     return f
 
 
@@ -223,6 +226,8 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
     # cube fractal steps
     "mad": lambda f: (_g(f, "fractals"), 0.0),
+    # SIMT ops: 32-workitem subgroups (x1), workitems one after another (x2: atomics)
+    "simt": lambda f: (_g(f, "warps"), _g(f, "threads")),
     # VBS32 sorts: one call per row (x1) of one repeat per 32 source elements (x2; the
     # source is the smaller operand: dst holds records of 2 or 4 elements)
     "sort32": lambda f: (_g(f, "R"), _g(f, "R") * math.ceil(
@@ -548,6 +553,17 @@ def _dma(way: str) -> Variant:
 
 _SCALAR_REG = _v("const", 1, note="a write of a DMA control register (scalar): 1 cycle")
 
+#: SIMT ops priced as one issue a 32-workitem subgroup (see A5_MICRO)
+SIMT_ALU = (
+    "GET_TID_X", "GET_TID_Y", "GET_TID_Z", "GET_BLOCK_DIM_X", "GET_BLOCK_DIM_Y",
+    "GET_BLOCK_DIM_Z", "GET_GRID_DIM_X", "GET_GRID_DIM_Y", "GET_GRID_DIM_Z",
+    "GET_BLOCK_IDX_X", "GET_BLOCK_IDX_Y", "GET_BLOCK_IDX_Z", "GET_LANEID", "GET_LANEMASK_EQ",
+    "GET_LANEMASK_LT", "GET_LANEMASK_LE", "GET_LANEMASK_GT", "GET_LANEMASK_GE", "VOTE_ALL",
+    "VOTE_ANY", "VOTE_UNI", "VOTE_BALLOT", "SHUFFLE_IDX", "SHUFFLE_UP", "SHUFFLE_DOWN",
+    "SHUFFLE_BFLY", "REDUX_ADD", "REDUX_MAX", "REDUX_MIN", "KEEP", "RESUME", "SYNCTHREADS",
+    "THREADFENCE", "THREADFENCE_BLOCK", "ABSF", "CEIL", "FLOOR", "RINT", "ROUND", "FMIN",
+    "FMAX", "FMA", "CONVERT")
+
 
 def _cube_move(way: str, sized: bool = True) -> Variant:
     return _v("dma", 0, 265, 1 / 128, note=f"{way}: one transfer at TLOAD's fitted head and "
@@ -641,7 +657,26 @@ A5_MICRO: dict[str, list[Variant]] = {
     **{op: [_m("issue", 0, 1, why="cheap (latency 1: a guess)")] for op in (
         "PSET_B8", "PSET_B16", "PSET_B32", "PLT_B8", "PLT_B16", "PLT_B32", "PGE_B8",
         "PGE_B16", "PGE_B32", "PNOT", "PSEL", "SPRCLR", "SPRSTI", "SPRSTS", "INIT_ALIGN",
-        "VBITCAST")},
+        "VBITCAST", "PBITCAST", "PINTLV_B8", "PINTLV_B16", "PINTLV_B32", "PDINTLV_B8",
+        "PDINTLV_B16", "PDINTLV_B32", "GET_VMS4_SR")},
+    **{op: [_m("st", 1, 9, like="VSTS")] for op in ("VSTUR", "PSTU")},
+    "VMRGSORT4": [_m("exu", 4, 16, 21, like="VBITSORT (an SFU op)")],
+    # SIMT (micro-isa/17): no upstream figure at all. Estimates: a scalar op issues once a
+    # 32-workitem subgroup (1 cycle each), a scalar memory access twice (2), an SFU-like math
+    # op (sqrt, exp, log, pow) 4 a subgroup as the vector SFU ops' throughput, an atomic
+    # one read-modify-write a workitem after another (4 cycles each); the launch itself
+    # (store_vfsimt_info) a control register write
+    **{op: [_v("simt", 0, 1, note="no upstream figure: 1 cycle a 32-workitem subgroup")]
+       for op in SIMT_ALU},
+    **{op: [_v("simt", 0, 2, note="no upstream figure: 2 cycles a 32-workitem subgroup (a "
+               "scalar memory access)")] for op in ("LOAD", "STORE", "LDG", "STG")},
+    **{op: [_v("simt", 0, 4, note="no upstream figure: 4 cycles a 32-workitem subgroup (the "
+               "vector SFU ops' throughput)")] for op in ("SQRT", "EXP", "LOG", "POW")},
+    **{op: [_v("simt", 0, 0, 4, note="no upstream figure: 4 cycles a workitem, one "
+               "read-modify-write after another")] for op in (
+        "ATOMIC_EXCH", "ATOMIC_ADD", "ATOMIC_SUB", "ATOMIC_MIN", "ATOMIC_MAX", "ATOMIC_AND",
+        "ATOMIC_OR", "ATOMIC_XOR", "ATOMIC_CAS")},
+    "STORE_VFSIMT_INFO": [_SCALAR_REG],
 }
 
 

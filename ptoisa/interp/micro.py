@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
+from ..isa.micro.simt import SCOPED as SIMT_SCOPED
 from ..isa.registry import Instr, Opnd
 from ..vector.regs import AlignSpec, PtrSpec, mask_spec, vreg_spec
 from . import bridge
@@ -50,6 +51,20 @@ def value_spec(t: T.Type) -> Any:
     if isinstance(t, (T.IntegerType, T.FloatType, T.IndexType)):
         return bridge.elem_dtype(t)
     return None
+
+
+def _spec_of(op: Op, t: T.Type) -> Any:
+    """:func:`value_spec` of an operand of ``op``; a packed two-element SIMT type
+    (``vector<2xf16>``, ``!pto.hif8x2``, a pointer to one), which ptoisa has no element type
+    for yet, refuses the op by name."""
+    try:
+        return value_spec(t)
+    except PtoError:
+        inner = t.dtype if isinstance(t, T.PtrType) else t
+        if str(inner).startswith(("vector<", "!pto.hif8x")):
+            raise VerifyError(f"operation '{op.name}' cannot be executed by ptoisa yet with "
+                              f"the packed type {inner}", op=op.name, loc=op.loc) from None
+        raise
 
 
 def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[Any], list[str]]:
@@ -113,7 +128,7 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             v = plain[k]
             k += 1
             slots.append(cf.slot(v))
-            types[o.name] = value_spec(v.type)
+            types[o.name] = _spec_of(op, v.type)
         elif o.optional:
             slots.append(None)
         else:
@@ -138,8 +153,11 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                           f"{len(ins.results)} ({', '.join(r.name for r in ins.results)})",
                           op=op.name, loc=op.loc)
     for r, v in zip(ins.results, op.results, strict=False):
-        types[r.name] = value_spec(v.type)
+        types[r.name] = _spec_of(op, v.type)
     bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
+    if ins.name in SIMT_SCOPED and not _in_simt(cf, op):
+        raise VerifyError(f"'{op.name}' op must be inside a pto.simt_entry function or "
+                          "pto.section.simt", op=op.name, loc=op.loc)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run
@@ -170,6 +188,14 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             for slot, v in zip(res, out, strict=False):
                 env[slot] = v
     return step
+
+
+def _in_simt(cf: CompiledFunc, op: Op) -> bool:
+    """Is ``op`` in a SIMT body: a function marked pto.simt_entry, or a pto.section.simt?"""
+    if cf.op is not None and cf.op.attributes.get("pto.simt_entry") is not None:
+        return True
+    return cf.op is not None and any(
+        s.name == "pto.section.simt" and any(o is op for o in s.walk()) for s in cf.op.walk())
 
 
 def _group_slots(cf: CompiledFunc, written: tuple[Any, ...]) -> tuple[Any, ...]:

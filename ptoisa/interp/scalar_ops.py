@@ -35,6 +35,7 @@ from .. import lazy
 from ..errors import ExecutionError, VerifyError, needs_values
 from ..ir import types as T
 from ..ir.core import Op
+from ..isa.micro import simt
 from ..lanes import Lanes
 from ..vector.regs import SPACES, Ptr, buffer_bytes
 from . import arith, bridge
@@ -60,6 +61,12 @@ def _elem(t: T.Type, op: Op, what: str) -> D.DType:
     try:
         return bridge.elem_dtype(t.dtype)
     except Exception:  # noqa: BLE001 - an element type ptoisa has no numpy type for
+        if str(t.dtype).startswith(("vector<", "!pto.hif8x")):
+            # (the SIMT chapter's packed two-element values: PTOAS takes them, ptoisa has no
+            # element type for them yet: refused by name)
+            raise VerifyError(f"operation '{op.name}' cannot be executed by ptoisa yet with "
+                              f"the packed pointer element type {t.dtype}", op=op.name,
+                              loc=op.loc) from None
         raise VerifyError(f"pointer element type {t.dtype} is not supported", op=op.name,
                           loc=op.loc) from None
 
@@ -209,11 +216,21 @@ def _addptr(cf: CompiledFunc, op: Op) -> Step:
             if not isinstance(p, Ptr):
                 raise ExecutionError(f"{op.name}: the base is not an on-chip pointer (got "
                                      f"{type(p).__name__})", loc=loc)
+            off = env[os_]
+            if isinstance(off, Lanes) and simt.active(env[0].machine):
+                # one pointer per workitem of a SIMT body (addresses: an array over them)
+                env[k] = Ptr(p.space, Lanes(np.asarray(p.addr, np.int64)
+                                            + np.asarray(off) * dt.itemsize), p.dtype)
+                return
             env[k] = p.plus(_scalar(env, os_, op, "the pointer offset"))
         return chip
 
     def step(env: Env) -> None:
         p, off = env[ps], env[os_]
+        if isinstance(off, Lanes) and simt.active(env[0].machine) or \
+                isinstance(p, simt.ThreadGm):
+            env[k] = simt.ThreadGm.at(p, off, dt.np)  # one GM pointer per workitem
+            return
         if isinstance(off, Lanes):
             off = _same_for_all_blocks(off, op, "the pointer offset")
         off = int(off)

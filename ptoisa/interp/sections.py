@@ -10,8 +10,10 @@ cores of that kind, and the code around it for every core. So here
 * in a launch on one core (a function whose sections are all of one kind: a cube-only or a
   vector-only kernel, each block one core of that kind) it runs.
 
-``pto.section.simt`` (SIMT threads of the vector micro-ISA) is recognised and refused when it
-runs, naming the op: its body is never silently skipped.
+``pto.section.simt<<<x, y, z>>> { ... }`` (designs/ptoas_persistent_simt_fragment_plan.md: a
+SIMT body written inline, which PTOAS outlines into a ``pto.simt_entry`` function and a
+``pto.simt_launch``) runs its body as that launch would: once for the ``x * y * z``
+workitems together (``interp/simt.py``), the values of the code around it uniform.
 
 PTOAS rejects a section nested in another (designs/module-backend-attr-and-mixed-fatobj.md,
 "Validation"); so does ``check`` here.
@@ -81,12 +83,25 @@ def _simt_errors(cf: CompiledFunc, op: Op) -> None:
 
 @handler(SIMT)
 def _simt(cf: CompiledFunc, op: Op) -> Step:
+    from .simt import launch_dims, run_steps
+
     _nested_check(op)
     _simt_errors(cf, op)
+    empty = not op.regions and tuple((p.kind, p.value) for p in op.syntax) == (("d", ()),)
+    if not empty and (len(op.regions) != 1 or len(op.regions[0].blocks) > 1) \
+            or op.operands or op.results:
+        raise VerifyError(f"'{op.name}' takes no operands, has no results and one region "
+                          "with one block", op=op.name, loc=op.loc)
+    dims = launch_dims(cf, op)
+    body = [] if empty or not op.regions or not op.regions[0].blocks else \
+        cf.block(op.regions[0])
+
     loc = op.loc
 
     def step(env: Env) -> None:
-        raise ExecutionError(
-            f"operation '{SIMT}' cannot be executed by ptoisa yet: SIMT sections (threads of "
-            "the vector micro-ISA) are not run; nothing in its body was executed", loc=loc)
+        if dims is None:  # (PTOAS takes a section without dimensions; ptoisa cannot run it)
+            raise ExecutionError(f"operation '{SIMT}' cannot be executed by ptoisa yet without "
+                                 "launch dimensions <<<x, y, z>>>; nothing in its body was "
+                                 "executed", loc=loc)
+        run_steps(env, body, dims(env), op)
     return step

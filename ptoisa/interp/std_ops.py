@@ -15,7 +15,7 @@ from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
 from ..lanes import BlockDivergence, Lanes
-from . import arith, bridge
+from . import arith, bridge, simt
 from .compiler import (
     _HANDLERS,
     CompiledFunc,
@@ -232,7 +232,7 @@ def _select(cf: CompiledFunc, op: Op) -> Step:
 
 @handler("arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui",
          "arith.trunci", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.fptoui",
-         "arith.extf", "arith.truncf", "arith.bitcast")
+         "arith.extf", "arith.truncf", "arith.bitcast", "llvm.bitcast")
 def _cast(cf: CompiledFunc, op: Op) -> Step:
     a = cf.slot(op.operands[0])
     k = cf.slot(op.results[0])
@@ -240,6 +240,11 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
     rt = op.results[0].type
     name = op.name
     loc = op.loc
+    if name == "llvm.bitcast":  # (LLVM's bitcast of a scalar: the same bits, as arith's)
+        scalar = (T.IntegerType, T.FloatType, T.IndexType)
+        if not (isinstance(st, scalar) and isinstance(rt, scalar)):
+            return cf.unsupported(op)
+        name = "arith.bitcast"
     to_int = isinstance(rt, (T.IntegerType, T.IndexType))
     conv = arith.caster(name, st, rt)
     ws = arith.width(st)
@@ -500,6 +505,7 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
                                   f"takes {want}, the call has {have})", op=op.name,
                                   loc=op.loc)
     external = target is not None and not (target.regions and target.regions[0].blocks)
+    simt_body = simt.is_entry(target) and not simt.is_entry(cf.op)
 
     def step(env: Env) -> None:
         ctx = env[0]
@@ -510,6 +516,14 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
                                  "function): ptoisa cannot run a call to it", op=op.name,
                                  loc=op.loc)
         callee = compiler.function(callee_name)
+        if simt_body:  # a SIMT body, launched with pto.store_vfsimt_info's dimensions
+            dims = ctx.machine.micro_regs.get("simt_info")
+            if dims is None:
+                raise ExecutionError(f"@{callee_name} is a pto.simt_entry function called with "
+                                     "no launch dimensions (pto.store_vfsimt_info before the "
+                                     "call)", op=op.name, loc=op.loc)
+            simt.run_body(ctx, callee, [env[a] for a in args], dims, op)
+            return
         out = callee.invoke(ctx, [env[a] for a in args])
         for r, v in zip(results, out, strict=False):
             env[r] = v

@@ -844,14 +844,17 @@ def _defined(module: Module) -> list[Op]:
 
 
 def entry_functions(module: Module) -> list[str]:
-    """Functions marked as entries or kernels; else the only public defined function."""
+    """Functions marked as entries or kernels; else the only public defined function that is
+    not a SIMT body."""
     funcs = _defined(module)
     marked = [f.sym_name for f in funcs if f.attributes.get("pto.entry") is not None]
     if not marked:
         marked = [f.sym_name for f in funcs if f.attributes.get("pto.kernel_kind") is not None]
     if not marked:
+        # (a SIMT body, pto.simt_entry, is launched by its kernel, never by the host)
         public = [f for f in funcs if bridge.attr_value(f.attributes.get("sym_visibility")
-                                                         or A.StringAttr("public")) != "private"]
+                                                         or A.StringAttr("public")) != "private"
+                  and f.attributes.get("pto.simt_entry") is None]
         marked = [f.sym_name for f in public] if len(public) == 1 else []
     return [m for m in marked if m]
 

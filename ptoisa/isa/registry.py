@@ -54,8 +54,9 @@ class Opnd:
     a group that may repeat is a tuple of such tuples) for micro-ops; ``role`` in/out/inout/
     scratch. VMI entries add 'lvec' / 'lmask' (logical vectors and masks,
     :mod:`ptoisa.vector.logical`) and 'index' (an ``index`` scalar, where an operand of
-    another integer type may stand in the same place). Optional operands may be omitted
-    (``None``)."""
+    another integer type may stand in the same place). SIMT entries take 'simt' (a number, or
+    an array of one per workitem of the running SIMT launch). Optional operands may be
+    omitted (``None``)."""
 
     name: str
     kind: str = "tile"
@@ -799,11 +800,14 @@ def _check_kind(op: str, o: Opnd, v: Any) -> None:
         or (k == "gm" and isinstance(v, GlobalTensor))
         or (k == "tile|gm" and isinstance(v, (Tile, GlobalTensor)))
         or (k == "scalar" and isinstance(v, (bool, int, float, np.generic)))
+        # (a SIMT value: one number, or one per workitem of the running SIMT launch)
+        or (k == "simt" and isinstance(v, (bool, int, float, np.generic, np.ndarray)))
         or (k == "enum" and isinstance(v, enum.Enum))
         or (k == "vreg" and isinstance(v, VReg))
         or (k == "mask" and isinstance(v, Mask))
         or (k == "align" and isinstance(v, Align))
-        or (k == "ptr" and isinstance(v, (Ptr, np.ndarray)))
+        or (k == "ptr" and (isinstance(v, (Ptr, np.ndarray)) or getattr(v, "per_workitem",
+                                                                          False)))
         or (k == "group" and isinstance(v, tuple))
         or (k == "lvec" and isinstance(v, LVec))
         or (k == "lmask" and isinstance(v, LMask))
@@ -812,7 +816,8 @@ def _check_kind(op: str, o: Opnd, v: Any) -> None:
     )
     if not ok:
         want = {"tile": "a Tile", "gm": "a GlobalTensor", "tile|gm": "a Tile or GlobalTensor",
-                "scalar": "a number", "enum": "an enum value", "vreg": "a VReg",
+                "scalar": "a number", "simt": "a number or an array (one per workitem)",
+                "enum": "an enum value", "vreg": "a VReg",
                 "mask": "a Mask", "align": "an Align", "ptr": "a pointer",
                 "group": "a tuple", "lvec": "a VMI vector (LVec)",
                 "lmask": "a VMI mask (LMask)", "index": "an integer"}.get(k, k)

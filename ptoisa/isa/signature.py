@@ -16,6 +16,7 @@ _KIND = {
     "gm": "GlobalTensor",
     "tile|gm": "Tile | GlobalTensor",
     "scalar": "int | float | np.generic",
+    "simt": "int | float | np.generic | np.ndarray",
     "any": "Any",
 }
 

@@ -326,7 +326,7 @@ class SyncGen:
             p = Pipe.S
         accs: list[tuple[bool, tuple[Any, int, int]]] = []
         for o, v in zip(ins.operands, vals, strict=False):
-            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "enum"):
+            if v is None or isinstance(v, bridge.Const) or o.kind in ("scalar", "simt", "enum"):
                 continue
             items = v if isinstance(v, tuple) else (v,)
             for x in items:

@@ -231,7 +231,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule("i32 ui32 f32") for op in ("VGATHER2_BC",)},
     "VGATHERB": rule(MICRO_ANY),
     "VSCATTER": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
-    **{op: rule() for op in ("PNOT", "PSEL")},
+    **{op: rule() for op in ("PNOT", "PSEL", "PBITCAST", "PINTLV_B8", "PINTLV_B16",
+                             "PINTLV_B32", "PDINTLV_B8", "PDINTLV_B16", "PDINTLV_B32")},
     # pto.vcvt: the per-form lines of micro-isa/09-conversion-ops.md, and the low-precision
     # float forms and i64 -> f32 that PTOAS takes (its cases vcvt-low-precision-special and
     # vsts-packed-dist-mask-granularity)
@@ -253,6 +254,19 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(MICRO_ANY) for op in ("VLDSX2", "VSTSX2", "VSLDB", "VSSTB")},
     # SPR AR (micro-isa/03): stored through ui32 / i32 UB pointers
     "SPRCLR": rule(),
+    # SIMT (17-simt.md: "These operations are available on A5"): types checked when they run
+    **{op: rule() for op in (
+        "STORE_VFSIMT_INFO", "GET_TID_X", "GET_TID_Y", "GET_TID_Z", "GET_BLOCK_DIM_X",
+        "GET_BLOCK_DIM_Y", "GET_BLOCK_DIM_Z", "GET_GRID_DIM_X", "GET_GRID_DIM_Y",
+        "GET_GRID_DIM_Z", "GET_BLOCK_IDX_X", "GET_BLOCK_IDX_Y", "GET_BLOCK_IDX_Z", "GET_LANEID",
+        "GET_LANEMASK_EQ", "GET_LANEMASK_LT", "GET_LANEMASK_LE", "GET_LANEMASK_GT",
+        "GET_LANEMASK_GE", "LOAD", "STORE", "LDG", "STG", "ATOMIC_EXCH", "ATOMIC_ADD",
+        "ATOMIC_SUB", "ATOMIC_MIN", "ATOMIC_MAX", "ATOMIC_AND", "ATOMIC_OR", "ATOMIC_XOR",
+        "ATOMIC_CAS", "VOTE_ALL", "VOTE_ANY", "VOTE_UNI", "VOTE_BALLOT", "SHUFFLE_IDX",
+        "SHUFFLE_UP", "SHUFFLE_DOWN", "SHUFFLE_BFLY", "REDUX_ADD", "REDUX_MAX", "REDUX_MIN",
+        "KEEP", "RESUME", "SYNCTHREADS", "THREADFENCE", "THREADFENCE_BLOCK",
+        "ABSF", "SQRT", "EXP", "LOG", "POW", "CEIL", "FLOOR", "RINT", "ROUND", "FMIN", "FMAX",
+        "FMA", "CONVERT")},
     **{op: rule("ui32 i32") for op in ("SPRSTI", "SPRSTS")},
     # the register-driven DMA (spec isa-legacy/02-dma-copy.md)
     **{op: rule(MICRO_ANY) for op in ("COPY_GM_TO_UBUF", "COPY_UBUF_TO_GM")},
@@ -261,9 +275,12 @@ LEGALITY: dict[str, Rule] = {
     # the MTE3 atomic mode: s32 add
     **{op: rule() for op in ("SET_ATOMIC_S32", "SET_ATOMIC_ADD", "SET_ATOMIC_NONE")},
     # unaligned streams (micro-isa/03): bytes of any element type
-    **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTAR",
+    **{op: rule(MICRO_ANY) for op in ("VLDAS", "VLDUS", "VSTUS", "VSTUR", "VSTAR",
                                             "VSTAS")},
     "INIT_ALIGN": rule(),
+    "VMRGSORT4": rule("f32 f16"),
+    "GET_VMS4_SR": rule(),
+    "PSTU": rule("ui16 ui32"),
 }
 
 

@@ -236,6 +236,16 @@ class Target:
     def buffer_size(self, space: str) -> int:
         return self.buffers.get(space, 0)
 
+    def pointer_window(self, space: str) -> int:
+        """Bytes a micro-op's on-chip pointer (``!pto.ptr<T, fb>`` ...) may address in
+        ``space``: the buffer, or the larger space PTOAS's memory plan gives it. A5's FB is
+        the case: pto-isa gives Scaling tiles 4 KiB (TASSIGN.md's capacity table, the tile
+        capacity here), while PTOAS plans its Scaling space over 248 KiB
+        (PTOPlanMemory.cpp, kA5) and its own cases place vector ReLU payloads past 64 KiB
+        (vpto/cases/micro-op/cv-mixed/fixpipe-relu-scalar-vector-f16-cv: FB byte 0x10040).
+        Tiles keep the buffer's capacity; micro-op pointers address the plan's space."""
+        return max(self.buffers.get(space, 0), (self.plan.get(space) or (0, 0))[0])
+
     def plan_size(self, space: str) -> tuple[int, int]:
         """(bytes, tile alignment) the ``.pto`` capacity check plans ``space`` with."""
         return self.plan.get(space) or (self.buffers.get(space, 0), 32)

@@ -796,7 +796,9 @@ class Parser(AttributeParser):
     # ------------------------------------------------------------- attributes
 
 #: ops whose first region (and the one after ``else``) may be written ``{}``
-_REGION_OPS = frozenset(["scf.if", "scf.execute_region"])
+#: ops whose first ``{`` opens a region, never an attribute dictionary (``pto.section.simt
+#: <<<32, 1, 1>>> { pto.syncthreads }`` would read as a unit attribute otherwise)
+_REGION_OPS = frozenset(["scf.if", "scf.execute_region", "pto.section.simt"])
 
 
 def parse(

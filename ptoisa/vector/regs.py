@@ -223,8 +223,8 @@ def buffer_bytes(m: Any, space: str, addr: int, nbytes: int, what: str, *,
     buf = SPACES.get(space)
     if buf is None:
         raise ExecutionError(f"pointers into '{space}' are not on-chip buffers ({what})")
-    cap = m.target.buffer_size(buf)
-    if cap <= 0:
+    cap = m.target.pointer_window(buf)  # (A5's FB: the space PTOAS plans, targets/base.py)
+    if cap <= 0 or m.target.buffer_size(buf) <= 0:
         raise ExecutionError(f"target {m.target.name} has no {buf} buffer ({what})")
     if addr < 0 or addr + nbytes > cap:
         raise ExecutionError(f"{what} bytes [{addr:#x}, {addr + nbytes:#x}) leave the {buf} "

@@ -169,7 +169,7 @@ def test_mixed_sections_without_a_flag_are_a_cross_core_race():
     assert any("between cores" in str(f) for f in san.report.findings)
 
 
-def test_section_simt_is_refused_by_name():
+def test_section_simt_without_dimensions_is_refused_by_name():
     text = """
 module {
   func.func @k() {
@@ -182,7 +182,7 @@ module {
 """
     prog = pto.load(text, filename="simt.pto")  # PTOAS accepts it: so does check
     with pytest.raises(ExecutionError, match=r"simt.pto:4:5: .*'pto.section.simt' cannot be "
-                                             r"executed by ptoisa yet"):
+                                             r"executed by ptoisa yet without launch dim"):
         prog.k()
 
 

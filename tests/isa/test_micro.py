@@ -324,7 +324,7 @@ def test_a_tile_and_a_ub_pointer_alias(a5):
 CHAPTERS = ("binary-vector", "unary-vector", "vec-scalar", "vector-load-store",
             "materialization-predicate", "predicate-load-store",
             "compare-select", "reduction", "rearrangement", "gather-scatter",
-            "conversion", "dsa-sfu", "scalar-load-store")
+            "conversion", "dsa-sfu", "scalar-load-store", "simt")
 #: the case folders whose kernels use only ops ptoisa executes: they must match their golden
 MATCHED = {
     "binary-vector": "vadd vaddc vand vmin vor vshl vshr",
@@ -349,13 +349,28 @@ MATCHED["vector-load-store"] += (" vlds-unpk-b16 vsts-packed-dist-mask-granulari
                                  " vreg-low-precision-ldst")
 MATCHED["conversion"] += " vcvt-u32-to-u8-part-p0123"
 MATCHED["scalar-load-store"] = "load-store-scalar-ub"
+MATCHED["vector-load-store"] += " vldas-vldus vlds-brc-b32"  # (vstur)
+MATCHED["predicate-load-store"] += " pstu"
+MATCHED["dsa-sfu"] += " vmrgsort4"
+MATCHED["simt"] = ("simt-atomic-f32-core simt-atomic-f32-mode-core simt-atomic-s-core "
+                   "simt-bufid-dynamic-core simt-float-convert-core simt-gm-memory-core "
+                   "simt-memory-core simt-store-tid")
+#: cases whose kernel copies UB bytes nothing wrote to GM and whose golden expects the
+#: device's zeros there (simt-scalar-core: words 26-31 of each lane's 32): a mismatch that
+#: says where, not a match by luck
+UNWRITTEN = {"simt-scalar-core"}
+#: SIMT cases of packed two-element values (!pto.ptr<vector<2xf16>, gm>, !pto.hif8x2):
+#: ptoisa has no such element type yet and refuses the op that takes one by name
+PACKED = {"simt-atomic-packed-core", "simt-packed-math-core", "simt-vector-ldg-stg-core"}
 #: kernels that write past the buffer main.cpp allocates (32 rows of 128 bytes into 1024
-#: bytes): an error naming the argument, not a silent write
+#: bytes): an error naming the argument on the first run; the suite runs them again with room
+#: after each buffer (the device's allocator gives more than asked) and says so
 OVERRUN = {"vbr-i8", "vbr-u8"}
 #: compare-select kernels whose loads read nburst(64, 256, 256) rows of 256 bytes (16 KiB)
 #: from arguments main.cpp allocates 256 (or 128, 64) bytes for
 OVERRUN |= {"vcmp-eq", "vcmp-i16-unsigned", "vcmps-f32", "vcmps-i16-signed",
-            "vcmps-i16-unsigned", "vcmps-i8-signed", "vcmps-i8-unsigned", "vsel"}
+            "vcmps-i16-unsigned", "vcmps-i8-signed", "vcmps-i8-unsigned", "vsel",
+            "vsel-f32-plds-us-pintlv-pbitcast"}
 
 
 def _cases(shared: Path) -> Path:
@@ -371,6 +386,11 @@ def test_upstream_case_folders(shared_dir, chapter):
 
     seen = {}
     for d in sorted(p for p in (root / chapter).iterdir() if (p / "kernel.pto").is_file()):
+        if d.name in UNWRITTEN:
+            res = goldens.do_vpto(d, root)
+            assert [o.verdict for o in res[0].outcomes] == ["mismatch"], res[0].outcomes
+            assert "golden=0, out=-1" in res[0].outcomes[0].reason
+            continue
         if d.name not in MATCHED[chapter].split() and d.name not in OVERRUN:
             # the others use ops not executed yet: refused by name (checked, not run here)
             res, _ = goldens._check_files(d, root)
@@ -378,13 +398,16 @@ def test_upstream_case_folders(shared_dir, chapter):
             continue
         res = goldens.do_vpto(d, root)
         seen[d.name] = [o.verdict for r in res for o in r.outcomes]
-        if d.name in OVERRUN:
-            assert seen[d.name] == ["run-failed"], (d.name, res[0].outcomes)
-            assert "leave its argument" in res[0].outcomes[0].reason
-        else:
-            assert seen[d.name] == ["matched"], (d.name, res[0].outcomes, res[0].notes)
+        assert seen[d.name] == ["matched"], (d.name, res[0].outcomes, res[0].notes)
+        past = [n for n in res[0].notes if "reaches past main.cpp's buffers" in n]
+        assert bool(past) == (d.name in OVERRUN), (d.name, res[0].notes)
+        if past:
+            assert "leave its argument" in past[0] and "0xff" in past[0]
     assert set(MATCHED[chapter].split()) <= set(seen)
     for name, verdicts in seen.items():  # (the others: refused by name at check or run)
+        if name in PACKED:
+            assert verdicts == ["unsupported"], (name, verdicts)
+            continue
         assert verdicts in (["matched"], ["run-failed"], ["unsupported"], ["accepted"]), \
             (name, verdicts)
 

@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - declare the instructions
     rearrangement,
     reduction,
     sfu,
+    simt,
     spr,
     strided,
     unaligned,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe
-from ...errors import ExecutionError
+from ...errors import ExecutionError, OutsideArgument
 from ...vector.regs import Ptr, buffer_bytes, touch
 from ..registry import Opnd, instr
 from .atomic import combine
@@ -63,7 +63,7 @@ def _span(starts: np.ndarray, n: int) -> tuple[int, int]:
 def _check_gm(gm: np.ndarray, starts: np.ndarray, n: int, op: str, what: str) -> None:
     lo, hi = _span(starts, n)
     if lo < 0 or hi > gm.size:
-        raise ExecutionError(f"{what} bytes [{lo}, {hi}) from the GM pointer leave its "
+        raise OutsideArgument(f"{what} bytes [{lo}, {hi}) from the GM pointer leave its "
                              f"argument ({gm.size} bytes from the pointer on)")
 
 

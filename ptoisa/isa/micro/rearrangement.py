@@ -55,10 +55,15 @@ def VDINTLV(m: Any, lhs: VReg, rhs: VReg) -> tuple[VReg, VReg]:
        operands=(Opnd("src", "vreg"), Opnd("mask", "mask")), results=(Opnd("result", "vreg"),),
        dtype_key=("src",), static=(same_vreg("src", "result"), mask_fits("src")))
 def VSQZ(m: Any, src: VReg, mask: Mask) -> VReg:
-    """The active lanes of src in lane order at the front of the result, the rest 0."""
+    """The active lanes of src in lane order at the front of the result, the rest 0; SPR
+    SQZN = the bytes of those lanes."""
     kept = src.data[active(mask, src.data.size)]
     out = np.zeros_like(src.data)
     out[:kept.size] = kept
+    # SPR SQZN: the bytes the squeeze kept, which a later pto.vstur stores (03-vector-load-
+    # store.md: "a preceding squeeze producer such as pto.vsqz ... MUST establish the byte
+    # count before the store")
+    m.micro_regs["SQZN"] = kept.size * src.data.dtype.itemsize
     return VReg(out)
 
 

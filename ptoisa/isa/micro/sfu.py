@@ -177,5 +177,67 @@ def VBITSORT(m: Any, dest: Ptr, src: Ptr, indices: Ptr, repeat_times: Any) -> No
         rec[:, 4:8] = idx[order].view(np.uint8).reshape(32, 4)
 
 
-__all__ = ["VAXPY", "VBITSORT", "VCI", "VEXPDIF", "VMULA", "VMULL", "VPRELU"]
+@instr("VMRGSORT4", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("dest", "ptr"), Opnd("src0", "ptr"), Opnd("src1", "ptr"),
+                 Opnd("src2", "ptr"), Opnd("src3", "ptr"), Opnd("count", "scalar"),
+                 Opnd("config", "scalar")),
+       dtype_key=("dest",))
+def VMRGSORT4(m: Any, dest: Ptr, src0: Ptr, src1: Ptr, src2: Ptr, src3: Ptr, count: Any,
+              config: Any) -> None:
+    """Merge up to four lists of 8-byte records (a f32 / f16 score in the low bytes, the
+    index in the high 4), each sorted by score descending, into dest, descending (ties to the
+    lower list). The words as designs/a2a3-vector-builtins.md packs ``vmrgsort4``:
+    count = the records of list i in bits [16i, 16i + 16); config = repeat (bits 0-7, 1 is
+    executed), the lists taken (bit 8 + i), and bit 12 the exhausted mode, where the merge
+    stops as soon as one list runs out. VMS4_SR keeps the records taken from each list
+    (``pto.get_vms4_sr``)."""
+    d = _ub_ptr(dest, "dest")
+    srcs = [_ub_ptr(p, f"src{i}") for i, p in enumerate((src0, src1, src2, src3))]
+    dt = d.dtype
+    if dt.name not in ("f32", "f16"):
+        raise ExecutionError(f"pto.vmrgsort4 merges f32 or f16 records, got {dt.name}")
+    cnt, cfg = int(count), int(config)
+    repeat, valid, exhausted = cfg & 0xFF, (cfg >> 8) & 0xF, bool((cfg >> 12) & 1)
+    if repeat != 1:
+        raise ExecutionError(f"operation 'pto.vmrgsort4' cannot be executed by ptoisa yet with "
+                             f"repeat {repeat} (the page does not say where repeats read)")
+    lists = []
+    for i, p in enumerate(srcs):
+        n = (cnt >> (16 * i)) & 0xFFFF if valid >> i & 1 else 0
+        raw = buffer_bytes(m, "ub", p.addr, 8 * n, f"list {i}", role="in").reshape(n, 8).copy()
+        lists.append((raw[:, :dt.itemsize].copy().view(dt.np).reshape(-1), raw))
+    heads = [0, 0, 0, 0]
+    out: list[np.ndarray] = []
+    total = sum(v.size for v, _ in lists)
+    keys = [np.where(np.isnan(v.astype(np.float64)), np.inf, v.astype(np.float64))
+            for v, _ in lists]
+    while len(out) < total:
+        best = -1
+        for k, (v, _) in enumerate(lists):
+            if heads[k] < v.size and (best < 0 or keys[k][heads[k]] > keys[best][heads[best]]):
+                best = k
+        out.append(lists[best][1][heads[best]])
+        heads[best] += 1
+        if exhausted and heads[best] == lists[best][0].size:
+            break
+    if out:
+        buffer_bytes(m, "ub", d.addr, 8 * len(out), "the merged records", role="out")[:] = \
+            np.concatenate(out)
+    m.micro_regs["VMS4_SR"] = tuple(heads)
+
+
+@instr("GET_VMS4_SR", pipe=Pipe.S, dialect="vpto", operands=(),
+       results=(Opnd("list0", "scalar"), Opnd("list1", "scalar"), Opnd("list2", "scalar"),
+                Opnd("list3", "scalar")))
+def GET_VMS4_SR(m: Any) -> tuple[int, int, int, int]:
+    """The records the last pto.vmrgsort4 took from lists 0-3 (VMS4_SR's four 16-bit
+    fields)."""
+    sr = m.micro_regs.get("VMS4_SR")
+    if sr is None:
+        raise ExecutionError("pto.get_vms4_sr: no pto.vmrgsort4 ran on this core")
+    return tuple(int(x) - (1 << 16) if x >= 1 << 15 else int(x) for x in sr)  # type: ignore
+
+
+__all__ = ["GET_VMS4_SR", "VAXPY", "VBITSORT", "VCI", "VEXPDIF", "VMRGSORT4", "VMULA", "VMULL",
+           "VPRELU"]
 
