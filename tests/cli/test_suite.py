@@ -86,6 +86,9 @@ def test_run_lines_give_targets_levels_and_expectations():
     assert lit.essential(mods[1].expected[0]) == "expects the same shape"
     # no --pto-arch: PTOAS's default a3; a RUN line of another tool only: nothing to check
     assert lit.modules("// RUN: ptoas %s\n")[0][0].target == "a2a3"
+    # pto-test-opt checks no target: its (VMI / VPTO) modules are checked for a5
+    assert lit.modules("// RUN: pto-test-opt %s -pass | FileCheck %s\n")[0][0].target == "a5"
+    assert lit.modules("// RUN: pto-test-opt --pto-arch=a3 %s\n")[0][0].target == "a2a3"
     assert lit.modules("// RUN: python3 %s\n") == ([], [])
 
 
