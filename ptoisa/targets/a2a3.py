@@ -86,8 +86,14 @@ LEGALITY: dict[str, Rule] = {
 
     # ---- elementwise -----------------------------------------------------------------------------
     # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
-    # dtypes_A2A3 and the manual pages). TADDC, TSUBC, TADDSC and TSUBSC have no NPU
-    # implementation. The predicate tile of TCMP/TCMPS is ui8.
+    # dtypes_A2A3 and the manual pages). The predicate tile of TCMP/TCMPS is ui8.
+    # TADDC, TSUBC, TADDSC and TSUBSC have no pto-isa NPU intrinsic, but PTOAS lowers each to
+    # two vector instructions (pto.taddc -> TADD, TADD: lit add_carry_tile_native.pto), so they
+    # run on A2/A3 for the types both halves take (a rounding after each, as ptoisa computes).
+    "TADDC": rule("i32 i16 f16 bf16 f32"),
+    "TSUBC": rule(BASIC),
+    "TADDSC": rule(BASIC),
+    "TSUBSC": rule(BASIC),
     # tile-tile
     "TABS": rule("f32 f16"),
     "TAND": rule(B12),

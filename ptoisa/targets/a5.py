@@ -76,9 +76,14 @@ LEGALITY: dict[str, Rule] = {
 
     # ---- elementwise -----------------------------------------------------------------------------
     # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
-    # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). TADDC,
-    # TSUBC, TADDSC and TSUBSC have no NPU implementation. The predicate tile of TCMP/TCMPS is
-    # ui32.
+    # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). The
+    # predicate tile of TCMP/TCMPS is ui32. TADDC, TSUBC, TADDSC and TSUBSC have no pto-isa NPU
+    # intrinsic; PTOAS accepts them on A5 and expands each into two vector adds / subtracts
+    # (lit add_carry_tile_native.pto, sub_tile_native.pto): the types both halves take.
+    "TADDC": rule(ALLNUM),
+    "TSUBC": rule(ALLNUM),
+    "TADDSC": rule(ALLNUM),
+    "TSUBSC": rule(ALLNUM),
     # tile-tile
     "TABS": rule("f32 f16 i32 i16 i8"),
     "TAND": rule(I124),
