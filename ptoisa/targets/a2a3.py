@@ -96,7 +96,10 @@ LEGALITY: dict[str, Rule] = {
     "TSUBSC": rule(BASIC),
     # tile-tile
     "TABS": rule("f32 f16"),
-    "TAND": rule(B12),
+    # TAND / TOR: the page lists 1- and 2-byte integers; PTOAS emits TAND / TOR on i32 and
+    # ui32 for A3 (lit bitwise_i32_ui32_a3_emitc.pto: "A2/A3 supports 32-bit bitwise tile
+    # operations"), and a bitwise op is the same on a 32-bit lane as on its two 16-bit halves
+    "TAND": rule(I124),
     "TCMP": rule(pairs("i32->ui8 f16->ui8 f32->ui8")),
     "TCVT": rule(pairs(
         "f32->f16 f32->f32 f32->bf16 f32->i16 f32->i32 f32->i64 "
@@ -112,7 +115,7 @@ LEGALITY: dict[str, Rule] = {
     "TMUL": rule(BASIC),
     "TNEG": rule(BASIC),
     "TNOT": rule(I124),
-    "TOR": rule(B12),
+    "TOR": rule(I124),
     "TPOW": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
     "TPRELU": rule("f16 f32"),
     "TADDRELU": rule("f32 f16 i16"),
