@@ -2301,6 +2301,7 @@ def TREDUCE(
     accTileData: Tile,
     recvTileData: Tile,
     op: ReduceOp,
+    pongTileData: Tile | None = None,
     *events: Event,
     engine: CollEngine = CollEngine.AIV,
     Args: Any = None,
@@ -2309,7 +2310,10 @@ def TREDUCE(
     dst = op(tensors[0], tensors[1], ...) element-wise over the group's ranks, in rank order
     and in the element type (each step rounded; integers wrap), chunk by chunk through the
     accumulator and receive tiles (which end holding the last chunk's result and the last
-    rank's last chunk). ``op`` is ReduceOp Sum, Max or Min.
+    rank's last chunk). ``op`` is ReduceOp Sum, Max or Min. The ping-pong form (C++
+    ``TREDUCE(group, dst, acc, ping, pong, op)``, ``recv(%ping, %pong)`` in PTOAS) receives
+    into ``recvTileData`` and ``pongTileData`` by turns; here the pong tile comes last, after
+    ``op`` (or by keyword), and ends holding the last chunk received.
     """
     ...
 
