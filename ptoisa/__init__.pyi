@@ -2706,7 +2706,8 @@ def TSTORE_FP(
     """
     Store an accumulator tile to GM, converting each element through the fix-pipe with the
     quant word of its *output column* taken from row 0 of the Scaling tile ``fp`` (64-bit words:
-    scale, offset, sign). Pairs without a quant mode are a plain conversion (fp unused).
+    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read by numeric cast).
+    Pairs without a quant mode are a plain conversion (fp unused).
     """
     ...
 

@@ -71,8 +71,10 @@ LEGALITY: dict[str, Rule] = {
     "TASSIGN": rule(),
     "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
     "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
-    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 i32->i8 i32->ui8 i32->f16 i32->i16"),
-                      locs=[TileType.Acc]),
+    # the quantising pairs, and the plain conversions an Acc store makes (fp then unused:
+    # PTOAS emits the fp form for them, lit tstore_fp_insert_sync_effects.pto)
+    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 i32->i8 i32->ui8 i32->f16 i32->i16 "
+                            "f32->f16 f32->bf16 f32->f32 i32->i32"), locs=[TileType.Acc]),
     "TPRINT": rule("f32 f16 i8 i16 i32 ui8 ui16 ui32"),
     "TROWSUM": rule(pairs("f16->f16 f32->f32 i32->i32 i16->i16")),
     "TFILLPAD": rule(ANY_1_2_4),

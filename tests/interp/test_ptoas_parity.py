@@ -39,6 +39,16 @@ CASES = [
     ("bitwise_i32_ui32_a3_emitc.pto", "a2a3", None, kernel(
         tiles("ui32", "a", "b", "d") + f"\n    pto.tand ins(%a, %b : {vec('ui32')}, "
         f"{vec('ui32')}) outs(%d : {vec('ui32')})"), None),
+    # an f16 scaling tile in the fp form of an f32 -> f16 Acc store
+    ("tstore_fp_insert_sync_effects.pto", "a2a3", None, kernel(
+        "    %acc = pto.alloc_tile : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, "
+        "slayout=row_major>\n"
+        "    %fp = pto.alloc_tile : !pto.tile_buf<scaling, 1x32xf16>\n"
+        "    pto.tstore ins(%acc : !pto.tile_buf<acc, 16x32xf32, blayout=col_major, "
+        "slayout=row_major> fp %fp : !pto.tile_buf<scaling, 1x32xf16>) "
+        "outs(%dst : !pto.partition_tensor_view<1x32xf16>)",
+        "%dst: !pto.partition_tensor_view<1x32xf16>",
+        " attributes {pto.kernel_kind = #pto.kernel_kind<cube>}"), None),
 ]
 
 

@@ -22,7 +22,7 @@ from ...enums import BLayout, Pipe, ReluPreMode, SLayout, TileType
 from ...errors import ExecutionError, RuntimeCheckError
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
-from ..quant import quant_mode, quantize
+from ..quant import fp_words, quant_mode, quantize
 from ..registry import (
     Instr,
     Opnd,
@@ -300,10 +300,7 @@ def _textract_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: A
 
 
 def _words(fp: Tile, first: int, n: int) -> np.ndarray:
-    w = np.asarray(fp.read(1, n, 0, first))
-    if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
-        return w.view(np.uint64)
-    return w.astype(np.float64).astype(np.int64).view(np.uint64)  # numeric cast (see _fp_words)
+    return fp_words(fp, n, first)
 
 
 @instr("TEXTRACT_FP", family="layout", pipe=Pipe.FIX,
