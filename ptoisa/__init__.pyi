@@ -1736,12 +1736,14 @@ def TINSERT(
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
     accToVecMode: str = 'single_mode_vec0',
+    tinsertMode: Any = None,
 ) -> Event:
     """
     dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
     untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
     src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
-    indexCol)``).
+    indexCol)``). ``tinsertMode`` split2 / split4 (A5, NZ Vec -> Mat) only cuts the copy
+    into bursts: the same data moves.
     """
     ...
 

@@ -33,6 +33,9 @@ ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("i32",
                          ("i32", "ui8"), ("i32", "f16"), ("i32", "i16")})
 EXTRACT_MOVES = frozenset({(T.Mat, T.Left), (T.Mat, T.Right), (T.Acc, T.Mat), (T.Vec, T.Vec)})
 ACC_MOVES = frozenset({(T.Acc, T.Mat)})
+#: TINSERT: pto-isa's A2/A3 path is Acc -> Mat; PTOAS also emits TINSERT Vec -> Vec for A3 (a
+#: UB -> UB copy, as TEXTRACT Vec -> Vec: lit extract_insert_tile_native.pto)
+INSERT_MOVES = frozenset({(T.Acc, T.Mat), (T.Vec, T.Vec)})
 MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"), ("i32", "i8", "i8")]
 SAME = [(d, d) for d in "i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32".split()]
 CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 i32->f16 i32->i8 i32->ui8 i32->i16 "
@@ -188,7 +191,7 @@ LEGALITY: dict[str, Rule] = {
     # Acc -> Mat window moves, Acc conversions through the fix-pipe).
     "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
-    "TINSERT": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TCONCAT": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32", row_major=True),
     "TTRANS": rule("ui32 i32 f32 ui16 i16 f16 bf16 ui8 i8"),

@@ -285,6 +285,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                              ("i32", "f16"), ("i32", "bf16")}),
                          # ---- layout, memory, matrix, img2col, comm families
                          "left_blayout": "col_major",
+                         "tinsert_split": True,
                          "cube_static_shapes_chain": False,
                          "mad_f32_modes": frozenset({"hf32", "tf32"}),
                          # ---- sync, mixed kernels

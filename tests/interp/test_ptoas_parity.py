@@ -26,6 +26,17 @@ def errors(text: str, target: str, level: str | None = None) -> list[str]:
     return [e.render() for e in diagnose(parse(text, "t.pto"), target, level=level)]
 
 
+NZ_VEC = ("!pto.tile_buf<loc=vec, dtype=f16, rows=32, cols=32, v_row=32, v_col=32, "
+          "blayout=col_major, slayout=row_major, fractal=512, pad=0>")
+NZ_MAT = NZ_VEC.replace("loc=vec", "loc=mat")
+NZ_SPLIT = (f"    %c0 = arith.constant 0 : index\n    %src_nz = pto.alloc_tile : {NZ_VEC}\n"
+            f"    %dst_mat = pto.alloc_tile : {NZ_MAT}\n"
+            f"    pto.tinsert ins(%src_nz, %c0, %c0 : {NZ_VEC}, index, index) "
+            f"outs(%dst_mat : {NZ_MAT}) {{tinsertMode = #pto.tinsert_mode<split2>}}")
+ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, "
+       "blayout=col_major, slayout=row_major, fractal=1024, pad=0>")
+MAT_I8 = NZ_MAT.replace("dtype=f16", "dtype=i8")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -49,6 +60,30 @@ CASES = [
         "outs(%dst : !pto.partition_tensor_view<1x32xf16>)",
         "%dst: !pto.partition_tensor_view<1x32xf16>",
         " attributes {pto.kernel_kind = #pto.kernel_kind<cube>}"), None),
+    # TINSERT Vec -> Vec for A3 (a UB copy, as TEXTRACT Vec -> Vec)
+    ("extract_insert_tile_native.pto", "a2a3", None, kernel(
+        tiles("f32", "s") + "\n" + tiles("f32", "d", shape="32x32") + "\n"
+        "    %c0 = arith.constant 0 : index\n"
+        f"    pto.tinsert ins(%s, %c0, %c0 : {vec('f32')}, index, index) "
+        f"outs(%d : {vec('f32', '32x32')})"), None),
+    # A5's NZ split insert; an NZ Vec source only
+    ("tinsert_a5_modes_emitc.pto", "a5", None, kernel(NZ_SPLIT), None),
+    ("tinsert_a5_modes_emitc.pto", "a2a3", None, kernel(NZ_SPLIT),
+     "Vec -> Mat is not a data path on a2a3"),
+    ("tinsert_a5_modes_emitc.pto", "a5", None, kernel(
+        NZ_SPLIT.replace("blayout=col_major, slayout=row_major, fractal=512, pad=0>, index",
+                         "blayout=row_major, slayout=none_box, fractal=512, pad=0>, index")
+        .replace("%src_nz = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype=f16, rows=32, "
+                 "cols=32, v_row=32, v_col=32, blayout=col_major, slayout=row_major",
+                 "%src_nz = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype=f16, rows=32, "
+                 "cols=32, v_row=32, v_col=32, blayout=row_major, slayout=none_box")),
+     "tinsertMode split2 moves an NZ Vec tile into a Mat tile"),
+    # the pre_quant scalar form quantises on A3 (f32 Acc -> i8 Mat)
+    ("tinsert_forms_emitc.pto", "a2a3", None, kernel(
+        f"    %c0 = arith.constant 0 : index\n    %pre = arith.constant 7 : i64\n"
+        f"    %a = pto.alloc_tile : {ACC}\n    %m = pto.alloc_tile : {MAT_I8}\n"
+        f"    pto.tinsert ins(%a, %c0, %c0 : {ACC}, index, index pre_quant %pre : i64) "
+        f"outs(%m : {MAT_I8})"), None),
 ]
 
 

@@ -158,6 +158,28 @@ _RELU = Param("reluMode", ReluPreMode.NoRelu, ReluPreMode)
 _ACC_TO_VEC = Param("accToVecMode", "single_mode_vec0")
 #: PTOAS attributes of pto.textract / pto.tinsert
 _MOVE_ATTRS = {"reluPreMode": Attr("reluMode"), "accToVecMode": Attr("accToVecMode")}
+#: A5's TInsertMode SPLIT2 / SPLIT4 (PTOAS ``tinsertMode = #pto.tinsert_mode<split2>``): a
+#: Vec (NZ) -> Mat insert whose UB -> L1 copy is cut into 2 or 4 bursts; the data moved is
+#: the plain insert's (TINSERT page, "NZ Split")
+_TINSERT_MODE = Param("tinsertMode", None)
+_TINSERT_ATTRS = {**_MOVE_ATTRS, "tinsertMode": Attr("tinsertMode")}
+
+
+def _split_insert(sig: Sig) -> None:
+    mode = sig.params.get("tinsertMode")
+    if mode is None:
+        return
+    name = str(getattr(mode, "name", mode)).lower()
+    if name not in ("split2", "split4"):
+        raise sig.fail(f"tinsertMode {name}: ptoisa knows the NZ split modes split2 and split4")
+    if not sig.target.traits.tinsert_split:
+        raise sig.fail(f"tinsertMode {name} (the NZ split insert) is an A5 form, not on "
+                       f"{sig.target}")
+    s, d = sig["src"], sig["dst"]
+    if isinstance(s, TileSpec) and isinstance(d, TileSpec) and not (
+            s.loc is TileType.Vec and d.loc is TileType.Mat and s.layout_name == "NZ"):
+        raise sig.fail(f"tinsertMode {name} moves an NZ Vec tile into a Mat tile, got "
+                       f"{s.loc.name} ({s.layout_name}) -> {d.loc.name}")
 
 
 def _a5_acc_src_nz(sig: Sig) -> None:
@@ -364,7 +386,7 @@ def _insert(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
 def _npu_insert_dst(sig: Sig) -> None:
     """a2a3: an Acc -> Mat insert writes NZ boxes of 512 bytes."""
     s, d = sig["src"], sig["dst"]
-    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec) or s.loc is not TileType.Acc:
         return
     if d.layout_name != "NZ" or d.fractal != 512 or (d.cols * d.dtype.itemsize) % 32:
         raise sig.fail(f"dst must be an NZ Mat tile with 512-byte boxes on a2a3, got "
@@ -373,10 +395,13 @@ def _npu_insert_dst(sig: Sig) -> None:
 
 def _a2a3_insert_dtypes(sig: Sig) -> None:
     """a2a3: TINSERT (Acc -> Mat) writes f32 accumulators as f16/bf16 (the PTOAS verifier's
-    A2/A3 rule; quantised inserts go through TINSERT_FP)."""
+    A2/A3 rule; quantised inserts go through TINSERT_FP or the pre_quant scalar)."""
     s, d = sig["src"], sig["dst"]
-    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec) or s.loc is not TileType.Acc:
         return
+    if sig["indexColQuant"] is not None and quant_mode(sig.target, s.dtype, d.dtype,
+                                                       scalar=True) is not None:
+        return  # the pre_quant scalar form quantises (PTOAS lit tinsert_forms_emitc.pto)
     if s.dtype.name != "f32" or d.dtype.name not in ("f16", "bf16"):
         raise sig.fail("expects A2/A3 tinsert element types to be src=f32, dst=f16/bf16, got "
                        f"src={s.dtype}, dst={d.dtype}")
@@ -387,22 +412,24 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
            ("Vec", "Mat"): Pipe.MTE3, ("Vec", "Vec"): Pipe.V,
        }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
               "MTE3, Vec -> Vec V)."),
-       ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_MOVE_ATTRS,
+       ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_TINSERT_ATTRS,
                    rules={"pto.tinsert": (_pre_quant_acc,)},
                    keywords={"fp": ("TINSERT_FP", _FP_FORM),
                              "pre_quant": ("TINSERT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
-       params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
-       static=(_moves, _conversion),
+       params=(_RELU, _ACC_TO_VEC, _TINSERT_MODE), dtype_key=("dst",),
+       static=(_moves, _conversion, _split_insert),
        static_for={"a2a3": (_npu_insert_dst, _a2a3_insert_dtypes)},
        runtime=(_tinsert_runtime,), runtime_for={"a2a3": (_a2a3_tinsert_runtime,)})
 def TINSERT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
             indexColQuant: Any = None, *, reluMode: ReluPreMode,
-            accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
+            accToVecMode: Any = "single_mode_vec0", tinsertMode: Any = None) -> None:  # noqa: N803
     """dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
     untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
     src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
-    indexCol)``)."""
+    indexCol)``). ``tinsertMode`` split2 / split4 (A5, NZ Vec -> Mat) only cuts the copy
+    into bursts: the same data moves."""
+    del tinsertMode
     _single_core("tinsert", accToVecMode)
     q, r0, c0 = _split_args(TINSERT, indexRow, indexCol, indexColQuant)
     _insert(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, scalar_word=q)
