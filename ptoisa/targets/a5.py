@@ -51,7 +51,8 @@ CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 f32->f8E4M3 i32->f16 i32->b
 PATHS = {(T.Mat, T.Left), (T.Mat, T.Right), (T.Mat, T.Bias), (T.Mat, T.Scaling),
          (T.Mat, T.ScaleLeft), (T.Mat, T.ScaleRight), (T.Vec, T.Vec), (T.Vec, T.Mat),
          (T.Acc, T.Vec), (T.Acc, T.Mat)}
-EXPAND_OP = "f16 f32 i16 i32 ui16 ui32"
+#: T{ROW,COL}EXPAND{ADD,SUB,MUL,DIV,MAX,MIN}: the pages list bf16, i8 and ui8 for A5 too
+EXPAND_OP = "f16 f32 i16 i32 ui16 ui32 bf16 i8 ui8"
 COL_RED = "f16 f32 i8 ui8 i16 ui16 i32 ui32 bf16"
 ROW_ARG = rule(list(product("f16 bf16 i16 ui16 f32 i32 ui32".split(), ("i32", "ui32"))))
 # index-only: 32-bit indices; value+index: 16-bit for 2-byte sources (rule _npu_idx_width)
