@@ -1476,7 +1476,8 @@ def TEXTRACT_FP(
 
 def TFILLPAD(dst: Tile, src: Tile, *events: Event, PadVal: Any = None) -> Event:
     """
-    dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere.
+    dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere. A Vec dst
+    larger than src is the Expand fill (as TFILLPAD_EXPAND).
     """
     ...
 

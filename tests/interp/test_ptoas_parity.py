@@ -37,6 +37,12 @@ ACC = ("!pto.tile_buf<loc=acc, dtype=f32, rows=32, cols=32, v_row=32, v_col=32, 
        "blayout=col_major, slayout=row_major, fractal=1024, pad=0>")
 MAT_I8 = NZ_MAT.replace("dtype=f16", "dtype=i8")
 
+PAD_DST = ("!pto.tile_buf<loc=vec, dtype=f32, rows=32, cols=32, v_row=16, v_col=16, "
+           "blayout=row_major, slayout=none_box, fractal=512, pad=1>")
+MAT_DYN = ("!pto.tile_buf<loc=mat, dtype=bf16, rows=16, cols=64, v_row=?, v_col=?, "
+           "blayout=col_major, slayout=row_major, fractal=512, pad=0>")
+MAT_PAD = MAT_DYN.replace("v_row=?, v_col=?", "v_row=16, v_col=64").replace("pad=0", "pad=1")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -84,6 +90,18 @@ CASES = [
         f"    %a = pto.alloc_tile : {ACC}\n    %m = pto.alloc_tile : {MAT_I8}\n"
         f"    pto.tinsert ins(%a, %c0, %c0 : {ACC}, index, index pre_quant %pre : i64) "
         f"outs(%m : {MAT_I8})"), None),
+    # pto.tfillpad into a larger Vec dst is the Expand fill; a Mat fill takes one tile type
+    ("movement_metadata_tile_native.pto", "a5", None, kernel(
+        f"    %s = pto.alloc_tile : {vec('f32')}\n    %d = pto.alloc_tile : {PAD_DST}\n"
+        f"    pto.tfillpad ins(%s : {vec('f32')}) outs(%d : {PAD_DST})"), None),
+    ("movement_metadata_tile_native.pto", "a5", None, kernel(
+        f"    %s = pto.alloc_tile : {PAD_DST}\n    %d = pto.alloc_tile : {vec('f32')}\n"
+        f"    pto.tfillpad ins(%s : {PAD_DST}) outs(%d : {vec('f32')})"),
+     "dst at least src in both dimensions"),
+    ("issue546_tfillpad_mat_mismatch_diag.pto", "a2a3", None, kernel(
+        f"    pto.tfillpad ins(%s : {MAT_DYN}) outs(%d : {MAT_PAD})",
+        f"%s: {MAT_DYN}, %d: {MAT_PAD}"),
+     "expects src/dst tile types to be lowerable to TFILLPAD for loc=mat"),
 ]
 
 

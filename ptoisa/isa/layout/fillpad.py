@@ -46,6 +46,37 @@ def _expand_shape(sig: Sig) -> None:
         raise sig.fail(f"dst {d.rows}x{d.cols} must be at least src {s.rows}x{s.cols}")
 
 
+def _fillpad_types(sig: Sig) -> None:
+    """TFILLPAD's overloads (TFILLPAD page; PTOAS's pto.tfillpad infers the lowering): a Mat
+    fill is the one-type overload ``TFILLPAD(TileData &dst, TileData &src)``, so src and dst
+    agree in shape, valid shape and pad; a Vec fill into a larger dst is the Expand mode
+    (``TFILLPAD<TFillPadMode::Expand>``: dst at least src in both dimensions); otherwise the
+    static shapes match."""
+    d, s = sig["dst"], sig["src"]
+    if not isinstance(d, TileSpec) or not isinstance(s, TileSpec):
+        return
+    if TileType.Mat in (d.loc, s.loc):
+        def show(v: int | None) -> str:
+            return "?" if v is None else str(v)
+        diff = [f"{name} ({show(a)} vs {show(b)})" for name, a, b in (
+            ("rows", s.rows, d.rows), ("cols", s.cols, d.cols),
+            ("v_row", s.valid_row, d.valid_row), ("v_col", s.valid_col, d.valid_col))
+            if a != b]
+        if s.pad != d.pad:
+            diff.append(f"pad ({s.pad.kind} vs {d.pad.kind})")
+        if diff:
+            raise sig.fail("expects src/dst tile types to be lowerable to TFILLPAD for loc=mat "
+                           f"(one tile type): mismatching fields: {', '.join(diff)}; the "
+                           "heterogeneous TFILLPAD overload is only available for loc=vec")
+        return
+    if (d.rows, d.cols) == (s.rows, s.cols):
+        return
+    if d.rows < s.rows or d.cols < s.cols:
+        raise sig.fail(f"operands must have the same static shape, or dst at least src in "
+                       f"both dimensions (the Expand fill): dst {d.rows}x{d.cols}, src "
+                       f"{s.rows}x{s.cols}")
+
+
 def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any = None,
           block_aligned: bool = False) -> None:
     """Copy src's valid region into dst (unless an NPU INPLACE fill) and pad the rest.
@@ -83,9 +114,10 @@ _PADVAL = Param("PadVal", None)
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        params=(_PADVAL,), dtype_key=("dst",),
        static=(locs(["dst", "src"], TileType.Vec, TileType.Mat), _pad_not_null, _same_elem_size,
-               same_static_shape("dst", "src")))
+               _fillpad_types))
 def TFILLPAD(m: Machine, dst: Tile, src: Tile, *, PadVal: Any = None) -> None:  # noqa: N802,N803
-    """dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere."""
+    """dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere. A Vec dst
+    larger than src is the Expand fill (as TFILLPAD_EXPAND)."""
     from ...enums import pad_value
 
     _fill(m, dst, src, inplace=False, pad_override=None if PadVal is None else pad_value(PadVal))
