@@ -39,6 +39,7 @@ MAT_I8 = NZ_MAT.replace("dtype=f16", "dtype=i8")
 
 PAD_DST = ("!pto.tile_buf<loc=vec, dtype=f32, rows=32, cols=32, v_row=16, v_col=16, "
            "blayout=row_major, slayout=none_box, fractal=512, pad=1>")
+PAD_SMALL = PAD_DST.replace("rows=32, cols=32", "rows=16, cols=16")
 MAT_DYN = ("!pto.tile_buf<loc=mat, dtype=bf16, rows=16, cols=64, v_row=?, v_col=?, "
            "blayout=col_major, slayout=row_major, fractal=512, pad=0>")
 MAT_PAD = MAT_DYN.replace("v_row=?, v_col=?", "v_row=16, v_col=64").replace("pad=0", "pad=1")
@@ -95,8 +96,8 @@ CASES = [
         f"    %s = pto.alloc_tile : {vec('f32')}\n    %d = pto.alloc_tile : {PAD_DST}\n"
         f"    pto.tfillpad ins(%s : {vec('f32')}) outs(%d : {PAD_DST})"), None),
     ("movement_metadata_tile_native.pto", "a5", None, kernel(
-        f"    %s = pto.alloc_tile : {PAD_DST}\n    %d = pto.alloc_tile : {vec('f32')}\n"
-        f"    pto.tfillpad ins(%s : {PAD_DST}) outs(%d : {vec('f32')})"),
+        f"    %s = pto.alloc_tile : {PAD_DST}\n    %d = pto.alloc_tile : {PAD_SMALL}\n"
+        f"    pto.tfillpad ins(%s : {PAD_DST}) outs(%d : {PAD_SMALL})"),
      "dst at least src in both dimensions"),
     ("issue546_tfillpad_mat_mismatch_diag.pto", "a2a3", None, kernel(
         f"    pto.tfillpad ins(%s : {MAT_DYN}) outs(%d : {MAT_PAD})",
