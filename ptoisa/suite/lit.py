@@ -10,7 +10,9 @@ A file's ``// RUN:`` lines (``\\`` continues a line) invoke ``ptoas`` or ``pto-t
   ``%t/NAME`` compiles that part;
 * PTOAS rejects the module when the tool is run under ``not``, when the chunk has an
   ``expected-error`` (``-verify-diagnostics``), or when the RUN line's FileCheck prefix checks
-  an ``error:`` (some files pipe a failing compiler into FileCheck without ``not``).
+  an ``error:`` (some files pipe a failing compiler into FileCheck without ``not``); under
+  ``not``, a checked ``'pto.x' op ...`` diagnostic is an error too (``-split-input-file``
+  chunks checked without the ``error:`` head).
 
 RUN lines of other tools (``FileCheck``, ``python``, ...) ask nothing of the compiler.
 """
@@ -75,11 +77,18 @@ def _prefixes(run: str) -> list[str]:
     return m.group(1).split(",") if m else ["CHECK"]
 
 
-def _checked_errors(lines: list[str], prefixes: list[str]) -> list[str]:
-    """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded)."""
-    pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
-                     + r")(-(?!NOT)[\w]+)?:.*?error:\s*(.*)$")
-    return [m.group(3).strip() for line in lines if (m := pat.search(line))]
+def _checked_errors(lines: list[str], prefixes: list[str], negated: bool = False) -> list[str]:
+    """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded).
+    Under ``not``, a checked MLIR diagnostic without its ``error:`` head (``// CHECK: 'pto.x'
+    op requires ...``) is an error text too: the failing tool's stderr is what is checked."""
+    head = "(" + "|".join(map(re.escape, prefixes)) + r")(-(?!NOT)[\w]+)?:"
+    pat = re.compile(r"//\s*" + head + r".*?error:\s*(.*)$")
+    diag = re.compile(r"//\s*" + head + r"\s*('[\w.]+' op .*)$")
+    out = []
+    for line in lines:
+        if (m := pat.search(line)) or (negated and (m := diag.search(line))):
+            out.append(m.group(3).strip())
+    return out
 
 
 def _chunks(text: str) -> list[tuple[int, str]]:
@@ -156,7 +165,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
             expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
             # a chunk's own CHECK lines say what it gives; a part's are in the file's head
             checks = _checked_errors(lines if where.startswith("chunk") else all_lines,
-                                     prefixes)
+                                     prefixes, negated)
             if negated and not split:
                 reject = True
             elif expected:

@@ -104,6 +104,20 @@ def test_split_input_file_chunks_keep_their_line_numbers():
     assert bad.text.startswith("\n" * (n + 1) + "module")  # file line numbers
 
 
+def test_negated_split_chunk_checked_diagnostic_is_an_error():
+    """``not pto-test-opt %s -split-input-file | FileCheck``: a chunk whose CHECK line is an
+    MLIR diagnostic (``'pto.x' op ...``, no ``error:`` head) is one PTOAS rejects; a chunk
+    checking printed IR is not."""
+    text = ("// RUN: not pto-test-opt %s -split-input-file 2>&1 | FileCheck %s\n" + kernel()
+            + "// CHECK: 'pto.tadd' op expects the same shape\n// -----\n" + kernel()
+            + "// CHECK-LABEL: func.func @k\n")
+    bad, good = lit.modules(text)[0]
+    assert (bad.expect_reject, bad.expected) == (True, ("'pto.tadd' op expects the same shape",))
+    assert good.expect_reject is False
+    # without `not`, such a line may be a warning or a remark: no expectation
+    assert not lit.modules(text.replace("not pto-test-opt", "pto-test-opt"))[0][0].expect_reject
+
+
 def test_split_file_parts_named_by_the_run_lines(tmp_path):
     text = ("// RUN: split-file %s %t\n"
             "// RUN: not ptoas --pto-arch=a5 %t/bad.pto 2>&1 | FileCheck %s --check-prefix=BAD\n"
