@@ -91,6 +91,15 @@ def _checked_errors(lines: list[str], prefixes: list[str], negated: bool = False
     return out
 
 
+def _checked_texts(lines: list[str], prefixes: list[str]) -> list[str]:
+    """Under ``not`` (the failing tool's stderr is what is checked): the texts of the CHECK
+    lines that read as messages (more than one word; ``-NOT`` and ``-LABEL`` lines excluded),
+    ``// CHECK: addr must be aligned to 32 bytes``."""
+    pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
+                     + r")(-(?!NOT|LABEL)[\w]+)?:\s*(.*\S.*)$")
+    return [t for line in lines if (m := pat.search(line)) and " " in (t := m.group(3).strip())]
+
+
 def _chunks(text: str) -> list[tuple[int, str]]:
     """``-split-input-file``: (first line index, text) of each ``// -----`` chunk."""
     lines = text.splitlines(keepends=True)
@@ -168,6 +177,8 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
                                      prefixes, negated)
             if negated and not split:
                 reject = True
+                if not expected and not checks:
+                    checks = _checked_texts(all_lines, prefixes)
             elif expected:
                 reject = True
             elif checks:
@@ -185,3 +196,18 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
 def essential(diag: str) -> str:
     """``'pto.x' op expects ...`` -> ``expects ...`` (ptoisa names the op its own way)."""
     return diag.split(" op ", 1)[1] if " op " in diag else diag
+
+
+def carries(message: str, diag: str) -> bool:
+    """Does ``message`` carry PTOAS's diagnostic ``diag``: its essential text, the pieces
+    around FileCheck's ``{{regex}}`` holes found in order?"""
+    pieces = [p.strip() for p in re.split(r"\{\{.*?\}\}", essential(diag))]
+    at = 0
+    for p in pieces:
+        if not p:
+            continue
+        at = message.find(p, at)
+        if at < 0:
+            return False
+        at += len(p)
+    return any(pieces)

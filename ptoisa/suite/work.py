@@ -97,8 +97,7 @@ def judge(mod: lit.Module, errors: list[PtoError]) -> Outcome:
         return Outcome("wrongly-rejected", first_line(errors[0]), mod.where)
     matched = None
     if mod.expected:
-        wants = [lit.essential(x) for x in mod.expected]
-        matched = any(w in e.render() for w in wants for e in errors)
+        matched = any(lit.carries(e.render(), x) for x in mod.expected for e in errors)
     return Outcome("rejected-as-ptoas", first_line(errors[0]), mod.where, text_matched=matched)
 
 

@@ -118,6 +118,19 @@ def test_negated_split_chunk_checked_diagnostic_is_an_error():
     assert not lit.modules(text.replace("not pto-test-opt", "pto-test-opt"))[0][0].expect_reject
 
 
+def test_negated_run_checks_its_message_lines():
+    """``not ptoas %s 2>&1 | FileCheck``: the CHECK lines that read as messages are PTOAS's
+    diagnostics (op names alone, -LABEL and -NOT lines are not)."""
+    text = ("// RUN: not ptoas %s 2>&1 | FileCheck %s\n// CHECK: pto.tadd\n"
+            "// CHECK-SAME: expects the same shape\n// CHECK-NOT: error: other\n"
+            "// CHECK-LABEL: func k\n" + kernel())
+    [mod] = lit.modules(text)[0]
+    assert mod.expect_reject and mod.expected == ("expects the same shape",)
+    assert lit.carries("t.pto:3:4: error: tadd: expects the same shape (16x16, 8x8)",
+                       "'pto.tadd' op {{.*}}the same{{.*}}shape")
+    assert not lit.carries("error: tadd: shape differs", "expects the same shape")
+
+
 def test_split_file_parts_named_by_the_run_lines(tmp_path):
     text = ("// RUN: split-file %s %t\n"
             "// RUN: not ptoas --pto-arch=a5 %t/bad.pto 2>&1 | FileCheck %s --check-prefix=BAD\n"
