@@ -193,9 +193,14 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
     return list(found.values()), notes
 
 
+_OP_HEAD = re.compile(r"^(?:custom op\s+)?'[\w.]+'\s+(?:op\s+)?|^op\s+")
+
+
 def essential(diag: str) -> str:
-    """``'pto.x' op expects ...`` -> ``expects ...`` (ptoisa names the op its own way)."""
-    return diag.split(" op ", 1)[1] if " op " in diag else diag
+    """``'pto.x' op expects ...`` -> ``expects ...`` (ptoisa names the op its own way; also
+    ``custom op 'pto.x' expects ...`` and a text checked from ``op expects ...`` on)."""
+    diag = diag.split(" op ", 1)[1] if " op " in diag else diag
+    return _OP_HEAD.sub("", diag.strip())
 
 
 def carries(message: str, diag: str) -> bool:

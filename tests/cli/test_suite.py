@@ -129,6 +129,10 @@ def test_negated_run_checks_its_message_lines():
     assert lit.carries("t.pto:3:4: error: tadd: expects the same shape (16x16, 8x8)",
                        "'pto.tadd' op {{.*}}the same{{.*}}shape")
     assert not lit.carries("error: tadd: shape differs", "expects the same shape")
+    # the op's own head is dropped: "custom op 'pto.x' ...", a check from "op ..." on
+    assert lit.essential("custom op 'pto.syncall' expects soft syncall") == \
+        "expects soft syncall"
+    assert lit.essential("op rounding must be 'R'") == "rounding must be 'R'"
 
 
 def test_split_file_parts_named_by_the_run_lines(tmp_path):
