@@ -494,6 +494,36 @@ def _leaves_out_tmp(op: Op) -> str | None:
     return "requires explicit tmp when PlanMemory is skipped"
 
 
+def _optional_tmp_needed(op: Op) -> str | None:
+    """PTOAS's level3 error for an op whose optional tmp its A2/A3 lowering needs and that
+    leaves it out: TCI's vector path always, TCVT's non-saturating narrowing path (a narrower
+    integer dst, sat_mode not on); else None."""
+    if op.name not in ("pto.tci", "pto.tcvt"):
+        return None
+    ins = bridge.instr_of(op.name)
+    if ins is None:
+        return None
+    try:
+        b = bridge.bind(op, ins)
+    except PtoError:
+        return None  # (the compiler reports what does not fit)
+    vals = dict(zip((o.name for o in ins.operands), b.values, strict=True))
+    if vals.get("tmp") is not None:
+        return None
+    if op.name == "pto.tci":
+        return "requires explicit tmp when PlanMemory is skipped"
+    src, dst = vals.get("src"), vals.get("dst")
+    s = None if src is None else bridge.tile_spec_of(src.type)  # type: ignore[union-attr]
+    d = None if dst is None else bridge.tile_spec_of(dst.type)  # type: ignore[union-attr]
+    sat = vals.get("satMode")
+    sat = getattr(sat, "value", sat)
+    if s is None or d is None or not d.dtype.is_int or d.dtype.itemsize >= s.dtype.itemsize:
+        return None  # (a float narrowing, f32 -> bf16, has no tmp path)
+    if sat is not None and str(getattr(sat, "name", sat)).upper() == "ON":
+        return None
+    return "requires explicit tmp for non-saturating narrowing tcvt when PlanMemory is skipped"
+
+
 _SCATTER_MODES = ("scatterAtomicOp", "scatterOob", "scatterConflict")
 
 
@@ -596,8 +626,10 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _pow_tmp_errors(op)
         elif op.name in ("pto.mgather", "pto.mscatter"):
             yield from _coalesce_errors(op)
-        elif level == "level3" and (why := _leaves_out_tmp(op)) is not None and \
-                (target is None or get_target(target).traits.level3_needs_tmp):
+        elif level == "level3" and (target is None or
+                                    get_target(target).traits.level3_needs_tmp) and \
+                ((why := _leaves_out_tmp(op)) is not None or
+                 (why := _optional_tmp_needed(op)) is not None):
             yield VerifyError(f"{why} (under --pto-level=level3 PTOAS allocates no scratch "
                               "tile)", op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \

@@ -44,6 +44,19 @@ MAT_DYN = ("!pto.tile_buf<loc=mat, dtype=bf16, rows=16, cols=64, v_row=?, v_col=
            "blayout=col_major, slayout=row_major, fractal=512, pad=0>")
 MAT_PAD = MAT_DYN.replace("v_row=?, v_col=?", "v_row=16, v_col=64").replace("pad=0", "pad=1")
 
+L3_I32 = ("!pto.tile_buf<loc=vec, dtype=i32, rows=1, cols=32, v_row=1, v_col=32, "
+          "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+TCI = (f"    %c0 = arith.constant 0 : i32\n    %a = arith.constant 0 : i64\n"
+       f"    %t = pto.alloc_tile addr = %a : {L3_I32}\n"
+       f"    pto.tci ins(%c0 : i32) outs(%t : {L3_I32})")
+L3_F32 = L3_I32.replace("i32", "f32")
+L3_I16 = L3_I32.replace("i32", "i16")
+CVT = (f"    %a = arith.constant 0 : i64\n    %b = arith.constant 256 : i64\n"
+       f"    %s = pto.alloc_tile addr = %a : {L3_F32}\n"
+       f"    %d = pto.alloc_tile addr = %b : {L3_I16}\n"
+       f"    pto.tcvt ins(%s {{satmode = #pto<saturation_mode OFF>}} : {L3_F32}) "
+       f"outs(%d : {L3_I16})")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -103,6 +116,17 @@ CASES = [
         f"    pto.tfillpad ins(%s : {MAT_DYN}) outs(%d : {MAT_PAD})",
         f"%s: {MAT_DYN}, %d: {MAT_PAD}"),
      "expects src/dst tile types to be lowerable to TFILLPAD for loc=mat"),
+    # A2/A3 at level3 (no PlanMemory): TCI's tmp, and TCVT's on a non-saturating integer
+    # narrowing, must be written
+    ("tci_implicit_tmp_level3_invalid.pto", "a2a3", "level3", kernel(TCI),
+     "requires explicit tmp when PlanMemory is skipped"),
+    ("tci_implicit_tmp_level3_invalid.pto", "a2a3", "level2", kernel(TCI), None),
+    ("tci_implicit_tmp_level3_invalid.pto", "a5", "level3", kernel(TCI), None),
+    ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", kernel(CVT),
+     "requires explicit tmp for non-saturating narrowing tcvt when PlanMemory is skipped"),
+    ("cvt_tile_native.pto", "a2a3", "level3", kernel(CVT.replace("OFF", "ON")), None),
+    ("issue533_loop_zero_trip_sync_regression.pto", "a2a3", "level3",
+     kernel(CVT.replace("i16", "bf16")), None),
 ]
 
 
