@@ -46,6 +46,23 @@ class Module:
     level: str | None
     expect_reject: bool
     expected: tuple[str, ...]  # the error texts PTOAS gives (may be empty)
+    option_error: str = ""  # PTOAS refuses the RUN line's options themselves (option_error)
+
+
+def option_error(run: str, target: str) -> str:
+    """PTOAS's error for a command line it refuses whatever the module holds ("" if none):
+    options that need A5, a --plan-memory-impl it does not know. A PTOAS-compatibility rule
+    of the RUN line (docs/ptoas_compat.md), checked by the suite only."""
+    m = re.search(r"--plan-memory-impl[= ](\S+)", run)
+    if m and m.group(1) not in ("legacy", "modern"):
+        return (f"Error: invalid --plan-memory-impl='{m.group(1)}', expected 'legacy' or "
+                "'modern'.")
+    if target != "a5":
+        if re.search(r"--enable-bufid_sync(?:=true)?(?=\s|$)", run):
+            return "Error: --enable-bufid_sync requires --pto-arch=a5."
+        if re.search(r"--enable-op-fusion(?:=true)?(?=\s|$)", run):
+            return "Error: --enable-op-fusion=true requires --pto-arch=a5."
+    return ""
 
 
 def run_lines(text: str) -> list[str]:
@@ -169,6 +186,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
         else:
             units = [("", 0, text)]
         split = len(units) > 1
+        refused = option_error(run, target) if m.group(2) == "ptoas" else ""
         for where, first, body in units:
             lines = body.splitlines()
             expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
@@ -185,11 +203,11 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
                 reject = True
             else:
                 reject = False
-            key = (where, target, level)
+            key = (where, target, level, refused)
             if key in found:
                 continue
-            found[key] = Module(_padded(first, body), where, target, level, reject,
-                                tuple(expected or checks))
+            found[key] = Module(_padded(first, body), where, target, level, reject or
+                                bool(refused), tuple(expected or checks), refused)
     return list(found.values()), notes
 
 

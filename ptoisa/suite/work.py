@@ -250,7 +250,11 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
     res.target = ",".join(sorted({m.target for m in mods}))
     for m in mods:
         try:
-            prog, errors = check(m.text, str(path), m.target, m.level)
+            if m.option_error:
+                prog, errors = None, [PtoError(f"PTOAS refuses this command line: "
+                                               f"{m.option_error}")]
+            else:
+                prog, errors = check(m.text, str(path), m.target, m.level)
             out = judge(m, errors)
             if out.verdict == "accepted" and run:
                 out = synth_run(prog, m.target, m.where, res.notes)

@@ -135,6 +135,23 @@ def test_negated_run_checks_its_message_lines():
     assert lit.essential("op rounding must be 'R'") == "rounding must be 'R'"
 
 
+@pytest.mark.parametrize(("run", "said"), [
+    ("not ptoas --pto-arch=a3 --enable-bufid_sync %s", "--enable-bufid_sync requires"),
+    ("not ptoas --plan-memory-impl=typo %s", "invalid --plan-memory-impl='typo'"),
+    ("not ptoas --pto-arch=a3 --enable-op-fusion=true %s", "--enable-op-fusion=true requires"),
+    ("ptoas --pto-arch=a5 --enable-bufid_sync --plan-memory-impl=modern %s", None),
+])
+def test_command_lines_ptoas_refuses(tmp_path, run, said):
+    p = write(tmp_path, "lit/t.pto", f"// RUN: {run} 2>&1 | FileCheck %s\n" + kernel())
+    verdict, res = verdict_of(p, tmp_path)
+    if said is None:
+        assert verdict == "ran", res.to_json()
+        return
+    assert verdict == "rejected-as-ptoas"
+    assert said in res.verdict().reason and "PTOAS refuses this command line" in \
+        res.verdict().reason
+
+
 def test_split_file_parts_named_by_the_run_lines(tmp_path):
     text = ("// RUN: split-file %s %t\n"
             "// RUN: not ptoas --pto-arch=a5 %t/bad.pto 2>&1 | FileCheck %s --check-prefix=BAD\n"
