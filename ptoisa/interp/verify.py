@@ -670,6 +670,26 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             e = _view_count(op)
             if e is not None:
                 yield e
+        elif op.name in _POST_UPDATE and (e := _post_update_error(op)) is not None:
+            yield e
+
+
+#: the micro-ops whose post-update form returns the advanced base pointer
+_POST_UPDATE = frozenset(f"pto.{n}" for n in (
+    "vlds", "vldsx2", "vsldb", "vldus", "vsts", "vstsx2", "vsstb", "vstas", "vstus", "vstu",
+    "plds", "pldi", "psts", "psti", "sprsti", "sprsts"))
+
+
+def _post_update_error(op: Op) -> VerifyError | None:
+    """PTOAS's rule for a post-update micro-op: the updated base it returns has the type of
+    the base pointer it advanced (the source's for vldus)."""
+    base = next((v.type for v in op.operands if isinstance(v.type, T.PtrType)), None)
+    for r in op.results:
+        if base is not None and isinstance(r.type, T.PtrType) and r.type != base:
+            what = "source" if op.name == "pto.vldus" else "base"
+            return VerifyError(f"requires updated base result to match {what} type (result "
+                               f"{r.type}, base {base})", op=op.name, loc=op.loc)
+    return None
 
 
 _COMM_SIGNAL_OPS = ("pto.comm.tnotify", "pto.comm.twait", "pto.comm.ttest")

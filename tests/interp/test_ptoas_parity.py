@@ -69,6 +69,13 @@ MAT_STORE = (
     "    pto.tstore ins(%m : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, "
     "slayout=row_major>) outs(%sv : !pto.partition_tensor_view<16x32xf16>)")
 
+VSTS_ARGS = "%value: !pto.vreg<64xf32>, %dst: !pto.ptr<f32, ub>"
+VEC_KERNEL = " attributes {pto.kernel_kind = #pto.kernel_kind<vector>}"
+VSTS = ("    %c0 = arith.constant 0 : index\n    pto.vecscope {\n"
+        "      %mask = pto.pset_b32 \"PAT_ALL\" : !pto.mask<b32>\n"
+        "      %next = pto.vsts %value, %dst[%c0], %mask : !pto.vreg<64xf32>, "
+        "!pto.ptr<f32, ub>, !pto.mask<b32> -> !pto.ptr<i32, ub>\n    }")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -143,6 +150,12 @@ CASES = [
     ("tstore_mat_invalid.pto", "a5", None, kernel(MAT_STORE, "%dst: !pto.ptr<f16>"),
      "expects A5 tstore src to use loc=vec or loc=acc"),
     ("tstore_mat_invalid.pto", "a2a3", None, kernel(MAT_STORE, "%dst: !pto.ptr<f16>"), None),
+    # a post-update micro-op returns its base pointer's type
+    ("vsts_post_update_verify_invalid.pto", "a5", None, kernel(VSTS, VSTS_ARGS, VEC_KERNEL),
+     "requires updated base result to match base type"),
+    ("vsts_post_update_result_vpto_llvm.pto", "a5", None,
+     kernel(VSTS.replace("-> !pto.ptr<i32, ub>", "-> !pto.ptr<f32, ub>"), VSTS_ARGS,
+            VEC_KERNEL), None),
 ]
 
 
