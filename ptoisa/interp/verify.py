@@ -672,6 +672,11 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                 yield e
         elif op.name in _POST_UPDATE and (e := _post_update_error(op)) is not None:
             yield e
+        elif op.name in ("pto.vshl", "pto.vshr") and len(op.operands) > 1 and \
+                re.search(r"x(?:i|ui)\d+>$", str(op.operands[1].type)):
+            # (ptoisa's vreg types keep no signedness: the written type says it)
+            yield VerifyError("requires shift count to use a signed integer element type "
+                              f"(siN), got {op.operands[1].type}", op=op.name, loc=op.loc)
 
 
 #: the micro-ops whose post-update form returns the advanced base pointer

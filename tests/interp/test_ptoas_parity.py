@@ -76,6 +76,20 @@ VSTS = ("    %c0 = arith.constant 0 : index\n    pto.vecscope {\n"
         "      %next = pto.vsts %value, %dst[%c0], %mask : !pto.vreg<64xf32>, "
         "!pto.ptr<f32, ub>, !pto.mask<b32> -> !pto.ptr<i32, ub>\n    }")
 
+VCVT = ("    %seed = arith.constant 1 : ui32\n    pto.vecscope {{\n"
+        "      %m = pto.pset_b32 \"PAT_ALL\" : !pto.mask<b32>\n"
+        "      %s = pto.vbr %seed : ui32 -> !pto.vreg<64xui32>\n"
+        "      %r = pto.vcvt %s, %m {{sat = \"SAT\", part = \"{part}\"}} : "
+        "!pto.vreg<64xui32>, !pto.mask<b32> -> !pto.vreg<256xui8>\n    }}")
+GATHER_ARGS = "%src: !pto.ptr<ui8, ub>, %off: !pto.vreg<128xui16>"
+GATHER = ("    pto.vecscope {{\n      %m = pto.pset_b16 \"PAT_ALL\" : !pto.mask<b16>\n"
+          "      %r = pto.vgather2 %src, %off, %m : !pto.ptr<ui8, ub>, !pto.vreg<128xui16>, "
+          "!pto.mask<b16> -> !pto.vreg<128x{res}>\n    }}")
+SHR_ARGS = "%a: !pto.vreg<64xui32>, %c: !pto.vreg<64x{cnt}>"
+SHR = ("    pto.vecscope {{\n      %m = pto.pset_b32 \"PAT_ALL\" : !pto.mask<b32>\n"
+       "      %r = pto.vshr %a, %c, %m : !pto.vreg<64xui32>, !pto.vreg<64x{cnt}>, "
+       "!pto.mask<b32> -> !pto.vreg<64xui32>\n    }}")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -156,6 +170,19 @@ CASES = [
     ("vsts_post_update_result_vpto_llvm.pto", "a5", None,
      kernel(VSTS.replace("-> !pto.ptr<i32, ub>", "-> !pto.ptr<f32, ub>"), VSTS_ARGS,
             VEC_KERNEL), None),
+    # VPTO op contracts: vcvt parts, vgather2 / vscatter types, shift counts, fill words
+    ("vcvt_part_modes_verify_invalid.pto", "a5", None, kernel(VCVT.format(part="EVEN")),
+     "part must be P0, P1, P2, or P3 for packed vcvt forms"),
+    ("vcvt_part_modes_verify_invalid.pto", "a5", None, kernel(VCVT.format(part="P1")), None),
+    ("vgather2_verify_invalid_b8_result.pto", "a5", None,
+     kernel(GATHER.format(res="i16"), GATHER_ARGS), "8-bit gather requires i8/ui8 source"),
+    ("vgather2_u16_vpto_llvm.pto", "a5", None, kernel(GATHER.format(res="ui16"), GATHER_ARGS),
+     None),
+    ("vshift_mixed_signedness_verify.pto", "a5", None,
+     kernel(SHR.format(cnt="i32"), SHR_ARGS.format(cnt="i32")),
+     "requires shift count to use a signed integer element type"),
+    ("vshift_mixed_signedness_verify.pto", "a5", None,
+     kernel(SHR.format(cnt="si32"), SHR_ARGS.format(cnt="si32")), None),
 ]
 
 

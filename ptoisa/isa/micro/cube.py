@@ -30,7 +30,7 @@ from ...errors import ExecutionError
 from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
-from ..registry import Opnd, Param, instr
+from ..registry import Opnd, Param, Sig, instr
 from .dma import _check_gm, _gm_bytes, _rows, _span
 
 C0_BYTES = 32
@@ -247,11 +247,17 @@ def COPY_GM_TO_CBUF(m: Any, src: np.ndarray, dst: Ptr, n_burst: Any, len_burst: 
                              int(d_rows[1] if k.size > 1 else 0)),))
 
 
+def _fill_bits(sig: Sig) -> None:
+    bits = sig.params.get("fill_word_bits")
+    if bits is not None and int(bits) not in (16, 32):
+        raise sig.fail(f"fill_word_bits must be 16 or 32, got {int(bits)}")
+
+
 @instr("RAW_FILL_L1", pipe=Pipe.MTE2, dialect="vpto",
        operands=(Opnd("dst", "ptr", "out"), Opnd("byte_offset", "scalar"),
                  Opnd("raw_value", "scalar"), Opnd("repeat_times", "scalar"),
                  Opnd("block_num_32b", "scalar"), Opnd("dst_gap_32b", "scalar")),
-       params=(Param("fill_word_bits", 16),), dtype_key=("dst",))
+       params=(Param("fill_word_bits", 16),), dtype_key=("dst",), static=(_fill_bits,))
 def RAW_FILL_L1(m: Any, dst: Ptr, byte_offset: Any, raw_value: Any, repeat_times: Any,
                 block_num_32b: Any, dst_gap_32b: Any, *, fill_word_bits: Any = 16) -> None:
     """For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
