@@ -139,7 +139,8 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                           op=op.name, loc=op.loc)
     for r, v in zip(ins.results, op.results, strict=False):
         types[r.name] = value_spec(v.type)
-    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
+    extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
+    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive, extra)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run

@@ -672,6 +672,10 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                 yield e
         elif op.name in _POST_UPDATE and (e := _post_update_error(op)) is not None:
             yield e
+        elif op.name in ("pto.vmi.vshls", "pto.vmi.vshrs") and len(op.operands) > 1 and \
+                op.operands[1].type != T.IntegerType(16):
+            yield VerifyError(f"operand #1 must be 16-bit signless integer, got "
+                              f"{op.operands[1].type}", op=op.name, loc=op.loc)
         elif op.name in ("pto.vshl", "pto.vshr") and len(op.operands) > 1 and \
                 re.search(r"x(?:i|ui)\d+>$", str(op.operands[1].type)):
             # (ptoisa's vreg types keep no signedness: the written type says it)

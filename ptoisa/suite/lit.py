@@ -97,10 +97,11 @@ def _prefixes(run: str) -> list[str]:
 def _checked_errors(lines: list[str], prefixes: list[str], negated: bool = False) -> list[str]:
     """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded).
     Under ``not``, a checked MLIR diagnostic without its ``error:`` head (``// CHECK: 'pto.x'
-    op requires ...``) is an error text too: the failing tool's stderr is what is checked."""
+    op requires ...``, ``// CHECK: '!pto.vmi.vreg<...>' expected ...``) is an error text too:
+    the failing tool's stderr is what is checked."""
     head = "(" + "|".join(map(re.escape, prefixes)) + r")(-(?!NOT)[\w]+)?:"
     pat = re.compile(r"//\s*" + head + r".*?error:\s*(.*)$")
-    diag = re.compile(r"//\s*" + head + r"\s*('[\w.]+' op .*)$")
+    diag = re.compile(r"//\s*" + head + r"\s*('[^']+' (?:op )?\w.*)$")
     out = []
     for line in lines:
         if (m := pat.search(line)) or (negated and (m := diag.search(line))):
@@ -206,8 +207,10 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
             key = (where, target, level, refused)
             if key in found:
                 continue
+            # (a bare `CHECK: error:` marks a rejection and gives no text to compare)
             found[key] = Module(_padded(first, body), where, target, level, reject or
-                                bool(refused), tuple(expected or checks), refused)
+                                bool(refused), tuple(t for t in expected or checks if t),
+                                refused)
     return list(found.values()), notes
 
 

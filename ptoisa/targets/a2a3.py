@@ -273,11 +273,18 @@ LEGALITY: dict[str, Rule] = {
                              "VMI_VOR", "VMI_VXOR", "VMI_VNOT", "VMI_VBRC", "VMI_VCI")},
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VMI_VADD", "VMI_VSUB", "VMI_VMUL",
                                                    "VMI_VMAX", "VMI_VMIN", "VMI_VABS",
-                                                   "VMI_VNEG", "VMI_VRELU", "VMI_VADDS",
+                                                   "VMI_VNEG", "VMI_VADDS",
                                                    "VMI_VMULS", "VMI_VMAXS", "VMI_VMINS",
-                                                   "VMI_VCMP", "VMI_VCMPS", "VMI_VSEL")},
-    **{op: rule("f16 f32") for op in ("VMI_VDIV", "VMI_VEXP", "VMI_VLN", "VMI_VSQRT")},
-    **{op: rule(I124) for op in ("VMI_VSHL", "VMI_VSHR", "VMI_VSHLS", "VMI_VSHRS")},
+                                                   "VMI_VCMPS", "VMI_VSEL")},
+    # (says=: PTOAS's verifier's words, vmi_unary_math_integer_invalid.pto and its kin)
+    "VMI_VRELU": rule("i32 f16 f32", says="requires si32, f16, or f32 VMI element type"),
+    "VMI_VCMP": rule(I124 + " f16 bf16 f32",
+                     says="requires i8, i16, i32, f16, bf16, or f32 VMI element type"),
+    **{op: rule("f16 f32", says="requires f16 or f32 VMI element type")
+       for op in ("VMI_VDIV", "VMI_VEXP", "VMI_VLN", "VMI_VSQRT")},
+    **{op: rule(I124, says="requires integer-like VMI element type")
+       for op in ("VMI_VSHL", "VMI_VSHLS", "VMI_VSHRS")},
+    "VMI_VSHR": rule(I124, says="requires integer VMI element type"),
     "VMI_VCADD": rule(I124 + " f16 f32"),
     # (vcmax / vcmin: the page says i16-i32; PTOAS takes 8-bit lanes too, lit vmi_new's
     # vmi_to_vpto_reduce_extended)
@@ -296,7 +303,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
                                       "VMI_VPRELU")},
     "VMI_VMULA": rule(I124 + " f16 bf16 f32"),
-    "VMI_VMULL": rule("i32 ui32"),
+    "VMI_VMULL": rule("i32 ui32", says="requires a, b, low, and high element types to be "
+                                        "exactly i32 or ui32"),
     **{op: rule("i16 ui16") for op in ("VMI_VDHIST", "VMI_VCHIST")},
     **{op: rule(B124 + " f8E4M3 f8E5M2") for op in ("VMI_VINTLV", "VMI_VDINTLV", "VMI_VSELR")},
 }

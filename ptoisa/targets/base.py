@@ -22,7 +22,8 @@ class Rule:
     ``dtypes`` is a set of element types checked against the instruction's ``dtype_key``
     operand, or a set of tuples when the key names several operands (e.g. (src, dst) pairs).
     ``None`` means any type. ``locs`` restricts tile roles of the key operands; ``row_major``
-    requires every tile operand to be row-major; ``extra`` carries instruction-specific data.
+    requires every tile operand to be row-major; ``extra`` carries instruction-specific data
+    (``says``: PTOAS's words for the type rule, the head of the error).
     """
 
     dtypes: frozenset[Any] | None = None

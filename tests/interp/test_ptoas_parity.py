@@ -90,6 +90,17 @@ SHR = ("    pto.vecscope {{\n      %m = pto.pset_b32 \"PAT_ALL\" : !pto.mask<b32
        "      %r = pto.vshr %a, %c, %m : !pto.vreg<64xui32>, !pto.vreg<64x{cnt}>, "
        "!pto.mask<b32> -> !pto.vreg<64xui32>\n    }}")
 
+VMI1_ARGS = "%a: !pto.vmi.vreg<128x{t}>, %b: !pto.vmi.vreg<128x{t}>"
+VMI1 = ("    %r = pto.vmi.{op} %a, %b : !pto.vmi.vreg<128x{t}>, !pto.vmi.vreg<128x{t}> -> "
+        "!pto.vmi.vreg<128x{t}>")
+VMI_U_ARGS = "%a: !pto.vmi.vreg<128x{t}>"
+VMI_U = "    %r = pto.vmi.{op} %a : !pto.vmi.vreg<128x{t}> -> !pto.vmi.vreg<128x{t}>"
+VMULL_ARGS = ("%a: !pto.vmi.vreg<{n}x{t}>, %b: !pto.vmi.vreg<{n}x{t}>, "
+              "%m: !pto.vmi.mask<{n}xpred>")
+VMULL = ("    %lo, %hi = pto.vmi.vmull %a, %b, %m : !pto.vmi.vreg<{n}x{t}>, "
+         "!pto.vmi.vreg<{n}x{t}>, !pto.vmi.mask<{n}xpred> -> !pto.vmi.vreg<{n}x{t}>, "
+         "!pto.vmi.vreg<{n}x{t}>")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -183,6 +194,29 @@ CASES = [
      "requires shift count to use a signed integer element type"),
     ("vshift_mixed_signedness_verify.pto", "a5", None,
      kernel(SHR.format(cnt="si32"), SHR_ARGS.format(cnt="si32")), None),
+    # VMI op contracts (pto-test-opt's verifiers)
+    ("vmi_bitwise_float_invalid.pto", "a5", None, kernel(VMI1.format(op="vand", t="f32"),
+                                                         VMI1_ARGS.format(t="f32")),
+     "requires integer-like VMI element type"),
+    ("vmi_bitwise_float_invalid.pto", "a5", None, kernel(VMI1.format(op="vand", t="i32"),
+                                                         VMI1_ARGS.format(t="i32")), None),
+    ("vmi_unary_math_integer_invalid.pto", "a5", None,
+     kernel(VMI_U.format(op="vsqrt", t="i32"), VMI_U_ARGS.format(t="i32")),
+     "requires f16 or f32 VMI element type"),
+    ("vmi_unary_math_integer_invalid.pto", "a5", None,
+     kernel(VMI_U.format(op="vrelu", t="i32"), VMI_U_ARGS.format(t="i32")),
+     "requires si32, f16, or f32 VMI element type"),
+    ("vmi_unary_math_integer_invalid.pto", "a5", None,
+     kernel(VMI_U.format(op="vrelu", t="si32"), VMI_U_ARGS.format(t="si32")), None),
+    ("vmi_vmull_verifier_invalid.pto", "a5", None, kernel(VMULL.format(n=32, t="i32"),
+                                                          VMULL_ARGS.format(n=32, t="i32")),
+     "requires logical lane count to be 64, 128, or 256"),
+    ("vmi_vmull_verifier_invalid.pto", "a5", None, kernel(VMULL.format(n=64, t="si32"),
+                                                          VMULL_ARGS.format(n=64, t="si32")),
+     "requires a, b, low, and high element types to be exactly i32 or ui32"),
+    ("vmi_vmull_verifier_invalid.pto", "a5", None, kernel(VMULL.format(n=64, t="ui32"),
+                                                          VMULL_ARGS.format(n=64, t="ui32")),
+     None),
 ]
 
 

@@ -103,6 +103,9 @@ def same_lanes(*names: str, gran: bool = True) -> StaticRule:
         ts = [(n, sig[n]) for n in names if isinstance(sig[n], (VmiSpec, VmiMaskSpec))]
         for n, t in ts[1:]:
             if t.lanes != ts[0][1].lanes:
+                if isinstance(t, VmiMaskSpec) and isinstance(ts[0][1], VmiSpec):
+                    raise sig.fail(f"requires mask logical lane count to match data ({n} has "
+                                   f"{t.lanes}, {ts[0][0]} {ts[0][1].lanes})")
                 kind = "mask" if all(isinstance(x, VmiMaskSpec) for _, x in ts) else "data"
                 raise sig.fail(f"requires all VMI {kind} values to have the same logical lane "
                                f"count ({n} has {t.lanes}, {ts[0][0]} {ts[0][1].lanes})")
