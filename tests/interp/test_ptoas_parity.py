@@ -101,6 +101,15 @@ VMULL = ("    %lo, %hi = pto.vmi.vmull %a, %b, %m : !pto.vmi.vreg<{n}x{t}>, "
          "!pto.vmi.vreg<{n}x{t}>, !pto.vmi.mask<{n}xpred> -> !pto.vmi.vreg<{n}x{t}>, "
          "!pto.vmi.vreg<{n}x{t}>")
 
+MAD_ARGS = ("%lhs: !pto.ptr<{t}, l0a>, %rhs: !pto.ptr<{t}, l0b>, %dst: !pto.ptr<{a}, l0c>")
+MAD = ("    %c16 = arith.constant 16 : i64\n"
+       "    pto.mad %lhs, %rhs, %dst, %c16, %c16, %c16 sat : !pto.ptr<{t}, l0a>, "
+       "!pto.ptr<{t}, l0b>, !pto.ptr<{a}, l0c>, i64, i64, i64")
+L0C_ARGS = "%src: !pto.ptr<f32, l0c>, %dst: !pto.ptr<f32, l1>"
+L0C_L1 = ("    %c16 = arith.constant 16 : i64\n"
+          "    pto.mte_l0c_l1 %src, %dst, %c16, %c16, %c16, %c16, {flags} : "
+          "!pto.ptr<f32, l0c>, !pto.ptr<f32, l1>, i64, i64, i64, i64")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -217,6 +226,16 @@ CASES = [
     ("vmi_vmull_verifier_invalid.pto", "a5", None, kernel(VMULL.format(n=64, t="ui32"),
                                                           VMULL_ARGS.format(n=64, t="ui32")),
      None),
+    # cube micro-ops: sat / nosat
+    ("mad_sat_verify_invalid.pto", "a5", None, kernel(MAD.format(t="i8", a="i32"),
+                                                      MAD_ARGS.format(t="i8", a="i32")),
+     "requires sat/nosat only for floating lhs/rhs/dst element types"),
+    ("mad_sat_verify_invalid.pto", "a5", None, kernel(MAD.format(t="f16", a="f32"),
+                                                      MAD_ARGS.format(t="f16", a="f32")), None),
+    ("acc_store_verify_invalid_duplicate_sat.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2nd, sat, nosat"), L0C_ARGS),
+     "duplicate sat/nosat clause"),
+    ("acc_store_sat.pto", "a5", None, kernel(L0C_L1.format(flags="nz2nd, sat"), L0C_ARGS), None),
 ]
 
 

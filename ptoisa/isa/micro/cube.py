@@ -28,7 +28,7 @@ from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import ExecutionError
 from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
-from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
+from ...vector.regs import SPACES, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, Sig, instr
 from .dma import _check_gm, _gm_bytes, _rows, _span
@@ -562,6 +562,17 @@ _MAD_FLAGS = (Param("disable_gemv", False), Param("sat", False), Param("nosat", 
               Param("n_dir", False))
 
 
+def _mad_sat(sig: Sig) -> None:
+    """PTOAS: the sat / nosat clauses are for floating lhs / rhs / dst element types."""
+    if not (sig.params.get("sat") or sig.params.get("nosat")):
+        return
+    for n in ("lhs", "rhs", "dst"):
+        t = sig[n]
+        if isinstance(t, PtrSpec) and not t.dtype.is_float:
+            raise sig.fail(f"requires sat/nosat only for floating lhs/rhs/dst element types "
+                           f"({n} is {t})")
+
+
 def _mad_entry(name: str, kind: str, doc: str) -> Any:
     bias = (Opnd("bias", "ptr"),) if kind == "bias" else ()
     operands = (Opnd("lhs", "ptr"), Opnd("rhs", "ptr"), Opnd("dst", "ptr", "out"), *bias,
@@ -580,7 +591,7 @@ def _mad_entry(name: str, kind: str, doc: str) -> Any:
     impl.__doc__ = doc
     impl.__name__ = name
     return instr(name, pipe=Pipe.M, dialect="vpto", operands=operands, params=_MAD_FLAGS,
-                 dtype_key=("lhs",))(impl)
+                 dtype_key=("lhs",), static=(_mad_sat,))(impl)
 
 
 MAD = _mad_entry("MAD", "plain",
@@ -842,13 +853,19 @@ _FIX_GROUPS = (Opnd("unit_flag", "group", optional=True),
 _FIX_FLAGS = (Param("nz2nd", False), Param("sat", False), Param("nosat", False))
 
 
+def _sat_once(sig: Sig) -> None:
+    """PTOAS: one of sat / nosat at most."""
+    if sig.params.get("sat") and sig.params.get("nosat"):
+        raise sig.fail("duplicate sat/nosat clause (sat and nosat are mutually exclusive)")
+
+
 @instr("MTE_L0C_GM", pipe=Pipe.FIX, dialect="vpto",
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("sid", "scalar"),
                  Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS,
                  Opnd("atomic", "group", optional=True)),
-       params=_FIX_FLAGS, dtype_key=("src",))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
 def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: Any,
                dst_stride: Any, sid: Any, l2_cache_ctrl: Any, unit_flag: Any = None,
                pre_quant: Any = None, pre_relu: Any = None, nz2dn: Any = None,
@@ -868,7 +885,7 @@ def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: 
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
 def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                unit_flag: Any = None, pre_quant: Any = None, pre_relu: Any = None,
                nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None, *,
@@ -884,7 +901,7 @@ def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, ds
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("dst_mode", "group"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
 def MTE_L0C_UB(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                dst_mode: tuple[Any, ...], unit_flag: Any = None, pre_quant: Any = None,
                pre_relu: Any = None, nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None,
