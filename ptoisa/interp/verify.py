@@ -672,6 +672,16 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                 yield e
         elif op.name in _POST_UPDATE and (e := _post_update_error(op)) is not None:
             yield e
+        elif op.name in _L1_LOADS and op.operands and \
+                isinstance(t0 := op.operands[0].type, T.MemRefType) and \
+                bridge.memref_space(t0) not in ("mat", "l1", "cbuf"):
+            yield VerifyError(f"requires MAT source, got {t0}", op=op.name, loc=op.loc)
+        if op.name in _L1_LOADS and len(op.operands) > 5:
+            for i, what in ((4, "start_row"), (5, "start_col")):
+                c = _const_int(defs, op.operands[i])
+                if c is not None and c < 0:
+                    yield VerifyError(f"{what} must be non-negative, got {c}", op=op.name,
+                                      loc=op.loc)
         elif op.name in ("pto.vmi.vshls", "pto.vmi.vshrs") and len(op.operands) > 1 and \
                 op.operands[1].type != T.IntegerType(16):
             yield VerifyError(f"operand #1 must be 16-bit signless integer, got "
@@ -683,6 +693,9 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                               f"(siN), got {op.operands[1].type}", op=op.name, loc=op.loc)
 
 
+#: the L1 -> L0 loads (their pointer sources are checked by the entry's static rule)
+_L1_LOADS = frozenset(("pto.mte_l1_l0a", "pto.mte_l1_l0b", "pto.load_cbuf_to_ca",
+                       "pto.load_cbuf_to_cb"))
 #: the micro-ops whose post-update form returns the advanced base pointer
 _POST_UPDATE = frozenset(f"pto.{n}" for n in (
     "vlds", "vldsx2", "vsldb", "vldus", "vsts", "vstsx2", "vsstb", "vstas", "vstus", "vstu",

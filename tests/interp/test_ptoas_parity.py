@@ -110,6 +110,14 @@ L0C_L1 = ("    %c16 = arith.constant 16 : i64\n"
           "    pto.mte_l0c_l1 %src, %dst, %c16, %c16, %c16, %c16, {flags} : "
           "!pto.ptr<f32, l0c>, !pto.ptr<f32, l1>, i64, i64, i64, i64")
 
+L1L0_ARGS = ("%src: memref<?xf16, #pto.address_space<{s}>>, "
+             "%dst: memref<?xf16, #pto.address_space<left>>")
+L1L0 = ("    %c16 = arith.constant 16 : i64\n    %r = arith.constant {r} : i64\n"
+        "    %c0 = arith.constant 0 : i64\n"
+        "    pto.mte_l1_l0a %src, %dst, %c16, %c16, %r, %c0 : memref<?xf16, "
+        "#pto.address_space<{s}>>, memref<?xf16, #pto.address_space<left>>, i64, i64, i64, "
+        "i64")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -236,6 +244,14 @@ CASES = [
      kernel(L0C_L1.format(flags="nz2nd, sat, nosat"), L0C_ARGS),
      "duplicate sat/nosat clause"),
     ("acc_store_sat.pto", "a5", None, kernel(L0C_L1.format(flags="nz2nd, sat"), L0C_ARGS), None),
+    # an L1 -> L0 load reads MAT, from non-negative starts
+    ("cube_bridge_load_verify_invalid.pto", "a5", None,
+     kernel(L1L0.format(s="gm", r="0"), L1L0_ARGS.format(s="gm")), "requires MAT source"),
+    ("issue_465_mte_stage_load_start_negative_invalid.pto", "a5", None,
+     kernel(L1L0.format(s="mat", r="-1"), L1L0_ARGS.format(s="mat")),
+     "start_row must be non-negative"),
+    ("cube_bridge_load_verify_invalid.pto", "a5", None,
+     kernel(L1L0.format(s="mat", r="0"), L1L0_ARGS.format(s="mat")), None),
 ]
 
 

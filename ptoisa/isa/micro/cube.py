@@ -425,6 +425,13 @@ def _full_control(m: Any, op: str, src: Any, dst: Any, space: str, m_start: Any,
             out[:] = vals
 
 
+def _mat_source(sig: Sig) -> None:
+    """PTOAS: an L1 -> L0 load reads a MAT (L1) source (a memref source: interp/verify.py)."""
+    p = sig["src"]
+    if isinstance(p, PtrSpec) and SPACES.get(p.space) != "L1":
+        raise sig.fail(f"requires MAT source, got {p}")
+
+
 def _l0_entry(name: str, space: str, doc: str) -> Any:
     def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
              start_col: Any, src_stride: Any = None, dst_stride: Any = None, *,
@@ -439,7 +446,8 @@ def _l0_entry(name: str, space: str, doc: str) -> Any:
     impl.__doc__ = doc
     impl.__name__ = name
     return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
-                 params=(Param("transpose", False),), dtype_key=("dst",))(impl)
+                 params=(Param("transpose", False),), dtype_key=("dst",),
+                 static=(_mat_source,))(impl)
 
 
 MTE_L1_L0A = _l0_entry(
