@@ -118,6 +118,14 @@ L1L0 = ("    %c16 = arith.constant 16 : i64\n    %r = arith.constant {r} : i64\n
         "#pto.address_space<{s}>>, memref<?xf16, #pto.address_space<left>>, i64, i64, i64, "
         "i64")
 
+MAT_ZN = ("!pto.tile_buf<loc=mat, dtype=f16, rows=32, cols=32, v_row=32, v_col=32, "
+          "blayout=row_major, slayout=col_major, fractal=512, pad=0>")
+RIGHT_T = ("!pto.tile_buf<loc=right, dtype=f16, rows=16, cols=16, v_row=16, v_col=16, "
+           "blayout={bl}, slayout={sl}, fractal=512, pad=0>")
+RIGHT = ("    %c0 = arith.constant 0 : index\n"
+         f"    %s = pto.alloc_tile : {MAT_ZN}\n    %d = pto.alloc_tile : {RIGHT_T}\n"
+         f"    pto.textract ins(%s, %c0, %c0 : {MAT_ZN}, index, index) outs(%d : {RIGHT_T})")
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -252,6 +260,18 @@ CASES = [
      "start_row must be non-negative"),
     ("cube_bridge_load_verify_invalid.pto", "a5", None,
      kernel(L1L0.format(s="mat", r="0"), L1L0_ARGS.format(s="mat")), None),
+    # A5's Right tile is ZN; a move names the loc pairs the target has
+    ("textract_verify_invalid_right_layout.pto", "a5", None,
+     kernel(RIGHT.format(bl="col_major", sl="row_major")),
+     "expects A5 right dst to use row_major blayout and col_major slayout"),
+    ("textract_verify_invalid_right_layout.pto", "a5", None,
+     kernel(RIGHT.format(bl="row_major", sl="col_major")), None),
+    ("tinsert_verify_a5_invalid_loc.pto", "a5", None, kernel(
+        "    %c0 = arith.constant 0 : index\n    %s = pto.alloc_tile : " + vec("f32") + "\n"
+        "    %d = pto.alloc_tile : " + ACC + "\n"
+        f"    pto.tinsert ins(%s, %c0, %c0 : {vec('f32')}, index, index) outs(%d : {ACC})"),
+     "expects A5 tinsert to use a supported src/dst loc pair: acc->mat, acc->vec, vec->mat, "
+     "or vec->vec"),
 ]
 
 

@@ -53,8 +53,15 @@ def _moves(sig: Sig) -> None:
         return
     if (s.loc, d.loc) not in moves:
         allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in moves))
-        raise sig.fail(f"{s.loc.name} -> {d.loc.name} is not a data path on {sig.target} "
-                       f"(supported: {allowed})")
+        # (PTOAS's words first: "expects A5 textract to use a supported src/dst loc pair")
+        arch = {"a5": "A5 ", "a2a3": "A2/A3 "}.get(str(sig.target), "")
+        op = sig.ins.mnemonic.removesuffix("_fp")
+        pairs = sorted(f"{a.name}->{b.name}".lower() for a, b in moves)
+        listed = ", ".join(pairs[:-1]) + (", or " if len(pairs) > 2 else " or ") + pairs[-1] \
+            if len(pairs) > 1 else pairs[0]
+        raise sig.fail(f"expects {arch}{op} to use a supported src/dst loc pair: {listed} "
+                       f"({s.loc.name} -> {d.loc.name} is not a data path on {sig.target}; "
+                       f"supported: {allowed})")
 
 
 def _conversion(sig: Sig) -> None:
@@ -92,7 +99,8 @@ def _fp_words(sig: Sig) -> None:
     # fp holds 64-bit quant words; a tile of another element type (PTOAS programs write
     # f32/f16 scaling tiles) is read by numeric cast to uint64, as the CPU simulator does
     if sig.target.traits.npu_static_checks and fp.loc is not TileType.Scaling:
-        raise sig.fail(f"fp must be a Scaling tile on {sig.target}, got {fp.loc.name}")
+        raise sig.fail(f"expects fp to use loc=scaling (fp must be a Scaling tile on "
+                       f"{sig.target}, got {fp.loc.name})")
 
 
 def _index(ins: Instr, name: str, v: Any) -> int:
@@ -191,6 +199,15 @@ def _a5_acc_src_nz(sig: Sig) -> None:
                        f"slayout=row_major, got {s.blayout.name} / {s.slayout.name}")
 
 
+def _a5_right_dst(sig: Sig) -> None:
+    """A5's Right tile is ZN: row_major boxes of col_major fractals (the C++ TileRight)."""
+    d = sig["dst"]
+    if isinstance(d, TileSpec) and d.loc is TileType.Right and not (
+            d.blayout is BLayout.RowMajor and d.slayout is SLayout.ColMajor):
+        raise sig.fail("expects A5 right dst to use row_major blayout and col_major slayout, "
+                       f"got {d.blayout.name} / {d.slayout.name}")
+
+
 def _pre_quant_acc(sig: Sig) -> None:
     """PTOAS's rule of the pre-quant form (``ins(%src, %row, %col, %pre)``): its src is an Acc
     tile (the C++ overload also quantises a Mat source: not a rule of the instruction)."""
@@ -286,7 +303,7 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
-       static_for={"a5": (_a5_vec_vec_nd, _a5_acc_src_nz)},
+       static_for={"a5": (_a5_vec_vec_nd, _a5_acc_src_nz, _a5_right_dst)},
        runtime=(_textract_runtime,))
 def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
              indexColQuant: Any = None, *, reluMode: ReluPreMode,
