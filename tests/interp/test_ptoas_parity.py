@@ -57,18 +57,6 @@ CVT = (f"    %a = arith.constant 0 : i64\n    %b = arith.constant 256 : i64\n"
        f"    pto.tcvt ins(%s {{satmode = #pto<saturation_mode OFF>}} : {L3_F32}) "
        f"outs(%d : {L3_I16})")
 
-MAT_STORE = (
-    "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
-    "    %c16 = arith.constant 16 : index\n    %c32 = arith.constant 32 : index\n"
-    "    %tv = pto.make_tensor_view %dst, shape = [%c16, %c32], strides = [%c32, %c1] : "
-    "!pto.tensor_view<?x?xf16>\n"
-    "    %sv = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c16, %c32] : "
-    "!pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x32xf16>\n"
-    "    %m = pto.alloc_tile : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, "
-    "slayout=row_major>\n"
-    "    pto.tstore ins(%m : !pto.tile_buf<mat, 16x32xf16, blayout=col_major, "
-    "slayout=row_major>) outs(%sv : !pto.partition_tensor_view<16x32xf16>)")
-
 VSTS_ARGS = "%value: !pto.vreg<64xf32>, %dst: !pto.ptr<f32, ub>"
 VEC_KERNEL = " attributes {pto.kernel_kind = #pto.kernel_kind<vector>}"
 VSTS = ("    %c0 = arith.constant 0 : index\n    pto.vecscope {\n"
@@ -196,10 +184,6 @@ CASES = [
     ("cvt_tile_native.pto", "a2a3", "level3", kernel(CVT.replace("OFF", "ON")), None),
     ("issue533_loop_zero_trip_sync_regression.pto", "a2a3", "level3",
      kernel(CVT.replace("i16", "bf16")), None),
-    # A5 stores Vec and Acc tiles to GM, not Mat ones
-    ("tstore_mat_invalid.pto", "a5", None, kernel(MAT_STORE, "%dst: !pto.ptr<f16>"),
-     "expects A5 tstore src to use loc=vec or loc=acc"),
-    ("tstore_mat_invalid.pto", "a2a3", None, kernel(MAT_STORE, "%dst: !pto.ptr<f16>"), None),
     # a post-update micro-op returns its base pointer's type
     ("vsts_post_update_verify_invalid.pto", "a5", None, kernel(VSTS, VSTS_ARGS, VEC_KERNEL),
      "requires updated base result to match base type"),

@@ -387,13 +387,6 @@ _TSTORE_ATTRS = {
     "layout": LAYOUT_HINT}
 
 
-def _a5_store_src(sig: Sig) -> None:
-    """A5 has no Mat -> GM store (TSTORE page, A5 implementation checks; PTOAS's words)."""
-    s = sig["src"]
-    if isinstance(s, TileSpec) and s.loc not in (TileType.Vec, TileType.Acc):
-        raise sig.fail(f"expects A5 tstore src to use loc=vec or loc=acc, got {s.loc.name}")
-
-
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
        pipe_of=PipeForms("src", {"Vec": Pipe.MTE3, "Mat": Pipe.MTE3, "Acc": Pipe.FIX},
                          why="pto-isa's TSTORE_VEC, TSTORE_MAT, TSTORE_ACC."),
@@ -410,7 +403,6 @@ def _a5_store_src(sig: Sig) -> None:
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       static_for={"a5": (_a5_store_src,)},
        runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode,
