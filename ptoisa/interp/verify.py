@@ -32,7 +32,8 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from ..isa.registry import FRONTEND_OPS
+from ..isa.micro.cube import mat_source
+from ..isa.registry import FRONTEND_OPS, lookup
 from ..memory import ALIGN
 from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
@@ -670,13 +671,13 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             e = _view_count(op)
             if e is not None:
                 yield e
-        elif op.name in _POST_UPDATE and (e := _post_update_error(op)) is not None:
+        elif (e := _post_update_error(op)) is not None:
             yield e
-        elif op.name in _L1_LOADS and op.operands and \
+        elif _reads_mat(op) and op.operands and \
                 isinstance(t0 := op.operands[0].type, T.MemRefType) and \
                 bridge.memref_space(t0) not in ("mat", "l1", "cbuf"):
             yield VerifyError(f"requires MAT source, got {t0}", op=op.name, loc=op.loc)
-        if op.name in _L1_LOADS and len(op.operands) > 5:
+        if _reads_mat(op) and len(op.operands) > 5:
             for i, what in ((4, "start_row"), (5, "start_col")):
                 c = _const_int(defs, op.operands[i])
                 if c is not None and c < 0:
@@ -693,18 +694,21 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                               f"(siN), got {op.operands[1].type}", op=op.name, loc=op.loc)
 
 
-#: the L1 -> L0 loads (their pointer sources are checked by the entry's static rule)
-_L1_LOADS = frozenset(("pto.mte_l1_l0a", "pto.mte_l1_l0b", "pto.load_cbuf_to_ca",
-                       "pto.load_cbuf_to_cb"))
-#: the micro-ops whose post-update form returns the advanced base pointer
-_POST_UPDATE = frozenset(f"pto.{n}" for n in (
-    "vlds", "vldsx2", "vsldb", "vldus", "vsts", "vstsx2", "vsstb", "vstas", "vstus", "vstu",
-    "plds", "pldi", "psts", "psti", "sprsti", "sprsts"))
+def _reads_mat(op: Op) -> bool:
+    """An L1 -> L0 load (an entry with the MAT-source rule: mte_l1_l0a / b, load_cbuf_to_*),
+    whose memref source and constant starts are checked here (the entry's static rule sees
+    pointer sources only)."""
+    ins = lookup(op.name) if op.name.startswith("pto.") else None
+    return ins is not None and mat_source in ins.static
 
 
 def _post_update_error(op: Op) -> VerifyError | None:
-    """PTOAS's rule for a post-update micro-op: the updated base it returns has the type of
-    the base pointer it advanced (the source's for vldus)."""
+    """PTOAS's rule for a post-update micro-op (an entry with a pointer result: vlds, vsts,
+    plds, sprsti, ...): the updated base it returns has the type of the base pointer it
+    advanced (the source's for vldus)."""
+    ins = lookup(op.name) if op.name.startswith("pto.") else None
+    if ins is None or not any(r.kind == "ptr" for r in ins.results):
+        return None
     base = next((v.type for v in op.operands if isinstance(v.type, T.PtrType)), None)
     for r in op.results:
         if base is not None and isinstance(r.type, T.PtrType) and r.type != base:

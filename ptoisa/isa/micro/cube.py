@@ -425,7 +425,7 @@ def _full_control(m: Any, op: str, src: Any, dst: Any, space: str, m_start: Any,
             out[:] = vals
 
 
-def _mat_source(sig: Sig) -> None:
+def mat_source(sig: Sig) -> None:
     """PTOAS: an L1 -> L0 load reads a MAT (L1) source (a memref source: interp/verify.py)."""
     p = sig["src"]
     if isinstance(p, PtrSpec) and SPACES.get(p.space) != "L1":
@@ -447,7 +447,7 @@ def _l0_entry(name: str, space: str, doc: str) -> Any:
     impl.__name__ = name
     return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
                  params=(Param("transpose", False),), dtype_key=("dst",),
-                 static=(_mat_source,))(impl)
+                 static=(mat_source,))(impl)
 
 
 MTE_L1_L0A = _l0_entry(
