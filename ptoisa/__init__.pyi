@@ -2080,7 +2080,8 @@ def TEXTRACT_FP(
 
 def TFILLPAD(dst: Tile, src: Tile, *events: Event, PadVal: Any = None) -> Event:
     """
-    dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere.
+    dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere. A Vec dst
+    larger than src is the Expand fill (as TFILLPAD_EXPAND).
     """
     ...
 
@@ -2354,12 +2355,14 @@ def TINSERT(
     *events: Event,
     reluMode: ReluPreMode = ReluPreMode.NoRelu,
     accToVecMode: str = 'single_mode_vec0',
+    tinsertMode: Any = None,
 ) -> Event:
     """
     dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
     untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
     src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
-    indexCol)``).
+    indexCol)``). ``tinsertMode`` split2 / split4 (A5, NZ Vec -> Mat) only cuts the copy
+    into bursts: the same data moves.
     """
     ...
 
@@ -2919,6 +2922,7 @@ def TREDUCE(
     accTileData: Tile,
     recvTileData: Tile,
     op: ReduceOp,
+    pongTileData: Tile | None = None,
     *events: Event,
     engine: CollEngine = CollEngine.AIV,
     Args: Any = None,
@@ -2927,7 +2931,10 @@ def TREDUCE(
     dst = op(tensors[0], tensors[1], ...) element-wise over the group's ranks, in rank order
     and in the element type (each step rounded; integers wrap), chunk by chunk through the
     accumulator and receive tiles (which end holding the last chunk's result and the last
-    rank's last chunk). ``op`` is ReduceOp Sum, Max or Min.
+    rank's last chunk). ``op`` is ReduceOp Sum, Max or Min. The ping-pong form (C++
+    ``TREDUCE(group, dst, acc, ping, pong, op)``, ``recv(%ping, %pong)`` in PTOAS) receives
+    into ``recvTileData`` and ``pongTileData`` by turns; here the pong tile comes last, after
+    ``op`` (or by keyword), and ends holding the last chunk received.
     """
     ...
 
@@ -3320,7 +3327,8 @@ def TSTORE_FP(
     """
     Store an accumulator tile to GM, converting each element through the fix-pipe with the
     quant word of its *output column* taken from row 0 of the Scaling tile ``fp`` (64-bit words:
-    scale, offset, sign). Pairs without a quant mode are a plain conversion (fp unused).
+    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read by numeric cast).
+    Pairs without a quant mode are a plain conversion (fp unused).
     """
     ...
 

@@ -154,7 +154,8 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
                           op=op.name, loc=op.loc)
     for r, v in zip(ins.results, op.results, strict=False):
         types[r.name] = _spec_of(op, v.type)
-    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
+    extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
+    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive, extra)
     if ins.name in SIMT_SCOPED and not _in_simt(cf, op):
         raise VerifyError(f"'{op.name}' op must be inside a pto.simt_entry function or "
                           "pto.section.simt", op=op.name, loc=op.loc)

@@ -32,7 +32,8 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from ..isa.registry import FRONTEND_OPS
+from ..isa.micro.cube import mat_source
+from ..isa.registry import FRONTEND_OPS, lookup
 from ..memory import ALIGN
 from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
@@ -494,6 +495,36 @@ def _leaves_out_tmp(op: Op) -> str | None:
     return "requires explicit tmp when PlanMemory is skipped"
 
 
+def _optional_tmp_needed(op: Op) -> str | None:
+    """PTOAS's level3 error for an op whose optional tmp its A2/A3 lowering needs and that
+    leaves it out: TCI's vector path always, TCVT's non-saturating narrowing path (a narrower
+    integer dst, sat_mode not on); else None."""
+    if op.name not in ("pto.tci", "pto.tcvt"):
+        return None
+    ins = bridge.instr_of(op.name)
+    if ins is None:
+        return None
+    try:
+        b = bridge.bind(op, ins)
+    except PtoError:
+        return None  # (the compiler reports what does not fit)
+    vals = dict(zip((o.name for o in ins.operands), b.values, strict=True))
+    if vals.get("tmp") is not None:
+        return None
+    if op.name == "pto.tci":
+        return "requires explicit tmp when PlanMemory is skipped"
+    src, dst = vals.get("src"), vals.get("dst")
+    s = None if src is None else bridge.tile_spec_of(src.type)  # type: ignore[union-attr]
+    d = None if dst is None else bridge.tile_spec_of(dst.type)  # type: ignore[union-attr]
+    sat = vals.get("satMode")
+    sat = getattr(sat, "value", sat)
+    if s is None or d is None or not d.dtype.is_int or d.dtype.itemsize >= s.dtype.itemsize:
+        return None  # (a float narrowing, f32 -> bf16, has no tmp path)
+    if sat is not None and str(getattr(sat, "name", sat)).upper() == "ON":
+        return None
+    return "requires explicit tmp for non-saturating narrowing tcvt when PlanMemory is skipped"
+
+
 _SCATTER_MODES = ("scatterAtomicOp", "scatterOob", "scatterConflict")
 
 
@@ -596,8 +627,10 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _pow_tmp_errors(op)
         elif op.name in ("pto.mgather", "pto.mscatter"):
             yield from _coalesce_errors(op)
-        elif level == "level3" and (why := _leaves_out_tmp(op)) is not None and \
-                (target is None or get_target(target).traits.level3_needs_tmp):
+        elif level == "level3" and (target is None or
+                                    get_target(target).traits.level3_needs_tmp) and \
+                ((why := _leaves_out_tmp(op)) is not None or
+                 (why := _optional_tmp_needed(op)) is not None):
             yield VerifyError(f"{why} (under --pto-level=level3 PTOAS allocates no scratch "
                               "tile)", op=op.name, loc=op.loc)
         elif op.name == "pto.alloc_tile" and level == "level3" and \
@@ -638,6 +671,51 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             e = _view_count(op)
             if e is not None:
                 yield e
+        elif (e := _post_update_error(op)) is not None:
+            yield e
+        elif _reads_mat(op) and op.operands and \
+                isinstance(t0 := op.operands[0].type, T.MemRefType) and \
+                bridge.memref_space(t0) not in ("mat", "l1", "cbuf"):
+            yield VerifyError(f"requires MAT source, got {t0}", op=op.name, loc=op.loc)
+        if _reads_mat(op) and len(op.operands) > 5:
+            for i, what in ((4, "start_row"), (5, "start_col")):
+                c = _const_int(defs, op.operands[i])
+                if c is not None and c < 0:
+                    yield VerifyError(f"{what} must be non-negative, got {c}", op=op.name,
+                                      loc=op.loc)
+        elif op.name in ("pto.vmi.vshls", "pto.vmi.vshrs") and len(op.operands) > 1 and \
+                op.operands[1].type != T.IntegerType(16):
+            yield VerifyError(f"operand #1 must be 16-bit signless integer, got "
+                              f"{op.operands[1].type}", op=op.name, loc=op.loc)
+        elif op.name in ("pto.vshl", "pto.vshr") and len(op.operands) > 1 and \
+                re.search(r"x(?:i|ui)\d+>$", str(op.operands[1].type)):
+            # (ptoisa's vreg types keep no signedness: the written type says it)
+            yield VerifyError("requires shift count to use a signed integer element type "
+                              f"(siN), got {op.operands[1].type}", op=op.name, loc=op.loc)
+
+
+def _reads_mat(op: Op) -> bool:
+    """An L1 -> L0 load (an entry with the MAT-source rule: mte_l1_l0a / b, load_cbuf_to_*),
+    whose memref source and constant starts are checked here (the entry's static rule sees
+    pointer sources only)."""
+    ins = lookup(op.name) if op.name.startswith("pto.") else None
+    return ins is not None and mat_source in ins.static
+
+
+def _post_update_error(op: Op) -> VerifyError | None:
+    """PTOAS's rule for a post-update micro-op (an entry with a pointer result: vlds, vsts,
+    plds, sprsti, ...): the updated base it returns has the type of the base pointer it
+    advanced (the source's for vldus)."""
+    ins = lookup(op.name) if op.name.startswith("pto.") else None
+    if ins is None or not any(r.kind == "ptr" for r in ins.results):
+        return None
+    base = next((v.type for v in op.operands if isinstance(v.type, T.PtrType)), None)
+    for r in op.results:
+        if base is not None and isinstance(r.type, T.PtrType) and r.type != base:
+            what = "source" if op.name == "pto.vldus" else "base"
+            return VerifyError(f"requires updated base result to match {what} type (result "
+                               f"{r.type}, base {base})", op=op.name, loc=op.loc)
+    return None
 
 
 _COMM_SIGNAL_OPS = ("pto.comm.tnotify", "pto.comm.twait", "pto.comm.ttest")

@@ -120,7 +120,8 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     for r, s in zip(ins.results, res_specs, strict=False):
         types[r.name] = s
     params = _params(op, ins, specs, res_specs, literals)
-    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
+    extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
+    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive, extra)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run

@@ -435,7 +435,7 @@ def _group_of(ins: Any, group: Any, view: GlobalTensor) -> ParallelGroup:
 
 def _staging_dtype(sig: Sig) -> None:
     view = sig["srcGlobalData"] or sig["dstGlobalData"]
-    for n in ("stagingTileData", "accTileData", "recvTileData", "pongTile"):
+    for n in ("stagingTileData", "accTileData", "recvTileData", "pongTile", "pongTileData"):
         t = sig[n]
         if t is not None and isinstance(view, GMSpec) and getattr(t, "dtype", None) is not None \
                 and t.dtype is not view.dtype:
@@ -479,22 +479,28 @@ _REDUCE = {ReduceOp.Sum: np.add, ReduceOp.Max: np.maximum, ReduceOp.Min: np.mini
 
 @instr("TREDUCE", family="comm", pipe=Pipe.V,
        ptoas=Ptoas(forms={"pto.comm.treduce": _collective(
-           "dstGlobalData", "accTileData", recv=("recvTileData",))},
+           "dstGlobalData", "accTileData", recv=("recvTileData", "pongTileData?"))},
                    attrs={**_ROOT, "reduceOp": Attr("op", values={
                        m.name.lower(): m for m in ReduceOp})}),
        operands=(Opnd("parallelGroup", "any"), Opnd("dstGlobalData", "gm", "out"),
                  Opnd("accTileData", "tile", "scratch"), Opnd("recvTileData", "tile", "scratch"),
-                 Opnd("op", "enum", enum=ReduceOp)),
+                 Opnd("op", "enum", enum=ReduceOp),
+                 Opnd("pongTileData", "tile", "scratch", optional=True)),
        params=(Param("engine", CollEngine.AIV, CollEngine), Param("Args", None)),
        dtype_key=("dstGlobalData",),
-       static=(locs(["accTileData", "recvTileData"], TileType.Vec), _staging_dtype))
+       static=(locs(["accTileData", "recvTileData", "pongTileData"], TileType.Vec),
+               _staging_dtype))
 def TREDUCE(m: Machine, parallelGroup: Any, dstGlobalData: GlobalTensor,  # noqa: N802,N803
-            accTileData: Tile, recvTileData: Tile, op: ReduceOp, *,  # noqa: N803
+            accTileData: Tile, recvTileData: Tile, op: ReduceOp,  # noqa: N803
+            pongTileData: Tile | None = None, *,  # noqa: N803
             engine: CollEngine, Args: Any) -> None:  # noqa: N803
     """dst = op(tensors[0], tensors[1], ...) element-wise over the group's ranks, in rank order
     and in the element type (each step rounded; integers wrap), chunk by chunk through the
     accumulator and receive tiles (which end holding the last chunk's result and the last
-    rank's last chunk). ``op`` is ReduceOp Sum, Max or Min."""
+    rank's last chunk). ``op`` is ReduceOp Sum, Max or Min. The ping-pong form (C++
+    ``TREDUCE(group, dst, acc, ping, pong, op)``, ``recv(%ping, %pong)`` in PTOAS) receives
+    into ``recvTileData`` and ``pongTileData`` by turns; here the pong tile comes last, after
+    ``op`` (or by keyword), and ends holding the last chunk received."""
     group = _group_of(TREDUCE, parallelGroup, dstGlobalData)
     parts = [_read(t, flat_index(t).reshape(-1), "treduce") for t in group.tensors]
     acc = parts[0].copy()
@@ -503,7 +509,7 @@ def TREDUCE(m: Machine, parallelGroup: Any, dstGlobalData: GlobalTensor,  # noqa
             acc = _REDUCE[op](acc, p).astype(acc.dtype, copy=False)
     _write(dstGlobalData, flat_index(dstGlobalData).reshape(-1), acc, "treduce")
     _last_chunk(accTileData, acc)
-    _last_chunk(recvTileData, parts[-1])
+    _last_chunk(pongTileData if pongTileData is not None else recvTileData, parts[-1])
 
 
 def _row_group(ins: Any, group: Any, big: GlobalTensor) -> tuple[ParallelGroup, int]:

@@ -17,6 +17,8 @@ order of the fix-pipe's pre-stage (quant, then relu) which the CPU simulator als
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes as D
@@ -52,6 +54,16 @@ def quant_mode(target: TargetLike | Traits, src: DType, dst: DType, *,
     if pair == ("i32", "i16"):
         return "SHIFT16"
     return "FLOAT"
+
+
+def fp_words(fp: Any, n: int, first: int = 0) -> np.ndarray:
+    """Row 0, columns [first, first + n) of a Scaling tile as 64-bit quant words. A tile of
+    64-bit integers holds the words; PTOAS programs also write f32 / f16 scaling tiles, which
+    are read by numeric cast to uint64, as the CPU simulator does."""
+    w = np.asarray(fp.read(1, n, 0, first))
+    if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
+        return w.view(np.uint64)
+    return w.astype(np.float64).astype(np.int64).view(np.uint64)
 
 
 def decode_vector_scale(words: np.ndarray) -> np.ndarray:

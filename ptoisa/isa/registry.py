@@ -841,6 +841,9 @@ def check_legality(sig: Sig) -> None:
     if rule is None:
         raise IllegalInstruction(f"not supported on target {target}", op=ins.mnemonic)
     key = [n for n in ins.dtype_key if sig[n] is not None]
+    # PTOAS's words for the type rule, where the table gives them (``rule(..., says=...)``)
+    says = f"{rule.extra['says']} (" if "says" in rule.extra else ""
+    end = ")" if says else ""
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
         sample = next(iter(rule.dtypes)) if rule.dtypes else None
@@ -856,19 +859,19 @@ def check_legality(sig: Sig) -> None:
                 if all(len(set(p)) == 1 for p in rule.dtypes) and len(set(got)) == 1:
                     allowed = sorted({p[0] for p in rule.dtypes}, key=_order)
                     raise UnsupportedType(
-                        f"element type {got[0]} is not supported on {target} "
-                        f"(supported: {dt_names(allowed)})", op=ins.mnemonic)
+                        f"{says}element type {got[0]} is not supported on {target} "
+                        f"(supported: {dt_names(allowed)}){end}", op=ins.mnemonic)
                 pairs = sorted("->".join(d.name for d in p) for p in rule.dtypes)
                 what = " -> ".join(f"{n} {d}" for n, d in zip(key, got, strict=True))
                 raise UnsupportedType(
-                    f"type combination {what} is not supported on {target} "
-                    f"(supported: {', '.join(pairs)})", op=ins.mnemonic)
+                    f"{says}type combination {what} is not supported on {target} "
+                    f"(supported: {', '.join(pairs)}){end}", op=ins.mnemonic)
         else:
             for d in got:
                 if d not in rule.dtypes:
                     raise UnsupportedType(
-                        f"element type {d} is not supported on {target} "
-                        f"(supported: {dt_names(sorted(rule.dtypes, key=_order))})",
+                        f"{says}element type {d} is not supported on {target} "
+                        f"(supported: {dt_names(sorted(rule.dtypes, key=_order))}){end}",
                         op=ins.mnemonic)
     if rule.locs is not None:
         for n in key:

@@ -4,13 +4,15 @@ PTOAS must accept or reject each (with the message it must give).
 A file's ``// RUN:`` lines (``\\`` continues a line) invoke ``ptoas`` or ``pto-test-opt``:
 
 * ``--pto-arch=a3|a5`` is the target (a3 is ``a2a3``; PTOAS's default is a3), ``--pto-level``
-  the level;
+  the level; ``pto-test-opt`` checks no target, and its modules are checked for a5;
 * ``-split-input-file`` makes every ``// -----`` chunk its own module;
 * ``split-file %s %t`` cuts the file at ``//--- NAME`` lines, and a RUN line that compiles
   ``%t/NAME`` compiles that part;
 * PTOAS rejects the module when the tool is run under ``not``, when the chunk has an
   ``expected-error`` (``-verify-diagnostics``), or when the RUN line's FileCheck prefix checks
-  an ``error:`` (some files pipe a failing compiler into FileCheck without ``not``).
+  an ``error:`` (some files pipe a failing compiler into FileCheck without ``not``); under
+  ``not``, a checked ``'pto.x' op ...`` diagnostic is an error too (``-split-input-file``
+  chunks checked without the ``error:`` head).
 
 RUN lines of other tools (``FileCheck``, ``python``, ...) ask nothing of the compiler.
 """
@@ -23,6 +25,9 @@ from pathlib import Path
 
 ARCH = {"a3": "a2a3", "a5": "a5"}
 DEFAULT_ARCH = "a2a3"  # ptoas without --pto-arch compiles for a3
+#: pto-test-opt runs passes and op verifiers that check no target: its modules (VMI and VPTO
+#: micro-ops, the A5 vector ISA) are checked for a5
+TEST_OPT_ARCH = "a5"
 
 _TOOL = re.compile(r"(?:^|[\s;(&|])(not\s+)?(ptoas|pto-test-opt)(?=\s)")
 _SPLIT = re.compile(r"^//\s*-----\s*$")
@@ -41,9 +46,26 @@ class Module:
     level: str | None
     expect_reject: bool
     expected: tuple[str, ...]  # the error texts PTOAS gives (may be empty)
+    option_error: str = ""  # PTOAS refuses the RUN line's options themselves (option_error)
     #: no RUN line says what PTOAS does with it (a sample, a frontend's file): PTOAS is taken
     #: to accept it, unless one of PTOAS's own verifier rules refuses it
     assumed: bool = False
+
+
+def option_error(run: str, target: str) -> str:
+    """PTOAS's error for a command line it refuses whatever the module holds ("" if none):
+    options that need A5, a --plan-memory-impl it does not know. A PTOAS-compatibility rule
+    of the RUN line (docs/ptoas_compat.md), checked by the suite only."""
+    m = re.search(r"--plan-memory-impl[= ](\S+)", run)
+    if m and m.group(1) not in ("legacy", "modern"):
+        return (f"Error: invalid --plan-memory-impl='{m.group(1)}', expected 'legacy' or "
+                "'modern'.")
+    if target != "a5":
+        if re.search(r"--enable-bufid_sync(?:=true)?(?=\s|$)", run):
+            return "Error: --enable-bufid_sync requires --pto-arch=a5."
+        if re.search(r"--enable-op-fusion(?:=true)?(?=\s|$)", run):
+            return "Error: --enable-op-fusion=true requires --pto-arch=a5."
+    return ""
 
 
 def run_lines(text: str) -> list[str]:
@@ -75,11 +97,28 @@ def _prefixes(run: str) -> list[str]:
     return m.group(1).split(",") if m else ["CHECK"]
 
 
-def _checked_errors(lines: list[str], prefixes: list[str]) -> list[str]:
-    """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded)."""
+def _checked_errors(lines: list[str], prefixes: list[str], negated: bool = False) -> list[str]:
+    """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded).
+    Under ``not``, a checked MLIR diagnostic without its ``error:`` head (``// CHECK: 'pto.x'
+    op requires ...``, ``// CHECK: '!pto.vmi.vreg<...>' expected ...``) is an error text too:
+    the failing tool's stderr is what is checked."""
+    head = "(" + "|".join(map(re.escape, prefixes)) + r")(-(?!NOT)[\w]+)?:"
+    pat = re.compile(r"//\s*" + head + r".*?error:\s*(.*)$")
+    diag = re.compile(r"//\s*" + head + r"\s*('[^']+' (?:op )?\w.*)$")
+    out = []
+    for line in lines:
+        if (m := pat.search(line)) or (negated and (m := diag.search(line))):
+            out.append(m.group(3).strip())
+    return out
+
+
+def _checked_texts(lines: list[str], prefixes: list[str]) -> list[str]:
+    """Under ``not`` (the failing tool's stderr is what is checked): the texts of the CHECK
+    lines that read as messages (more than one word; ``-NOT`` and ``-LABEL`` lines excluded),
+    ``// CHECK: addr must be aligned to 32 bytes``."""
     pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
-                     + r")(-(?!NOT)[\w]+)?:.*?error:\s*(.*)$")
-    return [m.group(3).strip() for line in lines if (m := pat.search(line))]
+                     + r")(-(?!NOT|LABEL)[\w]+)?:\s*(.*\S.*)$")
+    return [t for line in lines if (m := pat.search(line)) and " " in (t := m.group(3).strip())]
 
 
 def _chunks(text: str) -> list[tuple[int, str]]:
@@ -124,7 +163,8 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
             continue
         negated = bool(m.group(1))
         arch = re.search(r"--pto-arch[= ](\w+)", run)
-        target = ARCH.get(arch.group(1), DEFAULT_ARCH) if arch else DEFAULT_ARCH
+        default = TEST_OPT_ARCH if m.group(2) == "pto-test-opt" else DEFAULT_ARCH
+        target = ARCH.get(arch.group(1), default) if arch else default
         lv = re.search(r"--pto-level[= ](\w+)", run)
         level = lv.group(1) if lv else None
         prefixes = _prefixes(run)
@@ -150,28 +190,53 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
         else:
             units = [("", 0, text)]
         split = len(units) > 1
+        refused = option_error(run, target) if m.group(2) == "ptoas" else ""
         for where, first, body in units:
             lines = body.splitlines()
             expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
             # a chunk's own CHECK lines say what it gives; a part's are in the file's head
             checks = _checked_errors(lines if where.startswith("chunk") else all_lines,
-                                     prefixes)
+                                     prefixes, negated)
             if negated and not split:
                 reject = True
+                if not expected and not checks:
+                    checks = _checked_texts(all_lines, prefixes)
             elif expected:
                 reject = True
             elif checks:
                 reject = True
             else:
                 reject = False
-            key = (where, target, level)
+            key = (where, target, level, refused)
             if key in found:
                 continue
-            found[key] = Module(_padded(first, body), where, target, level, reject,
-                                tuple(expected or checks))
+            # (a bare `CHECK: error:` marks a rejection and gives no text to compare)
+            found[key] = Module(_padded(first, body), where, target, level, reject or
+                                bool(refused), tuple(t for t in expected or checks if t),
+                                refused)
     return list(found.values()), notes
 
 
+_OP_HEAD = re.compile(r"^(?:custom op\s+)?'[\w.]+'\s+(?:op\s+)?|^op\s+")
+
+
 def essential(diag: str) -> str:
-    """``'pto.x' op expects ...`` -> ``expects ...`` (ptoisa names the op its own way)."""
-    return diag.split(" op ", 1)[1] if " op " in diag else diag
+    """``'pto.x' op expects ...`` -> ``expects ...`` (ptoisa names the op its own way; also
+    ``custom op 'pto.x' expects ...`` and a text checked from ``op expects ...`` on)."""
+    diag = diag.split(" op ", 1)[1] if " op " in diag else diag
+    return _OP_HEAD.sub("", diag.strip())
+
+
+def carries(message: str, diag: str) -> bool:
+    """Does ``message`` carry PTOAS's diagnostic ``diag``: its essential text, the pieces
+    around FileCheck's ``{{regex}}`` holes found in order?"""
+    pieces = [p.strip() for p in re.split(r"\{\{.*?\}\}", essential(diag))]
+    at = 0
+    for p in pieces:
+        if not p:
+            continue
+        at = message.find(p, at)
+        if at < 0:
+            return False
+        at += len(p)
+    return any(pieces)

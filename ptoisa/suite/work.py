@@ -102,8 +102,7 @@ def judge(mod: lit.Module, errors: list[PtoError]) -> Outcome:
         return Outcome("wrongly-rejected", first_line(errors[0]), mod.where)
     matched = None
     if mod.expected:
-        wants = [lit.essential(x) for x in mod.expected]
-        matched = any(w in e.render() for w in wants for e in errors)
+        matched = any(lit.carries(e.render(), x) for x in mod.expected for e in errors)
     return Outcome("rejected-as-ptoas", first_line(errors[0]), mod.where, text_matched=matched)
 
 
@@ -256,7 +255,11 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
     res.target = ",".join(sorted({m.target for m in mods}))
     for m in mods:
         try:
-            prog, errors = check(m.text, str(path), m.target, m.level)
+            if m.option_error:
+                prog, errors = None, [PtoError(f"PTOAS refuses this command line: "
+                                               f"{m.option_error}")]
+            else:
+                prog, errors = check(m.text, str(path), m.target, m.level)
             out = judge(m, errors)
             if out.verdict == "accepted" and run:
                 out = synth_run(prog, m.target, m.where, res.notes)

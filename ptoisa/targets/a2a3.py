@@ -33,6 +33,9 @@ ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("i32",
                          ("i32", "ui8"), ("i32", "f16"), ("i32", "i16")})
 EXTRACT_MOVES = frozenset({(T.Mat, T.Left), (T.Mat, T.Right), (T.Acc, T.Mat), (T.Vec, T.Vec)})
 ACC_MOVES = frozenset({(T.Acc, T.Mat)})
+#: TINSERT: pto-isa's A2/A3 path is Acc -> Mat; PTOAS also emits TINSERT Vec -> Vec for A3 (a
+#: UB -> UB copy, as TEXTRACT Vec -> Vec: lit extract_insert_tile_native.pto)
+INSERT_MOVES = frozenset({(T.Acc, T.Mat), (T.Vec, T.Vec)})
 MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"), ("i32", "i8", "i8")]
 SAME = [(d, d) for d in "i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32".split()]
 CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 i32->f16 i32->i8 i32->ui8 i32->i16 "
@@ -71,8 +74,10 @@ LEGALITY: dict[str, Rule] = {
     "TASSIGN": rule(),
     "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
     "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32"),
-    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 i32->i8 i32->ui8 i32->f16 i32->i16"),
-                      locs=[TileType.Acc]),
+    # the quantising pairs, and the plain conversions an Acc store makes (fp then unused:
+    # PTOAS emits the fp form for them, lit tstore_fp_insert_sync_effects.pto)
+    "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 i32->i8 i32->ui8 i32->f16 i32->i16 "
+                            "f32->f16 f32->bf16 f32->f32 i32->i32"), locs=[TileType.Acc]),
     "TPRINT": rule("f32 f16 i8 i16 i32 ui8 ui16 ui32"),
     "TROWSUM": rule(pairs("f16->f16 f32->f32 i32->i32 i16->i16")),
     "TFILLPAD": rule(ANY_1_2_4),
@@ -86,11 +91,20 @@ LEGALITY: dict[str, Rule] = {
 
     # ---- elementwise -----------------------------------------------------------------------------
     # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
-    # dtypes_A2A3 and the manual pages). TADDC, TSUBC, TADDSC and TSUBSC have no NPU
-    # implementation. The predicate tile of TCMP/TCMPS is ui8.
+    # dtypes_A2A3 and the manual pages). The predicate tile of TCMP/TCMPS is ui8.
+    # TADDC, TSUBC, TADDSC and TSUBSC have no pto-isa NPU intrinsic, but PTOAS lowers each to
+    # two vector instructions (pto.taddc -> TADD, TADD: lit add_carry_tile_native.pto), so they
+    # run on A2/A3 for the types both halves take (a rounding after each, as ptoisa computes).
+    "TADDC": rule("i32 i16 f16 bf16 f32"),
+    "TSUBC": rule(BASIC),
+    "TADDSC": rule(BASIC),
+    "TSUBSC": rule(BASIC),
     # tile-tile
     "TABS": rule("f32 f16"),
-    "TAND": rule(B12),
+    # TAND / TOR: the page lists 1- and 2-byte integers; PTOAS emits TAND / TOR on i32 and
+    # ui32 for A3 (lit bitwise_i32_ui32_a3_emitc.pto: "A2/A3 supports 32-bit bitwise tile
+    # operations"), and a bitwise op is the same on a 32-bit lane as on its two 16-bit halves
+    "TAND": rule(I124),
     "TCMP": rule(pairs("i32->ui8 f16->ui8 f32->ui8")),
     "TCVT": rule(pairs(
         "f32->f16 f32->f32 f32->bf16 f32->i16 f32->i32 f32->i64 "
@@ -106,7 +120,7 @@ LEGALITY: dict[str, Rule] = {
     "TMUL": rule(BASIC),
     "TNEG": rule(BASIC),
     "TNOT": rule(I124),
-    "TOR": rule(B12),
+    "TOR": rule(I124),
     "TPOW": rule("i32 i16 i8 ui32 ui16 ui8 f32"),
     "TPRELU": rule("f16 f32"),
     "TADDRELU": rule("f32 f16 i16"),
@@ -177,7 +191,7 @@ LEGALITY: dict[str, Rule] = {
     # Acc -> Mat window moves, Acc conversions through the fix-pipe).
     "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
-    "TINSERT": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TCONCAT": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32", row_major=True),
     "TTRANS": rule("ui32 i32 f32 ui16 i16 f16 bf16 ui8 i8"),
@@ -259,11 +273,18 @@ LEGALITY: dict[str, Rule] = {
                              "VMI_VOR", "VMI_VXOR", "VMI_VNOT", "VMI_VBRC", "VMI_VCI")},
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VMI_VADD", "VMI_VSUB", "VMI_VMUL",
                                                    "VMI_VMAX", "VMI_VMIN", "VMI_VABS",
-                                                   "VMI_VNEG", "VMI_VRELU", "VMI_VADDS",
+                                                   "VMI_VNEG", "VMI_VADDS",
                                                    "VMI_VMULS", "VMI_VMAXS", "VMI_VMINS",
-                                                   "VMI_VCMP", "VMI_VCMPS", "VMI_VSEL")},
-    **{op: rule("f16 f32") for op in ("VMI_VDIV", "VMI_VEXP", "VMI_VLN", "VMI_VSQRT")},
-    **{op: rule(I124) for op in ("VMI_VSHL", "VMI_VSHR", "VMI_VSHLS", "VMI_VSHRS")},
+                                                   "VMI_VCMPS", "VMI_VSEL")},
+    # (says=: PTOAS's verifier's words, vmi_unary_math_integer_invalid.pto and its kin)
+    "VMI_VRELU": rule("i32 f16 f32", says="requires si32, f16, or f32 VMI element type"),
+    "VMI_VCMP": rule(I124 + " f16 bf16 f32",
+                     says="requires i8, i16, i32, f16, bf16, or f32 VMI element type"),
+    **{op: rule("f16 f32", says="requires f16 or f32 VMI element type")
+       for op in ("VMI_VDIV", "VMI_VEXP", "VMI_VLN", "VMI_VSQRT")},
+    **{op: rule(I124, says="requires integer-like VMI element type")
+       for op in ("VMI_VSHL", "VMI_VSHLS", "VMI_VSHRS")},
+    "VMI_VSHR": rule(I124, says="requires integer VMI element type"),
     "VMI_VCADD": rule(I124 + " f16 f32"),
     # (vcmax / vcmin: the page says i16-i32; PTOAS takes 8-bit lanes too, lit vmi_new's
     # vmi_to_vpto_reduce_extended)
@@ -282,7 +303,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
                                       "VMI_VPRELU")},
     "VMI_VMULA": rule(I124 + " f16 bf16 f32"),
-    "VMI_VMULL": rule("i32 ui32"),
+    "VMI_VMULL": rule("i32 ui32", says="requires a, b, low, and high element types to be "
+                                        "exactly i32 or ui32"),
     **{op: rule("i16 ui16") for op in ("VMI_VDHIST", "VMI_VCHIST")},
     **{op: rule(B124 + " f8E4M3 f8E5M2") for op in ("VMI_VINTLV", "VMI_VDINTLV", "VMI_VSELR")},
 }

@@ -51,7 +51,8 @@ CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 f32->f8E4M3 i32->f16 i32->b
 PATHS = {(T.Mat, T.Left), (T.Mat, T.Right), (T.Mat, T.Bias), (T.Mat, T.Scaling),
          (T.Mat, T.ScaleLeft), (T.Mat, T.ScaleRight), (T.Vec, T.Vec), (T.Vec, T.Mat),
          (T.Acc, T.Vec), (T.Acc, T.Mat)}
-EXPAND_OP = "f16 f32 i16 i32 ui16 ui32"
+#: T{ROW,COL}EXPAND{ADD,SUB,MUL,DIV,MAX,MIN}: the pages list bf16, i8 and ui8 for A5 too
+EXPAND_OP = "f16 f32 i16 i32 ui16 ui32 bf16 i8 ui8"
 COL_RED = "f16 f32 i8 ui8 i16 ui16 i32 ui32 bf16"
 ROW_ARG = rule(list(product("f16 bf16 i16 ui16 f32 i32 ui32".split(), ("i32", "ui32"))))
 # index-only: 32-bit indices; value+index: 16-bit for 2-byte sources (rule _npu_idx_width)
@@ -76,9 +77,14 @@ LEGALITY: dict[str, Rule] = {
 
     # ---- elementwise -----------------------------------------------------------------------------
     # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
-    # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). TADDC,
-    # TSUBC, TADDSC and TSUBSC have no NPU implementation. The predicate tile of TCMP/TCMPS is
-    # ui32.
+    # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). The
+    # predicate tile of TCMP/TCMPS is ui32. TADDC, TSUBC, TADDSC and TSUBSC have no pto-isa NPU
+    # intrinsic; PTOAS accepts them on A5 and expands each into two vector adds / subtracts
+    # (lit add_carry_tile_native.pto, sub_tile_native.pto): the types both halves take.
+    "TADDC": rule(ALLNUM),
+    "TSUBC": rule(ALLNUM),
+    "TADDSC": rule(ALLNUM),
+    "TSUBSC": rule(ALLNUM),
     # tile-tile
     "TABS": rule("f32 f16 i32 i16 i8"),
     "TAND": rule(I124),
@@ -297,6 +303,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                              ("i32", "f16"), ("i32", "bf16")}),
                          # ---- layout, memory, matrix, img2col, comm families
                          "left_blayout": "col_major",
+                         "tinsert_split": True,
                          "cube_static_shapes_chain": False,
                          "mad_f32_modes": frozenset({"hf32", "tf32"}),
                          # ---- sync, mixed kernels

@@ -22,7 +22,8 @@ class Rule:
     ``dtypes`` is a set of element types checked against the instruction's ``dtype_key``
     operand, or a set of tuples when the key names several operands (e.g. (src, dst) pairs).
     ``None`` means any type. ``locs`` restricts tile roles of the key operands; ``row_major``
-    requires every tile operand to be row-major; ``extra`` carries instruction-specific data.
+    requires every tile operand to be row-major; ``extra`` carries instruction-specific data
+    (``says``: PTOAS's words for the type rule, the head of the error).
     """
 
     dtypes: frozenset[Any] | None = None
@@ -124,6 +125,9 @@ class Traits:
     #: ``loc=left`` tile type takes it whatever the text writes (PTOAS fixes it per arch); the
     #: CPU simulator takes either
     left_blayout_fixed: bool = True
+    #: TINSERT's TInsertMode SPLIT2 / SPLIT4 (an NZ Vec -> Mat insert copied in 2 or 4 bursts:
+    #: the C++ overload exists under PTO_NPU_ARCH_A5 only)
+    tinsert_split: bool = False
     #: the cube's static tile shapes must chain (Left Rows == Acc Rows, Left Cols == Right Rows,
     #: Right Cols == Acc Cols), not only the valid regions (a2a3)
     cube_static_shapes_chain: bool = False

@@ -202,6 +202,7 @@ TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                          # ---- layout, memory, matrix, img2col, comm families
                          "left_blayout": "col_major",
                          "left_blayout_fixed": False,
+                         "tinsert_split": False,
                          "cube_static_shapes_chain": False,
                          "mad_f32_modes": frozenset(),
                          # TMATMUL / TMATMUL_ACC stay f32 BLAS (speed: a k-loop is 100x

@@ -86,6 +86,9 @@ def test_run_lines_give_targets_levels_and_expectations():
     assert lit.essential(mods[1].expected[0]) == "expects the same shape"
     # no --pto-arch: PTOAS's default a3; a RUN line of another tool only: nothing to check
     assert lit.modules("// RUN: ptoas %s\n")[0][0].target == "a2a3"
+    # pto-test-opt checks no target: its (VMI / VPTO) modules are checked for a5
+    assert lit.modules("// RUN: pto-test-opt %s -pass | FileCheck %s\n")[0][0].target == "a5"
+    assert lit.modules("// RUN: pto-test-opt --pto-arch=a3 %s\n")[0][0].target == "a2a3"
     assert lit.modules("// RUN: python3 %s\n") == ([], [])
 
 
@@ -99,6 +102,54 @@ def test_split_input_file_chunks_keep_their_line_numbers():
     assert bad.expected == (OUR_TEXT,)
     n = text.splitlines().index("// -----")
     assert bad.text.startswith("\n" * (n + 1) + "module")  # file line numbers
+
+
+def test_negated_split_chunk_checked_diagnostic_is_an_error():
+    """``not pto-test-opt %s -split-input-file | FileCheck``: a chunk whose CHECK line is an
+    MLIR diagnostic (``'pto.x' op ...``, no ``error:`` head) is one PTOAS rejects; a chunk
+    checking printed IR is not."""
+    text = ("// RUN: not pto-test-opt %s -split-input-file 2>&1 | FileCheck %s\n" + kernel()
+            + "// CHECK: 'pto.tadd' op expects the same shape\n// -----\n" + kernel()
+            + "// CHECK-LABEL: func.func @k\n")
+    bad, good = lit.modules(text)[0]
+    assert (bad.expect_reject, bad.expected) == (True, ("'pto.tadd' op expects the same shape",))
+    assert good.expect_reject is False
+    # without `not`, such a line may be a warning or a remark: no expectation
+    assert not lit.modules(text.replace("not pto-test-opt", "pto-test-opt"))[0][0].expect_reject
+
+
+def test_negated_run_checks_its_message_lines():
+    """``not ptoas %s 2>&1 | FileCheck``: the CHECK lines that read as messages are PTOAS's
+    diagnostics (op names alone, -LABEL and -NOT lines are not)."""
+    text = ("// RUN: not ptoas %s 2>&1 | FileCheck %s\n// CHECK: pto.tadd\n"
+            "// CHECK-SAME: expects the same shape\n// CHECK-NOT: error: other\n"
+            "// CHECK-LABEL: func k\n" + kernel())
+    [mod] = lit.modules(text)[0]
+    assert mod.expect_reject and mod.expected == ("expects the same shape",)
+    assert lit.carries("t.pto:3:4: error: tadd: expects the same shape (16x16, 8x8)",
+                       "'pto.tadd' op {{.*}}the same{{.*}}shape")
+    assert not lit.carries("error: tadd: shape differs", "expects the same shape")
+    # the op's own head is dropped: "custom op 'pto.x' ...", a check from "op ..." on
+    assert lit.essential("custom op 'pto.syncall' expects soft syncall") == \
+        "expects soft syncall"
+    assert lit.essential("op rounding must be 'R'") == "rounding must be 'R'"
+
+
+@pytest.mark.parametrize(("run", "said"), [
+    ("not ptoas --pto-arch=a3 --enable-bufid_sync %s", "--enable-bufid_sync requires"),
+    ("not ptoas --plan-memory-impl=typo %s", "invalid --plan-memory-impl='typo'"),
+    ("not ptoas --pto-arch=a3 --enable-op-fusion=true %s", "--enable-op-fusion=true requires"),
+    ("ptoas --pto-arch=a5 --enable-bufid_sync --plan-memory-impl=modern %s", None),
+])
+def test_command_lines_ptoas_refuses(tmp_path, run, said):
+    p = write(tmp_path, "lit/t.pto", f"// RUN: {run} 2>&1 | FileCheck %s\n" + kernel())
+    verdict, res = verdict_of(p, tmp_path)
+    if said is None:
+        assert verdict == "ran", res.to_json()
+        return
+    assert verdict == "rejected-as-ptoas"
+    assert said in res.verdict().reason and "PTOAS refuses this command line" in \
+        res.verdict().reason
 
 
 def test_split_file_parts_named_by_the_run_lines(tmp_path):

@@ -371,6 +371,8 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  ("TFREE", "Split"), ("MGATHER", "CMode"), ("MGATHER", "Mode"),
                  ("MSCATTER", "Mode"), ("MSCATTER", "Conflict"), ("TPRINT", "Format"),
                  ("TEXTRACT", "reluMode"), ("TINSERT", "reluMode"),
+                 # split2 / split4 move the plain insert's data: tests/interp/test_ptoas_parity.py
+                 ("TINSERT", "tinsertMode"),
                  # pto.comm.*: every value run across 2 ranks in tests/ranks/test_ptoas_comm.py
                  ("TPUT", "atomicType"), ("TNOTIFY", "op"), ("TWAIT", "cmp"), ("TTEST", "cmp"),
                  ("TREDUCE", "op"),

@@ -33,7 +33,6 @@ OUR_WORDING = {
 # PTOAS accepts these (its verifier does not check the arch), the target has no implementation
 # of the instruction (no NPU code in the C++ ISA): not supported here, by design.
 NO_TARGET_IMPL = {
-    "addc.pto": "TADDC has no a2a3 implementation (CPU simulator only; sample without RUN arch)",
     "recent_ops_v0_roundtrip.pto": "a ptobc round-trip test: TGEMV_MX on the default arch a3",
 }
 

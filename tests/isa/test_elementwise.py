@@ -192,8 +192,11 @@ def test_integer_wraps_and_division_corners(tgt):  # type: ignore[no-untyped-def
 
 # ---- ternary and fused -------------------------------------------------------------------------
 
-def test_ternary_cpu_only() -> None:
-    m = make_target("cpu")
+@pytest.mark.parametrize("target", ["cpu", "a2a3", "a5"])
+def test_ternary(target: str) -> None:
+    """TADDC / TSUBC: the CPU simulator's intrinsics; PTOAS lowers pto.taddc / pto.tsubc to two
+    vector adds on A2/A3 and A5 (lit add_carry_tile_native.pto), so they run there too."""
+    m = make_target(target)
     try:
         a, b, c = rand("i16"), rand("i16"), rand("i16")
         for name, ref in (("TADDC", a.astype(int) + b + c), ("TSUBC", a.astype(int) - b + c)):
@@ -202,10 +205,14 @@ def test_ternary_cpu_only() -> None:
             np.testing.assert_array_equal(dst.numpy(valid_only=True), wrap(ref[:VR, :VC], "i16"))
     finally:
         pop(m)
-    m = make_target("a5")
+
+
+def test_ternary_types_are_those_of_its_two_halves() -> None:
+    m = make_target("a2a3")
     try:
-        with pytest.raises(IllegalInstruction, match="taddc: not supported on target a5"):
-            E.TADDC(tile("f32"), tile("f32"), tile("f32"), tile("f32"))
+        with pytest.raises(IllegalInstruction,
+                           match="taddc: element type i8 is not supported on a2a3"):
+            E.TADDC(tile("i8"), tile("i8"), tile("i8"), tile("i8"))
     finally:
         pop(m)
 

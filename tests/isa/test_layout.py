@@ -200,10 +200,22 @@ def test_textract_illegal_uses():
         pto.TEXTRACT(Tile(TileType.Vec, "f32", 8, 8), Tile(TileType.Vec, "f32", 16, 16), -1, 0)
 
 
+def test_tinsert_vec_to_vec_on_a2a3():
+    """PTOAS emits TINSERT Vec -> Vec for A3 (lit extract_insert_tile_native.pto): a UB copy
+    into the window."""
+    pto.target("a2a3")
+    dst = Tile(TileType.Vec, "f32", 16, 16).load_numpy(np.zeros((16, 16), np.float32))
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    pto.TINSERT(dst, Tile(TileType.Vec, "f32", 8, 8).load_numpy(x), 4, 8)
+    ref = np.zeros((16, 16), np.float32)
+    ref[4:12, 8:16] = x
+    np.testing.assert_array_equal(dst.numpy(), ref)
+
+
 def test_tinsert_illegal_uses():
     pto.target("a2a3")
-    with pytest.raises(PtoError, match="Vec -> Vec is not a data path on a2a3"):
-        pto.TINSERT(Tile(TileType.Vec, "f32", 16, 16), Tile(TileType.Vec, "f32", 8, 8), 0, 0)
+    with pytest.raises(PtoError, match="Vec -> Mat is not a data path on a2a3"):
+        pto.TINSERT(Tile(TileType.Mat, "f32", 16, 16), Tile(TileType.Vec, "f32", 8, 8), 0, 0)
     pto.target("a5")
     acc = pto.TileAcc("f32", 16, 16)
     fp = Tile(TileType.Vec, "ui64", 1, 16)

@@ -23,7 +23,7 @@ OPS = ("ADD", "SUB", "MUL", "DIV", "MAX", "MIN", "EXPDIF")
 
 # From the manual pages / ops.tsv (not from the legality tables).
 EXPAND_OP_TYPES = {
-    "a2a3": "f16 f32 i16 i32", "a5": "f16 f32 i16 i32 ui16 ui32",
+    "a2a3": "f16 f32 i16 i32", "a5": "f16 f32 i16 i32 ui16 ui32 bf16 i8 ui8",
     "cpu": "f16 bf16 f32 i8 ui8 i16 ui16 i32 ui32",
 }
 DIV_A2A3 = "f16 f32"

@@ -18,8 +18,9 @@ NP = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i8": np
 # (src, dst) pairs from the docs' tables (tstore.md / seeds_check.md 3), not from the code:
 # a2a3 adds i32 -> i16 (VSHIFTS322S16, implemented by the NPU code although not in the table).
 PAIRS = {
+    # (the last four: plain conversions, fp unread; PTOAS emits the fp form for them)
     "a2a3": [("f32", "i8"), ("f32", "ui8"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"),
-             ("i32", "i16")],
+             ("i32", "i16"), ("f32", "f16"), ("f32", "bf16"), ("f32", "f32"), ("i32", "i32")],
     "a5": [("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"), ("f32", "f8E4M3"),
            ("f32", "f32"), ("i32", "i8"), ("i32", "ui8"), ("i32", "f16"), ("i32", "bf16")],
 }
@@ -359,13 +360,32 @@ def test_cpu_stores_to_dn():
 
 
 @pytest.mark.parametrize("tgt", ["cpu", "a2a3", "a5"])
-def test_fp_must_hold_64_bit_words(tgt):
+def test_fp_of_another_type_is_read_by_numeric_cast(tgt):
+    """PTOAS programs write f32 / f16 scaling tiles (lit cube_tile_ops_positive.pto): their
+    values are cast to 64-bit words, as TMOV's fp and the CPU simulator read them."""
     pto.target(tgt)
     acc = pto.TileAcc("f32", 16, 16)
+    x = (np.arange(256, dtype=np.float32).reshape(16, 16) % 7) - 3
+    acc.load_numpy(x)
     fp = Tile(TileType.Scaling, "f32", 1, 16)
-    with pytest.raises(pto.IllegalInstruction,
-                       match=r"tstore_fp: fp must hold 64-bit quant words \(ui64\), got f32"):
-        pto.TSTORE_FP(GlobalTensor(np.zeros((16, 16), np.int8)), acc, fp)
+    fp.load_numpy(np.full((1, 16), float(qword(2.0)), np.float32))  # f32 holds this word exactly
+    assert float(np.float32(qword(2.0))) == qword(2.0)
+    out = np.zeros((16, 16), np.int8)
+    pto.TSTORE_FP(GlobalTensor(out), acc, fp)
+    np.testing.assert_array_equal(out, (x * 2).astype(np.int8))
+
+
+@pytest.mark.parametrize("tgt", ["a2a3", "cpu"])
+def test_plain_conversion_leaves_fp_unread(tgt):
+    """f32 -> f16 has no quant mode on A2/A3: the fp form is a plain conversion (PTOAS emits
+    it: lit tstore_fp_insert_sync_effects.pto)."""
+    pto.target(tgt)
+    acc = pto.TileAcc("f32", 16, 16)
+    x = np.linspace(-3, 3, 256, dtype=np.float32).reshape(16, 16)
+    acc.load_numpy(x)
+    out = np.zeros((16, 16), np.float16)
+    pto.TSTORE_FP(GlobalTensor(out), acc, Tile(TileType.Scaling, "f16", 1, 16))
+    np.testing.assert_array_equal(out, x.astype(np.float16))
 
 
 @pytest.mark.parametrize("tgt", ["cpu", "a2a3", "a5"])

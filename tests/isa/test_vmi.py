@@ -157,7 +157,7 @@ def test_vcvt_saturation_and_rounding_bit_exact():
     assert e4[:2].astype(np.float32).tolist() == [448.0, float(ml_dtypes.float8_e4m3fn(0.3))]
     with pytest.raises(PtoError, match="'saturate' attribute is required"):
         pto.vmi.vcvt(wide, result_type=VmiSpec(64, D.i8))
-    with pytest.raises(PtoError, match="keeps the lane count"):
+    with pytest.raises(PtoError, match="requires source and result logical lane counts to match"):
         pto.vmi.vcvt(wide, result_type=VmiSpec(128, D.i16), saturate="SAT")
 
 

@@ -210,14 +210,22 @@ def _check_error(body: str, args: str, match: str) -> None:
     assert "comm.pto:" in str(e.value)
 
 
-def test_treduce_ping_pong_is_refused_by_name() -> None:
-    """The ping-pong TREDUCE overload is not an operand form of the entry: refused, located."""
+def test_treduce_ping_pong_runs() -> None:
+    """``recv(%ping, %pong)``: the ping-pong TREDUCE overload (PTOAS's manual; lit
+    comm_collective_emitc.pto) reduces as the one-tile form."""
     body = (_view("xv", "x") + _view("bigv", "big", rows=1) + _view("pxv", "peer_x")
             + "    %acc = pto.alloc_tile : " + TILE + "\n"
-            + f"    pto.comm.treduce(%bigv, %acc, recv(%ping, %pong), group(%xv, %pxv) : {PV}, "
-              f"{TILE}, {TILE}, {TILE}, {PV}, {PV}) {{reduceOp = #pto<reduce_op sum>, "
-              "root = 0 : i32}\n")
-    _check_error(body, ROW_ARGS, r"pto\.comm\.treduce: recv\(\.\.\.\) takes 1 value")
+            + _root_only(f"pto.comm.treduce(%bigv, %acc, recv(%ping, %pong), group(%xv, %pxv) "
+                         f": {PV}, {TILE}, {TILE}, {TILE}, {PV}, {PV}) "
+                         "{reduceOp = #pto<reduce_op max>, root = 0 : i32}"))
+    xs = [_x(0), _x(1)[:, ::-1].copy() - 120]
+    out = run2(_program(ROW_ARGS, body),
+               lambda r: [xs[r].copy(), np.zeros((2, N), np.float32), None, np.int32(r)],
+               {2: (OTHER, 0)})
+    np.testing.assert_array_equal(out[0][1][0], np.maximum(xs[0], xs[1])[0])
+    body3 = body.replace("recv(%ping, %pong)", "recv(%ping, %pong, %ping)").replace(
+        f"{TILE}, {TILE}, {TILE}, {PV}", f"{TILE}, {TILE}, {TILE}, {TILE}, {PV}")
+    _check_error(body3, ROW_ARGS, r"pto\.comm\.treduce: recv\(\.\.\.\) takes")
 
 
 def test_unknown_attribute_and_atomic_mode_are_refused() -> None:

@@ -21,6 +21,7 @@ from ...enums import Pipe, TileType
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_static_shape
+from ..spelling import Ptoas
 
 
 def _pad_not_null(sig: Sig) -> None:
@@ -44,6 +45,43 @@ def _expand_shape(sig: Sig) -> None:
     if isinstance(d, TileSpec) and isinstance(s, TileSpec) and (d.rows < s.rows or
                                                                  d.cols < s.cols):
         raise sig.fail(f"dst {d.rows}x{d.cols} must be at least src {s.rows}x{s.cols}")
+
+
+def _fillpad_types(sig: Sig) -> None:
+    """TFILLPAD's shapes (TFILLPAD page): a Vec fill into a larger dst is the Expand mode
+    (``TFILLPAD<TFillPadMode::Expand>``, PTOAS infers it: dst at least src in both
+    dimensions); otherwise (and for Mat) the static shapes match."""
+    d, s = sig["dst"], sig["src"]
+    if not isinstance(d, TileSpec) or not isinstance(s, TileSpec):
+        return
+    if (d.rows, d.cols) == (s.rows, s.cols):
+        return
+    if TileType.Mat in (d.loc, s.loc) or d.rows < s.rows or d.cols < s.cols:
+        raise sig.fail(f"operands must have the same static shape, or dst at least src in "
+                       f"both dimensions for a Vec fill (the Expand fill): dst "
+                       f"{d.rows}x{d.cols}, src {s.rows}x{s.cols}")
+
+
+def _mat_one_type(sig: Sig) -> None:
+    """PTOAS's pto.tfillpad on loc=mat: the C++ Mat overload ``TFILLPAD(TileData &dst,
+    TileData &src)`` takes one tile type, so src and dst agree in valid shape and pad too
+    (a .pto rule: an eager call's tiles carry their valid region at run time)."""
+    d, s = sig["dst"], sig["src"]
+    if not isinstance(d, TileSpec) or not isinstance(s, TileSpec) or \
+            TileType.Mat not in (d.loc, s.loc):
+        return
+
+    def show(v: int | None) -> str:
+        return "?" if v is None else str(v)
+    diff = [f"{name} ({show(a)} vs {show(b)})" for name, a, b in (
+        ("rows", s.rows, d.rows), ("cols", s.cols, d.cols),
+        ("v_row", s.valid_row, d.valid_row), ("v_col", s.valid_col, d.valid_col)) if a != b]
+    if s.pad != d.pad:
+        diff.append(f"pad ({s.pad.kind} vs {d.pad.kind})")
+    if diff:
+        raise sig.fail("expects src/dst tile types to be lowerable to TFILLPAD for loc=mat "
+                       f"(one tile type): mismatching fields: {', '.join(diff)}; the "
+                       "heterogeneous TFILLPAD overload is only available for loc=vec")
 
 
 def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any = None,
@@ -78,14 +116,16 @@ _PADVAL = Param("PadVal", None)
 
 
 @instr("TFILLPAD", family="layout", pipe=Pipe.V,
+       ptoas=Ptoas(rules={"pto.tfillpad": (_mat_one_type,)}),
        pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
                          why="pto-isa's TFILLPAD_VEC and TFILLPAD_MAT (an L1 fill)."),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        params=(_PADVAL,), dtype_key=("dst",),
        static=(locs(["dst", "src"], TileType.Vec, TileType.Mat), _pad_not_null, _same_elem_size,
-               same_static_shape("dst", "src")))
+               _fillpad_types))
 def TFILLPAD(m: Machine, dst: Tile, src: Tile, *, PadVal: Any = None) -> None:  # noqa: N802,N803
-    """dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere."""
+    """dst[i, j] = src[i, j] inside src's valid region, dst's pad value elsewhere. A Vec dst
+    larger than src is the Expand fill (as TFILLPAD_EXPAND)."""
     from ...enums import pad_value
 
     _fill(m, dst, src, inplace=False, pad_override=None if PadVal is None else pad_value(PadVal))

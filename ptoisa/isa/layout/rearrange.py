@@ -22,7 +22,7 @@ from ...enums import BLayout, Pipe, ReluPreMode, SLayout, TileType
 from ...errors import ExecutionError, RuntimeCheckError
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
-from ..quant import quant_mode, quantize
+from ..quant import fp_words, quant_mode, quantize
 from ..registry import (
     Instr,
     Opnd,
@@ -53,8 +53,15 @@ def _moves(sig: Sig) -> None:
         return
     if (s.loc, d.loc) not in moves:
         allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in moves))
-        raise sig.fail(f"{s.loc.name} -> {d.loc.name} is not a data path on {sig.target} "
-                       f"(supported: {allowed})")
+        # (PTOAS's words first: "expects A5 textract to use a supported src/dst loc pair")
+        arch = {"a5": "A5 ", "a2a3": "A2/A3 "}.get(str(sig.target), "")
+        op = sig.ins.mnemonic.removesuffix("_fp")
+        pairs = sorted(f"{a.name}->{b.name}".lower() for a, b in moves)
+        listed = ", ".join(pairs[:-1]) + (", or " if len(pairs) > 2 else " or ") + pairs[-1] \
+            if len(pairs) > 1 else pairs[0]
+        raise sig.fail(f"expects {arch}{op} to use a supported src/dst loc pair: {listed} "
+                       f"({s.loc.name} -> {d.loc.name} is not a data path on {sig.target}; "
+                       f"supported: {allowed})")
 
 
 def _conversion(sig: Sig) -> None:
@@ -94,7 +101,8 @@ def _fp_words(sig: Sig) -> None:
     # fp holds 64-bit quant words; a tile of another element type (PTOAS programs write
     # f32/f16 scaling tiles) is read by numeric cast to uint64, as the CPU simulator does
     if sig.target.traits.npu_static_checks and fp.loc is not TileType.Scaling:
-        raise sig.fail(f"fp must be a Scaling tile on {sig.target}, got {fp.loc.name}")
+        raise sig.fail(f"expects fp to use loc=scaling (fp must be a Scaling tile on "
+                       f"{sig.target}, got {fp.loc.name})")
 
 
 def _index(ins: Instr, name: str, v: Any) -> int:
@@ -160,6 +168,28 @@ _RELU = Param("reluMode", ReluPreMode.NoRelu, ReluPreMode)
 _ACC_TO_VEC = Param("accToVecMode", "single_mode_vec0")
 #: PTOAS attributes of pto.textract / pto.tinsert
 _MOVE_ATTRS = {"reluPreMode": Attr("reluMode"), "accToVecMode": Attr("accToVecMode")}
+#: A5's TInsertMode SPLIT2 / SPLIT4 (PTOAS ``tinsertMode = #pto.tinsert_mode<split2>``): a
+#: Vec (NZ) -> Mat insert whose UB -> L1 copy is cut into 2 or 4 bursts; the data moved is
+#: the plain insert's (TINSERT page, "NZ Split")
+_TINSERT_MODE = Param("tinsertMode", None)
+_TINSERT_ATTRS = {**_MOVE_ATTRS, "tinsertMode": Attr("tinsertMode")}
+
+
+def _split_insert(sig: Sig) -> None:
+    mode = sig.params.get("tinsertMode")
+    if mode is None:
+        return
+    name = str(getattr(mode, "name", mode)).lower()
+    if name not in ("split2", "split4"):
+        raise sig.fail(f"tinsertMode {name}: ptoisa knows the NZ split modes split2 and split4")
+    if not sig.target.traits.tinsert_split:
+        raise sig.fail(f"tinsertMode {name} (the NZ split insert) is an A5 form, not on "
+                       f"{sig.target}")
+    s, d = sig["src"], sig["dst"]
+    if isinstance(s, TileSpec) and isinstance(d, TileSpec) and not (
+            s.loc is TileType.Vec and d.loc is TileType.Mat and s.layout_name == "NZ"):
+        raise sig.fail(f"tinsertMode {name} moves an NZ Vec tile into a Mat tile, got "
+                       f"{s.loc.name} ({s.layout_name}) -> {d.loc.name}")
 
 
 def _a5_acc_src_nz(sig: Sig) -> None:
@@ -169,6 +199,15 @@ def _a5_acc_src_nz(sig: Sig) -> None:
             s.blayout is BLayout.ColMajor and s.slayout is SLayout.RowMajor):
         raise sig.fail("expects A5 acc-source textract src to use blayout=col_major and "
                        f"slayout=row_major, got {s.blayout.name} / {s.slayout.name}")
+
+
+def _a5_right_dst(sig: Sig) -> None:
+    """A5's Right tile is ZN: row_major boxes of col_major fractals (the C++ TileRight)."""
+    d = sig["dst"]
+    if isinstance(d, TileSpec) and d.loc is TileType.Right and not (
+            d.blayout is BLayout.RowMajor and d.slayout is SLayout.ColMajor):
+        raise sig.fail("expects A5 right dst to use row_major blayout and col_major slayout, "
+                       f"got {d.blayout.name} / {d.slayout.name}")
 
 
 def _pre_quant_acc(sig: Sig) -> None:
@@ -266,7 +305,7 @@ def _a5_vec_vec_nd(sig: Sig) -> None:
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
        params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
        static=(_moves, _conversion, _npu_mat_src_fractal),
-       static_for={"a5": (_a5_vec_vec_nd, _a5_acc_src_nz)},
+       static_for={"a5": (_a5_vec_vec_nd, _a5_acc_src_nz, _a5_right_dst)},
        runtime=(_textract_runtime,))
 def TEXTRACT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
              indexColQuant: Any = None, *, reluMode: ReluPreMode,
@@ -302,10 +341,7 @@ def _textract_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: A
 
 
 def _words(fp: Tile, first: int, n: int) -> np.ndarray:
-    w = np.asarray(fp.read(1, n, 0, first))
-    if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
-        return w.view(np.uint64)
-    return w.astype(np.float64).astype(np.int64).view(np.uint64)  # numeric cast (see _fp_words)
+    return fp_words(fp, n, first)
 
 
 @instr("TEXTRACT_FP", family="layout", pipe=Pipe.FIX,
@@ -369,7 +405,7 @@ def _insert(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
 def _npu_insert_dst(sig: Sig) -> None:
     """a2a3: an Acc -> Mat insert writes NZ boxes of 512 bytes."""
     s, d = sig["src"], sig["dst"]
-    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec) or s.loc is not TileType.Acc:
         return
     if d.layout_name != "NZ" or d.fractal != 512 or (d.cols * d.dtype.itemsize) % 32:
         raise sig.fail(f"dst must be an NZ Mat tile with 512-byte boxes on a2a3, got "
@@ -378,10 +414,13 @@ def _npu_insert_dst(sig: Sig) -> None:
 
 def _a2a3_insert_dtypes(sig: Sig) -> None:
     """a2a3: TINSERT (Acc -> Mat) writes f32 accumulators as f16/bf16 (the PTOAS verifier's
-    A2/A3 rule; quantised inserts go through TINSERT_FP)."""
+    A2/A3 rule; quantised inserts go through TINSERT_FP or the pre_quant scalar)."""
     s, d = sig["src"], sig["dst"]
-    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
+    if not isinstance(s, TileSpec) or not isinstance(d, TileSpec) or s.loc is not TileType.Acc:
         return
+    if sig["indexColQuant"] is not None and quant_mode(sig.target, s.dtype, d.dtype,
+                                                       scalar=True) is not None:
+        return  # the pre_quant scalar form quantises (PTOAS lit tinsert_forms_emitc.pto)
     if s.dtype.name != "f32" or d.dtype.name not in ("f16", "bf16"):
         raise sig.fail("expects A2/A3 tinsert element types to be src=f32, dst=f16/bf16, got "
                        f"src={s.dtype}, dst={d.dtype}")
@@ -392,22 +431,24 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
            ("Vec", "Mat"): Pipe.MTE3, ("Vec", "Vec"): Pipe.V,
        }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
               "MTE3, Vec -> Vec V)."),
-       ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_MOVE_ATTRS,
+       ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_TINSERT_ATTRS,
                    rules={"pto.tinsert": (_pre_quant_acc,)},
                    keywords={"fp": ("TINSERT_FP", _FP_FORM),
                              "pre_quant": ("TINSERT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
-       params=(_RELU, _ACC_TO_VEC), dtype_key=("dst",),
-       static=(_moves, _conversion),
+       params=(_RELU, _ACC_TO_VEC, _TINSERT_MODE), dtype_key=("dst",),
+       static=(_moves, _conversion, _split_insert),
        static_for={"a2a3": (_npu_insert_dst, _a2a3_insert_dtypes)},
        runtime=(_tinsert_runtime,), runtime_for={"a2a3": (_a2a3_tinsert_runtime,)})
 def TINSERT(m: Machine, dst: Tile, src: Tile, indexRow: Any = None, indexCol: Any = None,  # noqa: N802,N803
             indexColQuant: Any = None, *, reluMode: ReluPreMode,
-            accToVecMode: Any = "single_mode_vec0") -> None:  # noqa: N803
+            accToVecMode: Any = "single_mode_vec0", tinsertMode: Any = None) -> None:  # noqa: N803
     """dst[indexRow + i, indexCol + j] = src[i, j] over src's valid region; the rest of dst is
     untouched. Overloads, conversion, ReLU and ``accToVecMode`` as TEXTRACT (``TINSERT(dst,
     src, indexRow, indexCol)`` or ``TINSERT(dst, src, preQuantScalar, indexRow,
-    indexCol)``)."""
+    indexCol)``). ``tinsertMode`` split2 / split4 (A5, NZ Vec -> Mat) only cuts the copy
+    into bursts: the same data moves."""
+    del tinsertMode
     _single_core("tinsert", accToVecMode)
     q, r0, c0 = _split_args(TINSERT, indexRow, indexCol, indexColQuant)
     _insert(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, scalar_word=q)

@@ -13,7 +13,7 @@ from ...errors import PtoError, RuntimeCheckError
 from ...memory import Machine, current
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
-from ..quant import convert, quant_mode, quantize
+from ..quant import convert, fp_words, quant_mode, quantize
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs
 from ..spelling import LAYOUT_HINT, Attr, Form, Ptoas
 
@@ -477,24 +477,19 @@ def _fp_dst_layout_rule(sig: Sig) -> None:
         _gm_layouts(Layout.ND, Layout.NZ, Layout.DN, Layout.NC1HWC0, Layout.NDC1HWC0)(sig)
 
 
-def _fp_words_rule(sig: Sig) -> None:
-    fp = sig["fp"]
-    if isinstance(fp, TileSpec) and fp.dtype.name not in ("ui64", "i64"):
-        raise sig.fail(f"fp must hold 64-bit quant words (ui64), got {fp.dtype}")
-
-
 @instr("TSTORE_FP", family="memory", pipe=Pipe.FIX, ptoas=Ptoas(attrs=_TSTORE_ATTRS),
        operands=(Opnd("dst", "gm", "out"), Opnd("src", "tile"), Opnd("fp", "tile")),
        params=(Param("atomicType", AtomicType.AtomicNone, AtomicType),
                Param("reluPreMode", ReluPreMode.NoRelu, ReluPreMode)),
        dtype_key=("src", "dst"),
-       static=(_fp_dst_layout_rule, _acc_store_rule, _fp_words_rule),
+       static=(_fp_dst_layout_rule, _acc_store_rule),
        runtime=(_tstore_fp_runtime,))
 def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N802
               atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
     """Store an accumulator tile to GM, converting each element through the fix-pipe with the
     quant word of its *output column* taken from row 0 of the Scaling tile ``fp`` (64-bit words:
-    scale, offset, sign). Pairs without a quant mode are a plain conversion (fp unused)."""
+    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read by numeric cast).
+    Pairs without a quant mode are a plain conversion (fp unused)."""
     vr, vc = src.valid_shape
     if not (vr and vc):
         return
@@ -505,6 +500,5 @@ def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N8
         out = quantize(vals, np.zeros((1, vc), np.uint64), None, dst.dtype, vector=True,
                        relu=relu)
     else:
-        words = np.asarray(fp.read(1, vc)).view(np.uint64)
-        out = quantize(vals, words, mode, dst.dtype, vector=True, relu=relu)
+        out = quantize(vals, fp_words(fp, vc), mode, dst.dtype, vector=True, relu=relu)
     _store(m, dst, out, atomicType)

@@ -78,6 +78,14 @@ def _vcvt_static(sig: Sig) -> None:
         want = {1: "b8", 2: "b16"}.get(VREG_BYTES // src.lanes, "b32")
         if mask.gran != want:
             raise sig.fail(f"mask is {mask}, the source ({src}) takes !pto.mask<{want}>")
+    if isinstance(src, VRegSpec) and isinstance(t, VRegSpec) and part in PART and \
+            src.lanes != t.lanes and not (src.dtype.packed or t.dtype.packed):
+        k = max(src.lanes, t.lanes) // min(src.lanes, t.lanes)
+        if PART[part][0] != k:  # (PTOAS's words)
+            raise sig.fail("part must be EVEN or ODD for 8/16 and 16/32 vcvt forms, got "
+                           f"{part} ({src} -> {t})" if k == 2 else
+                           f"part must be P0, P1, P2, or P3 for packed vcvt forms, got {part} "
+                           f"({src} -> {t})")
     if isinstance(src, VRegSpec) and isinstance(t, VRegSpec) and t.dtype.packed:
         raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet to the "
                              f"packed 4-bit type {t.dtype.name}")

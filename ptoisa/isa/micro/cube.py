@@ -28,9 +28,9 @@ from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import ExecutionError
 from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
-from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
+from ...vector.regs import SPACES, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
-from ..registry import Opnd, Param, instr
+from ..registry import Opnd, Param, Sig, instr
 from .dma import _check_gm, _gm_bytes, _rows, _span
 
 C0_BYTES = 32
@@ -247,11 +247,17 @@ def COPY_GM_TO_CBUF(m: Any, src: np.ndarray, dst: Ptr, n_burst: Any, len_burst: 
                              int(d_rows[1] if k.size > 1 else 0)),))
 
 
+def _fill_bits(sig: Sig) -> None:
+    bits = sig.params.get("fill_word_bits")
+    if bits is not None and int(bits) not in (16, 32):
+        raise sig.fail(f"fill_word_bits must be 16 or 32, got {int(bits)}")
+
+
 @instr("RAW_FILL_L1", pipe=Pipe.MTE2, dialect="vpto",
        operands=(Opnd("dst", "ptr", "out"), Opnd("byte_offset", "scalar"),
                  Opnd("raw_value", "scalar"), Opnd("repeat_times", "scalar"),
                  Opnd("block_num_32b", "scalar"), Opnd("dst_gap_32b", "scalar")),
-       params=(Param("fill_word_bits", 16),), dtype_key=("dst",))
+       params=(Param("fill_word_bits", 16),), dtype_key=("dst",), static=(_fill_bits,))
 def RAW_FILL_L1(m: Any, dst: Ptr, byte_offset: Any, raw_value: Any, repeat_times: Any,
                 block_num_32b: Any, dst_gap_32b: Any, *, fill_word_bits: Any = 16) -> None:
     """For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
@@ -419,6 +425,13 @@ def _full_control(m: Any, op: str, src: Any, dst: Any, space: str, m_start: Any,
             out[:] = vals
 
 
+def mat_source(sig: Sig) -> None:
+    """PTOAS: an L1 -> L0 load reads a MAT (L1) source (a memref source: interp/verify.py)."""
+    p = sig["src"]
+    if isinstance(p, PtrSpec) and SPACES.get(p.space) != "L1":
+        raise sig.fail(f"requires MAT source, got {p}")
+
+
 def _l0_entry(name: str, space: str, doc: str) -> Any:
     def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
              start_col: Any, src_stride: Any = None, dst_stride: Any = None, *,
@@ -433,7 +446,8 @@ def _l0_entry(name: str, space: str, doc: str) -> Any:
     impl.__doc__ = doc
     impl.__name__ = name
     return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
-                 params=(Param("transpose", False),), dtype_key=("dst",))(impl)
+                 params=(Param("transpose", False),), dtype_key=("dst",),
+                 static=(mat_source,))(impl)
 
 
 MTE_L1_L0A = _l0_entry(
@@ -556,6 +570,17 @@ _MAD_FLAGS = (Param("disable_gemv", False), Param("sat", False), Param("nosat", 
               Param("n_dir", False))
 
 
+def _mad_sat(sig: Sig) -> None:
+    """PTOAS: the sat / nosat clauses are for floating lhs / rhs / dst element types."""
+    if not (sig.params.get("sat") or sig.params.get("nosat")):
+        return
+    for n in ("lhs", "rhs", "dst"):
+        t = sig[n]
+        if isinstance(t, PtrSpec) and not t.dtype.is_float:
+            raise sig.fail(f"requires sat/nosat only for floating lhs/rhs/dst element types "
+                           f"({n} is {t})")
+
+
 def _mad_entry(name: str, kind: str, doc: str) -> Any:
     bias = (Opnd("bias", "ptr"),) if kind == "bias" else ()
     operands = (Opnd("lhs", "ptr"), Opnd("rhs", "ptr"), Opnd("dst", "ptr", "out"), *bias,
@@ -574,7 +599,7 @@ def _mad_entry(name: str, kind: str, doc: str) -> Any:
     impl.__doc__ = doc
     impl.__name__ = name
     return instr(name, pipe=Pipe.M, dialect="vpto", operands=operands, params=_MAD_FLAGS,
-                 dtype_key=("lhs",))(impl)
+                 dtype_key=("lhs",), static=(_mad_sat,))(impl)
 
 
 MAD = _mad_entry("MAD", "plain",
@@ -836,13 +861,19 @@ _FIX_GROUPS = (Opnd("unit_flag", "group", optional=True),
 _FIX_FLAGS = (Param("nz2nd", False), Param("sat", False), Param("nosat", False))
 
 
+def _sat_once(sig: Sig) -> None:
+    """PTOAS: one of sat / nosat at most."""
+    if sig.params.get("sat") and sig.params.get("nosat"):
+        raise sig.fail("duplicate sat/nosat clause (sat and nosat are mutually exclusive)")
+
+
 @instr("MTE_L0C_GM", pipe=Pipe.FIX, dialect="vpto",
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("sid", "scalar"),
                  Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS,
                  Opnd("atomic", "group", optional=True)),
-       params=_FIX_FLAGS, dtype_key=("src",))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
 def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: Any,
                dst_stride: Any, sid: Any, l2_cache_ctrl: Any, unit_flag: Any = None,
                pre_quant: Any = None, pre_relu: Any = None, nz2dn: Any = None,
@@ -862,7 +893,7 @@ def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: 
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
 def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                unit_flag: Any = None, pre_quant: Any = None, pre_relu: Any = None,
                nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None, *,
@@ -878,7 +909,7 @@ def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, ds
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("dst_mode", "group"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
 def MTE_L0C_UB(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                dst_mode: tuple[Any, ...], unit_flag: Any = None, pre_quant: Any = None,
                pre_relu: Any = None, nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None,

@@ -25,8 +25,18 @@ import numpy as np
 
 from ...enums import Pipe
 from ...errors import ExecutionError
-from ...vector.regs import VREG_BYTES, Mask, Ptr, VReg, buffer_bytes, touch
-from ..registry import Instr, Opnd, instr
+from ...vector.regs import (
+    VREG_BYTES,
+    Mask,
+    MaskSpec,
+    Ptr,
+    PtrSpec,
+    VReg,
+    VRegSpec,
+    buffer_bytes,
+    touch,
+)
+from ..registry import Instr, Opnd, Sig, instr
 from .common import active
 from .load_store import _ub
 
@@ -54,7 +64,29 @@ def _elements(m: Any, p: Ptr, idx: np.ndarray, on: np.ndarray, op: str) -> np.nd
     return out
 
 
-def _gather(name: str, doc: str) -> Instr:
+def _gather_types(sig: Sig) -> None:
+    """PTOAS's vgather2 contract: an 8-bit source gathers into 16-bit lanes of its signedness
+    (i8 -> i16, ui8 -> ui16); the mask is of the result lanes' width (b16 for 16-bit ones)."""
+    p, r, mk = sig["source"], sig["result"], sig["mask"]
+    if isinstance(p, PtrSpec) and isinstance(r, VRegSpec) and p.dtype.itemsize == 1 and \
+            r.dtype.name != {"i8": "i16", "ui8": "ui16"}.get(p.dtype.name):
+        raise sig.fail(f"8-bit gather requires i8/ui8 source and matching i16/ui16 result, "
+                       f"got {p} -> {r}")
+    if isinstance(r, VRegSpec) and isinstance(mk, MaskSpec) and r.dtype.itemsize in (2, 4):
+        want = f"b{8 * r.dtype.itemsize}"
+        if mk.gran != want:
+            raise sig.fail(f"mask type must be !pto.mask<{want}> (the {r} lanes), got {mk}")
+
+
+def _scatter_offsets(sig: Sig) -> None:
+    """PTOAS's vscatter contract: 8-bit values take 16-bit offsets (128 requests)."""
+    v, o = sig["value"], sig["offsets"]
+    if isinstance(v, VRegSpec) and isinstance(o, VRegSpec) and v.dtype.itemsize == 1 and \
+            o.dtype.itemsize != 2:
+        raise sig.fail(f"requires 16-bit offset vector elements for 8-bit values, got {o}")
+
+
+def _gather(name: str, doc: str, static: tuple[Any, ...] = ()) -> Instr:
     def impl(m: Any, source: Ptr, offsets: VReg, mask: Mask) -> VReg:
         p = _ub(source, name.lower())
         idx = _offsets(offsets)
@@ -72,12 +104,13 @@ def _gather(name: str, doc: str) -> Instr:
     impl.__module__ = __name__
     return instr(name, pipe=Pipe.V, dialect="vpto",
                  operands=(Opnd("source", "ptr"), Opnd("offsets", "vreg"), Opnd("mask", "mask")),
-                 results=(Opnd("result", "vreg"),), dtype_key=("source",))(impl)
+                 results=(Opnd("result", "vreg"),), dtype_key=("source",),
+                 static=static)(impl)
 
 
 VGATHER2 = _gather("VGATHER2", "result[i] = UB[source + offsets[i] * sizeof(T)] on active "
                    "lanes, 0 elsewhere (offsets unsigned; i8 / ui8 zero-extended to 16-bit "
-                   "lanes).")
+                   "lanes).", static=(_gather_types,))
 VGATHER2_BC = _gather("VGATHER2_BC", "result[i] = UB[source + offsets[i] * sizeof(T)] on "
                       "active lanes, 0 elsewhere (32-bit offsets; the element gather the VMI "
                       "manual lowers masked loads to).")
@@ -110,7 +143,7 @@ def VGATHERB(m: Any, source: Ptr, offsets: VReg, mask: Mask) -> VReg:
 @instr("VSCATTER", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "vreg"), Opnd("dest", "ptr"), Opnd("offsets", "vreg"),
                  Opnd("mask", "mask")),
-       dtype_key=("value",))
+       dtype_key=("value",), static=(_scatter_offsets,))
 def VSCATTER(m: Any, value: VReg, dest: Ptr, offsets: VReg, mask: Mask) -> None:
     """UB[dest + offsets[i] * sizeof(T)] = value[i] (value[2i] for 8-bit lanes: 128
     requests) for the active requests; equal active offsets: the highest request's value."""

@@ -53,6 +53,16 @@ def _shl_like(a: np.ndarray, s: np.ndarray, right: bool) -> np.ndarray:
     return np.where((s64 < 0) | (s64 >= bits), a.dtype.type(0), out)
 
 
+def _integer_like(operand: str) -> Any:
+    """PTOAS's rule for the bitwise ops on vectors: integer element types only (masks are
+    their own form)."""
+    def rule(sig: Sig) -> None:
+        t = sig[operand]
+        if isinstance(t, VmiSpec) and not t.dtype.is_int:
+            raise sig.fail(f"requires integer-like VMI element type, got {t}")
+    return rule
+
+
 def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = False,
             shift: bool = False, masks: bool = False, aka: dict[str, str] | None = None
             ) -> Instr:
@@ -80,7 +90,8 @@ def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = 
     impl.__doc__ = doc
     impl.__module__ = __name__
     static = (same_lvec("lhs", "rhs", "result") if not shift else same_lvec("lhs", "result"),
-              same_lanes("lhs", "rhs", "mask", "result"), spelled(aka or {}, "lhs"))
+              same_lanes("lhs", "rhs", "mask", "result"), spelled(aka or {}, "lhs"),
+              *((_integer_like("lhs"),) if bits else ()))
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("lhs", kind), Opnd("rhs", kind), _MASK),
                  params=(Param("pmode", None), SPELLING),
@@ -117,7 +128,8 @@ VSHR = _binary("VSHR", _lshr, "result[i] = lhs[i] >> rhs[i], logical (vmi-isa/03
 
 
 def _unary(name: str, fn: Callable[[Any], Any], doc: str, *, bits: bool = False,
-           masks: bool = False, aka: dict[str, str] | None = None) -> Instr:
+           masks: bool = False, aka: dict[str, str] | None = None,
+           static: tuple[Any, ...] = ()) -> Instr:
     kind = "any" if masks else "lvec"
 
     def impl(m: Any, src: Any, mask: LMask | None = None, *, pmode: str | None = None,
@@ -136,7 +148,9 @@ def _unary(name: str, fn: Callable[[Any], Any], doc: str, *, bits: bool = False,
                  operands=(Opnd("src", kind), _MASK), params=(Param("pmode", None), SPELLING),
                  results=(Opnd("result", kind),), dtype_key=("src",) if not masks else (),
                  static=(same_lvec("src", "result"), same_lanes("src", "mask", "result"),
-                         spelled(aka or {}, "src")), ptoas=names(*(aka or {})))(impl)
+                         spelled(aka or {}, "src"), *((_integer_like("src"),) if bits else ()),
+                         *static),
+                 ptoas=names(*(aka or {})))(impl)
 
 
 def _relu(a: np.ndarray) -> np.ndarray:
@@ -147,8 +161,15 @@ VABS = _unary("VABS", np.abs, "result[i] = |src[i]| on active lanes, 0 elsewhere
               aka={"absf": "float", "absi": "int"})
 VNEG = _unary("VNEG", np.negative, "result[i] = -src[i] on active lanes, 0 elsewhere.",
               aka={"negf": "float"})
+def _signed_relu(sig: Sig) -> None:
+    """PTOAS: vrelu's integer lanes are si32 (the table gives i32; this says signed)."""
+    t = sig["src"]
+    if isinstance(t, VmiSpec) and t.dtype.is_int and t.signless:
+        raise sig.fail(f"requires si32, f16, or f32 VMI element type, got {t}")
+
+
 VRELU = _unary("VRELU", _relu, "result[i] = max(src[i], 0) on active lanes, 0 elsewhere.",
-               aka={"relu": ""})
+               aka={"relu": ""}, static=(_signed_relu,))
 VEXP = _unary("VEXP", np.exp, "result[i] = e^src[i] on active lanes, 0 elsewhere.",
               aka={"exp": ""})
 VLN = _unary("VLN", np.log, "result[i] = ln(src[i]) on active lanes, 0 elsewhere.",

@@ -89,7 +89,9 @@ def same_lvec(*names: str) -> StaticRule:
         ts = [(n, sig[n]) for n in names if isinstance(sig[n], VmiSpec)]
         for n, t in ts[1:]:
             if (t.lanes, t.dtype) != (ts[0][1].lanes, ts[0][1].dtype):
-                raise sig.fail(f"{n} is {t}, {ts[0][0]} is {ts[0][1]}: they must match")
+                what = "logical lane count" if t.lanes != ts[0][1].lanes else "element type"
+                raise sig.fail(f"requires all VMI data values to have the same {what} ({n} is "
+                               f"{t}, {ts[0][0]} is {ts[0][1]})")
     return rule
 
 
@@ -101,7 +103,11 @@ def same_lanes(*names: str, gran: bool = True) -> StaticRule:
         ts = [(n, sig[n]) for n in names if isinstance(sig[n], (VmiSpec, VmiMaskSpec))]
         for n, t in ts[1:]:
             if t.lanes != ts[0][1].lanes:
-                raise sig.fail("requires all VMI data values to have the same logical lane "
+                if isinstance(t, VmiMaskSpec) and isinstance(ts[0][1], VmiSpec):
+                    raise sig.fail(f"requires mask logical lane count to match data ({n} has "
+                                   f"{t.lanes}, {ts[0][0]} {ts[0][1].lanes})")
+                kind = "mask" if all(isinstance(x, VmiMaskSpec) for _, x in ts) else "data"
+                raise sig.fail(f"requires all VMI {kind} values to have the same logical lane "
                                f"count ({n} has {t.lanes}, {ts[0][0]} {ts[0][1].lanes})")
         data = next((t for _, t in ts if isinstance(t, VmiSpec)), None)
         if not gran or data is None:

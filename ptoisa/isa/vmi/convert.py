@@ -48,12 +48,14 @@ def _vcvt_static(sig: Sig) -> None:
     s, r = sig.params.get("source_type") or sig["src"], sig["result"]
     rnd, sat = sig.params.get("rounding"), sig.params.get("saturate")
     if sat not in (None, "SAT", "NOSAT"):
-        raise sig.fail(f"saturate = {sat!r}: it is \"SAT\" or \"NOSAT\"")
+        # (PTOAS's words: "saturate must be" on vcvt, "saturate attr must be" on the others)
+        attr = "" if str(sig.params.get("spelling") or "").endswith("vcvt") else " attr"
+        raise sig.fail(f"saturate{attr} must be 'SAT' or 'NOSAT', got {sat!r}")
     if not (isinstance(s, VmiSpec) and isinstance(r, VmiSpec)):
         return
     if s.lanes != r.lanes:
-        raise sig.fail(f"the source has {s.lanes} lanes, the result {r.lanes}: vcvt keeps "
-                       "the lane count")
+        raise sig.fail(f"requires source and result logical lane counts to match (the source "
+                       f"has {s.lanes} lanes, the result {r.lanes})")
     pair = (s.dtype.name, r.dtype.name)
     if "bf16x2" in pair or s.dtype.packed or r.dtype.packed:
         _packed_static(sig, pair, rnd, sat)

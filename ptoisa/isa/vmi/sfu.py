@@ -29,6 +29,7 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ..micro.common import elementwise
 from ..micro.sfu import _fused
 from ..registry import Opnd, Param, Sig, instr
+from ..spelling import Ptoas
 from .common import active, no_merge, same_lanes, same_lvec, scalar_as, zeroing
 
 _MASK = Opnd("mask", "lmask", optional=True)
@@ -101,16 +102,39 @@ def VMI_VPRELU(m: Any, x: LVec, alpha: LVec, mask: LMask | None = None, *,
 
 
 def _i32_pair(sig: Sig) -> None:
+    """PTOAS's vmull contract (its words): 64, 128 or 256 lanes of i32 / ui32, the same type
+    for a, b, low and high."""
     for n in ("lhs", "rhs", "low", "high"):
         t = sig[n]
+        if isinstance(t, VmiSpec) and t.lanes not in (64, 128, 256):
+            raise sig.fail(f"requires logical lane count to be 64, 128, or 256 ({n} is {t})")
         if isinstance(t, VmiSpec) and (not t.dtype.is_int or t.dtype.itemsize != 4):
-            raise sig.fail(f"{n} is {t}: vmull takes and gives 32-bit integer lanes")
+            raise sig.fail(f"requires a, b, low, and high element types to be exactly i32 or "
+                           f"ui32 ({n} is {t})")
+    if sig.params.get("pmode") not in (None, "zero"):
+        raise sig.fail(f"pmode must be 'zero' when specified, got {sig.params['pmode']!r}")
+    ts = [(n, sig[n]) for n in ("lhs", "rhs", "low", "high") if isinstance(sig[n], VmiSpec)]
+    for n, t in ts[1:]:
+        if t != ts[0][1]:
+            raise sig.fail(f"requires a, b, low, and high to have identical VMI vreg types "
+                           f"({n} is {t}, {ts[0][0]} is {ts[0][1]})")
+
+
+def _exact_i32(sig: Sig) -> None:
+    """PTOAS writes the lanes i32 (signless) or ui32: si32 is refused there (an eager LVec of
+    int32 is signed, and takes the signed product)."""
+    for n in ("lhs", "rhs", "low", "high"):
+        t = sig[n]
+        if isinstance(t, VmiSpec) and t.dtype.is_int and t.dtype.is_signed and not t.signless:
+            raise sig.fail(f"requires a, b, low, and high element types to be exactly i32 or "
+                           f"ui32 ({n} is {t})")
 
 
 @instr("VMI_VMULL", pipe=Pipe.V, dialect="vmi",
+       ptoas=Ptoas(rules={"pto.vmi.vmull": (_exact_i32,)}),
        operands=(Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), _MASK), params=_PMODE,
        results=(Opnd("low", "lvec"), Opnd("high", "lvec")), dtype_key=("lhs",),
-       static=(same_lvec("lhs", "rhs", "low", "high"), same_lanes("lhs", "mask"), _i32_pair))
+       static=(_i32_pair, same_lanes("lhs", "mask")))
 def VMI_VMULL(m: Any, lhs: LVec, rhs: LVec, mask: LMask | None = None, *,
               pmode: str | None = None) -> tuple[LVec, LVec]:
     """(low, high)[i] = the low and high 32 bits of lhs[i] * rhs[i] as 64-bit integers
