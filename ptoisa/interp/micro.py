@@ -159,8 +159,7 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     one = res[0] if len(ins.results) == 1 and res else None
 
     target = cf.c.target
-    on = ins.on(target)
-    impl, runtime = on.impl, on.runtime
+    call = ins.checked_call(target)
     # operands read by slot alone (no group, none absent): one list comprehension less
     flat = all(isinstance(s, int) for s in fixed)
 
@@ -171,14 +170,8 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
             if m.observers or m.stream is not None or m.lanes != 1 or not m.values \
                     or m._lazy or m.target is not target:
                 out = run(m, vals, params, checked=True, loc=loc)
-            else:
-                # nobody watching, one block, values computed, no tile owing bytes: what
-                # Instr.run would do for a checked use (its run-time rules, then the
-                # semantics), without the three frames between (the plain and fast forms
-                # are for tile operands, which micro-ops never have)
-                for r in runtime:
-                    r(ins, *vals, **params)
-                out = impl(m, *vals, **params)
+            else:  # (what run does for this use, bound once: Instr.checked_call)
+                out = call(m, vals, params)
         except PtoError as e:
             raise e.at_op(name, loc) from None
         if one is not None:

@@ -401,6 +401,33 @@ class Instr:
                 e.args = (e.render(),)
             raise
 
+    def checked_call(self, target: Target) -> Callable[[Machine, list[Any], dict[str, Any]],
+                                                         Any]:
+        """What :meth:`run` does for a use on ``target`` whose static rules the caller
+        checked (a compiled ``.pto`` step), bound once: the caller takes it only for an
+        unobserved machine of one lane that computes values, has no tile owing bytes and is
+        no core of a mixed launch (``m.observers``, ``m.lanes``, ``m.values``, ``m._lazy``,
+        ``m.stream``); then :meth:`run` would call :meth:`_run_one`, which runs the run-time
+        rules and the semantics, and this does the same without its lookups. For entries
+        without a plain or fast form (those take tile operands)."""
+        on = self.on(target)
+        if on.plain is not None or on.fast is not None:
+            raise PtoError("checked_call is for entries without a plain or fast form",
+                           op=self.mnemonic)
+        impl, runtime, mnemonic = on.impl, on.runtime, self.mnemonic
+
+        def call(m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+            try:
+                for r in runtime:
+                    r(self, *vals, **params)
+                return impl(m, *vals, **params)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = mnemonic
+                    e.args = (e.render(),)
+                raise
+        return call
+
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
         """Split positional args into operand values (trailing Events are waits), coerce
         template parameters."""
