@@ -23,8 +23,8 @@ The static rules run here with the operands' types (``VRegSpec``, ``MaskSpec``, 
 scalars' element types) and the legality table of the target; at run time the step calls
 ``Instr.run`` like a tile instruction and binds what it returns to the op's results.
 
-``pto.vecscope { ... }`` is a region: its body runs in place (the vector function scope of the
-micro-ISA; it changes no value ptoisa computes).
+``pto.vecscope { ... }`` is a region (``interp/vbatch.py``): its body runs in place (the vector
+function scope of the micro-ISA; it changes no value ptoisa computes).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from ..ir.core import Op
 from ..isa.registry import Instr, Opnd
 from ..vector.regs import AlignSpec, PtrSpec, mask_spec, vreg_spec
 from . import bridge
-from .compiler import CompiledFunc, Env, Step, dialect_binder, handler
+from .compiler import CompiledFunc, Env, Step, dialect_binder
 
 
 def value_spec(t: T.Type) -> Any:
@@ -87,8 +87,11 @@ def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[An
     return plain, groups, literals, words
 
 
-def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
-    """The step of micro-op ``op`` bound to entry ``ins`` (see the module's docstring)."""
+def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
+                ) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
+    """(the operands' slots in the entry's order: a slot, None for an absent one, or a
+    group's; the parameters; the results' slots) of micro-op ``op`` bound to entry ``ins``,
+    its static rules checked (see the module's docstring)."""
     plain, groups, literals, words = _split(op)
     slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])
     types: dict[str, Any] = {}
@@ -140,8 +143,12 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     for r, v in zip(ins.results, op.results, strict=False):
         types[r.name] = value_spec(v.type)
     bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive)
-    res = tuple(cf.slot(v) for v in op.results)
-    fixed = tuple(slots)
+    return tuple(slots), params, tuple(cf.slot(v) for v in op.results)
+
+
+def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
+    """The step of micro-op ``op`` bound to entry ``ins`` (see the module's docstring)."""
+    fixed, params, res = micro_parts(cf, op, ins)
     run = ins.run
     loc = op.loc
     name = ins.mnemonic
@@ -219,17 +226,3 @@ def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
 
 
 dialect_binder("vpto", bind_micro)
-
-
-@handler("pto.vecscope")
-def _vecscope(cf: CompiledFunc, op: Op) -> Step:
-    if len(op.regions) != 1 or op.operands or op.results:
-        raise VerifyError(f"'{op.name}' takes no operands, has no results and one region",
-                          op=op.name, loc=op.loc)
-    body = cf.block(op.regions[0])
-
-    def step(env: Env) -> None:
-        env[0].machine.vf_seq += 1  # a new vector function (the cycle model tells them apart)
-        for s in body:
-            s(env)
-    return step

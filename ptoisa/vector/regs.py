@@ -139,8 +139,9 @@ class Mask:
         lane's first byte (a b32 lane is bit 4i, its other three bits clear: the packed image
         ``pto.psts`` stores, as upstream's vaddc golden packs a b32 carry)."""
         step = GRANULARITY[gran]
-        bits = np.zeros(VREG_BYTES, np.bool_)
-        bits[::step] = active
+        # (rows of lanes, one per iteration of a batched loop, give rows of bits)
+        bits = np.zeros(np.shape(active)[:-1] + (VREG_BYTES,), np.bool_)
+        bits[..., ::step] = active
         return cls(bits, gran)
 
     def __repr__(self) -> str:
