@@ -223,16 +223,17 @@ def _independent(writes: list[np.ndarray], reads: list[np.ndarray], trips: int) 
     """No register-sized range of ``writes`` (one start per iteration, per store) overlaps
     another range of writes, nor a range of ``reads`` of another iteration."""
     it = np.arange(trips, dtype=np.int64)
-    wl = np.concatenate(writes)
-    wit = np.tile(it, len(writes))
-    order = np.argsort(wl, kind="stable")
-    wl, wit = wl[order], wit[order]
-    if (wl[1:] < wl[:-1] + VREG_BYTES).any():
-        return False  # two stores share bytes (even in one iteration: refused, simply)
+    wl = np.concatenate(writes) if len(writes) > 1 else writes[0]
+    wit = np.tile(it, len(writes)) if len(writes) > 1 else it
+    if not (wl[1:] >= wl[:-1] + VREG_BYTES).all():  # (already in order: the common case)
+        order = np.argsort(wl, kind="stable")
+        wl, wit = wl[order], wit[order]
+        if (wl[1:] < wl[:-1] + VREG_BYTES).any():
+            return False  # two stores share bytes (even in one iteration: refused, simply)
     if not reads:
         return True
-    rl = np.concatenate(reads)
-    rit = np.tile(it, len(reads))
+    rl = np.concatenate(reads) if len(reads) > 1 else reads[0]
+    rit = np.tile(it, len(reads)) if len(reads) > 1 else it
     # the stores overlapping a read [rl, rl + 256) are those from index a (the first ending
     # after rl) to b (the last starting before its end): at most two, the stores being
     # disjoint ranges of the same size
