@@ -41,7 +41,7 @@ import numpy as np
 
 from ..errors import PtoError, VerifyError
 from ..ir.core import Op
-from ..vector.regs import VREG_BYTES
+from ..vector.regs import VREG_BYTES, Ptr
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, handler
 from .micro import micro_parts, value_spec
@@ -148,6 +148,45 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
     if len(counts) != len(carried):
         raise _Refused
     cap = target.buffer_size("UB")
+    mem = [u for u in items if isinstance(u, _Use) and u.ins.rows_access is not None]
+    verdicts: dict[tuple[Any, ...], bool] = {}
+
+    def _key(env: Env, i: int, end: int, st: int) -> tuple[Any, ...] | None:
+        """What the memory ops' accesses depend on besides the rows: the bounds and the
+        values from outside the loop (pointers, offsets); None when one is not a pointer or
+        an integer (then nothing is kept)."""
+        parts: list[Any] = [i, end, st]
+        for u in mem:
+            for s, sp in zip(u.fixed, u.specs, strict=True):
+                if s is None or sp is not None or s == iv_slot:
+                    continue
+                v = env[s]
+                if isinstance(v, Ptr):
+                    parts.append((v.space, v.addr, v.dtype.name))
+                elif _ints(v):
+                    parts.append(int(v))
+                else:
+                    return None
+        return tuple(parts)
+
+    def _accesses_ok(env: Env, per: dict[int, Any], trips: int) -> bool:
+        """Every row of every memory op in UB, and the rows independent."""
+        writes: list[np.ndarray] = []
+        reads: list[np.ndarray] = []
+        for u in mem:
+            vals = [None if s is None else per[s] if s in per else
+                    sp if sp is not None else env[s] for s, sp in zip(u.fixed, u.specs,
+                                                                       strict=True)]
+            vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar" and _ints(v)
+                    else v for v, o in zip(vals, u.ins.operands, strict=True)]
+            acc = u.ins.rows_access(vals, u.params)
+            if acc is None:
+                return False
+            for role, starts, n in acc:
+                if n != VREG_BYTES or int(starts.min()) < 0 or int(starts.max()) + n > cap:
+                    return False  # (the iteration that leaves UB says so, run one by one)
+                (reads if role == "in" else writes).append(starts)
+        return not writes or _independent(writes, reads, trips)
 
     def run(env: Env) -> bool:
         ctx = env[0]
@@ -171,25 +210,17 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             cs = chain(int(c0), trips)
             per[arg] = cs[:-1]
             finals.append((arg, result, int(cs[-1])))
-        # every access's bytes, before anything runs
-        writes: list[np.ndarray] = []
-        reads: list[np.ndarray] = []
-        for u in items:
-            if isinstance(u, tuple) or u.ins.rows_access is None:
-                continue
-            vals = [None if s is None else per[s] if s in per else
-                    sp if sp is not None else env[s] for s, sp in zip(u.fixed, u.specs,
-                                                                       strict=True)]
-            vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar" and _ints(v)
-                    else v for v, o in zip(vals, u.ins.operands, strict=True)]
-            acc = u.ins.rows_access(vals, u.params)
-            if acc is None:
-                return False
-            for role, starts, n in acc:
-                if n != VREG_BYTES or int(starts.min()) < 0 or int(starts.max()) + n > cap:
-                    return False  # (the iteration that leaves UB says so, run one by one)
-                (reads if role == "in" else writes).append(starts)
-        if writes and not _independent(writes, reads, trips):
+        # every access's bytes, before anything runs (the verdict kept per bounds and
+        # pointers: a chunk loop runs the same vecscope loop on the same UB buffers)
+        key = _key(env, int(i), int(end), int(st))
+        ok = verdicts.get(key) if key is not None else None
+        if ok is None:
+            ok = _accesses_ok(env, per, trips)
+            if key is not None:
+                if len(verdicts) > 64:
+                    verdicts.clear()
+                verdicts[key] = ok
+        if not ok:
             return False
         ctx.spend(trips, op)
         for u in items:
