@@ -291,3 +291,28 @@ def test_observed_runs_take_the_per_iteration_path() -> None:
     assert rep.total == rep_off.total > 0
     assert z0.tobytes() == z1.tobytes()
     np.testing.assert_array_equal(z0[:2 * 16384], x[:2 * 16384] + y[:2 * 16384])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(["PLT_B8", "PLT_B16", "PLT_B32"]), st.integers(-300, 5000),
+       st.integers(0, 40))
+def test_plt_chain_is_the_entry_fed_back(name: str, first: int, trips: int) -> None:
+    """An entry's ``chain`` (what a batched loop uses for a carried plt count) gives the
+    counts of feeding the entry its own scalar_out, and the masks of the rows are the
+    entry's masks of those counts."""
+    from ptoisa.isa.registry import REGISTRY
+    from ptoisa.targets import get_target
+
+    ins = REGISTRY[name]
+    call = ins.checked_call(get_target("a5"))
+    counts = ins.chain(first, trips)
+    left: Any = first
+    masks = []
+    for k in range(trips + 1):
+        assert counts[k] == left, (k, counts[:k + 1])
+        mask, left = call(None, [left], {})
+        masks.append(mask.bits)
+    rows, _ = call(None, [counts], {})
+    assert np.array_equal(rows.bits, np.stack(masks))
+    assert rows.full == bool(np.stack(masks)[:, ::{"PLT_B8": 1, "PLT_B16": 2,
+                                                   "PLT_B32": 4}[name]].all())

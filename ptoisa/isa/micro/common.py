@@ -27,7 +27,7 @@ def zeroing(values: np.ndarray, mask: Mask) -> VReg:
     Behavior"): inactive lanes are zero. (``values`` may have a leading axis of rows, one
     per iteration of a batched loop: ``interp/vbatch.py``; the lanes are the last axis.)"""
     on = active(mask, values.shape[-1])
-    if on.all():
+    if mask.full if mask.full is not None else on.all():
         return VReg(values)
     return VReg(np.where(on, values, values.dtype.type(0)))
 

@@ -73,7 +73,10 @@ def plt_mask(left: Any, gran: str) -> Mask:
     """The mask ``pto.plt_<gran>`` makes of ``left`` lanes to go: lane i active when i < left
     (an array of counts, one per iteration of a batched loop, gives one row each)."""
     n = VREG_BYTES // GRANULARITY[gran]
-    return Mask.of_lanes(np.arange(n) < np.asarray(left)[..., None], gran)
+    counts = np.asarray(left)
+    mask = Mask.of_lanes(np.arange(n) < counts[..., None], gran)
+    mask.full = bool((counts >= n).all())
+    return mask
 
 
 def plt_counts(init: int, gran: str, trips: int) -> np.ndarray:
