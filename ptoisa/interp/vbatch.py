@@ -16,7 +16,10 @@ same numpy functions, so the same bits.
 - an entry with a ``chain`` (``pto.plt_b*``) on a loop-carried count that the loop yields
   back as the op's count result and uses nowhere else (the tail mask PTOAS emits): every
   iteration's count comes from the chain in closed form;
-- ``arith.constant`` (the same value every iteration).
+- ``arith.constant`` (the same value every iteration), and the integer ops of
+  ``arith.NUMPY_EXACT`` (``addi``, ``subi``, ``muli``, bitwise) on the induction variable:
+  their own steps on int64 rows, as on lockstep's per-block values (offsets such as
+  ``%i + %base``), computed before anything else runs.
 
 Independent: no byte one iteration may store (all the lanes of its ``vsts``, masked or
 not) is loaded or stored by another. Running op after op over all iterations then reads
@@ -42,7 +45,7 @@ import numpy as np
 from ..errors import PtoError, VerifyError
 from ..ir.core import Op
 from ..vector.regs import VREG_BYTES, Ptr
-from . import bridge
+from . import arith, bridge
 from .compiler import CompiledFunc, Env, Step, handler
 from .micro import micro_parts, value_spec
 
@@ -106,12 +109,30 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             uses[id(v)] = uses.get(id(v), 0) + 1
     target = cf.c.target
     items: list[Any] = []  # ("once", step) | _Use, in the body's order
+    # integer arith on the induction variable (offsets): (step, operand slots, result slot)
+    int_ops: list[tuple[Step, list[int], int]] = []
+    int_rows: set[int] = {id(iv)}  # values that are integer rows
+    outside: list[int] = []  # slots of values from outside the loop the int ops read
     counts: list[tuple[int, int, Any, int]] = []  # (arg slot, init slot, chain, result slot)
     for o in ops:
         if o.regions:
             raise _Refused
         if o.name == "arith.constant":  # (the same value every iteration: not 'inside')
             items.append(("once", cf.compile_op(o)))
+            continue
+        if o.name in arith.NUMPY_EXACT and len(o.operands) == 2 and len(o.results) == 1:
+            # (its step takes int64 rows as lockstep's per-block values: exact modulo 2^64,
+            # wrapped to the width, each row what the scalar op gives)
+            if any(id(v) in inside and id(v) not in int_rows for v in o.operands):
+                raise _Refused
+            if any(id(v) in int_rows for v in o.operands):
+                int_rows.add(id(o.results[0]))
+                inside.add(id(o.results[0]))
+                outside.extend(cf.slot(v) for v in o.operands if id(v) not in inside)
+                int_ops.append((cf.compile_op(o), [cf.slot(v) for v in o.operands],
+                                cf.slot(o.results[0])))
+            else:
+                items.append(("once", cf.compile_op(o)))
             continue
         ins = bridge.instr_of(o.name)
         if ins is None or ins.dialect != "vpto" or not ins.rows:
@@ -140,15 +161,17 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                     c = carried.index(v)
                     counts.append((s, cf.slot(op.operands[3 + c]), ins.chain,
                                    cf.slot(op.results[c]) if op.results else -1))
-                elif made or (v is iv and ins.rows_access is None):
+                elif id(v) in int_rows and ins.rows_access is None or \
+                        made and id(v) not in int_rows:
                     raise _Refused  # (a scalar of rows: offsets of memory ops only)
-            specs.append(value_spec(v.type) if made else None)
+            specs.append(value_spec(v.type) if made and id(v) not in int_rows else None)
         inside.update(id(r) for r in o.results)
         items.append(_Use(ins, ins.checked_call(target), fixed, specs, params, res, o))
     if len(counts) != len(carried):
         raise _Refused
     cap = target.buffer_size("UB")
     mem = [u for u in items if isinstance(u, _Use) and u.ins.rows_access is not None]
+    row_slots = {iv_slot} | {k for _s, _a, k in int_ops}
     verdicts: dict[tuple[Any, ...], bool] = {}
 
     def _key(env: Env, i: int, end: int, st: int) -> tuple[Any, ...] | None:
@@ -156,9 +179,13 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         values from outside the loop (pointers, offsets); None when one is not a pointer or
         an integer (then nothing is kept)."""
         parts: list[Any] = [i, end, st]
+        for s in outside:  # (what offsets computed from the induction variable add)
+            if not _ints(env[s]):
+                return None
+            parts.append(int(env[s]))
         for u in mem:
             for s, sp in zip(u.fixed, u.specs, strict=True):
-                if s is None or sp is not None or s == iv_slot:
+                if s is None or sp is not None or s in row_slots:
                     continue
                 v = env[s]
                 if isinstance(v, Ptr):
@@ -202,6 +229,17 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             return False
         ivs = np.arange(int(i), int(end), int(st), dtype=np.int64)
         per: dict[int, Any] = {iv_slot: ivs}
+        for step, args, k in int_ops:  # (pure: before anything, for the checks too)
+            for a in args:
+                if a in per:
+                    env[a] = per[a]
+            try:
+                step(env)
+            except PtoError:
+                return False  # (the iteration that fails says so, run one by one)
+            if not isinstance(env[k], np.ndarray) or env[k].shape != ivs.shape:
+                return False
+            per[k] = env[k]
         finals: list[tuple[int, int, int]] = []
         for arg, init, chain, result in counts:
             c0 = env[init]
