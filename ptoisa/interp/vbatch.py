@@ -108,7 +108,10 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         for v in o.operands:
             uses[id(v)] = uses.get(id(v), 0) + 1
     target = cf.c.target
-    items: list[Any] = []  # ("once", step) | _Use, in the body's order
+    items: list[_Use] = []  # the micro-ops, in the body's order
+    # ops whose value is the same every iteration (constants, integer ops of values from
+    # outside the loop): run first, before anything reads them
+    once: list[Step] = []
     # integer arith on the induction variable (offsets): (step, operand slots, result slot)
     int_ops: list[tuple[Step, list[int], int]] = []
     int_rows: set[int] = {id(iv)}  # values that are integer rows
@@ -118,7 +121,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         if o.regions:
             raise _Refused
         if o.name == "arith.constant":  # (the same value every iteration: not 'inside')
-            items.append(("once", cf.compile_op(o)))
+            once.append(cf.compile_op(o))
             continue
         if o.name in arith.NUMPY_EXACT and len(o.operands) == 2 and len(o.results) == 1:
             # (its step takes int64 rows as lockstep's per-block values: exact modulo 2^64,
@@ -132,7 +135,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 int_ops.append((cf.compile_op(o), [cf.slot(v) for v in o.operands],
                                 cf.slot(o.results[0])))
             else:
-                items.append(("once", cf.compile_op(o)))
+                once.append(cf.compile_op(o))
             continue
         ins = bridge.instr_of(o.name)
         if ins is None or ins.dialect != "vpto" or not ins.rows:
@@ -170,7 +173,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
     if len(counts) != len(carried):
         raise _Refused
     cap = target.buffer_size("UB")
-    mem = [u for u in items if isinstance(u, _Use) and u.ins.rows_access is not None]
+    mem = [u for u in items if u.ins.rows_access is not None]
     row_slots = {iv_slot} | {k for _s, _a, k in int_ops}
     verdicts: dict[tuple[Any, ...], bool] = {}
 
@@ -228,6 +231,11 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         if trips < 2:
             return False
         ivs = np.arange(int(i), int(end), int(st), dtype=np.int64)
+        for step in once:  # (pure, from values outside the loop; the checks read them)
+            try:
+                step(env)
+            except PtoError:
+                return False  # (the iteration that fails says so, run one by one)
         per: dict[int, Any] = {iv_slot: ivs}
         for step, args, k in int_ops:  # (pure: before anything, for the checks too)
             for a in args:
@@ -262,9 +270,6 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             return False
         ctx.spend(trips, op)
         for u in items:
-            if isinstance(u, tuple):
-                u[1](env)
-                continue
             vals = [None if s is None else per[s] if s in per else env[s] for s in u.fixed]
             if u.ins.rows_access is not None:  # (offsets as rows, as the check saw them)
                 vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar" and _ints(v)

@@ -318,3 +318,58 @@ def test_plt_chain_is_the_entry_fed_back(name: str, first: int, trips: int) -> N
     assert np.array_equal(rows.bits, np.stack(masks))
     assert rows.full == bool(np.stack(masks)[:, ::{"PLT_B8": 1, "PLT_B16": 2,
                                                    "PLT_B32": 4}[name]].all())
+
+
+def test_values_made_in_the_body_from_outside_are_fresh_each_launch_of_the_loop() -> None:
+    """A constant and an integer op of outside values inside the loop's body (the same every
+    iteration, but not every time the loop runs) feed the offsets: each run of the loop
+    sees this run's values, in its checks too."""
+    src = """
+module attributes {pto.target_arch = "a5", pto.kernel_kind = #pto.kernel_kind<vector>} {
+  func.func @k(%x: !pto.ptr<f32, gm>, %z: !pto.ptr<f32, gm>) attributes {pto.kernel} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c128 = arith.constant 128 : index
+    %c64 = arith.constant 64 : index
+    %zero = arith.constant 0 : i64
+    %one = arith.constant 1 : i64
+    %nb = arith.constant 2048 : i64
+    %a0 = arith.constant 0 : i64
+    %a1 = arith.constant 8192 : i64
+    %ux = pto.castptr %a0 : i64 -> !pto.ptr<f32, ub>
+    %uz = pto.castptr %a1 : i64 -> !pto.ptr<f32, ub>
+    pto.mte_gm_ub %x, %ux, %zero, %nb nburst(%one, %nb, %nb)
+      : !pto.ptr<f32, gm>, !pto.ptr<f32, ub>, i64, i64, i64, i64, i64
+    pto.mte_gm_ub %x, %uz, %zero, %nb nburst(%one, %nb, %nb)
+      : !pto.ptr<f32, gm>, !pto.ptr<f32, ub>, i64, i64, i64, i64, i64
+    scf.for %k = %c0 to %c4 step %c1 {
+      %base = arith.muli %k, %c128 : index
+      pto.vecscope {
+        %m = pto.pset_b32 "PAT_ALL" : !pto.mask<b32>
+        scf.for %i = %c0 to %c128 step %c64 {
+          %c3 = arith.constant 3 : index
+          %b = arith.addi %base, %c3 : index
+          %j = arith.addi %i, %b : index
+          %a = pto.vlds %ux[%j] : !pto.ptr<f32, ub> -> !pto.vreg<64xf32>
+          %r = pto.vadd %a, %a, %m
+            : !pto.vreg<64xf32>, !pto.vreg<64xf32>, !pto.mask<b32> -> !pto.vreg<64xf32>
+          pto.vsts %r, %uz[%j], %m : !pto.vreg<64xf32>, !pto.ptr<f32, ub>, !pto.mask<b32>
+        }
+      }
+    }
+    pto.mte_ub_gm %uz, %z, %nb nburst(%one, %nb, %nb)
+      : !pto.ptr<f32, ub>, !pto.ptr<f32, gm>, i64, i64, i64, i64
+    return
+  }
+}
+"""
+    prog = load(src, target="a5")
+    x = np.arange(512, dtype=np.float32)
+    z = np.zeros(512, np.float32)
+    on, off, batched = _run_both(prog, "k", [x, z])
+    assert batched == 4
+    _same_bits(on, off, "offsets from the body")
+    want = x.copy()
+    want[3:] = 2 * x[3:]  # (chunk k doubles elements 128k + 3 .. 128k + 130)
+    np.testing.assert_array_equal(on[1], want)
