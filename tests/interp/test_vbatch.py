@@ -373,3 +373,15 @@ module attributes {pto.target_arch = "a5", pto.kernel_kind = #pto.kernel_kind<ve
     want = x.copy()
     want[3:] = 2 * x[3:]  # (chunk k doubles elements 128k + 3 .. 128k + 130)
     np.testing.assert_array_equal(on[1], want)
+
+
+def test_a_full_mask_read_at_another_width_counts_its_lanes() -> None:
+    """A plt_b32 mask of rows says every one of its 64 lanes is on; read as 128 lanes (a
+    permissive run may pair it with f16) half of them are off, and zeroing sees that."""
+    from ptoisa.isa.micro.common import zeroing
+    from ptoisa.isa.micro.predicate import plt_mask
+
+    mask = plt_mask(np.array([64, 64]), "b32")
+    assert mask.full
+    out = zeroing(np.ones((2, 128), np.float16), mask).data
+    assert out[:, 0::2].all() and not out[:, 1::2].any()

@@ -26,8 +26,11 @@ def zeroing(values: np.ndarray, mask: Mask) -> VReg:
     """A result register under the native predication (vpto-spec.md "Predication
     Behavior"): inactive lanes are zero. (``values`` may have a leading axis of rows, one
     per iteration of a batched loop: ``interp/vbatch.py``; the lanes are the last axis.)"""
-    on = active(mask, values.shape[-1])
-    if mask.full if mask.full is not None else on.all():
+    n = values.shape[-1]
+    on = active(mask, n)
+    # (a mask that says it is full says so of its own lanes: read at another width, count)
+    full = mask.full if mask.full is not None and n * mask.step == VREG_BYTES else None
+    if full if full is not None else on.all():
         return VReg(values)
     return VReg(np.where(on, values, values.dtype.type(0)))
 
