@@ -27,13 +27,14 @@ from ..tensor import GlobalTensor
 from . import bridge
 from . import buffers as _buffers  # noqa: F401 - registers the tile buffer / placement handlers
 from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
-from . import micro as _micro  # noqa: F401 - registers the micro-op binding and vecscope
+from . import micro as _micro  # noqa: F401 - registers the micro-op binding
 from . import pipe_ops as _pipe_ops
 from . import scalar_ops as _scalar_ops  # noqa: F401 - registers the pointer / scalar ops
 from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import structure as _structure
 from . import sync_ops as _sync_ops  # noqa: F401 - registers the sync / block-query handlers
+from . import vbatch as _vbatch  # noqa: F401 - registers vecscope (its loops run batched)
 from . import views as _views  # noqa: F401 - registers the tensor view / window handlers
 from . import vmi as _vmi  # noqa: F401 - registers the VMI binding
 from .compiler import CompiledFunc, Compiler, Context

@@ -23,8 +23,8 @@ The static rules run here with the operands' types (``VRegSpec``, ``MaskSpec``, 
 scalars' element types) and the legality table of the target; at run time the step calls
 ``Instr.run`` like a tile instruction and binds what it returns to the op's results.
 
-``pto.vecscope { ... }`` is a region: its body runs in place (the vector function scope of the
-micro-ISA; it changes no value ptoisa computes).
+``pto.vecscope { ... }`` is a region (``interp/vbatch.py``): its body runs in place (the vector
+function scope of the micro-ISA; it changes no value ptoisa computes).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from ..isa.micro.simt import SCOPED as SIMT_SCOPED
 from ..isa.registry import Instr, Opnd
 from ..vector.regs import AlignSpec, PtrSpec, mask_spec, vreg_spec
 from . import bridge
-from .compiler import CompiledFunc, Env, Step, dialect_binder, handler
+from .compiler import CompiledFunc, Env, Step, dialect_binder
 
 
 def value_spec(t: T.Type) -> Any:
@@ -102,8 +102,11 @@ def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[An
     return plain, groups, literals, words
 
 
-def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
-    """The step of micro-op ``op`` bound to entry ``ins`` (see the module's docstring)."""
+def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
+                ) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
+    """(the operands' slots in the entry's order: a slot, None for an absent one, or a
+    group's; the parameters; the results' slots) of micro-op ``op`` bound to entry ``ins``,
+    its static rules checked (see the module's docstring)."""
     plain, groups, literals, words = _split(op)
     slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])
     types: dict[str, Any] = {}
@@ -159,8 +162,12 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     if ins.name in SIMT_SCOPED and not _in_simt(cf, op):
         raise VerifyError(f"'{op.name}' op must be inside a pto.simt_entry function or "
                           "pto.section.simt", op=op.name, loc=op.loc)
-    res = tuple(cf.slot(v) for v in op.results)
-    fixed = tuple(slots)
+    return tuple(slots), params, tuple(cf.slot(v) for v in op.results)
+
+
+def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
+    """The step of micro-op ``op`` bound to entry ``ins`` (see the module's docstring)."""
+    fixed, params, res = micro_parts(cf, op, ins)
     run = ins.run
     loc = op.loc
     name = ins.mnemonic
@@ -177,10 +184,20 @@ def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
     # (an entry of several results returns a tuple, of which the op may bind the first few)
     one = res[0] if len(ins.results) == 1 and res else None
 
+    target = cf.c.target
+    call = ins.checked_call(target)
+    # operands read by slot alone (no group, none absent): one list comprehension less
+    flat = all(isinstance(s, int) for s in fixed)
+
     def step(env: Env) -> None:
-        vals = [get(env, s) for s in fixed]
+        m = env[0].machine
+        vals = [env[s] for s in fixed] if flat else [get(env, s) for s in fixed]
         try:
-            out = run(env[0].machine, vals, params, checked=True, loc=loc)
+            if m.observers or m.stream is not None or m.lanes != 1 or not m.values \
+                    or m._lazy or m.target is not target:
+                out = run(m, vals, params, checked=True, loc=loc)
+            else:  # (what run does for this use, bound once: Instr.checked_call)
+                out = call(m, vals, params)
         except PtoError as e:
             raise e.at_op(name, loc) from None
         if one is not None:
@@ -236,17 +253,3 @@ def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
 
 
 dialect_binder("vpto", bind_micro)
-
-
-@handler("pto.vecscope")
-def _vecscope(cf: CompiledFunc, op: Op) -> Step:
-    if len(op.regions) != 1 or op.operands or op.results:
-        raise VerifyError(f"'{op.name}' takes no operands, has no results and one region",
-                          op=op.name, loc=op.loc)
-    body = cf.block(op.regions[0])
-
-    def step(env: Env) -> None:
-        env[0].machine.vf_seq += 1  # a new vector function (the cycle model tells them apart)
-        for s in body:
-            s(env)
-    return step

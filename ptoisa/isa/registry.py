@@ -224,6 +224,22 @@ class Instr:
     #: or returned to the program: the run stops, naming it). "" (the default): "run" for a
     #: sync, a non-"data" access or an entry with results, else "skip"
     timing: str = ""
+    #: a micro-op whose semantics compute each lane alone and take registers, masks and
+    #: counts with a leading axis of rows as well as single ones (one row per iteration of a
+    #: vecscope loop run as one batch: ``interp/vbatch.py``), giving each row what a single
+    #: operand would
+    rows: bool = False
+    #: a micro-op whose scalar result, fed back as its one scalar operand (a loop carrying
+    #: ``pto.plt``'s count of lanes to go), follows in closed form: ``chain(first, n)`` is the
+    #: operand of n + 1 such uses in a row (the last what the n-th returns)
+    chain: Callable[[int, int], np.ndarray] | None = None
+    #: a ``rows`` micro-op that reads or writes a buffer: ``rows_access(vals, params)`` is
+    #: [(role, byte starts, bytes), ...] of a use with one offset per row (an int64 array
+    #: among ``vals``; registers and masks given by their specs), what its semantics access
+    #: for those rows; None when the use's form does not run with rows (then neither do its
+    #: semantics)
+    rows_access: Callable[[list[Any], dict[str, Any]],
+                          list[tuple[str, np.ndarray, int]] | None] | None = None
     _n_required: int = field(default=0, init=False)
     #: positions of the operands the instruction writes (out, inout, scratch)
     _written: tuple[int, ...] = field(default=(), init=False)
@@ -405,6 +421,33 @@ class Instr:
                 e.op = self.mnemonic
                 e.args = (e.render(),)
             raise
+
+    def checked_call(self, target: Target) -> Callable[[Machine, list[Any], dict[str, Any]],
+                                                         Any]:
+        """What :meth:`run` does for a use on ``target`` whose static rules the caller
+        checked (a compiled ``.pto`` step), bound once: the caller takes it only for an
+        unobserved machine of one lane that computes values, has no tile owing bytes and is
+        no core of a mixed launch (``m.observers``, ``m.lanes``, ``m.values``, ``m._lazy``,
+        ``m.stream``); then :meth:`run` would call :meth:`_run_one`, which runs the run-time
+        rules and the semantics, and this does the same without its lookups. For entries
+        without a plain or fast form (those take tile operands)."""
+        on = self.on(target)
+        if on.plain is not None or on.fast is not None:
+            raise PtoError("checked_call is for entries without a plain or fast form",
+                           op=self.mnemonic)
+        impl, runtime, mnemonic = on.impl, on.runtime, self.mnemonic
+
+        def call(m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+            try:
+                for r in runtime:
+                    r(self, *vals, **params)
+                return impl(m, *vals, **params)
+            except PtoError as e:
+                if e.op is None:
+                    e.op = mnemonic
+                    e.args = (e.render(),)
+                raise
+        return call
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], dict]:
         """Split positional args into operand values (trailing Events are waits), coerce
@@ -1022,6 +1065,9 @@ def instr(
     dialect: str = "tile",
     results: Iterable[Opnd] = (),
     timing: str = "",
+    rows: bool = False,
+    chain: Callable[[int, int], np.ndarray] | None = None,
+    rows_access: Callable[..., Any] | None = None,
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -1069,7 +1115,8 @@ def instr(
             pipe_of=pipe_of, ptoas=ptoas, plain=plain, plain_scalar=plain_scalar, fast=fast,
             plan=plan, access=access, view_offset=view_offset,
             access_roles=dict(access_roles or {}), sync=sync, same_valid=same_valid,
-            dialect=dialect, results=tuple(results), timing=timing,
+            dialect=dialect, results=tuple(results), timing=timing, rows=rows, chain=chain,
+            rows_access=rows_access,
         )
         if ins.results:
             ins.returns_event = False

@@ -114,11 +114,14 @@ class Mask:
     """A predicate register: ``bits``, 256 bools (one per byte of a vector register), read
     with ``gran`` bytes per lane."""
 
-    __slots__ = ("bits", "gran")
+    __slots__ = ("bits", "gran", "full")
 
-    def __init__(self, bits: np.ndarray, gran: str) -> None:
+    def __init__(self, bits: np.ndarray, gran: str, full: bool | None = None) -> None:
         self.bits = bits
         self.gran = gran
+        #: every lane of every row active, when the op that made it knows (None: not said;
+        #: a batched loop's plt masks say it, sparing a pass over their rows' bits)
+        self.full = full
 
     @property
     def spec(self) -> MaskSpec:
@@ -139,8 +142,9 @@ class Mask:
         lane's first byte (a b32 lane is bit 4i, its other three bits clear: the packed image
         ``pto.psts`` stores, as upstream's vaddc golden packs a b32 carry)."""
         step = GRANULARITY[gran]
-        bits = np.zeros(VREG_BYTES, np.bool_)
-        bits[::step] = active
+        # (rows of lanes, one per iteration of a batched loop, give rows of bits)
+        bits = np.zeros(np.shape(active)[:-1] + (VREG_BYTES,), np.bool_)
+        bits[..., ::step] = active
         return cls(bits, gran)
 
     def __repr__(self) -> str:

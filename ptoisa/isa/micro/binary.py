@@ -34,7 +34,7 @@ def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, shift: bool = Fa
     impl.__doc__ = doc
     impl.__module__ = __name__
     return instr(name, pipe=Pipe.V, dialect="vpto", operands=_OPS, results=_RES,
-                 dtype_key=("lhs",), static=static)(impl)
+                 dtype_key=("lhs",), static=static, rows=True)(impl)
 
 
 def _shl(a: np.ndarray, s: np.ndarray) -> np.ndarray:

@@ -16,15 +16,21 @@ from ..registry import Sig, StaticRule
 
 
 def active(mask: Mask, n: int) -> np.ndarray:
-    """The active lanes of a register of ``n`` lanes under ``mask`` (one bool per lane)."""
-    return mask.bits[:: VREG_BYTES // n] if n <= VREG_BYTES else np.repeat(mask.bits, 2)
+    """The active lanes of a register of ``n`` lanes under ``mask`` (one bool per lane; a
+    mask of several rows, one per iteration of a batched loop, gives one row each)."""
+    return mask.bits[..., :: VREG_BYTES // n] if n <= VREG_BYTES \
+        else np.repeat(mask.bits, 2, axis=-1)
 
 
 def zeroing(values: np.ndarray, mask: Mask) -> VReg:
     """A result register under the native predication (vpto-spec.md "Predication
-    Behavior"): inactive lanes are zero."""
-    on = active(mask, values.size)
-    if on.all():
+    Behavior"): inactive lanes are zero. (``values`` may have a leading axis of rows, one
+    per iteration of a batched loop: ``interp/vbatch.py``; the lanes are the last axis.)"""
+    n = values.shape[-1]
+    on = active(mask, n)
+    # (a mask that says it is full says so of its own lanes: read at another width, count)
+    full = mask.full if mask.full is not None and n * mask.step == VREG_BYTES else None
+    if full if full is not None else on.all():
         return VReg(values)
     return VReg(np.where(on, values, values.dtype.type(0)))
 

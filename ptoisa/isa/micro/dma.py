@@ -60,6 +60,28 @@ def _span(starts: np.ndarray, n: int) -> tuple[int, int]:
     return int(starts.min()), int(starts.max()) + n
 
 
+def _rows_view(buf: np.ndarray, starts: np.ndarray, n: int, write: bool) -> np.ndarray | None:
+    """The rows [s, s + n) of byte array ``buf`` for s in ``starts`` as one (rows, n) view,
+    when the starts step evenly (and, for a destination, its rows do not overlap: each byte
+    written once, as the indexed assignment writes it); None otherwise. (The same bytes as
+    indexing with ``starts[:, None] + arange(n)``, without building the index.)"""
+    k = starts.size
+    if k == 0 or n <= 0:
+        return None
+    s0 = int(starts[0])
+    step = int(starts[1] - starts[0]) if k > 1 else n
+    if step < 0 or (write and k > 1 and step < n) or s0 < 0 \
+            or s0 + (k - 1) * step + n > buf.size:
+        return None
+    if k > 2 and not (np.diff(starts) == step).all():
+        return None
+    if step == n:  # rows end to end: a plain slice
+        return buf[s0:s0 + k * n].reshape(k, n)
+    b = buf.strides[0]
+    return np.lib.stride_tricks.as_strided(buf[s0:], shape=(k, n), strides=(step * b, b),
+                                           writeable=write)
+
+
 def _check_gm(gm: np.ndarray, starts: np.ndarray, n: int, op: str, what: str) -> None:
     lo, hi = _span(starts, n)
     if lo < 0 or hi > gm.size:
@@ -101,8 +123,12 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
     out = buffer_bytes(m, "ub", ub.addr + lo, hi - lo, "the accessed", role=None)
     touch(m, "in", "GM", gm, src, n)  # (the rows themselves, not the span between them)
     touch(m, "out", "UB", None, ub.addr + dst, n + fill)
+    to, frm = _rows_view(out, dst - lo, n, True), _rows_view(gm, src, n, False)
     cols = np.arange(n, dtype=np.int64)
-    out[(dst - lo)[:, None] + cols[None, :]] = gm[src[:, None] + cols[None, :]]
+    if to is not None and frm is not None:  # (evenly spaced rows: views, no index arrays)
+        to[...] = frm
+    else:
+        out[(dst - lo)[:, None] + cols[None, :]] = gm[src[:, None] + cols[None, :]]
     if fill:
         dt = ub.dtype
         one = np.array([scalar_as(pad[0], dt, "pad")], dt.np).view(np.uint8)
@@ -135,6 +161,10 @@ def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
     touch(m, "in", "UB", None, ub.addr + src, n)
     touch(m, "out", "GM", gm, dst, n)
     m.gm_barrier(gm_dst)  # tiles still reading these GM bytes lazily take their copy first
+    to, frm = _rows_view(gm, dst, n, True), _rows_view(data, src - lo, n, False)
+    if to is not None and frm is not None:  # (evenly spaced rows: views, no index arrays)
+        to[...] = combine(m, to, frm, op)
+        return
     cols = np.arange(n, dtype=np.int64)
     at = dst[:, None] + cols[None, :]
     gm[at] = combine(m, gm[at], data[(src - lo)[:, None] + cols[None, :]], op)

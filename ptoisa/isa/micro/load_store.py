@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import dtypes as D
 from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.regs import VREG_BYTES, Mask, Ptr, PtrSpec, VReg, VRegSpec, buffer_bytes
@@ -57,11 +58,22 @@ def _ptr_elems(sig: Sig) -> None:
         raise sig.fail(f"source {p} and result {r} differ in element width")
 
 
+def _vlds_rows_access(vals: list[Any], params: dict[str, Any]
+                      ) -> list[tuple[str, np.ndarray, int]] | None:
+    """The UB bytes VLDS reads at one offset per row (dist NORM only)."""
+    source, offset = vals
+    if str(params.get("dist", "NORM")) != "NORM" or params.get("post_update") \
+            or not isinstance(source, Ptr) or source.space != "ub" \
+            or not isinstance(offset, np.ndarray):
+        return None
+    return [("in", source.addr + offset * source.dtype.itemsize, VREG_BYTES)]
+
+
 @instr("VLDS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("source", "ptr"), Opnd("offset", "scalar", optional=True)),
        params=(Param("dist", "NORM"), Param("post_update", False)),
        results=(Opnd("result", "vreg"), Opnd("updated_base", "ptr", optional=True)),
-       dtype_key=("source",), static=(_ptr_elems,))
+       dtype_key=("source",), static=(_ptr_elems,), rows=True, rows_access=_vlds_rows_access)
 def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
          post_update: bool = False) -> tuple[VReg, Ptr]:
     """result = the register loaded from UB at source + offset elements by the distribution
@@ -70,6 +82,11 @@ def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
     form loads at source itself and returns updated_base = source + offset."""
     p = _ub(source, "vlds")
     dt = p.dtype
+    if isinstance(offset, np.ndarray):  # one offset per row (a batched loop; NORM only)
+        if _vlds_rows_access([source, offset], {"dist": dist, "post_update": post_update}) \
+                is None:
+            raise _not_run("vlds", f"{dist} over rows")
+        return vlds_rows(m, p, p.addr + offset * dt.itemsize), p
     off = 0 if offset is None else int(offset)
     at = p.addr + (0 if post_update else off * dt.itemsize)
     n = VREG_BYTES // dt.itemsize
@@ -97,11 +114,80 @@ def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
     return VReg(data), p.plus(off)
 
 
+def _spec_of(data: np.ndarray) -> VRegSpec:
+    """The register type of lanes ``data`` (the last axis; rows before it)."""
+    return VRegSpec(data.shape[-1], D.dtype(data.dtype))
+
+
+def _rows_from(at: np.ndarray) -> tuple[int, int, np.ndarray, bool]:
+    """(lowest byte, end, each row's offset from the lowest, whether the rows lie end to end
+    from the lowest in order) of registers at byte addresses ``at``."""
+    lo = int(at.min())
+    rel = at - lo
+    packed = bool((rel == np.arange(at.size, dtype=np.int64) * VREG_BYTES).all())
+    return lo, int(at.max()) + VREG_BYTES, rel, packed
+
+
+def vlds_rows(m: Any, source: Ptr, at: np.ndarray) -> VReg:
+    """``pto.vlds`` with dist NORM at each byte address of ``at`` (source's UB, one address
+    per iteration of a batched loop: ``interp/vbatch.py``), as one register of rows: row k
+    holds the 256 bytes from at[k], as VLDS reads them."""
+    dt = source.dtype
+    lo, hi, rel, packed = _rows_from(at)
+    hull = buffer_bytes(m, "ub", lo, hi - lo, "the loaded", role=None)
+    if packed:
+        return VReg(hull.view(dt.np).reshape(at.size, -1).copy())
+    return VReg(hull[rel[:, None] + np.arange(VREG_BYTES)].view(dt.np))
+
+
+def vsts_rows(m: Any, value: VReg, dest: Ptr, at: np.ndarray, mask: Mask | None) -> None:
+    """``pto.vsts`` with dist NORM_B* at each byte address of ``at`` (dest's UB, one per
+    iteration of a batched loop), row k of ``value`` (or value itself, the same for every
+    row) and of ``mask`` (or mask itself) at at[k]: the active lanes written, the others'
+    bytes left as they are, as VSTS does. The caller has made sure no two rows share a
+    byte."""
+    n = at.size
+    lanes = value.data.shape[-1]
+    data = np.broadcast_to(value.data, (n, lanes))
+    lo, hi, rel, packed = _rows_from(at)
+    hull = buffer_bytes(m, "ub", lo, hi - lo, "the stored", role=None)
+    on = None if mask is None else np.broadcast_to(active(mask, lanes), (n, lanes))
+    if packed:
+        out = hull.view(data.dtype).reshape(n, lanes)
+        if on is None:
+            out[...] = data
+        else:
+            np.copyto(out, data, where=on)
+        return
+    idx = rel[:, None] + np.arange(VREG_BYTES)
+    raw = np.ascontiguousarray(data).view(np.uint8)
+    if on is None:
+        hull[idx] = raw
+    else:
+        on_bytes = np.repeat(on, data.dtype.itemsize, axis=1)
+        hull[idx[on_bytes]] = raw[on_bytes]
+
+
+def _vsts_rows_access(vals: list[Any], params: dict[str, Any]
+                      ) -> list[tuple[str, np.ndarray, int]] | None:
+    """The UB bytes VSTS may write at one offset per row (dist NORM_B* only): every lane's,
+    the mask's inactive ones too."""
+    value, dest, offset, _mask = vals
+    spec = value if isinstance(value, VRegSpec) else None
+    if spec is None or not isinstance(dest, Ptr) or dest.space != "ub" \
+            or not isinstance(offset, np.ndarray) or params.get("post_update") \
+            or spec.lanes * spec.dtype.itemsize != VREG_BYTES \
+            or str(params.get("dist", "")) not in ("", f"NORM_B{8 * spec.dtype.itemsize}"):
+        return None
+    return [("out", dest.addr + offset * dest.dtype.itemsize, VREG_BYTES)]
+
+
 @instr("VSTS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "vreg"), Opnd("dest", "ptr"),
                  Opnd("offset", "scalar", optional=True), Opnd("mask", "mask", optional=True)),
        params=(Param("dist", ""), Param("post_update", False)),
-       results=(Opnd("updated_dest", "ptr", optional=True),), dtype_key=("value",))
+       results=(Opnd("updated_dest", "ptr", optional=True),), dtype_key=("value",),
+       rows=True, rows_access=_vsts_rows_access)
 def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None = None, *,
          dist: str = "", post_update: bool = False) -> Ptr:
     """UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
@@ -113,6 +199,13 @@ def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None =
     p = _ub(dest, "vsts")
     data = value.data
     isz = data.dtype.itemsize
+    if isinstance(offset, np.ndarray):  # one offset per row (a batched loop; NORM_B* only)
+        spec = _spec_of(data)
+        if _vsts_rows_access([spec, dest, offset, mask],
+                             {"dist": dist, "post_update": post_update}) is None:
+            raise _not_run("vsts", f"{dist or 'NORM'} over rows")
+        vsts_rows(m, value, p, p.addr + offset * p.dtype.itemsize, mask)
+        return p
     off = 0 if offset is None else int(offset)
     at = p.addr + (0 if post_update else off * p.dtype.itemsize)
     dist = str(dist) or f"NORM_B{8 * isz}"

@@ -48,23 +48,46 @@ def _pattern_op(kind: str, gran: str) -> Instr:
     impl.__module__ = __name__
     return instr(name, pipe=Pipe.V, dialect="vpto", operands=(),
                  params=(Param("pattern", "PAT_ALL"),),
-                 results=(Opnd("result", "mask"),))(impl)
+                 results=(Opnd("result", "mask"),), rows=True)(impl)
 
 
 def _plt(gran: str) -> Instr:
     n = VREG_BYTES // GRANULARITY[gran]
 
-    def impl(m: Any, scalar: Any) -> tuple[Mask, int]:
+    def impl(m: Any, scalar: Any) -> tuple[Mask, Any]:
+        if isinstance(scalar, np.ndarray):  # one count per row (a batched loop)
+            return plt_mask(scalar, gran), np.where(scalar < n, 0, scalar - n)
         left = int(scalar)
-        mask = Mask.of_lanes(np.arange(n) < left, gran)
-        return mask, 0 if left < n else left - n
+        return plt_mask(left, gran), 0 if left < n else left - n
 
     impl.__doc__ = (f"mask[i] = i < scalar over {n} lanes (!pto.mask<{gran}>); scalar_out = "
                     f"scalar < {n} ? 0 : scalar - {n}, the count left for the next vector.")
     impl.__module__ = __name__
     return instr(f"PLT_{gran.upper()}", pipe=Pipe.V, dialect="vpto",
                  operands=(Opnd("scalar", "scalar"),),
-                 results=(Opnd("mask", "mask"), Opnd("scalar_out", "scalar")))(impl)
+                 results=(Opnd("mask", "mask"), Opnd("scalar_out", "scalar")), rows=True,
+                 chain=lambda first, k: plt_counts(first, gran, k))(impl)
+
+
+def plt_mask(left: Any, gran: str) -> Mask:
+    """The mask ``pto.plt_<gran>`` makes of ``left`` lanes to go: lane i active when i < left
+    (an array of counts, one per iteration of a batched loop, gives one row each)."""
+    n = VREG_BYTES // GRANULARITY[gran]
+    counts = np.asarray(left)
+    mask = Mask.of_lanes(np.arange(n) < counts[..., None], gran)
+    mask.full = bool((counts >= n).all())
+    return mask
+
+
+def plt_counts(init: int, gran: str, trips: int) -> np.ndarray:
+    """The count operands of ``trips + 1`` ``pto.plt_<gran>`` ops in a row, each fed the
+    scalar_out of the one before and the first ``init`` (what a loop carrying the count
+    computes, the last one what it yields at its end): ``left - n`` while ``left >= n`` of
+    the n lanes are to go, then 0; so ``max(init - k * n, 0)`` after k ops."""
+    n = VREG_BYTES // GRANULARITY[gran]
+    out = np.maximum(init - np.arange(trips + 1, dtype=np.int64) * n, 0)
+    out[0] = init
+    return out
 
 
 PSET_B8, PSET_B16, PSET_B32 = (_pattern_op("pset", g) for g in ("b8", "b16", "b32"))

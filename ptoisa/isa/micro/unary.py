@@ -37,7 +37,7 @@ def _unary(name: str, fn: Callable[[Any], Any], doc: str, bitwise: bool = False,
     return instr(name, pipe=Pipe.V, dialect="vpto",
                  operands=(Opnd("input", "vreg"), Opnd("mask", "mask")),
                  results=(Opnd("result", "vreg"),), dtype_key=("input",),
-                 static=(same_vreg("input", "result"), mask_fits("input")))(impl)
+                 static=(same_vreg("input", "result"), mask_fits("input")), rows=True)(impl)
 
 
 def _relu(a: np.ndarray) -> np.ndarray:

@@ -24,9 +24,9 @@ def _vec_scalar(name: str, fn: Callable[[Any, Any], Any], doc: str, shift: bool 
     def impl(m: Any, input: VReg, scalar: Any, mask: Mask) -> VReg:  # noqa: A002
         dt = input.dtype
         if shift:
-            amount = np.full(input.data.size, int(scalar), np.int64)
+            amount = np.full(input.data.shape, int(scalar), np.int64)
             return zeroing(elementwise(fn, dt, input.data, amount), mask)
-        s = np.full(input.data.size, scalar_as(scalar, dt, "scalar"), dt.np)
+        s = np.full(input.data.shape, scalar_as(scalar, dt, "scalar"), dt.np)
         return zeroing(elementwise(fn, dt, input.data, s), mask)
 
     impl.__doc__ = doc
@@ -35,7 +35,7 @@ def _vec_scalar(name: str, fn: Callable[[Any, Any], Any], doc: str, shift: bool 
                  operands=(Opnd("input", "vreg"), Opnd("scalar", "scalar"),
                            Opnd("mask", "mask")),
                  results=(Opnd("result", "vreg"),), dtype_key=("input",),
-                 static=(same_vreg("input", "result"), mask_fits("input")))(impl)
+                 static=(same_vreg("input", "result"), mask_fits("input")), rows=True)(impl)
 
 
 def _lrelu(a: np.ndarray, s: np.ndarray) -> np.ndarray:
