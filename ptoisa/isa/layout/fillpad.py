@@ -21,6 +21,7 @@ from ...enums import Pipe, TileType
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_static_shape
+from ..spelling import Ptoas
 
 
 def _pad_not_null(sig: Sig) -> None:
@@ -73,11 +74,23 @@ def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any 
         dst.fill(pad, rows_end - svr, dst.cols, svr, 0)
 
 
+def _expand_when_larger(inputs: tuple[Any, ...], outs: tuple[Any, ...]) -> str | None:
+    """pto.tfillpad is TFILLPAD_EXPAND where dst's static shape differs from src's (PTO IR
+    manual, pto.tfillpad: PTOAS infers the expand lowering from the physical shapes, valid
+    shapes aside; a dst smaller than src is TFILLPAD_EXPAND's error)."""
+    if len(inputs) == 1 and len(outs) == 1:
+        src, dst = inputs[0], outs[0]
+        shape = [(getattr(t, "rows", None), getattr(t, "cols", None)) for t in (src, dst)]
+        if None not in shape[0] + shape[1] and shape[0] != shape[1]:
+            return "TFILLPAD_EXPAND"
+    return None
+
+
 _VEC = locs(["dst", "src"], TileType.Vec)
 _PADVAL = Param("PadVal", None)
 
 
-@instr("TFILLPAD", family="layout", pipe=Pipe.V,
+@instr("TFILLPAD", family="layout", pipe=Pipe.V, ptoas=Ptoas(by_types=_expand_when_larger),
        pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
                          why="pto-isa's TFILLPAD_VEC and TFILLPAD_MAT (an L1 fill)."),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
