@@ -70,6 +70,18 @@ for c in getattr(cases, "CASES", []):
         meta.append({"name": str(c.get("name")), "error": repr(e)})
 sys.argv = [os.path.join(case_dir, "gen_data.py")]  # (its own arguments: none)
 runpy.run_path(sys.argv[0], run_name="__main__")
+# a gen_data.py that writes a case's golden only on its second run, once the case has an
+# output.bin (trandom's: the golden computed from the key and counter it saved first, as
+# upstream's compare.py also does): run it again with an empty stand-in output
+again = [c["name"] for c in meta if c.get("name") in record and not any(
+    k.startswith("golden") for k, _, _ in record[c["name"]])
+    and not os.path.exists(os.path.join(c["name"], "output.bin"))]
+if again:
+    for n in again:
+        open(os.path.join(n, "output.bin"), "wb").close()
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    for n in again:
+        os.remove(os.path.join(n, "output.bin"))
 for c in meta:
     # a case gen_data.py wrote with a saver of its own: its folder's files, types unknown
     n = c.get("name")

@@ -529,6 +529,30 @@ def test_tilelang_golden_goes_to_the_buffer_main_cpp_writes_out(tmp_path, writte
         assert any("cannot map 2 inputs and 1 goldens" in n for n in res.notes), res.to_json()
 
 
+#: a gen_data.py that writes its golden on a second run, once output.bin exists (trandom's)
+SECOND_RUN_GEN_DATA = """import os
+import numpy as np
+from cases import CASES
+from st_common import save_case_data, setup_case_rng
+for case in CASES:
+    setup_case_rng(case)
+    a = np.random.uniform(-1, 1, case["shape"]).astype(case["dtype"])
+    b = np.random.uniform(-1, 1, case["shape"]).astype(case["dtype"])
+    if os.path.exists(os.path.join(case["name"], "output.bin")):
+        save_case_data(case["name"], {"input1": a, "input2": b, "golden": a + b})
+    else:
+        save_case_data(case["name"], {"input1": a, "input2": b})
+"""
+
+
+def test_tilelang_golden_written_on_gen_data_second_run(tmp_path):
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", SECOND_RUN_GEN_DATA)
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+    assert not list(d.rglob("*.bin"))
+
+
 def test_host_code_arguments_and_constants():
     consts = host.constants("static constexpr float K = 2.0f;\n#define N 16\n"
                             "const int32_t M = N * 2;")
