@@ -2575,9 +2575,11 @@ def TMRGSORT(
       elements of dst. blockLen must be a multiple of 64, src valid cols a multiple of
       4*blockLen (1..255 groups).
     * ``TMRGSORT<exhausted>(dst, executedNumList, tmp, src0, src1[, src2[, src3]])``: merges
-      2-4 sorted lists (each src's valid cols) into dst. With exhausted=true the merge stops
-      when a list runs out; ``executedNumList`` (a :class:`MrgSortExecutedNumList`) receives the
-      number of records taken from each list. Ties go to the lower-numbered list.
+      2-4 sorted lists (each src's valid cols); dst receives the first dst-valid-cols
+      elements of the merge (a narrower dst keeps the top records: TopK). With exhausted=true
+      the merge stops when a list runs out; ``executedNumList`` (a
+      :class:`MrgSortExecutedNumList`) receives the number of records taken from each list.
+      Ties go to the lower-numbered list.
 
     Records move whole, on every target: an f16 record is (value, 2 bytes of padding, index)
     and its padding bytes reach dst as they were in the source (as the CPU simulator's merge

@@ -186,9 +186,19 @@ def _keyword_form(op: Op) -> tuple[Instr, Form] | None:
 
 def instr_for(op: Op) -> Instr | None:
     """The tile instruction this op is: :func:`instr_of` its name, or the entry a keyword
-    written among its ins selects (``fp %fp`` makes pto.textract TEXTRACT_FP)."""
+    written among its ins selects (``fp %fp`` makes pto.textract TEXTRACT_FP), or the one its
+    operand types select where PTOAS infers the lowering (``Ptoas.by_types``)."""
     kw = _keyword_form(op)
-    return kw[0] if kw is not None else instr_of(op.name)
+    if kw is not None:
+        return kw[0]
+    ins = instr_of(op.name)
+    if ins is not None and ins.ptoas is not None and ins.ptoas.by_types is not None:
+        inputs, outs = written(op)
+        name = ins.ptoas.by_types(tuple(v.type for v in inputs if isinstance(v, Value)),
+                                  tuple(v.type for v, _ in outs if isinstance(v, Value)))
+        if name is not None:
+            return REGISTRY[name]
+    return ins
 
 
 @dataclass(frozen=True)

@@ -274,6 +274,46 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+@handler("builtin.unrealized_conversion_cast")
+def _unrealized_cast(cf: CompiledFunc, op: Op) -> Step:
+    """MLIR's placeholder cast, as PTOAS's frontends leave it between integer types of one
+    width (the tilelang trandom kernels: ui32 key words to the i32 its op takes): the same
+    bits, as arith.bitcast reads them. Any other cast has no meaning of its own: refused by
+    name, with the types."""
+    if len(op.operands) != 1 or len(op.results) != 1:
+        return _refuse(op, f"{len(op.operands)} operand(s) to {len(op.results)} result(s)")
+    st, rt = op.operands[0].type, op.results[0].type
+    ws, wr = arith.width(st), arith.width(rt)
+    if not (isinstance(st, T.IntegerType) and isinstance(rt, T.IntegerType) and ws == wr):
+        return _refuse(op, f"{st} to {rt} (only integers of one width are executed: the "
+                       "same bits)")
+    a = cf.slot(op.operands[0])
+    k = cf.slot(op.results[0])
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        v = env[a]
+        try:
+            if isinstance(v, np.ndarray) and v.ndim:  # per-block values of a lockstep run
+                env[k] = _wrap_lanes(np.array([arith.signed(int(arith.bitcast(x, st, rt)), 64)
+                                               for x in v.flat], np.int64).reshape(v.shape),
+                                     rt)
+            else:
+                env[k] = arith.bitcast(v, st, rt)
+        except ExecutionError as e:
+            raise e.with_loc(loc) from None
+    return step
+
+
+def _refuse(op: Op, what: str) -> Step:
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        raise ExecutionError(f"operation '{op.name}' cannot be executed by ptoisa yet: {what}",
+                             loc=loc)
+    return step
+
+
 @handler("arith.negf")
 def _negf(cf: CompiledFunc, op: Op) -> Step:
     a = cf.slot(op.operands[0])

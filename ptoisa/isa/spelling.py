@@ -122,6 +122,10 @@ class Ptoas:
     #: a keyword written among the op's ins (``pto.textract ins(%src, %r, %c fp %fp : ...)``)
     #: -> (the entry the op then is, how its written values map onto that entry): TEXTRACT_FP
     keywords: Mapping[str, tuple[str, Form]] = field(default_factory=dict)
+    #: where PTOAS infers the lowering from the operands' types: (types written in ins,
+    #: types written in outs) -> the name of the entry the op then is, or None for this one
+    #: (pto.tfillpad with a dst larger than src is TFILLPAD_EXPAND)
+    by_types: Callable[[tuple[Any, ...], tuple[Any, ...]], str | None] | None = None
 
 
 # ---- pieces several entries share ----------------------------------------------------------

@@ -70,6 +70,18 @@ for c in getattr(cases, "CASES", []):
         meta.append({"name": str(c.get("name")), "error": repr(e)})
 sys.argv = [os.path.join(case_dir, "gen_data.py")]  # (its own arguments: none)
 runpy.run_path(sys.argv[0], run_name="__main__")
+# a gen_data.py that writes a case's golden only on its second run, once the case has an
+# output.bin (trandom's: the golden computed from the key and counter it saved first, as
+# upstream's compare.py also does): run it again with an empty stand-in output
+again = [c["name"] for c in meta if c.get("name") in record and not any(
+    k.startswith("golden") for k, _, _ in record[c["name"]])
+    and not os.path.exists(os.path.join(c["name"], "output.bin"))]
+if again:
+    for n in again:
+        open(os.path.join(n, "output.bin"), "wb").close()
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    for n in again:
+        os.remove(os.path.join(n, "output.bin"))
 for c in meta:
     # a case gen_data.py wrote with a saver of its own: its folder's files, types unknown
     n = c.get("name")
@@ -213,6 +225,8 @@ def _launches(d: Path) -> dict[str, host.Launcher]:
         lr = launchers[fn]
         if not lr.files:
             lr.files = host.main_files(d, lr)
+        if not lr.outputs:
+            lr.outputs = host.main_outputs(d, lr)
         out[case] = lr
     return out
 
@@ -346,6 +360,10 @@ def _bind(prog: Any, target: TargetLike, kernel: str, lr: host.Launcher | None, 
 
     n = len(lr.params)
     written = [any(_writes(fn.op, p) for p, _ in pointers(i)) for i in range(n)]
+    if sum(written) > len(golds) and lr.outputs:
+        # more buffers written than goldens (a source reused as scratch): the goldens are of
+        # the buffers main.cpp writes out
+        written = [w and i in lr.outputs for i, w in enumerate(written)]
     used = [any(_uses(fn.op, p) for p, _ in pointers(i))
             or any(isinstance(a, (host.Load, host.Param)) and a.param == i for a in lr.args)
             for i in range(n)]

@@ -87,6 +87,8 @@ class Launcher:
     kernel_ctypes: list[str] | None = None
     #: the data file (key) each launcher parameter is read from, from main.cpp
     files: dict[str, int] = field(default_factory=dict)
+    #: the launcher parameters whose buffers main.cpp writes out (empty: not known)
+    outputs: frozenset[int] = frozenset()
 
 
 def strip_comments(text: str) -> str:
@@ -300,6 +302,28 @@ def main_files(d: Path, launcher: Launcher) -> dict[str, int]:
         if key is None or len(args) < 3:
             continue
         reads[key.group(1)] = _stem(args[2])
+    return _by_launch_call(text, launcher, reads)
+
+
+def main_outputs(d: Path, launcher: Launcher) -> frozenset[int]:
+    """The launcher parameters whose buffer ``main.cpp`` writes out (``WriteFile(path, xHost,
+    size)`` of a buffer its launch call passes): a kernel may write other buffers too (a
+    source reused as scratch), whose bytes upstream never compares."""
+    try:
+        text = strip_comments((d / "main.cpp").read_text())
+    except OSError:
+        return frozenset()
+    writes: dict[str, str] = {}
+    for m in re.finditer(r"WriteFile\s*\(", text):
+        args = split_args(text[m.end() - 1:_balanced(text, m.end() - 1)][1:-1])
+        if len(args) >= 3:
+            writes[_stem(args[1])] = _stem(args[1])
+    return frozenset(_by_launch_call(text, launcher, writes).values())
+
+
+def _by_launch_call(text: str, launcher: Launcher, stems_of: dict[str, str]) -> dict[str, int]:
+    """Key -> launcher parameter, for the keys whose buffer stem (``stems_of``) a launch call
+    of ``main.cpp`` with the launcher's parameter count passes."""
     calls = []
     for m in re.finditer(r"\blaunch\w*\s*\(|\b" + re.escape(launcher.name) + r"\s*\(", text):
         inner = text[m.end() - 1:_balanced(text, m.end() - 1)][1:-1]
@@ -309,7 +333,7 @@ def main_files(d: Path, launcher: Launcher) -> dict[str, int]:
         stems = [s for s in stems if s != "stream"]
         if len(stems) != n:
             continue
-        out = {k: stems.index(s) for k, s in reads.items() if s in stems}
+        out = {k: stems.index(s) for k, s in stems_of.items() if s in stems}
         if out:
             return out
     return {}
@@ -322,4 +346,4 @@ def _stem(expr: str) -> str:
 
 
 __all__ = ["Buf", "C_TYPES", "Launcher", "Load", "Param", "Value", "constants", "evaluate",
-           "launchers", "main_files", "split_args", "strip_comments"]
+           "launchers", "main_files", "main_outputs", "split_args", "strip_comments"]

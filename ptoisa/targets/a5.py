@@ -41,8 +41,10 @@ INSERT_MOVES = frozenset({(T.Acc, T.Mat), (T.Acc, T.Vec), (T.Vec, T.Vec), (T.Vec
 ACC_MOVES = frozenset({(T.Acc, T.Mat), (T.Acc, T.Vec)})
 FP8 = ("f8E4M3", "f8E5M2")
 FP4 = ("f4E2M1x2", "f4E1M2x2")
+# (hif8, hif8) -> f32: upstream's a5 CheckMadValid (shared by every TMATMUL / TGEMV form), the
+# TMATMUL / TGEMV* pages ("hifloat8_t/hifloat8_t (target-defined)") and PTOAS's TileLib dtypes
 MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"),
-      ("i32", "i8", "i8")] + [("f32", a, b) for a in FP8 for b in FP8]
+      ("i32", "i8", "i8"), ("f32", "hif8", "hif8")] + [("f32", a, b) for a in FP8 for b in FP8]
 MX = [("f32", a, b) for a in FP8 for b in FP8] + [("f32", a, b) for a in FP4 for b in FP4]
 SAME = [(d, d) for d in ("i8 ui8 f8E4M3 f8E5M2 f8E8M0 hif8 f16 bf16 f32 i32 i64 ui64 "
                          "f4E2M1x2 f4E1M2x2").split()]

@@ -554,6 +554,56 @@ def test_tilelang_kernel_gets_what_the_host_code_passes(tmp_path, launch, golden
     assert not res.notes
 
 
+@pytest.mark.parametrize("written_out", [True, False])
+def test_tilelang_golden_goes_to_the_buffer_main_cpp_writes_out(tmp_path, written_out):
+    """A kernel that also writes a source buffer (a sorted tmp stored back to src, as the
+    tilelang tmrgsort topk kernels do) writes two buffers for one golden: the golden is of
+    the one main.cpp's WriteFile writes out; without a WriteFile the case is not run."""
+    d = tilelang(tmp_path, "tsc", "(a - b) * 3")
+    (d / "tsc.pto").unlink()
+    store_c = """    pto.tstore ins(%c : !pto.tile_buf<vec, 16x16xf32>)
+               outs(%cp : !pto.partition_tensor_view<16x16xf32>)
+"""
+    scratch = store_c + store_c.replace("%cp", "%ap")
+    write(d, "tsc.pto", SCALED.replace(store_c, scratch))
+    write(d, "launch.cpp", SCALED_CONST)
+    main = SCALED_MAIN.replace("SHOST", "")
+    if written_out:
+        main = main.rstrip()[:-1] + \
+            '    WriteFile((caseDir + "/output.bin").c_str(), cHost, size);\n}\n'
+    write(d, "main.cpp", main)
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    if written_out:
+        assert res.verdict().verdict == "matched", res.to_json()
+        assert not res.notes
+    else:
+        assert any("cannot map 2 inputs and 1 goldens" in n for n in res.notes), res.to_json()
+
+
+#: a gen_data.py that writes its golden on a second run, once output.bin exists (trandom's)
+SECOND_RUN_GEN_DATA = """import os
+import numpy as np
+from cases import CASES
+from st_common import save_case_data, setup_case_rng
+for case in CASES:
+    setup_case_rng(case)
+    a = np.random.uniform(-1, 1, case["shape"]).astype(case["dtype"])
+    b = np.random.uniform(-1, 1, case["shape"]).astype(case["dtype"])
+    if os.path.exists(os.path.join(case["name"], "output.bin")):
+        save_case_data(case["name"], {"input1": a, "input2": b, "golden": a + b})
+    else:
+        save_case_data(case["name"], {"input1": a, "input2": b})
+"""
+
+
+def test_tilelang_golden_written_on_gen_data_second_run(tmp_path):
+    d = tilelang(tmp_path, "tadd")
+    write(d, "gen_data.py", SECOND_RUN_GEN_DATA)
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    assert res.verdict().verdict == "matched", res.to_json()
+    assert not list(d.rglob("*.bin"))
+
+
 def test_host_code_arguments_and_constants():
     consts = host.constants("static constexpr float K = 2.0f;\n#define N 16\n"
                             "const int32_t M = N * 2;")

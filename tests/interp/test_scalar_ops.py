@@ -325,3 +325,26 @@ def test_corpus_scalar_gm_store_flush():
 def test_corpus_eventid_arrays():
     for name in ("eventid_array_dyn_sync.pto", "eventid_array_no_cse.pto"):
         load(LIT / name).run(name[:-4])
+
+
+def test_unrealized_conversion_cast_between_integers_of_one_width_keeps_the_bits():
+    """builtin.unrealized_conversion_cast ui32 -> i32 (the tilelang trandom kernels' key
+    words): the same 32 bits, read signed (extsi to i64 shows the sign); a cast between
+    types of another kind has no meaning of its own and is refused by name."""
+    prog = load(kernel(
+        "%u: !pto.ptr<ui32>, %o: !pto.ptr<i64>",
+        "    %c0 = arith.constant 0 : index\n"
+        "    %v = pto.load_scalar %u[%c0] : !pto.ptr<ui32> -> ui32\n"
+        "    %s = builtin.unrealized_conversion_cast %v : ui32 to i32\n"
+        "    %w = arith.extsi %s : i32 to i64\n"
+        "    pto.store_scalar %w, %o[%c0] : !pto.ptr<i64>, i64"))
+    out = np.zeros(1, np.int64)
+    prog.k(np.array([0xFFFFFFFE], np.uint32), out)
+    assert out[0] == -2
+    bad = load(kernel(
+        "%u: !pto.ptr<f32>",
+        "    %c0 = arith.constant 0 : index\n"
+        "    %v = pto.load_scalar %u[%c0] : !pto.ptr<f32> -> f32\n"
+        "    %s = builtin.unrealized_conversion_cast %v : f32 to i32"))
+    with pytest.raises(ExecutionError, match="unrealized_conversion_cast.*f32 to i32"):
+        bad.k(np.zeros(1, np.float32))

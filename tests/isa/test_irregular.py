@@ -335,6 +335,25 @@ def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
     assert ex.mrgSortList0 + ex.mrgSortList1 == n
 
 
+def test_tmrgsort_multi_keeps_top_records_in_a_narrower_dst(tgt):  # type: ignore[no-untyped-def]
+    """dst receives the first dst-valid-cols elements of the merge (upstream's TMrgsort: the
+    merge into tmp, then dst.GetValidCol() elements copied to dst): a TopK of 2 x 8 records
+    into a 6-record dst; the rest of dst is untouched."""
+    a = np.sort(RNG.normal(size=8).astype(np.float32))[::-1]
+    b = np.sort(RNG.normal(size=8).astype(np.float32))[::-1]
+    s0 = vec("f32", 1, 16, data=_records(a, range(8), np.float32)[None, :])
+    s1 = vec("f32", 1, 16, data=_records(b, range(8, 16), np.float32)[None, :])
+    dst, tmp = vec("f32", 1, 16, valid=(1, 12)), vec("f32", 1, 32)
+    dst.fill(5.0, 1, 16)
+    pto.TMRGSORT(dst, I.MrgSortExecutedNumList(), tmp, s0, s1, exhausted=False)
+    top = sorted([(v, i) for i, v in enumerate(a)] + [(v, 8 + i) for i, v in enumerate(b)],
+                 key=lambda t: -t[0])[:6]
+    want = _records([v for v, _ in top], [i for _, i in top], np.float32)
+    got = dst.numpy().reshape(-1)
+    np.testing.assert_array_equal(got[:12].view(np.uint8), want.view(np.uint8))
+    assert (got[12:] == 5.0).all()
+
+
 def _f16_records(vals, pads, idx):  # type: ignore[no-untyped-def]
     """f16 records (value, 2 pad bytes, u32 index) written byte by byte, with chosen pads."""
     raw = np.zeros((len(vals), 8), np.uint8)

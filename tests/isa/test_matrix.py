@@ -348,3 +348,34 @@ def test_fp8_matmul_is_a5_only() -> None:
         b = TileRight("f8E4M3", 32, 16)
         with pytest.raises(IllegalInstruction, match=r"\(f32, f8E4M3, f8E4M3\) is not supported"):
             R["TMATMUL"](TileAcc("f32", 16, 16), a, b)
+
+
+def _hif8_codes(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """HiF8 codes with their values written from the format (sign, dot, exponent, mantissa):
+    dot 0001 is 1.mmm (codes 0x08-0x0F), dot 001 with exponent bit e is 1.mmm * 2^(+1 | -1)
+    (0x10-0x17: x2, 0x18-0x1F: x0.5), bit 7 the sign."""
+    code = RNG.integers(0x08, 0x20, shape)
+    frac = 1 + (code & 7) / 8
+    val = np.where(code < 0x10, frac, np.where(code < 0x18, frac * 2, frac / 2))
+    neg = RNG.integers(0, 2, shape).astype(bool)
+    return np.where(neg, code | 0x80, code).astype(np.uint8), np.where(neg, -val, val)
+
+
+@pytest.mark.parametrize("mkn", [(16, 32, 16), (5, 40, 9)])
+def test_hif8_matmul_on_a5(mkn: tuple[int, int, int]) -> None:
+    """(f32, hif8, hif8): upstream's a5 CheckMadValid and the TMATMUL / TGEMV pages; the
+    products of the decoded values summed in f32."""
+    m, k, n = mkn
+    with pto.target("a5"):
+        a = TileLeft("hif8", 16, 64, valid=(m, k))
+        b = TileRight("hif8", 64, 16, valid=(k, n))
+        acc = TileAcc("f32", 16, 16, valid=(m, n))
+        (ac, av), (bc, bv) = _hif8_codes((m, k)), _hif8_codes((k, n))
+        a.write(ac)
+        b.write(bc)
+        R["TMATMUL"](acc, a, b)
+        np.testing.assert_array_equal(acc.numpy()[:m, :n], (av @ bv).astype(np.float32))
+    with pto.target("a2a3"):
+        with pytest.raises(IllegalInstruction, match=r"\(f32, hif8, hif8\) is not supported"):
+            R["TMATMUL"](TileAcc("f32", 16, 16), TileLeft("hif8", 16, 32),
+                         TileRight("hif8", 32, 16))

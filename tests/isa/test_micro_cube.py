@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -451,3 +452,45 @@ def test_gemv_reads_the_row_contiguous():
     c = np.zeros((1, 32), np.float32)
     pto.load(GEMV, target="a5").run("k", a, b, c, target="a5")
     np.testing.assert_array_equal(c, a.astype(np.float64) @ b.astype(np.float64))
+
+
+def _byte_kernel(m: int, n: int, k: int, ty: str) -> str:
+    """KERNEL for 1-byte A and B (``ty``): L1 boxes of 16 rows x 32 elements, so B's box
+    columns (k rows, transposed into L0B) are k padded to 32 high; no bias."""
+    text = _kernel(m, n, k, transpose=True).replace("f16", ty)
+    for old, new in (("%KP = arith.constant " + str(_up(k, 16)), f"%KP = arith.constant "
+                      f"{_up(k, 32)}"), (f"%AROW = arith.constant {2 * k}",
+                                         f"%AROW = arith.constant {k}"),
+                     (f"%BROW = arith.constant {2 * n}", f"%BROW = arith.constant {n}")):
+        assert old in text
+        text = text.replace(old, new)
+    return text
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 32, 32), (20, 64, 96), (5, 96, 64)])
+@pytest.mark.parametrize("ty", ["f8E4M3", "!pto.hif8"])
+def test_byte_operands_transposing_l0b_load(m, n, k, ty):
+    """1-byte B through the transposing L1 -> L0B load (as upstream's tilelang_st tmatmul
+    kernels load fp8 / HiF8 B), and HiF8 products in mad: C = A @ B of the decoded values."""
+    if ty == "f8E4M3":
+        av = RNG.integers(-8, 9, (m, k)) / 4
+        bv = RNG.integers(-8, 9, (k, n)) / 4
+        a = av.astype(ml_dtypes.float8_e4m3fn)
+        b = bv.astype(ml_dtypes.float8_e4m3fn)
+    else:  # HiF8 codes 0x08-0x0F are 1.mmm (dot field 0001, no exponent bits), bit 7 the sign
+        ca, cb = RNG.integers(0x08, 0x10, (m, k)), RNG.integers(0x08, 0x10, (k, n))
+        sa, sb = RNG.integers(0, 2, (m, k)), RNG.integers(0, 2, (k, n))
+        av = (1 + (ca & 7) / 8) * np.where(sa, -1, 1)
+        bv = (1 + (cb & 7) / 8) * np.where(sb, -1, 1)
+        a, b = (ca | sa << 7).astype(np.uint8), (cb | sb << 7).astype(np.uint8)
+    c = np.full((m, n), 7, np.float32)
+    _run(_byte_kernel(m, n, k, ty), a, b, np.zeros(_up(n, 8) * 4, np.float32), c)
+    np.testing.assert_array_equal(c, (av @ bv).astype(np.float32))
+
+
+def test_byte_transposing_load_of_ragged_blocks_is_refused():
+    a = np.zeros((5, 40), np.uint8)
+    b = np.zeros((40, 9), np.uint8)
+    with pytest.raises(PtoError, match=r"mte_l1_l0b.*transpose of 1-byte elements with a 40 x 9"):
+        _run(_byte_kernel(5, 9, 40, "!pto.hif8"), a, b, np.zeros(64, np.float32),
+             np.zeros((5, 9), np.float32))

@@ -195,3 +195,50 @@ def test_eight_byte_types_are_rejected(machine):
                        match=r"tfillpad_inplace: element type i64 is not supported on "
                              rf"{machine.target.name} \(supported: f32, f16, bf16, "):
         pto.TFILLPAD_INPLACE(d, d)
+
+
+FILLPAD_PTO = """
+module {
+  func.func @k(%s: !pto.ptr<f32>, %d: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c5 = arith.constant 5 : index
+    %c7 = arith.constant 7 : index
+    %cR = arith.constant DR : index
+    %cC = arith.constant DC : index
+    %sv = pto.make_tensor_view %s, shape = [%c5, %c7], strides = [%c7, %c1]
+      : !pto.tensor_view<5x7xf32>
+    %sp = pto.partition_view %sv, offsets = [%c0, %c0], sizes = [%c5, %c7]
+      : !pto.tensor_view<5x7xf32> -> !pto.partition_tensor_view<5x7xf32>
+    %dv = pto.make_tensor_view %d, shape = [%cR, %cC], strides = [%cC, %c1]
+      : !pto.tensor_view<DRxDCxf32>
+    %dp = pto.partition_view %dv, offsets = [%c0, %c0], sizes = [%cR, %cC]
+      : !pto.tensor_view<DRxDCxf32> -> !pto.partition_tensor_view<DRxDCxf32>
+    %src = pto.alloc_tile : !pto.tile_buf<vec, 8x8xf32, valid=5x7, pad=1>
+    %dst = pto.alloc_tile : !pto.tile_buf<vec, DRxDCxf32, pad=2>
+    pto.tload ins(%sp : !pto.partition_tensor_view<5x7xf32>)
+              outs(%src : !pto.tile_buf<vec, 8x8xf32, valid=5x7, pad=1>)
+    pto.tfillpad ins(%src : !pto.tile_buf<vec, 8x8xf32, valid=5x7, pad=1>)
+                 outs(%dst : !pto.tile_buf<vec, DRxDCxf32, pad=2>)
+    pto.tstore ins(%dst : !pto.tile_buf<vec, DRxDCxf32, pad=2>)
+               outs(%dp : !pto.partition_tensor_view<DRxDCxf32>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("shape", [(8, 8), (16, 16)])
+def test_pto_tfillpad_into_a_larger_dst_is_the_expand_form(shape):
+    """pto.tfillpad with a dst larger than src is TFILLPAD_EXPAND (PTO IR manual: PTOAS
+    infers the expand lowering from the physical shapes): src's valid 5x7 copied, the rest of
+    dst its pad value (Max: +inf for f32), on every target."""
+    r, c = shape
+    text = FILLPAD_PTO.replace("DR", str(r)).replace("DC", str(c))
+    x = np.arange(35, dtype=np.float32).reshape(5, 7)
+    want = np.full(shape, np.inf, np.float32)
+    want[:5, :7] = x
+    for tgt in ("cpu", "a2a3", "a5"):
+        out = np.zeros(shape, np.float32)
+        pto.load(text, target=tgt).run("k", x, out, target=tgt)
+        np.testing.assert_array_equal(out, want)

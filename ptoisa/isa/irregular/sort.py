@@ -221,9 +221,11 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
       elements of dst. blockLen must be a multiple of 64, src valid cols a multiple of
       4*blockLen (1..255 groups).
     * ``TMRGSORT<exhausted>(dst, executedNumList, tmp, src0, src1[, src2[, src3]])``: merges
-      2-4 sorted lists (each src's valid cols) into dst. With exhausted=true the merge stops
-      when a list runs out; ``executedNumList`` (a :class:`MrgSortExecutedNumList`) receives the
-      number of records taken from each list. Ties go to the lower-numbered list.
+      2-4 sorted lists (each src's valid cols); dst receives the first dst-valid-cols
+      elements of the merge (a narrower dst keeps the top records: TopK). With exhausted=true
+      the merge stops when a list runs out; ``executedNumList`` (a
+      :class:`MrgSortExecutedNumList`) receives the number of records taken from each list.
+      Ties go to the lower-numbered list.
 
     Records move whole, on every target: an f16 record is (value, 2 bytes of padding, index)
     and its padding bytes reach dst as they were in the source (as the CPU simulator's merge
@@ -259,9 +261,10 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
         : s.valid_col // per * per], dt) for s in srcs]
     ex = bool(exhausted) if not isinstance(exhausted, str) else exhausted.lower() == "true"
     merged, heads = _merge(lists, ex)
-    rec = merged.view(dt.np)
-    if rec.size > dst.cols:
-        raise RuntimeCheckError(f"dst has {dst.cols} columns, the merge produced {rec.size}")
+    # the merge goes to tmp, and dst receives its first dst-valid-cols elements (upstream's
+    # TMrgsort: vmrgsort4 into tmp, then MovUb2Ub of dst.GetValidCol(); PTOAS's TileLib
+    # template copies the same span): a dst narrower than the merge keeps its top records
+    rec = merged.view(dt.np)[:dst.valid_col]
     if rec.size:
         dst.write(rec[None, :], 0, 0)
     if isinstance(a1, MrgSortExecutedNumList):

@@ -111,12 +111,27 @@ def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any 
         dst.fill(pad, rows_end - svr, dst.cols, svr, 0)
 
 
+def _expand_when_larger(inputs: tuple[Any, ...], outs: tuple[Any, ...]) -> str | None:
+    """pto.tfillpad is TFILLPAD_EXPAND where dst's static shape differs from src's (PTO IR
+    manual, pto.tfillpad: PTOAS infers the expand lowering from the physical shapes, valid
+    shapes aside; a dst smaller than src stays TFILLPAD, whose rule says why)."""
+    if len(inputs) == 1 and len(outs) == 1:
+        src, dst = inputs[0], outs[0]
+        if TileType.Mat in (getattr(src, "loc", None), getattr(dst, "loc", None)):
+            return None  # loc=mat: one tile type (_mat_one_type says PTOAS's words)
+        shape = [(getattr(t, "rows", None), getattr(t, "cols", None)) for t in (src, dst)]
+        if None not in shape[0] + shape[1] and shape[0] != shape[1] and \
+                shape[1][0] >= shape[0][0] and shape[1][1] >= shape[0][1]:
+            return "TFILLPAD_EXPAND"
+    return None
+
+
 _VEC = locs(["dst", "src"], TileType.Vec)
 _PADVAL = Param("PadVal", None)
 
 
 @instr("TFILLPAD", family="layout", pipe=Pipe.V,
-       ptoas=Ptoas(rules={"pto.tfillpad": (_mat_one_type,)}),
+       ptoas=Ptoas(rules={"pto.tfillpad": (_mat_one_type,)}, by_types=_expand_when_larger),
        pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
                          why="pto-isa's TFILLPAD_VEC and TFILLPAD_MAT (an L1 fill)."),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),

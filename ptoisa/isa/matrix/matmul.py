@@ -4,17 +4,17 @@ Data path: Mat -> (TMOV/TEXTRACT) -> Left (A) / Right (B) -> cube -> Acc (C). Wi
 ``M = a.valid_row``, ``K = a.valid_col``, ``N = b.valid_col``:
 ``C[i, j] = sum_k A[i, k] * B[k, j]`` for ``i < M, j < N``; the rest of C is untouched.
 
-Numerics: products of f16/bf16/fp8/fp4 inputs are exact in f32 and, as the ISA specifies,
-accumulation is in the accumulator's type: f32 (i32 for i8 inputs, exact: |sum| < 2^31 for
-K <= 4095; integer results wrap to i32 where an accumulator input is added). The ISA leaves the
-order of the f32 sum open. By default it runs as f32 BLAS (its order is the BLAS's), except for
-the instructions a target lists in ``traits.mad_sequential`` (on cpu TMATMUL_BIAS, the TGEMV and
-the MX forms), which follow the CPU simulator's loop: an f32 sum from 0 with one fused
-multiply-add per k, then C_in / bias added in f32 (MX: each f64 scaled product added to the f32
-sum). ``set_matmul_accumulation("sequential")`` runs every form so, on every target;
-``"exact"`` forms the sum in f64 and rounds it to f32 at the end. f32 inputs are used as they
-are unless a HF32 / TF32 mode is set (SETHF32MODE / SETTF32MODE): then the inputs are first
-rounded to 11 (HF32) or 10 (TF32) mantissa bits.
+Numerics: products of f16/bf16/fp8/fp4 inputs and of decoded HiF8 codes are exact in f32 and, as
+the ISA specifies, accumulation is in the accumulator's type: f32 (i32 for i8 inputs, exact:
+|sum| < 2^31 for K <= 4095; integer results wrap to i32 where an accumulator input is added).
+The ISA leaves the order of the f32 sum open. By default it runs as f32 BLAS (its order is the
+BLAS's), except for the instructions a target lists in ``traits.mad_sequential`` (on cpu
+TMATMUL_BIAS, the TGEMV and the MX forms), which follow the CPU simulator's loop: an f32 sum
+from 0 with one fused multiply-add per k, then C_in / bias added in f32 (MX: each f64 scaled
+product added to the f32 sum). ``set_matmul_accumulation("sequential")`` runs every form so, on
+every target; ``"exact"`` forms the sum in f64 and rounds it to f32 at the end. f32 inputs are
+used as they are unless a HF32 / TF32 mode is set (SETHF32MODE / SETTF32MODE): then the inputs
+are first rounded to 11 (HF32) or 10 (TF32) mantissa bits.
 
 MX (microscaling): A and B are fp8 / packed fp4 values with one E8M0 scale per 32 consecutive
 ``k``: ``A'[i, k] = A[i, k] * 2^(sa[i, k // 32] - 127)``, ``B'[k, j] = B[k, j] * 2^(sb[k // 32, j]
@@ -319,6 +319,8 @@ def _convert(m: Machine, t: Tile, v: np.ndarray, ct: type) -> np.ndarray:
     dt = t.spec.dtype
     if dt.packed:
         return D.fp4_decode(v, dt).astype(ct, order="C")
+    if dt.coded:  # HiF8 codes: their values (at most 4 significant bits: exact in f32)
+        return D.decode(v, dt).astype(ct, order="C")
     if dt is D.f32:
         v = _f32_input_transform(m, v)
     v = np.asarray(v)
