@@ -3,16 +3,17 @@ times published in pto-isa's ``kernels/manual`` READMEs, written again with the 
 intrinsics instruction for instruction and flag for flag, launched with ``cycles=True`` and
 compared with the published times.
 
-    python benchmarks/kernel_ports.py [--kernels gemm,fa,conv] [--sizes 1536,3072]
+    python benchmarks/kernel_ports.py [--kernels gemm,fa,conv,gemm_ar] [--sizes 1536,3072]
         [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--conv all] [--timing]
         [--no-check]
 
 Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out), ``common/flash_atten``
 (A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q) and
-``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL). Our own code, written
+``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL) and the compute kernel
+of ``a2a3/gemm_ar`` (910B, 24 cores; the README's compute-only time). Our own code, written
 from reading ``gemm_performance_kernel.cpp``, ``fa_performance_kernel.cpp`` with its
-``pto_macro_*.hpp`` and ``conv2d_forward_kernel.cpp`` (pto-isa, read-only); the READMEs'
-tables are the board.
+``pto_macro_*.hpp``, ``conv2d_forward_kernel.cpp`` and ``gemm_compute_kernel.cpp`` (pto-isa,
+read-only); the READMEs' tables are the board.
 """
 
 from __future__ import annotations
@@ -885,6 +886,168 @@ def run_conv(key: tuple[int, int, int, int, int], *, check: bool = True,
                   wall, launch_s, rep)
 
 
+# ---- a2a3/gemm_ar (the compute kernel) ---------------------------------------------------------
+
+#: the README's "Compute-only" (8 x Ascend 910B, every rank computing its own C_i at once;
+#: main.cpp times it on the host around the launch and a stream synchronize, 5 iterations):
+#: M 5416 -> 5504, K 6144, N 1408 -> 1536, 24 compute blocks. No per-pipe ratios are given.
+GEMM_AR_BOARD_US = 368.1
+
+
+@dataclass(frozen=True)
+class GemmArConfig:
+    """gemm_ar_config.h: padded M, N (multiples of 128 / 256), K a multiple of 256."""
+
+    m: int = 5504
+    k: int = 6144
+    n: int = 1536
+    blocks: int = 24
+
+    @property
+    def m_tiles(self) -> int:
+        return self.m // BASE_M
+
+    @property
+    def n_tiles(self) -> int:
+        return self.n // BASE_N
+
+    def block_tiles(self, blk: int) -> range:
+        """GEMM_AR_BLOCK_START_TILE / _TILE_COUNT: the remainder spread over the first
+        blocks (floor or ceil of tiles / blocks each)."""
+        total = self.m_tiles * self.n_tiles
+        base, rem = divmod(total, self.blocks)
+        count = base + 1 if blk < rem else base
+        start = blk * (base + 1) if blk < rem else rem * (base + 1) + (blk - rem) * base
+        return range(start, min(start + count, total))
+
+    def swizzle(self, linear: int) -> tuple[int, int]:
+        """SwizzleTileIndex: rows of n_tiles tiles, odd rows walked backwards."""
+        group, local = divmod(linear, self.n_tiles)
+        if group >= self.m_tiles:
+            return divmod(linear, self.n_tiles)
+        return group, (self.n_tiles - 1 - local) if group & 1 else local
+
+
+def gemm_ar_compute(cfg: GemmArConfig, out: np.ndarray, src0: np.ndarray, src1: np.ndarray,
+                    queue: np.ndarray) -> None:
+    """``GemmComputeKernel``: C = A @ B for the block's tiles of 128 x 256 (A m x k ND, B
+    stored n x k: a k x n DN view), f32 in L0C stored as f16; after each tile's store a
+    PIPE_ALL barrier and the ready-queue enqueue (``queue[blk]`` is the block's queue:
+    [count, tile ids ...])."""
+    h = np.float16
+    k = cfg.k
+    blk = int(pto.get_block_idx())
+    a_mat = [Tile(TileType.Mat, h, BASE_M, BASE_K * STEP_KA, BLayout.ColMajor, None,
+                  SLayout.RowMajor) for _ in range(2)]
+    b_mat = [Tile(TileType.Mat, h, BASE_K * STEP_KB, BASE_N, BLayout.RowMajor, None,
+                  SLayout.ColMajor) for _ in range(2)]
+    a_bytes, b_bytes = BASE_M * BASE_K * STEP_KA * 2, BASE_K * STEP_KB * BASE_N * 2
+    pto.TASSIGN(a_mat[0], 0x0)
+    pto.TASSIGN(a_mat[1], a_bytes)
+    pto.TASSIGN(b_mat[0], 2 * a_bytes)
+    pto.TASSIGN(b_mat[1], 2 * a_bytes + b_bytes)
+    a_l0 = [pto.TileLeft(h, BASE_M, BASE_K) for _ in range(2)]
+    b_l0 = [pto.TileRight(h, BASE_K, BASE_N) for _ in range(2)]
+    c_tile = pto.TileAcc(np.float32, BASE_M, BASE_N)
+    # (this kernel packs the L0 ping-pong halves: the second at one tile's size)
+    pto.TASSIGN(a_l0[0], 0x0)
+    pto.TASSIGN(a_l0[1], BASE_M * BASE_K * 2)
+    pto.TASSIGN(b_l0[0], 0x0)
+    pto.TASSIGN(b_l0[1], BASE_K * BASE_N * 2)
+    pto.TASSIGN(c_tile, 0x0)
+    na, nb, nc = BASE_M * BASE_K * STEP_KA, BASE_K * STEP_KB * BASE_N, BASE_M * BASE_N
+    for slot, linear in enumerate(cfg.block_tiles(blk)):
+        mi, ni = cfg.swizzle(linear)
+        # ComputeAndStoreTile
+        base_a, base_b = mi * BASE_M * k, ni * BASE_N * k
+        mte2 = mte1 = 0
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+        pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+        pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+        for kk in range(k // BASE_K):
+            # ProcessKIteration
+            kmod = kk % STEP_KA
+            if kmod == 0:
+                gm_a = GlobalTensor(src0, (1, 1, 1, BASE_M, BASE_K * STEP_KA),
+                                    (na, na, na, k, 1), Layout.ND, offset=base_a + kk * BASE_K)
+                gm_b = GlobalTensor(src1, (1, 1, 1, BASE_K * STEP_KB, BASE_N),
+                                    (nb, nb, nb, 1, k), Layout.DN, offset=base_b + kk * BASE_K)
+                pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+                pto.TLOAD(a_mat[mte2], gm_a)
+                pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                pto.TLOAD(b_mat[mte2], gm_b)
+                pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                mte2 = 1 - mte2
+            cur = 1 - mte2
+            pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
+            if kmod == 0:
+                pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+            pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * BASE_K)
+            if kmod == 0:
+                pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+            pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % STEP_KB) * BASE_K, 0)
+            if (kk + 1) % STEP_KA == 0:
+                pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
+            pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
+            pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
+            if kk == 0:
+                pto.TMATMUL(c_tile, a_l0[mte1], b_l0[mte1])
+            else:
+                pto.TMATMUL_ACC(c_tile, c_tile, a_l0[mte1], b_l0[mte1])
+            pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
+            mte1 = 1 - mte1
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+        pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+        gm_c = GlobalTensor(out, (1, 1, 1, BASE_M, BASE_N), (nc, nc, nc, cfg.n, 1), Layout.ND,
+                            offset=mi * BASE_M * cfg.n + ni * BASE_N)
+        pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+        pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+        pto.TSTORE(gm_c, c_tile)
+        pto.PIPE_BARRIER(Pipe.ALL)
+        # MultiBlockEnqueueFast: the tile id into the block's next slot, then the count (scalar
+        # GM stores and dcci: not priced by the cycle model)
+        queue[blk, 1 + slot] = mi * cfg.n_tiles + ni
+        queue[blk, 0] = slot + 1
+
+
+def gemm_ar_buffers(cfg: GemmArConfig, timing: bool = False, seed: int = 5
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """out (m x n f16), A (m x k f16), B stored n x k, the ready queues (one row per block)."""
+    per_block = -(-cfg.m_tiles * cfg.n_tiles // cfg.blocks)
+    queue = np.zeros((cfg.blocks, 1 + per_block), np.int32)
+    if timing:
+        return (np.empty((cfg.m, cfg.n), np.float16), np.empty((cfg.m, cfg.k), np.float16),
+                np.empty((cfg.n, cfg.k), np.float16), queue)
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (cfg.m, cfg.k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (cfg.n, cfg.k)).astype(np.float16)
+    return np.zeros((cfg.m, cfg.n), np.float16), a, b, queue
+
+
+def run_gemm_ar(*, check: bool = True, timing: bool = False,
+                cfg: GemmArConfig | None = None) -> Result:
+    cfg = cfg or GemmArConfig()
+    c, a, b, queue = gemm_ar_buffers(cfg, timing)
+    t0 = time.perf_counter()
+    rep = pto.launch(lambda *x: gemm_ar_compute(cfg, *x), c, a, b, queue, blocks=cfg.blocks,
+                     target="a2a3", lockstep=False, cycles="timing" if timing else True)
+    wall = time.perf_counter() - t0
+    if check and not timing:
+        ref = a.astype(np.float64) @ b.astype(np.float64).T
+        if not np.allclose(c.astype(np.float64), ref, rtol=1e-2, atol=5e-2):
+            raise SystemExit(f"gemm_ar compute {cfg}: result differs from numpy")
+    t1 = time.perf_counter()
+    launch = rep.launch
+    launch_s = time.perf_counter() - t1
+    ratio = launch.busy_ratio()
+    busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE1", "MTE2", "FIX")}
+    return Result("a2a3/gemm_ar (compute)", f"{cfg.m}x{cfg.k}x{cfg.n} fp16, {cfg.blocks} cores",
+                  launch.us, GEMM_AR_BOARD_US, busy, {}, wall, launch_s, rep)
+
+
 @dataclass
 class Result:
     kernel: str
@@ -952,7 +1115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kernels", default="gemm,fa,conv",
                     help="gemm (a2a3/gemm_performance), fa (common/flash_atten), conv "
-                    "(a2a3/conv2d_forward)")
+                    "(a2a3/conv2d_forward), gemm_ar (a2a3/gemm_ar's compute kernel)")
     ap.add_argument("--sizes", default="1536,3072", help="gemm: m = k = n")
     ap.add_argument("--fa-cores", default="1,2,4,8", help="fa: blocks (S0 = 128 x cores)")
     ap.add_argument("--fa-s1", default="1024,2048,4096,8192", help="fa: S1")
@@ -976,6 +1139,8 @@ def main(argv: list[str] | None = None) -> int:
             tuple(int(v) for v in c.split(",")) for c in ns.conv.split(";")]
         runs += [lambda key=key: run_conv(key, check=not ns.no_check, timing=ns.timing)
                  for key in keys]
+    if "gemm_ar" in kernels:
+        runs.append(lambda: run_gemm_ar(check=not ns.no_check, timing=ns.timing))
     results = []
     for run in runs:
         r = run()

@@ -159,3 +159,21 @@ def test_acc_store_is_one_fixpipe_instruction_whatever_the_gm_layout():
     nd = _acc_store_cycles((1, 1, 1, 128, 256), "ND")
     nc = _acc_store_cycles((1, 16, 2, 64, 16), "NC1HWC0")
     assert nd == nc == 265 + round(2 * 128 * 256 / (70 * 2**30 / 1.85e9))
+
+
+# ---- a2a3/gemm_ar (compute kernel) -------------------------------------------------------------
+
+def test_gemm_ar_compute_port_matches_numpy_and_fills_the_ready_queues():
+    # 3 x 2 tiles of 128 x 256 over 4 blocks: the remainder goes to the first blocks (2, 2, 1,
+    # 1 tiles), odd tile rows walked backwards; K = 512: two L1 panels of stepK 4
+    kp = _ports()
+    cfg = kp.GemmArConfig(m=384, k=512, n=512, blocks=4)
+    c, a, b, queue = kp.gemm_ar_buffers(cfg, seed=1)
+    rep = pto.launch(lambda *x: kp.gemm_ar_compute(cfg, *x), c, a, b, queue,
+                     blocks=cfg.blocks, target="a2a3", lockstep=False, cycles=True)
+    want = a.astype(np.float64) @ b.astype(np.float64).T  # B is stored n x k
+    assert np.abs(want).max() > 10
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-3, atol=2e-2)
+    # tile id = mi * n_tiles + ni; block 1 owns linear tiles 2, 3: row 1, walked backwards
+    np.testing.assert_array_equal(queue, [[2, 0, 1], [2, 3, 2], [1, 4, 0], [1, 5, 0]])
+    assert rep.launch.busy_ratio()["M"] > 0
