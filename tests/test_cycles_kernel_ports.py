@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -177,3 +178,93 @@ def test_gemm_ar_compute_port_matches_numpy_and_fills_the_ready_queues():
     # tile id = mi * n_tiles + ni; block 1 owns linear tiles 2, 3: row 1, walked backwards
     np.testing.assert_array_equal(queue, [[2, 0, 1], [2, 3, 2], [1, 4, 0], [1, 5, 0]])
     assert rep.launch.busy_ratio()["M"] > 0
+
+
+# ---- a5/matmul_mxfp4_performance ---------------------------------------------------------------
+
+def test_mxfp4_matmul_port_matches_numpy():
+    # 2 x 3 cores of 256 x 256 (M tail 244, N tail 188; blocks 6 and 7 past the grid return),
+    # K 4096: 16 K steps, two scale panels (mxScalePara 4 x stepK 2 = 8 steps a panel)
+    kp = _ports()
+    cfg = kp.MxConfig(m=500, k=4096, n=700, single_m=256, single_n=256, blocks=8)
+    bufs = kp.mx_buffers(cfg, seed=3)
+    out, a, b, sa, sb = bufs
+    rep = pto.launch(lambda *x: kp.mxfp4_matmul(cfg, *x), *bufs, blocks=cfg.blocks,
+                     target=kp.mx_target(), lockstep=False, cycles=True)
+    # independent decoding: the e2m1 magnitudes by code, the sign in bit 3
+    mag = np.array([0, .5, 1, 1.5, 2, 3, 4, 6])
+
+    def values(packed, rows):
+        p = packed.reshape(rows, cfg.k // 2)
+        codes = np.stack([p & 0xF, p >> 4], axis=-1).reshape(rows, cfg.k)
+        v = np.where(codes & 8, -mag[codes & 7], mag[codes & 7])
+        return v * np.exp2(np.repeat(sa_or(rows), 32, axis=1) - 127.0)
+
+    def sa_or(rows):
+        return (sa if rows == cfg.m else sb).view(np.uint8).astype(np.float64)
+    want = values(a, cfg.m) @ values(b, cfg.n).T
+    assert np.abs(want).max() > 1
+    got = out.astype(np.float64)
+    # C leaves L0C as bf16 (8 significant bits)
+    np.testing.assert_allclose(got, want, rtol=2 ** -8, atol=1e-6 * np.abs(want).max())
+    assert rep.launch.busy_ratio()["M"] > 0
+
+
+def test_mx_scale_views_load_as_upstream_maps_them():
+    # MX_A_ND [1, 1, M, K/64, 2]: row r, scale column c at r * stride2 + (c // 2) * 2 + c % 2;
+    # MX_B_DN [1, 1, N, K/64, 2]: scale row r (K), column c (N) at c * stride2 + r
+    rng = np.random.default_rng(0)
+    sa = rng.integers(0, 255, (40, 16)).astype(np.uint8)
+    with pto.target("a5"):
+        t = Tile(TileType.Mat, "f8E8M0", 32, 8, "RowMajor", None, "RowMajor", 32)
+        pto.TLOAD(t, pto.GlobalTensor(sa.view(ml_dtypes.float8_e8m0fnu), (1, 1, 32, 4, 2),
+                                      (640, 640, 16, 2, 1), "MX_A_ND", offset=16 + 4))
+        np.testing.assert_array_equal(t.numpy().view(np.uint8), sa[1:33, 4:12])
+        u = Tile(TileType.Mat, "f8E8M0", 8, 32, "ColMajor", None, "ColMajor", 32)
+        pto.TLOAD(u, pto.GlobalTensor(sa.view(ml_dtypes.float8_e8m0fnu), (1, 1, 32, 4, 2),
+                                      (640, 640, 16, 2, 1), "MX_B_DN", offset=16 + 4))
+        np.testing.assert_array_equal(u.numpy().view(np.uint8), sa[1:33, 4:12].T)
+
+
+def test_mx_scale_load_is_one_dma_and_fp4_moves_half_a_byte_a_value():
+    # upstream's a5 TLoad: an MX scale view is one DMA instruction whatever its 5-D shape;
+    # fp4 moves as bytes (two values a byte)
+    kp = _ports()
+    sa = np.zeros((256, 64), ml_dtypes.float8_e8m0fnu)
+    a4 = np.zeros(256 * 512 // 2, np.uint8)
+    a8 = np.zeros(256 * 512, ml_dtypes.float8_e4m3fn)
+
+    def cost(kernel, *arrays):
+        return pto.launch(kernel, *arrays, target=kp.mx_target(), cycles="timing").total
+
+    def scale(sa):
+        t = Tile(TileType.Mat, "f8E8M0", 256, 64, "RowMajor", None, "RowMajor", 32)
+        pto.TLOAD(t, pto.GlobalTensor(sa, (1, 1, 256, 32, 2), (1 << 20, 1 << 20, 64, 2, 1),
+                                      "MX_A_ND"))
+
+    def data(arr, dt):
+        t = Tile(TileType.Mat, dt, 256, 512, "ColMajor", None, "RowMajor")
+        pto.TLOAD(t, pto.GlobalTensor(arr, (1, 1, 1, 256, 512), (1 << 20,) * 3 + (512, 1),
+                                      dtype=dt))
+    assert cost(scale, sa) == 265 + round(256 * 64 / 128)
+    assert cost(lambda x: data(x, "f4E2M1x2"), a4) == 265 + round(256 * 512 / 2 / 128)
+    assert cost(lambda x: data(x, "f8E4M3"), a8) == 265 + round(256 * 512 / 128)
+
+
+def test_accumulating_mx_matmul_is_priced_on_its_a_and_b():
+    # (cOut, cIn, a, sa, b, sb) binds positionally: the cost must still read A (Left) and B
+    # (Right), not cIn and the scale tile; the same m x k x n costs the same either way
+    def run(acc: bool) -> int:
+        def kernel():
+            a = pto.TileLeft("f8E4M3", 128, 256)
+            b = pto.TileRight("f8E4M3", 256, 128)
+            sa = Tile("ScaleLeft", "f8E8M0", 128, 8, "RowMajor", None, "RowMajor", 32)
+            sb = Tile("ScaleRight", "f8E8M0", 8, 128, "ColMajor", None, "ColMajor", 32)
+            c = pto.TileAcc(np.float32, 128, 128)
+            if acc:
+                pto.TMATMUL_MX(c, c, a, sa, b, sb)
+            else:
+                pto.TMATMUL_MX(c, a, sa, b, sb)
+        return pto.launch(kernel, target="a5", cycles="timing").busy["M"]
+    # 8 x (256 bytes / 32) x 8 fractals a cycle after a head of 6
+    assert run(False) == run(True) == 6 + 8 * 8 * 8
