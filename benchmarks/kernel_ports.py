@@ -47,7 +47,7 @@ from ptoisa.conv import ConvTile
 from ptoisa.dtypes import dtype
 from ptoisa.enums import AccPhase, RoundMode, STPhase
 from ptoisa.isa.layout.img2col import Img2colConfig
-from ptoisa.targets import TARGET_NAMES, get_target, register_target
+from ptoisa.targets import Target, get_target
 
 # ---- a2a3/gemm_performance ----------------------------------------------------------------------
 
@@ -1085,7 +1085,7 @@ MX_BOARD: dict[tuple[int, int, int], tuple[float, float, float, float, float]] =
 }
 
 
-def mx_target() -> str:
+def mx_target() -> Target:
     """a5 with what this kernel needs and ptoisa's a5 refuses (both to be settled on a5 itself,
     not here):
 
@@ -1097,21 +1097,20 @@ def mx_target() -> str:
       a5 (as upstream's CPU simulator, whose A5 sizes copy its A2/A3 ones) has 4 KiB. The board
       runs the kernel: we take the range ``GetScaleAddr`` gives a 64 KiB L0A / L0B.
 
-    Everything else (costs, clock, traits) is a5's."""
-    name = "a5-mx"
-    if name not in TARGET_NAMES and name not in _registered:
+    Everything else (costs, clock, traits) is a5's. A Target object, passed to pto.launch as
+    it is (not registered: the known targets stay cpu, a2a3, a5)."""
+    if not _MX_TARGET:
         a5 = get_target("a5")
         leg = {op: dataclasses.replace(a5.legality[op], dtypes=a5.legality[op].dtypes
                                        | {dtype(F4)})
                for op in ("TLOAD", "TEXTRACT")}
-        register_target(a5.derive(name, buffers={**a5.buffers, "L0A_MX": 16 * 1024,
-                                                  "L0B_MX": 16 * 1024},
-                                  legality=leg, traits={"costs_measured": True}))
-        _registered.add(name)
-    return name
+        _MX_TARGET.append(a5.derive("a5-mx", buffers={**a5.buffers, "L0A_MX": 16 * 1024,
+                                                      "L0B_MX": 16 * 1024},
+                                    legality=leg, traits={"costs_measured": True}))
+    return _MX_TARGET[0]
 
 
-_registered: set[str] = set()
+_MX_TARGET: list[Target] = []
 
 
 @dataclass(frozen=True)
