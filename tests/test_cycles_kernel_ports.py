@@ -268,3 +268,17 @@ def test_accumulating_mx_matmul_is_priced_on_its_a_and_b():
         return pto.launch(kernel, target="a5", cycles="timing").busy["M"]
     # 8 x (256 bytes / 32) x 8 fractals a cycle after a head of 6
     assert run(False) == run(True) == 6 + 8 * 8 * 8
+
+
+def test_gemm_ar_and_mxfp4_ports_are_race_free_with_their_own_flags():
+    kp = _ports()
+    ar = kp.GemmArConfig(m=384, k=512, n=512, blocks=4)
+    san = Sanitizer(sync="manual")
+    pto.launch(lambda *x: kp.gemm_ar_compute(ar, *x), *kp.gemm_ar_buffers(ar),
+               blocks=ar.blocks, target="a2a3", lockstep=False, sanitize=san)
+    assert san.report.findings == []
+    mx = kp.MxConfig(m=300, k=4096, n=256, single_m=256, single_n=256, blocks=2)
+    san = Sanitizer(sync="manual")
+    pto.launch(lambda *x: kp.mxfp4_matmul(mx, *x), *kp.mx_buffers(mx), blocks=mx.blocks,
+               target=kp.mx_target(), lockstep=False, sanitize=san)
+    assert san.report.findings == []
