@@ -3,34 +3,51 @@ times published in pto-isa's ``kernels/manual`` READMEs, written again with the 
 intrinsics instruction for instruction and flag for flag, launched with ``cycles=True`` and
 compared with the published times.
 
-    python benchmarks/kernel_ports.py [--kernels gemm,fa,conv] [--sizes 1536,3072]
+    python benchmarks/kernel_ports.py [--kernels gemm,fa,conv,gemm_ar,mx] [--sizes 1536,3072]
         [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--conv all] [--timing]
         [--no-check]
 
 Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out), ``common/flash_atten``
 (A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q) and
-``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL). Our own code, written
-from reading ``gemm_performance_kernel.cpp``, ``fa_performance_kernel.cpp`` with its
-``pto_macro_*.hpp`` and ``conv2d_forward_kernel.cpp`` (pto-isa, read-only); the READMEs'
-tables are the board.
+``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL) and the compute kernel
+of ``a2a3/gemm_ar`` (910B, 24 cores; the README's compute-only time) and
+``a5/matmul_mxfp4_performance`` (A5, 32 cores, TMATMUL_MX with fp4 e2m1 operands). Our own
+code, written from reading ``gemm_performance_kernel.cpp``, ``fa_performance_kernel.cpp`` with
+its ``pto_macro_*.hpp``, ``conv2d_forward_kernel.cpp``, ``gemm_compute_kernel.cpp`` and
+``mxmatmul_performance_kernel.cpp`` (pto-isa, read-only); the READMEs' tables are the board.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import sys
 import time
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 import ptoisa as pto
-from ptoisa import BLayout, Direction, GlobalTensor, Layout, Pipe, SLayout, Tile, TileType, TPipe
+from ptoisa import (
+    BLayout,
+    CompactMode,
+    Direction,
+    GlobalTensor,
+    Layout,
+    Pipe,
+    SLayout,
+    Tile,
+    TileType,
+    TPipe,
+)
 from ptoisa.conv import ConvTile
+from ptoisa.dtypes import dtype
 from ptoisa.enums import AccPhase, RoundMode, STPhase
 from ptoisa.isa.layout.img2col import Img2colConfig
+from ptoisa.targets import Target, get_target
 
 # ---- a2a3/gemm_performance ----------------------------------------------------------------------
 
@@ -885,6 +902,469 @@ def run_conv(key: tuple[int, int, int, int, int], *, check: bool = True,
                   wall, launch_s, rep)
 
 
+# ---- a2a3/gemm_ar (the compute kernel) ---------------------------------------------------------
+
+#: the README's "Compute-only" (8 x Ascend 910B, every rank computing its own C_i at once;
+#: main.cpp times it on the host around the launch and a stream synchronize, 5 iterations):
+#: M 5416 -> 5504, K 6144, N 1408 -> 1536, 24 compute blocks. No per-pipe ratios are given.
+GEMM_AR_BOARD_US = 368.1
+
+
+@dataclass(frozen=True)
+class GemmArConfig:
+    """gemm_ar_config.h: padded M, N (multiples of 128 / 256), K a multiple of 256."""
+
+    m: int = 5504
+    k: int = 6144
+    n: int = 1536
+    blocks: int = 24
+
+    @property
+    def m_tiles(self) -> int:
+        return self.m // BASE_M
+
+    @property
+    def n_tiles(self) -> int:
+        return self.n // BASE_N
+
+    def block_tiles(self, blk: int) -> range:
+        """GEMM_AR_BLOCK_START_TILE / _TILE_COUNT: the remainder spread over the first
+        blocks (floor or ceil of tiles / blocks each)."""
+        total = self.m_tiles * self.n_tiles
+        base, rem = divmod(total, self.blocks)
+        count = base + 1 if blk < rem else base
+        start = blk * (base + 1) if blk < rem else rem * (base + 1) + (blk - rem) * base
+        return range(start, min(start + count, total))
+
+    def swizzle(self, linear: int) -> tuple[int, int]:
+        """SwizzleTileIndex: rows of n_tiles tiles, odd rows walked backwards."""
+        group, local = divmod(linear, self.n_tiles)
+        if group >= self.m_tiles:
+            return divmod(linear, self.n_tiles)
+        return group, (self.n_tiles - 1 - local) if group & 1 else local
+
+
+def gemm_ar_compute(cfg: GemmArConfig, out: np.ndarray, src0: np.ndarray, src1: np.ndarray,
+                    queue: np.ndarray) -> None:
+    """``GemmComputeKernel``: C = A @ B for the block's tiles of 128 x 256 (A m x k ND, B
+    stored n x k: a k x n DN view), f32 in L0C stored as f16; after each tile's store a
+    PIPE_ALL barrier and the ready-queue enqueue (``queue[blk]`` is the block's queue:
+    [count, tile ids ...])."""
+    h = np.float16
+    k = cfg.k
+    blk = int(pto.get_block_idx())
+    a_mat = [Tile(TileType.Mat, h, BASE_M, BASE_K * STEP_KA, BLayout.ColMajor, None,
+                  SLayout.RowMajor) for _ in range(2)]
+    b_mat = [Tile(TileType.Mat, h, BASE_K * STEP_KB, BASE_N, BLayout.RowMajor, None,
+                  SLayout.ColMajor) for _ in range(2)]
+    a_bytes, b_bytes = BASE_M * BASE_K * STEP_KA * 2, BASE_K * STEP_KB * BASE_N * 2
+    pto.TASSIGN(a_mat[0], 0x0)
+    pto.TASSIGN(a_mat[1], a_bytes)
+    pto.TASSIGN(b_mat[0], 2 * a_bytes)
+    pto.TASSIGN(b_mat[1], 2 * a_bytes + b_bytes)
+    a_l0 = [pto.TileLeft(h, BASE_M, BASE_K) for _ in range(2)]
+    b_l0 = [pto.TileRight(h, BASE_K, BASE_N) for _ in range(2)]
+    c_tile = pto.TileAcc(np.float32, BASE_M, BASE_N)
+    # (this kernel packs the L0 ping-pong halves: the second at one tile's size)
+    pto.TASSIGN(a_l0[0], 0x0)
+    pto.TASSIGN(a_l0[1], BASE_M * BASE_K * 2)
+    pto.TASSIGN(b_l0[0], 0x0)
+    pto.TASSIGN(b_l0[1], BASE_K * BASE_N * 2)
+    pto.TASSIGN(c_tile, 0x0)
+    na, nb, nc = BASE_M * BASE_K * STEP_KA, BASE_K * STEP_KB * BASE_N, BASE_M * BASE_N
+    for slot, linear in enumerate(cfg.block_tiles(blk)):
+        mi, ni = cfg.swizzle(linear)
+        # ComputeAndStoreTile
+        base_a, base_b = mi * BASE_M * k, ni * BASE_N * k
+        mte2 = mte1 = 0
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+        pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+        pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+        for kk in range(k // BASE_K):
+            # ProcessKIteration
+            kmod = kk % STEP_KA
+            if kmod == 0:
+                gm_a = GlobalTensor(src0, (1, 1, 1, BASE_M, BASE_K * STEP_KA),
+                                    (na, na, na, k, 1), Layout.ND, offset=base_a + kk * BASE_K)
+                gm_b = GlobalTensor(src1, (1, 1, 1, BASE_K * STEP_KB, BASE_N),
+                                    (nb, nb, nb, 1, k), Layout.DN, offset=base_b + kk * BASE_K)
+                pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+                pto.TLOAD(a_mat[mte2], gm_a)
+                pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                pto.TLOAD(b_mat[mte2], gm_b)
+                pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                mte2 = 1 - mte2
+            cur = 1 - mte2
+            pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
+            if kmod == 0:
+                pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+            pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * BASE_K)
+            if kmod == 0:
+                pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+            pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % STEP_KB) * BASE_K, 0)
+            if (kk + 1) % STEP_KA == 0:
+                pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
+            pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
+            pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
+            if kk == 0:
+                pto.TMATMUL(c_tile, a_l0[mte1], b_l0[mte1])
+            else:
+                pto.TMATMUL_ACC(c_tile, c_tile, a_l0[mte1], b_l0[mte1])
+            pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
+            mte1 = 1 - mte1
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+        pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+        gm_c = GlobalTensor(out, (1, 1, 1, BASE_M, BASE_N), (nc, nc, nc, cfg.n, 1), Layout.ND,
+                            offset=mi * BASE_M * cfg.n + ni * BASE_N)
+        pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+        pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+        pto.TSTORE(gm_c, c_tile)
+        pto.PIPE_BARRIER(Pipe.ALL)
+        # MultiBlockEnqueueFast: the tile id into the block's next slot, then the count (scalar
+        # GM stores and dcci: not priced by the cycle model)
+        queue[blk, 1 + slot] = mi * cfg.n_tiles + ni
+        queue[blk, 0] = slot + 1
+
+
+def gemm_ar_buffers(cfg: GemmArConfig, timing: bool = False, seed: int = 5
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """out (m x n f16), A (m x k f16), B stored n x k, the ready queues (one row per block)."""
+    per_block = -(-cfg.m_tiles * cfg.n_tiles // cfg.blocks)
+    queue = np.zeros((cfg.blocks, 1 + per_block), np.int32)
+    if timing:
+        return (np.empty((cfg.m, cfg.n), np.float16), np.empty((cfg.m, cfg.k), np.float16),
+                np.empty((cfg.n, cfg.k), np.float16), queue)
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, (cfg.m, cfg.k)).astype(np.float16)
+    b = rng.uniform(-1, 1, (cfg.n, cfg.k)).astype(np.float16)
+    return np.zeros((cfg.m, cfg.n), np.float16), a, b, queue
+
+
+def run_gemm_ar(*, check: bool = True, timing: bool = False,
+                cfg: GemmArConfig | None = None) -> Result:
+    cfg = cfg or GemmArConfig()
+    c, a, b, queue = gemm_ar_buffers(cfg, timing)
+    t0 = time.perf_counter()
+    rep = pto.launch(lambda *x: gemm_ar_compute(cfg, *x), c, a, b, queue, blocks=cfg.blocks,
+                     target="a2a3", lockstep=False, cycles="timing" if timing else True)
+    wall = time.perf_counter() - t0
+    if check and not timing:
+        ref = a.astype(np.float64) @ b.astype(np.float64).T
+        if not np.allclose(c.astype(np.float64), ref, rtol=1e-2, atol=5e-2):
+            raise SystemExit(f"gemm_ar compute {cfg}: result differs from numpy")
+    t1 = time.perf_counter()
+    launch = rep.launch
+    launch_s = time.perf_counter() - t1
+    ratio = launch.busy_ratio()
+    busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE1", "MTE2", "FIX")}
+    return Result("a2a3/gemm_ar (compute)", f"{cfg.m}x{cfg.k}x{cfg.n} fp16, {cfg.blocks} cores",
+                  launch.us, GEMM_AR_BOARD_US, busy, {}, wall, launch_s, rep)
+
+
+# ---- a5/matmul_mxfp4_performance ---------------------------------------------------------------
+
+MX_GROUP = 32  # SCALE_FACTOR: one E8M0 scale per 32 values along K
+MX_SCALE_PARA = 4  # mxScalePara: a scale panel in L1 covers 4 data panels
+F4 = "f4E2M1x2"
+E8M0 = "f8E8M0"
+
+#: the README's table (A5; the Chinese README: fp4 in, bf16 out): (m, k, n) -> (cube, TEXTRACT,
+#: TLOAD, TSTORE ratios, execution time in us). main.cpp shows the tiling of (2040, 8192, 8100)
+#: only: 32 cores of 512 x 1024 (4 x 8); (2048, 8192, 8192) splits the same way, the other sizes
+#: need a tiling the README does not give (not run)
+MX_BOARD: dict[tuple[int, int, int], tuple[float, float, float, float, float]] = {
+    (2048, 2048, 2048): (0.447, 0.466, 0.221, 0.256, 42.5),
+    (2048, 4096, 4096): (0.774, 0.767, 0.385, 0.077, 100.3),
+    (4096, 1024, 8192): (0.649, 0.584, 0.293, 0.257, 122.6),
+    (1024, 12288, 4096): (0.849, 0.874, 0.434, 0.028, 137.7),
+    (2048, 8192, 8192): (0.907, 0.881, 0.458, 0.046, 348.9),
+    (2040, 8192, 8100): (0.830, 0.830, 0.421, 0.123, 377.3),
+}
+
+
+def mx_target() -> Target:
+    """a5 with what this kernel needs and ptoisa's a5 refuses (both to be settled on a5 itself,
+    not here):
+
+    * packed fp4 (f4E2M1x2) through TLOAD (GM -> Mat) and TEXTRACT (Mat -> Left / Right):
+      upstream's A5 ``TLoad.hpp`` / ``TExtract.hpp`` have fp4 paths (``IsFP4``: strides halved,
+      fp4 fractals), ptoisa's a5 legality lists no fp4 type for either;
+    * 16 KiB scale buffers (L0A_MX / L0B_MX): ``GetScaleAddr`` maps an L0A / L0B byte address
+      to ``addr >> 2``, so the kernel's pong scale tiles (data at 32 KiB) sit at 8 KiB; ptoisa's
+      a5 (as upstream's CPU simulator, whose A5 sizes copy its A2/A3 ones) has 4 KiB. The board
+      runs the kernel: we take the range ``GetScaleAddr`` gives a 64 KiB L0A / L0B.
+
+    Everything else (costs, clock, traits) is a5's. A Target object, passed to pto.launch as
+    it is (not registered: the known targets stay cpu, a2a3, a5)."""
+    if not _MX_TARGET:
+        a5 = get_target("a5")
+        leg = {op: dataclasses.replace(a5.legality[op], dtypes=a5.legality[op].dtypes
+                                       | {dtype(F4)})
+               for op in ("TLOAD", "TEXTRACT")}
+        _MX_TARGET.append(a5.derive("a5-mx", buffers={**a5.buffers, "L0A_MX": 16 * 1024,
+                                                      "L0B_MX": 16 * 1024},
+                                    legality=leg, traits={"costs_measured": True}))
+    return _MX_TARGET[0]
+
+
+_MX_TARGET: list[Target] = []
+
+
+@dataclass(frozen=True)
+class MxConfig:
+    """LaunchMxMatmul's template arguments (stepM = stepN = 1)."""
+
+    m: int = 2040
+    k: int = 8192
+    n: int = 8100
+    single_m: int = 512
+    single_n: int = 1024
+    base_m: int = 256
+    base_k: int = 256
+    base_n: int = 256
+    step_ka: int = 2
+    step_kb: int = 2
+    blocks: int = 32
+
+    @property
+    def m_iter(self) -> int:
+        return -(-self.m // self.single_m)
+
+    @property
+    def n_iter(self) -> int:
+        return -(-self.n // self.single_n)
+
+
+def mxfp4_matmul(cfg: MxConfig, out: np.ndarray, src0: np.ndarray, src1: np.ndarray,
+                 src2: np.ndarray, src3: np.ndarray) -> None:
+    """``MxMatmulPerformance``: C (m x n, bf16) = (scaleA (x) A) @ (scaleB (x) B), A m x k packed
+    fp4 e2m1 (ND), B stored n x k (a k x n DN view), scaleA m x k/32 (MX_A_ND), scaleB stored
+    n x k/32 (MX_B_DN). Each core owns a [single_m, single_n] part of C, base blocks of
+    base_m x base_n with the K loop through L1 (stepK 2 data panels, 8 scale panels) and the
+    L0A / L0B / L0 scale ping-pong."""
+    m, k, n = cfg.m, cfg.k, cfg.n
+    bm, bk, bn, ska, skb = cfg.base_m, cfg.base_k, cfg.base_n, cfg.step_ka, cfg.step_kb
+    bsk = bk // MX_GROUP
+    sksa, sksb = ska * MX_SCALE_PARA, skb * MX_SCALE_PARA
+    # RunMxMatmulDispatch: the cores past the grid return; the last row / column of cores
+    # takes the remainder
+    core = int(pto.get_block_idx())
+    if core >= cfg.m_iter * cfg.n_iter:
+        return
+    mi_core, ni_core = core % cfg.m_iter, core // cfg.m_iter
+    cur_single_m = m % cfg.single_m if mi_core == cfg.m_iter - 1 and m % cfg.single_m \
+        else cfg.single_m
+    cur_single_n = n % cfg.single_n if ni_core == cfg.n_iter - 1 and n % cfg.single_n \
+        else cfg.single_n
+    # InitGMOffsets (element offsets: fp4 values for A and B, scales for the scale matrices)
+    row_start = min(mi_core * cfg.single_m, m)
+    off_a = row_start * k
+    off_b = ni_core * k * cfg.single_n
+    off_sa = row_start * k // MX_GROUP
+    off_sb = ni_core * k * cfg.single_n // MX_GROUP
+    off_c = row_start * n + ni_core * cfg.single_n
+    dyn = (pto.DYNAMIC, pto.DYNAMIC)
+    a_mat = [Tile(TileType.Mat, F4, bm, bk * ska, BLayout.ColMajor, dyn, SLayout.RowMajor)
+             for _ in range(2)]
+    b_mat = [Tile(TileType.Mat, F4, bk * skb, bn, BLayout.RowMajor, dyn, SLayout.ColMajor)
+             for _ in range(2)]
+    sa_mat = [Tile(TileType.Mat, E8M0, bm, bsk * sksa, BLayout.RowMajor, dyn, SLayout.RowMajor,
+                   32) for _ in range(2)]
+    sb_mat = [Tile(TileType.Mat, E8M0, bsk * sksb, bn, BLayout.ColMajor, dyn, SLayout.ColMajor,
+                   32) for _ in range(2)]
+    a_l0 = [pto.TileLeft(F4, bm, bk, dyn, compact=CompactMode.Normal) for _ in range(2)]
+    b_l0 = [pto.TileRight(F4, bk, bn, dyn, compact=CompactMode.Normal) for _ in range(2)]
+    sa_l0 = [Tile(TileType.ScaleLeft, E8M0, bm, bsk, BLayout.RowMajor, dyn, SLayout.RowMajor, 32,
+                  compact=CompactMode.Normal) for _ in range(2)]
+    sb_l0 = [Tile(TileType.ScaleRight, E8M0, bsk, bn, BLayout.ColMajor, dyn, SLayout.ColMajor,
+                  32, compact=CompactMode.Normal) for _ in range(2)]
+    c_tile = pto.TileAcc(np.float32, bm, bn, dyn, compact=CompactMode.Normal)
+    # InitBuffers: L1 A x2, B x2 (fp4: half a byte a value), then the scale panels
+    a_bytes, b_bytes = bm * bk * ska // 2, bk * bn * skb // 2
+    pto.TASSIGN(a_mat[0], 0x0)
+    pto.TASSIGN(a_mat[1], a_bytes)
+    pto.TASSIGN(b_mat[0], 2 * a_bytes)
+    pto.TASSIGN(b_mat[1], 2 * a_bytes + b_bytes)
+    s_base = 2 * a_bytes + 2 * b_bytes
+    sa_bytes, sb_bytes = bm * bsk * sksa, bsk * bn * sksb
+    pto.TASSIGN(sa_mat[0], s_base)
+    pto.TASSIGN(sa_mat[1], s_base + sa_bytes)
+    pto.TASSIGN(sb_mat[0], s_base + 2 * sa_bytes)
+    pto.TASSIGN(sb_mat[1], s_base + 2 * sa_bytes + sb_bytes)
+    for t in (a_l0, b_l0):
+        pto.TASSIGN(t[0], 0x0)
+        pto.TASSIGN(t[1], L0_PINGPONG_BYTES)
+    pto.TASSIGN(c_tile, 0x0)
+    # the scale tiles at GetScaleAddr of their data tiles (the address >> SHIFT_MX_ADDR)
+    for s, d in ((sa_l0, a_l0), (sb_l0, b_l0)):
+        for b in range(2):
+            pto.TASSIGN(s[b], d[b].addr >> 2)
+    # InitSyncFlags
+    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+    loops_m, loops_n = -(-cfg.single_m // bm), -(-cfg.single_n // bn)
+    loops_k = -(-k // bk)
+    rem_m, rem_n = cur_single_m % bm, cur_single_n % bn
+    mte2 = mte2mx = mte1 = 0
+    big = 1 << 40  # (the 5-D views' outer strides: never stepped)
+    for i in range(loops_m):
+        for j in range(loops_n):
+            cur_m = rem_m if i == loops_m - 1 and rem_m else bm
+            cur_n = rem_n if j == loops_n - 1 and rem_n else bn
+            for b in range(2):  # the C++ re-makes the tiles with these valid shapes
+                a_mat[b].set_valid(cur_m, bk * ska)
+                b_mat[b].set_valid(bk * skb, cur_n)
+                sa_mat[b].set_valid(cur_m, bsk * sksa)
+                sb_mat[b].set_valid(bsk * sksb, cur_n)
+                a_l0[b].set_valid(cur_m, bk)
+                b_l0[b].set_valid(bk, cur_n)
+                sa_l0[b].set_valid(cur_m, bsk)
+                sb_l0[b].set_valid(bsk, cur_n)
+            c_tile.set_valid(cur_m, cur_n)
+            for kk in range(loops_k):
+                # ProcessKIteration
+                kmod = kk % ska
+                if kmod == 0:
+                    gm_a = GlobalTensor(src0, (1, 1, 1, cur_m, bk * ska), (big, big, big, k, 1),
+                                        Layout.ND, dtype=F4,
+                                        offset=off_a + i * k * bm + kk * bk)
+                    gm_b = GlobalTensor(src1, (1, 1, 1, bk * skb, cur_n), (big, big, big, 1, k),
+                                        Layout.DN, dtype=F4,
+                                        offset=off_b + j * k * bn + kk * bk)
+                    if kk % sksa == 0:
+                        # the scale views as TileShape2D gives them for MX_A_ND / MX_B_DN
+                        # ([1, 1, rows, cols / 2, 2] / [1, 1, cols, rows / 2, 2]); the C++
+                        # passes a [1, 1, 1, rows, cols] shape, which A5's TLOAD does not read
+                        # (it loads the tile's valid region with the views' row stride)
+                        ks = k // MX_GROUP
+                        gm_sa = GlobalTensor(src2, (1, 1, cur_m, bsk * sksa // 2, 2),
+                                             (big, big, ks, 2, 1), Layout.MX_A_ND,
+                                             offset=off_sa + i * k * bm // MX_GROUP + kk * bsk)
+                        gm_sb = GlobalTensor(src3, (1, 1, cur_n, bsk * sksb // 2, 2),
+                                             (big, big, ks, 2, 1), Layout.MX_B_DN,
+                                             offset=off_sb + j * k * bn // MX_GROUP + kk * bsk)
+                        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+                        pto.TLOAD(a_mat[mte2], gm_a)
+                        pto.TLOAD(sa_mat[mte2mx], gm_sa)
+                        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                        pto.TLOAD(b_mat[mte2], gm_b)
+                        pto.TLOAD(sb_mat[mte2mx], gm_sb)
+                        mte2mx = 1 - mte2mx
+                    else:
+                        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+                        pto.TLOAD(a_mat[mte2], gm_a)
+                        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                        pto.TLOAD(b_mat[mte2], gm_b)
+                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                    mte2 = 1 - mte2
+                cur, cur_mx = 1 - mte2, 1 - mte2mx
+                # MacroMatmul
+                pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
+                if kmod == 0:
+                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+                pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * bk)
+                pto.TEXTRACT(sa_l0[mte1], sa_mat[cur_mx], 0, (kk % sksa) * bsk)
+                if kmod == 0:
+                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+                pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % skb) * bk, 0)
+                pto.TEXTRACT(sb_l0[mte1], sb_mat[cur_mx], (kk % sksb) * bsk, 0)
+                if (kk + 1) % ska == 0:
+                    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
+                pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
+                pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
+                if kk == 0:
+                    pto.TMATMUL_MX(c_tile, a_l0[mte1], sa_l0[mte1], b_l0[mte1], sb_l0[mte1])
+                else:
+                    pto.TMATMUL_MX(c_tile, c_tile, a_l0[mte1], sa_l0[mte1], b_l0[mte1],
+                                   sb_l0[mte1])
+                pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
+                mte1 = 1 - mte1
+            # StoreResult
+            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+            gm_c = GlobalTensor(out, (1, 1, 1, cur_m, cur_n), (big, big, big, n, 1), Layout.ND,
+                                offset=off_c + i * bm * n + j * bn)
+            pto.TSTORE(gm_c, c_tile)
+            pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
+            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
+    # WaitSyncFlags
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+
+
+def mx_buffers(cfg: MxConfig, timing: bool = False, seed: int = 7
+               ) -> tuple[np.ndarray, ...]:
+    """out (m x n bf16), A (m x k fp4 codes, two a byte: even k in the low nibble), B stored
+    n x k likewise, scaleA (m x k / 32 E8M0 bytes), scaleB stored n x k / 32."""
+    m, k, n = cfg.m, cfg.k, cfg.n
+    ks = k // MX_GROUP
+    out = np.zeros((m, n), ml_dtypes.bfloat16)
+    if timing:
+        return (out, np.empty(m * k // 2, np.uint8), np.empty(n * k // 2, np.uint8),
+                np.empty((m, ks), ml_dtypes.float8_e8m0fnu),
+                np.empty((n, ks), ml_dtypes.float8_e8m0fnu))
+    rng = np.random.default_rng(seed)
+
+    def codes(rows: int) -> np.ndarray:
+        c = rng.integers(0, 16, (rows, k)).astype(np.uint8)
+        return (c[:, 0::2] | (c[:, 1::2] << 4)).reshape(-1)
+
+    def scales(rows: int) -> np.ndarray:
+        return rng.integers(122, 132, (rows, ks)).astype(np.uint8).view(
+            ml_dtypes.float8_e8m0fnu)
+    return out, codes(m), codes(n), scales(m), scales(n)
+
+
+def mx_reference(cfg: MxConfig, a: np.ndarray, b: np.ndarray, sa: np.ndarray,
+                 sb: np.ndarray) -> np.ndarray:
+    """numpy in float64: the e2m1 codes decoded by ml_dtypes, each scaled by 2^(e - 127) of its
+    group of 32 along K."""
+    m, k, n = cfg.m, cfg.k, cfg.n
+
+    def decode(packed: np.ndarray, rows: int) -> np.ndarray:
+        p = packed.reshape(rows, k // 2)
+        c = np.empty((rows, k), np.uint8)
+        c[:, 0::2], c[:, 1::2] = p & 0xF, p >> 4
+        return c.view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    grp = np.arange(k) // MX_GROUP
+    av = decode(a, m) * 2.0 ** (sa.view(np.uint8)[:, grp].astype(np.float64) - 127)
+    bv = decode(b, n) * 2.0 ** (sb.view(np.uint8)[:, grp].astype(np.float64) - 127)
+    return av @ bv.T
+
+
+def run_mx(key: tuple[int, int, int] = (2040, 8192, 8100), *, check: bool = True,
+           timing: bool = False, cfg: MxConfig | None = None) -> Result:
+    cfg = cfg or MxConfig(*key)
+    bufs = mx_buffers(cfg, timing)
+    t0 = time.perf_counter()
+    rep = pto.launch(lambda *x: mxfp4_matmul(cfg, *x), *bufs, blocks=cfg.blocks,
+                     target=mx_target(),
+                     lockstep=False, cycles="timing" if timing else True)
+    wall = time.perf_counter() - t0
+    if check and not timing:
+        ref = mx_reference(cfg, *bufs[1:])
+        got = bufs[0].astype(np.float64)
+        if not np.allclose(got, ref, rtol=1e-2, atol=1e-2 * float(np.abs(ref).max())):
+            raise SystemExit(f"matmul_mxfp4 {cfg}: result differs from numpy")
+    t1 = time.perf_counter()
+    launch = rep.launch
+    launch_s = time.perf_counter() - t1
+    ratio = launch.busy_ratio()
+    busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE1", "MTE2", "FIX")}
+    board = MX_BOARD.get((cfg.m, cfg.k, cfg.n), (float("nan"),) * 5)
+    return Result("a5/matmul_mxfp4_performance", f"{cfg.m}x{cfg.k}x{cfg.n} fp4, "
+                  f"{cfg.m_iter * cfg.n_iter} cores", launch.us, board[4], busy,
+                  {"M": board[0], "MTE1": board[1], "MTE2": board[2], "FIX": board[3]},
+                  wall, launch_s, rep)
+
+
 @dataclass
 class Result:
     kernel: str
@@ -952,12 +1432,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kernels", default="gemm,fa,conv",
                     help="gemm (a2a3/gemm_performance), fa (common/flash_atten), conv "
-                    "(a2a3/conv2d_forward)")
+                    "(a2a3/conv2d_forward), gemm_ar (a2a3/gemm_ar's compute kernel), mx "
+                    "(a5/matmul_mxfp4_performance)")
     ap.add_argument("--sizes", default="1536,3072", help="gemm: m = k = n")
     ap.add_argument("--fa-cores", default="1,2,4,8", help="fa: blocks (S0 = 128 x cores)")
     ap.add_argument("--fa-s1", default="1024,2048,4096,8192", help="fa: S1")
     ap.add_argument("--conv", default="all", help="conv: 'all' (the README's five shapes) or "
                     "batch,c1,hin,win,cout[;...]")
+    ap.add_argument("--mx", default="2040,8192,8100;2048,8192,8192",
+                    help="mx: m,k,n[;...] (main.cpp's tiling: 32 cores of 512 x 1024)")
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--timing", action="store_true",
                     help='cycles="timing": no tile values (fast; nothing checked)')
@@ -976,6 +1459,11 @@ def main(argv: list[str] | None = None) -> int:
             tuple(int(v) for v in c.split(",")) for c in ns.conv.split(";")]
         runs += [lambda key=key: run_conv(key, check=not ns.no_check, timing=ns.timing)
                  for key in keys]
+    if "gemm_ar" in kernels:
+        runs.append(lambda: run_gemm_ar(check=not ns.no_check, timing=ns.timing))
+    if "mx" in kernels:
+        runs += [lambda key=key: run_mx(key, check=not ns.no_check, timing=ns.timing)
+                 for key in [tuple(int(v) for v in c.split(",")) for c in ns.mx.split(";")]]
     results = []
     for run in runs:
         r = run()

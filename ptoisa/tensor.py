@@ -74,6 +74,9 @@ class GMSpec:
         if self.layout in (Layout.MX_B_ND, Layout.MX_A_DN):
             rc = (s2 * s4, s1 * s3)
             return rc if self.layout is Layout.MX_B_ND else (rc[1], rc[0])
+        if self.layout in (Layout.MX_A_ND, Layout.MX_B_DN):
+            rc = (s1 * s2, s3 * s4)
+            return rc if self.layout is Layout.MX_A_ND else (rc[1], rc[0])
         return s0 * s1 * s2 * s3, s4
 
     def describe(self) -> str:
@@ -117,6 +120,12 @@ class GMSpec:
         elif lay is Layout.MX_A_DN:
             i0 = r * 0
             i1, i2, i3, i4 = r // s3, c // 2, r % s3, c % 2
+        elif lay is Layout.MX_A_ND:  # M rows, pairs of K along the innermost axis
+            i0 = r * 0
+            i1, i2, i3, i4 = r // s2, r % s2, c // 2, c % 2
+        elif lay is Layout.MX_B_DN:  # N columns, pairs of K along the innermost axis
+            i0 = r * 0
+            i1, i2, i3, i4 = c // s2, c % s2, r // 2, r % 2
         elif lay is Layout.NC1HWC0:
             i3 = r % s3
             i2 = (r // s3) % s2

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -159,3 +160,125 @@ def test_acc_store_is_one_fixpipe_instruction_whatever_the_gm_layout():
     nd = _acc_store_cycles((1, 1, 1, 128, 256), "ND")
     nc = _acc_store_cycles((1, 16, 2, 64, 16), "NC1HWC0")
     assert nd == nc == 265 + round(2 * 128 * 256 / (70 * 2**30 / 1.85e9))
+
+
+# ---- a2a3/gemm_ar (compute kernel) -------------------------------------------------------------
+
+def test_gemm_ar_compute_port_matches_numpy_and_fills_the_ready_queues():
+    # 3 x 2 tiles of 128 x 256 over 4 blocks: the remainder goes to the first blocks (2, 2, 1,
+    # 1 tiles), odd tile rows walked backwards; K = 512: two L1 panels of stepK 4
+    kp = _ports()
+    cfg = kp.GemmArConfig(m=384, k=512, n=512, blocks=4)
+    c, a, b, queue = kp.gemm_ar_buffers(cfg, seed=1)
+    rep = pto.launch(lambda *x: kp.gemm_ar_compute(cfg, *x), c, a, b, queue,
+                     blocks=cfg.blocks, target="a2a3", lockstep=False, cycles=True)
+    want = a.astype(np.float64) @ b.astype(np.float64).T  # B is stored n x k
+    assert np.abs(want).max() > 10
+    np.testing.assert_allclose(c.astype(np.float64), want, rtol=2e-3, atol=2e-2)
+    # tile id = mi * n_tiles + ni; block 1 owns linear tiles 2, 3: row 1, walked backwards
+    np.testing.assert_array_equal(queue, [[2, 0, 1], [2, 3, 2], [1, 4, 0], [1, 5, 0]])
+    assert rep.launch.busy_ratio()["M"] > 0
+
+
+# ---- a5/matmul_mxfp4_performance ---------------------------------------------------------------
+
+def test_mxfp4_matmul_port_matches_numpy():
+    # 2 x 3 cores of 256 x 256 (M tail 244, N tail 188; blocks 6 and 7 past the grid return),
+    # K 4096: 16 K steps, two scale panels (mxScalePara 4 x stepK 2 = 8 steps a panel)
+    kp = _ports()
+    cfg = kp.MxConfig(m=500, k=4096, n=700, single_m=256, single_n=256, blocks=8)
+    bufs = kp.mx_buffers(cfg, seed=3)
+    out, a, b, sa, sb = bufs
+    rep = pto.launch(lambda *x: kp.mxfp4_matmul(cfg, *x), *bufs, blocks=cfg.blocks,
+                     target=kp.mx_target(), lockstep=False, cycles=True)
+    # independent decoding: the e2m1 magnitudes by code, the sign in bit 3
+    mag = np.array([0, .5, 1, 1.5, 2, 3, 4, 6])
+
+    def values(packed, rows):
+        p = packed.reshape(rows, cfg.k // 2)
+        codes = np.stack([p & 0xF, p >> 4], axis=-1).reshape(rows, cfg.k)
+        v = np.where(codes & 8, -mag[codes & 7], mag[codes & 7])
+        return v * np.exp2(np.repeat(sa_or(rows), 32, axis=1) - 127.0)
+
+    def sa_or(rows):
+        return (sa if rows == cfg.m else sb).view(np.uint8).astype(np.float64)
+    want = values(a, cfg.m) @ values(b, cfg.n).T
+    assert np.abs(want).max() > 1
+    got = out.astype(np.float64)
+    # C leaves L0C as bf16 (8 significant bits)
+    np.testing.assert_allclose(got, want, rtol=2 ** -8, atol=1e-6 * np.abs(want).max())
+    assert rep.launch.busy_ratio()["M"] > 0
+
+
+def test_mx_scale_views_load_as_upstream_maps_them():
+    # MX_A_ND [1, 1, M, K/64, 2]: row r, scale column c at r * stride2 + (c // 2) * 2 + c % 2;
+    # MX_B_DN [1, 1, N, K/64, 2]: scale row r (K), column c (N) at c * stride2 + r
+    rng = np.random.default_rng(0)
+    sa = rng.integers(0, 255, (40, 16)).astype(np.uint8)
+    with pto.target("a5"):
+        t = Tile(TileType.Mat, "f8E8M0", 32, 8, "RowMajor", None, "RowMajor", 32)
+        pto.TLOAD(t, pto.GlobalTensor(sa.view(ml_dtypes.float8_e8m0fnu), (1, 1, 32, 4, 2),
+                                      (640, 640, 16, 2, 1), "MX_A_ND", offset=16 + 4))
+        np.testing.assert_array_equal(t.numpy().view(np.uint8), sa[1:33, 4:12])
+        u = Tile(TileType.Mat, "f8E8M0", 8, 32, "ColMajor", None, "ColMajor", 32)
+        pto.TLOAD(u, pto.GlobalTensor(sa.view(ml_dtypes.float8_e8m0fnu), (1, 1, 32, 4, 2),
+                                      (640, 640, 16, 2, 1), "MX_B_DN", offset=16 + 4))
+        np.testing.assert_array_equal(u.numpy().view(np.uint8), sa[1:33, 4:12].T)
+
+
+def test_mx_scale_load_is_one_dma_and_fp4_moves_half_a_byte_a_value():
+    # upstream's a5 TLoad: an MX scale view is one DMA instruction whatever its 5-D shape;
+    # fp4 moves as bytes (two values a byte)
+    kp = _ports()
+    sa = np.zeros((256, 64), ml_dtypes.float8_e8m0fnu)
+    a4 = np.zeros(256 * 512 // 2, np.uint8)
+    a8 = np.zeros(256 * 512, ml_dtypes.float8_e4m3fn)
+
+    def cost(kernel, *arrays):
+        return pto.launch(kernel, *arrays, target=kp.mx_target(), cycles="timing").total
+
+    def scale(sa):
+        t = Tile(TileType.Mat, "f8E8M0", 256, 64, "RowMajor", None, "RowMajor", 32)
+        pto.TLOAD(t, pto.GlobalTensor(sa, (1, 1, 256, 32, 2), (1 << 20, 1 << 20, 64, 2, 1),
+                                      "MX_A_ND"))
+
+    def data(arr, dt):
+        t = Tile(TileType.Mat, dt, 256, 512, "ColMajor", None, "RowMajor")
+        pto.TLOAD(t, pto.GlobalTensor(arr, (1, 1, 1, 256, 512), (1 << 20,) * 3 + (512, 1),
+                                      dtype=dt))
+    assert cost(scale, sa) == 265 + round(256 * 64 / 128)
+    assert cost(lambda x: data(x, "f4E2M1x2"), a4) == 265 + round(256 * 512 / 2 / 128)
+    assert cost(lambda x: data(x, "f8E4M3"), a8) == 265 + round(256 * 512 / 128)
+
+
+def test_accumulating_mx_matmul_is_priced_on_its_a_and_b():
+    # (cOut, cIn, a, sa, b, sb) binds positionally: the cost must still read A (Left) and B
+    # (Right), not cIn and the scale tile; the same m x k x n costs the same either way
+    def run(acc: bool) -> int:
+        def kernel():
+            a = pto.TileLeft("f8E4M3", 128, 256)
+            b = pto.TileRight("f8E4M3", 256, 128)
+            sa = Tile("ScaleLeft", "f8E8M0", 128, 8, "RowMajor", None, "RowMajor", 32)
+            sb = Tile("ScaleRight", "f8E8M0", 8, 128, "ColMajor", None, "ColMajor", 32)
+            c = pto.TileAcc(np.float32, 128, 128)
+            if acc:
+                pto.TMATMUL_MX(c, c, a, sa, b, sb)
+            else:
+                pto.TMATMUL_MX(c, a, sa, b, sb)
+        return pto.launch(kernel, target="a5", cycles="timing").busy["M"]
+    # 8 x (256 bytes / 32) x 8 fractals a cycle after a head of 6
+    assert run(False) == run(True) == 6 + 8 * 8 * 8
+
+
+def test_gemm_ar_and_mxfp4_ports_are_race_free_with_their_own_flags():
+    kp = _ports()
+    ar = kp.GemmArConfig(m=384, k=512, n=512, blocks=4)
+    san = Sanitizer(sync="manual")
+    pto.launch(lambda *x: kp.gemm_ar_compute(ar, *x), *kp.gemm_ar_buffers(ar),
+               blocks=ar.blocks, target="a2a3", lockstep=False, sanitize=san)
+    assert san.report.findings == []
+    mx = kp.MxConfig(m=300, k=4096, n=256, single_m=256, single_n=256, blocks=2)
+    san = Sanitizer(sync="manual")
+    pto.launch(lambda *x: kp.mxfp4_matmul(mx, *x), *kp.mx_buffers(mx), blocks=mx.blocks,
+               target=kp.mx_target(), lockstep=False, sanitize=san)
+    assert san.report.findings == []

@@ -49,8 +49,21 @@ Coef = tuple[float, float, float]
 
 # ---- features of one executed instruction ---------------------------------------------------
 
+def _nbytes(n: int, dt: Any) -> int:
+    """The bytes ``n`` elements of ``dt`` occupy on the chip: packed 4-bit types hold two a
+    byte (upstream's A5 TLoad / TExtract move fp4 as bytes, halving the element strides),
+    though ptoisa stores one a byte."""
+    return (n + 1) // 2 if dt.packed else n * dt.itemsize
+
+
 def _tile_bytes(t: Tile) -> int:
-    return t.valid_row * t.valid_col * t.dtype.itemsize
+    return _nbytes(t.valid_row * t.valid_col, t.dtype)
+
+
+#: the A5 MX scale layouts: upstream's a5 TLoad moves a scale view with one DMA instruction
+#: whatever its 5-D shape (TLoadMxCubeAND2ZZ / ADN2ZZ / BND2NN / BDN2NN: one ND-to-NZ
+#: instruction over the tile's valid region; ZZ2ZZ / NN2NN: one instruction of gShape1 bursts)
+_MX_LAYOUTS = frozenset({"MX_A_ZZ", "MX_A_ND", "MX_A_DN", "MX_B_NN", "MX_B_ND", "MX_B_DN"})
 
 
 def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any = None
@@ -107,8 +120,8 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         s = g.spec.shape
         f["gm_layout"] = g.spec.layout.name
         f["dtype"] = f.get("dtype") if tiles and not _is_conv(tiles) else g.dtype.name
-        f["n_dma"] = s[0] * s[1] * s[2]
-        f["bytes"] = g.spec.numel * g.dtype.itemsize
+        f["n_dma"] = 1 if f["gm_layout"] in _MX_LAYOUTS else s[0] * s[1] * s[2]
+        f["bytes"] = _nbytes(g.spec.numel, g.dtype)
         acc = dict(tiles).get("src")
         if acc is not None and acc.loc is TileType.Acc:
             # out of L0C through the fix-pipe: one copy_matrix_cc_to_gm whatever the GM
@@ -120,7 +133,10 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         f["bytes"] = sum(_tile_bytes(t) for _, t in tiles[:1])
     named = dict(tiles)
     if "aMatrix" in named and "bMatrix" in named:
-        a, bt = named["aMatrix"], named["bMatrix"]
+        # A and B by their roles (Left / Right): an accumulating MX form (cOut, cIn, a, sa, b,
+        # sb) binds its operands positionally, so "aMatrix" is cIn and "bMatrix" sa there
+        a = next((t for _, t in tiles if t.loc is TileType.Left), named["aMatrix"])
+        bt = next((t for _, t in tiles if t.loc is TileType.Right), named["bMatrix"])
         m, k, n = a.valid_row, a.valid_col, bt.valid_col
         f["dtype"] = a.dtype.name
         f["fractals"] = math.ceil(m / 16) * math.ceil(k * a.dtype.itemsize / 32) * \

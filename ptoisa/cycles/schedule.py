@@ -431,7 +431,8 @@ def _gm_bytes(ins: Any, vals: list[Any]) -> int:
         if isinstance(v, GlobalTensor):
             if ins.access_roles and role_in_use(ins, o, vals) == "none":
                 continue
-            return int(v.spec.numel) * int(v.dtype.itemsize)
+            n = int(v.spec.numel)
+            return (n + 1) // 2 if v.dtype.packed else n * int(v.dtype.itemsize)
     return 0
 
 
