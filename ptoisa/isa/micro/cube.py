@@ -11,10 +11,16 @@ L0B the Right layout (ZN), L0C the Acc layout (NZ, 16x16 boxes), a bias the Bias
 the three pointers. Every byte an op reads or writes is told to an observing sanitizer through
 ``buffer_bytes(..., role=...)`` / ``touch``.
 
+MX (``mte_l1_l0a_mx`` / ``mte_l1_l0b_mx``, ``pto.mad_mx*``): the E8M0 scales live in the
+machine's L0A_MX / L0B_MX buffers, at the L0A / L0B address >> 2 (TGET_SCALE_ADDR's a5 rule),
+in the tile level's ScaleLeft (ZZ) / ScaleRight (NN) order; ``pto.mad_mx*`` runs TMATMUL_MX's
+maths on the data tiles and those scale tiles.
+
 What is not executed yet is refused by name (an error when the op runs, never a no-op): GEMV
 left-tile organisation (``%m = 1`` without ``disable_gemv``), non-zero ``start_row`` /
 ``start_col`` of the shape-derived L1 -> L0 loads and their full-control form, small-C0 loads,
-the MX forms, ``mte_l1_fb`` and the FIXPIPE clauses (``pre_quant``, ``pre_relu``,
+the full MX group of the scale loads, ``sat`` on an MX MAD whose result is not finite,
+``mte_l1_fb`` and the FIXPIPE clauses (``pre_quant``, ``pre_relu``,
 ``unit_flag``, ``loop3``, ``nz2nz``, split ``dst_mode``) other than the layouts ``nz2nd`` /
 ``nz2dn(1)`` with an unchanged element type."""
 
@@ -643,8 +649,9 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
     if mx and flags.get("sat"):
         res = read_matrix(m, c, ct, "the dst")[:mm, :n]
         if not np.isfinite(res).all():
-            raise _not_yet(op, "sat and a non-finite result (the saturation of an overflowing "
-                           "MX sum is not modelled)")
+            raise _not_yet(op, "sat and a non-finite result (sat's normalisation of NaN / "
+                           "infinite inputs and saturation of an overflowing sum are not "
+                           "modelled)")
 
 
 #: the MX data types of ``pto.mad_mx*`` (the chapter's target profile names f8E4M3FN; the tile
