@@ -662,6 +662,67 @@ def MAD_BIAS(
     ...
 
 
+def MAD_MX(
+    lhs: Any,
+    rhs: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    k: int | float | np.generic,
+    unit_flag: Any | None = None,
+    *events: Event,
+    disable_gemv: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+    n_dir: bool = False,
+) -> Event:
+    """
+    dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j] with lhs' = lhs * 2^(sa - 127), rhs' = rhs * 2^(sb - 127), one E8M0 scale per 32 k, the scales those mte_l1_l0a_mx / mte_l1_l0b_mx left for the lhs / rhs pointers: TMATMUL_MX's maths (k a multiple of 64). ``sat`` is executed where nothing exceptional arises (an error names it otherwise); ``nosat`` keeps the IEEE values.
+    """
+    ...
+
+
+def MAD_MX_ACC(
+    lhs: Any,
+    rhs: Any,
+    dst: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    k: int | float | np.generic,
+    unit_flag: Any | None = None,
+    *events: Event,
+    disable_gemv: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+    n_dir: bool = False,
+) -> Event:
+    """
+    dst[i, j] += sum_k lhs'[i, k] * rhs'[k, j] with lhs' = lhs * 2^(sa - 127), rhs' = rhs * 2^(sb - 127), one E8M0 scale per 32 k, the scales those mte_l1_l0a_mx / mte_l1_l0b_mx left for the lhs / rhs pointers: TMATMUL_MX's maths (k a multiple of 64). ``sat`` is executed where nothing exceptional arises (an error names it otherwise); ``nosat`` keeps the IEEE values.
+    """
+    ...
+
+
+def MAD_MX_BIAS(
+    lhs: Any,
+    rhs: Any,
+    dst: Any,
+    bias: Any,
+    m: int | float | np.generic,
+    n: int | float | np.generic,
+    k: int | float | np.generic,
+    unit_flag: Any | None = None,
+    *events: Event,
+    disable_gemv: bool = False,
+    sat: bool = False,
+    nosat: bool = False,
+    n_dir: bool = False,
+) -> Event:
+    """
+    dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j] + bias[j] (f32 in BT) with lhs' = lhs * 2^(sa - 127), rhs' = rhs * 2^(sb - 127), one E8M0 scale per 32 k, the scales those mte_l1_l0a_mx / mte_l1_l0b_mx left for the lhs / rhs pointers: TMATMUL_MX's maths (k a multiple of 64). ``sat`` is executed where nothing exceptional arises (an error names it otherwise); ``nosat`` keeps the IEEE values.
+    """
+    ...
+
+
 def MGATHER(
     dst: Tile,
     src: GlobalTensor,
@@ -893,6 +954,23 @@ def MTE_L1_L0A(
     ...
 
 
+def MTE_L1_L0A_MX(
+    src: Any,
+    dst: Any,
+    outer: int | float | np.generic,
+    inner: int | float | np.generic,
+    start_row: int | float | np.generic,
+    start_col: int | float | np.generic,
+    src_stride: int | float | np.generic | None = None,
+    dst_stride: int | float | np.generic | None = None,
+    *events: Event,
+) -> Event:
+    """
+    The E8M0 scales of an MX left tile (m x ceil(k / 32), one byte per 32 k) from the L1 scale fragments at src into the L0A_MX scale buffer at dst.addr >> 2 (TGET_SCALE_ADDR's a5 rule), where ``pto.mad_mx*`` reads them for the lhs at dst. The L1 fragments are taken to hold the scales in the order the scale buffer keeps them, the tile level's ScaleLeft ZZ order (16 x 2 boxes, row-major) (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/mad_mx): the bytes of the tile, groups padded to 2 and m to 16, are copied as they are. Executed: the shape-derived form with start_row = start_col = 0.
+    """
+    ...
+
+
 def MTE_L1_L0B(
     src: Any,
     dst: Any,
@@ -907,6 +985,23 @@ def MTE_L1_L0B(
 ) -> Event:
     """
     L0B <- the k x n right tile B from the L1 NZ tile at src (B's transpose n x k; with transpose, B itself), in the Right order (ZN), k padded to one C0 block and n to 16.
+    """
+    ...
+
+
+def MTE_L1_L0B_MX(
+    src: Any,
+    dst: Any,
+    outer: int | float | np.generic,
+    inner: int | float | np.generic,
+    start_row: int | float | np.generic,
+    start_col: int | float | np.generic,
+    src_stride: int | float | np.generic | None = None,
+    dst_stride: int | float | np.generic | None = None,
+    *events: Event,
+) -> Event:
+    """
+    The E8M0 scales of an MX right tile (ceil(k / 32) x n, one byte per 32 k) from the L1 scale fragments at src into the L0B_MX scale buffer at dst.addr >> 2 (TGET_SCALE_ADDR's a5 rule), where ``pto.mad_mx*`` reads them for the rhs at dst. The L1 fragments are taken to hold the scales in the order the scale buffer keeps them, the tile level's ScaleRight NN order (2 x 16 boxes, column-major) (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/mad_mx): the bytes of the tile, groups padded to 2 and n to 16, are copied as they are. Executed: the shape-derived form with start_row = start_col = 0.
     """
     ...
 

@@ -200,7 +200,8 @@ def _micro_features(ins: Any, values: list[Any], machine: Any) -> Features:
 #: lowering, isa/micro/cube.py): mte_l1_ub and mte_l1_bt in 32-byte units, mte_l1_fb in 64
 _BURST_UNIT = {"MTE_L1_UB": 32, "MTE_L1_BT": 32, "MTE_L1_FB": 64}
 #: cube loads priced by their transfer's head alone (see A5_MICRO)
-_HEAD_ONLY = frozenset({"MTE_GM_L1_FRAC", "MTE_L1_L0A", "LOAD_CBUF_TO_CA", "MTE_L1_L0B"})
+_HEAD_ONLY = frozenset({"MTE_GM_L1_FRAC", "MTE_L1_L0A", "LOAD_CBUF_TO_CA", "MTE_L1_L0B",
+                        "MTE_L1_L0A_MX", "MTE_L1_L0B_MX"})
 
 
 def _is_conv(tiles: list[tuple[str, Tile]]) -> bool:
@@ -597,11 +598,18 @@ A5_MICRO: dict[str, list[Variant]] = {
         ("MTE_L0C_UB", "L0C -> UB (FIXPIPE)"))},
     **{op: [_cube_move(way, sized=False)] for op, way in (
         ("MTE_GM_L1_FRAC", "GM -> L1 (ND/DN to NZ)"), ("MTE_L1_L0A", "L1 -> L0A"),
-        ("LOAD_CBUF_TO_CA", "L1 -> L0A"), ("MTE_L1_L0B", "L1 -> L0B"))},
+        ("LOAD_CBUF_TO_CA", "L1 -> L0A"), ("MTE_L1_L0B", "L1 -> L0B"),
+        ("MTE_L1_L0A_MX", "L1 -> L0A_MX (MX scales)"),
+        ("MTE_L1_L0B_MX", "L1 -> L0B_MX (MX scales)"))},
     # cube multiply: TMATMUL's rule over the fractals of m x k x n (see TMATMUL)
     **{op: [_v("mad", 6, 1, by_dtype=True, note="TMATMUL's rule (upstream's cube: 1 fractal "
                "a cycle after a head of 6, f32 at half rate) over m x k x n's fractals")]
        for op in ("MAD", "MAD_ACC", "MAD_BIAS")},
+    # MX multiply: TMATMUL_MX's rule (an estimate: no figure for the scaled cube)
+    **{op: [_v("mad", 6, 1, by_dtype=True, note="TMATMUL_MX's rule, an estimate (upstream's "
+               "cube: 1 fractal a cycle after a head of 6; MX fp8 at the same fractal rate, "
+               "the scaling assumed free) over m x k x n's fractals")]
+       for op in ("MAD_MX", "MAD_MX_ACC", "MAD_MX_BIAS")},
     # DMA between GM and UB: one DMA instruction each (MTE2 / MTE3)
     **{op: [_dma("GM -> UB")] for op in ("MTE_GM_UB", "COPY_GM_TO_UBUF")},
     **{op: [_dma("UB -> GM")] for op in ("MTE_UB_GM", "COPY_UBUF_TO_GM")},

@@ -202,10 +202,12 @@ LEGALITY: dict[str, Rule] = {
     # type combinations checked when it runs; FIXPIPE keyed on the accumulator
     **{op: rule(MICRO_ANY) for op in ("MTE_GM_L1", "MTE_L1_UB", "MTE_GM_L1_FRAC", "MTE_L1_L0A",
                                       "MTE_L1_L0B", "COPY_GM_TO_CBUF",
-                                      "RAW_FILL_L1", "LOAD_CBUF_TO_CA")},
+                                      "RAW_FILL_L1", "LOAD_CBUF_TO_CA", "MTE_L1_L0A_MX",
+                                      "MTE_L1_L0B_MX")},
     "MTE_L1_BT": rule("f32 i32"),
     "MTE_L1_FB": rule("f16 bf16 f32"),
     **{op: rule("f16 bf16 f32 i8 f8E4M3 f8E5M2 hif8") for op in ("MAD", "MAD_ACC", "MAD_BIAS")},
+    **{op: rule("f8E4M3 f8E5M2") for op in ("MAD_MX", "MAD_MX_ACC", "MAD_MX_BIAS")},
     **{op: rule("f32 i32") for op in ("MTE_L0C_GM", "MTE_L0C_UB", "MTE_L0C_L1")},
     **{op: rule() for op in ("PLDS", "PLDI", "PSTS", "PSTI", "VBITCAST", "VBR", "VDUP")},
     **{op: rule() for op in ("PSET_B8", "PSET_B16", "PSET_B32", "PGE_B8", "PGE_B16", "PGE_B32",

@@ -40,6 +40,9 @@ SPACES = {"ub": "UB", "l1": "L1", "cbuf": "L1", "l0a": "L0A", "l0b": "L0B", "l0c
           # the legacy names of 16-cube-matmul.md's address-space table
           "mat": "L1", "left": "L0A", "right": "L0B", "acc": "L0C", "bias": "BIAS",
           "scaling": "FB"}
+#: the MX scale buffers, reached by the MX cube micro-ops through their L0A / L0B pointers
+#: (``isa/micro/cube.py``), never a pointer space a program names
+SCALE_SPACES = {"l0a_mx": "L0A_MX", "l0b_mx": "L0B_MX"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +227,7 @@ def buffer_bytes(m: Any, space: str, addr: int, nbytes: int, what: str, *,
     (``what`` names the access in it: "the loaded"). ``role``: how the caller uses the bytes
     (``in``, ``out``, ``inout``: told to an observer that asks, see :func:`touch`), or None
     when the caller tells the exact bytes itself."""
-    buf = SPACES.get(space)
+    buf = SPACES.get(space) or SCALE_SPACES.get(space)
     if buf is None:
         raise ExecutionError(f"pointers into '{space}' are not on-chip buffers ({what})")
     cap = m.target.pointer_window(buf)  # (A5's FB: the space PTOAS plans, targets/base.py)
@@ -280,5 +283,6 @@ def mask_spec(text: str) -> MaskSpec | None:
     return None if mt is None else MaskSpec(mt.group(1))
 
 
-__all__ = ["GRANULARITY", "SPACES", "VREG_BYTES", "Align", "AlignSpec", "Mask", "MaskSpec",
-           "Ptr", "PtrSpec", "VReg", "VRegSpec", "buffer_bytes", "mask_spec", "vreg_spec"]
+__all__ = ["GRANULARITY", "SCALE_SPACES", "SPACES", "VREG_BYTES", "Align", "AlignSpec", "Mask",
+           "MaskSpec", "Ptr", "PtrSpec", "VReg", "VRegSpec", "buffer_bytes", "mask_spec",
+           "vreg_spec"]

@@ -11,10 +11,16 @@ L0B the Right layout (ZN), L0C the Acc layout (NZ, 16x16 boxes), a bias the Bias
 the three pointers. Every byte an op reads or writes is told to an observing sanitizer through
 ``buffer_bytes(..., role=...)`` / ``touch``.
 
+MX (``mte_l1_l0a_mx`` / ``mte_l1_l0b_mx``, ``pto.mad_mx*``): the E8M0 scales live in the
+machine's L0A_MX / L0B_MX buffers, at the L0A / L0B address >> 2 (TGET_SCALE_ADDR's a5 rule),
+in the tile level's ScaleLeft (ZZ) / ScaleRight (NN) order; ``pto.mad_mx*`` runs TMATMUL_MX's
+maths on the data tiles and those scale tiles.
+
 What is not executed yet is refused by name (an error when the op runs, never a no-op): GEMV
 left-tile organisation (``%m = 1`` without ``disable_gemv``), non-zero ``start_row`` /
 ``start_col`` of the shape-derived L1 -> L0 loads and their full-control form, small-C0 loads,
-the MX forms, ``mte_l1_fb`` and the FIXPIPE clauses (``pre_quant``, ``pre_relu``,
+the full MX group of the scale loads, ``sat`` on an MX MAD whose result is not finite,
+``mte_l1_fb`` and the FIXPIPE clauses (``pre_quant``, ``pre_relu``,
 ``unit_flag``, ``loop3``, ``nz2nz``, split ``dst_mode``) other than the layouts ``nz2nd`` /
 ``nz2dn(1)`` with an unchanged element type."""
 
@@ -27,7 +33,7 @@ import numpy as np
 from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import ExecutionError
-from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
+from ...tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, Sig, instr
@@ -366,8 +372,9 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     if transpose and d.dtype.itemsize == 1 and (int(outer) % 32 or int(inner) % 32):
         # 1-byte boxes are 16 x 32: the transposing load moves whole 32 x 32 blocks; with
         # both extents whole blocks the result is the matrix's transpose (upstream's
-        # tilelang_st tmatmul fp8 / HiF8 / i8 goldens, K and N multiples of 32), the order of
-        # the half-blocks of a ragged edge is not settled here
+        # tilelang_st tmatmul fp8 / HiF8 / i8 goldens). A ragged edge is not settled: reading
+        # B with its columns padded to 32 matched tmatmul_bias_mx's n = 30 and 95 but gave NaN
+        # against mad_hif8's and mad_mx's goldens (n = 16)
         raise _not_yet(op, f"transpose of 1-byte elements with a {outer} x {inner} extent "
                        "not in whole 32 x 32 blocks (the order of a ragged edge's half "
                        "blocks is not settled)")
@@ -387,9 +394,15 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
         dspec = _right(dt, rows, cols)
         l1_is_dst = False  # without transpose the L1 matrix is B's transpose
     same = l1_is_dst != transpose
-    sspec = _nz(TileType.Mat, s.dtype, rows, cols) if same else \
-        _nz(TileType.Mat, s.dtype, cols, rows)
-    x = read_matrix(m, s, sspec, "the source").view(dt.np)
+    if same:
+        # (L0B with transpose: the L1 matrix is B itself, k x n, its columns padded to whole
+        # C0 blocks: 16 for 2-byte elements, 32 for 1-byte ones, as upstream's MX cases pack
+        # fp8 B, tilelang_st tmatmul_bias_mx/gen_data.py pack_mx_rhs_fp8_fractal)
+        sspec = _nz(TileType.Mat, s.dtype, rows, _up(cols, c0))
+    else:
+        sspec = _nz(TileType.Mat, s.dtype, cols, rows)
+    x = read_matrix(m, s, sspec, "the source").view(dt.np)[:rows, :cols] if same else \
+        read_matrix(m, s, sspec, "the source").view(dt.np)
     write_matrix(m, d, dspec, x if same else x.T, "the destination")
 
 
@@ -471,6 +484,81 @@ MTE_L1_L0B = _l0_entry(
     "transpose, B itself), in the Right order (ZN), k padded to one C0 block and n to 16.")
 
 
+# ---- L1 -> the MX scale buffers ----------------------------------------------------------------
+
+def _scale_spec(side: str, rows: int, cols: int) -> TileSpec:
+    """The tile level's MX scale tile (``isa/matrix/matmul.py``: one E8M0 byte per 32 k in
+    32-byte boxes): left ``rows x cols`` = M x groups in ZZ order (16 x 2 boxes, row-major),
+    right = groups x N in NN order (2 x 16 boxes, column-major)."""
+    if side == "l0a":
+        return tile_spec(TileType.ScaleLeft, D.f8e8m0, _up(rows, BOX_ROWS), _up(cols, 2),
+                         BLayout.RowMajor, slayout=SLayout.RowMajor, fractal=FRACTAL_MX,
+                         check_alignment=False)
+    return tile_spec(TileType.ScaleRight, D.f8e8m0, _up(rows, 2), _up(cols, BOX_ROWS),
+                     BLayout.ColMajor, slayout=SLayout.ColMajor, fractal=FRACTAL_MX,
+                     check_alignment=False)
+
+
+def _scale_addr(p: Ptr, what: str) -> int:
+    """The byte address in the scale buffer (L0A_MX / L0B_MX) that belongs to the L0A / L0B
+    pointer ``p``: ``p.addr >> SHIFT_MX_ADDR``, TGET_SCALE_ADDR's a5 rule (one definition)."""
+    from ..layout.rearrange import SHIFT_MX_ADDR
+
+    if p.addr % 16:
+        raise ExecutionError(f"the {what} address {p.addr:#x} is not 16-byte aligned (the MX "
+                             "destination address unit)")
+    return p.addr >> SHIFT_MX_ADDR
+
+
+def _mx_entry(name: str, space: str, doc: str) -> Any:
+    def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
+             start_col: Any, src_stride: Any = None, dst_stride: Any = None) -> None:
+        op = name.lower()
+        s = _ptr(src, "l1", "source")
+        d = _ptr(dst, space, "destination")
+        if src_stride is not None or dst_stride is not None:
+            raise _not_yet(op, "the full MX group (x_start, y_start, x_step, y_step, "
+                           "src_stride, dst_stride)")
+        if int(start_row) or int(start_col):
+            raise _not_yet(op, "a non-zero start_row / start_col (the packed L1 matrix's "
+                           "extent is not an operand of the shape-derived form)")
+        if s.addr % C0_BYTES:
+            raise ExecutionError(f"the source address {s.addr:#x} is not 32-byte aligned (an "
+                                 "MX scale fragment)")
+        a, b = _count(outer, "the first extent"), _count(inner, "the second extent")
+        if space == "l0a":
+            spec = _scale_spec(space, a, -(-b // mm_maths.MX_GROUP))
+        else:
+            spec = _scale_spec(space, -(-a // mm_maths.MX_GROUP), b)
+        at = _scale_addr(d, "destination")
+        vals = buffer_bytes(m, s.space, s.addr, spec.nbytes, "the source", role="in")
+        out = buffer_bytes(m, space + "_mx", at, spec.nbytes, "the scale destination",
+                           role="out")
+        out[:] = vals
+    impl.__doc__ = doc
+    impl.__name__ = name
+    return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
+                 dtype_key=("dst",))(impl)
+
+
+_MX_LOAD_DOC = (
+    "The E8M0 scales of an MX {what} tile ({shape}, one byte per 32 k) from the L1 scale "
+    "fragments at src into the {buf} scale buffer at dst.addr >> 2 (TGET_SCALE_ADDR's a5 "
+    "rule), where ``pto.mad_mx*`` reads them for the {side} at dst. The L1 fragments are "
+    "taken to hold the scales in the order the scale buffer keeps them, the tile level's "
+    "{order} (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/"
+    "mad_mx): the bytes of the tile, groups padded to 2 and {pad} to 16, are copied as they "
+    "are. Executed: the shape-derived form with start_row = start_col = 0.")
+MTE_L1_L0A_MX = _mx_entry(
+    "MTE_L1_L0A_MX", "l0a",
+    _MX_LOAD_DOC.format(what="left", shape="m x ceil(k / 32)", buf="L0A_MX", side="lhs",
+                        order="ScaleLeft ZZ order (16 x 2 boxes, row-major)", pad="m"))
+MTE_L1_L0B_MX = _mx_entry(
+    "MTE_L1_L0B_MX", "l0b",
+    _MX_LOAD_DOC.format(what="right", shape="ceil(k / 32) x n", buf="L0B_MX", side="rhs",
+                        order="ScaleRight NN order (2 x 16 boxes, column-major)", pad="n"))
+
+
 @instr("MTE_L1_BT", pipe=Pipe.MTE1, dialect="vpto",
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("len_burst", "scalar"),
                  Opnd("nburst", "group")),
@@ -506,7 +594,8 @@ _TF32 = {"round_even": RoundMode.CAST_RINT, "round_away": RoundMode.CAST_ROUND}
 
 
 def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv: Any, nv: Any,
-         kv: Any, disable_gemv: bool, tf32_mode: Any, flags: dict[str, Any]) -> None:
+         kv: Any, disable_gemv: bool, tf32_mode: Any, flags: dict[str, Any],
+         mx: bool = False) -> None:
     a = _ptr(lhs, "l0a", "lhs")
     b = _ptr(rhs, "l0b", "rhs")
     c = _ptr(dst, "l0c", "dst")
@@ -516,8 +605,9 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
             raise ExecutionError(f"{name} is {v}, at most {mm_maths.MAX_MKN}")
     # (n_dir orders the production of dst, never its values; unit_flag orders this op against
     # the FIXPIPE one in program order here, which the sanitizer does not see)
-    on = [f for f, v in flags.items() if v not in (None, False) and f not in ("unit_flag",
-                                                                              "n_dir")]
+    # (MX: sat / nosat are handled below)
+    skip = ("unit_flag", "n_dir", "sat", "nosat") if mx else ("unit_flag", "n_dir")
+    on = [f for f, v in flags.items() if v not in (None, False) and f not in skip]
     uf = flags.get("unit_flag")
     if uf is not None and tuple(uf) not in (("check_only",), ("check_and_set",)):
         raise ExecutionError(f"unit_flag takes check_only or check_and_set, got {uf}")
@@ -526,6 +616,8 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
     # GEMV (m = 1 without disable_gemv): lhs is the tile level's 1-row Left tile (its k
     # elements contiguous) and the maths TGEMV's
     gemv = mm == 1 and not disable_gemv
+    if mx:
+        _mx_check(op, a, b, c, k, gemv, flags)
     if tf32_mode is not None:
         word = tf32_mode[0] if len(tf32_mode) == 1 else None
         if word not in _TF32:
@@ -554,19 +646,73 @@ def _mad(m: Any, op: str, kind: str, lhs: Any, rhs: Any, dst: Any, bias: Any, mv
         bs = tile_spec(TileType.Bias, bp.dtype, 1, n16, check_alignment=False)
         buffer_bytes(m, bp.space, bp.addr, bs.nbytes, "the bias", role="in")
         tiles.append(_placed(m, bs, bp, (1, n)))
+    if mx:
+        tiles = _with_scales(m, kind, tiles, a, b, mm, n, k)
     modes = mm_maths.mad_modes(m)
     saved = modes["tf32"]
     if tf32_mode is not None:
         modes["tf32"] = (True, _TF32[tf32_mode[0]])
     try:
         base = "TGEMV" if gemv else "TMATMUL"
-        mm_maths.run_matmul(m, base if kind == "plain" else f"{base}_{kind.upper()}", kind,
-                            tiles)
+        if mx:
+            mm_maths.run_matmul(m, f"{base}_MX", "mx", tiles)
+        else:
+            mm_maths.run_matmul(m, base if kind == "plain" else f"{base}_{kind.upper()}", kind,
+                                tiles)
     finally:
         modes["tf32"] = saved
     # the accumulator's new values into its bytes now (a deferred result would be owed by a
     # tile nothing else holds)
     buffer_bytes(m, c.space, c.addr, ct.nbytes, "the dst", role=None)
+    if mx and flags.get("sat"):
+        res = read_matrix(m, c, ct, "the dst")[:mm, :n]
+        if not np.isfinite(res).all():
+            raise _not_yet(op, "sat and a non-finite result (sat's normalisation of NaN / "
+                           "infinite inputs and saturation of an overflowing sum are not "
+                           "modelled)")
+
+
+#: the MX data types of ``pto.mad_mx*`` (the chapter's target profile names f8E4M3FN; the tile
+#: level's TMATMUL_MX also takes f8E5M2)
+_MX_DATA = ("f8E4M3", "f8E5M2")
+
+
+def _mx_check(op: str, a: Ptr, b: Ptr, c: Ptr, k: int, gemv: bool, flags: dict[str, Any]
+              ) -> None:
+    """The MX MAD's operand rules (16-cube-matmul.md, MX Matmul Model)."""
+    if a.dtype.name not in _MX_DATA or b.dtype.name not in _MX_DATA or c.dtype.name != "f32":
+        raise ExecutionError(f"{a.dtype.name} x {b.dtype.name} -> {c.dtype.name} is not an MX "
+                             "type combination (f8E4M3FN / f8E5M2 lhs and rhs, f32 dst)")
+    if k % (2 * mm_maths.MX_GROUP):
+        raise ExecutionError(f"k is {k}: the MX matmul consumes k in multiples of 64 (two "
+                             "32-element scale groups)")
+    if gemv:
+        raise _not_yet(op, "m = 1 without disable_gemv (the GEMV organisation of the MX "
+                       "operands and scales is not settled)")
+    if flags.get("sat") and flags.get("nosat"):
+        raise ExecutionError("sat and nosat are mutually exclusive")
+
+
+def _with_scales(m: Any, kind: str, tiles: list[Tile], a: Ptr, b: Ptr, mm: int, n: int,
+                 k: int) -> list[Tile]:
+    """The MAD tiles (c, a, b[, bias]) with the MX scale tiles the scale loads left for lhs /
+    rhs (L0A_MX / L0B_MX at their addresses >> 2) in TMATMUL_MX's operand order: (c, a, sa,
+    b, sb[, bias]), the accumulating form (c, c, a, sa, b, sb)."""
+    groups = -(-k // mm_maths.MX_GROUP)
+    placed = []
+    for side, p, shape, valid in (("l0a", a, (mm, groups), (mm, groups)),
+                                  ("l0b", b, (groups, n), (groups, n))):
+        spec = _scale_spec(side, *shape)
+        at = _scale_addr(p, "lhs" if side == "l0a" else "rhs")
+        buffer_bytes(m, side + "_mx", at, spec.nbytes, f"the {side} scales", role="in")
+        t = Tile.of(spec, valid)
+        m.assign(t, at)
+        placed.append(t)
+    c, ta, tb, *bias = tiles
+    sa, sb = placed
+    if kind == "acc":
+        return [c, c, ta, sa, tb, sb]
+    return [c, ta, sa, tb, sb, *bias]
 
 
 _MAD_FLAGS = (Param("disable_gemv", False), Param("sat", False), Param("nosat", False),
@@ -605,6 +751,26 @@ def _mad_entry(name: str, kind: str, doc: str) -> Any:
                  dtype_key=("lhs",), static=(_mad_sat,))(impl)
 
 
+def _mad_mx_entry(name: str, kind: str, doc: str) -> Any:
+    bias = (Opnd("bias", "ptr"),) if kind == "bias" else ()
+    operands = (Opnd("lhs", "ptr"), Opnd("rhs", "ptr"), Opnd("dst", "ptr", "out"), *bias,
+                Opnd("m", "scalar"), Opnd("n", "scalar"), Opnd("k", "scalar"),
+                Opnd("unit_flag", "group", optional=True))
+
+    def impl(m: Any, *vals: Any, disable_gemv: bool = False, sat: bool = False,
+             nosat: bool = False, n_dir: bool = False) -> None:
+        lhs, rhs, dst = vals[:3]
+        rest = list(vals[3:])
+        b = rest.pop(0) if kind == "bias" else None
+        mv, nv, kv, unit_flag = (rest + [None])[:4]
+        _mad(m, name.lower(), kind, lhs, rhs, dst, b, mv, nv, kv, disable_gemv, None,
+             {"sat": sat, "nosat": nosat, "n_dir": n_dir, "unit_flag": unit_flag}, mx=True)
+    impl.__doc__ = doc
+    impl.__name__ = name
+    return instr(name, pipe=Pipe.M, dialect="vpto", operands=operands, params=_MAD_FLAGS,
+                 dtype_key=("lhs",))(impl)
+
+
 MAD = _mad_entry("MAD", "plain",
                  "dst[i, j] = sum_k lhs[i, k] * rhs[k, j] (i < m, j < n, k < k): TMATMUL's "
                  "maths on the tiles at the L0A / L0B / L0C pointers; tf32_mode(round_even | "
@@ -614,6 +780,18 @@ MAD_ACC = _mad_entry("MAD_ACC", "acc",
 MAD_BIAS = _mad_entry("MAD_BIAS", "bias",
                       "dst[i, j] = sum_k lhs[i, k] * rhs[k, j] + bias[j] (bias: N values in "
                       "BT of dst's type): TMATMUL_BIAS's maths.")
+_MX_MAD_DOC = (" with lhs' = lhs * 2^(sa - 127), rhs' = rhs * 2^(sb - 127), one E8M0 scale "
+               "per 32 k, the scales those mte_l1_l0a_mx / mte_l1_l0b_mx left for the lhs / "
+               "rhs pointers: TMATMUL_MX's maths (k a multiple of 64). ``sat`` is executed "
+               "where nothing exceptional arises (an error names it otherwise); ``nosat`` "
+               "keeps the IEEE values.")
+MAD_MX = _mad_mx_entry("MAD_MX", "plain",
+                       "dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j]" + _MX_MAD_DOC)
+MAD_MX_ACC = _mad_mx_entry("MAD_MX_ACC", "acc",
+                           "dst[i, j] += sum_k lhs'[i, k] * rhs'[k, j]" + _MX_MAD_DOC)
+MAD_MX_BIAS = _mad_mx_entry("MAD_MX_BIAS", "bias",
+                            "dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j] + bias[j] (f32 in BT)"
+                            + _MX_MAD_DOC)
 
 
 # ---- FIXPIPE writeback ----------------------------------------------------------------------
