@@ -44,6 +44,8 @@ from .verify import check_module, check_module_rules, check_symbols, entry_funct
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
+    if isinstance(t, T.PtrType) and t.space not in (None, "gm"):
+        return _bind_chip_ptr(t, v, where)
     if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                    and bridge.memref_space(t) == "gm"):
         origin = ""
@@ -98,6 +100,20 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
             raise PtoError(f"{where}: {_num(v)} overflows {t} (largest finite "
                            f"{float(ml_dtypes.finfo(dt.np).max)})")
         return x
+    return v
+
+
+def _bind_chip_ptr(t: T.PtrType, v: Any, where: str) -> Any:
+    """An on-chip pointer argument (``!pto.ptr<T, ub>`` ...): a ``vector.regs.Ptr`` into that
+    buffer, of that element type."""
+    from ..vector.regs import SPACES, Ptr
+
+    if not isinstance(v, Ptr):
+        raise PtoError(f"{where} points into the core's {t.space} buffer: pass a "
+                       f"ptoisa.vector.regs.Ptr({t.space!r}, byte address, dtype), got "
+                       f"{type(v).__name__}")
+    if SPACES.get(v.space) != SPACES.get(t.space or "") or v.dtype != bridge.elem_dtype(t.dtype):
+        raise PtoError(f"{where}: got a pointer {v!r}")
     return v
 
 
