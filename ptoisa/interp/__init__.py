@@ -24,6 +24,7 @@ from ..ir import types as T
 from ..ir.core import Module
 from ..targets import DEFAULT_TARGET, Target, TargetLike, get_target
 from ..tensor import GlobalTensor
+from ..vector.regs import SPACES, Ptr
 from . import bridge
 from . import buffers as _buffers  # noqa: F401 - registers the tile buffer / placement handlers
 from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
@@ -44,7 +45,7 @@ from .verify import check_module, check_module_rules, check_symbols, entry_funct
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
-    if isinstance(t, T.PtrType) and t.space not in (None, "gm"):
+    if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
         return _bind_chip_ptr(t, v, where)
     if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                    and bridge.memref_space(t) == "gm"):
@@ -103,17 +104,12 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
     return v
 
 
-def _bind_chip_ptr(t: T.PtrType, v: Any, where: str) -> Any:
-    """An on-chip pointer argument (``!pto.ptr<T, ub>`` ...): a ``vector.regs.Ptr`` into that
-    buffer, of that element type."""
-    from ..vector.regs import SPACES, Ptr
-
-    if not isinstance(v, Ptr):
-        raise PtoError(f"{where} points into the core's {t.space} buffer: pass a "
-                       f"ptoisa.vector.regs.Ptr({t.space!r}, byte address, dtype), got "
-                       f"{type(v).__name__}")
+def _bind_chip_ptr(t: T.PtrType, v: Ptr, where: str) -> Ptr:
+    """An on-chip pointer argument (``!pto.ptr<T, ub>`` ...) given as a ``vector.regs.Ptr``
+    (an array is taken as before: the VMI ops read it as the buffer): one into that buffer,
+    of that element type."""
     if SPACES.get(v.space) != SPACES.get(t.space or "") or v.dtype != bridge.elem_dtype(t.dtype):
-        raise PtoError(f"{where}: got a pointer {v!r}")
+        raise PtoError(f"{where} must be a pointer into {t.space} of {t.dtype}, got {v!r}")
     return v
 
 

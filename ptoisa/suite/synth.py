@@ -8,15 +8,17 @@ reaches through them (its ``make_tensor_view`` shapes and strides, ``load_scalar
 one block); on-chip pointer arguments (``!pto.ptr<T, ub>`` ...) are pointers into the core's
 own buffer; a ``partition_tensor_view`` argument of a static shape is an array of that shape.
 
-The plans are tried in order (:func:`plans`): the default (every integer 16, integer arrays
-in [-8, 8)), the values the arguments' uses suggest (an offset or an index 0, a view extent
-the largest constant size of the function, a count or a valid size 1), then the same value
-for every argument (0, 1, that largest size), integer arrays in [0, 4) (they are often
-indices). The first plan under which the run completes and every loop it reaches runs at
-least once is kept; when no plan makes some loop run, the run with the fewest such loops is
-kept and the verdict says which loops never ran. When no plan runs, the failure reported is
-the one of the run that got furthest (most instructions): a program that fails under every
-candidate fails with its own error, never hidden.
+The plans are tried in order (:func:`plans`): the values the arguments' uses suggest (an
+offset or an index 0, a view extent the largest constant size of the function's partitions,
+a count or a valid size 1), the old default (every integer 16), the guess with counts of 2 or
+extents of the largest index constant, then integer arrays in [0, 4) (they are often indices)
+and the same value for every argument (0, 1, that largest size); integer arrays are in
+[-8, 8) unless said. The first plan under which the run completes and every loop it reaches
+(whose bounds an input changes) runs at least once is kept; when no plan makes some loop run,
+the first run with the fewest such loops is kept and the verdict says which loops never ran.
+When no plan runs, the failure reported is the one of the run that got furthest (most
+instructions): a program that fails under every candidate fails with its own error.
+Arrays of more than ``RANDOM_ELEMS`` elements are zeros (pages the OS maps when touched).
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ from ..errors import PtoError
 #: elements of a pointer argument whose reach could not be evaluated
 DEFAULT_ELEMS = 1 << 20
 #: most elements the suite gives one synthesised pointer argument
-MAX_ELEMS = 1 << 26
+MAX_ELEMS = 1 << 30
+#: most elements of an argument filled with made-up values: a larger one is zeros (pages the
+#: OS gives when first touched: a 1 GiB weight a kernel reads a few tiles of costs those)
+RANDOM_ELEMS = 1 << 22
 #: the value of an integer argument in the default plan
 DEFAULT_INT = 16
 #: the most plans tried, and the seconds a file's search may take before it stops trying
-MAX_PLANS = 8
+MAX_PLANS = 10
 SEARCH_SECONDS = 40.0
 
 _INT_OPS: dict[str, Callable[[int, int], int]] = {
@@ -255,32 +260,54 @@ def largest_size(cf: Any) -> int:
     return best or DEFAULT_INT
 
 
-def guess(r: set[str], big: int) -> int:
-    """The value an argument used as ``r`` most likely runs with."""
+def largest_index(cf: Any) -> int:
+    """The largest constant of type ``index`` of the function (16 without any)."""
+    from ..ir import types as T
+
+    best = 0
+    for op in cf.op.walk():
+        if op.name == "arith.constant" and op.results \
+                and isinstance(op.results[0].type, T.IndexType):
+            c = cf.consts.get(cf.slots.get(id(op.results[0])))
+            if isinstance(c, (int, np.integer)):
+                best = max(best, int(c))
+    return best or DEFAULT_INT
+
+
+def guess(r: set[str], extent: int, count: int = 1) -> int:
+    """The value an argument used as ``r`` most likely runs with (``extent`` for a view's
+    extent, ``count`` for a loop bound or a size)."""
     if "extent" in r:
-        return big
+        return extent
     if "offset" in r:
         return 0
     if r & {"count", "valid", "size"}:
-        return 1
+        return count
     return DEFAULT_INT
 
 
 def plans(cfs: list[Any]) -> list[Plan]:
     """The plans to try for the functions ``cfs`` (run together), in order, without
-    repeats."""
+    repeats: the uses' guess, the default, the guess with counts of 2 (a loop from 1 runs)
+    or with extents the largest index constant (a view that holds every offset the function
+    computes), then integer arrays in [0, 4) and the same value for every argument."""
     rs: dict[str, set[str]] = {}
     for cf in cfs:
         for n, r in roles(cf).items():
             rs.setdefault(n, set()).update(r)
     big = max(largest_size(cf) for cf in cfs)
+    huge = max(largest_index(cf) for cf in cfs)
     names = sorted(rs)
-    guessed = tuple((n, guess(r, big)) for n, r in sorted(rs.items()))
+
+    def guessed(extent: int, count: int = 1) -> tuple[tuple[str, int], ...]:
+        return tuple((n, guess(r, extent, count)) for n, r in sorted(rs.items()))
+
     out: list[Plan] = []
     seen: set[tuple[Any, ...]] = set()
-    for p in (Plan(guessed), Plan(), Plan(guessed, signed=False),
-              Plan(default=0, signed=False), Plan(default=1, signed=False),
-              Plan(default=big, signed=False), Plan(signed=False), Plan(default=0)):
+    for p in (Plan(guessed(big)), Plan(), Plan(guessed(big, 2)), Plan(guessed(huge)),
+              Plan(guessed(big), signed=False), Plan(default=0, signed=False),
+              Plan(default=1, signed=False), Plan(default=big, signed=False),
+              Plan(signed=False), Plan(default=0)):
         key = (tuple(p.value(n) for n in names), p.signed)
         if key not in seen:
             seen.add(key)
@@ -291,11 +318,11 @@ def plans(cfs: list[Any]) -> list[Plan]:
 # ---- arguments -----------------------------------------------------------------------------
 
 def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
-              capped: list[str] | None = None) -> tuple[list[Any] | None, str]:
+              zeroed: list[str] | None = None) -> tuple[list[Any] | None, str]:
     """Arguments for the compiled function ``cf`` under ``plan``; (None, why) when an argument
-    cannot be made up. A pointer argument whose views reach more than ``MAX_ELEMS`` elements
-    gets that many, and ``capped`` is told why."""
-    capped = [] if capped is None else capped
+    cannot be made up. ``zeroed`` is told the arguments of more than ``RANDOM_ELEMS``
+    elements (zeros)."""
+    zeroed = [] if zeroed is None else zeroed
     from ..interp import bridge
     from ..ir import types as T
     from ..vector.regs import SPACES, Ptr
@@ -324,10 +351,11 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             for known in knowns:
                 need, unknown = reach(cf, a, known)
                 elems = max(elems, need, DEFAULT_ELEMS if unknown or not need else 0)
-            if elems > MAX_ELEMS:  # (a run that reaches past the cap is not made)
-                capped.append(f"%{n}'s views reach {elems} elements (more than {MAX_ELEMS})")
-                elems = MAX_ELEMS
+            if elems > MAX_ELEMS:
+                return None, f"%{n}'s views reach {elems} elements (more than {MAX_ELEMS})"
             arr = _array(t.dtype, elems, n, plan.signed)
+            if elems > RANDOM_ELEMS:
+                zeroed.append(f"%{n} ({elems} elements)")
             if arr is None:
                 return None, f"%{n}: no numpy type for {t}"
             args.append(arr)
@@ -347,9 +375,28 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
     return args, ""
 
 
+def share(cfs: list[Any], arglists: list[Any]) -> None:
+    """Make the functions of a pair take the same array for a pointer argument of the same
+    name and type (the larger of the two), as a host launching both with one buffer would."""
+    from ..ir import types as T
+
+    arrays: dict[tuple[str, str], Any] = {}
+    for cf, args in zip(cfs, arglists, strict=True):
+        for (_, t, n), v in zip(cf.args, args, strict=True):
+            if isinstance(t, T.PtrType) and isinstance(v, np.ndarray):
+                key = (n, str(t))
+                if key not in arrays or arrays[key].size < v.size:
+                    arrays[key] = v
+    for cf, args in zip(cfs, arglists, strict=True):
+        for i, (_, t, n) in enumerate(cf.args):
+            if (n, str(t)) in arrays and isinstance(args[i], np.ndarray):
+                args[i] = arrays[(n, str(t))]
+
+
 def _array(elem: Any, elems: int, name: str, signed: bool) -> np.ndarray | None:
     """``elems`` values of element type ``elem``, seeded by the argument's name: floats in
-    [-1, 1), integers in [-8, 8) (``signed``) or [0, 4), booleans false."""
+    [-1, 1), integers in [-8, 8) (``signed``) or [0, 4), booleans false; more than
+    ``RANDOM_ELEMS`` elements zeros."""
     from ..interp import bridge
 
     try:
@@ -357,7 +404,7 @@ def _array(elem: Any, elems: int, name: str, signed: bool) -> np.ndarray | None:
     except (PtoError, KeyError, TypeError, ValueError, AttributeError):
         return None
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    if dt == np.bool_:
+    if dt == np.bool_ or elems > RANDOM_ELEMS:
         return np.zeros(elems, dt)
     if np.issubdtype(dt, np.integer):
         lo, hi = (-8, 8) if signed else (0, 4)

@@ -19,14 +19,7 @@ from ..targets import TargetLike
 from . import lit
 from .result import FileResult, Outcome
 
-#: elements of a pointer argument whose views could not be sized from constants
-DEFAULT_ELEMS = 1 << 20
-#: most elements the suite gives one synthesised pointer argument
-MAX_ELEMS = 1 << 26
 _UNKNOWN_OP = re.compile(r"unknown operation '([^']+)'")
-#: an access outside a pointer argument's array
-_OUT_OF_ARRAY = re.compile(r"outside its argument|leave its argument|but the array has|"
-                           r"not inside a GM pointer argument")
 _NOT_RUN_OP = re.compile(r"operation '([^']+)' cannot be executed by ptoisa yet")
 
 
@@ -144,7 +137,7 @@ def _view_elems(cf: Any, arg: Any) -> int | None:
 
 
 def synth_args(prog: Any, name: str, target: TargetLike, plan: Any = None,
-               mixed: bool = False, capped: list[str] | None = None
+               mixed: bool = False, zeroed: list[str] | None = None
                ) -> tuple[list[Any] | None, str]:
     """Arguments for function ``name`` under ``plan`` (``synth.Plan``; None: the default
     one): pointers arrays as large as the program reaches through them, integers the plan's
@@ -153,7 +146,7 @@ def synth_args(prog: Any, name: str, target: TargetLike, plan: Any = None,
     from . import synth
 
     cf = prog.compiler(target).function(name)
-    return synth.make_args(cf, plan or synth.Plan(), get_target(target), mixed, capped)
+    return synth.make_args(cf, plan or synth.Plan(), get_target(target), mixed, zeroed)
 
 
 def _run_outcome(e: BaseException, where: str) -> Outcome:
@@ -200,22 +193,20 @@ def _search_group(prog: Any, group: list[str], paired: bool, target: TargetLike,
     mixed = paired or prog._is_mixed(group[0])
     names = sorted({n for cf in cfs for n in synth.roles(cf)})
 
+    zeroed: dict[Any, list[str]] = {}
+
     def run(plan: Any) -> None:
-        capped: list[str] = []
-        made = [synth_args(prog, n, target, plan, mixed, capped) for n in group]
+        zeroed[plan] = []
+        made = [synth_args(prog, n, target, plan, mixed, zeroed[plan]) for n in group]
         for args, why in made:
             if args is None:
                 raise synth.NotMade(why)
-        try:
-            if paired:
-                prog.run_mixed(*group, cube_args=tuple(made[0][0] or ()),
-                               vector_args=tuple(made[1][0] or ()), target=target)
-            else:
-                prog.run(group[0], *(made[0][0] or ()), target=target, plans=False)
-        except PtoError as e:
-            if capped and _OUT_OF_ARRAY.search(e.message):
-                raise synth.NotMade(f"{capped[0]}; capped, the run leaves it") from None
-            raise
+        if paired:  # the host passes both kernels the same buffers
+            synth.share(cfs, [m[0] for m in made])
+            prog.run_mixed(*group, cube_args=tuple(made[0][0] or ()),
+                           vector_args=tuple(made[1][0] or ()), target=target)
+        else:
+            prog.run(group[0], *(made[0][0] or ()), target=target, plans=False)
 
     try:
         tries = synth.search(run, synth.plans(cfs), _hopeless, synth.fixed_loops(cfs, mixed))
@@ -223,6 +214,9 @@ def _search_group(prog: Any, group: list[str], paired: bool, target: TargetLike,
         return _run_outcome(e, where)
     chosen = synth.best(tries)
     values = chosen.plan.describe(names)
+    if zeroed.get(chosen.plan):
+        big = ", ".join(dict.fromkeys(zeroed[chosen.plan]))
+        values = ", ".join(x for x in (values, f"zeros in {big}") if x)
     if chosen.error is None:
         reason = f"ran with {values}" if values else ""
         if chosen.idle_loops:
