@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ptoisa import load
@@ -216,3 +217,37 @@ def test_huge_views_get_zeros_the_os_gives_on_first_touch(tmp_path):
     assert v == "ran", res.verdict().reason
     assert res.verdict().reason == ("ran with zeros in %src (134217728 elements), "
                                     "%dst (134217728 elements)")
+
+
+def test_the_failure_reported_is_the_furthest_run_and_a_completed_run_wins():
+    err = PtoError("x")
+    a = synth.Tried(synth.Plan(), err, executed=3)
+    b = synth.Tried(synth.Plan(default=0), err, executed=7)
+    c = synth.Tried(synth.Plan(default=1), err, executed=7)
+    assert synth.best([a, b, c]) is b  # the furthest; the earliest of equals
+    idle = synth.Tried(synth.Plan(default=2), None, 1, idle_loops=["loop"])
+    done = synth.Tried(synth.Plan(default=3), None, 1)
+    assert synth.best([a, idle, b]) is idle
+    assert synth.best([a, idle, done, b]) is done
+    made = synth.Tried(synth.Plan(default=4), synth.NotMade("too big"), executed=-1)
+    assert synth.best([made, a]) is a
+
+
+def test_a_cube_and_vector_pair_shares_its_buffers():
+    text = """module {
+  func.func @c(%x: !pto.ptr<f32>, %n: index) attributes {KIND<cube>} {
+    return
+  }
+  func.func @v(%x: !pto.ptr<f32>, %y: !pto.ptr<f16>) attributes {KIND<vector>} {
+    return
+  }
+}
+""".replace("KIND", "pto.kernel_kind = #pto.kernel_kind")
+    prog = load(text)
+    cfs = [prog.compiler("a2a3").function(n) for n in ("c", "v")]
+    small = np.zeros(4, np.float32)
+    big = np.zeros(8, np.float32)
+    other = np.zeros(8, np.float16)
+    lists = [[small, 3], [big, other]]
+    synth.share(cfs, lists)
+    assert lists[0][0] is big and lists[1][0] is big and lists[1][1] is other
