@@ -507,8 +507,15 @@ def search(run: Callable[[Plan], None], candidates: list[Plan],
 
 def best(tries: list[Tried]) -> Tried:
     """The try to report: the first run that completed with the fewest loops that never ran,
-    else the failure that got furthest (the earliest of equals)."""
+    unless some loop never ran in it and a failed run got further (the loop body that run
+    reached failed: a zero-trip run must not hide it); else the failure that got furthest
+    (the earliest of equals)."""
     done = [t for t in tries if t.error is None]
+    failed = [t for t in tries if t.error is not None]
+    furthest = max(failed, key=lambda t: t.executed) if failed else None
     if done:
-        return min(done, key=lambda t: len(t.idle_loops))
-    return max(tries, key=lambda t: t.executed)
+        ran = min(done, key=lambda t: len(t.idle_loops))
+        if not ran.idle_loops or furthest is None or furthest.executed <= ran.executed:
+            return ran
+    assert furthest is not None
+    return furthest

@@ -225,9 +225,10 @@ def test_the_failure_reported_is_the_furthest_run_and_a_completed_run_wins():
     b = synth.Tried(synth.Plan(default=0), err, executed=7)
     c = synth.Tried(synth.Plan(default=1), err, executed=7)
     assert synth.best([a, b, c]) is b  # the furthest; the earliest of equals
-    idle = synth.Tried(synth.Plan(default=2), None, 1, idle_loops=["loop"])
+    idle = synth.Tried(synth.Plan(default=2), None, 5, idle_loops=["loop"])
     done = synth.Tried(synth.Plan(default=3), None, 1)
-    assert synth.best([a, idle, b]) is idle
+    assert synth.best([a, idle]) is idle
+    assert synth.best([a, idle, b]) is b  # a body that ran further failed: not hidden
     assert synth.best([a, idle, done, b]) is done
     made = synth.Tried(synth.Plan(default=4), synth.NotMade("too big"), executed=-1)
     assert synth.best([made, a]) is a
@@ -251,3 +252,17 @@ def test_a_cube_and_vector_pair_shares_its_buffers():
     lists = [[small, 3], [big, other]]
     synth.share(cfs, lists)
     assert lists[0][0] is big and lists[1][0] is big and lists[1][1] is other
+
+
+def test_a_zero_trip_run_does_not_hide_a_failure_in_the_loop_body(tmp_path):
+    # under every %n > 0 the body copies row 0, then fails on row 16 of a 16-row view; %n = 0
+    # completes without running the body: the failure is the verdict
+    body = "\n".join([
+        "    scf.for %i = %c0 to %n step %c1 {",
+        copy_row("%c0", "      "),
+        copy_row("%c16", "      ").replace("%p ", "%p2 ").replace("%p :", "%p2 :")
+        .replace("%q ", "%q2 ").replace("%q)", "%q2)"),
+        "    }"])
+    v, res = verdict(tmp_path, sample(", %n: index", body))
+    assert v == "run-failed", res.verdict().reason
+    assert "outside the view's extent 16" in res.verdict().reason
