@@ -24,6 +24,7 @@ Arrays of more than ``RANDOM_ELEMS`` elements are zeros (pages the OS maps when 
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import zlib
 from collections.abc import Callable, Iterator
@@ -44,7 +45,7 @@ RANDOM_ELEMS = 1 << 22
 #: the value of an integer argument in the default plan
 DEFAULT_INT = 16
 #: the most plans tried, and the seconds a file's search may take before it stops trying
-MAX_PLANS = 10
+MAX_PLANS = 11
 SEARCH_SECONDS = 40.0
 
 _INT_OPS: dict[str, Callable[[int, int], int]] = {
@@ -274,11 +275,14 @@ def largest_index(cf: Any) -> int:
     return best or DEFAULT_INT
 
 
-def guess(r: set[str], extent: int, count: int = 1) -> int:
+def guess(r: set[str], extent: int, count: int = 1, counts_first: bool = False) -> int:
     """The value an argument used as ``r`` most likely runs with (``extent`` for a view's
-    extent, ``count`` for a loop bound or a size)."""
+    extent, ``count`` for a loop bound or a size; a count that is also an offset is 0 unless
+    ``counts_first``)."""
     if "extent" in r:
         return extent
+    if counts_first and "count" in r:
+        return count
     if "offset" in r:
         return 0
     if r & {"count", "valid", "size"}:
@@ -288,9 +292,10 @@ def guess(r: set[str], extent: int, count: int = 1) -> int:
 
 def plans(cfs: list[Any]) -> list[Plan]:
     """The plans to try for the functions ``cfs`` (run together), in order, without
-    repeats: the uses' guess, the default, the guess with counts of 2 (a loop from 1 runs)
-    or with extents the largest index constant (a view that holds every offset the function
-    computes), then integer arrays in [0, 4) and the same value for every argument."""
+    repeats: the uses' guess, the default, the guess with counts of 2 (a loop from 1 runs;
+    then also for a count that is an offset too) or with extents the largest index constant
+    (a view that holds every offset the function computes), then integer arrays in [0, 4)
+    and the same value for every argument."""
     rs: dict[str, set[str]] = {}
     for cf in cfs:
         for n, r in roles(cf).items():
@@ -299,12 +304,14 @@ def plans(cfs: list[Any]) -> list[Plan]:
     huge = max(largest_index(cf) for cf in cfs)
     names = sorted(rs)
 
-    def guessed(extent: int, count: int = 1) -> tuple[tuple[str, int], ...]:
-        return tuple((n, guess(r, extent, count)) for n, r in sorted(rs.items()))
+    def guessed(extent: int, count: int = 1, first: bool = False
+                ) -> tuple[tuple[str, int], ...]:
+        return tuple((n, guess(r, extent, count, first)) for n, r in sorted(rs.items()))
 
     out: list[Plan] = []
     seen: set[tuple[Any, ...]] = set()
-    for p in (Plan(guessed(big)), Plan(), Plan(guessed(big, 2)), Plan(guessed(huge)),
+    for p in (Plan(guessed(big)), Plan(), Plan(guessed(big, 2)), Plan(guessed(big, 2, True)),
+              Plan(guessed(huge)),
               Plan(guessed(big), signed=False), Plan(default=0, signed=False),
               Plan(default=1, signed=False), Plan(default=big, signed=False),
               Plan(signed=False), Plan(default=0)):
@@ -505,13 +512,21 @@ def search(run: Callable[[Plan], None], candidates: list[Plan],
     return out
 
 
+#: an access outside a view, an argument's array, a local array or a buffer: what made-up
+#: offsets and sizes cause, more often than not
+OUT_OF_BOUNDS = re.compile(r"outside the view's extent|outside its argument|leave its argument|"
+                           r"but the array has|outside the local array|leave the \w+ buffer|"
+                           r"is outside the \w+ tile|outside \[")
+
+
 def best(tries: list[Tried]) -> Tried:
     """The try to report: the first run that completed with the fewest loops that never ran,
-    unless some loop never ran in it and a failed run got further (the loop body that run
-    reached failed: a zero-trip run must not hide it); else the failure that got furthest
-    (the earliest of equals)."""
+    unless some loop never ran in it and a run that failed otherwise than out of bounds got
+    further (the loop body it reached failed: a zero-trip run must not hide that); else the
+    failure that got furthest (the earliest of equals)."""
     done = [t for t in tries if t.error is None]
-    failed = [t for t in tries if t.error is not None]
+    failed = [t for t in tries if t.error is not None
+              and (not done or not OUT_OF_BOUNDS.search(str(getattr(t.error, "message", t.error))))]
     furthest = max(failed, key=lambda t: t.executed) if failed else None
     if done:
         ran = min(done, key=lambda t: len(t.idle_loops))

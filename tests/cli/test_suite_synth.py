@@ -255,14 +255,29 @@ def test_a_cube_and_vector_pair_shares_its_buffers():
 
 
 def test_a_zero_trip_run_does_not_hide_a_failure_in_the_loop_body(tmp_path):
-    # under every %n > 0 the body copies row 0, then fails on row 16 of a 16-row view; %n = 0
-    # completes without running the body: the failure is the verdict
+    # under every %n > 0 the body copies row 0, then reads a local array element never
+    # written; %n = 0 completes without running the body: the failure is the verdict
     body = "\n".join([
+        "    %a = pto.declare_local_array -> !pto.local_array<16xi32>",
         "    scf.for %i = %c0 to %n step %c1 {",
         copy_row("%c0", "      "),
-        copy_row("%c16", "      ").replace("%p ", "%p2 ").replace("%p :", "%p2 :")
-        .replace("%q ", "%q2 ").replace("%q)", "%q2)"),
+        "      %r = pto.local_array_get %a[%c0] : !pto.local_array<16xi32> -> i32",
         "    }"])
     v, res = verdict(tmp_path, sample(", %n: index", body))
     assert v == "run-failed", res.verdict().reason
-    assert "outside the view's extent 16" in res.verdict().reason
+    assert "is read before any pto.local_array_set wrote it" in res.verdict().reason
+
+
+def test_a_zero_trip_run_wins_over_out_of_bounds_runs_and_says_so(tmp_path):
+    # the body reads row %n + 16 of a 16-row view: every %n that runs it is out of bounds
+    # (the made-up values' doing, as far as the suite can tell): the zero-trip run is kept
+    body = "\n".join([
+        "    %r = arith.addi %n, %c16 : index",
+        "    scf.for %i = %c0 to %n step %c1 {",
+        copy_row("%c0", "      "),
+        copy_row("%r", "      ").replace("%p ", "%p2 ").replace("%p :", "%p2 :")
+        .replace("%q ", "%q2 ").replace("%q)", "%q2)"),
+        "    }"])
+    v, res = verdict(tmp_path, sample(", %n: index", body))
+    assert v == "ran"
+    assert res.verdict().reason.startswith("ran with %n=0; loops run zero times: scf.for")
