@@ -45,7 +45,7 @@ RANDOM_ELEMS = 1 << 22
 #: the value of an integer argument in the default plan
 DEFAULT_INT = 16
 #: the most plans tried, and the seconds a file's search may take before it stops trying
-MAX_PLANS = 11
+MAX_PLANS = 12
 SEARCH_SECONDS = 40.0
 
 _INT_OPS: dict[str, Callable[[int, int], int]] = {
@@ -247,6 +247,28 @@ def roles(cf: Any) -> dict[str, set[str]]:
     return out
 
 
+def full_valid(cf: Any) -> dict[str, int]:
+    """Integer argument name -> the largest dimension of a tile whose valid rows or columns it
+    is directly (``alloc_tile valid_row = %arg``): the tile used whole."""
+    from ..interp.views import _kw_list
+    from ..ir import types as T
+
+    args = {id(a): a.name for a in cf.op.regions[0].block.args}
+    out: dict[str, int] = {}
+    for op in cf.op.walk():
+        if op.name != "pto.alloc_tile" or not op.results:
+            continue
+        t = op.results[0].type
+        if not isinstance(t, T.TileBufType):
+            continue
+        for key, dim in (("valid_row", t.rows), ("valid_col", t.cols)):
+            for i in _kw_list(op, key) or []:
+                n = args.get(id(op.operands[i]))
+                if n is not None:
+                    out[n] = max(out.get(n, 0), int(dim))
+    return out
+
+
 def largest_size(cf: Any) -> int:
     """The largest constant size of a partition view of the function (16 without any)."""
     from ..interp.views import _kw_list
@@ -293,9 +315,10 @@ def guess(r: set[str], extent: int, count: int = 1, counts_first: bool = False) 
 def plans(cfs: list[Any]) -> list[Plan]:
     """The plans to try for the functions ``cfs`` (run together), in order, without
     repeats: the uses' guess, the default, the guess with counts of 2 (a loop from 1 runs;
-    then also for a count that is an offset too) or with extents the largest index constant
-    (a view that holds every offset the function computes), then integer arrays in [0, 4)
-    and the same value for every argument."""
+    then also for a count that is an offset too), with a tile's valid size its whole
+    dimension, or with extents the largest index constant (a view that holds every offset the
+    function computes), then integer arrays in [0, 4) and the same value for every
+    argument."""
     rs: dict[str, set[str]] = {}
     for cf in cfs:
         for n, r in roles(cf).items():
@@ -308,10 +331,15 @@ def plans(cfs: list[Any]) -> list[Plan]:
                 ) -> tuple[tuple[str, int], ...]:
         return tuple((n, guess(r, extent, count, first)) for n, r in sorted(rs.items()))
 
+    whole: dict[str, int] = {}
+    for cf in cfs:
+        for n, d in full_valid(cf).items():
+            whole[n] = max(whole.get(n, 0), d)
+    tiles = tuple((n, whole.get(n, v)) for n, v in guessed(big))
     out: list[Plan] = []
     seen: set[tuple[Any, ...]] = set()
     for p in (Plan(guessed(big)), Plan(), Plan(guessed(big, 2)), Plan(guessed(big, 2, True)),
-              Plan(guessed(huge)),
+              Plan(tiles), Plan(guessed(huge)),
               Plan(guessed(big), signed=False), Plan(default=0, signed=False),
               Plan(default=1, signed=False), Plan(default=big, signed=False),
               Plan(signed=False), Plan(default=0)):

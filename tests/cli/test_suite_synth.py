@@ -281,3 +281,20 @@ def test_a_zero_trip_run_wins_over_out_of_bounds_runs_and_says_so(tmp_path):
     v, res = verdict(tmp_path, sample(", %n: index", body))
     assert v == "ran"
     assert res.verdict().reason.startswith("ran with %n=0; loops run zero times: scf.for")
+
+
+def test_a_valid_size_argument_gets_its_tile_s_whole_dimension(tmp_path):
+    # %v is the valid rows of a 4-row tile added into a whole 4x16 tile: only 4 runs
+    dyn = ("!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=16, v_row=?, v_col=16, "
+           "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    whole = "!pto.tile_buf<vec, 4x16xf32>"
+    body = "\n".join([
+        f"    %d = pto.alloc_tile valid_row = %v : {dyn}",
+        f"    %w = pto.alloc_tile : {whole}",
+        f"    %o = pto.alloc_tile : {whole}",
+        f"    pto.tadd ins(%w, %d : {whole}, {dyn}) outs(%o : {whole})"])
+    text = sample(", %v: index", body)
+    cf = load(text).compiler("a2a3").function("k")
+    assert synth.full_valid(cf) == {"v": 4}
+    v, res = verdict(tmp_path, text)
+    assert (v, res.verdict().reason) == ("ran", "ran with %v=4")
