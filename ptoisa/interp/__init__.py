@@ -24,6 +24,7 @@ from ..ir import types as T
 from ..ir.core import Module
 from ..targets import DEFAULT_TARGET, Target, TargetLike, get_target
 from ..tensor import GlobalTensor
+from ..vector.regs import SPACES, Ptr
 from . import bridge
 from . import buffers as _buffers  # noqa: F401 - registers the tile buffer / placement handlers
 from . import local_ops as _local_ops  # noqa: F401 - registers the local array / struct ops
@@ -45,6 +46,8 @@ from .verify import check_module, check_module_rules, check_symbols, entry_funct
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
+    if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
+        return _bind_chip_ptr(t, v, where)
     if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                    and bridge.memref_space(t) == "gm"):
         origin = ""
@@ -99,6 +102,15 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
             raise PtoError(f"{where}: {_num(v)} overflows {t} (largest finite "
                            f"{float(ml_dtypes.finfo(dt.np).max)})")
         return x
+    return v
+
+
+def _bind_chip_ptr(t: T.PtrType, v: Ptr, where: str) -> Ptr:
+    """An on-chip pointer argument (``!pto.ptr<T, ub>`` ...) given as a ``vector.regs.Ptr``
+    (an array is taken as before: the VMI ops read it as the buffer): one into that buffer,
+    of that element type."""
+    if SPACES.get(v.space) != SPACES.get(t.space or "") or v.dtype != bridge.elem_dtype(t.dtype):
+        raise PtoError(f"{where} must be a pointer into {t.space} of {t.dtype}, got {v!r}")
     return v
 
 

@@ -11,21 +11,14 @@ import math
 import re
 import time
 import traceback
-import zlib
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import PtoError
 from ..targets import TargetLike
 from . import lit
 from .result import FileResult, Outcome
 
-#: elements of a pointer argument whose views could not be sized from constants
-DEFAULT_ELEMS = 1 << 20
-#: most elements the suite gives one synthesised pointer argument
-MAX_ELEMS = 1 << 26
 _UNKNOWN_OP = re.compile(r"unknown operation '([^']+)'")
 _NOT_RUN_OP = re.compile(r"operation '([^']+)' cannot be executed by ptoisa yet")
 
@@ -147,43 +140,17 @@ def _view_elems(cf: Any, arg: Any) -> int | None:
     return need or None
 
 
-def synth_args(prog: Any, name: str, target: TargetLike) -> tuple[list[Any] | None, str]:
-    """Arguments for function ``name``: every pointer an array as large as its views reach
-    (uniform values in [-1, 1) seeded by the argument's name, integers in [-8, 8)), integers
-    16, i1 0, floats 0.5. (None, why) when an argument cannot be made up."""
-    from ..interp import bridge
-    from ..ir import types as T
+def synth_args(prog: Any, name: str, target: TargetLike, plan: Any = None,
+               mixed: bool = False, zeroed: list[str] | None = None
+               ) -> tuple[list[Any] | None, str]:
+    """Arguments for function ``name`` under ``plan`` (``synth.Plan``; None: the default
+    one): pointers arrays as large as the program reaches through them, integers the plan's
+    (see ``synth``). (None, why) when an argument cannot be made up."""
+    from ..targets import get_target
+    from . import synth
 
     cf = prog.compiler(target).function(name)
-    args: list[Any] = []
-    for slot, t, n in cf.args:
-        del slot
-        if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
-                                         and bridge.memref_space(t) == "gm"):
-            arg = next(a for a in cf.op.regions[0].block.args if a.name == n)
-            elems = _view_elems(cf, arg) or DEFAULT_ELEMS
-            if elems > MAX_ELEMS:
-                return None, f"%{n}'s views reach {elems} elements (more than {MAX_ELEMS})"
-            try:
-                dt = bridge.elem_dtype(t.dtype).np
-            except (PtoError, KeyError, TypeError, ValueError, AttributeError):
-                return None, f"%{n}: no numpy type for {t}"
-            rng = np.random.default_rng(zlib.crc32(n.encode()))
-            if np.issubdtype(dt, np.integer):
-                args.append(rng.integers(-8, 8, elems).astype(dt))
-            elif dt == np.bool_:
-                args.append(np.zeros(elems, dt))
-            else:
-                args.append(rng.uniform(-1, 1, elems).astype(dt))
-        elif isinstance(t, T.IntegerType) and t.width == 1:
-            args.append(0)
-        elif isinstance(t, (T.IntegerType, T.IndexType)):
-            args.append(16)
-        elif isinstance(t, T.FloatType):
-            args.append(0.5)
-        else:
-            return None, f"argument %{n} of type {t} cannot be made up"
-    return args, ""
+    return synth.make_args(cf, plan or synth.Plan(), get_target(target), mixed, zeroed)
 
 
 def _run_outcome(e: BaseException, where: str) -> Outcome:
@@ -197,7 +164,8 @@ def _run_outcome(e: BaseException, where: str) -> Outcome:
 
 def synth_run(prog: Any, target: TargetLike, where: str, notes: list[str]) -> Outcome:
     """Run the module's entry functions (a cube + vector pair together) once each, 1 block,
-    on synthesised inputs: ``ran`` when every run completes."""
+    on synthesised inputs, trying the plans of ``synth.plans`` until one runs: ``ran`` (with
+    the values chosen) when every run completes."""
     from ..interp.pipe_ops import kernel_kind
 
     names = _entries(prog)
@@ -208,28 +176,98 @@ def synth_run(prog: Any, target: TargetLike, where: str, notes: list[str]) -> Ou
     cubes = [n for n, k in kinds.items() if k == "cube"]
     vectors = [n for n, k in kinds.items() if k == "vector"]
     pair = (cubes[0], vectors[0]) if len(names) == 2 and cubes and vectors else None
-    try:
-        if pair is not None:
-            made = [synth_args(prog, n, target) for n in pair]
-            for args, why in made:
-                if args is None:
-                    notes.append(f"not run: {why}")
-                    return Outcome("accepted", "", where)
-            prog.run_mixed(*pair, cube_args=tuple(made[0][0] or ()),
-                           vector_args=tuple(made[1][0] or ()), target=target)
-            return Outcome("ran", "", where)
-        for n in names:
-            args, why = synth_args(prog, n, target)
+    groups = [list(pair)] if pair is not None else [[n] for n in names]
+    said: list[str] = []
+    for group in groups:
+        out = _search_group(prog, group, pair is not None, target, where, notes)
+        if out is None or out.verdict != "ran":
+            return out or Outcome("accepted", "", where)
+        if out.reason:
+            said.append(out.reason)
+    return Outcome("ran", "; ".join(said), where)
+
+
+def _search_group(prog: Any, group: list[str], paired: bool, target: TargetLike, where: str,
+                  notes: list[str]) -> Outcome | None:
+    """Search inputs for one launch (a function, or a cube + vector pair): its outcome, or
+    None (a note says why) when it is not run."""
+    from . import synth
+
+    cfs = [prog.compiler(target).function(n) for n in group]
+    mixed = paired or prog._is_mixed(group[0])
+    names = sorted({n for cf in cfs for n in synth.roles(cf)})
+
+    zeroed: dict[Any, list[str]] = {}
+
+    def run(plan: Any) -> None:
+        zeroed[plan] = []
+        made = [synth_args(prog, n, target, plan, mixed, zeroed[plan]) for n in group]
+        for args, why in made:
             if args is None:
-                notes.append(f"not run: {why}")
-                return Outcome("accepted", "", where)
-            prog.run(n, *args, target=target)
+                raise synth.NotMade(why)
+        if paired:  # the host passes both kernels the same buffers
+            synth.share(cfs, [m[0] for m in made])
+            prog.run_mixed(*group, cube_args=tuple(made[0][0] or ()),
+                           vector_args=tuple(made[1][0] or ()), target=target)
+        else:
+            prog.run(group[0], *(made[0][0] or ()), target=target, plans=False)
+
+    try:
+        tries = synth.search(run, synth.plans(cfs), _hopeless, synth.fixed_loops(cfs, mixed))
     except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
-        out = _run_outcome(e, where)
-        if out.verdict == "run-failed":
-            out.reason = f"on synthesised inputs: {out.reason}"
-        return out
-    return Outcome("ran", "", where)
+        return _run_outcome(e, where)
+    chosen = synth.best(tries)
+    values = chosen.plan.describe(names)
+    if zeroed.get(chosen.plan):
+        big = ", ".join(dict.fromkeys(zeroed[chosen.plan]))
+        values = ", ".join(x for x in (values, f"zeros in {big}") if x)
+    if chosen.error is None:
+        reason = f"ran with {values}" if values else ""
+        if chosen.idle_loops:
+            lines = ", ".join(_line(op) for op in chosen.idle_loops[:4])
+            notes.append(f"ran only with loops that run zero times ({lines}) under every "
+                         f"candidate input tried ({len(tries)})")
+            reason = f"{reason or 'ran'}; loops run zero times: {lines}"
+        return Outcome("ran", reason, where)
+    err = chosen.error
+    if isinstance(err, synth.NotMade):
+        notes.append(f"not run: {err}")
+        return None
+    alone = _not_alone(err)
+    if alone:
+        notes.append(f"not run: {first_line(err).split('error: ', 1)[-1]} ({alone})")
+        return None
+    out = _run_outcome(err, where)
+    if out.verdict == "run-failed":
+        tried = f"; with {values}" if values else ""
+        more = f" (the furthest of {len(tries)} candidate inputs{tried})" \
+            if len(tries) > 1 else (f" (with {values})" if values else "")
+        out.reason = f"on synthesised inputs: {out.reason}{more}"
+    return out
+
+
+def _line(op: Any) -> str:
+    loc = getattr(op, "loc", None)
+    line = getattr(loc, "line", None)
+    return f"{op.name} at line {line}" if line else op.name
+
+
+def _hopeless(err: PtoError) -> bool:
+    """An error other inputs cannot cure: an op refused by name."""
+    return refused_op(err) is not None
+
+
+def _not_alone(err: BaseException) -> str:
+    """Why a failure says the function cannot run alone (its inputs are not the cause): a
+    wait for a signal that no actor of the launch ever sets, a call to a function defined
+    elsewhere; else ""."""
+    if not isinstance(err, PtoError):
+        return ""
+    if "no other actor of this process changes it" in err.message:
+        return "alone, a wait for a signal only another rank or process sets"
+    if "(an external function)" in err.message:
+        return "it calls a function defined outside the file"
+    return ""
 
 
 # ---- one file ------------------------------------------------------------------------------

@@ -234,8 +234,8 @@ def test_sample_runs_on_inputs_sized_from_its_views(tmp_path, monkeypatch):
     made: list = []
     real = work.synth_args
 
-    def spy(prog, name, target):
-        args, why = real(prog, name, target)
+    def spy(prog, name, target, *rest):
+        args, why = real(prog, name, target, *rest)
         made.append(args)
         return args, why
     monkeypatch.setattr(work, "synth_args", spy)
