@@ -134,6 +134,36 @@ def test_tmatmul_valid_regions(m: int, k: int, n: int, tgt: str) -> None:
         np.testing.assert_array_equal(acc.numpy(True), _ref(av, bv, "f32"))
 
 
+@pytest.mark.parametrize("tgt", TARGETS)
+@pytest.mark.parametrize("form", ["TMATMUL", "TMATMUL_ACC"])
+def test_c_valid_region_larger_than_m_x_n(tgt: str, form: str) -> None:
+    """PTOAS's decode samples give an 8-row A a 16-row Acc tile. The page defines C on
+    m x n only (M, N from A's and B's valid regions): that block is the product, the rest of
+    C's valid region is undefined on the NPU and reads as the poison pattern."""
+    with pto.target(tgt):
+        a = TileLeft("f16", 16, 32, valid=(8, 32))
+        b = TileRight("f16", 32, 16, valid=(32, 12))
+        c = TileAcc("f32", 16, 16, valid=(16, 16))
+        av = RNG.integers(-4, 5, (8, 32)).astype(np.float16)
+        bv = RNG.integers(-4, 5, (32, 12)).astype(np.float16)
+        a.write(av)
+        b.write(bv)
+        c.write(np.ones((16, 16), np.float32))
+        if form == "TMATMUL":
+            R["TMATMUL"](c, a, b)
+            want = av.astype(np.float64) @ bv.astype(np.float64)
+        else:
+            R["TMATMUL_ACC"](c, c, a, b)
+            want = av.astype(np.float64) @ bv.astype(np.float64) + 1
+        got = c.numpy(True)
+        np.testing.assert_array_equal(got[:8, :12], want.astype(np.float32))
+        assert (got[8:].view(np.uint32) == 0xFFFFFFFF).all()
+        assert (got[:8, 12:].view(np.uint32) == 0xFFFFFFFF).all()
+        small = TileAcc("f32", 16, 16, valid=(4, 16))
+        with pytest.raises(PtoError, match="must cover m x n = 8x12"):
+            R["TMATMUL"](small, a, b)
+
+
 def test_f32_accumulation_is_exact_products() -> None:
     # (1 + 2^-11)^2 needs 23 mantissa bits: exact in f32; summing it with -1 keeps the low bits
     with pto.target("cpu"):

@@ -222,9 +222,10 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
     if b._vr != k:
         raise RuntimeCheckError(
             f"k mismatch: aMatrix valid cols {k} != bMatrix valid rows {b.valid_row}", op=op)
-    if c._vr != m or c._vc != n:
+    if c._vr < m or c._vc < n:
         raise RuntimeCheckError(
-            f"cMatrix valid region {c.valid_row}x{c.valid_col} must be m x n = {m}x{n}", op=op)
+            f"cMatrix valid region {c.valid_row}x{c.valid_col} must cover m x n = {m}x{n}",
+            op=op)
     if len(r) == 3 and not a.spec.dtype.packed:
         return m, k, n  # (c, a, b: none of the checks below applies)
     bias = r.get("bias")
@@ -572,12 +573,29 @@ def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None =
     else:
         with np.errstate(all="ignore"):
             res = _result(r, c, av, ia, bv, ib, ct, mm, n)
-    if c._whole and not c.spec.dtype.packed and lazy.ok(m, c):
+    beyond = c._vr > mm or c._vc > n
+    if c._whole and not beyond and not c.spec.dtype.packed and lazy.ok(m, c):
         # keep the result in logical order (copy-on-write) until the accumulator is read in
         # its own layout or written: a K-loop of TMATMUL_ACC then skips the NZ repacking
         c.set_lazy(res, m, off_chip=True)  # (a new array: the product)
         return
     c.write(res)
+    if beyond:
+        _undefined_beyond(c, mm, n)
+
+
+def _undefined_beyond(c: Tile, mm: int, n: int) -> None:
+    """C's valid region past the m x n product (an Acc tile of 16 rows for an 8-row A, as
+    PTOAS's samples write): the page defines C on m x n only, and the cube works on whole
+    16 x 16 fractals of whatever the operands' padding holds, so those elements are undefined:
+    they get the poison pattern, which a later read shows, rather than a stale value."""
+    from ...memory import POISON_BYTE
+
+    poison = np.frombuffer(bytes([POISON_BYTE]) * c.dtype.np.itemsize, c.dtype.np)[0]
+    if c._vr > mm:
+        c.fill(poison, c._vr - mm, c._vc, mm, 0)
+    if c._vc > n:
+        c.fill(poison, mm, c._vc - n, 0, n)
 
 
 def run_matmul(m: Machine, name: str, kind: str, tiles: list[Tile]) -> None:
@@ -621,7 +639,9 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
 TMATMUL = _declare(
     "TMATMUL", "plain", False, (_C, _A, _B),
     "C[i, j] = sum_k A[i, k] * B[k, j] for i < M = a.valid_row, j < N = b.valid_col, k < K = "
-    "a.valid_col (overwrites C's m x n block; f32 accumulation, i32 for i8).")
+    "a.valid_col (overwrites C's m x n block; f32 accumulation, i32 for i8). C's valid region "
+    "may be larger than m x n: the rest of it is undefined on the NPU and gets the poison "
+    "pattern.")
 TMATMUL_ACC = _declare(
     "TMATMUL_ACC", "acc", False,
     (Opnd("cOutMatrix", "tile", "out"), Opnd("cInMatrix", "tile"), _A,
