@@ -68,6 +68,45 @@ GEMM_BOARD: dict[int, tuple[float, float, float, float, float]] = {
 }
 
 
+def gemm_k_step(kk: int, mte2: int, mte1: int, src0: np.ndarray, src1: np.ndarray, k: int,
+                base_a: int, base_b: int, a_mat: list[Tile], b_mat: list[Tile],
+                a_l0: list[Tile], b_l0: list[Tile], c_tile: Tile) -> tuple[int, int]:
+    """``ProcessKIteration`` of the A3 GEMM kernels (gemm_performance, gemm_ar's compute):
+    every STEP_KA steps TLOAD the next A and B panels (ping-pong in L1), TEXTRACT this step's
+    L0 halves, TMATMUL(_ACC) into ``c_tile``; returns the new (mte2, mte1) ping-pong ids."""
+    kmod = kk % STEP_KA
+    na, nb = a_mat[0].rows * a_mat[0].cols, b_mat[0].rows * b_mat[0].cols
+    if kmod == 0:
+        gm_a = GlobalTensor(src0, (1, 1, 1, BASE_M, BASE_K * STEP_KA), (na, na, na, k, 1),
+                            Layout.ND, offset=base_a + kk * BASE_K)
+        gm_b = GlobalTensor(src1, (1, 1, 1, BASE_K * STEP_KB, BASE_N), (nb, nb, nb, 1, k),
+                            Layout.DN, offset=base_b + kk * BASE_K)
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
+        pto.TLOAD(a_mat[mte2], gm_a)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        pto.TLOAD(b_mat[mte2], gm_b)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+        mte2 = 1 - mte2
+    cur = 1 - mte2
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
+    if kmod == 0:
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+    pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * BASE_K)
+    if kmod == 0:
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
+    pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % STEP_KB) * BASE_K, 0)
+    if (kk + 1) % STEP_KA == 0:
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
+    pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
+    if kk == 0:
+        pto.TMATMUL(c_tile, a_l0[mte1], b_l0[mte1])
+    else:
+        pto.TMATMUL_ACC(c_tile, c_tile, a_l0[mte1], b_l0[mte1])
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
+    return mte2, 1 - mte1
+
+
 def gemm_performance(out: np.ndarray, src0: np.ndarray, src1: np.ndarray, size: int) -> None:
     """``RunGemmE2E`` for m = k = n = ``size``: A (m x k, ND), B stored n x k (a k x n DN view),
     C (m x n, f32). Each core owns a [singleCoreM, singleCoreN] tile of C."""
@@ -106,42 +145,13 @@ def gemm_performance(out: np.ndarray, src0: np.ndarray, src1: np.ndarray, size: 
     pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
     pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
     pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
-    na, nb = a_mat[0].rows * a_mat[0].cols, b_mat[0].rows * b_mat[0].cols
     for i in range(m_loop):
         for j in range(n_loop):
             for kk in range(k_loop):
-                kmod = kk % STEP_KA
-                if kmod == 0:
-                    gm_a = GlobalTensor(src0, (1, 1, 1, BASE_M, BASE_K * STEP_KA),
-                                        (na, na, na, k, 1), Layout.ND,
-                                        offset=off_a + i * single_k * BASE_M + kk * BASE_K)
-                    gm_b = GlobalTensor(src1, (1, 1, 1, BASE_K * STEP_KB, BASE_N),
-                                        (nb, nb, nb, 1, k), Layout.DN,
-                                        offset=off_b + j * single_k * BASE_N + kk * BASE_K)
-                    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
-                    pto.TLOAD(a_mat[mte2], gm_a)
-                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
-                    pto.TLOAD(b_mat[mte2], gm_b)
-                    pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
-                    mte2 = 1 - mte2
-                cur = 1 - mte2
-                pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
-                if kmod == 0:
-                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
-                pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * BASE_K)
-                if kmod == 0:
-                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
-                pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % STEP_KB) * BASE_K, 0)
-                if (kk + 1) % STEP_KA == 0:
-                    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
-                pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
-                pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
-                if kk == 0:
-                    pto.TMATMUL(c_tile, a_l0[mte1], b_l0[mte1])
-                else:
-                    pto.TMATMUL_ACC(c_tile, c_tile, a_l0[mte1], b_l0[mte1])
-                pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
-                mte1 = 1 - mte1
+                mte2, mte1 = gemm_k_step(kk, mte2, mte1, src0, src1, k,
+                                         off_a + i * single_k * BASE_M,
+                                         off_b + j * single_k * BASE_N,
+                                         a_mat, b_mat, a_l0, b_l0, c_tile)
             # StoreResult
             pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
             pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
@@ -971,7 +981,7 @@ def gemm_ar_compute(cfg: GemmArConfig, out: np.ndarray, src0: np.ndarray, src1: 
     pto.TASSIGN(b_l0[0], 0x0)
     pto.TASSIGN(b_l0[1], BASE_K * BASE_N * 2)
     pto.TASSIGN(c_tile, 0x0)
-    na, nb, nc = BASE_M * BASE_K * STEP_KA, BASE_K * STEP_KB * BASE_N, BASE_M * BASE_N
+    nc = BASE_M * BASE_N
     for slot, linear in enumerate(cfg.block_tiles(blk)):
         mi, ni = cfg.swizzle(linear)
         # ComputeAndStoreTile
@@ -982,37 +992,8 @@ def gemm_ar_compute(cfg: GemmArConfig, out: np.ndarray, src0: np.ndarray, src1: 
         pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
         pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
         for kk in range(k // BASE_K):
-            # ProcessKIteration
-            kmod = kk % STEP_KA
-            if kmod == 0:
-                gm_a = GlobalTensor(src0, (1, 1, 1, BASE_M, BASE_K * STEP_KA),
-                                    (na, na, na, k, 1), Layout.ND, offset=base_a + kk * BASE_K)
-                gm_b = GlobalTensor(src1, (1, 1, 1, BASE_K * STEP_KB, BASE_N),
-                                    (nb, nb, nb, 1, k), Layout.DN, offset=base_b + kk * BASE_K)
-                pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, mte2)
-                pto.TLOAD(a_mat[mte2], gm_a)
-                pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
-                pto.TLOAD(b_mat[mte2], gm_b)
-                pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
-                mte2 = 1 - mte2
-            cur = 1 - mte2
-            pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
-            if kmod == 0:
-                pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
-            pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * BASE_K)
-            if kmod == 0:
-                pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
-            pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % STEP_KB) * BASE_K, 0)
-            if (kk + 1) % STEP_KA == 0:
-                pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
-            pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
-            pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
-            if kk == 0:
-                pto.TMATMUL(c_tile, a_l0[mte1], b_l0[mte1])
-            else:
-                pto.TMATMUL_ACC(c_tile, c_tile, a_l0[mte1], b_l0[mte1])
-            pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
-            mte1 = 1 - mte1
+            mte2, mte1 = gemm_k_step(kk, mte2, mte1, src0, src1, k, base_a, base_b,
+                                     a_mat, b_mat, a_l0, b_l0, c_tile)
         pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
         pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
         pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
