@@ -154,7 +154,7 @@ class MrgSortExecutedNumList:
         return f"MrgSortExecutedNumList{self.as_tuple()}"
 
 
-def _merge(lists: list[tuple[np.ndarray, np.ndarray]], exhausted: bool
+def merge_records(lists: list[tuple[np.ndarray, np.ndarray]], exhausted: bool
            ) -> tuple[np.ndarray, list[int]]:
     """Merge descending lists of records (values, raw 8-byte records as uint64, see
     :func:`_records_of`); ties go to the lower list number. With ``exhausted`` the merge stops
@@ -251,7 +251,7 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
         for g in range(vc // (4 * block)):
             lists = [_records_of(row[(4 * g + k) * block:(4 * g + k + 1) * block], dt)
                      for k in range(4)]
-            out.append(_merge(lists, False)[0].view(dt.np))
+            out.append(merge_records(lists, False)[0].view(dt.np))
         dst.write(np.concatenate(out)[None, :], 0, 0)
         return
     srcs = [s for s in (src0, src1, src2, src3) if s is not None]
@@ -260,7 +260,7 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
     lists = [_records_of(np.asarray(s.read(1, s.valid_col)).reshape(-1)[
         : s.valid_col // per * per], dt) for s in srcs]
     ex = bool(exhausted) if not isinstance(exhausted, str) else exhausted.lower() == "true"
-    merged, heads = _merge(lists, ex)
+    merged, heads = merge_records(lists, ex)
     # the merge goes to tmp, and dst receives its first dst-valid-cols elements (upstream's
     # TMrgsort: vmrgsort4 into tmp, then MovUb2Ub of dst.GetValidCol(); PTOAS's TileLib
     # template copies the same span): a dst narrower than the merge keeps its top records

@@ -16,6 +16,7 @@ import numpy as np
 from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.regs import Mask, Ptr, VReg, VRegSpec, buffer_bytes
+from ..irregular.sort import merge_records
 from ..registry import Opnd, Param, Sig, instr
 from .common import active, elementwise, mask_fits, same_vreg, scalar_as, zeroing
 from .conversion import _to
@@ -205,24 +206,13 @@ def VMRGSORT4(m: Any, dest: Ptr, src0: Ptr, src1: Ptr, src2: Ptr, src3: Ptr, cou
     for i, p in enumerate(srcs):
         n = (cnt >> (16 * i)) & 0xFFFF if valid >> i & 1 else 0
         raw = buffer_bytes(m, "ub", p.addr, 8 * n, f"list {i}", role="in").reshape(n, 8).copy()
-        lists.append((raw[:, :dt.itemsize].copy().view(dt.np).reshape(-1), raw))
-    heads = [0, 0, 0, 0]
-    out: list[np.ndarray] = []
-    total = sum(v.size for v, _ in lists)
-    keys = [np.where(np.isnan(v.astype(np.float64)), np.inf, v.astype(np.float64))
-            for v, _ in lists]
-    while len(out) < total:
-        best = -1
-        for k, (v, _) in enumerate(lists):
-            if heads[k] < v.size and (best < 0 or keys[k][heads[k]] > keys[best][heads[best]]):
-                best = k
-        out.append(lists[best][1][heads[best]])
-        heads[best] += 1
-        if exhausted and heads[best] == lists[best][0].size:
-            break
-    if out:
-        buffer_bytes(m, "ub", d.addr, 8 * len(out), "the merged records", role="out")[:] = \
-            np.concatenate(out)
+        lists.append((raw[:, :dt.itemsize].copy().view(dt.np).reshape(-1),
+                      raw.view(np.uint64).reshape(-1)))
+    # (TMRGSORT's merge: descending, ties to the lower list, whole records)
+    merged, heads = merge_records(lists, exhausted)
+    if merged.size:
+        buffer_bytes(m, "ub", d.addr, 8 * merged.size, "the merged records", role="out")[:] = \
+            merged.view(np.uint8)
     m.micro_regs["VMS4_SR"] = tuple(heads)
 
 
