@@ -76,13 +76,6 @@ def cases() -> list[Case]:
     return out
 
 
-def _timed(fn: Callable[[], Any], k: int) -> tuple[float, float]:
-    c0, w0 = time.process_time(), time.perf_counter()
-    for _ in range(k):
-        fn()
-    return (time.process_time() - c0) / k, (time.perf_counter() - w0) / k
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
@@ -93,6 +86,7 @@ def main() -> None:
     if ns.no_batches:
         from ptoisa import plans
         plans.BATCH_LOOPS = False
+    from plans_speed import _timed
     from scale import cpu_name
 
     print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds")
