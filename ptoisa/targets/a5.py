@@ -66,7 +66,10 @@ COL_ARG = rule(list(product("i8 ui8 i16 ui16 i32 ui32 f16 f32".split(),
 LEGALITY: dict[str, Rule] = {
     # ---- core ------------------------------------------------------------------------------------
     # the foundation instructions (memory, seeds, TADD).
-    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
+    # the packed fp4 pairs too: A5's TLoad.hpp moves them as bytes (IsFP4 paths of the Vec and
+    # Mat ND / DN loops; tload_common.hpp's ND2NZ rounds odd counts up, and refuses DN2NZ)
+    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8 "
+                  "f4E2M1x2 f4E1M2x2"),
     "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
     "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 f32->f16 f32->bf16 f32->f8E4M3 f32->f32 "
                             "f32->hif8 i32->i8 i32->ui8 i32->f16 i32->bf16"), locs=[TileType.Acc]),
@@ -156,7 +159,10 @@ LEGALITY: dict[str, Rule] = {
     # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat ->
     # Left/Right/ScaleLeft/ScaleRight, Acc -> Mat/Vec, Vec -> Vec/Mat; TPACK and TGET_SCALE_ADDR
     # are a5-only).
-    "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
+    # packed fp4 pairs on the cube's Mat -> Left / Right paths only (A5 TExtract.hpp: the
+    # isFp4Type branches of TExtractToLeft / TExtractToRight; its Vec -> Mat copy has none)
+    "TEXTRACT": rule(MOVE_TYPES + " f4E2M1x2 f4E1M2x2", moves=EXTRACT_MOVES, convert=ACC_CONVERT,
+                     packed_moves=frozenset({(T.Mat, T.Left), (T.Mat, T.Right)})),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),

@@ -46,7 +46,8 @@ def _rule_extra(sig: Sig, key: str) -> Any:
 
 
 def _moves(sig: Sig) -> None:
-    """(src role, dst role) must be one of the target's data paths (legality ``moves``)."""
+    """(src role, dst role) must be one of the target's data paths (legality ``moves``; a
+    packed 4-bit dst only along the paths of ``packed_moves`` where the rule has one)."""
     moves = _rule_extra(sig, "moves")
     s, d = sig["src"], sig["dst"]
     if moves is None or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
@@ -62,6 +63,11 @@ def _moves(sig: Sig) -> None:
         raise sig.fail(f"expects {arch}{op} to use a supported src/dst loc pair: {listed} "
                        f"({s.loc.name} -> {d.loc.name} is not a data path on {sig.target}; "
                        f"supported: {allowed})")
+    packed = _rule_extra(sig, "packed_moves")
+    if packed is not None and d.dtype.packed and (s.loc, d.loc) not in packed:
+        allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in packed))
+        raise sig.fail(f"the packed type {d.dtype} moves on {sig.target} only along "
+                       f"{allowed}, not {s.loc.name} -> {d.loc.name}")
 
 
 def _conversion(sig: Sig) -> None:
