@@ -11,6 +11,8 @@ from .base import Rule, pairs, rule
 
 KiB = 1024
 
+#: L0A_MX / L0B_MX: 4 KiB, buffer_limits.hpp's A5 ScaleLeft / ScaleRight, and the range the
+#: scale address (L0A / L0B address >> 4, A5 utils.hpp GetScaleAddr) gives a 64 KiB L0A / L0B
 BUFFERS = {"UB": 256 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 256 * KiB,
            "BIAS": 4 * KiB, "FB": 4 * KiB, "L0A_MX": 4 * KiB, "L0B_MX": 4 * KiB}
 

@@ -791,7 +791,12 @@ def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None
     m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview", reach=reach)
 
 
-SHIFT_MX_ADDR = 2
+#: A5's scale address of an L0A / L0B byte address: addr >> 4 (pto-isa include/pto/npu/a5/utils.hpp,
+#: GetScaleAddr, the same shift since the MX moves came in; PTOAS designs/mad-semantic-op-design.md
+#: section 6: the scale base is the data address / 16). A 64 KiB L0A / L0B thus maps onto the
+#: 4 KiB L0A_MX / L0B_MX (buffer_limits.hpp's A5 ScaleLeft / ScaleRight). The page
+#: get-scale-addr.md's "currently 2" disagrees with that source and is not followed.
+SHIFT_MX_ADDR = 4
 
 
 def _scale_dst(sig: Sig) -> None:
@@ -814,7 +819,7 @@ def _cpu_scale_addr(m: Machine, dst: Tile, src: Tile) -> None:
        access="view", operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        static=(_scale_dst,), impl_for={"cpu": _cpu_scale_addr})
 def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
-    """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
+    """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (4) in
     dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the
     simulator's descriptor aliases src's storage, so dst views src's bytes."""
     if src.addr is not None:
