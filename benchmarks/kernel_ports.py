@@ -20,7 +20,6 @@ its ``pto_macro_*.hpp``, ``conv2d_forward_kernel.cpp``, ``gemm_compute_kernel.cp
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import time
@@ -44,10 +43,8 @@ from ptoisa import (
     TPipe,
 )
 from ptoisa.conv import ConvTile
-from ptoisa.dtypes import dtype
 from ptoisa.enums import AccPhase, RoundMode, STPhase
 from ptoisa.isa.layout.img2col import Img2colConfig
-from ptoisa.targets import Target, get_target
 
 # ---- a2a3/gemm_performance ----------------------------------------------------------------------
 
@@ -1066,34 +1063,6 @@ MX_BOARD: dict[tuple[int, int, int], tuple[float, float, float, float, float]] =
 }
 
 
-def mx_target() -> Target:
-    """a5 with what this kernel needs and ptoisa's a5 refuses (both to be settled on a5 itself,
-    not here):
-
-    * packed fp4 (f4E2M1x2) through TLOAD (GM -> Mat) and TEXTRACT (Mat -> Left / Right):
-      upstream's A5 ``TLoad.hpp`` / ``TExtract.hpp`` have fp4 paths (``IsFP4``: strides halved,
-      fp4 fractals), ptoisa's a5 legality lists no fp4 type for either;
-    * 16 KiB scale buffers (L0A_MX / L0B_MX): ``GetScaleAddr`` maps an L0A / L0B byte address
-      to ``addr >> 2``, so the kernel's pong scale tiles (data at 32 KiB) sit at 8 KiB; ptoisa's
-      a5 (as upstream's CPU simulator, whose A5 sizes copy its A2/A3 ones) has 4 KiB. The board
-      runs the kernel: we take the range ``GetScaleAddr`` gives a 64 KiB L0A / L0B.
-
-    Everything else (costs, clock, traits) is a5's. A Target object, passed to pto.launch as
-    it is (not registered: the known targets stay cpu, a2a3, a5)."""
-    if not _MX_TARGET:
-        a5 = get_target("a5")
-        leg = {op: dataclasses.replace(a5.legality[op], dtypes=a5.legality[op].dtypes
-                                       | {dtype(F4)})
-               for op in ("TLOAD", "TEXTRACT")}
-        _MX_TARGET.append(a5.derive("a5-mx", buffers={**a5.buffers, "L0A_MX": 16 * 1024,
-                                                      "L0B_MX": 16 * 1024},
-                                    legality=leg, traits={"costs_measured": True}))
-    return _MX_TARGET[0]
-
-
-_MX_TARGET: list[Target] = []
-
-
 @dataclass(frozen=True)
 class MxConfig:
     """LaunchMxMatmul's template arguments (stepM = stepN = 1)."""
@@ -1179,10 +1148,11 @@ def mxfp4_matmul(cfg: MxConfig, out: np.ndarray, src0: np.ndarray, src1: np.ndar
         pto.TASSIGN(t[0], 0x0)
         pto.TASSIGN(t[1], L0_PINGPONG_BYTES)
     pto.TASSIGN(c_tile, 0x0)
-    # the scale tiles at GetScaleAddr of their data tiles (the address >> SHIFT_MX_ADDR)
+    # the scale tiles at GetScaleAddr of their data tiles: the address >> SHIFT_MX_ADDR, 4 in
+    # A5's utils.hpp (the pong scale tiles at 32 KiB >> 4 = 0x800, inside the 4 KiB buffers)
     for s, d in ((sa_l0, a_l0), (sb_l0, b_l0)):
         for b in range(2):
-            pto.TASSIGN(s[b], d[b].addr >> 2)
+            pto.TASSIGN(s[b], d[b].addr >> 4)
     # InitSyncFlags
     pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
     pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
@@ -1326,7 +1296,7 @@ def run_mx(key: tuple[int, int, int] = (2040, 8192, 8100), *, check: bool = True
     bufs = mx_buffers(cfg, timing)
     t0 = time.perf_counter()
     rep = pto.launch(lambda *x: mxfp4_matmul(cfg, *x), *bufs, blocks=cfg.blocks,
-                     target=mx_target(),
+                     target="a5",
                      lockstep=False, cycles="timing" if timing else True)
     wall = time.perf_counter() - t0
     if check and not timing:

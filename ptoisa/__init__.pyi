@@ -966,7 +966,7 @@ def MTE_L1_L0A_MX(
     *events: Event,
 ) -> Event:
     """
-    The E8M0 scales of an MX left tile (m x ceil(k / 32), one byte per 32 k) from the L1 scale fragments at src into the L0A_MX scale buffer at dst.addr >> 2 (TGET_SCALE_ADDR's a5 rule), where ``pto.mad_mx*`` reads them for the lhs at dst. The L1 fragments are taken to hold the scales in the order the scale buffer keeps them, the tile level's ScaleLeft ZZ order (16 x 2 boxes, row-major) (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/mad_mx): the bytes of the tile, groups padded to 2 and m to 16, are copied as they are. Executed: the shape-derived form with start_row = start_col = 0.
+    The E8M0 scales of an MX left tile (m x ceil(k / 32), one byte per 32 k) from the L1 scale fragments at src into the L0A_MX scale buffer at dst.addr >> 4 (TGET_SCALE_ADDR's a5 rule), where ``pto.mad_mx*`` reads them for the lhs at dst. The L1 fragments are taken to hold the scales in the order the scale buffer keeps them, the tile level's ScaleLeft ZZ order (16 x 2 boxes, row-major) (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/mad_mx): the bytes of the tile, groups padded to 2 and m to 16, are copied as they are. Executed: the shape-derived form with start_row = start_col = 0.
     """
     ...
 
@@ -1001,7 +1001,7 @@ def MTE_L1_L0B_MX(
     *events: Event,
 ) -> Event:
     """
-    The E8M0 scales of an MX right tile (ceil(k / 32) x n, one byte per 32 k) from the L1 scale fragments at src into the L0B_MX scale buffer at dst.addr >> 2 (TGET_SCALE_ADDR's a5 rule), where ``pto.mad_mx*`` reads them for the rhs at dst. The L1 fragments are taken to hold the scales in the order the scale buffer keeps them, the tile level's ScaleRight NN order (2 x 16 boxes, column-major) (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/mad_mx): the bytes of the tile, groups padded to 2 and n to 16, are copied as they are. Executed: the shape-derived form with start_row = start_col = 0.
+    The E8M0 scales of an MX right tile (ceil(k / 32) x n, one byte per 32 k) from the L1 scale fragments at src into the L0B_MX scale buffer at dst.addr >> 4 (TGET_SCALE_ADDR's a5 rule), where ``pto.mad_mx*`` reads them for the rhs at dst. The L1 fragments are taken to hold the scales in the order the scale buffer keeps them, the tile level's ScaleRight NN order (2 x 16 boxes, column-major) (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/mad_mx): the bytes of the tile, groups padded to 2 and n to 16, are copied as they are. Executed: the shape-derived form with start_row = start_col = 0.
     """
     ...
 
@@ -2385,7 +2385,7 @@ def TGET_ASYNC(
 
 def TGET_SCALE_ADDR(dst: Tile, src: Tile, *events: Event) -> Event:
     """
-    Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
+    Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (4) in
     dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the
     simulator's descriptor aliases src's storage, so dst views src's bytes.
     """

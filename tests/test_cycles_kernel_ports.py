@@ -190,7 +190,7 @@ def test_mxfp4_matmul_port_matches_numpy():
     bufs = kp.mx_buffers(cfg, seed=3)
     out, a, b, sa, sb = bufs
     rep = pto.launch(lambda *x: kp.mxfp4_matmul(cfg, *x), *bufs, blocks=cfg.blocks,
-                     target=kp.mx_target(), lockstep=False, cycles=True)
+                     target="a5", lockstep=False, cycles=True)
     # independent decoding: the e2m1 magnitudes by code, the sign in bit 3
     mag = np.array([0, .5, 1, 1.5, 2, 3, 4, 6])
 
@@ -229,13 +229,13 @@ def test_mx_scale_views_load_as_upstream_maps_them():
 def test_mx_scale_load_is_one_dma_and_fp4_moves_half_a_byte_a_value():
     # upstream's a5 TLoad: an MX scale view is one DMA instruction whatever its 5-D shape;
     # fp4 moves as bytes (two values a byte)
-    kp = _ports()
+    _ports()
     sa = np.zeros((256, 64), ml_dtypes.float8_e8m0fnu)
     a4 = np.zeros(256 * 512 // 2, np.uint8)
     a8 = np.zeros(256 * 512, ml_dtypes.float8_e4m3fn)
 
     def cost(kernel, *arrays):
-        return pto.launch(kernel, *arrays, target=kp.mx_target(), cycles="timing").total
+        return pto.launch(kernel, *arrays, target="a5", cycles="timing").total
 
     def scale(sa):
         t = Tile(TileType.Mat, "f8E8M0", 256, 64, "RowMajor", None, "RowMajor", 32)
@@ -280,5 +280,5 @@ def test_gemm_ar_and_mxfp4_ports_are_race_free_with_their_own_flags():
     mx = kp.MxConfig(m=300, k=4096, n=256, single_m=256, single_n=256, blocks=2)
     san = Sanitizer(sync="manual")
     pto.launch(lambda *x: kp.mxfp4_matmul(mx, *x), *kp.mx_buffers(mx), blocks=mx.blocks,
-               target=kp.mx_target(), lockstep=False, sanitize=san)
+               target="a5", lockstep=False, sanitize=san)
     assert san.report.findings == []

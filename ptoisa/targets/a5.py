@@ -11,6 +11,8 @@ from .base import Rule, pairs, rule
 
 KiB = 1024
 
+#: L0A_MX / L0B_MX: 4 KiB, buffer_limits.hpp's A5 ScaleLeft / ScaleRight, and the range the
+#: scale address (L0A / L0B address >> 4, A5 utils.hpp GetScaleAddr) gives a 64 KiB L0A / L0B
 BUFFERS = {"UB": 256 * KiB, "L1": 512 * KiB, "L0A": 64 * KiB, "L0B": 64 * KiB, "L0C": 256 * KiB,
            "BIAS": 4 * KiB, "FB": 4 * KiB, "L0A_MX": 4 * KiB, "L0B_MX": 4 * KiB}
 
@@ -24,6 +26,11 @@ I124 = "i8 ui8 i16 ui16 i32 ui32"
 I1248 = I124 + " i64 ui64"
 ALLNUM = I1248 + " f16 bf16 f32"
 _CMP = "ui32 i32 i64 ui64 ui16 i16 ui8 i8 f32 f16 bf16"
+#: the predicate tile of TCMP / TCMPS: ui32 (the pages), and the 1-byte tiles PTOAS's A5
+#: verifier asks of tcmp (PTO.cpp TCmpOp::verify: "expects dst element type to be i8") and its
+#: tilelang cases use. A5's TCmp.hpp / TCmps.hpp take any row-major dst: the bits of row r go
+#: to dst row r (psts at dst + r * RowStride * sizeof(dst) bytes), LSB first
+CMP_DST = ("ui32", "ui8", "i8")
 B124 = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
 GATHER = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32 f8E4M3 f8E5M2"
 #: what micro-ISA loads, stores and DMA move: bytes of any element type
@@ -66,7 +73,10 @@ COL_ARG = rule(list(product("i8 ui8 i16 ui16 i32 ui32 f16 f32".split(),
 LEGALITY: dict[str, Rule] = {
     # ---- core ------------------------------------------------------------------------------------
     # the foundation instructions (memory, seeds, TADD).
-    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
+    # the packed fp4 pairs too: A5's TLoad.hpp moves them as bytes (IsFP4 paths of the Vec and
+    # Mat ND / DN loops; tload_common.hpp's ND2NZ rounds odd counts up, and refuses DN2NZ)
+    "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8 "
+                  "f4E2M1x2 f4E1M2x2"),
     "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
     "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 f32->f16 f32->bf16 f32->f8E4M3 f32->f32 "
                             "f32->hif8 i32->i8 i32->ui8 i32->f16 i32->bf16"), locs=[TileType.Acc]),
@@ -80,7 +90,7 @@ LEGALITY: dict[str, Rule] = {
     # ---- elementwise -----------------------------------------------------------------------------
     # the elementwise, tile-scalar, fused and TCVT instructions (spec/notes/ops.tsv column
     # dtypes_A5, including the flat pages' 64-bit additions, and the manual pages). The
-    # predicate tile of TCMP/TCMPS is ui32. TADDC, TSUBC, TADDSC and TSUBSC have no pto-isa NPU
+    # predicate tile of TCMP/TCMPS: CMP_DST. TADDC, TSUBC, TADDSC and TSUBSC have no pto-isa NPU
     # intrinsic; PTOAS accepts them on A5 and expands each into two vector adds / subtracts
     # (lit add_carry_tile_native.pto, sub_tile_native.pto): the types both halves take.
     "TADDC": rule(ALLNUM),
@@ -90,7 +100,7 @@ LEGALITY: dict[str, Rule] = {
     # tile-tile
     "TABS": rule("f32 f16 i32 i16 i8"),
     "TAND": rule(I124),
-    "TCMP": rule([(s, "ui32") for s in _CMP.split()]),
+    "TCMP": rule([(s, d) for s in _CMP.split() for d in CMP_DST]),
     "TCVT": rule(pairs(
         "f32->f32 f32->f16 f32->bf16 f32->i16 f32->i32 f32->i64 f32->f8E4M3 f32->f8E5M2 "
         "f16->f32 f16->i32 f16->i16 f16->i8 f16->ui8 bf16->f32 bf16->i32 bf16->f16 "
@@ -128,7 +138,7 @@ LEGALITY: dict[str, Rule] = {
     "TREMS": rule("f32 i32 ui32 f16 i16 ui16 i64 ui64"),
     "TPOWS": rule(I124 + " f16 f32 bf16"),
     "TEXPANDS": rule(I1248 + " f16 bf16 f32"),  # (TEXPANDS.md: bfloat16_t on A5 too)
-    "TCMPS": rule([(s, "ui32") for s in _CMP.split()]),
+    "TCMPS": rule([(s, d) for s in _CMP.split() for d in CMP_DST]),
     "TSELS": rule(ALLNUM),
 
     # ---- img2col ---------------------------------------------------------------------------------
@@ -156,7 +166,10 @@ LEGALITY: dict[str, Rule] = {
     # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat ->
     # Left/Right/ScaleLeft/ScaleRight, Acc -> Mat/Vec, Vec -> Vec/Mat; TPACK and TGET_SCALE_ADDR
     # are a5-only).
-    "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
+    # packed fp4 pairs on the cube's Mat -> Left / Right paths only (A5 TExtract.hpp: the
+    # isFp4Type branches of TExtractToLeft / TExtractToRight; its Vec -> Mat copy has none)
+    "TEXTRACT": rule(MOVE_TYPES + " f4E2M1x2 f4E1M2x2", moves=EXTRACT_MOVES, convert=ACC_CONVERT,
+                     packed_moves=frozenset({(T.Mat, T.Left), (T.Mat, T.Right)})),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
@@ -299,6 +312,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                      removed=("TADDRELU",),
                      traits={
                          "cmp_i32_eq_only": False,
+                         "predicate_whole_stores": True,
                          "level3_needs_tmp": False,
                          "quant_vector_types": frozenset({"f16", "bf16", "f32"}),
                          "quant_pairs": frozenset({

@@ -101,6 +101,12 @@ class Traits:
     #: simulator's: the predicate tile is zeroed whole first, TCMPS writes one byte stream of
     #: whole src rows and TSEL reads 8 bits per mask element as one stream)
     predicate_layout: str = "rows"
+    #: TCMP/TCMPS store each row's bits with whole predicate stores (A5's TCmp.hpp /
+    #: TCmps.hpp: ``psts`` of 16 bytes per 128 compared elements of a 2- or 4-byte source,
+    #: 32 bytes per 256 of a 1-byte one), so the bytes of those stores past the valid columns'
+    #: bits are written 0 (the compare's inactive lanes), inside the dst row, whatever dst's
+    #: valid region; False: only the dst elements holding the bits are written
+    predicate_whole_stores: bool = False
     #: the vector compare of int32 sources tests equality only: TCMP/TCMPS compare LT/GT/LE/GE
     #: as EQ (NE is the inverted EQ mask, so it stays NE)
     cmp_i32_eq_only: bool = False

@@ -15,6 +15,7 @@ from ptoisa import BLayout, Dyn, Tile, TileType
 from ptoisa.enums import SLayout
 from ptoisa.errors import PtoError
 from ptoisa.memory import is_poison
+from ptoisa.targets import get_target
 
 NP = {"i8": np.int8, "ui8": np.uint8, "i16": np.int16, "ui16": np.uint16, "i32": np.int32,
       "ui32": np.uint32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32}
@@ -460,10 +461,28 @@ def test_tget_scale_addr():
     scale = Tile(TileType.ScaleLeft, "f8E8M0", 16, 2, BLayout.RowMajor, None, SLayout.RowMajor,
                  32)
     pto.TGET_SCALE_ADDR(scale, left)
-    assert scale.addr == 4096 >> 2
+    assert scale.addr == 256  # 4096 >> 4 (A5 utils.hpp SHIFT_MX_ADDR)
     pto.target("a2a3")
     with pytest.raises(PtoError, match="not supported on target a2a3"):
         pto.TGET_SCALE_ADDR(Tile(TileType.Vec, "f32", 2, 8), Tile(TileType.Vec, "f32", 2, 8))
+
+
+def test_a5_scale_buffers_hold_the_mx_kernels_pong_tiles():
+    """a5/matmul_mxfp4_performance (pto-isa kernels/manual) puts its L0A / L0B pong tiles at
+    32 KiB and their 256 x 8 scale tiles at GetScaleAddr of them: 0x8000 >> 4 = 0x800 (A5
+    utils.hpp, SHIFT_MX_ADDR 4), ending at the 4 KiB of L0A_MX (buffer_limits.hpp, A5)."""
+    pto.target("a5", mode="manual")
+    left = pto.TileLeft("f4E2M1x2", 256, 256)
+    pto.TASSIGN(left, 0x8000)
+    scale = Tile(TileType.ScaleLeft, "f8E8M0", 256, 8, BLayout.RowMajor, None,
+                 SLayout.RowMajor, 32)
+    pto.TGET_SCALE_ADDR(scale, left)
+    assert scale.addr == 0x800
+    assert scale.addr + scale.spec.nbytes == 4096 == get_target("a5").buffer_size("L0A_MX")
+    over = Tile(TileType.ScaleLeft, "f8E8M0", 256, 8, BLayout.RowMajor, None,
+                SLayout.RowMajor, 32)
+    with pytest.raises(PtoError, match="exceeds the L0A_MX buffer of a5"):
+        pto.TASSIGN(over, 0x900)
 
 
 def test_talias():

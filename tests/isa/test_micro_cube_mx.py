@@ -174,23 +174,24 @@ def test_gm_to_l0_mx_scales_to_mad_mx_to_gm(m, n, k, form):
     np.testing.assert_allclose(c, want, rtol=1e-6, atol=0)
 
 
-def test_the_scales_matter_and_sit_at_the_l0_address_over_4():
+def test_the_scales_matter_and_sit_at_the_l0_address_over_16():
     """A scale load into the scale buffer of another L0 address leaves these scales unread:
-    the result changes (the scales are read where TGET_SCALE_ADDR puts them, l0 >> 2)."""
+    the result changes (the scales are read where TGET_SCALE_ADDR puts them, l0 >> 4: A5
+    utils.hpp's GetScaleAddr, SHIFT_MX_ADDR 4)."""
     from ptoisa.isa.micro import cube
     from ptoisa.vector.regs import Ptr, buffer_bytes
 
     with pto.target("a5") as mc:
         cube.MTE_L1_L0A_MX.impl(mc, Ptr("l1", 0, pto.dtypes.f8e4m3),
                                 Ptr("l0a", 512, pto.dtypes.f8e4m3), 16, 64, 0, 0)
-        # 16 x 2 scales of an L0A tile at 512: bytes [128, 160) of L0A_MX
+        # 16 x 2 scales of an L0A tile at 512: bytes [32, 64) of L0A_MX
         mc.touched = []
         cube.MTE_L1_L0B_MX.impl(mc, Ptr("l1", 64, pto.dtypes.f8e4m3),
                                 Ptr("l0b", 1024, pto.dtypes.f8e4m3), 64, 16, 0, 0)
         assert ("in", "L1", None, 64, 96) in mc.touched
-        assert ("out", "L0B_MX", None, 256, 288) in mc.touched
+        assert ("out", "L0B_MX", None, 64, 96) in mc.touched
         mc.touched = None
-        assert buffer_bytes(mc, "l0a_mx", 128, 32, "t", role=None).size == 32
+        assert buffer_bytes(mc, "l0a_mx", 32, 32, "t", role=None).size == 32
 
 
 def test_the_bytes_are_told_to_an_observer_and_priced():

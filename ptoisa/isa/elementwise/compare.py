@@ -11,7 +11,14 @@ valid region, taking 8 bits from each mask element (even a u32 one) and moving t
 mask row after ``mask.validCol`` elements. TCMP writes the per-row layout on every target;
 TCMPS does on a2a3/a5, and on cpu writes the simulator's stream (see :func:`_pack_stream`).
 The target's ``predicate_layout`` trait chooses ("rows" or "cpu_sim"); ``cmp_i32_eq_only``
-says whether int32 sources compare for equality only (a2a3).
+says whether int32 sources compare for equality only (a2a3); ``predicate_whole_stores`` (a5)
+whether a row's bits are written with whole predicate stores, the rest of each store 0.
+
+a5's per-row layout is its TCmp.hpp / TCmps.hpp (pto-isa, since 2026-04-28): row r's bits are
+stored at dst + r * dst.Cols * sizeof(dst element) bytes whatever dst's element type (ui32, or
+the i8 / ui8 tiles PTOAS uses). Their earlier code wrote the bits as one stream over the
+valid region (pto-isa 569a5e23 changed that), as the golden of PTOAS's tilelang smoke tcmps
+still does for 4-byte sources; ptoisa follows the current code.
 """
 
 from __future__ import annotations
@@ -37,8 +44,9 @@ _CMP = {
 
 
 
-def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
-    """Write a (rows, cols) boolean predicate into dst, packed per row."""
+def _pack(m: Machine, dst: Tile, bits: np.ndarray, src_bytes: int = 4) -> None:
+    """Write a (rows, cols) boolean predicate into dst, packed per row (a source of
+    ``src_bytes``-byte elements: the store size of ``predicate_whole_stores``)."""
     if m.target.traits.predicate_layout == "cpu_sim":  # the simulator zeroes the whole tile
         dst.fill(0, dst.rows, dst.cols)
     rows, cols = bits.shape
@@ -52,6 +60,14 @@ def _pack(m: Machine, dst: Tile, bits: np.ndarray) -> None:
     buf[:, : packed.shape[1]] = packed
     vals = np.ascontiguousarray(buf).view(dst.dtype.np)
     n = min(words, dst.valid_col)
+    if m.target.traits.predicate_whole_stores and src_bytes <= 4:
+        lanes, store = (256, 32) if src_bytes == 1 else (128, 16)
+        span = min(-(-cols // lanes) * store // dst.dtype.itemsize, dst.cols)
+        if span > n:  # (the bits past ``cols`` are 0 in those stores)
+            whole = np.zeros((rows, span), dst.dtype.np)
+            k = min(words, span)
+            whole[:, :k] = vals[:, :k]
+            vals, n = whole, span
     dst.write(vals[:, :n])
 
 
@@ -104,8 +120,8 @@ def _tcmp_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any, *rest: Any, **kw
 
 def _pred_dst(sig: Sig) -> None:
     d = sig["dst"]
-    if d is not None and d.dtype.name not in ("ui8", "ui32"):
-        raise sig.fail(f"dst is a predicate tile and must be ui8 or ui32, got {d.dtype}")
+    if d is not None and d.dtype.name not in ("ui8", "i8", "ui32"):
+        raise sig.fail(f"dst is a predicate tile and must be ui8, i8 or ui32, got {d.dtype}")
 
 
 def _mode(m: Machine, src: Tile, mode: CmpMode) -> CmpMode:
@@ -133,7 +149,7 @@ def TCMP(m: Machine, dst: Tile, src0: Tile, src1: Tile,  # noqa: N802
     mode = _mode(m, src0, cmpMode or CmpMode.EQ)
     with np.errstate(invalid="ignore"):
         bits = _CMP[mode](np.asarray(src0.read(vr, vc)), np.asarray(src1.read(vr, vc)))
-    _pack(m, dst, bits)
+    _pack(m, dst, bits, src0.dtype.itemsize)
 
 
 # ---- selection ---------------------------------------------------------------------------------

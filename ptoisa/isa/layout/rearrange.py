@@ -46,7 +46,8 @@ def _rule_extra(sig: Sig, key: str) -> Any:
 
 
 def _moves(sig: Sig) -> None:
-    """(src role, dst role) must be one of the target's data paths (legality ``moves``)."""
+    """(src role, dst role) must be one of the target's data paths (legality ``moves``; a
+    packed 4-bit dst only along the paths of ``packed_moves`` where the rule has one)."""
     moves = _rule_extra(sig, "moves")
     s, d = sig["src"], sig["dst"]
     if moves is None or not isinstance(s, TileSpec) or not isinstance(d, TileSpec):
@@ -62,6 +63,11 @@ def _moves(sig: Sig) -> None:
         raise sig.fail(f"expects {arch}{op} to use a supported src/dst loc pair: {listed} "
                        f"({s.loc.name} -> {d.loc.name} is not a data path on {sig.target}; "
                        f"supported: {allowed})")
+    packed = _rule_extra(sig, "packed_moves")
+    if packed is not None and d.dtype.packed and (s.loc, d.loc) not in packed:
+        allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in packed))
+        raise sig.fail(f"the packed type {d.dtype} moves on {sig.target} only along "
+                       f"{allowed}, not {s.loc.name} -> {d.loc.name}")
 
 
 def _conversion(sig: Sig) -> None:
@@ -785,7 +791,12 @@ def TSUBVIEW(m: Machine, dst: Tile, src: Tile, rowIdx: int, colIdx: int) -> None
     m.alias(dst, src, _tsubview_offset([dst, src, rowIdx, colIdx]), op="tsubview", reach=reach)
 
 
-SHIFT_MX_ADDR = 2
+#: A5's scale address of an L0A / L0B byte address: addr >> 4 (pto-isa include/pto/npu/a5/utils.hpp,
+#: GetScaleAddr, the same shift since the MX moves came in; PTOAS designs/mad-semantic-op-design.md
+#: section 6: the scale base is the data address / 16). A 64 KiB L0A / L0B thus maps onto the
+#: 4 KiB L0A_MX / L0B_MX (buffer_limits.hpp's A5 ScaleLeft / ScaleRight). The page
+#: get-scale-addr.md's "currently 2" disagrees with that source and is not followed.
+SHIFT_MX_ADDR = 4
 
 
 def _scale_dst(sig: Sig) -> None:
@@ -808,7 +819,7 @@ def _cpu_scale_addr(m: Machine, dst: Tile, src: Tile) -> None:
        access="view", operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),
        static=(_scale_dst,), impl_for={"cpu": _cpu_scale_addr})
 def TGET_SCALE_ADDR(m: Machine, dst: Tile, src: Tile) -> None:  # noqa: N802
-    """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (2) in
+    """Bind dst to the scale address of src: on a5, byte address src >> SHIFT_MX_ADDR (4) in
     dst's buffer (auto-mode tiles keep their storage: the compiler pairs them); on cpu the
     simulator's descriptor aliases src's storage, so dst views src's bytes."""
     if src.addr is not None:

@@ -143,6 +143,16 @@ def _tload_vec_layout_a5(sig: Sig) -> None:
                        f"{d.layout_name}")
 
 
+def _tload_fp4_a5(sig: Sig) -> None:
+    """A5 loads packed fp4 into an NZ Mat tile from ND or NZ only (tload_common.hpp,
+    TLoadCubeCheck: DN2NZ is refused for fp4)."""
+    d, g = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(g, GMSpec) and d.dtype.packed and \
+            g.layout is Layout.DN and d.layout_name == "NZ":
+        raise sig.fail(f"a DN GM view does not load into an NZ tile for the packed type "
+                       f"{d.dtype} on {sig.target} (its DN -> NZ load has no fp4 path)")
+
+
 def _tload_runtime(ins: Instr, dst: Tile, src: GlobalTensor) -> None:
     if _conv_path(ins, src, dst):
         return
@@ -248,7 +258,7 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
                                     Layout.MX_A_ND, Layout.MX_A_DN, Layout.MX_B_NN,
                                     Layout.MX_B_ND, Layout.MX_B_DN)),
                _gm_dtype_matches("dst", "src")),
-       static_for={"a5": (_tload_vec_layout_a5,)},
+       static_for={"a5": (_tload_vec_layout_a5, _tload_fp4_a5)},
        runtime=(_tload_runtime,),
        impl_for={"cpu": _cpu_tload}, fast=_tload_fast)
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802

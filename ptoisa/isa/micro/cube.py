@@ -12,7 +12,7 @@ the three pointers. Every byte an op reads or writes is told to an observing san
 ``buffer_bytes(..., role=...)`` / ``touch``.
 
 MX (``mte_l1_l0a_mx`` / ``mte_l1_l0b_mx``, ``pto.mad_mx*``): the E8M0 scales live in the
-machine's L0A_MX / L0B_MX buffers, at the L0A / L0B address >> 2 (TGET_SCALE_ADDR's a5 rule),
+machine's L0A_MX / L0B_MX buffers, at the L0A / L0B address >> 4 (TGET_SCALE_ADDR's a5 rule),
 in the tile level's ScaleLeft (ZZ) / ScaleRight (NN) order; ``pto.mad_mx*`` runs TMATMUL_MX's
 maths on the data tiles and those scale tiles.
 
@@ -543,7 +543,7 @@ def _mx_entry(name: str, space: str, doc: str) -> Any:
 
 _MX_LOAD_DOC = (
     "The E8M0 scales of an MX {what} tile ({shape}, one byte per 32 k) from the L1 scale "
-    "fragments at src into the {buf} scale buffer at dst.addr >> 2 (TGET_SCALE_ADDR's a5 "
+    "fragments at src into the {buf} scale buffer at dst.addr >> 4 (TGET_SCALE_ADDR's a5 "
     "rule), where ``pto.mad_mx*`` reads them for the {side} at dst. The L1 fragments are "
     "taken to hold the scales in the order the scale buffer keeps them, the tile level's "
     "{order} (upstream's cases pack them so: golden.py of vpto/cases/micro-op/cube-matmul/"
@@ -696,7 +696,7 @@ def _mx_check(op: str, a: Ptr, b: Ptr, c: Ptr, k: int, gemv: bool, flags: dict[s
 def _with_scales(m: Any, kind: str, tiles: list[Tile], a: Ptr, b: Ptr, mm: int, n: int,
                  k: int) -> list[Tile]:
     """The MAD tiles (c, a, b[, bias]) with the MX scale tiles the scale loads left for lhs /
-    rhs (L0A_MX / L0B_MX at their addresses >> 2) in TMATMUL_MX's operand order: (c, a, sa,
+    rhs (L0A_MX / L0B_MX at their addresses >> 4) in TMATMUL_MX's operand order: (c, a, sa,
     b, sb[, bias]), the accumulating form (c, c, a, sa, b, sb)."""
     groups = -(-k // mm_maths.MX_GROUP)
     placed = []

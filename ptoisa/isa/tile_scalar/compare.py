@@ -53,7 +53,7 @@ def TCMPS(m: Machine, dst: Tile, src0: Tile, src1: Any,  # noqa: N802
     if m.target.traits.predicate_layout == "cpu_sim":
         _pack_stream(dst, src0, bits)
     else:
-        _pack(m, dst, bits)
+        _pack(m, dst, bits, src0.dtype.itemsize)
 
 
 @instr("TSELS", family="tile-scalar", pipe=Pipe.V,
