@@ -2524,7 +2524,7 @@ def TMATMUL(
     Phase: AccPhase = AccPhase.Unspecified,
 ) -> Event:
     """
-    C[i, j] = sum_k A[i, k] * B[k, j] for i < M = a.valid_row, j < N = b.valid_col, k < K = a.valid_col (overwrites C's m x n block; f32 accumulation, i32 for i8).
+    C[i, j] = sum_k A[i, k] * B[k, j] for i < M = a.valid_row, j < N = b.valid_col, k < K = a.valid_col (overwrites C's m x n block; f32 accumulation, i32 for i8). C's valid region may be larger than m x n: the rest of it is undefined on the NPU and gets the poison pattern.
     """
     ...
 
