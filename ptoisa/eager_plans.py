@@ -439,7 +439,7 @@ def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[
             raise _NotPlannable("the instructions differ between two launches with this "
                                 f"signature ({_first_difference(first, trace)})")
         _shared_arrays(rec)
-        if m.lanes == 1 and _plans.BATCH_LOOPS:
+        if _plans.BATCH_LOOPS:
             _periods(rec)
         tiles = {id(t): t for r, vals, _o, _p in rec.steps for t in _tiles(vals)}
         kp.by_key[key] = _plans.build(m, rec, roots, set(tiles), set(), st)

@@ -104,8 +104,6 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
     afresh, so they share one: an inner loop batched in every iteration of an outer one
     does not hold a machine and its arena per iteration)."""
     t_n = len(starts)
-    if m.lanes != 1:
-        raise NotBatched("the launch runs blocks in lockstep")
     if m.mode != "auto":
         raise NotBatched("tiles are placed by hand")
     if t_n > MAX_LANES:
@@ -128,7 +126,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
             raise NotBatched(f"{ins.name} is not an instruction a batch runs")
         for a in v0:
             if isinstance(a, GlobalTensor):
-                if type(a.offset) is not int or a.spec.dtype.packed:
+                if not _block_offsets(a.offset, m.lanes) or a.spec.dtype.packed:
                     raise NotBatched(f"{ins.name}: a GM view a batch cannot offset per lane")
             elif isinstance(a, Tile):
                 if type(a) is not Tile:
@@ -143,7 +141,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
             for a, b in zip(v0, vk, strict=True):
                 if isinstance(a, GlobalTensor):
                     if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
-                            and b._array is a._array and type(b.offset) is int):
+                            and b._array is a._array and _block_offsets(b.offset, m.lanes)):
                         raise NotBatched(f"{ins.name}: iterations use different GM views")
                 elif a is not b and (type(a) is not type(b) or isinstance(a, Tile) or a != b):
                     raise NotBatched(f"{ins.name}: an operand that changes between iterations "
@@ -167,8 +165,11 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     """:func:`batch` with each iteration cut into ``q`` lanes (see :func:`_segments`)."""
     t_n, s0 = len(starts), starts[0]
     n = (starts[1] if t_n > 1 else end) - s0
-    lanes, real, offsets = _lanes(steps, starts, data, q)
+    lanes, real, offsets = _lanes(steps, starts, data, q, m.lanes)
+    # (lane groups: each of the launch's blocks, lane b * n_lanes + g: a block's iterations
+    # side by side, as a kernel whose blocks each take a contiguous share lays out its GM)
     n_lanes = len(lanes)
+    blocks = m.lanes
     body = [steps[i] for i in lanes[0]]
 
     # ---- tiles: no value carried; whole valid regions
@@ -180,7 +181,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 tiles[id(v)] = v
                 if _role(r.ins, p, vals) in ("out", "inout", "scratch"):
                     written.add(id(v))
-    nbytes = n_lanes * sum(t.spec.numel * t.dtype.np.itemsize for t in tiles.values())
+    nbytes = n_lanes * blocks * sum(t.spec.numel * t.dtype.np.itemsize for t in tiles.values())
     if nbytes > MAX_LANE_BYTES:
         raise NotBatched(f"its lanes would take {nbytes >> 20} MiB of tiles (more than "
                          f"{MAX_LANE_BYTES >> 20})")
@@ -238,7 +239,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
         isz = g.flat.itemsize
         base = g.flat.__array_interface__["data"][0]
         w = _role(r.ins, p, vals) in ("out", "inout", "scratch")
-        for k, o in enumerate(offs):
+        for k, o in enumerate(offs):  # (k: the lane, of an iteration and a block)
             spans.append((base + (o + reach[0]) * isz, base + (o + reach[1] + 1) * isz, k, w))
     spans.sort()
     active: list[tuple[int, int, int, bool]] = []
@@ -265,9 +266,10 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     log_all = log * t_n
 
     # ---- the lanes machine, its tiles and views, the calls
-    lm = machines.get(n_lanes)
+    lm = machines.get(n_lanes * blocks)
     if lm is None:
-        lm = machines[n_lanes] = Machine(m.target, lanes=n_lanes, permissive=m.permissive,
+        lm = machines[n_lanes * blocks] = Machine(m.target, lanes=n_lanes * blocks,
+                                                  permissive=m.permissive,
                                          matmul_accumulation=m.matmul_accumulation)
         lm.lazy_loads = True
         lm.quiet = True
@@ -316,9 +318,10 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
         for sh in shadows:
             sh.unbind()
         for ts, sh in pairs_in:
-            buf = lm.auto_storage(sh, False)
+            buf = lm.auto_storage(sh, False).reshape(blocks, n_lanes, -1)
             for s, t in enumerate(ts):
-                buf[s::q] = t.storage  # (what it owes, settled on the launch's machine)
+                # (what it owes, settled on the launch's machine; (blocks, n) or (n,))
+                buf[:, s::q] = t.storage.reshape(-1, 1, buf.shape[2])
         push(lm)
         try:
             for c in calls:
@@ -331,7 +334,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                     if m._lazy:
                         lazy.storage_barrier(m, t)
                     lazy.overwrite(t, m)
-                t._buf[...] = v[lane]
+                t._buf[...] = v.reshape(blocks, n_lanes, -1)[:, lane].reshape(t._buf.shape)
                 t._vr, t._vc, t._whole = st
         finally:
             pop(lm)
@@ -364,22 +367,32 @@ def _segments(steps: list[Step], s0: int, data: list[int]) -> list[int]:
     return [*out, 1]
 
 
-def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int
+def _block_offsets(offset: Any, blocks: int) -> bool:
+    """A GM view's offset a batch can give each lane: an int, or (a lockstep launch of
+    ``blocks`` blocks) one integer per block."""
+    if type(offset) is int:
+        return True
+    return blocks > 1 and isinstance(offset, np.ndarray) and offset.shape == (blocks,) \
+        and offset.dtype.kind in "iu"
+
+
+def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int, blocks: int
            ) -> tuple[list[list[int]], list[dict[int, Tile]], dict[tuple[int, int], list[int]]]:
-    """The lanes of iterations ``starts`` cut into ``q`` segments each: per lane its steps;
-    per lane, for each tile of lane 0 (by id) the tile in its place there; per operand
-    position of a GM view its offset in each lane. NotBatched when a tile plays more than
-    one part (then the segments are not independent copies of one body)."""
+    """The lanes of iterations ``starts`` cut into ``q`` segments each: per lane group its
+    steps; per lane group, for each tile of lane 0 (by id) the tile in its place there; per
+    operand position of a GM view its offset in each lane (``blocks`` lanes per group, a
+    lockstep launch's blocks: lane ``b * len(groups) + g``). NotBatched when a tile plays more
+    than one part (then the segments are not independent copies of one body)."""
     seg = len(data) // q
     lanes = [[k + data[s * seg + j] for j in range(seg)] for k in starts for s in range(q)]
-    if len(lanes) > MAX_LANES:
+    if len(lanes) * blocks > MAX_LANES:
         raise NotBatched(f"more than {MAX_LANES} lanes")
     body = [steps[i] for i in lanes[0]]
     # the tile of lane 0 at each operand position stands for the tiles of the other lanes
     # there (one lane tile each): a tile has one such part only
     role_of: dict[int, int] = {}  # id(a lane's tile) -> id(lane 0's tile in its place)
     real: list[dict[int, Tile]] = [{} for _ in lanes]  # per lane: key -> its tile
-    offsets: dict[tuple[int, int], list[int]] = {}
+    per_block: dict[tuple[int, int], list[list[int]]] = {}  # per group: each block's offset
     for v, idx in enumerate(lanes):
         for j, i in enumerate(idx):
             for p, (a, b) in enumerate(zip(body[j][1], steps[i][1], strict=True)):
@@ -393,5 +406,9 @@ def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int
                     if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
                             and b._array is a._array):
                         raise NotBatched("segments of the body use different GM views")
-                    offsets.setdefault((j, p), []).append(b.offset)
+                    o = b.offset
+                    per_block.setdefault((j, p), []).append(
+                        [o] * blocks if type(o) is int else [int(x) for x in o])
+    offsets = {jp: [g[b] for b in range(blocks) for g in groups]
+               for jp, groups in per_block.items()}
     return lanes, real, offsets
