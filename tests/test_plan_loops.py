@@ -364,3 +364,73 @@ def test_a_batch_too_large_runs_as_recorded(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(plan_loops, "MAX_LANE_BYTES", 3 * 1024 * N - 1)  # (3 tiles of 1 KiB)
     _not_batched(_kernel(), "MiB of tiles")
+
+
+_BLOCKS = f"""
+!T = {_T}
+module {{
+  func.func @k(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>,
+               %last: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant {N} : index
+    %c16 = arith.constant 16 : index
+    %bid = pto.get_block_idx
+    %bi = arith.index_cast %bid : i64 to index
+    %nb = pto.get_block_num
+    %n = arith.index_cast %nb : i64 to index
+    %rows_b = arith.muli %n, %c16 : index
+    %rows_a = arith.muli %rows_b, %c8 : index
+    %row_b = arith.muli %bi, %c16 : index
+    %row_a = arith.muli %row_b, %c8 : index
+    %va = pto.make_tensor_view %a, shape = [%rows_a, %c16], strides = [%c16, %c1] : {_TV}
+    %vb = pto.make_tensor_view %b, shape = [%rows_b, %c16], strides = [%c16, %c1] : {_TV}
+    %vo = pto.make_tensor_view %out, shape = [%rows_a, %c16], strides = [%c16, %c1] : {_TV}
+    %vl = pto.make_tensor_view %last, shape = [%rows_b, %c16], strides = [%c16, %c1] : {_TV}
+    %bias = pto.alloc_tile : !T
+    %x = pto.alloc_tile : !T
+    %y = pto.alloc_tile : !T
+    %pb = pto.partition_view %vb, offsets = [%row_b, %c0], sizes = [%c16, %c16]
+        : {_TV} -> {_V}
+    pto.tload ins(%pb : {_V}) outs(%bias : !T)
+    scf.for %k = %c0 to %c8 step %c1 {{
+      %rk = arith.muli %k, %c16 : index
+      %r = arith.addi %row_a, %rk : index
+      %pa = pto.partition_view %va, offsets = [%r, %c0], sizes = [%c16, %c16] : {_TV} -> {_V}
+      pto.tload ins(%pa : {_V}) outs(%x : !T)
+      pto.tadd ins(%x, %bias : !T, !T) outs(%y : !T)
+      %po = pto.partition_view %vo, offsets = [%r, %c0], sizes = [%c16, %c16]
+          : {_TV} -> {_V}
+      pto.tstore ins(%y : !T) outs(%po : {_V})
+    }}
+    %pl = pto.partition_view %vl, offsets = [%row_b, %c0], sizes = [%c16, %c16]
+        : {_TV} -> {_V}
+    pto.tstore ins(%y : !T) outs(%pl : {_V})
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("blocks", [2, 3])
+def test_a_loop_of_a_lockstep_launch_runs_as_one_batch(blocks: int) -> None:
+    """Each block loops over its own 8 row blocks with its own bias (loaded before the
+    loop, broadcast to that block's lanes): one batch of blocks x iterations lanes, numpy's
+    sums and the interpreter's bytes, the tile the loop leaves (each block's last y)
+    included."""
+    prog = pto.load(_BLOCKS)
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal(blocks * N * 256, dtype=np.float32),
+            rng.standard_normal(blocks * 256, dtype=np.float32),
+            np.zeros(blocks * N * 256, np.float32), np.zeros(blocks * 256, np.float32)]
+    ref = [a.copy() for a in args]
+    prog.run("k", *ref, blocks=blocks, plans=False)
+    a, b = args[0].reshape(blocks, N, 16, 16), args[1].reshape(blocks, 1, 16, 16)
+    assert np.array_equal(ref[2].reshape(blocks, N, 16, 16), a + b)
+    assert np.array_equal(ref[3].reshape(blocks, 16, 16), (a + b)[:, -1])
+    for _ in range(4):
+        g = [x.copy() for x in args]
+        prog.run("k", *g, blocks=blocks)
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 1 and not s.why_loop, s
