@@ -37,10 +37,11 @@ bytes and compares: a replay that leaves other bytes (a kernel writing an argume
 Python, or branching on contents that changed) refuses the plan, the interpreter's bytes
 stand. Replays start from the fourth launch.
 
-A 1-block launch's record is searched for runs of steps that repeat (a Python loop, which the
-record does not mark): each is handed to :func:`ptoisa.plan_loops.batch`, which proves from
-the record alone that the iterations are independent, or refuses, exactly as for a ``.pto``
-``scf.for``; the proof does not rely on the run being a loop of the kernel's.
+A launch's record (of one block or of blocks in lockstep) is searched for runs of steps that
+repeat (a Python loop, which the record does not mark): each is handed to
+:func:`ptoisa.plan_loops.batch`, which proves from the record alone that the iterations are
+independent, or refuses, exactly as for a ``.pto`` ``scf.for``; the proof does not rely on
+the run being a loop of the kernel's.
 
 Observed launches (sanitizer, cycle model, ``ptoisa.observe.observing``), mixed and
 multi-rank launches run interpreted and are never recorded.

@@ -31,6 +31,12 @@ unrolled body, ping-pong tiles) is cut into that many lanes, when each tile keep
 in the repeated body (lane ``k * q + s``: segment ``s`` of iteration ``k``); else the
 iteration is one lane.
 
+In a lockstep launch of B blocks (lanes of lanes) the lanes machine has B lanes per
+iteration (lane ``b * groups + g``: a block's iterations side by side); a GM view may have
+one offset per block, and the proofs above run over every lane: no two lanes (iterations of
+one block or of two) write bytes another reads or writes; a tile from before the loop is
+broadcast to each block's lanes, a tile left for later takes each block's last lane.
+
 A loop that fails one of these runs as recorded, one call per instruction and iteration, and
 the reason is kept in the function's plan stats (``why_loop``).
 """
