@@ -110,8 +110,6 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
     afresh, so they share one: an inner loop batched in every iteration of an outer one
     does not hold a machine and its arena per iteration)."""
     t_n = len(starts)
-    if m.mode != "auto":
-        raise NotBatched("tiles are placed by hand")
     if t_n > MAX_LANES:
         raise NotBatched(f"more than {MAX_LANES} iterations")
     bounds = [*starts, end]
@@ -312,7 +310,8 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
 def _placement(ins: Instr, vals: list[Any]) -> bool:
     """A TASSIGN of a tile to a constant address (a loop's ``alloc_tile addr``)."""
     return ins.access == "place" and ins.name == "TASSIGN" and len(vals) == 2 \
-        and type(vals[0]) is Tile and type(vals[1]) is int
+        and type(vals[0]) is Tile and isinstance(vals[1], (int, np.integer)) \
+        and not isinstance(vals[1], bool)
 
 
 def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int],
@@ -338,7 +337,7 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
     where: dict[int, tuple[str, int]] = {}
     for r, vals, _o, _p in steps:
         if _placement(r.ins, vals):
-            t, a = vals
+            t, a = vals[0], int(vals[1])
             if where.setdefault(id(t), (m.space_of(t), a)) != (m.space_of(t), a):
                 raise NotBatched(f"{_name(t)} is placed at more than one address")
     tiles: dict[int, Tile] = {}

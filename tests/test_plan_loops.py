@@ -434,3 +434,88 @@ def test_a_loop_of_a_lockstep_launch_runs_as_one_batch(blocks: int) -> None:
         assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
     s = _stats(prog)
     assert s.hits == 2 and s.batched == 1 and not s.why_loop, s
+
+
+# ---- placed tiles (alloc_tile addr): per-lane buffers, the proof in bytes ------------------
+
+def _placed(src: str, addrs: dict[str, int], in_loop: tuple[str, ...] = ()) -> str:
+    """``src`` with each tile of ``addrs`` placed at its byte address (UB), those of
+    ``in_loop`` allocated at the top of the loop body instead of before it (as PTOAS does)."""
+    consts = "".join(f"    %a_{n} = arith.constant {a} : i64\n" for n, a in addrs.items())
+    src = src.replace("    %c0 = arith.constant 0 : index\n",
+                      "    %c0 = arith.constant 0 : index\n" + consts, 1)
+    for n in addrs:
+        for ty in ("!T", "!R"):
+            old = f"%{n} = pto.alloc_tile : {ty}"
+            if old in src:
+                new = f"%{n} = pto.alloc_tile addr = %a_{n} : {ty}"
+                if n in in_loop:
+                    src = src.replace(f"    {old}\n", "", 1)
+                    src = src.replace("step %c1 {\n", "step %c1 {\n      " + new + "\n", 1)
+                else:
+                    src = src.replace(old, new, 1)
+    return src
+
+
+def test_a_loop_over_placed_tiles_runs_as_one_batch() -> None:
+    """x, y and bias at their own addresses, x allocated in the loop (PTOAS's alloc_tile
+    addr per iteration): one batch,
+    numpy's sums and the interpreter's bytes, y after the loop the last iteration's."""
+    prog = pto.load(_placed(_kernel(), {"bias": 0, "x": 1024, "y": 2048}, in_loop=("x",)))
+    args = _args()
+    ref, got = _runs(prog, "k", args)
+    a, b = args[0].reshape(N, 16, 16), args[1].reshape(16, 16)
+    assert np.array_equal(ref[2].reshape(N, 16, 16), a + b)
+    assert np.array_equal(ref[3].reshape(16, 16), a[-1] + b)
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 1 and not s.why_loop, s
+
+
+def test_bytes_carried_through_an_alias_are_not_batched() -> None:
+    """z shares x's bytes: the body reads z (x's bytes of the previous iteration) before
+    the load writes x: carried, though no tile of the body is read before it is written."""
+    body = ("pto.tadd ins(%z, %bias : !T, !T) outs(%y : !T)\n"
+            "      pto.tload ins(%pa : !pto.partition_tensor_view<16x16xf32>) outs(%x : !T)")
+    src = _kernel(body, before="%z = pto.alloc_tile : !T").replace(
+        "      pto.tload ins(%pa : !pto.partition_tensor_view<16x16xf32>) outs(%x : !T)\n"
+        "      pto.tadd", "      pto.tadd", 1)
+    prog = pto.load(_placed(src, {"bias": 0, "x": 1024, "y": 2048, "z": 1024}))
+    ref, got = _runs(prog, "k", _args())
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 0 and "carries bytes" in s.why_loop, s
+
+
+def test_random_placed_bodies_leave_the_interpreters_bits() -> None:
+    """The random bodies above with every tile placed at an address drawn from a few (tiles
+    sharing bytes at random, x maybe allocated in the loop): batched or not, every replay
+    leaves the interpreter's bytes; some are batched."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    names = ("x", "y", "bias", "u", "v", "w", "tmp", "rw")
+    batched: list[int] = []
+
+    @settings(max_examples=60, deadline=None)
+    @given(ops=_ops(), stored=st.sampled_from(_FULL), left=st.sampled_from(_FULL + ("y",)),
+           same_rows=st.booleans(),
+           addrs=st.lists(st.sampled_from([0, 1024, 2048, 3072, 4096, 5120, 6144, 8192]),
+                          min_size=len(names), max_size=len(names)),
+           x_in_loop=st.booleans())
+    def check(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool,
+              addrs: list[int], x_in_loop: bool) -> None:
+        src = _placed(_random_kernel(ops, stored, left, same_rows),
+                      dict(zip(names, addrs, strict=True)),
+                      in_loop=("x",) if x_in_loop and left != "x" else ())
+        prog = pto.load(src)
+        ref, got = _runs(prog, "k", _args(), runs=3)
+        for g in got:
+            assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+        s = _stats(prog)
+        assert s.hits == 1
+        batched.append(s.batched)
+    check()
+    assert sum(batched) > 0
