@@ -62,6 +62,10 @@ _WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "m
 #: keeps its lanes machine)
 MAX_LANES = 4096
 MAX_LANE_BYTES = 64 << 20
+#: batch loops over placed tiles (:func:`_batch_placed`). Off: on lanes machines TMOV and
+#: TMATMUL have no plain (lazy) forms, so the Qwen3 incore_1 outer loop, the one such loop
+#: of the goal kernels, ran 5-15% slower batched than one instruction at a time
+BATCH_PLACED = False
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
 Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
@@ -179,6 +183,8 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     body = [steps[i] for i in lanes[0]]
     if any(_placement(r.ins, vals) or any(isinstance(v, Tile) and v.addr is not None
                                           for v in vals) for r, vals, _o, _p in body):
+        if not BATCH_PLACED:
+            raise NotBatched("its tiles are placed (plan_loops.BATCH_PLACED is off)")
         if q != 1:
             raise NotBatched("placed tiles in a repeated body")
         return _batch_placed(m, steps, after, starts, end, bind, rebind, machines, lanes,

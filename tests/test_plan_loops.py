@@ -438,6 +438,13 @@ def test_a_loop_of_a_lockstep_launch_runs_as_one_batch(blocks: int) -> None:
 
 # ---- placed tiles (alloc_tile addr): per-lane buffers, the proof in bytes ------------------
 
+@pytest.fixture
+def batch_placed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptoisa import plan_loops
+
+    monkeypatch.setattr(plan_loops, "BATCH_PLACED", True)
+
+
 def _placed(src: str, addrs: dict[str, int], in_loop: tuple[str, ...] = ()) -> str:
     """``src`` with each tile of ``addrs`` placed at its byte address (UB), those of
     ``in_loop`` allocated at the top of the loop body instead of before it (as PTOAS does)."""
@@ -457,6 +464,15 @@ def _placed(src: str, addrs: dict[str, int], in_loop: tuple[str, ...] = ()) -> s
     return src
 
 
+def test_placed_batches_are_off_by_default() -> None:
+    prog = pto.load(_placed(_kernel(), {"bias": 0, "x": 1024, "y": 2048}, in_loop=("x",)))
+    ref, got = _runs(prog, "k", _args())
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    assert _stats(prog).batched == 0 and "BATCH_PLACED" in _stats(prog).why_loop
+
+
+@pytest.mark.usefixtures("batch_placed")
 def test_a_loop_over_placed_tiles_runs_as_one_batch() -> None:
     """x, y and bias at their own addresses, x allocated in the loop (PTOAS's alloc_tile
     addr per iteration): one batch,
@@ -473,6 +489,7 @@ def test_a_loop_over_placed_tiles_runs_as_one_batch() -> None:
     assert s.hits == 2 and s.batched == 1 and not s.why_loop, s
 
 
+@pytest.mark.usefixtures("batch_placed")
 def test_bytes_carried_through_an_alias_are_not_batched() -> None:
     """z shares x's bytes: the body reads z (x's bytes of the previous iteration) before
     the load writes x: carried, though no tile of the body is read before it is written."""
@@ -489,6 +506,7 @@ def test_bytes_carried_through_an_alias_are_not_batched() -> None:
     assert s.hits == 2 and s.batched == 0 and "carries bytes" in s.why_loop, s
 
 
+@pytest.mark.usefixtures("batch_placed")
 def test_random_placed_bodies_leave_the_interpreters_bits() -> None:
     """The random bodies above with every tile placed at an address drawn from a few (tiles
     sharing bytes at random, x maybe allocated in the loop): batched or not, every replay
