@@ -37,10 +37,11 @@ bytes and compares: a replay that leaves other bytes (a kernel writing an argume
 Python, or branching on contents that changed) refuses the plan, the interpreter's bytes
 stand. Replays start from the fourth launch.
 
-A 1-block launch's record is searched for runs of steps that repeat (a Python loop, which the
-record does not mark): each is handed to :func:`ptoisa.plan_loops.batch`, which proves from
-the record alone that the iterations are independent, or refuses, exactly as for a ``.pto``
-``scf.for``; the proof does not rely on the run being a loop of the kernel's.
+A launch's record (of one block or of blocks in lockstep) is searched for runs of steps that
+repeat (a Python loop, which the record does not mark): each is handed to
+:func:`ptoisa.plan_loops.batch`, which proves from the record alone that the iterations are
+independent, or refuses, exactly as for a ``.pto`` ``scf.for``; the proof does not rely on
+the run being a loop of the kernel's.
 
 Observed launches (sanitizer, cycle model, ``ptoisa.observe.observing``), mixed and
 multi-rank launches run interpreted and are never recorded.
@@ -439,7 +440,7 @@ def _record(kp: _KernelPlans, key: Any, kernel: Callable[..., Any], args: tuple[
             raise _NotPlannable("the instructions differ between two launches with this "
                                 f"signature ({_first_difference(first, trace)})")
         _shared_arrays(rec)
-        if m.lanes == 1 and _plans.BATCH_LOOPS:
+        if _plans.BATCH_LOOPS:
             _periods(rec)
         tiles = {id(t): t for r, vals, _o, _p in rec.steps for t in _tiles(vals)}
         kp.by_key[key] = _plans.build(m, rec, roots, set(tiles), set(), st)

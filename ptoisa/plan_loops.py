@@ -31,6 +31,12 @@ unrolled body, ping-pong tiles) is cut into that many lanes, when each tile keep
 in the repeated body (lane ``k * q + s``: segment ``s`` of iteration ``k``); else the
 iteration is one lane.
 
+In a lockstep launch of B blocks (lanes of lanes) the lanes machine has B lanes per
+iteration (lane ``b * groups + g``: a block's iterations side by side); a GM view may have
+one offset per block, and the proofs above run over every lane: no two lanes (iterations of
+one block or of two) write bytes another reads or writes; a tile from before the loop is
+broadcast to each block's lanes, a tile left for later takes each block's last lane.
+
 A loop that fails one of these runs as recorded, one call per instruction and iteration, and
 the reason is kept in the function's plan stats (``why_loop``).
 """
@@ -56,6 +62,10 @@ _WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "m
 #: keeps its lanes machine)
 MAX_LANES = 4096
 MAX_LANE_BYTES = 64 << 20
+#: batch loops over placed tiles (:func:`_batch_placed`). Off: on lanes machines TMOV and
+#: TMATMUL have no plain (lazy) forms, so the Qwen3 incore_1 outer loop, the one such loop
+#: of the goal kernels, ran 5-15% slower batched than one instruction at a time
+BATCH_PLACED = False
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
 Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
@@ -104,10 +114,6 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
     afresh, so they share one: an inner loop batched in every iteration of an outer one
     does not hold a machine and its arena per iteration)."""
     t_n = len(starts)
-    if m.lanes != 1:
-        raise NotBatched("the launch runs blocks in lockstep")
-    if m.mode != "auto":
-        raise NotBatched("tiles are placed by hand")
     if t_n > MAX_LANES:
         raise NotBatched(f"more than {MAX_LANES} iterations")
     bounds = [*starts, end]
@@ -116,19 +122,22 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
         raise NotBatched("iterations run different numbers of instructions")
     s0 = starts[0]
     for i in range(s0, len(steps)):
-        if steps[i][0].ins.access != "data" and steps[i][0].ins.sync is None:
-            raise NotBatched(f"{steps[i][0].ins.name} places or views a tile from the loop on")
+        r = steps[i][0]
+        if r.ins.access != "data" and r.ins.sync is None and not (
+                i < end and _placement(r.ins, steps[i][1])):
+            raise NotBatched(f"{r.ins.name} places or views a tile from the loop on")
 
     # ---- the same instructions in every iteration
     for j in range(n):
         r0, v0 = steps[s0 + j][0], steps[s0 + j][1]
         ins = r0.ins
-        if ins.sync is None and (ins.access != "data" or ins.results or not ins.batched
-                                 or ins.family not in _WHOLE_WRITERS):
+        if ins.sync is None and not _placement(ins, v0) and (
+                ins.access != "data" or ins.results or not ins.batched
+                or ins.family not in _WHOLE_WRITERS):
             raise NotBatched(f"{ins.name} is not an instruction a batch runs")
         for a in v0:
             if isinstance(a, GlobalTensor):
-                if type(a.offset) is not int or a.spec.dtype.packed:
+                if not _block_offsets(a.offset, m.lanes) or a.spec.dtype.packed:
                     raise NotBatched(f"{ins.name}: a GM view a batch cannot offset per lane")
             elif isinstance(a, Tile):
                 if type(a) is not Tile:
@@ -143,7 +152,7 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
             for a, b in zip(v0, vk, strict=True):
                 if isinstance(a, GlobalTensor):
                     if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
-                            and b._array is a._array and type(b.offset) is int):
+                            and b._array is a._array and _block_offsets(b.offset, m.lanes)):
                         raise NotBatched(f"{ins.name}: iterations use different GM views")
                 elif a is not b and (type(a) is not type(b) or isinstance(a, Tile) or a != b):
                     raise NotBatched(f"{ins.name}: an operand that changes between iterations "
@@ -166,10 +175,20 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
            machines: dict[int, Machine], data: list[int], q: int) -> Callable[[], None]:
     """:func:`batch` with each iteration cut into ``q`` lanes (see :func:`_segments`)."""
     t_n, s0 = len(starts), starts[0]
-    n = (starts[1] if t_n > 1 else end) - s0
-    lanes, real, offsets = _lanes(steps, starts, data, q)
+    lanes, real, offsets = _lanes(steps, starts, data, q, m.lanes)
+    # (lane groups: each of the launch's blocks, lane b * n_lanes + g: a block's iterations
+    # side by side, as a kernel whose blocks each take a contiguous share lays out its GM)
     n_lanes = len(lanes)
+    blocks = m.lanes
     body = [steps[i] for i in lanes[0]]
+    if any(_placement(r.ins, vals) or any(isinstance(v, Tile) and v.addr is not None
+                                          for v in vals) for r, vals, _o, _p in body):
+        if not BATCH_PLACED:
+            raise NotBatched("its tiles are placed (plan_loops.BATCH_PLACED is off)")
+        if q != 1:
+            raise NotBatched("placed tiles in a repeated body")
+        return _batch_placed(m, steps, after, starts, end, bind, rebind, machines, lanes,
+                             offsets)
 
     # ---- tiles: no value carried; whole valid regions
     written: set[int] = set()
@@ -180,7 +199,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 tiles[id(v)] = v
                 if _role(r.ins, p, vals) in ("out", "inout", "scratch"):
                     written.add(id(v))
-    nbytes = n_lanes * sum(t.spec.numel * t.dtype.np.itemsize for t in tiles.values())
+    nbytes = n_lanes * blocks * sum(t.spec.numel * t.dtype.np.itemsize for t in tiles.values())
     if nbytes > MAX_LANE_BYTES:
         raise NotBatched(f"its lanes would take {nbytes >> 20} MiB of tiles (more than "
                          f"{MAX_LANE_BYTES >> 20})")
@@ -227,68 +246,14 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                         and lazy.may_share(t._buf, u._buf):
                     raise NotBatched(f"{_name(t)} shares bytes with {_name(u)}")
 
-    # ---- GM: no lane writes what another reads or writes
-    spans: list[tuple[int, int, int, bool]] = []
-    for (j, p), offs in offsets.items():
-        r, vals = body[j][0], body[j][1]
-        g = vals[p]
-        reach = g.spec.reach
-        if reach is None:
-            continue
-        isz = g.flat.itemsize
-        base = g.flat.__array_interface__["data"][0]
-        w = _role(r.ins, p, vals) in ("out", "inout", "scratch")
-        for k, o in enumerate(offs):
-            spans.append((base + (o + reach[0]) * isz, base + (o + reach[1] + 1) * isz, k, w))
-    spans.sort()
-    active: list[tuple[int, int, int, bool]] = []
-    for sp in spans:
-        active = [a for a in active if a[1] > sp[0]]
-        for a in active:
-            if a[2] != sp[2] and (a[3] or sp[3]):
-                raise NotBatched("iterations write GM bytes another iteration reads or writes")
-        active.append(sp)
-
-    # ---- sync: the loop's log entries, in order
-    log: list[Any] = []
-    for j in range(n):
-        r, vals = steps[s0 + j][0], steps[s0 + j][1]
-        ins = r.ins
-        if ins.sync is not None:
-            on = ins._on.get(m.target) or ins.on(m.target)
-            pc = on.plan(ins, m, vals, r.params) if on.plan is not None else None
-            entry = getattr(pc, "log_entry", None)
-            if entry is None:
-                raise NotBatched(f"{ins.name}: a sync instruction whose effect is not only "
-                                 "its log entry")
-            log.append(entry)
-    log_all = log * t_n
-
-    # ---- the lanes machine, its tiles and views, the calls
-    lm = machines.get(n_lanes)
-    if lm is None:
-        lm = machines[n_lanes] = Machine(m.target, lanes=n_lanes, permissive=m.permissive,
-                                         matmul_accumulation=m.matmul_accumulation)
-        lm.lazy_loads = True
-        lm.quiet = True
+    log_all, lm = _checks(m, steps, starts, end, body, offsets, machines,
+                          n_lanes * blocks)
     state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
     shadow: dict[int, Tile] = {}
     for key, t in tiles.items():
         sh = shadow[key] = Tile.of(t.spec, name=t.name)
         sh._vr, sh._vc, sh._whole = state[key]
-    views: dict[tuple[int, int], GlobalTensor] = {}
-    gm_written: list[GlobalTensor] = []
-    for (j, p), offs in offsets.items():
-        g0 = body[j][1][p]
-        g = GlobalTensor.__new__(GlobalTensor)
-        g.spec, g.flat, g._array, g.name, g.origin = g0.spec, g0.flat, g0._array, g0.name, \
-            g0.origin
-        off = np.asarray(offs, np.int64)
-        g.offset, g._span = off, lane_span(off)
-        rebind(g, g0)
-        views[j, p] = g
-        if _role(body[j][0].ins, p, body[j][1]) in ("out", "inout", "scratch"):
-            gm_written.append(g)
+    views, gm_written = _views(body, offsets, rebind)
     calls: list[Callable[[], None]] = []
     for j, (r, vals, _once, _pre) in enumerate(body):
         ins = r.ins
@@ -316,9 +281,10 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
         for sh in shadows:
             sh.unbind()
         for ts, sh in pairs_in:
-            buf = lm.auto_storage(sh, False)
+            buf = lm.auto_storage(sh, False).reshape(blocks, n_lanes, -1)
             for s, t in enumerate(ts):
-                buf[s::q] = t.storage  # (what it owes, settled on the launch's machine)
+                # (what it owes, settled on the launch's machine; (blocks, n) or (n,))
+                buf[:, s::q] = t.storage.reshape(-1, 1, buf.shape[2])
         push(lm)
         try:
             for c in calls:
@@ -331,7 +297,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                     if m._lazy:
                         lazy.storage_barrier(m, t)
                     lazy.overwrite(t, m)
-                t._buf[...] = v[lane]
+                t._buf[...] = v.reshape(blocks, n_lanes, -1)[:, lane].reshape(t._buf.shape)
                 t._vr, t._vc, t._whole = st
         finally:
             pop(lm)
@@ -345,6 +311,295 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 sl.extend(log_all)
     return run
 
+
+
+def _placement(ins: Instr, vals: list[Any]) -> bool:
+    """A TASSIGN of a tile to a constant address (a loop's ``alloc_tile addr``)."""
+    return ins.access == "place" and ins.name == "TASSIGN" and len(vals) == 2 \
+        and type(vals[0]) is Tile and isinstance(vals[1], (int, np.integer)) \
+        and not isinstance(vals[1], bool)
+
+
+def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int],
+                  end: int, bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
+                  machines: dict[int, Machine], lanes: list[list[int]],
+                  offsets: dict[tuple[int, int], list[int]]) -> Callable[[], None]:
+    """:func:`batch` of a body whose tiles are placed (TASSIGN, ``alloc_tile addr``): each
+    lane has its own copy of the buffers (the lanes machine's), the body's tiles placed at
+    their addresses there, so tiles that share bytes share them in every lane. Proved from
+    the record, in bytes: every byte an iteration reads it wrote before (whole tiles), or
+    the loop never writes it (then it is the launch's, copied to every lane); after the
+    loop, the bytes the loop writes are the last lane's, put back in the launch's buffers
+    (in lockstep: each block's last lane)."""
+    t_n, blocks = len(starts), m.lanes
+    n_lanes = len(lanes)
+    body = [steps[i] for i in lanes[0]]
+    for i in range(starts[0], end):
+        for state in (steps[i][3], after[i]):
+            for t, _vr, _vc, whole in state:
+                if not whole:
+                    raise NotBatched(f"{_name(t)} has a partial valid region")
+    # every tile of the body placed, at one address in the whole launch
+    where: dict[int, tuple[str, int]] = {}
+    for r, vals, _o, _p in steps:
+        if _placement(r.ins, vals):
+            t, a = vals[0], int(vals[1])
+            if where.setdefault(id(t), (m.space_of(t), a)) != (m.space_of(t), a):
+                raise NotBatched(f"{_name(t)} is placed at more than one address")
+    tiles: dict[int, Tile] = {}
+    for _r, vals, _o, _p in body:
+        for v in vals:
+            if isinstance(v, Tile):
+                if id(v) not in where or v.addr != where[id(v)][1]:
+                    raise NotBatched(f"{_name(v)}: placed and unplaced tiles in one body")
+                tiles[id(v)] = v
+
+    def span(t: Tile) -> tuple[str, int, int]:
+        sp, a = where[id(t)]
+        return sp, a, a + t.spec.nbytes
+
+    def covered(iv: list[tuple[int, int]], lo: int, hi: int) -> bool:
+        for a, b in sorted(iv):
+            if a <= lo < b:
+                lo = b
+            if lo >= hi:
+                return True
+        return lo >= hi
+
+    # ---- bytes: none carried between iterations
+    wrote: dict[str, list[tuple[int, int]]] = {}
+    reads: list[tuple[str, int, int, Tile]] = []  # read before the iteration wrote them
+    placed_in_loop: set[int] = set()
+    for r, vals, _o, _p in body:
+        ins = r.ins
+        if _placement(ins, vals):
+            placed_in_loop.add(id(vals[0]))
+            continue
+        roles = [_role(ins, p, vals) for p in range(len(vals))]
+        for v, role in zip(vals, roles, strict=True):
+            if isinstance(v, Tile) and role != "out":
+                sp, lo, hi = span(v)
+                if not covered(wrote.get(sp, []), lo, hi):
+                    reads.append((sp, lo, hi, v))
+        for v, role in zip(vals, roles, strict=True):
+            if isinstance(v, Tile) and role in ("out", "inout", "scratch"):
+                sp, lo, hi = span(v)
+                wrote.setdefault(sp, []).append((lo, hi))
+    for sp, lo, hi, v in reads:
+        if any(a < hi and lo < b for a, b in wrote.get(sp, [])):
+            raise NotBatched(f"{_name(v)} carries bytes between iterations (read before the "
+                             "iteration writes them)")
+    later = {id(v) for st in steps[end:] for v in st[1] if isinstance(v, Tile)}
+    for key in placed_in_loop:
+        if key in later and not any(_placement(st[0].ins, st[1]) and id(st[1][0]) == key
+                                    for st in steps[:starts[0]]):
+            raise NotBatched(f"{_name(tiles[key])} is placed in the loop and used after it")
+    spaces = {sp for sp, _a in (where[k] for k in tiles)}
+    top = {sp: max(where[k][1] + t.spec.nbytes for k, t in tiles.items() if where[k][0] == sp)
+           for sp in spaces}
+    nbytes = n_lanes * blocks * sum(top.values())
+    if nbytes > MAX_LANE_BYTES:
+        raise NotBatched(f"its lanes would take {nbytes >> 20} MiB of buffers (more than "
+                         f"{MAX_LANE_BYTES >> 20})")
+
+    log_all, lm = _checks(m, steps, starts, end, body, offsets, machines, n_lanes * blocks)
+    state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
+    shadow: dict[int, Tile] = {}
+    for key, t in tiles.items():
+        sh = shadow[key] = Tile.of(t.spec, name=t.name)
+        sh._vr, sh._vc, sh._whole = state[key]
+    views, gm_written = _views(body, offsets, rebind)
+    calls: list[Callable[[], None]] = []
+    for j, (r, vals, _once, _pre) in enumerate(body):
+        ins = r.ins
+        if _placement(ins, vals):
+            continue
+        lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
+              for p, v in enumerate(vals)]
+        once = ins.batched and _all_uniform(lv, ins.any_valid)
+        calls.append(bind(ins, lm, lv, r.params, once, r.loc))
+    places = [(shadow[k], where[k][1]) for k in tiles]
+    # bytes read from before the loop, and written by it (merged), by space
+    copy_in = [(sp, lo, hi) for sp, lo, hi, _v in reads]
+    copy_out = [(sp, lo, hi) for sp, iv in wrote.items() for lo, hi in _merged(iv)]
+    # the launch's placed tiles over those bytes (what they owe is settled first)
+    touched = [t for t in {id(v): v for st in steps for v in st[1]
+                           if isinstance(v, Tile) and id(v) in where}.values()
+               if any(where[id(t)][0] == sp and where[id(t)][1] < hi
+                      and lo < where[id(t)][1] + t.spec.nbytes
+                      for sp, lo, hi in copy_in + copy_out)]
+    last = t_n - 1
+    shadows = list(shadow.values())
+    back = [(t, state[id(t)]) for k, t in tiles.items() if k in later]
+
+    def run() -> None:
+        if m._lazy:  # tiles of the launch still reading GM in place take it before it changes
+            for g in gm_written:
+                lazy.gm_barrier(m, g.flat)
+            for t in touched:
+                if t._buf is not None and t._placed is m._launch:
+                    t.storage  # noqa: B018 (settles what it owes its bytes)
+        lm.reset_for_launch()
+        for sh in shadows:
+            sh.unbind()
+        for sh, a in places:
+            lm.assign(sh, a)
+        for sp, lo, hi in copy_in:
+            src = m._poison_to(sp, hi)[..., lo:hi]
+            lm._poison_to(sp, hi).reshape(blocks, n_lanes, -1)[:, :, lo:hi] = \
+                src.reshape(-1, 1, hi - lo)
+        push(lm)
+        try:
+            for c in calls:
+                c()
+            for sh in shadows:
+                sh.storage  # noqa: B018 (what the lane tiles owe, in the lanes' buffers)
+            for sp, lo, hi in copy_out:
+                dst = m._poison_to(sp, hi)[..., lo:hi]
+                src = lm.region(sp).reshape(blocks, n_lanes, -1)[:, last, lo:hi]
+                dst[...] = src.reshape(dst.shape)
+            for t, st in back:
+                t._vr, t._vc, t._whole = st
+        finally:
+            pop(lm)
+            lm._lazy.clear()
+            lm._gm_settled = None
+        if log_all:
+            sl = m.sync_log
+            if sl is None:
+                m.sync_log = list(log_all)
+            else:
+                sl.extend(log_all)
+    return run
+
+
+def _merged(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(iv):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _checks(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],
+            offsets: dict[tuple[int, int], list[int]], machines: dict[int, Machine],
+            count: int) -> tuple[list[Any], Machine]:
+    """What the two kinds of batch share: no lane writes GM another reads or writes; the
+    loop's log entries (every iteration's, in order); the lanes machine of ``count`` lanes."""
+    # ---- GM: no lane writes what another reads or writes
+    # (first by the byte spans from each view's first to last element; where two spans meet,
+    # views of one array by their elements)
+    spans: list[tuple[int, int, int, bool, tuple[int, int]]] = []
+    for (j, p), offs in offsets.items():
+        r, vals = body[j][0], body[j][1]
+        g = vals[p]
+        reach = g.spec.reach
+        if reach is None:
+            continue
+        isz = g.flat.itemsize
+        base = g.flat.__array_interface__["data"][0]
+        w = _role(r.ins, p, vals) in ("out", "inout", "scratch")
+        for k, o in enumerate(offs):  # (k: the lane, of an iteration and a block)
+            spans.append((base + (o + reach[0]) * isz, base + (o + reach[1] + 1) * isz, k, w,
+                          (base, isz)))
+    spans.sort()
+    active: list[tuple[int, int, int, bool, tuple[int, int]]] = []
+    exact: set[tuple[int, int]] = set()
+    for sp in spans:
+        active = [a for a in active if a[1] > sp[0]]
+        for a in active:
+            if a[2] != sp[2] and (a[3] or sp[3]):
+                if a[4] != sp[4]:
+                    raise NotBatched("iterations write GM bytes another iteration reads or "
+                                     "writes")
+                exact.add(a[4])
+        active.append(sp)
+    for key in exact:
+        _elements_apart(body, offsets, key)
+
+    # ---- sync: the loop's log entries, in order
+    t_n, s0 = len(starts), starts[0]
+    log: list[Any] = []
+    for j in range((starts[1] if t_n > 1 else end) - s0):
+        r, vals = steps[s0 + j][0], steps[s0 + j][1]
+        ins = r.ins
+        if ins.sync is not None:
+            on = ins._on.get(m.target) or ins.on(m.target)
+            pc = on.plan(ins, m, vals, r.params) if on.plan is not None else None
+            entry = getattr(pc, "log_entry", None)
+            if entry is None:
+                raise NotBatched(f"{ins.name}: a sync instruction whose effect is not only "
+                                 "its log entry")
+            log.append(entry)
+    log_all = log * t_n
+
+    # ---- the lanes machine
+    lm = machines.get(count)
+    if lm is None:
+        lm = machines[count] = Machine(m.target, lanes=count, permissive=m.permissive,
+                                       matmul_accumulation=m.matmul_accumulation)
+        lm.lazy_loads = True
+        lm.quiet = True
+    return log_all, lm
+
+
+def _elements_apart(body: list[Step], offsets: dict[tuple[int, int], list[int]],
+                    key: tuple[int, int]) -> None:
+    """No lane writes an element of the array at ``key`` (its address, its item size) that
+    another lane reads or writes, by the elements each view reaches (its strided footprint,
+    not the span from its first to its last); NotBatched otherwise."""
+    elems: list[np.ndarray] = []
+    lanes: list[np.ndarray] = []
+    writes: list[np.ndarray] = []
+    total = 0
+    for (j, p), offs in offsets.items():
+        r, vals = body[j][0], body[j][1]
+        g = vals[p]
+        if (g.flat.__array_interface__["data"][0], g.flat.itemsize) != key \
+                or g.spec.reach is None:
+            continue
+        rel = np.zeros(1, np.int64)
+        for n, st in zip(g.spec.shape, g.spec.stride, strict=True):
+            rel = (rel[:, None] + np.arange(n, dtype=np.int64) * st).reshape(-1)
+        rel = np.unique(rel)
+        total += rel.size * len(offs)
+        if total > 1 << 24:
+            raise NotBatched("iterations' GM views reach too many elements to prove apart")
+        off = np.asarray(offs, np.int64)
+        e = (off[:, None] + rel[None, :]).reshape(-1)
+        elems.append(e)
+        lanes.append(np.repeat(np.arange(len(offs), dtype=np.int64), rel.size))
+        if _role(r.ins, p, vals) in ("out", "inout", "scratch"):
+            writes.append(e)
+    if not writes:
+        return
+    pairs = np.unique(np.stack([np.concatenate(elems), np.concatenate(lanes)]), axis=1)
+    el, counts = np.unique(pairs[0], return_counts=True)
+    shared = el[counts > 1]  # (elements more than one lane reaches)
+    if np.intersect1d(shared, np.concatenate(writes), assume_unique=False).size:
+        raise NotBatched("iterations write GM bytes another iteration reads or writes")
+
+
+def _views(body: list[Step], offsets: dict[tuple[int, int], list[int]],
+           rebind: Callable[[GlobalTensor, GlobalTensor], None]
+           ) -> tuple[dict[tuple[int, int], GlobalTensor], list[GlobalTensor]]:
+    """The lanes views (one offset per lane) by operand position, and those written."""
+    views: dict[tuple[int, int], GlobalTensor] = {}
+    gm_written: list[GlobalTensor] = []
+    for (j, p), offs in offsets.items():
+        g0 = body[j][1][p]
+        g = GlobalTensor.__new__(GlobalTensor)
+        g.spec, g.flat, g._array, g.name, g.origin = g0.spec, g0.flat, g0._array, g0.name, \
+            g0.origin
+        off = np.asarray(offs, np.int64)
+        g.offset, g._span = off, lane_span(off)
+        rebind(g, g0)
+        views[j, p] = g
+        if _role(body[j][0].ins, p, body[j][1]) in ("out", "inout", "scratch"):
+            gm_written.append(g)
+    return views, gm_written
 
 def _segments(steps: list[Step], s0: int, data: list[int]) -> list[int]:
     """Into how many segments that repeat the same instructions and parameters the data
@@ -364,22 +619,32 @@ def _segments(steps: list[Step], s0: int, data: list[int]) -> list[int]:
     return [*out, 1]
 
 
-def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int
+def _block_offsets(offset: Any, blocks: int) -> bool:
+    """A GM view's offset a batch can give each lane: an int, or (a lockstep launch of
+    ``blocks`` blocks) one integer per block."""
+    if type(offset) is int:
+        return True
+    return blocks > 1 and isinstance(offset, np.ndarray) and offset.shape == (blocks,) \
+        and offset.dtype.kind in "iu"
+
+
+def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int, blocks: int
            ) -> tuple[list[list[int]], list[dict[int, Tile]], dict[tuple[int, int], list[int]]]:
-    """The lanes of iterations ``starts`` cut into ``q`` segments each: per lane its steps;
-    per lane, for each tile of lane 0 (by id) the tile in its place there; per operand
-    position of a GM view its offset in each lane. NotBatched when a tile plays more than
-    one part (then the segments are not independent copies of one body)."""
+    """The lanes of iterations ``starts`` cut into ``q`` segments each: per lane group its
+    steps; per lane group, for each tile of lane 0 (by id) the tile in its place there; per
+    operand position of a GM view its offset in each lane (``blocks`` lanes per group, a
+    lockstep launch's blocks: lane ``b * len(groups) + g``). NotBatched when a tile plays more
+    than one part (then the segments are not independent copies of one body)."""
     seg = len(data) // q
     lanes = [[k + data[s * seg + j] for j in range(seg)] for k in starts for s in range(q)]
-    if len(lanes) > MAX_LANES:
+    if len(lanes) * blocks > MAX_LANES:
         raise NotBatched(f"more than {MAX_LANES} lanes")
     body = [steps[i] for i in lanes[0]]
     # the tile of lane 0 at each operand position stands for the tiles of the other lanes
     # there (one lane tile each): a tile has one such part only
     role_of: dict[int, int] = {}  # id(a lane's tile) -> id(lane 0's tile in its place)
     real: list[dict[int, Tile]] = [{} for _ in lanes]  # per lane: key -> its tile
-    offsets: dict[tuple[int, int], list[int]] = {}
+    per_block: dict[tuple[int, int], list[list[int]]] = {}  # per group: each block's offset
     for v, idx in enumerate(lanes):
         for j, i in enumerate(idx):
             for p, (a, b) in enumerate(zip(body[j][1], steps[i][1], strict=True)):
@@ -393,5 +658,9 @@ def _lanes(steps: list[Step], starts: list[int], data: list[int], q: int
                     if not (isinstance(b, GlobalTensor) and b.spec is a.spec and b.flat is a.flat
                             and b._array is a._array):
                         raise NotBatched("segments of the body use different GM views")
-                    offsets.setdefault((j, p), []).append(b.offset)
+                    o = b.offset
+                    per_block.setdefault((j, p), []).append(
+                        [o] * blocks if type(o) is int else [int(x) for x in o])
+    offsets = {jp: [g[b] for b in range(blocks) for g in groups]
+               for jp, groups in per_block.items()}
     return lanes, real, offsets

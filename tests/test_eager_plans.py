@@ -86,9 +86,9 @@ def test_vec_add_rows_loop(blocks: int) -> None:
     z = np.zeros_like(x)
     assert _both_ways(K.vec_add_rows, [x, y], [z], blocks=blocks) == (1, 2)
     assert np.array_equal(z, x + y)
-    if blocks == 1:  # the Python loop's iterations are independent: one batch
-        s = eager_plans.stats(K.vec_add_rows)
-        assert s is not None and s.batched >= 1
+    # the Python loop's iterations are independent: one batch (blocks x iterations lanes)
+    s = eager_plans.stats(K.vec_add_rows)
+    assert s is not None and s.batched >= 1
 
 
 def test_gemm_kernels() -> None:
@@ -157,6 +157,105 @@ def test_vec_add_rows_shapes(tiles: int, blocks: int) -> None:
     assert np.array_equal(z, x + y)
 
 
+_LC = 64  # (columns of the lockstep loop's 1-row tiles)
+
+
+def _block_loop(kind: str, placed: bool = False) -> Callable[..., None]:
+    """A fresh kernel (plans are kept per function object): block b adds its own bias row
+    to its ``per`` rows of x, row by row in a Python loop, storing each sum to z (``"rows"``:
+    row b * per + i; ``"one"``: every iteration to row b, overlapping writes) or
+    accumulating it (``"carry"``: y = y + x, y starting as the bias), and stores the last
+    y to row b of ``last`` after the loop. ``placed``: the tiles TASSIGNed (manual mode), x
+    again in every iteration."""
+    def kernel(x: np.ndarray, bias: np.ndarray, z: np.ndarray, last: np.ndarray,
+               per: int) -> None:
+        b = pto.get_block_idx()
+        shape, stride = (1, 1, 1, 1, _LC), (x.size,) * 3 + (_LC, 1)
+        tb, tx, ty = (Tile(TileType.Vec, np.float32, 1, _LC) for _ in range(3))
+        if placed:
+            for k, t in enumerate((tb, tx, ty)):
+                pto.TASSIGN(t, 4 * _LC * k)
+        pto.TLOAD(tb, GlobalTensor(bias, shape, stride, offset=b * _LC))
+        if kind == "carry":
+            pto.TLOAD(ty, GlobalTensor(bias, shape, stride, offset=b * _LC))
+        for i in range(per):
+            if placed:
+                pto.TASSIGN(tx, 4 * _LC)
+            pto.TLOAD(tx, GlobalTensor(x, shape, stride, offset=(b * per + i) * _LC))
+            if kind == "carry":
+                pto.TADD(ty, ty, tx)
+            else:
+                pto.TADD(ty, tx, tb)
+            row = b if kind == "one" else b * per + i
+            pto.TSTORE(GlobalTensor(z, shape, stride, offset=row * _LC), ty)
+        pto.TSTORE(GlobalTensor(last, shape, stride, offset=b * _LC), ty)
+    return kernel
+
+
+@settings(max_examples=16, deadline=None)
+@given(per=st.integers(2, 5), blocks=st.sampled_from([1, 2, 3, 5]),
+       kind=st.sampled_from(["rows", "one", "carry"]))
+@example(per=11, blocks=24, kind="rows")
+def test_lockstep_loop_batches(per: int, blocks: int, kind: str) -> None:
+    """A loop in every block of a lockstep launch runs as one batch over blocks x
+    iterations (the bias, loaded per block before the loop, seen by each block's lanes;
+    y after the loop, each block's last iteration's): numpy's sums, and the interpreter's
+    bits with plans on. Overlapping writes (``"one"``) and a carried tile run as recorded."""
+    rng = _rng(per * 7 + blocks)
+    x = rng.standard_normal((blocks * per, _LC), dtype=np.float32)
+    bias = rng.standard_normal((blocks, _LC), dtype=np.float32)
+    z, last = np.zeros_like(bias if kind == "one" else x), np.zeros_like(bias)
+    kernel = _block_loop(kind)
+    assert _both_ways(kernel, [x, bias], [z, last], per, blocks=blocks) == (1, 2)
+    xs = x.reshape(blocks, per, _LC)
+    if kind == "carry":
+        acc = bias.copy()
+        for i in range(per):
+            acc = acc + xs[:, i]
+            if i == 0:
+                first = acc
+        assert np.array_equal(last, acc)
+        assert np.array_equal(z.reshape(blocks, per, _LC)[:, 0], first)
+        assert np.array_equal(z.reshape(blocks, per, _LC)[:, -1], acc)
+    else:
+        sums = xs + bias[:, None]
+        assert np.array_equal(last, sums[:, -1])
+        if kind == "rows":
+            assert np.array_equal(z, sums.reshape(-1, _LC))
+        else:
+            assert np.array_equal(z, sums[:, -1])
+    s = eager_plans.stats(kernel)
+    assert s is not None
+    if kind == "rows":
+        assert s.batched == 1 and not s.why_loop, s
+    else:
+        assert s.batched == 0, s
+        assert ("carries a value" if kind == "carry" else "GM bytes") in s.why_loop, s
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+def test_placed_tiles_loop_batches(blocks: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The block loop with its tiles placed by hand (plan_loops.BATCH_PLACED on): one batch
+    (in lockstep: blocks x iterations lanes, each its own copy of UB), numpy's sums and the
+    interpreter's bits; y's bytes after the loop each block's last iteration's."""
+    from ptoisa import plan_loops
+
+    monkeypatch.setattr(plan_loops, "BATCH_PLACED", True)
+    per = 4
+    rng = _rng(blocks)
+    x = rng.standard_normal((blocks * per, _LC), dtype=np.float32)
+    bias = rng.standard_normal((blocks, _LC), dtype=np.float32)
+    z, last = np.zeros_like(x), np.zeros_like(bias)
+    kernel = _block_loop("rows", placed=True)
+    assert _both_ways(kernel, [x, bias], [z, last], per, blocks=blocks,
+                      mode="manual") == (1, 2)
+    sums = x.reshape(blocks, per, _LC) + bias[:, None]
+    assert np.array_equal(z, sums.reshape(-1, _LC))
+    assert np.array_equal(last, sums[:, -1])
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.batched == 1 and not s.why_loop, s
+
+
 # ---- the copy-on-write fuzz's random programs ------------------------------------------------
 
 def _fuzz() -> ModuleType:
@@ -217,6 +316,18 @@ def test_fuzz_placed_programs_same_bits(ops: list[tuple[Any, ...]], ub: list[int
     """Manual mode, tiles placed over each other, every tile lazy."""
     with _F._lazy_from(0):
         _fuzz_both_ways(_F._program(ops, ub, l1), target="a2a3", mode="manual")
+
+
+def test_fuzz_placed_programs_batched_same_bits() -> None:
+    """The same with loops over placed tiles batched (plan_loops.BATCH_PLACED, off by
+    default): each lane its own copy of the buffers, the proof in bytes."""
+    from ptoisa import plan_loops
+
+    saved, plan_loops.BATCH_PLACED = plan_loops.BATCH_PLACED, True
+    try:
+        test_fuzz_placed_programs_same_bits()
+    finally:
+        plan_loops.BATCH_PLACED = saved
 
 
 @settings(max_examples=30, deadline=None)

@@ -364,3 +364,176 @@ def test_a_batch_too_large_runs_as_recorded(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(plan_loops, "MAX_LANE_BYTES", 3 * 1024 * N - 1)  # (3 tiles of 1 KiB)
     _not_batched(_kernel(), "MiB of tiles")
+
+
+_BLOCKS = f"""
+!T = {_T}
+module {{
+  func.func @k(%a: !pto.ptr<f32>, %b: !pto.ptr<f32>, %out: !pto.ptr<f32>,
+               %last: !pto.ptr<f32>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant {N} : index
+    %c16 = arith.constant 16 : index
+    %bid = pto.get_block_idx
+    %bi = arith.index_cast %bid : i64 to index
+    %nb = pto.get_block_num
+    %n = arith.index_cast %nb : i64 to index
+    %rows_b = arith.muli %n, %c16 : index
+    %rows_a = arith.muli %rows_b, %c8 : index
+    %row_b = arith.muli %bi, %c16 : index
+    %row_a = arith.muli %row_b, %c8 : index
+    %va = pto.make_tensor_view %a, shape = [%rows_a, %c16], strides = [%c16, %c1] : {_TV}
+    %vb = pto.make_tensor_view %b, shape = [%rows_b, %c16], strides = [%c16, %c1] : {_TV}
+    %vo = pto.make_tensor_view %out, shape = [%rows_a, %c16], strides = [%c16, %c1] : {_TV}
+    %vl = pto.make_tensor_view %last, shape = [%rows_b, %c16], strides = [%c16, %c1] : {_TV}
+    %bias = pto.alloc_tile : !T
+    %x = pto.alloc_tile : !T
+    %y = pto.alloc_tile : !T
+    %pb = pto.partition_view %vb, offsets = [%row_b, %c0], sizes = [%c16, %c16]
+        : {_TV} -> {_V}
+    pto.tload ins(%pb : {_V}) outs(%bias : !T)
+    scf.for %k = %c0 to %c8 step %c1 {{
+      %rk = arith.muli %k, %c16 : index
+      %r = arith.addi %row_a, %rk : index
+      %pa = pto.partition_view %va, offsets = [%r, %c0], sizes = [%c16, %c16] : {_TV} -> {_V}
+      pto.tload ins(%pa : {_V}) outs(%x : !T)
+      pto.tadd ins(%x, %bias : !T, !T) outs(%y : !T)
+      %po = pto.partition_view %vo, offsets = [%r, %c0], sizes = [%c16, %c16]
+          : {_TV} -> {_V}
+      pto.tstore ins(%y : !T) outs(%po : {_V})
+    }}
+    %pl = pto.partition_view %vl, offsets = [%row_b, %c0], sizes = [%c16, %c16]
+        : {_TV} -> {_V}
+    pto.tstore ins(%y : !T) outs(%pl : {_V})
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("blocks", [2, 3])
+def test_a_loop_of_a_lockstep_launch_runs_as_one_batch(blocks: int) -> None:
+    """Each block loops over its own 8 row blocks with its own bias (loaded before the
+    loop, broadcast to that block's lanes): one batch of blocks x iterations lanes, numpy's
+    sums and the interpreter's bytes, the tile the loop leaves (each block's last y)
+    included."""
+    prog = pto.load(_BLOCKS)
+    rng = np.random.default_rng(11)
+    args = [rng.standard_normal(blocks * N * 256, dtype=np.float32),
+            rng.standard_normal(blocks * 256, dtype=np.float32),
+            np.zeros(blocks * N * 256, np.float32), np.zeros(blocks * 256, np.float32)]
+    ref = [a.copy() for a in args]
+    prog.run("k", *ref, blocks=blocks, plans=False)
+    a, b = args[0].reshape(blocks, N, 16, 16), args[1].reshape(blocks, 1, 16, 16)
+    assert np.array_equal(ref[2].reshape(blocks, N, 16, 16), a + b)
+    assert np.array_equal(ref[3].reshape(blocks, 16, 16), (a + b)[:, -1])
+    for _ in range(4):
+        g = [x.copy() for x in args]
+        prog.run("k", *g, blocks=blocks)
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 1 and not s.why_loop, s
+
+
+# ---- placed tiles (alloc_tile addr): per-lane buffers, the proof in bytes ------------------
+
+@pytest.fixture
+def batch_placed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptoisa import plan_loops
+
+    monkeypatch.setattr(plan_loops, "BATCH_PLACED", True)
+
+
+def _placed(src: str, addrs: dict[str, int], in_loop: tuple[str, ...] = ()) -> str:
+    """``src`` with each tile of ``addrs`` placed at its byte address (UB), those of
+    ``in_loop`` allocated at the top of the loop body instead of before it (as PTOAS does)."""
+    consts = "".join(f"    %a_{n} = arith.constant {a} : i64\n" for n, a in addrs.items())
+    src = src.replace("    %c0 = arith.constant 0 : index\n",
+                      "    %c0 = arith.constant 0 : index\n" + consts, 1)
+    for n in addrs:
+        for ty in ("!T", "!R"):
+            old = f"%{n} = pto.alloc_tile : {ty}"
+            if old in src:
+                new = f"%{n} = pto.alloc_tile addr = %a_{n} : {ty}"
+                if n in in_loop:
+                    src = src.replace(f"    {old}\n", "", 1)
+                    src = src.replace("step %c1 {\n", "step %c1 {\n      " + new + "\n", 1)
+                else:
+                    src = src.replace(old, new, 1)
+    return src
+
+
+def test_placed_batches_are_off_by_default() -> None:
+    prog = pto.load(_placed(_kernel(), {"bias": 0, "x": 1024, "y": 2048}, in_loop=("x",)))
+    ref, got = _runs(prog, "k", _args())
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    assert _stats(prog).batched == 0 and "BATCH_PLACED" in _stats(prog).why_loop
+
+
+@pytest.mark.usefixtures("batch_placed")
+def test_a_loop_over_placed_tiles_runs_as_one_batch() -> None:
+    """x, y and bias at their own addresses, x allocated in the loop (PTOAS's alloc_tile
+    addr per iteration): one batch,
+    numpy's sums and the interpreter's bytes, y after the loop the last iteration's."""
+    prog = pto.load(_placed(_kernel(), {"bias": 0, "x": 1024, "y": 2048}, in_loop=("x",)))
+    args = _args()
+    ref, got = _runs(prog, "k", args)
+    a, b = args[0].reshape(N, 16, 16), args[1].reshape(16, 16)
+    assert np.array_equal(ref[2].reshape(N, 16, 16), a + b)
+    assert np.array_equal(ref[3].reshape(16, 16), a[-1] + b)
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 1 and not s.why_loop, s
+
+
+@pytest.mark.usefixtures("batch_placed")
+def test_bytes_carried_through_an_alias_are_not_batched() -> None:
+    """z shares x's bytes: the body reads z (x's bytes of the previous iteration) before
+    the load writes x: carried, though no tile of the body is read before it is written."""
+    body = ("pto.tadd ins(%z, %bias : !T, !T) outs(%y : !T)\n"
+            "      pto.tload ins(%pa : !pto.partition_tensor_view<16x16xf32>) outs(%x : !T)")
+    src = _kernel(body, before="%z = pto.alloc_tile : !T").replace(
+        "      pto.tload ins(%pa : !pto.partition_tensor_view<16x16xf32>) outs(%x : !T)\n"
+        "      pto.tadd", "      pto.tadd", 1)
+    prog = pto.load(_placed(src, {"bias": 0, "x": 1024, "y": 2048, "z": 1024}))
+    ref, got = _runs(prog, "k", _args())
+    for g in got:
+        assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+    s = _stats(prog)
+    assert s.hits == 2 and s.batched == 0 and "carries bytes" in s.why_loop, s
+
+
+@pytest.mark.usefixtures("batch_placed")
+def test_random_placed_bodies_leave_the_interpreters_bits() -> None:
+    """The random bodies above with every tile placed at an address drawn from a few (tiles
+    sharing bytes at random, x maybe allocated in the loop): batched or not, every replay
+    leaves the interpreter's bytes; some are batched."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    names = ("x", "y", "bias", "u", "v", "w", "tmp", "rw")
+    batched: list[int] = []
+
+    @settings(max_examples=60, deadline=None)
+    @given(ops=_ops(), stored=st.sampled_from(_FULL), left=st.sampled_from(_FULL + ("y",)),
+           same_rows=st.booleans(),
+           addrs=st.lists(st.sampled_from([0, 1024, 2048, 3072, 4096, 5120, 6144, 8192]),
+                          min_size=len(names), max_size=len(names)),
+           x_in_loop=st.booleans())
+    def check(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool,
+              addrs: list[int], x_in_loop: bool) -> None:
+        src = _placed(_random_kernel(ops, stored, left, same_rows),
+                      dict(zip(names, addrs, strict=True)),
+                      in_loop=("x",) if x_in_loop and left != "x" else ())
+        prog = pto.load(src)
+        ref, got = _runs(prog, "k", _args(), runs=3)
+        for g in got:
+            assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
+        s = _stats(prog)
+        assert s.hits == 1
+        batched.append(s.batched)
+    check()
+    assert sum(batched) > 0
