@@ -6,7 +6,11 @@ and how the integer arrays are filled. Pointer arguments are arrays as large as 
 reaches through them (its ``make_tensor_view`` shapes and strides, ``load_scalar`` /
 ``store_scalar`` indices and ``addptr`` offsets, evaluated under the plan's values, block 0 of
 one block); on-chip pointer arguments (``!pto.ptr<T, ub>`` ...) are pointers into the core's
-own buffer; a ``partition_tensor_view`` argument of a static shape is an array of that shape.
+own buffer; a ``partition_tensor_view`` argument of a static shape is an array of that shape;
+a ``tile_buf`` argument the array of its whole shape (a ``?`` valid dimension the whole one:
+``Program.run`` makes the tile on the core's machine); a VMI vector or mask (``!pto.vmi.vreg``,
+``!pto.vmi.mask``) or a vector or predicate register (``!pto.vreg``, ``!pto.mask``) argument
+a value of that type, its lanes made up as arrays are, its mask bits random.
 
 The plans are tried in order (:func:`plans`): the values the arguments' uses suggest (an
 offset or an index 0, a view extent the largest constant size of the function's partitions,
@@ -359,6 +363,7 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
     elements (zeros)."""
     zeroed = [] if zeroed is None else zeroed
     from ..interp import bridge
+    from ..interp.value_args import register_spec
     from ..ir import types as T
     from ..vector.regs import SPACES, Ptr
 
@@ -405,9 +410,53 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             args.append(plan.value(n))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
+        elif isinstance(t, T.TileBufType):
+            tile = bridge.tile_spec_of(t, target)
+            assert tile is not None
+            got = _values(tile.dtype, tile.rows * tile.cols, n, plan.signed)
+            if got is None:
+                return None, f"argument %{n} of type {t}: no made-up values of {tile.dtype.name}"
+            args.append(got.reshape(tile.rows, tile.cols))  # (a ? valid dim: the whole one)
         else:
-            return None, f"argument %{n} of type {t} cannot be made up"
+            try:
+                reg = register_spec(t)
+            except PtoError as e:
+                return None, f"argument %{n} of type {t} cannot be made up ({e.message})"
+            if reg is None:
+                return None, f"argument %{n} of type {t} cannot be made up"
+            value = _register(reg, n, plan.signed)
+            if value is None:
+                return None, f"argument %{n} of type {t}: no made-up values of its lanes"
+            args.append(value)
     return args, ""
+
+
+def _register(spec: Any, name: str, signed: bool) -> Any:
+    """A made-up value of a VMI vector / mask or vector / predicate register type: lanes as
+    :func:`_values` makes them, mask bits random (seeded by the argument's name)."""
+    from ..vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
+    from ..vector.regs import GRANULARITY, VREG_BYTES, Mask, VReg, VRegSpec
+
+    if isinstance(spec, (VmiSpec, VRegSpec)):
+        lanes = _values(spec.dtype, spec.lanes, name, signed)
+        if lanes is None:
+            return None
+        return LVec(lanes) if isinstance(spec, VmiSpec) else VReg(lanes)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    if isinstance(spec, VmiMaskSpec):
+        return LMask(rng.integers(0, 2, spec.lanes).astype(np.bool_))
+    n = VREG_BYTES // GRANULARITY[spec.gran]
+    return Mask.of_lanes(rng.integers(0, 2, n).astype(np.bool_), spec.gran)
+
+
+def _values(dt: Any, elems: int, name: str, signed: bool) -> np.ndarray | None:
+    """``elems`` values of ptoisa dtype ``dt`` as :func:`_array` makes them; a float type kept
+    as codes (hif8, packed pairs, 4-bit types) gets zeros, a finite value in every one of
+    them (random codes may be NaN)."""
+    if dt.is_float and not np.issubdtype(dt.np, np.floating) \
+            and dt.np.kind not in "V":  # (ml_dtypes' floats are kind V)
+        return np.zeros(elems, dt.np)
+    return _random(dt.np, elems, name, signed)
 
 
 def share(cfs: list[Any], arglists: list[Any]) -> None:
@@ -438,6 +487,10 @@ def _array(elem: Any, elems: int, name: str, signed: bool) -> np.ndarray | None:
         dt = bridge.elem_dtype(elem).np
     except (PtoError, KeyError, TypeError, ValueError, AttributeError):
         return None
+    return _random(dt, elems, name, signed)
+
+
+def _random(dt: Any, elems: int, name: str, signed: bool) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     if dt == np.bool_ or elems > RANDOM_ELEMS:
         return np.zeros(elems, dt)
