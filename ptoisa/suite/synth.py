@@ -410,6 +410,9 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             args.append(plan.value(n))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
+        elif isinstance(t, T.TileBufType) and mixed:
+            return None, (f"argument %{n} of type {t}: a tile argument of a cube + vector "
+                          "launch would be a tile of each core (Program.run does not take one)")
         elif isinstance(t, T.TileBufType):
             tile = bridge.tile_spec_of(t, target)
             assert tile is not None
