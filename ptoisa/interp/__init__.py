@@ -49,6 +49,11 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
     if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
         return _bind_chip_ptr(t, v, where)
+    if isinstance(t, T.MemRefType) and bridge.memref_space(t) != "gm" and isinstance(v, Ptr) \
+            and bridge.tile_spec_of(t, fn.c.target) is None:
+        # an on-chip memref of a dynamic shape (``memref<?xf16, #pto.address_space<mat>>``):
+        # a buffer's address, as an on-chip pointer is
+        return _bind_chip_ptr(T.PtrType(t.dtype, bridge.memref_space(t)), v, where)
     if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                    and bridge.memref_space(t) == "gm"):
         origin = ""
@@ -106,10 +111,11 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
     spec = _value_args.register_spec(t)
     if spec is not None:
         return _value_args.bind_register(spec, v, where)
-    if isinstance(t, T.TileBufType):
+    if isinstance(t, T.TileBufType) or (isinstance(t, T.MemRefType)
+                                        and bridge.memref_space(t) != "gm"):
         tile = bridge.tile_spec_of(t, fn.c.target)
-        assert tile is not None
-        return _value_args.bind_tile(tile, v, where, name)
+        if tile is not None:  # (an on-chip memref of a static 2-D shape is a tile)
+            return _value_args.bind_tile(tile, v, where, name)
     return v
 
 

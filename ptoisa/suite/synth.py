@@ -369,20 +369,22 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
 
     knowns = [known_ints(cf, plan, launch) for launch in _launches(mixed)]
     block = cf.op.regions[0].block
-    chips = [a for a in block.args if isinstance(a.type, T.PtrType)
-             and a.type.space not in (None, "gm")]
+    chips = [a for a in block.args if (isinstance(a.type, T.PtrType)
+                                       and a.type.space not in (None, "gm"))
+             or (isinstance(a.type, T.MemRefType) and bridge.memref_space(a.type) != "gm"
+                 and bridge.tile_spec_of(a.type, target) is None)]
     args: list[Any] = []
     for a in block.args:
         t, n = a.type, a.name
         if a in chips:
-            space = t.space
+            space = t.space if isinstance(t, T.PtrType) else bridge.memref_space(t)
             if space not in SPACES:
                 return None, f"%{n}: a pointer into unknown space '{space}'"
             try:
                 dt = bridge.elem_dtype(t.dtype)
             except (PtoError, KeyError, TypeError, ValueError, AttributeError):
                 return None, f"%{n}: no numpy type for {t}"
-            same = [c for c in chips if SPACES.get(c.type.space) == SPACES[space]]
+            same = [c for c in chips if SPACES.get(_space(c.type)) == SPACES[space]]
             share = target.buffer_size(SPACES[space]) // len(same) // 512 * 512
             args.append(Ptr(space, same.index(a) * share, dt))
         elif isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
@@ -410,10 +412,10 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             args.append(plan.value(n))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
-        elif isinstance(t, T.TileBufType) and mixed:
+        elif isinstance(t, (T.TileBufType, T.MemRefType)) and mixed:
             return None, (f"argument %{n} of type {t}: a tile argument of a cube + vector "
                           "launch would be a tile of each core (Program.run does not take one)")
-        elif isinstance(t, T.TileBufType):
+        elif isinstance(t, (T.TileBufType, T.MemRefType)):  # (an on-chip one: a tile)
             tile = bridge.tile_spec_of(t, target)
             assert tile is not None
             got = _values(tile.dtype, tile.rows * tile.cols, n, plan.signed)
@@ -432,6 +434,14 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
                 return None, f"argument %{n} of type {t}: no made-up values of its lanes"
             args.append(value)
     return args, ""
+
+
+def _space(t: Any) -> str | None:
+    """The space an on-chip pointer or memref type names."""
+    from ..interp import bridge
+    from ..ir import types as T
+
+    return t.space if isinstance(t, T.PtrType) else bridge.memref_space(t)
 
 
 def _register(spec: Any, name: str, signed: bool) -> Any:

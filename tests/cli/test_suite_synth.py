@@ -380,3 +380,17 @@ def test_a_tile_argument_of_a_cube_and_vector_pair_is_not_run_and_says_why(tmp_p
     v, res = verdict(tmp_path, text)
     assert v == "accepted"
     assert len(res.notes) == 1 and "a tile argument of a cube + vector launch" in res.notes[0]
+
+
+def test_an_on_chip_memref_of_a_dynamic_shape_is_made_a_pointer_into_its_buffer(tmp_path):
+    m = "memref<?xui16, #pto.address_space<mat>>"
+    body = ("    %c32 = arith.constant 32 : i64\n    %c3 = arith.constant 3 : i64\n"
+            "    %v = arith.constant 4660 : i32\n"
+            f"    pto.raw_fill_l1 %d, %c32, %v, %c3, %c3, %c3 {{fill_word_bits = 16 : i64}} "
+            f": {m}, i64, i32, i64, i64, i64\n    return")
+    v, res = verdict(tmp_path, value_args_sample(f"%d: {m}", body))
+    assert v == "ran", (res.verdict().reason, res.notes)
+    prog = load(value_args_sample(f"%d: {m}, %e: {m}", "    return"), target="a5")
+    args, _ = synth.make_args(prog.compiler("a5").function("u"), synth.Plan(),
+                              get_target("a5"), False)
+    assert [(a.space, a.addr) for a in args] == [("mat", 0), ("mat", 262144)]

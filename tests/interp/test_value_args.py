@@ -146,3 +146,27 @@ def test_a_tile_object_is_refused_with_what_to_pass():
     t = ptoisa.Tile(ptoisa.TileType.Vec, np.float32, 16, 16)
     with pytest.raises(PtoError, match="pass the tile's contents as a numpy array"):
         p.add(ok, ok, t)
+
+
+L1 = """module attributes {pto.target_arch = "a5"} {
+  func.func @fill(%dst: memref<?xui16, #pto.address_space<mat>>) attributes {KIND} {
+    %c32 = arith.constant 32 : i64
+    %c3 = arith.constant 3 : i64
+    %c7 = arith.constant 7 : i64
+    %c11 = arith.constant 11 : i64
+    %v = arith.constant 4660 : i32
+    pto.raw_fill_l1 %dst, %c32, %v, %c3, %c7, %c11 {fill_word_bits = 16 : i64}
+      : memref<?xui16, #pto.address_space<mat>>, i64, i32, i64, i64, i64
+    return
+  }
+}""".replace("KIND", "pto.kernel_kind = #pto.kernel_kind<cube>")
+
+
+def test_an_on_chip_memref_of_a_dynamic_shape_is_a_pointer_into_its_buffer():
+    from ptoisa import dtypes as D
+    from ptoisa.vector.regs import Ptr
+
+    p = ptoisa.load(L1, target="a5")
+    assert p.fill(Ptr("mat", 0, D.dtype("ui16"))) == ()
+    with pytest.raises(PtoError, match=r"must be a pointer into mat of ui16, got Ptr\(ub"):
+        p.fill(Ptr("ub", 0, D.dtype("ui16")))
