@@ -70,11 +70,14 @@ _LAUNCH = ("pto.get_block_idx", "pto.get_block_num", "pto.get_subblock_idx",
 @dataclass(frozen=True)
 class Plan:
     """Values for one try: ``scalars`` (argument name -> value; an argument not named gets
-    ``default``), integer arrays ``signed`` ([-8, 8)) or not ([0, 4))."""
+    ``default``), integer arrays ``signed`` ([-8, 8)) or not ([0, 4)); with ``distinct``
+    the lanes of integer vector arguments are 1..N in a random order (indices without repeats,
+    divisors without a zero)."""
 
     scalars: tuple[tuple[str, int], ...] = ()
     default: int = DEFAULT_INT
     signed: bool = True
+    distinct: bool = False
 
     def value(self, name: str) -> int:
         return dict(self.scalars).get(name, self.default)
@@ -83,6 +86,8 @@ class Plan:
         said = [f"%{n}={self.value(n)}" for n in names]
         if not self.signed:
             said.append("integer arrays in [0, 4)")
+        if self.distinct:
+            said.append("integer vector lanes 1..N in a random order")
         return ", ".join(said)
 
 
@@ -351,7 +356,22 @@ def plans(cfs: list[Any]) -> list[Plan]:
         if key not in seen:
             seen.add(key)
             out.append(p)
+    if any(_int_lanes(t) for cf in cfs for _, t, _ in cf.args):
+        out.insert(1, Plan(guessed(big), distinct=True))
     return out[:MAX_PLANS]
+
+
+def _int_lanes(t: Any) -> bool:
+    """Is ``t`` a VMI vector or vector register type of integer lanes?"""
+    from ..interp.value_args import register_spec
+    from ..vector.logical import VmiSpec
+    from ..vector.regs import VRegSpec
+
+    try:
+        spec = register_spec(t)
+    except PtoError:
+        return False
+    return isinstance(spec, (VmiSpec, VRegSpec)) and spec.dtype.is_int
 
 
 # ---- arguments -----------------------------------------------------------------------------
@@ -429,7 +449,7 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
                 return None, f"argument %{n} of type {t} cannot be made up ({e.message})"
             if reg is None:
                 return None, f"argument %{n} of type {t} cannot be made up"
-            value = _register(reg, n, plan.signed)
+            value = _register(reg, n, plan.signed, plan.distinct)
             if value is None:
                 return None, f"argument %{n} of type {t}: no made-up values of its lanes"
             args.append(value)
@@ -444,14 +464,19 @@ def _space(t: Any) -> str | None:
     return t.space if isinstance(t, T.PtrType) else bridge.memref_space(t)
 
 
-def _register(spec: Any, name: str, signed: bool) -> Any:
+def _register(spec: Any, name: str, signed: bool, distinct: bool = False) -> Any:
     """A made-up value of a VMI vector / mask or vector / predicate register type: lanes as
-    :func:`_values` makes them, mask bits random (seeded by the argument's name)."""
+    :func:`_values` makes them (integer ones 1..N in a random order when ``distinct``; N past
+    the type's range wraps), mask bits random (seeded by the argument's name)."""
     from ..vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
     from ..vector.regs import GRANULARITY, VREG_BYTES, Mask, VReg, VRegSpec
 
     if isinstance(spec, (VmiSpec, VRegSpec)):
-        lanes = _values(spec.dtype, spec.lanes, name, signed)
+        if distinct and spec.dtype.is_int:
+            rng = np.random.default_rng(zlib.crc32(name.encode()))
+            lanes = rng.permutation(np.arange(1, spec.lanes + 1)).astype(spec.dtype.np)
+        else:
+            lanes = _values(spec.dtype, spec.lanes, name, signed)
         if lanes is None:
             return None
         return LVec(lanes) if isinstance(spec, VmiSpec) else VReg(lanes)

@@ -394,3 +394,22 @@ def test_an_on_chip_memref_of_a_dynamic_shape_is_made_a_pointer_into_its_buffer(
     args, _ = synth.make_args(prog.compiler("a5").function("u"), synth.Plan(),
                               get_target("a5"), False)
     assert [(a.space, a.addr) for a in args] == [("mat", 0), ("mat", 262144)]
+
+
+def test_integer_vector_lanes_get_a_try_without_repeats_or_zeros(tmp_path):
+    # scatter indices must not repeat (random lanes do): the try of lanes 1..N runs
+    v_ = "!pto.vmi.vreg<64xf32>"
+    i_ = "!pto.vmi.vreg<64xi32>"
+    m_ = "!pto.vmi.mask<64xpred>"
+    body = (f"    pto.vmi.vscatter %v, %dst, %i, %m : {v_}, !pto.ptr<f32, ub>, {i_}, {m_}\n"
+            "    return")
+    v, res = verdict(tmp_path, value_args_sample(
+        f"%v: {v_}, %dst: !pto.ptr<f32, ub>, %i: {i_}, %m: {m_}", body))
+    assert v == "ran", (res.verdict().reason, res.notes)
+    assert res.verdict().reason == "ran with integer vector lanes 1..N in a random order"
+    from ptoisa.interp.value_args import register_spec
+    from ptoisa.ir import types as T
+
+    lanes = synth._register(register_spec(T.OpaqueType("!pto.vreg<128xi16>")), "x", True,
+                            distinct=True).data
+    assert sorted(lanes.tolist()) == list(range(1, 129))
