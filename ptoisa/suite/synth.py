@@ -392,7 +392,7 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
     chips = [a for a in block.args if (isinstance(a.type, T.PtrType)
                                        and a.type.space not in (None, "gm"))
              or (isinstance(a.type, T.MemRefType) and bridge.memref_space(a.type) != "gm"
-                 and bridge.tile_spec_of(a.type, target) is None)]
+                 and not _is_tile(a.type, target))]
     args: list[Any] = []
     for a in block.args:
         t, n = a.type, a.name
@@ -436,7 +436,10 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             return None, (f"argument %{n} of type {t}: a tile argument of a cube + vector "
                           "launch would be a tile of each core (Program.run does not take one)")
         elif isinstance(t, (T.TileBufType, T.MemRefType)):  # (an on-chip one: a tile)
-            tile = bridge.tile_spec_of(t, target)
+            try:
+                tile = bridge.tile_spec_of(t, target)
+            except PtoError as e:
+                return None, f"argument %{n} of type {t} cannot be made up ({e.message})"
             assert tile is not None
             got = _values(tile.dtype, tile.rows * tile.cols, n, plan.signed)
             if got is None:
@@ -454,6 +457,16 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
                 return None, f"argument %{n} of type {t}: no made-up values of its lanes"
             args.append(value)
     return args, ""
+
+
+def _is_tile(t: Any, target: Any) -> bool:
+    """Does the on-chip memref type ``t`` describe a tile (a static 2-D one)?"""
+    from ..interp import bridge
+
+    try:
+        return bridge.tile_spec_of(t, target) is not None
+    except PtoError:
+        return False
 
 
 def _space(t: Any) -> str | None:
