@@ -170,3 +170,18 @@ def test_an_on_chip_memref_of_a_dynamic_shape_is_a_pointer_into_its_buffer():
     assert p.fill(Ptr("mat", 0, D.dtype("ui16"))) == ()
     with pytest.raises(PtoError, match=r"must be a pointer into mat of ui16, got Ptr\(ub"):
         p.fill(Ptr("ub", 0, D.dtype("ui16")))
+
+
+def test_a_tile_argument_of_a_cube_and_vector_launch_is_refused_saying_why():
+    text = f"""module {{
+  func.func @c(%t: {T16}) attributes {{KIND<cube>}} {{
+    return
+  }}
+  func.func @v(%x: !pto.ptr<f32>) attributes {{KIND<vector>}} {{
+    return
+  }}
+}}""".replace("KIND", "pto.kernel_kind = #pto.kernel_kind")
+    p = ptoisa.load(text)
+    with pytest.raises(PtoError, match="its tile argument %t would be a tile of each core"):
+        p.run_mixed("c", "v", cube_args=(np.zeros((16, 16), np.float32),),
+                    vector_args=(np.zeros(16, np.float32),))
