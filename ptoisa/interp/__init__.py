@@ -35,6 +35,7 @@ from . import sections as _sections
 from . import std_ops as _std_ops  # noqa: F401 - registers the arith/scf/func handlers
 from . import structure as _structure
 from . import sync_ops as _sync_ops  # noqa: F401 - registers the sync / block-query handlers
+from . import value_args as _value_args
 from . import vbatch as _vbatch  # noqa: F401 - registers vecscope (its loops run batched)
 from . import views as _views  # noqa: F401 - registers the tensor view / window handlers
 from . import vmi as _vmi  # noqa: F401 - registers the VMI binding
@@ -48,6 +49,11 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
     if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
         return _bind_chip_ptr(t, v, where)
+    if isinstance(t, T.MemRefType) and bridge.memref_space(t) != "gm" and isinstance(v, Ptr) \
+            and bridge.tile_spec_of(t, fn.c.target) is None:
+        # an on-chip memref of a dynamic shape (``memref<?xf16, #pto.address_space<mat>>``):
+        # a buffer's address, as an on-chip pointer is
+        return _bind_chip_ptr(T.PtrType(t.dtype, bridge.memref_space(t)), v, where)
     if isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                    and bridge.memref_space(t) == "gm"):
         origin = ""
@@ -102,6 +108,14 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
             raise PtoError(f"{where}: {_num(v)} overflows {t} (largest finite "
                            f"{float(ml_dtypes.finfo(dt.np).max)})")
         return x
+    spec = _value_args.register_spec(t)
+    if spec is not None:
+        return _value_args.bind_register(spec, v, where)
+    if isinstance(t, T.TileBufType) or (isinstance(t, T.MemRefType)
+                                        and bridge.memref_space(t) != "gm"):
+        tile = bridge.tile_spec_of(t, fn.c.target)
+        if tile is not None:  # (an on-chip memref of a static 2-D shape is a tile)
+            return _value_args.bind_tile(tile, v, where, name)
     return v
 
 
@@ -283,9 +297,18 @@ class Program:
                  enumerate(zip(fn.args, args, strict=True))]
         if isinstance(blocks, bool) or not isinstance(blocks, int) or blocks < 1:
             raise PtoError(f"blocks must be a positive integer, got {blocks!r}")
+        tiles = [b for b in bound if isinstance(b, _value_args.TileArg)]
+        if tiles and blocks != 1:
+            raise PtoError(f"tile argument %{tiles[0].name} of @{name} is one core's tile: "
+                           f"run with blocks=1, got {blocks}")
+        use_plans = use_plans and not tiles  # (a plan replays arrays, not tiles made per run)
         if lockstep not in (True, False, "auto"):
             raise PtoError(f"lockstep must be True, False or 'auto', got {lockstep!r}")
         if self._is_mixed(name):
+            if tiles:
+                raise PtoError(f"@{name} is a mixed cube + vector kernel: its tile argument "
+                               f"%{tiles[0].name} would be a tile of each core it runs on "
+                               "(not supported)")
             if machine is not None:
                 raise PtoError(f"@{name} is a mixed cube + vector kernel: it runs on a machine "
                                "per core; machine= is not supported")
@@ -342,6 +365,11 @@ class Program:
                 raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
             calls[kind] = (name, [_bind_arg(fn, i, t, n, v, foreign) for i, ((_, t, n), v) in
                                   enumerate(zip(fn.args, args, strict=True))])
+            tiles = [b for b in calls[kind][1] if isinstance(b, _value_args.TileArg)]
+            if tiles:
+                raise PtoError(f"@{name} runs in a cube + vector launch: its tile argument "
+                               f"%{tiles[0].name} would be a tile of each core it runs on "
+                               "(not supported)")
         acc = matmul_accumulation or memory.current().matmul_accumulation
         self._run_mixed(calls, blocks, target, lockstep, {"matmul_accumulation": acc})
         write_back(foreign)
@@ -389,7 +417,11 @@ class Program:
                 return _plans.run(  # type: ignore[no-any-return]
                     fn, ctx, bound, lambda: fn.invoke(ctx, bound),  # type: ignore[attr-defined]
                     lambda: _plans.plannable(self.module, fn.name, _HANDLERS, NO_EFFECT))
-            return fn.invoke(ctx, bound)  # type: ignore[attr-defined,no-any-return]
+            args, tiles = _value_args.materialize(bound)
+            out = fn.invoke(ctx, args)  # type: ignore[attr-defined]
+            for ta in tiles:
+                ta.write_back()
+            return out  # type: ignore[no-any-return]
 
         out = grid.run_blocks(body, blocks=blocks, target=target, lockstep=lockstep,
                               settings=settings, machine=machine, fresh=comp.reset_tiles,

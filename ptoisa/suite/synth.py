@@ -6,7 +6,11 @@ and how the integer arrays are filled. Pointer arguments are arrays as large as 
 reaches through them (its ``make_tensor_view`` shapes and strides, ``load_scalar`` /
 ``store_scalar`` indices and ``addptr`` offsets, evaluated under the plan's values, block 0 of
 one block); on-chip pointer arguments (``!pto.ptr<T, ub>`` ...) are pointers into the core's
-own buffer; a ``partition_tensor_view`` argument of a static shape is an array of that shape.
+own buffer; a ``partition_tensor_view`` argument of a static shape is an array of that shape;
+a ``tile_buf`` argument the array of its whole shape (a ``?`` valid dimension the whole one:
+``Program.run`` makes the tile on the core's machine); a VMI vector or mask (``!pto.vmi.vreg``,
+``!pto.vmi.mask``) or a vector or predicate register (``!pto.vreg``, ``!pto.mask``) argument
+a value of that type, its lanes made up as arrays are, its mask bits random.
 
 The plans are tried in order (:func:`plans`): the values the arguments' uses suggest (an
 offset or an index 0, a view extent the largest constant size of the function's partitions,
@@ -66,11 +70,14 @@ _LAUNCH = ("pto.get_block_idx", "pto.get_block_num", "pto.get_subblock_idx",
 @dataclass(frozen=True)
 class Plan:
     """Values for one try: ``scalars`` (argument name -> value; an argument not named gets
-    ``default``), integer arrays ``signed`` ([-8, 8)) or not ([0, 4))."""
+    ``default``), integer arrays ``signed`` ([-8, 8)) or not ([0, 4)); with ``distinct``
+    the lanes of integer vector arguments are 1..N in a random order (indices without repeats,
+    divisors without a zero)."""
 
     scalars: tuple[tuple[str, int], ...] = ()
     default: int = DEFAULT_INT
     signed: bool = True
+    distinct: bool = False
 
     def value(self, name: str) -> int:
         return dict(self.scalars).get(name, self.default)
@@ -79,6 +86,8 @@ class Plan:
         said = [f"%{n}={self.value(n)}" for n in names]
         if not self.signed:
             said.append("integer arrays in [0, 4)")
+        if self.distinct:
+            said.append("integer vector lanes 1..N in a random order")
         return ", ".join(said)
 
 
@@ -347,7 +356,22 @@ def plans(cfs: list[Any]) -> list[Plan]:
         if key not in seen:
             seen.add(key)
             out.append(p)
+    if any(_int_lanes(t) for cf in cfs for _, t, _ in cf.args):
+        out.insert(1, Plan(guessed(big), distinct=True))
     return out[:MAX_PLANS]
+
+
+def _int_lanes(t: Any) -> bool:
+    """Is ``t`` a VMI vector or vector register type of integer lanes?"""
+    from ..interp.value_args import register_spec
+    from ..vector.logical import VmiSpec
+    from ..vector.regs import VRegSpec
+
+    try:
+        spec = register_spec(t)
+    except PtoError:
+        return False
+    return isinstance(spec, (VmiSpec, VRegSpec)) and spec.dtype.is_int
 
 
 # ---- arguments -----------------------------------------------------------------------------
@@ -359,25 +383,28 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
     elements (zeros)."""
     zeroed = [] if zeroed is None else zeroed
     from ..interp import bridge
+    from ..interp.value_args import register_spec
     from ..ir import types as T
     from ..vector.regs import SPACES, Ptr
 
     knowns = [known_ints(cf, plan, launch) for launch in _launches(mixed)]
     block = cf.op.regions[0].block
-    chips = [a for a in block.args if isinstance(a.type, T.PtrType)
-             and a.type.space not in (None, "gm")]
+    chips = [a for a in block.args if (isinstance(a.type, T.PtrType)
+                                       and a.type.space not in (None, "gm"))
+             or (isinstance(a.type, T.MemRefType) and bridge.memref_space(a.type) != "gm"
+                 and not _is_tile(a.type, target))]
     args: list[Any] = []
     for a in block.args:
         t, n = a.type, a.name
         if a in chips:
-            space = t.space
+            space = t.space if isinstance(t, T.PtrType) else bridge.memref_space(t)
             if space not in SPACES:
                 return None, f"%{n}: a pointer into unknown space '{space}'"
             try:
                 dt = bridge.elem_dtype(t.dtype)
             except (PtoError, KeyError, TypeError, ValueError, AttributeError):
                 return None, f"%{n}: no numpy type for {t}"
-            same = [c for c in chips if SPACES.get(c.type.space) == SPACES[space]]
+            same = [c for c in chips if SPACES.get(_space(c.type)) == SPACES[space]]
             share = target.buffer_size(SPACES[space]) // len(same) // 512 * 512
             args.append(Ptr(space, same.index(a) * share, dt))
         elif isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
@@ -405,9 +432,82 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             args.append(plan.value(n))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
+        elif isinstance(t, (T.TileBufType, T.MemRefType)) and mixed:
+            return None, (f"argument %{n} of type {t}: a tile argument of a cube + vector "
+                          "launch would be a tile of each core (Program.run does not take one)")
+        elif isinstance(t, (T.TileBufType, T.MemRefType)):  # (an on-chip one: a tile)
+            try:
+                tile = bridge.tile_spec_of(t, target)
+            except PtoError as e:
+                return None, f"argument %{n} of type {t} cannot be made up ({e.message})"
+            assert tile is not None
+            got = _values(tile.dtype, tile.rows * tile.cols, n, plan.signed)
+            if got is None:
+                return None, f"argument %{n} of type {t}: no made-up values of {tile.dtype.name}"
+            args.append(got.reshape(tile.rows, tile.cols))  # (a ? valid dim: the whole one)
         else:
-            return None, f"argument %{n} of type {t} cannot be made up"
+            try:
+                reg = register_spec(t)
+            except PtoError as e:
+                return None, f"argument %{n} of type {t} cannot be made up ({e.message})"
+            if reg is None:
+                return None, f"argument %{n} of type {t} cannot be made up"
+            value = _register(reg, n, plan.signed, plan.distinct)
+            if value is None:
+                return None, f"argument %{n} of type {t}: no made-up values of its lanes"
+            args.append(value)
     return args, ""
+
+
+def _is_tile(t: Any, target: Any) -> bool:
+    """Does the on-chip memref type ``t`` describe a tile (a static 2-D one)?"""
+    from ..interp import bridge
+
+    try:
+        return bridge.tile_spec_of(t, target) is not None
+    except PtoError:
+        return False
+
+
+def _space(t: Any) -> str | None:
+    """The space an on-chip pointer or memref type names."""
+    from ..interp import bridge
+    from ..ir import types as T
+
+    return t.space if isinstance(t, T.PtrType) else bridge.memref_space(t)
+
+
+def _register(spec: Any, name: str, signed: bool, distinct: bool = False) -> Any:
+    """A made-up value of a VMI vector / mask or vector / predicate register type: lanes as
+    :func:`_values` makes them (integer ones 1..N in a random order when ``distinct``; N past
+    the type's range wraps), mask bits random (seeded by the argument's name)."""
+    from ..vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
+    from ..vector.regs import GRANULARITY, VREG_BYTES, Mask, VReg, VRegSpec
+
+    if isinstance(spec, (VmiSpec, VRegSpec)):
+        if distinct and spec.dtype.is_int:
+            rng = np.random.default_rng(zlib.crc32(name.encode()))
+            lanes = rng.permutation(np.arange(1, spec.lanes + 1)).astype(spec.dtype.np)
+        else:
+            lanes = _values(spec.dtype, spec.lanes, name, signed)
+        if lanes is None:
+            return None
+        return LVec(lanes) if isinstance(spec, VmiSpec) else VReg(lanes)
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    if isinstance(spec, VmiMaskSpec):
+        return LMask(rng.integers(0, 2, spec.lanes).astype(np.bool_))
+    n = VREG_BYTES // GRANULARITY[spec.gran]
+    return Mask.of_lanes(rng.integers(0, 2, n).astype(np.bool_), spec.gran)
+
+
+def _values(dt: Any, elems: int, name: str, signed: bool) -> np.ndarray | None:
+    """``elems`` values of ptoisa dtype ``dt`` as :func:`_array` makes them; a float type kept
+    as codes (hif8, packed pairs, 4-bit types) gets zeros, a finite value in every one of
+    them (random codes may be NaN)."""
+    if dt.is_float and not np.issubdtype(dt.np, np.floating) \
+            and dt.np.kind not in "V":  # (ml_dtypes' floats are kind V)
+        return np.zeros(elems, dt.np)
+    return _random(dt.np, elems, name, signed)
 
 
 def share(cfs: list[Any], arglists: list[Any]) -> None:
@@ -438,6 +538,10 @@ def _array(elem: Any, elems: int, name: str, signed: bool) -> np.ndarray | None:
         dt = bridge.elem_dtype(elem).np
     except (PtoError, KeyError, TypeError, ValueError, AttributeError):
         return None
+    return _random(dt, elems, name, signed)
+
+
+def _random(dt: Any, elems: int, name: str, signed: bool) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     if dt == np.bool_ or elems > RANDOM_ELEMS:
         return np.zeros(elems, dt)

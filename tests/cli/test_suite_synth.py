@@ -298,3 +298,118 @@ def test_a_valid_size_argument_gets_its_tile_s_whole_dimension(tmp_path):
     assert synth.full_valid(cf) == {"v": 4}
     v, res = verdict(tmp_path, text)
     assert (v, res.verdict().reason) == ("ran", "ran with %v=4")
+
+
+def value_args_sample(args: str, body: str, ret: str = "") -> str:
+    """An a5 module of one function @u taking ``args`` (lit/vmi_new's unit functions)."""
+    return f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @u({args}){ret} {{
+{body}
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize(("args", "body", "ret"), [
+    # a VMI unit function returning a vreg (any layout) and a mask
+    ("%a: !pto.vmi.vreg<64xf32>, %b: !pto.vmi.vreg<64xf32, #pto.vmi.layout<contiguous>>",
+     "    %s = pto.vmi.addf %a, %b : !pto.vmi.vreg<64xf32>, "
+     "!pto.vmi.vreg<64xf32, #pto.vmi.layout<contiguous>> -> !pto.vmi.vreg<64xf32>\n"
+     "    return %s : !pto.vmi.vreg<64xf32>", " -> !pto.vmi.vreg<64xf32>"),
+    ("%m: !pto.vmi.mask<64xpred>, %a: !pto.vmi.vreg<64xi32>",
+     "    %r = pto.vmi.select %m, %a, %a : !pto.vmi.mask<64xpred>, !pto.vmi.vreg<64xi32>, "
+     "!pto.vmi.vreg<64xi32> -> !pto.vmi.vreg<64xi32>\n    return %r : !pto.vmi.vreg<64xi32>",
+     " -> !pto.vmi.vreg<64xi32>"),
+    # vector and predicate registers
+    ("%a: !pto.vreg<128xbf16>, %m: !pto.mask<b16>",
+     "    %r = pto.vadd %a, %a, %m : !pto.vreg<128xbf16>, !pto.vreg<128xbf16>, !pto.mask<b16> "
+     "-> !pto.vreg<128xbf16>\n    return %r : !pto.vreg<128xbf16>", " -> !pto.vreg<128xbf16>"),
+    # tiles: static and ? valid dims
+    (f"%a: {TILE}, %d: {TILE}",
+     f"    pto.tadd ins(%a, %a : {TILE}, {TILE}) outs(%d : {TILE})\n    return", ""),
+    ("%a: !pto.tile_buf<vec, 8x16xf16, valid=?x?>, %d: !pto.tile_buf<vec, 8x16xf16, valid=?x?>",
+     "    pto.tabs ins(%a : !pto.tile_buf<vec, 8x16xf16, valid=?x?>) "
+     "outs(%d : !pto.tile_buf<vec, 8x16xf16, valid=?x?>)\n    return", ""),
+])
+def test_register_and_tile_arguments_are_made_up_and_the_function_runs(tmp_path, args, body,
+                                                                       ret):
+    v, res = verdict(tmp_path, value_args_sample(args, body, ret))
+    assert v == "ran", (res.verdict().reason, res.notes)
+    assert not res.notes
+
+
+def test_made_up_registers_follow_the_array_conventions():
+    from ptoisa.interp.value_args import register_spec
+    from ptoisa.ir import types as T
+    from ptoisa.vector.logical import LMask, LVec
+    from ptoisa.vector.regs import Mask, VReg
+
+    v = synth._register(register_spec(T.OpaqueType("!pto.vmi.vreg<64xf32>")), "x", True)
+    assert isinstance(v, LVec) and v.data.dtype == np.float32
+    assert np.all(np.abs(v.data) < 1) and len(set(v.data.tolist())) > 32
+    # the same name, the same values (deterministic); integers in [-8, 8)
+    w = synth._register(register_spec(T.OpaqueType("!pto.vreg<64xi32>")), "x", True)
+    assert isinstance(w, VReg) and w.data.dtype == np.int32
+    assert w.data.min() >= -8 and w.data.max() < 8
+    m = synth._register(register_spec(T.OpaqueType("!pto.vmi.mask<32xpred>")), "m", True)
+    assert isinstance(m, LMask) and m.bits.shape == (32,) and 0 < m.bits.sum() < 32
+    p = synth._register(register_spec(T.OpaqueType("!pto.mask<b32>")), "m", True)
+    assert isinstance(p, Mask) and p.gran == "b32" and p.lanes(64).shape == (64,)
+    # a float kept as codes (hif8) gets zeros: random codes may be NaN
+    h = synth._register(register_spec(T.OpaqueType("!pto.vmi.vreg<256xhif8>")), "x", True)
+    assert h is not None and not h.data.any()
+
+
+def test_an_argument_that_cannot_be_made_is_not_run_and_named(tmp_path):
+    text = value_args_sample("%e: vector<4xi16>", "    return")
+    v, res = verdict(tmp_path, text)
+    assert v == "accepted"
+    assert res.notes == ["not run: argument %e of type vector<4xi16> cannot be made up"]
+
+
+def test_a_tile_argument_of_a_cube_and_vector_pair_is_not_run_and_says_why(tmp_path):
+    text = f"""module {{
+  func.func @c(%t: {TILE}) attributes {{KIND<cube>}} {{
+    return
+  }}
+  func.func @v(%x: !pto.ptr<f32>) attributes {{KIND<vector>}} {{
+    return
+  }}
+}}
+""".replace("KIND", "pto.kernel_kind = #pto.kernel_kind")
+    v, res = verdict(tmp_path, text)
+    assert v == "accepted"
+    assert len(res.notes) == 1 and "a tile argument of a cube + vector launch" in res.notes[0]
+
+
+def test_an_on_chip_memref_of_a_dynamic_shape_is_made_a_pointer_into_its_buffer(tmp_path):
+    m = "memref<?xui16, #pto.address_space<mat>>"
+    body = ("    %c32 = arith.constant 32 : i64\n    %c3 = arith.constant 3 : i64\n"
+            "    %v = arith.constant 4660 : i32\n"
+            f"    pto.raw_fill_l1 %d, %c32, %v, %c3, %c3, %c3 {{fill_word_bits = 16 : i64}} "
+            f": {m}, i64, i32, i64, i64, i64\n    return")
+    v, res = verdict(tmp_path, value_args_sample(f"%d: {m}", body))
+    assert v == "ran", (res.verdict().reason, res.notes)
+    prog = load(value_args_sample(f"%d: {m}, %e: {m}", "    return"), target="a5")
+    args, _ = synth.make_args(prog.compiler("a5").function("u"), synth.Plan(),
+                              get_target("a5"), False)
+    assert [(a.space, a.addr) for a in args] == [("mat", 0), ("mat", 262144)]
+
+
+def test_integer_vector_lanes_get_a_try_without_repeats_or_zeros(tmp_path):
+    # scatter indices must not repeat (random lanes do): the try of lanes 1..N runs
+    v_ = "!pto.vmi.vreg<64xf32>"
+    i_ = "!pto.vmi.vreg<64xi32>"
+    m_ = "!pto.vmi.mask<64xpred>"
+    body = (f"    pto.vmi.vscatter %v, %dst, %i, %m : {v_}, !pto.ptr<f32, ub>, {i_}, {m_}\n"
+            "    return")
+    v, res = verdict(tmp_path, value_args_sample(
+        f"%v: {v_}, %dst: !pto.ptr<f32, ub>, %i: {i_}, %m: {m_}", body))
+    assert v == "ran", (res.verdict().reason, res.notes)
+    assert res.verdict().reason == "ran with integer vector lanes 1..N in a random order"
+    from ptoisa.interp.value_args import register_spec
+    from ptoisa.ir import types as T
+
+    lanes = synth._register(register_spec(T.OpaqueType("!pto.vreg<128xi16>")), "x", True,
+                            distinct=True).data
+    assert sorted(lanes.tolist()) == list(range(1, 129))
