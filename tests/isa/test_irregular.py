@@ -335,6 +335,20 @@ def test_tmrgsort_multi(tgt):  # type: ignore[no-untyped-def]
     assert ex.mrgSortList0 + ex.mrgSortList1 == n
 
 
+def test_tmrgsort_executed_list_as_four_integers_or_refused(tgt):  # type: ignore[no-untyped-def]
+    """The executed list may be 4 integers (a .pto ``vector<4xi16>``): written like the
+    struct; anything else is refused, never left holding stale counts."""
+    a = np.sort(RNG.normal(size=8).astype(np.float32))[::-1]
+    s0 = vec("f32", 1, 16, data=_records(a, range(8), np.float32)[None, :])
+    s1 = vec("f32", 1, 16, data=_records(a, range(8, 16), np.float32)[None, :])
+    ex = np.full(4, 99, np.int16)
+    pto.TMRGSORT(vec("f32", 1, 32), ex, vec("f32", 1, 32), s0, s1, exhausted=False)
+    assert ex.tolist() == [8, 8, 0, 0]
+    with pytest.raises(PtoError, match="executedNumList must be"):
+        pto.TMRGSORT(vec("f32", 1, 32), [0, 0, 0, 0], vec("f32", 1, 32), s0, s1,
+                     exhausted=False)
+
+
 def test_tmrgsort_multi_keeps_top_records_in_a_narrower_dst(tgt):  # type: ignore[no-untyped-def]
     """dst receives the first dst-valid-cols elements of the merge (upstream's TMrgsort: the
     merge into tmp, then dst.GetValidCol() elements copied to dst): a TopK of 2 x 8 records

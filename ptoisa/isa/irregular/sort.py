@@ -267,10 +267,16 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
     rec = merged.view(dt.np)[:dst.valid_col]
     if rec.size:
         dst.write(rec[None, :], 0, 0)
+    h = heads + [0] * (4 - len(heads))
     if isinstance(a1, MrgSortExecutedNumList):
-        h = heads + [0] * (4 - len(heads))
         a1.mrgSortList0, a1.mrgSortList1, a1.mrgSortList2, a1.mrgSortList3 = \
             (int(x) for x in h)
+    elif isinstance(a1, np.ndarray) and a1.size == 4 and a1.dtype.kind in "iu":
+        a1.reshape(-1)[:] = h  # (a ``vector<4xi16>`` executed list of a .pto program)
+    elif a1 is not None:
+        # never left as it was: the counts would be a silent stale value
+        raise PtoError(f"executedNumList must be a MrgSortExecutedNumList or 4 integers, got "
+                       f"{type(a1).__name__}")
 
 
 # ==== TDEQUANT ====================================================================================
