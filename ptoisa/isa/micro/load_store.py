@@ -122,10 +122,12 @@ def _spec_of(data: np.ndarray) -> VRegSpec:
 def _rows_from(at: np.ndarray) -> tuple[int, int, np.ndarray, bool]:
     """(lowest byte, end, each row's offset from the lowest, whether the rows lie end to end
     from the lowest in order) of registers at byte addresses ``at``."""
-    lo = int(at.min())
+    lo, hi = int(at.min()), int(at.max()) + VREG_BYTES
     rel = at - lo
-    packed = bool((rel == np.arange(at.size, dtype=np.int64) * VREG_BYTES).all())
-    return lo, int(at.max()) + VREG_BYTES, rel, packed
+    # (packed: rows end to end in order; the span's size rules out most others at once)
+    packed = hi - lo == at.size * VREG_BYTES and int(rel[0]) == 0 and \
+        bool((rel[1:] - rel[:-1] == VREG_BYTES).all())
+    return lo, hi, rel, packed
 
 
 def vlds_rows(m: Any, source: Ptr, at: np.ndarray) -> VReg:
@@ -151,7 +153,8 @@ def vsts_rows(m: Any, value: VReg, dest: Ptr, at: np.ndarray, mask: Mask | None)
     data = np.broadcast_to(value.data, (n, lanes))
     lo, hi, rel, packed = _rows_from(at)
     hull = buffer_bytes(m, "ub", lo, hi - lo, "the stored", role=None)
-    on = None if mask is None else np.broadcast_to(active(mask, lanes), (n, lanes))
+    full = mask is not None and mask.full is True and lanes * mask.step == VREG_BYTES
+    on = None if mask is None or full else np.broadcast_to(active(mask, lanes), (n, lanes))
     if packed:
         out = hull.view(data.dtype).reshape(n, lanes)
         if on is None:
