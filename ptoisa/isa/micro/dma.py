@@ -119,6 +119,12 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
     n = int(len_burst)
     src, dst = _rows(n, nburst, loop, op)
     _check_gm(gm, src, n, op, "source")
+    if src is _ONE_ROW and pad is None and n:  # (one row: a slice each side)
+        out = buffer_bytes(m, "ub", ub.addr, n, "the accessed", role=None)
+        touch(m, "in", "GM", gm, 0, n)
+        touch(m, "out", "UB", None, ub.addr, n)
+        out[...] = gm[:n]
+        return
     fill = 0
     if pad is not None:
         if len(pad) not in (1, 3) or (len(pad) == 3 and (int(pad[1]) or int(pad[2]))):
@@ -162,6 +168,13 @@ def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
     n = int(len_burst)
     src, dst = _rows(n, nburst, loop, op)
     _check_gm(gm, dst, n, op, "destination")
+    if src is _ONE_ROW and n:  # (one row: a slice each side)
+        data = buffer_bytes(m, "ub", ub.addr, n, "the accessed", role=None)
+        touch(m, "in", "UB", None, ub.addr, n)
+        touch(m, "out", "GM", gm, 0, n)
+        m.gm_barrier(gm_dst)
+        gm[:n] = combine(m, gm[:n], data, op)
+        return
     lo, hi = _span(src, n)
     if hi == lo:
         return
