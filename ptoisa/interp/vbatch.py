@@ -10,8 +10,9 @@ same numpy functions, so the same bits.
 
 - micro-ops whose entries say ``rows=True`` (``isa/registry.py``): their semantics take
   registers and masks of rows, each lane computed alone (binary, unary and vector-scalar
-  ops, predicate patterns; ``vlds`` / ``vsts`` in the forms their ``rows_access`` accepts:
-  dist NORM / NORM_B*, one offset per row). Their scalar operands are values defined
+  ops, predicate patterns, compares, ``vdup`` / ``vbr``, ``vbitcast``, ``vcvt``; ``vlds`` /
+  ``vsts`` in the forms their ``rows_access`` accepts: dist NORM / NORM_B*, one offset per
+  row). Their scalar operands are values defined
   outside the loop, or, for an entry with ``rows_access``, the induction variable;
 - an entry with a ``chain`` (``pto.plt_b*``) on a loop-carried count that the loop yields
   back as the op's count result and uses nowhere else (the tail mask PTOAS emits): every
@@ -26,6 +27,11 @@ not) is loaded or stored by another. Running op after op over all iterations the
 and writes what running iteration after iteration does: an iteration sees only its own
 stores, in its own order. The check is conservative: it may refuse a loop whose masks
 made it independent, never accept one that is not.
+
+What the bounds, the values from outside the loop, the pointers and the counts' first
+values fix is kept per such key (a chunk loop re-enters the same loop on the same UB
+buffers): the accesses' verdict, the rows of the induction variable, of its integer ops and
+of the counts, and the results of the chain ops that read nothing but their counts.
 
 The loop runs one iteration at a time (its usual step) when any of this fails, for fewer
 than two iterations, and whenever the run observes or differs from a plain one: an observed
