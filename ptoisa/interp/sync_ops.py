@@ -149,6 +149,18 @@ def _sync_pipe(item: Any, op: Op) -> Any:
     return pipe
 
 
+def _planned(ins: Any, m: Any, vals: list[Any]) -> Any:
+    """The entry's planned call for these operands on machine ``m`` (Instr.plan), or False
+    when it has none or its operands fail (the dispatch point then runs it and says so)."""
+    on = ins._on.get(m.target) or ins.on(m.target)
+    if on.plan is None or on.runtime:
+        return False
+    try:
+        return on.plan(ins, m, vals, {}) or False
+    except PtoError:
+        return False
+
+
 def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
                ) -> Callable[[CompiledFunc, Op], Step]:
     """``pto.set_flag`` / ``pto.wait_flag`` (and their ``_dyn`` forms with an SSA event id),
@@ -171,8 +183,20 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
             raise VerifyError(e.message, op=op.name, loc=op.loc) from None
         run = ins.run
         loc = op.loc
+        static = all(s is None for s in slots)
+        # a static flag on a plain machine (unobserved, one lane, values, no mixed launch):
+        # the entry's planned call (Instr.plan: its record, the event id checked once), bound
+        # per machine; anything else takes the dispatch point
+        bound: list[Any] = [None, None]
 
         def step(env: Env) -> None:
+            m = env[0].machine
+            if static and not m.observers and m.stream is None and m.lanes == 1 and m.values:
+                if bound[0] is not m or bound[1] is None:
+                    bound[0], bound[1] = m, _planned(ins, m, [fixed[i] for i in range(len(slots))])
+                call = bound[1]
+                if call is not False and call():
+                    return
             vals = [fixed[i] if s is None else int(env[s]) for i, s in enumerate(slots)]
             try:
                 run(env[0].machine, vals, {}, checked=True, loc=loc)

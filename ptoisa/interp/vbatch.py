@@ -10,8 +10,9 @@ same numpy functions, so the same bits.
 
 - micro-ops whose entries say ``rows=True`` (``isa/registry.py``): their semantics take
   registers and masks of rows, each lane computed alone (binary, unary and vector-scalar
-  ops, predicate patterns; ``vlds`` / ``vsts`` in the forms their ``rows_access`` accepts:
-  dist NORM / NORM_B*, one offset per row). Their scalar operands are values defined
+  ops, predicate patterns, compares, ``vdup`` / ``vbr``, ``vbitcast``, ``vcvt``; ``vlds`` /
+  ``vsts`` in the forms their ``rows_access`` accepts: dist NORM / NORM_B*, one offset per
+  row). Their scalar operands are values defined
   outside the loop, or, for an entry with ``rows_access``, the induction variable;
 - an entry with a ``chain`` (``pto.plt_b*``) on a loop-carried count that the loop yields
   back as the op's count result and uses nowhere else (the tail mask PTOAS emits): every
@@ -26,6 +27,11 @@ not) is loaded or stored by another. Running op after op over all iterations the
 and writes what running iteration after iteration does: an iteration sees only its own
 stores, in its own order. The check is conservative: it may refuse a loop whose masks
 made it independent, never accept one that is not.
+
+What the bounds, the values from outside the loop, the pointers and the counts' first
+values fix is kept per such key (a chunk loop re-enters the same loop on the same UB
+buffers): the accesses' verdict, the rows of the induction variable, of its integer ops and
+of the counts, and the results of the chain ops that read nothing but their counts.
 
 The loop runs one iteration at a time (its usual step) when any of this fails, for fewer
 than two iterations, and whenever the run observes or differs from a plain one: an observed
@@ -175,13 +181,21 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
     cap = target.buffer_size("UB")
     mem = [u for u in items if u.ins.rows_access is not None]
     row_slots = {iv_slot} | {k for _s, _a, k in int_ops}
-    verdicts: dict[tuple[Any, ...], bool] = {}
+    # the chain ops reading nothing but their counts (their results the same for the same
+    # first count and trips: kept with the key)
+    count_args = {a for a, _i, _c, _r in counts}
+    of_counts = {n for n, u in enumerate(items) if u.ins.chain is not None
+                 and all(s is None or s in count_args for s in u.fixed)}
 
     def _key(env: Env, i: int, end: int, st: int) -> tuple[Any, ...] | None:
         """What the memory ops' accesses depend on besides the rows: the bounds and the
         values from outside the loop (pointers, offsets); None when one is not a pointer or
         an integer (then nothing is kept)."""
         parts: list[Any] = [i, end, st]
+        for _arg, init, _chain, _result in counts:  # (the counts' first values)
+            if not _ints(env[init]):
+                return None
+            parts.append(int(env[init]))
         for s in outside:  # (what offsets computed from the induction variable add)
             if not _ints(env[s]):
                 return None
@@ -218,6 +232,39 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 (reads if role == "in" else writes).append(starts)
         return not writes or _independent(writes, reads, trips)
 
+    def _prepare(env: Env, i: int, end: int, st: int, trips: int
+                 ) -> tuple[bool, dict[int, Any], list[tuple[int, int, int]],
+                            dict[int, Any]] | None:
+        """(the accesses' verdict, the rows of the induction variable, of the integer ops
+        and of the counts, the loop's final counts, the chained ops' results so far: none);
+        None when this run cannot batch."""
+        ivs = np.arange(i, end, st, dtype=np.int64)
+        per: dict[int, Any] = {iv_slot: ivs}
+        for step, args, k in int_ops:  # (pure: before anything, for the checks too)
+            for a in args:
+                if a in per:
+                    env[a] = per[a]
+            try:
+                step(env)
+            except PtoError:
+                return None  # (the iteration that fails says so, run one by one)
+            if not isinstance(env[k], np.ndarray) or env[k].shape != ivs.shape:
+                return None
+            per[k] = env[k]
+        finals: list[tuple[int, int, int]] = []
+        for arg, init, chain, result in counts:
+            c0 = env[init]
+            if not _ints(c0):
+                return None
+            cs = chain(int(c0), trips)
+            per[arg] = cs[:-1]
+            finals.append((arg, result, int(cs[-1])))
+        # every access's bytes, before anything runs
+        return _accesses_ok(env, per, trips), per, finals, {}
+
+    cache: dict[tuple[Any, ...], tuple[bool, dict[int, Any], list[tuple[int, int, int]],
+                                       dict[int, Any]]] = {}
+
     def run(env: Env) -> bool:
         ctx = env[0]
         m = ctx.machine
@@ -227,70 +274,65 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         i, end, st = env[lb], env[ub], env[stp]
         if not _ints(i, end, st) or st <= 0:
             return False
-        trips = len(range(int(i), int(end), int(st)))
+        i, end, st = int(i), int(end), int(st)
+        trips = len(range(i, end, st))
         if trips < 2:
             return False
-        ivs = np.arange(int(i), int(end), int(st), dtype=np.int64)
         for step in once:  # (pure, from values outside the loop; the checks read them)
             try:
                 step(env)
             except PtoError:
                 return False  # (the iteration that fails says so, run one by one)
-        per: dict[int, Any] = {iv_slot: ivs}
-        for step, args, k in int_ops:  # (pure: before anything, for the checks too)
-            for a in args:
-                if a in per:
-                    env[a] = per[a]
-            try:
-                step(env)
-            except PtoError:
-                return False  # (the iteration that fails says so, run one by one)
-            if not isinstance(env[k], np.ndarray) or env[k].shape != ivs.shape:
+        # what the bounds and the values from outside fix (the verdict on the accesses, the
+        # rows of the induction variable, of the integer ops on it and of the counts), kept
+        # per key: a chunk loop runs the same vecscope loop on the same UB buffers
+        key = _key(env, i, end, st)
+        kept = cache.get(key) if key is not None else None
+        if kept is None:
+            kept = _prepare(env, i, end, st, trips)
+            if kept is None:
                 return False
-            per[k] = env[k]
-        finals: list[tuple[int, int, int]] = []
-        for arg, init, chain, result in counts:
-            c0 = env[init]
-            if not _ints(c0):
-                return False
-            cs = chain(int(c0), trips)
-            per[arg] = cs[:-1]
-            finals.append((arg, result, int(cs[-1])))
-        # every access's bytes, before anything runs (the verdict kept per bounds and
-        # pointers: a chunk loop runs the same vecscope loop on the same UB buffers)
-        key = _key(env, int(i), int(end), int(st))
-        ok = verdicts.get(key) if key is not None else None
-        if ok is None:
-            ok = _accesses_ok(env, per, trips)
             if key is not None:
-                if len(verdicts) > 64:
-                    verdicts.clear()
-                verdicts[key] = ok
+                if len(cache) > 64:
+                    cache.clear()
+                cache[key] = kept
+        ok, base, finals, chained = kept
         if not ok:
             return False
+        per = dict(base)
         ctx.spend(trips, op)
-        for u in items:
-            vals = [None if s is None else per[s] if s in per else env[s] for s in u.fixed]
-            if u.ins.rows_access is not None:  # (offsets as rows, as the check saw them)
-                vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar" and _ints(v)
-                        else v for v, o in zip(vals, u.ins.operands, strict=True)]
-            try:
-                out = u.call(m, vals, u.params)
-            except PtoError as e:
-                raise e.at_op(u.op.name, u.op.loc) from None
+        for n, u in enumerate(items):
+            if n in chained:  # (a chain's op on the same counts: the same results)
+                out = chained[n]
+            else:
+                out = _call(u, m, per, env, trips)
+                if n in of_counts:
+                    chained[n] = out
             if len(u.ins.results) == 1:
                 if u.res:
                     per[u.res[0]] = out
             else:
                 for slot, v in zip(u.res, out, strict=False):
                     per[slot] = v
-        env[iv_slot] = int(ivs[-1])
+        env[iv_slot] = i + (trips - 1) * st
         for arg, result, last in finals:
             env[arg] = last
             if result >= 0:
                 env[result] = last
         return True
     return run
+
+
+def _call(u: _Use, m: Any, per: dict[int, Any], env: Env, trips: int) -> Any:
+    """Micro-op ``u`` once over all the rows."""
+    vals = [None if s is None else per[s] if s in per else env[s] for s in u.fixed]
+    if u.ins.rows_access is not None:  # (offsets as rows, as the check saw them)
+        vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar" and _ints(v)
+                else v for v, o in zip(vals, u.ins.operands, strict=True)]
+    try:
+        return u.call(m, vals, u.params)
+    except PtoError as e:
+        raise e.at_op(u.op.name, u.op.loc) from None
 
 
 def _independent(writes: list[np.ndarray], reads: list[np.ndarray], trips: int) -> bool:

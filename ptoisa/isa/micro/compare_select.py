@@ -41,13 +41,14 @@ def _seed_result(sig: Sig) -> None:
 def _compare(fn: Any, a: np.ndarray, b: np.ndarray, seed: Mask) -> Mask:
     with np.errstate(all="ignore"):
         hit = np.asarray(fn(a, b), np.bool_)
-    return Mask.of_lanes(hit & active(seed, a.size), seed.gran)
+    # (rows of registers or of seeds, one per iteration of a batched loop, give rows)
+    return Mask.of_lanes(hit & active(seed, a.shape[-1]), seed.gran)
 
 
 @instr("VCMP", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("src0", "vreg"), Opnd("src1", "vreg"), Opnd("seed", "mask")),
        params=(Param("cmp_mode", "eq"),), results=(Opnd("result", "mask"),),
-       dtype_key=("src0",),
+       dtype_key=("src0",), rows=True,
        static=(same_vreg("src0", "src1"), mask_fits("src0", "seed"), _seed_result))
 def VCMP(m: Any, src0: VReg, src1: VReg, seed: Mask, *, cmp_mode: str = "eq") -> Mask:
     """result[i] = src0[i] CMP src1[i] on the seed's active lanes, 0 elsewhere; CMP is one of
@@ -58,11 +59,11 @@ def VCMP(m: Any, src0: VReg, src1: VReg, seed: Mask, *, cmp_mode: str = "eq") ->
 @instr("VCMPS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("src", "vreg"), Opnd("scalar", "scalar"), Opnd("seed", "mask")),
        params=(Param("cmp_mode", "eq"),), results=(Opnd("result", "mask"),),
-       dtype_key=("src",), static=(mask_fits("src", "seed"), _seed_result))
+       dtype_key=("src",), static=(mask_fits("src", "seed"), _seed_result), rows=True)
 def VCMPS(m: Any, src: VReg, scalar: Any, seed: Mask, *, cmp_mode: str = "eq") -> Mask:
     """result[i] = src[i] CMP scalar on the seed's active lanes, 0 elsewhere; the scalar is
     taken as one element of src's type (integers wrap to its width)."""
-    s = np.full(src.data.size, scalar_as(scalar, src.dtype, "scalar"), src.data.dtype)
+    s = np.full(src.data.shape, scalar_as(scalar, src.dtype, "scalar"), src.data.dtype)
     return _compare(_mode(cmp_mode, "vcmps"), src.data, s, seed)
 
 

@@ -34,13 +34,14 @@ def _same_bits(sig: Sig) -> None:
 
 @instr("VBITCAST", pipe=Pipe.V, dialect="vpto", operands=(Opnd("input", "vreg"),),
        params=(Param("result_type", None),), results=(Opnd("result", "vreg"),),
-       static=(_same_bits,))
+       static=(_same_bits,), rows=True)
 def VBITCAST(m: Any, input: VReg, *, result_type: Any = None) -> VReg:  # noqa: A002
     """result = input's 256 bytes read as result_type's lanes (the bits unchanged)."""
     to = _to(result_type)
-    if input.data.nbytes != VREG_BYTES:
-        raise ExecutionError(f"the input holds {input.data.nbytes} bytes")
-    return VReg(input.data.view(to.dtype.np))
+    x = input.data  # (rows of registers, one per iteration of a batched loop: the last axis)
+    if x.shape[-1] * x.itemsize != VREG_BYTES:
+        raise ExecutionError(f"the input holds {x.shape[-1] * x.itemsize} bytes")
+    return VReg(np.ascontiguousarray(x).view(to.dtype.np))
 
 
 # ---- pto.vcvt -------------------------------------------------------------------------------
@@ -96,7 +97,7 @@ def _vcvt_static(sig: Sig) -> None:
        params=(Param("result_type", None), Param("rnd", None), Param("sat", None),
                Param("part", None)),
        results=(Opnd("result", "vreg"),), dtype_key=("input", "result"),
-       static=(_vcvt_static,))
+       static=(_vcvt_static,), rows=True)
 def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A002
          rnd: str | None = None, sat: str | None = None, part: str | None = None) -> VReg:
     """Each active source lane converted to the result type as TCVT converts
@@ -117,7 +118,8 @@ def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A
     if dst.packed:
         raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet to the "
                              f"packed 4-bit type {dst.name}")
-    ns, nd = input.data.size, to.lanes
+    # (rows of registers or masks, one per iteration of a batched loop: the last axis lanes)
+    ns, nd = input.data.shape[-1], to.lanes
     on = active(mask, ns)
     # without sat: integer results saturate (the NPU default of TCVT); float results do not
     # (IEEE overflow to infinity, infinities kept: a widening is exact)
@@ -145,8 +147,9 @@ def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A
             src_idx, dst_idx = np.arange(ns), k * np.arange(ns) + off
         else:
             src_idx, dst_idx = k * np.arange(nd) + off, np.arange(nd)
-    vals = convert(x[src_idx], src, dst, mode, s == "SAT", "npu")
-    out = np.zeros(nd, dst.np)
-    sel = on[src_idx]
-    out[dst_idx[sel]] = np.asarray(vals).astype(dst.np, copy=False)[sel]
+    vals = np.asarray(convert(x[..., src_idx], src, dst, mode, s == "SAT", "npu"))
+    sel = on[..., src_idx]
+    out = np.zeros(np.broadcast_shapes(x.shape[:-1], on.shape[:-1]) + (nd,), dst.np)
+    # (each destination lane of dst_idx once: its converted source lane where active, else 0)
+    out[..., dst_idx] = np.where(sel, vals.astype(dst.np, copy=False), dst.np.type(0))
     return VReg(out)

@@ -28,6 +28,8 @@ def _rows(len_burst: int, nburst: tuple[Any, ...], loops: tuple[tuple[Any, ...],
           op: str) -> tuple[np.ndarray, np.ndarray]:
     """(source row starts, destination row starts), in bytes from the pointers, innermost
     row last."""
+    if not loops and len(nburst) == 3 and int(nburst[0]) == 1 and len_burst >= 0:
+        return _ONE_ROW, _ONE_ROW  # (one row at both pointers: the common chunk transfer)
     groups = [tuple(int(x) for x in nburst)]
     groups += [tuple(int(x) for x in g) for g in (loops or ())]
     src = np.zeros(1, np.int64)
@@ -48,6 +50,10 @@ def _rows(len_burst: int, nburst: tuple[Any, ...], loops: tuple[tuple[Any, ...],
     return src, dst
 
 
+_ONE_ROW = np.zeros(1, np.int64)
+_ONE_ROW.flags.writeable = False
+
+
 def _gm_bytes(p: Any, op: str, what: str) -> np.ndarray:
     if not isinstance(p, np.ndarray):
         raise ExecutionError(f"the {what} must be a GM pointer, got {p!r}")
@@ -57,6 +63,8 @@ def _gm_bytes(p: Any, op: str, what: str) -> np.ndarray:
 def _span(starts: np.ndarray, n: int) -> tuple[int, int]:
     if starts.size == 0 or n == 0:
         return 0, 0
+    if starts.size == 1:
+        return int(starts[0]), int(starts[0]) + n
     return int(starts.min()), int(starts.max()) + n
 
 
@@ -111,6 +119,12 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
     n = int(len_burst)
     src, dst = _rows(n, nburst, loop, op)
     _check_gm(gm, src, n, op, "source")
+    if src is _ONE_ROW and pad is None and n:  # (one row: a slice each side)
+        out = buffer_bytes(m, "ub", ub.addr, n, "the accessed", role=None)
+        touch(m, "in", "GM", gm, 0, n)
+        touch(m, "out", "UB", None, ub.addr, n)
+        out[...] = gm[:n]
+        return
     fill = 0
     if pad is not None:
         if len(pad) not in (1, 3) or (len(pad) == 3 and (int(pad[1]) or int(pad[2]))):
@@ -124,10 +138,10 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
     touch(m, "in", "GM", gm, src, n)  # (the rows themselves, not the span between them)
     touch(m, "out", "UB", None, ub.addr + dst, n + fill)
     to, frm = _rows_view(out, dst - lo, n, True), _rows_view(gm, src, n, False)
-    cols = np.arange(n, dtype=np.int64)
     if to is not None and frm is not None:  # (evenly spaced rows: views, no index arrays)
         to[...] = frm
     else:
+        cols = np.arange(n, dtype=np.int64)
         out[(dst - lo)[:, None] + cols[None, :]] = gm[src[:, None] + cols[None, :]]
     if fill:
         dt = ub.dtype
@@ -154,6 +168,13 @@ def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
     n = int(len_burst)
     src, dst = _rows(n, nburst, loop, op)
     _check_gm(gm, dst, n, op, "destination")
+    if src is _ONE_ROW and n:  # (one row: a slice each side)
+        data = buffer_bytes(m, "ub", ub.addr, n, "the accessed", role=None)
+        touch(m, "in", "UB", None, ub.addr, n)
+        touch(m, "out", "GM", gm, 0, n)
+        m.gm_barrier(gm_dst)
+        gm[:n] = combine(m, gm[:n], data, op)
+        return
     lo, hi = _span(src, n)
     if hi == lo:
         return

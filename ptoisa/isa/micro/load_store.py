@@ -119,13 +119,15 @@ def _spec_of(data: np.ndarray) -> VRegSpec:
     return VRegSpec(data.shape[-1], D.dtype(data.dtype))
 
 
-def _rows_from(at: np.ndarray) -> tuple[int, int, np.ndarray, bool]:
-    """(lowest byte, end, each row's offset from the lowest, whether the rows lie end to end
-    from the lowest in order) of registers at byte addresses ``at``."""
+def _rows_from(at: np.ndarray) -> tuple[int, int, np.ndarray | None, bool]:
+    """(lowest byte, end, each row's offset from the lowest or None when packed, whether the
+    rows lie end to end from the lowest in order) of registers at byte addresses ``at``."""
+    first, last = int(at[0]), int(at[-1])
+    if last - first == (at.size - 1) * VREG_BYTES and \
+            (at.size == 1 or bool((np.diff(at) == VREG_BYTES).all())):
+        return first, last + VREG_BYTES, None, True
     lo = int(at.min())
-    rel = at - lo
-    packed = bool((rel == np.arange(at.size, dtype=np.int64) * VREG_BYTES).all())
-    return lo, int(at.max()) + VREG_BYTES, rel, packed
+    return lo, int(at.max()) + VREG_BYTES, at - lo, False
 
 
 def vlds_rows(m: Any, source: Ptr, at: np.ndarray) -> VReg:
@@ -133,9 +135,9 @@ def vlds_rows(m: Any, source: Ptr, at: np.ndarray) -> VReg:
     per iteration of a batched loop: ``interp/vbatch.py``), as one register of rows: row k
     holds the 256 bytes from at[k], as VLDS reads them."""
     dt = source.dtype
-    lo, hi, rel, packed = _rows_from(at)
+    lo, hi, rel, _packed = _rows_from(at)
     hull = buffer_bytes(m, "ub", lo, hi - lo, "the loaded", role=None)
-    if packed:
+    if rel is None:  # (packed)
         return VReg(hull.view(dt.np).reshape(at.size, -1).copy())
     return VReg(hull[rel[:, None] + np.arange(VREG_BYTES)].view(dt.np))
 
@@ -149,10 +151,11 @@ def vsts_rows(m: Any, value: VReg, dest: Ptr, at: np.ndarray, mask: Mask | None)
     n = at.size
     lanes = value.data.shape[-1]
     data = np.broadcast_to(value.data, (n, lanes))
-    lo, hi, rel, packed = _rows_from(at)
+    lo, hi, rel, _packed = _rows_from(at)
     hull = buffer_bytes(m, "ub", lo, hi - lo, "the stored", role=None)
-    on = None if mask is None else np.broadcast_to(active(mask, lanes), (n, lanes))
-    if packed:
+    full = mask is not None and mask.full is True and lanes * mask.step == VREG_BYTES
+    on = None if mask is None or full else np.broadcast_to(active(mask, lanes), (n, lanes))
+    if rel is None:  # (packed)
         out = hull.view(data.dtype).reshape(n, lanes)
         if on is None:
             out[...] = data

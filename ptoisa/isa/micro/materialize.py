@@ -25,7 +25,7 @@ def _spec(result_type: Any, op: str) -> VRegSpec:
 
 
 @instr("VBR", pipe=Pipe.V, dialect="vpto", operands=(Opnd("value", "scalar"),),
-       params=(Param("result_type", None),), results=(Opnd("result", "vreg"),))
+       params=(Param("result_type", None),), results=(Opnd("result", "vreg"),), rows=True)
 def VBR(m: Any, value: Any, *, result_type: Any = None) -> VReg:
     """result[i] = value for every lane, as the result's element type (8-bit lanes take the
     value's low 8 bits)."""
@@ -36,7 +36,7 @@ def VBR(m: Any, value: Any, *, result_type: Any = None) -> VReg:
 @instr("VDUP", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("input", "any"), Opnd("mask", "mask")),
        params=(Param("position", "LOWEST"), Param("result_type", None)),
-       results=(Opnd("result", "vreg"),))
+       results=(Opnd("result", "vreg"),), rows=True)
 def VDUP(m: Any, input: Any, mask: Mask, *, position: str = "LOWEST",  # noqa: A002
          result_type: Any = None) -> VReg:
     """result[i] = the scalar input, or the input register's lowest (``LOWEST``) or highest
@@ -44,7 +44,9 @@ def VDUP(m: Any, input: Any, mask: Mask, *, position: str = "LOWEST",  # noqa: A
     if isinstance(input, VReg):
         if str(position) not in ("LOWEST", "HIGHEST"):
             raise ExecutionError(f"position {position!r} (LOWEST or HIGHEST)")
-        v = input.data[0 if str(position) == "LOWEST" else -1]
-        return zeroing(np.full(input.data.size, v, input.data.dtype), mask)
+        # (rows of registers, one per iteration of a batched loop: each row's own lane)
+        x = input.data
+        v = x[..., :1] if str(position) == "LOWEST" else x[..., -1:]
+        return zeroing(np.broadcast_to(v, x.shape).copy(), mask)
     to = _spec(result_type, "vdup")
     return zeroing(np.full(to.lanes, scalar_as(input, to.dtype, "input"), to.dtype.np), mask)
