@@ -114,6 +114,36 @@ RIGHT = ("    %c0 = arith.constant 0 : index\n"
          f"    %s = pto.alloc_tile : {MAT_ZN}\n    %d = pto.alloc_tile : {RIGHT_T}\n"
          f"    pto.textract ins(%s, %c0, %c0 : {MAT_ZN}, index, index) outs(%d : {RIGHT_T})")
 
+VBIN_ARGS = "%a: !pto.vreg<{n}x{t}>, %b: !pto.vreg<{n}x{t}>, %m: !pto.mask<{g}>"
+VBIN = ("    pto.vecscope {{\n      %r = pto.{op} %a, %b, %m : !pto.vreg<{n}x{t}>, "
+        "!pto.vreg<{n}x{t}>, !pto.mask<{g}> -> !pto.vreg<{n}x{t}>\n    }}")
+VUN = ("    pto.vecscope {{\n      %r = pto.{op} %a, %m : !pto.vreg<{n}x{t}>, !pto.mask<{g}> "
+       "-> !pto.vreg<{n}x{t}>\n    }}")
+
+
+def vbin(op: str, t: str, n: int, g: str, unary: bool = False) -> str:
+    return kernel((VUN if unary else VBIN).format(op=op, t=t, n=n, g=g),
+                  VBIN_ARGS.format(t=t, n=n, g=g))
+
+
+def row(dt: str) -> str:
+    return (f"!pto.tile_buf<loc=vec, dtype={dt}, rows=1, cols=32, v_row=1, v_col=32, "
+            "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+
+
+def gather(src: str, idx: str) -> str:
+    return kernel(
+        f"    %s = pto.alloc_tile : {row(src)}\n    %i = pto.alloc_tile : {row(idx)}\n"
+        f"    %t = pto.alloc_tile : {row(idx)}\n    %d = pto.alloc_tile : {row(src)}\n"
+        f"    pto.tgather ins(%s, %i, %t : {row(src)}, {row(idx)}, {row(idx)}) "
+        f"outs(%d : {row(src)})")
+
+
+def tile_type(extra: str) -> str:
+    return kernel(f"    %t = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype=f16, rows=16, "
+                  f"cols=32, blayout=row_major, slayout=none_box, {extra}>")
+
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -256,7 +286,39 @@ CASES = [
         f"    pto.tinsert ins(%s, %c0, %c0 : {vec('f32')}, index, index) outs(%d : {ACC})"),
      "expects A5 tinsert to use a supported src/dst loc pair: acc->mat, acc->vec, vec->mat, "
      "or vec->vec"),
+    # PTOAS's words for a type its VPTO verifier refuses (says= on the target's rule); a
+    # low-precision lane type gets the low-precision words, another refused type the plain ones
+    ("vrelu_verify_invalid.pto", "a5", None, vbin("vrelu", "bf16", 128, "b16", unary=True),
+     "requires si32/i32/f16/f32 vector element type"),
+    ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f8E4M3FN", 256, "b8"),
+     "lhs type must not use low-precision vector element type"),
+    ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f16", 128, "b16"),
+     None),
+    ("vsel_low_precision_verify_invalid.pto", "a5", None, vbin("vsel", "f8E5M2", 256, "b8"),
+     "src0 type must not use low-precision vector element type"),
+    ("vlogic_bf16x2_verify_invalid.pto", "a5", None, vbin("vand", "!pto.bf16x2", 64, "b32"),
+     "does not support bf16x2 vector elements; low-precision bitwise operations require an "
+     "8-bit payload type"),
+    ("tgather_a2a3_src_dtype_invalid.pto", "a2a3", None, gather("i8", "i32"),
+     "expects gather src/dst element type to be i16/i32/f16/f32"),
+    ("tgather_a2a3_indices_dtype_invalid.pto", "a2a3", None, gather("f16", "i16"),
+     "expects indices element type to be i32"),
+    ("tgather_a2a3_indices_dtype_invalid.pto", "a2a3", None, gather("f16", "i32"), None),
+    ("tilebuf_invalid_valid_exceeds_shape.pto", "a5", None, tile_type("v_row=20, v_col=32"),
+     "tile_buf valid_row (20) exceeds row (16)"),
+    ("tilebuf_invalid_fractal_size.pto", "a5", None, tile_type("fractal=16"),
+     "unsupported s_fractal_size: 16, must be one of {32, 512, 1024}"),
 ]
+
+
+def test_plain_words_for_a_type_outside_the_says_class() -> None:
+    """vadds refuses i64 lanes too, but PTOAS's low-precision words are not about them."""
+    errs = errors(vbin("vadds", "i64", 32, "b32").replace(
+        "%r = pto.vadds %a, %b, %m", "%r = pto.vadds %a, %s, %m").replace(
+        "!pto.vreg<32xi64>, !pto.vreg<32xi64>, !pto.mask", "!pto.vreg<32xi64>, i64, !pto.mask")
+        .replace("%b: !pto.vreg<32xi64>", "%s: i64"), "a5")
+    assert errs and "element type i64 is not supported" in errs[0], errs
+    assert "low-precision" not in errs[0]
 
 
 @pytest.mark.parametrize(("lit", "target", "level", "text", "want"), CASES,
