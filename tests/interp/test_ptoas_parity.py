@@ -144,6 +144,22 @@ def tile_type(extra: str) -> str:
                   f"cols=32, blayout=row_major, slayout=none_box, {extra}>")
 
 
+def acc_store_ub(dst: str, clauses: str, extra_types: str = "", payload: str = "",
+                 mode: str = "dst_mode(%c0)") -> str:
+    """An f32 L0C -> UB acc store with FIXPIPE ``clauses`` (their operands' types after)."""
+    return kernel(
+        "    %c0 = arith.constant 0 : i64\n    %c16 = arith.constant 16 : i64\n"
+        "    %c7_i8 = arith.constant 7 : i8\n    %c7_i16 = arith.constant 7 : i16\n"
+        "    %c1_f32 = arith.constant 1.0 : f32\n" + payload +
+        f"    pto.mte_l0c_ub %src, %dst, %c16, %c16, %c16, %c16, {mode}{clauses} : "
+        f"!pto.ptr<f32, l0c>, !pto.ptr<{dst}, ub>, i64, i64, i64, i64"
+        f"{', i64' if mode == 'dst_mode(%c0)' else ''}{extra_types}",
+        f"%src: !pto.ptr<f32, l0c>, %dst: !pto.ptr<{dst}, ub>")
+
+
+FB = "    %fb = pto.castptr %c0 : i64 -> !pto.ptr<{t}, fb>\n"
+
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -308,6 +324,39 @@ CASES = [
      "tile_buf valid_row (20) exceeds row (16)"),
     ("tilebuf_invalid_fractal_size.pto", "a5", None, tile_type("fractal=16"),
      "unsupported s_fractal_size: 16, must be one of {32, 512, 1024}"),
+    # the FIXPIPE clauses of an acc store, checked on their types (acc_store_verify_invalid_*)
+    ("acc_store_verify_invalid_clip_type.pto", "a5", None,
+     acc_store_ub("f32", ", pre_relu(mode = no_relu, clip = %c16)", ", i64"),
+     "clip requires destination element type to be f16, ui8, or signed 4/8/16-bit integer"),
+    ("acc_store_verify_invalid_clip_payload_ui8.pto", "a5", None,
+     acc_store_ub("ui8", ", pre_relu(mode = no_relu, clip = %c7_i8)", ", i8"),
+     "clip for ui8 destination requires ui16/signless i16 payload"),
+    ("acc_store_ub_clip_ui8.pto", "a5", None,
+     acc_store_ub("ui8", ", pre_relu(mode = no_relu, clip = %c7_i16)", ", i16"), None),
+    ("acc_store_verify_invalid_scalar_relu_payload.pto", "a5", None,
+     acc_store_ub("f32", ", pre_relu(mode = scalar_relu)"), "scalar_relu requires payload"),
+    ("acc_store_verify_invalid_req8_vec_f32_to_f16.pto", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%fb, mode = req8_vec)", ", !pto.ptr<f32, fb>",
+                  FB.format(t="f32")),
+     "pre_quant mode req8_vec is incompatible with source element type 'f32' and "
+     "destination element type 'f16'"),
+    ("acc_store_verify_invalid_pre_quant_vec_payload_type.pto", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%fb, mode = qf322f16_pre_vec)", ", !pto.ptr<ui64, fb>",
+                  FB.format(t="ui64")),
+     "vector pre_quant mode requires scaling pointer element type to be f16, bf16, or f32"),
+    ("fixpipe-quant-ub-cv (vpto/cases)", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%fb, mode = qf322f16_pre_vec)", ", !pto.ptr<f32, fb>",
+                  FB.format(t="f32")), None),
+    ("acc_store_verify_invalid_f32_bf16_vec_payload.pto", "a5", None,
+     acc_store_ub("bf16", ", pre_quant(%fb, mode = f32_bf16)", ", !pto.ptr<bf16, fb>",
+                  FB.format(t="bf16")),
+     "scalar pre_quant mode requires f16/bf16/f32 payload"),
+    ("acc_store_ub.pto", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%c1_f32, mode = qf322f16_pre_scalar)", ", f32"), None),
+    ("acc_store_ub_verify_invalid_dual_dst_mode.pto", "a5", None,
+     acc_store_ub("f32", "", mode="dst_mode(bad_mode)"),
+     "expected dst_mode(%sub_blockid), dst_mode(split_m), or dst_mode(split_n)"),
+    ("acc_store_ub.pto", "a5", None, acc_store_ub("f32", "", mode="dst_mode(split_m)"), None),
 ]
 
 
