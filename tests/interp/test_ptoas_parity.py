@@ -160,6 +160,27 @@ def acc_store_ub(dst: str, clauses: str, extra_types: str = "", payload: str = "
 FB = "    %fb = pto.castptr %c0 : i64 -> !pto.ptr<{t}, fb>\n"
 
 
+def mask_logic(op: str, lhs: str, rhs: str, res: str, extra: str = "") -> str:
+    m = "!pto.vmi.mask<128x{}>"
+    a, b, r = (m.format(g) for g in (lhs, rhs, res))
+    pred = ", %p" if "pred" in extra else ""
+    attrs = ' {pmode = "merge"}' if "pmode" in extra else ""
+    return kernel(f"    %r = pto.vmi.{op} %a, %b{pred}{attrs} : {a}, {b}"
+                  f"{', ' + m.format('pred') if pred else ''} -> {r}",
+                  f"%a: {a}, %b: {b}, %p: {m.format('pred')}")
+
+
+def fptoui(res: str, attrs: str) -> str:
+    return kernel(f"    %r = pto.vmi.fptoui %s{attrs} : !pto.vmi.vreg<128xf16> -> "
+                  f"!pto.vmi.vreg<128x{res}>", "%s: !pto.vmi.vreg<128xf16>")
+
+
+def vselr(src: str, idx: str, res: str) -> str:
+    return kernel(f"    %r = pto.vmi.vselr %s, %i : !pto.vmi.vreg<{src}>, !pto.vmi.vreg<{idx}> -> "
+                  f"!pto.vmi.vreg<{res}>",
+                  f"%s: !pto.vmi.vreg<{src}>, %i: !pto.vmi.vreg<{idx}>")
+
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -357,6 +378,26 @@ CASES = [
      acc_store_ub("f32", "", mode="dst_mode(bad_mode)"),
      "expected dst_mode(%sub_blockid), dst_mode(split_m), or dst_mode(split_n)"),
     ("acc_store_ub.pto", "a5", None, acc_store_ub("f32", "", mode="dst_mode(split_m)"), None),
+    # mask logic: one granularity, no predication mask, no pmode (vmi_mask_logic_invalid.pto)
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vor", "b16", "b32", "b16"),
+     "requires all VMI mask values to have the same granularity"),
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vand", "pred", "pred", "pred",
+                                                          "pred"),
+     "mask logic op does not support predication mask"),
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vand", "pred", "pred", "pred",
+                                                          "pmode"),
+     "mask logic op does not support pmode"),
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vxor", "b16", "pred", "b16"), None),
+    # the legacy fptoui (vmi_fptoui_verifier.pto)
+    ("vmi_fptoui_verifier.pto", "a5", None, fptoui("ui8", ""),
+     "'saturate' attribute is required for this fp-to-ui conversion"),
+    ("vmi_fptoui_verifier.pto", "a5", None, fptoui("si8", ' {saturate = "SAT"}'),
+     "requires unsigned or signless integer result element type"),
+    ("vmi_fptoui_verifier.pto", "a5", None, fptoui("ui8", ' {saturate = "SAT"}'), None),
+    # vselr: index as wide as the source's elements, one result lane per index
+    ("vmi_to_vpto_vselr_invalid.pto", "a5", None, vselr("64xf32", "64xi16", "64xf32"),
+     "requires index element storage width to match source element storage width"),
+    ("vmi_to_vpto_vselr_invalid.pto", "a5", None, vselr("128xf32", "64xi32", "64xf32"), None),
 ]
 
 
