@@ -398,6 +398,13 @@ CASES = [
     ("vmi_to_vpto_vselr_invalid.pto", "a5", None, vselr("64xf32", "64xi16", "64xf32"),
      "requires index element storage width to match source element storage width"),
     ("vmi_to_vpto_vselr_invalid.pto", "a5", None, vselr("128xf32", "64xi32", "64xf32"), None),
+    # a SIMT section runs at most 2048 workitems (micro-isa/17-simt.md)
+    ("outline_simt_sections_invalid_threads.pto", "a5", None, kernel(
+        "    pto.section.simt<<<64, 64, 1>>> {\n      %t = pto.get_tid_x : i32\n    }", "",
+        VEC_KERNEL), "SIMT launch dimensions must have a positive product no greater than 2048"),
+    ("outline_simt_sections_invalid_threads.pto", "a5", None, kernel(
+        "    pto.section.simt<<<64, 32, 1>>> {\n      %t = pto.get_tid_x : i32\n    }", "",
+        VEC_KERNEL), None),
 ]
 
 
