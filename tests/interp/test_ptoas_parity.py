@@ -181,6 +181,15 @@ def vselr(src: str, idx: str, res: str) -> str:
                   f"%s: !pto.vmi.vreg<{src}>, %i: !pto.vmi.vreg<{idx}>")
 
 
+def tadds(src_rows: int, dst_rows: int) -> str:
+    def t(v: int) -> str:
+        return (f"!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=64, v_row={v}, v_col=64, "
+                "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    return kernel(f"    %s = pto.alloc_tile : {t(src_rows)}\n    %d = pto.alloc_tile : "
+                  f"{t(dst_rows)}\n    %c = arith.constant 1.0 : f32\n"
+                  f"    pto.tadds ins(%s, %c : {t(src_rows)}, f32) outs(%d : {t(dst_rows)})")
+
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -405,7 +414,12 @@ CASES = [
     ("outline_simt_sections_invalid_threads.pto", "a5", None, kernel(
         "    pto.section.simt<<<64, 32, 1>>> {\n      %t = pto.get_tid_x : i32\n    }", "",
         VEC_KERNEL), None),
+    # PTOAS compares tadds' valid rows on A5 too (the ISA page's A5 list has cols only)
+    ("tadds_validrow_mismatch.pto", "a5", None, tadds(1, 4),
+     "expects src and dst to have the same valid_shape[0]"),
+    ("tadds_validrow_mismatch.pto", "a5", None, tadds(4, 4), None),
 ]
+
 
 
 def test_plain_words_for_a_type_outside_the_says_class() -> None:
