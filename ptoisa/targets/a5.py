@@ -149,7 +149,10 @@ LEGALITY: dict[str, Rule] = {
     # ---- irregular -------------------------------------------------------------------------------
     # the irregular family (ops.tsv dtypes_A5 and the manual pages).
     "TTRI": rule("i64 ui64 i32 i16 i8 ui32 ui16 ui8 f16 f32 bf16"),
-    "TGATHER": rule(GATHER, says="expects A5 gather src/dst element type to be i8/i16/i32/f16/f32"),
+    # (and hif8 bytes, which PTOAS's A5 verifier takes: tgather_low_precision_a5_emitc.pto;
+    # the gather moves elements without reading them as numbers)
+    "TGATHER": rule(GATHER + " hif8",
+                    says="expects A5 gather src/dst element type to be i8/i16/i32/f16/f32"),
     "TSCATTER": rule(B124 + " i64 ui64"),
     # (PTO_IR_manual pto.mgather / pto.mscatter: A5 also moves !pto.hif8 elements)
     "MGATHER": rule(GATHER + " hif8"),

@@ -418,6 +418,12 @@ CASES = [
     ("tadds_validrow_mismatch.pto", "a5", None, tadds(1, 4),
      "expects src and dst to have the same valid_shape[0]"),
     ("tadds_validrow_mismatch.pto", "a5", None, tadds(4, 4), None),
+    # the A5 mask gather moves hif8 bytes too
+    ("tgather_low_precision_a5_emitc.pto", "a5", None, kernel(
+        f"    %s = pto.alloc_tile : {row('!pto.hif8')}\n"
+        f"    %d = pto.alloc_tile : {row('!pto.hif8')}\n"
+        f"    pto.tgather ins(%s, {{maskPattern = #pto.mask_pattern<P1111>}} : "
+        f"{row('!pto.hif8')}, \"row\") outs(%d : {row('!pto.hif8')})"), None),
 ]
 
 
