@@ -94,7 +94,7 @@ def static_same_valid(spec: SameValid, rows: bool, cols: bool) -> StaticRule:
                                    (1, cols, s.valid_col, dst.valid_col)):
                 if on and a is not None and b is not None and a != b:
                     raise sig.fail(f"expects {said[n]} and dst to have the same valid_shape"
-                                   f"[{axis}] ({n} {a}, dst {b})", ptoas=True)
+                                   f"[{axis}] ({n} {a}, dst {b})")
 
     rule.__name__ = f"static_same_valid({', '.join(spec.names)})"
     return rule

@@ -1101,7 +1101,7 @@ def _acc_store_clauses(sig: Sig) -> None:
         if src and dst and ((want is not None and (src != want[0] or dst not in want[1]))
                             or (mode == "no_convert" and src != dst)):
             raise sig.fail(f"pre_quant mode {mode} is incompatible with source element type "
-                           f"'{src}' and destination element type '{dst}'", ptoas=True)
+                           f"'{src}' and destination element type '{dst}'")
         if mode.endswith("_vec"):
             if isinstance(payload, PtrSpec) and payload.dtype.name not in _SCALE_TYPES:
                 raise sig.fail("vector pre_quant mode requires scaling pointer element type "
@@ -1115,8 +1115,10 @@ def _acc_store_clauses(sig: Sig) -> None:
     if relu is not None:
         payload, named = relu
         mode = str(named["mode"])
-        if mode in ("scalar_relu", "vector_relu") and payload is None:
-            raise sig.fail(f"{mode} requires payload", ptoas=True)
+        if mode == "scalar_relu" and payload is None:
+            raise sig.fail("scalar_relu requires payload", ptoas=True)
+        if mode == "vector_relu" and payload is None:
+            raise sig.fail("vector_relu requires payload (an FB address)")
         if mode == "pwl" and op == "mte_l0c_l1":
             raise sig.fail(f"pwl is not supported for target_profile {op}", ptoas=True)
         if "clip" in named and dst is not None:
@@ -1135,8 +1137,7 @@ def _dst_mode(sig: Sig) -> None:
             len(g.items) == 1 and (not isinstance(g.items[0], str)
                                    or g.items[0] in ("split_m", "split_n"))):
         raise sig.fail("expected dst_mode(%sub_blockid), dst_mode(split_m), or "
-                       f"dst_mode(split_n), got dst_mode({', '.join(map(str, g.items))})",
-                       ptoas=True)
+                       f"dst_mode(split_n) (got dst_mode({', '.join(map(str, g.items))}))")
 
 
 @instr("MTE_L0C_GM", pipe=Pipe.FIX, dialect="vpto",
