@@ -1105,29 +1105,28 @@ def _acc_store_clauses(sig: Sig) -> None:
         if mode.endswith("_vec"):
             if isinstance(payload, PtrSpec) and payload.dtype.name not in _SCALE_TYPES:
                 raise sig.fail("vector pre_quant mode requires scaling pointer element type "
-                               f"to be f16, bf16, or f32 (got {payload.dtype.name})",
-                               ptoas=True)
+                               f"to be f16, bf16, or f32 (got {payload.dtype.name})")
         elif payload is not None and (isinstance(payload, PtrSpec)
                                       or _named(payload) not in _SCALE_TYPES):
             raise sig.fail(f"scalar pre_quant mode requires f16/bf16/f32 payload (mode {mode}, "
-                           f"got {payload})", ptoas=True)
+                           f"got {payload})")
     relu = _clause_types(sig["pre_relu"])
     if relu is not None:
         payload, named = relu
         mode = str(named["mode"])
         if mode == "scalar_relu" and payload is None:
-            raise sig.fail("scalar_relu requires payload", ptoas=True)
+            raise sig.fail("scalar_relu requires payload")
         if mode == "vector_relu" and payload is None:
             raise sig.fail("vector_relu requires payload (an FB address)")
         if mode == "pwl" and op == "mte_l0c_l1":
-            raise sig.fail(f"pwl is not supported for target_profile {op}", ptoas=True)
+            raise sig.fail(f"pwl is not supported for target_profile {op}")
         if "clip" in named and dst is not None:
             if dst not in ("f16", "ui8", "i8", "i16", "s4"):
                 raise sig.fail("clip requires destination element type to be f16, ui8, or "
-                               f"signed 4/8/16-bit integer (got {dst})", ptoas=True)
+                               f"signed 4/8/16-bit integer (got {dst})")
             if dst == "ui8" and _named(named["clip"]) not in ("ui16", "i16"):
                 raise sig.fail("clip for ui8 destination requires ui16/signless i16 payload "
-                               f"(got {_named(named['clip'])})", ptoas=True)
+                               f"(got {_named(named['clip'])})")
 
 
 def _dst_mode(sig: Sig) -> None:
