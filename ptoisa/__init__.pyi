@@ -4653,7 +4653,8 @@ def VMI_VSEL(mask: Any, true_val: Any, false_val: Any, *events: Event, pmode: An
 
 def VMI_VSELR(source: Any, index: Any, *events: Event) -> Any:
     """
-    result[i] = source[index[i]] (an index outside the vector is an error).
+    result[i] = source[index[i]], one lane per index (an index outside the source's lanes
+    is an error).
     """
     ...
 

@@ -234,11 +234,16 @@ def _validate(s: TileSpec, alignment: bool = True) -> None:
     what = f"Tile<{s.loc.name}, {s.dtype.name}, {s.rows}, {s.cols}>"
     if s.rows <= 0 or s.cols <= 0:
         raise PtoError(f"{what}: Rows and Cols must be positive")
-    for v, cap, n in ((s.valid_row, s.rows, "valid rows"), (s.valid_col, s.cols, "valid cols")):
-        if v is not None and not 0 <= v <= cap:
-            raise PtoError(f"{what}: {n} {v} outside [0, {cap}]")
+    # (past the shape: PTOAS's words, tilebuf_invalid_valid_exceeds_shape.pto and
+    # tilebuf_invalid_fractal_size.pto)
+    for v, cap, n in ((s.valid_row, s.rows, "row"), (s.valid_col, s.cols, "col")):
+        if v is not None and v > cap:
+            raise PtoError(f"{what}: tile_buf valid_{n} ({v}) exceeds {n} ({cap})")
+        if v is not None and v < 0:
+            raise PtoError(f"{what}: valid {n}s {v} outside [0, {cap}]")
     if s.fractal not in (FRACTAL_AB, FRACTAL_C, FRACTAL_MX):
-        raise PtoError(f"{what}: fractal size {s.fractal} not one of 512, 1024, 32")
+        raise PtoError(f"{what}: unsupported s_fractal_size: {s.fractal}, must be one of "
+                       "{32, 512, 1024}")
     if alignment:
         _check_alignment(s)
 

@@ -31,14 +31,14 @@ def test_col_major_columns_must_be_32_byte_multiples():
 def test_positive_shape_and_valid_within_capacity():
     with pytest.raises(pto.PtoError, match="Rows and Cols must be positive"):
         Tile(TileType.Vec, "f32", 0, 8)
-    with pytest.raises(pto.PtoError, match=r"valid rows 17 outside \[0, 16\]"):
+    with pytest.raises(pto.PtoError, match=r"valid_row \(17\) exceeds row \(16\)"):
         Tile(TileType.Vec, "f32", 16, 8, valid=(17, 8))
-    with pytest.raises(pto.PtoError, match=r"valid cols 9 outside \[0, 8\]"):
+    with pytest.raises(pto.PtoError, match=r"valid_col \(9\) exceeds col \(8\)"):
         Tile(TileType.Vec, "f32", 16, 8, valid=(16, 9))
 
 
 def test_fractal_size_must_be_512_1024_or_32():
-    with pytest.raises(pto.PtoError, match="fractal size 256 not one of 512, 1024, 32"):
+    with pytest.raises(pto.PtoError, match="unsupported s_fractal_size: 256"):
         Tile(TileType.Mat, "f16", 16, 16, CM, None, SR, 256)
 
 

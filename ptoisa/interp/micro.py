@@ -36,7 +36,7 @@ from ..ir import types as T
 from ..ir.core import Op
 from ..isa.micro.simt import SCOPED as SIMT_SCOPED
 from ..isa.registry import Instr, Opnd
-from ..vector.regs import AlignSpec, PtrSpec, mask_spec, vreg_spec
+from ..vector.regs import AlignSpec, GroupSpec, PtrSpec, mask_spec, vreg_spec
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, dialect_binder
 
@@ -126,6 +126,8 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
                     raise VerifyError(f"'{o.name}(...)' written {len(written)} times",
                                       op=op.name, loc=op.loc)
                 slots.append(("group", _group_slots(cf, written[0])))
+                types[o.name] = GroupSpec(tuple(
+                    w if isinstance(w, str) else _spec_of(op, w.type) for w in written[0]))
             continue
         if k < len(plain):
             v = plain[k]

@@ -79,6 +79,21 @@ def _simt_errors(cf: CompiledFunc, op: Op) -> None:
             if any(d.lstrip("-").isdigit() and not 0 <= int(d) < 2 ** 31 for d in dims):
                 raise VerifyError(f"'{SIMT}' requires non-negative i32 launch dimensions, got "
                                   f"<<<{', '.join(dims)}>>>", op=op.name, loc=op.loc)
+            if len(dims) == 3 and all(d.isdigit() for d in dims):
+                _launch_count(tuple(int(d) for d in dims), op)
+
+
+#: the most workitems a SIMT launch runs (micro-isa/17-simt.md, pto.store_vfsimt_info: "the
+#: launch count is bounded by 2048")
+MAX_WORKITEMS = 2048
+
+
+def _launch_count(dims: tuple[int, ...], op: Op) -> None:
+    n = dims[0] * dims[1] * dims[2]
+    if not 0 < n <= MAX_WORKITEMS:
+        raise VerifyError(f"SIMT launch dimensions must have a positive product no greater "
+                          f"than {MAX_WORKITEMS}, got ({', '.join(map(str, dims))})",
+                          op=op.name, loc=op.loc)
 
 
 @handler(SIMT)
@@ -103,5 +118,7 @@ def _simt(cf: CompiledFunc, op: Op) -> Step:
             raise ExecutionError(f"operation '{SIMT}' cannot be executed by ptoisa yet without "
                                  "launch dimensions <<<x, y, z>>>; nothing in its body was "
                                  "executed", loc=loc)
-        run_steps(env, body, dims(env), op)
+        xyz = dims(env)
+        _launch_count(xyz, op)
+        run_steps(env, body, xyz, op)
     return step

@@ -884,11 +884,17 @@ def check_legality(sig: Sig) -> None:
     if rule is None:
         raise IllegalInstruction(f"not supported on target {target}", op=ins.mnemonic)
     key = [n for n in ins.dtype_key if sig[n] is not None]
-    # PTOAS's words for the type rule, where the table gives them (``rule(..., says=...)``)
-    says = f"{rule.extra['says']} (" if "says" in rule.extra else ""
-    end = ")" if says else ""
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
+        # PTOAS's words for the type rule, where the table gives them (``rule(..., says=...)``;
+        # with ``says_when=``, only when a refused type is one of those: PTOAS's rule names a
+        # class of types, e.g. the low-precision ones, and the others get the plain message)
+        says = ""
+        if "says" in rule.extra:
+            when = rule.extra.get("says_when")
+            if when is None or any(d is not None and d.name in when for d in got):
+                says = f"{rule.extra['says']} ("
+        end = ")" if says else ""
         sample = next(iter(rule.dtypes)) if rule.dtypes else None
         if isinstance(sample, tuple):
             # an operand whose type is not known statically (checked again when it runs) is

@@ -29,8 +29,8 @@ from typing import Any
 from ..errors import RuntimeCheckError
 from ..memory import current
 from ..targets import TARGET_NAMES
-from ..tile import Tile
-from .registry import Instr, RuntimeRule, sim_unchecked
+from ..tile import Tile, TileSpec
+from .registry import Instr, RuntimeRule, Sig, StaticRule, sim_unchecked, sim_unchecked_type
 
 ALL = frozenset(TARGET_NAMES)
 
@@ -69,6 +69,35 @@ NPUS_DIFFER = "A2A3: rows and cols; A5: cols"
 #: on A2A3 only ...)
 A2A3 = frozenset({"a2a3"})
 A5 = frozenset({"a5"})
+
+
+def static_same_valid(spec: SameValid, rows: bool, cols: bool) -> StaticRule:
+    """A compile-time copy of a line's check, for the valid extents the types state (a
+    ``.pto`` tile_buf's ``v_row`` / ``v_col``; ``?`` is checked when it runs): the named
+    sources' valid rows (``rows``) and cols (``cols``) equal dst's, in PTOAS's words. An
+    entry declares it as the rule of its PTOAS op where PTOAS's verifier makes the check
+    (``Ptoas(rules=...)``: TADDS, tadds_validrow_mismatch.pto)."""
+    # (PTOAS names the one tile source of a tile-scalar op "src"; pto-isa's C++ "src0")
+    said = {n: "src" if len(spec.names) == 1 and n.startswith("src") else n
+            for n in spec.names}
+
+    @sim_unchecked_type
+    def rule(sig: Sig) -> None:
+        dst = sig["dst"]
+        if not isinstance(dst, TileSpec):
+            return
+        for n in spec.names:
+            s = sig[n]
+            if not isinstance(s, TileSpec):
+                continue
+            for axis, on, a, b in ((0, rows, s.valid_row, dst.valid_row),
+                                   (1, cols, s.valid_col, dst.valid_col)):
+                if on and a is not None and b is not None and a != b:
+                    raise sig.fail(f"expects {said[n]} and dst to have the same valid_shape"
+                                   f"[{axis}] ({n} {a}, dst {b})")
+
+    rule.__name__ = f"static_same_valid({', '.join(spec.names)})"
+    return rule
 
 
 def same_valid(spec: SameValid, ins: Instr, rows: bool = True, cols: bool = True,

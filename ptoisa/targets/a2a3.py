@@ -175,7 +175,8 @@ LEGALITY: dict[str, Rule] = {
     # are not implemented on a2a3.
     "TCI": rule("i16 ui16 i32 ui32"),
     "TTRI": rule("i32 i16 ui32 ui16 f16 f32"),
-    "TGATHER": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "TGATHER": rule("i16 ui16 i32 ui32 f16 bf16 f32",
+                    says="expects gather src/dst element type to be i16/i32/f16/f32"),
     "TGATHERB": rule(B124),
     "TSCATTER": rule(B124),
     "MGATHER": rule(B124),

@@ -36,6 +36,17 @@ GATHER = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32 f8E4M3 f8E5M2"
 #: what micro-ISA loads, stores and DMA move: bytes of any element type
 MICRO_ANY = ALLNUM + " f8E4M3 f8E5M2 f8E8M0 hif8 f4E2M1x2 f4E1M2x2"
 MOVE_TYPES = "i8 ui8 f8E5M2 f8E4M3 f8E8M0 f16 bf16 f32 i32"
+# the element types PTOAS's VPTO verifier calls low-precision: an arithmetic or select vector op
+# refuses them with its own words (vadd_low_precision_verify_invalid.pto and its kin)
+LOW_PRECISION = frozenset({"f8E4M3", "f8E5M2", "f8E8M0", "hif8", "f4E2M1x2", "f4E1M2x2",
+                           "bf16x2"})
+
+
+def low_precision(operand: str) -> dict[str, object]:
+    """PTOAS's words for a low-precision ``operand`` (``rule(..., **low_precision("lhs"))``)."""
+    return {"says": f"{operand} type must not use low-precision vector element type",
+            "says_when": LOW_PRECISION}
+
 #: Acc conversions: plain f32 -> f16/bf16; quantised f32 -> i8/ui8/f16/bf16/f8E4M3 and
 #: i32 -> i8/ui8/f16/bf16
 ACC_CONVERT = frozenset({("f32", "f16"), ("f32", "bf16"), ("f32", "i8"), ("f32", "ui8"),
@@ -148,7 +159,10 @@ LEGALITY: dict[str, Rule] = {
     # ---- irregular -------------------------------------------------------------------------------
     # the irregular family (ops.tsv dtypes_A5 and the manual pages).
     "TTRI": rule("i64 ui64 i32 i16 i8 ui32 ui16 ui8 f16 f32 bf16"),
-    "TGATHER": rule(GATHER),
+    # (and hif8 bytes, which PTOAS's A5 verifier takes: tgather_low_precision_a5_emitc.pto;
+    # the gather moves elements without reading them as numbers)
+    "TGATHER": rule(GATHER + " hif8",
+                    says="expects A5 gather src/dst element type to be i8/i16/i32/f16/f32"),
     "TSCATTER": rule(B124 + " i64 ui64"),
     # (PTO_IR_manual pto.mgather / pto.mscatter: A5 also moves !pto.hif8 elements)
     "MGATHER": rule(GATHER + " hif8"),
@@ -169,7 +183,9 @@ LEGALITY: dict[str, Rule] = {
     # packed fp4 pairs on the cube's Mat -> Left / Right paths only (A5 TExtract.hpp: the
     # isFp4Type branches of TExtractToLeft / TExtractToRight; its Vec -> Mat copy has none)
     "TEXTRACT": rule(MOVE_TYPES + " f4E2M1x2 f4E1M2x2", moves=EXTRACT_MOVES, convert=ACC_CONVERT,
-                     packed_moves=frozenset({(T.Mat, T.Left), (T.Mat, T.Right)})),
+                     packed_moves=frozenset({(T.Mat, T.Left), (T.Mat, T.Right)}),
+                     says="expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 "
+                          "family type"),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
@@ -225,24 +241,29 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule() for op in ("PLDS", "PLDI", "PSTS", "PSTI", "VBITCAST", "VBR", "VDUP")},
     **{op: rule() for op in ("PSET_B8", "PSET_B16", "PSET_B32", "PGE_B8", "PGE_B16", "PGE_B32",
                              "PLT_B8", "PLT_B16", "PLT_B32")},
-    **{op: rule(I1248 + " f16 bf16 f32") for op in ("VADD", "VSUB")},
+    # (PTOAS's words for low-precision lanes: vadd_low_precision_verify_invalid.pto,
+    # vmuls_... and vsel_...; the operand names are those of its op definitions)
+    **{op: rule(I1248 + " f16 bf16 f32", **low_precision("lhs")) for op in ("VADD", "VSUB")},
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VMAX", "VMIN")},
     "VMUL": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
     # (the page: f16, f32, and signed i16 / i32 through the A5 software library)
     "VDIV": rule("i16 i32 f16 f32"),
     # (bitwise ops on float lanes too: PTOAS takes them, and the upstream vor case uses f16)
-    **{op: rule(MICRO_ANY) for op in ("VAND", "VOR", "VXOR", "VNOT")},
+    **{op: rule(MICRO_ANY, says="does not support bf16x2 vector elements; low-precision bitwise "
+                               "operations require an 8-bit payload type", says_when={"bf16x2"})
+       for op in ("VAND", "VOR", "VXOR", "VNOT")},
     **{op: rule(I1248) for op in ("VSHL", "VSHR")},
     **{op: rule("i32 ui32") for op in ("VADDC", "VSUBC")},
     **{op: rule("i8 i16 i32 f16 f32") for op in ("VABS", "VNEG")},
     **{op: rule("f16 f32") for op in ("VEXP", "VLN", "VSQRT")},
-    "VRELU": rule("i32 f16 f32"),
-    **{op: rule(I124 + " f16 bf16 f32") for op in ("VADDS", "VMULS", "VMAXS", "VMINS",
-                                                   "VLRELU")},
+    "VRELU": rule("i32 f16 f32", says="requires si32/i32/f16/f32 vector element type"),
+    **{op: rule(I124 + " f16 bf16 f32", **low_precision("input"))
+       for op in ("VADDS", "VMULS", "VMAXS", "VMINS", "VLRELU")},
     **{op: rule(I124) for op in ("VSHLS", "VSHRS")},
     # compare / select (11), reductions (10: "A5 types" i8-i32, f16, f32), rearrangement (12)
-    **{op: rule(I124 + " f16 bf16 f32") for op in ("VCMP", "VCMPS", "VSEL", "VSELR", "VINTLV",
+    **{op: rule(I124 + " f16 bf16 f32") for op in ("VCMP", "VCMPS", "VSELR", "VINTLV",
                                                    "VDINTLV", "VSQZ")},
+    "VSEL": rule(I124 + " f16 bf16 f32", **low_precision("src0")),
     **{op: rule(I124 + " f16 f32") for op in ("VCADD", "VCMAX", "VCMIN", "VCBMAX", "VCBMIN",
                                               "VCGADD", "VCGMAX", "VCGMIN")},
     "VCPADD": rule("f16 f32"),

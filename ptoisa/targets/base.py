@@ -23,7 +23,8 @@ class Rule:
     operand, or a set of tuples when the key names several operands (e.g. (src, dst) pairs).
     ``None`` means any type. ``locs`` restricts tile roles of the key operands; ``row_major``
     requires every tile operand to be row-major; ``extra`` carries instruction-specific data
-    (``says``: PTOAS's words for the type rule, the head of the error).
+    (``says``: PTOAS's words for the type rule, the head of the error; ``says_when``: the
+    type names those words are about, where the rule names a class of types).
     """
 
     dtypes: frozenset[Any] | None = None

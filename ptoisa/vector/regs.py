@@ -75,6 +75,16 @@ class PtrSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupSpec:
+    """What static rules see of a clause a ``.pto`` micro-op writes (``pre_relu(mode = x,
+    clip = %c)``): its items in the order written, a value as its type (a spec, None where no
+    rule reads it) and a keyword as its string. An eager call's clause is its values, which
+    the run-time checks see."""
+
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class AlignSpec:
     def __str__(self) -> str:
         return "!pto.align"

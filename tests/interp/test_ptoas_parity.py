@@ -114,6 +114,82 @@ RIGHT = ("    %c0 = arith.constant 0 : index\n"
          f"    %s = pto.alloc_tile : {MAT_ZN}\n    %d = pto.alloc_tile : {RIGHT_T}\n"
          f"    pto.textract ins(%s, %c0, %c0 : {MAT_ZN}, index, index) outs(%d : {RIGHT_T})")
 
+VBIN_ARGS = "%a: !pto.vreg<{n}x{t}>, %b: !pto.vreg<{n}x{t}>, %m: !pto.mask<{g}>"
+VBIN = ("    pto.vecscope {{\n      %r = pto.{op} %a, %b, %m : !pto.vreg<{n}x{t}>, "
+        "!pto.vreg<{n}x{t}>, !pto.mask<{g}> -> !pto.vreg<{n}x{t}>\n    }}")
+VUN = ("    pto.vecscope {{\n      %r = pto.{op} %a, %m : !pto.vreg<{n}x{t}>, !pto.mask<{g}> "
+       "-> !pto.vreg<{n}x{t}>\n    }}")
+
+
+def vbin(op: str, t: str, n: int, g: str, unary: bool = False) -> str:
+    return kernel((VUN if unary else VBIN).format(op=op, t=t, n=n, g=g),
+                  VBIN_ARGS.format(t=t, n=n, g=g))
+
+
+def row(dt: str) -> str:
+    return (f"!pto.tile_buf<loc=vec, dtype={dt}, rows=1, cols=32, v_row=1, v_col=32, "
+            "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+
+
+def gather(src: str, idx: str) -> str:
+    return kernel(
+        f"    %s = pto.alloc_tile : {row(src)}\n    %i = pto.alloc_tile : {row(idx)}\n"
+        f"    %t = pto.alloc_tile : {row(idx)}\n    %d = pto.alloc_tile : {row(src)}\n"
+        f"    pto.tgather ins(%s, %i, %t : {row(src)}, {row(idx)}, {row(idx)}) "
+        f"outs(%d : {row(src)})")
+
+
+def tile_type(extra: str) -> str:
+    return kernel(f"    %t = pto.alloc_tile : !pto.tile_buf<loc=vec, dtype=f16, rows=16, "
+                  f"cols=32, blayout=row_major, slayout=none_box, {extra}>")
+
+
+def acc_store_ub(dst: str, clauses: str, extra_types: str = "", payload: str = "",
+                 mode: str = "dst_mode(%c0)") -> str:
+    """An f32 L0C -> UB acc store with FIXPIPE ``clauses`` (their operands' types after)."""
+    return kernel(
+        "    %c0 = arith.constant 0 : i64\n    %c16 = arith.constant 16 : i64\n"
+        "    %c7_i8 = arith.constant 7 : i8\n    %c7_i16 = arith.constant 7 : i16\n"
+        "    %c1_f32 = arith.constant 1.0 : f32\n" + payload +
+        f"    pto.mte_l0c_ub %src, %dst, %c16, %c16, %c16, %c16, {mode}{clauses} : "
+        f"!pto.ptr<f32, l0c>, !pto.ptr<{dst}, ub>, i64, i64, i64, i64"
+        f"{', i64' if mode == 'dst_mode(%c0)' else ''}{extra_types}",
+        f"%src: !pto.ptr<f32, l0c>, %dst: !pto.ptr<{dst}, ub>")
+
+
+FB = "    %fb = pto.castptr %c0 : i64 -> !pto.ptr<{t}, fb>\n"
+
+
+def mask_logic(op: str, lhs: str, rhs: str, res: str, extra: str = "") -> str:
+    m = "!pto.vmi.mask<128x{}>"
+    a, b, r = (m.format(g) for g in (lhs, rhs, res))
+    pred = ", %p" if "pred" in extra else ""
+    attrs = ' {pmode = "merge"}' if "pmode" in extra else ""
+    return kernel(f"    %r = pto.vmi.{op} %a, %b{pred}{attrs} : {a}, {b}"
+                  f"{', ' + m.format('pred') if pred else ''} -> {r}",
+                  f"%a: {a}, %b: {b}, %p: {m.format('pred')}")
+
+
+def fptoui(res: str, attrs: str) -> str:
+    return kernel(f"    %r = pto.vmi.fptoui %s{attrs} : !pto.vmi.vreg<128xf16> -> "
+                  f"!pto.vmi.vreg<128x{res}>", "%s: !pto.vmi.vreg<128xf16>")
+
+
+def vselr(src: str, idx: str, res: str) -> str:
+    return kernel(f"    %r = pto.vmi.vselr %s, %i : !pto.vmi.vreg<{src}>, !pto.vmi.vreg<{idx}> -> "
+                  f"!pto.vmi.vreg<{res}>",
+                  f"%s: !pto.vmi.vreg<{src}>, %i: !pto.vmi.vreg<{idx}>")
+
+
+def tadds(src_rows: int, dst_rows: int) -> str:
+    def t(v: int) -> str:
+        return (f"!pto.tile_buf<loc=vec, dtype=f32, rows=4, cols=64, v_row={v}, v_col=64, "
+                "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    return kernel(f"    %s = pto.alloc_tile : {t(src_rows)}\n    %d = pto.alloc_tile : "
+                  f"{t(dst_rows)}\n    %c = arith.constant 1.0 : f32\n"
+                  f"    pto.tadds ins(%s, %c : {t(src_rows)}, f32) outs(%d : {t(dst_rows)})")
+
+
 # (lit file, target, level, module, None when PTOAS accepts it / the text of its reason)
 CASES = [
     # PTOAS lowers pto.taddc / pto.tsubc to two vector adds on A3 and A5
@@ -256,7 +332,110 @@ CASES = [
         f"    pto.tinsert ins(%s, %c0, %c0 : {vec('f32')}, index, index) outs(%d : {ACC})"),
      "expects A5 tinsert to use a supported src/dst loc pair: acc->mat, acc->vec, vec->mat, "
      "or vec->vec"),
+    # PTOAS's words for a type its VPTO verifier refuses (says= on the target's rule); a
+    # low-precision lane type gets the low-precision words, another refused type the plain ones
+    ("vrelu_verify_invalid.pto", "a5", None, vbin("vrelu", "bf16", 128, "b16", unary=True),
+     "requires si32/i32/f16/f32 vector element type"),
+    ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f8E4M3FN", 256, "b8"),
+     "lhs type must not use low-precision vector element type"),
+    ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f16", 128, "b16"),
+     None),
+    ("vsel_low_precision_verify_invalid.pto", "a5", None, vbin("vsel", "f8E5M2", 256, "b8"),
+     "src0 type must not use low-precision vector element type"),
+    ("vlogic_bf16x2_verify_invalid.pto", "a5", None, vbin("vand", "!pto.bf16x2", 64, "b32"),
+     "does not support bf16x2 vector elements; low-precision bitwise operations require an "
+     "8-bit payload type"),
+    ("tgather_a2a3_src_dtype_invalid.pto", "a2a3", None, gather("i8", "i32"),
+     "expects gather src/dst element type to be i16/i32/f16/f32"),
+    ("tgather_a2a3_indices_dtype_invalid.pto", "a2a3", None, gather("f16", "i16"),
+     "expects indices element type to be i32"),
+    ("tgather_a2a3_indices_dtype_invalid.pto", "a2a3", None, gather("f16", "i32"), None),
+    ("tilebuf_invalid_valid_exceeds_shape.pto", "a5", None, tile_type("v_row=20, v_col=32"),
+     "tile_buf valid_row (20) exceeds row (16)"),
+    ("tilebuf_invalid_fractal_size.pto", "a5", None, tile_type("fractal=16"),
+     "unsupported s_fractal_size: 16, must be one of {32, 512, 1024}"),
+    # the FIXPIPE clauses of an acc store, checked on their types (acc_store_verify_invalid_*)
+    ("acc_store_verify_invalid_clip_type.pto", "a5", None,
+     acc_store_ub("f32", ", pre_relu(mode = no_relu, clip = %c16)", ", i64"),
+     "clip requires destination element type to be f16, ui8, or signed 4/8/16-bit integer"),
+    ("acc_store_verify_invalid_clip_payload_ui8.pto", "a5", None,
+     acc_store_ub("ui8", ", pre_relu(mode = no_relu, clip = %c7_i8)", ", i8"),
+     "clip for ui8 destination requires ui16/signless i16 payload"),
+    ("acc_store_ub_clip_ui8.pto", "a5", None,
+     acc_store_ub("ui8", ", pre_relu(mode = no_relu, clip = %c7_i16)", ", i16"), None),
+    ("acc_store_verify_invalid_scalar_relu_payload.pto", "a5", None,
+     acc_store_ub("f32", ", pre_relu(mode = scalar_relu)"), "scalar_relu requires payload"),
+    ("acc_store_verify_invalid_req8_vec_f32_to_f16.pto", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%fb, mode = req8_vec)", ", !pto.ptr<f32, fb>",
+                  FB.format(t="f32")),
+     "pre_quant mode req8_vec is incompatible with source element type 'f32' and "
+     "destination element type 'f16'"),
+    ("acc_store_verify_invalid_pre_quant_vec_payload_type.pto", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%fb, mode = qf322f16_pre_vec)", ", !pto.ptr<ui64, fb>",
+                  FB.format(t="ui64")),
+     "vector pre_quant mode requires scaling pointer element type to be f16, bf16, or f32"),
+    ("fixpipe-quant-ub-cv (vpto/cases)", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%fb, mode = qf322f16_pre_vec)", ", !pto.ptr<f32, fb>",
+                  FB.format(t="f32")), None),
+    ("acc_store_verify_invalid_f32_bf16_vec_payload.pto", "a5", None,
+     acc_store_ub("bf16", ", pre_quant(%fb, mode = f32_bf16)", ", !pto.ptr<bf16, fb>",
+                  FB.format(t="bf16")),
+     "scalar pre_quant mode requires f16/bf16/f32 payload"),
+    ("acc_store_ub.pto", "a5", None,
+     acc_store_ub("f16", ", pre_quant(%c1_f32, mode = qf322f16_pre_scalar)", ", f32"), None),
+    ("acc_store_ub_verify_invalid_dual_dst_mode.pto", "a5", None,
+     acc_store_ub("f32", "", mode="dst_mode(bad_mode)"),
+     "expected dst_mode(%sub_blockid), dst_mode(split_m), or dst_mode(split_n)"),
+    ("acc_store_ub.pto", "a5", None, acc_store_ub("f32", "", mode="dst_mode(split_m)"), None),
+    # mask logic: one granularity, no predication mask, no pmode (vmi_mask_logic_invalid.pto)
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vor", "b16", "b32", "b16"),
+     "requires all VMI mask values to have the same granularity"),
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vand", "pred", "pred", "pred",
+                                                          "pred"),
+     "mask logic op does not support predication mask"),
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vand", "pred", "pred", "pred",
+                                                          "pmode"),
+     "mask logic op does not support pmode"),
+    ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vxor", "b16", "pred", "b16"), None),
+    # the legacy fptoui (vmi_fptoui_verifier.pto)
+    ("vmi_fptoui_verifier.pto", "a5", None, fptoui("ui8", ""),
+     "'saturate' attribute is required for this fp-to-ui conversion"),
+    ("vmi_fptoui_verifier.pto", "a5", None, fptoui("si8", ' {saturate = "SAT"}'),
+     "requires unsigned or signless integer result element type"),
+    ("vmi_fptoui_verifier.pto", "a5", None, fptoui("ui8", ' {saturate = "SAT"}'), None),
+    # vselr: index as wide as the source's elements, one result lane per index
+    ("vmi_to_vpto_vselr_invalid.pto", "a5", None, vselr("64xf32", "64xi16", "64xf32"),
+     "requires index element storage width to match source element storage width"),
+    ("vmi_to_vpto_vselr_invalid.pto", "a5", None, vselr("128xf32", "64xi32", "64xf32"), None),
+    # a SIMT section runs at most 2048 workitems (micro-isa/17-simt.md)
+    ("outline_simt_sections_invalid_threads.pto", "a5", None, kernel(
+        "    pto.section.simt<<<64, 64, 1>>> {\n      %t = pto.get_tid_x : i32\n    }", "",
+        VEC_KERNEL), "SIMT launch dimensions must have a positive product no greater than 2048"),
+    ("outline_simt_sections_invalid_threads.pto", "a5", None, kernel(
+        "    pto.section.simt<<<64, 32, 1>>> {\n      %t = pto.get_tid_x : i32\n    }", "",
+        VEC_KERNEL), None),
+    # PTOAS compares tadds' valid rows on A5 too (the ISA page's A5 list has cols only)
+    ("tadds_validrow_mismatch.pto", "a5", None, tadds(1, 4),
+     "expects src and dst to have the same valid_shape[0]"),
+    ("tadds_validrow_mismatch.pto", "a5", None, tadds(4, 4), None),
+    # the A5 mask gather moves hif8 bytes too
+    ("tgather_low_precision_a5_emitc.pto", "a5", None, kernel(
+        f"    %s = pto.alloc_tile : {row('!pto.hif8')}\n"
+        f"    %d = pto.alloc_tile : {row('!pto.hif8')}\n"
+        f"    pto.tgather ins(%s, {{maskPattern = #pto.mask_pattern<P1111>}} : "
+        f"{row('!pto.hif8')}, \"row\") outs(%d : {row('!pto.hif8')})"), None),
 ]
+
+
+
+def test_plain_words_for_a_type_outside_the_says_class() -> None:
+    """vadds refuses i64 lanes too, but PTOAS's low-precision words are not about them."""
+    errs = errors(vbin("vadds", "i64", 32, "b32").replace(
+        "%r = pto.vadds %a, %b, %m", "%r = pto.vadds %a, %s, %m").replace(
+        "!pto.vreg<32xi64>, !pto.vreg<32xi64>, !pto.mask", "!pto.vreg<32xi64>, i64, !pto.mask")
+        .replace("%b: !pto.vreg<32xi64>", "%s: i64"), "a5")
+    assert errs and "element type i64 is not supported" in errs[0], errs
+    assert "low-precision" not in errs[0]
 
 
 @pytest.mark.parametrize(("lit", "target", "level", "text", "want"), CASES,

@@ -94,7 +94,9 @@ def _tgather_index32(sig: Sig) -> None:
     """The index form's indices are 32-bit (a5 takes 16-bit ones too)."""
     src1 = sig["src1"]
     if _gather_form(sig) == "index" and src1.dtype.itemsize != 4:
-        raise sig.fail(f"indices must be 32-bit on {sig.target}, got {src1.dtype}")
+        # (PTOAS's words: tgather_a2a3_indices_dtype_invalid.pto)
+        raise sig.fail(f"expects indices element type to be i32 (32-bit indices on "
+                       f"{sig.target}), got {src1.dtype}")
 
 
 def _tgather_index_tmp_a2a3(sig: Sig) -> None:

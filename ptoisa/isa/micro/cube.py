@@ -34,7 +34,7 @@ from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import ExecutionError
 from ...tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, Tile, TileSpec, tile_spec
-from ...vector.regs import SPACES, Ptr, PtrSpec, buffer_bytes, touch
+from ...vector.regs import SPACES, GroupSpec, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, Sig, instr
 from .dma import _check_gm, _gm_bytes, _rows, _span
@@ -1048,13 +1048,104 @@ def _sat_once(sig: Sig) -> None:
         raise sig.fail("duplicate sat/nosat clause (sat and nosat are mutually exclusive)")
 
 
+#: the accumulator -> destination element types of the pre_quant modes the acc-store design
+#: (designs/acc-store-structured-interface.md, fixpipe-tpipe-design.md's mode table) states;
+#: another mode is checked when it runs
+_MODE_TYPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "f32_f16": ("f32", ("f16",)), "f32_bf16": ("f32", ("bf16",)),
+    **{f"{mode}_{w}": types for w in ("vec", "scalar") for mode, types in (
+        ("req8", ("i32", ("i8", "ui8"))), ("deqf16", ("i32", ("f16",))),
+        ("qf322f16_pre", ("f32", ("f16",))), ("qf322bf16_pre", ("f32", ("bf16",))),
+        ("qf322f32_pre", ("f32", ("f32",))), ("qf322b8_pre", ("f32", ("i8", "ui8"))),
+        ("qf322fp8_pre", ("f32", ("f8E4M3",))), ("qf322hif8_pre", ("f32", ("hif8",))),
+        ("qs322bf16_pre", ("i32", ("bf16",))))},
+}
+_SCALE_TYPES = ("f16", "bf16", "f32")
+
+
+def _clause_types(g: Any) -> tuple[Any, dict[str, Any]] | None:
+    """(the payload's type or None, name -> value or type) of a clause as the verifier sees
+    it (a :class:`GroupSpec`); None for an eager call or a clause :func:`_clause` refuses
+    when it runs."""
+    if not isinstance(g, GroupSpec):
+        return None
+    vals = list(g.items)
+    payload = None
+    if vals and not (isinstance(vals[0], str) and vals[0] in ("mode", "clip")):
+        payload = vals.pop(0)
+    named: dict[str, Any] = {}
+    while len(vals) >= 2 and vals[0] in ("mode", "clip"):
+        key = vals.pop(0)
+        named[key] = vals.pop(0)
+    return None if vals or "mode" not in named else (payload, named)
+
+
+def _named(t: Any) -> str | None:
+    dt = getattr(t, "dtype", t)
+    return dt.name if isinstance(dt, D.DType) else None
+
+
+def _acc_store_clauses(sig: Sig) -> None:
+    """PTOAS's rules for the FIXPIPE clauses of an acc store, where the types state them
+    (acc-store-structured-interface.md: a mode matches the source and destination types, a
+    scalar mode's payload is an f16 / bf16 / f32 value, a vector mode's an f16 / bf16 / f32
+    FB pointer, scalar_relu and vector_relu carry a payload, clip only for an f16, ui8 or
+    signed 8/16-bit destination, and a ui8 one takes a 16-bit clip)."""
+    src, dst = _named(sig["src"]), _named(sig["dst"])
+    op = sig.ins.mnemonic
+    quant = _clause_types(sig["pre_quant"])
+    if quant is not None:
+        payload, named = quant
+        mode = str(named["mode"])
+        want = _MODE_TYPES.get(mode)
+        if src and dst and ((want is not None and (src != want[0] or dst not in want[1]))
+                            or (mode == "no_convert" and src != dst)):
+            raise sig.fail(f"pre_quant mode {mode} is incompatible with source element type "
+                           f"'{src}' and destination element type '{dst}'")
+        if mode.endswith("_vec"):
+            if isinstance(payload, PtrSpec) and payload.dtype.name not in _SCALE_TYPES:
+                raise sig.fail("vector pre_quant mode requires scaling pointer element type "
+                               f"to be f16, bf16, or f32 (got {payload.dtype.name})")
+        elif payload is not None and (isinstance(payload, PtrSpec)
+                                      or _named(payload) not in _SCALE_TYPES):
+            raise sig.fail(f"scalar pre_quant mode requires f16/bf16/f32 payload (mode {mode}, "
+                           f"got {payload})")
+    relu = _clause_types(sig["pre_relu"])
+    if relu is not None:
+        payload, named = relu
+        mode = str(named["mode"])
+        if mode == "scalar_relu" and payload is None:
+            raise sig.fail("scalar_relu requires payload")
+        if mode == "vector_relu" and payload is None:
+            raise sig.fail("vector_relu requires payload (an FB address)")
+        if mode == "pwl" and op == "mte_l0c_l1":
+            raise sig.fail(f"pwl is not supported for target_profile {op}")
+        if "clip" in named and dst is not None:
+            if dst not in ("f16", "ui8", "i8", "i16", "s4"):
+                raise sig.fail("clip requires destination element type to be f16, ui8, or "
+                               f"signed 4/8/16-bit integer (got {dst})")
+            if dst == "ui8" and _named(named["clip"]) not in ("ui16", "i16"):
+                raise sig.fail("clip for ui8 destination requires ui16/signless i16 payload "
+                               f"(got {_named(named['clip'])})")
+
+
+def _dst_mode(sig: Sig) -> None:
+    """PTOAS: dst_mode names a sub-block (a value) or split_m / split_n."""
+    g = sig["dst_mode"]
+    if isinstance(g, GroupSpec) and not (
+            len(g.items) == 1 and (not isinstance(g.items[0], str)
+                                   or g.items[0] in ("split_m", "split_n"))):
+        raise sig.fail("expected dst_mode(%sub_blockid), dst_mode(split_m), or "
+                       f"dst_mode(split_n) (got dst_mode({', '.join(map(str, g.items))}))")
+
+
 @instr("MTE_L0C_GM", pipe=Pipe.FIX, dialect="vpto",
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("sid", "scalar"),
                  Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS,
                  Opnd("atomic", "group", optional=True)),
-       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once, _acc_store_clauses))
 def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: Any,
                dst_stride: Any, sid: Any, l2_cache_ctrl: Any, unit_flag: Any = None,
                pre_quant: Any = None, pre_relu: Any = None, nz2dn: Any = None,
@@ -1074,7 +1165,7 @@ def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: 
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
+       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once, _acc_store_clauses))
 def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                unit_flag: Any = None, pre_quant: Any = None, pre_relu: Any = None,
                nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None, *,
@@ -1090,7 +1181,8 @@ def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, ds
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
                  Opnd("dst_stride", "scalar"), Opnd("dst_mode", "group"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once,))
+       params=_FIX_FLAGS, dtype_key=("src",),
+       static=(_sat_once, _acc_store_clauses, _dst_mode))
 def MTE_L0C_UB(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                dst_mode: tuple[Any, ...], unit_flag: Any = None, pre_quant: Any = None,
                pre_relu: Any = None, nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None,

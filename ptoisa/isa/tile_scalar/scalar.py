@@ -31,7 +31,17 @@ from ..elementwise.unary_binary import (
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
 from ..rules import npu_max, npu_min, vec
 from ..spelling import Ptoas
-from ..valid_region import A2A3, A2A3_LIST, A5, A5_LIST, BOTH, COMMON, NPUS_DIFFER, SameValid
+from ..valid_region import (
+    A2A3,
+    A2A3_LIST,
+    A5,
+    A5_LIST,
+    BOTH,
+    COMMON,
+    NPUS_DIFFER,
+    SameValid,
+    static_same_valid,
+)
 
 _DST = Opnd("dst", "tile", "out")
 Fn = Callable[..., Any]
@@ -93,8 +103,13 @@ def _txors_tmp_a2a3(sig: Sig) -> None:
         raise sig.fail(f"expects tmp to use row-major layout, got {t.layout_name}")
 
 
+_TADDS_VALID = SameValid(("src0",), NPUS_DIFFER, rows=A2A3)
+# (PTOAS's verifier compares valid rows on A5 too, tadds_validrow_mismatch.pto: a rule of the
+# .pto op, docs/ptoas_compat.md)
 TADDS = _scalar_op("TADDS", np.add, "dst = src + scalar (integers wrap).", src="src0",
-                   same_valid=SameValid(("src0",), NPUS_DIFFER, rows=A2A3))
+                   same_valid=_TADDS_VALID,
+                   ptoas=Ptoas(rules={"pto.tadds": (static_same_valid(_TADDS_VALID, True,
+                                                                      True),)}))
 TSUBS = _scalar_op("TSUBS", np.subtract, "dst = src - scalar (integers wrap).", src="src0",
                    same_valid=SameValid(("src0",), BOTH))
 TMULS = _scalar_op("TMULS", np.multiply, "dst = src * scalar (integers wrap).", src="src0",

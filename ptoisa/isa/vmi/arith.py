@@ -19,7 +19,7 @@ import numpy as np
 from ... import dtypes as D
 from ...enums import Pipe
 from ...errors import ExecutionError
-from ...vector.logical import LMask, LVec, VmiSpec
+from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..micro.binary import _shl
 from ..micro.common import elementwise, on_bits
 from ..registry import Instr, Opnd, Param, Sig, instr
@@ -63,6 +63,26 @@ def _integer_like(operand: str) -> Any:
     return rule
 
 
+def _mask_logic(*names: str) -> Any:
+    """PTOAS's rules for and / or / xor / not of masks: one granularity among the masks that
+    have one (``pred`` is not yet assigned), and no predication mask or ``pmode`` (the op
+    combines whole masks)."""
+    def rule(sig: Sig) -> None:
+        ms = [(n, sig[n]) for n in names if isinstance(sig[n], VmiMaskSpec)]
+        if not ms or not isinstance(sig[names[0]], VmiMaskSpec):
+            return
+        grans = [(n, t.gran) for n, t in ms if t.gran != "pred"]
+        for n, g in grans[1:]:
+            if g != grans[0][1]:
+                raise sig.fail(f"requires all VMI mask values to have the same granularity "
+                               f"({n} is {g}, {grans[0][0]} {grans[0][1]})")
+        if sig["mask"] is not None:
+            raise sig.fail("mask logic op does not support predication mask")
+        if sig.params.get("pmode") is not None:
+            raise sig.fail("mask logic op does not support pmode")
+    return rule
+
+
 def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = False,
             shift: bool = False, masks: bool = False, aka: dict[str, str] | None = None
             ) -> Instr:
@@ -91,7 +111,8 @@ def _binary(name: str, fn: Callable[[Any, Any], Any], doc: str, *, bits: bool = 
     impl.__module__ = __name__
     static = (same_lvec("lhs", "rhs", "result") if not shift else same_lvec("lhs", "result"),
               same_lanes("lhs", "rhs", "mask", "result"), spelled(aka or {}, "lhs"),
-              *((_integer_like("lhs"),) if bits else ()))
+              *((_integer_like("lhs"),) if bits else ()),
+              *((_mask_logic("lhs", "rhs", "result"),) if masks else ()))
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("lhs", kind), Opnd("rhs", kind), _MASK),
                  params=(Param("pmode", None), SPELLING),
@@ -149,7 +170,7 @@ def _unary(name: str, fn: Callable[[Any], Any], doc: str, *, bits: bool = False,
                  results=(Opnd("result", kind),), dtype_key=("src",) if not masks else (),
                  static=(same_lvec("src", "result"), same_lanes("src", "mask", "result"),
                          spelled(aka or {}, "src"), *((_integer_like("src"),) if bits else ()),
-                         *static),
+                         *((_mask_logic("src", "result"),) if masks else ()), *static),
                  ptoas=names(*(aka or {})))(impl)
 
 

@@ -79,6 +79,12 @@ def _vcvt_static(sig: Sig) -> None:
         raise sig.fail("requires unsigned or signless integer source and result element types")
     if name == "extsi" and any(not t.dtype.is_signed or t.signless for t in (s, r)):
         raise sig.fail("requires signed integer source and result element types")
+    if name == "fptoui":  # (PTOAS's legacy fptoui verifier, vmi_fptoui_verifier.pto)
+        if r.dtype.is_signed and not r.signless:
+            raise sig.fail("requires unsigned or signless integer result element type, got "
+                           f"{r}")
+        if sat is None and kind == "FpToUi":
+            raise sig.fail("'saturate' attribute is required for this fp-to-ui conversion")
     if name in _KINDS and kind not in _KINDS[name]:
         raise sig.fail(f"'pto.vmi.{name}' is a {' or '.join(_KINDS[name])} conversion, "
                        f"{s.dtype.name} -> {r.dtype.name} is {kind}")

@@ -226,17 +226,29 @@ VDINTLV = _pair("vdintlv", "low = the even lanes, high the odd lanes of the stre
 
 
 def _vselr_static(sig: Sig) -> None:
-    i = sig["index"]
+    """PTOAS's vselr verifier: integer indices as wide as the source's elements, and a result
+    of the source's element type with one lane per index (the source may have more lanes: a
+    lowering that handles only one physical chunk is a limit of PTOAS's VMI-to-VPTO pass,
+    not of the op, vmi_to_vpto_vselr_invalid.pto)."""
+    s, i, r = sig["source"], sig["index"], sig["result"]
     if isinstance(i, VmiSpec) and not i.dtype.is_int:
         raise sig.fail(f"index is {i}: integer lanes")
+    if isinstance(i, VmiSpec) and isinstance(s, VmiSpec) and \
+            i.dtype.itemsize != s.dtype.itemsize:
+        raise sig.fail("requires index element storage width to match source element storage "
+                       f"width (index {i}, source {s})")
+    if isinstance(s, VmiSpec) and isinstance(r, VmiSpec) and s.dtype != r.dtype:
+        raise sig.fail(f"requires all VMI data values to have the same element type (result "
+                       f"is {r}, source is {s})")
 
 
 @instr("VMI_VSELR", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("source", "lvec"), Opnd("index", "lvec")),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lvec("source", "result"), same_lanes("source", "index"), _vselr_static))
+       static=(same_lanes("index", "result"), _vselr_static))
 def VMI_VSELR(m: Any, source: LVec, index: LVec) -> LVec:
-    """result[i] = source[index[i]] (an index outside the vector is an error)."""
+    """result[i] = source[index[i]], one lane per index (an index outside the source's lanes
+    is an error)."""
     idx = index.data.astype(np.int64)
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= source.data.size):
         raise ExecutionError(f"vselr: lane index {int(idx.max())} outside the "
