@@ -300,15 +300,8 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 t._buf[...] = v.reshape(blocks, n_lanes, -1)[:, lane].reshape(t._buf.shape)
                 t._vr, t._vc, t._whole = st
         finally:
-            pop(lm)
-            lm._lazy.clear()
-            lm._gm_settled = None
-        if log_all:
-            sl = m.sync_log
-            if sl is None:
-                m.sync_log = list(log_all)
-            else:
-                sl.extend(log_all)
+            _leave(lm)
+        _log_flags(m, log_all)
     return run
 
 
@@ -461,17 +454,26 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
             for t, st in back:
                 t._vr, t._vc, t._whole = st
         finally:
-            pop(lm)
-            lm._lazy.clear()
-            lm._gm_settled = None
-        if log_all:
-            sl = m.sync_log
-            if sl is None:
-                m.sync_log = list(log_all)
-            else:
-                sl.extend(log_all)
+            _leave(lm)
+        _log_flags(m, log_all)
     return run
 
+
+
+def _leave(lm: Any) -> None:
+    """A batch's lanes machine is left: popped, its lazy tiles and GM settlements dropped."""
+    pop(lm)
+    lm._lazy.clear()
+    lm._gm_settled = None
+
+
+def _log_flags(m: Machine, log_all: list[Any]) -> None:
+    """The flags a batch's lanes set and waited, added to the launch machine's sync log."""
+    if log_all:
+        if m.sync_log is None:
+            m.sync_log = list(log_all)
+        else:
+            m.sync_log.extend(log_all)
 
 def _merged(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
