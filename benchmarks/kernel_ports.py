@@ -23,6 +23,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,23 +86,38 @@ def gemm_k_step(kk: int, mte2: int, mte1: int, src0: np.ndarray, src1: np.ndarra
         pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
         mte2 = 1 - mte2
     cur = 1 - mte2
+    mte1 = macro_matmul(kk, kmod == 0, (kk + 1) % STEP_KA == 0, cur, mte1,
+                        lambda d: pto.TEXTRACT(d, a_mat[cur], 0, kmod * BASE_K),
+                        lambda d: pto.TEXTRACT(d, b_mat[cur], (kk % STEP_KB) * BASE_K, 0),
+                        c_tile, a_l0, b_l0)
+    return mte2, mte1
+
+
+def macro_matmul(k_step: int, first: bool, last: bool, cur: int, mte1: int,
+                 put_a: Callable[[Tile], Any], put_b: Callable[[Tile], Any], acc: Tile,
+                 a_l0: list[Tile], b_l0: list[Tile]) -> int:
+    """``MacroMatmul`` of the A3 cube kernels (gemm_performance, gemm_ar, conv2d_forward):
+    ``put_a`` / ``put_b`` move K step ``k_step`` from L1 half ``cur`` into L0 half ``mte1``
+    (TEXTRACT, or TIMG2COL for conv), waiting on the panel's loads when it is the ``first``
+    step of its panel and giving L1 back to MTE2 after the ``last``; then TMATMUL (step 0) or
+    TMATMUL_ACC into ``acc``. Returns the next L0 half."""
     pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
-    if kmod == 0:
+    if first:
         pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
-    pto.TEXTRACT(a_l0[mte1], a_mat[cur], 0, kmod * BASE_K)
-    if kmod == 0:
+    put_a(a_l0[mte1])
+    if first:
         pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
-    pto.TEXTRACT(b_l0[mte1], b_mat[cur], (kk % STEP_KB) * BASE_K, 0)
-    if (kk + 1) % STEP_KA == 0:
+    put_b(b_l0[mte1])
+    if last:
         pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
     pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
     pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
-    if kk == 0:
-        pto.TMATMUL(c_tile, a_l0[mte1], b_l0[mte1])
+    if k_step == 0:
+        pto.TMATMUL(acc, a_l0[mte1], b_l0[mte1])
     else:
-        pto.TMATMUL_ACC(c_tile, c_tile, a_l0[mte1], b_l0[mte1])
+        pto.TMATMUL_ACC(acc, acc, a_l0[mte1], b_l0[mte1])
     pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
-    return mte2, 1 - mte1
+    return 1 - mte1
 
 
 def gemm_performance(out: np.ndarray, src0: np.ndarray, src1: np.ndarray, size: int) -> None:
@@ -816,24 +832,11 @@ def conv2d_forward(cfg: ConvConfig, out: np.ndarray, x: np.ndarray, w: np.ndarra
                     pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
                     mte2 = 1 - mte2
                 cur = 1 - mte2
-                # MacroMatmul
-                pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, mte1)
-                if kmod == 0:
-                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
-                pto.TIMG2COL(a_l0[mte1], f_mat[cur], wout_start, kmod * bk)
-                if kmod == 0:
-                    pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 1)
-                pto.TEXTRACT(b_l0[mte1], w_mat[cur], (ki % skb) * bk, 0)
-                if (ki + 1) % ska == 0:
-                    pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, cur)
-                pto.SET_FLAG(Pipe.MTE1, Pipe.M, mte1)
-                pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, mte1)
-                if ki == 0:
-                    pto.TMATMUL(acc, a_l0[mte1], b_l0[mte1])
-                else:
-                    pto.TMATMUL_ACC(acc, acc, a_l0[mte1], b_l0[mte1])
-                pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
-                mte1 = 1 - mte1
+                mte1 = macro_matmul(
+                    ki, kmod == 0, (ki + 1) % ska == 0, cur, mte1,
+                    lambda d, f=f_mat[cur], w0=wout_start, k=kmod: pto.TIMG2COL(d, f, w0, k * bk),
+                    lambda d, w=w_mat[cur], k=ki: pto.TEXTRACT(d, w, (k % skb) * bk, 0),
+                    acc, a_l0, b_l0)
             # StoreResult
             pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
             pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
