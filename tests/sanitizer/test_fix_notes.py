@@ -196,6 +196,7 @@ def test_a_producer_in_a_loop_gets_its_flag_after_the_loop():
     assert "double-set" in {f.kind for f in _run(inside, "inside.pto").findings}
 
 
+@needs_corpus
 def test_a_loop_carried_note_names_the_loop():
     """A consumer before its producer in a loop body: the note names the loop and asks for one
     set before it and one wait after it."""
