@@ -8,7 +8,7 @@ them (inputs, then ``golden``), and reads ``cases.py``'s shapes and ``eps``. The
 says which kernel each case launches and on how many blocks (``main.cpp``'s case table names
 a launcher; ``launch.cpp``'s launcher calls ``KERNEL<<<N, ...>>>``). Pointer arguments take the
 inputs in order, then one output per golden; outputs are compared with the goldens over the
-case's valid shape (its ``dst_vshape`` for a golden of its ``dst_shape``; the elements
+case's valid shape (its ``dst_vshape`` where it names one; the elements
 ``cases.select_compared_region`` picks, where it has one)
 as ``st_common.result_cmp`` does: ``allclose`` at ``atol = rtol = eps``.
 """
@@ -56,10 +56,12 @@ for c in getattr(cases, "CASES", []):
         m = {"name": str(c["name"]), "shape": [int(d) for d in c.get("shape", ())],
              "valid_shape": [int(d) for d in c.get("valid_shape", ())],
              "eps": None if c.get("eps") is None else float(c["eps"])}
-        if c.get("dst_shape") is not None and c.get("dst_vshape") is not None:
-            # cases whose golden is the dst tile's shape, compared over dst's valid shape
-            m["dst_shape"] = [int(d) for d in c["dst_shape"]]
+        if c.get("dst_vshape") is not None:
+            # dst's valid shape, over which compare.py compares a golden of the dst tile's
+            # shape (dst_shape, else shape: tpart*'s valid_shape is src0's)
             m["dst_vshape"] = [int(d) for d in c["dst_vshape"]]
+            if c.get("dst_shape") is not None:
+                m["dst_shape"] = [int(d) for d in c["dst_shape"]]
         if pick is not None and m["shape"]:
             # the elements the case's own compare.py compares (a DN tile's valid region is
             # not the row-major top-left corner): picked from an array of flat indices
@@ -307,16 +309,18 @@ def _run_case(prog: Any, target: TargetLike, kernel: str, lr: host.Launcher | No
         else:
             o = np.frombuffer(buf[:g.nbytes].tobytes(), g.dtype).reshape(g.shape)
         shape, valid = case.get("shape") or [], case.get("valid_shape") or []
+        dst_valid = case.get("dst_vshape") or []
         picked = case.get("compared")
         if picked is not None and list(g.shape) == shape:
             # cases.py's select_compared_region: the elements upstream compares
             sel = np.asarray(picked, np.int64)
             g, o = g.reshape(-1)[sel], o.reshape(-1)[sel]
+        elif len(dst_valid) == 2 and list(g.shape) in (shape, case.get("dst_shape")):
+            # a case naming dst's valid region apart (tpart*: valid_shape is src0's) is
+            # compared over it, as its compare.py does
+            g, o = g[:dst_valid[0], :dst_valid[1]], o[:dst_valid[0], :dst_valid[1]]
         elif list(g.shape) == shape and len(valid) == len(shape) == 2:
             g, o = g[:valid[0], :valid[1]], o[:valid[0], :valid[1]]
-        elif list(g.shape) == case.get("dst_shape") and len(case["dst_vshape"]) == 2:
-            vr, vc = case["dst_vshape"]
-            g, o = g[:vr, :vc], o[:vr, :vc]
         g64, o64 = g.astype(np.float64), o.astype(np.float64)
         close = np.isclose(g64, o64, atol=eps, rtol=eps, equal_nan=True)
         if not close.all():

@@ -374,6 +374,24 @@ def test_tilelang_compares_what_upstream_compares(tmp_path, cases, golden):
     assert res.verdict().verdict == "matched", res.to_json()
 
 
+SRC0_VALID_CASES = """import numpy as np
+CASES = [{"name": "f32_16x16", "dtype": np.float32, "shape": (16, 16),
+          "valid_shape": (8, 16), "dst_vshape": (16, 16), "eps": 1e-6}]
+"""
+
+
+def test_tilelang_dst_vshape_wins_over_a_source_valid_shape(tmp_path):
+    """tpart*'s cases.py: valid_shape is src0's, dst_vshape dst's; compare.py compares the
+    golden over dst_vshape, so rows past valid_shape count."""
+    golden = "np.where(np.arange(256).reshape(16, 16) < 128, a + b, 7)"
+    d = tilelang(tmp_path, "tadd", golden)
+    write(d, "cases.py", SRC0_VALID_CASES)
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    v = res.verdict()
+    assert v.verdict == "mismatch", res.to_json()
+    assert v.reason.startswith("128 of 256 elements differ beyond eps 1e-06; first at (8, 0)")
+
+
 def test_tilelang_golden_narrower_than_the_written_view(tmp_path):
     """A golden of r x 1 for a kernel that writes r rows of a wider view (trowargmax's r x 8
     dst): each golden row is compared with the start of a view row, as upstream's compare.py
