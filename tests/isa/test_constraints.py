@@ -140,14 +140,34 @@ PART = {"TPARTADD": np.add, "TPARTMAX": np.maximum, "TPARTMIN": np.minimum,
         "TPARTMUL": np.multiply}
 
 
+A5_WITHIN = {"TPARTMAX": -np.inf, "TPARTMIN": np.inf}  # a5 takes both-within-dst, pads
+
+
 @pytest.mark.parametrize("name", sorted(PART))
 def test_partial_validity_pattern(machine, name):
     """Neither source's valid region equals dst's: rejected (TPARTMAX seed page); the
-    simulator combines where both are valid, copies where one is, writes 0 elsewhere."""
+    simulator combines where both are valid, copies where one is, writes 0 elsewhere.
+    A5's TPARTMAX / TPARTMIN take the pattern (both sources within dst) and leave their pad
+    (-inf / +inf, pto-isa's a5 Padding Min / Max) where neither source is valid."""
     a, b = X[:8], X[8:] + 1
     s0 = vec("f32", 8, 16, (4, 16), a)
     s1 = vec("f32", 8, 16, (8, 5), b)
     dst = vec("f32", 8, 16, (8, 16))
+    if machine.target.name == "a5" and name in A5_WITHIN:
+        REGISTRY[name](dst, s0, s1)
+        want = np.full((8, 16), A5_WITHIN[name])
+        want[:4] = a[:4]
+        want[:, :5] = b[:, :5]
+        want[:4, :5] = PART[name](a[:4, :5], b[:4, :5])
+        np.testing.assert_array_equal(dst.numpy(), want)
+        # a source beyond dst is still rejected
+        big = vec("f32", 8, 16, (8, 16), a)
+        small = vec("f32", 8, 16, (6, 16))
+        with pytest.raises(ConstraintError, match=rf"{name.lower()}: unsupported partial-"
+                           r"validity pattern: dst valid 6x16, src0 8x16, src1 8x5 \(both "
+                           r"sources must lie within dst\)"):
+            REGISTRY[name](small, big, s1)
+        return
     strict_then_permissive(machine, lambda: REGISTRY[name](dst, s0, s1),
                            rf"{name.lower()}: unsupported partial-validity pattern: dst valid "
                            r"8x16, src0 4x16, src1 8x5")

@@ -34,8 +34,9 @@ def _cols(dtype):
     return 64 // np.dtype(NP[dtype]).itemsize
 
 
-def _reference(op, d_before, a, b, dv, av, bv, cpu_zero=True):
-    """Seed page: both valid -> op; one valid -> copy it; neither -> 0 (CPU simulator)."""
+def _reference(op, d_before, a, b, dv, av, bv, cpu_zero=True, neither=0.0):
+    """Seed page: both valid -> op; one valid -> copy it; neither -> 0 (CPU simulator), or
+    ``neither`` (a5's TPARTMAX / TPARTMIN pad)."""
     out = d_before.copy()
     vr, vc = dv
     for i in range(vr):
@@ -50,11 +51,11 @@ def _reference(op, d_before, a, b, dv, av, bv, cpu_zero=True):
             elif in1:
                 out[i, j] = b[i, j]
             elif cpu_zero:
-                out[i, j] = 0
+                out[i, j] = neither
     return out
 
 
-def _run(op, dtype, rows, cols, dv, av, bv, *, dyn=False, seed=0):
+def _run(op, dtype, rows, cols, dv, av, bv, *, dyn=False, seed=0, neither=0.0):
     rng = np.random.default_rng(seed)
 
     def mk(v):
@@ -69,7 +70,8 @@ def _run(op, dtype, rows, cols, dv, av, bv, *, dyn=False, seed=0):
     s1.load_numpy(b)
     dst.load_numpy(before)
     getattr(pto, op)(dst, s0, s1)
-    np.testing.assert_array_equal(dst.numpy(), _reference(op, before, a, b, dv, av, bv))
+    np.testing.assert_array_equal(dst.numpy(), _reference(op, before, a, b, dv, av, bv,
+                                                          neither=neither))
 
 
 @pytest.mark.parametrize("op", OPS)
@@ -108,6 +110,20 @@ def test_supported_patterns(machine, op, dv, av, bv, dyn):
         _run(op, dtype, 8, 16, dv, av, bv, dyn=dyn)
 
 
+A5_PAD = {"TPARTMAX": -np.inf, "TPARTMIN": np.inf}
+
+
+def _a5_pad(op, dtype):
+    """pto-isa's a5 Padding Min / Max: -inf / +inf for floats, the integer type's extremes
+    (0 / all ones unsigned); 64-bit integers pad 0 (PadValueMap)."""
+    npdt = np.dtype(NP[dtype])
+    if npdt.kind == "f" or dtype == "bf16":
+        return A5_PAD[op]
+    if npdt.itemsize == 8:
+        return 0
+    info = np.iinfo(npdt)
+    return info.min if op == "TPARTMAX" else info.max
+
 UNSUPPORTED = [
     ((8, 16), (4, 16), (8, 5)),    # both sources smaller than dst
     ((8, 16), (2, 2), (3, 3)),
@@ -119,7 +135,13 @@ UNSUPPORTED = [
 @pytest.mark.parametrize("dv, av, bv", UNSUPPORTED)
 def test_unsupported_patterns_error_permissive_writes_zero(machine, op, dv, av, bv):
     """A documented constraint: every target rejects these patterns (cpu included); a
-    permissive machine is total as the CPU simulator (0 where neither source is valid)."""
+    permissive machine is total as the CPU simulator (0 where neither source is valid).
+    A5's TPARTMAX / TPARTMIN take sources that both lie within dst (pto-isa's a5 code),
+    their pad (-inf / +inf) where neither is valid."""
+    within = all(s[0] <= dv[0] and s[1] <= dv[1] for s in (av, bv))
+    if machine.target.name == "a5" and op in A5_PAD and within:
+        _run(op, "f32", 8, 16, dv, av, bv, neither=A5_PAD[op])
+        return
     with pytest.raises(pto.RuntimeCheckError,
                        match=rf"{op.lower()}: unsupported partial-validity pattern: dst valid "
                              rf"{dv[0]}x{dv[1]}, src0 {av[0]}x{av[1]}, src1 {bv[0]}x{bv[1]}"):
@@ -144,7 +166,9 @@ def test_random_valid_regions(target, op, rows, data):
             bv = (data.draw(st.integers(0, rows)), data.draw(st.integers(0, cols)))
         else:
             av, bv = (dv, other) if data.draw(st.booleans()) else (other, dv)
-        _run(op, dtype, rows, cols, dv, av, bv, dyn=True, seed=data.draw(st.integers(0, 999)))
+        pad = _a5_pad(op, dtype) if target == "a5" and op in A5_PAD else 0
+        _run(op, dtype, rows, cols, dv, av, bv, dyn=True, seed=data.draw(st.integers(0, 999)),
+             neither=pad)
     finally:
         pto.memory.pop(m)
 

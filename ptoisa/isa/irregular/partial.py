@@ -5,6 +5,12 @@ copy of it. Only patterns where one source's valid region equals dst's and the o
 not exceed it are supported (the page's general constraints and the seed notes; checked on
 every target, an error otherwise). The CPU simulator is total: it accepts any pattern and
 writes 0 where neither source is valid; a permissive machine does the same.
+
+A5's TPARTMAX / TPARTMIN (pto-isa's a5 TPartMasterImpl, and PTOAS's a5 TileLib template) take
+any pattern whose two source regions lie within dst's: dst's valid region is first filled with
+the pad (PadValue Min for max, Max for min: -inf / +inf for floats, the integer extremes), then
+combined with each source over its own region. Where neither source is valid the pad remains
+(the ISA page leaves it undefined; ptoisa writes what a5's code writes).
 """
 
 from __future__ import annotations
@@ -14,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ...enums import Pipe, TileType
+from ...enums import PadValue, Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile
-from ..registry import Instr, Opnd, instr, locs, same_dtype, sim_unchecked
+from ..registry import Instr, Opnd, except_on, instr, locs, same_dtype, sim_unchecked
 
 
 def check_partial_pattern(op: str, d: tuple[int, int], a: tuple[int, int],
@@ -40,13 +46,14 @@ def _pattern(ins: Instr, dst: Tile, src0: Tile, src1: Tile) -> None:
     check_partial_pattern(ins.mnemonic, dst.valid_shape, src0.valid_shape, src1.valid_shape)
 
 
-def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarray], Any]) -> None:
+def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarray], Any],
+          pad: Any = 0) -> None:
     vr, vc = dst.valid_shape
     if vr == 0 or vc == 0:
         return
     a_r, a_c = min(src0.valid_row, vr), min(src0.valid_col, vc)
     b_r, b_c = min(src1.valid_row, vr), min(src1.valid_col, vc)
-    out = np.zeros((vr, vc), dst.dtype.np)
+    out = np.full((vr, vc), pad, dst.dtype.np)
     if a_r and a_c:
         out[:a_r, :a_c] = src0.read(a_r, a_c)
     if b_r and b_c:
@@ -58,22 +65,48 @@ def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarra
     dst.write(out)
 
 
-def _decl(name: str, fn: Callable[[np.ndarray, np.ndarray], Any], what: str) -> Instr:
+@sim_unchecked
+def _within_dst(ins: Instr, dst: Tile, src0: Tile, src1: Tile) -> None:
+    """A5's TPARTMAX / TPARTMIN: both sources' valid regions within dst's."""
+    d, a, b = dst.valid_shape, src0.valid_shape, src1.valid_shape
+    if d[0] == 0 or d[1] == 0:
+        return
+    if not (a[0] <= d[0] and a[1] <= d[1] and b[0] <= d[0] and b[1] <= d[1]):
+        raise RuntimeCheckError(
+            f"unsupported partial-validity pattern: dst valid {d[0]}x{d[1]}, src0 {a[0]}x{a[1]}, "
+            f"src1 {b[0]}x{b[1]} (both sources must lie within dst)",
+            op=ins.mnemonic)
+
+
+def _decl(name: str, fn: Callable[[np.ndarray, np.ndarray], Any], what: str,
+          a5_pad: str | None = None) -> Instr:
     def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
         _part(dst, src0, src1, fn)
 
     impl.__doc__ = (f"dst = {what} where both sources are valid, a copy of the valid one "
                     "elsewhere in dst's valid region.")
+    more: dict[str, Any] = {}
+    runtime: tuple[Any, ...] = (_pattern,)
+    if a5_pad is not None:
+        pad = PadValue(a5_pad)
+
+        def a5_impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
+            _part(dst, src0, src1, fn, pad.scalar(dst.dtype))
+
+        a5_impl.__doc__ = (f"A5: both sources within dst; {what} where both are valid, the "
+                           f"valid one where one is, the {a5_pad} pad where neither is.")
+        runtime = (except_on("a5", _pattern),)
+        more = {"impl_for": {"a5": a5_impl}, "runtime_for": {"a5": (_within_dst,)}}
     return instr(name, family="irregular", pipe=Pipe.V,
                  operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile")),
                  dtype_key=("dst",),
                  static=(locs(["dst", "src0", "src1"], TileType.Vec),
                          same_dtype("dst", "src0", "src1")),
-                 runtime=(_pattern,))(impl)
+                 runtime=runtime, **more)(impl)
 
 
 # std::max(a, b) = (a < b) ? b : a and std::min(a, b) = (b < a) ? b : a: NaN handling follows.
 TPARTADD = _decl("TPARTADD", np.add, "src0 + src1")
 TPARTMUL = _decl("TPARTMUL", np.multiply, "src0 * src1")
-TPARTMAX = _decl("TPARTMAX", lambda a, b: np.where(a < b, b, a), "max(src0, src1)")
-TPARTMIN = _decl("TPARTMIN", lambda a, b: np.where(b < a, b, a), "min(src0, src1)")
+TPARTMAX = _decl("TPARTMAX", lambda a, b: np.where(a < b, b, a), "max(src0, src1)", "Min")
+TPARTMIN = _decl("TPARTMIN", lambda a, b: np.where(b < a, b, a), "min(src0, src1)", "Max")
