@@ -93,8 +93,12 @@ class TileSpec:
 
     @functools.cached_property
     def inner(self) -> tuple[int, int]:
-        """(InnerRows, InnerCols) of the fractal box; (1, 1) when not boxed."""
-        return _inner_box(self.slayout, self.fractal, self.dtype.itemsize)
+        """(InnerRows, InnerCols) of the fractal box; (1, 1) when not boxed. A boxed Acc tile
+        (L0C) has the accumulator's 16 x 16 boxes whatever its ``fractal`` says: the cube
+        writes L0C in those (a ``.pto`` acc tile_buf that leaves out ``fractal=1024`` gets the
+        type's default 512, which would give 32-byte boxes no MAD writes)."""
+        fractal = FRACTAL_C if self.loc is TileType.Acc else self.fractal
+        return _inner_box(self.slayout, fractal, self.dtype.itemsize)
 
     @property
     def layout_name(self) -> str:

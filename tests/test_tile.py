@@ -222,3 +222,15 @@ def test_pad_value_is_part_of_the_type():
 def test_repr_and_describe():
     t = Tile(TileType.Vec, "f32", 16, 16, valid=(8, 16), name="x")
     assert "x" in repr(t) and "Vec f32 16x16 ND valid 8x16" in repr(t)
+
+
+@pytest.mark.parametrize(("dtype", "fractal"), [("f32", 512), ("i32", 512), ("f32", 1024)])
+def test_acc_tile_has_l0c_16x16_boxes_whatever_its_fractal(dtype, fractal):
+    """L0C holds 16 x 16 boxes (what MAD writes and FIXPIPE's nz2nd reads with a 16-element
+    C0): a .pto acc tile_buf that leaves out fractal=1024 (type default 512) keeps them."""
+    spec = tile_spec(TileType.Acc, dtype, 32, 48, BLayout.ColMajor, slayout=SLayout.RowMajor,
+                     fractal=fractal, check_alignment=False)
+    r = np.arange(32)[:, None]
+    c = np.arange(48)[None, :]
+    want = (c // 16) * 32 * 16 + r * 16 + c % 16  # box column, then row, then C0 = 16
+    np.testing.assert_array_equal(spec.offsets, want)
