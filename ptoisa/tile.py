@@ -35,6 +35,7 @@ from .memory import ALIGN, Machine, current
 
 FRACTAL_AB = 512
 FRACTAL_C = 1024
+_ACC_BOX = 16  # rows of an L0C box
 FRACTAL_MX = 32
 
 
@@ -76,8 +77,18 @@ class TileSpec:
 
     # ---- derived -------------------------------------------------------------------------
     @functools.cached_property  # a spec is immutable; read per instruction
+    def storage_rows(self) -> int:
+        """Rows of storage: a boxed Acc tile's rows rounded up to whole 16-row L0C boxes (the
+        cube writes whole boxes: a 1-row GEMV result is row 0 of each, FIXPIPE reads it with a
+        16-row source stride); ``rows`` otherwise."""
+        if self.loc is TileType.Acc and self.is_boxed and self.rows % _ACC_BOX:
+            return -(-self.rows // _ACC_BOX) * _ACC_BOX
+        return self.rows
+
+    @functools.cached_property  # a spec is immutable; read per instruction
     def numel(self) -> int:
-        return self.rows * self.cols
+        """Elements of storage (``rows * cols`` but for a boxed Acc tile of a partial box)."""
+        return self.storage_rows * self.cols
 
     @functools.cached_property  # a spec is immutable; read per instruction
     def nbytes(self) -> int:
@@ -133,8 +144,10 @@ class TileSpec:
         # A tile smaller than one box (a 1xN MX scale tile with 16x2 boxes) holds a partial box:
         # the box is clipped to the tile so every element stays inside its Rows*Cols storage.
         # The CPU simulator's formula puts such elements past the storage (offset 32 of a 4-byte
-        # tile); it reads them back with the same formula, so logical contents agree.
-        ir, ic = min(ir, self.rows), min(ic, self.cols)
+        # tile); it reads them back with the same formula, so logical contents agree. An Acc
+        # tile's boxes are whole (storage_rows): L0C is written in 16-row boxes.
+        prows = self.storage_rows
+        ir, ic = min(ir, prows), min(ic, self.cols)
         name = self.layout_name
         if name == "ND":
             off = r * self.cols + c
@@ -144,7 +157,7 @@ class TileSpec:
             n = ir * ic
             sr, rr, sc, cc = r // ir, r % ir, c // ic, c % ic
             if name == "NZ":
-                off = sc * self.rows * ic + sr * n + rr * ic + cc
+                off = sc * prows * ic + sr * n + rr * ic + cc
             elif name == "ZN":
                 off = sr * self.cols * ir + sc * n + cc * ir + rr
             elif name == "ZZ":

@@ -234,3 +234,27 @@ def test_acc_tile_has_l0c_16x16_boxes_whatever_its_fractal(dtype, fractal):
     c = np.arange(48)[None, :]
     want = (c // 16) * 32 * 16 + r * 16 + c % 16  # box column, then row, then C0 = 16
     np.testing.assert_array_equal(spec.offsets, want)
+
+
+def test_one_row_acc_tile_stores_whole_l0c_boxes():
+    """A 1 x 64 Acc tile (a .pto GEMV result) takes 16-row boxes: its row is row 0 of each
+    16 x 16 box, where FIXPIPE reads it with a 16-row source stride (tilelang_st tgemv)."""
+    spec = tile_spec(TileType.Acc, "f32", 1, 64, BLayout.ColMajor, slayout=SLayout.RowMajor,
+                     fractal=1024, check_alignment=False)
+    assert spec.numel == 16 * 64 and spec.nbytes == 16 * 64 * 4
+    c = np.arange(64)
+    np.testing.assert_array_equal(spec.offsets[0], (c // 16) * 256 + c % 16)
+    rng = np.random.default_rng(3)
+    av = rng.integers(-4, 4, (1, 32)).astype(np.float32)
+    bv = rng.integers(-4, 4, (32, 64)).astype(np.float32)
+    with pto.target("a5"):
+        a = pto.TileLeft("f32", 1, 32)
+        b = pto.TileRight("f32", 32, 64)
+        acc = Tile(TileType.Acc, "f32", 1, 64, BLayout.ColMajor, slayout=SLayout.RowMajor,
+                   fractal=1024)
+        a.write(av)
+        b.write(bv)
+        pto.TGEMV(acc, a, b)
+        np.testing.assert_array_equal(acc.numpy(), av @ bv)
+        raw = acc.storage.reshape(4, 16, 16)  # box column, box row, C0
+        np.testing.assert_array_equal(raw[:, 0, :].reshape(1, 64), av @ bv)

@@ -138,9 +138,10 @@ def _tprint_rule(sig: Sig) -> None:
             if tmp is None:
                 raise sig.fail(f"printing a {src.loc.name} tile needs the GM tmp operand "
                                "(TPRINT(src, tmp), tmp of at least Numel*sizeof(T) bytes)")
-            if isinstance(tmp, GMSpec) and tmp.numel * tmp.dtype.itemsize < src.nbytes:
+            need = src.rows * src.cols * src.dtype.itemsize  # (Numel*sizeof(T): Rows*Cols)
+            if isinstance(tmp, GMSpec) and tmp.numel * tmp.dtype.itemsize < need:
                 raise sig.fail(f"tmp holds {tmp.numel * tmp.dtype.itemsize} bytes, "
-                               f"printing needs {src.nbytes} (Numel*sizeof(T))")
+                               f"printing needs {need} (Numel*sizeof(T))")
         elif src.loc is not TileType.Vec and sig.target.traits.npu_static_checks:
             raise sig.fail(f"cannot print a {src.loc.name} tile (Vec, Acc or Mat only)")
     elif isinstance(src, GMSpec) and src.layout not in (Layout.ND, Layout.DN, Layout.NZ):
@@ -182,12 +183,12 @@ def TPRINT(m: Machine, src: Any, tmp: Any = None, *, Format: Any = None) -> None
     data = None
     if src.loc in (TileType.Acc, TileType.Mat) and isinstance(tmp, GlobalTensor):
         # The NPU copies the tile to GM first: Acc with NZ -> ND conversion, Mat as raw storage.
-        n = src.spec.numel
         if src.loc is TileType.Acc:
             data = src.numpy()
         else:
             data = src.storage.reshape(src.rows, src.cols).copy()
         raw = tmp.flat.view(np.uint8)
+        n = data.size  # (an Acc tile of a partial 16-row box stores more than it holds)
         raw[: n * src.dtype.itemsize] = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     _emit(m, _npu_tile_text(src, fmt, data))
 
