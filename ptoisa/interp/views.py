@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..enums import Layout
+from ..enums import Layout, TileType
 from ..errors import ExecutionError, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
@@ -163,6 +163,36 @@ def _layout_attr(op: Op) -> Layout | None:
     return None
 
 
+_VIEW_DERIVING = ("pto.partition_view", "pto.subview")
+
+
+def _moved_by_vec_nz_tiles(cf: CompiledFunc, view_op: Op) -> bool:
+    """Whether the view ``view_op`` makes is used (directly or through partition views) by
+    loads and stores only, all of Vec NZ tiles, and at least one (the traits'
+    ``vec_nz_views_by_tile``: PTOAS's A5 TileLib then moves the view as NZ)."""
+    views = {id(view_op.results[0])}
+    found = False
+    for o in cf.op.walk():  # (pre-order: a partition view comes before its uses)
+        if o.name in _VIEW_DERIVING and o.operands and id(o.operands[0]) in views:
+            views.update(id(r) for r in o.results)
+            continue
+        if o.name not in ("pto.tload", "pto.tstore"):
+            if any(id(v) in views for v in o.operands):
+                return False  # (another use of the view: its strides decide, as elsewhere)
+            continue
+        ins, outs = o.written()
+        if len(ins) != 1 or len(outs) != 1:
+            continue
+        gm, tile = (ins[0], outs[0][0]) if o.name == "pto.tload" else (outs[0][0], ins[0])
+        if id(gm) not in views:
+            continue
+        spec = bridge.tile_spec_of(tile.type, cf.c.target)
+        if spec is None or spec.loc is not TileType.Vec or spec.layout_name != "NZ":
+            return False
+        found = True
+    return found
+
+
 @handler("pto.make_tensor_view")
 def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     ptr = cf.slot(op.operands[0])
@@ -175,6 +205,9 @@ def _make_tensor_view(cf: CompiledFunc, op: Op) -> Step:
     rt = op.results[0].type
     dt = bridge.elem_dtype(rt.dtype) if isinstance(rt, T.TensorViewType) else None
     layout = _layout_attr(op)
+    if layout is None and len(shape) == 5 and cf.c.target.traits.vec_nz_views_by_tile \
+            and _moved_by_vec_nz_tiles(cf, op):
+        layout = Layout.NZ
     loc = op.loc
     pname = f"%{op.operands[0].name}"
 

@@ -85,6 +85,12 @@ class Traits:
     #: accumulator fits L0C, no GM -> Acc load, a quant scalar converts Acc tiles only;
     #: False (cpu): the simulator's looser typing accepts those programs
     npu_static_checks: bool = True
+    #: how a ``.pto`` 5-D tensor view without a ``layout`` attribute that a Vec NZ tile
+    #: (col_major, row_major box) loads from / stores to is addressed: True (PTOAS's A5 TileLib
+    #: picks the load / store template by the tile: tload_nz2nz / tstore_nz move the view as
+    #: NZ, rows shape[2]*shape[3], cols shape[0]*shape[1]*shape[4]) or False (the layout its
+    #: strides give, as InferPTOLayout does for the EmitC lowering)
+    vec_nz_views_by_tile: bool = False
 
     # ---- elementwise, reduce, irregular, debug families ----------------------------------------
     #: summation/product order of the reductions: "tree" (the NPU's reduction instructions:

@@ -168,3 +168,50 @@ def test_corpus_subviews_run(rel):
         shape = getattr(a.type, "shape", None)
         args.append(np.zeros(shape, np.float32))
     getattr(prog, fn.sym_name)(*args)
+
+
+NZ_VIEW_KERNEL = """
+module {
+  func.func @k(%src: !pto.ptr<f32>, %dst: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %c128 = arith.constant 128 : index
+    %sv = pto.make_tensor_view %src, shape = [%c4, %c1, %c16, %c1, %c8],
+      strides = [%c128, %c128, %c8, %c8, %c1] : !pto.tensor_view<4x1x16x1x8xf32>
+    %dv = pto.make_tensor_view %dst, shape = [%c16, %c32], strides = [%c32, %c1]
+      : !pto.tensor_view<16x32xf32>
+    %sp = pto.partition_view %sv, offsets = [%c0, %c0, %c0, %c0, %c0],
+      sizes = [%c4, %c1, %c16, %c1, %c8]
+      : !pto.tensor_view<4x1x16x1x8xf32> -> !pto.partition_tensor_view<4x1x16x1x8xf32>
+    %dp = pto.partition_view %dv, offsets = [%c0, %c0], sizes = [%c16, %c32]
+      : !pto.tensor_view<16x32xf32> -> !pto.partition_tensor_view<16x32xf32>
+    %t = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32, blayout=col_major, slayout=row_major>
+    %u = pto.alloc_tile : !pto.tile_buf<vec, 16x32xf32>
+    pto.tload ins(%sp : !pto.partition_tensor_view<4x1x16x1x8xf32>)
+              outs(%t : !pto.tile_buf<vec, 16x32xf32, blayout=col_major, slayout=row_major>)
+    pto.tmov ins(%t : !pto.tile_buf<vec, 16x32xf32, blayout=col_major, slayout=row_major>)
+             outs(%u : !pto.tile_buf<vec, 16x32xf32>)
+    pto.tstore ins(%u : !pto.tile_buf<vec, 16x32xf32>)
+               outs(%dp : !pto.partition_tensor_view<16x32xf32>)
+    return
+  }
+}
+"""
+
+
+def test_a5_vec_nz_tile_moves_a_5d_view_as_nz():
+    """PTOAS's A5 TileLib moves a 5-D view without a layout attribute that Vec NZ tiles load
+    as NZ (tilelang_st tload nz_f32_128x128): shape [C1, 1, rows, 1, C0], so element (r, c)
+    of the 16 x 32 matrix is at (c // 8) * 128 + r * 8 + c % 8. a2a3 reads the view by its
+    strides alone (ND: 64 x 8 rows by the tile's major order) and rejects the pair."""
+    src = np.arange(512, dtype=np.float32)
+    out = np.zeros(512, np.float32)
+    load(NZ_VIEW_KERNEL, target="a5").k(src, out)
+    r, c = np.arange(16)[:, None], np.arange(32)[None, :]
+    np.testing.assert_array_equal(out.reshape(16, 32), src[(c // 8) * 128 + r * 8 + c % 8])
+    with pytest.raises(PtoError, match="covers 1x512 elements as a tile"):
+        load(NZ_VIEW_KERNEL, target="a2a3").k(src, out)
