@@ -3424,7 +3424,8 @@ def TSTORE_FP(
     """
     Store an accumulator tile to GM, converting each element through the fix-pipe with the
     quant word of its *output column* taken from row 0 of the Scaling tile ``fp`` (64-bit words:
-    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read by numeric cast).
+    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read as the target's
+    fp_tile_words says: its bytes as the words on the NPUs, cast to words on cpu).
     Pairs without a quant mode are a plain conversion (fp unused).
     """
     ...

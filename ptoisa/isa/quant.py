@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..dtypes import DType
-from ..errors import PtoError
+from ..errors import ExecutionError, PtoError
 from ..targets import TargetLike, Traits, get_target
 
 #: the scalar quant word (TSTORE's preQuantScalar) also scales f32 -> f16/bf16 (QF322F16 ...).
@@ -56,14 +56,28 @@ def quant_mode(target: TargetLike | Traits, src: DType, dst: DType, *,
     return "FLOAT"
 
 
-def fp_words(fp: Any, n: int, first: int = 0) -> np.ndarray:
-    """Row 0, columns [first, first + n) of a Scaling tile as 64-bit quant words. A tile of
-    64-bit integers holds the words; PTOAS programs also write f32 / f16 scaling tiles, which
-    are read by numeric cast to uint64, as the CPU simulator does."""
-    w = np.asarray(fp.read(1, n, 0, first))
-    if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
-        return w.view(np.uint64)
-    return w.astype(np.float64).astype(np.int64).view(np.uint64)
+def fp_words(fp: Any, n: int, first: int = 0, *, raw: bool = False) -> np.ndarray:
+    """The ``n`` 64-bit quant words of a Scaling tile from column ``first``: row 0 of a tile
+    of 64-bit integers. PTOAS programs also write f32 / f16 scaling tiles: with ``raw`` (the
+    target's ``fp_tile_words``, the NPU) the fix-pipe reads the tile's bytes from its start as
+    the words (FPC holds the tile's address; an f32 1.0 in a word's low half is scale 1.0),
+    else each element is cast to a uint64 word, as the CPU simulator does."""
+    dt = fp.dtype.np
+    if dt.itemsize == 8 and dt.kind in "iu":
+        return np.asarray(fp.read(1, n, 0, first)).view(np.uint64)
+    if not raw:
+        w = np.asarray(fp.read(1, n, 0, first))
+        return w.astype(np.float64).astype(np.int64).view(np.uint64)
+    if first:
+        # (FPC's address unit is 128 bytes and the backends offset it by first elements of
+        # the tile's type: which words an offset reaches is not settled here)
+        raise ExecutionError(f"the quant words of a {fp.dtype.name} Scaling tile from column "
+                             f"{first} cannot be read by ptoisa yet (only from its start)")
+    raw_bytes = np.ascontiguousarray(fp.storage).view(np.uint8)
+    if raw_bytes.size < 8 * n:
+        raise ExecutionError(f"the {fp.dtype.name} Scaling tile holds {raw_bytes.size // 8} "
+                             f"64-bit quant words, {n} columns need one each")
+    return raw_bytes[: 8 * n].view(np.uint64).reshape(1, n)
 
 
 def decode_vector_scale(words: np.ndarray) -> np.ndarray:

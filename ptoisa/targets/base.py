@@ -85,6 +85,11 @@ class Traits:
     #: accumulator fits L0C, no GM -> Acc load, a quant scalar converts Acc tiles only;
     #: False (cpu): the simulator's looser typing accepts those programs
     npu_static_checks: bool = True
+    #: how the fix-pipe reads an ``fp`` (Scaling) tile whose elements are not 64-bit (PTOAS's
+    #: f32 / f16 scaling tiles): "raw" (the NPU: FPC holds the tile's buffer address, the
+    #: fix-pipe reads its bytes as 64-bit quant words) or "cast" (the CPU simulator: each
+    #: element cast to a uint64 word)
+    fp_tile_words: str = "raw"
     #: how a ``.pto`` 5-D tensor view without a ``layout`` attribute that a Vec NZ tile
     #: (col_major, row_major box) loads from / stores to is addressed: True (PTOAS's A5 TileLib
     #: picks the load / store template by the tile: tload_nz2nz / tstore_nz move the view as

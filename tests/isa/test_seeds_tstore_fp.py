@@ -359,11 +359,10 @@ def test_cpu_stores_to_dn():
     np.testing.assert_array_equal(mem.reshape(16, 16).T, x)
 
 
-@pytest.mark.parametrize("tgt", ["cpu", "a2a3", "a5"])
-def test_fp_of_another_type_is_read_by_numeric_cast(tgt):
-    """PTOAS programs write f32 / f16 scaling tiles (lit cube_tile_ops_positive.pto): their
-    values are cast to 64-bit words, as TMOV's fp and the CPU simulator read them."""
-    pto.target(tgt)
+def test_fp_of_another_type_is_read_by_numeric_cast_on_cpu():
+    """PTOAS programs write f32 / f16 scaling tiles (lit cube_tile_ops_positive.pto): the CPU
+    simulator casts their values to 64-bit words (trait fp_tile_words "cast")."""
+    pto.target("cpu")
     acc = pto.TileAcc("f32", 16, 16)
     x = (np.arange(256, dtype=np.float32).reshape(16, 16) % 7) - 3
     acc.load_numpy(x)
@@ -373,6 +372,26 @@ def test_fp_of_another_type_is_read_by_numeric_cast(tgt):
     out = np.zeros((16, 16), np.int8)
     pto.TSTORE_FP(GlobalTensor(out), acc, fp)
     np.testing.assert_array_equal(out, (x * 2).astype(np.int8))
+
+
+@pytest.mark.parametrize("tgt", ["a2a3", "a5"])
+def test_fp_of_another_type_is_read_as_raw_words_on_the_npu(tgt):
+    """The NPU fix-pipe reads the Scaling buffer's bytes as 64-bit words (FPC holds the fp
+    tile's address: pto-isa's SetFPC): an f32 tile of 32 elements holds 16 words, its bytes
+    those of the words (tilelang_st textract_fp: f32 1.0 in a word's low half is scale 1.0).
+    A tile too small for one word a column is an error, never a guess."""
+    pto.target(tgt)
+    acc = pto.TileAcc("f32", 16, 16)
+    x = (np.arange(256, dtype=np.float32).reshape(16, 16) % 7) - 3
+    acc.load_numpy(x)
+    words = np.array([qword(2.0, offset=j % 3) for j in range(16)], np.uint64)
+    fp = Tile(TileType.Scaling, "f32", 1, 32)
+    fp.load_numpy(words.view(np.float32).reshape(1, 32))
+    out = np.zeros((16, 16), np.int8)
+    pto.TSTORE_FP(GlobalTensor(out), acc, fp)
+    np.testing.assert_array_equal(out, (x * 2 + np.arange(16) % 3).astype(np.int8))
+    with pytest.raises(pto.ExecutionError, match="holds 8 64-bit quant words, 16 columns"):
+        pto.TSTORE_FP(GlobalTensor(out), acc, Tile(TileType.Scaling, "f32", 1, 16))
 
 
 @pytest.mark.parametrize("tgt", ["a2a3", "cpu"])

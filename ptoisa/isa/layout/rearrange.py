@@ -105,7 +105,7 @@ def _fp_words(sig: Sig) -> None:
     if not isinstance(fp, TileSpec):
         return
     # fp holds 64-bit quant words; a tile of another element type (PTOAS programs write
-    # f32/f16 scaling tiles) is read by numeric cast to uint64, as the CPU simulator does
+    # f32/f16 scaling tiles) is read by the target's fp_tile_words (quant.fp_words)
     if sig.target.traits.npu_static_checks and fp.loc is not TileType.Scaling:
         raise sig.fail(f"expects fp to use loc=scaling (fp must be a Scaling tile on "
                        f"{sig.target}, got {fp.loc.name})")
@@ -346,8 +346,8 @@ def _textract_fp_runtime(ins: Instr, dst: Tile, src: Tile, fp: Tile, indexRow: A
         _fp_cols(ins, fp, c0, dst.valid_col)
 
 
-def _words(fp: Tile, first: int, n: int) -> np.ndarray:
-    return fp_words(fp, n, first)
+def _words(m: Machine, fp: Tile, first: int, n: int) -> np.ndarray:
+    return fp_words(fp, n, first, raw=m.target.traits.fp_tile_words == "raw")
 
 
 @instr("TEXTRACT_FP", family="layout", pipe=Pipe.FIX,
@@ -368,7 +368,7 @@ def TEXTRACT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, index
     vc = dst.valid_col
     words = None
     if vc and quant_mode(m.target, src.dtype, dst.dtype) is not None:
-        words = _words(fp, c0, vc)
+        words = _words(m, fp, c0, vc)
     _extract(m, dst, src, r0, c0, reluMode is ReluPreMode.NormalRelu, words=words)
 
 
@@ -490,7 +490,7 @@ def TINSERT_FP(m: Machine, dst: Tile, src: Tile, fp: Tile, indexRow: int, indexC
     vc = src.valid_col
     words = None
     if vc and quant_mode(m.target, src.dtype, dst.dtype) is not None:
-        words = _words(fp, 0, vc)
+        words = _words(m, fp, 0, vc)
     _insert(m, dst, src, int(indexRow), int(indexCol), reluMode is ReluPreMode.NormalRelu,
             words=words)
 

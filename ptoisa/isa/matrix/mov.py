@@ -27,7 +27,7 @@ from ...enums import AccToVecMode, Pipe, ReluPreMode, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
-from ..quant import quant_mode, quantize
+from ..quant import fp_words, quant_mode, quantize
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr
 from ..spelling import Attr, Form, Ptoas
 
@@ -54,7 +54,7 @@ def _fix_pipe_rule(sig: Sig) -> None:
     if isinstance(extra, TileSpec) and acc and extra.loc is not TileType.Scaling:
         raise sig.fail(f"fp must be a Scaling tile (quant words), got {extra.loc.name}")
     # an fp tile of another element type (PTOAS programs write f32/f16 scaling tiles) is
-    # read by numeric cast to uint64, as the CPU simulator does (docs/cpu_sim_differences.md)
+    # read by the target's fp_tile_words (quant.fp_words, docs/cpu_sim_differences.md)
     if extra is not None and not acc and not isinstance(extra, TileSpec):
         raise sig.fail("a quant scalar applies to Acc sources only")
     mode = sig.params.get("mode")
@@ -133,11 +133,7 @@ def _shape_runtime(ins: Instr, dst: Tile, src: Tile, fp: Any = None, **params: A
 
 
 def _words(m: Machine, fp: Tile, vc: int) -> np.ndarray:
-    w = np.asarray(fp.read(1, vc))
-    if w.dtype.itemsize == 8 and w.dtype.kind in "iu":
-        return w.view(np.uint64)
-    # the CPU simulator casts non-64-bit fp tiles numerically to uint64 (all targets)
-    return w.astype(np.float64).astype(np.int64).view(np.uint64)
+    return fp_words(fp, vc, raw=m.target.traits.fp_tile_words == "raw")
 
 
 def _move_in_place(m: Machine, dst: Tile, src: Tile) -> bool:

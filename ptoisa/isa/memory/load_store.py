@@ -498,7 +498,8 @@ def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N8
               atomicType: AtomicType, reluPreMode: ReluPreMode) -> None:
     """Store an accumulator tile to GM, converting each element through the fix-pipe with the
     quant word of its *output column* taken from row 0 of the Scaling tile ``fp`` (64-bit words:
-    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read by numeric cast).
+    scale, offset, sign; an f32 / f16 tile, as PTOAS programs write, is read as the target's
+    fp_tile_words says: its bytes as the words on the NPUs, cast to words on cpu).
     Pairs without a quant mode are a plain conversion (fp unused)."""
     vr, vc = src.valid_shape
     if not (vr and vc):
@@ -510,5 +511,6 @@ def TSTORE_FP(m: Machine, dst: GlobalTensor, src: Tile, fp: Tile, *,  # noqa: N8
         out = quantize(vals, np.zeros((1, vc), np.uint64), None, dst.dtype, vector=True,
                        relu=relu)
     else:
-        out = quantize(vals, fp_words(fp, vc), mode, dst.dtype, vector=True, relu=relu)
+        out = quantize(vals, fp_words(fp, vc, raw=m.target.traits.fp_tile_words == "raw"),
+                       mode, dst.dtype, vector=True, relu=relu)
     _store(m, dst, out, atomicType)
