@@ -708,7 +708,7 @@ def run_fa_seq(seq: int, *, check: bool = True, timing: bool = False) -> Result:
     cfg = FaConfig(s0=seq, s1=seq)
     r = run_fa(cfg.blocks, seq, check=check, timing=timing, cfg=cfg)
     return dataclasses.replace(r, kernel="common/flash_atten (910B2, by sequence)",
-                               shape=f"S0 = S1 = {seq}, H {cfg.head}, {cfg.blocks} cores",
+                               shape=f"S0 = S1 = {seq}, H {cfg.head}, {cfg.blocks} blocks",
                                board_us=FA_SEQ_BOARD[seq])
 
 # ---- a2a3/conv2d_forward -----------------------------------------------------------------------

@@ -30,7 +30,8 @@ import kernel_ports as kp  # noqa: E402
 
 from ptoisa.cycles.launch import budget  # noqa: E402
 
-GRID = (600.0, 850.0, 1100.0, 1400.0, 1880.5, 2400.0, 3200.0, 4800.0)
+#: budgets tried (bytes a cycle); today's figure is added
+GRID = (600.0, 850.0, 1100.0, 1400.0, 2400.0, 3200.0, 4800.0)
 
 
 @dataclasses.dataclass
