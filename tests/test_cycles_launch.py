@@ -4,6 +4,7 @@ rule (max(per-core time, N * B / bandwidth) + the constants), not read from the 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -94,3 +95,52 @@ def test_stretch_follows_overlap_with_flags():
     assert lt.bandwidth_cycles == floor
     assert lt.shared_cycles >= floor > rep.total
     assert "whole launch" in rep.summary()
+
+
+def _mixed_loads(x: np.ndarray, y: np.ndarray) -> None:
+    """The cube core loads one R x C f32 block into L1; each vector core loads one into UB and
+    stores it back (no data passes between the cores: only the GM traffic matters here)."""
+    b = pto.get_block_idx()
+    n = R * C
+    if pto.core_type() == "AIC":
+        t = Tile(TileType.Mat, np.float32, R, C)
+        pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, R, C), (n, n, n, C, 1), offset=b * n))
+    else:
+        v = 2 * b + pto.get_subblock_idx()
+        u = Tile(TileType.Vec, np.float32, R, C)
+        pto.TLOAD(u, GlobalTensor(y, (1, 1, 1, R, C), (n, n, n, C, 1), offset=v * n))
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE3, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE3, 0)
+        pto.TSTORE(GlobalTensor(y, (1, 1, 1, R, C), (n, n, n, C, 1), offset=v * n), u)
+
+
+def test_vector_cores_have_their_own_paths_in_a_mixed_launch():
+    """Upstream's arch config gives GM_TO_UB 100.9 and UB_TO_GM 188.46 GiB/s per vector core;
+    the A3 has 48 of them. In a mixed launch their MTE2 / MTE3 bytes go through those budgets,
+    the cube's through the main one; the floor is the slowest path."""
+    b = BUDGETS["a2a3"]
+    assert b.vector_read == pytest.approx(48 * 100.9 * 2**30 / 1.85e9)
+    assert b.vector_write == pytest.approx(48 * 188.46 * 2**30 / 1.85e9)
+    blocks = 256
+    x = np.ones(blocks * R * C, np.float32)
+    y = np.ones(2 * blocks * R * C, np.float32)
+    rep = pto.launch(_mixed_loads, x, y, blocks=blocks, target="a2a3", mixed=True, cycles=True)
+    lt = rep.launch
+    cube, vec = blocks * B, 2 * blocks * B  # two vector cores a block
+    assert lt.paths == {"GM": (cube, b.bandwidth), "GM->UB": (vec, b.vector_read),
+                        "UB->GM": (vec, b.vector_write)}
+    assert lt.gm_bytes == cube + 2 * vec
+    assert lt.bandwidth_cycles == max(math.ceil(cube / b.bandwidth),
+                                      math.ceil(vec / b.vector_read),
+                                      math.ceil(vec / b.vector_write))
+    # one budget for everything (what a launch that is not mixed gets) is slower here
+    one = rep.launch_with(dataclasses.replace(b, vector_read=None, vector_write=None))
+    assert one.paths == {"GM": (cube + 2 * vec, b.bandwidth)}
+    assert one.bandwidth_cycles == math.ceil((cube + 2 * vec) / b.bandwidth)
+    assert one.cycles > lt.cycles
+    assert "GM->UB" in lt.summary()
+
+
+def test_launch_that_is_not_mixed_keeps_one_budget():
+    lt = _launch(64).launch
+    assert list(lt.paths) == ["GM"]

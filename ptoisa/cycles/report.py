@@ -119,6 +119,16 @@ class CycleReport:
                                         reschedule=self._reschedule)
         return self._launch
 
+    def launch_with(self, constants: Any) -> Any:
+        """The whole launch priced with other launch constants (a
+        :class:`ptoisa.cycles.launch.Budget`) than the target's; not remembered."""
+        from .launch import whole_launch
+
+        return whole_launch(self.steps, blocks=self.blocks, lockstep=self.lockstep,
+                            target=self.target, clock_hz=self.clock_hz,
+                            manual=self.mode == "manual", reschedule=self._reschedule,
+                            constants=constants)
+
     @property
     def rows(self) -> list[Row]:
         """Per instruction (op at a source location, pipe): runs and cycles, costliest first."""
