@@ -36,7 +36,24 @@ if TYPE_CHECKING:
 
 #: np.may_share_memory without its dispatch to __array_function__ overrides (operands here
 #: are plain ndarrays: tile storage, GM windows)
-may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+_bounds_meet = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+
+
+def may_share(a: np.ndarray, b: np.ndarray) -> bool:
+    """May ``a`` and ``b`` share bytes? np.may_share_memory (their bounds meet), told apart
+    further where both are rows of one stride (a lanes machine's placed tiles: each a column
+    range of the buffer's rows, one row per lane), whose bounds meet but whose column ranges
+    do not (every row of ``b`` falls between two rows of ``a``'s bytes)."""
+    if not _bounds_meet(a, b):
+        return False
+    if a.ndim == 2 and b.ndim == 2:
+        s = a.strides[0]
+        if s > 0 and s == b.strides[0] and a.strides[1] == a.itemsize \
+                and b.strides[1] == b.itemsize:
+            e = (b.__array_interface__["data"][0] - a.__array_interface__["data"][0]) % s
+            if a.shape[1] * a.itemsize <= e <= s - b.shape[1] * b.itemsize:
+                return False
+    return True
 
 
 # ---- which tiles may owe their values --------------------------------------------------------
