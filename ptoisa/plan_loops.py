@@ -73,6 +73,11 @@ BATCH_PLACED = False
 #: iteration order (:func:`ptoisa.isa.matrix.matmul.run_acc_chain`). A loop over placed tiles
 #: with an accumulator is batched whatever ``BATCH_PLACED`` says
 BATCH_CHAINS = True
+#: the most multiply-adds one step of a chained accumulation may take (m * k * n): larger
+#: products (a GEMM's 128^3 tiles) run step by step, where each step's operands stay in
+#: cache; batched, their lanes' panels spill it and the loop ran 1.5-2.5x slower. Below it
+#: (decode projections: 16 x 256 x 128), the per-step Python is what a batch saves
+CHAIN_MAX_MACS = 1 << 20
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
 Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
@@ -337,6 +342,12 @@ def _chains(body: list[Step]) -> dict[int, Tile]:
         if r.ins.name in matmul.CHAINED:
             c = matmul.chain_acc(vals)
             if c is not None:
+                rl = matmul.roles("acc", vals)
+                macs = rl["a"].spec.rows * rl["a"].spec.cols * rl["b"].spec.cols
+                if macs > CHAIN_MAX_MACS:
+                    raise NotBatched(f"{r.ins.name} accumulates {macs} multiply-adds a step "
+                                     f"(more than plan_loops.CHAIN_MAX_MACS: step by step, "
+                                     "each step's operands stay in cache)")
                 out[j] = c
     for j, c in list(out.items()):
         for i, (r, vals, _o, _p) in enumerate(body):
