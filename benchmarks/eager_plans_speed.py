@@ -10,7 +10,8 @@ Prints per kernel the median per launch of each way, its ratio to numpy (the med
 rounds' ratios), the time the two recording launches and the plan's check took together (see
 ptoisa/eager_plans.py), the case's replays and the repeated runs of instructions its plan
 runs as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches;
-``--no-chains``: accumulating loops not batched). Every planned result is checked bit for bit against the interpreted one first.
+``--no-chains``: accumulating loops not batched). Every planned result is checked bit for
+bit against the interpreted one first.
 """
 
 from __future__ import annotations
