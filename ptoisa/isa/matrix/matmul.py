@@ -635,9 +635,14 @@ def run_acc_chain(m: Machine, ins: Instr, vals: list[Any], steps: int) -> None:
             ks = np.broadcast_to(ks, (m.lanes, mm, n)).copy()
         ks = ks.reshape(-1, steps, mm, n)
         prev = np.asarray(c.read(mm, n)).reshape(-1, steps, mm, n)[:, 0]
-        out = np.empty(ks.shape, c.dtype.np)
+        # (an f32 k-sum with an f32 C: each step's sum lands in its own k-sum, in place, as
+        # _plus_cin adds it; else a C of its own type)
+        out = ks if ks.dtype == c.dtype.np and not c.dtype.is_int \
+            else np.empty(ks.shape, c.dtype.np)
         for s in range(steps):
-            out[:, s] = prev = _plus_cin(c, ks[:, s], prev, ct)
+            prev = _plus_cin(c, ks[:, s], prev, ct)
+            if out is not ks:
+                out[:, s] = prev
     _store(m, c, out.reshape(m.lanes, mm, n), mm, n)
 
 
