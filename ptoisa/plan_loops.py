@@ -342,12 +342,6 @@ def _chains(body: list[Step]) -> dict[int, Tile]:
         if r.ins.name in matmul.CHAINED:
             c = matmul.chain_acc(vals)
             if c is not None:
-                rl = matmul.roles("acc", vals)
-                macs = rl["a"].spec.rows * rl["a"].spec.cols * rl["b"].spec.cols
-                if macs > CHAIN_MAX_MACS:
-                    raise NotBatched(f"{r.ins.name} accumulates {macs} multiply-adds a step "
-                                     f"(more than plan_loops.CHAIN_MAX_MACS: step by step, "
-                                     "each step's operands stay in cache)")
                 out[j] = c
     for j, c in list(out.items()):
         for i, (r, vals, _o, _p) in enumerate(body):
@@ -355,6 +349,14 @@ def _chains(body: list[Step]) -> dict[int, Tile]:
                     and any(v is c for v in vals):
                 del out[j]  # (another read or write of the accumulator in the loop)
                 break
+    for j in out:
+        r, vals = body[j][0], body[j][1]
+        rl = matmul.roles("acc", vals)
+        macs = rl["a"].spec.rows * rl["a"].spec.cols * rl["b"].spec.cols
+        if macs > CHAIN_MAX_MACS:
+            raise NotBatched(f"{r.ins.name} accumulates {macs} multiply-adds a step (more "
+                             "than plan_loops.CHAIN_MAX_MACS: step by step, each step's "
+                             "operands stay in cache)")
     return out
 
 
@@ -599,6 +601,7 @@ def _live_after(steps: list[Step], end: int, where: dict[int, tuple[str, int]]
             b = a + v.spec.nbytes
             if _role(ins, p, vals) == "out" and ins.family in _WHOLE_WRITERS \
                     and whole.get(id(v), False):
+                # (its whole valid region is every element of its span: rows x cols)
                 outs.append((sp, a, b))
             elif not any(lo <= a and b <= hi for lo, hi in _merged(wrote.get(sp, []))):
                 live.append((sp, a, b))

@@ -34,12 +34,13 @@ def _tb(loc: str, dt: str, r: int, c: int) -> str:
 
 
 def _kernel(dt: str, acc_dt: str, m: int, k: int, n: int, steps: int, placed: bool,
-            extra: str = "") -> str:
+            extra: str = "", accumulate: bool = True) -> str:
     """C (m x n) = sum over ``steps`` K-steps of A[:, s] @ B[s, :] as PTOAS writes it: step
     0 a TMATMUL before the loop, the loop over steps 1.. a TMATMUL_ACC in place; ``placed``:
     the tiles at addresses (alloc_tile addr, again at the top of the body); ``extra``: more
     of the body after the accumulation (``ACC`` its accumulator, ``TC`` its type, ``PC`` the
-    type of a view of C, ``VC`` C's tensor view)."""
+    type of a view of C, ``VC`` C's tensor view, ``%LT`` / ``%RT`` the L0 tiles, ``TL`` /
+    ``TR`` their types); ``accumulate=False``: the body without its accumulation."""
     ta, tbm = _tb("mat", dt, m, k), _tb("mat", dt, k, n)
     tl, tr, tc = _tb("left", dt, m, k), _tb("right", dt, k, n), _tb("acc", acc_dt, m, n)
     pa = f"!pto.partition_tensor_view<{m}x{k}x{dt}>"
@@ -55,7 +56,10 @@ def _kernel(dt: str, acc_dt: str, m: int, k: int, n: int, steps: int, placed: bo
     first = [alloc(f"{nm}0", ty, ad) for nm, ty, ad in tiles]
     inner = [alloc(f"{nm}i", ty, ad) for nm, ty, ad in tiles] if placed else [""] * 5
     a, b, lt, rt, c = (f"%{nm}{'i' if placed else '0'}" for nm, _t, _a in tiles)
-    body = extra.replace("ACC", c).replace("TC", tc).replace("PC", pc).replace("VC", tvc)
+    body = extra.replace("ACC", c).replace("TC", tc).replace("PC", pc).replace("VC", tvc) \
+        .replace("%LT", lt).replace("%RT", rt).replace("TL", tl).replace("TR", tr)
+    acc_line = (f"pto.tmatmul.acc ins({c}, {lt}, {rt} : {tc}, {tl}, {tr}) outs({c} : {tc})"
+                if accumulate else "")
     return f"""
 module {{
   func.func @k(%pa_: !pto.ptr<{dt}>, %pb_: !pto.ptr<{dt}>, %pc_: !pto.ptr<{acc_dt}>) {{
@@ -96,7 +100,7 @@ module {{
       {inner[3]}
       pto.tmov ins({b} : {tbm}) outs({rt} : {tr})
       {inner[4]}
-      pto.tmatmul.acc ins({c}, {lt}, {rt} : {tc}, {tl}, {tr}) outs({c} : {tc})
+      {acc_line}
       {body}
     }}
     %xc = pto.partition_view %vc, offsets = [%c0, %c0], sizes = [%cm, %cn] : {tvc} -> {pc}
@@ -286,3 +290,25 @@ def test_may_share_tells_column_ranges_of_lane_rows_apart() -> None:
     assert not lazy.may_share(buf[:, 0:32], buf[:, 32:96])
     assert not lazy.may_share(buf[:, 32:96], buf[:, 0:32].view(np.uint16))
     assert lazy.may_share(buf[:, 0:33], buf[:, 32:96])
+
+
+def test_an_accumulator_written_first_in_each_iteration_is_no_chain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """TMATMUL then TMATMUL_ACC on one accumulator in each iteration, stored each iteration
+    (to one place): nothing carried between iterations, so no chain and the product's size
+    is no reason (the loop is refused for its overlapping stores); the interpreter's bits, C
+    twice the last step's product."""
+    monkeypatch.setattr(plan_loops, "CHAIN_MAX_MACS", 1)
+    dt, acc_dt, m, k, n = SHAPES[1]
+    extra = ("pto.tmatmul ins(%LT, %RT : TL, TR) outs(ACC : TC)\n"
+             "      pto.tmatmul.acc ins(ACC, %LT, %RT : TC, TL, TR) outs(ACC : TC)\n"
+             "      %xs = pto.partition_view %vc, offsets = [%c0, %c0], sizes = [%cm, %cn]"
+             " : VC -> PC\n      pto.tstore ins(ACC : TC) outs(%xs : PC)")
+    prog = pto.load(_kernel(dt, acc_dt, m, k, n, 5, False, extra, accumulate=False),
+                    target="a2a3")
+    a, b, c = _operands(dt, acc_dt, m, k, n, 5, seed=4)
+    ref = _both_ways(prog, a, b, c)
+    last = a[:, -k:].astype(np.float64) @ b[-k:].astype(np.float64)
+    assert np.allclose(ref, 2 * last, rtol=1e-5, atol=1e-3)
+    s = _stats(prog)
+    assert s.hits == 2 and "GM bytes" in s.why_loop, s
