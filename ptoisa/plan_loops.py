@@ -64,10 +64,11 @@ _WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "m
 #: keeps its lanes machine)
 MAX_LANES = 4096
 MAX_LANE_BYTES = 64 << 20
-#: batch loops over placed tiles (:func:`_batch_placed`). Off: on lanes machines TMOV and
-#: TMATMUL have no plain (lazy) forms, so the Qwen3 incore_1 outer loop, the one such loop
-#: of the goal kernels, ran 5-15% slower batched than one instruction at a time
-BATCH_PLACED = False
+#: batch loops over placed tiles (:func:`_batch_placed`). On since a batch copies back only
+#: the bytes read after the loop and lane tiles no longer settle their neighbours
+#: (:func:`ptoisa.lazy.may_share`): Qwen3 incore_1's outer loop 5.3 -> 3.9 ms (it had run
+#: 5-15% slower batched than one instruction at a time)
+BATCH_PLACED = True
 #: run loops whose one carried value is an accumulator (``C = C + A @ B`` in place:
 #: TMATMUL_ACC / TGEMV_ACC) as a batch: the k-sums of all iterations at once, C_in added in
 #: iteration order (:func:`ptoisa.isa.matrix.matmul.run_acc_chain`). A loop over placed tiles
