@@ -36,15 +36,15 @@ if TYPE_CHECKING:
 
 #: np.may_share_memory without its dispatch to __array_function__ overrides (operands here
 #: are plain ndarrays: tile storage, GM windows)
-_bounds_meet = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
+may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 
-def may_share(a: np.ndarray, b: np.ndarray) -> bool:
-    """May ``a`` and ``b`` share bytes? np.may_share_memory (their bounds meet), told apart
-    further where both are rows of one stride (a lanes machine's placed tiles: each a column
-    range of the buffer's rows, one row per lane), whose bounds meet but whose column ranges
-    do not (every row of ``b`` falls between two rows of ``a``'s bytes)."""
-    if not _bounds_meet(a, b):
+def may_share_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    """:data:`may_share` (their bounds meet), told apart further where both are rows of one
+    stride (a lanes machine's placed tiles: each a column range of the buffer's rows, one
+    row per lane), whose bounds meet but whose column ranges do not (every row of ``b``
+    falls between two rows of ``a``'s bytes)."""
+    if not may_share(a, b):
         return False
     if a.ndim == 2 and b.ndim == 2:
         s = a.strides[0]
@@ -284,7 +284,7 @@ def storage_barrier(m: Machine, tile: Tile) -> None:
             continue
         # t's own bytes are these (placed at an overlapping address, a view): its loaded or
         # deferred values land there first, as they were due before this access
-        if (owes and may_share(tb, buf)) or (
+        if (owes and may_share_rows(tb, buf)) or (
                 not (t._off_chip and t._pending is None) and depends(t, buf)):
             materialize(t, m)
             stands = False

@@ -274,8 +274,8 @@ def test_chains_off_leave_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None
     assert _stats(prog).batched == 0
 
 
-def test_may_share_tells_column_ranges_of_lane_rows_apart() -> None:
-    """lazy.may_share against numpy's exact np.shares_memory on column slices of a lanes
+def test_may_share_rows_tells_column_ranges_of_lane_rows_apart() -> None:
+    """lazy.may_share_rows against numpy's exact np.shares_memory on column slices of a lanes
     buffer (rows of one stride) and other views: never False where they share, False for
     disjoint column ranges of the same rows."""
     rng = np.random.default_rng(2)
@@ -286,10 +286,10 @@ def test_may_share_tells_column_ranges_of_lane_rows_apart() -> None:
     for x in views:
         for y in views:
             exact = np.shares_memory(x, y)
-            assert lazy.may_share(x, y) or not exact
-    assert not lazy.may_share(buf[:, 0:32], buf[:, 32:96])
-    assert not lazy.may_share(buf[:, 32:96], buf[:, 0:32].view(np.uint16))
-    assert lazy.may_share(buf[:, 0:33], buf[:, 32:96])
+            assert lazy.may_share_rows(x, y) or not exact
+    assert not lazy.may_share_rows(buf[:, 0:32], buf[:, 32:96])
+    assert not lazy.may_share_rows(buf[:, 32:96], buf[:, 0:32].view(np.uint16))
+    assert lazy.may_share_rows(buf[:, 0:33], buf[:, 32:96])
 
 
 def test_an_accumulator_written_first_in_each_iteration_is_no_chain(
