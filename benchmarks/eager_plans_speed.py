@@ -4,13 +4,14 @@ alternating, against the plain-numpy version of the same maths, in process CPU t
 with ``OPENBLAS_NUM_THREADS=1``) and wall time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/eager_plans_speed.py [--rounds N] [--only TEXT]
-        [--no-batches]
+        [--no-batches] [--no-chains]
 
 Prints per kernel the median per launch of each way, its ratio to numpy (the median of the
 rounds' ratios), the time the two recording launches and the plan's check took together (see
 ptoisa/eager_plans.py), the case's replays and the repeated runs of instructions its plan
-runs as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches). Every
-planned result is checked bit for bit against the interpreted one first.
+runs as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches;
+``--no-chains``: accumulating loops not batched). Every planned result is checked bit for
+bit against the interpreted one first.
 """
 
 from __future__ import annotations
@@ -59,6 +60,14 @@ def cases() -> list[Case]:
     out.append(("bf16 decode chain 8 x 16x512 @ 512x64, 1 block",
                 lambda: [a[i].astype(np.float32) @ b[i].astype(np.float32) for i in range(h)],
                 lambda on: pto.launch(s.chain, a, b, c, blocks=1, plans=on), 10, s.chain, [c]))
+    kk = 25600
+    px = rng.standard_normal((16, kk)).astype(s.BF16)
+    pw = (rng.standard_normal((kk, 128)) * 0.05).astype(s.BF16)
+    py = np.zeros((16, 128), np.float32)
+    out.append(("bf16 decode projection 16x25600 @ 25600x128",
+                lambda: px.astype(np.float32) @ pw.astype(np.float32),
+                lambda on: pto.launch(s.gemm, px, pw, py, 16, kk, 128, 16, 256, 128, blocks=1,
+                                      plans=on), 3, s.gemm, [py]))
     n = 512
     ga = rng.standard_normal((n, n)).astype(np.float16)
     gb = rng.standard_normal((n, n)).astype(np.float16)
@@ -82,10 +91,16 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--no-batches", action="store_true",
                     help="plans run repeated instructions as recorded (BATCH_LOOPS off)")
+    ap.add_argument("--no-chains", action="store_true",
+                    help="accumulating loops run as recorded (ptoisa.plan_loops.BATCH_CHAINS "
+                    "off)")
     ns = ap.parse_args()
     if ns.no_batches:
         from ptoisa import plans
         plans.BATCH_LOOPS = False
+    if ns.no_chains:
+        from ptoisa import plan_loops
+        plan_loops.BATCH_CHAINS = False
     from plans_speed import _timed
     from scale import cpu_name
 

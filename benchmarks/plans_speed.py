@@ -4,11 +4,12 @@ plain-numpy version of the same maths, in process CPU time (run it with
 ``OPENBLAS_NUM_THREADS=1``) and wall time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/plans_speed.py [--rounds N] [--only TEXT]
-        [--no-batches]
+        [--no-batches] [--no-chains]
 
 Prints per kernel the median per launch of each way, its ratio to numpy, the time the plan
 took to record (its second launch, see ptoisa/plans.py), its hit rate and the loops its plans
-run as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches). The eager kernels
+run as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches;
+``--no-chains``: accumulating loops not batched). The eager kernels
 (``pto.launch(..., plans=True)``) are measured by benchmarks/eager_plans_speed.py.
 """
 
@@ -94,10 +95,16 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--no-batches", action="store_true",
                     help="plans run loops as recorded (ptoisa.plans.BATCH_LOOPS off)")
+    ap.add_argument("--no-chains", action="store_true",
+                    help="accumulating loops run as recorded (ptoisa.plan_loops.BATCH_CHAINS "
+                    "off)")
     ns = ap.parse_args()
     if ns.no_batches:
         from ptoisa import plans
         plans.BATCH_LOOPS = False
+    if ns.no_chains:
+        from ptoisa import plan_loops
+        plan_loops.BATCH_CHAINS = False
     from scale import cpu_name
 
     print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds")

@@ -279,18 +279,30 @@ def _periods(rec: _Recorder) -> None:
     for i in range(n - 1, -1, -1):
         following[i] = nxt.get(sig[i], n)
         nxt[sig[i]] = i
-    i = 0
-    while i < n:
-        j = following[i]
-        p = j - i
-        if j < n and p <= MAX_PERIOD and sig[i:j] == sig[j:j + p]:
-            k = j + p
-            while k + p <= n and sig[k:k + p] == sig[i:j]:
-                k += p
-            rec.loops.append([_REPEATED, list(range(i, k, p)), k])
-            i = k
-        else:
-            i += 1
+
+    def runs(lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """The runs (first step, period, end) in steps [lo, hi), and those inside one
+        period of each, repeated in every period (a K-loop in each output tile's run: the
+        outer run may be refused, its iterations carrying tiles, where the inner ones are
+        batched)."""
+        out: list[tuple[int, int, int]] = []
+        i = lo
+        while i < hi:
+            j = following[i]
+            p = j - i
+            if j + p <= hi and p <= MAX_PERIOD and sig[i:j] == sig[j:j + p]:
+                k = j + p
+                while k + p <= hi and sig[k:k + p] == sig[i:j]:
+                    k += p
+                out.append((i, p, k))
+                inner = runs(i, j)
+                out.extend((a + t, q, e + t) for t in range(0, k - i, p) for a, q, e in inner)
+                i = k
+            else:
+                i += 1
+        return out
+    for i, p, k in runs(0, n):
+        rec.loops.append([_REPEATED, list(range(i, k, p)), k])
 
 
 # ---- launching ------------------------------------------------------------------------------

@@ -200,8 +200,10 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
 
     try:
         with np.errstate(all="ignore"):
+            # (one block: no line to draw, whose set-up, a terminal check, costs ~10 us)
             return lockstep_or_each(blocks, lockstep if machine is None else False, together,
-                                    each_shown, lambda: bool(last and last[-1].gm_writes), fresh)
+                                    each_shown if blocks > 1 else each,
+                                    lambda: bool(last and last[-1].gm_writes), fresh)
     finally:
         if bar:
             bar[0].__exit__(None, None, None)

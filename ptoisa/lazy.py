@@ -39,6 +39,23 @@ if TYPE_CHECKING:
 may_share = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 
 
+def may_share_rows(a: np.ndarray, b: np.ndarray) -> bool:
+    """:data:`may_share` (their bounds meet), told apart further where both are rows of one
+    stride (a lanes machine's placed tiles: each a column range of the buffer's rows, one
+    row per lane), whose bounds meet but whose column ranges do not (every row of ``b``
+    falls between two rows of ``a``'s bytes)."""
+    if not may_share(a, b):
+        return False
+    if a.ndim == 2 and b.ndim == 2:
+        s = a.strides[0]
+        if s > 0 and s == b.strides[0] and a.strides[1] == a.itemsize \
+                and b.strides[1] == b.itemsize:
+            e = (b.__array_interface__["data"][0] - a.__array_interface__["data"][0]) % s
+            if a.shape[1] * a.itemsize <= e <= s - b.shape[1] * b.itemsize:
+                return False
+    return True
+
+
 # ---- which tiles may owe their values --------------------------------------------------------
 def ok(m: Machine, tile: Tile) -> bool:
     """May ``tile`` be loaded copy-on-write / get a deferred result on ``m``? (boxed tiles at
@@ -267,7 +284,7 @@ def storage_barrier(m: Machine, tile: Tile) -> None:
             continue
         # t's own bytes are these (placed at an overlapping address, a view): its loaded or
         # deferred values land there first, as they were due before this access
-        if (owes and may_share(tb, buf)) or (
+        if (owes and may_share_rows(tb, buf)) or (
                 not (t._off_chip and t._pending is None) and depends(t, buf)):
             materialize(t, m)
             stands = False

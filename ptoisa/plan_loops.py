@@ -50,7 +50,9 @@ from typing import Any
 import numpy as np
 
 from . import lazy
-from .isa.registry import Instr, InstrRecord, _all_uniform
+from .errors import PtoError
+from .isa.matrix import matmul
+from .isa.registry import Instr, InstrRecord, _all_uniform, _settle_written
 from .memory import Machine, pop, push
 from .tensor import GlobalTensor, lane_span
 from .tile import Tile
@@ -62,10 +64,21 @@ _WHOLE_WRITERS = frozenset({"elementwise", "tile-scalar", "reduce", "matrix", "m
 #: keeps its lanes machine)
 MAX_LANES = 4096
 MAX_LANE_BYTES = 64 << 20
-#: batch loops over placed tiles (:func:`_batch_placed`). Off: on lanes machines TMOV and
-#: TMATMUL have no plain (lazy) forms, so the Qwen3 incore_1 outer loop, the one such loop
-#: of the goal kernels, ran 5-15% slower batched than one instruction at a time
-BATCH_PLACED = False
+#: batch loops over placed tiles (:func:`_batch_placed`). On since a batch copies back only
+#: the bytes read after the loop and lane tiles no longer settle their neighbours
+#: (:func:`ptoisa.lazy.may_share`): Qwen3 incore_1's outer loop 5.3 -> 3.9 ms (it had run
+#: 5-15% slower batched than one instruction at a time)
+BATCH_PLACED = True
+#: run loops whose one carried value is an accumulator (``C = C + A @ B`` in place:
+#: TMATMUL_ACC / TGEMV_ACC) as a batch: the k-sums of all iterations at once, C_in added in
+#: iteration order (:func:`ptoisa.isa.matrix.matmul.run_acc_chain`). A loop over placed tiles
+#: with an accumulator is batched whatever ``BATCH_PLACED`` says
+BATCH_CHAINS = True
+#: the most multiply-adds one step of a chained accumulation may take (m * k * n): larger
+#: products (a GEMM's 128^3 tiles) run step by step, where each step's operands stay in
+#: cache; batched, their lanes' panels spill it and the loop ran 1.5-2.5x slower. Below it
+#: (decode projections: 16 x 256 x 128), the per-step Python is what a batch saves
+CHAIN_MAX_MACS = 1 << 20
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
 Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
@@ -121,10 +134,10 @@ def batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[in
     if any(bounds[k + 1] - bounds[k] != n for k in range(t_n)):
         raise NotBatched("iterations run different numbers of instructions")
     s0 = starts[0]
+    # (placements after the loop: only a batch of placed tiles allows them, see _batch)
     for i in range(s0, len(steps)):
         r = steps[i][0]
-        if r.ins.access != "data" and r.ins.sync is None and not (
-                i < end and _placement(r.ins, steps[i][1])):
+        if r.ins.access != "data" and r.ins.sync is None and not _placement(r.ins, steps[i][1]):
             raise NotBatched(f"{r.ins.name} places or views a tile from the loop on")
 
     # ---- the same instructions in every iteration
@@ -181,14 +194,20 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     n_lanes = len(lanes)
     blocks = m.lanes
     body = [steps[i] for i in lanes[0]]
+    chains = _chains(body)
+    if chains and q != 1:
+        raise NotBatched("an accumulator in a repeated body")
     if any(_placement(r.ins, vals) or any(isinstance(v, Tile) and v.addr is not None
                                           for v in vals) for r, vals, _o, _p in body):
-        if not BATCH_PLACED:
+        if not BATCH_PLACED and not chains:
             raise NotBatched("its tiles are placed (plan_loops.BATCH_PLACED is off)")
         if q != 1:
             raise NotBatched("placed tiles in a repeated body")
         return _batch_placed(m, steps, after, starts, end, bind, rebind, machines, lanes,
-                             offsets)
+                             offsets, chains)
+    for st in steps[end:]:
+        if _placement(st[0].ins, st[1]):
+            raise NotBatched(f"{st[0].ins.name} places or views a tile from the loop on")
 
     # ---- tiles: no value carried; whole valid regions
     written: set[int] = set()
@@ -211,12 +230,12 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     defined: set[int] = set()
     scratch: set[int] = set()
     invariant: set[int] = set()
-    for r, vals, _once, _pre in body:
+    for j, (r, vals, _once, _pre) in enumerate(body):
         ins = r.ins
         roles = [_role(ins, p, vals) for p in range(len(vals))]
         for v, role in zip(vals, roles, strict=True):
             if isinstance(v, Tile) and role not in ("out", "scratch") and id(v) not in defined:
-                if id(v) in written:
+                if id(v) in written and chains.get(j) is not v:
                     raise NotBatched(f"{_name(v)} carries a value between iterations "
                                      f"({ins.name} reads it before the iteration writes it)")
                 invariant.add(id(v))
@@ -259,6 +278,9 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
         ins = r.ins
         lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
               for p, v in enumerate(vals)]
+        if j in chains:
+            calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
+            continue
         once = ins.batched and _all_uniform(lv, ins.any_valid)
         calls.append(bind(ins, lm, lv, r.params, once, r.loc))
     # an invariant lane tile: each segment's tile, in its lanes (s, s + q, ...)
@@ -306,6 +328,58 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
 
 
 
+def _chains(body: list[Step]) -> dict[int, Tile]:
+    """The accumulating instructions of a loop's body that a batch runs as chains: position ->
+    the accumulator. An instruction of :data:`matmul.CHAINED` accumulating in place (C_out is
+    C_in), its accumulator used by no other instruction of the body (but its own placement):
+    then the one value it carries between iterations is the accumulator, which
+    :func:`matmul.run_acc_chain` carries through every lane in iteration order. (Bytes the
+    accumulator shares with another tile: :func:`_batch_placed`; an auto tile shares none,
+    which :func:`_batch` proves of every tile.)"""
+    out: dict[int, Tile] = {}
+    if not BATCH_CHAINS:
+        return out
+    for j, (r, vals, _o, _p) in enumerate(body):
+        if r.ins.name in matmul.CHAINED:
+            c = matmul.chain_acc(vals)
+            if c is not None:
+                out[j] = c
+    for j, c in list(out.items()):
+        for i, (r, vals, _o, _p) in enumerate(body):
+            if i != j and not (_placement(r.ins, vals) and vals[0] is c) \
+                    and any(v is c for v in vals):
+                del out[j]  # (another read or write of the accumulator in the loop)
+                break
+    for j in out:
+        r, vals = body[j][0], body[j][1]
+        rl = matmul.roles("acc", vals)
+        macs = rl["a"].spec.rows * rl["a"].spec.cols * rl["b"].spec.cols
+        if macs > CHAIN_MAX_MACS:
+            raise NotBatched(f"{r.ins.name} accumulates {macs} multiply-adds a step (more "
+                             "than plan_loops.CHAIN_MAX_MACS: step by step, each step's "
+                             "operands stay in cache)")
+    return out
+
+
+def _chain(ins: Instr, lm: Machine, vals: list[Any], steps: int, loc: Any
+           ) -> Callable[[], None]:
+    """The call of a chained accumulating instruction on the lanes machine (see
+    :func:`_chains`): its lanes ``steps`` iterations per block."""
+    written = ins._written
+
+    def call() -> None:
+        try:
+            if lm._lazy and written:
+                _settle_written(lm, written, vals)
+            matmul.run_acc_chain(lm, ins, vals, steps)
+        except PtoError as e:
+            if e.op is None:
+                e.op = ins.mnemonic
+                e.args = (e.render(),)
+            raise (e.with_loc(loc) if loc is not None else e) from None
+    return call
+
+
 def _placement(ins: Instr, vals: list[Any]) -> bool:
     """A TASSIGN of a tile to a constant address (a loop's ``alloc_tile addr``)."""
     return ins.access == "place" and ins.name == "TASSIGN" and len(vals) == 2 \
@@ -316,14 +390,16 @@ def _placement(ins: Instr, vals: list[Any]) -> bool:
 def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[int],
                   end: int, bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
                   machines: dict[int, Machine], lanes: list[list[int]],
-                  offsets: dict[tuple[int, int], list[int]]) -> Callable[[], None]:
+                  offsets: dict[tuple[int, int], list[int]], chains: dict[int, Tile]
+                  ) -> Callable[[], None]:
     """:func:`batch` of a body whose tiles are placed (TASSIGN, ``alloc_tile addr``): each
     lane has its own copy of the buffers (the lanes machine's), the body's tiles placed at
     their addresses there, so tiles that share bytes share them in every lane. Proved from
     the record, in bytes: every byte an iteration reads it wrote before (whole tiles), or
     the loop never writes it (then it is the launch's, copied to every lane); after the
     loop, the bytes the loop writes are the last lane's, put back in the launch's buffers
-    (in lockstep: each block's last lane)."""
+    (in lockstep: each block's last lane). An accumulator ``chains`` names (:func:`_chains`)
+    may carry its bytes, when no other tile of the body reaches them."""
     t_n, blocks = len(starts), m.lanes
     n_lanes = len(lanes)
     body = [steps[i] for i in lanes[0]]
@@ -363,6 +439,13 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
     wrote: dict[str, list[tuple[int, int]]] = {}
     reads: list[tuple[str, int, int, Tile]] = []  # read before the iteration wrote them
     placed_in_loop: set[int] = set()
+    for c in chains.values():  # an accumulator's bytes are its own in the body
+        sc, lc, hc = span(c)
+        for u in tiles.values():
+            sp, lo, hi = span(u)
+            if u is not c and sp == sc and lo < hc and lc < hi:
+                raise NotBatched(f"the accumulator {_name(c)} shares bytes with {_name(u)}")
+    carried = {id(c) for c in chains.values()}
     for r, vals, _o, _p in body:
         ins = r.ins
         if _placement(ins, vals):
@@ -379,13 +462,16 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
                 sp, lo, hi = span(v)
                 wrote.setdefault(sp, []).append((lo, hi))
     for sp, lo, hi, v in reads:
+        if id(v) in carried:
+            continue  # (its chain starts from the bytes before the loop, copied in)
         if any(a < hi and lo < b for a, b in wrote.get(sp, [])):
             raise NotBatched(f"{_name(v)} carries bytes between iterations (read before the "
                              "iteration writes them)")
     later = {id(v) for st in steps[end:] for v in st[1] if isinstance(v, Tile)}
     for key in placed_in_loop:
         if key in later and not any(_placement(st[0].ins, st[1]) and id(st[1][0]) == key
-                                    for st in steps[:starts[0]]):
+                                    for st in steps[:starts[0]]) \
+                and not _placed_again(steps, end, tiles[key]):
             raise NotBatched(f"{_name(tiles[key])} is placed in the loop and used after it")
     spaces = {sp for sp, _a in (where[k] for k in tiles)}
     top = {sp: max(where[k][1] + t.spec.nbytes for k, t in tiles.items() if where[k][0] == sp)
@@ -409,12 +495,23 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
             continue
         lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
               for p, v in enumerate(vals)]
+        if j in chains:
+            calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
+            continue
         once = ins.batched and _all_uniform(lv, ins.any_valid)
         calls.append(bind(ins, lm, lv, r.params, once, r.loc))
     places = [(shadow[k], where[k][1]) for k in tiles]
     # bytes read from before the loop, and written by it (merged), by space
     copy_in = [(sp, lo, hi) for sp, lo, hi, _v in reads]
     copy_out = [(sp, lo, hi) for sp, iv in wrote.items() for lo, hi in _merged(iv)]
+    # (of those, the bytes an instruction after the loop may read before it writes them: no
+    # later instruction reads the others, and the next launch poisons the buffers again)
+    live = _live_after(steps, end, where)
+    if live is not None:
+        copy_out = [(sp, max(lo, a), min(hi, b)) for sp, lo, hi in copy_out
+                    for sq, a, b in live if sq == sp and a < hi and lo < b]
+        copy_out = [(sp, lo, hi) for sp in {c[0] for c in copy_out}
+                    for lo, hi in _merged([(a, b) for sq, a, b in copy_out if sq == sp])]
     # the launch's placed tiles over those bytes (what they owe is settled first)
     touched = [t for t in {id(v): v for st in steps for v in st[1]
                            if isinstance(v, Tile) and id(v) in where}.values()
@@ -423,6 +520,10 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
                       for sp, lo, hi in copy_in + copy_out)]
     last = t_n - 1
     shadows = list(shadow.values())
+    # (the lane tiles over bytes copied out: what they owe is written there first)
+    owing = [shadow[k] for k in tiles
+             if any(where[k][0] == sp and where[k][1] < hi
+                    and lo < where[k][1] + tiles[k].spec.nbytes for sp, lo, hi in copy_out)]
     back = [(t, state[id(t)]) for k, t in tiles.items() if k in later]
 
     def run() -> None:
@@ -445,7 +546,7 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
         try:
             for c in calls:
                 c()
-            for sh in shadows:
+            for sh in owing:
                 sh.storage  # noqa: B018 (what the lane tiles owe, in the lanes' buffers)
             for sp, lo, hi in copy_out:
                 dst = m._poison_to(sp, hi)[..., lo:hi]
@@ -474,6 +575,50 @@ def _log_flags(m: Machine, log_all: list[Any]) -> None:
             m.sync_log = list(log_all)
         else:
             m.sync_log.extend(log_all)
+
+def _live_after(steps: list[Step], end: int, where: dict[int, tuple[str, int]]
+                ) -> list[tuple[str, int, int]] | None:
+    """The byte spans (space, from, to) of the placed tiles that the steps from ``end`` on
+    read before writing them whole (a read of a tile not wholly written since ``end``: its
+    whole span), or None where that cannot be told (a tile that is not placed at one address
+    (``where``), an instruction that views a tile)."""
+    wrote: dict[str, list[tuple[int, int]]] = {}
+    live: list[tuple[str, int, int]] = []
+    for r, vals, _o, pre in steps[end:]:
+        ins = r.ins
+        if _placement(ins, vals):
+            continue
+        ts = [(p, v) for p, v in enumerate(vals) if isinstance(v, Tile)]
+        if not ts:
+            continue
+        if ins.access != "data":
+            return None
+        whole = {id(t): wh for t, _vr, _vc, wh in pre}
+        outs = []
+        for p, v in ts:
+            if id(v) not in where:
+                return None
+            sp, a = where[id(v)]
+            b = a + v.spec.nbytes
+            if _role(ins, p, vals) == "out" and ins.family in _WHOLE_WRITERS \
+                    and whole.get(id(v), False):
+                # (its whole valid region is every element of its span: rows x cols)
+                outs.append((sp, a, b))
+            elif not any(lo <= a and b <= hi for lo, hi in _merged(wrote.get(sp, []))):
+                live.append((sp, a, b))
+        for sp, a, b in outs:
+            wrote.setdefault(sp, []).append((a, b))
+    return live
+
+
+def _placed_again(steps: list[Step], end: int, t: Tile) -> bool:
+    """Is tile ``t``'s first use after step ``end`` its placement (a later loop's
+    ``alloc_tile addr`` of it)?"""
+    for st in steps[end:]:
+        if any(v is t for v in st[1]):
+            return _placement(st[0].ins, st[1]) and st[1][0] is t
+    return True
+
 
 def _merged(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []

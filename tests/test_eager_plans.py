@@ -319,7 +319,7 @@ def test_fuzz_placed_programs_same_bits(ops: list[tuple[Any, ...]], ub: list[int
 
 
 def test_fuzz_placed_programs_batched_same_bits() -> None:
-    """The same with loops over placed tiles batched (plan_loops.BATCH_PLACED, off by
+    """The same with loops over placed tiles batched (plan_loops.BATCH_PLACED, on by
     default): each lane its own copy of the buffers, the proof in bytes."""
     from ptoisa import plan_loops
 

@@ -464,7 +464,10 @@ def _placed(src: str, addrs: dict[str, int], in_loop: tuple[str, ...] = ()) -> s
     return src
 
 
-def test_placed_batches_are_off_by_default() -> None:
+def test_placed_batches_off_leave_the_same_bits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptoisa import plan_loops
+
+    monkeypatch.setattr(plan_loops, "BATCH_PLACED", False)
     prog = pto.load(_placed(_kernel(), {"bias": 0, "x": 1024, "y": 2048}, in_loop=("x",)))
     ref, got = _runs(prog, "k", _args())
     for g in got:

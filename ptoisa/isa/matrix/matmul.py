@@ -419,12 +419,6 @@ def _scales(t: Tile, rows: int, cols: int) -> np.ndarray:
     return np.where(e == 255, np.nan, np.exp2(e - 127.0))
 
 
-def _result(r: dict[str, Any], c: Tile, av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray,
-            ib: np.ndarray | None, ct: type, mm: int, n: int) -> np.ndarray:
-    """The accumulator's new values: the product, plus bias and cIn, in c's element type."""
-    return _finish(r, c, _product(av, ia, bv, ib), ct, mm, n)
-
-
 def _finish(r: dict[str, Any], c: Tile, acc: np.ndarray, ct: type, mm: int, n: int
             ) -> np.ndarray:
     """``acc`` (the k-sum, of type ``ct``) plus bias and cIn added in ``ct``, in c's type."""
@@ -432,13 +426,19 @@ def _finish(r: dict[str, Any], c: Tile, acc: np.ndarray, ct: type, mm: int, n: i
     if bias is not None:
         np.add(acc, np.asarray(bias.read(1, n)).astype(ct), out=acc)
     cin = r.get("cin")
+    return _plus_cin(c, acc, None if cin is None else np.asarray(cin.read(mm, n)), ct)
+
+
+def _plus_cin(c: Tile, acc: np.ndarray, cin: np.ndarray | None, ct: type) -> np.ndarray:
+    """``acc`` (the k-sum, of type ``ct``, bias added) plus the accumulator input's values
+    ``cin`` (or none), in c's type: how every form adds C_in."""
     if c.dtype.is_int:
         out = np.rint(acc).astype(np.int64)
         if cin is not None:
-            out = out + np.asarray(cin.read(mm, n)).astype(np.int64)
+            out = out + cin.astype(np.int64)
         return out.astype(c.dtype.np)  # wraps modulo 2^32 like the i32 accumulator
     if cin is not None:
-        np.add(acc, np.asarray(cin.read(mm, n)).astype(ct, copy=False), out=acc)
+        np.add(acc, cin.astype(ct, copy=False), out=acc)
     if acc.dtype == c.dtype.np:
         return acc
     return acc.astype(np.float32, copy=False).astype(c.dtype.np, copy=False)
@@ -543,9 +543,9 @@ def _order(m: Machine, name: str, r: dict[str, Any], c: Tile) -> str:
     return "exact" if "sa" in r else "blas"
 
 
-def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None = None) -> None:
-    if r is None:
-        r = roles(kind, list(vals))
+def _ksum(m: Machine, name: str, r: dict[str, Any]) -> tuple[np.ndarray, type]:
+    """The k-sum of entry ``name`` on its operands ``r`` (per lane on a lanes machine), before
+    bias and C_in are added, and its type (numpy's warnings are the caller's)."""
     a, b, c = r["a"], r["b"], r["c"]
     mm, k, n = a._vr, a._vc, b._vc
     order = _order(m, name, r, c)
@@ -566,13 +566,27 @@ def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None =
         av = av * _scales(r["sa"], mm, groups)[..., grp]
         bv = bv * _scales(r["sb"], groups, n)[..., grp, :]
     if order == "sequential":
-        with np.errstate(all="ignore"):
-            res = _finish(r, c, _sequential(av, bv, fused="sa" not in r), np.float32, mm, n)
-    elif m.quiet:  # (a launch: numpy's warnings are off already)
-        res = _result(r, c, av, ia, bv, ib, ct, mm, n)
+        return _sequential(av, bv, fused="sa" not in r), np.float32
+    return _product(av, ia, bv, ib), ct
+
+
+def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None = None) -> None:
+    if r is None:
+        r = roles(kind, list(vals))
+    c = r["c"]
+    mm, n = r["a"]._vr, r["b"]._vc
+    if m.quiet:  # (a launch: numpy's warnings are off already)
+        acc, ct = _ksum(m, name, r)
+        res = _finish(r, c, acc, ct, mm, n)
     else:
         with np.errstate(all="ignore"):
-            res = _result(r, c, av, ia, bv, ib, ct, mm, n)
+            acc, ct = _ksum(m, name, r)
+            res = _finish(r, c, acc, ct, mm, n)
+    _store(m, c, res, mm, n)
+
+
+def _store(m: Machine, c: Tile, res: np.ndarray, mm: int, n: int) -> None:
+    """The accumulator ``c`` takes its new values ``res`` (its m x n block)."""
     beyond = c._vr > mm or c._vc > n
     if c._whole and not beyond and not c.spec.dtype.packed and lazy.ok(m, c):
         # keep the result in logical order (copy-on-write) until the accumulator is read in
@@ -582,6 +596,54 @@ def _run(m: Machine, name: str, kind: str, vals: Any, r: dict[str, Any] | None =
     c.write(res)
     if beyond:
         _undefined_beyond(c, mm, n)
+
+
+#: the in-place accumulating entries :func:`run_acc_chain` runs as a chain
+CHAINED = frozenset({"TMATMUL_ACC", "TGEMV_ACC"})
+
+
+def chain_acc(vals: list[Any]) -> Tile | None:
+    """The accumulator of an _ACC entry's operands when it accumulates in place (C_out is
+    C_in, and neither A nor B), else None: the form :func:`run_acc_chain` runs."""
+    r = roles("acc", list(vals))
+    c = r["c"]
+    if type(c) is Tile and r["cin"] is c and r["a"] is not c and r["b"] is not c:
+        return c
+    return None
+
+
+def run_acc_chain(m: Machine, ins: Instr, vals: list[Any], steps: int) -> None:
+    """Entry ``ins`` (TMATMUL_ACC / TGEMV_ACC accumulating in place: C = C + A @ B) run as
+    ``steps`` consecutive steps on the lanes machine ``m``, whose lanes are chains of
+    ``steps`` (lane ``g * steps + s``: step ``s`` of chain ``g``, e.g. the K-steps of a loop,
+    per block): each step's C_in is what the step before it wrote, the first step's the value
+    its lane's C holds. The k-sums of all steps are formed at once (:func:`_ksum`: per lane,
+    the call one step makes) and C_in added to each in step order (:func:`_plus_cin`, as one
+    step adds it), so every lane's C ends with what its step wrote when the steps ran one by
+    one: the same bits."""
+    if ins.name not in CHAINED:
+        raise ValueError(f"{ins.name} is not an accumulating entry run as a chain")
+    r = roles("acc", list(vals))
+    c = chain_acc(vals)
+    if c is None:
+        raise ValueError(f"{ins.name} does not accumulate in place")
+    _mkn(ins, r, ins.name.startswith("TGEMV"))
+    mm, n = r["a"]._vr, r["b"]._vc
+    with np.errstate(all="ignore"):
+        ks, ct = _ksum(m, ins.name, r)
+        if ks.shape != (m.lanes, mm, n):  # (lanes that shared their operands)
+            ks = np.broadcast_to(ks, (m.lanes, mm, n)).copy()
+        ks = ks.reshape(-1, steps, mm, n)
+        prev = np.asarray(c.read(mm, n)).reshape(-1, steps, mm, n)[:, 0]
+        # (an f32 k-sum with an f32 C: each step's sum lands in its own k-sum, in place, as
+        # _plus_cin adds it; else a C of its own type)
+        out = ks if ks.dtype == c.dtype.np and not c.dtype.is_int \
+            else np.empty(ks.shape, c.dtype.np)
+        for s in range(steps):
+            prev = _plus_cin(c, ks[:, s], prev, ct)
+            if out is not ks:
+                out[:, s] = prev
+    _store(m, c, out.reshape(m.lanes, mm, n), mm, n)
 
 
 def _undefined_beyond(c: Tile, mm: int, n: int) -> None:
