@@ -1002,15 +1002,68 @@ def check_symbols(module: Module) -> None:
         raise e
 
 
-def diagnose(module: Module, target: TargetLike, *, level: str | None = None) -> list[PtoError]:
+#: ops the VPTO backend's pipeline does not lower (PTOAS refuses them there; the EmitC backend
+#: takes them): name prefix -> why
+_NOT_IN_VPTO = {
+    "pto.cmo.": "is not supported by the VPTO backend yet (high-level CMO/fence ops must be "
+                "lowered to `pto.dcci` or `pto.dsb` first)",
+    "pto.fence.": "is not supported by the VPTO backend yet (high-level CMO/fence ops must be "
+                  "lowered to `pto.dcci` or `pto.dsb` first)",
+    "pto.comm.build_async_session": "is not supported by the VPTO backend: async SDMA session "
+                                    "operations currently require the EmitC backend",
+}
+_BACKENDS = ("emitc", "vpto")
+
+
+def backend_errors(module: Module, backend: str | None = None) -> Iterator[VerifyError]:
+    """PTOAS's backend rules: a ``pto.backend`` attribute names a backend it has; a child
+    module for the VPTO backend says which kernel it is (``pto.kernel_kind``); under the VPTO
+    backend (``backend``, the command line's ``--pto-backend``, or the enclosing module's
+    ``pto.backend``) the ops its pipeline does not lower are refused."""
+    def walk(ops: tuple[Op, ...], be: str | None) -> Iterator[VerifyError]:
+        for op in ops:
+            if op.name in ("module", "builtin.module"):
+                a = op.attributes.get("pto.backend")
+                here = None if a is None else str(bridge.attr_value(a))
+                if here is not None and here not in _BACKENDS:
+                    yield VerifyError(f"invalid pto.backend '{here}'. Expected 'emitc' or "
+                                      "'vpto'.", op="module", loc=op.loc)
+                if here == "vpto" and op.attributes.get("pto.kernel_kind") is None:
+                    yield VerifyError("expected VPTO kernel submodule to carry "
+                                      "'pto.kernel_kind' (vector or cube)", op="module",
+                                      loc=op.loc)
+                for r in op.regions:
+                    for b in r.blocks:
+                        yield from walk(tuple(b.ops), here or be)
+                continue
+            if be == "vpto":
+                for inner in op.walk():
+                    why = next((w for p, w in _NOT_IN_VPTO.items()
+                                if inner.name.startswith(p)), None)
+                    if why is not None:
+                        yield VerifyError(f"'{inner.name}' {why}", op=inner.name,
+                                          loc=inner.loc)
+
+    a = module.attributes.get("pto.backend")
+    top = None if a is None else str(bridge.attr_value(a))
+    if top is not None and top not in _BACKENDS:
+        yield VerifyError(f"invalid pto.backend '{top}'. Expected 'emitc' or 'vpto'.",
+                          op="module", loc=module.loc)
+    yield from walk(module.ops, top or backend)
+
+
+def diagnose(module: Module, target: TargetLike, *, level: str | None = None,
+             backend: str | None = None) -> list[PtoError]:
     """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
-    rules (entry signatures, calls, pipes, options), then each function compiled on its own
-    (the first error of each), ordered by location."""
+    rules (entry signatures, calls, pipes, options; ``backend``: the command line's
+    ``--pto-backend``), then each function compiled on its own (the first error of each),
+    ordered by location."""
     errors: list[PtoError] = []
     try:
         check_module(module)
     except VerifyError as e:
         errors.append(e)
+    errors.extend(backend_errors(module, backend))
     errors.extend(module_rule_errors(module, level, target))
     errors.extend(symbol_errors(module))
     comp = Compiler(module, target, False)  # what Program(module, target) compiles with
