@@ -39,6 +39,7 @@ from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
+from .persistent_fragments import fragment_errors
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -827,6 +828,7 @@ def module_rule_errors(module: Module, level: str | None = None,
         yield from local_ops.struct_escape_errors(f)
     yield from _peer_errors(module)
     yield from _pipe_errors(funcs)
+    yield from fragment_errors(funcs)
     for f in funcs:
         yield from _op_errors(f, level, target)
         yield from _fixpipe_type_errors(f)
