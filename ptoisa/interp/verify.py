@@ -1017,6 +1017,44 @@ _NOT_IN_VPTO = {
 _BACKENDS = ("emitc", "vpto")
 
 
+#: ops that say nothing of the core a function runs on
+_NEUTRAL = ("func.return", "return", "func.call", "call", "scf.yield")
+#: pipes both cores have: a flag op executed on one of them does not say which core runs it
+_SHARED_PIPES = ("MTE2", "S", "ALL")
+
+
+def _ambiguous_flag(op: Op) -> bool:
+    """A ``set_flag`` / ``wait_flag`` executed on a pipe both cores have (set_flag runs on
+    its source pipe, wait_flag on its destination pipe)."""
+    if op.name not in ("pto.set_flag", "pto.wait_flag"):
+        return False
+    pipes = [m.group(1) for lit in op.literals
+             if (m := re.fullmatch(r"PIPE_(\w+)", str(getattr(lit, "body", ""))))]
+    if len(pipes) != 2:
+        return False
+    return pipes[0 if op.name == "pto.set_flag" else 1] in _SHARED_PIPES
+
+
+def _kind_errors(child: Op) -> Iterator[VerifyError]:
+    """A VPTO child module without ``pto.kernel_kind``: PTOAS infers the kind from what its
+    functions do, and refuses a module with nothing to infer it from (no op at all), or whose
+    only ops are flag ops on pipes both cores have."""
+    ops = [op for region in child.regions for b in region.blocks for f in b.ops
+           if f.name == "func.func" for op in f.walk()
+           if op is not f and op.name not in _NEUTRAL and not op.name.startswith("arith.")]
+    if not ops:
+        yield VerifyError("expected VPTO kernel submodule to carry 'pto.kernel_kind' (its "
+                          "functions hold no op to infer vector or cube from)", op="module",
+                          loc=child.loc)
+    elif all(_ambiguous_flag(op) for op in ops):
+        names = ", ".join(dict.fromkeys(f"'{op.name}'" for op in ops))
+        yield VerifyError("contains an uncovered top-level op segment whose section kind "
+                          f"cannot be inferred uniquely; ambiguous op(s): {names} (flag ops "
+                          "on a pipe both cores have); wrap the ambiguous region in "
+                          "pto.section.cube or pto.section.vector", op=ops[0].name,
+                          loc=ops[0].loc)
+
+
 def backend_errors(module: Module, backend: str | None = None) -> Iterator[VerifyError]:
     """PTOAS's backend rules: a ``pto.backend`` attribute names a backend it has; a child
     module for the VPTO backend says which kernel it is (``pto.kernel_kind``); under the VPTO
@@ -1031,9 +1069,7 @@ def backend_errors(module: Module, backend: str | None = None) -> Iterator[Verif
                     yield VerifyError(f"invalid pto.backend '{here}'. Expected 'emitc' or "
                                       "'vpto'.", op="module", loc=op.loc)
                 if here == "vpto" and op.attributes.get("pto.kernel_kind") is None:
-                    yield VerifyError("expected VPTO kernel submodule to carry "
-                                      "'pto.kernel_kind' (vector or cube)", op="module",
-                                      loc=op.loc)
+                    yield from _kind_errors(op)
                 for r in op.regions:
                     for b in r.blocks:
                         yield from walk(tuple(b.ops), here or be)

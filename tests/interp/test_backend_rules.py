@@ -49,3 +49,23 @@ def test_vpto_child_module_carries_its_kernel_kind():
                for m in _msgs(text))
     kind = text.replace('"vpto"}', '"vpto", pto.kernel_kind = #pto.kernel_kind<vector>}')
     assert _msgs(kind) == []
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]", "'pto.set_flag'"),
+    ("pto.wait_flag[<PIPE_S>, <PIPE_MTE2>, <EVENT_ID0>]", "'pto.wait_flag'"),
+    # executed on a pipe of one core (FIX: cube, V: vector): the kind is inferred
+    ("pto.set_flag[<PIPE_FIX>, <PIPE_V>, <EVENT_ID0>]", None),
+    ("pto.wait_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]", None),
+])
+def test_vpto_child_module_kind_inferred_from_its_flag_ops(body, said):
+    text = ('module attributes {pto.target_arch = "a5"} {\n'
+            '  module attributes {pto.backend = "vpto"} {\n'
+            f'    func.func @f() attributes {{pto.entry}} {{\n      {body}\n      return\n'
+            '    }\n  }\n}\n')
+    msgs = _msgs(text)
+    if said is None:
+        assert msgs == []
+    else:
+        assert any("section kind cannot be inferred uniquely" in m and said in m
+                   for m in msgs), msgs
