@@ -12,7 +12,8 @@ spelling the micro-ISA chapters use for every op:
   tuple of those tuples;
 * a bare keyword outside groups (``nz2nd``, ``disable_gemv``) sets the entry's parameter of
   that name to True; one the entry has no parameter for is an error (never ignored); a keyword
-  inside a group (``tf32_mode(round_even)``) is the group's value as a string;
+  inside a group (``tf32_mode(round_even)``) is the group's value as a string, and a group
+  named after a parameter holding one keyword (``sat(preserve_nan)``) sets it to that keyword;
 * quoted literals (``"PAT_ALL"``, ``"LOWER"``) fill the entry's parameters in order, an
   attribute dictionary (``{dist = "NORM"}``) by name; a parameter named ``result_type``
   gets the type of the op's first result (``pto.vbitcast``: what it reinterprets as), one
@@ -139,6 +140,12 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
         else:
             raise VerifyError(f"expects operand '{o.name}' ({o.kind}) after {k} operand(s)",
                               op=op.name, loc=op.loc)
+    # a parameter flag written with one keyword (``sat(preserve_nan)``): that keyword
+    flagged = {g: w[0][0] for g, w in list(groups.items())
+               if any(p.name == g for p in ins.params) and len(w) == 1 and len(w[0]) == 1
+               and isinstance(w[0][0], str)}
+    for g in flagged:
+        del groups[g]
     if k < len(plain) or groups:
         extra = f"{len(plain) - k} operand(s)" if k < len(plain) else \
             ", ".join(f"'{g}(...)'" for g in groups)
@@ -151,6 +158,7 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
                               f"{', '.join(p.name for p in ins.params) or 'none'})",
                               op=op.name, loc=op.loc)
         params[w] = True
+    params.update(flagged)
     least = sum(1 for r in ins.results if not r.optional)
     if not least <= len(op.results) <= len(ins.results):
         raise VerifyError(f"has {len(op.results)} result(s), {ins.mnemonic} gives "

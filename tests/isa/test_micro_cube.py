@@ -285,6 +285,24 @@ def test_what_is_not_executed_is_refused_by_name(mad, match):
              np.zeros((16, 16), np.float32))
 
 
+@pytest.mark.parametrize("flag", ["sat", "sat(preserve_nan)", "nosat"])
+def test_fixpipe_sat_flags_keep_an_f32_result(flag):
+    """16-cube-matmul.md: sat / sat(preserve_nan) / nosat select the final conversion; an f32
+    destination keeps the f32 accumulator's values (C = A @ B, exact on small integers)."""
+    a, b = _ints((16, 16)), _ints((16, 16))
+    c = np.zeros((16, 16), np.float32)
+    _run(_kernel(16, 16, 16, layout=f"nz2nd {flag}"), a, b, np.zeros(128, np.float32), c)
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b.astype(np.float64))
+                                  .astype(np.float32))
+
+
+def test_flag_group_of_no_parameter_is_refused():
+    text = _kernel(16, 16, 16, layout="nz2nd bogus(preserve_nan)")
+    with pytest.raises(VerifyError, match=r"unexpected 'bogus\(\.\.\.\)'"):
+        _run(text, _ints((16, 16)), _ints((16, 16)), np.zeros(128, np.float32),
+             np.zeros((16, 16), np.float32))
+
+
 def test_fixpipe_clauses_not_executed_are_refused_by_name():
     text = _kernel(16, 16, 16).replace(
         "%c0, %c0, nz2nd", "%c0, %c0, nz2nd, loop3(%c1, %c0, %c0), nosat").replace(
