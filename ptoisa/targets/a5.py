@@ -188,7 +188,10 @@ LEGALITY: dict[str, Rule] = {
                           "family type"),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
-    "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    # (its vector quant also writes hif8: ops.tsv's A5 TINSERT quant f32 -> hif8; PTOAS's
+    # TileLib lowers the Acc -> Mat one, expand_tile_op_tilelang_tinsert_fp_acc2mat.pto)
+    "TINSERT_FP": rule(MOVE_TYPES + " hif8", moves=ACC_MOVES,
+                       convert=ACC_CONVERT | {("f32", "hif8")}),
     "TGET_SCALE_ADDR": rule(),
     "TPACK": rule(),
 
