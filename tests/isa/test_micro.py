@@ -227,11 +227,27 @@ def test_dma_groups_and_pad_against_the_pages_loop(a5):
         pto.v.mte_ub_gm(Ptr("ub", 0, D.dtype("ui8")), out[:100], 24, back[0], None, None)
 
 
-def test_micro_ops_are_a5_only():
+def test_micro_ops_are_a5_only_but_the_dma_copies():
+    """Vector micro-ops are A5's; PTOAS also lowers the GM <-> UB DMA copies on A3 (its v220
+    MOV intrinsics), which move the same bytes (the page's loop, _dma_reference)."""
     with pto.target("a2a3"):
         with pytest.raises(PtoError, match="not supported on target a2a3"):
             pto.v.vadd(VReg(np.zeros(64, np.float32)), VReg(np.zeros(64, np.float32)),
                        _mask(np.ones(64, bool), "b32"))
+        gm = RNG.integers(0, 256, 4096, dtype=np.uint8)
+        ui8 = D.dtype("ui8")
+        groups = [(4, 40, 64), (2, 300, 512)]
+        pto.v.mte_gm_ub(gm, Ptr("ub", 0, ui8), 0, 24, groups[0], (groups[1],), None)
+        out = np.zeros(4096, np.uint8)
+        back = [(4, 64, 40), (2, 512, 300)]  # (reads back exactly the UB rows written)
+        pto.v.mte_ub_gm(Ptr("ub", 0, ui8), out, 24, back[0], None, (back[1],))
+        ub = bytearray(4096)
+        _dma_reference(bytearray(gm.tobytes()), ub, 0, 0, 24, groups)
+        want = bytearray(4096)
+        _dma_reference(ub, want, 0, 0, 24, back)
+        np.testing.assert_array_equal(out, np.frombuffer(bytes(want), np.uint8))
+    with pto.target("cpu"), pytest.raises(PtoError, match="not supported on target cpu"):
+        pto.v.mte_gm_ub(gm, Ptr("ub", 0, ui8), 0, 24, groups[0], None, None)
 
 
 def test_every_micro_op_is_a_vpto_entry_with_results_where_it_makes_registers():
