@@ -1055,11 +1055,51 @@ def _kind_errors(child: Op) -> Iterator[VerifyError]:
                           loc=ops[0].loc)
 
 
-def backend_errors(module: Module, backend: str | None = None) -> Iterator[VerifyError]:
+def _inner_stride(defs: dict[int, Op], view: Any) -> int | None:
+    """The innermost GM stride of a partition view's tensor view, when it is a constant."""
+    from .views import _kw_list
+
+    d = defs.get(id(view))
+    while d is not None and d.name == "pto.partition_view" and d.operands:
+        d = defs.get(id(d.operands[0]))
+    if d is None or d.name != "pto.make_tensor_view":
+        return None
+    strides = _kw_list(d, "strides")
+    return _const_int(defs, d.operands[strides[-1]]) if strides else None
+
+
+def _vpto_lowering_errors(f: Op, target: TargetLike | None) -> Iterator[VerifyError]:
+    """What PTOAS's VPTO lowering of tile ops refuses in function ``f``: a ``tload`` /
+    ``tstore`` with a non-unit innermost GM stride where its DMA needs one
+    (``traits.vpto_dma_unit_inner_stride``); a ``textract`` from Vec to Mat, for which its
+    TileLib has no template."""
+    tgt = None if target is None else get_target(target)
+    defs = _defs(f)
+    for op in f.walk():
+        if op.name in ("pto.tload", "pto.tstore") and tgt is not None \
+                and tgt.traits.vpto_dma_unit_inner_stride:
+            view = op.operands[0] if op.name == "pto.tload" else op.operands[-1]
+            s = _inner_stride(defs, view) if op.operands else None
+            if s is not None and s != 1:
+                yield VerifyError(f"A2/A3 DMA lowering requires a unit innermost stride (the "
+                                  f"GM view's innermost stride is {s}; VPTO backend on "
+                                  f"{tgt})", op=op.name, loc=op.loc)
+        elif op.name == "pto.textract" and len(op.operands) >= 2:
+            src, dst = op.operands[0].type, op.operands[-1].type
+            if isinstance(src, T.TileBufType) and isinstance(dst, T.TileBufType) \
+                    and src.loc == "vec" and dst.loc == "mat":
+                yield VerifyError(f"NoMatchingTemplate: no legal template for op='pto.textract' "
+                                  f"target='{tgt or 'a5'}' (the VPTO backend's TileLib has no "
+                                  "Vec -> Mat textract)", op=op.name, loc=op.loc)
+
+
+def backend_errors(module: Module, backend: str | None = None,
+                   target: TargetLike | None = None) -> Iterator[VerifyError]:
     """PTOAS's backend rules: a ``pto.backend`` attribute names a backend it has; a child
     module for the VPTO backend says which kernel it is (``pto.kernel_kind``); under the VPTO
     backend (``backend``, the command line's ``--pto-backend``, or the enclosing module's
-    ``pto.backend``) the ops its pipeline does not lower are refused."""
+    ``pto.backend``) the ops its pipeline does not lower are refused, and what its lowering
+    of tile ops cannot take (``_vpto_lowering_errors``)."""
     def walk(ops: tuple[Op, ...], be: str | None) -> Iterator[VerifyError]:
         for op in ops:
             if op.name in ("module", "builtin.module"):
@@ -1075,6 +1115,8 @@ def backend_errors(module: Module, backend: str | None = None) -> Iterator[Verif
                         yield from walk(tuple(b.ops), here or be)
                 continue
             if be == "vpto":
+                if op.name == "func.func":
+                    yield from _vpto_lowering_errors(op, target)
                 for inner in op.walk():
                     why = next((w for p, w in _NOT_IN_VPTO.items()
                                 if inner.name.startswith(p)), None)
@@ -1101,7 +1143,7 @@ def diagnose(module: Module, target: TargetLike, *, level: str | None = None,
         check_module(module)
     except VerifyError as e:
         errors.append(e)
-    errors.extend(backend_errors(module, backend))
+    errors.extend(backend_errors(module, backend, target))
     errors.extend(module_rule_errors(module, level, target))
     errors.extend(symbol_errors(module))
     comp = Compiler(module, target, False)  # what Program(module, target) compiles with

@@ -338,6 +338,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "cmp_i32_eq_only": False,
                          "predicate_whole_stores": True,
                          "level3_needs_tmp": False,
+                         "vpto_dma_unit_inner_stride": False,
                          "quant_vector_types": frozenset({"f16", "bf16", "f32"}),
                          "quant_pairs": frozenset({
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),
