@@ -32,7 +32,7 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from ..isa.micro.cube import mat_source
+from ..isa.micro.cube import mat_source, mx_load_known_errors
 from ..isa.registry import FRONTEND_OPS, lookup
 from ..memory import ALIGN
 from ..targets import TargetLike, get_target
@@ -412,6 +412,14 @@ def _const_int(defs: dict[int, Op], v: Any) -> int | None:
     return val if isinstance(val, int) and not isinstance(val, bool) else None
 
 
+def _cast_addr(defs: dict[int, Op], v: Any) -> int | None:
+    """The byte address of an on-chip pointer made by ``pto.castptr`` of a constant."""
+    d = defs.get(id(v))
+    if d is None or d.name != "pto.castptr" or not d.operands:
+        return None
+    return _const_int(defs, d.operands[0])
+
+
 def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
     """A constant tile address (``alloc_tile addr = %c``, ``tassign %t, %c``) is 32-byte
     aligned (PTOAS's verifier; run time checks the others)."""
@@ -601,6 +609,12 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _addr_errors(op, defs)
         if op.name == "pto.cmo.cacheinvalid":
             yield from _cmo_errors(op)
+        if op.name in ("pto.mte_l1_l0a_mx", "pto.mte_l1_l0b_mx") and len(op.operands) >= 2:
+            msg = mx_load_known_errors(_cast_addr(defs, op.operands[0]),
+                                       _cast_addr(defs, op.operands[1]),
+                                       [_const_int(defs, v) for v in op.operands[2:]])
+            if msg is not None:
+                yield VerifyError(msg, op=op.name, loc=op.loc)
         if op.name == "pto.alloc_multi_tile":
             yield from _multi_tile_level_errors(op, level)
         elif op.name == "pto.multi_tile_get":

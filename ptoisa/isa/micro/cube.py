@@ -580,6 +580,30 @@ def _mx_entry(name: str, space: str, doc: str) -> Any:
                  ptoas=_named_fields(_SHAPE[space], _FULL_MX, " MX"))(impl)
 
 
+#: the full MX group's fields (after x_start, y_start) PTOAS requires to be non-negative
+_MX_COUNTS = ("x_step", "y_step", "src_stride", "dst_stride")
+
+
+def mx_load_known_errors(src_addr: int | None, dst_addr: int | None,
+                         fields: list[int | None]) -> str | None:
+    """PTOAS's verifier on an MX scale load's values known at compile time (the others are
+    checked when it runs): the source is a 32-byte-aligned L1 scale fragment, the L0
+    destination 16-byte aligned (the scale buffer's address unit, dst >> 4), and the full MX
+    group's steps and strides non-negative. ``fields``: the six positional values, None where
+    not a constant."""
+    if src_addr is not None and src_addr % C0_BYTES:
+        return ("statically known LOAD.MX source address must be aligned to 32 bytes, got "
+                f"{src_addr}")
+    if dst_addr is not None and dst_addr % 16:
+        return ("statically known LOAD.MX destination address must be aligned to 16 bytes, "
+                f"got {dst_addr}")
+    if len(fields) == 6:
+        for name, v in zip(_MX_COUNTS, fields[2:], strict=True):
+            if v is not None and v < 0:
+                return f"{name} must be non-negative (got {v})"
+    return None
+
+
 _MX_LOAD_DOC = (
     "The E8M0 scales of an MX {what} tile ({shape}, one byte per 32 k) from the L1 scale "
     "fragments at src into the {buf} scale buffer at dst.addr >> 4 (TGET_SCALE_ADDR's a5 "
