@@ -20,7 +20,9 @@ kernel. What PTOAS needs to keep it in registers, and refuses otherwise:
 * the resident elements of all fragments of a function take 123 keep slots at most (one for
   32-bit values, two aligned ones for 64-bit integers).
 
-:func:`fragment_errors` gives the first error of each function, as PTOAS stops at it.
+:func:`fragment_errors` gives the first error of each function, as PTOAS stops at it. These
+are limits of PTOAS's VPTO pipeline, applied only when it is the command line's backend
+(:func:`ptoisa.interp.verify.backend_errors`; the suite passes a RUN line's).
 """
 
 from __future__ import annotations

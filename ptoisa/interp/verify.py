@@ -842,7 +842,6 @@ def module_rule_errors(module: Module, level: str | None = None,
         yield from local_ops.struct_escape_errors(f)
     yield from _peer_errors(module)
     yield from _pipe_errors(funcs)
-    yield from fragment_errors(funcs)
     for f in funcs:
         yield from _op_errors(f, level, target)
         yield from _fixpipe_type_errors(f)
@@ -1110,11 +1109,15 @@ def _vpto_lowering_errors(f: Op, target: TargetLike | None) -> Iterator[VerifyEr
 def backend_errors(module: Module, backend: str | None = None,
                    target: TargetLike | None = None) -> Iterator[VerifyError]:
     """PTOAS's backend rules: a ``pto.backend`` attribute names a backend it has; a child
-    module for the VPTO backend says which kernel it is (``pto.kernel_kind``); under the VPTO
-    backend (``backend``, the command line's ``--pto-backend``, or the enclosing module's
-    ``pto.backend``) the ops its pipeline does not lower are refused, and what its lowering
-    of tile ops cannot take (``_vpto_lowering_errors``)."""
+    module for the VPTO backend says which kernel it is (``pto.kernel_kind``), or holds what
+    PTOAS infers it from. With ``backend`` (the command line's ``--pto-backend``, which the
+    suite passes from a RUN line) ``vpto``, the limits of that pipeline's passes: the ops it
+    does not lower, what its lowering of tile ops cannot take (``_vpto_lowering_errors``), the
+    persistent SIMT fragments it cannot keep in registers (``persistent_fragments``). Those
+    are PTOAS's limits, not the program's: ``ptoisa run`` (no backend) does not apply them,
+    and a child module for another backend is not judged by them."""
     def walk(ops: tuple[Op, ...], be: str | None) -> Iterator[VerifyError]:
+        funcs = []
         for op in ops:
             if op.name in ("module", "builtin.module"):
                 a = op.attributes.get("pto.backend")
@@ -1126,24 +1129,26 @@ def backend_errors(module: Module, backend: str | None = None,
                     yield from _kind_errors(op)
                 for r in op.regions:
                     for b in r.blocks:
-                        yield from walk(tuple(b.ops), here or be)
+                        yield from walk(tuple(b.ops), be if here in (None, be) else None)
                 continue
-            if be == "vpto":
-                if op.name == "func.func":
-                    yield from _vpto_lowering_errors(op, target)
-                for inner in op.walk():
-                    why = next((w for p, w in _NOT_IN_VPTO.items()
-                                if inner.name.startswith(p)), None)
-                    if why is not None:
-                        yield VerifyError(f"'{inner.name}' {why}", op=inner.name,
-                                          loc=inner.loc)
+            if be != "vpto":
+                continue
+            if op.name == "func.func":
+                funcs.append(op)
+                yield from _vpto_lowering_errors(op, target)
+            for inner in op.walk():
+                why = next((w for p, w in _NOT_IN_VPTO.items()
+                            if inner.name.startswith(p)), None)
+                if why is not None:
+                    yield VerifyError(f"'{inner.name}' {why}", op=inner.name, loc=inner.loc)
+        yield from fragment_errors(funcs)
 
     a = module.attributes.get("pto.backend")
     top = None if a is None else str(bridge.attr_value(a))
     if top is not None and top not in _BACKENDS:
         yield VerifyError(f"invalid pto.backend '{top}'. Expected 'emitc' or 'vpto'.",
                           op="module", loc=module.loc)
-    yield from walk(module.ops, top or backend)
+    yield from walk(module.ops, backend if top in (None, backend) else None)
 
 
 def diagnose(module: Module, target: TargetLike, *, level: str | None = None,

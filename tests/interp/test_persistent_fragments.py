@@ -88,5 +88,15 @@ def test_access_under_control_flow_and_init_that_dominates_nothing():
 def test_fragment_outside_a_kernel_entry():
     text = KERNEL.replace("attributes {pto.entry} ", "").replace("N :", "3 :") \
         .replace("INIT", STORE3).replace("USE", _load("0")).replace("DIMS", "32")
-    msgs = [e.message for e in diagnose(parse(text, "f.pto"), "a5")]
+    msgs = [e.message for e in diagnose(parse(text, "f.pto"), "a5", backend="vpto")]
     assert any("must be defined in a PTO kernel entry" in m for m in msgs)
+
+
+def test_only_the_vpto_pipeline_is_limited_by_them():
+    """The rules are PTOAS's VPTO pipeline's limits: without that backend (``ptoisa run``)
+    they are not applied."""
+    text = (KERNEL.replace("N :", "3 :").replace("INIT", STORE3).replace("USE", _load("3"))
+            .replace("DIMS", "32"))
+    assert any("exceeds allocation size" in e.message
+               for e in diagnose(parse(text, "f.pto"), "a5", backend="vpto"))
+    assert not [e for e in diagnose(parse(text, "f.pto"), "a5") if "fragment" in e.message]
