@@ -1086,23 +1086,23 @@ def _vpto_lowering_errors(f: Op, target: TargetLike | None) -> Iterator[VerifyEr
     ``tstore`` with a non-unit innermost GM stride where its DMA needs one
     (``traits.vpto_dma_unit_inner_stride``); a ``textract`` from Vec to Mat, for which its
     TileLib has no template."""
-    tgt = None if target is None else get_target(target)
+    target = None if target is None else get_target(target)
     defs = _defs(f)
     for op in f.walk():
-        if op.name in ("pto.tload", "pto.tstore") and tgt is not None \
-                and tgt.traits.vpto_dma_unit_inner_stride:
+        if op.name in ("pto.tload", "pto.tstore") and target is not None \
+                and target.traits.vpto_dma_unit_inner_stride:
             view = op.operands[0] if op.name == "pto.tload" else op.operands[-1]
             s = _inner_stride(defs, view) if op.operands else None
             if s is not None and s != 1:
                 yield VerifyError(f"A2/A3 DMA lowering requires a unit innermost stride (the "
                                   f"GM view's innermost stride is {s}; VPTO backend on "
-                                  f"{tgt})", op=op.name, loc=op.loc)
+                                  f"{target})", op=op.name, loc=op.loc)
         elif op.name == "pto.textract" and len(op.operands) >= 2:
             src, dst = op.operands[0].type, op.operands[-1].type
             if isinstance(src, T.TileBufType) and isinstance(dst, T.TileBufType) \
                     and src.loc == "vec" and dst.loc == "mat":
                 yield VerifyError(f"NoMatchingTemplate: no legal template for op='pto.textract' "
-                                  f"target='{tgt or 'a5'}' (the VPTO backend's TileLib has no "
+                                  f"target='{target or 'a5'}' (the VPTO backend's TileLib has no "
                                   "Vec -> Mat textract)", op=op.name, loc=op.loc)
 
 

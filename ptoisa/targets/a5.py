@@ -243,7 +243,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule("f32 i32") for op in ("MTE_L0C_GM", "MTE_L0C_UB", "MTE_L0C_L1")},
     **{op: rule() for op in ("PLDS", "PLDI", "PSTS", "PSTI", "VBITCAST", "VBR", "VDUP")},
     **{op: rule() for op in ("PSET_B8", "PSET_B16", "PSET_B32", "PGE_B8", "PGE_B16", "PGE_B32",
-                             "PLT_B8", "PLT_B16", "PLT_B32")},
+                             "PLT_B8", "PLT_B16", "PLT_B32", "PLTM_B8", "PLTM_B16",
+                             "PLTM_B32")},
     # (PTOAS's words for low-precision lanes: vadd_low_precision_verify_invalid.pto,
     # vmuls_... and vsel_...; the operand names are those of its op definitions)
     **{op: rule(I1248 + " f16 bf16 f32", **low_precision("lhs")) for op in ("VADD", "VSUB")},
@@ -294,6 +295,7 @@ LEGALITY: dict[str, Rule] = {
     # DSA / SFU (micro-isa/13): the page's A5 types; vmula as vmul's, vci its result types
     **{op: rule("f16 f32") for op in ("VPRELU", "VEXPDIF", "VAXPY")},
     "VMULA": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "VMADD": rule("f16 bf16 f32"),
     "VMULL": rule("i32 ui32"),
     "VCI": rule("i8 i16 i32 f16 f32"),
     "VBITSORT": rule("f16 f32"),

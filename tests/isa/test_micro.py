@@ -147,6 +147,15 @@ def test_plt_and_pset(a5, gran, n):
         pset(pattern="PAT_H")
 
 
+@pytest.mark.parametrize("gran,n", [("b8", 256), ("b16", 128), ("b32", 64)])
+def test_pltm_is_the_tail_of_vector_number_loop(a5, gran, n):
+    """05-materialization-predicate.md: mask[i] = (i + loop * VL) < bound, no count back."""
+    pltm = getattr(pto.v, f"pltm_{gran}")
+    for loop, bound in ((0, 5), (1, n + 7), (2, n), (3, 10 * n), (0, 0)):
+        want = [i + loop * n < bound for i in range(n)]
+        assert list(pltm(loop, bound).lanes()) == want
+
+
 def test_predicate_store_image_and_load(a5):
     # b32 lane i is bit 4i of the image, LSB first (upstream's vaddc golden packs it so)
     on = RNG.random(64) < 0.5
