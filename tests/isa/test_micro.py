@@ -321,6 +321,35 @@ def test_a_pto_kernel_of_micro_ops_runs():
     assert np.isnan(dst[172:]).all()
 
 
+_STRICT = PROGRAM.replace("    pto.vecscope {\n",
+                          "    pto.strict_vecscope(%ub_in, %ub_out, %two, %n) {\n"
+                          "    ^bb0(%in: !pto.ptr<f32, ub>, %out: !pto.ptr<f32, ub>, %s: f32, "
+                          "%cnt: i32):\n      %k0 = arith.constant 0 : index\n"
+                          "      %k64 = arith.constant 64 : index\n"
+                          "      %k200 = arith.constant 200 : index\n").replace(
+    "scf.for %off = %c0 to %c200 step %c64 iter_args(%r = %n)",
+    "scf.for %off = %k0 to %k200 step %k64 iter_args(%r = %cnt)").replace(
+    "pto.vlds %ub_in[", "pto.vlds %in[").replace(
+    "pto.vmuls %v, %two,", "pto.vmuls %v, %s,").replace(
+    "pto.vsts %w, %ub_out[", "pto.vsts %w, %out[").replace(
+    "        scf.yield %next : i32\n      }\n    }\n",
+    "        scf.yield %next : i32\n      }\n    } : (!pto.ptr<f32, ub>, !pto.ptr<f32, ub>, "
+    "f32, i32) -> ()\n")
+
+
+def test_strict_vecscope_runs_on_its_block_arguments_only():
+    """vpto-spec.md: pto.strict_vecscope is the vecscope whose body takes every outer value
+    as an operand (bound to its block arguments); implicit capture is an error."""
+    prog = pto.load(_STRICT, filename="k.pto", target="a5")
+    src = RNG.uniform(-1, 1, 200).astype(np.float32)
+    dst = np.full(200, 7, np.float32)
+    prog.run("k", src, dst, target="a5")
+    np.testing.assert_array_equal(dst[:172], 2 * src[:172])  # (as the vecscope kernel)
+    captured = _STRICT.replace("pto.vmuls %v, %s,", "pto.vmuls %v, %two,")
+    with pytest.raises(VerifyError, match=r"uses %two, defined outside it"):
+        pto.load(captured, filename="k.pto", target="a5").check()
+
+
 def test_bad_micro_op_uses_are_located_errors():
     bad = PROGRAM.replace("nburst(%c2, %c400, %c512)\n", "", 1)
     with pytest.raises(VerifyError, match=r"missing the 'nburst\(...\)' group") as e:
