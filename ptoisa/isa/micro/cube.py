@@ -457,8 +457,7 @@ def _whole_form(what: str) -> Any:
     """PTOAS: four shape-derived or six full positional operands, nothing between."""
     def rule(sig: Sig) -> None:
         if (sig["src_stride"] is None) != (sig["dst_stride"] is None):
-            raise sig.fail(f"expects either four shape-derived or six full positional {what}",
-                           ptoas=True)
+            raise sig.fail(f"expects either four shape-derived or six full positional {what}")
     return rule
 
 
@@ -470,7 +469,7 @@ def _s4_only(sig: Sig) -> None:
         if isinstance(p, PtrSpec) and p.dtype.packed:
             role = "source" if name == "src" else "destination"
             raise sig.fail(f"packed FP4 {role} requires the S4 load operation "
-                           f"(pto.load_cbuf_to_ca_s4; {p.dtype.name} here)", ptoas=True)
+                           f"(pto.load_cbuf_to_ca_s4; {p.dtype.name} here)")
 
 
 def _named_fields(shape: tuple[str, ...], full: tuple[str, ...], mx: str = "") -> Ptoas:
