@@ -1153,6 +1153,35 @@ def PLDS(
     ...
 
 
+def PLTM_B16(
+    loop: int | float | np.generic,
+    bound: int | float | np.generic,
+    *events: Event,
+) -> Any:
+    """
+    mask[i] = i + loop * 128 < bound over 128 lanes (!pto.mask<b16>): the tail predicate of vector number ``loop``; no count is returned (unlike plt).
+    """
+    ...
+
+
+def PLTM_B32(
+    loop: int | float | np.generic,
+    bound: int | float | np.generic,
+    *events: Event,
+) -> Any:
+    """
+    mask[i] = i + loop * 64 < bound over 64 lanes (!pto.mask<b32>): the tail predicate of vector number ``loop``; no count is returned (unlike plt).
+    """
+    ...
+
+
+def PLTM_B8(loop: int | float | np.generic, bound: int | float | np.generic, *events: Event) -> Any:
+    """
+    mask[i] = i + loop * 256 < bound over 256 lanes (!pto.mask<b8>): the tail predicate of vector number ``loop``; no count is returned (unlike plt).
+    """
+    ...
+
+
 def PLT_B16(scalar: int | float | np.generic, *events: Event) -> Any:
     """
     mask[i] = i < scalar over 128 lanes (!pto.mask<b16>); scalar_out = scalar < 128 ? 0 : scalar - 128, the count left for the next vector.
@@ -3923,6 +3952,14 @@ def VLN(input: Any, mask: Any, *events: Event) -> Any:
 def VLRELU(input: Any, scalar: int | float | np.generic, mask: Any, *events: Event) -> Any:
     """
     result[i] = input[i] >= 0 ? input[i] : scalar * input[i] on active lanes, 0 elsewhere.
+    """
+    ...
+
+
+def VMADD(acc: Any, lhs: Any, rhs: Any, mask: Any, *events: Event) -> Any:
+    """
+    result[i] = lhs[i] * acc[i] + rhs[i] on active lanes (07-binary-vector-ops.md: acc is
+    the destination-as-source multiplicand; fused: one rounding), 0 elsewhere.
     """
     ...
 

@@ -638,7 +638,8 @@ A5_MICRO: dict[str, list[Variant]] = {
     "VMAX": [_m("exu", 2, 6, src="VMAX")],
     "VMIN": [_m("exu", 2, 6, src="VMIN")],
     **{op: [_m("exu", 2, 7, like="VADD")] for op in ("VADDC", "VSUBC")},
-    **{op: [_m("exu", 2, 8, like="VMUL")] for op in ("VMULA", "VMULL", "VAXPY", "VPRELU")},
+    **{op: [_m("exu", 2, 8, like="VMUL")] for op in ("VMULA", "VMADD", "VMULL", "VAXPY",
+                                                     "VPRELU")},
     # one-operand and vector-scalar ALU ops (throughput 1)
     "VADDS": [_m("exu", 1, 7, src="VADDS")],
     "VMULS": [_m("exu", 1, 8, src="VMULS")],
@@ -679,7 +680,8 @@ A5_MICRO: dict[str, list[Variant]] = {
     # predicates, special registers, alignment state, register reinterpretation: an issue
     # slot, no port (latency 1: a guess)
     **{op: [_m("issue", 0, 1, why="cheap (latency 1: a guess)")] for op in (
-        "PSET_B8", "PSET_B16", "PSET_B32", "PLT_B8", "PLT_B16", "PLT_B32", "PGE_B8",
+        "PSET_B8", "PSET_B16", "PSET_B32", "PLT_B8", "PLT_B16", "PLT_B32", "PLTM_B8",
+        "PLTM_B16", "PLTM_B32", "PGE_B8",
         "PGE_B16", "PGE_B32", "PNOT", "PSEL", "SPRCLR", "SPRSTI", "SPRSTS", "INIT_ALIGN",
         "VBITCAST", "PBITCAST", "PINTLV_B8", "PINTLV_B16", "PINTLV_B32", "PDINTLV_B8",
         "PDINTLV_B16", "PDINTLV_B32", "GET_VMS4_SR")},

@@ -12,7 +12,10 @@ spelling the micro-ISA chapters use for every op:
   tuple of those tuples;
 * a bare keyword outside groups (``nz2nd``, ``disable_gemv``) sets the entry's parameter of
   that name to True; one the entry has no parameter for is an error (never ignored); a keyword
-  inside a group (``tf32_mode(round_even)``) is the group's value as a string;
+  inside a group (``tf32_mode(round_even)``) is the group's value as a string, and a group
+  named after a parameter holding one keyword (``sat(preserve_nan)``) sets it to that keyword;
+* an entry whose spelling declares named fields (``Ptoas.named``: ``m(%a), k(%b), ...`` in any
+  order) takes a complete group of them as its trailing operands;
 * quoted literals (``"PAT_ALL"``, ``"LOWER"``) fill the entry's parameters in order, an
   attribute dictionary (``{dist = "NORM"}``) by name; a parameter named ``result_type``
   gets the type of the op's first result (``pto.vbitcast``: what it reinterprets as), one
@@ -102,12 +105,35 @@ def _split(op: Op) -> tuple[list[Any], dict[str, list[tuple[Any, ...]]], list[An
     return plain, groups, literals, words
 
 
+def _named_fields(op: Op, named: Any, groups: dict[str, list[tuple[Any, ...]]]) -> list[Any]:
+    """The values of the named-field spelling (``Ptoas.named``), taken out of ``groups``, in
+    operand order; a partial group or fields of two groups is PTOAS's error."""
+    given = {g: w for g, w in groups.items() if any(g in names for names in named.values())
+             and len(w) == 1 and len(w[0]) == 1 and not isinstance(w[0][0], str)}
+    if not given:
+        return []
+    forms = [f for f, names in named.items() if any(g in names for g in given)]
+    if len(forms) > 1:
+        raise VerifyError(f"cannot mix {forms[0]} operands with {forms[1]} operands (the "
+                          "named fields give one complete group)", op=op.name, loc=op.loc)
+    names = named[forms[0]]
+    missing = [n for n in names if n not in given]
+    if missing:
+        raise VerifyError(f"{forms[0]} form requires {missing[0]} (named fields: "
+                          f"{', '.join(names)})", op=op.name, loc=op.loc)
+    for n in names:
+        del groups[n]
+    return [given[n][0][0] for n in names]
+
+
 def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
                 ) -> tuple[tuple[Any, ...], dict[str, Any], tuple[int, ...]]:
     """(the operands' slots in the entry's order: a slot, None for an absent one, or a
     group's; the parameters; the results' slots) of micro-op ``op`` bound to entry ``ins``,
     its static rules checked (see the module's docstring)."""
     plain, groups, literals, words = _split(op)
+    if ins.ptoas is not None and ins.ptoas.named:
+        plain = plain + _named_fields(op, ins.ptoas.named, groups)
     slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])
     types: dict[str, Any] = {}
     k = 0
@@ -139,6 +165,12 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
         else:
             raise VerifyError(f"expects operand '{o.name}' ({o.kind}) after {k} operand(s)",
                               op=op.name, loc=op.loc)
+    # a parameter flag written with one keyword (``sat(preserve_nan)``): that keyword
+    flagged = {g: w[0][0] for g, w in list(groups.items())
+               if any(p.name == g for p in ins.params) and len(w) == 1 and len(w[0]) == 1
+               and isinstance(w[0][0], str)}
+    for g in flagged:
+        del groups[g]
     if k < len(plain) or groups:
         extra = f"{len(plain) - k} operand(s)" if k < len(plain) else \
             ", ".join(f"'{g}(...)'" for g in groups)
@@ -151,6 +183,7 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
                               f"{', '.join(p.name for p in ins.params) or 'none'})",
                               op=op.name, loc=op.loc)
         params[w] = True
+    params.update(flagged)
     least = sum(1 for r in ins.results if not r.optional)
     if not least <= len(op.results) <= len(ins.results):
         raise VerifyError(f"has {len(op.results)} result(s), {ins.mnemonic} gives "

@@ -278,11 +278,18 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
 def _unrealized_cast(cf: CompiledFunc, op: Op) -> Step:
     """MLIR's placeholder cast, as PTOAS's frontends leave it between integer types of one
     width (the tilelang trandom kernels: ui32 key words to the i32 its op takes): the same
-    bits, as arith.bitcast reads them. Any other cast has no meaning of its own: refused by
-    name, with the types."""
+    bits, as arith.bitcast reads them; between a type and itself, the value. Any other cast
+    has no meaning of its own: refused by name, with the types."""
     if len(op.operands) != 1 or len(op.results) != 1:
         return _refuse(op, f"{len(op.operands)} operand(s) to {len(op.results)} result(s)")
     st, rt = op.operands[0].type, op.results[0].type
+    if st == rt:  # (a bridge between one type and itself, as PTOAS's tile-op expansion
+        # leaves around a tile_buf: the value itself)
+        a, k = cf.slot(op.operands[0]), cf.slot(op.results[0])
+
+        def same(env: Env) -> None:
+            env[k] = env[a]
+        return same
     ws, wr = arith.width(st), arith.width(rt)
     if not (isinstance(st, T.IntegerType) and isinstance(rt, T.IntegerType) and ws == wr):
         return _refuse(op, f"{st} to {rt} (only integers of one width are executed: the "

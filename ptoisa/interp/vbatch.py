@@ -398,4 +398,43 @@ def _vecscope(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+@handler("pto.strict_vecscope")
+def _strict_vecscope(cf: CompiledFunc, op: Op) -> Step:
+    """``pto.strict_vecscope(%a, ...) { ^bb0(%x, ...): ... }``: a vecscope whose body sees only
+    its block arguments, bound to the operands (vpto-spec.md "Execution Scopes": it rejects
+    implicit capture)."""
+    if len(op.regions) != 1 or op.results or len(op.regions[0].blocks) != 1:
+        raise VerifyError(f"'{op.name}' has no results and one region of one block",
+                          op=op.name, loc=op.loc)
+    block = op.regions[0].block
+    if len(block.args) != len(op.operands):
+        raise VerifyError(f"'{op.name}' passes {len(op.operands)} operand(s) to a body of "
+                          f"{len(block.args)} block argument(s)", op=op.name, loc=op.loc)
+    inside = {id(a) for a in block.args}
+    for inner in op.regions[0].blocks[0].ops:
+        for o in inner.walk():
+            inside.update(id(r) for r in o.results)
+            for r in o.regions:
+                for b in r.blocks:
+                    inside.update(id(a) for a in b.args)
+    for inner in block.ops:
+        for o in inner.walk():
+            for v in o.operands:
+                if id(v) not in inside:
+                    raise VerifyError(f"'{op.name}' body uses %{v.name}, defined outside it: "
+                                      "a strict vecscope takes every outer value as an operand "
+                                      "(implicit capture is rejected)", op=o.name, loc=o.loc)
+    outer = [cf.slot(v) for v in op.operands]
+    args = [cf.slot(a) for a in block.args]
+    body = wrap_loops(cf, cf.block(op.regions[0]))
+
+    def step(env: Env) -> None:
+        env[0].machine.vf_seq += 1  # a new vector function (the cycle model tells them apart)
+        for d, s in zip(args, outer, strict=True):
+            env[d] = env[s]
+        for s in body:
+            s(env)
+    return step
+
+
 __all__ = ["batched_loop", "wrap_loops"]

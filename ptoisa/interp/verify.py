@@ -32,13 +32,14 @@ from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op
-from ..isa.micro.cube import mat_source
+from ..isa.micro.cube import mat_source, mx_load_known_errors
 from ..isa.registry import FRONTEND_OPS, lookup
 from ..memory import ALIGN
 from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal
+from .persistent_fragments import fragment_errors
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -411,6 +412,14 @@ def _const_int(defs: dict[int, Op], v: Any) -> int | None:
     return val if isinstance(val, int) and not isinstance(val, bool) else None
 
 
+def _cast_addr(defs: dict[int, Op], v: Any) -> int | None:
+    """The byte address of an on-chip pointer made by ``pto.castptr`` of a constant."""
+    d = defs.get(id(v))
+    if d is None or d.name != "pto.castptr" or not d.operands:
+        return None
+    return _const_int(defs, d.operands[0])
+
+
 def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
     """A constant tile address (``alloc_tile addr = %c``, ``tassign %t, %c``) is 32-byte
     aligned (PTOAS's verifier; run time checks the others)."""
@@ -600,6 +609,12 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _addr_errors(op, defs)
         if op.name == "pto.cmo.cacheinvalid":
             yield from _cmo_errors(op)
+        if op.name in ("pto.mte_l1_l0a_mx", "pto.mte_l1_l0b_mx") and len(op.operands) >= 2:
+            msg = mx_load_known_errors(_cast_addr(defs, op.operands[0]),
+                                       _cast_addr(defs, op.operands[1]),
+                                       [_const_int(defs, v) for v in op.operands[2:]])
+            if msg is not None:
+                yield VerifyError(msg, op=op.name, loc=op.loc)
         if op.name == "pto.alloc_multi_tile":
             yield from _multi_tile_level_errors(op, level)
         elif op.name == "pto.multi_tile_get":
@@ -1002,15 +1017,152 @@ def check_symbols(module: Module) -> None:
         raise e
 
 
-def diagnose(module: Module, target: TargetLike, *, level: str | None = None) -> list[PtoError]:
+#: ops the VPTO backend's pipeline does not lower (PTOAS refuses them there; the EmitC backend
+#: takes them): name prefix -> why
+_NOT_IN_VPTO = {
+    "pto.cmo.": "is not supported by the VPTO backend yet (high-level CMO/fence ops must be "
+                "lowered to `pto.dcci` or `pto.dsb` first)",
+    "pto.fence.": "is not supported by the VPTO backend yet (high-level CMO/fence ops must be "
+                  "lowered to `pto.dcci` or `pto.dsb` first)",
+    "pto.comm.build_async_session": "is not supported by the VPTO backend: async SDMA session "
+                                    "operations currently require the EmitC backend",
+}
+_BACKENDS = ("emitc", "vpto")
+
+
+#: ops that say nothing of the core a function runs on
+_NEUTRAL = ("func.return", "return", "func.call", "call", "scf.yield")
+#: pipes both cores have: a flag op executed on one of them does not say which core runs it
+_SHARED_PIPES = ("MTE2", "S", "ALL")
+
+
+def _ambiguous_flag(op: Op) -> bool:
+    """A ``set_flag`` / ``wait_flag`` executed on a pipe both cores have (set_flag runs on
+    its source pipe, wait_flag on its destination pipe)."""
+    if op.name not in ("pto.set_flag", "pto.wait_flag"):
+        return False
+    pipes = [m.group(1) for lit in op.literals
+             if (m := re.fullmatch(r"PIPE_(\w+)", str(getattr(lit, "body", ""))))]
+    if len(pipes) != 2:
+        return False
+    return pipes[0 if op.name == "pto.set_flag" else 1] in _SHARED_PIPES
+
+
+def _kind_errors(child: Op) -> Iterator[VerifyError]:
+    """A VPTO child module without ``pto.kernel_kind``: PTOAS infers the kind from what its
+    functions do, and refuses a module with nothing to infer it from (no op at all), or whose
+    only ops are flag ops on pipes both cores have."""
+    ops = [op for region in child.regions for b in region.blocks for f in b.ops
+           if f.name == "func.func" for op in f.walk()
+           if op is not f and op.name not in _NEUTRAL and not op.name.startswith("arith.")]
+    if not ops:
+        yield VerifyError("expected VPTO kernel submodule to carry 'pto.kernel_kind' (its "
+                          "functions hold no op to infer vector or cube from)", op="module",
+                          loc=child.loc)
+    elif all(_ambiguous_flag(op) for op in ops):
+        names = ", ".join(dict.fromkeys(f"'{op.name}'" for op in ops))
+        yield VerifyError("contains an uncovered top-level op segment whose section kind "
+                          f"cannot be inferred uniquely; ambiguous op(s): {names} (flag ops "
+                          "on a pipe both cores have); wrap the ambiguous region in "
+                          "pto.section.cube or pto.section.vector", op=ops[0].name,
+                          loc=ops[0].loc)
+
+
+def _inner_stride(defs: dict[int, Op], view: Any) -> int | None:
+    """The innermost GM stride of a partition view's tensor view, when it is a constant."""
+    from .views import _kw_list
+
+    d = defs.get(id(view))
+    while d is not None and d.name == "pto.partition_view" and d.operands:
+        d = defs.get(id(d.operands[0]))
+    if d is None or d.name != "pto.make_tensor_view":
+        return None
+    strides = _kw_list(d, "strides")
+    return _const_int(defs, d.operands[strides[-1]]) if strides else None
+
+
+def _vpto_lowering_errors(f: Op, target: TargetLike | None) -> Iterator[VerifyError]:
+    """What PTOAS's VPTO lowering of tile ops refuses in function ``f``: a ``tload`` /
+    ``tstore`` with a non-unit innermost GM stride where its DMA needs one
+    (``traits.vpto_dma_unit_inner_stride``); a ``textract`` from Vec to Mat, for which its
+    TileLib has no template."""
+    target = None if target is None else get_target(target)
+    defs = _defs(f)
+    for op in f.walk():
+        if op.name in ("pto.tload", "pto.tstore") and target is not None \
+                and target.traits.vpto_dma_unit_inner_stride:
+            view = op.operands[0] if op.name == "pto.tload" else op.operands[-1]
+            s = _inner_stride(defs, view) if op.operands else None
+            if s is not None and s != 1:
+                yield VerifyError(f"A2/A3 DMA lowering requires a unit innermost stride (the "
+                                  f"GM view's innermost stride is {s}; VPTO backend on "
+                                  f"{target})", op=op.name, loc=op.loc)
+        elif op.name == "pto.textract" and len(op.operands) >= 2:
+            src, dst = op.operands[0].type, op.operands[-1].type
+            if isinstance(src, T.TileBufType) and isinstance(dst, T.TileBufType) \
+                    and src.loc == "vec" and dst.loc == "mat":
+                yield VerifyError(f"NoMatchingTemplate: no legal template for op='pto.textract' "
+                                  f"target='{target or 'a5'}' (the VPTO backend's TileLib has no "
+                                  "Vec -> Mat textract)", op=op.name, loc=op.loc)
+
+
+def backend_errors(module: Module, backend: str | None = None,
+                   target: TargetLike | None = None) -> Iterator[VerifyError]:
+    """PTOAS's backend rules: a ``pto.backend`` attribute names a backend it has; a child
+    module for the VPTO backend says which kernel it is (``pto.kernel_kind``), or holds what
+    PTOAS infers it from. With ``backend`` (the command line's ``--pto-backend``, which the
+    suite passes from a RUN line) ``vpto``, the limits of that pipeline's passes: the ops it
+    does not lower, what its lowering of tile ops cannot take (``_vpto_lowering_errors``), the
+    persistent SIMT fragments it cannot keep in registers (``persistent_fragments``). Those
+    are PTOAS's limits, not the program's: ``ptoisa run`` (no backend) does not apply them,
+    and a child module for another backend is not judged by them."""
+    def walk(ops: tuple[Op, ...], be: str | None) -> Iterator[VerifyError]:
+        funcs = []
+        for op in ops:
+            if op.name in ("module", "builtin.module"):
+                a = op.attributes.get("pto.backend")
+                here = None if a is None else str(bridge.attr_value(a))
+                if here is not None and here not in _BACKENDS:
+                    yield VerifyError(f"invalid pto.backend '{here}'. Expected 'emitc' or "
+                                      "'vpto'.", op="module", loc=op.loc)
+                if here == "vpto" and op.attributes.get("pto.kernel_kind") is None:
+                    yield from _kind_errors(op)
+                for r in op.regions:
+                    for b in r.blocks:
+                        yield from walk(tuple(b.ops), be if here in (None, be) else None)
+                continue
+            if be != "vpto":
+                continue
+            if op.name == "func.func":
+                funcs.append(op)
+                yield from _vpto_lowering_errors(op, target)
+            for inner in op.walk():
+                why = next((w for p, w in _NOT_IN_VPTO.items()
+                            if inner.name.startswith(p)), None)
+                if why is not None:
+                    yield VerifyError(f"'{inner.name}' {why}", op=inner.name, loc=inner.loc)
+        yield from fragment_errors(funcs)
+
+    a = module.attributes.get("pto.backend")
+    top = None if a is None else str(bridge.attr_value(a))
+    if top is not None and top not in _BACKENDS:
+        yield VerifyError(f"invalid pto.backend '{top}'. Expected 'emitc' or 'vpto'.",
+                          op="module", loc=module.loc)
+    yield from walk(module.ops, backend if top in (None, backend) else None)
+
+
+def diagnose(module: Module, target: TargetLike, *, level: str | None = None,
+             backend: str | None = None) -> list[PtoError]:
     """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
-    rules (entry signatures, calls, pipes, options), then each function compiled on its own
-    (the first error of each), ordered by location."""
+    rules (entry signatures, calls, pipes, options; ``backend``: the command line's
+    ``--pto-backend``), then each function compiled on its own (the first error of each),
+    ordered by location."""
     errors: list[PtoError] = []
     try:
         check_module(module)
     except VerifyError as e:
         errors.append(e)
+    errors.extend(backend_errors(module, backend, target))
     errors.extend(module_rule_errors(module, level, target))
     errors.extend(symbol_errors(module))
     comp = Compiler(module, target, False)  # what Program(module, target) compiles with

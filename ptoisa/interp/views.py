@@ -1,8 +1,9 @@
 """Interpreter handlers of the ``pto`` view ops: tensor views (``make_tensor_view``; a
 dimension's size / stride, ``get_tensor_view_dim`` / ``get_tensor_view_stride``; its GM base,
 ``tensor_view_addr``), windows (``partition_view`` / ``subview`` of a tensor view; ``subview``
-of a tile, run as TSUBVIEW; ``subset``: a window of a tile from element ``[i, j]`` on) and a
-placed tile's byte address (``tile_buf_addr``)."""
+of a tile, run as TSUBVIEW; ``subset``: a window of a tile from element ``[i, j]`` on), a
+placed tile's byte address (``tile_buf_addr``) and a tile's valid extents
+(``tile_valid_rows`` / ``tile_valid_cols``)."""
 
 from __future__ import annotations
 
@@ -87,6 +88,30 @@ def _tile_buf_addr(cf: CompiledFunc, op: Op) -> Step:
                                  "placed with an addr or pto.tassign)", loc=loc)
         env[k] = int(tile.addr) if chip is None else Ptr(chip[0], int(tile.addr), chip[1])
     return step
+
+
+def _tile_valid(axis: int) -> Any:
+    """``pto.tile_valid_rows`` / ``tile_valid_cols %t : !pto.tile_buf<...> -> index``: the
+    tile's valid row / column count (ptoas-tileop-expand-design.md's tile_buf intrinsics)."""
+    def build(cf: CompiledFunc, op: Op) -> Step:
+        if len(op.operands) != 1 or len(op.results) != 1:
+            raise VerifyError(f"'{op.name}' takes one tile and gives one index", op=op.name,
+                              loc=op.loc)
+        t, k = cf.slot(op.operands[0]), cf.slot(op.results[0])
+        loc = op.loc
+
+        def step(env: Env) -> None:
+            tile = env[t]
+            if not isinstance(tile, Tile):
+                raise ExecutionError(f"{op.name} needs a tile, got {type(tile).__name__}",
+                                     loc=loc)
+            env[k] = int(tile.valid_shape[axis])
+        return step
+    return build
+
+
+handler("pto.tile_valid_rows")(_tile_valid(0))
+handler("pto.tile_valid_cols")(_tile_valid(1))
 
 
 def _sizes(op: Op) -> list[int]:

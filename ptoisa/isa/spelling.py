@@ -126,6 +126,11 @@ class Ptoas:
     #: types written in outs) -> the name of the entry the op then is, or None for this one
     #: (pto.tfillpad with a dst larger than src is TFILLPAD_EXPAND)
     by_types: Callable[[tuple[Any, ...], tuple[Any, ...]], str | None] | None = None
+    #: a micro-op whose trailing scalar operands may be written as named fields in any order
+    #: (``m(%a), k(%b), start_row(%c), start_col(%d)``): the name of each complete group ->
+    #: its field names in operand order. A group is given whole or not at all, one group at a
+    #: time; its values fill the operands after the ones written positionally
+    named: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 # ---- pieces several entries share ----------------------------------------------------------

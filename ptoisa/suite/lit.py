@@ -14,7 +14,8 @@ A file's ``// RUN:`` lines (``\\`` continues a line) invoke ``ptoas`` or ``pto-t
   ``not``, a checked ``'pto.x' op ...`` diagnostic is an error too (``-split-input-file``
   chunks checked without the ``error:`` head).
 
-RUN lines of other tools (``FileCheck``, ``python``, ...) ask nothing of the compiler.
+RUN lines of other tools (``FileCheck``, ``python``, ...) and ``ptoas --help`` ask nothing of
+the compiler. ``--pto-backend`` is kept on the module (rules of one backend's pipeline).
 """
 
 from __future__ import annotations
@@ -50,12 +51,28 @@ class Module:
     #: no RUN line says what PTOAS does with it (a sample, a frontend's file): PTOAS is taken
     #: to accept it, unless one of PTOAS's own verifier rules refuses it
     assumed: bool = False
+    #: the RUN line's ``--pto-backend`` (``vpto`` / ``emitc``; None: not given)
+    backend: str | None = None
 
 
-def option_error(run: str, target: str) -> str:
+_BACKEND_ATTR = re.compile(r'pto\.backend\s*=\s*"(\w+)"')
+
+
+def option_error(run: str, target: str, text: str = "") -> str:
     """PTOAS's error for a command line it refuses whatever the module holds ("" if none):
-    options that need A5, a --plan-memory-impl it does not know. A PTOAS-compatibility rule
-    of the RUN line (docs/ptoas_compat.md), checked by the suite only."""
+    options that need A5, a --plan-memory-impl it does not know; for a module ``text`` whose
+    child modules name different ``pto.backend``s (PTOAS's mixed fatobj mode, which links one
+    object file), an ``-o`` that is not a file and the debug IR output flags. A
+    PTOAS-compatibility rule of the RUN line (docs/ptoas_compat.md), checked by the suite
+    only."""
+    if len(set(_BACKEND_ATTR.findall(text))) > 1:
+        if re.search(r"\s--(?:emit-vpto\S*|mlir-print-ir-\S+)", run):
+            return ("mixed pto.backend fatobj mode does not support debug IR output flags "
+                    "(--emit-vpto*, --mlir-print-ir-*)")
+        out = re.search(r"\s-o[= ]?(\S+)", run)
+        if out is None or out.group(1) == "-":
+            return ("mixed pto.backend fatobj mode requires an explicit file path passed with "
+                    "-o (it writes one object file)")
     m = re.search(r"--plan-memory-impl[= ](\S+)", run)
     if m and m.group(1) not in ("legacy", "modern"):
         return (f"Error: invalid --plan-memory-impl='{m.group(1)}', expected 'legacy' or "
@@ -154,7 +171,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
     followed). A file with RUN lines of other tools only gives no module. A RUN line that
     compiles another file of the test's folder (``%S/NAME.pto``) compiles that file, judged
     by this one's CHECK lines."""
-    found: dict[tuple[str, str, str | None], Module] = {}
+    found: dict[tuple[str | None, ...], Module] = {}
     notes: list[str] = []
     parts = _parts(text) if re.search(r"\bsplit-file\b", text) else {}
     for run in run_lines(text):
@@ -162,11 +179,15 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
         if m is None:
             continue
         negated = bool(m.group(1))
+        if re.search(r"\s--help(?=\s|$)", run):
+            continue  # (prints the options: compiles nothing)
         arch = re.search(r"--pto-arch[= ](\w+)", run)
         default = TEST_OPT_ARCH if m.group(2) == "pto-test-opt" else DEFAULT_ARCH
         target = ARCH.get(arch.group(1), default) if arch else default
         lv = re.search(r"--pto-level[= ](\w+)", run)
         level = lv.group(1) if lv else None
+        be = re.search(r"--pto-backend[= ](\w+)", run)
+        backend = be.group(1) if be else None
         prefixes = _prefixes(run)
         all_lines = text.splitlines()
         src = re.search(r"%t/(\S+)", run[m.end():])
@@ -190,7 +211,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
         else:
             units = [("", 0, text)]
         split = len(units) > 1
-        refused = option_error(run, target) if m.group(2) == "ptoas" else ""
+        refused = option_error(run, target, text) if m.group(2) == "ptoas" else ""
         for where, first, body in units:
             lines = body.splitlines()
             expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
@@ -207,13 +228,13 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
                 reject = True
             else:
                 reject = False
-            key = (where, target, level, refused)
+            key = (where, target, level, refused, backend)
             if key in found:
                 continue
             # (a bare `CHECK: error:` marks a rejection and gives no text to compare)
             found[key] = Module(_padded(first, body), where, target, level, reject or
                                 bool(refused), tuple(t for t in expected or checks if t),
-                                refused)
+                                refused, backend=backend)
     return list(found.values()), notes
 
 

@@ -55,10 +55,11 @@ def target_of(text: str, rel: str) -> str:
 
 # ---- check ---------------------------------------------------------------------------------
 
-def check(text: str, name: str, target: TargetLike, level: str | None
-          ) -> tuple[Any, list[PtoError]]:
+def check(text: str, name: str, target: TargetLike, level: str | None,
+          backend: str | None = None) -> tuple[Any, list[PtoError]]:
     """(the Program, []) when the module checks for ``target``, else (None, its errors in
-    source order: PTOAS reports one per failing function)."""
+    source order: PTOAS reports one per failing function). ``backend``: the command line's
+    ``--pto-backend`` (its pipeline's own rules apply)."""
     from ..interp import Program
     from ..interp.verify import diagnose
     from ..ir import verify_ssa
@@ -69,7 +70,7 @@ def check(text: str, name: str, target: TargetLike, level: str | None
         verify_ssa(mod)
     except PtoError as e:
         return None, [e]
-    errors = diagnose(mod, target, level=level)
+    errors = diagnose(mod, target, level=level, backend=backend)
     if errors:
         return None, errors
     return Program(mod, target, level=level), []
@@ -297,7 +298,7 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
                 prog, errors = None, [PtoError(f"PTOAS refuses this command line: "
                                                f"{m.option_error}")]
             else:
-                prog, errors = check(m.text, str(path), m.target, m.level)
+                prog, errors = check(m.text, str(path), m.target, m.level, m.backend)
             out = judge(m, errors)
             if out.verdict == "accepted" and run:
                 out = synth_run(prog, m.target, m.where, res.notes)

@@ -264,6 +264,11 @@ LEGALITY: dict[str, Rule] = {
     "SYNC_WAIT": rule(),
     "WAIT_FLAG": rule(),
     "PIPE_BARRIER": rule(),
+    # ---- micro (VPTO): the GM <-> UB DMA copies only (PTOAS's VPTO backend lowers them on A3
+    # too, to the v220 MOV intrinsics with software loops: ub/ub_to_llvm/transfer/
+    # mte_gm_ub.pto); every other micro-op is A5's (a5.py). They move bytes of any type.
+    "MTE_GM_UB": rule(),
+    "MTE_UB_GM": rule(),
     # ---- vmi (logical vectors, spec/ptoas-main/isa/vmi-isa/): the pages' "datatypes" lines,
     # keyed on the first vector or pointer operand; loads and stores move any element type.
     # Declared here, so on every target: a VMI value is logical (its lanes, no register

@@ -188,7 +188,10 @@ LEGALITY: dict[str, Rule] = {
                           "family type"),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
-    "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    # (its vector quant also writes hif8: ops.tsv's A5 TINSERT quant f32 -> hif8; PTOAS's
+    # TileLib lowers the Acc -> Mat one, expand_tile_op_tilelang_tinsert_fp_acc2mat.pto)
+    "TINSERT_FP": rule(MOVE_TYPES + " hif8", moves=ACC_MOVES,
+                       convert=ACC_CONVERT | {("f32", "hif8")}),
     "TGET_SCALE_ADDR": rule(),
     "TPACK": rule(),
 
@@ -240,7 +243,8 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule("f32 i32") for op in ("MTE_L0C_GM", "MTE_L0C_UB", "MTE_L0C_L1")},
     **{op: rule() for op in ("PLDS", "PLDI", "PSTS", "PSTI", "VBITCAST", "VBR", "VDUP")},
     **{op: rule() for op in ("PSET_B8", "PSET_B16", "PSET_B32", "PGE_B8", "PGE_B16", "PGE_B32",
-                             "PLT_B8", "PLT_B16", "PLT_B32")},
+                             "PLT_B8", "PLT_B16", "PLT_B32", "PLTM_B8", "PLTM_B16",
+                             "PLTM_B32")},
     # (PTOAS's words for low-precision lanes: vadd_low_precision_verify_invalid.pto,
     # vmuls_... and vsel_...; the operand names are those of its op definitions)
     **{op: rule(I1248 + " f16 bf16 f32", **low_precision("lhs")) for op in ("VADD", "VSUB")},
@@ -291,6 +295,7 @@ LEGALITY: dict[str, Rule] = {
     # DSA / SFU (micro-isa/13): the page's A5 types; vmula as vmul's, vci its result types
     **{op: rule("f16 f32") for op in ("VPRELU", "VEXPDIF", "VAXPY")},
     "VMULA": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
+    "VMADD": rule("f16 bf16 f32"),
     "VMULL": rule("i32 ui32"),
     "VCI": rule("i8 i16 i32 f16 f32"),
     "VBITSORT": rule("f16 f32"),
@@ -336,6 +341,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "predicate_whole_stores": True,
                          "level3_needs_tmp": False,
                          "vec_nz_views_by_tile": True,
+                         "vpto_dma_unit_inner_stride": False,
                          "quant_vector_types": frozenset({"f16", "bf16", "f32"}),
                          "quant_pairs": frozenset({
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),

@@ -70,6 +70,10 @@ class Traits:
     #: vector code uses tmp); False where PTOAS gives it a placeholder without an address at
     #: every level (A5, ttrans_implicit_tmp_a5_level3.pto)
     level3_needs_tmp: bool = True
+    #: whether PTOAS's VPTO backend lowers ``tload`` / ``tstore`` to a DMA that needs a unit
+    #: innermost GM stride (A2/A3: "A2/A3 DMA lowering requires a unit innermost stride",
+    #: ub/tile_to_ub/transfer/tload_nonunit_stride.pto); A5's DMA takes strided rows
+    vpto_dma_unit_inner_stride: bool = True
     #: the element types PTOAS's verifier takes for ``pto.set_quant_vector``'s payload tile
     #: (designs/fixpipe-tpipe-design.md 7.2: packed 64-bit words on A2/A3, f16 / bf16 / f32
     #: scales on A5)

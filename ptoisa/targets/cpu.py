@@ -186,7 +186,8 @@ LEGALITY: dict[str, Rule] = {
 
 
 #: instructions a2a3 has that the simulator lacks
-REMOVED = ("TADDRELUCONV", "TSUBRELUCONV", "TADDRELU")
+#: (the micro DMA copies a2a3 has: the CPU simulator runs tile instructions only)
+REMOVED = ("TADDRELUCONV", "TSUBRELUCONV", "TADDRELU", "MTE_GM_UB", "MTE_UB_GM")
 
 TARGET = A2A3.derive("cpu", buffers=BUFFERS, legality=LEGALITY, removed=REMOVED,
                      traits={

@@ -152,6 +152,35 @@ def test_command_lines_ptoas_refuses(tmp_path, run, said):
         res.verdict().reason
 
 
+_MIXED = ('module attributes {pto.target_arch = "a5"} {\n'
+          '  module attributes {pto.backend = "emitc"} {\n'
+          '    func.func @a() attributes {pto.aicore} { return }\n  }\n'
+          '  module attributes {pto.backend = "vpto", pto.kernel_kind = '
+          '#pto.kernel_kind<vector>} {\n    func.func @b() { return }\n  }\n}\n')
+
+
+@pytest.mark.parametrize(("run", "said"), [
+    ("not ptoas --pto-arch=a5 --emit-vpto %s -o -", "does not support debug IR output flags"),
+    ("not ptoas --pto-arch=a5 %s -o -", "requires an explicit file path passed with -o"),
+    ("not ptoas --pto-arch=a5 %s", "requires an explicit file path passed with -o"),
+    ("ptoas --pto-arch=a5 %s -o %t.o", ""),
+])
+def test_mixed_backend_command_lines(run, said):
+    """Child modules of two backends (PTOAS's mixed fatobj mode) link one object file: an
+    ``-o`` file and no debug IR flags; one backend is no mixed mode."""
+    mods, _ = lit.modules(f"// RUN: {run} 2>&1 | FileCheck %s\n" + _MIXED)
+    assert said in mods[0].option_error and bool(mods[0].option_error) == bool(said)
+    one = _MIXED.replace('"emitc"', '"vpto"')
+    assert lit.modules(f"// RUN: {run}\n" + one)[0][0].option_error == ""
+
+
+def test_help_run_line_compiles_nothing_and_backend_is_kept():
+    assert lit.modules("// RUN: ptoas --help | FileCheck %s\n" + kernel()) == ([], [])
+    mods, _ = lit.modules("// RUN: ptoas --pto-arch=a5 --pto-backend=vpto %s\n"
+                          "// RUN: ptoas --pto-arch=a5 %s\n" + kernel())
+    assert [m.backend for m in mods] == ["vpto", None]
+
+
 def test_split_file_parts_named_by_the_run_lines(tmp_path):
     text = ("// RUN: split-file %s %t\n"
             "// RUN: not ptoas --pto-arch=a5 %t/bad.pto 2>&1 | FileCheck %s --check-prefix=BAD\n"

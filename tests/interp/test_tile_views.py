@@ -215,3 +215,30 @@ def test_a5_vec_nz_tile_moves_a_5d_view_as_nz():
     np.testing.assert_array_equal(out.reshape(16, 32), src[(c // 8) * 128 + r * 8 + c % 8])
     with pytest.raises(PtoError, match="covers 1x512 elements as a tile"):
         load(NZ_VIEW_KERNEL, target="a2a3").k(src, out)
+
+
+def test_tile_valid_rows_and_cols_through_an_identity_cast():
+    """The tile_buf intrinsics (ptoas-tileop-expand-design.md): a tile's valid row / column
+    counts; an unrealized_conversion_cast of a type to itself is the value."""
+    tb = "!pto.tile_buf<loc=vec, dtype=f32, rows=16, cols=32, v_row=?, v_col=?>"
+    text = f"""module {{
+  func.func @f(%o: !pto.ptr<i64>) {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c5 = arith.constant 5 : index
+    %c24 = arith.constant 24 : index
+    %t = pto.alloc_tile valid_row = %c5 valid_col = %c24 : {tb}
+    %b = builtin.unrealized_conversion_cast %t : {tb} to {tb}
+    %r = pto.tile_valid_rows %b : {tb} -> index
+    %c = pto.tile_valid_cols %b : {tb} -> index
+    %ri = arith.index_cast %r : index to i64
+    %ci = arith.index_cast %c : index to i64
+    pto.store_scalar %ri, %o[%c0] : !pto.ptr<i64>, i64
+    pto.store_scalar %ci, %o[%c1] : !pto.ptr<i64>, i64
+    return
+  }}
+}}
+"""
+    out = np.zeros(2, np.int64)
+    load(text).run("f", out)
+    assert out.tolist() == [5, 24]

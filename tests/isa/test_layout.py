@@ -170,6 +170,27 @@ def test_tinsert_fp_acc_to_mat(tgt):
     assert is_poison(dst.numpy()[:16]).all()  # rows outside the insert: untouched
 
 
+def test_tinsert_fp_acc_f32_to_hif8_mat_on_a5():
+    """ops.tsv (A5 TINSERT quant f32 -> hif8): each column scaled by its fp word and written
+    as HiF8; powers of two (and 0) are exact HiF8 values, so the decoded codes are x * 0.5."""
+    pto.target("a5")
+    acc = pto.TileAcc("f32", 16, 32)
+    x = (2.0 ** (np.arange(512).reshape(16, 32) % 9 - 4)).astype(np.float32)
+    x[::3] *= -1
+    x[5, 5] = 0
+    acc.load_numpy(x)
+    fp = Tile(TileType.Scaling, "ui64", 1, 32)
+    fp.load_numpy(_acc_words(0.5, 32))
+    dst = Tile(TileType.Mat, "hif8", 16, 32, BLayout.ColMajor, None, SLayout.RowMajor)
+    pto.TINSERT_FP(dst, acc, fp, 0, 0)
+    got = pto.dtypes.hif8_decode(dst.numpy())
+    np.testing.assert_array_equal(got, x.astype(np.float64) * 0.5)
+    pto.target("a2a3")  # (hif8 is an A5 type)
+    with pytest.raises(PtoError, match="hif8"):
+        pto.TINSERT_FP(Tile(TileType.Mat, "hif8", 16, 32, BLayout.ColMajor, None,
+                            SLayout.RowMajor), pto.TileAcc("f32", 16, 32), fp, 0, 0)
+
+
 @pytest.mark.parametrize("tgt", ["cpu", "a2a3", "a5"])
 def test_tinsert_acc_f32_to_f16_saturates(tgt):
     pto.target(tgt)

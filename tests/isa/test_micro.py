@@ -147,6 +147,15 @@ def test_plt_and_pset(a5, gran, n):
         pset(pattern="PAT_H")
 
 
+@pytest.mark.parametrize("gran,n", [("b8", 256), ("b16", 128), ("b32", 64)])
+def test_pltm_is_the_tail_of_vector_number_loop(a5, gran, n):
+    """05-materialization-predicate.md: mask[i] = (i + loop * VL) < bound, no count back."""
+    pltm = getattr(pto.v, f"pltm_{gran}")
+    for loop, bound in ((0, 5), (1, n + 7), (2, n), (3, 10 * n), (0, 0)):
+        want = [i + loop * n < bound for i in range(n)]
+        assert list(pltm(loop, bound).lanes()) == want
+
+
 def test_predicate_store_image_and_load(a5):
     # b32 lane i is bit 4i of the image, LSB first (upstream's vaddc golden packs it so)
     on = RNG.random(64) < 0.5
@@ -227,11 +236,27 @@ def test_dma_groups_and_pad_against_the_pages_loop(a5):
         pto.v.mte_ub_gm(Ptr("ub", 0, D.dtype("ui8")), out[:100], 24, back[0], None, None)
 
 
-def test_micro_ops_are_a5_only():
+def test_micro_ops_are_a5_only_but_the_dma_copies():
+    """Vector micro-ops are A5's; PTOAS also lowers the GM <-> UB DMA copies on A3 (its v220
+    MOV intrinsics), which move the same bytes (the page's loop, _dma_reference)."""
     with pto.target("a2a3"):
         with pytest.raises(PtoError, match="not supported on target a2a3"):
             pto.v.vadd(VReg(np.zeros(64, np.float32)), VReg(np.zeros(64, np.float32)),
                        _mask(np.ones(64, bool), "b32"))
+        gm = RNG.integers(0, 256, 4096, dtype=np.uint8)
+        ui8 = D.dtype("ui8")
+        groups = [(4, 40, 64), (2, 300, 512)]
+        pto.v.mte_gm_ub(gm, Ptr("ub", 0, ui8), 0, 24, groups[0], (groups[1],), None)
+        out = np.zeros(4096, np.uint8)
+        back = [(4, 64, 40), (2, 512, 300)]  # (reads back exactly the UB rows written)
+        pto.v.mte_ub_gm(Ptr("ub", 0, ui8), out, 24, back[0], None, (back[1],))
+        ub = bytearray(4096)
+        _dma_reference(bytearray(gm.tobytes()), ub, 0, 0, 24, groups)
+        want = bytearray(4096)
+        _dma_reference(ub, want, 0, 0, 24, back)
+        np.testing.assert_array_equal(out, np.frombuffer(bytes(want), np.uint8))
+    with pto.target("cpu"), pytest.raises(PtoError, match="not supported on target cpu"):
+        pto.v.mte_gm_ub(gm, Ptr("ub", 0, ui8), 0, 24, groups[0], None, None)
 
 
 def test_every_micro_op_is_a_vpto_entry_with_results_where_it_makes_registers():
@@ -294,6 +319,35 @@ def test_a_pto_kernel_of_micro_ops_runs():
     np.testing.assert_array_equal(dst[:100], 2 * src[:100])
     np.testing.assert_array_equal(dst[100:172], 2 * src[100:172])
     assert np.isnan(dst[172:]).all()
+
+
+_STRICT = PROGRAM.replace("    pto.vecscope {\n",
+                          "    pto.strict_vecscope(%ub_in, %ub_out, %two, %n) {\n"
+                          "    ^bb0(%in: !pto.ptr<f32, ub>, %out: !pto.ptr<f32, ub>, %s: f32, "
+                          "%cnt: i32):\n      %k0 = arith.constant 0 : index\n"
+                          "      %k64 = arith.constant 64 : index\n"
+                          "      %k200 = arith.constant 200 : index\n").replace(
+    "scf.for %off = %c0 to %c200 step %c64 iter_args(%r = %n)",
+    "scf.for %off = %k0 to %k200 step %k64 iter_args(%r = %cnt)").replace(
+    "pto.vlds %ub_in[", "pto.vlds %in[").replace(
+    "pto.vmuls %v, %two,", "pto.vmuls %v, %s,").replace(
+    "pto.vsts %w, %ub_out[", "pto.vsts %w, %out[").replace(
+    "        scf.yield %next : i32\n      }\n    }\n",
+    "        scf.yield %next : i32\n      }\n    } : (!pto.ptr<f32, ub>, !pto.ptr<f32, ub>, "
+    "f32, i32) -> ()\n")
+
+
+def test_strict_vecscope_runs_on_its_block_arguments_only():
+    """vpto-spec.md: pto.strict_vecscope is the vecscope whose body takes every outer value
+    as an operand (bound to its block arguments); implicit capture is an error."""
+    prog = pto.load(_STRICT, filename="k.pto", target="a5")
+    src = RNG.uniform(-1, 1, 200).astype(np.float32)
+    dst = np.full(200, 7, np.float32)
+    prog.run("k", src, dst, target="a5")
+    np.testing.assert_array_equal(dst[:172], 2 * src[:172])  # (as the vecscope kernel)
+    captured = _STRICT.replace("pto.vmuls %v, %s,", "pto.vmuls %v, %two,")
+    with pytest.raises(VerifyError, match=r"uses %two, defined outside it"):
+        pto.load(captured, filename="k.pto", target="a5").check()
 
 
 def test_bad_micro_op_uses_are_located_errors():

@@ -285,6 +285,83 @@ def test_what_is_not_executed_is_refused_by_name(mad, match):
              np.zeros((16, 16), np.float32))
 
 
+_A_POS = "pto.mte_l1_l0a %l1_a, %l0a, %M, %K, %c0, %c0"
+_B_POS = "pto.mte_l1_l0b %l1_b, %l0b, %K, %N, %c0, %c0"
+
+
+def test_named_field_spelling_of_the_l1_to_l0_loads():
+    """16-cube-matmul.md: the shape-derived fields may be written by name in any order;
+    the result is the positional form's (C = A @ B)."""
+    text = _kernel(20, 24, 40).replace(
+        _A_POS, "pto.mte_l1_l0a %l1_a, %l0a, start_col(%c0), k(%K), m(%M), start_row(%c0)"
+    ).replace(_B_POS, "pto.mte_l1_l0b %l1_b, %l0b, n(%N), start_row(%c0), k(%K), "
+              "start_col(%c0)")
+    a, b = _ints((20, 40)), _ints((40, 24))
+    c = np.zeros((20, 24), np.float32)
+    _run(text, a, b, np.zeros(128, np.float32), c)
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b.astype(np.float64))
+                                  .astype(np.float32))
+
+
+@pytest.mark.parametrize("load,match", [
+    ("pto.mte_l1_l0a %l1_a, %l0a, m_start(%c0)", r"full control form requires k_start"),
+    ("pto.mte_l1_l0a %l1_a, %l0a, m(%M), k(%K), start_row(%c0), start_col(%c0), "
+     "m_start(%c0)", r"cannot mix shape-derived operands with full control operands"),
+    ("pto.mte_l1_l0a %l1_a, %l0a, %M, %K, %c0, %c0, %c0",
+     r"expects either four shape-derived or six full positional operands"),
+])
+def test_partial_mixed_and_five_operand_loads_are_refused(load, match):
+    text = _kernel(16, 16, 16).replace(_A_POS, load)
+    with pytest.raises(PtoError, match=match):
+        pto.load(text, target="a5").check()
+
+
+_FP4 = """module attributes {pto.target_arch = "a5", pto.kernel_kind = #pto.kernel_kind<cube>} {
+  func.func @k() attributes {pto.kernel} {
+    %c0 = arith.constant 0 : i64
+    %c1 = arith.constant 1 : i64
+    %src = pto.castptr %c0 : i64 -> !pto.ptr<T, l1>
+    %dst = pto.castptr %c0 : i64 -> !pto.ptr<T, l0a>
+    pto.OP %src, %dst, %c0, %c0, %c1, %c1, %c1, %c1
+      : !pto.ptr<T, l1>, !pto.ptr<T, l0a>, i64, i64, i64, i64, i64, i64
+    return
+  }
+}
+"""
+
+
+def test_packed_fp4_needs_the_s4_load():
+    """PTOAS: the legacy load_cbuf_to_ca refuses packed FP4 (its S4 twin moves it);
+    mte_l1_l0a takes it (and picks the S4 load), which ptoisa refuses by name at run time."""
+    fp4 = _FP4.replace("T", "!pto.f4E2M1x2")
+    with pytest.raises(PtoError, match=r"packed FP4 source requires the S4 load operation"):
+        pto.load(fp4.replace("OP", "load_cbuf_to_ca"), target="a5").check()
+    pto.load(_FP4.replace("T", "f16").replace("OP", "load_cbuf_to_ca"), target="a5").check()
+    prog = pto.load(fp4.replace("OP", "mte_l1_l0a"), target="a5")
+    prog.check()
+    with pytest.raises(ExecutionError, match=r"operation 'pto.mte_l1_l0a' cannot be executed "
+                       r"by ptoisa yet with the packed type f4E2M1x2"):
+        prog.run("k", target="a5")
+
+
+@pytest.mark.parametrize("flag", ["sat", "sat(preserve_nan)", "nosat"])
+def test_fixpipe_sat_flags_keep_an_f32_result(flag):
+    """16-cube-matmul.md: sat / sat(preserve_nan) / nosat select the final conversion; an f32
+    destination keeps the f32 accumulator's values (C = A @ B, exact on small integers)."""
+    a, b = _ints((16, 16)), _ints((16, 16))
+    c = np.zeros((16, 16), np.float32)
+    _run(_kernel(16, 16, 16, layout=f"nz2nd {flag}"), a, b, np.zeros(128, np.float32), c)
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b.astype(np.float64))
+                                  .astype(np.float32))
+
+
+def test_flag_group_of_no_parameter_is_refused():
+    text = _kernel(16, 16, 16, layout="nz2nd bogus(preserve_nan)")
+    with pytest.raises(VerifyError, match=r"unexpected 'bogus\(\.\.\.\)'"):
+        _run(text, _ints((16, 16)), _ints((16, 16)), np.zeros(128, np.float32),
+             np.zeros((16, 16), np.float32))
+
+
 def test_fixpipe_clauses_not_executed_are_refused_by_name():
     text = _kernel(16, 16, 16).replace(
         "%c0, %c0, nz2nd", "%c0, %c0, nz2nd, loop3(%c1, %c0, %c0), nosat").replace(

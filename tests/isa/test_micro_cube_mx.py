@@ -245,3 +245,40 @@ def test_what_is_not_executed_or_invalid_is_refused(what, match):
             "k", packed[0].view(E4), packed[1].view(E4), packed[2].view(E4),
             packed[3].view(E4), np.zeros(32, np.float32), np.zeros((16, 32), np.float32),
             target="a5")
+
+
+_MX_LOAD = """module attributes {pto.target_arch = "a5", pto.kernel_kind = #pto.kernel_kind<cube>} {
+  func.func @k() attributes {pto.kernel} {
+    %c0 = arith.constant 0 : i64
+    %c2 = arith.constant 2 : i64
+    %cneg = arith.constant -1 : i64
+    %cs = arith.constant SRC : i64
+    %cd = arith.constant DST : i64
+    %src = pto.castptr %cs : i64 -> !pto.ptr<!pto.f8E8M0, l1>
+    %dst = pto.castptr %cd : i64 -> !pto.ptr<f8E4M3FN, l0a>
+    pto.mte_l1_l0a_mx %src, %dst, ARGS
+      : !pto.ptr<!pto.f8E8M0, l1>, !pto.ptr<f8E4M3FN, l0a>, TYPES
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("src,dst,args,match", [
+    (1, 0, "", r"LOAD.MX source address must be aligned to 32 bytes, got 1"),
+    (0, 1, "", r"LOAD.MX destination address must be aligned to 16 bytes, got 1"),
+    (0, 0, "%c0, %c0, %cneg, %c2, %c2, %c2", r"x_step must be non-negative"),
+    (0, 0, "%c0, %c0, %c2, %c2, %c2, %cneg", r"dst_stride must be non-negative"),
+    (64, 32, "", None),  # the valid neighbours
+    (0, 0, "%c0, %c0, %c2, %c2, %c2, %c2", None),
+])
+def test_mx_load_values_known_at_compile_time(src, dst, args, match):
+    """PTOAS checks the MX scale loads' constant addresses and full-group counts."""
+    args = args or "%c0, %c0, %c0, %c0"
+    text = (_MX_LOAD.replace("SRC", str(src)).replace("DST", str(dst)).replace("ARGS", args)
+            .replace("TYPES", ", ".join(["i64"] * len(args.split(",")))))
+    if match is None:
+        pto.load(text, target="a5").check()
+        return
+    with pytest.raises(PtoError, match=match):
+        pto.load(text, target="a5").check()

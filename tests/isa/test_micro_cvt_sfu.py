@@ -156,6 +156,19 @@ def test_vprelu_vaxpy_vmula(a5):
     np.testing.assert_array_equal(got, want)
 
 
+def test_vmadd_multiplies_the_accumulator(a5):
+    """07-binary-vector-ops.md: dst[i] = src0[i] * acc[i] + src1[i], fused (one rounding)."""
+    acc, lhs, rhs = (RNG.uniform(-4, 4, 64).astype(np.float32) for _ in range(3))
+    on = RNG.random(64) < 0.75
+    got = pto.v.vmadd(VReg(acc), VReg(lhs), VReg(rhs), _mask(on, "b32")).data
+    want = [np.float32(float(Fraction(float(a)) * Fraction(float(c)) + Fraction(float(b))))
+            if o else 0 for c, a, b, o in zip(acc, lhs, rhs, on, strict=True)]
+    np.testing.assert_array_equal(got, np.array(want, np.float32))
+    with pytest.raises(PtoError, match="not supported on a5"):
+        i = VReg(np.zeros(64, np.int32))
+        pto.v.vmadd(i, i, i, _mask(on, "b32"))
+
+
 @pytest.mark.parametrize("dt", ["i32", "ui32"])
 def test_vmull_low_and_high_words(a5, dt):
     npt = D.dtype(dt).np

@@ -37,6 +37,7 @@ from ...tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, GroupSpec, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, Sig, instr
+from ..spelling import Ptoas
 from .dma import _check_gm, _gm_bytes, _rows, _span
 
 C0_BYTES = 32
@@ -49,10 +50,12 @@ def _not_yet(op: str, what: str) -> ExecutionError:
     return ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with {what}")
 
 
-def _ptr(p: Any, space: str, what: str) -> Ptr:
+def _ptr(p: Any, space: str, what: str, op: str = "") -> Ptr:
     if not isinstance(p, Ptr) or SPACES.get(p.space) != SPACES[space]:
         raise ExecutionError(f"the {what} must be a {space} pointer, got {p!r}")
     if p.dtype.packed:
+        if op:  # (refused by name: the op is known)
+            raise _not_yet(op, f"the packed type {p.dtype.name} (its S4 load)")
         raise ExecutionError(f"the {what} has the packed type {p.dtype.name}, not executed yet")
     return p
 
@@ -364,8 +367,8 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     ``transpose`` the other one (l0a: A's transpose, k x m; l0b: B, k x n). The L1 matrix's
     row count (its box columns' height) is its first extent padded to a box, as the
     shape-derived form derives it: the form has no operand for a taller source."""
-    s = _ptr(src, "l1", "source")
-    d = _ptr(dst, space, "destination")
+    s = _ptr(src, "l1", "source", op)
+    d = _ptr(dst, space, "destination", op)
     if s.dtype.itemsize != d.dtype.itemsize:
         raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} differ "
                              "in width")
@@ -423,8 +426,8 @@ def _full_control(m: Any, op: str, src: Any, dst: Any, space: str, m_start: Any,
     if space != "l0a" or transpose:
         raise _not_yet(op, "the full-control form " + ("with transpose" if transpose else
                                                        "into L0B"))
-    s = _ptr(src, "l1", "source")
-    d = _ptr(dst, space, "destination")
+    s = _ptr(src, "l1", "source", op)
+    d = _ptr(dst, space, "destination", op)
     ms, ks = _count(m_start, "m_start", 0), _count(k_start, "k_start", 0)
     mstep, kstep = _count(m_step, "m_step"), _count(k_step, "k_step")
     ss, ds = _count(src_stride, "src_stride"), _count(dst_stride, "dst_stride")
@@ -450,7 +453,39 @@ def mat_source(sig: Sig) -> None:
         raise sig.fail(f"requires MAT source, got {p}")
 
 
-def _l0_entry(name: str, space: str, doc: str) -> Any:
+def _whole_form(what: str) -> Any:
+    """PTOAS: four shape-derived or six full positional operands, nothing between."""
+    def rule(sig: Sig) -> None:
+        if (sig["src_stride"] is None) != (sig["dst_stride"] is None):
+            raise sig.fail(f"expects either four shape-derived or six full positional {what}")
+    return rule
+
+
+def _s4_only(sig: Sig) -> None:
+    """PTOAS: packed FP4 data moves through the S4 loads (``mte_l1_l0a`` picks one), never
+    the plain legacy ``load_cbuf_to_ca``."""
+    for name in ("src", "dst"):
+        p = sig[name]
+        if isinstance(p, PtrSpec) and p.dtype.packed:
+            role = "source" if name == "src" else "destination"
+            raise sig.fail(f"packed FP4 {role} requires the S4 load operation "
+                           f"(pto.load_cbuf_to_ca_s4; {p.dtype.name} here)")
+
+
+def _named_fields(shape: tuple[str, ...], full: tuple[str, ...], mx: str = "") -> Ptoas:
+    """The named-field spelling of an L1 -> L0 load (16-cube-matmul.md)."""
+    return Ptoas(named={f"shape-derived{mx}": shape,
+                        "full MX" if mx else "full control": full})
+
+
+_FULL = ("m_start", "k_start", "m_step", "k_step", "src_stride", "dst_stride")
+_FULL_MX = ("x_start", "y_start", "x_step", "y_step", "src_stride", "dst_stride")
+_SHAPE = {"l0a": ("m", "k", "start_row", "start_col"), "l0b": ("k", "n", "start_row",
+                                                               "start_col")}
+
+
+def _l0_entry(name: str, space: str, doc: str, named: Ptoas | None = None,
+              extra: tuple[Any, ...] = ()) -> Any:
     def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
              start_col: Any, src_stride: Any = None, dst_stride: Any = None, *,
              transpose: bool = False) -> None:
@@ -465,7 +500,7 @@ def _l0_entry(name: str, space: str, doc: str) -> Any:
     impl.__name__ = name
     return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
                  params=(Param("transpose", False),), dtype_key=("dst",),
-                 static=(mat_source,))(impl)
+                 static=(mat_source, _whole_form("operands"), *extra), ptoas=named)(impl)
 
 
 MTE_L1_L0A = _l0_entry(
@@ -473,15 +508,17 @@ MTE_L1_L0A = _l0_entry(
     "L0A <- the m x k left tile A from the L1 NZ tile at src (A itself; with transpose, A's "
     "transpose k x m), in the target's Left order, rows padded to 16 and k to one C0 block. "
     "With eight operands (m_start, k_start, m_step, k_step, src_stride, dst_stride): the "
-    "full-control form, 512-byte fractal blocks copied as they are.")
+    "full-control form, 512-byte fractal blocks copied as they are.",
+    _named_fields(_SHAPE["l0a"], _FULL))
 LOAD_CBUF_TO_CA = _l0_entry(
     "LOAD_CBUF_TO_CA", "l0a",
     "The legacy spelling of mte_l1_l0a's full-control form (isa-legacy/16): m_start, "
-    "k_start, m_step, k_step, src_stride, dst_stride.")
+    "k_start, m_step, k_step, src_stride, dst_stride.", extra=(_s4_only,))
 MTE_L1_L0B = _l0_entry(
     "MTE_L1_L0B", "l0b",
     "L0B <- the k x n right tile B from the L1 NZ tile at src (B's transpose n x k; with "
-    "transpose, B itself), in the Right order (ZN), k padded to one C0 block and n to 16.")
+    "transpose, B itself), in the Right order (ZN), k padded to one C0 block and n to 16.",
+    _named_fields(_SHAPE["l0b"], _FULL))
 
 
 # ---- L1 -> the MX scale buffers ----------------------------------------------------------------
@@ -538,7 +575,32 @@ def _mx_entry(name: str, space: str, doc: str) -> Any:
     impl.__doc__ = doc
     impl.__name__ = name
     return instr(name, pipe=Pipe.MTE1, dialect="vpto", operands=_L0_OPS,
-                 dtype_key=("dst",))(impl)
+                 dtype_key=("dst",), static=(_whole_form("MX operands"),),
+                 ptoas=_named_fields(_SHAPE[space], _FULL_MX, " MX"))(impl)
+
+
+#: the full MX group's fields (after x_start, y_start) PTOAS requires to be non-negative
+_MX_COUNTS = ("x_step", "y_step", "src_stride", "dst_stride")
+
+
+def mx_load_known_errors(src_addr: int | None, dst_addr: int | None,
+                         fields: list[int | None]) -> str | None:
+    """PTOAS's verifier on an MX scale load's values known at compile time (the others are
+    checked when it runs): the source is a 32-byte-aligned L1 scale fragment, the L0
+    destination 16-byte aligned (the scale buffer's address unit, dst >> 4), and the full MX
+    group's steps and strides non-negative. ``fields``: the six positional values, None where
+    not a constant."""
+    if src_addr is not None and src_addr % C0_BYTES:
+        return ("statically known LOAD.MX source address must be aligned to 32 bytes, got "
+                f"{src_addr}")
+    if dst_addr is not None and dst_addr % 16:
+        return ("statically known LOAD.MX destination address must be aligned to 16 bytes, "
+                f"got {dst_addr}")
+    if len(fields) == 6:
+        for name, v in zip(_MX_COUNTS, fields[2:], strict=True):
+            if v is not None and v < 0:
+                return f"{name} must be non-negative (got {v})"
+    return None
 
 
 _MX_LOAD_DOC = (

@@ -1,5 +1,6 @@
 """Predicate generation (micro-isa/05-materialization-predicate.md): ``pto.pset_b*`` /
-``pto.pge_b*`` from a pattern token, ``pto.plt_b*`` from a remaining-lane count.
+``pto.pge_b*`` from a pattern token, ``pto.plt_b*`` from a remaining-lane count, ``pto.pltm_b*``
+from a loop index and a bound.
 
 A predicate register is 256 bits, one per byte of a vector register; ``b8`` / ``b16`` /
 ``b32`` read it as 256 / 128 / 64 lanes (``ptoisa/vector/regs.py``)."""
@@ -69,6 +70,21 @@ def _plt(gran: str) -> Instr:
                  chain=lambda first, k: plt_counts(first, gran, k))(impl)
 
 
+def _pltm(gran: str) -> Instr:
+    n = VREG_BYTES // GRANULARITY[gran]
+
+    def impl(m: Any, loop: Any, bound: Any) -> Mask:
+        return Mask.of_lanes(np.arange(n) + int(loop) * n < int(bound), gran)
+
+    impl.__doc__ = (f"mask[i] = i + loop * {n} < bound over {n} lanes (!pto.mask<{gran}>): "
+                    "the tail predicate of vector number ``loop``; no count is returned "
+                    "(unlike plt).")
+    impl.__module__ = __name__
+    return instr(f"PLTM_{gran.upper()}", pipe=Pipe.V, dialect="vpto",
+                 operands=(Opnd("loop", "scalar"), Opnd("bound", "scalar")),
+                 results=(Opnd("mask", "mask"),))(impl)
+
+
 def plt_mask(left: Any, gran: str) -> Mask:
     """The mask ``pto.plt_<gran>`` makes of ``left`` lanes to go: lane i active when i < left
     (an array of counts, one per iteration of a batched loop, gives one row each)."""
@@ -93,3 +109,4 @@ def plt_counts(init: int, gran: str, trips: int) -> np.ndarray:
 PSET_B8, PSET_B16, PSET_B32 = (_pattern_op("pset", g) for g in ("b8", "b16", "b32"))
 PGE_B8, PGE_B16, PGE_B32 = (_pattern_op("pge", g) for g in ("b8", "b16", "b32"))
 PLT_B8, PLT_B16, PLT_B32 = (_plt(g) for g in ("b8", "b16", "b32"))
+PLTM_B8, PLTM_B16, PLTM_B32 = (_pltm(g) for g in ("b8", "b16", "b32"))

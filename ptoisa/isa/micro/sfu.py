@@ -102,6 +102,18 @@ def VMULA(m: Any, acc: VReg, lhs: VReg, rhs: VReg, mask: Mask) -> VReg:
                    mask)
 
 
+@instr("VMADD", pipe=Pipe.V, dialect="vpto",
+       operands=(Opnd("acc", "vreg"), Opnd("lhs", "vreg"), Opnd("rhs", "vreg"),
+                 Opnd("mask", "mask")),
+       results=(Opnd("result", "vreg"),), dtype_key=("acc",),
+       static=(same_vreg("acc", "lhs", "rhs", "result"), mask_fits("acc")))
+def VMADD(m: Any, acc: VReg, lhs: VReg, rhs: VReg, mask: Mask) -> VReg:
+    """result[i] = lhs[i] * acc[i] + rhs[i] on active lanes (07-binary-vector-ops.md: acc is
+    the destination-as-source multiplicand; fused: one rounding), 0 elsewhere."""
+    return zeroing(_fused(acc.dtype, lambda c, x, y: x * c + y, acc.data, lhs.data, rhs.data),
+                   mask)
+
+
 @instr("VMULL", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("lhs", "vreg"), Opnd("rhs", "vreg"), Opnd("mask", "mask")),
        results=(Opnd("low", "vreg"), Opnd("high", "vreg")), dtype_key=("lhs",),
@@ -228,6 +240,7 @@ def GET_VMS4_SR(m: Any) -> tuple[int, int, int, int]:
     return tuple(int(x) - (1 << 16) if x >= 1 << 15 else int(x) for x in sr)  # type: ignore
 
 
-__all__ = ["GET_VMS4_SR", "VAXPY", "VBITSORT", "VCI", "VEXPDIF", "VMRGSORT4", "VMULA", "VMULL",
+__all__ = ["GET_VMS4_SR", "VAXPY", "VBITSORT", "VCI", "VEXPDIF", "VMADD", "VMRGSORT4", "VMULA",
+           "VMULL",
            "VPRELU"]
 
