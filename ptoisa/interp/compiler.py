@@ -105,6 +105,8 @@ class Compiler:
         self.target = get_target(target)
         self.permissive = permissive  # skip the type rules the CPU simulator does not check
         self.funcs: dict[str, CompiledFunc] = {}
+        #: the pto-test-opt passes whose rules verification makes (diagnose's ``passes``)
+        self.passes: frozenset[str] = frozenset()
 
     def reset_tiles(self) -> None:
         for f in self.funcs.values():

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ARCH = {"a3": "a2a3", "a5": "a5"}
 DEFAULT_ARCH = "a2a3"  # ptoas without --pto-arch compiles for a3
@@ -50,6 +51,9 @@ class Module:
     #: no RUN line says what PTOAS does with it (a sample, a frontend's file): PTOAS is taken
     #: to accept it, unless one of PTOAS's own verifier rules refuses it
     assumed: bool = False
+    #: the passes a ``pto-test-opt`` RUN line runs, in order, without their dashes
+    #: (``vmi-to-vpto``): the rules PTOAS makes only in a pass are checked when it runs
+    passes: tuple[str, ...] = ()
 
 
 def option_error(run: str, target: str) -> str:
@@ -66,6 +70,25 @@ def option_error(run: str, target: str) -> str:
         if re.search(r"--enable-op-fusion(?:=true)?(?=\s|$)", run):
             return "Error: --enable-op-fusion=true requires --pto-arch=a5."
     return ""
+
+
+#: pto-test-opt options that are no pass
+_NOT_PASSES = frozenset({"split-input-file", "verify-diagnostics", "o",
+                         "allow-unregistered-dialect", "mlir-print-ir-after-all", "debug"})
+
+
+def test_opt_passes(run: str) -> tuple[str, ...]:
+    """The passes of a ``pto-test-opt`` command (its ``-name`` words up to the pipe), in
+    order; ``--pass-pipeline=...`` names its passes too."""
+    cmd = run.split("|", 1)[0]
+    out: list[str] = []
+    for m in re.finditer(r"(?<!\S)--?([a-z][\w-]*)(?:=(\S+))?", cmd):
+        name, value = m.group(1), m.group(2)
+        if name == "pass-pipeline" and value:
+            out.extend(re.findall(r"[a-z][\w-]*(?=[(,)\"']|$)", value.strip("\"'")))
+        elif name not in _NOT_PASSES and not name.startswith(("check-", "implicit-")):
+            out.append(name)
+    return tuple(out)
 
 
 def run_lines(text: str) -> list[str]:
@@ -154,7 +177,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
     followed). A file with RUN lines of other tools only gives no module. A RUN line that
     compiles another file of the test's folder (``%S/NAME.pto``) compiles that file, judged
     by this one's CHECK lines."""
-    found: dict[tuple[str, str, str | None], Module] = {}
+    found: dict[tuple[Any, ...], Module] = {}
     notes: list[str] = []
     parts = _parts(text) if re.search(r"\bsplit-file\b", text) else {}
     for run in run_lines(text):
@@ -191,6 +214,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
             units = [("", 0, text)]
         split = len(units) > 1
         refused = option_error(run, target) if m.group(2) == "ptoas" else ""
+        passes = test_opt_passes(run[m.end():]) if m.group(2) == "pto-test-opt" else ()
         for where, first, body in units:
             lines = body.splitlines()
             expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
@@ -207,13 +231,13 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
                 reject = True
             else:
                 reject = False
-            key = (where, target, level, refused)
+            key = (where, target, level, refused, passes)
             if key in found:
                 continue
             # (a bare `CHECK: error:` marks a rejection and gives no text to compare)
             found[key] = Module(_padded(first, body), where, target, level, reject or
                                 bool(refused), tuple(t for t in expected or checks if t),
-                                refused)
+                                refused, passes=passes)
     return list(found.values()), notes
 
 
