@@ -27,6 +27,7 @@ from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa.registry import Instr, Opnd
+from ..isa.vmi.lowering import CONSTANTS
 from ..vector.logical import VmiMaskSpec, VmiSpec, vmi_spec
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, dialect_binder
@@ -121,9 +122,17 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
         types[r.name] = s
     params = _params(op, ins, specs, res_specs, literals)
     extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
+    checked = params
     if ins.ptoas is not None and cf.c.passes:
-        extra += tuple(r for p, rs in ins.ptoas.passes.items() if p in cf.c.passes for r in rs)
-    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive, extra)
+        passed = tuple(r for p, rs in ins.ptoas.passes.items() if p in cf.c.passes for r in rs)
+        if passed:
+            extra += passed
+            # (a pass's limits may read the integer an arith.constant operand holds: the
+            # check sees them as the parameter CONSTANTS, the run does not)
+            checked = {**params, CONSTANTS: {o.name: cf.consts[s] for o, s in
+                                             zip(ins.operands, slots, strict=False)
+                                             if isinstance(s, int) and s in cf.consts}}
+    bridge.check_types_at(op, ins, cf.c.target, types, checked, cf.c.permissive, extra)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run

@@ -124,10 +124,12 @@ def _checked_errors(lines: list[str], prefixes: list[str], negated: bool = False
     """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded).
     Under ``not``, a checked MLIR diagnostic without its ``error:`` head (``// CHECK: 'pto.x'
     op requires ...``, ``// CHECK: '!pto.vmi.vreg<...>' expected ...``) is an error text too:
-    the failing tool's stderr is what is checked."""
+    the failing tool's stderr is what is checked; so is one of PTOAS's VMI pass diagnostics,
+    which start with their kind (``// CHECK: VMI{{-}}UNSUPPORTED{{:}} pto.vmi.compress ...``).
+    """
     head = "(" + "|".join(map(re.escape, prefixes)) + r")(-(?!NOT)[\w]+)?:"
     pat = re.compile(r"//\s*" + head + r".*?error:\s*(.*)$")
-    diag = re.compile(r"//\s*" + head + r"\s*('[^']+' (?:op )?\w.*)$")
+    diag = re.compile(r"//\s*" + head + r"\s*('[^']+' (?:op )?\w.*|VMI(?:-|\{\{)\S*.*)$")
     out = []
     for line in lines:
         if (m := pat.search(line)) or (negated and (m := diag.search(line))):

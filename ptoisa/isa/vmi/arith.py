@@ -23,6 +23,7 @@ from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..micro.binary import _shl
 from ..micro.common import elementwise, on_bits
 from ..registry import Instr, Opnd, Param, Sig, instr
+from . import lowering
 from .common import (
     SPELLING,
     active,
@@ -220,7 +221,8 @@ def _vec_scalar(name: str, fn: Callable[[Any, Any], Any], doc: str,
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("src", "lvec"), Opnd("scalar", "scalar"), _MASK),
                  params=(Param("pmode", None),), results=_RES, dtype_key=("src",),
-                 static=(same_lvec("src", "result"), same_lanes("src", "mask")))(impl)
+                 static=(same_lvec("src", "result"), same_lanes("src", "mask")),
+                 ptoas=names(passes=lowering.merge_pmode(name.lower())))(impl)
 
 
 VADDS = _vec_scalar("VADDS", np.add, "result[i] = src[i] + scalar on active lanes, 0 "
@@ -297,7 +299,7 @@ def _seeded(sig: Sig) -> None:
        results=(Opnd("result", "lmask"),), dtype_key=("lhs",),
        static=(same_lvec("lhs", "rhs"), same_lanes("lhs", "seed", "result"), _cmp_attr,
                _seeded, spelled({"cmpf": "float", "cmpi": "int"}, "lhs")),
-       ptoas=names("cmpf", "cmpi"))
+       ptoas=names("cmpf", "cmpi", passes=lowering.COMPARE))
 def VMI_VCMP(m: Any, lhs: LVec, rhs: LVec, seed: LMask | None = None, *,
              cmp: str | None = None, pmode: str | None = None, signless: bool = False,
              spelling: str | None = None) -> LMask:

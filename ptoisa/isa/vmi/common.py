@@ -128,10 +128,13 @@ _GRAN_BYTES = {"b8": 1, "b16": 2, "b32": 4}
 NUM_GROUPS = {"num_groups": Attr("group")}
 
 
-def names(*ops: str, attrs: dict[str, Attr] | None = None) -> Ptoas:
+def names(*ops: str, attrs: dict[str, Attr] | None = None,
+          passes: dict[str, tuple[Any, ...]] | None = None) -> Ptoas:
     """The other PTOAS names of a VMI entry (the op set of designs/vmi-implementation-manual.md
-    3.1, which PTOAS's passes still write: ``pto.vmi.addf`` is ``vadd`` on floats)."""
-    return Ptoas(names=tuple(f"pto.vmi.{o}" for o in ops), attrs=attrs or {})
+    3.1, which PTOAS's passes still write: ``pto.vmi.addf`` is ``vadd`` on floats); ``passes``:
+    the limits of PTOAS's passes on it (``lowering.py``)."""
+    return Ptoas(names=tuple(f"pto.vmi.{o}" for o in ops), attrs=attrs or {},
+                 passes=passes or {})
 
 
 #: the parameter the binder fills with the op's name (an entry of several names)

@@ -29,6 +29,7 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ..elementwise.cvt import convert, round_fp4
 from ..micro.conversion import RND
 from ..registry import Opnd, Param, Sig, instr
+from . import lowering
 from .common import SPELLING, active, names, result_spec, same_lanes
 
 
@@ -160,7 +161,7 @@ _KINDS = {"extf": ("FpWiden",), "truncf": ("FpNarrow",), "extsi": ("IntWiden",),
                Param("result_type", None), Param("source_type", None), SPELLING),
        results=(Opnd("result", "lvec"),), dtype_key=("src", "result"),
        static=(_vcvt_static, same_lanes("src", "mask", "result", gran=False)),
-       ptoas=names(*_KINDS))
+       ptoas=names(*_KINDS, passes=lowering.TRUNCF))
 def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | None = None,
              saturate: str | None = None, pmode: str | None = None,
              result_type: Any = None, source_type: Any = None,
@@ -213,7 +214,7 @@ def _same_bits(sig: Sig) -> None:
 
 @instr("VMI_VINTERPRET_CAST", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(_same_bits,), ptoas=names("bitcast"))
+       static=(_same_bits,), ptoas=names("bitcast", passes=lowering.BITCAST))
 def VMI_VINTERPRET_CAST(m: Any, src: LVec, *, result_type: Any = None) -> LVec:
     """The source's bits read as the result type's lanes (lane count may change, the bits
     are conserved)."""

@@ -27,6 +27,8 @@ from ...vector.logical import (
 )
 from ...vector.regs import GRANULARITY, VREG_BYTES, Mask, MaskSpec, VReg, VRegSpec
 from ..registry import Opnd, Param, Sig, instr
+from ..spelling import Ptoas
+from . import lowering
 
 
 def _same_value(sig: Sig) -> None:
@@ -38,7 +40,7 @@ def _same_value(sig: Sig) -> None:
         raise sig.fail(f"changes the mask's lane count ({s} -> {r})")
 
 
-def _helper(name: str, kind: str, doc: str) -> Any:
+def _helper(name: str, kind: str, doc: str, passes: Any = None) -> Any:
     def impl(m: Any, source: Any) -> Any:
         return source
 
@@ -46,13 +48,14 @@ def _helper(name: str, kind: str, doc: str) -> Any:
     impl.__module__ = __name__
     return instr(f"VMI_{name.upper()}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("source", kind),), results=(Opnd("result", kind),),
-                 static=(_same_value,))(impl)
+                 static=(_same_value,), ptoas=Ptoas(passes=passes or {}))(impl)
 
 
 ENSURE_LAYOUT = _helper("ensure_layout", "lvec", "result = source: the same lanes, placed in "
-                        "the result type's layout.")
+                        "the result type's layout.", lowering.ENSURE_LAYOUT)
 ENSURE_MASK_LAYOUT = _helper("ensure_mask_layout", "lmask", "result = source: the same mask "
-                             "lanes, placed in the result type's layout.")
+                             "lanes, placed in the result type's layout.",
+                             lowering.ENSURE_MASK_LAYOUT)
 ENSURE_MASK_GRANULARITY = _helper("ensure_mask_granularity", "lmask", "result = source: the "
                                   "same mask lanes, read at the result type's granularity.")
 

@@ -25,7 +25,18 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ...vector.regs import Ptr, PtrSpec
 from ..registry import Opnd, Param, Sig, instr
 from ..spelling import Form, Ptoas
-from .common import NUM_GROUPS, active, names, no_merge, result_spec, same_lanes, ub_elems, zeroing
+from . import lowering
+from .common import (
+    NUM_GROUPS,
+    SPELLING,
+    active,
+    names,
+    no_merge,
+    result_spec,
+    same_lanes,
+    ub_elems,
+    zeroing,
+)
 
 
 def _to(result_type: Any, what: str) -> VmiSpec:
@@ -88,15 +99,17 @@ def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.
                  Opnd("stride", "index", optional=True),
                  Opnd("block_stride", "scalar", optional=True)),
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None),
-               Param("result_type", None)),
+               Param("result_type", None), SPELLING),
        results=(Opnd("result", "lvec"), Opnd("high", "lvec", optional=True)),
        dtype_key=("source",),
        static=(lambda sig: _modes(sig, "result"), lambda sig: _pairs(sig, "high")),
-       ptoas=names("load", "group_load", "group_slot_load", attrs=NUM_GROUPS))
+       ptoas=names("load", "group_load", "group_slot_load", attrs=NUM_GROUPS,
+                   passes=lowering.LOAD))
 def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
               block_stride: int | None = None, *, dist_mode: str | None = None,
               group: int | None = None, pmode: str | None = None,
-              result_type: Any = None) -> LVec | tuple[LVec, LVec]:
+              result_type: Any = None, spelling: str | None = None
+              ) -> LVec | tuple[LVec, LVec]:
     """result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
     ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
     ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
@@ -131,7 +144,7 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
                lambda sig: _group_unmasked(sig), lambda sig: _pairs(sig, "high")),
        ptoas=Ptoas(names=tuple(f"pto.vmi.{n}" for n in ("store", "masked_store",
                                                          "group_store")),
-                   attrs=NUM_GROUPS,
+                   attrs=NUM_GROUPS, passes=lowering.STORE,
                    # (the interleaving form writes its second vector after the first)
                    forms={"pto.vmi.vstore": (Form(inputs=("value", "high", "dest", "offset")),)}))
 def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None = None,
@@ -223,7 +236,7 @@ def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
        dtype_key=("source",),
        static=(same_lanes("result", "mask", "passthru"),
-               lambda sig: ub_only(sig, sig["source"])))
+               lambda sig: ub_only(sig, sig["source"])), ptoas=names(passes=lowering.EXPAND_LOAD))
 def VMI_MASKED_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
                     passthru: LVec | None = None, *, result_type: Any = None) -> LVec:
     """result[i] = mask[i] ? ub[offset + i] : passthru[i] (0 without passthru); inactive
@@ -264,7 +277,8 @@ def VMI_EXPAND_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
        operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
                  Opnd("mask", "lmask")),
        dtype_key=("value",),
-       static=(same_lanes("value", "mask"), lambda sig: ub_only(sig, sig["dest"])))
+       static=(same_lanes("value", "mask"), lambda sig: ub_only(sig, sig["dest"])),
+       ptoas=names(passes=lowering.COMPRESS_STORE))
 def VMI_COMPRESS_STORE(m: Any, value: LVec, dest: Ptr, offset: int, mask: LMask) -> None:
     """The active lanes, in lane order, to ub[offset], ub[offset + 1], ... (the manual's
     "pto.vmi.compress_store")."""

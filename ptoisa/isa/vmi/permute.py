@@ -21,7 +21,8 @@ from ...enums import Pipe
 from ...errors import ExecutionError, PtoError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..registry import Opnd, Param, Sig, instr
-from .common import active, result_spec, same_lanes
+from . import lowering
+from .common import active, names, result_spec, same_lanes
 
 _DENSE = re.compile(r"dense<(.*)>\s*:\s*tensor<\s*(\d+)\s*x\s*([\w.!]+)\s*>", re.DOTALL)
 
@@ -70,7 +71,8 @@ def _constant_static(sig: Sig) -> None:
 
 @instr("VMI_CONSTANT", pipe=Pipe.V, dialect="vmi", operands=(),
        params=(Param("value", None), Param("result_type", None)),
-       results=(Opnd("result", "lvec"),), static=(_constant_static,))
+       results=(Opnd("result", "lvec"),), static=(_constant_static,),
+       ptoas=names(passes=lowering.CONSTANT))
 def VMI_CONSTANT(m: Any, *, value: Any = None, result_type: Any = None) -> LVec:
     """result = the dense value's elements (a splat in every lane)."""
     to = result_spec(result_type, "constant")
@@ -157,7 +159,8 @@ def _split_static(sig: Sig) -> None:
 
 @instr("VMI_CHANNEL_SPLIT", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("result_types", None),), results=(Opnd("channels", "any"),),
-       static=(_split_static,))
+       static=(_split_static, lowering.split_layout),
+       ptoas=names(passes=lowering.CHANNEL_SPLIT))
 def VMI_CHANNEL_SPLIT(m: Any, src: LVec, *, result_types: Any = None) -> tuple[LVec, ...]:
     """C channels (C = the results bound), out[c][i] = src[i * C + c]."""
     c = len(result_types) if result_types is not None else 2
@@ -183,7 +186,7 @@ def _merge_static(sig: Sig) -> None:
 
 @instr("VMI_CHANNEL_MERGE", pipe=Pipe.V, dialect="vmi", operands=(Opnd("inputs", "group"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(_merge_static,))
+       static=(_merge_static,), ptoas=names(passes=lowering.CHANNEL_MERGE))
 def VMI_CHANNEL_MERGE(m: Any, inputs: tuple[LVec, ...], *, result_type: Any = None) -> LVec:
     """result[i * C + c] = inputs[c][i] (C operands of one lane count)."""
     c = len(inputs)
@@ -198,7 +201,7 @@ def VMI_CHANNEL_MERGE(m: Any, inputs: tuple[LVec, ...], *, result_type: Any = No
 @instr("VMI_COMPRESS", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")),
        results=(Opnd("result", "lvec"),), dtype_key=("src",),
-       static=(same_lanes("src", "mask", "result"),))
+       static=(same_lanes("src", "mask", "result"),), ptoas=names(passes=lowering.COMPRESS))
 def VMI_COMPRESS(m: Any, src: LVec, mask: LMask) -> LVec:
     """The active lanes of src in lane order at the front, 0 after them (the manual: the tail
     is "zero/undef" at the VMI level; ptoisa gives 0, the micro-op vsqz's zeroing)."""
@@ -217,7 +220,8 @@ def _prefix_static(sig: Sig) -> None:
 
 @instr("VMI_ACTIVE_PREFIX_INDEX", pipe=Pipe.V, dialect="vmi", operands=(Opnd("mask", "lmask"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(same_lanes("mask", "result"), _prefix_static))
+       static=(same_lanes("mask", "result"), _prefix_static),
+       ptoas=names(passes=lowering.ACTIVE_PREFIX))
 def VMI_ACTIVE_PREFIX_INDEX(m: Any, mask: LMask, *, result_type: Any = None) -> LVec:
     """result[i] = the number of active lanes before lane i (popcount(mask[0 .. i)))."""
     to = result_spec(result_type, "active_prefix_index")

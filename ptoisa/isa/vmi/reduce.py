@@ -22,6 +22,7 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ..registry import Instr, Opnd, Param, Sig, instr
+from . import lowering
 from .common import (
     NUM_GROUPS,
     SPELLING,
@@ -110,7 +111,9 @@ def _reduce(name: str, kind: str, doc: str) -> Instr:
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")), params=tuple(params),
                  results=(Opnd("result", "lvec"),), dtype_key=("src",),
-                 static=static, ptoas=names(*aka, attrs=NUM_GROUPS))(impl)
+                 static=static, ptoas=names(*aka, attrs=NUM_GROUPS,
+                                            passes=lowering.reduce_tail(kind)
+                                            if kind != "add" else None))(impl)
 
 
 VCADD = _reduce("VCADD", "add", "result[g] = the sum of the active lanes of group g (L / C "

@@ -30,7 +30,8 @@ from ..micro.common import elementwise
 from ..micro.sfu import _fused
 from ..registry import Opnd, Param, Sig, instr
 from ..spelling import Ptoas
-from .common import active, no_merge, same_lanes, same_lvec, scalar_as, zeroing
+from . import lowering
+from .common import active, names, no_merge, same_lanes, same_lvec, scalar_as, zeroing
 
 _MASK = Opnd("mask", "lmask", optional=True)
 _PMODE = (Param("pmode", None),)
@@ -66,7 +67,8 @@ def VMI_VAXPY(m: Any, x: LVec, acc: LVec, alpha: Any, mask: LMask | None = None,
 @instr("VMI_VMULA", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("acc", "lvec"), Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), _MASK),
        params=_PMODE, results=(Opnd("result", "lvec"),), dtype_key=("acc",),
-       static=(same_lvec("acc", "lhs", "rhs", "result"), same_lanes("acc", "mask")))
+       static=(same_lvec("acc", "lhs", "rhs", "result"), same_lanes("acc", "mask")),
+       ptoas=names(passes=lowering.FMA))
 def VMI_VMULA(m: Any, acc: LVec, lhs: LVec, rhs: LVec, mask: LMask | None = None, *,
               pmode: str | None = None) -> LVec:
     """result[i] = acc[i] + lhs[i] * rhs[i] (one rounding; integers wrap) on active lanes,
@@ -131,7 +133,7 @@ def _exact_i32(sig: Sig) -> None:
 
 
 @instr("VMI_VMULL", pipe=Pipe.V, dialect="vmi",
-       ptoas=Ptoas(rules={"pto.vmi.vmull": (_exact_i32,)}),
+       ptoas=Ptoas(rules={"pto.vmi.vmull": (_exact_i32,)}, passes=lowering.VMULL),
        operands=(Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), _MASK), params=_PMODE,
        results=(Opnd("low", "lvec"), Opnd("high", "lvec")), dtype_key=("lhs",),
        static=(_i32_pair, same_lanes("lhs", "mask")))
@@ -245,7 +247,8 @@ def _vselr_static(sig: Sig) -> None:
 @instr("VMI_VSELR", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("source", "lvec"), Opnd("index", "lvec")),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lanes("index", "result"), _vselr_static))
+       static=(same_lanes("index", "result"), _vselr_static),
+       ptoas=names(passes=lowering.VSELR))
 def VMI_VSELR(m: Any, source: LVec, index: LVec) -> LVec:
     """result[i] = source[index[i]], one lane per index (an index outside the source's lanes
     is an error)."""

@@ -1,0 +1,412 @@
+"""The limits of PTOAS's VMI passes on single ops (``Ptoas.passes`` of the entries): what
+``vmi-to-vpto`` cannot lower (designs/vmi-implementation-manual.md "OneToN Conversion
+Details": each op becomes one physical op per register, so most lowerings need whole
+registers, a contiguous layout, or registers that line up) and what the layout gate
+``pto-validate-vmi-layout-ir`` finds no layout table row for.
+
+A rule here judges the types the program writes: where a value carries no layout yet (the
+layout pass of the same RUN line assigns it), it cannot tell and makes no claim. PTOAS's
+diagnostics start with a prefix naming their kind (``VMI-UNSUPPORTED:``: no lowering for
+this shape; ``VMI-LAYOUT-CONTRACT:``: no layout table row; ``VMI-RESIDUAL-OP:`` a VMI op
+left unconverted), which the messages carry."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...vector.logical import VmiMaskSpec, VmiSpec, lane_map, parse_layout
+from ...vector.regs import GRANULARITY
+from ..registry import Sig, StaticRule
+
+TO_VPTO = "vmi-to-vpto"
+ASSIGN = "vmi-layout-assignment"
+#: the parameter a pass's rules find the integer operands' constants in (operand -> value;
+#: an operand no arith.constant defines is not there)
+CONSTANTS = "constants"
+LAYOUT_GATE = "pto-validate-vmi-layout-ir"
+UNSUPPORTED = "VMI-UNSUPPORTED: "
+CONTRACT = "VMI-LAYOUT-CONTRACT: "
+RESIDUAL = "VMI-RESIDUAL-OP: "
+
+
+# ---- the physical registers of a layout-assigned type ------------------------------------
+
+def _elem_bytes(spec: Any) -> int:
+    if isinstance(spec, VmiSpec):
+        return spec.dtype.itemsize
+    return GRANULARITY.get(spec.gran, 0)
+
+
+def placed(spec: Any) -> bool:
+    """A layout-assigned type whose registers are known (a mask: of a concrete granularity)."""
+    if isinstance(spec, VmiSpec):
+        return spec.layout is not None
+    return isinstance(spec, VmiMaskSpec) and spec.layout is not None and \
+        spec.gran in GRANULARITY
+
+
+def chunks(spec: Any) -> list[np.ndarray]:
+    """The lane maps of its registers (``ptoisa.vector.logical.lane_map``): -1 is padding."""
+    return lane_map(spec.lanes, _elem_bytes(spec), parse_layout(spec.layout))
+
+
+def full(spec: Any) -> bool:
+    """Every lane of every register holds a logical lane (no padding, no tail)."""
+    return all(bool((m >= 0).all()) for m in chunks(spec))
+
+
+def kind(spec: Any) -> str:
+    return parse_layout(spec.layout).kind
+
+
+def dense(spec: Any) -> bool:
+    """``#pto.vmi.layout<contiguous>`` with lane stride 1."""
+    lay = parse_layout(spec.layout)
+    return lay.kind == "contiguous" and lay.stride == 1
+
+
+def footprint(spec: Any) -> list[frozenset[int]]:
+    """The bytes of each register its logical lanes occupy."""
+    size = _elem_bytes(spec)
+    return [frozenset(int(p) * size + b for p in np.flatnonzero(m >= 0) for b in range(size))
+            for m in chunks(spec)]
+
+
+def part_chunks(spec: Any) -> list[int]:
+    """A deinterleaved type's registers per part (its parts hold ceil / floor of L / F)."""
+    lay = parse_layout(spec.layout)
+    f, per = lay.factor, 256 // _elem_bytes(spec)
+    return [-(-((spec.lanes - p + f - 1) // f) * lay.stride // per) for p in range(f)]
+
+
+def _rule(names: tuple[str, ...], test: Callable[[Sig, list[Any]], str]) -> StaticRule:
+    """A rule over the named types, made only when each is layout-assigned: ``test`` gives
+    the refusal ("" when it lowers)."""
+    def rule(sig: Sig) -> None:
+        ts = [sig[n] if sig.types.get(n) is not None else sig.params.get(n) for n in names]
+        if all(placed(t) for t in ts):
+            why = test(sig, ts)
+            if why:
+                raise sig.fail(why)
+    return rule
+
+
+# ---- vmi-to-vpto ---------------------------------------------------------------------------
+
+def _prefix(sig: Sig, ts: list[Any]) -> str:
+    (m,) = ts
+    if dense(m) and len(chunks(m)) == 1 and full(m):
+        return ""
+    return (f"{UNSUPPORTED}pto.vmi.active_prefix_index lowers through pto.vusqz only for one "
+            f"contiguous physical chunk ({m}: padding mask lanes cannot affect the observable "
+            "prefix)")
+
+
+ACTIVE_PREFIX = {TO_VPTO: (_rule(("mask",), _prefix),)}
+
+
+def _squeeze(op: str, via: str) -> Callable[[Sig, list[Any]], str]:
+    def test(sig: Sig, ts: list[Any]) -> str:
+        (v,) = ts
+        if dense(v) and len(chunks(v)) == 1 and full(v):
+            return ""
+        why = (f"multi-chunk {op} needs cross-chunk compaction" if len(chunks(v)) > 1 else
+               "padding mask lanes cannot be squeezed into the result")
+        return (f"{UNSUPPORTED}pto.vmi.{op} lowers through {via} only for one contiguous full "
+                f"physical chunk ({v}: {why})")
+    return test
+
+
+COMPRESS = {TO_VPTO: (_rule(("src",), _squeeze("compress", "pto.vsqz")),)}
+COMPRESS_STORE = {TO_VPTO: (_rule(("value",), _squeeze("compress_store",
+                                                       "pto.vsqz + pto.vstur")),)}
+
+
+def _channels(op: str, count: Callable[[Sig], int]) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        n = count(sig)
+        if n and n not in (2, 4):
+            raise sig.fail(f"{UNSUPPORTED}pto.vmi.{op} supports only 2 or 4 channels (got {n})")
+    return rule
+
+
+def _split_arity(sig: Sig) -> None:
+    s, outs = sig["src"], sig.params.get("result_types") or ()
+    if not (placed(s) and outs and all(placed(t) for t in outs)):
+        return
+    if len(chunks(s)) != sum(len(chunks(t)) for t in outs) or not full(s):
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.channel_split requires source layout to be "
+                       "contiguous or matching deinterleaved channel layout, complete physical "
+                       "channel groups (requires source and result to have the same physical "
+                       f"arity: {s} into {len(outs)} x {outs[0]})")
+
+
+def split_layout(sig: Sig) -> None:
+    """channel_split's op verifier: a layout-assigned source is contiguous, or deinterleaved
+    by the result count (each part is one channel)."""
+    s, outs = sig["src"], sig.params.get("result_types") or ()
+    if isinstance(s, VmiSpec) and s.layout is not None and outs:
+        lay = parse_layout(s.layout)
+        if lay.kind != "contiguous" and not (lay.kind == "deinterleaved" and
+                                             lay.factor == len(outs)):
+            raise sig.fail("requires layout-assigned channel_split source to be contiguous or "
+                           f"deinterleaved by result count ({s}, {len(outs)} results)")
+
+
+CHANNEL_SPLIT = {TO_VPTO: (_channels("channel_split",
+                                     lambda sig: len(sig.params.get("result_types") or ())),
+                           _split_arity)}
+CHANNEL_MERGE = {TO_VPTO: (_channels("channel_merge", lambda sig: len(sig["inputs"] or ())),)}
+
+
+def _same_bytes(sig: Sig, ts: list[Any]) -> bool:
+    s, r = ts
+    return footprint(s) == footprint(r)
+
+
+BITCAST = {
+    TO_VPTO: (_rule(("src", "result"), lambda sig, ts: "" if _same_bytes(sig, ts) else (
+        f"{UNSUPPORTED}pto.vmi.bitcast requires matching source/result layouts (the registers "
+        f"of {ts[0]} and {ts[1]} hold different bytes)")),),
+    LAYOUT_GATE: (_rule(("src", "result"), lambda sig, ts: "" if _same_bytes(sig, ts) else (
+        f"{CONTRACT}pto.vmi.bitcast has no registered layout support: width-changing bitcast "
+        f"layout does not match a bitcast layout table row ({ts[0]} -> {ts[1]})")),),
+}
+
+#: the predicates the compare lowering maps onto pto.vcmp's modes
+_LOWERED_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge", "oeq", "one", "olt", "ole", "ogt",
+                       "oge")
+
+
+def _predicate(sig: Sig) -> None:
+    cmp = sig.params.get("cmp")
+    if isinstance(cmp, str) and cmp not in _LOWERED_PREDICATES:
+        raise sig.fail(f"unsupported compare predicate '{cmp}'; expected eq/ne/lt/le/gt/ge, or "
+                       "oeq/one/olt/ole/ogt/oge")
+
+
+COMPARE = {TO_VPTO: (_predicate,)}
+
+
+def _splat(sig: Sig) -> None:
+    from .permute import dense as dense_values  # (the entry's own reader of the value)
+
+    value = sig.params.get("value")
+    if value is None:
+        return
+    items, _, _ = dense_values(value, "constant")
+    if len(set(items)) > 1:
+        raise sig.fail(f"{UNSUPPORTED}non-splat pto.vmi.constant requires a vreg immediate or "
+                       "scratch materialization plan")
+
+
+CONSTANT = {TO_VPTO: (_splat,)}
+
+_PLAIN = ("contiguous", "deinterleaved", "block_deinterleaved")
+
+
+def _ensure(what: str, helper: str) -> Callable[[Sig, list[Any]], str]:
+    def test(sig: Sig, ts: list[Any]) -> str:
+        s, r = ts
+        if s.layout == r.layout or kind(s) not in _PLAIN or kind(r) not in _PLAIN or \
+                (full(s) and full(r)):
+            return ""
+        mask = " mask" if what == "predicate" else ""
+        return (f"{UNSUPPORTED}pto.vmi.{helper} cannot materialize the requested "
+                f"{'mask' if mask else 'data'} layout conversion (source/result{mask} layouts "
+                f"do not match a supported {helper} table row: {s} -> {r}); partial/tail "
+                f"{what} layout materialization requires an explicit packing plan")
+    return test
+
+
+ENSURE_LAYOUT = {TO_VPTO: (_rule(("source", "result"), _ensure("data", "ensure_layout")),)}
+ENSURE_MASK_LAYOUT = {TO_VPTO: (_rule(("source", "result"),
+                                      _ensure("predicate", "ensure_mask_layout")),)}
+
+
+def _store(sig: Sig) -> None:
+    v = sig["value"]
+    if not placed(v) or kind(v) not in ("deinterleaved", "block_deinterleaved") or \
+            sig.params.get("group") is not None or sig["stride"] is not None:
+        return
+    if len(set(part_chunks(v))) == 1:
+        return
+    why = f"requires every deinterleaved part to have the same physical chunk count ({v})"
+    if sig["mask"] is not None:
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.masked_store requires either full physical "
+                       "chunks or contiguous tail-store value/mask layout, with UB-backed "
+                       f"destination ({why})")
+    raise sig.fail(f"{UNSUPPORTED}pto.vmi.store requires an 8/16/32-bit predicate-maskable "
+                   "element type and either full physical chunks or contiguous tail-store "
+                   f"layout, with UB-backed destination ({why})")
+
+
+
+
+
+def reduce_tail(kind_: str) -> dict[str, tuple[StaticRule, ...]]:
+    """A float max / min reduction lowers through pto.vcmax / pto.vcmin over whole registers:
+    a padded source register would join its padding to the result."""
+    def test(sig: Sig, ts: list[Any]) -> str:
+        (s,) = ts
+        if sig.params.get("group") is not None or not s.dtype.is_float or full(s):
+            return ""
+        return (f"{UNSUPPORTED}pto.vmi.reduce_{kind_}f lowers through pto.vc{kind_} only over "
+                f"whole registers (requires full source physical chunks: {s})")
+    return {TO_VPTO: (_rule(("src",), test),)}
+
+
+def _truncf(sig: Sig, ts: list[Any]) -> str:
+    s, r = ts
+    if not (s.dtype.is_float and r.dtype.is_float and r.dtype.itemsize < s.dtype.itemsize):
+        return ""
+    ks, kr = parse_layout(s.layout), parse_layout(r.layout)
+    if "group_slots" in (ks.kind, kr.kind) or s.dtype.itemsize != 4:
+        return ""  # (the group-slot and 16-bit source rows: not judged here)
+    ratio = s.dtype.itemsize // r.dtype.itemsize
+    if kr.kind != "contiguous" or ks.kind != "deinterleaved" or ks.factor == ratio:
+        return ""
+    return (f"{UNSUPPORTED}pto.vmi.truncf supports f32/f16/bf16 source narrowing (dense "
+            "EvenOdd or Packed4: an f32 source narrowed by a factor of "
+            f"{ratio} is deinterleaved = {ratio}, got {s} -> {r})")
+
+
+TRUNCF = {TO_VPTO: (_rule(("src", "result"), _truncf),)}
+
+
+def _merge_pmode(op: str) -> StaticRule:
+    def rule(sig: Sig) -> None:
+        if sig.params.get("pmode") == "merge":
+            raise sig.fail(f"pto.vmi.{op} with pmode=merge requires an explicit passthru "
+                           "lowering")
+    return rule
+
+
+def merge_pmode(op: str) -> dict[str, tuple[StaticRule, ...]]:
+    return {TO_VPTO: (_merge_pmode(op),)}
+
+
+#: vselr (pto.vselr, one register): its lane counts by element width
+_VSELR_LANES = {1: (64, 128, 256), 2: (64, 128), 4: (64,)}
+
+
+def _vselr(sig: Sig) -> None:
+    """One pto.vselr: each of source, index and result is one contiguous register of N lanes
+    (N by the element width; the lane count is the logical one, whatever layout is chosen)."""
+    ts = [t for t in (sig["source"], sig["index"], sig["result"]) if isinstance(t, VmiSpec)]
+    ok = all(t.lanes in _VSELR_LANES.get(t.dtype.itemsize, ()) for t in ts) and \
+        all(dense(t) for t in ts if t.layout is not None)
+    if not ok:
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.vselr supports only contiguous lane_stride=1 "
+                       "layouts with N=64, 128, or 256 for 8-bit, N=64 or 128 for 16-bit, or "
+                       "N=64 for 32-bit (vselr requires contiguous layouts and supports N=64, "
+                       "128, or 256 for 8-bit, N=64 or 128 for 16-bit, and N=64 for 32-bit "
+                       f"elements; got {', '.join(map(str, ts))})")
+
+
+VSELR = {TO_VPTO: (_vselr,)}
+
+
+def _vmull(sig: Sig) -> None:
+    t = sig["lhs"]
+    if isinstance(t, VmiSpec) and t.layout is not None:
+        lay = parse_layout(t.layout)
+        if lay.stride != 1 or lay.kind not in ("contiguous", "deinterleaved"):
+            raise sig.fail(f"{UNSUPPORTED}pto.vmi.vmull requires contiguous or deinterleaved "
+                           f"factor 2/4 layout with lane_stride=1 (got {t})")
+
+
+VMULL = {TO_VPTO: (_vmull,)}
+
+
+def constant(sig: Sig, operand: str) -> int | None:
+    """The integer an arith.constant gives ``operand`` (None: not known statically)."""
+    v = (sig.params.get(CONSTANTS) or {}).get(operand)
+    return int(v) if isinstance(v, (int, np.integer)) else None
+
+
+def _vload(sig: Sig, pass_: str) -> None:
+    """Group loads: a group of 16 or 32 f32 lanes is read a row of 8 at a time (the block8
+    stride plan: its rows 32-byte aligned); a group-slot load (pto.vmi.group_slot_load) reads
+    one lane per group with pto.vsldb, whose rows are 32-byte blocks too."""
+    r, group = sig["result"], sig.params.get("group")
+    if not isinstance(r, VmiSpec) or group is None or sig["stride"] is None:
+        return
+    stride = constant(sig, "stride")
+    if str(sig.params.get("spelling")) == "pto.vmi.group_slot_load":
+        if pass_ != TO_VPTO:
+            return
+        lay = parse_layout(r.layout) if r.layout is not None else None
+        if lay is not None and lay.kind == "group_slots" and lay.slots != 1:
+            if stride != 1:
+                raise sig.fail(f"{UNSUPPORTED}pto.vmi.group_slot_load requires explicit "
+                               f"group_slots result layout; slots={lay.slots} group_slot_load "
+                               "requires constant unit source_group_stride (got "
+                               f"{'a dynamic stride' if stride is None else stride})")
+            return
+        per_block = 32 // r.dtype.itemsize
+        if stride != 1 and (stride is None or stride <= 0 or stride % per_block):
+            raise sig.fail(f"{UNSUPPORTED}pto.vmi.group_slot_load: slots=1 group_slot_load "
+                           "currently lowers as one lane-0 vsldb per group, which requires "
+                           f"constant positive source_group_stride divisible by {per_block} "
+                           "elements; packed or unaligned scalar load lowering is not "
+                           f"implemented (got {'a dynamic stride' if stride is None else stride})")
+        return
+    size = r.lanes // int(group) if int(group) else 0
+    if r.dtype.itemsize != 4 or not r.dtype.is_float or size not in (16, 32) or stride is None:
+        return
+    if pass_ == ASSIGN and (stride <= 0 or stride % 8):
+        raise sig.fail(f"{CONTRACT}pto.vmi.group_load group_size {size} requires constant "
+                       "positive row_stride divisible by 8 f32 elements for the block8 stride "
+                       f"plan; stable gather fallback is not implemented (row_stride = "
+                       f"{stride})")
+    if pass_ == TO_VPTO and stride > size and not stride % 8:
+        raise sig.fail(f"{RESIDUAL}failed to convert all VMI ops/types to VPTO (pto.vmi."
+                       f"group_load of group_size {size} with row_stride {stride}: the block8 "
+                       "stride plan has no lowering)")
+
+
+LOAD = {ASSIGN: (lambda sig: _vload(sig, ASSIGN),), TO_VPTO: (lambda sig: _vload(sig, TO_VPTO),)}
+
+
+def _vstore(sig: Sig) -> None:
+    """A one-block group store (pto.vsstb) writes its row stride in 32-byte blocks into a
+    16-bit control field."""
+    v = sig["value"]
+    stride = constant(sig, "stride")
+    if not isinstance(v, VmiSpec) or sig.params.get("group") is None or stride is None:
+        return
+    blocks = stride * v.dtype.itemsize // 32
+    if blocks > 0xFFFF:
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.group_store: block_stride exceeds the 16-bit "
+                       f"vsstb control field (row stride {stride} elements is {blocks} "
+                       "32-byte blocks)")
+
+
+STORE = {TO_VPTO: (_store, _vstore)}
+
+
+def _expand_offset(sig: Sig) -> None:
+    off = constant(sig, "offset")
+    if off is not None and off < 0:
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.expand_load direct lowering is currently "
+                       "supported for either a static all-active mask lowered as pto.vlds, or "
+                       "a one-full-chunk 32-bit UB runtime mask lowered through pto.vusqz + "
+                       f"pto.vgather2_bc + pto.vsel (a negative offset {off} reads before the "
+                       "source)")
+
+
+EXPAND_LOAD = {TO_VPTO: (_expand_offset,)}
+
+
+def _fma_float(sig: Sig) -> None:
+    t = sig["acc"]
+    if isinstance(t, VmiSpec) and not t.dtype.is_float:
+        raise sig.fail(f"{RESIDUAL}failed to convert all VMI ops/types to VPTO (pto.vmi.fma "
+                       f"lowers through pto.vmula only for f16/bf16/f32 element types, got {t})")
+
+
+FMA = {TO_VPTO: (_fma_float,)}
