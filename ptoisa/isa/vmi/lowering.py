@@ -162,6 +162,19 @@ CHANNEL_SPLIT = {TO_VPTO: (_channels("channel_split",
 CHANNEL_MERGE = {TO_VPTO: (_channels("channel_merge", lambda sig: len(sig["inputs"] or ())),)}
 
 
+def _bitcast_row(ts: list[Any]) -> str:
+    """The layout gate's bitcast table: one layout on both sides; a bitcast that changes the
+    element width keeps its lanes in place only in the contiguous layout."""
+    s, r = ts
+    why = ""
+    if s.layout != r.layout:
+        why = "requires matching source and result layouts"
+    elif s.dtype.bits != r.dtype.bits and not dense(s):
+        why = "width-changing bitcast layout does not match a bitcast layout table row"
+    return (f"{CONTRACT}pto.vmi.bitcast has no registered layout support: {why} ({s} -> {r})"
+            if why else "")
+
+
 def _same_bytes(sig: Sig, ts: list[Any]) -> bool:
     s, r = ts
     return footprint(s) == footprint(r)
@@ -171,9 +184,7 @@ BITCAST = {
     TO_VPTO: (_rule(("src", "result"), lambda sig, ts: "" if _same_bytes(sig, ts) else (
         f"{UNSUPPORTED}pto.vmi.bitcast requires matching source/result layouts (the registers "
         f"of {ts[0]} and {ts[1]} hold different bytes)")),),
-    LAYOUT_GATE: (_rule(("src", "result"), lambda sig, ts: "" if _same_bytes(sig, ts) else (
-        f"{CONTRACT}pto.vmi.bitcast has no registered layout support: width-changing bitcast "
-        f"layout does not match a bitcast layout table row ({ts[0]} -> {ts[1]})")),),
+    LAYOUT_GATE: (_rule(("src", "result"), lambda sig, ts: _bitcast_row(ts)),),
 }
 
 #: the predicates the compare lowering maps onto pto.vcmp's modes
@@ -247,16 +258,18 @@ def _store(sig: Sig) -> None:
 
 
 
-def reduce_tail(kind_: str) -> dict[str, tuple[StaticRule, ...]]:
-    """A float max / min reduction lowers through pto.vcmax / pto.vcmin over whole registers:
-    a padded source register would join its padding to the result."""
+def reduce_limits(kind_: str) -> dict[str, tuple[StaticRule, ...]]:
+    """The layout gate's group_reduce table (``reduce_gate``); a float max / min reduction
+    lowers through pto.vcmax / pto.vcmin over whole registers: a padded source register
+    would join its padding to the result."""
     def test(sig: Sig, ts: list[Any]) -> str:
         (s,) = ts
         if sig.params.get("group") is not None or not s.dtype.is_float or full(s):
             return ""
         return (f"{UNSUPPORTED}pto.vmi.reduce_{kind_}f lowers through pto.vc{kind_} only over "
                 f"whole registers (requires full source physical chunks: {s})")
-    return {TO_VPTO: (_rule(("src",), test),)}
+    gate = {LAYOUT_GATE: (lambda sig: reduce_gate(kind_)(sig),)}
+    return gate if kind_ == "add" else {TO_VPTO: (_rule(("src",), test),), **gate}
 
 
 def _truncf(sig: Sig, ts: list[Any]) -> str:
@@ -410,3 +423,161 @@ def _fma_float(sig: Sig) -> None:
 
 
 FMA = {TO_VPTO: (_fma_float,)}
+
+
+# ---- the layout gate (pto-validate-vmi-layout-ir): PTOAS's layout tables -----------------
+# A layout-assigned op must match a row of its op's layout table. The rows name layouts by
+# pattern: c (contiguous), lsK (contiguous, lane stride K), dK / bdK (deinterleaved / block
+# deinterleaved by K), gs1 / gs8 (group slots of 1 or 8 slots per register; gs8/K with lane
+# stride K); a group's class is its size in 32-byte blocks (q: a quarter block, h: half, 1, 2,
+# 4) or "full" (whole registers).
+
+def pattern(spec: Any) -> str:
+    lay = parse_layout(spec.layout)
+    stride = "" if lay.stride == 1 else str(lay.stride)
+    if lay.kind == "contiguous":
+        return f"ls{stride}" if stride else "c"
+    if lay.kind == "group_slots":
+        return f"gs{lay.slots}" + (f"/{stride}" if stride else "")
+    head = "d" if lay.kind == "deinterleaved" else "bd"
+    return f"{head}{lay.factor}" + (f"/{stride}" if stride else "")
+
+
+def group_class(lanes: int, groups: int, elem_bytes: int) -> str:
+    """The block class of a group of ``lanes / groups`` elements ("" when it has none)."""
+    if groups <= 0 or lanes % groups:
+        return ""
+    size = lanes // groups * elem_bytes
+    if size % 256 == 0:
+        return "full"
+    return {8: "q", 16: "h", 32: "1", 64: "2", 128: "4"}.get(size, "")
+
+
+#: group-slot layouts any table has a row for (PTOAS's group-slot memory rows)
+_SLOT_ROWS = ("gs1", "gs8", "gs8/2", "gs8/4")
+
+
+def _slots_row(spec: Any) -> bool:
+    return not placed(spec) or kind(spec) != "group_slots" or pattern(spec) in _SLOT_ROWS
+
+
+def _gate(op: str, what: str, why: str, spec: Any) -> str:
+    return f"{CONTRACT}pto.vmi.{op} has no registered {what}support: {why} ({spec})"
+
+
+#: group load: block class -> result layouts of its rows
+_GROUP_LOAD_ROWS = {"q": ("c",), "h": ("c",), "1": ("c",), "2": ("c", "bd2"), "4": ("c", "bd4"),
+                    "full": ("c",)}
+
+
+def _vload_gate(sig: Sig) -> None:
+    r, group = sig["result"], sig.params.get("group")
+    if not placed(r) or group is None:
+        return
+    if str(sig.params.get("spelling")) == "pto.vmi.group_slot_load" or r.lanes == int(group):
+        if not _slots_row(r):
+            raise sig.fail(_gate("group_slot_load", "layout ", "result layout does not match "
+                                 "a supported group_slot_load table row", r))
+        return
+    cls = group_class(r.lanes, int(group), r.dtype.itemsize)
+    if pattern(r) not in _GROUP_LOAD_ROWS.get(cls, ()):
+        raise sig.fail(_gate("group_load", "layout ", "result layout, group size, and "
+                             "row_stride do not match a supported group_load table row", r))
+
+
+#: dense store: value layouts by element width
+_DENSE_STORE_ROWS = {1: ("c", "ls2", "ls4", "d2", "d4"), 2: ("c", "ls2", "d2", "d4"),
+                     4: ("c", "ls2", "d2", "d4")}
+
+
+def _vstore_gate(sig: Sig) -> None:
+    v, group = sig["value"], sig.params.get("group")
+    if not placed(v):
+        return
+    if group is not None:
+        if kind(v) == "group_slots" and (not _slots_row(v) or
+                                         parse_layout(v.layout).groups != int(group)):
+            raise sig.fail(_gate("group_store", "group_slots layout ", "value layout does not "
+                                 "match a supported group_store table row", v))
+        return
+    if sig["stride"] is None and sig["mask"] is None and sig["high"] is None and \
+            pattern(v) not in _DENSE_STORE_ROWS.get(v.dtype.itemsize, ()):
+        raise sig.fail(_gate("store", "contiguous-memory layout ", "value layout does not "
+                             "match a supported dense store table row", v))
+
+
+LOAD[LAYOUT_GATE] = (_vload_gate,)
+STORE[LAYOUT_GATE] = (_vstore_gate,)
+
+
+def reduce_gate(kind_: str) -> StaticRule:
+    """A group reduction's group must be a block class of the group_reduce table, its
+    group-slot result one of the slot rows."""
+    def rule(sig: Sig) -> None:
+        s, r, group = sig["src"], sig["result"], sig.params.get("group")
+        if group is None or not placed(s) or not s.dtype.is_float and not s.dtype.is_int:
+            return
+        name = f"group_reduce_{kind_}{'f' if s.dtype.is_float else 'i'}"
+        if not group_class(s.lanes, int(group), s.dtype.itemsize):
+            raise sig.fail(_gate(name, "group_slots layout ", "group_reduce layout table has "
+                                 "no row for this group size", s))
+        if placed(r) and not _slots_row(r):
+            raise sig.fail(_gate(name, "group_slots layout ", "group_reduce source/mask/result "
+                                 "layouts do not match a legal layout table row for the group "
+                                 "size", r))
+    return rule
+
+
+def _broadcast_gate(sig: Sig) -> None:
+    s = sig["value"]
+    if isinstance(s, VmiSpec) and placed(s) and not _slots_row(s):
+        raise sig.fail(_gate("group_broadcast", "layout ", "source/result layouts do not match "
+                             "a supported group_broadcast table row", s))
+
+
+BROADCAST = {LAYOUT_GATE: (_broadcast_gate,)}
+
+#: width-changing casts: (source bits, result bits) -> (source, result) layout rows
+_CAST_ROWS = {
+    (8, 16): {("c", "d2"), ("ls2", "c"), ("d2", "d4"), ("gs1", "gs1"), ("gs8/2", "gs8")},
+    (16, 32): {("c", "d2"), ("ls2", "c"), ("d2", "d4"), ("gs1", "gs1"), ("gs8/2", "gs8")},
+    (16, 8): {("d2", "c"), ("c", "ls2"), ("d4", "d2"), ("gs1", "gs1"), ("gs8", "gs8/2")},
+    (32, 16): {("d2", "c"), ("c", "ls2"), ("d4", "d2"), ("gs1", "gs1"), ("gs8", "gs8/2")},
+    (8, 32): {("c", "d4"), ("ls2", "d2"), ("ls4", "c"), ("gs1", "gs1"), ("gs8/4", "gs8")},
+    (32, 8): {("d4", "c"), ("c", "ls4"), ("d2", "ls2"), ("gs1", "gs1"), ("gs8", "gs8/4")},
+}
+
+
+def _cast_gate(sig: Sig, ts: list[Any]) -> str:
+    s, r = ts
+    rows = _CAST_ROWS.get((8 * s.dtype.itemsize, 8 * r.dtype.itemsize))
+    if rows is None or s.dtype.packed or r.dtype.packed or (pattern(s), pattern(r)) in rows:
+        return ""
+    name = str(sig.params.get("spelling") or "pto.vmi.vcvt").removeprefix("pto.vmi.")
+    if name == "vcvt":
+        name = "extf" if s.dtype.is_float and r.dtype.is_float and \
+            r.dtype.itemsize > s.dtype.itemsize else name
+    return _gate(name, "layout ", "source/result layouts do not match a legal cast table row",
+                 f"{s} -> {r}")
+
+
+TRUNCF[LAYOUT_GATE] = (_rule(("src", "result"), _cast_gate),)
+
+
+def _helper_gate(helper: str, what: str) -> Callable[[Sig, list[Any]], str]:
+    partial = _ensure(what, helper)
+
+    def test(sig: Sig, ts: list[Any]) -> str:
+        if not partial(sig, ts):
+            return ""
+        mask = " mask" if what == "predicate" else ""
+        return (f"{CONTRACT}pto.vmi.{helper} has no registered materialization support: "
+                f"source/result{mask} layouts do not match a supported {helper} table row "
+                f"({ts[0]} -> {ts[1]})")
+    return test
+
+
+ENSURE_LAYOUT[LAYOUT_GATE] = (_rule(("source", "result"), _helper_gate("ensure_layout",
+                                                                        "data")),)
+ENSURE_MASK_LAYOUT[LAYOUT_GATE] = (_rule(("source", "result"),
+                                         _helper_gate("ensure_mask_layout", "predicate")),)

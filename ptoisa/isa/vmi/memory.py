@@ -236,7 +236,7 @@ def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
        dtype_key=("source",),
        static=(same_lanes("result", "mask", "passthru"),
-               lambda sig: ub_only(sig, sig["source"])), ptoas=names(passes=lowering.EXPAND_LOAD))
+               lambda sig: ub_only(sig, sig["source"])))
 def VMI_MASKED_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
                     passthru: LVec | None = None, *, result_type: Any = None) -> LVec:
     """result[i] = mask[i] ? ub[offset + i] : passthru[i] (0 without passthru); inactive
@@ -257,7 +257,8 @@ def VMI_MASKED_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
        dtype_key=("source",),
        static=(same_lanes("result", "mask", "passthru"),
-               lambda sig: ub_only(sig, sig["source"])))
+               lambda sig: ub_only(sig, sig["source"])),
+       ptoas=names(passes=lowering.EXPAND_LOAD))
 def VMI_EXPAND_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
                     passthru: LVec | None = None, *, result_type: Any = None) -> LVec:
     """The k-th active lane gets ub[offset + k] (the manual's "vmi.expand_load"); the others

@@ -112,8 +112,7 @@ def _reduce(name: str, kind: str, doc: str) -> Instr:
                  operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")), params=tuple(params),
                  results=(Opnd("result", "lvec"),), dtype_key=("src",),
                  static=static, ptoas=names(*aka, attrs=NUM_GROUPS,
-                                            passes=lowering.reduce_tail(kind)
-                                            if kind != "add" else None))(impl)
+                                            passes=lowering.reduce_limits(kind)))(impl)
 
 
 VCADD = _reduce("VCADD", "add", "result[g] = the sum of the active lanes of group g (L / C "
@@ -149,7 +148,8 @@ def _vbrc_static(sig: Sig) -> None:
 @instr("VMI_VBRC", pipe=Pipe.V, dialect="vmi", operands=(Opnd("value", "any"),),
        params=(Param("group", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), static=(_vbrc_static,),
-       ptoas=names("broadcast", "group_broadcast", attrs=NUM_GROUPS))
+       ptoas=names("broadcast", "group_broadcast", attrs=NUM_GROUPS,
+                   passes=lowering.BROADCAST))
 def VMI_VBRC(m: Any, value: Any, *, group: int | None = None, result_type: Any = None) -> LVec:
     """Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
     g * L / C + j = value[g]."""
