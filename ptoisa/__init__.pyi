@@ -4429,6 +4429,7 @@ def VMI_VLOAD(
     group: Any = None,
     pmode: Any = None,
     result_type: Any = None,
+    spelling: Any = None,
 ) -> Any:
     """
     result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];

@@ -3,12 +3,13 @@ logical types, UB addressing in elements."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
 from ... import dtypes as D
-from ...errors import ExecutionError
+from ...errors import ExecutionError, PtoError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec, vmi_spec
 from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
 from ..micro.common import scalar_as
@@ -79,6 +80,24 @@ def ub_elems(m: Any, ptr: Ptr, idx: np.ndarray, dt: D.DType, what: str, *, role:
     raw = buffer_bytes(m, ptr.space, first, (hi - lo + 1) * size, what, role=None)
     touch(m, role, SPACES[ptr.space], None, ptr.addr + at_bytes, size)
     return raw.view(dt.np), idx - lo
+
+
+_DENSE = re.compile(r"dense<(.*)>\s*:\s*tensor<\s*(\d+)\s*x\s*([\w.!]+)\s*>", re.DOTALL)
+
+
+def dense(value: Any, what: str) -> tuple[list[str], int, str]:
+    """(the written elements, the tensor's count, its element type) of a ``dense<...> :
+    tensor<NxT>`` attribute (an eager call may give a sequence: its items, its length, "");
+    PtoError when it is none."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = [str(v) for v in np.asarray(value).reshape(-1).tolist()]
+        return items, len(items), ""
+    mt = _DENSE.fullmatch(str(value).strip()) if value is not None else None
+    if mt is None:
+        raise PtoError(f"{what}: requires dense elements constant attribute, got {value!r}")
+    body = mt.group(1).strip().strip("[]")
+    items = [x.strip() for x in body.split(",") if x.strip()]
+    return items, int(mt.group(2)), mt.group(3).removeprefix("!pto.")
 
 
 # ---- static rules over logical types ----------------------------------------------------------
@@ -154,6 +173,6 @@ def spelled(kinds: dict[str, str], operand: str) -> StaticRule:
     return rule
 
 
-__all__ = ["NUM_GROUPS", "SPELLING", "active", "names", "no_merge", "result_spec",
+__all__ = ["NUM_GROUPS", "SPELLING", "active", "dense", "names", "no_merge", "result_spec",
            "spelled", "same_lanes", "same_lvec", "scalar_as",
            "ub_elems", "zeroing"]

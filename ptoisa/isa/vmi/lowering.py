@@ -20,6 +20,7 @@ import numpy as np
 from ...vector.logical import VmiMaskSpec, VmiSpec, lane_map, parse_layout
 from ...vector.regs import GRANULARITY
 from ..registry import Sig, StaticRule
+from .common import dense
 
 TO_VPTO = "vmi-to-vpto"
 ASSIGN = "vmi-layout-assignment"
@@ -62,7 +63,7 @@ def kind(spec: Any) -> str:
     return parse_layout(spec.layout).kind
 
 
-def dense(spec: Any) -> bool:
+def dense_layout(spec: Any) -> bool:
     """``#pto.vmi.layout<contiguous>`` with lane stride 1."""
     lay = parse_layout(spec.layout)
     return lay.kind == "contiguous" and lay.stride == 1
@@ -98,7 +99,7 @@ def _rule(names: tuple[str, ...], test: Callable[[Sig, list[Any]], str]) -> Stat
 
 def _prefix(sig: Sig, ts: list[Any]) -> str:
     (m,) = ts
-    if dense(m) and len(chunks(m)) == 1 and full(m):
+    if dense_layout(m) and len(chunks(m)) == 1 and full(m):
         return ""
     return (f"{UNSUPPORTED}pto.vmi.active_prefix_index lowers through pto.vusqz only for one "
             f"contiguous physical chunk ({m}: padding mask lanes cannot affect the observable "
@@ -111,7 +112,7 @@ ACTIVE_PREFIX = {TO_VPTO: (_rule(("mask",), _prefix),)}
 def _squeeze(op: str, via: str) -> Callable[[Sig, list[Any]], str]:
     def test(sig: Sig, ts: list[Any]) -> str:
         (v,) = ts
-        if dense(v) and len(chunks(v)) == 1 and full(v):
+        if dense_layout(v) and len(chunks(v)) == 1 and full(v):
             return ""
         why = (f"multi-chunk {op} needs cross-chunk compaction" if len(chunks(v)) > 1 else
                "padding mask lanes cannot be squeezed into the result")
@@ -169,7 +170,7 @@ def _bitcast_row(ts: list[Any]) -> str:
     why = ""
     if s.layout != r.layout:
         why = "requires matching source and result layouts"
-    elif s.dtype.bits != r.dtype.bits and not dense(s):
+    elif s.dtype.bits != r.dtype.bits and not dense_layout(s):
         why = "width-changing bitcast layout does not match a bitcast layout table row"
     return (f"{CONTRACT}pto.vmi.bitcast has no registered layout support: {why} ({s} -> {r})"
             if why else "")
@@ -203,12 +204,10 @@ COMPARE = {TO_VPTO: (_predicate,)}
 
 
 def _splat(sig: Sig) -> None:
-    from .permute import dense as dense_values  # (the entry's own reader of the value)
-
     value = sig.params.get("value")
     if value is None:
         return
-    items, _, _ = dense_values(value, "constant")
+    items, _, _ = dense(value, "constant")
     if len(set(items)) > 1:
         raise sig.fail(f"{UNSUPPORTED}non-splat pto.vmi.constant requires a vreg immediate or "
                        "scratch materialization plan")
@@ -311,7 +310,7 @@ def _vselr(sig: Sig) -> None:
     (N by the element width; the lane count is the logical one, whatever layout is chosen)."""
     ts = [t for t in (sig["source"], sig["index"], sig["result"]) if isinstance(t, VmiSpec)]
     ok = all(t.lanes in _VSELR_LANES.get(t.dtype.itemsize, ()) for t in ts) and \
-        all(dense(t) for t in ts if t.layout is not None)
+        all(dense_layout(t) for t in ts if t.layout is not None)
     if not ok:
         raise sig.fail(f"{UNSUPPORTED}pto.vmi.vselr supports only contiguous lane_stride=1 "
                        "layouts with N=64, 128, or 256 for 8-bit, N=64 or 128 for 16-bit, or "

@@ -22,24 +22,7 @@ from ...errors import ExecutionError, PtoError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..registry import Opnd, Param, Sig, instr
 from . import lowering
-from .common import active, names, result_spec, same_lanes
-
-_DENSE = re.compile(r"dense<(.*)>\s*:\s*tensor<\s*(\d+)\s*x\s*([\w.!]+)\s*>", re.DOTALL)
-
-
-def dense(value: Any, what: str) -> tuple[list[str], int, str]:
-    """(the written elements, the tensor's count, its element type) of a ``dense<...> :
-    tensor<NxT>`` attribute (an eager call may give a sequence: its items, its length, "");
-    PtoError when it is none."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        items = [str(v) for v in np.asarray(value).reshape(-1).tolist()]
-        return items, len(items), ""
-    mt = _DENSE.fullmatch(str(value).strip()) if value is not None else None
-    if mt is None:
-        raise PtoError(f"{what}: requires dense elements constant attribute, got {value!r}")
-    body = mt.group(1).strip().strip("[]")
-    items = [x.strip() for x in body.split(",") if x.strip()]
-    return items, int(mt.group(2)), mt.group(3).removeprefix("!pto.")
+from .common import active, dense, names, result_spec, same_lanes
 
 
 def _elem_name(dt: D.DType, signless: bool) -> set[str]:
