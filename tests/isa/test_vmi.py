@@ -497,8 +497,9 @@ def test_interleaving_load_and_store_and_pack_unpack():
         : !pto.ptr<f32, ub> -> !pto.vmi.vreg<64xf32>, !pto.vmi.vreg<64xf32>
     pto.vmi.vstore %hi, %lo, %dst[%c0] {dist_mode = "dintlv"}
         : !pto.vmi.vreg<64xf32>, !pto.vmi.vreg<64xf32>, !pto.ptr<f32, ub>
-    %x = pto.vmi.vload %src[%c0] : !pto.ptr<f32, ub> -> !pto.vmi.vreg<128xf32>
-    %d = pto.vmi.ensure_layout %x : !pto.vmi.vreg<128xf32>
+    %x = pto.vmi.vload %src[%c0]
+        : !pto.ptr<f32, ub> -> !pto.vmi.vreg<128xf32, #pto.vmi.layout<contiguous>>
+    %d = pto.vmi.ensure_layout %x : !pto.vmi.vreg<128xf32, #pto.vmi.layout<contiguous>>
         -> !pto.vmi.vreg<128xf32, #pto.vmi.layout<deinterleaved = 2>>
     %p0, %p1 = "pto.vmi.unpack"(%d) : (!pto.vmi.vreg<128xf32, #pto.vmi.layout<deinterleaved = 2>>)
         -> (!pto.vreg<64xf32>, !pto.vreg<64xf32>)

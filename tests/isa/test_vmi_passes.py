@@ -270,3 +270,34 @@ def test_run_line_passes_and_vmi_diagnostics_under_not():
            "module {}\n// E: VMI-RESIDUAL-OP: failed to convert\n")
     a, b = lit.modules(two)[0]
     assert (a.expect_reject, b.expect_reject) == (False, True)
+
+
+@pytest.mark.parametrize(("bad", "said", "good"), [
+    (_ensure("!pto.vmi.vreg<128xf32>", vreg(128)), "requires source and result to be "
+     "layout-assigned", _ensure(vreg(128), vreg(128, lay="deinterleaved = 2"))),
+    (("%m: !pto.vmi.mask<128xpred>", "%r = pto.vmi.ensure_mask_granularity %m : "
+      f"!pto.vmi.mask<128xpred> -> {mask(128)}"),
+     "requires concrete source and result mask granularities",
+     (f"%m: {mask(128, 'b16')}", f"%r = pto.vmi.ensure_mask_granularity %m : "
+      f"{mask(128, 'b16')} -> {mask(128)}")),
+    (("%m: !pto.vmi.mask<128xb16>", "%r = pto.vmi.ensure_mask_granularity %m : "
+      f"!pto.vmi.mask<128xb16> -> {mask(128)}"),
+     "requires either both source and result to carry layout or neither",
+     ("%m: !pto.vmi.mask<128xb16>", "%r = pto.vmi.ensure_mask_granularity %m : "
+      "!pto.vmi.mask<128xb16> -> !pto.vmi.mask<128xb32>")),
+])
+def test_layout_helper_verifier_rules(bad, said, good):
+    """The helpers' own verifiers (every pass, and none)."""
+    got = errors(*bad, ())
+    assert any(said in e for e in got), got
+    assert errors(*good, ()) == []
+
+
+def test_negated_split_chunk_checks_its_own_message_lines():
+    text = ("// RUN: not pto-test-opt %s -split-input-file 2>&1 | FileCheck %s\n"
+            "module {}\n// -----\nmodule {}\n// CHECK: expected factor to be 2 or 4\n"
+            "// -----\nmodule {}\n// CHECK-LABEL: func.func @ok\n// CHECK: pto.vadd %a\n")
+    first, second, third = lit.modules(text)[0]
+    assert not first.expect_reject
+    assert second.expect_reject and second.expected == ("expected factor to be 2 or 4",)
+    assert not third.expect_reject  # (a labelled chunk: output of a module that compiled)
