@@ -281,7 +281,8 @@ def test_what_is_not_executed_is_refused_by_name():
 }
 """
     prog = pto.load(text.replace("!pto.ptr<bf16, ub>", "!pto.ptr<f32, ub>"), filename="k.pto")
-    with pytest.raises(ExecutionError, match="'pto.vmi.vload' with dist_mode = \"unpack\""):
+    with pytest.raises(ExecutionError, match="operation 'pto.vmi.vload' cannot be executed by "
+                       "ptoisa yet \\(with dist_mode = \"unpack\"\\)"):
         prog.run("k", np.zeros(64, np.float32), LVec(np.zeros(64, np.float32)))
     with pytest.raises(VerifyError, match="unknown operation 'pto.vmi.vgatherb'"):
         pto.load(text.replace("pto.vmi.vload %p[%c0] {dist_mode = \"unpack\"}",

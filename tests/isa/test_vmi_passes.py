@@ -301,3 +301,51 @@ def test_negated_split_chunk_checks_its_own_message_lines():
     assert not first.expect_reject
     assert second.expect_reject and second.expected == ("expected factor to be 2 or 4",)
     assert not third.expect_reject  # (a labelled chunk: output of a module that compiled)
+
+
+def test_grouped_broadcast_load_and_block_stride_store():
+    """vload {dist_mode = "brc", group = G}: group g's lanes all read ub[offset + g * stride]
+    (designs/vmi-e2b-scale-broadcast-optimization.md 8); the store's block-stride form takes
+    pto.vsstb's two i16 strides and is refused by name when run."""
+    import numpy as np
+
+    import ptoisa as pto
+    from ptoisa.errors import ExecutionError
+
+    text = """module {
+  func.func @k(%src: !pto.ptr<f32, ub>, %dst: !pto.ptr<f32, ub>, %m: !pto.vmi.mask<16xpred>) {
+    %c0 = arith.constant 0 : index
+    %c3 = arith.constant 3 : index
+    %b = pto.vmi.vload %src[%c0], %c3 {dist_mode = "brc", group = 4}
+        : !pto.ptr<f32, ub> -> !pto.vmi.vreg<16xf32>
+    %g = pto.vmi.group_broadcast_load %src[%c0], %c3 {num_groups = 4}
+        : !pto.ptr<f32, ub> -> !pto.vmi.vreg<16xf32>
+    %s = pto.vmi.vadd %b, %g : !pto.vmi.vreg<16xf32>, !pto.vmi.vreg<16xf32>
+        -> !pto.vmi.vreg<16xf32>
+    pto.vmi.vstore %s, %dst[%c0] : !pto.vmi.vreg<16xf32>, !pto.ptr<f32, ub>
+    return
+  }
+}
+"""
+    src = np.arange(16, dtype=np.float32)
+    dst = np.zeros(16, np.float32)
+    pto.load(text, filename="k.pto").run("k", src, dst, np.ones(16, np.bool_))
+    want = np.repeat(src[[0, 3, 6, 9]], 4)  # (group g: ub[3g], on its 4 lanes)
+    assert dst.tolist() == (2 * want).tolist()
+    store = text.replace("pto.vmi.vstore %s, %dst[%c0] :", "%i2 = arith.constant 2 : i16\n"
+                         "    pto.vmi.vstore %s, %dst[%c0], %i2, %i2, %m :").replace(
+        "!pto.vmi.vreg<16xf32>, !pto.ptr<f32, ub>\n    return",
+        "!pto.vmi.vreg<16xf32>, !pto.ptr<f32, ub>, !pto.vmi.mask<16xpred>\n    return")
+    with pytest.raises(ExecutionError, match="operation 'pto.vmi.vstore' cannot be executed by "
+                       "ptoisa yet \\(with the block-stride form\\)"):
+        pto.load(store, filename="k.pto").run("k", src, dst, np.ones(16, np.bool_))
+
+
+def test_histogram_acc_and_result_may_differ_in_signedness():
+    """vdhist's bins are ui16 or signless i16, each side on its own (PTOAS's normalization
+    makes a signless result unsigned)."""
+    acc, src, m = vreg(256, "ui16"), vreg(256, "ui8"), mask(256, "b8")
+    args = f"%a: {acc}, %s: {src}, %m: {m}"
+    body = f"%h = pto.vmi.vdhist %a, %s, %m : {acc}, {src}, {m} -> {vreg(256, 'i16')}"
+    assert errors(args, body, ()) == []
+    assert errors(args, body.replace("-> " + vreg(256, "i16"), "-> " + vreg(256, "f16")), ())

@@ -340,6 +340,12 @@ def constant(sig: Sig, operand: str) -> int | None:
     return int(v) if isinstance(v, (int, np.integer)) else None
 
 
+def _broadcast_load(sig: Sig) -> bool:
+    """A grouped broadcast load (its own table rows: not judged here)."""
+    return sig.params.get("dist_mode") == "brc" or \
+        str(sig.params.get("spelling")) == "pto.vmi.group_broadcast_load"
+
+
 def _vload(sig: Sig, pass_: str) -> None:
     """Group loads: a group of 16 or 32 f32 lanes is read a row of 8 at a time (the block8
     stride plan: its rows 32-byte aligned); a group-slot load (pto.vmi.group_slot_load) reads
@@ -348,6 +354,16 @@ def _vload(sig: Sig, pass_: str) -> None:
     if not isinstance(r, VmiSpec) or group is None or sig["stride"] is None:
         return
     stride = constant(sig, "stride")
+    if _broadcast_load(sig):
+        # (the E2B packet and vsldb forms read the groups' rows at a stride known statically;
+        # a group of whole registers broadcasts each by itself)
+        if pass_ == TO_VPTO and stride is None and \
+                group_class(r.lanes, int(group), r.dtype.itemsize) != "full":
+            raise sig.fail(f"{UNSUPPORTED}pto.vmi.group_broadcast_load requires either the BRC "
+                           "full-group chunk form, the E2B packet form, or a constant "
+                           "source_group_stride (group_broadcast_load requires a table row for "
+                           f"result layout {r}; its stride is dynamic)")
+        return
     if str(sig.params.get("spelling")) == "pto.vmi.group_slot_load":
         if pass_ != TO_VPTO:
             return
@@ -471,7 +487,7 @@ _GROUP_LOAD_ROWS = {"q": ("c",), "h": ("c",), "1": ("c",), "2": ("c", "bd2"), "4
 
 def _vload_gate(sig: Sig) -> None:
     r, group = sig["result"], sig.params.get("group")
-    if not placed(r) or group is None:
+    if not placed(r) or group is None or _broadcast_load(sig):
         return
     if str(sig.params.get("spelling")) == "pto.vmi.group_slot_load" or r.lanes == int(group):
         if not _slots_row(r):

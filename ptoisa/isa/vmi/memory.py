@@ -44,13 +44,16 @@ def _to(result_type: Any, what: str) -> VmiSpec:
 
 
 def _modes(sig: Sig, value: str) -> None:
-    """vmi-isa/01 "attention": group, block stride and dist_mode exclude each other; the
-    stride operand comes with group only; the pointer's element type is the vector's."""
+    """vmi-isa/01 "attention": group, block stride and dist_mode exclude each other (but for
+    the grouped broadcast load, ``dist_mode = "brc"`` with ``group``: designs/vmi-e2b-scale-
+    broadcast-optimization.md 8); the stride operand comes with group only; the pointer's
+    element type is the vector's."""
     p = sig.params
     group, dist = p.get("group"), p.get("dist_mode")
     stride, block = sig["stride"], sig["block_stride"]
-    if group is not None and dist is not None:
-        raise sig.fail("'group' and 'dist_mode' are mutually exclusive")
+    if group is not None and dist not in (None, "brc"):
+        raise sig.fail("'group' and 'dist_mode' are mutually exclusive (but for dist_mode = "
+                       "\"brc\", the grouped broadcast load)")
     if group is not None and stride is None:
         raise sig.fail("'group' requires a stride operand")
     if group is None and stride is not None:
@@ -103,7 +106,8 @@ def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.
        results=(Opnd("result", "lvec"), Opnd("high", "lvec", optional=True)),
        dtype_key=("source",),
        static=(lambda sig: _modes(sig, "result"), lambda sig: _pairs(sig, "high")),
-       ptoas=names("load", "group_load", "group_slot_load", attrs=NUM_GROUPS,
+       ptoas=names("load", "group_load", "group_slot_load", "group_broadcast_load",
+                   attrs=NUM_GROUPS,
                    passes=lowering.LOAD))
 def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
               block_stride: int | None = None, *, dist_mode: str | None = None,
@@ -112,6 +116,8 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
               ) -> LVec | tuple[LVec, LVec]:
     """result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
     ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
+    ``dist_mode = "brc"`` with ``group = C`` (``pto.vmi.group_broadcast_load``: one value per
+    group, broadcast to its lanes): lane g * L/C + j = ub[offset + g * stride];
     ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
     first result, the odd ones in ``high``."""
     to = _to(result_type, "vload")
@@ -123,9 +129,13 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
     if block_stride is not None or dist_mode not in (None, "continuous", "brc"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
-        raise ExecutionError(f"operation 'pto.vmi.vload' with {form} cannot be executed by "
-                             "ptoisa yet")
-    if dist_mode == "brc":
+        raise ExecutionError(f"operation 'pto.vmi.vload' cannot be executed by ptoisa yet "
+                             f"(with {form})")
+    if spelling == "pto.vmi.group_broadcast_load":
+        dist_mode = "brc"
+    if dist_mode == "brc" and group is not None:
+        idx = int(offset) + np.arange(to.lanes) // (to.lanes // int(group)) * int(stride or 0)
+    elif dist_mode == "brc":
         idx = np.full(to.lanes, int(offset))
     else:
         idx = _rows(to.lanes, int(offset), group, stride)
@@ -137,6 +147,7 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
        operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
                  Opnd("stride", "index", optional=True),
                  Opnd("block_stride", "scalar", optional=True),
+                 Opnd("repeat_stride", "scalar", optional=True),
                  Opnd("mask", "lmask", optional=True), Opnd("high", "lvec", optional=True)),
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None)),
        dtype_key=("value",),
@@ -148,14 +159,17 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
                    # (the interleaving form writes its second vector after the first)
                    forms={"pto.vmi.vstore": (Form(inputs=("value", "high", "dest", "offset")),)}))
 def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None = None,
-               block_stride: int | None = None, mask: LMask | None = None,
+               block_stride: int | None = None, repeat_stride: int | None = None,
+               mask: LMask | None = None,
                high: LVec | None = None, *, dist_mode: str | None = None,
                group: int | None = None, pmode: str | None = None) -> None:
     """ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
     ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
     lanes stored through a narrower integer pointer keep their low bits. Two values with
     ``dist_mode = "dintlv"`` (or ``"intlv"``): interleaved, value[i] at offset + 2i and
-    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load)."""
+    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load). The block-stride
+    form (``block_stride``, and the ``repeat_stride`` of pto.vsstb, both i16) is refused by
+    name."""
     if high is not None and block_stride is None and mask is None:
         both = np.empty(2 * value.data.size, value.data.dtype)
         both[0::2], both[1::2] = value.data, high.data
@@ -163,8 +177,8 @@ def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None =
     elif block_stride is not None or dist_mode not in (None, "continuous"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
-        raise ExecutionError(f"operation 'pto.vmi.vstore' with {form} cannot be executed by "
-                             "ptoisa yet")
+        raise ExecutionError(f"operation 'pto.vmi.vstore' cannot be executed by ptoisa yet "
+                             f"(with {form})")
     x = value.data
     dt = value.dtype
     if isinstance(dest, Ptr) and dest.dtype.itemsize < dt.itemsize and dt.is_int \

@@ -184,7 +184,9 @@ def _hist(name: str, cumulative: bool, doc: str) -> Any:
     return instr(f"VMI_{name.upper()}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("acc", "lvec"), Opnd("src", "lvec"), _MASK),
                  results=(Opnd("result", "lvec"),), dtype_key=("acc",),
-                 static=(_hist_static, same_lvec("acc", "result"),
+                 # (acc and result: ui16 or signless i16 each, the same bits: the
+                 # signless-to-unsigned normalization makes them one type)
+                 static=(_hist_static, same_lanes("acc", "result", gran=False),
                          same_lanes("src", "mask", gran=False)))(impl)
 
 
