@@ -256,8 +256,8 @@ _PREDICATES = {
 def _cmp_attr(sig: Sig) -> None:
     c = sig.params.get("cmp")
     if c not in _PREDICATES:
-        raise sig.fail(f"cmp = {c!r}: it is one of {', '.join(_CMP)} (or MLIR's o* / u* / "
-                       "s* predicates)")
+        raise sig.fail(f"unsupported compare predicate {c!r} (it is one of "
+                       f"{', '.join(_CMP)}, or MLIR's o* / u* / s* predicates)")
 
 
 def _ordered(x: np.ndarray, signless: bool) -> np.ndarray:
@@ -343,7 +343,7 @@ def VMI_VSEL(m: Any, mask: LMask, true_val: LVec, false_val: LVec, *,
 def _vci_static(sig: Sig) -> None:
     o, g = sig.params.get("order"), sig.params.get("group")
     if o not in (None, "ASC", "DESC"):
-        raise sig.fail(f"order = {o!r}: it is \"ASC\" or \"DESC\"")
+        raise sig.fail(f"requires order to be ASC or DESC (got {o!r})")
     r = sig["result"]
     if g is not None and (not isinstance(g, int) or g <= 0
                           or (isinstance(r, VmiSpec) and r.lanes % g)):

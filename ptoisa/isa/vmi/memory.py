@@ -70,7 +70,9 @@ def _modes(sig: Sig, value: str) -> None:
     ub_only(sig, ptr)
     if isinstance(ptr, PtrSpec) and isinstance(v, VmiSpec) and dist != "unpack" \
             and ptr.dtype.itemsize != v.dtype.itemsize and not _narrowing(sig, ptr, v):
-        raise sig.fail(f"the pointer is {ptr}, the vector {v}: their element types differ")
+        role = "destination" if "dest" in sig.types else "source"
+        raise sig.fail(f"requires memory {role} element type to match VMI data element type "
+                       f"(the pointer is {ptr}, the vector {v})")
 
 
 def ub_only(sig: Sig, ptr: Any) -> None:

@@ -198,7 +198,8 @@ def VMI_COMPRESS(m: Any, src: LVec, mask: LMask) -> LVec:
 def _prefix_static(sig: Sig) -> None:
     r = sig["result"]
     if isinstance(r, VmiSpec) and not (r.dtype.is_int and r.signless):
-        raise sig.fail(f"requires a signless i8 / i16 / i32 result, got {r}")
+        raise sig.fail(f"requires signless integer result element type (a signless i8 / i16 / "
+                       f"i32, got {r})")
 
 
 @instr("VMI_ACTIVE_PREFIX_INDEX", pipe=Pipe.V, dialect="vmi", operands=(Opnd("mask", "lmask"),),

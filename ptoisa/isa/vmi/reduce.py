@@ -54,7 +54,8 @@ def _groups(sig: Sig, src: str = "src") -> None:
 def _fp_reassoc(sig: Sig) -> None:
     s = sig["src"]
     if isinstance(s, VmiSpec) and s.dtype.is_float and not sig.params.get("reassoc"):
-        raise sig.fail("a floating-point add reduction requires 'reassoc'")
+        raise sig.fail("floating add-reduction requires reassoc attr (a floating-point sum "
+                       "in any order)")
 
 
 def _neutral(dt: np.dtype, kind: str) -> Any:

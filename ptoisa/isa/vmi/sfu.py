@@ -37,10 +37,19 @@ _MASK = Opnd("mask", "lmask", optional=True)
 _PMODE = (Param("pmode", None),)
 
 
+def _same_x_max(sig: Sig) -> None:
+    x, mx = sig["x"], sig["max"]
+    if isinstance(x, VmiSpec) and isinstance(mx, VmiSpec):
+        if x.dtype != mx.dtype:
+            raise sig.fail(f"requires x and max to have the same element type (x is {x}, max "
+                           f"is {mx})")
+        same_lvec("x", "max")(sig)
+
+
 @instr("VMI_VEXPDIF", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("x", "lvec"), Opnd("max", "lvec"), _MASK), params=_PMODE,
        results=(Opnd("result", "lvec"),), dtype_key=("x",),
-       static=(same_lvec("x", "max"), same_lanes("x", "mask", "result")))
+       static=(_same_x_max, same_lanes("x", "mask", "result")))
 def VMI_VEXPDIF(m: Any, x: LVec, max: LVec, mask: LMask | None = None, *,  # noqa: A002
                 pmode: str | None = None) -> LVec:
     """result[i] = exp(x[i] - max[i]) as f32 on active lanes, 0 elsewhere."""
