@@ -86,6 +86,18 @@ def _reduce(n: int, group: int, res: str) -> tuple[str, str]:
             f"-> {res}")
 
 
+def _gather(n: int, t: str, it: str, g: str, lay: str = "contiguous") -> tuple[str, str]:
+    r, i, m = vreg(n, t, lay), vreg(n, it, lay), mask(n, g, lay)
+    return (f"%p: !pto.ptr<{t}, ub>, %x: {i}, %m: {m}",
+            f"%r = pto.vmi.vgather %p, %x, %m : !pto.ptr<{t}, ub>, {i}, {m} -> {r}")
+
+
+def _scatter(n: int) -> tuple[str, str]:
+    v, i, m = vreg(n), vreg(n, "i32"), mask(n)
+    return (f"%v: {v}, %p: !pto.ptr<f32, ub>, %x: {i}, %m: {m}",
+            f"pto.vmi.vscatter %v, %p, %x, %m : {v}, !pto.ptr<f32, ub>, {i}, {m}")
+
+
 CASES = [
     # (passes, bad, PTOAS's words, good)
     (TO_VPTO, _compress(128), "pto.vmi.compress lowers through pto.vsqz only for one "
@@ -165,6 +177,18 @@ CASES = [
      _group_load(128, 16)),
     (ASSIGN, _group_load(128, 12), "pto.vmi.group_load group_size 16 requires constant positive "
      "row_stride divisible by 8 f32 elements for the block8 stride plan", _group_load(128, 24)),
+    (TO_VPTO, _gather(32, "f32", "i32", "b32"), "pto.vmi.gather lowers through "
+     "pto.vgather2_bc + pto.vsel only", _gather(32, "ui16", "ui16", "b16")),
+    (TO_VPTO, _gather(64, "f32", "i32", "b32", "deinterleaved = 2"), "contiguous result, "
+     "indices, passthru, and mask layouts", _gather(64, "f32", "i32", "b32")),
+    (TO_VPTO, _scatter(32), "pto.vmi.scatter lowers through pto.vscatter only", _scatter(64)),
+    (TO_VPTO, _store(vreg(64), ", %st", '{group = 8, pmode = "merge"}'),
+     'pmode "merge" is not supported for stores', _store(vreg(64), ", %st", "{group = 8}")),
+    (TO_VPTO, _vcvt(vreg(8, "ui8", "num_groups = 8, slots = 8, lane_stride = 4"),
+                    vreg(8, "ui16", "num_groups = 8, slots = 8")),
+     "requires a legal cast relation for the source layout",
+     _vcvt(vreg(8, "ui8", "num_groups = 8, slots = 8, lane_stride = 2"),
+           vreg(8, "ui16", "num_groups = 8, slots = 8"))),
     # the layout gate's tables
     (GATE, _bitcast(vreg(256, "bf16", "deinterleaved = 4"), vreg(128, "i32", "deinterleaved = 4")),
      "pto.vmi.bitcast has no registered layout support", _bitcast(vreg(128, "bf16"),

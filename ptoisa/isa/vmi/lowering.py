@@ -414,7 +414,55 @@ def _vstore(sig: Sig) -> None:
                        "32-byte blocks)")
 
 
-STORE = {TO_VPTO: (_store, _vstore)}
+def _store_merge(sig: Sig) -> None:
+    if sig.params.get("pmode") == "merge":
+        raise sig.fail('pmode "merge" is not supported for stores (a store writes its active '
+                       "lanes and leaves the others: there is no destination value to merge)")
+
+
+STORE = {TO_VPTO: (_store, _vstore, _store_merge)}
+
+
+def _gather(sig: Sig) -> None:
+    """pto.vgather2(_bc) + pto.vsel: one register each of result, indices and mask, in the
+    contiguous layout; a 32-bit result fills its registers (16-bit gathers take a tail)."""
+    ts = [t for t in (sig["result"], sig["offsets"], sig["mask"]) if t is not None]
+    if not all(placed(t) for t in ts):
+        return
+    r = sig["result"]
+    why = ""
+    if not all(dense_layout(t) for t in ts):
+        why = "contiguous result, indices, passthru, and mask layouts"
+    elif isinstance(r, VmiSpec) and r.dtype.itemsize == 4 and not full(r):
+        why = "result requires full physical chunks: found padding lane in physical chunk"
+    if why:
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.gather lowers through pto.vgather2_bc + pto.vsel "
+                       "only for UB pointer sources, contiguous full physical chunks, "
+                       "ui16/i16/f16/bf16 results with ui16 indices and b16 masks, or 32-bit "
+                       f"results with i32 indices and b32 masks ({why}; {r})")
+
+
+GATHER = {TO_VPTO: (_gather,)}
+
+
+def _scatter(sig: Sig) -> None:
+    """pto.vscatter: value, indices and mask each whole contiguous registers."""
+    ts = [t for t in (sig["value"], sig["offsets"], sig["mask"]) if t is not None]
+    if not all(placed(t) for t in ts):
+        return
+    v = sig["value"]
+    why = ""
+    if not all(dense_layout(t) for t in ts):
+        why = "contiguous value, indices, and mask layouts"
+    elif not full(v):
+        why = "value requires full physical chunks: found padding lane in physical chunk"
+    if why:
+        raise sig.fail(f"{UNSUPPORTED}pto.vmi.scatter lowers through pto.vscatter only with a "
+                       "UB pointer destination, contiguous full physical chunks, 32-bit value "
+                       f"elements, i32 indices, and b32 masks ({why}; {v})")
+
+
+SCATTER = {TO_VPTO: (_scatter,)}
 
 
 def _expand_offset(sig: Sig) -> None:
@@ -576,7 +624,21 @@ def _cast_gate(sig: Sig, ts: list[Any]) -> str:
                  f"{s} -> {r}")
 
 
+def _slot_cast(sig: Sig, ts: list[Any]) -> str:
+    """A group-slot cast lowers by the legal cast table's group-slot rows."""
+    s, r = ts
+    if "group_slots" not in (kind(s), kind(r)):
+        return ""
+    rows = _CAST_ROWS.get((8 * s.dtype.itemsize, 8 * r.dtype.itemsize))
+    if rows is None or s.dtype.packed or r.dtype.packed or (pattern(s), pattern(r)) in rows:
+        return ""
+    name = str(sig.params.get("spelling") or "pto.vmi.vcvt").removeprefix("pto.vmi.")
+    return (f"{UNSUPPORTED}pto.vmi.{name} requires a legal cast relation for the source layout "
+            f"({s} -> {r})")
+
+
 TRUNCF[LAYOUT_GATE] = (_rule(("src", "result"), _cast_gate),)
+TRUNCF[TO_VPTO] = (*TRUNCF[TO_VPTO], _rule(("src", "result"), _slot_cast))
 
 
 def _helper_gate(helper: str, what: str) -> Callable[[Sig, list[Any]], str]:

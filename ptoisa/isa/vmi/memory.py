@@ -229,7 +229,7 @@ def _group_unmasked(sig: Sig) -> None:
        params=(Param("pmode", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
        static=(same_lanes("offsets", "mask", "result"), lambda sig: ub_only(sig, sig["source"]),
-               lambda sig: _offsets(sig)))
+               lambda sig: _offsets(sig)), ptoas=names(passes=lowering.GATHER))
 def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *,
                 pmode: str | None = None, result_type: Any = None) -> LVec:
     """result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere."""
@@ -312,7 +312,7 @@ def VMI_COMPRESS_STORE(m: Any, value: LVec, dest: Ptr, offset: int, mask: LMask)
                  Opnd("mask", "lmask", optional=True)),
        dtype_key=("value",),
        static=(same_lanes("value", "offsets", "mask"), lambda sig: ub_only(sig, sig["dest"]),
-               lambda sig: _offsets(sig)), ptoas=names("scatter"))
+               lambda sig: _offsets(sig)), ptoas=names("scatter", passes=lowering.SCATTER))
 def VMI_VSCATTER(m: Any, value: LVec, dest: Ptr, offsets: LVec,
                  mask: LMask | None = None) -> None:
     """ub[dest + offsets[i]] = value[i] on active lanes. Two active lanes with one offset
