@@ -176,7 +176,7 @@ _KINDS = {"extf": ("FpWiden",), "truncf": ("FpNarrow",), "extsi": ("IntWiden",),
                Param("result_type", None), Param("source_type", None), SPELLING),
        results=(Opnd("result", "lvec"),), dtype_key=("src", "result"),
        static=(_vcvt_static, same_lanes("src", "mask", "result", gran=False)),
-       ptoas=names(*_KINDS, passes=lowering.TRUNCF))
+       ptoas=names(*_KINDS, passes=lowering.CAST))
 def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | None = None,
              saturate: str | None = None, pmode: str | None = None,
              result_type: Any = None, source_type: Any = None,

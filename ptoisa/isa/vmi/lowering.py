@@ -232,11 +232,6 @@ def _ensure(what: str, helper: str) -> Callable[[Sig, list[Any]], str]:
     return test
 
 
-ENSURE_LAYOUT = {TO_VPTO: (_rule(("source", "result"), _ensure("data", "ensure_layout")),)}
-ENSURE_MASK_LAYOUT = {TO_VPTO: (_rule(("source", "result"),
-                                      _ensure("predicate", "ensure_mask_layout")),)}
-
-
 def _store(sig: Sig) -> None:
     v = sig["value"]
     if not placed(v) or kind(v) not in ("deinterleaved", "block_deinterleaved") or \
@@ -252,9 +247,6 @@ def _store(sig: Sig) -> None:
     raise sig.fail(f"{UNSUPPORTED}pto.vmi.store requires an 8/16/32-bit predicate-maskable "
                    "element type and either full physical chunks or contiguous tail-store "
                    f"layout, with UB-backed destination ({why})")
-
-
-
 
 
 def reduce_limits(kind_: str) -> dict[str, tuple[StaticRule, ...]]:
@@ -284,9 +276,6 @@ def _truncf(sig: Sig, ts: list[Any]) -> str:
     return (f"{UNSUPPORTED}pto.vmi.truncf supports f32/f16/bf16 source narrowing (dense "
             "EvenOdd or Packed4: an f32 source narrowed by a factor of "
             f"{ratio} is deinterleaved = {ratio}, got {s} -> {r})")
-
-
-TRUNCF = {TO_VPTO: (_rule(("src", "result"), _truncf),)}
 
 
 def _merge_pmode(op: str) -> StaticRule:
@@ -397,9 +386,6 @@ def _vload(sig: Sig, pass_: str) -> None:
                        "stride plan has no lowering)")
 
 
-LOAD = {ASSIGN: (lambda sig: _vload(sig, ASSIGN),), TO_VPTO: (lambda sig: _vload(sig, TO_VPTO),)}
-
-
 def _vstore(sig: Sig) -> None:
     """A one-block group store (pto.vsstb) writes its row stride in 32-byte blocks into a
     16-bit control field."""
@@ -418,9 +404,6 @@ def _store_merge(sig: Sig) -> None:
     if sig.params.get("pmode") == "merge":
         raise sig.fail('pmode "merge" is not supported for stores (a store writes its active '
                        "lanes and leaves the others: there is no destination value to merge)")
-
-
-STORE = {TO_VPTO: (_store, _vstore, _store_merge)}
 
 
 def _gather(sig: Sig) -> None:
@@ -569,10 +552,6 @@ def _vstore_gate(sig: Sig) -> None:
                              "match a supported dense store table row", v))
 
 
-LOAD[LAYOUT_GATE] = (_vload_gate,)
-STORE[LAYOUT_GATE] = (_vstore_gate,)
-
-
 def reduce_gate(kind_: str) -> StaticRule:
     """A group reduction's group must be a block class of the group_reduce table, its
     group-slot result one of the slot rows."""
@@ -637,10 +616,6 @@ def _slot_cast(sig: Sig, ts: list[Any]) -> str:
             f"({s} -> {r})")
 
 
-TRUNCF[LAYOUT_GATE] = (_rule(("src", "result"), _cast_gate),)
-TRUNCF[TO_VPTO] = (*TRUNCF[TO_VPTO], _rule(("src", "result"), _slot_cast))
-
-
 def _helper_gate(helper: str, what: str) -> Callable[[Sig, list[Any]], str]:
     partial = _ensure(what, helper)
 
@@ -654,7 +629,17 @@ def _helper_gate(helper: str, what: str) -> Callable[[Sig, list[Any]], str]:
     return test
 
 
-ENSURE_LAYOUT[LAYOUT_GATE] = (_rule(("source", "result"), _helper_gate("ensure_layout",
-                                                                        "data")),)
-ENSURE_MASK_LAYOUT[LAYOUT_GATE] = (_rule(("source", "result"),
-                                         _helper_gate("ensure_mask_layout", "predicate")),)
+# ---- what each entry declares (Ptoas.passes): pass -> its rules ---------------------------
+
+LOAD = {ASSIGN: (lambda sig: _vload(sig, ASSIGN),), TO_VPTO: (lambda sig: _vload(sig, TO_VPTO),),
+        LAYOUT_GATE: (_vload_gate,)}
+STORE = {TO_VPTO: (_store, _vstore, _store_merge), LAYOUT_GATE: (_vstore_gate,)}
+CAST = {TO_VPTO: (_rule(("src", "result"), _truncf), _rule(("src", "result"), _slot_cast)),
+        LAYOUT_GATE: (_rule(("src", "result"), _cast_gate),)}
+ENSURE_LAYOUT = {
+    TO_VPTO: (_rule(("source", "result"), _ensure("data", "ensure_layout")),),
+    LAYOUT_GATE: (_rule(("source", "result"), _helper_gate("ensure_layout", "data")),)}
+ENSURE_MASK_LAYOUT = {
+    TO_VPTO: (_rule(("source", "result"), _ensure("predicate", "ensure_mask_layout")),),
+    LAYOUT_GATE: (_rule(("source", "result"), _helper_gate("ensure_mask_layout",
+                                                            "predicate")),)}
