@@ -63,8 +63,15 @@ def _store(v: str, extra: str = "", attrs: str = "") -> tuple[str, str]:
 
 
 def _vcvt(src: str, dst: str) -> tuple[str, str]:
-    sat = ' {saturate = "SAT"}' if "f16" in dst and "f32" in src else ""
+    narrow = ("f16" in dst and "f32" in src) or ("i8" in dst and "i32" in src)
+    sat = ' {saturate = "SAT"}' if narrow else ""
     return f"%s: {src}", f"%r = pto.vmi.vcvt %s{sat} : {src} -> {dst}"
+
+
+def _shuffle(idx: list[int]) -> tuple[str, str]:
+    r = vreg(len(idx))
+    return (f"%s: {vreg(128)}", f'%r = "pto.vmi.shuffle"(%s) {{indices = array<i64: '
+            f'{", ".join(map(str, idx))}>}} : ({vreg(128)}) -> {r}')
 
 
 def _vselr(n: int, t: str, it: str, lay: str = "contiguous") -> tuple[str, str]:
@@ -189,6 +196,11 @@ CASES = [
      "requires a legal cast relation for the source layout",
      _vcvt(vreg(8, "ui8", "num_groups = 8, slots = 8, lane_stride = 2"),
            vreg(8, "ui16", "num_groups = 8, slots = 8"))),
+    (TO_VPTO, _shuffle([1, 2, 3, 4]), "pto.vmi.shuffle requires physical chunk forwarding or "
+     "lane0 splat or vci-materializable vselr indices", _shuffle([64, 65, 66, 67])),
+    (TO_VPTO, _vcvt(vreg(256, "i32", "deinterleaved = 4"), vreg(256, "i8")),
+     "unsupported vcvt source/result element type pair",
+     _vcvt(vreg(256, "i32", "deinterleaved = 4"), vreg(256, "ui8"))),
     # the layout gate's tables
     (GATE, _bitcast(vreg(256, "bf16", "deinterleaved = 4"), vreg(128, "i32", "deinterleaved = 4")),
      "pto.vmi.bitcast has no registered layout support", _bitcast(vreg(128, "bf16"),

@@ -100,6 +100,16 @@ def dense(value: Any, what: str) -> tuple[list[str], int, str]:
     return items, int(mt.group(2)), mt.group(3).removeprefix("!pto.")
 
 
+def index_list(value: Any) -> list[int]:
+    """The lane indices of a shuffle's ``indices`` (``array<i64: ...>``, or a sequence)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [int(v) for v in value]
+    mt = re.fullmatch(r"array<\s*i\d+\s*:?(.*)>", str(value).strip(), re.DOTALL)
+    if mt is None:
+        raise PtoError(f"shuffle: indices must be an array<i64: ...>, got {value!r}")
+    return [int(x) for x in mt.group(1).replace("\n", " ").split(",") if x.strip()]
+
+
 # ---- static rules over logical types ----------------------------------------------------------
 
 def same_lvec(*names: str) -> StaticRule:
@@ -173,6 +183,6 @@ def spelled(kinds: dict[str, str], operand: str) -> StaticRule:
     return rule
 
 
-__all__ = ["NUM_GROUPS", "SPELLING", "active", "dense", "names", "no_merge", "result_spec",
-           "spelled", "same_lanes", "same_lvec", "scalar_as",
-           "ub_elems", "zeroing"]
+__all__ = ["NUM_GROUPS", "SPELLING", "active", "dense", "index_list", "names", "no_merge",
+           "result_spec", "spelled", "same_lanes", "same_lvec", "scalar_as", "ub_elems",
+           "zeroing"]

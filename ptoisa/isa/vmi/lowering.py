@@ -20,7 +20,7 @@ import numpy as np
 from ...vector.logical import VmiMaskSpec, VmiSpec, lane_map, parse_layout
 from ...vector.regs import GRANULARITY
 from ..registry import Sig, StaticRule
-from .common import dense
+from .common import dense, index_list
 
 TO_VPTO = "vmi-to-vpto"
 ASSIGN = "vmi-layout-assignment"
@@ -276,6 +276,40 @@ def _truncf(sig: Sig, ts: list[Any]) -> str:
     return (f"{UNSUPPORTED}pto.vmi.truncf supports f32/f16/bf16 source narrowing (dense "
             "EvenOdd or Packed4: an f32 source narrowed by a factor of "
             f"{ratio} is deinterleaved = {ratio}, got {s} -> {r})")
+
+
+def _narrow_signless(sig: Sig) -> None:
+    """An integer narrowing lowers to one pto.vcvt, whose narrow side states its signedness
+    (i32 -> ui8 and si32 -> si8 convert; i32 -> i8 has no pto.vcvt pair)."""
+    s, r = sig["src"], sig["result"]
+    if isinstance(s, VmiSpec) and isinstance(r, VmiSpec) and s.dtype.is_int and \
+            r.dtype.is_int and r.dtype.itemsize < s.dtype.itemsize and r.signless:
+        raise sig.fail(f"unsupported vcvt source/result element type pair ({s} -> {r}: the "
+                       "narrowed result is signless; pto.vcvt narrows to si or ui)")
+
+
+def _shuffle(sig: Sig) -> None:
+    """A shuffle lowers as registers forwarded (each result register a source register, or
+    its first lanes for a tail),
+    a splat of one lane, or one pto.vselr over a one-register source (its indices made by
+    pto.vci)."""
+    s, r, value = sig["src"], sig["result"], sig.params.get("indices")
+    if not (placed(s) and placed(r) and dense_layout(s) and dense_layout(r)) or value is None:
+        return
+    idx = index_list(value)
+    per = 256 // s.dtype.itemsize
+    # (each result register, its tail too, the lanes of one source register from its start)
+    forwarded = all(idx[k] % per == 0 and idx[k:k + per] == list(
+        range(idx[k], idx[k] + len(idx[k:k + per]))) for k in range(0, len(idx), per))
+    if forwarded or len(set(idx)) <= 1 or len(chunks(s)) == 1:
+        return
+    raise sig.fail(f"{UNSUPPORTED}pto.vmi.shuffle requires physical chunk forwarding or lane0 "
+                   "splat or vci-materializable vselr indices (forwarding: the result's "
+                   "registers are not whole source registers; lane0 splat: the indices differ; "
+                   f"vselr: the source {s} spans {len(chunks(s))} registers)")
+
+
+SHUFFLE = {TO_VPTO: (_shuffle,)}
 
 
 def _merge_pmode(op: str) -> StaticRule:
@@ -634,7 +668,8 @@ def _helper_gate(helper: str, what: str) -> Callable[[Sig, list[Any]], str]:
 LOAD = {ASSIGN: (lambda sig: _vload(sig, ASSIGN),), TO_VPTO: (lambda sig: _vload(sig, TO_VPTO),),
         LAYOUT_GATE: (_vload_gate,)}
 STORE = {TO_VPTO: (_store, _vstore, _store_merge), LAYOUT_GATE: (_vstore_gate,)}
-CAST = {TO_VPTO: (_rule(("src", "result"), _truncf), _rule(("src", "result"), _slot_cast)),
+CAST = {TO_VPTO: (_rule(("src", "result"), _truncf), _rule(("src", "result"), _slot_cast),
+                  _narrow_signless),
         LAYOUT_GATE: (_rule(("src", "result"), _cast_gate),)}
 ENSURE_LAYOUT = {
     TO_VPTO: (_rule(("source", "result"), _ensure("data", "ensure_layout")),),

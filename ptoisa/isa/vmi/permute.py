@@ -11,18 +11,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from ... import dtypes as D
 from ...enums import Pipe
-from ...errors import ExecutionError, PtoError
+from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..registry import Opnd, Param, Sig, instr
 from . import lowering
-from .common import active, dense, names, result_spec, same_lanes
+from .common import active, dense, index_list, names, result_spec, same_lanes
 
 
 def _elem_name(dt: D.DType, signless: bool) -> set[str]:
@@ -90,19 +89,10 @@ def VMI_CONSTANT_MASK(m: Any, *, value: Any = None, result_type: Any = None) -> 
     return LMask(np.resize(bits, to.lanes) if bits.size == 1 else bits)
 
 
-def _indices(value: Any) -> list[int]:
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [int(v) for v in value]
-    mt = re.fullmatch(r"array<\s*i\d+\s*:?(.*)>", str(value).strip(), re.DOTALL)
-    if mt is None:
-        raise PtoError(f"shuffle: indices must be an array<i64: ...>, got {value!r}")
-    return [int(x) for x in mt.group(1).replace("\n", " ").split(",") if x.strip()]
-
-
 def _shuffle_static(sig: Sig) -> None:
     s, r = sig["src"], sig["result"] if sig["result"] is not None else \
         sig.params.get("result_type")
-    idx = _indices(sig.params.get("indices"))
+    idx = index_list(sig.params.get("indices"))
     if isinstance(r, VmiSpec):
         if len(idx) != r.lanes:
             raise sig.fail(f"requires the static mask length ({len(idx)}) to equal the result "
@@ -117,10 +107,11 @@ def _shuffle_static(sig: Sig) -> None:
 
 @instr("VMI_SHUFFLE", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("indices", None), Param("result_type", None)),
-       results=(Opnd("result", "lvec"),), static=(_shuffle_static,))
+       results=(Opnd("result", "lvec"),), static=(_shuffle_static,),
+       ptoas=names(passes=lowering.SHUFFLE))
 def VMI_SHUFFLE(m: Any, src: LVec, *, indices: Any = None, result_type: Any = None) -> LVec:
     """result[i] = src[indices[i]]."""
-    idx = np.array(_indices(indices), np.int64)
+    idx = np.array(index_list(indices), np.int64)
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= src.data.size):
         raise ExecutionError(f"shuffle: an index leaves the {src.data.size} source lanes")
     return LVec(src.data[idx].copy())
