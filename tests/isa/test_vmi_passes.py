@@ -201,6 +201,10 @@ CASES = [
     (TO_VPTO, _vcvt(vreg(256, "i32", "deinterleaved = 4"), vreg(256, "i8")),
      "unsupported vcvt source/result element type pair",
      _vcvt(vreg(256, "i32", "deinterleaved = 4"), vreg(256, "ui8"))),
+    (TO_VPTO, ("%p: !pto.ptr<f16, ub>, %x: " + vreg(128, "i32") + ", %m: " + mask(128, "b16"),
+               "%r = pto.vmi.vgather %p, %x, %m : !pto.ptr<f16, ub>, " + vreg(128, "i32") + ", "
+               + mask(128, "b16") + " -> " + vreg(128, "f16")), "32-bit result elements",
+     _gather(128, "f16", "ui16", "b16")),
     # the layout gate's tables
     (GATE, _bitcast(vreg(256, "bf16", "deinterleaved = 4"), vreg(128, "i32", "deinterleaved = 4")),
      "pto.vmi.bitcast has no registered layout support", _bitcast(vreg(128, "bf16"),

@@ -452,6 +452,10 @@ def _gather(sig: Sig) -> None:
         why = "contiguous result, indices, passthru, and mask layouts"
     elif isinstance(r, VmiSpec) and r.dtype.itemsize == 4 and not full(r):
         why = "result requires full physical chunks: found padding lane in physical chunk"
+    elif isinstance(r, VmiSpec) and isinstance(sig["offsets"], VmiSpec) and \
+            sig["offsets"].dtype.itemsize != r.dtype.itemsize:
+        why = (f"{sig['offsets'].dtype.name} indices gather {8 * sig['offsets'].dtype.itemsize}"
+               f"-bit result elements")
     if why:
         raise sig.fail(f"{UNSUPPORTED}pto.vmi.gather lowers through pto.vgather2_bc + pto.vsel "
                        "only for UB pointer sources, contiguous full physical chunks, "

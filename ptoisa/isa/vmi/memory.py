@@ -228,7 +228,8 @@ def _group_unmasked(sig: Sig) -> None:
                  Opnd("mask", "lmask", optional=True)),
        params=(Param("pmode", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lanes("offsets", "mask", "result"), lambda sig: ub_only(sig, sig["source"]),
+       # (the mask's granularity is the gathered elements' width, not the offsets')
+       static=(same_lanes("result", "offsets", "mask"), lambda sig: ub_only(sig, sig["source"]),
                lambda sig: _offsets(sig)), ptoas=names(passes=lowering.GATHER))
 def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *,
                 pmode: str | None = None, result_type: Any = None) -> LVec:
