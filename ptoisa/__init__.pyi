@@ -4467,10 +4467,13 @@ def VMI_VLOAD(
     group: Any = None,
     pmode: Any = None,
     result_type: Any = None,
+    spelling: Any = None,
 ) -> Any:
     """
     result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
     ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
+    ``dist_mode = "brc"`` with ``group = C`` (``pto.vmi.group_broadcast_load``: one value per
+    group, broadcast to its lanes): lane g * L/C + j = ub[offset + g * stride];
     ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
     first result, the odd ones in ``high``.
     """
@@ -4770,6 +4773,7 @@ def VMI_VSTORE(
     offset: Any,
     stride: Any | None = None,
     block_stride: int | float | np.generic | None = None,
+    repeat_stride: int | float | np.generic | None = None,
     mask: Any | None = None,
     high: Any | None = None,
     *events: Event,
@@ -4782,7 +4786,9 @@ def VMI_VSTORE(
     ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
     lanes stored through a narrower integer pointer keep their low bits. Two values with
     ``dist_mode = "dintlv"`` (or ``"intlv"``): interleaved, value[i] at offset + 2i and
-    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load).
+    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load). The block-stride
+    form (``block_stride``, and the ``repeat_stride`` of pto.vsstb, both i16) is refused by
+    name.
     """
     ...
 

@@ -105,6 +105,8 @@ class Compiler:
         self.target = get_target(target)
         self.permissive = permissive  # skip the type rules the CPU simulator does not check
         self.funcs: dict[str, CompiledFunc] = {}
+        #: the pto-test-opt passes whose rules verification makes (diagnose's ``passes``)
+        self.passes: frozenset[str] = frozenset()
 
     def reset_tiles(self) -> None:
         for f in self.funcs.values():
@@ -212,8 +214,9 @@ class CompiledFunc:
                     "func.return", "return"):
                 where = last.loc if last is not None else None
                 if last is not None and last.name.startswith("cf."):
-                    raise VerifyError(f"'{last.name}' is a branch ptoisa does not execute yet "
-                                      "(cf.br and cf.cond_br are)", op=last.name, loc=where)
+                    raise VerifyError(f"operation '{last.name}' cannot be executed by ptoisa "
+                                      "yet (of the branches, cf.br and cf.cond_br are)",
+                                      op=last.name, loc=where)
                 raise VerifyError(f"block ^{b.label} does not end with a terminator "
                                   "(cf.br, cf.cond_br or return)", loc=where)
             body = Region((replace(b, ops=ops[:-1] if last.name in _BRANCHES else ops),))

@@ -1152,11 +1152,13 @@ def backend_errors(module: Module, backend: str | None = None,
 
 
 def diagnose(module: Module, target: TargetLike, *, level: str | None = None,
-             backend: str | None = None) -> list[PtoError]:
+             backend: str | None = None, passes: tuple[str, ...] = ()) -> list[PtoError]:
     """Every error PTOAS-style verification of ``module`` for ``target`` finds: the module
     rules (entry signatures, calls, pipes, options; ``backend``: the command line's
     ``--pto-backend``), then each function compiled on its own (the first error of each),
-    ordered by location."""
+    ordered by location. ``passes``: the ``pto-test-opt`` passes a lit RUN line runs, whose
+    own rules (declared on the entries, ``Ptoas.passes``, and the module rules of
+    ``ptoisa.interp.vmi.pass_errors``) are made too."""
     errors: list[PtoError] = []
     try:
         check_module(module)
@@ -1165,7 +1167,11 @@ def diagnose(module: Module, target: TargetLike, *, level: str | None = None,
     errors.extend(backend_errors(module, backend, target))
     errors.extend(module_rule_errors(module, level, target))
     errors.extend(symbol_errors(module))
+    if passes:
+        from .vmi import pass_errors
+        errors.extend(pass_errors(module, passes))
     comp = Compiler(module, target, False)  # what Program(module, target) compiles with
+    comp.passes = frozenset(passes)
     for f in _functions(module):
         try:
             comp.function(f.sym_name or "")

@@ -27,6 +27,7 @@ from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa.registry import Instr, Opnd
+from ..isa.vmi.lowering import CONSTANTS
 from ..vector.logical import VmiMaskSpec, VmiSpec, vmi_spec
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, dialect_binder
@@ -121,7 +122,17 @@ def bind_vmi(cf: CompiledFunc, op: Op, ins: Instr) -> Step:
         types[r.name] = s
     params = _params(op, ins, specs, res_specs, literals)
     extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
-    bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive, extra)
+    checked = params
+    if ins.ptoas is not None and cf.c.passes:
+        passed = tuple(r for p, rs in ins.ptoas.passes.items() if p in cf.c.passes for r in rs)
+        if passed:
+            extra += passed
+            # (a pass's limits may read the integer an arith.constant operand holds: the
+            # check sees them as the parameter CONSTANTS, the run does not)
+            checked = {**params, CONSTANTS: {o.name: cf.consts[s] for o, s in
+                                             zip(ins.operands, slots, strict=False)
+                                             if isinstance(s, int) and s in cf.consts}}
+    bridge.check_types_at(op, ins, cf.c.target, types, checked, cf.c.permissive, extra)
     res = tuple(cf.slot(v) for v in op.results)
     fixed = tuple(slots)
     run = ins.run
@@ -183,3 +194,121 @@ def _params(op: Op, ins: Instr, specs: list[Any], res_specs: list[Any],
 
 
 dialect_binder("vmi", bind_vmi)
+
+
+# ---- the module rules of PTOAS's VMI passes ----------------------------------------------
+# (designs/vmi-implementation-manual.md: the producer boundary ``pto-validate-vmi-ir`` takes
+# surface VMI only, layout assignment needs every VMI-typed call to reach a body, and
+# ``vmi-to-vpto`` leaves no VMI type behind; PTOAS's prefixes name the rule's kind)
+
+BOUNDARY = "pto-validate-vmi-ir"
+ASSIGN = "vmi-layout-assignment"
+TO_VPTO = "vmi-to-vpto"
+INVARIANT = "VMI-PASS-INVARIANT: "
+CONTRACT = "VMI-LAYOUT-CONTRACT: "
+RESIDUAL = "VMI-RESIDUAL-OP: "
+#: the op families a VMI value may flow through besides pto.vmi.* (PTOAS's structural ops)
+_STRUCTURAL = ("builtin.module", "func.", "scf.", "cf.")
+#: the VMI ops that place lanes (layout helpers), which PTOAS's passes create themselves
+_HELPERS = frozenset({"pto.vmi.ensure_layout", "pto.vmi.ensure_mask_layout",
+                      "pto.vmi.ensure_mask_granularity", "pto.vmi.pack", "pto.vmi.unpack"})
+
+
+def _vmi_text(text: str) -> bool:
+    return "!pto.vmi." in text
+
+
+def _op_types(op: Op) -> list[T.Type]:
+    out = [v.type for v in op.operands] + [v.type for v in op.results]
+    out += [a.type for r in op.regions for b in r.blocks for a in b.args]
+    if op.name == "func.func":
+        ft = op.attr("function_type")
+        t = getattr(ft, "type", getattr(ft, "value", None))
+        if isinstance(t, T.FunctionType):
+            out += list(t.inputs) + list(t.results)
+    return out
+
+
+def _leaf_types(t: T.Type) -> list[str]:
+    if isinstance(t, T.FunctionType):
+        return [x for s in (*t.inputs, *t.results) for x in _leaf_types(s)]
+    return [str(t)]
+
+
+def _hidden_attr(op: Op | None, attrs: Any) -> str | None:
+    """The name of an attribute (not a function's signature) whose value holds a VMI type."""
+    for key, a in attrs.items:
+        if op is not None and op.name == "func.func" and key == "function_type":
+            continue
+        if _vmi_text(str(a)):
+            return key
+    return None
+
+
+def pass_errors(module: Any, passes: tuple[str, ...]) -> list[PtoError]:
+    """The errors of the module-level rules PTOAS's VMI passes make (``passes``: a lit RUN
+    line's ``pto-test-opt`` passes; the rules of single ops are on their entries,
+    ``Ptoas.passes``)."""
+    out: list[PtoError] = []
+    run = set(passes)
+    hidden = _hidden_attr(None, module.attributes)
+    if hidden is not None:
+        if run & {BOUNDARY, ASSIGN}:
+            out.append(VerifyError(f"{INVARIANT}a VMI type appears in a non-signature attribute "
+                                   f"('{hidden}' of the module)", op="builtin.module",
+                                   loc=module.loc))
+        elif TO_VPTO in run:
+            out.append(VerifyError(f"{RESIDUAL}failed to convert all VMI ops/types to VPTO (the "
+                                   f"module's attribute '{hidden}' holds a VMI type)",
+                                   op="builtin.module", loc=module.loc))
+    for op in module.walk():
+        where = {"op": op.name, "loc": op.loc}
+        hidden = _hidden_attr(op, op.attributes)
+        if hidden is not None and run & {BOUNDARY, ASSIGN}:
+            out.append(VerifyError(f"{INVARIANT}a VMI type appears in a non-signature attribute "
+                                   f"('{hidden}')", **where))
+            continue
+        if hidden is not None and TO_VPTO in run:
+            out.append(VerifyError(f"{RESIDUAL}failed to convert all VMI ops/types to VPTO "
+                                   f"(attribute '{hidden}' holds a VMI type)", **where))
+            continue
+        leaves = [x for t in _op_types(op) for x in _leaf_types(t)]
+        vmi = any(_vmi_text(x) for x in leaves)
+        if BOUNDARY in run:
+            err = _boundary(op, leaves)
+            if err:
+                out.append(VerifyError(err, **where))
+                continue
+        if ASSIGN in run and vmi:
+            if op.name == "func.func" and not (op.regions and op.regions[0].blocks):
+                out.append(VerifyError(f"{CONTRACT}VMI typed function declaration requires an "
+                                       "explicit external ABI materialization plan (a "
+                                       "declaration without a body has VMI types)", **where))
+                continue
+            if op.name == "func.call_indirect":
+                out.append(VerifyError(f"{CONTRACT}VMI typed call requires a direct internal "
+                                       "callee with a body", **where))
+                continue
+        if TO_VPTO in run and vmi and op.name in ("builtin.unrealized_conversion_cast",
+                                                  "unrealized_conversion_cast"):
+            out.append(VerifyError(f"{RESIDUAL}unrealized_conversion_cast cannot carry VMI "
+                                   "types", **where))
+    return out
+
+
+def _boundary(op: Op, leaves: list[str]) -> str:
+    """The producer boundary's refusal of ``op`` ("" if none): surface VMI types only, no
+    layout helper, and VMI values used by VMI or structural ops only."""
+    for x in leaves:  # (physical VPTO types pass through: vmi_producer_boundary_physical_*)
+        spec = vmi_spec(x) if _vmi_text(x) else None
+        if spec is not None and (spec.layout is not None or
+                                 (isinstance(spec, VmiMaskSpec) and spec.gran != "pred")):
+            return (f"{INVARIANT}VMI producer boundary requires surface !pto.vmi.vreg or "
+                    f"!pto.vmi.mask<Nxpred> type, got {x}")
+    if not any(_vmi_text(x) for x in leaves):
+        return ""
+    if op.name in _HELPERS:
+        return f"{INVARIANT}VMI helper op appears before layout assignment or VMI-to-VPTO"
+    if op.name.startswith("pto.vmi.") or op.name.startswith(_STRUCTURAL):
+        return ""
+    return f"{INVARIANT}VMI typed value is used by a non-VMI semantic op"

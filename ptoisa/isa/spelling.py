@@ -119,6 +119,9 @@ class Ptoas:
     #: op name -> static rules PTOAS's verifier adds for that op, beyond the instruction's
     #: own (the valid-shape contract of ``pto.tquant.mx``); the eager call does not make them
     rules: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: a ``pto-test-opt`` pass (``vmi-to-vpto``) -> static rules PTOAS makes for this op only
+    #: when that pass runs (a lowering's limits); checked when a lit RUN line runs the pass
+    passes: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     #: a keyword written among the op's ins (``pto.textract ins(%src, %r, %c fp %fp : ...)``)
     #: -> (the entry the op then is, how its written values map onto that entry): TEXTRACT_FP
     keywords: Mapping[str, tuple[str, Form]] = field(default_factory=dict)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ARCH = {"a3": "a2a3", "a5": "a5"}
 DEFAULT_ARCH = "a2a3"  # ptoas without --pto-arch compiles for a3
@@ -53,6 +54,9 @@ class Module:
     assumed: bool = False
     #: the RUN line's ``--pto-backend`` (``vpto`` / ``emitc``; None: not given)
     backend: str | None = None
+    #: the passes a ``pto-test-opt`` RUN line runs, in order, without their dashes
+    #: (``vmi-to-vpto``): the rules PTOAS makes only in a pass are checked when it runs
+    passes: tuple[str, ...] = ()
 
 
 _BACKEND_ATTR = re.compile(r'pto\.backend\s*=\s*"(\w+)"')
@@ -83,6 +87,25 @@ def option_error(run: str, target: str, text: str = "") -> str:
         if re.search(r"--enable-op-fusion(?:=true)?(?=\s|$)", run):
             return "Error: --enable-op-fusion=true requires --pto-arch=a5."
     return ""
+
+
+#: pto-test-opt options that are no pass
+_NOT_PASSES = frozenset({"split-input-file", "verify-diagnostics", "o",
+                         "allow-unregistered-dialect", "mlir-print-ir-after-all", "debug"})
+
+
+def test_opt_passes(run: str) -> tuple[str, ...]:
+    """The passes of a ``pto-test-opt`` command (its ``-name`` words up to the pipe), in
+    order; ``--pass-pipeline=...`` names its passes too."""
+    cmd = run.split("|", 1)[0]
+    out: list[str] = []
+    for m in re.finditer(r"(?<!\S)--?([a-z][\w-]*)(?:=(\S+))?", cmd):
+        name, value = m.group(1), m.group(2)
+        if name == "pass-pipeline" and value:
+            out.extend(re.findall(r"[a-z][\w-]*(?=[(,)\"']|$)", value.strip("\"'")))
+        elif name not in _NOT_PASSES and not name.startswith(("check-", "implicit-")):
+            out.append(name)
+    return tuple(out)
 
 
 def run_lines(text: str) -> list[str]:
@@ -118,10 +141,12 @@ def _checked_errors(lines: list[str], prefixes: list[str], negated: bool = False
     """The ``error:`` texts the FileCheck lines of ``prefixes`` expect (``-NOT`` excluded).
     Under ``not``, a checked MLIR diagnostic without its ``error:`` head (``// CHECK: 'pto.x'
     op requires ...``, ``// CHECK: '!pto.vmi.vreg<...>' expected ...``) is an error text too:
-    the failing tool's stderr is what is checked."""
+    the failing tool's stderr is what is checked; so is one of PTOAS's VMI pass diagnostics,
+    which start with their kind (``// CHECK: VMI{{-}}UNSUPPORTED{{:}} pto.vmi.compress ...``).
+    """
     head = "(" + "|".join(map(re.escape, prefixes)) + r")(-(?!NOT)[\w]+)?:"
     pat = re.compile(r"//\s*" + head + r".*?error:\s*(.*)$")
-    diag = re.compile(r"//\s*" + head + r"\s*('[^']+' (?:op )?\w.*)$")
+    diag = re.compile(r"//\s*" + head + r"\s*('[^']+' (?:op )?\w.*|VMI(?:-|\{\{)\S*.*)$")
     out = []
     for line in lines:
         if (m := pat.search(line)) or (negated and (m := diag.search(line))):
@@ -136,6 +161,12 @@ def _checked_texts(lines: list[str], prefixes: list[str]) -> list[str]:
     pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes))
                      + r")(-(?!NOT|LABEL)[\w]+)?:\s*(.*\S.*)$")
     return [t for line in lines if (m := pat.search(line)) and " " in (t := m.group(3).strip())]
+
+
+def _labelled(lines: list[str], prefixes: list[str]) -> bool:
+    """Has a CHECK-LABEL line of ``prefixes`` (the output of a module that compiled)."""
+    pat = re.compile(r"//\s*(" + "|".join(map(re.escape, prefixes)) + r")-LABEL:")
+    return any(pat.search(line) for line in lines)
 
 
 def _chunks(text: str) -> list[tuple[int, str]]:
@@ -171,7 +202,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
     followed). A file with RUN lines of other tools only gives no module. A RUN line that
     compiles another file of the test's folder (``%S/NAME.pto``) compiles that file, judged
     by this one's CHECK lines."""
-    found: dict[tuple[str | None, ...], Module] = {}
+    found: dict[tuple[Any, ...], Module] = {}
     notes: list[str] = []
     parts = _parts(text) if re.search(r"\bsplit-file\b", text) else {}
     for run in run_lines(text):
@@ -212,6 +243,7 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
             units = [("", 0, text)]
         split = len(units) > 1
         refused = option_error(run, target, text) if m.group(2) == "ptoas" else ""
+        passes = test_opt_passes(run[m.end():]) if m.group(2) == "pto-test-opt" else ()
         for where, first, body in units:
             lines = body.splitlines()
             expected = [e.strip() for line in lines for e in _EXPECTED.findall(line)]
@@ -222,19 +254,25 @@ def modules(text: str, folder: Path | None = None) -> tuple[list[Module], list[s
                 reject = True
                 if not expected and not checks:
                     checks = _checked_texts(all_lines, prefixes)
+            elif negated and not expected and not checks and where.startswith("chunk") and \
+                    not _labelled(lines, prefixes):
+                # (a chunk of a failing tool whose own CHECK lines read as messages, none a
+                # label of output it prints: the message it fails with)
+                checks = _checked_texts(lines, prefixes)
+                reject = bool(checks)
             elif expected:
                 reject = True
             elif checks:
                 reject = True
             else:
                 reject = False
-            key = (where, target, level, refused, backend)
+            key = (where, target, level, refused, backend, passes)
             if key in found:
                 continue
             # (a bare `CHECK: error:` marks a rejection and gives no text to compare)
             found[key] = Module(_padded(first, body), where, target, level, reject or
                                 bool(refused), tuple(t for t in expected or checks if t),
-                                refused, backend=backend)
+                                refused, backend=backend, passes=passes)
     return list(found.values()), notes
 
 

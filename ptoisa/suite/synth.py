@@ -6,7 +6,9 @@ and how the integer arrays are filled. Pointer arguments are arrays as large as 
 reaches through them (its ``make_tensor_view`` shapes and strides, ``load_scalar`` /
 ``store_scalar`` indices and ``addptr`` offsets, evaluated under the plan's values, block 0 of
 one block); on-chip pointer arguments (``!pto.ptr<T, ub>`` ...) are pointers into the core's
-own buffer; a ``partition_tensor_view`` argument of a static shape is an array of that shape;
+own buffer (each one 256-byte register into its share of the buffer: a load PTOAS lets
+read before its pointer, at a negative offset, reads the buffer); a
+``partition_tensor_view`` argument of a static shape is an array of that shape;
 a ``tile_buf`` argument the array of its whole shape (a ``?`` valid dimension the whole one:
 ``Program.run`` makes the tile on the core's machine); a VMI vector or mask (``!pto.vmi.vreg``,
 ``!pto.vmi.mask``) or a vector or predicate register (``!pto.vreg``, ``!pto.mask``) argument
@@ -39,6 +41,8 @@ import numpy as np
 
 from ..errors import PtoError
 
+#: bytes an on-chip pointer argument starts into its share of the buffer (one register)
+_HEADROOM = 256
 #: elements of a pointer argument whose reach could not be evaluated
 DEFAULT_ELEMS = 1 << 20
 #: most elements the suite gives one synthesised pointer argument
@@ -406,7 +410,8 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
                 return None, f"%{n}: no numpy type for {t}"
             same = [c for c in chips if SPACES.get(_space(c.type)) == SPACES[space]]
             share = target.buffer_size(SPACES[space]) // len(same) // 512 * 512
-            args.append(Ptr(space, same.index(a) * share, dt))
+            args.append(Ptr(space, same.index(a) * share + (_HEADROOM if share > 2 * _HEADROOM
+                                                            else 0), dt))
         elif isinstance(t, T.PtrType) or (isinstance(t, T.MemRefType)
                                           and bridge.memref_space(t) == "gm"):
             elems = 0

@@ -23,6 +23,7 @@ from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..micro.binary import _shl
 from ..micro.common import elementwise, on_bits
 from ..registry import Instr, Opnd, Param, Sig, instr
+from . import lowering
 from .common import (
     SPELLING,
     active,
@@ -220,7 +221,8 @@ def _vec_scalar(name: str, fn: Callable[[Any, Any], Any], doc: str,
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("src", "lvec"), Opnd("scalar", "scalar"), _MASK),
                  params=(Param("pmode", None),), results=_RES, dtype_key=("src",),
-                 static=(same_lvec("src", "result"), same_lanes("src", "mask")))(impl)
+                 static=(same_lvec("src", "result"), same_lanes("src", "mask")),
+                 ptoas=names(passes=lowering.merge_pmode(name.lower())))(impl)
 
 
 VADDS = _vec_scalar("VADDS", np.add, "result[i] = src[i] + scalar on active lanes, 0 "
@@ -254,8 +256,8 @@ _PREDICATES = {
 def _cmp_attr(sig: Sig) -> None:
     c = sig.params.get("cmp")
     if c not in _PREDICATES:
-        raise sig.fail(f"cmp = {c!r}: it is one of {', '.join(_CMP)} (or MLIR's o* / u* / "
-                       "s* predicates)")
+        raise sig.fail(f"unsupported compare predicate {c!r} (it is one of "
+                       f"{', '.join(_CMP)}, or MLIR's o* / u* / s* predicates)")
 
 
 def _ordered(x: np.ndarray, signless: bool) -> np.ndarray:
@@ -297,7 +299,7 @@ def _seeded(sig: Sig) -> None:
        results=(Opnd("result", "lmask"),), dtype_key=("lhs",),
        static=(same_lvec("lhs", "rhs"), same_lanes("lhs", "seed", "result"), _cmp_attr,
                _seeded, spelled({"cmpf": "float", "cmpi": "int"}, "lhs")),
-       ptoas=names("cmpf", "cmpi"))
+       ptoas=names("cmpf", "cmpi", passes=lowering.COMPARE))
 def VMI_VCMP(m: Any, lhs: LVec, rhs: LVec, seed: LMask | None = None, *,
              cmp: str | None = None, pmode: str | None = None, signless: bool = False,
              spelling: str | None = None) -> LMask:
@@ -341,7 +343,7 @@ def VMI_VSEL(m: Any, mask: LMask, true_val: LVec, false_val: LVec, *,
 def _vci_static(sig: Sig) -> None:
     o, g = sig.params.get("order"), sig.params.get("group")
     if o not in (None, "ASC", "DESC"):
-        raise sig.fail(f"order = {o!r}: it is \"ASC\" or \"DESC\"")
+        raise sig.fail(f"requires order to be ASC or DESC (got {o!r})")
     r = sig["result"]
     if g is not None and (not isinstance(g, int) or g <= 0
                           or (isinstance(r, VmiSpec) and r.lanes % g)):

@@ -3,12 +3,13 @@ logical types, UB addressing in elements."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
 from ... import dtypes as D
-from ...errors import ExecutionError
+from ...errors import ExecutionError, PtoError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec, vmi_spec
 from ...vector.regs import SPACES, Ptr, buffer_bytes, touch
 from ..micro.common import scalar_as
@@ -81,6 +82,34 @@ def ub_elems(m: Any, ptr: Ptr, idx: np.ndarray, dt: D.DType, what: str, *, role:
     return raw.view(dt.np), idx - lo
 
 
+_DENSE = re.compile(r"dense<(.*)>\s*:\s*tensor<\s*(\d+)\s*x\s*([\w.!]+)\s*>", re.DOTALL)
+
+
+def dense(value: Any, what: str) -> tuple[list[str], int, str]:
+    """(the written elements, the tensor's count, its element type) of a ``dense<...> :
+    tensor<NxT>`` attribute (an eager call may give a sequence: its items, its length, "");
+    PtoError when it is none."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        items = [str(v) for v in np.asarray(value).reshape(-1).tolist()]
+        return items, len(items), ""
+    mt = _DENSE.fullmatch(str(value).strip()) if value is not None else None
+    if mt is None:
+        raise PtoError(f"{what}: requires dense elements constant attribute, got {value!r}")
+    body = mt.group(1).strip().strip("[]")
+    items = [x.strip() for x in body.split(",") if x.strip()]
+    return items, int(mt.group(2)), mt.group(3).removeprefix("!pto.")
+
+
+def index_list(value: Any) -> list[int]:
+    """The lane indices of a shuffle's ``indices`` (``array<i64: ...>``, or a sequence)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [int(v) for v in value]
+    mt = re.fullmatch(r"array<\s*i\d+\s*:?(.*)>", str(value).strip(), re.DOTALL)
+    if mt is None:
+        raise PtoError(f"shuffle: indices must be an array<i64: ...>, got {value!r}")
+    return [int(x) for x in mt.group(1).replace("\n", " ").split(",") if x.strip()]
+
+
 # ---- static rules over logical types ----------------------------------------------------------
 
 def same_lvec(*names: str) -> StaticRule:
@@ -128,10 +157,13 @@ _GRAN_BYTES = {"b8": 1, "b16": 2, "b32": 4}
 NUM_GROUPS = {"num_groups": Attr("group")}
 
 
-def names(*ops: str, attrs: dict[str, Attr] | None = None) -> Ptoas:
+def names(*ops: str, attrs: dict[str, Attr] | None = None,
+          passes: dict[str, tuple[Any, ...]] | None = None) -> Ptoas:
     """The other PTOAS names of a VMI entry (the op set of designs/vmi-implementation-manual.md
-    3.1, which PTOAS's passes still write: ``pto.vmi.addf`` is ``vadd`` on floats)."""
-    return Ptoas(names=tuple(f"pto.vmi.{o}" for o in ops), attrs=attrs or {})
+    3.1, which PTOAS's passes still write: ``pto.vmi.addf`` is ``vadd`` on floats); ``passes``:
+    the limits of PTOAS's passes on it (``lowering.py``)."""
+    return Ptoas(names=tuple(f"pto.vmi.{o}" for o in ops), attrs=attrs or {},
+                 passes=passes or {})
 
 
 #: the parameter the binder fills with the op's name (an entry of several names)
@@ -151,6 +183,6 @@ def spelled(kinds: dict[str, str], operand: str) -> StaticRule:
     return rule
 
 
-__all__ = ["NUM_GROUPS", "SPELLING", "active", "names", "no_merge", "result_spec",
-           "spelled", "same_lanes", "same_lvec", "scalar_as",
-           "ub_elems", "zeroing"]
+__all__ = ["NUM_GROUPS", "SPELLING", "active", "dense", "index_list", "names", "no_merge",
+           "result_spec", "spelled", "same_lanes", "same_lvec", "scalar_as", "ub_elems",
+           "zeroing"]

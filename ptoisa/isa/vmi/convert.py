@@ -29,6 +29,7 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ..elementwise.cvt import convert, round_fp4
 from ..micro.conversion import RND
 from ..registry import Opnd, Param, Sig, instr
+from . import lowering
 from .common import SPELLING, active, names, result_spec, same_lanes
 
 
@@ -60,6 +61,10 @@ def _vcvt_static(sig: Sig) -> None:
     if "bf16x2" in pair or s.dtype.packed or r.dtype.packed:
         _packed_static(sig, pair, rnd, sat)
         return
+    if s.dtype.is_float and r.dtype.is_float and s.dtype.itemsize == r.dtype.itemsize and \
+            pair != ("bf16", "f16"):
+        raise sig.fail(f"same-width fp-to-fp conversion is not supported ({s.dtype.name} -> "
+                       f"{r.dtype.name}: of the same-width pairs only bf16 -> f16 converts)")
     kind = _kind(s.dtype, r.dtype)
     if rnd is not None:
         if kind not in ("FpNarrow", "FpToSi", "FpToUi"):
@@ -98,15 +103,26 @@ _PAIRS = {("bf16x2", "f4E1M2x2"), ("bf16x2", "f4E2M1x2"), ("f4E1M2x2", "bf16x2")
 
 
 def _packed_static(sig: Sig, pair: tuple[str, str], rnd: Any, sat: Any) -> None:
+    # (PTOAS's words name the spelling: the older names say "attr", fptosi / fptoui / truncf
+    # their conversion kind)
+    name = str(sig.params.get("spelling") or "pto.vmi.vcvt").removeprefix("pto.vmi.")
+    attr = "" if name == "vcvt" else " attr"
     if pair not in _PAIRS:
-        raise sig.fail("unsupported conversion involving bf16x2 element type" if "bf16x2" in pair
-                       else "unsupported packed fp-to-fp conversion element type pair")
+        what = {"fptosi": "fp-to-si conversion element type pair",
+                "fptoui": "fp-to-ui conversion element type pair",
+                "truncf": "bf16x2 fp-to-fp conversion element type pair"}.get(name)
+        raise sig.fail(f"unsupported {what} ({pair[0]} -> {pair[1]})" if what and "bf16x2" in
+                       pair else "unsupported conversion involving bf16x2 element type"
+                       if "bf16x2" in pair else
+                       "unsupported packed fp-to-fp conversion element type pair")
     if pair[0] == "bf16x2":
         if sat is not None:
             raise sig.fail("'saturate' is not valid for the bf16x2 -> f4x2 conversion (it "
                            "saturates to the largest fp4 magnitude by itself)")
+        if rnd is not None and len(str(rnd)) != 1:
+            raise sig.fail(f"rounding{attr} must be a single-character mode token (got {rnd!r})")
         if rnd is not None and rnd not in ("R", "A", "F", "C", "Z"):
-            raise sig.fail("rounding is not valid for this fp-to-fp conversion type pair "
+            raise sig.fail(f"rounding{attr} is not valid for this fp-to-fp conversion type pair "
                            f"(got {rnd!r}: R, A, F, C or Z)")
         return
     if rnd is not None:
@@ -160,7 +176,7 @@ _KINDS = {"extf": ("FpWiden",), "truncf": ("FpNarrow",), "extsi": ("IntWiden",),
                Param("result_type", None), Param("source_type", None), SPELLING),
        results=(Opnd("result", "lvec"),), dtype_key=("src", "result"),
        static=(_vcvt_static, same_lanes("src", "mask", "result", gran=False)),
-       ptoas=names(*_KINDS))
+       ptoas=names(*_KINDS, passes=lowering.CAST))
 def VMI_VCVT(m: Any, src: LVec, mask: LMask | None = None, *, rounding: str | None = None,
              saturate: str | None = None, pmode: str | None = None,
              result_type: Any = None, source_type: Any = None,
@@ -213,7 +229,7 @@ def _same_bits(sig: Sig) -> None:
 
 @instr("VMI_VINTERPRET_CAST", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(_same_bits,), ptoas=names("bitcast"))
+       static=(_same_bits,), ptoas=names("bitcast", passes=lowering.BITCAST))
 def VMI_VINTERPRET_CAST(m: Any, src: LVec, *, result_type: Any = None) -> LVec:
     """The source's bits read as the result type's lanes (lane count may change, the bits
     are conserved)."""

@@ -27,6 +27,8 @@ from ...vector.logical import (
 )
 from ...vector.regs import GRANULARITY, VREG_BYTES, Mask, MaskSpec, VReg, VRegSpec
 from ..registry import Opnd, Param, Sig, instr
+from ..spelling import Ptoas
+from . import lowering
 
 
 def _same_value(sig: Sig) -> None:
@@ -38,7 +40,29 @@ def _same_value(sig: Sig) -> None:
         raise sig.fail(f"changes the mask's lane count ({s} -> {r})")
 
 
-def _helper(name: str, kind: str, doc: str) -> Any:
+def _assigned(sig: Sig) -> None:
+    """ensure_layout moves lanes between two placements: both must be stated."""
+    s, r = sig["source"], sig["result"]
+    if isinstance(s, VmiSpec) and isinstance(r, VmiSpec) and (s.layout is None or
+                                                              r.layout is None):
+        raise sig.fail(f"requires source and result to be layout-assigned ({s} -> {r})")
+
+
+def _granularities(sig: Sig) -> None:
+    """ensure_mask_granularity rereads a mask at another granularity: both are concrete (b8,
+    b16, b32), and the layout is stated on both sides or on neither."""
+    s, r = sig["source"], sig["result"]
+    if not (isinstance(s, VmiMaskSpec) and isinstance(r, VmiMaskSpec)):
+        return
+    if s.gran not in GRANULARITY or r.gran not in GRANULARITY:
+        raise sig.fail(f"requires concrete source and result mask granularities ({s} -> {r})")
+    if (s.layout is None) != (r.layout is None):
+        raise sig.fail("requires either both source and result to carry layout or neither to "
+                       f"carry layout ({s} -> {r})")
+
+
+def _helper(name: str, kind: str, doc: str, passes: Any = None,
+            static: tuple[Any, ...] = ()) -> Any:
     def impl(m: Any, source: Any) -> Any:
         return source
 
@@ -46,15 +70,17 @@ def _helper(name: str, kind: str, doc: str) -> Any:
     impl.__module__ = __name__
     return instr(f"VMI_{name.upper()}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("source", kind),), results=(Opnd("result", kind),),
-                 static=(_same_value,))(impl)
+                 static=(_same_value, *static), ptoas=Ptoas(passes=passes or {}))(impl)
 
 
 ENSURE_LAYOUT = _helper("ensure_layout", "lvec", "result = source: the same lanes, placed in "
-                        "the result type's layout.")
+                        "the result type's layout.", lowering.ENSURE_LAYOUT, (_assigned,))
 ENSURE_MASK_LAYOUT = _helper("ensure_mask_layout", "lmask", "result = source: the same mask "
-                             "lanes, placed in the result type's layout.")
+                             "lanes, placed in the result type's layout.",
+                             lowering.ENSURE_MASK_LAYOUT)
 ENSURE_MASK_GRANULARITY = _helper("ensure_mask_granularity", "lmask", "result = source: the "
-                                  "same mask lanes, read at the result type's granularity.")
+                                  "same mask lanes, read at the result type's granularity.",
+                                  static=(_granularities,))
 
 
 

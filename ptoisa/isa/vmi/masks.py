@@ -35,8 +35,8 @@ def _group_shape(sig: Sig) -> None:
             raise sig.fail(f"'{name}' must be a positive integer, got {v!r}")
     r = sig["result"] if sig["result"] is not None else p.get("result_type")
     if isinstance(r, VmiMaskSpec) and g * s != r.lanes:
-        raise sig.fail(f"num_groups x group_size = {g} x {s} = {g * s}, the mask has "
-                       f"{r.lanes} lanes")
+        raise sig.fail(f"requires result lane count to equal num_groups * group_size "
+                       f"({g} x {s} = {g * s}, the mask has {r.lanes} lanes)")
 
 
 @instr("VMI_CREATE_GROUP_MASK", pipe=Pipe.V, dialect="vmi",

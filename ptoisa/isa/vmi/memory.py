@@ -25,7 +25,18 @@ from ...vector.logical import LMask, LVec, VmiSpec
 from ...vector.regs import Ptr, PtrSpec
 from ..registry import Opnd, Param, Sig, instr
 from ..spelling import Form, Ptoas
-from .common import NUM_GROUPS, active, names, no_merge, result_spec, same_lanes, ub_elems, zeroing
+from . import lowering
+from .common import (
+    NUM_GROUPS,
+    SPELLING,
+    active,
+    names,
+    no_merge,
+    result_spec,
+    same_lanes,
+    ub_elems,
+    zeroing,
+)
 
 
 def _to(result_type: Any, what: str) -> VmiSpec:
@@ -33,13 +44,16 @@ def _to(result_type: Any, what: str) -> VmiSpec:
 
 
 def _modes(sig: Sig, value: str) -> None:
-    """vmi-isa/01 "attention": group, block stride and dist_mode exclude each other; the
-    stride operand comes with group only; the pointer's element type is the vector's."""
+    """vmi-isa/01 "attention": group, block stride and dist_mode exclude each other (but for
+    the grouped broadcast load, ``dist_mode = "brc"`` with ``group``: designs/vmi-e2b-scale-
+    broadcast-optimization.md 8); the stride operand comes with group only; the pointer's
+    element type is the vector's."""
     p = sig.params
     group, dist = p.get("group"), p.get("dist_mode")
     stride, block = sig["stride"], sig["block_stride"]
-    if group is not None and dist is not None:
-        raise sig.fail("'group' and 'dist_mode' are mutually exclusive")
+    if group is not None and dist not in (None, "brc"):
+        raise sig.fail("'group' and 'dist_mode' are mutually exclusive (but for dist_mode = "
+                       "\"brc\", the grouped broadcast load)")
     if group is not None and stride is None:
         raise sig.fail("'group' requires a stride operand")
     if group is None and stride is not None:
@@ -56,7 +70,9 @@ def _modes(sig: Sig, value: str) -> None:
     ub_only(sig, ptr)
     if isinstance(ptr, PtrSpec) and isinstance(v, VmiSpec) and dist != "unpack" \
             and ptr.dtype.itemsize != v.dtype.itemsize and not _narrowing(sig, ptr, v):
-        raise sig.fail(f"the pointer is {ptr}, the vector {v}: their element types differ")
+        role = "destination" if "dest" in sig.types else "source"
+        raise sig.fail(f"requires memory {role} element type to match VMI data element type "
+                       f"(the pointer is {ptr}, the vector {v})")
 
 
 def ub_only(sig: Sig, ptr: Any) -> None:
@@ -88,17 +104,22 @@ def _rows(lanes: int, offset: int, group: int | None, stride: int | None) -> np.
                  Opnd("stride", "index", optional=True),
                  Opnd("block_stride", "scalar", optional=True)),
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None),
-               Param("result_type", None)),
+               Param("result_type", None), SPELLING),
        results=(Opnd("result", "lvec"), Opnd("high", "lvec", optional=True)),
        dtype_key=("source",),
        static=(lambda sig: _modes(sig, "result"), lambda sig: _pairs(sig, "high")),
-       ptoas=names("load", "group_load", "group_slot_load", attrs=NUM_GROUPS))
+       ptoas=names("load", "group_load", "group_slot_load", "group_broadcast_load",
+                   attrs=NUM_GROUPS,
+                   passes=lowering.LOAD))
 def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
               block_stride: int | None = None, *, dist_mode: str | None = None,
               group: int | None = None, pmode: str | None = None,
-              result_type: Any = None) -> LVec | tuple[LVec, LVec]:
+              result_type: Any = None, spelling: str | None = None
+              ) -> LVec | tuple[LVec, LVec]:
     """result[i] = ub[offset + i] (continuous); ``dist_mode = "brc"``: every lane ub[offset];
     ``group = C`` with ``stride``: lane g * L/C + j = ub[offset + g * stride + j];
+    ``dist_mode = "brc"`` with ``group = C`` (``pto.vmi.group_broadcast_load``: one value per
+    group, broadcast to its lanes): lane g * L/C + j = ub[offset + g * stride];
     ``dist_mode = "dintlv"`` (two results): the 2L elements from offset, the even ones in the
     first result, the odd ones in ``high``."""
     to = _to(result_type, "vload")
@@ -110,9 +131,13 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
     if block_stride is not None or dist_mode not in (None, "continuous", "brc"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
-        raise ExecutionError(f"operation 'pto.vmi.vload' with {form} cannot be executed by "
-                             "ptoisa yet")
-    if dist_mode == "brc":
+        raise ExecutionError(f"operation 'pto.vmi.vload' cannot be executed by ptoisa yet "
+                             f"(with {form})")
+    if spelling == "pto.vmi.group_broadcast_load":
+        dist_mode = "brc"
+    if dist_mode == "brc" and group is not None:
+        idx = int(offset) + np.arange(to.lanes) // (to.lanes // int(group)) * int(stride or 0)
+    elif dist_mode == "brc":
         idx = np.full(to.lanes, int(offset))
     else:
         idx = _rows(to.lanes, int(offset), group, stride)
@@ -124,6 +149,7 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
        operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
                  Opnd("stride", "index", optional=True),
                  Opnd("block_stride", "scalar", optional=True),
+                 Opnd("repeat_stride", "scalar", optional=True),
                  Opnd("mask", "lmask", optional=True), Opnd("high", "lvec", optional=True)),
        params=(Param("dist_mode", None), Param("group", None), Param("pmode", None)),
        dtype_key=("value",),
@@ -131,18 +157,21 @@ def VMI_VLOAD(m: Any, source: Ptr, offset: int, stride: int | None = None,
                lambda sig: _group_unmasked(sig), lambda sig: _pairs(sig, "high")),
        ptoas=Ptoas(names=tuple(f"pto.vmi.{n}" for n in ("store", "masked_store",
                                                          "group_store")),
-                   attrs=NUM_GROUPS,
+                   attrs=NUM_GROUPS, passes=lowering.STORE,
                    # (the interleaving form writes its second vector after the first)
                    forms={"pto.vmi.vstore": (Form(inputs=("value", "high", "dest", "offset")),)}))
 def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None = None,
-               block_stride: int | None = None, mask: LMask | None = None,
+               block_stride: int | None = None, repeat_stride: int | None = None,
+               mask: LMask | None = None,
                high: LVec | None = None, *, dist_mode: str | None = None,
                group: int | None = None, pmode: str | None = None) -> None:
     """ub[offset + i] = value[i] on the active lanes (the other elements keep their bytes);
     ``group = C`` with ``stride``: lane g * L/C + j to ub[offset + g * stride + j]. Integer
     lanes stored through a narrower integer pointer keep their low bits. Two values with
     ``dist_mode = "dintlv"`` (or ``"intlv"``): interleaved, value[i] at offset + 2i and
-    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load)."""
+    high[i] at offset + 2i + 1 (the inverse of the deinterleaving load). The block-stride
+    form (``block_stride``, and the ``repeat_stride`` of pto.vsstb, both i16) is refused by
+    name."""
     if high is not None and block_stride is None and mask is None:
         both = np.empty(2 * value.data.size, value.data.dtype)
         both[0::2], both[1::2] = value.data, high.data
@@ -150,8 +179,8 @@ def VMI_VSTORE(m: Any, value: LVec, dest: Ptr, offset: int, stride: int | None =
     elif block_stride is not None or dist_mode not in (None, "continuous"):
         form = "the block-stride form" if block_stride is not None else \
             f"dist_mode = \"{dist_mode}\""
-        raise ExecutionError(f"operation 'pto.vmi.vstore' with {form} cannot be executed by "
-                             "ptoisa yet")
+        raise ExecutionError(f"operation 'pto.vmi.vstore' cannot be executed by ptoisa yet "
+                             f"(with {form})")
     x = value.data
     dt = value.dtype
     if isinstance(dest, Ptr) and dest.dtype.itemsize < dt.itemsize and dt.is_int \
@@ -199,8 +228,9 @@ def _group_unmasked(sig: Sig) -> None:
                  Opnd("mask", "lmask", optional=True)),
        params=(Param("pmode", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lanes("offsets", "mask", "result"), lambda sig: ub_only(sig, sig["source"]),
-               lambda sig: _offsets(sig)))
+       # (the mask's granularity is the gathered elements' width, not the offsets')
+       static=(same_lanes("result", "offsets", "mask"), lambda sig: ub_only(sig, sig["source"]),
+               lambda sig: _offsets(sig)), ptoas=names(passes=lowering.GATHER))
 def VMI_VGATHER(m: Any, source: Ptr, offsets: LVec, mask: LMask | None = None, *,
                 pmode: str | None = None, result_type: Any = None) -> LVec:
     """result[i] = ub[source + offsets[i]] (element offsets) on active lanes, 0 elsewhere."""
@@ -244,7 +274,8 @@ def VMI_MASKED_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
        dtype_key=("source",),
        static=(same_lanes("result", "mask", "passthru"),
-               lambda sig: ub_only(sig, sig["source"])))
+               lambda sig: ub_only(sig, sig["source"])),
+       ptoas=names(passes=lowering.EXPAND_LOAD))
 def VMI_EXPAND_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
                     passthru: LVec | None = None, *, result_type: Any = None) -> LVec:
     """The k-th active lane gets ub[offset + k] (the manual's "vmi.expand_load"); the others
@@ -264,7 +295,8 @@ def VMI_EXPAND_LOAD(m: Any, source: Ptr, offset: int, mask: LMask,
        operands=(Opnd("value", "lvec"), Opnd("dest", "ptr", "out"), Opnd("offset", "index"),
                  Opnd("mask", "lmask")),
        dtype_key=("value",),
-       static=(same_lanes("value", "mask"), lambda sig: ub_only(sig, sig["dest"])))
+       static=(same_lanes("value", "mask"), lambda sig: ub_only(sig, sig["dest"])),
+       ptoas=names(passes=lowering.COMPRESS_STORE))
 def VMI_COMPRESS_STORE(m: Any, value: LVec, dest: Ptr, offset: int, mask: LMask) -> None:
     """The active lanes, in lane order, to ub[offset], ub[offset + 1], ... (the manual's
     "pto.vmi.compress_store")."""
@@ -281,7 +313,7 @@ def VMI_COMPRESS_STORE(m: Any, value: LVec, dest: Ptr, offset: int, mask: LMask)
                  Opnd("mask", "lmask", optional=True)),
        dtype_key=("value",),
        static=(same_lanes("value", "offsets", "mask"), lambda sig: ub_only(sig, sig["dest"]),
-               lambda sig: _offsets(sig)), ptoas=names("scatter"))
+               lambda sig: _offsets(sig)), ptoas=names("scatter", passes=lowering.SCATTER))
 def VMI_VSCATTER(m: Any, value: LVec, dest: Ptr, offsets: LVec,
                  mask: LMask | None = None) -> None:
     """ub[dest + offsets[i]] = value[i] on active lanes. Two active lanes with one offset

@@ -11,34 +11,17 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import numpy as np
 
 from ... import dtypes as D
 from ...enums import Pipe
-from ...errors import ExecutionError, PtoError
+from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiMaskSpec, VmiSpec
 from ..registry import Opnd, Param, Sig, instr
-from .common import active, result_spec, same_lanes
-
-_DENSE = re.compile(r"dense<(.*)>\s*:\s*tensor<\s*(\d+)\s*x\s*([\w.!]+)\s*>", re.DOTALL)
-
-
-def dense(value: Any, what: str) -> tuple[list[str], int, str]:
-    """(the written elements, the tensor's count, its element type) of a ``dense<...> :
-    tensor<NxT>`` attribute (an eager call may give a sequence: its items, its length, "");
-    PtoError when it is none."""
-    if isinstance(value, (list, tuple, np.ndarray)):
-        items = [str(v) for v in np.asarray(value).reshape(-1).tolist()]
-        return items, len(items), ""
-    mt = _DENSE.fullmatch(str(value).strip()) if value is not None else None
-    if mt is None:
-        raise PtoError(f"{what}: requires dense elements constant attribute, got {value!r}")
-    body = mt.group(1).strip().strip("[]")
-    items = [x.strip() for x in body.split(",") if x.strip()]
-    return items, int(mt.group(2)), mt.group(3).removeprefix("!pto.")
+from . import lowering
+from .common import active, dense, index_list, names, result_spec, same_lanes
 
 
 def _elem_name(dt: D.DType, signless: bool) -> set[str]:
@@ -70,7 +53,8 @@ def _constant_static(sig: Sig) -> None:
 
 @instr("VMI_CONSTANT", pipe=Pipe.V, dialect="vmi", operands=(),
        params=(Param("value", None), Param("result_type", None)),
-       results=(Opnd("result", "lvec"),), static=(_constant_static,))
+       results=(Opnd("result", "lvec"),), static=(_constant_static,),
+       ptoas=names(passes=lowering.CONSTANT))
 def VMI_CONSTANT(m: Any, *, value: Any = None, result_type: Any = None) -> LVec:
     """result = the dense value's elements (a splat in every lane)."""
     to = result_spec(result_type, "constant")
@@ -105,19 +89,10 @@ def VMI_CONSTANT_MASK(m: Any, *, value: Any = None, result_type: Any = None) -> 
     return LMask(np.resize(bits, to.lanes) if bits.size == 1 else bits)
 
 
-def _indices(value: Any) -> list[int]:
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [int(v) for v in value]
-    mt = re.fullmatch(r"array<\s*i\d+\s*:?(.*)>", str(value).strip(), re.DOTALL)
-    if mt is None:
-        raise PtoError(f"shuffle: indices must be an array<i64: ...>, got {value!r}")
-    return [int(x) for x in mt.group(1).replace("\n", " ").split(",") if x.strip()]
-
-
 def _shuffle_static(sig: Sig) -> None:
     s, r = sig["src"], sig["result"] if sig["result"] is not None else \
         sig.params.get("result_type")
-    idx = _indices(sig.params.get("indices"))
+    idx = index_list(sig.params.get("indices"))
     if isinstance(r, VmiSpec):
         if len(idx) != r.lanes:
             raise sig.fail(f"requires the static mask length ({len(idx)}) to equal the result "
@@ -132,10 +107,11 @@ def _shuffle_static(sig: Sig) -> None:
 
 @instr("VMI_SHUFFLE", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("indices", None), Param("result_type", None)),
-       results=(Opnd("result", "lvec"),), static=(_shuffle_static,))
+       results=(Opnd("result", "lvec"),), static=(_shuffle_static,),
+       ptoas=names(passes=lowering.SHUFFLE))
 def VMI_SHUFFLE(m: Any, src: LVec, *, indices: Any = None, result_type: Any = None) -> LVec:
     """result[i] = src[indices[i]]."""
-    idx = np.array(_indices(indices), np.int64)
+    idx = np.array(index_list(indices), np.int64)
     if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= src.data.size):
         raise ExecutionError(f"shuffle: an index leaves the {src.data.size} source lanes")
     return LVec(src.data[idx].copy())
@@ -157,7 +133,8 @@ def _split_static(sig: Sig) -> None:
 
 @instr("VMI_CHANNEL_SPLIT", pipe=Pipe.V, dialect="vmi", operands=(Opnd("src", "lvec"),),
        params=(Param("result_types", None),), results=(Opnd("channels", "any"),),
-       static=(_split_static,))
+       static=(_split_static, lowering.split_layout),
+       ptoas=names(passes=lowering.CHANNEL_SPLIT))
 def VMI_CHANNEL_SPLIT(m: Any, src: LVec, *, result_types: Any = None) -> tuple[LVec, ...]:
     """C channels (C = the results bound), out[c][i] = src[i * C + c]."""
     c = len(result_types) if result_types is not None else 2
@@ -183,7 +160,7 @@ def _merge_static(sig: Sig) -> None:
 
 @instr("VMI_CHANNEL_MERGE", pipe=Pipe.V, dialect="vmi", operands=(Opnd("inputs", "group"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(_merge_static,))
+       static=(_merge_static,), ptoas=names(passes=lowering.CHANNEL_MERGE))
 def VMI_CHANNEL_MERGE(m: Any, inputs: tuple[LVec, ...], *, result_type: Any = None) -> LVec:
     """result[i * C + c] = inputs[c][i] (C operands of one lane count)."""
     c = len(inputs)
@@ -198,7 +175,7 @@ def VMI_CHANNEL_MERGE(m: Any, inputs: tuple[LVec, ...], *, result_type: Any = No
 @instr("VMI_COMPRESS", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")),
        results=(Opnd("result", "lvec"),), dtype_key=("src",),
-       static=(same_lanes("src", "mask", "result"),))
+       static=(same_lanes("src", "mask", "result"),), ptoas=names(passes=lowering.COMPRESS))
 def VMI_COMPRESS(m: Any, src: LVec, mask: LMask) -> LVec:
     """The active lanes of src in lane order at the front, 0 after them (the manual: the tail
     is "zero/undef" at the VMI level; ptoisa gives 0, the micro-op vsqz's zeroing)."""
@@ -212,12 +189,14 @@ def VMI_COMPRESS(m: Any, src: LVec, mask: LMask) -> LVec:
 def _prefix_static(sig: Sig) -> None:
     r = sig["result"]
     if isinstance(r, VmiSpec) and not (r.dtype.is_int and r.signless):
-        raise sig.fail(f"requires a signless i8 / i16 / i32 result, got {r}")
+        raise sig.fail(f"requires signless integer result element type (a signless i8 / i16 / "
+                       f"i32, got {r})")
 
 
 @instr("VMI_ACTIVE_PREFIX_INDEX", pipe=Pipe.V, dialect="vmi", operands=(Opnd("mask", "lmask"),),
        params=(Param("result_type", None),), results=(Opnd("result", "lvec"),),
-       static=(same_lanes("mask", "result"), _prefix_static))
+       static=(same_lanes("mask", "result"), _prefix_static),
+       ptoas=names(passes=lowering.ACTIVE_PREFIX))
 def VMI_ACTIVE_PREFIX_INDEX(m: Any, mask: LMask, *, result_type: Any = None) -> LVec:
     """result[i] = the number of active lanes before lane i (popcount(mask[0 .. i)))."""
     to = result_spec(result_type, "active_prefix_index")

@@ -22,6 +22,7 @@ from ...enums import Pipe
 from ...errors import ExecutionError
 from ...vector.logical import LMask, LVec, VmiSpec
 from ..registry import Instr, Opnd, Param, Sig, instr
+from . import lowering
 from .common import (
     NUM_GROUPS,
     SPELLING,
@@ -53,7 +54,8 @@ def _groups(sig: Sig, src: str = "src") -> None:
 def _fp_reassoc(sig: Sig) -> None:
     s = sig["src"]
     if isinstance(s, VmiSpec) and s.dtype.is_float and not sig.params.get("reassoc"):
-        raise sig.fail("a floating-point add reduction requires 'reassoc'")
+        raise sig.fail("floating add-reduction requires reassoc attr (a floating-point sum "
+                       "in any order)")
 
 
 def _neutral(dt: np.dtype, kind: str) -> Any:
@@ -110,7 +112,8 @@ def _reduce(name: str, kind: str, doc: str) -> Instr:
     return instr(f"VMI_{name}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("src", "lvec"), Opnd("mask", "lmask")), params=tuple(params),
                  results=(Opnd("result", "lvec"),), dtype_key=("src",),
-                 static=static, ptoas=names(*aka, attrs=NUM_GROUPS))(impl)
+                 static=static, ptoas=names(*aka, attrs=NUM_GROUPS,
+                                            passes=lowering.reduce_limits(kind)))(impl)
 
 
 VCADD = _reduce("VCADD", "add", "result[g] = the sum of the active lanes of group g (L / C "
@@ -146,7 +149,8 @@ def _vbrc_static(sig: Sig) -> None:
 @instr("VMI_VBRC", pipe=Pipe.V, dialect="vmi", operands=(Opnd("value", "any"),),
        params=(Param("group", None), Param("result_type", None)),
        results=(Opnd("result", "lvec"),), static=(_vbrc_static,),
-       ptoas=names("broadcast", "group_broadcast", attrs=NUM_GROUPS))
+       ptoas=names("broadcast", "group_broadcast", attrs=NUM_GROUPS,
+                   passes=lowering.BROADCAST))
 def VMI_VBRC(m: Any, value: Any, *, group: int | None = None, result_type: Any = None) -> LVec:
     """Every lane = the scalar (or the 1-lane vector's lane); ``group = C``: lane
     g * L / C + j = value[g]."""

@@ -30,16 +30,26 @@ from ..micro.common import elementwise
 from ..micro.sfu import _fused
 from ..registry import Opnd, Param, Sig, instr
 from ..spelling import Ptoas
-from .common import active, no_merge, same_lanes, same_lvec, scalar_as, zeroing
+from . import lowering
+from .common import active, names, no_merge, same_lanes, same_lvec, scalar_as, zeroing
 
 _MASK = Opnd("mask", "lmask", optional=True)
 _PMODE = (Param("pmode", None),)
 
 
+def _same_x_max(sig: Sig) -> None:
+    x, mx = sig["x"], sig["max"]
+    if isinstance(x, VmiSpec) and isinstance(mx, VmiSpec):
+        if x.dtype != mx.dtype:
+            raise sig.fail(f"requires x and max to have the same element type (x is {x}, max "
+                           f"is {mx})")
+        same_lvec("x", "max")(sig)
+
+
 @instr("VMI_VEXPDIF", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("x", "lvec"), Opnd("max", "lvec"), _MASK), params=_PMODE,
        results=(Opnd("result", "lvec"),), dtype_key=("x",),
-       static=(same_lvec("x", "max"), same_lanes("x", "mask", "result")))
+       static=(_same_x_max, same_lanes("x", "mask", "result")))
 def VMI_VEXPDIF(m: Any, x: LVec, max: LVec, mask: LMask | None = None, *,  # noqa: A002
                 pmode: str | None = None) -> LVec:
     """result[i] = exp(x[i] - max[i]) as f32 on active lanes, 0 elsewhere."""
@@ -66,7 +76,8 @@ def VMI_VAXPY(m: Any, x: LVec, acc: LVec, alpha: Any, mask: LMask | None = None,
 @instr("VMI_VMULA", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("acc", "lvec"), Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), _MASK),
        params=_PMODE, results=(Opnd("result", "lvec"),), dtype_key=("acc",),
-       static=(same_lvec("acc", "lhs", "rhs", "result"), same_lanes("acc", "mask")))
+       static=(same_lvec("acc", "lhs", "rhs", "result"), same_lanes("acc", "mask")),
+       ptoas=names(passes=lowering.FMA))
 def VMI_VMULA(m: Any, acc: LVec, lhs: LVec, rhs: LVec, mask: LMask | None = None, *,
               pmode: str | None = None) -> LVec:
     """result[i] = acc[i] + lhs[i] * rhs[i] (one rounding; integers wrap) on active lanes,
@@ -131,7 +142,7 @@ def _exact_i32(sig: Sig) -> None:
 
 
 @instr("VMI_VMULL", pipe=Pipe.V, dialect="vmi",
-       ptoas=Ptoas(rules={"pto.vmi.vmull": (_exact_i32,)}),
+       ptoas=Ptoas(rules={"pto.vmi.vmull": (_exact_i32,)}, passes=lowering.VMULL),
        operands=(Opnd("lhs", "lvec"), Opnd("rhs", "lvec"), _MASK), params=_PMODE,
        results=(Opnd("low", "lvec"), Opnd("high", "lvec")), dtype_key=("lhs",),
        static=(_i32_pair, same_lanes("lhs", "mask")))
@@ -182,7 +193,9 @@ def _hist(name: str, cumulative: bool, doc: str) -> Any:
     return instr(f"VMI_{name.upper()}", pipe=Pipe.V, dialect="vmi",
                  operands=(Opnd("acc", "lvec"), Opnd("src", "lvec"), _MASK),
                  results=(Opnd("result", "lvec"),), dtype_key=("acc",),
-                 static=(_hist_static, same_lvec("acc", "result"),
+                 # (acc and result: ui16 or signless i16 each, the same bits: the
+                 # signless-to-unsigned normalization makes them one type)
+                 static=(_hist_static, same_lanes("acc", "result", gran=False),
                          same_lanes("src", "mask", gran=False)))(impl)
 
 
@@ -245,7 +258,8 @@ def _vselr_static(sig: Sig) -> None:
 @instr("VMI_VSELR", pipe=Pipe.V, dialect="vmi",
        operands=(Opnd("source", "lvec"), Opnd("index", "lvec")),
        results=(Opnd("result", "lvec"),), dtype_key=("source",),
-       static=(same_lanes("index", "result"), _vselr_static))
+       static=(same_lanes("index", "result"), _vselr_static),
+       ptoas=names(passes=lowering.VSELR))
 def VMI_VSELR(m: Any, source: LVec, index: LVec) -> LVec:
     """result[i] = source[index[i]], one lane per index (an index outside the source's lanes
     is an error)."""
