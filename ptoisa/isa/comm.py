@@ -113,8 +113,9 @@ def _flat_1d(sig: Sig) -> None:
     for n in ("dst", "src"):
         t = sig[n]
         if isinstance(t, GMSpec) and (t.shape[:4] != (1, 1, 1, 1) or t.stride[4] != 1):
-            raise sig.fail(f"expects {n} to be a static flat contiguous logical 1D GM memref, "
-                           f"got shape {'x'.join(map(str, t.shape))}")
+            shape = "x".join(map(str, t.shape))
+            raise sig.fail(f"expects {n} to be a static flat contiguous logical 1D GM view "
+                           f"(a memref of shape 1x1x1x1xN), got shape {shape}")
 
 
 def _read(view: Any, idx: np.ndarray, op: str) -> np.ndarray:

@@ -126,6 +126,9 @@ class Ptoas:
     #: types written in outs) -> the name of the entry the op then is, or None for this one
     #: (pto.tfillpad with a dst larger than src is TFILLPAD_EXPAND)
     by_types: Callable[[tuple[Any, ...], tuple[Any, ...]], str | None] | None = None
+    #: PTOAS's verifier's words for the op on a target that lacks it (pto.thistogram: "only
+    #: supported on A5"), added to the "not supported on target" error
+    unsupported: str = ""
 
 
 # ---- pieces several entries share ----------------------------------------------------------
