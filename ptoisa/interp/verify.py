@@ -38,7 +38,7 @@ from ..memory import ALIGN
 from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
-from .compiler import Compiler, _literal
+from .compiler import Compiler, _literal, kernel_kind
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -108,8 +108,71 @@ class _Pipes:
         return seen
 
 
+_PAIR = ("requires a complete compatible peer init pair when local_addr comes from "
+         "pto.reserve_buffer or pto.import_reserved_buffer")
+
+
+def _pipe_keys(pipes: _Pipes, fn: str | None, init: Op) -> list[tuple[Any, ...]]:
+    """The logical pipes a pipe init takes part in: (the function owning the reserved buffer,
+    its name, direction bit) for each of its local buffers that comes from a reserve_buffer
+    or import_reserved_buffer. A bidirectional init (dir_mask 3) has its C2V buffer (the
+    l2l init's first operand, a frontend's c2v_consumer_buf) and its V2C one."""
+    mask = _attr(init, "dir_mask")
+    if init.name == "pto.initialize_l2l_pipe":
+        vals = list(init.operands[:2])
+    else:
+        kw = init.keyword_operands
+        vals = [kw.get("c2v_consumer_buf"), kw.get("v2c_consumer_buf")]
+        if mask == 2:
+            vals = [vals[1]]
+    bits = [1, 2] if mask == 3 else [mask]
+    keys = []
+    for v, bit in zip(vals, bits, strict=False):
+        d = None if v is None else pipes.defs[fn].get(id(v))
+        if d is None or d.name not in _BUFFERS:
+            continue
+        owner = fn if d.name == "pto.reserve_buffer" else _peer_name(d)
+        keys.append((owner, _attr(d, "name"), bit))
+    return keys
+
+
+def _pair_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]:
+    """PTOAS's ResolveReservedBuffers rule: the pipe inits that share a logical pipe (a
+    reserved buffer and a direction) form one peer group, which is exactly two inits in two
+    functions (one on each side). Reported on the group's first init, once per group."""
+    inits = [(f.sym_name, op) for f in funcs for op in pipes.inits(f.sym_name)]
+    keys = [_pipe_keys(pipes, fn, op) for fn, op in inits]
+    group = list(range(len(inits)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    first: dict[tuple[Any, ...], int] = {}
+    for i, ks in enumerate(keys):
+        for k in ks:
+            if k in first:
+                group[root(i)] = root(first[k])
+            else:
+                first[k] = i
+    members: dict[int, list[int]] = {}
+    for i, ks in enumerate(keys):
+        if ks:
+            members.setdefault(root(i), []).append(i)
+    for ms in sorted(members.values()):
+        fns = {inits[i][0] for i in ms}
+        if len(ms) != 2 or len(fns) != 2:
+            op = inits[ms[0]][1]
+            yield VerifyError(f"{_PAIR} (this pipe has {len(ms)} init(s) in {len(fns)} "
+                              "function(s); it needs one in each of two functions)",
+                              op=op.name, loc=op.loc)
+
+
 def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
     pipes = _Pipes(funcs)
+    yield from _frontend_op_errors(funcs, pipes)
+    yield from _pair_errors(funcs, pipes)
     reported: set[str | None] = set()
     for f in funcs:
         fn = f.sym_name
@@ -122,8 +185,7 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                                   op=init.name, loc=init.loc)
                 continue
             if any(not pipes.inits(p) for b in bufs for p in pipes.peers(fn, b)):
-                yield VerifyError("requires a complete peer init pair when local_addr comes from "
-                                  "pto.reserve_buffer or pto.import_reserved_buffer",
+                yield VerifyError(_PAIR + " (the peer function has no pipe init)",
                                   op=init.name, loc=init.loc)
                 continue
             users = [op for op in pipes.ops[fn] if op.name in _FRONTEND]
@@ -149,6 +211,89 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                             f"({direction} split values {sorted(splits - {None})})",
                             op=init.name, loc=init.loc)
                         break
+
+
+def _with_sections(op: Op, kind: str | None = None) -> Iterator[tuple[Op, str | None]]:
+    """Every op nested in ``op`` with the kind of the ``pto.section.cube`` /
+    ``pto.section.vector`` around it (None outside any)."""
+    for r in op.regions:
+        for b in r.blocks:
+            for o in b.ops:
+                yield o, kind
+                yield from _with_sections(o, _SECTIONS.get(o.name, kind))
+
+
+#: the kind of core each frontend pipe op runs on (PTOAS's verifiers: a cube op sits in a
+#: cube kernel function or a ``pto.section.cube``)
+_SECTIONS = {"pto.section.cube": "cube", "pto.section.vector": "vector"}
+_INIT_CORE = {"pto.aic_initialize_pipe": "cube", "pto.aiv_initialize_pipe": "vector"}
+#: frontend data op -> (the init of its pipe in the same function, PTOAS's name of the op)
+_FIXPIPE_USERS = {"pto.talloc_to_aiv": ("pto.aic_initialize_pipe", "TALLOC"),
+                  "pto.tpush_to_aiv": ("pto.aic_initialize_pipe", "TPUSH"),
+                  "pto.tpop_from_aic": ("pto.aiv_initialize_pipe", "TPOP"),
+                  "pto.tfree_from_aic": ("pto.aiv_initialize_pipe", "TFREE")}
+
+
+def _frontend_op_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]:
+    """PTOAS's op verifiers of the frontend pipe ops (they run before the module passes):
+    * an ``aic_initialize_pipe`` sits in a cube kernel function or a ``pto.section.cube``, an
+      ``aiv_initialize_pipe`` in a vector one (a ``pto.tileop.helper`` function is not checked);
+    * a fix-pipe producer (an ``aic_initialize_pipe`` with ``acc_push_epilogue``) imports its
+      consumer buffer from a function holding exactly one ``aiv_initialize_pipe`` whose
+      ``c2v_consumer_buf`` is the reserve_buffer of that name;
+    * the TALLOC / TPUSH / TPOP / TFREE of a fix-pipe pipe move whole tiles: ``split = 0``."""
+    for f in funcs:
+        helper = f.attributes.get("pto.tileop.helper") is not None
+        kind = kernel_kind(f)
+        inits: dict[Any, Op] = {}
+        for op, sec in _with_sections(f):
+            want = _INIT_CORE.get(op.name)
+            if want is None:
+                continue
+            inits.setdefault((op.name, _attr(op, "id")), op)
+            if not helper and (sec or kind) != want:
+                where = f"a {sec} section" if sec else f"a {kind} kernel" if kind else \
+                    "a function without pto.kernel_kind"
+                yield VerifyError(f"must be inside a {want} kernel function or section (it is "
+                                  f"in {where})", op=op.name, loc=op.loc)
+            elif op.name == "pto.aic_initialize_pipe" and \
+                    op.attributes.get("acc_push_epilogue") is not None and \
+                    not _fixpipe_consumer(pipes, f.sym_name, op):
+                yield VerifyError("expects peer consumer function to contain a matching "
+                                  "aiv_initialize_pipe with the same consumer buffer contract "
+                                  "(one whose c2v_consumer_buf is the reserve_buffer this fix "
+                                  "pipe imports)", op=op.name, loc=op.loc)
+        for op in f.walk():
+            user = _FIXPIPE_USERS.get(op.name)
+            if user is None:
+                continue
+            init = inits.get((user[0], _attr(op, "id")))
+            split = _attr(op, "split") or 0
+            if init is not None and init.attributes.get("acc_push_epilogue") is not None \
+                    and split != 0:
+                yield VerifyError(f"expects fixpipe {user[1]} to have split = 0 (the pipe's "
+                                  f"init has acc_push_epilogue; got split = {split})",
+                                  op=op.name, loc=op.loc)
+
+
+def _fixpipe_consumer(pipes: _Pipes, fn: str | None, init: Op) -> bool:
+    """Does the consumer of fix-pipe producer ``init`` (of function ``fn``) hold exactly one
+    ``aiv_initialize_pipe`` whose ``c2v_consumer_buf`` is the reserved buffer ``init`` imports?"""
+    buf = init.keyword_operands.get("c2v_consumer_buf")
+    imp = None if buf is None else pipes.defs[fn].get(id(buf))
+    if imp is None or imp.name != "pto.import_reserved_buffer":
+        return False
+    peer, name = _peer_name(imp), _attr(imp, "name")
+    if peer not in pipes.funcs:
+        return False
+    n = 0
+    for op in pipes.ops[peer]:
+        if op.name == "pto.aiv_initialize_pipe":
+            v = op.keyword_operands.get("c2v_consumer_buf")
+            d = None if v is None else pipes.defs[peer].get(id(v))
+            if d is not None and d.name == "pto.reserve_buffer" and _attr(d, "name") == name:
+                n += 1
+    return n == 1
 
 
 #: the C++ fix-pipe template parameters PTOAS keeps off its frontend pipe ops (their lowering
