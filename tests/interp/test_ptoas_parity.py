@@ -448,3 +448,156 @@ def test_ptoas_rule(lit: str, target: str, level: str | None, text: str,
         assert errs == []
     else:
         assert errs and want in errs[0], errs
+
+
+# ---- PTOAS's reason words (issue #26): rules we make, worded so they carry PTOAS's text ----
+
+def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: str = "none_box",
+       fractal: int = 512, v: tuple[int, int] | None = None) -> str:
+    vr, vc = v if v is not None else (rows, cols)
+    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={vr}, "
+            f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
+
+
+def colarg(src: str, dst: str) -> str:
+    s, d = tb("vec", src, 16, 32), tb("vec", dst, 1, 32)
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %t = pto.alloc_tile : {s}\n"
+                  f"    %d = pto.alloc_tile : {d}\n"
+                  f"    pto.tcolargmax ins(%s, %t : {s}, {s}) outs(%d : {d})")
+
+
+def mx(lhs: str, rhs: str) -> str:
+    a = tb("left", lhs, 16, 64, "col_major", "row_major")
+    b = tb("right", rhs, 64, 16, "row_major", "col_major")
+    sa = tb("scaling", "f8E8M0", 16, 2, sl="row_major", fractal=32)
+    sb = tb("scaling", "f8E8M0", 2, 16, "col_major", "col_major", fractal=32)
+    c = tb("acc", "f32", 16, 16, "col_major", "row_major", 1024)
+    return kernel(f"    %a = pto.alloc_tile : {a}\n    %sa = pto.alloc_tile : {sa}\n"
+                  f"    %b = pto.alloc_tile : {b}\n    %sb = pto.alloc_tile : {sb}\n"
+                  f"    %c = pto.alloc_tile : {c}\n"
+                  f"    pto.tmatmul.mx ins(%a, %sa, %b, %sb : {a}, {sa}, {b}, {sb}) "
+                  f"outs(%c : {c})", attrs=" attributes {pto.kernel_kind = "
+                  "#pto.kernel_kind<cube>}")
+
+
+def hist(byte: int) -> str:
+    s = tb("vec", "ui16", 32, 32, v=(8, 32))
+    i = tb("vec", "ui8", 32, 1, "col_major", v=(8, 1))
+    d = tb("vec", "ui32", 32, 256, v=(8, 256))
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %i = pto.alloc_tile : {i}\n"
+                  f"    %d = pto.alloc_tile : {d}\n    pto.thistogram ins(%s, %i : {s}, {i}) "
+                  f"outs(%d : {d}) {{byte = {byte} : i32}}")
+
+
+def tload(tile_dtype: str) -> str:
+    pt = "!pto.partition_tensor_view<16x32xf32>"
+    t = f"!pto.tile_buf<vec, 16x32x{tile_dtype}>"
+    return kernel(
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %c32 = arith.constant 32 : index\n"
+        "    %tv = pto.make_tensor_view %src, shape = [%c16, %c32], strides = [%c32, %c1] : "
+        "!pto.tensor_view<?x?xf32>\n"
+        "    %sv = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c16, %c32] : "
+        f"!pto.tensor_view<?x?xf32> -> {pt}\n    %d = pto.alloc_tile : {t}\n"
+        f"    pto.tload ins(%sv : {pt}) outs(%d : {t})", "%src: !pto.ptr<f32>")
+
+
+def tshl(src: str, dst: str) -> str:
+    s, d = tb("vec", src, 1, 64), tb("vec", dst, 1, 64)
+    return kernel(f"    %a = pto.alloc_tile : {s}\n    %b = pto.alloc_tile : {s}\n"
+                  f"    %d = pto.alloc_tile : {d}\n"
+                  f"    pto.tshl ins(%a, %b : {s}, {s}) outs(%d : {d})")
+
+
+REASON_CASES = [
+    ("issue554_tcolarg_invalid_width.pto", "a2a3", None, colarg("i64", "ui32"),
+     "expects src/tmp element type to be 1, 2, or 4 bytes wide"),
+    ("issue554_tcolarg_invalid_width.pto", "a5", None, colarg("i64", "ui32"),
+     "expects src element type to be 1, 2, or 4 bytes wide"),
+    ("issue554_tcolarg_invalid_width.pto", "a2a3", None, colarg("f32", "i32"), None),
+    ("tmatmul_mx_low_precision_invalid_a5.pto", "a5", None, mx("f8E4M3FN", "!pto.f4E1M2x2"),
+     "expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or fp4/fp4 pair"),
+    ("tmatmul_mx_low_precision_invalid_a5.pto", "a5", None, mx("f8E4M3FN", "f8E5M2"), None),
+    ("thistogram_verify_invalid_byte_a5.pto", "a5", None, hist(4),
+     "expects byte to be in range [0, 3]"),
+    ("thistogram_verify_negative_byte_a5.pto", "a5", None, hist(-1),
+     "expects byte to be in range [0, 3]"),
+    ("thistogram_verify_invalid_byte_a5.pto", "a5", None, hist(1), None),
+    ("thistogram_verify_invalid_a3.pto", "a2a3", None, hist(1),
+     "thistogram is only supported on A5"),
+    ("tload_invalid_elem_size.pto", "a5", None, tload("f16"),
+     "expects src and dst element types to have the same element size"),
+    ("tload_invalid_elem_size.pto", "a5", None, tload("f32"), None),
+    ("tshl_dtype_mismatch.pto", "a5", None, tshl("i16", "i32"),
+     "expects src0, src1, and dst to have the same element type"),
+    ("tshl_dtype_mismatch.pto", "a5", None, tshl("i16", "i16"), None),
+]
+
+
+@pytest.mark.parametrize(("lit", "target", "level", "text", "want"), REASON_CASES,
+                         ids=[f"{c[0]}-{c[1]}-{k}" for k, c in enumerate(REASON_CASES)])
+def test_ptoas_reason(lit: str, target: str, level: str | None, text: str,
+                      want: str | None) -> None:
+    del lit
+    errs = errors(text, target, level)
+    if want is None:
+        assert errs == []
+    else:
+        assert errs and any(want in e for e in errs), errs
+
+
+CUBE = " attributes {pto.kernel_kind = #pto.kernel_kind<cube>}"
+VEC = " attributes {pto.kernel_kind = #pto.kernel_kind<vector>}"
+EPILOGUE = ("acc_push_epilogue = #pto.acc_push_epilogue<layout = nz2nd, quant = no_convert, "
+            "relu = no_relu>")
+
+
+def fixpipe(cube_attr: str = CUBE, vector_init: bool = True, split: int = 0,
+            second_cube_init: bool = False) -> str:
+    """A C2V fix pipe: the cube imports the vector's reserved buffer; both initialise it."""
+    def init(k: int) -> str:
+        return (f"    pto.aic_initialize_pipe {{id = {k}, dir_mask = 1, slot_size = 1024, "
+                f"nosplit = true, {EPILOGUE}}}\n"
+                "      (c2v_consumer_buf = %imp : i32, v2c_consumer_buf = %c0 : i32)\n")
+    cube = (f"  func.func @cube(){cube_attr} {{\n    %c0 = arith.constant 0 : i32\n"
+            "    %imp = pto.import_reserved_buffer {name = \"c2v\", peer_func = @vec} -> i32\n"
+            + init(0) + (init(1) if second_cube_init else "")
+            + f"    %e = pto.talloc_to_aiv {{id = 0, split = {split}}} -> "
+            "!pto.tensor_view<16x16xf32>\n    return\n  }\n")
+    vec_init = ("    pto.aiv_initialize_pipe {id = 0, dir_mask = 1, slot_size = 1024, "
+                f"nosplit = true, {EPILOGUE}}}\n"
+                "      (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %c0 : i32)\n"
+                "    %r = pto.tpop_from_aic {id = 0, split = 0} -> "
+                f"{tb('vec', 'f32', 16, 16)}\n    pto.tfree_from_aic {{id = 0, split = 0}}\n"
+                if vector_init else "")
+    vector = (f"  func.func @vec(){VEC} {{\n    %c0 = arith.constant 0 : i32\n"
+              "    %buf = pto.reserve_buffer {name = \"c2v\", size = 4096, location = "
+              "#pto.address_space<vec>, auto = true} -> i32\n" + vec_init
+              + "    return\n  }\n")
+    return "module {\n" + cube + vector + "}\n"
+
+
+PIPE_CASES = [
+    ("frontend_pipe_context_verify_invalid.pto", fixpipe(cube_attr=""),
+     "must be inside a cube kernel function or section"),
+    ("fixpipe_frontend_verify_missing_peer_consumer_init_a5.pto", fixpipe(vector_init=False),
+     "expects peer consumer function to contain a matching aiv_initialize_pipe with the same "
+     "consumer buffer contract"),
+    ("fixpipe_frontend_verify_split_ops_invalid_a5.pto", fixpipe(split=1),
+     "expects fixpipe TALLOC to have split = 0"),
+    ("tpush_tpop_frontend_same_direction_conflict_a5.pto", fixpipe(second_cube_init=True),
+     "requires a complete compatible peer init pair when local_addr comes from "
+     "pto.reserve_buffer or pto.import_reserved_buffer"),
+    ("fixpipe_frontend_verify_split_ops_invalid_a5.pto", fixpipe(), None),
+]
+
+
+@pytest.mark.parametrize(("lit", "text", "want"), PIPE_CASES,
+                         ids=[f"{c[0]}-{k}" for k, c in enumerate(PIPE_CASES)])
+def test_frontend_pipe_rule(lit: str, text: str, want: str | None) -> None:
+    del lit
+    errs = errors(text, "a5")
+    if want is None:
+        assert errs == []
+    else:
+        assert errs and any(want in e for e in errs), errs
