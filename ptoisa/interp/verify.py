@@ -172,7 +172,6 @@ def _pair_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]:
 def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
     pipes = _Pipes(funcs)
     yield from _frontend_op_errors(funcs, pipes)
-    yield from _pair_errors(funcs, pipes)
     reported: set[str | None] = set()
     for f in funcs:
         fn = f.sym_name
@@ -185,8 +184,9 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                                   op=init.name, loc=init.loc)
                 continue
             if any(not pipes.inits(p) for b in bufs for p in pipes.peers(fn, b)):
-                yield VerifyError(_PAIR + " (the peer function has no pipe init)",
-                                  op=init.name, loc=init.loc)
+                yield VerifyError("requires a complete peer init pair when local_addr comes "
+                                  "from pto.reserve_buffer or pto.import_reserved_buffer (the "
+                                  "peer function has no pipe init)", op=init.name, loc=init.loc)
                 continue
             users = [op for op in pipes.ops[fn] if op.name in _FRONTEND]
             nosplit = _attr(init, "nosplit")
@@ -211,6 +211,7 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                             f"({direction} split values {sorted(splits - {None})})",
                             op=init.name, loc=init.loc)
                         break
+    yield from _pair_errors(funcs, pipes)
 
 
 def _with_sections(op: Op, kind: str | None = None) -> Iterator[tuple[Op, str | None]]:
@@ -563,6 +564,12 @@ def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
         v = op.keyword_operands.get("addr")
     else:
         v = op.operands[1] if len(op.operands) > 1 else None
+    if op.name == "pto.tassign" and op.operands and \
+            isinstance(op.operands[0].type, T.MemRefType):
+        # (PTOAS's TAssignOp takes a tile: a memref is placed by PlanMemory, not rebound)
+        yield VerifyError("operand #0 must be a tile (!pto.tile_buf), but got "
+                          f"'{op.operands[0].type}'", op=op.name, loc=op.loc)
+        return
     addr = None if v is None else _const_int(defs, v)
     if addr is not None and addr % ALIGN:
         yield VerifyError(f"addr must be aligned to {ALIGN} bytes for local tile memory space, "
@@ -735,6 +742,21 @@ def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
                           op=op.name, loc=op.loc)
 
 
+def _reserve_level_errors(op: Op, level: str | None) -> Iterator[VerifyError]:
+    """Who places a ``pto.reserve_buffer`` (PTOAS's level rules): at level1/level2 (the
+    default) PlanMemory does, so an ``auto = true`` buffer names no ``base``; at level3 there
+    is no PlanMemory, so the buffer is ``auto = false`` with an explicit ``base``."""
+    auto, base = _attr(op, "auto"), op.attributes.get("base")
+    if level == "level3":
+        if auto is not False or base is None:
+            yield VerifyError("pto.reserve_buffer requires 'auto = false' and explicit 'base' "
+                              "when --pto-level=level3 (no PlanMemory places it)",
+                              op=op.name, loc=op.loc)
+    elif auto is True and base is not None:
+        yield VerifyError("unexpected 'base' on auto reserve_buffer: at level1/level2 "
+                          "PlanMemory assigns it", op=op.name, loc=op.loc)
+
+
 def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -743,6 +765,14 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
     for op in f.walk():
         if op.name in ("pto.alloc_tile", "pto.tassign", "pto.alloc_multi_tile"):
             yield from _addr_errors(op, defs)
+        if op.name == "pto.reserve_buffer":
+            yield from _reserve_level_errors(op, level)
+        if op.name in _FRONTEND and (_attr(op, "split") or 0) == 0 and any(
+                p.kind == "k" and p.value == "aiv_subblockid" for p in op.syntax):
+            # (the sub-block id picks which half of a split entry this core moves)
+            yield VerifyError("expects 'aiv_subblockid' only when 'split' is 1, 2, 3, or 4 "
+                              "(it names the vector sub-block's half of a split entry; this "
+                              "op has split = 0)", op=op.name, loc=op.loc)
         if op.name == "pto.cmo.cacheinvalid":
             yield from _cmo_errors(op)
         if op.name == "pto.alloc_multi_tile":

@@ -601,3 +601,68 @@ def test_frontend_pipe_rule(lit: str, text: str, want: str | None) -> None:
         assert errs == []
     else:
         assert errs and any(want in e for e in errs), errs
+
+
+def tstore(loc: str) -> str:
+    pt = "!pto.partition_tensor_view<16x32xf16>"
+    t = f"!pto.tile_buf<{loc}, 16x32xf16>" if loc == "vec" else \
+        f"!pto.tile_buf<{loc}, 16x32xf16, blayout=col_major, slayout=row_major>"
+    return kernel(
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %c32 = arith.constant 32 : index\n"
+        "    %tv = pto.make_tensor_view %dst, shape = [%c16, %c32], strides = [%c32, %c1] : "
+        "!pto.tensor_view<?x?xf16>\n"
+        "    %sv = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c16, %c32] : "
+        f"!pto.tensor_view<?x?xf16> -> {pt}\n    %s = pto.alloc_tile : {t}\n"
+        f"    pto.tstore ins(%s : {t}) outs(%sv : {pt})", "%dst: !pto.ptr<f16>")
+
+
+def reserve(attrs: str) -> str:
+    return kernel("    %b = pto.reserve_buffer {name = \"fifo\", size = 8192, location = "
+                  f"#pto.address_space<vec>{attrs}}} -> i32")
+
+
+def subblock_push(split: int) -> str:
+    t = tb("vec", "f32", 8, 16)
+    return kernel(
+        "    pto.aiv_initialize_pipe {id = 0, dir_mask = 2, slot_size = 1024}\n"
+        "      (gm_slot_buffer = %gm : !pto.ptr<f32>, v2c_consumer_buf = %buf : i32)\n"
+        f"    %sb = pto.get_subblock_idx\n    %t = pto.alloc_tile : {t}\n"
+        f"    pto.tpush_to_aic(%t : {t}) {{id = 0, split = {split}}} aiv_subblockid(%sb)",
+        "%gm: !pto.ptr<f32>, %buf: i32", VEC)
+
+
+RULE_CASES = [
+    ("tstore_mat_invalid.pto", "a5", None, tstore("mat"),
+     "expects A5 tstore src to use loc=vec or loc=acc"),
+    ("tstore_mat_invalid.pto", "a2a3", None, tstore("mat"), None),
+    ("tstore_mat_invalid.pto", "a5", None, tstore("vec"), None),
+    ("reserve_buffer_level12_auto_base_reject.pto", "a2a3", "level2",
+     reserve(", auto = true, base = 0"), "unexpected 'base' on auto reserve_buffer"),
+    ("reserve_buffer_level12_auto_base_reject.pto", "a2a3", "level2", reserve(", auto = true"),
+     None),
+    ("reserve_buffer_level3_auto_reject.pto", "a2a3", "level3", reserve(", auto = true"),
+     "pto.reserve_buffer requires 'auto = false' and explicit 'base' when --pto-level=level3"),
+    ("reserve_buffer_level3_auto_reject.pto", "a2a3", "level3",
+     reserve(", auto = false, base = 0"), None),
+    ("tpush_tpop_aiv_subblockid_invalid.pto", "a2a3", None, subblock_push(0),
+     "expects 'aiv_subblockid' only when 'split' is 1, 2, 3, or 4"),
+    ("tpush_tpop_aiv_subblockid_emitc.pto", "a2a3", None, subblock_push(1), None),
+    ("tassign_reject_memref.pto", "a5", "level3", kernel(
+        "    %a = arith.constant 0 : i64\n"
+        "    %m = memref.alloc() : memref<16x16xf16, #pto.address_space<vec>>\n"
+        "    %r = pto.tassign %m, %a : memref<16x16xf16, #pto.address_space<vec>> -> "
+        "memref<16x16xf16, #pto.address_space<vec>>"), "operand #0 must be"),
+]
+
+
+@pytest.mark.parametrize(("lit", "target", "level", "text", "want"), RULE_CASES,
+                         ids=[f"{c[0]}-{c[1]}-{k}" for k, c in enumerate(RULE_CASES)])
+def test_ptoas_pass_rule(lit: str, target: str, level: str | None, text: str,
+                         want: str | None) -> None:
+    del lit
+    errs = errors(text, target, level)
+    if want is None:
+        assert errs == []
+    else:
+        assert errs and any(want in e for e in errs), errs
