@@ -742,6 +742,47 @@ def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
                           op=op.name, loc=op.loc)
 
 
+#: the MLIR element types PTOAS's MX matmuls take for lhs / rhs (fp8 pairs: f8E4M3FN and
+#: f8E5M2, not MLIR's non-FN f8E4M3; fp4 pairs: the packed fp4 types)
+_MX_FP8 = ("f8E4M3FN", "f8E5M2")
+_MX_FP4 = ("!pto.f4E1M2x2", "!pto.f4E2M1x2")
+
+
+def _mx_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's verifier of the MX matmuls on the written tile types: lhs / rhs an fp8/fp8 or
+    fp4/fp4 pair; with M, K the lhs valid shape and N the rhs valid columns, the a_scale tile
+    is [M, ceil(K/32)] (shape and valid shape) and the b_scale tile [ceil(K/32), rhs columns]
+    (valid [ceil(K/32), N]): one scale per 32 elements of K. A dynamic extent is not compared."""
+    ins = op.inputs[1:] if op.name.endswith(".acc") else op.inputs
+    if len(ins) < 4:
+        return
+    a, sa, b, sb = (v.type for v in ins[:4])
+    if not all(isinstance(t, T.TileBufType) for t in (a, sa, b, sb)):
+        return
+    pair = (str(a.dtype), str(b.dtype))
+    if not (all(d in _MX_FP8 for d in pair) or all(d in _MX_FP4 for d in pair)):
+        yield VerifyError("expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or "
+                          f"fp4/fp4 pair (got {pair[0]} / {pair[1]}; the fp8 types are "
+                          f"{' and '.join(_MX_FP8)})", op=op.name, loc=op.loc)
+        return
+    m, k, n = a.v_row, a.v_col, b.v_col
+    sk = None if k is None else -(-k // 32)
+
+    def differ(got: tuple[Any, ...], want: tuple[Any, ...]) -> bool:
+        return any(g is not None and w is not None and g != w
+                   for g, w in zip(got, want, strict=True))
+
+    if differ((sa.rows, sa.cols, sa.v_row, sa.v_col), (m, sk, m, sk)):
+        yield VerifyError(f"expects a_scale shape to be [M, ceil(K/32)] = [{m}, {sk}], and its "
+                          f"valid shape too (got {sa.rows}x{sa.cols}, valid {sa.v_row}x"
+                          f"{sa.v_col}): expects a_scale shape/valid_shape to be "
+                          "[M, ceil(K/32)]", op=op.name, loc=op.loc)
+    elif differ((sb.rows, sb.cols, sb.v_row, sb.v_col), (sk, b.cols, sk, n)):
+        yield VerifyError("expects b_scale shape/valid_shape to be [ceil(K/32), aligned_N]/"
+                          f"[ceil(K/32), N] = [{sk}, {b.cols}]/[{sk}, {n}] (got {sb.rows}x"
+                          f"{sb.cols}, valid {sb.v_row}x{sb.v_col})", op=op.name, loc=op.loc)
+
+
 def _reserve_level_errors(op: Op, level: str | None) -> Iterator[VerifyError]:
     """Who places a ``pto.reserve_buffer`` (PTOAS's level rules): at level1/level2 (the
     default) PlanMemory does, so an ``auto = true`` buffer names no ``base``; at level3 there
@@ -767,6 +808,8 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _addr_errors(op, defs)
         if op.name == "pto.reserve_buffer":
             yield from _reserve_level_errors(op, level)
+        if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")):
+            yield from _mx_errors(op)
         if op.name in _FRONTEND and (_attr(op, "split") or 0) == 0 and any(
                 p.kind == "k" and p.value == "aiv_subblockid" for p in op.syntax):
             # (the sub-block id picks which half of a split entry this core moves)

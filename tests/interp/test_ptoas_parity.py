@@ -509,7 +509,30 @@ def tshl(src: str, dst: str) -> str:
                   f"    pto.tshl ins(%a, %b : {s}, {s}) outs(%d : {d})")
 
 
+def mx_scaled(sa: tuple[int, int], lhs: str = "f8E4M3FN") -> str:
+    """tmatmul.mx of a 16x64 lhs (K = 64: two scales per row) and a 64x16 rhs."""
+    return mx(lhs, "f8E5M2").replace(
+        "rows=16, cols=2, v_row=16, v_col=2", f"rows={sa[0]}, cols={sa[1]}, v_row={sa[0]}, "
+        f"v_col={sa[1]}")
+
+
 REASON_CASES = [
+    ("tmatmul_mx_scale_invalid_a5.pto", "a5", None, mx_scaled((16, 64)),
+     "expects a_scale shape to be [M, ceil(K/32)]"),
+    ("tgemv_mx_scale_invalid_a5.pto", "a5", None, mx_scaled((16, 64)),
+     "expects a_scale shape/valid_shape to be [M, ceil(K/32)]"),
+    ("tmatmul_mx_scale_invalid_a5.pto", "a5", None, mx_scaled((16, 2)), None),
+    ("tgemv_mx_variants_emitc.pto", "a5", None, mx_scaled((16, 2), "f8E4M3"),
+     "expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or fp4/fp4 pair"),
+    ("tfillpad_non_normal_mat_invalid.pto", "a2a3", None, kernel(
+        f"    %s = pto.alloc_tile : {MAT_PAD}\n    %d = pto.alloc_tile : {MAT_PAD}\n"
+        f"    pto.tfillpad ins(%s : {MAT_PAD}) outs(%d : {MAT_PAD}) "
+        "{mode = \"expand\"}"),
+     "does not accept 'mode'; PTOAS infers TFILLPAD lowering from physical shape and planned "
+     "addresses"),
+    ("tfillpad_non_normal_mat_invalid.pto", "a2a3", None, kernel(
+        f"    %s = pto.alloc_tile : {MAT_PAD}\n    %d = pto.alloc_tile : {MAT_PAD}\n"
+        f"    pto.tfillpad ins(%s : {MAT_PAD}) outs(%d : {MAT_PAD})"), None),
     ("issue554_tcolarg_invalid_width.pto", "a2a3", None, colarg("i64", "ui32"),
      "expects src/tmp element type to be 1, 2, or 4 bytes wide"),
     ("issue554_tcolarg_invalid_width.pto", "a5", None, colarg("i64", "ui32"),
