@@ -810,6 +810,13 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _reserve_level_errors(op, level)
         if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")):
             yield from _mx_errors(op)
+        if op.name == "pto.tscatter" and (len(op.operands) == 3) == \
+                (op.attributes.get("maskPattern") is not None):
+            # (src, [indexes,] dst: an index tile scatters, a maskPattern selects; not both)
+            yield VerifyError("expects exactly one of indexes operand or maskPattern attribute "
+                              f"(got {len(op.operands) - 2} index operand(s) and "
+                              f"{'a' if op.attributes.get('maskPattern') else 'no'} "
+                              "maskPattern)", op=op.name, loc=op.loc)
         if op.name in _FRONTEND and (_attr(op, "split") or 0) == 0 and any(
                 p.kind == "k" and p.value == "aiv_subblockid" for p in op.syntax):
             # (the sub-block id picks which half of a split entry this core moves)

@@ -187,7 +187,10 @@ LEGALITY: dict[str, Rule] = {
     "TSORT32": rule("f16 f32"),
     "TMRGSORT": rule("f16 f32"),
     "TDEQUANT": rule(pairs("i8->f32 i16->f32")),
-    "TPREFETCH": rule(),
+    # (no low-precision element types on A2/A3: PTOAS's words, tprefetch_low_precision_*_a3)
+    "TPREFETCH": rule("f32 f16 bf16 i8 ui8 i16 ui16 i32 ui32 i64 ui64",
+                      says="expects A2/A3 tprefetch low-precision element types to be "
+                           "unsupported"),
     "TQUANT": rule(pairs("f32->i8 f32->ui8")),
 
     # ---- layout ----------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ COL_ARG = rule(list(product("i8 ui8 i16 ui16 i32 ui32 f16 f32".split(),
 
 #: entries that differ from a2a3 (the rest are a2a3's)
 LEGALITY: dict[str, Rule] = {
+    "TPREFETCH": rule(),  # (any element type: a copy; A2/A3 has no low-precision ones)
     # ---- core ------------------------------------------------------------------------------------
     # the foundation instructions (memory, seeds, TADD).
     # the packed fp4 pairs too: A5's TLoad.hpp moves them as bytes (IsFP4 paths of the Vec and

@@ -655,7 +655,33 @@ def subblock_push(split: int) -> str:
         "%gm: !pto.ptr<f32>, %buf: i32", VEC)
 
 
+def tprefetch(src: str) -> str:
+    pt = f"!pto.partition_tensor_view<16x16x{src}>"
+    t = "!pto.tile_buf<vec, 16x32xi8, valid=16x16>"
+    return kernel(f"    pto.tprefetch ins(%s : {pt}) outs(%d : {t})", f"%s: {pt}, %d: {t}")
+
+
+def tscatter(index: bool, mask: bool) -> str:
+    s, d, i = tb("vec", "f16", 1, 64), tb("vec", "f16", 1, 32), tb("vec", "i16", 1, 32)
+    opnds, types = ("%s, %d, %i", f"{s}, {d}, {i}") if index else ("%s, %d", f"{s}, {d}")
+    attr = "maskPattern = #pto.mask_pattern<P0101>" if mask else ""
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %d = pto.alloc_tile : {d}\n"
+                  f"    %i = pto.alloc_tile : {i}\n"
+                  f"    \"pto.tscatter\"({opnds}) <{{{attr}}}> : ({types}) -> ()")
+
+
 RULE_CASES = [
+    ("tprefetch_low_precision_memref_invalid_a3.pto", "a2a3", None, tprefetch("!pto.hif8"),
+     "expects A2/A3 tprefetch low-precision element types to be unsupported"),
+    ("tprefetch_low_precision_memref_invalid_a3.pto", "a2a3", None, tprefetch("i8"), None),
+    ("tscatter_maskpattern_both_invalid.pto", "a5", None, tscatter(True, True),
+     "expects exactly one of indexes operand or maskPattern attribute"),
+    ("tscatter_maskpattern_missing_mode_invalid.pto", "a5", None, tscatter(False, False),
+     "expects exactly one of indexes operand or maskPattern attribute"),
+    ("tscatter_maskpattern_a5_emitc.pto", "a5", None, kernel(
+        tiles("f16", "s", "d", shape="1x32") + "\n    pto.tscatter ins(%s, {maskPattern = "
+        f"#pto.mask_pattern<P0101>}} : {vec('f16', '1x32')}, \"row\") outs(%d : "
+        f"{vec('f16', '1x32')})"), None),
     ("tstore_mat_invalid.pto", "a5", None, tstore("mat"),
      "expects A5 tstore src to use loc=vec or loc=acc"),
     ("tstore_mat_invalid.pto", "a2a3", None, tstore("mat"), None),

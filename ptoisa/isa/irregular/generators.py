@@ -83,7 +83,7 @@ def TTRI(m: Machine, dst: Tile, diagonal: Any, *, isUpperOrLower: Any) -> None: 
 
 @instr("TPREFETCH", family="irregular", pipe=Pipe.MTE2,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile|gm")),
-       dtype_key=("dst",),
+       dtype_key=("dst", "src"),
        static=(same_dtype("dst", "src"),))
 def TPREFETCH(m: Machine, dst: Tile, src: Any) -> None:  # noqa: N802
     """A prefetch hint; like the CPU simulator we perform it as a blocking copy of src (a tile's
