@@ -264,6 +264,10 @@ def _frontend_op_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]
                                   "aiv_initialize_pipe with the same consumer buffer contract "
                                   "(one whose c2v_consumer_buf is the reserve_buffer this fix "
                                   "pipe imports)", op=op.name, loc=op.loc)
+        for init in inits.values():
+            if init.name == "pto.aiv_initialize_pipe" and \
+                    init.attributes.get("acc_push_epilogue") is not None:
+                yield from _fixpipe_slot_errors(pipes, f, init)
         for op in f.walk():
             user = _FIXPIPE_USERS.get(op.name)
             if user is None:
@@ -275,6 +279,47 @@ def _frontend_op_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]
                 yield VerifyError(f"expects fixpipe {user[1]} to have split = 0 (the pipe's "
                                   f"init has acc_push_epilogue; got split = {split})",
                                   op=op.name, loc=op.loc)
+
+
+def _fixpipe_slot_errors(pipes: _Pipes, f: Op, init: Op) -> Iterator[VerifyError]:
+    """A fix pipe's slot holds one post-fixpipe consumer entry (the tile its
+    ``tpop_from_aic`` returns): the consumer's ``slot_size`` and its peer producer's are at
+    least that many bytes (PTOAS's frontend verifier; a dynamic entry is not compared)."""
+    pid = _attr(init, "id")
+    entry = None
+    for op in pipes.ops[f.sym_name]:
+        if op.name == "pto.tpop_from_aic" and _attr(op, "id") == pid and op.results:
+            ts = bridge.tile_spec_of(op.results[0].type)
+            if ts is not None:
+                entry = ts.rows * ts.cols * ts.dtype.itemsize
+            break
+    if entry is None:
+        return
+    size = _attr(init, "slot_size")
+    if isinstance(size, int) and size < entry:
+        yield VerifyError(f"expects consumer-side fixpipe slot_size to be at least {entry} bytes "
+                          f"for the resolved post-fixpipe consumer entry (slot_size = {size})",
+                          op=init.name, loc=init.loc)
+        return
+    buf = init.keyword_operands.get("c2v_consumer_buf")
+    res = None if buf is None else pipes.defs[f.sym_name].get(id(buf))
+    if res is None or res.name != "pto.reserve_buffer":
+        return
+    for peer in pipes.peers(f.sym_name, res):
+        for op in pipes.ops.get(peer, ()):
+            if op.name != "pto.aic_initialize_pipe" or \
+                    op.attributes.get("acc_push_epilogue") is None:
+                continue
+            v = op.keyword_operands.get("c2v_consumer_buf")
+            d = None if v is None else pipes.defs[peer].get(id(v))
+            got = _attr(op, "slot_size")
+            if d is not None and d.name == "pto.import_reserved_buffer" and \
+                    _attr(d, "name") == _attr(res, "name") and isinstance(got, int) and \
+                    got < entry:
+                yield VerifyError(f"expects peer producer fixpipe slot_size to be at least "
+                                  f"{entry} bytes for the resolved post-fixpipe consumer entry "
+                                  f"(@{peer}'s slot_size = {got})", op=init.name, loc=init.loc)
+                return
 
 
 def _fixpipe_consumer(pipes: _Pipes, fn: str | None, init: Op) -> bool:

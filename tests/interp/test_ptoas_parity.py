@@ -576,10 +576,10 @@ EPILOGUE = ("acc_push_epilogue = #pto.acc_push_epilogue<layout = nz2nd, quant = 
 
 
 def fixpipe(cube_attr: str = CUBE, vector_init: bool = True, split: int = 0,
-            second_cube_init: bool = False) -> str:
+            second_cube_init: bool = False, vec_slot: int = 1024, cube_slot: int = 1024) -> str:
     """A C2V fix pipe: the cube imports the vector's reserved buffer; both initialise it."""
     def init(k: int) -> str:
-        return (f"    pto.aic_initialize_pipe {{id = {k}, dir_mask = 1, slot_size = 1024, "
+        return (f"    pto.aic_initialize_pipe {{id = {k}, dir_mask = 1, slot_size = {cube_slot}, "
                 f"nosplit = true, {EPILOGUE}}}\n"
                 "      (c2v_consumer_buf = %imp : i32, v2c_consumer_buf = %c0 : i32)\n")
     cube = (f"  func.func @cube(){cube_attr} {{\n    %c0 = arith.constant 0 : i32\n"
@@ -587,7 +587,7 @@ def fixpipe(cube_attr: str = CUBE, vector_init: bool = True, split: int = 0,
             + init(0) + (init(1) if second_cube_init else "")
             + f"    %e = pto.talloc_to_aiv {{id = 0, split = {split}}} -> "
             "!pto.tensor_view<16x16xf32>\n    return\n  }\n")
-    vec_init = ("    pto.aiv_initialize_pipe {id = 0, dir_mask = 1, slot_size = 1024, "
+    vec_init = (f"    pto.aiv_initialize_pipe {{id = 0, dir_mask = 1, slot_size = {vec_slot}, "
                 f"nosplit = true, {EPILOGUE}}}\n"
                 "      (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %c0 : i32)\n"
                 "    %r = pto.tpop_from_aic {id = 0, split = 0} -> "
@@ -612,6 +612,12 @@ PIPE_CASES = [
      "requires a complete compatible peer init pair when local_addr comes from "
      "pto.reserve_buffer or pto.import_reserved_buffer"),
     ("fixpipe_frontend_verify_split_ops_invalid_a5.pto", fixpipe(), None),
+    ("fixpipe_frontend_verify_slot_size_too_small_a5.pto", fixpipe(vec_slot=512),
+     "expects consumer-side fixpipe slot_size to be at least 1024 bytes for the resolved "
+     "post-fixpipe consumer entry"),
+    ("fixpipe_frontend_verify_slot_size_too_small_a5.pto", fixpipe(cube_slot=512),
+     "expects peer producer fixpipe slot_size to be at least 1024 bytes for the resolved "
+     "post-fixpipe consumer entry"),
 ]
 
 
