@@ -9,8 +9,9 @@ up to the buffer's alignment. Tiles placed automatically are counted: results of
 on-chip ``memref.alloc`` (a tile given an address, by
 ``addr`` or ``pto.tassign``, is the program's own placement and is checked against its buffer
 when placed). As in PlanMemory, a tile is live from its first use (an ``alloc_tile`` alone
-takes no space) to its last use; a use inside a loop (``scf.for`` / ``scf.while``) that the
-allocation is outside of keeps the tile live over the whole loop (every iteration uses it);
+takes no space) to its last use (a tile larger than its whole buffer is refused even
+unused); a use inside a loop (``scf.for`` / ``scf.while``) that the allocation is outside
+of keeps the tile live over the whole loop (every iteration uses it);
 a tile first used by the op that uses another, at least as large, for the last time may take
 its place (PlanMemory's in-place reuse; ptoisa allows it for every op). Values derived from a tile
 (``pto.treshape``, ``pto.subset``, ``scf.if`` results, ...) are uses of it. Each function is
@@ -107,6 +108,16 @@ def check_function(func: Op, target: Target) -> None:
         fresh[id(v)] = (v, spec, space, count * (-(-spec.nbytes // align) * align))
     for k in placed:
         fresh.pop(k, None)
+    for v, spec, space, nbytes in fresh.values():
+        # a tile larger than its whole buffer has no place, used or not (PTOAS's PlanMemory
+        # words, in bits)
+        cap = target.plan_size(space)[0]
+        if nbytes > cap:
+            d = defs[id(v)]
+            raise VerifyError(f"{space.lower()} overflow, requires {nbytes * 8} bits while "
+                              f"{cap * 8} bits available (%{v.name}: {spec.describe()} takes "
+                              f"{nbytes} bytes; {space} holds {cap} on {target.name})",
+                              op=d.name, loc=d.loc)
     if not fresh:
         return
 

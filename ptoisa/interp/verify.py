@@ -855,6 +855,15 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _reserve_level_errors(op, level)
         if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")):
             yield from _mx_errors(op)
+        if op.name == "pto.tquant" and len(op.outs) == 1 and op.inputs and \
+                (target is None or get_target(target).traits.level3_needs_tmp):
+            t = op.inputs[0].type
+            if isinstance(t, T.TileBufType) and (t.v_row is None or t.v_col is None):
+                # (A2/A3's INT8 tquant uses a tmp of src's type, which PTOAS allocates when
+                # the op names none: from a static src only)
+                yield VerifyError("requires static tile_buf src to materialize implicit tquant "
+                                  "tmp (src has a dynamic valid shape and no tmp is given)",
+                                  op=op.name, loc=op.loc)
         if op.name == "pto.tscatter" and (len(op.operands) == 3) == \
                 (op.attributes.get("maskPattern") is not None):
             # (src, [indexes,] dst: an index tile scatters, a maskPattern selects; not both)

@@ -676,7 +676,28 @@ def tscatter(index: bool, mask: bool) -> str:
                   f"    \"pto.tscatter\"({opnds}) <{{{attr}}}> : ({types}) -> ()")
 
 
+def tquant_dyn(valid: str) -> str:
+    """An A2/A3 INT8 tquant without tmp; valid ``?`` makes src's valid shape dynamic."""
+    dyn = valid == "?"
+    s = tb("vec", "f32", 32, 32, v=(None, None) if dyn else (32, 32)).replace("None", "?")
+    d = tb("vec", "i8", 32, 32, v=(None, None) if dyn else (32, 32)).replace("None", "?")
+    fp = tb("vec", "f32", 32, 1, "col_major")
+    kw = " valid_row = %r valid_col = %c" if dyn else ""
+    return kernel(f"    %s = pto.alloc_tile{kw} : {s}\n    %fp = pto.alloc_tile : {fp}\n"
+                  f"    %d = pto.alloc_tile{kw} : {d}\n"
+                  f"    pto.tquant ins(%s, %fp : {s}, {fp}) outs(%d : {d}) "
+                  "{quant_type = #pto<quant_type INT8_SYM>}", "%r: index, %c: index", VEC)
+
+
 RULE_CASES = [
+    ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
+        "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x262144xf32>"),
+     "bias overflow, requires 8388608 bits while 524288 bits available"),
+    ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
+        "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x256xf32>"), None),
+    ("tquant_no_implicit_tmp_a3.pto", "a2a3", None, tquant_dyn("?"),
+     "requires static tile_buf src to materialize implicit tquant tmp"),
+    ("tquant_no_implicit_tmp_a3.pto", "a2a3", None, tquant_dyn("32"), None),
     ("tprefetch_low_precision_memref_invalid_a3.pto", "a2a3", None, tprefetch("!pto.hif8"),
      "expects A2/A3 tprefetch low-precision element types to be unsupported"),
     ("tprefetch_low_precision_memref_invalid_a3.pto", "a2a3", None, tprefetch("i8"), None),
