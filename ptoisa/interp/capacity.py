@@ -115,9 +115,9 @@ def check_function(func: Op, target: Target) -> None:
         if nbytes > cap:
             d = defs[id(v)]
             raise VerifyError(f"{space.lower()} overflow, requires {nbytes * 8} bits while "
-                              f"{cap * 8} bits available (%{v.name}: {spec.describe()} takes "
-                              f"{nbytes} bytes; {space} holds {cap} on {target.name})",
-                              op=d.name, loc=d.loc)
+                              f"{cap * 8} bits available ({space} overflow on {target.name}: "
+                              f"%{v.name} ({spec.describe()}) needs {nbytes} bytes, more than "
+                              f"the whole {space}, {cap} bytes)", op=d.name, loc=d.loc)
     if not fresh:
         return
 
