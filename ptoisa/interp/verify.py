@@ -695,7 +695,11 @@ def _leaves_out_tmp(op: Op) -> str | None:
 def _optional_tmp_needed(op: Op) -> str | None:
     """PTOAS's level3 error for an op whose optional tmp its A2/A3 lowering needs and that
     leaves it out: TCI's vector path always, TCVT's non-saturating narrowing path (a narrower
-    integer dst, sat_mode not on); else None."""
+    integer dst, sat_mode not on); else None. TPRELU's tmp (PTOAS allocates one where the op
+    leaves it out; ptoisa does not model that shape, so such an op stays refused at the other
+    levels) is named here too."""
+    if op.name == "pto.tprelu" and op.form == "dps" and len(op.inputs) == 2:
+        return "requires explicit tmp when PlanMemory is skipped"
     if op.name not in ("pto.tci", "pto.tcvt"):
         return None
     ins = bridge.instr_of(op.name)

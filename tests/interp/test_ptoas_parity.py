@@ -689,7 +689,22 @@ def tquant_dyn(valid: str) -> str:
                   "{quant_type = #pto<quant_type INT8_SYM>}", "%r: index, %c: index", VEC)
 
 
+def tprelu(with_tmp: bool) -> str:
+    t = L3_F32.replace("cols=32, v_row=1, v_col=32", "cols=8, v_row=1, v_col=8")
+    tmp = t.replace("rows=1,", "rows=2,").replace("v_row=1,", "v_row=2,")
+    lines = [f"    %a{k} = arith.constant {256 * k} : i64" for k in range(4)]
+    lines += [f"    %s0 = pto.alloc_tile addr = %a0 : {t}",
+              f"    %s1 = pto.alloc_tile addr = %a1 : {t}",
+              f"    %d = pto.alloc_tile addr = %a2 : {t}",
+              f"    %t = pto.alloc_tile addr = %a3 : {tmp}"]
+    ins = f"%s0, %s1, %t : {t}, {t}, {tmp}" if with_tmp else f"%s0, %s1 : {t}, {t}"
+    return kernel("\n".join(lines) + f"\n    pto.tprelu ins({ins}) outs(%d : {t})")
+
+
 RULE_CASES = [
+    ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(False),
+     "requires explicit tmp when PlanMemory is skipped"),
+    ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(True), None),
     ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
         "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x262144xf32>"),
      "bias overflow, requires 8388608 bits while 524288 bits available"),
