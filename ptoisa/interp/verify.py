@@ -857,7 +857,9 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _addr_errors(op, defs)
         if op.name == "pto.reserve_buffer":
             yield from _reserve_level_errors(op, level)
-        if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")):
+        if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")) and \
+                (target is None or "TMATMUL_MX" in get_target(target).legality):
+            # (PTOAS's A5 MX verifier; elsewhere the op is not supported at all)
             yield from _mx_errors(op)
         if op.name == "pto.tquant" and len(op.outs) == 1 and op.inputs and \
                 (target is None or get_target(target).traits.level3_needs_tmp):
