@@ -836,6 +836,90 @@ def _mx_errors(op: Op) -> Iterator[VerifyError]:
                           f"{sb.cols}, valid {sb.v_row}x{sb.v_col})", op=op.name, loc=op.loc)
 
 
+def _elem_bytes(t: Any) -> int | None:
+    try:
+        spec = bridge.tile_spec_of(t)
+    except PtoError:
+        return None
+    return None if spec is None or spec.dtype.packed else int(spec.dtype.itemsize)
+
+
+def _strides(t: T.TileBufType) -> tuple[int, int, int] | None:
+    """(row stride, column stride, element size) in bytes of a tile type without boxes."""
+    e = _elem_bytes(t)
+    if e is None or t.slayout != "none_box" or t.compact == 2:
+        return None
+    return (t.cols * e, e, e) if t.blayout == "row_major" else (e, t.rows * e, e)
+
+
+def _byte_range(defs: dict[int, Op], v: Any) -> list[Any] | None:
+    """[root value id, byte offset in the root, bytes, absolute address or None, location,
+    strides] of a tile value: an ``alloc_tile`` (its address when constant), a ``subview`` of
+    one (offsets constant: the rows x cols envelope it spans), a ``bitcast`` / ``treshape``
+    view (the same bytes); else None (not compared)."""
+    d = defs.get(id(v))
+    t = v.type
+    if d is None or not isinstance(t, T.TileBufType):
+        return None
+    if d.name == "pto.alloc_tile":
+        e = _elem_bytes(t)
+        if e is None or t.compact == 2:
+            return None
+        a = d.keyword_operands.get("addr")
+        return [id(v), 0, t.rows * t.cols * e, None if a is None else _const_int(defs, a),
+                t.loc, _strides(t)]
+    if d.name in ("pto.bitcast", "pto.treshape") and d.operands:
+        r = _byte_range(defs, d.operands[0])
+        if r is not None:
+            r[5] = _strides(t)
+        return r
+    if d.name == "pto.subview" and len(d.operands) == 3:
+        r = _byte_range(defs, d.operands[0])
+        if r is None:
+            return None
+        offs = [_const_int(defs, x) for x in d.operands[1:]]
+        st = r[5]
+        if st is None or None in offs:
+            return r  # (a boxed or dynamic view: the whole parent, as PTOAS)
+        off = offs[0] * st[0] + offs[1] * st[1]
+        span = 0 if t.rows == 0 or t.cols == 0 else \
+            (t.rows - 1) * st[0] + (t.cols - 1) * st[1] + st[2]
+        return [r[0], r[1] + off, span, None if r[3] is None else r[3] + off, r[4], st]
+    return None
+
+
+def _no_alias_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
+    """PlanMemory's semantic no-alias rule (PTOAS): the tiles of an MX conversion may not share
+    bytes: a ``tquant.mx``'s src and outputs pairwise, and a Vec ``tmov`` through a tmp (the
+    X -> ZZ form) src, tmp and dst pairwise. Views of one tile compare their byte envelopes;
+    tiles at constant addresses compare addresses in the same buffer."""
+    if op.name == "pto.tquant.mx":
+        tiles = list(op.inputs[:1]) + list(op.outs)
+    else:
+        if len(op.inputs) != 2 or len(op.outs) != 1:
+            return
+        tiles = [op.inputs[0], op.inputs[1], op.outs[0]]
+        if not all(isinstance(x.type, T.TileBufType) and x.type.loc == "vec" for x in tiles):
+            return
+    ranges = [_byte_range(defs, x) for x in tiles]
+    for i in range(len(tiles)):
+        for j in range(i + 1, len(tiles)):
+            a, b = ranges[i], ranges[j]
+            if a is None or b is None or not a[2] or not b[2]:
+                continue
+            if a[0] == b[0]:
+                lo, hi = (a[1], a[2]), (b[1], b[2])
+            elif a[3] is not None and b[3] is not None and a[4] == b[4]:
+                lo, hi = (a[3], a[2]), (b[3], b[2])
+            else:
+                continue
+            if lo[0] < hi[0] + hi[1] and hi[0] < lo[0] + lo[1]:
+                yield VerifyError("PlanMemory semantic no-alias violation: operand byte ranges "
+                                  f"overlap (%{tiles[i].name} and %{tiles[j].name} share "
+                                  "bytes)", op=op.name, loc=op.loc)
+                return
+
+
 def _reserve_level_errors(op: Op, level: str | None) -> Iterator[VerifyError]:
     """Who places a ``pto.reserve_buffer`` (PTOAS's level rules): at level1/level2 (the
     default) PlanMemory does, so an ``auto = true`` buffer names no ``base``; at level3 there
@@ -861,6 +945,8 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield from _addr_errors(op, defs)
         if op.name == "pto.reserve_buffer":
             yield from _reserve_level_errors(op, level)
+        if op.name in ("pto.tmov", "pto.tquant.mx"):
+            yield from _no_alias_errors(op, defs)
         if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")) and \
                 (target is None or "TMATMUL_MX" in get_target(target).legality):
             # (PTOAS's A5 MX verifier; elsewhere the op is not supported at all)

@@ -705,7 +705,23 @@ def tprelu(with_tmp: bool) -> str:
     return kernel("\n".join(lines) + f"\n    pto.tprelu ins({ins}) outs(%d : {t})")
 
 
+def x2zz(src_at: int, tmp_at: int, dst_at: int) -> str:
+    """A Vec tmov through a tmp (the X -> ZZ form) with every tile at a given address."""
+    s, tmp = "!pto.tile_buf<vec, 16x32xui8>", "!pto.tile_buf<vec, 1x96xui8, valid=1x32>"
+    d = "!pto.tile_buf<vec, 16x32xui8, slayout=row_major>"
+    return kernel(
+        f"    %a = arith.constant {src_at} : i64\n    %b = arith.constant {tmp_at} : i64\n"
+        f"    %c = arith.constant {dst_at} : i64\n    %s = pto.alloc_tile addr = %a : {s}\n"
+        f"    %t = pto.alloc_tile addr = %b : {tmp}\n    %d = pto.alloc_tile addr = %c : {d}\n"
+        f"    pto.tmov ins(%s : {s}, %t : {tmp}) outs(%d : {d})")
+
+
 RULE_CASES = [
+    ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 256, 768),
+     "PlanMemory semantic no-alias violation: operand byte ranges overlap"),
+    ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 768, 512),
+     "PlanMemory semantic no-alias violation: operand byte ranges overlap"),
+    ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 512, 1024), None),
     ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(False),
      "requires explicit tmp when PlanMemory is skipped"),
     ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(True), None),
