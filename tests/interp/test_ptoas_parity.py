@@ -716,7 +716,16 @@ def x2zz(src_at: int, tmp_at: int, dst_at: int) -> str:
         f"    pto.tmov ins(%s : {s}, %t : {tmp}) outs(%d : {d})")
 
 
+def tcvt_fp4(dst_cols: int) -> str:
+    s = tb("vec", "bf16", 16, 16)
+    d = tb("vec", "!pto.f4E1M2x2", 16, dst_cols)
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %d = pto.alloc_tile : {d}\n"
+                  f"    pto.tcvt ins(%s : {s}) outs(%d : {d})")
+
+
 RULE_CASES = [
+    ("tcvt_low_precision_packed_shape_invalid_a5.pto", "a5", None, tcvt_fp4(16),
+     "expects src and dst to have compatible shapes"),
     ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 256, 768),
      "PlanMemory semantic no-alias violation: operand byte ranges overlap"),
     ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 768, 512),
