@@ -636,20 +636,6 @@ def test_frontend_pipe_rule(lit: str, text: str, want: str | None) -> None:
         assert errs and any(want in e for e in errs), errs
 
 
-def tstore(loc: str) -> str:
-    pt = "!pto.partition_tensor_view<16x32xf16>"
-    t = f"!pto.tile_buf<{loc}, 16x32xf16>" if loc == "vec" else \
-        f"!pto.tile_buf<{loc}, 16x32xf16, blayout=col_major, slayout=row_major>"
-    return kernel(
-        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
-        "    %c16 = arith.constant 16 : index\n    %c32 = arith.constant 32 : index\n"
-        "    %tv = pto.make_tensor_view %dst, shape = [%c16, %c32], strides = [%c32, %c1] : "
-        "!pto.tensor_view<?x?xf16>\n"
-        "    %sv = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c16, %c32] : "
-        f"!pto.tensor_view<?x?xf16> -> {pt}\n    %s = pto.alloc_tile : {t}\n"
-        f"    pto.tstore ins(%s : {t}) outs(%sv : {pt})", "%dst: !pto.ptr<f16>")
-
-
 def reserve(attrs: str) -> str:
     return kernel("    %b = pto.reserve_buffer {name = \"fifo\", size = 8192, location = "
                   f"#pto.address_space<vec>{attrs}}} -> i32")
@@ -753,10 +739,6 @@ RULE_CASES = [
         tiles("f16", "s", "d", shape="1x32") + "\n    pto.tscatter ins(%s, {maskPattern = "
         f"#pto.mask_pattern<P0101>}} : {vec('f16', '1x32')}, \"row\") outs(%d : "
         f"{vec('f16', '1x32')})"), None),
-    ("tstore_mat_invalid.pto", "a5", None, tstore("mat"),
-     "expects A5 tstore src to use loc=vec or loc=acc"),
-    ("tstore_mat_invalid.pto", "a2a3", None, tstore("mat"), None),
-    ("tstore_mat_invalid.pto", "a5", None, tstore("vec"), None),
     ("reserve_buffer_level12_auto_base_reject.pto", "a2a3", "level2",
      reserve(", auto = true, base = 0"), "unexpected 'base' on auto reserve_buffer"),
     ("reserve_buffer_level12_auto_base_reject.pto", "a2a3", "level2", reserve(", auto = true"),

@@ -107,10 +107,10 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
         if t.dtype is not g.dtype:
             # (PTOAS's words where even the sizes differ: tload_invalid_elem_size.pto)
             a, b = sorted((tile_name, gm_name), reverse=True)
-            size = f"expects {a} and {b} element types to have the same element size: " \
+            size = f" (expects {a} and {b} element types to have the same element size)" \
                 if t.dtype.itemsize != g.dtype.itemsize else ""
-            raise sig.fail(f"{size}{tile_name} element type {t.dtype} != {gm_name} element "
-                           f"type {g.dtype}")
+            raise sig.fail(f"{tile_name} element type {t.dtype} != {gm_name} element type "
+                           f"{g.dtype}{size}")
     return rule
 
 
@@ -401,15 +401,6 @@ _TSTORE_ATTRS = {
     "layout": LAYOUT_HINT}
 
 
-def _tstore_src_a5(sig: Sig) -> None:
-    """A5 stores from Vec or Acc tiles only: it has no Mat -> GM path (TSTORE page,
-    implementation checks (A5); PTOAS's words)."""
-    t = sig["src"]
-    if isinstance(t, TileSpec) and t.loc is TileType.Mat:
-        raise sig.fail("expects A5 tstore src to use loc=vec or loc=acc (no Mat -> GM store "
-                       f"on {sig.target}, got a Mat tile)")
-
-
 @instr("TSTORE", family="memory", pipe=Pipe.MTE3, batched=True,
        pipe_of=PipeForms("src", {"Vec": Pipe.MTE3, "Mat": Pipe.MTE3, "Acc": Pipe.FIX},
                          why="pto-isa's TSTORE_VEC, TSTORE_MAT, TSTORE_ACC."),
@@ -426,7 +417,6 @@ def _tstore_src_a5(sig: Sig) -> None:
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       static_for={"a5": (_tstore_src_a5,)},
        runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode,
