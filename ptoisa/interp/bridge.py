@@ -565,7 +565,14 @@ def _to_enum(cls: type[enum.Enum], raw: Any, op: Op, key: str) -> enum.Enum:
             return coerce_enum(cls, x, key)  # type: ignore[no-any-return]
         except PtoError:
             pass
-    allowed = ", ".join(n[len(prefix):] for n in names)
+    short = [n[len(prefix):] for n in names]
+    allowed = ", ".join(short)
+    if isinstance(raw, int) and all(n.isdigit() for n in short) and \
+            sorted(map(int, short)) == list(range(int(short[0]), int(short[0]) + len(short))):
+        # an integer out of a run of integers: PTOAS words it as a range (HistByte's byte)
+        lo, hi = min(map(int, short)), max(map(int, short))
+        raise VerifyError(f"expects {key} to be in range [{lo}, {hi}] (attribute '{key}': "
+                          f"{raw} is not a {cls.__name__})", op=op.name, loc=op.loc)
     raise VerifyError(f"attribute '{key}': {raw!r} is not a {cls.__name__} (allowed: "
                       f"{allowed})", op=op.name, loc=op.loc)
 

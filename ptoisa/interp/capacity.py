@@ -9,7 +9,8 @@ up to the buffer's alignment. Tiles placed automatically are counted: results of
 on-chip ``memref.alloc`` (a tile given an address, by
 ``addr`` or ``pto.tassign``, is the program's own placement and is checked against its buffer
 when placed). As in PlanMemory, a tile is live from its first use (an ``alloc_tile`` alone
-takes no space) to its last use; a use inside a loop (``scf.for`` / ``scf.while``) that the
+takes no space) to its last use (a tile larger than its whole buffer is refused even
+unused, at its allocation); a use inside a loop (``scf.for`` / ``scf.while``) that the
 allocation is outside of keeps the tile live over the whole loop (every iteration uses it);
 a tile first used by the op that uses another, at least as large, for the last time may take
 its place (PlanMemory's in-place reuse; ptoisa allows it for every op). Values derived from a tile
@@ -155,6 +156,17 @@ def check_function(func: Op, target: Target) -> None:
                     a = parent.get(id(a))
                 first[k] = min(first.get(k, lo), lo)
                 last[k] = max(last.get(k, hi), hi)
+
+    for k, (v, spec, space, nbytes) in fresh.items():
+        # a tile larger than its whole buffer has no place even unused (PTOAS's PlanMemory
+        # words, in bits); a used one is reported where it becomes live, below
+        cap = target.plan_size(space)[0]
+        if k not in first and nbytes > cap:
+            d = defs[k]
+            raise VerifyError(f"{space.lower()} overflow, requires {nbytes * 8} bits while "
+                              f"{cap * 8} bits available ({space} overflow on {target.name}: "
+                              f"%{v.name} ({spec.describe()}) needs {nbytes} bytes, more than "
+                              f"the whole {space}, {cap} bytes)", op=d.name, loc=d.loc)
 
     # the totals only grow where a tile becomes live, so that is where an overflow shows
     for p in sorted(set(first.values())):

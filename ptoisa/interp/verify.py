@@ -38,7 +38,7 @@ from ..memory import ALIGN
 from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
-from .compiler import Compiler, _literal
+from .compiler import Compiler, _literal, kernel_kind
 from .persistent_fragments import fragment_errors
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
@@ -109,8 +109,70 @@ class _Pipes:
         return seen
 
 
+_PAIR = ("requires a complete compatible peer init pair when local_addr comes from "
+         "pto.reserve_buffer or pto.import_reserved_buffer")
+
+
+def _pipe_keys(pipes: _Pipes, fn: str | None, init: Op) -> list[tuple[Any, ...]]:
+    """The logical pipes a pipe init takes part in: (the function owning the reserved buffer,
+    its name, direction bit) for each of its local buffers that comes from a reserve_buffer
+    or import_reserved_buffer. A bidirectional init (dir_mask 3) has its C2V buffer (the
+    l2l init's first operand, a frontend's c2v_consumer_buf) and its V2C one."""
+    mask = _attr(init, "dir_mask")
+    if init.name == "pto.initialize_l2l_pipe":
+        vals = list(init.operands[:2])
+    else:
+        kw = init.keyword_operands
+        vals = [kw.get("c2v_consumer_buf"), kw.get("v2c_consumer_buf")]
+        if mask == 2:
+            vals = [vals[1]]
+    bits = [1, 2] if mask == 3 else [mask]
+    keys = []
+    for v, bit in zip(vals, bits, strict=False):
+        d = None if v is None else pipes.defs[fn].get(id(v))
+        if d is None or d.name not in _BUFFERS:
+            continue
+        owner = fn if d.name == "pto.reserve_buffer" else _peer_name(d)
+        keys.append((owner, _attr(d, "name"), bit))
+    return keys
+
+
+def _pair_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]:
+    """PTOAS's ResolveReservedBuffers rule: the pipe inits that share a logical pipe (a
+    reserved buffer and a direction) form one peer group, which is exactly two inits in two
+    functions (one on each side). Reported on the group's first init, once per group."""
+    inits = [(f.sym_name, op) for f in funcs for op in pipes.inits(f.sym_name)]
+    keys = [_pipe_keys(pipes, fn, op) for fn, op in inits]
+    group = list(range(len(inits)))
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    first: dict[tuple[Any, ...], int] = {}
+    for i, ks in enumerate(keys):
+        for k in ks:
+            if k in first:
+                group[root(i)] = root(first[k])
+            else:
+                first[k] = i
+    members: dict[int, list[int]] = {}
+    for i, ks in enumerate(keys):
+        if ks:
+            members.setdefault(root(i), []).append(i)
+    for ms in sorted(members.values()):
+        fns = {inits[i][0] for i in ms}
+        if len(ms) != 2 or len(fns) != 2:
+            op = inits[ms[0]][1]
+            yield VerifyError(f"{_PAIR} (this pipe has {len(ms)} init(s) in {len(fns)} "
+                              "function(s); it needs one in each of two functions)",
+                              op=op.name, loc=op.loc)
+
+
 def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
     pipes = _Pipes(funcs)
+    yield from _frontend_op_errors(funcs, pipes)
     reported: set[str | None] = set()
     for f in funcs:
         fn = f.sym_name
@@ -123,9 +185,9 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                                   op=init.name, loc=init.loc)
                 continue
             if any(not pipes.inits(p) for b in bufs for p in pipes.peers(fn, b)):
-                yield VerifyError("requires a complete peer init pair when local_addr comes from "
-                                  "pto.reserve_buffer or pto.import_reserved_buffer",
-                                  op=init.name, loc=init.loc)
+                yield VerifyError("requires a complete peer init pair when local_addr comes "
+                                  "from pto.reserve_buffer or pto.import_reserved_buffer (the "
+                                  "peer function has no pipe init)", op=init.name, loc=init.loc)
                 continue
             users = [op for op in pipes.ops[fn] if op.name in _FRONTEND]
             nosplit = _attr(init, "nosplit")
@@ -150,6 +212,135 @@ def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
                             f"({direction} split values {sorted(splits - {None})})",
                             op=init.name, loc=init.loc)
                         break
+    yield from _pair_errors(funcs, pipes)
+
+
+def _with_sections(op: Op, kind: str | None = None) -> Iterator[tuple[Op, str | None]]:
+    """Every op nested in ``op`` with the kind of the ``pto.section.cube`` /
+    ``pto.section.vector`` around it (None outside any)."""
+    for r in op.regions:
+        for b in r.blocks:
+            for o in b.ops:
+                yield o, kind
+                yield from _with_sections(o, _SECTIONS.get(o.name, kind))
+
+
+#: the kind of core each frontend pipe op runs on (PTOAS's verifiers: a cube op sits in a
+#: cube kernel function or a ``pto.section.cube``)
+_SECTIONS = {"pto.section.cube": "cube", "pto.section.vector": "vector"}
+_INIT_CORE = {"pto.aic_initialize_pipe": "cube", "pto.aiv_initialize_pipe": "vector"}
+#: frontend data op -> (the init of its pipe in the same function, PTOAS's name of the op)
+_FIXPIPE_USERS = {"pto.talloc_to_aiv": ("pto.aic_initialize_pipe", "TALLOC"),
+                  "pto.tpush_to_aiv": ("pto.aic_initialize_pipe", "TPUSH"),
+                  "pto.tpop_from_aic": ("pto.aiv_initialize_pipe", "TPOP"),
+                  "pto.tfree_from_aic": ("pto.aiv_initialize_pipe", "TFREE")}
+
+
+def _frontend_op_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]:
+    """PTOAS's op verifiers of the frontend pipe ops (they run before the module passes):
+    * an ``aic_initialize_pipe`` sits in a cube kernel function or a ``pto.section.cube``, an
+      ``aiv_initialize_pipe`` in a vector one (a ``pto.tileop.helper`` function is not checked);
+    * a fix-pipe producer (an ``aic_initialize_pipe`` with ``acc_push_epilogue``) imports its
+      consumer buffer from a function holding exactly one ``aiv_initialize_pipe`` whose
+      ``c2v_consumer_buf`` is the reserve_buffer of that name;
+    * the TALLOC / TPUSH / TPOP / TFREE of a fix-pipe pipe move whole tiles: ``split = 0``."""
+    for f in funcs:
+        helper = f.attributes.get("pto.tileop.helper") is not None
+        kind = kernel_kind(f)
+        inits: dict[Any, Op] = {}
+        for op, sec in _with_sections(f):
+            want = _INIT_CORE.get(op.name)
+            if want is None:
+                continue
+            inits.setdefault((op.name, _attr(op, "id")), op)
+            if not helper and (sec or kind) != want:
+                where = f"a {sec} section" if sec else f"a {kind} kernel" if kind else \
+                    "a function without pto.kernel_kind"
+                yield VerifyError(f"must be inside a {want} kernel function or section (it is "
+                                  f"in {where})", op=op.name, loc=op.loc)
+            elif op.name == "pto.aic_initialize_pipe" and \
+                    op.attributes.get("acc_push_epilogue") is not None and \
+                    not _fixpipe_consumer(pipes, f.sym_name, op):
+                yield VerifyError("expects peer consumer function to contain a matching "
+                                  "aiv_initialize_pipe with the same consumer buffer contract "
+                                  "(one whose c2v_consumer_buf is the reserve_buffer this fix "
+                                  "pipe imports)", op=op.name, loc=op.loc)
+        for init in inits.values():
+            if init.name == "pto.aiv_initialize_pipe" and \
+                    init.attributes.get("acc_push_epilogue") is not None:
+                yield from _fixpipe_slot_errors(pipes, f, init)
+        for op in f.walk():
+            user = _FIXPIPE_USERS.get(op.name)
+            if user is None:
+                continue
+            init = inits.get((user[0], _attr(op, "id")))
+            split = _attr(op, "split") or 0
+            if init is not None and init.attributes.get("acc_push_epilogue") is not None \
+                    and split != 0:
+                yield VerifyError(f"expects fixpipe {user[1]} to have split = 0 (the pipe's "
+                                  f"init has acc_push_epilogue; got split = {split})",
+                                  op=op.name, loc=op.loc)
+
+
+def _fixpipe_slot_errors(pipes: _Pipes, f: Op, init: Op) -> Iterator[VerifyError]:
+    """A fix pipe's slot holds one post-fixpipe consumer entry (the tile its
+    ``tpop_from_aic`` returns): the consumer's ``slot_size`` and its peer producer's are at
+    least that many bytes (PTOAS's frontend verifier; a dynamic entry is not compared)."""
+    pid = _attr(init, "id")
+    entry = None
+    for op in pipes.ops[f.sym_name]:
+        if op.name == "pto.tpop_from_aic" and _attr(op, "id") == pid and op.results:
+            ts = bridge.tile_spec_of(op.results[0].type)
+            if ts is not None:
+                entry = ts.rows * ts.cols * ts.dtype.itemsize
+            break
+    if entry is None:
+        return
+    size = _attr(init, "slot_size")
+    if isinstance(size, int) and size < entry:
+        yield VerifyError(f"expects consumer-side fixpipe slot_size to be at least {entry} bytes "
+                          f"for the resolved post-fixpipe consumer entry (slot_size = {size})",
+                          op=init.name, loc=init.loc)
+        return
+    buf = init.keyword_operands.get("c2v_consumer_buf")
+    res = None if buf is None else pipes.defs[f.sym_name].get(id(buf))
+    if res is None or res.name != "pto.reserve_buffer":
+        return
+    for peer in pipes.peers(f.sym_name, res):
+        for op in pipes.ops.get(peer, ()):
+            if op.name != "pto.aic_initialize_pipe" or \
+                    op.attributes.get("acc_push_epilogue") is None:
+                continue
+            v = op.keyword_operands.get("c2v_consumer_buf")
+            d = None if v is None else pipes.defs[peer].get(id(v))
+            got = _attr(op, "slot_size")
+            if d is not None and d.name == "pto.import_reserved_buffer" and \
+                    _attr(d, "name") == _attr(res, "name") and isinstance(got, int) and \
+                    got < entry:
+                yield VerifyError(f"expects peer producer fixpipe slot_size to be at least "
+                                  f"{entry} bytes for the resolved post-fixpipe consumer entry "
+                                  f"(@{peer}'s slot_size = {got})", op=init.name, loc=init.loc)
+                return
+
+
+def _fixpipe_consumer(pipes: _Pipes, fn: str | None, init: Op) -> bool:
+    """Does the consumer of fix-pipe producer ``init`` (of function ``fn``) hold exactly one
+    ``aiv_initialize_pipe`` whose ``c2v_consumer_buf`` is the reserved buffer ``init`` imports?"""
+    buf = init.keyword_operands.get("c2v_consumer_buf")
+    imp = None if buf is None else pipes.defs[fn].get(id(buf))
+    if imp is None or imp.name != "pto.import_reserved_buffer":
+        return False
+    peer, name = _peer_name(imp), _attr(imp, "name")
+    if peer not in pipes.funcs:
+        return False
+    n = 0
+    for op in pipes.ops[peer]:
+        if op.name == "pto.aiv_initialize_pipe":
+            v = op.keyword_operands.get("c2v_consumer_buf")
+            d = None if v is None else pipes.defs[peer].get(id(v))
+            if d is not None and d.name == "pto.reserve_buffer" and _attr(d, "name") == name:
+                n += 1
+    return n == 1
 
 
 #: the C++ fix-pipe template parameters PTOAS keeps off its frontend pipe ops (their lowering
@@ -427,6 +618,12 @@ def _addr_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
         v = op.keyword_operands.get("addr")
     else:
         v = op.operands[1] if len(op.operands) > 1 else None
+    if op.name == "pto.tassign" and op.operands and \
+            isinstance(op.operands[0].type, T.MemRefType):
+        # (PTOAS's TAssignOp takes a tile: a memref is placed by PlanMemory, not rebound)
+        yield VerifyError("operand #0 must be a tile (!pto.tile_buf), but got "
+                          f"'{op.operands[0].type}'", op=op.name, loc=op.loc)
+        return
     addr = None if v is None else _const_int(defs, v)
     if addr is not None and addr % ALIGN:
         yield VerifyError(f"addr must be aligned to {ALIGN} bytes for local tile memory space, "
@@ -507,7 +704,11 @@ def _leaves_out_tmp(op: Op) -> str | None:
 def _optional_tmp_needed(op: Op) -> str | None:
     """PTOAS's level3 error for an op whose optional tmp its A2/A3 lowering needs and that
     leaves it out: TCI's vector path always, TCVT's non-saturating narrowing path (a narrower
-    integer dst, sat_mode not on); else None."""
+    integer dst, sat_mode not on); else None. TPRELU's tmp (PTOAS allocates one where the op
+    leaves it out; ptoisa does not model that shape, so such an op stays refused at the other
+    levels) is named here too."""
+    if op.name == "pto.tprelu" and op.form == "dps" and len(op.inputs) == 2:
+        return "requires explicit tmp when PlanMemory is skipped"
     if op.name not in ("pto.tci", "pto.tcvt"):
         return None
     ins = bridge.instr_of(op.name)
@@ -599,6 +800,150 @@ def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
                           op=op.name, loc=op.loc)
 
 
+#: the MLIR element types PTOAS's MX matmuls take for lhs / rhs (fp8 pairs: f8E4M3FN and
+#: f8E5M2, not MLIR's non-FN f8E4M3; fp4 pairs: the packed fp4 types)
+_MX_FP8 = ("f8E4M3FN", "f8E5M2")
+_MX_FP4 = ("!pto.f4E1M2x2", "!pto.f4E2M1x2")
+
+
+def _mx_errors(op: Op) -> Iterator[VerifyError]:
+    """PTOAS's verifier of the MX matmuls on the written tile types: lhs / rhs an fp8/fp8 or
+    fp4/fp4 pair; with M, K the lhs valid shape and N the rhs valid columns, the a_scale tile
+    is [M, ceil(K/32)] (shape and valid shape) and the b_scale tile [ceil(K/32), rhs columns]
+    (valid [ceil(K/32), N]): one scale per 32 elements of K. A dynamic extent is not compared."""
+    ins = op.inputs[1:] if op.name.endswith(".acc") else op.inputs
+    if len(ins) < 4:
+        return
+    a, sa, b, sb = (v.type for v in ins[:4])
+    if not all(isinstance(t, T.TileBufType) for t in (a, sa, b, sb)):
+        return
+    pair = (str(a.dtype), str(b.dtype))
+    if not (all(d in _MX_FP8 for d in pair) or all(d in _MX_FP4 for d in pair)):
+        yield VerifyError("expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or "
+                          f"fp4/fp4 pair (got {pair[0]} / {pair[1]}; the fp8 types are "
+                          f"{' and '.join(_MX_FP8)})", op=op.name, loc=op.loc)
+        return
+    m, k, n = a.v_row, a.v_col, b.v_col
+    sk = None if k is None else -(-k // 32)
+    # (a shape extent may also follow the operand's shape rather than its valid shape: a
+    # 128-row lhs with 115 valid rows takes a 128-row a_scale with 115 valid, tmatmul_bias_mx)
+    m_shape, sk_shape = a.rows, -(-a.cols // 32)
+
+    def differ(got: tuple[Any, ...], want: tuple[Any, ...]) -> bool:
+        return any(g is not None and w is not None and g not in (w if isinstance(w, tuple)
+                                                                  else (w,))
+                   for g, w in zip(got, want, strict=True))
+
+    if differ((sa.rows, sa.cols, sa.v_row, sa.v_col), ((m, m_shape), (sk, sk_shape), m, sk)):
+        yield VerifyError(f"expects a_scale shape to be [M, ceil(K/32)] = [{m}, {sk}], and its "
+                          f"valid shape too (got {sa.rows}x{sa.cols}, valid {sa.v_row}x"
+                          f"{sa.v_col}): expects a_scale shape/valid_shape to be "
+                          "[M, ceil(K/32)]", op=op.name, loc=op.loc)
+    elif differ((sb.rows, sb.cols, sb.v_row, sb.v_col), ((sk, sk_shape), b.cols, sk, n)):
+        yield VerifyError("expects b_scale shape/valid_shape to be [ceil(K/32), aligned_N]/"
+                          f"[ceil(K/32), N] = [{sk}, {b.cols}]/[{sk}, {n}] (got {sb.rows}x"
+                          f"{sb.cols}, valid {sb.v_row}x{sb.v_col})", op=op.name, loc=op.loc)
+
+
+def _elem_bytes(t: Any) -> int | None:
+    try:
+        spec = bridge.tile_spec_of(t)
+    except PtoError:
+        return None
+    return None if spec is None or spec.dtype.packed else int(spec.dtype.itemsize)
+
+
+def _strides(t: T.TileBufType) -> tuple[int, int, int] | None:
+    """(row stride, column stride, element size) in bytes of a tile type without boxes."""
+    e = _elem_bytes(t)
+    if e is None or t.slayout != "none_box" or t.compact == 2:
+        return None
+    return (t.cols * e, e, e) if t.blayout == "row_major" else (e, t.rows * e, e)
+
+
+def _byte_range(defs: dict[int, Op], v: Any) -> list[Any] | None:
+    """[root value id, byte offset in the root, bytes, absolute address or None, location,
+    strides] of a tile value: an ``alloc_tile`` (its address when constant), a ``subview`` of
+    one (offsets constant: the rows x cols envelope it spans), a ``bitcast`` / ``treshape``
+    view (the same bytes); else None (not compared)."""
+    d = defs.get(id(v))
+    t = v.type
+    if d is None or not isinstance(t, T.TileBufType):
+        return None
+    if d.name == "pto.alloc_tile":
+        e = _elem_bytes(t)
+        if e is None or t.compact == 2:
+            return None
+        a = d.keyword_operands.get("addr")
+        return [id(v), 0, t.rows * t.cols * e, None if a is None else _const_int(defs, a),
+                t.loc, _strides(t)]
+    if d.name in ("pto.bitcast", "pto.treshape") and d.operands:
+        r = _byte_range(defs, d.operands[0])
+        if r is not None:
+            r[5] = _strides(t)
+        return r
+    if d.name == "pto.subview" and len(d.operands) == 3:
+        r = _byte_range(defs, d.operands[0])
+        if r is None:
+            return None
+        offs = [_const_int(defs, x) for x in d.operands[1:]]
+        st = r[5]
+        if st is None or None in offs:
+            return r  # (a boxed or dynamic view: the whole parent, as PTOAS)
+        off = offs[0] * st[0] + offs[1] * st[1]
+        span = 0 if t.rows == 0 or t.cols == 0 else \
+            (t.rows - 1) * st[0] + (t.cols - 1) * st[1] + st[2]
+        return [r[0], r[1] + off, span, None if r[3] is None else r[3] + off, r[4], st]
+    return None
+
+
+def _no_alias_errors(op: Op, defs: dict[int, Op]) -> Iterator[VerifyError]:
+    """PlanMemory's semantic no-alias rule (PTOAS): the tiles of an MX conversion may not share
+    bytes: a ``tquant.mx``'s src and outputs pairwise, and a Vec ``tmov`` through a tmp (the
+    X -> ZZ form) src, tmp and dst pairwise. Views of one tile compare their byte envelopes;
+    tiles at constant addresses compare addresses in the same buffer."""
+    if op.name == "pto.tquant.mx":
+        tiles = list(op.inputs[:1]) + list(op.outs)
+    else:
+        if len(op.inputs) != 2 or len(op.outs) != 1:
+            return
+        tiles = [op.inputs[0], op.inputs[1], op.outs[0]]
+        if not all(isinstance(x.type, T.TileBufType) and x.type.loc == "vec" for x in tiles):
+            return
+    ranges = [_byte_range(defs, x) for x in tiles]
+    for i in range(len(tiles)):
+        for j in range(i + 1, len(tiles)):
+            a, b = ranges[i], ranges[j]
+            if a is None or b is None or not a[2] or not b[2]:
+                continue
+            if a[0] == b[0]:
+                lo, hi = (a[1], a[2]), (b[1], b[2])
+            elif a[3] is not None and b[3] is not None and a[4] == b[4]:
+                lo, hi = (a[3], a[2]), (b[3], b[2])
+            else:
+                continue
+            if lo[0] < hi[0] + hi[1] and hi[0] < lo[0] + lo[1]:
+                yield VerifyError("PlanMemory semantic no-alias violation: operand byte ranges "
+                                  f"overlap (%{tiles[i].name} and %{tiles[j].name} share "
+                                  "bytes)", op=op.name, loc=op.loc)
+                return
+
+
+def _reserve_level_errors(op: Op, level: str | None) -> Iterator[VerifyError]:
+    """Who places a ``pto.reserve_buffer`` (PTOAS's level rules): at level1/level2 (the
+    default) PlanMemory does, so an ``auto = true`` buffer names no ``base``; at level3 there
+    is no PlanMemory, so the buffer is ``auto = false`` with an explicit ``base``."""
+    auto, base = _attr(op, "auto"), op.attributes.get("base")
+    if level == "level3":
+        if auto is not False or base is None:
+            yield VerifyError("pto.reserve_buffer requires 'auto = false' and explicit 'base' "
+                              "when --pto-level=level3 (no PlanMemory places it)",
+                              op=op.name, loc=op.loc)
+    elif auto is True and base is not None:
+        yield VerifyError("unexpected 'base' on auto reserve_buffer: at level1/level2 "
+                          "PlanMemory assigns it", op=op.name, loc=op.loc)
+
+
 def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -607,6 +952,36 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
     for op in f.walk():
         if op.name in ("pto.alloc_tile", "pto.tassign", "pto.alloc_multi_tile"):
             yield from _addr_errors(op, defs)
+        if op.name == "pto.reserve_buffer":
+            yield from _reserve_level_errors(op, level)
+        if op.name in ("pto.tmov", "pto.tquant.mx"):
+            yield from _no_alias_errors(op, defs)
+        if op.name.startswith(("pto.tmatmul.mx", "pto.tgemv.mx")) and \
+                (target is None or "TMATMUL_MX" in get_target(target).legality):
+            # (PTOAS's A5 MX verifier; elsewhere the op is not supported at all)
+            yield from _mx_errors(op)
+        if op.name == "pto.tquant" and len(op.outs) == 1 and op.inputs and \
+                (target is None or get_target(target).traits.level3_needs_tmp):
+            t = op.inputs[0].type
+            if isinstance(t, T.TileBufType) and (t.v_row is None or t.v_col is None):
+                # (A2/A3's INT8 tquant uses a tmp of src's type, which PTOAS allocates when
+                # the op names none: from a static src only)
+                yield VerifyError("requires static tile_buf src to materialize implicit tquant "
+                                  "tmp (src has a dynamic valid shape and no tmp is given)",
+                                  op=op.name, loc=op.loc)
+        if op.name == "pto.tscatter" and (len(op.operands) == 3) == \
+                (op.attributes.get("maskPattern") is not None):
+            # (src, [indexes,] dst: an index tile scatters, a maskPattern selects; not both)
+            yield VerifyError("expects exactly one of indexes operand or maskPattern attribute "
+                              f"(got {len(op.operands) - 2} index operand(s) and "
+                              f"{'a' if op.attributes.get('maskPattern') else 'no'} "
+                              "maskPattern)", op=op.name, loc=op.loc)
+        if op.name in _FRONTEND and (_attr(op, "split") or 0) == 0 and any(
+                p.kind == "k" and p.value == "aiv_subblockid" for p in op.syntax):
+            # (the sub-block id picks which half of a split entry this core moves)
+            yield VerifyError("expects 'aiv_subblockid' only when 'split' is 1, 2, 3, or 4 "
+                              "(it names the vector sub-block's half of a split entry; this "
+                              "op has split = 0)", op=op.name, loc=op.loc)
         if op.name == "pto.cmo.cacheinvalid":
             yield from _cmo_errors(op)
         if op.name in ("pto.mte_l1_l0a_mx", "pto.mte_l1_l0b_mx") and len(op.operands) >= 2:

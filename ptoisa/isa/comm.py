@@ -113,8 +113,10 @@ def _flat_1d(sig: Sig) -> None:
     for n in ("dst", "src"):
         t = sig[n]
         if isinstance(t, GMSpec) and (t.shape[:4] != (1, 1, 1, 1) or t.stride[4] != 1):
-            raise sig.fail(f"expects {n} to be a static flat contiguous logical 1D GM memref, "
-                           f"got shape {'x'.join(map(str, t.shape))}")
+            shape = "x".join(map(str, t.shape))
+            what = f"expects {n} to be a static flat contiguous logical 1D GM"
+            raise sig.fail(f"{what} memref, got shape {shape} (a 1x1x1x1xN view; PTOAS's "
+                           f"newer words: {what} view)")
 
 
 def _read(view: Any, idx: np.ndarray, op: str) -> np.ndarray:

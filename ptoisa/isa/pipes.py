@@ -877,12 +877,16 @@ def _scaling_tile(sig: Sig) -> None:
 
 
 def _ptoas_payload(sig: Sig) -> None:
-    """PTOAS's rule for the payload tile's element type (by target: a trait)."""
+    """PTOAS's rule for the payload tile's element type (by target: a trait; PTOAS's words
+    are the ``says`` of the target's legality rule)."""
     t = sig["fpTile"]
     want = sig.target.traits.quant_vector_types
     if t is not None and t.dtype.name not in want:
-        raise sig.fail(f"expects 'scaling_tile' element type to be "
-                       f"{' or '.join(sorted(want))} on {sig.target}, got {t.dtype}")
+        rule = sig.target.legality.get("SET_QUANT_VECTOR")
+        says = rule.extra.get("says") if rule is not None else None
+        head = says or f"expects 'scaling_tile' element type to be one of {sorted(want)}"
+        raise sig.fail(f"{head} (target {sig.target}: {' or '.join(sorted(want))}, got "
+                       f"{t.dtype})")
 
 
 @instr("SET_QUANT_VECTOR", family="pipes", pipe=Pipe.S,

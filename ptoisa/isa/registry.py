@@ -882,7 +882,9 @@ def check_legality(sig: Sig) -> None:
     ins, target = sig.ins, sig.target
     rule = target.legality.get(ins.name)
     if rule is None:
-        raise IllegalInstruction(f"not supported on target {target}", op=ins.mnemonic)
+        says = f" ({ins.ptoas.unsupported})" if ins.ptoas is not None and \
+            ins.ptoas.unsupported else ""
+        raise IllegalInstruction(f"not supported on target {target}{says}", op=ins.mnemonic)
     key = [n for n in ins.dtype_key if sig[n] is not None]
     if rule.dtypes is not None and key:
         got = tuple(elem_type(sig[n]) for n in key)
@@ -1338,12 +1340,22 @@ def dtype_in(name: str, allowed: str) -> StaticRule:
 
 # ---- shared rules (pure functions over Sig; reused by many instructions) ----------------------
 
+def same_type_message(present: Sequence[tuple[str, Any]]) -> str:
+    """The error of operands whose element types differ, in PTOAS's words (its verifiers list
+    the sources, then dst: "expects src0, src1, and dst to have the same element type"), with
+    each operand's type."""
+    names = [n for n, _ in present if n != "dst"] + [n for n, _ in present if n == "dst"]
+    joined = names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2 \
+        else f"{', '.join(names[:-1])}, and {names[-1]}"
+    desc = ", ".join(f"{n} {d}" for n, d in present)
+    return f"expects {joined} to have the same element type ({desc})"
+
+
 def same_dtype(*names: str) -> StaticRule:
     def rule(sig: Sig) -> None:
         present = [(n, elem_type(sig[n])) for n in names if sig[n] is not None]
         if len({d for _, d in present}) > 1:
-            desc = ", ".join(f"{n} {d}" for n, d in present)
-            raise sig.fail(f"operands must have the same element type ({desc})")
+            raise sig.fail(same_type_message(present))
     rule.__name__ = f"same_dtype({', '.join(names)})"
     return rule
 

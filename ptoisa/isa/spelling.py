@@ -134,6 +134,9 @@ class Ptoas:
     #: its field names in operand order. A group is given whole or not at all, one group at a
     #: time; its values fill the operands after the ones written positionally
     named: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: PTOAS's verifier's words for the op on a target that lacks it (pto.thistogram: "only
+    #: supported on A5"), added to the "not supported on target" error
+    unsupported: str = ""
 
 
 # ---- pieces several entries share ----------------------------------------------------------

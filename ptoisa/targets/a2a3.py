@@ -50,7 +50,10 @@ PART = rule(pairs("f16->i16 f16->ui16 f16->i32 f16->ui32 f32->i32 f32->ui32"))
 ROW_ARG = rule(list(product(("f16", "f32"), ("i32", "ui32"))))
 # index-only: 32-bit indices; value+index: 16-bit for 2-byte sources (rule _npu_idx_width)
 COL_ARG = rule(pairs("f16->i32 f16->ui32 f16->i16 f16->ui16 ui16->i32 ui16->ui32 ui16->i16 "
-                     "ui16->ui16 f32->i32 f32->ui32 ui32->i32 ui32->ui32"))
+                     "ui16->ui16 f32->i32 f32->ui32 ui32->i32 ui32->ui32"),
+               # (PTOAS's words when the source is too wide, issue554_tcolarg_invalid_width.pto)
+               says="expects src/tmp element type to be 1, 2, or 4 bytes wide",
+               says_when={"i64", "ui64", "f64"})
 
 
 LEGALITY: dict[str, Rule] = {
@@ -184,7 +187,10 @@ LEGALITY: dict[str, Rule] = {
     "TSORT32": rule("f16 f32"),
     "TMRGSORT": rule("f16 f32"),
     "TDEQUANT": rule(pairs("i8->f32 i16->f32")),
-    "TPREFETCH": rule(),
+    # (no low-precision element types on A2/A3: PTOAS's words, tprefetch_low_precision_*_a3)
+    "TPREFETCH": rule("f32 f16 bf16 i8 ui8 i16 ui16 i32 ui32 i64 ui64",
+                      says="expects A2/A3 tprefetch low-precision element types to be "
+                           "unsupported"),
     "TQUANT": rule(pairs("f32->i8 f32->ui8")),
 
     # ---- layout ----------------------------------------------------------------------------------
@@ -223,7 +229,9 @@ LEGALITY: dict[str, Rule] = {
     "TALLOC": rule(),
     "SET_QUANT_SCALAR": rule(),
     # the packed 64-bit quant words on A2/A3 (PTOAS designs/fixpipe-tpipe-design.md 7.2)
-    "SET_QUANT_VECTOR": rule("i64 ui64", locs=[TileType.Scaling]),
+    "SET_QUANT_VECTOR": rule("i64 ui64", locs=[TileType.Scaling],
+                             says="expects 'scaling_tile' element type to be packed i64/ui64 "
+                                  "on A3"),
 
     # ---- prefetch_hif4 ---------------------------------------------------------------------------
     # TPREFETCH_ASYNC (any element type: a cache hint). TMATMUL_MX_HIF4 is an A6 instruction: no

@@ -64,6 +64,9 @@ FP4 = ("f4E2M1x2", "f4E1M2x2")
 MM = [("f32", "f16", "f16"), ("f32", "bf16", "bf16"), ("f32", "f32", "f32"),
       ("i32", "i8", "i8"), ("f32", "hif8", "hif8")] + [("f32", a, b) for a in FP8 for b in FP8]
 MX = [("f32", a, b) for a in FP8 for b in FP8] + [("f32", a, b) for a in FP4 for b in FP4]
+#: PTOAS's words for the MX type rule (tmatmul_mx_low_precision_invalid_a5.pto)
+MX_SAYS = ("expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or fp4/fp4 pair, "
+           "with an f32 result")
 SAME = [(d, d) for d in ("i8 ui8 f8E4M3 f8E5M2 f8E8M0 hif8 f16 bf16 f32 i32 i64 ui64 "
                          "f4E2M1x2 f4E1M2x2").split()]
 CONVERT = pairs("f32->f16 f32->bf16 f32->i8 f32->ui8 f32->f8E4M3 i32->f16 i32->bf16 i32->i8 "
@@ -77,11 +80,14 @@ COL_RED = "f16 f32 i8 ui8 i16 ui16 i32 ui32 bf16"
 ROW_ARG = rule(list(product("f16 bf16 i16 ui16 f32 i32 ui32".split(), ("i32", "ui32"))))
 # index-only: 32-bit indices; value+index: 16-bit for 2-byte sources (rule _npu_idx_width)
 COL_ARG = rule(list(product("i8 ui8 i16 ui16 i32 ui32 f16 f32".split(),
-                            ("i16", "ui16", "i32", "ui32"))))
+                            ("i16", "ui16", "i32", "ui32"))),
+               says="expects src element type to be 1, 2, or 4 bytes wide",
+               says_when={"i64", "ui64", "f64"})
 
 
 #: entries that differ from a2a3 (the rest are a2a3's)
 LEGALITY: dict[str, Rule] = {
+    "TPREFETCH": rule(),  # (any element type: a copy; A2/A3 has no low-precision ones)
     # ---- core ------------------------------------------------------------------------------------
     # the foundation instructions (memory, seeds, TADD).
     # the packed fp4 pairs too: A5's TLoad.hpp moves them as bytes (IsFP4 paths of the Vec and
@@ -172,7 +178,10 @@ LEGALITY: dict[str, Rule] = {
     # MXFP8 (f32/f16/bf16 -> e4m3 bytes), MXFP4 (f16/bf16 -> packed e2m1), INT8 sym/asym (f32)
     # the quant words, and A5's payload of f16 / bf16 / f32 scales (PTOAS
     # designs/fixpipe-tpipe-design.md 7.2), which ptoisa refuses by name when it runs
-    "SET_QUANT_VECTOR": rule("i64 ui64 f16 bf16 f32", locs=[TileType.Scaling]),
+    # (says=: PTOAS's words for the .pto payload rule, which takes the scales only)
+    "SET_QUANT_VECTOR": rule("i64 ui64 f16 bf16 f32", locs=[TileType.Scaling],
+                             says="expects 'scaling_tile' element type to be f16, bf16, or "
+                                  "f32 on A5"),
     "TQUANT": rule(pairs("f32->i8 f16->i8 bf16->i8 f16->f4E2M1x2 bf16->f4E2M1x2 f32->ui8 "
                          "f16->ui8 bf16->ui8")),
 
@@ -203,8 +212,8 @@ LEGALITY: dict[str, Rule] = {
     "TGEMV": rule(MM),
     "TGEMV_ACC": rule(MM),
     "TGEMV_BIAS": rule(MM),
-    "TMATMUL_MX": rule(MX),
-    "TGEMV_MX": rule(MX),
+    "TMATMUL_MX": rule(MX, says=MX_SAYS),
+    "TGEMV_MX": rule(MX, says=MX_SAYS),
     "TMOV": rule(SAME + CONVERT, paths=frozenset(PATHS)),
     "TMOV_FP": rule(SAME + CONVERT, paths=frozenset({(T.Acc, T.Vec), (T.Acc, T.Mat)})),
 

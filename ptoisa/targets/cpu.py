@@ -51,6 +51,7 @@ ILV = "i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32"
 
 #: entries that differ from a2a3 (the rest are a2a3's)
 LEGALITY: dict[str, Rule] = {
+    "TPREFETCH": rule(),  # (any element type: a copy; A2/A3 has no low-precision ones)
     # ---- core ------------------------------------------------------------------------------------
     # the foundation instructions (memory, seeds, TADD).
     "TLOAD": rule(),

@@ -348,8 +348,8 @@ def test_tquant_mx_attributes_reach_the_binding() -> None:
 
 @pytest.mark.parametrize(("dtype", "target", "why"), [
     ("ui64", "a2a3", None), ("f16", "a5", None),
-    ("ui64", "a5", "expects 'scaling_tile' element type to be bf16 or f16 or f32 on a5"),
-    ("f16", "a2a3", "element type f16 is not supported on a2a3")])
+    ("ui64", "a5", "expects 'scaling_tile' element type to be f16, bf16, or f32 on A5"),
+    ("f16", "a2a3", "to be packed i64/ui64 on A3 .element type f16 is not supported")])
 def test_set_quant_vector_payload_by_target(dtype: str, target: str, why: str | None) -> None:
     t = (f"!pto.tile_buf<loc=scaling, dtype={dtype}, rows=1, cols=16, v_row=1, v_col=16, "
          "blayout=row_major, slayout=none_box, fractal=512, pad=0>")

@@ -448,3 +448,323 @@ def test_ptoas_rule(lit: str, target: str, level: str | None, text: str,
         assert errs == []
     else:
         assert errs and want in errs[0], errs
+
+
+# ---- PTOAS's reason words (issue #26): rules we make, worded so they carry PTOAS's text ----
+
+def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: str = "none_box",
+       fractal: int = 512, v: tuple[int, int] | None = None) -> str:
+    vr, vc = v if v is not None else (rows, cols)
+    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={vr}, "
+            f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
+
+
+def colarg(src: str, dst: str) -> str:
+    s, d = tb("vec", src, 16, 32), tb("vec", dst, 1, 32)
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %t = pto.alloc_tile : {s}\n"
+                  f"    %d = pto.alloc_tile : {d}\n"
+                  f"    pto.tcolargmax ins(%s, %t : {s}, {s}) outs(%d : {d})")
+
+
+def mx(lhs: str, rhs: str) -> str:
+    a = tb("left", lhs, 16, 64, "col_major", "row_major")
+    b = tb("right", rhs, 64, 16, "row_major", "col_major")
+    sa = tb("scaling", "f8E8M0", 16, 2, sl="row_major", fractal=32)
+    sb = tb("scaling", "f8E8M0", 2, 16, "col_major", "col_major", fractal=32)
+    c = tb("acc", "f32", 16, 16, "col_major", "row_major", 1024)
+    return kernel(f"    %a = pto.alloc_tile : {a}\n    %sa = pto.alloc_tile : {sa}\n"
+                  f"    %b = pto.alloc_tile : {b}\n    %sb = pto.alloc_tile : {sb}\n"
+                  f"    %c = pto.alloc_tile : {c}\n"
+                  f"    pto.tmatmul.mx ins(%a, %sa, %b, %sb : {a}, {sa}, {b}, {sb}) "
+                  f"outs(%c : {c})", attrs=" attributes {pto.kernel_kind = "
+                  "#pto.kernel_kind<cube>}")
+
+
+def hist(byte: int) -> str:
+    s = tb("vec", "ui16", 32, 32, v=(8, 32))
+    i = tb("vec", "ui8", 32, 1, "col_major", v=(8, 1))
+    d = tb("vec", "ui32", 32, 256, v=(8, 256))
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %i = pto.alloc_tile : {i}\n"
+                  f"    %d = pto.alloc_tile : {d}\n    pto.thistogram ins(%s, %i : {s}, {i}) "
+                  f"outs(%d : {d}) {{byte = {byte} : i32}}")
+
+
+def tload(tile_dtype: str) -> str:
+    pt = "!pto.partition_tensor_view<16x32xf32>"
+    t = f"!pto.tile_buf<vec, 16x32x{tile_dtype}>"
+    return kernel(
+        "    %c0 = arith.constant 0 : index\n    %c1 = arith.constant 1 : index\n"
+        "    %c16 = arith.constant 16 : index\n    %c32 = arith.constant 32 : index\n"
+        "    %tv = pto.make_tensor_view %src, shape = [%c16, %c32], strides = [%c32, %c1] : "
+        "!pto.tensor_view<?x?xf32>\n"
+        "    %sv = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c16, %c32] : "
+        f"!pto.tensor_view<?x?xf32> -> {pt}\n    %d = pto.alloc_tile : {t}\n"
+        f"    pto.tload ins(%sv : {pt}) outs(%d : {t})", "%src: !pto.ptr<f32>")
+
+
+def tshl(src: str, dst: str) -> str:
+    s, d = tb("vec", src, 1, 64), tb("vec", dst, 1, 64)
+    return kernel(f"    %a = pto.alloc_tile : {s}\n    %b = pto.alloc_tile : {s}\n"
+                  f"    %d = pto.alloc_tile : {d}\n"
+                  f"    pto.tshl ins(%a, %b : {s}, {s}) outs(%d : {d})")
+
+
+def mx_scaled(sa: tuple[int, int], lhs: str = "f8E4M3FN") -> str:
+    """tmatmul.mx of a 16x64 lhs (K = 64: two scales per row) and a 64x16 rhs."""
+    return mx(lhs, "f8E5M2").replace(
+        "rows=16, cols=2, v_row=16, v_col=2", f"rows={sa[0]}, cols={sa[1]}, v_row={sa[0]}, "
+        f"v_col={sa[1]}")
+
+
+REASON_CASES = [
+    ("tmatmul_mx_scale_invalid_a5.pto", "a5", None, mx_scaled((16, 64)),
+     "expects a_scale shape to be [M, ceil(K/32)]"),
+    ("tgemv_mx_scale_invalid_a5.pto", "a5", None, mx_scaled((16, 64)),
+     "expects a_scale shape/valid_shape to be [M, ceil(K/32)]"),
+    ("tmatmul_mx_scale_invalid_a5.pto", "a5", None, mx_scaled((16, 2)), None),
+    # a scale tile may follow the lhs's shape rows (tilelang_st tmatmul_bias_mx)
+    ("tmatmul_bias_mx.pto", "a5", None, mx_scaled((16, 2)).replace(
+        "rows=16, cols=64, v_row=16, v_col=64", "rows=16, cols=64, v_row=15, v_col=64").replace(
+        "rows=16, cols=2, v_row=16, v_col=2", "rows=16, cols=2, v_row=15, v_col=2"), None),
+    ("tgemv_mx_variants_emitc.pto", "a5", None, mx_scaled((16, 2), "f8E4M3"),
+     "expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or fp4/fp4 pair"),
+    ("tfillpad_non_normal_mat_invalid.pto", "a2a3", None, kernel(
+        f"    %s = pto.alloc_tile : {MAT_PAD}\n    %d = pto.alloc_tile : {MAT_PAD}\n"
+        f"    pto.tfillpad ins(%s : {MAT_PAD}) outs(%d : {MAT_PAD}) "
+        "{mode = \"expand\"}"),
+     "does not accept 'mode'; PTOAS infers TFILLPAD lowering from physical shape and planned "
+     "addresses"),
+    ("tfillpad_non_normal_mat_invalid.pto", "a2a3", None, kernel(
+        f"    %s = pto.alloc_tile : {MAT_PAD}\n    %d = pto.alloc_tile : {MAT_PAD}\n"
+        f"    pto.tfillpad ins(%s : {MAT_PAD}) outs(%d : {MAT_PAD})"), None),
+    ("issue554_tcolarg_invalid_width.pto", "a2a3", None, colarg("i64", "ui32"),
+     "expects src/tmp element type to be 1, 2, or 4 bytes wide"),
+    ("issue554_tcolarg_invalid_width.pto", "a5", None, colarg("i64", "ui32"),
+     "expects src element type to be 1, 2, or 4 bytes wide"),
+    ("issue554_tcolarg_invalid_width.pto", "a2a3", None, colarg("f32", "i32"), None),
+    ("tmatmul_mx_low_precision_invalid_a5.pto", "a5", None, mx("f8E4M3FN", "!pto.f4E1M2x2"),
+     "expects A5 mx lhs/rhs element types to be a supported fp8/fp8 or fp4/fp4 pair"),
+    ("tmatmul_mx_low_precision_invalid_a5.pto", "a5", None, mx("f8E4M3FN", "f8E5M2"), None),
+    ("thistogram_verify_invalid_byte_a5.pto", "a5", None, hist(4),
+     "expects byte to be in range [0, 3]"),
+    ("thistogram_verify_negative_byte_a5.pto", "a5", None, hist(-1),
+     "expects byte to be in range [0, 3]"),
+    ("thistogram_verify_invalid_byte_a5.pto", "a5", None, hist(1), None),
+    ("thistogram_verify_invalid_a3.pto", "a2a3", None, hist(1),
+     "thistogram is only supported on A5"),
+    ("tload_invalid_elem_size.pto", "a5", None, tload("f16"),
+     "expects src and dst element types to have the same element size"),
+    ("tload_invalid_elem_size.pto", "a5", None, tload("f32"), None),
+    ("tshl_dtype_mismatch.pto", "a5", None, tshl("i16", "i32"),
+     "expects src0, src1, and dst to have the same element type"),
+    ("tshl_dtype_mismatch.pto", "a5", None, tshl("i16", "i16"), None),
+]
+
+
+@pytest.mark.parametrize(("lit", "target", "level", "text", "want"), REASON_CASES,
+                         ids=[f"{c[0]}-{c[1]}-{k}" for k, c in enumerate(REASON_CASES)])
+def test_ptoas_reason(lit: str, target: str, level: str | None, text: str,
+                      want: str | None) -> None:
+    del lit
+    errs = errors(text, target, level)
+    if want is None:
+        assert errs == []
+    else:
+        assert errs and any(want in e for e in errs), errs
+
+
+CUBE = " attributes {pto.kernel_kind = #pto.kernel_kind<cube>}"
+VEC = " attributes {pto.kernel_kind = #pto.kernel_kind<vector>}"
+EPILOGUE = ("acc_push_epilogue = #pto.acc_push_epilogue<layout = nz2nd, quant = no_convert, "
+            "relu = no_relu>")
+
+
+def fixpipe(cube_attr: str = CUBE, vector_init: bool = True, split: int = 0,
+            second_cube_init: bool = False, vec_slot: int = 1024, cube_slot: int = 1024) -> str:
+    """A C2V fix pipe: the cube imports the vector's reserved buffer; both initialise it."""
+    def init(k: int) -> str:
+        return (f"    pto.aic_initialize_pipe {{id = {k}, dir_mask = 1, slot_size = {cube_slot}, "
+                f"nosplit = true, {EPILOGUE}}}\n"
+                "      (c2v_consumer_buf = %imp : i32, v2c_consumer_buf = %c0 : i32)\n")
+    cube = (f"  func.func @cube(){cube_attr} {{\n    %c0 = arith.constant 0 : i32\n"
+            "    %imp = pto.import_reserved_buffer {name = \"c2v\", peer_func = @vec} -> i32\n"
+            + init(0) + (init(1) if second_cube_init else "")
+            + f"    %e = pto.talloc_to_aiv {{id = 0, split = {split}}} -> "
+            "!pto.tensor_view<16x16xf32>\n    return\n  }\n")
+    vec_init = (f"    pto.aiv_initialize_pipe {{id = 0, dir_mask = 1, slot_size = {vec_slot}, "
+                f"nosplit = true, {EPILOGUE}}}\n"
+                "      (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %c0 : i32)\n"
+                "    %r = pto.tpop_from_aic {id = 0, split = 0} -> "
+                f"{tb('vec', 'f32', 16, 16)}\n    pto.tfree_from_aic {{id = 0, split = 0}}\n"
+                if vector_init else "")
+    vector = (f"  func.func @vec(){VEC} {{\n    %c0 = arith.constant 0 : i32\n"
+              "    %buf = pto.reserve_buffer {name = \"c2v\", size = 4096, location = "
+              "#pto.address_space<vec>, auto = true} -> i32\n" + vec_init
+              + "    return\n  }\n")
+    return "module {\n" + cube + vector + "}\n"
+
+
+PIPE_CASES = [
+    ("frontend_pipe_context_verify_invalid.pto", fixpipe(cube_attr=""),
+     "must be inside a cube kernel function or section"),
+    ("fixpipe_frontend_verify_missing_peer_consumer_init_a5.pto", fixpipe(vector_init=False),
+     "expects peer consumer function to contain a matching aiv_initialize_pipe with the same "
+     "consumer buffer contract"),
+    ("fixpipe_frontend_verify_split_ops_invalid_a5.pto", fixpipe(split=1),
+     "expects fixpipe TALLOC to have split = 0"),
+    ("tpush_tpop_frontend_same_direction_conflict_a5.pto", fixpipe(second_cube_init=True),
+     "requires a complete compatible peer init pair when local_addr comes from "
+     "pto.reserve_buffer or pto.import_reserved_buffer"),
+    ("fixpipe_frontend_verify_split_ops_invalid_a5.pto", fixpipe(), None),
+    ("fixpipe_frontend_verify_slot_size_too_small_a5.pto", fixpipe(vec_slot=512),
+     "expects consumer-side fixpipe slot_size to be at least 1024 bytes for the resolved "
+     "post-fixpipe consumer entry"),
+    ("fixpipe_frontend_verify_slot_size_too_small_a5.pto", fixpipe(cube_slot=512),
+     "expects peer producer fixpipe slot_size to be at least 1024 bytes for the resolved "
+     "post-fixpipe consumer entry"),
+]
+
+
+@pytest.mark.parametrize(("lit", "text", "want"), PIPE_CASES,
+                         ids=[f"{c[0]}-{k}" for k, c in enumerate(PIPE_CASES)])
+def test_frontend_pipe_rule(lit: str, text: str, want: str | None) -> None:
+    del lit
+    errs = errors(text, "a5")
+    if want is None:
+        assert errs == []
+    else:
+        assert errs and any(want in e for e in errs), errs
+
+
+def reserve(attrs: str) -> str:
+    return kernel("    %b = pto.reserve_buffer {name = \"fifo\", size = 8192, location = "
+                  f"#pto.address_space<vec>{attrs}}} -> i32")
+
+
+def subblock_push(split: int) -> str:
+    t = tb("vec", "f32", 8, 16)
+    return kernel(
+        "    pto.aiv_initialize_pipe {id = 0, dir_mask = 2, slot_size = 1024}\n"
+        "      (gm_slot_buffer = %gm : !pto.ptr<f32>, v2c_consumer_buf = %buf : i32)\n"
+        f"    %sb = pto.get_subblock_idx\n    %t = pto.alloc_tile : {t}\n"
+        f"    pto.tpush_to_aic(%t : {t}) {{id = 0, split = {split}}} aiv_subblockid(%sb)",
+        "%gm: !pto.ptr<f32>, %buf: i32", VEC)
+
+
+def tprefetch(src: str) -> str:
+    pt = f"!pto.partition_tensor_view<16x16x{src}>"
+    t = "!pto.tile_buf<vec, 16x32xi8, valid=16x16>"
+    return kernel(f"    pto.tprefetch ins(%s : {pt}) outs(%d : {t})", f"%s: {pt}, %d: {t}")
+
+
+def tscatter(index: bool, mask: bool) -> str:
+    s, d, i = tb("vec", "f16", 1, 64), tb("vec", "f16", 1, 32), tb("vec", "i16", 1, 32)
+    opnds, types = ("%s, %d, %i", f"{s}, {d}, {i}") if index else ("%s, %d", f"{s}, {d}")
+    attr = "maskPattern = #pto.mask_pattern<P0101>" if mask else ""
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %d = pto.alloc_tile : {d}\n"
+                  f"    %i = pto.alloc_tile : {i}\n"
+                  f"    \"pto.tscatter\"({opnds}) <{{{attr}}}> : ({types}) -> ()")
+
+
+def tquant_dyn(valid: str) -> str:
+    """An A2/A3 INT8 tquant without tmp; valid ``?`` makes src's valid shape dynamic."""
+    dyn = valid == "?"
+    s = tb("vec", "f32", 32, 32, v=(None, None) if dyn else (32, 32)).replace("None", "?")
+    d = tb("vec", "i8", 32, 32, v=(None, None) if dyn else (32, 32)).replace("None", "?")
+    fp = tb("vec", "f32", 32, 1, "col_major")
+    kw = " valid_row = %r valid_col = %c" if dyn else ""
+    return kernel(f"    %s = pto.alloc_tile{kw} : {s}\n    %fp = pto.alloc_tile : {fp}\n"
+                  f"    %d = pto.alloc_tile{kw} : {d}\n"
+                  f"    pto.tquant ins(%s, %fp : {s}, {fp}) outs(%d : {d}) "
+                  "{quant_type = #pto<quant_type INT8_SYM>}", "%r: index, %c: index", VEC)
+
+
+def tprelu(with_tmp: bool) -> str:
+    t = L3_F32.replace("cols=32, v_row=1, v_col=32", "cols=8, v_row=1, v_col=8")
+    tmp = t.replace("rows=1,", "rows=2,").replace("v_row=1,", "v_row=2,")
+    lines = [f"    %a{k} = arith.constant {256 * k} : i64" for k in range(4)]
+    lines += [f"    %s0 = pto.alloc_tile addr = %a0 : {t}",
+              f"    %s1 = pto.alloc_tile addr = %a1 : {t}",
+              f"    %d = pto.alloc_tile addr = %a2 : {t}",
+              f"    %t = pto.alloc_tile addr = %a3 : {tmp}"]
+    ins = f"%s0, %s1, %t : {t}, {t}, {tmp}" if with_tmp else f"%s0, %s1 : {t}, {t}"
+    return kernel("\n".join(lines) + f"\n    pto.tprelu ins({ins}) outs(%d : {t})")
+
+
+def x2zz(src_at: int, tmp_at: int, dst_at: int) -> str:
+    """A Vec tmov through a tmp (the X -> ZZ form) with every tile at a given address."""
+    s, tmp = "!pto.tile_buf<vec, 16x32xui8>", "!pto.tile_buf<vec, 1x96xui8, valid=1x32>"
+    d = "!pto.tile_buf<vec, 16x32xui8, slayout=row_major>"
+    return kernel(
+        f"    %a = arith.constant {src_at} : i64\n    %b = arith.constant {tmp_at} : i64\n"
+        f"    %c = arith.constant {dst_at} : i64\n    %s = pto.alloc_tile addr = %a : {s}\n"
+        f"    %t = pto.alloc_tile addr = %b : {tmp}\n    %d = pto.alloc_tile addr = %c : {d}\n"
+        f"    pto.tmov ins(%s : {s}, %t : {tmp}) outs(%d : {d})")
+
+
+def tcvt_fp4(dst_cols: int) -> str:
+    s = tb("vec", "bf16", 16, 16)
+    d = tb("vec", "!pto.f4E1M2x2", 16, dst_cols)
+    return kernel(f"    %s = pto.alloc_tile : {s}\n    %d = pto.alloc_tile : {d}\n"
+                  f"    pto.tcvt ins(%s : {s}) outs(%d : {d})")
+
+
+RULE_CASES = [
+    ("tcvt_low_precision_packed_shape_invalid_a5.pto", "a5", None, tcvt_fp4(16),
+     "expects src and dst to have compatible shapes"),
+    ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 256, 768),
+     "PlanMemory semantic no-alias violation: operand byte ranges overlap"),
+    ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 768, 512),
+     "PlanMemory semantic no-alias violation: operand byte ranges overlap"),
+    ("mx_noalias_plan_memory.pto", "a5", "level3", x2zz(0, 512, 1024), None),
+    ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(False),
+     "requires explicit tmp when PlanMemory is skipped"),
+    ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(True), None),
+    ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
+        "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x262144xf32>"),
+     "bias overflow, requires 8388608 bits while 524288 bits available"),
+    ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
+        "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x256xf32>"), None),
+    ("tquant_no_implicit_tmp_a3.pto", "a2a3", None, tquant_dyn("?"),
+     "requires static tile_buf src to materialize implicit tquant tmp"),
+    ("tquant_no_implicit_tmp_a3.pto", "a2a3", None, tquant_dyn("32"), None),
+    ("tprefetch_low_precision_memref_invalid_a3.pto", "a2a3", None, tprefetch("!pto.hif8"),
+     "expects A2/A3 tprefetch low-precision element types to be unsupported"),
+    ("tprefetch_low_precision_memref_invalid_a3.pto", "a2a3", None, tprefetch("i8"), None),
+    ("tscatter_maskpattern_both_invalid.pto", "a5", None, tscatter(True, True),
+     "expects exactly one of indexes operand or maskPattern attribute"),
+    ("tscatter_maskpattern_missing_mode_invalid.pto", "a5", None, tscatter(False, False),
+     "expects exactly one of indexes operand or maskPattern attribute"),
+    ("tscatter_maskpattern_a5_emitc.pto", "a5", None, kernel(
+        tiles("f16", "s", "d", shape="1x32") + "\n    pto.tscatter ins(%s, {maskPattern = "
+        f"#pto.mask_pattern<P0101>}} : {vec('f16', '1x32')}, \"row\") outs(%d : "
+        f"{vec('f16', '1x32')})"), None),
+    ("reserve_buffer_level12_auto_base_reject.pto", "a2a3", "level2",
+     reserve(", auto = true, base = 0"), "unexpected 'base' on auto reserve_buffer"),
+    ("reserve_buffer_level12_auto_base_reject.pto", "a2a3", "level2", reserve(", auto = true"),
+     None),
+    ("reserve_buffer_level3_auto_reject.pto", "a2a3", "level3", reserve(", auto = true"),
+     "pto.reserve_buffer requires 'auto = false' and explicit 'base' when --pto-level=level3"),
+    ("reserve_buffer_level3_auto_reject.pto", "a2a3", "level3",
+     reserve(", auto = false, base = 0"), None),
+    ("tpush_tpop_aiv_subblockid_invalid.pto", "a2a3", None, subblock_push(0),
+     "expects 'aiv_subblockid' only when 'split' is 1, 2, 3, or 4"),
+    ("tpush_tpop_aiv_subblockid_emitc.pto", "a2a3", None, subblock_push(1), None),
+    ("tassign_reject_memref.pto", "a5", "level3", kernel(
+        "    %a = arith.constant 0 : i64\n"
+        "    %m = memref.alloc() : memref<16x16xf16, #pto.address_space<vec>>\n"
+        "    %r = pto.tassign %m, %a : memref<16x16xf16, #pto.address_space<vec>> -> "
+        "memref<16x16xf16, #pto.address_space<vec>>"), "operand #0 must be"),
+]
+
+
+@pytest.mark.parametrize(("lit", "target", "level", "text", "want"), RULE_CASES,
+                         ids=[f"{c[0]}-{c[1]}-{k}" for k, c in enumerate(RULE_CASES)])
+def test_ptoas_pass_rule(lit: str, target: str, level: str | None, text: str,
+                         want: str | None) -> None:
+    del lit
+    errs = errors(text, target, level)
+    if want is None:
+        assert errs == []
+    else:
+        assert errs and any(want in e for e in errs), errs

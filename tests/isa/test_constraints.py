@@ -497,7 +497,7 @@ def test_trowsum_same_element_type_on_cpu():
         x = np.array([[2048] + [1] * 15], np.float16)
         src = Tile(TileType.Vec, "f16", 1, 16).load_numpy(x)
         dst = Tile(TileType.Vec, "f32", 1, 8, valid=(1, 1))
-        with pytest.raises(ConstraintError, match=r"trowsum: operands must have the same "
+        with pytest.raises(ConstraintError, match=r"trowsum: expects src and dst to have the same "
                                                   r"element type \(dst f32, src f16\)"):
             pto.TROWSUM(dst, src, src)
         m.permissive = True
@@ -566,8 +566,8 @@ for _k, _v in {"TVH": "!pto.tensor_view<?x?xf16>", "TVF": "!pto.tensor_view<?x?x
 
 
 def test_pto_type_rule_strict_and_permissive():
-    with pytest.raises(pto.VerifyError, match=r"w\.pto:14:5: error: trowsum: operands must have "
-                                              r"the same element type"):
+    with pytest.raises(pto.VerifyError, match=r"w\.pto:14:5: error: trowsum: expects src and dst "
+                                              r"to have the same element type"):
         pto.load(WIDEN_PTO, filename="w.pto", target="cpu")
     prog = pto.load(WIDEN_PTO, filename="w.pto", target="cpu", permissive=True)
     x = np.array([[2048] + [1] * 15], np.float16)
@@ -658,7 +658,7 @@ def test_cli_check_permissive(tmp_path, capsys):
     f = tmp_path / "w.pto"
     f.write_text(WIDEN_PTO)
     assert main(["check", str(f), "--target", "cpu"]) == 1
-    assert "trowsum: operands must have the same element type" in capsys.readouterr().err
+    assert "trowsum: expects src and dst to have the same element type" in capsys.readouterr().err
     assert main(["check", str(f), "--target", "cpu", "--permissive"]) == 0
 
 

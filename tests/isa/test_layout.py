@@ -300,7 +300,7 @@ def test_tconcat_illegal_uses():
     s = Tile(TileType.Vec, "f32", 4, 8)
     with pytest.raises(PtoError, match=r"8 \+ src1 valid cols 8 = 16 must be dst valid cols 8"):
         pto.TCONCAT(Tile(TileType.Vec, "f32", 4, 8), s, s)
-    with pytest.raises(PtoError, match="must have the same element type"):
+    with pytest.raises(PtoError, match="to have the same element type"):
         pto.TCONCAT(Tile(TileType.Vec, "f16", 4, 32), s, s)
     with pytest.raises(PtoError, match="element type i64 is not supported on a5"):
         pto.TCONCAT(Tile(TileType.Vec, "i64", 4, 16), Tile(TileType.Vec, "i64", 4, 8),

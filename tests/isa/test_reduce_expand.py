@@ -178,7 +178,8 @@ def test_row_reduce_illegal(on):
     f = Tile(TileType.Vec, "f32", 16, 16)
     with pytest.raises(pto.PtoError, match=r"trowprod: dst must be ND or DN with Cols == 1"):
         pto.TROWPROD(Tile(TileType.Vec, "f32", 16, 16, BLayout.ColMajor), f, f)
-    with pytest.raises(pto.PtoError, match=r"trowmin: operands must have the same element type"):
+    with pytest.raises(pto.PtoError, match=r"trowmin: expects src and dst to have the same "
+                                             r"element type"):
         pto.TROWMIN(Tile(TileType.Vec, "f16", 16, 1, BLayout.ColMajor), f, f)
     with pytest.raises(pto.PtoError, match=r"trowmax: src valid rows 16 != dst valid rows 4"):
         pto.TROWMAX(Tile(TileType.Vec, "f32", 16, 1, BLayout.ColMajor, valid=(4, 1)), f, f)
@@ -352,6 +353,6 @@ def test_arg_reduce_illegal(on):
         pto.TCOLARGMIN(Tile(TileType.Vec, "i32", 2, 16, valid=(2, 16)), h, h)
     with pytest.raises(pto.PtoError, match=r"trowargmin: dst is ND, its valid cols must be 1"):
         pto.TROWARGMIN(Tile(TileType.Vec, "i32", 16, 8), h, h)
-    with pytest.raises(pto.PtoError, match=r"trowargmax: operands must have the same element "
-                       r"type \(dstVal f32, src f16\)"):
+    with pytest.raises(pto.PtoError, match=r"trowargmax: expects dstVal and src to have the same "
+                       r"element type \(dstVal f32, src f16\)"):
         pto.TROWARGMAX(Tile(TileType.Vec, "f32", 16, 1, BLayout.ColMajor), idx, h, h)

@@ -206,7 +206,7 @@ def test_same_element_type_required(machine):
     d = Tile(TileType.Vec, "f32", 8, 16)
     s = Tile(TileType.Vec, "f16", 8, 16)
     with pytest.raises(pto.IllegalInstruction,
-                       match=r"tpartmax: operands must have the same element type \(dst f32, "
+                       match=r"tpartmax: expects .* to have the same element type \(dst f32, "
                              r"src0 f16, src1 f32\)"):
         pto.TPARTMAX(d, s, d)
 

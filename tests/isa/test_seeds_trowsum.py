@@ -75,7 +75,8 @@ def test_dtype_legality_per_target(machine, pair):
     tgt = machine.target.name
     if tgt == "cpu" and pair in CPU_WIDENING:
         with pytest.raises(pto.ConstraintError,
-                           match=rf"trowsum: operands must have the same element type \(dst "
+                           match=rf"trowsum: expects src and dst to have the same element "
+                                 rf"type \(dst "
                                  rf"{d}, src {s}\) \(the CPU simulator does not check this"):
             _run(16, 64 // np.dtype(NP[s]).itemsize, 16, 5, s, d)
         machine.permissive = True

@@ -18,7 +18,7 @@ from ... import parallel
 from ...dtypes import DType
 from ...errors import PtoError, RuntimeCheckError
 from ...tile import Tile
-from ..registry import Instr, Sig, StaticRule, elem_type
+from ..registry import Instr, Sig, StaticRule, elem_type, same_type_message
 from ..rules import npu_max, npu_min
 
 
@@ -251,6 +251,5 @@ def same_tile_dtype(*names: str) -> StaticRule:
     def rule(sig: Sig) -> None:
         present = [(n, elem_type(sig[n])) for n in names if elem_type(sig[n]) is not None]
         if len({d for _, d in present}) > 1:
-            desc = ", ".join(f"{n} {d}" for n, d in present)
-            raise sig.fail(f"operands must have the same element type ({desc})")
+            raise sig.fail(same_type_message(present))
     return rule

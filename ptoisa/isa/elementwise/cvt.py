@@ -280,8 +280,22 @@ def _cvt_static_shapes(sig: Sig) -> None:
                        f"dst {vd[0]}x{vd[1]})")
 
 
+def _ptoas_packed_shapes(sig: Sig) -> None:
+    """PTOAS counts a packed fp4 tile type's columns in pairs (``!pto.f4E1M2x2``, 16x8 holds
+    16x16 values): written with the same declared shape as an unpacked partner, it holds twice
+    the values (tcvt_low_precision_packed_shape_invalid_a5.pto). A ``.pto`` rule: the eager
+    API's packed tiles count values."""
+    d, s = sig["dst"], sig["src"]
+    if isinstance(d, TileSpec) and isinstance(s, TileSpec) and \
+            d.dtype.packed != s.dtype.packed and (d.rows, d.cols) == (s.rows, s.cols):
+        raise sig.fail(f"expects src and dst to have compatible shapes (src {s.rows}x{s.cols} "
+                       f"{s.dtype}, dst {d.rows}x{d.cols} {d.dtype}: the packed type's "
+                       "columns hold two values each)")
+
+
 @instr("TCVT", family="elementwise", pipe=Pipe.V,
-       ptoas=Ptoas(attrs={"rmode": Attr("mode"), "sat_mode": Attr("satMode")}),
+       ptoas=Ptoas(attrs={"rmode": Attr("mode"), "sat_mode": Attr("satMode")},
+                   rules={"pto.tcvt": (_ptoas_packed_shapes,)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("tmp", "tile", "scratch", optional=True),
                  Opnd("mode", "enum", enum=RoundMode, optional=True),

@@ -83,7 +83,7 @@ def TTRI(m: Machine, dst: Tile, diagonal: Any, *, isUpperOrLower: Any) -> None: 
 
 @instr("TPREFETCH", family="irregular", pipe=Pipe.MTE2,
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile|gm")),
-       dtype_key=("dst",),
+       dtype_key=("dst", "src"),
        static=(same_dtype("dst", "src"),))
 def TPREFETCH(m: Machine, dst: Tile, src: Any) -> None:  # noqa: N802
     """A prefetch hint; like the CPU simulator we perform it as a blocking copy of src (a tile's
@@ -138,7 +138,8 @@ def _hist_runtime(ins: Any, dst: Tile, src: Tile, idx: Tile, *, byte: HistByte,
        ptoas=Ptoas(attrs={
            # C++ A5: THISTOGRAM<..., isMSB> is HistByte BYTE_1 (the high byte of a ui16)
            "isMSB": Attr("byte", values={True: HistByte.BYTE_1, False: HistByte.BYTE_0},
-                         default=True)}),
+                         default=True)},
+                   unsupported="thistogram is only supported on A5"),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("idx", "tile")),
        params=(Param("byte", HistByte.BYTE_0, HistByte),),
        dtype_key=("src",),

@@ -21,7 +21,7 @@ from ...enums import Pipe, TileType
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_static_shape
-from ..spelling import Ptoas
+from ..spelling import Attr, Ptoas
 
 
 def _pad_not_null(sig: Sig) -> None:
@@ -127,11 +127,15 @@ def _expand_when_larger(inputs: tuple[Any, ...], outs: tuple[Any, ...]) -> str |
 
 
 _VEC = locs(["dst", "src"], TileType.Vec)
+#: (tfillpad_non_normal_mat_invalid.pto: the lowering follows from the tile types)
+_NO_MODE = ("pto.tfillpad does not accept 'mode'; PTOAS infers TFILLPAD lowering from physical "
+            "shape and planned addresses")
 _PADVAL = Param("PadVal", None)
 
 
 @instr("TFILLPAD", family="layout", pipe=Pipe.V,
-       ptoas=Ptoas(rules={"pto.tfillpad": (_mat_one_type,)}, by_types=_expand_when_larger),
+       ptoas=Ptoas(rules={"pto.tfillpad": (_mat_one_type,)}, by_types=_expand_when_larger,
+                   attrs={"mode": Attr(why=_NO_MODE)}),
        pipe_of=PipeForms("dst", {"Vec": Pipe.V, "Mat": Pipe.MTE2},
                          why="pto-isa's TFILLPAD_VEC and TFILLPAD_MAT (an L1 fill)."),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile")),

@@ -200,8 +200,9 @@ def _check_types(sig: Sig, c: TileSpec, a: TileSpec, b: TileSpec) -> None:
     got = (c.dtype, a.dtype, b.dtype)
     if got not in rule.dtypes:
         allowed = sorted("(" + ", ".join(d.name for d in p) + ")" for p in rule.dtypes)
-        raise sig.fail(f"type combination (cMatrix, aMatrix, bMatrix) = ({c.dtype}, {a.dtype}, "
-                       f"{b.dtype}) is not supported on {sig.target} "
+        says = f"{rule.extra['says']}: " if "says" in rule.extra else ""  # (PTOAS's words)
+        raise sig.fail(f"{says}type combination (cMatrix, aMatrix, bMatrix) = ({c.dtype}, "
+                       f"{a.dtype}, {b.dtype}) is not supported on {sig.target} "
                        f"(supported: {', '.join(allowed)})")
 
 

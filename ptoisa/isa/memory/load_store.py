@@ -105,8 +105,12 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
         if not sig.target.traits.npu_static_checks and sig["preQuantScalar"] is not None:
             return  # the CPU simulator converts any tile given a quant scalar
         if t.dtype is not g.dtype:
+            # (PTOAS's words where even the sizes differ: tload_invalid_elem_size.pto)
+            a, b = sorted((tile_name, gm_name), reverse=True)
+            size = f" (expects {a} and {b} element types to have the same element size)" \
+                if t.dtype.itemsize != g.dtype.itemsize else ""
             raise sig.fail(f"{tile_name} element type {t.dtype} != {gm_name} element type "
-                           f"{g.dtype}")
+                           f"{g.dtype}{size}")
     return rule
 
 

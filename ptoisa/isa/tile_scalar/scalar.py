@@ -28,7 +28,17 @@ from ..elementwise.unary_binary import (
     _shift,
     no_high_precision,
 )
-from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs, same_dtype
+from ..registry import (
+    Instr,
+    Opnd,
+    Param,
+    PipeForms,
+    Sig,
+    instr,
+    locs,
+    same_dtype,
+    same_type_message,
+)
 from ..rules import npu_max, npu_min, vec
 from ..spelling import Ptoas
 from ..valid_region import (
@@ -178,8 +188,8 @@ def _divs_types(sig: Sig) -> None:
             if t.loc is not TileType.Vec:
                 raise sig.fail(f"src must be a Vec tile, got {t.loc.name}")
             if t.dtype is not sig["dst"].dtype:
-                raise sig.fail(f"operands must have the same element type (dst "
-                               f"{sig['dst'].dtype}, src {t.dtype})")
+                raise sig.fail(same_type_message([("dst", sig["dst"].dtype),
+                                                  ("src", t.dtype)]))
 
 
 def _same_storage(a: Tile, b: Tile) -> bool:
