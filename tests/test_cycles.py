@@ -438,9 +438,11 @@ def test_pack_runner_explain_marks_estimates(tmp_path, capsys):
     assert "[estimate: TMAX not measured: its class's fit (on TADD, TMUL, TSUB)]" in rule["max"]
     assert "vf1:" in rule["a5add"] and "a5 measurement(s)]" in rule["a5add"]
     assert "[estimate: fitted to a2a3 measurements, not a5's]" in rule["a5abs"]
-    assert "cvt=i16->f32" in rule["cvt8"] and "[estimate: no measurement of cvt i16->f32" \
-        in rule["cvt8"]
-    assert "cvt=f16->f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
+    # a conversion's class: the kinds and widths of its pair (an integer source is not
+    # priced as a measured float one)
+    assert "cvt_bits=i16->f32" in rule["cvt8"] and \
+        "[estimate: no measurement of cvt_bits i16->f32" in rule["cvt8"]
+    assert "cvt_bits=f16->f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
 
 
 def test_pack_runner_rejects_other_files(tmp_path, capsys):
