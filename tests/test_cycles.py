@@ -107,6 +107,12 @@ def test_a5_row_loop_rule_is_ports_or_issue_plus_row_restarts():
     assert (c0, c1) == pytest.approx((77, 4), abs=0.05) and c2 <= 3 * 1.0
     assert costs._fit_max([(20, 2), (40, 2)], [100, 140], (60, 1, 7))[1:] == \
         pytest.approx((2, 7), abs=0.05)  # two points: the slope, the prior's row restart
+    # `ptoisa ops` and --explain show the max, not a sum
+    assert "max(" in costs.describe("TSQRT", Pipe.V, "a5")
+    f = _features("TSQRT", _vec(np.float32, 4, 80, valid=(4, 70)),
+                  _vec(np.float32, 4, 80, valid=(4, 70)))
+    cyc, rule, _ = costs.explain(costs.default_table("a5"), f, Pipe.V, "a5")
+    assert f["path"] == "2D" and "vf2: " in rule and "max(" in rule
 
 
 def test_a5_conversion_class_is_its_pairs_kinds_and_widths():

@@ -906,6 +906,8 @@ def describe(op: str, pipe: Pipe, target: Any = None) -> str:
 def _formula(v: Variant) -> str:
     c0, c1, c2 = v.coefficients(None)
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
+    if v.basis in MAX_FORM:
+        return f"{c0:.4g} + max({c1:.4g}*{n1}, {n1} + {c2:.4g}*{n2})"
     terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
     return " + ".join(terms)
 
