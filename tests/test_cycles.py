@@ -115,6 +115,24 @@ def test_a5_row_loop_rule_is_ports_or_issue_plus_row_restarts():
     assert f["path"] == "2D" and "vf2: " in rule and "max(" in rule
 
 
+def test_a5_hardware_classes_share_their_loops():
+    # the binary ops and the one-SFU-op loops (TRECIP's default algorithm among them) are
+    # fitted together, path by path; TMINS / TNEG / TRSQRT on their own
+    t = costs.load_a5_table()
+
+    def coef(op, path, algo=None):
+        (v,) = [v for v in t[op] if v.when.get("path") == path and v.basis.startswith("vf")
+                and v.when.get("algo") == algo]
+        return v.coefficients("f32"), v.group
+
+    for path in ("1D", "2D"):
+        assert coef("TADD", path) == coef("TSUB", path) == coef("TMUL", path)
+        assert coef("TEXP", path) == coef("TSQRT", path) == coef("TDIVS", path) \
+            == coef("TRECIP", path)
+        assert coef("TRECIP", path, "HIGH_PRECISION")[1] is None
+        assert coef("TMINS", path)[1] is None and coef("TMINS", path) != coef("TNEG", path)
+
+
 def test_a5_conversion_class_is_its_pairs_kinds_and_widths():
     def cvt_class(dst, src):
         return _features("TCVT", _vec(dst, 16, 64), _vec(src, 16, 64), "CAST_RINT")["cvt_bits"]

@@ -735,22 +735,34 @@ A5_MICRO: dict[str, list[Variant]] = {
 }
 
 
-def _vf(c1: float, key: str = "dtype", **when: Any) -> list[Variant]:
+def _vf(c1: float, key: str = "dtype", group: str | None = None, **when: Any
+        ) -> list[Variant]:
     """An A5 vector function: one loop over the tile's 256-byte vectors when its rows are
     whole (1D: ``c0 + c1 * vectors``), else a loop per row (2D: ``c0 + max(c1 * vectors,
     vectors + c2 * rows)``, :data:`MAX_FORM`); coefficients per ``key`` value, pooled over
-    all of them as the fallback."""
-    return [_v("vf1", 60, c1, by_dtype=True, key=key, pool=True, path="1D", **when),
-            _v("vf2", 60, c1, 2, by_dtype=True, key=key, pool=True, path="2D", **when)]
+    all of them as the fallback; the instructions of one ``group`` (one hardware class) share
+    them, path by path."""
+    return [_v("vf1", 60, c1, by_dtype=True, key=key, pool=True, path="1D",
+               group=group and f"{group}/1D", **when),
+            _v("vf2", 60, c1, 2, by_dtype=True, key=key, pool=True, path="2D",
+               group=group and f"{group}/2D", **when)]
 
 
 # a5: the instructions the A5 pack measures (../shared/costmodel/a5), fitted to it into
 # a5_fit.json; every other instruction keeps the a2a3 table (estimates on a5). TRECIP's
 # high-precision algorithm is its own loop (~170 cycles a vector for f32, not 2).
+#
+# Two hardware classes share their loops' coefficients: the binary ops (TADD, TSUB, TMUL: two
+# loads, one ALU op, one store a vector; the pack measures the three alike, 869 cycles each
+# for 20 x 1280 f32) and the one-SFU-op loops (TDIVS, TEXP, TSQRT and TRECIP's default
+# algorithm: 2.0 cycles an f32 vector and a 5-cycle row restart each when fitted apart, 462-467
+# cycles for 10 x 1280 f32). TMINS and TNEG (one load, one store: 1.4 cycles a vector, TNEG's
+# head 2 cycles above TMINS's) and TRSQRT (two SFU ops) keep their own.
 A5_PRIORS: dict[str, list[Variant]] = {
-    **{op: _vf(2) for op in ("TADD", "TSUB", "TMUL", "TMINS", "TNEG", "TDIVS", "TEXP",
-                             "TSQRT", "TRSQRT", "TSEL")},
-    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2),
+    **{op: _vf(2, group="a5_binary") for op in ("TADD", "TSUB", "TMUL")},
+    **{op: _vf(2, group="a5_sfu") for op in ("TDIVS", "TEXP", "TSQRT")},
+    **{op: _vf(2) for op in ("TMINS", "TNEG", "TRSQRT", "TSEL")},
+    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2, group="a5_sfu"),
     # a conversion costs by its pair of element widths (f32 -> fp8 takes ~7x f32 -> f16);
     # formats of one width share a loop (upstream's formula table agrees: one row for f32 ->
     # f8E4M3 / f8E5M2 / hif8, one for bf16 -> either fp4)
