@@ -89,6 +89,60 @@ def test_fit_single_point_keeps_prior_slope_and_never_goes_negative():
     assert c0 == 0 and c1 == pytest.approx(0.5)
 
 
+def test_a5_row_loop_rule_is_ports_or_issue_plus_row_restarts():
+    # the a5 2D vector-function rule (basis vf2): c0 + max(c1 * vectors, vectors + c2 * rows)
+    assert costs.MAX_FORM == {"vf2"}
+    c = (60.0, 2.0, 5.0)
+    assert costs.combine("vf2", c, (40, 20)) == 60 + max(2 * 40, 40 + 5 * 20)  # row-bound
+    assert costs.combine("vf2", c, (400, 20)) == 60 + 2 * 400                  # port-bound
+    assert costs.combine("vf1", c, (40, 0)) == 60 + 2 * 40                     # a sum
+    # the fitter recovers the three coefficients from points on such a rule (rows x vectors
+    # a row as the A5 pack measures them), and keeps the prior's with too few points
+    pts = [(r * v, r) for r in (2, 3, 10, 20) for v in (2, 3, 10, 20)]
+    ys = [61.0 + max(2.0 * x1, x1 + 5.0 * x2) for x1, x2 in pts]
+    c0, c1, c2 = costs._fit_max(pts, ys, (60, 1, 1))
+    assert (c0, c1, c2) == pytest.approx((61, 2, 5), abs=0.05)
+    ys = [77.0 + 4.0 * x1 for x1, _ in pts]  # TRSQRT f32: the SFU ports hide every restart
+    c0, c1, c2 = costs._fit_max(pts, ys, (60, 1, 1))
+    assert (c0, c1) == pytest.approx((77, 4), abs=0.05) and c2 <= 3 * 1.0
+    assert costs._fit_max([(20, 2), (40, 2)], [100, 140], (60, 1, 7))[1:] == \
+        pytest.approx((2, 7), abs=0.05)  # two points: the slope, the prior's row restart
+    # `ptoisa ops` and --explain show the max, not a sum
+    assert "max(" in costs.describe("TSQRT", Pipe.V, "a5")
+    f = _features("TSQRT", _vec(np.float32, 4, 80, valid=(4, 70)),
+                  _vec(np.float32, 4, 80, valid=(4, 70)))
+    cyc, rule, _ = costs.explain(costs.default_table("a5"), f, Pipe.V, "a5")
+    assert f["path"] == "2D" and "vf2: " in rule and "max(" in rule
+
+
+def test_a5_hardware_classes_share_their_loops():
+    # the binary ops and the one-SFU-op loops (TRECIP's default algorithm among them) are
+    # fitted together, path by path; TMINS / TNEG / TRSQRT on their own
+    t = costs.load_a5_table()
+
+    def coef(op, path, algo=None):
+        (v,) = [v for v in t[op] if v.when.get("path") == path and v.basis.startswith("vf")
+                and v.when.get("algo") == algo]
+        return v.coefficients("f32"), v.group
+
+    for path in ("1D", "2D"):
+        assert coef("TADD", path) == coef("TSUB", path) == coef("TMUL", path)
+        assert coef("TEXP", path) == coef("TSQRT", path) == coef("TDIVS", path) \
+            == coef("TRECIP", path)
+        assert coef("TRECIP", path, "HIGH_PRECISION")[1] is None
+        assert coef("TMINS", path)[1] is None and coef("TMINS", path) != coef("TNEG", path)
+
+
+def test_a5_conversion_class_is_its_pairs_kinds_and_widths():
+    def cvt_class(dst, src):
+        return _features("TCVT", _vec(dst, 16, 64), _vec(src, 16, 64), "CAST_RINT")["cvt_bits"]
+
+    assert cvt_class("f8E4M3", np.float32) == cvt_class("hif8", np.float32) == "f32->f8"
+    assert cvt_class(np.float16, np.float32) == cvt_class("bf16", np.float32) == "f32->f16"
+    assert cvt_class(np.float32, np.int16) == "i16->f32"
+    assert cvt_class("f4E2M1x2", "bf16") == "f16->f4"
+
+
 # ---- the schedule -------------------------------------------------------------------------
 
 def _tiles(n=3):
@@ -438,9 +492,11 @@ def test_pack_runner_explain_marks_estimates(tmp_path, capsys):
     assert "[estimate: TMAX not measured: its class's fit (on TADD, TMUL, TSUB)]" in rule["max"]
     assert "vf1:" in rule["a5add"] and "a5 measurement(s)]" in rule["a5add"]
     assert "[estimate: fitted to a2a3 measurements, not a5's]" in rule["a5abs"]
-    assert "cvt=i16->f32" in rule["cvt8"] and "[estimate: no measurement of cvt i16->f32" \
-        in rule["cvt8"]
-    assert "cvt=f16->f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
+    # a conversion's class: the kinds and widths of its pair (an integer source is not
+    # priced as a measured float one)
+    assert "cvt_bits=i16->f32" in rule["cvt8"] and \
+        "[estimate: no measurement of cvt_bits i16->f32" in rule["cvt8"]
+    assert "cvt_bits=f16->f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
 
 
 def test_pack_runner_rejects_other_files(tmp_path, capsys):
@@ -599,6 +655,12 @@ A5_PRICED = {  # case id prefix -> hardware cycles (../shared/costmodel/a5)
     "tcvt__hif8_to_fp32_2D_POST_UPDATE_full__hif8_to_fp32_10x704": 567,
     "tcvt__fp4_e2m1_to_bf16_2D_POST_UPDATE_full__fp4_e2m1_to_bf16_3x2624": 166,
     "tsel__fp32_1D_default_TSel_b32_parity__fp32_1x1280": 97,
+    # the 2D row loop (c0 + max(ports, issue + row restarts)): short rows pay the restarts,
+    # long SFU rows only the ports
+    "tmins__fp32_2D_NO_POST_UPDATE_tail_none__fp32_3x224_v3x129": 73,
+    "tsqrt__fp32_2D_NO_POST_UPDATE_full_none__fp32_3x224_v3x192": 86,
+    "tsqrt__fp32_2D_NO_POST_UPDATE_full_none__fp32_20x1312_v20x1280": 863,
+    "trsqrt__fp32_2D_NO_POST_UPDATE_full_none__fp32_20x1312_v20x1280": 1677,
 }
 
 

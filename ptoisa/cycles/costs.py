@@ -2,7 +2,9 @@
 rules (data), and the fitter that sets the table's coefficients from hardware measurements.
 
 A rule is ``cycles = c0 + c1 * x1 + c2 * x2`` where ``(x1, x2)`` come from a named *basis*
-computed from the operands (vector repeats, rows, DMA transfers and bytes, cube fractals...).
+computed from the operands (vector repeats, rows, DMA transfers and bytes, cube fractals...);
+the a5 vector functions' row loop (basis ``vf2``) is ``c0 + max(c1 * x1, x1 + c2 * x2)``
+instead (see :data:`MAX_FORM`).
 The hardware structure lives in the bases:
 
 * the vector unit works on 256-byte repeats, one row after another (a row of ``C`` elements of
@@ -66,6 +68,10 @@ def _tile_bytes(t: Tile) -> int:
 _MX_LAYOUTS = frozenset({"MX_A_ZZ", "MX_A_ND", "MX_A_DN", "MX_B_NN", "MX_B_ND", "MX_B_DN"})
 
 
+#: a dtype kind's letter in a conversion's class (``cvt_bits``)
+_KIND = {"float": "f", "int": "i", "uint": "u", "bool": "b"}
+
+
 def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any = None
              ) -> Features:
     """The operand facts the cost rules look at (plain numbers and names). ``machine``: the
@@ -107,6 +113,10 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         f["dst_R"] = dst.valid_row
         # a conversion's cost depends on both element types (a5: f32 -> fp8 is ~7x f32 -> f16)
         f["cvt"] = f"{src.dtype.name}->{dst.dtype.name}"
+        # ... and the instruction sequence on their kinds and widths alone (a5: f32 -> f8E4M3,
+        # f8E5M2 and hif8 are one loop, so are bf16 -> either fp4): "f32->f8", "i16->f32"
+        f["cvt_bits"] = f"{_KIND[src.dtype.kind]}{src.dtype.bits}->" \
+            f"{_KIND[dst.dtype.kind]}{dst.dtype.bits}"
         f["in_place"] = dst is src or (dst.addr is not None and dst.addr == src.addr
                                       and dst.loc == src.loc and len(tiles) > 1)
         whole = all(t.valid_row == t.rows and t.valid_col == t.cols for _, t in tiles[:2])
@@ -237,8 +247,8 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     # GM transfers: DMA instructions (x1), bytes (x2)
     "dma": lambda f: (_g(f, "n_dma"), _g(f, "bytes")),
     "bytes": lambda f: (0.0, _g(f, "bytes")),
-    # a5 vector functions (upstream's VF formulas): 1D loop over 256-byte vectors; 2D
-    # vectors per row (x1) and rows (x2)
+    # a5 vector functions: 1D one loop over the tile's 256-byte vectors (x1); 2D a loop per
+    # row: vectors (x1) and rows (x2), combined by MAX_FORM (not summed)
     "vf1": lambda f: (float(math.ceil(_g(f, "R") * _g(f, "C") * _g(f, "b") / 256)), 0.0),
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
     # cube fractal steps
@@ -258,6 +268,27 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     # a vector micro-op: one use of its port (its cost in a vector function: MicroCost)
     "vreg": lambda f: (1.0, 0.0),
 }
+
+
+#: bases whose rule is ``c0 + max(c1 * x1, x1 + c2 * x2)``, not the sum: an a5 vector
+#: function's loop per row (2D). Its vectors go through the vector ports at ``c1`` cycles each
+#: (the loop body's initiation interval: 2 for two loads a vector, 4 for two SFU ops...), while
+#: the loop itself issues at most one vector a cycle and pays ``c2`` cycles a row to restart
+#: the inner loop (the row's address set-up, the loop branch). The two overlap: a loop whose
+#: ports are busy (c1 > 1) hides the row restarts, a cheap one (TMINS, TNEG: c1 ~ 1) pays them.
+#: Pack evidence: f32 TSQRT costs 6.8 / 8 / 20 / 40 cycles a row at 2 / 3 / 10 / 20 vectors
+#: a row (max(2v, v + 5)); f32 TRSQRT exactly 4 a vector whatever the row length; TMINS
+#: 7 / 8 / 15 / 26 (v + 5).
+MAX_FORM = frozenset({"vf2"})
+
+
+def combine(basis: str, c: Coef, x: tuple[float, float]) -> float:
+    """A rule's cycles from its coefficients and basis values (before rounding)."""
+    c0, c1, c2 = c
+    x1, x2 = x
+    if basis in MAX_FORM:
+        return c0 + max(c1 * x1, x1 + c2 * x2)
+    return c0 + c1 * x1 + c2 * x2
 
 
 # ---- the table ------------------------------------------------------------------------------
@@ -706,23 +737,38 @@ A5_MICRO: dict[str, list[Variant]] = {
 }
 
 
-def _vf(c1: float, key: str = "dtype", **when: Any) -> list[Variant]:
+def _vf(c1: float, key: str = "dtype", group: str | None = None, **when: Any
+        ) -> list[Variant]:
     """An A5 vector function: one loop over the tile's 256-byte vectors when its rows are
-    whole (1D: ``c0 + c1 * vectors``), else a loop per row (2D: ``c0 + c1 * vectors +
-    c2 * rows``); coefficients per ``key`` value, pooled over all of them as the fallback."""
-    return [_v("vf1", 60, c1, by_dtype=True, key=key, pool=True, path="1D", **when),
-            _v("vf2", 60, c1, 2, by_dtype=True, key=key, pool=True, path="2D", **when)]
+    whole (1D: ``c0 + c1 * vectors``), else a loop per row (2D: ``c0 + max(c1 * vectors,
+    vectors + c2 * rows)``, :data:`MAX_FORM`); coefficients per ``key`` value, pooled over
+    all of them as the fallback; the instructions of one ``group`` (one hardware class) share
+    them, path by path."""
+    return [_v("vf1", 60, c1, by_dtype=True, key=key, pool=True, path="1D",
+               group=group and f"{group}/1D", **when),
+            _v("vf2", 60, c1, 2, by_dtype=True, key=key, pool=True, path="2D",
+               group=group and f"{group}/2D", **when)]
 
 
 # a5: the instructions the A5 pack measures (../shared/costmodel/a5), fitted to it into
 # a5_fit.json; every other instruction keeps the a2a3 table (estimates on a5). TRECIP's
 # high-precision algorithm is its own loop (~170 cycles a vector for f32, not 2).
+#
+# Two hardware classes share their loops' coefficients: the binary ops (TADD, TSUB, TMUL: two
+# loads, one ALU op, one store a vector; the pack measures the three alike, 869 cycles each
+# for 20 x 1280 f32) and the one-SFU-op loops (TDIVS, TEXP, TSQRT and TRECIP's default
+# algorithm: 2.0 cycles an f32 vector and a 5-cycle row restart each when fitted apart, 462-467
+# cycles for 10 x 1280 f32). TMINS and TNEG (one load, one store: 1.4 cycles a vector, TNEG's
+# head 2 cycles above TMINS's) and TRSQRT (two SFU ops) keep their own.
 A5_PRIORS: dict[str, list[Variant]] = {
-    **{op: _vf(2) for op in ("TADD", "TSUB", "TMUL", "TMINS", "TNEG", "TDIVS", "TEXP",
-                             "TSQRT", "TRSQRT", "TSEL")},
-    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2),
-    # a conversion costs by its type pair (f32 -> fp8 takes ~7x f32 -> f16)
-    "TCVT": _vf(2, key="cvt"),
+    **{op: _vf(2, group="a5_binary") for op in ("TADD", "TSUB", "TMUL")},
+    **{op: _vf(2, group="a5_sfu") for op in ("TDIVS", "TEXP", "TSQRT")},
+    **{op: _vf(2) for op in ("TMINS", "TNEG", "TRSQRT", "TSEL")},
+    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2, group="a5_sfu"),
+    # a conversion costs by its pair of element widths (f32 -> fp8 takes ~7x f32 -> f16);
+    # formats of one width share a loop (upstream's formula table agrees: one row for f32 ->
+    # f8E4M3 / f8E5M2 / hif8, one for bf16 -> either fp4)
+    "TCVT": _vf(2, key="cvt_bits"),
 }
 
 FIT_FILE = Path(__file__).with_name("a2a3_fit.json")
@@ -835,9 +881,8 @@ def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
     _, v = variant_of(table, f, pipe)
     if v.micro is not None:
         return max(1, int(math.floor(v.micro.alone(int(f.get("b", 4))) + 0.5)))
-    c0, c1, c2 = v.coefficients(f.get(v.key))
-    x1, x2 = BASES[v.basis](f)
-    return max(1, int(round(c0 + c1 * x1 + c2 * x2)))
+    return max(1, int(round(combine(v.basis, v.coefficients(f.get(v.key)),
+                                    BASES[v.basis](f)))))
 
 
 _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
@@ -875,6 +920,8 @@ def describe(op: str, pipe: Pipe, target: Any = None) -> str:
 def _formula(v: Variant) -> str:
     c0, c1, c2 = v.coefficients(None)
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
+    if v.basis in MAX_FORM:
+        return f"{c0:.4g} + max({c1:.4g}*{n1}, {n1} + {c2:.4g}*{n2})"
     terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
     return " + ".join(terms)
 
@@ -901,6 +948,9 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
     terms = [f"{c0:.6g}"] + [f"{c:.6g}*{n}({x:g})" for c, n, x in ((c1, n1, x1), (c2, n2, x2))
                              if c and n]
+    if v.basis in MAX_FORM:
+        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}), {n1}({x1:g}) + "
+                 f"{c2:.6g}*{n2}({x2:g}))"]
     cyc = predict(table, f, pipe)
     cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
                      + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
@@ -972,6 +1022,46 @@ def _fit_group(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
             return (coef[0], coef[1], coef[2])
 
 
+def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
+             signed2: bool = False) -> Coef:
+    """The coefficients of a :data:`MAX_FORM` rule minimising the sum of relative errors (as
+    :func:`_fit_group`): ``c1`` (cycles a vector through the ports) and ``c2`` (cycles a row
+    restart) by a grid search refined three times, ``c0`` for each pair the weighted median
+    that minimises the sum. The prior's ``c1`` where the vectors do not vary, its ``c2`` with
+    fewer than three points."""
+    del signed2
+    x = np.array(xs, float).reshape(-1, 2)
+    y = np.array(ys, float)
+    x1, x2 = x[:, 0], x[:, 1]
+    p0, p1, p2 = prior
+    slope = float(np.median((y - y.min()) / np.maximum(x1 - x1.min(), 1e-9)))
+    hi = max(8.0, 2 * slope, 2 * p1)
+    # one vector count: no slope to fit (the prior's); two points: the slope, not the row
+    # restart too (the prior's: the pooled fit over the instruction's other keys)
+    c1s = np.array([p1]) if len(set(x1)) < 2 else np.linspace(0.0, hi, 65)
+    c2s = np.array([p2]) if len(y) < 3 else np.linspace(0.0, 32.0, 33)
+    best = (np.inf, p0, p1, p2)
+    for _ in range(4):
+        g = np.maximum(c1s[:, None, None] * x1, x1 + c2s[None, :, None] * x2)
+        r = y - g  # c0 per (c1, c2): the 1/y-weighted median of these
+        order = np.argsort(r, axis=-1)
+        rs = np.take_along_axis(r, order, -1)
+        w = np.cumsum(np.take_along_axis(np.broadcast_to(1 / y, r.shape), order, -1), -1)
+        pick = (w < w[..., -1:] / 2).sum(-1)
+        c0 = np.maximum(np.take_along_axis(rs, pick[..., None], -1)[..., 0], 0.0)
+        err = (np.abs(c0[..., None] + g - y) / y).sum(-1)
+        i, j = np.unravel_index(int(np.argmin(err)), err.shape)
+        if err[i, j] < best[0] - 1e-12:
+            best = (float(err[i, j]), float(c0[i, j]), float(c1s[i]), float(c2s[j]))
+        if len(c1s) > 1:
+            d1 = c1s[1] - c1s[0]
+            c1s = np.linspace(max(0.0, best[2] - d1), best[2] + d1, 21)
+        if len(c2s) > 1:
+            d2 = c2s[1] - c2s[0]
+            c2s = np.linspace(max(0.0, best[3] - d2), best[3] + d2, 21)
+    return (best[1], best[2], best[3])
+
+
 def _l1(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """argmin_s sum |a s - b| by iteratively reweighted least squares."""
     sol = np.linalg.lstsq(a, b, rcond=None)[0]
@@ -1016,8 +1106,9 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
         op, idx = members[g][0]
         v = table[op][idx]
         prior = v.coef.get(dt) or fitted.get((g, "any")) or v.coef.get("any", v.prior)
-        fitted[(g, dt)] = _fit_group([p[0] for p in pts], [p[1] for p in pts], prior,
-                                     signed2=v.basis in ("vec", "vecs", "vf2"))
+        fit = _fit_max if v.basis in MAX_FORM else _fit_group
+        fitted[(g, dt)] = fit([p[0] for p in pts], [p[1] for p in pts], prior,
+                              signed2=v.basis in ("vec", "vecs"))
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for (g, dt), c in sorted(fitted.items()):
