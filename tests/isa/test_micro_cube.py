@@ -494,3 +494,35 @@ def test_byte_transposing_load_of_ragged_blocks_is_refused():
     with pytest.raises(PtoError, match=r"mte_l1_l0b.*transpose of 1-byte elements with a 40 x 9"):
         _run(_byte_kernel(5, 9, 40, "!pto.hif8"), a, b, np.zeros(64, np.float32),
              np.zeros((5, 9), np.float32))
+
+
+@pytest.mark.parametrize("ty", ["f4e2m1", "f4e1m2"])
+def test_packed_fp4_pairs_move_as_bytes(ty):
+    """A packed fp4 pair type is one byte a pair: mte_gm_l1 moves len_burst bytes whatever the
+    type, and mte_gm_l1_frac's shape / strides count pairs (sizeof(T) = 1): tilelang_st
+    tmatmul_bias_mx moves a K = 128 fp4 B as shape(128, 32) with src_layout(32)."""
+    from ptoisa.isa.micro import cube
+    from ptoisa.vector.regs import Ptr, buffer_bytes
+
+    dt = getattr(pto.dtypes, ty)
+    n, d = 20, 40                        # 20 rows of 40 pairs (80 fp4 values)
+    src = RNG.integers(0, 256, (n, d), dtype=np.uint8)
+    rows = _up(n, 16)
+    # the NZ reference with 1-byte elements: C0 = 32 pairs, [i, j] at ((j // 32) * rows + i)
+    # * 32 + j % 32, the last C0 block of a row padded with zero bytes
+    nz = np.zeros(rows * _up(d, 32), np.uint8)
+    written = np.zeros(nz.size, bool)
+    for i in range(n):
+        for j in range(_up(d, 32)):
+            at = ((j // 32) * rows + i) * 32 + j % 32
+            nz[at] = src[i, j] if j < d else 0
+            written[at] = True
+    with pto.target("a5") as mc:
+        cube.MTE_GM_L1_FRAC.impl(mc, src.reshape(-1).copy(), Ptr("l1", 0, dt), (n, d), (d,),
+                                 (1, 1, rows, 0), (0, False), nd2nz=True)
+        got = buffer_bytes(mc, "l1", 0, nz.nbytes, "the test", role=None)
+        np.testing.assert_array_equal(got[written], nz[written])
+        # bursts of 24 bytes, 3 rows, source rows 40 bytes apart, destination rows 32 apart
+        cube.MTE_GM_L1.impl(mc, src.reshape(-1).copy(), Ptr("l1", 4096, dt), 24, (3, 40, 32))
+        got = buffer_bytes(mc, "l1", 4096, 96, "the test", role=None).reshape(3, 32)
+        np.testing.assert_array_equal(got[:, :24], src[:3, :24])

@@ -49,10 +49,13 @@ def _not_yet(op: str, what: str) -> ExecutionError:
     return ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with {what}")
 
 
-def _ptr(p: Any, space: str, what: str) -> Ptr:
+def _ptr(p: Any, space: str, what: str, bytes_only: bool = False) -> Ptr:
+    """``p`` checked to point into ``space``. ``bytes_only``: the op moves bytes whatever the
+    element type (its sizes count bytes, or 1-byte elements), so a packed fp4 pair type (one
+    byte a pair) is moved as its bytes; the other ops refuse packed types by name."""
     if not isinstance(p, Ptr) or SPACES.get(p.space) != SPACES[space]:
         raise ExecutionError(f"the {what} must be a {space} pointer, got {p!r}")
-    if p.dtype.packed:
+    if p.dtype.packed and not bytes_only:
         raise ExecutionError(f"the {what} has the packed type {p.dtype.name}, not executed yet")
     return p
 
@@ -138,7 +141,7 @@ def _burst_copy(m: Any, op: str, src: Any, src_space: str, dst: Any, dst_space: 
         touch(m, "in", "GM", data, s_rows, n)
         s_off = s_rows
     else:
-        sp = _ptr(src, src_space, "source")
+        sp = _ptr(src, src_space, "source", bytes_only=True)
         data = buffer_bytes(m, sp.space, sp.addr + s_lo, s_hi - s_lo, "the source", role=None)
         touch(m, "in", SPACES[src_space], None, sp.addr + s_rows, n)
         s_off = s_rows - s_lo
@@ -151,7 +154,7 @@ def _burst_copy(m: Any, op: str, src: Any, src_space: str, dst: Any, dst_space: 
         m.gm_barrier(dst)
         out[d_rows[:, None] + cols[None, :]] = vals
         return
-    dp = _ptr(dst, dst_space, "destination")
+    dp = _ptr(dst, dst_space, "destination", bytes_only=True)
     out = buffer_bytes(m, dp.space, dp.addr + d_lo, d_hi - d_lo, "the destination", role=None)
     touch(m, "out", SPACES[dst_space], None, dp.addr + d_rows, n)
     out[(d_rows - d_lo)[:, None] + cols[None, :]] = vals
@@ -195,8 +198,8 @@ def MTE_L1_UB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...
     s_in = bursts * (nb + sgap * C0_BYTES)
     d_in = bursts * (nb + dgap * C0_BYTES)
     s_out, d_out = _rows(nb, (1, 0, 0), loop, op)
-    sp = _ptr(src, "l1", "source")
-    dp = _ptr(dst, "ub", "destination")
+    sp = _ptr(src, "l1", "source", bytes_only=True)
+    dp = _ptr(dst, "ub", "destination", bytes_only=True)
     core = m.core
     dm = _ub_of(m, 0, op) if core and core[0] == "AIC" else m
     for so, do in zip(s_out.tolist(), d_out.tolist(), strict=True):
@@ -215,8 +218,8 @@ def MTE_L1_FB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...
     """``count`` bursts of ``len_burst`` load units (64 bytes: upstream's cases load 64 u64
     quant words, or 128 u32 ReLU alphas, with len_burst 8) copied as they are from L1 to FB;
     after a burst source and destination advance by the burst plus their gap (in units)."""
-    s = _ptr(src, "l1", "source")
-    d = _ptr(dst, "fb", "destination")
+    s = _ptr(src, "l1", "source", bytes_only=True)
+    d = _ptr(dst, "fb", "destination", bytes_only=True)
     if len(nburst) != 3:
         raise ExecutionError("nburst takes (count, src_gap, dst_gap)")
     count, sgap, dgap = (int(x) for x in nburst)
@@ -269,7 +272,7 @@ def RAW_FILL_L1(m: Any, dst: Ptr, byte_offset: Any, raw_value: Any, repeat_times
     """For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
     (block_num_32b + dst_gap_32b) * 32`` hold the raw word repeated: the low 16 bits of
     raw_value (``fill_word_bits = 16``) or all 32 (``= 32``), little-endian."""
-    p = _ptr(dst, "l1", "destination")
+    p = _ptr(dst, "l1", "destination", bytes_only=True)
     bits = int(fill_word_bits)
     if bits not in (16, 32):
         raise ExecutionError(f"fill_word_bits is {bits}: 16 or 32")
@@ -313,7 +316,7 @@ def MTE_GM_L1_FRAC(m: Any, src: np.ndarray, dst: Ptr, shape: tuple[Any, ...],
     op = "mte_gm_l1_frac"
     if nd2nz == dn2nz:
         raise ExecutionError("takes exactly one of the keywords nd2nz, dn2nz")
-    p = _ptr(dst, "l1", "destination")
+    p = _ptr(dst, "l1", "destination", bytes_only=True)
     gm = _gm_bytes(src, op, "source")
     if len(shape) != 2 or len(src_layout) not in (1, 2) or len(dst_group) != 4 \
             or len(ctrl) != 2:
