@@ -33,7 +33,7 @@ import numpy as np
 from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import ExecutionError
-from ...tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, Tile, TileSpec, tile_spec
+from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, GroupSpec, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, Sig, instr
@@ -490,16 +490,9 @@ MTE_L1_L0B = _l0_entry(
 # ---- L1 -> the MX scale buffers ----------------------------------------------------------------
 
 def _scale_spec(side: str, rows: int, cols: int) -> TileSpec:
-    """The tile level's MX scale tile (``isa/matrix/matmul.py``: one E8M0 byte per 32 k in
-    32-byte boxes): left ``rows x cols`` = M x groups in ZZ order (16 x 2 boxes, row-major),
-    right = groups x N in NN order (2 x 16 boxes, column-major)."""
-    if side == "l0a":
-        return tile_spec(TileType.ScaleLeft, D.f8e8m0, _up(rows, BOX_ROWS), _up(cols, 2),
-                         BLayout.RowMajor, slayout=SLayout.RowMajor, fractal=FRACTAL_MX,
-                         check_alignment=False)
-    return tile_spec(TileType.ScaleRight, D.f8e8m0, _up(rows, 2), _up(cols, BOX_ROWS),
-                     BLayout.ColMajor, slayout=SLayout.ColMajor, fractal=FRACTAL_MX,
-                     check_alignment=False)
+    """The tile level's MX scale tile (:func:`~ptoisa.isa.matrix.matmul.mx_scale_spec`): left
+    ``rows x cols`` = M x groups in ZZ order, right = groups x N in NN order."""
+    return mm_maths.mx_scale_spec(side == "l0a", rows, cols)
 
 
 def _scale_addr(p: Ptr, what: str) -> int:
