@@ -526,3 +526,40 @@ def test_packed_fp4_pairs_move_as_bytes(ty):
         cube.MTE_GM_L1.impl(mc, src.reshape(-1).copy(), Ptr("l1", 4096, dt), 24, (3, 40, 32))
         got = buffer_bytes(mc, "l1", 4096, 96, "the test", role=None).reshape(3, 32)
         np.testing.assert_array_equal(got[:, :24], src[:3, :24])
+
+
+@pytest.mark.parametrize("ty", ["f4e2m1", "f4e1m2"])
+def test_packed_fp4_l1_to_l0_loads_keep_the_logical_codes(ty):
+    """The packed fp4 L1 -> L0 loads (16-cube-matmul.md: PTOAS's S4 load, extents in logical
+    values, 64 a 32-byte C0 block): A (m x k, L1 NZ of pairs as mte_gm_l1_frac leaves it) into
+    L0A, and B (k x n, likewise) with transpose into L0B, read back through the Left / Right
+    tiles TMATMUL_MX takes there; the GM bytes hold two codes each, the even one low (the
+    packing of upstream's tilelang_st gen_data.py pack_two_fp4)."""
+    from ptoisa.enums import BLayout, SLayout, TileType
+    from ptoisa.isa.micro import cube
+    from ptoisa.tile import Tile
+    from ptoisa.vector.regs import Ptr
+
+    dt = getattr(pto.dtypes, ty)
+    m, k, n = 35, 128, 56
+    mp, np_ = 48, 64
+
+    def gm(codes: np.ndarray) -> np.ndarray:
+        return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8).reshape(-1)
+
+    a = RNG.integers(0, 16, (mp, k)).astype(np.uint8)
+    b = RNG.integers(0, 16, (k, np_)).astype(np.uint8)
+    with pto.target("a5") as mc:
+        cube.MTE_GM_L1_FRAC.impl(mc, gm(a), Ptr("l1", 0, dt), (mp, k // 2), (k // 2,),
+                                 (1, 1, mp, 0), (0, False), nd2nz=True)
+        cube.MTE_GM_L1_FRAC.impl(mc, gm(b), Ptr("l1", 8192, dt), (k, np_ // 2), (np_ // 2,),
+                                 (1, 1, k, 0), (0, False), nd2nz=True)
+        cube.MTE_L1_L0A.impl(mc, Ptr("l1", 0, dt), Ptr("l0a", 0, dt), m, k, 0, 0)
+        cube.MTE_L1_L0B.impl(mc, Ptr("l1", 8192, dt), Ptr("l0b", 0, dt), k, n, 0, 0,
+                             transpose=True)
+        left = Tile(TileType.Left, dt, mp, k, BLayout.ColMajor, (m, k), SLayout.RowMajor)
+        right = Tile(TileType.Right, dt, k, np_, BLayout.RowMajor, (k, n), SLayout.ColMajor)
+        mc.assign(left, 0)
+        mc.assign(right, 0)
+        np.testing.assert_array_equal(np.asarray(left.read()), a[:m])
+        np.testing.assert_array_equal(np.asarray(right.read()), b[:, :n])

@@ -249,9 +249,9 @@ def test_what_is_not_executed_or_invalid_is_refused(what, match):
 
 def _tile_mx(m: int, n: int, k: int, bias: bool) -> str:
     """pto.tmatmul.mx[.bias] on tiles at the L0 pointers' addresses, with f16 ``loc=scaling``
-    scale tiles (two E8M0 codes an element along k) at address 0, as upstream's tilelang_st
+    scale tiles ([M, K/32] and [K/32, N]) at address 0, as upstream's tilelang_st
     tmatmul_bias_mx writes it: PTOAS's a5 TileLib drops those tiles and emits mad_mx."""
-    mp, g2 = _up(m, 16), k // 64
+    mp, g2 = _up(m, 16), k // 32
     left = (f"!pto.tile_buf<loc=left, dtype=f8E4M3FN, rows={mp}, cols={k}, v_row={m}, "
             f"v_col={k}, blayout=col_major, slayout=row_major, fractal=512, pad=0>")
     right = (f"!pto.tile_buf<loc=right, dtype=f8E4M3FN, rows={k}, cols={n}, v_row={k}, "

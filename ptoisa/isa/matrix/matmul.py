@@ -237,14 +237,12 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
                                 f"{m}x{n}", op=op)
     groups = -(-k // MX_GROUP)
     sa, sb = r.get("sa"), r.get("sb")
-    # a wide scale tile (PTOAS's f16) counts its E8M0 codes along k: itemsize per element
-    wa = sa.dtype.np.itemsize if sa is not None else 1
-    wb = sb.dtype.np.itemsize if sb is not None else 1
-    if sa is not None and (sa.rows < m or sa.cols * wa < groups):
+    # (PTOAS: the scale tiles are [M, ceil(K/32)] and [ceil(K/32), N], whatever their type)
+    if sa is not None and (sa.rows < m or sa.cols < groups):
         raise RuntimeCheckError(
             f"aScaleMatrix {sa.rows}x{sa.cols} cannot hold m x ceil(k/32) = {m}x{groups} "
             "scales", op=op)
-    if sb is not None and (sb.rows * wb < groups or sb.cols < n):
+    if sb is not None and (sb.rows < groups or sb.cols < n):
         raise RuntimeCheckError(
             f"bScaleMatrix {sb.rows}x{sb.cols} cannot hold ceil(k/32) x n = {groups}x{n} "
             "scales", op=op)

@@ -367,8 +367,16 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     ``transpose`` the other one (l0a: A's transpose, k x m; l0b: B, k x n). The L1 matrix's
     row count (its box columns' height) is its first extent padded to a box, as the
     shape-derived form derives it: the form has no operand for a taller source."""
-    s = _ptr(src, "l1", "source")
-    d = _ptr(dst, space, "destination")
+    s = _ptr(src, "l1", "source", bytes_only=True)
+    d = _ptr(dst, space, "destination", bytes_only=True)
+    if s.dtype.packed or d.dtype.packed:
+        if s.dtype is not d.dtype:
+            raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} "
+                                 "differ: a packed fp4 load keeps its type (PTOAS's S4 load)")
+        if int(start_row) or int(start_col):
+            raise _not_yet(op, "a non-zero start_row / start_col of a packed fp4 load")
+        _l1_to_l0_fp4(m, s, d, space, outer, inner, transpose)
+        return
     if s.dtype.itemsize != d.dtype.itemsize:
         raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} differ "
                              "in width")
@@ -407,6 +415,34 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     x = read_matrix(m, s, sspec, "the source").view(dt.np)[:rows, :cols] if same else \
         read_matrix(m, s, sspec, "the source").view(dt.np)
     write_matrix(m, d, dspec, x if same else x.T, "the destination")
+
+
+def _l1_to_l0_fp4(m: Any, s: Ptr, d: Ptr, space: str, outer: int, inner: int,
+                  transpose: bool) -> None:
+    """The packed fp4 form (16-cube-matmul.md: PTOAS expands it to the S4 load): the extents
+    count logical fp4 values, one 32-byte C0 block holds 64 of them, and the copy is
+    :func:`_l1_to_l0`'s on the logical 4-bit codes (the L1 NZ tile and the L0 tile read and
+    written through the tile level's packed orders, two codes a byte)."""
+    dt = d.dtype
+    c0 = 2 * C0_BYTES
+    if space == "l0a":
+        rows, cols = _up(outer, BOX_ROWS), _up(inner, c0)
+        dspec = _left(m, dt, rows, cols)
+        l1_is_dst = True
+    else:
+        rows, cols = _up(outer, c0), _up(inner, BOX_ROWS)
+        dspec = _right(dt, rows, cols)
+        l1_is_dst = False
+    same = l1_is_dst != transpose
+    # the L1 side as its bytes: an NZ tile of 1-byte elements (16 x 32-byte boxes, as
+    # mte_gm_l1_frac leaves the pairs), each byte two codes (even value in the low nibble)
+    l1_rows, l1_vals = (rows, _up(cols, c0)) if same else (_up(cols, BOX_ROWS), _up(rows, c0))
+    raw = read_matrix(m, s, _nz(TileType.Mat, D.u8, l1_rows, l1_vals // 2), "the source")
+    x = np.empty((l1_rows, l1_vals), np.uint8)
+    x[:, 0::2] = raw & 0xF
+    x[:, 1::2] = raw >> 4
+    dst_t = _placed(m, dspec, d, (rows, cols))
+    dst_t.write(x[:rows, :cols] if same else x.T[:rows, :cols])
 
 
 _L0_OPS = (Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("outer", "scalar"),
@@ -510,8 +546,9 @@ def _mx_entry(name: str, space: str, doc: str) -> Any:
     def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
              start_col: Any, src_stride: Any = None, dst_stride: Any = None) -> None:
         op = name.lower()
-        s = _ptr(src, "l1", "source")
-        d = _ptr(dst, space, "destination")
+        # (the data pointer only names the scale buffer's address; the scales are bytes)
+        s = _ptr(src, "l1", "source", bytes_only=True)
+        d = _ptr(dst, space, "destination", bytes_only=True)
         if src_stride is not None or dst_stride is not None:
             raise _not_yet(op, "the full MX group (x_start, y_start, x_step, y_step, "
                            "src_stride, dst_stride)")
