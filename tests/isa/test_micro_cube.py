@@ -563,3 +563,26 @@ def test_packed_fp4_l1_to_l0_loads_keep_the_logical_codes(ty):
         mc.assign(right, 0)
         np.testing.assert_array_equal(np.asarray(left.read()), a[:m])
         np.testing.assert_array_equal(np.asarray(right.read()), b[:, :n])
+
+
+def test_packed_fp4_gemv_row_stays_contiguous_and_wide_gemv_scales_are_refused():
+    """m = 1 (the tgemv templates' GEMV organisation): the 1 x K row is contiguous in L1 (as
+    upstream's tgemv_mx keeps it) and in L0A (the 1-row Left tile, as the non-packed GEMV
+    model); a GEMV scale row beyond one 16 x 2 box is refused by name."""
+    from ptoisa.enums import BLayout, SLayout, TileType
+    from ptoisa.isa.micro import cube
+    from ptoisa.tile import Tile
+    from ptoisa.vector.regs import Ptr, buffer_bytes
+
+    dt = pto.dtypes.f4e1m2
+    k = 256
+    a = RNG.integers(0, 16, k).astype(np.uint8)
+    with pto.target("a5") as mc:
+        buffer_bytes(mc, "l1", 0, k // 2, "the test", role=None)[:] = a[0::2] | (a[1::2] << 4)
+        cube.MTE_L1_L0A.impl(mc, Ptr("l1", 0, dt), Ptr("l0a", 0, dt), 1, k, 0, 0)
+        left = Tile(TileType.Left, dt, 1, k, BLayout.ColMajor, (1, k), SLayout.RowMajor)
+        mc.assign(left, 0)
+        np.testing.assert_array_equal(np.asarray(left.read())[0], a)
+        with pytest.raises(ExecutionError, match="m = 1 and 8 scale groups"):
+            cube.MTE_L1_L0A_MX.impl(mc, Ptr("l1", 1024, pto.dtypes.f8e4m3),
+                                    Ptr("l0a", 0, dt), 1, k, 0, 0)
