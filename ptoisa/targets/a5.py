@@ -351,6 +351,7 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "level3_needs_tmp": False,
                          "vec_nz_views_by_tile": True,
                          "vpto_dma_unit_inner_stride": False,
+                         "mx_wide_scales_at_data_addr": True,
                          "quant_vector_types": frozenset({"f16", "bf16", "f32"}),
                          "quant_pairs": frozenset({
                              ("f32", "i8"), ("f32", "ui8"), ("f32", "f16"), ("f32", "bf16"),

@@ -100,6 +100,11 @@ class Traits:
     #: NZ, rows shape[2]*shape[3], cols shape[0]*shape[1]*shape[4]) or False (the layout its
     #: strides give, as InferPTOLayout does for the EmitC lowering)
     vec_nz_views_by_tile: bool = False
+    #: where TMATMUL_MX / TGEMV_MX read the codes of a scale tile wider than one byte (the f16
+    #: ``loc=scaling`` tiles PTOAS's a5 TileLib declares and never reads): True (the NPU's
+    #: cube reads the scale buffer at the data tile's address >> 4, as ``mad_mx`` does) or
+    #: False (refused by name: no scale buffers)
+    mx_wide_scales_at_data_addr: bool = False
 
     # ---- elementwise, reduce, irregular, debug families ----------------------------------------
     #: summation/product order of the reductions: "tree" (the NPU's reduction instructions:

@@ -571,3 +571,95 @@ def test_byte_transposing_load_of_ragged_blocks_is_refused():
     with pytest.raises(PtoError, match=r"mte_l1_l0b.*transpose of 1-byte elements with a 40 x 9"):
         _run(_byte_kernel(5, 9, 40, "!pto.hif8"), a, b, np.zeros(64, np.float32),
              np.zeros((5, 9), np.float32))
+
+
+@pytest.mark.parametrize("ty", ["f4e2m1", "f4e1m2"])
+def test_packed_fp4_pairs_move_as_bytes(ty):
+    """A packed fp4 pair type is one byte a pair: mte_gm_l1 moves len_burst bytes whatever the
+    type, and mte_gm_l1_frac's shape / strides count pairs (sizeof(T) = 1): tilelang_st
+    tmatmul_bias_mx moves a K = 128 fp4 B as shape(128, 32) with src_layout(32)."""
+    from ptoisa.isa.micro import cube
+    from ptoisa.vector.regs import Ptr, buffer_bytes
+
+    dt = getattr(pto.dtypes, ty)
+    n, d = 20, 40                        # 20 rows of 40 pairs (80 fp4 values)
+    src = RNG.integers(0, 256, (n, d), dtype=np.uint8)
+    rows = _up(n, 16)
+    # the NZ reference with 1-byte elements: C0 = 32 pairs, [i, j] at ((j // 32) * rows + i)
+    # * 32 + j % 32, the last C0 block of a row padded with zero bytes
+    nz = np.zeros(rows * _up(d, 32), np.uint8)
+    written = np.zeros(nz.size, bool)
+    for i in range(n):
+        for j in range(_up(d, 32)):
+            at = ((j // 32) * rows + i) * 32 + j % 32
+            nz[at] = src[i, j] if j < d else 0
+            written[at] = True
+    with pto.target("a5") as mc:
+        cube.MTE_GM_L1_FRAC.impl(mc, src.reshape(-1).copy(), Ptr("l1", 0, dt), (n, d), (d,),
+                                 (1, 1, rows, 0), (0, False), nd2nz=True)
+        got = buffer_bytes(mc, "l1", 0, nz.nbytes, "the test", role=None)
+        np.testing.assert_array_equal(got[written], nz[written])
+        # bursts of 24 bytes, 3 rows, source rows 40 bytes apart, destination rows 32 apart
+        cube.MTE_GM_L1.impl(mc, src.reshape(-1).copy(), Ptr("l1", 4096, dt), 24, (3, 40, 32))
+        got = buffer_bytes(mc, "l1", 4096, 96, "the test", role=None).reshape(3, 32)
+        np.testing.assert_array_equal(got[:, :24], src[:3, :24])
+
+
+@pytest.mark.parametrize("ty", ["f4e2m1", "f4e1m2"])
+def test_packed_fp4_l1_to_l0_loads_keep_the_logical_codes(ty):
+    """The packed fp4 L1 -> L0 loads (16-cube-matmul.md: PTOAS's S4 load, extents in logical
+    values, 64 a 32-byte C0 block): A (m x k, L1 NZ of pairs as mte_gm_l1_frac leaves it) into
+    L0A, and B (k x n, likewise) with transpose into L0B, read back through the Left / Right
+    tiles TMATMUL_MX takes there; the GM bytes hold two codes each, the even one low (the
+    packing of upstream's tilelang_st gen_data.py pack_two_fp4)."""
+    from ptoisa.enums import BLayout, SLayout, TileType
+    from ptoisa.isa.micro import cube
+    from ptoisa.tile import Tile
+    from ptoisa.vector.regs import Ptr
+
+    dt = getattr(pto.dtypes, ty)
+    m, k, n = 35, 128, 56
+    mp, np_ = 48, 64
+
+    def gm(codes: np.ndarray) -> np.ndarray:
+        return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8).reshape(-1)
+
+    a = RNG.integers(0, 16, (mp, k)).astype(np.uint8)
+    b = RNG.integers(0, 16, (k, np_)).astype(np.uint8)
+    with pto.target("a5") as mc:
+        cube.MTE_GM_L1_FRAC.impl(mc, gm(a), Ptr("l1", 0, dt), (mp, k // 2), (k // 2,),
+                                 (1, 1, mp, 0), (0, False), nd2nz=True)
+        cube.MTE_GM_L1_FRAC.impl(mc, gm(b), Ptr("l1", 8192, dt), (k, np_ // 2), (np_ // 2,),
+                                 (1, 1, k, 0), (0, False), nd2nz=True)
+        cube.MTE_L1_L0A.impl(mc, Ptr("l1", 0, dt), Ptr("l0a", 0, dt), m, k, 0, 0)
+        cube.MTE_L1_L0B.impl(mc, Ptr("l1", 8192, dt), Ptr("l0b", 0, dt), k, n, 0, 0,
+                             transpose=True)
+        left = Tile(TileType.Left, dt, mp, k, BLayout.ColMajor, (m, k), SLayout.RowMajor)
+        right = Tile(TileType.Right, dt, k, np_, BLayout.RowMajor, (k, n), SLayout.ColMajor)
+        mc.assign(left, 0)
+        mc.assign(right, 0)
+        np.testing.assert_array_equal(np.asarray(left.read()), a[:m])
+        np.testing.assert_array_equal(np.asarray(right.read()), b[:, :n])
+
+
+def test_packed_fp4_gemv_row_stays_contiguous_and_wide_gemv_scales_are_refused():
+    """m = 1 (the tgemv templates' GEMV organisation): the 1 x K row is contiguous in L1 (as
+    upstream's tgemv_mx keeps it) and in L0A (the 1-row Left tile, as the non-packed GEMV
+    model); a GEMV scale row beyond one 16 x 2 box is refused by name."""
+    from ptoisa.enums import BLayout, SLayout, TileType
+    from ptoisa.isa.micro import cube
+    from ptoisa.tile import Tile
+    from ptoisa.vector.regs import Ptr, buffer_bytes
+
+    dt = pto.dtypes.f4e1m2
+    k = 256
+    a = RNG.integers(0, 16, k).astype(np.uint8)
+    with pto.target("a5") as mc:
+        buffer_bytes(mc, "l1", 0, k // 2, "the test", role=None)[:] = a[0::2] | (a[1::2] << 4)
+        cube.MTE_L1_L0A.impl(mc, Ptr("l1", 0, dt), Ptr("l0a", 0, dt), 1, k, 0, 0)
+        left = Tile(TileType.Left, dt, 1, k, BLayout.ColMajor, (1, k), SLayout.RowMajor)
+        mc.assign(left, 0)
+        np.testing.assert_array_equal(np.asarray(left.read())[0], a)
+        with pytest.raises(ExecutionError, match="m = 1 and 8 scale groups"):
+            cube.MTE_L1_L0A_MX.impl(mc, Ptr("l1", 1024, pto.dtypes.f8e4m3),
+                                    Ptr("l0a", 0, dt), 1, k, 0, 0)

@@ -282,3 +282,63 @@ def test_mx_load_values_known_at_compile_time(src, dst, args, match):
         return
     with pytest.raises(PtoError, match=match):
         pto.load(text, target="a5").check()
+
+
+def _tile_mx(m: int, n: int, k: int, bias: bool) -> str:
+    """pto.tmatmul.mx[.bias] on tiles at the L0 pointers' addresses, with f16 ``loc=scaling``
+    scale tiles ([M, K/32] and [K/32, N]) at address 0, as upstream's tilelang_st
+    tmatmul_bias_mx writes it: PTOAS's a5 TileLib drops those tiles and emits mad_mx."""
+    mp, g2 = _up(m, 16), k // 32
+    left = (f"!pto.tile_buf<loc=left, dtype=f8E4M3FN, rows={mp}, cols={k}, v_row={m}, "
+            f"v_col={k}, blayout=col_major, slayout=row_major, fractal=512, pad=0>")
+    right = (f"!pto.tile_buf<loc=right, dtype=f8E4M3FN, rows={k}, cols={n}, v_row={k}, "
+             f"v_col={n}, blayout=row_major, slayout=col_major, fractal=512, pad=0>")
+    sa = (f"!pto.tile_buf<loc=scaling, dtype=f16, rows={m}, cols={g2}, v_row={m}, "
+          f"v_col={g2}, blayout=row_major, slayout=row_major, fractal=32, pad=0>")
+    sb = (f"!pto.tile_buf<loc=scaling, dtype=f16, rows={g2}, cols={n}, v_row={g2}, "
+          f"v_col={n}, blayout=col_major, slayout=col_major, fractal=32, pad=0>")
+    bt = (f"!pto.tile_buf<loc=bias, dtype=f32, rows=1, cols={n}, v_row=1, v_col={n}, "
+          "blayout=row_major, slayout=none_box, fractal=512, pad=0>")
+    acc = (f"!pto.tile_buf<loc=acc, dtype=f32, rows={mp}, cols={n}, v_row={m}, v_col={n}, "
+           "blayout=col_major, slayout=row_major, fractal=512, pad=0>")
+    tiles = "\n    ".join(f"%t_{name} = pto.alloc_tile addr = %c0 : {ty}" for name, ty in
+                          (("a", left), ("sa", sa), ("b", right), ("sb", sb), ("bt", bt),
+                           ("c", acc)))
+    if bias:
+        op = (f"pto.tmatmul.mx.bias ins(%t_a, %t_sa, %t_b, %t_sb, %t_bt : {left}, {sa}, "
+              f"{right}, {sb}, {bt}) outs(%t_c : {acc})")
+    else:
+        op = (f"pto.tmatmul.mx ins(%t_a, %t_sa, %t_b, %t_sb : {left}, {sa}, {right}, {sb}) "
+              f"outs(%t_c : {acc})")
+    return tiles + "\n    " + op
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 32, 64), (40, 64, 128)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_tile_mx_with_f16_scaling_tiles_reads_the_scale_buffer(m, n, k, bias):
+    """An f16 scale tile holds no codes the cube reads (PTOAS's TileLib templates ignore the
+    scale operands; pto-isa's TMATMUL_MX_IMPL calls mad_mx(c, a, b)): the scales are those
+    mte_l1_l0a_mx / mte_l1_l0b_mx left at the data tiles' addresses >> 4."""
+    (a, b, sa, sb, bv), packed = _case(m, n, k)
+    c = np.zeros((m, n), np.float32)
+    bias_gm = np.zeros(_up(n, 8), np.float32)
+    bias_gm[:n] = bv
+    text = _kernel(m, n, k, packed, _tile_mx(m, n, k, bias))
+    prog = pto.load(text, filename="mx.pto", target="a5")
+    prog.run("k", packed[0].view(E4), packed[1].view(E4), packed[2].view(E4),
+             packed[3].view(E4), bias_gm, c, target="a5")
+    np.testing.assert_allclose(c, _reference(a, b, sa, sb, bv if bias else None), rtol=1e-6,
+                               atol=0)
+
+
+def test_tile_mx_with_f16_scaling_tiles_is_refused_by_name_on_cpu():
+    from ptoisa.errors import RuntimeCheckError
+    from ptoisa.isa.matrix import matmul
+    from ptoisa.tile import Tile
+
+    f16 = pto.dtypes.f16
+    with pto.target("cpu") as mc:
+        r = {"a": None, "sa": Tile.of(pto.tile_spec("scaling", f16, 16, 16), None)}
+        with pytest.raises(RuntimeCheckError, match="aScaleMatrix has element type f16.*"
+                           "no scale buffer"):
+            matmul._scale_tile(mc, "tmatmul_mx", r, "sa", 16, 2)

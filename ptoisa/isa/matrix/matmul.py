@@ -33,7 +33,7 @@ from ... import lazy
 from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import RuntimeCheckError
 from ...memory import MATMUL_ACCUMULATIONS, Machine, current
-from ...tile import FRACTAL_MX, Tile, TileSpec
+from ...tile import FRACTAL_MX, Tile, TileSpec, tile_spec
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
 from ..spelling import Attr, Form, Ptoas
 
@@ -238,6 +238,7 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
                                 f"{m}x{n}", op=op)
     groups = -(-k // MX_GROUP)
     sa, sb = r.get("sa"), r.get("sb")
+    # (PTOAS: the scale tiles are [M, ceil(K/32)] and [ceil(K/32), N], whatever their type)
     if sa is not None and (sa.rows < m or sa.cols < groups):
         raise RuntimeCheckError(
             f"aScaleMatrix {sa.rows}x{sa.cols} cannot hold m x ceil(k/32) = {m}x{groups} "
@@ -246,15 +247,8 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
         raise RuntimeCheckError(
             f"bScaleMatrix {sb.rows}x{sb.cols} cannot hold ceil(k/32) x n = {groups}x{n} "
             "scales", op=op)
-    for role, s in (("aScaleMatrix", sa), ("bScaleMatrix", sb)):
-        if s is not None and s.dtype.np.itemsize != 1:
-            # the scales are one-byte E8M0 codes; what the cube makes of a wider element type
-            # (its bytes in the scale buffer's layout) is not documented: not executed
-            raise RuntimeCheckError(
-                f"{role} has element type {s.dtype.name}: the MX scales are 8-bit E8M0 codes "
-                "(f8E8M0, ui8, i8); ptoisa does not execute scales of a wider type", op=op)
     for s in (sa, sb):
-        if s is not None and s.spec.is_boxed:
+        if s is not None and s.spec.is_boxed and s.dtype.np.itemsize == 1:
             ir, ic = s.spec.inner
             # a tile smaller than one box holds a clipped box (TileSpec.offsets); a tile larger
             # than a box must hold whole boxes
@@ -414,6 +408,51 @@ def _stacking_keeps_bits(ashape: tuple[int, ...], bshape: tuple[int, ...], dt: A
     return ok
 
 
+def mx_scale_spec(left: bool, rows: int, cols: int) -> TileSpec:
+    """The MX scale tile of ``rows x cols`` E8M0 codes (one byte per 32 k, 32-byte boxes):
+    left = M x groups in ZZ order (16 x 2 boxes, row-major), right = groups x N in NN order
+    (2 x 16 boxes, column-major), padded to whole boxes."""
+    up = lambda v, to: -(-v // to) * to  # noqa: E731
+    if left:
+        return tile_spec(TileType.ScaleLeft, D.f8e8m0, up(rows, 16), up(cols, 2),
+                         BLayout.RowMajor, slayout=SLayout.RowMajor, fractal=FRACTAL_MX,
+                         check_alignment=False)
+    return tile_spec(TileType.ScaleRight, D.f8e8m0, up(rows, 2), up(cols, 16),
+                     BLayout.ColMajor, slayout=SLayout.ColMajor, fractal=FRACTAL_MX,
+                     check_alignment=False)
+
+
+def _scale_tile(m: Machine, op: str, r: dict[str, Any], role: str, rows: int, cols: int
+                ) -> Tile:
+    """The tile the cube reads ``role``'s (sa / sb) E8M0 codes from. A one-byte scale tile is
+    read as it is. A wider one (f16: the element type PTOAS's a5 TileLib templates declare for
+    the scale operands of tmatmul.mx / tgemv.mx) holds no codes the cube reads: those
+    templates drop the scale operands and emit ``pto.mad_mx`` on the data tiles alone, as
+    pto-isa's a5 TMATMUL_MX_IMPL calls ``mad_mx(c, a, b, ...)``, so the hardware reads the
+    scale buffer (L0A_MX / L0B_MX) at the data tile's address >> 4 (TGET_SCALE_ADDR's rule),
+    where ``mte_l1_l0a_mx`` / ``mte_l1_l0b_mx`` or a TMOV to that address left them (trait
+    ``mx_wide_scales_at_data_addr``; cpu has no scale buffers: refused by name)."""
+    s = r[role]
+    if s.dtype.np.itemsize == 1:
+        return s
+    name = "aScaleMatrix" if role == "sa" else "bScaleMatrix"
+    data = r["a"] if role == "sa" else r["b"]
+    if not m.target.traits.mx_wide_scales_at_data_addr:
+        raise RuntimeCheckError(
+            f"{name} has element type {s.dtype.name}: the MX scales are 8-bit E8M0 codes "
+            f"(f8E8M0, ui8, i8), and {m.target} has no scale buffer at the data tile's "
+            "address to read them from instead", op=op)
+    if data.addr is None:
+        raise RuntimeCheckError(
+            f"{name} has element type {s.dtype.name}: its codes are read from the scale buffer "
+            "at the data tile's address, and that tile has no address", op=op)
+    from ..layout.rearrange import SHIFT_MX_ADDR
+
+    t = Tile.of(mx_scale_spec(role == "sa", rows, cols), (rows, cols))
+    m.assign(t, data.addr >> SHIFT_MX_ADDR)
+    return t
+
+
 def _scales(t: Tile, rows: int, cols: int) -> np.ndarray:
     """E8M0 scale codes -> 2^(e - 127) (code 255 is NaN)."""
     e = np.asarray(t.read(rows, cols)).view(np.uint8).astype(np.float64)
@@ -564,8 +603,9 @@ def _ksum(m: Machine, name: str, r: dict[str, Any]) -> tuple[np.ndarray, type]:
     if "sa" in r:
         groups = -(-k // MX_GROUP)
         grp = np.arange(k) // MX_GROUP
-        av = av * _scales(r["sa"], mm, groups)[..., grp]
-        bv = bv * _scales(r["sb"], groups, n)[..., grp, :]
+        op = name.lower()
+        av = av * _scales(_scale_tile(m, op, r, "sa", mm, groups), mm, groups)[..., grp]
+        bv = bv * _scales(_scale_tile(m, op, r, "sb", groups, n), groups, n)[..., grp, :]
     if order == "sequential":
         return _sequential(av, bv, fused="sa" not in r), np.float32
     return _product(av, ia, bv, ib), ct

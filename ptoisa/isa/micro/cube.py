@@ -33,7 +33,7 @@ import numpy as np
 from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import ExecutionError
-from ...tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, Tile, TileSpec, tile_spec
+from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, GroupSpec, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
 from ..registry import Opnd, Param, Sig, instr
@@ -50,12 +50,13 @@ def _not_yet(op: str, what: str) -> ExecutionError:
     return ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with {what}")
 
 
-def _ptr(p: Any, space: str, what: str, op: str = "") -> Ptr:
+def _ptr(p: Any, space: str, what: str, bytes_only: bool = False) -> Ptr:
+    """``p`` checked to point into ``space``. ``bytes_only``: the op moves bytes whatever the
+    element type (its sizes count bytes, or 1-byte elements), so a packed fp4 pair type (one
+    byte a pair) is moved as its bytes; the other ops refuse packed types by name."""
     if not isinstance(p, Ptr) or SPACES.get(p.space) != SPACES[space]:
         raise ExecutionError(f"the {what} must be a {space} pointer, got {p!r}")
-    if p.dtype.packed:
-        if op:  # (refused by name: the op is known)
-            raise _not_yet(op, f"the packed type {p.dtype.name} (its S4 load)")
+    if p.dtype.packed and not bytes_only:
         raise ExecutionError(f"the {what} has the packed type {p.dtype.name}, not executed yet")
     return p
 
@@ -141,7 +142,7 @@ def _burst_copy(m: Any, op: str, src: Any, src_space: str, dst: Any, dst_space: 
         touch(m, "in", "GM", data, s_rows, n)
         s_off = s_rows
     else:
-        sp = _ptr(src, src_space, "source")
+        sp = _ptr(src, src_space, "source", bytes_only=True)
         data = buffer_bytes(m, sp.space, sp.addr + s_lo, s_hi - s_lo, "the source", role=None)
         touch(m, "in", SPACES[src_space], None, sp.addr + s_rows, n)
         s_off = s_rows - s_lo
@@ -154,7 +155,7 @@ def _burst_copy(m: Any, op: str, src: Any, src_space: str, dst: Any, dst_space: 
         m.gm_barrier(dst)
         out[d_rows[:, None] + cols[None, :]] = vals
         return
-    dp = _ptr(dst, dst_space, "destination")
+    dp = _ptr(dst, dst_space, "destination", bytes_only=True)
     out = buffer_bytes(m, dp.space, dp.addr + d_lo, d_hi - d_lo, "the destination", role=None)
     touch(m, "out", SPACES[dst_space], None, dp.addr + d_rows, n)
     out[(d_rows - d_lo)[:, None] + cols[None, :]] = vals
@@ -198,8 +199,8 @@ def MTE_L1_UB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...
     s_in = bursts * (nb + sgap * C0_BYTES)
     d_in = bursts * (nb + dgap * C0_BYTES)
     s_out, d_out = _rows(nb, (1, 0, 0), loop, op)
-    sp = _ptr(src, "l1", "source")
-    dp = _ptr(dst, "ub", "destination")
+    sp = _ptr(src, "l1", "source", bytes_only=True)
+    dp = _ptr(dst, "ub", "destination", bytes_only=True)
     core = m.core
     dm = _ub_of(m, 0, op) if core and core[0] == "AIC" else m
     for so, do in zip(s_out.tolist(), d_out.tolist(), strict=True):
@@ -218,8 +219,8 @@ def MTE_L1_FB(m: Any, src: Ptr, dst: Ptr, len_burst: Any, nburst: tuple[Any, ...
     """``count`` bursts of ``len_burst`` load units (64 bytes: upstream's cases load 64 u64
     quant words, or 128 u32 ReLU alphas, with len_burst 8) copied as they are from L1 to FB;
     after a burst source and destination advance by the burst plus their gap (in units)."""
-    s = _ptr(src, "l1", "source")
-    d = _ptr(dst, "fb", "destination")
+    s = _ptr(src, "l1", "source", bytes_only=True)
+    d = _ptr(dst, "fb", "destination", bytes_only=True)
     if len(nburst) != 3:
         raise ExecutionError("nburst takes (count, src_gap, dst_gap)")
     count, sgap, dgap = (int(x) for x in nburst)
@@ -272,7 +273,7 @@ def RAW_FILL_L1(m: Any, dst: Ptr, byte_offset: Any, raw_value: Any, repeat_times
     """For r < repeat_times: the block_num_32b 32-byte blocks from ``dst + byte_offset + r *
     (block_num_32b + dst_gap_32b) * 32`` hold the raw word repeated: the low 16 bits of
     raw_value (``fill_word_bits = 16``) or all 32 (``= 32``), little-endian."""
-    p = _ptr(dst, "l1", "destination")
+    p = _ptr(dst, "l1", "destination", bytes_only=True)
     bits = int(fill_word_bits)
     if bits not in (16, 32):
         raise ExecutionError(f"fill_word_bits is {bits}: 16 or 32")
@@ -316,7 +317,7 @@ def MTE_GM_L1_FRAC(m: Any, src: np.ndarray, dst: Ptr, shape: tuple[Any, ...],
     op = "mte_gm_l1_frac"
     if nd2nz == dn2nz:
         raise ExecutionError("takes exactly one of the keywords nd2nz, dn2nz")
-    p = _ptr(dst, "l1", "destination")
+    p = _ptr(dst, "l1", "destination", bytes_only=True)
     gm = _gm_bytes(src, op, "source")
     if len(shape) != 2 or len(src_layout) not in (1, 2) or len(dst_group) != 4 \
             or len(ctrl) != 2:
@@ -367,8 +368,16 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     ``transpose`` the other one (l0a: A's transpose, k x m; l0b: B, k x n). The L1 matrix's
     row count (its box columns' height) is its first extent padded to a box, as the
     shape-derived form derives it: the form has no operand for a taller source."""
-    s = _ptr(src, "l1", "source", op)
-    d = _ptr(dst, space, "destination", op)
+    s = _ptr(src, "l1", "source", bytes_only=True)
+    d = _ptr(dst, space, "destination", bytes_only=True)
+    if s.dtype.packed or d.dtype.packed:
+        if s.dtype is not d.dtype:
+            raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} "
+                                 "differ: a packed fp4 load keeps its type (PTOAS's S4 load)")
+        if int(start_row) or int(start_col):
+            raise _not_yet(op, "a non-zero start_row / start_col of a packed fp4 load")
+        _l1_to_l0_fp4(m, s, d, space, outer, inner, transpose)
+        return
     if s.dtype.itemsize != d.dtype.itemsize:
         raise ExecutionError(f"source {s.dtype.name} and destination {d.dtype.name} differ "
                              "in width")
@@ -409,6 +418,38 @@ def _l1_to_l0(m: Any, op: str, src: Any, dst: Any, space: str, outer: int, inner
     write_matrix(m, d, dspec, x if same else x.T, "the destination")
 
 
+def _l1_to_l0_fp4(m: Any, s: Ptr, d: Ptr, space: str, outer: int, inner: int,
+                  transpose: bool) -> None:
+    """The packed fp4 form (16-cube-matmul.md: PTOAS expands it to the S4 load): the extents
+    count logical fp4 values, one 32-byte C0 block holds 64 of them, and the copy is
+    :func:`_l1_to_l0`'s on the logical 4-bit codes (the L1 NZ tile and the L0 tile read and
+    written through the tile level's packed orders, two codes a byte)."""
+    dt = d.dtype
+    c0 = 2 * C0_BYTES
+    if space == "l0a":
+        rows, cols = _up(outer, BOX_ROWS), _up(inner, c0)
+        # m = 1 (the tgemv templates' GEMV organisation): the row as the tile level's 1-row
+        # Mat and Left tiles hold it, its values one after the other on both sides (test_gemv_
+        # reads_the_row_contiguous; upstream's tgemv_mx keeps a 1 x K row contiguous in L1)
+        dspec = _left(m, dt, 1 if outer == 1 else rows, cols)
+        l1_is_dst = True
+    else:
+        rows, cols = _up(outer, c0), _up(inner, BOX_ROWS)
+        dspec = _right(dt, rows, cols)
+        l1_is_dst = False
+    same = l1_is_dst != transpose
+    # the L1 side as its bytes: an NZ tile of 1-byte elements (16 x 32-byte boxes, as
+    # mte_gm_l1_frac leaves the pairs), each byte two codes (even value in the low nibble)
+    l1_rows, l1_vals = (dspec.rows if space == "l0a" else rows, _up(cols, c0)) if same else \
+        (_up(cols, BOX_ROWS), _up(rows, c0))
+    raw = read_matrix(m, s, _nz(TileType.Mat, D.u8, l1_rows, l1_vals // 2), "the source")
+    x = np.empty((l1_rows, l1_vals), np.uint8)
+    x[:, 0::2] = raw & 0xF
+    x[:, 1::2] = raw >> 4
+    dst_t = _placed(m, dspec, d, (dspec.rows, cols))
+    dst_t.write(x[:dspec.rows, :cols] if same else x.T[:dspec.rows, :cols])
+
+
 _L0_OPS = (Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("outer", "scalar"),
            Opnd("inner", "scalar"), Opnd("start_row", "scalar"), Opnd("start_col", "scalar"),
            Opnd("src_stride", "scalar", optional=True),
@@ -426,8 +467,12 @@ def _full_control(m: Any, op: str, src: Any, dst: Any, space: str, m_start: Any,
     if space != "l0a" or transpose:
         raise _not_yet(op, "the full-control form " + ("with transpose" if transpose else
                                                        "into L0B"))
-    s = _ptr(src, "l1", "source", op)
-    d = _ptr(dst, space, "destination", op)
+    for p, what in ((src, "source"), (dst, "destination")):
+        if isinstance(p, Ptr) and p.dtype.packed:  # (refused by name: the op is known)
+            raise _not_yet(op, f"the packed type {p.dtype.name} in the full-control form "
+                               f"(the {what}; its S4 load)")
+    s = _ptr(src, "l1", "source")
+    d = _ptr(dst, space, "destination")
     ms, ks = _count(m_start, "m_start", 0), _count(k_start, "k_start", 0)
     mstep, kstep = _count(m_step, "m_step"), _count(k_step, "k_step")
     ss, ds = _count(src_stride, "src_stride"), _count(dst_stride, "dst_stride")
@@ -524,16 +569,9 @@ MTE_L1_L0B = _l0_entry(
 # ---- L1 -> the MX scale buffers ----------------------------------------------------------------
 
 def _scale_spec(side: str, rows: int, cols: int) -> TileSpec:
-    """The tile level's MX scale tile (``isa/matrix/matmul.py``: one E8M0 byte per 32 k in
-    32-byte boxes): left ``rows x cols`` = M x groups in ZZ order (16 x 2 boxes, row-major),
-    right = groups x N in NN order (2 x 16 boxes, column-major)."""
-    if side == "l0a":
-        return tile_spec(TileType.ScaleLeft, D.f8e8m0, _up(rows, BOX_ROWS), _up(cols, 2),
-                         BLayout.RowMajor, slayout=SLayout.RowMajor, fractal=FRACTAL_MX,
-                         check_alignment=False)
-    return tile_spec(TileType.ScaleRight, D.f8e8m0, _up(rows, 2), _up(cols, BOX_ROWS),
-                     BLayout.ColMajor, slayout=SLayout.ColMajor, fractal=FRACTAL_MX,
-                     check_alignment=False)
+    """The tile level's MX scale tile (:func:`~ptoisa.isa.matrix.matmul.mx_scale_spec`): left
+    ``rows x cols`` = M x groups in ZZ order, right = groups x N in NN order."""
+    return mm_maths.mx_scale_spec(side == "l0a", rows, cols)
 
 
 def _scale_addr(p: Ptr, what: str) -> int:
@@ -551,8 +589,9 @@ def _mx_entry(name: str, space: str, doc: str) -> Any:
     def impl(m: Any, src: Ptr, dst: Ptr, outer: Any, inner: Any, start_row: Any,
              start_col: Any, src_stride: Any = None, dst_stride: Any = None) -> None:
         op = name.lower()
-        s = _ptr(src, "l1", "source")
-        d = _ptr(dst, space, "destination")
+        # (the data pointer only names the scale buffer's address; the scales are bytes)
+        s = _ptr(src, "l1", "source", bytes_only=True)
+        d = _ptr(dst, space, "destination", bytes_only=True)
         if src_stride is not None or dst_stride is not None:
             raise _not_yet(op, "the full MX group (x_start, y_start, x_step, y_step, "
                            "src_stride, dst_stride)")
@@ -564,6 +603,12 @@ def _mx_entry(name: str, space: str, doc: str) -> Any:
                                  "MX scale fragment)")
         a, b = _count(outer, "the first extent"), _count(inner, "the second extent")
         if space == "l0a":
+            if a == 1 and -(-b // mm_maths.MX_GROUP) > 2:
+                # one row's scales beyond one 2-group box: upstream's GEMV (m = 1) cases keep
+                # them contiguous in L1, the ZZ order puts box columns 32 bytes apart; which
+                # one the scale buffer holds for a GEMV is not settled
+                raise _not_yet(op, f"m = 1 and {-(-b // mm_maths.MX_GROUP)} scale groups (the "
+                               "GEMV order of the left scales beyond one 16 x 2 box)")
             spec = _scale_spec(space, a, -(-b // mm_maths.MX_GROUP))
         else:
             spec = _scale_spec(space, -(-a // mm_maths.MX_GROUP), b)
