@@ -73,6 +73,8 @@ class PtoError(Exception):
         """The same error, located at ``loc`` (used when an IR op is checked/run)."""
         err = type(self).__new__(type(self))
         PtoError.__init__(err, self.message, op=self.op, loc=loc)
+        for key, value in vars(self).items():  # what a subclass carries besides the text
+            vars(err).setdefault(key, value)
         return err
 
     def at_op(self, op: str, loc: SourceLoc | None) -> PtoError:
