@@ -22,7 +22,7 @@ from ..enums import BLayout, Layout, PadValue, SLayout, TileType, coerce_enum
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Op, Value
+from ..ir.core import Op, Piece, Value
 from ..isa.registry import REGISTRY, Instr, lookup, ptoas_attrs, ptoas_forms
 from ..isa.spelling import RESULT, SCALE, STRUCTURAL_ATTRS, Form
 from ..targets import TargetLike, get_target
@@ -334,6 +334,8 @@ def _form_map(op: Op, form: Form, inputs: list[Value], outs: list[tuple[Value, b
     if form.bundles:
         return _bundle_map(op, form, outs)
     if not form.fits(len(inputs)) or len(form.outs) != len(outs):
+        return None
+    if form.keyword and Piece("k", form.keyword) not in op.syntax:
         return None
     got = {}
     it = iter(inputs)

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Module, Op
+from ..ir.core import Module, Op, Piece
 from ..isa.micro.cube import mat_source
 from ..isa.registry import FRONTEND_OPS, lookup
 from ..memory import ALIGN
@@ -498,7 +498,12 @@ def _leaves_out_tmp(op: Op) -> str | None:
 def _optional_tmp_needed(op: Op) -> str | None:
     """PTOAS's level3 error for an op whose optional tmp its A2/A3 lowering needs and that
     leaves it out: TCI's vector path always, TCVT's non-saturating narrowing path (a narrower
-    integer dst, sat_mode not on); else None."""
+    integer dst, sat_mode not on), TMRGSORT's format2 written with ``no_tmp`` (the design
+    of implicit tmp materialisation: level3 rejects it); else None."""
+    if op.name == "pto.tmrgsort":
+        if Piece("k", "no_tmp") in op.syntax:
+            return "requires explicit tmp for tmrgsort format2 when PlanMemory is skipped"
+        return None
     if op.name not in ("pto.tci", "pto.tcvt"):
         return None
     ins = bridge.instr_of(op.name)

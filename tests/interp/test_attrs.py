@@ -326,6 +326,39 @@ def test_tmrgsort_format2_tmp_in_outs_merges() -> None:
     assert values.tolist() == want
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_tmrgsort_format2_no_tmp_merges(n: int) -> None:
+    """PTOAS's implicit-tmp format2 (``no_tmp`` after the sources: PTOAS allocates tmp),
+    2 and 3 lists, against a hand-sorted merge; the executed counts are every list's size."""
+    lists = [[4, 3, 2, 1] * 16, [3.5, 2.5] * 32, [5, 0.5] * 32][:n]
+    srcs = [f"s{k}" for k in range(n)]
+    tiles = {**{s: ("f32", 1, 128) for s in srcs}, "dst": ("f32", 1, 128 * n)}
+    names = ", ".join(f"%{s}" for s in srcs)
+    types = ", ".join(f"{{{s}}}" for s in srcs)
+    body = (f"pto.tmrgsort ins({names} no_tmp {{{{exhausted = false}}}} : {types}) "
+            "outs(%dst, %e : {dst}, vector<4xi16>)")
+    text = program(tiles, srcs, ["dst"], body).replace(
+        "%g_dst: !pto.ptr<f32>", "%g_dst: !pto.ptr<f32>, %e: vector<4xi16>")
+    dst = np.zeros((1, 128 * n), np.float32)
+    ex = np.zeros(4, np.int16)
+    load(text).k(*(_sorted_records(v, 100 * k) for k, v in enumerate(lists)), dst, ex)
+    assert dst.reshape(-1, 2)[:, 0].tolist() == sorted(sum(lists, []), reverse=True)
+    assert ex.tolist() == [64] * n + [0] * (4 - n)
+
+
+def test_tmrgsort_no_tmp_needs_an_explicit_tmp_under_level3() -> None:
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    tiles = {"s0": ("f32", 1, 64), "s1": ("f32", 1, 64), "dst": ("f32", 1, 128)}
+    body = ("%e = arith.constant dense<0> : vector<4xi16>\n"
+            "pto.tmrgsort ins(%s0, %s1 no_tmp {{exhausted = false}} : {s0}, {s1}) "
+            "outs(%dst, %e : {dst}, vector<4xi16>)")
+    errs = diagnose(parse(program(tiles, ["s0", "s1"], ["dst"], body)), "a2a3", level="level3")
+    assert any("requires explicit tmp for tmrgsort format2 when PlanMemory is skipped"
+               in e.message for e in errs), errs
+
+
 # ---- the mechanism: every attribute maps or is a located error -------------------------------
 
 def test_every_ptoas_attribute_maps_onto_its_instruction() -> None:
