@@ -189,6 +189,60 @@ def test_tquant_mx_valid_shapes(old: str, new: str, why: str | None) -> None:
             load(text, target="a5")
 
 
+def _tquant_int8(asym: bool, tmp: str = "") -> str:
+    """pto.tquant INT8 of an 8x32 f32 tile with a per-row scale (and offset), written with
+    the scratch ``tmp`` as a second out when ``tmp`` is its tile type."""
+    s, r = _t("f32", 8, 32), _t("f32", 8, 1, bl="col_major")
+    dt = "ui8" if asym else "i8"
+    d = _t(dt, 8, 32)
+    args = [_io("x", "f32", 8, 32, 0), _io("f", "f32", 8, 1, 1), _io("z", "f32", 8, 1, 2),
+            _io("o", dt, 8, 32, 3)]
+    ins = "%src, %fp, %off" if asym else "%src, %fp"
+    tys = f"{s}, {r}, {r}" if asym else f"{s}, {r}"
+    outs = f"%dst, %tmp : {d}, {tmp}" if tmp else f"%dst : {d}"
+    alloc_tmp = f"\n    %tmp = pto.alloc_tile : {tmp}" if tmp else ""
+    body = f"""    %src = pto.alloc_tile : {s}
+    %fp = pto.alloc_tile : {r}
+    %off = pto.alloc_tile : {r}
+    %dst = pto.alloc_tile : {d}{alloc_tmp}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%src : {s})
+    pto.tload ins(%p1 : {args[1][2]}) outs(%fp : {r})
+    pto.tload ins(%p2 : {args[2][2]}) outs(%off : {r})
+    pto.tquant ins({ins} : {tys}) outs({outs})
+      {{quant_type = #pto<quant_type INT8_{'ASYM' if asym else 'SYM'}>}}
+    pto.tstore ins(%dst : {d}) outs(%p3 : {args[3][2]})"""
+    return _kernel(args, body, "attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+@pytest.mark.parametrize("asym", [False, True])
+def test_tquant_int8_with_its_scratch_in_outs(target: str, asym: bool) -> None:
+    """PTO_IR_manual pto.tquant: ``outs(%dst, %tmp)`` writes the A2/A3 scratch (src's type);
+    dst = saturate(rint(src * scale[r] (+ offset[r])))."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, (8, 32)).astype(np.float32)
+    f = rng.uniform(10, 60, (8, 1)).astype(np.float32)
+    z = rng.uniform(100, 130, (8, 1)).astype(np.float32)
+    o = np.zeros((8, 32), np.uint8 if asym else np.int8)
+    load(_tquant_int8(asym, _t("f32", 8, 32)), target=target).k(x, f, z, o)
+    y = x.astype(np.float64) * f + (z if asym else 0)
+    want = np.clip(np.rint(y), 0 if asym else -128, 255 if asym else 127)
+    np.testing.assert_array_equal(o, want.astype(o.dtype))
+
+
+def test_tquant_int8_scratch_and_offset_rules() -> None:
+    # A2/A3's tmp has src's shape (A5 takes any placeholder); ASYM names its offset
+    with pytest.raises(PtoError, match="expects tmp to have src's element type, shape"):
+        load(_tquant_int8(False, _t("f32", 8, 16)), target="a2a3")
+    load(_tquant_int8(False, _t("f32", 8, 16)), target="a5")
+    text = _tquant_int8(True, _t("f32", 8, 32)).replace("ins(%src, %fp, %off :", "ins(%src, %fp :")
+    text = text.replace(f"{_t('f32', 8, 32)}, {_t('f32', 8, 1, bl='col_major')}, "
+                        f"{_t('f32', 8, 1, bl='col_major')}) outs",
+                        f"{_t('f32', 8, 32)}, {_t('f32', 8, 1, bl='col_major')}) outs")
+    with pytest.raises(PtoError, match="INT8_ASYM quantization requires an offset operand"):
+        load(text, target="a2a3")
+
+
 # ---- implicit tmp -------------------------------------------------------------------------
 
 def _rowmax(level_addr: bool = False) -> str:

@@ -294,12 +294,37 @@ def _tquant_mx_shapes(sig: Sig) -> None:
                            f"[{t.valid_row}, {t.valid_col}]")
 
 
+def _tquant_int8_ptoas(sig: Sig) -> None:
+    """``pto.tquant`` (PTO_IR_manual): the offset is the third input (bound to ``scaling``),
+    required by INT8_ASYM; a second out is the scratch tmp (bound to ``max``), which on A2/A3
+    has src's element type, shape and valid shape where the vector code uses it (A5 takes it as
+    a placeholder: ``level3_needs_tmp`` false)."""
+    _, alg = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                         sig.params.get("mx_alg"))
+    if alg == "ASYM" and sig["scaling"] is None:
+        raise sig.fail("INT8_ASYM quantization requires an offset operand")
+    tmp, s = sig["max"], sig["src"]
+    if not sig.target.traits.level3_needs_tmp or not (isinstance(tmp, TileSpec)
+                                                      and isinstance(s, TileSpec)):
+        return
+    if (tmp.dtype, tmp.rows, tmp.cols, tmp.valid_row, tmp.valid_col) != \
+            (s.dtype, s.rows, s.cols, s.valid_row, s.valid_col):
+        raise sig.fail(f"expects tmp to have src's element type, shape and valid shape on "
+                       f"{sig.target} (tmp {tmp.dtype} {tmp.rows}x{tmp.cols} valid "
+                       f"{tmp.valid_row}x{tmp.valid_col}, src {s.dtype} {s.rows}x{s.cols} "
+                       f"valid {s.valid_row}x{s.valid_col})")
+
+
 @instr("TQUANT", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(
            # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last;
            # MX: ins(src) outs(dst, exp, max, scaling[, exp_zz]) (PTO_IR_manual pto.tquant.mx)
+           # INT8 with the A2/A3 scratch: outs(dst, tmp), tmp bound to max (the eager
+           # (dst, src, scale, tmp, offset) order)
            forms={"pto.tquant": (Form(inputs=("src", "exp")),
-                                 Form(inputs=("src", "exp", "scaling"))),
+                                 Form(inputs=("src", "exp", "scaling")),
+                                 Form(inputs=("src", "exp"), outs=("dst", "max")),
+                                 Form(inputs=("src", "exp", "scaling"), outs=("dst", "max"))),
                   "pto.tquant.mx": (Form(inputs=("src",), outs=("dst", "exp", "max", "scaling")),
                                     Form(inputs=("src",),
                                          outs=("dst", "exp", "max", "scaling", "exp_zz")))},
@@ -308,7 +333,7 @@ def _tquant_mx_shapes(sig: Sig) -> None:
                   "grpAxis": Attr("grp_axis", values={"axis0": 0, "axis1": 1}),
                   "storeMode": Attr("store_mode", values={"nd": "ND", "nz": "NZ"}),
                   "interleave": Attr("interleave")},
-           rules={"pto.tquant.mx": (_tquant_mx_shapes,)}),
+           rules={"pto.tquant.mx": (_tquant_mx_shapes,), "pto.tquant": (_tquant_int8_ptoas,)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
                  Opnd("max", "tile", "inout", optional=True),
                  Opnd("scaling", "tile", "inout", optional=True),
