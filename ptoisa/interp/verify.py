@@ -595,6 +595,13 @@ def _pow_tmp_errors(op: Op) -> Iterator[VerifyError]:
                           op=op.name, loc=op.loc)
 
 
+def _valid_operands(op: Op) -> list[Any]:
+    """The ``(valid_row, valid_col)`` operands of a frontend TPOP: its operands but the one
+    of ``aiv_subblockid(%id)`` (which names the receiving core)."""
+    grouped = set(op.grouped("aiv_subblockid"))
+    return [v for i, v in enumerate(op.operands) if i not in grouped]
+
+
 def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -618,7 +625,7 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield VerifyError("does not allow conflicting 'byte' and legacy 'isMSB' attributes "
                               f"(byte = {_attr(op, 'byte')}, isMSB = "
                               f"{str(_attr(op, 'isMSB')).lower()})", op=op.name, loc=op.loc)
-        if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
+        if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and _valid_operands(op):
             t = op.results[0].type if op.results else None
             if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
                 yield VerifyError("expects tile result to have dynamic validShape (?, ?) when "

@@ -20,7 +20,7 @@ import pytest
 from interp_corpus import CORPUS, FILES, SKIP_REASON
 
 from ptoisa.concurrent.streams import DeadlockError
-from ptoisa.errors import ExecutionError
+from ptoisa.errors import ExecutionError, PtoError
 from ptoisa.interp import Program
 from ptoisa.text import parse
 
@@ -303,6 +303,24 @@ def test_fifo_depth_in_pto(n):
     out = np.zeros((8 * n, 16), np.float32)
     load(Path("depth.pto"), "a2a3", _depth_program(n)).main(x, out)
     np.testing.assert_array_equal(out, np.tile(x, (n, 1)))
+
+
+def test_a_pop_naming_its_subblock_runs_and_a_wrong_one_is_an_error():
+    # aiv_subblockid(%id) names the receiving vector core (tpush_tpop_aiv_subblockid_emitc):
+    # it is not a valid-shape operand; a value other than the running core's is refused
+    x = f32(8, 16)
+    pop = "%t = pto.tpop_from_aic {split = 0} ->"
+    named = _depth_program(2).replace(
+        pop, "%sb = pto.get_subblock_idx\n      %t = pto.tpop_from_aic {split = 0} "
+        "aiv_subblockid(%sb) ->")
+    out = np.zeros((16, 16), np.float32)
+    load(Path("named.pto"), "a2a3", named).main(x, out)
+    np.testing.assert_array_equal(out, np.tile(x, (2, 1)))
+    wrong = _depth_program(2).replace(
+        pop, "%sb = arith.constant 7 : i64\n      %t = pto.tpop_from_aic {split = 0} "
+        "aiv_subblockid(%sb) ->")
+    with pytest.raises(PtoError, match=r"aiv_subblockid\(7\) names another vector core"):
+        load(Path("wrong.pto"), "a2a3", wrong).main(x, np.zeros((16, 16), np.float32))
 
 
 def test_mixed_attention_lockstep_equals_block_by_block():
