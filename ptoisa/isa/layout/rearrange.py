@@ -87,13 +87,17 @@ def _conversion(sig: Sig) -> None:
 
 
 def _npu_mat_src_fractal(sig: Sig) -> None:
-    """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement)."""
+    """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement),
+    but for GEMV a Left tile may come from a one-row row-major source (TEXTRACT page, A2A3 and
+    A5 implementation checks: ``SrcTileData::Rows == 1 && SrcTileData::isRowMajor``)."""
     s, d = sig["src"], sig["dst"]
     if not sig.target.traits.npu_static_checks or not isinstance(s, TileSpec) \
             or not isinstance(d, TileSpec):
         return
     # (a FRACTAL_Z ConvTile - conv weights - is 16 x 16 boxes too: [C1HW, N1, N0, C0], read
     # as its (K, N) matrix; its spec is a flat buffer)
+    if d.loc is TileType.Left and s.rows == 1 and s.is_row_major:
+        return
     if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
             s.layout_name not in ("NZ", "ZN") and getattr(s, "conv_layout", None) != "FRACTAL_Z":
         raise sig.fail(f"a Mat source of a {d.loc.name} tile must be NZ or ZN on "
