@@ -496,6 +496,12 @@ def _attributes(op: Op, ins: Instr, form: Form | None,
                     if o.kind in ("enum", "scalar", "any") and o.name not in got})
     written = {k for k, _ in op.attributes.items}
     todo = list(op.attributes.items)
+    lit = ins.ptoas.literal if ins.ptoas is not None else ""
+    strings = [a for a in op.literals if isinstance(a, A.StringAttr)]
+    if lit and strings:
+        if lit in written or len(strings) > 1:
+            raise VerifyError(f"'{lit}' is written more than once", op=op.name, loc=op.loc)
+        todo.append((lit, strings[0]))
     for key, spec in table.items():  # PTOAS defaults that differ from the registry's
         if key not in written and spec.default is not None:
             todo.append((key, A.BoolAttr(spec.default) if isinstance(spec.default, bool)

@@ -130,6 +130,10 @@ class Ptoas:
     #: types written in outs) -> the name of the entry the op then is, or None for this one
     #: (pto.tfillpad with a dst larger than src is TFILLPAD_EXPAND)
     by_types: Callable[[tuple[Any, ...], tuple[Any, ...]], str | None] | None = None
+    #: the attribute name a string literal written among the ins' types stands for
+    #: (``pto.tscatter ins(%src, {maskPattern = ...} : T, "col")``: its ``axis``); it then
+    #: maps through ``attrs`` like that attribute written in the dictionary
+    literal: str = ""
 
 
 # ---- pieces several entries share ----------------------------------------------------------

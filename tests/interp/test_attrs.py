@@ -276,6 +276,38 @@ def test_tgather_mask_pattern(target: str) -> None:
                  lambda ts, p=p: REGISTRY["TGATHER"](ts["dst"], ts["src"], maskPattern=p))
 
 
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+@pytest.mark.parametrize(("axis", "pattern"), [("row", "P0101"), ("col", "P0101"),
+                                               ("col", "P0100"), ("row", "P1000")])
+def test_tscatter_mask_pattern_axis(target: str, axis: str, pattern: str) -> None:
+    """PTO_IR_manual pto.tscatter: the axis is the string after the types; "row":
+    dst[i, F j + pos] = src[i, j], "col": dst[F i + pos, j] = src[i, j], the rest zero
+    (F, pos: P0101 -> 2, 0; P0100 -> 4, 2; P1000 -> 4, 3). A2/A3 has the mask form too
+    (pto-isa's a2a3 TScatter.hpp, the manual's lowering note)."""
+    f, pos = {"P0101": (2, 0), "P0100": (4, 2), "P1000": (4, 3)}[pattern]
+    x = np.arange(1, 1 + 2 * 16, dtype=np.float32).reshape(2, 16)
+    shape = (2, 16 * f) if axis == "row" else (2 * f, 16)
+    want = np.zeros(shape, np.float32)
+    if axis == "row":
+        want[:, pos::f] = x
+    else:
+        want[pos::f, :] = x
+    tiles = {"src": ("f32", 2, 16), "dst": ("f32", *shape)}
+    body = ("pto.tscatter ins(%src, {{maskPattern = #pto.mask_pattern<" + pattern + ">}} : "
+            "{src}, \"" + axis + "\") outs(%dst : {dst})")
+    dst = np.full(shape, 7, np.float32)
+    load(program(tiles, ["src"], ["dst"], body), target=target).k(x, dst)
+    np.testing.assert_array_equal(dst, want)
+
+
+def test_tscatter_axis_must_be_row_or_col() -> None:
+    tiles = {"src": ("f32", 2, 16), "dst": ("f32", 2, 32)}
+    body = ("pto.tscatter ins(%src, {{maskPattern = #pto.mask_pattern<P0101>}} : {src}, "
+            "\"diag\") outs(%dst : {dst})")
+    with pytest.raises(PtoError, match="diag"):
+        load(program(tiles, ["src"], ["dst"], body), target="a5")
+
+
 # ---- TMRGSORT: exhausted, both format2 spellings (item 10) ------------------------------------
 
 def _sorted_records(values: list[float], base: int) -> np.ndarray:
@@ -382,7 +414,8 @@ def _mode_names(ins: Any) -> set[str]:
 RUN_HERE = {("TCVT", "mode"), ("TCVT", "satMode"), ("TCMP", "cmpMode"), ("TCMPS", "cmpMode"),
             ("TTRI", "isUpperOrLower"), ("TCI", "descending"), ("TCOLSUM", "isBinary"),
             ("TRANDOM", "Rounds"), ("TGATHER", "maskPattern"), ("TMRGSORT", "exhausted"),
-            ("TSTORE", "atomicType")}
+            ("TSTORE", "atomicType"),
+            ("TSCATTER", "maskPattern"), ("TSCATTER", "ScatterType")}
 
 #: mapped attributes whose instructions need cube, GM, A5-only or pipe set-ups: the tests
 #: below check that the written value reaches the binding

@@ -277,12 +277,6 @@ def _tscatter_static(sig: Sig) -> None:
                            f"got {idx.dtype}")
 
 
-def _tscatter_no_mask_form(sig: Sig) -> None:
-    dst, src, idx = sig["dst"], sig["src"], sig["indexes"]
-    if isinstance(dst, TileSpec) and isinstance(src, TileSpec) and not isinstance(idx, TileSpec):
-        raise sig.fail("the mask form is supported on a5 and cpu only")
-
-
 def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p: Any) -> None:
     if indexes is None:
         f, _ = _PATTERN[p["maskPattern"]]
@@ -300,6 +294,12 @@ def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p
 
 
 @instr("TSCATTER", family="irregular", pipe=Pipe.V,
+       # the mask form's axis is a string written after the types: ins(%src, {maskPattern =
+       # ...} : T, "row" | "col") (PTO_IR_manual pto.tscatter)
+       ptoas=Ptoas(literal="axis", attrs={
+           "axis": Attr("ScatterType", values={"row": ScatterAxis.SCATTER_ROW,
+                                               "col": ScatterAxis.SCATTER_COL}),
+           "maskPattern": Attr("maskPattern")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("indexes", "tile", optional=True)),
        params=(Param("maskPattern", MaskPattern.P1111, MaskPattern),
@@ -307,7 +307,6 @@ def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p
        dtype_key=("dst",),
        static=(locs(["dst", "src", "indexes"], TileType.Vec), row_major_nd("dst", "src"),
                _tscatter_static),
-       static_for={"a2a3": (_tscatter_no_mask_form,)},
        runtime=(_tscatter_runtime,))
 def TSCATTER(m: Machine, dst: Tile, src: Tile, indexes: Tile | None = None, *,  # noqa: N802
              maskPattern: MaskPattern, ScatterType: ScatterAxis) -> None:  # noqa: N803
