@@ -232,7 +232,7 @@ def test_tquant_int8_with_its_scratch_in_outs(target: str, asym: bool) -> None:
 
 def test_tquant_int8_scratch_and_offset_rules() -> None:
     # A2/A3's tmp has src's shape (A5 takes any placeholder); ASYM names its offset
-    with pytest.raises(PtoError, match="expects tmp to have src's element type, shape"):
+    with pytest.raises(PtoError, match="expects A2/A3 tmp to have the same shape as src"):
         load(_tquant_int8(False, _t("f32", 8, 16)), target="a2a3")
     load(_tquant_int8(False, _t("f32", 8, 16)), target="a5")
     text = _tquant_int8(True, _t("f32", 8, 32)).replace("ins(%src, %fp, %off :", "ins(%src, %fp :")
@@ -241,6 +241,10 @@ def test_tquant_int8_scratch_and_offset_rules() -> None:
                         f"{_t('f32', 8, 32)}, {_t('f32', 8, 1, bl='col_major')}) outs")
     with pytest.raises(PtoError, match="INT8_ASYM quantization requires an offset operand"):
         load(text, target="a2a3")
+    # A2/A3's fp / offset are per-row broadcast tiles (PTO_IR_manual pto.tquant)
+    row = _tquant_int8(True).replace(_t("f32", 8, 1, bl="col_major"), _t("f32", 8, 1))
+    with pytest.raises(PtoError, match="expects A2/A3 fp to use non-row-major layout"):
+        load(row, target="a2a3")
 
 
 # ---- implicit tmp -------------------------------------------------------------------------
