@@ -300,6 +300,38 @@ def test_tscatter_mask_pattern_axis(target: str, axis: str, pattern: str) -> Non
     np.testing.assert_array_equal(dst, want)
 
 
+@pytest.mark.parametrize("axis", ["row", "col"])
+def test_tgather_mask_axis_string(axis: str) -> None:
+    """pto.tgather's mask form writes its axis after the types (PTO_IR_manual): "row" keeps
+    the pattern's columns of each row, "col" the pattern's rows (P0101: even positions),
+    packed from dst's first element."""
+    x = np.arange(4 * 16, dtype=np.float32).reshape(4, 16)
+    want = x[:, 0::2] if axis == "row" else x[0::2, :]
+    shape = want.shape
+    tiles = {"src": ("f32", 4, 16), "dst": ("f32", *shape)}
+    body = ("pto.tgather ins(%src, {{maskPattern = #pto.mask_pattern<P0101>}} : {src}, \""
+            + axis + "\") outs(%dst : {dst})")
+    dst = np.zeros(shape, np.float32)
+    load(program(tiles, ["src"], ["dst"], body), target="a5").k(x, dst)
+    np.testing.assert_array_equal(dst, want)
+
+
+def test_tgather_index_form_of_one_byte_data_on_a5_only() -> None:
+    """TGATHER.md implementation checks: A5's index gather takes 1-byte data, A2/A3's 2 or
+    4 bytes; dst[i, j] = src_flat[idx[i, j]]."""
+    x = np.arange(64, dtype=np.int8).reshape(2, 32)
+    idx = np.random.default_rng(3).integers(0, 64, (2, 32)).astype(np.int32)
+    tiles = {"src": ("i8", 2, 32), "idx": ("i32", 2, 32), "tmp": ("i32", 2, 32),
+             "dst": ("i8", 2, 32)}
+    body = "pto.tgather ins(%src, %idx, %tmp : {src}, {idx}, {tmp}) outs(%dst : {dst})"
+    text = program(tiles, ["src", "idx"], ["dst"], body)
+    dst = np.zeros((2, 32), np.int8)
+    load(text, target="a5").k(x, idx, dst)
+    np.testing.assert_array_equal(dst, x.reshape(-1)[idx])
+    with pytest.raises(PtoError, match="i8 is not supported on a2a3"):
+        load(text, target="a2a3")
+
+
 def test_tscatter_axis_must_be_row_or_col() -> None:
     tiles = {"src": ("f32", 2, 16), "dst": ("f32", 2, 32)}
     body = ("pto.tscatter ins(%src, {{maskPattern = #pto.mask_pattern<P0101>}} : {src}, "
@@ -415,7 +447,8 @@ RUN_HERE = {("TCVT", "mode"), ("TCVT", "satMode"), ("TCMP", "cmpMode"), ("TCMPS"
             ("TTRI", "isUpperOrLower"), ("TCI", "descending"), ("TCOLSUM", "isBinary"),
             ("TRANDOM", "Rounds"), ("TGATHER", "maskPattern"), ("TMRGSORT", "exhausted"),
             ("TSTORE", "atomicType"),
-            ("TSCATTER", "maskPattern"), ("TSCATTER", "ScatterType")}
+            ("TSCATTER", "maskPattern"), ("TSCATTER", "ScatterType"),
+            ("TGATHER", "gatherType")}
 
 #: mapped attributes whose instructions need cube, GM, A5-only or pipe set-ups: the tests
 #: below check that the written value reaches the binding
