@@ -187,7 +187,9 @@ LEGALITY: dict[str, Rule] = {
                      says="expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 "
                           "family type"),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
-    "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
+    # (pto-isa's a5 TInsert.hpp also takes hif8 and the packed FP4 pairs)
+    "TINSERT": rule(MOVE_TYPES + " hif8 f4E2M1x2 f4E1M2x2", moves=INSERT_MOVES,
+                    convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TGET_SCALE_ADDR": rule(),
     "TPACK": rule(),

@@ -795,3 +795,39 @@ def test_quant_setter_rules(setter: str, quant: str, why: str | None) -> None:
         assert not any("set_quant" in e for e in errs), errs
     else:
         assert any(why in e for e in errs), errs
+
+
+# ---- packed FP4 tiles: PTOAS counts pairs, ptoisa elements ---------------------------------
+
+def _fp4_kernel(op: str, src: str, dst: str) -> str:
+    return f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %s = pto.alloc_tile : {src}
+    %d = pto.alloc_tile : {dst}
+    {op}
+    return
+  }}
+}}
+"""
+
+
+def test_packed_fp4_pair_extents_are_refused_by_name() -> None:
+    """PTO_IR_manual (tile_buf): a !pto.f4* tile's extents are packed pairs. A bf16 16x16 ->
+    f4 16x8 conversion and a move of f4 tiles are refused by name, never run on half the
+    data."""
+    bf, f4 = _t("bf16", 16, 16), _t("!pto.f4E1M2x2", 16, 8)
+    text = _fp4_kernel(f"pto.tcvt ins(%s : {bf}) outs(%d : {f4})", bf, f4)
+    with pytest.raises(PtoError, match=r"operation 'pto.tcvt' cannot be executed by ptoisa "
+                                       r"yet: its f4E1M2x2 tile is 16x8 for a 16x16 bf16"):
+        load(text, target="a5")
+    v = _t("!pto.f4E2M1x2", 16, 32, 16, 16)
+    text = _fp4_kernel(f"pto.tinsert ins(%s, %c0, %c0 : {v}, index, index) outs(%d : {v})",
+                       v, v)
+    with pytest.raises(PtoError, match=r"operation 'pto.tinsert' cannot be executed by ptoisa "
+                                       r"yet: its f4E2M1x2 dst counts packed FP4 pairs"):
+        load(text, target="a5")
+    # (a hif8 insert, which pto-isa's a5 TInsert.hpp takes, is legal)
+    h = _t("!pto.hif8", 16, 32)
+    load(_fp4_kernel(f"pto.tinsert ins(%s, %c0, %c0 : {h}, index, index) outs(%d : {h})",
+                     h, h), target="a5")

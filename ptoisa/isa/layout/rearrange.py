@@ -104,6 +104,18 @@ def _npu_mat_src_fractal(sig: Sig) -> None:
                        f"{sig.target}, got {s.layout_name}")
 
 
+def _packed_pairs_not_run(sig: Sig) -> None:
+    """A ``.pto`` move of packed FP4 tiles: PTOAS counts their columns (and the window's) in
+    packed pairs (PTO_IR_manual, tile_buf), ptoisa's FP4 tiles count FP4 elements, so the
+    window would be half of the program's: refused by name."""
+    for name in ("dst", "src"):
+        t = sig[name]
+        if isinstance(t, TileSpec) and t.dtype.packed:
+            raise sig.fail(f"operation 'pto.{sig.ins.mnemonic}' cannot be executed by ptoisa "
+                           f"yet: its {t.dtype} {name} counts packed FP4 pairs (PTOAS's "
+                           "extents; ptoisa's FP4 tiles count FP4 elements)")
+
+
 def _fp_words(sig: Sig) -> None:
     fp = sig["fp"]
     if not isinstance(fp, TileSpec):
@@ -442,7 +454,7 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
        }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
               "MTE3, Vec -> Vec V)."),
        ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_TINSERT_ATTRS,
-                   rules={"pto.tinsert": (_pre_quant_acc,)},
+                   rules={"pto.tinsert": (_pre_quant_acc, _packed_pairs_not_run)},
                    keywords={"fp": ("TINSERT_FP", _FP_FORM),
                              "pre_quant": ("TINSERT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),
