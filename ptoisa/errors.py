@@ -122,6 +122,11 @@ class ExecutionError(PtoError):
     """A failure while running a program that is not attributable to a single instruction."""
 
 
+class NotExecutedYet(ExecutionError):
+    """An operation (or a form of it) ptoisa does not execute yet: refused by name, the op
+    being the error's ``op`` (set when the error leaves the instruction), never a no-op."""
+
+
 class OutsideArgument(ExecutionError):
     """A transfer reaches GM bytes outside the array it was given for a pointer argument (the
     host's buffer). The suite tells it from other failures: upstream kernels that reach past

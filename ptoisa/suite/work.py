@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..errors import PtoError
+from ..errors import NotExecutedYet, PtoError
 from ..isa.comm import SignalNeverSet
 from ..targets import TargetLike
 from . import lit
@@ -27,6 +27,8 @@ _NOT_RUN_OP = re.compile(r"operation '([^']+)' cannot be executed by ptoisa yet"
 def refused_op(err: PtoError) -> str | None:
     """The op an error refuses by name (check: unknown; run: not executed yet), else None."""
     m = _UNKNOWN_OP.search(err.message) or _NOT_RUN_OP.search(err.message)
+    if m is None and isinstance(err, NotExecutedYet) and err.op:
+        return err.op
     return m.group(1) if m else None
 
 
