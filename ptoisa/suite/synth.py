@@ -437,9 +437,6 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             args.append(plan.value(n))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
-        elif isinstance(t, (T.TileBufType, T.MemRefType)) and mixed:
-            return None, (f"argument %{n} of type {t}: a tile argument of a cube + vector "
-                          "launch would be a tile of each core (Program.run does not take one)")
         elif isinstance(t, (T.TileBufType, T.MemRefType)):  # (an on-chip one: a tile)
             try:
                 tile = bridge.tile_spec_of(t, target)
