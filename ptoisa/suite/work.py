@@ -278,14 +278,13 @@ def _hopeless(err: PtoError) -> bool:
 
 def _not_alone(err: BaseException) -> str:
     """Why a failure says the function cannot run alone (its inputs are not the cause): a
-    wait for a signal that no actor of the launch ever sets, a call to a function defined
-    elsewhere; else ""."""
+    wait for a signal that no actor of the launch ever sets (and the preset did not cure);
+    else "". (A call to a function defined outside the file is refused by name: the call is
+    an operation ptoisa cannot execute.)"""
     if not isinstance(err, PtoError):
         return ""
     if "no other actor of this process changes it" in err.message:
         return "alone, a wait for a signal only another rank or process sets"
-    if "(an external function)" in err.message:
-        return "it calls a function defined outside the file"
     return ""
 
 

@@ -158,13 +158,13 @@ def test_load_scalar_indices_size_the_pointer(tmp_path):
     assert verdict(tmp_path, text)[0] == "ran"
 
 
-def test_a_call_to_an_external_function_is_not_run_and_says_so(tmp_path):
+def test_a_call_to_an_external_function_is_refused_by_name(tmp_path):
     text = sample("", "    func.call @ext() : () -> ()").replace(
         "module {", "module {\n  func.func private @ext()")
     v, res = verdict(tmp_path, text)
-    assert v == "accepted"
-    assert any(n.startswith("not run: ") and "defined outside the file" in n
-               for n in res.notes)
+    assert v == "unsupported"
+    assert res.verdict().op == "func.call"
+    assert "@ext is declared without a body" in res.verdict().reason
 
 
 def test_on_chip_pointer_arguments_are_pointers_into_the_buffer():
