@@ -502,8 +502,15 @@ def _attributes(op: Op, ins: Instr, form: Form | None,
         if lit in written or len(strings) > 1:
             raise VerifyError(f"'{lit}' is written more than once", op=op.name, loc=op.loc)
         todo.append((lit, strings[0]))
+    def sets(key: str) -> str | None:  # the parameter / operand a written attribute sets
+        spec = table.get(key)
+        return spec.to if spec is not None else by_norm.get(_norm(key))
+
+    given = {sets(k) for k in written}
     for key, spec in table.items():  # PTOAS defaults that differ from the registry's
-        if key not in written and spec.default is not None:
+        # (not where another written attribute sets the same parameter: pto.thistogram's
+        # byte = 3 with the legacy isMSB left out)
+        if key not in written and spec.default is not None and spec.to not in given:
             todo.append((key, A.BoolAttr(spec.default) if isinstance(spec.default, bool)
                          else A.IntegerAttr(spec.default)))
     for key, a in todo:

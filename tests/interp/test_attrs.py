@@ -555,13 +555,15 @@ def test_mapped_attributes_elsewhere_reach_the_registry() -> None:
     %d = pto.alloc_tile : {hist}
     pto.thistogram ins(%s, %i : {u16}, {idx}) outs(%d : {hist})
     pto.thistogram ins(%s, %i : {u16}, {idx}) outs(%d : {hist}) {{isMSB = false}}
+    pto.thistogram ins(%s, %i : {u16}, {idx}) outs(%d : {hist}) {{byte = 3 : i32}}
     return
   }}
 }}
 """
     ops = [o for o in parse(text, "h.pto").ops[0].walk() if o.name == "pto.thistogram"]
     got = [bridge.bind(o, REGISTRY["THISTOGRAM"]).params["byte"] for o in ops]
-    assert got == [HistByte.BYTE_1, HistByte.BYTE_0]  # PTOAS default isMSB = true
+    # PTOAS default isMSB = true, unless the byte attribute is written (then it stands)
+    assert got == [HistByte.BYTE_1, HistByte.BYTE_0, HistByte.BYTE_3]
     tiles = {"src": ("f32", 1, 16)}
     text = program(tiles, ["src"], ["src"], "").replace(
         "pto.tstore ins(%src", "pto.tstore ins(%src {atomicType = #pto<atomic_type atomic_add>,"
