@@ -2267,7 +2267,9 @@ def TFREE(
     ``TFREE(pipe, slot)`` (the GlobalTensor TPOP pointed at a slot) is the GlobalData form:
     the consumer is done reading the slot; it tells the producer once every ``SyncPeriod``
     slots (see TALLOC). A number in ``slot``'s place is the sub-block id (``TFREE(pipe, 1)``:
-    ptoisa's tile-form extension, as before the GlobalData form).
+    ptoisa's tile-form extension, as before the GlobalData form). A tile in ``slot``'s place
+    (PTOAS's ``pto.tfree(%tile, %pipe)``: the tile the slot was popped into) frees the slot
+    this sub-block popped last, as ``TFREE(pipe)``.
     """
     ...
 

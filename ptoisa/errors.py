@@ -73,6 +73,8 @@ class PtoError(Exception):
         """The same error, located at ``loc`` (used when an IR op is checked/run)."""
         err = type(self).__new__(type(self))
         PtoError.__init__(err, self.message, op=self.op, loc=loc)
+        for key, value in vars(self).items():  # what a subclass carries besides the text
+            vars(err).setdefault(key, value)
         return err
 
     def at_op(self, op: str, loc: SourceLoc | None) -> PtoError:
@@ -118,6 +120,11 @@ class PtoMemoryError(PtoError):
 
 class ExecutionError(PtoError):
     """A failure while running a program that is not attributable to a single instruction."""
+
+
+class NotExecutedYet(ExecutionError):
+    """An operation (or a form of it) ptoisa does not execute yet: refused by name, the op
+    being the error's ``op`` (set when the error leaves the instruction), never a no-op."""
 
 
 class OutsideArgument(ExecutionError):

@@ -136,7 +136,7 @@ def _form_text(op: str, f: Form) -> str:
         res = "%result = " if RESULT in f.outs else ""
         text = f"{res}{op}({', '.join(parts)} : ...)"
     else:
-        ins = ", ".join("%" + n for n in f.inputs)
+        ins = ", ".join("%" + n for n in f.inputs) + (f" {f.keyword}" if f.keyword else "")
         outs = ", ".join("%" + n for n in f.outs)
         text = f"{op} ins({ins}) outs({outs})"
     extra = []

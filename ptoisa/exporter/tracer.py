@@ -570,7 +570,8 @@ class Tracer(Rerolling):
                 if isinstance(v, Value)}
         for f in ptoas_forms(op_name(ins)):
             names = [n for n in (*f.inputs, *f.outs)]
-            if f.segments or f.attr_operands or any("*" in n or n == "-" for n in names):
+            if f.segments or f.attr_operands or f.keyword \
+                    or any("*" in n or n == "-" for n in names):
                 continue
             if set(names) != set(have) or len(names) != len(have):
                 continue

@@ -354,7 +354,9 @@ class Program:
                   lockstep: bool | str = "auto", matmul_accumulation: str | None = None) -> None:
         """Launch cube function ``cube`` on the AIC and vector function ``vector`` on both AIVs
         of ``blocks`` clusters, joined by their pipes (for modules without an entry that
-        calls both). ``matmul_accumulation`` as for :meth:`run`."""
+        calls both). ``matmul_accumulation`` as for :meth:`run`. A tile argument (its array)
+        becomes a tile of each core that runs the function, holding the array's values; the
+        array gets back the cube's tile, or vector sub-block 0's (one block)."""
         target = get_target(target or self.target)
         calls: dict[str, tuple[str, list[Any]]] = {}
         foreign: list[Foreign] = []
@@ -365,11 +367,6 @@ class Program:
                 raise PtoError(f"@{name} takes {len(fn.args)} arguments ({sig}), got {len(args)}")
             calls[kind] = (name, [_bind_arg(fn, i, t, n, v, foreign) for i, ((_, t, n), v) in
                                   enumerate(zip(fn.args, args, strict=True))])
-            tiles = [b for b in calls[kind][1] if isinstance(b, _value_args.TileArg)]
-            if tiles:
-                raise PtoError(f"@{name} runs in a cube + vector launch: its tile argument "
-                               f"%{tiles[0].name} would be a tile of each core it runs on "
-                               "(not supported)")
         acc = matmul_accumulation or memory.current().matmul_accumulation
         self._run_mixed(calls, blocks, target, lockstep, {"matmul_accumulation": acc})
         write_back(foreign)
@@ -402,7 +399,15 @@ class Program:
             name, bound = entry
             if "any" not in calls and not ctx.core.runs(kind, name):
                 return
-            comp.function(name).invoke(ctx, bound)  # type: ignore[attr-defined]
+            # a tile argument is a tile of each core that runs the function, holding the
+            # array; the array gets back the cube's tile, or vector sub-block 0's
+            own = [_value_args.TileArg(b.spec, b.array, b.valid, b.name)
+                   if isinstance(b, _value_args.TileArg) else b for b in bound]
+            args, tiles = _value_args.materialize(own)
+            comp.function(name).invoke(ctx, args)  # type: ignore[attr-defined]
+            if kind == "cube" or sub == 0:
+                for ta in tiles:
+                    ta.write_back()
 
         run_cluster(body, target=target, blocks=blocks, lockstep=lockstep, settings=settings)
 

@@ -22,7 +22,7 @@ from ..enums import BLayout, Layout, PadValue, SLayout, TileType, coerce_enum
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Op, Value
+from ..ir.core import Op, Piece, Value
 from ..isa.registry import REGISTRY, Instr, lookup, ptoas_attrs, ptoas_forms
 from ..isa.spelling import RESULT, SCALE, STRUCTURAL_ATTRS, Form
 from ..targets import TargetLike, get_target
@@ -335,6 +335,8 @@ def _form_map(op: Op, form: Form, inputs: list[Value], outs: list[tuple[Value, b
         return _bundle_map(op, form, outs)
     if not form.fits(len(inputs)) or len(form.outs) != len(outs):
         return None
+    if form.keyword and Piece("k", form.keyword) not in op.syntax:
+        return None
     got = {}
     it = iter(inputs)
     for name in form.inputs:
@@ -494,8 +496,21 @@ def _attributes(op: Op, ins: Instr, form: Form | None,
                     if o.kind in ("enum", "scalar", "any") and o.name not in got})
     written = {k for k, _ in op.attributes.items}
     todo = list(op.attributes.items)
+    lit = ins.ptoas.literal if ins.ptoas is not None else ""
+    strings = [a for a in op.literals if isinstance(a, A.StringAttr)]
+    if lit and strings:
+        if lit in written or len(strings) > 1:
+            raise VerifyError(f"'{lit}' is written more than once", op=op.name, loc=op.loc)
+        todo.append((lit, strings[0]))
+    def sets(key: str) -> str | None:  # the parameter / operand a written attribute sets
+        spec = table.get(key)
+        return spec.to if spec is not None else by_norm.get(_norm(key))
+
+    given = {sets(k) for k in written}
     for key, spec in table.items():  # PTOAS defaults that differ from the registry's
-        if key not in written and spec.default is not None:
+        # (not where another written attribute sets the same parameter: pto.thistogram's
+        # byte = 3 with the legacy isMSB left out)
+        if key not in written and spec.default is not None and spec.to not in given:
             todo.append((key, A.BoolAttr(spec.default) if isinstance(spec.default, bool)
                          else A.IntegerAttr(spec.default)))
     for key, a in todo:

@@ -252,7 +252,8 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
         res = op.results[0]
         tile = cf.result_tile(op, res)
         k = cf.slot(res)
-        valid = [cf.slot(v) for v in op.operands[:2]]
+        grouped = set(op.grouped("aiv_subblockid"))
+        valid = [cf.slot(v) for i, v in enumerate(op.operands) if i not in grouped][:2]
     elif ins.name == "TALLOC":
         raise VerifyError("expects a !pto.tensor_view result (the allocated GM slot entry)",
                           op=op.name, loc=loc)
@@ -264,10 +265,18 @@ def _frontend(cf: CompiledFunc, op: Op) -> Step:
         raise VerifyError(e.message, op=op.name, loc=loc) from None
     run = ins.run
     mnemonic = ins.mnemonic
+    # aiv_subblockid(%id): the vector core the frontend says runs the op; ptoisa's core is
+    # known, so the value is checked against it, never taken instead of it
+    named = [cf.slot(op.operands[i]) for i in op.grouped("aiv_subblockid")]
 
     def step(env: Env) -> None:
         pipe = env[pk]
         try:
+            for s in named:
+                core = env[0].machine.core
+                if core is not None and core[0] == "AIV" and _index(env[s]) != core[2]:
+                    raise PtoError(f"aiv_subblockid({_index(env[s])}) names another vector "
+                                   f"core than the one running it (sub-block {core[2]})")
             if pipe is None:
                 raise PtoError(f"no pipe: {op.name} needs pto.aic_initialize_pipe / "
                                "pto.aiv_initialize_pipe earlier in the function")

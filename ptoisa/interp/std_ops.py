@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ExecutionError, VerifyError
+from ..errors import ExecutionError, NotExecutedYet, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
@@ -559,9 +559,9 @@ def _call(cf: CompiledFunc, op: Op) -> Step:
         if kind is not None and ctx.core is not None and not ctx.core.runs(kind, callee_name):
             return  # a cube function on a vector core or the reverse (#if __DAV_CUBE__ ...)
         if external:
-            raise ExecutionError(f"@{callee_name} is declared without a body (an external "
-                                 "function): ptoisa cannot run a call to it", op=op.name,
-                                 loc=op.loc)
+            raise NotExecutedYet(f"@{callee_name} is declared without a body (an external "
+                                 "function, defined outside the file): ptoisa cannot run a "
+                                 "call to it", op=op.name, loc=op.loc)
         callee = compiler.function(callee_name)
         if simt_body:  # a SIMT body, launched with pto.store_vfsimt_info's dimensions
             dims = ctx.machine.micro_regs.get("simt_info")

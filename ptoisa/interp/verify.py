@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
-from ..ir.core import Module, Op
+from ..ir.core import Module, Op, Piece
 from ..isa.micro.cube import mat_source, mx_load_known_errors
 from ..isa.registry import FRONTEND_OPS, lookup
 from ..memory import ALIGN
@@ -704,11 +704,16 @@ def _leaves_out_tmp(op: Op) -> str | None:
 def _optional_tmp_needed(op: Op) -> str | None:
     """PTOAS's level3 error for an op whose optional tmp its A2/A3 lowering needs and that
     leaves it out: TCI's vector path always, TCVT's non-saturating narrowing path (a narrower
-    integer dst, sat_mode not on); else None. TPRELU's tmp (PTOAS allocates one where the op
-    leaves it out; ptoisa does not model that shape, so such an op stays refused at the other
-    levels) is named here too."""
+    integer dst, sat_mode not on), TMRGSORT's format2 written with ``no_tmp`` (the design
+    of implicit tmp materialisation: level3 rejects it); else None. TPRELU's tmp (PTOAS
+    allocates one where the op leaves it out; ptoisa does not model that shape, so such an op
+    stays refused at the other levels) is named here too."""
     if op.name == "pto.tprelu" and op.form == "dps" and len(op.inputs) == 2:
         return "requires explicit tmp when PlanMemory is skipped"
+    if op.name == "pto.tmrgsort":
+        if Piece("k", "no_tmp") in op.syntax:
+            return "requires explicit tmp for tmrgsort format2 when PlanMemory is skipped"
+        return None
     if op.name not in ("pto.tci", "pto.tcvt"):
         return None
     ins = bridge.instr_of(op.name)
@@ -944,6 +949,13 @@ def _reserve_level_errors(op: Op, level: str | None) -> Iterator[VerifyError]:
                           "PlanMemory assigns it", op=op.name, loc=op.loc)
 
 
+def _valid_operands(op: Op) -> list[Any]:
+    """The ``(valid_row, valid_col)`` operands of a frontend TPOP: its operands but the one
+    of ``aiv_subblockid(%id)`` (which names the receiving core)."""
+    grouped = set(op.grouped("aiv_subblockid"))
+    return [v for i, v in enumerate(op.operands) if i not in grouped]
+
+
 def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
                ) -> Iterator[VerifyError]:
     manual = [op for op in f.walk() if op.name == "pto.reserve_buffer"
@@ -1003,7 +1015,7 @@ def _op_errors(f: Op, level: str | None, target: TargetLike | None = None
             yield VerifyError("does not allow conflicting 'byte' and legacy 'isMSB' attributes "
                               f"(byte = {_attr(op, 'byte')}, isMSB = "
                               f"{str(_attr(op, 'isMSB')).lower()})", op=op.name, loc=op.loc)
-        if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and op.operands:
+        if op.name in ("pto.tpop_from_aic", "pto.tpop_from_aiv") and _valid_operands(op):
             t = op.results[0].type if op.results else None
             if isinstance(t, T.TileBufType) and (t.v_row is not None or t.v_col is not None):
                 yield VerifyError("expects tile result to have dynamic validShape (?, ?) when "

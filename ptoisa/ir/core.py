@@ -162,6 +162,20 @@ class Op:
                 kw = None if cur is None else kw
         return (plain, groups) if groups else None
 
+    def grouped(self, keyword: str) -> list[int]:
+        """Indices of the operands written inside ``keyword(...)`` anywhere in a custom
+        spelling (``pto.tpop_from_aic {..} aiv_subblockid(%id)``)."""
+        s = self.syntax
+        out: list[int] = []
+        for j in range(len(s) - 1):
+            if s[j] == Piece("k", keyword) and s[j + 1] == Piece("p", "("):
+                k = j + 2
+                while k < len(s) and s[k] != Piece("p", ")"):
+                    if s[k].kind == "v":
+                        out.append(int(s[k].value))  # type: ignore[call-overload]
+                    k += 1
+        return out
+
     def indexed_operand(self) -> str | None:
         """The text of a PTO-AS operand written with a base offset (``%view[%r, %c]``), if
         the op has one."""

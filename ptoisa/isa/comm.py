@@ -354,9 +354,27 @@ def TWAIT(m: Machine, signal: Signal, cmpValue: Any,  # noqa: N802,N803
             continue
         flat, idx = _words(signal)
         cur = flat[idx][:8].tolist()
-        raise ExecutionError(f"deadlock: signal {cur} never satisfies {(cmp or WaitCmp.EQ).name} "
-                             f"{int(cmpValue)} (no other actor of this process changes it)",
-                             op="twait")
+        raise SignalNeverSet(f"deadlock: signal {cur} never satisfies "
+                             f"{(cmp or WaitCmp.EQ).name} {int(cmpValue)} (no other actor of "
+                             "this process changes it)", flat, idx,
+                             satisfying(cmp or WaitCmp.EQ, int(cmpValue)))
+
+
+class SignalNeverSet(ExecutionError):
+    """A TWAIT of a single-process run whose signal nothing in the process ever sets: only
+    another rank or process could. ``flat`` / ``idx``: the signal words (the array and the
+    indices in it); ``wanted``: a word value that satisfies the wait (what the suite presets
+    to run such a kernel alone, as if the other side had notified)."""
+
+    def __init__(self, message: str, flat: np.ndarray, idx: np.ndarray, wanted: int) -> None:
+        super().__init__(message, op="twait")
+        self.flat, self.idx, self.wanted = flat, np.asarray(idx).reshape(-1), wanted
+
+
+def satisfying(cmp: WaitCmp, value: int) -> int:
+    """An i32 word value for which ``word <cmp> value`` holds."""
+    return {WaitCmp.EQ: value, WaitCmp.GE: value, WaitCmp.LE: value, WaitCmp.GT: value + 1,
+            WaitCmp.LT: value - 1, WaitCmp.NE: value + 1}[cmp]
 
 
 @instr("TTEST", family="comm", sync="signal", pipe=Pipe.S, returns_event=False,

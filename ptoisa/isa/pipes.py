@@ -607,7 +607,10 @@ def TPOP(m: Machine, pipe: TPipe, tile: Tile, subBlockId: Any = None, *,  # noqa
 
 
 @instr("TFREE", family="pipes", sync="pipe", pipe=Pipe.S,
-       ptoas=Ptoas(forms={"pto.tfree": (Form(inputs=("pipe",), outs=()),)}, attrs=SPLIT,
+       # pto.tfree(%pipe) or, naming what the slot was popped into, pto.tfree(%tile | %entry,
+       # %pipe) (tile-native and GlobalTensor entry forms)
+       ptoas=Ptoas(forms={"pto.tfree": (Form(inputs=("pipe",), outs=()),
+                                        Form(inputs=("slot", "pipe"), outs=()))}, attrs=SPLIT,
                    frontend=("pto.tfree_from_aic", "pto.tfree_from_aiv")),
        operands=(Opnd("pipe", "any"), Opnd("slot", "any", optional=True),
                  Opnd("subBlockId", "scalar", optional=True)),
@@ -622,7 +625,11 @@ def TFREE(m: Machine, pipe: TPipe, slot: Any = None, subBlockId: Any = None, *, 
     ``TFREE(pipe, slot)`` (the GlobalTensor TPOP pointed at a slot) is the GlobalData form:
     the consumer is done reading the slot; it tells the producer once every ``SyncPeriod``
     slots (see TALLOC). A number in ``slot``'s place is the sub-block id (``TFREE(pipe, 1)``:
-    ptoisa's tile-form extension, as before the GlobalData form)."""
+    ptoisa's tile-form extension, as before the GlobalData form). A tile in ``slot``'s place
+    (PTOAS's ``pto.tfree(%tile, %pipe)``: the tile the slot was popped into) frees the slot
+    this sub-block popped last, as ``TFREE(pipe)``."""
+    if isinstance(slot, Tile):
+        slot = None
     if slot is not None and not isinstance(slot, GlobalTensor):
         slot, subBlockId = None, slot
     split = _split(Split)

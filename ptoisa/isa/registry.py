@@ -690,7 +690,7 @@ class Instr:
         check_legality(sig)
         for r in self.on(target).static:
             r(sig)
-        for r in extra:
+        for r in _holding(extra, target):  # (except_on works here as in ``static``)
             r(sig)
 
     def __repr__(self) -> str:

@@ -41,6 +41,9 @@ grouped under a keyword (``pto.comm.tput(%dst, %src, buf(%ping, %pong) : ...)``,
 op's SSA result receiving what the instruction returns (``%ok = pto.comm.ttest(...) -> i1``).
 The variant is chosen by the written counts (first match); an op whose
 counts match no variant falls back to the default mapping, which says what is expected.
+``keyword``: a bare word the variant writes among its ins (PTOAS's ``no_tmp`` in
+``pto.tmrgsort ins(%a, %b no_tmp ...)``, which tells an omitted tmp from a source list): the
+variant fits only an op that writes the word, and the exporter never writes it.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Form:
     attr_operands: Mapping[str, str] = field(default_factory=dict)
     retype: Mapping[str, TileType | str] = field(default_factory=dict)
     bundles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    keyword: str = ""
 
     def fits(self, n: int) -> bool:
         """Whether ``n`` written ins fit ``self.ins`` (``"x*"`` packs all remaining values)."""
@@ -137,6 +141,10 @@ class Ptoas:
     #: PTOAS's verifier's words for the op on a target that lacks it (pto.thistogram: "only
     #: supported on A5"), added to the "not supported on target" error
     unsupported: str = ""
+    #: the attribute name a string literal written among the ins' types stands for
+    #: (``pto.tscatter ins(%src, {maskPattern = ...} : T, "col")``: its ``axis``); it then
+    #: maps through ``attrs`` like that attribute written in the dictionary
+    literal: str = ""
 
 
 # ---- pieces several entries share ----------------------------------------------------------

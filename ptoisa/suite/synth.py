@@ -12,7 +12,12 @@ read before its pointer, at a negative offset, reads the buffer); a
 a ``tile_buf`` argument the array of its whole shape (a ``?`` valid dimension the whole one:
 ``Program.run`` makes the tile on the core's machine); a VMI vector or mask (``!pto.vmi.vreg``,
 ``!pto.vmi.mask``) or a vector or predicate register (``!pto.vreg``, ``!pto.mask``) argument
-a value of that type, its lanes made up as arrays are, its mask bits random.
+a value of that type, its lanes made up as arrays are, its mask bits random; a builtin
+``vector<4xi16>`` argument an array of its shape.
+
+A wait on a signal that nothing in the run sets (TWAIT in a single process: only another rank
+or process could set it) makes the run start again with those signal words preset to a value
+the wait accepts (:class:`Presets`, once per word; the verdict names them).
 
 The plans are tried in order (:func:`plans`): the values the arguments' uses suggest (an
 offset or an index 0, a view extent the largest constant size of the function's partitions,
@@ -437,9 +442,6 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             args.append(plan.value(n))
         elif isinstance(t, T.FloatType):
             args.append(0.5)
-        elif isinstance(t, (T.TileBufType, T.MemRefType)) and mixed:
-            return None, (f"argument %{n} of type {t}: a tile argument of a cube + vector "
-                          "launch would be a tile of each core (Program.run does not take one)")
         elif isinstance(t, (T.TileBufType, T.MemRefType)):  # (an on-chip one: a tile)
             try:
                 tile = bridge.tile_spec_of(t, target)
@@ -450,6 +452,11 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
             if got is None:
                 return None, f"argument %{n} of type {t}: no made-up values of {tile.dtype.name}"
             args.append(got.reshape(tile.rows, tile.cols))  # (a ? valid dim: the whole one)
+        elif (vec := _vector_shape(t)) is not None:
+            got = _values(vec[1], int(np.prod(vec[0])), n, plan.signed)
+            if got is None:
+                return None, f"argument %{n} of type {t}: no made-up values of {vec[1].name}"
+            args.append(got.reshape(vec[0]))
         else:
             try:
                 reg = register_spec(t)
@@ -462,6 +469,23 @@ def make_args(cf: Any, plan: Plan, target: Any, mixed: bool,
                 return None, f"argument %{n} of type {t}: no made-up values of its lanes"
             args.append(value)
     return args, ""
+
+
+def _vector_shape(t: Any) -> tuple[tuple[int, ...], Any] | None:
+    """(shape, element dtype) of a builtin ``vector<4xi16>`` type of static shape (a value
+    the kernel gets whole, as TMRGSORT's executed-count list), else None."""
+    from ..dtypes import dtype
+    from ..ir import types as T
+
+    if not isinstance(t, T.OpaqueType) or t.dialect_name != "vector":
+        return None
+    m = re.fullmatch(r"vector<((?:\d+x)+)(\w+)>", t.text)
+    if m is None:
+        return None
+    try:
+        return tuple(int(d) for d in m.group(1).split("x")[:-1]), dtype(m.group(2))
+    except (PtoError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _is_tile(t: Any, target: Any) -> bool:
@@ -554,6 +578,56 @@ def _random(dt: Any, elems: int, name: str, signed: bool) -> np.ndarray:
         lo, hi = (-8, 8) if signed else (0, 4)
         return rng.integers(lo, hi, elems).astype(dt)
     return rng.uniform(-1, 1, elems).astype(dt)
+
+
+class Presets:
+    """Signal words set before a run: a TWAIT on a signal that only another rank or process
+    sets (``SignalNeverSet``) can run alone once its words hold what that notify leaves there.
+    Each word is set once: a wait the preset does not satisfy (the kernel reset the word, or
+    waits again for more) is the run's failure."""
+
+    #: the most signal words preset for one run
+    MOST = 64
+
+    def __init__(self) -> None:
+        # (function index, argument index) -> {element index: value}
+        self.words: dict[tuple[int, int], dict[int, int]] = {}
+        self.names: dict[tuple[int, int], str] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.words)
+
+    def add(self, err: Any, arglists: list[list[Any]], argdecls: list[Any]) -> bool:
+        """Record the words ``err`` (a ``SignalNeverSet``) waits on, in the argument array
+        that holds them; False when they are in no argument, or were preset already."""
+        flat = err.flat
+        for g, args in enumerate(arglists):
+            for k, arr in enumerate(args):
+                if not isinstance(arr, np.ndarray) or arr.itemsize != flat.itemsize \
+                        or not np.shares_memory(arr, flat):
+                    continue
+                base = (flat.ctypes.data - arr.ctypes.data) // flat.itemsize
+                got = self.words.setdefault((g, k), {})
+                pos = [int(base + i) for i in err.idx]
+                if all(got.get(p) == err.wanted for p in pos) \
+                        or sum(map(len, self.words.values())) + len(pos) > self.MOST:
+                    return False
+                got.update(dict.fromkeys(pos, int(err.wanted)))
+                self.names[(g, k)] = argdecls[g][k][2]
+                return True
+        return False
+
+    def apply(self, arglists: list[list[Any]]) -> None:
+        for (g, k), words in self.words.items():
+            flat = arglists[g][k].reshape(-1)
+            for p, v in words.items():
+                flat[p] = v
+
+    def describe(self) -> str:
+        return ", ".join(
+            f"%{self.names[key]} signal words {sorted(w)[:4]}{'...' if len(w) > 4 else ''} "
+            f"preset to {sorted(set(w.values()))} (as another rank's notify leaves them)"
+            for key, w in self.words.items())
 
 
 # ---- runs ----------------------------------------------------------------------------------

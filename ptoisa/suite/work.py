@@ -14,7 +14,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..errors import PtoError
+from ..errors import NotExecutedYet, PtoError
+from ..isa.comm import SignalNeverSet
 from ..targets import TargetLike
 from . import lit
 from .result import FileResult, Outcome
@@ -26,6 +27,8 @@ _NOT_RUN_OP = re.compile(r"operation '([^']+)' cannot be executed by ptoisa yet"
 def refused_op(err: PtoError) -> str | None:
     """The op an error refuses by name (check: unknown; run: not executed yet), else None."""
     m = _UNKNOWN_OP.search(err.message) or _NOT_RUN_OP.search(err.message)
+    if m is None and isinstance(err, NotExecutedYet) and err.op:
+        return err.op
     return m.group(1) if m else None
 
 
@@ -201,19 +204,32 @@ def _search_group(prog: Any, group: list[str], paired: bool, target: TargetLike,
     names = sorted({n for cf in cfs for n in synth.roles(cf)})
 
     zeroed: dict[Any, list[str]] = {}
+    presets: dict[Any, synth.Presets] = {}
 
     def run(plan: Any) -> None:
-        zeroed[plan] = []
-        made = [synth_args(prog, n, target, plan, mixed, zeroed[plan]) for n in group]
-        for args, why in made:
-            if args is None:
-                raise synth.NotMade(why)
-        if paired:  # the host passes both kernels the same buffers
-            synth.share(cfs, [m[0] for m in made])
-            prog.run_mixed(*group, cube_args=tuple(made[0][0] or ()),
-                           vector_args=tuple(made[1][0] or ()), target=target)
-        else:
-            prog.run(group[0], *(made[0][0] or ()), target=target, plans=False)
+        presets[plan] = synth.Presets()
+        while True:
+            zeroed[plan] = []
+            made = [synth_args(prog, n, target, plan, mixed, zeroed[plan]) for n in group]
+            for args, why in made:
+                if args is None:
+                    raise synth.NotMade(why)
+            arglists = [m[0] or [] for m in made]
+            if paired:  # the host passes both kernels the same buffers
+                synth.share(cfs, arglists)
+            presets[plan].apply(arglists)
+            try:
+                if paired:
+                    prog.run_mixed(*group, cube_args=tuple(arglists[0]),
+                                   vector_args=tuple(arglists[1]), target=target)
+                else:
+                    prog.run(group[0], *arglists[0], target=target, plans=False)
+                return
+            except SignalNeverSet as e:
+                # a wait only another rank satisfies: run again with its signal words
+                # holding what the other side's notify leaves there (once per word)
+                if not presets[plan].add(e, arglists, [cf.args for cf in cfs]):
+                    raise
 
     try:
         tries = synth.search(run, synth.plans(cfs), _hopeless, synth.fixed_loops(cfs, mixed))
@@ -221,6 +237,9 @@ def _search_group(prog: Any, group: list[str], paired: bool, target: TargetLike,
         return _run_outcome(e, where)
     chosen = synth.best(tries)
     values = chosen.plan.describe(names)
+    preset = presets.get(chosen.plan)
+    if preset:
+        values = ", ".join(x for x in (values, preset.describe()) if x)
     if zeroed.get(chosen.plan):
         big = ", ".join(dict.fromkeys(zeroed[chosen.plan]))
         values = ", ".join(x for x in (values, f"zeros in {big}") if x)
@@ -262,14 +281,13 @@ def _hopeless(err: PtoError) -> bool:
 
 def _not_alone(err: BaseException) -> str:
     """Why a failure says the function cannot run alone (its inputs are not the cause): a
-    wait for a signal that no actor of the launch ever sets, a call to a function defined
-    elsewhere; else ""."""
+    wait for a signal that no actor of the launch ever sets (and the preset did not cure);
+    else "". (A call to a function defined outside the file is refused by name: the call is
+    an operation ptoisa cannot execute.)"""
     if not isinstance(err, PtoError):
         return ""
     if "no other actor of this process changes it" in err.message:
         return "alone, a wait for a signal only another rank or process sets"
-    if "(an external function)" in err.message:
-        return "it calls a function defined outside the file"
     return ""
 
 

@@ -196,7 +196,9 @@ LEGALITY: dict[str, Rule] = {
                      says="expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 "
                           "family type"),
     "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
-    "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
+    # (pto-isa's a5 TInsert.hpp also takes hif8 and the packed FP4 pairs)
+    "TINSERT": rule(MOVE_TYPES + " hif8 f4E2M1x2 f4E1M2x2", moves=INSERT_MOVES,
+                    convert=ACC_CONVERT),
     # (its vector quant also writes hif8: ops.tsv's A5 TINSERT quant f32 -> hif8; PTOAS's
     # TileLib lowers the Acc -> Mat one, expand_tile_op_tilelang_tinsert_fp_acc2mat.pto)
     "TINSERT_FP": rule(MOVE_TYPES + " hif8", moves=ACC_MOVES,

@@ -751,3 +751,14 @@ def test_a_file_without_run_lines_refused_by_a_ptoas_rule(tmp_path):
     assert "PTOAS's own rule" in res.verdict().reason
     verdict, _ = verdict_of(write(tmp_path, "fe/bad.pto", kernel(bad=True)), tmp_path)
     assert verdict == "wrongly-rejected"
+
+
+def test_an_operation_not_executed_yet_is_refused_by_its_name():
+    # the message need not spell "operation 'X' cannot be executed": the error's class says
+    # it, and its op (set as it leaves the instruction) is the name
+    from ptoisa.errors import ExecutionError, NotExecutedYet
+
+    err = NotExecutedYet("the source has the packed type f4E2M1x2, which ptoisa does not "
+                         "execute yet").at_op("mte_l1_l0a", None)
+    assert work.refused_op(err) == "mte_l1_l0a"
+    assert work.refused_op(ExecutionError("deadlock", op="tpop")) is None

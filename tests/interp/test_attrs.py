@@ -276,6 +276,70 @@ def test_tgather_mask_pattern(target: str) -> None:
                  lambda ts, p=p: REGISTRY["TGATHER"](ts["dst"], ts["src"], maskPattern=p))
 
 
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+@pytest.mark.parametrize(("axis", "pattern"), [("row", "P0101"), ("col", "P0101"),
+                                               ("col", "P0100"), ("row", "P1000")])
+def test_tscatter_mask_pattern_axis(target: str, axis: str, pattern: str) -> None:
+    """PTO_IR_manual pto.tscatter: the axis is the string after the types; "row":
+    dst[i, F j + pos] = src[i, j], "col": dst[F i + pos, j] = src[i, j], the rest zero
+    (F, pos: P0101 -> 2, 0; P0100 -> 4, 2; P1000 -> 4, 3). A2/A3 has the mask form too
+    (pto-isa's a2a3 TScatter.hpp, the manual's lowering note)."""
+    f, pos = {"P0101": (2, 0), "P0100": (4, 2), "P1000": (4, 3)}[pattern]
+    x = np.arange(1, 1 + 2 * 16, dtype=np.float32).reshape(2, 16)
+    shape = (2, 16 * f) if axis == "row" else (2 * f, 16)
+    want = np.zeros(shape, np.float32)
+    if axis == "row":
+        want[:, pos::f] = x
+    else:
+        want[pos::f, :] = x
+    tiles = {"src": ("f32", 2, 16), "dst": ("f32", *shape)}
+    body = ("pto.tscatter ins(%src, {{maskPattern = #pto.mask_pattern<" + pattern + ">}} : "
+            "{src}, \"" + axis + "\") outs(%dst : {dst})")
+    dst = np.full(shape, 7, np.float32)
+    load(program(tiles, ["src"], ["dst"], body), target=target).k(x, dst)
+    np.testing.assert_array_equal(dst, want)
+
+
+@pytest.mark.parametrize("axis", ["row", "col"])
+def test_tgather_mask_axis_string(axis: str) -> None:
+    """pto.tgather's mask form writes its axis after the types (PTO_IR_manual): "row" keeps
+    the pattern's columns of each row, "col" the pattern's rows (P0101: even positions),
+    packed from dst's first element."""
+    x = np.arange(4 * 16, dtype=np.float32).reshape(4, 16)
+    want = x[:, 0::2] if axis == "row" else x[0::2, :]
+    shape = want.shape
+    tiles = {"src": ("f32", 4, 16), "dst": ("f32", *shape)}
+    body = ("pto.tgather ins(%src, {{maskPattern = #pto.mask_pattern<P0101>}} : {src}, \""
+            + axis + "\") outs(%dst : {dst})")
+    dst = np.zeros(shape, np.float32)
+    load(program(tiles, ["src"], ["dst"], body), target="a5").k(x, dst)
+    np.testing.assert_array_equal(dst, want)
+
+
+def test_tgather_index_form_of_one_byte_data_on_a5_only() -> None:
+    """TGATHER.md implementation checks: A5's index gather takes 1-byte data, A2/A3's 2 or
+    4 bytes; dst[i, j] = src_flat[idx[i, j]]."""
+    x = np.arange(64, dtype=np.int8).reshape(2, 32)
+    idx = np.random.default_rng(3).integers(0, 64, (2, 32)).astype(np.int32)
+    tiles = {"src": ("i8", 2, 32), "idx": ("i32", 2, 32), "tmp": ("i32", 2, 32),
+             "dst": ("i8", 2, 32)}
+    body = "pto.tgather ins(%src, %idx, %tmp : {src}, {idx}, {tmp}) outs(%dst : {dst})"
+    text = program(tiles, ["src", "idx"], ["dst"], body)
+    dst = np.zeros((2, 32), np.int8)
+    load(text, target="a5").k(x, idx, dst)
+    np.testing.assert_array_equal(dst, x.reshape(-1)[idx])
+    with pytest.raises(PtoError, match="i8 is not supported on a2a3"):
+        load(text, target="a2a3")
+
+
+def test_tscatter_axis_must_be_row_or_col() -> None:
+    tiles = {"src": ("f32", 2, 16), "dst": ("f32", 2, 32)}
+    body = ("pto.tscatter ins(%src, {{maskPattern = #pto.mask_pattern<P0101>}} : {src}, "
+            "\"diag\") outs(%dst : {dst})")
+    with pytest.raises(PtoError, match="diag"):
+        load(program(tiles, ["src"], ["dst"], body), target="a5")
+
+
 # ---- TMRGSORT: exhausted, both format2 spellings (item 10) ------------------------------------
 
 def _sorted_records(values: list[float], base: int) -> np.ndarray:
@@ -326,6 +390,39 @@ def test_tmrgsort_format2_tmp_in_outs_merges() -> None:
     assert values.tolist() == want
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_tmrgsort_format2_no_tmp_merges(n: int) -> None:
+    """PTOAS's implicit-tmp format2 (``no_tmp`` after the sources: PTOAS allocates tmp),
+    2 and 3 lists, against a hand-sorted merge; the executed counts are every list's size."""
+    lists = [[4, 3, 2, 1] * 16, [3.5, 2.5] * 32, [5, 0.5] * 32][:n]
+    srcs = [f"s{k}" for k in range(n)]
+    tiles = {**{s: ("f32", 1, 128) for s in srcs}, "dst": ("f32", 1, 128 * n)}
+    names = ", ".join(f"%{s}" for s in srcs)
+    types = ", ".join(f"{{{s}}}" for s in srcs)
+    body = (f"pto.tmrgsort ins({names} no_tmp {{{{exhausted = false}}}} : {types}) "
+            "outs(%dst, %e : {dst}, vector<4xi16>)")
+    text = program(tiles, srcs, ["dst"], body).replace(
+        "%g_dst: !pto.ptr<f32>", "%g_dst: !pto.ptr<f32>, %e: vector<4xi16>")
+    dst = np.zeros((1, 128 * n), np.float32)
+    ex = np.zeros(4, np.int16)
+    load(text).k(*(_sorted_records(v, 100 * k) for k, v in enumerate(lists)), dst, ex)
+    assert dst.reshape(-1, 2)[:, 0].tolist() == sorted(sum(lists, []), reverse=True)
+    assert ex.tolist() == [64] * n + [0] * (4 - n)
+
+
+def test_tmrgsort_no_tmp_needs_an_explicit_tmp_under_level3() -> None:
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    tiles = {"s0": ("f32", 1, 64), "s1": ("f32", 1, 64), "dst": ("f32", 1, 128)}
+    body = ("%e = arith.constant dense<0> : vector<4xi16>\n"
+            "pto.tmrgsort ins(%s0, %s1 no_tmp {{exhausted = false}} : {s0}, {s1}) "
+            "outs(%dst, %e : {dst}, vector<4xi16>)")
+    errs = diagnose(parse(program(tiles, ["s0", "s1"], ["dst"], body)), "a2a3", level="level3")
+    assert any("requires explicit tmp for tmrgsort format2 when PlanMemory is skipped"
+               in e.message for e in errs), errs
+
+
 # ---- the mechanism: every attribute maps or is a located error -------------------------------
 
 def test_every_ptoas_attribute_maps_onto_its_instruction() -> None:
@@ -349,7 +446,9 @@ def _mode_names(ins: Any) -> set[str]:
 RUN_HERE = {("TCVT", "mode"), ("TCVT", "satMode"), ("TCMP", "cmpMode"), ("TCMPS", "cmpMode"),
             ("TTRI", "isUpperOrLower"), ("TCI", "descending"), ("TCOLSUM", "isBinary"),
             ("TRANDOM", "Rounds"), ("TGATHER", "maskPattern"), ("TMRGSORT", "exhausted"),
-            ("TSTORE", "atomicType")}
+            ("TSTORE", "atomicType"),
+            ("TSCATTER", "maskPattern"), ("TSCATTER", "ScatterType"),
+            ("TGATHER", "gatherType")}
 
 #: mapped attributes whose instructions need cube, GM, A5-only or pipe set-ups: the tests
 #: below check that the written value reaches the binding
@@ -456,13 +555,15 @@ def test_mapped_attributes_elsewhere_reach_the_registry() -> None:
     %d = pto.alloc_tile : {hist}
     pto.thistogram ins(%s, %i : {u16}, {idx}) outs(%d : {hist})
     pto.thistogram ins(%s, %i : {u16}, {idx}) outs(%d : {hist}) {{isMSB = false}}
+    pto.thistogram ins(%s, %i : {u16}, {idx}) outs(%d : {hist}) {{byte = 3 : i32}}
     return
   }}
 }}
 """
     ops = [o for o in parse(text, "h.pto").ops[0].walk() if o.name == "pto.thistogram"]
     got = [bridge.bind(o, REGISTRY["THISTOGRAM"]).params["byte"] for o in ops]
-    assert got == [HistByte.BYTE_1, HistByte.BYTE_0]  # PTOAS default isMSB = true
+    # PTOAS default isMSB = true, unless the byte attribute is written (then it stands)
+    assert got == [HistByte.BYTE_1, HistByte.BYTE_0, HistByte.BYTE_3]
     tiles = {"src": ("f32", 1, 16)}
     text = program(tiles, ["src"], ["src"], "").replace(
         "pto.tstore ins(%src", "pto.tstore ins(%src {atomicType = #pto<atomic_type atomic_add>,"

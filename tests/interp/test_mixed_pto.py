@@ -20,7 +20,7 @@ import pytest
 from interp_corpus import CORPUS, FILES, SKIP_REASON
 
 from ptoisa.concurrent.streams import DeadlockError
-from ptoisa.errors import ExecutionError
+from ptoisa.errors import ExecutionError, PtoError
 from ptoisa.interp import Program
 from ptoisa.text import parse
 
@@ -303,6 +303,90 @@ def test_fifo_depth_in_pto(n):
     out = np.zeros((8 * n, 16), np.float32)
     load(Path("depth.pto"), "a2a3", _depth_program(n)).main(x, out)
     np.testing.assert_array_equal(out, np.tile(x, (n, 1)))
+
+
+def test_a_pop_naming_its_subblock_runs_and_a_wrong_one_is_an_error():
+    # aiv_subblockid(%id) names the receiving vector core (tpush_tpop_aiv_subblockid_emitc):
+    # it is not a valid-shape operand; a value other than the running core's is refused
+    x = f32(8, 16)
+    pop = "%t = pto.tpop_from_aic {split = 0} ->"
+    named = _depth_program(2).replace(
+        pop, "%sb = pto.get_subblock_idx\n      %t = pto.tpop_from_aic {split = 0} "
+        "aiv_subblockid(%sb) ->")
+    out = np.zeros((16, 16), np.float32)
+    load(Path("named.pto"), "a2a3", named).main(x, out)
+    np.testing.assert_array_equal(out, np.tile(x, (2, 1)))
+    wrong = _depth_program(2).replace(
+        pop, "%sb = arith.constant 7 : i64\n      %t = pto.tpop_from_aic {split = 0} "
+        "aiv_subblockid(%sb) ->")
+    with pytest.raises(PtoError, match=r"aiv_subblockid\(7\) names another vector core"):
+        load(Path("wrong.pto"), "a2a3", wrong).main(x, np.zeros((16, 16), np.float32))
+
+
+def test_tile_arguments_of_a_cube_and_vector_launch():
+    # each core that runs the function gets its own tile holding the array; the array gets
+    # back the cube's tile or vector sub-block 0's. The cube pushes its Acc argument, each
+    # vector sub-block pops it (split 0: the whole tile) and adds it to its own argument
+    acc, vec = _tb("acc", 8, 16), _tb("vec", 8, 16)
+    text = f"""
+module {{
+  func.func @cube(%a: {acc}) attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %buf = pto.import_reserved_buffer {{name = "c2v", peer_func = @vector}} -> i32
+    %z = arith.constant 0 : i32
+    pto.aic_initialize_pipe {{dir_mask = 1, slot_size = 512}}
+      (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %z : i32)
+    pto.tpush_to_aiv(%a : {acc}) {{split = 0}}
+    return
+  }}
+  func.func @vector(%w: {vec}) attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %buf = pto.reserve_buffer {{name = "c2v", size = 4096,
+      location = #pto.address_space<vec>, auto = true}} -> i32
+    %z = arith.constant 0 : i32
+    pto.aiv_initialize_pipe {{dir_mask = 1, slot_size = 512}}
+      (c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %z : i32)
+    %t = pto.tpop_from_aic {{split = 0}} -> {vec}
+    pto.tadd ins(%t, %w : {vec}, {vec}) outs(%w : {vec})
+    pto.tfree_from_aic {{split = 0}}
+    return
+  }}
+}}
+"""
+    a, w = f32(8, 16), f32(8, 16)
+    w0 = w.copy()
+    load(Path("tile_args.pto"), "a2a3", text).run_mixed("cube", "vector", cube_args=(a,),
+                                                         vector_args=(w,))
+    np.testing.assert_array_equal(w, w0 + a)
+
+
+def test_tile_native_pop_and_free_name_the_tile():
+    # pto.tpop(%tile, %pipe) / pto.tfree(%tile, %pipe) (pipe_tile_native.pto): the free names
+    # the tile the slot was popped into; split 1 gives sub-block 0 the upper 8 rows
+    acc, vec = _tb("acc", 16, 16), _tb("vec", 8, 16)
+    gm = "memref<256xf32, #pto.address_space<gm>>"
+    init = ("pto.initialize_l2g2l_pipe {dir_mask = 1, slot_size = 1024, slot_num = 8, "
+            f"local_slot_num = 8, flag_base = 0}}(%gm : {gm}, %c : i32) -> !pto.pipe")
+    text = f"""
+module {{
+  func.func @cube(%gm: {gm}, %c: i32, %a: {acc})
+      attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %pipe = {init}
+    pto.tpush(%a, %pipe : {acc}, !pto.pipe) {{split = 1}}
+    return
+  }}
+  func.func @vector(%gm: {gm}, %c: i32, %t: {vec})
+      attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %pipe = {init}
+    pto.tpop(%t, %pipe : {vec}, !pto.pipe) {{split = 1}}
+    pto.tfree(%t, %pipe : {vec}, !pto.pipe) {{split = 1}}
+    return
+  }}
+}}
+"""
+    a, t = f32(16, 16), np.zeros((8, 16), np.float32)
+    fifo = np.zeros(256 * 8, np.float32)
+    load(Path("native.pto"), "a2a3", text).run_mixed(
+        "cube", "vector", cube_args=(fifo, 0, a), vector_args=(fifo, 0, t))
+    np.testing.assert_array_equal(t, a[:8])
 
 
 def test_mixed_attention_lockstep_equals_block_by_block():

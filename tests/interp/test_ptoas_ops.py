@@ -189,6 +189,64 @@ def test_tquant_mx_valid_shapes(old: str, new: str, why: str | None) -> None:
             load(text, target="a5")
 
 
+def _tquant_int8(asym: bool, tmp: str = "") -> str:
+    """pto.tquant INT8 of an 8x32 f32 tile with a per-row scale (and offset), written with
+    the scratch ``tmp`` as a second out when ``tmp`` is its tile type."""
+    s, r = _t("f32", 8, 32), _t("f32", 8, 1, bl="col_major")
+    dt = "ui8" if asym else "i8"
+    d = _t(dt, 8, 32)
+    args = [_io("x", "f32", 8, 32, 0), _io("f", "f32", 8, 1, 1), _io("z", "f32", 8, 1, 2),
+            _io("o", dt, 8, 32, 3)]
+    ins = "%src, %fp, %off" if asym else "%src, %fp"
+    tys = f"{s}, {r}, {r}" if asym else f"{s}, {r}"
+    outs = f"%dst, %tmp : {d}, {tmp}" if tmp else f"%dst : {d}"
+    alloc_tmp = f"\n    %tmp = pto.alloc_tile : {tmp}" if tmp else ""
+    body = f"""    %src = pto.alloc_tile : {s}
+    %fp = pto.alloc_tile : {r}
+    %off = pto.alloc_tile : {r}
+    %dst = pto.alloc_tile : {d}{alloc_tmp}
+    pto.tload ins(%p0 : {args[0][2]}) outs(%src : {s})
+    pto.tload ins(%p1 : {args[1][2]}) outs(%fp : {r})
+    pto.tload ins(%p2 : {args[2][2]}) outs(%off : {r})
+    pto.tquant ins({ins} : {tys}) outs({outs})
+      {{quant_type = #pto<quant_type INT8_{'ASYM' if asym else 'SYM'}>}}
+    pto.tstore ins(%dst : {d}) outs(%p3 : {args[3][2]})"""
+    return _kernel(args, body, "attributes {pto.kernel_kind = #pto.kernel_kind<vector>}")
+
+
+@pytest.mark.parametrize("target", ["a2a3", "a5"])
+@pytest.mark.parametrize("asym", [False, True])
+def test_tquant_int8_with_its_scratch_in_outs(target: str, asym: bool) -> None:
+    """PTO_IR_manual pto.tquant: ``outs(%dst, %tmp)`` writes the A2/A3 scratch (src's type);
+    dst = saturate(rint(src * scale[r] (+ offset[r])))."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, (8, 32)).astype(np.float32)
+    f = rng.uniform(10, 60, (8, 1)).astype(np.float32)
+    z = rng.uniform(100, 130, (8, 1)).astype(np.float32)
+    o = np.zeros((8, 32), np.uint8 if asym else np.int8)
+    load(_tquant_int8(asym, _t("f32", 8, 32)), target=target).k(x, f, z, o)
+    y = x.astype(np.float64) * f + (z if asym else 0)
+    want = np.clip(np.rint(y), 0 if asym else -128, 255 if asym else 127)
+    np.testing.assert_array_equal(o, want.astype(o.dtype))
+
+
+def test_tquant_int8_scratch_and_offset_rules() -> None:
+    # A2/A3's tmp has src's shape (A5 takes any placeholder); ASYM names its offset
+    with pytest.raises(PtoError, match="expects A2/A3 tmp to have the same shape as src"):
+        load(_tquant_int8(False, _t("f32", 8, 16)), target="a2a3")
+    load(_tquant_int8(False, _t("f32", 8, 16)), target="a5")
+    text = _tquant_int8(True, _t("f32", 8, 32)).replace("ins(%src, %fp, %off :", "ins(%src, %fp :")
+    text = text.replace(f"{_t('f32', 8, 32)}, {_t('f32', 8, 1, bl='col_major')}, "
+                        f"{_t('f32', 8, 1, bl='col_major')}) outs",
+                        f"{_t('f32', 8, 32)}, {_t('f32', 8, 1, bl='col_major')}) outs")
+    with pytest.raises(PtoError, match="INT8_ASYM quantization requires an offset operand"):
+        load(text, target="a2a3")
+    # A2/A3's fp / offset are per-row broadcast tiles (PTO_IR_manual pto.tquant)
+    row = _tquant_int8(True).replace(_t("f32", 8, 1, bl="col_major"), _t("f32", 8, 1))
+    with pytest.raises(PtoError, match="expects A2/A3 fp to use non-row-major layout"):
+        load(row, target="a2a3")
+
+
 # ---- implicit tmp -------------------------------------------------------------------------
 
 def _rowmax(level_addr: bool = False) -> str:
@@ -737,3 +795,39 @@ def test_quant_setter_rules(setter: str, quant: str, why: str | None) -> None:
         assert not any("set_quant" in e for e in errs), errs
     else:
         assert any(why in e for e in errs), errs
+
+
+# ---- packed FP4 tiles: PTOAS counts pairs, ptoisa elements ---------------------------------
+
+def _fp4_kernel(op: str, src: str, dst: str) -> str:
+    return f"""module attributes {{pto.target_arch = "a5"}} {{
+  func.func @k() attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %s = pto.alloc_tile : {src}
+    %d = pto.alloc_tile : {dst}
+    {op}
+    return
+  }}
+}}
+"""
+
+
+def test_packed_fp4_pair_extents_are_refused_by_name() -> None:
+    """PTO_IR_manual (tile_buf): a !pto.f4* tile's extents are packed pairs. A bf16 16x16 ->
+    f4 16x8 conversion and a move of f4 tiles are refused by name, never run on half the
+    data."""
+    bf, f4 = _t("bf16", 16, 16), _t("!pto.f4E1M2x2", 16, 8)
+    text = _fp4_kernel(f"pto.tcvt ins(%s : {bf}) outs(%d : {f4})", bf, f4)
+    with pytest.raises(PtoError, match=r"operation 'pto.tcvt' cannot be executed by ptoisa "
+                                       r"yet: its f4E1M2x2 tile is 16x8 for a 16x16 bf16"):
+        load(text, target="a5")
+    v = _t("!pto.f4E2M1x2", 16, 32, 16, 16)
+    text = _fp4_kernel(f"pto.tinsert ins(%s, %c0, %c0 : {v}, index, index) outs(%d : {v})",
+                       v, v)
+    with pytest.raises(PtoError, match=r"operation 'pto.tinsert' cannot be executed by ptoisa "
+                                       r"yet: its f4E2M1x2 dst counts packed FP4 pairs"):
+        load(text, target="a5")
+    # (a hif8 insert, which pto-isa's a5 TInsert.hpp takes, is legal)
+    h = _t("!pto.hif8", 16, 32)
+    load(_fp4_kernel(f"pto.tinsert ins(%s, %c0, %c0 : {h}, index, index) outs(%d : {h})",
+                     h, h), target="a5")

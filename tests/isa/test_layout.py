@@ -205,6 +205,21 @@ def test_tinsert_acc_f32_to_f16_saturates(tgt):
     assert got[0, 0] == -65504 and np.all(got.reshape(-1)[1:] == 65504)
 
 
+@pytest.mark.parametrize("tgt", ["a2a3", "a5"])
+def test_textract_gemv_left_from_a_one_row_nd_mat(tgt):
+    # TEXTRACT page, A2A3/A5 checks: for GEMV a Left tile may come from a one-row row-major
+    # Mat source; a Right tile (or more rows) still needs NZ/ZN
+    pto.target(tgt)
+    x = np.arange(64, dtype=np.float16).reshape(1, 64)
+    mat = Tile(TileType.Mat, "f16", 1, 64)
+    mat.load_numpy(x)
+    left = pto.TileLeft("f16", 1, 32)
+    pto.TEXTRACT(left, mat, 0, 16)
+    np.testing.assert_array_equal(left.numpy(), x[:, 16:48])
+    with pytest.raises(PtoError, match=f"must be NZ or ZN on {tgt}"):
+        pto.TEXTRACT(pto.TileLeft("f16", 16, 16), Tile(TileType.Mat, "f16", 16, 64), 0, 0)
+
+
 def test_textract_illegal_uses():
     pto.target("a2a3")
     src = Tile(TileType.Vec, "f32", 16, 16)

@@ -99,16 +99,18 @@ def test_quant_pairs_trait():
 
 
 def test_npu_static_checks():
-    def gather_i8():
-        src = _vec("i8", 1, 32, np.arange(32, dtype=np.int8)[None])
-        idx = _vec("i32", 1, 32, np.full((1, 32), 5, np.int32))
-        dst = _vec("i8", 1, 32)
-        pto.TGATHER(dst, src, idx, _vec("i32", 1, 32))
+    # (the NPUs' index width rule of TSCATTER: 4-byte data takes 32-bit indexes)
+    def scatter_i16():
+        src = _vec("f32", 1, 16, np.arange(16, dtype=np.float32)[None])
+        idx = _vec("i16", 1, 16, np.arange(15, -1, -1, dtype=np.int16)[None])
+        dst = _vec("f32", 1, 16)
+        pto.TSCATTER(dst, src, idx)
         return dst.numpy()
 
-    with pytest.raises(pto.PtoError, match="2- or 4-byte elements on a5"):
-        _run("a5", gather_i8)
-    assert (_run(_variant(npu_static_checks=False), gather_i8) == 5).all()
+    with pytest.raises(pto.PtoError, match="4-byte data needs 32-bit indexes"):
+        _run("a5", scatter_i16)
+    got = _run(_variant(npu_static_checks=False), scatter_i16)
+    assert (got == np.arange(15, -1, -1, dtype=np.float32)[None]).all()
 
 
 def test_per_target_declarations_follow_the_lineage():

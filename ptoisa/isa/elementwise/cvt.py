@@ -271,6 +271,14 @@ def _cvt_static_shapes(sig: Sig) -> None:
     d, s = sig["dst"], sig["src"]
     if not (isinstance(d, TileSpec) and isinstance(s, TileSpec)):
         return
+    for p, o in ((d, s), (s, d)):
+        if p.dtype.packed and not o.dtype.packed and p.rows == o.rows and 2 * p.cols == o.cols:
+            # PTOAS counts a !pto.f4* tile's columns in packed pairs (PTO_IR_manual,
+            # tile_buf); ptoisa's FP4 tiles count FP4 elements
+            raise sig.fail(f"operation 'pto.tcvt' cannot be executed by ptoisa yet: its "
+                           f"{p.dtype} tile is {p.rows}x{p.cols} for a {o.rows}x{o.cols} "
+                           f"{o.dtype} one (PTOAS's packed-pair extents; ptoisa's FP4 tiles "
+                           "count FP4 elements)")
     if (d.rows, d.cols) != (s.rows, s.cols):
         raise sig.fail(f"expects src and dst to have compatible shapes (src {s.rows}x{s.cols}, "
                        f"dst {d.rows}x{d.cols})")

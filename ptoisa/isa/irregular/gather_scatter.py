@@ -75,9 +75,22 @@ def _tgather_static(sig: Sig) -> None:
                            "element type")
         if not src1.dtype.is_int:
             raise sig.fail(f"indices must be integers, got {src1.dtype}")
-        if dst.dtype.itemsize not in (2, 4) and sig.target.traits.npu_static_checks:
-            raise sig.fail(f"index gather needs 2- or 4-byte elements on {sig.target}, "
-                           f"got {dst.dtype}")
+
+
+def _index_sizes(sizes: tuple[int, ...]) -> Any:
+    """The index form's data element sizes (TGATHER.md, implementation checks): 2 or 4 bytes
+    on A2/A3; 1, 2, 4 or 8 on A5, where 8-byte data takes 32-bit indices."""
+    def rule(sig: Sig) -> None:
+        dst, src1 = sig["dst"], sig["src1"]
+        if _gather_form(sig) != "index" or not sig.target.traits.npu_static_checks:
+            return
+        if dst.dtype.itemsize not in sizes:
+            raise sig.fail(f"index gather needs {'-, '.join(map(str, sizes))}-byte elements "
+                           f"on {sig.target}, got {dst.dtype}")
+        if dst.dtype.itemsize == 8 and src1.dtype.itemsize != 4:
+            raise sig.fail(f"index gather of 8-byte data needs 32-bit indices, got {src1.dtype}")
+    rule.__name__ = f"_index_sizes_{'_'.join(map(str, sizes))}"
+    return rule
 
 
 def _tgather_compare_a2a3(sig: Sig) -> None:
@@ -147,15 +160,19 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
        # the index and compare forms' tmp operands are scratch tiles
        access_roles={"tmp": "scratch", "tmp2": "scratch"},
        ptoas=Ptoas(
-           # mask form ins(src) {maskPattern}; index form ins(src, indices, tmp); compare form
-           # ins(src, kValue, tmp) outs(dst, cdst) {offset}
+           # mask form ins(src) {maskPattern} (its axis the string after the types: "row" |
+           # "col"); index form ins(src, indices, tmp); compare form ins(src, kValue, tmp)
+           # outs(dst, cdst) {offset}
+           literal="axis",
            forms={"pto.tgather": (
                Form(inputs=("src0",)),
                Form(inputs=("src0", "src1", "tmp")),
                Form(inputs=("src0", "src1", "tmp2"), outs=("dst", "tmp"),
                     attr_operands={"offset": "offset"}))},
            attrs={"maskPattern": Attr("maskPattern"), "cmpMode": CMP_MODE,
-                  "offset": Attr("offset")}),
+                  "offset": Attr("offset"),
+                  "axis": Attr("gatherType", values={"row": GatherAxis.GATHER_ROW,
+                                                     "col": GatherAxis.GATHER_COL})}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"),
                  Opnd("src1", "any", optional=True), Opnd("tmp", "any", optional=True),
                  Opnd("tmp2", "any", optional=True), Opnd("offset", "any", optional=True)),
@@ -164,9 +181,10 @@ def _tgather_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Any = None, tmp: A
                Param("cmpMode", CmpMode.EQ, CmpMode)),
        dtype_key=("src0",),
        static=(locs(["dst", "src0"], TileType.Vec), row_major_nd("dst", "src0"),
-               _tgather_static, except_on("a5", _tgather_index32)),
+               _tgather_static, except_on("a5", _tgather_index32),
+               except_on("a5", _index_sizes((2, 4)))),
        static_for={"a2a3": (_tgather_compare_a2a3, _tgather_index_tmp_a2a3),
-                   "a5": (_tgather_index16_a5,)},
+                   "a5": (_tgather_index16_a5, _index_sizes((1, 2, 4, 8)))},
        runtime=(_tgather_runtime, _tgather_contiguous))
 def TGATHER(m: Machine, dst: Tile, src0: Tile, src1: Any = None, tmp: Any = None,  # noqa: N802
             tmp2: Any = None, offset: Any = None, *, maskPattern: MaskPattern,  # noqa: N803
@@ -277,12 +295,6 @@ def _tscatter_static(sig: Sig) -> None:
                            f"got {idx.dtype}")
 
 
-def _tscatter_no_mask_form(sig: Sig) -> None:
-    dst, src, idx = sig["dst"], sig["src"], sig["indexes"]
-    if isinstance(dst, TileSpec) and isinstance(src, TileSpec) and not isinstance(idx, TileSpec):
-        raise sig.fail("the mask form is supported on a5 and cpu only")
-
-
 def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p: Any) -> None:
     if indexes is None:
         f, _ = _PATTERN[p["maskPattern"]]
@@ -300,6 +312,12 @@ def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p
 
 
 @instr("TSCATTER", family="irregular", pipe=Pipe.V,
+       # the mask form's axis is a string written after the types: ins(%src, {maskPattern =
+       # ...} : T, "row" | "col") (PTO_IR_manual pto.tscatter)
+       ptoas=Ptoas(literal="axis", attrs={
+           "axis": Attr("ScatterType", values={"row": ScatterAxis.SCATTER_ROW,
+                                               "col": ScatterAxis.SCATTER_COL}),
+           "maskPattern": Attr("maskPattern")}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("indexes", "tile", optional=True)),
        params=(Param("maskPattern", MaskPattern.P1111, MaskPattern),
@@ -307,7 +325,6 @@ def _tscatter_runtime(ins: Instr, dst: Tile, src: Tile, indexes: Any = None, **p
        dtype_key=("dst",),
        static=(locs(["dst", "src", "indexes"], TileType.Vec), row_major_nd("dst", "src"),
                _tscatter_static),
-       static_for={"a2a3": (_tscatter_no_mask_form,)},
        runtime=(_tscatter_runtime,))
 def TSCATTER(m: Machine, dst: Tile, src: Tile, indexes: Tile | None = None, *,  # noqa: N802
              maskPattern: MaskPattern, ScatterType: ScatterAxis) -> None:  # noqa: N803

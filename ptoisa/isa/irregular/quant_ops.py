@@ -14,7 +14,7 @@ from ...enums import Pipe, TileType
 from ...errors import ExecutionError, PtoError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
-from ..registry import Instr, Opnd, Param, Sig, instr, locs, same_dtype
+from ..registry import Instr, Opnd, Param, Sig, except_on, instr, locs, same_dtype
 from ..rules import row_major_nd
 from ..spelling import Attr, Form, Ptoas
 from .common import _fail
@@ -294,12 +294,52 @@ def _tquant_mx_shapes(sig: Sig) -> None:
                            f"[{t.valid_row}, {t.valid_col}]")
 
 
+def _tquant_int8_ptoas(sig: Sig) -> None:
+    """``pto.tquant`` (PTO_IR_manual): the offset is the third input (bound to ``scaling``),
+    required by INT8_ASYM; a second out is the scratch tmp (bound to ``max``)."""
+    _, alg = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                         sig.params.get("mx_alg"))
+    if alg == "ASYM" and sig["scaling"] is None:
+        raise sig.fail("INT8_ASYM quantization requires an offset operand")
+
+
+def _tquant_a2a3_operands(sig: Sig) -> None:
+    """``pto.tquant`` on A2/A3 (PTO_IR_manual): fp and offset are per-row broadcast tiles
+    (not row-major, dst's valid rows, one valid column) and an explicit tmp has src's
+    element type, shape and valid shape (A5 broadcasts natively and takes tmp as a
+    placeholder)."""
+    fmt, _ = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                         sig.params.get("mx_alg"))
+    d, s, tmp = sig["dst"], sig["src"], sig["max"]
+    if fmt != "int8" or not (isinstance(d, TileSpec) and isinstance(s, TileSpec)):
+        return
+    for name, t in (("fp", sig["exp"]), ("offset", sig["scaling"])):
+        if not isinstance(t, TileSpec):
+            continue
+        if t.is_row_major:
+            raise sig.fail(f"expects A2/A3 {name} to use non-row-major layout")
+        if None not in (t.valid_row, t.valid_col, d.valid_row) and \
+                (t.valid_row != d.valid_row or t.valid_col != 1):
+            raise sig.fail(f"expects A2/A3 {name} valid_shape to be [{d.valid_row}, 1] "
+                           f"(a value per dst row), got [{t.valid_row}, {t.valid_col}]")
+    if isinstance(tmp, TileSpec) and (tmp.dtype, tmp.rows, tmp.cols, tmp.valid_row,
+                                      tmp.valid_col) != (s.dtype, s.rows, s.cols, s.valid_row,
+                                                         s.valid_col):
+        raise sig.fail(f"expects A2/A3 tmp to have the same shape as src (tmp {tmp.dtype} "
+                       f"{tmp.rows}x{tmp.cols} valid {tmp.valid_row}x{tmp.valid_col}, src "
+                       f"{s.dtype} {s.rows}x{s.cols} valid {s.valid_row}x{s.valid_col})")
+
+
 @instr("TQUANT", family="irregular", pipe=Pipe.V,
        ptoas=Ptoas(
            # INT8 only: ins(src, fp[, offset]) {quant_type}: fp is the scale, offset the last;
            # MX: ins(src) outs(dst, exp, max, scaling[, exp_zz]) (PTO_IR_manual pto.tquant.mx)
+           # INT8 with the A2/A3 scratch: outs(dst, tmp), tmp bound to max (the eager
+           # (dst, src, scale, tmp, offset) order)
            forms={"pto.tquant": (Form(inputs=("src", "exp")),
-                                 Form(inputs=("src", "exp", "scaling"))),
+                                 Form(inputs=("src", "exp", "scaling")),
+                                 Form(inputs=("src", "exp"), outs=("dst", "max")),
+                                 Form(inputs=("src", "exp", "scaling"), outs=("dst", "max"))),
                   "pto.tquant.mx": (Form(inputs=("src",), outs=("dst", "exp", "max", "scaling")),
                                     Form(inputs=("src",),
                                          outs=("dst", "exp", "max", "scaling", "exp_zz")))},
@@ -308,7 +348,8 @@ def _tquant_mx_shapes(sig: Sig) -> None:
                   "grpAxis": Attr("grp_axis", values={"axis0": 0, "axis1": 1}),
                   "storeMode": Attr("store_mode", values={"nd": "ND", "nz": "NZ"}),
                   "interleave": Attr("interleave")},
-           rules={"pto.tquant.mx": (_tquant_mx_shapes,)}),
+           rules={"pto.tquant.mx": (_tquant_mx_shapes,),
+                  "pto.tquant": (_tquant_int8_ptoas, except_on("a5", _tquant_a2a3_operands))}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), Opnd("exp", "tile", "inout"),
                  Opnd("max", "tile", "inout", optional=True),
                  Opnd("scaling", "tile", "inout", optional=True),

@@ -194,8 +194,12 @@ def _tmrgsort_a2(vals: list[Any]) -> str:
 @instr("TMRGSORT", family="irregular", pipe=Pipe.V, access_roles={"a2": _tmrgsort_a2},
        ptoas=Ptoas(
            # PTOAS: ins(src0, src1[, src2[, src3]], tmp) outs(dst, executed: vector<4xi16>);
-           # the manual's format2 writes tmp in outs: ins(src0..srcN) outs(dst, tmp, executed)
+           # the manual's format2 writes tmp in outs: ins(src0..srcN) outs(dst, tmp, executed);
+           # 'no_tmp' after the sources leaves tmp to PTOAS (implicit-tmp design: format2)
            forms={"pto.tmrgsort": (
+               *(Form(inputs=srcs, outs=("dst", "a1"), keyword="no_tmp")
+                 for srcs in (("src0", "src1"), ("src0", "src1", "src2"),
+                              ("src0", "src1", "src2", "src3"))),
                Form(inputs=("a1", "a2")),
                Form(inputs=("src0", "src1", "a2"), outs=("dst", "a1")),
                Form(inputs=("src0", "src1", "src2", "a2"), outs=("dst", "a1")),

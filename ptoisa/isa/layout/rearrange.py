@@ -87,17 +87,33 @@ def _conversion(sig: Sig) -> None:
 
 
 def _npu_mat_src_fractal(sig: Sig) -> None:
-    """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement)."""
+    """NPU Mat -> Left/Right moves read NZ or ZN boxes (the manual's layout requirement),
+    but for GEMV a Left tile may come from a one-row row-major source (TEXTRACT page, A2A3 and
+    A5 implementation checks: ``SrcTileData::Rows == 1 && SrcTileData::isRowMajor``)."""
     s, d = sig["src"], sig["dst"]
     if not sig.target.traits.npu_static_checks or not isinstance(s, TileSpec) \
             or not isinstance(d, TileSpec):
         return
     # (a FRACTAL_Z ConvTile - conv weights - is 16 x 16 boxes too: [C1HW, N1, N0, C0], read
     # as its (K, N) matrix; its spec is a flat buffer)
+    if d.loc is TileType.Left and s.rows == 1 and s.is_row_major:
+        return
     if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
             s.layout_name not in ("NZ", "ZN") and getattr(s, "conv_layout", None) != "FRACTAL_Z":
         raise sig.fail(f"a Mat source of a {d.loc.name} tile must be NZ or ZN on "
                        f"{sig.target}, got {s.layout_name}")
+
+
+def _packed_pairs_not_run(sig: Sig) -> None:
+    """A ``.pto`` move of packed FP4 tiles: PTOAS counts their columns (and the window's) in
+    packed pairs (PTO_IR_manual, tile_buf), ptoisa's FP4 tiles count FP4 elements, so the
+    window would be half of the program's: refused by name."""
+    for name in ("dst", "src"):
+        t = sig[name]
+        if isinstance(t, TileSpec) and t.dtype.packed:
+            raise sig.fail(f"operation 'pto.{sig.ins.mnemonic}' cannot be executed by ptoisa "
+                           f"yet: its {t.dtype} {name} counts packed FP4 pairs (PTOAS's "
+                           "extents; ptoisa's FP4 tiles count FP4 elements)")
 
 
 def _fp_words(sig: Sig) -> None:
@@ -438,7 +454,7 @@ def _a2a3_insert_dtypes(sig: Sig) -> None:
        }, why="pto-isa's TINSERT_A2M (FIX); A5's UB sources as PTOAS selects them (Vec -> Mat "
               "MTE3, Vec -> Vec V)."),
        ptoas=Ptoas(forms={"pto.tinsert": (_PRE_QUANT_LAST,)}, attrs=_TINSERT_ATTRS,
-                   rules={"pto.tinsert": (_pre_quant_acc,)},
+                   rules={"pto.tinsert": (_pre_quant_acc, _packed_pairs_not_run)},
                    keywords={"fp": ("TINSERT_FP", _FP_FORM),
                              "pre_quant": ("TINSERT", _PRE_QUANT_LAST)}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"), *_IDX_OPNDS),

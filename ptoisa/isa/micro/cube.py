@@ -32,7 +32,7 @@ import numpy as np
 
 from ... import dtypes as D
 from ...enums import BLayout, Pipe, RoundMode, SLayout, TileType
-from ...errors import ExecutionError
+from ...errors import ExecutionError, NotExecutedYet
 from ...tile import FRACTAL_AB, FRACTAL_C, Tile, TileSpec, tile_spec
 from ...vector.regs import SPACES, GroupSpec, Ptr, PtrSpec, buffer_bytes, touch
 from ..matrix import matmul as mm_maths
@@ -57,7 +57,8 @@ def _ptr(p: Any, space: str, what: str, bytes_only: bool = False) -> Ptr:
     if not isinstance(p, Ptr) or SPACES.get(p.space) != SPACES[space]:
         raise ExecutionError(f"the {what} must be a {space} pointer, got {p!r}")
     if p.dtype.packed and not bytes_only:
-        raise ExecutionError(f"the {what} has the packed type {p.dtype.name}, not executed yet")
+        raise NotExecutedYet(f"the {what} has the packed type {p.dtype.name}, which ptoisa "
+                             "does not execute yet")
     return p
 
 
