@@ -305,22 +305,77 @@ def test_fifo_depth_in_pto(n):
     np.testing.assert_array_equal(out, np.tile(x, (n, 1)))
 
 
+def _split_program(sb: str) -> str:
+    """The cube pushes a 16x16 tile split up / down (split 1); each vector sub-block pops its
+    8 rows naming itself with ``aiv_subblockid(%sb)`` (``sb``: how %sb is made) and stores
+    them at rows 8 sb (tpush_tpop_aiv_subblockid_emitc's form)."""
+    mat, vec = _tb("mat", 16, 16), _tb("vec", 8, 16)
+    tv = "!pto.tensor_view<?x?xf32>"
+    pv16, pv8 = ("!pto.partition_tensor_view<16x16xf32>", "!pto.partition_tensor_view<8x16xf32>")
+    bufs = "(c2v_consumer_buf = %buf : i32, v2c_consumer_buf = %z : i32)"
+    return f"""
+module {{
+  func.func @main(%x: !pto.ptr<f32>, %out: !pto.ptr<f32>) attributes {{pto.entry}} {{
+    func.call @cube(%x) : (!pto.ptr<f32>) -> ()
+    func.call @vector(%out) : (!pto.ptr<f32>) -> ()
+    return
+  }}
+  func.func private @cube(%x: !pto.ptr<f32>)
+      attributes {{pto.kernel_kind = #pto.kernel_kind<cube>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %buf = pto.import_reserved_buffer {{name = "c2v", peer_func = @vector}} -> i32
+    %z = arith.constant 0 : i32
+    pto.aic_initialize_pipe {{dir_mask = 1, slot_size = 1024}} {bufs}
+    %vx = pto.make_tensor_view %x, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %px = pto.partition_view %vx, offsets = [%c0, %c0], sizes = [%c16, %c16] : {tv} -> {pv16}
+    %t = pto.alloc_tile : {mat}
+    pto.tload ins(%px : {pv16}) outs(%t : {mat})
+    pto.tpush_to_aiv(%t : {mat}) {{split = 1}}
+    return
+  }}
+  func.func private @vector(%out: !pto.ptr<f32>)
+      attributes {{pto.kernel_kind = #pto.kernel_kind<vector>}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+    %buf = pto.reserve_buffer {{name = "c2v", size = 4096,
+      location = #pto.address_space<vec>, auto = true}} -> i32
+    %z = arith.constant 0 : i32
+    pto.aiv_initialize_pipe {{dir_mask = 1, slot_size = 1024}} {bufs}
+    %vo = pto.make_tensor_view %out, shape = [%c16, %c16], strides = [%c16, %c1] : {tv}
+    %me = pto.get_subblock_idx
+    %mi = arith.index_cast %me : i64 to index
+    %r0 = arith.muli %mi, %c8 : index
+    %po = pto.partition_view %vo, offsets = [%r0, %c0], sizes = [%c8, %c16] : {tv} -> {pv8}
+    {sb}
+    %t = pto.tpop_from_aic {{split = 1}} aiv_subblockid(%sb) -> {vec}
+    pto.tstore ins(%t : {vec}) outs(%po : {pv8})
+    pto.tfree_from_aic {{split = 1}}
+    return
+  }}
+}}
+"""
+
+
 def test_a_pop_naming_its_subblock_runs_and_a_wrong_one_is_an_error():
     # aiv_subblockid(%id) names the receiving vector core (tpush_tpop_aiv_subblockid_emitc):
-    # it is not a valid-shape operand; a value other than the running core's is refused
-    x = f32(8, 16)
-    pop = "%t = pto.tpop_from_aic {split = 0} ->"
-    named = _depth_program(2).replace(
-        pop, "%sb = pto.get_subblock_idx\n      %t = pto.tpop_from_aic {split = 0} "
-        "aiv_subblockid(%sb) ->")
+    # it is not a valid-shape operand; a value other than the running core's is refused, and
+    # PTOAS takes it only on a split pipe entry
+    x = f32(16, 16)
     out = np.zeros((16, 16), np.float32)
-    load(Path("named.pto"), "a2a3", named).main(x, out)
-    np.testing.assert_array_equal(out, np.tile(x, (2, 1)))
-    wrong = _depth_program(2).replace(
-        pop, "%sb = arith.constant 7 : i64\n      %t = pto.tpop_from_aic {split = 0} "
-        "aiv_subblockid(%sb) ->")
+    load(Path("named.pto"), "a2a3", _split_program("%sb = pto.get_subblock_idx")).main(x, out)
+    np.testing.assert_array_equal(out, x)
+    wrong = _split_program("%sb = arith.constant 7 : i64")
     with pytest.raises(PtoError, match=r"aiv_subblockid\(7\) names another vector core"):
         load(Path("wrong.pto"), "a2a3", wrong).main(x, np.zeros((16, 16), np.float32))
+    unsplit = _split_program("%sb = pto.get_subblock_idx").replace("{split = 1}",
+                                                                    "{split = 0}")
+    with pytest.raises(PtoError, match=r"expects 'aiv_subblockid' only when 'split' is 1, 2, "
+                                       r"3, or 4"):
+        load(Path("unsplit.pto"), "a2a3", unsplit)
 
 
 def test_tile_arguments_of_a_cube_and_vector_launch():
