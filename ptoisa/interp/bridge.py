@@ -258,7 +258,7 @@ def attr_value(a: A.Attribute) -> Any:
     return str(a)
 
 
-def _segment_sizes(op: Op) -> list[int] | None:
+def segment_sizes(op: Op) -> list[int] | None:
     a = op.attributes.get("operandSegmentSizes")
     if a is None:
         return None
@@ -321,7 +321,7 @@ def _default_map(op: Op, ins: Instr, inputs: list[Value], outs: list[tuple[Value
 def _form_map(op: Op, form: Form, inputs: list[Value], outs: list[tuple[Value, bool]]
               ) -> dict[str, tuple[Bound, bool]] | None:
     if form.segments:
-        sizes = _segment_sizes(op)
+        sizes = segment_sizes(op)
         if op.form != "generic" or sizes is None or len(sizes) != len(form.segments):
             return None
         got: dict[str, tuple[Bound, bool]] = {}

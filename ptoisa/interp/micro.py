@@ -39,6 +39,7 @@ from ..ir import types as T
 from ..ir.core import Op
 from ..isa.micro.simt import SCOPED as SIMT_SCOPED
 from ..isa.registry import Instr, Opnd
+from ..isa.spelling import STRUCTURAL_ATTRS
 from ..vector.regs import AlignSpec, GroupSpec, PtrSpec, mask_spec, vreg_spec
 from . import bridge
 from .compiler import CompiledFunc, Env, Step, dialect_binder
@@ -265,6 +266,14 @@ def _repeats(o: Opnd) -> bool:
 def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for key, a in op.attributes.items:
+        if key in STRUCTURAL_ATTRS:
+            # (MLIR's generic record of how many operands each group holds: it says nothing
+            # the written groups do not, so it must only agree with them)
+            sizes = bridge.segment_sizes(op) or []
+            if sum(sizes) != len(op.operands):
+                raise VerifyError(f"{key} counts {sum(sizes)} operands, the op has "
+                                  f"{len(op.operands)}", op=op.name, loc=op.loc)
+            continue
         if not any(p.name == key for p in ins.params):
             raise VerifyError(f"unknown attribute '{key}' (known: "
                               f"{', '.join(p.name for p in ins.params) or 'none'})",

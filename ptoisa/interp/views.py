@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..enums import Layout, TileType
-from ..errors import ExecutionError, PtoError, VerifyError
+from ..errors import ExecutionError, NotExecutedYet, PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa import REGISTRY
@@ -84,8 +84,12 @@ def _tile_buf_addr(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         tile: Tile = env[t]
         if tile.addr is None:
-            raise ExecutionError(f"tile_buf_addr: tile {tile.name or ''} has no address (not "
-                                 "placed with an addr or pto.tassign)", loc=loc)
+            # (PTOAS's PlanMemory gives such a tile an address; ptoisa keeps an unplaced
+            # tile's storage apart from the buffer, so no pointer could alias it)
+            raise NotExecutedYet(f"tile_buf_addr: tile {tile.name or ''} has no address (not "
+                                 "placed with an addr or pto.tassign): the address PTOAS's "
+                                 "memory planning would give it is not modelled",
+                                 op="pto.tile_buf_addr", loc=loc)
         env[k] = int(tile.addr) if chip is None else Ptr(chip[0], int(tile.addr), chip[1])
     return step
 

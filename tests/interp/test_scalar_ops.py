@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ptoisa import load
-from ptoisa.errors import ExecutionError, VerifyError
+from ptoisa.errors import ExecutionError, NotExecutedYet, VerifyError
 
 SHARED = Path(os.environ.get("PTOISA_SHARED", Path(__file__).resolve().parents[2].parent
                              / "shared"))
@@ -248,6 +248,20 @@ def test_tile_buf_addr_gives_the_placed_tiles_address_as_an_integer_or_a_pointer
     prog.run("k", out, addr, target="a5")
     assert addr[0] == 256
     assert out.tolist() == [0.0] * 5 + [2.5] + [0.0] * 10
+
+
+def test_tile_buf_addr_of_an_unplaced_tile_is_refused_by_name():
+    """An auto tile has the address PTOAS's memory planning gives it, which ptoisa does not
+    model: tile_buf_addr of it is refused naming the op, never a made-up address."""
+    tile = "!pto.tile_buf<vec, 1x16xf32>"
+    prog = load(kernel("%n: !pto.ptr<i64>",
+                       "    %c0 = arith.constant 0 : index\n"
+                       f"    %t = pto.alloc_tile : {tile}\n"
+                       f"    %i = pto.tile_buf_addr %t : {tile} -> i64\n"
+                       "    pto.store_scalar %i, %n[%c0] : !pto.ptr<i64>, i64"))
+    with pytest.raises(NotExecutedYet, match=r"tile_buf_addr: .*memory planning") as e:
+        prog.run("k", np.zeros(1, np.int64), target="a5")
+    assert e.value.op == "pto.tile_buf_addr"
 
 
 def test_lockstep_blocks_load_and_store_their_own_elements():

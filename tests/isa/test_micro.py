@@ -477,3 +477,20 @@ def test_host_code_is_read_as_upstream_runs_it(shared_dir):
     assert h.kernel == "vadds_deep_merged_kernel" and h.args.count(0) == 17 and h.args[-1] == 1
     assert h.buffers[1][:3] == (4096, "./v2.bin", "./v2.bin")
     assert os.path.basename(h.buffers[0][1] or "") == "v1.bin"
+
+
+def test_the_generic_operand_segment_sizes_attribute_must_agree_with_the_written_groups():
+    """MLIR's generic ``operandSegmentSizes`` on a micro-op (PTOAS's printer writes it on
+    mte_gm_ub, dsl/issue_518_repro): the same run when it counts the written operands, an
+    error naming it when it does not."""
+    seg = "{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>}"
+    text = PROGRAM.replace("nburst(%c2, %c400, %c512)\n", f"nburst(%c2, %c400, %c512) {seg}\n")
+    src = RNG.uniform(-1, 1, 200).astype(np.float32)
+    want, got = np.full(200, 7, np.float32), np.full(200, 7, np.float32)
+    pto.load(PROGRAM, filename="k.pto", target="a5").run("k", src, want, target="a5")
+    pto.load(text, filename="k.pto", target="a5").run("k", src, got, target="a5")
+    np.testing.assert_array_equal(got[:172], 2 * src[:172])
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+    bad = text.replace("1, 1, 1, 1, 1, 1, 1, 0", "1, 1, 1, 1, 1, 1, 0, 0")
+    with pytest.raises(PtoError, match="operandSegmentSizes counts 6 operands, the op has 7"):
+        pto.load(bad, filename="k.pto", target="a5").run("k", src, got, target="a5")
