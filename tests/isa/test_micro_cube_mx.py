@@ -342,3 +342,20 @@ def test_tile_mx_with_f16_scaling_tiles_is_refused_by_name_on_cpu():
         with pytest.raises(RuntimeCheckError, match="aScaleMatrix has element type f16.*"
                            "no scale buffer"):
             matmul._scale_tile(mc, "tmatmul_mx", r, "sa", 16, 2)
+
+
+def test_tile_mx_with_f16_scaling_tiles_and_an_unplaced_data_tile_is_refused_by_name():
+    """The f16 scale tile's codes are at the data tile's address >> 4; an auto tile's address
+    is PTOAS's memory planning's, which ptoisa does not model: refused naming the op."""
+    from ptoisa.errors import NotExecutedYet
+    from ptoisa.isa.matrix import matmul
+    from ptoisa.tile import Tile
+
+    f16, e4 = pto.dtypes.f16, pto.dtypes.f8e4m3
+    with pto.target("a5") as mc:
+        a = Tile.of(pto.tile_spec("left", e4, 16, 64), None)
+        r = {"a": a, "sa": Tile.of(pto.tile_spec("scaling", f16, 16, 16), None)}
+        with pytest.raises(NotExecutedYet, match="aScaleMatrix has element type f16.*memory "
+                           "planning") as e:
+            matmul._scale_tile(mc, "tmatmul_mx", r, "sa", 16, 2)
+    assert e.value.op == "tmatmul_mx"
