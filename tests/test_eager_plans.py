@@ -611,6 +611,29 @@ def test_overlapping_arguments_are_not_planned() -> None:
     assert s is not None and s.hits == 0 and s.why == "array arguments overlap"
 
 
+def test_guards_after_a_replay_of_the_same_arrays() -> None:
+    """After replays of the same array objects (the guard's shortcut: contiguity and overlap
+    not checked again), overlapping arguments of the same signature still run interpreted,
+    and an argument reshaped in place is another signature."""
+    kernel = _add_rows(8)
+    x, y, z = _xyz(8)
+    for _ in range(5):
+        pto.launch(kernel, x, y, z, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and (s.built, s.hits) == (1, 2)
+    pto.launch(kernel, x, y, x, plans=True)  # z is x
+    assert s.hits == 2 and s.why == "array arguments overlap"
+    pto.launch(kernel, x, y, z, plans=True)
+    assert s.hits == 3 and np.array_equal(z, x + y)
+    shape = z.shape
+    z.shape = (z.size,)  # (the same object, the same memory: another shape)
+    pto.launch(kernel, x, y, z, plans=True)
+    assert s.hits == 3
+    z.shape = shape
+    pto.launch(kernel, x, y, z, plans=True)
+    assert s.hits == 4 and np.array_equal(z, x + y)
+
+
 def test_python_writing_an_argument_is_caught_by_the_check() -> None:
     """The kernel zeroes its output itself, then accumulates into it with an atomic store: a
     replay would skip the zeroing. The new plan's check (interpreted, then replayed from the
