@@ -124,11 +124,21 @@ def stats(kernel: Callable[..., Any]) -> PlanStats | None:
     return kp.stats if kp is not None else None
 
 
+#: the kernel last launched with plans (a weak reference) and its plans: the lookup in
+#: _KERNELS makes a weak reference every time
+_LAST: tuple[Callable[[], Any], _KernelPlans] | None = None
+
+
 def _plans_of(kernel: Any) -> _KernelPlans | None:
+    global _LAST
+    last = _LAST
+    if last is not None and last[0]() is kernel:
+        return last[1]
     try:
         kp = _KERNELS.get(kernel)
         if kp is None:
             kp = _KERNELS[kernel] = _KernelPlans()
+        _LAST = (weakref.ref(kernel), kp)
         return kp
     except TypeError:  # not weakly referable or not hashable: no identity to key plans on
         return None
