@@ -103,14 +103,48 @@ class _KernelPlans:
         #: the tiles each plan runs on (unplaced before every replay)
         self.tiles: dict[Any, list[Tile]] = {}
         self.stats = PlanStats()
-        #: the last replay: (signature, its array arguments, their flat views, machine, plan,
-        #: tiles); the same array objects with the same signature again need no check of
-        #: contiguity or overlap (those follow from the arrays' memory, which an array object
-        #: keeps, and their dtype, shape and strides: the signature). None after any change
-        #: to the plans (a record, a refusal, an eviction)
-        self.last: tuple[Any, list[np.ndarray], list[np.ndarray], Machine, Plan,
-                         list[Tile]] | None = None
+        #: the last replay (see _Last); None after any change to the plans (a record, a
+        #: refusal, an eviction)
+        self.last: _Last | None = None
 
+
+class _Last:
+    """A kernel's last replayed launch. A launch on the same machine, block count and
+    settings objects with the same argument objects, the arrays' dtype, shape, strides and
+    writability unchanged, has its signature (every other argument a signature admits is
+    immutable: the same object, the same value) and passes its checks of contiguity and
+    overlap (they follow from those and the arrays' memory, which an array object keeps):
+    it replays the same plan, most recently used already, without building the key."""
+
+    __slots__ = ("args", "arrays", "settings", "blocks", "m", "plan", "tiles", "roots")
+
+    def __init__(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
+                 m: Machine, plan: Plan, tiles: list[Tile], roots: list[np.ndarray]) -> None:
+        self.args = args
+        self.arrays = [(a, a.dtype, a.shape, a.strides, a.flags.writeable) for a in args
+                       if isinstance(a, np.ndarray)]
+        self.settings = list(settings.items())
+        self.blocks, self.m, self.plan, self.tiles, self.roots = blocks, m, plan, tiles, roots
+
+    def same(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
+             m: Machine) -> bool:
+        if m is not self.m or blocks != self.blocks or len(args) != len(self.args) \
+                or len(settings) != len(self.settings):
+            return False
+        for a, b in zip(args, self.args, strict=True):
+            if a is not b:
+                return False
+        for k, v in self.settings:
+            if settings.get(k, _ABSENT) is not v:
+                return False
+        for a, dt, sh, st, w in self.arrays:
+            if a.dtype is not dt or a.shape != sh or a.strides != st \
+                    or a.flags.writeable != w:
+                return False
+        return True
+
+
+_ABSENT = object()
 
 _KERNELS: weakref.WeakKeyDictionary[Any, _KernelPlans] = weakref.WeakKeyDictionary()
 
@@ -353,6 +387,12 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
         return _interpret(st, "blocks run one by one", kernel, args)
     if _sym.WATCH is not None or _sym.TRACER is not None:
         return _interpret(st, "another launch records or exports", kernel, args)
+    last = kp.last
+    if last is not None and last.same(args, settings, blocks, m):
+        st.hits += 1
+        _replay(last.plan, last.tiles, last.roots, m)
+        return None
+    kp.last = None
     try:
         key = (m.lanes, blocks, m.target, tuple(sorted(settings.items())),
                tuple([_arg_key(a) for a in args]))
@@ -361,13 +401,6 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
         why = str(e) if isinstance(e, _NotPlannable) else "a setting without a value to key on"
         return _interpret(st, why, kernel, args)
     arrays = [a for a in args if isinstance(a, np.ndarray)]
-    last = kp.last
-    if last is not None and last[3] is m and len(last[1]) == len(arrays) \
-            and all(a is b for a, b in zip(arrays, last[1], strict=True)) and last[0] == key:
-        st.hits += 1  # (the last replay's signature and arrays: its plan, most recently used)
-        _replay(last[4], last[5], last[2], m)
-        return None
-    kp.last = None
     # (GM is flat: a plan rebinds its views' flat arrays to these 1-D views of the arguments,
     # the same memory; an argument that is not C-contiguous can be no GlobalTensor's)
     if not all(a.flags.c_contiguous for a in arrays):
@@ -384,7 +417,7 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
             return None
         st.hits += 1
         _replay(plan, tiles, roots, m)
-        kp.last = (key, arrays, roots, m, plan, tiles)
+        kp.last = _Last(args, settings, blocks, m, plan, tiles, roots)
         return None
     if key in kp.by_key and plan is None:
         return _interpret(st, kp.refused.get(key, "not planned"), kernel, args)
