@@ -81,7 +81,8 @@ BATCH_CHAINS = True
 CHAIN_MAX_MACS = 1 << 20
 #: a batch of auto tiles keeps its lane tiles' storage across replays (the lanes machine is
 #: not reset, its tiles not unbound and given storage again) while the last run on its lanes
-#: machine was its own and gave no tile new storage: ~N us a replay (see _batch)
+#: machine was its own and gave no tile new storage (see _batch): the eager decode chain's
+#: replay 0.17 -> 0.15 ms (its lane tiles' storage is not handed out and poisoned again)
 KEEP_LANES = True
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
