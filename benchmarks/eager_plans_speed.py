@@ -4,14 +4,17 @@ alternating, against the plain-numpy version of the same maths, in process CPU t
 with ``OPENBLAS_NUM_THREADS=1``) and wall time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/eager_plans_speed.py [--rounds N] [--only TEXT]
-        [--no-batches] [--no-chains]
+        [--no-batches] [--no-chains] [--warm N]
 
 Prints per kernel the median per launch of each way, its ratio to numpy (the median of the
 rounds' ratios), the time the two recording launches and the plan's check took together (see
 ptoisa/eager_plans.py), the case's replays and the repeated runs of instructions its plan
 runs as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches;
-``--no-chains``: accumulating loops not batched). Every planned result is checked bit for
-bit against the interpreted one first.
+``--no-chains``: accumulating loops not batched; ``--warm N``: each way launched N times
+untimed before its timing in every round, as a user's loop runs it: after the interpreted
+way's round the first launches of the next are slower, numpy's adds into a 4 MiB output
+among them, for several launches). Every planned result is checked bit for bit against the
+interpreted one first.
 """
 
 from __future__ import annotations
@@ -94,6 +97,8 @@ def main() -> None:
     ap.add_argument("--no-chains", action="store_true",
                     help="accumulating loops run as recorded (ptoisa.plan_loops.BATCH_CHAINS "
                     "off)")
+    ap.add_argument("--warm", type=int, default=0,
+                    help="untimed launches of each way before its timing in every round")
     ns = ap.parse_args()
     if ns.no_batches:
         from ptoisa import plans
@@ -127,9 +132,11 @@ def main() -> None:
                 raise SystemExit(f"{name}: the plan's bits differ from the interpreter's")
         rows: dict[str, list[tuple[float, float]]] = {"np": [], "off": [], "on": []}
         for _ in range(ns.rounds):
-            rows["np"].append(_timed(np_fn, k))
-            rows["off"].append(_timed(lambda f=k_fn: f(False), k))
-            rows["on"].append(_timed(lambda f=k_fn: f(True), k))
+            for way, fn in (("np", np_fn), ("off", lambda f=k_fn: f(False)),
+                            ("on", lambda f=k_fn: f(True))):
+                for _ in range(ns.warm):
+                    fn()
+                rows[way].append(_timed(fn, k))
         med = {w: (statistics.median(c for c, _ in r), statistics.median(x for _, x in r))
                for w, r in rows.items()}
         ratio = {w: statistics.median(c / n for (c, _), (n, _) in

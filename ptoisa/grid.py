@@ -200,10 +200,11 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
 
     try:
         with np.errstate(all="ignore"):
-            # (one block: no line to draw, whose set-up, a terminal check, costs ~10 us)
+            if blocks == 1:  # (lockstep_or_each's one block, without its set-up; no line to
+                return each(0)  # draw, whose set-up, a terminal check, costs ~10 us)
             return lockstep_or_each(blocks, lockstep if machine is None else False, together,
-                                    each_shown if blocks > 1 else each,
-                                    lambda: bool(last and last[-1].gm_writes), fresh)
+                                    each_shown, lambda: bool(last and last[-1].gm_writes),
+                                    fresh)
     finally:
         if bar:
             bar[0].__exit__(None, None, None)
@@ -216,7 +217,8 @@ def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) ->
     """A machine for a launch, reused across launches with the same target and lane count so
     its buffers and arena are not allocated (and page-faulted in) again every time."""
     target = get_target(target)
-    key = (target, lanes, tuple(sorted((k, id(v)) for k, v in settings.items())))
+    items = [(k, id(v)) for k, v in settings.items()]
+    key = (target, lanes, tuple(sorted(items) if len(items) > 1 else items))
     m = _MACHINES.get(key)
     if m is None:
         if len(_MACHINES) > 8:

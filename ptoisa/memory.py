@@ -213,6 +213,10 @@ class Machine:
         #: a ``.pto`` run: its tiles' capacity was checked statically over the program (they
         #: stay referenced by the compiled function, so counting them here would be wrong)
         self.planned = False
+        #: a lanes machine's batch that keeps its tiles' storage across replays, and where
+        #: its arena stood after its last run (ptoisa/plan_loops.py; a reset voids it)
+        self.kept: object | None = None
+        self.kept_arena = (0, 0)
         #: bytes of tile storage poisoned so far (to see what defined start state costs)
         self.poisoned = 0
 
@@ -375,6 +379,14 @@ class Machine:
         self._arena_next = 0
         self._arena_pos = 0
         self._arena_cur = None
+        self.kept = None
+        self.reset_registers()
+        self.reset_placement()
+
+    def reset_registers(self) -> None:
+        """What a launch starts without, but for its storage: no lazy loads owed, no GM
+        settled, no writes or prints counted, no registers set. (A batch that keeps its lanes
+        machine's tile storage across replays resets only this: ptoisa/plan_loops.py.)"""
         self._lazy.clear()
         self._gm_settled = None
         self.gm_writes = 0
@@ -386,7 +398,6 @@ class Machine:
         self.fixpipe_quant = None
         self.sync_log = None
         self.touched = None
-        self.reset_placement()
 
     def reset_placement(self) -> None:
         """A new launch: tiles of earlier launches no longer count against the buffers, and

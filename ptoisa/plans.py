@@ -251,12 +251,17 @@ class Plan:
         #: plan-owned GM views and where their flat / array are in the launch's roots
         self.views = views
         self.calls = calls
+        #: the roots list the views were last bound to (only the plan rebinds its views)
+        self._bound: list[np.ndarray] | None = None
 
     def run(self, roots: list[np.ndarray]) -> None:
-        cache: dict[Any, np.ndarray] = {}
-        for g, fd, ad in self.views:
-            g.flat = _place(fd, roots, cache)
-            g._array = g.flat if ad is fd else _place(ad, roots, cache)
+        if roots is not self._bound:  # (a caller passes the same list for the same arrays)
+            self._bound = None
+            cache: dict[Any, np.ndarray] = {}
+            for g, fd, ad in self.views:
+                g.flat = _place(fd, roots, cache)
+                g._array = g.flat if ad is fd else _place(ad, roots, cache)
+            self._bound = roots
         for c in self.calls:
             c()
 

@@ -256,6 +256,76 @@ def test_placed_tiles_loop_batches(blocks: int, monkeypatch: pytest.MonkeyPatch)
     assert s is not None and s.batched == 1 and not s.why_loop, s
 
 
+_PC = 64
+
+
+def _poison_reader(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray,
+                   z: np.ndarray) -> None:
+    """Reads storage no instruction of this launch wrote: ``u`` before it is loaded (a
+    replay reusing the last launch's storage would store y, not poison, to ``a``) and ``p``
+    never (stored to ``b``, and added into every iteration of the loop, one batch)."""
+    n = x.size // _PC
+    shape, stride = (1, 1, 1, 1, _PC), (x.size, x.size, x.size, _PC, 1)
+    p, u, tx, tz = (Tile(TileType.Vec, np.float32, 1, _PC) for _ in range(4))
+    pto.TSTORE(GlobalTensor(a, shape, stride, offset=0), u)
+    pto.TLOAD(u, GlobalTensor(y, shape, stride, offset=0))
+    pto.TSTORE(GlobalTensor(b, shape, stride, offset=0), p)
+    for i in range(n):
+        pto.TLOAD(tx, GlobalTensor(x, shape, stride, offset=i * _PC))
+        pto.TADD(tz, tx, u)
+        pto.TADD(tz, tz, p)
+        pto.TSTORE(GlobalTensor(z, shape, stride, offset=i * _PC), tz)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_replays_after_replays_read_poison(keep: bool, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """Every launch starts from poisoned storage, replays too: a replay after a replay (the
+    batch's lanes machine kept, plan_loops.KEEP_LANES, or reset) stores the poison where
+    the kernel reads storage nothing wrote, and x + y + poison, with new inputs each launch,
+    as the interpreter does; with KEEP_LANES the lanes machine is reset only by the first
+    replay (the plan's check), not by the replays after it."""
+    from ptoisa import memory, plan_loops
+
+    monkeypatch.setattr(plan_loops, "KEEP_LANES", keep)
+    resets = [0]
+    reset = memory.Machine.reset_for_launch
+
+    def counted(m: memory.Machine) -> None:
+        resets[0] += m.lanes > 1
+        reset(m)
+    monkeypatch.setattr(memory.Machine, "reset_for_launch", counted)
+    rng = _rng(11)
+    x, y = np.zeros(4 * _PC, np.float32), np.zeros(_PC, np.float32)
+    a, b, z = np.zeros(_PC, np.float32), np.zeros(_PC, np.float32), np.zeros_like(x)
+
+    def kernel(*args: Any) -> None:  # (a kernel of this test's own: its plans fresh)
+        _poison_reader(*args)
+    counts = []
+    for i in range(7):
+        x[...] = rng.standard_normal(x.size, dtype=np.float32)
+        y[...] = rng.standard_normal(y.size, dtype=np.float32)
+        outs = [a, b, z]
+        for o in outs:
+            o.view(np.uint8)[...] = 0xA5
+        pto.launch(kernel, x, y, a, b, z)
+        want = [o.copy() for o in outs]
+        for o in outs:
+            o.view(np.uint8)[...] = 0x5A
+        before = resets[0]
+        pto.launch(kernel, x, y, a, b, z, plans=True)
+        counts.append(resets[0] - before)
+        for o, w in zip(outs, want, strict=True):
+            assert o.tobytes() == w.tobytes(), f"launch {i + 1} with plans: other bits"
+        poison = np.full(_PC * 4, memory.POISON_BYTE, np.uint8)
+        assert a.view(np.uint8).tobytes() == poison.tobytes()
+        assert b.view(np.uint8).tobytes() == poison.tobytes()
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.batched == 1 and s.hits == 4, s
+    # (launches 1-2 record, 3 checks the plan: its replay starts the lanes machine)
+    assert counts == [0, 0, 1] + ([0] * 4 if keep else [1] * 4)
+
+
 # ---- the copy-on-write fuzz's random programs ------------------------------------------------
 
 def _fuzz() -> ModuleType:
@@ -539,6 +609,29 @@ def test_overlapping_arguments_are_not_planned() -> None:
         pto.launch(kernel, x, y, x, plans=True)  # z is x
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits == 0 and s.why == "array arguments overlap"
+
+
+def test_guards_after_a_replay_of_the_same_arrays() -> None:
+    """After replays of the same array objects (the guard's shortcut: contiguity and overlap
+    not checked again), overlapping arguments of the same signature still run interpreted,
+    and an argument reshaped in place is another signature."""
+    kernel = _add_rows(8)
+    x, y, z = _xyz(8)
+    for _ in range(5):
+        pto.launch(kernel, x, y, z, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and (s.built, s.hits) == (1, 2)
+    pto.launch(kernel, x, y, x, plans=True)  # z is x
+    assert s.hits == 2 and s.why == "array arguments overlap"
+    pto.launch(kernel, x, y, z, plans=True)
+    assert s.hits == 3 and np.array_equal(z, x + y)
+    shape = z.shape
+    z.shape = (z.size,)  # (the same object, the same memory: another shape)
+    pto.launch(kernel, x, y, z, plans=True)
+    assert s.hits == 3
+    z.shape = shape
+    pto.launch(kernel, x, y, z, plans=True)
+    assert s.hits == 4 and np.array_equal(z, x + y)
 
 
 def test_python_writing_an_argument_is_caught_by_the_check() -> None:
