@@ -39,20 +39,40 @@ def _findings(kernel, *args, sync="auto", **kw):
     return [f for f in san.report.findings if f.kind == "race" and "cores" in f.extra]
 
 
+def _cube_store(src: GlobalTensor, dst: GlobalTensor) -> pto.Pipe:
+    """The cube's copy of ``src`` to ``dst`` (GM), and the pipe its store runs on: A2/A3
+    stores its L1 tile (MTE3); A5 stores no Mat tile (TSTORE.md), so the cube stores its
+    accumulator, src @ I (exact in f32: one nonzero product per element), through FIX."""
+    if "a5" not in pto.current().target.lineage:
+        t = Tile("Mat", "f32", R, C)
+        pto.TLOAD(t, src)
+        pto.TSTORE(dst, t)
+        return P.MTE3
+    t = Tile("Mat", "f32", R, C, "ColMajor", None, "RowMajor")
+    pto.TLOAD(t, src)
+    eye = Tile("Mat", "f32", C, C, "ColMajor", None, "RowMajor")
+    pto.TLOAD(eye, GlobalTensor(np.eye(C, dtype=np.float32)))
+    left, right, acc = pto.TileLeft("f32", R, C), pto.TileRight("f32", C, C), \
+        pto.TileAcc("f32", R, C)
+    pto.TMOV(left, t)
+    pto.TMOV(right, eye)
+    pto.TMATMUL(acc, left, right)
+    pto.TSTORE(dst, acc)
+    return P.FIX
+
+
 def _store_then_load(flag: bool, wait_pipe=P.MTE2):
-    """AIC: x -> L1 -> y (GM). AIV k: its 8 rows of y -> UB -> its rows of out. With
+    """AIC: x -> y (GM), by _cube_store. AIV k: its 8 rows of y -> UB -> its rows of out. With
     ``flag``: a cross-core flag from the AIC's store to the AIVs' loads."""
 
     def kernel(x, y, out):
         b = pto.get_block_idx()
         if pto.core_type() == "AIC":
-            t = Tile("Mat", "f32", R, C)
-            pto.TLOAD(t, _gm(x, R, C, b * R * C))
-            pto.TSTORE(_gm(y, R, C, b * R * C), t)
+            pipe = _cube_store(_gm(x, R, C, b * R * C), _gm(y, R, C, b * R * C))
             if flag:
-                pto.SYNC_SET(P.MTE3, 0)  # A2/A3 mode 2: both AIVs; A5: AIV0's id 0
+                pto.SYNC_SET(pipe, 0)  # A2/A3 mode 2: both AIVs; A5: AIV0's id 0
                 if "a5" in pto.current().target.lineage:
-                    pto.SYNC_SET(P.MTE3, 16)  # A5: AIV1's id 0
+                    pto.SYNC_SET(pipe, 16)  # A5: AIV1's id 0
         else:
             off = b * R * C + pto.get_subblock_idx() * (R // 2) * C
             if flag:
@@ -80,7 +100,8 @@ def test_gm_race_between_cube_and_vector_of_one_block(target, lockstep):
     f = found[0]
     assert f.hazard == "RAW" and f.space == "GM" and f.extra["cores"][0] == "AIC"
     assert "between cores" in f.message and "TLOAD (PIPE_MTE2) on AIV" in f.message
-    assert "pto.SYNC_SET(pto.Pipe.MTE3, 0) after TSTORE" in f.fix
+    pipe = "FIX" if target == "a5" else "MTE3"  # (the store's pipe: _cube_store)
+    assert f"pto.SYNC_SET(pto.Pipe.{pipe}, 0) after TSTORE" in f.fix
     np.testing.assert_array_equal(out, x)  # the run still computes in program order
 
 
@@ -91,7 +112,7 @@ def test_cross_core_flag_orders_them(target, lockstep):
     x, y, out = _xy(3)
     assert _findings(_store_then_load(True), x, y, out, blocks=3, target=target,
                      lockstep=lockstep) == []
-    # manual sync: the flag fires once PIPE_MTE3 (the store) drained
+    # manual sync: the flag fires once the store's pipe (MTE3; FIX on a5) drained
     assert _findings(_store_then_load(True), x, y, out, blocks=3, target=target,
                      lockstep=lockstep, sync="manual") == []
 
@@ -342,27 +363,74 @@ module {{
 }}
 """
 
+_BUF = "v_row=16, v_col=16, blayout={}, slayout={}, fractal={}, pad=0>"
+_LEFT = "!pto.tile_buf<loc=left, dtype=f32, rows=16, cols=16, " + _BUF.format(
+    "col_major", "row_major", 512)
+_RIGHT = "!pto.tile_buf<loc=right, dtype=f32, rows=16, cols=16, " + _BUF.format(
+    "row_major", "col_major", 512)
+_ACC = "!pto.tile_buf<loc=acc, dtype=f32, rows=16, cols=16, " + _BUF.format(
+    "col_major", "row_major", 1024)
+#: A5 stores no Mat tile (TSTORE.md): its cube stores its accumulator, x @ I (the identity
+#: %e, exact in f32: one nonzero product per element), on PIPE_FIX
+_A5_STORE = f"""\
+    %ve = pto.make_tensor_view %e, shape = [%c16, %c16], strides = [%c16, %c1] : {_TV}
+    %pe = pto.partition_view %ve, offsets = [%c0, %c0], sizes = [%c16, %c16] : {_TV} -> {_P16}
+    %te = pto.alloc_tile : {_MAT}
+    %l = pto.alloc_tile : {_LEFT}
+    %r = pto.alloc_tile : {_RIGHT}
+    %acc = pto.alloc_tile : {_ACC}
+    pto.tload ins(%pe : {_P16}) outs(%te : {_MAT})
+    pto.tmov ins(%t : {_MAT}) outs(%l : {_LEFT})
+    pto.tmov ins(%te : {_MAT}) outs(%r : {_RIGHT})
+    pto.tmatmul ins(%l, %r : {_LEFT}, {_RIGHT}) outs(%acc : {_ACC})
+    pto.tstore ins(%acc : {_ACC}) outs(%py : {_P16})
+"""
+
+
+def _pto(target: str) -> str:
+    """_PTO as ``target`` runs it: on A5 the cube stores through its Acc (_A5_STORE), the
+    entry takes the identity as a fourth argument (_args)."""
+    if target != "a5":
+        return _PTO
+    out = _PTO.replace(f"%out: {_PTR})", f"%out: {_PTR}, %e: {_PTR})", 1)
+    out = out.replace(f"func.call @cube(%x, %y) : ({_PTR}, {_PTR})",
+                      f"func.call @cube(%x, %y, %e) : ({_PTR}, {_PTR}, {_PTR})")
+    out = out.replace(f"@cube(%x: {_PTR}, %y: {_PTR})", f"@cube(%x: {_PTR}, %y: {_PTR}, "
+                      f"%e: {_PTR})")
+    out = out.replace(f"    pto.tstore ins(%t : {_MAT}) outs(%py : {_P16})\n", _A5_STORE)
+    assert out.count("%e") > 3 and "tmatmul" in out
+    return out
+
+
+def _args(target: str, x: np.ndarray, y: np.ndarray, out: np.ndarray) -> tuple:
+    return (x, y, out) + ((np.eye(C, dtype=np.float32),) if target == "a5" else ())
+
+
+def _store_pipe(target: str) -> str:
+    """The pipe of the cube's store (what its cross-core set waits for)."""
+    return "PIPE_FIX" if target == "a5" else "PIPE_MTE3"
+
 
 @pytest.mark.parametrize("target", ["a2a3", "a5"])
 def test_pto_sync_set_wait(target):
     # the program has no intra-core flags (auto-sync): cross-core races are reported all the
     # same, with the .pto spelling of the fix
-    text = _PTO
+    text, pipe = _pto(target), _store_pipe(target)
     x = np.arange(R * C, dtype=np.float32).reshape(R, C)
     san = Sanitizer()
     racy = text.replace("SET", "").replace("WAIT", "")
-    pto.load(racy, target=target, filename="xcore.pto").xcore(x, np.zeros_like(x),
-                                                             np.zeros_like(x), sanitize=san)
+    pto.load(racy, target=target, filename="xcore.pto").xcore(
+        *_args(target, x, np.zeros_like(x), np.zeros_like(x)), sanitize=san)
     (f,) = san.report.findings
     assert f.kind == "race" and f.site.op == "pto.tload" and f.other.op == "pto.tstore"
-    assert f.fix.startswith("insert pto.sync.set #pto.pipe<PIPE_MTE3>, 0 after pto.tstore at "
+    assert f.fix.startswith(f"insert pto.sync.set #pto.pipe<{pipe}>, 0 after pto.tstore at "
                             "xcore.pto:")
     wait = "pto.sync.wait #pto.pipe<PIPE_MTE2>, 0"
-    sets = "pto.sync.set #pto.pipe<PIPE_MTE3>, 0" + (
-        "\n    pto.sync.set #pto.pipe<PIPE_MTE3>, 16" if target == "a5" else "")
+    sets = f"pto.sync.set #pto.pipe<{pipe}>, 0" + (
+        f"\n    pto.sync.set #pto.pipe<{pipe}>, 16" if target == "a5" else "")
     ok = text.replace("SET", sets).replace("WAIT", wait)
     y, out = np.zeros_like(x), np.zeros_like(x)
-    pto.load(ok, target=target).xcore(x, y, out, sanitize=True)  # raises on findings
+    pto.load(ok, target=target).xcore(*_args(target, x, y, out), sanitize=True)  # (findings raise)
     np.testing.assert_array_equal(out, x)
     # the cycle model: the vector cores' load waits for the cube's store (hand-added:
     # TLOAD of 1024 bytes 265 + 1024/128 = 273; the cube's TSTORE out of L1 265 + 1024/18.56
@@ -488,13 +556,15 @@ def test_named_intra_block_flags_are_the_cross_core_flags(target):
     # pto.set_intra_block / pto.wait_intra_block (the A5 names; PTOAS lowers them to the FFTS
     # sync on A2/A3) are SYNC_SET / SYNC_WAIT: the sanitizer sees the edge they make
     x = np.arange(R * C, dtype=np.float32).reshape(R, C)
-    sets = "pto.set_intra_block <PIPE_MTE3>, 0" + (
-        "\n    pto.set_intra_block <PIPE_MTE3>, 16" if target == "a5" else "")
-    ok = _PTO.replace("SET", sets).replace("WAIT", "pto.wait_intra_block <PIPE_MTE2>, 0")
+    text, pipe = _pto(target), _store_pipe(target)
+    sets = f"pto.set_intra_block <{pipe}>, 0" + (
+        f"\n    pto.set_intra_block <{pipe}>, 16" if target == "a5" else "")
+    ok = text.replace("SET", sets).replace("WAIT", "pto.wait_intra_block <PIPE_MTE2>, 0")
     y, out = np.zeros_like(x), np.zeros_like(x)
-    pto.load(ok, target=target).xcore(x, y, out, sanitize=True)  # raises on findings
+    pto.load(ok, target=target).xcore(*_args(target, x, y, out), sanitize=True)  # (raises)
     np.testing.assert_array_equal(out, x)
     san = Sanitizer()
-    racy = _PTO.replace("SET", sets).replace("WAIT", "")
-    pto.load(racy, target=target).xcore(x, np.zeros_like(x), np.zeros_like(x), sanitize=san)
+    racy = text.replace("SET", sets).replace("WAIT", "")
+    pto.load(racy, target=target).xcore(*_args(target, x, np.zeros_like(x), np.zeros_like(x)),
+                                        sanitize=san)
     assert [f.kind for f in san.report.findings] == ["race"]

@@ -929,8 +929,12 @@ def check_legality(sig: Sig) -> None:
             t = sig[n]
             if isinstance(t, TileSpec) and t.loc not in rule.locs:
                 allowed = ", ".join(sorted(x.name for x in rule.locs))
+                # PTOAS's words for the location rule, where the table gives them
+                # (``rule(..., locs_says=...)``), head the message
+                said = rule.extra.get("locs_says")
+                head, end = (f"{said} (", ")") if said else ("", "")
                 raise IllegalInstruction(
-                    f"{n} must be a {allowed} tile on {target}, got {t.loc.name}",
+                    f"{head}{n} must be a {allowed} tile on {target}, got {t.loc.name}{end}",
                     op=ins.mnemonic)
     if rule.row_major:
         for o in ins.operands:

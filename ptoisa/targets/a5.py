@@ -94,7 +94,10 @@ LEGALITY: dict[str, Rule] = {
     # Mat ND / DN loops; tload_common.hpp's ND2NZ rounds odd counts up, and refuses DN2NZ)
     "TLOAD": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8 "
                   "f4E2M1x2 f4E1M2x2"),
-    "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8"),
+    # no Mat store on A5 (TSTORE.md, implementation checks (A5)): Vec and Acc sources only
+    "TSTORE": rule("i8 ui8 i16 ui16 i32 ui32 i64 ui64 f16 bf16 f32 f8E4M3 f8E5M2 f8E8M0 hif8",
+                   locs=[TileType.Vec, TileType.Acc],
+                   locs_says="expects A5 tstore src to use loc=vec or loc=acc"),
     "TSTORE_FP": rule(pairs("f32->i8 f32->ui8 f32->f16 f32->bf16 f32->f8E4M3 f32->f32 "
                             "f32->hif8 i32->i8 i32->ui8 i32->f16 i32->bf16"), locs=[TileType.Acc]),
     "TROWSUM": rule(pairs("f16->f16 f32->f32 i32->i32 i16->i16 i64->i64 ui64->ui64")),

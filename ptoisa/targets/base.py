@@ -24,7 +24,8 @@ class Rule:
     ``None`` means any type. ``locs`` restricts tile roles of the key operands; ``row_major``
     requires every tile operand to be row-major; ``extra`` carries instruction-specific data
     (``says``: PTOAS's words for the type rule, the head of the error; ``says_when``: the
-    type names those words are about, where the rule names a class of types).
+    type names those words are about, where the rule names a class of types; ``locs_says``:
+    PTOAS's words for the ``locs`` rule, the head of that error).
     """
 
     dtypes: frozenset[Any] | None = None

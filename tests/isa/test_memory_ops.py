@@ -222,9 +222,80 @@ def test_tload_into_acc_only_on_cpu(machine):
 
 def test_tstore_roles(machine):
     left = pto.TileLeft("f16", 16, 16)
-    with pytest.raises(pto.IllegalInstruction, match="tstore: src must be a Vec or Mat or Acc "
-                                                     "tile, got Left"):
+    # (a5's own rule, Vec or Acc, comes first there: see the next test)
+    want = r"tstore: expects A5 tstore src to use loc=vec or loc=acc \(src must be a Acc, Vec " \
+        r"tile on a5, got Left\)" if machine.target.name == "a5" else \
+        "tstore: src must be a Vec or Mat or Acc tile, got Left"
+    with pytest.raises(pto.IllegalInstruction, match=want):
         pto.TSTORE(GlobalTensor(np.zeros((16, 16), np.float16)), left)
+
+
+A5_MAT_STORE = "expects A5 tstore src to use loc=vec or loc=acc"  # (PTOAS's words)
+
+
+def test_tstore_mat_src_refused_on_a5_only(machine):
+    """TSTORE.md, implementation checks (A5): the source is a Vec or Acc tile, no Mat store on
+    A5; A2/A3 (and the CPU simulator) store Mat tiles (checked against the numpy source)."""
+    target = machine.target.name
+    x = np.arange(16 * 32, dtype=np.float16).reshape(16, 32)
+    kinds = [(TileType.Mat, BLayout.ColMajor, SLayout.RowMajor),  # NZ
+             (TileType.Mat, BLayout.RowMajor, SLayout.NoneBox),  # ND
+             (TileType.Vec, BLayout.RowMajor, SLayout.NoneBox)]
+    for loc, bl, sl in kinds:
+        tile = Tile(loc, "f16", 16, 32, bl, None, sl)
+        pto.TLOAD(tile, GlobalTensor(x))
+        out = np.zeros_like(x)
+        if loc is TileType.Mat and target == "a5":
+            with pytest.raises(pto.IllegalInstruction,
+                               match=rf"tstore: {A5_MAT_STORE} \(src must be a Acc, Vec "
+                                     r"tile on a5, got Mat\)"):
+                pto.TSTORE(GlobalTensor(out), tile)
+            assert (out == 0).all()
+            continue
+        pto.TSTORE(GlobalTensor(out), tile)
+        np.testing.assert_array_equal(out, x)
+    # an Acc source stores on every target (f32 through the fix pipe)
+    acc = pto.TileAcc("f32", 16, 16)
+    y = np.arange(256, dtype=np.float32).reshape(16, 16)
+    acc.load_numpy(y)
+    out32 = np.zeros((16, 16), np.float32)
+    pto.TSTORE(GlobalTensor(out32), acc)
+    np.testing.assert_array_equal(out32, y)
+
+
+_MAT_STORE_PTO = """module attributes {pto.target_arch = "%ARCH%"} {
+  func.func @k(%dst: !pto.ptr<f16>) attributes {pto.kernel_kind = #pto.kernel_kind<cube>} {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %tv = pto.make_tensor_view %dst, shape = [%c16, %c32], strides = [%c32, %c1] \
+: !pto.tensor_view<?x?xf16>
+    %sv = pto.partition_view %tv, offsets = [%c0, %c0], sizes = [%c16, %c32] \
+: !pto.tensor_view<?x?xf16> -> !pto.partition_tensor_view<16x32xf16>
+    %t = pto.alloc_tile : !pto.tile_buf<%LOC%, 16x32xf16, blayout=%BL%, slayout=%SL%>
+    pto.tstore ins(%t : !pto.tile_buf<%LOC%, 16x32xf16, blayout=%BL%, slayout=%SL%>) \
+outs(%sv : !pto.partition_tensor_view<16x32xf16>)
+    return
+  }
+}
+""".replace("\\\n", "")
+
+
+@pytest.mark.parametrize("arch, loc, refused", [
+    ("a5", "mat", True), ("a5", "vec", False), ("a2a3", "mat", False), ("a2a3", "vec", False)])
+def test_tstore_mat_src_refused_on_a5_in_pto(arch, loc, refused):
+    from ptoisa.interp.verify import diagnose
+    from ptoisa.text import parse
+
+    bl, sl = ("col_major", "row_major") if loc == "mat" else ("row_major", "none_box")
+    text = _MAT_STORE_PTO.replace("%ARCH%", arch).replace("%LOC%", loc) \
+        .replace("%BL%", bl).replace("%SL%", sl)
+    msgs = [e.message for e in diagnose(parse(text, "t.pto"), arch)]
+    if refused:
+        assert len(msgs) == 1 and A5_MAT_STORE in msgs[0], msgs
+    else:
+        assert msgs == []
 
 
 def test_operand_kinds(machine):

@@ -35,6 +35,11 @@ def _view(arr: np.ndarray, rows: int, cols: int, row_stride: int, offset: object
     return GlobalTensor(arr, (1, 1, 1, rows, cols), (n, n, n, row_stride, 1), offset=offset)
 
 
+def _nz(rows: int, cols: int) -> Tile:
+    """An NZ L1 (Mat) tile: what the cube loads and moves to L0A / L0B."""
+    return Tile("Mat", "f32", rows, cols, "ColMajor", None, "RowMajor")
+
+
 def _part(x: np.ndarray, split: int, k: int) -> np.ndarray:
     """Sub-block k's part of one produced R x C tile."""
     if split == 1:
@@ -268,19 +273,28 @@ def test_blocks_with_their_own_rings_on_a5_gm_direction(lockstep):
     fifo = np.zeros(blocks * depth * R * C, np.float32)
     got = np.zeros((blocks, 2, ITERS, R // 2, C), np.float32)
 
-    def kernel(x, fifo, got):
+    eye = np.eye(C, dtype=np.float32)
+
+    def kernel(x, fifo, got, eye):
         b = pto.get_block_idx()
         n = fifo.size
         ring = GlobalTensor(fifo, (1, 1, 1, 1, depth * R * C), (n, n, n, n, 1),
                             offset=b * depth * R * C)
         pipe = TPipe(0, Direction.DIR_C2V_GM, R * C * 4, depth, buffer=ring)
         if pto.core_type() == "AIC":
+            # A5 stores no Mat tile (TSTORE.md): the cube stores its Acc, as flash_atten's
+            # does, here x[i] @ I (exact in f32: one nonzero product per element)
             slot = _view(fifo, R, C, C)
-            t = Tile("Mat", "f32", R, C)
+            t, left, acc = _nz(R, C), pto.TileLeft("f32", R, C), pto.TileAcc("f32", R, C)
+            eye_mat, right = _nz(C, C), pto.TileRight("f32", C, C)
+            pto.TLOAD(eye_mat, _view(eye, C, C, C))
+            pto.TMOV(right, eye_mat)
             for i in range(ITERS):
                 pto.TLOAD(t, _view(x, R, C, C, (b * ITERS + i) * R * C))
+                pto.TMOV(left, t)
+                pto.TMATMUL(acc, left, right)
                 pto.TALLOC(pipe, slot)
-                pto.TSTORE(slot, t)
+                pto.TSTORE(slot, acc)
                 pto.TPUSH(pipe, slot)
             return
         k = pto.get_subblock_idx()
@@ -292,7 +306,8 @@ def test_blocks_with_their_own_rings_on_a5_gm_direction(lockstep):
             pto.TFREE(pipe, slot, Split="TILE_UP_DOWN")
             pto.TSTORE(_view(got, R // 2, C, C, ((b * 2 + k) * ITERS + i) * (R // 2) * C), h)
 
-    pto.launch(kernel, x, fifo, got, blocks=blocks, mixed=True, target="a5", lockstep=lockstep)
+    pto.launch(kernel, x, fifo, got, eye, blocks=blocks, mixed=True, target="a5",
+               lockstep=lockstep)
     for b in range(blocks):
         for k in range(2):
             np.testing.assert_array_equal(got[b, k], x[b, :, k * R // 2:(k + 1) * R // 2])

@@ -177,9 +177,11 @@ def _tci_tmp(pair, a, b):  # TCI with tmp (vector code) -> TSTORE
     pto.TSTORE(GlobalTensor(b.view(np.int32)[:64], (1, 1, 1, 1, 64), (64, 64, 64, 64, 1)), dst)
 
 
-def _v2m(name):  # TLOAD Vec -> TMOV/TEXTRACT Vec->Mat -> TSTORE Mat (a5)
+def _v2m(name):  # TLOAD Vec -> TMOV/TEXTRACT Vec->Mat -> TMOV Mat->Left (a5)
+    # (the Mat tile's reader is the cube's MTE1 move: A5 stores no Mat tile, TSTORE.md)
     def k(pair, a, b):
-        v, m = Tile(TileType.Vec, np.float32, 16, 16), Tile(TileType.Mat, np.float32, 16, 16)
+        v = Tile(TileType.Vec, np.float32, 16, 16)
+        m = Tile(TileType.Mat, np.float32, 16, 16, "ColMajor", None, "RowMajor")
         pto.TLOAD(v, _g(a, 16, 16))
         pto.SET_FLAG(P.MTE2, P.FIX, 1)
         pto.WAIT_FLAG(P.MTE2, P.FIX, 1)
@@ -188,7 +190,7 @@ def _v2m(name):  # TLOAD Vec -> TMOV/TEXTRACT Vec->Mat -> TSTORE Mat (a5)
         else:
             pto.TEXTRACT(m, v, 0, 0)
         _flag(pair)
-        pto.TSTORE(_g(b, 16, 16), m)
+        pto.TMOV(pto.TileLeft(np.float32, 16, 16), m)
     return k
 
 
@@ -200,8 +202,8 @@ KERNELS = {
     "MSCATTER": (_mscatter, (P.MTE2, P.MTE3), (P.MTE2, P.V), "a2a3"),
     "MGATHER_VEC": (_mgather, None, (P.MTE2, P.V), "a2a3"),
     "TCI with tmp": (_tci_tmp, (P.S, P.MTE3), (P.V, P.MTE3), "a2a3"),
-    "TMOV_V2M": (_v2m("TMOV"), None, (P.FIX, P.MTE3), "a5"),
-    "TEXTRACT_V2M": (_v2m("TEXTRACT"), None, (P.FIX, P.MTE3), "a5"),
+    "TMOV_V2M": (_v2m("TMOV"), None, (P.FIX, P.MTE1), "a5"),
+    "TEXTRACT_V2M": (_v2m("TEXTRACT"), None, (P.FIX, P.MTE1), "a5"),
 }
 
 

@@ -110,23 +110,78 @@ _PTO = """module {
 _SET = "      pto.sync.set #pto.pipe<PIPE_MTE3>, 0\n"
 _WAIT = "      pto.sync.wait #pto.pipe<PIPE_MTE2>, 0\n"
 
+_M = "!pto.tile_buf<loc=mat, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, " \
+    "blayout=col_major, slayout=row_major, fractal=512, pad=0>"
+_L, _R, _A = (f"!pto.tile_buf<loc={loc}, dtype=f32, rows=16, cols=16, v_row=16, v_col=16, "
+              f"blayout={b}, slayout={s}, fractal={f}, pad=0>"
+              for loc, b, s, f in (("left", "col_major", "row_major", 512),
+                                   ("right", "row_major", "col_major", 512),
+                                   ("acc", "col_major", "row_major", 1024)))
+_P16 = "!pto.partition_tensor_view<16x16xf32>"
+_TV = "!pto.tensor_view<?x?xf32>"
+_FLAG = "      pto.set_flag[<PIPE_{0}>, <PIPE_{1}>, <EVENT_ID0>]\n" \
+    "      pto.wait_flag[<PIPE_{0}>, <PIPE_{1}>, <EVENT_ID0>]\n"
+#: A5 stores no Mat tile (TSTORE.md): the cube stores its accumulator, x @ I (the identity
+#: %e, exact in f32: one nonzero product per element), on PIPE_FIX
+_A5_CUBE_STORE = (
+    "      %ve = pto.make_tensor_view %e, shape = [%c16, %c16], strides = [%c16, %c1] : "
+    f"{_TV}\n"
+    "      %pe = pto.partition_view %ve, offsets = [%c0, %c0], sizes = [%c16, %c16] : "
+    f"{_TV} -> {_P16}\n"
+    f"      %te = pto.alloc_tile : {_M}\n      %l = pto.alloc_tile : {_L}\n"
+    f"      %r = pto.alloc_tile : {_R}\n      %acc = pto.alloc_tile : {_A}\n"
+    f"      pto.tload ins(%pe : {_P16}) outs(%te : {_M})\n"
+    + _FLAG.format("MTE2", "MTE1")
+    + f"      pto.tmov ins(%m : {_M}) outs(%l : {_L})\n"
+    f"      pto.tmov ins(%te : {_M}) outs(%r : {_R})\n"
+    + _FLAG.format("MTE1", "M")
+    + f"      pto.tmatmul ins(%l, %r : {_L}, {_R}) outs(%acc : {_A})\n"
+    + _FLAG.format("M", "FIX")
+    + f"      pto.tstore ins(%acc : {_A}) outs(%py : {_P16})\n")
+
+
+def _a5(text: str) -> str:
+    """The program as A5 runs it: the cube's store through its Acc (_A5_CUBE_STORE), its
+    cross-core set on PIPE_FIX, one per vector core (AIV1's id 0 is the cube's id 16); the
+    identity is a fourth argument."""
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("      pto.set_flag"))
+    assert "pto.tstore" in lines[at + 2]
+    out = "".join(lines[:at] + [_A5_CUBE_STORE] + lines[at + 3:])
+    out = out.replace("%o: !pto.ptr<f32>)", "%o: !pto.ptr<f32>, %e: !pto.ptr<f32>)", 1)
+    fix_set = _SET.replace("MTE3", "FIX")
+    return out.replace(_SET, fix_set + fix_set.replace(", 0", ", 16"))
+
+
+def _line(text: str, start: str) -> int:
+    """The 1-based line of the only line of ``text`` that starts with ``start``."""
+    (n,) = [i + 1 for i, ln in enumerate(text.splitlines()) if ln.startswith(start)]
+    return n
+
 
 @pytest.mark.parametrize("target", ["a2a3", "a5"])
 def test_pto_one_function_runs_as_its_cores(target):
-    text = _PTO
-    if target == "a5":  # A5: one flag per vector core (AIV1's id 0 is the cube's id 16)
-        text = text.replace(_SET, _SET + _SET.replace(", 0", ", 16"))
+    text, args, pipe = _PTO, (), "PIPE_MTE3"
+    if target == "a5":
+        text, args, pipe = _a5(_PTO), (np.eye(C, dtype=np.float32),), "PIPE_FIX"
+    sets = [ln for ln in text.splitlines(keepends=True) if "pto.sync.set" in ln]
     x, y, out = _xyz()
     san = Sanitizer()
-    pto.load(text, target=target, filename="k.pto").k(x, y, out, sanitize=san)
+    pto.load(text, target=target, filename="k.pto").k(x, y, out, *args, sanitize=san)
     assert san.report.clean, str(san.report)
     np.testing.assert_array_equal(out, x)
     # the cross-core pair taken out (with only one side gone the wait hangs, or the set leaks)
     san = Sanitizer()
-    pto.load(text.replace(_SET.replace(", 0", ", 16"), "").replace(_SET, "").replace(
-        _WAIT, ""), target=target, filename="k.pto").k(*_xyz(), sanitize=san)
+    racy = text.replace(_WAIT, "")
+    for ln in sets:
+        racy = racy.replace(ln, "")
+    pto.load(racy, target=target, filename="k.pto").k(*_xyz(), *args, sanitize=san)
     (f,) = _cross(san.report)
     assert (f.site.op, f.other.op, f.hazard) == ("pto.tload", "pto.tstore", "RAW")
-    assert f.fix.startswith("insert pto.sync.set #pto.pipe<PIPE_MTE3>, 0 after pto.tstore at "
-                            "k.pto:17:7 on AIC and pto.sync.wait #pto.pipe<PIPE_MTE2>, 0 before "
-                            "pto.tload at k.pto:26:7 on AIV")
+    st = _line(racy, "      pto.tstore ins(%m" if target != "a5" else "      pto.tstore ins(%acc")
+    ld = _line(racy, "      pto.tload ins(%py")
+    if target == "a2a3":
+        assert (st, ld) == (17, 26)
+    assert f.fix.startswith(f"insert pto.sync.set #pto.pipe<{pipe}>, 0 after pto.tstore at "
+                            f"k.pto:{st}:7 on AIC and pto.sync.wait #pto.pipe<PIPE_MTE2>, 0 "
+                            f"before pto.tload at k.pto:{ld}:7 on AIV")
