@@ -1236,6 +1236,34 @@ def module_rule_errors(module: Module, level: str | None = None,
         yield from _quant_setter_errors(f)
 
 
+#: the storage width in bits of a vreg element type PTOAS knows by name (the packed fp4 pairs
+#: are one byte; another ``x2`` pair is two of its element)
+_ELEM_BITS = re.compile(r"(?:s|u)?i(\d+)|f(\d+)|bf(16)|f8E\w+|hif8|f4E\w+x2")
+
+
+def _vreg_type_error(text: str) -> str | None:
+    """PTOAS's VRegType verifier: a ``!pto.vreg<NxT>`` holds exactly 256 bytes (a positive
+    lane count of an integer, float or low-precision type); None when the type is one, or
+    its element type is not one whose width is known here (no claim made)."""
+    m = re.fullmatch(r"!pto\.vreg<\s*(-?\d+)\s*x\s*([\w.!]+)\s*>", text)
+    if m is None:
+        return None
+    n, name = int(m.group(1)), m.group(2).removeprefix("!pto.")
+    if n <= 0:
+        return f"'{text}' expected a positive element count"
+    pair = name.endswith("x2") and not name.startswith("f4")
+    e = _ELEM_BITS.fullmatch(name[:-2] if pair else name)
+    if e is None:
+        return None
+    digits = next((g for g in e.groups() if g), None)
+    bits = int(digits) if digits else 8
+    bits *= 2 if pair else 1
+    if n * bits != 2048:
+        return (f"'{text}' expected exactly 256 bytes ({n} lanes of {bits} bits are "
+                f"{n * bits // 8} bytes)")
+    return None
+
+
 def _vmi_type_errors(f: Op) -> Iterator[VerifyError]:
     """PTOAS's type verifier on every ``!pto.vmi.*`` type of a function (arguments, block
     arguments, results), used or not: ``vreg<0xf32>``, ``vreg<64xi64>``, a ``pred`` mask with a
@@ -1246,6 +1274,8 @@ def _vmi_type_errors(f: Op) -> Iterator[VerifyError]:
                 vmi_spec(t.text)
             except PtoError as e:
                 return e.message
+        if isinstance(t, T.OpaqueType) and t.text.startswith("!pto.vreg<"):
+            return _vreg_type_error(t.text)
         return None
 
     for op in f.walk():

@@ -494,3 +494,22 @@ def test_the_generic_operand_segment_sizes_attribute_must_agree_with_the_written
     bad = text.replace("1, 1, 1, 1, 1, 1, 1, 0", "1, 1, 1, 1, 1, 1, 0, 0")
     with pytest.raises(PtoError, match="operandSegmentSizes counts 6 operands, the op has 7"):
         pto.load(bad, filename="k.pto", target="a5").run("k", src, got, target="a5")
+
+
+@pytest.mark.parametrize("ty,error", [
+    ("128xf32", r"'!pto.vreg<128xf32>' expected exactly 256 bytes \(128 lanes of 32 bits"),
+    ("128x!pto.bf16x2", r"'!pto.vreg<128x!pto.bf16x2>' expected exactly 256 bytes"),
+    ("0xf32", r"'!pto.vreg<0xf32>' expected a positive element count"),
+    ("64xf32", None), ("64x!pto.bf16x2", None), ("128xbf16", None), ("256xi8", None),
+    ("256x!pto.f4E2M1x2", None), ("64xsi32", None),
+])
+def test_a_vreg_type_holds_exactly_256_bytes_used_or_not(ty, error):
+    """PTOAS's VRegType verifier (lit/vpto/bf16x2_vreg_and_bitcast_verify): every vreg type a
+    function names, an unused argument's too, is one 256-byte register; a bf16x2 lane is 32
+    bits, a packed fp4 pair one byte."""
+    text = f"module {{\n  func.func @f(%p: !pto.vreg<{ty}>) {{\n    return\n  }}\n}}\n"
+    if error is None:
+        pto.load(text, filename="v.pto", target="a5").check()
+        return
+    with pytest.raises(PtoError, match=error):
+        pto.load(text, filename="v.pto", target="a5").check()
