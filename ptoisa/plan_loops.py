@@ -270,24 +270,9 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                         and lazy.may_share(t._buf, u._buf):
                     raise NotBatched(f"{_name(t)} shares bytes with {_name(u)}")
 
-    log_all, lm = _checks(m, steps, starts, end, body, offsets, machines,
-                          n_lanes * blocks)
-    state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
-    shadow: dict[int, Tile] = {}
-    for key, t in tiles.items():
-        sh = shadow[key] = Tile.of(t.spec, name=t.name)
-        sh._vr, sh._vc, sh._whole = state[key]
-    views, gm_written = _views(body, offsets, rebind)
-    calls: list[Callable[[], None]] = []
-    for j, (r, vals, _once, _pre) in enumerate(body):
-        ins = r.ins
-        lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
-              for p, v in enumerate(vals)]
-        if j in chains:
-            calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
-            continue
-        once = ins.batched and _all_uniform(lv, ins.any_valid)
-        calls.append(bind(ins, lm, lv, r.params, once, r.loc))
+    log_all, lm, state, shadow, gm_written, calls = _bound_body(
+        m, steps, starts, end, body, offsets, machines, blocks, n_lanes, tiles, chains, bind,
+        rebind)
     # an invariant lane tile: each segment's tile, in its lanes (s, s + q, ...)
     pairs_in = [(tuple(real[s][key] for s in range(q)), shadow[key]) for key in invariant]
     # a tile the rest of the launch uses: what the last lane it is in left
@@ -516,25 +501,9 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
         raise NotBatched(f"its lanes would take {nbytes >> 20} MiB of buffers (more than "
                          f"{MAX_LANE_BYTES >> 20})")
 
-    log_all, lm = _checks(m, steps, starts, end, body, offsets, machines, n_lanes * blocks)
-    state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
-    shadow: dict[int, Tile] = {}
-    for key, t in tiles.items():
-        sh = shadow[key] = Tile.of(t.spec, name=t.name)
-        sh._vr, sh._vc, sh._whole = state[key]
-    views, gm_written = _views(body, offsets, rebind)
-    calls: list[Callable[[], None]] = []
-    for j, (r, vals, _once, _pre) in enumerate(body):
-        ins = r.ins
-        if _placement(ins, vals):
-            continue
-        lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
-              for p, v in enumerate(vals)]
-        if j in chains:
-            calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
-            continue
-        once = ins.batched and _all_uniform(lv, ins.any_valid)
-        calls.append(bind(ins, lm, lv, r.params, once, r.loc))
+    log_all, lm, state, shadow, gm_written, calls = _bound_body(
+        m, steps, starts, end, body, offsets, machines, blocks, n_lanes, tiles, chains, bind,
+        rebind)
     places = [(shadow[k], where[k][1]) for k in tiles]
     # bytes read from before the loop, and written by it (merged), by space
     copy_in = [(sp, lo, hi) for sp, lo, hi, _v in reads]
@@ -663,6 +632,38 @@ def _merged(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((a, b))
     return out
+
+
+def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],
+                offsets: dict[tuple[int, int], list[int]], machines: dict[int, Machine],
+                blocks: int, n_lanes: int, tiles: dict[int, Tile], chains: dict[int, Tile],
+                bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None]
+                ) -> tuple[list[Any], Machine, dict[int, Any], dict[int, Tile],
+                                      list[GlobalTensor], list[Callable[[], None]]]:
+    """What both kinds of batch bind: the checks and lanes machine (:func:`_checks`), a lane
+    tile (shadow) per recorded tile with its valid state, the lanes GM views, and the body's
+    calls on them (an accumulator chain as one call; a placement, which the placed batch
+    does itself, none). Returns (log_all, lanes machine, state, shadow, GM written, calls)."""
+    log_all, lm = _checks(m, steps, starts, end, body, offsets, machines, n_lanes * blocks)
+    state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
+    shadow: dict[int, Tile] = {}
+    for key, t in tiles.items():
+        sh = shadow[key] = Tile.of(t.spec, name=t.name)
+        sh._vr, sh._vc, sh._whole = state[key]
+    views, gm_written = _views(body, offsets, rebind)
+    calls: list[Callable[[], None]] = []
+    for j, (r, vals, _once, _pre) in enumerate(body):
+        ins = r.ins
+        if _placement(ins, vals):
+            continue
+        lv = [shadow[id(v)] if isinstance(v, Tile) else views.get((j, p), v)
+              for p, v in enumerate(vals)]
+        if j in chains:
+            calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
+            continue
+        once = ins.batched and _all_uniform(lv, ins.any_valid)
+        calls.append(bind(ins, lm, lv, r.params, once, r.loc))
+    return log_all, lm, state, shadow, gm_written, calls
 
 
 def _checks(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],
