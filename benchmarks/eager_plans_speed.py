@@ -92,21 +92,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--only", default="")
-    ap.add_argument("--no-batches", action="store_true",
-                    help="plans run repeated instructions as recorded (BATCH_LOOPS off)")
-    ap.add_argument("--no-chains", action="store_true",
-                    help="accumulating loops run as recorded (ptoisa.plan_loops.BATCH_CHAINS "
-                    "off)")
+    from plans_speed import _timed, add_switches, apply_switches
+
+    add_switches(ap)
     ap.add_argument("--warm", type=int, default=0,
                     help="untimed launches of each way before its timing in every round")
     ns = ap.parse_args()
-    if ns.no_batches:
-        from ptoisa import plans
-        plans.BATCH_LOOPS = False
-    if ns.no_chains:
-        from ptoisa import plan_loops
-        plan_loops.BATCH_CHAINS = False
-    from plans_speed import _timed
+    apply_switches(ns)
     from scale import cpu_name
 
     print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds")

@@ -89,22 +89,31 @@ def _timed(fn: Callable[[], Any], k: int) -> tuple[float, float]:
     return (time.process_time() - c0) / k, (time.perf_counter() - w0) / k
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", default="")
+def add_switches(ap: argparse.ArgumentParser) -> None:
+    """The plan switches an A/B run turns off (this script and eager_plans_speed.py)."""
     ap.add_argument("--no-batches", action="store_true",
                     help="plans run loops as recorded (ptoisa.plans.BATCH_LOOPS off)")
     ap.add_argument("--no-chains", action="store_true",
                     help="accumulating loops run as recorded (ptoisa.plan_loops.BATCH_CHAINS "
                     "off)")
-    ns = ap.parse_args()
+
+
+def apply_switches(ns: argparse.Namespace) -> None:
     if ns.no_batches:
         from ptoisa import plans
         plans.BATCH_LOOPS = False
     if ns.no_chains:
         from ptoisa import plan_loops
         plan_loops.BATCH_CHAINS = False
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--only", default="")
+    add_switches(ap)
+    ns = ap.parse_args()
+    apply_switches(ns)
     from scale import cpu_name
 
     print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds")
