@@ -67,6 +67,24 @@ GEMM_BOARD: dict[int, tuple[float, float, float, float, float]] = {
 }
 
 
+def store_result(gm: GlobalTensor, acc: Tile) -> None:
+    """upstream's StoreResult: the cube's tile to GM on the fix pipe, between M -> FIX and
+    FIX -> M flags (gemm_performance, conv2d_forward, matmul_mxfp4_performance)."""
+    pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+    pto.TSTORE(gm, acc)
+    pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
+
+
+def wait_sync_flags() -> None:
+    """upstream's WaitSyncFlags: the ping-pong flags set ahead of the loops, waited at the end."""
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+
+
 def gemm_k_step(kk: int, mte2: int, mte1: int, src0: np.ndarray, src1: np.ndarray, k: int,
                 base_a: int, base_b: int, a_mat: list[Tile], b_mat: list[Tile],
                 a_l0: list[Tile], b_l0: list[Tile], c_tile: Tile) -> tuple[int, int]:
@@ -166,19 +184,11 @@ def gemm_performance(out: np.ndarray, src0: np.ndarray, src1: np.ndarray, size: 
                                          off_a + i * single_k * BASE_M,
                                          off_b + j * single_k * BASE_N,
                                          a_mat, b_mat, a_l0, b_l0, c_tile)
-            # StoreResult
-            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
-            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
             nc = BASE_M * BASE_N
-            gm_c = GlobalTensor(out, (1, 1, 1, BASE_M, BASE_N), (nc, nc, nc, n, 1), Layout.ND,
-                                offset=off_c + i * BASE_M * n + j * BASE_N)
-            pto.TSTORE(gm_c, c_tile)
-            pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
-            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
-    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
-    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
-    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
-    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+            store_result(GlobalTensor(out, (1, 1, 1, BASE_M, BASE_N), (nc, nc, nc, n, 1),
+                                      Layout.ND, offset=off_c + i * BASE_M * n + j * BASE_N),
+                         c_tile)
+    wait_sync_flags()
 
 
 # ---- common/flash_atten -------------------------------------------------------------------------
@@ -857,18 +867,11 @@ def conv2d_forward(cfg: ConvConfig, out: np.ndarray, x: np.ndarray, w: np.ndarra
                     lambda d, f=f_mat[cur], w0=wout_start, k=kmod: pto.TIMG2COL(d, f, w0, k * bk),
                     lambda d, w=w_mat[cur], k=ki: pto.TEXTRACT(d, w, (k % skb) * bk, 0),
                     acc, a_l0, b_l0)
-            # StoreResult
-            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
-            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
-            dst = GlobalTensor(out, (1, bn // 16, -(-bm // wout), wout, 16), ys, Layout.NC1HWC0,
-                               offset=off_c + mi * bm * ys[3] + ni * bn // 16 * ys[1])
-            pto.TSTORE(dst, acc)
-            pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
-            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
-    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
-    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
-    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
-    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+            store_result(GlobalTensor(out, (1, bn // 16, -(-bm // wout), wout, 16), ys,
+                                      Layout.NC1HWC0,
+                                      offset=off_c + mi * bm * ys[3] + ni * bn // 16 * ys[1]),
+                         acc)
+    wait_sync_flags()
 
 
 def conv_buffers(cfg: ConvConfig, timing: bool = False, seed: int = 3
@@ -1260,19 +1263,9 @@ def mxfp4_matmul(cfg: MxConfig, out: np.ndarray, src0: np.ndarray, src1: np.ndar
                                    sb_l0[mte1])
                 pto.SET_FLAG(Pipe.M, Pipe.MTE1, mte1)
                 mte1 = 1 - mte1
-            # StoreResult
-            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
-            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
-            gm_c = GlobalTensor(out, (1, 1, 1, cur_m, cur_n), (big, big, big, n, 1), Layout.ND,
-                                offset=off_c + i * bm * n + j * bn)
-            pto.TSTORE(gm_c, c_tile)
-            pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
-            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
-    # WaitSyncFlags
-    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
-    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
-    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 0)
-    pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, 1)
+            store_result(GlobalTensor(out, (1, 1, 1, cur_m, cur_n), (big, big, big, n, 1),
+                                      Layout.ND, offset=off_c + i * bm * n + j * bn), c_tile)
+    wait_sync_flags()
 
 
 def mx_buffers(cfg: MxConfig, timing: bool = False, seed: int = 7
