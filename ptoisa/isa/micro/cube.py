@@ -838,11 +838,14 @@ def _mad_sat(sig: Sig) -> None:
                            f"({n} is {t})")
 
 
-def _mad_entry(name: str, kind: str, doc: str) -> Any:
+def _mad_entry(name: str, kind: str, doc: str, mx: bool = False) -> Any:
+    """A MAD entry of ``kind`` (plain, acc, bias); ``mx``: the MX form, which scales lhs and
+    rhs by the E8M0 codes in the scale buffers, and has no tf32_mode and no floating-type
+    check of sat / nosat (its operands are floating by type)."""
     bias = (Opnd("bias", "ptr"),) if kind == "bias" else ()
+    tf32 = () if mx else (Opnd("tf32_mode", "group", optional=True),)
     operands = (Opnd("lhs", "ptr"), Opnd("rhs", "ptr"), Opnd("dst", "ptr", "out"), *bias,
-                Opnd("m", "scalar"), Opnd("n", "scalar"), Opnd("k", "scalar"),
-                Opnd("tf32_mode", "group", optional=True),
+                Opnd("m", "scalar"), Opnd("n", "scalar"), Opnd("k", "scalar"), *tf32,
                 Opnd("unit_flag", "group", optional=True))
 
     def impl(m: Any, *vals: Any, disable_gemv: bool = False, sat: bool = False,
@@ -850,33 +853,15 @@ def _mad_entry(name: str, kind: str, doc: str) -> Any:
         lhs, rhs, dst = vals[:3]
         rest = list(vals[3:])
         b = rest.pop(0) if kind == "bias" else None
-        mv, nv, kv, tf32, unit_flag = (rest + [None, None])[:5]
-        _mad(m, name.lower(), kind, lhs, rhs, dst, b, mv, nv, kv, disable_gemv, tf32,
-             {"sat": sat, "nosat": nosat, "n_dir": n_dir, "unit_flag": unit_flag})
+        if mx:
+            rest.insert(3, None)  # (no tf32_mode)
+        mv, nv, kv, tf32_mode, unit_flag = (rest + [None, None])[:5]
+        _mad(m, name.lower(), kind, lhs, rhs, dst, b, mv, nv, kv, disable_gemv, tf32_mode,
+             {"sat": sat, "nosat": nosat, "n_dir": n_dir, "unit_flag": unit_flag}, mx=mx)
     impl.__doc__ = doc
     impl.__name__ = name
     return instr(name, pipe=Pipe.M, dialect="vpto", operands=operands, params=_MAD_FLAGS,
-                 dtype_key=("lhs",), static=(_mad_sat,))(impl)
-
-
-def _mad_mx_entry(name: str, kind: str, doc: str) -> Any:
-    bias = (Opnd("bias", "ptr"),) if kind == "bias" else ()
-    operands = (Opnd("lhs", "ptr"), Opnd("rhs", "ptr"), Opnd("dst", "ptr", "out"), *bias,
-                Opnd("m", "scalar"), Opnd("n", "scalar"), Opnd("k", "scalar"),
-                Opnd("unit_flag", "group", optional=True))
-
-    def impl(m: Any, *vals: Any, disable_gemv: bool = False, sat: bool = False,
-             nosat: bool = False, n_dir: bool = False) -> None:
-        lhs, rhs, dst = vals[:3]
-        rest = list(vals[3:])
-        b = rest.pop(0) if kind == "bias" else None
-        mv, nv, kv, unit_flag = (rest + [None])[:4]
-        _mad(m, name.lower(), kind, lhs, rhs, dst, b, mv, nv, kv, disable_gemv, None,
-             {"sat": sat, "nosat": nosat, "n_dir": n_dir, "unit_flag": unit_flag}, mx=True)
-    impl.__doc__ = doc
-    impl.__name__ = name
-    return instr(name, pipe=Pipe.M, dialect="vpto", operands=operands, params=_MAD_FLAGS,
-                 dtype_key=("lhs",))(impl)
+                 dtype_key=("lhs",), static=() if mx else (_mad_sat,))(impl)
 
 
 MAD = _mad_entry("MAD", "plain",
@@ -893,13 +878,13 @@ _MX_MAD_DOC = (" with lhs' = lhs * 2^(sa - 127), rhs' = rhs * 2^(sb - 127), one 
                "rhs pointers: TMATMUL_MX's maths (k a multiple of 64). ``sat`` is executed "
                "where nothing exceptional arises (an error names it otherwise); ``nosat`` "
                "keeps the IEEE values.")
-MAD_MX = _mad_mx_entry("MAD_MX", "plain",
-                       "dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j]" + _MX_MAD_DOC)
-MAD_MX_ACC = _mad_mx_entry("MAD_MX_ACC", "acc",
-                           "dst[i, j] += sum_k lhs'[i, k] * rhs'[k, j]" + _MX_MAD_DOC)
-MAD_MX_BIAS = _mad_mx_entry("MAD_MX_BIAS", "bias",
-                            "dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j] + bias[j] (f32 in BT)"
-                            + _MX_MAD_DOC)
+MAD_MX = _mad_entry("MAD_MX", "plain",
+                    "dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j]" + _MX_MAD_DOC, mx=True)
+MAD_MX_ACC = _mad_entry("MAD_MX_ACC", "acc",
+                        "dst[i, j] += sum_k lhs'[i, k] * rhs'[k, j]" + _MX_MAD_DOC, mx=True)
+MAD_MX_BIAS = _mad_entry("MAD_MX_BIAS", "bias",
+                         "dst[i, j] = sum_k lhs'[i, k] * rhs'[k, j] + bias[j] (f32 in BT)"
+                         + _MX_MAD_DOC, mx=True)
 
 
 # ---- FIXPIPE writeback ----------------------------------------------------------------------
