@@ -46,9 +46,11 @@ class PtoError(Exception):
     """Base class of every error ptoisa raises on bad user input."""
 
     #: the error is one of PTOAS's own verifier rules, in its words (a registry rule raised
-    #: with ``Sig.fail(..., ptoas=True)``; tests/test_ptoas_rules.py finds each text in PTOAS's
-    #: lit tests)
+    #: with ``Sig.fail(..., ptoas=True)``: tests/test_ptoas_rules.py finds each text in PTOAS's
+    #: lit tests; or with ``ptoas=SourceRule(...)``, cited from PTOAS's source)
     ptoas_rule: bool = False
+    #: the ``path:function`` of PTOAS's source that makes the rule ("": not cited from source)
+    ptoas_source: str = ""
 
     def __init__(self, message: str, *, op: str | None = None, loc: SourceLoc | None = None):
         self.message = message

@@ -662,6 +662,7 @@ def check_types_at(op: Op, ins: Instr, target: TargetLike, types: dict[str, Any]
     except PtoError as e:
         v = VerifyError(e.message, op=e.op or ins.mnemonic, loc=op.loc)
         v.ptoas_rule = e.ptoas_rule
+        v.ptoas_source = e.ptoas_source
         raise v from None
 
 

@@ -39,6 +39,7 @@ from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from ..vector.logical import LMask, LVec, VmiSpec
 from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec, vreg_spec
+from .ptoas_source import SourceRule
 from .signature import signature
 from .spelling import Attr, Form, Ptoas
 
@@ -125,11 +126,22 @@ class Sig:
     def __getitem__(self, name: str) -> Any:
         return self.types.get(name)
 
-    def fail(self, msg: str, ptoas: bool = False) -> IllegalInstruction:
-        """The error a static rule raises; ``ptoas``: the rule is PTOAS's verifier's and
-        ``msg`` starts with its words (see :attr:`PtoError.ptoas_rule`)."""
+    def fail(self, msg: str, ptoas: bool | SourceRule = False,
+             names: tuple[str, ...] = ()) -> IllegalInstruction:
+        """The error a static rule raises; ``ptoas``: the rule is PTOAS's verifier's, True
+        when ``msg`` starts with its words (found in PTOAS's lit tests), or a
+        :class:`~ptoisa.isa.ptoas_source.SourceRule` cited from PTOAS's source: on the
+        targets it names, its words (``names`` in its slots) are quoted after ``msg`` (see
+        :attr:`PtoError.ptoas_rule`)."""
+        source = ""
+        if isinstance(ptoas, SourceRule):
+            if self.target.name in ptoas.targets:
+                msg = f"{msg} (PTOAS: {ptoas.text(*names)})"
+                source = ptoas.cite
+            ptoas = bool(source)
         e = IllegalInstruction(msg, op=self.ins.mnemonic)
         e.ptoas_rule = ptoas
+        e.ptoas_source = source
         return e
 
 

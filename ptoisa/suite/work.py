@@ -94,10 +94,13 @@ def judge(mod: lit.Module, errors: list[PtoError]) -> Outcome:
         return Outcome("accepted", "", mod.where)
     if not mod.expect_reject:
         if mod.assumed and all(e.ptoas_rule for e in errors):
-            # written for an older PTOAS (the frontends pin theirs): today's PTOAS refuses it
-            # with the same rule, so it is not a file PTOAS accepts
-            return Outcome("rejected-as-ptoas", f"{first_line(errors[0])} (PTOAS's own rule: "
-                           "today's PTOAS rejects it too)", mod.where, text_matched=True)
+            # written for an older PTOAS (the frontends pin theirs), or a case PTOAS's own
+            # tests never compile: today's PTOAS refuses it with the same rule (seen in its
+            # lit tests, or cited from its source), so it is not a file PTOAS accepts
+            cited = f", {errors[0].ptoas_source}" if errors[0].ptoas_source else ""
+            return Outcome("rejected-as-ptoas", f"{first_line(errors[0])} (PTOAS's own "
+                           f"rule{cited}: today's PTOAS rejects it too)", mod.where,
+                           text_matched=True)
         return Outcome("wrongly-rejected", first_line(errors[0]), mod.where)
     matched = None
     if mod.expected:

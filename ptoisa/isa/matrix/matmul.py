@@ -34,6 +34,7 @@ from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import NotExecutedYet, RuntimeCheckError
 from ...memory import MATMUL_ACCUMULATIONS, Machine, current
 from ...tile import FRACTAL_MX, Tile, TileSpec, tile_spec
+from ..ptoas_source import SourceRule, source_rule
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
 from ..spelling import Attr, Form, Ptoas
 
@@ -149,7 +150,33 @@ def _layout_ok(role: str, t: TileSpec, target: Target) -> str | None:
     return None
 
 
-def _matmul_rule(kind: str) -> Any:
+# PTOAS's verifiers of pto.tmatmul / .acc / .bias and pto.tgemv / .acc / .bias (TMatmulOp,
+# TMatmulAccOp, TMatmulBiasOp, TGemvOp, TGemvAccOp, TGemvBiasOp ::verify, on a2a3 and a5 alike:
+# the A5 checks call the A2A3 ones first) refuse an operand in the wrong address space; no lit
+# test shows it, the source does (ptoas_source.py). Its check of dst / acc_in comes first.
+_PTOAS_ACC = source_rule("lib/PTO/IR/PTO.cpp:verifyAccTileCommonA2A3",
+                         "expects {} to be in the acc address space")
+_PTOAS_MAT = source_rule("lib/PTO/IR/PTO.cpp:verifyMatTileOperandsA2A3",
+                         "expects lhs, rhs, and dst to use the left, right, and acc address spaces")
+_PTOAS_GEMV = source_rule("lib/PTO/IR/PTO.cpp:verifyGemvTileOperandsA2A3",
+                          "expects lhs and rhs to use the left and right address spaces")
+_PTOAS_BIAS = source_rule("lib/PTO/IR/PTO.cpp:verifyMatBiasTileA2A3",
+                          "expects bias to be in the bias address space")
+
+
+def _ptoas_loc_rule(kind: str, gemv: bool, role: str) -> tuple[SourceRule | bool, tuple[str, ...]]:
+    """PTOAS's rule refusing a ``role`` operand outside its address space (False: none cited;
+    the MX forms' verifiers are not)."""
+    if kind == "mx":
+        return False, ()
+    if role in ("c", "cin"):
+        return _PTOAS_ACC, ("dst" if role == "c" else "acc_in",)
+    if role in ("a", "b"):
+        return (_PTOAS_GEMV if gemv else _PTOAS_MAT), ()
+    return (_PTOAS_BIAS if role == "bias" else False), ()
+
+
+def _matmul_rule(kind: str, gemv: bool) -> Any:
     def rule(sig: Sig) -> None:
         r = _sig_roles(sig, kind)
         target = sig.target
@@ -158,7 +185,9 @@ def _matmul_rule(kind: str) -> Any:
                 continue
             name = _ROLE_NAMES[role]
             if t.loc is not _ROLE_LOC[role]:
-                raise sig.fail(f"{name} must be a {_ROLE_LOC[role].name} tile, got {t.loc.name}")
+                said, names = _ptoas_loc_rule(kind, gemv, role)
+                raise sig.fail(f"{name} must be a {_ROLE_LOC[role].name} tile, got {t.loc.name}",
+                               ptoas=said, names=names)
             want = _layout_ok(role, t, target)
             if want is not None:
                 raise sig.fail(f"{name} must be {want}, got {t.layout_name} {t.rows}x{t.cols}")
@@ -738,7 +767,7 @@ def _declare(name: str, kind: str, gemv: bool, operands: tuple[Opnd, ...], doc: 
     # the MX forms index their scales as 2-D; the others are batch-safe ([..., m, k] @ ...)
     return instr(name, family="matrix", pipe=Pipe.M, operands=operands, params=_PHASE,
                  batched=not name.endswith("_MX"),
-                 static=(_matmul_rule(kind),), runtime=(_runtime(kind, gemv),),
+                 static=(_matmul_rule(kind, gemv),), runtime=(_runtime(kind, gemv),),
                  ptoas=ptoas, fast=fast)(impl)
 
 
