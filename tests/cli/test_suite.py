@@ -753,6 +753,44 @@ def test_a_file_without_run_lines_refused_by_a_ptoas_rule(tmp_path):
     assert verdict == "wrongly-rejected"
 
 
+MATMUL_FROM_VEC = """module attributes {pto.target_arch = "TARGET"} {
+  func.func @mm() {
+    %a = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf16>
+    %b = pto.alloc_tile : !pto.tile_buf<vec, 16x16xf16>
+    %c = pto.alloc_tile : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major>
+    pto.tmatmul ins(%a, %b : !pto.tile_buf<vec, 16x16xf16>, !pto.tile_buf<vec, 16x16xf16>)
+                outs(%c : !pto.tile_buf<acc, 16x16xf32, blayout=col_major, slayout=row_major>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["a3", "a5"])
+def test_a_file_refused_by_a_ptoas_rule_cited_from_its_source(tmp_path, target):
+    """A rule PTOAS's verifier makes (its source says so: ptoas_source.py), though no lit test
+    shows it: a file without RUN lines it refuses is rejected as PTOAS rejects it, with
+    PTOAS's words and the citation."""
+    text = MATMUL_FROM_VEC.replace("TARGET", target)
+    verdict, res = verdict_of(write(tmp_path, "fe/mm.pto", text), tmp_path)
+    reason = res.verdict().reason
+    assert verdict == "rejected-as-ptoas", reason
+    assert ("tmatmul: aMatrix must be a Left tile, got Vec (PTOAS: expects lhs, rhs, and dst "
+            "to use the left, right, and acc address spaces)") in reason
+    assert "PTOAS's own rule, lib/PTO/IR/PTO.cpp:verifyMatTileOperandsA2A3" in reason
+
+
+def test_a_tilelang_kernel_ptoas_refuses_is_rejected_as_ptoas(tmp_path):
+    """A tilelang_st kernel has no RUN line either: PTOAS refusing it by its own rule, the
+    folder's file is rejected-as-ptoas (its cases are not run, nor counted as failures)."""
+    d = tilelang(tmp_path, "tmm")
+    write(d, "tmm.pto", MATMUL_FROM_VEC.replace("TARGET", "a5"))
+    [res] = do_task(Task("tilelang", d, tmp_path))
+    v = res.verdict()
+    assert (res.kind, v.verdict) == ("tilelang", "rejected-as-ptoas"), res.to_json()
+    assert "(PTOAS: expects lhs, rhs, and dst to use" in v.reason
+
+
 def test_an_operation_not_executed_yet_is_refused_by_its_name():
     # the message need not spell "operation 'X' cannot be executed": the error's class says
     # it, and its op (set as it leaves the instruction) is the name

@@ -180,14 +180,14 @@ def _matmul_rule(kind: str, gemv: bool) -> Any:
     def rule(sig: Sig) -> None:
         r = _sig_roles(sig, kind)
         target = sig.target
-        for role, t in r.items():
-            if not isinstance(t, TileSpec):
-                continue
-            name = _ROLE_NAMES[role]
+        tiles = [(role, _ROLE_NAMES[role], t) for role, t in r.items()
+                 if isinstance(t, TileSpec)]
+        for role, name, t in tiles:  # (every address space first, as PTOAS checks them)
             if t.loc is not _ROLE_LOC[role]:
                 said, names = _ptoas_loc_rule(kind, gemv, role)
                 raise sig.fail(f"{name} must be a {_ROLE_LOC[role].name} tile, got {t.loc.name}",
                                ptoas=said, names=names)
+        for role, name, t in tiles:
             want = _layout_ok(role, t, target)
             if want is not None:
                 raise sig.fail(f"{name} must be {want}, got {t.layout_name} {t.rows}x{t.cols}")
