@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import ptoisa
-from ptoisa.isa.ptoas_source import (
+from ptoisa.ptoas_source import (
     DEFAULT_MIRROR,
     MIRROR_ENV,
     PTOAS_COMMIT,

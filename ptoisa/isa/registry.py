@@ -34,12 +34,12 @@ from ..errors import (
 from ..foreign import read_only_origin
 from ..lanes import Lanes, block_of, uniform
 from ..memory import Machine, current
+from ..ptoas_source import SourceRule
 from ..targets import Target, TargetLike, get_target, known_targets
 from ..tensor import GlobalTensor, GMSpec
 from ..tile import Tile, TileSpec
 from ..vector.logical import LMask, LVec, VmiSpec
 from ..vector.regs import Align, Mask, Ptr, PtrSpec, VReg, VRegSpec, vreg_spec
-from .ptoas_source import SourceRule
 from .signature import signature
 from .spelling import Attr, Form, Ptoas
 

@@ -71,7 +71,7 @@ def check(text: str, name: str, target: TargetLike, level: str | None,
     from ..text import parse
 
     try:
-        mod = parse(text, name)
+        mod = parse(text, name, mlir_only=True)  # (PTOAS reads MLIR, never PTO-AS)
         verify_ssa(mod)
     except PtoError as e:
         return None, [e]

@@ -22,13 +22,18 @@ def parse(
     known_ops: Callable[[str], bool] | None = None,
     *,
     verify: bool = True,
+    mlir_only: bool = False,
 ) -> Module:
     """Parse ``text``; raises ParseError (syntax) or VerifyError (SSA checks), with location.
 
     ``known_ops(name)``, if given, makes any ``pto.*`` op it rejects a ParseError
-    "unknown operation 'pto.foo'" at the op.
+    "unknown operation 'pto.foo'" at the op. ``mlir_only``: read the text as PTOAS (an MLIR
+    tool) does: a PTO-AS statement at the top level (an op named without a dialect MLIR
+    knows: ``func @f(...)``, ``tadd``) is a ParseError in MLIR's words ("custom op 'func' is
+    unknown"). Inside a region it is not checked (a line split off an op by the layout rules
+    reads as one).
     """
-    mod = Parser(text, filename, known_ops).parse_module()
+    mod = Parser(text, filename, known_ops, mlir_only).parse_module()
     if verify:
         verify_ssa(mod)
     return mod

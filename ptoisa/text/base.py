@@ -97,6 +97,7 @@ class ParserBase:
         text: str,
         filename: str = "<string>",
         known_ops: Callable[[str], bool] | None = None,
+        mlir_only: bool = False,
     ) -> None:
         self.src = Source(text, filename)
         self.text = text
@@ -106,6 +107,10 @@ class ParserBase:
         self.last_op: Op | None = None  # the op a comment on its line belongs to
         self.i = 0
         self.known_ops = known_ops
+        #: read as PTOAS (an MLIR tool) reads the text: a PTO-AS statement outside every region
+        #: (a module's body, the file's top level) is an error
+        self.mlir_only = mlir_only
+        self.region_depth = 0  # regions open around the parser's position
         self.scopes: list[_Scope] = [_Scope()]
         self.free: dict[str, Value] = {}
         self.closed: dict[str, Value] = {}  # defined in a region that has ended

@@ -22,6 +22,7 @@ from ptoisa.errors import ParseError, SourceLoc
 from ptoisa.ir import attrs as A
 from ptoisa.ir import types as T
 from ptoisa.ir.core import EMPTY_ATTRS, Block, Module, Op, Piece, Region, Value
+from ptoisa.ptoas_source import MLIR_PARSE
 from ptoisa.text.attributes import AttributeParser, _int, _unescape
 from ptoisa.text.base import (
     _BUILTIN_TYPE_RE,
@@ -121,6 +122,7 @@ class Parser(AttributeParser):
         self.expect("{")
         self.last_op = None  # a comment after '{' goes with the first op of the region
         self.scopes.append(_Scope())
+        self.region_depth += 1
         blocks: list[Block] = []
         block_args = [self.define(n, t, loc, "arg") for n, t, loc in (args or [])]
         label = None
@@ -140,6 +142,7 @@ class Parser(AttributeParser):
             self.comments.out.end[blocks[-1]] = end
         self.expect("}")
         self.closed.update(self.scopes.pop().names)
+        self.region_depth -= 1
         return Region(tuple(blocks))
 
     def parse_block_label(self) -> tuple[str, list[Value]]:
@@ -224,6 +227,12 @@ class Parser(AttributeParser):
                 asm = True
         elif t not in _FUNC_DEFAULT and t != "module":
             asm = True
+        if asm and self.mlir_only and self.region_depth == 0:
+            # (only there: inside a region a line the layout rules split off an op reads as
+            # a PTO-AS statement too, so only the top level tells a PTO-AS file for sure)
+            e = self.error(self.not_mlir(t), head)
+            e.ptoas_rule, e.ptoas_source = True, MLIR_PARSE.cite
+            raise e
         name = asm_to_ir_name(t) if asm else _FUNC_DEFAULT.get(t, t)
         if self.known_ops is not None and name.startswith("pto.") and not self.known_ops(name):
             raise self.error(f"unknown operation '{name}'", head)
@@ -234,6 +243,14 @@ class Parser(AttributeParser):
         if name == "scf.while":
             return self.parse_while(results, nres, op_loc)
         return self.parse_custom(name, results, nres, op_loc, asm)
+
+    def not_mlir(self, name: str) -> str:
+        """MLIR's refusal of op name ``name`` at the top level (a PTO-AS mnemonic: no dialect
+        MLIR knows; the default dialect there is builtin)."""
+        why = f"a PTO-AS statement, not MLIR (PTOAS: {MLIR_PARSE.says})"
+        if "." in name:
+            return f"Dialect '{name.split('.', 1)[0]}' not found for custom op '{name}': {why}"
+        return f"custom op '{name}' is unknown (tried 'builtin.{name}' as well): {why}"
 
     def make_results(
         self, results: list[tuple[str, int, SourceLoc]], types: list[T.Type]

@@ -247,3 +247,22 @@ def test_integer_literals():
     vals = [op.literals[0] for op in mod.walk() if op.name == "arith.constant"]
     assert [v.value for v in vals] == [7, -16]
     assert structurally_equal(parse(print_module(mod)), mod)
+
+
+def test_mlir_only_refuses_a_pto_as_program_at_its_first_top_level_statement():
+    """PTOAS reads MLIR: a PTO-AS program's ``func @f(...)`` is no op MLIR knows (its default
+    dialect at the top level is builtin), refused there in MLIR's words, as PTOAS's rule."""
+    text = "// a PTO-AS program\nfunc @f(%x: !pto.tile<8x8xf32>) {\n  %y = tadd %x, %x\n}\n"
+    parse(text, verify=False)  # ptoisa itself reads PTO-AS
+    with pytest.raises(ParseError) as ei:
+        parse(text, "p.pto", verify=False, mlir_only=True)
+    e = ei.value
+    assert str(e).startswith("p.pto:2:1: error: custom op 'func' is unknown (tried "
+                             "'builtin.func' as well): a PTO-AS statement, not MLIR (PTOAS: "
+                             "Error: Failed to parse MLIR.)"), str(e)
+    assert e.ptoas_rule and e.ptoas_source == "tools/ptoas/driver.cpp:parseTextualModule"
+    with pytest.raises(ParseError, match="Dialect 'tstore' not found for custom op"):
+        parse("tstore.fp %a, %b\n", verify=False, mlir_only=True)
+    # MLIR text is read as before (ops inside regions are not judged by their spelling)
+    mlir = "module {\n  func.func @f() {\n    return\n  }\n}\n"
+    assert parse(mlir, mlir_only=True).functions()[0].sym_name == "f"

@@ -33,8 +33,8 @@ from ... import lazy
 from ...enums import AccPhase, BLayout, Pipe, RoundMode, SLayout, TileType
 from ...errors import NotExecutedYet, RuntimeCheckError
 from ...memory import MATMUL_ACCUMULATIONS, Machine, current
+from ...ptoas_source import SourceRule, source_rule
 from ...tile import FRACTAL_MX, Tile, TileSpec, tile_spec
-from ..ptoas_source import SourceRule, source_rule
 from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
 from ..spelling import Attr, Form, Ptoas
 

@@ -10,6 +10,9 @@ those targets only) and quotes PTOAS's words after ours: ``tmatmul: aMatrix must
 tile, got Mat (PTOAS: expects lhs, rhs, and dst to use the left, right, and acc address
 spaces)``.
 
+The rules live beside the code that makes them (``isa/matrix/matmul.py``); :data:`MLIR_PARSE`
+is PTOAS's reading of its textual input as MLIR (the text parser's ``mlir_only``).
+
 tests/test_ptoas_rules.py checks every rule declared here: the citation is well formed and
 the words long enough to mean something; with a copy of PTOAS's repository at hand
 (:func:`mirror`), the cited function is defined in the cited file at :data:`PTOAS_COMMIT` and
@@ -98,3 +101,9 @@ def function_body(source: str, function: str) -> str | None:
         end = rest.find("\n}")
         return source[m.start():m.end() + (end if end >= 0 else len(rest))]
     return None
+
+
+#: PTOAS reads a textual input as MLIR (``parseAsmSourceFile``) and stops at MLIR's error:
+#: text that is not MLIR (a PTO-AS program) is refused at its first op MLIR does not know
+MLIR_PARSE = source_rule("tools/ptoas/driver.cpp:parseTextualModule",
+                         "Error: Failed to parse MLIR.")
