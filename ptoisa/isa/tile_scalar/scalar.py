@@ -16,6 +16,7 @@ from ...dtypes import dtype
 from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
+from ...ptoas_source import source_rule
 from ...tile import Tile, TileSpec
 from ..elementwise.common import as_elem, cover, kinds, plain_form
 from ..elementwise.unary_binary import (
@@ -34,6 +35,7 @@ from ..registry import (
     Param,
     PipeForms,
     Sig,
+    StaticRule,
     instr,
     locs,
     same_dtype,
@@ -55,6 +57,29 @@ from ..valid_region import (
 
 _DST = Opnd("dst", "tile", "out")
 Fn = Callable[..., Any]
+
+# pto.tadds / tsubs / tmuls / tmaxs / tmins (TAddSOp ... TMinSOp::verify, through
+# verifyArithmeticScalarTileOpWithArchDispatch and verifyNumericScalarTileOpCommon, on a2a3 and
+# a5) refuse a src or dst outside UB, src first; no lit test shows it, the source does
+_PTOAS_VEC = source_rule("lib/PTO/IR/PTO.cpp:verifyScalarTileOp",
+                         "expects {} to be in the vec address space")
+_PTOAS_VEC_OPS = frozenset({"TADDS", "TSUBS", "TMULS", "TMAXS", "TMINS"})
+
+
+def _vec_tiles(name: str, src: str) -> StaticRule:
+    """dst and ``src`` are Vec tiles; for the ops PTOAS's verifyScalarTileOp checks, in its
+    order (src first) and marked as its rule."""
+    if name not in _PTOAS_VEC_OPS:
+        return vec("dst", src)
+
+    def rule(sig: Sig) -> None:
+        for n, said in ((src, "src"), ("dst", "dst")):
+            t = sig[n]
+            if isinstance(t, TileSpec) and t.loc is not TileType.Vec:
+                raise sig.fail(f"{n} must be a Vec tile, got {t.loc.name}", ptoas=_PTOAS_VEC,
+                               names=(said,))
+    rule.__name__ = f"vec(dst, {src})"
+    return rule
 _INT = (kinds(("dst", "int")),)
 _FLOAT = (kinds(("dst", "float")),)
 
@@ -93,7 +118,7 @@ def _scalar_op(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
     return instr(name, family="tile-scalar", pipe=Pipe.V, batched=True, operands=ops,
                  params=params, ptoas=ptoas,
                  dtype_key=("dst",),
-                 static=(vec("dst", src), same_dtype("dst", src), *static),
+                 static=(_vec_tiles(name, src), same_dtype("dst", src), *static),
                  runtime=(cover(src), *runtime), plain=plain,
                  plain_scalar=as_elem if plain is not None else None,
                  same_valid=same_valid, static_for=static_for or {},
