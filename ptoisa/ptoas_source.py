@@ -38,14 +38,15 @@ MIN_WORDS = 20
 #: every rule declared (in declaration order), for the test
 SOURCE_RULES: list[SourceRule] = []
 
-_CITE = re.compile(r"[\w./-]+\.(?:cpp|h|td):[A-Za-z_]\w*")
+_CITE = re.compile(r"[\w./-]+\.(?:cpp|h|td):[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 
 
 @dataclass(frozen=True)
 class SourceRule:
     """One PTOAS verifier error, cited from PTOAS's source at :data:`PTOAS_COMMIT`."""
 
-    #: ``path/in/PTOAS.cpp:functionName``: the function that emits the error
+    #: ``path/in/PTOAS.cpp:functionName`` (``Class::method`` for a method): the function
+    #: whose body emits the error
     cite: str
     #: PTOAS's error text; ``{}`` where PTOAS streams in an operand's name
     says: str
@@ -67,7 +68,7 @@ class SourceRule:
 
     @property
     def function(self) -> str:
-        return self.cite.split(":")[1]
+        return self.cite.split(":", 1)[1]
 
     def pieces(self) -> list[str]:
         """The literal parts of :attr:`says` (what PTOAS's source spells out)."""

@@ -72,7 +72,7 @@ def test_each_source_rule_is_a_well_formed_citation():
     the lit tests above) or a SourceRule (checked here)."""
     assert SOURCE_RULES
     for r in SOURCE_RULES:
-        assert re.fullmatch(r"[\w./-]+\.(cpp|h|td):[A-Za-z_]\w*", r.cite), r
+        assert re.fullmatch(r"[\w./-]+\.(cpp|h|td):[A-Za-z_]\w*(::[A-Za-z_]\w*)*", r.cite), r
         assert len("".join(r.pieces())) >= 20, r
         assert r.targets and r.targets <= {"a2a3", "a5"}, r
     for p in sorted(ROOT.rglob("*.py")):

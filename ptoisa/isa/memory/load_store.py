@@ -11,6 +11,7 @@ from ...conv import ConvSpec, ConvTile
 from ...enums import AtomicType, Layout, Pipe, ReluPreMode, STPhase, TileType
 from ...errors import PtoError, RuntimeCheckError
 from ...memory import Machine, current
+from ...ptoas_source import source_rule
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
 from ..quant import convert, fp_words, quant_mode, quantize
@@ -95,6 +96,16 @@ def _gm_layouts(*allowed: Layout) -> Any:
     return rule
 
 
+# pto.tload (TLoadOp::verify) refuses element types of different sizes, in other words on
+# each target (a5's are in tload_invalid_elem_size.pto, a2a3's in the source only)
+_PTOAS_TLOAD_SIZE = {
+    "a2a3": source_rule("lib/PTO/IR/PTO.cpp:TLoadOp::verify",
+                        "expects src and dst element types to have the same bitwidth", ("a2a3",)),
+    "a5": source_rule("lib/PTO/IR/PTO.cpp:TLoadOp::verify",
+                      "expects src and dst element types to have the same element size",
+                      ("a5",))}
+
+
 def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
     def rule(sig: Sig) -> None:
         t, g = sig[tile_name], sig[gm_name]
@@ -105,12 +116,15 @@ def _gm_dtype_matches(tile_name: str, gm_name: str) -> Any:
         if not sig.target.traits.npu_static_checks and sig["preQuantScalar"] is not None:
             return  # the CPU simulator converts any tile given a quant scalar
         if t.dtype is not g.dtype:
-            # (PTOAS's words where even the sizes differ: tload_invalid_elem_size.pto)
-            a, b = sorted((tile_name, gm_name), reverse=True)
-            size = f" (expects {a} and {b} element types to have the same element size)" \
-                if t.dtype.itemsize != g.dtype.itemsize else ""
-            raise sig.fail(f"{tile_name} element type {t.dtype} != {gm_name} element type "
-                           f"{g.dtype}{size}")
+            head = f"{tile_name} element type {t.dtype} != {gm_name} element type {g.dtype}"
+            if t.dtype.itemsize != g.dtype.itemsize:
+                cited = _PTOAS_TLOAD_SIZE.get(sig.target.name) if tile_name == "dst" else None
+                if cited is not None:  # a TLOAD on a target of PTOAS's
+                    raise sig.fail(head, ptoas=cited)
+                # (PTOAS's words where even the sizes differ: tload_invalid_elem_size.pto)
+                a, b = sorted((tile_name, gm_name), reverse=True)
+                head += f" (expects {a} and {b} element types to have the same element size)"
+            raise sig.fail(head)
     return rule
 
 
