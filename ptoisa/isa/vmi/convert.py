@@ -76,10 +76,13 @@ def _vcvt_static(sig: Sig) -> None:
     if sat is not None and kind not in ("FpNarrow", "IntNarrow", "FpToSi", "FpToUi"):
         raise sig.fail("'saturate' attribute is only valid for fp-narrow / int-narrow "
                        "conversions")
+    name = str(sig.params.get("spelling") or "").removeprefix("pto.vmi.")
     if sat is None and kind in ("FpNarrow", "IntNarrow"):
+        if name == "vcvt":  # PTOAS's VMICvtOp::verify (vmi_conversion_contract_matrix.pto)
+            raise sig.fail("'saturate' attribute is required for fp-narrow / int-narrow "
+                           "conversions", ptoas=True)
         raise sig.fail("'saturate' attribute is required for fp-narrow / int-narrow "
                        "conversions")
-    name = str(sig.params.get("spelling") or "").removeprefix("pto.vmi.")
     if name == "extui" and any(t.dtype.is_signed and not t.signless for t in (s, r)):
         raise sig.fail("requires unsigned or signless integer source and result element types")
     if name == "extsi" and any(not t.dtype.is_signed or t.signless for t in (s, r)):
