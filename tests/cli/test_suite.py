@@ -780,6 +780,18 @@ def test_a_file_refused_by_a_ptoas_rule_cited_from_its_source(tmp_path, target):
     assert "PTOAS's own rule, lib/PTO/IR/PTO.cpp:verifyMatTileOperandsA2A3" in reason
 
 
+def test_a_pto_as_program_is_rejected_as_ptoas_rejects_it(tmp_path):
+    """PTOAS reads MLIR: a PTO-AS program (no RUN line) is refused at its first top-level
+    statement, in MLIR's words, as PTOAS refuses it."""
+    text = "// PTO-AS\nfunc @f(%x: !pto.tile<8x8xf32>) {\n  %y = tadd %x, %x\n}\n"
+    verdict, res = verdict_of(write(tmp_path, "fe/old.pto", text), tmp_path)
+    reason = res.verdict().reason
+    assert verdict == "rejected-as-ptoas", reason
+    assert "old.pto:2:1: error: custom op 'func' is unknown (tried 'builtin.func' as well)" \
+        in reason
+    assert "tools/ptoas/driver.cpp:parseTextualModule" in reason
+
+
 def test_a_tilelang_kernel_ptoas_refuses_is_rejected_as_ptoas(tmp_path):
     """A tilelang_st kernel has no RUN line either: PTOAS refusing it by its own rule, the
     folder's file is rejected-as-ptoas (its cases are not run, nor counted as failures)."""
