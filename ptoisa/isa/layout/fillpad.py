@@ -8,7 +8,10 @@ The padded extent differs by target (spec/notes/seeds_check.md section 4):
   source's valid columns is padded by INPLACE only when src and dst carry different pad values.
 
 The first difference is the target trait ``fillpad_whole_tile``; the a2a3 block rule is
-TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``.
+TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``. The float Max / Min pads are +-inf (pto-isa's
+PadValueMap), or the largest finite values where the target's ``pad_float_extremes`` trait
+says "finite" (a5 under PTOAS's ``vpto`` backend: lib/TileOps/a5/_fillpad.py ``_fill_scalar``
+picks ``_max`` / ``_min``, +-3.4028235e38 for f32, +-65504 for f16).
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any 
         return
     svr, svc = min(src.valid_row, dst.rows), min(src.valid_col, dst.cols)
     pad_v = pad_override if pad_override is not None else dst.spec.pad
-    pad = pad_v.scalar(dst.dtype)
+    pad = pad_v.scalar(dst.dtype, m.target.traits.pad_float_extremes)
     whole = m.target.traits.fillpad_whole_tile
     copy = whole or not inplace
     if copy and svr and svc:
