@@ -356,6 +356,8 @@ VPTO_TILELIB = {
     "pad_float_extremes": "finite",
     # tsort32.py _pad_min (template_tsort32_with_tmp)
     "sort32_pad": "code_as_number",
+    # textract.py template_textract_mat2right: mte_l1_l0b without transpose
+    "mat2right_transposing_load": False,
 }
 
 # TADDRELU: PTOAS's A2/A3 VADDRELU lowering; no A5 form is documented

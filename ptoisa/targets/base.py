@@ -196,6 +196,12 @@ class Traits:
     #: number, ``pto.f32(0xFF800000)`` = 4286578688.0, f16 64512.0, bf16 0xFF80 -> 65536.0: a
     #: large positive value that sorts *before* the real elements)
     sort32_pad: str = "neg_inf"
+    #: TEXTRACT of an NZ Mat tile into a Right (ZN) tile loads with a transpose, so Right
+    #: holds the window's values (pto-isa's TEXTRACT_M2LR); False: PTOAS's a5 TileLib
+    #: (lib/TileOps/a5/textract.py ``template_textract_mat2right``) issues ``mte_l1_l0b``
+    #: without ``transpose``, which reads the L1 matrix as B's transpose: Right holds the
+    #: window transposed (dst[i, j] = src[j, i])
+    mat2right_transposing_load: bool = True
 
     # ---- sync, mixed kernels ------------------------------------------------------------------
     #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,

@@ -19,7 +19,7 @@ import numpy as np
 from ... import dtypes as D
 from ...conv import ConvTile, transform
 from ...enums import BLayout, Pipe, ReluPreMode, SLayout, TileType
-from ...errors import ExecutionError, RuntimeCheckError
+from ...errors import ExecutionError, NotExecutedYet, RuntimeCheckError
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
 from ..quant import fp_words, quant_mode, quantize
@@ -295,9 +295,29 @@ def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
         return
     if isinstance(src, ConvTile):  # a FRACTAL_Z weight tile read as its (K, N) matrix
         vals = src.matrix_read(vr, vc, r0, c0)
+    elif dst.spec.loc is TileType.Right and src.spec.loc is TileType.Mat and \
+            src.spec.layout_name == "NZ" and not m.target.traits.mat2right_transposing_load:
+        vals = _untransposed_right(dst, src, r0, c0)
     else:
         vals = np.asarray(src.read(vr, vc, r0, c0))
     dst.write(_convert(m, vals, src, dst, relu, scalar_word, words))
+
+
+def _untransposed_right(dst: Tile, src: Tile, r0: int, c0: int) -> np.ndarray:
+    """What PTOAS's a5 TileLib leaves in a Right tile extracted from an NZ Mat tile
+    (``mat2right_transposing_load`` False; lib/TileOps/a5/textract.py
+    ``template_textract_mat2right``: ``mte_l1_l0b(src, dst, k, n)`` without ``transpose``).
+    That load reads the L1 tile as B's transpose (n x k: ``MTE_L1_L0B``), so the k x n Right
+    tile holds the source's first n x k values transposed: dst[i, j] = src[j, i]. Executed
+    where that is all it reads: a zero index and a source whose static rows are n padded to
+    a 16-row box (the shape-derived load has no operand for a taller one)."""
+    vr, vc = dst.valid_shape
+    if r0 or c0 or src.rows != -(-vc // 16) * 16 or src.cols < vr:
+        raise NotExecutedYet(
+            f"textract: a Mat -> Right extract as PTOAS's TileLib issues it (an untransposed "
+            f"mte_l1_l0b) is executed from index (0, 0) of an NZ source with {-(-vc // 16) * 16}"
+            f" rows only, got index ({r0}, {c0}) of a {src.rows}x{src.cols} source")
+    return np.asarray(src.read(vc, vr, 0, 0)).T
 
 
 def _a5_vec_vec_nd(sig: Sig) -> None:
