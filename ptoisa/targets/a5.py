@@ -358,6 +358,8 @@ VPTO_TILELIB = {
     "sort32_pad": "code_as_number",
     # textract.py template_textract_mat2right: mte_l1_l0b without transpose
     "mat2right_transposing_load": False,
+    # tmrgsort.py template_tmrgsort_single_list: repeat_times = valid_cols // (4 * blockLen)
+    "mrgsort_partial_group": True,
 }
 
 # TADDRELU: PTOAS's A2/A3 VADDRELU lowering; no A5 form is documented

@@ -202,6 +202,12 @@ class Traits:
     #: without ``transpose``, which reads the L1 matrix as B's transpose: Right holds the
     #: window transposed (dst[i, j] = src[j, i])
     mat2right_transposing_load: bool = True
+    #: TMRGSORT's single-list form takes a src whose valid columns end in a partial group of
+    #: 4 blocks: False (the TMRGSORT page: valid cols are 1..255 whole groups, else an error)
+    #: or True (PTOAS's a5 TileLib, lib/TileOps/a5/tmrgsort.py
+    #: ``template_tmrgsort_single_list``: ``repeat_times = valid_cols // (blockLen * 4)``, so
+    #: the whole groups are merged and dst past them is not written)
+    mrgsort_partial_group: bool = False
 
     # ---- sync, mixed kernels ------------------------------------------------------------------
     #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,

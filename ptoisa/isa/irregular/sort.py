@@ -241,7 +241,10 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
     * ``TMRGSORT(dst, src, blockLen)``: src's valid row holds sorted blocks of ``blockLen``
       elements; each group of 4 consecutive blocks is merged into one run of 4*blockLen
       elements of dst. blockLen must be a multiple of 64, src valid cols a multiple of
-      4*blockLen (1..255 groups).
+      4*blockLen (1..255 groups). Under PTOAS's vpto backend on a5 (trait
+      ``mrgsort_partial_group``) a partial last group is allowed: its records are neither
+      merged nor written (lib/TileOps/a5/tmrgsort.py ``template_tmrgsort_single_list``
+      repeats ``valid_cols // (4 * blockLen)`` times).
     * ``TMRGSORT<exhausted>(dst, executedNumList, tmp, src0, src1[, src2[, src3]])``: merges
       2-4 sorted lists (each src's valid cols); dst receives the first dst-valid-cols
       elements of the merge (a narrower dst keeps the top records: TopK). With exhausted=true
@@ -263,14 +266,19 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
         vc = src.valid_col
         if block <= 0 or block % 64:
             raise RuntimeCheckError(f"blockLen must be a positive multiple of 64, got {block}")
-        if vc % (4 * block) or not 1 <= vc // (4 * block) <= 255:
+        ragged = m.target.traits.mrgsort_partial_group  # (PTOAS's a5 TileLib: vpto)
+        groups = vc // (4 * block)
+        if ragged and not 1 <= groups <= 255:
+            raise RuntimeCheckError(f"src valid cols {vc} must hold 1..255 whole groups of "
+                                    f"4*blockLen ({4 * block}) elements")
+        if not ragged and (vc % (4 * block) or not 1 <= groups <= 255):
             raise RuntimeCheckError(f"src valid cols {vc} must be 1..255 times 4*blockLen "
                                     f"({4 * block})")
-        if dst.cols < vc:
-            raise RuntimeCheckError(f"dst has {dst.cols} columns, needs {vc}")
+        if dst.cols < groups * 4 * block:
+            raise RuntimeCheckError(f"dst has {dst.cols} columns, needs {groups * 4 * block}")
         row = np.asarray(src.read(1, vc)).reshape(-1)
         out = []
-        for g in range(vc // (4 * block)):
+        for g in range(groups):
             lists = [_records_of(row[(4 * g + k) * block:(4 * g + k + 1) * block], dt)
                      for k in range(4)]
             out.append(merge_records(lists, False)[0].view(dt.np))
