@@ -271,6 +271,8 @@ def _extract_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
                 f"window of {dst.rows}x{dst.cols} at ({r0}, {c0}) exceeds the {k}x{n} matrix of "
                 f"the FRACTAL_Z src", op=ins.mnemonic)
         return
+    if _reads_transposed(current(), dst, src):
+        return  # (the TileLib's untransposed load: _untransposed_right checks what it reads)
     _extract_static_window(ins, dst, src, r0, c0)
     # a permissive machine (the CPU simulator) walks dst's valid region only
     _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
@@ -295,12 +297,19 @@ def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
         return
     if isinstance(src, ConvTile):  # a FRACTAL_Z weight tile read as its (K, N) matrix
         vals = src.matrix_read(vr, vc, r0, c0)
-    elif dst.spec.loc is TileType.Right and src.spec.loc is TileType.Mat and \
-            src.spec.layout_name == "NZ" and not m.target.traits.mat2right_transposing_load:
+    elif _reads_transposed(m, dst, src):
         vals = _untransposed_right(dst, src, r0, c0)
     else:
         vals = np.asarray(src.read(vr, vc, r0, c0))
     dst.write(_convert(m, vals, src, dst, relu, scalar_word, words))
+
+
+def _reads_transposed(m: Machine, dst: Tile, src: Tile) -> bool:
+    """An NZ Mat -> Right extract on a target whose load does not transpose it
+    (``mat2right_transposing_load`` False: PTOAS's a5 TileLib)."""
+    return not m.target.traits.mat2right_transposing_load and \
+        dst.spec.loc is TileType.Right and src.spec.loc is TileType.Mat and \
+        src.spec.layout_name == "NZ"
 
 
 def _untransposed_right(dst: Tile, src: Tile, r0: int, c0: int) -> np.ndarray:
