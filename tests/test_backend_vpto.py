@@ -247,28 +247,41 @@ def test_textract_mat_to_right_is_the_untransposed_load(vpto) -> None:
     np.testing.assert_array_equal(right.numpy(), x.T)
 
 
-def test_textract_right_matches_the_micro_op() -> None:
-    x = RNG.uniform(-1, 1, (16, 32)).astype(np.float16)  # k = 32, n = 16: L1 holds n x k
+@pytest.mark.parametrize(("rows", "cols", "k", "n"), [(16, 32, 32, 16), (32, 64, 16, 16),
+                                                     (32, 32, 16, 32)])
+def test_textract_right_matches_the_micro_op(rows: int, cols: int, k: int, n: int) -> None:
+    """The Right tile TEXTRACT leaves equals, byte for byte, what mte_l1_l0b(src, dst, k, n)
+    without transpose leaves from the same L1 bytes (the source n x k, or a taller source
+    whose first box column the load reads)."""
+    x = RNG.uniform(-1, 1, (rows, cols)).astype(np.float16)
+    nbytes = k * n * 2
     with pto.target("a5", backend="vpto", mode="manual") as m:
-        mat = Tile(TileType.Mat, "f16", 16, 32, BLayout.ColMajor, None, SLayout.RowMajor)
+        mat = Tile(TileType.Mat, "f16", rows, cols, BLayout.ColMajor, None, SLayout.RowMajor)
         pto.TASSIGN(mat, 0)
         mat.load_numpy(x)
-        right = pto.TileRight("f16", 32, 16)
+        right = pto.TileRight("f16", k, n)
         pto.TASSIGN(right, 0)
         pto.TEXTRACT(right, mat, 0, 0)
-        by_tile = m.region("L0B")[:32 * 16 * 2].copy()
-        m.region("L0B")[:32 * 16 * 2] = 0
+        by_tile = m.region("L0B")[:nbytes].copy()
+        m.region("L0B")[:nbytes] = 0
         cube.MTE_L1_L0B.impl(m, Ptr("l1", 0, pto.dtypes.f16), Ptr("l0b", 0, pto.dtypes.f16),
-                             32, 16, 0, 0)
-        np.testing.assert_array_equal(m.region("L0B")[:32 * 16 * 2], by_tile)
-        np.testing.assert_array_equal(right.numpy(), x.T)
+                             k, n, 0, 0)
+        np.testing.assert_array_equal(m.region("L0B")[:nbytes], by_tile)
+        np.testing.assert_array_equal(right.numpy(), x[:n, :k].T)
 
 
 def test_textract_right_forms_not_settled_are_refused(vpto) -> None:
-    mat = Tile(TileType.Mat, "f16", 32, 32, BLayout.ColMajor, None, SLayout.RowMajor)
-    mat.load_numpy(np.ones((32, 32), np.float16))
+    x = RNG.uniform(-1, 1, (32, 64)).astype(np.float16)
+    mat = Tile(TileType.Mat, "f16", 32, 64, BLayout.ColMajor, None, SLayout.RowMajor)
+    mat.load_numpy(x)
     with pytest.raises(NotExecutedYet, match="untransposed mte_l1_l0b"):
         pto.TEXTRACT(pto.TileRight("f16", 16, 16), mat, 16, 0)
+    with pytest.raises(NotExecutedYet, match="got index \\(0, 0\\) of a 32x64 source"):
+        pto.TEXTRACT(pto.TileRight("f16", 32, 16), mat, 0, 0)  # k = 32: two box columns
+    # k within one box column: the load's 16-row read is the taller source's top rows
+    right = pto.TileRight("f16", 16, 16)
+    pto.TEXTRACT(right, mat, 0, 0)
+    np.testing.assert_array_equal(right.numpy(), x[:16, :16].T)
 
 
 def test_textract_right_default_keeps_the_values(a5) -> None:

@@ -316,16 +316,23 @@ def _untransposed_right(dst: Tile, src: Tile, r0: int, c0: int) -> np.ndarray:
     """What PTOAS's a5 TileLib leaves in a Right tile extracted from an NZ Mat tile
     (``mat2right_transposing_load`` False; lib/TileOps/a5/textract.py
     ``template_textract_mat2right``: ``mte_l1_l0b(src, dst, k, n)`` without ``transpose``).
-    That load reads the L1 tile as B's transpose (n x k: ``MTE_L1_L0B``), so the k x n Right
-    tile holds the source's first n x k values transposed: dst[i, j] = src[j, i]. Executed
-    where that is all it reads: a zero index and a source whose static rows are n padded to
-    a 16-row box (the shape-derived load has no operand for a taller one)."""
+    That load reads the L1 bytes as B's transpose, an n x k NZ matrix whose box columns are n
+    (padded to 16) rows high (``MTE_L1_L0B``), so the k x n Right tile holds the source's
+    first n x k values transposed: dst[i, j] = src[j, i]. Executed where those bytes are the
+    source's own: from index (0, 0), of a source whose box columns are that high, or taller
+    when k fits in one box column (the load reads the first box column's top rows).
+    Anything else is refused by name."""
     vr, vc = dst.valid_shape
-    if r0 or c0 or src.rows != -(-vc // 16) * 16 or src.cols < vr:
+    n_up = -(-vc // 16) * 16
+    c0_elems = 32 // src.dtype.itemsize
+    fits = src.rows == n_up or (src.rows > n_up and vr <= c0_elems)
+    if r0 or c0 or not fits or src.cols < vr:
         raise NotExecutedYet(
-            f"textract: a Mat -> Right extract as PTOAS's TileLib issues it (an untransposed "
-            f"mte_l1_l0b) is executed from index (0, 0) of an NZ source with {-(-vc // 16) * 16}"
-            f" rows only, got index ({r0}, {c0}) of a {src.rows}x{src.cols} source")
+            f"a Mat -> Right extract as PTOAS's TileLib issues it (an untransposed "
+            f"mte_l1_l0b, reading {n_up}-row box columns) is executed from index (0, 0) of an "
+            f"NZ source whose box columns are {n_up} rows high (or taller, with k <= "
+            f"{c0_elems}), got index ({r0}, {c0}) of a {src.rows}x{src.cols} source for a "
+            f"{vr}x{vc} window")
     return np.asarray(src.read(vc, vr, 0, 0)).T
 
 
