@@ -22,6 +22,7 @@ import ptoisa as pto
 from ptoisa import BLayout, PadValue, SLayout, Tile, TileType
 from ptoisa.errors import NotExecutedYet, PtoError, RuntimeCheckError
 from ptoisa.isa.micro import cube
+from ptoisa.suite import Task, do_task
 from ptoisa.suite.goldens import build_backend, do_tilelang
 from ptoisa.targets import BACKENDS, get_target
 from ptoisa.vector.regs import Ptr
@@ -424,3 +425,32 @@ def test_tilelang_goldens(shared_dir: Path, folder: str, cases: set[str]) -> Non
     if any("not run" in n for n in res.notes):
         pytest.skip("; ".join(res.notes))
     assert {c: got.get(c) for c in cases} == dict.fromkeys(cases, "matched"), res.notes
+
+
+MRGSORT_LIT = """// RUN: ptoas --pto-arch=a5 BACKEND %s
+module {
+  func.func @k() {
+    %c64 = arith.constant 64 : i32
+    %src = pto.alloc_tile : !pto.tile_buf<vec, 1x320xf32>
+    %dst = pto.alloc_tile : !pto.tile_buf<vec, 1x320xf32>
+    pto.tmrgsort ins(%src, %c64 : !pto.tile_buf<vec, 1x320xf32>, i32)
+      outs(%dst : !pto.tile_buf<vec, 1x320xf32>)
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(("backend", "want"), [("--pto-backend=vpto", "ran"),
+                                               ("", "run-failed")])
+def test_suite_runs_a_vpto_run_line_as_the_tilelib(tmp_path: Path, backend: str,
+                                                   want: str) -> None:
+    """A lit RUN line with --pto-backend=vpto runs with the profile: a partial TMRGSORT group
+    (320 columns, groups of 256) is the TileLib's to take, the ISA page's to refuse."""
+    p = tmp_path / "t.pto"
+    p.write_text(MRGSORT_LIT.replace("BACKEND", backend))
+    [res] = do_task(Task("file", p, tmp_path))
+    v = res.verdict()
+    assert v.verdict == want, v.reason
+    if want == "run-failed":
+        assert "1..255 times 4*blockLen (256)" in v.reason
