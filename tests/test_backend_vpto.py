@@ -79,6 +79,14 @@ def test_a_variant_of_a5_has_its_backend_profiles() -> None:
     assert get_target("a5", "vpto").derive("a5y").traits.pad_float_extremes == "inf"
 
 
+def test_a_profile_is_checked_where_it_is_declared() -> None:
+    a5 = get_target("a5")
+    with pytest.raises(PtoError, match="unknown target trait\\(s\\): pad_extremes"):
+        a5.derive("a5z", backends={"vpto": {"pad_extremes": "finite"}})
+    with pytest.raises(PtoError, match="no backend profile for 'llvm'"):
+        a5.derive("a5z", backends={"llvm": {}})
+
+
 def test_the_default_traits_are_pto_isas() -> None:
     for name in ("cpu", "a2a3", "a5"):
         t = get_target(name).traits

@@ -306,6 +306,11 @@ class Target:
     def __post_init__(self) -> None:
         if not self.lineage or self.lineage[0] != self.name:
             object.__setattr__(self, "lineage", (self.name, *self.lineage))
+        for backend, changes in self.backends.items():  # (a typo fails where it is declared)
+            if backend not in BACKENDS or backend == "emitc":
+                raise PtoError(f"target {self.name}: no backend profile for {backend!r} (a "
+                               f"profile is for one of: {', '.join(BACKENDS[1:])})")
+            self.traits.replace(**changes)
 
     def with_backend(self, backend: str | None) -> Target:
         """This target as a program built by PTOAS's ``--pto-backend=backend`` runs:
