@@ -62,7 +62,7 @@ def test_a_backend_profile_is_the_target_with_the_tilelib_traits() -> None:
     # the traits the TileLib changes, and nothing else
     changed = {f for f in vars(a5.traits) if getattr(a5.traits, f) != getattr(v.traits, f)}
     assert changed == {"pad_float_extremes", "sort32_pad", "mat2right_transposing_load",
-                       "mrgsort_partial_group"}
+                       "mrgsort_partial_group", "fillpad_to_valid_cols"}
     # a target without a TileLib of its own behaves as with emitc; a name not a backend fails
     assert get_target("a2a3", "vpto") is get_target("a2a3")
     assert get_target("cpu").with_backend("vpto") is get_target("cpu")
@@ -91,7 +91,8 @@ def test_the_default_traits_are_pto_isas() -> None:
     for name in ("cpu", "a2a3", "a5"):
         t = get_target(name).traits
         assert (t.pad_float_extremes, t.sort32_pad, t.mat2right_transposing_load,
-                t.mrgsort_partial_group) == ("inf", "neg_inf", True, False)
+                t.mrgsort_partial_group, t.fillpad_to_valid_cols) == \
+            ("inf", "neg_inf", True, False, False)
 
 
 # ---- pads: TFILLPAD / TFILLPAD_INPLACE / TLOAD ---------------------------------------------------
@@ -139,6 +140,40 @@ def test_tfillpad_inplace_and_expand(vpto) -> None:
     pto.TFILLPAD_EXPAND(big, t)
     np.testing.assert_array_equal(big.numpy(), _fillpad_reference(
         x, (8, 7), 16, 64, TILELIB_MAX["f32"], "f32"))
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_tfillpad_stops_at_dst_valid_cols(inplace: bool) -> None:
+    """_fillpad.py _fill_inplace / _fill: the pad covers dst's valid region outside src's
+    (rows < src valid rows: cols [src valid cols, dst valid cols); the rows below: cols
+    [0, dst valid cols)); pto-isa's TFillPad pads to the tile's Cols."""
+    rows, cols, sv, dv = 8, 64, (5, 9), (7, 40)
+    x = RNG.uniform(-1, 1, (rows, cols)).astype(np.float32)
+    got = {}
+    for backend in (None, "vpto"):
+        with pto.target("a5", backend=backend):
+            src = Tile("Vec", "f32", rows, cols, valid=sv).load_numpy(x[:sv[0], :sv[1]])
+            dst = Tile("Vec", "f32", rows, cols, valid=dv, pad=PadValue.Min)
+            (pto.TFILLPAD_INPLACE if inplace else pto.TFILLPAD)(dst, src)
+            got[backend] = dst.numpy(True).copy()
+    low = np.float32(-TILELIB_MAX["f32"])
+    ref = got["vpto"].copy()
+    ref[:sv[0], sv[1]:dv[1]] = low
+    ref[sv[0]:dv[0], :dv[1]] = low
+    np.testing.assert_array_equal(got["vpto"][:dv[0], :dv[1]], ref[:dv[0], :dv[1]])
+    if not inplace:
+        np.testing.assert_array_equal(got["vpto"][:sv[0], :sv[1]], x[:sv[0], :sv[1]])
+    # past dst's valid columns the TileLib writes nothing (the tile's poison stays); pto-isa's
+    # pad reaches the tile's Cols
+    assert np.isnan(got["vpto"][:dv[0], dv[1]:]).all()
+    assert np.isneginf(got[None][:dv[0], dv[1]:]).all()
+
+
+def test_tfillpad_src_wider_than_dst_is_refused(vpto) -> None:
+    src = Tile("Vec", "f32", 4, 32, valid=(4, 20)).load_numpy(np.ones((4, 20), np.float32))
+    dst = Tile("Vec", "f32", 4, 32, valid=(4, 16), pad=PadValue.Max)
+    with pytest.raises(NotExecutedYet, match="src valid cols \\(20\\) pass dst's \\(16\\)"):
+        pto.TFILLPAD(dst, src)
 
 
 def test_integer_pads_are_unchanged(vpto) -> None:

@@ -354,6 +354,8 @@ LEGALITY: dict[str, Rule] = {
 VPTO_TILELIB = {
     # _fillpad.py _max / _min, _load_store.py _pad_max / _pad_min, _part.py pad_max / pad_min
     "pad_float_extremes": "finite",
+    # _fillpad.py _fill / _fill_inplace: columns up to dst's valid columns
+    "fillpad_to_valid_cols": True,
     # tsort32.py _pad_min (template_tsort32_with_tmp)
     "sort32_pad": "code_as_number",
     # textract.py template_textract_mat2right: mte_l1_l0b without transpose

@@ -208,6 +208,11 @@ class Traits:
     #: ``template_tmrgsort_single_list``: ``repeat_times = valid_cols // (blockLen * 4)``, so
     #: the whole groups are merged and dst past them is not written)
     mrgsort_partial_group: bool = False
+    #: how far right TFILLPAD / _INPLACE / _EXPAND pad: False (pto-isa's A5 and A2/A3
+    #: TFillPad: to the tile's Cols, ``padCols = Dst::Cols - srcValidCol``) or True (PTOAS's
+    #: a5 TileLib, lib/TileOps/a5/_fillpad.py ``_fill`` / ``_fill_inplace``: to dst's valid
+    #: columns; the columns past them keep what they held)
+    fillpad_to_valid_cols: bool = False
 
     # ---- sync, mixed kernels ------------------------------------------------------------------
     #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,

@@ -11,7 +11,9 @@ The first difference is the target trait ``fillpad_whole_tile``; the a2a3 block 
 TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``. The float Max / Min pads are +-inf (pto-isa's
 PadValueMap), or the largest finite values where the target's ``pad_float_extremes`` trait
 says "finite" (a5 under PTOAS's ``vpto`` backend: lib/TileOps/a5/_fillpad.py ``_fill_scalar``
-picks ``_max`` / ``_min``, +-3.4028235e38 for f32, +-65504 for f16).
+picks ``_max`` / ``_min``, +-3.4028235e38 for f32, +-65504 for f16); the TileLib also pads
+only up to dst's valid columns, where pto-isa pads to the tile's Cols
+(``fillpad_to_valid_cols``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe, TileType
+from ...errors import NotExecutedYet
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_static_shape
@@ -104,14 +107,24 @@ def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any 
         vals = np.asarray(src.read(svr, svc))
         dst.write(vals.view(dst.dtype.np) if vals.dtype != dst.dtype.np else vals)
     rows_end = dst.rows if whole else max(dvr, svr)
+    # (PTOAS's a5 TileLib pads up to dst's valid columns: fillpad_to_valid_cols)
+    cols_end = dst.cols
+    if m.target.traits.fillpad_to_valid_cols:
+        cols_end = min(dvc, dst.cols)
+        if svc > cols_end and svr:
+            # (_fill_inplace's mask is dst's XOR src's lanes: it pads [dvc, svc) of the rows
+            # src covers or not, as the lowering PTOAS picks by aliasing decides)
+            raise NotExecutedYet(
+                f"a fill whose src valid cols ({svc}) pass dst's ({dvc}) as PTOAS's TileLib "
+                "lowers it (its pad there depends on the lowering PTOAS picks)")
     col_start = svc
     if block_aligned and inplace and src.spec.pad == dst.spec.pad:
         per_block = 32 // dst.dtype.itemsize
         col_start = min(-(-svc // per_block) * per_block, dst.cols)
-    if col_start < dst.cols and svr:
-        dst.fill(pad, min(svr, rows_end), dst.cols - col_start, 0, col_start)
+    if col_start < cols_end and svr:
+        dst.fill(pad, min(svr, rows_end), cols_end - col_start, 0, col_start)
     if rows_end > svr:
-        dst.fill(pad, rows_end - svr, dst.cols, svr, 0)
+        dst.fill(pad, rows_end - svr, cols_end, svr, 0)
 
 
 def _expand_when_larger(inputs: tuple[Any, ...], outs: tuple[Any, ...]) -> str | None:
