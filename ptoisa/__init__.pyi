@@ -2699,7 +2699,10 @@ def TMRGSORT(
     * ``TMRGSORT(dst, src, blockLen)``: src's valid row holds sorted blocks of ``blockLen``
       elements; each group of 4 consecutive blocks is merged into one run of 4*blockLen
       elements of dst. blockLen must be a multiple of 64, src valid cols a multiple of
-      4*blockLen (1..255 groups).
+      4*blockLen (1..255 groups). Under PTOAS's vpto backend on a5 (trait
+      ``mrgsort_partial_group``) a partial last group is allowed: its records are neither
+      merged nor written (lib/TileOps/a5/tmrgsort.py ``template_tmrgsort_single_list``
+      repeats ``valid_cols // (4 * blockLen)`` times).
     * ``TMRGSORT<exhausted>(dst, executedNumList, tmp, src0, src1[, src2[, src3]])``: merges
       2-4 sorted lists (each src's valid cols); dst receives the first dst-valid-cols
       elements of the merge (a narrower dst keeps the top records: TopK). With exhausted=true
@@ -3406,6 +3409,11 @@ def TSORT32(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None, *events: E
     idx ascends with position, as the usual iota does); on cpu they are ordered by ascending
     idx value, as the simulator's comparator does (values [5, 5] with idx [7, 3] give the
     records (5, 3), (5, 7) on cpu and (5, 7), (5, 3) on the NPUs).
+
+    Under PTOAS's vpto backend on a5 (trait ``sort32_pad`` "code_as_number") the padding is
+    the TileLib's value (lib/TileOps/a5/tsort32.py ``_pad_min``, template_tsort32_with_tmp):
+    f32 4286578688.0, a large positive number that sorts *first*, so a row's first records
+    are padding (index 0 here; the TileLib's vbitsort reads idx past its valid columns).
     """
     ...
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import finfo_limits
 from .errors import PtoError
 
 
@@ -199,11 +200,13 @@ class PadValue:
             return f"PadValue.{self.kind.lower()}({self.value!r})"
         return f"PadValue.{self.kind}"
 
-    def scalar(self, dt: Any) -> Any:
+    def scalar(self, dt: Any, float_extremes: str = "inf") -> Any:
         """The pad element for element type ``dt`` (a DType), as a numpy scalar.
 
         Hardware bit patterns (PadValueMap): Min/Max are -inf/+inf for floats with infinities,
         INT_MIN/INT_MAX for signed ints, 0/all-ones for unsigned. 64-bit ints and fp8 pad 0.
+        ``float_extremes`` "finite" (a target's ``pad_float_extremes`` trait: PTOAS's a5
+        TileLib) makes a float Min/Max the type's most negative / largest finite value.
         """
         npdt = dt.np
         if self.kind in ("Null", "Zero"):
@@ -227,6 +230,9 @@ class PadValue:
             return np.zeros((), npdt)[()]
         high = self.kind == "Max"
         if dt.is_float:
+            if float_extremes == "finite":
+                low, top = finfo_limits(dt)
+                return np.array(top if high else low).astype(npdt)[()]
             return np.array(np.inf if high else -np.inf).astype(npdt)[()]
         ii = np.iinfo(npdt)
         return npdt.type(ii.max if high else ii.min)

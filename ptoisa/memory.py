@@ -518,7 +518,8 @@ def current() -> Machine:
     return st[-1]
 
 
-def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
+def target(name: str | Target = DEFAULT_TARGET, *, backend: str | None = None,
+           **settings: Any) -> Machine:
     """Make a fresh machine of target ``name`` current and return it.
 
     As a plain call it switches the current target; as ``with pto.target("a5"):`` the previous
@@ -527,13 +528,15 @@ def target(name: str | Target = DEFAULT_TARGET, **settings: Any) -> Machine:
     the documented run-time checks the upstream CPU simulator does not make, to reproduce its
     results; every target checks them by default), matmul_accumulation ("f32" | "exact" |
     "sequential", see :func:`ptoisa.set_matmul_accumulation`; by default the current
-    machine's).
+    machine's). ``backend``: behave as a program PTOAS builds with ``--pto-backend=backend``
+    does (``"vpto"`` on a5: PTOAS's TileLib where it differs from pto-isa; see
+    :meth:`ptoisa.targets.Target.with_backend`).
 
     The fresh machine's buffers hold the poison pattern (:data:`POISON_BYTE`) wherever a tile
     is placed before it is written, and auto-placed tiles that are live together must fit in
     their buffer (see the module doc).
     """
-    m = Machine(name, **settings)
+    m = Machine(name if backend is None else get_target(name, backend), **settings)
     _tls.items.append(m)
     return m
 

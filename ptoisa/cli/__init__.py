@@ -21,7 +21,14 @@ import numpy as np
 
 from ..errors import PtoError
 from ..hostmem import check_host_memory
-from ..targets import CONFORMANCE_TARGET, DEFAULT_TARGET, TARGET_NAMES, TargetLike
+from ..targets import (
+    BACKENDS,
+    CONFORMANCE_TARGET,
+    DEFAULT_TARGET,
+    TARGET_NAMES,
+    TargetLike,
+    get_target,
+)
 
 TARGETS = list(TARGET_NAMES)
 
@@ -49,7 +56,30 @@ def _load(path: str, target: TargetLike, permissive: bool = False) -> Any:
     return prog
 
 
+def _add_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pto-backend", "--backend", dest="backend", choices=BACKENDS,
+                        default=None,
+                        help="run as a program PTOAS builds with --pto-backend=BACKEND: vpto "
+                             "follows PTOAS's a5 TileLib where it differs from pto-isa (pads "
+                             "of the largest finite value ...: docs/targets.md); default and "
+                             "emitc: pto-isa's behaviour")
+
+
+def _with_backend(ns: argparse.Namespace) -> None:
+    """``ns.target`` as the command's ``--pto-backend`` builds the program (a Target, whose
+    ``str`` is the name the messages print)."""
+    if getattr(ns, "backend", None) is not None:
+        ns.target = get_target(ns.target, ns.backend)
+
+
+def _on(ns: argparse.Namespace) -> str:
+    """The target a run reports, with the backend it runs as where one was given."""
+    be = getattr(ns, "backend", None)
+    return f"{ns.target}" + (f" (--pto-backend={be})" if be else "")
+
+
 def _cmd_check(ns: argparse.Namespace) -> int:
+    _with_backend(ns)
     try:
         prog = _load(ns.file, ns.target, ns.permissive)
     except PtoError as e:
@@ -62,7 +92,7 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         print(f"{ns.file}: error: internal error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     n = len(prog.functions)
-    print(f"{ns.file}: ok ({n} function{'s' * (n != 1)}, target {ns.target})")
+    print(f"{ns.file}: ok ({n} function{'s' * (n != 1)}, target {_on(ns)})")
     return 0
 
 
@@ -242,6 +272,7 @@ def _check_writable(flag: str, path: str) -> None:
 
 
 def _run(ns: argparse.Namespace) -> int:
+    _with_backend(ns)
     if ns.trace:
         _check_writable("--trace", ns.trace)
     if ns.ranks is not None:  # a multi-rank launch (ptoisa.cli.ranks)
@@ -323,7 +354,7 @@ def _run(ns: argparse.Namespace) -> int:
     _write_shows(shows, ns.out)
     if timing_only:  # the arrays hold what they held: no results to describe
         if not ns.quiet:
-            print(f"@{entry} on {ns.target}, {ns.blocks} block{'s' * (ns.blocks != 1)}: "
+            print(f"@{entry} on {_on(ns)}, {ns.blocks} block{'s' * (ns.blocks != 1)}: "
                   "timing only, no values computed (the arrays are unchanged)")
     else:
         _report(ns, f"@{entry}", zip(names, values, strict=True), before)
@@ -443,7 +474,7 @@ def _report(ns: argparse.Namespace, what: str, pairs: Any, before: dict[str, byt
     from .runreport import pointer_arrays, render
 
     n = ns.blocks
-    title = f"{what} on {ns.target}, {n} block{'s' * (n != 1)}"
+    title = f"{what} on {_on(ns)}, {n} block{'s' * (n != 1)}"
     arrays = pointer_arrays(pairs)
     if before is None:
         print(f"{title}: wrote " + ", ".join(f"{name}.npy" for name, _ in arrays)
@@ -555,6 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--permissive", action="store_true",
                    help="skip the documented type checks the upstream CPU simulator does not "
                         "make (as `run --permissive`)")
+    _add_backend(k)
     k.set_defaults(fn=_cmd_check)
     f = sub.add_parser("fmt", help="print a .pto file in one form")
     f.add_argument("file", help="FILE.pto, or - for stdin")
@@ -566,6 +598,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--entry", help="function to run (default: the entry function); CUBE+VECTOR "
                    "runs a cube and a vector function together (a mixed launch)")
     r.add_argument("--target", default=DEFAULT_TARGET, choices=TARGETS)
+    _add_backend(r)
     r.add_argument("--blocks", type=int, default=1, help="launch blocks (default 1)")
     r.add_argument("--permissive", action="store_true",
                    help="skip the documented run-time checks the upstream CPU simulator does "

@@ -47,8 +47,10 @@ def _have_mpi() -> bool:
 
 def _argv(ns: argparse.Namespace) -> list[str]:
     """The ``run`` command line again, for each rank (``--ranks`` without a count)."""
-    out = ["run", ns.file, "--target", ns.target, "--blocks", str(ns.blocks), "--ranks",
-           "--matmul-accumulation", ns.matmul_accumulation]
+    out = ["run", ns.file, "--target", str(ns.target), "--blocks", str(ns.blocks),
+           "--ranks", "--matmul-accumulation", ns.matmul_accumulation]
+    if getattr(ns, "backend", None):
+        out += ["--pto-backend", ns.backend]
     if ns.entry:
         out += ["--entry", ns.entry]
     if ns.permissive:

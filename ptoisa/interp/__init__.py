@@ -466,10 +466,14 @@ class _Core:
 
 
 def load(source: str | Path, *, target: TargetLike = DEFAULT_TARGET, filename: str | None = None,
-         permissive: bool = False) -> Program:
+         permissive: bool = False, backend: str | None = None) -> Program:
     """Parse a ``.pto`` file (a path) or program text, check it, and return a Program.
     ``permissive``: check and (by default) run it skipping the documented checks the upstream
-    CPU simulator does not make (see :func:`ptoisa.target`)."""
+    CPU simulator does not make (see :func:`ptoisa.target`). ``backend``: check and run it as
+    PTOAS's ``--pto-backend=backend`` builds it (``"vpto"``: PTOAS's a5 TileLib where it
+    differs from pto-isa, :meth:`ptoisa.targets.Target.with_backend`; default: pto-isa's)."""
+    if backend is not None:
+        target = get_target(target, backend)
     from ..text import parse
 
     if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import OutsideArgument, PtoError
-from ..targets import TargetLike
+from ..targets import Target, TargetLike, get_target
 from . import host, lit, work
 from .result import FileResult, Outcome
 
@@ -104,27 +104,46 @@ def work_suffixes() -> tuple[str, ...]:
     return (".pto", ".pto.mlir")
 
 
-def _check_files(d: Path, root: Path) -> tuple[list[FileResult], dict[str, tuple[Any, str,
+def build_backend(d: Path, root: Path) -> str | None:
+    """The ``--pto-backend`` a testcase folder's kernels are built with: the one the nearest
+    ``run_ptoas_to_file.cmake`` above it (up to ``root``; itself or in a ``testcase/`` folder,
+    where the smoke tests find it) passes to ptoas, else None (none named)."""
+    top = root.resolve()
+    for p in [d.resolve(), *d.resolve().parents]:
+        for q in (p, p / "testcase"):
+            f = q / "run_ptoas_to_file.cmake"
+            if f.is_file():
+                m = re.search(r"--pto-backend[= ](\w+)", f.read_text(errors="replace"))
+                return m.group(1) if m else None
+        if p == top:
+            break
+    return None
+
+
+def _check_files(d: Path, root: Path) -> tuple[list[FileResult], dict[str, tuple[Any, Target,
                                                                                   FileResult]]]:
-    """Each .pto file of the folder checked; function name -> (program, target, its file)."""
+    """Each .pto file of the folder checked; function name -> (program, the target it runs
+    on: the file's, as the folder's ``--pto-backend`` builds it (:func:`build_backend`), its
+    file)."""
     results: list[FileResult] = []
-    funcs: dict[str, tuple[Any, str, FileResult]] = {}
+    funcs: dict[str, tuple[Any, Target, FileResult]] = {}
+    kind = "tilelang" if (d / "cases.py").is_file() else "vpto"
+    backend = build_backend(d, root) if kind == "tilelang" else None
     for p in _pto_files(d):
         rel = p.relative_to(root).as_posix()
-        kind = "tilelang" if (d / "cases.py").is_file() else "vpto"
         res = FileResult(rel, kind)
         results.append(res)
         try:
             text = p.read_text()
             target = work.target_of(text, rel)
             res.target = target
-            prog, errors = work.check(text, str(p), target, None)
+            prog, errors = work.check(text, str(p), target, None, backend)
             # (no RUN line: PTOAS is taken to accept it unless its own rule refuses it)
             res.outcomes.append(work.judge(lit.Module(text, "", target, None, False, (),
-                                                      assumed=True), errors))
+                                                      assumed=True, backend=backend), errors))
             if prog is not None:
                 for f in prog.functions:
-                    funcs[f] = (prog, target, res)
+                    funcs[f] = (prog, get_target(target, backend), res)
         except Exception as e:  # noqa: BLE001 - a bug in ptoisa: a verdict
             res.outcomes.append(work._crash(e))
     return results, funcs

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import NotExecutedYet, PtoError
 from ..isa.comm import SignalNeverSet
-from ..targets import TargetLike
+from ..targets import TargetLike, get_target
 from . import lit
 from .result import FileResult, Outcome
 
@@ -316,7 +316,7 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
         mods = [lit.Module(text, "", target_of(text, rel), None, False, (), assumed=True)]
     res.target = ",".join(sorted({m.target for m in mods}))
     # (a module that RUN lines compile with other passes runs once: passes check, not change)
-    runs: dict[tuple[str, str, str | None], Outcome] = {}
+    runs: dict[tuple[str, str, str | None, str | None], Outcome] = {}
     for m in mods:
         try:
             if m.option_error:
@@ -327,9 +327,11 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
                                      m.passes)
             out = judge(m, errors)
             if out.verdict == "accepted" and run:
-                key = (m.text, m.target, m.level)
+                key = (m.text, m.target, m.level, m.backend)
                 if key not in runs:
-                    runs[key] = synth_run(prog, m.target, m.where, res.notes)
+                    # (run as the RUN line's --pto-backend builds it: Target.with_backend)
+                    runs[key] = synth_run(prog, get_target(m.target, m.backend), m.where,
+                                          res.notes)
                 out = runs[key]
         except Exception as e:  # noqa: BLE001 - a bug in ptoisa: a verdict, not a crash
             out = _crash(e, m.where)

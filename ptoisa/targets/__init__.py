@@ -21,6 +21,7 @@ import importlib
 from ..dtypes import DType, dtype
 from ..enums import TileType
 from ..errors import PtoError
+from .base import BACKENDS as BACKENDS
 from .base import Rule as Rule
 from .base import Target as Target
 from .base import Traits as Traits
@@ -59,9 +60,13 @@ _BUILT_IN: dict[str, Target] = {}
 TargetLike = str | Target
 
 
-def get_target(name: TargetLike) -> Target:
+def get_target(name: TargetLike, backend: str | None = None) -> Target:
     """The target profile called ``name`` (cpu, a2a3, a5, or one added by
-    :func:`register_target`); a :class:`Target` is returned as it is."""
+    :func:`register_target`); a :class:`Target` is returned as it is. ``backend``: as a
+    program built by PTOAS's ``--pto-backend=backend`` runs there (:meth:`Target.with_backend`:
+    ``get_target("a5", "vpto")`` follows PTOAS's a5 TileLib where it differs from pto-isa)."""
+    if backend is not None:
+        return get_target(name).with_backend(backend)
     if isinstance(name, Target):
         return name
     hit = _BUILT_IN.get(name)

@@ -347,9 +347,26 @@ LEGALITY: dict[str, Rule] = {
 }
 
 
+#: what a program built by PTOAS's ``--pto-backend=vpto`` (``--enable-tile-op-expand``) does
+#: unlike pto-isa's a5 headers: the tile ops PTOAS expands through its a5 TileLib (Python
+#: templates, lib/TileOps/a5/*.py) where the template provably computes something else
+#: (docs/targets.md, "TileLib vs pto-isa differences"; each trait's comment cites the file)
+VPTO_TILELIB = {
+    # _fillpad.py _max / _min, _load_store.py _pad_max / _pad_min, _part.py pad_max / pad_min
+    "pad_float_extremes": "finite",
+    # _fillpad.py _fill / _fill_inplace: columns up to dst's valid columns
+    "fillpad_to_valid_cols": True,
+    # tsort32.py _pad_min (template_tsort32_with_tmp)
+    "sort32_pad": "code_as_number",
+    # textract.py template_textract_mat2right: mte_l1_l0b without transpose
+    "mat2right_transposing_load": False,
+    # tmrgsort.py template_tmrgsort_single_list: repeat_times = valid_cols // (4 * blockLen)
+    "mrgsort_partial_group": True,
+}
+
 # TADDRELU: PTOAS's A2/A3 VADDRELU lowering; no A5 form is documented
 TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or "", plan=PLAN,
-                     removed=("TADDRELU",),
+                     removed=("TADDRELU",), backends={"vpto": VPTO_TILELIB},
                      traits={
                          "cmp_i32_eq_only": False,
                          "predicate_whole_stores": True,

@@ -57,6 +57,12 @@ def pairs(spec: str) -> list[tuple[str, str]]:
     return out
 
 
+#: PTOAS's code-generation backends (``--pto-backend``): ``emitc`` lowers tile ops to
+#: pto-isa's C++ headers (the ISA pages' behaviour, ptoisa's default), ``vpto`` expands them
+#: through PTOAS's TileLib templates (:meth:`Target.with_backend`)
+BACKENDS = ("emitc", "vpto")
+
+
 @dataclass(frozen=True)
 class Traits:
     """Named behaviours of a target that instruction semantics and rules read (an instruction
@@ -179,6 +185,35 @@ class Traits:
     #: simulator); else they pad the rows below the valid rows only and INPLACE does not copy
     fillpad_whole_tile: bool = False
 
+    #: what the float pad values Max / Min are (TLOAD's pad, TFILLPAD*, A5's TPARTMAX /
+    #: TPARTMIN start value): "inf" (pto-isa's PadValueMap and the ISA pages: +inf / -inf) or
+    #: "finite" (PTOAS's a5 TileLib, the ``vpto`` backend: the largest finite value of the type,
+    #: +-3.4028235e38 for f32, +-65504 for f16, +-3.3895314e38 for bf16; integers are the same)
+    pad_float_extremes: str = "inf"
+    #: what TSORT32 pads a partial last 32-block with (with a tmp tile): "neg_inf" (the TSORT32
+    #: page: -inf, the padding sorts after every real element) or "code_as_number" (PTOAS's a5
+    #: TileLib, lib/TileOps/a5/tsort32.py ``_pad_min``: the -inf bit pattern written as a
+    #: number, ``pto.f32(0xFF800000)`` = 4286578688.0, f16 64512.0, bf16 0xFF80 -> 65536.0: a
+    #: large positive value that sorts *before* the real elements)
+    sort32_pad: str = "neg_inf"
+    #: TEXTRACT of an NZ Mat tile into a Right (ZN) tile loads with a transpose, so Right
+    #: holds the window's values (pto-isa's TEXTRACT_M2LR); False: PTOAS's a5 TileLib
+    #: (lib/TileOps/a5/textract.py ``template_textract_mat2right``) issues ``mte_l1_l0b``
+    #: without ``transpose``, which reads the L1 matrix as B's transpose: Right holds the
+    #: window transposed (dst[i, j] = src[j, i])
+    mat2right_transposing_load: bool = True
+    #: TMRGSORT's single-list form takes a src whose valid columns end in a partial group of
+    #: 4 blocks: False (the TMRGSORT page: valid cols are 1..255 whole groups, else an error)
+    #: or True (PTOAS's a5 TileLib, lib/TileOps/a5/tmrgsort.py
+    #: ``template_tmrgsort_single_list``: ``repeat_times = valid_cols // (blockLen * 4)``, so
+    #: the whole groups are merged and dst past them is not written)
+    mrgsort_partial_group: bool = False
+    #: how far right TFILLPAD / _INPLACE / _EXPAND pad: False (pto-isa's A5 and A2/A3
+    #: TFillPad: to the tile's Cols, ``padCols = Dst::Cols - srcValidCol``) or True (PTOAS's
+    #: a5 TileLib, lib/TileOps/a5/_fillpad.py ``_fill`` / ``_fill_inplace``: to dst's valid
+    #: columns; the columns past them keep what they held)
+    fillpad_to_valid_cols: bool = False
+
     # ---- sync, mixed kernels ------------------------------------------------------------------
     #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,
     #: ``ffts_cross_core_sync``: FftsMode 0 sets every cube's flag, 1 both vector cores', 2
@@ -260,10 +295,47 @@ class Target:
     plan: dict[str, tuple[int, int]] = field(default_factory=dict)
     traits: Traits = field(default_factory=Traits)
     lineage: tuple[str, ...] = ()
+    #: per PTOAS code-generation backend (``--pto-backend``), the traits in which a program
+    #: built with it behaves unlike pto-isa's C++ headers (the default backend, ``emitc``);
+    #: :meth:`with_backend` makes that profile. A5's ``vpto`` expands tile ops through PTOAS's
+    #: own TileLib (``lib/TileOps/a5/*.py``), which differs from pto-isa in a few places
+    #: (docs/targets.md, "TileLib vs pto-isa differences")
+    backends: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the backend this profile is for: None for pto-isa's behaviour (no backend, ``emitc``),
+    #: else a key of ``backends``
+    backend: str | None = None
+    #: this target's backend profiles, made once (shared by a target and its profiles, so a
+    #: profile's ``with_backend(None)`` is the target itself: caches key on the object)
+    _profiles: dict[str | None, Target] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.lineage or self.lineage[0] != self.name:
             object.__setattr__(self, "lineage", (self.name, *self.lineage))
+        for backend, changes in self.backends.items():  # (a typo fails where it is declared)
+            if backend not in BACKENDS or backend == "emitc":
+                raise PtoError(f"target {self.name}: no backend profile for {backend!r} (a "
+                               f"profile is for one of: {', '.join(BACKENDS[1:])})")
+            self.traits.replace(**changes)
+
+    def with_backend(self, backend: str | None) -> Target:
+        """This target as a program built by PTOAS's ``--pto-backend=backend`` runs:
+        ``backend`` None or ``emitc`` (pto-isa's C++ headers) is the target itself; ``vpto``
+        changes the traits of ``backends["vpto"]`` (a target that declares none behaves as
+        with ``emitc``). Same name, buffers, legality and lineage; one object per backend."""
+        if backend is not None and backend not in BACKENDS:
+            raise PtoError(f"unknown backend {backend!r} (choose from: {', '.join(BACKENDS)})")
+        key = None if backend == "emitc" or backend not in self.backends else backend
+        if key == self.backend:
+            return self
+        if not self._profiles:
+            self._profiles[self.backend] = self
+        hit = self._profiles.get(key)
+        if hit is None:
+            base = self._profiles[None]
+            hit = dataclasses.replace(base, traits=base.traits.replace(**base.backends[key]),
+                                      backend=key)
+            self._profiles[key] = hit
+        return hit
 
     def buffer_size(self, space: str) -> int:
         return self.buffers.get(space, 0)
@@ -286,11 +358,18 @@ class Target:
                legality: dict[str, Rule] | None = None, removed: Iterable[str] = (),
                traits: dict[str, Any] | None = None, doc: str = "",
                plan: dict[str, tuple[int, int]] | None = None,
-               inherit_behaviour: bool = True) -> Target:
+               inherit_behaviour: bool = True,
+               backends: dict[str, dict[str, Any]] | None = None) -> Target:
         """A new target from this one: its legality table merged with ``legality`` (entries
         that differ or are new) less ``removed``; buffers, memory plan and traits changed where
         given. ``inherit_behaviour`` puts this target in the new one's lineage (per-target
-        overrides of the registry entries then apply to it too)."""
+        overrides of the registry entries then apply to it too). ``backends``: backend
+        profiles (trait changes) added or replaced; a backend profile derives as its target
+        does."""
+        if self.backend is not None:
+            return self._profiles[None].derive(
+                name, buffers=buffers, legality=legality, removed=removed, traits=traits,
+                doc=doc, plan=plan, inherit_behaviour=inherit_behaviour, backends=backends)
         table = dict(self.legality)
         table.update(legality or {})
         for n in removed:
@@ -303,10 +382,12 @@ class Target:
         return Target(name, bufs, table, doc or self.doc,
                       plan=dict(self.plan if plan is None else plan),
                       traits=self.traits.replace(**changes),
-                      lineage=(name, *self.lineage) if inherit_behaviour else (name,))
+                      lineage=(name, *self.lineage) if inherit_behaviour else (name,),
+                      backends={k: dict(v) for k, v in
+                                {**self.backends, **(backends or {})}.items()})
 
     def __repr__(self) -> str:
-        return f"<target {self.name}>"
+        return f"<target {self.name}{'' if self.backend is None else ' ' + self.backend}>"
 
     def __str__(self) -> str:
         return self.name

@@ -10,7 +10,10 @@ A5's TPARTMAX / TPARTMIN (pto-isa's a5 TPartMasterImpl, and PTOAS's a5 TileLib t
 any pattern whose two source regions lie within dst's: dst's valid region is first filled with
 the pad (PadValue Min for max, Max for min: -inf / +inf for floats, the integer extremes), then
 combined with each source over its own region. Where neither source is valid the pad remains
-(the ISA page leaves it undefined; ptoisa writes what a5's code writes).
+(the ISA page leaves it undefined; ptoisa writes what a5's code writes). pto-isa's pad is
+-inf / +inf; PTOAS's TileLib (lib/TileOps/a5/_part.py ``register_part_extreme`` with
+``pad_min`` / ``pad_max``) broadcasts the largest finite values (-3.4028235e38 / +65504 ...):
+the target's ``pad_float_extremes`` trait ("finite" on a5 under the ``vpto`` backend).
 """
 
 from __future__ import annotations
@@ -65,6 +68,26 @@ def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarra
     dst.write(out)
 
 
+def _tilelib_part(dst: Tile, src0: Tile, src1: Tile,
+                  fn: Callable[[np.ndarray, np.ndarray], Any], pad: Any) -> None:
+    """PTOAS's a5 TileLib TPARTMAX / TPARTMIN (lib/TileOps/a5/_part.py,
+    ``register_part_extreme``): dst's valid region filled with the (finite) pad, src0 copied
+    over its region, then dst = fn(dst, src1) over src1's region. So where only src1 is valid
+    dst is fn(pad, src1): -inf in src1 alone gives -FLT_MAX for TPARTMAX."""
+    vr, vc = dst.valid_shape
+    if vr == 0 or vc == 0:
+        return
+    a_r, a_c = min(src0.valid_row, vr), min(src0.valid_col, vc)
+    b_r, b_c = min(src1.valid_row, vr), min(src1.valid_col, vc)
+    out = np.full((vr, vc), pad, dst.dtype.np)
+    if a_r and a_c:
+        out[:a_r, :a_c] = src0.read(a_r, a_c)
+    if b_r and b_c:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out[:b_r, :b_c] = fn(out[:b_r, :b_c], np.asarray(src1.read(b_r, b_c)))
+    dst.write(out)
+
+
 @sim_unchecked
 def _within_dst(ins: Instr, dst: Tile, src0: Tile, src1: Tile) -> None:
     """A5's TPARTMAX / TPARTMIN: both sources' valid regions within dst's."""
@@ -91,10 +114,17 @@ def _decl(name: str, fn: Callable[[np.ndarray, np.ndarray], Any], what: str,
         pad = PadValue(a5_pad)
 
         def a5_impl(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:
-            _part(dst, src0, src1, fn, pad.scalar(dst.dtype))
+            extremes = m.target.traits.pad_float_extremes
+            if extremes == "finite":
+                _tilelib_part(dst, src0, src1, fn, pad.scalar(dst.dtype, extremes))
+            else:
+                _part(dst, src0, src1, fn, pad.scalar(dst.dtype))
 
         a5_impl.__doc__ = (f"A5: both sources within dst; {what} where both are valid, the "
-                           f"valid one where one is, the {a5_pad} pad where neither is.")
+                           f"valid one where one is, the {a5_pad} pad where neither is. Under "
+                           "PTOAS's vpto backend (pad_float_extremes 'finite') the pad is the "
+                           "largest finite value and src1 is combined with the pad where src0 "
+                           "is not valid (lib/TileOps/a5/_part.py register_part_extreme).")
         runtime = (except_on("a5", _pattern),)
         more = {"impl_for": {"a5": a5_impl}, "runtime_for": {"a5": (_within_dst,)}}
     return instr(name, family="irregular", pipe=Pipe.V,

@@ -75,9 +75,22 @@ def _tsort32_runtime(ins: Instr, dst: Tile, src: Tile, idx: Tile, tmp: Any = Non
                     f"valid region {vr}x{vc} (nor is it one row shared by every row)")
 
 
-def _sort_blocks(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None, ties_by_idx: bool) -> None:
+def _sort32_pad(m: Machine, dt: DType) -> Any:
+    """What a partial last block is padded with (the target's ``sort32_pad``): -inf (the
+    TSORT32 page), or PTOAS's a5 TileLib's value (lib/TileOps/a5/tsort32.py ``_pad_min``
+    writes ``pto.f32(0xFF800000)`` / ``pto.f16(0xFC00)`` / ``pto.bf16(0xFF80)``: the -inf bit
+    patterns as numbers, 4286578688.0 / 64512.0 / 65408 rounded to bf16 65536.0)."""
+    if m.target.traits.sort32_pad == "code_as_number":
+        code = {4: 0xFF800000, 2: 0xFC00 if dt.name == "f16" else 0xFF80}[dt.itemsize]
+        return np.array(float(code)).astype(dt.np)[()]
+    return np.array(-np.inf).astype(dt.np)[()]
+
+
+def _sort_blocks(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None, ties_by_idx: bool,
+                 pad_value: Any = -np.inf) -> None:
     """TSORT32's semantics; ``ties_by_idx`` orders equal values by ascending idx value (the
-    CPU simulator's comparator) instead of by position."""
+    CPU simulator's comparator) instead of by position; ``pad_value`` pads a partial last
+    block (with tmp)."""
     vr, vc = src.valid_shape
     if not (vr and vc):
         return
@@ -93,7 +106,7 @@ def _sort_blocks(dst: Tile, src: Tile, idx: Tile, tmp: Tile | None, ties_by_idx:
             i = ix[0 if shared else r, b * 32:(b + 1) * 32]
             if v.size < 32:
                 pad = 32 - v.size
-                v = np.concatenate([v, np.full(pad, -np.inf, src.dtype.np)])
+                v = np.concatenate([v, np.full(pad, pad_value, src.dtype.np)])
                 i = np.concatenate([i, np.zeros(pad, np.uint32)])
             n_real = min(32, vc - b * 32)
             o = _desc_order(v, i if ties_by_idx else None, n_real)
@@ -126,8 +139,13 @@ def TSORT32(m: Machine, dst: Tile, src: Tile, idx: Tile, tmp: Tile | None = None
     vbitsort page; the TSORT32 page's "ties broken by smaller index first" agrees whenever
     idx ascends with position, as the usual iota does); on cpu they are ordered by ascending
     idx value, as the simulator's comparator does (values [5, 5] with idx [7, 3] give the
-    records (5, 3), (5, 7) on cpu and (5, 7), (5, 3) on the NPUs)."""
-    _sort_blocks(dst, src, idx, tmp, ties_by_idx=False)
+    records (5, 3), (5, 7) on cpu and (5, 7), (5, 3) on the NPUs).
+
+    Under PTOAS's vpto backend on a5 (trait ``sort32_pad`` "code_as_number") the padding is
+    the TileLib's value (lib/TileOps/a5/tsort32.py ``_pad_min``, template_tsort32_with_tmp):
+    f32 4286578688.0, a large positive number that sorts *first*, so a row's first records
+    are padding (index 0 here; the TileLib's vbitsort reads idx past its valid columns)."""
+    _sort_blocks(dst, src, idx, tmp, ties_by_idx=False, pad_value=_sort32_pad(m, src.dtype))
 
 
 class MrgSortExecutedNumList:
@@ -223,7 +241,10 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
     * ``TMRGSORT(dst, src, blockLen)``: src's valid row holds sorted blocks of ``blockLen``
       elements; each group of 4 consecutive blocks is merged into one run of 4*blockLen
       elements of dst. blockLen must be a multiple of 64, src valid cols a multiple of
-      4*blockLen (1..255 groups).
+      4*blockLen (1..255 groups). Under PTOAS's vpto backend on a5 (trait
+      ``mrgsort_partial_group``) a partial last group is allowed: its records are neither
+      merged nor written (lib/TileOps/a5/tmrgsort.py ``template_tmrgsort_single_list``
+      repeats ``valid_cols // (4 * blockLen)`` times).
     * ``TMRGSORT<exhausted>(dst, executedNumList, tmp, src0, src1[, src2[, src3]])``: merges
       2-4 sorted lists (each src's valid cols); dst receives the first dst-valid-cols
       elements of the merge (a narrower dst keeps the top records: TopK). With exhausted=true
@@ -245,14 +266,19 @@ def TMRGSORT(m: Machine, dst: Tile, a1: Any, a2: Any = None, src0: Tile | None =
         vc = src.valid_col
         if block <= 0 or block % 64:
             raise RuntimeCheckError(f"blockLen must be a positive multiple of 64, got {block}")
-        if vc % (4 * block) or not 1 <= vc // (4 * block) <= 255:
+        ragged = m.target.traits.mrgsort_partial_group  # (PTOAS's a5 TileLib: vpto)
+        groups = vc // (4 * block)
+        if ragged and not 1 <= groups <= 255:
+            raise RuntimeCheckError(f"src valid cols {vc} must hold 1..255 whole groups of "
+                                    f"4*blockLen ({4 * block}) elements")
+        if not ragged and (vc % (4 * block) or not 1 <= groups <= 255):
             raise RuntimeCheckError(f"src valid cols {vc} must be 1..255 times 4*blockLen "
                                     f"({4 * block})")
-        if dst.cols < vc:
-            raise RuntimeCheckError(f"dst has {dst.cols} columns, needs {vc}")
+        if dst.cols < groups * 4 * block:
+            raise RuntimeCheckError(f"dst has {dst.cols} columns, needs {groups * 4 * block}")
         row = np.asarray(src.read(1, vc)).reshape(-1)
         out = []
-        for g in range(vc // (4 * block)):
+        for g in range(groups):
             lists = [_records_of(row[(4 * g + k) * block:(4 * g + k + 1) * block], dt)
                      for k in range(4)]
             out.append(merge_records(lists, False)[0].view(dt.np))

@@ -8,7 +8,12 @@ The padded extent differs by target (spec/notes/seeds_check.md section 4):
   source's valid columns is padded by INPLACE only when src and dst carry different pad values.
 
 The first difference is the target trait ``fillpad_whole_tile``; the a2a3 block rule is
-TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``.
+TFILLPAD_INPLACE's ``impl_for={"a2a3": ...}``. The float Max / Min pads are +-inf (pto-isa's
+PadValueMap), or the largest finite values where the target's ``pad_float_extremes`` trait
+says "finite" (a5 under PTOAS's ``vpto`` backend: lib/TileOps/a5/_fillpad.py ``_fill_scalar``
+picks ``_max`` / ``_min``, +-3.4028235e38 for f32, +-65504 for f16); the TileLib also pads
+only up to dst's valid columns, where pto-isa pads to the tile's Cols
+(``fillpad_to_valid_cols``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe, TileType
+from ...errors import NotExecutedYet
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Opnd, Param, PipeForms, Sig, instr, locs, same_static_shape
@@ -94,21 +100,31 @@ def _fill(m: Machine, dst: Tile, src: Tile, *, inplace: bool, pad_override: Any 
         return
     svr, svc = min(src.valid_row, dst.rows), min(src.valid_col, dst.cols)
     pad_v = pad_override if pad_override is not None else dst.spec.pad
-    pad = pad_v.scalar(dst.dtype)
+    pad = pad_v.scalar(dst.dtype, m.target.traits.pad_float_extremes)
     whole = m.target.traits.fillpad_whole_tile
     copy = whole or not inplace
     if copy and svr and svc:
         vals = np.asarray(src.read(svr, svc))
         dst.write(vals.view(dst.dtype.np) if vals.dtype != dst.dtype.np else vals)
     rows_end = dst.rows if whole else max(dvr, svr)
+    # (PTOAS's a5 TileLib pads up to dst's valid columns: fillpad_to_valid_cols)
+    cols_end = dst.cols
+    if m.target.traits.fillpad_to_valid_cols:
+        cols_end = min(dvc, dst.cols)
+        if svc > cols_end and svr:
+            # (_fill_inplace's mask is dst's XOR src's lanes: it pads [dvc, svc) of the rows
+            # src covers or not, as the lowering PTOAS picks by aliasing decides)
+            raise NotExecutedYet(
+                f"a fill whose src valid cols ({svc}) pass dst's ({dvc}) as PTOAS's TileLib "
+                "lowers it (its pad there depends on the lowering PTOAS picks)")
     col_start = svc
     if block_aligned and inplace and src.spec.pad == dst.spec.pad:
         per_block = 32 // dst.dtype.itemsize
         col_start = min(-(-svc // per_block) * per_block, dst.cols)
-    if col_start < dst.cols and svr:
-        dst.fill(pad, min(svr, rows_end), dst.cols - col_start, 0, col_start)
+    if col_start < cols_end and svr:
+        dst.fill(pad, min(svr, rows_end), cols_end - col_start, 0, col_start)
     if rows_end > svr:
-        dst.fill(pad, rows_end - svr, dst.cols, svr, 0)
+        dst.fill(pad, rows_end - svr, cols_end, svr, 0)
 
 
 def _expand_when_larger(inputs: tuple[Any, ...], outs: tuple[Any, ...]) -> str | None:

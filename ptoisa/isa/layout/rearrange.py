@@ -19,7 +19,7 @@ import numpy as np
 from ... import dtypes as D
 from ...conv import ConvTile, transform
 from ...enums import BLayout, Pipe, ReluPreMode, SLayout, TileType
-from ...errors import ExecutionError, RuntimeCheckError
+from ...errors import ExecutionError, NotExecutedYet, RuntimeCheckError
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
 from ..quant import fp_words, quant_mode, quantize
@@ -271,6 +271,8 @@ def _extract_bounds(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -> None:
                 f"window of {dst.rows}x{dst.cols} at ({r0}, {c0}) exceeds the {k}x{n} matrix of "
                 f"the FRACTAL_Z src", op=ins.mnemonic)
         return
+    if _reads_transposed(current(), dst, src):
+        return  # (the TileLib's untransposed load: _untransposed_right checks what it reads)
     _extract_static_window(ins, dst, src, r0, c0)
     # a permissive machine (the CPU simulator) walks dst's valid region only
     _window_fits(ins, "src", src, r0, c0, dst.valid_row, dst.valid_col, "dst valid region")
@@ -295,9 +297,43 @@ def _extract(m: Machine, dst: Tile, src: Tile, r0: int, c0: int, relu: bool,
         return
     if isinstance(src, ConvTile):  # a FRACTAL_Z weight tile read as its (K, N) matrix
         vals = src.matrix_read(vr, vc, r0, c0)
+    elif _reads_transposed(m, dst, src):
+        vals = _untransposed_right(dst, src, r0, c0)
     else:
         vals = np.asarray(src.read(vr, vc, r0, c0))
     dst.write(_convert(m, vals, src, dst, relu, scalar_word, words))
+
+
+def _reads_transposed(m: Machine, dst: Tile, src: Tile) -> bool:
+    """An NZ Mat -> Right extract on a target whose load does not transpose it
+    (``mat2right_transposing_load`` False: PTOAS's a5 TileLib)."""
+    return not m.target.traits.mat2right_transposing_load and \
+        dst.spec.loc is TileType.Right and src.spec.loc is TileType.Mat and \
+        src.spec.layout_name == "NZ"
+
+
+def _untransposed_right(dst: Tile, src: Tile, r0: int, c0: int) -> np.ndarray:
+    """What PTOAS's a5 TileLib leaves in a Right tile extracted from an NZ Mat tile
+    (``mat2right_transposing_load`` False; lib/TileOps/a5/textract.py
+    ``template_textract_mat2right``: ``mte_l1_l0b(src, dst, k, n)`` without ``transpose``).
+    That load reads the L1 bytes as B's transpose, an n x k NZ matrix whose box columns are n
+    (padded to 16) rows high (``MTE_L1_L0B``), so the k x n Right tile holds the source's
+    first n x k values transposed: dst[i, j] = src[j, i]. Executed where those bytes are the
+    source's own: from index (0, 0), of a source whose box columns are that high, or taller
+    when k fits in one box column (the load reads the first box column's top rows).
+    Anything else is refused by name."""
+    vr, vc = dst.valid_shape
+    n_up = -(-vc // 16) * 16
+    c0_elems = 32 // src.dtype.itemsize
+    fits = src.rows == n_up or (src.rows > n_up and vr <= c0_elems)
+    if r0 or c0 or not fits or src.cols < vr:
+        raise NotExecutedYet(
+            f"a Mat -> Right extract as PTOAS's TileLib issues it (an untransposed "
+            f"mte_l1_l0b, reading {n_up}-row box columns) is executed from index (0, 0) of an "
+            f"NZ source whose box columns are {n_up} rows high (or taller, with k <= "
+            f"{c0_elems}), got index ({r0}, {c0}) of a {src.rows}x{src.cols} source for a "
+            f"{vr}x{vc} window")
+    return np.asarray(src.read(vc, vr, 0, 0)).T
 
 
 def _a5_vec_vec_nd(sig: Sig) -> None:

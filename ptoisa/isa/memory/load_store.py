@@ -299,7 +299,9 @@ def _tload(m: Machine, dst: Tile, src: GlobalTensor, *, null_pads: bool) -> None
     spec = dst.spec
     whole = dst._whole
     if not whole and (null_pads or not spec.pad.is_null):
-        p = spec.pad.scalar(spec.dtype)
+        # (the float Max / Min: +-inf, or the largest finite values under PTOAS's a5 TileLib,
+        # lib/TileOps/a5/_load_store.py _pad_max / _pad_min: pad_float_extremes)
+        p = spec.pad.scalar(spec.dtype, m.target.traits.pad_float_extremes)
         dst.fill(p, vr, spec.cols - vc, 0, vc)
         dst.fill(p, spec.rows - vr, spec.cols, vr, 0)
     if not (vr and vc):
