@@ -11,7 +11,7 @@ import numpy as np
 
 from ...dtypes import fp4_encode
 from ...enums import Pipe, TileType
-from ...errors import ExecutionError, PtoError
+from ...errors import ExecutionError, NotExecutedYet, PtoError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, except_on, instr, locs, same_dtype
@@ -231,10 +231,12 @@ def _tquant_static(sig: Sig) -> None:
             raise sig.fail("INT8_ASYM quantization requires an offset operand")
         if alg == "SYM" and sig["scaling"] is not None:
             raise sig.fail("INT8_SYM quantization must not have an offset operand")
-        if d.dtype.name not in want:
-            raise sig.fail(f"expects dst element type {want[0]} for INT8_{alg} quantization, "
-                           f"got {d.dtype}")
-    if d.dtype.name not in want:
+        if d.dtype.name not in ("i8", "ui8"):
+            # (PTOAS's verifier takes either 8-bit integer; pto-isa's TQUANT wants i8 for
+            # SYM and ui8 for ASYM, which _tquant_int8_signedness refuses by name)
+            raise sig.fail(f"expects dst element type i8/ui8 for INT8_{alg} quantization "
+                           f"(got {d.dtype})")
+    elif d.dtype.name not in want:
         raise sig.fail(f"{fmt} {alg} quantisation writes a {' or '.join(want)} dst, "
                        f"got {d.dtype}")
     if fmt == "int8" and s.dtype.name != "f32":
@@ -244,6 +246,21 @@ def _tquant_static(sig: Sig) -> None:
     e = sig["exp"]
     if fmt != "int8" and isinstance(e, TileSpec) and e.dtype.name not in ("ui8", "f8E8M0"):
         raise sig.fail(f"exp holds E8M0 exponents (ui8), got {e.dtype}")
+
+
+def _tquant_int8_signedness(ins: Instr, dst: Tile, src: Tile, *rest: Any,
+                            **params: Any) -> None:
+    """pto-isa's TQUANT writes an i8 dst for INT8_SYM and a ui8 one for INT8_ASYM (a
+    static_assert on every NPU): the other 8-bit type, which PTOAS's verifier lets through,
+    has no semantics to execute, so it is refused by name."""
+    fmt, alg = _quant_mode(params.get("quant_type"), params.get("scale_alg"),
+                           params.get("mx_alg"))
+    want = "ui8" if alg == "ASYM" else "i8"
+    if fmt == "int8" and dst.dtype.name != want:
+        raise NotExecutedYet(
+            f"INT8_{alg} with dst element type {dst.dtype.name} (pto-isa's TQUANT writes "
+            f"{want} for INT8_{alg}; the {dst.dtype.name} form PTOAS accepts does not "
+            "compile there)", op=ins.mnemonic)
 
 
 def _mx_a5_only(sig: Sig) -> None:
@@ -359,6 +376,7 @@ def _tquant_a2a3_operands(sig: Sig) -> None:
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src", "exp", "max", "scaling", "exp_zz"], TileType.Vec),
                row_major_nd("dst", "src"), _tquant_static),
+       runtime=(_tquant_int8_signedness,),
        static_for={"a2a3": (_mx_a5_only,)})
 def TQUANT(m: Machine, dst: Tile, src: Tile, exp: Tile, max: Tile | None = None,  # noqa: A002,N802
            scaling: Tile | None = None, exp_zz: Tile | None = None, *, quant_type: Any,
