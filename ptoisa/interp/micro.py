@@ -133,6 +133,13 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
     group's; the parameters; the results' slots) of micro-op ``op`` bound to entry ``ins``,
     its static rules checked (see the module's docstring)."""
     plain, groups, literals, words = _split(op)
+    # a bare keyword that names an optional group is that clause without its optional
+    # operand (PTOAS's ``nz2dn`` beside ``nz2dn(%stride)``): the group written empty
+    optional = {o.name for o in ins.operands if o.kind == "group" and o.optional}
+    for w in [w for w in words if w in optional and w not in groups
+              and not any(p.name == w for p in ins.params)]:
+        words.remove(w)
+        groups[w] = [()]
     if ins.ptoas is not None and ins.ptoas.named:
         plain = plain + _named_fields(op, ins.ptoas.named, groups)
     slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])

@@ -387,6 +387,20 @@ CASES = [
      acc_store_ub("f32", "", mode="dst_mode(bad_mode)"),
      "expected dst_mode(%sub_blockid), dst_mode(split_m), or dst_mode(split_n)"),
     ("acc_store_ub.pto", "a5", None, acc_store_ub("f32", "", mode="dst_mode(split_m)"), None),
+    # the layout clauses (a bare nz2dn has no loop0 stride, nz2nz writes f32) and atomic, which
+    # is a GM store's (acc_store_verify_invalid_nz2dn / _nz2nz / _atomic)
+    ("acc_store_verify_invalid_nz2nz.pto", "a5", None, acc_store_ub("f16", ", nz2nz"),
+     "nz2nz requires destination element type to be f32"),
+    ("acc_store_ub_verify_invalid_atomic.pto", "a5", None,
+     acc_store_ub("f32", ", atomic(type = f32, op = add)"),
+     "atomic is only supported for mte_l0c_gm"),
+    ("acc_store_verify_invalid_atomic.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2nd, atomic(type = f32, op = add)"), L0C_ARGS),
+     "atomic is only supported for mte_l0c_gm"),
+    ("acc_store_verify_invalid_nz2dn.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2dn"), L0C_ARGS), "nz2dn requires loop0_src_stride"),
+    ("acc_store_verify_invalid_nz2dn.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2dn(%c16)"), L0C_ARGS), None),
     # mask logic: one granularity, no predication mask, no pmode (vmi_mask_logic_invalid.pto)
     ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vor", "b16", "b32", "b16"),
      "requires all VMI mask values to have the same granularity"),
