@@ -895,7 +895,10 @@ def check_legality(sig: Sig) -> None:
         if "says" in rule.extra:
             when = rule.extra.get("says_when")
             if when is None or any(d is not None and d.name in when for d in got):
-                says = f"{rule.extra['says']} ("
+                # (PTOAS's words may quote an operand's written type: ``{mask}``)
+                words = rule.extra["says"].format_map(
+                    {o.name: f"'{sig[o.name]}'" for o in (*ins.operands, *ins.results)})
+                says = f"{words} ("
         end = ")" if says else ""
         sample = next(iter(rule.dtypes)) if rule.dtypes else None
         if isinstance(sample, tuple):

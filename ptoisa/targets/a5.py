@@ -264,8 +264,13 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(I1248 + " f16 bf16 f32", **low_precision("lhs")) for op in ("VADD", "VSUB")},
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VMAX", "VMIN")},
     "VMUL": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
-    # (the page: f16, f32, and signed i16 / i32 through the A5 software library)
-    "VDIV": rule("i16 i32 f16 f32"),
+    # (the page: f16, f32, and signed i16 / i32 through the A5 software library; PTOAS's
+    # words for another integer lane type: issue_1241_vdiv_i16_reject.pto)
+    "VDIV": rule("i16 i32 f16 f32",
+                 says="A5 integer pto.vdiv is not supported for {result} with mask {mask}; "
+                      "only signed or signless i16 vectors with a b16 mask and i32 vectors "
+                      "with a b32 mask are materialized through the A5 Software Library",
+                 says_when={"i8", "ui8", "ui16", "ui32", "i64", "ui64"}),
     # (bitwise ops on float lanes too: PTOAS takes them, and the upstream vor case uses f16)
     **{op: rule(MICRO_ANY, says="does not support bf16x2 vector elements; low-precision bitwise "
                                "operations require an 8-bit payload type", says_when={"bf16x2"})

@@ -336,6 +336,12 @@ CASES = [
     # low-precision lane type gets the low-precision words, another refused type the plain ones
     ("vrelu_verify_invalid.pto", "a5", None, vbin("vrelu", "bf16", 128, "b16", unary=True),
      "requires si32/i32/f16/f32 vector element type"),
+    # integer vdiv goes through A5's software library for signed i16 / i32 lanes only
+    ("issue_1241_vdiv_i16_reject.pto", "a5", None, vbin("vdiv", "ui16", 128, "b16"),
+     "A5 integer pto.vdiv is not supported for '!pto.vreg<128xui16>' with mask "
+     "'!pto.mask<b16>'; only signed or signless i16 vectors with a b16 mask and i32 vectors "
+     "with a b32 mask"),
+    ("issue_1241_vdiv_i16_reject.pto", "a5", None, vbin("vdiv", "i16", 128, "b16"), None),
     ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f8E4M3FN", 256, "b8"),
      "lhs type must not use low-precision vector element type"),
     ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f16", 128, "b16"),
