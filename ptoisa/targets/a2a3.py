@@ -197,7 +197,9 @@ LEGALITY: dict[str, Rule] = {
     # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat -> Left/Right and
     # Acc -> Mat window moves, Acc conversions through the fix-pipe).
     "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
-    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT,
+                        convert_says="expects A2/A3 acc preQuantScalar textract element types "
+                                     "to be (src=f32,dst=i8) or (src=i32,dst=i8/f16/i16)"),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TCONCAT": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32", row_major=True),

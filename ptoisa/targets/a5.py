@@ -198,7 +198,10 @@ LEGALITY: dict[str, Rule] = {
                      packed_moves=frozenset({(T.Mat, T.Left), (T.Mat, T.Right)}),
                      says="expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 "
                           "family type"),
-    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT,
+                        convert_says="expects A5 acc preQuantScalar textract element types to "
+                                     "be (src=f32,dst=i8/fp8/f16/bf16/f32) or "
+                                     "(src=i32,dst=i8/f16/bf16)"),
     # (pto-isa's a5 TInsert.hpp also takes hif8 and the packed FP4 pairs)
     "TINSERT": rule(MOVE_TYPES + " hif8 f4E2M1x2 f4E1M2x2", moves=INSERT_MOVES,
                     convert=ACC_CONVERT),

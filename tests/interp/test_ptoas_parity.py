@@ -114,6 +114,25 @@ RIGHT = ("    %c0 = arith.constant 0 : index\n"
          f"    %s = pto.alloc_tile : {MAT_ZN}\n    %d = pto.alloc_tile : {RIGHT_T}\n"
          f"    pto.textract ins(%s, %c0, %c0 : {MAT_ZN}, index, index) outs(%d : {RIGHT_T})")
 
+def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: str = "none_box",
+       fractal: int = 512, v: tuple[int, int] | None = None) -> str:
+    vr, vc = v if v is not None else (rows, cols)
+    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={vr}, "
+            f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
+
+
+def textract_fp(src: str) -> str:
+    """pto.textract of a 16x16 ``src`` into an f32 Mat tile through an f32 fp (Scaling) tile."""
+    fp = tb("scaling", "f32", 1, 16)
+    dst = tb("mat", "f32", 16, 16, "col_major", "row_major")
+    return kernel(
+        "    %c0 = arith.constant 0 : index\n"
+        f"    %s = pto.alloc_tile : {src}\n    %fp = pto.alloc_tile : {fp}\n"
+        f"    %d = pto.alloc_tile : {dst}\n"
+        f"    pto.textract ins(%s, %c0, %c0 fp %fp : {src}, index, index, {fp}) "
+        f"outs(%d : {dst})")
+
+
 VBIN_ARGS = "%a: !pto.vreg<{n}x{t}>, %b: !pto.vreg<{n}x{t}>, %m: !pto.mask<{g}>"
 VBIN = ("    pto.vecscope {{\n      %r = pto.{op} %a, %b, %m : !pto.vreg<{n}x{t}>, "
         "!pto.vreg<{n}x{t}>, !pto.mask<{g}> -> !pto.vreg<{n}x{t}>\n    }}")
@@ -326,6 +345,24 @@ CASES = [
      "expects A5 right dst to use row_major blayout and col_major slayout"),
     ("textract_verify_invalid_right_layout.pto", "a5", None,
      kernel(RIGHT.format(bl="row_major", sl="col_major")), None),
+    # the fp form reads an Acc source with PTOAS's type pairs; a Mat source of a Left tile is NZ
+    # or ZN (textract_fp_verify_invalid_src_loc / _dtype_pair, textract_verify_invalid_left_...)
+    ("textract_fp_verify_invalid_src_loc.pto", "a5", None,
+     textract_fp(tb("mat", "f32", 16, 16, "col_major", "row_major")),
+     "expects fp form to use loc=acc src"),
+    ("textract_fp_verify_invalid_dtype_pair.pto", "a5", None,
+     textract_fp(tb("acc", "i32", 16, 16, "col_major", "row_major", 1024)),
+     "expects A5 acc preQuantScalar textract element types to be "
+     "(src=f32,dst=i8/fp8/f16/bf16/f32) or (src=i32,dst=i8/f16/bf16)"),
+    ("textract_fp_verify_invalid_dtype_pair.pto", "a5", None,
+     textract_fp(tb("acc", "f32", 16, 16, "col_major", "row_major", 1024)), None),
+    ("textract_verify_invalid_left_layout.pto", "a5", None, kernel(
+        "    %c0 = arith.constant 0 : index\n"
+        f"    %s = pto.alloc_tile : {tb('mat', 'f16', 16, 16, 'col_major')}\n"
+        f"    %d = pto.alloc_tile : {tb('left', 'f16', 16, 16, 'col_major', 'row_major')}\n"
+        f"    pto.textract ins(%s, %c0, %c0 : {tb('mat', 'f16', 16, 16, 'col_major')}, index, "
+        f"index) outs(%d : {tb('left', 'f16', 16, 16, 'col_major', 'row_major')})"),
+     "expects A5 textract src to use a supported mat blayout/slayout combination"),
     ("tinsert_verify_a5_invalid_loc.pto", "a5", None, kernel(
         "    %c0 = arith.constant 0 : index\n    %s = pto.alloc_tile : " + vec("f32") + "\n"
         "    %d = pto.alloc_tile : " + ACC + "\n"
@@ -471,13 +508,6 @@ def test_ptoas_rule(lit: str, target: str, level: str | None, text: str,
 
 
 # ---- PTOAS's reason words (issue #26): rules we make, worded so they carry PTOAS's text ----
-
-def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: str = "none_box",
-       fractal: int = 512, v: tuple[int, int] | None = None) -> str:
-    vr, vc = v if v is not None else (rows, cols)
-    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={vr}, "
-            f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
-
 
 def colarg(src: str, dst: str) -> str:
     s, d = tb("vec", src, 16, 32), tb("vec", dst, 1, 32)
