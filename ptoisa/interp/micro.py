@@ -182,8 +182,12 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
     if k < len(plain) or groups:
         extra = f"{len(plain) - k} operand(s)" if k < len(plain) else \
             ", ".join(f"'{g}(...)'" for g in groups)
-        raise VerifyError(f"unexpected {extra} (operands: "
-                          f"{', '.join(o.name for o in ins.operands)})", op=op.name, loc=op.loc)
+        # (a clause the op's syntax does not have: its parser wanted the types there, MLIR's
+        # "expected ':'")
+        said = f"unexpected {extra}" if k < len(plain) else \
+            f"expected ':', not {extra} (a clause the op does not have)"
+        raise VerifyError(f"{said} (operands: {', '.join(o.name for o in ins.operands)})",
+                          op=op.name, loc=op.loc)
     params = _params(op, ins, literals)
     for w in words:
         if not any(p.name == w for p in ins.params):

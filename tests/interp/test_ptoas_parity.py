@@ -327,6 +327,14 @@ CASES = [
      "requires sat/nosat only for floating lhs/rhs/dst element types"),
     ("mad_sat_verify_invalid.pto", "a5", None, kernel(MAD.format(t="f16", a="f32"),
                                                       MAD_ARGS.format(t="f16", a="f32")), None),
+    # mad_mx's syntax has no tf32_mode clause: its parser wants the types there
+    ("mad_mx_tf32_verify_invalid.pto", "a5", None,
+     kernel(MAD.replace("pto.mad ", "pto.mad_mx ").replace(" sat :", " tf32_mode(round_even) :")
+            .format(t="f8E4M3FN", a="f32"), MAD_ARGS.format(t="f8E4M3FN", a="f32")),
+     "expected ':'"),
+    ("mad_mx_tf32_verify_invalid.pto", "a5", None,
+     kernel(MAD.replace("pto.mad ", "pto.mad_mx ").replace(" sat :", " :")
+            .format(t="f8E4M3FN", a="f32"), MAD_ARGS.format(t="f8E4M3FN", a="f32")), None),
     ("acc_store_verify_invalid_duplicate_sat.pto", "a5", None,
      kernel(L0C_L1.format(flags="nz2nd, sat, nosat"), L0C_ARGS),
      "duplicate sat/nosat clause"),
