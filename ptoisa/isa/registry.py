@@ -1221,7 +1221,14 @@ def ptoas_attrs(op_name: str) -> dict[str, Attr]:
 # ---- operand-dependent pipes -----------------------------------------------------------------
 
 def _loc(v: Any) -> TileType | None:
-    return v.loc if isinstance(v, Tile) else None
+    if not isinstance(v, Tile):
+        return None
+    if v.loc is TileType.Scaling and v.dtype.name == "f8E8M0":
+        # E8M0 codes in a Scaling tile are an MX scale (PTOAS writes the C++ TileLeftScale /
+        # TileRightScale as loc=scaling): Left or Right by its box order, as the bridge binds it
+        nn = v.spec.blayout.name == "ColMajor" and v.spec.slayout.name == "ColMajor"
+        return TileType.ScaleRight if nn else TileType.ScaleLeft
+    return v.loc
 
 
 #: how a :class:`PipeForms` key spells an operand that is absent (an optional one not given)

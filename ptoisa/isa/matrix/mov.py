@@ -32,6 +32,14 @@ from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr
 from ..spelling import Attr, Form, Ptoas
 
 
+def _mx_scale(t: TileSpec) -> bool:
+    """A Scaling tile of E8M0 codes: an MX scale (PTOAS writes the C++ TileLeftScale /
+    TileRightScale as ``loc=scaling``), which a Mat move fills as pto-isa's Mat -> ScaleLeft /
+    ScaleRight (CommonCheckMX: the same float8_e8m0_t on both sides), not the fix-pipe's
+    quant-word row."""
+    return t.loc is TileType.Scaling and t.dtype is D.f8e8m0
+
+
 def _fix_pipe_rule(sig: Sig) -> None:
     dst, src, extra = sig["dst"], sig["src"], sig["fp"]
     if not (isinstance(dst, TileSpec) and isinstance(src, TileSpec)):
@@ -71,7 +79,7 @@ def _fix_pipe_rule(sig: Sig) -> None:
             raise sig.fail(f"a Bias move takes one source row, got {src.rows}")
         if nbytes % 64:
             raise sig.fail(f"Bias row must be a multiple of 64 bytes, got {nbytes}")
-    if dst.loc is TileType.Scaling:
+    if dst.loc is TileType.Scaling and not _mx_scale(dst):
         nbytes = dst.cols * dst.dtype.itemsize
         if src.rows != 1:
             raise sig.fail(f"a Scaling move takes one source row, got {src.rows}")
