@@ -64,3 +64,66 @@ def test_a_scale_move_runs_on_mte1() -> None:
             assert ins.pipe_of({"src": mat, "dst": sc}) is pto.Pipe.MTE1
         words = Tile("Scaling", "ui64", 1, 16)
         assert ins.pipe_of({"src": Tile("Mat", "ui64", 1, 16), "dst": words}) is pto.Pipe.FIX
+
+
+def _repack(src: str, tmp: str, dst: str, axis: int) -> str:
+    """A vector kernel: load src's codes from %e, pto.tmov them with a tmp into dst (the MX
+    exponent repack, grpAxis ``axis``), store dst's storage to %z."""
+    def tt(shape: str) -> str:
+        return f"!pto.tile_buf<vec, {shape}xui8{', slayout=row_major' if shape == dst else ''}>"
+
+    (sr, sc), (dr, dc) = (map(int, x.split("x")) for x in (src, dst))
+    def view(arg: str, r: int, c: int, k: int) -> str:
+        return (f"    %v{k} = pto.make_tensor_view %{arg}, shape = [%c{r}, %c{c}], strides = "
+                f"[%c{c}, %c1] : !pto.tensor_view<?x?xui8>\n"
+                f"    %p{k} = pto.partition_view %v{k}, offsets = [%c0, %c0], sizes = [%c{r}, "
+                f"%c{c}] : !pto.tensor_view<?x?xui8> -> !pto.partition_tensor_view<{r}x{c}xui8>\n")
+    consts = "".join(f"    %c{n} = arith.constant {n} : index\n"
+                     for n in sorted({0, 1, sr, sc, dr, dc}))
+    return (
+        "module {\n  func.func @k(%e: !pto.ptr<ui8>, %z: !pto.ptr<ui8>) attributes "
+        "{pto.kernel_kind = #pto.kernel_kind<vector>} {\n" + consts + view("e", sr, sc, 0)
+        + view("z", dr, dc, 1) +
+        f"    %s = pto.alloc_tile : {tt(src)}\n    %t = pto.alloc_tile : {tt(tmp)}\n"
+        f"    %d = pto.alloc_tile : {tt(dst)}\n"
+        f"    pto.tload ins(%p0 : !pto.partition_tensor_view<{sr}x{sc}xui8>) outs(%s : "
+        f"{tt(src)})\n"
+        f"    pto.tmov ins(%s : {tt(src)}, %t : {tt(tmp)}) outs(%d : {tt(dst)}) "
+        f"{{grpAxis = #pto<mx_group_axis axis{axis}>}}\n"
+        f"    pto.tstore ins(%d : {tt(dst)}) outs(%p1 : "
+        f"!pto.partition_tensor_view<{dr}x{dc}xui8>)\n    return\n  }}\n}}\n")
+
+
+def test_dn_exponents_repack_into_a_flat_tile() -> None:
+    """TQUANT_DN's M^ x N exponents -> the ZZ stream (pto-isa's TMovDnTo2Zz, the manual's
+    E_ZZ[cb, p, q, d] = E_DN[2p + d][16 cb + q]) from the start of a 1 x 128 tile."""
+    rng = np.random.default_rng(3)
+    e = rng.integers(0, 255, (2, 64)).astype(np.uint8)
+    z = np.zeros((1, 128), np.uint8)
+    pto.load(_repack("2x64", "1x32", "1x128", 0), target="a5").k(e, z)
+    want = [e[2 * p + d, 16 * cb + q] for cb in range(4) for p in range(1) for q in range(16)
+            for d in range(2)]
+    np.testing.assert_array_equal(z.reshape(-1), want)
+
+
+def test_nd_exponents_repack_from_a_flat_tile() -> None:
+    """M x (N/32) exponents held flat (1 x 80 for 20 x 4) -> the ZZ stream of dst's valid 20 x
+    4 (pto-isa's TMovNdTo2Zz: src read densely, rows padded to 32 with zeros):
+    E_ZZ[rb, p, i, q] = E[16 rb + i][2p + q]."""
+    rng = np.random.default_rng(4)
+    e = rng.integers(1, 255, (1, 128)).astype(np.uint8)
+    # (dst's valid 20 x 4 is stored: the first 80 bytes of its storage, of the stream)
+    text = _repack("1x128", "1x96", "32x4", 1).replace(
+        "!pto.tile_buf<vec, 32x4xui8, slayout=row_major>",
+        "!pto.tile_buf<vec, 32x4xui8, valid=20x4, slayout=row_major>").replace(
+        "sizes = [%c32, %c4]", "sizes = [%c20, %c4]").replace(
+        "partition_tensor_view<32x4xui8>", "partition_tensor_view<20x4xui8>").replace(
+        "    %c32 = arith.constant 32 : index\n",
+        "    %c32 = arith.constant 32 : index\n    %c20 = arith.constant 20 : index\n")
+    z = np.zeros((32, 4), np.uint8)
+    pto.load(text, target="a5").k(e, z)
+    m = np.zeros((32, 4), np.uint8)
+    m[:20] = e[0, :80].reshape(20, 4)
+    want = [m[16 * rb + i, 2 * p + q] for rb in range(2) for p in range(2) for i in range(16)
+            for q in range(2)]
+    np.testing.assert_array_equal(z.reshape(-1)[:80], want[:80])
