@@ -11,8 +11,9 @@ Conversions: Mat -> Bias widens f16/bf16 to f32; Acc sources go through the fix-
 (``ptoisa.isa.quant``): a plain move converts (f32 -> f16/bf16 round to nearest even, ...), a
 ``preQuantScalar`` (uint64) applies a scalar quant word, an ``fp`` Scaling tile a vector quant
 word per output column; ``reluMode=NormalRelu`` clamps negatives to zero. The 3-operand form
-with a non-Scaling ``tmp`` tile is the MX exponent repack: ``grp_axis=1`` ND -> ZZ (a copy),
-``grp_axis=0`` DN -> ZZ (``dst[r, c] = src[c, r]``).
+with a non-Scaling ``tmp`` tile is the MX exponent repack, which moves bytes rather than
+elements: the ZZ stream of ``grp_axis=1`` ND -> ZZ or ``grp_axis=0`` DN -> ZZ is written from
+the start of dst's storage whatever dst's layout (``_to_zz``).
 """
 
 from __future__ import annotations
