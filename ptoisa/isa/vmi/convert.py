@@ -78,7 +78,7 @@ def _vcvt_static(sig: Sig) -> None:
                        "conversions")
     if sat is None and kind in ("FpNarrow", "IntNarrow"):
         raise sig.fail("'saturate' attribute is required for fp-narrow / int-narrow "
-                       "conversions")
+                       "conversions", ptoas=True)
     name = str(sig.params.get("spelling") or "").removeprefix("pto.vmi.")
     if name == "extui" and any(t.dtype.is_signed and not t.signless for t in (s, r)):
         raise sig.fail("requires unsigned or signless integer source and result element types")
