@@ -121,6 +121,12 @@ def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: st
             f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
 
 
+def helper(body: str, result: str = "") -> str:
+    """A module with one ``pto.tileop.helper`` function of ``body`` (its own return)."""
+    return (f"module attributes {{pto.target_arch = \"a5\"}} {{\n  func.func private @h(){result}"
+            f" attributes {{pto.tileop.helper}} {{\n{body}\n  }}\n}}\n")
+
+
 def textract_fp(src: str) -> str:
     """pto.textract of a 16x16 ``src`` into an f32 Mat tile through an f32 fp (Scaling) tile."""
     fp = tb("scaling", "f32", 1, 16)
@@ -381,6 +387,23 @@ CASES = [
     # low-precision lane type gets the low-precision words, another refused type the plain ones
     ("vrelu_verify_invalid.pto", "a5", None, vbin("vrelu", "bf16", 128, "b16", unary=True),
      "requires si32/i32/f16/f32 vector element type"),
+    # a pto.tileop.helper returns nothing and holds vector / cube compute only
+    # (ptodsl_tileop_reject_contract_edges.pto)
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        "    %one = arith.constant 1 : i32\n    return %one : i32", " -> i32"),
+     "tileop helpers must not return values; write results through mutable Tile parameters"),
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        "    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]\n    return"),
+     "tileop helpers must not contain pipe synchronization"),
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        f"    %t = pto.alloc_tile : {vec('f32')}\n    return"),
+     "tileop helpers must not contain Tile allocation or high-level TileOps"),
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        "    %one = arith.constant 1 : i32\n"
+        "    pto.store_vfsimt_info %one, %one, %one : i32, i32, i32\n    return"),
+     "tileop helpers must launch a @pto.simt helper instead of containing SIMT operations"),
+    ("ptodsl_tileop_sections.pto", "a5", None, helper(
+        '    %m = pto.pset_b32 "PAT_ALL" : !pto.mask<b32>\n    return'), None),
     # integer vdiv goes through A5's software library for signed i16 / i32 lanes only
     ("issue_1241_vdiv_i16_reject.pto", "a5", None, vbin("vdiv", "ui16", 128, "b16"),
      "A5 integer pto.vdiv is not supported for '!pto.vreg<128xui16>' with mask "
