@@ -2924,7 +2924,7 @@ def TPREFETCH_ASYNC(src: GlobalTensor, ctx: Any | None = None, *events: Event) -
 
 def TPRELU(dst: Tile, src0: Tile, src1: Tile, tmp: Tile, *events: Event) -> Event:
     """
-    dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.
+    dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch (A2/A3's; A5's TPRELU does not use it).
     """
     ...
 

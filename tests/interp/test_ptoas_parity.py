@@ -127,6 +127,19 @@ def helper(body: str, result: str = "") -> str:
             f" attributes {{pto.tileop.helper}} {{\n{body}\n  }}\n}}\n")
 
 
+def prelu_overflow(around: bool = False) -> str:
+    """A5 TPRELU of 92x224 f32 tiles (valid 92x200) with an i8 tmp: 3 x 82432 + 20608 bytes
+    live at the op when tmp counts, more than A5's 248 KiB of planned UB. ``around``: tmp is
+    also used before and after it."""
+    f = tb("vec", "f32", 92, 224, v=(92, 200))
+    i = tb("vec", "i8", 92, 224, v=(92, 200))
+    use = f"    pto.tadd ins(%tmp, %tmp : {i}, {i}) outs(%tmp : {i})\n" if around else ""
+    return kernel(
+        f"    %src0 = pto.alloc_tile : {f}\n    %src1 = pto.alloc_tile : {f}\n"
+        f"    %tmp = pto.alloc_tile : {i}\n    %dst = pto.alloc_tile : {f}\n" + use +
+        f"    pto.tprelu ins(%src0, %src1, %tmp : {f}, {f}, {i}) outs(%dst : {f})\n" + use)
+
+
 def textract_fp(src: str) -> str:
     """pto.textract of a 16x16 ``src`` into an f32 Mat tile through an f32 fp (Scaling) tile."""
     fp = tb("scaling", "f32", 1, 16)
@@ -801,6 +814,12 @@ RULE_CASES = [
     ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(False),
      "requires explicit tmp when PlanMemory is skipped"),
     ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(True), None),
+    # A5's TPRELU does not touch its tmp, so PTOAS's planning does not count it
+    # (issue531_tprelu_vec_overflow_a5.pto); three 80 KiB f32 tiles and a 20 KiB tmp
+    ("issue531_tprelu_vec_overflow_a5.pto", "a5", None, prelu_overflow(), None),
+    # (a tmp used before and after it is live there: then it counts)
+    ("issue531_tprelu_vec_overflow_a5.pto", "a5", None, prelu_overflow(True),
+     "UB overflow on a5"),
     ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
         "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x262144xf32>"),
      "bias overflow, requires 8388608 bits while 524288 bits available"),
