@@ -140,6 +140,12 @@ def prelu_overflow(around: bool = False) -> str:
         f"    pto.tprelu ins(%src0, %src1, %tmp : {f}, {f}, {i}) outs(%dst : {f})\n" + use)
 
 
+def vmula(t: str) -> str:
+    v = f"!pto.vmi.vreg<{256 if t.startswith('f8') else 128}x{t}>"
+    return kernel(f"    %r = pto.vmi.vmula %a, %b, %c : {v}, {v}, {v} -> {v}",
+                  f"%a: {v}, %b: {v}, %c: {v}")
+
+
 def textract_fp(src: str) -> str:
     """pto.textract of a 16x16 ``src`` into an f32 Mat tile through an f32 fp (Scaling) tile."""
     fp = tb("scaling", "f32", 1, 16)
@@ -417,6 +423,10 @@ CASES = [
      "tileop helpers must launch a @pto.simt helper instead of containing SIMT operations"),
     ("ptodsl_tileop_sections.pto", "a5", None, helper(
         '    %m = pto.pset_b32 "PAT_ALL" : !pto.mask<b32>\n    return'), None),
+    # a float vmula is the legacy fma, which takes f16 / bf16 / f32 lanes only
+    ("vmi_to_vpto_fma_element_type_invalid.pto", "a5", None, vmula("f8E4M3FN"),
+     "requires f16, bf16, or f32 VMI element type"),
+    ("vmi_to_vpto_fma_element_type_invalid.pto", "a5", None, vmula("f16"), None),
     # integer vdiv goes through A5's software library for signed i16 / i32 lanes only
     ("issue_1241_vdiv_i16_reject.pto", "a5", None, vbin("vdiv", "ui16", 128, "b16"),
      "A5 integer pto.vdiv is not supported for '!pto.vreg<128xui16>' with mask "
