@@ -865,6 +865,7 @@ def MTE_L0C_L1(
     nz2dn: Any | None = None,
     nz2nz: Any | None = None,
     loop3: Any | None = None,
+    atomic: Any | None = None,
     *events: Event,
     nz2nd: bool = False,
     sat: bool = False,
@@ -872,7 +873,8 @@ def MTE_L0C_L1(
 ) -> Event:
     """
     As ``mte_l0c_gm``, into L1 at dst (this core's): element [i, j] of the m x n result,
-    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``).
+    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``). ``atomic`` is
+    refused (a GM store's clause).
     """
     ...
 
@@ -891,6 +893,7 @@ def MTE_L0C_UB(
     nz2dn: Any | None = None,
     nz2nz: Any | None = None,
     loop3: Any | None = None,
+    atomic: Any | None = None,
     *events: Event,
     nz2nd: bool = False,
     sat: bool = False,
@@ -900,7 +903,8 @@ def MTE_L0C_UB(
     As ``mte_l0c_gm``, into UB at dst: ``dst_mode(%sub_blockid)`` writes the whole m x n
     result to that vector sub-block's UB (0 or 1); ``split_m`` rows [0, m/2) to sub-block 0 and
     [m/2, m) to sub-block 1, ``split_n`` columns [0, n/2) and [n/2, n), each part at dst of its
-    sub-block. In a mixed launch a sub-block's UB is that vector core's.
+    sub-block. In a mixed launch a sub-block's UB is that vector core's. ``atomic`` is
+    refused (a GM store's clause).
     """
     ...
 
@@ -2923,7 +2927,7 @@ def TPREFETCH_ASYNC(src: GlobalTensor, ctx: Any | None = None, *events: Event) -
 
 def TPRELU(dst: Tile, src0: Tile, src1: Tile, tmp: Tile, *events: Event) -> Event:
     """
-    dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.
+    dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch (A2/A3's; A5's TPRELU does not use it).
     """
     ...
 

@@ -143,8 +143,9 @@ def check_function(func: Op, target: Target) -> None:
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     for op in order:
+        untouched = _unplanned(op, target)
         for x in op.operands:
-            if spec_of(x.type) is None:
+            if spec_of(x.type) is None or id(x) in untouched:
                 continue
             for k in roots_of(x):
                 d = pos[id(defs[k])]
@@ -180,6 +181,23 @@ def check_function(func: Op, target: Target) -> None:
                 new = [fresh[k][0] for k in live if first[k] == p]
                 raise VerifyError(_message(space, target, total, cap, [fresh[k] for k in live],
                                            new), op=order[p].name, loc=order[p].loc)
+
+
+def _unplanned(op: Op, target: Target) -> set[int]:
+    """The operands (ids) of ``op`` that PTOAS's memory effects of it leave out on
+    ``target`` (``Ptoas.unplanned``): not uses for its planning."""
+    ins = bridge.instr_for(op) if op.name.startswith("pto.") else None
+    names = set()
+    if ins is not None and ins.ptoas is not None:
+        for t in target.lineage:
+            names.update(ins.ptoas.unplanned.get(t, ()))
+    if not names:
+        return set()
+    try:
+        b = bridge.bind(op, ins)
+    except PtoError:
+        return set()  # (the op's own check reports a malformed use)
+    return {id(v) for o, v in zip(ins.operands, b.values, strict=False) if o.name in names}
 
 
 def _reused(gens: list[int], kills: list[int]) -> int:

@@ -7,13 +7,13 @@ storage of a kernel's scalar code (PTO_IR_manual.md 2.7 / 2.8 and the
 constant field path).
 
 Both are C++ stack variables: each execution of the declaration makes fresh storage whose
-elements are uninitialised, so reading one before a ``_set`` wrote it is an error here (the
-C++ would read an indeterminate value). A ``_get`` copies the element out (a later ``_set``
-does not change the SSA value). Values are stored as the element type (integers wrap to its
-width, floats round to it). The type rules are the manual's and PTOAS's verifier's: checked
-where the op is compiled; the rules that span a module (a struct is never returned, never a
-function argument, never made by another op, never handed to a terminator) are in
-:func:`struct_escape_errors`.
+elements are uninitialised, so reading one before a ``_set`` wrote it is refused by name
+here (the C++ would read an indeterminate value: there is no result to give). A ``_get``
+copies the element out (a later ``_set`` does not change the SSA value). Values are stored
+as the element type (integers wrap to its width, floats round to it). The type rules are
+the manual's and PTOAS's verifier's: checked where the op is compiled; the rules that span a
+module (a struct is never returned, never a function argument, never made by another op,
+never handed to a terminator) are in :func:`struct_escape_errors`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as D
-from ..errors import ExecutionError, PtoError, VerifyError
+from ..errors import ExecutionError, NotExecutedYet, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op
@@ -228,9 +228,9 @@ def _local_array_get(cf: CompiledFunc, op: Op) -> Step:
         arr = env[a]
         at = _element(env, op, arr, idx, shape)
         if not arr.written[at]:
-            raise ExecutionError(f"element {list(at)} is read before any "
+            raise NotExecutedYet(f"element {list(at)} is read before any "
                                  "pto.local_array_set wrote it (uninitialised C++ stack "
-                                 "storage)", op=op.name, loc=op.loc)
+                                 "storage: no value to read)", op=op.name, loc=op.loc)
         env[k] = read(arr.data[at])  # a copy: a later set leaves this value alone
     return step
 
@@ -383,9 +383,9 @@ def _struct_get(cf: CompiledFunc, op: Op) -> Step:
     def step(env: Env) -> None:
         x = _holder(env, op, env[s], path).fields[path[-1]]
         if x is None:
-            raise ExecutionError(f"field {list(path)} is read before any pto.struct_set wrote "
-                                 "it (uninitialised C++ stack storage)", op=op.name,
-                                 loc=op.loc)
+            raise NotExecutedYet(f"field {list(path)} is read before any pto.struct_set wrote "
+                                 "it (uninitialised C++ stack storage: no value to read)",
+                                 op=op.name, loc=op.loc)
         env[k] = read(x)
     return step
 

@@ -133,6 +133,13 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
     group's; the parameters; the results' slots) of micro-op ``op`` bound to entry ``ins``,
     its static rules checked (see the module's docstring)."""
     plain, groups, literals, words = _split(op)
+    # a bare keyword that names an optional group is that clause without its optional
+    # operand (PTOAS's ``nz2dn`` beside ``nz2dn(%stride)``): the group written empty
+    optional = {o.name for o in ins.operands if o.kind == "group" and o.optional}
+    for w in [w for w in words if w in optional and w not in groups
+              and not any(p.name == w for p in ins.params)]:
+        words.remove(w)
+        groups[w] = [()]
     if ins.ptoas is not None and ins.ptoas.named:
         plain = plain + _named_fields(op, ins.ptoas.named, groups)
     slots: list[Any] = []  # slot | None | ("group", slots) | ("groups", [slots])
@@ -175,8 +182,12 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
     if k < len(plain) or groups:
         extra = f"{len(plain) - k} operand(s)" if k < len(plain) else \
             ", ".join(f"'{g}(...)'" for g in groups)
-        raise VerifyError(f"unexpected {extra} (operands: "
-                          f"{', '.join(o.name for o in ins.operands)})", op=op.name, loc=op.loc)
+        # (a clause the op's syntax does not have: its parser wanted the types there, MLIR's
+        # "expected ':'")
+        said = f"unexpected {extra}" if k < len(plain) else \
+            f"expected ':', not {extra} (a clause the op does not have)"
+        raise VerifyError(f"{said} (operands: {', '.join(o.name for o in ins.operands)})",
+                          op=op.name, loc=op.loc)
     params = _params(op, ins, literals)
     for w in words:
         if not any(p.name == w for p in ins.params):

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import dtypes as D
 from .. import lazy
-from ..errors import ExecutionError, VerifyError, needs_values
+from ..errors import ExecutionError, NotExecutedYet, VerifyError, needs_values
 from ..ir import types as T
 from ..ir.core import Op
 from ..isa.micro import simt
@@ -283,7 +283,15 @@ def _from_address(cf: CompiledFunc, op: Op, dt: D.DType) -> Step:
         addr = int(v)
         r, byte = (addr >> ROOT_SHIFT) - 1, addr & (_ROOT_SPAN - 1)
         roots = env[0].gm_roots
-        if not 0 <= r < len(roots) or byte > roots[r].nbytes:
+        if not 0 <= r < len(roots):
+            # (GM the launch was not given: the host may own memory there, ptoisa's GM is
+            # the launch's arrays only)
+            raise NotExecutedYet(
+                f"address {addr:#x} belongs to no GM pointer argument of this "
+                "launch, and ptoisa's GM is the launch's arrays only (its addresses come from "
+                "pto.ptrtoint / pto.castptr of a pointer argument; argument k spans [(k + 1) "
+                f"<< {ROOT_SHIFT}, + its bytes])", op=op.name, loc=loc)
+        if byte > roots[r].nbytes:
             raise ExecutionError(
                 f"{op.name}: address {addr:#x} is not inside a GM pointer argument of this "
                 "launch (ptoisa's addresses come from pto.ptrtoint / pto.castptr of a pointer "

@@ -28,18 +28,21 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from ..enums import Pipe
 from ..errors import PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Module, Op, Piece
 from ..isa.micro.cube import mat_source, mx_load_known_errors
-from ..isa.registry import FRONTEND_OPS, lookup
+from ..isa.micro.simt import simt_entries
+from ..isa.registry import FRONTEND_OPS, REGISTRY, lookup
 from ..memory import ALIGN
 from ..targets import TargetLike, get_target
 from ..vector.logical import vmi_spec
 from . import bridge, local_ops, op_names
 from .compiler import Compiler, _literal, kernel_kind
 from .persistent_fragments import fragment_errors
+from .sections import KINDS as SECTION_KINDS
 
 _INITS = ("pto.initialize_l2l_pipe", "pto.aic_initialize_pipe", "pto.aiv_initialize_pipe")
 _BUFFERS = ("pto.reserve_buffer", "pto.import_reserved_buffer")
@@ -168,6 +171,54 @@ def _pair_errors(funcs: list[Op], pipes: _Pipes) -> Iterator[VerifyError]:
             yield VerifyError(f"{_PAIR} (this pipe has {len(ms)} init(s) in {len(fns)} "
                               "function(s); it needs one in each of two functions)",
                               op=op.name, loc=op.loc)
+
+
+#: the bracketed sync ops the entries declare (set_flag, record_event, barrier ...)
+_BRACKETED = {n: ins for ins in REGISTRY.values() if ins.ptoas is not None
+              for n in ins.ptoas.bracketed}
+
+
+def _helper_offence(op: Op, simt: frozenset[str]) -> str | None:
+    """Why PTOAS's tileop helper contract refuses ``op`` in a helper body, else None."""
+    ins = lookup(op.name) or _BRACKETED.get(op.name)
+    if op.name in SECTION_KINDS:
+        return "tileop helpers must not contain pre-existing sections"
+    if ins is not None and ins.dialect == "vpto" and ins.pipe in (Pipe.MTE1, Pipe.MTE2,
+                                                                  Pipe.MTE3):
+        return "tileop helpers must not contain MTE data movement"
+    if (ins is not None and ins.sync is not None) or op.name in _INITS:
+        return "tileop helpers must not contain pipe synchronization"
+    if ins is not None and ins.name in simt:
+        return ("tileop helpers must launch a @pto.simt helper instead of containing SIMT "
+                "operations directly")
+    if (ins is not None and ins.dialect == "tile") or op.name in (
+            "pto.alloc_tile", "pto.alloc_multi_tile", "pto.reserve_buffer"):
+        return "tileop helpers must not contain Tile allocation or high-level TileOps"
+    if op.name in ("func.call", "call"):
+        return "tileop helpers must not call another helper; use pto.simt_launch for SIMT work"
+    return None
+
+
+def _tileop_helper_errors(funcs: list[Op]) -> Iterator[VerifyError]:
+    """PTOAS's contract of a ``pto.tileop.helper`` function (its tile-op section pass): no
+    results (results go through mutable Tile parameters), and a body of vector or cube compute
+    only; the first op that breaks it is reported."""
+    simt = simt_entries()
+    for f in funcs:
+        if f.attributes.get("pto.tileop.helper") is None:
+            continue
+        fty = f.attributes.get("function_type")
+        if isinstance(fty, A.TypeAttr) and getattr(fty.type, "results", ()):
+            yield VerifyError("tileop helpers must not return values; write results through "
+                              "mutable Tile parameters", op="func.func", loc=f.loc)
+            continue
+        for op in f.walk():
+            if op is f:
+                continue
+            why = _helper_offence(op, simt)
+            if why is not None:
+                yield VerifyError(why, op=op.name, loc=op.loc)
+                break
 
 
 def _pipe_errors(funcs: list[Op]) -> Iterator[VerifyError]:
@@ -1228,6 +1279,7 @@ def module_rule_errors(module: Module, level: str | None = None,
     for f in module.functions():  # (declarations too: a struct result of one is an escape)
         yield from local_ops.struct_escape_errors(f)
     yield from _peer_errors(module)
+    yield from _tileop_helper_errors(funcs)
     yield from _pipe_errors(funcs)
     for f in funcs:
         yield from _op_errors(f, level, target)

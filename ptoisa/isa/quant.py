@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..dtypes import DType
-from ..errors import ExecutionError, PtoError
+from ..errors import ExecutionError, NotExecutedYet, PtoError
 from ..targets import TargetLike, Traits, get_target
 
 #: the scalar quant word (TSTORE's preQuantScalar) also scales f32 -> f16/bf16 (QF322F16 ...).
@@ -75,8 +75,12 @@ def fp_words(fp: Any, n: int, first: int = 0, *, raw: bool = False) -> np.ndarra
                              f"{first} cannot be read by ptoisa yet (only from its start)")
     raw_bytes = np.ascontiguousarray(fp.storage).view(np.uint8)
     if raw_bytes.size < 8 * n:
-        raise ExecutionError(f"the {fp.dtype.name} Scaling tile holds {raw_bytes.size // 8} "
-                             f"64-bit quant words, {n} columns need one each")
+        # (the fix-pipe reads on past the tile, into Scaling-buffer bytes this program never
+        # wrote: what they hold is not known, so the use is refused by name)
+        raise NotExecutedYet(f"the {fp.dtype.name} Scaling tile holds {raw_bytes.size // 8} "
+                             f"64-bit quant words, {n} columns need one each: the fix-pipe "
+                             "would read the quant words of the rest from Scaling-buffer "
+                             "bytes past the tile, which nothing wrote")
     return raw_bytes[: 8 * n].view(np.uint64).reshape(1, n)
 
 

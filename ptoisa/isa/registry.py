@@ -907,7 +907,10 @@ def check_legality(sig: Sig) -> None:
         if "says" in rule.extra:
             when = rule.extra.get("says_when")
             if when is None or any(d is not None and d.name in when for d in got):
-                says = f"{rule.extra['says']} ("
+                # (PTOAS's words may quote an operand's written type: ``{mask}``)
+                words = rule.extra["says"].format_map(
+                    {o.name: f"'{sig[o.name]}'" for o in (*ins.operands, *ins.results)})
+                says = f"{words} ("
         end = ")" if says else ""
         sample = next(iter(rule.dtypes)) if rule.dtypes else None
         if isinstance(sample, tuple):
@@ -1230,7 +1233,14 @@ def ptoas_attrs(op_name: str) -> dict[str, Attr]:
 # ---- operand-dependent pipes -----------------------------------------------------------------
 
 def _loc(v: Any) -> TileType | None:
-    return v.loc if isinstance(v, Tile) else None
+    if not isinstance(v, Tile):
+        return None
+    if v.loc is TileType.Scaling and v.dtype.name == "f8E8M0":
+        # E8M0 codes in a Scaling tile are an MX scale (PTOAS writes the C++ TileLeftScale /
+        # TileRightScale as loc=scaling): Left or Right by its box order, as the bridge binds it
+        nn = v.spec.blayout.name == "ColMajor" and v.spec.slayout.name == "ColMajor"
+        return TileType.ScaleRight if nn else TileType.ScaleLeft
+    return v.loc
 
 
 #: how a :class:`PipeForms` key spells an operand that is absent (an optional one not given)

@@ -141,6 +141,11 @@ class Ptoas:
     #: PTOAS's verifier's words for the op on a target that lacks it (pto.thistogram: "only
     #: supported on A5"), added to the "not supported on target" error
     unsupported: str = ""
+    #: target -> operands PTOAS's memory effects of the op leave out there, so its memory
+    #: planning does not count them as used by the op (A5's TPRELU does not touch its tmp:
+    #: PTOAS's TPReluOp::getEffects, issue531_tprelu_vec_overflow_a5.pto); a key names a
+    #: target of the lineage (a derived target inherits it)
+    unplanned: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     #: the attribute name a string literal written among the ins' types stands for
     #: (``pto.tscatter ins(%src, {maskPattern = ...} : T, "col")``: its ``axis``); it then
     #: maps through ``attrs`` like that attribute written in the dictionary

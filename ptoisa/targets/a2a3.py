@@ -197,7 +197,9 @@ LEGALITY: dict[str, Rule] = {
     # the layout-and-rearrangement family (ops.tsv and the manual pages: Mat -> Left/Right and
     # Acc -> Mat window moves, Acc conversions through the fix-pipe).
     "TEXTRACT": rule(MOVE_TYPES, moves=EXTRACT_MOVES, convert=ACC_CONVERT),
-    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT,
+                        convert_says="expects A2/A3 acc preQuantScalar textract element types "
+                                     "to be (src=f32,dst=i8) or (src=i32,dst=i8/f16/i16)"),
     "TINSERT": rule(MOVE_TYPES, moves=INSERT_MOVES, convert=ACC_CONVERT),
     "TINSERT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
     "TCONCAT": rule("i8 ui8 i16 ui16 i32 ui32 f16 bf16 f32", row_major=True),
@@ -316,7 +318,13 @@ LEGALITY: dict[str, Rule] = {
     # vmi-isa/07 and 09: the pages' datatypes (histograms: their 16-bit bins)
     **{op: rule("f16 f32") for op in ("VMI_VEXPDIF", "VMI_VAXPY", "VMI_VLRELU",
                                       "VMI_VPRELU")},
-    "VMI_VMULA": rule(I124 + " f16 bf16 f32"),
+    # (a float vmula lowers to the legacy fma, whose verifier words a low-precision float:
+    # vmi_to_vpto_fma_element_type_invalid.pto)
+    "VMI_VMULA": rule(I124 + " f16 bf16 f32",
+                      says="requires f16, bf16, or f32 VMI element type (the rule of the "
+                           "pto.vmi.fma a float vmula lowers to)",
+                      says_when={"f8E4M3", "f8E5M2", "hif8", "f8E8M0", "f4E2M1x2",
+                                 "f4E1M2x2"}),
     "VMI_VMULL": rule("i32 ui32", says="requires a, b, low, and high element types to be "
                                         "exactly i32 or ui32"),
     **{op: rule("i16 ui16") for op in ("VMI_VDHIST", "VMI_VCHIST")},

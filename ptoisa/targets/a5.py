@@ -198,7 +198,10 @@ LEGALITY: dict[str, Rule] = {
                      packed_moves=frozenset({(T.Mat, T.Left), (T.Mat, T.Right)}),
                      says="expects A5 textract element type to be an fp8/f16/bf16/f32 or int8 "
                           "family type"),
-    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT),
+    "TEXTRACT_FP": rule(MOVE_TYPES, moves=ACC_MOVES, convert=ACC_CONVERT,
+                        convert_says="expects A5 acc preQuantScalar textract element types to "
+                                     "be (src=f32,dst=i8/fp8/f16/bf16/f32) or "
+                                     "(src=i32,dst=i8/f16/bf16)"),
     # (pto-isa's a5 TInsert.hpp also takes hif8 and the packed FP4 pairs)
     "TINSERT": rule(MOVE_TYPES + " hif8 f4E2M1x2 f4E1M2x2", moves=INSERT_MOVES,
                     convert=ACC_CONVERT),
@@ -264,8 +267,13 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule(I1248 + " f16 bf16 f32", **low_precision("lhs")) for op in ("VADD", "VSUB")},
     **{op: rule(I124 + " f16 bf16 f32") for op in ("VMAX", "VMIN")},
     "VMUL": rule("i16 ui16 i32 ui32 f16 bf16 f32"),
-    # (the page: f16, f32, and signed i16 / i32 through the A5 software library)
-    "VDIV": rule("i16 i32 f16 f32"),
+    # (the page: f16, f32, and signed i16 / i32 through the A5 software library; PTOAS's
+    # words for another integer lane type: issue_1241_vdiv_i16_reject.pto)
+    "VDIV": rule("i16 i32 f16 f32",
+                 says="A5 integer pto.vdiv is not supported for {result} with mask {mask}; "
+                      "only signed or signless i16 vectors with a b16 mask and i32 vectors "
+                      "with a b32 mask are materialized through the A5 Software Library",
+                 says_when={"i8", "ui8", "ui16", "ui32", "i64", "ui64"}),
     # (bitwise ops on float lanes too: PTOAS takes them, and the upstream vor case uses f16)
     **{op: rule(MICRO_ANY, says="does not support bf16x2 vector elements; low-precision bitwise "
                                "operations require an 8-bit payload type", says_when={"bf16x2"})

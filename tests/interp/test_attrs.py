@@ -462,6 +462,8 @@ RUN_ELSEWHERE = {("TSTORE", "reluPreMode"), ("TMOV", "mode"),
                  # quantScaleAlg, storeMode checked on the binding there
                  ("TQUANT", "grp_axis"), ("TQUANT", "interleave"), ("TQUANT", "scale_alg"),
                  ("TQUANT", "store_mode"),
+                 # pto.tmov's grpAxis (the MX exponent repack) runs in test_mx_scale_moves.py
+                 ("TMOV", "grp_axis"),
                  # single-core modes run here; a dual mode is refused by name when it runs
                  ("TEXTRACT", "accToVecMode"), ("TINSERT", "accToVecMode"),
                  ("TEXTRACT_FP", "accToVecMode"), ("TINSERT_FP", "accToVecMode"),

@@ -63,6 +63,18 @@ LOOSENED = {
 }
 
 
+# ... and single diagnostics of a file that states several, which the current PTOAS no longer
+# gives (that function verifies now): diagnostic -> why
+LOOSENED_DIAGNOSTICS = {
+    "tquant_verify_invalid.pto": {
+        "expects dst element type i8 for INT8_SYM quantization":
+            "PTOAS takes an i8 or ui8 dst for either INT8 form (ptoas-main "
+            "tquant_verify_invalid_int8_sym_wrong_dst.pto); ptoisa refuses the run by name",
+        "expects dst element type ui8 for INT8_ASYM quantization":
+            "the same (tquant_verify_invalid_int8_asym_wrong_dst.pto)"},
+}
+
+
 def _essential(diag: str) -> str:
     """``'pto.x' op expects ...`` -> ``expects ...`` (our messages name the op differently)."""
     return diag.split(" op ", 1)[1] if " op " in diag else diag
@@ -92,7 +104,9 @@ def test_corpus_verifies(case: Case) -> None:
                             f"{errors[0].render()}")
             pytest.xfail(UNDETECTED[name])
         assert errors, f"PTOAS rejects {name}: {case.diagnostics}"
-        wants = [OUR_WORDING.get(name) or _essential(d) for d in case.diagnostics] or [""]
+        gone = LOOSENED_DIAGNOSTICS.get(name, {})
+        wants = [OUR_WORDING.get(name) or _essential(d) for d in case.diagnostics
+                 if _essential(d) not in gone] or [""]
         assert len(errors) >= len(wants), ([e.render() for e in errors], wants)
         for err, want in zip(errors, wants, strict=False):
             assert want in err.render(), (want, err.render())
@@ -113,3 +127,4 @@ def test_undetected_table_names_real_files() -> None:
     assert set(NO_TARGET_IMPL) <= {c.path.name for c in CASES}
     assert {k.split("@")[0] for k in TIGHTENED} <= {c.path.name for c in CASES}
     assert set(LOOSENED) <= names
+    assert set(LOOSENED_DIAGNOSTICS) <= names

@@ -5,13 +5,15 @@ pto-isa's pages), never the code under test."""
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import ptoisa as pto
 from ptoisa import load
-from ptoisa.errors import PtoError
+from ptoisa.errors import NotExecutedYet, PtoError
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -111,18 +113,19 @@ def _mx_ref(x: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return q.view(np.uint8), exp, mx.astype(np.float32)
 
 
-def _tquant_mx(rows: int, cols: int, axis: int, interleave: bool) -> tuple[str, list]:
+def _tquant_mx(rows: int, cols: int, axis: int, interleave: bool, dt: str = "f32"
+               ) -> tuple[str, list]:
     # axis 1: exponents per (row, group) in rows of 32 bytes, max / scaling the flat
     # [1, groups] form (a compact prefix); axis 0: [rows / 32, cols] (interleaved exponents
-    # [rows / 64, 2 cols])
+    # [rows / 64, 2 cols]); max / scaling have src's element type ``dt``
     gr, gc = (rows // 32, cols) if axis == 0 else (1, rows * cols // 32)
     er, ec = (rows // 64, 2 * cols) if interleave else (gr, gc) if axis == 0 \
         else (rows, cols // 32)
-    s, d = _t("f32", rows, cols), _t("ui8", rows, cols)
+    s, d = _t(dt, rows, cols), _t("ui8", rows, cols)
     e = _t("ui8", er, -(-ec // 32) * 32, er, ec)
-    m = _t("f32", gr, gc)
-    args = [_io("x", "f32", rows, cols, 0), _io("q", "ui8", rows, cols, 1),
-            _io("e", "ui8", er, ec, 2), _io("m", "f32", gr, gc, 3)]
+    m = _t(dt, gr, gc)
+    args = [_io("x", dt, rows, cols, 0), _io("q", "ui8", rows, cols, 1),
+            _io("e", "ui8", er, ec, 2), _io("m", dt, gr, gc, 3)]
     attrs = "quant_type = #pto<quant_type MXFP8>"
     if axis == 0:
         attrs += ", grpAxis = #pto<mx_group_axis axis0>"
@@ -143,23 +146,27 @@ def _tquant_mx(rows: int, cols: int, axis: int, interleave: bool) -> tuple[str, 
         [(rows, cols), (er, ec), (gr, gc)]
 
 
-@pytest.mark.parametrize(("rows", "cols", "axis", "interleave"), [
-    (4, 64, 1, False), (64, 32, 0, False), (128, 32, 0, True)])
-def test_tquant_mx_mxfp8(rows: int, cols: int, axis: int, interleave: bool) -> None:
-    text, (qs, es, ms) = _tquant_mx(rows, cols, axis, interleave)
+# (PTOAS takes interleave for f16 / bf16 sources only: "does not support FP32 interleave with
+# the pinned pto-isa revision")
+@pytest.mark.parametrize(("rows", "cols", "axis", "interleave", "dt"), [
+    (4, 64, 1, False, "f32"), (64, 32, 0, False, "f32"), (128, 32, 0, True, "bf16")])
+def test_tquant_mx_mxfp8(rows: int, cols: int, axis: int, interleave: bool, dt: str) -> None:
+    text, (qs, es, ms) = _tquant_mx(rows, cols, axis, interleave, dt)
     rng = np.random.default_rng(2)
     # magnitudes within 2**8 of each other: no element of a group rounds to (signed) zero
     sign = rng.choice([-1.0, 1.0], (rows, cols))
     x = (sign * rng.uniform(0.5, 2.0, (rows, cols)) * np.exp2(rng.integers(-3, 4, (rows, cols)))
          ).astype(np.float32)
-    q, e, m = np.zeros(qs, np.uint8), np.zeros(es, np.uint8), np.zeros(ms, np.float32)
+    npt = np.float32 if dt == "f32" else ml_dtypes.bfloat16
+    x = x.astype(npt)
+    q, e, m = np.zeros(qs, np.uint8), np.zeros(es, np.uint8), np.zeros(ms, npt)
     load(text, target="a5").k(x, q, e, m)
-    wq, we, wm = _mx_ref(x, axis)
+    wq, we, wm = _mx_ref(x.astype(np.float32), axis)
     if interleave:  # exp[p, 2c + k] = e[2p + k, c]
         we = we.reshape(we.shape[0] // 2, 2, we.shape[1]).transpose(0, 2, 1).reshape(es)
     np.testing.assert_array_equal(q, wq)
     np.testing.assert_array_equal(e, we)
-    np.testing.assert_array_equal(m, wm)
+    np.testing.assert_array_equal(m.astype(np.float32), wm)
 
 
 def test_tquant_mx_is_an_a5_op() -> None:
@@ -172,9 +179,10 @@ def test_tquant_mx_is_an_a5_op() -> None:
     ("outs(%dst, %exp, %max, %scl : ", "outs(%dst, %exp, %max, %scl : ", None),
     ("{quant_type = #pto<quant_type MXFP8>}",
      "{quant_type = #pto<quant_type MXFP8>, interleave = true}",
-     "interleave=true requires grpAxis=axis0"),
+     "expects interleave to be used only with grpAxis=axis0"),
     ("rows=4, cols=32, v_row=4, v_col=2,", "rows=4, cols=32, v_row=2, v_col=2,",
-     r"expects exp valid shape to be \[4, 2\]"),
+     r"expects exp valid_shape to match canonical \[M, N/32\] or legacy flat "
+     r"\[1, M\*N/32\] for grpAxis=axis1"),
 ])
 def test_tquant_mx_valid_shapes(old: str, new: str, why: str | None) -> None:
     text, _ = _tquant_mx(4, 64, 1, False)
@@ -187,6 +195,26 @@ def test_tquant_mx_valid_shapes(old: str, new: str, why: str | None) -> None:
     else:
         with pytest.raises(PtoError, match=why):
             load(text, target="a5")
+
+
+def test_tquant_mx_storage_rules() -> None:
+    """PTOAS's storage rules for the MX forms (tquant_mx_grp_axis_invalid.pto): an f32 source
+    is not interleaved, the interleaved exponents take src physical rows / 64 rows, an axis-1
+    MXFP8 dst has src's physical columns."""
+    text, _ = _tquant_mx(128, 32, 0, True)
+    with pytest.raises(PtoError, match="does not support FP32 interleave with the pinned "
+                       "pto-isa revision"):
+        load(text, target="a5")
+    text, _ = _tquant_mx(128, 32, 0, True, "bf16")
+    e = _t("ui8", 2, 64)
+    with pytest.raises(PtoError, match="expects interleaved exp physical rows to be src "
+                       "physical rows / 64"):
+        load(text.replace(e, _t("ui8", 3, 64, 2, 64)), target="a5")
+    text, _ = _tquant_mx(4, 64, 1, False)
+    d = _t("ui8", 4, 64)
+    with pytest.raises(PtoError, match="expects MXFP8 axis1 dst physical cols to equal src "
+                       "physical cols"):
+        load(text.replace(d, _t("ui8", 4, 96, 4, 64)), target="a5")
 
 
 def _tquant_int8(asym: bool, tmp: str = "") -> str:
@@ -245,6 +273,22 @@ def test_tquant_int8_scratch_and_offset_rules() -> None:
     row = _tquant_int8(True).replace(_t("f32", 8, 1, bl="col_major"), _t("f32", 8, 1))
     with pytest.raises(PtoError, match="expects A2/A3 fp to use non-row-major layout"):
         load(row, target="a2a3")
+
+
+@pytest.mark.parametrize("asym", [False, True])
+def test_tquant_int8_dst_signedness(asym: bool) -> None:
+    """PTOAS's verifier takes an i8 or ui8 dst for either INT8 form; pto-isa's TQUANT writes
+    i8 for SYM and ui8 for ASYM only, so the other one checks but is refused by name on a
+    run."""
+    good, other = ("ui8", "i8") if asym else ("i8", "ui8")
+    text = re.sub(r"(?<!u)i8" if good == "i8" else "ui8", other, _tquant_int8(asym))
+    k = load(text, target="a2a3")
+    x = np.zeros((8, 32), np.float32)
+    f = np.ones((8, 1), np.float32)
+    o = np.zeros((8, 32), np.int8 if asym else np.uint8)
+    with pytest.raises(NotExecutedYet, match=f"INT8_{'ASYM' if asym else 'SYM'} with dst "
+                       f"element type {other} .pto-isa's TQUANT writes {good}"):
+        k.k(x, f, f, o)
 
 
 # ---- implicit tmp -------------------------------------------------------------------------

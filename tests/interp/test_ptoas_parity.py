@@ -114,6 +114,50 @@ RIGHT = ("    %c0 = arith.constant 0 : index\n"
          f"    %s = pto.alloc_tile : {MAT_ZN}\n    %d = pto.alloc_tile : {RIGHT_T}\n"
          f"    pto.textract ins(%s, %c0, %c0 : {MAT_ZN}, index, index) outs(%d : {RIGHT_T})")
 
+def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: str = "none_box",
+       fractal: int = 512, v: tuple[int, int] | None = None) -> str:
+    vr, vc = v if v is not None else (rows, cols)
+    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={vr}, "
+            f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
+
+
+def helper(body: str, result: str = "") -> str:
+    """A module with one ``pto.tileop.helper`` function of ``body`` (its own return)."""
+    return (f"module attributes {{pto.target_arch = \"a5\"}} {{\n  func.func private @h(){result}"
+            f" attributes {{pto.tileop.helper}} {{\n{body}\n  }}\n}}\n")
+
+
+def prelu_overflow(around: bool = False) -> str:
+    """A5 TPRELU of 92x224 f32 tiles (valid 92x200) with an i8 tmp: 3 x 82432 + 20608 bytes
+    live at the op when tmp counts, more than A5's 248 KiB of planned UB. ``around``: tmp is
+    also used before and after it."""
+    f = tb("vec", "f32", 92, 224, v=(92, 200))
+    i = tb("vec", "i8", 92, 224, v=(92, 200))
+    use = f"    pto.tadd ins(%tmp, %tmp : {i}, {i}) outs(%tmp : {i})\n" if around else ""
+    return kernel(
+        f"    %src0 = pto.alloc_tile : {f}\n    %src1 = pto.alloc_tile : {f}\n"
+        f"    %tmp = pto.alloc_tile : {i}\n    %dst = pto.alloc_tile : {f}\n" + use +
+        f"    pto.tprelu ins(%src0, %src1, %tmp : {f}, {f}, {i}) outs(%dst : {f})\n" + use)
+
+
+def vmula(t: str) -> str:
+    v = f"!pto.vmi.vreg<{256 if t.startswith('f8') else 128}x{t}>"
+    return kernel(f"    %r = pto.vmi.vmula %a, %b, %c : {v}, {v}, {v} -> {v}",
+                  f"%a: {v}, %b: {v}, %c: {v}")
+
+
+def textract_fp(src: str) -> str:
+    """pto.textract of a 16x16 ``src`` into an f32 Mat tile through an f32 fp (Scaling) tile."""
+    fp = tb("scaling", "f32", 1, 16)
+    dst = tb("mat", "f32", 16, 16, "col_major", "row_major")
+    return kernel(
+        "    %c0 = arith.constant 0 : index\n"
+        f"    %s = pto.alloc_tile : {src}\n    %fp = pto.alloc_tile : {fp}\n"
+        f"    %d = pto.alloc_tile : {dst}\n"
+        f"    pto.textract ins(%s, %c0, %c0 fp %fp : {src}, index, index, {fp}) "
+        f"outs(%d : {dst})")
+
+
 VBIN_ARGS = "%a: !pto.vreg<{n}x{t}>, %b: !pto.vreg<{n}x{t}>, %m: !pto.mask<{g}>"
 VBIN = ("    pto.vecscope {{\n      %r = pto.{op} %a, %b, %m : !pto.vreg<{n}x{t}>, "
         "!pto.vreg<{n}x{t}>, !pto.mask<{g}> -> !pto.vreg<{n}x{t}>\n    }}")
@@ -308,6 +352,14 @@ CASES = [
      "requires sat/nosat only for floating lhs/rhs/dst element types"),
     ("mad_sat_verify_invalid.pto", "a5", None, kernel(MAD.format(t="f16", a="f32"),
                                                       MAD_ARGS.format(t="f16", a="f32")), None),
+    # mad_mx's syntax has no tf32_mode clause: its parser wants the types there
+    ("mad_mx_tf32_verify_invalid.pto", "a5", None,
+     kernel(MAD.replace("pto.mad ", "pto.mad_mx ").replace(" sat :", " tf32_mode(round_even) :")
+            .format(t="f8E4M3FN", a="f32"), MAD_ARGS.format(t="f8E4M3FN", a="f32")),
+     "expected ':'"),
+    ("mad_mx_tf32_verify_invalid.pto", "a5", None,
+     kernel(MAD.replace("pto.mad ", "pto.mad_mx ").replace(" sat :", " :")
+            .format(t="f8E4M3FN", a="f32"), MAD_ARGS.format(t="f8E4M3FN", a="f32")), None),
     ("acc_store_verify_invalid_duplicate_sat.pto", "a5", None,
      kernel(L0C_L1.format(flags="nz2nd, sat, nosat"), L0C_ARGS),
      "duplicate sat/nosat clause"),
@@ -326,6 +378,24 @@ CASES = [
      "expects A5 right dst to use row_major blayout and col_major slayout"),
     ("textract_verify_invalid_right_layout.pto", "a5", None,
      kernel(RIGHT.format(bl="row_major", sl="col_major")), None),
+    # the fp form reads an Acc source with PTOAS's type pairs; a Mat source of a Left tile is NZ
+    # or ZN (textract_fp_verify_invalid_src_loc / _dtype_pair, textract_verify_invalid_left_...)
+    ("textract_fp_verify_invalid_src_loc.pto", "a5", None,
+     textract_fp(tb("mat", "f32", 16, 16, "col_major", "row_major")),
+     "expects fp form to use loc=acc src"),
+    ("textract_fp_verify_invalid_dtype_pair.pto", "a5", None,
+     textract_fp(tb("acc", "i32", 16, 16, "col_major", "row_major", 1024)),
+     "expects A5 acc preQuantScalar textract element types to be "
+     "(src=f32,dst=i8/fp8/f16/bf16/f32) or (src=i32,dst=i8/f16/bf16)"),
+    ("textract_fp_verify_invalid_dtype_pair.pto", "a5", None,
+     textract_fp(tb("acc", "f32", 16, 16, "col_major", "row_major", 1024)), None),
+    ("textract_verify_invalid_left_layout.pto", "a5", None, kernel(
+        "    %c0 = arith.constant 0 : index\n"
+        f"    %s = pto.alloc_tile : {tb('mat', 'f16', 16, 16, 'col_major')}\n"
+        f"    %d = pto.alloc_tile : {tb('left', 'f16', 16, 16, 'col_major', 'row_major')}\n"
+        f"    pto.textract ins(%s, %c0, %c0 : {tb('mat', 'f16', 16, 16, 'col_major')}, index, "
+        f"index) outs(%d : {tb('left', 'f16', 16, 16, 'col_major', 'row_major')})"),
+     "expects A5 textract src to use a supported mat blayout/slayout combination"),
     ("tinsert_verify_a5_invalid_loc.pto", "a5", None, kernel(
         "    %c0 = arith.constant 0 : index\n    %s = pto.alloc_tile : " + vec("f32") + "\n"
         "    %d = pto.alloc_tile : " + ACC + "\n"
@@ -336,6 +406,33 @@ CASES = [
     # low-precision lane type gets the low-precision words, another refused type the plain ones
     ("vrelu_verify_invalid.pto", "a5", None, vbin("vrelu", "bf16", 128, "b16", unary=True),
      "requires si32/i32/f16/f32 vector element type"),
+    # a pto.tileop.helper returns nothing and holds vector / cube compute only
+    # (ptodsl_tileop_reject_contract_edges.pto)
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        "    %one = arith.constant 1 : i32\n    return %one : i32", " -> i32"),
+     "tileop helpers must not return values; write results through mutable Tile parameters"),
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        "    pto.set_flag[<PIPE_MTE2>, <PIPE_V>, <EVENT_ID0>]\n    return"),
+     "tileop helpers must not contain pipe synchronization"),
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        f"    %t = pto.alloc_tile : {vec('f32')}\n    return"),
+     "tileop helpers must not contain Tile allocation or high-level TileOps"),
+    ("ptodsl_tileop_reject_contract_edges.pto", "a5", None, helper(
+        "    %one = arith.constant 1 : i32\n"
+        "    pto.store_vfsimt_info %one, %one, %one : i32, i32, i32\n    return"),
+     "tileop helpers must launch a @pto.simt helper instead of containing SIMT operations"),
+    ("ptodsl_tileop_sections.pto", "a5", None, helper(
+        '    %m = pto.pset_b32 "PAT_ALL" : !pto.mask<b32>\n    return'), None),
+    # a float vmula is the legacy fma, which takes f16 / bf16 / f32 lanes only
+    ("vmi_to_vpto_fma_element_type_invalid.pto", "a5", None, vmula("f8E4M3FN"),
+     "requires f16, bf16, or f32 VMI element type"),
+    ("vmi_to_vpto_fma_element_type_invalid.pto", "a5", None, vmula("f16"), None),
+    # integer vdiv goes through A5's software library for signed i16 / i32 lanes only
+    ("issue_1241_vdiv_i16_reject.pto", "a5", None, vbin("vdiv", "ui16", 128, "b16"),
+     "A5 integer pto.vdiv is not supported for '!pto.vreg<128xui16>' with mask "
+     "'!pto.mask<b16>'; only signed or signless i16 vectors with a b16 mask and i32 vectors "
+     "with a b32 mask"),
+    ("issue_1241_vdiv_i16_reject.pto", "a5", None, vbin("vdiv", "i16", 128, "b16"), None),
     ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f8E4M3FN", 256, "b8"),
      "lhs type must not use low-precision vector element type"),
     ("vadd_low_precision_verify_invalid.pto", "a5", None, vbin("vadd", "f16", 128, "b16"),
@@ -387,6 +484,20 @@ CASES = [
      acc_store_ub("f32", "", mode="dst_mode(bad_mode)"),
      "expected dst_mode(%sub_blockid), dst_mode(split_m), or dst_mode(split_n)"),
     ("acc_store_ub.pto", "a5", None, acc_store_ub("f32", "", mode="dst_mode(split_m)"), None),
+    # the layout clauses (a bare nz2dn has no loop0 stride, nz2nz writes f32) and atomic, which
+    # is a GM store's (acc_store_verify_invalid_nz2dn / _nz2nz / _atomic)
+    ("acc_store_verify_invalid_nz2nz.pto", "a5", None, acc_store_ub("f16", ", nz2nz"),
+     "nz2nz requires destination element type to be f32"),
+    ("acc_store_ub_verify_invalid_atomic.pto", "a5", None,
+     acc_store_ub("f32", ", atomic(type = f32, op = add)"),
+     "atomic is only supported for mte_l0c_gm"),
+    ("acc_store_verify_invalid_atomic.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2nd, atomic(type = f32, op = add)"), L0C_ARGS),
+     "atomic is only supported for mte_l0c_gm"),
+    ("acc_store_verify_invalid_nz2dn.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2dn"), L0C_ARGS), "nz2dn requires loop0_src_stride"),
+    ("acc_store_verify_invalid_nz2dn.pto", "a5", None,
+     kernel(L0C_L1.format(flags="nz2dn(%c16)"), L0C_ARGS), None),
     # mask logic: one granularity, no predication mask, no pmode (vmi_mask_logic_invalid.pto)
     ("vmi_mask_logic_invalid.pto", "a5", None, mask_logic("vor", "b16", "b32", "b16"),
      "requires all VMI mask values to have the same granularity"),
@@ -451,13 +562,6 @@ def test_ptoas_rule(lit: str, target: str, level: str | None, text: str,
 
 
 # ---- PTOAS's reason words (issue #26): rules we make, worded so they carry PTOAS's text ----
-
-def tb(loc: str, dtype: str, rows: int, cols: int, bl: str = "row_major", sl: str = "none_box",
-       fractal: int = 512, v: tuple[int, int] | None = None) -> str:
-    vr, vc = v if v is not None else (rows, cols)
-    return (f"!pto.tile_buf<loc={loc}, dtype={dtype}, rows={rows}, cols={cols}, v_row={vr}, "
-            f"v_col={vc}, blayout={bl}, slayout={sl}, fractal={fractal}, pad=0>")
-
 
 def colarg(src: str, dst: str) -> str:
     s, d = tb("vec", src, 16, 32), tb("vec", dst, 1, 32)
@@ -720,6 +824,12 @@ RULE_CASES = [
     ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(False),
      "requires explicit tmp when PlanMemory is skipped"),
     ("implicit_tmp_remaining_level3_invalid.pto", "a2a3", "level3", tprelu(True), None),
+    # A5's TPRELU does not touch its tmp, so PTOAS's planning does not count it
+    # (issue531_tprelu_vec_overflow_a5.pto); three 80 KiB f32 tiles and a 20 KiB tmp
+    ("issue531_tprelu_vec_overflow_a5.pto", "a5", None, prelu_overflow(), None),
+    # (a tmp used before and after it is live there: then it counts)
+    ("issue531_tprelu_vec_overflow_a5.pto", "a5", None, prelu_overflow(True),
+     "UB overflow on a5"),
     ("plan_memory_modern_bias_capacity_invalid.pto", "a2a3", "level2", kernel(
         "    %t = pto.alloc_tile : !pto.tile_buf<bias, 1x262144xf32>"),
      "bias overflow, requires 8388608 bits while 524288 bits available"),

@@ -357,7 +357,7 @@ def test_fixpipe_sat_flags_keep_an_f32_result(flag):
 
 def test_flag_group_of_no_parameter_is_refused():
     text = _kernel(16, 16, 16, layout="nz2nd bogus(preserve_nan)")
-    with pytest.raises(VerifyError, match=r"unexpected 'bogus\(\.\.\.\)'"):
+    with pytest.raises(VerifyError, match=r"expected ':', not 'bogus\(\.\.\.\)'"):
         _run(text, _ints((16, 16)), _ints((16, 16)), np.zeros(128, np.float32),
              np.zeros((16, 16), np.float32))
 

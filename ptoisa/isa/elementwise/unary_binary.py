@@ -442,9 +442,11 @@ TADDRELU = _binary("TADDRELU", _addrelu,
                    "i16; designs/a2a3-vpto-elementwise-impl.md); it has no pto-isa intrinsic, "
                    "so it is an A2/A3 instruction here.")
 TPRELU = _binary("TPRELU", lambda a, b, dt: np.where(a > 0, a, a * b),
-                 "dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch.",
+                 "dst = src0 > 0 ? src0 : src0 * src1 (per-element slope); tmp is scratch "
+                 "(A2/A3's; A5's TPRELU does not use it).",
                  tmp=True, static=_FLOAT, static_for={"a2a3": (_tprelu_tmp_a2a3,)},
-                 same_valid=SameValid(("src0", "src1"), BOTH))
+                 same_valid=SameValid(("src0", "src1"), BOTH),
+                 ptoas=Ptoas(unplanned={"a5": ("tmp",)}))
 TSUBRELU = _binary("TSUBRELU", lambda a, b, dt: _relu(np.subtract(a, b)),
                    "dst = max(src0 - src1, 0).", static=_FLOAT)
 

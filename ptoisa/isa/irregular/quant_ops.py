@@ -11,7 +11,7 @@ import numpy as np
 
 from ...dtypes import fp4_encode
 from ...enums import Pipe, TileType
-from ...errors import ExecutionError, PtoError
+from ...errors import ExecutionError, NotExecutedYet, PtoError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
 from ..registry import Instr, Opnd, Param, Sig, except_on, instr, locs, same_dtype
@@ -231,10 +231,12 @@ def _tquant_static(sig: Sig) -> None:
             raise sig.fail("INT8_ASYM quantization requires an offset operand")
         if alg == "SYM" and sig["scaling"] is not None:
             raise sig.fail("INT8_SYM quantization must not have an offset operand")
-        if d.dtype.name not in want:
-            raise sig.fail(f"expects dst element type {want[0]} for INT8_{alg} quantization, "
-                           f"got {d.dtype}")
-    if d.dtype.name not in want:
+        if d.dtype.name not in ("i8", "ui8"):
+            # (PTOAS's verifier takes either 8-bit integer; pto-isa's TQUANT wants i8 for
+            # SYM and ui8 for ASYM, which _tquant_int8_signedness refuses by name)
+            raise sig.fail(f"expects dst element type i8/ui8 for INT8_{alg} quantization "
+                           f"(got {d.dtype})")
+    elif d.dtype.name not in want:
         raise sig.fail(f"{fmt} {alg} quantisation writes a {' or '.join(want)} dst, "
                        f"got {d.dtype}")
     if fmt == "int8" and s.dtype.name != "f32":
@@ -246,6 +248,21 @@ def _tquant_static(sig: Sig) -> None:
         raise sig.fail(f"exp holds E8M0 exponents (ui8), got {e.dtype}")
 
 
+def _tquant_int8_signedness(ins: Instr, dst: Tile, src: Tile, *rest: Any,
+                            **params: Any) -> None:
+    """pto-isa's TQUANT writes an i8 dst for INT8_SYM and a ui8 one for INT8_ASYM (a
+    static_assert on every NPU): the other 8-bit type, which PTOAS's verifier lets through,
+    has no semantics to execute, so it is refused by name."""
+    fmt, alg = _quant_mode(params.get("quant_type"), params.get("scale_alg"),
+                           params.get("mx_alg"))
+    want = "ui8" if alg == "ASYM" else "i8"
+    if fmt == "int8" and dst.dtype.name != want:
+        raise NotExecutedYet(
+            f"INT8_{alg} with dst element type {dst.dtype.name} (pto-isa's TQUANT writes "
+            f"{want} for INT8_{alg}; the {dst.dtype.name} form PTOAS accepts does not "
+            "compile there)", op=ins.mnemonic)
+
+
 def _mx_a5_only(sig: Sig) -> None:
     """MX quantisation is an A5 instruction (PTOAS: 'tquant.mx is only supported on A5')."""
     fmt, _ = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
@@ -255,43 +272,161 @@ def _mx_a5_only(sig: Sig) -> None:
 
 
 def _tquant_mx_shapes(sig: Sig) -> None:
-    """The MX forms' valid shapes (PTO_IR_manual pto.tquant.mx): with M x N src valid,
-    axis 1 groups 32 columns (exp/max/scaling [M, N/32], or the flat [1, M*N/32]), axis 0
-    groups 32 rows (exp/max/scaling [M/32, N]; interleaved exp [M/64, 2N])."""
-    fmt, _ = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
-                         sig.params.get("mx_alg"))
-    s = sig["src"]
-    if fmt == "int8" or not isinstance(s, TileSpec):
+    """The MX forms' shapes as PTOAS's verifier takes them (PTO_IR_manual pto.tquant.mx;
+    PTOAS's TQuantMxOp verifier, in its order and words): with M x N src valid and R x C its
+    storage, axis 1 groups 32 columns (exp / max / scaling [M, N/32], or the flat [1, M*N/32]),
+    axis 0 groups 32 rows (exp / max / scaling [M/32, N]; interleaved exp [M/64, 2N]), every
+    shape static; then the storage each lowering addresses: the physical columns the grouped
+    tiles share with src, capacities, compact prefixes, and the forms the pinned pto-isa does
+    not lower. An MXFP4 dst's shapes are PTOAS's, in packed pairs (N/2 valid columns)."""
+    fmt, alg = _quant_mode(sig.params.get("quant_type"), sig.params.get("scale_alg"),
+                           sig.params.get("mx_alg"))
+    if fmt == "int8":
         return
-    m, n = s.valid_row, s.valid_col
-    if m is None or n is None:
-        return  # a dynamic valid shape: the semantics check the groups when it runs
-    axis = int(sig.params.get("grp_axis", 1))
+    dn = int(sig.params.get("grp_axis", 1)) == 0
     inter = bool(sig.params.get("interleave"))
-    if inter and axis != 0:
-        raise sig.fail("interleave=true requires grpAxis=axis0")
-    if sig["exp_zz"] is not None and axis != 1:
-        raise sig.fail("the legacy exp_zz form requires grpAxis=axis1")
-    aux = [(k, sig[k]) for k in ("exp", "max", "scaling")
-           if isinstance(sig[k], TileSpec) and sig[k].valid_row is not None
-           and sig[k].valid_col is not None]
-    if axis == 1:
-        if n % 32:
-            raise sig.fail(f"expects src valid cols ({n}) to be a multiple of 32 for "
-                           "grpAxis=axis1")
-        want = [(m, n // 32), (1, m * n // 32)]
+    if inter and not dn:
+        raise sig.fail("expects interleave to be used only with grpAxis=axis0")
+    ez = sig["exp_zz"]
+    if ez is not None and dn:
+        raise sig.fail("expects the deprecated exp_zz form to use grpAxis=axis1; use pto.tmov "
+                       "with a non-scaling tmp for axis0 exponents")
+    t = {k: sig[k] for k in ("src", "dst", "exp", "max", "scaling")}
+    if not all(isinstance(v, TileSpec) for v in t.values()):
+        return
+    for k, v in t.items():
+        if v.valid_row is None or v.valid_col is None:
+            raise sig.fail(f"expects static valid and physical shapes for {k} in MX "
+                           "quantization")
+    s, d, e, mx, sc = t["src"], t["dst"], t["exp"], t["max"], t["scaling"]
+    m, n, big_r, big_c = s.valid_row, s.valid_col, s.rows, s.cols
+    if (m if dn else n) % 32:
+        raise sig.fail(f"expects src valid_shape[{0 if dn else 1}] to be a multiple of 32 when "
+                       f"grpAxis is axis{0 if dn else 1} (got {m}x{n})")
+    groups = m * (n // 32)
+    if isinstance(ez, TileSpec) and ez.valid_row is not None and ez.valid_col is not None \
+            and ez.valid_row * ez.valid_col != groups:
+        raise sig.fail("expects exp_zz valid element count to equal MX group count")
+
+    def fail(msg: str, got: TileSpec | None = None) -> None:
+        said = f" (got {got.rows}x{got.cols} valid {got.valid_row}x{got.valid_col})" \
+            if got is not None else ""
+        raise sig.fail(msg + said)
+
+    def grouped(name: str, v: TileSpec) -> None:
+        shape = (v.valid_row, v.valid_col)
+        if shape == ((m // 32, n) if dn else (m, n // 32)) or \
+                (not dn and shape == (1, groups)):
+            return
+        fail(f"expects {name} valid_shape to match " + (
+            "canonical [M/32, N] for grpAxis=axis0" if dn else
+            "canonical [M, N/32] or legacy flat [1, M*N/32] for grpAxis=axis1"), v)
+
+    def capacity(name: str, v: TileSpec, need: int, nbytes: bool = False) -> None:
+        have = v.rows * v.cols * (v.dtype.itemsize if nbytes else 1)
+        if have < need:
+            fail(f"expects {name} physical capacity to cover {need} "
+                 f"{'bytes' if nbytes else 'elements'}", v)
+
+    def compact(name: str, v: TileSpec) -> None:
+        if v.valid_row != 1 and v.cols != v.valid_col:
+            fail(f"expects {name} valid elements to form a compact physical prefix", v)
+
+    def align(x: int, a: int) -> int:
+        return -(-x // a) * a
+
+    grouped("max", mx)
+    grouped("scaling", sc)
+    if not inter:
+        grouped("exp", e)
     else:
-        if m % (64 if inter else 32):
-            raise sig.fail(f"expects src valid rows ({m}) to be a multiple of "
-                           f"{64 if inter else 32} for grpAxis=axis0"
-                           + (" with interleave" if inter else ""))
-        want = [(m // 32, n)]
-    for k, t in aux:
-        shapes = [(m // 64, 2 * n)] if k == "exp" and inter else want
-        if (t.valid_row, t.valid_col) not in shapes:
-            raise sig.fail(f"expects {k} valid shape to be "
-                           f"{' or '.join(f'[{a}, {b}]' for a, b in shapes)}, got "
-                           f"[{t.valid_row}, {t.valid_col}]")
+        if m % 64:
+            fail("expects src valid rows to be a multiple of 64 when interleave is true", s)
+        if big_r % 64:
+            fail("expects src physical rows to be a multiple of 64 when interleave is true", s)
+        if (e.valid_row, e.valid_col) != (m // 64, 2 * n):
+            fail("expects exp valid_shape to match [M/64, 2N] for grpAxis=axis0 with "
+                 "interleave=true", e)
+    fp4 = fmt == "fp4"
+    b16 = s.dtype.name in ("f16", "bf16")
+    if fp4 and big_c % 2:
+        fail("expects MXFP4 src physical cols to be even for packed destination addressing", s)
+    pack = 2 if fp4 else 1
+    dn_cols = n // pack
+    if (d.valid_row, d.valid_col) != (m, dn_cols):
+        fail(f"expects dst valid_shape to be [{m}, {dn_cols}] for MX quantization", d)
+    if d.rows < m:
+        fail("expects dst physical rows to cover src valid rows", d)
+    if dn:
+        if fp4:
+            if d.cols != big_c // 2:
+                fail("expects MXFP4 axis0 dst physical cols to equal src physical cols / 2", d)
+            capacity("dst", d, (m - 1) * (big_c // 2) + dn_cols)
+            if s.dtype.name == "f16" and (big_c // 2) % 32:
+                fail("does not support FP16 MXFP4 axis0 when packed source stride is not a "
+                     "multiple of 32 bytes", s)
+        else:
+            capacity("dst", d, (m - 1) * d.cols + n)
+        if mx.cols != big_c:
+            fail("expects max physical cols to equal src physical cols for grpAxis=axis0", mx)
+        if sc.cols != big_c:
+            fail("expects scaling physical cols to equal src physical cols for grpAxis=axis0",
+                 sc)
+        aux = (m // 32) * big_c
+        capacity("max", mx, aux)
+        capacity("scaling", sc, aux)
+        if not inter:
+            if e.cols != big_c:
+                fail("expects exp physical cols to equal src physical cols for grpAxis=axis0", e)
+            capacity("exp", e, aux)
+        else:
+            if e.rows != big_r // 64:
+                fail("expects interleaved exp physical rows to be src physical rows / 64", e)
+            if e.cols != align(2 * big_c, 32):
+                fail("expects interleaved exp physical cols to be align32(2 * src physical "
+                     "cols)", e)
+        if s.dtype.name == "f32" and inter:
+            fail("does not support FP32 interleave with the pinned pto-isa revision", s)
+    else:
+        if d.cols != big_c // pack:
+            fail("expects MXFP4 axis1 dst physical cols to equal src physical cols / 2" if fp4
+                 else "expects MXFP8 axis1 dst physical cols to equal src physical cols", d)
+        capacity("dst", d, (m - 1) * (big_c // pack) + dn_cols)
+        compact("max", mx)
+        compact("scaling", sc)
+        capacity("max", mx, groups)
+        if e.rows == 1:
+            if big_c != n:
+                fail("expects axis1 flat exp to use a tight source with physical cols equal "
+                     "to valid cols", s)
+            if (e.valid_row, e.valid_col) != (1, groups):
+                fail("expects axis1 flat exp valid_shape to match legacy flat [1, M*N/32]", e)
+            capacity("exp", e, groups)
+            unroll = big_r * big_c > 1024 and (big_r * big_c) % 256 == 0 \
+                and (m * big_c) % 256 == 0
+            if s.dtype.name == "f32":
+                what = "axis1 flat unrolled f32 scaling" if unroll else "axis1 flat f32 scaling"
+                capacity(what, sc, align(groups * (2 if unroll else 1), 64) * 4, nbytes=True)
+            elif alg == "OCP":
+                capacity("axis1 flat B16 OCP scaling", sc, align(groups, 128) * 2, nbytes=True)
+            else:
+                fail("does not support axis1 flat B16 NV quantization with the pinned pto-isa "
+                     "revisions", s)
+        else:
+            if e.valid_row == 1:
+                fail("expects legacy flat exp to use physical rows == 1", e)
+            if b16:
+                fail("does not support axis1 canonical 2D B16 quantization with the pinned "
+                     "pto-isa revision", s)
+            if (e.valid_row, e.valid_col) != (m, n // 32):
+                fail("expects exp valid_shape to match canonical [M, N/32] for grpAxis=axis1", e)
+            if e.rows < m or e.cols < n // 32:
+                fail("expects axis1 canonical exp physical shape to cover [M, N/32]", e)
+            capacity("exp", e, (m - 1) * e.cols + n // 32)
+            capacity("scaling", sc, groups)
+    if b16 and n < big_c and 128 % big_c == 0 and (m * big_c) % 128:
+        fail("does not support padded B16 source whose VL-aligned padding store has an "
+             "incomplete final VL", s)
 
 
 def _tquant_int8_ptoas(sig: Sig) -> None:
@@ -359,6 +494,7 @@ def _tquant_a2a3_operands(sig: Sig) -> None:
        dtype_key=("src", "dst"),
        static=(locs(["dst", "src", "exp", "max", "scaling", "exp_zz"], TileType.Vec),
                row_major_nd("dst", "src"), _tquant_static),
+       runtime=(_tquant_int8_signedness,),
        static_for={"a2a3": (_mx_a5_only,)})
 def TQUANT(m: Machine, dst: Tile, src: Tile, exp: Tile, max: Tile | None = None,  # noqa: A002,N802
            scaling: Tile | None = None, exp_zz: Tile | None = None, *, quant_type: Any,

@@ -54,6 +54,11 @@ def _moves(sig: Sig) -> None:
         return
     if (s.loc, d.loc) not in moves:
         allowed = ", ".join(sorted(f"{a.name}->{b.name}" for a, b in moves))
+        if sig.ins.mnemonic.endswith("_fp") and s.loc is not TileType.Acc:
+            # (PTOAS checks the fp form's source before the pair)
+            raise sig.fail(f"expects fp form to use loc=acc src ({s.loc.name} -> "
+                           f"{d.loc.name} is not a data path of {sig.ins.mnemonic} on "
+                           f"{sig.target}; supported: {allowed})")
         # (PTOAS's words first: "expects A5 textract to use a supported src/dst loc pair")
         arch = {"a5": "A5 ", "a2a3": "A2/A3 "}.get(str(sig.target), "")
         op = sig.ins.mnemonic.removesuffix("_fp")
@@ -82,8 +87,11 @@ def _conversion(sig: Sig) -> None:
     if s.loc is TileType.Acc and conv and pair in conv:
         return
     what = "an Acc source" if s.loc is TileType.Acc else f"a {s.loc.name} source"
-    raise sig.fail(f"dst element type {d.dtype} != src element type {s.dtype} "
-                   f"({what} is not converted on {sig.target})")
+    # (PTOAS's words for the Acc source's type pairs, where the table gives them)
+    says = _rule_extra(sig, "convert_says") if s.loc is TileType.Acc else None
+    head = f"{says} (" if says else ""
+    raise sig.fail(f"{head}dst element type {d.dtype} != src element type {s.dtype} "
+                   f"({what} is not converted on {sig.target}){')' if says else ''}")
 
 
 def _npu_mat_src_fractal(sig: Sig) -> None:
@@ -100,8 +108,12 @@ def _npu_mat_src_fractal(sig: Sig) -> None:
         return
     if s.loc is TileType.Mat and d.loc in (TileType.Left, TileType.Right) and \
             s.layout_name not in ("NZ", "ZN") and getattr(s, "conv_layout", None) != "FRACTAL_Z":
-        raise sig.fail(f"a Mat source of a {d.loc.name} tile must be NZ or ZN on "
-                       f"{sig.target}, got {s.layout_name}")
+        # (PTOAS's words first where the target is one of its architectures)
+        arch = {"a5": "A5 ", "a2a3": "A2/A3 "}.get(str(sig.target))
+        head = f"expects {arch}{sig.ins.mnemonic} src to use a supported mat blayout/" \
+            "slayout combination (" if arch and sig.ins.mnemonic == "textract" else ""
+        raise sig.fail(f"{head}a Mat source of a {d.loc.name} tile must be NZ or ZN on "
+                       f"{sig.target}, got {s.layout_name}{')' if head else ''}")
 
 
 def _packed_pairs_not_run(sig: Sig) -> None:

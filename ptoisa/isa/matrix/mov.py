@@ -11,8 +11,9 @@ Conversions: Mat -> Bias widens f16/bf16 to f32; Acc sources go through the fix-
 (``ptoisa.isa.quant``): a plain move converts (f32 -> f16/bf16 round to nearest even, ...), a
 ``preQuantScalar`` (uint64) applies a scalar quant word, an ``fp`` Scaling tile a vector quant
 word per output column; ``reluMode=NormalRelu`` clamps negatives to zero. The 3-operand form
-with a non-Scaling ``tmp`` tile is the MX exponent repack: ``grp_axis=1`` ND -> ZZ (a copy),
-``grp_axis=0`` DN -> ZZ (``dst[r, c] = src[c, r]``).
+with a non-Scaling ``tmp`` tile is the MX exponent repack, which moves bytes rather than
+elements: the ZZ stream of ``grp_axis=1`` ND -> ZZ or ``grp_axis=0`` DN -> ZZ is written from
+the start of dst's storage whatever dst's layout (``_to_zz``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ from ...tile import Tile, TileSpec
 from ..quant import fp_words, quant_mode, quantize
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr
 from ..spelling import Attr, Form, Ptoas
+
+
+def _mx_scale(t: TileSpec) -> bool:
+    """A Scaling tile of E8M0 codes: an MX scale (PTOAS writes the C++ TileLeftScale /
+    TileRightScale as ``loc=scaling``), which a Mat move fills as pto-isa's Mat -> ScaleLeft /
+    ScaleRight (CommonCheckMX: the same float8_e8m0_t on both sides), not the fix-pipe's
+    quant-word row."""
+    return t.loc is TileType.Scaling and t.dtype is D.f8e8m0
 
 
 def _fix_pipe_rule(sig: Sig) -> None:
@@ -71,7 +80,7 @@ def _fix_pipe_rule(sig: Sig) -> None:
             raise sig.fail(f"a Bias move takes one source row, got {src.rows}")
         if nbytes % 64:
             raise sig.fail(f"Bias row must be a multiple of 64 bytes, got {nbytes}")
-    if dst.loc is TileType.Scaling:
+    if dst.loc is TileType.Scaling and not _mx_scale(dst):
         nbytes = dst.cols * dst.dtype.itemsize
         if src.rows != 1:
             raise sig.fail(f"a Scaling move takes one source row, got {src.rows}")
@@ -113,9 +122,9 @@ def _shape_runtime(ins: Instr, dst: Tile, src: Tile, fp: Any = None, **params: A
     if _plain_move(dst, src, fp):
         return
     vr, vc = dst._vr, dst._vc
-    transposed = isinstance(fp, Tile) and src.loc is not TileType.Acc \
-        and params.get("grp_axis", 1) == 0
-    sr, sc = (src.cols, src.rows) if transposed else (src.rows, src.cols)
+    if isinstance(fp, Tile) and src.loc is not TileType.Acc:
+        return  # (the MX exponent repack moves bytes: _to_zz checks what it needs)
+    sr, sc = src.rows, src.cols
     if vr > sr or vc > sc:
         raise RuntimeCheckError(
             f"dst valid region {vr}x{vc} is larger than src ({src.rows}x{src.cols})",
@@ -163,16 +172,72 @@ def _tmov_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) 
     return True
 
 
+def _bytes_of(t: Tile) -> np.ndarray:
+    """A 1-byte tile's storage in physical order (blocks first), from its logical elements."""
+    vals = np.asarray(t.read(t.rows, t.cols))
+    offs = t.spec.offsets.reshape(-1)
+    flat = np.zeros((*vals.shape[:-2], int(offs.max()) + 1), np.uint8)
+    flat[..., offs] = vals.reshape(*vals.shape[:-2], -1).view(np.uint8)
+    return flat
+
+
+def _put_bytes(t: Tile, stream: np.ndarray) -> None:
+    """Write ``stream`` into the first bytes of 1-byte tile ``t``'s storage (the rest stays)."""
+    vals = np.array(t.read(t.rows, t.cols), copy=True)
+    offs = t.spec.offsets
+    hit = offs < stream.shape[-1]
+    vals.view(np.uint8)[..., hit] = stream[..., offs[hit]]
+    t.write(vals)
+
+
+def _to_zz(dst: Tile, src: Tile, grp_axis: int) -> None:
+    """The MX exponent repack (TMOV with a ``tmp`` tile, pto-isa's TMovNdTo2Zz /
+    TMovDnTo2Zz): the exponents, read from src's bytes as a dense row-major matrix, are
+    written from the start of dst's bytes in ZZ order, [16, 2] boxes of 32 bytes, whatever
+    dst's own layout (a flat 1 x N tile holds the stream as it is). ND -> ZZ (``grp_axis``
+    1): dst's valid rows x cols, rows padded to a multiple of 16 with zeros (the bytes of src
+    past its valid rows, up to its storage, are zeroed as the hardware does; past src's
+    storage they are not modelled), ``E_ZZ[rb, p, i, q] = E[16 rb + i][2 p + q]``. DN -> ZZ
+    (0): src's valid M^ x N exponents, ``E_ZZ[cb, p, q, d] = E[2 p + d][16 cb + q]``."""
+    if dst.dtype.itemsize != 1 or src.dtype.itemsize != 1:
+        raise RuntimeCheckError(f"the MX exponent repack moves 1-byte codes, got {src.dtype} -> "
+                                f"{dst.dtype}", op="tmov")
+    flat = _bytes_of(src)
+    lead = flat.shape[:-1]
+    if grp_axis == 0:
+        hm, n = src.valid_shape
+        pairs, cbs = hm // 2, n // 16
+        e = flat[..., : hm * n].reshape(*lead, hm, n)[..., : 2 * pairs, : 16 * cbs]
+        stream = e.reshape(*lead, pairs, 2, cbs, 16)
+        stream = np.moveaxis(stream, (-4, -3, -2, -1), (-3, -1, -4, -2))
+    else:
+        vr, vc = dst.valid_shape
+        pc, rbs = vc // 2, -(-vr // 16)
+        if flat.shape[-1] > vr * vc:
+            flat[..., vr * vc: rbs * 16 * vc] = 0
+            _put_bytes(src, flat)
+        need = rbs * 16 * vc
+        if flat.shape[-1] < need:
+            flat = np.concatenate([flat, np.zeros((*lead, need - flat.shape[-1]), np.uint8)],
+                                  axis=-1)
+        e = flat[..., :need].reshape(*lead, rbs * 16, vc)[..., : 2 * pc]
+        stream = np.moveaxis(e.reshape(*lead, rbs, 16, pc, 2), (-4, -3, -2, -1),
+                             (-4, -2, -3, -1))
+    stream = np.ascontiguousarray(stream).reshape(*lead, -1)
+    if stream.shape[-1] > int(dst.spec.offsets.max()) + 1:
+        raise RuntimeCheckError(f"the ZZ exponents take {stream.shape[-1]} bytes, dst "
+                                f"({dst.rows}x{dst.cols} {dst.dtype}) holds "
+                                f"{int(dst.spec.offsets.max()) + 1}", op="tmov")
+    _put_bytes(dst, stream)
+
+
 def move(m: Machine, dst: Tile, src: Tile, extra: Any, relu: ReluPreMode,
          grp_axis: int = 1) -> None:
     vr, vc = dst.valid_shape
     if not (vr and vc):
         return
     if isinstance(extra, Tile) and src.loc is not TileType.Acc:
-        # MX exponent repack (tmp operand): DN -> ZZ transposes, ND -> ZZ copies
-        vals = np.asarray(src.read(vc, vr)).swapaxes(-1, -2) if grp_axis == 0 \
-            else src.read(vr, vc)
-        dst.write(np.array(vals, copy=True))
+        _to_zz(dst, src, grp_axis)
         return
     if extra is None and dst._whole and _move_in_place(m, dst, src):
         return
@@ -216,7 +281,8 @@ TMOV_PIPES = PipeForms(("src", "dst"), {
            # the generic spelling: operandSegmentSizes over (src, dst, fp, preQuantScalar)
            forms={"pto.tmov": (Form(inputs=("src",)), Form(inputs=("src", "fp")),
                                Form(segments=("src", "dst", "fp", "fp")))},
-           attrs={"accToVecMode": Attr("mode"), "reluPreMode": Attr("reluMode")}),
+           attrs={"accToVecMode": Attr("mode"), "reluPreMode": Attr("reluMode"),
+                  "grpAxis": Attr("grp_axis", values={"axis0": 0, "axis1": 1})}),
        operands=(Opnd("dst", "tile", "out"), Opnd("src", "tile"),
                  Opnd("fp", "any", optional=True)),
        params=(Param("reluMode", ReluPreMode.NoRelu, ReluPreMode),

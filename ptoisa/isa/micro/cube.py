@@ -1222,6 +1222,30 @@ def _acc_store_clauses(sig: Sig) -> None:
                                f"(got {_named(named['clip'])})")
 
 
+#: PTOAS parses the ``atomic(type = T, op = O)`` clause on every acc store and refuses it
+#: where the destination is not GM (an operand the L1 / UB stores declare to refuse it)
+_NO_ATOMIC = Opnd("atomic", "group", optional=True)
+
+
+def _gm_only_atomic(op: str, atomic: Any) -> None:
+    if atomic is not None:
+        raise ExecutionError(f"atomic is only supported for mte_l0c_gm (not {op})")
+
+
+def _acc_store_layout(sig: Sig) -> None:
+    """PTOAS's rules for the layout and atomic clauses of an acc store: ``nz2dn`` carries its
+    loop0 source stride (``nz2dn(%stride)``), ``nz2nz`` writes an f32 destination, and
+    ``atomic(...)`` is a GM store's (acc-store-structured-interface.md)."""
+    dn = sig["nz2dn"]
+    if isinstance(dn, GroupSpec) and not dn.items:
+        raise sig.fail("nz2dn requires loop0_src_stride (write nz2dn(%stride))")
+    dst = _named(sig["dst"])
+    if isinstance(sig["nz2nz"], GroupSpec) and dst is not None and dst != "f32":
+        raise sig.fail(f"nz2nz requires destination element type to be f32 (got {dst})")
+    if sig.ins.mnemonic != "mte_l0c_gm" and sig.types.get("atomic") is not None:
+        raise sig.fail(f"atomic is only supported for mte_l0c_gm (not {sig.ins.mnemonic})")
+
+
 def _dst_mode(sig: Sig) -> None:
     """PTOAS: dst_mode names a sub-block (a value) or split_m / split_n."""
     g = sig["dst_mode"]
@@ -1238,7 +1262,8 @@ def _dst_mode(sig: Sig) -> None:
                  Opnd("dst_stride", "scalar"), Opnd("sid", "scalar"),
                  Opnd("l2_cache_ctrl", "scalar"), *_FIX_GROUPS,
                  Opnd("atomic", "group", optional=True)),
-       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once, _acc_store_clauses))
+       params=_FIX_FLAGS, dtype_key=("src",),
+       static=(_sat_once, _acc_store_clauses, _acc_store_layout))
 def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: Any,
                dst_stride: Any, sid: Any, l2_cache_ctrl: Any, unit_flag: Any = None,
                pre_quant: Any = None, pre_relu: Any = None, nz2dn: Any = None,
@@ -1257,14 +1282,17 @@ def MTE_L0C_GM(m: Any, src: Ptr, dst: np.ndarray, mv: Any, nv: Any, src_stride: 
 @instr("MTE_L0C_L1", pipe=Pipe.FIX, dialect="vpto",
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
-                 Opnd("dst_stride", "scalar"), *_FIX_GROUPS),
-       params=_FIX_FLAGS, dtype_key=("src",), static=(_sat_once, _acc_store_clauses))
+                 Opnd("dst_stride", "scalar"), *_FIX_GROUPS, _NO_ATOMIC),
+       params=_FIX_FLAGS, dtype_key=("src",),
+       static=(_sat_once, _acc_store_clauses, _acc_store_layout))
 def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                unit_flag: Any = None, pre_quant: Any = None, pre_relu: Any = None,
-               nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None, *,
-               nz2nd: bool = False, sat: bool = False, nosat: bool = False) -> None:
+               nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None, atomic: Any = None,
+               *, nz2nd: bool = False, sat: bool = False, nosat: bool = False) -> None:
     """As ``mte_l0c_gm``, into L1 at dst (this core's): element [i, j] of the m x n result,
-    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``)."""
+    after pre_quant / pre_relu / clip, at ``i * dst_stride + j`` (``nz2nd``). ``atomic`` is
+    refused (a GM store's clause)."""
+    _gm_only_atomic("mte_l0c_l1", atomic)
     _fixpipe(m, "mte_l0c_l1", src, dst, "l1", mv, nv, src_stride, dst_stride, nz2nd, nz2dn,
              loop3, None, {"unit_flag": unit_flag, "pre_quant": pre_quant,
                            "pre_relu": pre_relu, "nz2nz": nz2nz, "sat": sat, "nosat": nosat})
@@ -1273,18 +1301,22 @@ def MTE_L0C_L1(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, ds
 @instr("MTE_L0C_UB", pipe=Pipe.FIX, dialect="vpto",
        operands=(Opnd("src", "ptr"), Opnd("dst", "ptr", "out"), Opnd("m", "scalar"),
                  Opnd("n", "scalar"), Opnd("src_stride", "scalar"),
-                 Opnd("dst_stride", "scalar"), Opnd("dst_mode", "group"), *_FIX_GROUPS),
+                 Opnd("dst_stride", "scalar"), Opnd("dst_mode", "group"), *_FIX_GROUPS,
+                 _NO_ATOMIC),
        params=_FIX_FLAGS, dtype_key=("src",),
-       static=(_sat_once, _acc_store_clauses, _dst_mode))
+       static=(_sat_once, _acc_store_clauses, _acc_store_layout, _dst_mode))
 def MTE_L0C_UB(m: Any, src: Ptr, dst: Ptr, mv: Any, nv: Any, src_stride: Any, dst_stride: Any,
                dst_mode: tuple[Any, ...], unit_flag: Any = None, pre_quant: Any = None,
                pre_relu: Any = None, nz2dn: Any = None, nz2nz: Any = None, loop3: Any = None,
-               *, nz2nd: bool = False, sat: bool = False, nosat: bool = False) -> None:
+               atomic: Any = None, *, nz2nd: bool = False, sat: bool = False,
+               nosat: bool = False) -> None:
     """As ``mte_l0c_gm``, into UB at dst: ``dst_mode(%sub_blockid)`` writes the whole m x n
     result to that vector sub-block's UB (0 or 1); ``split_m`` rows [0, m/2) to sub-block 0 and
     [m/2, m) to sub-block 1, ``split_n`` columns [0, n/2) and [n/2, n), each part at dst of its
-    sub-block. In a mixed launch a sub-block's UB is that vector core's."""
+    sub-block. In a mixed launch a sub-block's UB is that vector core's. ``atomic`` is
+    refused (a GM store's clause)."""
     op = "mte_l0c_ub"
+    _gm_only_atomic(op, atomic)
     mm, n = _count(mv, "m"), _count(nv, "n")
     if len(dst_mode) != 1:
         raise ExecutionError("dst_mode takes one of %sub_blockid, split_m, split_n")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...enums import Pipe
-from ...errors import ExecutionError
+from ...errors import ExecutionError, NotExecutedYet
 from ..registry import Opnd, instr
 from .dma import MTE_GM_UB, MTE_UB_GM
 
@@ -28,8 +28,9 @@ def _set(m: Any, way: str, reg: str, a: Any, b: Any) -> None:
 def _loops(m: Any, way: str, op: str) -> tuple[tuple[int, int, int], ...]:
     regs = m.micro_regs.get("dma_loop", {})
     if (way, "size") not in regs:
-        raise ExecutionError(f"pto.{op}: the loop sizes were never set on this core "
-                             f"(pto.set_loop_size_{way} comes first)")
+        raise NotExecutedYet(f"pto.{op}: the loop sizes were never set on this core "
+                             f"(pto.set_loop_size_{way} comes first; the spec gives the loop "
+                             "registers no reset value)")
     out = []
     for k, count in zip(("loop1", "loop2"), regs[(way, "size")], strict=True):
         stride = regs.get((way, k))

@@ -800,3 +800,10 @@ def THREADFENCE_BLOCK(m: Any) -> None:
 __all__ = ["MAX_THREADS", "SCOPED", "WARP", "SimtState", "ThreadGm", "active", "simt_run", "state",
            *(n for n in dir() if n.isupper() and n[0] != "_" and n not in
              ("WARP", "MAX_THREADS", "SPACES", "SCOPED"))]
+
+
+def simt_entries() -> frozenset[str]:
+    """The SIMT ops: the entries this module declares (what PTOAS marks SimtOpInterface)."""
+    from ..registry import REGISTRY
+
+    return frozenset(n for n, ins in REGISTRY.items() if ins.impl.__module__ == __name__)

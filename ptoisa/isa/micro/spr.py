@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe
-from ...errors import ExecutionError
+from ...errors import ExecutionError, NotExecutedYet
 from ...vector.regs import Ptr, buffer_bytes
 from ..registry import Opnd, Param, instr
 
@@ -39,8 +39,9 @@ def _store_ar(m: Any, op: str, spr: Any, dest: Any, nbytes: int, post: bool) -> 
         raise ExecutionError(f"pto.{op}: the destination must be a ui32 / i32 UB pointer, "
                              f"got {dest!r}")
     if "AR" not in m.micro_regs:
-        raise ExecutionError(f"pto.{op}: AR holds no value ptoisa knows (no pto.sprclr "
-                             f"\"AR\" before it on this core)")
+        raise NotExecutedYet(f"pto.{op}: AR holds no value ptoisa knows (no pto.sprclr "
+                             f"\"AR\" before it on this core, and the spec gives AR no reset "
+                             "value)")
     at = dest.addr + (0 if post else nbytes)
     out = buffer_bytes(m, "ub", at, 4, "the stored AR", role="out")
     out.view(np.uint32)[0] = m.micro_regs["AR"]

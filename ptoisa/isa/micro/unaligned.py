@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...enums import Pipe
-from ...errors import ExecutionError
+from ...errors import ExecutionError, NotExecutedYet
 from ...vector.regs import VREG_BYTES, Align, Mask, Ptr, VReg, buffer_bytes
 from ..registry import Opnd, Param, instr
 
@@ -154,8 +154,8 @@ def VSTUR(m: Any, align_in: Align, value: VReg, base: Ptr, *, mode: str = "POST_
         raise ExecutionError("pto.vstur: the align carrier must come from pto.init_align or "
                              "a prior store of the stream")
     if "AR" not in m.micro_regs:
-        raise ExecutionError("pto.vstur: AR holds no value ptoisa knows (no pto.sprclr \"AR\" "
-                             "before it on this core)")
+        raise NotExecutedYet("pto.vstur: AR holds no value ptoisa knows (no pto.sprclr \"AR\" "
+                             "before it on this core, and the spec gives AR no reset value)")
     if "SQZN" not in m.micro_regs:
         raise ExecutionError("pto.vstur: SQZN holds no byte count (no pto.vsqz before it)")
     ar, n = int(m.micro_regs["AR"]), int(m.micro_regs["SQZN"])
