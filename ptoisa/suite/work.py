@@ -42,18 +42,52 @@ def _crash(e: BaseException, where: str = "") -> Outcome:
                    where, detail=traceback.format_exc())
 
 
-def target_of(text: str, rel: str) -> str:
-    """A file without RUN lines: the module's ``pto.target_arch``, else an ``a5`` / ``a3``
-    in its path (``Qwen3DecodeA5/``, ``npu/a5/``), else PTOAS's default (a3)."""
+def target_of(text: str, rel: str, path: Path | None = None) -> str:
+    """A file without RUN lines: the module's ``pto.target_arch``, else the arch the samples'
+    runner script (``runop.sh`` in a folder above ``path``) requires for this file, else an
+    ``a5`` / ``a3`` in its path (``Qwen3DecodeA5/``, ``npu/a5/``), else PTOAS's default
+    (a3)."""
     m = re.search(r'pto\.target_arch\s*=\s*"(\w+)"', text)
     if m and m.group(1) in lit.ARCH:
         return lit.ARCH[m.group(1)]
+    if path is not None:
+        for d in path.parents:
+            script = d / "runop.sh"
+            if script.is_file():
+                arch = _runner_archs(script).get(path.stem)
+                if arch in lit.ARCH:
+                    return lit.ARCH[arch]
+                break
     for part in reversed(Path(rel).parts):
         # a word of its own (npu/a5, x_a3) or a CamelCase end (Qwen3DecodeA5)
         m = re.search(r"(?:(?<![A-Za-z0-9])[aA]|(?<=[a-z0-9])A)([35])(?![0-9])", part)
         if m:
             return lit.ARCH["a" + m.group(1)]
     return lit.DEFAULT_ARCH
+
+
+_RUNNER_ARCHS: dict[Path, dict[str, str]] = {}
+# ``if [[ ( "$base" == "x" || ... ) && "${case_target_arch_lc}" != "a5" ]]; then``
+# ``echo ... SKIP\trequires --pto-arch=a5``: the files upstream's sample runner builds only
+# for that arch (it adds ``--pto-arch`` for them on such a SoC).
+_REQUIRES = re.compile(r'if \[\[ \(?(?P<cond>(?:[^\]]|\](?!\]))*?)\)? &&\s*\\?\s*'
+                       r'"\$\{case_target_arch_lc\}" != "(?P<arch>a[35])" \]\]; then\s*'
+                       r'echo[^\n]*requires --pto-arch=(?P=arch)')
+
+
+def _runner_archs(script: Path) -> dict[str, str]:
+    """File stem -> the arch upstream's sample runner script requires for it."""
+    if script not in _RUNNER_ARCHS:
+        try:
+            text = script.read_text(errors="replace")
+        except OSError:
+            text = ""
+        found: dict[str, str] = {}
+        for m in _REQUIRES.finditer(text):
+            for base in re.findall(r'"\$base" == "([^"]+)"', m.group("cond")):
+                found[base] = m.group("arch")
+        _RUNNER_ARCHS[script] = found
+    return _RUNNER_ARCHS[script]
 
 
 # ---- check ---------------------------------------------------------------------------------
@@ -313,7 +347,8 @@ def do_file(path: Path, rel: str, run: bool = True) -> FileResult:
             res.notes.append("not checked: its RUN lines run no ptoas / pto-test-opt")
     else:
         res = FileResult(rel, "sample")
-        mods = [lit.Module(text, "", target_of(text, rel), None, False, (), assumed=True)]
+        mods = [lit.Module(text, "", target_of(text, rel, path), None, False, (),
+                           assumed=True)]
     res.target = ",".join(sorted({m.target for m in mods}))
     # (a module that RUN lines compile with other passes runs once: passes check, not change)
     runs: dict[tuple[str, str, str | None, str | None], Outcome] = {}

@@ -281,6 +281,27 @@ def test_sample_target_from_module_attribute_or_path():
     assert work.target_of("module {", "samples/data5/k.pto") == "a2a3"
 
 
+def test_sample_target_the_runner_script_requires(tmp_path):
+    """upstream's samples/runop.sh builds some files only with --pto-arch=a5 (it skips them
+    on other arches): those run on a5, the rest as before."""
+    (tmp_path / "samples" / "Movfp").mkdir(parents=True)
+    (tmp_path / "samples" / "runop.sh").write_text(
+        'if [[ ( "$base" == "k_a" || \\\n'
+        '        "$base" == "k-pto" ) && \\\n'
+        '      "${case_target_arch_lc}" != "a5" ]]; then\n'
+        '  echo -e "${A}(${base}.pto)\\tSKIP\\trequires --pto-arch=a5"\n  continue\nfi\n'
+        'if [[ "$base" == "k_b" && "${case_target_arch_lc}" != "a3" ]]; then\n'
+        '  echo -e "${A}(${base}.pto)\\tSKIP\\trequires --pto-arch=a3"\nfi\n')
+    d = tmp_path / "samples" / "Movfp"
+    assert work.target_of("module {", "samples/Movfp/k-pto.pto", d / "k-pto.pto") == "a5"
+    assert work.target_of("module {", "samples/Movfp/k_a.pto", d / "k_a.pto") == "a5"
+    assert work.target_of("module {", "samples/Movfp/k_b.pto", d / "k_b.pto") == "a2a3"
+    assert work.target_of("module {", "samples/Movfp/other.pto", d / "other.pto") == "a2a3"
+    # the module's own attribute still wins
+    assert work.target_of('module attributes {pto.target_arch = "a3"} {', "k-pto.pto",
+                          d / "k-pto.pto") == "a2a3"
+
+
 def test_run_failure_is_a_verdict_with_its_error(tmp_path):
     # the view reaches 16 rows past its pointer's elements: the run fails, located
     text = kernel().replace("offsets = [%c0, %c0], sizes = [%c16, %c16]\n      : "
