@@ -352,11 +352,45 @@ def _operand(m: Machine, t: Tile, rows: int, cols: int, ct: type
     """Logical block of an input tile as ``ct`` values, plus ``inv`` when the lanes of a
     lockstep launch share blocks (lane ``l`` then uses ``values[inv[l]]``): the GEMM blocks of
     one row read the same A panel, so each distinct panel is converted once."""
+    v, inv = _held(t, rows, cols)
+    return _convert(m, t, v, ct), inv
+
+
+def _held(t: Tile, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """The logical block of an input tile in its own type, and ``inv`` (see _operand)."""
     lanes = t.shared_lanes()
     if lanes is not None:
         blocks, inv = lanes.unique()
-        return _convert(m, t, blocks[..., :rows, :cols], ct), inv
-    return _convert(m, t, np.asarray(t.read(rows, cols)), ct), None
+        return blocks[..., :rows, :cols], inv
+    return np.asarray(t.read(rows, cols)), None
+
+
+#: lanes whose converted A and B panels take more than this many bytes are converted and
+#: multiplied a chunk of lanes at a time (:func:`_ksum`)
+_LANE_CHUNK_BYTES = 1 << 19
+
+
+def _chunked_product(m: Machine, a: Tile, b: Tile, mm: int, k: int, n: int, ct: type
+                     ) -> np.ndarray | None:
+    """Per lane ``A @ B`` (:func:`_product` of :func:`_operand`'s values), converted and
+    multiplied a chunk of lanes at a time when every lane has panels of its own that need a
+    conversion: the lanes' converted panels (Qwen3 incore_15: 99 x 147 KB) then stay in cache
+    between the conversion and the product, where all of them at once are written out to
+    memory and read back. Every lane's product is the same BLAS call either way (its own A
+    and B, C-ordered), each element the same conversion: the same bits. None: not chunked."""
+    av, ia = _held(a, mm, k)
+    bv, ib = _held(b, k, n)
+    lanes = len(av) if av.ndim == 3 else 0
+    per = (mm * k + k * n) * np.dtype(ct).itemsize
+    step = max(1, _LANE_CHUNK_BYTES // per)
+    if ia is not None or ib is not None or bv.ndim != 3 or len(bv) != lanes \
+            or lanes <= step or (av.dtype == ct and bv.dtype == ct):
+        return None
+    out = np.empty((lanes, mm, n), ct)
+    for i in range(0, lanes, step):
+        out[i:i + step] = _product(_convert(m, a, av[i:i + step], ct), None,
+                                   _convert(m, b, bv[i:i + step], ct), None)
+    return out
 
 
 def _product(av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray, ib: np.ndarray | None
@@ -596,6 +630,10 @@ def _ksum(m: Machine, name: str, r: dict[str, Any]) -> tuple[np.ndarray, type]:
     # input type are exact and their sum is rounded once, at the end; "sequential" loops over
     # k on the exact f64 products
     ct: type = np.float32 if order == "blas" else np.float64
+    if order == "blas" and "sa" not in r and m.lanes > 1:
+        ks = _chunked_product(m, a, b, mm, k, n, ct)
+        if ks is not None:
+            return ks, ct
     av, ia = _operand(m, a, mm, k, ct)
     bv, ib = _operand(m, b, k, n, ct)
     if "sa" in r or order == "sequential":
