@@ -327,3 +327,38 @@ def test_wide_exp_through_a_kept_buffer_is_the_one_line_cast(dt, shape):
         wide_apply(np.exp, a, d, out)
     assert got.tobytes() == keep.tobytes() == want.tobytes()
     assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("fn", [np.add, np.multiply])
+@pytest.mark.parametrize("width", [2, 3, 16, 128, 200, 256])
+def test_tree_reduce_of_short_rows_transposed_keeps_every_bit(fn, width):
+    """Rows up to rules._TREE_SHORT wide are reduced with the partial sums transposed: the
+    same pairs in the same operand order as one level at a time over the rows (by hand
+    below), bit for bit over specials (NaN payloads and signs, infinities, signed zeros,
+    subnormals, overflow) placed at random in f32 and f16 rows, and the same without NaNs
+    (rows that sum to NaN are summed one level at a time: which NaN two NaNs give depends on
+    numpy's loop)."""
+    from ptoisa.isa import rules
+
+    special = np.array([0x7FC00001, 0xFFC00002, 0x7F800001, 0xFF800003, 0x7FC12345, 0x3F800000,
+                        0xFF800000, 0x7F800000, 0x80000000, 0x00000000, 0x00000001, 0x80000001,
+                        0x7F7FFFFF, 0xFF7FFFFF], np.uint32).view(np.float32)
+    rng = np.random.default_rng(width)
+    no_nan = special[~np.isnan(special)]
+    for dt, pool in ((np.float32, special), (np.float16, special), (np.float32, no_nan),
+                     (np.float16, no_nan)):
+        x = rng.standard_normal((300, width)).astype(dt)
+        hit = rng.random(x.shape) < 0.05
+        with np.errstate(over="ignore"):  # (f32's largest values are f16 infinities)
+            x[hit] = pool[rng.integers(0, len(pool), hit.sum())].astype(dt)
+        x[7, :] = -0.0
+        with np.errstate(all="ignore"):
+            got = rules.tree_reduce(x.reshape(3, 100, width), fn, 1 if fn is np.multiply else 0)
+            n = 1 << max(width - 1, 0).bit_length()
+            lvl = np.concatenate([x, np.full((300, n - width), 1 if fn is np.multiply else 0,
+                                             dt)], axis=1)
+            while lvl.shape[-1] > 1:
+                k = lvl.shape[-1] // 2
+                lvl = fn(lvl[:, :k], lvl[:, k:])
+        assert got.shape == (3, 100) and got.dtype == dt
+        assert got.tobytes() == lvl[:, 0].tobytes()
