@@ -327,6 +327,7 @@ def test_lanes_converted_and_multiplied_in_chunks_keep_their_bits(
     shape = next(s for s in SHAPES if s[0] == dt)
     _dt, acc_dt, m, k, n = shape
     monkeypatch.setattr(matmul, "_LANE_CHUNK_BYTES", chunk * (m * k + k * n) * 4)
+    monkeypatch.setattr(matmul, "_LANE_CHUNK_MIN", 0)
     made = []
     real = matmul._chunked_product
 
