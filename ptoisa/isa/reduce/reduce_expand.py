@@ -188,7 +188,7 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
         out = dst.dtype.np
 
         def reduced(x: np.ndarray) -> np.ndarray:
-            with np.errstate(all="ignore"):
+            with m.errstate():
                 if name in ("TROWMAX", "TROWMIN"):
                     r = _extreme(m, x, -1, name == "TROWMAX")
                 elif m.target.traits.reduce_order == "sequential":
@@ -669,10 +669,10 @@ def _declare_row_op(suffix: str) -> Instr:
                 dst._overwrite()
                 if dst._buf is None:
                     m.auto_storage(dst, False)  # (written in full below)
-                with np.errstate(all="ignore"):
+                with m.errstate():
                     _FLOAT_UFUNCS[suffix](a, b, out=dst.view2d())
                 return
-            with np.errstate(all="ignore"):
+            with m.errstate():
                 r = fn(a, b)
             dst.write(np.asarray(r).astype(dst.dtype.np, copy=False))
             return
