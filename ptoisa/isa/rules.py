@@ -140,7 +140,10 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
                 h //= 2
                 fn(b[:h], b[h:2 * h], out=b[:h])
             r = b[0]
-            if x.dtype.kind not in "fc" or not np.isnan(r).any():
+            if x.dtype.kind not in "fc":
+                return r.reshape(x.shape[:-1])
+            total = np.add.reduce(r, axis=None)  # (NaN if a root is: or from inf - inf)
+            if total == total:
                 return r.reshape(x.shape[:-1])
         while x.shape[-1] > 1:
             h = x.shape[-1] // 2
