@@ -19,6 +19,7 @@ earlier launch left there; a kernel that reads a tile it never wrote gets these 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 import weakref
@@ -92,6 +93,10 @@ def address_fault(what: str, addr: int, nbytes: int, space: str, target: Target,
         return (f"{what}: [{addr:#x}, {end:#x}) exceeds the {space} buffer of {target.name} "
                 f"({cap} bytes = {cap // 1024} KiB)")
     return None
+
+
+#: (entered by a launch already: see Machine.errstate)
+_WARNINGS_OFF = contextlib.nullcontext()
 
 
 class Machine:
@@ -372,6 +377,12 @@ class Machine:
         self._arena_pos += nbytes
         return raw.view(npdt)[: lanes * n].reshape(shape) if lanes > 1 \
             else raw.view(npdt)[:n]
+
+    def errstate(self) -> contextlib.AbstractContextManager[Any]:
+        """numpy's error state for an instruction's maths, warnings off: nothing to enter
+        where they are off already (``quiet``: a launch entered it), else
+        ``np.errstate(all="ignore")``."""
+        return _WARNINGS_OFF if self.quiet else np.errstate(all="ignore")
 
     def reset_for_launch(self) -> None:
         """Start a new kernel launch on this (cached) machine: auto storage is handed out

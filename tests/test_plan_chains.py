@@ -312,3 +312,33 @@ def test_an_accumulator_written_first_in_each_iteration_is_no_chain(
     assert np.allclose(ref, 2 * last, rtol=1e-5, atol=1e-3)
     s = _stats(prog)
     assert s.hits == 2 and "GM bytes" in s.why_loop, s
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4])
+@pytest.mark.parametrize("placed", [False, True], ids=["auto", "placed"])
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+def test_lanes_converted_and_multiplied_in_chunks_keep_their_bits(
+        dt: str, placed: bool, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chain's lanes whose panels need a conversion are converted and multiplied
+    ``chunk`` lanes at a time (matmul._chunked_product; the 15 lanes of 16 K-steps in
+    chunks that do and do not divide them): the interpreter's bits."""
+    from ptoisa.isa.matrix import matmul
+
+    shape = next(s for s in SHAPES if s[0] == dt)
+    _dt, acc_dt, m, k, n = shape
+    monkeypatch.setattr(matmul, "_LANE_CHUNK_BYTES", chunk * (m * k + k * n) * 4)
+    monkeypatch.setattr(matmul, "_LANE_CHUNK_MIN", 0)
+    made = []
+    real = matmul._chunked_product
+
+    def spy(*args: Any) -> Any:
+        out = real(*args)
+        made.append(out is not None)
+        return out
+    monkeypatch.setattr(matmul, "_chunked_product", spy)
+    prog = pto.load(_kernel(dt, acc_dt, m, k, n, 16, placed), target="a2a3")
+    a, b, c = _operands(dt, acc_dt, m, k, n, 16, seed=4)
+    ref = _both_ways(prog, a, b, c)
+    assert np.allclose(ref, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5,
+                       atol=1e-3)
+    assert _stats(prog).batched == 1 and any(made)

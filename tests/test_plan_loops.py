@@ -540,3 +540,63 @@ def test_random_placed_bodies_leave_the_interpreters_bits() -> None:
         batched.append(s.batched)
     check()
     assert sum(batched) > 0
+
+
+def _fresh_args(seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(16 * 16 * N, dtype=np.float32),
+            rng.standard_normal(256, dtype=np.float32),
+            np.full(16 * 16 * N, np.nan, np.float32), np.full(256, -1, np.float32)]
+
+
+@pytest.mark.usefixtures("batch_placed")
+def test_placed_batches_kept_across_replays_leave_the_interpreters_bits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The random placed bodies, replayed 4 times on new inputs each: every replay leaves the
+    bytes the interpreter leaves on the same inputs, and some replays keep their lanes'
+    buffers (no reset of the lanes machine, no poison written again: plan_loops.KEEP_LANES),
+    so no replay reads what an earlier one left."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from ptoisa.memory import Machine
+
+    names = ("x", "y", "bias", "u", "v", "w", "tmp", "rw")
+    resets = {"lanes": 0}
+    reset = Machine.reset_for_launch
+
+    def counted(self: Machine) -> None:
+        if self.planned:
+            resets["lanes"] += 1
+        reset(self)
+    monkeypatch.setattr(Machine, "reset_for_launch", counted)
+    kept: list[int] = []
+
+    @settings(max_examples=40, deadline=None)
+    @given(ops=_ops(), stored=st.sampled_from(_FULL), left=st.sampled_from(_FULL + ("y",)),
+           same_rows=st.booleans(),
+           addrs=st.lists(st.sampled_from([0, 1024, 2048, 3072, 4096, 5120, 6144, 8192]),
+                          min_size=len(names), max_size=len(names)),
+           x_in_loop=st.booleans())
+    def check(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool,
+              addrs: list[int], x_in_loop: bool) -> None:
+        src = _placed(_random_kernel(ops, stored, left, same_rows),
+                      dict(zip(names, addrs, strict=True)),
+                      in_loop=("x",) if x_in_loop and left != "x" else ())
+        prog = pto.load(src)
+        for seed in range(2):  # interpreted, then recorded
+            prog.run("k", *_fresh_args(seed))
+        resets["lanes"] = 0
+        for seed in range(2, 6):
+            args = _fresh_args(seed)
+            ref = [a.copy() for a in args]
+            prog.run("k", *ref, plans=False)
+            prog.run("k", *args)
+            assert all(x.tobytes() == y.tobytes() for x, y in zip(args, ref, strict=True))
+        s = _stats(prog)
+        assert s.hits == 4
+        if s.batched:  # (the first replay starts its lanes machine afresh)
+            kept.append(resets["lanes"] == 1)
+    check()
+    assert any(kept)
+

@@ -327,3 +327,94 @@ def test_wide_exp_through_a_kept_buffer_is_the_one_line_cast(dt, shape):
         wide_apply(np.exp, a, d, out)
     assert got.tobytes() == keep.tobytes() == want.tobytes()
     assert out.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("fn", [np.add, np.multiply])
+@pytest.mark.parametrize("width", [2, 3, 16, 128, 200, 256])
+def test_tree_reduce_of_short_rows_transposed_keeps_every_bit(fn, width):
+    """Rows up to rules._TREE_SHORT wide are reduced with the partial sums transposed: the
+    same pairs in the same operand order as one level at a time over the rows (by hand
+    below), bit for bit over specials (NaN payloads and signs, infinities, signed zeros,
+    subnormals, overflow) placed at random in f32 and f16 rows, and the same without NaNs
+    (rows that sum to NaN are summed one level at a time: which NaN two NaNs give depends on
+    numpy's loop)."""
+    from ptoisa.isa import rules
+
+    special = np.array([0x7FC00001, 0xFFC00002, 0x7F800001, 0xFF800003, 0x7FC12345, 0x3F800000,
+                        0xFF800000, 0x7F800000, 0x80000000, 0x00000000, 0x00000001, 0x80000001,
+                        0x7F7FFFFF, 0xFF7FFFFF], np.uint32).view(np.float32)
+    rng = np.random.default_rng(width)
+    no_nan = special[~np.isnan(special)]
+    for dt, pool in ((np.float32, special), (np.float16, special), (np.float32, no_nan),
+                     (np.float16, no_nan)):
+        x = rng.standard_normal((300, width)).astype(dt)
+        hit = rng.random(x.shape) < 0.05
+        with np.errstate(over="ignore"):  # (f32's largest values are f16 infinities)
+            x[hit] = pool[rng.integers(0, len(pool), hit.sum())].astype(dt)
+        x[7, :] = -0.0
+        with np.errstate(all="ignore"):
+            got = rules.tree_reduce(x.reshape(3, 100, width), fn, 1 if fn is np.multiply else 0)
+            n = 1 << max(width - 1, 0).bit_length()
+            lvl = np.concatenate([x, np.full((300, n - width), 1 if fn is np.multiply else 0,
+                                             dt)], axis=1)
+            while lvl.shape[-1] > 1:
+                k = lvl.shape[-1] // 2
+                lvl = fn(lvl[:, :k], lvl[:, k:])
+        assert got.shape == (3, 100) and got.dtype == dt
+        assert got.tobytes() == lvl[:, 0].tobytes()
+
+
+_TB = ("!pto.tile_buf<loc=vec, dtype=f32, rows={r}, cols={c}, v_row={r}, v_col={c}, "
+       "blayout={b}, slayout=none_box, fractal=512, pad=0>")
+_EXPAND_KERNEL = """
+!T0 = T0TYPE
+!T1 = T1TYPE
+module {
+  func.func @k(%s: !pto.ptr<f32>, %p: !pto.ptr<f32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c128 = arith.constant 128 : index
+    %a0 = arith.constant 0 : i64
+    %am = arith.constant MAXADDR : i64
+    %a1 = arith.constant 8192 : i64
+    %vs = pto.make_tensor_view %s, shape = [%c16, %c128], strides = [%c128, %c1] : TV
+    %vp = pto.make_tensor_view %p, shape = [%c16, %c128], strides = [%c128, %c1] : TV
+    %s0 = pto.alloc_tile addr = %a0 : !T0
+    %max = pto.alloc_tile addr = %am : !T1
+    %tmp = pto.alloc_tile addr = %a1 : !T0
+    %ps = pto.partition_view %vs, offsets = [%c0, %c0], sizes = [%c16, %c128] : TV -> PV
+    pto.tload ins(%ps : PV) outs(%s0 : !T0)
+    pto.trowmax ins(%s0, %tmp : !T0, !T0) outs(%max : !T1)
+    pto.trowexpandOP ins(%s0, %max : !T0, !T1) outs(%s0 : !T0) {src1Col = 1}
+    %pp = pto.partition_view %vp, offsets = [%c0, %c0], sizes = [%c16, %c128] : TV -> PV
+    pto.tstore ins(%s0 : !T0) outs(%pp : PV)
+    return
+  }
+}
+""".replace("T0TYPE", _TB.format(r=16, c=128, b="row_major")) \
+    .replace("T1TYPE", _TB.format(r=16, c=1, b="col_major")) \
+    .replace("TV", "!pto.tensor_view<?x?xf32>") \
+    .replace("PV", "!pto.partition_tensor_view<16x128xf32>")
+
+
+@pytest.mark.parametrize("target", ["cpu", "a2a3"])
+@pytest.mark.parametrize("maxaddr", [0, 512, 16384], ids=["in-row-0", "in-row-1", "apart"])
+@pytest.mark.parametrize("op", ["sub", "div", "add", "mul"])
+def test_row_expand_with_src1col_in_place_over_an_aliased_column(op, maxaddr, target):
+    """trowexpand{sub,div,add,mul} with src1Col = 1 computes straight into dst: in place
+    (dst is src0), with the row maxima's column placed inside dst's own bytes (row 0 or
+    row 1 of it: the maxima overwrite 16 of its elements first) or apart, interpreted and
+    replayed from a plan: the values numpy gives step by step by hand."""
+    src = _EXPAND_KERNEL.replace("MAXADDR", str(maxaddr)).replace("OP", op)
+    prog = pto.load(src, target=target)
+    uf = {"sub": np.subtract, "div": np.divide, "add": np.add, "mul": np.multiply}[op]
+    for seed in range(4):
+        x = np.random.default_rng(seed).standard_normal((16, 128), dtype=np.float32)
+        s, m = x.copy(), x.max(axis=1)
+        if maxaddr < s.nbytes:  # the maxima written over 16 of s0's elements
+            s.reshape(-1)[maxaddr // 4:maxaddr // 4 + 16] = m
+        want = uf(s, m[:, None])
+        p = np.zeros_like(x)
+        prog.run("k", x.reshape(-1), p.reshape(-1), plans=seed > 0)
+        assert p.tobytes() == want.tobytes()

@@ -85,7 +85,10 @@ class Stream:
                     return
             memory.push(self.machine)
             try:
-                self.body()
+                # (numpy's error state is per thread: the launching thread's does not reach
+                # this one, and its machine is quiet, Machine.errstate)
+                with np.errstate(all="ignore"):
+                    self.body()
             finally:
                 memory.pop(self.machine)
         except _Abort:

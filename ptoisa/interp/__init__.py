@@ -46,6 +46,9 @@ from .verify import check_module, check_module_rules, check_symbols, entry_funct
 
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
+    if type(v) is np.ndarray and type(t) is T.PtrType and t.space in (None, "gm") \
+            and v.dtype == bridge.elem_dtype(t.dtype).np and v.flags.c_contiguous:
+        return v.reshape(-1)  # (a GM array as the pointer wants it: as below, no message made)
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
     if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
         return _bind_chip_ptr(t, v, where)
@@ -317,9 +320,9 @@ class Program:
             write_back(foreign)
             return ()
         comp.reset_tiles()
-        with np.errstate(all="ignore"):  # ISA semantics define inf/NaN/wrap: no warnings
-            out = self._run(fn, bound, blocks, target, machine, lockstep, settings,
-                            use_plans and machine is None)
+        # (ISA semantics define inf/NaN/wrap: no warnings, by run_blocks' numpy error state)
+        out = self._run(fn, bound, blocks, target, machine, lockstep, settings,
+                        use_plans and machine is None)
         write_back(foreign)
         return out
 

@@ -201,7 +201,7 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             a = np.asarray(src.read(vr, vc))
             if (vr, vc) == dst.shape:
                 dst._overwrite()  # (a TLOAD's window read in place: not copied in first)
-            with np.errstate(all="ignore"):
+            with m.errstate():
                 out = dst.view2d() if into is not None else None
                 if out is not None:
                     into(a, dst.dtype, out[..., :vr, :vc])

@@ -85,7 +85,8 @@ def VCADD(m: Any, input: VReg, mask: Mask) -> VReg:  # noqa: A002
     if x.dtype.kind == "f":
         # the pairwise tree over the register's lanes (inactive ones +0) in the element type:
         # the order the tile row reductions take as the NPU's (isa/rules.tree_reduce)
-        total = tree_reduce(np.where(on, x, x.dtype.type(0)), np.add, 0)
+        with m.errstate():
+            total = tree_reduce(np.where(on, x, x.dtype.type(0)), np.add, 0)
         return VReg(_low(np.array([total], to), 256 // to.itemsize, to))
     return VReg(_low(np.array([_sum(x[on].astype(to), to)], to), 256 // to.itemsize, to))
 

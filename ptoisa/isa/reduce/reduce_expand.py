@@ -103,12 +103,13 @@ def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
             # the fold's value is numpy's max/min wherever the two cannot differ: no NaN (the
             # fold keeps a NaN only as the first element, numpy spreads any) and no zero (the
             # fold keeps the first of -0.0 / +0.0); else the fold below
-            r = np.max(x, axis=axis) if is_max else np.min(x, axis=axis)
-            if not np.any((r == 0) | (r != r)):
+            r = (np.maximum if is_max else np.minimum).reduce(x, axis=axis)
+            if np.abs(r).min() > 0:  # (False for a zero, and for a NaN, which min spreads)
                 return r
         idx = _first_extreme(x, axis, is_max)
         return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
-    return np.max(x, axis=axis) if is_max else np.min(x, axis=axis)
+    # (np.max / np.min are these reductions, behind a Python wrapper)
+    return (np.maximum if is_max else np.minimum).reduce(x, axis=axis)
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -187,7 +188,7 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
         out = dst.dtype.np
 
         def reduced(x: np.ndarray) -> np.ndarray:
-            with np.errstate(all="ignore"):
+            with m.errstate():
                 if name in ("TROWMAX", "TROWMIN"):
                     r = _extreme(m, x, -1, name == "TROWMAX")
                 elif m.target.traits.reduce_order == "sequential":
@@ -628,6 +629,9 @@ def _src1col_written(values: Mapping[str, Any]) -> int | None:
 #: float forms of the expand ops that are plain numpy ufuncs (and so can be deferred)
 _FLOAT_UFUNCS = {"ADD": np.add, "SUB": np.subtract, "MUL": np.multiply, "DIV": np.divide,
                  "MAX": np.maximum, "MIN": np.minimum}
+#: of those, the ones whose ufunc is their BINOPS function on floats (MAX / MIN are the
+#: vector unit's, npu_max / npu_min, which differ from numpy's on signed zeros)
+_ARITH = frozenset({"ADD", "SUB", "MUL", "DIV"})
 
 
 def _declare_row_op(suffix: str) -> Instr:
@@ -658,7 +662,17 @@ def _declare_row_op(suffix: str) -> Instr:
         if src1Col is not None:
             b = _src1col_expanded(src1, int(src1Col), vr, vc)
             a = np.asarray(full.read(vr, vc))
-            with np.errstate(all="ignore"):
+            if suffix in _ARITH and dst.dtype.is_float and a.dtype == b.dtype == dst.dtype.np \
+                    and (vr, vc) == dst.shape and dst.spec.is_nd and not dst.dtype.packed:
+                # straight into dst (as write() would put it there, without the temporary:
+                # numpy computes a ufunc whose operands overlap its output as if they did not)
+                dst._overwrite()
+                if dst._buf is None:
+                    m.auto_storage(dst, False)  # (written in full below)
+                with m.errstate():
+                    _FLOAT_UFUNCS[suffix](a, b, out=dst.view2d())
+                return
+            with m.errstate():
                 r = fn(a, b)
             dst.write(np.asarray(r).astype(dst.dtype.np, copy=False))
             return

@@ -119,7 +119,7 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
         if sequential:
             s = sequential_sum(x, acc)
         else:
-            with np.errstate(all="ignore"):
+            with m.errstate():
                 s = tree_reduce(x, np.add, 0)
         return s.astype(out)[..., None]
 
