@@ -171,6 +171,53 @@ def vsts_rows(m: Any, value: VReg, dest: Ptr, at: np.ndarray, mask: Mask | None)
         hull[idx[on_bytes]] = raw[on_bytes]
 
 
+def vlds_window(rows: np.ndarray, rel: np.ndarray, dt: D.DType) -> tuple[np.ndarray, bool]:
+    """``pto.vlds`` with dist NORM at byte offsets ``rel`` (one per iteration of a vecscope
+    loop) of every row of ``rows`` (chunks, bytes: each chunk's own UB bytes, a chunk loop
+    run as one batch: ``interp/vchunk.py``): (the lanes as (chunks, len(rel), lanes), whether
+    they are a view of ``rows``). Row k of chunk c holds the 256 bytes from rel[k], as VLDS
+    reads them."""
+    lanes = VREG_BYTES // dt.itemsize
+    lo, hi, idx, _packed = _rows_from(rel)
+    if idx is None:  # (end to end: the bytes as they are)
+        return rows[:, lo:hi].view(dt.np).reshape(rows.shape[0], rel.size, lanes), True
+    got = rows[:, lo + idx[:, None] + np.arange(VREG_BYTES)]
+    return got.view(dt.np).reshape(rows.shape[0], rel.size, lanes), False
+
+
+def vsts_window(rows: np.ndarray, rel: np.ndarray, data: np.ndarray, mask: Mask | None
+                ) -> None:
+    """``pto.vsts`` with dist NORM_B* at byte offsets ``rel`` (one per iteration) of every
+    row of ``rows`` (chunks, bytes, as :func:`vlds_window`): lanes ``data`` (chunks,
+    len(rel), lanes), under ``mask`` (rows of one iteration each, or of every chunk's
+    iterations): the active lanes written, the others' bytes left as they are, as VSTS does.
+    The caller has made sure no two rows share a byte."""
+    chunks, n, lanes = data.shape
+    full = mask is None or mask.full is True and lanes * mask.step == VREG_BYTES
+    on = None
+    if not full:
+        on = active(mask, lanes)  # type: ignore[arg-type]
+        on = on.reshape(chunks, n, lanes) if on.ndim == 2 and on.shape[0] == chunks * n \
+            else np.broadcast_to(on, (chunks, n, lanes))
+    lo, hi, idx, _packed = _rows_from(rel)
+    if idx is None:
+        out = rows[:, lo:hi].view(data.dtype).reshape(chunks, n, lanes)
+        if on is None:
+            out[...] = data
+        else:
+            np.copyto(out, data, where=on)
+        return
+    at = lo + idx[:, None] + np.arange(VREG_BYTES)
+    raw = np.ascontiguousarray(data).view(np.uint8).reshape(chunks, n, VREG_BYTES)
+    if on is None:
+        rows[:, at] = raw
+    else:
+        on_bytes = np.repeat(on, data.dtype.itemsize, axis=-1)
+        cur = rows[:, at]
+        np.copyto(cur, raw, where=on_bytes)
+        rows[:, at] = cur
+
+
 def _vsts_rows_access(vals: list[Any], params: dict[str, Any]
                       ) -> list[tuple[str, np.ndarray, int]] | None:
     """The UB bytes VSTS may write at one offset per row (dist NORM_B* only): every lane's,
