@@ -40,14 +40,16 @@ loop used inside the vecscope ...) are not batched.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from .. import dtypes as D
 from ..errors import PtoError
 from ..ir.core import Op
-from ..isa.micro.load_store import vlds_window, vsts_window
+from ..isa.micro.load_store import rows_span, vlds_window, vsts_window
 from ..vector.regs import VREG_BYTES, Mask, Ptr, VReg, VRegSpec, buffer_bytes
 from . import arith, bridge, vbatch
 from .compiler import CompiledFunc, Env, Step
@@ -55,6 +57,10 @@ from .micro import micro_parts
 
 #: loops run as one chunk batch / that ran one iteration at a time at run time, since import
 stats = {"batched": 0, "per_iteration": 0}
+
+#: register rows (of 256 bytes) a group of chunks runs on at once: the chunk loop runs in
+#: groups of chunks this many rows together (the whole loop at once when they fit)
+GROUP_ROWS = int(os.environ.get("PTOISA_VCHUNK_ROWS", "4096"))
 
 _DMA = {"pto.mte_gm_ub": "in", "pto.mte_ub_gm": "out"}
 _FLAGS = ("pto.set_flag", "pto.wait_flag")
@@ -184,8 +190,9 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 raise _Refused
             runner = vbatch.batched_loop(cf, inner[0])
             parts = getattr(runner, "parts", None)
-            if parts is None:
-                raise _Refused
+            if parts is None or any(u.ins.rows_access is not None
+                                    and u.ins.name not in ("VLDS", "VSTS") for u in parts.items):
+                raise _Refused  # (the memory ops the windows take: vlds and vsts)
             for x in inner[0].walk():  # (every value it reads from the chunk loop: constants)
                 for v in x.operands:
                     if id(v) in inside:
@@ -274,31 +281,19 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             return False
         seq = list(log[before:]) if log is not None else []
         ctx.spend(chunks, op)
-        windows: list[_Window] = []
-        d = v = 0
         for kind, _what in plan:
-            if kind == "dma_in":
-                bslot, offs, ub_at, n, view_ok = dmas[d]
-                d += 1
-                src = _gm_rows(env[bslot], offs, n)
-                windows.append(_Window(ub_at, n, src if view_ok else src.copy(), view_ok))
-            elif kind == "dma_out":
-                bslot, offs, ub_at, n, _ = dmas[d]
-                base = env[bslot]
-                d += 1
-                w = _find(windows, ub_at, n)
-                frm = w.rows[:, ub_at - w.at:ub_at - w.at + n]
-                m.gm_barrier(base)
-                to = _gm_rows(base, offs, n, write=True)
-                to[...] = frm
-            elif kind == "vecscope":
-                parts, kept = inner[v]
-                v += 1
+            if kind == "vecscope":
                 m.vf_seq += chunks
-                ctx.spend(chunks * kept[4], parts.op)
-                _inner(parts, kept, m, env, windows, chunks)
-        ubuf = {w.at: w for w in windows}
-        for w in ubuf.values():
+        for _parts, kept in inner:
+            ctx.spend(chunks * kept[4], _parts.op)
+        # chunks in groups of about GROUP_ROWS register rows (each op's arrays stay in cache;
+        # the chunks being independent, any grouping in order gives the same bytes)
+        rows = max([kept[4] for _p, kept in inner] + [1])
+        size = max(1, min(chunks, GROUP_ROWS // rows))
+        windows: list[_Window] = []
+        for g0 in range(0, chunks, size):
+            windows = _group(env, m, dmas, inner, g0, min(chunks, g0 + size))
+        for w in windows:
             buffer_bytes(m, "ub", w.at, w.n, "the stored", role=None)[...] = w.rows[-1]
         env[iv_slot] = i + (chunks - 1) * st
         for _step, _args, k in int_ops:
@@ -309,6 +304,33 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         if log is not None and flags:
             log.extend(seq * (chunks - 1))
         return True
+
+    def _group(env: Env, m: Any, dmas: list[Any], inner: list[Any], c0: int, c1: int
+               ) -> list[_Window]:
+        """The body's ops over chunks c0 to c1 (one row each); the windows they leave."""
+        n_ch = c1 - c0
+        windows: list[_Window] = []
+        d = v = 0
+        for kind, _what in plan:
+            if kind == "dma_in":
+                bslot, offs, ub_at, n, view_ok, step = dmas[d]
+                d += 1
+                src = _gm_rows(env[bslot], offs[c0:c1], n, step=step)
+                windows.append(_Window(ub_at, n, src if view_ok else src.copy(), view_ok))
+            elif kind == "dma_out":
+                bslot, offs, ub_at, n, _, step = dmas[d]
+                base = env[bslot]
+                d += 1
+                w = _find(windows, ub_at, n)
+                frm = w.rows[:, ub_at - w.at:ub_at - w.at + n]
+                m.gm_barrier(base)
+                to = _gm_rows(base, offs[c0:c1], n, write=True, step=step)
+                to[...] = frm
+            elif kind == "vecscope":
+                parts, kept = inner[v]
+                v += 1
+                _inner(parts, kept, m, env, windows, n_ch)
+        return windows
 
     cache: dict[tuple[Any, ...], Any] = {}
 
@@ -423,7 +445,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             return None
         # a window a DMA fills may be a view of GM when the loop writes none of those bytes
         hulls = [(int(s.min()), int(s.max()) + n) for s, n, _k in gm_w]
-        dmas = [(b, o, a, n, all(h <= lo or hi <= g for lo, hi in hulls))
+        dmas = [(b, o, a, n, all(h <= lo or hi <= g for lo, hi in hulls), _even(o))
                 for (b, o, a, n, _v), g, h in zip(dmas, abs_lo, abs_hi, strict=True)]
         return gm, dmas, inner
 
@@ -484,42 +506,52 @@ def _prepare_inner(parts: Any, env: Env) -> Any:
         got = ra(vals, u.params)
         if got is None:
             return None
-        mask = next((v for v in vals if isinstance(v, Mask)), None)
+        masked = [v for v, o in zip(vals, u.ins.operands, strict=True) if o.kind == "mask"
+                  and v is not None]
         spec = next((v for v in vals if isinstance(v, VRegSpec)), None)
         for role, starts, nb in got:
             lo, hi = int(starts.min()), int(starts.max()) + nb
             packed = hi - lo == starts.size * nb and \
                 (starts.size == 1 or bool((np.diff(starts) == nb).all()))
             # (a store writes every byte of its rows: no mask, or one full at the lanes' width)
-            full = mask is None or (mask.full is True and spec is not None
-                                    and spec.lanes * mask.step == VREG_BYTES)
+            # (a mask known only by its type, computed in the loop, is not known full)
+            full = all(isinstance(mk, Mask) and mk.full is True and spec is not None
+                       and spec.lanes * mk.step == VREG_BYTES for mk in masked)
             acc.append((role, lo, hi, packed and full))
-    return ok, per, finals, chained, trips, acc
+    # (what the groups of chunks reuse: tiled values, each load's and store's rows)
+    memo: dict[Any, Any] = {}
+    return ok, per, finals, chained, trips, acc, memo
 
 
 def _inner(parts: Any, kept: Any, m: Any, env: Env, windows: list[_Window],
            chunks: int) -> None:
     """The vecscope loop over every chunk: its micro-ops on (chunks x trips, lanes) rows;
     loads and stores on the windows."""
-    _ok, base, finals, chained, trips, _acc = kept
+    _ok, base, finals, chained, trips, _acc, memo = kept
     per: dict[int, Any] = {}  # (values of every chunk's rows: tiled when an op reads them)
     for n, u in enumerate(parts.items):
         if n in chained:
-            out = _tile(chained[n], chunks)
+            out = memo.get((n, chunks))
+            if out is None:
+                out = memo[n, chunks] = _tile(chained[n], chunks)
         elif u.ins.rows_access is not None:
             vals = [None if s is None else base[s] if s in base else per[s] if s in per
                     else env[s] for s in u.fixed]
-            vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar"
-                    and vbatch._ints(v) else v for v, o in zip(vals, u.ins.operands,
-                                                               strict=True)]
+            if ("rows", n) not in memo:  # (the rows' offsets, once: as the check saw them)
+                vals = [np.full(trips, int(v), np.int64) if o.kind == "scalar"
+                        and vbatch._ints(v) else v for v, o in zip(vals, u.ins.operands,
+                                                                   strict=True)]
             try:
-                out = _memory(u, vals, windows, chunks, trips)
+                out = _memory(u, n, vals, windows, chunks, trips, memo)
             except PtoError as e:
                 raise e.at_op(u.op.name, u.op.loc) from None
         else:
             for x in u.fixed:
                 if x is not None and x not in per and x in base:
-                    per[x] = _tile(base[x], chunks)
+                    t = memo.get(("slot", x, chunks))
+                    if t is None:
+                        t = memo["slot", x, chunks] = _tile(base[x], chunks)
+                    per[x] = t
             out = vbatch._call(u, m, per, env, chunks * trips)
         if len(u.ins.results) == 1:
             if u.res:
@@ -535,28 +567,42 @@ def _inner(parts: Any, kept: Any, m: Any, env: Env, windows: list[_Window],
             env[result] = last
 
 
-def _memory(u: Any, vals: list[Any], windows: list[_Window], chunks: int, trips: int) -> Any:
-    """A vlds / vsts of the vecscope loop over every chunk's window."""
+def _memory(u: Any, k: int, vals: list[Any], windows: list[_Window], chunks: int, trips: int,
+            memo: dict[Any, Any]) -> Any:
+    """A vlds / vsts (item ``k``) of the vecscope loop over every chunk's window."""
+    got = memo.get(("rows", k))
+    if got is None:
+        typed = vals
+        if u.ins.name == "VSTS":  # (the register by its type, as the check gave it)
+            d = vals[0].data
+            typed = [VRegSpec(d.shape[-1], D.dtype(d.dtype)), *vals[1:]]
+        ((_role, at, nb),) = u.ins.rows_access(typed, u.params)
+        got = memo["rows", k] = (at, int(at.min()), int(at.max()) + nb, rows_span(at))
+    at, lo, hi, span = got
     if u.ins.name == "VLDS":
-        source, offset = vals
-        ((_role, starts, nb),) = u.ins.rows_access(vals, u.params)
-        w = _find(windows, int(starts.min()), int(starts.max()) + nb)
-        data, view = vlds_window(w.rows, starts - w.at, source.dtype)
+        source = vals[0]
+        w = _find(windows, lo, hi)
+        data, view = vlds_window(w.rows, at - w.at, source.dtype, _shift(span, w.at))
         w.lent = w.lent or view
         return VReg(data.reshape(chunks * trips, -1)), source
     if u.ins.name == "VSTS":
-        value, dest, offset, mask = vals
-        at = dest.addr + offset * dest.dtype.itemsize
-        lo, hi = int(at.min()), int(at.max()) + VREG_BYTES
+        value, dest, _offset, mask = vals
         w = next((x for x in windows if x.at <= lo and hi <= x.at + x.n), None)
-        data = value.data.reshape(chunks, trips, -1)
+        lanes = value.data.shape[-1]
+        data = value.data.reshape(chunks, trips, lanes) if value.data.ndim == 2 else \
+            np.broadcast_to(value.data, (chunks, trips, lanes))  # (one register for all)
         if w is None:  # (a window the rows fill whole, end to end, masks full: proved)
             windows.append(_Window(lo, hi - lo, np.ascontiguousarray(data).view(np.uint8)
                                    .reshape(chunks, hi - lo), True))
             return dest
-        vsts_window(w.writable(), at - w.at, data, mask)
+        vsts_window(w.writable(), at - w.at, data, mask, _shift(span, w.at))
         return dest
-    raise vbatch._Refused  # pragma: no cover - (the plan holds loads and stores only)
+    raise PtoError(f"{u.op.name}: not a load or store of the chunk batch")  # (refused before)
+
+
+def _shift(span: tuple[int, int, Any, bool], by: int) -> tuple[int, int, Any, bool]:
+    """A :data:`rows_span` of addresses as one of the offsets from ``by``."""
+    return span[0] - by, span[1] - by, span[2], span[3]
 
 
 def _tile(v: Any, chunks: int) -> Any:
@@ -566,7 +612,7 @@ def _tile(v: Any, chunks: int) -> Any:
         return tuple(_tile(x, chunks) for x in v)
     if isinstance(v, Mask):
         b = v.bits
-        if v.full is True or b.ndim == 1 or bool((b == b[0]).all()):
+        if b.ndim == 1 or bool((b == b[0]).all()):
             row = b if b.ndim == 1 else b[0]
             return Mask(row if b.ndim == 1 else np.lib.stride_tricks.as_strided(
                 row, (chunks * b.shape[0], b.shape[-1]), (0, row.strides[0]),
@@ -587,15 +633,24 @@ def _find(windows: list[_Window], lo: int, hi: int) -> _Window:
     raise PtoError(f"UB bytes [{lo:#x}, {hi:#x}) are in no window of the chunk batch")
 
 
-def _gm_rows(base: np.ndarray, offs: np.ndarray, n: int, write: bool = False) -> np.ndarray:
+def _even(offs: np.ndarray) -> int | None:
+    """The step of evenly spaced, non-decreasing offsets, else None."""
+    step = int(offs[1] - offs[0]) if offs.size > 1 else 0
+    return step if step >= 0 and (offs.size < 3 or bool((np.diff(offs) == step).all())) \
+        else None
+
+
+def _gm_rows(base: np.ndarray, offs: np.ndarray, n: int, write: bool = False,
+             step: int | None = None) -> np.ndarray:
     """Bytes [offs[k], offs[k] + n) of ``base`` as (chunks, n) rows: a view when the offsets
-    step evenly, else a copy (a source only: a destination's offsets step evenly, proved)."""
+    step evenly (``step``, from :func:`_even`), else a copy (a source only: a destination's
+    offsets step evenly, proved)."""
     raw = base.reshape(-1).view(np.uint8)
     k = offs.size
     s0 = int(offs[0])
-    step = int(offs[1] - offs[0]) if k > 1 else n
-    if step >= 0 and (k < 3 or bool((np.diff(offs) == step).all())) \
-            and (not write or step >= n or k == 1):
+    if k == 1:
+        step = n
+    if step is not None and (not write or step >= n):
         if step == n:
             return raw[s0:s0 + k * n].reshape(k, n)
         return np.lib.stride_tricks.as_strided(raw[s0:], (k, n), (step, 1), writeable=write)
@@ -619,8 +674,8 @@ def _gm_independent(writes: list[tuple[np.ndarray, int, int]],
     it = np.arange(chunks, dtype=np.int64)
     ws, we, wit = [], [], []
     for starts, n, _k in writes:
-        if chunks > 2 and not (np.diff(starts) == starts[1] - starts[0]).all():
-            return False
+        if _even(starts) is None:
+            return False  # (one view of rows in order per write)
         ws.append(starts)
         we.append(starts + n)
         wit.append(it)

@@ -171,27 +171,34 @@ def vsts_rows(m: Any, value: VReg, dest: Ptr, at: np.ndarray, mask: Mask | None)
         hull[idx[on_bytes]] = raw[on_bytes]
 
 
-def vlds_window(rows: np.ndarray, rel: np.ndarray, dt: D.DType) -> tuple[np.ndarray, bool]:
+#: (lowest byte, end, each row's offset from the lowest or None when they lie end to end,
+#: whether they do) of registers at byte offsets ``at``
+rows_span = _rows_from
+
+
+def vlds_window(rows: np.ndarray, rel: np.ndarray, dt: D.DType,
+                span: tuple[int, int, np.ndarray | None, bool] | None = None
+                ) -> tuple[np.ndarray, bool]:
     """``pto.vlds`` with dist NORM at byte offsets ``rel`` (one per iteration of a vecscope
     loop) of every row of ``rows`` (chunks, bytes: each chunk's own UB bytes, a chunk loop
     run as one batch: ``interp/vchunk.py``): (the lanes as (chunks, len(rel), lanes), whether
     they are a view of ``rows``). Row k of chunk c holds the 256 bytes from rel[k], as VLDS
-    reads them."""
+    reads them. (``span``: :data:`rows_span` of ``rel``, when the caller has it.)"""
     lanes = VREG_BYTES // dt.itemsize
-    lo, hi, idx, _packed = _rows_from(rel)
+    lo, hi, idx, _packed = span if span is not None else _rows_from(rel)
     if idx is None:  # (end to end: the bytes as they are)
         return rows[:, lo:hi].view(dt.np).reshape(rows.shape[0], rel.size, lanes), True
     got = rows[:, lo + idx[:, None] + np.arange(VREG_BYTES)]
     return got.view(dt.np).reshape(rows.shape[0], rel.size, lanes), False
 
 
-def vsts_window(rows: np.ndarray, rel: np.ndarray, data: np.ndarray, mask: Mask | None
-                ) -> None:
+def vsts_window(rows: np.ndarray, rel: np.ndarray, data: np.ndarray, mask: Mask | None,
+                span: tuple[int, int, np.ndarray | None, bool] | None = None) -> None:
     """``pto.vsts`` with dist NORM_B* at byte offsets ``rel`` (one per iteration) of every
     row of ``rows`` (chunks, bytes, as :func:`vlds_window`): lanes ``data`` (chunks,
     len(rel), lanes), under ``mask`` (rows of one iteration each, or of every chunk's
     iterations): the active lanes written, the others' bytes left as they are, as VSTS does.
-    The caller has made sure no two rows share a byte."""
+    The caller has made sure no two rows share a byte. (``span`` as for vlds_window.)"""
     chunks, n, lanes = data.shape
     full = mask is None or mask.full is True and lanes * mask.step == VREG_BYTES
     on = None
@@ -199,7 +206,7 @@ def vsts_window(rows: np.ndarray, rel: np.ndarray, data: np.ndarray, mask: Mask 
         on = active(mask, lanes)  # type: ignore[arg-type]
         on = on.reshape(chunks, n, lanes) if on.ndim == 2 and on.shape[0] == chunks * n \
             else np.broadcast_to(on, (chunks, n, lanes))
-    lo, hi, idx, _packed = _rows_from(rel)
+    lo, hi, idx, _packed = span if span is not None else _rows_from(rel)
     if idx is None:
         out = rows[:, lo:hi].view(data.dtype).reshape(chunks, n, lanes)
         if on is None:
