@@ -263,6 +263,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                     cache.clear()
                 cache[key] = got
         gm, dmas, inner = got
+        ctx.spend(chunks, op)  # (as the loop's own step: before its first chunk)
         # (the flags first: their records are their whole effect on a plain machine)
         log = m.sync_log
         before = 0 if log is None else len(log)
@@ -280,7 +281,6 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 del log[before:]
             return False
         seq = list(log[before:]) if log is not None else []
-        ctx.spend(chunks, op)
         for kind, _what in plan:
             if kind == "vecscope":
                 m.vf_seq += chunks
