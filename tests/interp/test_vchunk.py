@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from ptoisa.errors import PtoError
 from ptoisa.interp import Program, load, vbatch, vchunk
 from ptoisa.sanitizer import Sanitizer
 
@@ -262,3 +265,40 @@ def test_the_flags_records_are_every_chunks(monkeypatch: pytest.MonkeyPatch) -> 
             vbatch.ENABLED = True
         assert vchunk.stats["batched"] - b0 == int(on)
     assert len(seen) == 2 and seen[0] == seen[1] and len(seen[0]) == 5 * 6
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 5), st.sampled_from([64, 128, 320, 512]),
+       st.sampled_from([0, 0, 0, 1, 5, 63, 64, 80]), st.booleans(),
+       st.sampled_from(["apart", "apart", "same", "next", "short"]),
+       st.sampled_from([4096, 24]))
+def test_generated_chunk_loops_same_bits(chunks: int, elems: int, short: int,
+                                         load_z: bool, where: str, rows: int) -> None:
+    """Chunk loops of the vadd kernel, their plt count short of the chunk by 0 to 80
+    lanes, UB z loaded first or not, z apart from x, x itself, one chunk past it in one
+    buffer, or too short for the last chunk: batched or not, the same bytes, or the same
+    error."""
+    saved = vchunk.GROUP_ROWS
+    vchunk.GROUP_ROWS = rows
+    try:
+        prog = _kernel("vadd_1m", chunks, elems, count=max(elems - short, 0),
+                       edit=_load_z_first if load_z else None)
+        n = chunks * elems
+        results = []
+        for on in (True, False):
+            buf = np.arange(2 * n + elems, dtype=np.float32) * np.float32(0.5)
+            y = np.linspace(-3, 3, n, dtype=np.float32)
+            x = buf[:n]
+            z = {"apart": buf[n + elems:2 * n + elems], "same": x, "next": buf[elems:n + elems],
+                 "short": buf[n + elems:2 * n]}[where]
+            vbatch.ENABLED = on
+            try:
+                prog.run("vadd_1m", x, y, z)
+                results.append(buf.tobytes())
+            except PtoError as e:
+                results.append(type(e).__name__ + str(e))
+            finally:
+                vbatch.ENABLED = True
+        assert results[0] == results[1]
+    finally:
+        vchunk.GROUP_ROWS = saved
