@@ -71,18 +71,22 @@ class _Refused(Exception):
 
 
 class _Window:
-    """UB bytes [at, at + n) privatised: ``rows`` (chunks, n) uint8; ``lent`` while a view of
-    it is held elsewhere (a register, GM) and it must be copied before it is written."""
+    """UB bytes [at, at + n) privatised: ``rows`` (chunks, n) uint8; ``lent`` while its rows
+    are shared with something else (a register, GM) and must be copied before they are
+    written; ``gm``: the absolute byte range of GM its rows are a view of (None: not one),
+    copied before a DMA writes those bytes."""
 
-    __slots__ = ("at", "n", "rows", "lent")
+    __slots__ = ("at", "n", "rows", "lent", "gm")
 
-    def __init__(self, at: int, n: int, rows: np.ndarray, lent: bool) -> None:
-        self.at, self.n, self.rows, self.lent = at, n, rows, lent
+    def __init__(self, at: int, n: int, rows: np.ndarray, lent: bool,
+                 gm: tuple[int, int] | None = None) -> None:
+        self.at, self.n, self.rows, self.lent, self.gm = at, n, rows, lent, gm
 
     def writable(self) -> np.ndarray:
         if self.lent:
             self.rows = self.rows.copy()
             self.lent = False
+            self.gm = None
         return self.rows
 
 
@@ -312,15 +316,24 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         windows: list[_Window] = []
         d = v = 0
         for kind, _what in plan:
-            if kind == "dma_in":
-                bslot, offs, ub_at, n, view_ok, step = dmas[d]
+            if kind == "dma_in":  # (a view of GM: copied before a DMA writes those bytes)
+                bslot, offs, ub_at, n, step = dmas[d]
                 d += 1
-                src = _gm_rows(env[bslot], offs[c0:c1], n, step=step)
-                windows.append(_Window(ub_at, n, src if view_ok else src.copy(), view_ok))
+                base = env[bslot]
+                src = _gm_rows(base, offs[c0:c1], n, step=step)
+                at = base.__array_interface__["data"][0]
+                hull = (at + int(offs[c0]), at + int(offs[c1 - 1]) + n) \
+                    if np.may_share_memory(src, base) else None
+                windows.append(_Window(ub_at, n, src, hull is not None, hull))
             elif kind == "dma_out":
-                bslot, offs, ub_at, n, _, step = dmas[d]
+                bslot, offs, ub_at, n, step = dmas[d]
                 base = env[bslot]
                 d += 1
+                at = base.__array_interface__["data"][0]
+                lo, hi = at + int(offs[c0]), at + int(offs[c1 - 1]) + n
+                for w in windows:
+                    if w.gm is not None and w.gm[0] < hi and lo < w.gm[1]:
+                        w.writable()  # (reads of the old bytes keep them)
                 w = _find(windows, ub_at, n)
                 frm = w.rows[:, ub_at - w.at:ub_at - w.at + n]
                 m.gm_barrier(base)
@@ -388,15 +401,13 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 return None
             gm[rslot] = (bslot, offs * dt.itemsize)
             gm_by_id[what] = (bslot, base, offs * dt.itemsize)
-        dmas: list[tuple[int, np.ndarray, int, int, bool]] = []
+        dmas: list[tuple[int, np.ndarray, int, int]] = []
         inner: list[tuple[Any, Any]] = []
         # UB: the windows written so far in an iteration, [(at, end)]; a read outside them (the
         # UB as the loop found it, or what an earlier iteration left) refuses the loop, simply
         made: list[tuple[int, int]] = []
         gm_w: list[tuple[np.ndarray, int, int]] = []  # (abs starts, bytes, op index)
         gm_r: list[tuple[np.ndarray, int]] = []
-        abs_lo: list[int] = []
-        abs_hi: list[int] = []
         for kind, what in plan:
             if kind in ("dma_in", "dma_out"):
                 gslot, uslot, lslot, nb, gid, _o = what
@@ -425,9 +436,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                     if not _inside(made, ptr.addr, ptr.addr + n):
                         return None
                     gm_w.append((starts, n, len(dmas)))
-                dmas.append((bslot, offs, ptr.addr, n, True))
-                abs_lo.append(int(starts.min()))
-                abs_hi.append(int(starts.max()) + n)
+                dmas.append((bslot, offs, ptr.addr, n))
             elif kind == "vecscope":
                 kept = _prepare_inner(what, env)
                 if kept is None:
@@ -443,10 +452,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 inner.append((what, kept))
         if not _gm_independent(gm_w, gm_r, chunks):
             return None
-        # a window a DMA fills may be a view of GM when the loop writes none of those bytes
-        hulls = [(int(s.min()), int(s.max()) + n) for s, n, _k in gm_w]
-        dmas = [(b, o, a, n, all(h <= lo or hi <= g for lo, hi in hulls), _even(o))
-                for (b, o, a, n, _v), g, h in zip(dmas, abs_lo, abs_hi, strict=True)]
+        dmas = [(b, o, a, n, _even(o)) for b, o, a, n in dmas]
         return gm, dmas, inner
 
     return run
@@ -591,9 +597,16 @@ def _memory(u: Any, k: int, vals: list[Any], windows: list[_Window], chunks: int
         lanes = value.data.shape[-1]
         data = value.data.reshape(chunks, trips, lanes) if value.data.ndim == 2 else \
             np.broadcast_to(value.data, (chunks, trips, lanes))  # (one register for all)
-        if w is None:  # (a window the rows fill whole, end to end, masks full: proved)
-            windows.append(_Window(lo, hi - lo, np.ascontiguousarray(data).view(np.uint8)
-                                   .reshape(chunks, hi - lo), True))
+        whole = span[2] is None and (mask is None or isinstance(mask, Mask) and mask.full is True
+                                     and lanes * mask.step == VREG_BYTES)
+        if w is None or whole and (lo, hi) == (w.at, w.at + w.n):
+            # (the rows fill the window whole, end to end, every lane written: its bytes are
+            # the register's; a new window only so, proved)
+            rows = np.ascontiguousarray(data).view(np.uint8).reshape(chunks, hi - lo)
+            if w is None:
+                windows.append(_Window(lo, hi - lo, rows, True))
+            else:
+                w.rows, w.lent, w.gm = rows, True, None
             return dest
         vsts_window(w.writable(), at - w.at, data, mask, _shift(span, w.at))
         return dest
