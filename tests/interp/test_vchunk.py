@@ -302,3 +302,42 @@ def test_generated_chunk_loops_same_bits(chunks: int, elems: int, short: int,
         assert results[0] == results[1]
     finally:
         vchunk.GROUP_ROWS = saved
+
+
+_VR = "!pto.vreg<64xf32>"
+_ADD = f"{_VR}, {_VR}, !pto.mask<b32> -> {_VR}"
+_STORE = f"{_VR}, !pto.ptr<f32, ub>, !pto.mask<b32>"
+
+
+def _store_back(text: str) -> str:
+    """The sum stored over UB x (whose load is still read after: t = a + s) and written to
+    GM y in place; t to z."""
+    old = f"""          %s = pto.vadd %a, %b, %mask : {_ADD}
+          pto.vsts %s, %ub_z[%i], %mask : {_STORE}"""
+    body = f"""          %s = pto.vadd %a, %b, %mask : {_ADD}
+          pto.vsts %s, %ub_x[%i], %mask : {_STORE}
+          %t = pto.vadd %a, %s, %mask : {_ADD}
+          pto.vsts %t, %ub_z[%i], %mask : {_STORE}"""
+    assert old in text
+    text = text.replace(old, body)
+    out = """      pto.mte_ub_gm %ub_x, %gy, %row_bytes nburst(%c1_i64, %row_bytes, %row_bytes)
+        : !pto.ptr<f32, ub>, !pto.ptr<f32, gm>, i64, i64, i64, i64
+      pto.mte_ub_gm %ub_z, %gz"""
+    return _load_z_first(text.replace("      pto.mte_ub_gm %ub_z, %gz", out))
+
+
+@pytest.mark.parametrize("short", [0, 10])
+def test_a_store_over_a_loaded_window_keeps_the_loaded_register(short: int) -> None:
+    """A register loaded from UB x is read after a store over UB x (the whole window, or
+    all but a masked tail): it holds what was loaded; y is written in place."""
+    chunks, elems = 3, 512
+    prog = _kernel("vadd_1m", chunks, elems, count=elems - short, edit=_store_back)
+    args = _vadd_args(chunks * elems)
+    on, off, batched, per = _both(prog, "vadd_1m", args)
+    assert (batched, per) == (1, 0)
+    _same(on, off)
+    x, y, z = args
+    on_lane = (np.arange(chunks * elems) % elems) < elems - short
+    s = x + y
+    assert on[1].tobytes() == np.where(on_lane, s, x).tobytes()
+    assert on[2].tobytes() == np.where(on_lane, x + s, z).tobytes()
