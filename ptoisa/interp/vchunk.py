@@ -12,9 +12,9 @@ the bytes every op accesses (before anything runs):
   window written earlier in the same iteration: by a DMA GM -> UB (all its bytes), or by the
   ``vsts`` rows of the vecscope loop when they lie end to end under masks that are full in
   every row (all their bytes: what the ``plt`` chain says before anything runs); a later
-  write into a window (a masked ``vsts``) lands in that window's rows. A byte read that no
-  op of the body writes is the same in every iteration (the UB as the loop found it). Two
-  windows sharing bytes refuse the loop. Nothing from one iteration reaches the next, so the
+  write into a window (a masked ``vsts``) lands in that window's rows. A read outside the
+  windows (UB as the loop found it, or as an earlier iteration left it) and two windows
+  sharing bytes refuse the loop. Nothing from one iteration reaches the next, so the
   iterations are independent; after the loop, UB holds what the last one wrote.
 - GM: no byte a DMA UB -> GM writes is written by another write of the body or iteration,
   nor read by another iteration (an iteration may read what it writes itself: op after op
@@ -25,11 +25,13 @@ Then each op runs once: the integer ops and ``pto.addptr`` on the induction vari
 vecscope loop as the vecscope batch (``interp/vbatch.py``) on registers of (chunks x
 iterations, lanes) rows through the entries' own semantics, the flags' records appended
 once per iteration in the body's order. Copies that change no bit are not made: a window a
-DMA GM -> UB fills, when the loop writes none of its GM bytes, is a view of GM; a ``vlds``
-of a window's rows end to end is a view of it (dist NORM: the 256 bytes as they are); a
-window the ``vsts`` rows fill whole is the register's bytes; a window is copied before it
-is written while anything else holds a view of it (a register is never written after the op
-that made it).
+DMA GM -> UB fills is a view of GM (copied before a DMA of the batch writes those GM
+bytes); a ``vlds`` of a window's rows end to end is a view of it (dist NORM: the 256 bytes
+as they are); a window the ``vsts`` rows fill whole, every lane written, is the register's
+bytes; a window is copied before it is written while anything else holds a view of it (a
+register is never written after the op that made it). The iterations being independent,
+they run in groups of about :data:`GROUP_ROWS` register rows, one after another (each op's
+arrays stay in cache).
 
 It runs only where the vecscope batch does (a plain machine: nothing observes, one block,
 values, nothing lazy, no plan recording: the sanitizer and the cycle model always see the

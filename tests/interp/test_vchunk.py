@@ -267,22 +267,28 @@ def test_the_flags_records_are_every_chunks(monkeypatch: pytest.MonkeyPatch) -> 
     assert len(seen) == 2 and seen[0] == seen[1] and len(seen[0]) == 5 * 6
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 5), st.sampled_from([64, 128, 320, 512]),
        st.sampled_from([0, 0, 0, 1, 5, 63, 64, 80]), st.booleans(),
        st.sampled_from(["apart", "apart", "same", "next", "short"]),
-       st.sampled_from([4096, 24]))
+       st.sampled_from([4096, 24]), st.booleans())
 def test_generated_chunk_loops_same_bits(chunks: int, elems: int, short: int,
-                                         load_z: bool, where: str, rows: int) -> None:
+                                         load_z: bool, where: str, rows: int,
+                                         every_other: bool) -> None:
     """Chunk loops of the vadd kernel, their plt count short of the chunk by 0 to 80
     lanes, UB z loaded first or not, z apart from x, x itself, one chunk past it in one
-    buffer, or too short for the last chunk: batched or not, the same bytes, or the same
-    error."""
+    buffer, or too short for the last chunk, over every register or every second one:
+    batched or not, the same bytes, or the same error."""
+    def edit(text: str) -> str:
+        if every_other:
+            text = text.replace("step %c64 iter_args", "step %c128 iter_args").replace(
+                "    %c64 = arith.constant 64 : index",
+                "    %c64 = arith.constant 64 : index\n    %c128 = arith.constant 128 : index")
+        return _load_z_first(text) if load_z else text
     saved = vchunk.GROUP_ROWS
     vchunk.GROUP_ROWS = rows
     try:
-        prog = _kernel("vadd_1m", chunks, elems, count=max(elems - short, 0),
-                       edit=_load_z_first if load_z else None)
+        prog = _kernel("vadd_1m", chunks, elems, count=max(elems - short, 0), edit=edit)
         n = chunks * elems
         results = []
         for on in (True, False):
@@ -341,3 +347,27 @@ def test_a_store_over_a_loaded_window_keeps_the_loaded_register(short: int) -> N
     s = x + y
     assert on[1].tobytes() == np.where(on_lane, s, x).tobytes()
     assert on[2].tobytes() == np.where(on_lane, x + s, z).tobytes()
+
+
+@pytest.mark.parametrize("short", [0, 70])
+def test_registers_apart_gather_and_scatter(short: int) -> None:
+    """The vecscope loop over every second register of the chunk (rows not end to end:
+    loads gather, stores scatter into the window UB z was loaded into)."""
+    def apart(text: str) -> str:
+        text = text.replace("step %c64 iter_args", "step %c128 iter_args")
+        text = text.replace("    %c64 = arith.constant 64 : index",
+                            "    %c64 = arith.constant 64 : index\n"
+                            "    %c128 = arith.constant 128 : index")
+        return _load_z_first(text)
+    chunks, elems = 3, 1024
+    prog = _kernel("vadd_1m", chunks, elems, count=elems // 2 - short, edit=apart)
+    args = _vadd_args(chunks * elems)
+    on, off, batched, per = _both(prog, "vadd_1m", args)
+    assert (batched, per) == (1, 0)
+    _same(on, off)
+    x, y, z = args
+    k = np.arange(chunks * elems) % elems
+    # register r (64 lanes) of a chunk is stored when r is even; lanes count down from the
+    # plt count, 64 per stored register
+    stored = ((k // 64) % 2 == 0) & ((k // 128) * 64 + k % 64 < elems // 2 - short)
+    assert on[2].tobytes() == np.where(stored, x + y, z).tobytes()

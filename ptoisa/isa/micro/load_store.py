@@ -188,7 +188,7 @@ def vlds_window(rows: np.ndarray, rel: np.ndarray, dt: D.DType,
     lo, hi, idx, _packed = span if span is not None else _rows_from(rel)
     if idx is None:  # (end to end: the bytes as they are)
         return rows[:, lo:hi].view(dt.np).reshape(rows.shape[0], rel.size, lanes), True
-    got = rows[:, lo + idx[:, None] + np.arange(VREG_BYTES)]
+    got = np.ascontiguousarray(rows[:, lo + idx[:, None] + np.arange(VREG_BYTES)])
     return got.view(dt.np).reshape(rows.shape[0], rel.size, lanes), False
 
 
