@@ -371,3 +371,25 @@ def test_registers_apart_gather_and_scatter(short: int) -> None:
     # plt count, 64 per stored register
     stored = ((k // 64) % 2 == 0) & ((k // 128) * 64 + k % 64 < elems // 2 - short)
     assert on[2].tobytes() == np.where(stored, x + y, z).tobytes()
+
+
+def test_f16_chunk_loop() -> None:
+    """The vadd kernel over f16 (128 lanes, plt_b16, a masked tail into a loaded window)."""
+    chunks, elems, count = 4, 1024, 1000
+
+    def f16(text: str) -> str:
+        text = text.replace("!pto.vreg<64xf32>", "!pto.vreg<128xf16>").replace("f32", "f16")
+        text = text.replace("!pto.mask<b32>", "!pto.mask<b16>").replace("plt_b32", "plt_b16")
+        text = text.replace("step %c64 iter_args", "step %c128 iter_args").replace(
+            "    %c64 = arith.constant 64 : index",
+            "    %c64 = arith.constant 64 : index\n    %c128 = arith.constant 128 : index")
+        text = text.replace(f"%row_bytes = arith.constant {4 * elems} : i64",
+                            f"%row_bytes = arith.constant {2 * elems} : i64")
+        return _load_z_first(text)
+    prog = _kernel("vadd_1m", chunks, elems, count=count, edit=f16)
+    x, y, z = (a.astype(np.float16) for a in _vadd_args(chunks * elems))
+    on, off, batched, per = _both(prog, "vadd_1m", [x, y, z])
+    assert (batched, per) == (1, 0)
+    _same(on, off)
+    lane = np.arange(chunks * elems) % elems
+    assert on[2].tobytes() == np.where(lane < count, x + y, z).tobytes()
