@@ -51,10 +51,11 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import PtoError
 from ..ir.core import Op
-from ..isa.micro.load_store import rows_span, vlds_window, vsts_window
+from ..isa.micro.load_store import rows_span
+from ..isa.registry import REGISTRY
 from ..vector.regs import VREG_BYTES, Mask, Ptr, VReg, VRegSpec, buffer_bytes
 from . import arith, bridge, vbatch
-from .compiler import CompiledFunc, Env, Step
+from .compiler import _HANDLERS, CompiledFunc, Env, Step
 from .micro import micro_parts
 
 #: loops run as one chunk batch / that ran one iteration at a time at run time, since import
@@ -64,8 +65,6 @@ stats = {"batched": 0, "per_iteration": 0}
 #: groups of chunks this many rows together (the whole loop at once when they fit)
 GROUP_ROWS = int(os.environ.get("PTOISA_VCHUNK_ROWS", "4096"))
 
-_DMA = {"pto.mte_gm_ub": "in", "pto.mte_ub_gm": "out"}
-_FLAGS = ("pto.set_flag", "pto.wait_flag")
 
 
 class _Refused(Exception):
@@ -158,16 +157,15 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             inside.add(id(o.results[0]))
             plan.append(("addptr", id(o.results[0])))
             continue
-        if o.name in _DMA:
-            ins = bridge.instr_of(o.name)
-            if ins is None:
-                raise _Refused
+        ins = bridge.instr_of(o.name)
+        if ins is not None and ins.chunk_dma:
+            way = ins.chunk_dma
             fixed, params, res = micro_parts(cf, o, ins)
             if params or res:
                 raise _Refused
             plain = list(o.operands)
             names = [x.name for x in ins.operands]
-            gm_i, ub_i = (names.index("gm_src"), names.index("ub_dst")) if _DMA[o.name] == "in" \
+            gm_i, ub_i = (names.index("gm_src"), names.index("ub_dst")) if way == "in" \
                 else (names.index("gm_dst"), names.index("ub_src"))
             len_i, nb_i = names.index("len_burst"), names.index("nburst")
             others = [k for k, s in enumerate(fixed) if s is not None
@@ -182,11 +180,13 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             for v in plain:
                 if v is not gm_v and id(v) in inside:
                     raise _Refused  # (UB pointers, lengths, strides from outside the loop)
-            plan.append(("dma_" + _DMA[o.name], (fixed[gm_i], fixed[ub_i], fixed[len_i],
+            plan.append(("dma_" + way, (fixed[gm_i], fixed[ub_i], fixed[len_i],
                                                 fixed[nb_i][1], id(gm_v)
                                                 if id(gm_v) in gm_rows else None, o)))
             continue
-        if o.name in _FLAGS and not o.operands:
+        flag = getattr(_HANDLERS.get(o.name), "instr_name", None)
+        if flag is not None and REGISTRY[flag].sync in ("flag_set", "flag_wait") \
+                and not o.operands:  # (static: its record is its whole effect)
             plan.append(("flag", cf.compile_op(o)))
             continue
         if o.name == "pto.vecscope":
@@ -196,9 +196,9 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 raise _Refused
             runner = vbatch.batched_loop(cf, inner[0])
             parts = getattr(runner, "parts", None)
-            if parts is None or any(u.ins.rows_access is not None
-                                    and u.ins.name not in ("VLDS", "VSTS") for u in parts.items):
-                raise _Refused  # (the memory ops the windows take: vlds and vsts)
+            if parts is None or any(u.ins.rows_access is not None and u.ins.rows_window is None
+                                    for u in parts.items):
+                raise _Refused  # (the memory ops the windows take: their rows_window)
             for x in inner[0].walk():  # (every value it reads from the chunk loop: constants)
                 for v in x.operands:
                     if id(v) in inside:
@@ -577,42 +577,42 @@ def _inner(parts: Any, kept: Any, m: Any, env: Env, windows: list[_Window],
 
 def _memory(u: Any, k: int, vals: list[Any], windows: list[_Window], chunks: int, trips: int,
             memo: dict[Any, Any]) -> Any:
-    """A vlds / vsts (item ``k``) of the vecscope loop over every chunk's window."""
+    """A load or store (item ``k``) of the vecscope loop over every chunk's window, through
+    its entry's ``rows_window``."""
     got = memo.get(("rows", k))
-    if got is None:
-        typed = vals
-        if u.ins.name == "VSTS":  # (the register by its type, as the check gave it)
-            d = vals[0].data
-            typed = [VRegSpec(d.shape[-1], D.dtype(d.dtype)), *vals[1:]]
-        ((_role, at, nb),) = u.ins.rows_access(typed, u.params)
-        got = memo["rows", k] = (at, int(at.min()), int(at.max()) + nb, rows_span(at))
-    at, lo, hi, span = got
-    if u.ins.name == "VLDS":
-        source = vals[0]
+    if got is None:  # (registers by their types, as the check gave them)
+        typed = [VRegSpec(v.data.shape[-1], D.dtype(v.data.dtype))
+                 if o.kind == "vreg" and isinstance(v, VReg) else v
+                 for v, o in zip(vals, u.ins.operands, strict=True)]
+        acc = u.ins.rows_access(typed, u.params)
+        if acc is None or len(acc) != 1:
+            raise PtoError(f"{u.op.name}: not one access per row in the chunk batch")
+        ((role, at, nb),) = acc
+        got = memo["rows", k] = (role, at, int(at.min()), int(at.max()) + nb, rows_span(at))
+    role, at, lo, hi, span = got
+    window = u.ins.rows_window
+    if role == "in":
         w = _find(windows, lo, hi)
-        data, view = vlds_window(w.rows, at - w.at, source.dtype, _shift(span, w.at))
+        out, view = window(w.rows, chunks, at - w.at, vals, u.params, _shift(span, w.at))
         w.lent = w.lent or view
-        return VReg(data.reshape(chunks * trips, -1)), source
-    if u.ins.name == "VSTS":
-        value, dest, _offset, mask = vals
-        w = next((x for x in windows if x.at <= lo and hi <= x.at + x.n), None)
-        lanes = value.data.shape[-1]
-        data = value.data.reshape(chunks, trips, lanes) if value.data.ndim == 2 else \
-            np.broadcast_to(value.data, (chunks, trips, lanes))  # (one register for all)
-        whole = span[2] is None and (mask is None or isinstance(mask, Mask) and mask.full is True
-                                     and lanes * mask.step == VREG_BYTES)
-        if w is None or whole and (lo, hi) == (w.at, w.at + w.n):
-            # (the rows fill the window whole, end to end, every lane written: its bytes are
-            # the register's; a new window only so, proved)
-            rows = np.ascontiguousarray(data).view(np.uint8).reshape(chunks, hi - lo)
-            if w is None:
-                windows.append(_Window(lo, hi - lo, rows, True))
-            else:
-                w.rows, w.lent, w.gm = rows, True, None
-            return dest
-        vsts_window(w.writable(), at - w.at, data, mask, _shift(span, w.at))
-        return dest
-    raise PtoError(f"{u.op.name}: not a load or store of the chunk batch")  # (refused before)
+        return out
+    w = next((x for x in windows if x.at <= lo and hi <= x.at + x.n), None)
+    lanes = next((v.data.shape[-1] for v, o in zip(vals, u.ins.operands, strict=True)
+                  if o.kind == "vreg" and isinstance(v, VReg)), 0)
+    whole = span[2] is None and all(
+        v is None or isinstance(v, Mask) and v.full is True and lanes * v.step == VREG_BYTES
+        for v, o in zip(vals, u.ins.operands, strict=True) if o.kind == "mask")
+    if w is None or whole and (lo, hi) == (w.at, w.at + w.n):
+        # (the rows fill the window whole, end to end, every lane written: its bytes are the
+        # register's; a new window only so, proved)
+        out, rows = window(None, chunks, at - lo, vals, u.params, _shift(span, lo))
+        if w is None:
+            windows.append(_Window(lo, hi - lo, rows, True))
+        else:
+            w.rows, w.lent, w.gm = rows, True, None
+        return out
+    out, _ = window(w.writable(), chunks, at - w.at, vals, u.params, _shift(span, w.at))
+    return out
 
 
 def _shift(span: tuple[int, int, Any, bool], by: int) -> tuple[int, int, Any, bool]:

@@ -69,11 +69,20 @@ def _vlds_rows_access(vals: list[Any], params: dict[str, Any]
     return [("in", source.addr + offset * source.dtype.itemsize, VREG_BYTES)]
 
 
+def _vlds_rows_window(rows: np.ndarray, chunks: int, rel: np.ndarray, vals: list[Any],
+                      params: dict[str, Any], span: Any) -> tuple[Any, bool]:
+    """VLDS (dist NORM) over every chunk's window (Instr.rows_window)."""
+    source = vals[0]
+    data, view = vlds_window(rows, rel, source.dtype, span)
+    return (VReg(data.reshape(chunks * rel.size, -1)), source), view
+
+
 @instr("VLDS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("source", "ptr"), Opnd("offset", "scalar", optional=True)),
        params=(Param("dist", "NORM"), Param("post_update", False)),
        results=(Opnd("result", "vreg"), Opnd("updated_base", "ptr", optional=True)),
-       dtype_key=("source",), static=(_ptr_elems,), rows=True, rows_access=_vlds_rows_access)
+       dtype_key=("source",), static=(_ptr_elems,), rows=True, rows_access=_vlds_rows_access,
+       rows_window=_vlds_rows_window)
 def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
          post_update: bool = False) -> tuple[VReg, Ptr]:
     """result = the register loaded from UB at source + offset elements by the distribution
@@ -239,12 +248,26 @@ def _vsts_rows_access(vals: list[Any], params: dict[str, Any]
     return [("out", dest.addr + offset * dest.dtype.itemsize, VREG_BYTES)]
 
 
+def _vsts_rows_window(rows: np.ndarray | None, chunks: int, rel: np.ndarray,
+                      vals: list[Any], params: dict[str, Any], span: Any
+                      ) -> tuple[Any, np.ndarray | None]:
+    """VSTS (dist NORM_B*) over every chunk's window (Instr.rows_window)."""
+    value, dest, _offset, mask = vals
+    lanes = value.data.shape[-1]
+    data = value.data.reshape(chunks, rel.size, lanes) if value.data.ndim == 2 else \
+        np.broadcast_to(value.data, (chunks, rel.size, lanes))  # (one register for all)
+    if rows is None:  # (end to end, every lane: the bytes are the register's)
+        return dest, np.ascontiguousarray(data).view(np.uint8).reshape(chunks, -1)
+    vsts_window(rows, rel, data, mask, span)
+    return dest, None
+
+
 @instr("VSTS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "vreg"), Opnd("dest", "ptr"),
                  Opnd("offset", "scalar", optional=True), Opnd("mask", "mask", optional=True)),
        params=(Param("dist", ""), Param("post_update", False)),
        results=(Opnd("updated_dest", "ptr", optional=True),), dtype_key=("value",),
-       rows=True, rows_access=_vsts_rows_access)
+       rows=True, rows_access=_vsts_rows_access, rows_window=_vsts_rows_window)
 def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None = None, *,
          dist: str = "", post_update: bool = False) -> Ptr:
     """UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
