@@ -383,12 +383,13 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         return tuple(parts)
 
     def _check(env: Env, per: dict[int, Any], chunks: int, cap: int) -> Any:
-        """(GM pointer rows by slot, the DMAs' (base, byte offsets, UB address, bytes, view
-        allowed), the vecscope loops' prepared parts, one iteration's flag records), or None
-        when the accesses do not prove the chunks independent (see the module's
-        docstring)."""
-        gm: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        gm_by_id: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        """(the GM pointers made in the loop by result slot: (base's slot, byte offset per
+        chunk), the DMAs' (base's slot, byte offset per chunk, UB address, bytes, the
+        offsets' even step or None), the vecscope loops' (parts, prepared)), or None when
+        the accesses do not prove the chunks independent (see the module's docstring). What
+        it keeps holds no array of the launch: a cached verdict serves the next launch."""
+        gm: dict[int, tuple[int, np.ndarray]] = {}
+        gm_by_id: dict[int, tuple[int, np.ndarray, np.ndarray]] = {}
         for kind, what in plan:
             if kind != "addptr":
                 continue
@@ -408,7 +409,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         # UB: the windows written so far in an iteration, [(at, end)]; a read outside them (the
         # UB as the loop found it, or what an earlier iteration left) refuses the loop, simply
         made: list[tuple[int, int]] = []
-        gm_w: list[tuple[np.ndarray, int, int]] = []  # (abs starts, bytes, op index)
+        gm_w: list[tuple[np.ndarray, int]] = []  # (absolute starts, bytes)
         gm_r: list[tuple[np.ndarray, int]] = []
         for kind, what in plan:
             if kind in ("dma_in", "dma_out"):
@@ -437,7 +438,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 else:
                     if not _inside(made, ptr.addr, ptr.addr + n):
                         return None
-                    gm_w.append((starts, n, len(dmas)))
+                    gm_w.append((starts, n))
                 dmas.append((bslot, offs, ptr.addr, n))
             elif kind == "vecscope":
                 kept = _prepare_inner(what, env)
@@ -682,13 +683,13 @@ def _disjoint_from(made: list[tuple[int, int]], lo: int, hi: int) -> bool:
     return all(hi <= a or b <= lo for a, b in made)
 
 
-def _gm_independent(writes: list[tuple[np.ndarray, int, int]],
+def _gm_independent(writes: list[tuple[np.ndarray, int]],
                     reads: list[tuple[np.ndarray, int]], chunks: int) -> bool:
     """No GM byte a write of one chunk (or op) touches is written by another write, nor read
     by another chunk; the writes' rows step evenly (one view each)."""
     it = np.arange(chunks, dtype=np.int64)
     ws, we, wit = [], [], []
-    for starts, n, _k in writes:
+    for starts, n in writes:
         if _even(starts) is None:
             return False  # (one view of rows in order per write)
         ws.append(starts)
