@@ -297,8 +297,9 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         rows = max([kept[4] for _p, kept in inner] + [1])
         size = max(1, min(chunks, GROUP_ROWS // rows))
         windows: list[_Window] = []
+        addrs = {b: env[b].__array_interface__["data"][0] for b, *_r in dmas}
         for g0 in range(0, chunks, size):
-            windows = _group(env, m, dmas, inner, g0, min(chunks, g0 + size))
+            windows = _group(env, m, dmas, inner, g0, min(chunks, g0 + size), addrs)
         for w in windows:
             buffer_bytes(m, "ub", w.at, w.n, "the stored", role=None)[...] = w.rows[-1]
         env[iv_slot] = i + (chunks - 1) * st
@@ -311,8 +312,8 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             log.extend(seq * (chunks - 1))
         return True
 
-    def _group(env: Env, m: Any, dmas: list[Any], inner: list[Any], c0: int, c1: int
-               ) -> list[_Window]:
+    def _group(env: Env, m: Any, dmas: list[Any], inner: list[Any], c0: int, c1: int,
+               addrs: dict[int, int]) -> list[_Window]:
         """The body's ops over chunks c0 to c1 (one row each); the windows they leave."""
         n_ch = c1 - c0
         windows: list[_Window] = []
@@ -321,17 +322,16 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             if kind == "dma_in":  # (a view of GM: copied before a DMA writes those bytes)
                 bslot, offs, ub_at, n, step = dmas[d]
                 d += 1
-                base = env[bslot]
-                src = _gm_rows(base, offs[c0:c1], n, step=step)
-                at = base.__array_interface__["data"][0]
+                src = _gm_rows(env[bslot], offs[c0:c1], n, step=step)
+                at = addrs[bslot]
                 hull = (at + int(offs[c0]), at + int(offs[c1 - 1]) + n) \
-                    if np.may_share_memory(src, base) else None
+                    if step is not None else None  # (uneven rows: a copy)
                 windows.append(_Window(ub_at, n, src, hull is not None, hull))
             elif kind == "dma_out":
                 bslot, offs, ub_at, n, step = dmas[d]
                 base = env[bslot]
                 d += 1
-                at = base.__array_interface__["data"][0]
+                at = addrs[bslot]
                 lo, hi = at + int(offs[c0]), at + int(offs[c1 - 1]) + n
                 for w in windows:
                     if w.gm is not None and w.gm[0] < hi and lo < w.gm[1]:
@@ -589,8 +589,12 @@ def _memory(u: Any, k: int, vals: list[Any], windows: list[_Window], chunks: int
         if acc is None or len(acc) != 1:
             raise PtoError(f"{u.op.name}: not one access per row in the chunk batch")
         ((role, at, nb),) = acc
-        got = memo["rows", k] = (role, at, int(at.min()), int(at.max()) + nb, rows_span(at))
-    role, at, lo, hi, span = got
+        kinds = [o.kind for o in u.ins.operands]
+        vreg = next((j for j, x in enumerate(kinds) if x == "vreg"), None)
+        masks = [j for j, x in enumerate(kinds) if x == "mask"]
+        got = memo["rows", k] = (role, at, int(at.min()), int(at.max()) + nb, rows_span(at),
+                                 vreg, masks)
+    role, at, lo, hi, span, vreg, masks = got
     window = u.ins.rows_window
     if role == "in":
         w = _find(windows, lo, hi)
@@ -598,11 +602,11 @@ def _memory(u: Any, k: int, vals: list[Any], windows: list[_Window], chunks: int
         w.lent = w.lent or view
         return out
     w = next((x for x in windows if x.at <= lo and hi <= x.at + x.n), None)
-    lanes = next((v.data.shape[-1] for v, o in zip(vals, u.ins.operands, strict=True)
-                  if o.kind == "vreg" and isinstance(v, VReg)), 0)
+    value = None if vreg is None else vals[vreg]
+    lanes = value.data.shape[-1] if isinstance(value, VReg) else 0
     whole = span[2] is None and all(
         v is None or isinstance(v, Mask) and v.full is True and lanes * v.step == VREG_BYTES
-        for v, o in zip(vals, u.ins.operands, strict=True) if o.kind == "mask")
+        for v in (vals[j] for j in masks))
     if w is None or whole and (lo, hi) == (w.at, w.at + w.n):
         # (the rows fill the window whole, end to end, every lane written: its bytes are the
         # register's; a new window only so, proved)
