@@ -1,8 +1,9 @@
 """Register-level (VPTO) kernels against numpy (issue #28 item 6): ``benchmarks/vpto/*.pto``,
 each a vecscope loop of 256-byte micro-ops over 1M f32 moved through UB in 64 KiB chunks by
-the MTE DMA micro-ops, run with independent vecscope loops batched (``ptoisa/interp/
-vbatch.py``) and, for the "before" figure, one micro-op at a time (``vbatch.ENABLED =
-False``), against the same maths in numpy.
+the MTE DMA micro-ops, run batched (the chunk loop as one pass over all chunks,
+``ptoisa/interp/vchunk.py``, its vecscope loop as rows, ``ptoisa/interp/vbatch.py``) and,
+for the "before" figure, one micro-op at a time (``vbatch.ENABLED = False``), against the
+same maths in numpy.
 
     python benchmarks/vpto_speed.py [--rounds N] [--per-op-rounds N]
 
@@ -31,7 +32,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ptoisa.interp import load, vbatch  # noqa: E402
+from ptoisa.interp import load, vbatch, vchunk  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 N = 1 << 20
@@ -118,9 +119,11 @@ def row(make: Callable[[], Any], rounds: int, per_op_rounds: int) -> str:
     for on in (True, False):
         vbatch.ENABLED = on
         args = [x.copy() for x in inputs]
+        before = vchunk.stats["batched"]
         prog.run(fn, *args)  # (compiles)
         check(inputs, args)
         outs[on] = args
+        assert vchunk.stats["batched"] - before == int(on), f"{title}: chunk loop not batched"
     for x, y in zip(outs[True], outs[False], strict=True):
         assert x.tobytes() == y.tobytes(), f"{title}: batched and per-op bits differ"
     args = [x.copy() for x in inputs]

@@ -385,7 +385,8 @@ def _for(cf: CompiledFunc, op: Op) -> Step:
             raise cf.locate(e, s if one is None else one) from None
         for r, d in zip(results, iters, strict=False):  # (no results: they are unbound)
             env[r] = env[d]
-    return step
+    from . import vchunk  # (a chunk loop around a vecscope loop, as one batch)
+    return vchunk.wrap(cf, op, step)
 
 
 def _steps(i: Any, end: Any, st: Any) -> Iterator[Any]:

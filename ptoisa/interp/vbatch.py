@@ -320,7 +320,30 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
             if result >= 0:
                 env[result] = last
         return True
+    run.parts = _Parts(op, items, once, int_ops, counts, of_counts, iv_slot,  # type: ignore
+                       (lb, ub, stp), _prepare, cache, _key)
     return run
+
+
+class _Parts:
+    """What a batched vecscope loop's runner is made of, for a loop around it that runs its
+    iterations as one batch too (``interp/vchunk.py``): the loop op, its micro-ops, the
+    steps run once, the integer ops on the induction variable, the counts, the chain ops of
+    counts alone, the induction variable's slot, the bounds' slots, the preparation (rows,
+    counts, the accesses' verdict) and its cache and key."""
+
+    __slots__ = ("op", "items", "once", "int_ops", "counts", "of_counts", "iv_slot",
+                 "bounds", "prepare", "cache", "key")
+
+    def __init__(self, op: Op, items: list[_Use], once: list[Step],
+                 int_ops: list[tuple[Step, list[int], int]],
+                 counts: list[tuple[int, int, Any, int]], of_counts: set[int], iv_slot: int,
+                 bounds: tuple[int, int, int], prepare: Callable[..., Any],
+                 cache: dict[tuple[Any, ...], Any], key: Callable[..., Any]) -> None:
+        self.op, self.items, self.once, self.int_ops = op, items, once, int_ops
+        self.counts, self.of_counts, self.iv_slot, self.bounds = counts, of_counts, iv_slot, \
+            bounds
+        self.prepare, self.cache, self.key = prepare, cache, key
 
 
 def _call(u: _Use, m: Any, per: dict[int, Any], env: Env, trips: int) -> Any:

@@ -252,6 +252,18 @@ class Instr:
     #: semantics)
     rows_access: Callable[[list[Any], dict[str, Any]],
                           list[tuple[str, np.ndarray, int]] | None] | None = None
+    #: a ``rows_access`` micro-op's semantics on UB privatised per chunk (a chunk loop run as
+    #: one batch: ``interp/vchunk.py``): ``rows_window(rows, chunks, rel, vals, params,
+    #: span)``, ``rows`` (chunks, bytes) the window its rows lie in, ``rel`` their byte offsets
+    #: in it (``span``: ``load_store.rows_span`` of them), the registers of chunks x rows. A
+    #: load returns (its results, whether they view ``rows``); a store writes ``rows`` and
+    #: returns (its results, None), or, given ``rows`` None (its rows proved end to end with
+    #: every lane written), the bytes they make: (its results, (chunks, bytes))
+    rows_window: Callable[..., tuple[Any, Any]] | None = None
+    #: a DMA between GM and UB that a chunk loop run as one batch may run over one row per
+    #: chunk in its one-row form (``nburst(1, ...)``, no ``loop`` / ``pad``): "in" (GM -> UB,
+    #: operands gm_src and ub_dst) or "out" (UB -> GM, ub_src and gm_dst); "" not
+    chunk_dma: str = ""
     _n_required: int = field(default=0, init=False)
     #: positions of the operands the instruction writes (out, inout, scratch)
     _written: tuple[int, ...] = field(default=(), init=False)
@@ -1095,6 +1107,8 @@ def instr(
     rows: bool = False,
     chain: Callable[[int, int], np.ndarray] | None = None,
     rows_access: Callable[..., Any] | None = None,
+    rows_window: Callable[..., Any] | None = None,
+    chunk_dma: str = "",
 ) -> Callable[[Callable[..., Any]], Instr]:
     """Declare an instruction; the decorated function is its semantics
     ``fn(machine, *operand_values, **params)``, its docstring the instruction's doc.
@@ -1143,7 +1157,7 @@ def instr(
             plan=plan, access=access, view_offset=view_offset,
             access_roles=dict(access_roles or {}), sync=sync, same_valid=same_valid,
             dialect=dialect, results=tuple(results), timing=timing, rows=rows, chain=chain,
-            rows_access=rows_access,
+            rows_access=rows_access, rows_window=rows_window, chunk_dma=chunk_dma,
         )
         if ins.results:
             ins.returns_event = False

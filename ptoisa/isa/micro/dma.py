@@ -107,7 +107,7 @@ def _ub_ptr(p: Any, op: str, what: str) -> Ptr:
        operands=(Opnd("gm_src", "ptr"), Opnd("ub_dst", "ptr"), Opnd("l2_cache_ctl", "scalar"),
                  Opnd("len_burst", "scalar"), Opnd("nburst", "group"),
                  Opnd("loop", "group", optional=True), Opnd("pad", "group", optional=True)),
-       dtype_key=("ub_dst",))
+       dtype_key=("ub_dst",), chunk_dma="in")
 def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_burst: Any,
               nburst: tuple[Any, ...], loop: Any = None, pad: Any = None) -> None:
     """For every row r of the nburst / loop groups: UB[ub_dst + dst_row(r) ..][:len_burst] =
@@ -156,7 +156,7 @@ def MTE_GM_UB(m: Any, gm_src: np.ndarray, ub_dst: Ptr, l2_cache_ctl: Any, len_bu
                  Opnd("len_burst", "scalar"), Opnd("nburst", "group"),
                  Opnd("l2_cache_ctl", "group", optional=True),
                  Opnd("loop", "group", optional=True)),
-       dtype_key=("ub_src",))
+       dtype_key=("ub_src",), chunk_dma="out")
 def MTE_UB_GM(m: Any, ub_src: Ptr, gm_dst: np.ndarray, len_burst: Any,
               nburst: tuple[Any, ...], l2_cache_ctl: Any = None, loop: Any = None) -> None:
     """For every row r of the nburst / loop groups: GM[gm_dst + dst_row(r) ..][:len_burst] =

@@ -69,11 +69,20 @@ def _vlds_rows_access(vals: list[Any], params: dict[str, Any]
     return [("in", source.addr + offset * source.dtype.itemsize, VREG_BYTES)]
 
 
+def _vlds_rows_window(rows: np.ndarray, chunks: int, rel: np.ndarray, vals: list[Any],
+                      params: dict[str, Any], span: Any) -> tuple[Any, bool]:
+    """VLDS (dist NORM) over every chunk's window (Instr.rows_window)."""
+    source = vals[0]
+    data, view = vlds_window(rows, rel, source.dtype, span)
+    return (VReg(data.reshape(chunks * rel.size, -1)), source), view
+
+
 @instr("VLDS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("source", "ptr"), Opnd("offset", "scalar", optional=True)),
        params=(Param("dist", "NORM"), Param("post_update", False)),
        results=(Opnd("result", "vreg"), Opnd("updated_base", "ptr", optional=True)),
-       dtype_key=("source",), static=(_ptr_elems,), rows=True, rows_access=_vlds_rows_access)
+       dtype_key=("source",), static=(_ptr_elems,), rows=True, rows_access=_vlds_rows_access,
+       rows_window=_vlds_rows_window)
 def VLDS(m: Any, source: Ptr, offset: Any = None, *, dist: str = "NORM",
          post_update: bool = False) -> tuple[VReg, Ptr]:
     """result = the register loaded from UB at source + offset elements by the distribution
@@ -171,6 +180,60 @@ def vsts_rows(m: Any, value: VReg, dest: Ptr, at: np.ndarray, mask: Mask | None)
         hull[idx[on_bytes]] = raw[on_bytes]
 
 
+#: (lowest byte, end, each row's offset from the lowest or None when they lie end to end,
+#: whether they do) of registers at byte offsets ``at``
+rows_span = _rows_from
+
+
+def vlds_window(rows: np.ndarray, rel: np.ndarray, dt: D.DType,
+                span: tuple[int, int, np.ndarray | None, bool] | None = None
+                ) -> tuple[np.ndarray, bool]:
+    """``pto.vlds`` with dist NORM at byte offsets ``rel`` (one per iteration of a vecscope
+    loop) of every row of ``rows`` (chunks, bytes: each chunk's own UB bytes, a chunk loop
+    run as one batch: ``interp/vchunk.py``): (the lanes as (chunks, len(rel), lanes), whether
+    they are a view of ``rows``). Row k of chunk c holds the 256 bytes from rel[k], as VLDS
+    reads them. (``span``: :data:`rows_span` of ``rel``, when the caller has it.)"""
+    lanes = VREG_BYTES // dt.itemsize
+    lo, hi, idx, _packed = span if span is not None else _rows_from(rel)
+    if idx is None:  # (end to end: the bytes as they are)
+        return rows[:, lo:hi].view(dt.np).reshape(rows.shape[0], rel.size, lanes), True
+    got = np.ascontiguousarray(rows[:, lo + idx[:, None] + np.arange(VREG_BYTES)])
+    return got.view(dt.np).reshape(rows.shape[0], rel.size, lanes), False
+
+
+def vsts_window(rows: np.ndarray, rel: np.ndarray, data: np.ndarray, mask: Mask | None,
+                span: tuple[int, int, np.ndarray | None, bool] | None = None) -> None:
+    """``pto.vsts`` with dist NORM_B* at byte offsets ``rel`` (one per iteration) of every
+    row of ``rows`` (chunks, bytes, as :func:`vlds_window`): lanes ``data`` (chunks,
+    len(rel), lanes), under ``mask`` (rows of one iteration each, or of every chunk's
+    iterations): the active lanes written, the others' bytes left as they are, as VSTS does.
+    The caller has made sure no two rows share a byte. (``span`` as for vlds_window.)"""
+    chunks, n, lanes = data.shape
+    full = mask is None or mask.full is True and lanes * mask.step == VREG_BYTES
+    on = None
+    if not full:
+        on = active(mask, lanes)  # type: ignore[arg-type]
+        on = on.reshape(chunks, n, lanes) if on.ndim == 2 and on.shape[0] == chunks * n \
+            else np.broadcast_to(on, (chunks, n, lanes))
+    lo, hi, idx, _packed = span if span is not None else _rows_from(rel)
+    if idx is None:
+        out = rows[:, lo:hi].view(data.dtype).reshape(chunks, n, lanes)
+        if on is None:
+            out[...] = data
+        else:
+            np.copyto(out, data, where=on)
+        return
+    at = lo + idx[:, None] + np.arange(VREG_BYTES)
+    raw = np.ascontiguousarray(data).view(np.uint8).reshape(chunks, n, VREG_BYTES)
+    if on is None:
+        rows[:, at] = raw
+    else:
+        on_bytes = np.repeat(on, data.dtype.itemsize, axis=-1)
+        cur = rows[:, at]
+        np.copyto(cur, raw, where=on_bytes)
+        rows[:, at] = cur
+
+
 def _vsts_rows_access(vals: list[Any], params: dict[str, Any]
                       ) -> list[tuple[str, np.ndarray, int]] | None:
     """The UB bytes VSTS may write at one offset per row (dist NORM_B* only): every lane's,
@@ -185,12 +248,26 @@ def _vsts_rows_access(vals: list[Any], params: dict[str, Any]
     return [("out", dest.addr + offset * dest.dtype.itemsize, VREG_BYTES)]
 
 
+def _vsts_rows_window(rows: np.ndarray | None, chunks: int, rel: np.ndarray,
+                      vals: list[Any], params: dict[str, Any], span: Any
+                      ) -> tuple[Any, np.ndarray | None]:
+    """VSTS (dist NORM_B*) over every chunk's window (Instr.rows_window)."""
+    value, dest, _offset, mask = vals
+    lanes = value.data.shape[-1]
+    data = value.data.reshape(chunks, rel.size, lanes) if value.data.ndim == 2 else \
+        np.broadcast_to(value.data, (chunks, rel.size, lanes))  # (one register for all)
+    if rows is None:  # (end to end, every lane: the bytes are the register's)
+        return dest, np.ascontiguousarray(data).view(np.uint8).reshape(chunks, -1)
+    vsts_window(rows, rel, data, mask, span)
+    return dest, None
+
+
 @instr("VSTS", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("value", "vreg"), Opnd("dest", "ptr"),
                  Opnd("offset", "scalar", optional=True), Opnd("mask", "mask", optional=True)),
        params=(Param("dist", ""), Param("post_update", False)),
        results=(Opnd("updated_dest", "ptr", optional=True),), dtype_key=("value",),
-       rows=True, rows_access=_vsts_rows_access)
+       rows=True, rows_access=_vsts_rows_access, rows_window=_vsts_rows_window)
 def VSTS(m: Any, value: VReg, dest: Ptr, offset: Any = None, mask: Mask | None = None, *,
          dist: str = "", post_update: bool = False) -> Ptr:
     """UB[dest + offset + i] = value[i] for the active lanes (``NORM_B*``, the default: the
