@@ -269,3 +269,15 @@ def test_unequal_blocks_fill_the_first_core_that_frees_up():
     assert lt.waves == [Wave(0, 2, 0, 1000), Wave(2, 2, 100, 600), Wave(4, 1, 600, 650)]
     assert lt.queued_cycles == 1000  # block 2 behind block 0 instead would end at 1300
     assert lt.busy == {"V": 1000}  # the busiest core: block 0's (the other's 650)
+
+
+def test_waves_report_what_bounds_them():
+    lt = _run(_compute, 2 * AIV).launch
+    # each wave starts with 48 loads at once: 48 * B bytes ask more than the budget over one
+    # load's time, so the waves are longer than the blocks alone (2 x one block)
+    assert lt.queued_alone == 2 * lt.core_cycles < lt.queued_cycles
+    assert lt.bound == "shared"
+    alone = _run(_compute, 2 * AIV).launch_with(
+        dataclasses.replace(budget("a2a3"), bandwidth=1e9))
+    assert alone.queued_cycles == alone.queued_alone == 2 * lt.core_cycles
+    assert alone.bound == "cores"

@@ -189,6 +189,8 @@ class LaunchTime:
     queued_cycles: int | None = None
     #: why blocks beyond the cores were not queued (None: they were, or there were none)
     not_queued: str | None = None
+    #: blocks > cores: the cores' part with the blocks queued but each with GM to itself
+    queued_alone: int | None = None
 
     def busy_ratio(self) -> dict[str, float]:
         """Each pipe's busy share of the whole launch (as profilers report a pipe's ratio)."""
@@ -211,7 +213,8 @@ class LaunchTime:
         stretched) or "cores" (no stretch)."""
         if self.bandwidth_cycles >= self.shared_cycles:
             return "bandwidth"
-        return "shared" if self.shared_cycles > self.core_cycles else "cores"
+        alone = self.queued_alone if self.queued_alone is not None else self.core_cycles
+        return "shared" if self.shared_cycles > alone else "cores"
 
     def summary(self) -> str:
         us = 1e6 / self.clock_hz
@@ -273,6 +276,7 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
                                    gm_bytes, floor, b, clock_hz, paths)
         cross = any(getattr(p, "block", s.block) != s.block for s in steps for p in s.after or ())
         if not cross:
+            alone, _, _, _, _ = _queued(steps, blocks, cores, bws, rounds, None, manual)
             end, timed, start, slot, dur = _queued(steps, blocks, cores, bws, rounds,
                                                    reschedule if gm_steps else None, manual)
             waves = []
@@ -282,7 +286,8 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
                                   max(start[i] + dur[i] for i in ids)))
             return LaunchTime(blocks, core_total, end, core_bytes, gm_bytes, b.bandwidth,
                               floor, b.launch, b.ramp, b.drain, clock_hz, b.source,
-                              _busy(timed, slot), paths, kind, cores, waves, max(end, floor))
+                              _busy(timed, slot), paths, kind, cores, waves, max(end, floor),
+                              queued_alone=alone)
         not_queued = (f"not queued behind the {cores} {kind} cores: the blocks wait for each "
                       f"other (cross-block edges), all start together")
     shared, timed = core_total, steps
@@ -326,7 +331,7 @@ def _lockstep_waves(steps: list[Step], blocks: int, cores: int, kind: str,
             busy[p] = busy.get(p, 0) + v
     return LaunchTime(blocks, core_total, shared_sum, core_bytes, gm_bytes, b.bandwidth, floor,
                       b.launch, b.ramp, b.drain, clock_hz, b.source, busy, paths, kind, cores,
-                      waves, t)
+                      waves, t, queued_alone=core_total * len(sizes))
 
 
 def _queued(steps: list[Step], blocks: int, cores: int, bws: dict[str, float], rounds: int,
