@@ -281,3 +281,21 @@ def test_waves_report_what_bounds_them():
         dataclasses.replace(budget("a2a3"), bandwidth=1e9))
     assert alone.queued_cycles == alone.queued_alone == 2 * lt.core_cycles
     assert alone.bound == "cores"
+
+
+def test_launch_wide_barrier_beyond_the_cores_is_not_queued(nocores):
+    """SYNCALL waits for every block: with more blocks than cores the first wave would wait for
+    blocks that cannot start. The launch is priced with all blocks at once, and says so."""
+    def k(x: np.ndarray) -> None:
+        b = pto.get_block_idx()
+        n = R * C
+        if pto.core_type() == "AIC":
+            t = Tile(TileType.Mat, np.float32, R, C)
+            pto.TLOAD(t, GlobalTensor(x, (1, 1, 1, R, C), (n, n, n, C, 1), offset=b * n))
+        pto.SYNCALL(CoreType="Mix")
+
+    x = np.ones(30 * R * C, np.float32)
+    lt = pto.launch(k, x, blocks=30, target="a2a3", mixed=True, cycles=True).launch
+    t = pto.launch(k, x, blocks=30, target=nocores, mixed=True, cycles=True).launch
+    assert lt.waves == [] and lt.cycles == t.cycles
+    assert "not queued behind the 24 mixed cores: SYNCALL" in lt.summary()

@@ -269,7 +269,13 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
     kind = block_kind(steps)
     cores = cores_for(target, kind)
     not_queued = None
-    if cores is not None and blocks > cores:
+    barrier = _launch_barrier(steps) if cores is not None and blocks > cores else None
+    if barrier is not None:
+        # the blocks of the first wave would wait there for blocks that cannot start
+        not_queued = (f"not queued behind the {cores} {kind} cores: {barrier} waits for every "
+                      f"block of the launch, which cannot all run at once on the chip; all "
+                      f"start together here")
+    elif cores is not None and blocks > cores:
         if lockstep:
             return _lockstep_waves(steps, blocks, cores, kind, gm_steps, len(per_tl), bws,
                                    rounds, reschedule, manual, core_total, core_bytes,
@@ -296,6 +302,18 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
     return LaunchTime(blocks, core_total, max(shared, core_total), core_bytes, gm_bytes,
                       b.bandwidth, floor, b.launch, b.ramp, b.drain, clock_hz, b.source,
                       _busy(timed), paths, kind, cores, not_queued=not_queued)
+
+
+def _launch_barrier(steps: list[Step]) -> str | None:
+    """The name of an instruction among ``steps`` that waits for every core of the launch
+    (its entry's sync kind ``all_cores``: SYNCALL), if any."""
+    from ..isa.registry import REGISTRY
+
+    for op in {s.op for s in steps if s.sync is not None}:
+        ins = REGISTRY.get(op)
+        if ins is not None and ins.sync == "all_cores":
+            return op
+    return None
 
 
 def _lockstep_waves(steps: list[Step], blocks: int, cores: int, kind: str,
