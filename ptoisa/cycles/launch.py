@@ -16,6 +16,11 @@ The schedule (:mod:`.schedule`) gives each core its own timeline, as if it had G
   step of a launch that is not mixed) draws on the main budget as before.
 * **launch, ramp-up and tail**: a fixed launch overhead, the first loads' extra latency (a cold
   miss) and the last stores' drain, once per launch (:data:`BUDGETS`).
+* **waves** (blocks queued behind the cores): a launch with more blocks than the target has
+  cores for them (its ``cube_cores`` trait for a cube or mixed block, ``vector_cores`` for a
+  vector-only block) starts the first ``cores`` blocks together; every later block, in block-id
+  order, starts on the first core that frees up. The shared budgets apply to the blocks running
+  at each moment. A launch with blocks <= cores is priced exactly as without queueing.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import bisect
 import copy
 import dataclasses
+import heapq
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +114,45 @@ def budget(target: Any) -> Budget:
     return BUDGETS.get(str(target), _A2A3)
 
 
+#: pipes only a cube core (AIC) has: a launch (not mixed) that uses one runs on cube cores
+_CUBE_PIPES = frozenset({"M", "MTE1", "FIX"})
+
+
+def block_kind(steps: list[Step]) -> str:
+    """What a launch's blocks run on: "mixed" (a cube core and its cluster's vector cores:
+    the mixed launcher's AIC / AIV timelines), "cube" (a cube pipe in use) or "vector"."""
+    cube = False
+    for s in steps:
+        if s.core.startswith(("AIC", "AIV")):
+            return "mixed"
+        cube = cube or s.pn in _CUBE_PIPES
+    return "cube" if cube else "vector"
+
+
+def cores_for(target: Any, kind: str) -> int | None:
+    """The cores a block of ``kind`` can run on (the target's ``cube_cores`` for cube and
+    mixed blocks, ``vector_cores`` for vector ones); None: the target does not say."""
+    try:
+        from ..targets import get_target
+
+        traits = get_target(str(target)).traits
+    except Exception:  # an unknown target name: no core count, no queueing
+        return None
+    n = traits.vector_cores if kind == "vector" else traits.cube_cores
+    return int(n) if n else None
+
+
+@dataclass(frozen=True)
+class Wave:
+    """The ``k``-th round of blocks on the cores (blocks ``first`` .. ``first + count - 1``),
+    in cycles from the cores' start: when its first block started, its last ended."""
+
+    first: int
+    count: int
+    start: int
+    end: int
+
+
 @dataclass
 class LaunchTime:
     """What a launch costs: per core and for the whole launch (cycles at the target clock)."""
@@ -132,6 +177,20 @@ class LaunchTime:
     busy: dict[str, int]
     #: per budget (path name): the launch's bytes through it and its bytes per cycle
     paths: dict[str, tuple[int, float]] = dataclasses.field(default_factory=dict)
+    #: what the blocks run on ("cube", "vector", "mixed") and how many such cores the target
+    #: has (None: not declared: every block starts at once)
+    kind: str = "cube"
+    cores: int | None = None
+    #: blocks > cores: the rounds of blocks on the cores (empty: one wave, all start at once)
+    waves: list[Wave] = dataclasses.field(default_factory=list)
+    #: blocks > cores: the cores' part of the launch with the blocks queued, GM shared by the
+    #: blocks running at each moment, each wave no shorter than its bytes through the budgets
+    #: (None: ``max(shared_cycles, bandwidth_cycles)``)
+    queued_cycles: int | None = None
+    #: why blocks beyond the cores were not queued (None: they were, or there were none)
+    not_queued: str | None = None
+    #: blocks > cores: the cores' part with the blocks queued but each with GM to itself
+    queued_alone: int | None = None
 
     def busy_ratio(self) -> dict[str, float]:
         """Each pipe's busy share of the whole launch (as profilers report a pipe's ratio)."""
@@ -140,8 +199,9 @@ class LaunchTime:
     @property
     def cycles(self) -> int:
         """The whole launch: overhead, first loads, the cores under the shared budget, drain."""
-        return (self.launch + self.ramp + max(self.shared_cycles, self.bandwidth_cycles)
-                + self.drain)
+        part = (self.queued_cycles if self.queued_cycles is not None
+                else max(self.shared_cycles, self.bandwidth_cycles))
+        return self.launch + self.ramp + part + self.drain
 
     @property
     def us(self) -> float:
@@ -153,7 +213,8 @@ class LaunchTime:
         stretched) or "cores" (no stretch)."""
         if self.bandwidth_cycles >= self.shared_cycles:
             return "bandwidth"
-        return "shared" if self.shared_cycles > self.core_cycles else "cores"
+        alone = self.queued_alone if self.queued_alone is not None else self.core_cycles
+        return "shared" if self.shared_cycles > alone else "cores"
 
     def summary(self) -> str:
         us = 1e6 / self.clock_hz
@@ -165,9 +226,18 @@ class LaunchTime:
         else:
             gm = (f"GM {self.gm_bytes} bytes ({self.core_gm_bytes} per core) at "
                   f"{self.bandwidth:.0f} B/cycle: {self.bandwidth_cycles} cycles")
+        if self.waves:
+            per = ", ".join(f"{w.count} from {w.start} to {w.end}" for w in self.waves)
+            share = (f"per block {self.core_cycles} cycles alone; {len(self.waves)} waves on "
+                     f"{self.cores} {self.kind} cores: {per}; "
+                     f"{self.queued_cycles} cycles with GM shared")
+        else:
+            share = (f"per core {self.core_cycles} cycles alone, {self.shared_cycles} sharing "
+                     f"GM")
+            if self.not_queued:
+                share += f"; {self.not_queued}"
         return (f"whole launch: {self.cycles} cycles = {self.us:.3f} us ({self.blocks} blocks; "
-                f"per core {self.core_cycles} cycles alone, {self.shared_cycles} sharing "
-                f"GM; {gm}; launch "
+                f"{share}; {gm}; launch "
                 f"{self.launch} + ramp {self.ramp} + drain {self.drain}; "
                 f"{self.bound}-bound; {us:.4f} us a cycle)")
 
@@ -195,20 +265,148 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
         p = path_of(s, bws)
         through[p] = through.get(p, 0) + s.gm * mult
     floor = max((math.ceil(n / bws[p]) for p, n in through.items()), default=0)
+    paths = {p: (n, bws[p]) for p, n in through.items()}
+    kind = block_kind(steps)
+    cores = cores_for(target, kind)
+    not_queued = None
+    barrier = _launch_barrier(steps) if cores is not None and blocks > cores else None
+    if barrier is not None:
+        # the blocks of the first wave would wait there for blocks that cannot start
+        not_queued = (f"not queued behind the {cores} {kind} cores: {barrier} waits for every "
+                      f"block of the launch, which cannot all run at once on the chip; all "
+                      f"start together here")
+    elif cores is not None and blocks > cores:
+        if lockstep:
+            return _lockstep_waves(steps, blocks, cores, kind, gm_steps, len(per_tl), bws,
+                                   rounds, reschedule, manual, core_total, core_bytes,
+                                   gm_bytes, floor, b, clock_hz, paths)
+        cross = any(getattr(p, "block", s.block) != s.block for s in steps for p in s.after or ())
+        if not cross:
+            alone, _, _, _, _ = _queued(steps, blocks, cores, bws, rounds, None, manual)
+            end, timed, start, slot, dur = _queued(steps, blocks, cores, bws, rounds,
+                                                   reschedule if gm_steps else None, manual)
+            waves = []
+            for k in range(0, blocks, cores):
+                ids = range(k, min(k + cores, blocks))
+                waves.append(Wave(k, len(ids), min(start[i] for i in ids),
+                                  max(start[i] + dur[i] for i in ids)))
+            return LaunchTime(blocks, core_total, end, core_bytes, gm_bytes, b.bandwidth,
+                              floor, b.launch, b.ramp, b.drain, clock_hz, b.source,
+                              _busy(timed, slot), paths, kind, cores, waves, max(end, floor),
+                              queued_alone=alone)
+        not_queued = (f"not queued behind the {cores} {kind} cores: the blocks wait for each "
+                      f"other (cross-block edges), all start together")
     shared, timed = core_total, steps
     if gm_steps and (mult > 1 or len(per_tl) > 1) and reschedule is not None:
         shared, timed = _shared(steps, mult, bws, rounds, reschedule, manual)
     return LaunchTime(blocks, core_total, max(shared, core_total), core_bytes, gm_bytes,
                       b.bandwidth, floor, b.launch, b.ramp, b.drain, clock_hz, b.source,
-                      _busy(timed), {p: (n, bws[p]) for p, n in through.items()})
+                      _busy(timed), paths, kind, cores, not_queued=not_queued)
 
 
-def _busy(steps: list[Step]) -> dict[str, int]:
-    """Busy cycles per pipe of the busiest timeline (core, block) of each pipe."""
+def _launch_barrier(steps: list[Step]) -> str | None:
+    """The name of an instruction among ``steps`` that waits for every core of the launch
+    (its entry's sync kind ``all_cores``: SYNCALL), if any."""
+    from ..isa.registry import REGISTRY
+
+    for op in {s.op for s in steps if s.sync is not None}:
+        ins = REGISTRY.get(op)
+        if ins is not None and ins.sync == "all_cores":
+            return op
+    return None
+
+
+def _lockstep_waves(steps: list[Step], blocks: int, cores: int, kind: str,
+                    gm_steps: list[Step], timelines: int, bws: dict[str, float], rounds: int,
+                    reschedule: Any, manual: bool, core_total: int, core_bytes: int,
+                    gm_bytes: int, floor: int, b: Budget, clock_hz: float,
+                    paths: dict[str, tuple[int, float]]) -> LaunchTime:
+    """A lockstep launch of more blocks than cores: its blocks are alike (one timeline stands
+    for all), so they run in waves of ``cores`` blocks, each wave starting when the one before
+    it ended; each wave is priced as a launch of its blocks (GM shared by them, no shorter
+    than its bytes through the budgets)."""
+    full, rem = divmod(blocks, cores)
+    sizes = [cores] * full + ([rem] if rem else [])
+    one: dict[str, int] = {}  # one block's bytes per path
+    for s in gm_steps:
+        p = path_of(s, bws)
+        one[p] = one.get(p, 0) + s.gm
+    priced: dict[int, tuple[int, int, dict[str, int]]] = {}
+    for m in set(sizes):
+        shared, timed = core_total, steps
+        if gm_steps and (m > 1 or timelines > 1) and reschedule is not None:
+            shared, timed = _shared(steps, m, bws, rounds, reschedule, manual)
+        fl = max((math.ceil(n * m / bws[p]) for p, n in one.items()), default=0)
+        priced[m] = (max(shared, core_total), fl, _busy(timed))
+    waves, t, shared_sum = [], 0, 0
+    busy: dict[str, int] = {}
+    for k, m in enumerate(sizes):
+        shared, fl, bz = priced[m]
+        waves.append(Wave(k * cores, m, t, t + max(shared, fl)))
+        t += max(shared, fl)
+        shared_sum += shared
+        for p, v in bz.items():  # a core runs one block of every wave
+            busy[p] = busy.get(p, 0) + v
+    return LaunchTime(blocks, core_total, shared_sum, core_bytes, gm_bytes, b.bandwidth, floor,
+                      b.launch, b.ramp, b.drain, clock_hz, b.source, busy, paths, kind, cores,
+                      waves, t, queued_alone=core_total * len(sizes))
+
+
+def _queued(steps: list[Step], blocks: int, cores: int, bws: dict[str, float], rounds: int,
+            schedule: Any, manual: bool
+            ) -> tuple[int, list[Step], dict[int, int], dict[int, int], dict[int, int]]:
+    """Blocks (each on its own timeline) queued behind ``cores`` cores in block-id order, each
+    on the first core that frees up; the GM steps stretched by the oversubscription of their
+    budget among the blocks running at the same time, the blocks scheduled again and
+    dispatched again (``rounds`` at most). Returns the makespan, the timed steps (times from
+    each block's own start) and per block its start, core and duration."""
+    ids = {id(s): i for i, s in enumerate(steps)}
+    work = [copy.copy(s) for s in steps]
+    for w in work:
+        if w.after:
+            w.after = [work[ids[id(p)]] if id(p) in ids else p for p in w.after]
+    base = [s.cycles for s in steps]
+    path = [path_of(s, bws) for s in steps]
+
+    def dispatch(ts: list[Step]) -> tuple[dict[int, int], dict[int, int], dict[int, int]]:
+        dur = dict.fromkeys(range(blocks), 0)
+        for s in ts:
+            dur[s.block] = max(dur.get(s.block, 0), s.end)
+        free = [(0, c) for c in range(cores)]  # (when the core frees up, core): a heap
+        start: dict[int, int] = {}
+        slot: dict[int, int] = {}
+        for blk in sorted(dur):
+            t, c = heapq.heappop(free)
+            start[blk], slot[blk] = t, c
+            heapq.heappush(free, (t + dur[blk], c))
+        return start, slot, dur
+
+    timed = steps
+    start, slot, dur = dispatch(steps)
+    for _ in range(rounds if schedule is not None else 0):
+        off = [start[s.block] for s in timed]
+        changed = False
+        for p, bw in bws.items():
+            idx = [i for i, s in enumerate(timed) if s.gm and base[i] > 0 and path[i] == p]
+            changed |= _stretch(timed, work, idx, base, 1, bw, off)
+        if not changed:
+            break
+        for w in work:
+            w.fire = None
+        schedule(work, manual=manual)
+        timed = work
+        start, slot, dur = dispatch(work)
+    end = max((start[k] + dur[k] for k in dur), default=0)
+    return end, timed, start, slot, dur
+
+
+def _busy(steps: list[Step], slot: dict[int, int] | None = None) -> dict[str, int]:
+    """Busy cycles per pipe of the busiest timeline (core, block) of each pipe; with
+    ``slot`` (block -> the core it was queued on) the busiest core, over its blocks."""
     per: dict[tuple[str, str, int], int] = {}
     for s in steps:
         if s.sync is None and s.cycles:
-            k = (s.pn, s.core, s.block)
+            k = (s.pn, s.core, slot[s.block] if slot is not None else s.block)
             per[k] = per.get(k, 0) + s.cycles
     out: dict[str, int] = {}
     for (p, _, _), v in per.items():
@@ -245,18 +443,22 @@ def _shared(steps: list[Step], mult: int, bws: dict[str, float], rounds: int, sc
 
 
 def _stretch(timed: list[Step], work: list[Step], idx: list[int], base: list[int], mult: int,
-             bw: float) -> bool:
+             bw: float, off: list[int] | None = None) -> bool:
     """Set ``work[i].cycles`` for the steps ``idx`` of one budget: each stretched by the demand
-    over its interval (bytes a cycle at the uncontended rates, from ``timed``) over ``bw``.
-    True if any changed."""
-    cuts = sorted({t for i in idx for t in (timed[i].start, timed[i].end)})
+    over its interval (bytes a cycle at the uncontended rates, from ``timed``, each step
+    ``off[i]`` cycles later when given: its block's start) over ``bw``. True if any changed."""
+    if off is None:
+        iv = {i: (timed[i].start, timed[i].end) for i in idx}
+    else:
+        iv = {i: (timed[i].start + off[i], timed[i].end + off[i]) for i in idx}
+    cuts = sorted({t for i in idx for t in iv[i]})
     if len(cuts) < 2:
         return False
     delta = [0.0] * len(cuts)
     for i in idx:
         r = timed[i].gm * mult / base[i]
-        delta[bisect.bisect_left(cuts, timed[i].start)] += r
-        delta[bisect.bisect_left(cuts, timed[i].end)] -= r
+        delta[bisect.bisect_left(cuts, iv[i][0])] += r
+        delta[bisect.bisect_left(cuts, iv[i][1])] -= r
     # area[k]: the demand integrated from cuts[0] to cuts[k]
     area = [0.0] * len(cuts)
     rate = 0.0
@@ -265,9 +467,9 @@ def _stretch(timed: list[Step], work: list[Step], idx: list[int], base: list[int
         area[k] = area[k - 1] + rate * (cuts[k] - cuts[k - 1])
     changed = False
     for i in idx:
-        s = timed[i]
-        lo, hi = bisect.bisect_left(cuts, s.start), bisect.bisect_left(cuts, s.end)
-        span = s.end - s.start
+        t0, t1 = iv[i]
+        lo, hi = bisect.bisect_left(cuts, t0), bisect.bisect_left(cuts, t1)
+        span = t1 - t0
         if span <= 0:
             continue
         stretch = max(1.0, (area[hi] - area[lo]) / span / bw)

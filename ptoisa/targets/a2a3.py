@@ -359,4 +359,8 @@ TARGET = Target("a2a3", BUFFERS, LEGALITY, __doc__ or "", plan=PLAN, traits=Trai
     conformance_reference=False,
     # upstream's arch config (arch_config.hpp: kA2A3ArchConfig, 1.85 GHz)
     clock_hz=1.85e9,
+    # the 910B2 (A2) and the A3 die its kernels/manual READMEs measure on: 24 cube cores, two
+    # vector cores each (48); upstream's arch config gives per-core rates only, no core count
+    cube_cores=24,
+    vector_cores=48,
 ))

@@ -406,5 +406,10 @@ TARGET = A2A3.derive("a5", buffers=BUFFERS, legality=LEGALITY, doc=__doc__ or ""
                          "costs_measured": True,
                          # upstream has no A5 arch config: its one (A2/A3) clock, assumed
                          "clock_hz": 1.85e9,
+                         # no upstream figure for A5's core count: assumed 32 cube cores (the
+                         # 32 blocks its matmul_mxfp4_performance README runs as one launch)
+                         # with A5's 1:2 cluster, 64 vector cores
+                         "cube_cores": 32,
+                         "vector_cores": 64,
                      },
                      inherit_behaviour=False)

@@ -267,6 +267,12 @@ class Traits:
     #: upstream's arch config (include/pto/costmodel/arch_config.hpp, kMainFrequencyHz) says
     #: 1.85 GHz for A2/A3, its only configuration; it has none for A5 (a5 assumes the same)
     clock_hz: float = 1.85e9
+    #: the chip's cube cores (AIC) and vector cores (AIV) a launch's blocks run on (the launch
+    #: model queues the blocks beyond them: a cube or mixed block takes a cube core, with its
+    #: cluster's vector cores, a vector-only block one vector core). None: not declared, every
+    #: block starts at once (docs/cycles.md "The whole launch")
+    cube_cores: int | None = None
+    vector_cores: int | None = None
 
     def replace(self, **changes: Any) -> Traits:
         unknown = sorted(set(changes) - {f.name for f in fields(self)})
