@@ -1908,6 +1908,9 @@ def TCMPS(
     out with row length dst.validCol, see :func:`_pack_stream`; this is what its TSEL reads.
     The two agree for a u8 dst when src's valid region is the whole tile and
     dst.validCol == src.Cols / 8 (each dst row then holds exactly one src row).
+    With the ``tcmps_predicate_stream`` trait (PTOAS's a5 TileLib, the ``vpto`` backend):
+    the packed stream of lib/TileOps/a5/tcmps.py from dst's first byte, see
+    :func:`_pack_tilelib`.
     """
     ...
 

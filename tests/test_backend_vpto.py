@@ -62,7 +62,8 @@ def test_a_backend_profile_is_the_target_with_the_tilelib_traits() -> None:
     # the traits the TileLib changes, and nothing else
     changed = {f for f in vars(a5.traits) if getattr(a5.traits, f) != getattr(v.traits, f)}
     assert changed == {"pad_float_extremes", "sort32_pad", "mat2right_transposing_load",
-                       "mrgsort_partial_group", "fillpad_to_valid_cols"}
+                       "mrgsort_partial_group", "fillpad_to_valid_cols",
+                       "tcmps_predicate_stream"}
     # a target without a TileLib of its own behaves as with emitc; a name not a backend fails
     assert get_target("a2a3", "vpto") is get_target("a2a3")
     assert get_target("cpu").with_backend("vpto") is get_target("cpu")
@@ -91,8 +92,8 @@ def test_the_default_traits_are_pto_isas() -> None:
     for name in ("cpu", "a2a3", "a5"):
         t = get_target(name).traits
         assert (t.pad_float_extremes, t.sort32_pad, t.mat2right_transposing_load,
-                t.mrgsort_partial_group, t.fillpad_to_valid_cols) == \
-            ("inf", "neg_inf", True, False, False)
+                t.mrgsort_partial_group, t.fillpad_to_valid_cols, t.tcmps_predicate_stream) == \
+            ("inf", "neg_inf", True, False, False, False)
 
 
 # ---- pads: TFILLPAD / TFILLPAD_INPLACE / TLOAD ---------------------------------------------------
@@ -369,6 +370,153 @@ def test_tmrgsort_partial_group(vpto) -> None:
                      block)
 
 
+# ---- TCMPS's packed predicate stream ------------------------------------------------------------
+
+#: (elements, bytes) of one predicate store, by source element size (tcmps.py: two 64-lane
+#: vcmps interleaved by pdintlv_b8 into a 16-byte PK psts for 32-bit sources, one 128-lane PK
+#: psts for 16-bit ones, one 256-lane NORM psts for 8-bit ones)
+STORE = {4: (128, 16), 2: (128, 16), 1: (256, 32)}
+
+
+def _tcmps_tilelib(x: np.ndarray, scalar: float, valid: tuple[int, int], dst_shape:
+                   tuple[int, int], one_d: bool, before: np.ndarray) -> np.ndarray:
+    """dst's bytes after tcmps.py's template (cmp lt), its store loops written out: the 1-D
+    template stores chunk i of the flattened valid region at byte (i * E) // 8; the 2-D one
+    stores chunk j of row r at byte (r * ceil(vc / E) + j) * B. Each store holds E bits, those
+    past the valid elements 0; bytes no store covers keep ``before``."""
+    vr, vc = valid
+    e, b = STORE[x.dtype.itemsize]
+    out = before.astype(np.uint8).reshape(-1).copy()
+    lt = x[:vr, :vc] < scalar
+
+    def store(bits: np.ndarray, at: int) -> None:
+        chunk = np.zeros(e, bool)
+        chunk[:bits.size] = bits
+        out[at:at + b] = np.packbits(chunk, bitorder="little")
+
+    if one_d:
+        flat = lt.reshape(-1)
+        for off in range(0, flat.size, e):
+            store(flat[off:off + e], off // 8)
+    else:
+        per_row = -(-vc // e)
+        for r in range(vr):
+            for j in range(per_row):
+                store(lt[r, j * e:(j + 1) * e], (r * per_row + j) * b)
+    return out.reshape(dst_shape)
+
+
+def _rows_layout(x: np.ndarray, scalar: float, valid: tuple[int, int],
+                 before: np.ndarray) -> np.ndarray:
+    """pto-isa's A5 TCmps into a ui8 dst: row r's bits at dst row r, whole stores (the bits
+    past the valid elements 0)."""
+    vr, vc = valid
+    e, b = STORE[x.dtype.itemsize]
+    out = before.astype(np.uint8).copy()
+    span = min(-(-vc // e) * b, out.shape[1])
+    out[:vr, :span] = 0
+    packed = np.packbits(x[:vr, :vc] < scalar, axis=1, bitorder="little")
+    out[:vr, :packed.shape[1]] = packed
+    return out
+
+
+# (src dtype, src rows x cols, valid, dst rows x cols, the TileLib's template is the 1-D one)
+TCMPS_SHAPES = [
+    ("i32", (16, 32), (16, 32), (16, 32), True),    # the tilelang smoke golden i32_16x32
+    ("f32", (1, 64), (1, 64), (1, 64), False),      # ... f32_1x64: src has no whole store
+    ("f32", (4, 256), (4, 256), (4, 32), True),     # lit expand_tile_op_ptodsl_compare_1d_2d
+    ("f32", (4, 64), (4, 64), (4, 32), False),      # ... @TCMPS_2D: 64 is no whole store
+    ("f16", (3, 112), (3, 112), (3, 128), True),    # a flattened 16-bit stream
+    ("i8", (2, 96), (2, 96), (2, 96), True),        # an 8-bit one (NORM stores)
+    ("f32", (4, 128), (4, 100), (4, 128), False),   # rows with a gap: the 2-D template
+    ("i16", (5, 64), (5, 64), (2, 64), False),      # dst rows differ: the 2-D template
+]
+
+
+@pytest.mark.parametrize(("dt", "shape", "valid", "dshape", "one_d"), TCMPS_SHAPES)
+def test_tcmps_writes_the_tilelib_stream(dt: str, shape: tuple[int, int],
+                                         valid: tuple[int, int], dshape: tuple[int, int],
+                                         one_d: bool) -> None:
+    """tcmps.py: the 1-D template (where ptodsl's require_predicate_compare_1d with
+    flattened_destination holds: contiguous valid rows, a dst row of at least one byte per src
+    column, room for the whole stream) packs the valid region as one bit stream; the 2-D one
+    starts each row after the previous row's stores. The default keeps pto-isa's rows."""
+    from ptoisa.isa.tile_scalar.compare import tilelib_tcmps_1d
+    npdt = np.dtype({"i32": np.int32, "f32": np.float32, "f16": np.float16, "i16": np.int16,
+                     "i8": np.int8}[dt])
+    x = RNG.integers(1, 10, shape).astype(npdt)
+    before = RNG.integers(0, 256, (max(dshape[0], valid[0]), dshape[1])).astype(np.uint8)
+    before = before[:dshape[0]]
+    dvalid = (valid[0], dshape[1]) if dshape[0] >= valid[0] else None
+    for backend in ("vpto", None):
+        with pto.target("a5", backend=backend):
+            src = Tile("Vec", dt, *shape, valid=valid).load_numpy(x[:valid[0], :valid[1]])
+            if dvalid is None:  # fewer dst rows than src rows: the page's check refuses it
+                dst = Tile("Vec", "ui8", *dshape)
+                assert not tilelib_tcmps_1d(dst, src)
+                with pytest.raises(RuntimeCheckError, match="valid rows"):
+                    pto.TCMPS(dst, src, npdt.type(5), pto.CmpMode.LT)
+                continue
+            dst = Tile("Vec", "ui8", *dshape, valid=dvalid).load_numpy(before)
+            assert tilelib_tcmps_1d(dst, src) is one_d
+            pto.TCMPS(dst, src, npdt.type(5), pto.CmpMode.LT)
+            want = (_tcmps_tilelib(x, 5, valid, dshape, one_d, before) if backend
+                    else _rows_layout(x, 5, valid, before))
+            np.testing.assert_array_equal(dst.numpy(), want, err_msg=str(backend))
+
+
+def test_tcmps_without_a_tilelib_template_is_refused(vpto) -> None:
+    """tcmps.py's _DTYPES: f32 / i32 / f16 / i16 / i8 / ui8 sources, a ui8 dst; the default
+    (pto-isa) takes a ui32 dst too."""
+    src = Tile("Vec", "f32", 2, 64).load_numpy(np.ones((2, 64), np.float32))
+    with pytest.raises(RuntimeCheckError, match="no tcmps template .* ui32 dst"):
+        pto.TCMPS(Tile("Vec", "ui32", 2, 8), src, np.float32(0), pto.CmpMode.GT)
+    with pto.target("a5"):
+        dst = Tile("Vec", "ui32", 2, 8)
+        pto.TCMPS(dst, Tile("Vec", "f32", 2, 64).load_numpy(np.ones((2, 64), np.float32)),
+                  np.float32(0), pto.CmpMode.GT)
+        assert (dst.numpy()[:, :2] == 0xFFFFFFFF).all()
+
+
+@pytest.mark.parametrize(("rows", "cols", "mcols", "one_d", "agree"), [
+    (4, 256, 32, True, True),    # whole stores per row, exact packed rows: all templates agree
+    (1, 64, 64, False, True),    # one row
+    (4, 64, 64, True, False),    # TCMPS flattens (1-D), TSEL reads row r at r * mask.Cols
+    (4, 64, 32, False, False),   # TCMPS's 2-D rows at r * 16, TSEL's at r * 32
+])
+def test_compare_then_select(rows: int, cols: int, mcols: int, one_d: bool,
+                             agree: bool) -> None:
+    """TCMPS then TSEL / TSELS. Default: the select follows the compare. vpto: tsel.py /
+    tsels.py read row r's bits at r * mask.Cols (their 1-D templates only where that is the
+    same byte), so where TCMPS's stream puts a row elsewhere the TileLib's pair selects by
+    other bits: the result is that of the TileLib's stream read by rows, from the same
+    mask bytes."""
+    a = RNG.integers(-5, 5, (rows, cols)).astype(np.float32)
+    b = RNG.uniform(10, 20, (rows, cols)).astype(np.float32)
+    lt = a < 0
+    for backend in (None, "vpto"):
+        with pto.target("a5", backend=backend):
+            zero = np.zeros((rows, mcols), np.uint8)
+            mask = Tile("Vec", "ui8", rows, mcols).load_numpy(zero)
+            src0 = Tile("Vec", "f32", rows, cols).load_numpy(a)
+            pto.TCMPS(mask, src0, np.float32(0), pto.CmpMode.LT)
+            dst = Tile("Vec", "f32", rows, cols)
+            pto.TSEL(dst, mask, src0, Tile("Vec", "f32", rows, cols).load_numpy(b),
+                     Tile("Vec", "ui8", 1, 32))
+            dsts = Tile("Vec", "f32", rows, cols)
+            pto.TSELS(dsts, mask, src0, Tile("Vec", "ui8", 1, 32), np.float32(7))
+        if backend is None:
+            bits = lt
+        else:
+            stream = _tcmps_tilelib(a, 0, (rows, cols), (rows, mcols), one_d, zero)
+            np.testing.assert_array_equal(mask.numpy(), stream)
+            bits = np.unpackbits(stream, axis=1, bitorder="little")[:, :cols].astype(bool)
+            assert bool((bits == lt).all()) is agree
+        np.testing.assert_array_equal(dst.numpy(), np.where(bits, a, b), err_msg=str(backend))
+        np.testing.assert_array_equal(dsts.numpy(), np.where(bits, a, np.float32(7)),
+                                      err_msg=str(backend))
+
+
 # ---- the command line, .pto and the suite ------------------------------------------------------
 
 FILLPAD_PTO = """module {
@@ -456,6 +604,7 @@ TILELANG = Path("corpus/ptoas-main/test/tilelang_st/npu/a5/src/st")
     ("testcase/tpartmax", {"f32_122x123_complex", "f16_122x123_complex"}),
     ("testcase/textract", {"mat2right_f16_16x16"}),
     ("testcase/tmrgsort", {"f32_topk_1280_512", "f16_topk_1280_512"}),
+    ("smoke/testcase/tcmps", {"i32_16x32", "f32_1x64"}),
 ])
 def test_tilelang_goldens(shared_dir: Path, folder: str, cases: set[str]) -> None:
     """The TileLang system tests (built by PTOAS with --pto-backend=vpto) whose goldens follow

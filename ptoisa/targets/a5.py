@@ -370,6 +370,8 @@ VPTO_TILELIB = {
     "mat2right_transposing_load": False,
     # tmrgsort.py template_tmrgsort_single_list: repeat_times = valid_cols // (4 * blockLen)
     "mrgsort_partial_group": True,
+    # tcmps.py _emit_tcmps_1d / _emit_tcmps_2d: a packed predicate stream, not dst's rows
+    "tcmps_predicate_stream": True,
 }
 
 # TADDRELU: PTOAS's A2/A3 VADDRELU lowering; no A5 form is documented

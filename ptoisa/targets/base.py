@@ -213,6 +213,15 @@ class Traits:
     #: a5 TileLib, lib/TileOps/a5/_fillpad.py ``_fill`` / ``_fill_inplace``: to dst's valid
     #: columns; the columns past them keep what they held)
     fillpad_to_valid_cols: bool = False
+    #: where TCMPS puts row r's predicate bits: False (pto-isa's A5 TCmps: at byte
+    #: r * dst.Cols * sizeof(dst element), dst's own row) or True (PTOAS's a5 TileLib,
+    #: lib/TileOps/a5/tcmps.py: a packed stream from dst's first byte. ``template_tcmps_1d``,
+    #: chosen when ptodsl's ``require_predicate_compare_1d(..., flattened_destination=True)``
+    #: holds, packs the whole valid region as one bit stream, element k = r * validCol + c at
+    #: bit k; ``template_tcmps`` (2-D) starts row r at byte r * ceil(validCol / E) * B, one
+    #: predicate store of E elements and B bytes being 128 / 16 for 32- and 16-bit sources,
+    #: 256 / 32 for 8-bit ones. Its TSEL / TSELS read row r at r * mask.Cols either way)
+    tcmps_predicate_stream: bool = False
 
     # ---- sync, mixed kernels ------------------------------------------------------------------
     #: how SYNC_SET (``pto.sync.set``) routes a cross-core flag: False (A2/A3's FFTS,

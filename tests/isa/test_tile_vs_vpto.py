@@ -656,8 +656,9 @@ def test_tcmps_row_stride(a5):
     r * dst.Cols (the A5 layout, like TCMP), the TileLib's _emit_tcmps_2d at r * 16 (its
     comment: "Each row starts after the packed bytes emitted for the preceding row"), while
     its own TSEL reads row r at r * mask.Cols: with a 32-byte mask row (u8 tiles have rows of
-    32-byte multiples) the lowered TCMPS and TSEL disagree with each other. A difference of
-    PTOAS's lowering, stated here."""
+    32-byte multiples) the lowered TCMPS and TSEL disagree with each other. The default
+    profile here; the ``vpto`` one writes the TileLib's stream (the
+    ``tcmps_predicate_stream`` trait, tests/test_backend_vpto.py)."""
     x = np.arange(2 * 128, dtype=np.float16).reshape(2, 128)
     src = _tile("f16", 2, 128, (2, 128), 0, x)
     mask = _tile("ui32", 2, 8, (2, 8), 5, np.zeros((2, 8), np.uint32))
@@ -668,6 +669,48 @@ def test_tcmps_row_stride(a5):
     _lower_tcmps_f16("GT", np.float16(-1), 2, 128, 128)
     lowered = np.array(_read(_tile_view("ui8", 2, 32, 4)))
     assert (lowered[0] == 0xFF).all() and (lowered[1] == 0).all()  # row 1 at bytes 16..31
+
+
+def _lower_tcmps_1d_f16(mode: str, scalar: Any, total: int) -> None:
+    """``_emit_tcmps_1d`` for 16-bit sources: per 128-element chunk of the flattened valid
+    region vcmps under the chunk's mask, psts PK at ``offset // 8`` of the u8 destination in
+    slot 4."""
+    lanes = _lanes("f16")
+    rem = total
+    for off in range(0, total, lanes):
+        m, rem = _plt("f16", rem)
+        p = pto.v.vcmps(_ld(0, "f16", off), scalar, m, cmp_mode=CMP[mode])
+        pto.v.psts(p, _ptr(4, "ui8", 0), off // 8, dist="PK")
+
+
+@pytest.mark.parametrize(("shape", "valid", "dshape", "one_d"), [
+    ((2, 128), (2, 128), (2, 32), False),   # test_tcmps_row_stride's: rows 16 bytes apart
+    ((3, 112), (3, 112), (3, 128), True),   # a dst byte per src element: the flat stream
+    ((2, 128), (2, 100), (2, 128), False),  # rows with a gap
+])
+def test_tcmps_vpto_is_the_lowering(shape, valid, dshape, one_d):
+    """Under the ``vpto`` profile (``tcmps_predicate_stream``) the TCMPS tile op writes the
+    bytes its TileLib lowering does, the template being the one ptodsl's constraint picks."""
+    from ptoisa import memory
+    from ptoisa.isa.tile_scalar.compare import tilelib_tcmps_1d
+
+    m = pto.target("a5", backend="vpto")
+    try:
+        rng = np.random.default_rng(7)
+        x = rng.integers(-4, 4, shape).astype(np.float16)
+        before = rng.integers(0, 256, dshape).astype(np.uint8)
+        src = _tile("f16", *shape, valid, 0, x[:valid[0], :valid[1]])
+        got = _tile("ui8", *dshape, (valid[0], dshape[1]), 5, before)
+        _tile("ui8", *dshape, (valid[0], dshape[1]), 4, before)
+        assert tilelib_tcmps_1d(got, src) is one_d
+        pto.TCMPS(got, src, np.float16(0), pto.CmpMode.LT)
+        if one_d:
+            _lower_tcmps_1d_f16("LT", np.float16(0), valid[0] * valid[1])
+        else:
+            _lower_tcmps_f16("LT", np.float16(0), *valid, shape[1])
+        np.testing.assert_array_equal(_read(got), _read(_tile_view("ui8", *dshape, 4)))
+    finally:
+        memory.pop(m)
 
 
 def _tile_view(dt: str, rows: int, cols: int, slot: int) -> pto.Tile:

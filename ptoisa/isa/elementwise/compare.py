@@ -17,8 +17,10 @@ whether a row's bits are written with whole predicate stores, the rest of each s
 a5's per-row layout is its TCmp.hpp / TCmps.hpp (pto-isa, since 2026-04-28): row r's bits are
 stored at dst + r * dst.Cols * sizeof(dst element) bytes whatever dst's element type (ui32, or
 the i8 / ui8 tiles PTOAS uses). Their earlier code wrote the bits as one stream over the
-valid region (pto-isa 569a5e23 changed that), as the golden of PTOAS's tilelang smoke tcmps
-still does for 4-byte sources; ptoisa follows the current code.
+valid region (pto-isa 569a5e23 changed that); ptoisa follows the current code. PTOAS's a5
+TileLib (the ``vpto`` backend: the ``tcmps_predicate_stream`` trait) writes TCMPS as a packed
+stream instead (ptoisa/isa/tile_scalar/compare.py ``_pack_tilelib``), which is what the
+golden of PTOAS's tilelang smoke tcmps shows; its TCMP, TSEL and TSELS keep the rows.
 """
 
 from __future__ import annotations
