@@ -71,6 +71,27 @@ def _ints(*xs: Any) -> bool:
     return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in xs)
 
 
+def loop_range(env: Env, bounds: tuple[int, int, int], once: list[Step],
+               least: int) -> tuple[int, int, int, int] | None:
+    """(start, end, step, trips) of an ``scf.for`` whose bound slots ``bounds`` hold integers
+    with a positive step and at least ``least`` trips, after its loop-invariant steps ``once``
+    ran; None when not (a once-step's PtoError too: the iteration that fails says so, run one
+    by one)."""
+    i, end, st = (env[s] for s in bounds)
+    if not _ints(i, end, st) or st <= 0:
+        return None
+    i, end, st = int(i), int(end), int(st)
+    trips = len(range(i, end, st))
+    if trips < least:
+        return None
+    try:
+        for s in once:  # (pure, from values outside the loop; the checks read them)
+            s(env)
+    except PtoError:
+        return None
+    return i, end, st, trips
+
+
 def batched_loop(cf: CompiledFunc, op: Op) -> Callable[[Env], bool] | None:
     """A runner of ``scf.for`` op ``op`` (in a vecscope) that runs its iterations as one
     batch and returns True, or returns False, having changed nothing, when this run cannot
@@ -271,18 +292,10 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         if m.observers or m.stream is not None or m.lanes != 1 or not m.values or m._lazy \
                 or ctx.loops is not None or m.target is not target:
             return False
-        i, end, st = env[lb], env[ub], env[stp]
-        if not _ints(i, end, st) or st <= 0:
+        rng = loop_range(env, (lb, ub, stp), once, 2)
+        if rng is None:
             return False
-        i, end, st = int(i), int(end), int(st)
-        trips = len(range(i, end, st))
-        if trips < 2:
-            return False
-        for step in once:  # (pure, from values outside the loop; the checks read them)
-            try:
-                step(env)
-            except PtoError:
-                return False  # (the iteration that fails says so, run one by one)
+        i, end, st, trips = rng
         # what the bounds and the values from outside fix (the verdict on the accesses, the
         # rows of the induction variable, of the integer ops on it and of the counts), kept
         # per key: a chunk loop runs the same vecscope loop on the same UB buffers

@@ -233,18 +233,10 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         atomic = m.micro_regs.get("atomic")
         if atomic is not None and atomic.get("op") is not None:
             return False
-        i, end, st = env[lb], env[ub], env[stp]
-        if not vbatch._ints(i, end, st) or st <= 0:
+        rng = vbatch.loop_range(env, (lb, ub, stp), once, 2)
+        if rng is None:
             return False
-        i, end, st = int(i), int(end), int(st)
-        chunks = len(range(i, end, st))
-        if chunks < 2:
-            return False
-        try:
-            for s in once:
-                s(env)
-        except PtoError:
-            return False
+        i, end, st, chunks = rng
         per: dict[int, Any] = {iv_slot: np.arange(i, end, st, dtype=np.int64)}
         for step, args, k in int_ops:
             for a in args:
@@ -464,19 +456,10 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
 def _prepare_inner(parts: Any, env: Env) -> Any:
     """The vecscope loop's (verdict ok, rows, finals, chained, trips, UB accesses as (role,
     lo, hi, whole)) for this run, or None when it cannot batch (see vbatch)."""
-    lb, ub, stp = parts.bounds
-    i, end, st = env[lb], env[ub], env[stp]
-    if not vbatch._ints(i, end, st) or st <= 0:
+    rng = vbatch.loop_range(env, parts.bounds, parts.once, 1)
+    if rng is None:
         return None
-    i, end, st = int(i), int(end), int(st)
-    trips = len(range(i, end, st))
-    if trips < 1:
-        return None
-    try:
-        for s in parts.once:
-            s(env)
-    except PtoError:
-        return None
+    i, end, st, trips = rng
     key = parts.key(env, i, end, st)
     kept = parts.cache.get(key) if key is not None else None
     if kept is None:
