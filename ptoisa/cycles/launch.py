@@ -352,6 +352,16 @@ def _lockstep_waves(steps: list[Step], blocks: int, cores: int, kind: str,
                       waves, t, queued_alone=core_total * len(sizes))
 
 
+def _copies(steps: list[Step]) -> list[Step]:
+    """Copies of ``steps`` to schedule again, their ``after`` links pointing at the copies."""
+    ids = {id(s): i for i, s in enumerate(steps)}
+    work = [copy.copy(s) for s in steps]
+    for w in work:
+        if w.after:
+            w.after = [work[ids[id(p)]] if id(p) in ids else p for p in w.after]
+    return work
+
+
 def _queued(steps: list[Step], blocks: int, cores: int, bws: dict[str, float], rounds: int,
             schedule: Any, manual: bool
             ) -> tuple[int, list[Step], dict[int, int], dict[int, int], dict[int, int]]:
@@ -360,11 +370,7 @@ def _queued(steps: list[Step], blocks: int, cores: int, bws: dict[str, float], r
     budget among the blocks running at the same time, the blocks scheduled again and
     dispatched again (``rounds`` at most). Returns the makespan, the timed steps (times from
     each block's own start) and per block its start, core and duration."""
-    ids = {id(s): i for i, s in enumerate(steps)}
-    work = [copy.copy(s) for s in steps]
-    for w in work:
-        if w.after:
-            w.after = [work[ids[id(p)]] if id(p) in ids else p for p in w.after]
+    work = _copies(steps)
     base = [s.cycles for s in steps]
     path = [path_of(s, bws) for s in steps]
 
@@ -418,11 +424,7 @@ def _shared(steps: list[Step], mult: int, bws: dict[str, float], rounds: int, sc
             manual: bool) -> tuple[int, list[Step]]:
     """The cores' makespan with the GM steps stretched by the oversubscription of their
     budget (path) over their intervals (copies of ``steps`` scheduled again)."""
-    ids = {id(s): i for i, s in enumerate(steps)}
-    work = [copy.copy(s) for s in steps]
-    for w in work:
-        if w.after:
-            w.after = [work[ids[id(p)]] if id(p) in ids else p for p in w.after]
+    work = _copies(steps)
     base = [s.cycles for s in steps]
     timed = steps  # the schedule whose overlaps set the stretch
     end = max((s.end for s in steps), default=0)
