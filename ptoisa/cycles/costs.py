@@ -3,7 +3,7 @@ rules (data), and the fitter that sets the table's coefficients from hardware me
 
 A rule is ``cycles = c0 + c1 * x1 + c2 * x2`` where ``(x1, x2)`` come from a named *basis*
 computed from the operands (vector repeats, rows, DMA transfers and bytes, cube fractals...);
-the a5 vector functions' row loop (basis ``vf2``) is ``c0 + max(c1 * x1, x1 + c2 * x2)``
+the a5 vector functions' row loop (basis ``vf2``) is ``c0 + max(c1 * x1 + c3, x1 + c2 * x2)``
 instead (see :data:`MAX_FORM`).
 The hardware structure lives in the bases:
 
@@ -46,7 +46,8 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 
 Features = dict[str, Any]
-Coef = tuple[float, float, float]
+#: (c0, c1, c2), and for a :data:`MAX_FORM` rule a fourth, c3 (0 where absent)
+Coef = tuple[float, ...]
 
 
 # ---- features of one executed instruction ---------------------------------------------------
@@ -270,24 +271,27 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
 }
 
 
-#: bases whose rule is ``c0 + max(c1 * x1, x1 + c2 * x2)``, not the sum: an a5 vector
+#: bases whose rule is ``c0 + max(c1 * x1 + c3, x1 + c2 * x2)``, not the sum: an a5 vector
 #: function's loop per row (2D). Its vectors go through the vector ports at ``c1`` cycles each
 #: (the loop body's initiation interval: 2 for two loads a vector, 4 for two SFU ops...), while
 #: the loop itself issues at most one vector a cycle and pays ``c2`` cycles a row to restart
 #: the inner loop (the row's address set-up, the loop branch). The two overlap: a loop whose
 #: ports are busy (c1 > 1) hides the row restarts, a cheap one (TMINS, TNEG: c1 ~ 1) pays them.
+#: The two bounds have their own fixed parts (``c3``: the port-bound line's head minus the
+#: restart-bound one's): a port-bound loop's start-up and drain overlap its first and last rows.
 #: Pack evidence: f32 TSQRT costs 6.8 / 8 / 20 / 40 cycles a row at 2 / 3 / 10 / 20 vectors
 #: a row (max(2v, v + 5)); f32 TRSQRT exactly 4 a vector whatever the row length; TMINS
-#: 7 / 8 / 15 / 26 (v + 5).
+#: 7 / 8 / 15 / 26 (v + 5); the f32 binary ops 51 + 7 a row at 2 vectors a row, 10 + 5 a row
+#: (51 + v + 5 a row), but 37 + 2.08 a vector on long rows (c3 = -14).
 MAX_FORM = frozenset({"vf2"})
 
 
 def combine(basis: str, c: Coef, x: tuple[float, float]) -> float:
     """A rule's cycles from its coefficients and basis values (before rounding)."""
-    c0, c1, c2 = c
+    c0, c1, c2 = c[:3]
     x1, x2 = x
     if basis in MAX_FORM:
-        return c0 + max(c1 * x1, x1 + c2 * x2)
+        return c0 + max(c1 * x1 + (c[3] if len(c) > 3 else 0.0), x1 + c2 * x2)
     return c0 + c1 * x1 + c2 * x2
 
 
@@ -860,7 +864,7 @@ def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:
             v.source = fit.get("target", DEFAULT_TARGET)
             v.ops_measured = frozenset(fit.get("ops", {}).get(op, {}).get(idx, ()))
             for dt, c in by_dtype.items():
-                v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
+                v.coef[dt] = tuple(float(z) for z in c)
                 v.fitted.add(dt)
                 n = counts.get(op, {}).get(idx, {}).get(dt)
                 if n is not None:
@@ -917,11 +921,18 @@ def describe(op: str, pipe: Pipe, target: Any = None) -> str:
     return " | ".join(out)
 
 
+def _offset(c: Coef, digits: int) -> str:
+    """A :data:`MAX_FORM` rule's c3, signed, or nothing where it is 0."""
+    c3 = c[3] if len(c) > 3 else 0.0
+    return f" {'-' if c3 < 0 else '+'} {abs(c3):.{digits}g}" if c3 else ""
+
+
 def _formula(v: Variant) -> str:
-    c0, c1, c2 = v.coefficients(None)
+    c = v.coefficients(None)
+    c0, c1, c2 = c[:3]
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
     if v.basis in MAX_FORM:
-        return f"{c0:.4g} + max({c1:.4g}*{n1}, {n1} + {c2:.4g}*{n2})"
+        return f"{c0:.4g} + max({c1:.4g}*{n1}{_offset(c, 4)}, {n1} + {c2:.4g}*{n2})"
     terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
     return " + ".join(terms)
 
@@ -943,13 +954,14 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
                 f"alone {VF_STARTUP}+{VF_DRAIN} (start-up, drain) + latency + ports = {cyc}")
         return cyc, f"{rule}  [estimate: {v.note}]", False
     k = v.key_of(f)
-    c0, c1, c2 = v.coefficients(f.get(v.key))
+    c = v.coefficients(f.get(v.key))
+    c0, c1, c2 = c[:3]
     x1, x2 = BASES[v.basis](f)
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
     terms = [f"{c0:.6g}"] + [f"{c:.6g}*{n}({x:g})" for c, n, x in ((c1, n1, x1), (c2, n2, x2))
                              if c and n]
     if v.basis in MAX_FORM:
-        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}), {n1}({x1:g}) + "
+        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}){_offset(c, 6)}, {n1}({x1:g}) + "
                  f"{c2:.6g}*{n2}({x2:g}))"]
     cyc = predict(table, f, pipe)
     cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
@@ -1022,33 +1034,37 @@ def _fit_group(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
             return (coef[0], coef[1], coef[2])
 
 
-def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
-             signed2: bool = False) -> Coef:
-    """The coefficients of a :data:`MAX_FORM` rule minimising the sum of relative errors (as
-    :func:`_fit_group`): ``c1`` (cycles a vector through the ports) and ``c2`` (cycles a row
-    restart) by a grid search refined three times, ``c0`` for each pair the weighted median
-    that minimises the sum. The prior's ``c1`` where the vectors do not vary, its ``c2`` with
-    fewer than three points."""
-    del signed2
-    x = np.array(xs, float).reshape(-1, 2)
-    y = np.array(ys, float)
-    x1, x2 = x[:, 0], x[:, 1]
-    p0, p1, p2 = prior
-    slope = float(np.median((y - y.min()) / np.maximum(x1 - x1.min(), 1e-9)))
-    hi = max(8.0, 2 * slope, 2 * p1)
-    # one vector count: no slope to fit (the prior's); two points: the slope, not the row
-    # restart too (the prior's: the pooled fit over the instruction's other keys)
-    c1s = np.array([p1]) if len(set(x1)) < 2 else np.linspace(0.0, hi, 65)
+def _wmedian(r: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Along the last axis, the ``c`` minimising ``sum |c - r| / y`` (the 1/y-weighted
+    median of ``r``)."""
+    order = np.argsort(r, axis=-1)
+    rs = np.take_along_axis(r, order, -1)
+    w = np.cumsum(np.take_along_axis(np.broadcast_to(1 / y, r.shape), order, -1), -1)
+    pick = (w < w[..., -1:] / 2).sum(-1)
+    return np.take_along_axis(rs, pick[..., None], -1)[..., 0]
+
+
+def _slope_hi(x: np.ndarray, y: np.ndarray, p1: float) -> float:
+    """The top of a slope search: twice the median slope from the smallest x, at least 8."""
+    far = x > x.min()
+    slope = float(np.median((y[far] - y[~far].min()) / (x[far] - x.min()))) if far.any() \
+        else 0.0
+    return max(8.0, 2 * slope, 2 * p1)
+
+
+def _fit_max_shared(x1: np.ndarray, x2: np.ndarray, y: np.ndarray, prior: Coef
+                    ) -> tuple[float, Coef]:
+    """(sum of relative errors, coefficients) of the :data:`MAX_FORM` rule whose two bounds
+    share their head (``c3`` = 0): ``c1`` and ``c2`` by a grid search refined three times,
+    ``c0`` for each pair the weighted median. The prior's ``c1`` where the vectors do not
+    vary, its ``c2`` with fewer than three points."""
+    p0, p1, p2 = prior[:3]
+    c1s = np.array([p1]) if len(set(x1)) < 2 else np.linspace(0.0, _slope_hi(x1, y, p1), 65)
     c2s = np.array([p2]) if len(y) < 3 else np.linspace(0.0, 32.0, 33)
     best = (np.inf, p0, p1, p2)
     for _ in range(4):
         g = np.maximum(c1s[:, None, None] * x1, x1 + c2s[None, :, None] * x2)
-        r = y - g  # c0 per (c1, c2): the 1/y-weighted median of these
-        order = np.argsort(r, axis=-1)
-        rs = np.take_along_axis(r, order, -1)
-        w = np.cumsum(np.take_along_axis(np.broadcast_to(1 / y, r.shape), order, -1), -1)
-        pick = (w < w[..., -1:] / 2).sum(-1)
-        c0 = np.maximum(np.take_along_axis(rs, pick[..., None], -1)[..., 0], 0.0)
+        c0 = np.maximum(_wmedian(y - g, y), 0.0)
         err = (np.abs(c0[..., None] + g - y) / y).sum(-1)
         i, j = np.unravel_index(int(np.argmin(err)), err.shape)
         if err[i, j] < best[0] - 1e-12:
@@ -1059,7 +1075,55 @@ def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
         if len(c2s) > 1:
             d2 = c2s[1] - c2s[0]
             c2s = np.linspace(max(0.0, best[3] - d2), best[3] + d2, 21)
-    return (best[1], best[2], best[3])
+    return best[0], (best[1], best[2], best[3], 0.0)
+
+
+def _l1_line(x: np.ndarray, y: np.ndarray, w: np.ndarray, slopes: np.ndarray
+             ) -> tuple[float, float]:
+    """(intercept, slope) of the line ``a + s*x`` minimising ``sum |a + s*x - y| / w``, the
+    slope one of ``slopes``."""
+    r = y[None, :] - slopes[:, None] * x[None, :]
+    a = _wmedian(r, np.broadcast_to(w, r.shape))
+    err = (np.abs(r - a[:, None]) / w).sum(-1)
+    i = int(np.argmin(err))
+    return float(a[i]), float(slopes[i])
+
+
+def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
+             signed2: bool = False) -> Coef:
+    """The coefficients of a :data:`MAX_FORM` rule ``c0 + max(c1*V + c3, V + c2*R)``
+    minimising the sum of relative errors (as :func:`_fit_group`; V vectors, R rows): the
+    better of two fits. One with a shared head (``c3`` = 0, :func:`_fit_max_shared`); one
+    with a head per bound: the points split by their vectors a row (each split point in turn:
+    the rows of fewer vectors restart-bound, the others port-bound), each side its own line
+    (port-bound ``A + c1*V``, c1 in steps of 1/64; restart-bound ``B + V + c2*R``, c2 in steps
+    of 1/16; each head the weighted median), a side with fewer than two points (or one
+    vector or row count) taking the prior's line; ``c0`` = B, ``c3`` = A - B."""
+    del signed2
+    x = np.array(xs, float).reshape(-1, 2)
+    y = np.array(ys, float)
+    x1, x2 = x[:, 0], x[:, 1]
+    prior = tuple(prior) + (0.0,) * (4 - len(prior))
+    best_err, best = _fit_max_shared(x1, x2, y, prior)
+    if len(y) < 3:
+        return best
+    per_row = x1 / np.maximum(x2, 1.0)
+    for t in sorted(set(per_row)) + [np.inf]:
+        hi, lo = per_row >= t, per_row < t
+        if hi.sum() >= 2 and len(set(x1[hi])) > 1:
+            top = math.ceil(_slope_hi(x1[hi], y[hi], prior[1]))
+            step = max(1 / 64, 2.0 ** math.ceil(math.log2(top / 1024)))
+            a, c1 = _l1_line(x1[hi], y[hi], y[hi], np.arange(0.0, top + step / 2, step))
+        else:
+            a, c1 = prior[0] + prior[3], prior[1]
+        if lo.sum() >= 2 and len(set(x2[lo])) > 1:
+            b, c2 = _l1_line(x2[lo], y[lo] - x1[lo], y[lo], np.arange(0.0, 32 + 1 / 32, 1 / 16))
+        else:
+            b, c2 = prior[0], prior[2]
+        err = float((np.abs(np.maximum(a + c1 * x1, b + x1 + c2 * x2) - y) / y).sum())
+        if err < best_err - 1e-12:
+            best_err, best = err, (b, c1, c2, a - b)
+    return best
 
 
 def _l1(a: np.ndarray, b: np.ndarray) -> np.ndarray:
