@@ -102,9 +102,15 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         r, c = p.valid_row, p.valid_col
         rowrep = max(1, math.ceil(c * b / 256))
         whole_p = r == p.rows and c == p.cols
-        # a5 vector functions: one loop over the tile when rows are whole (1D), else a loop
-        # per row (2D)
-        f["path"] = "1D" if c == p.cols or p.rows == 1 else "2D"
+        # a5 vector functions: one loop over the tile's vectors when rows are whole (1D), else
+        # a loop per row (2D); rows of one vector are one loop over the rows, a vector each,
+        # with no inner loop to restart (A5 pack: TCVT bf16 -> f16 10 x 128 of a 10 x 192 tile
+        # costs 65, 1 cycle a row more than 3 x 128; f16 -> hif8 1 x 1280, 10 vectors in one
+        # loop, 66; f16 TSQRT 10 x 128 of 10 x 192 103, 1 x 1280 104)
+        flat_rows = c == p.cols or p.rows == 1
+        f["path"] = "1D" if flat_rows or rowrep == 1 else "2D"
+        f["vectors_1d"] = math.ceil(r * c * b / 256) if flat_rows else r * rowrep
+        f["vectors"] = f["vectors_1d"] if f["path"] == "1D" else r * rowrep
         f.update(dtype=p.dtype.name, R=r, C=c, b=b, rowrep=rowrep, rep=r * rowrep,
                  loc=p.loc.name, partial=1 if (c * b) % 256 else 0,
                  flat=math.ceil(r * c * b / 256) if whole_p else r * rowrep)
@@ -248,10 +254,13 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     # GM transfers: DMA instructions (x1), bytes (x2)
     "dma": lambda f: (_g(f, "n_dma"), _g(f, "bytes")),
     "bytes": lambda f: (0.0, _g(f, "bytes")),
-    # a5 vector functions: 1D one loop over the tile's 256-byte vectors (x1); 2D a loop per
+    # a5 vector functions: 1D one loop over the tile's 256-byte vectors (x1; rows of one
+    # vector: one a row); 2D a loop per
     # row: vectors (x1) and rows (x2), combined by MAX_FORM (not summed)
-    "vf1": lambda f: (float(math.ceil(_g(f, "R") * _g(f, "C") * _g(f, "b") / 256)), 0.0),
+    "vf1": lambda f: (_g(f, "vectors_1d"), 0.0),
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
+    # a5 vector functions whose loop body dwarfs any row restart: the vectors of either loop
+    "vf": lambda f: (_g(f, "vectors"), 0.0),
     # cube fractal steps
     "mad": lambda f: (_g(f, "fractals"), 0.0),
     # SIMT ops: 32-workitem subgroups (x1), workitems one after another (x2: atomics)
@@ -756,7 +765,7 @@ def _vf(c1: float, key: str = "dtype", group: str | None = None, **when: Any
 
 # a5: the instructions the A5 pack measures (../shared/costmodel/a5), fitted to it into
 # a5_fit.json; every other instruction keeps the a2a3 table (estimates on a5). TRECIP's
-# high-precision algorithm is its own loop (~170 cycles a vector for f32, not 2).
+# high-precision algorithm is its own loop (~350 cycles an f32 vector, not 2).
 #
 # Two hardware classes share their loops' coefficients: the binary ops (TADD, TSUB, TMUL: two
 # loads, one ALU op, one store a vector; the pack measures the three alike, 869 cycles each
@@ -768,7 +777,11 @@ A5_PRIORS: dict[str, list[Variant]] = {
     **{op: _vf(2, group="a5_binary") for op in ("TADD", "TSUB", "TMUL")},
     **{op: _vf(2, group="a5_sfu") for op in ("TDIVS", "TEXP", "TSQRT")},
     **{op: _vf(2) for op in ("TMINS", "TNEG", "TRSQRT", "TSEL")},
-    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2, group="a5_sfu"),
+    # TRECIP's high-precision algorithm: ~350 cycles an f32 vector (~170 f16) and no row
+    # restart to see: one line over both loops (f32: 39 + 346.5 a vector at 2 to 30 vectors,
+    # 2D and 1D alike)
+    "TRECIP": [_v("vf", 60, 170, by_dtype=True, pool=True, algo="HIGH_PRECISION")]
+    + _vf(2, group="a5_sfu"),
     # a conversion costs by its pair of element widths (f32 -> fp8 takes ~7x f32 -> f16);
     # formats of one width share a loop (upstream's formula table agrees: one row for f32 ->
     # f8E4M3 / f8E5M2 / hif8, one for bf16 -> either fp4)
@@ -893,7 +906,8 @@ _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
            "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
            "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
-           "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", ""),
+           "vf2": ("vectors", "rows"), "vf": ("vectors", ""), "mad": ("fractals", ""),
+           "const": ("", ""),
            "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
            "fix": ("dma", "2*elems"), "elems": ("", "elems"), "vreg": ("uses", "")}
 
