@@ -255,9 +255,10 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     "dma": lambda f: (_g(f, "n_dma"), _g(f, "bytes")),
     "bytes": lambda f: (0.0, _g(f, "bytes")),
     # a5 vector functions: 1D one loop over the tile's 256-byte vectors (x1; rows of one
-    # vector: one a row); 2D a loop per
+    # vector: one a row), x2 1 for a single vector (a loop that never branches back: TMINS,
+    # TNEG f32 1 x 64 2 cycles under their line, TADD 3, TCVT f32 -> fp8 3); 2D a loop per
     # row: vectors (x1) and rows (x2), combined by MAX_FORM (not summed)
-    "vf1": lambda f: (_g(f, "vectors_1d"), 0.0),
+    "vf1": lambda f: (_g(f, "vectors_1d"), 1.0 if f.get("vectors_1d") == 1 else 0.0),
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
     # a5 vector functions whose loop body dwarfs any row restart: the vectors of either loop
     "vf": lambda f: (_g(f, "vectors"), 0.0),
@@ -905,7 +906,7 @@ def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
 _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
            "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
-           "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
+           "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", "single"),
            "vf2": ("vectors", "rows"), "vf": ("vectors", ""), "mad": ("fractals", ""),
            "const": ("", ""),
            "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
@@ -1017,7 +1018,7 @@ def _fit_group(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
     """Coefficients minimising the sum of relative errors (L1: the pass rule counts cases,
     so one odd measurement must not drag the others) over the points: c0 always, c1/c2 only
     when their feature varies among the points (else the prior's); non-negative, except the
-    masked-row correction c2 of the vector bases (``signed2``)."""
+    masked-row correction c2 of the vector bases and the a5 single-vector one (``signed2``)."""
     x = np.array(xs, float).reshape(-1, 2)
     y = np.array(ys, float)
     free = [0] + [i + 1 for i in range(2) if len(set(x[:, i])) > 1]
@@ -1186,7 +1187,7 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
         prior = v.coef.get(dt) or fitted.get((g, "any")) or v.coef.get("any", v.prior)
         fit = _fit_max if v.basis in MAX_FORM else _fit_group
         fitted[(g, dt)] = fit([p[0] for p in pts], [p[1] for p in pts], prior,
-                              signed2=v.basis in ("vec", "vecs"))
+                              signed2=v.basis in ("vec", "vecs", "vf1"))
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for (g, dt), c in sorted(fitted.items()):
