@@ -3,8 +3,8 @@ rules (data), and the fitter that sets the table's coefficients from hardware me
 
 A rule is ``cycles = c0 + c1 * x1 + c2 * x2`` where ``(x1, x2)`` come from a named *basis*
 computed from the operands (vector repeats, rows, DMA transfers and bytes, cube fractals...);
-the a5 vector functions' row loop (basis ``vf2``) is ``c0 + max(c1 * x1 + c3, x1 + c2 * x2)``
-instead (see :data:`MAX_FORM`).
+the a5 vector functions' row loop (basis ``vf2``) is
+``c0 + max(c1 * x1 + c3, c4 * x1 + c2 * x2)`` instead (see :data:`MAX_FORM`).
 The hardware structure lives in the bases:
 
 * the vector unit works on 256-byte repeats, one row after another (a row of ``C`` elements of
@@ -46,7 +46,7 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 
 Features = dict[str, Any]
-#: (c0, c1, c2), and for a :data:`MAX_FORM` rule a fourth, c3 (0 where absent)
+#: (c0, c1, c2), and for a :data:`MAX_FORM` rule c3 and c4 (0 and 1 where absent)
 Coef = tuple[float, ...]
 
 
@@ -281,18 +281,19 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
 }
 
 
-#: bases whose rule is ``c0 + max(c1 * x1 + c3, x1 + c2 * x2)``, not the sum: an a5 vector
+#: bases whose rule is ``c0 + max(c1 * x1 + c3, c4 * x1 + c2 * x2)``, not the sum: an a5 vector
 #: function's loop per row (2D). Its vectors go through the vector ports at ``c1`` cycles each
 #: (the loop body's initiation interval: 2 for two loads a vector, 4 for two SFU ops...), while
 #: the loop itself issues at most one vector a cycle and pays ``c2`` cycles a row to restart
 #: the inner loop (the row's address set-up, the loop branch). The two overlap: a loop whose
 #: ports are busy (c1 > 1) hides the row restarts, a cheap one (TMINS, TNEG: c1 ~ 1) pays them.
-#: The two bounds have their own fixed parts (``c3``: the port-bound line's head minus the
-#: restart-bound one's): a port-bound loop's start-up and drain overlap its first and last rows.
-#: Pack evidence: f32 TSQRT costs 6.8 / 8 / 20 / 40 cycles a row at 2 / 3 / 10 / 20 vectors
-#: a row (max(2v, v + 5)); f32 TRSQRT exactly 4 a vector whatever the row length; TMINS
-#: 7 / 8 / 15 / 26 (v + 5); the f32 binary ops 51 + 7 a row at 2 vectors a row, 10 + 5 a row
-#: (51 + v + 5 a row), but 37 + 2.08 a vector on long rows (c3 = -14).
+#: The restart-bound loop issues a vector every ``c4`` >= 1 cycles (1 for most loops; the
+#: f32 SFU class fits 1.16), and the two bounds have their own fixed parts (``c3``: the
+#: port-bound line's head minus the restart-bound one's). Pack evidence: f32 TSQRT costs 6.8 /
+#: 8 / 20 / 40 cycles a row at 2 / 3 / 10 / 20 vectors a row (max(2v, v + 5)); f32 TRSQRT
+#: exactly 4 a vector whatever the row length; TMINS 7 / 8 / 15 / 26 (v + 5); the f32 binary
+#: ops 51 + (v + 5) a row at 2 and 3 vectors a row but 41 + 2.05 a vector on rows of 10 and 20
+#: (c3 = -10: the port-bound loop hides part of the head).
 MAX_FORM = frozenset({"vf2"})
 
 
@@ -301,7 +302,8 @@ def combine(basis: str, c: Coef, x: tuple[float, float]) -> float:
     c0, c1, c2 = c[:3]
     x1, x2 = x
     if basis in MAX_FORM:
-        return c0 + max(c1 * x1 + (c[3] if len(c) > 3 else 0.0), x1 + c2 * x2)
+        c3, c4 = (c[3] if len(c) > 3 else 0.0), (c[4] if len(c) > 4 else 1.0)
+        return c0 + max(c1 * x1 + c3, c4 * x1 + c2 * x2)
     return c0 + c1 * x1 + c2 * x2
 
 
@@ -942,12 +944,19 @@ def _offset(c: Coef, digits: int) -> str:
     return f" {'-' if c3 < 0 else '+'} {abs(c3):.{digits}g}" if c3 else ""
 
 
+def _issue(c: Coef, digits: int) -> str:
+    """A :data:`MAX_FORM` rule's c4 as a factor, or nothing where it is 1."""
+    c4 = c[4] if len(c) > 4 else 1.0
+    return f"{c4:.{digits}g}*" if c4 != 1.0 else ""
+
+
 def _formula(v: Variant) -> str:
     c = v.coefficients(None)
     c0, c1, c2 = c[:3]
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
     if v.basis in MAX_FORM:
-        return f"{c0:.4g} + max({c1:.4g}*{n1}{_offset(c, 4)}, {n1} + {c2:.4g}*{n2})"
+        return (f"{c0:.4g} + max({c1:.4g}*{n1}{_offset(c, 4)}, {_issue(c, 4)}{n1} + "
+                f"{c2:.4g}*{n2})")
     terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
     return " + ".join(terms)
 
@@ -976,8 +985,8 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     terms = [f"{c0:.6g}"] + [f"{c:.6g}*{n}({x:g})" for c, n, x in ((c1, n1, x1), (c2, n2, x2))
                              if c and n]
     if v.basis in MAX_FORM:
-        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}){_offset(c, 6)}, {n1}({x1:g}) + "
-                 f"{c2:.6g}*{n2}({x2:g}))"]
+        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}){_offset(c, 6)}, "
+                 f"{_issue(c, 6)}{n1}({x1:g}) + {c2:.6g}*{n2}({x2:g}))"]
     cyc = predict(table, f, pipe)
     cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
                      + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
@@ -1106,23 +1115,28 @@ def _l1_line(x: np.ndarray, y: np.ndarray, w: np.ndarray, slopes: np.ndarray
 
 def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
              signed2: bool = False) -> Coef:
-    """The coefficients of a :data:`MAX_FORM` rule ``c0 + max(c1*V + c3, V + c2*R)``
+    """The coefficients of a :data:`MAX_FORM` rule ``c0 + max(c1*V + c3, c4*V + c2*R)``
     minimising the sum of relative errors (as :func:`_fit_group`; V vectors, R rows): the
-    better of two fits. One with a shared head (``c3`` = 0, :func:`_fit_max_shared`); one
-    with a head per bound: the points split by their vectors a row (each split point in turn:
-    the rows of fewer vectors restart-bound, the others port-bound), each side its own line
-    (port-bound ``A + c1*V``, c1 in steps of 1/64; restart-bound ``B + V + c2*R``, c2 in steps
-    of 1/16; each head the weighted median), a side with fewer than two points (or one
-    vector or row count) taking the prior's line; ``c0`` = B, ``c3`` = A - B."""
+    better of two fits. One with a shared head and one issue a cycle (``c3`` = 0, ``c4`` = 1,
+    :func:`_fit_max_shared`); one with a line per bound: the points split by their vectors a
+    row (each split point in turn: the rows of fewer vectors restart-bound, the others
+    port-bound), each side its own line (port-bound ``A + c1*V``, c1 in steps of 1/64;
+    restart-bound ``B + c4*V + c2*R``, c4 from 1 to 2 in steps of 1/32 where the side has
+    three points and two row lengths, else 1, c2 in steps of 1/16; each head the weighted
+    median), a side with fewer than two points (or one vector or row count) taking the
+    prior's line; ``c0`` = B, ``c3`` = A - B."""
     del signed2
     x = np.array(xs, float).reshape(-1, 2)
     y = np.array(ys, float)
     x1, x2 = x[:, 0], x[:, 1]
-    prior = tuple(prior) + (0.0,) * (4 - len(prior))
-    best_err, best = _fit_max_shared(x1, x2, y, prior)
+    prior = tuple(prior[:3]) + ((prior[3],) if len(prior) > 3 else (0.0,)) \
+        + ((prior[4],) if len(prior) > 4 else (1.0,))
+    best_err, shared = _fit_max_shared(x1, x2, y, prior)
+    best: Coef = shared + (1.0,)
     if len(y) < 3:
         return best
     per_row = x1 / np.maximum(x2, 1.0)
+    c2s = np.arange(0.0, 32 + 1 / 32, 1 / 16)
     for t in sorted(set(per_row)) + [np.inf]:
         hi, lo = per_row >= t, per_row < t
         if hi.sum() >= 2 and len(set(x1[hi])) > 1:
@@ -1131,13 +1145,19 @@ def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
             a, c1 = _l1_line(x1[hi], y[hi], y[hi], np.arange(0.0, top + step / 2, step))
         else:
             a, c1 = prior[0] + prior[3], prior[1]
-        if lo.sum() >= 2 and len(set(x2[lo])) > 1:
-            b, c2 = _l1_line(x2[lo], y[lo] - x1[lo], y[lo], np.arange(0.0, 32 + 1 / 32, 1 / 16))
+        if lo.sum() >= 3 and len(set(x2[lo])) > 1 and len(set(per_row[lo])) > 1:
+            fits = [(_l1_line(x2[lo], y[lo] - c4 * x1[lo], y[lo], c2s), c4)
+                    for c4 in np.arange(1.0, 2 + 1 / 64, 1 / 32)]
+            errs = [float((np.abs(b + c4 * x1[lo] + c2 * x2[lo] - y[lo]) / y[lo]).sum())
+                    for (b, c2), c4 in fits]
+            (b, c2), c4 = fits[int(np.argmin(errs))]
+        elif lo.sum() >= 2 and len(set(x2[lo])) > 1:
+            (b, c2), c4 = _l1_line(x2[lo], y[lo] - x1[lo], y[lo], c2s), 1.0
         else:
-            b, c2 = prior[0], prior[2]
-        err = float((np.abs(np.maximum(a + c1 * x1, b + x1 + c2 * x2) - y) / y).sum())
+            b, c2, c4 = prior[0], prior[2], prior[4]
+        err = float((np.abs(np.maximum(a + c1 * x1, b + c4 * x1 + c2 * x2) - y) / y).sum())
         if err < best_err - 1e-12:
-            best_err, best = err, (b, c1, c2, a - b)
+            best_err, best = err, (b, c1, c2, a - b, float(c4))
     return best
 
 
