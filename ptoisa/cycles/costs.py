@@ -958,7 +958,7 @@ def _formula(v: Variant) -> str:
         return (f"{c0:.4g} + max({c1:.4g}*{n1}{_offset(c, 4)}, {_issue(c, 4)}{n1} + "
                 f"{c2:.4g}*{n2})")
     terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
-    return " + ".join(terms)
+    return " + ".join(terms).replace("+ -", "- ")
 
 
 def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
@@ -990,7 +990,8 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
     cyc = predict(table, f, pipe)
     cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
                      + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
-    rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
+    formula = " + ".join(terms).replace("+ -", "- ")
+    rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {formula} = {cyc}"
     try:
         target = get_target(target)
         tname: str | None = target.name
