@@ -90,22 +90,37 @@ def test_fit_single_point_keeps_prior_slope_and_never_goes_negative():
 
 
 def test_a5_row_loop_rule_is_ports_or_issue_plus_row_restarts():
-    # the a5 2D vector-function rule (basis vf2): c0 + max(c1 * vectors, vectors + c2 * rows)
+    # the a5 2D vector-function rule (basis vf2): c0 + max(c1 * vectors + c3, c4 * vectors +
+    # c2 * rows); c3 (the port-bound line's head minus the row-bound one's) 0 where absent,
+    # c4 (cycles a vector issue on the row-bound line) 1
     assert costs.MAX_FORM == {"vf2"}
     c = (60.0, 2.0, 5.0)
     assert costs.combine("vf2", c, (40, 20)) == 60 + max(2 * 40, 40 + 5 * 20)  # row-bound
     assert costs.combine("vf2", c, (400, 20)) == 60 + 2 * 400                  # port-bound
     assert costs.combine("vf1", c, (40, 0)) == 60 + 2 * 40                     # a sum
-    # the fitter recovers the three coefficients from points on such a rule (rows x vectors
-    # a row as the A5 pack measures them), and keeps the prior's with too few points
+    assert costs.combine("vf2", c + (-14.0,), (400, 20)) == 60 + 2 * 400 - 14
+    assert costs.combine("vf2", c + (-14.0,), (40, 20)) == 60 + 40 + 5 * 20
+    assert costs.combine("vf2", c + (0.0, 1.5), (40, 20)) == 60 + 1.5 * 40 + 5 * 20
+    # the fitter recovers the coefficients from points on such a rule (rows x vectors a row
+    # as the A5 pack measures them), and keeps the prior's with too few points
     pts = [(r * v, r) for r in (2, 3, 10, 20) for v in (2, 3, 10, 20)]
     ys = [61.0 + max(2.0 * x1, x1 + 5.0 * x2) for x1, x2 in pts]
-    c0, c1, c2 = costs._fit_max(pts, ys, (60, 1, 1))
-    assert (c0, c1, c2) == pytest.approx((61, 2, 5), abs=0.05)
+    c0, c1, c2, c3, c4 = costs._fit_max(pts, ys, (60, 1, 1))
+    assert (c0, c1, c2, c3, c4) == pytest.approx((61, 2, 5, 0, 1), abs=0.05)
     ys = [77.0 + 4.0 * x1 for x1, _ in pts]  # TRSQRT f32: the SFU ports hide every restart
-    c0, c1, c2 = costs._fit_max(pts, ys, (60, 1, 1))
-    assert (c0, c1) == pytest.approx((77, 4), abs=0.05) and c2 <= 3 * 1.0
-    assert costs._fit_max([(20, 2), (40, 2)], [100, 140], (60, 1, 7))[1:] == \
+    c = costs._fit_max(pts, ys, (60, 1, 1))
+    assert (c[0] + c[3], c[1]) == pytest.approx((77, 4), abs=0.05)
+    assert all(costs.combine("vf2", c, x) == pytest.approx(y)
+               for x, y in zip(pts, ys, strict=True))
+    # the f32 binary ops: the port-bound line has its own (smaller) head
+    ys = [max(37.0 + 2.0 * x1, 51.0 + x1 + 5.0 * x2) for x1, x2 in pts]
+    c = costs._fit_max(pts, ys, (60, 1, 1))
+    assert c == pytest.approx((51, 2, 5, -14, 1), abs=0.05)
+    # ... and a row-bound loop issuing a vector every 1.25 cycles
+    pts = [(r * v, r) for r in (10, 20) for v in (2, 3, 4, 10, 20)]
+    ys = [max(37.0 + 2.0 * x1, 51.0 + 1.25 * x1 + 5.0 * x2) for x1, x2 in pts]
+    assert costs._fit_max(pts, ys, (60, 1, 1)) == pytest.approx((51, 2, 5, -14, 1.25), abs=0.05)
+    assert costs._fit_max([(20, 2), (40, 2)], [100, 140], (60, 1, 7))[1:3] == \
         pytest.approx((2, 7), abs=0.05)  # two points: the slope, the prior's row restart
     # `ptoisa ops` and --explain show the max, not a sum
     assert "max(" in costs.describe("TSQRT", Pipe.V, "a5")
@@ -121,8 +136,8 @@ def test_a5_hardware_classes_share_their_loops():
     t = costs.load_a5_table()
 
     def coef(op, path, algo=None):
-        (v,) = [v for v in t[op] if v.when.get("path") == path and v.basis.startswith("vf")
-                and v.when.get("algo") == algo]
+        (v,) = [v for v in t[op] if v.when.get("path") in (path, None)
+                and v.basis.startswith("vf") and v.when.get("algo") == algo]
         return v.coefficients("f32"), v.group
 
     for path in ("1D", "2D"):

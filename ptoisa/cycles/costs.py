@@ -3,8 +3,8 @@ rules (data), and the fitter that sets the table's coefficients from hardware me
 
 A rule is ``cycles = c0 + c1 * x1 + c2 * x2`` where ``(x1, x2)`` come from a named *basis*
 computed from the operands (vector repeats, rows, DMA transfers and bytes, cube fractals...);
-the a5 vector functions' row loop (basis ``vf2``) is ``c0 + max(c1 * x1, x1 + c2 * x2)``
-instead (see :data:`MAX_FORM`).
+the a5 vector functions' row loop (basis ``vf2``) is
+``c0 + max(c1 * x1 + c3, c4 * x1 + c2 * x2)`` instead (see :data:`MAX_FORM`).
 The hardware structure lives in the bases:
 
 * the vector unit works on 256-byte repeats, one row after another (a row of ``C`` elements of
@@ -46,7 +46,8 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 
 Features = dict[str, Any]
-Coef = tuple[float, float, float]
+#: (c0, c1, c2), and for a :data:`MAX_FORM` rule c3 and c4 (0 and 1 where absent)
+Coef = tuple[float, ...]
 
 
 # ---- features of one executed instruction ---------------------------------------------------
@@ -101,9 +102,15 @@ def features(ins: Any, values: list[Any], params: dict[str, Any], machine: Any =
         r, c = p.valid_row, p.valid_col
         rowrep = max(1, math.ceil(c * b / 256))
         whole_p = r == p.rows and c == p.cols
-        # a5 vector functions: one loop over the tile when rows are whole (1D), else a loop
-        # per row (2D)
-        f["path"] = "1D" if c == p.cols or p.rows == 1 else "2D"
+        # a5 vector functions: one loop over the tile's vectors when rows are whole (1D), else
+        # a loop per row (2D); rows of one vector are one loop over the rows, a vector each,
+        # with no inner loop to restart (A5 pack: TCVT bf16 -> f16 10 x 128 of a 10 x 192 tile
+        # costs 65, 1 cycle a row more than 3 x 128; f16 -> hif8 1 x 1280, 10 vectors in one
+        # loop, 66; f16 TSQRT 10 x 128 of 10 x 192 103, 1 x 1280 104)
+        flat_rows = c == p.cols or p.rows == 1
+        f["path"] = "1D" if flat_rows or rowrep == 1 else "2D"
+        f["vectors_1d"] = math.ceil(r * c * b / 256) if flat_rows else r * rowrep
+        f["vectors"] = f["vectors_1d"] if f["path"] == "1D" else r * rowrep
         f.update(dtype=p.dtype.name, R=r, C=c, b=b, rowrep=rowrep, rep=r * rowrep,
                  loc=p.loc.name, partial=1 if (c * b) % 256 else 0,
                  flat=math.ceil(r * c * b / 256) if whole_p else r * rowrep)
@@ -247,10 +254,14 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     # GM transfers: DMA instructions (x1), bytes (x2)
     "dma": lambda f: (_g(f, "n_dma"), _g(f, "bytes")),
     "bytes": lambda f: (0.0, _g(f, "bytes")),
-    # a5 vector functions: 1D one loop over the tile's 256-byte vectors (x1); 2D a loop per
+    # a5 vector functions: 1D one loop over the tile's 256-byte vectors (x1; rows of one
+    # vector: one a row), x2 1 for a single vector (a loop that never branches back: TMINS,
+    # TNEG f32 1 x 64 2 cycles under their line, TADD 3, TCVT f32 -> fp8 3); 2D a loop per
     # row: vectors (x1) and rows (x2), combined by MAX_FORM (not summed)
-    "vf1": lambda f: (float(math.ceil(_g(f, "R") * _g(f, "C") * _g(f, "b") / 256)), 0.0),
+    "vf1": lambda f: (_g(f, "vectors_1d"), 1.0 if f.get("vectors_1d") == 1 else 0.0),
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
+    # a5 vector functions whose loop body dwarfs any row restart: the vectors of either loop
+    "vf": lambda f: (_g(f, "vectors"), 0.0),
     # cube fractal steps
     "mad": lambda f: (_g(f, "fractals"), 0.0),
     # SIMT ops: 32-workitem subgroups (x1), workitems one after another (x2: atomics)
@@ -270,24 +281,29 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
 }
 
 
-#: bases whose rule is ``c0 + max(c1 * x1, x1 + c2 * x2)``, not the sum: an a5 vector
+#: bases whose rule is ``c0 + max(c1 * x1 + c3, c4 * x1 + c2 * x2)``, not the sum: an a5 vector
 #: function's loop per row (2D). Its vectors go through the vector ports at ``c1`` cycles each
 #: (the loop body's initiation interval: 2 for two loads a vector, 4 for two SFU ops...), while
 #: the loop itself issues at most one vector a cycle and pays ``c2`` cycles a row to restart
 #: the inner loop (the row's address set-up, the loop branch). The two overlap: a loop whose
 #: ports are busy (c1 > 1) hides the row restarts, a cheap one (TMINS, TNEG: c1 ~ 1) pays them.
-#: Pack evidence: f32 TSQRT costs 6.8 / 8 / 20 / 40 cycles a row at 2 / 3 / 10 / 20 vectors
-#: a row (max(2v, v + 5)); f32 TRSQRT exactly 4 a vector whatever the row length; TMINS
-#: 7 / 8 / 15 / 26 (v + 5).
+#: The restart-bound loop issues a vector every ``c4`` >= 1 cycles (1 for most loops; the
+#: f32 SFU class fits 1.16), and the two bounds have their own fixed parts (``c3``: the
+#: port-bound line's head minus the restart-bound one's). Pack evidence: f32 TSQRT costs 6.8 /
+#: 8 / 20 / 40 cycles a row at 2 / 3 / 10 / 20 vectors a row (max(2v, v + 5)); f32 TRSQRT
+#: exactly 4 a vector whatever the row length; TMINS 7 / 8 / 15 / 26 (v + 5); the f32 binary
+#: ops 51 + (v + 5) a row at 2 and 3 vectors a row but 41 + 2.05 a vector on rows of 10 and 20
+#: (c3 = -10: the port-bound loop hides part of the head).
 MAX_FORM = frozenset({"vf2"})
 
 
 def combine(basis: str, c: Coef, x: tuple[float, float]) -> float:
     """A rule's cycles from its coefficients and basis values (before rounding)."""
-    c0, c1, c2 = c
+    c0, c1, c2 = c[:3]
     x1, x2 = x
     if basis in MAX_FORM:
-        return c0 + max(c1 * x1, x1 + c2 * x2)
+        c3, c4 = (c[3] if len(c) > 3 else 0.0), (c[4] if len(c) > 4 else 1.0)
+        return c0 + max(c1 * x1 + c3, c4 * x1 + c2 * x2)
     return c0 + c1 * x1 + c2 * x2
 
 
@@ -752,7 +768,7 @@ def _vf(c1: float, key: str = "dtype", group: str | None = None, **when: Any
 
 # a5: the instructions the A5 pack measures (../shared/costmodel/a5), fitted to it into
 # a5_fit.json; every other instruction keeps the a2a3 table (estimates on a5). TRECIP's
-# high-precision algorithm is its own loop (~170 cycles a vector for f32, not 2).
+# high-precision algorithm is its own loop (~350 cycles an f32 vector, not 2).
 #
 # Two hardware classes share their loops' coefficients: the binary ops (TADD, TSUB, TMUL: two
 # loads, one ALU op, one store a vector; the pack measures the three alike, 869 cycles each
@@ -764,7 +780,11 @@ A5_PRIORS: dict[str, list[Variant]] = {
     **{op: _vf(2, group="a5_binary") for op in ("TADD", "TSUB", "TMUL")},
     **{op: _vf(2, group="a5_sfu") for op in ("TDIVS", "TEXP", "TSQRT")},
     **{op: _vf(2) for op in ("TMINS", "TNEG", "TRSQRT", "TSEL")},
-    "TRECIP": _vf(170, algo="HIGH_PRECISION") + _vf(2, group="a5_sfu"),
+    # TRECIP's high-precision algorithm: ~350 cycles an f32 vector (~170 f16) and no row
+    # restart to see: one line over both loops (f32: 39 + 346.5 a vector at 2 to 30 vectors,
+    # 2D and 1D alike)
+    "TRECIP": [_v("vf", 60, 170, by_dtype=True, pool=True, algo="HIGH_PRECISION")]
+    + _vf(2, group="a5_sfu"),
     # a conversion costs by its pair of element widths (f32 -> fp8 takes ~7x f32 -> f16);
     # formats of one width share a loop (upstream's formula table agrees: one row for f32 ->
     # f8E4M3 / f8E5M2 / hif8, one for bf16 -> either fp4)
@@ -860,7 +880,7 @@ def apply_fit(table: dict[str, list[Variant]], fit: dict[str, Any]) -> None:
             v.source = fit.get("target", DEFAULT_TARGET)
             v.ops_measured = frozenset(fit.get("ops", {}).get(op, {}).get(idx, ()))
             for dt, c in by_dtype.items():
-                v.coef[dt] = (float(c[0]), float(c[1]), float(c[2]))
+                v.coef[dt] = tuple(float(z) for z in c)
                 v.fitted.add(dt)
                 n = counts.get(op, {}).get(idx, {}).get(dt)
                 if n is not None:
@@ -888,8 +908,9 @@ def predict(table: dict[str, list[Variant]], f: Features, pipe: Pipe) -> int:
 _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
            "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
-           "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", ""),
-           "vf2": ("vectors", "rows"), "mad": ("fractals", ""), "const": ("", ""),
+           "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", "single"),
+           "vf2": ("vectors", "rows"), "vf": ("vectors", ""), "mad": ("fractals", ""),
+           "const": ("", ""),
            "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
            "fix": ("dma", "2*elems"), "elems": ("", "elems"), "vreg": ("uses", "")}
 
@@ -917,13 +938,27 @@ def describe(op: str, pipe: Pipe, target: Any = None) -> str:
     return " | ".join(out)
 
 
+def _offset(c: Coef, digits: int) -> str:
+    """A :data:`MAX_FORM` rule's c3, signed, or nothing where it is 0."""
+    c3 = c[3] if len(c) > 3 else 0.0
+    return f" {'-' if c3 < 0 else '+'} {abs(c3):.{digits}g}" if c3 else ""
+
+
+def _issue(c: Coef, digits: int) -> str:
+    """A :data:`MAX_FORM` rule's c4 as a factor, or nothing where it is 1."""
+    c4 = c[4] if len(c) > 4 else 1.0
+    return f"{c4:.{digits}g}*" if c4 != 1.0 else ""
+
+
 def _formula(v: Variant) -> str:
-    c0, c1, c2 = v.coefficients(None)
+    c = v.coefficients(None)
+    c0, c1, c2 = c[:3]
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
     if v.basis in MAX_FORM:
-        return f"{c0:.4g} + max({c1:.4g}*{n1}, {n1} + {c2:.4g}*{n2})"
+        return (f"{c0:.4g} + max({c1:.4g}*{n1}{_offset(c, 4)}, {_issue(c, 4)}{n1} + "
+                f"{c2:.4g}*{n2})")
     terms = [f"{c0:.4g}"] + [f"{c:.4g}*{n}" for c, n in ((c1, n1), (c2, n2)) if c and n]
-    return " + ".join(terms)
+    return " + ".join(terms).replace("+ -", "- ")
 
 
 def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: Any
@@ -943,18 +978,20 @@ def explain(table: dict[str, list[Variant]], f: Features, pipe: Pipe, target: An
                 f"alone {VF_STARTUP}+{VF_DRAIN} (start-up, drain) + latency + ports = {cyc}")
         return cyc, f"{rule}  [estimate: {v.note}]", False
     k = v.key_of(f)
-    c0, c1, c2 = v.coefficients(f.get(v.key))
+    c = v.coefficients(f.get(v.key))
+    c0, c1, c2 = c[:3]
     x1, x2 = BASES[v.basis](f)
     n1, n2 = _XNAMES.get(v.basis, ("x1", "x2"))
     terms = [f"{c0:.6g}"] + [f"{c:.6g}*{n}({x:g})" for c, n, x in ((c1, n1, x1), (c2, n2, x2))
                              if c and n]
     if v.basis in MAX_FORM:
-        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}), {n1}({x1:g}) + "
-                 f"{c2:.6g}*{n2}({x2:g}))"]
+        terms = [f"{c0:.6g}", f"max({c1:.6g}*{n1}({x1:g}){_offset(c, 6)}, "
+                 f"{_issue(c, 6)}{n1}({x1:g}) + {c2:.6g}*{n2}({x2:g}))"]
     cyc = predict(table, f, pipe)
     cond = ", ".join([f"{a}={b}" for a, b in v.when.items()]
                      + ([f"{v.key}={f.get(v.key)}"] if v.by_dtype else []))
-    rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {' + '.join(terms)} = {cyc}"
+    formula = " + ".join(terms).replace("+ -", "- ")
+    rule = f"{f['op']}[{cond or 'any'}] {v.basis}: {formula} = {cyc}"
     try:
         target = get_target(target)
         tname: str | None = target.name
@@ -991,7 +1028,7 @@ def _fit_group(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
     """Coefficients minimising the sum of relative errors (L1: the pass rule counts cases,
     so one odd measurement must not drag the others) over the points: c0 always, c1/c2 only
     when their feature varies among the points (else the prior's); non-negative, except the
-    masked-row correction c2 of the vector bases (``signed2``)."""
+    masked-row correction c2 of the vector bases and the a5 single-vector one (``signed2``)."""
     x = np.array(xs, float).reshape(-1, 2)
     y = np.array(ys, float)
     free = [0] + [i + 1 for i in range(2) if len(set(x[:, i])) > 1]
@@ -1022,33 +1059,37 @@ def _fit_group(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
             return (coef[0], coef[1], coef[2])
 
 
-def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
-             signed2: bool = False) -> Coef:
-    """The coefficients of a :data:`MAX_FORM` rule minimising the sum of relative errors (as
-    :func:`_fit_group`): ``c1`` (cycles a vector through the ports) and ``c2`` (cycles a row
-    restart) by a grid search refined three times, ``c0`` for each pair the weighted median
-    that minimises the sum. The prior's ``c1`` where the vectors do not vary, its ``c2`` with
-    fewer than three points."""
-    del signed2
-    x = np.array(xs, float).reshape(-1, 2)
-    y = np.array(ys, float)
-    x1, x2 = x[:, 0], x[:, 1]
-    p0, p1, p2 = prior
-    slope = float(np.median((y - y.min()) / np.maximum(x1 - x1.min(), 1e-9)))
-    hi = max(8.0, 2 * slope, 2 * p1)
-    # one vector count: no slope to fit (the prior's); two points: the slope, not the row
-    # restart too (the prior's: the pooled fit over the instruction's other keys)
-    c1s = np.array([p1]) if len(set(x1)) < 2 else np.linspace(0.0, hi, 65)
+def _wmedian(r: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Along the last axis, the ``c`` minimising ``sum |c - r| / y`` (the 1/y-weighted
+    median of ``r``)."""
+    order = np.argsort(r, axis=-1)
+    rs = np.take_along_axis(r, order, -1)
+    w = np.cumsum(np.take_along_axis(np.broadcast_to(1 / y, r.shape), order, -1), -1)
+    pick = (w < w[..., -1:] / 2).sum(-1)
+    return np.take_along_axis(rs, pick[..., None], -1)[..., 0]
+
+
+def _slope_hi(x: np.ndarray, y: np.ndarray, p1: float) -> float:
+    """The top of a slope search: twice the median slope from the smallest x, at least 8."""
+    far = x > x.min()
+    slope = float(np.median((y[far] - y[~far].min()) / (x[far] - x.min()))) if far.any() \
+        else 0.0
+    return max(8.0, 2 * slope, 2 * p1)
+
+
+def _fit_max_shared(x1: np.ndarray, x2: np.ndarray, y: np.ndarray, prior: Coef
+                    ) -> tuple[float, Coef]:
+    """(sum of relative errors, coefficients) of the :data:`MAX_FORM` rule whose two bounds
+    share their head (``c3`` = 0): ``c1`` and ``c2`` by a grid search refined three times,
+    ``c0`` for each pair the weighted median. The prior's ``c1`` where the vectors do not
+    vary, its ``c2`` with fewer than three points."""
+    p0, p1, p2 = prior[:3]
+    c1s = np.array([p1]) if len(set(x1)) < 2 else np.linspace(0.0, _slope_hi(x1, y, p1), 65)
     c2s = np.array([p2]) if len(y) < 3 else np.linspace(0.0, 32.0, 33)
     best = (np.inf, p0, p1, p2)
     for _ in range(4):
         g = np.maximum(c1s[:, None, None] * x1, x1 + c2s[None, :, None] * x2)
-        r = y - g  # c0 per (c1, c2): the 1/y-weighted median of these
-        order = np.argsort(r, axis=-1)
-        rs = np.take_along_axis(r, order, -1)
-        w = np.cumsum(np.take_along_axis(np.broadcast_to(1 / y, r.shape), order, -1), -1)
-        pick = (w < w[..., -1:] / 2).sum(-1)
-        c0 = np.maximum(np.take_along_axis(rs, pick[..., None], -1)[..., 0], 0.0)
+        c0 = np.maximum(_wmedian(y - g, y), 0.0)
         err = (np.abs(c0[..., None] + g - y) / y).sum(-1)
         i, j = np.unravel_index(int(np.argmin(err)), err.shape)
         if err[i, j] < best[0] - 1e-12:
@@ -1059,7 +1100,66 @@ def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
         if len(c2s) > 1:
             d2 = c2s[1] - c2s[0]
             c2s = np.linspace(max(0.0, best[3] - d2), best[3] + d2, 21)
-    return (best[1], best[2], best[3])
+    return best[0], (best[1], best[2], best[3], 0.0)
+
+
+def _l1_line(x: np.ndarray, y: np.ndarray, w: np.ndarray, slopes: np.ndarray
+             ) -> tuple[float, float]:
+    """(intercept, slope) of the line ``a + s*x`` minimising ``sum |a + s*x - y| / w``, the
+    slope one of ``slopes``."""
+    r = y[None, :] - slopes[:, None] * x[None, :]
+    a = _wmedian(r, np.broadcast_to(w, r.shape))
+    err = (np.abs(r - a[:, None]) / w).sum(-1)
+    i = int(np.argmin(err))
+    return float(a[i]), float(slopes[i])
+
+
+def _fit_max(xs: list[tuple[float, float]], ys: list[float], prior: Coef,
+             signed2: bool = False) -> Coef:
+    """The coefficients of a :data:`MAX_FORM` rule ``c0 + max(c1*V + c3, c4*V + c2*R)``
+    minimising the sum of relative errors (as :func:`_fit_group`; V vectors, R rows): the
+    better of two fits. One with a shared head and one issue a cycle (``c3`` = 0, ``c4`` = 1,
+    :func:`_fit_max_shared`); one with a line per bound: the points split by their vectors a
+    row (each split point in turn: the rows of fewer vectors restart-bound, the others
+    port-bound), each side its own line (port-bound ``A + c1*V``, c1 in steps of 1/64;
+    restart-bound ``B + c4*V + c2*R``, c4 from 1 to 2 in steps of 1/32 where the side has
+    three points and two row lengths, else 1, c2 in steps of 1/16; each head the weighted
+    median), a side with fewer than two points (or one vector or row count) taking the
+    prior's line; ``c0`` = B, ``c3`` = A - B."""
+    del signed2
+    x = np.array(xs, float).reshape(-1, 2)
+    y = np.array(ys, float)
+    x1, x2 = x[:, 0], x[:, 1]
+    prior = tuple(prior[:3]) + ((prior[3],) if len(prior) > 3 else (0.0,)) \
+        + ((prior[4],) if len(prior) > 4 else (1.0,))
+    best_err, shared = _fit_max_shared(x1, x2, y, prior)
+    best: Coef = shared + (1.0,)
+    if len(y) < 3:
+        return best
+    per_row = x1 / np.maximum(x2, 1.0)
+    c2s = np.arange(0.0, 32 + 1 / 32, 1 / 16)
+    for t in sorted(set(per_row)) + [np.inf]:
+        hi, lo = per_row >= t, per_row < t
+        if hi.sum() >= 2 and len(set(x1[hi])) > 1:
+            top = math.ceil(_slope_hi(x1[hi], y[hi], prior[1]))
+            step = max(1 / 64, 2.0 ** math.ceil(math.log2(top / 1024)))
+            a, c1 = _l1_line(x1[hi], y[hi], y[hi], np.arange(0.0, top + step / 2, step))
+        else:
+            a, c1 = prior[0] + prior[3], prior[1]
+        if lo.sum() >= 3 and len(set(x2[lo])) > 1 and len(set(per_row[lo])) > 1:
+            fits = [(_l1_line(x2[lo], y[lo] - c4 * x1[lo], y[lo], c2s), c4)
+                    for c4 in np.arange(1.0, 2 + 1 / 64, 1 / 32)]
+            errs = [float((np.abs(b + c4 * x1[lo] + c2 * x2[lo] - y[lo]) / y[lo]).sum())
+                    for (b, c2), c4 in fits]
+            (b, c2), c4 = fits[int(np.argmin(errs))]
+        elif lo.sum() >= 2 and len(set(x2[lo])) > 1:
+            (b, c2), c4 = _l1_line(x2[lo], y[lo] - x1[lo], y[lo], c2s), 1.0
+        else:
+            b, c2, c4 = prior[0], prior[2], prior[4]
+        err = float((np.abs(np.maximum(a + c1 * x1, b + c4 * x1 + c2 * x2) - y) / y).sum())
+        if err < best_err - 1e-12:
+            best_err, best = err, (b, c1, c2, a - b, float(c4))
+    return best
 
 
 def _l1(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1108,7 +1208,7 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
         prior = v.coef.get(dt) or fitted.get((g, "any")) or v.coef.get("any", v.prior)
         fit = _fit_max if v.basis in MAX_FORM else _fit_group
         fitted[(g, dt)] = fit([p[0] for p in pts], [p[1] for p in pts], prior,
-                              signed2=v.basis in ("vec", "vecs"))
+                              signed2=v.basis in ("vec", "vecs", "vf1"))
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for (g, dt), c in sorted(fitted.items()):
