@@ -30,6 +30,15 @@ class DType:
     #: 8-bit storage whose logical values are codes, not numpy numbers (s4, hif8): tiles and GM
     #: hold the code bytes; arithmetic decodes with :func:`decode` / encodes with :func:`encode`
     coded: bool = False
+    #: a SIMT packed value (17-simt.md ``vector<2xf16>``, ``!pto.hif8x2``): ``lanes`` elements
+    #: of :attr:`lane_type` side by side, one element of memory (its ``np`` a structured type
+    #: of one field ``v`` holding them); 1 for every other type
+    lanes: int = 1
+
+    @property
+    def lane_type(self) -> DType:
+        """The type of one element of a packed SIMT value (the type itself otherwise)."""
+        return _PACKED_BASE.get(self.name, self)
 
     @property
     def itemsize(self) -> int:
@@ -132,6 +141,27 @@ _alias(f4e1m2, "f4E1M2x2", "float4_e1m2_x2", "float4_e1m2x2_t", "float4_e1m2x2",
 _alias(s4, "s4", "i4", "int4", "int4b_t", "int4x2")
 _alias(hif8, "hif8", "hifloat8", "hifloat8_t", "HiF8")
 _alias(bf16x2, "bf16x2")
+
+_PACKED: dict[tuple[str, int], DType] = {}
+_PACKED_BASE: dict[str, DType] = {}
+
+
+def packed_vector(base: Any, lanes: int) -> DType:
+    """The interned SIMT packed type of ``lanes`` elements of ``base`` (``vector<2xf16>``:
+    ``packed_vector(f16, 2)``); not among :data:`ALL` (no tile, no vector register holds it)."""
+    b = dtype(base)
+    if b.lanes != 1 or b.packed or lanes < 1:
+        raise PtoError(f"no packed SIMT type of {lanes} x {b.name}")
+    key = (b.name, int(lanes))
+    dt = _PACKED.get(key)
+    if dt is None:
+        name = f"{b.name}x{lanes}" if b is hif8 else f"vector<{lanes}x{b.name}>"
+        dt = DType(name, np.dtype([("v", b.np, (lanes,))]), b.kind, f"{b.cpp}x{lanes}",
+                   coded=b.coded, lanes=int(lanes))
+        _PACKED[key] = dt
+        _PACKED_BASE[name] = b
+    return dt
+
 
 _BY_NP: dict[np.dtype, DType] = {dt.np: dt for dt in ALL if not (dt.packed or dt.coded)}
 

@@ -66,6 +66,9 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
                 foreign.append(f)
             origin = f" (from {type_name(f.obj)})" if f is not None else ""
         want = bridge.elem_dtype(t.dtype)
+        if want.lanes > 1 and v.dtype == want.lane_type.np and v.flags.c_contiguous \
+                and v.size % want.lanes == 0:  # (a packed SIMT pointer: lanes side by side)
+            v = v.reshape(-1).view(want.np)
         if v.dtype != want.np:
             raise PtoError(f"{where} must have dtype {want.name} ({want.np}), got {v.dtype}"
                            + origin)

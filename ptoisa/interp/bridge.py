@@ -29,6 +29,8 @@ from ..targets import TargetLike, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
 
+#: the SIMT packed types (17-simt.md): ``vector<NxT>`` and ``!pto.hif8x2``
+_PACKED = re.compile(r"vector<(\d+)x(\w+)>|!pto\.hif8x2")
 _PAD = (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)
 _LOC = {"vec": TileType.Vec, "mat": TileType.Mat, "left": TileType.Left, "right": TileType.Right,
         "acc": TileType.Acc, "bias": TileType.Bias, "scaling": TileType.Scaling,
@@ -46,6 +48,14 @@ def elem_dtype(t: T.Type) -> DType:
         return D.dtype(("ui" if t.signedness == "u" else "i") + str(t.width))
     if isinstance(t, T.IndexType):
         return D.i64
+    if isinstance(t, T.OpaqueType):  # a SIMT packed value: vector<2xf16>, !pto.hif8x2
+        pk = _PACKED.fullmatch(t.text)
+        if pk:
+            inner = pk.group(2) or "hif8"
+            try:
+                return D.packed_vector(D.dtype(inner), int(pk.group(1) or 2))
+            except PtoError:
+                pass
     if isinstance(t, T.OpaqueType) and t.text.startswith("!pto."):  # !pto.hif8, !pto.f4...
         try:
             return D.dtype(t.text.removeprefix("!pto."))

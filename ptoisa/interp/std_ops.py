@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ExecutionError, NotExecutedYet, VerifyError
+from ..errors import ExecutionError, NotExecutedYet, PtoError, VerifyError
 from ..ir import attrs as A
 from ..ir import types as T
 from ..ir.core import Op, Region
@@ -113,6 +113,23 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
     return step
 
 
+def _lane_type(t: T.Type) -> T.Type:
+    """The element type of a SIMT packed value's type (``vector<2xi16>``: i16; 17-simt.md:
+    arithmetic on it is lane-wise), ``t`` itself for every other type."""
+    if isinstance(t, T.OpaqueType) and t.text.startswith("vector<"):
+        try:
+            dt = bridge.elem_dtype(t)
+        except PtoError:
+            return t
+        if dt.lanes > 1:
+            lt = dt.lane_type
+            if lt.is_int:
+                return T.IntegerType(8 * lt.itemsize, "u" if lt.kind == "uint" else "")
+            if not lt.coded:
+                return T.FloatType(str(t.text)[len("vector<"):-1].split("x", 1)[1])
+    return t
+
+
 def _binary(cf: CompiledFunc, op: Op) -> Step:
     ta, tb = (getattr(v, "type", None) for v in op.operands[:2])
     known = not any(t is None or isinstance(t, T.UnknownType) for t in (ta, tb))
@@ -121,7 +138,7 @@ def _binary(cf: CompiledFunc, op: Op) -> Step:
                           loc=op.loc)
     a, b = (cf.slot(v) for v in op.operands[:2])
     k = cf.slot(op.results[0])
-    rt = op.results[0].type
+    rt = _lane_type(op.results[0].type)
     loc = op.loc
     w = arith.width(rt)
     if op.name in arith.INT_BINARY:

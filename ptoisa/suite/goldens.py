@@ -678,6 +678,10 @@ def vpto_host(d: Path) -> VptoHost:
         if item is not None:  # device[3]: one of a table of buffers made in loops
             buffers.append(_table_buffer(main, item.group(1), int(item.group(2)), consts))
             continue
+        member = _member_buffer(main, dev, consts)
+        if member is not None:  # buf.device of a struct set up with buf.setup("f.bin", size)
+            buffers.append(member)
+            continue
         # (void **)&dev, or reinterpret_cast<void **>(&dev)
         mm = re.search(r"aclrtMalloc\s*\(\s*(?:\(void\s*\*\*\)\s*&" + re.escape(dev)
                        + r"|\w+_cast\s*<\s*void\s*\*\*\s*>\s*\(\s*&" + re.escape(dev)
@@ -714,6 +718,26 @@ def vpto_host(d: Path) -> VptoHost:
              for m in re.finditer(r'ReadFile\s*\(\s*"([^"]+)"\s*,\s*(\w+)\s*,', main)}
     kernel, blocks, args = launches[0]
     return VptoHost(kernel, blocks, buffers, args, consts, reads, scalars, launches)
+
+
+def _member_buffer(main: str, dev: str, consts: dict[str, int]) -> tuple[
+        int | None, str | None, str | None, str | None] | None:
+    """(bytes, file read, file written, its size expression) of ``buf.device`` where
+    main.cpp sets the buffer up as ``buf.setup("f.bin", size)`` and its helpers read the file
+    into it (``ReadFile(b->name, ...)``) and write it back to the same file
+    (``WriteFile(b->name, ...)``; upstream's simt-vector-ldg-stg-core); None otherwise."""
+    dm = re.fullmatch(r"(\w+)\.device", dev)
+    if dm is None:
+        return None
+    sm = re.search(r"\b" + re.escape(dm.group(1)) + r'\.setup\s*\(\s*"([^"]+)"\s*,\s*([^;]+)'
+                   r"\)\s*;", main)
+    if sm is None:
+        return None
+    reads = re.search(r"ReadFile\s*\(\s*\w+->name\s*,", main) is not None
+    writes = re.search(r"WriteFile\s*\(\s*\w+->name\s*,", main) is not None
+    size = _eval_size(sm.group(2), consts)
+    return (size, sm.group(1) if reads else None, sm.group(1) if writes else None,
+            sm.group(2) if writes else None)
 
 
 def _launchers(launch: str) -> dict[str, tuple[str, str, list[int]]]:

@@ -298,7 +298,11 @@ def elem_of(ptr: Any) -> np.dtype[Any]:
 
 def as_value(a: np.ndarray, one: bool) -> Any:
     """Loaded elements as the interpreter keeps values: integers as Lanes, floats as arrays;
-    ``one``: the single element itself."""
+    ``one``: the single element itself; a packed element (``vector<2xf16>``) is its lanes
+    along a last axis."""
+    if a.dtype.names == ("v",):  # (a packed SIMT element: its lanes, shape (n, lanes))
+        lanes = as_value(np.ascontiguousarray(a["v"]).reshape(-1), False)
+        return lanes.reshape(a.shape + a.dtype["v"].shape)[0 if one else slice(None)]
     if a.dtype.kind in "iub":
         v: Any = Lanes(a.view(np.int64) if a.dtype == np.uint64 else a.astype(np.int64))
     else:
@@ -306,9 +310,25 @@ def as_value(a: np.ndarray, one: bool) -> Any:
     return v.reshape(-1)[0] if one else v
 
 
+def values_of(value: Any, elem: np.dtype[Any]) -> int:
+    """How many values ``value`` holds (one, or one per workitem) for elements of ``elem``
+    (a packed element's lanes are its last axis)."""
+    return max(1, int(np.size(value)) // (elem["v"].shape[0] if elem.names == ("v",) else 1))
+
+
 def as_elem(value: Any, elem: np.dtype[Any], n: int) -> np.ndarray:
-    """``value`` (one, or n) as n elements of ``elem`` (integers wrap to its width)."""
+    """``value`` (one, or n) as n elements of ``elem`` (integers wrap to its width); for a
+    packed ``elem`` one value is its lanes (shape (lanes,)), n values shape (n, lanes)."""
     v = np.asarray(value)
+    if elem.names == ("v",):
+        base, (k,) = elem["v"].base, elem["v"].shape
+        if v.shape[-1:] != (k,) or v.ndim > 2:
+            raise ExecutionError(f"a value of shape {v.shape} for a packed element of {k} "
+                                 f"{base} lanes")
+        lanes = as_elem(v.reshape(-1), base, v.size).reshape(v.shape)
+        packed = np.empty(1 if v.ndim == 1 else v.shape[0], elem)
+        packed["v"] = lanes
+        return np.broadcast_to(packed, (n,)) if packed.size == 1 else packed
     if elem.kind in "iu":
         out = v.astype(np.int64).astype(np.uint64).astype(np.dtype(f"u{elem.itemsize}")) \
             .view(elem)
@@ -329,7 +349,7 @@ def read_elems(m: Any, ptr: Any, offset: Any, op: str) -> Any:
 def write_elems(m: Any, ptr: Any, offset: Any, value: Any, op: str) -> None:
     elem = elem_of(ptr)
     p = _where(m, ptr, offset, op, elem)
-    n = max(p.at.size, np.size(value))
+    n = max(p.at.size, values_of(value, elem))
     at = np.broadcast_to(p.at, (n,))
     vals = as_elem(value, elem, n)
     # workitems in ascending tid: a later one's store to the same element wins
