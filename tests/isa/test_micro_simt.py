@@ -586,3 +586,44 @@ def test_packed_ldg_stg_move_whole_pairs_and_add_lane_wise():
     pto.load(PACKED_LDG_STG, filename="k.pto", target="a5").run("k", *bufs, target="a5")
     for got, w in zip(bufs, want, strict=True):
         assert got.view(np.uint8).tolist() == w.view(np.uint8).tolist()
+
+
+def test_packed_atomics_update_both_lanes_in_ascending_tid(a5):
+    import ml_dtypes
+
+    h2, b2 = D.packed_vector(D.f16, 2).np, D.packed_vector(D.bf16, 2).np
+    g = np.zeros(2, h2)
+    g["v"] = [[1.0, 2.0], [1.0, 1.0]]
+    gb = np.zeros(1, b2)
+    gb["v"] = [[1.5, -3.0]]
+    t = np.arange(5)
+    add = np.stack([t * 0.375, -t * 0.25], axis=1).astype(np.float16)
+    mn = np.stack([2.0 - t, t - 4.0], axis=1).astype(ml_dtypes.bfloat16)
+    cmp = np.ones(2, np.float16)
+    new = np.stack([t + 5.0, t + 6.0], axis=1).astype(np.float16)
+
+    def body():
+        return (np.asarray(pto.v.atomic_add(g[0:], add)),
+                np.asarray(pto.v.atomic_min(gb, mn)),
+                np.asarray(pto.v.atomic_cas(g[1:], cmp, new)))
+    o_add, o_min, o_cas = launch(body, (5, 1, 1))
+    # reference (17-simt.md: one location, the update lane-wise; workitems one by one in
+    # ascending tid; CAS compares the whole pair)
+    cur = np.array([1.0, 2.0], np.float16)
+    cur_b = np.array([1.5, -3.0], ml_dtypes.bfloat16)
+    cur_c = np.array([1.0, 1.0], np.float16)
+    for k in range(5):
+        assert o_add[k].tolist() == cur.tolist()
+        cur = (cur.astype(np.float64) + add[k]).astype(np.float16)
+        assert o_min[k].tolist() == cur_b.tolist()
+        cur_b = np.array([min(float(a), float(b)) for a, b in zip(cur_b, mn[k], strict=True)],
+                         ml_dtypes.bfloat16)
+        assert o_cas[k].tolist() == cur_c.tolist()
+        if cur_c.tolist() == cmp.tolist():
+            cur_c = new[k].copy()
+    assert g["v"].tolist() == [cur.tolist(), cur_c.tolist()]
+    assert gb["v"].astype(np.float32).tolist() == [cur_b.astype(np.float32).tolist()]
+    with pytest.raises(ExecutionError, match="takes no signedness"):
+        launch(lambda: pto.v.atomic_add(g[0:], add, signed=True), (5, 1, 1))
+    with pytest.raises(ExecutionError, match="atomic_xor takes integers"):
+        launch(lambda: pto.v.atomic_xor(g[0:], add), (5, 1, 1))

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ... import dtypes as D
 from ...dtypes import DType
 from ...enums import Pipe
 from ...errors import ExecutionError
@@ -410,12 +411,21 @@ def _atomic(m: Any, op: str, ptr: Any, values: list[Any], signed: bool, unsigned
     if signed and unsigned:
         raise ExecutionError(f"pto.{op}: both signed and unsigned")
     elem = elem_of(ptr)
-    if elem.kind == "f" and (signed or unsigned):
-        raise ExecutionError(f"pto.{op}: a floating-point atomic takes no signedness")
+    packed = elem.names == ("v",)
+    lane = elem["v"].base if packed else elem
+    if (_is_float(elem) or packed) and (signed or unsigned):
+        raise ExecutionError(f"pto.{op}: a floating-point or packed atomic takes no "
+                             "signedness")
+    if packed and (lane not in (np.dtype(np.float16), np.dtype(D.bf16.np))
+                   or elem["v"].shape != (2,) or op in ("atomic_and", "atomic_or",
+                                                        "atomic_xor")):
+        raise ExecutionError(f"pto.{op} of a packed element takes vector<2xf16> or "
+                             f"vector<2xbf16> (17-simt.md), got {lane} x "
+                             f"{elem['v'].shape[0]}")
     s = m.micro_regs.get("simt")
     n = 1 if s is None else s.n
-    if any(np.ndim(v) for v in values) and s is None:
-        n = max(np.size(v) for v in values)
+    if any(np.ndim(v) > packed for v in values) and s is None:
+        n = max(values_of(v, elem) for v in values)
     p = _where(m, ptr, 0, op, elem)
     if p.at.size > 1:
         n = p.at.size
@@ -426,22 +436,32 @@ def _atomic(m: Any, op: str, ptr: Any, values: list[Any], signed: bool, unsigned
     vs = [as_elem(v, elem, n) for v in values]
     cmp_t = np.dtype(f"u{elem.itemsize}") if unsigned else elem
     old = np.empty(n, elem)
+    old_bytes = old.view(np.uint8).reshape(n, elem.itemsize)
     with np.errstate(all="ignore"):
         for k in range(n):
-            cell = p.mem[at[k]:at[k] + elem.itemsize].view(elem)
-            old[k] = cell[0]
-            cell[0] = fn(cell[0], *(v[k] for v in vs), cmp_t)  # type: ignore[call-arg]
+            raw = p.mem[at[k]:at[k] + elem.itemsize]
+            old_bytes[k] = raw
+            cell = raw.view(lane)
+            if packed:  # (one location; the update is lane-wise, 17-simt.md)
+                cell[:] = fn(cell.copy(), *(v[k]["v"] for v in vs), cmp_t)
+            else:
+                cell[0] = fn(cell[0], *(v[k] for v in vs), cmp_t)  # type: ignore[call-arg]
     return as_value(old, s is None and n == 1)
 
 
+def _is_float(dt: np.dtype[Any]) -> bool:
+    """A float type, numpy's or ml_dtypes' (bfloat16 and the fp8 types are kind 'V')."""
+    return dt.kind == "f" or (dt.kind == "V" and dt.names is None)
+
+
 def _bits_min(a: Any, b: Any, t: np.dtype[Any]) -> Any:
-    if a.dtype.kind == "f":
+    if _is_float(a.dtype):
         return np.fmin(a, b)
     return a if np.array(a).view(t) <= np.array(b).view(t) else b
 
 
 def _bits_max(a: Any, b: Any, t: np.dtype[Any]) -> Any:
-    if a.dtype.kind == "f":
+    if _is_float(a.dtype):
         return np.fmax(a, b)
     return a if np.array(a).view(t) >= np.array(b).view(t) else b
 
@@ -465,7 +485,7 @@ def _make_atomic(name: str, doc: str, fn: Callable[..., Any]) -> Any:
 
     def sem(m: Any, ptr: Any, value: Any, l2cache: Any = None, *, signed: bool = False,
             unsigned: bool = False) -> Any:
-        if op in ("atomic_and", "atomic_or", "atomic_xor") and elem_of(ptr).kind == "f":
+        if op in ("atomic_and", "atomic_or", "atomic_xor") and elem_of(ptr).kind in "fV":
             raise ExecutionError(f"pto.{op} takes integers, got {elem_of(ptr)}")
         return _atomic(m, op, ptr, [value], signed, unsigned, fn)
     sem.__name__ = sem.__qualname__ = name
@@ -494,12 +514,11 @@ ATOMIC_XOR = _make_atomic("ATOMIC_XOR", *_ATOMICS["ATOMIC_XOR"])
        results=(Opnd("old", "simt"),), static=(_atomic_types,))
 def ATOMIC_CAS(m: Any, ptr: Any, compare: Any, value: Any, l2cache: Any = None, *,
                signed: bool = False, unsigned: bool = False) -> Any:
-    """old = *ptr; if old == compare (bit for bit): *ptr = value; returns old, workitems one
-    by one in ascending tid."""
+    """old = *ptr; if old == compare (bit for bit; a packed element: both lanes): *ptr = value;
+    returns old, workitems one by one in ascending tid."""
     def cas(a: Any, c: Any, v: Any, t: np.dtype[Any]) -> Any:
-        same = np.array(a).view(np.dtype(f"u{a.dtype.itemsize}")) == \
-            np.array(c).view(np.dtype(f"u{a.dtype.itemsize}"))
-        return v if same else a
+        # (a packed element compares whole: both lanes)
+        return v if np.array(a).tobytes() == np.array(c).tobytes() else a
     return _atomic(m, "atomic_cas", ptr, [compare, value], signed, unsigned, cas)
 
 
