@@ -144,8 +144,8 @@ def ATOMIC_CAS(
     unsigned: bool = False,
 ) -> Any:
     """
-    old = *ptr; if old == compare (bit for bit): *ptr = value; returns old, workitems one
-    by one in ascending tid.
+    old = *ptr; if old == compare (bit for bit; a packed element: both lanes): *ptr = value;
+    returns old, workitems one by one in ascending tid.
     """
     ...
 
@@ -284,11 +284,13 @@ def CONVERT(
     signed: bool = False,
     unsigned: bool = False,
     result_type: Any = None,
+    source_type: Any = None,
 ) -> Any:
     """
     dst = src converted to the result type with rounding ``round(R)``, ``sat`` clamping a
     finite overflow (and NaN to 0) for an integer result; ``signed`` / ``unsigned`` read an
-    integer source (scalar forms; the packed vector<2xT> forms are refused by name).
+    integer source; a packed two-lane value (``vector<2xf32> -> vector<2xf16>``) converts
+    lane by lane (``source_type``: the source's type, which a packed one needs).
     """
     ...
 

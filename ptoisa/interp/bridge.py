@@ -29,8 +29,8 @@ from ..targets import TargetLike, get_target
 from ..tensor import GMSpec, gm_spec
 from ..tile import FRACTAL_AB, FRACTAL_C, FRACTAL_MX, TileSpec, tile_spec
 
-#: the SIMT packed types (17-simt.md): ``vector<NxT>`` and ``!pto.hif8x2``
-_PACKED = re.compile(r"vector<(\d+)x(\w+)>|!pto\.hif8x2")
+#: the SIMT packed types (17-simt.md: two-lane ``vector<2xT>`` and ``!pto.hif8x2``)
+_PACKED = re.compile(r"vector<(2)x(\w+)>|!pto\.hif8x2")
 _PAD = (PadValue.Null, PadValue.Zero, PadValue.Max, PadValue.Min)
 _LOC = {"vec": TileType.Vec, "mat": TileType.Mat, "left": TileType.Left, "right": TileType.Right,
         "acc": TileType.Acc, "bias": TileType.Bias, "scaling": TileType.Scaling,

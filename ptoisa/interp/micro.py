@@ -50,17 +50,22 @@ def value_spec(t: T.Type) -> Any:
     if isinstance(t, T.PtrType):
         return PtrSpec(t.space or "gm", bridge.elem_dtype(t.dtype))
     if isinstance(t, T.OpaqueType):
-        return vreg_spec(t.text) or mask_spec(t.text) or (
+        spec = vreg_spec(t.text) or mask_spec(t.text) or (
             AlignSpec() if t.text == "!pto.align" else None)
+        if spec is None and t.text.startswith(("vector<2x", "!pto.hif8x2")):
+            try:
+                spec = bridge.elem_dtype(t)  # a SIMT packed value (17-simt.md)
+            except PtoError:
+                return None
+        return spec
     if isinstance(t, (T.IntegerType, T.FloatType, T.IndexType)):
         return bridge.elem_dtype(t)
     return None
 
 
 def _spec_of(op: Op, t: T.Type) -> Any:
-    """:func:`value_spec` of an operand of ``op``; a packed two-element SIMT type
-    (``vector<2xf16>``, ``!pto.hif8x2``, a pointer to one), which ptoisa has no element type
-    for yet, refuses the op by name."""
+    """:func:`value_spec` of an operand of ``op``; a vector or packed type ptoisa has no
+    element type for (``vector<2xtf32>``, a pointer to one) refuses the op by name."""
     try:
         return value_spec(t)
     except PtoError:
@@ -293,6 +298,9 @@ def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
     if any(p.name == "result_type" for p in ins.params) and op.results:
         # (an op whose result's type is not a function of its operands: vbitcast, plds)
         params["result_type"] = value_spec(op.results[0].type)
+    if any(p.name == "source_type" for p in ins.params) and op.operands:
+        # (pto.convert: a packed hif8x2 source holds codes, not numbers)
+        params["source_type"] = value_spec(op.operands[0].type)
     if any(p.name == "post_update" for p in ins.params):
         # (the post-update form: the op binds its optional updated pointer, and so accesses
         # the base itself, micro-isa/04 and 03)

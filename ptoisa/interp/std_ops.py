@@ -103,6 +103,8 @@ def _constant(cf: CompiledFunc, op: Op) -> Step:
         val = int(a.value)
     elif isinstance(a, A.OpaqueAttr) and a.text.startswith("dense<"):
         val = _dense(a.text, rt, op)
+        if _lane_type(rt) is not rt:  # a SIMT packed value: one for every workitem, its lanes
+            val = val.reshape(1, -1)  # along the last axis (per-workitem ones: (n, lanes))
     else:
         raise VerifyError(f"unsupported constant {a}", op=op.name, loc=op.loc)
     k = cf.slot(op.results[0])
@@ -259,6 +261,9 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
     loc = op.loc
     if name == "llvm.bitcast":  # (LLVM's bitcast of a scalar: the same bits, as arith's)
         scalar = (T.IntegerType, T.FloatType, T.IndexType)
+        if isinstance(st, T.OpaqueType) and isinstance(rt, T.IntegerType) and \
+                _lane_type(st) is not st:
+            return _packed_to_int(cf, op, st, rt)
         if not (isinstance(st, scalar) and isinstance(rt, scalar)):
             return cf.unsupported(op)
         name = "arith.bitcast"
@@ -288,6 +293,31 @@ def _cast(cf: CompiledFunc, op: Op) -> Step:
                 env[k] = conv(v)
         except ExecutionError as e:
             raise e.with_loc(loc) from None
+    return step
+
+
+def _packed_to_int(cf: CompiledFunc, op: Op, st: T.Type, rt: T.IntegerType) -> Step:
+    """llvm.bitcast of a SIMT packed value (``vector<2xf16>`` to i32): its lanes' bits, the
+    first lane in the low bits (LLVM's vector layout on a little-endian target)."""
+    from ..isa.micro import simt as simt_isa
+
+    elem = bridge.elem_dtype(st).np
+    if 8 * elem.itemsize != rt.width:
+        raise VerifyError(f"bitcast of {st} ({8 * elem.itemsize} bits) to {rt}", op=op.name,
+                          loc=op.loc)
+    a, k = cf.slot(op.operands[0]), cf.slot(op.results[0])
+    u = np.dtype(f"u{elem.itemsize}")
+    loc = op.loc
+
+    def step(env: Env) -> None:
+        v = env[a]
+        try:
+            n = simt_isa.values_of(v, elem)
+            bits = np.ascontiguousarray(simt_isa.as_elem(v, elem, n)).view(u).astype(np.int64)
+        except ExecutionError as e:
+            raise e.with_loc(loc) from None
+        out = _wrap_lanes(bits, rt)
+        env[k] = out if np.ndim(v) > 1 and np.shape(v)[0] > 1 else int(out[0])
     return step
 
 

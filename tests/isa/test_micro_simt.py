@@ -627,3 +627,81 @@ def test_packed_atomics_update_both_lanes_in_ascending_tid(a5):
         launch(lambda: pto.v.atomic_add(g[0:], add, signed=True), (5, 1, 1))
     with pytest.raises(ExecutionError, match="atomic_xor takes integers"):
         launch(lambda: pto.v.atomic_xor(g[0:], add), (5, 1, 1))
+
+
+PACKED_MATH = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%o: !pto.ptr<i32, gm>, %w: !pto.ptr<i64, gm>, %src: !pto.ptr<vector<2xf32>, gm>) {
+    %c1 = arith.constant 1 : i32
+    %c3 = arith.constant 3 : i32
+    pto.simt_launch @b<<<%c3, %c1, %c1>>>(%o, %w, %src) : (!pto.ptr<i32, gm>,
+        !pto.ptr<i64, gm>, !pto.ptr<vector<2xf32>, gm>) -> ()
+    return
+  }
+  func.func @b(%o: !pto.ptr<i32, gm>, %w: !pto.ptr<i64, gm>,
+               %src: !pto.ptr<vector<2xf32>, gm>) attributes {pto.simt_entry} {
+    %c3 = arith.constant 3 : i32
+    %c6 = arith.constant 6 : i32
+    %c9 = arith.constant 9 : i32
+    %c12 = arith.constant 12 : i32
+    %one = arith.constant 1 : i32
+    %t = pto.get_tid_x : i32
+    %i = arith.index_castui %t : i32 to index
+    %f2 = pto.ldg %src[%i] : !pto.ptr<vector<2xf32>, gm> -> vector<2xf32>
+    %h2 = pto.convert %f2 round(r) nosat : vector<2xf32> -> vector<2xf16>
+    %b2 = pto.convert %f2 round(r) nosat : vector<2xf32> -> vector<2xbf16>
+    %q2 = pto.convert %f2 round(r) nosat : vector<2xf32> -> vector<2xf8E4M3FN>
+    %k2 = pto.convert %f2 round(a) nosat : vector<2xf32> -> !pto.hif8x2
+    %q32 = pto.convert %q2 round(r) nosat : vector<2xf8E4M3FN> -> vector<2xf32>
+    %k32 = pto.convert %k2 round(a) nosat : !pto.hif8x2 -> vector<2xf32>
+    %ha = pto.absf %h2 : vector<2xf16> -> vector<2xf16>
+    %hs = pto.sqrt %ha : vector<2xf16> -> vector<2xf16>
+    %hm = pto.fma %h2, %h2, %hs : vector<2xf16>, vector<2xf16>, vector<2xf16> -> vector<2xf16>
+    %bm = pto.fmax %b2, %b2 : vector<2xbf16>, vector<2xbf16> -> vector<2xbf16>
+    %hn = pto.shuffle_down %hm, %one : vector<2xf16>, i32 -> vector<2xf16>
+    %x0 = llvm.bitcast %hs : vector<2xf16> to i32
+    %x1 = llvm.bitcast %hn : vector<2xf16> to i32
+    %x2 = llvm.bitcast %bm : vector<2xbf16> to i32
+    %x3 = llvm.bitcast %q32 : vector<2xf32> to i64
+    %x4 = llvm.bitcast %k32 : vector<2xf32> to i64
+    %j1 = arith.addi %t, %c3 : i32
+    %j2 = arith.addi %t, %c6 : i32
+    %j3 = arith.addi %t, %c9 : i32
+    %i1 = arith.index_castui %j1 : i32 to index
+    %i2 = arith.index_castui %j2 : i32 to index
+    %i3 = arith.index_castui %j3 : i32 to index
+    pto.stg %x0, %o[%i] : !pto.ptr<i32, gm>, i32
+    pto.stg %x1, %o[%i1] : !pto.ptr<i32, gm>, i32
+    pto.stg %x2, %o[%i2] : !pto.ptr<i32, gm>, i32
+    pto.stg %x3, %w[%i] : !pto.ptr<i64, gm>, i64
+    pto.stg %x4, %w[%i1] : !pto.ptr<i64, gm>, i64
+    return
+  }
+}
+"""
+
+
+def test_packed_math_convert_and_bitcast_lane_wise():
+    import ml_dtypes
+
+    src = np.array([[2.0, 9.0], [0.3, -1.7], [5.5, 0.01]], np.float32)
+    o = np.zeros(9, np.int32)
+    w = np.zeros(6, np.int64)
+    pto.load(PACKED_MATH, filename="k.pto", target="a5").run("k", o, w, src.reshape(-1).copy(),
+                                                              target="a5")
+    # reference (17-simt.md: every op lane by lane, in the lane type; llvm.bitcast puts lane 0
+    # in the low bits; shuffle_down 1: the next workitem's pair, the last keeps its own)
+    h = src.astype(np.float16)
+    hs = np.sqrt(np.abs(h.astype(np.float64))).astype(np.float16)
+    hm = (h.astype(np.float64) * h + hs).astype(np.float16)
+    hn = np.concatenate([hm[1:], hm[-1:]])
+    bm = src.astype(ml_dtypes.bfloat16)
+    q = src.astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    k = D.hif8_decode(D.hif8_encode(src, "round")).astype(np.float32)
+
+    def pair_bits(a, u):
+        return np.ascontiguousarray(a).view(u).reshape(-1).tolist()
+    assert o.view(np.uint32)[0:3].tolist() == pair_bits(hs, np.uint32)
+    assert o.view(np.uint32)[3:6].tolist() == pair_bits(hn, np.uint32)
+    assert o.view(np.uint32)[6:9].tolist() == pair_bits(bm, np.uint32)
+    assert w.view(np.uint64)[0:3].tolist() == pair_bits(q, np.uint64)
+    assert w.view(np.uint64)[3:6].tolist() == pair_bits(k, np.uint64)

@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ... import dtypes as D
@@ -127,10 +128,14 @@ def _ints(v: Any) -> Lanes:
 
 
 def _per_thread(s: SimtState, v: Any) -> np.ndarray:
-    """``v`` (one value, or one per workitem) as an array of one per workitem."""
+    """``v`` (one value, or one per workitem) as an array of one per workitem; a packed value
+    (``vector<2xf16>``) has its lanes along a last axis: (1, lanes) one for all, (n, lanes)
+    one per workitem."""
     a = np.asarray(v)
     if a.ndim == 0:
         return np.broadcast_to(a, (s.n,))
+    if a.ndim == 2 and a.shape[0] in (1, s.n):
+        return np.broadcast_to(a, (s.n, a.shape[1]))
     if a.shape != (s.n,):
         raise ExecutionError(f"a value of shape {a.shape} in a SIMT launch of {s.n} workitems")
     return a
@@ -623,6 +628,9 @@ SHUFFLE_BFLY = _make_shuffle("SHUFFLE_BFLY", "value of lane local xor ctl of the
 def _redux(m: Any, op: str, value: Any, signed: bool, unsigned: bool, kind: str) -> Any:
     s = state(m, op)
     v = _per_thread(s, value)
+    if v.ndim != 1:
+        raise ExecutionError(f"operation 'pto.{op}' cannot be executed by ptoisa yet with a "
+                             "packed value")
     if v.dtype.kind == "f":
         if signed or unsigned:
             raise ExecutionError(f"pto.{op}: a floating-point value takes no signedness")
@@ -678,7 +686,7 @@ def RESUME(m: Any, *, slot: Any = 0, result_type: Any = None) -> Any:
     kept = m.micro_regs.get("simt_slots", {}).get(k)
     if kept is None:
         raise ExecutionError(f"pto.resume: nothing was kept in slot {k}")
-    if kept.shape != (s.n,):
+    if kept.shape[0] != s.n:
         raise ExecutionError(f"pto.resume: slot {k} was kept by {kept.size} workitems, this "
                              f"launch has {s.n}")
     if kept.dtype.kind == "f" and result_type is not None:
@@ -751,16 +759,21 @@ _TO_INT = {"r": np.rint, "a": _round_half_away, "f": np.floor, "c": np.ceil, "z"
 @instr("CONVERT", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("src", "simt"), Opnd("round", "group")),
        params=(Param("sat", False), Param("nosat", False), Param("signed", False),
-               Param("unsigned", False), Param("result_type", None)),
+               Param("unsigned", False), Param("result_type", None),
+               Param("source_type", None)),
        results=(Opnd("dst", "simt"),))
 def CONVERT(m: Any, src: Any, round: Any, *, sat: bool = False, nosat: bool = False,
-            signed: bool = False, unsigned: bool = False, result_type: Any = None) -> Any:
+            signed: bool = False, unsigned: bool = False, result_type: Any = None,
+            source_type: Any = None) -> Any:
     """dst = src converted to the result type with rounding ``round(R)``, ``sat`` clamping a
     finite overflow (and NaN to 0) for an integer result; ``signed`` / ``unsigned`` read an
-    integer source (scalar forms; the packed vector<2xT> forms are refused by name)."""
+    integer source; a packed two-lane value (``vector<2xf32> -> vector<2xf16>``) converts
+    lane by lane (``source_type``: the source's type, which a packed one needs)."""
     mode = str(round[0]) if round else "r"
     if sat == nosat:
         raise ExecutionError("pto.convert takes one of sat / nosat")
+    if getattr(result_type, "lanes", 1) > 1 or getattr(source_type, "lanes", 1) > 1:
+        return _convert_packed(src, mode, sat, signed or unsigned, source_type, result_type)
     if result_type is None or not hasattr(result_type, "np"):
         raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet to "
                              f"{result_type} (packed vector forms)")
@@ -808,6 +821,60 @@ def CONVERT(m: Any, src: Any, round: Any, *, sat: bool = False, nosat: bool = Fa
             out = np.where(fin & ~np.isfinite(out.astype(np.float64)),
                            np.sign(a.astype(np.float64)) * big, out).astype(dst)
     return out[()] if np.ndim(out) == 0 else out
+
+
+def _convert_packed(src: Any, mode: str, sat: bool, signedness: bool, st: Any,
+                    dt: Any) -> Any:
+    """A packed two-lane pto.convert: the pairs PTOAS's verifier takes (f32x2 <-> f16x2 /
+    bf16x2, f32x2 -> f8x2, f32x2 / f16x2 -> hif8x2, f8x2 / hif8x2 -> f32x2 / f16x2), each
+    lane converted as the scalar form converts it; the roundings ptoisa does not make are
+    refused by name."""
+    def name(t: Any) -> str:
+        return getattr(t, "name", str(t))
+    if getattr(st, "lanes", 1) != 2 or getattr(dt, "lanes", 1) != 2:
+        raise ExecutionError(f"pto.convert from {name(st)} to {name(dt)}: a packed conversion "
+                             "takes a packed source and result")
+    if signedness:
+        raise ExecutionError("pto.convert of packed values takes no signed / unsigned")
+    s, d = st.lane_type, dt.lane_type
+    pair = f"{name(st)} -> {name(dt)}"
+    wide = (D.f32, D.f16)
+    f8 = (D.f8e4m3, D.f8e5m2)
+    if (s, d) in ((D.f32, D.f16), (D.f32, D.bf16)) or (s is D.f32 and d in f8):
+        narrow = True
+        ok = ("r",)  # (a/f/c/z/o: the directed roundings of a narrowing are not made yet)
+    elif (s in (D.f16, D.bf16) and d is D.f32) or (s in f8 + (D.hif8,) and d in wide):
+        narrow, ok = False, ("r", "a", "f", "c", "z")  # (exact: every rounding agrees)
+    elif s in wide and d is D.hif8:
+        narrow, ok = True, ("a",)
+    else:
+        raise ExecutionError(f"pto.convert: unsupported packed conversion {pair}")
+    if mode not in ok:
+        raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet with "
+                             f"round({mode}) for {pair}")
+    a = np.asarray(src)
+    x = (D.hif8_decode(np.asarray(a, np.int64).astype(np.uint8)) if s is D.hif8
+         else a.astype(s.np)).astype(np.float64)
+    if not narrow:
+        out = x.astype(d.np)
+        if not np.array_equal(out.astype(np.float64), x, equal_nan=True):
+            raise ExecutionError(f"pto.convert {pair}: a value the result type does not hold "
+                                 "exactly")
+        return out
+    if d is D.hif8:
+        return _ints(D.hif8_encode(x, "round", saturate=sat).astype(np.int64))
+    big = float(ml_dtypes.finfo(d.np).max)
+    fin = np.isfinite(x)
+    over = fin & (np.abs(x) > big)
+    with np.errstate(over="ignore"):
+        out = x.astype(np.float32).astype(d.np)  # (f32 source: exact in f32; RNE once)
+    if sat:
+        out = np.where(over | (fin & ~np.isfinite(out.astype(np.float64))),
+                       np.sign(x) * big, out).astype(d.np)
+    elif d in f8 and bool((fin & ~np.isfinite(out.astype(np.float64))).any()):
+        raise ExecutionError(f"operation 'pto.convert' cannot be executed by ptoisa yet with a "
+                             f"finite value past {d.name}'s range under nosat ({pair})")
+    return out
 
 
 def result_type_bits(v: Any) -> int:
