@@ -214,7 +214,24 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
     if ins.name in SIMT_SCOPED and not _in_simt(cf, op):
         raise VerifyError(f"'{op.name}' op must be inside a pto.simt_entry function or "
                           "pto.section.simt", op=op.name, loc=op.loc)
+    ptr = types.get("ptr")
+    if ins.name.startswith("ATOMIC_") and isinstance(ptr, PtrSpec) and ptr.dtype.lanes > 1:
+        _packed_atomic_rules(cf, op)
     return tuple(slots), params, tuple(cf.slot(v) for v in op.results)
+
+
+def _packed_atomic_rules(cf: CompiledFunc, op: Op) -> None:
+    """17-simt.md of a packed (vector<2xf16> / vector<2xbf16>) atomic on beta.1: inside a SIMT
+    body, its old value left unused (PTOAS's verifier says so in these words)."""
+    if not _in_simt(cf, op):
+        raise VerifyError(f"'{op.name}' op requires packed atomics to be inside a "
+                          "pto.simt_entry function or pto.section.simt on beta.1",
+                          op=op.name, loc=op.loc)
+    old = op.results[0] if op.results else None
+    if old is not None and cf.op is not None and any(
+            any(v is old for v in o.operands) for o in cf.op.walk()):
+        raise VerifyError(f"'{op.name}' op does not support using the old value result for "
+                          "packed atomics on beta.1", op=op.name, loc=op.loc)
 
 
 def bind_micro(cf: CompiledFunc, op: Op, ins: Instr) -> Step:

@@ -705,3 +705,24 @@ def test_packed_math_convert_and_bitcast_lane_wise():
     assert o.view(np.uint32)[6:9].tolist() == pair_bits(bm, np.uint32)
     assert w.view(np.uint64)[0:3].tolist() == pair_bits(q, np.uint64)
     assert w.view(np.uint64)[3:6].tolist() == pair_bits(k, np.uint64)
+
+
+def test_packed_atomic_old_value_must_stay_unused():
+    # (17-simt.md on beta.1: "%old must be left unused"; PTOAS's verifier's words)
+    text = """module attributes {pto.target_arch = "a5"} {
+  func.func @b(%g: !pto.ptr<vector<2xf16>, gm>, %o: !pto.ptr<vector<2xf16>, gm>)
+      attributes {pto.simt_entry} {
+    %c0 = arith.constant 0 : index
+    %v = arith.constant dense<1.000000e+00> : vector<2xf16>
+    %old = pto.atomic_add %g, %v : !pto.ptr<vector<2xf16>, gm>, vector<2xf16> -> vector<2xf16>
+    pto.stg %old, %o[%c0] : !pto.ptr<vector<2xf16>, gm>, vector<2xf16>
+    return
+  }
+}
+"""
+    with pytest.raises(VerifyError, match="does not support using the old value result for "
+                                          "packed atomics"):
+        pto.load(text, filename="k.pto", target="a5").check()
+    unused = text.replace("    pto.stg %old, %o[%c0] : !pto.ptr<vector<2xf16>, gm>, "
+                          "vector<2xf16>\n", "")
+    pto.load(unused, filename="k.pto", target="a5").check()
