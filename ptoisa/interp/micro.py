@@ -37,6 +37,7 @@ from typing import Any
 from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
+from ..isa.micro import simt as simt_module
 from ..isa.micro.simt import SCOPED as SIMT_SCOPED
 from ..isa.registry import Instr, Opnd
 from ..isa.spelling import STRUCTURAL_ATTRS
@@ -209,6 +210,12 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
                           op=op.name, loc=op.loc)
     for r, v in zip(ins.results, op.results, strict=False):
         types[r.name] = _spec_of(op, v.type)
+    if ins.impl.__module__ != simt_module.__name__:  # (only the SIMT ops take packed values)
+        for spec in types.values():
+            dt = spec.dtype if isinstance(spec, PtrSpec) else spec
+            if getattr(dt, "lanes", 1) > 1:
+                raise VerifyError(f"operation '{op.name}' cannot be executed by ptoisa yet with "
+                                  f"the packed type {dt.name}", op=op.name, loc=op.loc)
     extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
     bridge.check_types_at(op, ins, cf.c.target, types, params, cf.c.permissive, extra)
     if ins.name in SIMT_SCOPED and not _in_simt(cf, op):

@@ -726,3 +726,19 @@ def test_packed_atomic_old_value_must_stay_unused():
     unused = text.replace("    pto.stg %old, %o[%c0] : !pto.ptr<vector<2xf16>, gm>, "
                           "vector<2xf16>\n", "")
     pto.load(unused, filename="k.pto", target="a5").check()
+
+
+def test_packed_types_stay_refused_by_name_outside_the_simt_ops():
+    text = """module attributes {pto.target_arch = "a5"} {
+  func.func @k(%g: !pto.ptr<f32, gm>) {
+    %c0 = arith.constant 0 : i64
+    %c0i = arith.constant 0 : index
+    %p = pto.castptr %c0 : i64 -> !pto.ptr<vector<2xf32>, ub>
+    %v = pto.vlds %p[%c0i] : !pto.ptr<vector<2xf32>, ub> -> !pto.vreg<64xf32>
+    return
+  }
+}
+"""
+    with pytest.raises(VerifyError, match="'pto.vlds' cannot be executed by ptoisa yet with "
+                                          "the packed type vector<2xf32>"):
+        pto.load(text, filename="k.pto", target="a5").check()
