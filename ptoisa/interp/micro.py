@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..dtypes import DType
 from ..errors import PtoError, VerifyError
 from ..ir import types as T
 from ..ir.core import Op
@@ -213,7 +214,7 @@ def micro_parts(cf: CompiledFunc, op: Op, ins: Instr
     if ins.impl.__module__ != simt_module.__name__:  # (only the SIMT ops take packed values)
         for spec in types.values():
             dt = spec.dtype if isinstance(spec, PtrSpec) else spec
-            if getattr(dt, "lanes", 1) > 1:
+            if isinstance(dt, DType) and dt.lanes > 1:  # (a vreg spec has lanes too)
                 raise VerifyError(f"operation '{op.name}' cannot be executed by ptoisa yet with "
                                   f"the packed type {dt.name}", op=op.name, loc=op.loc)
     extra = tuple(ins.ptoas.rules.get(op.name, ())) if ins.ptoas is not None else ()
