@@ -1225,6 +1225,16 @@ def POW(
     ...
 
 
+def PPACK(input: Any, *events: Event, part: str = 'LOWER', result_type: Any = None) -> Any:
+    """
+    The 256 predicate bits' even ones (one of each adjacent pair) packed into the LOWER or
+    HIGHER half of the result, the other half zero: at one granularity ``result[i] =
+    input[2i]`` for the first (LOWER) or last (HIGHER) half of the lanes; one step narrower
+    (b32 -> b16, b16 -> b8), each input lane becomes the result lane of the same index.
+    """
+    ...
+
+
 def PSEL(src0: Any, src1: Any, sel: Any, *events: Event) -> Any:
     """
     result[i] = sel[i] ? src0[i] : src1[i], over sel's lanes.
@@ -1286,6 +1296,16 @@ def PSTU(align_in: Any, value: Any, base: Any, *events: Event) -> Any:
     The mask packed one bit per lane (lane i: bit i % 8 of byte i // 8; a b32 mask is 8
     bytes, a b16 one 16) joins the store stream at base; base_out = base + those bytes
     (04-predicate-load-store.md; the packing is the one upstream's pstu golden writes).
+    """
+    ...
+
+
+def PUNPACK(input: Any, *events: Event, part: str = 'LOWER', result_type: Any = None) -> Any:
+    """
+    The LOWER or HIGHER half of the 256 predicate bits spread to the even bits of the
+    result, the odd ones zero: at one granularity ``result[2i] = input[i]`` (LOWER) or
+    ``input[VL/2 + i]`` (HIGHER), ``result[2i+1] = 0``; one step wider (b8 -> b16,
+    b16 -> b32), each result lane is the input lane of the same index (of that half).
     """
     ...
 
