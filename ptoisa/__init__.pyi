@@ -3830,6 +3830,7 @@ def VCVT(
     rnd: Any = None,
     sat: Any = None,
     part: Any = None,
+    source_type: Any = None,
 ) -> Any:
     """
     Each active source lane converted to the result type as TCVT converts
@@ -3842,9 +3843,14 @@ def VCVT(
     * narrowing by k (2: ``EVEN`` / ``ODD``, 4: ``P0``..``P3``): ``result[k*i + p] =
       cvt(input[i])``, the other lanes 0 (a later ``vor`` merges the parts);
     * widening by k: ``result[i] = cvt(input[k*i + p])`` (the mask read at that source
-      lane).
+      lane);
+    * bf16 <-> the packed 4-bit floats (``f4E1M2x2`` / ``f4E2M1x2``, a byte lane holding two
+      values): a pair of bf16 lanes is one 32-bit slot, its byte ``P0``..``P3`` their two
+      codes (the first in the low nibble), see :func:`_packed_vcvt`.
 
-    Inactive lanes are 0 (zeroing predication).
+    Inactive lanes are 0 (zeroing predication). ``source_type``: the source register's
+    declared type, where its lanes' numpy type does not say it (a packed or coded type's
+    register holds bytes; the ``.pto`` interpreter passes it).
     """
     ...
 

@@ -293,6 +293,10 @@ def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
     if any(p.name == "result_type" for p in ins.params) and op.results:
         # (an op whose result's type is not a function of its operands: vbitcast, plds)
         params["result_type"] = value_spec(op.results[0].type)
+    if any(p.name == "source_type" for p in ins.params) and op.operands:
+        # (an op whose source's register holds another type than its lanes' numpy one: a
+        # packed 4-bit or coded 8-bit vreg is bytes, its declared type says what they are)
+        params["source_type"] = value_spec(op.operands[0].type)
     if any(p.name == "post_update" for p in ins.params):
         # (the post-update form: the op binds its optional updated pointer, and so accesses
         # the base itself, micro-isa/04 and 03)
