@@ -757,17 +757,32 @@ def _switch_written(main: str, host: str) -> tuple[str | None, str | None]:
     return f"{fmt.group(2)}{case.group(1)}{fmt.group(3)}", wf.group(1)
 
 
-def _loops(main: str) -> list[tuple[int, str, str]]:
-    """``for (size_t i = START; i < END; ++i) { BODY }`` loops of the host code: (START,
-    END, BODY)."""
-    out = []
-    for m in re.finditer(r"for\s*\(\s*(?:size_t|int|unsigned)\s+i\s*=\s*(\d+)\s*;\s*i\s*<\s*(\w+)"
-                         r"\s*;[^)]*\)\s*\{", main):
+def _loops(main: str, consts: dict[str, str]) -> list[tuple[range | list[int], str]]:
+    """The loops over ``i`` of the host code: (the values of ``i``, BODY) of ``for (size_t i =
+    START; i < END; ++i) { BODY }`` (END a constant), and of ``for (size_t x : TABLE) {
+    size_t i = x; BODY }`` (TABLE an array of integer constants)."""
+    out: list[tuple[range | list[int], str]] = []
+
+    def body(m: re.Match[str]) -> str:
         depth, j = 1, m.end()
         while depth and j < len(main):
             depth += {"{": 1, "}": -1}.get(main[j], 0)
             j += 1
-        out.append((int(m.group(1)), m.group(2), main[m.end():j - 1]))
+        return main[m.end():j - 1]
+
+    for m in re.finditer(r"for\s*\(\s*(?:size_t|int|unsigned)\s+i\s*=\s*(\d+)\s*;\s*i\s*<\s*(\w+)"
+                         r"\s*;[^)]*\)\s*\{", main):
+        n = _eval_size(m.group(2), consts)
+        if n is not None:
+            out.append((range(int(m.group(1)), n), body(m)))
+    for m in re.finditer(r"for\s*\(\s*(?:const\s+)?(?:size_t|int|unsigned)\s+(\w+)\s*:\s*(\w+)"
+                         r"\s*\)\s*\{\s*(?:size_t|int|unsigned)\s+i\s*=\s*(\w+)\s*;", main):
+        items = _table(main, m.group(2), consts)
+        if items is None or m.group(3) != m.group(1):
+            continue
+        values = [_eval_size(x, consts) for x in items]
+        if all(v is not None for v in values):
+            out.append(([int(v) for v in values if v is not None], body(m)))
     return out
 
 
@@ -786,11 +801,15 @@ def _table_buffer(main: str, arr: str, k: int, consts: dict[str, str]
         ReadFile(path, ...);                       ... WriteFile(path, host[i], sizes[i]);
 
     (a loop body's ``if (!kIsOutput[i]) continue;`` skips the buffers its table marks
-    false)."""
+    false); or one size for all, the paths a table of names and the write-back a loop over a
+    table of buffer numbers::
+
+        aclrtMalloc((void **)&device[i], kBytes, ...);   ReadFile(files[i], ..., host[i], ...);
+        for (size_t o : kOutputIndices) { size_t i = o; ... WriteFile(files[i], host[i], ...); }
+    """
     size = src = dst = None
-    for start, end, body in _loops(main):
-        n = _eval_size(end, consts)
-        if n is None or not start <= k < n:
+    for values, body in _loops(main, consts):
+        if k not in values:
             continue
         skip = re.search(r"if\s*\(\s*!\s*(\w+)\s*\[\s*i\s*\]\s*\)\s*continue", body)
         if skip is not None:
@@ -801,17 +820,28 @@ def _table_buffer(main: str, arr: str, k: int, consts: dict[str, str]
                         r"(?:\+\s*(\d+))?\s*\)", body)
         path = None if fmt is None else \
             f"{fmt.group(1)}{k + int(fmt.group(3) or 0)}{fmt.group(2)}"
-        mm = re.search(r"aclrtMalloc\s*\(\s*&\s*" + re.escape(arr) + r"\s*\[\s*i\s*\]\s*,"
-                       r"\s*(\w+)\s*\[\s*i\s*\]", body)
-        if mm is not None:
+        # (or each call names the i-th of a table of file names: ReadFile(files[i], ...))
+        named = r"path\b" if fmt is not None else r"(\w+)\s*\[\s*i\s*\]"
+        paths: dict[str, str | None] = {}
+        for call in ("ReadFile", "WriteFile"):
+            paths[call] = path
+            fm = re.search(call + r"\s*\(\s*" + named, body) if fmt is None else None
+            names = _table(main, fm.group(1), consts) if fm is not None else None
+            if names is not None and k < len(names) and re.fullmatch(r'"[^"]*"', names[k]):
+                paths[call] = names[k][1:-1]
+        mm = re.search(r"aclrtMalloc\s*\(\s*(?:\(\s*void\s*\*\*\s*\)\s*)?&\s*" + re.escape(arr)
+                       + r"\s*\[\s*i\s*\]\s*,\s*(\w+)\s*(\[\s*i\s*\])?", body)
+        if mm is not None and mm.group(2):
             items = _table(main, mm.group(1), consts)
             if items is not None and k < len(items):
                 size = _eval_size(items[k], consts)
-        if re.search(r"ReadFile\s*\(\s*path\b", body) and "HOST_TO_DEVICE" in body:
-            src = path
+        elif mm is not None:  # (one size for every buffer of the table)
+            size = _eval_size(mm.group(1), consts)
+        if re.search(r"ReadFile\s*\(\s*" + named, body) and "HOST_TO_DEVICE" in body:
+            src = paths["ReadFile"]
         if re.search(r"aclrtMemcpy\s*\([^;]*\b" + re.escape(arr) + r"\s*\[\s*i\s*\][^;]*"
-                     r"DEVICE_TO_HOST", body) and re.search(r"WriteFile\s*\(\s*path\b", body):
-            dst = path
+                     r"DEVICE_TO_HOST", body) and re.search(r"WriteFile\s*\(\s*" + named, body):
+            dst = paths["WriteFile"]
     return size, src, dst, None if dst is None or size is None else str(size)
 
 

@@ -519,3 +519,44 @@ def test_unaligned_load_and_store_streams(a5):
     pto.v.vstas(st, out.plus(10), 3)
     got = pto.v.vlds(out, 0)[0].data
     np.testing.assert_array_equal(got[:14], [-1] + [0, 10, 20] * 4 + [-1])
+
+
+_TABLE_MAIN = """
+void LaunchK(uint8_t *a, uint8_t *b, uint8_t *c, void *stream);
+int main() {
+  constexpr size_t kBufferCount = 3;
+  constexpr size_t kBytes = 1024;
+  const char *files[kBufferCount] = {"in_a.bin", "in_b.bin", "out_c.bin"};
+  constexpr size_t kOutputIndices[1] = {2};
+  uint8_t *host[kBufferCount] = {};
+  uint8_t *device[kBufferCount] = {};
+  for (size_t i = 0; i < kBufferCount; ++i) {
+    aclrtMallocHost((void **)(&host[i]), kBytes);
+    aclrtMalloc((void **)&device[i], kBytes, ACL_MEM_MALLOC_HUGE_FIRST);
+    size_t fileSize = kBytes;
+    ReadFile(files[i], fileSize, host[i], kBytes);
+    aclrtMemcpy(device[i], kBytes, host[i], kBytes, ACL_MEMCPY_HOST_TO_DEVICE);
+  }
+  LaunchK(device[0], device[1], device[2], stream);
+  for (size_t outputIndex : kOutputIndices) {
+    size_t i = outputIndex;
+    aclrtMemcpy(host[i], kBytes, device[i], kBytes, ACL_MEMCPY_DEVICE_TO_HOST);
+    WriteFile(files[i], host[i], kBytes);
+  }
+}
+"""
+
+
+def test_host_tables_of_file_names_and_output_indices(tmp_path):
+    """main.cpp's buffers made in a loop with one size, their files a table of names, the
+    write-back a loop over a table of buffer numbers (PTOAS's vcvt-low-precision-special)."""
+    from ptoisa.suite import goldens
+
+    (tmp_path / "main.cpp").write_text(_TABLE_MAIN)
+    (tmp_path / "launch.cpp").write_text(
+        "void LaunchK(uint8_t *a, uint8_t *b, uint8_t *c, void *stream) {\n"
+        "  k<<<1, nullptr, stream>>>(a, b, c);\n}\n")
+    host = goldens.vpto_host(tmp_path)
+    assert [b[:3] for b in host.buffers[:3]] == [(1024, "in_a.bin", None),
+                                                 (1024, "in_b.bin", None),
+                                                 (1024, "out_c.bin", "out_c.bin")]
