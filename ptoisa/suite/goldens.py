@@ -941,6 +941,7 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, host: VptoHost,
     made = _host_buffers(tmp, host, notes)
     if made is None:
         return None
+    slack = 0
     try:
         bufs = _run_on(prog, target, runs, host, made, 0)
     except OutsideArgument as e:
@@ -949,6 +950,7 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, host: VptoHost,
         # allocator gives more than it is asked for; run again with room after each buffer,
         # filled with SLACK_FILL so that a result that read it does not match by luck, and say so
         try:
+            slack = SLACK
             bufs = _run_on(prog, target, runs, host, made, SLACK)
         except Exception as e2:  # noqa: BLE001 - every failure becomes a verdict
             return work._run_outcome(e2, where)
@@ -957,15 +959,8 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, host: VptoHost,
                      f"{SLACK} bytes of 0x{SLACK_FILL:02x} after each buffer")
     except Exception as e:  # noqa: BLE001 - every failure becomes a verdict
         return work._run_outcome(e, where)
-    for buf, (_size, _src, dst, expr) in zip(bufs, host.buffers, strict=True):
-        if dst is not None and buf is not None:
-            n = host.written_bytes(expr, tmp)
-            (tmp / dst).write_bytes(buf[:n if n is not None else buf.size].tobytes())
-    env = script_env()
-    env["COMPARE_STRICT"] = "1"
     try:
-        cmp = subprocess.run([sys.executable, str((d / "compare.py").resolve())], cwd=tmp,
-                             env=env, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+        cmp = _compare(d, tmp, host, bufs)
     except subprocess.TimeoutExpired:
         notes.append(f"not compared: compare.py ran over {SCRIPT_TIMEOUT:g} s")
         return Outcome("ran", "", where)
@@ -974,7 +969,50 @@ def _run_vpto(d: Path, tmp: Path, prog: Any, target: TargetLike, host: VptoHost,
     said = [x.strip() for x in (cmp.stdout + cmp.stderr).splitlines() if x.strip()]
     why = "; ".join(x for x in said if "ERROR" in x or "FAIL" in x)[:400] or _last(
         cmp.stdout + cmp.stderr)
+    why += _unwritten(d, tmp, host, bufs,
+                      lambda: _run_on(prog, target, runs, host, made, slack))
     return Outcome("mismatch", f"compare.py: {why}", where)
+
+
+def _compare(d: Path, tmp: Path, host: VptoHost, bufs: list[np.ndarray | None]
+             ) -> subprocess.CompletedProcess[str]:
+    """compare.py run on the output files main.cpp would write of ``bufs``."""
+    for buf, (_size, _src, dst, expr) in zip(bufs, host.buffers, strict=True):
+        if dst is not None and buf is not None:
+            n = host.written_bytes(expr, tmp)
+            (tmp / dst).write_bytes(buf[:n if n is not None else buf.size].tobytes())
+    env = script_env()
+    env["COMPARE_STRICT"] = "1"
+    return subprocess.run([sys.executable, str((d / "compare.py").resolve())], cwd=tmp,
+                          env=env, capture_output=True, text=True, timeout=SCRIPT_TIMEOUT)
+
+
+def _unwritten(d: Path, tmp: Path, host: VptoHost, bufs: list[np.ndarray | None],
+               again: Any) -> str:
+    """What a mismatch owes to on-chip bytes the kernel never wrote: ptoisa's hold the poison
+    pattern, a device's whatever was there. ``again`` runs the launches once more, here with
+    unwritten bytes 0: if the outputs change, they copy out such bytes, and the verdict stays
+    a mismatch (the golden's value of them is no semantics), the reason says so."""
+    from .. import memory
+
+    keep = memory.POISON_BYTE
+    memory.POISON_BYTE = 0x00
+    try:
+        zero = again()
+    except Exception:  # noqa: BLE001 - a diagnosis only
+        return ""
+    finally:
+        memory.POISON_BYTE = keep
+    outs = [k for k, (_s, _r, dst, _e) in enumerate(host.buffers) if dst is not None]
+    if all(bufs[k] is None or zero[k] is None or np.array_equal(bufs[k], zero[k])
+           for k in outs):
+        return ""
+    try:
+        ok = _compare(d, tmp, host, zero).returncode == 0
+    except subprocess.TimeoutExpired:
+        return ""
+    return (f" (the outputs copy out on-chip bytes the kernel never wrote, 0x{keep:02x} in "
+            f"ptoisa; with them 0 compare.py {'passes' if ok else 'fails too'})")
 
 
 #: bytes of room after each host buffer when a kernel reaches past it, and their value

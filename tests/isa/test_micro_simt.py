@@ -646,3 +646,24 @@ def test_packed_simt_types_are_refused_by_name():
     with pytest.raises(VerifyError, match="'pto.ldg' cannot be executed by ptoisa yet with "
                                           "the packed type vector<2xf32>"):
         pto.load(text, filename="k.pto", target="a5").check()
+
+
+def test_a_mismatch_from_unwritten_on_chip_bytes_says_so(shared_dir):
+    """simt-scalar-core copies out 32 fields per lane and writes 26: its golden has the other
+    six 0, ptoisa's unwritten UB bytes are the poison pattern. The verdict stays a mismatch
+    (what a device's UB held is no semantics) and the reason says where it comes from; the
+    26 written fields all match (with unwritten bytes 0, compare.py passes)."""
+    from pathlib import Path
+
+    root = Path(shared_dir) / "corpus" / "ptoas-main" / "test" / "vpto" / "cases" / "micro-op"
+    d = root / "simt" / "simt-scalar-core"
+    if not d.is_dir():
+        pytest.skip("../shared is absent")
+    from ptoisa import memory
+    from ptoisa.suite import goldens
+
+    res = goldens.do_vpto(d, root)
+    (o,) = res[0].outcomes
+    assert o.verdict == "mismatch"
+    assert "never wrote, 0xff in ptoisa; with them 0 compare.py passes" in o.reason
+    assert memory.POISON_BYTE == 0xFF
