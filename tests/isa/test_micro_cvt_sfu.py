@@ -128,7 +128,7 @@ def test_vcvt_bad_uses_are_named(a5):
     with pytest.raises(PtoError, match="P0, P1, P2, or P3 for packed"):
         pto.v.vcvt(bf, _mask(np.ones(128, bool), "b16"), result_type=_t("256xf4E2M1x2"),
                    part="EVEN")
-    with pytest.raises(PtoError, match="no saturation mode"):
+    with pytest.raises(PtoError, match="sat attr is not valid for this vcvt type pair"):
         pto.v.vcvt(bf, _mask(np.ones(128, bool), "b16"), result_type=_t("256xf4E2M1x2"),
                    part="P0", sat="SAT")
 

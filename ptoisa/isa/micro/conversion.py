@@ -12,6 +12,7 @@ import numpy as np
 from ... import dtypes as D
 from ...enums import Pipe, RoundMode
 from ...errors import ExecutionError
+from ...ptoas_source import source_rule
 from ...vector.regs import VREG_BYTES, Mask, MaskSpec, VReg, VRegSpec, vreg_spec
 from ..elementwise.cvt import convert, round_fp4
 from ..registry import Opnd, Param, Sig, instr
@@ -64,6 +65,11 @@ def _strip(tok: Any) -> str | None:
     return s
 
 
+#: the packed 4-bit forms take no sat (VcvtOp::verify: its contract for them requires none)
+_PTOAS_NO_SAT = source_rule("lib/PTO/IR/VPTO.cpp:VcvtOp::verify",
+                            "sat attr is not valid for this vcvt type pair", ("a5",))
+
+
 def _vcvt_static(sig: Sig) -> None:
     t = sig.params.get("result_type")
     if t is not None and not isinstance(t, VRegSpec):
@@ -95,8 +101,8 @@ def _vcvt_static(sig: Sig) -> None:
             raise sig.fail(f"part must be P0, P1, P2, or P3 for packed vcvt forms, got {part} "
                            f"({src} -> {t})")
         if sat is not None:
-            raise sig.fail(f"sat on {src} -> {t}: a conversion to or from a packed 4-bit type "
-                           "has no saturation mode (fp4 saturates to its largest magnitude)")
+            raise sig.fail(f"sat on {src} -> {t}: fp4 saturates to its largest magnitude by "
+                           "itself", ptoas=_PTOAS_NO_SAT)
 
 
 @instr("VCVT", pipe=Pipe.V, dialect="vpto",

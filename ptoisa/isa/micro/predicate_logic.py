@@ -13,6 +13,7 @@ import numpy as np
 
 from ...enums import Pipe
 from ...errors import ExecutionError
+from ...ptoas_source import SourceRule, source_rule
 from ...vector.regs import VREG_BYTES, Mask, MaskSpec
 from ..registry import Opnd, Param, Sig, instr
 
@@ -71,13 +72,18 @@ PDINTLV_B8, PDINTLV_B16, PDINTLV_B32 = (_intlv(g, True) for g in ("b8", "b16", "
 #: the input's or one step away, narrower for ppack, wider for punpack)
 _NARROWER = {"b32": "b16", "b16": "b8"}
 _WIDER = {"b8": "b16", "b16": "b32"}
+#: PpackOp::verify / PunpackOp::verify: the part token
+_PTOAS_PPACK_PART = source_rule("lib/PTO/IR/VPTO.cpp:PpackOp::verify",
+                                "requires part to be LOWER or HIGHER", ("a5",))
+_PTOAS_PUNPACK_PART = source_rule("lib/PTO/IR/VPTO.cpp:PunpackOp::verify",
+                                  "requires part to be LOWER or HIGHER", ("a5",))
 
 
-def _pack_static(op: str, steps: dict[str, str]) -> Any:
+def _pack_static(op: str, steps: dict[str, str], part_rule: SourceRule) -> Any:
     def rule(sig: Sig) -> None:
         part = sig.params.get("part")
         if part is not None and str(part) not in ("LOWER", "HIGHER"):
-            raise sig.fail("requires part to be LOWER or HIGHER", ptoas=True)
+            raise sig.fail(f"part = \"{part}\": it is LOWER or HIGHER", ptoas=part_rule)
         src, t = sig["input"], sig.params.get("result_type")
         if t is not None and not isinstance(t, MaskSpec):
             raise sig.fail(f"the result must be a !pto.mask<...>, got {t}")
@@ -94,7 +100,8 @@ def _result_gran(input: Mask, result_type: Any) -> str:  # noqa: A002
 
 @instr("PPACK", pipe=Pipe.V, dialect="vpto", operands=(Opnd("input", "mask"),),
        params=(Param("part", "LOWER"), Param("result_type", None)),
-       results=(Opnd("result", "mask"),), static=(_pack_static("ppack", _NARROWER),))
+       results=(Opnd("result", "mask"),),
+       static=(_pack_static("ppack", _NARROWER, _PTOAS_PPACK_PART),))
 def PPACK(m: Any, input: Mask, *, part: str = "LOWER",  # noqa: A002
           result_type: Any = None) -> Mask:
     """The 256 predicate bits' even ones (one of each adjacent pair) packed into the LOWER or
@@ -110,7 +117,8 @@ def PPACK(m: Any, input: Mask, *, part: str = "LOWER",  # noqa: A002
 
 @instr("PUNPACK", pipe=Pipe.V, dialect="vpto", operands=(Opnd("input", "mask"),),
        params=(Param("part", "LOWER"), Param("result_type", None)),
-       results=(Opnd("result", "mask"),), static=(_pack_static("punpack", _WIDER),))
+       results=(Opnd("result", "mask"),),
+       static=(_pack_static("punpack", _WIDER, _PTOAS_PUNPACK_PART),))
 def PUNPACK(m: Any, input: Mask, *, part: str = "LOWER",  # noqa: A002
             result_type: Any = None) -> Mask:
     """The LOWER or HIGHER half of the 256 predicate bits spread to the even bits of the
