@@ -1227,6 +1227,16 @@ def POW(
     ...
 
 
+def PPACK(input: Any, *events: Event, part: str = 'LOWER', result_type: Any = None) -> Any:
+    """
+    The 256 predicate bits' even ones (one of each adjacent pair) packed into the LOWER or
+    HIGHER half of the result, the other half zero: at one granularity ``result[i] =
+    input[2i]`` for the first (LOWER) or last (HIGHER) half of the lanes; one step narrower
+    (b32 -> b16, b16 -> b8), each input lane becomes the result lane of the same index.
+    """
+    ...
+
+
 def PSEL(src0: Any, src1: Any, sel: Any, *events: Event) -> Any:
     """
     result[i] = sel[i] ? src0[i] : src1[i], over sel's lanes.
@@ -1288,6 +1298,16 @@ def PSTU(align_in: Any, value: Any, base: Any, *events: Event) -> Any:
     The mask packed one bit per lane (lane i: bit i % 8 of byte i // 8; a b32 mask is 8
     bytes, a b16 one 16) joins the store stream at base; base_out = base + those bytes
     (04-predicate-load-store.md; the packing is the one upstream's pstu golden writes).
+    """
+    ...
+
+
+def PUNPACK(input: Any, *events: Event, part: str = 'LOWER', result_type: Any = None) -> Any:
+    """
+    The LOWER or HIGHER half of the 256 predicate bits spread to the even bits of the
+    result, the odd ones zero: at one granularity ``result[2i] = input[i]`` (LOWER) or
+    ``input[VL/2 + i]`` (HIGHER), ``result[2i+1] = 0``; one step wider (b8 -> b16,
+    b16 -> b32), each result lane is the input lane of the same index (of that half).
     """
     ...
 
@@ -3812,6 +3832,7 @@ def VCVT(
     rnd: Any = None,
     sat: Any = None,
     part: Any = None,
+    source_type: Any = None,
 ) -> Any:
     """
     Each active source lane converted to the result type as TCVT converts
@@ -3824,9 +3845,14 @@ def VCVT(
     * narrowing by k (2: ``EVEN`` / ``ODD``, 4: ``P0``..``P3``): ``result[k*i + p] =
       cvt(input[i])``, the other lanes 0 (a later ``vor`` merges the parts);
     * widening by k: ``result[i] = cvt(input[k*i + p])`` (the mask read at that source
-      lane).
+      lane);
+    * bf16 <-> the packed 4-bit floats (``f4E1M2x2`` / ``f4E2M1x2``, a byte lane holding two
+      values): a pair of bf16 lanes is one 32-bit slot, its byte ``P0``..``P3`` their two
+      codes (the first in the low nibble), see :func:`_packed_vcvt`.
 
-    Inactive lanes are 0 (zeroing predication).
+    Inactive lanes are 0 (zeroing predication). ``source_type``: the source register's
+    declared type, where its lanes' numpy type does not say it (a packed or coded type's
+    register holds bytes; the ``.pto`` interpreter passes it).
     """
     ...
 

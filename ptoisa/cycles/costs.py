@@ -731,7 +731,7 @@ A5_MICRO: dict[str, list[Variant]] = {
         "PLTM_B16", "PLTM_B32", "PGE_B8",
         "PGE_B16", "PGE_B32", "PNOT", "PSEL", "SPRCLR", "SPRSTI", "SPRSTS", "INIT_ALIGN",
         "VBITCAST", "PBITCAST", "PINTLV_B8", "PINTLV_B16", "PINTLV_B32", "PDINTLV_B8",
-        "PDINTLV_B16", "PDINTLV_B32", "GET_VMS4_SR")},
+        "PDINTLV_B16", "PDINTLV_B32", "PPACK", "PUNPACK", "GET_VMS4_SR")},
     **{op: [_m("st", 1, 9, like="VSTS")] for op in ("VSTUR", "PSTU")},
     "VMRGSORT4": [_m("exu", 4, 16, 21, like="VBITSORT (an SFU op)")],
     # SIMT (micro-isa/17): no upstream figure at all. Estimates: a scalar op issues once a

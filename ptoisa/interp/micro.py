@@ -324,7 +324,9 @@ def _params(op: Op, ins: Instr, literals: list[Any]) -> dict[str, Any]:
         # (an op whose result's type is not a function of its operands: vbitcast, plds)
         params["result_type"] = value_spec(op.results[0].type)
     if any(p.name == "source_type" for p in ins.params) and op.operands:
-        # (pto.convert: a packed hif8x2 source holds codes, not numbers)
+        # (an op whose source holds another type than its lanes' numpy one: a packed 4-bit
+        # or coded 8-bit vreg is bytes, a packed hif8x2 SIMT value codes; its declared type
+        # says what they are)
         params["source_type"] = value_spec(op.operands[0].type)
     if any(p.name == "post_update" for p in ins.params):
         # (the post-update form: the op binds its optional updated pointer, and so accesses

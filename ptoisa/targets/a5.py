@@ -301,8 +301,9 @@ LEGALITY: dict[str, Rule] = {
     **{op: rule("i32 ui32 f32") for op in ("VGATHER2_BC",)},
     "VGATHERB": rule(MICRO_ANY),
     "VSCATTER": rule("i8 ui8 i16 ui16 f16 bf16 i32 ui32 f32"),
-    **{op: rule() for op in ("PNOT", "PSEL", "PBITCAST", "PINTLV_B8", "PINTLV_B16",
-                             "PINTLV_B32", "PDINTLV_B8", "PDINTLV_B16", "PDINTLV_B32")},
+    **{op: rule() for op in ("PNOT", "PSEL", "PBITCAST", "PPACK", "PUNPACK", "PINTLV_B8",
+                             "PINTLV_B16", "PINTLV_B32", "PDINTLV_B8", "PDINTLV_B16",
+                             "PDINTLV_B32")},
     # pto.vcvt: the per-form lines of micro-isa/09-conversion-ops.md, and the low-precision
     # float forms and i64 -> f32 that PTOAS takes (its cases vcvt-low-precision-special and
     # vsts-packed-dist-mask-granularity)

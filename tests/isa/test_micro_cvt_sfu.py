@@ -124,9 +124,103 @@ def test_vcvt_bad_uses_are_named(a5):
         pto.v.vcvt(a, m, result_type=_t("128xf16"))
     with pytest.raises(PtoError, match="not supported on a5"):
         pto.v.vcvt(a, m, result_type=_t("256xui8"), part="P0")
-    with pytest.raises(PtoError, match="packed 4-bit"):
-        pto.v.vcvt(VReg(np.zeros(128, ml_dtypes.bfloat16)), _mask(np.ones(128, bool), "b16"),
-                   result_type=_t("256xf4E2M1x2"), part="P0")
+    bf = VReg(np.zeros(128, ml_dtypes.bfloat16))
+    with pytest.raises(PtoError, match="P0, P1, P2, or P3 for packed"):
+        pto.v.vcvt(bf, _mask(np.ones(128, bool), "b16"), result_type=_t("256xf4E2M1x2"),
+                   part="EVEN")
+    with pytest.raises(PtoError, match="sat attr is not valid for this vcvt type pair"):
+        pto.v.vcvt(bf, _mask(np.ones(128, bool), "b16"), result_type=_t("256xf4E2M1x2"),
+                   part="P0", sat="SAT")
+
+
+_F4_KERNEL = """
+module attributes {pto.target_arch = "a5"} {
+  func.func @k(%in: !pto.ptr<ui8, gm>, %out: !pto.ptr<bf16, gm>) attributes {pto.kernel} {
+    %c0 = arith.constant 0 : index
+    %c0_i64 = arith.constant 0 : i64
+    %c1_i64 = arith.constant 1 : i64
+    %c256_i64 = arith.constant 256 : i64
+    %c1024_i64 = arith.constant 1024 : i64
+    %ub_u8 = pto.castptr %c0_i64 : i64 -> !pto.ptr<ui8, ub>
+    %ub_in = pto.castptr %c0_i64 : i64 -> !pto.ptr<!pto.F4, ub>
+    %ub_out = pto.castptr %c1024_i64 : i64 -> !pto.ptr<bf16, ub>
+    pto.mte_gm_ub %in, %ub_u8, %c0_i64, %c256_i64 nburst(%c1_i64, %c256_i64, %c256_i64)
+      : !pto.ptr<ui8, gm>, !pto.ptr<ui8, ub>, i64, i64, i64, i64, i64
+    pto.set_flag["PIPE_MTE2", "PIPE_V", "EVENT_ID0"]
+    pto.wait_flag["PIPE_MTE2", "PIPE_V", "EVENT_ID0"]
+    pto.vecscope {
+      %m8 = pto.pset_b8 "PAT_ALL" : !pto.mask<b8>
+      %m16 = pto.pset_b16 "PAT_ALL" : !pto.mask<b16>
+      %v = pto.vlds %ub_in[%c0] : !pto.ptr<!pto.F4, ub> -> !pto.vreg<256x!pto.F4>
+      %w = pto.vcvt %v, %m8 {part = "PART"} : !pto.vreg<256x!pto.F4>, !pto.mask<b8>
+        -> !pto.vreg<128xbf16>
+      pto.vsts %w, %ub_out[%c0], %m16 : !pto.vreg<128xbf16>, !pto.ptr<bf16, ub>, !pto.mask<b16>
+    }
+    pto.set_flag["PIPE_V", "PIPE_MTE3", "EVENT_ID0"]
+    pto.wait_flag["PIPE_V", "PIPE_MTE3", "EVENT_ID0"]
+    %ub_o8 = pto.castptr %c1024_i64 : i64 -> !pto.ptr<ui8, ub>
+    %gm_o8 = pto.castptr %out : !pto.ptr<bf16, gm> -> !pto.ptr<ui8, gm>
+    pto.mte_ub_gm %ub_o8, %gm_o8, %c256_i64 nburst(%c1_i64, %c256_i64, %c256_i64)
+      : !pto.ptr<ui8, ub>, !pto.ptr<ui8, gm>, i64, i64, i64, i64
+    pto.barrier #pto.pipe<PIPE_ALL>
+    return
+  }
+}
+"""
+
+
+def _fp4_ref_values(e_bits: int, m_bits: int) -> list[float]:
+    """The 8 magnitudes of a 1/e/m 4-bit float with bias 1 and no inf/NaN (OCP MX fp4 e2m1;
+    e1m2 the same rule), code order."""
+    out = []
+    for c in range(8):
+        e, m = c >> m_bits, c & ((1 << m_bits) - 1)
+        out.append(m / 2 ** m_bits if e == 0 else (1 + m / 2 ** m_bits) * 2.0 ** (e - 1))
+    return out
+
+
+def _fp4_ref_code(x: float, mags: list[float]) -> int:
+    """Round to nearest, ties to the even code; beyond the largest: the largest (saturate)."""
+    a = min(abs(x), mags[-1])
+    best = min(range(8), key=lambda c: (abs(mags[c] - a), c % 2))
+    return best | (8 if math.copysign(1.0, x) < 0 else 0)
+
+
+@pytest.mark.parametrize(("name", "e", "m"), [("f4E2M1x2", 2, 1), ("f4E1M2x2", 1, 2)])
+@pytest.mark.parametrize("part", ["P0", "P1", "P2", "P3"])
+def test_vcvt_bf16_to_packed_fp4_and_back(a5, name, e, m, part):
+    """A pair of bf16 lanes (one 32-bit slot) fills byte ``part`` of its slot, the first value
+    in the low nibble (PTOAS's vcvt-low-precision-special layout); back, byte ``part`` of each
+    slot gives two bf16 lanes."""
+    mags = _fp4_ref_values(e, m)
+    p = int(part[1])
+    vals = [v * s for v in mags for s in (1.0, -1.0)]
+    vals += [(mags[i] + mags[i + 1]) / 2 * s for i in range(7) for s in (1.0, -1.0)]  # ties
+    vals += [100.0, -100.0, mags[-1] * 1.01, 0.3 * mags[1]]
+    x = np.resize(np.array(vals, np.float32), 128).astype(ml_dtypes.bfloat16)
+    on = np.ones(128, bool)
+    on[5] = on[64] = False
+    got = pto.v.vcvt(VReg(x), _mask(on, "b16"), result_type=_t(f"256x{name}"), rnd="R",
+                     part=part).data.view(np.uint8)
+    codes = [_fp4_ref_code(float(v), mags) if on[i] else 0 for i, v in enumerate(x)]
+    want = np.zeros(256, np.uint8)
+    for i in range(64):
+        want[4 * i + p] = codes[2 * i] | (codes[2 * i + 1] << 4)
+    np.testing.assert_array_equal(got, want)
+    # back to bf16 (in a kernel: an eager register of bytes does not say it holds fp4):
+    # byte ``part`` of each slot gives two bf16 lanes, the low nibble's first
+    src = np.zeros(256, np.uint8)
+    src[p::4] = np.arange(64, dtype=np.uint8) * 4 + 1  # (varied nibbles)
+    out = np.zeros(128, ml_dtypes.bfloat16)
+    pto.load(_F4_KERNEL.replace("F4", name).replace("PART", part), filename="k.pto",
+             target="a5").run("k", src, out, target="a5")
+    ref = []
+    for i in range(64):
+        b = int(src[4 * i + p])
+        for nib in (b & 0xF, b >> 4):
+            ref.append(-mags[nib & 7] if nib & 8 else mags[nib & 7])
+    back = out
+    np.testing.assert_array_equal(back.astype(np.float32), np.array(ref, np.float32))
 
 
 # ---- DSA / SFU --------------------------------------------------------------------------------
@@ -425,3 +519,44 @@ def test_unaligned_load_and_store_streams(a5):
     pto.v.vstas(st, out.plus(10), 3)
     got = pto.v.vlds(out, 0)[0].data
     np.testing.assert_array_equal(got[:14], [-1] + [0, 10, 20] * 4 + [-1])
+
+
+_TABLE_MAIN = """
+void LaunchK(uint8_t *a, uint8_t *b, uint8_t *c, void *stream);
+int main() {
+  constexpr size_t kBufferCount = 3;
+  constexpr size_t kBytes = 1024;
+  const char *files[kBufferCount] = {"in_a.bin", "in_b.bin", "out_c.bin"};
+  constexpr size_t kOutputIndices[1] = {2};
+  uint8_t *host[kBufferCount] = {};
+  uint8_t *device[kBufferCount] = {};
+  for (size_t i = 0; i < kBufferCount; ++i) {
+    aclrtMallocHost((void **)(&host[i]), kBytes);
+    aclrtMalloc((void **)&device[i], kBytes, ACL_MEM_MALLOC_HUGE_FIRST);
+    size_t fileSize = kBytes;
+    ReadFile(files[i], fileSize, host[i], kBytes);
+    aclrtMemcpy(device[i], kBytes, host[i], kBytes, ACL_MEMCPY_HOST_TO_DEVICE);
+  }
+  LaunchK(device[0], device[1], device[2], stream);
+  for (size_t outputIndex : kOutputIndices) {
+    size_t i = outputIndex;
+    aclrtMemcpy(host[i], kBytes, device[i], kBytes, ACL_MEMCPY_DEVICE_TO_HOST);
+    WriteFile(files[i], host[i], kBytes);
+  }
+}
+"""
+
+
+def test_host_tables_of_file_names_and_output_indices(tmp_path):
+    """main.cpp's buffers made in a loop with one size, their files a table of names, the
+    write-back a loop over a table of buffer numbers (PTOAS's vcvt-low-precision-special)."""
+    from ptoisa.suite import goldens
+
+    (tmp_path / "main.cpp").write_text(_TABLE_MAIN)
+    (tmp_path / "launch.cpp").write_text(
+        "void LaunchK(uint8_t *a, uint8_t *b, uint8_t *c, void *stream) {\n"
+        "  k<<<1, nullptr, stream>>>(a, b, c);\n}\n")
+    host = goldens.vpto_host(tmp_path)
+    assert [b[:3] for b in host.buffers[:3]] == [(1024, "in_a.bin", None),
+                                                 (1024, "in_b.bin", None),
+                                                 (1024, "out_c.bin", "out_c.bin")]

@@ -1,6 +1,7 @@
 """Conversion ops (micro-isa/09-conversion-ops.md): ``pto.vbitcast`` and ``pto.vcvt`` (the
 TCVT conversion functions of ``isa/elementwise/cvt.py``, so rounding and saturation are
-bit-exact as the tile op's; conversions to the packed 4-bit types are refused by name)."""
+bit-exact as the tile op's; the packed 4-bit types, a byte lane of two values, by the same
+fp4 rounding as TCVT's)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 
 import numpy as np
 
+from ... import dtypes as D
 from ...enums import Pipe, RoundMode
 from ...errors import ExecutionError
+from ...ptoas_source import source_rule
 from ...vector.regs import VREG_BYTES, Mask, MaskSpec, VReg, VRegSpec, vreg_spec
-from ..elementwise.cvt import convert
+from ..elementwise.cvt import convert, round_fp4
 from ..registry import Opnd, Param, Sig, instr
 from .common import active
 
@@ -62,6 +65,11 @@ def _strip(tok: Any) -> str | None:
     return s
 
 
+#: the packed 4-bit forms take no sat (VcvtOp::verify: its contract for them requires none)
+_PTOAS_NO_SAT = source_rule("lib/PTO/IR/VPTO.cpp:VcvtOp::verify",
+                            "sat attr is not valid for this vcvt type pair", ("a5",))
+
+
 def _vcvt_static(sig: Sig) -> None:
     t = sig.params.get("result_type")
     if t is not None and not isinstance(t, VRegSpec):
@@ -87,19 +95,25 @@ def _vcvt_static(sig: Sig) -> None:
                            f"{part} ({src} -> {t})" if k == 2 else
                            f"part must be P0, P1, P2, or P3 for packed vcvt forms, got {part} "
                            f"({src} -> {t})")
-    if isinstance(src, VRegSpec) and isinstance(t, VRegSpec) and t.dtype.packed:
-        raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet to the "
-                             f"packed 4-bit type {t.dtype.name}")
+    if isinstance(src, VRegSpec) and isinstance(t, VRegSpec) and \
+            (src.dtype.packed or t.dtype.packed):
+        if part is not None and part in PART and PART[part][0] != 4:
+            raise sig.fail(f"part must be P0, P1, P2, or P3 for packed vcvt forms, got {part} "
+                           f"({src} -> {t})")
+        if sat is not None:
+            raise sig.fail(f"sat on {src} -> {t}: fp4 saturates to its largest magnitude by "
+                           "itself", ptoas=_PTOAS_NO_SAT)
 
 
 @instr("VCVT", pipe=Pipe.V, dialect="vpto",
        operands=(Opnd("input", "vreg"), Opnd("mask", "mask")),
        params=(Param("result_type", None), Param("rnd", None), Param("sat", None),
-               Param("part", None)),
+               Param("part", None), Param("source_type", None)),
        results=(Opnd("result", "vreg"),), dtype_key=("input", "result"),
        static=(_vcvt_static,), rows=True)
 def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A002
-         rnd: str | None = None, sat: str | None = None, part: str | None = None) -> VReg:
+         rnd: str | None = None, sat: str | None = None, part: str | None = None,
+         source_type: Any = None) -> VReg:
     """Each active source lane converted to the result type as TCVT converts
     (``isa/elementwise/cvt.py``: rounding ``rnd`` R / A / F / C / Z / O, default R;
     ``sat`` SAT clamps to the destination's range (NaN to 0 for float results too), NOSAT
@@ -110,14 +124,19 @@ def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A
     * narrowing by k (2: ``EVEN`` / ``ODD``, 4: ``P0``..``P3``): ``result[k*i + p] =
       cvt(input[i])``, the other lanes 0 (a later ``vor`` merges the parts);
     * widening by k: ``result[i] = cvt(input[k*i + p])`` (the mask read at that source
-      lane).
+      lane);
+    * bf16 <-> the packed 4-bit floats (``f4E1M2x2`` / ``f4E2M1x2``, a byte lane holding two
+      values): a pair of bf16 lanes is one 32-bit slot, its byte ``P0``..``P3`` their two
+      codes (the first in the low nibble), see :func:`_packed_vcvt`.
 
-    Inactive lanes are 0 (zeroing predication)."""
+    Inactive lanes are 0 (zeroing predication). ``source_type``: the source register's
+    declared type, where its lanes' numpy type does not say it (a packed or coded type's
+    register holds bytes; the ``.pto`` interpreter passes it)."""
     to = _to(result_type)
-    src, dst = input.dtype, to.dtype
-    if dst.packed:
-        raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet to the "
-                             f"packed 4-bit type {dst.name}")
+    # (a packed 4-bit or coded 8-bit register holds bytes: its declared type says which)
+    src, dst = (input.dtype if source_type is None else _to(source_type).dtype), to.dtype
+    if src.packed or dst.packed:
+        return _packed_vcvt(input, src, mask, to, _strip(rnd) or "R", _strip(part))
     # (rows of registers or masks, one per iteration of a batched loop: the last axis lanes)
     ns, nd = input.data.shape[-1], to.lanes
     on = active(mask, ns)
@@ -153,3 +172,37 @@ def VCVT(m: Any, input: VReg, mask: Mask, *, result_type: Any = None,  # noqa: A
     # (each destination lane of dst_idx once: its converted source lane where active, else 0)
     out[..., dst_idx] = np.where(sel, vals.astype(dst.np, copy=False), dst.np.type(0))
     return VReg(out)
+
+
+def _packed_vcvt(input: VReg, src: D.DType, mask: Mask, to: VRegSpec,  # noqa: A002
+                 r: str, p: str | None) -> VReg:
+    """bf16 <-> a packed 4-bit float (a byte lane holding two values, the low nibble first),
+    placed as the 4-way forms place a 32-bit slot's byte: each pair of bf16 lanes (one 32-bit
+    slot) and byte ``p`` of that slot. Narrowing: ``byte[4i + p] = code(input[2i]) |
+    code(input[2i+1]) << 4`` (TCVT's fp4 rounding ``rnd``; an inactive bf16 lane's nibble
+    and the other bytes 0); widening: ``result[2i], result[2i+1]`` = the values of the low /
+    high nibble of ``input[4i + p]`` (0 where that byte's lane is inactive)."""
+    dst = to.dtype
+    x = input.data
+    ns, nd = x.shape[-1], to.lanes
+    if (src.packed and dst.name != "bf16") or (dst.packed and src.name != "bf16") or \
+            (ns, nd) not in ((128, 256), (256, 128)):
+        raise ExecutionError(f"operation 'pto.vcvt' cannot be executed by ptoisa yet from "
+                             f"{src.name} to {dst.name} (the packed 4-bit forms are bf16 <-> "
+                             "f4E1M2x2 / f4E2M1x2)")
+    if p is None or PART.get(p, (0,))[0] != 4:
+        raise ExecutionError(f"{src.name} -> {dst.name} is a 4-way packed form: it needs part "
+                             f"= P0, P1, P2 or P3, got {p!r}")
+    off = PART[p][1]
+    on = active(mask, ns)
+    if dst.packed:
+        codes = np.asarray(round_fp4(x.astype(np.float64), dst, RND[r]), np.uint8) & 0xF
+        codes = np.where(on, codes, np.uint8(0)).astype(np.uint8)
+        out = np.zeros(codes.shape[:-1] + (nd,), np.uint8)
+        out[..., off::4] = codes[..., 0::2] | (codes[..., 1::2] << 4)
+        return VReg(out)
+    b = np.where(on, x.view(np.uint8), np.uint8(0))[..., off::4]  # the 64 chosen bytes
+    out = np.empty(b.shape[:-1] + (nd,), np.float32)
+    out[..., 0::2] = D.fp4_decode(b & 0xF, src)
+    out[..., 1::2] = D.fp4_decode(b >> 4, src)
+    return VReg(out.astype(dst.np))  # (the fp4 values are exact in bf16)
