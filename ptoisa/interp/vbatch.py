@@ -71,6 +71,17 @@ def _ints(*xs: Any) -> bool:
     return all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in xs)
 
 
+def bind_results(u: Any, per: dict[int, Any], out: Any) -> None:
+    """A batched micro-op's result rows ``out`` bound to its result slots in ``per`` (one
+    result: the value itself; several: one each)."""
+    if len(u.ins.results) == 1:
+        if u.res:
+            per[u.res[0]] = out
+    else:
+        for slot, v in zip(u.res, out, strict=False):
+            per[slot] = v
+
+
 def loop_range(env: Env, bounds: tuple[int, int, int], once: list[Step],
                least: int) -> tuple[int, int, int, int] | None:
     """(start, end, step, trips) of an ``scf.for`` whose bound slots ``bounds`` hold integers
@@ -321,12 +332,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 out = _call(u, m, per, env, trips)
                 if n in of_counts:
                     chained[n] = out
-            if len(u.ins.results) == 1:
-                if u.res:
-                    per[u.res[0]] = out
-            else:
-                for slot, v in zip(u.res, out, strict=False):
-                    per[slot] = v
+            bind_results(u, per, out)
         env[iv_slot] = i + (trips - 1) * st
         for arg, result, last in finals:
             env[arg] = last

@@ -480,12 +480,7 @@ def _prepare_inner(parts: Any, env: Env) -> Any:
         if n not in chained:
             chained[n] = vbatch._call(u, env[0].machine, per, env, trips)
         out = chained[n]
-        if len(u.ins.results) == 1:
-            if u.res:
-                per[u.res[0]] = out
-        else:
-            for slot, v in zip(u.res, out, strict=False):
-                per[slot] = v
+        vbatch.bind_results(u, per, out)
     acc: list[tuple[str, int, int, bool]] = []
     for u in parts.items:
         ra = u.ins.rows_access
@@ -545,12 +540,7 @@ def _inner(parts: Any, kept: Any, m: Any, env: Env, windows: list[_Window],
                         t = memo["slot", x, chunks] = _tile(base[x], chunks)
                     per[x] = t
             out = vbatch._call(u, m, per, env, chunks * trips)
-        if len(u.ins.results) == 1:
-            if u.res:
-                per[u.res[0]] = out
-        else:
-            for slot, v in zip(u.res, out, strict=False):
-                per[slot] = v
+        vbatch.bind_results(u, per, out)
     lb, _ub, stp = parts.bounds
     env[parts.iv_slot] = int(env[lb]) + (trips - 1) * int(env[stp])
     for arg, result, last in finals:
