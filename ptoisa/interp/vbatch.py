@@ -82,6 +82,36 @@ def bind_results(u: Any, per: dict[int, Any], out: Any) -> None:
             per[slot] = v
 
 
+def scalar_op(cf: CompiledFunc, o: Op, inside: set[int], rows: set[int], once: list[Step],
+              int_ops: list[tuple[Step, list[int], int]],
+              outside: list[int] | None = None) -> bool:
+    """Whether loop-body op ``o`` is one the batch runs as integers: a constant or integer
+    arith of values from outside the loop (its step appended to ``once``: the same value every
+    iteration), or integer arith reading the rows in ``rows`` (appended to ``int_ops`` as
+    (step, operand slots, result slot); its result joins ``rows`` and ``inside``; the slots of
+    its operands from outside the loop to ``outside``). Integer arith on another value made
+    inside the loop is refused (_Refused)."""
+    if o.name == "arith.constant":  # (the same value every iteration: not 'inside')
+        once.append(cf.compile_op(o))
+        return True
+    if not (o.name in arith.NUMPY_EXACT and len(o.operands) == 2 and len(o.results) == 1):
+        return False
+    # (its step takes int64 rows as lockstep's per-block values: exact modulo 2^64, wrapped to
+    # the width, each row what the scalar op gives)
+    if any(id(v) in inside and id(v) not in rows for v in o.operands):
+        raise _Refused
+    if any(id(v) in rows for v in o.operands):
+        rows.add(id(o.results[0]))
+        inside.add(id(o.results[0]))
+        if outside is not None:
+            outside.extend(cf.slot(v) for v in o.operands if id(v) not in inside)
+        int_ops.append((cf.compile_op(o), [cf.slot(v) for v in o.operands],
+                        cf.slot(o.results[0])))
+    else:
+        once.append(cf.compile_op(o))
+    return True
+
+
 def loop_range(env: Env, bounds: tuple[int, int, int], once: list[Step],
                least: int) -> tuple[int, int, int, int] | None:
     """(start, end, step, trips) of an ``scf.for`` whose bound slots ``bounds`` hold integers
@@ -158,22 +188,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
     for o in ops:
         if o.regions:
             raise _Refused
-        if o.name == "arith.constant":  # (the same value every iteration: not 'inside')
-            once.append(cf.compile_op(o))
-            continue
-        if o.name in arith.NUMPY_EXACT and len(o.operands) == 2 and len(o.results) == 1:
-            # (its step takes int64 rows as lockstep's per-block values: exact modulo 2^64,
-            # wrapped to the width, each row what the scalar op gives)
-            if any(id(v) in inside and id(v) not in int_rows for v in o.operands):
-                raise _Refused
-            if any(id(v) in int_rows for v in o.operands):
-                int_rows.add(id(o.results[0]))
-                inside.add(id(o.results[0]))
-                outside.extend(cf.slot(v) for v in o.operands if id(v) not in inside)
-                int_ops.append((cf.compile_op(o), [cf.slot(v) for v in o.operands],
-                                cf.slot(o.results[0])))
-            else:
-                once.append(cf.compile_op(o))
+        if scalar_op(cf, o, inside, int_rows, once, int_ops, outside):
             continue
         ins = bridge.instr_of(o.name)
         if ins is None or ins.dialect != "vpto" or not ins.rows:

@@ -54,7 +54,7 @@ from ..ir.core import Op
 from ..isa.micro.load_store import rows_span
 from ..isa.registry import REGISTRY
 from ..vector.regs import VREG_BYTES, Mask, Ptr, VReg, VRegSpec, buffer_bytes
-from . import arith, bridge, vbatch
+from . import bridge, vbatch
 from .compiler import _HANDLERS, CompiledFunc, Env, Step
 from .micro import micro_parts
 
@@ -67,8 +67,7 @@ GROUP_ROWS = int(os.environ.get("PTOISA_VCHUNK_ROWS", "4096"))
 
 
 
-class _Refused(Exception):
-    pass
+_Refused = vbatch._Refused  # (one refusal: vbatch.scalar_op raises it for both batches)
 
 
 class _Window:
@@ -131,19 +130,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
     for o in ops:
         if o.regions and o.name != "pto.vecscope":
             raise _Refused
-        if o.name == "arith.constant":
-            once.append(cf.compile_op(o))
-            continue
-        if o.name in arith.NUMPY_EXACT and len(o.operands) == 2 and len(o.results) == 1:
-            if any(id(v) in inside and id(v) not in rows for v in o.operands):
-                raise _Refused
-            if any(id(v) in rows for v in o.operands):
-                rows.add(id(o.results[0]))
-                inside.add(id(o.results[0]))
-                int_ops.append((cf.compile_op(o), [cf.slot(v) for v in o.operands],
-                                cf.slot(o.results[0])))
-            else:
-                once.append(cf.compile_op(o))
+        if vbatch.scalar_op(cf, o, inside, rows, once, int_ops):
             continue
         if o.name == "pto.addptr":
             base, off = o.operands
