@@ -352,6 +352,25 @@ def _lockstep_waves(steps: list[Step], blocks: int, cores: int, kind: str,
                       waves, t, queued_alone=core_total * len(sizes))
 
 
+def _restretch(timed: list[Step], work: list[Step], base: list[int], path: list[str],
+               bws: dict[str, float], mult: int, off: list[int] | None, schedule: Any,
+               manual: bool) -> bool:
+    """One round of the shared-bandwidth fixpoint: the GM steps of ``work`` stretched by the
+    oversubscription of their path's budget over the intervals of ``timed`` (``off``: each
+    step's block start, when blocks have their own), then ``work`` scheduled again; False when
+    nothing stretched (the fixpoint)."""
+    changed = False
+    for p, bw in bws.items():
+        idx = [i for i, s in enumerate(timed) if s.gm and base[i] > 0 and path[i] == p]
+        changed |= _stretch(timed, work, idx, base, mult, bw, off)
+    if not changed:
+        return False
+    for w in work:
+        w.fire = None
+    schedule(work, manual=manual)
+    return True
+
+
 def _copies(steps: list[Step]) -> list[Step]:
     """Copies of ``steps`` to schedule again, their ``after`` links pointing at the copies."""
     ids = {id(s): i for i, s in enumerate(steps)}
@@ -391,15 +410,8 @@ def _queued(steps: list[Step], blocks: int, cores: int, bws: dict[str, float], r
     start, slot, dur = dispatch(steps)
     for _ in range(rounds if schedule is not None else 0):
         off = [start[s.block] for s in timed]
-        changed = False
-        for p, bw in bws.items():
-            idx = [i for i, s in enumerate(timed) if s.gm and base[i] > 0 and path[i] == p]
-            changed |= _stretch(timed, work, idx, base, 1, bw, off)
-        if not changed:
+        if not _restretch(timed, work, base, path, bws, 1, off, schedule, manual):
             break
-        for w in work:
-            w.fire = None
-        schedule(work, manual=manual)
         timed = work
         start, slot, dur = dispatch(work)
     end = max((start[k] + dur[k] for k in dur), default=0)
@@ -430,15 +442,8 @@ def _shared(steps: list[Step], mult: int, bws: dict[str, float], rounds: int, sc
     end = max((s.end for s in steps), default=0)
     path = [path_of(s, bws) for s in steps]
     for _ in range(rounds):
-        changed = False
-        for p, bw in bws.items():
-            idx = [i for i, s in enumerate(timed) if s.gm and base[i] > 0 and path[i] == p]
-            changed |= _stretch(timed, work, idx, base, mult, bw)
-        if not changed:
+        if not _restretch(timed, work, base, path, bws, mult, None, schedule, manual):
             break
-        for w in work:
-            w.fire = None
-        schedule(work, manual=manual)
         end = max((w.end for w in work), default=0)
         timed = work
     return end, timed
