@@ -309,10 +309,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
             # the previous run on the lanes machine was this batch's, and gave no tile new
             # storage: the lane tiles keep theirs (what they held lazily is dropped, as
             # unbind drops it; every element is written by the body before it is read)
-            lm.reset_registers()
-            lm._lazy_gen += 1  # (caches of what was settled before are void)
-            for sh in shadows:
-                sh._lazy = sh._pending = None
+            _keep_lanes(lm, shadows)
             for sh in repoison:
                 if sh._buf is not None:
                     sh._buf.view(np.uint8).fill(POISON_BYTE)
@@ -557,10 +554,7 @@ def _batch_placed(m: Machine, steps: list[Step], after: list[list[Any]], starts:
             # the previous run on the lanes machine was this batch's: its lane tiles stay
             # placed on the lanes' buffers, not poisoned again (what they held lazily is
             # dropped, as unbind drops it)
-            lm.reset_registers()
-            lm._lazy_gen += 1  # (caches of what was settled before are void)
-            for sh in shadows:
-                sh._lazy = sh._pending = None
+            _keep_lanes(lm, shadows)
         else:
             lm.reset_for_launch()
             for sh in shadows:
@@ -660,6 +654,16 @@ def _merged(iv: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((a, b))
     return out
+
+
+def _keep_lanes(lm: Machine, shadows: list[Tile]) -> None:
+    """The lanes machine kept for a batch's next run (its previous run was this batch's): its
+    registers reset and settled caches void, the lane tiles keep their storage, what they held
+    lazily is dropped (as unbind drops it)."""
+    lm.reset_registers()
+    lm._lazy_gen += 1  # (caches of what was settled before are void)
+    for sh in shadows:
+        sh._lazy = sh._pending = None
 
 
 def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],
