@@ -49,11 +49,11 @@ from typing import Any
 
 import numpy as np
 
-from . import lazy
+from . import lazy, memory
 from .errors import PtoError
 from .isa.matrix import matmul
 from .isa.registry import Instr, InstrRecord, _all_uniform, _settle_written
-from .memory import POISON_BYTE, Machine, pop, push
+from .memory import Machine, pop, push
 from .tensor import GlobalTensor, lane_span
 from .tile import Tile
 
@@ -312,7 +312,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
             _keep_lanes(lm, shadows)
             for sh in repoison:
                 if sh._buf is not None:
-                    sh._buf.view(np.uint8).fill(POISON_BYTE)
+                    sh._buf.view(np.uint8).fill(memory.POISON_BYTE)
         else:
             lm.reset_for_launch()
             for sh in shadows:
