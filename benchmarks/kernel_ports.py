@@ -230,6 +230,9 @@ class FaConfig:
     tile_s1: int = 256
     preload: int = 4
     fifo: int = 8  # kFaCvFifoSize; the consumers' sync period is fifo / 2
+    #: the kernel of upstream 6cc68238 (2025-12-27, the commit that added the cores table)
+    #: instead of the later one: see _fa_cube_origin
+    origin: bool = False
 
     @property
     def k_factor(self) -> int:
@@ -314,7 +317,7 @@ def _fitting_cube_k(m: int, n: int) -> int:
 
 
 def _fa_matmul(st: _CubeState, a_mat: Tile, b_mat: Tile, acc: Tile, m: int, k: int, n: int,
-               first: bool, final: bool) -> None:
+               first: bool, final: bool, unit_flag: bool = True) -> None:
     """pto_macro_matmul<m, k, n>: K in panels through the L0A / L0B ping-pong (M -> MTE1 flags on
     the ping-pong id), TMATMUL / TMATMUL_ACC with the unit-flag phase of the AccMode: ``first``
     (Init*: the first panel initializes), ``final`` (*FinalSum, else *PartialSum)."""
@@ -334,7 +337,12 @@ def _fa_matmul(st: _CubeState, a_mat: Tile, b_mat: Tile, acc: Tile, m: int, k: i
         pto.SET_FLAG(Pipe.MTE1, Pipe.M, pp)
         pto.WAIT_FLAG(Pipe.MTE1, Pipe.M, pp)
         phase = AccPhase.Final if final else AccPhase.Partial
-        if first and s == 0:
+        if not unit_flag:  # (the origin kernel's macro: no unit flag, M -> FIX flags instead)
+            if first and s == 0:
+                pto.TMATMUL(acc, a_l0, b_l0)
+            else:
+                pto.TMATMUL_ACC(acc, acc, a_l0, b_l0)
+        elif first and s == 0:
             pto.TMATMUL(acc, a_l0, b_l0, Phase=phase)
         else:
             pto.TMATMUL_ACC(acc, acc, a_l0, b_l0, Phase=phase)
@@ -635,11 +643,318 @@ def flash_atten(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, o: n
     kernel's qk_tile_fifo / p_tile_fifo / pv_tile_fifo (``fifo`` entries per block; the comm
     slot is the block index: TSYNC_CVID is only called from 25 block rows on)."""
     blk = pto.get_block_idx()
+    if cfg.origin:
+        if pto.core_type() == "AIC":
+            _fa_cube_origin(cfg, q, k, v, (qk_fifo, p_fifo, pv_fifo), blk)
+        else:
+            _fa_vector_origin(cfg, o, (qk_fifo, p_fifo, pv_fifo), blk)
+        return
     pipes = cfg.pipes(qk_fifo, p_fifo, pv_fifo, blk)
     if pto.core_type() == "AIC":
         _fa_cube(cfg, q, k, v, (qk_fifo, p_fifo, pv_fifo), pipes, blk)
     else:
         _fa_vector(cfg, o, (qk_fifo, p_fifo, pv_fifo), pipes, blk)
+
+
+# ---- common/flash_atten as the cores table measured it (upstream 6cc68238) -----------------------
+
+#: the origin kernel's CV FIFO depth (DEFAULT_CV_FIFO_SIZE; sync period 6)
+FA_ORIGIN_FIFO = 12
+#: its FftsBufferFlag: the cross-core flags (FFTS mode 2) it signals directly
+(FA0_QK_READY, FA0_SM_CONSUMED, FA0_SM_READY, FA0_SV_CONSUMED, FA0_UPDATE_READY,
+ FA0_UPDATE_CONSUMED) = range(6)
+
+
+def _fa_should_wait(cfg: FaConfig, it: int) -> bool:
+    """should_wait_consumption<FIFO, period>: the producer waits from the FIFO's depth on, once a
+    sync period."""
+    return it >= cfg.fifo and it % cfg.period == 0
+
+
+def _fa_should_notify(cfg: FaConfig, it: int) -> bool:
+    """should_notify_consumption<FIFO, period>: the consumer notifies one tile before the wait."""
+    return it >= cfg.fifo - (cfg.period - 1) and (it + 1) % cfg.period == 0
+
+
+def _fa_cube_origin(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                    fifos: tuple[np.ndarray, ...], blk: Any) -> None:
+    """runTFA's DAV_CUBE side at upstream 6cc68238: the same compute_qk / compute_pv schedule
+    as the later kernel, but no unit flag (each matmul waits FIX -> M on its Acc buffer, each
+    store waits M -> FIX), the QK sub-tiles stored side by side in one CUBE_S0 x TILE_S1
+    row-major entry, and the FIFOs' handshake as bare FFTS flags (ffts_cross_core_sync /
+    wait_flag_dev) over a 12-entry FIFO."""
+    qk_fifo, p_fifo, pv_fifo = fifos
+    h, f = np.float16, np.float32
+    cs0, cs1, hd, kf, ts1 = cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor, cfg.tile_s1
+    n_tiles = cfg.s1 // ts1
+    st = _CubeState()
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
+    q_mat = Tile(TileType.Mat, h, cs0, hd, BLayout.ColMajor, None, SLayout.RowMajor)
+    k_mat = [Tile(TileType.Mat, h, hd, cs1, BLayout.RowMajor, None, SLayout.ColMajor)
+             for _ in range(2)]
+    p_mat = [Tile(TileType.Mat, h, cs0, cs1, BLayout.ColMajor, None, SLayout.RowMajor)
+             for _ in range(2)]
+    v_mat = [Tile(TileType.Mat, h, cs1, hd, BLayout.ColMajor, None, SLayout.RowMajor)
+             for _ in range(2)]
+    addr = 0
+    for t in [q_mat, *k_mat, *p_mat, *v_mat]:
+        pto.TASSIGN(t, addr)
+        addr += t.rows * t.cols * 2
+    qk_acc = pto.TileAcc(f, cs0, cs1)
+    pv_acc = pto.TileAcc(f, cs0, hd)
+    st.assign_acc(qk_acc, 0)
+    st.assign_acc(pv_acc, 1)
+    for ev in range(4):
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+    pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.SET_FLAG(Pipe.FIX, Pipe.M, 1)
+    qk_base = blk * cfg.fifo * cs0 * ts1  # the block's part of each FIFO (elements)
+    pv_base = blk * cfg.fifo * cs0 * hd
+    k_pp = pv_pp = 0
+
+    def compute_qk(tile_id: int, sub: int, acc_ev: int) -> None:
+        nonlocal k_pp
+        ev = k_pp % 2
+        s1_index = tile_id * ts1 + sub * cs1
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        if tile_id == 0 and sub == 0:
+            pto.TLOAD(q_mat, _gm(q, cs0, hd, hd, blk * cs0 * hd))
+        pto.TLOAD(k_mat[ev], _gm(k, hd, cs1, hd, s1_index * hd, Layout.DN))
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.FIX, Pipe.M, acc_ev)
+        _fa_matmul(st, q_mat, k_mat[ev], qk_acc, cs0, hd, cs1, first=True, final=True,
+                   unit_flag=False)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+        pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+        if sub == 0 and _fa_should_wait(cfg, tile_id):
+            pto.SYNC_WAIT(Pipe.S, FA0_SM_CONSUMED)
+        at = qk_base + (tile_id % cfg.fifo) * cs0 * ts1 + sub * cs1
+        pto.TSTORE(_gm(qk_fifo, cs0, cs1, ts1, at), qk_acc)
+        pto.SET_FLAG(Pipe.FIX, Pipe.M, acc_ev)
+        if sub == kf - 1:
+            pto.SYNC_SET(Pipe.FIX, FA0_QK_READY)
+        k_pp += 1
+
+    def compute_pv(tile_id: int, sub: int, acc_ev: int) -> None:
+        nonlocal pv_pp
+        b = pv_pp % 2
+        ev = b + 2  # PV_EVENT_ID0 + ping-pong
+        s1_index = tile_id * ts1 + sub * cs1
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        pto.TLOAD(v_mat[b], _gm(v, cs1, hd, hd, s1_index * hd))
+        if sub == 0:
+            pto.SYNC_WAIT(Pipe.S, FA0_SM_READY)
+        at = qk_base + (tile_id % cfg.fifo) * cs0 * ts1 + sub * cs0 * cs1
+        pto.TLOAD(p_mat[b], _gm(p_fifo, cs0, cs1, cs1, at))
+        if sub == kf - 1 and _fa_should_notify(cfg, tile_id):
+            pto.SYNC_SET(Pipe.MTE2, FA0_SV_CONSUMED)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.MTE1, 0)
+        if sub == 0:
+            pto.WAIT_FLAG(Pipe.FIX, Pipe.M, acc_ev)
+        _fa_matmul(st, p_mat[b], v_mat[b], pv_acc, cs0, cs1, hd, first=sub == 0, final=True,
+                   unit_flag=False)
+        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+        if sub == kf - 1:
+            pto.SET_FLAG(Pipe.M, Pipe.FIX, 0)
+            pto.WAIT_FLAG(Pipe.M, Pipe.FIX, 0)
+            if _fa_should_wait(cfg, tile_id):
+                pto.SYNC_WAIT(Pipe.S, FA0_UPDATE_CONSUMED)
+            at = pv_base + (tile_id % cfg.fifo) * cs0 * hd
+            pto.TSTORE(_gm(pv_fifo, cs0, hd, hd, at), pv_acc)
+            pto.SET_FLAG(Pipe.FIX, Pipe.M, acc_ev)
+            pto.SYNC_SET(Pipe.FIX, FA0_UPDATE_READY)
+        pv_pp += 1
+
+    for tile in range(min(cfg.preload, n_tiles)):
+        for sub in range(kf):
+            compute_qk(tile, sub, st.assign_acc(qk_acc))
+    for tile in range(n_tiles):
+        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
+        qk_ev = st.assign_acc(qk_acc) if nxt != -1 else -1
+        pv_ev = st.assign_acc(pv_acc)
+        for sub in range(kf):
+            if nxt != -1:
+                compute_qk(nxt, sub, qk_ev)
+            compute_pv(tile, sub, pv_ev)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 0)
+    pto.WAIT_FLAG(Pipe.M, Pipe.MTE1, 1)
+    for ev in range(4):
+        pto.WAIT_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
+    pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 0)
+    pto.WAIT_FLAG(Pipe.FIX, Pipe.M, 1)
+    pto.PIPE_BARRIER(Pipe.ALL)
+
+
+def _fa_vector_origin(cfg: FaConfig, o: np.ndarray, fifos: tuple[np.ndarray, ...],
+                      blk: Any) -> None:
+    """runTFA's DAV_VEC side at upstream 6cc68238: compute_p loads its vs0 rows of the whole
+    TILE_S1 entry in one TLOAD, the softmax works through a full-size temporary, and the
+    handshake is the FFTS flags of _fa_cube_origin."""
+    qk_fifo, p_fifo, pv_fifo = fifos
+    h, f = np.float16, np.float32
+    cs0, cs1, hd, kf, vs0, ts1 = (cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor,
+                                  cfg.vec_s0, cfg.tile_s1)
+    rows_sb = cs0 // 2
+    n_tiles = cfg.s1 // ts1
+    sb = pto.get_subblock_idx()
+    scale = np.float32(1.0 / np.sqrt(np.float32(cfg.head)))
+
+    def vec(dtype: Any, rows: int, cols: int, at: int, layout: BLayout = BLayout.RowMajor,
+            valid: Any = None) -> Tile:
+        t = Tile(TileType.Vec, dtype, rows, cols, layout, valid)
+        pto.TASSIGN(t, at)
+        return t
+
+    # UB (the origin's allocate_vec_tile_buffers): the qk / pv union x2, m1, m2, a full float
+    # temporary, l1, l2, exp_max x fifo, x_exp x2, runningO last
+    f_bytes, o_bytes, r_bytes = vs0 * ts1 * 4, rows_sb * hd * 4, rows_sb * 4
+    stride = max(f_bytes, o_bytes)
+    qk_vec = [vec(f, vs0, ts1, i * stride) for i in range(2)]
+    pv_vec = [vec(f, rows_sb, hd, i * stride) for i in range(2)]
+    at = 2 * stride
+    m1_at, m2_at = at, at + r_bytes
+    at += 2 * r_bytes
+    tmp = vec(f, vs0, ts1, at)
+    at += f_bytes
+    l1_at, l2_at = at, at + r_bytes
+    at += 2 * r_bytes
+    em_at = [at + i * r_bytes for i in range(cfg.fifo)]
+    exp_max = [vec(f, rows_sb, 1, a, BLayout.ColMajor) for a in em_at]
+    at += cfg.fifo * r_bytes
+    x_exp = [vec(h, vs0, ts1, at + i * vs0 * ts1 * 2) for i in range(2)]
+    at += 2 * vs0 * ts1 * 2
+    running_o = vec(f, rows_sb, hd, at)
+    l2_global_sum = vec(f, rows_sb, 1, l2_at, BLayout.ColMajor)
+    qk_base = blk * cfg.fifo * cs0 * ts1
+    pv_base = blk * cfg.fifo * cs0 * hd
+
+    pto.SET_FLAG(Pipe.V, Pipe.MTE2, 0)
+    pto.SET_FLAG(Pipe.V, Pipe.MTE2, 1)
+    pto.SET_FLAG(Pipe.MTE3, Pipe.V, 0)
+    pto.SET_FLAG(Pipe.MTE3, Pipe.V, 1)
+    pp = 0
+
+    def softmax(init: bool, xe: Tile, qk: Tile, rs: int, em_base: int) -> None:
+        """the origin's pto_macro_fa_softmax on one row slice."""
+        off = rs * vs0 * 4
+        m1 = vec(f, vs0, 1, m1_at + off, BLayout.ColMajor)
+        m2 = vec(f, vs0, 1, m2_at + off, BLayout.ColMajor)
+        l1 = vec(f, vs0, 1, l1_at + off, BLayout.ColMajor)
+        l2 = vec(f, vs0, 1, l2_at + off, BLayout.ColMajor)
+        em = vec(f, vs0, 1, em_base + off, BLayout.ColMajor)
+        n = vs0 * ts1
+        p_1d, x_1d = Tile(TileType.Vec, f, 1, n), Tile(TileType.Vec, h, 1, n)
+        if init:
+            pto.TROWMAX(m2, qk, tmp)
+            pto.PIPE_BARRIER(Pipe.V)
+            pto.TROWEXPANDSUB(tmp, qk, m2)
+            pto.TMULS(tmp, tmp, scale)
+            pto.TEXP(qk, tmp)
+            pto.PIPE_BARRIER(Pipe.V)
+            pto.TROWSUM(l2, qk, tmp)
+            pto.TRESHAPE(p_1d, qk)
+            pto.TRESHAPE(x_1d, xe)
+            pto.TCVT(x_1d, p_1d, None, RoundMode.CAST_ROUND)
+            return
+        lm, gm_, em_r, gs, ls = (Tile(TileType.Vec, f, 1, vs0) for _ in range(5))
+        pto.TROWMAX(m1, qk, tmp)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TRESHAPE(lm, m1)
+        pto.TRESHAPE(gm_, m2)
+        pto.TMAX(lm, lm, gm_)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TRESHAPE(em_r, em)
+        pto.TSUB(em_r, gm_, lm)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TMULS(m2, m1, np.float32(1.0))  # (a copy, on the column tiles)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TROWEXPANDSUB(tmp, qk, m1)
+        pto.TMULS(em_r, em_r, scale)
+        pto.TMULS(tmp, tmp, scale)
+        pto.TEXP(em_r, em_r)
+        pto.TEXP(qk, tmp)
+        pto.TRESHAPE(p_1d, qk)
+        pto.TRESHAPE(x_1d, xe)
+        pto.TCVT(x_1d, p_1d, None, RoundMode.CAST_ROUND)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TRESHAPE(gs, l2)
+        pto.TMUL(gs, em_r, gs)
+        pto.TROWSUM(l1, qk, tmp)
+        pto.TRESHAPE(ls, l1)
+        pto.PIPE_BARRIER(Pipe.V)
+        pto.TADD(gs, gs, ls)
+
+    def compute_p(tile_id: int, rs: int) -> None:
+        nonlocal pp
+        ev = pp % 2
+        row_offset = rows_sb * sb + rs * vs0
+        entry = qk_base + (tile_id % cfg.fifo) * cs0 * ts1
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, ev)
+        if rs == 0:
+            pto.SYNC_WAIT(Pipe.S, FA0_QK_READY)
+        pto.TLOAD(qk_vec[ev], _gm(qk_fifo, vs0, ts1, ts1, entry + row_offset * ts1))
+        if rs == kf - 1 and _fa_should_notify(cfg, tile_id):
+            pto.SYNC_SET(Pipe.MTE2, FA0_SM_CONSUMED)
+        pto.SET_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, ev)
+        softmax(tile_id == 0, x_exp[ev], qk_vec[ev], rs, em_at[tile_id % cfg.fifo])
+        pto.SET_FLAG(Pipe.V, Pipe.MTE2, ev)
+        pto.SET_FLAG(Pipe.V, Pipe.MTE3, 0)
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE3, 0)
+        if rs == 0 and _fa_should_wait(cfg, tile_id):
+            pto.SYNC_WAIT(Pipe.S, FA0_SV_CONSUMED)
+        for sub in range(kf):  # each CUBE_S1 column band to its CUBE_S0 x CUBE_S1 sub-tile
+            band = vec(h, vs0, ts1, x_exp[ev].addr + sub * cs1 * 2, valid=(vs0, cs1))
+            pto.TSTORE(_gm(p_fifo, vs0, cs1, cs1, entry + row_offset * cs1 + sub * cs1 * cs0),
+                       band)
+        if rs == kf - 1:
+            pto.SYNC_SET(Pipe.MTE3, FA0_SM_READY)
+        pto.SET_FLAG(Pipe.MTE3, Pipe.V, ev)
+        pp += 1
+
+    def compute_gu(tile_id: int) -> None:
+        nonlocal pp
+        ev = pp % 2
+        pto.SYNC_WAIT(Pipe.S, FA0_UPDATE_READY)
+        pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, ev)
+        dst = running_o if tile_id == 0 else pv_vec[ev]
+        at = pv_base + (tile_id % cfg.fifo) * cs0 * hd + sb * rows_sb * hd
+        pto.TLOAD(dst, _gm(pv_fifo, rows_sb, hd, hd, at))
+        pto.SET_FLAG(Pipe.MTE2, Pipe.V, 0)
+        pto.WAIT_FLAG(Pipe.MTE2, Pipe.V, 0)
+        if tile_id > 0:  # pto_macro_fa_gu / _last
+            pto.TROWEXPANDMUL(running_o, running_o, exp_max[tile_id % cfg.fifo])
+            pto.TADD(running_o, running_o, pv_vec[ev])
+            if tile_id == n_tiles - 1:
+                pto.TROWEXPANDDIV(running_o, running_o, l2_global_sum)
+        pto.SET_FLAG(Pipe.V, Pipe.MTE2, ev)
+        if _fa_should_notify(cfg, tile_id):
+            pto.SYNC_SET(Pipe.MTE2, FA0_UPDATE_CONSUMED)
+        if tile_id == n_tiles - 1:
+            pto.SET_FLAG(Pipe.V, Pipe.MTE3, 0)
+            pto.WAIT_FLAG(Pipe.V, Pipe.MTE3, 0)
+            pto.TSTORE(_gm(o, rows_sb, hd, hd, (blk * cs0 + sb * rows_sb) * hd), running_o)
+        pp += 1
+
+    for tile in range(min(cfg.preload, n_tiles)):
+        for rs in range(kf):
+            compute_p(tile, rs)
+    for tile in range(n_tiles):
+        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
+        if nxt != -1:
+            for rs in range(kf):
+                compute_p(nxt, rs)
+        compute_gu(tile)
+    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 1)
+    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 0)
+    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 1)
+    pto.PIPE_BARRIER(Pipe.ALL)
 
 
 def fa_reference(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -689,9 +1004,11 @@ def fa_buffers(cfg: FaConfig, timing: bool = False, seed: int = 7
 
 
 def run_fa(cores: int, s1: int, *, check: bool = True, timing: bool = False,
-           cfg: FaConfig | None = None) -> Result:
-    """One launch of the flash_atten port on ``cores`` blocks (S0 = 128 x cores)."""
-    cfg = cfg or FaConfig(s0=128 * cores, s1=s1)
+           cfg: FaConfig | None = None, origin: bool = True) -> Result:
+    """One launch of the flash_atten port on ``cores`` blocks (S0 = 128 x cores): by default the
+    kernel the cores table measured (upstream 6cc68238), ``origin=False`` the later one."""
+    cfg = cfg or FaConfig(s0=128 * cores, s1=s1, origin=origin,
+                          fifo=FA_ORIGIN_FIFO if origin else 8)
     bufs = fa_buffers(cfg, timing)
     q, k, v, o = bufs[:4]
     t0 = time.perf_counter()
@@ -709,7 +1026,8 @@ def run_fa(cores: int, s1: int, *, check: bool = True, timing: bool = False,
     ratio = launch.busy_ratio()
     busy = {p: ratio.get(p, 0.0) for p in ("M", "MTE1", "MTE2", "FIX", "V", "MTE3")}
     board = FA_BOARD.get(cores, {}).get(s1, float("nan"))
-    return Result("common/flash_atten", f"S0 {cfg.s0}, S1 {s1}, H {cfg.head}, {cores} cores",
+    name = "common/flash_atten" + (" (6cc6823)" if cfg.origin else "")
+    return Result(name, f"S0 {cfg.s0}, S1 {s1}, H {cfg.head}, {cores} cores",
                   launch.us, board, busy, {}, wall, launch_s, rep)
 
 
@@ -1407,6 +1725,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="1536,3072", help="gemm: m = k = n")
     ap.add_argument("--fa-cores", default="1,2,4,8", help="fa: blocks (S0 = 128 x cores)")
     ap.add_argument("--fa-s1", default="1024,2048,4096,8192", help="fa: S1")
+    ap.add_argument("--fa-kernel", default="origin", choices=("origin", "later"),
+                    help="fa: the kernel committed with the cores table (upstream 6cc68238, "
+                    "12-entry FIFO, FFTS flags) or the later one (TMPipe, unit flag)")
     ap.add_argument("--conv", default="all", help="conv: 'all' (the README's five shapes) or "
                     "batch,c1,hin,win,cout[;...]")
     ap.add_argument("--mx", default="2040,8192,8100;2048,8192,8192",
@@ -1422,7 +1743,8 @@ def main(argv: list[str] | None = None) -> int:
         runs += [lambda s=s: run_gemm(s, check=not ns.no_check, timing=ns.timing)
                  for s in map(int, ns.sizes.split(","))]
     if "fa" in kernels:
-        runs += [lambda c=c, s1=s1: run_fa(c, s1, check=not ns.no_check, timing=ns.timing)
+        runs += [lambda c=c, s1=s1: run_fa(c, s1, check=not ns.no_check, timing=ns.timing,
+                                           origin=ns.fa_kernel == "origin")
                  for c in map(int, ns.fa_cores.split(",")) for s1 in map(int, ns.fa_s1.split(","))]
     if "fa_seq" in kernels:
         runs += [lambda s=s: run_fa_seq(s, check=not ns.no_check, timing=ns.timing)

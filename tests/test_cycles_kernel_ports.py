@@ -37,10 +37,11 @@ def _ports() -> ModuleType:
     return mod
 
 
-def _small(blocks: int, s1: int, tile_s1: int = 64):
+def _small(blocks: int, s1: int, tile_s1: int = 64, origin: bool = False):
     kp = _ports()
     return kp, kp.FaConfig(s0=32 * blocks, s1=s1, head=32, cube_s0=32, cube_s1=32,
-                           tile_s1=tile_s1)
+                           tile_s1=tile_s1, origin=origin,
+                           fifo=kp.FA_ORIGIN_FIFO if origin else 8)
 
 
 def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -51,9 +52,11 @@ def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float64)
 
 
+@pytest.mark.parametrize("origin", [False, True], ids=["later", "origin"])
 @pytest.mark.parametrize("blocks,s1", [(1, 128), (2, 1024)])
-def test_flash_atten_port_matches_numpy(blocks, s1):
-    kp, cfg = _small(blocks, s1)
+def test_flash_atten_port_matches_numpy(blocks, s1, origin):
+    # origin: the kernel of upstream 6cc68238 (FFTS flags, 12-entry FIFO): 16 tiles wrap it
+    kp, cfg = _small(blocks, s1, origin=origin)
     bufs = kp.fa_buffers(cfg, seed=blocks)
     q, k, v, o = bufs[:4]
     rep = pto.launch(lambda *a: kp.flash_atten(cfg, *a), *bufs, blocks=cfg.blocks,
@@ -75,12 +78,14 @@ def test_flash_atten_port_timing_only_has_the_same_cycles():
     assert (only.total, only.busy) == (full.total, full.busy)
 
 
-def test_flash_atten_port_is_race_free_with_its_own_flags():
-    # 10 tiles: the producers wait for the consumers' frees from tile 8 on. TILE_S1 =
-    # CUBE_S1: with two sub-tiles a tile the vector side loads and stores column bands through
-    # tiles whose storage runs past their valid columns into the next buffer (as the C++
-    # does), which the sanitizer, taking a tile's whole storage as accessed, reports as races
-    kp, cfg = _small(1, 320, tile_s1=32)
+@pytest.mark.parametrize("origin", [False, True], ids=["later", "origin"])
+def test_flash_atten_port_is_race_free_with_its_own_flags(origin):
+    # 10 tiles (origin: 20): the producers wait for the consumers' frees from tile 8 (12) on.
+    # TILE_S1 = CUBE_S1: with two sub-tiles a tile the vector side loads and stores column
+    # bands through tiles whose storage runs past their valid columns into the next buffer
+    # (as the C++ does), which the sanitizer, taking a tile's whole storage as accessed,
+    # reports as races
+    kp, cfg = _small(1, 640 if origin else 320, tile_s1=32, origin=origin)
     san = Sanitizer(sync="manual")
     pto.launch(lambda *a: kp.flash_atten(cfg, *a), *kp.fa_buffers(cfg), blocks=cfg.blocks,
                target="a2a3", mixed=True, sanitize=san)
