@@ -4,11 +4,12 @@ intrinsics instruction for instruction and flag for flag, launched with ``cycles
 compared with the published times.
 
     python benchmarks/kernel_ports.py [--kernels gemm,fa,conv,gemm_ar,mx] [--sizes 1536,3072]
-        [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--conv all] [--timing]
-        [--no-check]
+        [--fa-cores 1,2,4,8] [--fa-s1 1024,2048,4096,8192] [--fa-kernel origin|later]
+        [--conv all] [--timing] [--no-check]
 
 Ported: ``a2a3/gemm_performance`` (A3, 24 cores, fp16 in, f32 out), ``common/flash_atten``
-(A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q) and
+(A2/A3 mixed cube + vector kernel, non-causal; one block per 128 rows of Q; twice: as
+committed with the README's cores table, upstream 6cc68238, and the later kernel) and
 ``a2a3/conv2d_forward`` (A3, 24 cores, implicit GEMM through TIMG2COL) and the compute kernel
 of ``a2a3/gemm_ar`` (910B, 24 cores; the README's compute-only time) and
 ``a5/matmul_mxfp4_performance`` (A5, 32 cores, TMATMUL_MX with fp4 e2m1 operands). Our own
