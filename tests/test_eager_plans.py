@@ -611,6 +611,49 @@ def test_overlapping_arguments_are_not_planned() -> None:
     assert s is not None and s.hits == 0 and s.why == "array arguments overlap"
 
 
+def _rows_in_place() -> Callable[..., None]:
+    """A fresh kernel: z += y in 1 x 4096 rows, a row per iteration (TSTORE writes the GM
+    row that a tile of its own iteration still reads in place)."""
+    def kernel(y: np.ndarray, z: np.ndarray) -> None:
+        shape, stride = (1, 1, 1, 1, K.VR_C), (z.size,) * 3 + (K.VR_C, 1)
+        ty, tz, ts = (Tile(TileType.Vec, np.float32, 1, K.VR_C) for _ in range(3))
+        for i in range(z.size // K.VR_C):
+            pto.TLOAD(tz, GlobalTensor(z, shape, stride, offset=i * K.VR_C))
+            pto.TLOAD(ty, GlobalTensor(y, shape, stride, offset=i * K.VR_C))
+            pto.TADD(ts, tz, ty)
+            pto.TSTORE(GlobalTensor(z, shape, stride, offset=i * K.VR_C), ts)
+    return kernel
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+def test_planned_windows_follow_the_arrays(blocks: int) -> None:
+    """TLOAD's and TSTORE's planned forms make their GM windows once per plan and again when
+    the plan is rebound to other arrays: replays alternating between two sets of arrays,
+    contents changed in place between launches, give numpy's sums every time; and a store
+    to the GM a tile of the iteration still reads in place (z += y) too."""
+    n = 8 * K.VR_C
+    sets = [[_rng(30 + 3 * i + k).standard_normal(n, dtype=np.float32) for k in range(3)]
+            for i in range(2)]
+    s0 = eager_plans.stats(K.vec_add_rows)
+    hits0 = 0 if s0 is None else s0.hits
+    for i in range(8):
+        x, y, z = sets[i % 2]
+        x += np.float32(1.0)  # (new contents, the same arrays)
+        z.view(np.uint8)[...] = 0xA5
+        pto.launch(K.vec_add_rows, x, y, z, blocks=blocks, plans=True)
+        assert np.array_equal(z, x + y), f"launch {i + 1}"
+    s = eager_plans.stats(K.vec_add_rows)
+    assert s is not None and s.hits - hits0 >= 4
+    kernel = _rows_in_place()
+    for i in range(6):
+        y, z = sets[i % 2][1], sets[i % 2][2]
+        want = z + y
+        pto.launch(kernel, y, z, plans=True)
+        assert np.array_equal(z, want), f"in place, launch {i + 1}"
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits >= 2 and s.batched >= 1
+
+
 def test_guards_after_a_replay_of_the_same_arrays() -> None:
     """After replays of the same array objects (the guard's shortcut: contiguity and overlap
     not checked again), overlapping arguments of the same signature still run interpreted,
