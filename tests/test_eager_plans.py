@@ -627,10 +627,11 @@ def _rows_in_place() -> Callable[..., None]:
 
 @pytest.mark.parametrize("blocks", [1, 2])
 def test_planned_windows_follow_the_arrays(blocks: int) -> None:
-    """TLOAD's and TSTORE's planned forms make their GM windows once per plan and again when
-    the plan is rebound to other arrays: replays alternating between two sets of arrays,
-    contents changed in place between launches, give numpy's sums every time; and a store
-    to the GM a tile of the iteration still reads in place (z += y) too."""
+    """Replays of a batched loop alternating between two sets of arrays of one signature,
+    their contents changed in place between launches, give numpy's sums every time (a
+    replay's GM windows, however long it keeps them, follow the arrays bound and see their
+    contents); so does a store to the GM a tile of its iteration still reads in place
+    (z += y)."""
     n = 8 * K.VR_C
     sets = [[_rng(30 + 3 * i + k).standard_normal(n, dtype=np.float32) for k in range(3)]
             for i in range(2)]

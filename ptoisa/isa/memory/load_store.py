@@ -254,58 +254,6 @@ def _tload_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any])
     return True
 
 
-def _tload_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
-    """TLOAD's planned form (Instr.plan) where its fast form reads GM in place: a plain tile
-    loaded whole from a plain view whose window is a 2-D stride pattern covering it. The
-    window is made once, and again only when the plan rebinds the view (another launch's
-    arrays: :class:`_PlannedWindow`); the tile's valid region and the machine's lazy loads
-    are the run's state, checked per call (else the general call runs)."""
-    dst, src = vals[0], vals[1]
-    if len(vals) != 2 or params or type(dst) is not Tile or type(src) is not GlobalTensor \
-            or src.spec.layout in _CONV_ONLY:
-        return None
-    spec = dst.spec
-    rows, cols = spec.rows, spec.cols
-    c = _cover(src, dst)
-    if src.spec.dtype is not spec.dtype or spec.dtype.packed or c[0] < rows or c[1] < cols:
-        return None
-    win = _PlannedWindow(src, rows, cols)
-    if win.get() is None:
-        return None
-    set_lazy = lazy.set_lazy
-
-    def call() -> bool:
-        if not dst._whole or not lazy.ok(m, dst):
-            return False
-        w = win.get()
-        if w is None:
-            return False
-        set_lazy(dst, w, m, True)  # (as _load_in_place: dst reads GM in place)
-        return True
-    return call
-
-
-class _PlannedWindow:
-    """A planned call's window of its GM view for a tile shape (GlobalTensor.window): made
-    again only when the view is another array or offset than when it was last made (a plan
-    rebinds its views' arrays for a launch on other arrays; a window is a view of the
-    array, so it sees every write to it)."""
-
-    __slots__ = ("gm", "rows", "cols", "flat", "offset", "spec", "w")
-
-    def __init__(self, gm: GlobalTensor, rows: int, cols: int) -> None:
-        self.gm, self.rows, self.cols = gm, rows, cols
-        self.flat = self.offset = self.spec = self.w = None
-
-    def get(self) -> np.ndarray | None:
-        g = self.gm
-        if g.flat is not self.flat or g.offset is not self.offset or g.spec is not self.spec:
-            self.w = None  # (until made for the view as it is now)
-            self.w = g.window(self.rows, self.cols)
-            self.flat, self.offset, self.spec = g.flat, g.offset, g.spec
-        return self.w
-
-
 def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
     """cpu: TLOAD as the CPU simulator, which fills the whole tile with the pad value first
     (Null pads 0)."""
@@ -330,7 +278,7 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
                _gm_dtype_matches("dst", "src")),
        static_for={"a5": (_tload_vec_layout_a5, _tload_fp4_a5)},
        runtime=(_tload_runtime,),
-       impl_for={"cpu": _cpu_tload}, fast=_tload_fast, plan=_tload_plan)
+       impl_for={"cpu": _cpu_tload}, fast=_tload_fast)
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
     """Copy the GM view into dst's valid region (any GM layout into any tile layout, e.g.
     ND -> NZ). With a pad value other than Null the rest of the tile is filled with it; on cpu
@@ -461,58 +409,6 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return True
 
 
-def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
-    """TSTORE's planned form (Instr.plan) where its fast form computes the source's deferred
-    result straight into GM: a plain tile of the view's element type stored whole, without
-    quant word, ReLU or atomic add, to a writable view whose window is a 2-D stride pattern
-    covering it, blocks not overlapping. The window is made once, and again only when the
-    plan rebinds the view (:class:`_PlannedWindow`, its checks made again then); whether the
-    source owes a deferred result, and its valid region, are checked per call (else the
-    general call runs: a source holding values, or a partial one, is stored as before)."""
-    dst, src = vals[0], vals[1]
-    if type(dst) is not GlobalTensor or type(src) is not Tile \
-            or dst.spec.layout in _CONV_ONLY or src.spec.loc is TileType.Acc \
-            or (len(vals) > 2 and vals[2] is not None) or src.dtype is not dst.dtype \
-            or params.get("atomicType") is not AtomicType.AtomicNone \
-            or params.get("reluPreMode") is not ReluPreMode.NoRelu:
-        return None
-    spec = src.spec
-    rows, cols = spec.rows, spec.cols
-    c = _cover(dst, src)
-    if c[0] < rows or c[1] < cols:
-        return None
-    win = _PlannedWindow(dst, rows, cols)
-    made: list[Any] = [None, False]  # (the window its checks were made for, and their verdict)
-
-    def window() -> np.ndarray | None:
-        w = win.get()
-        if w is not made[0]:
-            made[0], made[1] = w, w is not None and dst.flat.flags.writeable \
-                and not _lanes_overlap(w) and (m.lanes == 1 or w.ndim == 3)
-        return w if made[1] else None
-
-    if window() is None:
-        return None
-
-    def call() -> bool:
-        if src._pending is None or not src._whole:
-            return False
-        w = window()
-        if w is None:
-            return False
-        # (as _tstore: the deferred result computed into GM, which the tile then reads)
-        m.gm_writes += 1
-        lazy.gm_barrier(m, dst.flat)
-        p = src.take_pending()
-        if p is not None:
-            lazy.compute(m, src, p, w)
-            lazy.set_lazy(src, w, m, True)
-        else:  # (the barrier computed it: its values are stored, as _tstore stores them)
-            _store(m, dst, np.asarray(src.read()), AtomicType.AtomicNone)
-        return True
-    return call
-
-
 #: PTOAS attributes of pto.tstore (and of its fp form, TSTORE_FP)
 _TSTORE_ATTRS = {
     "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
@@ -537,8 +433,7 @@ _TSTORE_ATTRS = {
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast,
-       plan=_tstore_plan)
+       runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode,
            Phase: STPhase = STPhase.Unspecified) -> None:  # noqa: N803
