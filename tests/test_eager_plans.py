@@ -655,6 +655,28 @@ def test_planned_windows_follow_the_arrays(blocks: int) -> None:
     assert s is not None and s.hits >= 2 and s.batched >= 1
 
 
+@pytest.mark.parametrize("valid_rows", [4, 2])
+def test_tadd_large_tiles_whole_or_partial(valid_rows: int) -> None:
+    """TADD of 4 x 4096 f32 tiles in a 1-block plan (large enough to defer its sum: its
+    planned form), dst valid over all its rows or over 2 of them (the planned form gives the
+    use to the general call): numpy's sums, replay after replay."""
+    c = K.VR_C
+
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        src = ((1, 1, 1, 4, c), (x.size,) * 3 + (c, 1))
+        tx, ty = Tile(TileType.Vec, np.float32, 4, c), Tile(TileType.Vec, np.float32, 4, c)
+        tz = Tile(TileType.Vec, np.float32, 4, c, valid=(valid_rows, c))
+        pto.TLOAD(tx, GlobalTensor(x, *src))
+        pto.TLOAD(ty, GlobalTensor(y, *src))
+        pto.TADD(tz, tx, ty)
+        pto.TSTORE(GlobalTensor(z, (1, 1, 1, valid_rows, c), (z.size,) * 3 + (c, 1)), tz)
+
+    x, y = (_rng(40 + k).standard_normal((4, c), dtype=np.float32) for k in (0, 1))
+    z = np.zeros((valid_rows, c), np.float32)
+    assert _both_ways(kernel, [x, y], [z]) == (1, 2)
+    assert np.array_equal(z, x[:valid_rows] + y[:valid_rows])
+
+
 def test_guards_after_a_replay_of_the_same_arrays() -> None:
     """After replays of the same array objects (the guard's shortcut: contiguity and overlap
     not checked again), overlapping arguments of the same signature still run interpreted,
