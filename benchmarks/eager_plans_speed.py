@@ -4,7 +4,7 @@ alternating, against the plain-numpy version of the same maths, in process CPU t
 with ``OPENBLAS_NUM_THREADS=1``) and wall time.
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/eager_plans_speed.py [--rounds N] [--only TEXT]
-        [--no-batches] [--no-chains] [--warm N]
+        [--no-batches] [--no-chains] [--warm N] [--swap]
 
 Prints per kernel the median per launch of each way, its ratio to numpy (the median of the
 rounds' ratios), the time the two recording launches and the plan's check took together (see
@@ -13,7 +13,9 @@ runs as one batch (ptoisa/plan_loops.py; ``--no-batches``: plans without batches
 ``--no-chains``: accumulating loops not batched; ``--warm N``: each way launched N times
 untimed before its timing in every round, as a user's loop runs it: after the interpreted
 way's round the first launches of the next are slower, numpy's adds into a 4 MiB output
-among them, for several launches). Every planned result is checked bit for bit against the
+among them, for several launches; ``--swap``: every other round runs its ways in the
+opposite order, so numpy's way and the planned one each come right after the interpreted
+one in half the rounds). Every planned result is checked bit for bit against the
 interpreted one first.
 """
 
@@ -97,11 +99,15 @@ def main() -> None:
     add_switches(ap)
     ap.add_argument("--warm", type=int, default=0,
                     help="untimed launches of each way before its timing in every round")
+    ap.add_argument("--swap", action="store_true",
+                    help="every other round in the opposite order (planned, interpreted, "
+                    "numpy): numpy's way follows the interpreted one as often as the plan")
     ns = ap.parse_args()
     apply_switches(ns)
     from scale import cpu_name
 
-    print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds")
+    print(f"CPU: {cpu_name()}; per launch, medians of {ns.rounds} alternating rounds"
+          + (" (every other one in the opposite order)" if ns.swap else ""))
     print(f"{'kernel':48s} {'interpreted':>22s} {'plan':>22s} {'record':>8s}  hits  batched")
     print(f"{'':48s} {'cpu ms (x np) wall ms':>22s} {'cpu ms (x np) wall ms':>22s}")
     for name, np_fn, k_fn, k, kernel, outs in cases():
@@ -123,9 +129,10 @@ def main() -> None:
             if o.tobytes() != w.tobytes():
                 raise SystemExit(f"{name}: the plan's bits differ from the interpreter's")
         rows: dict[str, list[tuple[float, float]]] = {"np": [], "off": [], "on": []}
-        for _ in range(ns.rounds):
-            for way, fn in (("np", np_fn), ("off", lambda f=k_fn: f(False)),
-                            ("on", lambda f=k_fn: f(True))):
+        for r in range(ns.rounds):
+            ways = [("np", np_fn), ("off", lambda f=k_fn: f(False)),
+                    ("on", lambda f=k_fn: f(True))]
+            for way, fn in (ways[::-1] if ns.swap and r % 2 else ways):
                 for _ in range(ns.warm):
                     fn()
                 rows[way].append(_timed(fn, k))

@@ -611,6 +611,72 @@ def test_overlapping_arguments_are_not_planned() -> None:
     assert s is not None and s.hits == 0 and s.why == "array arguments overlap"
 
 
+def _rows_in_place() -> Callable[..., None]:
+    """A fresh kernel: z += y in 1 x 4096 rows, a row per iteration (TSTORE writes the GM
+    row that a tile of its own iteration still reads in place)."""
+    def kernel(y: np.ndarray, z: np.ndarray) -> None:
+        shape, stride = (1, 1, 1, 1, K.VR_C), (z.size,) * 3 + (K.VR_C, 1)
+        ty, tz, ts = (Tile(TileType.Vec, np.float32, 1, K.VR_C) for _ in range(3))
+        for i in range(z.size // K.VR_C):
+            pto.TLOAD(tz, GlobalTensor(z, shape, stride, offset=i * K.VR_C))
+            pto.TLOAD(ty, GlobalTensor(y, shape, stride, offset=i * K.VR_C))
+            pto.TADD(ts, tz, ty)
+            pto.TSTORE(GlobalTensor(z, shape, stride, offset=i * K.VR_C), ts)
+    return kernel
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+def test_planned_windows_follow_the_arrays(blocks: int) -> None:
+    """Replays of a batched loop alternating between two sets of arrays of one signature,
+    their contents changed in place between launches, give numpy's sums every time (a
+    replay's GM windows, however long it keeps them, follow the arrays bound and see their
+    contents); so does a store to the GM a tile of its iteration still reads in place
+    (z += y)."""
+    n = 8 * K.VR_C
+    sets = [[_rng(30 + 3 * i + k).standard_normal(n, dtype=np.float32) for k in range(3)]
+            for i in range(2)]
+    s0 = eager_plans.stats(K.vec_add_rows)
+    hits0 = 0 if s0 is None else s0.hits
+    for i in range(8):
+        x, y, z = sets[i % 2]
+        x += np.float32(1.0)  # (new contents, the same arrays)
+        z.view(np.uint8)[...] = 0xA5
+        pto.launch(K.vec_add_rows, x, y, z, blocks=blocks, plans=True)
+        assert np.array_equal(z, x + y), f"launch {i + 1}"
+    s = eager_plans.stats(K.vec_add_rows)
+    assert s is not None and s.hits - hits0 >= 4
+    kernel = _rows_in_place()
+    for i in range(6):
+        y, z = sets[i % 2][1], sets[i % 2][2]
+        want = z + y
+        pto.launch(kernel, y, z, plans=True)
+        assert np.array_equal(z, want), f"in place, launch {i + 1}"
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits >= 2 and s.batched >= 1
+
+
+@pytest.mark.parametrize("valid_rows", [4, 2])
+def test_tadd_large_tiles_whole_or_partial(valid_rows: int) -> None:
+    """TADD of 4 x 4096 f32 tiles in a 1-block plan (large enough to defer its sum: its
+    planned form), dst valid over all its rows or over 2 of them (the planned form gives the
+    use to the general call): numpy's sums, replay after replay."""
+    c = K.VR_C
+
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        src = ((1, 1, 1, 4, c), (x.size,) * 3 + (c, 1))
+        tx, ty = Tile(TileType.Vec, np.float32, 4, c), Tile(TileType.Vec, np.float32, 4, c)
+        tz = Tile(TileType.Vec, np.float32, 4, c, valid=(valid_rows, c))
+        pto.TLOAD(tx, GlobalTensor(x, *src))
+        pto.TLOAD(ty, GlobalTensor(y, *src))
+        pto.TADD(tz, tx, ty)
+        pto.TSTORE(GlobalTensor(z, (1, 1, 1, valid_rows, c), (z.size,) * 3 + (c, 1)), tz)
+
+    x, y = (_rng(40 + k).standard_normal((4, c), dtype=np.float32) for k in (0, 1))
+    z = np.zeros((valid_rows, c), np.float32)
+    assert _both_ways(kernel, [x, y], [z]) == (1, 2)
+    assert np.array_equal(z, x[:valid_rows] + y[:valid_rows])
+
+
 def test_guards_after_a_replay_of_the_same_arrays() -> None:
     """After replays of the same array objects (the guard's shortcut: contiguity and overlap
     not checked again), overlapping arguments of the same signature still run interpreted,

@@ -25,11 +25,34 @@ def srcs_cover_dst(ins: Instr, dst: Tile, *srcs: Any, **kw: Any) -> None:
                 f"region {vr}x{vc}", op=ins.mnemonic)
 
 
+def _tadd_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+    """TADD's planned form (Instr.plan) where its semantics defer the sum: three plain tiles
+    of one shape, large enough to owe a deferred result on ``m`` (a smaller one keeps its
+    plain form). Per call, while all three are whole (the run-time rules then pass) and the
+    machine loads lazily, the sum is deferred as TADD defers it; else the general call."""
+    dst, src0, src1 = vals[0], vals[1], vals[2]
+    if params or type(dst) is not Tile or type(src0) is not Tile or type(src1) is not Tile:
+        return None
+    s = dst.spec
+    rows, cols = s.rows, s.cols
+    if s.is_boxed or (src0.spec.rows, src0.spec.cols) != (rows, cols) \
+            or (src1.spec.rows, src1.spec.cols) != (rows, cols) \
+            or s.numel * m.lanes < m.LAZY_MIN_ELEMENTS:
+        return None
+
+    def call() -> bool:
+        if not (dst._whole and src0._whole and src1._whole and lazy.ok(m, dst)):
+            return False
+        dst.set_pending(np.add, (src0.read(rows, cols), src1.read(rows, cols)), m)
+        return True
+    return call
+
+
 @instr("TADD", family="elementwise", pipe=Pipe.V, batched=True, plain=np.add,
        operands=(Opnd("dst", "tile", "out"), Opnd("src0", "tile"), Opnd("src1", "tile")),
        dtype_key=("dst",),
        static=(locs(["dst", "src0", "src1"], TileType.Vec), same_dtype("dst", "src0", "src1")),
-       runtime=(srcs_cover_dst,))
+       runtime=(srcs_cover_dst,), plan=_tadd_plan)
 def TADD(m: Machine, dst: Tile, src0: Tile, src1: Tile) -> None:  # noqa: N802
     """dst[i, j] = src0[i, j] + src1[i, j] over dst's valid region (integers wrap)."""
     vr, vc = dst._vr, dst._vc
