@@ -793,9 +793,12 @@ A5_PRIORS: dict[str, list[Variant]] = {
     # pack has, one line over either loop, the row loop a cycle more (basis vfp)
     "TRSQRT": [_v("vfp", 60, 4, 1, by_dtype=True, pool=True)],
     # TRECIP's high-precision algorithm: ~350 cycles an f32 vector (~170 f16) and no row
-    # restart to see: one line over both loops (f32: 39 + 346.5 a vector at 2 to 30 vectors,
-    # 2D and 1D alike)
-    "TRECIP": [_v("vf", 60, 170, by_dtype=True, pool=True, algo="HIGH_PRECISION")]
+    # restart to see: one line over both loops (f32: 39 + 346.5 a vector at 3 to 30 vectors,
+    # 2D and 1D alike), a loop of a single vector off it (vf1's single term: f32 1 x 1 401,
+    # 16 above the line; f16 1 x 128 210, 9 above) instead of dragging it; each element type
+    # on its own (TRECIP has two; a pool of f16's and f32's lines, a slope of 170 and one of
+    # 346, is no fallback for either)
+    "TRECIP": [_v("vf1", 60, 170, by_dtype=True, algo="HIGH_PRECISION")]
     + _vf(2, group="a5_sfu", heads2d=True),
     # a conversion costs by its pair of element widths (f32 -> fp8 takes ~7x f32 -> f16);
     # formats of one width share a loop (upstream's formula table agrees: one row for f32 ->
