@@ -788,7 +788,12 @@ def _vf(c1: float, key: str = "dtype", group: str | None = None, heads2d: bool =
 A5_PRIORS: dict[str, list[Variant]] = {
     **{op: _vf(2, group="a5_binary") for op in ("TADD", "TSUB", "TMUL")},
     **{op: _vf(2, group="a5_sfu", heads2d=True) for op in ("TDIVS", "TEXP", "TSQRT")},
-    **{op: _vf(2) for op in ("TMINS", "TNEG", "TSEL")},
+    **{op: _vf(2) for op in ("TMINS", "TNEG")},
+    # TSEL: upstream's A5 TSel.hpp runs one loop for 32-bit elements (TSel_b32: two vectors a
+    # trip, the mask interleaved into two predicates, odd vectors in a second loop over the
+    # rows) and another for 16- and 8-bit ones (TSel_b16_8: one vector a trip): each its own
+    # rules, so an unmeasured f16 takes int8's loop, not a pool with f32's
+    "TSEL": _vf(2, b=4) + _vf(2),
     # TRSQRT (two SFU ops a vector, 4 cycles an f32 one): port-bound on every row length the
     # pack has, one line over either loop, the row loop a cycle more (basis vfp)
     "TRSQRT": [_v("vfp", 60, 4, 1, by_dtype=True, pool=True)],
