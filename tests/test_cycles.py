@@ -153,6 +153,11 @@ def test_a5_hardware_classes_share_their_loops():
     # TRSQRT: one line over either loop, the row loop a cycle's set-up more (basis vfp)
     (v,) = t["TRSQRT"][:1]
     assert v.basis == "vfp" and costs.combine("vfp", (76.0, 4.0, 1.0), (10, 1)) == 117
+    # TSEL: upstream's 32-bit loop (vector pairs) and its 16/8-bit loop, each its own rules;
+    # TRECIP's high-precision line with a single-vector term, f16 and f32 apart (no pool)
+    assert [v.when.get("b") for v in t["TSEL"][:4]] == [4, 4, None, None]
+    (hp,) = [v for v in t["TRECIP"] if v.when.get("algo") == "HIGH_PRECISION"]
+    assert hp.basis == "vf1" and not hp.pool and {"f16", "f32"} <= set(hp.fitted)
 
 
 def test_a5_conversion_class_is_its_pairs_kinds_and_widths():
