@@ -132,7 +132,8 @@ def test_a5_row_loop_rule_is_ports_or_issue_plus_row_restarts():
 
 def test_a5_hardware_classes_share_their_loops():
     # the binary ops and the one-SFU-op loops (TRECIP's default algorithm among them) are
-    # fitted together, path by path; TMINS / TNEG / TRSQRT on their own
+    # fitted together, path by path, the SFU class's row loop with a head per member (its
+    # slopes shared); TMINS / TNEG / TRSQRT on their own
     t = costs.load_a5_table()
 
     def coef(op, path, algo=None):
@@ -140,12 +141,23 @@ def test_a5_hardware_classes_share_their_loops():
                 and v.basis.startswith("vf") and v.when.get("algo") == algo]
         return v.coefficients("f32"), v.group
 
+    sfu = ("TEXP", "TSQRT", "TDIVS", "TRECIP")
     for path in ("1D", "2D"):
         assert coef("TADD", path) == coef("TSUB", path) == coef("TMUL", path)
-        assert coef("TEXP", path) == coef("TSQRT", path) == coef("TDIVS", path) \
-            == coef("TRECIP", path)
+        tails = {(coef(op, path)[0][1:], coef(op, path)[1]) for op in sfu}
+        assert len(tails) == 1 and next(iter(tails))[1] == f"a5_sfu/{path}"
+        heads = {coef(op, path)[0][0] for op in sfu}
+        assert len(heads) == (1 if path == "1D" else 4)
         assert coef("TRECIP", path, "HIGH_PRECISION")[1] is None
         assert coef("TMINS", path)[1] is None and coef("TMINS", path) != coef("TNEG", path)
+    # TRSQRT: one line over either loop, the row loop a cycle's set-up more (basis vfp)
+    (v,) = t["TRSQRT"][:1]
+    assert v.basis == "vfp" and costs.combine("vfp", (76.0, 4.0, 1.0), (10, 1)) == 117
+    # TSEL: upstream's 32-bit loop (vector pairs) and its 16/8-bit loop, each its own rules;
+    # TRECIP's high-precision line with a single-vector term, f16 and f32 apart (no pool)
+    assert [v.when.get("b") for v in t["TSEL"][:4]] == [4, 4, None, None]
+    (hp,) = [v for v in t["TRECIP"] if v.when.get("algo") == "HIGH_PRECISION"]
+    assert hp.basis == "vf1" and not hp.pool and {"f16", "f32"} <= set(hp.fitted)
 
 
 def test_a5_conversion_class_is_its_pairs_kinds_and_widths():

@@ -262,6 +262,10 @@ BASES: dict[str, Callable[[Features], tuple[float, float]]] = {
     "vf2": lambda f: (_g(f, "rep"), _g(f, "R")),
     # a5 vector functions whose loop body dwarfs any row restart: the vectors of either loop
     "vf": lambda f: (_g(f, "vectors"), 0.0),
+    # ... and the same over either loop with a cycle's set-up more for the loop per row (x2 1
+    # on the 2D path): a loop so port-bound that no row restart shows (f32 TRSQRT: 76 + 4 a
+    # vector in one loop, 77 + 4 a vector over rows of 2 to 20 vectors)
+    "vfp": lambda f: (_g(f, "vectors"), 1.0 if f.get("path") == "2D" else 0.0),
     # cube fractal steps
     "mad": lambda f: (_g(f, "fractals"), 0.0),
     # SIMT ops: 32-workitem subgroups (x1), workitems one after another (x2: atomics)
@@ -336,6 +340,10 @@ class Variant:
     ops_measured: frozenset[str] = frozenset()
     #: where the prior comes from (an estimate's source, printed by ``--explain``)
     note: str = ""
+    #: in a class (``group``): each measured member keeps the class's slopes but its own head,
+    #: the class fit's ``c0`` moved by the member's median residual (each instruction's vector
+    #: function sets itself up its own way: a scalar broadcast, a constant, a second register)
+    member_heads: bool = False
     #: a vector micro-op (VPTO): its port class, occupancy and latency (:class:`MicroCost`);
     #: the schedule prices it inside its vector function (:class:`VecFunction`)
     micro: MicroCost | None = None
@@ -356,9 +364,9 @@ class Variant:
 
 def _v(basis: str, c0: float, c1: float = 0.0, c2: float = 0.0, *, by_dtype: bool = False,
        group: str | None = None, key: str = "dtype", pool: bool = False, note: str = "",
-       **when: Any) -> Variant:
+       member_heads: bool = False, **when: Any) -> Variant:
     return Variant(basis, (c0, c1, c2), dict(when), by_dtype=by_dtype, group=group, key=key,
-                   pool=pool, note=note)
+                   pool=pool, note=note, member_heads=member_heads)
 
 
 # Upstream's A2/A3 bandwidth table (include/pto/costmodel/arch_config.hpp, GiB/s at 1.85 GHz)
@@ -753,17 +761,18 @@ A5_MICRO: dict[str, list[Variant]] = {
 }
 
 
-def _vf(c1: float, key: str = "dtype", group: str | None = None, **when: Any
-        ) -> list[Variant]:
+def _vf(c1: float, key: str = "dtype", group: str | None = None, heads2d: bool = False,
+        **when: Any) -> list[Variant]:
     """An A5 vector function: one loop over the tile's 256-byte vectors when its rows are
     whole (1D: ``c0 + c1 * vectors``), else a loop per row (2D: ``c0 + max(c1 * vectors,
     vectors + c2 * rows)``, :data:`MAX_FORM`); coefficients per ``key`` value, pooled over
     all of them as the fallback; the instructions of one ``group`` (one hardware class) share
-    them, path by path."""
+    them, path by path (``heads2d``: the 2D loop's head each member's own,
+    :attr:`Variant.member_heads`)."""
     return [_v("vf1", 60, c1, by_dtype=True, key=key, pool=True, path="1D",
                group=group and f"{group}/1D", **when),
             _v("vf2", 60, c1, 2, by_dtype=True, key=key, pool=True, path="2D",
-               group=group and f"{group}/2D", **when)]
+               group=group and f"{group}/2D", member_heads=heads2d, **when)]
 
 
 # a5: the instructions the A5 pack measures (../shared/costmodel/a5), fitted to it into
@@ -778,13 +787,24 @@ def _vf(c1: float, key: str = "dtype", group: str | None = None, **when: Any
 # head 2 cycles above TMINS's) and TRSQRT (two SFU ops) keep their own.
 A5_PRIORS: dict[str, list[Variant]] = {
     **{op: _vf(2, group="a5_binary") for op in ("TADD", "TSUB", "TMUL")},
-    **{op: _vf(2, group="a5_sfu") for op in ("TDIVS", "TEXP", "TSQRT")},
-    **{op: _vf(2) for op in ("TMINS", "TNEG", "TRSQRT", "TSEL")},
+    **{op: _vf(2, group="a5_sfu", heads2d=True) for op in ("TDIVS", "TEXP", "TSQRT")},
+    **{op: _vf(2) for op in ("TMINS", "TNEG")},
+    # TSEL: upstream's A5 TSel.hpp runs one loop for 32-bit elements (TSel_b32: two vectors a
+    # trip, the mask interleaved into two predicates, odd vectors in a second loop over the
+    # rows) and another for 16- and 8-bit ones (TSel_b16_8: one vector a trip): each its own
+    # rules, so an unmeasured f16 takes int8's loop, not a pool with f32's
+    "TSEL": _vf(2, b=4) + _vf(2),
+    # TRSQRT (two SFU ops a vector, 4 cycles an f32 one): port-bound on every row length the
+    # pack has, one line over either loop, the row loop a cycle more (basis vfp)
+    "TRSQRT": [_v("vfp", 60, 4, 1, by_dtype=True, pool=True)],
     # TRECIP's high-precision algorithm: ~350 cycles an f32 vector (~170 f16) and no row
-    # restart to see: one line over both loops (f32: 39 + 346.5 a vector at 2 to 30 vectors,
-    # 2D and 1D alike)
-    "TRECIP": [_v("vf", 60, 170, by_dtype=True, pool=True, algo="HIGH_PRECISION")]
-    + _vf(2, group="a5_sfu"),
+    # restart to see: one line over both loops (f32: 39 + 346.5 a vector at 3 to 30 vectors,
+    # 2D and 1D alike), a loop of a single vector off it (vf1's single term: f32 1 x 1 401,
+    # 16 above the line; f16 1 x 128 210, 9 above) instead of dragging it; each element type
+    # on its own (TRECIP has two; a pool of f16's and f32's lines, a slope of 170 and one of
+    # 346, is no fallback for either)
+    "TRECIP": [_v("vf1", 60, 170, by_dtype=True, algo="HIGH_PRECISION")]
+    + _vf(2, group="a5_sfu", heads2d=True),
     # a conversion costs by its pair of element widths (f32 -> fp8 takes ~7x f32 -> f16);
     # formats of one width share a loop (upstream's formula table agrees: one row for f32 ->
     # f8E4M3 / f8E5M2 / hif8, one for bf16 -> either fp4)
@@ -909,8 +929,8 @@ _XNAMES = {"vec": ("repeats", "masked"), "vecs": ("repeats", "b32_whole"),
            "flat": ("repeats", ""), "row": ("rows", ""), "rowred": ("rows", "repeats"),
            "colred": ("rows^2/rowrep", ""), "copy": ("bursts", "blocks"),
            "dma": ("dma", "bytes"), "bytes": ("", "bytes"), "vf1": ("vectors", "single"),
-           "vf2": ("vectors", "rows"), "vf": ("vectors", ""), "mad": ("fractals", ""),
-           "const": ("", ""),
+           "vf2": ("vectors", "rows"), "vf": ("vectors", ""), "vfp": ("vectors", "row_loop"),
+           "mad": ("fractals", ""), "const": ("", ""),
            "sort32": ("rows", "repeats32"), "dstrow": ("dst_rows", ""),
            "fix": ("dma", "2*elems"), "elems": ("", "elems"), "vreg": ("uses", "")}
 
@@ -1187,7 +1207,7 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
     for op, vs in table.items():
         for i, v in enumerate(vs):
             members.setdefault(v.group or f"{op}/{i}", []).append((op, i))
-    groups: dict[tuple[str, str], list[tuple[tuple[float, float], float]]] = {}
+    groups: dict[tuple[str, str], list[tuple[tuple[float, float], float, str]]] = {}
     seen: dict[str, set[str]] = {}
     for f, pipe, y in samples:
         idx, v = variant_of(table, f, pipe)
@@ -1200,7 +1220,7 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
         keys = ((str(f.get(v.key) or "any"),) + (("any",) if v.pool else ())
                 if v.by_dtype else ("any",))
         for dt in dict.fromkeys(keys):
-            groups.setdefault((v.group or f"{f['op']}/{idx}", dt), []).append((x, y))
+            groups.setdefault((v.group or f"{f['op']}/{idx}", dt), []).append((x, y, f["op"]))
     fitted: dict[tuple[str, str], Coef] = {}
     for (g, dt), pts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "any")):
         op, idx = members[g][0]
@@ -1212,9 +1232,18 @@ def fit_table(samples: Iterable[tuple[Features, Pipe, float]], *,
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for (g, dt), c in sorted(fitted.items()):
+        op0, idx0 = members[g][0]
+        v = table[op0][idx0]
+        pts = groups[(g, dt)]
         for op, idx in members[g]:
-            out.setdefault(op, {}).setdefault(str(idx), {})[dt] = [round(z, 6) for z in c]
-            counts.setdefault(op, {}).setdefault(str(idx), {})[dt] = len(groups[(g, dt)])
+            own = [(x, y) for x, y, o in pts if o == op]
+            cm = c
+            if v.member_heads and own and len(own) < len(pts):
+                ys = np.array([y for _, y in own], float)
+                pred = np.array([combine(v.basis, c, x) for x, _ in own], float)
+                cm = (c[0] + float(_wmedian(ys - pred, ys)),) + tuple(c[1:])
+            out.setdefault(op, {}).setdefault(str(idx), {})[dt] = [round(z, 6) for z in cm]
+            counts.setdefault(op, {}).setdefault(str(idx), {})[dt] = len(pts)
     ops: dict[str, dict[str, list[str]]] = {}
     for g, names in seen.items():
         for op, idx in members[g]:
