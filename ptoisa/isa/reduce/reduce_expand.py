@@ -26,6 +26,7 @@ from ...enums import Pipe, TileType
 from ...errors import PtoError, RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
+from .. import planned
 from ..elementwise.common import idiv
 from ..irregular.partial import check_partial_pattern
 from ..registry import (
@@ -44,7 +45,7 @@ from ..registry import (
 )
 from ..rules import npu_max, npu_min, reduction_valid, row_major, same_static_rows, tree_reduce
 from ..spelling import Attr, Ptoas
-from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_runtime
+from .rowsum import defer_row_reduce, row_reduce_dst, row_reduce_plan, row_reduce_runtime
 
 Ufunc = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
@@ -180,11 +181,8 @@ def _none_box(*names: str) -> StaticRule:
 # ---- row reductions: TROWPROD TROWMAX TROWMIN ---------------------------------------------
 
 def _declare_row_reduce(name: str, what: str) -> Instr:
-    def impl(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:
-        vr, vc = src.valid_shape
-        if vr == 0 or vc == 0:
-            return
-        _fit(dst, vr, 1, "dst")
+    def reducer(m: Machine, dst: Tile) -> Callable[[np.ndarray], np.ndarray]:
+        """The maths: a source's values -> dst's (..., rows, 1) values."""
         out = dst.dtype.np
 
         def reduced(x: np.ndarray) -> np.ndarray:
@@ -196,7 +194,14 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
                 else:
                     r = tree_reduce(x, np.multiply, 1)
             return np.asarray(r).astype(out)[..., None]
+        return reduced
 
+    def impl(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:
+        vr, vc = src.valid_shape
+        if vr == 0 or vc == 0:
+            return
+        _fit(dst, vr, 1, "dst")
+        reduced = reducer(m, dst)
         if not defer_row_reduce(m, dst, src, reduced):
             dst.write(reduced(np.asarray(src.read())))
 
@@ -220,7 +225,9 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
                  static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
                          same_dtype("dst", "src")),
                  static_for={"cpu": (same_static_rows,)},
-                 runtime=(row_reduce_runtime,))(impl)
+                 runtime=(row_reduce_runtime,),
+                 plan=lambda ins, m, vals, params: row_reduce_plan(m, vals,
+                                                                   reducer(m, vals[0])))(impl)
 
 
 TROWPROD = _declare_row_reduce("TROWPROD", "prod")
@@ -638,11 +645,18 @@ def _declare_row_op(suffix: str) -> Instr:
     fn, sym = BINOPS[suffix]
     name = f"TROWEXPAND{suffix}"
 
+    def direct_into(dst: Tile) -> bool:
+        """Does the src1Col form compute straight into dst (float arithmetic, ND, not packed,
+        operands of dst's type)?"""
+        return suffix in _ARITH and dst.dtype.is_float and dst.spec.is_nd \
+            and not dst.dtype.packed
+
     def impl(m: Machine, dst: Tile, src0: Tile, src1: Tile, tmp: Tile | None = None,
              src1Col: int | None = None, **params: Any) -> None:  # noqa: N803
         vr, vc = dst.valid_shape
         if vr == 0 or vc == 0:
             return
+        direct = direct_into(dst)
         if src1Col is not None:  # TileLang's form: src1 is the expanded operand, its columns
             full, exp, swapped = src0, src1, False  # given here, not by its valid shape
             if src0.valid_shape != (vr, vc):
@@ -662,8 +676,7 @@ def _declare_row_op(suffix: str) -> Instr:
         if src1Col is not None:
             b = _src1col_expanded(src1, int(src1Col), vr, vc)
             a = np.asarray(full.read(vr, vc))
-            if suffix in _ARITH and dst.dtype.is_float and a.dtype == b.dtype == dst.dtype.np \
-                    and (vr, vc) == dst.shape and dst.spec.is_nd and not dst.dtype.packed:
+            if direct and a.dtype == b.dtype == dst.dtype.np and (vr, vc) == dst.shape:
                 # straight into dst (as write() would put it there, without the temporary:
                 # numpy computes a ufunc whose operands overlap its output as if they did not)
                 dst._overwrite()
@@ -723,6 +736,39 @@ def _declare_row_op(suffix: str) -> Instr:
     params = (Param("PrecisionType", "DivAlgorithm::DEFAULT"),) if suffix == "DIV" else ()
     params += (Param("src1Col", None),)
     runtime = (PrecisionType.check,) if suffix == "DIV" else ()
+
+    def plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
+             ) -> Callable[[], bool] | None:
+        """The planned form (Instr.plan, ptoisa/isa/planned.py) of the src1Col = 1 form
+        computed straight into dst: with every tile whole (src0 of dst's shape, src1 of at
+        least its rows) the run-time checks of that form pass; the parameters' own rule is
+        checked once, here."""
+        dst, src0, src1 = vals[0], vals[1], vals[2]
+        if params.get("src1Col") != 1 or (len(vals) > 3 and vals[3] is not None) \
+                or not all(planned.plain(t) for t in (dst, src0, src1)) \
+                or not direct_into(dst) or not src0.spec.is_row_major \
+                or src0.dtype is not dst.dtype or src1.dtype is not dst.dtype \
+                or (src0.spec.rows, src0.spec.cols) != (dst.spec.rows, dst.spec.cols) \
+                or src1.spec.rows < dst.spec.rows:
+            return None
+        for rule in runtime:  # (the parameters': they are the plan's)
+            try:
+                rule(ins, *vals, **params)
+            except PtoError:
+                return None
+        rows, uf = dst.spec.rows, _FLOAT_UFUNCS[suffix]
+
+        def call() -> bool:
+            if m._lazy and not planned.settled(m):
+                return False
+            a, b, out = planned.values(src0, m), planned.values(src1, m), planned.target(dst, m)
+            if a is None or b is None or out is None:
+                return False
+            planned.written(dst)  # (a, read: its lazily loaded window, say)
+            with m.errstate():
+                uf(a, b[..., :rows, :1], out=out)
+            return True
+        return call
     # (PTOAS lowers the op through its TileLib template, lib/TileOps/trowexpand*.py, which
     # broadcasts src1[i, 0]: vlds + vdup of the lowest lane, lit/vpto/*_tile_op_expand.pto;
     # an op without src1Col is src1Col = 1, as the tilelang_st goldens of trowexpandadd show)
@@ -743,7 +789,7 @@ def _declare_row_op(suffix: str) -> Instr:
                  static=(locs(["dst", "src0", "src1"], TileType.Vec),
                          row_major("dst"), _none_box("dst", "src0", "src1"),
                          same_dtype("dst", "src0", "src1")),
-                 runtime=runtime)(impl)
+                 runtime=runtime, plan=plan)(impl)
 
 
 def _col_op_runtime(ins: Instr, dst: Tile, src0: Tile, src1: Tile, **kw: Any) -> None:
