@@ -255,7 +255,11 @@ class Plan:
         self._bound: list[np.ndarray] | None = None
 
     def run(self, roots: list[np.ndarray]) -> None:
-        if roots is not self._bound:  # (a caller passes the same list for the same arrays)
+        b = self._bound
+        if roots is not b and not (b is not None and len(b) == len(roots)
+                                   and all(x is y for x, y in zip(roots, b, strict=True))):
+            # (the same arrays as last time: the views stand, and the planned forms' windows
+            # on them, ptoisa/isa/memory/load_store.py)
             self._bound = None
             cache: dict[Any, np.ndarray] = {}
             for g, fd, ad in self.views:

@@ -48,7 +48,9 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
     if type(v) is np.ndarray and type(t) is T.PtrType and t.space in (None, "gm") \
             and v.dtype == bridge.elem_dtype(t.dtype).np and v.flags.c_contiguous:
-        return v.reshape(-1)  # (a GM array as the pointer wants it: as below, no message made)
+        # (a GM array as the pointer wants it: as below, no message made; a flat array is
+        # itself, so a replayed plan finds the arrays it bound last time, ptoisa/plans.py)
+        return v if v.ndim == 1 else v.reshape(-1)
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
     if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
         return _bind_chip_ptr(t, v, where)
