@@ -65,7 +65,11 @@ def target(t: Tile, m: Machine) -> np.ndarray | None:
     return c[1]  # type: ignore[no-any-return]
 
 
-def written(t: Tile) -> None:
+def written(t: Tile, m: Machine) -> None:
     """``t`` is written in full from values already read: what it held lazily is dropped
-    (its storage is bound: :func:`target`)."""
-    t._lazy = t._pending = None
+    (its storage is bound: :func:`target`), and it leaves ``m``'s list of tiles that owe
+    (the barriers skip a machine whose list is empty)."""
+    if t._lazy is not None or t._pending is not None:
+        t._lazy = t._pending = None
+        if t in m._lazy:
+            m._lazy.remove(t)

@@ -229,7 +229,7 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             a, out = planned.values(src, m), planned.target(dst, m)
             if a is None or out is None:
                 return False
-            planned.written(dst)  # (a TLOAD's window read in place: not copied in first)
+            planned.written(dst, m)  # (a TLOAD's window read in place: not copied in first)
             with m.errstate():
                 into(a, dt, out)
             return True

@@ -315,7 +315,7 @@ def _tload_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
         out = planned.target(dst, m)
         if out is None:
             return False
-        planned.written(dst)
+        planned.written(dst, m)
         out[...] = w
         return True
     return call

@@ -99,18 +99,61 @@ def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
     """max/min along ``axis``. cpu: the simulator's fold (:func:`_first_extreme`); a2a3/a5:
     NaN anywhere gives NaN (the vector max/min of the ISA, vmax/vmin, propagate NaN; the
     TROW*/TCOL* pages leave NaN open). The target's ``reduce_nan`` trait chooses."""
+    uf = np.maximum if is_max else np.minimum
     if m.target.traits.reduce_nan == "fold":
         if x.dtype.kind == "f" and x.size:
             # the fold's value is numpy's max/min wherever the two cannot differ: no NaN (the
             # fold keeps a NaN only as the first element, numpy spreads any) and no zero (the
             # fold keeps the first of -0.0 / +0.0); else the fold below
-            r = (np.maximum if is_max else np.minimum).reduce(x, axis=axis)
+            r = _by_rows(uf, x, axis)
+            if r is None:
+                r = uf.reduce(x, axis=axis)
             if np.abs(r).min() > 0:  # (False for a zero, and for a NaN, which min spreads)
                 return r
         idx = _first_extreme(x, axis, is_max)
         return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
+    r = _by_rows(uf, x, axis)
+    # (by rows: the same values where no row's is a NaN or a zero, whose bits, which NaN or
+    # which zero, may depend on the order numpy's loop meets the elements in: those as
+    # numpy's reduction gives them)
+    if r is not None and _neither_nan_nor_zero(r):
+        return r
     # (np.max / np.min are these reductions, behind a Python wrapper)
-    return (np.maximum if is_max else np.minimum).reduce(x, axis=axis)
+    return uf.reduce(x, axis=axis)
+
+
+def _neither_nan_nor_zero(r: np.ndarray) -> bool:
+    """Is no element of float array ``r`` a NaN or a zero? (All of one sign, the common
+    case, is one reduction: a NaN spreads into it and fails the comparison.)"""
+    if np.minimum.reduce(r, axis=None) > 0 or np.maximum.reduce(r, axis=None) < 0:
+        return True
+    return bool(np.minimum.reduce(np.abs(r), axis=None) > 0)
+
+
+#: (rows, cols) -> the start of each row of a flat array (see _by_rows)
+_ROW_STARTS: dict[tuple[int, int], np.ndarray] = {}
+
+
+def _by_rows(uf: np.ufunc, x: np.ndarray, axis: int) -> np.ndarray | None:
+    """max / min along the last axis of a C-contiguous f32 / f64 array, row by row over the
+    flat array (``reduceat``: each row one contiguous reduction; numpy's reduction along the
+    last axis of a 2-D array runs ~2x slower, 1024 rows of 16 ~2.2x): the maximum (minimum)
+    of each row, its bits those of numpy's reduction where it is neither a NaN nor a zero
+    (the caller checks). None: not such an array."""
+    if axis not in (-1, x.ndim - 1) or x.ndim < 2 or x.dtype.type not in (np.float32,
+                                                                         np.float64) \
+            or not x.flags.c_contiguous or x.shape[-1] < 2:
+        return None
+    cols = x.shape[-1]
+    rows = x.size // cols
+    if rows == 0:
+        return None
+    starts = _ROW_STARTS.get((rows, cols))
+    if starts is None:
+        if len(_ROW_STARTS) >= 256:
+            _ROW_STARTS.clear()
+        starts = _ROW_STARTS[(rows, cols)] = np.arange(0, rows * cols, cols)
+    return uf.reduceat(x.reshape(-1), starts).reshape(x.shape[:-1])
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -764,7 +807,7 @@ def _declare_row_op(suffix: str) -> Instr:
             a, b, out = planned.values(src0, m), planned.values(src1, m), planned.target(dst, m)
             if a is None or b is None or out is None:
                 return False
-            planned.written(dst)  # (a, read: its lazily loaded window, say)
+            planned.written(dst, m)  # (a, read: its lazily loaded window, say)
             with m.errstate():
                 uf(a, b[..., :rows, :1], out=out)
             return True

@@ -154,7 +154,7 @@ def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray],
         if x is None or out is None:
             return False
         r = reduced(x)
-        planned.written(dst)
+        planned.written(dst, m)
         out[...] = r
         return True
     return call
