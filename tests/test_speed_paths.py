@@ -364,6 +364,24 @@ def test_tree_reduce_of_short_rows_transposed_keeps_every_bit(fn, width):
         assert got.tobytes() == lvl[:, 0].tobytes()
 
 
+def test_tree_reduce_kept_buffers_are_not_its_results():
+    """Short rows' trees keep their level buffers per thread (rules._short_tree): a result
+    is the caller's (a later call of the same shape does not change it), and the kept path
+    and the fresh one (past rules._TREE_KEEP) give the same bits."""
+    from ptoisa.isa import rules
+
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
+    with np.errstate(all="ignore"):
+        rx = rules.tree_reduce(x, np.add, 0)
+        keep = rx.copy()
+        rules.tree_reduce(y, np.add, 0)
+        assert rx.tobytes() == keep.tobytes()
+        big = rules.tree_reduce(np.concatenate([x] * 5), np.add, 0)  # (fresh arrays)
+    assert rules._short_tree(640, 128, np.dtype(np.float32)) is None
+    assert big[:128].tobytes() == keep.tobytes()
+
+
 @pytest.mark.parametrize("target", ["a2a3", "cpu"])
 @pytest.mark.parametrize("is_max", [True, False])
 @pytest.mark.parametrize("dt", [np.float32, np.float64])

@@ -501,11 +501,11 @@ def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
             return _store_pending(m, dst, src, w)
         if m._lazy and not planned.settled(m):
             return False
-        m.gm_writes += 1
         lazy.gm_barrier(m, dst.flat)  # (a tile reading it in place takes its copy first)
         v = planned.values(src, m)
         if v is None:
             return False
+        m.gm_writes += 1
         w[...] = v
         return True
     return call
