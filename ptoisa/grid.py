@@ -210,15 +210,44 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
             bar[0].__exit__(None, None, None)
 
 
+def run_one(body: Callable[[Machine], Any], target: TargetLike, settings: dict[str, Any]
+            ) -> Any:
+    """``run_blocks(body, blocks=1, target=target, settings=settings, planned=True)`` for a
+    launcher that has made its checks (a valid lockstep policy, :func:`eager_plans.nested`):
+    ``body`` on the target's launch machine, numpy's warnings off (a ``.pto`` plan's replay,
+    ptoisa/interp/__init__.py)."""
+    with np.errstate(all="ignore"):
+        m = _launch_machine(target, 1, settings)
+        saved = m.planned
+        m.planned = True
+        try:
+            m.block_idx, m.block_num = 0, 1
+            m.reset_print_buffer()
+            return body(m)
+        finally:
+            m.planned = saved
+            _done(m)
+
+
 _MACHINES: dict[Any, Machine] = {}
+
+
+def cached_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Machine | None:
+    """The machine a launch with these settings would run on, as the last one left it (None:
+    the launch would make one)."""
+    return _MACHINES.get(_machine_key(target, lanes, settings))
+
+
+def _machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
+    items = [(k, id(v)) for k, v in settings.items()]
+    return (get_target(target), lanes, tuple(sorted(items) if len(items) > 1 else items))
 
 
 def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Machine:
     """A machine for a launch, reused across launches with the same target and lane count so
     its buffers and arena are not allocated (and page-faulted in) again every time."""
     target = get_target(target)
-    items = [(k, id(v)) for k, v in settings.items()]
-    key = (target, lanes, tuple(sorted(items) if len(items) > 1 else items))
+    key = _machine_key(target, lanes, settings)
     m = _MACHINES.get(key)
     if m is None:
         if len(_MACHINES) > 8:

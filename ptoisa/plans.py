@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ from . import plan_loops
 from .errors import PtoError
 from .isa.registry import Instr, InstrRecord, _all_uniform, _settle_written, lookup
 from .lanes import BlockDivergence, Lanes
+from .lazy import may_share
 from .memory import Machine
 from .tensor import GlobalTensor
 from .tile import Tile
@@ -166,8 +167,7 @@ def _span(a: np.ndarray) -> tuple[int, int]:
 def _overlap(roots: list[np.ndarray]) -> bool:
     """May two of the launch's GM arrays share bytes? (Their bounds: arrays that interleave
     without sharing count as overlapping, and the launch runs interpreted.)"""
-    return any(np.may_share_memory(roots[i], roots[j])
-               for i in range(1, len(roots)) for j in range(i))
+    return any(may_share(roots[i], roots[j]) for i in range(1, len(roots)) for j in range(i))
 
 
 # ---- recording ------------------------------------------------------------------------------
@@ -255,7 +255,11 @@ class Plan:
         self._bound: list[np.ndarray] | None = None
 
     def run(self, roots: list[np.ndarray]) -> None:
-        if roots is not self._bound:  # (a caller passes the same list for the same arrays)
+        b = self._bound
+        if roots is not b and not (b is not None and len(b) == len(roots)
+                                   and all(x is y for x, y in zip(roots, b, strict=True))):
+            # (the same arrays as last time: the views stand, and the planned forms' windows
+            # on them, ptoisa/isa/memory/load_store.py)
             self._bound = None
             cache: dict[Any, np.ndarray] = {}
             for g, fd, ad in self.views:
@@ -522,6 +526,34 @@ class Plans:
         self.why_not: str | None | bool = False  # False: not asked yet
 
 
+def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | None:
+    """:func:`run`'s replay of a 1-block launch of compiled function ``fn`` on launch machine
+    ``m`` with arguments ``bound``, where :func:`run` would replay (the function plannable,
+    no GM arguments overlapping, a plan recorded on ``m`` for the signature; the caller sees
+    that nothing observes the launch): the call that replays it, once ``m`` is set up for
+    the launch; None: :func:`run` decides the launch."""
+    ps: Plans | None = fn.__dict__.get("_plans")
+    if ps is None or ps.why_not is not None or m.lanes != 1:
+        return None
+    roots = [v for v in bound if isinstance(v, np.ndarray)]
+    if _overlap(roots):
+        return None
+    key = (1, tuple(_arg_key(v) for v in bound))
+    try:
+        plan = ps.by_key.get(key)
+    except TypeError:
+        return None
+    if plan is None or plan.machine is not m:
+        return None
+    return lambda: _replayed(ps, key, plan, roots)
+
+
+def _replayed(ps: Plans, key: Any, plan: Plan, roots: list[np.ndarray]) -> None:
+    ps.by_key[key] = ps.by_key.pop(key)  # (most recently used last)
+    ps.stats.hits += 1
+    plan.run(roots)
+
+
 def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         why_not: Callable[[], str | None]) -> Any:
     """Launch compiled function ``fn`` on ``ctx.machine`` with arguments ``bound``: replay
@@ -550,9 +582,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
     except TypeError:  # an argument value that is not hashable: no signature to key on
         return _interpret(st, "an argument without a signature", invoke)
     if plan is not None and plan.machine is m:
-        ps.by_key[key] = ps.by_key.pop(key)  # (most recently used last)
-        st.hits += 1
-        plan.run(roots)
+        _replayed(ps, key, plan, roots)
         return ()
     if key in ps.by_key and plan is None:
         return _interpret(st, ps.refused.get(key, "not planned"), invoke)

@@ -252,6 +252,54 @@ def test_an_observed_launch_runs_interpreted() -> None:
     assert _stats(prog, "vec_add").hits == 2  # unobserved again: the plan
 
 
+def test_one_block_replays_keep_every_guard(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1-block launch on flat arrays replays by the short path (Program._replayed): the
+    same bits, and everything that stops a replay on the general path stops it there: an
+    observer, plans off, a read-only output, overlapping arguments, another element type,
+    another array size, the program's permissive setting changed."""
+    prog = pto.load(VEC_ADD)
+    for _ in range(3):
+        x, y, z = _vec_add(1)
+        prog.vec_add(x, y, z)
+        assert np.array_equal(z, x + y)
+    assert _stats(prog, "vec_add").hits == 1 and "vec_add" in prog._flat
+    for _ in range(2):  # (the short path: the same arrays again, and new ones)
+        prog.vec_add(x, y, z)
+        x, y, z = _vec_add(1, seed=5)
+        prog.vec_add(x, y, z)
+        assert np.array_equal(z, x + y)
+    assert _stats(prog, "vec_add").hits == 5
+    seen: list[str] = []
+    with observing(lambda rec: seen.append(rec.ins.name)):
+        prog.vec_add(x, y, z)
+    assert seen.count("TADD") == 1 and _stats(prog, "vec_add").hits == 5
+    prog.vec_add(x, y, z, plans=False)
+    monkeypatch.setenv("PTOISA_PLANS", "off")
+    prog.vec_add(x, y, z)
+    monkeypatch.delenv("PTOISA_PLANS")
+    assert _stats(prog, "vec_add").hits == 5
+    want = x + y
+    prog.vec_add(x, y, x)  # (overlapping: the interpreter's answer)
+    assert _stats(prog, "vec_add").hits == 5 and "overlap" in _stats(prog, "vec_add").why
+    assert np.array_equal(x, want)
+    x2, y2, _ = _vec_add(1)
+    ro = np.zeros_like(x)
+    ro.flags.writeable = False
+    with pytest.raises(pto.PtoError):
+        prog.vec_add(x2, y2, ro)
+    with pytest.raises(pto.PtoError, match="must have dtype f32"):
+        prog.vec_add(x2.astype(np.float64), y2, z)
+    with pytest.raises(pto.PtoError):  # (another size: a new signature, then out of range)
+        prog.vec_add(x2[:64].copy(), y2[:64].copy(), z[:64].copy())
+    prog.permissive = True
+    prog.vec_add(x2, y2, z)
+    assert np.array_equal(z, x2 + y2) and _stats(prog, "vec_add").hits == 0  # (its own)
+    prog.permissive = False
+    assert _stats(prog, "vec_add").hits == 5
+    prog.vec_add(x2.reshape(64, 64), y2, z)  # (a 2-D array: bound as a flat view of itself)
+    assert np.array_equal(z, x2 + y2) and _stats(prog, "vec_add").hits == 6
+
+
 def test_plans_off_by_keyword_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     prog = pto.load(VEC_ADD)
     for _ in range(3):

@@ -364,6 +364,64 @@ def test_tree_reduce_of_short_rows_transposed_keeps_every_bit(fn, width):
         assert got.tobytes() == lvl[:, 0].tobytes()
 
 
+def test_tree_reduce_kept_buffers_are_not_its_results():
+    """Short rows' trees keep their level buffers per thread (rules._short_tree): a result
+    is the caller's (a later call of the same shape does not change it), and the kept path
+    and the fresh one (past rules._TREE_KEEP) give the same bits."""
+    from ptoisa.isa import rules
+
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2))
+    with np.errstate(all="ignore"):
+        rx = rules.tree_reduce(x, np.add, 0)
+        keep = rx.copy()
+        rules.tree_reduce(y, np.add, 0)
+        assert rx.tobytes() == keep.tobytes()
+        big = rules.tree_reduce(np.concatenate([x] * 5), np.add, 0)  # (fresh arrays)
+    assert rules._short_tree(640, 128, np.dtype(np.float32)) is None
+    assert big[:128].tobytes() == keep.tobytes()
+
+
+@pytest.mark.parametrize("target", ["a2a3", "cpu"])
+@pytest.mark.parametrize("is_max", [True, False])
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(300, 2), (300, 16), (3, 100, 128), (40, 200)])
+def test_row_max_min_by_rows_keeps_every_bit(target, is_max, dt, shape):
+    """The row max / min reduced row by row over the flat array (reduce_expand._by_rows) is
+    numpy's reduction along the rows bit for bit: rows with NaNs of several payloads and
+    signs, signed zeros and infinities among them (such rows are reduced as numpy reduces,
+    the others have one value whatever the order); on cpu the simulator's fold."""
+    from ptoisa.isa.reduce import reduce_expand as rx
+
+    with np.errstate(invalid="ignore"):  # (a signalling NaN widened)
+        special = np.array([0x7FC00001, 0xFFC00002, 0x7F800001, 0xFF800003, 0x80000000,
+                            0x00000000, 0x7F800000, 0xFF800000, 0x00000001], np.uint32
+                           ).view(np.float32).astype(dt)
+    rng = np.random.default_rng(shape[-1])
+    uf = np.maximum if is_max else np.minimum
+    m = pto.Machine(target)
+    for trial in range(4):
+        x = rng.standard_normal(shape).astype(dt)
+        x2 = x.reshape(-1, shape[-1])
+        if trial:  # (trial 0: no specials, every row by rows)
+            hit = rng.random(x2.shape) < 0.02 * trial
+            x2[hit] = special[rng.integers(0, len(special), hit.sum())]
+            x2[5, :] = 0.0
+            x2[5, 1] = -0.0
+        with np.errstate(all="ignore"):
+            got = rx._extreme(m, x, -1, is_max)
+            if target == "cpu":
+                idx = rx._first_extreme(x, -1, is_max)
+                want = np.take_along_axis(x, idx[..., None], axis=-1)[..., 0]
+            else:
+                want = uf.reduce(x, axis=-1)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes()
+    x = np.abs(rng.standard_normal((64, 32))).astype(dt) + 1
+    assert rx._by_rows(uf, x, -1) is not None  # (the path taken)
+    assert rx._by_rows(uf, x[:, ::2], -1) is None  # (not contiguous: numpy's reduction)
+
+
 _TB = ("!pto.tile_buf<loc=vec, dtype=f32, rows={r}, cols={c}, v_row={r}, v_col={c}, "
        "blayout={b}, slayout=none_box, fractal=512, pad=0>")
 _EXPAND_KERNEL = """

@@ -16,7 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .. import grid, memory
+from .. import eager_plans, grid, memory, observe
 from .. import plans as _plans
 from ..errors import ExecutionError, PtoError
 from ..foreign import Foreign, to_numpy, type_name, write_back
@@ -48,7 +48,9 @@ def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
     if type(v) is np.ndarray and type(t) is T.PtrType and t.space in (None, "gm") \
             and v.dtype == bridge.elem_dtype(t.dtype).np and v.flags.c_contiguous:
-        return v.reshape(-1)  # (a GM array as the pointer wants it: as below, no message made)
+        # (a GM array as the pointer wants it: as below, no message made; a flat array is
+        # itself, so a replayed plan finds the arrays it bound last time, ptoisa/plans.py)
+        return v if v.ndim == 1 else v.reshape(-1)
     where = f"argument {i} (%{name}: {t}) of @{fn.name}"
     if isinstance(t, T.PtrType) and t.space not in (None, "gm") and isinstance(v, Ptr):
         return _bind_chip_ptr(t, v, where)
@@ -187,6 +189,10 @@ class Program:
         self.max_steps = 0
         self._compilers: dict[tuple[Target, bool], Compiler] = {}
         self._core_compilers: dict[tuple[Target, int, bool], Compiler] = {}
+        #: function name -> what a 1-block launch of it on flat GM arrays binds, for
+        #: _replayed (filled by such a launch's general path)
+        self._flat: dict[str, tuple[Target, bool, Compiler, CompiledFunc,
+                                    tuple[np.dtype, ...]]] = {}
 
     def compiler(self, target: TargetLike, permissive: bool | None = None) -> Compiler:
         p = self.permissive if permissive is None else permissive
@@ -240,6 +246,10 @@ class Program:
         a Sanitizer object was passed: then its ``report`` has them).
         ``plans``: replay the function's execution plan for this signature (ptoisa.plans;
         None: on unless ``PTOISA_PLANS=0``); observed launches always run interpreted."""
+        if blocks == 1 and machine is None and target is None and permissive is None \
+                and matmul_accumulation is None and cycles is False and sanitize is False \
+                and self._replayed(name, args, lockstep, plans):
+            return ()
         use_plans = _plans.enabled(plans)
         sanitizing = sanitize is not False and sanitize is not None
         from ..cycles import cycles_mode
@@ -273,6 +283,61 @@ class Program:
             return rep
         return self._launch(name, args, blocks, target, machine, lockstep, permissive,
                             matmul_accumulation, use_plans)
+
+    def _replayed(self, name: str, args: tuple[Any, ...], lockstep: Any, plans: bool | None
+                  ) -> bool:
+        """A 1-block launch of ``name`` on this program's target and settings, every argument
+        a flat C-contiguous array of its pointer's element type (bound as itself, as
+        _bind_arg binds it), replayed from its plan with only what the replay needs: the
+        plan's guards (ptoisa.plans.replay) on the launch machine. False, having done
+        nothing observable: not such a launch, or not a replay (the general path decides)."""
+        flat = self._flat.get(name)
+        if flat is None:
+            return False
+        target, permissive, comp, fn, wants = flat
+        if target is not self.target or permissive is not self.permissive \
+                or len(args) != len(wants) or not (lockstep is True or lockstep is False
+                                                   or lockstep == "auto"):
+            return False
+        for v, w in zip(args, wants, strict=True):
+            if type(v) is not np.ndarray or v.dtype != w or v.ndim != 1 \
+                    or not v.flags.c_contiguous:
+                return False
+        if not _plans.enabled(plans):
+            return False
+        acc = memory.current().matmul_accumulation
+        settings: dict[str, Any] = {"permissive": True} if permissive else {}
+        settings["matmul_accumulation"] = acc
+        m = grid.cached_machine(target, 1, settings)
+        if m is None or m.observers or observe.watching():
+            return False
+        go = _plans.replay(fn, m, args)
+        if go is None:
+            return False
+        eager_plans.nested("a launch")
+        comp.reset_tiles()
+
+        def body(lm: memory.Machine) -> None:
+            assert lm is m  # (the machine of these settings: cached_machine's)
+            go()
+        grid.run_one(body, target, settings)
+        return True
+
+    def _note_flat(self, name: str, comp: Compiler, fn: CompiledFunc, bound: list[Any],
+                   args: tuple[Any, ...]) -> None:
+        """(A 1-block launch's general path, on the program's own target and settings) what
+        _replayed needs, when every argument is a flat array bound as itself."""
+        was = self._flat.get(name)
+        if (was is not None and was[0] is self.target and was[1] is self.permissive) \
+                or not all(b is a for b, a in zip(bound, args, strict=True)):
+            return
+        wants = []
+        for (_, t, _n), b in zip(fn.args, bound, strict=True):
+            if type(t) is not T.PtrType or t.space not in (None, "gm") \
+                    or type(b) is not np.ndarray or b.dtype != bridge.elem_dtype(t.dtype).np:
+                return
+            wants.append(b.dtype)
+        self._flat[name] = (self.target, self.permissive, comp, fn, tuple(wants))
 
     def _launch(self, name: str, args: tuple[Any, ...], blocks: int, target: TargetLike | None,
                 machine: memory.Machine | None, lockstep: bool | str,
@@ -322,6 +387,9 @@ class Program:
                             {"matmul_accumulation": acc})
             write_back(foreign)
             return ()
+        if blocks == 1 and use_plans and machine is None and target is self.target \
+                and permissive is self.permissive and not foreign:
+            self._note_flat(name, comp, fn, bound, args)
         comp.reset_tiles()
         # (ISA semantics define inf/NaN/wrap: no warnings, by run_blocks' numpy error state)
         out = self._run(fn, bound, blocks, target, machine, lockstep, settings,

@@ -8,6 +8,7 @@ had grown copies of.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -135,11 +136,20 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
             # and without NaNs the sums are the same bits whatever the loop
             rows = x.reshape(-1, width)
             h = width // 2
-            b = fn(rows[:, :h], rows[:, h:]).T.copy()
-            while h > 1:
-                h //= 2
-                fn(b[:h], b[h:2 * h], out=b[:h])
-            r = b[0]
+            kept = _short_tree(rows.shape[0], width, x.dtype)
+            if kept is None:
+                b = fn(rows[:, :h], rows[:, h:]).T.copy()
+                while h > 1:
+                    h //= 2
+                    fn(b[:h], b[h:2 * h], out=b[:h])
+                r = b[0]
+            else:  # (the same levels into buffers the thread keeps, their halves cut once)
+                first, b, levels = kept
+                fn(rows[:, :h], rows[:, h:], out=first)
+                np.copyto(b, first.T)
+                for lo, hi in levels:
+                    fn(lo, hi, out=lo)
+                r = b[0].copy()
             if x.dtype.kind not in "fc":
                 return r.reshape(x.shape[:-1])
             total = np.add.reduce(r, axis=None)  # (NaN if a root is: or from inf - inf)
@@ -182,6 +192,37 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
 
     parallel.over_rows(part, rows, lead.size)
     return out.reshape(x.shape[:-1])
+
+
+_tls = threading.local()
+#: short rows' trees up to this many elements keep their level buffers (see _short_tree)
+_TREE_KEEP = 1 << 16
+
+
+def _short_tree(rows: int, width: int, dtype: np.dtype) -> tuple[Any, ...] | None:
+    """Buffers the calling thread keeps for :func:`tree_reduce`'s short rows (``rows`` of
+    ``width``, a power of two): the first level (rows, width / 2), its transpose and each
+    later level's (lower, upper) halves of it, cut once (a level is a small add whose
+    slicing cost as much as the add); None past _TREE_KEEP elements (fresh arrays)."""
+    if rows * width > _TREE_KEEP:
+        return None
+    kept = getattr(_tls, "trees", None)
+    if kept is None:
+        kept = _tls.trees = {}
+    key = (rows, width, dtype)
+    hit = kept.get(key)
+    if hit is None:
+        if len(kept) >= 16:
+            kept.clear()
+        h = width // 2
+        first = np.empty((rows, h), dtype)
+        b = np.empty((h, rows), dtype)
+        levels = []
+        while h > 1:
+            h //= 2
+            levels.append((b[:h], b[h:2 * h]))
+        hit = kept[key] = (first, b, tuple(levels))
+    return hit  # type: ignore[no-any-return]
 
 
 #: input elements per chunk of :func:`tree_reduce` (its first level's buffer: half of that)

@@ -17,6 +17,7 @@ from ... import lazy, rowfuse
 from ...enums import Pipe
 from ...memory import Machine, current
 from ...tile import Tile, TileSpec
+from .. import planned
 from ..registry import Instr, Opnd, Param, Sig, instr, same_dtype
 from ..rules import npu_max, npu_min, vec
 from ..spelling import Ptoas
@@ -209,10 +210,36 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
                     dst.write(fn(a, dst.dtype))
 
     impl.__doc__ = doc
+
+    def plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
+             ) -> Callable[[], bool] | None:
+        """The planned form (Instr.plan, ptoisa/isa/planned.py) of ``into``: src and dst whole
+        tiles of one shape (the run-time rules, src covering dst, pass), src's values
+        computed straight into dst (no deferred chain: dst below rowfuse's size)."""
+        dst, src = vals[0], vals[1]
+        if into is None or not (planned.plain(dst) and planned.plain(src)) \
+                or (src.spec.rows, src.spec.cols) != (dst.spec.rows, dst.spec.cols) \
+                or (row is not None and lazy.worth(m, dst)):
+            return None
+        dt = dst.dtype
+
+        def call() -> bool:
+            if m._lazy and not planned.settled(m):
+                return False
+            a, out = planned.values(src, m), planned.target(dst, m)
+            if a is None or out is None:
+                return False
+            planned.written(dst, m)  # (a TLOAD's window read in place: not copied in first)
+            with m.errstate():
+                into(a, dt, out)
+            return True
+        return call
+
     return instr(name, family="elementwise", pipe=Pipe.V, batched=True, operands=ops, params=params,
                  dtype_key=("dst",),
                  static=(vec("dst", "src"), same_dtype("dst", "src"), *static),
-                 runtime=(cover("src"),), plain=plain, same_valid=same_valid)(impl)
+                 runtime=(cover("src"),), plain=plain, same_valid=same_valid,
+                 plan=plan if into is not None else None)(impl)
 
 
 def _binary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),

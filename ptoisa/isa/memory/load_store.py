@@ -14,6 +14,7 @@ from ...memory import Machine, current
 from ...ptoas_source import source_rule
 from ...tensor import GlobalTensor, GMSpec
 from ...tile import LaneBlocks, Tile, TileSpec, _pack4, _unpack4
+from .. import planned
 from ..quant import convert, fp_words, quant_mode, quantize
 from ..registry import Instr, Opnd, Param, PipeForms, Sig, instr, locs
 from ..spelling import LAYOUT_HINT, Attr, Form, Ptoas
@@ -254,6 +255,72 @@ def _tload_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any])
     return True
 
 
+def _transfer_plan(gm: Any, tile: Any) -> tuple[int, int] | None:
+    """(When planned) (rows, cols) of a TLOAD / TSTORE of a whole plain tile whose run-time
+    rules pass while the tile is whole (see _plain_transfer), or None."""
+    if not planned.plain(tile) or type(gm) is not GlobalTensor \
+            or gm.spec.layout in _CONV_ONLY or gm.spec.dtype is not tile.spec.dtype:
+        return None
+    rows, cols = tile.spec.rows, tile.spec.cols
+    c = _cover(gm, tile)
+    return (rows, cols) if c[0] >= rows and c[1] >= cols else None
+
+
+class _Window:
+    """A planned transfer's GM window, made again only when the plan binds its view to other
+    arrays (a view's offsets are the plan's): ``get()`` -> the window, or None."""
+
+    __slots__ = ("gm", "rows", "cols", "flat", "w", "write")
+
+    def __init__(self, gm: GlobalTensor, rows: int, cols: int, write: bool) -> None:
+        self.gm, self.rows, self.cols, self.write = gm, rows, cols, write
+        self.flat: np.ndarray | None = None
+        self.w: np.ndarray | None = None
+
+    def get(self) -> np.ndarray | None:
+        flat = self.gm.flat
+        if flat is not self.flat:
+            w = self.gm.window(self.rows, self.cols)
+            if w is not None and self.write and (not flat.flags.writeable
+                                                 or _lanes_overlap(w)):
+                w = None
+            self.flat, self.w = flat, w
+        return self.w
+
+
+def _tload_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
+                ) -> Any:
+    """TLOAD's planned form (Instr.plan, ptoisa/isa/planned.py): a whole plain tile from a
+    view covering it (the run-time rules pass), loaded as _tload loads it: in place where
+    the tile may be lazy (its window kept while the plan's view reads the same arrays), else
+    copied into its storage."""
+    dst, src = vals[0], vals[1]
+    rc = _transfer_plan(src, dst) if len(vals) == 2 and not params else None
+    if rc is None:
+        return None
+    win = _Window(src, *rc, write=False)
+    big = lazy.ok(m, dst)
+
+    def call() -> bool:
+        if not dst._whole:
+            return False
+        w = win.get()
+        if w is None:
+            return False
+        if big and m.lazy_loads:
+            dst.set_lazy(w, m, off_chip=True)
+            return True
+        if m._lazy and not planned.settled(m):
+            return False
+        out = planned.target(dst, m)
+        if out is None:
+            return False
+        planned.written(dst, m)
+        out[...] = w
+        return True
+    return call
+
+
 def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
     """cpu: TLOAD as the CPU simulator, which fills the whole tile with the pad value first
     (Null pads 0)."""
@@ -278,7 +345,7 @@ def _cpu_tload(m: Machine, dst: Tile, src: GlobalTensor) -> None:
                _gm_dtype_matches("dst", "src")),
        static_for={"a5": (_tload_vec_layout_a5, _tload_fp4_a5)},
        runtime=(_tload_runtime,),
-       impl_for={"cpu": _cpu_tload}, fast=_tload_fast)
+       impl_for={"cpu": _cpu_tload}, fast=_tload_fast, plan=_tload_plan)
 def TLOAD(m: Machine, dst: Tile, src: GlobalTensor) -> None:  # noqa: N802
     """Copy the GM view into dst's valid region (any GM layout into any tile layout, e.g.
     ND -> NZ). With a pad value other than Null the rest of the tile is filled with it; on cpu
@@ -409,6 +476,56 @@ def _tstore_fast(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return True
 
 
+def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+    """TSTORE's planned form (Instr.plan, ptoisa/isa/planned.py): a whole plain Vec / Mat
+    tile of the view's type to a writable view covering it, no quantisation, ReLU or atomic
+    add (the run-time rules pass), stored as _tstore stores it: a deferred result computed
+    straight into GM, else the tile's values copied (the window kept while the plan's view
+    writes the same arrays)."""
+    dst, src = vals[0], vals[1]
+    rc = _transfer_plan(dst, src)
+    if rc is None or (len(vals) > 2 and vals[2] is not None) or src.spec.loc is TileType.Acc \
+            or params.get("atomicType") is not AtomicType.AtomicNone \
+            or params.get("reluPreMode") is not ReluPreMode.NoRelu \
+            or (m.lanes > 1) != isinstance(dst.offset, np.ndarray):
+        return None  # (every block to one window: _store orders them)
+    win = _Window(dst, *rc, write=True)
+
+    def call() -> bool:
+        if not src._whole:
+            return False
+        w = win.get()
+        if w is None:
+            return False
+        if src._pending is not None:
+            return _store_pending(m, dst, src, w)
+        if m._lazy and not planned.settled(m):
+            return False
+        lazy.gm_barrier(m, dst.flat)  # (a tile reading it in place takes its copy first)
+        v = planned.values(src, m)
+        if v is None:
+            return False
+        m.gm_writes += 1
+        w[...] = v
+        return True
+    return call
+
+
+def _store_pending(m: Machine, dst: GlobalTensor, src: Tile, w: np.ndarray) -> bool:
+    """src's deferred result computed straight into GM window ``w`` (src's whole tile, of
+    dst's type; w a window of its own per lane); src then reads it in place."""
+    if _lanes_overlap(w) or not (m.lanes == 1 or w.ndim == 3):
+        return False
+    m.gm_writes += 1
+    lazy.gm_barrier(m, dst.flat)
+    p = src.take_pending()
+    if p is None:
+        return False
+    lazy.compute(m, src, p, w)
+    src.set_lazy(w, m, off_chip=True)
+    return True
+
+
 #: PTOAS attributes of pto.tstore (and of its fp form, TSTORE_FP)
 _TSTORE_ATTRS = {
     "stPhase": Attr(only=None, why="the phase of a split store synchronises the fix pipe "
@@ -433,7 +550,8 @@ _TSTORE_ATTRS = {
                _conv_or(_gm_layouts(Layout.ND, Layout.DN, Layout.NZ, Layout.NC1HWC0,
                                     Layout.NDC1HWC0)),
                _gm_dtype_matches("src", "dst"), _acc_store_rule),
-       runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast)
+       runtime=(_tstore_runtime, _acc_valid_col_runtime), fast=_tstore_fast,
+       plan=_tstore_plan)
 def TSTORE(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None, *,  # noqa: N802,N803
            atomicType: AtomicType, reluPreMode: ReluPreMode,
            Phase: STPhase = STPhase.Unspecified) -> None:  # noqa: N803
@@ -464,15 +582,9 @@ def _tstore(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None
             and src.dtype is dst.dtype and atomicType is AtomicType.AtomicNone \
             and (vr, vc) == src.shape:
         w = dst.window(vr, vc)
-        if w is not None and not _lanes_overlap(w) and (m.lanes == 1 or w.ndim == 3):
-            # compute the deferred result straight into GM; the tile then reads it in place
-            m.gm_writes += 1
-            lazy.gm_barrier(m, dst.flat)
-            p = src.take_pending()
-            if p is not None:
-                lazy.compute(m, src, p, w)
-                src.set_lazy(w, m, off_chip=True)
-                return
+        # compute the deferred result straight into GM; the tile then reads it in place
+        if w is not None and _store_pending(m, dst, src, w):
+            return
     vals = np.asarray(src.read())
     if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
         mode = quant_mode(m.target, src.dtype, dst.dtype, scalar=True)

@@ -12,6 +12,7 @@ from ...enums import Pipe, TileType
 from ...errors import RuntimeCheckError
 from ...memory import Machine
 from ...tile import Tile, TileSpec
+from .. import planned
 from ..registry import (
     Instr,
     Opnd,
@@ -101,7 +102,8 @@ def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
        static=(locs(["dst", "src"], TileType.Vec), nd("src"), row_reduce_dst,
                sim_unchecked_type(same_dtype("dst", "src"))),
        static_for={"cpu": (same_static_rows,)},
-       runtime=(row_reduce_runtime,))
+       runtime=(row_reduce_runtime,),
+       plan=lambda ins, m, vals, params: row_reduce_plan(m, vals, _row_sums(m, vals[0])))
 def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, 0] = sum_j src[i, j] over src's valid region (only column 0 of dst is written).
 
@@ -111,6 +113,13 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     vr, vc = src.valid_shape
     if vr == 0 or vc == 0:
         return
+    sums = _row_sums(m, dst)
+    if not defer_row_reduce(m, dst, src, sums):
+        dst.write(sums(np.asarray(src.read())))
+
+
+def _row_sums(m: Machine, dst: Tile) -> Callable[[np.ndarray], np.ndarray]:
+    """TROWSUM's maths: a source's values -> the row sums as dst's (..., rows, 1) values."""
     sequential = m.target.traits.reduce_order == "sequential"
     acc = np.float32 if dst.dtype.name in ("f16", "bf16") else dst.dtype.np
     out = dst.dtype.np
@@ -122,6 +131,30 @@ def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
             with m.errstate():
                 s = tree_reduce(x, np.add, 0)
         return s.astype(out)[..., None]
+    return sums
 
-    if not defer_row_reduce(m, dst, src, sums):
-        dst.write(sums(np.asarray(src.read())))
+
+def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray], np.ndarray]
+                    ) -> Callable[[], bool] | None:
+    """The planned form (Instr.plan, ptoisa/isa/planned.py) of a row reduction
+    ``dst = reduced(src)`` whose dst is a whole column of src's rows (rows x 1): with both
+    tiles whole, the run-time rules (src's valid region not empty, dst's valid rows src's)
+    pass, and the entry computes ``reduced`` of src's values into dst (no deferred chain:
+    src below rowfuse's size)."""
+    dst, src = vals[0], vals[1]
+    if not (planned.plain(dst) and planned.plain(src)) or dst.spec.cols != 1 \
+            or dst.spec.rows != src.spec.rows or lazy.worth(m, src):
+        return None
+
+    def call() -> bool:
+        if m._lazy and not planned.settled(m):
+            return False
+        x = planned.values(src, m)
+        out = planned.target(dst, m)
+        if x is None or out is None:
+            return False
+        r = reduced(x)
+        planned.written(dst, m)
+        out[...] = r
+        return True
+    return call
