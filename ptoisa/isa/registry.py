@@ -364,7 +364,10 @@ class Instr:
             if self.pipe_of is None:
                 return self._event
             return Event(self.name, None, None, (self, vals))
-        return Event(self.name, self.pipe_on(vals), m.last_record)
+        # (an operand-dependent pipe is found only if someone asks, as above)
+        if self.pipe_of is None:
+            return Event(self.name, self.pipe, m.last_record)
+        return Event(self.name, None, m.last_record, (self, vals))
 
     # ---- THE dispatch point ----------------------------------------------------------------
     def run(self, m: Machine, vals: list[Any], params: dict[str, Any],
