@@ -31,11 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import gc
 import math
 from collections import deque
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +48,7 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
 from .report import CycleReport
-from .steps import Deadlock, Flow, Step
+from .steps import Deadlock, Flow, Step, gc_paused
 
 #: pipes of the two core kinds (for reports)
 AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
@@ -85,6 +82,8 @@ class CycleModel:
         self._m_bidx: Any = None
         self._m_core: tuple[str, int] = ("core0", 0)
         self._spans: dict[Any, Any] = {}  # operand object -> its span (access.accesses memo)
+        #: id(span) -> (span, its canonical copy): see _canonical
+        self._canon: dict[int, tuple[Any, Any]] = {}
         #: auto-placed tiles numbered in order of first use: an eager kernel makes new tiles
         #: every launch, and the same numbers let its records hit the memo launch after launch
         self._tiles: dict[int, tuple[int, Any]] = {}
@@ -111,18 +110,21 @@ class CycleModel:
     #: no ``after(rec)`` hook (:meth:`Instr.run` looks for one after every instruction)
     after = None
 
-    def __call__(self, rec: Any) -> None:
-        if "Phase" not in rec.params:  # no unit-flag use (UnitFlags.before would say so)
-            self._record(rec)
-            return
+    def _unit_flagged(self, rec: Any) -> None:
+        """Record an instruction with a Phase: the unit flag may order it (UnitFlags)."""
         uf = self.unit_flags
         waits = uf.before(rec)
-        self._record(rec)
+        self._record(rec, False)
         if waits:  # a unit-flag wait: this step starts after the matmul / store it waits for
             self.edge_acquire(rec, waits, None)
         uf.after(lambda: self.edge_release(rec, None))
 
-    def _record(self, rec: Any) -> None:
+    def _record(self, rec: Any, plain: bool = True) -> None:
+        """Record one instruction (the observer's call: ``__call__``). ``plain``: not yet
+        looked at for a unit-flag use (no Phase: UnitFlags.before would find none)."""
+        if plain and "Phase" in rec.params:
+            self._unit_flagged(rec)
+            return
         ins = rec.ins
         m = rec.machine
         if m is not self._m or m.block_idx is not self._m_bidx:
@@ -168,6 +170,8 @@ class CycleModel:
             return
         self._record_auto(rec, core, blk, m)
 
+    __call__ = _record  # (one call per instruction, not two)
+
     def _sync_rec(self, ins: Any, kind: str, v: Any, m: Any) -> _Rec:
         """The shared entry of a sync instruction with operands ``v``."""
         if kind == "barrier":
@@ -207,19 +211,24 @@ class CycleModel:
             parts += rec.params.values()
         try:
             key: Any = tuple(parts)
-            hit = self._rec_cache.get(key)
+            entry = self._rec_cache.get(key)
         except TypeError:  # an unhashable operand or parameter: no memo
-            key, hit = None, None
-        if hit is None:
+            key, entry = None, None
+        if entry is not None:
+            hit = entry[0]
+        else:
             c = self._cost(rec)
+            if len(self._spans) > 4096:  # (GM views made anew per call would pile up)
+                self._spans.clear()
             reads, writes = accesses(rec, memo=self._spans)
-            # the values are kept with the entry so that the ids in the key stay theirs
             hit = _Rec(name, c.pipe, c.cycles, None, tuple(self._canonical(reads)),
-                       tuple(self._canonical(writes)), list(vals), c.gm, c.vf, c.feat)
+                       tuple(self._canonical(writes)), c.gm, c.vf, c.feat)
             if key is not None:
                 if len(self._rec_cache) > 2048:
                     self._rec_cache.clear()
-                self._rec_cache[key] = hit
+                # (the values kept with the memo entry, so that the ids in its key stay
+                # theirs; not with the _Rec, which the recording keeps)
+                self._rec_cache[key] = (hit, list(vals))
         self._recs.append(self._in_vf(hit, core, blk, m))
         self._where.append(self._m_core)
         self._locs.append(rec.loc)
@@ -277,14 +286,28 @@ class CycleModel:
         of placed ones by their buffer alone, not the id of this run's machine (the schedule
         compares the accesses of one core and block: one machine)."""
         out = []
+        canon = self._canon
         for sp in spans:
             k = sp.key
-            if k[0] == "tile":
-                hit = self._tiles.get(k[1])
-                if hit is not None:
-                    sp = dataclasses.replace(sp, key=("tile#", hit[0]))
-            elif k[0] in _SPACES and len(k) == 2:
-                sp = dataclasses.replace(sp, key=(k[0], "buffer"))
+            if k[0] == "tile" or (k[0] in _SPACES and len(k) == 2):
+                # (a tile's span is the same object use after use: its canonical copy too,
+                # one per span, not one per recorded miss)
+                hit = canon.get(id(sp))
+                if hit is not None and hit[0] is sp:
+                    out.append(hit[1])
+                    continue
+                if k[0] != "tile":
+                    c = dataclasses.replace(sp, key=(k[0], "buffer"))
+                else:
+                    no = self._tiles.get(k[1])
+                    if no is None:  # (a tile not numbered: left as it is, not remembered)
+                        out.append(sp)
+                        continue
+                    c = dataclasses.replace(sp, key=("tile#", no[0]))
+                if len(canon) > 4096:
+                    canon.clear()
+                canon[id(sp)] = (sp, c)
+                sp = c
             out.append(sp)
         return out
 
@@ -442,8 +465,6 @@ class _Rec:
     sync: tuple[Any, ...] | None = None
     reads: tuple[Any, ...] = ()
     writes: tuple[Any, ...] = ()
-    #: the operands (kept so that the ids in the memo key stay theirs)
-    vals: Any = None
     #: bytes moved to or from GM (a GM view operand's bytes)
     gm: int = 0
     #: a vector micro-op: (port class, occupancy, latency) in its vector function
@@ -502,22 +523,6 @@ def _priced(r: _Rec, cycles: int) -> _Rec:
             _PRICED.clear()
         hit = _PRICED[(r, cycles)] = dataclasses.replace(r, cycles=cycles)
     return hit
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (as it was before, after it): for code
-    that makes a long-lived object per recorded instruction and no garbage cycles (a report's
-    Steps and Flows, a launch's rescheduled copies). Each collection the allocations trigger
-    walks every live object, the recording's too: on a run of a million instructions those
-    walks cost more than building the report."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _steps_of(recs: list[_Rec], where: list[tuple[str, int]], locs: list[Any],
@@ -579,7 +584,7 @@ _SCHEDULE_MEMO_TOTAL = 1 << 18
 
 #: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
 #: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
-_MEMOS: dict[int, tuple[dict[Any, _Rec], dict[Any, _Rec]]] = {}
+_MEMOS: dict[int, tuple[dict[Any, _Rec], dict[Any, tuple[_Rec, list[Any]]]]] = {}
 _TABLES: dict[int, Any] = {}
 
 
