@@ -278,6 +278,9 @@ class Instr:
     _last_passed: list[tuple[Any, ...]] = field(default_factory=list, init=False, repr=False)
     _passed: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, init=False,
                                                       repr=False)
+    #: timing only: the signatures (see _rules_key) whose run-time rules passed, when every
+    #: rule of the target is one the signature decides (:func:`by_signature`)
+    _rules_passed: set[tuple[Any, ...]] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
@@ -434,14 +437,25 @@ class Instr:
                 raise needs_values(self.mnemonic)
             if not checked:
                 self._check_static_of(m.target, vals, params, m.permissive)
-            for r in on.runtime:
-                r(self, *vals, **params)
             if not m.values and self.timing == "skip":
                 # a timing-only run: rules checked, no data computed (a GM store still counts:
-                # a lockstep launch may fall back per block only before the first)
-                if any(isinstance(vals[i], GlobalTensor) for i in self._written):
-                    m.gm_writes += 1
+                # a lockstep launch may fall back per block only before the first); rules
+                # that the signature decides are run once per signature
+                key = _rules_key(on, m, vals, params) if on.by_signature else None
+                if key is None or key not in self._rules_passed:
+                    for r in on.runtime:
+                        r(self, *vals, **params)
+                    if key is not None:
+                        if len(self._rules_passed) >= 4096:
+                            self._rules_passed.clear()
+                        self._rules_passed.add(key)
+                for i in self._written:
+                    if isinstance(vals[i], GlobalTensor):
+                        m.gm_writes += 1
+                        break
                 return None
+            for r in on.runtime:
+                r(self, *vals, **params)
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -745,7 +759,8 @@ def _or_common(over: Callable[..., Any], common: Callable[..., Any]) -> Callable
 class Resolved:
     """An instruction's semantics and rules on one target (see :meth:`Instr.on`)."""
 
-    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast", "plan")
+    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast", "plan",
+                 "by_signature")
 
     def __init__(self, target: Target, impl: Callable[..., Any],
                  static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...],
@@ -763,6 +778,52 @@ class Resolved:
         self.fast = fast
         #: the planned form (Instr.plan) under the same condition
         self.plan = plan
+        #: every run-time rule is decided by the signature (:func:`by_signature`): a timing-only
+        #: run checks them once per signature (:func:`_rules_key`)
+        self.by_signature = bool(runtime) and all(getattr(r, "by_signature", False)
+                                                  for r in runtime)
+
+
+def by_signature(rule: RuntimeRule) -> RuntimeRule:
+    """Mark a run-time rule whose outcome the use's signature decides (see
+    :func:`_rules_key`): the operands' tile types, valid extents and placements (tiles of
+    the plain Tile class only), scalar and enum values, the parameters, and the machine's
+    target and permissive flag; nothing else (no data, no other machine state, no GM view).
+    A timing-only run (no values: the same uses again and again, a million times on a large
+    GEMM) runs the rules of an entry all of whose rules say so once per signature."""
+    rule.by_signature = True  # type: ignore[attr-defined]
+    return rule
+
+
+def _rules_key(on: Resolved, m: Machine, vals: Sequence[Any],
+               params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What decides a use's :func:`by_signature` rules, hashable; None when an operand is
+    not of the kinds those rules are declared over (a GM view, a tile subclass, a register),
+    or the machine is not the current one (the rules read :func:`current`)."""
+    if current() is not m:
+        return None
+    key: list[Any] = [on, m.permissive]
+    add = key.append
+    for v in vals:
+        t = type(v)
+        if t is Tile:
+            if type(v._vr) is not int or type(v._vc) is not int:
+                return None  # (per-block extents of a lockstep tile)
+            add((v.spec, v._vr, v._vc, v.addr))
+        elif v is None or t is int or t is float or t is bool or isinstance(v, enum.Enum):
+            add(t)  # (1, 1.0 and True are one dict key: the type tells them apart)
+            add(v)
+        else:
+            return None
+    for k, v in params.items():
+        t = type(v)
+        if not (v is None or t is int or t is float or t is bool or t is str
+                or isinstance(v, enum.Enum)):
+            return None
+        add(k)
+        add(t)
+        add(v)
+    return tuple(key)
 
 
 def _hashable(v: Any) -> Any:
