@@ -421,9 +421,21 @@ class Instr:
                         e.args = (e.render(),)
                     raise
         if not once:
+            # (block b's operands: its part of each tile, view and per-block value, the rest
+            # as they are; the static rules see the operands' types, and a tile's or a view's
+            # part has its type: without per-block values every block's types are the first
+            # block's, checked with it)
+            per = [i for i, v in enumerate(vals) if isinstance(v, (Tile, GlobalTensor, Lanes))]
+            same_types = not any(isinstance(vals[i], Lanes) for i in per)
             result = None
             for b in range(m.lanes):
-                result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
+                if per:
+                    bv = list(vals)
+                    for i in per:
+                        bv[i] = block_of(vals[i], b)
+                else:
+                    bv = vals
+                result = self._run_one(m, bv, params, checked or (b > 0 and same_types))
             return result
         return self._run_one(m, vals, params, checked)
 
