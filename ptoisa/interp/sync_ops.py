@@ -203,7 +203,7 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
             vals = static_vals if static else \
                 [fixed[i] if s is None else int(env[s]) for i, s in enumerate(slots)]
             try:
-                run(env[0].machine, vals, {}, checked=True, loc=loc)
+                run(env[0].machine, vals, {}, True, loc)  # (checked, loc)
             except PtoError as e:
                 raise e.at_op(ins.mnemonic, loc) from None
         return step

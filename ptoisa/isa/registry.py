@@ -385,7 +385,8 @@ class Instr:
         ``batched`` and the operands agree in shape across blocks, else once per block. An
         unobserved use that an entry's plain form (:meth:`try_plain`) or fast form
         (:attr:`fast`) takes runs in that one step instead."""
-        if self.plain is not None and not params and self.try_plain(m, vals, checked):
+        if self.plain is not None and not params and not m.observers \
+                and self.try_plain(m, vals, checked):
             return None  # (never observed, never blocks: see try_plain)
         st = m.stream
         if st is not None:  # a core of a mixed launch: where it is, should it block here
@@ -394,7 +395,9 @@ class Instr:
             rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
                 obs(rec)
-            result = self._dispatch(m, vals, params, checked)
+            # (one block: what _dispatch does for an observed machine)
+            result = self._run_one(m, vals, params, checked) if m.lanes == 1 else \
+                self._dispatch(m, vals, params, checked)
             for obs in m.observers:
                 after = getattr(obs, "after", None)
                 if after is not None:

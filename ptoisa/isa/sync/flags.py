@@ -59,7 +59,11 @@ def _flag(kind: str) -> Any:
             entry = (kind, srcPipe, dstPipe, _event_id(_FLAGS[kind], m, eventId))
             if key is not None and len(entries) < 1024:
                 entries[key] = entry
-        _record(m, entry)
+        log = m.sync_log
+        if log is None:
+            _record(m, entry)
+        else:
+            log.append(entry)
     impl.__name__ = kind
     impl.__doc__ = {
         "SET_FLAG": "``set_flag(src, dst, EVENT_IDn)``: issued on pipe ``src``; fires when "
