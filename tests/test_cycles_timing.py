@@ -17,6 +17,7 @@ import ptoisa as pto
 from ptoisa.cli import main
 from ptoisa.cycles import timed
 from ptoisa.isa.registry import REGISTRY
+from ptoisa.targets import get_target
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -192,3 +193,34 @@ def test_cli_cycles_timing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         assert "timing only (no values computed)" in out and "arrays are unchanged" in out
     assert main([*base, "--no-values"]) == 1
     assert "give --cycles or --trace" in capsys.readouterr().err
+
+
+def test_rules_decided_by_signature_still_fail() -> None:
+    """Timing only, run-time rules that the use's signature decides (``by_signature``) run
+    once per signature: a use with other indices, a bool or a float index, or on a
+    non-permissive machine after a permissive one, still fails as it does with values."""
+    def extract(*idx: Any, valid: Any = None) -> Callable[[], None]:
+        def k() -> None:
+            src = pto.Tile(pto.TileType.Mat, np.float16, 64, 64, pto.BLayout.ColMajor, None,
+                           pto.SLayout.RowMajor)
+            dst = pto.TileLeft(np.float16, 32, 32, valid)
+            pto.TEXTRACT(dst, src, 0, 0)
+            pto.TEXTRACT(dst, src, 0, 0)  # (the same signature: its rules passed)
+            pto.TEXTRACT(dst, src, *idx)
+        return k
+
+    assert REGISTRY["TEXTRACT"].on(get_target("a2a3")).by_signature
+    assert timed(extract(32, 32), "a2a3", values=False).total == \
+        timed(extract(32, 32), "a2a3").total > 0
+    for idx, why in (((48, 0), r"at \(48, 0\) exceeds src 64x64"),
+                     ((True, 0), "indexRow must be an integer, got True"),
+                     ((0, 1.0), "indexCol must be an integer, got 1.0")):
+        for values in (True, False):
+            with pytest.raises(pto.PtoError, match=why):
+                timed(extract(*idx), "a2a3", values=values)
+    # the simulator's leniency is the machine's: a permissive run walks dst's 16 valid rows
+    # only and passes, a strict one checks its 32 rows and fails
+    k = extract(40, 0, valid=(16, 32))
+    assert pto.launch(k, target="a2a3", permissive=True, cycles="timing").total > 0
+    with pytest.raises(pto.PtoError, match="exceeds src"):
+        pto.launch(k, target="a2a3", cycles="timing")

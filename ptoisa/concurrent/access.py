@@ -142,8 +142,8 @@ def gm_span(g: GlobalTensor) -> Span:
         r0, c0 = divmod(lo_b, row)
         if sh[4] * isz < row and c0 + sh[4] * isz <= row:  # (full rows: the range is exact)
             rect = (row, r0, r0 + sh[3], c0, c0 + sh[4] * isz)
-    return Span("GM", ("gm", root), lo_b, hi_b, lambda: f"{g.name or 'gm'}[{lo_i}:{hi_i}]",
-                rect)
+    # (the label made now: a closure would keep the view alive as long as the span)
+    return Span("GM", ("gm", root), lo_b, hi_b, f"{g.name or 'gm'}[{lo_i}:{hi_i}]", rect)
 
 
 def touched_accesses(m: Any, entries: list[tuple[str, str, Any, int, int]]

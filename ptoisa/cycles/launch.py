@@ -26,14 +26,14 @@ The schedule (:mod:`.schedule`) gives each core its own timeline, as if it had G
 from __future__ import annotations
 
 import bisect
-import copy
 import dataclasses
 import heapq
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
-from .steps import Step
+from .steps import Step, gc_paused
 
 
 @dataclass(frozen=True)
@@ -250,6 +250,14 @@ def whole_launch(steps: list[Step], *, blocks: int, lockstep: bool, target: Any,
     cores are not scheduled again, the bandwidth floor alone shares the budget).
     ``constants``: price with these instead of the target's :data:`BUDGETS` entry (what
     ``benchmarks/launch_fit.py`` does to refit them, leaving a kernel out)."""
+    with gc_paused():  # (copies of every step, scheduled again: see gc_paused)
+        return _whole_launch(steps, blocks, lockstep, target, clock_hz, manual, reschedule,
+                             rounds, constants)
+
+
+def _whole_launch(steps: list[Step], blocks: int, lockstep: bool, target: Any,
+                  clock_hz: float, manual: bool, reschedule: Any, rounds: int,
+                  constants: Budget | None) -> LaunchTime:
     b = constants if constants is not None else budget(target)
     mult = blocks if lockstep else 1  # a lockstep step stands for this many cores
     core_total = max((s.end for s in steps), default=0)
@@ -371,10 +379,15 @@ def _restretch(timed: list[Step], work: list[Step], base: list[int], path: list[
     return True
 
 
+#: a Step's fields in order (each an __init__ argument): a copy is Step(*_STEP_FIELDS(s))
+_STEP_FIELDS = operator.attrgetter(*(f.name for f in dataclasses.fields(Step)))
+
+
 def _copies(steps: list[Step]) -> list[Step]:
     """Copies of ``steps`` to schedule again, their ``after`` links pointing at the copies."""
     ids = {id(s): i for i, s in enumerate(steps)}
-    work = [copy.copy(s) for s in steps]
+    # (copy.copy of a slotted dataclass goes through __reduce_ex__: many times slower)
+    work = [Step(*_STEP_FIELDS(s)) for s in steps]
     for w in work:
         if w.after:
             w.after = [work[ids[id(p)]] if id(p) in ids else p for p in w.after]

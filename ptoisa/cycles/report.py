@@ -88,12 +88,13 @@ class CycleReport:
         #: the target's clock: cycles / (clock_hz / 1e6) is microseconds
         self.clock_hz = clock_hz(target)
         busy: dict[str, int] = {}
-        lanes: dict[str, set[tuple[str, int]]] = {}
         for s in work:
             busy[s.pn] = busy.get(s.pn, 0) + s.cycles
-            lanes.setdefault(s.pn, set()).add((s.core, s.block))
+        lanes: dict[str, int] = {}
+        for pn, _, _ in {(s.pn, s.core, s.block) for s in work}:
+            lanes[pn] = lanes.get(pn, 0) + 1
         #: timelines (core, block) each pipe appears on: utilisation is per timeline
-        self.timelines = {p: len(v) for p, v in lanes.items()}
+        self.timelines = {p: lanes[p] for p in busy}
         order = {p.name: i for i, p in enumerate(_PIPE_ORDER)}
         self.busy = dict(sorted(busy.items(), key=lambda kv: order.get(kv[0], 99)))
         self._work = work

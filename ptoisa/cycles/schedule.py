@@ -30,6 +30,7 @@ report is asked for, once the mode is known.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ from ..tensor import GlobalTensor
 from ..tile import Tile
 from . import costs
 from .report import CycleReport
-from .steps import Deadlock, Flow, Step
+from .steps import Deadlock, Flow, Step, gc_paused
 
 #: pipes of the two core kinds (for reports)
 AIC_PIPES = (Pipe.MTE2, Pipe.MTE1, Pipe.M, Pipe.FIX, Pipe.S)
@@ -66,14 +67,23 @@ class CycleModel:
         self.values = values
         self._own_table = table is None
         self._bind(table if table is not None else costs.default_table(target))
-        #: what was recorded, in order: ``(_Rec, core, block, loc)`` per instruction (the same
-        #: _Rec launch after launch, so a repeated run is recognised and its schedule reused);
-        #: a Step where a cross-core edge was attached to it (:meth:`_step_of`)
-        self.steps: list[Any] = []
+        #: what was recorded, in order, in three lists: each instruction's _Rec (the same
+        #: _Rec launch after launch, so a repeated run is recognised and its schedule reused),
+        #: its (core, block) (one tuple per machine and block, shared) and its source
+        #: location. No object is made per instruction: a run of a million instructions
+        #: would give every garbage collection a million more objects to walk.
+        self._recs: list[_Rec] = []
+        self._where: list[tuple[str, int]] = []
+        self._locs: list[Any] = []
+        #: the recorded instructions made Steps (a cross-core edge was attached to them:
+        #: :meth:`_step_of`), by index
+        self._edged: dict[int, Step] = {}
         self._m: Any = None  # the last machine seen, its block index, (core, block)
         self._m_bidx: Any = None
         self._m_core: tuple[str, int] = ("core0", 0)
         self._spans: dict[Any, Any] = {}  # operand object -> its span (access.accesses memo)
+        #: id(span) -> (span, its canonical copy): see _canonical
+        self._canon: dict[int, tuple[Any, Any]] = {}
         #: auto-placed tiles numbered in order of first use: an eager kernel makes new tiles
         #: every launch, and the same numbers let its records hit the memo launch after launch
         self._tiles: dict[int, tuple[int, Any]] = {}
@@ -87,6 +97,8 @@ class CycleModel:
         self._vf: dict[tuple[str, int], VecFunction] = {}
         #: the L0C unit-flag hand-offs (matmul <-> fix-pipe store): edges between steps
         self.unit_flags = UnitFlags()
+        #: sync entries by (entry, src pipe, dst pipe, event id): see _record
+        self._sync_recs: dict[Any, _Rec] = {}
 
     def _bind(self, table: dict[str, Any]) -> None:
         self.table = table
@@ -95,71 +107,131 @@ class CycleModel:
         _TABLES[id(table)] = table  # keeps the id taken
 
     # ---- recording (the observer) ----------------------------------------------------------------
-    def __call__(self, rec: Any) -> None:
+    #: no ``after(rec)`` hook (:meth:`Instr.run` looks for one after every instruction)
+    after = None
+
+    def _unit_flagged(self, rec: Any) -> None:
+        """Record an instruction with a Phase: the unit flag may order it (UnitFlags)."""
         uf = self.unit_flags
         waits = uf.before(rec)
-        self._record(rec)
+        self._record(rec, False)
         if waits:  # a unit-flag wait: this step starts after the matmul / store it waits for
             self.edge_acquire(rec, waits, None)
         uf.after(lambda: self.edge_release(rec, None))
 
-    def _record(self, rec: Any) -> None:
+    def _record(self, rec: Any, plain: bool = True) -> None:
+        """Record one instruction (the observer's call: ``__call__``). ``plain``: not yet
+        looked at for a unit-flag use (no Phase: UnitFlags.before would find none)."""
+        if plain and "Phase" in rec.params:
+            self._unit_flagged(rec)
+            return
         ins = rec.ins
         m = rec.machine
-        if m is self._m and m.block_idx is self._m_bidx:
-            core, blk = self._m_core
-        else:
-            core, blk = self._machine(m)
+        if m is not self._m or m.block_idx is not self._m_bidx:
+            self._machine(m)
+        cb = self._m_core
+        core, blk = cb
         name = ins.name
         kind = ins.sync
         if kind in PIPE_SYNC:
             self.has_sync = True
             v = rec.values
-            if kind == "barrier":
-                sync: tuple[Any, ...] = ("barrier", v[0])
-                pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
-            elif kind in ("buf_get", "buf_rls"):
-                from ..isa.sync.flags import _buf_args
-
-                sync = (kind, v[0], *_buf_args(ins, v[1], v[2]))
-                pipe = v[0]
-            else:
-                from ..isa.sync.flags import _event_id
-
-                eid = _event_id(ins, m, v[2])
-                sync = (kind, v[0], v[1], eid)
-                pipe = v[0] if kind == "flag_set" else v[1]
+            # (a flag's entry by its entry and operands; Pipe members hash by identity)
+            skey: Any = (ins, v[0], v[1], v[2]) if len(v) == 3 and \
+                type(v[0]) is Pipe and type(v[1]) is Pipe and type(v[2]) in (int, str) \
+                else None
+            r = self._sync_recs.get(skey) if skey is not None else None
+            if r is None:
+                r = self._sync_rec(ins, kind, v, m)
+                if skey is not None:
+                    self._sync_recs[skey] = r
             if self._vf:
                 self._vf.pop((core, blk), None)
-            self.steps.append((_rec_of(name, pipe, 0, sync), core, blk, rec.loc))
+            self._recs.append(r)
+            self._where.append(cb)
+            self._locs.append(rec.loc)
             return
         if ins.pipe is Pipe.ALL:  # SYNCALL, TPRINT: the whole core drains first
             if self._vf:
                 self._vf.pop((core, blk), None)
-            self.steps.append((_rec_of(name, Pipe.S, 0, ("barrier", Pipe.ALL)), core, blk,
-                               rec.loc))
+            self._recs.append(_rec_of(name, Pipe.S, 0, ("barrier", Pipe.ALL)))
+            self._where.append(cb)
+            self._locs.append(rec.loc)
             return
         if self.has_sync:  # manual mode: the flags order the pipes, byte spans are not needed
-            self.steps.append((self._in_vf(self._cost(rec), core, blk, m), core, blk,
-                               rec.loc))
+            r = self._cost(rec)
+            if r.vf is not None:
+                r = self._in_vf(r, core, blk, m)
+            elif self._vf:
+                self._vf.pop((core, blk), None)
+            self._recs.append(r)
+            self._where.append(cb)
+            self._locs.append(rec.loc)
             return
+        self._record_auto(rec, core, blk, m)
+
+    __call__ = _record  # (one call per instruction, not two)
+
+    def _sync_rec(self, ins: Any, kind: str, v: Any, m: Any) -> _Rec:
+        """The shared entry of a sync instruction with operands ``v``."""
+        if kind == "barrier":
+            sync: tuple[Any, ...] = ("barrier", v[0])
+            pipe = v[0] if v[0] is not Pipe.ALL else Pipe.S
+        elif kind in ("buf_get", "buf_rls"):
+            from ..isa.sync.flags import _buf_args
+
+            sync = (kind, v[0], *_buf_args(ins, v[1], v[2]))
+            pipe = v[0]
+        else:
+            from ..isa.sync.flags import _event_id
+
+            eid = _event_id(ins, m, v[2])
+            sync = (kind, v[0], v[1], eid)
+            pipe = v[0] if kind == "flag_set" else v[1]
+        return _rec_of(ins.name, pipe, 0, sync)
+
+    def _record_auto(self, rec: Any, core: str, blk: int, m: Any) -> None:
+        """An auto-sync mode record: its cost and its byte spans (memoised by operands)."""
+        ins = rec.ins
+        name = ins.name
         vals = rec.values
+        parts: list[Any] = [ins]
+        add = parts.append
+        for v in vals:  # self._ident of each, the common types first
+            t = type(v)
+            if t is Tile and v.addr is None:
+                no = self._tiles.get(id(v))
+                add(("tile", no[0] if no is not None and no[1] is v else self._tile_no(v),
+                     v.spec, v._vr, v._vc))
+            elif t is int or v is None:
+                add(v)
+            else:
+                add(self._ident(v))
+        if rec.params:
+            parts += rec.params.values()
         try:
-            key: Any = (ins, *[self._ident(v) for v in vals], *rec.params.values())
-            hit = self._rec_cache.get(key)
+            key: Any = tuple(parts)
+            entry = self._rec_cache.get(key)
         except TypeError:  # an unhashable operand or parameter: no memo
-            key, hit = None, None
-        if hit is None:
+            key, entry = None, None
+        if entry is not None:
+            hit = entry[0]
+        else:
             c = self._cost(rec)
+            if len(self._spans) > 4096:  # (GM views made anew per call would pile up)
+                self._spans.clear()
             reads, writes = accesses(rec, memo=self._spans)
-            # the values are kept with the entry so that the ids in the key stay theirs
             hit = _Rec(name, c.pipe, c.cycles, None, tuple(self._canonical(reads)),
-                       tuple(self._canonical(writes)), list(vals), c.gm, c.vf, c.feat)
+                       tuple(self._canonical(writes)), c.gm, c.vf, c.feat)
             if key is not None:
                 if len(self._rec_cache) > 2048:
                     self._rec_cache.clear()
-                self._rec_cache[key] = hit
-        self.steps.append((self._in_vf(hit, core, blk, m), core, blk, rec.loc))
+                # (the values kept with the memo entry, so that the ids in its key stay
+                # theirs; not with the _Rec, which the recording keeps)
+                self._rec_cache[key] = (hit, list(vals))
+        self._recs.append(self._in_vf(hit, core, blk, m))
+        self._where.append(self._m_core)
+        self._locs.append(rec.loc)
 
     def _in_vf(self, r: _Rec, core: str, blk: int, m: Any) -> _Rec:
         """``r`` priced in its vector function: a vector micro-op costs what it adds to the
@@ -214,21 +286,49 @@ class CycleModel:
         of placed ones by their buffer alone, not the id of this run's machine (the schedule
         compares the accesses of one core and block: one machine)."""
         out = []
+        canon = self._canon
         for sp in spans:
             k = sp.key
-            if k[0] == "tile":
-                hit = self._tiles.get(k[1])
-                if hit is not None:
-                    sp = dataclasses.replace(sp, key=("tile#", hit[0]))
-            elif k[0] in _SPACES and len(k) == 2:
-                sp = dataclasses.replace(sp, key=(k[0], "buffer"))
+            if k[0] == "tile" or (k[0] in _SPACES and len(k) == 2):
+                # (a tile's span is the same object use after use: its canonical copy too,
+                # one per span, not one per recorded miss)
+                hit = canon.get(id(sp))
+                if hit is not None and hit[0] is sp:
+                    out.append(hit[1])
+                    continue
+                if k[0] != "tile":
+                    c = dataclasses.replace(sp, key=(k[0], "buffer"))
+                else:
+                    no = self._tiles.get(k[1])
+                    if no is None:  # (a tile not numbered: left as it is, not remembered)
+                        out.append(sp)
+                        continue
+                    c = dataclasses.replace(sp, key=("tile#", no[0]))
+                if len(canon) > 4096:
+                    canon.clear()
+                canon[id(sp)] = (sp, c)
+                sp = c
             out.append(sp)
         return out
 
     def _cost(self, rec: Any) -> _Rec:
         vals = rec.values
-        key = (rec.ins.name, len(vals) > 1 and vals[0] is vals[1], *[_sig(v) for v in vals],
-               *[(k, _sig(v)) for k, v in rec.params.items()])
+        parts: list[Any] = [rec.ins.name, len(vals) > 1 and vals[0] is vals[1]]
+        add = parts.append
+        for v in vals:  # _sig of each, the common types first (a step per instruction)
+            t = type(v)
+            if t is Tile:
+                add((v.spec, v._vr, v._vc, v.addr))
+            elif t is int or v is None:
+                add(v)
+            elif t is GlobalTensor:
+                add(v.spec)
+            else:
+                add(_sig(v))
+        if rec.params:  # (an enum member is its own _sig: no enum has a spec)
+            parts += [(k, v if isinstance(v, enum.Enum) else _sig(v))
+                      for k, v in rec.params.items()]
+        key = tuple(parts)
         if rec.ins.dialect == "vpto" and rec.ins.pipe is not Pipe.V:
             # (a register-driven DMA copy's rows come from the machine's loop registers)
             key += (tuple(sorted(rec.machine.micro_regs.get("dma_loop", {}).items())),)
@@ -280,16 +380,19 @@ class CycleModel:
         else between an instruction's observation and its semantics), made a Step in place."""
         core, blk = self._machine(rec.machine)
         name = rec.ins.name
-        steps = self.steps
-        for i in range(len(steps) - 1, -1, -1):
-            s = steps[i]
-            if isinstance(s, Step):
+        recs, where, edged = self._recs, self._where, self._edged
+        for i in range(len(recs) - 1, -1, -1):
+            s = edged.get(i)
+            if s is not None:
                 if s.core == core and s.block == blk:
                     return s if s.op == name else None
-            elif s[1] == core and s[2] == blk:
-                if s[0].op != name:
+            elif where[i] == (core, blk):
+                r = recs[i]
+                if r.op != name:
                     return None
-                s = steps[i] = _step(i, s)
+                s = edged[i] = Step(i, r.op, r.pipe, r.cycles, core, blk, self._locs[i],
+                                    r.sync, r.reads, r.writes, 0, 0, r.pn, None, None, None,
+                                    None, r.gm, r.feat)
                 return s
         return None
 
@@ -316,19 +419,24 @@ class CycleModel:
         """The schedule of what was recorded. A run that recorded the very entries of an
         earlier one (the same instructions on the same operands, e.g. a kernel launched
         again) has the same schedule: its report is copied, not recomputed."""
+        with gc_paused():  # (a Step per recorded instruction: see gc_paused)
+            return self._report()
+
+    def _report(self) -> Any:
         mode = "manual" if self.has_sync else "auto"
         target = self.target or "?"
         key: Any = None
         done = None
-        if len(self.steps) <= _SCHEDULE_MEMO_STEPS:
+        if len(self._recs) <= _SCHEDULE_MEMO_STEPS and not self._edged:
+            # (not with cross-core edges: schedule it)
             try:
-                key = (mode, target, self.blocks, self.lockstep, tuple(self.steps))
+                key = (mode, target, self.blocks, self.lockstep, tuple(self._recs),
+                       tuple(self._where), tuple(self._locs))
                 done = _SCHEDULES.get(key)
-            except TypeError:  # a Step with cross-core edges: schedule it
+            except TypeError:  # an unhashable location
                 key = None
         if done is None:
-            steps = [s if isinstance(s, Step) else _step(i, s) for i, s in
-                     enumerate(self.steps)]
+            steps = _steps_of(self._recs, self._where, self._locs, self._edged)
             flows, deadlocks = schedule(steps, manual=self.has_sync)
             done = CycleReport(steps, flows, deadlocks, target=target, mode=mode)
             done.table = self.table
@@ -357,14 +465,17 @@ class _Rec:
     sync: tuple[Any, ...] | None = None
     reads: tuple[Any, ...] = ()
     writes: tuple[Any, ...] = ()
-    #: the operands (kept so that the ids in the memo key stay theirs)
-    vals: Any = None
     #: bytes moved to or from GM (a GM view operand's bytes)
     gm: int = 0
     #: a vector micro-op: (port class, occupancy, latency) in its vector function
     vf: tuple[str, float, int] | None = None
     #: the features that priced it (``CycleReport.explain``; None: not kept)
     feat: Any = None
+    #: the pipe's name (a Step's ``pn``: read once here, not per recorded step)
+    pn: str = dataclasses.field(init=False, default="")
+
+    def __post_init__(self) -> None:
+        self.pn = self.pipe.name
 
 
 class VecFunction:
@@ -414,11 +525,23 @@ def _priced(r: _Rec, cycles: int) -> _Rec:
     return hit
 
 
-def _step(i: int, e: tuple[_Rec, str, int, Any]) -> Step:
-    """The i-th recorded entry as a Step to schedule."""
-    r = e[0]
-    return Step(i, r.op, r.pipe, r.cycles, e[1], e[2], e[3], r.sync, r.reads, r.writes,
-                pn=r.pipe.name, gm=r.gm, feat=r.feat)
+def _steps_of(recs: list[_Rec], where: list[tuple[str, int]], locs: list[Any],
+              edged: dict[int, Step]) -> list[Step]:
+    """The recorded instructions as Steps to schedule (those with cross-core edges already
+    are: ``edged``)."""
+    out: list[Step] = []
+    add = out.append
+    new = Step
+    for i, (r, (core, blk), loc) in enumerate(zip(recs, where, locs, strict=True)):
+        if edged:
+            s = edged.get(i)
+            if s is not None:
+                add(s)
+                continue
+        # (every field by position: a launch records up to millions of steps)
+        add(new(i, r.op, r.pipe, r.cycles, core, blk, loc, r.sync, r.reads, r.writes, 0, 0,
+                r.pn, None, None, None, None, r.gm, r.feat))
+    return out
 
 
 def _gm_bytes(ins: Any, vals: list[Any]) -> int:
@@ -461,7 +584,7 @@ _SCHEDULE_MEMO_TOTAL = 1 << 18
 
 #: per table: costs by operand types; (cost, pipe, spans) by operand objects with the fields
 #: cost and spans depend on (the entry keeps the objects, so their ids stay theirs)
-_MEMOS: dict[int, tuple[dict[Any, _Rec], dict[Any, _Rec]]] = {}
+_MEMOS: dict[int, tuple[dict[Any, _Rec], dict[Any, tuple[_Rec, list[Any]]]]] = {}
 _TABLES: dict[int, Any] = {}
 
 
@@ -518,8 +641,11 @@ def schedule(steps: list[Step], *, manual: bool) -> tuple[list[Flow], list[Deadl
     """Fill ``start``/``end`` of every step; returns the flag flows and the deadlocks."""
     sch = _Schedule(manual)
     if not any(s.after for s in steps):
-        for s in steps:
-            sch.run(s)
+        if manual:
+            sch.run_manual(steps)
+        else:
+            for s in steps:
+                sch.run(s)
         return sch.flows, sch.dead
     # cross-core edges: a dataflow over the cores, each in program order (a consumer can be
     # recorded before its producer: it is observed before it blocks)
@@ -629,6 +755,48 @@ class _Schedule:
                                            s.start, s.core, s.block, f"{p.op}->{s.op}"))
         if s.rel is not None:
             self._fire(s)
+
+    def run_manual(self, steps: list[Step]) -> None:
+        """:meth:`run` of every step in order, manual mode, no step with cross-core waits
+        (``after``): the same times, the common steps (work, flags) without the calls."""
+        free, floor, pending, flows = self.free, self.floor, self.pending, self.flows
+        run = self.run
+        for s in steps:
+            if s.rel is not None:
+                run(s)
+                continue
+            sync = s.sync
+            core, blk = s.core, s.block
+            q = (core, blk, s.pn)
+            t = free.get(q, 0)
+            if floor:
+                f = floor.get((core, blk), 0)
+                if f > t:
+                    t = f
+            if sync is None:
+                s.start = t
+                s.end = free[q] = t + s.cycles
+                continue
+            kind = sync[0]
+            if kind == "flag_set":
+                key = (core, blk, sync[1], sync[2], sync[3])
+                fired = pending.get(key)
+                if fired is None:
+                    fired = pending[key] = deque()
+                fired.append(t)
+                s.start = s.end = t
+            elif kind == "flag_wait":
+                fired = pending.get((core, blk, sync[1], sync[2], sync[3]))
+                if not fired:
+                    run(s)  # (a deadlock: said there)
+                    continue
+                t_set = fired.popleft()
+                if t_set > t:
+                    t = t_set
+                s.start = s.end = free[q] = t
+                flows.append(Flow(core, blk, sync[1], sync[2], sync[3], t_set, t))
+            else:
+                run(s)
 
     def _sync(self, s: Step, q: tuple[str, int, str], t: int) -> None:
         free, floor = self.free, self.floor

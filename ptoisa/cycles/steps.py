@@ -1,10 +1,14 @@
 """What the cycle model's schedule is made of and what it reports: a recorded instruction
 (:class:`Step`, its times filled in by :func:`ptoisa.cycles.schedule.schedule`), a flag edge
 of the trace (:class:`Flow`) and a deadlock. Both the schedule and the report read them; they
-sit below both (the schedule builds the report)."""
+sit below both (the schedule builds the report). Also :func:`gc_paused`, which the schedule
+and the launch model build their Steps under."""
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,3 +70,19 @@ class Flow:
 class Deadlock:
     step: Step
     message: str
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection inside the block (as it was before, after it): for code
+    that makes a long-lived object per recorded instruction and no garbage cycles (a report's
+    Steps and Flows, a launch's rescheduled copies). Each collection the allocations trigger
+    walks every live object, the recording's too: on a run of a million instructions those
+    walks cost more than building the report."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

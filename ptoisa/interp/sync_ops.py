@@ -184,6 +184,7 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
         run = ins.run
         loc = op.loc
         static = all(s is None for s in slots)
+        static_vals = tuple(fixed[:len(slots)])
         # a static flag on a plain machine (unobserved, one lane, values, no mixed launch):
         # the entry's planned call (Instr.plan: its record, the event id checked once), bound
         # per machine; anything else takes the dispatch point
@@ -197,9 +198,12 @@ def _sync_step(instr_name: str, n_args: int, endpoints: int = 0
                 call = bound[1]
                 if call is not False and call():
                     return
-            vals = [fixed[i] if s is None else int(env[s]) for i, s in enumerate(slots)]
+            # (static operands: one tuple for every run, as plain_operands passes them:
+            # Instr.run only reads them)
+            vals = static_vals if static else \
+                [fixed[i] if s is None else int(env[s]) for i, s in enumerate(slots)]
             try:
-                run(env[0].machine, vals, {}, checked=True, loc=loc)
+                run(env[0].machine, vals, {}, True, loc)  # (checked, loc)
             except PtoError as e:
                 raise e.at_op(ins.mnemonic, loc) from None
         return step

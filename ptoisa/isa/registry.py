@@ -278,6 +278,9 @@ class Instr:
     _last_passed: list[tuple[Any, ...]] = field(default_factory=list, init=False, repr=False)
     _passed: dict[tuple[Any, ...], list[Any]] = field(default_factory=dict, init=False,
                                                       repr=False)
+    #: timing only: the signatures (see _rules_key) whose run-time rules passed, when every
+    #: rule of the target is one the signature decides (:func:`by_signature`)
+    _rules_passed: set[tuple[Any, ...]] = field(default_factory=set, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._n_required = sum(1 for o in self.operands if not o.optional)
@@ -364,7 +367,10 @@ class Instr:
             if self.pipe_of is None:
                 return self._event
             return Event(self.name, None, None, (self, vals))
-        return Event(self.name, self.pipe_on(vals), m.last_record)
+        # (an operand-dependent pipe is found only if someone asks, as above)
+        if self.pipe_of is None:
+            return Event(self.name, self.pipe, m.last_record)
+        return Event(self.name, None, m.last_record, (self, vals))
 
     # ---- THE dispatch point ----------------------------------------------------------------
     def run(self, m: Machine, vals: list[Any], params: dict[str, Any],
@@ -379,7 +385,8 @@ class Instr:
         ``batched`` and the operands agree in shape across blocks, else once per block. An
         unobserved use that an entry's plain form (:meth:`try_plain`) or fast form
         (:attr:`fast`) takes runs in that one step instead."""
-        if self.plain is not None and not params and self.try_plain(m, vals, checked):
+        if self.plain is not None and not params and not m.observers \
+                and self.try_plain(m, vals, checked):
             return None  # (never observed, never blocks: see try_plain)
         st = m.stream
         if st is not None:  # a core of a mixed launch: where it is, should it block here
@@ -388,7 +395,9 @@ class Instr:
             rec = m.last_record = InstrRecord(self, m, vals, params, loc, waits)
             for obs in m.observers:
                 obs(rec)
-            result = self._dispatch(m, vals, params, checked)
+            # (one block: what _dispatch does for an observed machine)
+            result = self._run_one(m, vals, params, checked) if m.lanes == 1 else \
+                self._dispatch(m, vals, params, checked)
             for obs in m.observers:
                 after = getattr(obs, "after", None)
                 if after is not None:
@@ -415,9 +424,21 @@ class Instr:
                         e.args = (e.render(),)
                     raise
         if not once:
+            # (block b's operands: its part of each tile, view and per-block value, the rest
+            # as they are; the static rules see the operands' types, and a tile's or a view's
+            # part has its type: without per-block values every block's types are the first
+            # block's, checked with it)
+            per = [i for i, v in enumerate(vals) if isinstance(v, (Tile, GlobalTensor, Lanes))]
+            same_types = not any(isinstance(vals[i], Lanes) for i in per)
             result = None
             for b in range(m.lanes):
-                result = self._run_one(m, [block_of(v, b) for v in vals], params, checked)
+                if per:
+                    bv = list(vals)
+                    for i in per:
+                        bv[i] = block_of(vals[i], b)
+                else:
+                    bv = vals
+                result = self._run_one(m, bv, params, checked or (b > 0 and same_types))
             return result
         return self._run_one(m, vals, params, checked)
 
@@ -431,14 +452,25 @@ class Instr:
                 raise needs_values(self.mnemonic)
             if not checked:
                 self._check_static_of(m.target, vals, params, m.permissive)
-            for r in on.runtime:
-                r(self, *vals, **params)
             if not m.values and self.timing == "skip":
                 # a timing-only run: rules checked, no data computed (a GM store still counts:
-                # a lockstep launch may fall back per block only before the first)
-                if any(isinstance(vals[i], GlobalTensor) for i in self._written):
-                    m.gm_writes += 1
+                # a lockstep launch may fall back per block only before the first); rules
+                # that the signature decides are run once per signature
+                key = _rules_key(on, m, vals, params) if on.by_signature else None
+                if key is None or key not in self._rules_passed:
+                    for r in on.runtime:
+                        r(self, *vals, **params)
+                    if key is not None:
+                        if len(self._rules_passed) >= 4096:
+                            self._rules_passed.clear()
+                        self._rules_passed.add(key)
+                for i in self._written:
+                    if isinstance(vals[i], GlobalTensor):
+                        m.gm_writes += 1
+                        break
                 return None
+            for r in on.runtime:
+                r(self, *vals, **params)
             return on.impl(m, *vals, **params)
         except PtoError as e:
             if e.op is None:
@@ -742,7 +774,8 @@ def _or_common(over: Callable[..., Any], common: Callable[..., Any]) -> Callable
 class Resolved:
     """An instruction's semantics and rules on one target (see :meth:`Instr.on`)."""
 
-    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast", "plan")
+    __slots__ = ("target", "impl", "static", "runtime", "plain", "fast", "plan",
+                 "by_signature")
 
     def __init__(self, target: Target, impl: Callable[..., Any],
                  static: tuple[StaticRule, ...], runtime: tuple[RuntimeRule, ...],
@@ -760,6 +793,52 @@ class Resolved:
         self.fast = fast
         #: the planned form (Instr.plan) under the same condition
         self.plan = plan
+        #: every run-time rule is decided by the signature (:func:`by_signature`): a timing-only
+        #: run checks them once per signature (:func:`_rules_key`)
+        self.by_signature = bool(runtime) and all(getattr(r, "by_signature", False)
+                                                  for r in runtime)
+
+
+def by_signature(rule: RuntimeRule) -> RuntimeRule:
+    """Mark a run-time rule whose outcome the use's signature decides (see
+    :func:`_rules_key`): the operands' tile types, valid extents and placements (tiles of
+    the plain Tile class only), scalar and enum values, the parameters, and the machine's
+    target and permissive flag; nothing else (no data, no other machine state, no GM view).
+    A timing-only run (no values: the same uses again and again, a million times on a large
+    GEMM) runs the rules of an entry all of whose rules say so once per signature."""
+    rule.by_signature = True  # type: ignore[attr-defined]
+    return rule
+
+
+def _rules_key(on: Resolved, m: Machine, vals: Sequence[Any],
+               params: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What decides a use's :func:`by_signature` rules, hashable; None when an operand is
+    not of the kinds those rules are declared over (a GM view, a tile subclass, a register),
+    or the machine is not the current one (the rules read :func:`current`)."""
+    if current() is not m:
+        return None
+    key: list[Any] = [on, m.permissive]
+    add = key.append
+    for v in vals:
+        t = type(v)
+        if t is Tile:
+            if type(v._vr) is not int or type(v._vc) is not int:
+                return None  # (per-block extents of a lockstep tile)
+            add((v.spec, v._vr, v._vc, v.addr))
+        elif v is None or t is int or t is float or t is bool or isinstance(v, enum.Enum):
+            add(t)  # (1, 1.0 and True are one dict key: the type tells them apart)
+            add(v)
+        else:
+            return None
+    for k, v in params.items():
+        t = type(v)
+        if not (v is None or t is int or t is float or t is bool or t is str
+                or isinstance(v, enum.Enum)):
+            return None
+        add(k)
+        add(t)
+        add(v)
+    return tuple(key)
 
 
 def _hashable(v: Any) -> Any:

@@ -29,6 +29,7 @@ from ..registry import (
     Param,
     PipeForms,
     Sig,
+    by_signature,
     except_on,
     instr,
     locs,
@@ -296,6 +297,7 @@ def _extract_static_window(ins: Instr, dst: Tile, src: Tile, r0: int, c0: int) -
     _window_fits(ins, "src", src, r0, c0, dst.rows, dst.cols, "dst Rows x Cols")
 
 
+@by_signature  # (tile types and valid extents, the indices, the target, permissive)
 def _textract_runtime(ins: Instr, dst: Tile, src: Tile, a: Any = None, b: Any = None,
                       c: Any = None, **params: Any) -> None:
     _, r0, c0 = _split_args(ins, a, b, c)

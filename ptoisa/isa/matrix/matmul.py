@@ -35,7 +35,7 @@ from ...errors import NotExecutedYet, RuntimeCheckError
 from ...memory import MATMUL_ACCUMULATIONS, Machine, current
 from ...ptoas_source import SourceRule, source_rule
 from ...tile import FRACTAL_MX, Tile, TileSpec, tile_spec
-from ..registry import Instr, Opnd, Param, Sig, elem_type, instr
+from ..registry import Instr, Opnd, Param, Sig, by_signature, elem_type, instr
 from ..spelling import Attr, Form, Ptoas
 
 if TYPE_CHECKING:
@@ -291,6 +291,7 @@ def _mkn(ins: Instr, r: dict[str, Tile], gemv: bool) -> tuple[int, int, int]:
 
 
 def _runtime(kind: str, gemv: bool) -> Any:
+    @by_signature  # (the tiles' types and valid extents alone)
     def rule(ins: Instr, *vals: Any, **params: Any) -> None:
         _mkn(ins, roles(kind, list(vals)), gemv)
     return rule

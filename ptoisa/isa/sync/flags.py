@@ -47,8 +47,23 @@ def _event_id(ins: Instr, m: Machine, eventId: Any) -> int:  # noqa: N803
 
 
 def _flag(kind: str) -> Any:
+    #: the log entry of each (src, dst, event id) seen: one shared tuple, not one per flag (a
+    #: long run logs hundreds of thousands)
+    entries: dict[tuple[Pipe, Pipe, Any], tuple[Any, ...]] = {}
+
     def impl(m: Machine, srcPipe: Pipe, dstPipe: Pipe, eventId: Any) -> None:  # noqa: N803
-        _record(m, (kind, srcPipe, dstPipe, _event_id(_FLAGS[kind], m, eventId)))
+        key = (srcPipe, dstPipe, eventId) if type(srcPipe) is Pipe and \
+            type(dstPipe) is Pipe and type(eventId) in (int, str) else None
+        entry = entries.get(key) if key is not None else None
+        if entry is None:
+            entry = (kind, srcPipe, dstPipe, _event_id(_FLAGS[kind], m, eventId))
+            if key is not None and len(entries) < 1024:
+                entries[key] = entry
+        log = m.sync_log
+        if log is None:
+            _record(m, entry)
+        else:
+            log.append(entry)
     impl.__name__ = kind
     impl.__doc__ = {
         "SET_FLAG": "``set_flag(src, dst, EVENT_IDn)``: issued on pipe ``src``; fires when "
