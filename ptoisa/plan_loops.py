@@ -74,10 +74,13 @@ BATCH_PLACED = True
 #: iteration order (:func:`ptoisa.isa.matrix.matmul.run_acc_chain`). A loop over placed tiles
 #: with an accumulator is batched whatever ``BATCH_PLACED`` says
 BATCH_CHAINS = True
-#: the most multiply-adds one step of a chained accumulation may take (m * k * n): larger
-#: products (a GEMM's 128^3 tiles) run step by step, where each step's operands stay in
-#: cache; batched, their lanes' panels spill it and the loop ran 1.5-2.5x slower. Below it
-#: (decode projections: 16 x 256 x 128), the per-step Python is what a batch saves
+#: the most multiply-adds one step of a chained accumulation may take over the launch's
+#: blocks (blocks * m * k * n: a lockstep step runs every block's product): larger steps (a
+#: GEMM's 128^3 tiles; scale.py's 64^3 tiles on a grid of 16-256 blocks) run step by step,
+#: where each step's operands stay in cache and a grid's shared panels multiply without a
+#: copy per lane; chained, their lanes' panels spill it and the loop ran 1.5-2.5x slower (the
+#: 512^3 GEMM on 64 blocks: 3.9 -> 8.7-15.6 ms). Below it (decode projections on one block:
+#: 16 x 256 x 128), the per-step Python is what a batch saves
 CHAIN_MAX_MACS = 1 << 20
 #: a batch of auto tiles keeps its lane tiles' storage across replays (the lanes machine is
 #: not reset, its tiles not unbound and given storage again) while the last run on its lanes
@@ -203,7 +206,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     n_lanes = len(lanes)
     blocks = m.lanes
     body = [steps[i] for i in lanes[0]]
-    chains = _chains(body)
+    chains = _chains(body, blocks)
     if chains and q != 1:
         raise NotBatched("an accumulator in a repeated body")
     if any(_placement(r.ins, vals) or any(isinstance(v, Tile) and v.addr is not None
@@ -349,14 +352,14 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
 
 
 
-def _chains(body: list[Step]) -> dict[int, Tile]:
+def _chains(body: list[Step], blocks: int = 1) -> dict[int, Tile]:
     """The accumulating instructions of a loop's body that a batch runs as chains: position ->
     the accumulator. An instruction of :data:`matmul.CHAINED` accumulating in place (C_out is
     C_in), its accumulator used by no other instruction of the body (but its own placement):
     then the one value it carries between iterations is the accumulator, which
     :func:`matmul.run_acc_chain` carries through every lane in iteration order. (Bytes the
     accumulator shares with another tile: :func:`_batch_placed`; an auto tile shares none,
-    which :func:`_batch` proves of every tile.)"""
+    which :func:`_batch` proves of every tile.) ``blocks``: the launch's, each a chain."""
     out: dict[int, Tile] = {}
     if not BATCH_CHAINS:
         return out
@@ -374,11 +377,11 @@ def _chains(body: list[Step]) -> dict[int, Tile]:
     for j in out:
         r, vals = body[j][0], body[j][1]
         rl = matmul.roles("acc", vals)
-        macs = rl["a"].spec.rows * rl["a"].spec.cols * rl["b"].spec.cols
+        macs = blocks * rl["a"].spec.rows * rl["a"].spec.cols * rl["b"].spec.cols
         if macs > CHAIN_MAX_MACS:
-            raise NotBatched(f"{r.ins.name} accumulates {macs} multiply-adds a step (more "
-                             "than plan_loops.CHAIN_MAX_MACS: step by step, each step's "
-                             "operands stay in cache)")
+            raise NotBatched(f"{r.ins.name} accumulates {macs} multiply-adds a step over "
+                             f"{blocks} block(s) (more than plan_loops.CHAIN_MAX_MACS: step "
+                             "by step, each step's operands stay in cache)")
     return out
 
 

@@ -255,6 +255,35 @@ def test_an_eager_k_loop_runs_as_one_chain(blocks: int) -> None:
     assert s.hits >= 2 and s.batched == 1, s
 
 
+@pytest.mark.parametrize("blocks", [2, 4])
+def test_a_lockstep_step_counts_every_blocks_product(blocks: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """plan_loops.CHAIN_MAX_MACS bounds a step over all the launch's blocks (a lockstep step
+    runs each block's product): 16 x 64 x 32 a block, the limit two blocks' worth, so 2 blocks
+    chain and 4 run step by step (said in the stats); the interpreter's bits either way."""
+    monkeypatch.setattr(plan_loops, "CHAIN_MAX_MACS", 2 * 16 * 64 * 32)
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((16, 64 * 6)).astype(np.float16)
+    b = rng.standard_normal((64 * 6, 32 * blocks)).astype(np.float16)
+    ref = np.zeros((16, 32 * blocks), np.float32)
+
+    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        _gemm(a, b, c, 16, 64, 32)
+    pto.launch(kernel, a, b, ref, blocks=blocks, target="a2a3")
+    assert np.allclose(ref, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5,
+                       atol=1e-3)
+    for _ in range(5):
+        got = np.full_like(ref, 3)
+        pto.launch(kernel, a, b, got, blocks=blocks, target="a2a3", plans=True)
+        assert got.tobytes() == ref.tobytes()
+    s = eager_plans.stats(kernel)
+    assert s.hits >= 2, s
+    if blocks == 2:
+        assert s.batched == 1, s
+    else:
+        assert s.batched == 0 and f"over {blocks} block(s)" in s.why_loop, s
+
+
 def test_a_large_product_runs_step_by_step(monkeypatch: pytest.MonkeyPatch) -> None:
     """Products above plan_loops.CHAIN_MAX_MACS a step are not chained (said in the
     stats); the same bits."""
