@@ -178,8 +178,8 @@ def vec_add_cases(target: str, sizes: list[int]) -> list[Case]:
             assert np.array_equal(z, x + y), "vec-add: wrong result"
         out.append(("vec-add f32", f"{n >> 10}K, {blocks} blocks",
                     lambda x=x, y=y: x + y,
-                    lambda x=x, y=y, z=z, b=blocks: pto.launch(vec_add, x, y, z, blocks=b,
-                                                               target=target), check))
+                    lambda plans=None, x=x, y=y, z=z, b=blocks: pto.launch(
+                        vec_add, x, y, z, blocks=b, target=target, plans=plans), check))
     return out
 
 
@@ -193,8 +193,8 @@ def softmax_cases(target: str, sizes: list[int]) -> list[Case]:
             assert np.allclose(o, _softmax_ref(x), rtol=1e-5, atol=1e-7), "softmax: wrong"
         out.append(("row softmax f32", f"{rows}x1024, {rows // 8} blocks",
                     lambda x=x: _softmax_ref(x),
-                    lambda x=x, o=o, b=rows // 8: pto.launch(softmax, x, o, blocks=b,
-                                                             target=target), check))
+                    lambda plans=None, x=x, o=o, b=rows // 8: pto.launch(
+                        softmax, x, o, blocks=b, target=target, plans=plans), check))
     return out
 
 
@@ -212,8 +212,9 @@ def gemm_cases(target: str, dtype: Any, name: str, sizes: list[int]) -> list[Cas
             assert np.allclose(c, ref, rtol=1e-4, atol=1e-3), f"{name}: wrong result"
         out.append((f"GEMM {name}->f32", f"{n}^3, {(n // t) ** 2} blocks",
                     lambda a=a, b=b: a.astype(np.float32) @ b.astype(np.float32),
-                    lambda a=a, b=b, c=c, n=n, t=t: pto.launch(
-                        gemm, a, b, c, n, n, n, t, t, t, blocks=(n // t) ** 2, target=target),
+                    lambda plans=None, a=a, b=b, c=c, n=n, t=t: pto.launch(
+                        gemm, a, b, c, n, n, n, t, t, t, blocks=(n // t) ** 2, target=target,
+                        plans=plans),
                     check))
     return out
 
@@ -241,16 +242,24 @@ def decode_cases(target: str) -> list[Case]:
         assert np.allclose(y, ref, rtol=1e-4, atol=1e-3), "decode projection: wrong result"
     return [
         ("bf16 decode chain", "8 x 16x512 @ 512x64, 1 block", np_chain,
-         lambda: pto.launch(chain, a, b, c, blocks=1, target=target), check_chain),
+         lambda plans=None: pto.launch(chain, a, b, c, blocks=1, target=target, plans=plans),
+         check_chain),
         ("bf16 decode projection", "16x25600 @ 25600x128, 1 block",
          lambda: x.astype(np.float32) @ w.astype(np.float32),
-         lambda: pto.launch(gemm, x, w, y, 16, k, 128, 16, 256, 128, blocks=1, target=target),
+         lambda plans=None: pto.launch(gemm, x, w, y, 16, k, 128, 16, 256, 128, blocks=1,
+                                       target=target, plans=plans),
          check_proj),
     ]
 
 
 #: the Qwen3 decode kernels of the PTOAS corpus (next to the checkout, as the tests find it)
 QWEN3 = HERE.parent.parent / "shared" / "corpus" / "ptoas" / "test" / "samples" / "Qwen3DecodeA3"
+
+
+def _plans(plans: bool | None) -> dict[str, bool]:
+    """``plans=`` for ``Program.run`` only when given (plans_speed.py wraps ``run`` with its
+    own)."""
+    return {} if plans is None else {"plans": plans}
 
 
 def corpus_decode_cases(target: str) -> list[Case]:
@@ -277,7 +286,8 @@ def corpus_decode_cases(target: str) -> list[Case]:
         assert np.allclose(y1[:, c1], ref, rtol=1e-4, atol=1e-3), "incore_1: wrong result"
     out.append(("Qwen3 incore_1 .pto", "16x8192 @ 8192x256, 4x16 K-steps",
                 lambda: x1.astype(np.float32) @ w1[:, c1].astype(np.float32),
-                lambda: p1.run("qwen3_decode_incore_1", x1, y1, w1, 0, blk, target=target),
+                lambda plans=None: p1.run("qwen3_decode_incore_1", x1, y1, w1, 0, blk,
+                                          target=target, **_plans(plans)),
                 check1))
     x15 = rng.standard_normal((16, 25600)).astype(BF16)
     w15 = np.zeros((25600, 8192), BF16)
@@ -292,7 +302,8 @@ def corpus_decode_cases(target: str) -> list[Case]:
         assert np.allclose(y15, ref, rtol=1e-4, atol=1e-3), "incore_15: wrong result"
     out.append(("Qwen3 incore_15 .pto", "16x25600 @ 25600x128, 100 K-steps",
                 lambda: x15.astype(np.float32) @ w15[:, c15].astype(np.float32),
-                lambda: p15.run("qwen3_decode_incore_15", x15, w15, y15, col, target=target),
+                lambda plans=None: p15.run("qwen3_decode_incore_15", x15, w15, y15, col,
+                                           target=target, **_plans(plans)),
                 check15))
     return out
 
@@ -315,8 +326,9 @@ def flash_cases(target: str, seqs: list[int]) -> list[Case]:
             assert np.allclose(o, ref, rtol=1e-5, atol=1e-6), "flash attention: wrong result"
         out.append(("flash attention fwd f32", f"seq {seq}, head 128, {nb} blocks",
                     lambda q=q, k=k, v=v: K.flash_attention_numpy(q, k, v),
-                    lambda q=q, k=k, v=v, o=o, a=s_gm, b=p_gm, c=pv_gm, nb=nb: pto.launch(
-                        K.flash_attention, q, k, v, o, a, b, c, blocks=nb, target=target),
+                    lambda plans=None, q=q, k=k, v=v, o=o, a=s_gm, b=p_gm, c=pv_gm, nb=nb:
+                    pto.launch(K.flash_attention, q, k, v, o, a, b, c, blocks=nb,
+                               target=target, plans=plans),
                     check))
     return out
 
@@ -335,6 +347,73 @@ def launch_cost(target: str, repeat: int) -> tuple[float, float, float]:
     return med[0], med[1] - med[2], med[3] - med[4]
 
 
+def _arrays(fn: Callable[..., Any]) -> list[np.ndarray]:
+    """The arrays a case's launch holds (its defaults and closure, as ab.py digests them)."""
+    return [v for v in (*(fn.__defaults__ or ()), *(c.cell_contents for c in
+                                                   (fn.__closure__ or ())))
+            if isinstance(v, np.ndarray)]
+
+
+def _timed(fn: Callable[[], Any], k: int) -> tuple[float, float]:
+    """Process CPU time and wall time (s) per call, over ``k`` calls."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    for _ in range(k):
+        fn()
+    return (time.process_time() - c0) / k, (time.perf_counter() - w0) / k
+
+
+def run_plans(cases: list[Case], repeat: int) -> list[dict[str, Any]]:
+    """``--plans``: each case three ways - numpy's, the launch interpreted (``plans=False``)
+    and replayed from its plan (``plans=True``, after the two recording launches and the
+    checked one) - in alternating rounds (every other round in the opposite order, so each
+    way follows each other way alike), each timing ``k`` launches in process CPU time and
+    wall time. The planned bits are checked against the interpreted ones first: every array
+    the interpreted launch changed is zeroed and must come back the same from a replay."""
+    print(f"{'kernel':24s} {'size':32s} {'k':>3s} {'numpy ms':>9s} {'interp ms':>10s} "
+          f"{'(x np)':>7s} {'planned ms':>11s} {'(x np)':>7s} {'spread':>6s}  "
+          f"{'wall: np':>8s} {'interp':>7s} {'planned':>7s} {'(x np)':>7s}")
+    rows = []
+    for name, size, f_np, f_pto, check in cases:
+        arrays = _arrays(f_pto)
+        before = [a.tobytes() for a in arrays]
+        f_pto(False)
+        check()
+        outs = [a for a, b in zip(arrays, before, strict=True) if a.tobytes() != b]
+        want = [a.copy() for a in outs]
+        for _ in range(3):  # two recording launches, one checked against the interpreter
+            f_pto(True)
+        for o in outs:
+            o[...] = 0
+        f_pto(True)
+        if any(o.tobytes() != w.tobytes() for o, w in zip(outs, want, strict=True)):
+            raise SystemExit(f"{name} {size}: the planned bits differ from the interpreted")
+        check()
+        ways: list[Callable[[], Any]] = [f_np, lambda f=f_pto: f(False), lambda f=f_pto: f(True)]
+        t_plan = _timed(ways[2], 1)[0]
+        k = max(1, min(20, round(0.02 / max(t_plan, 1e-6))))
+        t: list[list[tuple[float, float]]] = [[], [], []]
+        for r in range(repeat):
+            order = [0, 1, 2] if r % 2 == 0 else [2, 1, 0]
+            for i in order:
+                t[i].append(_timed(ways[i], k))
+        cpu = [[c for c, _ in ts] for ts in t]
+        wall = [[w for _, w in ts] for ts in t]
+        r_off, _ = ratio_stats(cpu[1], cpu[0])
+        r_on, spread = ratio_stats(cpu[2], cpu[0])
+        rw_on, _ = ratio_stats(wall[2], wall[0])
+        m = [statistics.median(c) * 1e3 for c in cpu]
+        mw = [statistics.median(w) * 1e3 for w in wall]
+        print(f"{name:24s} {size:32s} {k:3d} {m[0]:9.3f} {m[1]:10.3f} {r_off:6.2f}x "
+              f"{m[2]:11.3f} {r_on:6.2f}x {100 * spread:5.0f}%  {mw[0]:8.3f} {mw[1]:7.3f} "
+              f"{mw[2]:7.3f} {rw_on:6.2f}x", flush=True)
+        rows.append({"kernel": name, "size": size, "launches": k, "numpy_cpu_ms": m[0],
+                     "interp_cpu_ms": m[1], "planned_cpu_ms": m[2], "ratio_interp": r_off,
+                     "ratio_planned": r_on, "spread_planned": spread, "numpy_wall_ms": mw[0],
+                     "interp_wall_ms": mw[1], "planned_wall_ms": mw[2],
+                     "ratio_planned_wall": rw_on})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default="a2a3", help="default: a2a3, as everywhere")
@@ -342,10 +421,19 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the goal sizes only")
     ap.add_argument("--json", help="also write the rows to this file")
     ap.add_argument("--only", help="only cases whose name contains this")
+    ap.add_argument("--plans", action="store_true",
+                    help="numpy, interpreted and planned launches in process CPU time (run "
+                    "with OPENBLAS_NUM_THREADS=1), from 64K elements / 128^3 up")
+    ap.add_argument("--size", help="with --plans: only sizes containing this")
     args = ap.parse_args()
     tgt = args.target
     cases: list[Case] = []
-    if args.quick:
+    if args.plans:
+        cases += vec_add_cases(tgt, [16, 256, 4096])
+        cases += softmax_cases(tgt, [64, 512, 4096, 8192])
+        cases += gemm_cases(tgt, np.float16, "f16", [128, 256, 512, 1024])
+        cases += gemm_cases(tgt, BF16, "bf16", [128, 256, 512, 1024])
+    elif args.quick:
         cases += vec_add_cases(tgt, [256, 4096])
         cases += softmax_cases(tgt, [4096])
         cases += gemm_cases(tgt, np.float16, "f16", [512])
@@ -357,9 +445,23 @@ def main() -> None:
         cases += gemm_cases(tgt, BF16, "bf16", [128, 256, 512, 1024])
     cases += decode_cases(tgt)
     cases += corpus_decode_cases(tgt)
-    cases += flash_cases(tgt, [2048] if args.quick else [256, 512, 1024, 2048])
+    cases += flash_cases(tgt, [2048] if args.quick else
+                         [512, 1024, 2048] if args.plans else [256, 512, 1024, 2048])
     if args.only:
         cases = [c for c in cases if args.only in c[0]]
+    if args.size:
+        cases = [c for c in cases if args.size in c[1]]
+    if args.plans:
+        import os
+
+        print(f"CPU: {cpu_name()}, {len(os.sched_getaffinity(0))} cores; numpy "
+              f"{np.__version__}; target {tgt}; OPENBLAS_NUM_THREADS="
+              f"{os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')}; {args.repeat} rounds, "
+              "process CPU ms per launch, ratios the medians of the rounds' ratios")
+        rows = run_plans(cases, args.repeat)
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+        return
     print(f"CPU: {cpu_name()}, {len(__import__('os').sched_getaffinity(0))} cores; "
           f"numpy {np.__version__}; target {tgt}; {args.repeat} alternating rounds")
     print(f"{'kernel':24s} {'size':32s} {'numpy ms':>9s} {'ptoisa ms':>10s} {'ratio':>6s} "
