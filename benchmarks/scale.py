@@ -2,6 +2,7 @@
 version of the same maths, in one process, plus the fixed cost of a launch.
 
     python benchmarks/scale.py [--repeat N] [--target a2a3|cpu|a5] [--quick] [--json FILE]
+        [--only TEXT] [--plans [--size TEXT]]
 
 Every size runs numpy and ptoisa alternately, ``--repeat`` rounds; the ratio printed is the
 median of the per-round ratios (load drifts on a shared machine hit both sides of a round
@@ -23,6 +24,14 @@ Kernels (eager intrinsics, ``pto.launch``):
   at once (``kernels.flash_attention_numpy``).
 
 The numpy side of a bf16 product is ``a.astype(f32) @ b.astype(f32)`` (ml_dtypes' casts).
+
+``--plans`` (issue #29: "every size from 64K elements / 128^3 up within 2x"; run it with
+``OPENBLAS_NUM_THREADS=1``): the sizes from 64K elements (vec-add, softmax) and 128^3 (GEMM)
+up, flash attention from seq 512, each three ways - numpy's, the launch interpreted
+(``plans=False``) and replayed from its plan (``plans=True``: what a user's loop of launches
+takes; ``.pto`` programs plan by default) - in rounds alternating in both orders, each timing
+enough launches for ~20 ms, in process CPU time with wall time beside it. The planned bits
+are checked against the interpreted ones first. ``--size TEXT``: only sizes containing it.
 """
 
 from __future__ import annotations
