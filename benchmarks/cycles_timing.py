@@ -106,8 +106,10 @@ def main() -> None:
     print(f"CPU: {cpu_name()}; OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
     print(f"{'GEMM':<18} {'instrs':>8} {'cycles':>12} {'with values':>22} "
           f"{'timing only':>22}")
+    ran: set[bool] = set()  # the reports' lockstep flags (a diverging kernel falls back)
     for n in map(int, ns.sizes.split(",")):
         timing, tc, tw, _ = run(n, ns.blocks, False, how, ns.upstream)
+        ran.add(bool(timing.lockstep))
         full = "-"
         if n <= ns.with_values_up_to:
             rep, fc, fw, _ = run(n, ns.blocks, True, how, ns.upstream)
@@ -118,8 +120,11 @@ def main() -> None:
         name = f"{n}^3, {ns.blocks} blocks"
         print(f"{name:<18} {len(timing.steps):>8} {timing.total:>12} {full:>22} "
               f"{f'{tc:8.2f} s ({tw:6.2f} s)':>22}", flush=True)
-    mode = "blocks one by one, a timeline each" if ns.per_block else \
-        "lockstep: one timeline for all blocks"
+    modes = {True: "lockstep: one timeline for all blocks",
+             False: "blocks one by one, a timeline each"}
+    mode = "; ".join(modes[x] for x in sorted(ran, reverse=True))
+    if not ns.per_block and ran == {False}:
+        mode += " (the lockstep attempt diverged)"
     print(f"(CPU time, wall time in parentheses; instrs: recorded steps; {mode})")
 
 

@@ -152,11 +152,13 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
     eager_plans.nested("a launch")
     settings = settings or {}
     last: list[Machine] = []
+    marked: list[tuple[Any, Any]] = []  # the observers' marks before the lockstep attempt
 
     def together() -> Any:
         check_lockstep(blocks)
         m = _launch_machine(target, blocks, settings)
         last.append(m)
+        marked[:] = observe.marks([m])
         try:
             m.planned = planned
             m.block_idx, m.block_num = Lanes(np.arange(blocks)), blocks
@@ -204,7 +206,7 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
                 return each(0)  # draw, whose set-up, a terminal check, costs ~10 us)
             return lockstep_or_each(blocks, lockstep if machine is None else False, together,
                                     each_shown, lambda: bool(last and last[-1].gm_writes),
-                                    fresh)
+                                    fresh, lambda: observe.rewind(marked))
     finally:
         if bar:
             bar[0].__exit__(None, None, None)

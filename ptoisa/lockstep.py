@@ -71,19 +71,23 @@ def check_launch(blocks: Any, lockstep: Any) -> None:
 
 def lockstep_or_each(blocks: int, lockstep: bool | str, together: Callable[[], Any],
                      each: Callable[[int], Any], wrote_gm: Callable[[], bool],
-                     fresh: Callable[[], None] | None = None) -> Any:
+                     fresh: Callable[[], None] | None = None,
+                     abandon: Callable[[], None] | None = None) -> Any:
     """THE launch policy, shared by every launcher (:func:`ptoisa.grid.run_blocks`, the
     mixed-kernel clusters): run all blocks at once (``together``) unless the kernel's control
     flow depends on the block index (:class:`BlockDivergence`); then, with lockstep="auto"
     and nothing written to GM yet (``wrote_gm``), run ``each(b)`` block by block. ``fresh``
-    forgets state one run leaves for the next (a compiled program's tiles). Returns the last
-    run's result."""
+    forgets state one run leaves for the next (a compiled program's tiles); ``abandon`` is
+    called when the lockstep attempt is given up for block by block (the observers forget
+    what they saw of it: :func:`ptoisa.observe.rewind`). Returns the last run's result."""
     if lockstep and blocks > 1:
         try:
             return together()
         except BlockDivergence:
             if lockstep is True or wrote_gm():
                 raise
+            if abandon is not None:
+                abandon()
             if fresh is not None:
                 fresh()
     out = None

@@ -17,7 +17,12 @@ An observer (the sanitizer, the cycle model, a trace, a test's recorder) is a ca
   Without it the observer itself is attached to every such machine; with it, the observer
   attaches what it wants (per-rank checkers, say);
 * ``values = False``: it needs no values (a timing-only cycle model): a machine it watches
-  computes none (``Machine.values``; every other observer of the machine must agree).
+  computes none (``Machine.values``; every other observer of the machine must agree);
+* ``mark()`` / ``rewind(mark)``: a lockstep attempt starts (``mark()`` returns what the
+  observer needs to come back to this point) / was abandoned, the launch running again block
+  by block: forget everything observed since ``mark`` (:func:`marks`, :func:`rewind`), so
+  that the observer sees what a ``lockstep=False`` launch shows it. Without them the observer
+  sees the abandoned attempt too.
 
 ``with observing(obs, ...):`` makes every launcher (``pto.launch``, ``Program.run``, the mixed
 and multi-rank launchers) attach the observers to each machine it runs, and attaches them to
@@ -34,7 +39,7 @@ from typing import Any, Protocol
 
 from .memory import Machine, current
 
-__all__ = ["Observer", "attach", "detach", "observing", "watching"]
+__all__ = ["Observer", "attach", "detach", "marks", "observing", "rewind", "watching"]
 
 
 class Observer(Protocol):
@@ -113,3 +118,24 @@ def detach(m: Machine) -> None:
                 m.observers.remove(o)
         m.attached = []
         _set_values(m)
+
+
+def marks(machines: list[Machine]) -> list[tuple[Any, Any]]:
+    """(launchers) A lockstep attempt is about to run on ``machines`` (attached): the mark of
+    each of their observers that has a ``mark()`` hook (each observer once)."""
+    out: list[tuple[Any, Any]] = []
+    seen: set[int] = set()
+    for m in machines:
+        for o in m.observers:
+            hook = getattr(o, "mark", None)
+            if hook is not None and id(o) not in seen:
+                seen.add(id(o))
+                out.append((o, hook()))
+    return out
+
+
+def rewind(taken: list[tuple[Any, Any]]) -> None:
+    """(launchers) The lockstep attempt ``taken`` (:func:`marks`) was abandoned: the launch
+    runs again block by block; each observer forgets what it saw of the attempt."""
+    for o, mark in taken:
+        o.rewind(mark)

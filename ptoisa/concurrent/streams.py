@@ -268,11 +268,14 @@ def run_cluster(body: Callable[[Machine], Any], *, target: TargetLike, blocks: i
         cl.run()
 
     made: list[list[Machine]] = []
+    marked: list[tuple[Any, Any]] = []  # the observers' marks before the lockstep attempt
 
     def together() -> None:
         made.append(machines(blocks, Lanes(np.arange(blocks)), tuple(range(blocks))))
+        marked[:] = observe.marks(made[-1])
         once(made[-1])
 
     with np.errstate(all="ignore"):
         lockstep_or_each(blocks, lockstep, together, lambda b: once(machines(1, b, b)),
-                         lambda: any(m.gm_writes for m in made[-1]) if made else False)
+                         lambda: any(m.gm_writes for m in made[-1]) if made else False,
+                         abandon=lambda: observe.rewind(marked))

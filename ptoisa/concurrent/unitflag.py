@@ -69,6 +69,15 @@ class UnitFlags:
         self.free: dict[Any, Any] = {}
         self._pending: tuple[str, Any] | None = None
 
+    def mark(self) -> tuple[dict[Any, Any], dict[Any, Any]]:
+        """The state now, for :meth:`rewind` (an observer's ``mark``: ptoisa.observe)."""
+        return dict(self.ready), dict(self.free)
+
+    def rewind(self, mark: tuple[dict[Any, Any], dict[Any, Any]]) -> None:
+        """Back to the state of :meth:`mark` (an abandoned lockstep attempt)."""
+        self.ready, self.free = dict(mark[0]), dict(mark[1])
+        self._pending = None
+
     def before(self, rec: Any) -> list[Any]:
         """The payloads ``rec`` waits for (call before recording it; empty: not a unit-flag
         use, or nothing to wait for)."""

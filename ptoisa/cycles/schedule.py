@@ -29,6 +29,7 @@ report is asked for, once the mode is known.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import math
@@ -107,6 +108,25 @@ class CycleModel:
         _TABLES[id(table)] = table  # keeps the id taken
 
     # ---- recording (the observer) ----------------------------------------------------------------
+    def mark(self) -> Any:
+        """A lockstep attempt starts (ptoisa.observe): what :meth:`rewind` comes back to."""
+        return (len(self._recs), self.lockstep, self.has_sync, len(self.errors),
+                len(self._tiles), copy.deepcopy(self._vf), self.unit_flags.mark())
+
+    def rewind(self, mark: Any) -> None:
+        """The lockstep attempt since ``mark`` was abandoned (the launch runs again block by
+        block): its records go, so the report is the one a ``lockstep=False`` launch gives
+        (its steps, the lockstep flag the whole-launch pricing reads)."""
+        n, self.lockstep, self.has_sync, errors, tiles, vf, uf = mark
+        del self._recs[n:], self._where[n:], self._locs[n:], self.errors[errors:]
+        for i in [i for i in self._edged if i >= n]:
+            del self._edged[i]
+        for k in [k for k, (no, _) in self._tiles.items() if no >= tiles]:
+            del self._tiles[k]
+        self._vf = vf
+        self.unit_flags.rewind(uf)
+        self._m = self._m_bidx = None  # (the next record looks at its machine afresh)
+
     #: no ``after(rec)`` hook (:meth:`Instr.run` looks for one after every instruction)
     after = None
 

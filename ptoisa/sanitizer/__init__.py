@@ -114,13 +114,35 @@ class Sanitizer:
         self.restart()
 
     def restart(self) -> None:
-        """Forget the per-core state of a run that is being run again (a lockstep launch that
-        falls back to one block at a time); findings so far stay (they are found again and
-        deduplicated)."""
+        """Forget the per-core state of a run: a launch starts, or a lockstep attempt was
+        abandoned (:meth:`rewind`, which also drops what the attempt found)."""
         self._cores.clear()
         self._groups.clear()
         self._cur = self._cur_key = self._cur_m = self._cur_b = None
         self.blocks = BlockRaces()
+
+    def mark(self) -> Any:
+        """A lockstep attempt starts (ptoisa.observe): what :meth:`rewind` comes back to."""
+        r = self.report
+        return (len(r.findings), r.executed, {k: (u, u.count) for k, u in r.unchecked.items()},
+                len(r.notes), set(self._seen), self.saw_sync,
+                {k: dict(v) for k, v in self.proposed.items()}, set(self.xids),
+                dict(self._core_ids), self.unit_flags.mark())
+
+    def rewind(self, mark: Any) -> None:
+        """The lockstep attempt since ``mark`` was abandoned (the launch runs again block by
+        block): what it found, executed and left unchecked goes, with its per-core state, so
+        the report is the one a ``lockstep=False`` launch gives."""
+        r = self.report
+        (n, r.executed, unchecked, notes, self._seen, self.saw_sync, self.proposed, self.xids,
+         self._core_ids, uf) = mark
+        del r.findings[n:], r.notes[notes:]
+        r.unchecked = {}
+        for k, (u, count) in unchecked.items():
+            u.count = count
+            r.unchecked[k] = u
+        self.unit_flags.rewind(uf)
+        self.restart()
 
     def finish(self) -> Report:
         """The launch is over: report what is still pending (events never waited) and return
@@ -190,7 +212,9 @@ class Sanitizer:
         core = self._cores.get(key)
         if core is None:
             if bk != "lanes":
-                # a lockstep run fell back to one block at a time: it is run again
+                # a lockstep run fell back to one block at a time: it is run again (a
+                # launcher's rewind has dropped its cores already; this covers one that
+                # does not mark its attempts)
                 stale = [k for k in self._cores if k[1] == "lanes"]
                 for k in stale:
                     del self._cores[k]
