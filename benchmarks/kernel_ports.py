@@ -351,19 +351,15 @@ def _fa_matmul(st: _CubeState, a_mat: Tile, b_mat: Tile, acc: Tile, m: int, k: i
         st.pingpong = 1 - pp
 
 
-def _fa_cube(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-             fifos: tuple[np.ndarray, ...], pipes: tuple[TPipe, TPipe, TPipe], blk: Any) -> None:
-    """runTFA's DAV_CUBE side: compute_qk (QK^T -> qk FIFO) and compute_pv (P from the p FIFO
-    times V -> pv FIFO), QK preloaded ``preload`` tiles ahead."""
-    qk_pipe, p_pipe, pv_pipe = pipes
-    qk_fifo, p_fifo, pv_fifo = fifos
+def _fa_cube_start(cfg: FaConfig, st: _CubeState
+                   ) -> tuple[Tile, list[Tile], list[Tile], list[Tile], Tile, Tile]:
+    """The cube side's start, alike in both kernels: the first M -> MTE1 flags, L1's Q x1, K x2,
+    P x2, V x2 one after the other (allocate_cube_tile_buffers), the two accumulators on
+    the shared L0C toggle, and the MTE1 -> MTE2 / FIX -> M flags set ahead."""
     h, f = np.float16, np.float32
-    cs0, cs1, hd, kf = cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor
-    n_tiles = cfg.s1 // cfg.tile_s1
-    st = _CubeState()
+    cs0, cs1, hd = cfg.cube_s0, cfg.cube_s1, cfg.head
     pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
     pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
-    # L1: Q x1, K x2, P x2, V x2, one after the other (allocate_cube_tile_buffers)
     q_mat = Tile(TileType.Mat, h, cs0, hd, BLayout.ColMajor, None, SLayout.RowMajor)
     k_mat = [Tile(TileType.Mat, h, hd, cs1, BLayout.RowMajor, None, SLayout.ColMajor)
              for _ in range(2)]
@@ -383,6 +379,40 @@ def _fa_cube(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
         pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
     pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
     pto.SET_FLAG(Pipe.FIX, Pipe.M, 1)
+    return q_mat, k_mat, p_mat, v_mat, qk_acc, pv_acc
+
+
+def _fa_vector_loop(cfg: FaConfig, compute_p: Callable[[int, int], None],
+                    compute_gu: Callable[[int], None]) -> None:
+    """The vector side's tile loop, alike in both kernels: P preloaded ``preload`` tiles ahead
+    of the GU update, then the flags set ahead waited out."""
+    n_tiles = cfg.s1 // cfg.tile_s1
+    for tile in range(min(cfg.preload, n_tiles)):
+        for rs in range(cfg.k_factor):
+            compute_p(tile, rs)
+    for tile in range(n_tiles):
+        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
+        if nxt != -1:
+            for rs in range(cfg.k_factor):
+                compute_p(nxt, rs)
+        compute_gu(tile)
+    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 0)
+    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 1)
+    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 0)
+    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 1)
+
+
+def _fa_cube(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+             fifos: tuple[np.ndarray, ...], pipes: tuple[TPipe, TPipe, TPipe], blk: Any) -> None:
+    """runTFA's DAV_CUBE side: compute_qk (QK^T -> qk FIFO) and compute_pv (P from the p FIFO
+    times V -> pv FIFO), QK preloaded ``preload`` tiles ahead."""
+    qk_pipe, p_pipe, pv_pipe = pipes
+    qk_fifo, p_fifo, pv_fifo = fifos
+    h, f = np.float16, np.float32
+    cs0, cs1, hd, kf = cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor
+    n_tiles = cfg.s1 // cfg.tile_s1
+    st = _CubeState()
+    q_mat, k_mat, p_mat, v_mat, qk_acc, pv_acc = _fa_cube_start(cfg, st)
     qk_slot = _gm(np.zeros(1, f), 1, 1, 1, 0)  # the GlobalData slot views (re-pointed)
     p_slot = _gm(np.zeros(1, h), 1, 1, 1, 0)
     pv_slot = _gm(np.zeros(1, f), 1, 1, 1, 0)
@@ -622,19 +652,7 @@ def _fa_vector(cfg: FaConfig, o: np.ndarray, fifos: tuple[np.ndarray, ...],
             pto.TSTORE(_gm(o, rows_sb, hd, hd, (blk * cs0 + sb * rows_sb) * hd), running_o)
         pp += 1
 
-    for tile in range(min(cfg.preload, n_tiles)):
-        for rs in range(kf):
-            compute_p(tile, rs)
-    for tile in range(n_tiles):
-        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
-        if nxt != -1:
-            for rs in range(kf):
-                compute_p(nxt, rs)
-        compute_gu(tile)
-    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 0)
-    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 1)
-    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 0)
-    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 1)
+    _fa_vector_loop(cfg, compute_p, compute_gu)
 
 
 def flash_atten(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray, o: np.ndarray,
@@ -685,31 +703,10 @@ def _fa_cube_origin(cfg: FaConfig, q: np.ndarray, k: np.ndarray, v: np.ndarray,
     row-major entry, and the FIFOs' handshake as bare FFTS flags (ffts_cross_core_sync /
     wait_flag_dev) over a 12-entry FIFO."""
     qk_fifo, p_fifo, pv_fifo = fifos
-    h, f = np.float16, np.float32
     cs0, cs1, hd, kf, ts1 = cfg.cube_s0, cfg.cube_s1, cfg.head, cfg.k_factor, cfg.tile_s1
     n_tiles = cfg.s1 // ts1
     st = _CubeState()
-    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 0)
-    pto.SET_FLAG(Pipe.M, Pipe.MTE1, 1)
-    q_mat = Tile(TileType.Mat, h, cs0, hd, BLayout.ColMajor, None, SLayout.RowMajor)
-    k_mat = [Tile(TileType.Mat, h, hd, cs1, BLayout.RowMajor, None, SLayout.ColMajor)
-             for _ in range(2)]
-    p_mat = [Tile(TileType.Mat, h, cs0, cs1, BLayout.ColMajor, None, SLayout.RowMajor)
-             for _ in range(2)]
-    v_mat = [Tile(TileType.Mat, h, cs1, hd, BLayout.ColMajor, None, SLayout.RowMajor)
-             for _ in range(2)]
-    addr = 0
-    for t in [q_mat, *k_mat, *p_mat, *v_mat]:
-        pto.TASSIGN(t, addr)
-        addr += t.rows * t.cols * 2
-    qk_acc = pto.TileAcc(f, cs0, cs1)
-    pv_acc = pto.TileAcc(f, cs0, hd)
-    st.assign_acc(qk_acc, 0)
-    st.assign_acc(pv_acc, 1)
-    for ev in range(4):
-        pto.SET_FLAG(Pipe.MTE1, Pipe.MTE2, ev)
-    pto.SET_FLAG(Pipe.FIX, Pipe.M, 0)
-    pto.SET_FLAG(Pipe.FIX, Pipe.M, 1)
+    q_mat, k_mat, p_mat, v_mat, qk_acc, pv_acc = _fa_cube_start(cfg, st)
     qk_base = blk * cfg.fifo * cs0 * ts1  # the block's part of each FIFO (elements)
     pv_base = blk * cfg.fifo * cs0 * hd
     k_pp = pv_pp = 0
@@ -942,19 +939,7 @@ def _fa_vector_origin(cfg: FaConfig, o: np.ndarray, fifos: tuple[np.ndarray, ...
             pto.TSTORE(_gm(o, rows_sb, hd, hd, (blk * cs0 + sb * rows_sb) * hd), running_o)
         pp += 1
 
-    for tile in range(min(cfg.preload, n_tiles)):
-        for rs in range(kf):
-            compute_p(tile, rs)
-    for tile in range(n_tiles):
-        nxt = tile + cfg.preload if tile + cfg.preload < n_tiles else -1
-        if nxt != -1:
-            for rs in range(kf):
-                compute_p(nxt, rs)
-        compute_gu(tile)
-    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 0)
-    pto.WAIT_FLAG(Pipe.V, Pipe.MTE2, 1)
-    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 0)
-    pto.WAIT_FLAG(Pipe.MTE3, Pipe.V, 1)
+    _fa_vector_loop(cfg, compute_p, compute_gu)
     pto.PIPE_BARRIER(Pipe.ALL)
 
 
