@@ -237,9 +237,16 @@ def _gemm(a: np.ndarray, b: np.ndarray, c: np.ndarray, tm: int, tk: int, tn: int
 def test_an_eager_k_loop_runs_as_one_chain(blocks: int) -> None:
     """An eager GEMM's K-loop (a repeated run of its record, per block in lockstep): the
     interpreter's bits, batched."""
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((16, 64 * 8)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((64 * 8, 32 * blocks)).astype(ml_dtypes.bfloat16)
+    s = _planned_gemm_keeps_bits(blocks, 8, ml_dtypes.bfloat16, 7)
+    assert s.hits >= 2 and s.batched == 1, s
+
+
+def _planned_gemm_keeps_bits(blocks: int, steps: int, dtype: Any, seed: int) -> Any:
+    """An eager 16 x 32-a-block GEMM over ``steps`` K-steps of 64: interpreted (checked against
+    numpy in f64), then planned five times with the interpreter's bits; the plan's stats."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((16, 64 * steps)).astype(dtype)
+    b = rng.standard_normal((64 * steps, 32 * blocks)).astype(dtype)
     ref = np.zeros((16, 32 * blocks), np.float32)
 
     def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
@@ -251,8 +258,7 @@ def test_an_eager_k_loop_runs_as_one_chain(blocks: int) -> None:
         got = np.full_like(ref, 3)
         pto.launch(kernel, a, b, got, blocks=blocks, target="a2a3", plans=True)
         assert got.tobytes() == ref.tobytes()
-    s = eager_plans.stats(kernel)
-    assert s.hits >= 2 and s.batched == 1, s
+    return eager_plans.stats(kernel)
 
 
 @pytest.mark.parametrize("blocks", [2, 4])
@@ -262,21 +268,7 @@ def test_a_lockstep_step_counts_every_blocks_product(blocks: int,
     runs each block's product): 16 x 64 x 32 a block, the limit two blocks' worth, so 2 blocks
     chain and 4 run step by step (said in the stats); the interpreter's bits either way."""
     monkeypatch.setattr(plan_loops, "CHAIN_MAX_MACS", 2 * 16 * 64 * 32)
-    rng = np.random.default_rng(8)
-    a = rng.standard_normal((16, 64 * 6)).astype(np.float16)
-    b = rng.standard_normal((64 * 6, 32 * blocks)).astype(np.float16)
-    ref = np.zeros((16, 32 * blocks), np.float32)
-
-    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-        _gemm(a, b, c, 16, 64, 32)
-    pto.launch(kernel, a, b, ref, blocks=blocks, target="a2a3")
-    assert np.allclose(ref, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5,
-                       atol=1e-3)
-    for _ in range(5):
-        got = np.full_like(ref, 3)
-        pto.launch(kernel, a, b, got, blocks=blocks, target="a2a3", plans=True)
-        assert got.tobytes() == ref.tobytes()
-    s = eager_plans.stats(kernel)
+    s = _planned_gemm_keeps_bits(blocks, 6, np.float16, 8)
     assert s.hits >= 2, s
     if blocks == 2:
         assert s.batched == 1, s
