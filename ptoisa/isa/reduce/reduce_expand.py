@@ -148,12 +148,44 @@ def _by_rows(uf: np.ufunc, x: np.ndarray, axis: int) -> np.ndarray | None:
     rows = x.size // cols
     if rows == 0:
         return None
+    return uf.reduceat(x.reshape(-1), _row_starts(rows, cols)).reshape(x.shape[:-1])
+
+
+def _row_starts(rows: int, cols: int) -> np.ndarray:
+    """The start of each row of a flat array of ``rows`` rows of ``cols`` (kept)."""
     starts = _ROW_STARTS.get((rows, cols))
     if starts is None:
         if len(_ROW_STARTS) >= 256:
             _ROW_STARTS.clear()
         starts = _ROW_STARTS[(rows, cols)] = np.arange(0, rows * cols, cols)
-    return uf.reduceat(x.reshape(-1), starts).reshape(x.shape[:-1])
+    return starts
+
+
+def rows_extreme_into(m: Machine, is_max: bool, dt: np.dtype, cols: int
+                      ) -> Callable[[np.ndarray, np.ndarray], bool] | None:
+    """(A planned TROWMAX / TROWMIN) :func:`_extreme` along the last axis of arrays of ``dt``
+    with ``cols`` columns, written into ``out`` (their ``(..., rows, 1)`` view) where it is
+    :func:`_by_rows`'s value on either target (no row's a NaN or a zero: then the fold's and
+    numpy's reductions give it too); False where it is not, having written nothing (not
+    C-contiguous, a NaN or a zero: the entry's general form). None: not f32 / f64 rows of
+    at least 2 columns (the by-rows path never taken)."""
+    if dt.type not in (np.float32, np.float64) or cols < 2:
+        return None
+    uf = np.maximum if is_max else np.minimum
+    memo: list[Any] = [-1, None]  # (the flat size, its rows' starts)
+
+    def into(x: np.ndarray, out: np.ndarray) -> bool:
+        if not x.flags.c_contiguous or x.dtype != dt or x.shape[-1] != cols or not x.size:
+            return False
+        if memo[0] != x.size:
+            memo[0], memo[1] = x.size, _row_starts(x.size // cols, cols)
+        with m.errstate():
+            r = uf.reduceat(x.reshape(-1), memo[1])
+            if not _neither_nan_nor_zero(r):
+                return False
+        out[...] = r.reshape(out.shape)
+        return True
+    return into
 
 
 def _div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -269,8 +301,10 @@ def _declare_row_reduce(name: str, what: str) -> Instr:
                          same_dtype("dst", "src")),
                  static_for={"cpu": (same_static_rows,)},
                  runtime=(row_reduce_runtime,),
-                 plan=lambda ins, m, vals, params: row_reduce_plan(m, vals,
-                                                                   reducer(m, vals[0])))(impl)
+                 plan=lambda ins, m, vals, params: row_reduce_plan(
+                     m, vals, reducer(m, vals[0]),
+                     None if name == "TROWPROD" else rows_extreme_into(
+                         m, name == "TROWMAX", vals[1].dtype.np, vals[1].spec.cols)))(impl)
 
 
 TROWPROD = _declare_row_reduce("TROWPROD", "prod")
