@@ -108,7 +108,7 @@ def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
             r = _by_rows(uf, x, axis)
             if r is None:
                 r = uf.reduce(x, axis=axis)
-            if np.abs(r).min() > 0:  # (False for a zero, and for a NaN, which min spreads)
+            if _neither_nan_nor_zero(r):
                 return r
         idx = _first_extreme(x, axis, is_max)
         return np.take_along_axis(x, np.expand_dims(idx, axis), axis=axis).squeeze(axis)
@@ -124,10 +124,15 @@ def _extreme(m: Machine, x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
 
 def _neither_nan_nor_zero(r: np.ndarray) -> bool:
     """Is no element of float array ``r`` a NaN or a zero? (All of one sign, the common
-    case, is one reduction: a NaN spreads into it and fails the comparison.)"""
-    if np.minimum.reduce(r, axis=None) > 0 or np.maximum.reduce(r, axis=None) < 0:
+    case, is an argmin or argmax and one element: they give a NaN's index where there is
+    one (numpy's argmin / argmax spread NaN, as its min / max), which fails the comparison;
+    ~0.3 us for 128 elements against ~1 us for a ufunc reduction.)"""
+    f = r if r.ndim == 1 else r.reshape(-1)
+    if not f.size:
         return True
-    return bool(np.minimum.reduce(np.abs(r), axis=None) > 0)
+    if f[f.argmin()] > 0 or f[f.argmax()] < 0:
+        return True
+    return bool(np.minimum.reduce(np.abs(f)) > 0)
 
 
 #: (rows, cols) -> the start of each row of a flat array (see _by_rows)
@@ -175,10 +180,11 @@ def rows_extreme_into(m: Machine, is_max: bool, dt: np.dtype, cols: int
     memo: list[Any] = [-1, None]  # (the flat size, its rows' starts)
 
     def into(x: np.ndarray, out: np.ndarray) -> bool:
-        if not x.flags.c_contiguous or x.dtype != dt or x.shape[-1] != cols or not x.size:
+        n = x.size
+        if not x.flags.c_contiguous or x.dtype != dt or x.shape[-1] != cols or not n:
             return False
-        if memo[0] != x.size:
-            memo[0], memo[1] = x.size, _row_starts(x.size // cols, cols)
+        if memo[0] != n:
+            memo[0], memo[1] = n, _row_starts(n // cols, cols)
         with m.errstate():
             r = uf.reduceat(x.reshape(-1), memo[1])
             if not _neither_nan_nor_zero(r):
