@@ -90,8 +90,7 @@ CHAIN_MAX_MACS = 1 << 20
 KEEP_LANES = True
 
 Step = tuple[InstrRecord, list[Any], bool, list[Any]]
-#: plans.bind: (ins, machine, operands, params, once, loc[, apart=...]) -> the call
-Bind = Callable[..., Callable[[], None]]
+Bind = Callable[[Instr, Machine, list[Any], dict[str, Any], bool, Any], Callable[[], None]]
 
 
 class NotBatched(Exception):
@@ -277,7 +276,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
 
     log_all, lm, state, shadow, gm_written, calls = _bound_body(
         m, steps, starts, end, body, offsets, machines, blocks, n_lanes, tiles, chains, bind,
-        rebind, apart=True)
+        rebind)
     # an invariant lane tile: each segment's tile, in its lanes (s, s + q, ...)
     pairs_in = [(tuple(real[s][key] for s in range(q)), shadow[key]) for key in invariant]
     # a tile the rest of the launch uses: what the last lane it is in left
@@ -327,9 +326,13 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 # (what it owes, settled on the launch's machine; (blocks, n) or (n,))
                 buf[:, s::q] = t.storage.reshape(-1, 1, buf.shape[2])
         push(lm)
+        # (no two lane tiles share bytes: each has auto storage of its own, as the recorded
+        # tiles were proved to; while the body runs the lanes machine has no others)
+        lm.apart = True
         try:
             for c in calls:
                 c()
+            lm.apart = False
             for t, sh, st, lane in back:
                 v = sh.storage  # (its lanes settled)
                 if t._buf is None:
@@ -344,6 +347,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
             if keep and (not kept or now == arena):  # (a kept run gave no tile new storage)
                 lm.kept, lm.kept_arena = token, now
         finally:
+            lm.apart = False
             _leave(lm)
         _log_flags(m, log_all)
     return run
@@ -670,17 +674,13 @@ def _keep_lanes(lm: Machine, shadows: list[Tile]) -> None:
 def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],
                 offsets: dict[tuple[int, int], list[int]], machines: dict[int, Machine],
                 blocks: int, n_lanes: int, tiles: dict[int, Tile], chains: dict[int, Tile],
-                bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
-                apart: bool = False) -> tuple[list[Any], Machine, dict[int, Any],
-                                              dict[int, Tile], list[GlobalTensor],
-                                              list[Callable[[], None]]]:
+                bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None]
+                ) -> tuple[list[Any], Machine, dict[int, Any], dict[int, Tile],
+                                      list[GlobalTensor], list[Callable[[], None]]]:
     """What both kinds of batch bind: the checks and lanes machine (:func:`_checks`), a lane
     tile (shadow) per recorded tile with its valid state, the lanes GM views, and the body's
     calls on them (an accumulator chain as one call; a placement, which the placed batch
-    does itself, none). Returns (log_all, lanes machine, state, shadow, GM written, calls).
-    ``apart``: no two lane tiles share bytes (:func:`_batch`'s, each of its own auto storage,
-    proved of the recorded tiles; while the body runs the lanes machine has no others), what
-    ``bind`` may take for granted (plans.bind)."""
+    does itself, none). Returns (log_all, lanes machine, state, shadow, GM written, calls)."""
     log_all, lm = _checks(m, steps, starts, end, body, offsets, machines, n_lanes * blocks)
     state = {id(t): (vr, vc, wh) for r in body for t, vr, vc, wh in r[3]}
     shadow: dict[int, Tile] = {}
@@ -699,8 +699,7 @@ def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body
             calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
             continue
         once = ins.batched and _all_uniform(lv, ins.any_valid)
-        calls.append(bind(ins, lm, lv, r.params, once, r.loc, apart=True) if apart
-                     else bind(ins, lm, lv, r.params, once, r.loc))
+        calls.append(bind(ins, lm, lv, r.params, once, r.loc))
     return log_all, lm, state, shadow, gm_written, calls
 
 

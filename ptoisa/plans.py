@@ -441,17 +441,17 @@ def _set_valid(t: Tile, vr: Any, vc: Any, whole: bool) -> Callable[[], None]:
 # ---- bound calls ----------------------------------------------------------------------------
 
 def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: bool,
-         loc: Any, apart: bool = False) -> Callable[[], None]:
+         loc: Any) -> Callable[[], None]:
     """One instruction's call with what the signature decided done: no observers (a planned
     launch has none), the static rules (they passed for these operand types), the target's
     resolved semantics and rules, the lockstep decision (``once``), the run-time rules that
     read only valid regions (they passed for these regions). What depends on the run's state
     (lazily loaded tiles: the copy-on-write barriers, whether the plain or fast form takes
     the use) is checked as ``Instr.run`` checks it. An entry's planned form (``Instr.plan``)
-    is its own call for the use, where it declares one. ``apart``: no two tiles of ``m`` share
-    bytes (a batch's lanes machine, ptoisa/plan_loops.py): then, with nothing on ``m`` owing
-    bytes on chip (``planned.settled``), the tiles a planned form writes have nothing to
-    settle first (no tile reads them in place or owes values to their bytes)."""
+    is its own call for the use, where it declares one. Where no two tiles of ``m`` share
+    bytes (``Machine.apart``: a batch's lanes machine while its body runs) and nothing on
+    ``m`` owes bytes on chip (``planned.settled``), the tiles a planned form writes have
+    nothing to settle first (no tile reads them in place or owes values to their bytes)."""
     on = ins._on.get(m.target) or ins.on(m.target)
     opname = ins.mnemonic
     runtime = tuple(x for x in on.runtime if not getattr(x, "valid_regions_only", False))
@@ -470,13 +470,13 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
     if planned is not None:
         written = ins._written
         # (tiles only: a GM operand written settles the tiles that read it in place)
-        apart = apart and all(vals[i] is None or isinstance(vals[i], Tile)
-                             for i in written if i < len(vals))
+        tiles_only = all(vals[i] is None or isinstance(vals[i], Tile)
+                         for i in written if i < len(vals))
 
         def own() -> None:
             try:
                 # (as for fast forms: what it writes settles first)
-                if m._lazy and written and not (apart and settled(m)):
+                if m._lazy and written and not (tiles_only and m.apart and settled(m)):
                     _settle_written(m, written, vals)
                 if planned():
                     return

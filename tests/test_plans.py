@@ -172,6 +172,19 @@ def test_exported_fuzz_programs_same_bits(ops: list[tuple[Any, ...]], trips: int
         _both_ways(prog, prog.entry, list(_F._inputs()))
 
 
+def test_planned_read_of_a_tile_whose_bytes_a_lazy_load_owes() -> None:
+    """TROWEXPANDSUB's planned form reads src0 from storage that a later TLOAD into a reshape
+    of it (a tile on the same bytes, read lazily from GM) owes: the load's values land there
+    first, as a read of the tile has them land (planned.values); found by the fuzz above."""
+    kernel = _F._program([("rowsub", 1, 0), ("sv_store", 0), ("rv_load", 0)], trips=2)
+    with _F._lazy_from(0):
+        text = pto.export(kernel, *_F._inputs(), target="a2a3", verify=False)
+    prog = pto.load(text, target="a2a3")
+    with _F._lazy_from(0):
+        _both_ways(prog, prog.entry, list(_F._inputs()))
+    assert _stats(prog, prog.entry).hits == 2
+
+
 @settings(max_examples=25, deadline=None)
 @given(ops=_F._ops(), ub=st.lists(st.sampled_from(_F._UB), min_size=3, max_size=3),
        l1=st.lists(st.sampled_from(_F._L1), min_size=2, max_size=2))
