@@ -536,6 +536,8 @@ class Plans:
         self.seen: set[Any] = set()
         self.stats = PlanStats()
         self.why_not: str | None | bool = False  # False: not asked yet
+        #: the plan last replayed (then already the most recently used: by_key's last)
+        self.last: Plan | None = None
 
 
 def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | None:
@@ -561,7 +563,9 @@ def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | No
 
 
 def _replayed(ps: Plans, key: Any, plan: Plan, roots: list[np.ndarray]) -> None:
-    ps.by_key[key] = ps.by_key.pop(key)  # (most recently used last)
+    if ps.last is not plan:  # (most recently used last)
+        ps.by_key[key] = ps.by_key.pop(key)
+        ps.last = plan
     ps.stats.hits += 1
     plan.run(roots)
 
@@ -607,6 +611,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         ps.seen.add(key)
         return _interpret(st, "first launch of this signature", invoke)
     # record: the interpreter runs the launch, watched by the recorder
+    ps.last = None  # (a new signature goes last)
     rec = _Recorder()
     m.observers.append(rec)
     ctx.loops = rec
