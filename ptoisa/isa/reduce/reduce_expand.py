@@ -185,10 +185,13 @@ def rows_extreme_into(m: Machine, is_max: bool, dt: np.dtype, cols: int
             return False
         if memo[0] != n:
             memo[0], memo[1] = n, _row_starts(n // cols, cols)
-        with m.errstate():
+        if m.quiet:  # (a launch's machine: numpy's warnings are off)
             r = uf.reduceat(x.reshape(-1), memo[1])
-            if not _neither_nan_nor_zero(r):
-                return False
+        else:
+            with np.errstate(all="ignore"):
+                r = uf.reduceat(x.reshape(-1), memo[1])
+        if not _neither_nan_nor_zero(r):
+            return False
         out[...] = r.reshape(out.shape)
         return True
     return into

@@ -155,7 +155,7 @@ def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray],
         out = planned.target(dst, m)
         if x is None or out is None:
             return False
-        if into is not None and not lazy.may_share(x, out) and into(x, out):
+        if into is not None and (m.apart or not lazy.may_share(x, out)) and into(x, out):
             planned.written(dst, m)
             return True
         r = reduced(x)
