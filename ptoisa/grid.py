@@ -200,26 +200,62 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
         finally:
             bar[0].update()
 
+    quiet = warnings_off()
     try:
-        with np.errstate(all="ignore"):
-            if blocks == 1:  # (lockstep_or_each's one block, without its set-up; no line to
-                return each(0)  # draw, whose set-up, a terminal check, costs ~10 us)
-            return lockstep_or_each(blocks, lockstep if machine is None else False, together,
-                                    each_shown, lambda: bool(last and last[-1].gm_writes),
-                                    fresh, lambda: observe.rewind(marked))
+        if blocks == 1:  # (lockstep_or_each's one block, without its set-up; no line to
+            return each(0)  # draw, whose set-up, a terminal check, costs ~10 us)
+        return lockstep_or_each(blocks, lockstep if machine is None else False, together,
+                                each_shown, lambda: bool(last and last[-1].gm_writes),
+                                fresh, lambda: observe.rewind(marked))
     finally:
+        warnings_back(quiet)
         if bar:
             bar[0].__exit__(None, None, None)
 
 
-def run_one(body: Callable[[Machine], Any], target: TargetLike, settings: dict[str, Any]
-            ) -> Any:
+try:  # numpy's error state, a context variable (numpy >= 2)
+    from numpy._core.umath import _extobj_contextvar as _NP_STATE  # type: ignore[attr-defined]
+    from numpy._core.umath import _make_extobj  # type: ignore[attr-defined]
+except ImportError:  # pragma: no cover
+    _NP_STATE = None
+#: (numpy's error state last seen, that state with every warning ignored): one tuple, replaced
+#: whole (threads launching under states of their own)
+_IGNORING: tuple[Any, Any] = (None, None)
+
+
+def warnings_off() -> Any:
+    """What ``np.errstate(all="ignore").__enter__()`` does, ~0.2 us where numpy 2's takes
+    ~1-1.6 (its state made anew each time): the state with every floating-point warning
+    ignored and the current one's other settings (buffer size, callback) is kept for as long
+    as the current one stands. Returns what :func:`warnings_back` restores."""
+    if _NP_STATE is None:  # pragma: no cover
+        e = np.errstate(all="ignore")
+        e.__enter__()
+        return e
+    global _IGNORING
+    cur, off = _NP_STATE.get(), _IGNORING
+    if off[0] is not cur:
+        # (made while cur is numpy's state: its other settings)
+        off = _IGNORING = (cur, _make_extobj(all="ignore"))
+    return _NP_STATE.set(off[1])
+
+
+def warnings_back(token: Any) -> None:
+    """numpy's error state as it was before :func:`warnings_off` returned ``token``."""
+    if _NP_STATE is None:  # pragma: no cover
+        token.__exit__(None, None, None)
+        return
+    _NP_STATE.reset(token)
+
+
+def run_one(body: Callable[[Machine], Any], m: Machine) -> Any:
     """``run_blocks(body, blocks=1, target=target, settings=settings, planned=True)`` for a
-    launcher that has made its checks (a valid lockstep policy, :func:`eager_plans.nested`):
-    ``body`` on the target's launch machine, numpy's warnings off (a ``.pto`` plan's replay,
-    ptoisa/interp/__init__.py)."""
-    with np.errstate(all="ignore"):
-        m = _launch_machine(target, 1, settings)
+    launcher that has made its checks (a valid lockstep policy, :func:`eager_plans.nested`)
+    and holds the launch machine of those settings (:func:`cached_machine`'s ``m``): ``body``
+    on it, numpy's warnings off (a ``.pto`` plan's replay, ptoisa/interp/__init__.py)."""
+    quiet = warnings_off()
+    try:
+        _set_up(m)
         saved = m.planned
         m.planned = True
         try:
@@ -229,6 +265,8 @@ def run_one(body: Callable[[Machine], Any], target: TargetLike, settings: dict[s
         finally:
             m.planned = saved
             _done(m)
+    finally:
+        warnings_back(quiet)
 
 
 _MACHINES: dict[Any, Machine] = {}
@@ -255,6 +293,10 @@ def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) ->
         if len(_MACHINES) > 8:
             _MACHINES.clear()
         m = _MACHINES[key] = Machine(target, lanes=lanes, **settings)
+    return _set_up(m)
+
+
+def _set_up(m: Machine) -> Machine:
     m.reset_for_launch()
     m.lazy_loads = True
     m.quiet = True

@@ -218,6 +218,9 @@ class Machine:
         #: a ``.pto`` run: its tiles' capacity was checked statically over the program (they
         #: stay referenced by the compiled function, so counting them here would be wrong)
         self.planned = False
+        #: no two tiles of this machine share bytes (a batch's lanes machine while its body
+        #: runs, ptoisa/plan_loops.py): a tile's storage is owed by no other tile
+        self.apart = False
         #: a lanes machine's batch that keeps its tiles' storage across replays, and where
         #: its arena stood after its last run (ptoisa/plan_loops.py; a reset voids it)
         self.kept: object | None = None

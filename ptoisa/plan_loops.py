@@ -329,9 +329,13 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                 # (what it owes, settled on the launch's machine; (blocks, n) or (n,))
                 buf[:, s::q] = t.storage.reshape(-1, 1, buf.shape[2])
         push(lm)
+        # (no two lane tiles share bytes: each has auto storage of its own, as the recorded
+        # tiles were proved to; while the body runs the lanes machine has no others)
+        lm.apart = True
         try:
             for c in calls:
                 c()
+            lm.apart = False
             for t, sh, st, lane in back:
                 v = sh.storage  # (its lanes settled)
                 if t._buf is None:
@@ -346,6 +350,7 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
             if keep and (not kept or now == arena):  # (a kept run gave no tile new storage)
                 lm.kept, lm.kept_arena = token, now
         finally:
+            lm.apart = False
             _leave(lm)
         _log_flags(m, log_all)
     return run

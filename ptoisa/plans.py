@@ -47,6 +47,7 @@ import numpy as np
 
 from . import plan_loops
 from .errors import PtoError
+from .isa.planned import settled
 from .isa.registry import Instr, InstrRecord, _all_uniform, _settle_written, lookup
 from .lanes import BlockDivergence, Lanes
 from .lazy import may_share
@@ -151,7 +152,9 @@ def plannable(module: Any, name: str, handlers: dict[str, Any], no_effect: Any) 
 
 def _arg_key(v: Any) -> Any:
     if isinstance(v, np.ndarray):
-        return (v.dtype.str, v.size, v.flags.writeable)
+        # (the dtype itself: equal where the element types are, as its ``str`` is not for
+        # types of one size it cannot spell, and ~4x quicker to read)
+        return (v.dtype, v.size, v.flags.writeable)
     if isinstance(v, np.generic):
         return (v.dtype.str, v.tobytes())
     if isinstance(v, float):
@@ -167,6 +170,8 @@ def _span(a: np.ndarray) -> tuple[int, int]:
 def _overlap(roots: list[np.ndarray]) -> bool:
     """May two of the launch's GM arrays share bytes? (Their bounds: arrays that interleave
     without sharing count as overlapping, and the launch runs interpreted.)"""
+    if len(roots) == 2:  # (the common launch, without the generator)
+        return bool(may_share(roots[0], roots[1]))
     return any(may_share(roots[i], roots[j]) for i in range(1, len(roots)) for j in range(i))
 
 
@@ -447,7 +452,10 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
     read only valid regions (they passed for these regions). What depends on the run's state
     (lazily loaded tiles: the copy-on-write barriers, whether the plain or fast form takes
     the use) is checked as ``Instr.run`` checks it. An entry's planned form (``Instr.plan``)
-    is its own call for the use, where it declares one."""
+    is its own call for the use, where it declares one. Where no two tiles of ``m`` share
+    bytes (``Machine.apart``: a batch's lanes machine while its body runs) and nothing on
+    ``m`` owes bytes on chip (``planned.settled``), the tiles a planned form writes have
+    nothing to settle first (no tile reads them in place or owes values to their bytes)."""
     on = ins._on.get(m.target) or ins.on(m.target)
     opname = ins.mnemonic
     runtime = tuple(x for x in on.runtime if not getattr(x, "valid_regions_only", False))
@@ -465,10 +473,14 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
     planned = on.plan(ins, m, vals, params) if on.plan is not None and once else None
     if planned is not None:
         written = ins._written
+        # (tiles only: a GM operand written settles the tiles that read it in place)
+        tiles_only = all(vals[i] is None or isinstance(vals[i], Tile)
+                         for i in written if i < len(vals))
 
         def own() -> None:
             try:
-                if m._lazy and written:  # (as for fast forms: what it writes settles first)
+                # (as for fast forms: what it writes settles first)
+                if m._lazy and written and not (tiles_only and m.apart and settled(m)):
                     _settle_written(m, written, vals)
                 if planned():
                     return
@@ -524,6 +536,8 @@ class Plans:
         self.seen: set[Any] = set()
         self.stats = PlanStats()
         self.why_not: str | None | bool = False  # False: not asked yet
+        #: the plan last replayed (then already the most recently used: by_key's last)
+        self.last: Plan | None = None
 
 
 def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | None:
@@ -538,7 +552,7 @@ def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | No
     roots = [v for v in bound if isinstance(v, np.ndarray)]
     if _overlap(roots):
         return None
-    key = (1, tuple(_arg_key(v) for v in bound))
+    key = (1, tuple([_arg_key(v) for v in bound]))
     try:
         plan = ps.by_key.get(key)
     except TypeError:
@@ -549,7 +563,9 @@ def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | No
 
 
 def _replayed(ps: Plans, key: Any, plan: Plan, roots: list[np.ndarray]) -> None:
-    ps.by_key[key] = ps.by_key.pop(key)  # (most recently used last)
+    if ps.last is not plan:  # (most recently used last)
+        ps.by_key[key] = ps.by_key.pop(key)
+        ps.last = plan
     ps.stats.hits += 1
     plan.run(roots)
 
@@ -595,6 +611,7 @@ def run(fn: Any, ctx: Any, bound: list[Any], invoke: Callable[[], Any],
         ps.seen.add(key)
         return _interpret(st, "first launch of this signature", invoke)
     # record: the interpreter runs the launch, watched by the recorder
+    ps.last = None  # (a new signature goes last)
     rec = _Recorder()
     m.observers.append(rec)
     ctx.loops = rec

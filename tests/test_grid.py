@@ -595,3 +595,40 @@ def test_grid_offsets_are_recognised_only_as_a_grid():
     assert lane_grid(np.array([5, 6, 7, 8], np.int64)) is None      # evenly spaced: a window
     assert lane_grid(np.array([0, 16, 512, 530], np.int64)) is None  # not a grid
     assert lane_grid(np.array([0, 16, 32, 512, 528], np.int64)) is None  # ragged
+
+
+def test_launches_run_with_warnings_off_and_leave_numpy_state_as_it_was() -> None:
+    """A launch (the general path, and a `.pto` plan's replay, grid.run_one) runs with every
+    numpy floating-point warning ignored and the caller's other settings (buffer size), and
+    leaves numpy's state as it found it, also when that state changes between launches."""
+    from pathlib import Path
+
+    from ptoisa import grid
+
+    seen: list[tuple[dict[str, str], int]] = []
+
+    def kernel(x: np.ndarray) -> None:
+        seen.append((np.geterr(), np.getbufsize()))
+
+    x = np.zeros(8, np.float32)
+    for bufsize, err in ((8192, "warn"), (16384, "raise"), (8192, "warn")):
+        with np.errstate(all=err):
+            old = np.setbufsize(bufsize)
+            try:
+                before = np.geterr()
+                pto.launch(kernel, x)
+                m = grid._launch_machine("a2a3", 1, {})
+                grid._done(m)
+                grid.run_one(lambda _m: kernel(x), m)
+                assert np.geterr() == before and np.getbufsize() == bufsize
+            finally:
+                np.setbufsize(old)
+    assert len(seen) == 6
+    assert all(e == {k: "ignore" for k in e} for e, _b in seen)
+    assert [b for _e, b in seen] == [8192, 8192, 16384, 16384, 8192, 8192]
+    prog = pto.load(Path(__file__).resolve().parents[1] / "examples" / "flash_softmax.pto")
+    s = np.ones(8 * 16 * 128, np.float32)
+    for _ in range(4):  # (interpreted, recorded, replayed twice)
+        with np.errstate(all="raise"):
+            prog.run("flash_softmax_single", s, np.zeros_like(s))
+            assert np.geterr()["invalid"] == "raise"

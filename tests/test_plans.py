@@ -82,6 +82,33 @@ def test_flash_softmax_replays_bit_for_bit(fn: str) -> None:
     assert np.allclose(ref[1], fs.reference(ref[0]), rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("target", ["a2a3", "cpu"])
+def test_flash_softmax_rows_of_nan_zero_and_negative_maxima(target: str) -> None:
+    """The row max's planned form (reduce_expand.rows_extreme_into) on rows whose maximum is
+    a NaN (payloads, signs), a signed zero, negative or -inf, among ordinary rows: replays
+    leave the interpreter's bytes (such a batch gives the use to the entry's general form),
+    and on rows of none of these the planned form takes it."""
+    prog = pto.load(ROOT / "examples" / "flash_softmax.pto", target=target)
+    x = _flash(7)[0].reshape(-1, 128)
+    x[3, 5] = np.float32(np.nan)
+    x[9].view(np.uint32)[100] = 0xFFC01234  # (a NaN of another payload and sign)
+    x[20, :] = -np.abs(x[20, :])
+    x[20, 17] = -0.0
+    x[41, :] = -np.abs(x[41, :])
+    x[41, 2], x[41, 90] = 0.0, -0.0
+    x[64, :] = -np.inf
+    x[77, :] = -np.abs(x[77, :]) - 1
+    args = [x.reshape(-1), np.zeros(x.size, np.float32)]
+    fn = "flash_softmax_single"
+    _both_ways(prog, fn, args)
+    assert _stats(prog, fn, target).hits == 2
+    ok = _flash(8)
+    ok[0].reshape(-1, 128)[5:9] = -np.abs(ok[0].reshape(-1, 128)[5:9]) - 0.5
+    ref = _both_ways(prog, fn, ok, runs=2)
+    fs = _module(ROOT / "examples" / "flash_softmax.py", "example_flash_softmax")
+    assert np.allclose(ref[1], fs.reference(ref[0]), rtol=2e-6, atol=1e-7)
+
+
 @pytest.mark.parametrize("example", ["softmax", "vec_add", "topk", "gemm_int8",
                                      "ragged_rowsum"])
 def test_examples_same_bits_with_and_without_plans(example: str,
@@ -143,6 +170,19 @@ def test_exported_fuzz_programs_same_bits(ops: list[tuple[Any, ...]], trips: int
     prog = pto.load(text, target="a2a3")
     with _F._lazy_from(lazy):
         _both_ways(prog, prog.entry, list(_F._inputs()))
+
+
+def test_planned_read_of_a_tile_whose_bytes_a_lazy_load_owes() -> None:
+    """TROWEXPANDSUB's planned form reads src0 from storage that a later TLOAD into a reshape
+    of it (a tile on the same bytes, read lazily from GM) owes: the load's values land there
+    first, as a read of the tile has them land (planned.values); found by the fuzz above."""
+    kernel = _F._program([("rowsub", 1, 0), ("sv_store", 0), ("rv_load", 0)], trips=2)
+    with _F._lazy_from(0):
+        text = pto.export(kernel, *_F._inputs(), target="a2a3", verify=False)
+    prog = pto.load(text, target="a2a3")
+    with _F._lazy_from(0):
+        _both_ways(prog, prog.entry, list(_F._inputs()))
+    assert _stats(prog, prog.entry).hits == 2
 
 
 @settings(max_examples=25, deadline=None)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import lazy
 from ..memory import Machine
 from ..tile import Tile
 
@@ -39,9 +40,10 @@ def settled(m: Machine) -> bool:
 
 
 def values(t: Tile, m: Machine) -> np.ndarray | None:
-    """A whole tile's values now, ``(..., rows, cols)``, without settling anything (the
-    machine :func:`settled`): the GM window it reads in place, or the view of its storage;
-    None where neither is at hand (deferred, storage not yet viewed, a partial region)."""
+    """A whole tile's values now, ``(..., rows, cols)`` (the machine :func:`settled`): the GM
+    window it reads in place, or the view of its storage once the tiles that owe its bytes
+    (lazily loaded tiles sharing them) have settled, as a read settles them; None where
+    neither is at hand (deferred, storage not yet viewed, a partial region)."""
     if t._pending is not None or not t._whole:
         return None
     lz = t._lazy
@@ -50,6 +52,12 @@ def values(t: Tile, m: Machine) -> np.ndarray | None:
     c = t._v2d
     if c is None or c[0] is not t._buf or t._machine is not m:
         return None
+    if m._lazy and not m.apart:
+        # a lazily loaded tile placed on (or viewing) these bytes owes them its values: they
+        # land there first, as a read of the tile has them land (lazy.storage_barrier)
+        lazy.storage_barrier(m, t)
+        if t._lazy is not None or t._pending is not None or t._v2d is not c:
+            return None
     return c[1]  # type: ignore[no-any-return]
 
 

@@ -122,17 +122,28 @@ def _scratch(slot: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A buffer of ``shape`` the calling thread keeps for ``slot`` (grown as needed): a fresh
     array of a few hundred KiB every call goes back to the OS when freed and page-faults in
     again next time (6x the cost of an f64 exp of 64 K elements here). The contents are the
-    caller's until its next call with that slot. Past _SCRATCH_MAX elements: a fresh array."""
+    caller's until its next call with that slot. Past _SCRATCH_MAX elements: a fresh array.
+    (The views handed out are kept by slot, type and shape, while their buffer stands.)"""
+    views = getattr(_tls, "views", None)
+    if views is None:
+        views = _tls.views = {}
+        _tls.bufs = {}
+    key = (slot, dtype, shape)
+    v = views.get(key)
+    if v is not None:
+        return v  # type: ignore[no-any-return]
     n = math.prod(shape)
     if n > _SCRATCH_MAX:
         return np.empty(shape, dtype)
-    bufs = getattr(_tls, "bufs", None)
-    if bufs is None:
-        bufs = _tls.bufs = {}
+    bufs = _tls.bufs
     b = bufs.get((slot, dtype))
     if b is None or b.size < n:
         b = bufs[(slot, dtype)] = np.empty(n, dtype)
-    return b[:n].reshape(shape)
+        views.clear()  # (views of the buffer replaced)
+    if len(views) >= 64:
+        views.clear()
+    v = views[key] = b[:n].reshape(shape)
+    return v
 
 
 def wide_apply(fn: Callable[..., np.ndarray], a: Any, dt: DType,

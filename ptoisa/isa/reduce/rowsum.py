@@ -134,13 +134,15 @@ def _row_sums(m: Machine, dst: Tile) -> Callable[[np.ndarray], np.ndarray]:
     return sums
 
 
-def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray], np.ndarray]
+def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray], np.ndarray],
+                    into: Callable[[np.ndarray, np.ndarray], bool] | None = None
                     ) -> Callable[[], bool] | None:
     """The planned form (Instr.plan, ptoisa/isa/planned.py) of a row reduction
     ``dst = reduced(src)`` whose dst is a whole column of src's rows (rows x 1): with both
     tiles whole, the run-time rules (src's valid region not empty, dst's valid rows src's)
     pass, and the entry computes ``reduced`` of src's values into dst (no deferred chain:
-    src below rowfuse's size)."""
+    src below rowfuse's size). ``into(src values, dst view)``: the same values written into
+    dst's view where it can (True), else nothing written (then ``reduced``)."""
     dst, src = vals[0], vals[1]
     if not (planned.plain(dst) and planned.plain(src)) or dst.spec.cols != 1 \
             or dst.spec.rows != src.spec.rows or lazy.worth(m, src):
@@ -153,6 +155,9 @@ def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray],
         out = planned.target(dst, m)
         if x is None or out is None:
             return False
+        if into is not None and (m.apart or not lazy.may_share(x, out)) and into(x, out):
+            planned.written(dst, m)
+            return True
         r = reduced(x)
         planned.written(dst, m)
         out[...] = r
