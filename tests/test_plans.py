@@ -18,6 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ptoisa as pto
+from ptoisa import grid
 from ptoisa.observe import observing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +297,10 @@ def test_one_block_replays_keep_every_guard(monkeypatch: pytest.MonkeyPatch) -> 
     """A 1-block launch on flat arrays replays by the short path (Program._replayed): the
     same bits, and everything that stops a replay on the general path stops it there: an
     observer, plans off, a read-only output, overlapping arguments, another element type,
-    another array size, the program's permissive setting changed."""
+    another array size, the program's permissive setting changed. (Its own cache of launch
+    machines: the shared one is cleared when it fills, and a replay needs the machine its plan
+    was recorded on; with another machine the launch plans afresh, which this test counts.)"""
+    monkeypatch.setattr(grid, "_MACHINES", {})
     prog = pto.load(VEC_ADD)
     for _ in range(3):
         x, y, z = _vec_add(1)
