@@ -212,3 +212,17 @@ def test_pto_program_diverging_after_its_record_events():
     counts = _per_block(auto)
     assert len(set(counts.values())) == 1  # alike blocks: none carries the attempt's steps
     assert _figures(auto) == _figures(each)
+
+
+def test_the_suites_instruction_count_forgets_the_attempt() -> None:
+    """The suite's instruction counter (suite.synth._Count, which ranks a file's tries) counts
+    what ran: 12 + 11 + 12 + 11 instructions on the four blocks (counted by hand above), as
+    with ``lockstep=False``, not the abandoned attempt's on top."""
+    from ptoisa.observe import observing
+    from ptoisa.suite.synth import _Count
+
+    for lockstep in ("auto", False):
+        count = _Count()
+        with observing(count):
+            _launch(lockstep, False)
+        assert count.n == 46, (lockstep, count.n)

@@ -641,6 +641,14 @@ class _Count:
     def __call__(self, rec: Any) -> None:
         self.n += 1
 
+    def mark(self) -> int:
+        """(observe.marks) the count before a lockstep attempt"""
+        return self.n
+
+    def rewind(self, mark: int) -> None:
+        """(observe.rewind) the attempt was abandoned: its instructions run again per block"""
+        self.n = mark
+
 
 @contextlib.contextmanager
 def loop_trips() -> Iterator[dict[int, tuple[Any, int]]]:
