@@ -112,6 +112,39 @@ def scalar_op(cf: CompiledFunc, o: Op, inside: set[int], rows: set[int], once: l
     return True
 
 
+def plain_machine(ctx: Any, target: Any) -> bool:
+    """Whether a batched loop may run on ``ctx``'s machine: nothing observing it, no stream,
+    one lane, values on, no lazy loads, no enclosing lockstep loops, the target compiled for."""
+    m = ctx.machine
+    return not (m.observers or m.stream is not None or m.lanes != 1 or not m.values
+                or m._lazy or ctx.loops is not None or m.target is not target)
+
+
+def kept(cache: dict[Any, Any], key: Any, make: Callable[[], Any]) -> Any:
+    """What ``make()`` gives for ``key``, kept in ``cache`` (at most 65 keys: cleared when
+    full); ``make()`` again when ``key`` is None (not keyable); None, kept nowhere, when
+    ``make()`` gives None."""
+    got = cache.get(key) if key is not None else None
+    if got is None:
+        got = make()
+        if got is None:
+            return None
+        if key is not None:
+            if len(cache) > 64:
+                cache.clear()
+            cache[key] = got
+    return got
+
+
+def bind_finals(env: Env, finals: list[tuple[int, int, int]]) -> None:
+    """The loop's last iter_args values (``(arg slot, result slot or -1, value)``) bound to
+    their slots after a batch."""
+    for arg, result, last in finals:
+        env[arg] = last
+        if result >= 0:
+            env[result] = last
+
+
 def loop_range(env: Env, bounds: tuple[int, int, int], once: list[Step],
                least: int) -> tuple[int, int, int, int] | None:
     """(start, end, step, trips) of an ``scf.for`` whose bound slots ``bounds`` hold integers
@@ -314,10 +347,9 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
 
     def run(env: Env) -> bool:
         ctx = env[0]
-        m = ctx.machine
-        if m.observers or m.stream is not None or m.lanes != 1 or not m.values or m._lazy \
-                or ctx.loops is not None or m.target is not target:
+        if not plain_machine(ctx, target):
             return False
+        m = ctx.machine
         rng = loop_range(env, (lb, ub, stp), once, 2)
         if rng is None:
             return False
@@ -325,17 +357,10 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
         # what the bounds and the values from outside fix (the verdict on the accesses, the
         # rows of the induction variable, of the integer ops on it and of the counts), kept
         # per key: a chunk loop runs the same vecscope loop on the same UB buffers
-        key = _key(env, i, end, st)
-        kept = cache.get(key) if key is not None else None
-        if kept is None:
-            kept = _prepare(env, i, end, st, trips)
-            if kept is None:
-                return False
-            if key is not None:
-                if len(cache) > 64:
-                    cache.clear()
-                cache[key] = kept
-        ok, base, finals, chained = kept
+        got = kept(cache, _key(env, i, end, st), lambda: _prepare(env, i, end, st, trips))
+        if got is None:
+            return False
+        ok, base, finals, chained = got
         if not ok:
             return False
         per = dict(base)
@@ -349,10 +374,7 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                     chained[n] = out
             bind_results(u, per, out)
         env[iv_slot] = i + (trips - 1) * st
-        for arg, result, last in finals:
-            env[arg] = last
-            if result >= 0:
-                env[result] = last
+        bind_finals(env, finals)
         return True
     run.parts = _Parts(op, items, once, int_ops, counts, of_counts, iv_slot,  # type: ignore
                        (lb, ub, stp), _prepare, cache, _key)

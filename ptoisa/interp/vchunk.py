@@ -213,10 +213,9 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
 
     def run(env: Env) -> bool:
         ctx = env[0]
-        m = ctx.machine
-        if m.observers or m.stream is not None or m.lanes != 1 or not m.values or m._lazy \
-                or ctx.loops is not None or m.target is not target:
+        if not vbatch.plain_machine(ctx, target):
             return False
+        m = ctx.machine
         atomic = m.micro_regs.get("atomic")
         if atomic is not None and atomic.get("op") is not None:
             return False
@@ -237,16 +236,9 @@ def _compile(cf: CompiledFunc, op: Op) -> Callable[[Env], bool]:
                 return False
             per[k] = env[k]
         # the verdict and what it found, kept per key (what the accesses depend on)
-        key = _key(env, i, end, st)
-        got = cache.get(key) if key is not None else None
+        got = vbatch.kept(cache, _key(env, i, end, st), lambda: _check(env, per, chunks, cap))
         if got is None:
-            got = _check(env, per, chunks, cap)
-            if got is None:
-                return False
-            if key is not None:
-                if len(cache) > 64:
-                    cache.clear()
-                cache[key] = got
+            return False
         gm, dmas, inner = got
         ctx.spend(chunks, op)  # (as the loop's own step: before its first chunk)
         # (the flags first: their records are their whole effect on a plain machine)
@@ -447,16 +439,10 @@ def _prepare_inner(parts: Any, env: Env) -> Any:
     if rng is None:
         return None
     i, end, st, trips = rng
-    key = parts.key(env, i, end, st)
-    kept = parts.cache.get(key) if key is not None else None
+    kept = vbatch.kept(parts.cache, parts.key(env, i, end, st),
+                       lambda: parts.prepare(env, i, end, st, trips))
     if kept is None:
-        kept = parts.prepare(env, i, end, st, trips)
-        if kept is None:
-            return None
-        if key is not None:
-            if len(parts.cache) > 64:
-                parts.cache.clear()
-            parts.cache[key] = kept
+        return None
     ok, base, finals, chained = kept
     if not ok:
         return None
@@ -530,10 +516,7 @@ def _inner(parts: Any, kept: Any, m: Any, env: Env, windows: list[_Window],
         vbatch.bind_results(u, per, out)
     lb, _ub, stp = parts.bounds
     env[parts.iv_slot] = int(env[lb]) + (trips - 1) * int(env[stp])
-    for arg, result, last in finals:
-        env[arg] = last
-        if result >= 0:
-            env[result] = last
+    vbatch.bind_finals(env, finals)
 
 
 def _memory(u: Any, k: int, vals: list[Any], windows: list[_Window], chunks: int, trips: int,
