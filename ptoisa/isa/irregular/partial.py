@@ -49,16 +49,27 @@ def _pattern(ins: Instr, dst: Tile, src0: Tile, src1: Tile) -> None:
     check_partial_pattern(ins.mnemonic, dst.valid_shape, src0.valid_shape, src1.valid_shape)
 
 
-def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarray], Any],
-          pad: Any = 0) -> None:
+def _padded_src0(dst: Tile, src0: Tile, src1: Tile, pad: Any
+                 ) -> tuple[np.ndarray, int, int, int, int] | None:
+    """dst's valid region filled with ``pad`` and src0 copied over its part of it, with the
+    two sources' extents within dst (a_r, a_c, b_r, b_c); None when dst has no valid region."""
     vr, vc = dst.valid_shape
     if vr == 0 or vc == 0:
-        return
+        return None
     a_r, a_c = min(src0.valid_row, vr), min(src0.valid_col, vc)
     b_r, b_c = min(src1.valid_row, vr), min(src1.valid_col, vc)
     out = np.full((vr, vc), pad, dst.dtype.np)
     if a_r and a_c:
         out[:a_r, :a_c] = src0.read(a_r, a_c)
+    return out, a_r, a_c, b_r, b_c
+
+
+def _part(dst: Tile, src0: Tile, src1: Tile, fn: Callable[[np.ndarray, np.ndarray], Any],
+          pad: Any = 0) -> None:
+    got = _padded_src0(dst, src0, src1, pad)
+    if got is None:
+        return
+    out, a_r, a_c, b_r, b_c = got
     if b_r and b_c:
         out[:b_r, :b_c] = src1.read(b_r, b_c)
     o_r, o_c = min(a_r, b_r), min(a_c, b_c)
@@ -74,14 +85,10 @@ def _tilelib_part(dst: Tile, src0: Tile, src1: Tile,
     ``register_part_extreme``): dst's valid region filled with the (finite) pad, src0 copied
     over its region, then dst = fn(dst, src1) over src1's region. So where only src1 is valid
     dst is fn(pad, src1): -inf in src1 alone gives -FLT_MAX for TPARTMAX."""
-    vr, vc = dst.valid_shape
-    if vr == 0 or vc == 0:
+    got = _padded_src0(dst, src0, src1, pad)
+    if got is None:
         return
-    a_r, a_c = min(src0.valid_row, vr), min(src0.valid_col, vc)
-    b_r, b_c = min(src1.valid_row, vr), min(src1.valid_col, vc)
-    out = np.full((vr, vc), pad, dst.dtype.np)
-    if a_r and a_c:
-        out[:a_r, :a_c] = src0.read(a_r, a_c)
+    out, _a_r, _a_c, b_r, b_c = got
     if b_r and b_c:
         with np.errstate(over="ignore", invalid="ignore"):
             out[:b_r, :b_c] = fn(out[:b_r, :b_c], np.asarray(src1.read(b_r, b_c)))
