@@ -509,29 +509,44 @@ def test_bytes_carried_through_an_alias_are_not_batched() -> None:
     assert s.hits == 2 and s.batched == 0 and "carries bytes" in s.why_loop, s
 
 
+#: the random placed bodies' tiles, each placed at an address drawn from a few
+_PLACED_NAMES = ("x", "y", "bias", "u", "v", "w", "tmp", "rw")
+
+
+def _placed_cases() -> dict[str, Any]:
+    """The hypothesis strategies of a random placed body (the arguments of _placed_program)."""
+    from hypothesis import strategies as st
+
+    n = len(_PLACED_NAMES)
+    return {"ops": _ops(), "stored": st.sampled_from(_FULL),
+            "left": st.sampled_from(_FULL + ("y",)), "same_rows": st.booleans(),
+            "addrs": st.lists(st.sampled_from([0, 1024, 2048, 3072, 4096, 5120, 6144, 8192]),
+                              min_size=n, max_size=n),
+            "x_in_loop": st.booleans()}
+
+
+def _placed_program(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool,
+                    addrs: list[int], x_in_loop: bool) -> Any:
+    """The random body with its tiles at ``addrs`` (x allocated in the loop maybe), loaded."""
+    return pto.load(_placed(_random_kernel(ops, stored, left, same_rows),
+                            dict(zip(_PLACED_NAMES, addrs, strict=True)),
+                            in_loop=("x",) if x_in_loop and left != "x" else ()))
+
+
 @pytest.mark.usefixtures("batch_placed")
 def test_random_placed_bodies_leave_the_interpreters_bits() -> None:
     """The random bodies above with every tile placed at an address drawn from a few (tiles
     sharing bytes at random, x maybe allocated in the loop): batched or not, every replay
     leaves the interpreter's bytes; some are batched."""
     from hypothesis import given, settings
-    from hypothesis import strategies as st
 
-    names = ("x", "y", "bias", "u", "v", "w", "tmp", "rw")
     batched: list[int] = []
 
     @settings(max_examples=60, deadline=None)
-    @given(ops=_ops(), stored=st.sampled_from(_FULL), left=st.sampled_from(_FULL + ("y",)),
-           same_rows=st.booleans(),
-           addrs=st.lists(st.sampled_from([0, 1024, 2048, 3072, 4096, 5120, 6144, 8192]),
-                          min_size=len(names), max_size=len(names)),
-           x_in_loop=st.booleans())
+    @given(**_placed_cases())
     def check(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool,
               addrs: list[int], x_in_loop: bool) -> None:
-        src = _placed(_random_kernel(ops, stored, left, same_rows),
-                      dict(zip(names, addrs, strict=True)),
-                      in_loop=("x",) if x_in_loop and left != "x" else ())
-        prog = pto.load(src)
+        prog = _placed_program(ops, stored, left, same_rows, addrs, x_in_loop)
         ref, got = _runs(prog, "k", _args(), runs=3)
         for g in got:
             assert all(x.tobytes() == y.tobytes() for x, y in zip(g, ref, strict=True))
@@ -557,11 +572,9 @@ def test_placed_batches_kept_across_replays_leave_the_interpreters_bits(
     buffers (no reset of the lanes machine, no poison written again: plan_loops.KEEP_LANES),
     so no replay reads what an earlier one left."""
     from hypothesis import given, settings
-    from hypothesis import strategies as st
 
     from ptoisa.memory import Machine
 
-    names = ("x", "y", "bias", "u", "v", "w", "tmp", "rw")
     resets = {"lanes": 0}
     reset = Machine.reset_for_launch
 
@@ -573,17 +586,10 @@ def test_placed_batches_kept_across_replays_leave_the_interpreters_bits(
     kept: list[int] = []
 
     @settings(max_examples=40, deadline=None)
-    @given(ops=_ops(), stored=st.sampled_from(_FULL), left=st.sampled_from(_FULL + ("y",)),
-           same_rows=st.booleans(),
-           addrs=st.lists(st.sampled_from([0, 1024, 2048, 3072, 4096, 5120, 6144, 8192]),
-                          min_size=len(names), max_size=len(names)),
-           x_in_loop=st.booleans())
+    @given(**_placed_cases())
     def check(ops: list[tuple[str, ...]], stored: str, left: str, same_rows: bool,
               addrs: list[int], x_in_loop: bool) -> None:
-        src = _placed(_random_kernel(ops, stored, left, same_rows),
-                      dict(zip(names, addrs, strict=True)),
-                      in_loop=("x",) if x_in_loop and left != "x" else ())
-        prog = pto.load(src)
+        prog = _placed_program(ops, stored, left, same_rows, addrs, x_in_loop)
         for seed in range(2):  # interpreted, then recorded
             prog.run("k", *_fresh_args(seed))
         resets["lanes"] = 0
