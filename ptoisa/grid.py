@@ -168,27 +168,13 @@ def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLik
             _done(m)
 
     def each(b: int) -> Any:
-        if machine is not None:
-            m = _push(machine)
-            observe.attach(m)
-            m.quiet = True
-            m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
-        else:
-            m = _launch_machine(target, 1, settings)
-        saved = m.planned
-        m.planned = planned or saved
-        try:
-            m.block_idx, m.block_num = b, blocks
-            m.reset_print_buffer()
-            return body(m)
-        finally:
-            m.planned = saved
-            if machine is None:
-                _done(m)
-            else:
-                observe.detach(m)
-                m.quiet = False
-                pop(m)
+        if machine is None:
+            return _block(_launch_machine(target, 1, settings), body, b, blocks, planned, _done)
+        m = _push(machine)
+        observe.attach(m)
+        m.quiet = True
+        m.repoison()  # a new run: placed buffers start poisoned (auto tiles always do)
+        return _block(m, body, b, blocks, planned, _given_done)
 
     bar: list[Progress] = []  # (made when blocks run one by one: lockstep draws nothing)
 
@@ -255,18 +241,24 @@ def run_one(body: Callable[[Machine], Any], m: Machine) -> Any:
     on it, numpy's warnings off (a ``.pto`` plan's replay, ptoisa/interp/__init__.py)."""
     quiet = warnings_off()
     try:
-        _set_up(m)
-        saved = m.planned
-        m.planned = True
-        try:
-            m.block_idx, m.block_num = 0, 1
-            m.reset_print_buffer()
-            return body(m)
-        finally:
-            m.planned = saved
-            _done(m)
+        return _block(_set_up(m), body, 0, 1, True, _done)
     finally:
         warnings_back(quiet)
+
+
+def _block(m: Machine, body: Callable[[Machine], Any], b: int, blocks: int, planned: bool,
+           leave: Callable[[Machine], None]) -> Any:
+    """``body(m)`` as block ``b`` of ``blocks`` on a one-lane machine set up for it (an empty
+    print buffer; ``planned`` or the machine's own), then ``leave(m)``."""
+    saved = m.planned
+    m.planned = planned or saved
+    try:
+        m.block_idx, m.block_num = b, blocks
+        m.reset_print_buffer()
+        return body(m)
+    finally:
+        m.planned = saved
+        leave(m)
 
 
 _MACHINES: dict[Any, Machine] = {}
@@ -303,6 +295,13 @@ def _set_up(m: Machine) -> Machine:
     observe.attach(m)
     _push(m)
     return m
+
+
+def _given_done(m: Machine) -> None:
+    """The end of a block on a machine the caller passed (its own settings hold)."""
+    observe.detach(m)
+    m.quiet = False
+    pop(m)
 
 
 def _done(m: Machine) -> None:
