@@ -44,6 +44,14 @@ from .op_names import _HANDLERS, NO_EFFECT
 from .verify import check_module, check_module_rules, check_symbols, entry_functions
 
 
+def _settings(permissive: bool, acc: str) -> dict[str, Any]:
+    """A launch's machine settings (what its launch machine is cached by: grid.cached_machine;
+    the general path and the 1-block short path must make the same)."""
+    settings: dict[str, Any] = {"permissive": True} if permissive else {}
+    settings["matmul_accumulation"] = acc
+    return settings
+
+
 def _bind_arg(fn: CompiledFunc, i: int, t: T.Type, name: str, v: Any,
               foreign: list[Foreign] | None = None) -> Any:
     if type(v) is np.ndarray and type(t) is T.PtrType and t.space in (None, "gm") \
@@ -305,9 +313,7 @@ class Program:
                 return False
         if not _plans.enabled(plans):
             return False
-        acc = memory.current().matmul_accumulation
-        settings: dict[str, Any] = {"permissive": True} if permissive else {}
-        settings["matmul_accumulation"] = acc
+        settings = _settings(permissive, memory.current().matmul_accumulation)
         m = grid.cached_machine(target, 1, settings)
         if m is None or m.observers or observe.watching():
             return False
@@ -353,8 +359,7 @@ class Program:
             raise PtoError(f"matmul_accumulation={matmul_accumulation!r} contradicts the machine "
                            f"passed ({machine.matmul_accumulation!r})")
         acc = matmul_accumulation or (machine or memory.current()).matmul_accumulation
-        settings: dict[str, Any] = {"permissive": True} if permissive else {}
-        settings["matmul_accumulation"] = acc
+        settings = _settings(permissive, acc)
         comp = self.compiler(target, permissive)
         fn = comp.function(name)
         if len(args) != len(fn.args):
