@@ -270,6 +270,18 @@ def cached_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> 
     return _MACHINES.get(_machine_key(target, lanes, settings))
 
 
+def machine_by_key(key: Any) -> Machine | None:
+    """:func:`cached_machine` for the settings whose :func:`machine_key` a launcher kept
+    (it holds the settings' values: their identities are the key's)."""
+    return _MACHINES.get(key)
+
+
+def machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
+    """What a launch machine of these settings is cached by (the settings' values by
+    identity)."""
+    return _machine_key(target, lanes, settings)
+
+
 def _machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
     items = [(k, id(v)) for k, v in settings.items()]
     return (get_target(target), lanes, tuple(sorted(items) if len(items) > 1 else items))

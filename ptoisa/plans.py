@@ -540,19 +540,24 @@ class Plans:
         self.last: Plan | None = None
 
 
-def replay(fn: Any, m: Machine, bound: Sequence[Any]) -> Callable[[], None] | None:
+def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
+           ) -> Callable[[], None] | None:
     """:func:`run`'s replay of a 1-block launch of compiled function ``fn`` on launch machine
     ``m`` with arguments ``bound``, where :func:`run` would replay (the function plannable,
     no GM arguments overlapping, a plan recorded on ``m`` for the signature; the caller sees
     that nothing observes the launch): the call that replays it, once ``m`` is set up for
-    the launch; None: :func:`run` decides the launch."""
+    the launch; None: :func:`run` decides the launch. ``key``: the signature, made by a
+    caller whose arguments are all arrays (``(1, (_arg_key(v) for each))``, as run's)."""
     ps: Plans | None = fn.__dict__.get("_plans")
     if ps is None or ps.why_not is not None or m.lanes != 1:
         return None
-    roots = [v for v in bound if isinstance(v, np.ndarray)]
+    if key is None:
+        roots = [v for v in bound if isinstance(v, np.ndarray)]
+        key = (1, tuple([_arg_key(v) for v in bound]))
+    else:
+        roots = list(bound)
     if _overlap(roots):
         return None
-    key = (1, tuple([_arg_key(v) for v in bound]))
     try:
         plan = ps.by_key.get(key)
     except TypeError:

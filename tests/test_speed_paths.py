@@ -364,6 +364,57 @@ def test_tree_reduce_of_short_rows_transposed_keeps_every_bit(fn, width):
         assert got.tobytes() == lvl[:, 0].tobytes()
 
 
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [2, 16, 128, 256])
+def test_tree_into_is_the_halving_tree_or_writes_nothing(dt, width):
+    """rules.tree_into (a planned TROWSUM's sums, written into dst's view) gives the halving
+    tree's bits, levels by hand as in the test above, over rows with specials (infinities,
+    signed zeros, subnormals, overflow) placed at random; a source with a row whose root is
+    a NaN is refused with nothing written (tree_reduce sums such rows level by level); a
+    source it does not take (not C-contiguous, rows not a power of two, another out type)
+    likewise; rules._has_nan is np.isnan(r).any()."""
+    from ptoisa.isa import rules
+
+    special = np.array([0x7F800000, 0xFF800000, 0x80000000, 0x00000000, 0x00000001,
+                        0x80000001, 0x7F7FFFFF, 0xFF7FFFFF], np.uint32).view(np.float32)
+    rng = np.random.default_rng(width)
+    x = rng.standard_normal((3, 40, width)).astype(dt)
+    hit = rng.random(x.shape) < 0.05
+    x[hit] = special[rng.integers(0, len(special), hit.sum())].astype(dt)
+    x[0, 7, :] = -0.0
+    with np.errstate(all="ignore"):
+        lvl = x.reshape(-1, width)
+        while lvl.shape[-1] > 1:
+            k = lvl.shape[-1] // 2
+            lvl = lvl[:, :k] + lvl[:, k:]
+        want = lvl[:, 0]
+        out = np.full((3, 40, 1), 7, dt)
+        if np.isnan(want).any():  # (inf - inf in a row: refused, as a NaN root)
+            assert not rules.tree_into(x, np.add, out)
+            assert (out == 7).all()
+            x = np.where(hit, dt(1), x)  # (no specials: no NaN root)
+            lvl = x.reshape(-1, width)
+            while lvl.shape[-1] > 1:
+                k = lvl.shape[-1] // 2
+                lvl = lvl[:, :k] + lvl[:, k:]
+            want = lvl[:, 0]
+        assert rules.tree_into(x, np.add, out)
+        assert out.reshape(-1).tobytes() == want.tobytes()
+        assert rules.tree_reduce(x, np.add, 0).reshape(-1).tobytes() == want.tobytes()
+        y = x.copy()
+        y[2, 5, width // 2] = np.nan
+        out[...] = 7
+        assert not rules.tree_into(y, np.add, out) and (out == 7).all()
+        assert not rules.tree_into(x[..., ::-1], np.add, out)  # (not C-contiguous)
+        assert not rules.tree_into(x, np.add, out.astype(np.float16))
+        assert not rules.tree_into(x[..., :width - 1].copy(), np.add, out) or width == 2
+        assert (out == 7).all()
+    for r in (want, np.array([np.inf, -np.inf], dt), np.array([1, np.nan], dt),
+              np.array([np.nan], dt), np.zeros(0, dt), want[::2]):
+        with np.errstate(all="ignore"):
+            assert rules._has_nan(r) == bool(np.isnan(r).any())
+
+
 def test_tree_reduce_kept_buffers_are_not_its_results():
     """Short rows' trees keep their level buffers per thread (rules._short_tree): a result
     is the caller's (a later call of the same shape does not change it), and the kept path

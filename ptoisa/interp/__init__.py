@@ -201,6 +201,9 @@ class Program:
         #: _replayed (filled by such a launch's general path)
         self._flat: dict[str, tuple[Target, bool, Compiler, CompiledFunc,
                                     tuple[np.dtype, ...]]] = {}
+        #: (matmul accumulation, target, permissive, the key of their launch machine) for
+        #: _replayed (the settings compared by identity, as the key holds them)
+        self._flat_machine: tuple[Any, Any, Any, Any] = (None, None, None, None)
 
     def compiler(self, target: TargetLike, permissive: bool | None = None) -> Compiler:
         p = self.permissive if permissive is None else permissive
@@ -307,17 +310,26 @@ class Program:
                 or len(args) != len(wants) or not (lockstep is True or lockstep is False
                                                    or lockstep == "auto"):
             return False
+        keys = []
         for v, w in zip(args, wants, strict=True):
-            if type(v) is not np.ndarray or v.dtype != w or v.ndim != 1 \
-                    or not v.flags.c_contiguous:
+            if type(v) is not np.ndarray or v.dtype != w or v.ndim != 1:
                 return False
+            fl = v.flags
+            if not fl.c_contiguous:
+                return False
+            keys.append((v.dtype, v.size, fl.writeable))  # (plans' signature of an array)
         if not _plans.enabled(plans):
             return False
-        settings = _settings(permissive, memory.current().matmul_accumulation)
-        m = grid.cached_machine(target, 1, settings)
+        acc = memory.current().matmul_accumulation
+        mk = self._flat_machine
+        if mk[0] is not acc or mk[1] is not target or mk[2] is not permissive:
+            # (the key the general path's machine is cached by: made once for these settings)
+            mk = self._flat_machine = (acc, target, permissive,
+                                       grid.machine_key(target, 1, _settings(permissive, acc)))
+        m = grid.machine_by_key(mk[3])
         if m is None or m.observers or observe.watching():
             return False
-        go = _plans.replay(fn, m, args)
+        go = _plans.replay(fn, m, args, (1, tuple(keys)))
         if go is None:
             return False
         eager_plans.nested("a launch")

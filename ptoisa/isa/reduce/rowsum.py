@@ -24,7 +24,7 @@ from ..registry import (
     sim_unchecked,
     sim_unchecked_type,
 )
-from ..rules import reduction_valid, same_static_rows, tree_reduce
+from ..rules import reduction_valid, same_static_rows, tree_into, tree_reduce
 from ..spelling import Ptoas
 
 
@@ -103,7 +103,8 @@ def sequential_sum(x: np.ndarray, acc: type) -> np.ndarray:
                sim_unchecked_type(same_dtype("dst", "src"))),
        static_for={"cpu": (same_static_rows,)},
        runtime=(row_reduce_runtime,),
-       plan=lambda ins, m, vals, params: row_reduce_plan(m, vals, _row_sums(m, vals[0])))
+       plan=lambda ins, m, vals, params: row_reduce_plan(m, vals, _row_sums(m, vals[0]),
+                                                         _row_sums_into(m)))
 def TROWSUM(m: Machine, dst: Tile, src: Tile, tmp: Tile) -> None:  # noqa: N802
     """dst[i, 0] = sum_j src[i, j] over src's valid region (only column 0 of dst is written).
 
@@ -132,6 +133,22 @@ def _row_sums(m: Machine, dst: Tile) -> Callable[[np.ndarray], np.ndarray]:
                 s = tree_reduce(x, np.add, 0)
         return s.astype(out)[..., None]
     return sums
+
+
+def _row_sums_into(m: Machine) -> Callable[[np.ndarray, np.ndarray], bool] | None:
+    """(A planned TROWSUM) :func:`_row_sums`'s tree written into dst's ``(..., rows, 1)``
+    view where :func:`rules.tree_into` takes the source (f32 / f64 rows of a power of two,
+    short, no root a NaN; dst of src's type, as its sums are); None on a target that sums
+    rows in order."""
+    if m.target.traits.reduce_order == "sequential":
+        return None
+
+    def into(x: np.ndarray, out: np.ndarray) -> bool:
+        if m.quiet:  # (a launch's machine: numpy's warnings are off)
+            return tree_into(x, np.add, out)
+        with np.errstate(all="ignore"):
+            return tree_into(x, np.add, out)
+    return into
 
 
 def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray], np.ndarray],
