@@ -541,12 +541,12 @@ class Plans:
 
 
 def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
-           ) -> Callable[[], None] | None:
+           ) -> Callable[[Machine], None] | None:
     """:func:`run`'s replay of a 1-block launch of compiled function ``fn`` on launch machine
     ``m`` with arguments ``bound``, where :func:`run` would replay (the function plannable,
     no GM arguments overlapping, a plan recorded on ``m`` for the signature; the caller sees
     that nothing observes the launch): the call that replays it, once ``m`` is set up for
-    the launch; None: :func:`run` decides the launch. ``key``: the signature, made by a
+    the launch (a launch body: it takes ``m``); None: :func:`run` decides the launch. ``key``: the signature, made by a
     caller whose arguments are all arrays (``(1, (_arg_key(v) for each))``, as run's)."""
     ps: Plans | None = fn.__dict__.get("_plans")
     if ps is None or ps.why_not is not None or m.lanes != 1:
@@ -564,7 +564,7 @@ def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
         return None
     if plan is None or plan.machine is not m:
         return None
-    return lambda: _replayed(ps, key, plan, roots)
+    return lambda _m: _replayed(ps, key, plan, roots)
 
 
 def _replayed(ps: Plans, key: Any, plan: Plan, roots: list[np.ndarray]) -> None:

@@ -335,7 +335,7 @@ class Program:
         eager_plans.nested("a launch")
         comp.reset_tiles()
 
-        grid.run_one(lambda _m: go(), m)
+        grid.run_one(go, m)
         return True
 
     def _note_flat(self, name: str, comp: Compiler, fn: CompiledFunc, bound: list[Any],

@@ -48,7 +48,10 @@ def values(t: Tile, m: Machine) -> np.ndarray | None:
         return None
     lz = t._lazy
     if lz is not None:
-        return lz if type(lz) is np.ndarray and lz.shape[-2:] == t.shape else None
+        if type(lz) is not np.ndarray:
+            return None
+        sh, sp = lz.shape, t.spec
+        return lz if len(sh) > 1 and sh[-2] == sp.rows and sh[-1] == sp.cols else None
     c = t._v2d
     if c is None or c[0] is not t._buf or t._machine is not m:
         return None

@@ -100,9 +100,12 @@ def as_elem(v: Any, dt: DType, what: str = "scalar") -> Any:
     return np.array([raw], dtype=f"u{dt.itemsize}").view(dt.np)[0]
 
 
+_F64, _F32 = np.dtype(np.float64), np.dtype(np.float32)
+
+
 def wide(dt: DType) -> np.dtype:
     """Computation type of a float element type (f16/bf16/fp8 compute in f32)."""
-    return np.dtype(np.float64) if dt.name == "f32" else np.dtype(np.float32)
+    return _F64 if dt.name == "f32" else _F32
 
 
 def to_float(a: Any, dt: DType) -> np.ndarray:

@@ -171,13 +171,16 @@ def rows_extreme_into(m: Machine, is_max: bool, dt: np.dtype, cols: int
     """(A planned TROWMAX / TROWMIN) :func:`_extreme` along the last axis of arrays of ``dt``
     with ``cols`` columns, written into ``out`` (their ``(..., rows, 1)`` view) where it is
     :func:`_by_rows`'s value on either target (no row's a NaN or a zero: then the fold's and
-    numpy's reductions give it too); False where it is not, having written nothing (not
-    C-contiguous, a NaN or a zero: the entry's general form). None: not f32 / f64 rows of
-    at least 2 columns (the by-rows path never taken)."""
+    numpy's reductions give it too); False where it is not (not C-contiguous, a NaN or a
+    zero: the entry's general form), having written nothing but, where ``out`` is one
+    contiguous run of the rows' results, ``out`` (reduced there: the caller, whose ``x``
+    shares no bytes with it, writes it again). None: not f32 / f64 rows of at least 2
+    columns (the by-rows path never taken)."""
     if dt.type not in (np.float32, np.float64) or cols < 2:
         return None
     uf = np.maximum if is_max else np.minimum
     memo: list[Any] = [-1, None]  # (the flat size, its rows' starts)
+    flat: list[Any] = [None, None]  # (the last out, its flat view or None: not one run)
 
     def into(x: np.ndarray, out: np.ndarray) -> bool:
         n = x.size
@@ -185,14 +188,20 @@ def rows_extreme_into(m: Machine, is_max: bool, dt: np.dtype, cols: int
             return False
         if memo[0] != n:
             memo[0], memo[1] = n, _row_starts(n // cols, cols)
+        if flat[0] is not out:  # (a view kept by the tile while its storage stands)
+            flat[0] = out
+            flat[1] = out.reshape(-1) if out.flags.c_contiguous and out.dtype == dt \
+                and out.size == n // cols else None
+        o = flat[1]
         if m.quiet:  # (a launch's machine: numpy's warnings are off)
-            r = uf.reduceat(x.reshape(-1), memo[1])
+            r = uf.reduceat(x.reshape(-1), memo[1], out=o)
         else:
             with np.errstate(all="ignore"):
-                r = uf.reduceat(x.reshape(-1), memo[1])
+                r = uf.reduceat(x.reshape(-1), memo[1], out=o)
         if not _neither_nan_nor_zero(r):
             return False
-        out[...] = r.reshape(out.shape)
+        if o is None:
+            out[...] = r.reshape(out.shape)
         return True
     return into
 

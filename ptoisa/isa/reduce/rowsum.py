@@ -159,7 +159,8 @@ def row_reduce_plan(m: Machine, vals: list[Any], reduced: Callable[[np.ndarray],
     tiles whole, the run-time rules (src's valid region not empty, dst's valid rows src's)
     pass, and the entry computes ``reduced`` of src's values into dst (no deferred chain:
     src below rowfuse's size). ``into(src values, dst view)``: the same values written into
-    dst's view where it can (True), else nothing written (then ``reduced``)."""
+    dst's view where it can (True), else False (then ``reduced``, written whole: ``into``
+    may have written dst's view, which shares no bytes with src's values)."""
     dst, src = vals[0], vals[1]
     if not (planned.plain(dst) and planned.plain(src)) or dst.spec.cols != 1 \
             or dst.spec.rows != src.spec.rows or lazy.worth(m, src):
