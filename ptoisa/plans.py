@@ -546,8 +546,9 @@ def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
     ``m`` with arguments ``bound``, where :func:`run` would replay (the function plannable,
     no GM arguments overlapping, a plan recorded on ``m`` for the signature; the caller sees
     that nothing observes the launch): the call that replays it, once ``m`` is set up for
-    the launch (a launch body: it takes ``m``); None: :func:`run` decides the launch. ``key``: the signature, made by a
-    caller whose arguments are all arrays (``(1, (_arg_key(v) for each))``, as run's)."""
+    the launch (a launch body: it takes ``m``); None: :func:`run` decides the launch.
+    ``key``: the signature, made by a caller whose arguments are all arrays
+    (``(1, (_arg_key(v) for each))``, as run's)."""
     ps: Plans | None = fn.__dict__.get("_plans")
     if ps is None or ps.why_not is not None or m.lanes != 1:
         return None
