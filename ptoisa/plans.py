@@ -39,6 +39,7 @@ Observers see every instruction through ``Instr.run``; a launch whose machine ha
 from __future__ import annotations
 
 import enum
+import operator
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -262,7 +263,7 @@ class Plan:
     def run(self, roots: list[np.ndarray]) -> None:
         b = self._bound
         if roots is not b and not (b is not None and len(b) == len(roots)
-                                   and all(x is y for x, y in zip(roots, b, strict=True))):
+                                   and all(map(operator.is_, roots, b))):
             # (the same arrays as last time: the views stand, and the planned forms' windows
             # on them, ptoisa/isa/memory/load_store.py)
             self._bound = None

@@ -852,6 +852,7 @@ def _declare_row_op(suffix: str) -> Instr:
             except PtoError:
                 return None
         rows, uf = dst.spec.rows, _FLOAT_UFUNCS[suffix]
+        cut: list[Any] = [None, None]  # (the last src1 values, their first column's rows)
 
         def call() -> bool:
             if m._lazy and not planned.settled(m):
@@ -860,8 +861,13 @@ def _declare_row_op(suffix: str) -> Instr:
             if a is None or b is None or out is None:
                 return False
             planned.written(dst, m)  # (a, read: its lazily loaded window, say)
-            with m.errstate():
-                uf(a, b[..., :rows, :1], out=out)
+            if cut[0] is not b:  # (a view the tile keeps while its storage stands)
+                cut[0], cut[1] = b, b[..., :rows, :1]
+            if m.quiet:  # (a launch's machine: numpy's warnings are off)
+                uf(a, cut[1], out=out)
+            else:
+                with np.errstate(all="ignore"):
+                    uf(a, cut[1], out=out)
             return True
         return call
     # (PTOAS lowers the op through its TileLib template, lib/TileOps/trowexpand*.py, which
