@@ -87,8 +87,10 @@ def test_flash_softmax_replays_bit_for_bit(fn: str) -> None:
 def test_flash_softmax_rows_of_nan_zero_and_negative_maxima(target: str) -> None:
     """The row max's planned form (reduce_expand.rows_extreme_into) on rows whose maximum is
     a NaN (payloads, signs), a signed zero, negative or -inf, among ordinary rows: replays
-    leave the interpreter's bytes (such a batch gives the use to the entry's general form),
-    and on rows of none of these the planned form takes it."""
+    leave the interpreter's bytes (such a batch gives the use to the entry's general form,
+    which writes dst again over what the planned form reduced into it; the row sums' NaN
+    rows likewise, rules.tree_into), and on rows of none of these the planned form takes
+    it."""
     prog = pto.load(ROOT / "examples" / "flash_softmax.pto", target=target)
     x = _flash(7)[0].reshape(-1, 128)
     x[3, 5] = np.float32(np.nan)
