@@ -230,8 +230,11 @@ def _unary(name: str, fn: Fn, doc: str, *, params: tuple[Param, ...] = (),
             if a is None or out is None:
                 return False
             planned.written(dst, m)  # (a TLOAD's window read in place: not copied in first)
-            with m.errstate():
+            if m.quiet:  # (a launch's machine: numpy's warnings are off)
                 into(a, dt, out)
+            else:
+                with np.errstate(all="ignore"):
+                    into(a, dt, out)
             return True
         return call
 
