@@ -353,6 +353,9 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
             lm.apart = False
             _leave(lm)
         _log_flags(m, log_all)
+    # (a run reads or writes tiles of the launch itself, the compiled function's, only to copy
+    # an invariant in or a tile the rest of the launch uses back: ptoisa.plans, Plan.resets)
+    run.launch_tiles = bool(pairs_in or back)  # type: ignore[attr-defined]
     return run
 
 

@@ -251,8 +251,14 @@ class Plan:
     """One signature's launch: the GM roots to rebind, the views over them, and the calls."""
 
     def __init__(self, machine: Machine, roots: int, views: list[tuple[GlobalTensor, Any, Any]],
-                 calls: list[Callable[[], None]]) -> None:
+                 calls: list[Callable[[], None]], resets: bool = True) -> None:
         self.machine = machine
+        #: does a replay read or write the compiled function's tiles (a call of an
+        #: instruction on them, a valid region set, a batch copying one in or back)? Where
+        #: none does, a replay needs them in no state: the 1-block short path leaves them as
+        #: they are instead of unbinding them (each launch on the general path unbinds them
+        #: first, ptoisa/interp/__init__.py)
+        self.resets = resets
         self.n_roots = roots
         #: plan-owned GM views and where their flat / array are in the launch's roots
         self.views = views
@@ -368,6 +374,7 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
 
     batches = _batches(m, rec, value, rebind, stats) if BATCH_LOOPS else {}
     skip = 0
+    resets = False  # (a call that reads or writes one of the function's tiles: Plan.resets)
     for i, ((r, vals, once, pre), after) in enumerate(zip(rec.steps, rec.after_valid,
                                                           strict=True)):
         if i < skip:
@@ -378,6 +385,7 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
         if b is not None:
             skip, call = b
             calls.append(call)
+            resets = resets or getattr(call, "launch_tiles", True)
             for t, vr, vc, wh in after:
                 last[id(t)] = (vr, vc, wh)
             continue
@@ -386,6 +394,7 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
             raise _NotPlannable("a GM view placed (TASSIGN) during the launch")
         bound = [value(v) for v in vals]
         _note_views(bound, used)
+        resets = resets or bool(_tiles(bound))
         # valid regions set between instructions (alloc_tile valid_row / set_validshape):
         # each tile gets the region it had before this instruction, where that is not what
         # its last instruction left
@@ -393,11 +402,12 @@ def build(m: Machine, rec: _Recorder, roots: list[np.ndarray], tiles: set[int],
             prev = last.get(id(t))
             if prev is None or not _same_valid(prev, (vr, vc, wh)):
                 calls.append(_set_valid(t, vr, vc, wh))
+                resets = True
         for t, vr, vc, wh in after:
             last[id(t)] = (vr, vc, wh)
         calls.append(bind(ins, m, bound, r.params, once, r.loc))
     # (the views of the iterations a batch runs are not rebound: the batch has its own)
-    return Plan(m, len(roots), [o for o in owned if id(o[0]) in used], calls)
+    return Plan(m, len(roots), [o for o in owned if id(o[0]) in used], calls, resets)
 
 
 def _note_views(vals: Any, used: set[int]) -> None:
@@ -542,12 +552,13 @@ class Plans:
 
 
 def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
-           ) -> Callable[[Machine], None] | None:
+           ) -> tuple[Callable[[Machine], None], bool] | None:
     """:func:`run`'s replay of a 1-block launch of compiled function ``fn`` on launch machine
     ``m`` with arguments ``bound``, where :func:`run` would replay (the function plannable,
     no GM arguments overlapping, a plan recorded on ``m`` for the signature; the caller sees
     that nothing observes the launch): the call that replays it, once ``m`` is set up for
-    the launch (a launch body: it takes ``m``); None: :func:`run` decides the launch.
+    the launch (a launch body: it takes ``m``), and whether the function's tiles must be
+    unbound first (:attr:`Plan.resets`); None: :func:`run` decides the launch.
     ``key``: the signature, made by a caller whose arguments are all arrays
     (``(1, (_arg_key(v) for each))``, as run's)."""
     ps: Plans | None = fn.__dict__.get("_plans")
@@ -566,7 +577,7 @@ def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
         return None
     if plan is None or plan.machine is not m:
         return None
-    return lambda _m: _replayed(ps, key, plan, roots)
+    return (lambda _m: _replayed(ps, key, plan, roots)), plan.resets
 
 
 def _replayed(ps: Plans, key: Any, plan: Plan, roots: list[np.ndarray]) -> None:

@@ -458,3 +458,39 @@ def test_a_launch_too_long_to_plan_runs_interpreted(monkeypatch: pytest.MonkeyPa
     s = _stats(prog, "flash_softmax_single")
     assert s.built == 0 and s.hits == 0 and "more than 10" in s.why, s
     assert ref[1].any()
+
+
+def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 1-block short path unbinds the compiled function's tiles before a replay only
+    where the plan uses them (Plan.resets: vec_add's TLOAD / TADD / TSTORE on them); a plan
+    whose every call runs on a batch's own lane tiles (flash_softmax's loop, its flags) needs
+    them in no state and leaves them as they are. Either way, interleaved with launches on
+    the general path (which unbind them first), every replay leaves the interpreter's bits."""
+    from ptoisa.interp.compiler import Compiler
+
+    resets = [0]
+    real = Compiler.reset_tiles
+
+    def counted(self: Compiler) -> None:
+        resets[0] += 1
+        real(self)
+    monkeypatch.setattr(Compiler, "reset_tiles", counted)
+    rng = np.random.default_rng(4)
+    cases = [("flash_softmax", "flash_softmax_single", lambda: _flash(int(rng.integers(99))),
+              False),
+             ("vec_add", "vec_add", lambda: [rng.standard_normal(4096, dtype=np.float32)
+                                             for _ in range(2)] + [np.zeros(4096, np.float32)],
+              True)]
+    for example, fn, args, uses in cases:
+        prog = pto.load(ROOT / "examples" / f"{example}.pto")
+        _both_ways(prog, fn, args(), runs=2)  # (interpreted, recorded)
+        plan = next(p for p in prog.compiler("a2a3").function(fn)._plans.by_key.values()
+                    if p is not None)
+        assert plan.resets is uses, example
+        for k in range(3):
+            a = args()
+            resets[0] = 0
+            _both_ways(prog, fn, a, runs=1)  # (the general path, then a replay)
+            assert resets[0] == (2 if uses else 1), (example, k)
+        assert _stats(prog, fn).hits == 3

@@ -329,12 +329,13 @@ class Program:
         m = grid.machine_by_key(mk[3])
         if m is None or m.observers or observe.watching():
             return False
-        go = _plans.replay(fn, m, args, (1, tuple(keys)))
-        if go is None:
+        got = _plans.replay(fn, m, args, (1, tuple(keys)))
+        if got is None:
             return False
+        go, resets = got
         eager_plans.nested("a launch")
-        comp.reset_tiles()
-
+        if resets:  # (a plan that uses none of the function's tiles: they may stay bound)
+            comp.reset_tiles()
         grid.run_one(go, m)
         return True
 
