@@ -277,9 +277,14 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
                         and lazy.may_share(t._buf, u._buf):
                     raise NotBatched(f"{_name(t)} shares bytes with {_name(u)}")
 
+    # lane tiles whose storage no one reads after the loop or before an iteration writes them:
+    # one stored whole right after the instruction that writes it may skip its storage
+    # (_fuse_stores)
+    fusable = {key for key in tiles if key not in invariant and key not in scratch
+               and not any(id(rl[key]) in later for rl in real)}
     log_all, lm, state, shadow, gm_written, calls = _bound_body(
         m, steps, starts, end, body, offsets, machines, blocks, n_lanes, tiles, chains, bind,
-        rebind)
+        rebind, fusable)
     # an invariant lane tile: each segment's tile, in its lanes (s, s + q, ...)
     pairs_in = [(tuple(real[s][key] for s in range(q)), shadow[key]) for key in invariant]
     # a tile the rest of the launch uses: what the last lane it is in left
@@ -358,6 +363,11 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
     run.launch_tiles = bool(pairs_in or back)  # type: ignore[attr-defined]
     return run
 
+
+
+#: an instruction writing a lane tile that is stored next writes the store's GM window itself
+#: (_fuse_stores): flash_softmax's TROWEXPANDDIV + TSTORE, ~2 us of a 70 us replay
+FUSE_STORES = True
 
 
 def _chains(body: list[Step], blocks: int = 1) -> dict[int, Tile]:
@@ -680,7 +690,8 @@ def _keep_lanes(lm: Machine, shadows: list[Tile]) -> None:
 def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],
                 offsets: dict[tuple[int, int], list[int]], machines: dict[int, Machine],
                 blocks: int, n_lanes: int, tiles: dict[int, Tile], chains: dict[int, Tile],
-                bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None]
+                bind: Bind, rebind: Callable[[GlobalTensor, GlobalTensor], None],
+                fusable: set[int] | None = None
                 ) -> tuple[list[Any], Machine, dict[int, Any], dict[int, Tile],
                                       list[GlobalTensor], list[Callable[[], None]]]:
     """What both kinds of batch bind: the checks and lanes machine (:func:`_checks`), a lane
@@ -695,6 +706,7 @@ def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body
         sh._vr, sh._vc, sh._whole = state[key]
     views, gm_written = _views(body, offsets, rebind)
     calls: list[Callable[[], None]] = []
+    at: dict[int, int] = {}  # body step -> its call
     for j, (r, vals, _once, _pre) in enumerate(body):
         ins = r.ins
         if _placement(ins, vals):
@@ -705,8 +717,49 @@ def _bound_body(m: Machine, steps: list[Step], starts: list[int], end: int, body
             calls.append(_chain(ins, lm, lv, n_lanes, r.loc))
             continue
         once = ins.batched and _all_uniform(lv, ins.any_valid)
+        at[j] = len(calls)
         calls.append(bind(ins, lm, lv, r.params, once, r.loc))
+    if fusable and FUSE_STORES:
+        _fuse_stores(body, at, calls, fusable, lm)
     return log_all, lm, state, shadow, gm_written, calls
+
+
+def _fuse_stores(body: list[Step], at: dict[int, int], calls: list[Callable[[], None]],
+                 fusable: set[int], lm: Machine) -> None:
+    """An instruction whose planned form can put its result straight into GM (``fuse_store``:
+    the row-expand arithmetic) followed by the TSTORE of its whole dst, a lane tile of
+    ``fusable`` that no later instruction of the body uses: the instruction writes the
+    store's window itself and the store only counts the write (one copy of the tile fewer);
+    where either planned form does not take its use, each runs as before."""
+    for j in range(len(body) - 1):
+        r, vals = body[j][0], body[j][1]
+        r2, vals2 = body[j + 1][0], body[j + 1][1]
+        if j not in at or j + 1 not in at or r2.ins.name != "TSTORE" or len(vals2) < 2 \
+                or not vals or not isinstance(vals[0], Tile) or vals2[1] is not vals[0] \
+                or id(vals[0]) not in fusable or _role(r.ins, 0, vals) != "out" \
+                or any(v is vals[0] for st in body[j + 2:] for v in st[1]):
+            continue
+        x_call, s_call = calls[at[j]], calls[at[j + 1]]
+        fuse = getattr(getattr(x_call, "planned", None), "fuse_store", None)
+        sw = getattr(getattr(s_call, "planned", None), "store_window", None)
+        if fuse is None or sw is None:
+            continue
+        done = [False]
+        fuse(sw[0], sw[1], done)
+        calls[at[j + 1]] = _counted_store(s_call, done, lm)
+
+
+def _counted_store(store: Callable[[], None], done: list[bool], lm: Machine
+                   ) -> Callable[[], None]:
+    """The TSTORE of a fused pair (see _fuse_stores): counts the write its instruction made
+    (``done``), or stores as it would."""
+    def call() -> None:
+        if done[0]:
+            done[0] = False
+            lm.gm_writes += 1
+            return
+        store()
+    return call
 
 
 def _checks(m: Machine, steps: list[Step], starts: list[int], end: int, body: list[Step],

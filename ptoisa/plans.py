@@ -499,6 +499,7 @@ def bind(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any], once: 
                 raise fail(e) from None
             general()
         general = _general(ins, m, vals, params, plain, fast, runtime, impl, fail)
+        own.planned = planned  # type: ignore[attr-defined]  (plan_loops' store fusion)
         return own
 
     if not once:

@@ -494,3 +494,31 @@ def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
             _both_ways(prog, fn, a, runs=1)  # (the general path, then a replay)
             assert resets[0] == (2 if uses else 1), (example, k)
         assert _stats(prog, fn).hits == 3
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_flash_softmax_division_written_straight_to_gm(fuse: bool,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """flash_softmax's loop body ends with TROWEXPANDDIV into its tile and the TSTORE of it,
+    which nothing reads afterwards: the batch has the division write the store's GM window
+    itself and the store only count the write (plan_loops._fuse_stores); with and without
+    that (plan_loops.FUSE_STORES), on rows with NaNs, zeros and infinities, replays leave
+    the interpreter's bits and the lanes count their GM write the same."""
+    from ptoisa import plan_loops
+
+    monkeypatch.setattr(plan_loops, "FUSE_STORES", fuse)
+    prog = pto.load(ROOT / "examples" / "flash_softmax.pto")
+    fn = "flash_softmax_single"
+    for seed in range(3):
+        args = _flash(seed)
+        x = args[0].reshape(-1, 128)
+        x[seed, 3], x[seed + 9, :], x[seed + 20, 7] = np.nan, -np.inf, np.inf
+        _both_ways(prog, fn, args, runs=3)
+    plan = next(p for p in prog.compiler("a2a3").function(fn)._plans.by_key.values()
+                if p is not None)
+    batch = plan.calls[0]
+    cells = dict(zip(batch.__code__.co_freevars, batch.__closure__ or (), strict=True))
+    calls, lanes = cells["calls"].cell_contents, cells["lm"].cell_contents
+    assert (calls[-1].__qualname__ == "_counted_store.<locals>.call") is fuse
+    prog.run(fn, *_flash(5))
+    assert lanes.gm_writes == 1  # (the batch's one store, of every lane, counted either way)

@@ -508,6 +508,7 @@ def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
         m.gm_writes += 1
         w[...] = v
         return True
+    call.store_window = (win.get, dst)  # type: ignore[attr-defined]  (plan_loops' fusion)
     return call
 
 

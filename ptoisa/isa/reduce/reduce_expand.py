@@ -853,10 +853,13 @@ def _declare_row_op(suffix: str) -> Instr:
                 return None
         rows, uf = dst.spec.rows, _FLOAT_UFUNCS[suffix]
         cut: list[Any] = [None, None]  # (the last src1 values, their first column's rows)
+        store: list[Any] = []  # (fused with the TSTORE of dst after it: see fuse_store)
 
         def call() -> bool:
             if m._lazy and not planned.settled(m):
                 return False
+            if store and _into_store(*store):
+                return True
             a, b, out = planned.values(src0, m), planned.values(src1, m), planned.target(dst, m)
             if a is None or b is None or out is None:
                 return False
@@ -869,6 +872,38 @@ def _declare_row_op(suffix: str) -> Instr:
                 with np.errstate(all="ignore"):
                     uf(a, cut[1], out=out)
             return True
+
+        def _into_store(window: Callable[[], np.ndarray | None], gm: Any, done: list[bool]
+                        ) -> bool:
+            w = window()
+            out = planned.target(dst, m)
+            if w is None or out is None or w.shape != out.shape or w.dtype != out.dtype:
+                return False
+            lazy.gm_barrier(m, gm.flat)  # (as the store: a tile reading it in place copies)
+            a, b = planned.values(src0, m), planned.values(src1, m)
+            if a is None or b is None:
+                return False
+            planned.written(dst, m)
+            if m.quiet:
+                uf(a, b[..., :rows, :1], out=w)
+            else:
+                with np.errstate(all="ignore"):
+                    uf(a, b[..., :rows, :1], out=w)
+            done[0] = True
+            return True
+
+        def fuse_store(window: Callable[[], np.ndarray | None], gm: Any, done: list[bool]
+                       ) -> None:
+            """(ptoisa/plan_loops.py, a batch) dst is stored whole to ``gm`` by the very next
+            instruction, a TSTORE whose planned form writes window ``window()``, and nothing
+            reads dst's storage after that before writing all of it: the values go straight
+            into the window (an IEEE operation's results whatever their destination) and
+            ``done[0]`` is set, the TSTORE then only counting the write; dst's storage keeps
+            what it held (no one reads it). Where the window is not at hand, the call
+            computes into dst as before and the TSTORE stores it."""
+            store[:] = [window, gm, done]
+        if suffix in _ARITH:
+            call.fuse_store = fuse_store  # type: ignore[attr-defined]
         return call
     # (PTOAS lowers the op through its TileLib template, lib/TileOps/trowexpand*.py, which
     # broadcasts src1[i, 0]: vlds + vdup of the lowest lane, lit/vpto/*_tile_op_expand.pto;
