@@ -370,9 +370,10 @@ def test_tree_into_is_the_halving_tree_or_writes_nothing(dt, width):
     """rules.tree_into (a planned TROWSUM's sums, written into dst's view) gives the halving
     tree's bits, levels by hand as in the test above, over rows with specials (infinities,
     signed zeros, subnormals, overflow) placed at random; a source with a row whose root is
-    a NaN is refused with nothing written (tree_reduce sums such rows level by level); a
-    source it does not take (not C-contiguous, rows not a power of two, another out type)
-    likewise; rules._has_nan is np.isnan(r).any()."""
+    a NaN is refused (tree_reduce sums such rows level by level), nothing written where
+    ``out`` is not one contiguous run (which takes the last level itself); a source it does
+    not take (not C-contiguous, rows not a power of two, another out type) likewise, out
+    untouched; rules._has_nan is np.isnan(r).any()."""
     from ptoisa.isa import rules
 
     special = np.array([0x7F800000, 0xFF800000, 0x80000000, 0x00000000, 0x00000001,
@@ -400,6 +401,9 @@ def test_tree_into_is_the_halving_tree_or_writes_nothing(dt, width):
             want = lvl[:, 0]
         assert rules.tree_into(x, np.add, out)
         assert out.reshape(-1).tobytes() == want.tobytes()
+        flat = np.full(120, 7, dt)  # (1-D: the last level written into it)
+        assert rules.tree_into(x, np.add, flat) and flat.tobytes() == want.tobytes()
+        assert rules.tree_into(x, np.add, np.full(240, 7, dt)[::2]) is True  # (strided)
         assert rules.tree_reduce(x, np.add, 0).reshape(-1).tobytes() == want.tobytes()
         y = x.copy()
         y[2, 5, width // 2] = np.nan

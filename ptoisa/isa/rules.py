@@ -193,11 +193,12 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
 
 def tree_into(x: np.ndarray, fn: np.ufunc, out: np.ndarray) -> bool:
     """:func:`tree_reduce` of ``x`` (no padding: rows of a power of two) written into
-    ``out`` (one element per row, x's type; any shape), through the buffers
-    :func:`_short_tree` keeps (no result array made, no copy of the roots): True. False,
-    having written nothing: not a C-contiguous f32 / f64 ``x`` of short rows (2 to
-    _TREE_SHORT wide, at most _TREE_KEEP elements), or a row whose root is a NaN (those
-    :func:`tree_reduce` sums one level at a time). numpy's warnings are the caller's."""
+    ``out`` (one element per row, x's type; any shape; a contiguous 1-D ``out`` takes the
+    last level itself), through the buffers :func:`_short_tree` keeps (no result array
+    made): True. False: not a C-contiguous f32 / f64 ``x`` of short rows (2 to _TREE_SHORT
+    wide, at most _TREE_KEEP elements), nothing written; or a row whose root is a NaN
+    (those :func:`tree_reduce` sums one level at a time), ``out`` maybe written (the caller
+    writes it again). numpy's warnings are the caller's."""
     w = x.shape[-1] if x.ndim else 0
     if x.dtype.type not in (np.float32, np.float64) or out.dtype != x.dtype \
             or not x.flags.c_contiguous or not 2 <= w <= _TREE_SHORT or w & (w - 1):
@@ -213,12 +214,18 @@ def tree_into(x: np.ndarray, fn: np.ufunc, out: np.ndarray) -> bool:
     x2 = x.reshape(rows, w)
     fn(x2[:, :h], x2[:, h:], out=first)  # (as tree_reduce's short rows)
     np.copyto(b, first.T)
-    for lo, hi in levels:
-        fn(lo, hi, out=lo)
     root = b[0]
+    n = len(levels)
+    for k in range(n):
+        lo, hi = levels[k]
+        if k == n - 1 and out.ndim == 1 and out.strides[0] == out.itemsize:
+            root = fn(lo[0], hi[0], out=out)  # (the roots straight into out)
+        else:
+            fn(lo, hi, out=lo)
     if _has_nan(root):
         return False
-    out[...] = root.reshape(out.shape)
+    if root is not out:
+        out[...] = root.reshape(out.shape)
     return True
 
 

@@ -142,12 +142,16 @@ def _row_sums_into(m: Machine) -> Callable[[np.ndarray, np.ndarray], bool] | Non
     rows in order."""
     if m.target.traits.reduce_order == "sequential":
         return None
+    flat: list[Any] = [None, None]  # (the last out, its flat view where it is one run)
 
     def into(x: np.ndarray, out: np.ndarray) -> bool:
+        if flat[0] is not out:  # (a view kept by the tile while its storage stands)
+            flat[0] = out
+            flat[1] = out.reshape(-1) if out.flags.c_contiguous else out
         if m.quiet:  # (a launch's machine: numpy's warnings are off)
-            return tree_into(x, np.add, out)
+            return tree_into(x, np.add, flat[1])
         with np.errstate(all="ignore"):
-            return tree_into(x, np.add, out)
+            return tree_into(x, np.add, flat[1])
     return into
 
 
