@@ -57,13 +57,17 @@ from typing import Any
 
 import numpy as np
 
+from . import grid as _grid
+from . import observe as _observe
 from . import plans as _plans
 from . import symbolic as _sym
 from .errors import PtoError
+from .hostmem import check_lockstep
 from .isa.registry import InstrRecord
-from .lanes import BlockDivergence
+from .lanes import BlockDivergence, Lanes
 from .memory import Machine
 from .plans import Plan, PlanStats, _NotPlannable, _Recorder, _tiles
+from .targets import get_target
 from .tensor import GlobalTensor
 from .tile import Tile
 
@@ -116,7 +120,8 @@ class _Last:
     overlap (they follow from those and the arrays' memory, which an array object keeps):
     it replays the same plan, most recently used already, without building the key."""
 
-    __slots__ = ("args", "arrays", "settings", "blocks", "m", "plan", "tiles", "roots")
+    __slots__ = ("args", "arrays", "settings", "blocks", "m", "plan", "tiles", "roots",
+                 "block_idx", "machine_key")
 
     def __init__(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
                  m: Machine, plan: Plan, tiles: list[Tile], roots: list[np.ndarray]) -> None:
@@ -125,6 +130,11 @@ class _Last:
                        if isinstance(a, np.ndarray)]
         self.settings = list(settings.items())
         self.blocks, self.m, self.plan, self.tiles, self.roots = blocks, m, plan, tiles, roots
+        #: the block indices a lockstep replay on the short path (replayed) sets on m
+        self.block_idx = Lanes(np.arange(blocks))
+        self.block_idx.flags.writeable = False
+        #: the key m is the cached launch machine under (grid.machine_key), once replayed asks
+        self.machine_key: Any = None
 
     def same(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
              m: Machine) -> bool:
@@ -423,6 +433,51 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
         return _interpret(st, kp.refused.get(key, "not planned"), kernel, args)
     _record(kp, key, kernel, args, roots, m)
     return None
+
+
+def replayed(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, target: Any,
+             lockstep: Any, settings: dict[str, Any]) -> bool:
+    """``pto.launch``'s short path: a launch of the kernel last launched with plans, that the
+    general path (``run_blocks`` with :func:`body`) would hand to :func:`_run` on the machine
+    of the kernel's last replay and :func:`_run` would replay as that one (``_Last.same``),
+    replayed with only what the replay needs: the guards first, then the launch machine set
+    up, the plan run and the machine left, as ``run_blocks`` does. False, having done nothing
+    observable: anything else (a launch observed, recording or exporting; another kernel,
+    machine or signature; a policy that runs the blocks one by one), for the general path."""
+    got = _LAST
+    if got is None or got[0]() is not kernel:
+        return False
+    last = got[1].last
+    if last is None or type(blocks) is not int:  # (check_launch's: bool and numpy ints too)
+        return False
+    m = last.m
+    if m.observers or _observe.watching() or _sym.WATCH is not None \
+            or _sym.TRACER is not None:
+        return False
+    if blocks != 1 and not (lockstep is True or (type(lockstep) is str and lockstep == "auto")):
+        return False  # (False: one by one; anything else: check_launch's error)
+    if blocks == 1 and not (lockstep is True or lockstep is False
+                            or (type(lockstep) is str and lockstep == "auto")):
+        return False
+    if not last.same(args, settings, blocks, m):
+        return False
+    key = last.machine_key  # (the launch machine's, as last.same's settings and blocks make it)
+    if key is None or _grid.cached_at(key) is not m or get_target(target) is not m.target:
+        try:
+            key = _grid.machine_key(target, blocks, settings)
+        except PtoError:  # (an unknown target: the general path says so)
+            return False
+        if _grid.cached_at(key) is not m:
+            return False
+        last.machine_key = key
+    check_lockstep(blocks)
+    got[1].stats.hits += 1
+    if blocks == 1:
+        _grid.run_one(lambda _m: _replay(last.plan, last.tiles, last.roots, m), m)
+    else:
+        _grid.run_together(lambda _m: _replay(last.plan, last.tiles, last.roots, m), m,
+                           last.block_idx)
+    return True
 
 
 def _replay(plan: Plan, tiles: list[Tile], roots: list[np.ndarray], m: Machine) -> None:

@@ -89,8 +89,12 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     sanitizing = sanitize is not False and sanitize is not None
     if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)
-        body = eager_plans.body(kernel, args, blocks, settings) if eager_plans.enabled(plans) \
-            else lambda m: kernel(*args)
+        if eager_plans.enabled(plans):
+            if eager_plans.replayed(kernel, args, blocks, target, lockstep, settings):
+                return None  # (the kernel's last replay again: its short path)
+            body = eager_plans.body(kernel, args, blocks, settings)
+        else:
+            body = lambda m: kernel(*args)  # noqa: E731
         run_blocks(body, blocks=blocks, target=target, lockstep=lockstep, settings=settings)
         return None
     eager_plans.enabled(plans)  # (checked: an observed launch runs interpreted)
@@ -246,6 +250,25 @@ def run_one(body: Callable[[Machine], Any], m: Machine) -> Any:
         warnings_back(quiet)
 
 
+def run_together(body: Callable[[Machine], Any], m: Machine, block_idx: Lanes) -> Any:
+    """``run_blocks(body, blocks=m.lanes, target=target, settings=settings)``'s lockstep run
+    for a launcher that has made its checks (a lockstep policy that runs the blocks together,
+    :func:`eager_plans.nested`, :func:`check_lockstep`), holds the launch machine of those
+    settings (:func:`cached_machine`'s ``m``) and knows ``body`` cannot diverge by block (an
+    eager plan's replay): ``body`` on it with ``block_idx`` (``Lanes(range(m.lanes))``),
+    numpy's warnings off."""
+    quiet = warnings_off()
+    try:
+        _set_up(m)
+        try:
+            m.block_idx, m.block_num = block_idx, m.lanes
+            return body(m)
+        finally:
+            _done(m)
+    finally:
+        warnings_back(quiet)
+
+
 def _block(m: Machine, body: Callable[[Machine], Any], b: int, blocks: int, planned: bool,
            leave: Callable[[Machine], None]) -> Any:
     """``body(m)`` as block ``b`` of ``blocks`` on a one-lane machine set up for it (an empty
@@ -267,10 +290,17 @@ _MACHINES: dict[Any, Machine] = {}
 def cached_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Machine | None:
     """The machine a launch with these settings would run on, as the last one left it (None:
     the launch would make one)."""
-    return _MACHINES.get(_machine_key(target, lanes, settings))
+    return _MACHINES.get(machine_key(target, lanes, settings))
 
 
-def _machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
+def cached_at(key: Any) -> Machine | None:
+    """:func:`cached_machine` by the launch's :func:`machine_key` (a launcher that kept it)."""
+    return _MACHINES.get(key)
+
+
+def machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
+    """What the launch machine of a launch with these settings is cached by (raises PtoError
+    for an unknown target)."""
     items = [(k, id(v)) for k, v in settings.items()]
     return (get_target(target), lanes, tuple(sorted(items) if len(items) > 1 else items))
 
@@ -279,7 +309,7 @@ def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) ->
     """A machine for a launch, reused across launches with the same target and lane count so
     its buffers and arena are not allocated (and page-faulted in) again every time."""
     target = get_target(target)
-    key = _machine_key(target, lanes, settings)
+    key = machine_key(target, lanes, settings)
     m = _MACHINES.get(key)
     if m is None:
         if len(_MACHINES) > 8:

@@ -733,3 +733,147 @@ def test_a_launch_inside_the_kernel_is_not_planned() -> None:
         assert np.array_equal(z, x + y)
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits == 0 and "pto.launch inside the kernel" in s.why
+
+
+# ---- pto.launch's short path (eager_plans.replayed) -----------------------------------------
+
+def _vec_add_kernel() -> Callable[..., None]:
+    """A fresh kernel (plans are kept per function object): scale.py's vec-add, one 64x64
+    tile a block."""
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        S.vec_add(x, y, z)
+    return kernel
+
+
+def _short_path_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """[launches the general path ran (grid.run_blocks), launches the short path replayed]."""
+    from ptoisa import grid
+
+    n = [0, 0]
+    general, short = grid.run_blocks, eager_plans.replayed
+
+    def counted(*a: Any, **k: Any) -> Any:
+        n[0] += 1
+        return general(*a, **k)
+
+    def counted_short(*a: Any, **k: Any) -> bool:
+        hit = short(*a, **k)
+        n[1] += hit
+        return hit
+    monkeypatch.setattr(grid, "run_blocks", counted)
+    monkeypatch.setattr(eager_plans, "replayed", counted_short)
+    return n
+
+
+@pytest.mark.parametrize("blocks", [1, 4])
+def test_short_path_replays_the_last_launch(blocks: int, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """After the general path's first replay, launches of that kernel with the same argument,
+    settings and machine objects take the short path: the general launcher is not called,
+    the bits are the interpreter's (outputs poisoned before each launch, inputs changed in
+    place), the plan's hits counted, numpy's error state and the machine stack as before."""
+    kernel = _vec_add_kernel()
+    x, y = (_rng(50 + k).standard_normal(blocks * 4096, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    n = _short_path_counted(monkeypatch)
+    for _ in range(4):  # two records, the checked launch, the first replay
+        pto.launch(kernel, x, y, z, blocks=blocks, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and (s.built, s.hits) == (1, 1) and n == [4, 0]
+    from ptoisa import memory
+
+    stack = list(memory._stack)
+    state = np.geterr()
+    for i in range(5):
+        x += np.float32(i)
+        z.view(np.uint8)[...] = 0xA5
+        pto.launch(kernel, x, y, z, blocks=blocks, plans=True)
+        assert np.array_equal(z, x + y), f"launch {i + 1}"
+    assert n == [4, 5] and s.hits == 6
+    assert list(memory._stack) == stack and np.geterr() == state
+
+
+def test_short_path_misses_take_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each guard of the short path missed once: the launch goes to the general path, which
+    gives the interpreter's bits (or its error), and the next same launch is short again."""
+    from ptoisa import grid
+
+    kernel = _vec_add_kernel()
+    blocks = 4
+    x, y = (_rng(60 + k).standard_normal(blocks * 4096, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    n = _short_path_counted(monkeypatch)
+    for _ in range(5):
+        pto.launch(kernel, x, y, z, blocks=blocks, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and n == [4, 1] and s.hits == 2
+
+    def again(general: int, **kw: Any) -> None:
+        z.view(np.uint8)[...] = 0xA5
+        before = list(n)
+        pto.launch(kernel, x, y, z, **{"blocks": blocks, "plans": True, **kw})
+        assert np.array_equal(z, x.reshape(-1) + y)
+        assert n[0] - before[0] == general and n[1] - before[1] == 1 - general, kw
+
+    def back() -> None:  # (a miss that replaced the last replay: one general launch)
+        again(1)
+        again(0)
+
+    again(1, lockstep=False)  # (one by one: interpreted)
+    assert s.why == "blocks run one by one"
+    again(0)
+    again(1, target="cpu")  # (another machine: recorded for it)
+    back()
+    again(1, matmul_accumulation="exact")  # (another setting's object: another signature)
+    back()
+    grid._MACHINES.clear()  # (the machine the plan ran on is no longer the launch's)
+    built = s.built
+    for _ in range(4):  # (recorded and planned on the new machine)
+        again(1)
+    assert s.built == built + 1
+    again(0)
+    x.shape = (blocks, 4096)  # (the same object, another shape: another signature)
+    again(1)
+    x.shape = (blocks * 4096,)
+    back()
+    z2 = z.reshape(blocks, 4096)  # (another array object, the same memory)
+    before = list(n)
+    pto.launch(kernel, x, y, z2, blocks=blocks, plans=True)
+    assert n[0] == before[0] + 1 and n[1] == before[1]
+    short = n[1]
+    for bad in (np.int64(blocks), True):
+        with pytest.raises(pto.PtoError, match="blocks must be a positive integer"):
+            pto.launch(kernel, x, y, z, blocks=bad, plans=True)
+    with pytest.raises(pto.PtoError, match="lockstep must be"):
+        pto.launch(kernel, x, y, z, blocks=blocks, lockstep="yes", plans=True)
+    with pytest.raises(pto.PtoError, match="unknown target"):
+        pto.launch(kernel, x, y, z, blocks=blocks, target="a9", plans=True)
+    assert n[1] == short
+
+
+def test_short_path_leaves_observed_launches_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An observed launch (an observing block, the sanitizer, the cycle model) after replays
+    is not short-circuited: the observers see every instruction, and it runs interpreted."""
+    from ptoisa.sanitizer import Sanitizer
+
+    kernel = _vec_add_kernel()
+    x, y = (_rng(70 + k).standard_normal(2 * 4096, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    n = _short_path_counted(monkeypatch)
+    for _ in range(5):
+        pto.launch(kernel, x, y, z, blocks=2, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and n[1] == 1
+    seen: list[str] = []
+    z[...] = 0
+    with observing(lambda rec: seen.append(rec.ins.name)):
+        pto.launch(kernel, x, y, z, blocks=2, plans=True)
+    assert seen == ["TLOAD", "TLOAD", "TADD", "TSTORE"] and n[1] == 1
+    assert np.array_equal(z, x + y) and s.why == "the launch is observed"
+    report = pto.launch(kernel, x, y, z, blocks=2, plans=True, cycles=True)
+    assert report is not None and n[1] == 1
+    san = Sanitizer()
+    assert pto.launch(kernel, x, y, z, blocks=2, plans=True, sanitize=san) is not None
+    assert n[1] == 1
+    pto.launch(kernel, x, y, z, blocks=2, plans=True)
+    assert n[1] == 2
