@@ -877,3 +877,66 @@ def test_short_path_leaves_observed_launches_alone(monkeypatch: pytest.MonkeyPat
     assert n[1] == 1
     pto.launch(kernel, x, y, z, blocks=2, plans=True)
     assert n[1] == 2
+
+
+# ---- planned forms of a GEMM's boxed loads and Acc stores -----------------------------------
+
+def _gemm_rows(rows: int) -> Callable[..., None]:
+    """A fresh kernel: scale.py's GEMM on 64 x 64 x 64 tiles, each block's A panel, left
+    tile and accumulator valid over its first ``rows`` rows (64: whole tiles, the planned
+    forms' use; fewer: partial tiles, which they leave to the general call), C's blocks
+    ``rows`` rows apart."""
+    t = 64
+
+    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        dt, n = a.dtype, b.shape[1]
+        k = a.shape[1]
+        blk = pto.get_block_idx()
+        bi, bj = blk // (n // t), blk % (n // t)
+        ta = Tile(TileType.Mat, dt, t, t, pto.BLayout.ColMajor, (rows, t), pto.SLayout.RowMajor)
+        tb = Tile(TileType.Mat, dt, t, t, pto.BLayout.ColMajor, None, pto.SLayout.RowMajor)
+        left, right = pto.TileLeft(dt, t, t, (rows, t)), pto.TileRight(dt, t, t)
+        acc = pto.TileAcc(np.float32, t, t, (rows, t))
+        for s in range(k // t):
+            pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, rows, t), (a.size,) * 3 + (k, 1),
+                                       offset=bi * rows * k + s * t))
+            pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, t, t), (b.size,) * 3 + (n, 1),
+                                       offset=s * t * n + bj * t))
+            pto.TMOV(left, ta)
+            pto.TMOV(right, tb)
+            if s == 0:
+                pto.TMATMUL(acc, left, right)
+            else:
+                pto.TMATMUL_ACC(acc, acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, rows, t), (c.size,) * 3 + (n, 1),
+                                offset=bi * rows * n + bj * t), acc)
+    return kernel
+
+
+@pytest.mark.parametrize("rows", [64, 48])
+@pytest.mark.parametrize("blocks", [1, 4])
+@pytest.mark.parametrize("dtype", [np.float16, S.BF16])
+def test_gemm_boxed_loads_and_acc_stores_planned(rows: int, blocks: int, dtype: Any) -> None:
+    """A GEMM's boxed panel loads (in place: a window, or lane blocks at uneven offsets) and
+    Acc stores (a window, or a grid of blocks), planned (whole tiles) or given to the general
+    call (partial ones, every replay), on one block and four in lockstep: the interpreter's
+    bits on every replay, with two sets of arrays alternating (the kept windows follow the
+    arrays bound) and the inputs changed in place."""
+    g = 2 if blocks == 4 else 1
+    kernel = _gemm_rows(rows)
+    sets = []
+    for i in range(2):
+        a = _rng(80 + 2 * i).standard_normal((g * rows, 128)).astype(dtype)
+        b = _rng(81 + 2 * i).standard_normal((128, g * 64)).astype(dtype)
+        sets.append((a, b, np.zeros((g * rows, g * 64), np.float32)))
+    assert _both_ways(kernel, list(sets[0][:2]), [sets[0][2]], blocks=blocks) == (1, 2)
+    for i in range(6):
+        a, b, c = sets[i % 2]
+        a[0, i] += dtype(1.0)
+        pto.launch(kernel, a, b, c, blocks=blocks)
+        want = c.copy()
+        c.view(np.uint8)[...] = 0xA5
+        pto.launch(kernel, a, b, c, blocks=blocks, plans=True)
+        assert c.tobytes() == want.tobytes(), f"launch {i + 1}"
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits >= 6
