@@ -625,8 +625,9 @@ def _acc_tstore_plan(m: Machine, vals: list[Any], params: dict[str, Any]) -> Any
 
 def _store_pending(m: Machine, dst: GlobalTensor, src: Tile, w: np.ndarray) -> bool:
     """src's deferred result computed straight into GM window ``w`` (src's whole tile, of
-    dst's type; w a window of its own per lane); src then reads it in place."""
-    if _lanes_overlap(w) or not (m.lanes == 1 or w.ndim == 3):
+    dst's type; w a window of its own per lane: the caller has seen no two lanes' windows
+    overlap, _lanes_overlap); src then reads it in place."""
+    if not (m.lanes == 1 or w.ndim == 3):
         return False
     m.gm_writes += 1
     lazy.gm_barrier(m, dst.flat)
@@ -695,7 +696,7 @@ def _tstore(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None
             and (vr, vc) == src.shape:
         w = dst.window(vr, vc)
         # compute the deferred result straight into GM; the tile then reads it in place
-        if w is not None and _store_pending(m, dst, src, w):
+        if w is not None and not _lanes_overlap(w) and _store_pending(m, dst, src, w):
             return
     vals = np.asarray(src.read())
     if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
