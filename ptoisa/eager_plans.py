@@ -451,7 +451,7 @@ def replayed(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, tar
     if last is None or type(blocks) is not int:  # (check_launch's: bool and numpy ints too)
         return False
     m = last.m
-    if m.observers or _observe.watching() or _sym.WATCH is not None \
+    if m.observers or _observe.active() or _sym.WATCH is not None \
             or _sym.TRACER is not None:
         return False
     if blocks != 1 and not (lockstep is True or (type(lockstep) is str and lockstep == "auto")):
@@ -470,11 +470,11 @@ def replayed(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, tar
         if _grid.cached_at(key) is not m:
             return False
         last.machine_key = key
-    check_lockstep(blocks)
     got[1].stats.hits += 1
     if blocks == 1:
         _grid.run_one(lambda _m: _replay(last.plan, last.tiles, last.roots, m), m)
     else:
+        check_lockstep(blocks)  # (run_blocks' lockstep run checks it: blocks run together)
         _grid.run_together(lambda _m: _replay(last.plan, last.tiles, last.roots, m), m,
                            last.block_idx)
     return True
