@@ -940,3 +940,21 @@ def test_gemm_boxed_loads_and_acc_stores_planned(rows: int, blocks: int, dtype: 
         assert c.tobytes() == want.tobytes(), f"launch {i + 1}"
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits >= 6
+
+
+def test_lane_grid_answer_kept_only_for_read_only_lane_maps() -> None:
+    """TMATMUL's lane grid (matmul._grid_of): a read-only lane map's answer is kept (asked
+    again, the same answer); a writable one is asked every time, so a map changed in place
+    gets the answer of its new values."""
+    from ptoisa.isa.matrix import matmul
+
+    ia, ib = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
+    assert matmul._grid_of(ia, ib, 2, 2) == "ij"
+    ia[...], ib[...] = [0, 1, 0, 1], [0, 0, 1, 1]
+    assert matmul._grid_of(ia, ib, 2, 2) == "ji"
+    ia[...] = [1, 0, 0, 1]
+    assert matmul._grid_of(ia, ib, 2, 2) is None
+    ra, rb = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
+    ra.flags.writeable = rb.flags.writeable = False
+    assert matmul._grid_of(ra, rb, 2, 2) == "ij" and matmul._grid_of(ra, rb, 2, 2) == "ij"
+    assert matmul._grid_of(rb, ra, 2, 2) == "ji"
