@@ -57,17 +57,14 @@ from typing import Any
 
 import numpy as np
 
-from . import grid as _grid
 from . import observe as _observe
 from . import plans as _plans
 from . import symbolic as _sym
 from .errors import PtoError
-from .hostmem import check_lockstep
 from .isa.registry import InstrRecord
 from .lanes import BlockDivergence, Lanes
 from .memory import Machine
 from .plans import Plan, PlanStats, _NotPlannable, _Recorder, _tiles
-from .targets import get_target
 from .tensor import GlobalTensor
 from .tile import Tile
 
@@ -121,19 +118,22 @@ class _Last:
     it replays the same plan, most recently used already, without building the key."""
 
     __slots__ = ("args", "arrays", "settings", "blocks", "m", "plan", "tiles", "roots",
-                 "block_idx", "machine_key")
+                 "stats", "block_idx", "machine_key")
 
     def __init__(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
-                 m: Machine, plan: Plan, tiles: list[Tile], roots: list[np.ndarray]) -> None:
+                 m: Machine, plan: Plan, tiles: list[Tile], roots: list[np.ndarray],
+                 stats: PlanStats) -> None:
         self.args = args
         self.arrays = [(a, a.dtype, a.shape, a.strides, a.flags.writeable) for a in args
                        if isinstance(a, np.ndarray)]
         self.settings = list(settings.items())
         self.blocks, self.m, self.plan, self.tiles, self.roots = blocks, m, plan, tiles, roots
-        #: the block indices a lockstep replay on the short path (replayed) sets on m
+        self.stats = stats  # (the kernel's)
+        #: the block indices a lockstep replay on the short path (grid._replayed) sets on m
         self.block_idx = Lanes(np.arange(blocks))
         self.block_idx.flags.writeable = False
-        #: the key m is the cached launch machine under (grid.machine_key), once replayed asks
+        #: the key m is the cached launch machine under (grid.machine_key), once the short
+        #: path found it
         self.machine_key: Any = None
 
     def same(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
@@ -427,7 +427,7 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
             return None
         st.hits += 1
         _replay(plan, tiles, roots, m)
-        kp.last = _Last(args, settings, blocks, m, plan, tiles, roots)
+        kp.last = _Last(args, settings, blocks, m, plan, tiles, roots, st)
         return None
     if key in kp.by_key and plan is None:
         return _interpret(st, kp.refused.get(key, "not planned"), kernel, args)
@@ -435,49 +435,38 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
     return None
 
 
-def replayed(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, target: Any,
-             lockstep: Any, settings: dict[str, Any]) -> bool:
-    """``pto.launch``'s short path: a launch of the kernel last launched with plans, that the
-    general path (``run_blocks`` with :func:`body`) would hand to :func:`_run` on the machine
-    of the kernel's last replay and :func:`_run` would replay as that one (``_Last.same``),
-    replayed with only what the replay needs: the guards first, then the launch machine set
-    up, the plan run and the machine left, as ``run_blocks`` does. False, having done nothing
-    observable: anything else (a launch observed, recording or exporting; another kernel,
-    machine or signature; a policy that runs the blocks one by one), for the general path."""
+def repeated(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, lockstep: Any,
+             settings: dict[str, Any]) -> _Last | None:
+    """``pto.launch``'s short path (``grid._replayed``), its guards: the last replay of
+    ``kernel`` when this launch is that one again - the kernel last launched with plans, the
+    same argument and settings objects (``_Last.same``), nothing observing it (no observers
+    on the machine or open ``observing`` block, no recorder or exporter), ``blocks`` an int
+    and a lockstep policy that runs the blocks together - so that the general path, handed
+    the same launch machine (the caller checks it is still the cached one), would replay it
+    in :func:`_run`; else None, having done nothing."""
     got = _LAST
     if got is None or got[0]() is not kernel:
-        return False
+        return None
     last = got[1].last
     if last is None or type(blocks) is not int:  # (check_launch's: bool and numpy ints too)
-        return False
+        return None
     m = last.m
     if m.observers or _observe.active() or _sym.WATCH is not None \
             or _sym.TRACER is not None:
-        return False
+        return None
     if blocks != 1 and not (lockstep is True or (type(lockstep) is str and lockstep == "auto")):
-        return False  # (False: one by one; anything else: check_launch's error)
+        return None  # (False: one by one; anything else: check_launch's error)
     if blocks == 1 and not (lockstep is True or lockstep is False
                             or (type(lockstep) is str and lockstep == "auto")):
-        return False
-    if not last.same(args, settings, blocks, m):
-        return False
-    key = last.machine_key  # (the launch machine's, as last.same's settings and blocks make it)
-    if key is None or _grid.cached_at(key) is not m or get_target(target) is not m.target:
-        try:
-            key = _grid.machine_key(target, blocks, settings)
-        except PtoError:  # (an unknown target: the general path says so)
-            return False
-        if _grid.cached_at(key) is not m:
-            return False
-        last.machine_key = key
-    got[1].stats.hits += 1
-    if blocks == 1:
-        _grid.run_one(lambda _m: _replay(last.plan, last.tiles, last.roots, m), m)
-    else:
-        check_lockstep(blocks)  # (run_blocks' lockstep run checks it: blocks run together)
-        _grid.run_together(lambda _m: _replay(last.plan, last.tiles, last.roots, m), m,
-                           last.block_idx)
-    return True
+        return None
+    return last if last.same(args, settings, blocks, m) else None
+
+
+def replay_last(last: _Last) -> None:
+    """(The short path, on ``last.m`` set up for the launch) the replay :func:`repeated`
+    found, counted as :func:`_run` counts it."""
+    last.stats.hits += 1
+    _replay(last.plan, last.tiles, last.roots, last.m)
 
 
 def _replay(plan: Plan, tiles: list[Tile], roots: list[np.ndarray], m: Machine) -> None:

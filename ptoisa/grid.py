@@ -90,7 +90,7 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     sanitizing = sanitize is not False and sanitize is not None
     if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)
         if eager_plans.enabled(plans):
-            if eager_plans.replayed(kernel, args, blocks, target, lockstep, settings):
+            if _replayed(kernel, args, blocks, target, lockstep, settings):
                 return None  # (the kernel's last replay again: its short path)
             body = eager_plans.body(kernel, args, blocks, settings)
         else:
@@ -140,6 +140,36 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
             raise SanitizerError(session.report)
         return session.report
     return model.report() if cycles else None
+
+
+def _replayed(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, target: Any,
+              lockstep: Any, settings: dict[str, Any]) -> bool:
+    """``launch``'s short path: a launch that the general path (:func:`run_blocks` with
+    :func:`eager_plans.body`) would hand, on the machine of the kernel's last replay, to
+    ``eager_plans._run``, which would replay it as that one (:func:`eager_plans.repeated`'s
+    guards, and the machine still the launch's cached one), replayed with only what the
+    replay needs: the launch machine set up, the plan run, the machine left, as
+    :func:`run_blocks` does for it. False, having done nothing observable: anything else, for
+    the general path."""
+    last = eager_plans.repeated(kernel, args, blocks, lockstep, settings)
+    if last is None:
+        return False
+    m = last.m
+    key = last.machine_key  # (the launch machine's, as last.same's settings and blocks make it)
+    try:
+        if key is None or _MACHINES.get(key) is not m or get_target(target) is not m.target:
+            key = machine_key(target, blocks, settings)
+            if _MACHINES.get(key) is not m:
+                return False
+            last.machine_key = key
+    except PtoError:  # (an unknown target: the general path says so)
+        return False
+    if blocks == 1:
+        run_one(lambda _m: eager_plans.replay_last(last), m)
+    else:
+        check_lockstep(blocks)  # (run_blocks' lockstep run checks it: blocks run together)
+        run_together(lambda _m: eager_plans.replay_last(last), m, last.block_idx)
+    return True
 
 
 def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLike,
@@ -291,11 +321,6 @@ def cached_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> 
     """The machine a launch with these settings would run on, as the last one left it (None:
     the launch would make one)."""
     return _MACHINES.get(machine_key(target, lanes, settings))
-
-
-def cached_at(key: Any) -> Machine | None:
-    """:func:`cached_machine` by the launch's :func:`machine_key` (a launcher that kept it)."""
-    return _MACHINES.get(key)
 
 
 def machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:

@@ -735,7 +735,7 @@ def test_a_launch_inside_the_kernel_is_not_planned() -> None:
     assert s is not None and s.hits == 0 and "pto.launch inside the kernel" in s.why
 
 
-# ---- pto.launch's short path (eager_plans.replayed) -----------------------------------------
+# ---- pto.launch's short path (grid._replayed, eager_plans.repeated) -------------------------
 
 def _vec_add_kernel() -> Callable[..., None]:
     """A fresh kernel (plans are kept per function object): scale.py's vec-add, one 64x64
@@ -750,7 +750,7 @@ def _short_path_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     from ptoisa import grid
 
     n = [0, 0]
-    general, short = grid.run_blocks, eager_plans.replayed
+    general, short = grid.run_blocks, grid._replayed
 
     def counted(*a: Any, **k: Any) -> Any:
         n[0] += 1
@@ -761,7 +761,9 @@ def _short_path_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         n[1] += hit
         return hit
     monkeypatch.setattr(grid, "run_blocks", counted)
-    monkeypatch.setattr(eager_plans, "replayed", counted_short)
+    monkeypatch.setattr(grid, "_replayed", counted_short)
+    # (launch machines of their own: another test's many would evict this one's)
+    monkeypatch.setattr(grid, "_MACHINES", {})
     return n
 
 
