@@ -340,9 +340,10 @@ class _BoxedWindow:
         if flat is not self.flat:
             got: Any = self.gm.window(self.rows, self.cols)
             if got is None:
-                got = self.gm.lane_blocks(self.rows, self.cols)
-                if got is not None:
-                    got[1].flags.writeable = False  # (every load's LaneBlocks shares it)
+                lb = self.gm.lane_blocks(self.rows, self.cols)
+                if lb is not None:
+                    lb[1].flags.writeable = False  # (every load's LaneBlocks shares it)
+                    got = (*lb, LaneBlocks(*lb).unique_view())
             self.flat, self.got = flat, got
         return self.got
 
