@@ -57,11 +57,12 @@ from typing import Any
 
 import numpy as np
 
+from . import observe as _observe
 from . import plans as _plans
 from . import symbolic as _sym
 from .errors import PtoError
 from .isa.registry import InstrRecord
-from .lanes import BlockDivergence
+from .lanes import BlockDivergence, Lanes
 from .memory import Machine
 from .plans import Plan, PlanStats, _NotPlannable, _Recorder, _tiles
 from .tensor import GlobalTensor
@@ -116,15 +117,24 @@ class _Last:
     overlap (they follow from those and the arrays' memory, which an array object keeps):
     it replays the same plan, most recently used already, without building the key."""
 
-    __slots__ = ("args", "arrays", "settings", "blocks", "m", "plan", "tiles", "roots")
+    __slots__ = ("args", "arrays", "settings", "blocks", "m", "plan", "tiles", "roots",
+                 "stats", "block_idx", "machine_key")
 
     def __init__(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
-                 m: Machine, plan: Plan, tiles: list[Tile], roots: list[np.ndarray]) -> None:
+                 m: Machine, plan: Plan, tiles: list[Tile], roots: list[np.ndarray],
+                 stats: PlanStats) -> None:
         self.args = args
         self.arrays = [(a, a.dtype, a.shape, a.strides, a.flags.writeable) for a in args
                        if isinstance(a, np.ndarray)]
         self.settings = list(settings.items())
         self.blocks, self.m, self.plan, self.tiles, self.roots = blocks, m, plan, tiles, roots
+        self.stats = stats  # (the kernel's)
+        #: the block indices a lockstep replay on the short path (grid._replayed) sets on m
+        self.block_idx = Lanes(np.arange(blocks))
+        self.block_idx.flags.writeable = False
+        #: the key m is the cached launch machine under (grid.machine_key), once the short
+        #: path found it
+        self.machine_key: Any = None
 
     def same(self, args: tuple[Any, ...], settings: dict[str, Any], blocks: int,
              m: Machine) -> bool:
@@ -417,12 +427,46 @@ def _run(kp: _KernelPlans, kernel: Callable[..., Any], args: tuple[Any, ...], bl
             return None
         st.hits += 1
         _replay(plan, tiles, roots, m)
-        kp.last = _Last(args, settings, blocks, m, plan, tiles, roots)
+        kp.last = _Last(args, settings, blocks, m, plan, tiles, roots, st)
         return None
     if key in kp.by_key and plan is None:
         return _interpret(st, kp.refused.get(key, "not planned"), kernel, args)
     _record(kp, key, kernel, args, roots, m)
     return None
+
+
+def repeated(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, lockstep: Any,
+             settings: dict[str, Any]) -> _Last | None:
+    """``pto.launch``'s short path (``grid._replayed``), its guards: the last replay of
+    ``kernel`` when this launch is that one again - the kernel last launched with plans, the
+    same argument and settings objects (``_Last.same``), nothing observing it (no observers
+    on the machine or open ``observing`` block, no recorder or exporter), ``blocks`` an int
+    and a lockstep policy that runs the blocks together - so that the general path, handed
+    the same launch machine (the caller checks it is still the cached one), would replay it
+    in :func:`_run`; else None, having done nothing."""
+    got = _LAST
+    if got is None or got[0]() is not kernel:
+        return None
+    last = got[1].last
+    if last is None or type(blocks) is not int:  # (check_launch's: bool and numpy ints too)
+        return None
+    m = last.m
+    if m.observers or _observe.active() or _sym.WATCH is not None \
+            or _sym.TRACER is not None:
+        return None
+    if blocks != 1 and not (lockstep is True or (type(lockstep) is str and lockstep == "auto")):
+        return None  # (False: one by one; anything else: check_launch's error)
+    if blocks == 1 and not (lockstep is True or lockstep is False
+                            or (type(lockstep) is str and lockstep == "auto")):
+        return None
+    return last if last.same(args, settings, blocks, m) else None
+
+
+def replay_last(last: _Last) -> None:
+    """(The short path, on ``last.m`` set up for the launch) the replay :func:`repeated`
+    found, counted as :func:`_run` counts it."""
+    last.stats.hits += 1
+    _replay(last.plan, last.tiles, last.roots, last.m)
 
 
 def _replay(plan: Plan, tiles: list[Tile], roots: list[np.ndarray], m: Machine) -> None:

@@ -89,8 +89,12 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
     settings.setdefault("matmul_accumulation", current().matmul_accumulation)
     sanitizing = sanitize is not False and sanitize is not None
     if not (cycles or sanitizing or mixed or ranks is not None):  # (the common launch)
-        body = eager_plans.body(kernel, args, blocks, settings) if eager_plans.enabled(plans) \
-            else lambda m: kernel(*args)
+        if eager_plans.enabled(plans):
+            if _replayed(kernel, args, blocks, target, lockstep, settings):
+                return None  # (the kernel's last replay again: its short path)
+            body = eager_plans.body(kernel, args, blocks, settings)
+        else:
+            body = lambda m: kernel(*args)  # noqa: E731
         run_blocks(body, blocks=blocks, target=target, lockstep=lockstep, settings=settings)
         return None
     eager_plans.enabled(plans)  # (checked: an observed launch runs interpreted)
@@ -136,6 +140,36 @@ def launch(kernel: Callable[..., Any], *args: Any, blocks: int = 1,
             raise SanitizerError(session.report)
         return session.report
     return model.report() if cycles else None
+
+
+def _replayed(kernel: Callable[..., Any], args: tuple[Any, ...], blocks: Any, target: Any,
+              lockstep: Any, settings: dict[str, Any]) -> bool:
+    """``launch``'s short path: a launch that the general path (:func:`run_blocks` with
+    :func:`eager_plans.body`) would hand, on the machine of the kernel's last replay, to
+    ``eager_plans._run``, which would replay it as that one (:func:`eager_plans.repeated`'s
+    guards, and the machine still the launch's cached one), replayed with only what the
+    replay needs: the launch machine set up, the plan run, the machine left, as
+    :func:`run_blocks` does for it. False, having done nothing observable: anything else, for
+    the general path."""
+    last = eager_plans.repeated(kernel, args, blocks, lockstep, settings)
+    if last is None:
+        return False
+    m = last.m
+    key = last.machine_key  # (the launch machine's, as last.same's settings and blocks make it)
+    try:
+        if key is None or _MACHINES.get(key) is not m or get_target(target) is not m.target:
+            key = machine_key(target, blocks, settings)
+            if _MACHINES.get(key) is not m:
+                return False
+            last.machine_key = key
+    except PtoError:  # (an unknown target: the general path says so)
+        return False
+    if blocks == 1:
+        run_one(lambda _m: eager_plans.replay_last(last), m)
+    else:
+        check_lockstep(blocks)  # (run_blocks' lockstep run checks it: blocks run together)
+        run_together(lambda _m: eager_plans.replay_last(last), m, last.block_idx)
+    return True
 
 
 def run_blocks(body: Callable[[Machine], Any], *, blocks: int, target: TargetLike,
@@ -246,6 +280,25 @@ def run_one(body: Callable[[Machine], Any], m: Machine) -> Any:
         warnings_back(quiet)
 
 
+def run_together(body: Callable[[Machine], Any], m: Machine, block_idx: Lanes) -> Any:
+    """``run_blocks(body, blocks=m.lanes, target=target, settings=settings)``'s lockstep run
+    for a launcher that has made its checks (a lockstep policy that runs the blocks together,
+    :func:`eager_plans.nested`, :func:`check_lockstep`), holds the launch machine of those
+    settings (:func:`cached_machine`'s ``m``) and knows ``body`` cannot diverge by block (an
+    eager plan's replay): ``body`` on it with ``block_idx`` (``Lanes(range(m.lanes))``),
+    numpy's warnings off."""
+    quiet = warnings_off()
+    try:
+        _set_up(m)
+        try:
+            m.block_idx, m.block_num = block_idx, m.lanes
+            return body(m)
+        finally:
+            _done(m)
+    finally:
+        warnings_back(quiet)
+
+
 def _block(m: Machine, body: Callable[[Machine], Any], b: int, blocks: int, planned: bool,
            leave: Callable[[Machine], None]) -> Any:
     """``body(m)`` as block ``b`` of ``blocks`` on a one-lane machine set up for it (an empty
@@ -267,7 +320,7 @@ _MACHINES: dict[Any, Machine] = {}
 def cached_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Machine | None:
     """The machine a launch with these settings would run on, as the last one left it (None:
     the launch would make one)."""
-    return _MACHINES.get(_machine_key(target, lanes, settings))
+    return _MACHINES.get(machine_key(target, lanes, settings))
 
 
 def machine_by_key(key: Any) -> Machine | None:
@@ -277,12 +330,8 @@ def machine_by_key(key: Any) -> Machine | None:
 
 
 def machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
-    """What a launch machine of these settings is cached by (the settings' values by
-    identity)."""
-    return _machine_key(target, lanes, settings)
-
-
-def _machine_key(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Any:
+    """What the launch machine of a launch with these settings is cached by (the settings'
+    values by identity; raises PtoError for an unknown target)."""
     items = [(k, id(v)) for k, v in settings.items()]
     return (get_target(target), lanes, tuple(sorted(items) if len(items) > 1 else items))
 
@@ -291,7 +340,7 @@ def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) ->
     """A machine for a launch, reused across launches with the same target and lane count so
     its buffers and arena are not allocated (and page-faulted in) again every time."""
     target = get_target(target)
-    key = _machine_key(target, lanes, settings)
+    key = machine_key(target, lanes, settings)
     m = _MACHINES.get(key)
     if m is None:
         if len(_MACHINES) > 8:

@@ -60,6 +60,11 @@ def watching() -> tuple[Any, ...]:
     return tuple(_watching)
 
 
+def active() -> bool:
+    """Does an open ``observing`` block watch launches now? (:func:`watching` not empty)"""
+    return bool(_watching)
+
+
 @contextmanager
 def observing(*observers: Any) -> Iterator[None]:
     """Attach ``observers`` to every machine a launch runs inside the block, and to the

@@ -315,11 +315,14 @@ class LaneBlocks:
 
     __slots__ = ("base", "idx", "_dense", "_unique")
 
-    def __init__(self, base: np.ndarray, idx: np.ndarray) -> None:
+    def __init__(self, base: np.ndarray, idx: np.ndarray,
+                 unique: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.base = base
         self.idx = idx
         self._dense: np.ndarray | None = None
-        self._unique: tuple[np.ndarray, np.ndarray] | None = None
+        #: (``unique``: what :meth:`unique` returns, from :meth:`unique_view` of blocks on the
+        #: same base and idx)
+        self._unique: tuple[np.ndarray, np.ndarray] | None = unique
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -344,6 +347,13 @@ class LaneBlocks:
                 blocks = self.base[uniq]
             u = self._unique = (blocks, inv)
         return u
+
+    def unique_view(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`unique` where its blocks are a view of ``base`` (evenly spaced), which
+        another LaneBlocks of the same base and idx may take as its own (they read what
+        ``base`` holds when they are read); None where they are a copy."""
+        u = self.unique()
+        return u if _distinct(self.idx)[1] is not None else None
 
 
 @functools.lru_cache(maxsize=256)

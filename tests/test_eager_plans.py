@@ -733,3 +733,230 @@ def test_a_launch_inside_the_kernel_is_not_planned() -> None:
         assert np.array_equal(z, x + y)
     s = eager_plans.stats(kernel)
     assert s is not None and s.hits == 0 and "pto.launch inside the kernel" in s.why
+
+
+# ---- pto.launch's short path (grid._replayed, eager_plans.repeated) -------------------------
+
+def _vec_add_kernel() -> Callable[..., None]:
+    """A fresh kernel (plans are kept per function object): scale.py's vec-add, one 64x64
+    tile a block."""
+    def kernel(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> None:
+        S.vec_add(x, y, z)
+    return kernel
+
+
+def _short_path_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """[launches the general path ran (grid.run_blocks), launches the short path replayed]."""
+    from ptoisa import grid
+
+    n = [0, 0]
+    general, short = grid.run_blocks, grid._replayed
+
+    def counted(*a: Any, **k: Any) -> Any:
+        n[0] += 1
+        return general(*a, **k)
+
+    def counted_short(*a: Any, **k: Any) -> bool:
+        hit = short(*a, **k)
+        n[1] += hit
+        return hit
+    monkeypatch.setattr(grid, "run_blocks", counted)
+    monkeypatch.setattr(grid, "_replayed", counted_short)
+    # (launch machines of their own: another test's many would evict this one's)
+    monkeypatch.setattr(grid, "_MACHINES", {})
+    return n
+
+
+@pytest.mark.parametrize("blocks", [1, 4])
+def test_short_path_replays_the_last_launch(blocks: int, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """After the general path's first replay, launches of that kernel with the same argument,
+    settings and machine objects take the short path: the general launcher is not called,
+    the bits are the interpreter's (outputs poisoned before each launch, inputs changed in
+    place), the plan's hits counted, numpy's error state and the machine stack as before."""
+    kernel = _vec_add_kernel()
+    x, y = (_rng(50 + k).standard_normal(blocks * 4096, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    n = _short_path_counted(monkeypatch)
+    for _ in range(4):  # two records, the checked launch, the first replay
+        pto.launch(kernel, x, y, z, blocks=blocks, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and (s.built, s.hits) == (1, 1) and n == [4, 0]
+    from ptoisa import memory
+
+    stack = list(memory._stack)
+    state = np.geterr()
+    for i in range(5):
+        x += np.float32(i)
+        z.view(np.uint8)[...] = 0xA5
+        pto.launch(kernel, x, y, z, blocks=blocks, plans=True)
+        assert np.array_equal(z, x + y), f"launch {i + 1}"
+    assert n == [4, 5] and s.hits == 6
+    assert list(memory._stack) == stack and np.geterr() == state
+
+
+def test_short_path_misses_take_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each guard of the short path missed once: the launch goes to the general path, which
+    gives the interpreter's bits (or its error), and the next same launch is short again."""
+    from ptoisa import grid
+
+    kernel = _vec_add_kernel()
+    blocks = 4
+    x, y = (_rng(60 + k).standard_normal(blocks * 4096, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    n = _short_path_counted(monkeypatch)
+    for _ in range(5):
+        pto.launch(kernel, x, y, z, blocks=blocks, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and n == [4, 1] and s.hits == 2
+
+    def again(general: int, **kw: Any) -> None:
+        z.view(np.uint8)[...] = 0xA5
+        before = list(n)
+        pto.launch(kernel, x, y, z, **{"blocks": blocks, "plans": True, **kw})
+        assert np.array_equal(z, x.reshape(-1) + y)
+        assert n[0] - before[0] == general and n[1] - before[1] == 1 - general, kw
+
+    def back() -> None:  # (a miss that replaced the last replay: one general launch)
+        again(1)
+        again(0)
+
+    again(1, lockstep=False)  # (one by one: interpreted)
+    assert s.why == "blocks run one by one"
+    again(0)
+    again(1, target="cpu")  # (another machine: recorded for it)
+    back()
+    again(1, matmul_accumulation="exact")  # (another setting's object: another signature)
+    back()
+    grid._MACHINES.clear()  # (the machine the plan ran on is no longer the launch's)
+    built = s.built
+    for _ in range(4):  # (recorded and planned on the new machine)
+        again(1)
+    assert s.built == built + 1
+    again(0)
+    x.shape = (blocks, 4096)  # (the same object, another shape: another signature)
+    again(1)
+    x.shape = (blocks * 4096,)
+    back()
+    z2 = z.reshape(blocks, 4096)  # (another array object, the same memory)
+    before = list(n)
+    pto.launch(kernel, x, y, z2, blocks=blocks, plans=True)
+    assert n[0] == before[0] + 1 and n[1] == before[1]
+    short = n[1]
+    for bad in (np.int64(blocks), True):
+        with pytest.raises(pto.PtoError, match="blocks must be a positive integer"):
+            pto.launch(kernel, x, y, z, blocks=bad, plans=True)
+    with pytest.raises(pto.PtoError, match="lockstep must be"):
+        pto.launch(kernel, x, y, z, blocks=blocks, lockstep="yes", plans=True)
+    with pytest.raises(pto.PtoError, match="unknown target"):
+        pto.launch(kernel, x, y, z, blocks=blocks, target="a9", plans=True)
+    assert n[1] == short
+
+
+def test_short_path_leaves_observed_launches_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An observed launch (an observing block, the sanitizer, the cycle model) after replays
+    is not short-circuited: the observers see every instruction, and it runs interpreted."""
+    from ptoisa.sanitizer import Sanitizer
+
+    kernel = _vec_add_kernel()
+    x, y = (_rng(70 + k).standard_normal(2 * 4096, dtype=np.float32) for k in (0, 1))
+    z = np.zeros_like(x)
+    n = _short_path_counted(monkeypatch)
+    for _ in range(5):
+        pto.launch(kernel, x, y, z, blocks=2, plans=True)
+    s = eager_plans.stats(kernel)
+    assert s is not None and n[1] == 1
+    seen: list[str] = []
+    z[...] = 0
+    with observing(lambda rec: seen.append(rec.ins.name)):
+        pto.launch(kernel, x, y, z, blocks=2, plans=True)
+    assert seen == ["TLOAD", "TLOAD", "TADD", "TSTORE"] and n[1] == 1
+    assert np.array_equal(z, x + y) and s.why == "the launch is observed"
+    report = pto.launch(kernel, x, y, z, blocks=2, plans=True, cycles=True)
+    assert report is not None and n[1] == 1
+    san = Sanitizer()
+    assert pto.launch(kernel, x, y, z, blocks=2, plans=True, sanitize=san) is not None
+    assert n[1] == 1
+    pto.launch(kernel, x, y, z, blocks=2, plans=True)
+    assert n[1] == 2
+
+
+# ---- planned forms of a GEMM's boxed loads and Acc stores -----------------------------------
+
+def _gemm_rows(rows: int) -> Callable[..., None]:
+    """A fresh kernel: scale.py's GEMM on 64 x 64 x 64 tiles, each block's A panel, left
+    tile and accumulator valid over its first ``rows`` rows (64: whole tiles, the planned
+    forms' use; fewer: partial tiles, which they leave to the general call), C's blocks
+    ``rows`` rows apart."""
+    t = 64
+
+    def kernel(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        dt, n = a.dtype, b.shape[1]
+        k = a.shape[1]
+        blk = pto.get_block_idx()
+        bi, bj = blk // (n // t), blk % (n // t)
+        ta = Tile(TileType.Mat, dt, t, t, pto.BLayout.ColMajor, (rows, t), pto.SLayout.RowMajor)
+        tb = Tile(TileType.Mat, dt, t, t, pto.BLayout.ColMajor, None, pto.SLayout.RowMajor)
+        left, right = pto.TileLeft(dt, t, t, (rows, t)), pto.TileRight(dt, t, t)
+        acc = pto.TileAcc(np.float32, t, t, (rows, t))
+        for s in range(k // t):
+            pto.TLOAD(ta, GlobalTensor(a, (1, 1, 1, rows, t), (a.size,) * 3 + (k, 1),
+                                       offset=bi * rows * k + s * t))
+            pto.TLOAD(tb, GlobalTensor(b, (1, 1, 1, t, t), (b.size,) * 3 + (n, 1),
+                                       offset=s * t * n + bj * t))
+            pto.TMOV(left, ta)
+            pto.TMOV(right, tb)
+            if s == 0:
+                pto.TMATMUL(acc, left, right)
+            else:
+                pto.TMATMUL_ACC(acc, acc, left, right)
+        pto.TSTORE(GlobalTensor(c, (1, 1, 1, rows, t), (c.size,) * 3 + (n, 1),
+                                offset=bi * rows * n + bj * t), acc)
+    return kernel
+
+
+@pytest.mark.parametrize("rows", [64, 48])
+@pytest.mark.parametrize("blocks", [1, 4])
+@pytest.mark.parametrize("dtype", [np.float16, S.BF16])
+def test_gemm_boxed_loads_and_acc_stores_planned(rows: int, blocks: int, dtype: Any) -> None:
+    """A GEMM's boxed panel loads (in place: a window, or lane blocks at uneven offsets) and
+    Acc stores (a window, or a grid of blocks), planned (whole tiles) or given to the general
+    call (partial ones, every replay), on one block and four in lockstep: the interpreter's
+    bits on every replay, with two sets of arrays alternating (the kept windows follow the
+    arrays bound) and the inputs changed in place."""
+    g = 2 if blocks == 4 else 1
+    kernel = _gemm_rows(rows)
+    sets = []
+    for i in range(2):
+        a = _rng(80 + 2 * i).standard_normal((g * rows, 128)).astype(dtype)
+        b = _rng(81 + 2 * i).standard_normal((128, g * 64)).astype(dtype)
+        sets.append((a, b, np.zeros((g * rows, g * 64), np.float32)))
+    assert _both_ways(kernel, list(sets[0][:2]), [sets[0][2]], blocks=blocks) == (1, 2)
+    for i in range(6):
+        a, b, c = sets[i % 2]
+        a[0, i] += dtype(1.0)
+        pto.launch(kernel, a, b, c, blocks=blocks)
+        want = c.copy()
+        c.view(np.uint8)[...] = 0xA5
+        pto.launch(kernel, a, b, c, blocks=blocks, plans=True)
+        assert c.tobytes() == want.tobytes(), f"launch {i + 1}"
+    s = eager_plans.stats(kernel)
+    assert s is not None and s.hits >= 6
+
+
+def test_lane_grid_answer_kept_only_for_read_only_lane_maps() -> None:
+    """TMATMUL's lane grid (matmul._grid_of): a read-only lane map's answer is kept (asked
+    again, the same answer); a writable one is asked every time, so a map changed in place
+    gets the answer of its new values."""
+    from ptoisa.isa.matrix import matmul
+
+    ia, ib = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
+    assert matmul._grid_of(ia, ib, 2, 2) == "ij"
+    ia[...], ib[...] = [0, 1, 0, 1], [0, 0, 1, 1]
+    assert matmul._grid_of(ia, ib, 2, 2) == "ji"
+    ia[...] = [1, 0, 0, 1]
+    assert matmul._grid_of(ia, ib, 2, 2) is None
+    ra, rb = np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1])
+    ra.flags.writeable = rb.flags.writeable = False
+    assert matmul._grid_of(ra, rb, 2, 2) == "ij" and matmul._grid_of(ra, rb, 2, 2) == "ij"
+    assert matmul._grid_of(rb, ra, 2, 2) == "ji"

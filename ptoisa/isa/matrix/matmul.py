@@ -425,12 +425,12 @@ def _product(av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray, ib: np.ndarr
     pair up as a grid (lane = i * nb + j, or j * na + i) are multiplied by broadcasting, without
     gathering a copy per lane; every lane's product is the same BLAS call either way."""
     if ia is not None and ib is not None and len(av) * len(bv) == len(ia):
-        na, nb, lanes = len(av), len(bv), len(ia)
-        order = np.arange(lanes)
+        lanes = len(ia)
         shape = (lanes, av.shape[-2], bv.shape[-1])
-        if np.array_equal(ia * nb + ib, order):
+        grid = _grid_of(ia, ib, len(av), len(bv))
+        if grid == "ij":
             return np.matmul(av[:, None], bv[None, :]).reshape(shape)
-        if np.array_equal(ib * na + ia, order):
+        if grid == "ji":
             return np.matmul(av[None, :], bv[:, None]).reshape(shape)
     one_b = bv if ib is None and bv.ndim == 2 else \
         bv[0] if ib is not None and len(bv) == 1 and bv.ndim == 3 else None
@@ -445,6 +445,28 @@ def _product(av: np.ndarray, ia: np.ndarray | None, bv: np.ndarray, ib: np.ndarr
     if ib is not None:
         bv = bv[ib]
     return av @ bv
+
+
+#: (id(ia), id(ib), na, nb) -> (ia, ib, their grid): read-only lane maps (LaneBlocks.unique's, one
+#: object per lane pattern) asked again for every product of a K-loop and every replay
+_GRIDS: dict[tuple[int, int, int, int], tuple[np.ndarray, np.ndarray, str | None]] = {}
+
+
+def _grid_of(ia: np.ndarray, ib: np.ndarray, na: int, nb: int) -> str | None:
+    """How lanes pair ``na`` A blocks with ``nb`` B blocks (``ia`` / ``ib``: each lane's
+    block): "ij" (lane = i * nb + j), "ji" (lane = j * na + i) or None (neither)."""
+    key = (id(ia), id(ib), na, nb)
+    hit = _GRIDS.get(key)
+    if hit is not None and hit[0] is ia and hit[1] is ib:
+        return hit[2]
+    order = np.arange(len(ia))
+    grid = "ij" if np.array_equal(ia * nb + ib, order) else \
+        "ji" if np.array_equal(ib * na + ia, order) else None
+    if not (ia.flags.writeable or ib.flags.writeable):  # (their values cannot change)
+        if len(_GRIDS) >= 256:
+            _GRIDS.clear()
+        _GRIDS[key] = (ia, ib, grid)
+    return grid
 
 
 _STACKING: dict[tuple[Any, ...], bool] = {}

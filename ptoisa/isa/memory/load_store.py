@@ -295,6 +295,8 @@ def _tload_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     the tile may be lazy (its window kept while the plan's view reads the same arrays), else
     copied into its storage."""
     dst, src = vals[0], vals[1]
+    if len(vals) == 2 and not params and type(dst) is Tile and dst.spec.is_boxed:
+        return _boxed_tload_plan(m, dst, src)
     rc = _transfer_plan(src, dst) if len(vals) == 2 and not params else None
     if rc is None:
         return None
@@ -317,6 +319,57 @@ def _tload_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
             return False
         planned.written(dst, m)
         out[...] = w
+        return True
+    return call
+
+
+class _BoxedWindow:
+    """A planned boxed TLOAD's source as _load_in_place finds it, made again only when the
+    plan binds its view to other arrays: ``get()`` -> the GM window, or the (strided view,
+    block per lane) of blocks at uneven offsets, or None (neither: a copy)."""
+
+    __slots__ = ("gm", "rows", "cols", "flat", "got")
+
+    def __init__(self, gm: GlobalTensor, rows: int, cols: int) -> None:
+        self.gm, self.rows, self.cols = gm, rows, cols
+        self.flat: np.ndarray | None = None
+        self.got: Any = None
+
+    def get(self) -> Any:
+        flat = self.gm.flat
+        if flat is not self.flat:
+            got: Any = self.gm.window(self.rows, self.cols)
+            if got is None:
+                lb = self.gm.lane_blocks(self.rows, self.cols)
+                if lb is not None:
+                    lb[1].flags.writeable = False  # (every load's LaneBlocks shares it)
+                    got = (*lb, LaneBlocks(*lb).unique_view())
+            self.flat, self.got = flat, got
+        return self.got
+
+
+def _boxed_tload_plan(m: Machine, dst: Tile, src: Any) -> Any:
+    """TLOAD's planned form for a whole boxed tile (a Mat panel of a GEMM) from a view of its
+    element type covering it (the run-time rules pass while it is whole): read in place as
+    _load_in_place reads it, its window or lane blocks kept while the plan's view reads the
+    same arrays; anything else (a copy into the boxes) the general call."""
+    spec = dst.spec
+    if spec.dtype.packed or type(src) is not GlobalTensor or src.spec.layout in _CONV_ONLY \
+            or src.spec.dtype is not spec.dtype or not lazy.ok(m, dst):
+        return None
+    rows, cols = spec.rows, spec.cols
+    c = _cover(src, dst)
+    if c[0] < rows or c[1] < cols:
+        return None
+    win = _BoxedWindow(src, rows, cols)
+
+    def call() -> bool:
+        if not (dst._whole and m.lazy_loads):
+            return False
+        got = win.get()
+        if got is None:
+            return False
+        dst.set_lazy(got if type(got) is not tuple else LaneBlocks(*got), m, off_chip=True)
         return True
     return call
 
@@ -483,6 +536,8 @@ def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     straight into GM, else the tile's values copied (the window kept while the plan's view
     writes the same arrays)."""
     dst, src = vals[0], vals[1]
+    if type(src) is Tile and src.spec.loc is TileType.Acc:
+        return _acc_tstore_plan(m, vals, params)
     rc = _transfer_plan(dst, src)
     if rc is None or (len(vals) > 2 and vals[2] is not None) or src.spec.loc is TileType.Acc \
             or params.get("atomicType") is not AtomicType.AtomicNone \
@@ -512,10 +567,69 @@ def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return call
 
 
+class _StoreWindow:
+    """A planned store's GM window as _store finds it for values of ``lanes`` lanes (the
+    view's window, or its blocks on a grid where the lanes' windows are uneven), made again
+    only when the plan binds its view to other arrays: ``get()`` -> it, or None (GM not
+    writable, or neither: the general call)."""
+
+    __slots__ = ("gm", "rows", "cols", "lanes", "flat", "w")
+
+    def __init__(self, gm: GlobalTensor, rows: int, cols: int, lanes: int) -> None:
+        self.gm, self.rows, self.cols, self.lanes = gm, rows, cols, lanes
+        self.flat: np.ndarray | None = None
+        self.w: np.ndarray | None = None
+
+    def get(self) -> np.ndarray | None:
+        flat = self.gm.flat
+        if flat is not self.flat:
+            w = self.gm.window(self.rows, self.cols)
+            if w is None or _lanes_overlap(w):
+                w = self.gm.grid_window(self.rows, self.cols) if self.lanes > 1 else None
+            self.flat, self.w = flat, (w if flat.flags.writeable else None)
+        return self.w
+
+
+def _acc_tstore_plan(m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
+    """TSTORE's planned form for a whole Acc tile (a GEMM's C) to a view of its element type
+    covering it, no quantisation, ReLU or atomic add, the Acc rules passing (its valid
+    columns in [1, 4095]): stored as _tstore stores it, the values read, GM settled, then
+    copied into the view's window (or its grid of blocks), kept while the plan's view writes
+    the same arrays; anything else (a deferred result, another window) the general call."""
+    dst, src = vals[0], vals[1]
+    spec = src.spec
+    rows, cols = spec.rows, spec.cols
+    if type(dst) is not GlobalTensor or (len(vals) > 2 and vals[2] is not None) \
+            or spec.dtype.packed or dst.spec.dtype is not spec.dtype \
+            or dst.spec.layout in _CONV_ONLY or not 1 <= cols <= 4095 or rows < 1 \
+            or params.get("atomicType") is not AtomicType.AtomicNone \
+            or params.get("reluPreMode") is not ReluPreMode.NoRelu \
+            or (m.lanes > 1) != isinstance(dst.offset, np.ndarray):
+        return None  # (every block to one window: _store orders them)
+    c = _cover(dst, src)
+    if c[0] < rows or c[1] < cols:
+        return None
+    win = _StoreWindow(dst, rows, cols, m.lanes)
+
+    def call() -> bool:
+        if not src._whole or src._pending is not None:
+            return False
+        w = win.get()
+        if w is None:
+            return False
+        v = np.asarray(src.read())
+        m.gm_writes += 1
+        lazy.gm_barrier(m, dst.flat)
+        w[...] = v.reshape(w.shape) if w.ndim == 4 else v  # (a grid: (ni, nj, r, c))
+        return True
+    return call
+
+
 def _store_pending(m: Machine, dst: GlobalTensor, src: Tile, w: np.ndarray) -> bool:
     """src's deferred result computed straight into GM window ``w`` (src's whole tile, of
-    dst's type; w a window of its own per lane); src then reads it in place."""
-    if _lanes_overlap(w) or not (m.lanes == 1 or w.ndim == 3):
+    dst's type; w a window of its own per lane: the caller has seen no two lanes' windows
+    overlap, _lanes_overlap); src then reads it in place."""
+    if not (m.lanes == 1 or w.ndim == 3):
         return False
     m.gm_writes += 1
     lazy.gm_barrier(m, dst.flat)
@@ -584,7 +698,7 @@ def _tstore(m: Machine, dst: GlobalTensor, src: Tile, preQuantScalar: Any = None
             and (vr, vc) == src.shape:
         w = dst.window(vr, vc)
         # compute the deferred result straight into GM; the tile then reads it in place
-        if w is not None and _store_pending(m, dst, src, w):
+        if w is not None and not _lanes_overlap(w) and _store_pending(m, dst, src, w):
             return
     vals = np.asarray(src.read())
     if preQuantScalar is not None or src.dtype is not dst.dtype or relu:
