@@ -122,6 +122,12 @@ def test_a5_row_loop_rule_is_ports_or_issue_plus_row_restarts():
     assert costs._fit_max(pts, ys, (60, 1, 1)) == pytest.approx((51, 2, 5, -14, 1.25), abs=0.05)
     assert costs._fit_max([(20, 2), (40, 2)], [100, 140], (60, 1, 7))[1:3] == \
         pytest.approx((2, 7), abs=0.05)  # two points: the slope, the prior's row restart
+    # a port-bound side of one vector count imposes no line (not the prior's 2 a vector):
+    # restart-bound points (TCVT f32 -> f16 at 3 x 6, 3 x 20, 10 x 6 vectors a row) extrapolate
+    # on their own line to 10 rows of 20 (288 measured; 407 with the prior's port line)
+    c = costs._fit_max([(18, 3), (60, 3), (60, 3), (60, 10), (60, 10)],
+                       [83, 127, 127, 146, 146], (60, 2, 2))
+    assert costs.combine("vf2", c, (200, 10)) == pytest.approx(288, abs=8)
     # `ptoisa ops` and --explain show the max, not a sum
     assert "max(" in costs.describe("TSQRT", Pipe.V, "a5")
     f = _features("TSQRT", _vec(np.float32, 4, 80, valid=(4, 70)),
@@ -153,9 +159,11 @@ def test_a5_hardware_classes_share_their_loops():
     # TRSQRT: one line over either loop, the row loop a cycle's set-up more (basis vfp)
     (v,) = t["TRSQRT"][:1]
     assert v.basis == "vfp" and costs.combine("vfp", (76.0, 4.0, 1.0), (10, 1)) == 117
-    # TSEL: upstream's 32-bit loop (vector pairs) and its 16/8-bit loop, each its own rules;
+    # TSEL: upstream's 32-bit loop (vector pairs) and its 16/8-bit loop, each its own rule,
+    # one line over vectors and rows (both always loop over the rows: no 1D form);
     # TRECIP's high-precision line with a single-vector term, f16 and f32 apart (no pool)
-    assert [v.when.get("b") for v in t["TSEL"][:4]] == [4, 4, None, None]
+    assert [(v.basis, v.when.get("b")) for v in t["TSEL"][:2]] == [("vfr", 4), ("vfr", None)]
+    assert costs.combine("vfr", (53.0, 2.0, 1.0), (40, 2)) == 53 + 2 * 40 + 2
     (hp,) = [v for v in t["TRECIP"] if v.when.get("algo") == "HIGH_PRECISION"]
     assert hp.basis == "vf1" and not hp.pool and {"f16", "f32"} <= set(hp.fitted)
 
@@ -168,6 +176,29 @@ def test_a5_conversion_class_is_its_pairs_kinds_and_widths():
     assert cvt_class(np.float16, np.float32) == cvt_class("bf16", np.float32) == "f32->f16"
     assert cvt_class(np.float32, np.int16) == "i16->f32"
     assert cvt_class("f4E2M1x2", "bf16") == "f16->f4"
+
+
+def test_a5_conversion_loops():
+    # TCVT's cost key: the class of its pair, the 16-bit float sources' one-load-convert-store
+    # loops pooled (the pack measures them alike); integer pairs and the rest as they are
+    def feats(dst, src, cols=64):
+        return _features("TCVT", _vec(dst, 1, cols), _vec(src, 1, cols), "CAST_RINT")
+
+    pooled = {feats(d, s)["cvt_loop"] for d, s in (
+        (np.float16, "bf16"), (np.float32, np.float16), (np.float32, "bf16"),
+        ("hif8", np.float16))}
+    assert pooled == {"f16->f8|f16|f32"}
+    assert feats(np.float16, np.float32)["cvt_loop"] == "f32->f16"
+    assert feats("f8E5M2", np.float32)["cvt_loop"] == "f32->f8"
+    assert feats(np.float32, np.int16)["cvt_loop"] == "i16->f32"
+    # a single trip of the 1D loop: fp4 -> bf16 and fp8 -> f32 widen into two vectors a trip
+    # (1 x 256 fp4 -> bf16 is two bf16 vectors, one trip); any other loop one vector a trip
+    single = costs.BASES["vf1"]
+    assert single(feats("bf16", "f4E2M1x2", 256))[1] == 1.0
+    assert single(feats("bf16", "f4E2M1x2", 512))[1] == 0.0
+    assert single(feats(np.float32, "f8E4M3", 128))[1] == 1.0
+    assert single(feats("f8E4M3", np.float32, 128))[1] == 0.0
+    assert single(feats(np.float16, np.float32, 64))[1] == 1.0
 
 
 # ---- the schedule -------------------------------------------------------------------------
@@ -521,9 +552,9 @@ def test_pack_runner_explain_marks_estimates(tmp_path, capsys):
     assert "[estimate: fitted to a2a3 measurements, not a5's]" in rule["a5abs"]
     # a conversion's class: the kinds and widths of its pair (an integer source is not
     # priced as a measured float one)
-    assert "cvt_bits=i16->f32" in rule["cvt8"] and \
-        "[estimate: no measurement of cvt_bits i16->f32" in rule["cvt8"]
-    assert "cvt_bits=f16->f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
+    assert "cvt_loop=i16->f32" in rule["cvt8"] and \
+        "[estimate: no measurement of cvt_loop i16->f32" in rule["cvt8"]
+    assert "cvt_loop=f16->f8|f16|f32" in rule["cvt16"] and "a5 measurement(s)]" in rule["cvt16"]
 
 
 def test_pack_runner_rejects_other_files(tmp_path, capsys):
