@@ -570,3 +570,33 @@ def test_tree_into_plan_sums_its_arrays_as_tree_into_each_call(dt, width):
         assert rules.tree_into_plan(x[..., ::-1], np.add, flat) is None
         assert rules.tree_into_plan(x, np.add, flat.astype(np.float16)) is None
         assert rules.tree_into_plan(x, np.add, np.zeros(31, dt)) is None
+
+
+def test_rows_extreme_into_takes_each_new_source_and_out_as_it_finds_them():
+    """reduce_expand.rows_extreme_into (a planned TROWMAX's), which checks a source and out
+    it has not met and keeps their flat views for the next call: the rows' maxima of each
+    call's contents into a contiguous out, or into an out of another layout; a source it
+    does not take (not C-contiguous, another type or width) False, out untouched, and the
+    source before it taken again after; a NaN or zero maximum False."""
+    from ptoisa import memory
+    from ptoisa.isa.reduce import reduce_expand
+
+    m = memory.Machine("cpu")
+    into = reduce_expand.rows_extreme_into(m, True, np.dtype(np.float32), 16)
+    assert into is not None
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 16)).astype(np.float32) + 5
+    out, strided = np.full((2, 8, 1), 7, np.float32), np.full((2, 8, 2), 7, np.float32)
+    for k in range(2):
+        x[...] = rng.standard_normal(x.shape) + 5 * (1 - 2 * k)
+        assert into(x, out) and out.reshape(-1).tobytes() == x.max(axis=-1).tobytes()
+        assert into(x, strided[..., :1])
+        assert strided[..., 0].tobytes() == x.max(axis=-1).tobytes()
+        assert (strided[..., 1] == 7).all()
+    out[...] = 7
+    for bad in (x[..., ::-1], x.astype(np.float64), np.ascontiguousarray(x[..., :8])):
+        assert not into(bad, out) and (out == 7).all()
+    assert into(x, out) and out.reshape(-1).tobytes() == x.max(axis=-1).tobytes()
+    y = np.abs(x)
+    y[1, 3, :] = 0.0
+    assert not into(y, out)
