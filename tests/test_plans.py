@@ -465,8 +465,10 @@ def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
     """The 1-block short path unbinds the compiled function's tiles before a replay only
     where the plan uses them (Plan.resets: vec_add's TLOAD / TADD / TSTORE on them); a plan
     whose every call runs on a batch's own lane tiles (flash_softmax's loop, its flags) needs
-    them in no state and leaves them as they are. Either way, interleaved with launches on
-    the general path (which unbind them first), every replay leaves the interpreter's bits."""
+    them in no state and leaves them as they are, and the launch machine's arena and
+    placements with them (grid.replay_one: only its registers start anew). Either way,
+    interleaved with launches on the general path (which unbind them and reset all of the
+    machine first), every replay leaves the interpreter's bits."""
     from ptoisa.interp.compiler import Compiler
 
     resets = [0]
@@ -493,7 +495,10 @@ def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
             resets[0] = 0
             _both_ways(prog, fn, a, runs=1)  # (the general path, then a replay)
             assert resets[0] == (2 if uses else 1), (example, k)
-        assert _stats(prog, fn).hits == 3
+            token = plan.machine._launch  # (renewed by each reset of the placements)
+            prog.run(fn, *args())
+            assert (plan.machine._launch is token) is not uses, (example, k)
+        assert _stats(prog, fn).hits == 6
 
 
 @pytest.mark.parametrize("fuse", [True, False])

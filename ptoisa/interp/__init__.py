@@ -342,7 +342,7 @@ class Program:
         eager_plans.nested("a launch")
         if resets:  # (a plan that uses none of the function's tiles: they may stay bound)
             comp.reset_tiles()
-        grid.run_one(go, m)
+        grid.replay_one(go, m, resets)  # (m and every launch unobserved: seen above)
         return True
 
     def _note_flat(self, name: str, comp: Compiler, fn: CompiledFunc, bound: list[Any],
