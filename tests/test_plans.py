@@ -188,6 +188,24 @@ def test_planned_read_of_a_tile_whose_bytes_a_lazy_load_owes() -> None:
     assert _stats(prog, prog.entry).hits == 2
 
 
+@pytest.mark.parametrize("lazy", [None, 0])
+def test_batched_loop_hands_back_a_tile_that_held_a_value_without_storage(
+        lazy: int | None) -> None:
+    """A loop of TMATMUL then TMATMUL_ACC on one accumulator (two writers: no chain, a batch
+    of lanes), after a TMATMUL into it before the loop whose value the tile held without
+    storage: the batch hands the last iteration's accumulator back, and what the tile held
+    is dropped (the replays stored the value from before the loop: half the sums); found by
+    the fuzz above (``ops=[('matmul', False), ('matmul', True)], trips=2``)."""
+    kernel = _F._program([("matmul", False), ("matmul", True)], trips=2)
+    with _F._lazy_from(0):
+        text = pto.export(kernel, *_F._inputs(), target="a2a3", verify=False)
+    prog = pto.load(text, target="a2a3")
+    with _F._lazy_from(lazy):
+        _both_ways(prog, prog.entry, list(_F._inputs()))
+    st_ = _stats(prog, prog.entry)
+    assert st_.hits == 2 and st_.batched == 1
+
+
 @settings(max_examples=25, deadline=None)
 @given(ops=_F._ops(), ub=st.lists(st.sampled_from(_F._UB), min_size=3, max_size=3),
        l1=st.lists(st.sampled_from(_F._L1), min_size=2, max_size=2))
