@@ -349,7 +349,7 @@ def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) ->
     return _set_up(m)
 
 
-def _set_up(m: Machine) -> Machine:
+def _set_up(m: Machine) -> Machine:  # (replay_one does the same: keep them in step)
     m.reset_for_launch()
     m.lazy_loads = True
     m.quiet = True
@@ -371,3 +371,36 @@ def _done(m: Machine) -> None:
     m._gm_settled = None  # (holds a view of a caller's array)
     m.quiet = False
     pop(m)
+
+
+def replay_one(body: Callable[[Machine], Any], m: Machine, fresh: bool) -> Any:
+    """:func:`run_one` for a plan's replay (ptoisa/interp/__init__.py's 1-block short path)
+    whose caller has also seen that nothing observes the launch (``m.observers`` and
+    :func:`observe.watching` empty: attaching and detaching would do nothing): its set-up
+    and tear-down in one frame. ``fresh``: the replay uses ``m``'s tile storage (the
+    compiled function's tiles, ``Plan.resets``), so the arena and placements start anew as
+    :func:`_set_up` has them; else only what a launch starts without
+    (``Machine.reset_registers``): no call of the replay reads the rest, and every other
+    launch on ``m`` resets it first."""
+    quiet = warnings_off()
+    try:
+        if fresh:
+            m.reset_for_launch()
+        else:
+            m.reset_registers()  # (print_used among them: _block's print buffer)
+        m.lazy_loads = True
+        m.quiet = True
+        _push(m)
+        saved = m.planned
+        m.planned = True
+        try:
+            m.block_idx, m.block_num = 0, 1
+            return body(m)
+        finally:
+            m.planned = saved
+            m._lazy.clear()  # (as _done)
+            m._gm_settled = None
+            m.quiet = False
+            pop(m)
+    finally:
+        warnings_back(quiet)

@@ -343,12 +343,14 @@ def _batch(m: Machine, steps: list[Step], after: list[list[Any]], starts: list[i
             lm.apart = False
             for t, sh, st, lane in back:
                 v = sh.storage  # (its lanes settled)
+                if t._buf is not None and m._lazy:
+                    lazy.storage_barrier(m, t)
+                # (what it held lazily or deferred is dropped, storage or none: a tile without
+                # storage may hold a value too, a matmul's before the loop, which a read after
+                # it would take instead of the bytes written here)
+                lazy.overwrite(t, m)
                 if t._buf is None:
                     m.auto_storage(t, False)
-                else:
-                    if m._lazy:
-                        lazy.storage_barrier(m, t)
-                    lazy.overwrite(t, m)
                 t._buf[...] = v.reshape(blocks, n_lanes, -1)[:, lane].reshape(t._buf.shape)
                 t._vr, t._vc, t._whole = st
             now = (lm._arena_next, lm._arena_pos)

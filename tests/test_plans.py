@@ -188,6 +188,24 @@ def test_planned_read_of_a_tile_whose_bytes_a_lazy_load_owes() -> None:
     assert _stats(prog, prog.entry).hits == 2
 
 
+@pytest.mark.parametrize("lazy", [None, 0])
+def test_batched_loop_hands_back_a_tile_that_held_a_value_without_storage(
+        lazy: int | None) -> None:
+    """A loop of TMATMUL then TMATMUL_ACC on one accumulator (two writers: no chain, a batch
+    of lanes), after a TMATMUL into it before the loop whose value the tile held without
+    storage: the batch hands the last iteration's accumulator back, and what the tile held
+    is dropped (the replays stored the value from before the loop: half the sums); found by
+    the fuzz above (``ops=[('matmul', False), ('matmul', True)], trips=2``)."""
+    kernel = _F._program([("matmul", False), ("matmul", True)], trips=2)
+    with _F._lazy_from(0):
+        text = pto.export(kernel, *_F._inputs(), target="a2a3", verify=False)
+    prog = pto.load(text, target="a2a3")
+    with _F._lazy_from(lazy):
+        _both_ways(prog, prog.entry, list(_F._inputs()))
+    st_ = _stats(prog, prog.entry)
+    assert st_.hits == 2 and st_.batched == 1
+
+
 @settings(max_examples=25, deadline=None)
 @given(ops=_F._ops(), ub=st.lists(st.sampled_from(_F._UB), min_size=3, max_size=3),
        l1=st.lists(st.sampled_from(_F._L1), min_size=2, max_size=2))
@@ -465,8 +483,10 @@ def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
     """The 1-block short path unbinds the compiled function's tiles before a replay only
     where the plan uses them (Plan.resets: vec_add's TLOAD / TADD / TSTORE on them); a plan
     whose every call runs on a batch's own lane tiles (flash_softmax's loop, its flags) needs
-    them in no state and leaves them as they are. Either way, interleaved with launches on
-    the general path (which unbind them first), every replay leaves the interpreter's bits."""
+    them in no state and leaves them as they are, and the launch machine's arena and
+    placements with them (grid.replay_one: only its registers start anew). Either way,
+    interleaved with launches on the general path (which unbind them and reset all of the
+    machine first), every replay leaves the interpreter's bits."""
     from ptoisa.interp.compiler import Compiler
 
     resets = [0]
@@ -493,7 +513,10 @@ def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
             resets[0] = 0
             _both_ways(prog, fn, a, runs=1)  # (the general path, then a replay)
             assert resets[0] == (2 if uses else 1), (example, k)
-        assert _stats(prog, fn).hits == 3
+            token = plan.machine._launch  # (renewed by each reset of the placements)
+            prog.run(fn, *args())
+            assert (plan.machine._launch is token) is not uses, (example, k)
+        assert _stats(prog, fn).hits == 6
 
 
 @pytest.mark.parametrize("fuse", [True, False])

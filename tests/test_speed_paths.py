@@ -531,3 +531,72 @@ def test_row_expand_with_src1col_in_place_over_an_aliased_column(op, maxaddr, ta
         p = np.zeros_like(x)
         prog.run("k", x.reshape(-1), p.reshape(-1), plans=seed > 0)
         assert p.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [2, 16, 128])
+def test_tree_into_plan_sums_its_arrays_as_tree_into_each_call(dt, width):
+    """rules.tree_into_plan (a planned TROWSUM's tree, prepared for the source and dst views
+    a replay finds again): each call sums the arrays' contents of the moment, the halving
+    tree's bits by hand (as above), into a 1-D out (the last level written there) or an out
+    of another shape; two prepared trees of one shape called in turn each keep their own
+    level buffers; a NaN root: False (the caller writes out again); None where tree_into
+    takes nothing."""
+    from ptoisa.isa import rules
+
+    rng = np.random.default_rng(width + 1)
+    x = np.empty((2, 16, width), dt)
+    z = np.empty_like(x)
+    flat, shaped = np.full(32, 7, dt), np.full((2, 16, 1), 7, dt)
+    go, go_z = rules.tree_into_plan(x, np.add, flat), rules.tree_into_plan(z, np.add, shaped)
+    assert go is not None and go_z is not None
+
+    def tree(a: np.ndarray) -> np.ndarray:
+        lvl = a.reshape(-1, width)
+        while lvl.shape[-1] > 1:
+            k = lvl.shape[-1] // 2
+            lvl = lvl[:, :k] + lvl[:, k:]
+        return lvl[:, 0]
+    with np.errstate(all="ignore"):
+        for k in range(3):
+            x[...] = rng.standard_normal(x.shape) * 10.0 ** (3 * k)
+            z[...] = rng.standard_normal(x.shape)
+            z[1, 3, 0] = -0.0 if k else np.float32(1e-45)
+            assert go() and go_z()
+            assert flat.tobytes() == tree(x).tobytes()
+            assert shaped.reshape(-1).tobytes() == tree(z).tobytes()
+        x[0, 2, width - 1] = np.nan
+        assert go() is False
+        assert rules.tree_into_plan(x[..., ::-1], np.add, flat) is None
+        assert rules.tree_into_plan(x, np.add, flat.astype(np.float16)) is None
+        assert rules.tree_into_plan(x, np.add, np.zeros(31, dt)) is None
+
+
+def test_rows_extreme_into_takes_each_new_source_and_out_as_it_finds_them():
+    """reduce_expand.rows_extreme_into (a planned TROWMAX's), which checks a source and out
+    it has not met and keeps their flat views for the next call: the rows' maxima of each
+    call's contents into a contiguous out, or into an out of another layout; a source it
+    does not take (not C-contiguous, another type or width) False, out untouched, and the
+    source before it taken again after; a NaN or zero maximum False."""
+    from ptoisa import memory
+    from ptoisa.isa.reduce import reduce_expand
+
+    m = memory.Machine("cpu")
+    into = reduce_expand.rows_extreme_into(m, True, np.dtype(np.float32), 16)
+    assert into is not None
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 8, 16)).astype(np.float32) + 5
+    out, strided = np.full((2, 8, 1), 7, np.float32), np.full((2, 8, 2), 7, np.float32)
+    for k in range(2):
+        x[...] = rng.standard_normal(x.shape) + 5 * (1 - 2 * k)
+        assert into(x, out) and out.reshape(-1).tobytes() == x.max(axis=-1).tobytes()
+        assert into(x, strided[..., :1])
+        assert strided[..., 0].tobytes() == x.max(axis=-1).tobytes()
+        assert (strided[..., 1] == 7).all()
+    out[...] = 7
+    for bad in (x[..., ::-1], x.astype(np.float64), np.ascontiguousarray(x[..., :8])):
+        assert not into(bad, out) and (out == 7).all()
+    assert into(x, out) and out.reshape(-1).tobytes() == x.max(axis=-1).tobytes()
+    y = np.abs(x)
+    y[1, 3, :] = 0.0
+    assert not into(y, out)

@@ -43,6 +43,7 @@ from .compiler import CompiledFunc, Compiler, Context
 from .op_names import _HANDLERS, NO_EFFECT
 from .verify import check_module, check_module_rules, check_symbols, entry_functions
 
+_NDARRAY = np.ndarray  # (the 1-block short path's argument check: one global read)
 
 def _settings(permissive: bool, acc: str) -> dict[str, Any]:
     """A launch's machine settings (what its launch machine is cached by: grid.cached_machine;
@@ -310,15 +311,20 @@ class Program:
                 or len(args) != len(wants) or not (lockstep is True or lockstep is False
                                                    or lockstep == "auto"):
             return False
-        keys = []
-        for v, w in zip(args, wants, strict=True):
-            if type(v) is not np.ndarray or v.dtype != w or v.ndim != 1:
+        keys = [None] * len(wants)
+        i = 0
+        for v in args:  # (as many as wants)
+            if type(v) is not _NDARRAY:
+                return False
+            d = v.dtype
+            if d is not wants[i] and d != wants[i]:  # (numpy's types: one object each)
                 return False
             fl = v.flags
-            if not fl.c_contiguous:
+            if v.ndim != 1 or not fl.c_contiguous:
                 return False
-            keys.append((v.dtype, v.size, fl.writeable))  # (plans' signature of an array)
-        if not _plans.enabled(plans):
+            keys[i] = (d, v.size, fl.writeable)  # (plans' signature of an array)
+            i += 1
+        if plans is not True and not _plans.enabled(plans):
             return False
         acc = memory.current().matmul_accumulation
         mk = self._flat_machine
@@ -336,7 +342,7 @@ class Program:
         eager_plans.nested("a launch")
         if resets:  # (a plan that uses none of the function's tiles: they may stay bound)
             comp.reset_tiles()
-        grid.run_one(go, m)
+        grid.replay_one(go, m, resets)  # (m and every launch unobserved: seen above)
         return True
 
     def _note_flat(self, name: str, comp: Compiler, fn: CompiledFunc, bound: list[Any],

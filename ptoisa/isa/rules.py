@@ -199,34 +199,58 @@ def tree_into(x: np.ndarray, fn: np.ufunc, out: np.ndarray) -> bool:
     wide, at most _TREE_KEEP elements), nothing written; or a row whose root is a NaN
     (those :func:`tree_reduce` sums one level at a time), ``out`` maybe written (the caller
     writes it again). numpy's warnings are the caller's."""
+    go = _tree_into(x, fn, out, False)
+    return go is not None and go()
+
+
+def tree_into_plan(x: np.ndarray, fn: np.ufunc, out: np.ndarray
+                   ) -> Callable[[], bool] | None:
+    """:func:`tree_into` of these very arrays, prepared once (a planned TROWSUM's, whose
+    source and dst views stand from one replay to the next): the call that sums ``x`` into
+    ``out`` as :func:`tree_into` does (the same additions in the same order, the same NaN
+    check and result), its operands' halves and levels cut and checked here, through level
+    buffers of its own (a call may run on any thread; its arrays are its plan's); None where
+    :func:`tree_into` would write nothing."""
+    return _tree_into(x, fn, out, True)
+
+
+def _tree_into(x: np.ndarray, fn: np.ufunc, out: np.ndarray, own: bool
+               ) -> Callable[[], bool] | None:
     w = x.shape[-1] if x.ndim else 0
     if x.dtype.type not in (np.float32, np.float64) or out.dtype != x.dtype \
             or not x.flags.c_contiguous or not 2 <= w <= _TREE_SHORT or w & (w - 1):
-        return False
+        return None
     rows = x.size // w
     if out.size != rows:
-        return False
-    kept = _short_tree(rows, w, x.dtype)
+        return None
+    kept = _short_tree(rows, w, x.dtype, own)
     if kept is None:
-        return False
+        return None
     first, b, levels = kept
     h = w // 2
     x2 = x.reshape(rows, w)
-    fn(x2[:, :h], x2[:, h:], out=first)  # (as tree_reduce's short rows)
-    np.copyto(b, first.T)
-    root = b[0]
-    n = len(levels)
-    for k in range(n):
-        lo, hi = levels[k]
-        if k == n - 1 and out.ndim == 1 and out.strides[0] == out.itemsize:
-            root = fn(lo[0], hi[0], out=out)  # (the roots straight into out)
-        else:
+    lo1, hi1, first_t = x2[:, :h], x2[:, h:], first.T
+    # (the roots straight into out where it is one contiguous run, else in b's first row)
+    direct = bool(levels) and out.ndim == 1 and out.strides[0] == out.itemsize
+    mid = levels[:-1] if direct else levels
+    last = (levels[-1][0][0], levels[-1][1][0]) if direct else None
+    root = out if direct else b[0]
+    copyto = np.copyto
+
+    def go() -> bool:
+        fn(lo1, hi1, out=first)  # (as tree_reduce's short rows)
+        copyto(b, first_t)
+        for lo, hi in mid:
             fn(lo, hi, out=lo)
-    if _has_nan(root):
-        return False
-    if root is not out:
-        out[...] = root.reshape(out.shape)
-    return True
+        if last is not None:
+            fn(last[0], last[1], out=out)
+        d = root.dot(root)  # (_has_nan's check: root is a contiguous 1-D f32 / f64 run)
+        if d != d:
+            return False
+        if root is not out:
+            out[...] = root.reshape(out.shape)
+        return True
+    return go
 
 
 def _has_nan(r: np.ndarray) -> bool:
@@ -250,13 +274,17 @@ _tls = threading.local()
 _TREE_KEEP = 1 << 16
 
 
-def _short_tree(rows: int, width: int, dtype: np.dtype) -> tuple[Any, ...] | None:
+def _short_tree(rows: int, width: int, dtype: np.dtype, own: bool = False
+                ) -> tuple[Any, ...] | None:
     """Buffers the calling thread keeps for :func:`tree_reduce`'s short rows (``rows`` of
     ``width``, a power of two): the first level (rows, width / 2), its transpose and each
     later level's (lower, upper) halves of it, cut once (a level is a small add whose
-    slicing cost as much as the add); None past _TREE_KEEP elements (fresh arrays)."""
+    slicing cost as much as the add); None past _TREE_KEEP elements (fresh arrays).
+    ``own``: buffers of the caller's own, the same shapes, not kept."""
     if rows * width > _TREE_KEEP:
         return None
+    if own:
+        return _tree_buffers(rows, width, dtype)
     kept = getattr(_tls, "trees", None)
     if kept is None:
         kept = _tls.trees = {}
@@ -265,15 +293,19 @@ def _short_tree(rows: int, width: int, dtype: np.dtype) -> tuple[Any, ...] | Non
     if hit is None:
         if len(kept) >= 16:
             kept.clear()
-        h = width // 2
-        first = np.empty((rows, h), dtype)
-        b = np.empty((h, rows), dtype)
-        levels = []
-        while h > 1:
-            h //= 2
-            levels.append((b[:h], b[h:2 * h]))
-        hit = kept[key] = (first, b, tuple(levels))
+        hit = kept[key] = _tree_buffers(rows, width, dtype)
     return hit  # type: ignore[no-any-return]
+
+
+def _tree_buffers(rows: int, width: int, dtype: np.dtype) -> tuple[Any, ...]:
+    h = width // 2
+    first = np.empty((rows, h), dtype)
+    b = np.empty((h, rows), dtype)
+    levels = []
+    while h > 1:
+        h //= 2
+        levels.append((b[:h], b[h:2 * h]))
+    return first, b, tuple(levels)
 
 
 #: input elements per chunk of :func:`tree_reduce` (its first level's buffer: half of that)

@@ -179,25 +179,27 @@ def rows_extreme_into(m: Machine, is_max: bool, dt: np.dtype, cols: int
     if dt.type not in (np.float32, np.float64) or cols < 2:
         return None
     uf = np.maximum if is_max else np.minimum
-    memo: list[Any] = [-1, None]  # (the flat size, its rows' starts)
-    flat: list[Any] = [None, None]  # (the last out, its flat view or None: not one run)
+    # (the last x and out, x's flat view (None: not one this takes), its rows' starts and
+    # out's flat view (None: not one run): views the tiles keep while their storage stands,
+    # so each replay finds them again, checked once)
+    prep: list[Any] = [None, None, None, None, None]
 
     def into(x: np.ndarray, out: np.ndarray) -> bool:
-        n = x.size
-        if not x.flags.c_contiguous or x.dtype != dt or x.shape[-1] != cols or not n:
+        if prep[0] is not x or prep[1] is not out:
+            n = x.size
+            ok = x.flags.c_contiguous and x.dtype == dt and x.shape[-1] == cols and n > 0
+            prep[:] = (x, out, x.reshape(-1) if ok else None,
+                       _row_starts(n // cols, cols) if ok else None,
+                       out.reshape(-1) if ok and out.flags.c_contiguous and out.dtype == dt
+                       and out.size == n // cols else None)
+        xf, o = prep[2], prep[4]
+        if xf is None:
             return False
-        if memo[0] != n:
-            memo[0], memo[1] = n, _row_starts(n // cols, cols)
-        if flat[0] is not out:  # (a view kept by the tile while its storage stands)
-            flat[0] = out
-            flat[1] = out.reshape(-1) if out.flags.c_contiguous and out.dtype == dt \
-                and out.size == n // cols else None
-        o = flat[1]
         if m.quiet:  # (a launch's machine: numpy's warnings are off)
-            r = uf.reduceat(x.reshape(-1), memo[1], out=o)
+            r = uf.reduceat(xf, prep[3], out=o)
         else:
             with np.errstate(all="ignore"):
-                r = uf.reduceat(x.reshape(-1), memo[1], out=o)
+                r = uf.reduceat(xf, prep[3], out=o)
         if not _neither_nan_nor_zero(r):
             return False
         if o is None:

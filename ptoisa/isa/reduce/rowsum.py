@@ -24,7 +24,13 @@ from ..registry import (
     sim_unchecked,
     sim_unchecked_type,
 )
-from ..rules import reduction_valid, same_static_rows, tree_into, tree_reduce
+from ..rules import (
+    reduction_valid,
+    same_static_rows,
+    tree_into,
+    tree_into_plan,
+    tree_reduce,
+)
 from ..spelling import Ptoas
 
 
@@ -142,16 +148,25 @@ def _row_sums_into(m: Machine) -> Callable[[np.ndarray, np.ndarray], bool] | Non
     rows in order."""
     if m.target.traits.reduce_order == "sequential":
         return None
-    flat: list[Any] = [None, None]  # (the last out, its flat view where it is one run)
+    # (the last source and out, their flat view, and the tree prepared for them once met
+    # again: views the tiles keep while their storage stands, so each replay finds them; a
+    # pair met once sums through rules.tree_into, no buffers of its own made)
+    prep: list[Any] = [None, None, None, None]
 
     def into(x: np.ndarray, out: np.ndarray) -> bool:
-        if flat[0] is not out:  # (a view kept by the tile while its storage stands)
-            flat[0] = out
-            flat[1] = out.reshape(-1) if out.flags.c_contiguous else out
+        if prep[0] is not x or prep[1] is not out:
+            prep[:] = x, out, out.reshape(-1) if out.flags.c_contiguous else out, None
+            go = None
+        else:
+            go = prep[3]
+            if go is None:
+                go = prep[3] = tree_into_plan(x, np.add, prep[2]) or False
+            if go is False:
+                return False
         if m.quiet:  # (a launch's machine: numpy's warnings are off)
-            return tree_into(x, np.add, flat[1])
+            return go() if go is not None else tree_into(x, np.add, prep[2])
         with np.errstate(all="ignore"):
-            return tree_into(x, np.add, flat[1])
+            return go() if go is not None else tree_into(x, np.add, prep[2])
     return into
 
 
