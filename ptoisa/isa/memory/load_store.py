@@ -268,12 +268,16 @@ def _transfer_plan(gm: Any, tile: Any) -> tuple[int, int] | None:
 
 class _Window:
     """A planned transfer's GM window, made again only when the plan binds its view to other
-    arrays (a view's offsets are the plan's): ``get()`` -> the window, or None."""
+    arrays (a view's offsets are the plan's): ``get()`` -> the window, or None. A store's
+    (``write``) is None where GM is not writable or the lanes' windows overlap; with
+    ``grid`` lanes (> 1) it is then their blocks where the lanes' windows are uneven
+    (:meth:`GlobalTensor.grid_window`, as ``_store`` finds them)."""
 
-    __slots__ = ("gm", "rows", "cols", "flat", "w", "write")
+    __slots__ = ("gm", "rows", "cols", "flat", "w", "write", "grid")
 
-    def __init__(self, gm: GlobalTensor, rows: int, cols: int, write: bool) -> None:
-        self.gm, self.rows, self.cols, self.write = gm, rows, cols, write
+    def __init__(self, gm: GlobalTensor, rows: int, cols: int, write: bool,
+                 grid: int = 1) -> None:
+        self.gm, self.rows, self.cols, self.write, self.grid = gm, rows, cols, write, grid
         self.flat: np.ndarray | None = None
         self.w: np.ndarray | None = None
 
@@ -281,9 +285,13 @@ class _Window:
         flat = self.gm.flat
         if flat is not self.flat:
             w = self.gm.window(self.rows, self.cols)
-            if w is not None and self.write and (not flat.flags.writeable
-                                                 or _lanes_overlap(w)):
-                w = None
+            if self.write:
+                if w is not None and _lanes_overlap(w):
+                    w = None
+                if w is None and self.grid > 1:
+                    w = self.gm.grid_window(self.rows, self.cols)
+                if not flat.flags.writeable:
+                    w = None
             self.flat, self.w = flat, w
         return self.w
 
@@ -567,29 +575,6 @@ def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     return call
 
 
-class _StoreWindow:
-    """A planned store's GM window as _store finds it for values of ``lanes`` lanes (the
-    view's window, or its blocks on a grid where the lanes' windows are uneven), made again
-    only when the plan binds its view to other arrays: ``get()`` -> it, or None (GM not
-    writable, or neither: the general call)."""
-
-    __slots__ = ("gm", "rows", "cols", "lanes", "flat", "w")
-
-    def __init__(self, gm: GlobalTensor, rows: int, cols: int, lanes: int) -> None:
-        self.gm, self.rows, self.cols, self.lanes = gm, rows, cols, lanes
-        self.flat: np.ndarray | None = None
-        self.w: np.ndarray | None = None
-
-    def get(self) -> np.ndarray | None:
-        flat = self.gm.flat
-        if flat is not self.flat:
-            w = self.gm.window(self.rows, self.cols)
-            if w is None or _lanes_overlap(w):
-                w = self.gm.grid_window(self.rows, self.cols) if self.lanes > 1 else None
-            self.flat, self.w = flat, (w if flat.flags.writeable else None)
-        return self.w
-
-
 def _acc_tstore_plan(m: Machine, vals: list[Any], params: dict[str, Any]) -> Any:
     """TSTORE's planned form for a whole Acc tile (a GEMM's C) to a view of its element type
     covering it, no quantisation, ReLU or atomic add, the Acc rules passing (its valid
@@ -609,7 +594,7 @@ def _acc_tstore_plan(m: Machine, vals: list[Any], params: dict[str, Any]) -> Any
     c = _cover(dst, src)
     if c[0] < rows or c[1] < cols:
         return None
-    win = _StoreWindow(dst, rows, cols, m.lanes)
+    win = _Window(dst, rows, cols, True, m.lanes)
 
     def call() -> bool:
         if not src._whole or src._pending is not None:
