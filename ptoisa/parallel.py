@@ -56,6 +56,36 @@ def over_rows(fn: Callable[[int, int], None], n: int, elements: int) -> None:
         f.result()
 
 
+#: rows from this many elements take :func:`row_buffer` (shorter ones are not faster for it)
+ROW_BUFFER_MIN = 512
+#: and arrays from this many elements (the two calls cost ~2 us)
+ROW_BUFFER_ELEMENTS = 1 << 15
+
+
+def row_buffer(width: int, size: int) -> int:
+    """Before elementwise ufunc calls over rows of ``width`` elements (the result's last
+    axis; ``size`` elements in all): set numpy's ufunc buffer (this thread's,
+    ``np.setbufsize``; an ``np.errstate`` restores it as it ends) to one row and return the
+    size to restore (``np.setbufsize(old)`` after the calls); 0 when nothing was changed.
+
+    numpy's iterator makes inner loops of its buffer's size (8192 elements by default): over
+    shorter rows whose operands have other strides (a broadcast column, a row's halves, a
+    window of a wider array) it first copies them through its buffers, ~2x the time of the
+    op itself over rows of 512 to 4096 elements; with a buffer of one row it runs its loop on
+    each row where it lies. Only the iteration changes: each element is the same loop's
+    result from the same operands. Rows of a power of two only: every inner loop, either
+    way, then covers whole rows (the default buffer is a multiple of one), so no element
+    moves between a vector's lanes and a loop's tail (where numpy's add may pick the other
+    of two NaNs). Not for reductions (their order would change with the buffer)."""
+    if size < ROW_BUFFER_ELEMENTS or width < ROW_BUFFER_MIN or width & (width - 1):
+        return 0
+    old = np.getbufsize()
+    if width >= old or old % width:
+        return 0
+    np.setbufsize(width)
+    return old
+
+
 def into(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -> None:
     """``fn(*args, out=out)`` for an elementwise ``fn`` (a ufunc), split along ``out``'s
     leading axis when large; array arguments with that leading extent are split alongside,
@@ -64,13 +94,19 @@ def into(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -
     # memory-bound: a split pays off only on larger arrays than compute-bound work
     if out.ndim < 2 or n < 2 or out.size < 2 * MIN_ELEMENTS or workers() < 2 \
             or not disjoint_rows(args, out):
-        fn(*args, out=out)
+        old = row_buffer(out.shape[-1], out.size) if out.ndim > 1 else 0
+        try:
+            fn(*args, out=out)
+        finally:
+            if old:
+                np.setbufsize(old)
         return
 
     def part(lo: int, hi: int) -> None:
         sub = [a[lo:hi] if isinstance(a, np.ndarray) and a.ndim == out.ndim
                and a.shape[0] == n else a for a in args]
         with np.errstate(all="ignore"):
+            row_buffer(out.shape[-1], out.size)  # (restored as the errstate ends)
             fn(*sub, out=out[lo:hi])
 
     over_rows(part, n, out.size)

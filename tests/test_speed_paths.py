@@ -600,3 +600,52 @@ def test_rows_extreme_into_takes_each_new_source_and_out_as_it_finds_them():
     y = np.abs(x)
     y[1, 3, :] = 0.0
     assert not into(y, out)
+
+
+_NAN_PAIRS = np.array([0x7FC00001, 0xFFC00002, 0x7F800001, 0xFF800003, 0x7FC12345, 0x3F800000,
+                       0xFF800000, 0x7F800000, 0x80000000, 0x00000000, 0x00000001, 0x80000001,
+                       0x7F7FFFFF, 0xFF7FFFFF], np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("width", [512, 1024, 4096])
+def test_rows_under_a_one_row_ufunc_buffer_keep_every_bit(width):
+    """parallel.row_buffer (numpy's ufunc buffer set to one row around elementwise calls
+    over rows of 512 to 4096): the row sums' levels, a division by a broadcast column (the
+    deferred division into a store) and exp of a deferred difference, widened on the way
+    (wide_apply_pending) give the bits of the same numpy calls under numpy's default buffer,
+    NaN payloads of either operand included; the buffer is as before afterwards."""
+    from ptoisa import parallel
+    from ptoisa.dtypes import dtype
+    from ptoisa.isa import rules
+    from ptoisa.isa.elementwise.common import wide_apply_pending
+
+    pairs = np.array([(a, b) for a in _NAN_PAIRS for b in _NAN_PAIRS], np.float32)
+    rows = max(len(pairs), (1 << 16) // width)
+    rng = np.random.default_rng(width)
+    x = (rng.standard_normal((rows, width)) * 20).astype(np.float32)
+    col = (rng.standard_normal((rows, 1)) * 3).astype(np.float32)
+    h = width // 2
+    n = len(pairs)
+    x[:n, 7], x[:n, h + 7] = pairs[:, 0], pairs[:, 1]  # met by the first level
+    col[:n, 0] = pairs[:, 1]
+    x3, col3 = x.reshape(rows // 2, 2, width), col.reshape(rows // 2, 2, 1)
+    before = np.getbufsize()
+    with np.errstate(all="ignore"):
+        lvl = x
+        while lvl.shape[-1] > 1:
+            lvl = lvl[..., :lvl.shape[-1] // 2] + lvl[..., lvl.shape[-1] // 2:]
+        want_sum = lvl[..., 0]
+        want_div = x3 / col3
+        want_exp = np.exp((x3 - col3).astype(np.float64)).astype(np.float32)
+        assert np.getbufsize() == before
+        got_sum = rules.tree_reduce(x, np.add, 0)
+        got_div = np.empty_like(x3)
+        parallel.into(np.divide, (x3, col3), got_div)
+        got_exp = np.empty_like(x3)
+        wide_apply_pending(np.exp, (np.subtract, (x3, col3)), dtype("f32"), got_exp)
+    assert np.getbufsize() == before
+    assert _bits(got_sum).tobytes() == _bits(want_sum).tobytes()
+    assert _bits(got_div).tobytes() == _bits(want_div).tobytes()
+    assert _bits(got_exp).tobytes() == _bits(want_exp).tobytes()
+    assert parallel.row_buffer(width, x.size) == before  # (the path was taken)
+    np.setbufsize(before)

@@ -152,9 +152,14 @@ def tree_reduce(x: np.ndarray, fn: np.ufunc, identity: Any) -> np.ndarray:
                 r = b[0].copy()
             if x.dtype.kind not in "fc" or not _has_nan(r):
                 return r.reshape(x.shape[:-1])
-        while x.shape[-1] > 1:
-            h = x.shape[-1] // 2
-            x = fn(x[..., :h], x[..., h:])
+        old = parallel.row_buffer(width // 2, x.size // 2)  # (the levels: elementwise)
+        try:
+            while x.shape[-1] > 1:
+                h = x.shape[-1] // 2
+                x = fn(x[..., :h], x[..., h:])
+        finally:
+            if old:
+                np.setbufsize(old)
         return x[..., 0]
     lead = x.reshape(-1, width)
     rows = lead.shape[0]

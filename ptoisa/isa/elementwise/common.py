@@ -209,19 +209,32 @@ def wide_apply_pending(fn: Callable[..., np.ndarray], pending: tuple[Any, tuple[
         return
     step = max(1, _CHUNK // per)
     w = wide(dt)
+    # an f32 ufunc of f32 arrays: its f32 loop, each result widened on the way into the wide
+    # buffer (the same f32 values widened exactly as ``b[...] = t``; one pass fewer)
+    direct = (isinstance(pf, np.ufunc) and out.dtype == np.float32 and w == np.float64
+              and all(isinstance(x, np.ndarray) and x.dtype == np.float32 for x in args))
 
     def part(lo: int, hi: int) -> None:
         rows = min(step, hi - lo)
-        tmp = _scratch("pending", (rows, *out.shape[1:]), out.dtype)
+        tmp = None if direct else _scratch("pending", (rows, *out.shape[1:]), out.dtype)
         buf = _scratch("wide", (rows, *out.shape[1:]), w)
-        for i in range(lo, hi, rows):
-            j = min(hi, i + rows)
-            sub = [x[i:j] if isinstance(x, np.ndarray) and x.ndim == out.ndim
-                   and x.shape[0] == n else x for x in args]
-            t, b = tmp[:j - i], buf[:j - i]
-            pf(*sub, out=t)
-            b[...] = t
-            out[i:j] = fn(b, out=b)
+        old = parallel.row_buffer(out.shape[-1], out.size)  # (elementwise calls)
+        try:
+            for i in range(lo, hi, rows):
+                j = min(hi, i + rows)
+                sub = [x[i:j] if isinstance(x, np.ndarray) and x.ndim == out.ndim
+                       and x.shape[0] == n else x for x in args]
+                b = buf[:j - i]
+                if tmp is None:
+                    pf(*sub, out=b, dtype=np.float32)
+                else:
+                    t = tmp[:j - i]
+                    pf(*sub, out=t)
+                    b[...] = t
+                out[i:j] = fn(b, out=b)
+        finally:
+            if old:
+                np.setbufsize(old)
 
     with np.errstate(all="ignore"):
         parallel.over_rows(part, n, out.size)
