@@ -268,14 +268,17 @@ def warnings_back(token: Any) -> None:
     _NP_STATE.reset(token)
 
 
-def run_one(body: Callable[[Machine], Any], m: Machine) -> Any:
+def run_one(body: Callable[[Machine], Any], m: Machine, fresh: bool = True) -> Any:
     """``run_blocks(body, blocks=1, target=target, settings=settings, planned=True)`` for a
     launcher that has made its checks (a valid lockstep policy, :func:`eager_plans.nested`)
-    and holds the launch machine of those settings (:func:`cached_machine`'s ``m``): ``body``
-    on it, numpy's warnings off (a ``.pto`` plan's replay, ptoisa/interp/__init__.py)."""
+    and holds the launch machine of those settings (:func:`machine_by_key`'s ``m``): ``body``
+    on it, numpy's warnings off (an eager plan's replay; a ``.pto`` plan's,
+    ptoisa/interp/__init__.py's 1-block short path). ``fresh`` False: the replay uses none
+    of ``m``'s tile storage (``Plan.resets``), so the arena and placements are left as they
+    are (:func:`_set_up`)."""
     quiet = warnings_off()
     try:
-        return _block(_set_up(m), body, 0, 1, True, _done)
+        return _block(_set_up(m, fresh), body, 0, 1, True, _done)
     finally:
         warnings_back(quiet)
 
@@ -284,7 +287,7 @@ def run_together(body: Callable[[Machine], Any], m: Machine, block_idx: Lanes) -
     """``run_blocks(body, blocks=m.lanes, target=target, settings=settings)``'s lockstep run
     for a launcher that has made its checks (a lockstep policy that runs the blocks together,
     :func:`eager_plans.nested`, :func:`check_lockstep`), holds the launch machine of those
-    settings (:func:`cached_machine`'s ``m``) and knows ``body`` cannot diverge by block (an
+    settings (:func:`machine_by_key`'s ``m``) and knows ``body`` cannot diverge by block (an
     eager plan's replay): ``body`` on it with ``block_idx`` (``Lanes(range(m.lanes))``),
     numpy's warnings off."""
     quiet = warnings_off()
@@ -317,15 +320,10 @@ def _block(m: Machine, body: Callable[[Machine], Any], b: int, blocks: int, plan
 _MACHINES: dict[Any, Machine] = {}
 
 
-def cached_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) -> Machine | None:
-    """The machine a launch with these settings would run on, as the last one left it (None:
-    the launch would make one)."""
-    return _MACHINES.get(machine_key(target, lanes, settings))
-
-
 def machine_by_key(key: Any) -> Machine | None:
-    """:func:`cached_machine` for the settings whose :func:`machine_key` a launcher kept
-    (it holds the settings' values: their identities are the key's)."""
+    """The machine a launch whose settings make :func:`machine_key` ``key`` would run on, as
+    the last one left it (None: the launch would make one). A launcher keeping the key holds
+    the settings' values: their identities are the key's."""
     return _MACHINES.get(key)
 
 
@@ -349,8 +347,15 @@ def _launch_machine(target: TargetLike, lanes: int, settings: dict[str, Any]) ->
     return _set_up(m)
 
 
-def _set_up(m: Machine) -> Machine:  # (replay_one does the same: keep them in step)
-    m.reset_for_launch()
+def _set_up(m: Machine, fresh: bool = True) -> Machine:
+    """``m`` set up for a launch and made current. ``fresh`` False (a plan's replay that
+    uses none of its tile storage): only what a launch starts without is reset
+    (``Machine.reset_registers``), not the arena and placements: no call of the replay reads
+    them, and every other launch on ``m`` resets them first."""
+    if fresh:
+        m.reset_for_launch()
+    else:
+        m.reset_registers()
     m.lazy_loads = True
     m.quiet = True
     observe.attach(m)
@@ -372,35 +377,3 @@ def _done(m: Machine) -> None:
     m.quiet = False
     pop(m)
 
-
-def replay_one(body: Callable[[Machine], Any], m: Machine, fresh: bool) -> Any:
-    """:func:`run_one` for a plan's replay (ptoisa/interp/__init__.py's 1-block short path)
-    whose caller has also seen that nothing observes the launch (``m.observers`` and
-    :func:`observe.watching` empty: attaching and detaching would do nothing): its set-up
-    and tear-down in one frame. ``fresh``: the replay uses ``m``'s tile storage (the
-    compiled function's tiles, ``Plan.resets``), so the arena and placements start anew as
-    :func:`_set_up` has them; else only what a launch starts without
-    (``Machine.reset_registers``): no call of the replay reads the rest, and every other
-    launch on ``m`` resets it first."""
-    quiet = warnings_off()
-    try:
-        if fresh:
-            m.reset_for_launch()
-        else:
-            m.reset_registers()  # (print_used among them: _block's print buffer)
-        m.lazy_loads = True
-        m.quiet = True
-        _push(m)
-        saved = m.planned
-        m.planned = True
-        try:
-            m.block_idx, m.block_num = 0, 1
-            return body(m)
-        finally:
-            m.planned = saved
-            m._lazy.clear()  # (as _done)
-            m._gm_settled = None
-            m.quiet = False
-            pop(m)
-    finally:
-        warnings_back(quiet)

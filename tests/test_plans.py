@@ -484,7 +484,7 @@ def test_replays_unbind_the_functions_tiles_only_where_the_plan_uses_them(
     where the plan uses them (Plan.resets: vec_add's TLOAD / TADD / TSTORE on them); a plan
     whose every call runs on a batch's own lane tiles (flash_softmax's loop, its flags) needs
     them in no state and leaves them as they are, and the launch machine's arena and
-    placements with them (grid.replay_one: only its registers start anew). Either way,
+    placements with them (grid.run_one with fresh False: only its registers start anew). Either way,
     interleaved with launches on the general path (which unbind them and reset all of the
     machine first), every replay leaves the interpreter's bits."""
     from ptoisa.interp.compiler import Compiler

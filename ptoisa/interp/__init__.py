@@ -46,7 +46,7 @@ from .verify import check_module, check_module_rules, check_symbols, entry_funct
 _NDARRAY = np.ndarray  # (the 1-block short path's argument check: one global read)
 
 def _settings(permissive: bool, acc: str) -> dict[str, Any]:
-    """A launch's machine settings (what its launch machine is cached by: grid.cached_machine;
+    """A launch's machine settings (what its launch machine is cached by: grid.machine_key;
     the general path and the 1-block short path must make the same)."""
     settings: dict[str, Any] = {"permissive": True} if permissive else {}
     settings["matmul_accumulation"] = acc
@@ -342,7 +342,7 @@ class Program:
         eager_plans.nested("a launch")
         if resets:  # (a plan that uses none of the function's tiles: they may stay bound)
             comp.reset_tiles()
-        grid.replay_one(go, m, resets)  # (m and every launch unobserved: seen above)
+        grid.run_one(go, m, resets)  # (m and every launch unobserved: seen above)
         return True
 
     def _note_flat(self, name: str, comp: Compiler, fn: CompiledFunc, bound: list[Any],
