@@ -552,24 +552,20 @@ class Plans:
         self.last: Plan | None = None
 
 
-def replay(fn: Any, m: Machine, bound: Sequence[Any], key: Any = None
+def replay(fn: Any, m: Machine, bound: Sequence[np.ndarray], key: Any
            ) -> tuple[Callable[[Machine], None], bool] | None:
     """:func:`run`'s replay of a 1-block launch of compiled function ``fn`` on launch machine
     ``m`` with arguments ``bound``, where :func:`run` would replay (the function plannable,
     no GM arguments overlapping, a plan recorded on ``m`` for the signature; the caller sees
     that nothing observes the launch): the call that replays it, once ``m`` is set up for
     the launch (a launch body: it takes ``m``), and whether the function's tiles must be
-    unbound first (:attr:`Plan.resets`); None: :func:`run` decides the launch.
-    ``key``: the signature, made by a caller whose arguments are all arrays
-    (``(1, (_arg_key(v) for each))``, as run's)."""
+    unbound first (:attr:`Plan.resets`); None: :func:`run` decides the launch. Every
+    argument is an array; ``key`` is their signature, made by the caller as :func:`run`
+    makes it (``(1, (_arg_key(v) for each))``)."""
     ps: Plans | None = fn.__dict__.get("_plans")
     if ps is None or ps.why_not is not None or m.lanes != 1:
         return None
-    if key is None:
-        roots = [v for v in bound if isinstance(v, np.ndarray)]
-        key = (1, tuple([_arg_key(v) for v in bound]))
-    else:
-        roots = list(bound)
+    roots = list(bound)
     if _overlap(roots):
         return None
     try:

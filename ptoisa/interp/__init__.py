@@ -45,6 +45,7 @@ from .verify import check_module, check_module_rules, check_symbols, entry_funct
 
 _NDARRAY = np.ndarray  # (the 1-block short path's argument check: one global read)
 
+
 def _settings(permissive: bool, acc: str) -> dict[str, Any]:
     """A launch's machine settings (what its launch machine is cached by: grid.machine_key;
     the general path and the 1-block short path must make the same)."""
@@ -333,7 +334,7 @@ class Program:
             mk = self._flat_machine = (acc, target, permissive,
                                        grid.machine_key(target, 1, _settings(permissive, acc)))
         m = grid.machine_by_key(mk[3])
-        if m is None or m.observers or observe.watching():
+        if m is None or m.observers or observe.active():
             return False
         got = _plans.replay(fn, m, args, (1, tuple(keys)))
         if got is None:
