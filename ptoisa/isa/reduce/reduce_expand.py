@@ -866,6 +866,10 @@ def _declare_row_op(suffix: str) -> Instr:
             if a is None or b is None or out is None:
                 return False
             planned.written(dst, m)  # (a, read: its lazily loaded window, say)
+            apply(a, b, out)
+            return True
+
+        def apply(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             if cut[0] is not b:  # (a view the tile keeps while its storage stands)
                 cut[0], cut[1] = b, b[..., :rows, :1]
             if m.quiet:  # (a launch's machine: numpy's warnings are off)
@@ -873,7 +877,6 @@ def _declare_row_op(suffix: str) -> Instr:
             else:
                 with np.errstate(all="ignore"):
                     uf(a, cut[1], out=out)
-            return True
 
         def _into_store(window: Callable[[], np.ndarray | None], gm: Any, done: list[bool]
                         ) -> bool:
@@ -886,11 +889,7 @@ def _declare_row_op(suffix: str) -> Instr:
             if a is None or b is None:
                 return False
             planned.written(dst, m)
-            if m.quiet:
-                uf(a, b[..., :rows, :1], out=w)
-            else:
-                with np.errstate(all="ignore"):
-                    uf(a, b[..., :rows, :1], out=w)
+            apply(a, b, w)
             done[0] = True
             return True
 
