@@ -547,7 +547,7 @@ def _tstore_plan(ins: Instr, m: Machine, vals: list[Any], params: dict[str, Any]
     if type(src) is Tile and src.spec.loc is TileType.Acc:
         return _acc_tstore_plan(m, vals, params)
     rc = _transfer_plan(dst, src)
-    if rc is None or (len(vals) > 2 and vals[2] is not None) or src.spec.loc is TileType.Acc \
+    if rc is None or (len(vals) > 2 and vals[2] is not None) \
             or params.get("atomicType") is not AtomicType.AtomicNone \
             or params.get("reluPreMode") is not ReluPreMode.NoRelu \
             or (m.lanes > 1) != isinstance(dst.offset, np.ndarray):
