@@ -86,6 +86,16 @@ def row_buffer(width: int, size: int) -> int:
     return old
 
 
+def by_rows(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -> None:
+    """``fn(*args, out=out)`` (elementwise) under :func:`row_buffer` where it applies."""
+    old = row_buffer(out.shape[-1], out.size) if out.ndim > 1 else 0
+    try:
+        fn(*args, out=out)
+    finally:
+        if old:
+            np.setbufsize(old)
+
+
 def into(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -> None:
     """``fn(*args, out=out)`` for an elementwise ``fn`` (a ufunc), split along ``out``'s
     leading axis when large; array arguments with that leading extent are split alongside,
@@ -94,12 +104,7 @@ def into(fn: Callable[..., object], args: tuple[object, ...], out: np.ndarray) -
     # memory-bound: a split pays off only on larger arrays than compute-bound work
     if out.ndim < 2 or n < 2 or out.size < 2 * MIN_ELEMENTS or workers() < 2 \
             or not disjoint_rows(args, out):
-        old = row_buffer(out.shape[-1], out.size) if out.ndim > 1 else 0
-        try:
-            fn(*args, out=out)
-        finally:
-            if old:
-                np.setbufsize(old)
+        by_rows(fn, args, out)
         return
 
     def part(lo: int, hi: int) -> None:

@@ -117,12 +117,7 @@ def ufunc(fn: Any, dt: Any) -> Step:
     computes it into the tile)."""
     def step(work: Work, *vals: np.ndarray) -> np.ndarray:
         r = work.get(step, np.broadcast_shapes(*(v.shape for v in vals)), dt)
-        old = parallel.row_buffer(r.shape[-1], r.size) if r.ndim > 1 else 0
-        try:
-            fn(*vals, out=r)
-        finally:
-            if old:
-                np.setbufsize(old)
+        parallel.by_rows(fn, vals, r)
         return r
     return step
 
